@@ -5,8 +5,8 @@
  * order (no sorting): max (data[0] when sorted), p_i = expf(logit_i - max) stored as
  * float, total in DOUBLE; the pick is the first i whose double running sum of p reaches
  * total * u; every p_i is divided by the total in the same pass, so afterwards p holds the
- * normalized distribution (flags say so). A single candidate is picked with p = 1 and no
- * draw; none leaves nothing selected.
+ * normalized distribution (flags say so). A single candidate still costs a draw (the
+ * llama.cpp build of the reference has no shortcut for it); none leaves nothing selected.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -34,11 +34,6 @@ static void dist_apply(sift_sampler *smpl, sift_candidates *cand)
         return;
     }
     cand->selected = 0;
-    if (n == 1) {
-        cand->p[0] = 1.0f;
-        cand->flags |= SIFT_CAND_PROBS;
-        return;
-    }
     const float *lg = cand->logit;
     float *p = cand->p;
     float max_l = lg[0];
