@@ -194,7 +194,8 @@ float sift_fp16_to_fp32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return u2f(sign | 0x7f800000u | (m << 13)); /* inf / NaN */
+    if (e == 0x1f) /* inf, or NaN made quiet (as F16C and ggml's table do) */
+        return u2f(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
     if (e != 0) return u2f(sign | ((e + 112u) << 23) | (m << 13));
     if (m == 0) return u2f(sign);
     /* subnormal: m * 2^-24, exact in float */
