@@ -35,8 +35,9 @@
  * non-empty match anchored at the same place, else a search one code point further on).
  *
  * Why not PCRE2 with UTF+UCP on the real text: its \p{L} and \s come from PCRE2's Unicode
- * tables and White_Space, llama.cpp's from its own generated table (Unicode 15.1, U+3000 not
- * whitespace) and from the folding above (\p{Lu} = any letter); they disagree on real text.
+ * tables, llama.cpp's from its own generated table (Unicode 15.1, PCRE2 10.42 has 14.0) and
+ * from the folding above (\p{Lu} = any letter, \s = ASCII whitespace or a folded 0x0B); they
+ * disagree on real text.
  * Folding as llama.cpp does is exact by construction, and faster: the regex engine scans one
  * byte per code point with no UTF decoding.
  *
@@ -467,7 +468,7 @@ static void split_gpt2(piece_out *o, const uint32_t *cpts, const uint16_t *fl, s
 #define CPT(i) ((i) < end ? cpts[i] : OUT_OF_RANGE)
 #define FLG(i) ((i) < end ? fl[i] : 0)
     size_t prev = ini;
-#define TOKEN(e) (emit(o, (e) - prev), prev = (e))
+#define TOKEN(e) (emit(o, (e) - prev), prev = (e)) /* e must have no side effects */
     for (size_t pos = ini; pos < end;) {
         uint32_t cpt = cpts[pos];
         uint16_t f = fl[pos];
@@ -503,7 +504,10 @@ static void split_gpt2(piece_out *o, const uint32_t *cpts, const uint16_t *fl, s
         const uint16_t wln = SIFT_U_WHITESPACE | SIFT_U_LETTER | SIFT_U_NUMBER;
         if (!(f2 & wln) && f2) { /*  ?[^\s\p{L}\p{N}]+ */
             pos += cpt == ' ';
-            while (!(f2 & wln) && f2) f2 = FLG(++pos);
+            while (!(f2 & wln) && f2) {
+                pos++;
+                f2 = FLG(pos);
+            }
             TOKEN(pos);
             continue;
         }
@@ -519,7 +523,8 @@ static void split_gpt2(piece_out *o, const uint32_t *cpts, const uint16_t *fl, s
             TOKEN(pos);
             continue;
         }
-        TOKEN(++pos); /* no match: one code point */
+        pos++; /* no match: one code point */
+        TOKEN(pos);
     }
 #undef TOKEN
 #undef CPT
@@ -532,7 +537,7 @@ static void split_llama3(piece_out *o, const uint32_t *cpts, const uint16_t *fl,
 #define CPT(i) ((i) < end ? cpts[i] : OUT_OF_RANGE)
 #define FLG(i) ((i) < end ? fl[i] : 0)
     size_t prev = ini;
-#define TOKEN(e) (emit(o, (e) - prev), prev = (e))
+#define TOKEN(e) (emit(o, (e) - prev), prev = (e)) /* e must have no side effects */
     for (size_t pos = ini; pos < end;) {
         uint32_t cpt = cpts[pos];
         uint16_t f = fl[pos];
@@ -575,9 +580,15 @@ static void split_llama3(piece_out *o, const uint32_t *cpts, const uint16_t *fl,
         uint16_t f2 = cpt == ' ' ? FLG(pos + 1) : f;
         if (!(f2 & wln) && f) { /*  ?[^\s\p{L}\p{N}]+[\r\n]* (note: f, as llama.cpp) */
             pos += cpt == ' ';
-            while (!(f2 & wln) && f2) f2 = FLG(++pos);
+            while (!(f2 & wln) && f2) {
+                pos++;
+                f2 = FLG(pos);
+            }
             uint32_t c2 = CPT(pos);
-            while (c2 == '\r' || c2 == '\n') c2 = CPT(++pos);
+            while (c2 == '\r' || c2 == '\n') {
+                pos++;
+                c2 = CPT(pos);
+            }
             TOKEN(pos);
             continue;
         }
@@ -602,7 +613,8 @@ static void split_llama3(piece_out *o, const uint32_t *cpts, const uint16_t *fl,
             TOKEN(pos);
             continue;
         }
-        TOKEN(++pos);
+        pos++;
+        TOKEN(pos);
     }
 #undef TOKEN
 #undef CPT

@@ -10,8 +10,10 @@
  * Deviations from llama.cpp, all on inputs where llama.cpp throws or aborts: a vocabulary
  * whose token text is not valid UTF-8 (or spells a code point above 0x10FFFF) gets
  * U+FFFD-based pieces instead of aborting; a special-token fix naming a token the
- * vocabulary lacks is skipped instead of throwing; and where llama.cpp picks "the first"
- * EOT/FIM token by text in hash-table order, we pick the lowest id.
+ * vocabulary lacks is skipped instead of throwing; and where a vocabulary has several of
+ * the texts llama.cpp recognises as EOT (or FIM-...) tokens and llama.cpp takes whichever its
+ * hash table lists first, we take the one listed first in llama.cpp's list of texts (so
+ * phi-3's EOT is "<|end|>", not "<|endoftext|>", as with llama.cpp).
  */
 #include "model/vocab.h"
 
@@ -234,12 +236,13 @@ static const char *const eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "
                                         "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
                                         "[e~[", NULL};
 
-/* The first token (lowest id) whose text is in list, if *id is unset; it becomes control. */
+/* If *id is unset: the token whose text comes first in list (it becomes control). */
 static void detect_by_text(sift_vocab *v, sift_token *id, const char *const *list)
 {
     if (*id != SIFT_TOKEN_NULL) return;
-    for (sift_token t = 0; t < v->n_tokens; t++) {
-        if (text_in(v, t, list)) {
+    for (; *list; list++) {
+        sift_token t = sift_vocab_find(v, *list, strlen(*list));
+        if (t >= 0) {
             *id = t;
             force_control(v, t);
             return;
@@ -539,7 +542,7 @@ sift_vocab *sift_vocab_build(const sift_vocab_spec *spec, sift_error *err)
     size_t total = 0;
     for (int32_t i = 0; i < v->n_tokens; i++) total += spec_text_len(spec, i);
     if (sift_strtab_init(&v->strs, v->n_tokens + (int32_t)(spec->n_merges > v->n_tokens ? v->n_tokens : spec->n_merges),
-                         total + 16) != 0)
+                         total + (size_t)v->n_tokens + 16) != 0)
         FAIL(SIFT_E_NOMEM, "out of memory");
     v->score = malloc(sizeof *v->score * (size_t)v->n_tokens);
     v->attr = malloc(sizeof *v->attr * (size_t)v->n_tokens);
