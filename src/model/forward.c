@@ -81,6 +81,7 @@ void sift_rope_apply(float *x, const float *cs, int n_rot, bool neox)
 
 #define MM_MAX 3       /* weights sharing one input in a job (q, k, v) */
 #define MM_ROW_BLOCK 16 /* rows kept hot while the token groups go by */
+#define SIFT_PAR_MIN_WORK (1 << 18) /* multiply-adds below which a step runs on one thread */
 
 typedef struct mm_job {
     const sift_context *ctx;
@@ -138,13 +139,13 @@ static void mm_rows_generic(const mm_job *J, int wi, int64_t r0, int64_t r1, flo
     }
 }
 
-/* Thread ith takes an equal share of all the job's rows (boundaries on multiples of 16
- * rows, so two threads never write the same cache line of an output row). */
-static void mm_task(void *arg, int ith, int nth)
+/* Chunk c of the job's rows (boundaries on multiples of 16 rows, so two threads never
+ * write the same cache line of an output row). */
+static void mm_task(void *arg, int chunk, int n_chunks, int thread)
 {
     const mm_job *J = arg;
     const int64_t units = (J->n_rows + 15) / 16;
-    int64_t r0 = units * ith / nth * 16, r1 = units * (ith + 1) / nth * 16;
+    int64_t r0 = units * chunk / n_chunks * 16, r1 = units * (chunk + 1) / n_chunks * 16;
     if (r1 > J->n_rows) r1 = J->n_rows;
     int64_t base = 0;
     for (int wi = 0; wi < J->n_w; base += J->w[wi]->n_out, wi++) {
@@ -155,7 +156,7 @@ static void mm_task(void *arg, int ith, int nth)
         if (dot)
             mm_rows_kernel(J, wi, a, b, dot);
         else
-            mm_rows_generic(J, wi, a, b, J->ctx->deq + (size_t)ith * J->ctx->deq_stride);
+            mm_rows_generic(J, wi, a, b, J->ctx->deq + (size_t)thread * J->ctx->deq_stride);
     }
 }
 
@@ -188,7 +189,12 @@ static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_
         J.act[i] = ctx->act[f];
         J.act_stride[i] = ctx->act_stride[f];
     }
-    sift_pool_run(ctx->pool, nth, mm_task, &J);
+    /* below ~256K multiply-adds a second thread costs more than it saves */
+    const int64_t work = J.n_rows * n_in * n_tok;
+    if (work < SIFT_PAR_MIN_WORK) nth = 1;
+    const int64_t units = (J.n_rows + 15) / 16;
+    const int n_chunks = (int)(units < 4 * nth ? units : 4 * nth);
+    sift_pool_run(ctx->pool, nth, n_chunks, mm_task, &J);
 }
 
 static void matmul1(sift_context *ctx, int nth, int n_tok, const float *x, const sift_weight *w, float *out,
@@ -207,7 +213,7 @@ typedef struct attn_job {
 
 /* Items are (token, KV head) pairs; each does the n_gqa query heads that share the KV head:
  * scores against cells 0..pos, holes masked, softmax, weighted sum of V. */
-static void attn_task(void *arg, int ith, int nth)
+static void attn_task(void *arg, int chunk, int n_chunks, int thread)
 {
     const attn_job *J = arg;
     sift_context *ctx = J->ctx;
@@ -216,10 +222,10 @@ static void attn_task(void *arg, int ith, int nth)
     const int HD = hp->head_dim, NKV = hp->n_head_kv, G = hp->n_head / hp->n_head_kv, Q = hp->n_head * HD;
     const size_t ld = (size_t)ctx->n_ctx_seq;
     const float scale = 1.0f / sqrtf((float)HD);
-    float *scores = ctx->scores + (size_t)ith * G * ld;
+    float *scores = ctx->scores + (size_t)thread * G * ld;
 
     const int64_t n_items = (int64_t)J->n_tok * NKV;
-    for (int64_t it = n_items * ith / nth; it < n_items * (ith + 1) / nth; it++) {
+    for (int64_t it = n_items * chunk / n_chunks; it < n_items * (chunk + 1) / n_chunks; it++) {
         const int t = (int)(it / NKV), h = (int)(it % NKV);
         const int s = ctx->tok_seq[t], n = ctx->tok_pos[t] + 1;
         const kv_seq *sq = &ctx->seqs[s];
@@ -624,7 +630,12 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         heads_norm_rope(ctx, ctx->q, n, hp->n_head, L->q_norm, ctx->rope);
 
         attn_job aj = {ctx, l, n};
-        sift_pool_run(ctx->pool, nth, attn_task, &aj);
+        {
+            int64_t work = 0; /* multiply-adds: two passes over cells 0..pos per head */
+            for (int t = 0; t < n; t++) work += 2LL * (ctx->tok_pos[t] + 1) * Q;
+            const int items = n * hp->n_head_kv, par = work < SIFT_PAR_MIN_WORK ? 1 : nth;
+            sift_pool_run(ctx->pool, par, items < 4 * par ? items : 4 * par, attn_task, &aj);
+        }
         matmul1(ctx, nth, n, ctx->att, &L->wo, ctx->xn, E); /* xn is free again: reuse it */
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
 

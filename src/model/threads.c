@@ -1,21 +1,31 @@
 /*
  * threads.c - the fork-join pool (see threads.h).
  *
- * Protocol. The caller publishes a job (fn, arg, nth), sets `pending` to the number of
- * workers and bumps `gen`. Every worker, busy or not, notices the new generation, runs its
- * part if its index is below nth, and decrements `pending`; the caller runs part 0 and
- * spins until `pending` is zero. A worker that has seen no new generation for
- * SIFT_POOL_SPIN_US goes to sleep: it registers in `sleeping` under the mutex and re-checks
- * `gen` before waiting. The caller bumps `gen` before it reads `sleeping` (both sequentially
- * consistent), so either it sees the sleeper and broadcasts, or the sleeper sees the new
- * generation: no wake-up is lost.
+ * The job word. `state` packs the job's generation (high 32 bits) and the next unclaimed
+ * chunk (low 32 bits). The caller writes the job (fn, arg, n_chunks, how many workers may
+ * join) and then publishes it by storing (gen + 1, 0). A thread claims chunk c of
+ * generation g by a compare-and-swap (g, c) -> (g, c + 1) with c < n_chunks, and counts it
+ * in `done` when finished; the caller returns once done == n_chunks.
+ *
+ * Why a stale worker is harmless: it read the job fields after loading (g, c) with c <
+ * n_chunks, so job g was not finished, so the caller had not yet written the next job's
+ * fields; if the caller has moved on since, the state's generation differs and the CAS
+ * fails. A successful CAS therefore always pairs chunk c with the fields of its own job,
+ * whose arg stays valid until the caller has seen that chunk counted.
+ *
+ * Sleeping: a worker that has seen no new job for SIFT_POOL_SPIN_US registers in
+ * `sleeping` under the mutex and re-checks the state before waiting; the caller publishes
+ * before it reads `sleeping` (both sequentially consistent), so either the caller sees the
+ * sleeper and broadcasts, or the sleeper sees the new job.
  */
 #include "model/threads.h"
 
 #include <immintrin.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "core/perf.h"
@@ -32,29 +42,49 @@ struct sift_pool {
     /* the current job */
     sift_task_fn fn;
     void *arg;
-    int nth;
-    atomic_uint gen;
-    atomic_int pending;
+    int n_chunks;
+    int n_helpers; /* workers 1..n_helpers may take chunks */
+    _Atomic uint64_t state;
+    atomic_int done;
     atomic_int sleeping;
     atomic_bool stop;
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
 
-/* Wait for a generation other than `seen`; returns it. */
-static unsigned wait_gen(sift_pool *p, unsigned seen)
+static inline uint32_t gen_of(uint64_t s) { return (uint32_t)(s >> 32); }
+
+/* Take chunks of the job whose generation is `gen` until none is left. */
+static void work(sift_pool *p, uint32_t gen, int thread)
 {
-    int64_t t0 = sift__now_ns();
+    for (;;) {
+        uint64_t s = atomic_load(&p->state);
+        if (gen_of(s) != gen) return;
+        const sift_task_fn fn = p->fn;
+        void *const arg = p->arg;
+        const int n = p->n_chunks;
+        const uint32_t c = (uint32_t)s;
+        if (c >= (uint32_t)n) return;
+        if (!atomic_compare_exchange_weak(&p->state, &s, s + 1)) continue;
+        fn(arg, (int)c, n, thread);
+        atomic_fetch_add(&p->done, 1);
+    }
+}
+
+/* Wait for a job generation other than `seen`; returns it. */
+static uint32_t wait_job(sift_pool *p, uint32_t seen)
+{
+    const int64_t t0 = sift__now_ns();
     for (unsigned spins = 0;; spins++) {
-        unsigned g = atomic_load(&p->gen);
+        const uint32_t g = gen_of(atomic_load(&p->state));
         if (g != seen || atomic_load(&p->stop)) return g;
         _mm_pause();
         if ((spins & 63) == 63 && sift__now_ns() - t0 > SIFT_POOL_SPIN_US * 1000LL) break;
     }
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add(&p->sleeping, 1);
-    unsigned g;
-    while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
+    uint32_t g;
+    while ((g = gen_of(atomic_load(&p->state))) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
     atomic_fetch_sub(&p->sleeping, 1);
     pthread_mutex_unlock(&p->mu);
     return g;
@@ -64,12 +94,11 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     sift_pool *p = w->pool;
-    unsigned seen = 0; /* the generation at creation, not a fresh read: a job may already be out */
+    uint32_t seen = 0; /* the generation at creation (a job may already be out: do not re-read) */
     for (;;) {
-        seen = wait_gen(p, seen);
+        seen = wait_job(p, seen);
         if (atomic_load(&p->stop)) break;
-        if (w->index < p->nth) p->fn(p->arg, w->index, p->nth);
-        atomic_fetch_sub(&p->pending, 1);
+        if (w->index <= p->n_helpers) work(p, seen, w->index);
     }
     return NULL;
 }
@@ -121,23 +150,29 @@ int sift_pool_size(const sift_pool *p)
     return p ? p->n_threads : 1;
 }
 
-void sift_pool_run(sift_pool *p, int nth, sift_task_fn fn, void *arg)
+void sift_pool_run(sift_pool *p, int n_threads, int n_chunks, sift_task_fn fn, void *arg)
 {
-    if (!p || nth <= 1 || p->n_threads == 1) {
-        fn(arg, 0, 1);
+    if (n_chunks <= 0) return;
+    if (!p || n_threads <= 1 || p->n_threads == 1 || n_chunks == 1) {
+        for (int c = 0; c < n_chunks; c++) fn(arg, c, n_chunks, 0);
         return;
     }
-    if (nth > p->n_threads) nth = p->n_threads;
     p->fn = fn;
     p->arg = arg;
-    p->nth = nth;
-    atomic_store(&p->pending, p->n_threads - 1);
-    atomic_fetch_add(&p->gen, 1);
+    p->n_chunks = n_chunks;
+    p->n_helpers = (n_threads < p->n_threads ? n_threads : p->n_threads) - 1;
+    atomic_store(&p->done, 0);
+    const uint32_t gen = gen_of(atomic_load(&p->state)) + 1;
+    atomic_store(&p->state, (uint64_t)gen << 32);
     if (atomic_load(&p->sleeping) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
-    fn(arg, 0, nth);
-    while (atomic_load(&p->pending) > 0) _mm_pause();
+    work(p, gen, 0);
+    /* a worker may still be inside its last chunk */
+    for (unsigned spins = 0; atomic_load(&p->done) < n_chunks; spins++) {
+        if (spins < 4096) _mm_pause();
+        else sched_yield();
+    }
 }
