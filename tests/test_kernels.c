@@ -123,6 +123,23 @@ static void test_dot(void **state)
                     checked++;
                 }
             }
+            /* the one-column row loop: three rows, each bitwise the dot kernel's answer */
+            char *w3 = malloc(3 * wb);
+            for (int r = 0; r < 3; r++) {
+                for (int64_t i = 0; i < n; i++) wf[i] = frand(1.0f);
+                sift_quantize_row(t, wf, w3 + r * wb, n);
+            }
+            for (int isa = SIFT_ISA_SCALAR; isa <= SIFT_ISA_AVX512; isa++) {
+                const sift_kernels *k = sift_kernels_get((sift_isa)isa);
+                if (!k) continue;
+                float out[3], one;
+                k->rows[t](n, w3, wb, 3, x, out);
+                for (int r = 0; r < 3; r++) {
+                    k->dot[t](n, w3 + r * wb, x, ab, 1, &one);
+                    assert_memory_equal(&one, &out[r], 4);
+                }
+            }
+            free(w3);
             free(wf), free(xf), free(wd), free(xd), free(w), free(x);
         }
     }

@@ -107,6 +107,12 @@ static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift
     const int64_t os = J->out_stride[wi];
     const float *bias = J->bias[wi];
     float s[SIFT_DOT_MAX_COLS];
+    if (J->n_tok == 1) { /* generation: the row loop lives in the kernel */
+        J->ctx->k->rows[w->type](w->n_in, (const char *)w->data + r0 * w->row_bytes, w->row_bytes, r1 - r0, act, out + r0);
+        if (bias)
+            for (int64_t r = r0; r < r1; r++) out[r] += bias[r];
+        return;
+    }
     for (int64_t rb = r0; rb < r1; rb += MM_ROW_BLOCK) {
         const int64_t re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;
         for (int t = 0; t < J->n_tok; t += SIFT_DOT_MAX_COLS) {

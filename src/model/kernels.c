@@ -264,6 +264,23 @@ static void dot_q6_K(int64_t n, const void *w, const void *x, size_t x_stride, i
     }
 }
 
+/* The one-column row loops, one per type, so the compiler can inline the dot into it. */
+#define ROWS(T)                                                                                                      \
+    static void rows_##T(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)      \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r++) dot_##T(n, (const char *)w + r * row_bytes, x, 0, 1, out + r);          \
+    }
+ROWS(f16)
+ROWS(q8_0)
+ROWS(q4_0)
+ROWS(q4_K)
+ROWS(q6_K)
+#undef ROWS
+static void rows_f32(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
+{
+    for (int64_t r = 0; r < n_rows; r++) out[r] = dot_f32_row(n, (const float *)((const char *)w + r * row_bytes), x);
+}
+
 /* ---- attention and element-wise ------------------------------------------------------------ */
 
 static void attn_scores_scalar(int n, int hd, int nq, const float *q, const float *kt, size_t ld, float scale,
@@ -319,6 +336,12 @@ static void init_scalar(sift_kernels *k)
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
+    k->rows[SIFT_TYPE_F32] = rows_f32;
+    k->rows[SIFT_TYPE_F16] = rows_f16;
+    k->rows[SIFT_TYPE_Q8_0] = rows_q8_0;
+    k->rows[SIFT_TYPE_Q4_0] = rows_q4_0;
+    k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
+    k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
     k->act_convert = sift_act_convert_scalar;
     k->attn_scores = attn_scores_scalar;
     k->softmax_exp = softmax_exp_scalar;

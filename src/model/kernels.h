@@ -63,10 +63,16 @@ void sift_quantize_row_q8_K(const float *x, void *dst, int64_t n);
  * activation row j starts x_stride bytes after row j-1; n values per row. */
 typedef void (*sift_dot_fn)(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s);
 
+/* out[r] = dot(weight row r, activation row x) for r < n_rows, row r at w + r * row_bytes:
+ * the one-token case (generation), where a whole run of rows meets the same activations.
+ * Each out[r] equals what the dot kernel gives for that row with one column. */
+typedef void (*sift_rows_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out);
+
 typedef struct sift_kernels {
     sift_isa isa;
     /* weight-type kernels, indexed by sift_tensor_type; NULL where the type has none */
     sift_dot_fn dot[SIFT_TYPE_COUNT];
+    sift_rows_fn rows[SIFT_TYPE_COUNT];
     /* activations F32 -> their format (n a multiple of the format's block) */
     void (*act_convert)(sift_act_format f, const float *x, void *dst, int64_t n);
     /* attention scores for nq query heads sharing one KV head:

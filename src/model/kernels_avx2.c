@@ -107,11 +107,14 @@ static void dot_f32(int64_t n, const void *w, const void *x, size_t xs, int ncol
 
 /* ---- F16 x F16 ------------------------------------------------------------------------------------ */
 
-/* Whole 32-value steps in float lanes; the rest as ggml does it, products summed in double. */
+/* Whole 32-value steps in float lanes; the rest as ggml does it: each product (exact in
+ * float: 11-bit mantissas) summed in double, here four at a time (the sum of so few exact
+ * products is itself exact in double, so the order does not matter). */
 FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC)
 {
     __m256 acc[SIFT_DOT_MAX_COLS][4];
-    for (int j = 0; j < NC; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = _mm256_setzero_ps();
+    __m256d accd[SIFT_DOT_MAX_COLS];
+    for (int j = 0; j < NC; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = _mm256_setzero_ps(), accd[j] = _mm256_setzero_pd();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         __m256 wv[4];
@@ -122,9 +125,19 @@ FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t 
                 acc[j][k] = _mm256_fmadd_ps(wv[k], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xj + i + 8 * k))), acc[j][k]);
         }
     }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
+        for (int j = 0; j < NC; j++) {
+            const __m256 p = _mm256_mul_ps(wv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)(x + j * xs) + i))));
+            accd[j] = _mm256_add_pd(accd[j], _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(p)),
+                                                           _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1))));
+        }
+    }
     for (int j = 0; j < NC; j++) {
         const uint16_t *xj = (const uint16_t *)(x + j * xs);
-        double t = i ? hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[j][0], acc[j][1]), _mm256_add_ps(acc[j][2], acc[j][3]))) : 0.0;
+        double t = n >= 32 ? hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[j][0], acc[j][1]), _mm256_add_ps(acc[j][2], acc[j][3]))) : 0.0;
+        __m128d d2 = _mm_add_pd(_mm256_castpd256_pd128(accd[j]), _mm256_extractf128_pd(accd[j], 1));
+        t += _mm_cvtsd_f64(_mm_add_sd(d2, _mm_unpackhi_pd(d2, d2)));
         for (int64_t k = i; k < n; k++) t += (double)(sift_fp16_to_fp32(w[k]) * sift_fp16_to_fp32(xj[k]));
         s[j] = (float)t;
     }
@@ -324,6 +337,21 @@ static void dot_q6_K(int64_t n, const void *w, const void *x, size_t xs, int nco
     }
 }
 
+/* ---- one column, many rows (generation) --------------------------------------------------------- */
+
+#define ROWS(NAME, WT)                                                                                               \
+    static void rows_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)   \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r++) NAME##_n(n, (const WT *)((const char *)w + r * row_bytes), x, 0, out + r, 1); \
+    }
+ROWS(dot_f32, float)
+ROWS(dot_f16, uint16_t)
+ROWS(dot_q8_0, sift_block_q8_0)
+ROWS(dot_q4_0, sift_block_q4_0)
+ROWS(dot_q4_K, sift_block_q4_K)
+ROWS(dot_q6_K, sift_block_q6_K)
+#undef ROWS
+
 /* ---- attention and element-wise ---------------------------------------------------------------------- */
 
 static void attn_scores(int n, int hd, int nq, const float *q, const float *kt, size_t ld, float scale, float *s,
@@ -419,6 +447,12 @@ void sift_kernels_init_avx2(sift_kernels *k)
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
+    k->rows[SIFT_TYPE_F32] = rows_dot_f32;
+    k->rows[SIFT_TYPE_F16] = rows_dot_f16;
+    k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
+    k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
+    k->rows[SIFT_TYPE_Q4_K] = rows_dot_q4_K;
+    k->rows[SIFT_TYPE_Q6_K] = rows_dot_q6_K;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

@@ -90,11 +90,14 @@ static void dot_f32(int64_t n, const void *w, const void *x, size_t xs, int ncol
 
 /* ---- F16 x F16 ------------------------------------------------------------------------------------ */
 
-/* Whole 64-value steps in float lanes; the rest as ggml does it, products summed in double. */
+/* Whole 64-value steps in float lanes; the rest as ggml does it: each product (exact in
+ * float: 11-bit mantissas) summed in double, here eight at a time (the sum of so few exact
+ * products is itself exact in double, so the order does not matter). */
 FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC)
 {
     __m512 acc[SIFT_DOT_MAX_COLS][4];
-    for (int j = 0; j < NC; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = _mm512_setzero_ps();
+    __m512d accd[SIFT_DOT_MAX_COLS];
+    for (int j = 0; j < NC; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = _mm512_setzero_ps(), accd[j] = _mm512_setzero_pd();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         __m512 wv[4];
@@ -106,12 +109,18 @@ FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t 
                     _mm512_fmadd_ps(wv[k], _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(xj + i + 16 * k))), acc[j][k]);
         }
     }
+    for (; i < n; i += 8) {
+        const __mmask8 mk = n - i >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - i)) - 1u);
+        const __m256 wv = _mm256_cvtph_ps(_mm_maskz_loadu_epi16(mk, w + i));
+        for (int j = 0; j < NC; j++) {
+            const __m256 xv = _mm256_cvtph_ps(_mm_maskz_loadu_epi16(mk, (const uint16_t *)(x + j * xs) + i));
+            accd[j] = _mm512_add_pd(accd[j], _mm512_cvtps_pd(_mm256_mul_ps(wv, xv)));
+        }
+    }
     for (int j = 0; j < NC; j++) {
-        const uint16_t *xj = (const uint16_t *)(x + j * xs);
-        double t = i ? _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[j][0], acc[j][1]), _mm512_add_ps(acc[j][2], acc[j][3])))
-                     : 0.0;
-        for (int64_t k = i; k < n; k++) t += (double)(sift_fp16_to_fp32(w[k]) * sift_fp16_to_fp32(xj[k]));
-        s[j] = (float)t;
+        double t = n >= 64 ? _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[j][0], acc[j][1]), _mm512_add_ps(acc[j][2], acc[j][3])))
+                           : 0.0;
+        s[j] = (float)(t + _mm512_reduce_add_pd(accd[j]));
     }
 }
 
@@ -314,6 +323,21 @@ static void dot_q6_K(int64_t n, const void *w, const void *x, size_t xs, int nco
     }
 }
 
+/* ---- one column, many rows (generation) --------------------------------------------------------- */
+
+#define ROWS(NAME, WT)                                                                                               \
+    static void rows_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)   \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r++) NAME##_n(n, (const WT *)((const char *)w + r * row_bytes), x, 0, out + r, 1); \
+    }
+ROWS(dot_f32, float)
+ROWS(dot_f16, uint16_t)
+ROWS(dot_q8_0, sift_block_q8_0)
+ROWS(dot_q4_0, sift_block_q4_0)
+ROWS(dot_q4_K, sift_block_q4_K)
+ROWS(dot_q6_K, sift_block_q6_K)
+#undef ROWS
+
 /* ---- attention and element-wise ------------------------------------------------------------------------ */
 
 static void attn_scores(int n, int hd, int nq, const float *q, const float *kt, size_t ld, float scale, float *s,
@@ -391,6 +415,12 @@ void sift_kernels_init_avx512(sift_kernels *k)
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
+    k->rows[SIFT_TYPE_F32] = rows_dot_f32;
+    k->rows[SIFT_TYPE_F16] = rows_dot_f16;
+    k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
+    k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
+    k->rows[SIFT_TYPE_Q4_K] = rows_dot_q4_K;
+    k->rows[SIFT_TYPE_Q6_K] = rows_dot_q6_K;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;
