@@ -33,13 +33,13 @@ typedef struct ref_model {
     ref_prompt prompts[REF_MAX_PROMPTS];
 } ref_model;
 
-static const char *ref_shared(void)
+static inline const char *ref_shared(void)
 {
     const char *root = getenv("SIFT_SHARED");
     return root ? root : "../shared";
 }
 
-static char *ref_slurp(const char *path, size_t *len)
+static inline char *ref_slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -57,14 +57,14 @@ static char *ref_slurp(const char *path, size_t *len)
     return buf;
 }
 
-static void ref_ids(const cJSON *arr, int32_t *out, int cap)
+static inline void ref_ids(const cJSON *arr, int32_t *out, int cap)
 {
     int i = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, arr) if (i < cap) out[i++] = (int32_t)e->valuedouble;
 }
 
-static void ref_floats(const cJSON *arr, float *out, int cap)
+static inline void ref_floats(const cJSON *arr, float *out, int cap)
 {
     int i = 0;
     const cJSON *e;
@@ -72,7 +72,7 @@ static void ref_floats(const cJSON *arr, float *out, int cap)
 }
 
 /* Load <stem>.json; returns 0 on success. */
-static int ref_load(const char *stem, ref_model *m)
+static inline int ref_load(const char *stem, ref_model *m)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/reference/model/%s.json", ref_shared(), stem);
@@ -106,7 +106,7 @@ static int ref_load(const char *stem, ref_model *m)
 }
 
 /* A SLOG file: rows of n_vocab floats. NULL when missing or malformed. */
-static float *ref_slog(const char *stem, const char *prompt, const char *kind, int *n_vocab, int *n_rows)
+static inline float *ref_slog(const char *stem, const char *prompt, const char *kind, int *n_vocab, int *n_rows)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/reference/model/%s.%s.%s.slog", ref_shared(), stem, prompt, kind);
@@ -131,7 +131,7 @@ static float *ref_slog(const char *stem, const char *prompt, const char *kind, i
     return rows;
 }
 
-static const char *ref_model_path(const char *stem, char *buf, size_t cap)
+static inline const char *ref_model_path(const char *stem, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s/models/%s.gguf", ref_shared(), stem);
     return buf;

@@ -1,0 +1,343 @@
+/*
+ * test_quantize.c - sift_model_quantize and the quantized forward paths.
+ *
+ * 1. stories260K (F32) quantized to Q8_0, Q4_0, Q4_K and Q6_K. Its rows are 64 wide
+ *    (ffn_down: 172), so the K-quants take llama.cpp's 32-block fallbacks (Q4_K -> Q5_0,
+ *    Q6_K -> Q8_0), the output head gets Q6_K -> Q8_0, and ffn_down stays F32; the test
+ *    checks every tensor's type. Then, on the five reference prompts, against the F32
+ *    model: max |delta| of the prompt logits, greedy ids in common with llama.cpp's 64, and
+ *    the perplexity of llama.cpp's own greedy story under each model ("sensible text": a
+ *    quantized model must find the F32 model's story about as likely as the F32 model
+ *    does). Stated tolerances (logits range about -20..20): Q8_0 (and Q6_K, which is Q8_0
+ *    here) rms |delta| over all prompt logits <= 0.12, perplexity within 1%, >= 98% of the
+ *    greedy steps agreeing; Q4_K (Q5_0 here) 0.6, 3%, 90%; Q4_0 1.0, 15%, 80%.
+ * 2. A self-made llama with 256-wide rows (random weights, stories260K's vocabulary), so
+ *    that Q4_K and Q6_K themselves are used end to end: every matrix takes the requested
+ *    type, and the logits stay within a stated fraction of the F32 logits' range
+ *    (Q8_0 1%, Q6_K 2%, Q4_K 8%, Q4_0 8%).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "model/gguf.h"
+#include "refdata.h"
+#include "sift.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/sift_test_quantize_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static sift_context *mkctx(const sift_model *m)
+{
+    sift_context_params p = sift_context_default_params();
+    p.n_ctx = 512;
+    p.n_threads = 1;
+    sift_context *ctx = sift_context_new(m, p, NULL);
+    assert_non_null(ctx);
+    return ctx;
+}
+
+/* prompt logits at every position -> out[n][n_vocab] */
+static void prompt_logits(const sift_model *m, const int32_t *toks, int n, float *out)
+{
+    sift_context *ctx = mkctx(m);
+    sift_batch b;
+    sift_batch_init(&b, n, 1);
+    int s0 = 0;
+    for (int i = 0; i < n; i++) sift_batch_add(&b, toks[i], i, &s0, 1, true);
+    assert_int_equal(sift_decode(ctx, &b, NULL), SIFT_OK);
+    memcpy(out, sift_get_logits(ctx), (size_t)n * sift_model_n_vocab(m) * 4);
+    sift_batch_free(&b);
+    sift_context_free(ctx);
+}
+
+static int argmax(const float *x, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* mean negative log-likelihood of text[0..n) after prompt[0..np) */
+static double nll(const sift_model *m, const int32_t *prompt, int np, const int32_t *text, int n)
+{
+    int32_t all[600];
+    memcpy(all, prompt, (size_t)np * 4);
+    memcpy(all + np, text, (size_t)n * 4);
+    const int nv = sift_model_n_vocab(m), tot = np + n;
+    float *lg = malloc((size_t)tot * nv * 4);
+    prompt_logits(m, all, tot, lg);
+    double s = 0;
+    for (int i = np - 1; i < tot - 1; i++) {
+        const float *row = lg + (size_t)i * nv;
+        double mx = row[0], z = 0;
+        for (int v = 1; v < nv; v++) mx = row[v] > mx ? row[v] : mx;
+        for (int v = 0; v < nv; v++) z += exp(row[v] - mx);
+        s += -(row[all[i + 1]] - mx - log(z));
+    }
+    free(lg);
+    return s / n;
+}
+
+static void check_types(const char *path, sift_tensor_type matrices, sift_tensor_type head)
+{
+    sift_gguf *g = sift_gguf_open(path, NULL);
+    assert_non_null(g);
+    for (int64_t i = 0; i < sift_gguf_n_tensors(g); i++) {
+        const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
+        sift_tensor_type want = t->ne[1] == 1 ? SIFT_TYPE_F32 : matrices;
+        if (strstr(t->name, "ffn_down") && t->ne[0] % 32) want = SIFT_TYPE_F32;
+        if (!strcmp(t->name, "output.weight")) want = head;
+        if (t->type != want) {
+            fprintf(stderr, "%s: %s is %s, expected %s\n", path, t->name, sift_type_name(t->type), sift_type_name(want));
+            fail();
+        }
+    }
+    sift_gguf_close(g);
+}
+
+static void test_stories_quantized(void **state)
+{
+    (void)state;
+    ref_model R;
+    assert_int_equal(ref_load("stories260K", &R), 0);
+    char src[1024];
+    ref_model_path("stories260K", src, sizeof src);
+    sift_model *f32 = sift_model_load(src, NULL);
+    assert_non_null(f32);
+    const int nv = R.n_vocab;
+    const ref_prompt *once = &R.prompts[0];
+    const double nll_f32 = nll(f32, once->tokens, once->n_tokens, once->greedy, REF_N_GEN);
+
+    const struct {
+        const char *name;
+        sift_tensor_type type, matrices, head;
+        double tol_rms, tol_ppl, min_agree;
+    } cases[] = {
+        {"q8_0", SIFT_TYPE_Q8_0, SIFT_TYPE_Q8_0, SIFT_TYPE_Q8_0, 0.12, 0.01, 0.98},
+        {"q4_0", SIFT_TYPE_Q4_0, SIFT_TYPE_Q4_0, SIFT_TYPE_Q8_0, 1.00, 0.15, 0.80},
+        {"q4_k", SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_0, SIFT_TYPE_Q8_0, 0.60, 0.03, 0.90},
+        {"q6_k", SIFT_TYPE_Q6_K, SIFT_TYPE_Q8_0, SIFT_TYPE_Q8_0, 0.12, 0.01, 0.98},
+    };
+    printf("  stories260K: F32 perplexity of llama.cpp's greedy 'once' story: %.4f\n", exp(nll_f32));
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char dst[512];
+        snprintf(dst, sizeof dst, "%s/stories260K-%s.gguf", tmpdir, cases[c].name);
+        sift_quantize_params qp = sift_quantize_default_params();
+        qp.type = cases[c].type;
+        qp.n_threads = 2;
+        int64_t n_conv = 0;
+        sift_error err = {0};
+        assert_int_equal(sift_model_quantize(src, dst, &qp, &n_conv, &err), SIFT_OK);
+        assert_int_equal(n_conv, 32); /* 48 tensors: 11 1-D, 5 ffn_down kept */
+        check_types(dst, cases[c].matrices, cases[c].head);
+        sift_model *q = sift_model_load(dst, &err);
+        assert_non_null(q);
+        double dmax = 0, dsq = 0;
+        int64_t dn = 0;
+        int greedy_same = 0, greedy_total = 0;
+        for (int p = 0; p < R.n_prompts; p++) {
+            const ref_prompt *rp = &R.prompts[p];
+            float *a = malloc((size_t)rp->n_tokens * nv * 4), *b = malloc((size_t)rp->n_tokens * nv * 4);
+            prompt_logits(f32, rp->tokens, rp->n_tokens, a);
+            prompt_logits(q, rp->tokens, rp->n_tokens, b);
+            for (size_t i = 0; i < (size_t)rp->n_tokens * nv; i++, dn++) {
+                dmax = fmax(dmax, fabs(a[i] - b[i]));
+                dsq += (double)(a[i] - b[i]) * (a[i] - b[i]);
+            }
+            free(a), free(b);
+            /* greedy: teacher-forced on llama.cpp's ids, count the steps whose argmax agrees */
+            int32_t all[600];
+            memcpy(all, rp->tokens, (size_t)rp->n_tokens * 4);
+            memcpy(all + rp->n_tokens, rp->greedy, REF_N_GEN * 4);
+            const int tot = rp->n_tokens + REF_N_GEN - 1;
+            float *lg = malloc((size_t)tot * nv * 4);
+            prompt_logits(q, all, tot, lg);
+            for (int s = 0; s < REF_N_GEN; s++, greedy_total++)
+                greedy_same += argmax(lg + (size_t)(rp->n_tokens - 1 + s) * nv, nv) == rp->greedy[s];
+            free(lg);
+        }
+        const double nll_q = nll(q, once->tokens, once->n_tokens, once->greedy, REF_N_GEN);
+        const double ppl_ratio = exp(nll_q) / exp(nll_f32);
+        const double rms = sqrt(dsq / (double)dn);
+        printf("  stories260K %-5s (%s matrices, %s head): prompt logits vs F32: rms|delta| %.4f (tolerance %.2f), "
+               "max|delta| %.3f; greedy argmax = llama.cpp's id at %d/%d teacher-forced steps (at least %.0f%%); "
+               "perplexity of the F32 story %.4f, x%.4f (within %.0f%%)\n",
+               cases[c].name, sift_type_name(cases[c].matrices), sift_type_name(cases[c].head), rms, cases[c].tol_rms, dmax,
+               greedy_same, greedy_total, 100 * cases[c].min_agree, exp(nll_q), ppl_ratio, 100 * cases[c].tol_ppl);
+        assert_true(rms <= cases[c].tol_rms);
+        assert_true(fabs(ppl_ratio - 1) <= cases[c].tol_ppl);
+        assert_true(greedy_same >= cases[c].min_agree * greedy_total);
+        sift_model_free(q);
+    }
+    sift_model_free(f32);
+}
+
+/* ---- a self-made 256-wide llama ------------------------------------------------------------------ */
+
+static uint64_t rs = 0x2545F4914F6CDD1Dull;
+static float frand(void)
+{
+    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+    return (float)((double)(rs >> 11) * 0x1p-53 * 2 - 1);
+}
+
+/* Writes a llama with n_embd 256, n_ff 512, 2 layers, 4 heads (2 KV heads), random
+ * weights (uniform, scaled by 1/sqrt(fan-in)) and stories260K's tokenizer. */
+static void write_wide_model(const char *path)
+{
+    char src[1024];
+    sift_gguf *g = sift_gguf_open(ref_model_path("stories260K", src, sizeof src), NULL);
+    assert_non_null(g);
+    sift_gguf_writer *w = sift_gguf_writer_new();
+    for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
+        if (!strncmp(sift_gguf_key(g, i), "tokenizer.", 10))
+            assert_int_equal(sift_gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)), SIFT_OK);
+    sift_gguf_writer_set_str(w, "general.architecture", "llama");
+    sift_gguf_writer_set_u32(w, "llama.context_length", 512);
+    sift_gguf_writer_set_u32(w, "llama.embedding_length", 256);
+    sift_gguf_writer_set_u32(w, "llama.block_count", 2);
+    sift_gguf_writer_set_u32(w, "llama.feed_forward_length", 512);
+    sift_gguf_writer_set_u32(w, "llama.attention.head_count", 4);
+    sift_gguf_writer_set_u32(w, "llama.attention.head_count_kv", 2);
+    sift_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    const int E = 256, F = 512, V = 512, KV = 128;
+    static float data[32][512 * 512];
+    int nd = 0;
+    char names[32][64];
+#define TENSOR(NAME, NE0, NE1, SCALE)                                                                      \
+    do {                                                                                                   \
+        float *d = data[nd];                                                                               \
+        for (int i = 0; i < (NE0) * (NE1); i++) d[i] = (NE1) == 1 ? 1.0f + 0.1f * frand() : frand() * (SCALE); \
+        snprintf(names[nd], 64, "%s", NAME);                                                               \
+        const int64_t ne[2] = {NE0, NE1};                                                                  \
+        assert_int_equal(sift_gguf_writer_add_tensor(w, names[nd], SIFT_TYPE_F32, (NE1) == 1 ? 1 : 2, ne, d, \
+                                                     (uint64_t)(NE0) * (NE1) * 4, NULL), SIFT_OK);          \
+        nd++;                                                                                              \
+    } while (0)
+    TENSOR("token_embd.weight", E, V, 1.0f);
+    TENSOR("output_norm.weight", E, 1, 0);
+    TENSOR("output.weight", E, V, 3.0f / 16);
+    for (int l = 0; l < 2; l++) {
+        char n[64];
+#define N(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+        TENSOR(N("attn_norm.weight"), E, 1, 0);
+        TENSOR(N("attn_q.weight"), E, E, 1.7f / 16);
+        TENSOR(N("attn_k.weight"), E, KV, 1.7f / 16);
+        TENSOR(N("attn_v.weight"), E, KV, 1.7f / 16);
+        TENSOR(N("attn_output.weight"), E, E, 1.0f / 16);
+        TENSOR(N("ffn_norm.weight"), E, 1, 0);
+        TENSOR(N("ffn_gate.weight"), E, F, 1.7f / 16);
+        TENSOR(N("ffn_up.weight"), E, F, 1.7f / 16);
+        TENSOR(N("ffn_down.weight"), F, E, 1.0f / 22.6f);
+#undef N
+    }
+#undef TENSOR
+    assert_int_equal(sift_gguf_writer_write_file(w, path, NULL), SIFT_OK);
+    sift_gguf_writer_free(w);
+    sift_gguf_close(g);
+}
+
+static void test_wide_kquants(void **state)
+{
+    (void)state;
+    char f32p[512];
+    snprintf(f32p, sizeof f32p, "%s/wide-f32.gguf", tmpdir);
+    write_wide_model(f32p);
+    sift_model *f32 = sift_model_load(f32p, NULL);
+    assert_non_null(f32);
+    const int32_t toks[] = {1, 403, 407, 261, 378, 301, 290, 260, 411, 275, 312, 290, 315, 262, 300, 306};
+    const int n = 16, nv = 512;
+    float *a = malloc((size_t)n * nv * 4), *b = malloc((size_t)n * nv * 4);
+    prompt_logits(f32, toks, n, a);
+    double lo = a[0], hi = a[0];
+    for (int i = 0; i < n * nv; i++) lo = fmin(lo, a[i]), hi = fmax(hi, a[i]);
+    const struct {
+        const char *name;
+        sift_tensor_type type, head;
+        double tol; /* of the F32 logits' range */
+    } cases[] = {
+        {"q8_0", SIFT_TYPE_Q8_0, SIFT_TYPE_Q8_0, 0.01},
+        {"q6_k", SIFT_TYPE_Q6_K, SIFT_TYPE_Q6_K, 0.02},
+        {"q4_k", SIFT_TYPE_Q4_K, SIFT_TYPE_Q6_K, 0.08},
+        {"q4_0", SIFT_TYPE_Q4_0, SIFT_TYPE_Q6_K, 0.08},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char dst[512];
+        snprintf(dst, sizeof dst, "%s/wide-%s.gguf", tmpdir, cases[c].name);
+        sift_quantize_params qp = sift_quantize_default_params();
+        qp.type = cases[c].type;
+        int64_t n_conv;
+        assert_int_equal(sift_model_quantize(f32p, dst, &qp, &n_conv, NULL), SIFT_OK);
+        assert_int_equal(n_conv, 2 + 2 * 7);
+        sift_gguf *g = sift_gguf_open(dst, NULL);
+        for (int64_t i = 0; i < sift_gguf_n_tensors(g); i++) {
+            const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
+            const sift_tensor_type want = t->ne[1] == 1 ? SIFT_TYPE_F32 : !strcmp(t->name, "output.weight") ? cases[c].head : cases[c].type;
+            assert_int_equal(t->type, want);
+        }
+        sift_gguf_close(g);
+        sift_model *q = sift_model_load(dst, NULL);
+        assert_non_null(q);
+        prompt_logits(q, toks, n, b);
+        double d = 0;
+        int same = 0;
+        for (int i = 0; i < n * nv; i++) d = fmax(d, fabs(a[i] - b[i]));
+        for (int t = 0; t < n; t++) same += argmax(a + t * nv, nv) == argmax(b + t * nv, nv);
+        printf("  wide llama (256-wide rows) %-5s: logits max|delta| = %.4f = %.2f%% of the F32 range %.2f (tolerance %.0f%%); "
+               "argmax agrees at %d/%d positions\n",
+               cases[c].name, d, 100 * d / (hi - lo), hi - lo, 100 * cases[c].tol, same, n);
+        assert_true(d <= cases[c].tol * (hi - lo));
+        sift_model_free(q);
+    }
+    free(a), free(b);
+    sift_model_free(f32);
+}
+
+static void test_quantize_errors(void **state)
+{
+    (void)state;
+    char src[1024], dst[512];
+    ref_model_path("stories260K", src, sizeof src);
+    snprintf(dst, sizeof dst, "%s/x.gguf", tmpdir);
+    sift_quantize_params qp = sift_quantize_default_params();
+    sift_error err = {0};
+    qp.type = SIFT_TYPE_Q2_K;
+    assert_int_equal(sift_model_quantize(src, dst, &qp, NULL, &err), SIFT_E_INVAL);
+    qp.type = SIFT_TYPE_Q8_0;
+    assert_int_not_equal(sift_model_quantize("/nonexistent.gguf", dst, &qp, NULL, &err), SIFT_OK);
+    assert_int_not_equal(sift_model_quantize(src, "/nonexistent-dir/x.gguf", &qp, NULL, &err), SIFT_OK);
+    printf("  errors: %s\n", err.msg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stories_quantized),
+        cmocka_unit_test(test_wide_kquants),
+        cmocka_unit_test(test_quantize_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
