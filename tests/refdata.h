@@ -24,6 +24,11 @@ typedef struct ref_prompt {
     int32_t sampled[REF_N_GEN];
     float greedy_margin[REF_N_GEN];  /* top1 - top2 at each greedy step */
     float sampled_margin[REF_N_GEN];
+    char text[2048];                 /* the prompt text */
+    char greedy_text[1024];          /* the continuations' exact bytes (text_hex) */
+    int greedy_text_len;
+    char sampled_text[1024];
+    int sampled_text_len;
 } ref_prompt;
 
 typedef struct ref_model {
@@ -71,6 +76,17 @@ static inline void ref_floats(const cJSON *arr, float *out, int cap)
     cJSON_ArrayForEach(e, arr) if (i < cap) out[i++] = (float)e->valuedouble;
 }
 
+static inline int ref_hex(const char *hex, char *out, int cap)
+{
+    int n = 0;
+    for (; hex && hex[0] && hex[1] && n < cap; hex += 2) {
+        unsigned v;
+        if (sscanf(hex, "%2x", &v) != 1) break;
+        out[n++] = (char)v;
+    }
+    return n;
+}
+
 /* Load <stem>.json; returns 0 on success. */
 static inline int ref_load(const char *stem, ref_model *m)
 {
@@ -100,6 +116,9 @@ static inline int ref_load(const char *stem, ref_model *m)
         ref_ids(cJSON_GetObjectItem(s, "ids"), rp->sampled, REF_N_GEN);
         ref_floats(cJSON_GetObjectItem(g, "step_logits_top1_minus_top2"), rp->greedy_margin, REF_N_GEN);
         ref_floats(cJSON_GetObjectItem(s, "step_logits_top1_minus_top2"), rp->sampled_margin, REF_N_GEN);
+        snprintf(rp->text, sizeof rp->text, "%s", cJSON_GetObjectItem(p, "text")->valuestring);
+        rp->greedy_text_len = ref_hex(cJSON_GetObjectItem(g, "text_hex")->valuestring, rp->greedy_text, sizeof rp->greedy_text);
+        rp->sampled_text_len = ref_hex(cJSON_GetObjectItem(s, "text_hex")->valuestring, rp->sampled_text, sizeof rp->sampled_text);
     }
     cJSON_Delete(root);
     return 0;
