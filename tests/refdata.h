@@ -18,6 +18,7 @@
 typedef struct ref_prompt {
     char id[32];
     int n_tokens;
+    int n_gen;                       /* generated ids stored (64 in the shared reference) */
     int32_t tokens[512];
     int logits_first, logits_last; /* prompt positions stored in the prompt SLOG */
     int32_t greedy[REF_N_GEN];
@@ -87,11 +88,16 @@ static inline int ref_hex(const char *hex, char *out, int cap)
     return n;
 }
 
-/* Load <stem>.json; returns 0 on success. */
-static inline int ref_load(const char *stem, ref_model *m)
+static inline int ref_count(const cJSON *arr)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/reference/model/%s.json", ref_shared(), stem);
+    return cJSON_GetArraySize(arr);
+}
+
+/* Load DIR/<stem>.json (model_ref's output); returns 0 on success. */
+static inline int ref_load_dir(const char *dir, const char *stem, ref_model *m)
+{
+    char path[2200];
+    snprintf(path, sizeof path, "%s/%s.json", dir, stem);
     char *text = ref_slurp(path, NULL);
     if (!text) return -1;
     cJSON *root = cJSON_Parse(text);
@@ -113,6 +119,7 @@ static inline int ref_load(const char *stem, ref_model *m)
         rp->logits_last = cJSON_GetArrayItem(lp, 1)->valueint;
         const cJSON *g = cJSON_GetObjectItem(p, "greedy"), *s = cJSON_GetObjectItem(p, "sampled");
         ref_ids(cJSON_GetObjectItem(g, "ids"), rp->greedy, REF_N_GEN);
+        rp->n_gen = ref_count(cJSON_GetObjectItem(g, "ids"));
         ref_ids(cJSON_GetObjectItem(s, "ids"), rp->sampled, REF_N_GEN);
         ref_floats(cJSON_GetObjectItem(g, "step_logits_top1_minus_top2"), rp->greedy_margin, REF_N_GEN);
         ref_floats(cJSON_GetObjectItem(s, "step_logits_top1_minus_top2"), rp->sampled_margin, REF_N_GEN);
@@ -124,11 +131,21 @@ static inline int ref_load(const char *stem, ref_model *m)
     return 0;
 }
 
-/* A SLOG file: rows of n_vocab floats. NULL when missing or malformed. */
-static inline float *ref_slog(const char *stem, const char *prompt, const char *kind, int *n_vocab, int *n_rows)
+/* The shared reference: ../shared/reference/model/<stem>.json */
+static inline int ref_load(const char *stem, ref_model *m)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/reference/model/%s.%s.%s.slog", ref_shared(), stem, prompt, kind);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/reference/model", ref_shared());
+    return ref_load_dir(dir, stem, m);
+}
+
+/* A SLOG file DIR/<stem>.<prompt>.<kind>.slog: rows of n_vocab floats. NULL when missing
+ * or malformed. */
+static inline float *ref_slog_dir(const char *dir, const char *stem, const char *prompt, const char *kind, int *n_vocab,
+                                  int *n_rows)
+{
+    char path[2400];
+    snprintf(path, sizeof path, "%s/%s.%s.%s.slog", dir, stem, prompt, kind);
     size_t len;
     char *buf = ref_slurp(path, &len);
     if (!buf) return NULL;
@@ -148,6 +165,13 @@ static inline float *ref_slog(const char *stem, const char *prompt, const char *
     *n_vocab = (int)h[1];
     *n_rows = (int)h[2];
     return rows;
+}
+
+static inline float *ref_slog(const char *stem, const char *prompt, const char *kind, int *n_vocab, int *n_rows)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/reference/model", ref_shared());
+    return ref_slog_dir(dir, stem, prompt, kind, n_vocab, n_rows);
 }
 
 static inline const char *ref_model_path(const char *stem, char *buf, size_t cap)
