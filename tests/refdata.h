@@ -7,6 +7,7 @@
 #define SIFT_TESTS_REFDATA_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,15 @@ typedef struct ref_model {
     int n_prompts;
     ref_prompt prompts[REF_MAX_PROMPTS];
 } ref_model;
+
+/* Running under valgrind (its preload library is in LD_PRELOAD)? The heavy differential
+ * tests then run every code path on fewer prompts and steps: valgrind looks for memory
+ * errors, which repetitions do not add, and the memcheck pass must stay within CI's time. */
+static inline bool ref_under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload");
+}
 
 static inline const char *ref_shared(void)
 {

@@ -146,7 +146,10 @@ static void test_stories_quantized(void **state)
         {"q6_k", SIFT_TYPE_Q6_K, SIFT_TYPE_Q8_0, SIFT_TYPE_Q8_0, 0.12, 0.01, 0.98},
     };
     printf("  stories260K: F32 perplexity of llama.cpp's greedy 'once' story: %.4f\n", exp(nll_f32));
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    /* under valgrind: Q4_0 on two prompts (every code path, fewer repetitions) */
+    const bool vg = ref_under_valgrind();
+    if (vg) R.n_prompts = 2;
+    for (size_t c = vg ? 1 : 0; c < (vg ? 2 : sizeof cases / sizeof *cases); c++) {
         char dst[512];
         snprintf(dst, sizeof dst, "%s/stories260K-%s.gguf", tmpdir, cases[c].name);
         sift_quantize_params qp = sift_quantize_default_params();
@@ -191,9 +194,11 @@ static void test_stories_quantized(void **state)
                "perplexity of the F32 story %.4f, x%.4f (within %.0f%%)\n",
                cases[c].name, sift_type_name(cases[c].matrices), sift_type_name(cases[c].head), rms, cases[c].tol_rms, dmax,
                greedy_same, greedy_total, 100 * cases[c].min_agree, exp(nll_q), ppl_ratio, 100 * cases[c].tol_ppl);
-        assert_true(rms <= cases[c].tol_rms);
-        assert_true(fabs(ppl_ratio - 1) <= cases[c].tol_ppl);
-        assert_true(greedy_same >= cases[c].min_agree * greedy_total);
+        if (!vg) { /* the tolerances are for all five prompts (valgrind runs two) */
+            assert_true(rms <= cases[c].tol_rms);
+            assert_true(fabs(ppl_ratio - 1) <= cases[c].tol_ppl);
+            assert_true(greedy_same >= cases[c].min_agree * greedy_total);
+        }
         sift_model_free(q);
     }
     sift_model_free(f32);
@@ -235,7 +240,7 @@ static void test_wide_kquants(void **state)
         {"q4_k", SIFT_TYPE_Q4_K, SIFT_TYPE_Q6_K, 0.025, 0.20},
         {"q4_0", SIFT_TYPE_Q4_0, SIFT_TYPE_Q6_K, 0.025, 0.20},
     };
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    for (size_t c = ref_under_valgrind() ? 1 : 0; c < (ref_under_valgrind() ? 3 : sizeof cases / sizeof *cases); c++) {
         char dst[512];
         snprintf(dst, sizeof dst, "%s/wide-%s.gguf", tmpdir, cases[c].name);
         sift_quantize_params qp = sift_quantize_default_params();
