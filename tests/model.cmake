@@ -25,3 +25,7 @@ if(EXISTS "${SIFT_PEER_MODEL_REF}")
   add_test(NAME model_arch_peer COMMAND peer_model_arch "${SIFT_PEER_MODEL_REF}")
   set_tests_properties(model_arch_peer PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
+
+# test_decode_alloc counts every malloc/calloc/realloc (link-time wrapping) during decode
+# and sampling steps: there must be none.
+target_link_options(test_decode_alloc PRIVATE "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc")
