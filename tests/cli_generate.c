@@ -177,6 +177,14 @@ static void test_features(const char *model)
           "-c 16 --context-shift: 60 tokens through context shifts");
     free_result(&f), free_result(&s);
 
+    /* a prompt split over several decode calls (-b 3), with and without guidance */
+    run_result b1 = run("-m", model, "-p", "Lily and Ben went to the park. They", "-n", "30", "--seed", "4", "--cfg-negative-prompt",
+                        "Tom was sad", "--cfg-scale", "2", "--log-disable", NULL);
+    run_result b3 = run("-m", model, "-p", "Lily and Ben went to the park. They", "-n", "30", "--seed", "4", "--cfg-negative-prompt",
+                        "Tom was sad", "--cfg-scale", "2", "--log-disable", "-b", "3", NULL);
+    check(b1.rc == 0 && b3.rc == 0 && !strcmp(b1.out, b3.out), "-b 3 (prompt in chunks, two sequences): the same text as -b 512");
+    free_result(&b1), free_result(&b3);
+
     /* threads and kernels do not change the tokens */
     run_result t1 = run("-m", model, "-p", "Lily", "-n", "40", "--seed", "5", "-t", "1", "--log-disable", NULL);
     run_result t2 = run("-m", model, "-p", "Lily", "-n", "40", "--seed", "5", "-t", "2", "--isa", "scalar", "--log-disable", NULL);
