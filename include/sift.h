@@ -103,7 +103,7 @@ typedef struct sift_candidates {
     void *ws;          /* internal workspace (scratch for samplers); owned by the core */
 } sift_candidates;
 
-/* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1). */
+/* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1 within 1e-5). */
 #define SIFT_CAND_PROBS 0x1u
 
 /* Allocate arrays (and workspace) for `capacity` entries; size 0, nothing selected.
@@ -114,8 +114,8 @@ SIFT_API void sift_candidates_free(sift_candidates *cand);
 /* The start of a sampling step: id[i] = i, logit[i] = logits[i] for i < n, size n,
  * unsorted, nothing selected, no probabilities. SIFT_E_INVAL when n > capacity. */
 SIFT_API sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, size_t n);
-/* Make p[0..size) valid for the current logits (a softmax in array order, only when the
- * flags say the probabilities are stale) and return cand->p. */
+/* Make p[0..size) valid for the current logits (a softmax with a double-precision sum,
+ * only when the flags say the probabilities are stale) and return cand->p. */
 SIFT_API const float *sift_candidates_probs(sift_candidates *cand);
 /* Call after changing logits: the probabilities are no longer valid. `sorted` is left to
  * the caller (clear it unless the change kept the order). */

@@ -116,13 +116,38 @@ void sift__softmax(sift_candidates *c, bool do_sort)
         sum += e;
     }
     for (size_t i = 0; i < n; i++) p[i] /= sum;
+    /* A float running sum of n terms is off by up to (n - 1) * 2^-24 relative, so the
+     * probabilities only provably sum to 1 +- 1e-5 for n <= SIFT__SOFTMAX_F32_EXACT_N.
+     * Longer arrays keep llama.cpp's values for the sampler that asked, but do not claim
+     * validity: sift_candidates_probs() recomputes them with a double sum if asked. */
+    if (n <= SIFT__SOFTMAX_F32_EXACT_N) c->flags |= SIFT_CAND_PROBS;
+    else c->flags &= ~SIFT_CAND_PROBS;
+}
+
+/* The accurate softmax behind sift_candidates_probs(): float exponentials, double sum and
+ * division, so the probabilities sum to 1 within a few float roundings at any size. */
+static void softmax_accurate(sift_candidates *c)
+{
+    const size_t n = c->size;
+    if (n == 0) return;
+    const float *logit = c->logit;
+    float *p = c->p;
+    float max_l = logit[0];
+    for (size_t i = 1; i < n; i++) max_l = max_l < logit[i] ? logit[i] : max_l;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const float e = expf(logit[i] - max_l);
+        p[i] = e;
+        sum += e;
+    }
+    for (size_t i = 0; i < n; i++) p[i] = (float)((double)p[i] / sum);
     c->flags |= SIFT_CAND_PROBS;
 }
 
 const float *sift_candidates_probs(sift_candidates *cand)
 {
     if (!cand) return NULL;
-    if (!(cand->flags & SIFT_CAND_PROBS)) sift__softmax(cand, false);
+    if (!(cand->flags & SIFT_CAND_PROBS)) softmax_accurate(cand);
     return cand->p;
 }
 
@@ -268,7 +293,8 @@ size_t sift_candidates_top(const sift_candidates *cand, size_t n, sift_token *id
             best[j] = i;
         }
     }
-    float max_l = 0.0f, sum = 0.0f;
+    float max_l = 0.0f;
+    double sum = 0.0;
     const bool valid = (cand->flags & SIFT_CAND_PROBS) != 0;
     if (probs && !valid) {
         max_l = lg[best[0]];
@@ -278,7 +304,7 @@ size_t sift_candidates_top(const sift_candidates *cand, size_t n, sift_token *id
         const size_t i = best[j];
         if (ids) ids[j] = cand->id[i];
         if (logits) logits[j] = lg[i];
-        if (probs) probs[j] = valid ? cand->p[i] : expf(lg[i] - max_l) / sum;
+        if (probs) probs[j] = valid ? cand->p[i] : (float)((double)expf(lg[i] - max_l) / sum);
     }
     if (best != local) free(best);
     return have;
