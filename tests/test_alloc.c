@@ -73,8 +73,8 @@ static void test_no_allocation_per_token(void **state)
         "temp_ext(0.8,0.5,1.0);dist(19)",
         "dry(0.8,1.75,2,256,[12009],[5644],[14116],[16941 31217]);dist(42)",
         "logit_bias(15:-inf,42:2.5);adaptive_p(0.5,0.9,3)",
-        "penalties(64,1.0,0.0,0.0);top_k(40);typical(1.0,0);top_p(0.95,0);min_p(0.05,0);xtc(0.0,0.1,0,42);"
-        "temp_ext(0.8,0.0,1.0);dist(42)",
+        ("penalties(64,1.0,0.0,0.0);top_k(40);typical(1.0,0);top_p(0.95,0);min_p(0.05,0);xtc(0.0,0.1,0,42);"
+         "temp_ext(0.8,0.0,1.0);dist(42)"),
     };
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) steady_state(specs[i], x, nv, nvec);
     /* the separate steps and the common-params chain too */

@@ -28,7 +28,7 @@
 
 sift_ws *sift__ws_new(size_t cap)
 {
-    sift_ws *ws = calloc(1, sizeof *ws);
+    sift_ws *ws = calloc(1, sizeof *ws); /* own_* stay NULL: set by sift_candidates_init */
     if (!ws) return NULL;
     ws->cap = cap;
     ws->pairs = malloc(cap * sizeof *ws->pairs);
@@ -60,33 +60,50 @@ sift_status sift_candidates_init(sift_candidates *cand, size_t capacity)
 {
     if (!cand || capacity == 0 || capacity > (size_t)INT32_MAX) return SIFT_E_INVAL;
     memset(cand, 0, sizeof *cand);
-    cand->id = malloc(capacity * sizeof *cand->id);
-    cand->logit = malloc(capacity * sizeof *cand->logit);
-    cand->p = calloc(capacity, sizeof *cand->p);
-    cand->ws = sift__ws_new(capacity);
-    if (!cand->id || !cand->logit || !cand->p || !cand->ws) {
+    cand->selected = -1;
+    sift_ws *ws = sift__ws_new(capacity);
+    if (!ws) return SIFT_E_NOMEM;
+    ws->own_id = malloc(capacity * sizeof *ws->own_id);
+    ws->own_logit = malloc(capacity * sizeof *ws->own_logit);
+    ws->own_p = calloc(capacity, sizeof *ws->own_p);
+    ws->own_cap = capacity;
+    cand->ws = ws;
+    if (!ws->own_id || !ws->own_logit || !ws->own_p) {
         sift_candidates_free(cand);
         return SIFT_E_NOMEM;
     }
+    cand->id = ws->own_id;
+    cand->logit = ws->own_logit;
+    cand->p = ws->own_p;
     cand->capacity = capacity;
-    cand->selected = -1;
     return SIFT_OK;
 }
 
 void sift_candidates_free(sift_candidates *cand)
 {
     if (!cand) return;
-    free(cand->id);
-    free(cand->logit);
-    free(cand->p);
-    sift__ws_free((sift_ws *)cand->ws);
+    sift_ws *ws = (sift_ws *)cand->ws;
+    if (ws) {
+        free(ws->own_id);
+        free(ws->own_logit);
+        free(ws->own_p);
+        sift__ws_free(ws);
+    }
     memset(cand, 0, sizeof *cand);
     cand->selected = -1;
 }
 
 sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, size_t n)
 {
-    if (!cand || !logits || n > cand->capacity) return SIFT_E_INVAL;
+    if (!cand || !logits) return SIFT_E_INVAL;
+    const sift_ws *ws = (const sift_ws *)cand->ws;
+    if (ws && ws->own_id) { /* back to the arrays as allocated (a sampler may have advanced them) */
+        cand->id = ws->own_id;
+        cand->logit = ws->own_logit;
+        cand->p = ws->own_p;
+        cand->capacity = ws->own_cap;
+    }
+    if (n > cand->capacity) return SIFT_E_INVAL;
     sift_token *id = cand->id;
     for (size_t i = 0; i < n; i++) id[i] = (sift_token)i;
     memcpy(cand->logit, logits, n * sizeof *logits);

@@ -30,6 +30,12 @@
 #include "sift.h"
 
 typedef struct sift_ws {
+    /* the arrays as sift_candidates_init() allocated them (NULL in a workspace lent for one
+     * call): samplers may advance the candidates' pointers (xtc), fill and free use these */
+    sift_token *own_id;
+    float *own_logit, *own_p;
+    size_t own_cap;
+
     size_t cap;
     sift_pair *pairs;   /* [cap] sort keys + positions; doubles for rng_discrete */
     uint8_t *bucket;    /* [cap] bucket number of each entry (bucket partial sort) */
