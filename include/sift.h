@@ -86,7 +86,8 @@ typedef struct sift_error {
  * The arrays are owned by whoever made the candidates (normally the chain, sized once for
  * the vocabulary): samplers only permute, shrink and rewrite them, never reallocate. A
  * sampler may drop a prefix by advancing the three array pointers together (and reducing
- * size and capacity), as llama.cpp's xtc does; the owner keeps the original pointers.
+ * size and capacity), as llama.cpp's xtc does; candidates made by sift_candidates_init()
+ * remember their arrays, so the next fill and free work from the originals.
  * `ws` is scratch memory sized with the arrays (sorting keys, gathers), so that no sampler
  * allocates per token; candidates made with sift_candidates_init() have one, and
  * sift_sampler_apply() lends a temporary one to candidates that do not.
@@ -103,7 +104,7 @@ typedef struct sift_candidates {
     void *ws;          /* internal workspace (scratch for samplers); owned by the core */
 } sift_candidates;
 
-/* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1). */
+/* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1 within 1e-5). */
 #define SIFT_CAND_PROBS 0x1u
 
 /* Allocate arrays (and workspace) for `capacity` entries; size 0, nothing selected.
@@ -112,10 +113,11 @@ SIFT_API sift_status sift_candidates_init(sift_candidates *cand, size_t capacity
 /* Free what sift_candidates_init() allocated and zero the struct (NULL-safe). */
 SIFT_API void sift_candidates_free(sift_candidates *cand);
 /* The start of a sampling step: id[i] = i, logit[i] = logits[i] for i < n, size n,
- * unsorted, nothing selected, no probabilities. SIFT_E_INVAL when n > capacity. */
+ * unsorted, nothing selected, no probabilities (and the arrays as allocated, when a
+ * sampler advanced them). SIFT_E_INVAL when n > capacity. */
 SIFT_API sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, size_t n);
-/* Make p[0..size) valid for the current logits (a softmax in array order, only when the
- * flags say the probabilities are stale) and return cand->p. */
+/* Make p[0..size) valid for the current logits (a softmax with a double-precision sum,
+ * only when the flags say the probabilities are stale) and return cand->p. */
 SIFT_API const float *sift_candidates_probs(sift_candidates *cand);
 /* Call after changing logits: the probabilities are no longer valid. `sorted` is left to
  * the caller (clear it unless the change kept the order). */
