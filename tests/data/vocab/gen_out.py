@@ -20,6 +20,8 @@ import tempfile
 peer = os.path.join(os.environ.get("SIFT_PEER_DIR", "/tmp/sift-peer"), "peer_tokenize")
 vocab, out = sys.argv[1], sys.argv[2]
 parts = open(vocab + ".inp", "rb").read().split(b"\n__ggml_vocab_test__\n")
+if parts and parts[-1] == b"":  # the file ends with a separator
+    parts.pop()
 lines = []
 with tempfile.NamedTemporaryFile() as one:
     for p in parts:
