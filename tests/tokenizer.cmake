@@ -63,10 +63,20 @@ add_test(NAME cli_tokenize_no_flags
                  --no-parse-special --no-escape --ids --log-disable)
 set_tests_properties(cli_tokenize_no_flags PROPERTIES LABELS "tokenizer;cli" ENVIRONMENT "${SIFT_TEST_ENV}"
                      PASS_REGULAR_EXPRESSION "^\\[529, 29879, 29958, 29874, 29905, 29876\\]\n$")
-add_test(NAME cli_tokenize_usage COMMAND sift tokenize -p "x")
-set_tests_properties(cli_tokenize_usage PROPERTIES LABELS "tokenizer;cli" WILL_FAIL TRUE)
-add_test(NAME cli_tokenize_bad_model COMMAND sift tokenize -m ${SIFT_SHARED_DIR}/models/stories260K-gguf-v1.gguf -p "x")
-set_tests_properties(cli_tokenize_bad_model PROPERTIES LABELS "tokenizer;cli" WILL_FAIL TRUE)
+# refusals: exit 2 and the flag named for usage errors, exit 1 and the reason for a bad file
+function(sift_tokenize_fails name rc re)
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:sift>;tokenize;${ARGN}" -DEXPECT_RC=${rc}
+           "-DEXPECT_RE=${re}" "-DREJECT_RE=Sanitizer;runtime error" -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/expect_run.cmake)
+  set_tests_properties(${name} PROPERTIES LABELS "tokenizer;cli" ENVIRONMENT "${SIFT_TEST_ENV}")
+endfunction()
+sift_tokenize_fails(cli_tokenize_no_model 2 "model path is required \\(-m\\)" -p x)
+sift_tokenize_fails(cli_tokenize_two_sources 2 "mutually exclusive" -m x.gguf -p x --stdin)
+sift_tokenize_fails(cli_tokenize_missing_value 2 "requires an argument: -p" -m x.gguf -p)
+sift_tokenize_fails(cli_tokenize_unknown_flag 2 "unknown option --frobnicate" -m x.gguf -p x --frobnicate)
+sift_tokenize_fails(cli_tokenize_v1_file 1 "GGUF version 1 is not supported"
+                    -m ${SIFT_SHARED_DIR}/models/stories260K-gguf-v1.gguf -p x)
+sift_tokenize_fails(cli_tokenize_missing_file 1 "-f: cannot open"
+                    -m ${SIFT_SHARED_DIR}/models/stories260K.gguf -f /nonexistent/prompt.txt)
 
 # Against llama.cpp itself, when its library is present (make -C ../shared/peer).
 set(SIFT_PEER_DIR "/tmp/sift-peer" CACHE PATH "where make -C ../shared/peer put llama.cpp's library")
