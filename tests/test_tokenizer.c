@@ -8,6 +8,7 @@
  * vocabularies and texts. Real vocabularies are tested against llama.cpp in tokenizer.cmake.
  */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -783,6 +784,58 @@ static void test_gguf_loader(void **state)
     assert_int_equal(err.status, SIFT_E_IO);
 }
 
+/* One vocabulary, several threads tokenizing at once (a vocabulary is read-only). */
+typedef struct {
+    const sift_vocab *v;
+    const char *const *texts;
+    int n_texts;
+    sift_token (*want)[64];
+    const int *want_n;
+    int bad;
+} thread_job;
+
+static void *tokenize_many(void *arg)
+{
+    thread_job *j = arg;
+    for (int rep = 0; rep < 50; rep++)
+        for (int i = 0; i < j->n_texts; i++) {
+            sift_token ids[64];
+            int32_t n = sift_tokenize(j->v, j->texts[i], strlen(j->texts[i]), ids, 64, true, true);
+            if (n != j->want_n[i] || memcmp(ids, j->want[i], sizeof *ids * (size_t)(n > 0 ? n : 0))) j->bad++;
+        }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    vocab_src s;
+    bpe_base(&s);
+    add_tok(&s, "<|eos|>", 0, 3);
+    s.merges[s.n_merges++] = "a b";
+    s.merges[s.n_merges++] = G " ab";
+    add_tok(&s, "ab", 0, 1);
+    add_tok(&s, G "ab", 0, 1);
+    sift_vocab *v = build(&s, "gpt2", "deepseek-llm", NULL); /* both PCRE2 paths */
+    static const char *const texts[] = {"ab ab abab", "Hello, world 123<|eos|>", "\xE4\xBD\xA0\xE5\xA5\xBD ab\n\n",
+                                        "x = [1, 2, 3]  # \xCE\xB1\xCE\xB2", "   ab\t\tab   "};
+    enum { N = sizeof texts / sizeof *texts };
+    static sift_token want[N][64];
+    int want_n[N];
+    for (int i = 0; i < N; i++) want_n[i] = (int)sift_tokenize(v, texts[i], strlen(texts[i]), want[i], 64, true, true);
+    pthread_t th[4];
+    thread_job jobs[4];
+    for (int t = 0; t < 4; t++) {
+        jobs[t] = (thread_job){v, texts, N, want, want_n, 0};
+        assert_int_equal(pthread_create(&th[t], NULL, tokenize_many, &jobs[t]), 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        assert_int_equal(jobs[t].bad, 0);
+    }
+    sift_vocab_free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -793,6 +846,7 @@ int main(void)
         cmocka_unit_test(test_wpm),            cmocka_unit_test(test_special_partition),
         cmocka_unit_test(test_pretok),         cmocka_unit_test(test_api_edges),
         cmocka_unit_test(test_build_errors),   cmocka_unit_test(test_gguf_loader),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
