@@ -140,6 +140,64 @@ typedef struct sift_vocab_view {
     void *tokenize_ctx;
 } sift_vocab_view;
 
+/* ==== grammar ==============================================================================
+ *
+ * Grammar-constrained sampling with llama.cpp's GBNF (its grammars/README.md is the spec:
+ * rules `name ::= ...`, alternation, grouping, `* + ? {m} {m,} {m,n}`, literals and
+ * character classes with \x \u \U \n \r \t escapes, `.`, comments, token references
+ * `<[id]>` / `<text>` and their negations `!<...>`).
+ *
+ * sift_grammar is the parsed, checked grammar (undefined rules, a missing root and left
+ * recursion are errors with line:column). The grammar sampler follows llama.cpp: apply sets
+ * the logit of every candidate whose text cannot continue the grammar to -inf; end-of-
+ * generation tokens are allowed exactly when the grammar can end; accept advances the parse
+ * by the chosen token's bytes (a UTF-8 character split over tokens is fine). It differs in
+ * two deliberate ways: text must be valid UTF-8 (llama.cpp lets overlong forms, surrogates
+ * and bytes F5..FF through), and a token that contains a NUL byte is never allowed.
+ *
+ * Speed: the sampler keeps a byte trie of the vocabulary and caches, per parser stack
+ * suffix, the set of tokens that suffix accepts whatever lies below it (XGrammar's
+ * "context-independent" tokens, refined level by level); a warm apply is a few bitset ORs
+ * plus one pass over the candidates, and allocates nothing. See src/grammar/mask.c.
+ */
+typedef struct sift_grammar sift_grammar;
+
+/* Parse GBNF `text` (`len` bytes, need not be NUL-terminated) with start rule `root` (NULL
+ * means "root"). `vocab` may be NULL: it is needed for `<text>` token references and, when
+ * given, bounds-checks `<[id]>`. Returns NULL on error: SIFT_E_PARSE with "line:col: what
+ * was expected" (or the undefined / left-recursive rule) in err, or SIFT_E_NOMEM. */
+SIFT_API sift_grammar *sift_grammar_parse(const char *text, size_t len, const char *root,
+                                          const sift_vocab_view *vocab, sift_error *err);
+SIFT_API void sift_grammar_free(sift_grammar *g);
+
+/* Result of matching a text against a grammar. */
+typedef enum sift_grammar_match_result {
+    SIFT_GRAMMAR_REJECTED = 0, /* some byte cannot continue the grammar (see *fail_offset) */
+    SIFT_GRAMMAR_PREFIX = 1,   /* valid so far, but the grammar cannot end here */
+    SIFT_GRAMMAR_COMPLETE = 2, /* a complete sentence (longer ones may exist too) */
+} sift_grammar_match_result;
+
+/* Match `text` from the start rule, byte by byte. On SIFT_GRAMMAR_REJECTED, *fail_offset
+ * (if not NULL) is the offset of the first byte that could not be taken (text.len when the
+ * text ends inside a UTF-8 character the grammar cannot complete). Token references never
+ * match text. Returns -SIFT_E_NOMEM on allocation failure. */
+SIFT_API int sift_grammar_match(const sift_grammar *g, const char *text, size_t len, size_t *fail_offset);
+
+/* Convert a JSON schema to GBNF, in the style of llama.cpp's json-schema-to-grammar (rule
+ * `root`, whitespace rule `space`). Supported: type (incl. lists of types), properties,
+ * required, additionalProperties, items, prefixItems, minItems/maxItems, enum, const,
+ * anyOf/oneOf/allOf, $ref to #/$defs/..., #/definitions/... and #, string formats date,
+ * time, date-time, uuid, minLength/maxLength, minimum/maximum/exclusiveMinimum/
+ * exclusiveMaximum for integers, pattern (a regex subset: see src/grammar/json_schema.c).
+ * Annotations (title, description, default, examples, $schema, $id, $comment, ...) are
+ * ignored. A keyword that would constrain the value but cannot be expressed (not, if/then/
+ * else, uniqueItems, multipleOf, number bounds, ...) is an error (SIFT_E_UNSUPPORTED naming
+ * the keyword and its JSON pointer) unless SIFT_JSON_SCHEMA_LENIENT is set, in which case
+ * it is ignored and the grammar accepts a superset. Returns a NUL-terminated malloc'd
+ * string (free() it) or NULL with err set (SIFT_E_PARSE for malformed JSON). */
+#define SIFT_JSON_SCHEMA_LENIENT 0x1u
+SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err);
+
 #ifdef __cplusplus
 }
 #endif
