@@ -1,0 +1,285 @@
+/*
+ * candidates.c - the candidates array: allocation, fill, probabilities, ordering.
+ *
+ * Design. The array is struct-of-arrays (id[], logit[], p[]) so that the passes samplers
+ * make over logits alone (max, threshold, exp) stream through one dense float array, and
+ * so that the probabilities have a state of their own: SIFT_CAND_PROBS says p[] is the
+ * softmax of the current logits over [0, size). Anything that changes logits or cuts the
+ * array drops it; permuting keeps it (the values still belong to their entries).
+ * sift_candidates_probs() is the one way user code asks for probabilities; it recomputes
+ * only when they are stale.
+ *
+ * Ordering must be llama.cpp's to the last tie (see stlsort.h): sorts run libstdc++'s
+ * algorithms on (logit, position) pairs in the workspace and then gather the three arrays
+ * in that order. llama.cpp's full sorts of more than 128 entries go through a 128-bucket
+ * histogram over [-10, 10) (bucket = int(6.4f * logit + 64.0f), clamped to [0, 127]);
+ * entries are distributed into buckets in array order, the buckets above the one holding
+ * the k-th entry are std::sort'ed and that one std::partial_sort'ed - reproduced here.
+ */
+#include "core/candidates.h"
+
+#include <math.h>
+#include <float.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- workspace ---------------------------------------------------------------------- */
+
+sift_ws *sift__ws_new(size_t cap)
+{
+    sift_ws *ws = calloc(1, sizeof *ws);
+    if (!ws) return NULL;
+    ws->cap = cap;
+    ws->pairs = malloc(cap * sizeof *ws->pairs);
+    ws->bucket = malloc(cap);
+    ws->id2 = malloc(cap * sizeof *ws->id2);
+    ws->logit2 = malloc(cap * sizeof *ws->logit2);
+    ws->p2 = malloc(cap * sizeof *ws->p2);
+    if (!ws->pairs || !ws->bucket || !ws->id2 || !ws->logit2 || !ws->p2) {
+        sift__ws_free(ws);
+        return NULL;
+    }
+    return ws;
+}
+
+void sift__ws_free(sift_ws *ws)
+{
+    if (!ws) return;
+    free(ws->pairs);
+    free(ws->bucket);
+    free(ws->id2);
+    free(ws->logit2);
+    free(ws->p2);
+    free(ws);
+}
+
+/* ---- public: lifetime, fill ----------------------------------------------------------- */
+
+sift_status sift_candidates_init(sift_candidates *cand, size_t capacity)
+{
+    if (!cand || capacity == 0 || capacity > (size_t)INT32_MAX) return SIFT_E_INVAL;
+    memset(cand, 0, sizeof *cand);
+    cand->id = malloc(capacity * sizeof *cand->id);
+    cand->logit = malloc(capacity * sizeof *cand->logit);
+    cand->p = calloc(capacity, sizeof *cand->p);
+    cand->ws = sift__ws_new(capacity);
+    if (!cand->id || !cand->logit || !cand->p || !cand->ws) {
+        sift_candidates_free(cand);
+        return SIFT_E_NOMEM;
+    }
+    cand->capacity = capacity;
+    cand->selected = -1;
+    return SIFT_OK;
+}
+
+void sift_candidates_free(sift_candidates *cand)
+{
+    if (!cand) return;
+    free(cand->id);
+    free(cand->logit);
+    free(cand->p);
+    sift__ws_free((sift_ws *)cand->ws);
+    memset(cand, 0, sizeof *cand);
+    cand->selected = -1;
+}
+
+sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, size_t n)
+{
+    if (!cand || !logits || n > cand->capacity) return SIFT_E_INVAL;
+    sift_token *id = cand->id;
+    for (size_t i = 0; i < n; i++) id[i] = (sift_token)i;
+    memcpy(cand->logit, logits, n * sizeof *logits);
+    cand->size = n;
+    cand->selected = -1;
+    cand->sorted = false;
+    cand->flags = 0;
+    return SIFT_OK;
+}
+
+/* ---- probabilities -------------------------------------------------------------------- */
+
+void sift__softmax(sift_candidates *c, bool do_sort)
+{
+    if (c->size == 0) return;
+    if (do_sort && !c->sorted) sift__partial_sort(c, c->size);
+    const float *logit = c->logit;
+    float *p = c->p;
+    const size_t n = c->size;
+    float max_l = logit[0];
+    if (!c->sorted)
+        for (size_t i = 1; i < n; i++) max_l = max_l < logit[i] ? logit[i] : max_l; /* std::max */
+    float sum = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float e = expf(logit[i] - max_l);
+        p[i] = e;
+        sum += e;
+    }
+    for (size_t i = 0; i < n; i++) p[i] /= sum;
+    c->flags |= SIFT_CAND_PROBS;
+}
+
+const float *sift_candidates_probs(sift_candidates *cand)
+{
+    if (!cand) return NULL;
+    if (!(cand->flags & SIFT_CAND_PROBS)) sift__softmax(cand, false);
+    return cand->p;
+}
+
+void sift_candidates_logits_changed(sift_candidates *cand)
+{
+    if (cand) cand->flags &= ~SIFT_CAND_PROBS;
+}
+
+void sift_candidates_truncate(sift_candidates *cand, size_t n)
+{
+    if (cand) sift__truncate(cand, n);
+}
+
+sift_token sift_candidates_selected(const sift_candidates *cand)
+{
+    if (!cand || cand->selected < 0 || (size_t)cand->selected >= cand->size) return SIFT_TOKEN_NULL;
+    return cand->id[cand->selected];
+}
+
+/* ---- ordering ------------------------------------------------------------------------- */
+
+void sift__gather(sift_candidates *c, const sift_pair *order, size_t m, sift_ws *ws)
+{
+    for (size_t j = 0; j < m; j++) {
+        const uint32_t k = order[j].idx;
+        ws->id2[j] = c->id[k];
+        ws->logit2[j] = c->logit[k];
+        ws->p2[j] = c->p[k];
+    }
+    memcpy(c->id, ws->id2, m * sizeof *c->id);
+    memcpy(c->logit, ws->logit2, m * sizeof *c->logit);
+    memcpy(c->p, ws->p2, m * sizeof *c->p);
+}
+
+/* llama.cpp's bucket of a logit: int(6.4f * v + 64.0f) clamped to [0, 127]. The int
+ * conversion is x86's cvttss2si, which turns NaN and anything outside int range (+inf
+ * included) into INT_MIN, i.e. bucket 0 - reproduced so such logits sort the same way. */
+static inline uint8_t bucket_of(float v)
+{
+    const float x = 6.4f * v + 64.0f;
+    if (!(x >= 0.0f) || x >= 2147483648.0f) return 0;
+    return x >= 127.0f ? 127 : (uint8_t)(int)x;
+}
+
+size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_ws *ws)
+{
+    enum { NB = 128 };
+    const size_t n = c->size;
+    const float *logit = c->logit;
+    uint8_t *bk = ws->bucket;
+    size_t histo[NB] = {0};
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = bucket_of(logit[i]);
+        bk[i] = b;
+        histo[b]++;
+    }
+    size_t nhave = 0;
+    int ib = NB - 1;
+    for (; ib >= 0; --ib) {
+        nhave += histo[ib];
+        if (nhave >= k) break;
+    }
+    if (ib < 0) ib = 0; /* k > n: cannot happen for callers, but stay in bounds */
+    /* bucket start offsets, highest bucket first */
+    size_t start[NB];
+    size_t off = 0;
+    for (int j = NB - 1; j >= ib; --j) {
+        start[j] = off;
+        off += histo[j];
+    }
+    sift_pair *out = ws->pairs;
+    for (size_t i = 0; i < n; i++) {
+        const int j = bk[i];
+        if (j >= ib) out[start[j]++] = (sift_pair){logit[i], (uint32_t)i};
+    }
+    sift_pair *ptr = out;
+    size_t ndone = 0;
+    for (int j = NB - 1; j > ib; --j) {
+        sift_stl_sort(ptr, histo[j]);
+        ptr += histo[j];
+        ndone += histo[j];
+    }
+    sift_stl_partial_sort(ptr, k - ndone, histo[ib]);
+    return nhave;
+}
+
+void sift__partial_sort(sift_candidates *c, size_t k)
+{
+    if (k > c->size) k = c->size;
+    sift_ws *ws = sift__ws(c);
+    if (!ws || k == 0) {
+        sift__truncate(c, k);
+        return;
+    }
+    if (k <= 128) {
+        sift_pair *pr = ws->pairs;
+        for (size_t i = 0; i < c->size; i++) pr[i] = (sift_pair){c->logit[i], (uint32_t)i};
+        sift_stl_partial_sort(pr, k, c->size);
+    } else {
+        sift__bucket_select(c, k, ws);
+    }
+    sift__gather(c, ws->pairs, k, ws);
+    sift__truncate(c, k);
+    c->sorted = true;
+}
+
+void sift_candidates_sort(sift_candidates *cand)
+{
+    if (cand && !cand->sorted) sift__partial_sort(cand, cand->size);
+}
+
+void sift_candidates_partial_sort(sift_candidates *cand, size_t k)
+{
+    if (!cand) return;
+    if (cand->sorted) sift__truncate(cand, k);
+    else sift__partial_sort(cand, k);
+}
+
+/* ---- inspection ------------------------------------------------------------------------ */
+
+size_t sift_candidates_top(const sift_candidates *cand, size_t n, sift_token *ids, float *logits, float *probs)
+{
+    if (!cand || cand->size == 0 || n == 0) return 0;
+    if (n > cand->size) n = cand->size;
+    const float *lg = cand->logit;
+    /* best n positions, best first (earlier position wins ties) */
+    size_t local[64];
+    size_t *best = n <= 64 ? local : malloc(n * sizeof *best);
+    if (!best) return 0;
+    size_t have = 0;
+    if (cand->sorted) {
+        for (size_t i = 0; i < n; i++) best[i] = i;
+        have = n;
+    } else {
+        for (size_t i = 0; i < cand->size; i++) {
+            const float v = lg[i];
+            if (have == n && !(v > lg[best[n - 1]])) continue;
+            size_t j = have < n ? have++ : n - 1;
+            while (j > 0 && v > lg[best[j - 1]]) {
+                best[j] = best[j - 1];
+                j--;
+            }
+            best[j] = i;
+        }
+    }
+    float max_l = 0.0f, sum = 0.0f;
+    const bool valid = (cand->flags & SIFT_CAND_PROBS) != 0;
+    if (probs && !valid) {
+        max_l = lg[best[0]];
+        for (size_t i = 0; i < cand->size; i++) sum += expf(lg[i] - max_l);
+    }
+    for (size_t j = 0; j < have; j++) {
+        const size_t i = best[j];
+        if (ids) ids[j] = cand->id[i];
+        if (logits) logits[j] = lg[i];
+        if (probs) probs[j] = valid ? cand->p[i] : expf(lg[i] - max_l) / sum;
+    }
+    if (best != local) free(best);
+    return have;
+}

@@ -1,0 +1,65 @@
+/*
+ * candidates.h - internal machinery behind sift_candidates: the workspace and the
+ * llama.cpp-exact softmax / sort / selection primitives the built-in samplers share.
+ *
+ * Each primitive is named for the llama.cpp routine whose arithmetic it reproduces, so a
+ * sampler can use exactly the recipe its llama.cpp counterpart uses:
+ *
+ *   sift__softmax             llama_sampler_softmax_impl: max (data[0] when sorted), p =
+ *                             expf(logit - max) in array order, FLOAT running sum, p /= sum;
+ *                             do_sort first sorts the whole array (exact llama order).
+ *   sift__partial_sort        llama_token_data_array_partial_sort_inplace: k <= 128 is
+ *                             std::partial_sort over the array, larger k the 128-bucket
+ *                             histogram partition + std::sort / std::partial_sort.
+ *   sift__bucket_select       llama_token_data_array_partial_sort (out of place): the top k
+ *                             as (key, index) pairs in the workspace, array left untouched.
+ *   sift__gather              rearrange the arrays in the order of a pair list.
+ *
+ * The workspace (ws) is sized once with the arrays: pairs (sort keys + positions, also
+ * reused as the doubles of std::discrete_distribution), one byte per entry for bucket
+ * numbers, and a spare set of id/logit/p arrays for gathers. Nothing here allocates per call.
+ */
+#ifndef SIFT_CORE_CANDIDATES_H
+#define SIFT_CORE_CANDIDATES_H
+
+#include "core/stlsort.h"
+#include "sift.h"
+
+typedef struct sift_ws {
+    size_t cap;
+    sift_pair *pairs;   /* [cap] sort keys + positions; doubles for rng_discrete */
+    uint8_t *bucket;    /* [cap] bucket number of each entry (bucket partial sort) */
+    sift_token *id2;    /* [cap] spare arrays for gathers */
+    float *logit2;
+    float *p2;
+} sift_ws;
+
+sift_ws *sift__ws_new(size_t cap);
+void sift__ws_free(sift_ws *ws);
+
+/* The candidates' workspace if it can hold `size` entries, else NULL. */
+static inline sift_ws *sift__ws(sift_candidates *c)
+{
+    sift_ws *ws = (sift_ws *)c->ws;
+    return ws && ws->cap >= c->size ? ws : NULL;
+}
+
+/* size = n and the probabilities' validity dropped when anything was cut. */
+static inline void sift__truncate(sift_candidates *c, size_t n)
+{
+    if (n < c->size) {
+        c->size = n;
+        c->flags &= ~SIFT_CAND_PROBS;
+    }
+}
+
+void sift__softmax(sift_candidates *c, bool do_sort);
+void sift__partial_sort(sift_candidates *c, size_t k);
+/* The top k (k <= size) in ws->pairs[0..k) sorted descending, as llama.cpp's out-of-place
+ * partial sort leaves them; ws->pairs[k..return value) hold the rest of the boundary
+ * bucket and the buckets above it, unsorted. */
+size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_ws *ws);
+/* c[j] = old c[order[j].idx] for j < m (id, logit and p). */
+void sift__gather(sift_candidates *c, const sift_pair *order, size_t m, sift_ws *ws);
+
+#endif

@@ -1,0 +1,285 @@
+/*
+ * chain.c - a chain of samplers and the candidates they run on.
+ *
+ * A step is llama.cpp's llama_sampler_sample: fill the candidates from the logits, apply
+ * every sampler in order, take candidates[selected] and accept it into every sampler. The
+ * chain owns the candidates (and their workspace): they are allocated at the first fill,
+ * sized for the vocabulary, and reused for every later step, so a step allocates nothing.
+ * A sampler may advance the candidates' array pointers (xtc drops a prefix that way); the
+ * chain keeps the original pointers and restores them at each fill.
+ *
+ * Perf counters follow llama.cpp's (samples; time in apply + accept) and add each
+ * sampler's own time, so a front end can show where the time goes. They cost two clock
+ * reads per sampler per step; params.no_perf turns them off. The trace hook runs outside
+ * the timed regions.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/candidates.h"
+#include "core/perf.h"
+#include "core/status.h"
+
+struct sift_chain {
+    sift_chain_params params;
+    sift_sampler **smpl;
+    int64_t *t_smpl_ns; /* per sampler: apply + accept time */
+    int32_t n, cap;
+
+    sift_candidates cand;  /* allocated at the first fill */
+    sift_token *base_id;   /* the arrays as allocated (samplers may advance cand's pointers) */
+    float *base_logit, *base_p;
+    size_t base_cap;
+
+    sift_trace_fn trace;
+    void *trace_user;
+
+    int64_t n_sample, n_apply, t_total_ns, t_fill_ns;
+};
+
+sift_chain_params sift_chain_default_params(void)
+{
+    sift_chain_params p = {.no_perf = false};
+    return p;
+}
+
+sift_chain *sift_chain_new(sift_chain_params params)
+{
+    sift_chain *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->params = params;
+    c->cand.selected = -1;
+    return c;
+}
+
+void sift_chain_free(sift_chain *chain)
+{
+    if (!chain) return;
+    for (int32_t i = 0; i < chain->n; i++) sift_sampler_free(chain->smpl[i]);
+    free(chain->smpl);
+    free(chain->t_smpl_ns);
+    chain->cand.id = chain->base_id;
+    chain->cand.logit = chain->base_logit;
+    chain->cand.p = chain->base_p;
+    sift_candidates_free(&chain->cand);
+    free(chain);
+}
+
+sift_status sift_chain_add(sift_chain *chain, sift_sampler *smpl)
+{
+    if (!chain || !smpl) return SIFT_E_INVAL;
+    if (chain->n == chain->cap) {
+        int32_t cap = chain->cap ? chain->cap * 2 : 8;
+        sift_sampler **s = realloc(chain->smpl, (size_t)cap * sizeof *s);
+        if (!s) return SIFT_E_NOMEM;
+        chain->smpl = s;
+        int64_t *t = realloc(chain->t_smpl_ns, (size_t)cap * sizeof *t);
+        if (!t) return SIFT_E_NOMEM;
+        chain->t_smpl_ns = t;
+        chain->cap = cap;
+    }
+    chain->smpl[chain->n] = smpl;
+    chain->t_smpl_ns[chain->n] = 0;
+    chain->n++;
+    return SIFT_OK;
+}
+
+int32_t sift_chain_n(const sift_chain *chain) { return chain ? chain->n : 0; }
+
+sift_sampler *sift_chain_get(const sift_chain *chain, int32_t i)
+{
+    if (!chain || i < 0 || i >= chain->n) return NULL;
+    return chain->smpl[i];
+}
+
+sift_sampler *sift_chain_remove(sift_chain *chain, int32_t i)
+{
+    if (!chain || i < 0 || i >= chain->n) return NULL;
+    sift_sampler *s = chain->smpl[i];
+    memmove(&chain->smpl[i], &chain->smpl[i + 1], (size_t)(chain->n - i - 1) * sizeof *chain->smpl);
+    memmove(&chain->t_smpl_ns[i], &chain->t_smpl_ns[i + 1], (size_t)(chain->n - i - 1) * sizeof *chain->t_smpl_ns);
+    chain->n--;
+    return s;
+}
+
+/* ---- the step ----------------------------------------------------------------------- */
+
+static sift_status ensure_capacity(sift_chain *chain, size_t n, sift_error *err)
+{
+    if (chain->base_cap >= n) return SIFT_OK;
+    chain->cand.id = chain->base_id;
+    chain->cand.logit = chain->base_logit;
+    chain->cand.p = chain->base_p;
+    sift_candidates_free(&chain->cand);
+    chain->base_id = NULL, chain->base_logit = chain->base_p = NULL, chain->base_cap = 0;
+    sift_status st = sift_candidates_init(&chain->cand, n);
+    if (st != SIFT_OK)
+        return sift_error_set(err, st, "chain: cannot allocate candidates for %zu tokens", n);
+    chain->base_id = chain->cand.id;
+    chain->base_logit = chain->cand.logit;
+    chain->base_p = chain->cand.p;
+    chain->base_cap = n;
+    return SIFT_OK;
+}
+
+sift_status sift_chain_fill(sift_chain *chain, const float *logits, int32_t n_vocab, sift_error *err)
+{
+    if (!chain || !logits || n_vocab < 1)
+        return sift_error_set(err, SIFT_E_INVAL, "chain fill: %s", !chain ? "no chain" : !logits ? "no logits" : "n_vocab < 1");
+    sift_status st = ensure_capacity(chain, (size_t)n_vocab, err);
+    if (st != SIFT_OK) return st;
+    const int64_t t0 = chain->params.no_perf ? 0 : sift__now_ns();
+    sift_candidates *c = &chain->cand;
+    c->id = chain->base_id;
+    c->logit = chain->base_logit;
+    c->p = chain->base_p;
+    c->capacity = chain->base_cap;
+    sift_candidates_fill(c, logits, (size_t)n_vocab);
+    if (!chain->params.no_perf) chain->t_fill_ns += sift__now_ns() - t0;
+    if (chain->trace) chain->trace(chain->trace_user, -1, NULL, c);
+    return SIFT_OK;
+}
+
+sift_token sift_chain_apply(sift_chain *chain, sift_candidates *cand)
+{
+    if (!chain) return SIFT_TOKEN_NULL;
+    if (!cand) cand = &chain->cand;
+    /* user candidates without (enough) workspace borrow one for this apply */
+    sift_ws *own = (sift_ws *)cand->ws, *tmp = NULL;
+    if (!own || own->cap < cand->size) {
+        tmp = sift__ws_new(cand->size ? cand->size : 1);
+        cand->ws = tmp;
+    }
+    const bool perf = !chain->params.no_perf;
+    for (int32_t i = 0; i < chain->n; i++) {
+        sift_sampler *s = chain->smpl[i];
+        if (perf) {
+            const int64_t t0 = sift__now_ns();
+            s->iface->apply(s, cand);
+            const int64_t dt = sift__now_ns() - t0;
+            chain->t_smpl_ns[i] += dt;
+            chain->t_total_ns += dt;
+        } else {
+            s->iface->apply(s, cand);
+        }
+        if (chain->trace) chain->trace(chain->trace_user, i, s, cand);
+    }
+    chain->n_apply++;
+    if (tmp) {
+        cand->ws = own;
+        sift__ws_free(tmp);
+    }
+    return sift_candidates_selected(cand);
+}
+
+void sift_chain_accept(sift_chain *chain, sift_token token)
+{
+    if (!chain) return;
+    const bool perf = !chain->params.no_perf;
+    for (int32_t i = 0; i < chain->n; i++) {
+        sift_sampler *s = chain->smpl[i];
+        if (!s->iface->accept) continue;
+        if (perf) {
+            const int64_t t0 = sift__now_ns();
+            s->iface->accept(s, token);
+            const int64_t dt = sift__now_ns() - t0;
+            chain->t_smpl_ns[i] += dt;
+            chain->t_total_ns += dt;
+        } else {
+            s->iface->accept(s, token);
+        }
+    }
+    chain->n_sample++;
+}
+
+sift_token sift_chain_sample(sift_chain *chain, const float *logits, int32_t n_vocab)
+{
+    if (sift_chain_fill(chain, logits, n_vocab, NULL) != SIFT_OK) return SIFT_TOKEN_NULL;
+    const sift_token tok = sift_chain_apply(chain, NULL);
+    if (tok == SIFT_TOKEN_NULL) return SIFT_TOKEN_NULL;
+    sift_chain_accept(chain, tok);
+    return tok;
+}
+
+/* ---- state ------------------------------------------------------------------------------ */
+
+void sift_chain_reset(sift_chain *chain)
+{
+    if (!chain) return;
+    for (int32_t i = 0; i < chain->n; i++) sift_sampler_reset(chain->smpl[i]);
+}
+
+sift_chain *sift_chain_clone(const sift_chain *chain)
+{
+    if (!chain) return NULL;
+    sift_chain *c = sift_chain_new(chain->params);
+    if (!c) return NULL;
+    for (int32_t i = 0; i < chain->n; i++) {
+        sift_sampler *s = sift_sampler_clone(chain->smpl[i]);
+        if (!s || sift_chain_add(c, s) != SIFT_OK) {
+            sift_sampler_free(s);
+            sift_chain_free(c);
+            return NULL;
+        }
+    }
+    c->trace = chain->trace;
+    c->trace_user = chain->trace_user;
+    return c;
+}
+
+sift_candidates *sift_chain_candidates(sift_chain *chain) { return chain ? &chain->cand : NULL; }
+
+uint32_t sift_chain_get_seed(const sift_chain *chain)
+{
+    if (!chain) return SIFT_DEFAULT_SEED;
+    for (int32_t i = chain->n - 1; i >= 0; i--) {
+        uint32_t s = sift_sampler_get_seed(chain->smpl[i]);
+        if (s != SIFT_DEFAULT_SEED) return s;
+    }
+    return SIFT_DEFAULT_SEED;
+}
+
+int sift_chain_describe(const sift_chain *chain, char *buf, size_t cap)
+{
+    size_t used = 0;
+    if (cap) buf[0] = 0;
+    for (int32_t i = 0; chain && i < chain->n; i++) {
+        const char *name = sift_sampler_name(chain->smpl[i]);
+        int w = snprintf(used < cap ? buf + used : NULL, used < cap ? cap - used : 0, "%s%s", i ? " -> " : "", name);
+        if (w < 0) return w;
+        used += (size_t)w;
+    }
+    return (int)used;
+}
+
+void sift_chain_set_trace(sift_chain *chain, sift_trace_fn fn, void *user)
+{
+    if (!chain) return;
+    chain->trace = fn;
+    chain->trace_user = fn ? user : NULL;
+}
+
+sift_chain_perf sift_chain_get_perf(const sift_chain *chain)
+{
+    sift_chain_perf p = {0};
+    if (!chain) return p;
+    p.n_sample = chain->n_sample;
+    p.n_apply = chain->n_apply;
+    p.t_total_us = (double)chain->t_total_ns * 1e-3;
+    p.t_fill_us = (double)chain->t_fill_ns * 1e-3;
+    return p;
+}
+
+double sift_chain_perf_sampler_us(const sift_chain *chain, int32_t i)
+{
+    if (!chain || i < 0 || i >= chain->n) return 0.0;
+    return (double)chain->t_smpl_ns[i] * 1e-3;
+}
+
+void sift_chain_perf_reset(sift_chain *chain)
+{
+    if (!chain) return;
+    chain->n_sample = chain->n_apply = chain->t_total_ns = chain->t_fill_ns = 0;
+    for (int32_t i = 0; i < chain->n; i++) chain->t_smpl_ns[i] = 0;
+}

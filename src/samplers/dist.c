@@ -1,0 +1,100 @@
+/*
+ * dist.c - sample from softmax(logits): llama.cpp's dist sampler, bit for bit.
+ *
+ * One uniform double u = generate_canonical<double,53>(mt19937) per step. Then, in array
+ * order (no sorting): max (data[0] when sorted), p_i = expf(logit_i - max) stored as
+ * float, total in DOUBLE; the pick is the first i whose double running sum of p reaches
+ * total * u; every p_i is divided by the total in the same pass, so afterwards p holds the
+ * normalized distribution (flags say so). A single candidate still costs a draw (the
+ * llama.cpp build of the reference has no shortcut for it); none leaves nothing selected.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "samplers/samplers.h"
+
+typedef struct dist_ctx {
+    uint32_t seed;     /* as given (SIFT_DEFAULT_SEED = random) */
+    uint32_t seed_cur; /* as used */
+    sift_rng rng;
+} dist_ctx;
+
+static const char *dist_name(const sift_sampler *smpl)
+{
+    (void)smpl;
+    return "dist";
+}
+
+static void dist_apply(sift_sampler *smpl, sift_candidates *cand)
+{
+    dist_ctx *ctx = smpl->ctx;
+    const size_t n = cand->size;
+    if (n == 0) {
+        cand->selected = -1;
+        return;
+    }
+    cand->selected = 0;
+    const float *lg = cand->logit;
+    float *p = cand->p;
+    float max_l = lg[0];
+    if (!cand->sorted)
+        for (size_t i = 1; i < n; i++) max_l = max_l < lg[i] ? lg[i] : max_l;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const float e = expf(lg[i] - max_l);
+        p[i] = e;
+        sum += e;
+    }
+    const double target = sum * sift_rng_uniform_double(&ctx->rng);
+    double run = 0.0;
+    size_t i = 0;
+    bool found = false;
+    for (; i < n; i++) {
+        run += p[i];
+        p[i] = (float)((double)p[i] / sum);
+        if (run >= target) {
+            found = true;
+            cand->selected = (int64_t)i++;
+            break;
+        }
+    }
+    for (; i < n; i++) p[i] = (float)((double)p[i] / sum);
+    if (!found) cand->selected = (int64_t)n - 1; /* NaN logits only */
+    cand->flags |= SIFT_CAND_PROBS;
+}
+
+static void dist_reset(sift_sampler *smpl)
+{
+    dist_ctx *ctx = smpl->ctx;
+    ctx->seed_cur = sift_seed_resolve(ctx->seed);
+    sift_rng_seed(&ctx->rng, ctx->seed_cur);
+}
+
+static sift_sampler *dist_clone(const sift_sampler *smpl)
+{
+    sift_sampler *s = sift__sampler_new(&sift__dist_iface, sizeof(dist_ctx));
+    if (s) *(dist_ctx *)s->ctx = *(const dist_ctx *)smpl->ctx;
+    return s;
+}
+
+static void dist_free(sift_sampler *smpl) { free(smpl->ctx); }
+
+const sift_sampler_i sift__dist_iface = {
+    .name = dist_name,
+    .apply = dist_apply,
+    .reset = dist_reset,
+    .clone = dist_clone,
+    .free = dist_free,
+};
+
+uint32_t sift__dist_seed(const sift_sampler *smpl) { return ((const dist_ctx *)smpl->ctx)->seed_cur; }
+
+sift_sampler *sift_sampler_init_dist(uint32_t seed)
+{
+    sift_sampler *s = sift__sampler_new(&sift__dist_iface, sizeof(dist_ctx));
+    if (!s) return NULL;
+    dist_ctx *ctx = s->ctx;
+    ctx->seed = seed;
+    dist_reset(s);
+    return s;
+}

@@ -1,0 +1,87 @@
+/*
+ * min_p.c - keep tokens whose probability is at least p times the top probability.
+ *
+ * No softmax is needed: p_i >= p * p_max  <=>  logit_i >= max_logit + logf(p). llama.cpp
+ * first tries this on an unsorted array in array order (a stable filter) and uses it when
+ * it keeps at least min_keep (and at least one) token; otherwise (or when the array is
+ * already sorted) it sorts and cuts the sorted array at the first logit below the bound,
+ * never before min_keep. Both paths reproduced; the stable filter is done in place after a
+ * counting pass, so it needs no buffer.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "samplers/samplers.h"
+
+typedef struct min_p_ctx {
+    float p;
+    size_t min_keep;
+} min_p_ctx;
+
+static const char *min_p_name(const sift_sampler *smpl)
+{
+    (void)smpl;
+    return "min-p";
+}
+
+static void min_p_apply(sift_sampler *smpl, sift_candidates *cand)
+{
+    const min_p_ctx *ctx = smpl->ctx;
+    if (ctx->p <= 0.0f || cand->size == 0) return;
+
+    if (!cand->sorted) {
+        const size_t n = cand->size;
+        float *lg = cand->logit;
+        float max_l = -FLT_MAX;
+        for (size_t i = 0; i < n; i++) max_l = max_l < lg[i] ? lg[i] : max_l;
+        const float min_l = max_l + logf(ctx->p);
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++) kept += lg[i] >= min_l;
+        if (kept > 0 && kept >= ctx->min_keep) {
+            sift_token *id = cand->id;
+            float *p = cand->p;
+            size_t w = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (lg[i] >= min_l) {
+                    id[w] = id[i];
+                    lg[w] = lg[i];
+                    p[w] = p[i];
+                    w++;
+                }
+            }
+            sift__truncate(cand, kept);
+            return;
+        }
+    }
+
+    if (!cand->sorted) sift__partial_sort(cand, cand->size);
+    const float min_l = cand->logit[0] + logf(ctx->p);
+    size_t i = 1; /* the first token always stays */
+    for (; i < cand->size; ++i)
+        if (cand->logit[i] < min_l && i >= ctx->min_keep) break;
+    sift__truncate(cand, i);
+}
+
+static sift_sampler *min_p_clone(const sift_sampler *smpl)
+{
+    const min_p_ctx *ctx = smpl->ctx;
+    return sift_sampler_init_min_p(ctx->p, ctx->min_keep);
+}
+
+static void min_p_free(sift_sampler *smpl) { free(smpl->ctx); }
+
+static const sift_sampler_i min_p_iface = {
+    .name = min_p_name,
+    .apply = min_p_apply,
+    .clone = min_p_clone,
+    .free = min_p_free,
+};
+
+sift_sampler *sift_sampler_init_min_p(float p, size_t min_keep)
+{
+    if (p <= 0.0f) return sift__sampler_noop("?min-p");
+    sift_sampler *s = sift__sampler_new(&min_p_iface, sizeof(min_p_ctx));
+    if (s) *(min_p_ctx *)s->ctx = (min_p_ctx){p, min_keep};
+    return s;
+}

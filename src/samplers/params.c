@@ -1,0 +1,323 @@
+/*
+ * params.c - llama.cpp common's way of building a chain: sift_sampling_params mirrors
+ * common_params_sampling (same fields, same defaults), and sift_chain_from_params() makes
+ * the chain common_sampler_init() makes:
+ *
+ *   logit_bias (user biases, plus -inf for every EOG token with ignore_eos)
+ *   mirostat 0: the samplers of params.samplers in order (penalties; dry; top_n_sigma;
+ *               top_k; typ_p; top_p; min_p; xtc; temperature by default), disabled ones as
+ *               "?name" no-ops, then adaptive_p if listed (always last), else dist(seed)
+ *   mirostat 1: temp(temp), mirostat(n_vocab, seed, tau, eta, 100)
+ *   mirostat 2: temp(temp), mirostat_v2(seed, tau, eta)
+ *
+ * "temperature" is temp_ext(temp, dynatemp_range, dynatemp_exponent); top_p, min_p,
+ * typical and xtc get params.min_keep (0 by default), exactly as common passes them.
+ * Sampler names for --samplers follow common_sampler_types_from_names (canonical names,
+ * their kebab-case and no-underscore forms, "nucleus", "temp", "typ", and the older
+ * "typical" / "typical-p"; case-insensitive); the letters of --sampling-seq follow
+ * common_sampler_type_to_chr.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "samplers/samplers.h"
+
+static const sift_sampler_type default_order[] = {
+    SIFT_SAMPLER_PENALTIES, SIFT_SAMPLER_DRY,   SIFT_SAMPLER_TOP_N_SIGMA, SIFT_SAMPLER_TOP_K,       SIFT_SAMPLER_TYPICAL_P,
+    SIFT_SAMPLER_TOP_P,     SIFT_SAMPLER_MIN_P, SIFT_SAMPLER_XTC,         SIFT_SAMPLER_TEMPERATURE,
+};
+
+sift_sampling_params sift_sampling_default_params(void)
+{
+    sift_sampling_params p;
+    memset(&p, 0, sizeof p);
+    p.seed = SIFT_DEFAULT_SEED;
+    p.n_prev = 64;
+    p.n_probs = 0;
+    p.min_keep = 0;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.xtc_probability = 0.00f;
+    p.xtc_threshold = 0.10f;
+    p.typ_p = 1.00f;
+    p.temp = 0.80f;
+    p.dynatemp_range = 0.00f;
+    p.dynatemp_exponent = 1.00f;
+    p.penalty_last_n = 64;
+    p.penalty_repeat = 1.00f;
+    p.penalty_freq = 0.00f;
+    p.penalty_present = 0.00f;
+    p.dry_multiplier = 0.0f;
+    p.dry_base = 1.75f;
+    p.dry_allowed_length = 2;
+    p.dry_penalty_last_n = 64;
+    p.adaptive_target = -1.0f;
+    p.adaptive_decay = 0.90f;
+    p.mirostat = 0;
+    p.top_n_sigma = -1.00f;
+    p.mirostat_tau = 5.00f;
+    p.mirostat_eta = 0.10f;
+    p.ignore_eos = false;
+    p.no_perf = false;
+    static const char *const breakers[] = {"\n", ":", "\"", "*"};
+    for (int i = 0; i < 4; i++) strcpy(p.dry_sequence_breakers[i], breakers[i]);
+    p.n_dry_sequence_breakers = 4;
+    p.n_samplers = (int32_t)(sizeof default_order / sizeof *default_order);
+    memcpy(p.samplers, default_order, sizeof default_order);
+    return p;
+}
+
+/* ---- names ------------------------------------------------------------------------------ */
+
+typedef struct type_info {
+    sift_sampler_type type;
+    const char *name; /* canonical (common_sampler_type_to_str) */
+    char chr;
+} type_info;
+
+static const type_info types[] = {
+    {SIFT_SAMPLER_DRY, "dry", 'd'},           {SIFT_SAMPLER_TOP_K, "top_k", 'k'},
+    {SIFT_SAMPLER_TYPICAL_P, "typ_p", 'y'},   {SIFT_SAMPLER_TOP_P, "top_p", 'p'},
+    {SIFT_SAMPLER_TOP_N_SIGMA, "top_n_sigma", 's'}, {SIFT_SAMPLER_MIN_P, "min_p", 'm'},
+    {SIFT_SAMPLER_TEMPERATURE, "temperature", 't'}, {SIFT_SAMPLER_XTC, "xtc", 'x'},
+    {SIFT_SAMPLER_INFILL, "infill", 'i'},     {SIFT_SAMPLER_PENALTIES, "penalties", 'e'},
+    {SIFT_SAMPLER_ADAPTIVE_P, "adaptive_p", 'a'},
+};
+#define N_TYPES (sizeof types / sizeof *types)
+
+const char *sift_sampler_type_name(sift_sampler_type type)
+{
+    for (size_t i = 0; i < N_TYPES; i++)
+        if (types[i].type == type) return types[i].name;
+    return "";
+}
+
+char sift_sampler_type_char(sift_sampler_type type)
+{
+    for (size_t i = 0; i < N_TYPES; i++)
+        if (types[i].type == type) return types[i].chr;
+    return '?';
+}
+
+/* canonical, kebab-case or no-underscore form of a canonical name, or a misc alias */
+static sift_sampler_type type_from_name(const char *s, size_t len)
+{
+    char low[32];
+    if (len == 0 || len >= sizeof low) return SIFT_SAMPLER_NONE;
+    for (size_t i = 0; i < len; i++) low[i] = (char)tolower((unsigned char)s[i]);
+    low[len] = 0;
+    static const struct { const char *alias; sift_sampler_type type; } misc[] = {
+        {"nucleus", SIFT_SAMPLER_TOP_P},     {"temp", SIFT_SAMPLER_TEMPERATURE},
+        {"typ", SIFT_SAMPLER_TYPICAL_P},     {"typical", SIFT_SAMPLER_TYPICAL_P},
+        {"typical-p", SIFT_SAMPLER_TYPICAL_P},
+    };
+    for (size_t i = 0; i < sizeof misc / sizeof *misc; i++)
+        if (!strcmp(low, misc[i].alias)) return misc[i].type;
+    for (size_t i = 0; i < N_TYPES; i++) {
+        const char *c = types[i].name;
+        if (!strcmp(low, c)) return types[i].type;
+        if (!strchr(c, '_')) continue;
+        char kebab[32], nodash[32];
+        size_t k = 0, d = 0;
+        for (const char *q = c; *q; q++) {
+            kebab[k++] = *q == '_' ? '-' : *q;
+            if (*q != '_') nodash[d++] = *q;
+        }
+        kebab[k] = 0, nodash[d] = 0;
+        if (!strcmp(low, kebab) || !strcmp(low, nodash)) return types[i].type;
+    }
+    return SIFT_SAMPLER_NONE;
+}
+
+sift_status sift_sampling_set_samplers(sift_sampling_params *params, const char *names, sift_error *err)
+{
+    if (!params || !names) return sift_error_set(err, SIFT_E_INVAL, "samplers: no %s", !params ? "params" : "names");
+    sift_sampler_type out[SIFT_SAMPLING_MAX_SAMPLERS];
+    int32_t n = 0;
+    for (const char *p = names; *p;) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && isspace((unsigned char)*p)) p++, len--;
+        while (len && isspace((unsigned char)p[len - 1])) len--;
+        if (len) {
+            sift_sampler_type t = type_from_name(p, len);
+            if (t == SIFT_SAMPLER_NONE)
+                return sift_error_set(err, SIFT_E_PARSE, "samplers: col %zu: unknown sampler '%.*s'",
+                                      (size_t)(p - names) + 1, (int)(len < 40 ? len : 40), p);
+            if (n == SIFT_SAMPLING_MAX_SAMPLERS)
+                return sift_error_set(err, SIFT_E_PARSE, "samplers: more than %d samplers", SIFT_SAMPLING_MAX_SAMPLERS);
+            out[n++] = t;
+        }
+        if (!end) break;
+        p = end + 1;
+    }
+    memcpy(params->samplers, out, (size_t)n * sizeof *out);
+    params->n_samplers = n;
+    return SIFT_OK;
+}
+
+sift_status sift_sampling_set_sampler_chars(sift_sampling_params *params, const char *chars, sift_error *err)
+{
+    if (!params || !chars) return sift_error_set(err, SIFT_E_INVAL, "sampling-seq: no %s", !params ? "params" : "letters");
+    sift_sampler_type out[SIFT_SAMPLING_MAX_SAMPLERS];
+    int32_t n = 0;
+    for (const char *p = chars; *p; p++) {
+        sift_sampler_type t = SIFT_SAMPLER_NONE;
+        for (size_t i = 0; i < N_TYPES; i++)
+            if (types[i].chr == *p) t = types[i].type;
+        if (t == SIFT_SAMPLER_NONE)
+            return sift_error_set(err, SIFT_E_PARSE, "sampling-seq: col %zu: unknown sampler letter '%c' (letters: dkypsmtxiea)",
+                                  (size_t)(p - chars) + 1, isprint((unsigned char)*p) ? *p : '?');
+        if (n == SIFT_SAMPLING_MAX_SAMPLERS)
+            return sift_error_set(err, SIFT_E_PARSE, "sampling-seq: more than %d samplers", SIFT_SAMPLING_MAX_SAMPLERS);
+        out[n++] = t;
+    }
+    memcpy(params->samplers, out, (size_t)n * sizeof *out);
+    params->n_samplers = n;
+    return SIFT_OK;
+}
+
+/* ---- the chain ----------------------------------------------------------------------------- */
+
+static sift_status add_or_fail(sift_chain *chain, sift_sampler *s, const char *what, sift_error *err)
+{
+    if (!s) return sift_error_set(err, SIFT_E_NOMEM, "sampling params: cannot create %s", what);
+    if (sift_chain_add(chain, s) != SIFT_OK) {
+        sift_sampler_free(s);
+        return sift_error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
+    }
+    return SIFT_OK;
+}
+
+static sift_status add_logit_bias(sift_chain *chain, const sift_sampling_params *p, const sift_chain_env *env,
+                                  sift_error *err)
+{
+    size_t n_eog = 0;
+    if (p->ignore_eos) {
+        if (!env->vocab || !env->vocab->attr)
+            return sift_error_set(err, SIFT_E_INVAL, "sampling params: ignore_eos needs the vocabulary (EOG tokens)");
+        for (int32_t t = 0; t < env->vocab->n_tokens; t++) n_eog += (env->vocab->attr[t] & SIFT_TOKEN_ATTR_EOG) != 0;
+    }
+    const size_t n = p->n_logit_bias + n_eog;
+    if (n == 0) return SIFT_OK;
+    if (p->n_logit_bias && !p->logit_bias)
+        return sift_error_set(err, SIFT_E_INVAL, "sampling params: n_logit_bias > 0 without logit_bias");
+    sift_logit_bias *all = malloc(n * sizeof *all);
+    if (!all) return sift_error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
+    if (p->n_logit_bias) memcpy(all, p->logit_bias, p->n_logit_bias * sizeof *all);
+    size_t k = p->n_logit_bias;
+    for (int32_t t = 0; n_eog && t < env->vocab->n_tokens; t++)
+        if (env->vocab->attr[t] & SIFT_TOKEN_ATTR_EOG) all[k++] = (sift_logit_bias){t, -INFINITY};
+    sift_status st = add_or_fail(chain, sift_sampler_init_logit_bias(env->n_vocab, n, all), "logit_bias", err);
+    free(all);
+    return st;
+}
+
+static sift_status add_type(sift_chain *chain, const sift_sampling_params *p, const sift_chain_env *env,
+                            sift_sampler_type t, sift_error *err)
+{
+    const size_t mk = p->min_keep > 0 ? (size_t)p->min_keep : 0;
+    switch (t) {
+    case SIFT_SAMPLER_DRY: {
+        const bool enabled = p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_penalty_last_n > 0;
+        const char *br[SIFT_SAMPLING_MAX_BREAKERS];
+        int32_t nb = p->n_dry_sequence_breakers;
+        if (nb < 0) nb = 0;
+        if (nb > SIFT_SAMPLING_MAX_BREAKERS) nb = SIFT_SAMPLING_MAX_BREAKERS;
+        for (int32_t i = 0; i < nb; i++) br[i] = p->dry_sequence_breakers[i];
+        if (enabled && nb > 0 && (!env->vocab || !env->vocab->tokenize))
+            return sift_error_set(err, SIFT_E_INVAL,
+                                  "sampling params: DRY sequence breakers need the vocabulary (or use a chain spec with token breakers)");
+        return add_or_fail(chain,
+                           sift_sampler_init_dry(env->vocab, p->dry_multiplier, p->dry_base, p->dry_allowed_length,
+                                                 p->dry_penalty_last_n, br, (size_t)nb),
+                           "dry", err);
+    }
+    case SIFT_SAMPLER_TOP_K: return add_or_fail(chain, sift_sampler_init_top_k(p->top_k), "top_k", err);
+    case SIFT_SAMPLER_TOP_P: return add_or_fail(chain, sift_sampler_init_top_p(p->top_p, mk), "top_p", err);
+    case SIFT_SAMPLER_TOP_N_SIGMA: return add_or_fail(chain, sift_sampler_init_top_n_sigma(p->top_n_sigma), "top_n_sigma", err);
+    case SIFT_SAMPLER_MIN_P: return add_or_fail(chain, sift_sampler_init_min_p(p->min_p, mk), "min_p", err);
+    case SIFT_SAMPLER_XTC:
+        return add_or_fail(chain, sift_sampler_init_xtc(p->xtc_probability, p->xtc_threshold, mk, p->seed), "xtc", err);
+    case SIFT_SAMPLER_TYPICAL_P: return add_or_fail(chain, sift_sampler_init_typical(p->typ_p, mk), "typical", err);
+    case SIFT_SAMPLER_TEMPERATURE:
+        return add_or_fail(chain, sift_sampler_init_temp_ext(p->temp, p->dynatemp_range, p->dynatemp_exponent), "temp_ext", err);
+    case SIFT_SAMPLER_INFILL:
+        if (!env->vocab) return sift_error_set(err, SIFT_E_INVAL, "sampling params: infill needs the vocabulary");
+        return add_or_fail(chain, sift_sampler_init_infill(env->vocab, env->eot), "infill", err);
+    case SIFT_SAMPLER_PENALTIES:
+        return add_or_fail(chain,
+                           sift_sampler_init_penalties(p->penalty_last_n, p->penalty_repeat, p->penalty_freq, p->penalty_present),
+                           "penalties", err);
+    default: return sift_error_set(err, SIFT_E_INVAL, "sampling params: unknown sampler type %d", (int)t);
+    }
+}
+
+sift_chain *sift_chain_from_params(const sift_sampling_params *params, const sift_chain_env *env, sift_error *err)
+{
+    if (!params) {
+        sift_error_set(err, SIFT_E_INVAL, "sampling params: none given");
+        return NULL;
+    }
+    const sift_chain_env no_env = {.n_vocab = 0, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
+    if (!env) env = &no_env;
+    if (params->n_samplers < 0 || params->n_samplers > SIFT_SAMPLING_MAX_SAMPLERS) {
+        sift_error_set(err, SIFT_E_INVAL, "sampling params: n_samplers %d out of range", (int)params->n_samplers);
+        return NULL;
+    }
+    sift_chain_params cp = sift_chain_default_params();
+    cp.no_perf = params->no_perf;
+    sift_chain *chain = sift_chain_new(cp);
+    if (!chain) {
+        sift_error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
+        return NULL;
+    }
+    sift_status st = add_logit_bias(chain, params, env, err);
+    if (st != SIFT_OK) goto fail;
+    if (params->mirostat == 0) {
+        bool adaptive = false;
+        for (int32_t i = 0; i < params->n_samplers; i++) {
+            if (params->samplers[i] == SIFT_SAMPLER_ADAPTIVE_P) {
+                adaptive = true; /* a selector: always added last */
+                continue;
+            }
+            if ((st = add_type(chain, params, env, params->samplers[i], err)) != SIFT_OK) goto fail;
+        }
+        st = adaptive ? add_or_fail(chain, sift_sampler_init_adaptive_p(params->adaptive_target, params->adaptive_decay, params->seed),
+                                    "adaptive_p", err)
+                      : add_or_fail(chain, sift_sampler_init_dist(params->seed), "dist", err);
+    } else if (params->mirostat == 1 || params->mirostat == 2) {
+        if ((st = add_or_fail(chain, sift_sampler_init_temp(params->temp), "temp", err)) != SIFT_OK) goto fail;
+        st = params->mirostat == 1
+                 ? add_or_fail(chain,
+                               sift_sampler_init_mirostat(env->n_vocab, params->seed, params->mirostat_tau, params->mirostat_eta, 100),
+                               "mirostat", err)
+                 : add_or_fail(chain, sift_sampler_init_mirostat_v2(params->seed, params->mirostat_tau, params->mirostat_eta),
+                               "mirostat_v2", err);
+    } else {
+        st = sift_error_set(err, SIFT_E_INVAL, "sampling params: mirostat must be 0, 1 or 2, got %d", (int)params->mirostat);
+    }
+    if (st == SIFT_OK) return chain;
+fail:
+    sift_chain_free(chain);
+    return NULL;
+}
+
+int sift_sampling_params_print(const sift_sampling_params *p, char *buf, size_t cap)
+{
+    return snprintf(buf, cap,
+                    "\trepeat_last_n = %d, repeat_penalty = %.3f, frequency_penalty = %.3f, presence_penalty = %.3f\n"
+                    "\tdry_multiplier = %.3f, dry_base = %.3f, dry_allowed_length = %d, dry_penalty_last_n = %d\n"
+                    "\ttop_k = %d, top_p = %.3f, min_p = %.3f, xtc_probability = %.3f, xtc_threshold = %.3f, typical_p = %.3f, "
+                    "top_n_sigma = %.3f, temp = %.3f\n"
+                    "\tmirostat = %d, mirostat_lr = %.3f, mirostat_ent = %.3f, adaptive_target = %.3f, adaptive_decay = %.3f",
+                    p->penalty_last_n, p->penalty_repeat, p->penalty_freq, p->penalty_present, p->dry_multiplier, p->dry_base,
+                    p->dry_allowed_length, p->dry_penalty_last_n, p->top_k, p->top_p, p->min_p, p->xtc_probability,
+                    p->xtc_threshold, p->typ_p, p->top_n_sigma, p->temp, p->mirostat, p->mirostat_eta, p->mirostat_tau,
+                    p->adaptive_target, p->adaptive_decay);
+}

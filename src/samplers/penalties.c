@@ -1,0 +1,154 @@
+/*
+ * penalties.c - repetition, frequency and presence penalties over the last `last_n`
+ * accepted tokens (llama.cpp's penalties sampler).
+ *
+ * For every candidate seen c > 0 times in the window: logit *= repeat if logit <= 0 else
+ * logit /= repeat; then logit -= c * freq + present (float arithmetic as llama.cpp). The
+ * window is a ring buffer and the counts a hash map, both sized by last_n at creation.
+ *
+ * Instead of looking every candidate up in the map (llama.cpp's way: one hash lookup per
+ * vocabulary entry), the sampler walks the few distinct tokens of the window and finds
+ * each candidate directly when the array is still in vocabulary order (id[t] == t, as a
+ * fresh fill leaves it); only tokens not found that way cost a scan. Each logit gets the
+ * same arithmetic either way. The array is marked unsorted afterwards, as llama.cpp does.
+ * Clone copies window and counts (llama.cpp's clone forgets the counts - not reproduced).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "samplers/samplers.h"
+#include "samplers/tokmap.h"
+
+typedef struct penalties_ctx {
+    int32_t last_n;
+    float repeat, freq, present;
+    sift_token *ring; /* [last_n] */
+    int32_t first, count;
+    sift_tokmap counts;
+} penalties_ctx;
+
+static const char *penalties_name(const sift_sampler *smpl)
+{
+    (void)smpl;
+    return "penalties";
+}
+
+static void penalties_accept(sift_sampler *smpl, sift_token token)
+{
+    penalties_ctx *ctx = smpl->ctx;
+    (*sift_tokmap_get(&ctx->counts, token))++;
+    if (ctx->count >= ctx->last_n) { /* the window is full: the oldest token leaves */
+        const sift_token old = ctx->ring[ctx->first];
+        int32_t *c = sift_tokmap_find(&ctx->counts, old);
+        if (c && --*c == 0) sift_tokmap_erase(&ctx->counts, old);
+        ctx->ring[ctx->first] = token;
+        ctx->first = (ctx->first + 1) % ctx->last_n;
+    } else {
+        ctx->ring[(ctx->first + ctx->count) % ctx->last_n] = token;
+        ctx->count++;
+    }
+}
+
+static inline void penalize(const penalties_ctx *ctx, float *logit, int32_t count)
+{
+    float l = *logit;
+    if (l <= 0) l *= ctx->repeat;
+    else l /= ctx->repeat;
+    l -= (float)count * ctx->freq + (float)(count > 0) * ctx->present;
+    *logit = l;
+}
+
+static void penalties_apply(sift_sampler *smpl, sift_candidates *cand)
+{
+    penalties_ctx *ctx = smpl->ctx;
+    const sift_tokmap *m = &ctx->counts;
+    bool missed = false, changed = false;
+    for (uint32_t s = 0; s <= m->mask; s++) {
+        const sift_token t = m->key[s];
+        if (t == SIFT_TOKEN_NULL) continue;
+        if (t >= 0 && (size_t)t < cand->size && cand->id[t] == t) {
+            penalize(ctx, &cand->logit[t], m->val[s]);
+            changed = true;
+        } else {
+            missed = true;
+        }
+    }
+    if (missed) { /* the array is not in vocabulary order: find the rest by scanning */
+        for (size_t i = 0; i < cand->size; i++) {
+            const sift_token t = cand->id[i];
+            if (t >= 0 && (size_t)t < cand->size && cand->id[t] == t) continue; /* done above */
+            const int32_t *c = sift_tokmap_find(m, t);
+            if (c) {
+                penalize(ctx, &cand->logit[i], *c);
+                changed = true;
+            }
+        }
+    }
+    if (changed) cand->flags &= ~SIFT_CAND_PROBS;
+    cand->sorted = false;
+}
+
+static void penalties_reset(sift_sampler *smpl)
+{
+    penalties_ctx *ctx = smpl->ctx;
+    ctx->first = ctx->count = 0;
+    sift_tokmap_clear(&ctx->counts);
+}
+
+static void penalties_free(sift_sampler *smpl)
+{
+    penalties_ctx *ctx = smpl->ctx;
+    if (!ctx) return;
+    free(ctx->ring);
+    sift_tokmap_free(&ctx->counts);
+    free(ctx);
+}
+
+static const sift_sampler_i penalties_iface;
+
+static sift_sampler *penalties_clone(const sift_sampler *smpl)
+{
+    const penalties_ctx *src = smpl->ctx;
+    sift_sampler *s = sift__sampler_new(&penalties_iface, sizeof(penalties_ctx));
+    if (!s) return NULL;
+    penalties_ctx *ctx = s->ctx;
+    *ctx = *src;
+    ctx->ring = malloc((size_t)src->last_n * sizeof *ctx->ring);
+    if (!ctx->ring || sift_tokmap_copy(&ctx->counts, &src->counts) != 0) {
+        free(ctx->ring);
+        ctx->ring = NULL;
+        ctx->counts.key = NULL, ctx->counts.val = NULL;
+        sift_sampler_free(s);
+        return NULL;
+    }
+    memcpy(ctx->ring, src->ring, (size_t)src->last_n * sizeof *ctx->ring);
+    return s;
+}
+
+static const sift_sampler_i penalties_iface = {
+    .name = penalties_name,
+    .accept = penalties_accept,
+    .apply = penalties_apply,
+    .reset = penalties_reset,
+    .clone = penalties_clone,
+    .free = penalties_free,
+};
+
+sift_sampler *sift_sampler_init_penalties(int32_t last_n, float repeat, float freq, float present)
+{
+    if (last_n < 0) last_n = 0;
+    if (last_n == 0 || (repeat == 1.0f && freq == 0.0f && present == 0.0f)) return sift__sampler_noop("?penalties");
+    sift_sampler *s = sift__sampler_new(&penalties_iface, sizeof(penalties_ctx));
+    if (!s) return NULL;
+    penalties_ctx *ctx = s->ctx;
+    ctx->last_n = last_n;
+    ctx->repeat = repeat;
+    ctx->freq = freq;
+    ctx->present = present;
+    ctx->ring = malloc((size_t)last_n * sizeof *ctx->ring);
+    if (!ctx->ring || sift_tokmap_init(&ctx->counts, (size_t)last_n + 1) != 0) {
+        sift_sampler_free(s);
+        return NULL;
+    }
+    return s;
+}

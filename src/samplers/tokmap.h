@@ -1,0 +1,122 @@
+/*
+ * tokmap.h - a small fixed-capacity hash map token -> int (open addressing, linear
+ * probing, backward-shift deletion), for the per-token counts of penalties and DRY.
+ * Sized at creation for the most keys it can ever hold; no allocation afterwards.
+ */
+#ifndef SIFT_SAMPLERS_TOKMAP_H
+#define SIFT_SAMPLERS_TOKMAP_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sift.h"
+
+typedef struct sift_tokmap {
+    sift_token *key; /* SIFT_TOKEN_NULL = empty slot */
+    int32_t *val;
+    uint32_t mask;   /* capacity - 1 (capacity is a power of two >= 2 * max keys) */
+    uint32_t n;
+} sift_tokmap;
+
+static inline int sift_tokmap_init(sift_tokmap *m, size_t max_keys)
+{
+    size_t cap = 4;
+    while (cap < 2 * max_keys) cap <<= 1;
+    m->key = malloc(cap * sizeof *m->key);
+    m->val = malloc(cap * sizeof *m->val);
+    if (!m->key || !m->val) {
+        free(m->key), free(m->val);
+        m->key = NULL, m->val = NULL;
+        return -1;
+    }
+    m->mask = (uint32_t)(cap - 1);
+    m->n = 0;
+    for (size_t i = 0; i < cap; i++) m->key[i] = SIFT_TOKEN_NULL;
+    return 0;
+}
+
+static inline void sift_tokmap_free(sift_tokmap *m)
+{
+    free(m->key);
+    free(m->val);
+    m->key = NULL, m->val = NULL;
+}
+
+static inline int sift_tokmap_copy(sift_tokmap *dst, const sift_tokmap *src)
+{
+    const size_t cap = (size_t)src->mask + 1;
+    dst->key = malloc(cap * sizeof *dst->key);
+    dst->val = malloc(cap * sizeof *dst->val);
+    if (!dst->key || !dst->val) {
+        free(dst->key), free(dst->val);
+        dst->key = NULL, dst->val = NULL;
+        return -1;
+    }
+    memcpy(dst->key, src->key, cap * sizeof *dst->key);
+    memcpy(dst->val, src->val, cap * sizeof *dst->val);
+    dst->mask = src->mask;
+    dst->n = src->n;
+    return 0;
+}
+
+static inline void sift_tokmap_clear(sift_tokmap *m)
+{
+    for (uint32_t i = 0; i <= m->mask; i++) m->key[i] = SIFT_TOKEN_NULL;
+    m->n = 0;
+}
+
+static inline uint32_t sift_tokmap_hash(sift_token t) { return (uint32_t)t * 2654435761u; }
+
+/* slot of key t, or of the empty slot where it would go */
+static inline uint32_t sift_tokmap_slot(const sift_tokmap *m, sift_token t)
+{
+    uint32_t i = sift_tokmap_hash(t) & m->mask;
+    while (m->key[i] != SIFT_TOKEN_NULL && m->key[i] != t) i = (i + 1) & m->mask;
+    return i;
+}
+
+/* pointer to t's value, or NULL */
+static inline int32_t *sift_tokmap_find(const sift_tokmap *m, sift_token t)
+{
+    const uint32_t i = sift_tokmap_slot(m, t);
+    return m->key[i] == t ? &m->val[i] : NULL;
+}
+
+/* pointer to t's value, inserting it with 0 when absent (the caller guarantees room) */
+static inline int32_t *sift_tokmap_get(sift_tokmap *m, sift_token t)
+{
+    const uint32_t i = sift_tokmap_slot(m, t);
+    if (m->key[i] != t) {
+        m->key[i] = t;
+        m->val[i] = 0;
+        m->n++;
+    }
+    return &m->val[i];
+}
+
+static inline void sift_tokmap_erase(sift_tokmap *m, sift_token t)
+{
+    uint32_t i = sift_tokmap_slot(m, t);
+    if (m->key[i] != t) return;
+    /* backward-shift deletion keeps every probe chain intact */
+    for (;;) {
+        m->key[i] = SIFT_TOKEN_NULL;
+        uint32_t j = i;
+        for (;;) {
+            j = (j + 1) & m->mask;
+            if (m->key[j] == SIFT_TOKEN_NULL) {
+                m->n--;
+                return;
+            }
+            const uint32_t home = sift_tokmap_hash(m->key[j]) & m->mask;
+            /* can the entry at j move to i? only if its home is not in (i, j] */
+            if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) break;
+        }
+        m->key[i] = m->key[j];
+        m->val[i] = m->val[j];
+        i = j;
+    }
+}
+
+#endif
