@@ -533,6 +533,64 @@ typedef enum sift_grammar_match_result {
  * match text. Returns -SIFT_E_NOMEM on allocation failure. */
 SIFT_API int sift_grammar_match(const sift_grammar *g, const char *text, size_t len, size_t *fail_offset);
 
+/* The grammar sampler. `vocab` gives the token texts (copied: the view need not outlive
+ * the sampler). An empty or NULL grammar text gives a no-op sampler ("?grammar"), as in
+ * llama.cpp. NULL on error (parse errors as sift_grammar_parse; SIFT_E_INVAL for a missing
+ * vocabulary or a token id outside it; SIFT_E_NOMEM). Making it precomputes the masks the
+ * first two parse levels need (see sift_grammar_params.precompute_budget). */
+SIFT_API sift_sampler *sift_sampler_init_grammar(const sift_vocab_view *vocab, const char *gbnf, const char *root,
+                                                 sift_error *err);
+
+typedef struct sift_grammar_params {
+    const char *root;                       /* start rule; NULL or "root" */
+    bool lazy;                              /* inactive until a trigger appears (llama.cpp grammar_lazy) */
+    const char *const *trigger_words;       /* literal texts; the grammar starts at the word */
+    size_t n_trigger_words;
+    const char *const *trigger_patterns;    /* regexes (PCRE2, byte mode) searched in the output so
+                                             * far; "^...$" must match all of it; the grammar starts
+                                             * at the first non-empty capturing group (or the match) */
+    size_t n_trigger_patterns;
+    const sift_token *trigger_tokens;       /* the grammar starts with that token */
+    size_t n_trigger_tokens;
+    uint64_t precompute_budget;             /* trie nodes walked ahead of time; 0 = default (64Mi) */
+} sift_grammar_params;
+
+/* root "root", not lazy, no triggers, default budget */
+SIFT_API sift_grammar_params sift_grammar_default_params(void);
+/* As sift_sampler_init_grammar, with `len` bytes of GBNF and lazy triggers. Trigger
+ * patterns that do not compile are SIFT_E_PARSE errors. */
+SIFT_API sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const char *gbnf, size_t len,
+                                                    const sift_grammar_params *params, sift_error *err);
+
+/* Would the grammar sampler allow `token` next? (The rejection strategy's check: a few
+ * bytes through the parse stacks, no mask.) True for any token while a lazy grammar
+ * waits for its trigger, and for a sampler that is not a grammar sampler. */
+SIFT_API bool sift_grammar_sampler_allows(sift_sampler *smpl, sift_token token);
+
+typedef enum sift_grammar_status {
+    SIFT_GRAMMAR_ACTIVE = 0,           /* constraining; cannot end yet */
+    SIFT_GRAMMAR_CAN_END = 1,          /* may end here (EOG allowed) or go on */
+    SIFT_GRAMMAR_DONE = 2,             /* complete: only EOG is allowed */
+    SIFT_GRAMMAR_AWAITING_TRIGGER = 3, /* lazy, not triggered yet: no constraint */
+    SIFT_GRAMMAR_DEAD = 4,             /* a token it could not take was accepted: only EOG is allowed */
+} sift_grammar_status;
+SIFT_API sift_grammar_status sift_grammar_sampler_status(const sift_sampler *smpl);
+
+/* How a grammar combines with a chain (llama.cpp's grammar_first flag). */
+typedef enum sift_grammar_mode {
+    SIFT_GRAMMAR_FIRST = 0,     /* apply the grammar to the whole vocabulary, then the chain */
+    SIFT_GRAMMAR_REJECTION = 1, /* sample with the chain alone; only if the grammar refuses the
+                                 * pick, refill, apply the grammar, sample again (llama.cpp's
+                                 * common_sampler_sample default) */
+} sift_grammar_mode;
+
+/* One sampling step with a grammar kept outside the chain: fill from logits, sample in the
+ * given mode, accept the token into the grammar and the chain, return it (SIFT_TOKEN_NULL
+ * when nothing was selected). *refused (may be NULL) says whether the rejection mode had to
+ * resample. grammar may be NULL (plain sift_chain_sample). */
+SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain *chain, const float *logits,
+                                              int32_t n_vocab, sift_grammar_mode mode, bool *refused);
+
 /* Convert a JSON schema to GBNF, in the style of llama.cpp's json-schema-to-grammar (rule
  * `root`, whitespace rule `space`). Supported: type (incl. lists of types), properties,
  * required, additionalProperties, items, prefixItems, minItems/maxItems, enum, const,

@@ -75,6 +75,37 @@ void gx_arena_free(gx_arena *a)
     memset(a, 0, sizeof *a);
 }
 
+int gx_arena_copy(gx_arena *dst, const gx_arena *src)
+{
+    gx_arena_free(dst);
+    dst->g = src->g;
+    dst->max_nodes = src->max_nodes;
+    if (!arena_reserve(dst, src->cap) || !(dst->ht = gx_malloc((size_t)src->ht_cap * sizeof *dst->ht))) {
+        gx_arena_free(dst);
+        return SIFT_E_NOMEM;
+    }
+    dst->n = src->n;
+    dst->ht_cap = src->ht_cap;
+    size_t nb = (size_t)src->n * sizeof(uint32_t);
+    memcpy(dst->pos, src->pos, nb);
+    memcpy(dst->parent, src->parent, nb);
+    memcpy(dst->succ, src->succ, nb);
+    memcpy(dst->stamp, src->stamp, nb);
+    memcpy(dst->mark, src->mark, nb);
+    memcpy(dst->ht, src->ht, (size_t)src->ht_cap * sizeof *dst->ht);
+    dst->epoch = src->epoch;
+    dst->mark_epoch = src->mark_epoch;
+    if (src->pool.n) {
+        if (!GX_GROW(dst->pool.v, dst->pool.cap, src->pool.n)) {
+            gx_arena_free(dst);
+            return SIFT_E_NOMEM;
+        }
+        memcpy(dst->pool.v, src->pool.v, (size_t)src->pool.n * sizeof *dst->pool.v);
+        dst->pool.n = src->pool.n;
+    }
+    return SIFT_OK;
+}
+
 void gx_arena_clear(gx_arena *a)
 {
     for (uint32_t k = 0; k < a->n; k++) {

@@ -45,6 +45,8 @@ typedef struct gx_arena {
 
 int gx_arena_init(gx_arena *a, const sift_grammar *g);
 void gx_arena_free(gx_arena *a);
+/* dst := a copy of src (dst initialized or zeroed; its old contents are freed). */
+int gx_arena_copy(gx_arena *dst, const gx_arena *src);
 /* Drop every node (ids become invalid); keeps the memory. */
 void gx_arena_clear(gx_arena *a);
 
