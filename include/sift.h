@@ -490,6 +490,307 @@ typedef struct sift_vocab_view {
     void *tokenize_ctx;
 } sift_vocab_view;
 
+/* ==== GGUF =================================================================================
+ *
+ * A validating, memory-mapped reader of GGUF v2/v3 files (the format of llama.cpp models).
+ * sift_gguf_open() maps the file, checks every byte it will ever hand out (counts against
+ * the bytes left, string lengths, nested arrays, tensor shapes, types, row sizes, data
+ * offsets, alignment, duplicates) and only then returns a handle; everything after that is
+ * a plain lookup that cannot fail on file contents. A bad file gives NULL and a message
+ * naming the field and the byte offset, e.g.
+ *   "gguf: tensor 6 'blk.0.ffn_down.weight': type q8_0 has 172 elements per row, not a
+ *    multiple of block size (32) (at offset 11798)".
+ * GGUF v1 and versions above 3 are refused with a message that says so.
+ *
+ * Ownership: the handle owns the mapping and a copy of the metadata. Metadata strings are
+ * copied and NUL-terminated (their length is also given, for strings holding NUL bytes);
+ * numeric arrays are copied to aligned native arrays. Tensor data is not copied: tensor
+ * data pointers point into the mapping. Every pointer a sift_gguf_* function returns is
+ * valid until sift_gguf_close(). A handle is read-only after opening and may be shared
+ * between threads.
+ *
+ * Metadata values are reached as borrowed `const sift_gguf_value *` views, so nested
+ * arrays (arrays of arrays, allowed by the spec) are read with the same functions as
+ * top-level values. Typed getters check the type exactly (a u64 is not read as a u32);
+ * sift_gguf_value_int() accepts any integer type for callers that do not care.
+ * Tensor shapes follow ggml: ne[0] is the row length (the fastest-varying dimension),
+ * unused dimensions are 1, nb[] are byte strides.
+ */
+typedef struct sift_gguf sift_gguf;
+typedef struct sift_gguf_value sift_gguf_value;
+
+/* Metadata value types; the numbers are the file's. */
+typedef enum sift_gguf_type {
+    SIFT_GGUF_UINT8 = 0,
+    SIFT_GGUF_INT8 = 1,
+    SIFT_GGUF_UINT16 = 2,
+    SIFT_GGUF_INT16 = 3,
+    SIFT_GGUF_UINT32 = 4,
+    SIFT_GGUF_INT32 = 5,
+    SIFT_GGUF_FLOAT32 = 6,
+    SIFT_GGUF_BOOL = 7,
+    SIFT_GGUF_STRING = 8,
+    SIFT_GGUF_ARRAY = 9,
+    SIFT_GGUF_UINT64 = 10,
+    SIFT_GGUF_INT64 = 11,
+    SIFT_GGUF_FLOAT64 = 12,
+    SIFT_GGUF_TYPE_COUNT = 13,
+} sift_gguf_type;
+
+/* Tensor element types; the numbers are ggml's (gaps are types ggml removed). sift can
+ * dequantize F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K; the reader
+ * knows the block layout of all of them, so files holding other types still open. */
+typedef enum sift_tensor_type {
+    SIFT_TYPE_F32 = 0,
+    SIFT_TYPE_F16 = 1,
+    SIFT_TYPE_Q4_0 = 2,
+    SIFT_TYPE_Q4_1 = 3,
+    SIFT_TYPE_Q5_0 = 6,
+    SIFT_TYPE_Q5_1 = 7,
+    SIFT_TYPE_Q8_0 = 8,
+    SIFT_TYPE_Q8_1 = 9,
+    SIFT_TYPE_Q2_K = 10,
+    SIFT_TYPE_Q3_K = 11,
+    SIFT_TYPE_Q4_K = 12,
+    SIFT_TYPE_Q5_K = 13,
+    SIFT_TYPE_Q6_K = 14,
+    SIFT_TYPE_Q8_K = 15,
+    SIFT_TYPE_IQ2_XXS = 16,
+    SIFT_TYPE_IQ2_XS = 17,
+    SIFT_TYPE_IQ3_XXS = 18,
+    SIFT_TYPE_IQ1_S = 19,
+    SIFT_TYPE_IQ4_NL = 20,
+    SIFT_TYPE_IQ3_S = 21,
+    SIFT_TYPE_IQ2_S = 22,
+    SIFT_TYPE_IQ4_XS = 23,
+    SIFT_TYPE_I8 = 24,
+    SIFT_TYPE_I16 = 25,
+    SIFT_TYPE_I32 = 26,
+    SIFT_TYPE_I64 = 27,
+    SIFT_TYPE_F64 = 28,
+    SIFT_TYPE_IQ1_M = 29,
+    SIFT_TYPE_BF16 = 30,
+    SIFT_TYPE_TQ1_0 = 34,
+    SIFT_TYPE_TQ2_0 = 35,
+    SIFT_TYPE_MXFP4 = 39,
+    SIFT_TYPE_NVFP4 = 40,
+    SIFT_TYPE_Q1_0 = 41,
+    SIFT_TYPE_Q2_0 = 42,
+    SIFT_TYPE_COUNT = 43,
+} sift_tensor_type;
+
+/* ggml's name of a tensor type ("q4_K", "bf16"), or NULL for a number that is no type. */
+SIFT_API const char *sift_type_name(int type);
+/* Values per block (1 for F32/F16/BF16, 32 for Q8_0, 256 for the K-quants); 0 if unknown. */
+SIFT_API int64_t sift_type_block_size(int type);
+/* Bytes per block (4 for F32, 34 for Q8_0, 144 for Q4_K); 0 if unknown. */
+SIFT_API size_t sift_type_block_bytes(int type);
+/* The file's name of a metadata type ("u32", "str", "arr", as gguf-dump), "?" if unknown. */
+SIFT_API const char *sift_gguf_type_name(int type);
+
+/* One tensor as the file describes it. Borrowed from the handle. */
+typedef struct sift_gguf_tensor {
+    const char *name;        /* NUL-terminated, at most 63 bytes */
+    sift_tensor_type type;
+    uint32_t n_dims;         /* 0..4 as written in the file */
+    int64_t ne[4];           /* elements per dimension, ne[0] = row length; unused = 1 */
+    uint64_t nb[4];          /* byte strides: nb[0] = block bytes, nb[1] = row bytes, ... */
+    uint64_t offset;         /* byte offset from the start of the data section */
+    uint64_t file_offset;    /* byte offset from the start of the file */
+    uint64_t size;           /* bytes of data */
+    const void *data;        /* the data, inside the mapping (aligned to the file's alignment) */
+} sift_gguf_tensor;
+
+/* Map and validate a GGUF file. Returns NULL and fills *err (SIFT_E_IO, SIFT_E_FORMAT,
+ * SIFT_E_UNSUPPORTED for v1/newer versions, SIFT_E_NOMEM) on failure. Free with
+ * sift_gguf_close(). */
+SIFT_API sift_gguf *sift_gguf_open(const char *path, sift_error *err);
+/* The same over bytes already in memory; the handle borrows them (they must outlive it). */
+SIFT_API sift_gguf *sift_gguf_open_buffer(const void *data, size_t size, sift_error *err);
+/* Unmap and free; NULL is allowed. Invalidates every pointer obtained from the handle. */
+SIFT_API void sift_gguf_close(sift_gguf *g);
+
+SIFT_API uint32_t sift_gguf_version(const sift_gguf *g);      /* 2 or 3 */
+SIFT_API uint64_t sift_gguf_file_size(const sift_gguf *g);    /* bytes */
+SIFT_API uint32_t sift_gguf_alignment(const sift_gguf *g);    /* general.alignment or 32 */
+SIFT_API uint64_t sift_gguf_data_offset(const sift_gguf *g);  /* start of the tensor data */
+
+/* -- metadata -- */
+SIFT_API int64_t sift_gguf_n_kv(const sift_gguf *g);
+/* Index of `key`, or -1 if absent (a hash lookup). */
+SIFT_API int64_t sift_gguf_find_key(const sift_gguf *g, const char *key);
+/* Key of pair i (NUL-terminated), NULL if i is out of range. */
+SIFT_API const char *sift_gguf_key(const sift_gguf *g, int64_t i);
+/* Value of pair i, NULL if out of range. */
+SIFT_API const sift_gguf_value *sift_gguf_kv_value(const sift_gguf *g, int64_t i);
+/* Value of `key`, NULL if absent. */
+SIFT_API const sift_gguf_value *sift_gguf_get(const sift_gguf *g, const char *key);
+
+/* The value's type (SIFT_GGUF_ARRAY for arrays). */
+SIFT_API sift_gguf_type sift_gguf_value_type(const sift_gguf_value *v);
+/* Exact-type scalar getters: SIFT_OK, or SIFT_E_INVAL (and *out untouched) when the value
+ * has another type. */
+SIFT_API int sift_gguf_value_u8(const sift_gguf_value *v, uint8_t *out);
+SIFT_API int sift_gguf_value_i8(const sift_gguf_value *v, int8_t *out);
+SIFT_API int sift_gguf_value_u16(const sift_gguf_value *v, uint16_t *out);
+SIFT_API int sift_gguf_value_i16(const sift_gguf_value *v, int16_t *out);
+SIFT_API int sift_gguf_value_u32(const sift_gguf_value *v, uint32_t *out);
+SIFT_API int sift_gguf_value_i32(const sift_gguf_value *v, int32_t *out);
+SIFT_API int sift_gguf_value_u64(const sift_gguf_value *v, uint64_t *out);
+SIFT_API int sift_gguf_value_i64(const sift_gguf_value *v, int64_t *out);
+SIFT_API int sift_gguf_value_f32(const sift_gguf_value *v, float *out);
+SIFT_API int sift_gguf_value_f64(const sift_gguf_value *v, double *out);
+SIFT_API int sift_gguf_value_bool(const sift_gguf_value *v, bool *out);
+/* Any integer type (and bool) as int64; SIFT_E_INVAL for other types or a u64 > INT64_MAX. */
+SIFT_API int sift_gguf_value_int(const sift_gguf_value *v, int64_t *out);
+/* f32 or f64 as double; SIFT_E_INVAL otherwise. */
+SIFT_API int sift_gguf_value_float(const sift_gguf_value *v, double *out);
+/* A string value: NUL-terminated, its byte length in *len (may be NULL). NULL if the value
+ * is not a string. */
+SIFT_API const char *sift_gguf_value_str(const sift_gguf_value *v, size_t *len);
+
+/* Arrays. The element type (SIFT_GGUF_ARRAY for an array of arrays), or -1 if v is not
+ * an array. */
+SIFT_API int sift_gguf_array_type(const sift_gguf_value *v);
+/* Element count, 0 if v is not an array. */
+SIFT_API uint64_t sift_gguf_array_n(const sift_gguf_value *v);
+/* Arrays of numbers or bools: the n elements as a native, aligned C array (uint8_t,
+ * int32_t, float, ..., bool as uint8_t 0/1). NULL for arrays of strings or arrays, for
+ * non-arrays, and for empty arrays. */
+SIFT_API const void *sift_gguf_array_data(const sift_gguf_value *v);
+/* Element i of an array of strings (NUL-terminated, length in *len), NULL if v is not a
+ * string array or i >= n. */
+SIFT_API const char *sift_gguf_array_str(const sift_gguf_value *v, uint64_t i, size_t *len);
+/* Element i of an array of arrays, NULL if v is not one or i >= n. */
+SIFT_API const sift_gguf_value *sift_gguf_array_elem(const sift_gguf_value *v, uint64_t i);
+
+/* Key-based conveniences for loaders: SIFT_OK; or SIFT_E_FORMAT with a message naming the
+ * key when it is absent or has another type. */
+SIFT_API int sift_gguf_get_u32(const sift_gguf *g, const char *key, uint32_t *out, sift_error *err);
+SIFT_API int sift_gguf_get_f32(const sift_gguf *g, const char *key, float *out, sift_error *err);
+SIFT_API int sift_gguf_get_int(const sift_gguf *g, const char *key, int64_t *out, sift_error *err);
+SIFT_API int sift_gguf_get_str(const sift_gguf *g, const char *key, const char **out, sift_error *err);
+
+/* -- tensors -- */
+SIFT_API int64_t sift_gguf_n_tensors(const sift_gguf *g);
+/* Tensor i in file order, NULL if out of range. */
+SIFT_API const sift_gguf_tensor *sift_gguf_tensor_at(const sift_gguf *g, int64_t i);
+/* Index of the tensor called `name`, or -1 (a hash lookup). */
+SIFT_API int64_t sift_gguf_find_tensor(const sift_gguf *g, const char *name);
+/* The tensor called `name`, or NULL. */
+SIFT_API const sift_gguf_tensor *sift_gguf_tensor_by_name(const sift_gguf *g, const char *name);
+
+/* ==== vocabulary & tokenizer ===============================================================
+ *
+ * A model's vocabulary, read from GGUF metadata, and its tokenizer: SentencePiece
+ * ("llama": scores, byte fallback <0xXX>, a space added before the text), byte-level BPE
+ * ("gpt2": merge ranks, the GPT-2 byte alphabet, the pre-tokenizer named by
+ * tokenizer.ggml.pre) and WordPiece ("bert"). Every function reproduces llama.cpp's
+ * function of the same name exactly: the same token ids for the same text and flags, the
+ * same pieces, the same detokenized text (including its quirks, e.g. BPE vocabularies that
+ * "clean up" " ," to "," when detokenizing).
+ *
+ * Special tokens (control, user-defined, unknown) are cut out of the text before the
+ * tokenizer runs, longest first: user-defined tokens always, control tokens only with
+ * parse_special = true. add_special adds the BOS/EOS (BERT: CLS/SEP) the vocabulary asks
+ * for.
+ *
+ * A sift_vocab is read-only once loaded: any number of threads may use one at once.
+ * Token ids outside [0, n_tokens) are rejected (returns say how), never read.
+ */
+typedef struct sift_vocab sift_vocab;
+
+typedef enum sift_vocab_type { /* llama.cpp's numbering */
+    SIFT_VOCAB_NONE = 0,
+    SIFT_VOCAB_SPM = 1, /* SentencePiece, tokenizer.ggml.model = "llama" */
+    SIFT_VOCAB_BPE = 2, /* byte-level BPE, "gpt2" */
+    SIFT_VOCAB_WPM = 3, /* WordPiece, "bert" */
+} sift_vocab_type;
+
+/* llama.cpp's token attributes (llama_token_attr), as sift_vocab_token_attr returns them.
+ * (The compact SIFT_TOKEN_ATTR_* flags of sift_vocab_view are a different, smaller set.) */
+#define SIFT_VOCAB_ATTR_UNKNOWN      0x001u
+#define SIFT_VOCAB_ATTR_UNUSED       0x002u
+#define SIFT_VOCAB_ATTR_NORMAL       0x004u
+#define SIFT_VOCAB_ATTR_CONTROL      0x008u
+#define SIFT_VOCAB_ATTR_USER_DEFINED 0x010u
+#define SIFT_VOCAB_ATTR_BYTE         0x020u
+#define SIFT_VOCAB_ATTR_NORMALIZED   0x040u
+#define SIFT_VOCAB_ATTR_LSTRIP       0x080u
+#define SIFT_VOCAB_ATTR_RSTRIP       0x100u
+#define SIFT_VOCAB_ATTR_SINGLE_WORD  0x200u
+
+/* Load the vocabulary of a GGUF file (a model or a vocab-only file). NULL and *err on
+ * failure: SIFT_E_IO, SIFT_E_FORMAT (a missing or mistyped tokenizer key, duplicate
+ * tokens, ...), SIFT_E_UNSUPPORTED (a tokenizer or pre-tokenizer sift does not implement).
+ * Free with sift_vocab_free. */
+SIFT_API sift_vocab *sift_vocab_load(const char *path, sift_error *err);
+SIFT_API void sift_vocab_free(sift_vocab *vocab);
+
+SIFT_API sift_vocab_type sift_vocab_get_type(const sift_vocab *vocab);
+/* tokenizer.ggml.model and .pre as the file names them ("" when absent). */
+SIFT_API const char *sift_vocab_model_name(const sift_vocab *vocab);
+SIFT_API const char *sift_vocab_pre_name(const sift_vocab *vocab);
+SIFT_API int32_t sift_vocab_n_tokens(const sift_vocab *vocab);
+/* Number of BPE merges (0 for other types). */
+SIFT_API int64_t sift_vocab_n_merges(const sift_vocab *vocab);
+
+/* Special tokens; SIFT_TOKEN_NULL (-1) when the vocabulary has none. */
+SIFT_API sift_token sift_vocab_bos(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_eos(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_eot(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_eom(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_unk(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_sep(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_pad(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_nl(const sift_vocab *vocab);
+/* Whether tokenize(add_special = true) adds BOS (CLS) first / EOS last. */
+SIFT_API bool sift_vocab_add_bos(const sift_vocab *vocab);
+SIFT_API bool sift_vocab_add_eos(const sift_vocab *vocab);
+/* The end-of-generation set (EOS, EOT, EOM, <|im_end|>, ... as llama.cpp builds it), sorted
+ * ascending; *n receives its size. The array belongs to the vocabulary. */
+SIFT_API const sift_token *sift_vocab_eog(const sift_vocab *vocab, int32_t *n);
+SIFT_API bool sift_vocab_is_eog(const sift_vocab *vocab, sift_token token);
+SIFT_API bool sift_vocab_is_control(const sift_vocab *vocab, sift_token token);
+
+/* A token's text as stored in the vocabulary (SentencePiece "▁", byte-level "Ġ" and all);
+ * NUL-terminated, length in *len (may be NULL). NULL for an id out of range. */
+SIFT_API const char *sift_vocab_token_text(const sift_vocab *vocab, sift_token token, size_t *len);
+/* Its score (0 when the file has none; NaN for an id out of range). */
+SIFT_API float sift_vocab_token_score(const sift_vocab *vocab, sift_token token);
+/* Its SIFT_VOCAB_ATTR_* bits (0 for an id out of range). */
+SIFT_API uint32_t sift_vocab_token_attr(const sift_vocab *vocab, sift_token token);
+
+/* Tokenize text[0..len) into tokens[0..cap). Returns the number of tokens; if that is more
+ * than cap, returns minus the number needed and the contents of tokens are unspecified
+ * (call again with a larger buffer). INT32_MIN when the result would not fit in int32_t,
+ * when len > INT32_MAX, on an allocation failure, or for NULL vocab/text with len > 0.
+ * add_special: add BOS/EOS as sift_vocab_add_bos/add_eos say (BERT: CLS and SEP).
+ * parse_special: turn the text of control tokens ("<s>", "<|im_end|>") into those tokens;
+ * without it they are tokenized as plain text (user-defined tokens are always matched). */
+SIFT_API int32_t sift_tokenize(const sift_vocab *vocab, const char *text, size_t len, sift_token *tokens,
+                               int32_t cap, bool add_special, bool parse_special);
+
+/* The text of one token into buf[0..len) (not NUL-terminated). Returns the byte count, or
+ * minus the size needed when len is too small; 0 for an id out of range. special = false
+ * gives "" for control and unknown tokens; lstrip = n removes up to n leading spaces. */
+SIFT_API int32_t sift_token_to_piece(const sift_vocab *vocab, sift_token token, char *buf, int32_t len,
+                                     int32_t lstrip, bool special);
+
+/* The text of a token sequence into text[0..cap) (not NUL-terminated): the pieces
+ * concatenated, SentencePiece's leading space removed, BPE clean-up applied where the
+ * vocabulary asks for it. remove_special drops a leading BOS and a trailing EOS that
+ * tokenize would have added; unparse_special renders control tokens as their text.
+ * Returns the byte count, or minus the size needed when cap is too small; INT32_MIN for
+ * an id out of range or n_tokens < 0. */
+SIFT_API int32_t sift_detokenize(const sift_vocab *vocab, const sift_token *tokens, int32_t n_tokens, char *text,
+                                 int32_t cap, bool remove_special, bool unparse_special);
+
+/* Fill *view with this vocabulary's pieces (token_to_piece with special = true), compact
+ * attributes and a tokenize callback (no special tokens, no BOS). The arrays belong to the
+ * vocabulary and live as long as it does. SIFT_E_INVAL for NULL arguments. */
+SIFT_API int sift_vocab_view_get(const sift_vocab *vocab, sift_vocab_view *view);
+
 /* ==== grammar ==============================================================================
  *
  * Grammar-constrained sampling with llama.cpp's GBNF (its grammars/README.md is the spec:
