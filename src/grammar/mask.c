@@ -70,6 +70,13 @@ typedef struct {
     uint32_t trans_off;          /* n_syms transitions in `trans` (GX_NONE until first used) */
 } dfa_state;
 
+/* A walk's state at one trie depth. */
+typedef struct {
+    uint32_t state, node;
+    gx_utf8 u;
+    uint8_t esc, rec;
+} wframe;
+
 typedef struct {
     uint32_t parent, pos, aux, id; /* id == GX_NONE: empty slot */
 } ent_slot;
@@ -89,6 +96,8 @@ struct gx_engine {
     uint32_t live_n, live_cap;
     int32_t *trans;
     uint32_t trans_n, trans_cap;
+    int32_t *asc;                /* [state * 128 + byte]: transitions by ASCII byte (-1 unknown) */
+    uint32_t asc_cap;            /* in entries */
     uint32_t *st_ht;
     uint32_t st_ht_cap;
     uint32_t lead_lo[256], lead_hi[256];
@@ -103,11 +112,9 @@ struct gx_engine {
     uint32_t et_cap;
 
     /* scratch of one entry computation */
-    uint32_t *w_state, *w_node;
-    gx_utf8 *w_utf8;
-    uint8_t *w_esc, *w_rec;
-    uint32_t *tok_stamp, tok_epoch;
-    uint32_t *node_stamp, node_epoch;
+    wframe *wf;
+    uint32_t *node_stamp, node_epoch; /* escapes recorded, per trie node */
+    uint32_t *acc_stamp;              /* tokens accepted, per trie node (same epoch) */
     gx_u32vec acc, esc, tmp;
 
     /* scratch of one fill_mask */
@@ -118,14 +125,6 @@ struct gx_engine {
 };
 
 /* ---- small pools --------------------------------------------------------------------------- */
-
-static void stamp_next(uint32_t *epoch, uint32_t *arr, uint32_t n)
-{
-    if (++*epoch == 0) {
-        memset(arr, 0, (size_t)n * sizeof *arr);
-        *epoch = 1;
-    }
-}
 
 static inline const uint64_t *dense_bits(const gx_engine *e, int32_t d)
 {
@@ -179,7 +178,9 @@ static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
     if (!GX_GROW(e->st, e->cap_st, e->n_st + 1)) return GX_NONE;
     if (!GX_GROW(e->sets.v, e->sets.cap, e->sets.n + n)) return GX_NONE;
     if (!GX_GROW(e->live, e->live_cap, e->live_n + g->sym_words)) return GX_NONE;
+    if (!GX_GROW(e->asc, e->asc_cap, (e->n_st + 1) * 128)) return GX_NONE;
     uint32_t id = e->n_st;
+    memset(e->asc + (size_t)id * 128, 0xFF, 128 * sizeof *e->asc);
     dfa_state *s = &e->st[id];
     s->set_off = e->sets.n;
     s->set_n = n;
@@ -251,6 +252,14 @@ static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
     return t;
 }
 
+/* The transition on ASCII byte b, remembered in the state's byte row. */
+static int32_t dfa_step_ascii(gx_engine *e, uint32_t s, uint8_t b)
+{
+    int32_t t = dfa_step(e, s, e->g->ascii_sym[b]);
+    if (t >= 0) e->asc[(size_t)s * 128 + b] = t;
+    return t;
+}
+
 static inline bool live_any(const gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
 {
     return gx_bits_any_in(e->live + e->st[s].live_off, s0, s1);
@@ -268,7 +277,7 @@ static bool partial_possible(const gx_engine *e, uint32_t s, const gx_utf8 *u)
 static int dfa_maybe_reset(gx_engine *e)
 {
     uint64_t bytes = (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
-                     (uint64_t)e->wa.cap * 20 + (uint64_t)e->wa.pool.cap * 4;
+                     (uint64_t)e->wa.cap * 20 + (uint64_t)e->wa.pool.cap * 4 + (uint64_t)e->asc_cap * 4;
     if (bytes < DFA_BYTES_LIMIT) return SIFT_OK;
     gx_arena_clear(&e->wa);
     e->n_st = 0;
@@ -293,49 +302,48 @@ static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0,
 {
     const gx_vocab *v = &e->voc;
     const sift_grammar *g = e->g;
-    uint32_t d0 = v->depth[root];
-    e->w_state[d0] = s0;
-    e->w_utf8[d0] = u0;
-    e->w_esc[d0] = esc0;
-    e->w_rec[d0] = 0;
-    e->w_node[d0] = root;
-    uint32_t i = root + 1, end = v->end[root];
+    const gx_trie_node *tn = v->node;
+    wframe *wf = e->wf;
+    uint32_t d0 = tn[root].depth;
+    wf[d0] = (wframe){s0, root, u0, esc0, 0};
+    uint32_t i = root + 1, stop = tn[root].end;
     uint64_t visited = 0;
-    while (i < end) {
+    while (i < stop) {
         visited++;
-        uint32_t d = v->depth[i];
-        uint8_t b = v->byte[i];
-        uint32_t pd = d - 1;
-        if (e->w_esc[pd] && !e->w_rec[pd] && follow_ok(e, follow, b)) {
-            e->w_rec[pd] = 1;
-            uint32_t node = e->w_node[pd];
-            if (e->node_stamp[node] != e->node_epoch) {
-                e->node_stamp[node] = e->node_epoch;
-                if (!gx_u32_push(&e->esc, node)) return SIFT_E_NOMEM;
+        const gx_trie_node nd = tn[i];
+        const uint32_t d = nd.depth;
+        const uint8_t b = nd.byte;
+        wframe *pf = &wf[d - 1];
+        if (pf->esc && !pf->rec && follow_ok(e, follow, b)) {
+            pf->rec = 1;
+            if (e->node_stamp[pf->node] != e->node_epoch) {
+                e->node_stamp[pf->node] = e->node_epoch;
+                if (!gx_u32_push(&e->esc, pf->node)) return SIFT_E_NOMEM;
             }
         }
-        uint32_t s = e->w_state[pd];
+        const uint32_t s = pf->state;
         if (s == DEAD) {
-            i = v->end[i];
+            i = nd.end;
             continue;
         }
-        gx_utf8 u = e->w_utf8[pd];
+        gx_utf8 u = pf->u;
         uint32_t ns;
         bool nesc = false;
         if (u.need == 0 && b < 0x80) {
-            int32_t t = dfa_step(e, s, g->ascii_sym[b]);
-            if (t < 0) return SIFT_E_NOMEM;
+            int32_t t = e->asc[(size_t)s * 128 + b];
+            if (t < 0 && (t = dfa_step_ascii(e, s, b)) < 0) return SIFT_E_NOMEM;
             ns = (uint32_t)t >> 1;
             nesc = t & 1;
         } else {
-            int32_t r = gx_utf8_feed(&u, b);
+            const int32_t r = gx_utf8_feed(&u, b);
             if (r == GX_UTF8_BAD) {
-                i = v->end[i];
+                i = nd.end;
                 continue;
             }
             if (r == GX_UTF8_MORE) {
-                if (!partial_possible(e, s, &u)) {
-                    i = v->end[i];
+                bool possible = u.have == 1 ? live_any(e, s, e->lead_lo[b], e->lead_hi[b]) : partial_possible(e, s, &u);
+                if (!possible) {
+                    i = nd.end;
                     continue;
                 }
                 ns = s;
@@ -347,23 +355,17 @@ static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0,
             }
         }
         if (ns == DEAD && !nesc) {
-            i = v->end[i];
+            i = nd.end;
             continue;
         }
         /* tokens ending here are accepted: a live path (or one that just used the suffix up)
          * consumed all their bytes; an unfinished character was checked above */
-        for (uint32_t k = 0, nt = v->tok_n[i]; k < nt; k++) {
-            uint32_t t = v->sorted[v->tok_begin[i] + k];
-            if (e->tok_stamp[t] != e->tok_epoch) {
-                e->tok_stamp[t] = e->tok_epoch;
-                if (!gx_u32_push(&e->acc, t)) return SIFT_E_NOMEM;
-            }
+        if (nd.tok_n && e->acc_stamp[i] != e->node_epoch) { /* per node: preorder-sequential */
+            e->acc_stamp[i] = e->node_epoch;
+            for (uint32_t k = 0; k < nd.tok_n; k++)
+                if (!gx_u32_push(&e->acc, v->sorted[nd.tok_begin + k])) return SIFT_E_NOMEM;
         }
-        e->w_state[d] = ns;
-        e->w_utf8[d] = u;
-        e->w_esc[d] = nesc;
-        e->w_rec[d] = 0;
-        e->w_node[d] = i;
+        wf[d] = (wframe){ns, i, u, nesc, 0};
         i++;
     }
     e->walked += visited;
@@ -461,8 +463,11 @@ static uint32_t make_entry(gx_engine *e, uint32_t parent)
 static void begin_computation(gx_engine *e)
 {
     e->acc.n = e->esc.n = 0;
-    stamp_next(&e->tok_epoch, e->tok_stamp, (uint32_t)e->voc.n_tokens);
-    stamp_next(&e->node_epoch, e->node_stamp, e->voc.n_nodes);
+    if (++e->node_epoch == 0) {
+        memset(e->node_stamp, 0, (size_t)e->voc.n_nodes * sizeof *e->node_stamp);
+        memset(e->acc_stamp, 0, (size_t)e->voc.n_nodes * sizeof *e->acc_stamp);
+        e->node_epoch = 1;
+    }
 }
 
 /* The level-1 entry of a stack whose top is at `pos`, with unfinished UTF-8 `u`. */
@@ -538,6 +543,7 @@ static void engine_destroy(gx_engine *e)
     sift_grammar_free(e->g);
     gx_vocab_free(&e->voc);
     gx_arena_free(&e->wa);
+    gx_free(e->asc);
     gx_free(e->st);
     gx_u32_free(&e->sets);
     gx_free(e->live);
@@ -547,12 +553,8 @@ static void engine_destroy(gx_engine *e)
     gx_u32_free(&e->lists);
     gx_free(e->dense);
     gx_free(e->et);
-    gx_free(e->w_state);
-    gx_free(e->w_node);
-    gx_free(e->w_utf8);
-    gx_free(e->w_esc);
-    gx_free(e->w_rec);
-    gx_free(e->tok_stamp);
+    gx_free(e->wf);
+    gx_free(e->acc_stamp);
     gx_free(e->node_stamp);
     gx_u32_free(&e->acc);
     gx_u32_free(&e->esc);
@@ -583,19 +585,15 @@ int gx_engine_new(gx_engine **out, sift_grammar *g, const sift_vocab_view *view,
     rc = gx_arena_init(&e->wa, g);
     if (rc != SIFT_OK) goto nomem;
     uint32_t depth = e->voc.max_depth + 2;
-    e->w_state = gx_malloc(depth * sizeof *e->w_state);
-    e->w_node = gx_malloc(depth * sizeof *e->w_node);
-    e->w_utf8 = gx_malloc(depth * sizeof *e->w_utf8);
-    e->w_esc = gx_malloc(depth);
-    e->w_rec = gx_malloc(depth);
-    e->tok_stamp = gx_calloc((size_t)e->voc.n_tokens, sizeof *e->tok_stamp);
+    e->wf = gx_malloc(depth * sizeof *e->wf);
+    e->acc_stamp = gx_calloc(e->voc.n_nodes, sizeof *e->acc_stamp);
     e->node_stamp = gx_calloc(e->voc.n_nodes, sizeof *e->node_stamp);
     e->et_cap = 1024;
     e->et = gx_malloc((size_t)e->et_cap * sizeof *e->et);
-    if (!e->w_state || !e->w_node || !e->w_utf8 || !e->w_esc || !e->w_rec || !e->tok_stamp || !e->node_stamp || !e->et)
+    if (!e->wf || !e->acc_stamp || !e->node_stamp || !e->et)
         goto nomem;
     for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
-    e->tok_epoch = e->node_epoch = 1;
+    e->node_epoch = 1;
     for (uint32_t b = 0xC2; b <= 0xF4; b++) {
         gx_utf8 u = {0};
         gx_utf8_feed(&u, (uint8_t)b);
@@ -757,7 +755,7 @@ void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st)
     st->trie_nodes_walked = e->walked;
     st->bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.cap * 4 + (uint64_t)e->cap_ent * sizeof(gx_entry) +
                 (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
-                (uint64_t)e->voc.n_nodes * 16 + (uint64_t)e->wa.cap * 20;
+                (uint64_t)e->voc.n_nodes * sizeof(gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
     st->precompute_ms = e->precompute_ms;
     pthread_mutex_unlock(&e->lock);
 }

@@ -28,11 +28,7 @@ void gx_vocab_free(gx_vocab *v)
     gx_free(v->flags);
     gx_free(v->normal);
     gx_free(v->eog);
-    gx_free(v->byte);
-    gx_free(v->depth);
-    gx_free(v->end);
-    gx_free(v->tok_begin);
-    gx_free(v->tok_n);
+    gx_free(v->node);
     gx_free(v->sorted);
     memset(v, 0, sizeof *v);
 }
@@ -121,20 +117,13 @@ int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err)
     }
     if (nodes > UINT32_MAX / 2) return gx_free(tmp), sift_error_set(err, SIFT_E_INVAL, "grammar sampler: vocabulary too large");
     v->n_nodes = (uint32_t)nodes;
-    v->byte = gx_malloc(nodes);
-    v->depth = gx_malloc(nodes * sizeof *v->depth);
-    v->end = gx_malloc(nodes * sizeof *v->end);
-    v->tok_begin = gx_malloc(nodes * sizeof *v->tok_begin);
-    v->tok_n = gx_calloc(nodes, sizeof *v->tok_n);
+    v->node = gx_calloc(nodes, sizeof *v->node);
     /* open[d] = node at depth d on the current path */
     uint32_t *open = gx_malloc(((size_t)v->max_depth + 1) * sizeof *open);
-    if (!v->byte || !v->depth || !v->end || !v->tok_begin || !v->tok_n || !open) {
+    if (!v->node || !open) {
         gx_free(open);
         goto nomem;
     }
-    v->byte[0] = 0;
-    v->depth[0] = 0;
-    v->tok_begin[0] = 0;
     open[0] = 0;
     uint32_t path_len = 0, nn = 1;
     for (uint32_t k = 0; k < n_trie; k++) {
@@ -147,20 +136,26 @@ int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err)
             while (lcp < len && lcp < pl && s[lcp] == ps[lcp]) lcp++;
         }
         /* close the nodes of the previous path deeper than lcp */
-        while (path_len > lcp) v->end[open[path_len--]] = nn;
+        while (path_len > lcp) v->node[open[path_len--]].end = nn;
         for (uint32_t d = lcp; d < len; d++) {
             uint32_t id = nn++;
-            v->byte[id] = s[d];
-            v->depth[id] = (uint16_t)(d + 1);
-            v->tok_begin[id] = k;
+            v->node[id].byte = s[d];
+            v->node[id].depth = (uint16_t)(d + 1);
+            v->node[id].tok_begin = k;
             open[++path_len] = id;
         }
         uint32_t last = open[len];
-        if (v->tok_n[last] == 0) v->tok_begin[last] = k;
-        if (v->tok_n[last] < UINT16_MAX) v->tok_n[last]++;
+        if (v->node[last].tok_n == 0) v->node[last].tok_begin = k;
+        if (v->node[last].tok_n == UINT16_MAX) {
+            gx_free(open);
+            gx_free(tmp);
+            gx_vocab_free(v);
+            return sift_error_set(err, SIFT_E_INVAL, "grammar sampler: more than 65535 tokens share one text");
+        }
+        v->node[last].tok_n++;
     }
-    while (path_len > 0) v->end[open[path_len--]] = nn;
-    v->end[0] = nn;
+    while (path_len > 0) v->node[open[path_len--]].end = nn;
+    v->node[0].end = nn;
     gx_free(open);
     gx_free(tmp);
     return SIFT_OK;

@@ -22,6 +22,15 @@
 #define GX_TOK_EOG 0x1u
 #define GX_TOK_EXCLUDED 0x2u /* empty text or a NUL byte: never allowed */
 
+/* One trie node, packed so that a walk reads one sequential stream. */
+typedef struct {
+    uint32_t end;       /* subtree end (exclusive) */
+    uint32_t tok_begin; /* tokens ending here: sorted[tok_begin .. tok_begin + tok_n) */
+    uint16_t depth;
+    uint16_t tok_n;
+    uint8_t byte;       /* the byte leading into the node */
+} gx_trie_node;
+
 typedef struct gx_vocab {
     int32_t n_tokens;
     uint32_t n_words;      /* 64-bit words of a token bitset */
@@ -34,11 +43,7 @@ typedef struct gx_vocab {
 
     /* the trie; node 0 is the root (empty prefix) */
     uint32_t n_nodes;
-    uint8_t *byte;         /* the byte leading into the node */
-    uint16_t *depth;
-    uint32_t *end;         /* subtree end (exclusive) */
-    uint32_t *tok_begin;   /* tokens ending at this node: sorted[tok_begin .. tok_begin+tok_n) */
-    uint16_t *tok_n;
+    gx_trie_node *node;
     uint32_t *sorted;      /* trie tokens sorted by text */
     uint32_t max_depth;
 } gx_vocab;
