@@ -725,6 +725,9 @@ typedef enum sift_vocab_type { /* llama.cpp's numbering */
  * tokens, ...), SIFT_E_UNSUPPORTED (a tokenizer or pre-tokenizer sift does not implement).
  * Free with sift_vocab_free. */
 SIFT_API sift_vocab *sift_vocab_load(const char *path, sift_error *err);
+/* The same from an open GGUF file; the vocabulary copies what it needs (the file may be
+ * closed afterwards). */
+SIFT_API sift_vocab *sift_vocab_from_gguf(const sift_gguf *gguf, sift_error *err);
 SIFT_API void sift_vocab_free(sift_vocab *vocab);
 
 SIFT_API sift_vocab_type sift_vocab_get_type(const sift_vocab *vocab);

@@ -7,8 +7,8 @@
 //
 //   - the general category of every code point, reduced to its major class (L, N, P, S, M, Z, C)
 //     and "unassigned" (Cn) kept apart, as llama.cpp keeps it apart;
-//   - llama.cpp's whitespace set: the White_Space property *without* U+3000 (IDEOGRAPHIC SPACE),
-//     which is what the library we compare against (libllama from @node-llama-cpp 3.22.1) holds;
+//   - llama.cpp's whitespace set: the White_Space property (25 code points; checked against the
+//     library we compare with, libllama from @node-llama-cpp 3.22.1, by probing every code point);
 //   - simple lowercase mappings (Simple_Case_Mapping/Lowercase; used by the llama3 splitter's
 //     case-insensitive contractions and by WordPiece lowercasing);
 //   - the first code point of each NFD decomposition (WordPiece accent stripping), from the
@@ -46,7 +46,7 @@ for (const r of await load('General_Category/Unassigned/ranges.mjs'))
     for (let c = r.begin; c < r.end; c++) flags[c] = F.UNDEFINED;
 for (let c = 0; c < MAX; c++) if (!flags[c]) throw new Error(`no category for U+${c.toString(16)}`);
 
-const whitespace = (await load('Binary_Property/White_Space/code-points.mjs')).filter((c) => c !== 0x3000);
+const whitespace = await load('Binary_Property/White_Space/code-points.mjs');
 for (const c of whitespace) flags[c] |= F.WHITESPACE;
 
 const ranges = [];

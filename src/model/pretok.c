@@ -35,8 +35,9 @@
  * non-empty match anchored at the same place, else a search one code point further on).
  *
  * Why not PCRE2 with UTF+UCP on the real text: its \p{L} and \s come from PCRE2's Unicode
- * tables and White_Space, llama.cpp's from its own generated table (Unicode 15.1, U+3000 not
- * whitespace) and from the folding above (\p{Lu} = any letter); they disagree on real text.
+ * tables, llama.cpp's from its own generated table (Unicode 15.1, PCRE2 10.42 has 14.0) and
+ * from the folding above (\p{Lu} = any letter, \s = ASCII whitespace or a folded 0x0B); they
+ * disagree on real text.
  * Folding as llama.cpp does is exact by construction, and faster: the regex engine scans one
  * byte per code point with no UTF decoding.
  *
@@ -246,6 +247,7 @@ typedef struct {
     step_kind kind;
     pcre2_code_8 *re8;
     pcre2_code_32 *re32;
+    bool jit; /* JIT-compiled: use pcre2_jit_match (no per-call option checks) */
 } pretok_step;
 
 #define MAX_STEPS 8
@@ -386,7 +388,7 @@ sift_pretok *sift_pretok_new(const char *const *regexes, sift_error *err)
                 compile_error(err, *r, code, off);
                 goto fail;
             }
-            pcre2_jit_compile_8(st->re8, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
+            st->jit = pcre2_jit_compile_8(st->re8, PCRE2_JIT_COMPLETE) == 0; /* else the interpreter */
             p->need_collapsed = true;
         } else {
             size_t n = strlen(*r);
@@ -403,7 +405,7 @@ sift_pretok *sift_pretok_new(const char *const *regexes, sift_error *err)
                 compile_error(err, *r, code, off);
                 goto fail;
             }
-            pcre2_jit_compile_32(st->re32, PCRE2_JIT_COMPLETE);
+            st->jit = pcre2_jit_compile_32(st->re32, PCRE2_JIT_COMPLETE) == 0;
             p->need_wide = true;
         }
     }
@@ -467,7 +469,7 @@ static void split_gpt2(piece_out *o, const uint32_t *cpts, const uint16_t *fl, s
 #define CPT(i) ((i) < end ? cpts[i] : OUT_OF_RANGE)
 #define FLG(i) ((i) < end ? fl[i] : 0)
     size_t prev = ini;
-#define TOKEN(e) (emit(o, (e) - prev), prev = (e))
+#define TOKEN(e) (emit(o, (e) - prev), prev = (e)) /* e must have no side effects */
     for (size_t pos = ini; pos < end;) {
         uint32_t cpt = cpts[pos];
         uint16_t f = fl[pos];
@@ -503,7 +505,10 @@ static void split_gpt2(piece_out *o, const uint32_t *cpts, const uint16_t *fl, s
         const uint16_t wln = SIFT_U_WHITESPACE | SIFT_U_LETTER | SIFT_U_NUMBER;
         if (!(f2 & wln) && f2) { /*  ?[^\s\p{L}\p{N}]+ */
             pos += cpt == ' ';
-            while (!(f2 & wln) && f2) f2 = FLG(++pos);
+            while (!(f2 & wln) && f2) {
+                pos++;
+                f2 = FLG(pos);
+            }
             TOKEN(pos);
             continue;
         }
@@ -519,7 +524,8 @@ static void split_gpt2(piece_out *o, const uint32_t *cpts, const uint16_t *fl, s
             TOKEN(pos);
             continue;
         }
-        TOKEN(++pos); /* no match: one code point */
+        pos++; /* no match: one code point */
+        TOKEN(pos);
     }
 #undef TOKEN
 #undef CPT
@@ -532,7 +538,7 @@ static void split_llama3(piece_out *o, const uint32_t *cpts, const uint16_t *fl,
 #define CPT(i) ((i) < end ? cpts[i] : OUT_OF_RANGE)
 #define FLG(i) ((i) < end ? fl[i] : 0)
     size_t prev = ini;
-#define TOKEN(e) (emit(o, (e) - prev), prev = (e))
+#define TOKEN(e) (emit(o, (e) - prev), prev = (e)) /* e must have no side effects */
     for (size_t pos = ini; pos < end;) {
         uint32_t cpt = cpts[pos];
         uint16_t f = fl[pos];
@@ -575,9 +581,15 @@ static void split_llama3(piece_out *o, const uint32_t *cpts, const uint16_t *fl,
         uint16_t f2 = cpt == ' ' ? FLG(pos + 1) : f;
         if (!(f2 & wln) && f) { /*  ?[^\s\p{L}\p{N}]+[\r\n]* (note: f, as llama.cpp) */
             pos += cpt == ' ';
-            while (!(f2 & wln) && f2) f2 = FLG(++pos);
+            while (!(f2 & wln) && f2) {
+                pos++;
+                f2 = FLG(pos);
+            }
             uint32_t c2 = CPT(pos);
-            while (c2 == '\r' || c2 == '\n') c2 = CPT(++pos);
+            while (c2 == '\r' || c2 == '\n') {
+                pos++;
+                c2 = CPT(pos);
+            }
             TOKEN(pos);
             continue;
         }
@@ -602,7 +614,8 @@ static void split_llama3(piece_out *o, const uint32_t *cpts, const uint16_t *fl,
             TOKEN(pos);
             continue;
         }
-        TOKEN(++pos);
+        pos++;
+        TOKEN(pos);
     }
 #undef TOKEN
 #undef CPT
@@ -612,12 +625,14 @@ static void split_llama3(piece_out *o, const uint32_t *cpts, const uint16_t *fl,
 /* One PCRE2 search; 1 = match in ov[0..1], 0 = none, <0 = engine error. The JIT stack
  * grows on demand (deep backtracking on long inputs). */
 #define DEFINE_SEARCH(W)                                                                             \
-    static int search_##W(const pcre2_code_##W *re, sift_pretok_scratch *s, PCRE2_SPTR##W subj,       \
-                          size_t len, size_t start, uint32_t opts, size_t ov[2])                      \
+    static int search_##W(const pcre2_code_##W *re, bool jit, sift_pretok_scratch *s,                \
+                          PCRE2_SPTR##W subj, size_t len, size_t start, uint32_t opts, size_t ov[2])  \
     {                                                                                                \
         if (!s->md##W && !(s->md##W = pcre2_match_data_create_##W(16, NULL))) return SIFT_E_NOMEM;     \
         for (;;) {                                                                                   \
-            int rc = pcre2_match_##W(re, subj, len, start, opts, s->md##W, s->mctx##W);                \
+            int rc = jit && !(opts & PCRE2_ANCHORED) /* pcre2_jit_match refuses ANCHORED */          \
+                         ? pcre2_jit_match_##W(re, subj, len, start, opts, s->md##W, s->mctx##W)       \
+                         : pcre2_match_##W(re, subj, len, start, opts, s->md##W, s->mctx##W);          \
             if (rc >= 0) {                                                                           \
                 PCRE2_SIZE *v = pcre2_get_ovector_pointer_##W(s->md##W);                               \
                 ov[0] = v[0];                                                                        \
@@ -645,8 +660,8 @@ static void split_regex(piece_out *o, const pretok_step *st, const void *text, s
     uint32_t opts = 0;
     while (pos <= len) {
         int rc = st->kind == STEP_COLLAPSED
-                     ? search_8(st->re8, o->s, (PCRE2_SPTR8)text + ini, len, pos, opts, ov)
-                     : search_32(st->re32, o->s, (PCRE2_SPTR32)text + ini, len, pos, opts, ov);
+                     ? search_8(st->re8, st->jit, o->s, (PCRE2_SPTR8)text + ini, len, pos, opts, ov)
+                     : search_32(st->re32, st->jit, o->s, (PCRE2_SPTR32)text + ini, len, pos, opts, ov);
         if (rc < 0) {
             o->status = rc;
             return;

@@ -76,7 +76,7 @@ int32_t sift_strtab_intern(sift_strtab *t, const char *s, size_t n, int *added)
     if (added) *added = 0;
     int32_t id = sift_strtab_find(t, s, n);
     if (id >= 0) return id;
-    if (t->n == INT32_MAX - 1 || n > UINT32_MAX || t->arena_len + n > UINT32_MAX) return -1;
+    if (t->n == INT32_MAX - 1 || n >= UINT32_MAX || t->arena_len + n + 1 > UINT32_MAX) return -1;
     if (t->n == t->cap) {
         int32_t ncap = t->cap > INT32_MAX / 2 ? INT32_MAX - 1 : t->cap * 2;
         uint32_t *no = realloc(t->off, sizeof *no * (size_t)ncap);
@@ -87,9 +87,9 @@ int32_t sift_strtab_intern(sift_strtab *t, const char *s, size_t n, int *added)
         t->len = nl;
         t->cap = ncap;
     }
-    if (t->arena_len + n > t->arena_cap) {
+    if (t->arena_len + n + 1 > t->arena_cap) {
         size_t ncap = t->arena_cap * 2;
-        while (ncap < t->arena_len + n) ncap *= 2;
+        while (ncap < t->arena_len + n + 1) ncap *= 2;
         char *na = realloc(t->arena, ncap);
         if (!na) return -1;
         t->arena = na;
@@ -98,9 +98,10 @@ int32_t sift_strtab_intern(sift_strtab *t, const char *s, size_t n, int *added)
     if ((size_t)(t->n + 1) * 2 > t->mask + 1 && grow_slots(t) != 0) return -1;
     id = t->n++;
     if (n) memcpy(t->arena + t->arena_len, s, n);
+    t->arena[t->arena_len + n] = 0; /* every string is NUL-terminated too */
     t->off[id] = (uint32_t)t->arena_len;
     t->len[id] = (uint32_t)n;
-    t->arena_len += n;
+    t->arena_len += n + 1;
     uint64_t h = sift_hash_bytes(s, n);
     size_t i = h & t->mask;
     while (t->slots[i]) i = (i + 1) & t->mask;

@@ -10,7 +10,7 @@
  * sift_pairtab maps an ordered pair of ids to (rank, result id): the BPE merge table.
  *
  * Both are built once while loading and are read-only afterwards (safe to share between
- * threads). Strings may hold any bytes, NUL included.
+ * threads). Strings may hold any bytes, NUL included; each is stored NUL-terminated as well.
  */
 #ifndef SIFT_MODEL_STRTAB_H
 #define SIFT_MODEL_STRTAB_H
@@ -42,7 +42,7 @@ static inline uint64_t sift_hash_bytes(const void *p, size_t n)
 }
 
 typedef struct sift_strtab {
-    char *arena;       /* all strings, back to back */
+    char *arena;       /* all strings, back to back, each followed by a NUL */
     size_t arena_len, arena_cap;
     uint32_t *off;     /* [n] start of string id in arena */
     uint32_t *len;     /* [n] its length */

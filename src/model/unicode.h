@@ -12,7 +12,7 @@
  *     (where llama.cpp throws and aborts the process).
  *   - Every code point has one class: number, letter, separator, mark, punctuation, symbol,
  *     control (Cc/Cf/Cs/Co) or undefined (unassigned, Cn), plus a whitespace bit for
- *     llama.cpp's whitespace set (Unicode White_Space without U+3000). The table is
+ *     llama.cpp's whitespace set (Unicode White_Space, 25 code points). The table is
  *     generated from Unicode 15.1 (scripts/gen_unicode_data.mjs), the version llama.cpp's
  *     table was built from; tests/test_unicode.c pins a few values of it.
  *   - Byte-level BPE (GPT-2) maps every byte to a printable code point: '!'..'~', '¡'..'¬'
