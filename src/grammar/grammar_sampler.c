@@ -190,7 +190,7 @@ static bool token_allowed(grammar_ctx *c, sift_token tok)
 {
     const gx_vocab *v = gx_engine_vocab(c->eng);
     if (tok < 0 || tok >= v->n_tokens) return false;
-    if (v->flags[tok] & GX_TOK_EOG) return gx_state_can_end(&c->st);
+    if (v->flags[tok] & GX_TOK_EOG) return c->dead || gx_state_can_end(&c->st);
     if (c->dead || (v->flags[tok] & GX_TOK_EXCLUDED)) return false;
     uint32_t len;
     const uint8_t *b = gx_vocab_text(v, (uint32_t)tok, &len);
@@ -236,8 +236,9 @@ static void g_apply(sift_sampler *s, sift_candidates *cand)
             else cand->logit[i] = -INFINITY;
         }
     } else {
-        if (c->dead) {
+        if (c->dead) { /* only EOG */
             memset(c->mask, 0, (size_t)v->n_words * sizeof *c->mask);
+            for (uint32_t k = 0; k < v->n_eog; k++) c->mask[v->eog[k] >> 6] |= (uint64_t)1 << (v->eog[k] & 63);
         } else if (gx_engine_fill_mask(c->eng, &c->ra, &c->st, c->mask) != SIFT_OK) {
             /* out of memory in the cache: fall back to checking every candidate */
             for (size_t i = 0; i < cand->size; i++)

@@ -72,6 +72,7 @@ void gx_arena_free(gx_arena *a)
     gx_free(a->ht);
     gx_u32_free(&a->pool);
     gx_u32_free(&a->work);
+    gx_u32_free(&a->scratch);
     memset(a, 0, sizeof *a);
 }
 
@@ -251,17 +252,17 @@ int gx_state_start(gx_arena *a, gx_state *s)
     memset(&s->utf8, 0, sizeof s->utf8);
     uint32_t alt = g->rule_start[g->root];
     gx_mark_begin(a);
-    gx_u32vec tmp = {0};
+    gx_u32vec *tmp = &a->scratch;
     int rc = SIFT_OK;
     for (;;) {
         if (gx_is_end(g->elems[alt])) {
             s->can_end = true;
         } else {
-            tmp.n = 0;
-            rc = gx_closure(a, alt, 0, &tmp, &s->can_end);
+            tmp->n = 0;
+            rc = gx_closure(a, alt, 0, tmp, &s->can_end);
             if (rc != SIFT_OK) break;
-            for (uint32_t k = 0; k < tmp.n; k++)
-                if (gx_mark_add(a, tmp.v[k]) && !gx_u32_push(&s->tops, tmp.v[k])) {
+            for (uint32_t k = 0; k < tmp->n; k++)
+                if (gx_mark_add(a, tmp->v[k]) && !gx_u32_push(&s->tops, tmp->v[k])) {
                     rc = SIFT_E_NOMEM;
                     break;
                 }
@@ -271,7 +272,6 @@ int gx_state_start(gx_arena *a, gx_state *s)
         if (GX_TYPE(g->elems[alt]) == GX_END) break;
         alt++;
     }
-    gx_u32_free(&tmp);
     return rc;
 }
 

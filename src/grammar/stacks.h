@@ -40,6 +40,7 @@ typedef struct gx_arena {
     uint32_t ht_cap;
     gx_u32vec pool;
     gx_u32vec work;       /* closure work stack */
+    gx_u32vec scratch;    /* gx_state_start's closure output */
     uint64_t max_nodes;   /* growth cap; exceeding it is an out-of-memory error */
 } gx_arena;
 
