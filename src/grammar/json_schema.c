@@ -47,7 +47,9 @@
  * {m,} {m,n} (lazy forms mean the same set). '^' / '$' anchor at the ends; an unanchored
  * pattern may be surrounded by any characters, as JSON Schema searches patterns.
  * Backreferences, lookaround, \b, named groups and \p{...} are errors. Every character is
- * emitted as its JSON string encoding (a '"' in the value is \" in the text).
+ * emitted in its canonical JSON string encoding (a '"' in the value is \" in the text, a tab
+ * \t, other control characters \u00XX): the grammar accepts the encoding a JSON writer
+ * would produce, not every equivalent spelling.
  */
 #include <ctype.h>
 #include <cjson/cJSON.h>
