@@ -86,7 +86,8 @@ typedef struct sift_error {
  * The arrays are owned by whoever made the candidates (normally the chain, sized once for
  * the vocabulary): samplers only permute, shrink and rewrite them, never reallocate. A
  * sampler may drop a prefix by advancing the three array pointers together (and reducing
- * size and capacity), as llama.cpp's xtc does; the owner keeps the original pointers.
+ * size and capacity), as llama.cpp's xtc does; candidates made by sift_candidates_init()
+ * remember their arrays, so the next fill and free work from the originals.
  * `ws` is scratch memory sized with the arrays (sorting keys, gathers), so that no sampler
  * allocates per token; candidates made with sift_candidates_init() have one, and
  * sift_sampler_apply() lends a temporary one to candidates that do not.
@@ -103,7 +104,7 @@ typedef struct sift_candidates {
     void *ws;          /* internal workspace (scratch for samplers); owned by the core */
 } sift_candidates;
 
-/* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1). */
+/* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1 within 1e-5). */
 #define SIFT_CAND_PROBS 0x1u
 
 /* Allocate arrays (and workspace) for `capacity` entries; size 0, nothing selected.
@@ -112,10 +113,11 @@ SIFT_API sift_status sift_candidates_init(sift_candidates *cand, size_t capacity
 /* Free what sift_candidates_init() allocated and zero the struct (NULL-safe). */
 SIFT_API void sift_candidates_free(sift_candidates *cand);
 /* The start of a sampling step: id[i] = i, logit[i] = logits[i] for i < n, size n,
- * unsorted, nothing selected, no probabilities. SIFT_E_INVAL when n > capacity. */
+ * unsorted, nothing selected, no probabilities (and the arrays as allocated, when a
+ * sampler advanced them). SIFT_E_INVAL when n > capacity. */
 SIFT_API sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, size_t n);
-/* Make p[0..size) valid for the current logits (a softmax in array order, only when the
- * flags say the probabilities are stale) and return cand->p. */
+/* Make p[0..size) valid for the current logits (a softmax with a double-precision sum,
+ * only when the flags say the probabilities are stale) and return cand->p. */
 SIFT_API const float *sift_candidates_probs(sift_candidates *cand);
 /* Call after changing logits: the probabilities are no longer valid. `sorted` is left to
  * the caller (clear it unless the change kept the order). */
@@ -1006,6 +1008,122 @@ typedef struct sift_quantize_params {
 SIFT_API sift_quantize_params sift_quantize_default_params(void); /* Q8_0 */
 SIFT_API sift_status sift_model_quantize(const char *in_path, const char *out_path, const sift_quantize_params *params,
                                          int64_t *n_converted, sift_error *err);
+
+/* ==== grammar ==============================================================================
+ *
+ * Grammar-constrained sampling with llama.cpp's GBNF (its grammars/README.md is the spec:
+ * rules `name ::= ...`, alternation, grouping, `* + ? {m} {m,} {m,n}`, literals and
+ * character classes with \x \u \U \n \r \t escapes, `.`, comments, token references
+ * `<[id]>` / `<text>` and their negations `!<...>`).
+ *
+ * sift_grammar is the parsed, checked grammar (undefined rules, a missing root and left
+ * recursion are errors with line:column). The grammar sampler follows llama.cpp: apply sets
+ * the logit of every candidate whose text cannot continue the grammar to -inf; end-of-
+ * generation tokens are allowed exactly when the grammar can end; accept advances the parse
+ * by the chosen token's bytes (a UTF-8 character split over tokens is fine). It differs in
+ * two deliberate ways: text must be valid UTF-8 (llama.cpp lets overlong forms, surrogates
+ * and bytes F5..FF through), and a token that contains a NUL byte is never allowed.
+ *
+ * Speed: the sampler keeps a byte trie of the vocabulary and caches, per parser stack
+ * suffix, the set of tokens that suffix accepts whatever lies below it (XGrammar's
+ * "context-independent" tokens, refined level by level); a warm apply is a few bitset ORs
+ * plus one pass over the candidates, and allocates nothing. See src/grammar/mask.c.
+ */
+typedef struct sift_grammar sift_grammar;
+
+/* Parse GBNF `text` (`len` bytes, need not be NUL-terminated) with start rule `root` (NULL
+ * means "root"). `vocab` may be NULL: it is needed for `<text>` token references and, when
+ * given, bounds-checks `<[id]>`. Returns NULL on error: SIFT_E_PARSE with "line:col: what
+ * was expected" (or the undefined / left-recursive rule) in err, or SIFT_E_NOMEM. */
+SIFT_API sift_grammar *sift_grammar_parse(const char *text, size_t len, const char *root,
+                                          const sift_vocab_view *vocab, sift_error *err);
+SIFT_API void sift_grammar_free(sift_grammar *g);
+
+/* Result of matching a text against a grammar. */
+typedef enum sift_grammar_match_result {
+    SIFT_GRAMMAR_REJECTED = 0, /* some byte cannot continue the grammar (see *fail_offset) */
+    SIFT_GRAMMAR_PREFIX = 1,   /* valid so far, but the grammar cannot end here */
+    SIFT_GRAMMAR_COMPLETE = 2, /* a complete sentence (longer ones may exist too) */
+} sift_grammar_match_result;
+
+/* Match `text` from the start rule, byte by byte. On SIFT_GRAMMAR_REJECTED, *fail_offset
+ * (if not NULL) is the offset of the first byte that could not be taken (text.len when the
+ * text ends inside a UTF-8 character the grammar cannot complete). Token references never
+ * match text. Returns -SIFT_E_NOMEM on allocation failure. */
+SIFT_API int sift_grammar_match(const sift_grammar *g, const char *text, size_t len, size_t *fail_offset);
+
+/* The grammar sampler. `vocab` gives the token texts (copied: the view need not outlive
+ * the sampler). An empty or NULL grammar text gives a no-op sampler ("?grammar"), as in
+ * llama.cpp. NULL on error (parse errors as sift_grammar_parse; SIFT_E_INVAL for a missing
+ * vocabulary or a token id outside it; SIFT_E_NOMEM). Making it precomputes the masks the
+ * first two parse levels need (see sift_grammar_params.precompute_budget). */
+SIFT_API sift_sampler *sift_sampler_init_grammar(const sift_vocab_view *vocab, const char *gbnf, const char *root,
+                                                 sift_error *err);
+
+typedef struct sift_grammar_params {
+    const char *root;                       /* start rule; NULL or "root" */
+    bool lazy;                              /* inactive until a trigger appears (llama.cpp grammar_lazy) */
+    const char *const *trigger_words;       /* literal texts; the grammar starts at the word */
+    size_t n_trigger_words;
+    const char *const *trigger_patterns;    /* regexes (PCRE2, byte mode) searched in the output so
+                                             * far; "^...$" must match all of it; the grammar starts
+                                             * at the first non-empty capturing group (or the match) */
+    size_t n_trigger_patterns;
+    const sift_token *trigger_tokens;       /* the grammar starts with that token */
+    size_t n_trigger_tokens;
+    uint64_t precompute_budget;             /* trie nodes walked ahead of time; 0 = default (64Mi) */
+} sift_grammar_params;
+
+/* root "root", not lazy, no triggers, default budget */
+SIFT_API sift_grammar_params sift_grammar_default_params(void);
+/* As sift_sampler_init_grammar, with `len` bytes of GBNF and lazy triggers. Trigger
+ * patterns that do not compile are SIFT_E_PARSE errors. */
+SIFT_API sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const char *gbnf, size_t len,
+                                                    const sift_grammar_params *params, sift_error *err);
+
+/* Would the grammar sampler allow `token` next? (The rejection strategy's check: a few
+ * bytes through the parse stacks, no mask.) True for any token while a lazy grammar
+ * waits for its trigger, and for a sampler that is not a grammar sampler. */
+SIFT_API bool sift_grammar_sampler_allows(sift_sampler *smpl, sift_token token);
+
+typedef enum sift_grammar_status {
+    SIFT_GRAMMAR_ACTIVE = 0,           /* constraining; cannot end yet */
+    SIFT_GRAMMAR_CAN_END = 1,          /* may end here (EOG allowed) or go on */
+    SIFT_GRAMMAR_DONE = 2,             /* complete: only EOG is allowed */
+    SIFT_GRAMMAR_AWAITING_TRIGGER = 3, /* lazy, not triggered yet: no constraint */
+    SIFT_GRAMMAR_DEAD = 4,             /* a token it could not take was accepted: only EOG is allowed */
+} sift_grammar_status;
+SIFT_API sift_grammar_status sift_grammar_sampler_status(const sift_sampler *smpl);
+
+/* How a grammar combines with a chain (llama.cpp's grammar_first flag). */
+typedef enum sift_grammar_mode {
+    SIFT_GRAMMAR_FIRST = 0,     /* apply the grammar to the whole vocabulary, then the chain */
+    SIFT_GRAMMAR_REJECTION = 1, /* sample with the chain alone; only if the grammar refuses the
+                                 * pick, refill, apply the grammar, sample again (llama.cpp's
+                                 * common_sampler_sample default) */
+} sift_grammar_mode;
+
+/* One sampling step with a grammar kept outside the chain: fill from logits, sample in the
+ * given mode, accept the token into the grammar and the chain, return it (SIFT_TOKEN_NULL
+ * when nothing was selected). *refused (may be NULL) says whether the rejection mode had to
+ * resample. grammar may be NULL (plain sift_chain_sample). */
+SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain *chain, const float *logits,
+                                              int32_t n_vocab, sift_grammar_mode mode, bool *refused);
+
+/* Convert a JSON schema to GBNF, in the style of llama.cpp's json-schema-to-grammar (rule
+ * `root`, whitespace rule `space`). Supported: type (incl. lists of types), properties,
+ * required, additionalProperties, items, prefixItems, minItems/maxItems, enum, const,
+ * anyOf/oneOf/allOf, $ref to #/$defs/..., #/definitions/... and #, string formats date,
+ * time, date-time, uuid, minLength/maxLength, minimum/maximum/exclusiveMinimum/
+ * exclusiveMaximum for integers, pattern (a regex subset: see src/grammar/json_schema.c).
+ * Annotations (title, description, default, examples, $schema, $id, $comment, ...) are
+ * ignored. A keyword that would constrain the value but cannot be expressed (not, if/then/
+ * else, uniqueItems, multipleOf, number bounds, ...) is an error (SIFT_E_UNSUPPORTED naming
+ * the keyword and its JSON pointer) unless SIFT_JSON_SCHEMA_LENIENT is set, in which case
+ * it is ignored and the grammar accepts a superset. Returns a NUL-terminated malloc'd
+ * string (free() it) or NULL with err set (SIFT_E_PARSE for malformed JSON). */
+#define SIFT_JSON_SCHEMA_LENIENT 0x1u
+SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err);
 
 #ifdef __cplusplus
 }

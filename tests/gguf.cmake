@@ -37,3 +37,29 @@ foreach(spec
            COMMAND gguf_corrupt --sift $<TARGET_FILE:sift> ${extra} ${SIFT_SHARED_DIR}/${file})
   set_tests_properties(gguf_corrupt_${name} PROPERTIES LABELS "gguf;corrupt" ENVIRONMENT "${SIFT_TEST_ENV}")
 endforeach()
+
+# `sift info` on good and refused files: exit codes and the lines that must be there.
+# (No square brackets in the patterns: CMake does not split lists inside them.)
+function(sift_info_test name rc file)
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:sift>;info;${file}" -DEXPECT_RC=${rc}
+           "-DEXPECT_RE=${ARGN}" "-DREJECT_RE=Sanitizer;runtime error"
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/expect_run.cmake)
+  set_tests_properties(${name} PROPERTIES LABELS "gguf;cli" ENVIRONMENT "${SIFT_TEST_ENV}")
+endfunction()
+sift_info_test(cli_info_stories260k 0 ${SIFT_SHARED_DIR}/models/stories260K.gguf
+  "GGUF version 3, 1185376 bytes, alignment 32, tensor data at offset 14176"
+  "UINT32     \\|        1 \\| llama.embedding_length = 64"
+  ".STRING.   \\|      512 \\| tokenizer.ggml.tokens = .'<unk>', '<s>', '</s>'"
+  "special: bos 1 '<s>', eos 2 '</s>'"
+  "1:         32768 \\|     64,    512,     1,     1 \\| f32     \\|            0 \\|       131072 \\| token_embd.weight"
+  "total: 48 tensors, 292800 elements")
+sift_info_test(cli_info_llama2_tiny 0 ${SIFT_SHARED_DIR}/models/llama-2-tiny-random.gguf
+  "32000 tokens" "by type: f32 [0-9]+ \\([0-9]+ bytes\\) f16")
+sift_info_test(cli_info_vocab_deepseek 0 ${SIFT_SHARED_DIR}/models/vocab/ggml-vocab-deepseek-llm.gguf
+  "vocabulary: model gpt2, pre-tokenizer deepseek-llm, 102400 tokens, 99757 merges" "tensors: 0")
+sift_info_test(cli_info_v1 1 ${SIFT_SHARED_DIR}/models/stories260K-gguf-v1.gguf
+  "sift info: .*: gguf: header: GGUF version 1 is not supported")
+sift_info_test(cli_info_q8_0_rows 1 ${SIFT_SHARED_DIR}/models/tinyllamas-stories-260k-q8_0.gguf
+  "blk.0.ffn_down.weight': type q8_0 has 172 elements per row, not a multiple of block size \\(32\\)")
+sift_info_test(cli_info_missing 1 ${SIFT_SHARED_DIR}/models/no-such-file.gguf "cannot open")
+sift_info_test(cli_info_usage 2 "--frobnicate" "unknown option '--frobnicate'")

@@ -7,7 +7,7 @@
  * detection is guaranteed (so each one must be refused), opens each from an exact-size
  * heap copy (so AddressSanitizer sees any read past the end) and checks the refusal: NULL,
  * status SIFT_E_FORMAT or SIFT_E_UNSUPPORTED, a message starting "gguf: ". Every N-th
- * variant (and every header variant) is also written to a temporary file and given to
+ * variant (default 20; and every header variant) is also written to a temporary file and given to
  * `sift info`, which must exit with 1, print the reader's message, and print no sanitizer
  * report. Finally --random N single/multi-byte mutations at random places (detection not
  * guaranteed) must not crash; the ones that still open are walked through the whole API.
@@ -136,7 +136,7 @@ static void map_base(base_file *b, const sift_gguf *g)
 /* ---- running the variants ----------------------------------------------------------------- */
 
 static const char *sift_exe;
-static int cli_every = 10, n_variants, n_cli, n_failed;
+static int cli_every = 20, n_variants, n_cli, n_failed;
 static char tmpdir[64];
 
 static void failf(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

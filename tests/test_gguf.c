@@ -631,6 +631,11 @@ static void b_t_overflow(bb *b)
     uint64_t ne[4] = {1ull << 32, 1ull << 32, 1, 1};
     b_tensor(b, "t", 4, ne, SIFT_TYPE_F32, 0, 32);
 }
+static void b_t_strides_overflow(bb *b)
+{
+    uint64_t ne[4] = {1ull << 62, 1, 1, 0}; /* no elements, but 4 * 2^62 bytes per row */
+    b_tensor(b, "t", 4, ne, SIFT_TYPE_F32, 0, 32);
+}
 static void b_t_bytes_overflow(bb *b)
 {
     uint64_t ne[1] = {1ull << 62}; /* 2^62 elements fit int64, 2^64 bytes do not */
@@ -701,7 +706,7 @@ static void test_refusals(void **state)
     expect_refusal(b_arr_str_len, SIFT_E_FORMAT, "string length 1099511627776 runs past the end");
     expect_refusal(b_arr_bool, SIFT_E_FORMAT, "bool element 1 is 7");
     expect_refusal(b_deep, SIFT_E_FORMAT, "nested deeper than");
-    expect_refusal(b_align_type, SIFT_E_FORMAT, "'general.alignment': must be of type u32, not u64");
+    expect_refusal(b_align_type, SIFT_E_FORMAT, "'general.alignment': must be of type u32, not u64 (at offset 53)");
     expect_refusal(b_align_pow2, SIFT_E_FORMAT, "alignment 48 is not a power of 2");
     expect_refusal(b_align_zero, SIFT_E_FORMAT, "alignment 0 is not a power of 2");
     expect_refusal(b_t_long_name, SIFT_E_FORMAT, "name is too long: 64 >= 64");
@@ -709,6 +714,7 @@ static void test_refusals(void **state)
     expect_refusal(b_t_negative, SIFT_E_FORMAT, "dimension 1 has a negative number of elements (-1)");
     expect_refusal(b_t_overflow, SIFT_E_FORMAT, "more than 2^63 elements");
     expect_refusal(b_t_bytes_overflow, SIFT_E_FORMAT, "size in bytes overflows");
+    expect_refusal(b_t_strides_overflow, SIFT_E_FORMAT, "byte strides overflow");
     expect_refusal(b_t_type, SIFT_E_FORMAT, "invalid ggml type 4");
     expect_refusal(b_t_type_big, SIFT_E_FORMAT, "invalid ggml type 1000");
     expect_refusal(b_t_block, SIFT_E_FORMAT, "type q4_K has 48 elements per row, not a multiple of block size (256)");

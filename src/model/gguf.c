@@ -177,6 +177,7 @@ struct sift_gguf_value {
 typedef struct {
     const char *key;
     sift_gguf_value value;
+    uint64_t value_at; /* file offset of the value (for messages) */
 } gguf_kv;
 
 struct sift_gguf {
@@ -487,6 +488,7 @@ static int parse_kv(rd *r, uint64_t n_kv)
         uint64_t at_type = r->pos;
         if ((st = rd_u32(r, &type, "value type"))) return st;
         if (type >= SIFT_GGUF_TYPE_COUNT) return rd_fail(r, SIFT_E_FORMAT, at_type, "invalid value type %u", type);
+        g->kv[i].value_at = r->pos;
         if ((st = parse_value(r, type, &g->kv[i].value, 0, "value"))) return st;
     }
     r->where[0] = 0;
@@ -495,10 +497,11 @@ static int parse_kv(rd *r, uint64_t n_kv)
     if (ai >= 0) {
         const sift_gguf_value *v = &g->kv[ai].value;
         rd_where(r, "kv", ai, "general.alignment");
+        uint64_t at = g->kv[ai].value_at;
         if (v->type != SIFT_GGUF_UINT32)
-            return rd_fail(r, SIFT_E_FORMAT, 0, "must be of type u32, not %s", sift_gguf_type_name((int)v->type));
+            return rd_fail(r, SIFT_E_FORMAT, at, "must be of type u32, not %s", sift_gguf_type_name((int)v->type));
         if (v->u.u32 == 0 || (v->u.u32 & (v->u.u32 - 1)) != 0)
-            return rd_fail(r, SIFT_E_FORMAT, 0, "alignment %u is not a power of 2", v->u.u32);
+            return rd_fail(r, SIFT_E_FORMAT, at, "alignment %u is not a power of 2", v->u.u32);
         g->alignment = v->u.u32;
         r->where[0] = 0;
     }
@@ -548,9 +551,12 @@ static int parse_tensor_info(rd *r, int64_t i, sift_gguf_tensor *t)
     if (__builtin_mul_overflow((uint64_t)(nel / tt->block_size), (uint64_t)tt->block_bytes, &size))
         return rd_fail(r, SIFT_E_FORMAT, at_dims, "size in bytes overflows 64 bits");
     t->size = size;
+    /* strides; they can exceed the size (and 2^64) only when a later dimension is 0 */
     t->nb[0] = tt->block_bytes;
-    t->nb[1] = t->nb[0] * (uint64_t)(t->ne[0] / tt->block_size);
-    for (int j = 2; j < 4; j++) t->nb[j] = t->nb[j - 1] * (uint64_t)t->ne[j - 1]; /* <= size: no overflow */
+    bool nb_overflow = __builtin_mul_overflow(t->nb[0], (uint64_t)(t->ne[0] / tt->block_size), &t->nb[1]);
+    for (int j = 2; j < 4; j++)
+        nb_overflow |= __builtin_mul_overflow(t->nb[j - 1], (uint64_t)t->ne[j - 1], &t->nb[j]);
+    if (nb_overflow) return rd_fail(r, SIFT_E_FORMAT, at_dims, "byte strides overflow 64 bits");
 
     if ((st = rd_u64(r, &t->offset, "data offset"))) return st;
     return SIFT_OK;

@@ -247,6 +247,7 @@ typedef struct {
     step_kind kind;
     pcre2_code_8 *re8;
     pcre2_code_32 *re32;
+    bool jit; /* JIT-compiled: use pcre2_jit_match (no per-call option checks) */
 } pretok_step;
 
 #define MAX_STEPS 8
@@ -387,7 +388,7 @@ sift_pretok *sift_pretok_new(const char *const *regexes, sift_error *err)
                 compile_error(err, *r, code, off);
                 goto fail;
             }
-            pcre2_jit_compile_8(st->re8, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
+            st->jit = pcre2_jit_compile_8(st->re8, PCRE2_JIT_COMPLETE) == 0; /* else the interpreter */
             p->need_collapsed = true;
         } else {
             size_t n = strlen(*r);
@@ -404,7 +405,7 @@ sift_pretok *sift_pretok_new(const char *const *regexes, sift_error *err)
                 compile_error(err, *r, code, off);
                 goto fail;
             }
-            pcre2_jit_compile_32(st->re32, PCRE2_JIT_COMPLETE);
+            st->jit = pcre2_jit_compile_32(st->re32, PCRE2_JIT_COMPLETE) == 0;
             p->need_wide = true;
         }
     }
@@ -624,12 +625,14 @@ static void split_llama3(piece_out *o, const uint32_t *cpts, const uint16_t *fl,
 /* One PCRE2 search; 1 = match in ov[0..1], 0 = none, <0 = engine error. The JIT stack
  * grows on demand (deep backtracking on long inputs). */
 #define DEFINE_SEARCH(W)                                                                             \
-    static int search_##W(const pcre2_code_##W *re, sift_pretok_scratch *s, PCRE2_SPTR##W subj,       \
-                          size_t len, size_t start, uint32_t opts, size_t ov[2])                      \
+    static int search_##W(const pcre2_code_##W *re, bool jit, sift_pretok_scratch *s,                \
+                          PCRE2_SPTR##W subj, size_t len, size_t start, uint32_t opts, size_t ov[2])  \
     {                                                                                                \
         if (!s->md##W && !(s->md##W = pcre2_match_data_create_##W(16, NULL))) return SIFT_E_NOMEM;     \
         for (;;) {                                                                                   \
-            int rc = pcre2_match_##W(re, subj, len, start, opts, s->md##W, s->mctx##W);                \
+            int rc = jit && !(opts & PCRE2_ANCHORED) /* pcre2_jit_match refuses ANCHORED */          \
+                         ? pcre2_jit_match_##W(re, subj, len, start, opts, s->md##W, s->mctx##W)       \
+                         : pcre2_match_##W(re, subj, len, start, opts, s->md##W, s->mctx##W);          \
             if (rc >= 0) {                                                                           \
                 PCRE2_SIZE *v = pcre2_get_ovector_pointer_##W(s->md##W);                               \
                 ov[0] = v[0];                                                                        \
@@ -657,8 +660,8 @@ static void split_regex(piece_out *o, const pretok_step *st, const void *text, s
     uint32_t opts = 0;
     while (pos <= len) {
         int rc = st->kind == STEP_COLLAPSED
-                     ? search_8(st->re8, o->s, (PCRE2_SPTR8)text + ini, len, pos, opts, ov)
-                     : search_32(st->re32, o->s, (PCRE2_SPTR32)text + ini, len, pos, opts, ov);
+                     ? search_8(st->re8, st->jit, o->s, (PCRE2_SPTR8)text + ini, len, pos, opts, ov)
+                     : search_32(st->re32, st->jit, o->s, (PCRE2_SPTR32)text + ini, len, pos, opts, ov);
         if (rc < 0) {
             o->status = rc;
             return;
@@ -690,8 +693,11 @@ int sift_pretok_split(const sift_pretok *p, sift_pretok_scratch *s, const uint32
 {
     if (n > UINT32_MAX) return SIFT_E_INVAL;
     if (p->need_collapsed || p->need_wide) {
-        if (n > s->cap_text) {
-            size_t nc = n < 4096 ? 4096 : n;
+        /* PAD zeroed units after the text: PCRE2's JIT scans ahead of the subject's end with
+         * wide loads (harmless, but reading uninitialised bytes offends valgrind) */
+        enum { PAD = 64 };
+        if (n + PAD > s->cap_text) {
+            size_t nc = n + PAD < 4096 ? 4096 : n + PAD;
             free(s->collapsed);
             free(s->wide);
             s->collapsed = malloc(nc);
@@ -699,6 +705,8 @@ int sift_pretok_split(const sift_pretok *p, sift_pretok_scratch *s, const uint32
             s->cap_text = s->collapsed && s->wide ? nc : 0;
             if (!s->cap_text) return SIFT_E_NOMEM;
         }
+        memset(s->collapsed + n, 0, PAD);
+        memset(s->wide + n, 0, sizeof *s->wide * PAD);
         for (size_t i = 0; i < n; i++) {
             uint32_t c = cpts[i];
             uint16_t f = flags[i];

@@ -92,6 +92,48 @@ static int try_pair(const sift_vocab *v, const char *text, const spm_sym *sym, i
     return heap_push(h, (spm_pair){v->score[t], l, r, size});
 }
 
+static bool is_space_mark(const char *text, const spm_sym *sym)
+{
+    return sym->n == 3 && !memcmp(text + sym->start, "\xE2\x96\x81", 3);
+}
+
+/* Merge the best pair until none is left, within symbols [first, end). */
+static int merge_segment(const sift_vocab *v, const char *e, spm_sym *sym, int32_t first, int32_t end, spm_heap *h)
+{
+    int rc = 0;
+    h->n = 0;
+    for (int32_t i = first + 1; i < end && !rc; i++) rc = try_pair(v, e, sym, i - 1, i, h);
+    while (h->n && !rc) {
+        spm_pair bp = heap_pop(h);
+        spm_sym *l = &sym[bp.left], *r = &sym[bp.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != bp.size) continue; /* stale */
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) sym[r->next].prev = bp.left;
+        rc = try_pair(v, e, sym, l->prev, bp.left, h);
+        if (!rc) rc = try_pair(v, e, sym, bp.left, l->next, h);
+    }
+    return rc;
+}
+
+/* Each piece as its token, or its bytes as byte tokens. */
+static void emit_segment(const sift_vocab *v, const char *e, const spm_sym *sym, int32_t first, sift_tokbuf *out)
+{
+    for (int32_t i = first; i != -1; i = sym[i].next) {
+        sift_token t = sift_vocab_find(v, e + sym[i].start, sym[i].n);
+        if (t >= 0) {
+            sift_tokbuf_push(out, t);
+            continue;
+        }
+        for (uint32_t j = 0; j < sym[i].n; j++) {
+            sift_token b = v->byte_token[(uint8_t)e[sym[i].start + j]];
+            if (b < 0) b = v->unk;
+            if (b >= 0) sift_tokbuf_push(out, b);
+        }
+    }
+}
+
 int sift_spm_tokenize(const sift_vocab *v, sift_tok_scratch *s, const char *text, size_t len, bool prefix_space,
                       sift_tokbuf *out)
 {
@@ -133,36 +175,23 @@ int sift_spm_tokenize(const sift_vocab *v, sift_tok_scratch *s, const char *text
         n++;
     }
 
-    /* merge the best pair until none is left */
+    /* Segments that no merge crosses (see spm_split in vocab.h): a new one starts at each
+     * "▁" that follows another character. Without that property, one segment. */
     spm_heap h = {s->heap, 0, s->cap_heap};
     int rc = 0;
-    for (int32_t i = 1; i < n && !rc; i++) rc = try_pair(v, e, sym, i - 1, i, &h);
-    while (h.n && !rc) {
-        spm_pair bp = heap_pop(&h);
-        spm_sym *l = &sym[bp.left], *r = &sym[bp.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != bp.size) continue; /* stale */
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = bp.left;
-        rc = try_pair(v, e, sym, l->prev, bp.left, &h);
-        if (!rc) rc = try_pair(v, e, sym, bp.left, l->next, &h);
+    for (int32_t first = 0; first < n && !rc;) {
+        int32_t end = first + 1;
+        if (v->spm_split)
+            while (end < n && !(is_space_mark(e, &sym[end]) && !is_space_mark(e, &sym[end - 1]))) end++;
+        else
+            end = n;
+        sym[first].prev = -1;
+        sym[end - 1].next = -1;
+        rc = merge_segment(v, e, sym, first, end, &h);
+        if (!rc) emit_segment(v, e, sym, first, out);
+        first = end;
     }
     s->heap = h.a;
     s->cap_heap = h.cap;
-    if (rc) return rc;
-
-    for (int32_t i = 0; i != -1; i = sym[i].next) {
-        sift_token t = sift_vocab_find(v, e + sym[i].start, sym[i].n);
-        if (t >= 0) {
-            sift_tokbuf_push(out, t);
-            continue;
-        }
-        for (uint32_t j = 0; j < sym[i].n; j++) {
-            sift_token b = v->byte_token[(uint8_t)e[sym[i].start + j]];
-            if (b < 0) b = v->unk;
-            if (b >= 0) sift_tokbuf_push(out, b);
-        }
-    }
-    return out->status;
+    return rc ? rc : out->status;
 }

@@ -199,13 +199,6 @@ static bool text_is(const sift_vocab *v, sift_token t, const char *s)
     return len == strlen(s) && !memcmp(text, s, len);
 }
 
-static bool text_in(const sift_vocab *v, sift_token t, const char *const *list)
-{
-    for (; *list; list++)
-        if (text_is(v, t, *list)) return true;
-    return false;
-}
-
 static void force_control(sift_vocab *v, sift_token t)
 {
     v->attr[t] |= SIFT_VATTR_CONTROL;
@@ -283,16 +276,19 @@ static int build_eog(sift_vocab *v)
     rc |= eog_add(v, v->fim_pad);
     rc |= eog_add(v, v->fim_rep);
     rc |= eog_add(v, v->fim_sep);
-    for (sift_token t = 0; t < v->n_tokens; t++) {
-        if (text_in(v, t, eog_texts)) {
+    for (const char *const *s = eog_texts; *s; s++) {
+        sift_token t = sift_vocab_find(v, *s, strlen(*s));
+        if (t >= 0) {
             rc |= eog_add(v, t);
             force_control(v, t);
         }
     }
     /* gpt-oss: these always render */
     static const char *const always_render[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", NULL};
-    for (sift_token t = 0; t < v->n_tokens; t++)
-        if (text_in(v, t, always_render)) v->attr[t] = SIFT_VATTR_USER_DEFINED;
+    for (const char *const *s = always_render; *s; s++) {
+        sift_token t = sift_vocab_find(v, *s, strlen(*s));
+        if (t >= 0) v->attr[t] = SIFT_VATTR_USER_DEFINED;
+    }
     rc |= eog_add(v, v->eos);
     rc |= eog_add(v, v->eot);
     rc |= eog_add(v, v->eom);
@@ -464,6 +460,20 @@ static void build_byte_tables(sift_vocab *v)
     }
 }
 
+/* Whether every "▁" inside a token text (not at its start) follows another "▁". */
+static bool spm_split_safe(const sift_vocab *v)
+{
+    for (sift_token t = 0; t < v->n_tokens; t++) {
+        size_t len;
+        const char *s = sift_strtab_str(&v->strs, t, &len);
+        for (size_t k = 1; k + 3 <= len; k++) {
+            if (memcmp(s + k, "\xE2\x96\x81", 3)) continue;
+            if (k < 3 || memcmp(s + k - 3, "\xE2\x96\x81", 3)) return false;
+        }
+    }
+    return true;
+}
+
 /* ---- build -------------------------------------------------------------------------------- */
 
 static sift_token default_or_null(const sift_vocab *v, sift_token id)
@@ -589,6 +599,7 @@ sift_vocab *sift_vocab_build(const sift_vocab_spec *spec, sift_error *err)
         }
     }
     build_byte_tables(v);
+    if (v->type == SIFT_VOCAB_SPM) v->spm_split = spm_split_safe(v);
 
     /* 4. newline token, before any special token is known */
     v->fim_pre = v->fim_suf = v->fim_mid = v->fim_pad = v->fim_rep = v->fim_sep = SIFT_TOKEN_NULL;

@@ -133,6 +133,9 @@ struct sift_vocab {
     sift_token byte1[256];   /* token whose text is exactly that one byte (BPE fallback), -1 */
     /* SPM: token for a raw byte ("<0xXX>", else the one-byte text), -1 if none */
     sift_token byte_token[256];
+    /* SPM: no token has "▁" after a character other than "▁", so no merge ever crosses
+     * the start of a "▁" run and the text can be merged run by run (tokenizer_spm.c) */
+    bool spm_split;
 };
 
 static inline bool sift_vocab_valid_id(const sift_vocab *v, sift_token t)

@@ -1,0 +1,1763 @@
+/*
+ * json_schema.c - JSON schema -> GBNF, in the style of llama.cpp's json-schema-to-grammar.
+ *
+ * The output looks like llama.cpp's (so grammars can be compared and moved between the
+ * two): one rule per schema node, named after its path (`root`, `root-name-kv`, `item`, ...),
+ * built-in rules `space`, `string`, `char`, `number`, `integer`, `value`, ... added on
+ * demand, every value followed by `space` (at most two newlines and 20 blanks: a model
+ * cannot stall in whitespace), rules printed in name order.
+ *
+ * What is converted (and how):
+ *   type                 a name or a list of names (a union)
+ *   const, enum          the JSON text of each value, as literals
+ *   anyOf, oneOf         a union (oneOf's "exactly one" is not enforced, as in llama.cpp)
+ *   allOf                objects merged (properties, required, additionalProperties), enums
+ *                        intersected; anything else is an error
+ *   $ref                 JSON pointers into this document: #, #/$defs/x, #/definitions/x,
+ *                        #/properties/..., recursive references become recursive rules
+ *   object               properties in schema order, required first, optional ones in any
+ *                        subset keeping their order (llama.cpp's scheme); additionalProperties
+ *                        false / true / a schema (extra keys must differ from the declared
+ *                        ones). Without additionalProperties no extra keys are generated (as
+ *                        llama.cpp's converter; JSON Schema would allow any).
+ *   array                items with minItems / maxItems; prefixItems as a tuple (items after
+ *                        it only when `items` is a schema; minItems below the tuple's length
+ *                        makes its tail optional)
+ *   string               minLength / maxLength (characters, an escape counts as one);
+ *                        format date, time, date-time, uuid (other formats are annotations
+ *                        in JSON Schema 2020-12 and are ignored); pattern (below)
+ *   integer              minimum / maximum / exclusiveMinimum / exclusiveMaximum, exactly,
+ *                        digit by digit; unbounded integers have at most 16 digits (llama.cpp)
+ *   number, boolean, null
+ * A schema without `type` takes the type its keywords imply (properties -> object, items ->
+ * array, pattern / minLength -> string, minimum -> number), else any JSON value. Annotations
+ * (title, description, default, examples, $schema, $id, $comment, deprecated, readOnly,
+ * writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
+ *
+ * Keywords that constrain values but cannot be expressed - not, if/then/else, uniqueItems,
+ * contains, multipleOf, patternProperties, propertyNames, min/maxProperties, dependent*,
+ * unevaluated*, minimum/maximum on non-integers, $dynamicRef, ... - are errors
+ * (SIFT_E_UNSUPPORTED, with the keyword's JSON pointer), so that every text the grammar
+ * accepts validates against the schema. With SIFT_JSON_SCHEMA_LENIENT they are ignored and
+ * the grammar accepts a superset.
+ *
+ * pattern: a regular expression (ECMA-262 syntax) over the string's characters: literals,
+ * escapes (\d \w \s \D \W \S, \t \n \r \f \v \0, \xHH, \uHHHH, escaped punctuation), classes
+ * [...] / [^...] with ranges, '.', groups ( ) and (?: ), alternation, quantifiers * + ? {m}
+ * {m,} {m,n} (lazy forms mean the same set). '^' / '$' anchor at the ends; an unanchored
+ * pattern may be surrounded by any characters, as JSON Schema searches patterns.
+ * Backreferences, lookaround, \b, named groups and \p{...} are errors. Every character is
+ * emitted in its canonical JSON string encoding (a '"' in the value is \" in the text, a tab
+ * \t, other control characters \u00XX): the grammar accepts the encoding a JSON writer
+ * would produce, not every equivalent spelling.
+ */
+#include <ctype.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/status.h"
+#include "grammar/gutil.h"
+#include "sift.h"
+
+#define JS_MAX_DEPTH 256     /* nested schemas / regex groups */
+#define JS_MAX_OUTPUT (64u << 20)
+#define JS_INT_DIGITS 16     /* unbounded integers: at most this many digits (llama.cpp) */
+
+/* ---- growing strings ------------------------------------------------------------------------ */
+
+typedef struct {
+    char *s;
+    size_t n, cap;
+    bool oom;
+} sbuf;
+
+static void sb_putn(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 128;
+        while (nc < b->n + n + 1) nc *= 2;
+        char *p = nc > JS_MAX_OUTPUT ? NULL : gx_realloc(b->s, nc);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->s = p;
+        b->cap = nc;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
+__attribute__((format(printf, 2, 3))) static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof tmp) {
+        sb_putn(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = gx_malloc((size_t)n + 1);
+    if (!big) {
+        b->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_putn(b, big, (size_t)n);
+    gx_free(big);
+}
+static void sb_free(sbuf *b)
+{
+    gx_free(b->s);
+    memset(b, 0, sizeof *b);
+}
+static char *sb_take(sbuf *b)
+{
+    if (b->oom) {
+        sb_free(b);
+        return NULL;
+    }
+    if (!b->s) sb_putn(b, "", 0);
+    char *s = b->s;
+    memset(b, 0, sizeof *b);
+    return s;
+}
+
+/* ---- the converter ---------------------------------------------------------------------------- */
+
+typedef struct {
+    char *name, *body;
+} jrule;
+
+typedef struct {
+    const cJSON *root;
+    uint32_t flags;
+    sift_error *err;
+    int status;
+    jrule *rules;
+    size_t n_rules, cap_rules;
+    const char *resolving[JS_MAX_DEPTH]; /* $refs being expanded */
+    int n_resolving;
+    char path[512]; /* JSON pointer of the node being converted */
+    size_t path_len;
+    int depth;
+} conv;
+
+__attribute__((format(printf, 3, 4))) static const char *cfail(conv *c, int status, const char *fmt, ...)
+{
+    if (c->status != SIFT_OK) return NULL;
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->status = status;
+    sift_error_set(c->err, status, "%s: %s", c->path_len ? c->path : "(root)", msg);
+    return NULL;
+}
+static const char *coom(conv *c) { return cfail(c, SIFT_E_NOMEM, "out of memory"); }
+
+static size_t path_push(conv *c, const char *seg)
+{
+    size_t old = c->path_len;
+    int n = snprintf(c->path + old, sizeof c->path - old, "/%s", seg);
+    if (n > 0) c->path_len = old + (size_t)n < sizeof c->path ? old + (size_t)n : sizeof c->path - 1;
+    return old;
+}
+static void path_pop(conv *c, size_t old)
+{
+    c->path_len = old;
+    c->path[old] = 0;
+}
+
+/* Rule names: letters, digits and '-' (runs of anything else become one '-'). */
+static char *sanitize(const char *name)
+{
+    size_t n = strlen(name);
+    char *s = gx_malloc(n + 1);
+    if (!s) return NULL;
+    size_t k = 0;
+    bool dash = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = name[i];
+        if (isalnum((unsigned char)ch) || ch == '-') {
+            s[k++] = ch;
+            dash = false;
+        } else if (!dash) {
+            s[k++] = '-';
+            dash = true;
+        }
+    }
+    s[k] = 0;
+    if (!k) {
+        gx_free(s);
+        s = gx_malloc(2);
+        if (s) strcpy(s, "x");
+    }
+    return s;
+}
+
+static jrule *find_rule(conv *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_rules; i++)
+        if (!strcmp(c->rules[i].name, name)) return &c->rules[i];
+    return NULL;
+}
+
+/* Add rule `name ::= body`; an existing rule with the same name and body is reused, a
+ * different one gets a numbered name. Returns the name used (owned by the table). Takes
+ * ownership of body. */
+static const char *add_rule(conv *c, const char *name, char *body)
+{
+    if (!body) return coom(c);
+    char *base = sanitize(name);
+    if (!base) {
+        gx_free(body);
+        return coom(c);
+    }
+    char *cand = base;
+    for (int i = 0;; i++) {
+        jrule *r = find_rule(c, cand);
+        if (!r) break;
+        if (!strcmp(r->body, body)) {
+            if (cand != base) gx_free(cand);
+            gx_free(base);
+            gx_free(body);
+            return r->name;
+        }
+        if (cand != base) gx_free(cand);
+        size_t n = strlen(base) + 16;
+        cand = gx_malloc(n);
+        if (!cand) {
+            gx_free(base);
+            gx_free(body);
+            return coom(c);
+        }
+        snprintf(cand, n, "%s%d", base, i);
+    }
+    if (cand != base) gx_free(base);
+    if (c->n_rules == c->cap_rules) {
+        size_t nc = c->cap_rules ? c->cap_rules * 2 : 16;
+        jrule *p = gx_realloc(c->rules, nc * sizeof *p);
+        if (!p) {
+            gx_free(cand);
+            gx_free(body);
+            return coom(c);
+        }
+        c->rules = p;
+        c->cap_rules = nc;
+    }
+    c->rules[c->n_rules++] = (jrule){cand, body};
+    return cand;
+}
+
+static char *dupstr(const char *s)
+{
+    size_t n = strlen(s);
+    char *d = gx_malloc(n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+/* ---- built-in rules --------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name, *body, *deps[3];
+} builtin;
+
+static const builtin BUILTINS[] = {
+    {"space", "| \" \" | \"\\n\"{1,2} [ \\t]{0,20}", {0}},
+    {"boolean", "(\"true\" | \"false\") space", {"space"}},
+    {"null", "\"null\" space", {"space"}},
+    {"decimal-part", "[0-9]{1,16}", {0}},
+    {"integral-part", "[0] | [1-9] [0-9]{0,15}", {0}},
+    {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
+     {"integral-part", "decimal-part", "space"}},
+    {"integer", "(\"-\"? integral-part) space", {"integral-part", "space"}},
+    {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})", {0}},
+    {"string", "\"\\\"\" char* \"\\\"\" space", {"char", "space"}},
+    {"value", "object | array | string | number | boolean | null",
+     {"object", "array", "string"}}, /* number, boolean, null: below */
+    {"object", "\"{\" space ( string \":\" space value (\",\" space string \":\" space value)* )? \"}\" space",
+     {"string", "value", "space"}},
+    {"array", "\"[\" space ( value (\",\" space value)* )? \"]\" space", {"value", "space"}},
+    {"uuid", "\"\\\"\" [0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12} \"\\\"\" space",
+     {"space"}},
+    {"date", "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [1-2] [0-9] | \"3\" [0-1] )", {0}},
+    {"time", "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{3} )? ( \"Z\" | ( \"+\" | \"-\" ) ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )",
+     {0}},
+    {"date-time", "date \"T\" time", {"date", "time"}},
+    {"date-string", "\"\\\"\" date \"\\\"\" space", {"date", "space"}},
+    {"time-string", "\"\\\"\" time \"\\\"\" space", {"time", "space"}},
+    {"date-time-string", "\"\\\"\" date-time \"\\\"\" space", {"date-time", "space"}},
+};
+
+static const builtin *find_builtin(const char *name)
+{
+    for (size_t i = 0; i < sizeof BUILTINS / sizeof *BUILTINS; i++)
+        if (!strcmp(BUILTINS[i].name, name)) return &BUILTINS[i];
+    return NULL;
+}
+
+static bool is_reserved(const char *name) { return !strcmp(name, "root") || find_builtin(name) != NULL; }
+
+/* Make sure built-in rule `name` (and what it uses) exists; returns its name. */
+static const char *use_builtin(conv *c, const char *name)
+{
+    jrule *have = find_rule(c, name);
+    if (have) return have->name;
+    const builtin *b = find_builtin(name);
+    if (!b) return cfail(c, SIFT_E_INVAL, "internal: no built-in rule '%s'", name);
+    const char *r = add_rule(c, name, dupstr(b->body));
+    if (!r) return NULL;
+    for (int k = 0; k < 3 && b->deps[k]; k++)
+        if (!use_builtin(c, b->deps[k])) return NULL;
+    if (!strcmp(name, "value")) {
+        if (!use_builtin(c, "number") || !use_builtin(c, "boolean") || !use_builtin(c, "null")) return NULL;
+    }
+    return find_rule(c, name)->name;
+}
+
+/* ---- literals ---------------------------------------------------------------------------------- */
+
+/* GBNF literal "..." for raw bytes s[0..n) */
+static void put_literal(sbuf *b, const char *s, size_t n)
+{
+    sb_putn(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"') sb_puts(b, "\\\"");
+        else if (ch == '\\') sb_puts(b, "\\\\");
+        else if (ch == '\n') sb_puts(b, "\\n");
+        else if (ch == '\r') sb_puts(b, "\\r");
+        else if (ch == '\t') sb_puts(b, "\\t");
+        else if (ch < 0x20) sb_printf(b, "\\x%02X", ch);
+        else sb_putn(b, (const char *)&ch, 1);
+    }
+    sb_putn(b, "\"", 1);
+}
+
+/* The literal of a JSON value's compact text (cJSON's printer, which escapes as JSON does). */
+static bool put_json_literal(conv *c, sbuf *b, const cJSON *v)
+{
+    char *txt = cJSON_PrintUnformatted(v);
+    if (!txt) return coom(c), false;
+    put_literal(b, txt, strlen(txt));
+    cJSON_free(txt);
+    return true;
+}
+
+/* ---- repetition ---------------------------------------------------------------------------------- */
+
+/* item{min,max} with optional separator between items (max < 0: unbounded), llama.cpp's
+ * build_repetition. */
+static void put_repetition(sbuf *b, const char *item, long min, long max, const char *sep)
+{
+    bool has_max = max >= 0;
+    if (has_max && max == 0) return;
+    if (!sep) {
+        if (min == 0 && max == 1) sb_printf(b, "%s?", item);
+        else if (min == 1 && !has_max) sb_printf(b, "%s+", item);
+        else if (min == 0 && !has_max) sb_printf(b, "%s*", item);
+        else if (has_max && min == max) sb_printf(b, "%s{%ld}", item, min);
+        else if (has_max) sb_printf(b, "%s{%ld,%ld}", item, min, max);
+        else sb_printf(b, "%s{%ld,}", item, min);
+        return;
+    }
+    if (min == 0) sb_puts(b, "(");
+    sb_printf(b, "%s ", item);
+    sbuf rep = {0};
+    sb_printf(&rep, "(%s %s)", sep, item);
+    put_repetition(b, rep.s ? rep.s : "", min == 0 ? 0 : min - 1, has_max ? max - 1 : -1, NULL);
+    sb_free(&rep);
+    if (min == 0) sb_puts(b, ")?");
+}
+
+/* ---- integer ranges ------------------------------------------------------------------------------ */
+
+static void digit_class(sbuf *b, char lo, char hi)
+{
+    if (lo == hi) sb_printf(b, "[%c]", lo);
+    else sb_printf(b, "[%c-%c]", lo, hi);
+}
+
+static void any_digits(sbuf *b, size_t n)
+{
+    if (n == 1) sb_puts(b, "[0-9]");
+    else if (n > 1) sb_printf(b, "[0-9]{%zu}", n);
+}
+
+/* Decimal strings lo..hi of the same length n (lo <= hi), as alternatives. */
+static void same_len_range(sbuf *b, const char *lo, const char *hi, size_t n)
+{
+    size_t i = 0;
+    while (i < n && lo[i] == hi[i]) i++;
+    if (i) put_literal(b, lo, i);
+    if (i == n) return;
+    if (i) sb_puts(b, " ");
+    size_t rest = n - i - 1;
+    if (rest == 0) {
+        digit_class(b, lo[i], hi[i]);
+        return;
+    }
+    bool lo_zero = true, hi_nine = true;
+    for (size_t k = i + 1; k < n; k++) {
+        lo_zero &= lo[k] == '0';
+        hi_nine &= hi[k] == '9';
+    }
+    char first = lo_zero ? lo[i] : (char)(lo[i] + 1);
+    char last = hi_nine ? hi[i] : (char)(hi[i] - 1);
+    sb_puts(b, "(");
+    bool any = false;
+    if (!lo_zero) {
+        sb_printf(b, "[%c] (", lo[i]);
+        char nines[32];
+        memset(nines, '9', rest);
+        same_len_range(b, lo + i + 1, nines, rest);
+        sb_puts(b, ")");
+        any = true;
+    }
+    if (first <= last) {
+        if (any) sb_puts(b, " | ");
+        digit_class(b, first, last);
+        sb_puts(b, " ");
+        any_digits(b, rest);
+        any = true;
+    }
+    if (!hi_nine) {
+        if (any) sb_puts(b, " | ");
+        sb_printf(b, "[%c] (", hi[i]);
+        char zeros[32];
+        memset(zeros, '0', rest);
+        same_len_range(b, zeros, hi + i + 1, rest);
+        sb_puts(b, ")");
+    }
+    sb_puts(b, ")");
+}
+
+/* Non-negative integers in [lo, hi] (hi < 0: no upper bound, at most JS_INT_DIGITS digits). */
+static void nonneg_range(sbuf *b, uint64_t lo, int64_t hi_s)
+{
+    char los[32], his[32];
+    uint64_t hi = hi_s < 0 ? 0 : (uint64_t)hi_s;
+    size_t ll = (size_t)snprintf(los, sizeof los, "%llu", (unsigned long long)lo);
+    size_t hl = hi_s < 0 ? JS_INT_DIGITS : (size_t)snprintf(his, sizeof his, "%llu", (unsigned long long)hi);
+    if (hl < ll) hl = ll;
+    bool first = true;
+    for (size_t len = ll; len <= hl; len++) {
+        char a[32], z[32];
+        if (len == ll) memcpy(a, los, len);
+        else {
+            a[0] = '1';
+            memset(a + 1, '0', len - 1);
+        }
+        if (hi_s >= 0 && len == hl) memcpy(z, his, len);
+        else memset(z, '9', len);
+        a[len] = z[len] = 0;
+        if (!first) sb_puts(b, " | ");
+        first = false;
+        same_len_range(b, a, z, len);
+    }
+}
+
+/* Integers in [min, max]; has_min / has_max say which bounds exist. */
+static void int_range(sbuf *b, bool has_min, int64_t min, bool has_max, int64_t max)
+{
+    /* negative part: "-" then the magnitudes, positive part: 0.. */
+    bool neg = !has_min || min < 0, pos = !has_max || max >= 0;
+    bool first = true;
+    if (neg) {
+        /* magnitudes [m_lo, m_hi] = [-(min(max, -1)), -min] */
+        int64_t top = has_max && max < -1 ? max : -1;
+        uint64_t m_lo = (uint64_t)(-(top + 0)); /* top <= -1 */
+        int64_t m_hi = has_min ? (min == INT64_MIN ? INT64_MAX : -min) : -1;
+        sb_puts(b, "\"-\" (");
+        nonneg_range(b, m_lo, m_hi);
+        sb_puts(b, ")");
+        first = false;
+    }
+    if (pos) {
+        uint64_t lo = has_min && min > 0 ? (uint64_t)min : 0;
+        if (!first) sb_puts(b, " | ");
+        nonneg_range(b, lo, has_max ? max : -1);
+    }
+}
+
+/* ---- regular expressions (pattern) ------------------------------------------------------------ */
+
+typedef struct {
+    conv *c;
+    const char *s;
+    size_t n, i;
+    int depth;
+    const char *rule_name;
+    int n_sub;
+} rx;
+
+/* A set of code points as sorted ranges (for classes). */
+typedef struct {
+    uint32_t r[2 * 64];
+    int n;
+    bool neg;
+} cpset;
+
+static void cps_add(cpset *s, uint32_t lo, uint32_t hi)
+{
+    if (s->n < 64) {
+        s->r[2 * s->n] = lo;
+        s->r[2 * s->n + 1] = hi;
+        s->n++;
+    }
+}
+
+static bool cps_has(const cpset *cs, uint32_t cp)
+{
+    bool in = false;
+    for (int k = 0; k < cs->n && !in; k++) in = cs->r[2 * k] <= cp && cp <= cs->r[2 * k + 1];
+    return in != cs->neg;
+}
+
+static void put_class_char(sbuf *b, uint32_t cp)
+{
+    if (cp == ']' || cp == '[' || cp == '\\' || cp == '-' || cp == '^' || cp == '"') sb_printf(b, "\\%c", (char)cp);
+    else if (cp < 0x20 || cp == 0x7F) sb_printf(b, "\\x%02X", cp);
+    else if (cp < 0x80) sb_printf(b, "%c", (char)cp);
+    else if (cp < 0x10000) sb_printf(b, "\\u%04X", cp);
+    else sb_printf(b, "\\U%08X", cp);
+}
+
+/* The JSON-string form of a set of characters: the characters that appear raw in a JSON
+ * string, plus the escaped forms of '"', '\' and the control characters in the set. */
+static void put_json_chars(sbuf *b, const cpset *cs)
+{
+    sb_puts(b, "(");
+    /* raw part: the set minus '"', '\\', 0x00-0x1F */
+    sb_puts(b, cs->neg ? "[^\"\\\\\\x00-\\x1F" : "[");
+    for (int k = 0; k < cs->n; k++) {
+        uint32_t lo = cs->r[2 * k], hi = cs->r[2 * k + 1];
+        if (!cs->neg) {
+            if (lo < 0x20) lo = 0x20;
+            if (lo > hi) continue;
+            /* split around '"' (0x22) and '\\' (0x5C) */
+            uint32_t cuts[2] = {0x22, 0x5C};
+            uint32_t a = lo;
+            for (int q = 0; q < 2; q++) {
+                if (cuts[q] < a || cuts[q] > hi) continue;
+                if (a < cuts[q]) {
+                    put_class_char(b, a);
+                    if (cuts[q] - 1 > a) {
+                        sb_puts(b, "-");
+                        put_class_char(b, cuts[q] - 1);
+                    }
+                }
+                a = cuts[q] + 1;
+            }
+            if (a <= hi) {
+                put_class_char(b, a);
+                if (hi > a) {
+                    sb_puts(b, "-");
+                    put_class_char(b, hi);
+                }
+            }
+        } else {
+            put_class_char(b, lo);
+            if (hi > lo) {
+                sb_puts(b, "-");
+                put_class_char(b, hi);
+            }
+        }
+    }
+    sb_puts(b, "]");
+    /* escaped part */
+    static const struct {
+        uint32_t cp;
+        const char *esc;
+    } E[] = {{'"', "\"\\\\\\\"\""}, {'\\', "\"\\\\\\\\\""}, {'\n', "\"\\\\n\""}, {'\r', "\"\\\\r\""}, {'\t', "\"\\\\t\""},
+             {'\b', "\"\\\\b\""}, {'\f', "\"\\\\f\""}};
+    for (size_t k = 0; k < sizeof E / sizeof *E; k++)
+        if (cps_has(cs, E[k].cp)) sb_printf(b, " | %s", E[k].esc);
+    for (uint32_t cp = 0; cp < 0x20; cp++) {
+        if (cp == '\n' || cp == '\r' || cp == '\t' || cp == '\b' || cp == '\f') continue;
+        if (cps_has(cs, cp)) sb_printf(b, " | \"\\\\u%04x\"", cp);
+    }
+    sb_puts(b, ")");
+}
+
+static bool rx_fail(rx *r, const char *what)
+{
+    cfail(r->c, SIFT_E_UNSUPPORTED, "pattern, offset %zu: %s", r->i, what);
+    return false;
+}
+
+static int rx_hex(rx *r, int nd, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int k = 0; k < nd; k++) {
+        if (r->i >= r->n || !isxdigit((unsigned char)r->s[r->i])) return rx_fail(r, "bad hex escape");
+        char ch = r->s[r->i++];
+        v = v * 16 + (uint32_t)(isdigit((unsigned char)ch) ? ch - '0' : (tolower((unsigned char)ch) - 'a' + 10));
+    }
+    *out = v;
+    return true;
+}
+
+/* One UTF-8 character of the pattern text. */
+static bool rx_char(rx *r, uint32_t *cp)
+{
+    gx_utf8 u = {0};
+    size_t start = r->i;
+    while (r->i < r->n) {
+        int32_t v = gx_utf8_feed(&u, (uint8_t)r->s[r->i++]);
+        if (v == GX_UTF8_BAD) break;
+        if (v >= 0) {
+            *cp = (uint32_t)v;
+            return true;
+        }
+    }
+    r->i = start;
+    return rx_fail(r, "invalid UTF-8");
+}
+
+/* An escape after '\' (r->i past the backslash): a single code point (*cp, returns 1) or a
+ * class into *cs (returns 2); 0 on error. */
+static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
+{
+    if (r->i >= r->n) return rx_fail(r, "pattern ends with '\\'");
+    char e = r->s[r->i++];
+    switch (e) {
+    case 'd': cps_add(cs, '0', '9'); return 2;
+    case 'D': cs->neg = true; cps_add(cs, '0', '9'); return 2;
+    case 'w': cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
+    case 'W': cs->neg = true; cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
+    case 's': cps_add(cs, '\t', '\r'); cps_add(cs, ' ', ' '); cps_add(cs, 0xA0, 0xA0); cps_add(cs, 0x2028, 0x2029); cps_add(cs, 0xFEFF, 0xFEFF); return 2;
+    case 'S': cs->neg = true; cps_add(cs, '\t', '\r'); cps_add(cs, ' ', ' '); cps_add(cs, 0xA0, 0xA0); cps_add(cs, 0x2028, 0x2029); cps_add(cs, 0xFEFF, 0xFEFF); return 2;
+    case 't': *cp = '\t'; return 1;
+    case 'n': *cp = '\n'; return 1;
+    case 'r': *cp = '\r'; return 1;
+    case 'f': *cp = '\f'; return 1;
+    case 'v': *cp = '\v'; return 1;
+    case '0': *cp = 0; return 1;
+    case 'x': return rx_hex(r, 2, cp) ? 1 : 0;
+    case 'u': return rx_hex(r, 4, cp) ? 1 : 0;
+    case 'b': case 'B': return rx_fail(r, "word boundaries (\\b, \\B) are not supported");
+    case 'p': case 'P': return rx_fail(r, "Unicode property classes (\\p{...}) are not supported");
+    case 'k': return rx_fail(r, "named backreferences are not supported");
+    default:
+        if (e >= '1' && e <= '9') return rx_fail(r, "backreferences are not supported");
+        if (isalnum((unsigned char)e)) return rx_fail(r, "unknown escape");
+        *cp = (uint32_t)(unsigned char)e;
+        return 1;
+    }
+}
+
+static bool rx_alt(rx *r, sbuf *out);
+
+/* [...] (r->i past '[') */
+static bool rx_class(rx *r, cpset *cs)
+{
+    if (r->i < r->n && r->s[r->i] == '^') {
+        cs->neg = true;
+        r->i++;
+    }
+    bool first = true;
+    while (r->i < r->n && (r->s[r->i] != ']' || first)) {
+        first = false;
+        uint32_t lo;
+        if (r->s[r->i] == '\\') {
+            r->i++;
+            cpset sub = {0};
+            int k = rx_escape(r, &lo, &sub);
+            if (!k) return false;
+            if (k == 2) {
+                if (sub.neg) return rx_fail(r, "negated escapes (\\D \\W \\S) inside [...] are not supported");
+                for (int q = 0; q < sub.n; q++) cps_add(cs, sub.r[2 * q], sub.r[2 * q + 1]);
+                continue;
+            }
+        } else if (!rx_char(r, &lo)) {
+            return false;
+        }
+        uint32_t hi = lo;
+        if (r->i + 1 < r->n && r->s[r->i] == '-' && r->s[r->i + 1] != ']') {
+            r->i++;
+            if (r->s[r->i] == '\\') {
+                r->i++;
+                cpset sub = {0};
+                int k = rx_escape(r, &hi, &sub);
+                if (!k) return false;
+                if (k == 2) return rx_fail(r, "a class escape cannot end a range");
+            } else if (!rx_char(r, &hi)) {
+                return false;
+            }
+            if (hi < lo) return rx_fail(r, "range out of order");
+        }
+        if (cs->n >= 64) return rx_fail(r, "character class too large");
+        cps_add(cs, lo, hi);
+    }
+    if (r->i >= r->n) return rx_fail(r, "unterminated [");
+    r->i++;
+    return true;
+}
+
+/* one atom with its quantifier, appended to out */
+static bool rx_atom(rx *r, sbuf *out)
+{
+    sbuf atom = {0};
+    char ch = r->s[r->i];
+    bool ok = true;
+    if (ch == '(') {
+        r->i++;
+        if (r->i < r->n && r->s[r->i] == '?') {
+            if (r->i + 1 < r->n && r->s[r->i + 1] == ':') r->i += 2;
+            else return rx_fail(r, "lookaround and named groups are not supported");
+        }
+        if (++r->depth > JS_MAX_DEPTH) return rx_fail(r, "groups nested too deep");
+        sb_puts(&atom, "(");
+        ok = rx_alt(r, &atom);
+        r->depth--;
+        if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = rx_fail(r, "missing ')'");
+        if (ok) r->i++;
+        sb_puts(&atom, ")");
+    } else if (ch == '[') {
+        r->i++;
+        cpset cs = {0};
+        ok = rx_class(r, &cs);
+        if (ok) put_json_chars(&atom, &cs);
+    } else if (ch == '.') {
+        r->i++;
+        cpset cs = {.neg = true};
+        cps_add(&cs, '\n', '\n');
+        cps_add(&cs, '\r', '\r');
+        cps_add(&cs, 0x2028, 0x2029);
+        put_json_chars(&atom, &cs);
+    } else if (ch == '\\') {
+        r->i++;
+        uint32_t cp;
+        cpset cs = {0};
+        int k = rx_escape(r, &cp, &cs);
+        if (!k) ok = false;
+        else if (k == 2) put_json_chars(&atom, &cs);
+        else {
+            cpset one = {0};
+            cps_add(&one, cp, cp);
+            put_json_chars(&atom, &one);
+        }
+    } else if (ch == '*' || ch == '+' || ch == '?') {
+        return rx_fail(r, "a quantifier without anything to repeat");
+    } else {
+        uint32_t cp;
+        if (!rx_char(r, &cp)) ok = false;
+        else {
+            cpset one = {0};
+            cps_add(&one, cp, cp);
+            put_json_chars(&atom, &one);
+        }
+    }
+    if (!ok) {
+        sb_free(&atom);
+        return false;
+    }
+    /* quantifiers (several may follow: a{2}{3}); lazy '?' is the same language */
+    while (r->i < r->n) {
+        char q = r->s[r->i];
+        long mn, mx;
+        if (q == '*') mn = 0, mx = -1;
+        else if (q == '+') mn = 1, mx = -1;
+        else if (q == '?') mn = 0, mx = 1;
+        else if (q == '{') {
+            size_t j = r->i + 1;
+            if (j >= r->n || !isdigit((unsigned char)r->s[j])) break; /* a literal '{' in ECMA-262 */
+            mn = 0;
+            while (j < r->n && isdigit((unsigned char)r->s[j]) && mn < 100000) mn = mn * 10 + (r->s[j++] - '0');
+            mx = mn;
+            if (j < r->n && r->s[j] == ',') {
+                j++;
+                if (j < r->n && isdigit((unsigned char)r->s[j])) {
+                    mx = 0;
+                    while (j < r->n && isdigit((unsigned char)r->s[j]) && mx < 100000) mx = mx * 10 + (r->s[j++] - '0');
+                } else {
+                    mx = -1;
+                }
+            }
+            if (j >= r->n || r->s[j] != '}') break;
+            if (mn > 2000 || mx > 2000) {
+                sb_free(&atom);
+                return rx_fail(r, "repetition count above 2000");
+            }
+            if (mx >= 0 && mx < mn) {
+                sb_free(&atom);
+                return rx_fail(r, "repetition {m,n} with n < m");
+            }
+            r->i = j;
+        } else break;
+        r->i++;
+        if (r->i < r->n && r->s[r->i] == '?') r->i++;
+        sbuf rep = {0};
+        sbuf grp = {0};
+        sb_puts(&grp, "(");
+        sb_putn(&grp, atom.s ? atom.s : "", atom.n);
+        sb_puts(&grp, ")");
+        put_repetition(&rep, grp.s ? grp.s : "()", mn, mx, NULL);
+        sb_free(&grp);
+        sb_free(&atom);
+        atom = rep;
+    }
+    sb_putn(out, atom.s ? atom.s : "", atom.n);
+    bool oom = atom.oom;
+    sb_free(&atom);
+    if (oom) return coom(r->c), false;
+    return true;
+}
+
+static bool rx_seq(rx *r, sbuf *out)
+{
+    bool first = true;
+    while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
+        if (r->s[r->i] == '^' || r->s[r->i] == '$') return rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
+        if (!first) sb_puts(out, " ");
+        first = false;
+        if (!rx_atom(r, out)) return false;
+    }
+    if (first) sb_puts(out, "\"\"");
+    return true;
+}
+
+static bool rx_alt(rx *r, sbuf *out)
+{
+    if (!rx_seq(r, out)) return false;
+    while (r->i < r->n && r->s[r->i] == '|') {
+        r->i++;
+        sb_puts(out, " | ");
+        if (!rx_seq(r, out)) return false;
+    }
+    return true;
+}
+
+/* The rule body for a string matching `pattern`. */
+static char *pattern_body(conv *c, const char *pat, size_t n)
+{
+    bool anch_start = n && pat[0] == '^', anch_end = n && pat[n - 1] == '$' && !(n >= 2 && pat[n - 2] == '\\');
+    if (anch_end && n == 1 && anch_start) anch_end = false;
+    rx r = {.c = c, .s = pat + anch_start, .n = n - anch_start - anch_end};
+    sbuf inner = {0};
+    bool ok = rx_alt(&r, &inner);
+    if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
+    if (!ok) {
+        sb_free(&inner);
+        return NULL;
+    }
+    sbuf b = {0};
+    sb_puts(&b, "\"\\\"\" ");
+    if (!anch_start) sb_puts(&b, "char* ");
+    sb_puts(&b, "(");
+    sb_putn(&b, inner.s ? inner.s : "", inner.n);
+    sb_puts(&b, ")");
+    if (!anch_end) sb_puts(&b, " char*");
+    sb_puts(&b, " \"\\\"\" space");
+    sb_free(&inner);
+    if ((!anch_start || !anch_end) && !use_builtin(c, "char")) {
+        sb_free(&b);
+        return NULL;
+    }
+    return sb_take(&b);
+}
+
+/* ---- keywords ---------------------------------------------------------------------------------- */
+
+static const char *const ANNOTATIONS[] = {
+    "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly",
+    "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$defs", "definitions", "$anchor",
+    "$vocabulary", "discriminator", "nullable", "example", NULL};
+static const char *const UNSUPPORTED[] = {
+    "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains", "multipleOf",
+    "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired",
+    "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+    "$recursiveRef", "additionalItems", NULL};
+
+static bool in_list(const char *const *l, const char *s)
+{
+    for (; *l; l++)
+        if (!strcmp(*l, s)) return true;
+    return false;
+}
+
+/* strict mode: refuse keywords that constrain values but cannot be expressed */
+static bool check_keywords(conv *c, const cJSON *s, const char *type)
+{
+    if (c->flags & SIFT_JSON_SCHEMA_LENIENT) return true;
+    for (const cJSON *k = s->child; k; k = k->next) {
+        const char *key = k->string;
+        bool bad = in_list(UNSUPPORTED, key);
+        if (!bad && type && strcmp(type, "integer") &&
+            (!strcmp(key, "minimum") || !strcmp(key, "maximum") || !strcmp(key, "exclusiveMinimum") ||
+             !strcmp(key, "exclusiveMaximum")))
+            bad = !strcmp(type, "number");
+        if (bad) {
+            size_t o = path_push(c, key);
+            cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' cannot be expressed in a grammar (SIFT_JSON_SCHEMA_LENIENT ignores it)", key);
+            path_pop(c, o);
+            return false;
+        }
+    }
+    return true;
+}
+
+static const char *visit(conv *c, const cJSON *s, const char *name, const char *force_type);
+
+/* Resolve a $ref (a JSON pointer into the document); returns the schema node or NULL. */
+static const cJSON *resolve_pointer(conv *c, const char *ref)
+{
+    if (ref[0] != '#') return cfail(c, SIFT_E_UNSUPPORTED, "$ref '%s': only references into this document (#...) are supported", ref), NULL;
+    const cJSON *t = c->root;
+    const char *p = ref + 1;
+    while (*p == '/') {
+        p++;
+        char seg[256];
+        size_t k = 0;
+        while (*p && *p != '/' && k < sizeof seg - 1) {
+            if (p[0] == '~' && p[1] == '0') {
+                seg[k++] = '~';
+                p += 2;
+            } else if (p[0] == '~' && p[1] == '1') {
+                seg[k++] = '/';
+                p += 2;
+            } else if (p[0] == '%' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2])) {
+                char h[3] = {p[1], p[2], 0};
+                seg[k++] = (char)strtol(h, NULL, 16);
+                p += 3;
+            } else {
+                seg[k++] = *p++;
+            }
+        }
+        seg[k] = 0;
+        if (cJSON_IsArray(t)) {
+            char *end;
+            long idx = strtol(seg, &end, 10);
+            t = (*seg && !*end && idx >= 0) ? cJSON_GetArrayItem(t, (int)idx) : NULL;
+        } else if (cJSON_IsObject(t)) {
+            t = cJSON_GetObjectItemCaseSensitive(t, seg);
+        } else {
+            t = NULL;
+        }
+        if (!t) return cfail(c, SIFT_E_INVAL, "$ref '%s' does not resolve", ref), NULL;
+    }
+    if (*p) return cfail(c, SIFT_E_INVAL, "$ref '%s' is not a JSON pointer", ref), NULL;
+    return t;
+}
+
+static const char *visit_ref(conv *c, const char *ref)
+{
+    /* the rule of a reference is named after it: ref-defs-Name */
+    char nm[300];
+    snprintf(nm, sizeof nm, "ref%s", ref + 1);
+    char *sn = sanitize(nm);
+    if (!sn) return coom(c);
+    jrule *have = find_rule(c, sn);
+    for (int i = 0; i < c->n_resolving; i++)
+        if (!strcmp(c->resolving[i], ref)) {
+            /* recursion: reference the rule that is being built */
+            const char *out = NULL;
+            jrule *r = find_rule(c, sn);
+            if (r) out = r->name;
+            else {
+                /* placeholder, filled in when the outer visit finishes */
+                out = add_rule(c, sn, dupstr("\"\""));
+            }
+            gx_free(sn);
+            return out;
+        }
+    if (have) {
+        gx_free(sn);
+        return have->name;
+    }
+    const cJSON *t = resolve_pointer(c, ref);
+    if (!t) {
+        gx_free(sn);
+        return NULL;
+    }
+    if (c->n_resolving >= JS_MAX_DEPTH) {
+        gx_free(sn);
+        return cfail(c, SIFT_E_INVAL, "$ref chain too deep");
+    }
+    c->resolving[c->n_resolving++] = ref;
+    const char *inner = visit(c, t, sn, NULL);
+    c->n_resolving--;
+    if (!inner) {
+        gx_free(sn);
+        return NULL;
+    }
+    /* if a placeholder was created for recursion, make it the alias of the real rule */
+    jrule *ph = find_rule(c, sn);
+    if (ph && strcmp(ph->name, inner)) {
+        gx_free(ph->body);
+        ph->body = dupstr(inner);
+        if (!ph->body) {
+            gx_free(sn);
+            return coom(c);
+        }
+        gx_free(sn);
+        return ph->name;
+    }
+    gx_free(sn);
+    return inner;
+}
+
+static long get_count(conv *c, const cJSON *s, const char *key, long dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
+    if (!v) return dflt;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != (double)(long)v->valuedouble ||
+        v->valuedouble > 1e9) {
+        size_t o = path_push(c, key);
+        cfail(c, SIFT_E_INVAL, "'%s' must be a non-negative integer", key);
+        path_pop(c, o);
+        return -2;
+    }
+    return (long)v->valuedouble;
+}
+
+static char *join_name(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = gx_malloc(n);
+    if (s) snprintf(s, n, "%s%s%s", a, *a ? "-" : "", b);
+    return s;
+}
+
+/* The keys of additional properties must differ from the declared ones: a rule matching
+ * the JSON strings that are none of `names` (llama.cpp's _not_strings, over code points,
+ * and without its flaw of also excluding every proper prefix of a name). */
+typedef struct nsnode {
+    uint32_t cp;
+    bool end;
+    struct nsnode *kids, *next; /* children sorted by cp */
+} nsnode;
+
+static void ns_free(nsnode *t)
+{
+    while (t) {
+        nsnode *n = t->next;
+        ns_free(t->kids);
+        gx_free(t);
+        t = n;
+    }
+}
+
+static nsnode *ns_child(nsnode *parent, uint32_t cp)
+{
+    nsnode **pp = &parent->kids;
+    while (*pp && (*pp)->cp < cp) pp = &(*pp)->next;
+    if (*pp && (*pp)->cp == cp) return *pp;
+    nsnode *n = gx_calloc(1, sizeof *n);
+    if (!n) return NULL;
+    n->cp = cp;
+    n->next = *pp;
+    *pp = n;
+    return n;
+}
+
+/* strings (as JSON string contents) that do not spell a name of this subtree, given that the
+ * prefix leading here matched: either stop here (when the prefix is not itself a name: that
+ * is the caller's "?"), or continue into a child, or continue with a character no child has */
+static void put_not_strings(sbuf *b, const nsnode *t, const char *char_rule)
+{
+    bool first = true;
+    sbuf rejects = {0};
+    for (const nsnode *k = t->kids; k; k = k->next) {
+        char u[8];
+        int n = gx_utf8_encode(k->cp, u);
+        if (!first) sb_puts(b, " | ");
+        first = false;
+        put_literal(b, u, (size_t)n);
+        if (k->kids) {
+            sb_puts(b, " (");
+            put_not_strings(b, k, char_rule);
+            sb_puts(b, k->end ? ")" : ")?");
+        } else {
+            sb_printf(b, " %s+", char_rule);
+        }
+        put_class_char(&rejects, k->cp);
+    }
+    sb_printf(b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
+    sb_free(&rejects);
+}
+
+static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional, const char *name,
+                                const char *rule_name)
+{
+    /* kv rule per property */
+    size_t np = (size_t)cJSON_GetArraySize(props);
+    const char **kv = gx_calloc(np ? np : 1, sizeof *kv);
+    bool *req = gx_calloc(np ? np : 1, sizeof *req);
+    if (!kv || !req) {
+        gx_free(kv);
+        gx_free(req);
+        return coom(c);
+    }
+    size_t i = 0;
+    const char *result = NULL;
+    size_t o0 = path_push(c, "properties");
+    for (const cJSON *p = props ? props->child : NULL; p && c->status == SIFT_OK; p = p->next, i++) {
+        size_t o = path_push(c, p->string);
+        char *pn = join_name(name, p->string);
+        const char *vr = pn ? visit(c, p, pn, NULL) : coom(c);
+        if (vr) {
+            sbuf b = {0};
+            cJSON *key = cJSON_CreateString(p->string);
+            if (!key) coom(c);
+            else {
+                put_json_literal(c, &b, key);
+                cJSON_Delete(key);
+                sb_printf(&b, " space \":\" space %s", vr);
+                char *kn = join_name(name, p->string);
+                char *kn2 = kn ? join_name(kn, "kv") : NULL;
+                /* join_name inserts '-' only after a non-empty prefix; "kv" always follows */
+                kv[i] = kn2 ? add_rule(c, kn2, sb_take(&b)) : coom(c);
+                gx_free(kn);
+                gx_free(kn2);
+                if (!use_builtin(c, "space")) break;
+            }
+            sb_free(&b);
+        }
+        gx_free(pn);
+        path_pop(c, o);
+        for (const cJSON *r = required ? required->child : NULL; r; r = r->next)
+            if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) req[i] = true;
+    }
+    path_pop(c, o0);
+    if (c->status != SIFT_OK) goto done;
+    for (const cJSON *r = required ? required->child : NULL; r && !(c->flags & SIFT_JSON_SCHEMA_LENIENT); r = r->next)
+        if (cJSON_IsString(r) && !cJSON_GetObjectItemCaseSensitive(props, r->valuestring)) {
+            size_t o = path_push(c, "required");
+            cfail(c, SIFT_E_UNSUPPORTED, "required property '%s' is not declared in 'properties'", r->valuestring);
+            path_pop(c, o);
+            goto done;
+        }
+
+    /* additional properties */
+    const char *extra_kv = NULL;
+    bool extra = additional && (cJSON_IsTrue(additional) || cJSON_IsObject(additional));
+    if (extra) {
+        char *sub = join_name(name, "additional");
+        const char *value_rule;
+        if (cJSON_IsObject(additional)) {
+            size_t o = path_push(c, "additionalProperties");
+            char *vn = sub ? join_name(sub, "value") : NULL;
+            value_rule = vn ? visit(c, additional, vn, NULL) : coom(c);
+            gx_free(vn);
+            path_pop(c, o);
+        } else {
+            value_rule = use_builtin(c, "value");
+        }
+        const char *key_rule = NULL;
+        if (value_rule && np == 0) {
+            key_rule = use_builtin(c, "string");
+        } else if (value_rule) {
+            nsnode *t = gx_calloc(1, sizeof *t);
+            bool ok = t != NULL;
+            for (const cJSON *p = props->child; p && ok; p = p->next) {
+                nsnode *n = t;
+                gx_utf8 u = {0};
+                for (const unsigned char *q = (const unsigned char *)p->string; *q && ok; q++) {
+                    int32_t cp = gx_utf8_feed(&u, *q);
+                    if (cp == GX_UTF8_MORE) continue;
+                    if (cp == GX_UTF8_BAD || cp < 0x20 || cp == '"' || cp == '\\') {
+                        if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+                            cfail(c, SIFT_E_UNSUPPORTED, "property name '%s' (escapes or invalid UTF-8) with additionalProperties", p->string);
+                            ok = false;
+                            break;
+                        }
+                        continue;
+                    }
+                    if (!(n = ns_child(n, (uint32_t)cp))) ok = false;
+                }
+                if (ok) n->end = true;
+            }
+            const char *char_rule = ok ? use_builtin(c, "char") : NULL;
+            if (ok && char_rule && use_builtin(c, "space")) {
+                sbuf b = {0};
+                sb_puts(&b, "\"\\\"\" ( ");
+                put_not_strings(&b, t, char_rule);
+                sb_puts(&b, " )");
+                if (!t->end) sb_puts(&b, "?");
+                sb_puts(&b, " \"\\\"\" space");
+                char *kn = sub ? join_name(sub, "k") : NULL;
+                key_rule = kn ? add_rule(c, kn, sb_take(&b)) : coom(c);
+                gx_free(kn);
+                sb_free(&b);
+            } else if (!t) {
+                coom(c);
+            }
+            ns_free(t);
+        }
+        if (key_rule && value_rule) {
+            sbuf b = {0};
+            sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
+            char *kn = sub ? join_name(sub, "kv") : NULL;
+            extra_kv = kn ? add_rule(c, kn, sb_take(&b)) : coom(c);
+            gx_free(kn);
+            sb_free(&b);
+        }
+        gx_free(sub);
+        if (c->status != SIFT_OK) goto done;
+    }
+
+    /* "{" required, then optional ones (any subset, in order), then extras */
+    sbuf b = {0};
+    sb_puts(&b, "\"{\" space ");
+    size_t n_req = 0, n_opt = 0;
+    for (i = 0; i < np; i++) {
+        if (!req[i]) {
+            n_opt++;
+            continue;
+        }
+        if (n_req++) sb_puts(&b, " \",\" space ");
+        sb_puts(&b, kv[i]);
+    }
+    if (n_opt || extra) {
+        /* optional keys [o0, o1, ...] (+ "*"): alternatives "start at ok, then any of the rest" */
+        const char **ok = gx_calloc(n_opt + 1, sizeof *ok);
+        if (!ok) {
+            sb_free(&b);
+            result = coom(c);
+            goto done;
+        }
+        size_t m = 0;
+        for (i = 0; i < np; i++)
+            if (!req[i]) ok[m++] = kv[i];
+        if (extra) ok[m++] = extra_kv;
+        /* rest rules, built from the back: rest_k ::= ( "," space ok[k+1] )? rest_{k+1} */
+        const char **rest = gx_calloc(m + 1, sizeof *rest);
+        if (!rest) {
+            gx_free(ok);
+            sb_free(&b);
+            result = coom(c);
+            goto done;
+        }
+        for (size_t k = m; k-- > 1;) {
+            sbuf rb = {0};
+            bool star = extra && k == m - 1;
+            sb_printf(&rb, "( \",\" space %s )%s", ok[k], star ? "*" : "?");
+            if (rest[k + 1 < m ? k + 1 : m]) sb_printf(&rb, " %s", rest[k + 1 < m ? k + 1 : m]);
+            char nm[64];
+            snprintf(nm, sizeof nm, "%zu-rest", k);
+            char *rn = join_name(rule_name, nm);
+            rest[k] = rn ? add_rule(c, rn, sb_take(&rb)) : coom(c);
+            gx_free(rn);
+            sb_free(&rb);
+            if (!rest[k]) break;
+        }
+        if (c->status == SIFT_OK) {
+            sb_puts(&b, n_req ? " ( \",\" space ( " : " ( ");
+            for (size_t k = 0; k < m; k++) {
+                if (k) sb_puts(&b, " | ");
+                bool star = extra && k == m - 1;
+                sb_puts(&b, ok[k]);
+                if (star) sb_printf(&b, " ( \",\" space %s )*", ok[k]);
+                if (k + 1 < m && rest[k + 1]) sb_printf(&b, " %s", rest[k + 1]);
+            }
+            sb_puts(&b, n_req ? " ) )?" : " )?");
+        }
+        gx_free(ok);
+        gx_free(rest);
+    }
+    sb_puts(&b, " \"}\" space");
+    if (c->status == SIFT_OK && use_builtin(c, "space")) result = add_rule(c, rule_name, sb_take(&b));
+    sb_free(&b);
+done:
+    gx_free(kv);
+    gx_free(req);
+    return result;
+}
+
+/* The keywords of one object-like schema, for allOf merging. */
+static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const char *rule_name)
+{
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
+    if (!cJSON_IsArray(all)) return cfail(c, SIFT_E_INVAL, "'allOf' must be an array");
+    cJSON *props = cJSON_CreateObject(), *req = cJSON_CreateArray();
+    cJSON *additional = NULL;
+    bool objectish = true;
+    const cJSON *enums = NULL;
+    int n = 0;
+    if (!props || !req) {
+        cJSON_Delete(props);
+        cJSON_Delete(req);
+        return coom(c);
+    }
+    for (const cJSON *part = all->child; part && c->status == SIFT_OK; part = part->next, n++) {
+        const cJSON *p = part;
+        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(p, "$ref");
+        if (cJSON_IsString(ref)) p = resolve_pointer(c, ref->valuestring);
+        if (!p || !cJSON_IsObject(p)) {
+            if (p) cfail(c, SIFT_E_UNSUPPORTED, "allOf: every part must be an object schema");
+            break;
+        }
+        const cJSON *pp = cJSON_GetObjectItemCaseSensitive(p, "properties");
+        for (const cJSON *q = pp ? pp->child : NULL; q; q = q->next) {
+            cJSON *dup = cJSON_Duplicate(q, 1);
+            if (!dup) {
+                coom(c);
+                break;
+            }
+            if (cJSON_GetObjectItemCaseSensitive(props, q->string)) cJSON_ReplaceItemInObjectCaseSensitive(props, q->string, dup);
+            else cJSON_AddItemToObject(props, q->string, dup);
+        }
+        const cJSON *rq = cJSON_GetObjectItemCaseSensitive(p, "required");
+        for (const cJSON *q = rq ? rq->child : NULL; q; q = q->next)
+            if (cJSON_IsString(q)) cJSON_AddItemToArray(req, cJSON_CreateString(q->valuestring));
+        const cJSON *ad = cJSON_GetObjectItemCaseSensitive(p, "additionalProperties");
+        if (ad && !additional) additional = cJSON_Duplicate(ad, 1);
+        else if (ad && cJSON_IsFalse(ad)) {
+            cJSON_Delete(additional);
+            additional = cJSON_CreateFalse();
+        }
+        const cJSON *en = cJSON_GetObjectItemCaseSensitive(p, "enum");
+        if (en) {
+            if (enums) return cJSON_Delete(props), cJSON_Delete(req), cJSON_Delete(additional),
+                              cfail(c, SIFT_E_UNSUPPORTED, "allOf with more than one enum");
+            enums = en;
+        }
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(p, "type");
+        if (ty && !(cJSON_IsString(ty) && !strcmp(ty->valuestring, "object"))) objectish = false;
+        for (const cJSON *k = p->child; k; k = k->next) {
+            const char *kw = k->string;
+            if (!strcmp(kw, "properties") || !strcmp(kw, "required") || !strcmp(kw, "additionalProperties") ||
+                !strcmp(kw, "type") || !strcmp(kw, "$ref") || !strcmp(kw, "enum") || in_list(ANNOTATIONS, kw))
+                continue;
+            if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+                cJSON_Delete(props);
+                cJSON_Delete(req);
+                cJSON_Delete(additional);
+                return cfail(c, SIFT_E_UNSUPPORTED, "allOf: keyword '%s' in a part cannot be merged", kw);
+            }
+        }
+    }
+    const char *out = NULL;
+    if (c->status == SIFT_OK) {
+        if (enums && !cJSON_GetArraySize(props)) {
+            cJSON *only = cJSON_CreateObject();
+            if (only && cJSON_AddItemToObject(only, "enum", cJSON_Duplicate(enums, 1))) out = visit(c, only, name, NULL);
+            else coom(c);
+            cJSON_Delete(only);
+        } else if (!objectish || enums) {
+            cfail(c, SIFT_E_UNSUPPORTED, "allOf: only object parts (or one enum) can be merged");
+        } else {
+            out = build_object(c, props, req, additional, name, rule_name);
+        }
+    }
+    cJSON_Delete(props);
+    cJSON_Delete(req);
+    cJSON_Delete(additional);
+    return out;
+}
+
+static const char *infer_type(const cJSON *s)
+{
+    static const char *const obj[] = {"properties", "additionalProperties", "required", NULL};
+    static const char *const arr[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
+    static const char *const str[] = {"pattern", "minLength", "maxLength", "format", NULL};
+    static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
+    for (const cJSON *k = s->child; k; k = k->next) {
+        if (in_list(obj, k->string)) return "object";
+        if (in_list(arr, k->string)) return "array";
+        if (in_list(str, k->string)) return "string";
+        if (in_list(num, k->string)) return "number";
+    }
+    return NULL;
+}
+
+static const char *visit_array(conv *c, const cJSON *s, const char *name, const char *rule_name)
+{
+    long mn = get_count(c, s, "minItems", 0), mx = get_count(c, s, "maxItems", -1);
+    if (mn == -2 || mx == -2) return NULL;
+    if (mx >= 0 && mx < mn) return cfail(c, SIFT_E_INVAL, "maxItems is below minItems");
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
+    const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
+    if (cJSON_IsArray(items) && !prefix) prefix = items, items = NULL; /* draft-07 tuple form */
+    if (!use_builtin(c, "space")) return NULL;
+    sbuf b = {0};
+    sb_puts(&b, "\"[\" space ");
+    if (prefix) {
+        if (!cJSON_IsArray(prefix)) return sb_free(&b), cfail(c, SIFT_E_INVAL, "'prefixItems' must be an array");
+        long np = cJSON_GetArraySize(prefix);
+        const char **tr = gx_calloc((size_t)np + 1, sizeof *tr);
+        if (!tr) return sb_free(&b), coom(c);
+        long k = 0;
+        size_t o = path_push(c, "prefixItems");
+        for (const cJSON *it = prefix->child; it && c->status == SIFT_OK; it = it->next, k++) {
+            char idx[32];
+            snprintf(idx, sizeof idx, "%ld", k);
+            size_t o2 = path_push(c, idx);
+            char tn[48];
+            snprintf(tn, sizeof tn, "tuple-%ld", k);
+            char *nm = join_name(name, tn);
+            tr[k] = nm ? visit(c, it, nm, NULL) : coom(c);
+            gx_free(nm);
+            path_pop(c, o2);
+        }
+        path_pop(c, o);
+        bool more = items && !cJSON_IsFalse(items) && (mx < 0 || mx > np);
+        const char *more_rule = NULL;
+        if (c->status == SIFT_OK && more) {
+            size_t o3 = path_push(c, "items");
+            char *nm = join_name(name, "item");
+            more_rule = nm ? visit(c, items, nm, NULL) : coom(c);
+            gx_free(nm);
+            path_pop(c, o3);
+        }
+        if (c->status != SIFT_OK) {
+            gx_free(tr);
+            sb_free(&b);
+            return NULL;
+        }
+        /* required prefix: the first min(np, max(mn, np if no minItems)) items */
+        long need = cJSON_GetObjectItemCaseSensitive(s, "minItems") ? (mn < np ? mn : np) : np;
+        if (mx >= 0 && mx < np) np = mx;
+        if (need > np) need = np;
+        for (k = 0; k < need; k++) sb_printf(&b, "%s%s", k ? " \",\" space " : "", tr[k]);
+        /* optional tail of the tuple, then the extra items */
+        long opened = 0;
+        for (k = need; k < np; k++, opened++) sb_printf(&b, " (%s%s", k ? "\",\" space " : "", tr[k]);
+        if (more_rule) {
+            long extra_min = mn > np ? mn - np : 0;
+            long extra_max = mx >= 0 ? mx - np : -1;
+            sbuf one = {0};
+            if (np > 0) sb_printf(&one, "(\",\" space %s)", more_rule);
+            else sb_printf(&one, "%s", more_rule);
+            if (np > 0) {
+                sb_puts(&b, " ");
+                put_repetition(&b, one.s ? one.s : "", extra_min, extra_max, NULL);
+            } else {
+                sb_puts(&b, " ");
+                put_repetition(&b, more_rule, extra_min, extra_max, "\",\" space");
+            }
+            sb_free(&one);
+        }
+        for (k = 0; k < opened; k++) sb_puts(&b, ")?");
+        gx_free(tr);
+    } else {
+        const char *item_rule;
+        if (items && !cJSON_IsTrue(items)) {
+            if (cJSON_IsFalse(items)) {
+                if (mn > 0) return sb_free(&b), cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing");
+                mx = 0;
+                item_rule = "value";
+            } else {
+                size_t o = path_push(c, "items");
+                char *nm = join_name(name, "item");
+                item_rule = nm ? visit(c, items, nm, NULL) : coom(c);
+                gx_free(nm);
+                path_pop(c, o);
+            }
+        } else {
+            item_rule = use_builtin(c, "value");
+        }
+        if (!item_rule) return sb_free(&b), (const char *)NULL;
+        put_repetition(&b, item_rule, mn, mx, "\",\" space");
+    }
+    sb_puts(&b, " \"]\" space");
+    return add_rule(c, rule_name, sb_take(&b));
+}
+
+static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
+{
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(s, "format");
+    bool has_len = cJSON_GetObjectItemCaseSensitive(s, "minLength") || cJSON_GetObjectItemCaseSensitive(s, "maxLength");
+    if (!use_builtin(c, "space")) return NULL;
+    if (pat) {
+        if (!cJSON_IsString(pat)) return cfail(c, SIFT_E_INVAL, "'pattern' must be a string");
+        if ((has_len || fmt) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+            return cfail(c, SIFT_E_UNSUPPORTED, "'pattern' together with minLength / maxLength / format cannot be expressed");
+        size_t o = path_push(c, "pattern");
+        char *body = pattern_body(c, pat->valuestring, strlen(pat->valuestring));
+        path_pop(c, o);
+        return body ? add_rule(c, rule_name, body) : NULL;
+    }
+    if (cJSON_IsString(fmt)) {
+        const char *f = fmt->valuestring;
+        const char *prim = NULL;
+        if (!strncmp(f, "uuid", 4) && (!f[4] || (f[4] >= '1' && f[4] <= '5' && !f[5]))) prim = "uuid";
+        else if (!strcmp(f, "date")) prim = "date-string";
+        else if (!strcmp(f, "time")) prim = "time-string";
+        else if (!strcmp(f, "date-time")) prim = "date-time-string";
+        if (prim) {
+            if (has_len && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+                return cfail(c, SIFT_E_UNSUPPORTED, "format '%s' together with minLength / maxLength cannot be expressed", f);
+            const char *p = use_builtin(c, prim);
+            return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
+        }
+        /* any other format is an annotation (JSON Schema 2020-12): a plain string */
+    }
+    long mn = get_count(c, s, "minLength", 0), mx = get_count(c, s, "maxLength", -1);
+    if (mn == -2 || mx == -2) return NULL;
+    if (mx >= 0 && mx < mn) return cfail(c, SIFT_E_INVAL, "maxLength is below minLength");
+    if (mn > 2000 || mx > 2000) return cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2000 (the grammar's repetition limit)");
+    const char *ch = use_builtin(c, "char");
+    if (!ch) return NULL;
+    if (!has_len) {
+        const char *str = use_builtin(c, "string");
+        return str ? add_rule(c, rule_name, dupstr(str)) : NULL;
+    }
+    sbuf b = {0};
+    sb_puts(&b, "\"\\\"\" ");
+    put_repetition(&b, ch, mn, mx, NULL);
+    sb_puts(&b, " \"\\\"\" space");
+    return add_rule(c, rule_name, sb_take(&b));
+}
+
+static bool get_int_bound(conv *c, const cJSON *s, const char *key, int64_t adjust, bool *has, int64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
+    if (!v) return true;
+    if (cJSON_IsBool(v)) return true; /* draft-04 boolean exclusive* flags: handled by the caller */
+    if (!cJSON_IsNumber(v) || fabs(v->valuedouble) > 9.0e15) {
+        size_t o = path_push(c, key);
+        cfail(c, SIFT_E_UNSUPPORTED, "'%s' must be a number within +-9e15", key);
+        path_pop(c, o);
+        return false;
+    }
+    double d = v->valuedouble;
+    /* integer bounds of a possibly fractional limit */
+    int64_t k;
+    if (adjust > 0) k = (int64_t)floor(d) + 1;       /* exclusiveMinimum: > d */
+    else if (adjust < 0) k = (int64_t)ceil(d) - 1;   /* exclusiveMaximum: < d */
+    else if (!strcmp(key, "minimum")) k = (int64_t)ceil(d);
+    else k = (int64_t)floor(d);
+    if (*has) { /* both minimum and exclusiveMinimum: the tighter */
+        if (!strncmp(key, "exclusiveMin", 12) || !strcmp(key, "minimum")) k = k > *out ? k : *out;
+        else k = k < *out ? k : *out;
+    }
+    *has = true;
+    *out = k;
+    return true;
+}
+
+static const char *visit_integer(conv *c, const cJSON *s, const char *rule_name)
+{
+    bool has_min = false, has_max = false;
+    int64_t mn = 0, mx = 0;
+    if (!get_int_bound(c, s, "minimum", 0, &has_min, &mn) || !get_int_bound(c, s, "exclusiveMinimum", 1, &has_min, &mn) ||
+        !get_int_bound(c, s, "maximum", 0, &has_max, &mx) || !get_int_bound(c, s, "exclusiveMaximum", -1, &has_max, &mx))
+        return NULL;
+    /* draft-04: exclusiveMinimum / exclusiveMaximum as booleans modifying minimum / maximum */
+    const cJSON *em = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMinimum");
+    const cJSON *eM = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMaximum");
+    if (cJSON_IsTrue(em) && has_min) mn++;
+    if (cJSON_IsTrue(eM) && has_max) mx--;
+    if (!use_builtin(c, "space")) return NULL;
+    if (!has_min && !has_max) {
+        const char *p = use_builtin(c, "integer");
+        return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
+    }
+    if (has_min && has_max && mn > mx) return cfail(c, SIFT_E_INVAL, "no integer is within minimum..maximum");
+    sbuf b = {0};
+    sb_puts(&b, "(");
+    int_range(&b, has_min, mn, has_max, mx);
+    sb_puts(&b, ") space");
+    return add_rule(c, rule_name, sb_take(&b));
+}
+
+static const char *visit_typed(conv *c, const cJSON *s, const char *name, const char *rule_name, const char *type)
+{
+    if (!check_keywords(c, s, type)) return NULL;
+    if (!type) return use_builtin(c, "value") ? add_rule(c, rule_name, dupstr("value")) : NULL;
+    if (!strcmp(type, "object")) {
+        const cJSON *props = cJSON_GetObjectItemCaseSensitive(s, "properties");
+        const cJSON *ad = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
+        if (props && !cJSON_IsObject(props)) return cfail(c, SIFT_E_INVAL, "'properties' must be an object");
+        if (!props && !ad) { /* any object */
+            const char *o = use_builtin(c, "object");
+            return o ? add_rule(c, rule_name, dupstr(o)) : NULL;
+        }
+        return build_object(c, props, cJSON_GetObjectItemCaseSensitive(s, "required"), ad, name, rule_name);
+    }
+    if (!strcmp(type, "array")) return visit_array(c, s, name, rule_name);
+    if (!strcmp(type, "string")) return visit_string(c, s, rule_name);
+    if (!strcmp(type, "integer")) return visit_integer(c, s, rule_name);
+    if (!strcmp(type, "number") || !strcmp(type, "boolean") || !strcmp(type, "null")) {
+        const char *p = use_builtin(c, type);
+        return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
+    }
+    return cfail(c, SIFT_E_INVAL, "unknown type '%s'", type);
+}
+
+static const char *visit(conv *c, const cJSON *s, const char *name, const char *force_type)
+{
+    if (++c->depth > JS_MAX_DEPTH) {
+        c->depth--;
+        return cfail(c, SIFT_E_INVAL, "schema nested too deep");
+    }
+    const char *out = NULL;
+    char *rule_name = NULL;
+    if (cJSON_IsTrue(s)) {
+        out = use_builtin(c, "value");
+        goto done;
+    }
+    if (cJSON_IsFalse(s)) {
+        out = cfail(c, SIFT_E_INVAL, "the schema 'false' matches nothing");
+        goto done;
+    }
+    if (!cJSON_IsObject(s)) {
+        out = cfail(c, SIFT_E_INVAL, "a schema must be an object or a boolean");
+        goto done;
+    }
+    if (!*name) rule_name = dupstr("root");
+    else if (is_reserved(name)) rule_name = join_name(name, "");
+    else rule_name = dupstr(name);
+    if (!rule_name) {
+        out = coom(c);
+        goto done;
+    }
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
+    const cJSON *any = cJSON_GetObjectItemCaseSensitive(s, "anyOf");
+    if (!any) any = cJSON_GetObjectItemCaseSensitive(s, "oneOf");
+    const cJSON *type = force_type ? NULL : cJSON_GetObjectItemCaseSensitive(s, "type");
+    if (ref) {
+        if (!cJSON_IsString(ref)) {
+            out = cfail(c, SIFT_E_INVAL, "'$ref' must be a string");
+            goto done;
+        }
+        size_t o = path_push(c, "$ref");
+        const char *target = visit_ref(c, ref->valuestring);
+        path_pop(c, o);
+        out = target ? add_rule(c, rule_name, dupstr(target)) : NULL;
+    } else if (any) {
+        if (!cJSON_IsArray(any) || !cJSON_GetArraySize(any)) {
+            out = cfail(c, SIFT_E_INVAL, "anyOf / oneOf must be a non-empty array");
+            goto done;
+        }
+        sbuf b = {0};
+        int k = 0;
+        size_t o = path_push(c, cJSON_GetObjectItemCaseSensitive(s, "anyOf") ? "anyOf" : "oneOf");
+        for (const cJSON *alt = any->child; alt && c->status == SIFT_OK; alt = alt->next, k++) {
+            char idx[32];
+            snprintf(idx, sizeof idx, "%d", k);
+            size_t o2 = path_push(c, idx);
+            char an[48];
+            snprintf(an, sizeof an, "%s%d", *name ? "" : "alternative-", k);
+            char *nm = *name ? join_name(name, an) : dupstr(an);
+            const char *r = nm ? visit(c, alt, nm, NULL) : coom(c);
+            gx_free(nm);
+            path_pop(c, o2);
+            if (r) sb_printf(&b, "%s%s", k ? " | " : "", r);
+        }
+        path_pop(c, o);
+        out = c->status == SIFT_OK ? add_rule(c, rule_name, sb_take(&b)) : NULL;
+        sb_free(&b);
+    } else if (type && cJSON_IsArray(type)) {
+        sbuf b = {0};
+        int k = 0;
+        for (const cJSON *t = type->child; t && c->status == SIFT_OK; t = t->next, k++) {
+            if (!cJSON_IsString(t)) {
+                cfail(c, SIFT_E_INVAL, "'type' entries must be strings");
+                break;
+            }
+            char *nm = join_name(*name ? name : "root", t->valuestring);
+            const char *r = nm ? visit_typed(c, s, name, nm, t->valuestring) : coom(c);
+            gx_free(nm);
+            if (r) sb_printf(&b, "%s%s", k ? " | " : "", r);
+        }
+        if (!k && c->status == SIFT_OK) cfail(c, SIFT_E_INVAL, "'type' is an empty list");
+        out = c->status == SIFT_OK ? add_rule(c, rule_name, sb_take(&b)) : NULL;
+        sb_free(&b);
+    } else if (cJSON_GetObjectItemCaseSensitive(s, "const")) {
+        if (!check_keywords(c, s, NULL)) goto done;
+        sbuf b = {0};
+        if (put_json_literal(c, &b, cJSON_GetObjectItemCaseSensitive(s, "const")) && use_builtin(c, "space")) {
+            sb_puts(&b, " space");
+            out = add_rule(c, rule_name, sb_take(&b));
+        }
+        sb_free(&b);
+    } else if (cJSON_GetObjectItemCaseSensitive(s, "enum")) {
+        const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
+        if (!check_keywords(c, s, NULL)) goto done;
+        if (!cJSON_IsArray(en) || !cJSON_GetArraySize(en)) {
+            out = cfail(c, SIFT_E_INVAL, "'enum' must be a non-empty array");
+            goto done;
+        }
+        sbuf b = {0};
+        sb_puts(&b, "(");
+        int k = 0;
+        for (const cJSON *v = en->child; v; v = v->next, k++) {
+            if (k) sb_puts(&b, " | ");
+            if (!put_json_literal(c, &b, v)) break;
+        }
+        sb_puts(&b, ") space");
+        if (c->status == SIFT_OK && use_builtin(c, "space")) out = add_rule(c, rule_name, sb_take(&b));
+        sb_free(&b);
+    } else if (cJSON_GetObjectItemCaseSensitive(s, "allOf")) {
+        if (!check_keywords(c, s, NULL)) goto done;
+        out = visit_all_of(c, s, name, rule_name);
+    } else {
+        const char *t = force_type;
+        if (!t && type) {
+            if (!cJSON_IsString(type)) {
+                out = cfail(c, SIFT_E_INVAL, "'type' must be a string or a list of strings");
+                goto done;
+            }
+            t = type->valuestring;
+        }
+        if (!t) t = infer_type(s);
+        out = visit_typed(c, s, name, rule_name, t);
+    }
+done:
+    gx_free(rule_name);
+    c->depth--;
+    return c->status == SIFT_OK ? out : NULL;
+}
+
+static int cmp_rule(const void *a, const void *b) { return strcmp(((const jrule *)a)->name, ((const jrule *)b)->name); }
+
+char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err)
+{
+    if (!schema) {
+        sift_error_set(err, SIFT_E_INVAL, "JSON schema is NULL");
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(schema, len, &end, false);
+    if (!root) {
+        size_t off = end && end >= schema && end <= schema + len ? (size_t)(end - schema) : 0;
+        sift_error_set(err, SIFT_E_PARSE, "JSON schema: invalid JSON near offset %zu", off);
+        return NULL;
+    }
+    /* only whitespace may follow the value */
+    for (const char *p = end; p && p < schema + len; p++)
+        if (!isspace((unsigned char)*p)) {
+            cJSON_Delete(root);
+            sift_error_set(err, SIFT_E_PARSE, "JSON schema: unexpected text after the value at offset %zu", (size_t)(p - schema));
+            return NULL;
+        }
+    conv c = {.root = root, .flags = flags, .err = err, .status = SIFT_OK};
+    const char *top = visit(&c, root, "", NULL);
+    char *out = NULL;
+    if (top && c.status == SIFT_OK) {
+        /* the start rule must be called root */
+        if (strcmp(top, "root") && !find_rule(&c, "root")) add_rule(&c, "root", dupstr(top));
+    }
+    if (c.status == SIFT_OK) {
+        qsort(c.rules, c.n_rules, sizeof *c.rules, cmp_rule);
+        sbuf b = {0};
+        for (size_t i = 0; i < c.n_rules; i++) sb_printf(&b, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
+        out = sb_take(&b);
+        if (!out) sift_error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", JS_MAX_OUTPUT);
+    }
+    for (size_t i = 0; i < c.n_rules; i++) {
+        gx_free(c.rules[i].name);
+        gx_free(c.rules[i].body);
+    }
+    gx_free(c.rules);
+    cJSON_Delete(root);
+    return out;
+}

@@ -1,0 +1,761 @@
+/*
+ * mask.c - the token-mask engine: the set of vocabulary tokens a parser state allows, fast.
+ *
+ * The problem. llama.cpp decides token by token: for every candidate it decodes the text and
+ * runs it through every parse stack (llama_grammar_reject_candidates), which costs O(vocab)
+ * per step even when almost nothing is allowed - milliseconds at 100k tokens. XGrammar's
+ * observation is that for most tokens the answer depends only on the top of a stack:
+ * starting inside a rule, a token either ends inside that rule (accepted whatever is below:
+ * "context-independent"), dies inside it (rejected whatever is below), or runs off its end
+ * (context-dependent: needs the frames below). Precompute the first two per grammar
+ * position; check only the third at run time.
+ *
+ * The design here generalizes that to every depth, with one cache:
+ *
+ *   A stack is frames f_n (top, a terminal) ... f_1 (bottom). A cache entry describes the
+ *   suffix (f_n .. f_j) with an unknown "sentinel" below it: walking every token through
+ *   that suffix, it stores the tokens accepted (they consumed all their bytes without
+ *   needing anything below - including ending exactly when the suffix is used up) and the
+ *   escapes: trie nodes where some path used the suffix up with bytes still to come. The
+ *   entry for (f_n .. f_{j-1}) is computed from the entry for (f_n .. f_j) by resuming only
+ *   its escapes at frame f_{j-1}: the frames above are gone at that point, so the resumed
+ *   walk starts from f_{j-1} alone. Accepted sets are cumulative down the levels, so the
+ *   mask of a whole stack is one entry's set: follow the stack down, level by level, until
+ *   an entry has no escapes (or the stack ends; left-over escapes are then rejected).
+ *   Entries are keyed (parent entry, frame position) and are shared by every stack with
+ *   the same top frames, in any context - which is why they keep paying off.
+ *
+ *   An escape needs a next byte that can follow the rule being left: FOLLOW(rule of the
+ *   bottom frame), computed from the grammar (grammar.h). Escapes failing it are dropped at
+ *   once, which keeps the lists short (inside a JSON string only prefixes followed by '"'
+ *   escape the string's repetition rule, not every prefix).
+ *
+ * Walking. Tokens are visited through the preorder trie (trie.h), so a shared prefix is
+ * matched once and a dead prefix skips its whole subtree. The parser state during a walk is
+ * a set of suffix stacks over the sentinel (nodes of a private gx_arena); these sets are
+ * interned as the states of a lazily built DFA over "symbols" (grammar.h), with memoized
+ * transitions, so stepping a trie node is one table lookup. UTF-8 is decoded on the way;
+ * a lead byte that no live class can complete prunes its subtree.
+ *
+ * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
+ * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. Entries for
+ * every terminal position and every (position, frame below) pair are precomputed up to a
+ * budget when the sampler is made; deeper ones are computed on first use (typically tens of
+ * microseconds: they resume few escapes). A warm fill_mask is: per stack a few hash lookups,
+ * OR one bitset (deduplicated), set a few bits. Nothing is allocated once warm.
+ *
+ * Concurrency: one mutex per engine around cache reads and updates; clones of a sampler
+ * share the engine. The matcher state stays in the sampler.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/status.h"
+#include "grammar/mask.h"
+
+#define DEAD 0u                  /* DFA state of the empty stack set */
+#define DFA_BYTES_LIMIT ((uint64_t)512 << 20)
+
+typedef struct {
+    int32_t dense;               /* dense bitset id, or -1 */
+    uint32_t extra_off, extra_n; /* token ids in `lists` */
+    uint32_t esc_off, esc_n;     /* trie nodes in `lists` */
+} gx_entry;
+
+typedef struct {
+    uint32_t set_off, set_n;     /* walk-arena node ids in `sets` */
+    uint32_t live_off;           /* symbols some CLASS top accepts, in `live` */
+    uint32_t trans_off;          /* n_syms transitions in `trans` (GX_NONE until first used) */
+} dfa_state;
+
+/* A walk's state at one trie depth. */
+typedef struct {
+    uint32_t state, node;
+    gx_utf8 u;
+    uint8_t esc, rec;
+} wframe;
+
+typedef struct {
+    uint32_t parent, pos, aux, id; /* id == GX_NONE: empty slot */
+} ent_slot;
+
+struct gx_engine {
+    _Atomic int refs;
+    pthread_mutex_t lock;
+    sift_grammar *g;
+    gx_vocab voc;
+
+    /* walk machinery: suffix stacks over the sentinel, and the DFA over their sets */
+    gx_arena wa;
+    dfa_state *st;
+    uint32_t n_st, cap_st;
+    gx_u32vec sets;
+    uint64_t *live;
+    uint32_t live_n, live_cap;
+    int32_t *trans;
+    uint32_t trans_n, trans_cap;
+    int32_t *asc;                /* [state * 128 + byte]: transitions by ASCII byte (-1 unknown) */
+    uint32_t asc_cap;            /* in entries */
+    uint32_t *st_ht;
+    uint32_t st_ht_cap;
+    uint32_t lead_lo[256], lead_hi[256];
+
+    /* the cache */
+    gx_entry *ent;
+    uint32_t n_ent, cap_ent;
+    gx_u32vec lists;
+    uint64_t *dense;
+    uint32_t n_dense, cap_dense;
+    ent_slot *et;
+    uint32_t et_cap;
+
+    /* scratch of one entry computation */
+    wframe *wf;
+    uint32_t *node_stamp, node_epoch; /* escapes recorded, per trie node */
+    uint32_t *acc_stamp;              /* tokens accepted, per trie node (same epoch) */
+    gx_u32vec acc, esc, tmp;
+
+    /* scratch of one fill_mask */
+    gx_u32vec used_dense;
+
+    uint64_t walked;
+    double precompute_ms;
+};
+
+/* ---- small pools --------------------------------------------------------------------------- */
+
+static inline const uint64_t *dense_bits(const gx_engine *e, int32_t d)
+{
+    return e->dense + (size_t)d * e->voc.n_words;
+}
+
+/* ---- the DFA over suffix-stack sets -------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool st_ht_insert(gx_engine *e, uint32_t id)
+{
+    const dfa_state *s = &e->st[id];
+    uint64_t h = gx_hash_u32s(e->sets.v + s->set_off, s->set_n, 11);
+    uint32_t k = (uint32_t)h & (e->st_ht_cap - 1);
+    while (e->st_ht[k] != GX_NONE) k = (k + 1) & (e->st_ht_cap - 1);
+    e->st_ht[k] = id;
+    return true;
+}
+
+static bool st_ht_grow(gx_engine *e)
+{
+    uint32_t ncap = e->st_ht_cap ? e->st_ht_cap * 2 : 1024;
+    uint32_t *t = gx_malloc((size_t)ncap * sizeof *t);
+    if (!t) return false;
+    memset(t, 0xFF, (size_t)ncap * sizeof *t);
+    gx_free(e->st_ht);
+    e->st_ht = t;
+    e->st_ht_cap = ncap;
+    for (uint32_t id = 0; id < e->n_st; id++) st_ht_insert(e, id);
+    return true;
+}
+
+/* Intern the sorted node set v[0..n); returns the state id or GX_NONE on OOM. */
+static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
+{
+    const sift_grammar *g = e->g;
+    uint64_t h = gx_hash_u32s(v, n, 11);
+    if (e->st_ht_cap) {
+        for (uint32_t k = (uint32_t)h & (e->st_ht_cap - 1);; k = (k + 1) & (e->st_ht_cap - 1)) {
+            uint32_t id = e->st_ht[k];
+            if (id == GX_NONE) break;
+            const dfa_state *s = &e->st[id];
+            if (s->set_n == n && !memcmp(e->sets.v + s->set_off, v, (size_t)n * sizeof *v)) return id;
+        }
+    }
+    if (!GX_GROW(e->st, e->cap_st, e->n_st + 1)) return GX_NONE;
+    if (!GX_GROW(e->sets.v, e->sets.cap, e->sets.n + n)) return GX_NONE;
+    if (!GX_GROW(e->live, e->live_cap, e->live_n + g->sym_words)) return GX_NONE;
+    if (!GX_GROW(e->asc, e->asc_cap, (e->n_st + 1) * 128)) return GX_NONE;
+    uint32_t id = e->n_st;
+    memset(e->asc + (size_t)id * 128, 0xFF, 128 * sizeof *e->asc);
+    dfa_state *s = &e->st[id];
+    s->set_off = e->sets.n;
+    s->set_n = n;
+    memcpy(e->sets.v + e->sets.n, v, (size_t)n * sizeof *v);
+    e->sets.n += n;
+    s->live_off = e->live_n;
+    uint64_t *live = e->live + e->live_n;
+    memset(live, 0, (size_t)g->sym_words * sizeof *live);
+    e->live_n += g->sym_words;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t el = g->elems[e->wa.pos[v[k]]];
+        if (GX_TYPE(el) == GX_CLASS) {
+            const uint64_t *cb = gx_class_bits(g, GX_VAL(el));
+            for (uint32_t w = 0; w < g->sym_words; w++) live[w] |= cb[w];
+        }
+    }
+    s->trans_off = GX_NONE;
+    e->n_st++;
+    if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
+        if (!st_ht_grow(e)) return GX_NONE;
+    } else {
+        st_ht_insert(e, id);
+    }
+    return id;
+}
+
+/* Transition of DFA state s on symbol sym: (next state << 1) | escaped, or -1 on OOM. */
+static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
+{
+    if (e->st[s].trans_off != GX_NONE) {
+        int32_t t = e->trans[e->st[s].trans_off + sym];
+        if (t >= 0) return t;
+    } else {
+        uint32_t ns = e->g->n_syms;
+        if (!GX_GROW(e->trans, e->trans_cap, e->trans_n + ns)) return -1;
+        e->st[s].trans_off = e->trans_n;
+        memset(e->trans + e->trans_n, 0xFF, (size_t)ns * sizeof *e->trans);
+        e->trans_n += ns;
+    }
+    const sift_grammar *g = e->g;
+    gx_arena *a = &e->wa;
+    bool bottom = false;
+    /* memoize successor lists first (gx_succ may run closures and move the pool) */
+    for (uint32_t k = 0; k < e->st[s].set_n; k++) {
+        uint32_t n = e->sets.v[e->st[s].set_off + k];
+        if (gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) {
+            uint32_t c;
+            bool b;
+            if (!gx_succ(a, n, &c, &b)) return -1;
+        }
+    }
+    gx_mark_begin(a);
+    e->tmp.n = 0;
+    for (uint32_t k = 0; k < e->st[s].set_n; k++) {
+        uint32_t n = e->sets.v[e->st[s].set_off + k];
+        if (!gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) continue;
+        uint32_t c;
+        bool b;
+        const uint32_t *sc = gx_succ(a, n, &c, &b);
+        bottom |= b;
+        for (uint32_t q = 0; q < c; q++)
+            if (gx_mark_add(a, sc[q]) && !gx_u32_push(&e->tmp, sc[q])) return -1;
+    }
+    if (e->tmp.n > 1) qsort(e->tmp.v, e->tmp.n, sizeof *e->tmp.v, cmp_u32);
+    uint32_t id = dfa_intern(e, e->tmp.v, e->tmp.n);
+    if (id == GX_NONE) return -1;
+    int32_t t = (int32_t)((id << 1) | (uint32_t)bottom);
+    e->trans[e->st[s].trans_off + sym] = t;
+    return t;
+}
+
+/* The transition on ASCII byte b, remembered in the state's byte row. */
+static int32_t dfa_step_ascii(gx_engine *e, uint32_t s, uint8_t b)
+{
+    int32_t t = dfa_step(e, s, e->g->ascii_sym[b]);
+    if (t >= 0) e->asc[(size_t)s * 128 + b] = t;
+    return t;
+}
+
+static inline bool live_any(const gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
+{
+    return gx_bits_any_in(e->live + e->st[s].live_off, s0, s1);
+}
+
+static bool partial_possible(const gx_engine *e, uint32_t s, const gx_utf8 *u)
+{
+    uint32_t lo, hi, s0, s1;
+    gx_utf8_range(u, &lo, &hi);
+    gx_syms_in_range(e->g, lo, hi, &s0, &s1);
+    return live_any(e, s, s0, s1);
+}
+
+/* Drop the DFA and the walk arena (between entry computations) when they grow too big. */
+static int dfa_maybe_reset(gx_engine *e)
+{
+    uint64_t bytes = (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
+                     (uint64_t)e->wa.cap * 20 + (uint64_t)e->wa.pool.cap * 4 + (uint64_t)e->asc_cap * 4;
+    if (bytes < DFA_BYTES_LIMIT) return SIFT_OK;
+    gx_arena_clear(&e->wa);
+    e->n_st = 0;
+    e->sets.n = e->live_n = e->trans_n = 0;
+    memset(e->st_ht, 0xFF, (size_t)e->st_ht_cap * sizeof *e->st_ht);
+    return dfa_intern(e, NULL, 0) == DEAD ? SIFT_OK : SIFT_E_NOMEM;
+}
+
+/* ---- walks --------------------------------------------------------------------------------- */
+
+static inline bool follow_ok(const gx_engine *e, const uint64_t *follow, uint8_t b)
+{
+    if (b < 0x80) return gx_bit(follow, e->g->ascii_sym[b]);
+    if (b >= 0xC2 && b <= 0xF4) return gx_bits_any_in(follow, e->lead_lo[b], e->lead_hi[b]);
+    return false;
+}
+
+/* Walk the trie below node `root` from DFA state s0 (esc0: the suffix was already used up
+ * at the root; u0: unfinished UTF-8 at the root). Accepted tokens go to e->acc, escape
+ * nodes to e->esc (both deduplicated by the current stamps). */
+static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0, const uint64_t *follow)
+{
+    const gx_vocab *v = &e->voc;
+    const sift_grammar *g = e->g;
+    const gx_trie_node *tn = v->node;
+    wframe *wf = e->wf;
+    uint32_t d0 = tn[root].depth;
+    wf[d0] = (wframe){s0, root, u0, esc0, 0};
+    uint32_t i = root + 1, stop = tn[root].end;
+    uint64_t visited = 0;
+    while (i < stop) {
+        visited++;
+        const gx_trie_node nd = tn[i];
+        const uint32_t d = nd.depth;
+        const uint8_t b = nd.byte;
+        wframe *pf = &wf[d - 1];
+        if (pf->esc && !pf->rec && follow_ok(e, follow, b)) {
+            pf->rec = 1;
+            if (e->node_stamp[pf->node] != e->node_epoch) {
+                e->node_stamp[pf->node] = e->node_epoch;
+                if (!gx_u32_push(&e->esc, pf->node)) return SIFT_E_NOMEM;
+            }
+        }
+        const uint32_t s = pf->state;
+        if (s == DEAD) {
+            i = nd.end;
+            continue;
+        }
+        gx_utf8 u = pf->u;
+        uint32_t ns;
+        bool nesc = false;
+        if (u.need == 0 && b < 0x80) {
+            int32_t t = e->asc[(size_t)s * 128 + b];
+            if (t < 0 && (t = dfa_step_ascii(e, s, b)) < 0) return SIFT_E_NOMEM;
+            ns = (uint32_t)t >> 1;
+            nesc = t & 1;
+        } else {
+            const int32_t r = gx_utf8_feed(&u, b);
+            if (r == GX_UTF8_BAD) {
+                i = nd.end;
+                continue;
+            }
+            if (r == GX_UTF8_MORE) {
+                bool possible = u.have == 1 ? live_any(e, s, e->lead_lo[b], e->lead_hi[b]) : partial_possible(e, s, &u);
+                if (!possible) {
+                    i = nd.end;
+                    continue;
+                }
+                ns = s;
+            } else {
+                int32_t t = dfa_step(e, s, gx_sym_of(g, (uint32_t)r));
+                if (t < 0) return SIFT_E_NOMEM;
+                ns = (uint32_t)t >> 1;
+                nesc = t & 1;
+            }
+        }
+        if (ns == DEAD && !nesc) {
+            i = nd.end;
+            continue;
+        }
+        /* tokens ending here are accepted: a live path (or one that just used the suffix up)
+         * consumed all their bytes; an unfinished character was checked above */
+        if (nd.tok_n && e->acc_stamp[i] != e->node_epoch) { /* per node: preorder-sequential */
+            e->acc_stamp[i] = e->node_epoch;
+            for (uint32_t k = 0; k < nd.tok_n; k++)
+                if (!gx_u32_push(&e->acc, v->sorted[nd.tok_begin + k])) return SIFT_E_NOMEM;
+        }
+        wf[d] = (wframe){ns, i, u, nesc, 0};
+        i++;
+    }
+    e->walked += visited;
+    return SIFT_OK;
+}
+
+/* ---- entries ------------------------------------------------------------------------------- */
+
+static uint32_t et_find(const gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux)
+{
+    uint32_t mask = e->et_cap - 1;
+    uint32_t k = (uint32_t)gx_mix64(((uint64_t)parent << 32) ^ ((uint64_t)pos << 7) ^ aux) & mask;
+    for (;; k = (k + 1) & mask) {
+        const ent_slot *sl = &e->et[k];
+        if (sl->id == GX_NONE) return GX_NONE;
+        if (sl->parent == parent && sl->pos == pos && sl->aux == aux) return sl->id;
+    }
+}
+
+static bool et_put(gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux, uint32_t id)
+{
+    if ((uint64_t)(e->n_ent + 1) * 2 > e->et_cap) {
+        uint32_t ncap = e->et_cap * 2;
+        ent_slot *t = gx_malloc((size_t)ncap * sizeof *t);
+        if (!t) return false;
+        for (uint32_t k = 0; k < ncap; k++) t[k].id = GX_NONE;
+        for (uint32_t k = 0; k < e->et_cap; k++) {
+            ent_slot sl = e->et[k];
+            if (sl.id == GX_NONE) continue;
+            uint32_t q = (uint32_t)gx_mix64(((uint64_t)sl.parent << 32) ^ ((uint64_t)sl.pos << 7) ^ sl.aux) & (ncap - 1);
+            while (t[q].id != GX_NONE) q = (q + 1) & (ncap - 1);
+            t[q] = sl;
+        }
+        gx_free(e->et);
+        e->et = t;
+        e->et_cap = ncap;
+    }
+    uint32_t mask = e->et_cap - 1;
+    uint32_t k = (uint32_t)gx_mix64(((uint64_t)parent << 32) ^ ((uint64_t)pos << 7) ^ aux) & mask;
+    while (e->et[k].id != GX_NONE) k = (k + 1) & mask;
+    e->et[k] = (ent_slot){parent, pos, aux, id};
+    return true;
+}
+
+static int32_t new_dense(gx_engine *e)
+{
+    if (!GX_GROW(e->dense, e->cap_dense, (e->n_dense + 1) * e->voc.n_words)) return -1;
+    /* cap_dense counts words here */
+    int32_t d = (int32_t)e->n_dense++;
+    memset(e->dense + (size_t)d * e->voc.n_words, 0, (size_t)e->voc.n_words * sizeof(uint64_t));
+    return d;
+}
+
+/* Make an entry from e->acc / e->esc on top of `parent` (GX_NONE for a level-1 entry). */
+static uint32_t make_entry(gx_engine *e, uint32_t parent)
+{
+    if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
+    gx_entry pe = parent == GX_NONE ? (gx_entry){-1, 0, 0, 0, 0} : e->ent[parent];
+    /* new tokens not already in the parent's dense set */
+    uint32_t n_new = 0;
+    for (uint32_t k = 0; k < e->acc.n; k++) {
+        uint32_t t = e->acc.v[k];
+        if (pe.dense >= 0 && gx_bit(dense_bits(e, pe.dense), t)) continue;
+        e->acc.v[n_new++] = t;
+    }
+    gx_entry ne = {pe.dense, 0, 0, 0, 0};
+    uint64_t extras = (uint64_t)pe.extra_n + n_new;
+    if (extras > 2ull * e->voc.n_words) {
+        int32_t d = new_dense(e);
+        if (d < 0) return GX_NONE;
+        uint64_t *bits = e->dense + (size_t)d * e->voc.n_words;
+        if (pe.dense >= 0) memcpy(bits, dense_bits(e, pe.dense), (size_t)e->voc.n_words * sizeof *bits);
+        for (uint32_t k = 0; k < pe.extra_n; k++) gx_bit_set(bits, e->lists.v[pe.extra_off + k]);
+        for (uint32_t k = 0; k < n_new; k++) gx_bit_set(bits, e->acc.v[k]);
+        ne.dense = d;
+    } else if (extras) {
+        if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + (uint32_t)extras)) return GX_NONE;
+        ne.extra_off = e->lists.n;
+        memcpy(e->lists.v + e->lists.n, e->lists.v + pe.extra_off, (size_t)pe.extra_n * sizeof(uint32_t));
+        memcpy(e->lists.v + e->lists.n + pe.extra_n, e->acc.v, (size_t)n_new * sizeof(uint32_t));
+        e->lists.n += (uint32_t)extras;
+        ne.extra_n = (uint32_t)extras;
+    }
+    if (e->esc.n) {
+        if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + e->esc.n)) return GX_NONE;
+        ne.esc_off = e->lists.n;
+        memcpy(e->lists.v + e->lists.n, e->esc.v, (size_t)e->esc.n * sizeof(uint32_t));
+        e->lists.n += e->esc.n;
+        ne.esc_n = e->esc.n;
+    }
+    e->ent[e->n_ent] = ne;
+    return e->n_ent++;
+}
+
+static void begin_computation(gx_engine *e)
+{
+    e->acc.n = e->esc.n = 0;
+    if (++e->node_epoch == 0) {
+        memset(e->node_stamp, 0, (size_t)e->voc.n_nodes * sizeof *e->node_stamp);
+        memset(e->acc_stamp, 0, (size_t)e->voc.n_nodes * sizeof *e->acc_stamp);
+        e->node_epoch = 1;
+    }
+}
+
+/* The level-1 entry of a stack whose top is at `pos`, with unfinished UTF-8 `u`. */
+static uint32_t level1(gx_engine *e, uint32_t pos, const gx_utf8 *u)
+{
+    uint32_t key = gx_utf8_key(u);
+    uint32_t id = et_find(e, GX_NONE, pos, key);
+    if (id != GX_NONE) return id;
+    if (dfa_maybe_reset(e) != SIFT_OK) return GX_NONE;
+    const sift_grammar *g = e->g;
+    uint32_t el = g->elems[pos];
+    begin_computation(e);
+    if (GX_TYPE(el) == GX_CLASS) {
+        uint32_t node = gx_node(&e->wa, pos, 0);
+        if (node == GX_NONE) return GX_NONE;
+        uint32_t s0 = dfa_intern(e, &node, 1);
+        if (s0 == GX_NONE) return GX_NONE;
+        const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
+        if (walk(e, 0, s0, false, *u, follow) != SIFT_OK) return GX_NONE;
+    } else if (u->need == 0) {
+        uint32_t t = GX_VAL(el);
+        if (GX_TYPE(el) == GX_TOKEN) {
+            if ((int64_t)t < e->voc.n_tokens && gx_bit(e->voc.normal, t) && !gx_u32_push(&e->acc, t)) return GX_NONE;
+        } else { /* TOKEN_NOT: every trie token but t, as a dense set */
+            if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
+            int32_t d = new_dense(e);
+            if (d < 0) return GX_NONE;
+            uint64_t *bits = e->dense + (size_t)d * e->voc.n_words;
+            memcpy(bits, e->voc.normal, (size_t)e->voc.n_words * sizeof *bits);
+            if ((int64_t)t < e->voc.n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
+            e->ent[e->n_ent] = (gx_entry){d, 0, 0, 0, 0};
+            id = e->n_ent++;
+            return et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
+        }
+    }
+    id = make_entry(e, GX_NONE);
+    if (id == GX_NONE || !et_put(e, GX_NONE, pos, key, id)) return GX_NONE;
+    return id;
+}
+
+/* The entry one level below `parent`, whose next frame is at position `pos`. */
+static uint32_t child(gx_engine *e, uint32_t parent, uint32_t pos)
+{
+    uint32_t id = et_find(e, parent, pos, 0);
+    if (id != GX_NONE) return id;
+    if (dfa_maybe_reset(e) != SIFT_OK) return GX_NONE;
+    const sift_grammar *g = e->g;
+    begin_computation(e);
+    /* the frame alone over the sentinel */
+    bool bottom = false;
+    e->tmp.n = 0;
+    if (gx_closure(&e->wa, pos, 0, &e->tmp, &bottom) != SIFT_OK) return GX_NONE;
+    if (e->tmp.n > 1) qsort(e->tmp.v, e->tmp.n, sizeof *e->tmp.v, cmp_u32);
+    uint32_t s0 = dfa_intern(e, e->tmp.v, e->tmp.n);
+    if (s0 == GX_NONE) return GX_NONE;
+    const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
+    gx_entry pe = e->ent[parent];
+    gx_utf8 none = {0};
+    for (uint32_t k = 0; k < pe.esc_n; k++) {
+        uint32_t node = e->lists.v[e->ent[parent].esc_off + k];
+        if (walk(e, node, s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
+    }
+    id = make_entry(e, parent);
+    if (id == GX_NONE || !et_put(e, parent, pos, 0, id)) return GX_NONE;
+    return id;
+}
+
+/* ---- public (internal) API ----------------------------------------------------------------- */
+
+static void engine_destroy(gx_engine *e)
+{
+    if (!e) return;
+    sift_grammar_free(e->g);
+    gx_vocab_free(&e->voc);
+    gx_arena_free(&e->wa);
+    gx_free(e->asc);
+    gx_free(e->st);
+    gx_u32_free(&e->sets);
+    gx_free(e->live);
+    gx_free(e->trans);
+    gx_free(e->st_ht);
+    gx_free(e->ent);
+    gx_u32_free(&e->lists);
+    gx_free(e->dense);
+    gx_free(e->et);
+    gx_free(e->wf);
+    gx_free(e->acc_stamp);
+    gx_free(e->node_stamp);
+    gx_u32_free(&e->acc);
+    gx_u32_free(&e->esc);
+    gx_u32_free(&e->tmp);
+    gx_u32_free(&e->used_dense);
+    pthread_mutex_destroy(&e->lock);
+    gx_free(e);
+}
+
+int gx_engine_new(gx_engine **out, sift_grammar *g, const sift_vocab_view *view, sift_error *err)
+{
+    *out = NULL;
+    gx_engine *e = gx_calloc(1, sizeof *e);
+    if (!e) {
+        sift_grammar_free(g);
+        return sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    }
+    atomic_init(&e->refs, 1);
+    pthread_mutex_init(&e->lock, NULL);
+    e->g = g;
+    int rc = gx_vocab_build(&e->voc, view, err);
+    if (rc != SIFT_OK) goto fail;
+    if (g->has_tokens && (int64_t)g->max_token >= e->voc.n_tokens) {
+        rc = sift_error_set(err, SIFT_E_INVAL, "grammar names token %u but the vocabulary has %d tokens", g->max_token,
+                            e->voc.n_tokens);
+        goto fail;
+    }
+    rc = gx_arena_init(&e->wa, g);
+    if (rc != SIFT_OK) goto nomem;
+    uint32_t depth = e->voc.max_depth + 2;
+    e->wf = gx_malloc(depth * sizeof *e->wf);
+    e->acc_stamp = gx_calloc(e->voc.n_nodes, sizeof *e->acc_stamp);
+    e->node_stamp = gx_calloc(e->voc.n_nodes, sizeof *e->node_stamp);
+    e->et_cap = 1024;
+    e->et = gx_malloc((size_t)e->et_cap * sizeof *e->et);
+    if (!e->wf || !e->acc_stamp || !e->node_stamp || !e->et)
+        goto nomem;
+    for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
+    e->node_epoch = 1;
+    for (uint32_t b = 0xC2; b <= 0xF4; b++) {
+        gx_utf8 u = {0};
+        gx_utf8_feed(&u, (uint8_t)b);
+        uint32_t lo, hi;
+        gx_utf8_range(&u, &lo, &hi);
+        gx_syms_in_range(g, lo, hi, &e->lead_lo[b], &e->lead_hi[b]);
+    }
+    if (dfa_intern(e, NULL, 0) != DEAD) goto nomem;
+    *out = e;
+    return SIFT_OK;
+nomem:
+    rc = sift_error_set(err, SIFT_E_NOMEM, "out of memory building the grammar sampler");
+fail:
+    engine_destroy(e);
+    return rc;
+}
+
+void gx_engine_retain(gx_engine *e) { atomic_fetch_add(&e->refs, 1); }
+
+void gx_engine_release(gx_engine *e)
+{
+    if (e && atomic_fetch_sub(&e->refs, 1) == 1) engine_destroy(e);
+}
+
+const sift_grammar *gx_engine_grammar(const gx_engine *e) { return e->g; }
+const gx_vocab *gx_engine_vocab(const gx_engine *e) { return &e->voc; }
+
+/* Frames that can sit directly below a frame of each rule ("B" sets), for precompute:
+ * position p+1 after every REF r that is not at the end of its alternative; for a REF at
+ * the end (a tail call), whatever can be below the calling rule. */
+static int below_sets(const sift_grammar *g, gx_u32vec **out)
+{
+    gx_u32vec *b = gx_calloc(g->n_rules, sizeof *b);
+    if (!b) return SIFT_E_NOMEM;
+    gx_u32vec tail_from = {0}, tail_to = {0};
+    int rc = SIFT_OK;
+    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK; p++) {
+        uint32_t el = g->elems[p];
+        if (GX_TYPE(el) != GX_REF) continue;
+        uint32_t r = GX_VAL(el);
+        if (!gx_is_end(g->elems[p + 1])) {
+            if (!gx_u32_push(&b[r], p + 1)) rc = SIFT_E_NOMEM;
+        } else if (g->rule_of[p] != r) {
+            if (!gx_u32_push(&tail_from, g->rule_of[p]) || !gx_u32_push(&tail_to, r)) rc = SIFT_E_NOMEM;
+        }
+    }
+    /* propagate along tail calls to a fixpoint (sets are small; dedupe by linear scan) */
+    bool changed = rc == SIFT_OK;
+    for (int iter = 0; changed && iter < 64 && rc == SIFT_OK; iter++) {
+        changed = false;
+        for (uint32_t k = 0; k < tail_from.n && rc == SIFT_OK; k++) {
+            gx_u32vec *src = &b[tail_from.v[k]], *dst = &b[tail_to.v[k]];
+            for (uint32_t q = 0; q < src->n; q++) {
+                bool have = false;
+                for (uint32_t z = 0; z < dst->n && !have; z++) have = dst->v[z] == src->v[q];
+                if (!have) {
+                    if (dst->n > 4096) break; /* enough for a warm start; the rest is lazy */
+                    if (!gx_u32_push(dst, src->v[q])) rc = SIFT_E_NOMEM;
+                    changed = true;
+                }
+            }
+        }
+    }
+    gx_u32_free(&tail_from);
+    gx_u32_free(&tail_to);
+    if (rc != SIFT_OK) {
+        for (uint32_t r = 0; r < g->n_rules; r++) gx_u32_free(&b[r]);
+        gx_free(b);
+        return rc;
+    }
+    *out = b;
+    return SIFT_OK;
+}
+
+int gx_engine_precompute(gx_engine *e, uint64_t budget)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pthread_mutex_lock(&e->lock);
+    const sift_grammar *g = e->g;
+    gx_utf8 none = {0};
+    int rc = SIFT_OK;
+    uint64_t start = e->walked;
+    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK; p++)
+        if (gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
+    gx_u32vec *below = NULL;
+    if (rc == SIFT_OK) rc = below_sets(g, &below);
+    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && e->walked - start < budget; p++) {
+        if (GX_TYPE(g->elems[p]) != GX_CLASS) continue;
+        uint32_t id = level1(e, p, &none);
+        if (id == GX_NONE) {
+            rc = SIFT_E_NOMEM;
+            break;
+        }
+        if (!e->ent[id].esc_n) continue;
+        const gx_u32vec *bs = &below[g->rule_of[p]];
+        for (uint32_t k = 0; k < bs->n && e->walked - start < budget; k++)
+            if (child(e, id, bs->v[k]) == GX_NONE) {
+                rc = SIFT_E_NOMEM;
+                break;
+            }
+    }
+    if (below) {
+        for (uint32_t r = 0; r < g->n_rules; r++) gx_u32_free(&below[r]);
+        gx_free(below);
+    }
+    pthread_mutex_unlock(&e->lock);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    e->precompute_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    return rc;
+}
+
+int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t *mask)
+{
+    uint32_t W = e->voc.n_words;
+    memset(mask, 0, (size_t)W * sizeof *mask);
+    pthread_mutex_lock(&e->lock);
+    int rc = SIFT_OK;
+    e->used_dense.n = 0;
+    for (uint32_t k = 0; k < s->tops.n; k++) {
+        uint32_t n = s->tops.v[k];
+        uint32_t id = level1(e, ra->pos[n], &s->utf8);
+        for (uint32_t f = ra->parent[n]; id != GX_NONE && e->ent[id].esc_n && f; f = ra->parent[f])
+            id = child(e, id, ra->pos[f]);
+        if (id == GX_NONE) {
+            rc = SIFT_E_NOMEM;
+            break;
+        }
+        const gx_entry *en = &e->ent[id];
+        if (en->dense >= 0) {
+            bool seen = false;
+            for (uint32_t q = 0; q < e->used_dense.n && !seen; q++) seen = e->used_dense.v[q] == (uint32_t)en->dense;
+            if (!seen) {
+                if (!gx_u32_push(&e->used_dense, (uint32_t)en->dense)) {
+                    rc = SIFT_E_NOMEM;
+                    break;
+                }
+                const uint64_t *d = dense_bits(e, en->dense);
+                for (uint32_t w = 0; w < W; w++) mask[w] |= d[w];
+            }
+        }
+        const uint32_t *x = e->lists.v + en->extra_off;
+        for (uint32_t q = 0; q < en->extra_n; q++) gx_bit_set(mask, x[q]);
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (gx_state_can_end(s))
+        for (uint32_t k = 0; k < e->voc.n_eog; k++) gx_bit_set(mask, e->voc.eog[k]);
+    return rc;
+}
+
+void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st)
+{
+    pthread_mutex_lock(&e->lock);
+    st->entries = e->n_ent;
+    st->dense_sets = e->n_dense;
+    st->dfa_states = e->n_st;
+    st->walk_arena_nodes = e->wa.n;
+    st->trie_nodes = e->voc.n_nodes;
+    st->trie_nodes_walked = e->walked;
+    st->bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.cap * 4 + (uint64_t)e->cap_ent * sizeof(gx_entry) +
+                (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
+                (uint64_t)e->voc.n_nodes * sizeof(gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
+    st->precompute_ms = e->precompute_ms;
+    pthread_mutex_unlock(&e->lock);
+}

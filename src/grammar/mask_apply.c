@@ -1,0 +1,30 @@
+/*
+ * mask_apply.c - the portable version of the masking pass and the run-time dispatch (see
+ * mask_apply.h).
+ */
+#include <math.h>
+
+#include "grammar/mask_apply.h"
+
+size_t gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < size; i++) {
+        uint32_t t = (uint32_t)id[i];
+        bool ok = t < n_tokens && ((mask[t >> 6] >> (t & 63)) & 1);
+        if (!ok) logit[i] = -INFINITY;
+        kept += ok;
+    }
+    return kept;
+}
+
+gx_mask_apply_fn gx_mask_apply_best(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+        return gx_mask_apply_avx512;
+    if (__builtin_cpu_supports("avx2")) return gx_mask_apply_avx2;
+#endif
+    return gx_mask_apply_scalar;
+}

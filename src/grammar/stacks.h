@@ -1,0 +1,104 @@
+/*
+ * stacks.h - parse stacks as hash-consed nodes, and the reference matcher built on them.
+ *
+ * A parse stack (llama.cpp's llama_grammar_stack) is a list of grammar positions: the top
+ * is a terminal (CLASS / TOKEN element) to match next, every entry below it is where to go
+ * on when the rule above it ends. llama.cpp copies these vectors on every step; here a
+ * stack is a node (pos, parent) in an arena where equal (pos, parent) pairs are the same
+ * node, so a stack is one integer, stacks share their bottoms, and comparing two stacks is
+ * comparing two ids. Node 0 is the bottom: "nothing below" for real stacks, the "sentinel"
+ * (unknown context) for the suffixes the mask engine works on.
+ *
+ * The two operations a matcher needs are memoized per node:
+ *   closure  - execute a position: a REF expands into its alternatives (an empty one pops
+ *              to the parent), until only terminals are on top (llama_grammar_advance_stack);
+ *   succ(n)  - the stacks after the terminal on top of n has matched a character: the
+ *              closure of the next position in n's rule, or of n's parent when it ends.
+ * Because the grammar has no left recursion, a closure is finite; nodes already executed in
+ * the same closure are skipped, so shared sub-expansions are done once.
+ *
+ * A matcher state (gx_state) is a set of top nodes, a can_end flag (some stack is empty:
+ * llama.cpp's "empty stack") and an unfinished UTF-8 character. Stepping a state by a code
+ * point is the union of succ(n) over the tops whose class contains it.
+ */
+#ifndef SIFT_GRAMMAR_STACKS_H
+#define SIFT_GRAMMAR_STACKS_H
+
+#include "grammar/grammar.h"
+
+#define GX_NONE UINT32_MAX
+
+typedef struct gx_arena {
+    const sift_grammar *g;
+    uint32_t n, cap;      /* nodes [0, n); node 0 is the bottom */
+    uint32_t *pos, *parent;
+    uint32_t *succ;       /* memo: offset into pool of [count|bottom<<31, ids...], GX_NONE = unknown */
+    uint32_t *stamp;      /* closure dedupe */
+    uint32_t *mark;       /* set-merge dedupe */
+    uint32_t epoch, mark_epoch;
+    uint32_t *ht;         /* hash-cons table of node ids (0 = empty slot) */
+    uint32_t ht_cap;
+    gx_u32vec pool;
+    gx_u32vec work;       /* closure work stack */
+    gx_u32vec scratch;    /* gx_state_start's closure output */
+    uint64_t max_nodes;   /* growth cap; exceeding it is an out-of-memory error */
+} gx_arena;
+
+int gx_arena_init(gx_arena *a, const sift_grammar *g);
+void gx_arena_free(gx_arena *a);
+/* dst := a copy of src (dst initialized or zeroed; its old contents are freed). */
+int gx_arena_copy(gx_arena *dst, const gx_arena *src);
+/* Drop every node (ids become invalid); keeps the memory. */
+void gx_arena_clear(gx_arena *a);
+
+/* The node (pos, parent); GX_NONE when out of memory. */
+uint32_t gx_node(gx_arena *a, uint32_t pos, uint32_t parent);
+
+/* Execute position `pos` with parent `parent`: append the terminal-topped nodes to `out`
+ * (each once) and set *bottom when the parent chain empties. SIFT_OK or SIFT_E_NOMEM. */
+int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool *bottom);
+
+/* Successors of node n (whose top is a terminal) after that terminal matched: a pointer
+ * into the arena's pool (valid until the next arena call), *count ids, *bottom. NULL on OOM. */
+const uint32_t *gx_succ(gx_arena *a, uint32_t n, uint32_t *count, bool *bottom);
+
+/* Start of a fresh set merge; then gx_mark_add() returns true the first time it sees a node. */
+void gx_mark_begin(gx_arena *a);
+static inline bool gx_mark_add(gx_arena *a, uint32_t node)
+{
+    if (a->mark[node] == a->mark_epoch) return false;
+    a->mark[node] = a->mark_epoch;
+    return true;
+}
+
+/* ---- the reference matcher ---- */
+typedef struct gx_state {
+    gx_u32vec tops;
+    bool can_end;
+    gx_utf8 utf8;
+} gx_state;
+
+void gx_state_free(gx_state *s);
+int gx_state_copy(gx_state *dst, const gx_state *src);
+/* The start state of the grammar (its root's alternatives expanded). */
+int gx_state_start(gx_arena *a, gx_state *s);
+/* out = in after code point cp (out may end up dead: no tops and !can_end). */
+int gx_state_step(gx_arena *a, const gx_state *in, uint32_t cp, gx_state *out);
+/* Can some top still match a character that the unfinished UTF-8 in s completes to? */
+bool gx_state_partial_ok(const gx_arena *a, const gx_state *s);
+/* Feed bytes into *s (tmp is scratch). SIFT_OK, or SIFT_E_INVAL with *fail = offset of the
+ * first byte that cannot continue (then *s is unchanged), or SIFT_E_NOMEM. */
+int gx_state_feed(gx_arena *a, gx_state *s, const uint8_t *bytes, size_t n, gx_state *tmp, gx_state *tmp2, size_t *fail);
+/* Accept a whole token: its id against TOKEN tops (when no character is unfinished) and its
+ * bytes against everything else; the union. SIFT_E_INVAL (state unchanged) if neither
+ * survives. */
+int gx_state_accept_token(gx_arena *a, gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
+                          gx_state *t2, gx_state *t3);
+/* Would accept_token succeed? (no state change) */
+bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
+                       gx_state *t2);
+static inline bool gx_state_dead(const gx_state *s) { return s->tops.n == 0 && !s->can_end; }
+/* The grammar may end here (some stack empty, no unfinished character). */
+static inline bool gx_state_can_end(const gx_state *s) { return s->can_end && s->utf8.need == 0; }
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * trie.h - the vocabulary as a byte trie laid out in preorder, for grammar masks.
+ *
+ * Token texts (llama.cpp's token_to_piece with special = true) are copied from a
+ * sift_vocab_view, sorted, and turned into a trie whose nodes are stored in depth-first
+ * preorder: node i's subtree is [i, end[i]), its first child (if any) is i + 1 and the next
+ * sibling of a child c is end[c]. A walk over the trie is then a forward scan of flat
+ * arrays that skips a dead subtree with one jump, and tokens sharing a prefix share the
+ * work of matching it (XGrammar's sorted-vocabulary trick, llguidance's token trie).
+ *
+ * Excluded from the trie: end-of-generation tokens (the grammar allows them exactly when it
+ * can end, separately), tokens with an empty text (never allowed, as in llama.cpp) and
+ * tokens containing a NUL byte (never allowed: llama.cpp's C-string matching would cut
+ * them short).
+ */
+#ifndef SIFT_GRAMMAR_TRIE_H
+#define SIFT_GRAMMAR_TRIE_H
+
+#include "grammar/gutil.h"
+#include "sift.h"
+
+#define GX_TOK_EOG 0x1u
+#define GX_TOK_EXCLUDED 0x2u /* empty text or a NUL byte: never allowed */
+
+/* One trie node, packed so that a walk reads one sequential stream. */
+typedef struct {
+    uint32_t end;       /* subtree end (exclusive) */
+    uint32_t tok_begin; /* tokens ending here: sorted[tok_begin .. tok_begin + tok_n) */
+    uint16_t depth;
+    uint16_t tok_n;
+    uint8_t byte;       /* the byte leading into the node */
+} gx_trie_node;
+
+typedef struct gx_vocab {
+    int32_t n_tokens;
+    uint32_t n_words;      /* 64-bit words of a token bitset */
+    char *bytes;           /* all token texts, concatenated */
+    uint32_t *off;         /* [n_tokens + 1] */
+    uint8_t *flags;        /* GX_TOK_* */
+    uint64_t *normal;      /* bitset: tokens in the trie (not EOG, not excluded) */
+    uint32_t *eog;         /* EOG token ids */
+    uint32_t n_eog;
+
+    /* the trie; node 0 is the root (empty prefix) */
+    uint32_t n_nodes;
+    gx_trie_node *node;
+    uint32_t *sorted;      /* trie tokens sorted by text */
+    uint32_t max_depth;
+} gx_vocab;
+
+/* Build from a view (copies everything it needs). SIFT_OK, SIFT_E_INVAL, SIFT_E_NOMEM. */
+int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err);
+void gx_vocab_free(gx_vocab *v);
+
+static inline const uint8_t *gx_vocab_text(const gx_vocab *v, uint32_t t, uint32_t *len)
+{
+    *len = v->off[t + 1] - v->off[t];
+    return (const uint8_t *)v->bytes + v->off[t];
+}
+
+#endif

@@ -1,0 +1,539 @@
+/*
+ * test_grammar_sampler.c - the grammar sampler on hand-made vocabularies.
+ *
+ * Semantics (llama.cpp's): which tokens apply leaves, EOG exactly where the grammar can end,
+ * accept by bytes with characters split across tokens, token references, the dead state,
+ * lazy grammars with word / pattern / token triggers, reset and clone, the rejection
+ * strategy. Machinery: the cached token masks of the engine against the reference matcher
+ * on every token of synthetic vocabularies along random walks; the SIMD masking passes
+ * against the scalar one; and no allocation at all once the caches are warm.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "grammar/mask.h"
+#include "grammar/mask_apply.h"
+#include "grammar_util.h"
+
+/* allowed[i] after applying s to the whole vocabulary (uses the bitset path) and to each
+ * token alone (the per-candidate path); both must agree */
+static void allowed_set(sift_sampler *s, int n, bool *allowed)
+{
+    sift_candidates c;
+    assert_int_equal(sift_candidates_init(&c, (size_t)(n > 64 ? n : 64)), SIFT_OK);
+    /* pad to more than the per-candidate threshold so the bitset path runs */
+    size_t size = (size_t)(n > 64 ? n : 64);
+    for (size_t i = 0; i < size; i++) {
+        c.id[i] = (sift_token)(i % (size_t)n);
+        c.logit[i] = 0.0f;
+    }
+    c.size = size;
+    sift_sampler_apply(s, &c);
+    for (int i = 0; i < n; i++) allowed[i] = c.logit[i] != -INFINITY;
+    for (size_t i = (size_t)n; i < size; i++) assert_int_equal(c.logit[i] != -INFINITY, allowed[i % (size_t)n]);
+    sift_candidates one;
+    assert_int_equal(sift_candidates_init(&one, 1), SIFT_OK);
+    for (int i = 0; i < n; i++) {
+        one.id[0] = i;
+        one.logit[0] = 1.0f;
+        one.size = 1;
+        sift_sampler_apply(s, &one);
+        if ((one.logit[0] != -INFINITY) != allowed[i]) fail_msg("token %d: bitset path %d, single path %d", i, allowed[i], !allowed[i]);
+        assert_int_equal(sift_grammar_sampler_allows(s, i), allowed[i]);
+    }
+    sift_candidates_free(&one);
+    sift_candidates_free(&c);
+}
+
+static void expect_allowed(sift_sampler *s, int n, const char *want /* '1'/'0' per token */)
+{
+    bool a[64];
+    allowed_set(s, n, a);
+    for (int i = 0; i < n; i++)
+        if (a[i] != (want[i] == '1')) fail_msg("token %d: allowed %d, want %c (want %s)", i, a[i], want[i], want);
+}
+
+static sift_sampler *make(const gt_vocab *v, const char *gbnf)
+{
+    sift_error err = {0};
+    sift_sampler *s = sift_sampler_init_grammar(&v->view, gbnf, NULL, &err);
+    if (!s) fail_msg("init: %s", err.msg);
+    return s;
+}
+
+static void test_basic_semantics(void **state)
+{
+    (void)state;
+    /*                      0     1     2     3      4      5      6      7    8   9            10       11 */
+    const char *t[] = {"{", "}", "a", "ab", "{a", "a}", "}{", "1", "", "x\0y", "</s>", " "};
+    const int lens[] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 3, -1, -1};
+    uint8_t attr[12];
+    for (int i = 0; i < 12; i++) attr[i] = SIFT_TOKEN_ATTR_NORMAL;
+    attr[10] = SIFT_TOKEN_ATTR_CONTROL | SIFT_TOKEN_ATTR_EOG;
+    gt_vocab v;
+    gt_vocab_make(&v, t, lens, attr, 12);
+    sift_sampler *s = make(&v, "root ::= \"{\" [a-z]+ \"}\"\n");
+    assert_string_equal(sift_sampler_name(s), "grammar");
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_ACTIVE);
+    expect_allowed(s, 12, "100010000000");
+    sift_sampler_accept(s, 0);
+    expect_allowed(s, 12, "001101000000");
+    sift_sampler_accept(s, 2);
+    expect_allowed(s, 12, "011101000000");
+    sift_sampler_accept(s, 5); /* "a}": the grammar is complete */
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_DONE);
+    expect_allowed(s, 12, "000000000010");
+    sift_sampler_accept(s, 10); /* EOG where the grammar can end: nothing changes */
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_DONE);
+    expect_allowed(s, 12, "000000000010");
+    /* reset: back to the start */
+    sift_sampler_reset(s);
+    expect_allowed(s, 12, "100010000000");
+    /* a token the grammar cannot take: dead, only EOG allowed (llama.cpp aborts here) */
+    sift_sampler_accept(s, 7);
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_DEAD);
+    expect_allowed(s, 12, "000000000010");
+    sift_sampler_reset(s);
+    sift_sampler_accept(s, 10); /* EOG where the grammar cannot end: dead too */
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_DEAD);
+    sift_sampler_free(s);
+
+    /* an empty grammar text: a no-op sampler, as in llama.cpp */
+    sift_error err = {0};
+    s = sift_sampler_init_grammar(&v.view, "", NULL, &err);
+    assert_non_null(s);
+    assert_string_equal(sift_sampler_name(s), "?grammar");
+    sift_sampler_free(s);
+    /* errors */
+    assert_null(sift_sampler_init_grammar(NULL, "root ::= \"a\"", NULL, &err));
+    assert_int_equal(err.status, SIFT_E_INVAL);
+    assert_null(sift_sampler_init_grammar(&v.view, "root ::= x", NULL, &err));
+    assert_int_equal(err.status, SIFT_E_PARSE);
+    assert_null(sift_sampler_init_grammar(&v.view, "root ::= <[12]>", NULL, &err));
+    assert_int_equal(err.status, SIFT_E_PARSE);
+    gt_vocab_free(&v);
+}
+
+static void test_utf8_across_tokens(void **state)
+{
+    (void)state;
+    /*                    0       1       2           3    4        5       6           7 */
+    const char *t[] = {"\xC3", "\xA9", "\xC3\xA9", "!", "\xA9!", "\xC0", "\xED\xA0", "\xE2\x82"};
+    gt_vocab v;
+    gt_vocab_make(&v, t, NULL, NULL, 8);
+    sift_sampler *s = make(&v, "root ::= \"\xC3\xA9\" \"!\"\n");
+    expect_allowed(s, 8, "10100000");
+    sift_sampler_accept(s, 0);
+    expect_allowed(s, 8, "01001000");
+    sift_sampler_accept(s, 1);
+    expect_allowed(s, 8, "00010000");
+    sift_sampler_free(s);
+    /* strict UTF-8: overlong leads and surrogates are never text, even for [^a] */
+    s = make(&v, "root ::= [^a]*\n");
+    expect_allowed(s, 8, "10110001");
+    sift_sampler_accept(s, 7); /* an unfinished 3-byte character: only a continuation now */
+    expect_allowed(s, 8, "01001000");
+    sift_sampler_free(s);
+    gt_vocab_free(&v);
+}
+
+static void test_token_references(void **state)
+{
+    (void)state;
+    const char *t[] = {"a", "b", "<think>", "</think>", "x", "</s>"};
+    uint8_t attr[] = {1, 1, SIFT_TOKEN_ATTR_CONTROL, SIFT_TOKEN_ATTR_CONTROL, 1, SIFT_TOKEN_ATTR_CONTROL | SIFT_TOKEN_ATTR_EOG};
+    gt_vocab v;
+    gt_vocab_make(&v, t, NULL, attr, 6);
+    /* a thinking block: <think> anything-but-</think> </think> then "x" */
+    sift_sampler *s = make(&v, "root ::= <think> (!<[3]>)* </think> \"x\"\n");
+    expect_allowed(s, 6, "001000");
+    sift_sampler_accept(s, 2);
+    expect_allowed(s, 6, "111110"); /* any token but </think> (and EOG, governed by the end) */
+    sift_sampler_accept(s, 0);
+    sift_sampler_accept(s, 2);
+    sift_sampler_accept(s, 3);
+    expect_allowed(s, 6, "000010");
+    sift_sampler_accept(s, 4);
+    expect_allowed(s, 6, "000001");
+    sift_sampler_free(s);
+    /* a text equal to a special token's text does not match the token element */
+    s = make(&v, "root ::= \"<think>\"\n");
+    expect_allowed(s, 6, "001000"); /* by its text, as llama.cpp: pieces are matched as text */
+    sift_sampler_free(s);
+    gt_vocab_free(&v);
+}
+
+static void test_lazy_triggers(void **state)
+{
+    (void)state;
+    /*                    0        1     2       3     4    5      6          7         8 */
+    const char *t[] = {"hello", " CA", "LL[", "12", "]", "x", "<tool>", "{\"a\"", "}"};
+    gt_vocab v;
+    gt_vocab_make(&v, t, NULL, NULL, 9);
+    const char *gbnf = "root ::= \"CALL[\" [0-9]+ \"]\"\n";
+    sift_grammar_params p = sift_grammar_default_params();
+    p.lazy = true;
+    const char *words[] = {"CALL"};
+    p.trigger_words = words;
+    p.n_trigger_words = 1;
+    sift_error err = {0};
+    sift_sampler *s = sift_sampler_init_grammar_ex(&v.view, gbnf, strlen(gbnf), &p, &err);
+    assert_non_null(s);
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    expect_allowed(s, 9, "111111111"); /* no constraint yet */
+    sift_sampler_accept(s, 0);
+    sift_sampler_accept(s, 1);
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    sift_sampler_accept(s, 2); /* "hello CALL[": triggered at "CALL", the rest replayed */
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_ACTIVE);
+    expect_allowed(s, 9, "000100000");
+    sift_sampler_accept(s, 3);
+    expect_allowed(s, 9, "000110000");
+    sift_sampler_accept(s, 4);
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_DONE);
+    /* reset: waiting again */
+    sift_sampler_reset(s);
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    sift_sampler_free(s);
+
+    /* a pattern: the grammar starts at its first capturing group */
+    const char *g2 = "root ::= \"{\\\"a\\\"\" \"}\"\n";
+    p = sift_grammar_default_params();
+    p.lazy = true;
+    const char *pats[] = {"<tool>(\\{)"};
+    p.trigger_patterns = pats;
+    p.n_trigger_patterns = 1;
+    s = sift_sampler_init_grammar_ex(&v.view, g2, strlen(g2), &p, &err);
+    if (!s) fail_msg("%s", err.msg);
+    sift_sampler_accept(s, 5);
+    sift_sampler_accept(s, 6);
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    sift_sampler_accept(s, 7); /* "x<tool>{"a"": the group starts at '{' */
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_ACTIVE);
+    expect_allowed(s, 9, "000000001");
+    sift_sampler_free(s);
+
+    /* a full pattern (^...$) must match all of the output; a token trigger */
+    p = sift_grammar_default_params();
+    p.lazy = true;
+    const char *full[] = {"^x<tool>$"};
+    p.trigger_patterns = full;
+    p.n_trigger_patterns = 1;
+    const char *g3 = "root ::= \"x<tool>\" \"{\\\"a\\\"\" \"}\"\n";
+    s = sift_sampler_init_grammar_ex(&v.view, g3, strlen(g3), &p, &err);
+    assert_non_null(s);
+    sift_sampler_accept(s, 5);
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    sift_sampler_accept(s, 6);
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_ACTIVE);
+    expect_allowed(s, 9, "000000010");
+    sift_sampler_free(s);
+
+    p = sift_grammar_default_params();
+    p.lazy = true;
+    sift_token tt[] = {6};
+    p.trigger_tokens = tt;
+    p.n_trigger_tokens = 1;
+    s = sift_sampler_init_grammar_ex(&v.view, g3, strlen(g3), &p, &err);
+    assert_non_null(s);
+    sift_sampler_accept(s, 0);
+    sift_sampler_accept(s, 6); /* the trigger token itself is the first token of the grammar */
+    assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_DEAD); /* "<tool>" alone does not start "x<tool>" */
+    sift_sampler_free(s);
+
+    /* a bad pattern is a parse error naming its offset */
+    const char *bad[] = {"(unclosed"};
+    p = sift_grammar_default_params();
+    p.lazy = true;
+    p.trigger_patterns = bad;
+    p.n_trigger_patterns = 1;
+    assert_null(sift_sampler_init_grammar_ex(&v.view, g3, strlen(g3), &p, &err));
+    assert_int_equal(err.status, SIFT_E_PARSE);
+    assert_non_null(strstr(err.msg, "pattern 0"));
+    gt_vocab_free(&v);
+}
+
+static void test_clone_and_chain(void **state)
+{
+    (void)state;
+    const char *t[] = {"a", "b", "c", "</s>"};
+    uint8_t attr[] = {1, 1, 1, SIFT_TOKEN_ATTR_EOG | SIFT_TOKEN_ATTR_CONTROL};
+    gt_vocab v;
+    gt_vocab_make(&v, t, NULL, attr, 4);
+    sift_sampler *s = make(&v, "root ::= \"a\" \"b\"{1,3}\n");
+    sift_sampler_accept(s, 0);
+    sift_sampler *c = sift_sampler_clone(s);
+    assert_non_null(c);
+    expect_allowed(c, 4, "0100");
+    sift_sampler_accept(c, 1);
+    expect_allowed(c, 4, "0101");
+    expect_allowed(s, 4, "0100"); /* the original did not move */
+    sift_sampler_free(c);
+
+    /* rejection vs grammar-first through a chain: same token whenever the first pick is
+     * allowed, and always a token the grammar allows */
+    for (int mode = 0; mode < 2; mode++) {
+        sift_sampler_reset(s);
+        sift_chain *chain = sift_chain_new(sift_chain_default_params());
+        assert_int_equal(sift_chain_add(chain, sift_sampler_init_dist(7)), SIFT_OK);
+        float logits[4] = {0.1f, 3.0f, 0.5f, 2.0f};
+        bool refused = false;
+        sift_token tok = sift_grammar_chain_sample(s, chain, logits, 4, mode ? SIFT_GRAMMAR_REJECTION : SIFT_GRAMMAR_FIRST, &refused);
+        assert_int_equal(tok, 0); /* only "a" is allowed at the start */
+        tok = sift_grammar_chain_sample(s, chain, logits, 4, mode ? SIFT_GRAMMAR_REJECTION : SIFT_GRAMMAR_FIRST, &refused);
+        assert_int_equal(tok, 1); /* then only "b" */
+        for (int k = 0; k < 3; k++) {
+            tok = sift_grammar_chain_sample(s, chain, logits, 4, mode ? SIFT_GRAMMAR_REJECTION : SIFT_GRAMMAR_FIRST, &refused);
+            assert_true(tok == 1 || tok == 3); /* "b" (up to 3) or the end */
+            if (!mode) assert_false(refused);
+            if (tok == 3) break;
+        }
+        sift_chain_free(chain);
+    }
+    sift_sampler_free(s);
+    gt_vocab_free(&v);
+}
+
+/* ---- the engine against the reference matcher ------------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* A vocabulary of n random strings over `alphabet` (UTF-8 pieces are cut at random bytes, so
+ * some tokens split characters), plus EOG as the last token. */
+static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n, uint64_t seed)
+{
+    size_t al = strlen(alphabet);
+    char **s = calloc((size_t)n, sizeof *s);
+    int *lens = calloc((size_t)n, sizeof *lens);
+    uint8_t *attr = calloc((size_t)n, 1);
+    for (int i = 0; i < n - 1; i++) {
+        int len = 1 + (int)(rng_next(&seed) % (i < 200 ? 2 : 7));
+        s[i] = malloc((size_t)len + 1);
+        size_t start = rng_next(&seed) % al;
+        for (int k = 0; k < len; k++) {
+            /* mostly runs of the alphabet, so that tokens are plausible text */
+            size_t at = (rng_next(&seed) % 4) ? (start + (size_t)k) % al : rng_next(&seed) % al;
+            s[i][k] = alphabet[at];
+        }
+        s[i][len] = 0;
+        lens[i] = len;
+        attr[i] = SIFT_TOKEN_ATTR_NORMAL;
+    }
+    s[n - 1] = malloc(5);
+    strcpy(s[n - 1], "</s>");
+    lens[n - 1] = 4;
+    attr[n - 1] = SIFT_TOKEN_ATTR_EOG | SIFT_TOKEN_ATTR_CONTROL;
+    gt_vocab_make(v, (const char *const *)s, lens, attr, n);
+    *store = s;
+    free(lens);
+    free(attr);
+}
+
+static void differential(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed)
+{
+    size_t gl = 0;
+    char *gtext = gt_grammar_text(grammar_name, &gl);
+    assert_non_null(gtext);
+    gt_vocab v;
+    char **store;
+    random_vocab(&v, &store, alphabet, n_vocab, seed);
+    sift_error err = {0};
+    sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, &v.view, &err);
+    if (!g) fail_msg("%s", err.msg);
+    gx_engine *e;
+    assert_int_equal(gx_engine_new(&e, g, &v.view, &err), SIFT_OK);
+    /* half the runs cold (lazy entries only), half precomputed */
+    if (seed & 1) assert_int_equal(gx_engine_precompute(e, 1u << 22), SIFT_OK);
+    const gx_vocab *vo = gx_engine_vocab(e);
+    gx_arena ra;
+    assert_int_equal(gx_arena_init(&ra, gx_engine_grammar(e)), SIFT_OK);
+    gx_state st = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+    assert_int_equal(gx_state_start(&ra, &st), SIFT_OK);
+    uint64_t *mask = malloc(vo->n_words * sizeof *mask);
+    int *allowed = malloc(sizeof(int) * (size_t)n_vocab);
+    long checked = 0, docs = 0;
+    for (int step = 0; step < steps; step++) {
+        assert_int_equal(gx_engine_fill_mask(e, &ra, &st, mask), SIFT_OK);
+        int na = 0;
+        for (int tok = 0; tok < n_vocab; tok++) {
+            bool m = (mask[tok >> 6] >> (tok & 63)) & 1;
+            bool ref;
+            if (vo->flags[tok] & GX_TOK_EOG) ref = gx_state_can_end(&st);
+            else {
+                uint32_t l;
+                const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);
+                ref = gx_state_token_ok(&ra, &st, (uint32_t)tok, b, l, &t1, &t2);
+            }
+            if (m != ref) {
+                uint32_t l;
+                const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);
+                fail_msg("%s step %d token %d '%.*s': mask %d, reference %d", grammar_name, step, tok, (int)l, b, m, ref);
+            }
+            if (m) allowed[na++] = tok;
+            checked++;
+        }
+        if (!na) fail_msg("%s step %d: nothing allowed", grammar_name, step);
+        int tok = allowed[rng_next(&seed) % (uint64_t)na];
+        if (vo->flags[tok] & GX_TOK_EOG) {
+            docs++;
+            assert_int_equal(gx_state_start(&ra, &st), SIFT_OK);
+            continue;
+        }
+        uint32_t l;
+        const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);
+        assert_int_equal(gx_state_accept_token(&ra, &st, (uint32_t)tok, b, l, &t1, &t2, &t3), SIFT_OK);
+    }
+    print_message("%-10s %d tokens x %d steps: %ld checks, %ld documents\n", grammar_name, n_vocab, steps, checked, docs);
+    free(mask);
+    free(allowed);
+    gx_state_free(&st);
+    gx_state_free(&t1);
+    gx_state_free(&t2);
+    gx_state_free(&t3);
+    gx_arena_free(&ra);
+    gx_engine_release(e);
+    for (int i = 0; i < n_vocab; i++) free(store[i]);
+    free(store);
+    gt_vocab_free(&v);
+    free(gtext);
+}
+
+static void test_mask_vs_reference(void **state)
+{
+    (void)state;
+    const char *json_chars = "{}[],:\"\\ \n0123456789.-+eEtrufalsn\xC3\xA9\xE2\x82\xAC\x01" "abu";
+    differential("json", json_chars, 1500, 120, 1);
+    differential("json", json_chars, 1500, 120, 2);
+    differential("arithmetic", "0123456789.+-*/^() ,sincoqrtlgexpmaxyz", 1200, 120, 3);
+    differential("list", "- \n abcdefXYZ\r", 800, 120, 5);
+    differential("c_like", "intflovdwhrue(){};=+-*/%<>!&|\n \"abcxyz0123_,", 2000, 150, 7);
+    differential("chess", "12345678. abcdefghKQRBNxO-=+#\n", 1000, 120, 9);
+}
+
+/* ---- SIMD masking == scalar ---------------------------------------------------------------- */
+
+static void test_mask_apply_variants(void **state)
+{
+    (void)state;
+    uint64_t seed = 42;
+    const uint32_t n_tokens = 5000;
+    uint64_t mask[(5000 + 63) / 64];
+    const size_t size = 4099;
+    sift_token *id = malloc(size * sizeof *id);
+    float *l0 = malloc(size * sizeof *l0), *l1 = malloc(size * sizeof *l1), *l2 = malloc(size * sizeof *l2);
+    gx_mask_apply_fn best = gx_mask_apply_best();
+    bool has_avx2 = __builtin_cpu_supports("avx2");
+    bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    for (int round = 0; round < 40; round++) {
+        for (size_t w = 0; w < sizeof mask / sizeof *mask; w++) {
+            uint64_t r = rng_next(&seed);
+            mask[w] = round % 4 == 0 ? ~(uint64_t)0 : round % 4 == 1 ? 0 : r;
+        }
+        /* layouts: identity from 0, identity from an offset, shuffled blocks, out of range */
+        for (size_t i = 0; i < size; i++) {
+            switch (round % 5) {
+            case 0: id[i] = (sift_token)i; break;
+            case 1: id[i] = (sift_token)(i + 7); break;
+            case 2: id[i] = (sift_token)(rng_next(&seed) % n_tokens); break;
+            case 3: id[i] = (sift_token)(i % 16 == 3 ? n_tokens + i : i); break;
+            default: id[i] = (sift_token)(i % 16 == 5 ? -1 : (int)i); break;
+            }
+            l0[i] = l1[i] = l2[i] = (float)(rng_next(&seed) % 1000) / 7.0f;
+        }
+        size_t k0 = gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
+        size_t k1 = best(id, l1, size, mask, n_tokens);
+        assert_int_equal(k0, k1);
+        assert_memory_equal(l0, l1, size * sizeof *l0);
+        if (has_avx2) {
+            memcpy(l2, l1, size * sizeof *l2);
+            for (size_t i = 0; i < size; i++) l2[i] = (float)i;
+            memcpy(l0, l2, size * sizeof *l0);
+            size_t a = gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
+            size_t b = gx_mask_apply_avx2(id, l2, size, mask, n_tokens);
+            assert_int_equal(a, b);
+            assert_memory_equal(l0, l2, size * sizeof *l0);
+        }
+        if (has_avx512) {
+            for (size_t i = 0; i < size; i++) l2[i] = l0[i] = (float)i;
+            size_t a = gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
+            size_t b = gx_mask_apply_avx512(id, l2, size, mask, n_tokens);
+            assert_int_equal(a, b);
+            assert_memory_equal(l0, l2, size * sizeof *l0);
+        }
+    }
+    free(id);
+    free(l0);
+    free(l1);
+    free(l2);
+}
+
+/* ---- no allocation once warm ------------------------------------------------------------------ */
+
+static void test_no_allocation_when_warm(void **state)
+{
+    (void)state;
+    size_t gl = 0;
+    char *gtext = gt_grammar_text("json", &gl);
+    gt_vocab v;
+    char **store;
+    random_vocab(&v, &store, "{}[],:\"\\ \n0123456789.-+eEtrufalsn\xC3\xA9", 3000, 11);
+    sift_grammar_params p = sift_grammar_default_params();
+    sift_error err = {0};
+    sift_sampler *s = sift_sampler_init_grammar_ex(&v.view, gtext, gl, &p, &err);
+    assert_non_null(s);
+    sift_sampler *dist = sift_sampler_init_dist(3);
+    sift_candidates c;
+    assert_int_equal(sift_candidates_init(&c, 3000), SIFT_OK);
+    float *logits = malloc(3000 * sizeof *logits);
+    uint64_t seed = 5;
+    for (int i = 0; i < 3000; i++) logits[i] = (float)(rng_next(&seed) % 1000) / 100.0f;
+    sift_token seq[200];
+    /* pass 1 fills the caches; pass 2 replays the same tokens and must not allocate */
+    for (int pass = 0; pass < 2; pass++) {
+        sift_sampler_reset(s);
+        sift_sampler_reset(dist);
+        uint64_t before = gx_alloc_count();
+        for (int step = 0; step < 200; step++) {
+            sift_candidates_fill(&c, logits, 3000);
+            sift_sampler_apply(s, &c);
+            if (pass == 0) {
+                sift_sampler_apply(dist, &c);
+                seq[step] = sift_candidates_selected(&c);
+            }
+            assert_true(sift_grammar_sampler_allows(s, seq[step]));
+            sift_sampler_accept(s, seq[step]);
+            if (v.attr[seq[step]] & SIFT_TOKEN_ATTR_EOG) sift_sampler_reset(s);
+        }
+        if (pass == 1) assert_int_equal(gx_alloc_count() - before, 0);
+    }
+    free(logits);
+    sift_candidates_free(&c);
+    sift_sampler_free(dist);
+    sift_sampler_free(s);
+    for (int i = 0; i < 3000; i++) free(store[i]);
+    free(store);
+    gt_vocab_free(&v);
+    free(gtext);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_basic_semantics),  cmocka_unit_test(test_utf8_across_tokens),
+        cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
+        cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_mask_vs_reference),
+        cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,420 @@
+/*
+ * test_json_schema.c - JSON schema -> GBNF: the grammar's text for a known schema, then what
+ * the grammars mean: valid instances accepted and invalid ones rejected, integer ranges
+ * checked exhaustively, patterns checked against PCRE2 on many strings, and the errors
+ * (unsupported keywords with their JSON pointer, malformed JSON with its offset).
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "grammar_util.h"
+
+static sift_grammar *convert(const char *schema, uint32_t flags)
+{
+    sift_error err = {0};
+    char *gbnf = sift_json_schema_to_grammar(schema, strlen(schema), flags, &err);
+    if (!gbnf) fail_msg("convert %s: %s", schema, err.msg);
+    sift_grammar *g = sift_grammar_parse(gbnf, strlen(gbnf), "root", NULL, &err);
+    if (!g) fail_msg("the grammar of %s does not parse: %s\n%s", schema, err.msg, gbnf);
+    free(gbnf);
+    return g;
+}
+
+static void expect(sift_grammar *g, const char *instance, bool valid)
+{
+    int r = sift_grammar_match(g, instance, strlen(instance), NULL);
+    if ((r == SIFT_GRAMMAR_COMPLETE) != valid) fail_msg("'%s': got %d, want %s", instance, r, valid ? "accepted" : "rejected");
+}
+
+static void test_golden_person(void **state)
+{
+    (void)state;
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":40},"
+        "\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":999},\"pets\":{\"type\":\"array\",\"maxItems\":8,"
+        "\"items\":{\"enum\":[\"cat\",\"dog\",\"fish\"]}}},\"required\":[\"name\",\"age\",\"pets\"],\"additionalProperties\":false}";
+    const char *want =
+        "age ::= ([0-9] | ([1-9] [0-9]) | ([1-9] [0-9]{2})) space\n"
+        "age-kv ::= \"\\\"age\\\"\" space \":\" space age\n"
+        "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n"
+        "name ::= \"\\\"\" char{1,40} \"\\\"\" space\n"
+        "name-kv ::= \"\\\"name\\\"\" space \":\" space name\n"
+        "pets ::= \"[\" space (pets-item (\",\" space pets-item){0,7})? \"]\" space\n"
+        "pets-item ::= (\"\\\"cat\\\"\" | \"\\\"dog\\\"\" | \"\\\"fish\\\"\") space\n"
+        "pets-kv ::= \"\\\"pets\\\"\" space \":\" space pets\n"
+        "root ::= \"{\" space name-kv \",\" space age-kv \",\" space pets-kv \"}\" space\n"
+        "space ::= | \" \" | \"\\n\"{1,2} [ \\t]{0,20}\n";
+    sift_error err = {0};
+    char *gbnf = sift_json_schema_to_grammar(schema, strlen(schema), 0, &err);
+    assert_non_null(gbnf);
+    assert_string_equal(gbnf, want);
+    free(gbnf);
+    sift_grammar *g = convert(schema, 0);
+    expect(g, "{\"name\": \"Tom\", \"age\": 42, \"pets\": [\"cat\", \"dog\"]}", true);
+    expect(g, "{\"name\":\"T\",\"age\":0,\"pets\":[]}", true);
+    expect(g, "{ \"name\": \"a\\\"b\", \"age\": 999, \"pets\": [ \"fish\" ] }\n", true);
+    expect(g, "{\"name\": \"\", \"age\": 1, \"pets\": []}", false);          /* minLength 1 */
+    expect(g, "{\"name\": \"T\", \"age\": 1000, \"pets\": []}", false);      /* maximum */
+    expect(g, "{\"name\": \"T\", \"age\": 01, \"pets\": []}", false);        /* not JSON */
+    expect(g, "{\"age\": 1, \"name\": \"T\", \"pets\": []}", false);         /* schema order */
+    expect(g, "{\"name\": \"T\", \"age\": 1}", false);                       /* required */
+    expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [\"cow\"]}", false);  /* enum */
+    expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [], \"x\": 1}", false); /* additionalProperties */
+    sift_grammar_free(g);
+}
+
+static void test_types(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\": [\"string\", \"null\", \"boolean\", \"number\"]}", 0);
+    expect(g, "\"x\"", true);
+    expect(g, "null", true);
+    expect(g, "false", true);
+    expect(g, "-1.5e+10", true);
+    expect(g, "[]", false);
+    sift_grammar_free(g);
+    g = convert("{}", 0); /* anything */
+    expect(g, "{\"a\": [1, {\"b\": null}], \"c\": \"d\"}", true);
+    expect(g, "tru", false);
+    sift_grammar_free(g);
+    g = convert("true", 0);
+    expect(g, "[1, 2]", true);
+    sift_grammar_free(g);
+    g = convert("{\"const\": {\"a\": [1, \"\\u00e9\\\"\"]}}", 0);
+    expect(g, "{\"a\":[1,\"\xC3\xA9\\\"\"]}", true);
+    expect(g, "{\"a\":[2,\"\xC3\xA9\\\"\"]}", false);
+    sift_grammar_free(g);
+    g = convert("{\"enum\": [\"red\", 3, null, [true]]}", 0);
+    expect(g, "\"red\"", true);
+    expect(g, "3", true);
+    expect(g, "null", true);
+    expect(g, "[true]", true);
+    expect(g, "\"blue\"", false);
+    sift_grammar_free(g);
+}
+
+static void test_formats(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"object\",\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"date\"},"
+                              "\"t\":{\"type\":\"string\",\"format\":\"time\"},\"dt\":{\"type\":\"string\",\"format\":\"date-time\"},"
+                              "\"u\":{\"type\":\"string\",\"format\":\"uuid\"},\"e\":{\"type\":\"string\",\"format\":\"email\"}},"
+                              "\"required\":[\"d\",\"t\",\"dt\",\"u\",\"e\"]}",
+                              0);
+    expect(g,
+           "{\"d\": \"2024-02-29\", \"t\": \"23:59:01Z\", \"dt\": \"1999-12-31T00:00:00.123+05:30\", "
+           "\"u\": \"123e4567-e89b-12d3-a456-426614174000\", \"e\": \"anything goes\"}",
+           true);
+    expect(g,
+           "{\"d\": \"2024-13-01\", \"t\": \"23:59:01Z\", \"dt\": \"1999-12-31T00:00:00Z\", "
+           "\"u\": \"123e4567-e89b-12d3-a456-426614174000\", \"e\": \"x\"}",
+           false);
+    expect(g,
+           "{\"d\": \"2024-01-01\", \"t\": \"24:00:00Z\", \"dt\": \"1999-12-31T00:00:00Z\", "
+           "\"u\": \"123e4567-e89b-12d3-a456-426614174000\", \"e\": \"x\"}",
+           false);
+    expect(g,
+           "{\"d\": \"2024-01-01\", \"t\": \"12:00:00Z\", \"dt\": \"1999-12-31T00:00:00Z\", "
+           "\"u\": \"123e4567e89b-12d3-a456-426614174000\", \"e\": \"x\"}",
+           false);
+    sift_grammar_free(g);
+}
+
+static void test_objects(void **state)
+{
+    (void)state;
+    /* required properties first, then any subset of the optional ones in schema order
+     * (llama.cpp's layout) */
+    sift_grammar *g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"},"
+                              "\"c\":{\"type\":\"integer\"}},\"required\":[\"b\"]}",
+                              0);
+    expect(g, "{\"b\": 1}", true);
+    expect(g, "{\"b\": 2, \"a\": 1}", true);
+    expect(g, "{\"b\": 2, \"c\": 3}", true);
+    expect(g, "{\"b\": 2, \"a\": 1, \"c\": 3}", true);
+    expect(g, "{}", false);
+    expect(g, "{\"a\": 1, \"b\": 2}", false);
+    expect(g, "{\"b\": 2, \"c\": 3, \"a\": 1}", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}}}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"b\": 2}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", true);
+    sift_grammar_free(g);
+    /* additional properties: any key but the declared ones (proper prefixes of them are fine) */
+    g = convert("{\"type\":\"object\",\"properties\":{\"ab\":{\"type\":\"integer\"}},\"required\":[\"ab\"],"
+                "\"additionalProperties\":{\"type\":\"string\"}}",
+                0);
+    expect(g, "{\"ab\": 1}", true);
+    expect(g, "{\"ab\": 1, \"a\": \"x\", \"abc\": \"y\", \"b\": \"z\", \"\": \"e\"}", true);
+    expect(g, "{\"ab\": 1, \"ab\": \"x\"}", false);
+    expect(g, "{\"ab\": 1, \"c\": 2}", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"additionalProperties\":true}", 0);
+    expect(g, "{\"k\": [1, \"v\"]}", true);
+    sift_grammar_free(g);
+    /* allOf merges object parts */
+    g = convert("{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]},"
+                "{\"properties\":{\"b\":{\"const\":true}},\"required\":[\"b\"]}]}",
+                0);
+    expect(g, "{\"a\": 1, \"b\": true}", true);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+}
+
+static void test_arrays(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":3}", 0);
+    expect(g, "[1, 2]", true);
+    expect(g, "[1,2,3]", true);
+    expect(g, "[1]", false);
+    expect(g, "[1, 2, 3, 4]", false);
+    expect(g, "[1, \"a\"]", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", 0);
+    expect(g, "[\"a\", 1]", true);
+    expect(g, "[\"a\"]", false);
+    expect(g, "[\"a\", 1, 2]", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}],\"minItems\":1,"
+                "\"items\":{\"type\":\"boolean\"}}",
+                0);
+    expect(g, "[\"a\"]", true);
+    expect(g, "[\"a\", 1]", true);
+    expect(g, "[\"a\", 1, true, false]", true);
+    expect(g, "[\"a\", true]", false);
+    expect(g, "[]", false);
+    sift_grammar_free(g);
+}
+
+static void test_refs(void **state)
+{
+    (void)state;
+    /* a recursive linked list through $defs */
+    sift_grammar *g = convert("{\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},"
+                              "\"next\":{\"anyOf\":[{\"$ref\":\"#/$defs/node\"},{\"type\":\"null\"}]}},\"required\":[\"v\",\"next\"]}},"
+                              "\"$ref\":\"#/$defs/node\"}",
+                              0);
+    expect(g, "{\"v\": 1, \"next\": {\"v\": 2, \"next\": {\"v\": 3, \"next\": null}}}", true);
+    expect(g, "{\"v\": 1, \"next\": {\"v\": 2}}", false);
+    sift_grammar_free(g);
+    /* "#" is the document itself; definitions and JSON pointers with escapes */
+    g = convert("{\"type\":\"object\",\"properties\":{\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#\"}}},"
+                "\"required\":[\"kids\"]}",
+                0);
+    expect(g, "{\"kids\": [{\"kids\": []}, {\"kids\": [{\"kids\": []}]}]}", true);
+    sift_grammar_free(g);
+    g = convert("{\"definitions\":{\"a/b\":{\"type\":\"boolean\"}},\"$ref\":\"#/definitions/a~1b\"}", 0);
+    expect(g, "true", true);
+    expect(g, "1", false);
+    sift_grammar_free(g);
+}
+
+/* every integer of a window: accepted exactly when within [min, max] */
+static void check_int_range(bool has_min, long min, bool has_max, long max, long lo, long hi)
+{
+    char schema[256];
+    int n = snprintf(schema, sizeof schema, "{\"type\":\"integer\"");
+    if (has_min) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"minimum\":%ld", min);
+    if (has_max) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"maximum\":%ld", max);
+    snprintf(schema + n, sizeof schema - (size_t)n, "}");
+    sift_grammar *g = convert(schema, 0);
+    for (long v = lo; v <= hi; v++) {
+        char txt[32];
+        snprintf(txt, sizeof txt, "%ld", v);
+        bool in = (!has_min || v >= min) && (!has_max || v <= max);
+        int r = sift_grammar_match(g, txt, strlen(txt), NULL);
+        if ((r == SIFT_GRAMMAR_COMPLETE) != in) fail_msg("%s: %ld %s", schema, v, in ? "rejected" : "accepted");
+    }
+    expect(g, "-0", false);
+    expect(g, "007", false);
+    sift_grammar_free(g);
+}
+
+static void test_integer_ranges(void **state)
+{
+    (void)state;
+    check_int_range(true, 0, true, 999, -1100, 1100);
+    check_int_range(true, -15, true, 1234, -2000, 2000);
+    check_int_range(true, -999, true, -100, -1200, 100);
+    check_int_range(true, 17, true, 17, -10, 40);
+    check_int_range(true, 5, false, 0, -20, 3000);
+    check_int_range(false, 0, true, 305, -3000, 3000);
+    check_int_range(false, 0, true, -42, -3000, 100);
+    check_int_range(true, -7, false, 0, -3000, 3000);
+    check_int_range(true, 10990, true, 20109, 10000, 21000);
+    /* exclusive bounds (2020-12 numbers, draft-04 booleans) and fractional limits */
+    sift_grammar *g = convert("{\"type\":\"integer\",\"exclusiveMinimum\":2.5,\"exclusiveMaximum\":6}", 0);
+    expect(g, "2", false);
+    expect(g, "3", true);
+    expect(g, "5", true);
+    expect(g, "6", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"integer\",\"minimum\":1,\"exclusiveMinimum\":true,\"maximum\":3,\"exclusiveMaximum\":true}", 0);
+    expect(g, "1", false);
+    expect(g, "2", true);
+    expect(g, "3", false);
+    sift_grammar_free(g);
+}
+
+static uint64_t rng(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* pattern: the grammar accepts "<s>" (as a JSON string) exactly when PCRE2 matches s */
+static void check_pattern(const char *pattern, const char *alphabet, int max_len, int tries, const char *const *pos)
+{
+    char schema[512];
+    char esc[256];
+    size_t k = 0;
+    for (const char *p = pattern; *p && k < sizeof esc - 2; p++) {
+        if (*p == '\\' || *p == '"') esc[k++] = '\\';
+        esc[k++] = *p;
+    }
+    esc[k] = 0;
+    snprintf(schema, sizeof schema, "{\"type\":\"string\",\"pattern\":\"%s\"}", esc);
+    sift_grammar *g = convert(schema, 0);
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &ec, &eo, NULL);
+    assert_non_null(re);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    uint64_t seed = 1234;
+    size_t al = strlen(alphabet);
+    int matched = 0;
+    for (int t = 0; t < tries; t++) {
+        char s[64];
+        int len;
+        if (pos && pos[0] && (t & 1)) {
+            /* a known positive example with up to two random edits: near misses */
+            size_t np = 0;
+            while (pos[np]) np++;
+            const char *p0 = pos[rng(&seed) % np];
+            len = (int)strlen(p0);
+            memcpy(s, p0, (size_t)len);
+            for (int e = (int)(rng(&seed) % 3); e > 0; e--) {
+                int at = len ? (int)(rng(&seed) % (uint64_t)len) : 0;
+                int op = (int)(rng(&seed) % 3);
+                if (op == 0 && len > 0) { /* delete */
+                    memmove(s + at, s + at + 1, (size_t)(len - at - 1));
+                    len--;
+                } else if (op == 1 && len < 60) { /* insert */
+                    memmove(s + at + 1, s + at, (size_t)(len - at));
+                    s[at] = alphabet[rng(&seed) % al];
+                    len++;
+                } else if (len > 0) { /* replace */
+                    s[at] = alphabet[rng(&seed) % al];
+                }
+            }
+        } else {
+            len = (int)(rng(&seed) % (uint64_t)(max_len + 1));
+            for (int i = 0; i < len; i++) s[i] = alphabet[rng(&seed) % al];
+        }
+        s[len] = 0;
+        bool want = pcre2_match(re, (PCRE2_SPTR)s, (size_t)len, 0, 0, md, NULL) >= 0;
+        /* the instance: s as a JSON string (escape '"' and '\\') */
+        char inst[512];
+        size_t q = 0;
+        inst[q++] = '"';
+        for (int i = 0; i < len; i++) {
+            /* the canonical encoding, which is what the grammar generates: short escapes
+             * where JSON has them, \u00XX for the other control characters */
+            const char *short_esc = s[i] == '\t' ? "\\t" : s[i] == '\n' ? "\\n" : s[i] == '\r' ? "\\r" : NULL;
+            if (short_esc) {
+                q += (size_t)snprintf(inst + q, sizeof inst - q, "%s", short_esc);
+                continue;
+            }
+            if ((unsigned char)s[i] < 0x20) {
+                q += (size_t)snprintf(inst + q, sizeof inst - q, "\\u%04x", (unsigned char)s[i]);
+                continue;
+            }
+            if (s[i] == '"' || s[i] == '\\') inst[q++] = '\\';
+            inst[q++] = s[i];
+        }
+        inst[q++] = '"';
+        inst[q] = 0;
+        int r = sift_grammar_match(g, inst, q, NULL);
+        if ((r == SIFT_GRAMMAR_COMPLETE) != want) fail_msg("pattern /%s/ on '%s': pcre2 %d, grammar %d", pattern, s, want, r);
+        matched += want;
+    }
+    print_message("/%s/: %d of %d random strings match\n", pattern, matched, tries);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    sift_grammar_free(g);
+}
+
+static void test_patterns(void **state)
+{
+    (void)state;
+    const char *p1[] = {"AB-1", "CC-012x", "BA-999yz", NULL};
+    check_pattern("^[A-C]{2}-\\d{1,3}(x|yz)?$", "ABC-0123xyz", 9, 20000, p1);
+    const char *p2[] = {"c", "abac", "aabccc", NULL};
+    check_pattern("^(ab|a)*c+$", "abc", 8, 20000, p2);
+    check_pattern("^[^a-c\"]\\w?.$", "abcxyz_\"\\ 9", 4, 20000, NULL);
+    const char *p4[] = {"a.\\", "a.b\"", NULL};
+    check_pattern("^a\\.b?[\\\\\"]$", "a.b\\\"x", 5, 20000, p4);
+    check_pattern("b{2,}", "ab", 6, 5000, NULL); /* unanchored: anywhere in the string */
+    check_pattern("^x{0}y$", "xy", 3, 2000, NULL);
+    check_pattern("^(?:\\s|\\S){2}$", " a\t", 3, 3000, NULL);
+    const char *p8[] = {"2024-01-31", "1999-12-01", NULL};
+    check_pattern("^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])$", "0123456789-", 10, 20000, p8);
+}
+
+typedef struct {
+    const char *schema, *want; /* want: substring of the error message */
+    int status;
+} err_case;
+
+static void test_errors(void **state)
+{
+    (void)state;
+    const err_case cases[] = {
+        {"{\"type\":\"array\",\"uniqueItems\":true}", "/uniqueItems: keyword 'uniqueItems'", SIFT_E_UNSUPPORTED},
+        {"{\"properties\":{\"a\":{\"not\":{\"type\":\"null\"}}}}", "/properties/a/not:", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"number\",\"minimum\":0}", "/minimum", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"]}", "required property 'b'", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"string\",\"pattern\":\"^(a)\\\\1$\"}", "backreferences", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"string\",\"pattern\":\"^(?=a)a$\"}", "lookaround", SIFT_E_UNSUPPORTED},
+        {"{\"$ref\":\"#/$defs/missing\"}", "does not resolve", SIFT_E_INVAL},
+        {"{\"$ref\":\"https://example.com/s.json\"}", "only references into this document", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer", SIFT_E_INVAL},
+        {"{\"type\":\"wat\"}", "unknown type 'wat'", SIFT_E_INVAL},
+        {"false", "matches nothing", SIFT_E_INVAL},
+        {"{\"type\":\"string\",\"maxLength\":-1}", "non-negative integer", SIFT_E_INVAL},
+        {"{\"type\": \"string\",}", "invalid JSON near offset", SIFT_E_PARSE},
+        {"{} {}", "unexpected text after the value", SIFT_E_PARSE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        sift_error err = {0};
+        char *g = sift_json_schema_to_grammar(cases[i].schema, strlen(cases[i].schema), 0, &err);
+        if (g) fail_msg("case %zu converted: %s", i, cases[i].schema);
+        if (err.status != cases[i].status || !strstr(err.msg, cases[i].want))
+            fail_msg("case %zu: status %d message '%s' (want %d, '%s')", i, err.status, err.msg, cases[i].status, cases[i].want);
+    }
+    /* lenient: the same schemas convert, ignoring what cannot be expressed */
+    sift_grammar *g = convert("{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"type\":\"number\",\"minimum\":0}}",
+                              SIFT_JSON_SCHEMA_LENIENT);
+    expect(g, "[-1, -1]", true);
+    sift_grammar_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
+        cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
