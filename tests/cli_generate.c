@@ -191,6 +191,20 @@ static void test_features(const char *model)
     check(t1.rc == 0 && t2.rc == 0 && !strcmp(t1.out, t2.out), "-t 1 vs -t 2 --isa scalar: the same text");
     free_result(&t1), free_result(&t2);
 
+    /* grammar-constrained generation: the text follows the grammar, then the grammar ends it */
+    run_result g = run("-m", model, "-p", "Once upon a time", "-n", "40", "--seed", "3", "--no-display-prompt", "--log-disable",
+                       "--grammar", "root ::= \", there was a \" [a-z]+ \".\"", NULL);
+    bool g_ok = g.rc == 0 && !strncmp(g.out, ", there was a ", 14) && g.out_len >= 17 && g.out[g.out_len - 2] == '.';
+    for (size_t i = 14; g_ok && i + 2 < g.out_len; i++) g_ok = g.out[i] >= 'a' && g.out[i] <= 'z';
+    check(g_ok, "--grammar: %.*s", (int)(g.out_len ? g.out_len - 1 : 0), g.out);
+    run_result j = run("-m", model, "-p", "Once upon a time", "-n", "60", "--seed", "3", "--no-display-prompt", "--log-disable", "-j",
+                       "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":10}},"
+                       "\"required\":[\"name\"]}",
+                       NULL);
+    check(j.rc == 0 && j.out[0] == '{' && strstr(j.out, "\"name\"") && strchr(j.out, '}'), "--json-schema: %.*s",
+          (int)(j.out_len ? j.out_len - 1 : 0), j.out);
+    free_result(&g), free_result(&j);
+
     /* --help documents every flag of the issue */
     run_result h = run("generate", "--help", NULL);
     const char *flags[] = {"-m,", "-p,", "-f,", "-n,", "-c,", "-t,", "-b,", "--seed", "--temp", "--top-k", "--top-p", "--min-p",
@@ -229,6 +243,9 @@ static void test_errors(const char *model)
         {"bad --samplers", {"-m", model, "--samplers", "top_k;bogus"}, 2},
         {"bad --logit-bias", {"-m", model, "--logit-bias", "15x"}, 2},
         {"-t 0", {"-m", model, "-t", "0"}, 2},
+        {"bad --grammar", {"-m", model, "--grammar", "root ::= x"}, 2},
+        {"bad --json-schema", {"-m", model, "--json-schema", "{\"type\":"}, 2},
+        {"missing --grammar-file", {"-m", model, "--grammar-file", "/nonexistent.gbnf"}, 2},
         {"missing model file", {"-m", "/nonexistent/model.gguf", "-n", "1"}, 1},
         {"GGUF v1 model", {"-m", NULL, "-n", "1"}, 1},
     };
