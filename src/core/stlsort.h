@@ -31,6 +31,12 @@ typedef struct sift_pair {
     uint32_t idx;
 } sift_pair;
 
+/* The key for a float: NaN becomes -inf. With NaN in the array `a > b` is not a strict
+ * weak order, and libstdc++'s unguarded loops may then run past the array (llama.cpp's
+ * behaviour there is undefined, so there is nothing exact to reproduce); every other value
+ * is its own key, so orders without NaN are untouched. */
+static inline float sift_sort_key(float x) { return x != x ? -__builtin_inff() : x; }
+
 /* std::sort(a, a + n, greater-by-key) */
 void sift_stl_sort(sift_pair *a, size_t n);
 /* std::partial_sort(a, a + middle, a + n, greater-by-key): a[0..middle) = the middle
