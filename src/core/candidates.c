@@ -260,9 +260,7 @@ void sift__partial_sort(sift_candidates *c, size_t k)
         return;
     }
     if (k <= 128) {
-        sift_pair *pr = ws->pairs;
-        for (size_t i = 0; i < c->size; i++) pr[i] = (sift_pair){sift_sort_key(c->logit[i]), (uint32_t)i};
-        sift_stl_partial_sort(pr, k, c->size);
+        sift_stl_partial_sort_keys(c->logit, c->size, k, ws->pairs);
     } else {
         sift__bucket_select(c, k, ws);
     }

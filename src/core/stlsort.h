@@ -43,4 +43,10 @@ void sift_stl_sort(sift_pair *a, size_t n);
  * largest, sorted; a[middle..n) in heap-selection leftover order. */
 void sift_stl_partial_sort(sift_pair *a, size_t middle, size_t n);
 
+/* The same as sift_stl_partial_sort(pairs of (key(keys[i]), i), k, n) for the first k
+ * entries, without building the n pairs: the heap selection streams over keys and keeps
+ * only the k-entry heap (heap[0..k) on return). The exact path of llama.cpp's top-k for
+ * k <= 128, at the cost of one compare per entry. */
+void sift_stl_partial_sort_keys(const float *keys, size_t n, size_t k, sift_pair *heap);
+
 #endif
