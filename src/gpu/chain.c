@@ -521,6 +521,7 @@ sift_status sift_cuda_chain_run(sift_cuda_chain *c, const float *d_logits, int64
     {
         sift_gpu_step steps[SIFT_GPU_MAX_STEPS];
         const int32_t n_steps = sift__gpu_steps(&c->plan, c->rowp, n_seq, steps);
+        c->dev.tail_cap = sift__gpu_tail_cap(&c->plan, c->rowp, n_seq);
         const int e = sift__gpu_launch(&c->dev, steps, n_steps, st);
         if (e != 0) {
             status = cuda_fail(c, err, (cudaError_t)e, "launching");

@@ -854,13 +854,17 @@ __global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
     if (threadIdx.x == 0) row = d.rows[r];
     __syncthreads();
     if (row.mode != SIFT_GPU_TAIL) return;
+    /* sized for this run's longest list (d.tail_cap), keys for its power of two */
+    int32_t P = 1;
+    while (P < d.tail_cap) P <<= 1;
     tail_mem m;
     m.key = reinterpret_cast<u64 *>(smem);
-    m.id = reinterpret_cast<int32_t *>(m.key + SIFT_GPU_SMALL);
-    m.lg = reinterpret_cast<float *>(m.id + SIFT_GPU_SMALL);
-    m.pr = m.lg + SIFT_GPU_SMALL;
+    m.id = reinterpret_cast<int32_t *>(m.key + P);
+    m.lg = reinterpret_cast<float *>(m.id + d.tail_cap);
+    m.pr = m.lg + d.tail_cap;
 
     int32_t n = row.n;
+    if (n > d.tail_cap) __trap(); /* cannot happen (sift__gpu_tail_cap); never overrun shared memory */
     {
         const view v = view_of(d, row, r);
         for (int32_t i = threadIdx.x; i < n; i += NT) {
@@ -1034,14 +1038,17 @@ __global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
 
 /* ---- launching -------------------------------------------------------------------------------- */
 
-extern "C" size_t sift__gpu_tail_smem(void)
+extern "C" size_t sift__gpu_tail_smem(int32_t cap)
 {
-    return (size_t)SIFT_GPU_SMALL * (sizeof(u64) + sizeof(int32_t) + 2 * sizeof(float));
+    int32_t P = 1;
+    while (P < cap) P <<= 1;
+    return (size_t)P * sizeof(u64) + (size_t)cap * (sizeof(int32_t) + 2 * sizeof(float));
 }
 
 extern "C" int sift__gpu_prepare(void)
 {
-    return (int)cudaFuncSetAttribute(k_tail, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sift__gpu_tail_smem());
+    return (int)cudaFuncSetAttribute(k_tail, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)sift__gpu_tail_smem(SIFT_GPU_SMALL));
 }
 
 extern "C" int sift__gpu_launch(const sift_gpu_dev *dp, const sift_gpu_step *steps, int32_t n_steps, void *stream)
@@ -1066,7 +1073,7 @@ extern "C" int sift__gpu_launch(const sift_gpu_dev *dp, const sift_gpu_step *ste
         case SIFT_GPU_STEP_COUNT: k_count<<<chunk_grid, NT, 0, st>>>(d, s.op, s.level); break;
         case SIFT_GPU_STEP_WRITE: k_write<<<chunk_grid, NT, 0, st>>>(d, s.op); break;
         case SIFT_GPU_STEP_DIST: k_dist<<<chunk_grid, NT, 0, st>>>(d, s.op); break;
-        case SIFT_GPU_STEP_TAIL: k_tail<<<block_grid, NT, sift__gpu_tail_smem(), st>>>(d); break;
+        case SIFT_GPU_STEP_TAIL: k_tail<<<block_grid, NT, sift__gpu_tail_smem(d.tail_cap), st>>>(d); break;
         case SIFT_GPU_STEP_FINISH: k_finish<<<chunk_grid, NT, 0, st>>>(d); break;
         case SIFT_GPU_STEP_OUT: k_out<<<rows_grid, NT, 0, st>>>(d); break;
         case SIFT_GPU_STEP_ACCEPT: k_accept<<<rows_grid, NT, 0, st>>>(d, 0); break;

@@ -25,6 +25,7 @@ typedef struct sift_gpu_dev {
     int64_t stride;            /* row stride of the list buffers (n_vocab rounded up to 4) */
     int32_t window;            /* penalty window capacity */
     int32_t cap;               /* handoff entries per row */
+    int32_t tail_cap;          /* longest list the tail kernel gets in this run (its shared memory) */
     int8_t kinds[SIFT_GPU_MAX_OPS];
     /* state */
     sift_gpu_row *rows;        /* [n_seq_max] */
@@ -52,10 +53,10 @@ typedef struct sift_gpu_dev {
 int sift__gpu_launch(const sift_gpu_dev *dev, const sift_gpu_step *steps, int32_t n_steps, void *stream);
 /* Accept dev->accept[0..n_seq) into the penalty windows (negative entries skipped). */
 int sift__gpu_accept(const sift_gpu_dev *dev, void *stream);
-/* Allow the tail kernel its shared memory (once per device). */
+/* Allow the tail kernel its largest shared memory (once per device). */
 int sift__gpu_prepare(void);
-/* Shared memory the tail kernel uses. */
-size_t sift__gpu_tail_smem(void);
+/* Dynamic shared memory of the tail kernel for lists of up to cap entries. */
+size_t sift__gpu_tail_smem(int32_t cap);
 
 #ifdef __cplusplus
 }

@@ -433,6 +433,26 @@ fail:
     return st;
 }
 
+int32_t sift__gpu_tail_cap(const sift_gpu_plan *plan, const sift_gpu_rowspec *const *rows, int32_t n_seq)
+{
+    if (plan->n_vocab <= SIFT_GPU_SMALL) return plan->n_vocab;
+    /* rows enter the tail after a compaction; if the first filter is a top_k every row
+     * runs with k <= SIFT_GPU_SMALL, no later list is longer than the largest k */
+    for (int32_t j = 0; j < plan->n_ops; j++) {
+        const int kind = plan->ops[j].kind;
+        if (!is_filter(kind)) continue;
+        if (kind != SIFT_GPU_OP_TOP_K) return SIFT_GPU_SMALL;
+        int32_t cap = 1;
+        for (int32_t r = 0; r < n_seq; r++) {
+            const sift_gpu_param *pm = &rows[r]->prm[j];
+            if (!pm->on || pm->k <= 0 || pm->k > SIFT_GPU_SMALL) return SIFT_GPU_SMALL;
+            cap = pm->k > cap ? pm->k : cap;
+        }
+        return cap;
+    }
+    return SIFT_GPU_SMALL;
+}
+
 int32_t sift__gpu_row_bound(const sift_gpu_plan *plan, const sift_gpu_rowspec *row)
 {
     int32_t b = plan->n_vocab;
@@ -696,11 +716,14 @@ int32_t sift__gpu_steps(const sift_gpu_plan *plan, const sift_gpu_rowspec *const
     int materialized = 0;                          /* the input was copied to buffer 0 */
     int has_pen = 0;
     push(steps, &n, SIFT_GPU_STEP_BEGIN, -1, 0);
-    for (int32_t j = 0; j < plan->n_ops; j++)
-        if (plan->ops[j].kind == SIFT_GPU_OP_PENALTIES) {
-            has_pen = 1;
-            push(steps, &n, SIFT_GPU_STEP_PEN_PREP, j, 0);
-        }
+    for (int32_t j = 0; j < plan->n_ops; j++) {
+        if (plan->ops[j].kind != SIFT_GPU_OP_PENALTIES) continue;
+        int on = 0;
+        for (int32_t r = 0; r < n_seq; r++) on |= rows[r]->prm[j].on;
+        if (!on) continue; /* a window nobody uses is neither read nor kept */
+        has_pen = 1;
+        push(steps, &n, SIFT_GPU_STEP_PEN_PREP, j, 0);
+    }
     for (int32_t j = 0; j < plan->n_ops; j++) {
         const int kind = plan->ops[j].kind;
         int any_on = 0, any_pos = 0, any_nonpos = 0, all_small = 1;

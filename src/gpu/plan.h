@@ -84,6 +84,10 @@ sift_status sift__gpu_params_spec(const sift_sampling_params *sp, const sift_cha
  * top_k of the row, else the whole vocabulary. */
 int32_t sift__gpu_row_bound(const sift_gpu_plan *plan, const sift_gpu_rowspec *row);
 
+/* The longest list a row can bring into the tail kernel in a run of these rows: what its
+ * shared memory must hold (n_vocab for short vocabularies, else at most SIFT_GPU_SMALL). */
+int32_t sift__gpu_tail_cap(const sift_gpu_plan *plan, const sift_gpu_rowspec *const *rows, int32_t n_seq);
+
 /* ---- the passes of a run ---------------------------------------------------------------- */
 
 enum {

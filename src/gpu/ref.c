@@ -547,9 +547,11 @@ static void k_tail(run_ctx *c, tail_list *L)
     sift_gpu_ref *ref = c->ref;
     const sift_gpu_plan *plan = ref->plan;
     const int32_t w = plan->window > 0 ? plan->window : 1;
+    const int32_t cap = sift__gpu_tail_cap(plan, c->rows, ref->n_seq);
     for (int32_t r = 0; r < ref->n_seq; r++) {
         sift_gpu_row *row = &ref->rows[r];
         if (row->mode != SIFT_GPU_TAIL) continue;
+        if (row->n > cap) ref->tail_overflow = 1; /* the device would stop here (__trap) */
         L->n = row->n;
         for (int32_t i = 0; i < L->n; i++) {
             L->id[i] = id_at(c, r, i);

@@ -41,6 +41,7 @@ typedef struct sift_gpu_ref {
     int32_t *hid;           /* [n_seq][cap] */
     float *hlg, *hp;
     struct sift_gpu_tail_list *tail; /* the tail kernel's shared memory */
+    int32_t tail_overflow;  /* a list longer than sift__gpu_tail_cap entered the tail (a bug) */
 } sift_gpu_ref;
 
 /* Buffers for n_seq rows and a handoff capacity of cap candidates per row. */
