@@ -99,6 +99,8 @@ static sift_token hc_step(hostchain *h, const float *logits)
     return tok;
 }
 
+static int tie_permutation(const sift_candidates *a, const sift_candidates *b);
+
 /* ---- Philox, keys ---------------------------------------------------------------------------- */
 
 static void test_philox_kat(void **state)
@@ -595,6 +597,65 @@ static void test_ref_tail_vs_cpu(void **state)
     free(L.x);
 }
 
+/* The issue's hybrid case: top_k(256);temp(0.8);<CPU sampler>. The CPU part receives the
+ * all-CPU chain's candidates (every row, both vocabularies), and the token streams are the
+ * all-CPU chain's. */
+static void test_ref_hybrid(void **state)
+{
+    (void)state;
+    static const char *const tails[] = {
+        "mirostat_v2(17,5,0.1)",
+        "typical(0.9,1);dist(3)",
+        "xtc(0.5,0.1,1,11);dist(11)",
+        "top_n_sigma(1.0);dist(13)",
+        "dry(0.8,1.75,2,256,[12009],[5644],[14116],[16941 31217]);dist(42)",
+        "temp_ext(1.0,0.5,1.0);dist(19)",
+    };
+    const uint32_t vocabs[2] = {32000, 151936};
+    const int slow = GT_SLOW_HOST();
+    for (int v = 0; v < 2; v++) {
+        gt_logits L;
+        assert_int_equal(gt_load_logits(vocabs[v], &L), 0);
+        const uint32_t V = vocabs[v];
+        sift_candidates cpu;
+        assert_int_equal(sift_candidates_init(&cpu, V), SIFT_OK);
+        for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+            char spec[512];
+            snprintf(spec, sizeof spec, "top_k(256);temp(0.8);%s", tails[t]);
+            hostchain h;
+            assert_int_equal(hc_init(&h, spec, V, 0), 0);
+            assert_int_equal(h.plan.n_dev_items, 2);
+            int identical = 0;
+            const uint32_t rows = slow ? 2 : L.n_rows;
+            for (uint32_t r = 0; r < rows; r++) {
+                sift_token tok;
+                assert_int_equal(hc_device(&h, gt_row(&L, r), &tok), 0);
+                assert_int_equal(gt_cpu_apply("top_k(256);temp(0.8)", V, gt_row(&L, r), &cpu), 0);
+                char msg[256];
+                if (sift__gpu_candidates_same(&h.cand, &cpu, msg, sizeof msg)) identical++;
+                else if (!tie_permutation(&h.cand, &cpu)) fail_msg("%s V=%u row %u: %s", spec, V, r, msg);
+            }
+            hc_free(&h);
+            /* the stream, step by step (with the tail's history), against the all-CPU chain */
+            assert_int_equal(hc_init(&h, spec, V, 0), 0);
+            sift_chain *ref = sift_chain_from_spec(spec, &(sift_chain_env){.n_vocab = (int32_t)V}, NULL);
+            assert_non_null(ref);
+            const int steps = slow ? 4 : v ? 32 : 128;
+            for (int k = 0; k < steps; k++) {
+                const sift_token a = hc_step(&h, gt_row(&L, (uint32_t)k));
+                const sift_token b = sift_chain_sample(ref, gt_row(&L, (uint32_t)k), (int32_t)V);
+                if (a != b) fail_msg("%s V=%u step %d: %d vs %d", spec, V, k, a, b);
+            }
+            printf("  %-72s V=%-6u candidates identical on %d/%u rows; %d/%d tokens as the all-CPU chain\n", spec, V,
+                   identical, rows, steps, steps);
+            sift_chain_free(ref);
+            hc_free(&h);
+        }
+        sift_candidates_free(&cpu);
+        free(L.x);
+    }
+}
+
 /* Device prefix (reference) + CPU tail with dist on the CPU: llama.cpp's streams, token for
  * token, for every reference chain. */
 static void test_ref_reference_streams(void **state)
@@ -809,6 +870,7 @@ int main(void)
         cmocka_unit_test(test_handoff_unpack),
         cmocka_unit_test(test_ref_filters),
         cmocka_unit_test(test_ref_tail_vs_cpu),
+        cmocka_unit_test(test_ref_hybrid),
         cmocka_unit_test(test_ref_reference_streams),
         cmocka_unit_test(test_ref_device_greedy),
         cmocka_unit_test(test_ref_dist),
