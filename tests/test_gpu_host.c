@@ -758,16 +758,43 @@ static void test_ref_dist(void **state)
     hc_free(&b);
     hc_free(&c);
 
-    /* chi-square: draws from the tail kernel (V <= SIFT_GPU_SMALL) and from the long-list
-     * kernel (V > SIFT_GPU_SMALL), against the CPU's probabilities */
-    const uint32_t Vs[2] = {64, 6000};
-    for (int v = 0; v < 2; v++) {
+    /* a row draws the same tokens alone and inside a batch (chunking does not depend on the
+     * batch; each row has its own stream) */
+    {
+        sift_gpu_plan plan;
+        sift_gpu_rowspec rs;
+        assert_int_equal(sift__gpu_plan_spec("top_p(0.99,1);temp(1.1);dist(5)", NULL, 32000, 0, &plan, &rs, NULL), SIFT_OK);
+        const sift_gpu_rowspec *rows[4] = {&rs, &rs, &rs, &rs};
+        sift_gpu_ref one, four;
+        assert_int_equal(sift__gpu_ref_init(&one, &plan, 1, 1), SIFT_OK);
+        assert_int_equal(sift__gpu_ref_init(&four, &plan, 4, 1), SIFT_OK);
+        float *x4 = malloc(4 * 32000 * sizeof *x4);
+        const int steps2 = GT_SLOW_HOST() ? 2 : 16;
+        for (int t = 0; t < steps2; t++) {
+            for (int r = 0; r < 4; r++) memcpy(x4 + r * 32000, gt_row(&L, (uint32_t)(t + r)), 32000 * sizeof *x4);
+            sift__gpu_ref_run(&one, rows, 1, x4 + 2 * 32000, 32000);
+            sift__gpu_ref_run(&four, rows, 4, x4, 32000);
+            assert_int_equal(one.out[0].token, four.out[2].token);
+        }
+        free(x4);
+        sift__gpu_ref_free(&one);
+        sift__gpu_ref_free(&four);
+        sift__gpu_rowspec_free(&rs);
+    }
+
+    /* chi-square: draws from the tail kernel (V <= SIFT_GPU_SMALL), from the long-list
+     * kernel on the input and on a compacted list (top_k(5000) of 6000), against the CPU's
+     * probabilities of the same candidates */
+    const uint32_t Vs[3] = {64, 6000, 6000};
+    const char *const dspec[3] = {"dist(7)", "dist(7)", "top_k(5000);dist(7)"};
+    for (int v = 0; v < 3; v++) {
         const uint32_t V = Vs[v];
         float *x = malloc(V * sizeof *x);
         for (uint32_t i = 0; i < V; i++) x[i] = gt_row(&L, 3)[i] * (v ? 0.5f : 0.3f);
         hostchain h;
-        assert_int_equal(hc_init(&h, "dist(7)", V, 0), 0);
-        sift_candidates_fill(&cpu, x, V);
+        assert_int_equal(hc_init(&h, dspec[v], V, 0), 0);
+        if (v == 2) assert_int_equal(gt_cpu_apply("top_k(5000)", V, x, &cpu), 0);
+        else sift_candidates_fill(&cpu, x, V);
         const float *p = sift_candidates_probs(&cpu);
         /* bins: every token with expected count >= 20, the rest pooled */
         const int n = GT_SLOW_HOST() ? (v ? 1000 : 10000) : (v ? 20000 : 200000);
@@ -779,17 +806,20 @@ static void test_ref_dist(void **state)
             hits[tok]++;
         }
         double chi = 0, rest_e = 0, rest_o = 0;
-        int df = 0;
-        for (uint32_t i = 0; i < V; i++) {
+        int df = 0, inside = 0;
+        for (size_t i = 0; i < cpu.size; i++) {
+            const int32_t t = cpu.id[i];
             const double e = (double)p[i] * n;
+            inside += hits[t];
             if (e >= 20) {
-                chi += (hits[i] - e) * (hits[i] - e) / e;
+                chi += (hits[t] - e) * (hits[t] - e) / e;
                 df++;
             } else {
                 rest_e += e;
-                rest_o += hits[i];
+                rest_o += hits[t];
             }
         }
+        assert_int_equal(inside, n); /* every draw is a candidate the CPU chain keeps */
         if (rest_e > 0) {
             chi += (rest_o - rest_e) * (rest_o - rest_e) / rest_e;
             df++;
@@ -798,7 +828,7 @@ static void test_ref_dist(void **state)
         /* p > 0.001: chi2 below the 0.999 quantile (Wilson-Hilferty approximation) */
         const double z = 3.0902, k = df;
         const double q999 = k * pow(1 - 2 / (9 * k) + z * sqrt(2 / (9 * k)), 3);
-        printf("  dist V=%-5u %d draws: chi2 = %.1f, df = %d, 0.999 quantile %.1f\n", V, n, chi, df, q999);
+        printf("  %-20s V=%-5u %d draws: chi2 = %.1f, df = %d, 0.999 quantile %.1f\n", dspec[v], V, n, chi, df, q999);
         assert_true(df >= 3);
         assert_true(chi < q999);
         free(hits);

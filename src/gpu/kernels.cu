@@ -34,6 +34,15 @@
 
 #include "gpu/kernels.h"
 
+/* The two pieces of CUDA syntax, as macros, so that tests/cuda_emu can compile this file as
+ * C++ and run the kernels on the CPU (an emulator's <cuda_runtime.h> defines them first). */
+#ifndef SIFT_GPU_LAUNCH
+#define SIFT_GPU_LAUNCH(kernel, grid, smem, stream, ...) kernel<<<(grid), NT, (smem), (stream)>>>(__VA_ARGS__)
+#endif
+#ifndef SIFT_GPU_DYN_SMEM
+#define SIFT_GPU_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
 #define NT SIFT_GPU_THREADS
 #define PER SIFT_GPU_PER_THREAD
 #define CHUNK SIFT_GPU_CHUNK
@@ -845,7 +854,7 @@ __device__ int32_t tail_find(const tail_mem &m, int32_t n, int32_t token)
 
 __global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
 {
-    extern __shared__ __align__(16) unsigned char smem[];
+    SIFT_GPU_DYN_SMEM(smem);
     const int r = blockIdx.x;
     __shared__ sift_gpu_row row;
     __shared__ double a[NT], s[NT];
@@ -1061,22 +1070,22 @@ extern "C" int sift__gpu_launch(const sift_gpu_dev *dp, const sift_gpu_step *ste
     for (int32_t i = 0; i < n_steps; i++) {
         const sift_gpu_step &s = steps[i];
         switch (s.kind) {
-        case SIFT_GPU_STEP_BEGIN: k_begin<<<rows_grid, NT, 0, st>>>(d); break;
-        case SIFT_GPU_STEP_PEN_PREP: k_pen_prep<<<block_grid, NT, 0, st>>>(d, s.op); break;
-        case SIFT_GPU_STEP_COPY: k_copy<<<chunk_grid, NT, 0, st>>>(d); break;
-        case SIFT_GPU_STEP_BIAS: k_bias<<<rows_grid, NT, 0, st>>>(d, s.op); break;
-        case SIFT_GPU_STEP_PEN_APPLY: k_pen_apply<<<block_grid, NT, 0, st>>>(d, s.op); break;
-        case SIFT_GPU_STEP_TEMP: k_temp<<<rows_grid, NT, 0, st>>>(d, s.op); break;
-        case SIFT_GPU_STEP_ARGMAX: k_argmax<<<chunk_grid, NT, 0, st>>>(d, s.op); break;
-        case SIFT_GPU_STEP_MAX: k_max<<<chunk_grid, NT, 0, st>>>(d); break;
-        case SIFT_GPU_STEP_HIST: k_hist<<<chunk_grid, NT, 0, st>>>(d, s.op, s.level); break;
-        case SIFT_GPU_STEP_COUNT: k_count<<<chunk_grid, NT, 0, st>>>(d, s.op, s.level); break;
-        case SIFT_GPU_STEP_WRITE: k_write<<<chunk_grid, NT, 0, st>>>(d, s.op); break;
-        case SIFT_GPU_STEP_DIST: k_dist<<<chunk_grid, NT, 0, st>>>(d, s.op); break;
-        case SIFT_GPU_STEP_TAIL: k_tail<<<block_grid, NT, sift__gpu_tail_smem(d.tail_cap), st>>>(d); break;
-        case SIFT_GPU_STEP_FINISH: k_finish<<<chunk_grid, NT, 0, st>>>(d); break;
-        case SIFT_GPU_STEP_OUT: k_out<<<rows_grid, NT, 0, st>>>(d); break;
-        case SIFT_GPU_STEP_ACCEPT: k_accept<<<rows_grid, NT, 0, st>>>(d, 0); break;
+        case SIFT_GPU_STEP_BEGIN: SIFT_GPU_LAUNCH(k_begin, rows_grid, 0, st, d); break;
+        case SIFT_GPU_STEP_PEN_PREP: SIFT_GPU_LAUNCH(k_pen_prep, block_grid, 0, st, d, s.op); break;
+        case SIFT_GPU_STEP_COPY: SIFT_GPU_LAUNCH(k_copy, chunk_grid, 0, st, d); break;
+        case SIFT_GPU_STEP_BIAS: SIFT_GPU_LAUNCH(k_bias, rows_grid, 0, st, d, s.op); break;
+        case SIFT_GPU_STEP_PEN_APPLY: SIFT_GPU_LAUNCH(k_pen_apply, block_grid, 0, st, d, s.op); break;
+        case SIFT_GPU_STEP_TEMP: SIFT_GPU_LAUNCH(k_temp, rows_grid, 0, st, d, s.op); break;
+        case SIFT_GPU_STEP_ARGMAX: SIFT_GPU_LAUNCH(k_argmax, chunk_grid, 0, st, d, s.op); break;
+        case SIFT_GPU_STEP_MAX: SIFT_GPU_LAUNCH(k_max, chunk_grid, 0, st, d); break;
+        case SIFT_GPU_STEP_HIST: SIFT_GPU_LAUNCH(k_hist, chunk_grid, 0, st, d, s.op, s.level); break;
+        case SIFT_GPU_STEP_COUNT: SIFT_GPU_LAUNCH(k_count, chunk_grid, 0, st, d, s.op, s.level); break;
+        case SIFT_GPU_STEP_WRITE: SIFT_GPU_LAUNCH(k_write, chunk_grid, 0, st, d, s.op); break;
+        case SIFT_GPU_STEP_DIST: SIFT_GPU_LAUNCH(k_dist, chunk_grid, 0, st, d, s.op); break;
+        case SIFT_GPU_STEP_TAIL: SIFT_GPU_LAUNCH(k_tail, block_grid, sift__gpu_tail_smem(d.tail_cap), st, d); break;
+        case SIFT_GPU_STEP_FINISH: SIFT_GPU_LAUNCH(k_finish, chunk_grid, 0, st, d); break;
+        case SIFT_GPU_STEP_OUT: SIFT_GPU_LAUNCH(k_out, rows_grid, 0, st, d); break;
+        case SIFT_GPU_STEP_ACCEPT: SIFT_GPU_LAUNCH(k_accept, rows_grid, 0, st, d, 0); break;
         default: return (int)cudaErrorInvalidValue;
         }
         const cudaError_t e = cudaGetLastError();
@@ -1088,6 +1097,6 @@ extern "C" int sift__gpu_launch(const sift_gpu_dev *dp, const sift_gpu_step *ste
 extern "C" int sift__gpu_accept(const sift_gpu_dev *dp, void *stream)
 {
     const sift_gpu_dev d = *dp;
-    k_accept<<<dim3((unsigned)((d.n_seq + NT - 1) / NT)), NT, 0, (cudaStream_t)stream>>>(d, 1);
+    SIFT_GPU_LAUNCH(k_accept, dim3((unsigned)((d.n_seq + NT - 1) / NT)), 0, (cudaStream_t)stream, d, 1);
     return (int)cudaGetLastError();
 }
