@@ -31,11 +31,13 @@
  * not a sort limited by shared memory); top_p finds its cut on mass histograms of the same
  * radix levels. Penalties keep each sequence's window of accepted tokens on the device.
  *
- * Results are those of the CPU samplers: the same sets of candidates (ties at a cut are
- * broken towards the lower token id, where llama.cpp's order follows its sort), except
- * for dist's random stream: the device draws from Philox4x32-10 keyed by the sequence's
- * seed (reproducible for a fixed seed, the same distribution, not the same numbers as the
- * CPU's mt19937). docs/gpu.md says exactly where results can differ and why.
+ * Results are those of the CPU samplers: the same candidates in the same order (tied
+ * logits are ordered by token id, where llama.cpp's order follows its sort), except that
+ * top_p over more than 4096 candidates cuts where exact arithmetic does (llama.cpp's float
+ * sum over the whole vocabulary can move the cut at p >= 0.99), and that dist draws from
+ * Philox4x32-10 keyed by the sequence's seed (reproducible for a seed, the same
+ * distribution, not the numbers of the CPU's mt19937; cpu_dist keeps those). docs/gpu.md
+ * says exactly where results can differ and why.
  *
  * Errors are values (sift_status + sift_error), as everywhere in sift. Without a CUDA
  * device (or driver) the constructors fail with SIFT_E_UNSUPPORTED and a message saying so;
