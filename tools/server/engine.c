@@ -392,12 +392,16 @@ static bool publish(srv_engine *e, slot *sl, sift_token tok, float p_sel, size_t
     return ok;
 }
 
-/* Count a finished task into the stats (under e->mu). */
-static void stats_task_done(srv_engine *e, slot *sl, bool failed)
+typedef enum { DONE_OK, DONE_FAILED, DONE_CANCELLED } done_kind;
+
+/* Count a finished task into the stats (under e->mu); the tokens of a cancelled or failed
+ * task count too: the work was done. */
+static void stats_task_done(srv_engine *e, slot *sl, done_kind how)
 {
     srv_task *t = sl->task;
     pthread_mutex_lock(&e->mu);
-    if (failed) e->stats.n_tasks_failed++;
+    if (how == DONE_FAILED) e->stats.n_tasks_failed++;
+    else if (how == DONE_CANCELLED) e->stats.n_tasks_cancelled++;
     else e->stats.n_tasks_done++;
     e->stats.n_prompt_tokens += t->req.n_prompt - t->n_cached;
     e->stats.t_prompt_s += (sl->t_first > 0 ? sl->t_first - sl->t_start : srv_now_ms() - sl->t_start) / 1e3;
@@ -420,7 +424,7 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
         t->done = true;
         pthread_cond_broadcast(&t->cv);
         pthread_mutex_unlock(&t->mu);
-        stats_task_done(e, sl, false);
+        stats_task_done(e, sl, DONE_OK);
         slot_release(e, sl);
         return;
     }
@@ -429,7 +433,7 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
     const sift_token tok = slot_sample(e, sl, logits, &p_sel, &n_probs);
     if (tok == SIFT_TOKEN_NULL) {
         task_fail(t, 500, "the sampler chain selected no token");
-        stats_task_done(e, sl, true);
+        stats_task_done(e, sl, DONE_FAILED);
         slot_release(e, sl);
         return;
     }
@@ -473,7 +477,7 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
                             upto - sl->n_released);
     sl->n_released = upto;
     if (stop != SRV_STOP_NONE || !ok) {
-        stats_task_done(e, sl, !ok);
+        stats_task_done(e, sl, ok ? DONE_OK : DONE_FAILED);
         slot_release(e, sl);
         return;
     }
@@ -565,9 +569,7 @@ static void *engine_main(void *arg)
             slot *sl = &e->slots[i];
             if (sl->task && atomic_load(&sl->task->cancelled)) {
                 task_fail(sl->task, 499, "the client closed the connection");
-                pthread_mutex_lock(&e->mu);
-                e->stats.n_tasks_cancelled++;
-                pthread_mutex_unlock(&e->mu);
+                stats_task_done(e, sl, DONE_CANCELLED);
                 slot_release(e, sl);
             }
         }
@@ -618,7 +620,7 @@ static void *engine_main(void *arg)
                 slot *sl = &e->slots[i];
                 if (!sl->n_in_batch) continue;
                 task_fail(sl->task, 500, msg);
-                stats_task_done(e, sl, true);
+                stats_task_done(e, sl, DONE_FAILED);
                 sift_kv_seq_rm(e->ctx, sl->id, -1, -1);
                 sl->n_cache = 0;
                 slot_release(e, sl);

@@ -628,6 +628,8 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
         } else if (field(o, "top_logprobs")) {
             return srv_errorf(e, 400, "'top_logprobs' requires 'logprobs' to be true");
         }
+    } else if (kind == SRV_OAI_CHAT && field(o, "top_logprobs")) {
+        return srv_errorf(e, 400, "'top_logprobs' requires 'logprobs' to be true");
     } else if (lp) {
         int32_t n = 0;
         TRY(get_i32(o, "logprobs", 0, SRV_MAX_N_PROBS, &n, e));
