@@ -46,7 +46,7 @@ const char sift_bench_server_help[] = "load test of sift serve on loopback: N cl
 
 typedef struct lt_cfg {
     const char *model;
-    int clients, requests, bad_every, n_predict, ctx_per_slot;
+    int clients, requests, bad_every, n_predict, ctx_per_slot, threads;
     int np[8], n_np;
     double time_limit_s;
     double rss_limit_mb;
@@ -59,6 +59,7 @@ typedef struct lt_result {
     long n_ok, n_bad_ok, n_status_other, n_wrong_tokens, n_io_errors, n_valid, n_malformed;
     long long tokens;
     double rss_peak_mb, rss_end_mb;
+    double eng_decode_s, eng_sample_s, busy_per_decode; /* from the server's /metrics */
     int server_exit;
     bool crashed, timed_out;
 } lt_result;
@@ -96,7 +97,8 @@ static bool server_start(const lt_cfg *c, int np, server_proc *sp)
     self[n] = 0;
     int pfd[2];
     if (pipe(pfd) != 0) return false;
-    char np_s[16], ctx_s[32], q_s[16];
+    char np_s[16], ctx_s[32], q_s[16], t_s[16];
+    snprintf(t_s, sizeof t_s, "%d", c->threads);
     snprintf(np_s, sizeof np_s, "%d", np);
     snprintf(ctx_s, sizeof ctx_s, "%d", np * c->ctx_per_slot);
     snprintf(q_s, sizeof q_s, "%d", c->clients + 8); /* every client may wait: no 503 expected */
@@ -107,7 +109,7 @@ static bool server_start(const lt_cfg *c, int np, server_proc *sp)
         close(pfd[0]);
         close(pfd[1]);
         execl(self, "sift", "serve", "-m", c->model, "--host", "127.0.0.1", "--port", "0", "-np", np_s, "-c", ctx_s,
-              "--max-queue", q_s, "--max-n-predict", "100000", (char *)NULL);
+              "--max-queue", q_s, "--max-n-predict", "100000", c->threads ? "-t" : NULL, t_s, (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);
@@ -231,14 +233,14 @@ static int read_n(conn *c, size_t n, sbuf *out)
 }
 
 /* One request on the keep-alive connection; the body into *out. 0, or -1 on an I/O error. */
-static int http_post(conn *c, const char *path, const char *body, int *status, sbuf *out)
+static int http_do(conn *c, const char *method, const char *path, const char *body, int *status, sbuf *out)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         if (c->fd < 0 && conn_open(c) != 0) return -1;
         char head[512];
         const int hn = snprintf(head, sizeof head,
-                                "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                                path, strlen(body));
+                                "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                                method, path, strlen(body));
         if (send(c->fd, head, (size_t)hn, MSG_NOSIGNAL) != hn ||
             send(c->fd, body, strlen(body), MSG_NOSIGNAL) != (ssize_t)strlen(body)) {
             conn_close(c);
@@ -384,7 +386,7 @@ static void *client_main(void *arg)
         }
         int status = 0;
         const double t0 = now_s();
-        const int r = http_post(cn, path, body, &status, &out);
+        const int r = http_do(cn, "POST", path, body, &status, &out);
         const double ms = (now_s() - t0) * 1e3;
         sh->lat[i] = bad ? -1 : ms;
         if (r != 0) {
@@ -460,6 +462,27 @@ static bool run_one(const lt_cfg *c, int np, lt_result *res)
     pthread_join(mon_th, NULL);
 
     res->crashed = waitpid(sp.pid, &res->server_exit, WNOHANG) != 0;
+    if (!res->crashed) { /* where the engine's time went */
+        conn *mc = calloc(1, sizeof *mc);
+        sbuf m = {0};
+        int st = 0;
+        if (mc) {
+            mc->fd = -1;
+            mc->port = sp.port;
+            if (http_do(mc, "GET", "/metrics", "", &st, &m) == 0 && st == 200 && m.p) {
+                static const char *const keys[] = {"\nsift_engine_decode_seconds_total ", "\nsift_engine_sample_seconds_total ",
+                                                   "\nsift_n_busy_slots_per_decode "};
+                double *dst[] = {&res->eng_decode_s, &res->eng_sample_s, &res->busy_per_decode};
+                for (int k = 0; k < 3; k++) {
+                    const char *x = strstr(m.p, keys[k]);
+                    if (x) *dst[k] = atof(x + strlen(keys[k]));
+                }
+            }
+            conn_close(mc);
+            free(mc);
+        }
+        sbuf_free(&m);
+    }
     res->rss_end_mb = rss_mb(sp.pid, "VmRSS:");
     res->rss_peak_mb = mon.peak > res->rss_end_mb ? mon.peak : res->rss_end_mb;
     if (!res->crashed) {
@@ -517,6 +540,7 @@ static void usage(FILE *f)
             "  --n-predict N      tokens per valid request (default 32)\n"
             "  --np LIST          slot counts to compare, e.g. 1,8 (default 1,8)\n"
             "  --ctx-per-slot N   KV cells per slot (default 256)\n"
+            "  --threads N        the server's -t (default: its own default)\n"
             "  --time-limit S     seconds one run may take (default 300)\n"
             "  --rss-limit-mb N   the server's RSS must stay below (default 1024)\n"
             "  --json             one JSON object per run instead of the table\n");
@@ -549,6 +573,8 @@ int sift_bench_server(int argc, char **argv)
             c.n_predict = atoi(argv[++i]);
         } else if (IS("--ctx-per-slot")) {
             c.ctx_per_slot = atoi(argv[++i]);
+        } else if (IS("--threads")) {
+            c.threads = atoi(argv[++i]);
         } else if (IS("--time-limit")) {
             c.time_limit_s = atof(argv[++i]);
         } else if (IS("--rss-limit-mb")) {
@@ -602,6 +628,9 @@ int sift_bench_server(int argc, char **argv)
                    r->tok_per_s, r->p50_ms, r->p99_ms, r->n_ok, r->n_bad_ok, r->n_status_other, r->n_wrong_tokens,
                    r->n_io_errors, r->rss_peak_mb, r->server_exit, ok ? "PASS" : "FAIL", r->crashed ? " (crashed)" : "",
                    r->timed_out ? " (time limit)" : "");
+            printf("     engine: %.2f busy slots per decode; decode %.2f s (%.1f us/token), sampling %.2f s (%.1f us/token)\n",
+                   r->busy_per_decode, r->eng_decode_s, r->tokens ? 1e6 * r->eng_decode_s / (double)r->tokens : 0, r->eng_sample_s,
+                   r->tokens ? 1e6 * r->eng_sample_s / (double)r->tokens : 0);
         }
         fflush(stdout);
     }

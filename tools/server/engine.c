@@ -386,7 +386,8 @@ static bool publish(srv_engine *e, slot *sl, sift_token tok, float p_sel, size_t
         if (!ok) srv_errorf(&t->err, 500, "out of memory while generating");
         t->done = true;
     }
-    pthread_cond_broadcast(&t->cv);
+    /* a streaming connection wants every token; a non-streaming one only the end */
+    if (t->req.stream || t->done) pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
     (void)e;
     return ok;
@@ -607,8 +608,11 @@ static void *engine_main(void *arg)
 
         /* 4. one decode for every active sequence */
         sift_error err = {0};
+        const double t_dec0 = srv_now_ms();
         const sift_status st = sift_decode(e->ctx, &e->batch, &err);
+        const double t_dec1 = srv_now_ms();
         pthread_mutex_lock(&e->mu);
+        e->stats.t_decode_s += (t_dec1 - t_dec0) / 1e3;
         e->stats.n_decode++;
         e->stats.n_busy_slot_steps += n_busy;
         pthread_mutex_unlock(&e->mu);
@@ -644,6 +648,10 @@ static void *engine_main(void *arg)
         }
         n_busy = 0;
         for (int i = 0; i < e->n_slots; i++) n_busy += e->slots[i].task != NULL;
+        const double t_smp = srv_now_ms() - t_dec1;
+        pthread_mutex_lock(&e->mu);
+        e->stats.t_sample_s += t_smp / 1e3;
+        pthread_mutex_unlock(&e->mu);
         publish_snapshot(e, n_busy);
     }
 

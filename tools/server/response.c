@@ -613,6 +613,8 @@ char *srv_text_metrics(const srv_server *s)
     metric(&b, "n_busy_slots_per_decode", "gauge", "Average busy slots per sift_decode call.",
            st.n_decode > 0 ? (double)st.n_busy_slot_steps / (double)st.n_decode : 0);
     metric(&b, "n_tokens_max", "counter", "High-water mark of one slot's context use.", (double)st.n_tokens_max);
+    metric(&b, "engine_decode_seconds_total", "counter", "Engine thread time in sift_decode.", st.t_decode_s);
+    metric(&b, "engine_sample_seconds_total", "counter", "Engine thread time sampling and publishing tokens.", st.t_sample_s);
     metric(&b, "kv_cells_used", "gauge", "KV cells in use (all slots; includes cached prompts).", st.kv_used);
     metric(&b, "requests_completed_total", "counter", "Completions that ran to their end.", (double)st.n_tasks_done);
     metric(&b, "requests_cancelled_total", "counter", "Completions whose client went away.", (double)st.n_tasks_cancelled);
