@@ -371,7 +371,7 @@ static bool publish(srv_engine *e, slot *sl, sift_token tok, float p_sel, size_t
                 s.top_off += base;
                 t->stages[t->n_stages++] = s;
             }
-            memcpy(t->tops + t->n_tops, sl->top, sl->n_top * sizeof *sl->top);
+            if (sl->n_top) memcpy(t->tops + t->n_tops, sl->top, sl->n_top * sizeof *sl->top);
             t->n_tops += sl->n_top;
         }
         t->n_decoded = sl->n_decoded;

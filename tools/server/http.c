@@ -186,11 +186,14 @@ static void stream_format(stream_st *st)
         sn.tops = malloc((t->n_tops - sn.tops_from + 1) * sizeof *sn.tops);
         oom = !sn.recs || !sn.text || !sn.probs || !sn.stages || !sn.tops;
         if (!oom) {
+            /* (arrays never grown are NULL: copy only what exists) */
             memcpy(sn.recs, first, sn.n_recs * sizeof *sn.recs);
-            memcpy(sn.text, t->text.p + sn.text_from, sn.text_to - sn.text_from);
-            memcpy(sn.probs, t->probs + sn.probs_from, (t->n_probs - sn.probs_from) * sizeof *sn.probs);
-            memcpy(sn.stages, t->stages + sn.stages_from, (t->n_stages - sn.stages_from) * sizeof *sn.stages);
-            memcpy(sn.tops, t->tops + sn.tops_from, (t->n_tops - sn.tops_from) * sizeof *sn.tops);
+            if (sn.text_to > sn.text_from) memcpy(sn.text, t->text.p + sn.text_from, sn.text_to - sn.text_from);
+            if (t->n_probs > sn.probs_from)
+                memcpy(sn.probs, t->probs + sn.probs_from, (t->n_probs - sn.probs_from) * sizeof *sn.probs);
+            if (t->n_stages > sn.stages_from)
+                memcpy(sn.stages, t->stages + sn.stages_from, (t->n_stages - sn.stages_from) * sizeof *sn.stages);
+            if (t->n_tops > sn.tops_from) memcpy(sn.tops, t->tops + sn.tops_from, (t->n_tops - sn.tops_from) * sizeof *sn.tops);
         }
     }
     pthread_mutex_unlock(&t->mu);
