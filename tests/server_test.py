@@ -158,7 +158,7 @@ def test_slots(S):
 
 
 def test_metrics(S):
-    completion(S, prompt="Once", n_predict=4)
+    completion(S, prompt="Once", n_predict=4, seed=3, ignore_eos=True)  # exactly 4 tokens, whatever the sampler picks
     st, hd, data = S.request("GET", "/metrics")
     assert st == 200 and hd["Content-Type"].startswith("text/plain")
     text = data.decode()
@@ -256,7 +256,8 @@ def test_stop_string(S):
 
 
 def test_n_probs(S):
-    j = completion(S, prompt="Once upon a time", n_predict=8, seed=5, n_probs=3, ignore_eos=True)
+    j = completion(S, prompt="Once upon a time", n_predict=8, seed=5, n_probs=3, ignore_eos=True,
+                   post_sampling_probs=False)  # llama-server's raw-logit logprobs
     cp = j["completion_probabilities"]
     assert len(cp) == 8
     for e in cp:
@@ -265,8 +266,8 @@ def test_n_probs(S):
         lps = [x["logprob"] for x in tops]
         assert lps == sorted(lps, reverse=True) and all(lp <= 0 for lp in lps)
         assert e["logprob"] <= 0 and bytes(e["bytes"]).decode(errors="replace") == e["token"]
-    # after the chain: probabilities of what the samplers left (top_k 2: two candidates summing to 1)
-    j = completion(S, prompt="Once upon a time", n_predict=6, seed=5, n_probs=5, top_k=2, post_sampling_probs=True)
+    # the default: probabilities after the chain, of what the samplers left (top_k 2: two summing to 1)
+    j = completion(S, prompt="Once upon a time", n_predict=6, seed=5, n_probs=5, top_k=2)
     for e in j["completion_probabilities"]:
         ps = [x["prob"] for x in e["top_probs"]]
         assert 1 <= len(ps) <= 2 and abs(sum(ps) - 1) < 1e-5 and 0 < e["prob"] <= 1
@@ -309,7 +310,7 @@ def test_json_schema(S):
 
 
 def test_logit_bias(S):
-    g = completion(S, prompt="Once upon a time", n_predict=1, temperature=0, n_probs=2)
+    g = completion(S, prompt="Once upon a time", n_predict=1, temperature=0, n_probs=2, post_sampling_probs=False)
     first = g["completion_probabilities"][0]["id"]
     second = g["completion_probabilities"][0]["top_logprobs"][1]["id"]
     for lb in ([[first, False]], {str(first): -100}, [[g["completion_probabilities"][0]["token"], False]]):

@@ -600,6 +600,10 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     TRY(get_bool(o, "cache_prompt", &r->cache_prompt, e));
     TRY(get_bool(o, "return_tokens", &r->return_tokens, e));
     TRY(get_bool(o, "timings_per_token", &r->timings_per_token, e));
+    /* n_probs on /completion reports the probabilities after the chain by default (what the
+     * samplers left); "post_sampling_probs": false gives llama-server's raw-logit logprobs.
+     * The OpenAI endpoints keep OpenAI's meaning: logprobs of the model's distribution. */
+    r->post_sampling_probs = kind == SRV_NATIVE;
     TRY(get_bool(o, "post_sampling_probs", &r->post_sampling_probs, e));
     TRY(get_bool(o, "trace", &r->trace, e));
     TRY(get_i32(o, "trace_top", 1, SRV_MAX_TRACE_TOP, &r->trace_top, e));
