@@ -26,6 +26,7 @@ typedef struct mk_spec {
     bool bias;               /* attn_q/k/v.bias */
     bool qk_norm;            /* attn_q_norm / attn_k_norm */
     bool tied;               /* no output.weight */
+    bool rope_freqs;         /* a rope_freqs.weight tensor (llama 3.1's per-frequency divisors) */
     float out_scale;         /* multiplies the output head's weights (logit spread) */
     uint64_t seed;
 } mk_spec;
@@ -80,8 +81,11 @@ static inline int mk_write_model(const char *path, const char *vocab_src, const 
         float *d = bufs[nb] = malloc((size_t)(n0 * n1) * sizeof(float));                                       \
         const float sc = 1.7f / sqrtf((float)n0);                                                              \
         for (int64_t i = 0; i < n0 * n1; i++)                                                                  \
-            d[i] = (KIND) == 0 ? mk_rand(&seed) * sc : (KIND) == 1 ? 1.0f + 0.2f * mk_rand(&seed)             \
-                                 : (KIND) == 2 ? 0.3f * mk_rand(&seed) : mk_rand(&seed) * sc * sp->out_scale;    \
+            d[i] = (KIND) == 0   ? mk_rand(&seed) * sc                                                       \
+                   : (KIND) == 1 ? 1.0f + 0.2f * mk_rand(&seed)                                                \
+                   : (KIND) == 2 ? 0.3f * mk_rand(&seed)                                                       \
+                   : (KIND) == 4 ? 4.5f + 3.5f * mk_rand(&seed)                                                \
+                                 : mk_rand(&seed) * sc * sp->out_scale;                                        \
         snprintf(names[nb], 64, "%s", NAME);                                                                   \
         const int64_t ne[2] = {n0, n1};                                                                        \
         if (sift_gguf_writer_add_tensor(w, names[nb], SIFT_TYPE_F32, n1 == 1 ? 1 : 2, ne, d,                   \
@@ -89,9 +93,10 @@ static inline int mk_write_model(const char *path, const char *vocab_src, const 
             rc = -1;                                                                                           \
         nb++;                                                                                                  \
     } while (0)
-    /* kind: 0 matrix, 1 norm (around 1), 2 bias, 3 output head */
+    /* kind: 0 matrix, 1 norm (around 1), 2 bias, 3 output head, 4 RoPE frequency divisors */
     TENSOR("token_embd.weight", E, n_vocab, 0);
     TENSOR("output_norm.weight", E, 1, 1);
+    if (sp->rope_freqs) TENSOR("rope_freqs.weight", HD / 2, 1, 4); /* divisors in [1, 8) */
     if (!sp->tied) TENSOR("output.weight", E, n_vocab, 3);
     for (int l = 0; l < sp->n_layer; l++) {
         char n[64];

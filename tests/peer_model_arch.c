@@ -6,7 +6,8 @@
  *
  *   qwen2  QKV biases, neox RoPE, freq_base 1e6, tied output head
  *   qwen3  per-head q/k RMSNorm, head size 32 decoupled from n_embd / n_head (key_length)
- *   llama  8 query heads on 2 KV heads, freq_base 5e5, linear RoPE scaling x4, tied head
+ *   llama  8 query heads on 2 KV heads, freq_base 5e5, linear RoPE scaling x4, tied head,
+ *          llama 3.1's rope_freqs.weight (per-frequency divisors)
  *
  * Checks per model and prompt: prompt logits max |delta| <= 1e-4 (F32 weights: the
  * stories260K tolerance), and the greedy ids: decoding llama.cpp's continuation
@@ -115,7 +116,7 @@ int main(int argc, char **argv)
         {"qwen3", {.arch = "qwen3", .n_embd = 64, .n_ff = 96, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
                    .freq_base = 1e6f, .qk_norm = true, .out_scale = 4, .seed = 12}},
         {"llama", {.arch = "llama", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 8, .n_head_kv = 2, .freq_base = 5e5f,
-                   .rope_linear = 4, .tied = true, .out_scale = 4, .seed = 13}},
+                   .rope_linear = 4, .tied = true, .rope_freqs = true, .out_scale = 4, .seed = 13}},
     };
     char cmd[8192];
     int off = snprintf(cmd, sizeof cmd, "'%s' --no-vocab --n-gen 32 --out '%s'", argv[1], dir);
