@@ -18,6 +18,23 @@
  * alike; the table shows the median of the reps of each engine and sift's ratio. The peer
  * is /tmp/sift-peer/peer_generate (built by `make -C ../shared/peer`), run once per rep
  * with -r 1; without it only sift's rows are printed.
+ *
+ * --batch LIST measures something else: what continuous batching gains, i.e. the cost of
+ * one generation step for B sequences at once (B single-token sequences in one
+ * sift_decode, as `sift serve` does with B busy slots) against B = 1:
+ *
+ *   sift bench --model -m MODEL.gguf --batch 1,2,4,8,16 [-t 1,2] [--n-prompt P] [-n STEPS] [-r REPS]
+ *
+ * One context per model and thread count holds the largest B sequences. For each B, the
+ * cache is cleared, B different prompts of P tokens are decoded (untimed), then STEPS
+ * steps each decode one greedy token for every sequence (positions P .. P+STEPS-1, the
+ * same for every B, so attention costs the same per token); only the decode calls are
+ * timed. The batch sizes alternate inside each rep (B = 1, 2, 4, ..., then again) after
+ * an untimed warm-up (which also faults in the mapped weights), and the table shows the
+ * median per B: ms per step, µs per token, tokens/s, and the speed-up per token over B = 1.
+ * Sequence 0 has the same prompt for every B, so its greedy tokens must be the same
+ * whatever the batch size (the runtime's logits do not depend on the batch): a difference
+ * is reported as an error.
  */
 #include <errno.h>
 #include <math.h>
@@ -171,24 +188,208 @@ static int peer_rep(const char *peer, const char *path, int n_threads, int n_pro
     return ok && st == 0 ? 0 : 1;
 }
 
+/* ---- --batch: the cost of a generation step by batch size ---------------------------------- */
+
+#define MAX_LIST 16   /* entries of --batch and -t */
+#define MAX_BATCH 256 /* sequences in one step */
+
+/* A comma-separated list of integers in [lo, hi] into out (at most max); the count, or -1. */
+static int parse_list(const char *v, int *out, int max, long lo, long hi)
+{
+    int n = 0;
+    while (*v) {
+        char *end;
+        const long x = strtol(v, &end, 10);
+        if (end == v || x < lo || x > hi || n == max || (*end && *end != ',')) return -1;
+        out[n++] = (int)x;
+        v = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+/* Prompt token i of sequence s: a fixed pseudo-random id, so sequences differ from each
+ * other but sequence s is the same in every measurement. */
+static sift_token prompt_token(int s, int i, int32_t n_vocab)
+{
+    uint32_t h = (uint32_t)s * 2654435761u ^ (uint32_t)(i + 1) * 2246822519u;
+    h ^= h >> 15, h *= 2654435761u, h ^= h >> 13;
+    return (sift_token)(h % (uint32_t)n_vocab);
+}
+
+static sift_token argmax(const float *x, int32_t n)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* One measurement: B sequences of P prompt tokens (untimed), then `steps` steps of one
+ * greedy token per sequence; *secs = the time in the steps' sift_decode calls; seq0[] =
+ * sequence 0's generated tokens. 0 or 1. */
+static int batch_rep(sift_context *ctx, sift_batch *b, int32_t n_vocab, sift_token bos, int B, int P, int steps,
+                     sift_token *seq0, double *secs)
+{
+    sift_error err = {0};
+    int32_t out_idx[MAX_BATCH];
+    sift_kv_clear(ctx);
+    sift_batch_clear(b);
+    for (int s = 0; s < B; s++) {
+        for (int i = 0; i < P; i++)
+            sift_batch_add(b, i == 0 && bos >= 0 ? bos : prompt_token(s, i, n_vocab), i, &s, 1, i == P - 1);
+        out_idx[s] = s * P + P - 1;
+    }
+    if (sift_decode(ctx, b, &err) != SIFT_OK) {
+        fprintf(stderr, "sift bench --model: prompts (batch %d): %s\n", B, err.msg);
+        return 1;
+    }
+    *secs = 0;
+    for (int step = 0; step < steps; step++) {
+        sift_batch_clear(b);
+        for (int s = 0; s < B; s++) {
+            const float *lg = sift_get_logits_ith(ctx, out_idx[s]);
+            if (!lg) {
+                fprintf(stderr, "sift bench --model: no logits for sequence %d\n", s);
+                return 1;
+            }
+            const sift_token t = argmax(lg, n_vocab);
+            if (s == 0) seq0[step] = t;
+            sift_batch_add(b, t, P + step, &s, 1, true);
+            out_idx[s] = s;
+        }
+        const double t0 = now_s();
+        if (sift_decode(ctx, b, &err) != SIFT_OK) {
+            fprintf(stderr, "sift bench --model: step %d (batch %d): %s\n", step, B, err.msg);
+            return 1;
+        }
+        *secs += now_s() - t0;
+    }
+    return 0;
+}
+
+typedef struct batch_opts {
+    const int *batches, *threads;
+    int n_batches, n_threads, n_prompt, steps, reps;
+    bool csv, json;
+} batch_opts;
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The --batch suite on one model, for every thread count. 0 or an exit code. */
+static int batch_model(const char *path, const batch_opts *o, bool *first_json)
+{
+    sift_error err = {0};
+    sift_model *model = sift_model_load(path, &err);
+    if (!model) {
+        fprintf(stderr, "sift bench --model: %s: %s\n", path, err.msg);
+        return 1;
+    }
+    sift_model_info info;
+    sift_model_get_info(model, &info);
+    int max_b = 0;
+    for (int i = 0; i < o->n_batches; i++) max_b = o->batches[i] > max_b ? o->batches[i] : max_b;
+    sift_context_params cp = sift_context_default_params();
+    cp.n_seq_max = (uint32_t)max_b;
+    cp.n_ctx = (uint32_t)(max_b * (o->n_prompt + o->steps));
+    cp.n_batch = (uint32_t)(max_b * o->n_prompt);
+    sift_context *ctx = sift_context_new(model, cp, &err);
+    sift_batch b = {0};
+    sift_token *seq0 = malloc((size_t)o->steps * sizeof *seq0), *ref0 = malloc((size_t)o->steps * sizeof *ref0);
+    double *secs = malloc((size_t)o->n_batches * o->reps * sizeof *secs), tmp[MAX_REPS];
+    int rc = 1;
+    if (!ctx) {
+        fprintf(stderr, "sift bench --model: %s: %s\n", path, err.msg);
+        goto done;
+    }
+    if (!seq0 || !ref0 || !secs || sift_batch_init(&b, max_b * o->n_prompt, 1) != SIFT_OK) goto done;
+    const char *name = base_name(path);
+    const sift_token bos = sift_vocab_bos(sift_model_vocab(model));
+    if (!o->csv && !o->json)
+        printf("%s: %s, %.1f MB of weights, dim %d, %d layers, %d/%d heads, vocab %d; %d prompt tokens, %d steps, "
+               "median of %d reps\n",
+               name, sift_type_name(info.main_type), (double)info.n_bytes / 1e6, info.n_embd, info.n_layer, info.n_head,
+               info.n_head_kv, info.n_vocab, o->n_prompt, o->steps, o->reps);
+    for (int ti = 0; ti < o->n_threads; ti++) {
+        const int nth = o->threads[ti];
+        sift_set_n_threads(ctx, nth, nth);
+        double warm;
+        /* warm-up: the smallest and the largest batch, untimed; the reference tokens */
+        if (batch_rep(ctx, &b, info.n_vocab, bos, o->batches[0], o->n_prompt, o->steps, ref0, &warm) ||
+            batch_rep(ctx, &b, info.n_vocab, bos, max_b, o->n_prompt, o->steps, seq0, &warm))
+            goto done;
+        bool same = !memcmp(seq0, ref0, (size_t)o->steps * sizeof *seq0);
+        for (int r = 0; r < o->reps; r++)
+            for (int k = 0; k < o->n_batches; k++) {
+                if (batch_rep(ctx, &b, info.n_vocab, bos, o->batches[k], o->n_prompt, o->steps, seq0, &secs[k * o->reps + r]))
+                    goto done;
+                if (memcmp(seq0, ref0, (size_t)o->steps * sizeof *seq0)) same = false;
+            }
+        if (!same) {
+            fprintf(stderr, "sift bench --model: %s: sequence 0's greedy tokens depend on the batch size\n", name);
+            goto done;
+        }
+        if (!o->csv && !o->json)
+            printf("%-30s %7s %6s %10s %10s %10s %16s\n", "model", "threads", "batch", "ms/step", "us/token", "tokens/s",
+                   "speed-up/token");
+        for (int k = 0; k < o->n_batches; k++) {
+            const int B = o->batches[k];
+            /* the speed-up within each rep (the batch sizes of a rep ran back to back), then its median */
+            for (int r = 0; r < o->reps; r++) tmp[r] = (secs[r] / o->batches[0]) / (secs[k * o->reps + r] / B);
+            const double gain = median_of(tmp, o->reps);
+            for (int r = 0; r < o->reps; r++) tmp[r] = secs[k * o->reps + r];
+            const double s = median_of(tmp, o->reps);
+            const double ms_step = s / o->steps * 1e3, us_tok = s / ((double)o->steps * B) * 1e6, tps = (double)o->steps * B / s;
+            if (o->csv)
+                printf("%s,%d,%d,%d,%d,%.4f,%.2f,%.1f,%.3f,%d\n", name, nth, B, o->n_prompt, o->steps, ms_step, us_tok, tps, gain,
+                       o->reps);
+            else if (o->json) {
+                printf("%s{\"model\":\"%s\",\"threads\":%d,\"batch\":%d,\"n_prompt\":%d,\"steps\":%d,\"ms_per_step\":%.4f,"
+                       "\"us_per_token\":%.2f,\"tokens_per_s\":%.1f,\"speedup_per_token\":%.3f,\"reps\":%d}",
+                       *first_json ? "" : ",", name, nth, B, o->n_prompt, o->steps, ms_step, us_tok, tps, gain, o->reps);
+                *first_json = false;
+            } else
+                printf("%-30s %7d %6d %10.3f %10.1f %10.1f %15.2fx\n", name, nth, B, ms_step, us_tok, tps, gain);
+        }
+        fflush(stdout);
+    }
+    rc = 0;
+done:
+    free(seq0);
+    free(ref0);
+    free(secs);
+    sift_batch_free(&b);
+    sift_context_free(ctx);
+    sift_model_free(model);
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sift bench --model [-m MODEL.gguf ...] [-t THREADS] [--n-prompt N] [-n N_GEN] [-r REPS]\n"
-               "                          [--peer PATH | --no-peer] [--csv | --json]\n\n"
+               "                          [--peer PATH | --no-peer] [--csv | --json]\n"
+               "       sift bench --model --batch 1,2,4,8,16 [-m MODEL.gguf ...] [-t 1,2] [--n-prompt P] [-n STEPS] [-r REPS]\n\n"
                "  -m FILE        a model (repeatable; default: the shared stories260K and llama-2-tiny-random)\n"
-               "  -t N           threads, for both engines (default 1)\n"
-               "  --n-prompt N   prompt tokens (default 512)\n"
-               "  -n N           generated tokens (default 128)\n"
+               "  -t N[,N...]    threads, for both engines (default 1); a list runs each in turn\n"
+               "  --n-prompt N   prompt tokens (default 512; with --batch: per sequence, default 32)\n"
+               "  -n N           generated tokens (default 128; with --batch: steps, default 16)\n"
                "  -r N           reps per engine, interleaved (default 5)\n"
                "  --peer PATH    llama.cpp's peer_generate (default /tmp/sift-peer/peer_generate)\n"
                "  --no-peer      sift only\n"
-               "  --csv, --json  machine-readable output\n");
+               "  --batch LIST   instead: the cost of one generation step of B sequences in one decode, for each\n"
+               "                 B in LIST (1..%d), against the first B (continuous batching's gain)\n"
+               "  --csv, --json  machine-readable output\n",
+            MAX_BATCH);
 }
 
 int sift_bench_model(int argc, char **argv)
 {
     const char *models[MAX_MODELS];
-    int n_models = 0, n_threads = 1, n_prompt = 512, n_gen = 128, reps = 5;
+    int n_models = 0, n_prompt = 0, n_gen = 0, reps = 5;
+    int threads[MAX_LIST] = {1}, n_threads_list = 1, batches[MAX_LIST], n_batches = 0;
     const char *peer = "/tmp/sift-peer/peer_generate";
     bool use_peer = true, csv = false, json = false;
     for (int i = 1; i < argc; i++) {
@@ -202,8 +403,10 @@ int sift_bench_model(int argc, char **argv)
         } else if (!strcmp(a, "-m") && v) {
             if (n_models == MAX_MODELS) return fprintf(stderr, "sift bench --model: -m: at most %d models\n", MAX_MODELS), 2;
             models[n_models++] = v, i++;
-        } else if (!strcmp(a, "-t") && num && n >= 1 && n <= 256) {
-            n_threads = (int)n, i++;
+        } else if (!strcmp(a, "-t") && v && (n_threads_list = parse_list(v, threads, MAX_LIST, 1, 256)) > 0) {
+            i++;
+        } else if (!strcmp(a, "--batch") && v && (n_batches = parse_list(v, batches, MAX_LIST, 1, MAX_BATCH)) > 0) {
+            i++;
         } else if (!strcmp(a, "--n-prompt") && num && n >= 1 && n <= 2047) {
             n_prompt = (int)n, i++;
         } else if (!strcmp(a, "-n") && num && n >= 1 && n <= 2047) {
@@ -232,6 +435,22 @@ int sift_bench_model(int argc, char **argv)
             models[n_models++] = defaults[i];
         }
     }
+    if (n_batches > 0) {
+        batch_opts o = {.batches = batches, .threads = threads, .n_batches = n_batches, .n_threads = n_threads_list,
+                        .n_prompt = n_prompt ? n_prompt : 32, .steps = n_gen ? n_gen : 16, .reps = reps, .csv = csv,
+                        .json = json};
+        bool first = true;
+        if (csv) printf("model,threads,batch,n_prompt,steps,ms_per_step,us_per_token,tokens_per_s,speedup_per_token,reps\n");
+        else if (json) printf("[");
+        int rc = 0;
+        for (int m = 0; m < n_models && rc == 0; m++) rc = batch_model(models[m], &o, &first);
+        if (json) printf("]\n");
+        else if (!csv && rc == 0)
+            printf("(speed-up/token: the first batch size's time per token over this one's, median of the reps' ratios)\n");
+        return rc;
+    }
+    if (!n_prompt) n_prompt = 512;
+    if (!n_gen) n_gen = 128;
     if (use_peer && access(peer, X_OK) != 0) {
         fprintf(stderr, "sift bench --model: llama.cpp's peer_generate not found at %s (make -C ../shared/peer): sift only\n",
                 peer);
@@ -245,7 +464,8 @@ int sift_bench_model(int argc, char **argv)
                "n_gen", "load ms", "prompt t/s", "gen t/s", "sample us");
     sift_token *gen = malloc((size_t)n_gen * sizeof *gen), *gen0 = malloc((size_t)n_gen * sizeof *gen0);
     int rc = 0;
-    for (int m = 0; m < n_models && rc == 0; m++) {
+    for (int job = 0; job < n_models * n_threads_list && rc == 0; job++) {
+        const int m = job / n_threads_list, n_threads = threads[job % n_threads_list];
         rep rs[MAX_REPS], rp[MAX_REPS], warm;
         int n_peer = 0;
         bool same = true;
@@ -274,7 +494,7 @@ int sift_bench_model(int argc, char **argv)
         } else if (json) {
             printf("%s{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"reps\":%d,"
                    "\"sift\":{\"load_ms\":%.3f,\"pp_tps\":%.1f,\"tg_tps\":%.1f,\"sample_us\":%.3f}",
-                   m ? "," : "", name, n_threads, n_prompt, n_gen, reps, ms.load_ms, ms.pp_tps, ms.tg_tps, ms.sample_us);
+                   job ? "," : "", name, n_threads, n_prompt, n_gen, reps, ms.load_ms, ms.pp_tps, ms.tg_tps, ms.sample_us);
             if (mp)
                 printf(",\"llama.cpp\":{\"load_ms\":%.3f,\"pp_tps\":%.1f,\"tg_tps\":%.1f,\"sample_us\":%.3f},"
                        "\"pp_ratio\":%.3f,\"tg_ratio\":%.3f",
