@@ -10,6 +10,9 @@
  *     roundings of the row's magnitude;
  *   - column independence: a column's result is bitwise the same with 1 or 4 columns
  *     (what makes batched decoding give the same logits as token-by-token);
+ *   - the one-column row loops (rows) and the tiled products (gemm, rows x columns, the
+ *     edges of the tiles included): every value bitwise the dot kernel's for its pair, and
+ *     for the integer types bitwise the scalar kernel's;
  *   - attention scores, softmax exp and sum, max, SwiGLU, F16 conversion;
  *   - the Q8_K activation quantizer against its definition.
  */
@@ -67,7 +70,7 @@ static void test_dot(void **state)
     const int lens_f[] = {1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 172, 255, 256, 1000, 4096, 4099};
     const int lens_q[] = {32, 64, 96, 160, 256, 512, 768, 2048, 4096};
     const int lens_k[] = {256, 512, 768, 2048, 4096};
-    int checked = 0;
+    int checked = 0, gemm_checked = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const sift_tensor_type t = types[ti];
         const sift_act_format af = sift_act_format_of(t);
@@ -123,27 +126,55 @@ static void test_dot(void **state)
                     checked++;
                 }
             }
-            /* the one-column row loop: three rows, each bitwise the dot kernel's answer */
-            char *w3 = malloc(3 * wb);
-            for (int r = 0; r < 3; r++) {
+            /* the one-column row loop: eleven rows (kernels that go four rows at a time have a
+             * tail), each bitwise the dot kernel's answer */
+            enum { NR = 11, NC = 4 };
+            char *w3 = malloc(NR * wb);
+            for (int r = 0; r < NR; r++) {
                 for (int64_t i = 0; i < n; i++) wf[i] = frand(1.0f);
                 sift_quantize_row(t, wf, w3 + r * wb, n);
             }
             for (int isa = SIFT_ISA_SCALAR; isa <= SIFT_ISA_AVX512; isa++) {
                 const sift_kernels *k = sift_kernels_get((sift_isa)isa);
                 if (!k) continue;
-                float out[3], one;
-                k->rows[t](n, w3, wb, 3, x, out);
-                for (int r = 0; r < 3; r++) {
+                float out[NR], one, ref;
+                k->rows[t](n, w3, wb, NR, x, out);
+                for (int r = 0; r < NR; r++) {
                     k->dot[t](n, w3 + r * wb, x, ab, 1, &one);
                     assert_memory_equal(&one, &out[r], 4);
                 }
+                /* tiles: every (rows, columns) shape up to 11 x 4, each value the dot kernel's
+                 * (and the scalar kernel's, for the integer types); out has a stride of NR + 2 */
+                if (!k->gemm[t]) continue;
+                float g[NC * (NR + 2)];
+                for (int nr = 1; nr <= NR; nr++)
+                    for (int nc = 1; nc <= NC; nc++) {
+                        for (int i = 0; i < NC * (NR + 2); i++) g[i] = -1.0f;
+                        k->gemm[t](n, w3, wb, nr, x, ab, nc, g, NR + 2);
+                        for (int c = 0; c < NC; c++)
+                            for (int r = 0; r < NR + 2; r++) {
+                                if (c >= nc || r >= nr) { /* untouched */
+                                    assert_true(g[c * (NR + 2) + r] == -1.0f);
+                                    continue;
+                                }
+                                k->dot[t](n, w3 + r * wb, (char *)x + c * ab, ab, 1, &one);
+                                sc->dot[t](n, w3 + r * wb, (char *)x + c * ab, ab, 1, &ref);
+                                if (memcmp(&one, &g[c * (NR + 2) + r], 4) != 0 ||
+                                    (is_int_kernel(t) && memcmp(&ref, &one, 4) != 0)) {
+                                    fprintf(stderr, "%s %s n=%lld gemm %dx%d: (%d, %d) %.9g, dot %.9g, scalar %.9g\n",
+                                            sift_isa_name((sift_isa)isa), sift_type_name(t), (long long)n, nr, nc, r, c,
+                                            g[c * (NR + 2) + r], one, ref);
+                                    fail();
+                                }
+                                gemm_checked++;
+                            }
+                    }
             }
             free(w3);
             free(wf), free(xf), free(wd), free(xd), free(w), free(x);
         }
     }
-    printf("  dot products: %d (ISA, type, length, column) results checked\n", checked);
+    printf("  dot products: %d (ISA, type, length, column) results checked; tiled products: %d\n", checked, gemm_checked);
 }
 
 static void test_attention_and_elementwise(void **state)

@@ -113,6 +113,14 @@ static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift
             for (int64_t r = r0; r < r1; r++) out[r] += bias[r];
         return;
     }
+    const sift_gemm_fn gemm = J->ctx->k->gemm[w->type];
+    if (gemm) { /* the kernel tiles rows x tokens itself */
+        gemm(w->n_in, (const char *)w->data + r0 * w->row_bytes, w->row_bytes, r1 - r0, act, as, J->n_tok, out + r0, os);
+        if (bias)
+            for (int t = 0; t < J->n_tok; t++)
+                for (int64_t r = r0; r < r1; r++) out[t * os + r] += bias[r];
+        return;
+    }
     for (int64_t rb = r0; rb < r1; rb += MM_ROW_BLOCK) {
         const int64_t re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;
         for (int t = 0; t < J->n_tok; t += SIFT_DOT_MAX_COLS) {

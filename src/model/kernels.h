@@ -68,11 +68,20 @@ typedef void (*sift_dot_fn)(int64_t n, const void *w, const void *x, size_t x_st
  * Each out[r] equals what the dot kernel gives for that row with one column. */
 typedef void (*sift_rows_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out);
 
+/* out[c * out_stride + r] = dot(weight row r, activation row c) for r < n_rows, c < n_cols: a
+ * block of a matrix product (weight row r at w + r * row_bytes, activation row c at
+ * x + c * x_stride), for the types whose kernels do better on tiles of rows x columns than
+ * one row at a time (a tile shares each weight row's unpacking among the columns and each
+ * column's scales among the rows). Each out value equals the dot kernel's, bit for bit. */
+typedef void (*sift_gemm_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t x_stride,
+                             int64_t n_cols, float *out, int64_t out_stride);
+
 typedef struct sift_kernels {
     sift_isa isa;
     /* weight-type kernels, indexed by sift_tensor_type; NULL where the type has none */
     sift_dot_fn dot[SIFT_TYPE_COUNT];
     sift_rows_fn rows[SIFT_TYPE_COUNT];
+    sift_gemm_fn gemm[SIFT_TYPE_COUNT]; /* NULL: the forward pass uses dot, a row at a time */
     /* activations F32 -> their format (n a multiple of the format's block) */
     void (*act_convert)(sift_act_format f, const float *x, void *dst, int64_t n);
     /* attention scores for nq query heads sharing one KV head:

@@ -68,6 +68,14 @@ static inline __m256 exp_ps(__m256 x)
 
 #define FORCE_INLINE static inline __attribute__((always_inline))
 
+/* Half -> float with F16C's vcvtph2ps: bit for bit sift_fp16_to_fp32 (NaNs made quiet the
+ * same way), but inline, so the kernels' loops make no calls (a call would spill every
+ * vector register). */
+static inline float f16c_to_fp32(uint16_t h)
+{
+    return _cvtsh_ss(h);
+}
+
 /* ---- F32 -------------------------------------------------------------------------------------- */
 
 FORCE_INLINE void dot_f32_n(int64_t n, const float *w, const char *x, size_t xs, float *s, const int NC)
@@ -138,7 +146,7 @@ FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t 
         double t = n >= 32 ? hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[j][0], acc[j][1]), _mm256_add_ps(acc[j][2], acc[j][3]))) : 0.0;
         __m128d d2 = _mm_add_pd(_mm256_castpd256_pd128(accd[j]), _mm256_extractf128_pd(accd[j], 1));
         t += _mm_cvtsd_f64(_mm_add_sd(d2, _mm_unpackhi_pd(d2, d2)));
-        for (int64_t k = i; k < n; k++) t += (double)(sift_fp16_to_fp32(w[k]) * sift_fp16_to_fp32(xj[k]));
+        for (int64_t k = i; k < n; k++) t += (double)(f16c_to_fp32(w[k]) * f16c_to_fp32(xj[k]));
         s[j] = (float)t;
     }
 }
@@ -180,11 +188,11 @@ FORCE_INLINE void dot_q8_0_n(int64_t n, const sift_block_q8_0 *a, const char *x,
     float sum[SIFT_DOT_MAX_COLS] = {0};
     for (int64_t k = 0; k < n / SIFT_QK8_0; k++) {
         const __m256i qa = _mm256_loadu_si256((const __m256i *)a[k].qs);
-        const float da = sift_fp16_to_fp32(a[k].d);
+        const float da = f16c_to_fp32(a[k].d);
         for (int j = 0; j < NC; j++) {
             const sift_block_q8_0 *b = (const sift_block_q8_0 *)(x + j * xs) + k;
             const int isum = dot32_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs));
-            sum[j] += (float)isum * (da * sift_fp16_to_fp32(b->d));
+            sum[j] += (float)isum * (da * f16c_to_fp32(b->d));
         }
     }
     for (int j = 0; j < NC; j++) s[j] = sum[j];
@@ -213,11 +221,11 @@ FORCE_INLINE void dot_q4_0_n(int64_t n, const sift_block_q4_0 *a, const char *x,
     float sum[SIFT_DOT_MAX_COLS] = {0};
     for (int64_t k = 0; k < n / SIFT_QK4_0; k++) {
         const __m256i qa = unpack_q4_0(a[k].qs);
-        const float da = sift_fp16_to_fp32(a[k].d);
+        const float da = f16c_to_fp32(a[k].d);
         for (int j = 0; j < NC; j++) {
             const sift_block_q8_0 *b = (const sift_block_q8_0 *)(x + j * xs) + k;
             const int isum = dot32_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs));
-            sum[j] += (float)isum * (da * sift_fp16_to_fp32(b->d));
+            sum[j] += (float)isum * (da * f16c_to_fp32(b->d));
         }
     }
     for (int j = 0; j < NC; j++) s[j] = sum[j];
@@ -232,6 +240,99 @@ static void dot_q4_0(int64_t n, const void *w, const void *x, size_t xs, int nco
     default: dot_q4_0_n(n, w, x, xs, s, 4); break;
     }
 }
+
+/* Tiles of weight rows x activation rows (the forward pass's matrix products for batches):
+ * as in kernels_avx512.c, the expensive part of the scalar code's per-block step is reducing
+ * the block's products to their exact integer sum, so four (row, column) pairs are reduced
+ * together (reduce4: 4 block sums in 5 instructions instead of 4 horizontal sums), and their
+ * float steps run in the four lanes of one register, each lane doing exactly the scalar
+ * code's operations in its order. A tile of R rows x C columns (R, C <= 4) numbers its
+ * pairs q = i*C + j and puts them four to a group (lane l of sum[g] is pair 4g + l). */
+
+/* int32 partial sums of the products of signed bytes w and x (|w| x sign(w)*x) */
+static inline __m256i products(__m256i w, __m256i x)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
+}
+
+/* lane i: the sum of p_i's eight lanes */
+static inline __m128i reduce4(__m256i p0, __m256i p1, __m256i p2, __m256i p3)
+{
+    const __m256i c = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+    return _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+}
+
+static inline __m128 scales4(uint16_t a, uint16_t b, uint16_t c, uint16_t d)
+{
+    return _mm_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, 0, 0, 0, 0));
+}
+
+static inline __m256i w_q8_0(const sift_block_q8_0 *a)
+{
+    return _mm256_loadu_si256((const __m256i *)a->qs);
+}
+
+static inline __m256i w_q4_0(const sift_block_q4_0 *a)
+{
+    return unpack_q4_0(a->qs);
+}
+
+#define UNROLL4 _Pragma("GCC unroll 4")
+
+#define QX_0_GEMM(NAME, WBLOCK)                                                                                      \
+    FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift_block_q8_0 *const *b, __m128 *sum,    \
+                                  const int R, const int C)                                                         \
+    {                                                                                                                \
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();                                \
+        for (int64_t k = 0; k < n / 32; k++) {                                                                       \
+            __m256i xv[4], wv[4];                                                                                    \
+            uint16_t hx[4] = {0}, hw[4] = {0};                                                                       \
+            UNROLL4 for (int j = 0; j < C; j++) xv[j] = w_q8_0(b[j] + k), hx[j] = b[j][k].d;                        \
+            UNROLL4 for (int i = 0; i < R; i++) wv[i] = w_##NAME(a[i] + k), hw[i] = a[i][k].d;                      \
+            const __m128 dxv = scales4(hx[0], hx[1], hx[2], hx[3]), dwv = scales4(hw[0], hw[1], hw[2], hw[3]);       \
+            UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) {                                                     \
+                __m256i p[4];                                                                                        \
+                int iw[4], ix[4];                                                                                    \
+                UNROLL4 for (int l = 0; l < 4; l++) {                                                               \
+                    const int q = 4 * g + l;                                                                         \
+                    iw[l] = q < R * C ? q / C : 0, ix[l] = q < R * C ? q % C : 0;                                    \
+                    p[l] = q < R * C ? products(wv[q / C], xv[q % C]) : _mm256_setzero_si256();                     \
+                }                                                                                                    \
+                const __m128 dw = _mm_permutevar_ps(dwv, _mm_setr_epi32(iw[0], iw[1], iw[2], iw[3]));               \
+                const __m128 dx = _mm_permutevar_ps(dxv, _mm_setr_epi32(ix[0], ix[1], ix[2], ix[3]));               \
+                sum[g] = _mm_add_ps(sum[g], _mm_mul_ps(_mm_cvtepi32_ps(reduce4(p[0], p[1], p[2], p[3])), _mm_mul_ps(dw, dx))); \
+            }                                                                                                        \
+        }                                                                                                            \
+    }                                                                                                                \
+    /* 4 rows x 4 columns at a time (fewer at the edges: missing rows repeat the last one) */                      \
+    static void gemm_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t xs,    \
+                            int64_t n_cols, float *out, int64_t os)                                                  \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r += 4) {                                                                    \
+            const int nr = n_rows - r < 4 ? (int)(n_rows - r) : 4;                                                   \
+            const WBLOCK *a[4];                                                                                      \
+            for (int i = 0; i < 4; i++) a[i] = (const WBLOCK *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes); \
+            for (int64_t c = 0; c < n_cols; c += 4) {                                                                \
+                const int nc = n_cols - c < 4 ? (int)(n_cols - c) : 4;                                               \
+                const sift_block_q8_0 *b[4];                                                                         \
+                for (int j = 0; j < nc; j++) b[j] = (const sift_block_q8_0 *)((const char *)x + (c + j) * xs);       \
+                __m128 sum[4];                                                                                       \
+                switch (nc) {                                                                                        \
+                case 1: NAME##_tile(n, a, b, sum, 4, 1); break;                                                      \
+                case 2: NAME##_tile(n, a, b, sum, 4, 2); break;                                                      \
+                case 3: NAME##_tile(n, a, b, sum, 4, 3); break;                                                      \
+                default: NAME##_tile(n, a, b, sum, 4, 4); break;                                                     \
+                }                                                                                                    \
+                float v[16];                                                                                         \
+                for (int g = 0; g < nc; g++) _mm_storeu_ps(v + 4 * g, sum[g]); /* 4 * nc pairs: nc groups */         \
+                for (int i = 0; i < nr; i++)                                                                         \
+                    for (int j = 0; j < nc; j++) out[(c + j) * os + r + i] = v[i * nc + j];                          \
+            }                                                                                                        \
+        }                                                                                                            \
+    }
+
+QX_0_GEMM(q8_0, sift_block_q8_0)
+QX_0_GEMM(q4_0, sift_block_q4_0)
 
 /* ---- Q4_K against Q8_K -------------------------------------------------------------------------------- */
 
@@ -258,7 +359,7 @@ FORCE_INLINE void dot_q4_K_n(int64_t n, const sift_block_q4_K *a, const char *x,
             lo[g] = _mm256_and_si256(q, m4);
             hi[g] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
         }
-        const float d = sift_fp16_to_fp32(a[k].d), dmin = sift_fp16_to_fp32(a[k].dmin);
+        const float d = f16c_to_fp32(a[k].d), dmin = f16c_to_fp32(a[k].dmin);
         for (int j = 0; j < NC; j++) {
             const sift_block_q8_K *b = (const sift_block_q8_K *)(x + j * xs) + k;
             __m256i acc = _mm256_setzero_si256();
@@ -311,7 +412,7 @@ FORCE_INLINE void dot_q6_K_n(int64_t n, const sift_block_q6_K *a, const char *x,
         /* chunk c (32 elements) spans sub-blocks 2c (its low 16) and 2c+1 (its high 16) */
         for (int c = 0; c < 8; c++)
             scv[c] = _mm256_set_m128i(_mm_set1_epi16(a[k].scales[2 * c + 1]), _mm_set1_epi16(a[k].scales[2 * c]));
-        const float d = sift_fp16_to_fp32(a[k].d);
+        const float d = f16c_to_fp32(a[k].d);
         for (int j = 0; j < NC; j++) {
             const sift_block_q8_K *b = (const sift_block_q8_K *)(x + j * xs) + k;
             __m256i acc = _mm256_setzero_si256();
@@ -453,6 +554,8 @@ void sift_kernels_init_avx2(sift_kernels *k)
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
     k->rows[SIFT_TYPE_Q4_K] = rows_dot_q4_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_dot_q6_K;
+    k->gemm[SIFT_TYPE_Q8_0] = gemm_q8_0;
+    k->gemm[SIFT_TYPE_Q4_0] = gemm_q4_0;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

@@ -19,6 +19,14 @@
 
 #define FORCE_INLINE static inline __attribute__((always_inline))
 
+/* Half -> float with F16C's vcvtph2ps: bit for bit sift_fp16_to_fp32 (NaNs made quiet the
+ * same way), but inline, so the kernels' loops make no calls (a call would spill every
+ * vector register). */
+static inline float f16c_to_fp32(uint16_t h)
+{
+    return _cvtsh_ss(h);
+}
+
 static inline int hsum_epi32_256(__m256i v)
 {
     __m128i lo = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -149,22 +157,29 @@ static void act_convert(sift_act_format f, const float *x, void *dst, int64_t n)
 
 /* ---- Q8_0 and Q4_0 against Q8_0, two blocks per register ------------------------------------------- */
 
-/* The exact sums of the products of signed bytes a and b in each 256-bit half. */
-static inline void dot2x32_i8(__m512i a, __m512i b, int *lo, int *hi)
+/* A (weight row, activation row) pair's dot product is, as in the scalar code,
+ *     sum over blocks k of  (float)isum_k * (d_w,k * d_x,k),  accumulated in float in block order,
+ * where isum_k is the exact integer sum of the block's 32 byte products. The products are
+ * cheap (vpmaddubsw + vpmaddwd: one register of 16 int32 partial sums per pair for two
+ * blocks); reducing each block to its isum was not: a horizontal sum per block and per
+ * pair cost more than everything else. So pairs go four at a time: four registers of
+ * partial sums are reduced together (reduce4x2: 8 block sums in 9 instructions), and the
+ * float steps of the four pairs run in the four lanes of one register, each lane doing
+ * exactly the scalar code's operations in its order (bit for bit the scalar result).
+ *
+ * The four pairs are one weight row against four activation rows (tokens of a batch: the
+ * weight row is loaded and unpacked once for four tokens) or four weight rows against one
+ * activation row (generation: the rows kernel). */
+
+/* The two blocks' 64 values as signed bytes (the second block zero when there is none). */
+static inline __m512i w2_q8_0(const sift_block_q8_0 *a, int64_t k, bool two)
 {
-    const __m512i p16 = _mm512_maddubs_epi16(_mm512_abs_epi8(a), _mm512_mask_sub_epi8(b, _mm512_movepi8_mask(a),
-                                                                                      _mm512_setzero_si512(), b));
-    const __m512i p32 = _mm512_madd_epi16(p16, _mm512_set1_epi16(1));
-    *lo = hsum_epi32_256(_mm512_castsi512_si256(p32));
-    *hi = hsum_epi32_256(_mm512_extracti64x4_epi64(p32, 1));
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)a[k].qs);
+    return two ? _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i *)a[k + 1].qs), 1)
+               : _mm512_zextsi256_si512(lo);
 }
 
-static inline __m512i load2(const int8_t *a, const int8_t *b)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
-                              _mm256_loadu_si256((const __m256i *)b), 1);
-}
-
+/* Q4_0: value i of a block is (qs[i] & 15) - 8, value i+16 is (qs[i] >> 4) - 8. */
 static inline __m256i unpack_q4_0(const uint8_t *qs)
 {
     const __m128i b = _mm_loadu_si128((const __m128i *)qs);
@@ -172,43 +187,182 @@ static inline __m256i unpack_q4_0(const uint8_t *qs)
     return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
 }
 
-/* Blocks are processed in pairs, the odd last one alone (zero upper half): each block's
- * sum is exact either way, and the float steps are the scalar code's, in block order. */
-#define QX_0_KERNEL(NAME, WBLOCK, UNPACK2, UNPACK1)                                                                 \
-    FORCE_INLINE void NAME##_n(int64_t n, const WBLOCK *a, const char *x, size_t xs, float *s, const int NC)          \
-    {                                                                                                              \
-        float sum[SIFT_DOT_MAX_COLS] = {0};                                                                        \
-        const int64_t nb = n / 32;                                                                                 \
-        for (int64_t k = 0; k < nb; k += 2) {                                                                      \
-            const bool two = k + 1 < nb;                                                                           \
-            const __m512i qa = two ? UNPACK2 : _mm512_castsi256_si512(UNPACK1);                                    \
-            const float da0 = sift_fp16_to_fp32(a[k].d), da1 = two ? sift_fp16_to_fp32(a[k + 1].d) : 0.0f;          \
-            for (int j = 0; j < NC; j++) {                                                                         \
-                const sift_block_q8_0 *b = (const sift_block_q8_0 *)(x + j * xs) + k;                              \
-                const __m512i qb = two ? load2(b[0].qs, b[1].qs)                                                   \
-                                       : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[0].qs));      \
-                int s0, s1;                                                                                        \
-                dot2x32_i8(two ? qa : _mm512_zextsi256_si512(_mm512_castsi512_si256(qa)), qb, &s0, &s1);           \
-                sum[j] += (float)s0 * (da0 * sift_fp16_to_fp32(b[0].d));                                           \
-                if (two) sum[j] += (float)s1 * (da1 * sift_fp16_to_fp32(b[1].d));                                  \
-            }                                                                                                      \
-        }                                                                                                          \
-        for (int j = 0; j < NC; j++) s[j] = sum[j];                                                                \
-    }                                                                                                              \
-    static void NAME(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)                      \
-    {                                                                                                              \
-        switch (ncols) {                                                                                           \
-        case 1: NAME##_n(n, w, x, xs, s, 1); break;                                                                \
-        case 2: NAME##_n(n, w, x, xs, s, 2); break;                                                                \
-        case 3: NAME##_n(n, w, x, xs, s, 3); break;                                                                \
-        default: NAME##_n(n, w, x, xs, s, 4); break;                                                               \
-        }                                                                                                          \
+static inline __m512i w2_q4_0(const sift_block_q4_0 *a, int64_t k, bool two)
+{
+    const __m256i lo = unpack_q4_0(a[k].qs);
+    return two ? _mm512_inserti64x4(_mm512_castsi256_si512(lo), unpack_q4_0(a[k + 1].qs), 1) : _mm512_zextsi256_si512(lo);
+}
+
+static inline __m512i x2_q8_0(const sift_block_q8_0 *b, bool two)
+{
+    return w2_q8_0(b, 0, two);
+}
+
+/* int32 partial sums of the products of signed bytes w and x: lanes 0-7 the first block's,
+ * 8-15 the second's (|w| x sign(w)*x; |w| <= 128 and |x| <= 127 keep vpmaddubsw exact). */
+static inline __m512i products(__m512i w, __m512i x)
+{
+    const __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), sx), _mm512_set1_epi16(1));
+}
+
+/* The exact block sums of four pairs' partial sums p0..p3: lane i of the result is pair
+ * i's first block, lane 4 + i its second. */
+static inline __m256i reduce4x2(__m512i p0, __m512i p1, __m512i p2, __m512i p3)
+{
+    const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1), _mm512_unpackhi_epi32(p0, p1));
+    const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(p2, p3), _mm512_unpackhi_epi32(p2, p3));
+    /* c: in each 128-bit lane L, the four pairs' sums over L; block 1 = L0 + L1, block 2 = L2 + L3 */
+    const __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+    const __m512i d = _mm512_add_epi32(_mm512_shuffle_i32x4(c, c, _MM_SHUFFLE(3, 1, 2, 0)),
+                                       _mm512_shuffle_i32x4(c, c, _MM_SHUFFLE(2, 0, 3, 1)));
+    return _mm512_castsi512_si256(d);
+}
+
+/* sum += isum * (dw * dx), lanes 0-3 (the first block) then 4-7 (the second, if any): the
+ * scalar code's two float operations per block, per lane. */
+static inline __m128 accumulate2(__m128 sum, __m256i isum, __m256 dw, __m256 dx, bool two)
+{
+    const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dx));
+    sum = _mm_add_ps(sum, _mm256_castps256_ps128(t));
+    return two ? _mm_add_ps(sum, _mm256_extractf128_ps(t, 1)) : sum;
+}
+
+/* Eight halves (the scales of blocks k and k+1 of four rows: a0 b0 c0 d0 a1 b1 c1 d1) as floats. */
+static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0, uint16_t a1, uint16_t b1, uint16_t c1,
+                             uint16_t d1)
+{
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)a0, (short)b0, (short)c0, (short)d0, (short)a1, (short)b1, (short)c1, (short)d1));
+}
+
+/* (the four pairs' registers must stay registers: unroll their loops) */
+#define UNROLL4 _Pragma("GCC unroll 4")
+
+/* One step (blocks k and k+1, or k alone when !TWO) of the products of R weight rows and C
+ * activation rows (R, C <= 4). The R*C pairs are numbered q = i*C + j (row i, column j) and
+ * go four to a group: lane l of sum[g] accumulates pair 4g + l. Each weight row's bytes are
+ * loaded once for its C pairs, each column's once for its R pairs, and the scales of the
+ * rows and of the columns are converted once (one register each) and spread to the pairs'
+ * lanes by a permutation. */
+#define QX_0_TILE(NAME, WBLOCK)                                                                                      \
+    FORCE_INLINE void NAME##_step(const WBLOCK *const *a, const sift_block_q8_0 *const *b, int64_t k, __m128 *sum,    \
+                                  const int R, const int C, const bool TWO)                                         \
+    {                                                                                                                \
+        __m512i xv[4], wv[4];                                                                                        \
+        uint16_t hx[8] = {0}, hw[8] = {0};                                                                           \
+        UNROLL4 for (int j = 0; j < C; j++) {                                                                       \
+            xv[j] = x2_q8_0(b[j] + k, TWO);                                                                          \
+            hx[j] = b[j][k].d, hx[4 + j] = TWO ? b[j][k + 1].d : 0;                                                  \
+        }                                                                                                            \
+        UNROLL4 for (int i = 0; i < R; i++) {                                                                       \
+            wv[i] = w2_##NAME(a[i], k, TWO);                                                                         \
+            hw[i] = a[i][k].d, hw[4 + i] = TWO ? a[i][k + 1].d : 0;                                                  \
+        }                                                                                                            \
+        const __m256 dxv = scales8(hx[0], hx[1], hx[2], hx[3], hx[4], hx[5], hx[6], hx[7]);                         \
+        const __m256 dwv = scales8(hw[0], hw[1], hw[2], hw[3], hw[4], hw[5], hw[6], hw[7]);                         \
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) {                                                         \
+            __m512i p[4];                                                                                            \
+            int iw[4], ix[4];                                                                                        \
+            UNROLL4 for (int l = 0; l < 4; l++) {                                                                   \
+                const int q = 4 * g + l;                                                                             \
+                iw[l] = q < R * C ? q / C : 0, ix[l] = q < R * C ? q % C : 0;                                        \
+                p[l] = q < R * C ? products(wv[q / C], xv[q % C]) : _mm512_setzero_si512();                         \
+            }                                                                                                        \
+            const __m256 dw = _mm256_permutevar8x32_ps(                                                              \
+                dwv, _mm256_setr_epi32(iw[0], iw[1], iw[2], iw[3], 4 + iw[0], 4 + iw[1], 4 + iw[2], 4 + iw[3]));    \
+            const __m256 dx = _mm256_permutevar8x32_ps(                                                              \
+                dxv, _mm256_setr_epi32(ix[0], ix[1], ix[2], ix[3], 4 + ix[0], 4 + ix[1], 4 + ix[2], 4 + ix[3]));    \
+            sum[g] = accumulate2(sum[g], reduce4x2(p[0], p[1], p[2], p[3]), dw, dx, TWO);                            \
+        }                                                                                                            \
+    }                                                                                                                \
+    /* The whole rows: R x C dot products into lanes of sum[] (numbered as above). */                              \
+    FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift_block_q8_0 *const *b, __m128 *sum,    \
+                                  const int R, const int C)                                                         \
+    {                                                                                                                \
+        const int64_t nb = n / 32;                                                                                   \
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();                                \
+        int64_t k = 0;                                                                                               \
+        for (; k + 2 <= nb; k += 2) NAME##_step(a, b, k, sum, R, C, true);                                          \
+        if (k < nb) NAME##_step(a, b, k, sum, R, C, false);                                                         \
+    }                                                                                                                \
+    /* One weight row against one activation row, eight blocks at a time: four block pairs                         \
+     * reduced together, their float steps done in order. */                                                        \
+    static inline float NAME##_one(int64_t n, const WBLOCK *a, const sift_block_q8_0 *b)                             \
+    {                                                                                                                \
+        const int64_t nb = n / 32;                                                                                   \
+        float sum = 0;                                                                                               \
+        int64_t k = 0;                                                                                               \
+        for (; k + 8 <= nb; k += 8) {                                                                                \
+            __m512i p[4];                                                                                            \
+            UNROLL4 for (int i = 0; i < 4; i++) p[i] = products(w2_##NAME(a, k + 2 * i, true), x2_q8_0(b + k + 2 * i, true)); \
+            /* lane i: block k + 2i, lane 4 + i: block k + 2i + 1 */                                                 \
+            const __m256 dw = scales8(a[k].d, a[k + 2].d, a[k + 4].d, a[k + 6].d, a[k + 1].d, a[k + 3].d, a[k + 5].d, a[k + 7].d); \
+            const __m256 dx = scales8(b[k].d, b[k + 2].d, b[k + 4].d, b[k + 6].d, b[k + 1].d, b[k + 3].d, b[k + 5].d, b[k + 7].d); \
+            const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(reduce4x2(p[0], p[1], p[2], p[3])), _mm256_mul_ps(dw, dx)); \
+            float tv[8];                                                                                             \
+            _mm256_storeu_ps(tv, _mm256_permutevar8x32_ps(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));           \
+            UNROLL4 for (int i = 0; i < 8; i++) sum += tv[i];                                                        \
+        }                                                                                                            \
+        for (; k < nb; k += 2) {                                                                                     \
+            const bool two = k + 1 < nb;                                                                             \
+            const __m256i is = reduce4x2(products(w2_##NAME(a, k, two), x2_q8_0(b + k, two)), _mm512_setzero_si512(), \
+                                         _mm512_setzero_si512(), _mm512_setzero_si512());                            \
+            int iv[8];                                                                                               \
+            _mm256_storeu_si256((__m256i *)iv, is);                                                                  \
+            sum += (float)iv[0] * (f16c_to_fp32(a[k].d) * f16c_to_fp32(b[k].d));                                     \
+            if (two) sum += (float)iv[4] * (f16c_to_fp32(a[k + 1].d) * f16c_to_fp32(b[k + 1].d));                    \
+        }                                                                                                            \
+        return sum;                                                                                                  \
+    }                                                                                                                \
+    static void dot_##NAME(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)                  \
+    {                                                                                                                \
+        const WBLOCK *a = w;                                                                                         \
+        const sift_block_q8_0 *b[4];                                                                                 \
+        for (int j = 0; j < ncols; j++) b[j] = (const sift_block_q8_0 *)((const char *)x + j * xs);                \
+        __m128 sum;                                                                                                  \
+        switch (ncols) {                                                                                             \
+        case 1: s[0] = NAME##_one(n, a, b[0]); return;                                                               \
+        case 2: NAME##_tile(n, &a, b, &sum, 1, 2); break;                                                            \
+        case 3: NAME##_tile(n, &a, b, &sum, 1, 3); break;                                                            \
+        default: NAME##_tile(n, &a, b, &sum, 1, 4); break;                                                           \
+        }                                                                                                            \
+        float out[4];                                                                                                \
+        _mm_storeu_ps(out, sum);                                                                                     \
+        for (int j = 0; j < ncols; j++) s[j] = out[j];                                                               \
+    }                                                                                                                \
+    static void rows_dot_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out) \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r++) out[r] = NAME##_one(n, (const WBLOCK *)((const char *)w + r * row_bytes), x); \
+    }                                                                                                                \
+    /* Tiles of 4 rows x 4 columns (fewer at the edges: the missing rows repeat the last one). */                  \
+    static void gemm_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t xs,    \
+                            int64_t n_cols, float *out, int64_t os)                                                  \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r += 4) {                                                                    \
+            const int nr = n_rows - r < 4 ? (int)(n_rows - r) : 4;                                                   \
+            const WBLOCK *a[4];                                                                                      \
+            for (int i = 0; i < 4; i++) a[i] = (const WBLOCK *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes); \
+            for (int64_t c = 0; c < n_cols; c += 4) {                                                                \
+                const int nc = n_cols - c < 4 ? (int)(n_cols - c) : 4;                                              \
+                const sift_block_q8_0 *b[4];                                                                         \
+                for (int j = 0; j < nc; j++) b[j] = (const sift_block_q8_0 *)((const char *)x + (c + j) * xs);       \
+                __m128 sum[4];                                                                                       \
+                switch (nc) {                                                                                        \
+                case 1: NAME##_tile(n, a, b, sum, 4, 1); break;                                                      \
+                case 2: NAME##_tile(n, a, b, sum, 4, 2); break;                                                      \
+                case 3: NAME##_tile(n, a, b, sum, 4, 3); break;                                                      \
+                default: NAME##_tile(n, a, b, sum, 4, 4); break;                                                     \
+                }                                                                                                    \
+                float v[16];                                                                                         \
+                for (int g = 0; g < nc; g++) _mm_storeu_ps(v + 4 * g, sum[g]); /* 4 * nc pairs: nc groups */         \
+                for (int i = 0; i < nr; i++)                                                                         \
+                    for (int j = 0; j < nc; j++) out[(c + j) * os + r + i] = v[i * nc + j];                          \
+            }                                                                                                        \
+        }                                                                                                            \
     }
 
-QX_0_KERNEL(dot_q8_0, sift_block_q8_0, load2(a[k].qs, a[k + 1].qs), _mm256_loadu_si256((const __m256i *)a[k].qs))
-QX_0_KERNEL(dot_q4_0, sift_block_q4_0,
-            _mm512_inserti64x4(_mm512_castsi256_si512(unpack_q4_0(a[k].qs)), unpack_q4_0(a[k + 1].qs), 1),
-            unpack_q4_0(a[k].qs))
+QX_0_TILE(q8_0, sift_block_q8_0)
+QX_0_TILE(q4_0, sift_block_q4_0)
 
 /* ---- Q4_K and Q6_K against Q8_K: 64 values per register ---------------------------------------------- */
 
@@ -247,7 +401,7 @@ FORCE_INLINE void dot_q4_K_n(int64_t n, const sift_block_q4_K *a, const char *x,
             q[g] = _mm512_and_si512(r2, m4);
             scv[g] = scales4(sc[2 * g], sc[2 * g], sc[2 * g + 1], sc[2 * g + 1]);
         }
-        const float d = sift_fp16_to_fp32(a[k].d), dmin = sift_fp16_to_fp32(a[k].dmin);
+        const float d = f16c_to_fp32(a[k].d), dmin = f16c_to_fp32(a[k].dmin);
         for (int j = 0; j < NC; j++) {
             const sift_block_q8_K *b = (const sift_block_q8_K *)(x + j * xs) + k;
             __m512i acc = _mm512_setzero_si512();
@@ -297,7 +451,7 @@ FORCE_INLINE void dot_q6_K_n(int64_t n, const sift_block_q6_K *a, const char *x,
         unpack_q6_K_half(a[k].ql + 64, a[k].qh + 32, q + 2);
         const int8_t *sc = a[k].scales;
         for (int r = 0; r < 4; r++) scv[r] = scales4(sc[4 * r], sc[4 * r + 1], sc[4 * r + 2], sc[4 * r + 3]);
-        const float d = sift_fp16_to_fp32(a[k].d);
+        const float d = f16c_to_fp32(a[k].d);
         for (int j = 0; j < NC; j++) {
             const sift_block_q8_K *b = (const sift_block_q8_K *)(x + j * xs) + k;
             __m512i acc = _mm512_setzero_si512();
@@ -332,8 +486,6 @@ static void dot_q6_K(int64_t n, const void *w, const void *x, size_t xs, int nco
     }
 ROWS(dot_f32, float)
 ROWS(dot_f16, uint16_t)
-ROWS(dot_q8_0, sift_block_q8_0)
-ROWS(dot_q4_0, sift_block_q4_0)
 ROWS(dot_q4_K, sift_block_q4_K)
 ROWS(dot_q6_K, sift_block_q6_K)
 #undef ROWS
@@ -421,6 +573,8 @@ void sift_kernels_init_avx512(sift_kernels *k)
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
     k->rows[SIFT_TYPE_Q4_K] = rows_dot_q4_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_dot_q6_K;
+    k->gemm[SIFT_TYPE_Q8_0] = gemm_q8_0;
+    k->gemm[SIFT_TYPE_Q4_0] = gemm_q4_0;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;
