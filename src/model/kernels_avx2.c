@@ -281,10 +281,12 @@ static inline __m256i w_q4_0(const sift_block_q4_0 *a)
 
 #define QX_0_GEMM(NAME, WBLOCK)                                                                                      \
     FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift_block_q8_0 *const *b, __m128 *sum,    \
-                                  const int R, const int C)                                                         \
+                                  const int R, const int C, const char *pf)                                         \
     {                                                                                                                \
         UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();                                \
         for (int64_t k = 0; k < n / 32; k++) {                                                                       \
+            if (pf) /* the next four rows, 4 x 34 bytes per block: 3 lines */                                       \
+                for (int l = 0; l < 3; l++) _mm_prefetch(pf + k * 192 + 64 * l, _MM_HINT_T0);                        \
             __m256i xv[4], wv[4];                                                                                    \
             uint16_t hx[4] = {0}, hw[4] = {0};                                                                       \
             UNROLL4 for (int j = 0; j < C; j++) xv[j] = w_q8_0(b[j] + k), hx[j] = b[j][k].d;                        \
@@ -312,16 +314,19 @@ static inline __m256i w_q4_0(const sift_block_q4_0 *a)
             const int nr = n_rows - r < 4 ? (int)(n_rows - r) : 4;                                                   \
             const WBLOCK *a[4];                                                                                      \
             for (int i = 0; i < 4; i++) a[i] = (const WBLOCK *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes); \
+            /* the next four rows, fetched while these are computed (four rows read side by side defeat the \
+             * hardware prefetcher) */                                                                               \
+            const char *pf = r + 8 <= n_rows ? (const char *)w + (r + 4) * row_bytes : NULL;                        \
             for (int64_t c = 0; c < n_cols; c += 4) {                                                                \
                 const int nc = n_cols - c < 4 ? (int)(n_cols - c) : 4;                                               \
                 const sift_block_q8_0 *b[4];                                                                         \
                 for (int j = 0; j < nc; j++) b[j] = (const sift_block_q8_0 *)((const char *)x + (c + j) * xs);       \
                 __m128 sum[4];                                                                                       \
                 switch (nc) {                                                                                        \
-                case 1: NAME##_tile(n, a, b, sum, 4, 1); break;                                                      \
-                case 2: NAME##_tile(n, a, b, sum, 4, 2); break;                                                      \
-                case 3: NAME##_tile(n, a, b, sum, 4, 3); break;                                                      \
-                default: NAME##_tile(n, a, b, sum, 4, 4); break;                                                     \
+                case 1: NAME##_tile(n, a, b, sum, 4, 1, pf); break;                                                      \
+                case 2: NAME##_tile(n, a, b, sum, 4, 2, pf); break;                                                      \
+                case 3: NAME##_tile(n, a, b, sum, 4, 3, pf); break;                                                      \
+                default: NAME##_tile(n, a, b, sum, 4, 4, pf); break;                                                     \
                 }                                                                                                    \
                 float v[16];                                                                                         \
                 for (int g = 0; g < nc; g++) _mm_storeu_ps(v + 4 * g, sum[g]); /* 4 * nc pairs: nc groups */         \

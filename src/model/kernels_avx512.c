@@ -277,12 +277,16 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
     }                                                                                                                \
     /* The whole rows: R x C dot products into lanes of sum[] (numbered as above). */                              \
     FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift_block_q8_0 *const *b, __m128 *sum,    \
-                                  const int R, const int C)                                                         \
+                                  const int R, const int C, const char *pf)                                         \
     {                                                                                                                \
         const int64_t nb = n / 32;                                                                                   \
         UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();                                \
         int64_t k = 0;                                                                                               \
-        for (; k + 2 <= nb; k += 2) NAME##_step(a, b, k, sum, R, C, true);                                          \
+        for (; k + 2 <= nb; k += 2) {                                                                                \
+            if (pf) /* the next rows, 4 x 68 bytes per step: 5 lines */                                             \
+                for (int l = 0; l < 5; l++) _mm_prefetch(pf + (k / 2) * 320 + 64 * l, _MM_HINT_T0);                 \
+            NAME##_step(a, b, k, sum, R, C, true);                                                                   \
+        }                                                                                                            \
         if (k < nb) NAME##_step(a, b, k, sum, R, C, false);                                                         \
     }                                                                                                                \
     /* One weight row against one activation row, eight blocks at a time: four block pairs                         \
@@ -322,9 +326,9 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
         __m128 sum;                                                                                                  \
         switch (ncols) {                                                                                             \
         case 1: s[0] = NAME##_one(n, a, b[0]); return;                                                               \
-        case 2: NAME##_tile(n, &a, b, &sum, 1, 2); break;                                                            \
-        case 3: NAME##_tile(n, &a, b, &sum, 1, 3); break;                                                            \
-        default: NAME##_tile(n, &a, b, &sum, 1, 4); break;                                                           \
+        case 2: NAME##_tile(n, &a, b, &sum, 1, 2, NULL); break;                                                            \
+        case 3: NAME##_tile(n, &a, b, &sum, 1, 3, NULL); break;                                                            \
+        default: NAME##_tile(n, &a, b, &sum, 1, 4, NULL); break;                                                           \
         }                                                                                                            \
         float out[4];                                                                                                \
         _mm_storeu_ps(out, sum);                                                                                     \
@@ -342,16 +346,19 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
             const int nr = n_rows - r < 4 ? (int)(n_rows - r) : 4;                                                   \
             const WBLOCK *a[4];                                                                                      \
             for (int i = 0; i < 4; i++) a[i] = (const WBLOCK *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes); \
+            /* the next four rows, fetched while these are computed (four rows read side by side defeat the \
+             * hardware prefetcher) */                                                                               \
+            const char *pf = r + 8 <= n_rows ? (const char *)w + (r + 4) * row_bytes : NULL;                        \
             for (int64_t c = 0; c < n_cols; c += 4) {                                                                \
                 const int nc = n_cols - c < 4 ? (int)(n_cols - c) : 4;                                              \
                 const sift_block_q8_0 *b[4];                                                                         \
                 for (int j = 0; j < nc; j++) b[j] = (const sift_block_q8_0 *)((const char *)x + (c + j) * xs);       \
                 __m128 sum[4];                                                                                       \
                 switch (nc) {                                                                                        \
-                case 1: NAME##_tile(n, a, b, sum, 4, 1); break;                                                      \
-                case 2: NAME##_tile(n, a, b, sum, 4, 2); break;                                                      \
-                case 3: NAME##_tile(n, a, b, sum, 4, 3); break;                                                      \
-                default: NAME##_tile(n, a, b, sum, 4, 4); break;                                                     \
+                case 1: NAME##_tile(n, a, b, sum, 4, 1, pf); break;                                                      \
+                case 2: NAME##_tile(n, a, b, sum, 4, 2, pf); break;                                                      \
+                case 3: NAME##_tile(n, a, b, sum, 4, 3, pf); break;                                                      \
+                default: NAME##_tile(n, a, b, sum, 4, 4, pf); break;                                                     \
                 }                                                                                                    \
                 float v[16];                                                                                         \
                 for (int g = 0; g < nc; g++) _mm_storeu_ps(v + 4 * g, sum[g]); /* 4 * nc pairs: nc groups */         \
