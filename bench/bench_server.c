@@ -21,7 +21,14 @@
  * It prints requests/s, generated tokens/s, p50/p99 latency (valid requests, wall time from
  * sending the request to the last byte), the status counts, peak RSS, and the batching gain
  * (tokens/s of the largest -np over the smallest). Runs are sequential (one server at a
- * time, on the same machine as the clients): compare figures within one invocation.
+ * time, on the same machine as the clients): compare figures within one invocation. With
+ * --reps N the whole list of slot counts runs N times in turn (1, 8, 1, 8, ...), so a
+ * machine whose load changes disturbs every slot count alike, and the gain is the median of
+ * the N ratios.
+ *
+ * The shared models are too small for batching to gain anything (their weights live in the
+ * caches, so a step of 8 tokens costs 8 steps of one); `sift mkmodel` makes one that is not
+ * (docs/server.md, "Load test").
  * Exit status 0 when every check passed.
  */
 #include <cjson/cJSON.h>
@@ -47,7 +54,7 @@ const char sift_bench_server_help[] = "load test of sift serve on loopback: N cl
 typedef struct lt_cfg {
     const char *model;
     int clients, requests, bad_every, n_predict, ctx_per_slot, threads;
-    int np[8], n_np;
+    int np[8], n_np, reps;
     double time_limit_s;
     double rss_limit_mb;
     bool json;
@@ -539,6 +546,7 @@ static void usage(FILE *f)
             "  --bad-every N      every N-th request is malformed (default 10 = 10%%; 0 = none)\n"
             "  --n-predict N      tokens per valid request (default 32)\n"
             "  --np LIST          slot counts to compare, e.g. 1,8 (default 1,8)\n"
+            "  --reps N           run the list N times in turn; the gain is the median ratio (default 1)\n"
             "  --ctx-per-slot N   KV cells per slot (default 256)\n"
             "  --threads N        the server's -t (default: its own default)\n"
             "  --time-limit S     seconds one run may take (default 300)\n"
@@ -549,7 +557,7 @@ static void usage(FILE *f)
 int sift_bench_server(int argc, char **argv)
 {
     lt_cfg c = {.clients = 64, .requests = 2000, .bad_every = 10, .n_predict = 32, .ctx_per_slot = 256, .np = {1, 8}, .n_np = 2,
-                .time_limit_s = 300, .rss_limit_mb = 1024};
+                .reps = 1, .time_limit_s = 300, .rss_limit_mb = 1024};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define IS(x) (!strcmp(a, x))
@@ -573,6 +581,8 @@ int sift_bench_server(int argc, char **argv)
             c.n_predict = atoi(argv[++i]);
         } else if (IS("--ctx-per-slot")) {
             c.ctx_per_slot = atoi(argv[++i]);
+        } else if (IS("--reps")) {
+            c.reps = atoi(argv[++i]);
         } else if (IS("--threads")) {
             c.threads = atoi(argv[++i]);
         } else if (IS("--time-limit")) {
@@ -592,12 +602,13 @@ int sift_bench_server(int argc, char **argv)
         }
 #undef IS
     }
-    if (!c.model || c.clients < 1 || c.requests < 1 || c.n_predict < 1 || c.n_np < 1 || c.ctx_per_slot < c.n_predict + 64) {
+    if (!c.model || c.clients < 1 || c.requests < 1 || c.n_predict < 1 || c.n_np < 1 || c.ctx_per_slot < c.n_predict + 64 ||
+        c.reps < 1 || c.reps > 16) {
         usage(stderr);
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    lt_result res[8];
+    lt_result res[8 * 16];
     bool all_ok = true;
     int n_pass = 0;
     if (!c.json)
@@ -605,9 +616,10 @@ int sift_bench_server(int argc, char **argv)
                "%4s %9s %10s %10s %9s %9s %7s %7s %7s %7s %7s %9s %5s  %s\n",
                c.model, c.clients, c.requests, c.bad_every ? 100 / c.bad_every : 0, c.n_predict, "np", "wall s", "requests/s",
                "tokens/s", "p50 ms", "p99 ms", "200 ok", "400 ok", "other", "wrongN", "io err", "RSS MB", "exit", "result");
-    for (int k = 0; k < c.n_np; k++) {
-        if (!run_one(&c, c.np[k], &res[k])) {
-            fprintf(stderr, "sift bench --server: could not start the server (np %d)\n", c.np[k]);
+    const int n_runs = c.n_np * c.reps;
+    for (int k = 0; k < n_runs; k++) {
+        if (!run_one(&c, c.np[k % c.n_np], &res[k])) {
+            fprintf(stderr, "sift bench --server: could not start the server (np %d)\n", c.np[k % c.n_np]);
             return 1;
         }
         const lt_result *r = &res[k];
@@ -640,9 +652,27 @@ int sift_bench_server(int argc, char **argv)
             if (res[k].np < res[lo].np) lo = k;
             if (res[k].np > res[hi].np) hi = k;
         }
-        printf("\nbatching gain: tokens/s with -np %d / -np %d = %.2fx (p50 latency %.1f ms vs %.1f ms)\n", res[hi].np, res[lo].np,
-               res[lo].tok_per_s > 0 ? res[hi].tok_per_s / res[lo].tok_per_s : 0, res[hi].p50_ms, res[lo].p50_ms);
+        /* per rep: the ratio of two runs made back to back; then the median */
+        double g[16], p_hi[16], p_lo[16];
+        for (int r = 0; r < c.reps; r++) {
+            const lt_result *a = &res[r * c.n_np + lo], *b = &res[r * c.n_np + hi];
+            g[r] = a->tok_per_s > 0 ? b->tok_per_s / a->tok_per_s : 0;
+            p_hi[r] = b->p50_ms, p_lo[r] = a->p50_ms;
+        }
+        qsort(g, (size_t)c.reps, sizeof *g, cmp_double);
+        qsort(p_hi, (size_t)c.reps, sizeof *p_hi, cmp_double);
+        qsort(p_lo, (size_t)c.reps, sizeof *p_lo, cmp_double);
+        const int m0 = (c.reps - 1) / 2, m1 = c.reps / 2;
+#define MED(v) (0.5 * ((v)[m0] + (v)[m1]))
+        if (c.reps == 1)
+            printf("\nbatching gain: tokens/s with -np %d / -np %d = %.2fx (p50 latency %.1f ms vs %.1f ms)\n", res[hi].np,
+                   res[lo].np, g[0], p_hi[0], p_lo[0]);
+        else
+            printf("\nbatching gain: tokens/s with -np %d / -np %d = %.2fx, median of %d reps (%.2fx .. %.2fx); "
+                   "median p50 latency %.1f ms vs %.1f ms\n",
+                   res[hi].np, res[lo].np, MED(g), c.reps, g[0], g[c.reps - 1], MED(p_hi), MED(p_lo));
+#undef MED
     }
-    if (!c.json) printf("%d passed, %d failed\n", n_pass, c.n_np - n_pass);
+    if (!c.json) printf("%d passed, %d failed\n", n_pass, n_runs - n_pass);
     return all_ok ? 0 : 1;
 }

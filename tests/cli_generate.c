@@ -1,5 +1,5 @@
 /*
- * cli_generate.c - the `sift` generate / quantize / bench --model command lines, run as a
+ * cli_generate.c - the `sift` generate / quantize / mkmodel / bench --model command lines, run as a
  * user runs them (fork + exec of the real binary, stdout and stderr captured):
  *
  *   - `sift -m stories260K -p "Once upon a time" -n 128`: a story and the perf summary;
@@ -8,7 +8,10 @@
  *   - the same sampled stream through llama.cpp's flags (--samplers, --top-k, ... --seed);
  *   - classifier-free guidance, --trace, context full / --context-shift, --help;
  *   - usage errors: exit 2 and exactly one line on stderr; a missing model: exit 1;
- *   - `sift quantize` then generating with the result; `sift bench --model --no-peer`.
+ *   - `sift quantize` then generating with the result; `sift bench --model --no-peer`;
+ *   - `sift mkmodel` (a small random model with the 32000-token vocabulary, Q8_0), then
+ *     generating varied text with it and `sift bench --model --batch` on it; bad shapes
+ *     exit 2 naming the flag.
  *
  * usage: cli_generate PATH/TO/sift     (SIFT_SHARED names the shared folder)
  */
@@ -280,6 +283,36 @@ static void test_quantize_and_bench(const char *model)
     free_result(&a), free_result(&b), free_result(&c), free_result(&d), free_result(&e);
 }
 
+static void test_mkmodel(void)
+{
+    char m[300], vocab[1024];
+    snprintf(m, sizeof m, "%s.synth.gguf", out_path);
+    ref_model_path("llama-2-tiny-random", vocab, sizeof vocab);
+    run_result a = run("mkmodel", "-o", m, "--dim", "128", "--layers", "3", "--heads", "4", "--kv-heads", "2", "--vocab", vocab,
+                       NULL);
+    check(a.rc == 0 && strstr(a.out, "dim 128, 3 layers, 4 heads (2 KV, head size 32), ff 512, vocab 32000, q8_0"),
+          "sift mkmodel --dim 128 --layers 3: %d %.200s", a.rc, a.out);
+    run_result b = run("-m", m, "-p", "Once upon a time", "-n", "24", "--seed", "5", NULL);
+    /* random weights: nonsense, but not one token repeated */
+    bool varied = b.out_len > 40;
+    for (size_t i = 20; varied && i + 8 < b.out_len; i++)
+        if (!strncmp(b.out + i, b.out + i + 4, 4) && !strncmp(b.out + i, b.out + i + 8, 4)) varied = false;
+    check(b.rc == 0 && varied, "the random model samples varied text: %.80s...", b.out);
+    run_result c = run("bench", "--model", "--batch", "1,2,5", "-m", m, "-r", "1", "-n", "4", "--n-prompt", "8", NULL);
+    check(c.rc == 0 && strstr(c.out, "speed-up/token") && count_lines(c.out) == 6, "sift bench --model --batch 1,2,5: %d\n%s",
+          c.rc, c.out);
+    unlink(m);
+    run_result d = run("mkmodel", "-o", m, "--dim", "100", "--heads", "3", NULL);
+    check(d.rc == 2 && count_lines(d.err) == 1 && strstr(d.err, "--heads"), "sift mkmodel --dim 100 --heads 3: exit %d, %s", d.rc,
+          d.err);
+    run_result e = run("mkmodel", "-o", m, "--type", "q3_x", NULL);
+    check(e.rc == 2 && count_lines(e.err) == 1 && strstr(e.err, "--type"), "sift mkmodel --type q3_x: exit %d", e.rc);
+    run_result f = run("bench", "--model", "--batch", "0,2", NULL);
+    check(f.rc == 2, "sift bench --model --batch 0,2: exit %d", f.rc);
+    check(access(m, F_OK) != 0, "no model left behind");
+    free_result(&a), free_result(&b), free_result(&c), free_result(&d), free_result(&e), free_result(&f);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -297,6 +330,7 @@ int main(int argc, char **argv)
     test_features(stories);
     test_errors(stories);
     test_quantize_and_bench(stories);
+    test_mkmodel();
     unlink(out_path);
     unlink(err_path);
     printf("%d checks, %d failed\n", checks, failures);
