@@ -14,7 +14,7 @@
  *
  * Every step is computed for all tokens of the batch before the next one, so each matrix
  * product is weights × (tokens × features): a dot kernel takes one weight row against up
- * to four tokens (kernels.h). The keys and values of the whole batch are written before any
+ * to four tokens, or a gemm kernel a tile of rows × tokens (kernels.h). The keys and values of the whole batch are written before any
  * attention of that layer is computed, so tokens of one sequence in one batch see each
  * other (causally, by position) exactly as if they had been decoded one by one.
  *
