@@ -162,7 +162,7 @@ static void act_convert(sift_act_format f, const float *x, void *dst, int64_t n)
  * cheap (vpmaddubsw + vpmaddwd: one register of 16 int32 partial sums per pair for two
  * blocks); reducing each block to its isum was not: a horizontal sum per block and per
  * pair cost more than everything else. So pairs go four at a time: four registers of
- * partial sums are reduced together (reduce4x2: 8 block sums in 9 instructions), and the
+ * partial sums are reduced together (reduce4x2: 8 block sums in 12 instructions), and the
  * float steps of the four pairs run in the four lanes of one register, each lane doing
  * exactly the scalar code's operations in its order (bit for bit the scalar result).
  *
