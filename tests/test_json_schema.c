@@ -367,6 +367,7 @@ static void test_patterns(void **state)
     check_pattern("b{2,}", "ab", 6, 5000, NULL); /* unanchored: anywhere in the string */
     check_pattern("^x{0}y$", "xy", 3, 2000, NULL);
     check_pattern("^(?:\\s|\\S){2}$", " a\t", 3, 3000, NULL);
+    check_pattern("^[\\^a-]x?\\^$", "^a-x", 4, 3000, NULL); /* '^' and '-' inside classes */
     const char *p8[] = {"2024-01-31", "1999-12-01", NULL};
     check_pattern("^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])$", "0123456789-", 10, 20000, p8);
 }
@@ -386,6 +387,8 @@ static void test_errors(void **state)
         {"{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"]}", "required property 'b'", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"string\",\"pattern\":\"^(a)\\\\1$\"}", "backreferences", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"string\",\"pattern\":\"^(?=a)a$\"}", "lookaround", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"string\",\"pattern\":\"^(|ab)+$\"}", "can match the empty string", SIFT_E_UNSUPPORTED},
+        {"{\"enum\":[\"\xff\"]}", "invalid UTF-8 at offset 10", SIFT_E_PARSE},
         {"{\"$ref\":\"#/$defs/missing\"}", "does not resolve", SIFT_E_INVAL},
         {"{\"$ref\":\"https://example.com/s.json\"}", "only references into this document", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer", SIFT_E_INVAL},

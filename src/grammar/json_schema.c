@@ -529,7 +529,8 @@ static bool cps_has(const cpset *cs, uint32_t cp)
 
 static void put_class_char(sbuf *b, uint32_t cp)
 {
-    if (cp == ']' || cp == '[' || cp == '\\' || cp == '-' || cp == '^' || cp == '"') sb_printf(b, "\\%c", (char)cp);
+    if (cp == ']' || cp == '[' || cp == '\\' || cp == '-' || cp == '"') sb_printf(b, "\\%c", (char)cp);
+    else if (cp == '^') sb_puts(b, "\\x5E"); /* GBNF has no \^; a leading ^ would negate */
     else if (cp < 0x20 || cp == 0x7F) sb_printf(b, "\\x%02X", cp);
     else if (cp < 0x80) sb_printf(b, "%c", (char)cp);
     else if (cp < 0x10000) sb_printf(b, "\\u%04X", cp);
@@ -660,7 +661,7 @@ static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
     }
 }
 
-static bool rx_alt(rx *r, sbuf *out);
+static bool rx_alt(rx *r, sbuf *out, bool *nullable);
 
 /* [...] (r->i past '[') */
 static bool rx_class(rx *r, cpset *cs)
@@ -708,12 +709,13 @@ static bool rx_class(rx *r, cpset *cs)
     return true;
 }
 
-/* one atom with its quantifier, appended to out */
-static bool rx_atom(rx *r, sbuf *out)
+/* one atom with its quantifier, appended to out; *nullable: it can match the empty string */
+static bool rx_atom(rx *r, sbuf *out, bool *nullable)
 {
     sbuf atom = {0};
     char ch = r->s[r->i];
     bool ok = true;
+    *nullable = false;
     if (ch == '(') {
         r->i++;
         if (r->i < r->n && r->s[r->i] == '?') {
@@ -722,7 +724,7 @@ static bool rx_atom(rx *r, sbuf *out)
         }
         if (++r->depth > JS_MAX_DEPTH) return rx_fail(r, "groups nested too deep");
         sb_puts(&atom, "(");
-        ok = rx_alt(r, &atom);
+        ok = rx_alt(r, &atom, nullable);
         r->depth--;
         if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = rx_fail(r, "missing ')'");
         if (ok) r->i++;
@@ -801,6 +803,12 @@ static bool rx_atom(rx *r, sbuf *out)
         } else break;
         r->i++;
         if (r->i < r->n && r->s[r->i] == '?') r->i++;
+        if (mx < 0 && *nullable) {
+            /* X* with X able to match nothing would be a left-recursive grammar rule */
+            sb_free(&atom);
+            return rx_fail(r, "unbounded repetition of an expression that can match the empty string");
+        }
+        if (mn == 0) *nullable = true;
         sbuf rep = {0};
         sbuf grp = {0};
         sb_puts(&grp, "(");
@@ -818,26 +826,31 @@ static bool rx_atom(rx *r, sbuf *out)
     return true;
 }
 
-static bool rx_seq(rx *r, sbuf *out)
+static bool rx_seq(rx *r, sbuf *out, bool *nullable)
 {
     bool first = true;
+    *nullable = true;
     while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
         if (r->s[r->i] == '^' || r->s[r->i] == '$') return rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
         if (!first) sb_puts(out, " ");
         first = false;
-        if (!rx_atom(r, out)) return false;
+        bool an;
+        if (!rx_atom(r, out, &an)) return false;
+        *nullable &= an;
     }
     if (first) sb_puts(out, "\"\"");
     return true;
 }
 
-static bool rx_alt(rx *r, sbuf *out)
+static bool rx_alt(rx *r, sbuf *out, bool *nullable)
 {
-    if (!rx_seq(r, out)) return false;
+    if (!rx_seq(r, out, nullable)) return false;
     while (r->i < r->n && r->s[r->i] == '|') {
         r->i++;
         sb_puts(out, " | ");
-        if (!rx_seq(r, out)) return false;
+        bool sn;
+        if (!rx_seq(r, out, &sn)) return false;
+        *nullable |= sn;
     }
     return true;
 }
@@ -849,7 +862,8 @@ static char *pattern_body(conv *c, const char *pat, size_t n)
     if (anch_end && n == 1 && anch_start) anch_end = false;
     rx r = {.c = c, .s = pat + anch_start, .n = n - anch_start - anch_end};
     sbuf inner = {0};
-    bool ok = rx_alt(&r, &inner);
+    bool nullable;
+    bool ok = rx_alt(&r, &inner, &nullable);
     if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
     if (!ok) {
         sb_free(&inner);
@@ -1015,8 +1029,9 @@ static long get_count(conv *c, const cJSON *s, const char *key, long dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
     if (!v) return dflt;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != (double)(long)v->valuedouble ||
-        v->valuedouble > 1e9) {
+    /* range first: converting an out-of-range double to an integer is undefined */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e9) ||
+        v->valuedouble != (double)(long)v->valuedouble) {
         size_t o = path_push(c, key);
         cfail(c, SIFT_E_INVAL, "'%s' must be a non-negative integer", key);
         path_pop(c, o);
@@ -1065,30 +1080,42 @@ static nsnode *ns_child(nsnode *parent, uint32_t cp)
     return n;
 }
 
-/* strings (as JSON string contents) that do not spell a name of this subtree, given that the
- * prefix leading here matched: either stop here (when the prefix is not itself a name: that
- * is the caller's "?"), or continue into a child, or continue with a character no child has */
-static void put_not_strings(sbuf *b, const nsnode *t, const char *char_rule)
+/* The rule for JSON string contents that do not spell a name of the subtree below t (given
+ * that the prefix leading to t matched): continue into a child (its own rule, so nothing
+ * nests however long the names are), or with a character no child has. A child that is a
+ * whole name must continue; one that is only a prefix may also stop. */
+static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, const char *char_rule, unsigned *counter)
 {
+    sbuf b = {0}, rejects = {0};
     bool first = true;
-    sbuf rejects = {0};
-    for (const nsnode *k = t->kids; k; k = k->next) {
+    for (const nsnode *k = t->kids; k && c->status == SIFT_OK; k = k->next) {
         char u[8];
         int n = gx_utf8_encode(k->cp, u);
-        if (!first) sb_puts(b, " | ");
+        if (!first) sb_puts(&b, " | ");
         first = false;
-        put_literal(b, u, (size_t)n);
+        put_literal(&b, u, (size_t)n);
         if (k->kids) {
-            sb_puts(b, " (");
-            put_not_strings(b, k, char_rule);
-            sb_puts(b, k->end ? ")" : ")?");
+            const char *sub = not_strings_rule(c, k, base, char_rule, counter);
+            if (!sub) break;
+            sb_printf(&b, " %s%s", sub, k->end ? "" : "?");
         } else {
-            sb_printf(b, " %s+", char_rule);
+            sb_printf(&b, " %s+", char_rule);
         }
         put_class_char(&rejects, k->cp);
     }
-    sb_printf(b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
+    sb_printf(&b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
     sb_free(&rejects);
+    if (c->status != SIFT_OK) {
+        sb_free(&b);
+        return NULL;
+    }
+    char nm[64];
+    snprintf(nm, sizeof nm, "%u", (*counter)++);
+    char *rn = join_name(base, nm);
+    const char *r = rn ? add_rule(c, rn, sb_take(&b)) : coom(c);
+    gx_free(rn);
+    sb_free(&b);
+    return r;
 }
 
 static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional, const char *name,
@@ -1183,20 +1210,20 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
                 if (ok) n->end = true;
             }
             const char *char_rule = ok ? use_builtin(c, "char") : NULL;
-            if (ok && char_rule && use_builtin(c, "space")) {
-                sbuf b = {0};
-                sb_puts(&b, "\"\\\"\" ( ");
-                put_not_strings(&b, t, char_rule);
-                sb_puts(&b, " )");
-                if (!t->end) sb_puts(&b, "?");
-                sb_puts(&b, " \"\\\"\" space");
-                char *kn = sub ? join_name(sub, "k") : NULL;
-                key_rule = kn ? add_rule(c, kn, sb_take(&b)) : coom(c);
-                gx_free(kn);
-                sb_free(&b);
-            } else if (!t) {
+            char *kn = sub ? join_name(sub, "k") : NULL;
+            if (ok && char_rule && kn && use_builtin(c, "space")) {
+                unsigned counter = 0;
+                const char *body_rule = not_strings_rule(c, t, kn, char_rule, &counter);
+                if (body_rule) {
+                    sbuf b = {0};
+                    sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
+                    key_rule = add_rule(c, kn, sb_take(&b));
+                    sb_free(&b);
+                }
+            } else if (!t || !kn) {
                 coom(c);
             }
+            gx_free(kn);
             ns_free(t);
         }
         if (key_rule && value_rule) {
@@ -1724,6 +1751,17 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     if (!schema) {
         sift_error_set(err, SIFT_E_INVAL, "JSON schema is NULL");
         return NULL;
+    }
+    /* JSON text is UTF-8 (RFC 8259); cJSON would pass invalid bytes inside strings through */
+    gx_utf8 u = {0};
+    for (size_t i = 0; i < len; i++) {
+        int32_t r = gx_utf8_feed(&u, (uint8_t)schema[i]);
+        if (r == GX_UTF8_BAD || (r == GX_UTF8_MORE && i + 1 == len)) {
+            sift_error_set(err, SIFT_E_PARSE, "JSON schema: invalid UTF-8 at offset %zu", i);
+            return NULL;
+        }
+        if (r == GX_UTF8_MORE) continue;
+        u = (gx_utf8){0};
     }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(schema, len, &end, false);

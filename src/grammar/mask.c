@@ -172,7 +172,7 @@ static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
             uint32_t id = e->st_ht[k];
             if (id == GX_NONE) break;
             const dfa_state *s = &e->st[id];
-            if (s->set_n == n && !memcmp(e->sets.v + s->set_off, v, (size_t)n * sizeof *v)) return id;
+            if (s->set_n == n && (n == 0 || !memcmp(e->sets.v + s->set_off, v, (size_t)n * sizeof *v))) return id;
         }
     }
     if (!GX_GROW(e->st, e->cap_st, e->n_st + 1)) return GX_NONE;
@@ -184,7 +184,7 @@ static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
     dfa_state *s = &e->st[id];
     s->set_off = e->sets.n;
     s->set_n = n;
-    memcpy(e->sets.v + e->sets.n, v, (size_t)n * sizeof *v);
+    if (n) memcpy(e->sets.v + e->sets.n, v, (size_t)n * sizeof *v);
     e->sets.n += n;
     s->live_off = e->live_n;
     uint64_t *live = e->live + e->live_n;
@@ -444,8 +444,8 @@ static uint32_t make_entry(gx_engine *e, uint32_t parent)
     } else if (extras) {
         if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + (uint32_t)extras)) return GX_NONE;
         ne.extra_off = e->lists.n;
-        memcpy(e->lists.v + e->lists.n, e->lists.v + pe.extra_off, (size_t)pe.extra_n * sizeof(uint32_t));
-        memcpy(e->lists.v + e->lists.n + pe.extra_n, e->acc.v, (size_t)n_new * sizeof(uint32_t));
+        if (pe.extra_n) memcpy(e->lists.v + e->lists.n, e->lists.v + pe.extra_off, (size_t)pe.extra_n * sizeof(uint32_t));
+        if (n_new) memcpy(e->lists.v + e->lists.n + pe.extra_n, e->acc.v, (size_t)n_new * sizeof(uint32_t));
         e->lists.n += (uint32_t)extras;
         ne.extra_n = (uint32_t)extras;
     }
@@ -601,6 +601,10 @@ int gx_engine_new(gx_engine **out, sift_grammar *g, const sift_vocab_view *view,
         gx_utf8_range(&u, &lo, &hi);
         gx_syms_in_range(g, lo, hi, &e->lead_lo[b], &e->lead_hi[b]);
     }
+    /* the pools are never NULL, so that empty sets are still valid pointers */
+    if (!GX_GROW(e->sets.v, e->sets.cap, 64) || !GX_GROW(e->lists.v, e->lists.cap, 64) ||
+        !GX_GROW(e->acc.v, e->acc.cap, 64) || !GX_GROW(e->esc.v, e->esc.cap, 64))
+        goto nomem;
     if (dfa_intern(e, NULL, 0) != DEAD) goto nomem;
     *out = e;
     return SIFT_OK;

@@ -237,7 +237,7 @@ void gx_state_free(gx_state *s) { gx_u32_free(&s->tops); }
 int gx_state_copy(gx_state *dst, const gx_state *src)
 {
     if (!GX_GROW(dst->tops.v, dst->tops.cap, src->tops.n)) return SIFT_E_NOMEM;
-    memcpy(dst->tops.v, src->tops.v, (size_t)src->tops.n * sizeof *src->tops.v);
+    if (src->tops.n) memcpy(dst->tops.v, src->tops.v, (size_t)src->tops.n * sizeof *src->tops.v);
     dst->tops.n = src->tops.n;
     dst->can_end = src->can_end;
     dst->utf8 = src->utf8;
