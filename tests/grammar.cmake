@@ -12,7 +12,7 @@ add_executable(grammar_generate ${CMAKE_CURRENT_SOURCE_DIR}/grammar_generate.c)
 target_include_directories(grammar_generate PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(grammar_generate PRIVATE ${SIFT_WARN})
 target_link_libraries(grammar_generate PRIVATE sift_static PkgConfig::CJSON PkgConfig::PCRE2 m)
-add_test(NAME grammar_generate COMMAND grammar_generate)
+add_test(NAME grammar_generate COMMAND grammar_generate --docs 50)
 set_tests_properties(grammar_generate PROPERTIES LABELS slow ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1800)
 
 add_executable(grammar_mask_vocab ${CMAKE_CURRENT_SOURCE_DIR}/grammar_mask_vocab.c)

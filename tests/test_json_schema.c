@@ -42,7 +42,8 @@ static void test_golden_person(void **state)
     const char *want =
         "age ::= ([0-9] | ([1-9] [0-9]) | ([1-9] [0-9]{2})) space\n"
         "age-kv ::= \"\\\"age\\\"\" space \":\" space age\n"
-        "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n"
+        "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | "
+        "[dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F]{2}))\n"
         "name ::= \"\\\"\" char{1,40} \"\\\"\" space\n"
         "name-kv ::= \"\\\"name\\\"\" space \":\" space name\n"
         "pets ::= \"[\" space (pets-item (\",\" space pets-item){0,7})? \"]\" space\n"
@@ -66,6 +67,8 @@ static void test_golden_person(void **state)
     expect(g, "{\"name\": \"T\", \"age\": 1}", false);                       /* required */
     expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [\"cow\"]}", false);  /* enum */
     expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [], \"x\": 1}", false); /* additionalProperties */
+    expect(g, "{\"name\": \"\\u00e9\\ud83d\\ude00\", \"age\": 1, \"pets\": []}", true); /* a pair is one character */
+    expect(g, "{\"name\": \"\\udedd\", \"age\": 1, \"pets\": []}", false);               /* a lone surrogate */
     sift_grammar_free(g);
 }
 

@@ -489,6 +489,14 @@ sift_grammar_status sift_grammar_sampler_status(const sift_sampler *smpl)
     return SIFT_GRAMMAR_ACTIVE;
 }
 
+bool gx_grammar_sampler_stats(const sift_sampler *smpl, gx_engine_stats *st)
+{
+    const grammar_ctx *c = as_grammar(smpl);
+    if (!c) return false;
+    gx_engine_get_stats(c->eng, st);
+    return true;
+}
+
 sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain *chain, const float *logits, int32_t n_vocab,
                                      sift_grammar_mode mode, bool *refused)
 {

@@ -284,7 +284,10 @@ static const builtin BUILTINS[] = {
     {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
      {"integral-part", "decimal-part", "space"}},
     {"integer", "(\"-\"? integral-part) space", {"integral-part", "space"}},
-    {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})", {0}},
+    /* llama.cpp's char, except that a \u escape is a UTF-16 code unit that is not a surrogate,
+     * or a high + low surrogate pair (one character): lone surrogates are refused by strict
+     * JSON parsers */
+    {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F]{2}))", {0}},
     {"string", "\"\\\"\" char* \"\\\"\" space", {"char", "space"}},
     {"value", "object | array | string | number | boolean | null",
      {"object", "array", "string"}}, /* number, boolean, null: below */

@@ -39,4 +39,7 @@ typedef struct gx_engine_stats {
 } gx_engine_stats;
 void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st);
 
+/* The engine statistics of a grammar sampler (benchmarks, tests); false if smpl is not one. */
+bool gx_grammar_sampler_stats(const sift_sampler *smpl, gx_engine_stats *st);
+
 #endif
