@@ -22,6 +22,10 @@
  *            counted ("fills"), and the maximum over the other steps is reported too
  *            ("warm max"): on a shared machine a few-millisecond step with no cache work
  *            is the scheduler, not the grammar.
+ *   cpu      sift's applies are also timed in thread CPU time (CLOCK_THREAD_CPUTIME_ID, read
+ *            outside the wall-clock window): "cpu p99" / "cpu max" show what the grammar
+ *            work itself costs when the wall clock also counts time the thread was not
+ *            running.
  *   reps     --reps N runs each combination N times (sift and llama.cpp alternating) and
  *            reports the median of each statistic over the runs, and the range of the means.
  *
@@ -115,6 +119,13 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
+static double cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -146,12 +157,12 @@ static char *read_file(const char *path, size_t *len)
 }
 
 typedef struct {
-    double mean, median, p99, max, accept_mean, allowed_mean, init_ms, step_mean, warm_max;
+    double mean, median, p99, max, accept_mean, allowed_mean, init_ms, step_mean, warm_max, cpu_p99, cpu_max;
     long tokens, docs, rejected, steps, fills;
 } stats;
 
 typedef struct {
-    double apply, accept, step;
+    double apply, accept, step, cpu;
     long allowed; /* -1: no whole-array apply */
     int eog, rejected, filled;
     sift_token tok;
@@ -181,6 +192,12 @@ static void summarize(const step_rec *rec, long n, stats *s)
     qsort(a, (size_t)n, sizeof *a, cmp_double);
     long k99 = (long)ceil(0.99 * (double)n) - 1;
     if (k99 < 0) k99 = 0;
+    double *cpu = malloc(sizeof *cpu * (size_t)n);
+    for (long i = 0; i < n; i++) cpu[i] = rec[i].cpu;
+    qsort(cpu, (size_t)n, sizeof *cpu, cmp_double);
+    s->cpu_p99 = cpu[k99];
+    s->cpu_max = cpu[n - 1];
+    free(cpu);
     s->steps = n;
     s->mean = sa / (double)n;
     s->median = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
@@ -222,16 +239,18 @@ static int run(sift_sampler *g, sift_sampler *dist, const sift_vocab *vocab, con
     for (long t = 0; t < steps; t++) {
         const uint32_t entries0 = rec ? cache_entries(g) : 0;
         const float *x = logits + (size_t)(t % N_VEC) * (size_t)n_vocab;
-        double apply = 0, ta, tb;
+        double apply = 0, ta, tb, ca, cpu = 0;
         long allowed = -1;
         int rejected = 0;
         sift_token tok;
         const double s0 = now_us();
         sift_candidates_fill(cand, x, (size_t)n_vocab);
         if (mode == MODE_FULL) {
+            ca = cpu_us();
             ta = now_us();
             sift_sampler_apply(g, cand);
             tb = now_us();
+            cpu += cpu_us() - ca;
             apply = tb - ta;
             allowed = count_finite(cand);
             if (!allowed) return -1;
@@ -246,16 +265,20 @@ static int run(sift_sampler *g, sift_sampler *dist, const sift_vocab *vocab, con
             one->selected = -1;
             one->sorted = false;
             one->flags = 0;
+            ca = cpu_us();
             ta = now_us();
             sift_sampler_apply(g, one);
             tb = now_us();
+            cpu += cpu_us() - ca;
             apply = tb - ta;
             if (one->logit[0] == -INFINITY) {
                 rejected = 1;
                 sift_candidates_fill(cand, x, (size_t)n_vocab);
+                ca = cpu_us();
                 ta = now_us();
                 sift_sampler_apply(g, cand);
                 tb = now_us();
+                cpu += cpu_us() - ca;
                 apply += tb - ta;
                 allowed = count_finite(cand);
                 if (!allowed) return -1;
@@ -270,7 +293,7 @@ static int run(sift_sampler *g, sift_sampler *dist, const sift_vocab *vocab, con
         tb = now_us();
         sift_sampler_accept(dist, tok);
         const double s1 = now_us();
-        if (rec) rec[t] = (step_rec){apply, tb - ta, s1 - s0, allowed, eog, rejected, filled, tok};
+        if (rec) rec[t] = (step_rec){apply, tb - ta, s1 - s0, cpu, allowed, eog, rejected, filled, tok};
         if (eog) {
             ++*docs;
             sift_sampler_reset(g);
@@ -346,7 +369,7 @@ static void median_stats(const stats *r, int n, stats *out, double *mean_lo, dou
         out->f = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]); \
     } while (0)
     MED(mean); MED(median); MED(p99); MED(max); MED(accept_mean); MED(allowed_mean); MED(init_ms);
-    MED(step_mean); MED(warm_max); MED(tokens); MED(docs); MED(rejected); MED(steps); MED(fills);
+    MED(step_mean); MED(warm_max); MED(cpu_p99); MED(cpu_max); MED(tokens); MED(docs); MED(rejected); MED(steps); MED(fills);
 #undef MED
     *mean_lo = *mean_hi = r[0].mean;
     for (int k = 1; k < n; k++) {
@@ -561,17 +584,18 @@ int sift_bench_grammar(int argc, char **argv)
     if (csv) {
         printf("impl,vocab,n_vocab,grammar,mode,steps,tokens,docs,rejected,allowed_mean,apply_mean_us,apply_median_us,"
                "apply_p99_us,apply_max_us,accept_mean_us,step_mean_us,init_ms,same_tokens,cache_fill_steps,warm_max_us,"
-               "mean_lo_us,mean_hi_us\n");
+               "mean_lo_us,mean_hi_us,cpu_p99_us,cpu_max_us\n");
         for (int i = 0; i < nres; i++) {
             const result *r = &res[i];
             for (int w = 0; w < 2; w++) {
                 const stats *s = w ? &r->peer : &r->sift;
                 if (w && !r->have_peer) continue;
-                printf("%s,%s,%d,%s,%s,%ld,%ld,%ld,%ld,%.1f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%ld,%ld,%.2f,%.2f,%.2f\n",
+                printf("%s,%s,%d,%s,%s,%ld,%ld,%ld,%ld,%.1f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%ld,%ld,%.2f,%.2f,%.2f,%.2f,%.2f\n",
                        w ? "llama.cpp" : "sift", r->vocab, r->n_vocab, r->grammar, r->mode, s->steps, s->tokens, s->docs,
                        s->rejected, s->allowed_mean, s->mean, s->median, s->p99, s->max, s->accept_mean, s->step_mean,
                        s->init_ms, r->same_tokens, w ? -1L : s->fills, w ? -1.0 : s->warm_max,
-                       w ? r->peer_mean_lo : r->sift_mean_lo, w ? r->peer_mean_hi : r->sift_mean_hi);
+                       w ? r->peer_mean_lo : r->sift_mean_lo, w ? r->peer_mean_hi : r->sift_mean_hi, w ? -1.0 : s->cpu_p99,
+                       w ? -1.0 : s->cpu_max);
             }
         }
     } else if (json) {
@@ -595,13 +619,13 @@ int sift_bench_grammar(int argc, char **argv)
     } else {
         printf("\ngrammar apply, µs per generated token (%ld steps after %ld warm-up; dist seed %u; logits: peer_bench's recipe;"
                " medians of %ld run%s)\n\n", steps, warmup, seed, reps, reps > 1 ? "s" : "");
-        printf("| vocab | grammar | mode | sift mean | median | p99 | max | fills | warm max | accept | init ms | llama.cpp mean | median | p99 | max | accept | speed-up (mean) | tokens/docs sift, llama.cpp | same tokens |\n");
-        printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n");
+        printf("| vocab | grammar | mode | sift mean | median | p99 | max | cpu p99 | cpu max | fills | accept | init ms | llama.cpp mean | median | p99 | max | accept | speed-up (mean) | tokens/docs sift, llama.cpp | same tokens |\n");
+        printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n");
         for (int i = 0; i < nres; i++) {
             const result *r = &res[i];
             const stats *s = &r->sift, *p = &r->peer;
-            printf("| %s %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %ld | %.1f | %.1f | %.1f", r->vocab, r->n_vocab, r->grammar,
-                   r->mode, s->mean, s->median, s->p99, s->max, s->fills, s->warm_max, s->accept_mean, s->init_ms);
+            printf("| %s %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %ld | %.1f | %.1f", r->vocab, r->n_vocab, r->grammar,
+                   r->mode, s->mean, s->median, s->p99, s->max, s->cpu_p99, s->cpu_max, s->fills, s->accept_mean, s->init_ms);
             if (r->have_peer)
                 printf(" | %.0f | %.0f | %.0f | %.0f | %.1f | %.0fx | %ld/%ld, %ld/%ld | %ld/%ld |\n", p->mean, p->median, p->p99, p->max,
                        p->accept_mean, s->mean > 0 ? p->mean / s->mean : 0, s->tokens, s->docs, p->tokens, p->docs, r->same_tokens,
@@ -616,8 +640,9 @@ int sift_bench_grammar(int argc, char **argv)
                        res[i].sift_mean_lo, res[i].sift_mean_hi, "");
             printf("\n");
         }
-        printf("\nfills: steps that computed new cache entries (first use of a parser context); warm max: the\n"
-               "largest apply among the other steps. init: parsing, vocabulary trie and mask precompute.\n");
+        printf("\ncpu p99 / max: sift's apply in thread CPU time (the wall clock also counts time the thread was\n"
+               "preempted). fills: steps that computed new cache entries (first use of a parser context).\n"
+               "init: parsing, vocabulary trie and mask precompute (llama.cpp: parsing only).\n");
     }
     free(res);
     free(rec);

@@ -340,7 +340,9 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
     free(attr);
 }
 
-static void differential(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed)
+/* stress: 0 = none; 1 = a tiny cache limit (the on-demand entries are dropped at every fill)
+ * and the stack arena compacted every 10 steps */
+static void differential_ex(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed, int stress)
 {
     size_t gl = 0;
     char *gtext = gt_grammar_text(grammar_name, &gl);
@@ -355,6 +357,7 @@ static void differential(const char *grammar_name, const char *alphabet, int n_v
     assert_int_equal(gx_engine_new(&e, g, &v.view, &err), SIFT_OK);
     /* half the runs cold (lazy entries only), half precomputed */
     if (seed & 1) assert_int_equal(gx_engine_precompute(e, 1u << 22), SIFT_OK);
+    if (stress) gx_engine_set_cache_limit(e, 1);
     const gx_vocab *vo = gx_engine_vocab(e);
     gx_arena ra;
     assert_int_equal(gx_arena_init(&ra, gx_engine_grammar(e)), SIFT_OK);
@@ -364,6 +367,7 @@ static void differential(const char *grammar_name, const char *alphabet, int n_v
     int *allowed = malloc(sizeof(int) * (size_t)n_vocab);
     long checked = 0, docs = 0;
     for (int step = 0; step < steps; step++) {
+        if (stress && step % 10 == 9) assert_int_equal(gx_state_compact(&ra, &st), SIFT_OK);
         assert_int_equal(gx_engine_fill_mask(e, &ra, &st, mask), SIFT_OK);
         int na = 0;
         for (int tok = 0; tok < n_vocab; tok++) {
@@ -394,7 +398,13 @@ static void differential(const char *grammar_name, const char *alphabet, int n_v
         const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);
         assert_int_equal(gx_state_accept_token(&ra, &st, (uint32_t)tok, b, l, &t1, &t2, &t3), SIFT_OK);
     }
-    print_message("%-10s %d tokens x %d steps: %ld checks, %ld documents\n", grammar_name, n_vocab, steps, checked, docs);
+    if (stress) {
+        gx_engine_stats es;
+        gx_engine_get_stats(e, &es);
+        assert_true(es.trims > 0);
+    }
+    print_message("%-10s %d tokens x %d steps: %ld checks, %ld documents%s\n", grammar_name, n_vocab, steps, checked, docs,
+                  stress ? " (cache trimmed at every fill, stacks compacted)" : "");
     free(mask);
     free(allowed);
     gx_state_free(&st);
@@ -409,6 +419,11 @@ static void differential(const char *grammar_name, const char *alphabet, int n_v
     free(gtext);
 }
 
+static void differential(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed)
+{
+    differential_ex(grammar_name, alphabet, n_vocab, steps, seed, 0);
+}
+
 static void test_mask_vs_reference(void **state)
 {
     (void)state;
@@ -419,6 +434,8 @@ static void test_mask_vs_reference(void **state)
     differential("list", "- \n abcdefXYZ\r", 800, 120, 5);
     differential("c_like", "intflovdwhrue(){};=+-*/%<>!&|\n \"abcxyz0123_,", 2000, 150, 7);
     differential("chess", "12345678. abcdefghKQRBNxO-=+#\n", 1000, 120, 9);
+    differential_ex("json", json_chars, 1200, 80, 13, 1);
+    differential_ex("c_like", "intflovdwhrue(){};=+-*/%<>!&|\n \"abcxyz0123_,", 1200, 80, 15, 1);
 }
 
 /* ---- SIMD masking == scalar ---------------------------------------------------------------- */

@@ -197,10 +197,14 @@ static bool token_allowed(grammar_ctx *c, sift_token tok)
     return gx_state_token_ok(&c->ra, &c->st, (uint32_t)tok, b, len, &c->t1, &c->t2);
 }
 
+#define ARENA_COMPACT_NODES (1u << 20) /* rebuild the stack arena past this many nodes */
+
 static void feed_token(grammar_ctx *c, sift_token tok, const uint8_t *bytes, size_t len)
 {
     if (c->dead) return;
     if (gx_state_accept_token(&c->ra, &c->st, (uint32_t)tok, bytes, len, &c->t1, &c->t2, &c->t3) != SIFT_OK) c->dead = true;
+    /* a very long generation keeps creating stacks; keep only the live ones now and then */
+    if (!c->dead && c->ra.n > ARENA_COMPACT_NODES && gx_state_compact(&c->ra, &c->st) != SIFT_OK) c->dead = true;
 }
 
 static int restart(grammar_ctx *c)

@@ -42,7 +42,9 @@
  * every terminal position and every (position, frame below) pair are precomputed up to a
  * budget when the sampler is made; deeper ones are computed on first use (typically tens of
  * microseconds: they resume few escapes). A warm fill_mask is: per stack a few hash lookups,
- * OR one bitset (deduplicated), set a few bits. Nothing is allocated once warm.
+ * OR one bitset (deduplicated), set a few bits. Nothing is allocated once warm. Memory is
+ * bounded: past 512 MiB the on-demand entries are dropped (the precomputed ones stay), and
+ * the walk DFA is rebuilt when it passes its own limit.
  *
  * Concurrency: one mutex per engine around cache reads and updates; clones of a sampler
  * share the engine. The matcher state stays in the sampler.
@@ -57,11 +59,15 @@
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
 #define DFA_BYTES_LIMIT ((uint64_t)512 << 20)
+/* Entries computed on demand are dropped (back to what precompute made) when the cache
+ * passes this size: a very long generation in ever new contexts cannot grow it forever. */
+#define CACHE_BYTES_LIMIT ((uint64_t)512 << 20)
 
 typedef struct {
     int32_t dense;               /* dense bitset id, or -1 */
     uint32_t extra_off, extra_n; /* token ids in `lists` */
     uint32_t esc_off, esc_n;     /* trie nodes in `lists` */
+    uint32_t key_parent, key_pos, key_aux; /* its key in `et` (to rebuild the table after a trim) */
 } gx_entry;
 
 typedef struct {
@@ -122,6 +128,9 @@ struct gx_engine {
 
     uint64_t walked;
     double precompute_ms;
+    uint32_t pre_ent, pre_dense, pre_lists; /* watermarks after precompute */
+    uint32_t trims;
+    uint64_t cache_limit;                   /* CACHE_BYTES_LIMIT (tests lower it) */
 };
 
 /* ---- small pools --------------------------------------------------------------------------- */
@@ -407,7 +416,30 @@ static bool et_put(gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux, ui
     uint32_t k = (uint32_t)gx_mix64(((uint64_t)parent << 32) ^ ((uint64_t)pos << 7) ^ aux) & mask;
     while (e->et[k].id != GX_NONE) k = (k + 1) & mask;
     e->et[k] = (ent_slot){parent, pos, aux, id};
+    e->ent[id].key_parent = parent;
+    e->ent[id].key_pos = pos;
+    e->ent[id].key_aux = aux;
     return true;
+}
+
+/* Past CACHE_BYTES_LIMIT: forget the entries computed on demand (only between fills, when no
+ * entry id is held). */
+static void cache_maybe_trim(gx_engine *e)
+{
+    uint64_t bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.n * 4 + (uint64_t)e->n_ent * sizeof(gx_entry);
+    if (bytes < e->cache_limit) return;
+    e->n_ent = e->pre_ent;
+    e->n_dense = e->pre_dense;
+    e->lists.n = e->pre_lists;
+    for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
+    for (uint32_t id = 0; id < e->n_ent; id++) {
+        const gx_entry *en = &e->ent[id];
+        uint32_t mask = e->et_cap - 1;
+        uint32_t k = (uint32_t)gx_mix64(((uint64_t)en->key_parent << 32) ^ ((uint64_t)en->key_pos << 7) ^ en->key_aux) & mask;
+        while (e->et[k].id != GX_NONE) k = (k + 1) & mask;
+        e->et[k] = (ent_slot){en->key_parent, en->key_pos, en->key_aux, id};
+    }
+    e->trims++;
 }
 
 static int32_t new_dense(gx_engine *e)
@@ -423,7 +455,7 @@ static int32_t new_dense(gx_engine *e)
 static uint32_t make_entry(gx_engine *e, uint32_t parent)
 {
     if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
-    gx_entry pe = parent == GX_NONE ? (gx_entry){-1, 0, 0, 0, 0} : e->ent[parent];
+    gx_entry pe = parent == GX_NONE ? (gx_entry){-1, 0, 0, 0, 0, 0, 0, 0} : e->ent[parent];
     /* new tokens not already in the parent's dense set */
     uint32_t n_new = 0;
     for (uint32_t k = 0; k < e->acc.n; k++) {
@@ -431,7 +463,7 @@ static uint32_t make_entry(gx_engine *e, uint32_t parent)
         if (pe.dense >= 0 && gx_bit(dense_bits(e, pe.dense), t)) continue;
         e->acc.v[n_new++] = t;
     }
-    gx_entry ne = {pe.dense, 0, 0, 0, 0};
+    gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
     if (extras > 2ull * e->voc.n_words) {
         int32_t d = new_dense(e);
@@ -498,7 +530,7 @@ static uint32_t level1(gx_engine *e, uint32_t pos, const gx_utf8 *u)
             uint64_t *bits = e->dense + (size_t)d * e->voc.n_words;
             memcpy(bits, e->voc.normal, (size_t)e->voc.n_words * sizeof *bits);
             if ((int64_t)t < e->voc.n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
-            e->ent[e->n_ent] = (gx_entry){d, 0, 0, 0, 0};
+            e->ent[e->n_ent] = (gx_entry){d, 0, 0, 0, 0, 0, 0, 0};
             id = e->n_ent++;
             return et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
         }
@@ -574,6 +606,7 @@ int gx_engine_new(gx_engine **out, sift_grammar *g, const sift_vocab_view *view,
     }
     atomic_init(&e->refs, 1);
     pthread_mutex_init(&e->lock, NULL);
+    e->cache_limit = CACHE_BYTES_LIMIT;
     e->g = g;
     int rc = gx_vocab_build(&e->voc, view, err);
     if (rc != SIFT_OK) goto fail;
@@ -704,6 +737,9 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
         for (uint32_t r = 0; r < g->n_rules; r++) gx_u32_free(&below[r]);
         gx_free(below);
     }
+    e->pre_ent = e->n_ent;
+    e->pre_dense = e->n_dense;
+    e->pre_lists = e->lists.n;
     pthread_mutex_unlock(&e->lock);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     e->precompute_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
@@ -715,6 +751,7 @@ int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t 
     uint32_t W = e->voc.n_words;
     memset(mask, 0, (size_t)W * sizeof *mask);
     pthread_mutex_lock(&e->lock);
+    cache_maybe_trim(e);
     int rc = SIFT_OK;
     e->used_dense.n = 0;
     for (uint32_t k = 0; k < s->tops.n; k++) {
@@ -748,6 +785,13 @@ int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t 
     return rc;
 }
 
+void gx_engine_set_cache_limit(gx_engine *e, uint64_t bytes)
+{
+    pthread_mutex_lock(&e->lock);
+    e->cache_limit = bytes;
+    pthread_mutex_unlock(&e->lock);
+}
+
 void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st)
 {
     pthread_mutex_lock(&e->lock);
@@ -761,5 +805,6 @@ void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st)
                 (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
                 (uint64_t)e->voc.n_nodes * sizeof(gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
     st->precompute_ms = e->precompute_ms;
+    st->trims = e->trims;
     pthread_mutex_unlock(&e->lock);
 }

@@ -119,6 +119,32 @@ void gx_arena_clear(gx_arena *a)
     a->epoch = a->mark_epoch = 1;
 }
 
+int gx_state_compact(gx_arena *a, gx_state *s)
+{
+    gx_arena fresh;
+    int rc = gx_arena_init(&fresh, a->g);
+    if (rc != SIFT_OK) return rc;
+    fresh.max_nodes = a->max_nodes;
+    gx_u32vec chain = {0};
+    for (uint32_t k = 0; k < s->tops.n && rc == SIFT_OK; k++) {
+        chain.n = 0;
+        for (uint32_t n = s->tops.v[k]; n && rc == SIFT_OK; n = a->parent[n])
+            if (!gx_u32_push(&chain, a->pos[n])) rc = SIFT_E_NOMEM;
+        uint32_t id = 0;
+        for (uint32_t q = chain.n; q-- > 0 && rc == SIFT_OK;)
+            if ((id = gx_node(&fresh, chain.v[q], id)) == GX_NONE) rc = SIFT_E_NOMEM;
+        if (rc == SIFT_OK) s->tops.v[k] = id;
+    }
+    gx_u32_free(&chain);
+    if (rc != SIFT_OK) {
+        gx_arena_free(&fresh);
+        return rc; /* the old arena and ids are untouched only if nothing was rewritten */
+    }
+    gx_arena_free(a);
+    *a = fresh;
+    return SIFT_OK;
+}
+
 uint32_t gx_node(gx_arena *a, uint32_t pos, uint32_t parent)
 {
     uint32_t mask = a->ht_cap - 1;

@@ -51,6 +51,7 @@ int gx_arena_copy(gx_arena *dst, const gx_arena *src);
 /* Drop every node (ids become invalid); keeps the memory. */
 void gx_arena_clear(gx_arena *a);
 
+
 /* The node (pos, parent); GX_NONE when out of memory. */
 uint32_t gx_node(gx_arena *a, uint32_t pos, uint32_t parent);
 
@@ -97,6 +98,9 @@ int gx_state_accept_token(gx_arena *a, gx_state *s, uint32_t token, const uint8_
 /* Would accept_token succeed? (no state change) */
 bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
                        gx_state *t2);
+/* Rebuild arena `a` with only the stacks of state `s` (ids in s are rewritten); the memos
+ * are recomputed on demand. For matchers whose arena grew large over a long generation. */
+int gx_state_compact(gx_arena *a, gx_state *s);
 static inline bool gx_state_dead(const gx_state *s) { return s->tops.n == 0 && !s->can_end; }
 /* The grammar may end here (some stack empty, no unfinished character). */
 static inline bool gx_state_can_end(const gx_state *s) { return s->can_end && s->utf8.need == 0; }
