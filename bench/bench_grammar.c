@@ -157,8 +157,8 @@ static char *read_file(const char *path, size_t *len)
 }
 
 typedef struct {
-    double mean, median, p99, max, accept_mean, allowed_mean, init_ms, step_mean, warm_max, cpu_p99, cpu_max;
-    long tokens, docs, rejected, steps, fills;
+    double mean, median, p99, max, accept_mean, allowed_mean, init_ms, step_mean, warm_max, cpu_mean, cpu_p99, cpu_max;
+    long tokens, docs, rejected, steps, fills, preempted;
 } stats;
 
 typedef struct {
@@ -193,7 +193,14 @@ static void summarize(const step_rec *rec, long n, stats *s)
     long k99 = (long)ceil(0.99 * (double)n) - 1;
     if (k99 < 0) k99 = 0;
     double *cpu = malloc(sizeof *cpu * (size_t)n);
-    for (long i = 0; i < n; i++) cpu[i] = rec[i].cpu;
+    double scpu = 0;
+    s->preempted = 0;
+    for (long i = 0; i < n; i++) {
+        cpu[i] = rec[i].cpu;
+        scpu += rec[i].cpu;
+        s->preempted += rec[i].apply - rec[i].cpu > 500.0; /* off the CPU for more than 0.5 ms */
+    }
+    s->cpu_mean = scpu / (double)n;
     qsort(cpu, (size_t)n, sizeof *cpu, cmp_double);
     s->cpu_p99 = cpu[k99];
     s->cpu_max = cpu[n - 1];
@@ -369,7 +376,7 @@ static void median_stats(const stats *r, int n, stats *out, double *mean_lo, dou
         out->f = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]); \
     } while (0)
     MED(mean); MED(median); MED(p99); MED(max); MED(accept_mean); MED(allowed_mean); MED(init_ms);
-    MED(step_mean); MED(warm_max); MED(cpu_p99); MED(cpu_max); MED(tokens); MED(docs); MED(rejected); MED(steps); MED(fills);
+    MED(step_mean); MED(warm_max); MED(cpu_mean); MED(cpu_p99); MED(cpu_max); MED(preempted); MED(tokens); MED(docs); MED(rejected); MED(steps); MED(fills);
 #undef MED
     *mean_lo = *mean_hi = r[0].mean;
     for (int k = 1; k < n; k++) {
@@ -584,18 +591,18 @@ int sift_bench_grammar(int argc, char **argv)
     if (csv) {
         printf("impl,vocab,n_vocab,grammar,mode,steps,tokens,docs,rejected,allowed_mean,apply_mean_us,apply_median_us,"
                "apply_p99_us,apply_max_us,accept_mean_us,step_mean_us,init_ms,same_tokens,cache_fill_steps,warm_max_us,"
-               "mean_lo_us,mean_hi_us,cpu_p99_us,cpu_max_us\n");
+               "mean_lo_us,mean_hi_us,cpu_p99_us,cpu_max_us,cpu_mean_us,preempted_steps\n");
         for (int i = 0; i < nres; i++) {
             const result *r = &res[i];
             for (int w = 0; w < 2; w++) {
                 const stats *s = w ? &r->peer : &r->sift;
                 if (w && !r->have_peer) continue;
-                printf("%s,%s,%d,%s,%s,%ld,%ld,%ld,%ld,%.1f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%ld,%ld,%.2f,%.2f,%.2f,%.2f,%.2f\n",
+                printf("%s,%s,%d,%s,%s,%ld,%ld,%ld,%ld,%.1f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%ld,%ld,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%ld\n",
                        w ? "llama.cpp" : "sift", r->vocab, r->n_vocab, r->grammar, r->mode, s->steps, s->tokens, s->docs,
                        s->rejected, s->allowed_mean, s->mean, s->median, s->p99, s->max, s->accept_mean, s->step_mean,
                        s->init_ms, r->same_tokens, w ? -1L : s->fills, w ? -1.0 : s->warm_max,
                        w ? r->peer_mean_lo : r->sift_mean_lo, w ? r->peer_mean_hi : r->sift_mean_hi, w ? -1.0 : s->cpu_p99,
-                       w ? -1.0 : s->cpu_max);
+                       w ? -1.0 : s->cpu_max, w ? -1.0 : s->cpu_mean, w ? -1L : s->preempted);
             }
         }
     } else if (json) {
@@ -619,13 +626,14 @@ int sift_bench_grammar(int argc, char **argv)
     } else {
         printf("\ngrammar apply, µs per generated token (%ld steps after %ld warm-up; dist seed %u; logits: peer_bench's recipe;"
                " medians of %ld run%s)\n\n", steps, warmup, seed, reps, reps > 1 ? "s" : "");
-        printf("| vocab | grammar | mode | sift mean | median | p99 | max | cpu p99 | cpu max | fills | accept | init ms | llama.cpp mean | median | p99 | max | accept | speed-up (mean) | tokens/docs sift, llama.cpp | same tokens |\n");
-        printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n");
+        printf("| vocab | grammar | mode | sift mean | median | p99 | max | cpu mean | cpu p99 | cpu max | preempted | fills | accept | init ms | llama.cpp mean | median | p99 | max | accept | speed-up (mean) | tokens/docs sift, llama.cpp | same tokens |\n");
+        printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n");
         for (int i = 0; i < nres; i++) {
             const result *r = &res[i];
             const stats *s = &r->sift, *p = &r->peer;
-            printf("| %s %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %ld | %.1f | %.1f", r->vocab, r->n_vocab, r->grammar,
-                   r->mode, s->mean, s->median, s->p99, s->max, s->cpu_p99, s->cpu_max, s->fills, s->accept_mean, s->init_ms);
+            printf("| %s %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %ld | %ld | %.1f | %.1f", r->vocab, r->n_vocab,
+                   r->grammar, r->mode, s->mean, s->median, s->p99, s->max, s->cpu_mean, s->cpu_p99, s->cpu_max, s->preempted,
+                   s->fills, s->accept_mean, s->init_ms);
             if (r->have_peer)
                 printf(" | %.0f | %.0f | %.0f | %.0f | %.1f | %.0fx | %ld/%ld, %ld/%ld | %ld/%ld |\n", p->mean, p->median, p->p99, p->max,
                        p->accept_mean, s->mean > 0 ? p->mean / s->mean : 0, s->tokens, s->docs, p->tokens, p->docs, r->same_tokens,
@@ -640,8 +648,9 @@ int sift_bench_grammar(int argc, char **argv)
                        res[i].sift_mean_lo, res[i].sift_mean_hi, "");
             printf("\n");
         }
-        printf("\ncpu p99 / max: sift's apply in thread CPU time (the wall clock also counts time the thread was\n"
-               "preempted). fills: steps that computed new cache entries (first use of a parser context).\n"
+        printf("\ncpu mean / p99 / max: sift's apply in thread CPU time (the wall clock also counts time the thread\n"
+               "was off the CPU); preempted: steps whose apply took more than 0.5 ms longer in wall time than in\n"
+               "CPU time. fills: steps that computed new cache entries (first use of a parser context).\n"
                "init: parsing, vocabulary trie and mask precompute (llama.cpp: parsing only).\n");
     }
     free(res);
