@@ -86,7 +86,8 @@ typedef struct sift_error {
  * The arrays are owned by whoever made the candidates (normally the chain, sized once for
  * the vocabulary): samplers only permute, shrink and rewrite them, never reallocate. A
  * sampler may drop a prefix by advancing the three array pointers together (and reducing
- * size and capacity), as llama.cpp's xtc does; the owner keeps the original pointers.
+ * size and capacity), as llama.cpp's xtc does; candidates made by sift_candidates_init()
+ * remember their arrays, so the next fill and free work from the originals.
  * `ws` is scratch memory sized with the arrays (sorting keys, gathers), so that no sampler
  * allocates per token; candidates made with sift_candidates_init() have one, and
  * sift_sampler_apply() lends a temporary one to candidates that do not.
@@ -103,7 +104,7 @@ typedef struct sift_candidates {
     void *ws;          /* internal workspace (scratch for samplers); owned by the core */
 } sift_candidates;
 
-/* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1). */
+/* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1 within 1e-5). */
 #define SIFT_CAND_PROBS 0x1u
 
 /* Allocate arrays (and workspace) for `capacity` entries; size 0, nothing selected.
@@ -112,10 +113,11 @@ SIFT_API sift_status sift_candidates_init(sift_candidates *cand, size_t capacity
 /* Free what sift_candidates_init() allocated and zero the struct (NULL-safe). */
 SIFT_API void sift_candidates_free(sift_candidates *cand);
 /* The start of a sampling step: id[i] = i, logit[i] = logits[i] for i < n, size n,
- * unsorted, nothing selected, no probabilities. SIFT_E_INVAL when n > capacity. */
+ * unsorted, nothing selected, no probabilities (and the arrays as allocated, when a
+ * sampler advanced them). SIFT_E_INVAL when n > capacity. */
 SIFT_API sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, size_t n);
-/* Make p[0..size) valid for the current logits (a softmax in array order, only when the
- * flags say the probabilities are stale) and return cand->p. */
+/* Make p[0..size) valid for the current logits (a softmax with a double-precision sum,
+ * only when the flags say the probabilities are stale) and return cand->p. */
 SIFT_API const float *sift_candidates_probs(sift_candidates *cand);
 /* Call after changing logits: the probabilities are no longer valid. `sorted` is left to
  * the caller (clear it unless the change kept the order). */
@@ -793,6 +795,219 @@ SIFT_API int32_t sift_detokenize(const sift_vocab *vocab, const sift_token *toke
  * attributes and a tokenize callback (no special tokens, no BOS). The arrays belong to the
  * vocabulary and live as long as it does. SIFT_E_INVAL for NULL arguments. */
 SIFT_API int sift_vocab_view_get(const sift_vocab *vocab, sift_vocab_view *view);
+
+/* ==== model & runtime ======================================================================
+ *
+ * A small llama-family runtime, enough to drive the samplers end to end on real GGUF models
+ * the way llama.cpp's main program does: load a model, decode batches of tokens, read the
+ * logits, sample, decode the chosen token, and so on.
+ *
+ * Objects. A sift_model is the weights (used in place from the memory-mapped file), the
+ * hyperparameters and the vocabulary; it is read-only after loading and may be shared by
+ * any number of contexts and threads. A sift_context is one user of a model: its KV cache,
+ * its thread pool, its scratch buffers and the logits of the last decode; one thread at a
+ * time. Everything a context needs is allocated when it is created (the logits buffer
+ * grows only when a batch asks for more output rows than any batch before it), so the
+ * per-token path allocates nothing.
+ *
+ * Architectures: llama (llama 1/2/3, mistral, tinyllamas), qwen2 (QKV bias), qwen3 (q/k
+ * RMSNorm per head): RMSNorm, RoPE (llama.cpp's "normal" mode for llama, "neox" for the
+ * qwens; freq_base and linear scaling from the GGUF), grouped-query attention, SwiGLU,
+ * tied or separate output head. Weight types: F32, F16 (activations rounded to F16 before
+ * the product, as ggml does), Q8_0, Q4_0 (activations quantized to Q8_0), Q4_K, Q6_K
+ * (activations quantized to Q8_K), with AVX2 / AVX-512 dot products chosen at run time and
+ * a scalar fallback; other dequantizable types (BF16, Q4_1, Q5_0, Q5_1, Q5_K) run through
+ * a slower dequantize-then-dot path.
+ *
+ * Batches have llama_batch's shape: n_tokens entries of (token, position, sequence ids,
+ * "give me logits here"). Several sequences may be decoded in one call (continuous
+ * batching); a token listed with several sequence ids is stored in each of them (a shared
+ * prompt prefix), its attention uses the first one's history.
+ *
+ * KV cache. The cache holds n_seq_max independent sequences of n_ctx / n_seq_max cells each
+ * (llama.cpp's non-unified cache; llama-server's per-slot context). In a sequence, cell i
+ * holds position i, so attention for a token at position p reads cells 0..p in order, and
+ * a sequence's logits never depend on which other sequences share the batch or the cache:
+ * the same bits alone, batched, or with any thread count. Positions of a sequence must
+ * grow: a batch may only add positions after the sequence's last one (remove a tail with
+ * sift_kv_seq_rm to rewrite it); gaps are allowed and never attended to.
+ *
+ * Errors. sift_decode checks the whole batch before touching the cache: on any error
+ * (bad token id, sequence id, position, a full sequence) nothing has changed.
+ */
+typedef struct sift_model sift_model;
+typedef struct sift_context sift_context;
+
+/* Load a GGUF model: hyperparameters, every tensor's presence, type and shape checked, the
+ * vocabulary. NULL and *err on failure (SIFT_E_IO, SIFT_E_FORMAT naming the key or tensor,
+ * SIFT_E_UNSUPPORTED for another architecture or a weight type sift cannot multiply).
+ * Free with sift_model_free() after every context using it. */
+SIFT_API sift_model *sift_model_load(const char *path, sift_error *err);
+SIFT_API void sift_model_free(sift_model *model);
+
+typedef struct sift_model_info {
+    const char *arch;       /* general.architecture: "llama", "qwen2", "qwen3" */
+    const char *name;       /* general.name or "" */
+    int32_t n_vocab;
+    int32_t n_ctx_train;
+    int32_t n_embd;
+    int32_t n_layer;
+    int32_t n_head;
+    int32_t n_head_kv;
+    int32_t n_ff;
+    int32_t head_dim;       /* per-head size of q/k/v */
+    int32_t n_rot;          /* dimensions RoPE rotates */
+    bool rope_neox;         /* RoPE pairs (i, i + n_rot/2) instead of (2i, 2i + 1) */
+    float rope_freq_base;
+    float rope_freq_scale; /* 1 / linear scaling factor */
+    float rms_eps;
+    bool tied_output;       /* the output head is token_embd */
+    int64_t n_params;       /* weights, all tensors */
+    uint64_t n_bytes;       /* bytes of tensor data */
+    sift_tensor_type main_type; /* the type most weight bytes have (F32, F16, Q4_K, ...) */
+} sift_model_info;
+/* The model's hyperparameters (strings borrowed from the model). */
+SIFT_API void sift_model_get_info(const sift_model *model, sift_model_info *info);
+/* The vocabulary (borrowed: lives as long as the model). */
+SIFT_API const sift_vocab *sift_model_vocab(const sift_model *model);
+SIFT_API int32_t sift_model_n_vocab(const sift_model *model);
+/* "llama 292.8K F32" (arch, parameter count, main type) into buf; snprintf-like. */
+SIFT_API int sift_model_desc(const sift_model *model, char *buf, size_t cap);
+
+/* Which kernels a context uses. AUTO takes the best this CPU supports. */
+typedef enum sift_isa {
+    SIFT_ISA_AUTO = 0,
+    SIFT_ISA_SCALAR = 1, /* portable C, the reference the SIMD kernels are tested against */
+    SIFT_ISA_AVX2 = 2,   /* AVX2 + FMA + F16C */
+    SIFT_ISA_AVX512 = 3, /* AVX-512 F/BW/VL (+ VNNI where present) */
+} sift_isa;
+/* The best ISA this CPU supports, and a name for one ("avx512", ...). */
+SIFT_API sift_isa sift_isa_best(void);
+SIFT_API const char *sift_isa_name(sift_isa isa);
+
+typedef struct sift_context_params {
+    uint32_t n_ctx;          /* KV cells in all: 0 = the model's n_ctx_train */
+    uint32_t n_batch;        /* most tokens in one sift_decode call (default 512) */
+    uint32_t n_seq_max;      /* sequence ids 0..n_seq_max-1, each with n_ctx / n_seq_max cells (default 1) */
+    int32_t n_threads;       /* threads for batches of one token (default 4, capped at the CPUs online) */
+    int32_t n_threads_batch; /* threads for larger batches (default: as n_threads) */
+    sift_isa isa;            /* kernels (default AUTO) */
+} sift_context_params;
+SIFT_API sift_context_params sift_context_default_params(void);
+
+/* A context for model (which must outlive it): allocates the KV cache and all scratch
+ * memory and starts the threads. NULL and *err on failure (SIFT_E_INVAL for a bad
+ * parameter, SIFT_E_UNSUPPORTED for an ISA this CPU lacks, SIFT_E_NOMEM). */
+SIFT_API sift_context *sift_context_new(const sift_model *model, sift_context_params params, sift_error *err);
+SIFT_API void sift_context_free(sift_context *ctx);
+SIFT_API const sift_model *sift_context_model(const sift_context *ctx);
+SIFT_API uint32_t sift_n_ctx(const sift_context *ctx);      /* all cells */
+SIFT_API uint32_t sift_n_ctx_seq(const sift_context *ctx);  /* cells (positions) per sequence */
+SIFT_API uint32_t sift_n_batch(const sift_context *ctx);
+SIFT_API uint32_t sift_n_seq_max(const sift_context *ctx);
+SIFT_API sift_isa sift_context_isa(const sift_context *ctx); /* the ISA actually used */
+/* Change the thread counts (1..256); the pool is resized on the next decode. */
+SIFT_API sift_status sift_set_n_threads(sift_context *ctx, int32_t n_threads, int32_t n_threads_batch);
+
+/* -- batches -- */
+typedef int32_t sift_pos;
+typedef int32_t sift_seq_id;
+
+/* llama_batch's shape. Arrays hold n_tokens entries. pos may be NULL (each sequence goes on
+ * after its last position), n_seq_id/seq_id may be NULL (every token in sequence 0), logits
+ * may be NULL (only the last token gets logits). A batch made by sift_batch_init owns its
+ * arrays; a caller may also point the fields at arrays of its own. */
+typedef struct sift_batch {
+    int32_t n_tokens;
+    sift_token *token;      /* token ids */
+    sift_pos *pos;          /* positions */
+    int32_t *n_seq_id;      /* how many sequences each token belongs to */
+    sift_seq_id **seq_id;   /* seq_id[i][0..n_seq_id[i]) */
+    int8_t *logits;         /* nonzero: compute logits for this token */
+    int32_t capacity;       /* entries allocated (sift_batch_init), for sift_batch_add */
+    int32_t seq_capacity;   /* sequence ids per entry allocated */
+} sift_batch;
+
+/* Allocate a batch for n_tokens_max tokens of up to n_seq_max sequence ids each; n_tokens
+ * = 0. SIFT_E_INVAL for sizes < 1, SIFT_E_NOMEM. Free with sift_batch_free. */
+SIFT_API sift_status sift_batch_init(sift_batch *batch, int32_t n_tokens_max, int32_t n_seq_max);
+SIFT_API void sift_batch_free(sift_batch *batch);
+/* n_tokens = 0. */
+SIFT_API void sift_batch_clear(sift_batch *batch);
+/* Append one token (common_batch_add). SIFT_E_INVAL when the batch is full or has no room
+ * for n_seq sequence ids. */
+SIFT_API sift_status sift_batch_add(sift_batch *batch, sift_token token, sift_pos pos, const sift_seq_id *seq_ids,
+                                    int32_t n_seq, bool logits);
+
+/* Run the model on a batch: every token's K/V goes into the cache of each of its sequences,
+ * and the logits of the tokens that asked for them are kept until the next decode.
+ * SIFT_OK, or an error with nothing changed: SIFT_E_INVAL (empty or too large batch, a
+ * token id, sequence id or position out of range), SIFT_E_STATE (a position not after its
+ * sequence's last one, or past the sequence's cells: the message says which). */
+SIFT_API sift_status sift_decode(sift_context *ctx, const sift_batch *batch, sift_error *err);
+
+/* Logits of batch entry i of the last decode (n_vocab floats, borrowed until the next
+ * decode); i < 0 counts from the last output (-1 = the last token that asked for logits).
+ * NULL when that entry did not ask for logits or i is out of range. The context owns the
+ * buffer; callers may modify it in place (classifier-free guidance does). */
+SIFT_API float *sift_get_logits_ith(sift_context *ctx, int32_t i);
+/* All output rows of the last decode, in batch order: [sift_n_outputs][n_vocab]. */
+SIFT_API float *sift_get_logits(sift_context *ctx);
+SIFT_API int32_t sift_n_outputs(const sift_context *ctx);
+
+/* -- KV cache: sequences (llama_memory_seq_*) -- */
+/* Remove positions [p0, p1) of sequence seq (seq < 0: of every sequence; p0 < 0: from 0;
+ * p1 < 0: to the end). Removing a tail lets the sequence go on from p0. SIFT_E_INVAL for a
+ * sequence id out of range. */
+SIFT_API sift_status sift_kv_seq_rm(sift_context *ctx, sift_seq_id seq, sift_pos p0, sift_pos p1);
+/* Copy positions [p0, p1) of src into dst (p0 < 0: from 0; p1 < 0: to the end),
+ * overwriting what dst held there; dst's last position becomes at least src's last copied
+ * one. For forking a prompt into several continuations. */
+SIFT_API sift_status sift_kv_seq_cp(sift_context *ctx, sift_seq_id src, sift_seq_id dst, sift_pos p0, sift_pos p1);
+/* Empty every sequence except seq. */
+SIFT_API sift_status sift_kv_seq_keep(sift_context *ctx, sift_seq_id seq);
+/* Add delta to the positions [p0, p1) of seq (llama-cli's context shift: remove a middle
+ * part, then move the tail back): K is rotated by delta so attention sees the new
+ * positions; positions that become negative are removed, cells moved onto are replaced.
+ * SIFT_E_STATE when a position would pass the sequence's cells. */
+SIFT_API sift_status sift_kv_seq_add(sift_context *ctx, sift_seq_id seq, sift_pos p0, sift_pos p1, sift_pos delta);
+/* Empty the whole cache. */
+SIFT_API void sift_kv_clear(sift_context *ctx);
+/* The sequence's smallest / largest position in the cache, -1 when it is empty. */
+SIFT_API sift_pos sift_kv_seq_pos_min(const sift_context *ctx, sift_seq_id seq);
+SIFT_API sift_pos sift_kv_seq_pos_max(const sift_context *ctx, sift_seq_id seq);
+/* Cells in use, over every sequence. */
+SIFT_API int32_t sift_kv_n_used(const sift_context *ctx);
+
+/* -- perf (llama_perf_context) -- */
+typedef struct sift_context_perf {
+    double t_prompt_ms;  /* time in decodes of more than one token */
+    int64_t n_prompt;    /* tokens in those */
+    double t_eval_ms;    /* time in decodes of one token */
+    int64_t n_eval;      /* tokens in those */
+    int64_t n_decode;    /* sift_decode calls that succeeded */
+} sift_context_perf;
+SIFT_API sift_context_perf sift_context_get_perf(const sift_context *ctx);
+SIFT_API void sift_context_perf_reset(sift_context *ctx);
+
+/* -- quantization (`sift quantize`) -- */
+/* Write a copy of the GGUF model at in_path to out_path with its 2-D weight matrices
+ * converted to `type` (F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), using
+ * llama.cpp's reference quantizers (no importance matrix). Norms, biases and other 1-D
+ * tensors stay F32. A matrix whose rows are not a whole number of the type's blocks gets
+ * llama.cpp's fallback (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0) and stays F32 when even
+ * that does not fit (llama.cpp would use F16). The output head (the token embedding when
+ * tied) gets Q6_K when type is a 4/5-bit type, as llama.cpp does, unless keep_output is
+ * set. Quantized inputs are dequantized first. general.file_type is updated. *n_converted (may be NULL) receives how many tensors were
+ * converted. Errors: as sift_model_load, SIFT_E_INVAL for a type it cannot write, SIFT_E_IO. */
+typedef struct sift_quantize_params {
+    sift_tensor_type type;
+    bool keep_output;   /* convert output.weight to `type` as well (no Q6_K upgrade) */
+    int32_t n_threads;  /* 0 = one per CPU */
+} sift_quantize_params;
+SIFT_API sift_quantize_params sift_quantize_default_params(void); /* Q8_0 */
+SIFT_API sift_status sift_model_quantize(const char *in_path, const char *out_path, const sift_quantize_params *params,
+                                         int64_t *n_converted, sift_error *err);
 
 /* ==== grammar ==============================================================================
  *

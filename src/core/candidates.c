@@ -28,7 +28,7 @@
 
 sift_ws *sift__ws_new(size_t cap)
 {
-    sift_ws *ws = calloc(1, sizeof *ws);
+    sift_ws *ws = calloc(1, sizeof *ws); /* own_* stay NULL: set by sift_candidates_init */
     if (!ws) return NULL;
     ws->cap = cap;
     ws->pairs = malloc(cap * sizeof *ws->pairs);
@@ -60,33 +60,50 @@ sift_status sift_candidates_init(sift_candidates *cand, size_t capacity)
 {
     if (!cand || capacity == 0 || capacity > (size_t)INT32_MAX) return SIFT_E_INVAL;
     memset(cand, 0, sizeof *cand);
-    cand->id = malloc(capacity * sizeof *cand->id);
-    cand->logit = malloc(capacity * sizeof *cand->logit);
-    cand->p = calloc(capacity, sizeof *cand->p);
-    cand->ws = sift__ws_new(capacity);
-    if (!cand->id || !cand->logit || !cand->p || !cand->ws) {
+    cand->selected = -1;
+    sift_ws *ws = sift__ws_new(capacity);
+    if (!ws) return SIFT_E_NOMEM;
+    ws->own_id = malloc(capacity * sizeof *ws->own_id);
+    ws->own_logit = malloc(capacity * sizeof *ws->own_logit);
+    ws->own_p = calloc(capacity, sizeof *ws->own_p);
+    ws->own_cap = capacity;
+    cand->ws = ws;
+    if (!ws->own_id || !ws->own_logit || !ws->own_p) {
         sift_candidates_free(cand);
         return SIFT_E_NOMEM;
     }
+    cand->id = ws->own_id;
+    cand->logit = ws->own_logit;
+    cand->p = ws->own_p;
     cand->capacity = capacity;
-    cand->selected = -1;
     return SIFT_OK;
 }
 
 void sift_candidates_free(sift_candidates *cand)
 {
     if (!cand) return;
-    free(cand->id);
-    free(cand->logit);
-    free(cand->p);
-    sift__ws_free((sift_ws *)cand->ws);
+    sift_ws *ws = (sift_ws *)cand->ws;
+    if (ws) {
+        free(ws->own_id);
+        free(ws->own_logit);
+        free(ws->own_p);
+        sift__ws_free(ws);
+    }
     memset(cand, 0, sizeof *cand);
     cand->selected = -1;
 }
 
 sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, size_t n)
 {
-    if (!cand || !logits || n > cand->capacity) return SIFT_E_INVAL;
+    if (!cand || !logits) return SIFT_E_INVAL;
+    const sift_ws *ws = (const sift_ws *)cand->ws;
+    if (ws && ws->own_id) { /* back to the arrays as allocated (a sampler may have advanced them) */
+        cand->id = ws->own_id;
+        cand->logit = ws->own_logit;
+        cand->p = ws->own_p;
+        cand->capacity = ws->own_cap;
+    }
+    if (n > cand->capacity) return SIFT_E_INVAL;
     sift_token *id = cand->id;
     for (size_t i = 0; i < n; i++) id[i] = (sift_token)i;
     memcpy(cand->logit, logits, n * sizeof *logits);
@@ -116,13 +133,38 @@ void sift__softmax(sift_candidates *c, bool do_sort)
         sum += e;
     }
     for (size_t i = 0; i < n; i++) p[i] /= sum;
+    /* A float running sum of n terms is off by up to (n - 1) * 2^-24 relative, so the
+     * probabilities only provably sum to 1 +- 1e-5 for n <= SIFT__SOFTMAX_F32_EXACT_N.
+     * Longer arrays keep llama.cpp's values for the sampler that asked, but do not claim
+     * validity: sift_candidates_probs() recomputes them with a double sum if asked. */
+    if (n <= SIFT__SOFTMAX_F32_EXACT_N) c->flags |= SIFT_CAND_PROBS;
+    else c->flags &= ~SIFT_CAND_PROBS;
+}
+
+/* The accurate softmax behind sift_candidates_probs(): float exponentials, double sum and
+ * division, so the probabilities sum to 1 within a few float roundings at any size. */
+static void softmax_accurate(sift_candidates *c)
+{
+    const size_t n = c->size;
+    if (n == 0) return;
+    const float *logit = c->logit;
+    float *p = c->p;
+    float max_l = logit[0];
+    for (size_t i = 1; i < n; i++) max_l = max_l < logit[i] ? logit[i] : max_l;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const float e = expf(logit[i] - max_l);
+        p[i] = e;
+        sum += e;
+    }
+    for (size_t i = 0; i < n; i++) p[i] = (float)((double)p[i] / sum);
     c->flags |= SIFT_CAND_PROBS;
 }
 
 const float *sift_candidates_probs(sift_candidates *cand)
 {
     if (!cand) return NULL;
-    if (!(cand->flags & SIFT_CAND_PROBS)) sift__softmax(cand, false);
+    if (!(cand->flags & SIFT_CAND_PROBS)) softmax_accurate(cand);
     return cand->p;
 }
 
@@ -268,7 +310,8 @@ size_t sift_candidates_top(const sift_candidates *cand, size_t n, sift_token *id
             best[j] = i;
         }
     }
-    float max_l = 0.0f, sum = 0.0f;
+    float max_l = 0.0f;
+    double sum = 0.0;
     const bool valid = (cand->flags & SIFT_CAND_PROBS) != 0;
     if (probs && !valid) {
         max_l = lg[best[0]];
@@ -278,7 +321,7 @@ size_t sift_candidates_top(const sift_candidates *cand, size_t n, sift_token *id
         const size_t i = best[j];
         if (ids) ids[j] = cand->id[i];
         if (logits) logits[j] = lg[i];
-        if (probs) probs[j] = valid ? cand->p[i] : expf(lg[i] - max_l) / sum;
+        if (probs) probs[j] = valid ? cand->p[i] : (float)((double)expf(lg[i] - max_l) / sum);
     }
     if (best != local) free(best);
     return have;

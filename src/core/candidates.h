@@ -8,6 +8,10 @@
  *   sift__softmax             llama_sampler_softmax_impl: max (data[0] when sorted), p =
  *                             expf(logit - max) in array order, FLOAT running sum, p /= sum;
  *                             do_sort first sorts the whole array (exact llama order).
+ *                             Claims SIFT_CAND_PROBS only up to SIFT__SOFTMAX_F32_EXACT_N
+ *                             entries, where the float sum's rounding provably stays
+ *                             within 1e-5 (the public sift_candidates_probs() uses a
+ *                             double sum instead and is valid at any size).
  *   sift__partial_sort        llama_token_data_array_partial_sort_inplace: k <= 128 is
  *                             std::partial_sort over the array, larger k the 128-bucket
  *                             histogram partition + std::sort / std::partial_sort.
@@ -26,6 +30,12 @@
 #include "sift.h"
 
 typedef struct sift_ws {
+    /* the arrays as sift_candidates_init() allocated them (NULL in a workspace lent for one
+     * call): samplers may advance the candidates' pointers (xtc), fill and free use these */
+    sift_token *own_id;
+    float *own_logit, *own_p;
+    size_t own_cap;
+
     size_t cap;
     sift_pair *pairs;   /* [cap] sort keys + positions; doubles for rng_discrete */
     uint8_t *bucket;    /* [cap] bucket number of each entry (bucket partial sort) */
@@ -53,6 +63,7 @@ static inline void sift__truncate(sift_candidates *c, size_t n)
     }
 }
 
+#define SIFT__SOFTMAX_F32_EXACT_N 160
 void sift__softmax(sift_candidates *c, bool do_sort);
 void sift__partial_sort(sift_candidates *c, size_t k);
 /* The top k (k <= size) in ws->pairs[0..k) sorted descending, as llama.cpp's out-of-place

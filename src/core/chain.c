@@ -6,7 +6,14 @@
  * chain owns the candidates (and their workspace): they are allocated at the first fill,
  * sized for the vocabulary, and reused for every later step, so a step allocates nothing.
  * A sampler may advance the candidates' array pointers (xtc drops a prefix that way); the
- * chain keeps the original pointers and restores them at each fill.
+ * candidates' workspace remembers the arrays as allocated and each fill starts from them.
+ *
+ * Room for fast paths (issue 3): a step never depends on more than "candidates in, token
+ * out", so sift_chain_sample() may, for chains it recognises (built-in samplers are known
+ * by their vtables), produce the same candidates without the full fill - e.g. select the
+ * top k straight from the caller's logits into a k-entry array, fused softmax + inverse CDF
+ * for dist - as long as the result equals the general path bit for bit (ties included,
+ * falling back to the exact libstdc++ orders when they occur).
  *
  * Perf counters follow llama.cpp's (samples; time in apply + accept) and add each
  * sampler's own time, so a front end can show where the time goes. They cost two clock
@@ -27,10 +34,7 @@ struct sift_chain {
     int64_t *t_smpl_ns; /* per sampler: apply + accept time */
     int32_t n, cap;
 
-    sift_candidates cand;  /* allocated at the first fill */
-    sift_token *base_id;   /* the arrays as allocated (samplers may advance cand's pointers) */
-    float *base_logit, *base_p;
-    size_t base_cap;
+    sift_candidates cand; /* allocated at the first fill, grown when n_vocab grows */
 
     sift_trace_fn trace;
     void *trace_user;
@@ -59,9 +63,6 @@ void sift_chain_free(sift_chain *chain)
     for (int32_t i = 0; i < chain->n; i++) sift_sampler_free(chain->smpl[i]);
     free(chain->smpl);
     free(chain->t_smpl_ns);
-    chain->cand.id = chain->base_id;
-    chain->cand.logit = chain->base_logit;
-    chain->cand.p = chain->base_p;
     sift_candidates_free(&chain->cand);
     free(chain);
 }
@@ -107,19 +108,11 @@ sift_sampler *sift_chain_remove(sift_chain *chain, int32_t i)
 
 static sift_status ensure_capacity(sift_chain *chain, size_t n, sift_error *err)
 {
-    if (chain->base_cap >= n) return SIFT_OK;
-    chain->cand.id = chain->base_id;
-    chain->cand.logit = chain->base_logit;
-    chain->cand.p = chain->base_p;
+    const sift_ws *ws = (const sift_ws *)chain->cand.ws;
+    if (ws && ws->own_cap >= n) return SIFT_OK;
     sift_candidates_free(&chain->cand);
-    chain->base_id = NULL, chain->base_logit = chain->base_p = NULL, chain->base_cap = 0;
     sift_status st = sift_candidates_init(&chain->cand, n);
-    if (st != SIFT_OK)
-        return sift_error_set(err, st, "chain: cannot allocate candidates for %zu tokens", n);
-    chain->base_id = chain->cand.id;
-    chain->base_logit = chain->cand.logit;
-    chain->base_p = chain->cand.p;
-    chain->base_cap = n;
+    if (st != SIFT_OK) return sift_error_set(err, st, "chain: cannot allocate candidates for %zu tokens", n);
     return SIFT_OK;
 }
 
@@ -131,11 +124,7 @@ sift_status sift_chain_fill(sift_chain *chain, const float *logits, int32_t n_vo
     if (st != SIFT_OK) return st;
     const int64_t t0 = chain->params.no_perf ? 0 : sift__now_ns();
     sift_candidates *c = &chain->cand;
-    c->id = chain->base_id;
-    c->logit = chain->base_logit;
-    c->p = chain->base_p;
-    c->capacity = chain->base_cap;
-    sift_candidates_fill(c, logits, (size_t)n_vocab);
+    sift_candidates_fill(c, logits, (size_t)n_vocab); /* also undoes pointer moves (xtc) */
     if (!chain->params.no_perf) chain->t_fill_ns += sift__now_ns() - t0;
     if (chain->trace) chain->trace(chain->trace_user, -1, NULL, c);
     return SIFT_OK;

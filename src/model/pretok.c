@@ -693,8 +693,11 @@ int sift_pretok_split(const sift_pretok *p, sift_pretok_scratch *s, const uint32
 {
     if (n > UINT32_MAX) return SIFT_E_INVAL;
     if (p->need_collapsed || p->need_wide) {
-        if (n > s->cap_text) {
-            size_t nc = n < 4096 ? 4096 : n;
+        /* PAD zeroed units after the text: PCRE2's JIT scans ahead of the subject's end with
+         * wide loads (harmless, but reading uninitialised bytes offends valgrind) */
+        enum { PAD = 64 };
+        if (n + PAD > s->cap_text) {
+            size_t nc = n + PAD < 4096 ? 4096 : n + PAD;
             free(s->collapsed);
             free(s->wide);
             s->collapsed = malloc(nc);
@@ -702,6 +705,8 @@ int sift_pretok_split(const sift_pretok *p, sift_pretok_scratch *s, const uint32
             s->cap_text = s->collapsed && s->wide ? nc : 0;
             if (!s->cap_text) return SIFT_E_NOMEM;
         }
+        memset(s->collapsed + n, 0, PAD);
+        memset(s->wide + n, 0, sizeof *s->wide * PAD);
         for (size_t i = 0; i < n; i++) {
             uint32_t c = cpts[i];
             uint16_t f = flags[i];

@@ -121,6 +121,8 @@ static int read_list(spec_state *st, spec_arg *a)
         }
         if (!*st->p) return fail_at(st, a->col, "unclosed '['");
         const char *at = st->p;
+        if (!isdigit((unsigned char)*at) && *at != '+' && *at != '-')
+            return fail_at(st, col_of(st, at), "token id or ']' expected");
         double v;
         if (read_number(st, &v) != 0) return -1;
         if (v != floor(v) || v < 0 || v > 2147483647.0)

@@ -299,14 +299,14 @@ static int builder_add(breaker_builder *b, sift_token head, const sift_token *ta
         if (!nb) return -1;
         b->br = nb, b->cap_br = cap;
     }
-    if (b->n_pool + n > b->cap_pool) {
+    if (n && b->n_pool + n > b->cap_pool) {
         size_t cap = b->cap_pool ? 2 * b->cap_pool : 64;
         while (cap < b->n_pool + n) cap *= 2;
         sift_token *np = realloc(b->pool, cap * sizeof *np);
         if (!np) return -1;
         b->pool = np, b->cap_pool = cap;
     }
-    memcpy(b->pool + b->n_pool, tail, n * sizeof *tail);
+    if (n) memcpy(b->pool + b->n_pool, tail, n * sizeof *tail);
     b->br[b->n_br++] = (dry_breaker){head, (uint32_t)b->n_pool, (uint32_t)n};
     b->n_pool += n;
     return 0;

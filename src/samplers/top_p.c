@@ -52,7 +52,7 @@ static void top_p_apply(sift_sampler *smpl, sift_candidates *cand)
             last = i + 1;
             break;
         }
-        if (order && i == k - 1) { /* not within the top k: sort everything, go on */
+        if (order && i == k - 1 && k < n) { /* not within the top k: sort everything, go on */
             k = n;
             sift__bucket_select(cand, n, ws);
         }

@@ -53,7 +53,7 @@ static void trace_hook(void *user, int32_t index, const sift_sampler *smpl, cons
     float probs[32];
     const size_t want = ts->top < 32 ? (size_t)ts->top : 32;
     const size_t n = sift_candidates_top(cand, want, ids, NULL, probs);
-    fprintf(ts->out, "  %-2s %-13s n=%-7zu %-8s %-6s", index < 0 ? "" : "", index < 0 ? "fill" : sift_sampler_name(smpl),
+    fprintf(ts->out, "  %-13s n=%-7zu %-8s %-6s", index < 0 ? "fill" : sift_sampler_name(smpl),
             cand->size, cand->sorted ? "sorted" : "unsorted", (cand->flags & SIFT_CAND_PROBS) ? "probs" : "logits");
     if (cand->selected >= 0 && (size_t)cand->selected < cand->size)
         fprintf(ts->out, " selected=%d", (int)cand->id[cand->selected]);

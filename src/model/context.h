@@ -1,0 +1,94 @@
+/*
+ * context.h - what a sift_context is inside (internal): the KV cache, the scratch buffers
+ * of one decode, the logits, the thread pool. forward.c runs decodes on it, kv.c edits the
+ * cache's sequences.
+ *
+ * KV cache layout. Every sequence s owns n_ctx_seq cells, and cell c of a sequence holds
+ * position c. K and V are stored transposed, one row per (layer, sequence, KV head,
+ * dimension) holding that dimension over all cells:
+ *
+ *     k_cache[((l * n_seq + s) * n_head_kv + h) * head_dim + d][c]
+ *
+ * so the attention of a token at position p reads, per head dimension, the contiguous run
+ * of cells 0..p: the scores q.K and the weighted sum of V are long unit-stride loops the
+ * SIMD kernels like, for any head size (stories260K's heads have 8 dimensions). This is the
+ * transposed layout llama.cpp uses for V without flash attention, used for K as well.
+ *
+ * A sequence's state is `n` (one past its last position, 0 when empty) and `valid[c]`:
+ * removed or skipped positions below n are holes (valid 0), masked out of attention;
+ * n_holes counts them so that the common case (none) skips the mask. Invariant: valid[c]
+ * is 0 for every c >= n.
+ */
+#ifndef SIFT_MODEL_CONTEXT_H
+#define SIFT_MODEL_CONTEXT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/kernels.h"
+#include "model/model.h"
+#include "model/threads.h"
+#include "sift.h"
+
+typedef struct kv_seq {
+    int32_t n;       /* one past the last position in the cache */
+    int32_t n_holes; /* positions < n without valid K/V */
+    uint8_t *valid;  /* [n_ctx_seq] */
+} kv_seq;
+
+struct sift_context {
+    const sift_model *model;
+    const sift_kernels *k;
+    int32_t n_ctx, n_ctx_seq, n_seq, n_batch;
+    int32_t n_threads, n_threads_batch;
+    sift_pool *pool;
+
+    /* KV cache */
+    float *k_cache, *v_cache;
+    kv_seq *seqs;
+
+    /* scratch for one decode, [n_batch][...] */
+    float *x;          /* residual stream [E] */
+    float *xn;         /* normed input of the current block [E] */
+    float *q;          /* queries [n_head * head_dim] */
+    float *kk, *vv;    /* new keys and values [n_head_kv * head_dim] */
+    float *att;        /* attention output [n_head * head_dim] */
+    float *ffn_g, *ffn_u; /* [n_ff] */
+    float *rope;       /* cos, sin per rotated pair [n_rot] */
+    void *act[5];      /* activations converted per sift_act_format (NULL where unused) */
+    size_t act_stride[5];
+    int32_t n_thread_slots; /* per-thread scratch below exists for this many threads */
+    float *scores;     /* [threads][n_gqa * n_ctx_seq] */
+    float *deq;        /* [threads][max n_in]: a dequantized weight row (types without a kernel) */
+    int64_t deq_stride;
+
+    /* per token of the current decode (after the last layer's compaction, per output) */
+    int32_t *tok_seq;  /* the sequence whose history the token attends to (seq_id[0]) */
+    int32_t *tok_pos;
+    int32_t *out_ids;  /* batch indices of the tokens that want logits, ascending */
+    int32_t *seq_next; /* [n_seq] scratch of the batch check */
+
+    /* results of the last decode */
+    float *logits;     /* [n_outputs][n_vocab] */
+    int32_t logits_rows; /* rows allocated */
+    int32_t n_outputs;
+    int32_t n_batch_last;  /* n_tokens of the last decode */
+    int32_t *out_row;      /* [n_batch]: batch index -> logits row, -1 */
+
+    sift_context_perf perf;
+};
+
+/* K or V row of (layer, seq, kv head, dim 0): head_dim rows of n_ctx_seq cells follow. */
+static inline float *kv_row(const sift_context *ctx, float *cache, int l, int s, int h)
+{
+    const sift_hparams *hp = &ctx->model->hp;
+    return cache + ((((size_t)l * ctx->n_seq + s) * hp->n_head_kv + h) * hp->head_dim) * ctx->n_ctx_seq;
+}
+
+/* RoPE of one head vector x[0..head_dim) by the cos/sin pairs cs[0..n_rot) (kv.c uses it
+ * to re-rotate shifted keys). */
+void sift_rope_apply(float *x, const float *cs, int n_rot, bool neox);
+/* The cos/sin pairs of position p, computed as ggml's rope cache does. */
+void sift_rope_cache(const sift_model *m, float p, float *cs);
+
+#endif

@@ -1,0 +1,724 @@
+/*
+ * forward.c - contexts and the forward pass (sift_context_new, sift_decode, logits).
+ *
+ * A decode runs the llama block on every token of the batch at once:
+ *
+ *   x = embed(token)
+ *   for each layer:
+ *       xn = rmsnorm(x) * attn_norm
+ *       q, k, v = xn Wq, xn Wk, xn Wv   (+ bias; per-head rmsnorm of q, k for qwen3)
+ *       rope(q, k) at the token's position; k, v -> the cache of each of the token's sequences
+ *       x += attention(q, cache of the token's first sequence, cells 0..pos) Wo
+ *       x += (silu(rmsnorm(x) * ffn_norm Wgate) * (... Wup)) Wdown
+ *   logits = rmsnorm(x) * output_norm Wout
+ *
+ * Every step is computed for all tokens of the batch before the next one, so each matrix
+ * product is weights × (tokens × features): a dot kernel takes one weight row against up
+ * to four tokens (kernels.h). The keys and values of the whole batch are written before any
+ * attention of that layer is computed, so tokens of one sequence in one batch see each
+ * other (causally, by position) exactly as if they had been decoded one by one.
+ *
+ * Only the tokens that asked for logits matter after the last layer's keys and values are
+ * stored, so the last layer computes queries, attention and the feed-forward block for
+ * those tokens only (llama.cpp's inp_out_ids trick, taken one step further).
+ *
+ * Parallelism: each step splits its rows (matrix products) or its (token, KV head) pairs
+ * (attention) over the context's threads; every output value is computed by one thread in
+ * a fixed order, so results do not depend on the thread count.
+ *
+ * Numerics follow ggml where it matters for agreement with llama.cpp: RMSNorm sums squares
+ * in double, RoPE angles are built by repeated multiplication in float, the softmax sums in
+ * double and scales by the float of 1/sum, F16 weights multiply F16-rounded activations.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/perf.h"
+#include "core/status.h"
+#include "model/context.h"
+
+/* ---- small row operations (cheap next to the products; plain C) ---------------------------- */
+
+static void rmsnorm(const float *x, const float *w, float *y, int n, float eps)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+}
+
+void sift_rope_cache(const sift_model *m, float p, float *cs)
+{
+    const sift_hparams *hp = &m->hp;
+    const float theta_scale = powf(hp->rope_freq_base, -2.0f / (float)hp->n_rot);
+    float theta = p;
+    for (int i = 0; i < hp->n_rot / 2; i++) {
+        const float ff = m->rope_freqs ? m->rope_freqs[i] : 1.0f;
+        const float t = hp->rope_freq_scale * (theta / ff);
+        cs[2 * i] = cosf(t);
+        cs[2 * i + 1] = sinf(t);
+        theta *= theta_scale;
+    }
+}
+
+/* Normal mode rotates (x[2i], x[2i+1]); neox mode rotates (x[i], x[i + n_rot/2]). */
+void sift_rope_apply(float *x, const float *cs, int n_rot, bool neox)
+{
+    const int half = n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        float *a = neox ? &x[i] : &x[2 * i];
+        float *b = neox ? &x[i + half] : &x[2 * i + 1];
+        const float c = cs[2 * i], s = cs[2 * i + 1], x0 = *a, x1 = *b;
+        *a = x0 * c - x1 * s;
+        *b = x0 * s + x1 * c;
+    }
+}
+
+/* ---- matrix products -------------------------------------------------------------------------- */
+
+#define MM_MAX 3       /* weights sharing one input in a job (q, k, v) */
+#define MM_ROW_BLOCK 16 /* rows kept hot while the token groups go by */
+#define SIFT_PAR_MIN_WORK (1 << 18) /* multiply-adds below which a step runs on one thread */
+
+typedef struct mm_job {
+    const sift_context *ctx;
+    int n_tok;
+    const float *x;          /* F32 input [n_tok][n_in] (for types without a kernel) */
+    int n_w;
+    const sift_weight *w[MM_MAX];
+    const void *act[MM_MAX]; /* the input converted to each weight's activation format */
+    size_t act_stride[MM_MAX];
+    float *out[MM_MAX];      /* [n_tok][out_stride] */
+    int64_t out_stride[MM_MAX];
+    const float *bias[MM_MAX];
+    int64_t n_rows;          /* sum of the weights' n_out */
+} mm_job;
+
+/* Rows [r0, r1) of weight w against all tokens, with a dot kernel. */
+static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift_dot_fn dot)
+{
+    const sift_weight *w = J->w[wi];
+    const char *act = J->act[wi];
+    const size_t as = J->act_stride[wi];
+    float *out = J->out[wi];
+    const int64_t os = J->out_stride[wi];
+    const float *bias = J->bias[wi];
+    float s[SIFT_DOT_MAX_COLS];
+    if (J->n_tok == 1) { /* generation: the row loop lives in the kernel */
+        J->ctx->k->rows[w->type](w->n_in, (const char *)w->data + r0 * w->row_bytes, w->row_bytes, r1 - r0, act, out + r0);
+        if (bias)
+            for (int64_t r = r0; r < r1; r++) out[r] += bias[r];
+        return;
+    }
+    for (int64_t rb = r0; rb < r1; rb += MM_ROW_BLOCK) {
+        const int64_t re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;
+        for (int t = 0; t < J->n_tok; t += SIFT_DOT_MAX_COLS) {
+            const int nc = J->n_tok - t < SIFT_DOT_MAX_COLS ? J->n_tok - t : SIFT_DOT_MAX_COLS;
+            for (int64_t r = rb; r < re; r++) {
+                dot(w->n_in, (const char *)w->data + r * w->row_bytes, act + t * as, as, nc, s);
+                const float b = bias ? bias[r] : 0.0f;
+                for (int j = 0; j < nc; j++) out[(t + j) * os + r] = bias ? s[j] + b : s[j];
+            }
+        }
+    }
+}
+
+/* The same for a type without a kernel: dequantize each row once, then F32 dots. */
+static void mm_rows_generic(const mm_job *J, int wi, int64_t r0, int64_t r1, float *deq)
+{
+    const sift_weight *w = J->w[wi];
+    const sift_type_traits *tr = sift_type_traits_get(w->type);
+    const sift_dot_fn dot = J->ctx->k->dot[SIFT_TYPE_F32];
+    const size_t xs = (size_t)w->n_in * sizeof(float);
+    float s[SIFT_DOT_MAX_COLS];
+    for (int64_t r = r0; r < r1; r++) {
+        tr->dequantize((const char *)w->data + r * w->row_bytes, deq, w->n_in);
+        for (int t = 0; t < J->n_tok; t += SIFT_DOT_MAX_COLS) {
+            const int nc = J->n_tok - t < SIFT_DOT_MAX_COLS ? J->n_tok - t : SIFT_DOT_MAX_COLS;
+            dot(w->n_in, deq, J->x + (size_t)t * w->n_in, xs, nc, s);
+            for (int j = 0; j < nc; j++)
+                J->out[wi][(t + j) * J->out_stride[wi] + r] = s[j] + (J->bias[wi] ? J->bias[wi][r] : 0.0f);
+        }
+    }
+}
+
+/* Chunk c of the job's rows (boundaries on multiples of 16 rows, so two threads never
+ * write the same cache line of an output row). */
+static void mm_task(void *arg, int chunk, int n_chunks, int thread)
+{
+    const mm_job *J = arg;
+    const int64_t units = (J->n_rows + 15) / 16;
+    int64_t r0 = units * chunk / n_chunks * 16, r1 = units * (chunk + 1) / n_chunks * 16;
+    if (r1 > J->n_rows) r1 = J->n_rows;
+    int64_t base = 0;
+    for (int wi = 0; wi < J->n_w; base += J->w[wi]->n_out, wi++) {
+        const int64_t a = r0 > base ? r0 - base : 0;
+        const int64_t b = r1 - base < J->w[wi]->n_out ? r1 - base : J->w[wi]->n_out;
+        if (a >= b) continue;
+        sift_dot_fn dot = J->ctx->k->dot[J->w[wi]->type];
+        if (dot)
+            mm_rows_kernel(J, wi, a, b, dot);
+        else
+            mm_rows_generic(J, wi, a, b, J->ctx->deq + (size_t)thread * J->ctx->deq_stride);
+    }
+}
+
+/* out_i = x W_i^T (+ bias_i) for the n_w weights (all taking n_in inputs), x [n_tok][n_in]. */
+static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_w, const sift_weight *const *w,
+                   float *const *out, const int64_t *out_stride, const float *const *bias)
+{
+    if (n_tok == 0) return;
+    mm_job J = {.ctx = ctx, .n_tok = n_tok, .x = x, .n_w = n_w};
+    const int64_t n_in = w[0]->n_in;
+    bool converted[5] = {false};
+    for (int i = 0; i < n_w; i++) {
+        J.w[i] = w[i];
+        J.out[i] = out[i];
+        J.out_stride[i] = out_stride[i];
+        J.bias[i] = bias ? bias[i] : NULL;
+        J.n_rows += w[i]->n_out;
+        const sift_act_format f = sift_act_format_of(w[i]->type);
+        if (f == SIFT_ACT_F32 || f == SIFT_ACT_NONE) {
+            J.act[i] = x;
+            J.act_stride[i] = (size_t)n_in * sizeof(float);
+            continue;
+        }
+        /* convert the input once per format (q, k and v usually share one) */
+        if (!converted[f]) {
+            for (int t = 0; t < n_tok; t++)
+                ctx->k->act_convert(f, x + (size_t)t * n_in, (char *)ctx->act[f] + t * ctx->act_stride[f], n_in);
+            converted[f] = true;
+        }
+        J.act[i] = ctx->act[f];
+        J.act_stride[i] = ctx->act_stride[f];
+    }
+    /* below ~256K multiply-adds a second thread costs more than it saves */
+    const int64_t work = J.n_rows * n_in * n_tok;
+    if (work < SIFT_PAR_MIN_WORK) nth = 1;
+    const int64_t units = (J.n_rows + 15) / 16;
+    const int n_chunks = (int)(units < 4 * nth ? units : 4 * nth);
+    sift_pool_run(ctx->pool, nth, n_chunks, mm_task, &J);
+}
+
+static void matmul1(sift_context *ctx, int nth, int n_tok, const float *x, const sift_weight *w, float *out,
+                    int64_t out_stride)
+{
+    matmul(ctx, nth, n_tok, x, 1, &w, &out, &out_stride, NULL);
+}
+
+/* ---- attention -------------------------------------------------------------------------------- */
+
+typedef struct attn_job {
+    sift_context *ctx;
+    int layer;
+    int n_tok;
+} attn_job;
+
+/* Items are (token, KV head) pairs; each does the n_gqa query heads that share the KV head:
+ * scores against cells 0..pos, holes masked, softmax, weighted sum of V. */
+static void attn_task(void *arg, int chunk, int n_chunks, int thread)
+{
+    const attn_job *J = arg;
+    sift_context *ctx = J->ctx;
+    const sift_kernels *k = ctx->k;
+    const sift_hparams *hp = &ctx->model->hp;
+    const int HD = hp->head_dim, NKV = hp->n_head_kv, G = hp->n_head / hp->n_head_kv, Q = hp->n_head * HD;
+    const size_t ld = (size_t)ctx->n_ctx_seq;
+    const float scale = 1.0f / sqrtf((float)HD);
+    float *scores = ctx->scores + (size_t)thread * G * ld;
+
+    const int64_t n_items = (int64_t)J->n_tok * NKV;
+    for (int64_t it = n_items * chunk / n_chunks; it < n_items * (chunk + 1) / n_chunks; it++) {
+        const int t = (int)(it / NKV), h = (int)(it % NKV);
+        const int s = ctx->tok_seq[t], n = ctx->tok_pos[t] + 1;
+        const kv_seq *sq = &ctx->seqs[s];
+        const float *kt = kv_row(ctx, ctx->k_cache, J->layer, s, h);
+        const float *vt = kv_row(ctx, ctx->v_cache, J->layer, s, h);
+        const float *q = ctx->q + (size_t)t * Q + (size_t)h * G * HD;
+        float *out = ctx->att + (size_t)t * Q + (size_t)h * G * HD;
+
+        k->attn_scores(n, HD, G, q, kt, ld, scale, scores, ld);
+        for (int g = 0; g < G; g++) {
+            float *sg = scores + g * ld;
+            if (sq->n_holes)
+                for (int c = 0; c < n; c++)
+                    if (!sq->valid[c]) sg[c] = -INFINITY;
+            const double sum = k->softmax_exp(n, sg, k->max(n, sg));
+            const float inv = (float)(1.0 / sum);
+            for (int c = 0; c < n; c++) sg[c] *= inv;
+            /* out[d] = sum_c p[c] * V[d][c]: the probabilities as the "weight row" against
+             * up to four V rows at a time */
+            for (int d = 0; d < HD; d += SIFT_DOT_MAX_COLS) {
+                const int nc = HD - d < SIFT_DOT_MAX_COLS ? HD - d : SIFT_DOT_MAX_COLS;
+                k->dot[SIFT_TYPE_F32](n, sg, vt + d * ld, ld * sizeof(float), nc, out + g * HD + d);
+            }
+        }
+    }
+}
+
+/* ---- context ---------------------------------------------------------------------------------- */
+
+sift_context_params sift_context_default_params(void)
+{
+    return (sift_context_params){
+        .n_ctx = 0, .n_batch = 512, .n_seq_max = 1, .n_threads = 4, .n_threads_batch = 0, .isa = SIFT_ISA_AUTO};
+}
+
+static int cpus_online(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > SIFT_POOL_MAX_THREADS ? SIFT_POOL_MAX_THREADS : (int)n;
+}
+
+static void *xcalloc(size_t n, size_t size, bool *fail)
+{
+    void *p = n ? calloc(n, size) : NULL;
+    if (n && !p) *fail = true;
+    return p;
+}
+
+void sift_context_free(sift_context *ctx)
+{
+    if (!ctx) return;
+    sift_pool_free(ctx->pool);
+    free(ctx->k_cache);
+    free(ctx->v_cache);
+    if (ctx->seqs)
+        for (int s = 0; s < ctx->n_seq; s++) free(ctx->seqs[s].valid);
+    free(ctx->seqs);
+    free(ctx->x);
+    free(ctx->xn);
+    free(ctx->q);
+    free(ctx->kk);
+    free(ctx->vv);
+    free(ctx->att);
+    free(ctx->ffn_g);
+    free(ctx->ffn_u);
+    free(ctx->rope);
+    for (int f = 0; f < 5; f++) free(ctx->act[f]);
+    free(ctx->scores);
+    free(ctx->deq);
+    free(ctx->seq_next);
+    free(ctx->tok_seq);
+    free(ctx->tok_pos);
+    free(ctx->out_ids);
+    free(ctx->out_row);
+    free(ctx->logits);
+    free(ctx);
+}
+
+/* Marks every activation format the model's weights use, with the longest input. */
+static void formats_used(const sift_model *m, int64_t max_in[5])
+{
+    const sift_hparams *hp = &m->hp;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const sift_layer *L = &m->layers[l];
+        const sift_weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
+            const sift_act_format f = sift_act_format_of(ws[i]->type);
+            if (ws[i]->n_in > max_in[f]) max_in[f] = ws[i]->n_in;
+        }
+    }
+    const sift_act_format f = sift_act_format_of(m->output.type);
+    if (m->output.n_in > max_in[f]) max_in[f] = m->output.n_in;
+}
+
+/* (Re)make the pool and the per-thread scratch for max(n_threads, n_threads_batch). */
+static int ensure_threads(sift_context *ctx)
+{
+    const int want = ctx->n_threads > ctx->n_threads_batch ? ctx->n_threads : ctx->n_threads_batch;
+    if (ctx->pool && sift_pool_size(ctx->pool) == want && ctx->n_thread_slots >= want) return SIFT_OK;
+    sift_pool_free(ctx->pool);
+    ctx->pool = NULL;
+    if (ctx->n_thread_slots < want) {
+        const sift_hparams *hp = &ctx->model->hp;
+        const size_t G = (size_t)(hp->n_head / hp->n_head_kv);
+        float *sc = realloc(ctx->scores, (size_t)want * G * ctx->n_ctx_seq * sizeof(float));
+        if (!sc) return SIFT_E_NOMEM;
+        ctx->scores = sc;
+        float *dq = realloc(ctx->deq, (size_t)want * ctx->deq_stride * sizeof(float));
+        if (!dq) return SIFT_E_NOMEM;
+        ctx->deq = dq;
+        ctx->n_thread_slots = want;
+    }
+    ctx->pool = sift_pool_new(want);
+    return ctx->pool ? SIFT_OK : SIFT_E_NOMEM;
+}
+
+sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_error *err)
+{
+    if (!m) {
+        sift_error_set(err, SIFT_E_INVAL, "context: no model");
+        return NULL;
+    }
+    const sift_hparams *hp = &m->hp;
+    const uint32_t n_ctx = p.n_ctx ? p.n_ctx : (uint32_t)hp->n_ctx_train;
+    if (p.n_seq_max < 1 || p.n_seq_max > 4096) {
+        sift_error_set(err, SIFT_E_INVAL, "context: n_seq_max %u is out of range [1, 4096]", p.n_seq_max);
+        return NULL;
+    }
+    if (n_ctx < p.n_seq_max || n_ctx > (1u << 24)) {
+        sift_error_set(err, SIFT_E_INVAL, "context: n_ctx %u is out of range [n_seq_max, 2^24]", n_ctx);
+        return NULL;
+    }
+    if (p.n_batch < 1 || p.n_batch > (1u << 20)) {
+        sift_error_set(err, SIFT_E_INVAL, "context: n_batch %u is out of range [1, 2^20]", p.n_batch);
+        return NULL;
+    }
+    if (p.n_threads < 1 || p.n_threads > SIFT_POOL_MAX_THREADS || p.n_threads_batch < 0 ||
+        p.n_threads_batch > SIFT_POOL_MAX_THREADS) {
+        sift_error_set(err, SIFT_E_INVAL, "context: thread counts must be in [1, %d]", SIFT_POOL_MAX_THREADS);
+        return NULL;
+    }
+    const sift_kernels *k = sift_kernels_get(p.isa);
+    if (!k) {
+        sift_error_set(err, SIFT_E_UNSUPPORTED, "context: this CPU does not support %s", sift_isa_name(p.isa));
+        return NULL;
+    }
+    sift_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        sift_error_set(err, SIFT_E_NOMEM, "context: out of memory");
+        return NULL;
+    }
+    ctx->model = m;
+    ctx->k = k;
+    ctx->n_seq = (int32_t)p.n_seq_max;
+    ctx->n_ctx_seq = (int32_t)(n_ctx / p.n_seq_max);
+    ctx->n_ctx = ctx->n_ctx_seq * ctx->n_seq;
+    ctx->n_batch = (int32_t)p.n_batch;
+    const int cpus = cpus_online();
+    ctx->n_threads = p.n_threads < cpus ? p.n_threads : cpus;
+    ctx->n_threads_batch = p.n_threads_batch ? (p.n_threads_batch < cpus ? p.n_threads_batch : cpus) : ctx->n_threads;
+
+    const size_t B = (size_t)ctx->n_batch, E = (size_t)hp->n_embd, HD = (size_t)hp->head_dim;
+    const size_t Q = (size_t)hp->n_head * HD, KV = (size_t)hp->n_head_kv * HD, F = (size_t)hp->n_ff;
+    bool fail = false;
+    const size_t cache_n = (size_t)hp->n_layer * ctx->n_seq * KV * ctx->n_ctx_seq;
+    ctx->k_cache = xcalloc(cache_n, sizeof(float), &fail);
+    ctx->v_cache = xcalloc(cache_n, sizeof(float), &fail);
+    ctx->seqs = xcalloc((size_t)ctx->n_seq, sizeof *ctx->seqs, &fail);
+    for (int s = 0; !fail && s < ctx->n_seq; s++) ctx->seqs[s].valid = xcalloc((size_t)ctx->n_ctx_seq, 1, &fail);
+    ctx->x = xcalloc(B * E, sizeof(float), &fail);
+    ctx->xn = xcalloc(B * E, sizeof(float), &fail);
+    ctx->q = xcalloc(B * Q, sizeof(float), &fail);
+    ctx->kk = xcalloc(B * KV, sizeof(float), &fail);
+    ctx->vv = xcalloc(B * KV, sizeof(float), &fail);
+    ctx->att = xcalloc(B * Q, sizeof(float), &fail);
+    ctx->ffn_g = xcalloc(B * F, sizeof(float), &fail);
+    ctx->ffn_u = xcalloc(B * F, sizeof(float), &fail);
+    ctx->rope = xcalloc(B * (size_t)(hp->n_rot ? hp->n_rot : 2), sizeof(float), &fail);
+    ctx->seq_next = xcalloc((size_t)ctx->n_seq, sizeof(int32_t), &fail);
+    ctx->tok_seq = xcalloc(B, sizeof(int32_t), &fail);
+    ctx->tok_pos = xcalloc(B, sizeof(int32_t), &fail);
+    ctx->out_ids = xcalloc(B, sizeof(int32_t), &fail);
+    ctx->out_row = xcalloc(B, sizeof(int32_t), &fail);
+    int64_t max_in[5] = {0};
+    formats_used(m, max_in);
+    for (int f = SIFT_ACT_F16; f <= SIFT_ACT_Q8_K; f++) {
+        if (!max_in[f]) continue;
+        ctx->act_stride[f] = sift_act_row_bytes((sift_act_format)f, max_in[f]);
+        ctx->act[f] = xcalloc(B, ctx->act_stride[f], &fail);
+    }
+    ctx->deq_stride = max_in[SIFT_ACT_NONE] ? max_in[SIFT_ACT_NONE] : 1;
+    /* logits for up to n_seq_max rows now; more when a batch asks for more */
+    ctx->logits_rows = ctx->n_seq < ctx->n_batch ? ctx->n_seq : ctx->n_batch;
+    ctx->logits = xcalloc((size_t)ctx->logits_rows * hp->n_vocab, sizeof(float), &fail);
+    if (fail || ensure_threads(ctx) != SIFT_OK) {
+        sift_context_free(ctx);
+        sift_error_set(err, SIFT_E_NOMEM, "context: out of memory (n_ctx %u, n_batch %u)", n_ctx, p.n_batch);
+        return NULL;
+    }
+    return ctx;
+}
+
+const sift_model *sift_context_model(const sift_context *ctx) { return ctx ? ctx->model : NULL; }
+uint32_t sift_n_ctx(const sift_context *ctx) { return ctx ? (uint32_t)ctx->n_ctx : 0; }
+uint32_t sift_n_ctx_seq(const sift_context *ctx) { return ctx ? (uint32_t)ctx->n_ctx_seq : 0; }
+uint32_t sift_n_batch(const sift_context *ctx) { return ctx ? (uint32_t)ctx->n_batch : 0; }
+uint32_t sift_n_seq_max(const sift_context *ctx) { return ctx ? (uint32_t)ctx->n_seq : 0; }
+sift_isa sift_context_isa(const sift_context *ctx) { return ctx ? ctx->k->isa : SIFT_ISA_AUTO; }
+
+sift_status sift_set_n_threads(sift_context *ctx, int32_t n_threads, int32_t n_threads_batch)
+{
+    if (!ctx || n_threads < 1 || n_threads > SIFT_POOL_MAX_THREADS || n_threads_batch < 1 ||
+        n_threads_batch > SIFT_POOL_MAX_THREADS)
+        return SIFT_E_INVAL;
+    const int cpus = cpus_online();
+    ctx->n_threads = n_threads < cpus ? n_threads : cpus;
+    ctx->n_threads_batch = n_threads_batch < cpus ? n_threads_batch : cpus;
+    return SIFT_OK;
+}
+
+/* ---- decode ----------------------------------------------------------------------------------- */
+
+/* Check the batch against the cache and fill tok_seq / tok_pos / out_ids; touches nothing
+ * else, so an error leaves the context as it was. */
+static int check_batch(sift_context *ctx, const sift_batch *b, sift_error *err)
+{
+    const int32_t n = b->n_tokens;
+    if (n < 1 || n > ctx->n_batch)
+        return sift_error_set(err, SIFT_E_INVAL, "decode: batch of %d tokens (n_batch is %d)", n, ctx->n_batch);
+    if (!b->token) return sift_error_set(err, SIFT_E_INVAL, "decode: batch has no tokens array");
+    const int32_t n_vocab = ctx->model->hp.n_vocab;
+    /* next[s]: the first position sequence s may take next (its n, then past each token) */
+    int32_t *next = ctx->seq_next;
+    for (int s = 0; s < ctx->n_seq; s++) next[s] = ctx->seqs[s].n;
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (b->token[i] < 0 || b->token[i] >= n_vocab)
+            return sift_error_set(err, SIFT_E_INVAL, "decode: token %d at batch index %d is not in [0, %d)", b->token[i], i,
+                                  n_vocab);
+        const int32_t nsid = b->n_seq_id ? b->n_seq_id[i] : 1;
+        if (nsid < 1 || (b->n_seq_id && !b->seq_id) || (b->seq_id && !b->seq_id[i]))
+            return sift_error_set(err, SIFT_E_INVAL, "decode: batch index %d has %d sequence ids", i, b->seq_id ? nsid : 0);
+        for (int32_t j = 0; j < nsid; j++) {
+            const int32_t s = b->seq_id ? b->seq_id[i][j] : 0;
+            if (s < 0 || s >= ctx->n_seq)
+                return sift_error_set(err, SIFT_E_INVAL, "decode: sequence id %d at batch index %d is not in [0, %d)", s, i,
+                                      ctx->n_seq);
+            for (int32_t jj = 0; jj < j; jj++)
+                if (b->seq_id[i][jj] == s)
+                    return sift_error_set(err, SIFT_E_INVAL, "decode: sequence id %d listed twice at batch index %d", s, i);
+        }
+        const int32_t s0 = b->seq_id ? b->seq_id[i][0] : 0;
+        const int32_t pos = b->pos ? b->pos[i] : next[s0];
+        if (pos < 0) return sift_error_set(err, SIFT_E_INVAL, "decode: position %d at batch index %d is negative", pos, i);
+        for (int32_t j = 0; j < nsid; j++) {
+            const int32_t s = b->seq_id ? b->seq_id[i][j] : 0;
+            if (pos >= ctx->n_ctx_seq)
+                return sift_error_set(err, SIFT_E_STATE,
+                                      "decode: sequence %d is full: position %d needs more than its %d cells (n_ctx / n_seq_max)",
+                                      s, pos, ctx->n_ctx_seq);
+            if (pos < next[s])
+                return sift_error_set(err, SIFT_E_STATE,
+                                      "decode: sequence %d: position %d at batch index %d is not after its last position %d "
+                                      "(remove positions with sift_kv_seq_rm to rewrite them)",
+                                      s, pos, i, next[s] - 1);
+            next[s] = pos + 1;
+        }
+        ctx->tok_seq[i] = s0;
+        ctx->tok_pos[i] = pos;
+        const bool want = b->logits ? b->logits[i] != 0 : i == n - 1;
+        if (want) ctx->out_ids[n_out++] = i;
+    }
+    if (n_out > ctx->logits_rows) {
+        float *lg = realloc(ctx->logits, (size_t)n_out * ctx->model->hp.n_vocab * sizeof(float));
+        if (!lg) return sift_error_set(err, SIFT_E_NOMEM, "decode: out of memory for %d rows of logits", n_out);
+        ctx->logits = lg;
+        ctx->logits_rows = n_out;
+    }
+    if (ensure_threads(ctx) != SIFT_OK) return sift_error_set(err, SIFT_E_NOMEM, "decode: cannot start threads");
+    ctx->n_outputs = n_out;
+    return SIFT_OK;
+}
+
+/* Mark the batch's cells valid and move each sequence's end (after the check passed). */
+static void commit_cells(sift_context *ctx, const sift_batch *b)
+{
+    for (int32_t i = 0; i < b->n_tokens; i++) {
+        const int32_t nsid = b->n_seq_id ? b->n_seq_id[i] : 1;
+        for (int32_t j = 0; j < nsid; j++) {
+            kv_seq *sq = &ctx->seqs[b->seq_id ? b->seq_id[i][j] : 0];
+            const int32_t pos = ctx->tok_pos[i];
+            /* skipped positions become holes */
+            if (pos > sq->n) sq->n_holes += pos - sq->n;
+            sq->valid[pos] = 1;
+            sq->n = pos + 1;
+        }
+    }
+}
+
+/* k, v of every batch token -> the cache of each of its sequences. */
+static void store_kv(sift_context *ctx, const sift_batch *b, int l)
+{
+    const sift_hparams *hp = &ctx->model->hp;
+    const int HD = hp->head_dim, KV = hp->n_head_kv * HD;
+    const size_t ld = (size_t)ctx->n_ctx_seq;
+    for (int32_t i = 0; i < b->n_tokens; i++) {
+        const int32_t nsid = b->n_seq_id ? b->n_seq_id[i] : 1, pos = ctx->tok_pos[i];
+        for (int32_t j = 0; j < nsid; j++) {
+            const int s = b->seq_id ? b->seq_id[i][j] : 0;
+            for (int h = 0; h < hp->n_head_kv; h++) {
+                float *kt = kv_row(ctx, ctx->k_cache, l, s, h) + pos;
+                float *vt = kv_row(ctx, ctx->v_cache, l, s, h) + pos;
+                const float *kk = ctx->kk + (size_t)i * KV + h * HD, *vv = ctx->vv + (size_t)i * KV + h * HD;
+                for (int d = 0; d < HD; d++) {
+                    kt[d * ld] = kk[d];
+                    vt[d * ld] = vv[d];
+                }
+            }
+        }
+    }
+}
+
+/* Per-head RMSNorm (qwen3) and RoPE of n vectors of n_heads heads each. */
+static void heads_norm_rope(sift_context *ctx, float *v, int n, int n_heads, const float *norm, const float *rope)
+{
+    const sift_hparams *hp = &ctx->model->hp;
+    const int HD = hp->head_dim;
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < n_heads; h++) {
+            float *x = v + ((size_t)t * n_heads + h) * HD;
+            if (norm) rmsnorm(x, norm, x, HD, hp->rms_eps);
+            if (hp->n_rot) sift_rope_apply(x, rope + (size_t)t * hp->n_rot, hp->n_rot, hp->rope_neox);
+        }
+}
+
+/* Keep only the output tokens' rows (out_ids ascending, so in place is safe). */
+static void compact_rows(float *a, int64_t width, const int32_t *ids, int n)
+{
+    for (int j = 0; j < n; j++)
+        if (ids[j] != j) memcpy(a + (size_t)j * width, a + (size_t)ids[j] * width, (size_t)width * sizeof(float));
+}
+
+static void compact_outputs(sift_context *ctx)
+{
+    const sift_hparams *hp = &ctx->model->hp;
+    const int n = ctx->n_outputs;
+    compact_rows(ctx->x, hp->n_embd, ctx->out_ids, n);
+    compact_rows(ctx->xn, hp->n_embd, ctx->out_ids, n);
+    compact_rows(ctx->rope, hp->n_rot, ctx->out_ids, n);
+    for (int j = 0; j < n; j++) {
+        ctx->tok_seq[j] = ctx->tok_seq[ctx->out_ids[j]];
+        ctx->tok_pos[j] = ctx->tok_pos[ctx->out_ids[j]];
+    }
+}
+
+static void add_rows(float *x, const float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
+{
+    const sift_model *m = ctx->model;
+    const sift_hparams *hp = &m->hp;
+    const int E = hp->n_embd, HD = hp->head_dim, Q = hp->n_head * HD, KV = hp->n_head_kv * HD, F = hp->n_ff;
+    int n = b->n_tokens;
+
+    for (int t = 0; t < n; t++) {
+        const sift_weight *te = &m->tok_embd;
+        sift_type_traits_get(te->type)->dequantize((const char *)te->data + (size_t)b->token[t] * te->row_bytes,
+                                                   ctx->x + (size_t)t * E, E);
+        if (hp->n_rot) sift_rope_cache(m, (float)ctx->tok_pos[t], ctx->rope + (size_t)t * hp->n_rot);
+    }
+
+    for (int l = 0; l < hp->n_layer; l++) {
+        const sift_layer *L = &m->layers[l];
+        const bool last = l == hp->n_layer - 1;
+        for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->attn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
+
+        /* keys and values of every token (they go into the cache); queries of the tokens
+         * that go on: all of them, except in the last layer */
+        const bool prune = last && ctx->n_outputs < n;
+        {
+            const sift_weight *w[3] = {&L->wk, &L->wv, &L->wq};
+            float *out[3] = {ctx->kk, ctx->vv, ctx->q};
+            const int64_t os[3] = {KV, KV, Q};
+            const float *bias[3] = {L->bk, L->bv, L->bq};
+            matmul(ctx, nth, n, ctx->xn, prune ? 2 : 3, w, out, os, bias);
+        }
+        heads_norm_rope(ctx, ctx->kk, n, hp->n_head_kv, L->k_norm, ctx->rope);
+        store_kv(ctx, b, l);
+        if (prune) {
+            compact_outputs(ctx);
+            n = ctx->n_outputs;
+            const sift_weight *w[1] = {&L->wq};
+            float *out[1] = {ctx->q};
+            const int64_t os[1] = {Q};
+            const float *bias[1] = {L->bq};
+            matmul(ctx, nth, n, ctx->xn, 1, w, out, os, bias);
+        }
+        if (n == 0) break;
+        heads_norm_rope(ctx, ctx->q, n, hp->n_head, L->q_norm, ctx->rope);
+
+        attn_job aj = {ctx, l, n};
+        {
+            int64_t work = 0; /* multiply-adds: two passes over cells 0..pos per head */
+            for (int t = 0; t < n; t++) work += 2LL * (ctx->tok_pos[t] + 1) * Q;
+            const int items = n * hp->n_head_kv, par = work < SIFT_PAR_MIN_WORK ? 1 : nth;
+            sift_pool_run(ctx->pool, par, items < 4 * par ? items : 4 * par, attn_task, &aj);
+        }
+        matmul1(ctx, nth, n, ctx->att, &L->wo, ctx->xn, E); /* xn is free again: reuse it */
+        add_rows(ctx->x, ctx->xn, (size_t)n * E);
+
+        for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
+        {
+            const sift_weight *w[2] = {&L->w_gate, &L->w_up};
+            float *out[2] = {ctx->ffn_g, ctx->ffn_u};
+            const int64_t os[2] = {F, F};
+            matmul(ctx, nth, n, ctx->xn, 2, w, out, os, NULL);
+        }
+        ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
+        matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, ctx->xn, E);
+        add_rows(ctx->x, ctx->xn, (size_t)n * E);
+    }
+
+    /* n == n_outputs here (the last layer kept only them) */
+    for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, m->output_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
+    matmul1(ctx, nth, n, ctx->xn, &m->output, ctx->logits, hp->n_vocab);
+}
+
+sift_status sift_decode(sift_context *ctx, const sift_batch *batch, sift_error *err)
+{
+    if (!ctx || !batch) return sift_error_set(err, SIFT_E_INVAL, "decode: NULL argument");
+    const int64_t t0 = sift__now_ns();
+    int rc = check_batch(ctx, batch, err);
+    if (rc != SIFT_OK) return rc;
+    const int n = batch->n_tokens;
+    for (int32_t i = 0; i < ctx->n_batch_last; i++) ctx->out_row[i] = -1;
+    for (int32_t i = 0; i < n; i++) ctx->out_row[i] = -1;
+    for (int32_t j = 0; j < ctx->n_outputs; j++) ctx->out_row[ctx->out_ids[j]] = j;
+    ctx->n_batch_last = n;
+    commit_cells(ctx, batch);
+    run_layers(ctx, batch, n == 1 ? ctx->n_threads : ctx->n_threads_batch);
+
+    const double ms = (double)(sift__now_ns() - t0) / 1e6;
+    if (n > 1) {
+        ctx->perf.t_prompt_ms += ms;
+        ctx->perf.n_prompt += n;
+    } else {
+        ctx->perf.t_eval_ms += ms;
+        ctx->perf.n_eval += n;
+    }
+    ctx->perf.n_decode++;
+    return SIFT_OK;
+}
+
+float *sift_get_logits_ith(sift_context *ctx, int32_t i)
+{
+    if (!ctx) return NULL;
+    int32_t row;
+    if (i < 0) {
+        row = ctx->n_outputs + i;
+        if (row < 0) return NULL;
+    } else {
+        if (i >= ctx->n_batch_last) return NULL;
+        row = ctx->out_row[i];
+        if (row < 0) return NULL;
+    }
+    return ctx->logits + (size_t)row * ctx->model->hp.n_vocab;
+}
+
+float *sift_get_logits(sift_context *ctx)
+{
+    return ctx && ctx->n_outputs ? ctx->logits : NULL;
+}
+
+int32_t sift_n_outputs(const sift_context *ctx)
+{
+    return ctx ? ctx->n_outputs : 0;
+}
+
+sift_context_perf sift_context_get_perf(const sift_context *ctx)
+{
+    return ctx ? ctx->perf : (sift_context_perf){0};
+}
+
+void sift_context_perf_reset(sift_context *ctx)
+{
+    if (ctx) memset(&ctx->perf, 0, sizeof ctx->perf);
+}

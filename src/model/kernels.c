@@ -1,0 +1,419 @@
+/*
+ * kernels.c - the scalar kernels (the reference every SIMD kernel is tested against), the
+ * activation converters, and the run-time choice of a kernel table.
+ *
+ * Scalar code is written for clarity first: one loop per idea, integer sums where the
+ * packed formats allow them (they are exact, so the SIMD versions can reorder them freely),
+ * float accumulation in a fixed order. Where ggml's own scalar code accumulates in double
+ * (F16 dot products, the softmax sum), so does this, which keeps sift within a rounding of
+ * llama.cpp on the F16 test model, whose greedy margins go down to 5e-6.
+ *
+ * Choosing a table: sift_kernels_get() builds the three tables once (pthread_once). The
+ * AVX2 and AVX-512 tables are copies of the scalar one with the entries their files
+ * implement replaced; they are only built when CPUID says the instructions exist, because
+ * the compiler may use those instructions anywhere in the *_avx2.c / *_avx512.c files.
+ */
+#include "model/kernels.h"
+
+#include <cpuid.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+/* ---- activation formats -------------------------------------------------------------- */
+
+sift_act_format sift_act_format_of(sift_tensor_type type)
+{
+    switch (type) {
+    case SIFT_TYPE_F32: return SIFT_ACT_F32;
+    case SIFT_TYPE_F16: return SIFT_ACT_F16;
+    case SIFT_TYPE_Q8_0:
+    case SIFT_TYPE_Q4_0: return SIFT_ACT_Q8_0;
+    case SIFT_TYPE_Q4_K:
+    case SIFT_TYPE_Q6_K: return SIFT_ACT_Q8_K;
+    default: return SIFT_ACT_NONE;
+    }
+}
+
+size_t sift_act_row_bytes(sift_act_format f, int64_t n)
+{
+    switch (f) {
+    case SIFT_ACT_F32: return (size_t)n * sizeof(float);
+    case SIFT_ACT_F16: return (size_t)n * sizeof(uint16_t);
+    case SIFT_ACT_Q8_0: return (size_t)(n / SIFT_QK8_0) * sizeof(sift_block_q8_0);
+    case SIFT_ACT_Q8_K: return (size_t)(n / SIFT_QK_K) * sizeof(sift_block_q8_K);
+    default: return (size_t)n * sizeof(float);
+    }
+}
+
+/* Round to nearest, ties to even, through the float adder (ggml's nearest_int); exact for
+ * |v| <= 2^22, which quantized values always are. */
+static inline int nearest_int(float v)
+{
+    float t = v + 12582912.f;
+    int32_t i;
+    memcpy(&i, &t, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+void sift_quantize_row_q8_K(const float *x, void *dst, int64_t n)
+{
+    sift_block_q8_K *y = dst;
+    for (int64_t b = 0; b < n / SIFT_QK_K; b++, x += SIFT_QK_K) {
+        float max = 0, amax = 0;
+        for (int j = 0; j < SIFT_QK_K; j++) {
+            float ax = fabsf(x[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = x[j];
+            }
+        }
+        if (amax == 0) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        /* -127/max, not 127/amax: the extreme value maps to -127 exactly whatever its sign */
+        const float iscale = -127.f / max;
+        for (int j = 0; j < SIFT_QK_K; j++) {
+            int v = nearest_int(iscale * x[j]);
+            y[b].qs[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int j = 0; j < SIFT_QK_K / 16; j++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++) sum += y[b].qs[16 * j + i];
+            y[b].bsums[j] = (int16_t)sum;
+        }
+        y[b].d = 1 / iscale;
+    }
+}
+
+/* Q8_0 activations as ggml-cpu's x86 quantize_row_q8_0 makes them (not the reference
+ * quantizer): the inverse scale is 127/amax and rounding is to nearest even. */
+static void quantize_act_q8_0(const float *x, void *dst, int64_t n)
+{
+    sift_block_q8_0 *y = dst;
+    for (int64_t b = 0; b < n / SIFT_QK8_0; b++, x += SIFT_QK8_0) {
+        float amax = 0;
+        for (int j = 0; j < SIFT_QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.f;
+        const float id = amax != 0 ? 127.f / amax : 0.f;
+        y[b].d = sift_fp32_to_fp16(d);
+        for (int j = 0; j < SIFT_QK8_0; j++) y[b].qs[j] = (int8_t)nearest_int(x[j] * id);
+    }
+}
+
+void sift_act_convert_scalar(sift_act_format f, const float *x, void *dst, int64_t n)
+{
+    switch (f) {
+    case SIFT_ACT_F16: {
+        uint16_t *h = dst;
+        for (int64_t i = 0; i < n; i++) h[i] = sift_fp32_to_fp16(x[i]);
+        break;
+    }
+    case SIFT_ACT_Q8_0: quantize_act_q8_0(x, dst, n); break;
+    case SIFT_ACT_Q8_K: sift_quantize_row_q8_K(x, dst, n); break;
+    default: memcpy(dst, x, (size_t)n * sizeof(float)); break;
+    }
+}
+
+/* ---- dot products ------------------------------------------------------------------------ */
+
+/* F32: eight running sums (a fixed order the compiler can vectorize), then the tail. */
+static float dot_f32_row(int64_t n, const float *a, const float *b)
+{
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+void sift_dot_f32_scalar(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    for (int j = 0; j < ncols; j++) s[j] = dot_f32_row(n, w, (const float *)((const char *)x + j * x_stride));
+}
+
+/* F16 x F16: each product is exact in float (11-bit mantissas); summed in double as
+ * ggml's scalar path does. */
+static void dot_f16(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    const uint16_t *a = w;
+    for (int j = 0; j < ncols; j++) {
+        const uint16_t *b = (const uint16_t *)((const char *)x + j * x_stride);
+        double sum = 0;
+        for (int64_t i = 0; i < n; i++) sum += (double)(sift_fp16_to_fp32(a[i]) * sift_fp16_to_fp32(b[i]));
+        s[j] = (float)sum;
+    }
+}
+
+static void dot_q8_0(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    const sift_block_q8_0 *a = w;
+    const int64_t nb = n / SIFT_QK8_0;
+    for (int j = 0; j < ncols; j++) {
+        const sift_block_q8_0 *b = (const sift_block_q8_0 *)((const char *)x + j * x_stride);
+        float sum = 0;
+        for (int64_t k = 0; k < nb; k++) {
+            int isum = 0;
+            for (int i = 0; i < SIFT_QK8_0; i++) isum += a[k].qs[i] * b[k].qs[i];
+            sum += (float)isum * (sift_fp16_to_fp32(a[k].d) * sift_fp16_to_fp32(b[k].d));
+        }
+        s[j] = sum;
+    }
+}
+
+/* Q4_0: value i of a block is (qs[i] & 15) - 8, value i+16 is (qs[i] >> 4) - 8. */
+static void dot_q4_0(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    const sift_block_q4_0 *a = w;
+    const int64_t nb = n / SIFT_QK4_0;
+    for (int j = 0; j < ncols; j++) {
+        const sift_block_q8_0 *b = (const sift_block_q8_0 *)((const char *)x + j * x_stride);
+        float sum = 0;
+        for (int64_t k = 0; k < nb; k++) {
+            int isum = 0;
+            for (int i = 0; i < SIFT_QK4_0 / 2; i++) {
+                isum += ((a[k].qs[i] & 15) - 8) * b[k].qs[i];
+                isum += ((a[k].qs[i] >> 4) - 8) * b[k].qs[i + 16];
+            }
+            sum += (float)isum * (sift_fp16_to_fp32(a[k].d) * sift_fp16_to_fp32(b[k].d));
+        }
+        s[j] = sum;
+    }
+}
+
+/* The 6-bit scale and min of sub-block j of a Q4_K block (see ggml_types.c). */
+static inline void q4k_scale_min(int j, const uint8_t *q, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* Q4_K: 8 sub-blocks of 32; sub-block 2g holds the low nibbles of qs[32g..32g+32), 2g+1 the
+ * high ones; value = d*sc*q - dmin*m. The min part only needs the activation sums
+ * (bsums), so per block: d_w*d_x*sum(sc_j*isum_j) - dmin_w*d_x*sum(m_j*bsum_j). */
+static void dot_q4_K(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    const sift_block_q4_K *a = w;
+    const int64_t nb = n / SIFT_QK_K;
+    for (int j = 0; j < ncols; j++) {
+        const sift_block_q8_K *b = (const sift_block_q8_K *)((const char *)x + j * x_stride);
+        float sum = 0;
+        for (int64_t k = 0; k < nb; k++) {
+            int32_t sumi = 0, summ = 0;
+            for (int g = 0; g < 4; g++) {
+                int sc0, m0, sc1, m1;
+                q4k_scale_min(2 * g, a[k].scales, &sc0, &m0);
+                q4k_scale_min(2 * g + 1, a[k].scales, &sc1, &m1);
+                const uint8_t *q = a[k].qs + 32 * g;
+                const int8_t *y = b[k].qs + 64 * g;
+                int lo = 0, hi = 0;
+                for (int i = 0; i < 32; i++) {
+                    lo += (q[i] & 15) * y[i];
+                    hi += (q[i] >> 4) * y[i + 32];
+                }
+                sumi += sc0 * lo + sc1 * hi;
+                summ += m0 * (b[k].bsums[4 * g] + b[k].bsums[4 * g + 1]) +
+                        m1 * (b[k].bsums[4 * g + 2] + b[k].bsums[4 * g + 3]);
+            }
+            const float d = sift_fp16_to_fp32(a[k].d) * b[k].d;
+            const float dmin = sift_fp16_to_fp32(a[k].dmin) * b[k].d;
+            sum += d * (float)sumi - dmin * (float)summ;
+        }
+        s[j] = sum;
+    }
+}
+
+/* Q6_K: value e = d * scales[e/16] * (q - 32), q = 4 bits of ql | 2 bits of qh << 4 (see
+ * ggml_types.c for the layout); -32 folds into the activation sums. */
+static void dot_q6_K(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    const sift_block_q6_K *a = w;
+    const int64_t nb = n / SIFT_QK_K;
+    for (int j = 0; j < ncols; j++) {
+        const sift_block_q8_K *b = (const sift_block_q8_K *)((const char *)x + j * x_stride);
+        float sum = 0;
+        for (int64_t k = 0; k < nb; k++) {
+            int8_t q[SIFT_QK_K];
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *ql = a[k].ql + 64 * h, *qh = a[k].qh + 32 * h;
+                int8_t *o = q + 128 * h;
+                for (int l = 0; l < 32; l++) {
+                    o[l] = (int8_t)((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
+                    o[l + 32] = (int8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+                    o[l + 64] = (int8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                    o[l + 96] = (int8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+                }
+            }
+            int32_t sumi = 0;
+            for (int sb = 0; sb < SIFT_QK_K / 16; sb++) {
+                int isum = 0;
+                for (int i = 0; i < 16; i++) isum += q[16 * sb + i] * b[k].qs[16 * sb + i];
+                sumi += a[k].scales[sb] * (isum - 32 * b[k].bsums[sb]);
+            }
+            sum += sift_fp16_to_fp32(a[k].d) * b[k].d * (float)sumi;
+        }
+        s[j] = sum;
+    }
+}
+
+/* The one-column row loops, one per type, so the compiler can inline the dot into it. */
+#define ROWS(T)                                                                                                      \
+    static void rows_##T(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)      \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r++) dot_##T(n, (const char *)w + r * row_bytes, x, 0, 1, out + r);          \
+    }
+ROWS(f16)
+ROWS(q8_0)
+ROWS(q4_0)
+ROWS(q4_K)
+ROWS(q6_K)
+#undef ROWS
+static void rows_f32(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
+{
+    for (int64_t r = 0; r < n_rows; r++) out[r] = dot_f32_row(n, (const float *)((const char *)w + r * row_bytes), x);
+}
+
+/* ---- attention and element-wise ------------------------------------------------------------ */
+
+static void attn_scores_scalar(int n, int hd, int nq, const float *q, const float *kt, size_t ld, float scale,
+                               float *s, size_t s_stride)
+{
+    for (int g = 0; g < nq; g++) {
+        float *sg = s + g * s_stride;
+        const float *qg = q + g * hd;
+        for (int c = 0; c < n; c++) sg[c] = 0;
+        for (int d = 0; d < hd; d++) {
+            const float qd = qg[d], *row = kt + d * ld;
+            for (int c = 0; c < n; c++) sg[c] += qd * row[c];
+        }
+        for (int c = 0; c < n; c++) sg[c] *= scale;
+    }
+}
+
+static double softmax_exp_scalar(int n, float *s, float max)
+{
+    double sum = 0;
+    for (int c = 0; c < n; c++) {
+        s[c] = expf(s[c] - max);
+        sum += s[c];
+    }
+    return sum;
+}
+
+static float max_scalar(int n, const float *s)
+{
+    float m = -INFINITY;
+    for (int c = 0; c < n; c++) m = s[c] > m ? s[c] : m;
+    return m;
+}
+
+static void swiglu_scalar(int64_t n, const float *g, const float *u, float *out)
+{
+    for (int64_t i = 0; i < n; i++) out[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* ---- the tables -------------------------------------------------------------------------------- */
+
+static sift_kernels tables[4];
+static bool table_ok[4];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void init_scalar(sift_kernels *k)
+{
+    memset(k, 0, sizeof *k);
+    k->isa = SIFT_ISA_SCALAR;
+    k->dot[SIFT_TYPE_F32] = sift_dot_f32_scalar;
+    k->dot[SIFT_TYPE_F16] = dot_f16;
+    k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
+    k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
+    k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
+    k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
+    k->rows[SIFT_TYPE_F32] = rows_f32;
+    k->rows[SIFT_TYPE_F16] = rows_f16;
+    k->rows[SIFT_TYPE_Q8_0] = rows_q8_0;
+    k->rows[SIFT_TYPE_Q4_0] = rows_q4_0;
+    k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
+    k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
+    k->act_convert = sift_act_convert_scalar;
+    k->attn_scores = attn_scores_scalar;
+    k->softmax_exp = softmax_exp_scalar;
+    k->max = max_scalar;
+    k->swiglu = swiglu_scalar;
+}
+
+/* CPUID, not __builtin_cpu_supports, for F16C (which GCC 12 cannot name there) and for the
+ * OS's consent to save the wide registers (XGETBV). */
+static bool cpu_has_avx2(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
+    if (!(fma && osxsave && avx && f16c)) return false;
+    unsigned xlo, xhi;
+    __asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 6) != 6) return false; /* XMM and YMM state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & (1u << 5)) && (b & (1u << 8)); /* AVX2, BMI2 */
+}
+
+static bool cpu_has_avx512(void)
+{
+    if (!cpu_has_avx2()) return false;
+    unsigned a, b, c, d, xlo, xhi;
+    __asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 0xe6) != 0xe6) return false; /* opmask, ZMM_Hi256, Hi16_ZMM */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    const bool f = b & (1u << 16), dq = b & (1u << 17), bw = b & (1u << 30), vl = b & (1u << 31);
+    return f && dq && bw && vl;
+}
+
+static void init_tables(void)
+{
+    init_scalar(&tables[SIFT_ISA_SCALAR]);
+    table_ok[SIFT_ISA_SCALAR] = true;
+    if (cpu_has_avx2()) {
+        tables[SIFT_ISA_AVX2] = tables[SIFT_ISA_SCALAR];
+        tables[SIFT_ISA_AVX2].isa = SIFT_ISA_AVX2;
+        sift_kernels_init_avx2(&tables[SIFT_ISA_AVX2]);
+        table_ok[SIFT_ISA_AVX2] = true;
+    }
+    if (cpu_has_avx512()) {
+        tables[SIFT_ISA_AVX512] = tables[SIFT_ISA_AVX2];
+        tables[SIFT_ISA_AVX512].isa = SIFT_ISA_AVX512;
+        sift_kernels_init_avx512(&tables[SIFT_ISA_AVX512]);
+        table_ok[SIFT_ISA_AVX512] = true;
+    }
+}
+
+sift_isa sift_isa_best(void)
+{
+    pthread_once(&tables_once, init_tables);
+    return table_ok[SIFT_ISA_AVX512] ? SIFT_ISA_AVX512 : table_ok[SIFT_ISA_AVX2] ? SIFT_ISA_AVX2 : SIFT_ISA_SCALAR;
+}
+
+const char *sift_isa_name(sift_isa isa)
+{
+    switch (isa) {
+    case SIFT_ISA_AUTO: return "auto";
+    case SIFT_ISA_SCALAR: return "scalar";
+    case SIFT_ISA_AVX2: return "avx2";
+    case SIFT_ISA_AVX512: return "avx512";
+    }
+    return "?";
+}
+
+const sift_kernels *sift_kernels_get(sift_isa isa)
+{
+    pthread_once(&tables_once, init_tables);
+    if (isa == SIFT_ISA_AUTO) isa = sift_isa_best();
+    if ((int)isa < 1 || (int)isa > 3 || !table_ok[isa]) return NULL;
+    return &tables[isa];
+}

@@ -1,0 +1,103 @@
+/*
+ * kernels.h - the numeric kernels of the forward pass, one table per instruction set.
+ *
+ * The forward pass spends its time in three places: weight matrix × activations (dot
+ * products of a weight row with activation rows), attention (scores against the cached K,
+ * a softmax, a weighted sum of the cached V) and a few element-wise functions (SwiGLU).
+ * Each of those is a function pointer in sift_kernels; sift_kernels_get(isa) returns the
+ * table for the scalar reference, AVX2 or AVX-512. The SIMD tables start as a copy of the
+ * scalar one and override what they implement, so every entry always exists, and
+ * tests/test_kernels.c compares every SIMD entry with its scalar counterpart.
+ *
+ * Weight × activation products work the way ggml's do: activations are first converted,
+ * once per matrix product, to the "activation format" of the weight type (F32 stays F32,
+ * F16 weights take F16 activations, Q8_0 and Q4_0 take Q8_0, Q4_K and Q6_K take Q8_K), and
+ * the kernel then computes dot products on the two packed forms. That makes the integer
+ * kernels exact up to the final float accumulation, and makes sift's logits for a quantized
+ * model close to llama.cpp's own (the same rounding of the activations happens in both).
+ *
+ * A dot kernel computes one weight row against up to SIFT_DOT_MAX_COLS activation rows at
+ * once, so a weight row is loaded (and for quantized types unpacked) once per group of
+ * tokens: that is what makes a prompt batch a matrix × matrix product instead of a series
+ * of matrix × vector products. Each column is accumulated exactly as it would be alone, so
+ * a token's result never depends on how many tokens share its group (a test checks it bit
+ * for bit): batched and unbatched decoding give the same logits.
+ */
+#ifndef SIFT_MODEL_KERNELS_H
+#define SIFT_MODEL_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/ggml_types.h"
+#include "sift.h"
+
+#define SIFT_DOT_MAX_COLS 4
+
+/* ggml's block_q8_K: the activation format of the K-quants. bsums[j] is the sum of the 16
+ * values qs[16j .. 16j+16), which lets a kernel fold in per-sub-block minimums and offsets
+ * without touching the values again. */
+typedef struct {
+    float d;
+    int8_t qs[SIFT_QK_K];
+    int16_t bsums[SIFT_QK_K / 16];
+} sift_block_q8_K;
+
+typedef enum sift_act_format {
+    SIFT_ACT_NONE = 0, /* no direct kernel: dequantize the weight row, then an F32 dot */
+    SIFT_ACT_F32,
+    SIFT_ACT_F16,
+    SIFT_ACT_Q8_0,
+    SIFT_ACT_Q8_K,
+} sift_act_format;
+
+/* The activation format a weight type's kernel takes (SIFT_ACT_NONE: the generic path). */
+sift_act_format sift_act_format_of(sift_tensor_type type);
+/* Bytes of one activation row of n values in format f (n a multiple of its block). */
+size_t sift_act_row_bytes(sift_act_format f, int64_t n);
+/* ggml's quantize_row_q8_K_ref: per 256 values, d = max|x| / 127 (sign of the extreme),
+ * q = round(x / d) clamped to 127, bsums. */
+void sift_quantize_row_q8_K(const float *x, void *dst, int64_t n);
+
+/* s[j] = dot(weight row w, activation row j) for j < ncols (1..SIFT_DOT_MAX_COLS);
+ * activation row j starts x_stride bytes after row j-1; n values per row. */
+typedef void (*sift_dot_fn)(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s);
+
+/* out[r] = dot(weight row r, activation row x) for r < n_rows, row r at w + r * row_bytes:
+ * the one-token case (generation), where a whole run of rows meets the same activations.
+ * Each out[r] equals what the dot kernel gives for that row with one column. */
+typedef void (*sift_rows_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out);
+
+typedef struct sift_kernels {
+    sift_isa isa;
+    /* weight-type kernels, indexed by sift_tensor_type; NULL where the type has none */
+    sift_dot_fn dot[SIFT_TYPE_COUNT];
+    sift_rows_fn rows[SIFT_TYPE_COUNT];
+    /* activations F32 -> their format (n a multiple of the format's block) */
+    void (*act_convert)(sift_act_format f, const float *x, void *dst, int64_t n);
+    /* attention scores for nq query heads sharing one KV head:
+     *   s[g*s_stride + c] = scale * sum_d q[g*hd + d] * kt[d*ld + c],  c < n, g < nq
+     * kt is the transposed K cache of the head (row d = dimension d over the cells). */
+    void (*attn_scores)(int n, int hd, int nq, const float *q, const float *kt, size_t ld, float scale, float *s,
+                        size_t s_stride);
+    /* s[c] = exp(s[c] - max) for c < n; returns the sum of the new s[c] (in double, as ggml) */
+    double (*softmax_exp)(int n, float *s, float max);
+    /* max of s[0..n) (-INFINITY for n == 0) */
+    float (*max)(int n, const float *s);
+    /* out[i] = silu(g[i]) * u[i], silu(x) = x / (1 + exp(-x)) */
+    void (*swiglu)(int64_t n, const float *g, const float *u, float *out);
+} sift_kernels;
+
+/* The table for isa (AUTO = the best this CPU has); NULL when the CPU lacks it or it was
+ * not built. The tables are static and immutable once made (thread-safe). */
+const sift_kernels *sift_kernels_get(sift_isa isa);
+
+/* Filled in by the ISA files (compiled with -mavx2 / -mavx512*); call only after a CPU check. */
+void sift_kernels_init_avx2(sift_kernels *k);
+void sift_kernels_init_avx512(sift_kernels *k);
+
+/* Scalar kernels, exposed for the SIMD files' tails and for tests. */
+void sift_dot_f32_scalar(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s);
+void sift_act_convert_scalar(sift_act_format f, const float *x, void *dst, int64_t n);
+
+#endif

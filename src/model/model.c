@@ -1,0 +1,373 @@
+/*
+ * model.c - loading a llama-family model from GGUF (sift_model_load and the getters).
+ *
+ * Loading is validation: every hyperparameter the forward pass uses is read once, with
+ * llama.cpp's defaults where a key is optional, and checked for consistency (heads divide,
+ * RoPE dimensions fit a head); every tensor the architecture needs must exist with exactly
+ * the shape the hyperparameters imply and a type sift can multiply. A model that loads can
+ * be run: the forward pass does no checking of its own. Messages name the key or tensor.
+ *
+ * Weight matrices stay in the file mapping (sift_gguf keeps it alive and has already
+ * checked that every tensor's bytes lie inside the file). 1-D tensors are converted to F32
+ * into one owned arena. The vocabulary is built from the same open file.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "model/ggml_types.h"
+#include "model/kernels.h"
+#include "model/model.h"
+
+typedef struct arch_desc {
+    const char *name;
+    bool rope_neox;
+    bool qkv_bias;   /* biases required (qwen2); optional for the others */
+    bool qk_norm;    /* per-head q/k RMSNorm (qwen3) */
+} arch_desc;
+
+static const arch_desc archs[] = {
+    {"llama", false, false, false},
+    {"qwen2", true, true, false},
+    {"qwen3", true, false, true},
+};
+
+/* ---- metadata -------------------------------------------------------------------------- */
+
+typedef struct loader {
+    sift_model *m;
+    sift_error *err;
+    const char *arch;
+    float *arena;      /* next free float of the 1-D arena */
+    float *arena_end;
+} loader;
+
+/* "{arch}.suffix" */
+static const char *akey(const loader *ld, const char *suffix, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s.%s", ld->arch, suffix);
+    return buf;
+}
+
+/* An integer key in [lo, hi]; `def` when absent and optional. */
+static int get_int(loader *ld, const char *suffix, bool required, int64_t def, int64_t lo, int64_t hi, int32_t *out)
+{
+    char key[128];
+    akey(ld, suffix, key, sizeof key);
+    const sift_gguf_value *v = sift_gguf_get(ld->m->gguf, key);
+    int64_t x = def;
+    if (!v) {
+        if (required) return sift_error_set(ld->err, SIFT_E_FORMAT, "model: missing key '%s'", key);
+    } else if (sift_gguf_value_type(v) == SIFT_GGUF_ARRAY) {
+        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: key '%s' is an array (per-layer values are not supported)",
+                              key);
+    } else if (sift_gguf_value_int(v, &x) != SIFT_OK) {
+        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not an integer", key);
+    }
+    if (x < lo || x > hi)
+        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' = %" PRId64 " is out of range [%" PRId64 ", %" PRId64 "]",
+                              key, x, lo, hi);
+    *out = (int32_t)x;
+    return SIFT_OK;
+}
+
+static int get_float(loader *ld, const char *suffix, bool required, float def, float *out)
+{
+    char key[128];
+    akey(ld, suffix, key, sizeof key);
+    const sift_gguf_value *v = sift_gguf_get(ld->m->gguf, key);
+    double x = def;
+    if (!v) {
+        if (required) return sift_error_set(ld->err, SIFT_E_FORMAT, "model: missing key '%s'", key);
+    } else if (sift_gguf_value_float(v, &x) != SIFT_OK) {
+        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not a float", key);
+    }
+    if (!isfinite(x)) return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not finite", key);
+    *out = (float)x;
+    return SIFT_OK;
+}
+
+static int read_hparams(loader *ld)
+{
+    sift_hparams *hp = &ld->m->hp;
+    int rc;
+    const int32_t BIG = 1 << 24;
+    if ((rc = get_int(ld, "context_length", true, 0, 1, INT32_MAX, &hp->n_ctx_train))) return rc;
+    if ((rc = get_int(ld, "embedding_length", true, 0, 1, BIG, &hp->n_embd))) return rc;
+    if ((rc = get_int(ld, "block_count", true, 0, 1, 4096, &hp->n_layer))) return rc;
+    if ((rc = get_int(ld, "feed_forward_length", true, 0, 1, BIG, &hp->n_ff))) return rc;
+    if ((rc = get_int(ld, "attention.head_count", true, 0, 1, 4096, &hp->n_head))) return rc;
+    if ((rc = get_int(ld, "attention.head_count_kv", false, hp->n_head, 1, 4096, &hp->n_head_kv))) return rc;
+    if (hp->n_head % hp->n_head_kv)
+        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: %d heads are not a multiple of %d KV heads", hp->n_head,
+                              hp->n_head_kv);
+    int32_t head_dim_default = hp->n_embd % hp->n_head ? 0 : hp->n_embd / hp->n_head;
+    if ((rc = get_int(ld, "attention.key_length", head_dim_default == 0, head_dim_default, 1, SIFT_MAX_HEAD_DIM, &hp->head_dim)))
+        return rc;
+    int32_t v_len;
+    if ((rc = get_int(ld, "attention.value_length", false, hp->head_dim, 1, 1 << 16, &v_len))) return rc;
+    if (v_len != hp->head_dim)
+        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: value_length %d differs from key_length %d", v_len,
+                              hp->head_dim);
+    if ((rc = get_int(ld, "rope.dimension_count", false, hp->head_dim, 0, hp->head_dim, &hp->n_rot))) return rc;
+    if (hp->n_rot % 2)
+        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: rope.dimension_count %d is odd", hp->n_rot);
+    if ((rc = get_float(ld, "attention.layer_norm_rms_epsilon", true, 0, &hp->rms_eps))) return rc;
+    if ((rc = get_float(ld, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base))) return rc;
+    if (!(hp->rope_freq_base > 0))
+        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: rope.freq_base %g is not positive", hp->rope_freq_base);
+
+    /* RoPE scaling: none or linear (positions divided by the factor). */
+    char key[128];
+    const char *type = NULL;
+    const sift_gguf_value *tv = sift_gguf_get(ld->m->gguf, akey(ld, "rope.scaling.type", key, sizeof key));
+    if (tv && !(type = sift_gguf_value_str(tv, NULL)))
+        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not a string", key);
+    float factor = 0;
+    if ((rc = get_float(ld, "rope.scaling.factor", false, 0.0f, &factor))) return rc;
+    if (factor == 0 && (rc = get_float(ld, "rope.scale_linear", false, 0.0f, &factor))) return rc; /* older files */
+    hp->rope_freq_scale = 1.0f;
+    if (type && strcmp(type, "none") != 0 && strcmp(type, "linear") != 0)
+        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: rope scaling '%s' is not supported (none, linear)", type);
+    if ((!type || !strcmp(type, "linear")) && factor != 0) {
+        if (!(factor > 0)) return sift_error_set(ld->err, SIFT_E_FORMAT, "model: rope scaling factor %g", factor);
+        hp->rope_freq_scale = 1.0f / factor;
+    }
+    const sift_gguf_value *nv = sift_gguf_get(ld->m->gguf, "general.name");
+    hp->name = nv && sift_gguf_value_str(nv, NULL) ? sift_gguf_value_str(nv, NULL) : "";
+    return SIFT_OK;
+}
+
+/* ---- tensors ------------------------------------------------------------------------------- */
+
+static bool type_runnable(sift_tensor_type t)
+{
+    if (sift_act_format_of(t) != SIFT_ACT_NONE) return true;
+    const sift_type_traits *tr = sift_type_traits_get(t);
+    return tr && tr->dequantize;
+}
+
+static int get_weight(loader *ld, const char *name, int64_t n_in, int64_t n_out, bool required, sift_weight *w)
+{
+    const sift_gguf_tensor *t = sift_gguf_tensor_by_name(ld->m->gguf, name);
+    memset(w, 0, sizeof *w);
+    if (!t) return required ? sift_error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s'", name) : SIFT_OK;
+    if (t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != 1 || t->ne[3] != 1)
+        return sift_error_set(ld->err, SIFT_E_FORMAT,
+                              "model: tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                              "], expected [%" PRId64 ", %" PRId64 "]",
+                              name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], n_in, n_out);
+    if (!type_runnable(t->type))
+        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' has type %s, which sift cannot multiply", name,
+                              sift_type_name(t->type) ? sift_type_name(t->type) : "?");
+    w->type = t->type;
+    w->n_in = n_in;
+    w->n_out = n_out;
+    w->row_bytes = (size_t)t->nb[1];
+    w->data = t->data;
+    w->name = t->name;
+    return SIFT_OK;
+}
+
+/* A 1-D tensor of n values, converted to F32 in the arena (NULL when absent and optional). */
+static int get_vec(loader *ld, const char *name, int64_t n, bool required, const float **out)
+{
+    *out = NULL;
+    const sift_gguf_tensor *t = sift_gguf_tensor_by_name(ld->m->gguf, name);
+    if (!t) return required ? sift_error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s'", name) : SIFT_OK;
+    if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' has shape [%" PRId64 ", %" PRId64 "], expected [%" PRId64 "]",
+                              name, t->ne[0], t->ne[1], n);
+    if (ld->arena_end - ld->arena < n)
+        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: too many 1-D tensors at '%s'", name);
+    if (sift_dequantize_row(t->type, t->data, ld->arena, n) != SIFT_OK)
+        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' has type %s, which sift cannot read", name,
+                              sift_type_name(t->type) ? sift_type_name(t->type) : "?");
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(ld->arena[i]))
+            return sift_error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' holds a non-finite value at %" PRId64, name, i);
+    *out = ld->arena;
+    ld->arena += n;
+    return SIFT_OK;
+}
+
+static int load_tensors(loader *ld, const arch_desc *ad)
+{
+    sift_model *m = ld->m;
+    const sift_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int64_t F = hp->n_ff, V = hp->n_vocab, HD = hp->head_dim;
+    int rc;
+
+    const int64_t arena_n = E + hp->n_rot / 2 + (int64_t)hp->n_layer * (2 * E + Q + 2 * KV + 2 * HD);
+    m->f32_arena = malloc((size_t)arena_n * sizeof(float));
+    if (!m->f32_arena) return sift_error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
+    ld->arena = m->f32_arena;
+    ld->arena_end = m->f32_arena + arena_n;
+
+    if ((rc = get_weight(ld, "token_embd.weight", E, V, true, &m->tok_embd))) return rc;
+    if (!sift_type_traits_get(m->tok_embd.type)->dequantize)
+        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: token_embd.weight: type %s cannot be read",
+                              sift_type_name(m->tok_embd.type));
+    if ((rc = get_vec(ld, "output_norm.weight", E, true, &m->output_norm))) return rc;
+    if ((rc = get_weight(ld, "output.weight", E, V, false, &m->output))) return rc;
+    /* llama 3.1's per-frequency RoPE divisors (theta_i / f_i) */
+    if (hp->n_rot > 0 && (rc = get_vec(ld, "rope_freqs.weight", hp->n_rot / 2, false, &m->rope_freqs))) return rc;
+    m->tied_output = m->output.data == NULL;
+    if (m->tied_output) m->output = m->tok_embd;
+
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return sift_error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
+    for (int l = 0; l < hp->n_layer; l++) {
+        sift_layer *L = &m->layers[l];
+        char n[96];
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+        if ((rc = get_vec(ld, NAME("attn_norm.weight"), E, true, &L->attn_norm))) return rc;
+        if ((rc = get_weight(ld, NAME("attn_q.weight"), E, Q, true, &L->wq))) return rc;
+        if ((rc = get_weight(ld, NAME("attn_k.weight"), E, KV, true, &L->wk))) return rc;
+        if ((rc = get_weight(ld, NAME("attn_v.weight"), E, KV, true, &L->wv))) return rc;
+        if ((rc = get_weight(ld, NAME("attn_output.weight"), Q, E, true, &L->wo))) return rc;
+        if ((rc = get_vec(ld, NAME("attn_q.bias"), Q, ad->qkv_bias, &L->bq))) return rc;
+        if ((rc = get_vec(ld, NAME("attn_k.bias"), KV, ad->qkv_bias, &L->bk))) return rc;
+        if ((rc = get_vec(ld, NAME("attn_v.bias"), KV, ad->qkv_bias, &L->bv))) return rc;
+        if (ad->qk_norm) {
+            if ((rc = get_vec(ld, NAME("attn_q_norm.weight"), HD, true, &L->q_norm))) return rc;
+            if ((rc = get_vec(ld, NAME("attn_k_norm.weight"), HD, true, &L->k_norm))) return rc;
+        }
+        if ((rc = get_vec(ld, NAME("ffn_norm.weight"), E, true, &L->ffn_norm))) return rc;
+        if ((rc = get_weight(ld, NAME("ffn_gate.weight"), E, F, true, &L->w_gate))) return rc;
+        if ((rc = get_weight(ld, NAME("ffn_up.weight"), E, F, true, &L->w_up))) return rc;
+        if ((rc = get_weight(ld, NAME("ffn_down.weight"), F, E, true, &L->w_down))) return rc;
+#undef NAME
+    }
+    return SIFT_OK;
+}
+
+/* Parameter and byte counts, and the type holding most weight bytes. */
+static void count_params(sift_model *m)
+{
+    uint64_t bytes_by_type[SIFT_TYPE_COUNT] = {0};
+    for (int64_t i = 0; i < sift_gguf_n_tensors(m->gguf); i++) {
+        const sift_gguf_tensor *t = sift_gguf_tensor_at(m->gguf, i);
+        m->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        m->n_bytes += t->size;
+        if (t->ne[1] > 1 && (int)t->type < SIFT_TYPE_COUNT) bytes_by_type[t->type] += t->size;
+    }
+    int best = SIFT_TYPE_F32;
+    for (int t = 0; t < SIFT_TYPE_COUNT; t++)
+        if (bytes_by_type[t] > bytes_by_type[best]) best = t;
+    m->main_type = (sift_tensor_type)best;
+}
+
+sift_model *sift_model_load(const char *path, sift_error *err)
+{
+    if (!path) {
+        sift_error_set(err, SIFT_E_INVAL, "model: no path");
+        return NULL;
+    }
+    sift_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        sift_error_set(err, SIFT_E_NOMEM, "model: out of memory");
+        return NULL;
+    }
+    loader ld = {.m = m, .err = err};
+    if (!(m->gguf = sift_gguf_open(path, err))) goto fail;
+
+    const sift_gguf_value *av = sift_gguf_get(m->gguf, "general.architecture");
+    ld.arch = av ? sift_gguf_value_str(av, NULL) : NULL;
+    if (!ld.arch) {
+        sift_error_set(err, SIFT_E_FORMAT, "model: missing string key 'general.architecture'");
+        goto fail;
+    }
+    const arch_desc *ad = NULL;
+    for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
+        if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
+    if (!ad) {
+        sift_error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3)", ld.arch);
+        goto fail;
+    }
+    snprintf(m->hp.arch, sizeof m->hp.arch, "%s", ad->name);
+    m->hp.rope_neox = ad->rope_neox;
+    if (read_hparams(&ld) != SIFT_OK) goto fail;
+
+    if (!(m->vocab = sift_vocab_from_gguf(m->gguf, err))) goto fail;
+    m->hp.n_vocab = sift_vocab_n_tokens(m->vocab);
+    const sift_gguf_tensor *te = sift_gguf_tensor_by_name(m->gguf, "token_embd.weight");
+    if (te && te->ne[1] != m->hp.n_vocab) {
+        sift_error_set(err, SIFT_E_FORMAT, "model: token_embd.weight has %" PRId64 " rows but the vocabulary %d tokens",
+                       te->ne[1], m->hp.n_vocab);
+        goto fail;
+    }
+    if (load_tensors(&ld, ad) != SIFT_OK) goto fail;
+    count_params(m);
+    return m;
+fail:
+    sift_model_free(m);
+    return NULL;
+}
+
+void sift_model_free(sift_model *m)
+{
+    if (!m) return;
+    free(m->layers);
+    free(m->f32_arena);
+    sift_vocab_free(m->vocab);
+    sift_gguf_close(m->gguf);
+    free(m);
+}
+
+void sift_model_get_info(const sift_model *m, sift_model_info *info)
+{
+    if (!m || !info) return;
+    const sift_hparams *hp = &m->hp;
+    *info = (sift_model_info){
+        .arch = hp->arch,
+        .name = hp->name,
+        .n_vocab = hp->n_vocab,
+        .n_ctx_train = hp->n_ctx_train,
+        .n_embd = hp->n_embd,
+        .n_layer = hp->n_layer,
+        .n_head = hp->n_head,
+        .n_head_kv = hp->n_head_kv,
+        .n_ff = hp->n_ff,
+        .head_dim = hp->head_dim,
+        .n_rot = hp->n_rot,
+        .rope_neox = hp->rope_neox,
+        .rope_freq_base = hp->rope_freq_base,
+        .rope_freq_scale = hp->rope_freq_scale,
+        .rms_eps = hp->rms_eps,
+        .tied_output = m->tied_output,
+        .n_params = m->n_params,
+        .n_bytes = m->n_bytes,
+        .main_type = m->main_type,
+    };
+}
+
+const sift_vocab *sift_model_vocab(const sift_model *m)
+{
+    return m ? m->vocab : NULL;
+}
+
+int32_t sift_model_n_vocab(const sift_model *m)
+{
+    return m ? m->hp.n_vocab : 0;
+}
+
+int sift_model_desc(const sift_model *m, char *buf, size_t cap)
+{
+    if (!m) return snprintf(buf, cap, "(no model)");
+    double n = (double)m->n_params;
+    const char *unit = "";
+    if (n >= 1e9) n /= 1e9, unit = "B";
+    else if (n >= 1e6) n /= 1e6, unit = "M";
+    else if (n >= 1e3) n /= 1e3, unit = "K";
+    const char *tn = sift_type_name(m->main_type);
+    char type[16];
+    snprintf(type, sizeof type, "%s", tn ? tn : "?");
+    for (char *p = type; *p; p++)
+        if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+    return snprintf(buf, cap, "%s %.1f%s %s", m->hp.arch, n, unit, type);
+}

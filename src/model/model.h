@@ -1,0 +1,64 @@
+/*
+ * model.h - what a loaded model is inside (internal; sift.h has the public side).
+ *
+ * A sift_model points into the memory-mapped GGUF file for every weight matrix (nothing
+ * is copied, so loading costs a page-table walk, not a read), and keeps small owned F32
+ * copies of the 1-D tensors (norm weights, biases), which the forward pass reads as plain
+ * float arrays whatever type the file stored them in.
+ */
+#ifndef SIFT_MODEL_MODEL_H
+#define SIFT_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sift.h"
+
+#define SIFT_MAX_HEAD_DIM 1024 /* largest head size accepted (real models: 64..256) */
+
+/* A weight matrix: n_out rows of n_in values of `type`, row r at data + r * row_bytes. */
+typedef struct sift_weight {
+    sift_tensor_type type;
+    int64_t n_in;
+    int64_t n_out;
+    size_t row_bytes;
+    const void *data;
+    const char *name;
+} sift_weight;
+
+typedef struct sift_layer {
+    const float *attn_norm;          /* [n_embd] */
+    sift_weight wq, wk, wv, wo;      /* q: n_embd -> n_head*head_dim, k/v: -> n_head_kv*head_dim */
+    const float *bq, *bk, *bv;       /* qwen2 biases, NULL when absent */
+    const float *q_norm, *k_norm;    /* qwen3 per-head RMSNorm weights [head_dim], or NULL */
+    const float *ffn_norm;           /* [n_embd] */
+    sift_weight w_gate, w_up, w_down;
+} sift_layer;
+
+typedef struct sift_hparams {
+    char arch[32];
+    const char *name;
+    int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim, n_rot;
+    float rms_eps;
+    float rope_freq_base;
+    float rope_freq_scale;
+    bool rope_neox;
+} sift_hparams;
+
+struct sift_model {
+    sift_gguf *gguf;      /* owns the mapping the weights point into */
+    sift_vocab *vocab;
+    sift_hparams hp;
+    sift_weight tok_embd; /* n_vocab rows of n_embd */
+    const float *output_norm;
+    const float *rope_freqs; /* [n_rot/2] frequency divisors (llama 3.1), or NULL */
+    sift_weight output;   /* == tok_embd when tied */
+    bool tied_output;
+    sift_layer *layers;   /* [n_layer] */
+    float *f32_arena;     /* the owned 1-D tensors */
+    int64_t n_params;
+    uint64_t n_bytes;
+    sift_tensor_type main_type;
+};
+
+#endif

@@ -1,0 +1,251 @@
+/*
+ * test_kernels.c - every SIMD kernel against the scalar one, and the scalar ones against
+ * the formats' definitions.
+ *
+ *   - dot products for F32, F16, Q8_0, Q4_0, Q4_K, Q6_K: weights made by the reference
+ *     quantizers, activations by the kernels' converters, many row lengths (tails
+ *     included), 1..4 columns. The scalar kernel must match a double-precision dot of the
+ *     dequantized rows; the integer kernels (Q8_0, Q4_0, Q4_K, Q6_K) of every ISA must
+ *     equal the scalar result bit for bit, the float ones (F32, F16) within a few float
+ *     roundings of the row's magnitude;
+ *   - column independence: a column's result is bitwise the same with 1 or 4 columns
+ *     (what makes batched decoding give the same logits as token-by-token);
+ *   - attention scores, softmax exp and sum, max, SwiGLU, F16 conversion;
+ *   - the Q8_K activation quantizer against its definition.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model/ggml_types.h"
+#include "model/kernels.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double urand(void) /* [0, 1) */
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * 0x1p-53;
+}
+static float frand(float scale) { return (float)((urand() * 2 - 1) * scale); }
+
+static const sift_tensor_type types[] = {SIFT_TYPE_F32, SIFT_TYPE_F16, SIFT_TYPE_Q8_0, SIFT_TYPE_Q4_0, SIFT_TYPE_Q4_K, SIFT_TYPE_Q6_K};
+
+static bool is_int_kernel(sift_tensor_type t)
+{
+    return t != SIFT_TYPE_F32 && t != SIFT_TYPE_F16;
+}
+
+/* dequantized activation row (the format's definition) */
+static void act_dequant(sift_act_format f, const void *a, float *out, int64_t n)
+{
+    switch (f) {
+    case SIFT_ACT_F32: memcpy(out, a, (size_t)n * 4); break;
+    case SIFT_ACT_F16: sift_dequantize_row_f16(a, out, n); break;
+    case SIFT_ACT_Q8_0: sift_dequantize_row_q8_0(a, out, n); break;
+    case SIFT_ACT_Q8_K: {
+        const sift_block_q8_K *b = a;
+        for (int64_t i = 0; i < n; i++) out[i] = b[i / 256].d * b[i / 256].qs[i % 256];
+        break;
+    }
+    default: fail();
+    }
+}
+
+static void test_dot(void **state)
+{
+    (void)state;
+    const sift_kernels *sc = sift_kernels_get(SIFT_ISA_SCALAR);
+    assert_non_null(sc);
+    const int lens_f[] = {1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 172, 255, 256, 1000, 4096, 4099};
+    const int lens_q[] = {32, 64, 96, 160, 256, 512, 768, 2048, 4096};
+    const int lens_k[] = {256, 512, 768, 2048, 4096};
+    int checked = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const sift_tensor_type t = types[ti];
+        const sift_act_format af = sift_act_format_of(t);
+        const int *lens = t == SIFT_TYPE_F32 || t == SIFT_TYPE_F16 ? lens_f : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q6_K ? lens_k : lens_q;
+        const int nl = t == SIFT_TYPE_F32 || t == SIFT_TYPE_F16 ? 20 : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q6_K ? 5 : 9;
+        for (int li = 0; li < nl; li++) {
+            const int64_t n = lens[li];
+            float *wf = malloc((size_t)n * 4), *xf = malloc((size_t)n * 4 * 4), *wd = malloc((size_t)n * 4), *xd = malloc((size_t)n * 4);
+            const size_t wb = sift_type_row_bytes(t, n), ab = sift_act_row_bytes(af, n);
+            void *w = malloc(wb), *x = malloc(ab * 4);
+            for (int64_t i = 0; i < n; i++) wf[i] = frand(1.0f) * (i % 37 == 0 ? 8.0f : 1.0f);
+            for (int64_t i = 0; i < 4 * n; i++) xf[i] = frand(2.0f);
+            assert_int_equal(sift_quantize_row(t, wf, w, n), SIFT_OK);
+            assert_int_equal(sift_dequantize_row(t, w, wd, n), SIFT_OK);
+            for (int j = 0; j < 4; j++) sc->act_convert(af, xf + j * n, (char *)x + j * ab, n);
+
+            float ref4[4];
+            sc->dot[t](n, w, x, ab, 4, ref4);
+            for (int j = 0; j < 4; j++) {
+                /* scalar kernel vs the definition, in double */
+                act_dequant(af, (char *)x + j * ab, xd, n);
+                double exact = 0, mag = 0;
+                for (int64_t i = 0; i < n; i++) exact += (double)wd[i] * xd[i], mag += fabs((double)wd[i] * xd[i]);
+                if (fabs(ref4[j] - exact) > 1e-6 * mag + 1e-30) {
+                    fprintf(stderr, "%s n=%lld col %d: scalar %.9g, exact %.9g\n", sift_type_name(t), (long long)n, j, ref4[j], exact);
+                    fail();
+                }
+            }
+            for (int isa = SIFT_ISA_SCALAR; isa <= SIFT_ISA_AVX512; isa++) {
+                const sift_kernels *k = sift_kernels_get((sift_isa)isa);
+                if (!k) continue;
+                float s4[4], s1[4];
+                k->dot[t](n, w, x, ab, 4, s4);
+                for (int j = 0; j < 4; j++) {
+                    k->dot[t](n, w, (char *)x + j * ab, ab, 1, &s1[j]);
+                    if (memcmp(&s1[j], &s4[j], 4) != 0) {
+                        fprintf(stderr, "%s %s n=%lld col %d: ncols 1 %.9g vs 4 %.9g\n", sift_isa_name((sift_isa)isa), sift_type_name(t),
+                                (long long)n, j, s1[j], s4[j]);
+                        fail();
+                    }
+                    float s2[2], s3[3];
+                    if (j < 2) k->dot[t](n, w, x, ab, 2, s2), assert_memory_equal(&s2[j], &s4[j], 4);
+                    if (j < 3) k->dot[t](n, w, x, ab, 3, s3), assert_memory_equal(&s3[j], &s4[j], 4);
+                    act_dequant(af, (char *)x + j * ab, xd, n);
+                    double mag = 0;
+                    for (int64_t i = 0; i < n; i++) mag += fabs((double)wd[i] * xd[i]);
+                    const bool ok = is_int_kernel(t) ? memcmp(&s4[j], &ref4[j], 4) == 0 : fabs(s4[j] - ref4[j]) <= 4e-7 * mag;
+                    if (!ok) {
+                        fprintf(stderr, "%s %s n=%lld col %d: %.9g vs scalar %.9g (magnitude %.3g)\n", sift_isa_name((sift_isa)isa),
+                                sift_type_name(t), (long long)n, j, s4[j], ref4[j], mag);
+                        fail();
+                    }
+                    checked++;
+                }
+            }
+            /* the one-column row loop: three rows, each bitwise the dot kernel's answer */
+            char *w3 = malloc(3 * wb);
+            for (int r = 0; r < 3; r++) {
+                for (int64_t i = 0; i < n; i++) wf[i] = frand(1.0f);
+                sift_quantize_row(t, wf, w3 + r * wb, n);
+            }
+            for (int isa = SIFT_ISA_SCALAR; isa <= SIFT_ISA_AVX512; isa++) {
+                const sift_kernels *k = sift_kernels_get((sift_isa)isa);
+                if (!k) continue;
+                float out[3], one;
+                k->rows[t](n, w3, wb, 3, x, out);
+                for (int r = 0; r < 3; r++) {
+                    k->dot[t](n, w3 + r * wb, x, ab, 1, &one);
+                    assert_memory_equal(&one, &out[r], 4);
+                }
+            }
+            free(w3);
+            free(wf), free(xf), free(wd), free(xd), free(w), free(x);
+        }
+    }
+    printf("  dot products: %d (ISA, type, length, column) results checked\n", checked);
+}
+
+static void test_attention_and_elementwise(void **state)
+{
+    (void)state;
+    const sift_kernels *sc = sift_kernels_get(SIFT_ISA_SCALAR);
+    const int ns[] = {1, 5, 8, 15, 16, 17, 31, 33, 64, 65, 100, 513};
+    const int hds[] = {4, 8, 64, 128};
+    for (int isa = SIFT_ISA_AVX2; isa <= SIFT_ISA_AVX512; isa++) {
+        const sift_kernels *k = sift_kernels_get((sift_isa)isa);
+        if (!k) {
+            printf("  %s: not supported by this CPU, skipped\n", sift_isa_name((sift_isa)isa));
+            continue;
+        }
+        for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
+            for (size_t b = 0; b < sizeof hds / sizeof *hds; b++) {
+                const int n = ns[a], hd = hds[b], nq = 3;
+                const size_t ld = (size_t)n + 7;
+                float *q = malloc((size_t)nq * hd * 4), *kt = malloc(hd * ld * 4);
+                float *s0 = malloc((size_t)nq * ld * 4), *s1 = malloc((size_t)nq * ld * 4);
+                for (int i = 0; i < nq * hd; i++) q[i] = frand(1);
+                for (size_t i = 0; i < hd * ld; i++) kt[i] = frand(1);
+                sc->attn_scores(n, hd, nq, q, kt, ld, 0.125f, s0, ld);
+                k->attn_scores(n, hd, nq, q, kt, ld, 0.125f, s1, ld);
+                for (int g = 0; g < nq; g++)
+                    for (int c = 0; c < n; c++) {
+                        double mag = 0;
+                        for (int d = 0; d < hd; d++) mag += fabs(q[g * hd + d] * kt[d * ld + c]) * 0.125;
+                        assert_true(fabs(s0[g * ld + c] - s1[g * ld + c]) <= 4e-7 * mag + 1e-30);
+                    }
+                /* max, softmax exp and its sum */
+                assert_true(sc->max(n, s0) == k->max(n, s0));
+                const float mx = sc->max(n, s0);
+                memcpy(s1, s0, (size_t)n * 4);
+                const double sum0 = sc->softmax_exp(n, s0, mx), sum1 = k->softmax_exp(n, s1, mx);
+                for (int c = 0; c < n; c++) assert_true(fabs(s0[c] - s1[c]) <= 4e-7 * s0[c]);
+                assert_true(fabs(sum0 - sum1) <= 1e-6 * sum0);
+                free(q), free(kt), free(s0), free(s1);
+            }
+        /* SwiGLU over a wide range, exp extremes included */
+        float g[203], u[203], o0[203], o1[203];
+        for (int i = 0; i < 203; i++) g[i] = frand(30), u[i] = frand(3);
+        g[0] = -200, g[1] = 200, g[2] = 0, g[3] = -88.5f, g[4] = 88.5f;
+        for (int n = 0; n <= 203; n += 29) {
+            sc->swiglu(n, g, u, o0);
+            k->swiglu(n, g, u, o1);
+            for (int i = 0; i < n; i++) {
+                /* below -87 silu is a denormal-sized -|g| e^g; there the SIMD exp saturates earlier */
+                const float tol = g[i] < -87.0f ? 1e-35f : 2e-6f * fabsf(o0[i]) + 1e-37f;
+                if (!(fabsf(o0[i] - o1[i]) <= tol)) {
+                    fprintf(stderr, "swiglu(%g, %g): scalar %.9g, %s %.9g\n", g[i], u[i], o0[i], sift_isa_name((sift_isa)isa), o1[i]);
+                    fail();
+                }
+            }
+        }
+        /* exp at the edges through the softmax: exp(-inf) = 0, exp(0) = 1 */
+        float e[20];
+        for (int i = 0; i < 20; i++) e[i] = i % 2 ? -INFINITY : -150.0f + 3 * i; /* exp(-96) and below: 0 */
+        e[19] = 0;
+        k->softmax_exp(20, e, 0.0f);
+        for (int i = 0; i < 19; i++) assert_true(e[i] >= 0 && e[i] < 1e-30f);
+        assert_true(e[19] == 1.0f);
+        /* F16 conversion: bitwise the scalar one (round to nearest even) */
+        float xf[77];
+        uint16_t h0[77], h1[77];
+        for (int i = 0; i < 77; i++) xf[i] = frand(70000);
+        xf[5] = 1e-8f, xf[6] = 65519.0f, xf[7] = -65520.0f, xf[8] = 3e-5f;
+        sc->act_convert(SIFT_ACT_F16, xf, h0, 77);
+        k->act_convert(SIFT_ACT_F16, xf, h1, 77);
+        assert_memory_equal(h0, h1, sizeof h0);
+        printf("  %s: attention scores, softmax, max, swiglu, f16 conversion agree with scalar\n", sift_isa_name((sift_isa)isa));
+    }
+}
+
+static void test_q8_K(void **state)
+{
+    (void)state;
+    float x[512];
+    sift_block_q8_K b[2];
+    for (int i = 0; i < 512; i++) x[i] = frand(3);
+    x[100] = -9.0f;                        /* block 0's extreme is negative */
+    for (int i = 256; i < 512; i++) x[i] = 0; /* block 1 is all zero */
+    sift_quantize_row_q8_K(x, b, 512);
+    assert_true(fabsf(b[0].d - 9.0f / 127) < 1e-7f);
+    assert_int_equal(b[0].qs[100], -127);
+    for (int j = 0; j < 16; j++) {
+        int s = 0;
+        for (int i = 0; i < 16; i++) s += b[0].qs[16 * j + i];
+        assert_int_equal(s, b[0].bsums[j]);
+    }
+    for (int i = 0; i < 256; i++) assert_true(fabsf(b[0].d * b[0].qs[i] - x[i]) <= 0.5f * b[0].d + 1e-6f);
+    assert_true(b[1].d == 0.0f);
+    for (int i = 0; i < 256; i++) assert_int_equal(b[1].qs[i], 0);
+}
+
+int main(void)
+{
+    printf("  best ISA on this CPU: %s\n", sift_isa_name(sift_isa_best()));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_attention_and_elementwise),
+        cmocka_unit_test(test_q8_K),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,597 @@
+/*
+ * test_model.c - the runtime against llama.cpp's own outputs (../shared/reference/model):
+ *
+ *   - prompt logits at every stored position (one batch per prompt, logits everywhere):
+ *     max |delta| <= 1e-4 on stories260K (F32) and <= 1e-2 on llama-2-tiny-random (F16);
+ *   - 64-token greedy continuations (token by token) identical, step logits within the
+ *     same tolerance;
+ *   - the seeded sampled continuation (top_k 40 -> top_p 0.95 -> min_p 0.05 -> temp 0.8 ->
+ *     dist 42, built with the core's chain spec) identical;
+ *   - all prompts of a model decoded together as separate sequences of one batch, then
+ *     continued greedily in lockstep (one batch per step): the same ids, and logits
+ *     bitwise identical to the one-sequence runs;
+ *   - the same logits bit for bit with 1 and 2 threads; the scalar kernels within
+ *     tolerance of the SIMD ones, with the same greedy ids;
+ *   - the KV cache operations (rm, cp, keep, add) and the batch errors, which must leave
+ *     the cache as it was.
+ *
+ * The measured deltas are printed, so the test log doubles as the report.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "refdata.h"
+#include "sift.h"
+
+typedef struct fixture {
+    const char *stem;
+    double tol; /* the acceptance tolerance on logits */
+    ref_model ref;
+    sift_model *model;
+} fixture;
+
+static fixture fx[2] = {{.stem = "stories260K", .tol = 1e-4}, {.stem = "llama-2-tiny-random", .tol = 1e-2}};
+
+static int setup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        char path[1024];
+        if (ref_load(fx[i].stem, &fx[i].ref) != 0) {
+            fprintf(stderr, "cannot read the reference of %s (SIFT_SHARED=%s)\n", fx[i].stem, ref_shared());
+            return -1;
+        }
+        sift_error err = {0};
+        fx[i].model = sift_model_load(ref_model_path(fx[i].stem, path, sizeof path), &err);
+        if (!fx[i].model) {
+            fprintf(stderr, "load %s: %s\n", path, err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 2; i++) sift_model_free(fx[i].model);
+    return 0;
+}
+
+static sift_context *mkctx(const sift_model *m, int n_seq, int n_threads, sift_isa isa)
+{
+    sift_context_params p = sift_context_default_params();
+    p.n_ctx = 512u * (uint32_t)n_seq;
+    p.n_batch = 1024;
+    p.n_seq_max = (uint32_t)n_seq;
+    p.n_threads = n_threads;
+    p.isa = isa;
+    sift_error err = {0};
+    sift_context *ctx = sift_context_new(m, p, &err);
+    if (!ctx) fprintf(stderr, "context: %s\n", err.msg);
+    assert_non_null(ctx);
+    return ctx;
+}
+
+/* The prompt as one batch in sequence seq, logits at every position. */
+static void decode_prompt(sift_context *ctx, const ref_prompt *rp, int seq)
+{
+    sift_batch b;
+    assert_int_equal(sift_batch_init(&b, rp->n_tokens, 1), SIFT_OK);
+    for (int i = 0; i < rp->n_tokens; i++) assert_int_equal(sift_batch_add(&b, rp->tokens[i], i, &seq, 1, true), SIFT_OK);
+    sift_error err = {0};
+    int rc = sift_decode(ctx, &b, &err);
+    if (rc) fprintf(stderr, "decode: %s\n", err.msg);
+    assert_int_equal(rc, SIFT_OK);
+    sift_batch_free(&b);
+}
+
+static void decode_one(sift_context *ctx, sift_token tok, int pos, int seq)
+{
+    sift_batch b;
+    assert_int_equal(sift_batch_init(&b, 1, 1), SIFT_OK);
+    sift_batch_add(&b, tok, pos, &seq, 1, true);
+    assert_int_equal(sift_decode(ctx, &b, NULL), SIFT_OK);
+    sift_batch_free(&b);
+}
+
+static int argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static double max_abs_diff(const float *a, const float *b, int n)
+{
+    double m = 0;
+    for (int i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= m)) m = d; /* NaN propagates */
+    }
+    return m;
+}
+
+/* ---- prompt logits ------------------------------------------------------------------------ */
+
+static void test_prompt_logits(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 2; f++) {
+        const ref_model *R = &fx[f].ref;
+        double worst = 0;
+        for (int p = 0; p < R->n_prompts; p++) {
+            const ref_prompt *rp = &R->prompts[p];
+            int nv, nr;
+            float *ref = ref_slog(R->stem, rp->id, "prompt", &nv, &nr);
+            assert_non_null(ref);
+            assert_int_equal(nv, R->n_vocab);
+            assert_int_equal(nr, rp->logits_last - rp->logits_first + 1);
+            sift_context *ctx = mkctx(fx[f].model, 1, 1, SIFT_ISA_AUTO);
+            decode_prompt(ctx, rp, 0);
+            assert_int_equal(sift_n_outputs(ctx), rp->n_tokens);
+            double d = 0;
+            for (int pos = rp->logits_first; pos <= rp->logits_last; pos++) {
+                const float *lg = sift_get_logits_ith(ctx, pos);
+                assert_non_null(lg);
+                double dd = max_abs_diff(lg, ref + (size_t)(pos - rp->logits_first) * nv, nv);
+                if (dd > d) d = dd;
+            }
+            printf("  prompt logits  %-20s %-8s %3d tokens  max|delta| = %.3g\n", R->stem, rp->id, rp->n_tokens, d);
+            if (d > worst) worst = d;
+            sift_context_free(ctx);
+            free(ref);
+        }
+        assert_true(worst <= fx[f].tol);
+    }
+}
+
+/* ---- greedy, token by token ---------------------------------------------------------------- */
+
+static void test_greedy(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 2; f++) {
+        const ref_model *R = &fx[f].ref;
+        for (int p = 0; p < R->n_prompts; p++) {
+            const ref_prompt *rp = &R->prompts[p];
+            int nv, nr;
+            float *ref = ref_slog(R->stem, rp->id, "greedy", &nv, &nr);
+            assert_non_null(ref);
+            sift_context *ctx = mkctx(fx[f].model, 1, 1, SIFT_ISA_AUTO);
+            decode_prompt(ctx, rp, 0);
+            const float *lg = sift_get_logits_ith(ctx, -1);
+            double d = 0;
+            int same = 0;
+            for (int s = 0; s < REF_N_GEN; s++) {
+                if (s > 0) {
+                    decode_one(ctx, rp->greedy[s - 1], rp->n_tokens + s - 1, 0);
+                    lg = sift_get_logits_ith(ctx, -1);
+                }
+                if (s < nr) {
+                    double dd = max_abs_diff(lg, ref + (size_t)s * nv, nv);
+                    if (dd > d) d = dd;
+                }
+                int tok = argmax(lg, nv);
+                if (tok == rp->greedy[s]) same++;
+                else
+                    printf("  greedy %s/%s step %d: sift %d, llama.cpp %d (reference margin %.3g)\n", R->stem, rp->id, s, tok,
+                           rp->greedy[s], rp->greedy_margin[s]);
+            }
+            printf("  greedy         %-20s %-8s %d/64 ids identical, step logits max|delta| = %.3g (%d rows)\n", R->stem,
+                   rp->id, same, d, nr);
+            assert_int_equal(same, REF_N_GEN);
+            assert_true(d <= fx[f].tol);
+            sift_context_free(ctx);
+            free(ref);
+        }
+    }
+}
+
+/* ---- sampled: top_k 40 -> top_p 0.95 -> min_p 0.05 -> temp 0.8 -> dist 42 ------------------- */
+
+static void test_sampled(void **state)
+{
+    (void)state;
+    const char *spec = "top_k(40);top_p(0.95,1);min_p(0.05,1);temp(0.8);dist(42)";
+    for (int f = 0; f < 2; f++) {
+        const ref_model *R = &fx[f].ref;
+        for (int p = 0; p < R->n_prompts; p++) {
+            const ref_prompt *rp = &R->prompts[p];
+            sift_chain_env env = {.n_vocab = R->n_vocab, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 42};
+            sift_error err = {0};
+            sift_chain *chain = sift_chain_from_spec(spec, &env, &err);
+            assert_non_null(chain);
+            sift_context *ctx = mkctx(fx[f].model, 1, 1, SIFT_ISA_AUTO);
+            decode_prompt(ctx, rp, 0);
+            int same = 0;
+            for (int s = 0; s < REF_N_GEN; s++) {
+                if (s > 0) decode_one(ctx, rp->sampled[s - 1], rp->n_tokens + s - 1, 0);
+                sift_token tok = sift_chain_sample(chain, sift_get_logits_ith(ctx, -1), R->n_vocab);
+                if (tok == rp->sampled[s]) same++;
+                else
+                    printf("  sampled %s/%s step %d: sift %d, llama.cpp %d\n", R->stem, rp->id, s, tok, rp->sampled[s]);
+            }
+            printf("  sampled        %-20s %-8s %d/64 ids identical\n", R->stem, rp->id, same);
+            assert_int_equal(same, REF_N_GEN);
+            sift_context_free(ctx);
+            sift_chain_free(chain);
+        }
+    }
+}
+
+/* ---- several sequences in one batch ---------------------------------------------------------- */
+
+/* Greedy of every prompt alone: the logits of each step, [prompt][step][n_vocab]. */
+static float *greedy_alone(const fixture *F, int n_steps, int n_threads, sift_isa isa)
+{
+    const ref_model *R = &F->ref;
+    float *out = malloc((size_t)R->n_prompts * n_steps * R->n_vocab * sizeof(float));
+    for (int p = 0; p < R->n_prompts; p++) {
+        const ref_prompt *rp = &R->prompts[p];
+        sift_context *ctx = mkctx(F->model, 1, n_threads, isa);
+        decode_prompt(ctx, rp, 0);
+        for (int s = 0; s < n_steps; s++) {
+            if (s > 0) decode_one(ctx, rp->greedy[s - 1], rp->n_tokens + s - 1, 0);
+            memcpy(out + ((size_t)p * n_steps + s) * R->n_vocab, sift_get_logits_ith(ctx, -1), (size_t)R->n_vocab * 4);
+        }
+        sift_context_free(ctx);
+    }
+    return out;
+}
+
+static void test_batched_sequences(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 2; f++) {
+        const ref_model *R = &fx[f].ref;
+        const int NP = R->n_prompts, NS = 24;
+        float *alone = greedy_alone(&fx[f], NS, 1, SIFT_ISA_AUTO);
+        sift_context *ctx = mkctx(fx[f].model, NP, 1, SIFT_ISA_AUTO);
+        /* every prompt in one batch, sequence p; logits only at each prompt's last token */
+        int total = 0;
+        for (int p = 0; p < NP; p++) total += R->prompts[p].n_tokens;
+        sift_batch b;
+        assert_int_equal(sift_batch_init(&b, total, 1), SIFT_OK);
+        int last_idx[REF_MAX_PROMPTS];
+        for (int p = 0; p < NP; p++)
+            for (int i = 0; i < R->prompts[p].n_tokens; i++) {
+                const bool last = i == R->prompts[p].n_tokens - 1;
+                if (last) last_idx[p] = b.n_tokens;
+                sift_batch_add(&b, R->prompts[p].tokens[i], i, &p, 1, last);
+            }
+        assert_int_equal(sift_decode(ctx, &b, NULL), SIFT_OK);
+        assert_int_equal(sift_n_outputs(ctx), NP);
+        int bitwise = 1, same_ids = 1;
+        for (int s = 0; s < NS; s++) {
+            if (s > 0) {
+                /* one batch per step: every sequence's previous greedy token */
+                sift_batch_clear(&b);
+                for (int p = 0; p < NP; p++) {
+                    last_idx[p] = b.n_tokens;
+                    sift_batch_add(&b, R->prompts[p].greedy[s - 1], R->prompts[p].n_tokens + s - 1, &p, 1, true);
+                }
+                assert_int_equal(sift_decode(ctx, &b, NULL), SIFT_OK);
+            }
+            for (int p = 0; p < NP; p++) {
+                const float *lg = sift_get_logits_ith(ctx, last_idx[p]);
+                assert_non_null(lg);
+                if (memcmp(lg, alone + ((size_t)p * NS + s) * R->n_vocab, (size_t)R->n_vocab * 4) != 0) bitwise = 0;
+                if (argmax(lg, R->n_vocab) != R->prompts[p].greedy[s]) same_ids = 0;
+            }
+        }
+        printf("  batched        %-20s %d sequences in one batch, %d lockstep steps: ids %s, logits %s\n", R->stem, NP, NS,
+               same_ids ? "identical" : "DIFFER", bitwise ? "bitwise identical to one-by-one" : "DIFFER");
+        assert_true(same_ids);
+        assert_true(bitwise);
+        sift_batch_free(&b);
+        sift_context_free(ctx);
+        free(alone);
+    }
+}
+
+/* ---- threads and kernels ----------------------------------------------------------------------- */
+
+static void test_threads_bitwise(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 2; f++) {
+        const int NS = 8, NP = fx[f].ref.n_prompts, NV = fx[f].ref.n_vocab;
+        float *a = greedy_alone(&fx[f], NS, 1, SIFT_ISA_AUTO);
+        float *b = greedy_alone(&fx[f], NS, 2, SIFT_ISA_AUTO);
+        const int same = memcmp(a, b, (size_t)NP * NS * NV * 4) == 0;
+        printf("  threads        %-20s 1 vs 2 threads: %s\n", fx[f].stem, same ? "bitwise identical" : "DIFFER");
+        assert_true(same);
+        free(a);
+        free(b);
+    }
+}
+
+static void test_scalar_kernels(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 2; f++) {
+        const int NS = 16, NP = fx[f].ref.n_prompts, NV = fx[f].ref.n_vocab;
+        float *a = greedy_alone(&fx[f], NS, 1, SIFT_ISA_AUTO);
+        float *b = greedy_alone(&fx[f], NS, 1, SIFT_ISA_SCALAR);
+        double d = max_abs_diff(a, b, NP * NS * NV);
+        int ids = 1;
+        for (int r = 0; r < NP * NS; r++)
+            if (argmax(a + (size_t)r * NV, NV) != argmax(b + (size_t)r * NV, NV)) ids = 0;
+        printf("  kernels        %-20s %s vs scalar: max|delta| = %.3g, greedy ids %s\n", fx[f].stem,
+               sift_isa_name(sift_isa_best()), d, ids ? "identical" : "DIFFER");
+        assert_true(d <= fx[f].tol);
+        assert_true(ids);
+        free(a);
+        free(b);
+    }
+}
+
+/* ---- KV cache operations ------------------------------------------------------------------------ */
+
+static void expect_logits(sift_context *ctx, int i, const float *want, int nv, const char *what)
+{
+    const float *lg = sift_get_logits_ith(ctx, i);
+    assert_non_null(lg);
+    if (memcmp(lg, want, (size_t)nv * 4) != 0) {
+        fprintf(stderr, "%s: logits differ (max %.3g)\n", what, max_abs_diff(lg, want, nv));
+        fail();
+    }
+}
+
+static void test_kv_ops(void **state)
+{
+    (void)state;
+    const fixture *F = &fx[0];
+    const ref_prompt *rp = &F->ref.prompts[2]; /* lily, 14 tokens */
+    const int nv = F->ref.n_vocab, n = rp->n_tokens;
+    float *want = malloc((size_t)n * nv * 4);
+    sift_context *ctx = mkctx(F->model, 3, 1, SIFT_ISA_AUTO);
+    decode_prompt(ctx, rp, 0);
+    memcpy(want, sift_get_logits(ctx), (size_t)n * nv * 4);
+    assert_int_equal(sift_kv_seq_pos_min(ctx, 0), 0);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 0), n - 1);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 1), -1);
+    assert_int_equal(sift_kv_n_used(ctx), n);
+
+    /* rm of the tail, then the same tokens again: the same logits */
+    assert_int_equal(sift_kv_seq_rm(ctx, 0, 5, -1), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 0), 4);
+    sift_batch b;
+    sift_batch_init(&b, 64, 2);
+    int s0 = 0, s1 = 1, s2 = 2;
+    for (int i = 5; i < n; i++) sift_batch_add(&b, rp->tokens[i], i, &s0, 1, true);
+    assert_int_equal(sift_decode(ctx, &b, NULL), SIFT_OK);
+    for (int i = 5; i < n; i++) expect_logits(ctx, i - 5, want + (size_t)i * nv, nv, "rm tail + redecode");
+
+    /* cp to sequences 1 and 2 (fork), then the last token in each: identical to sequence 0 */
+    assert_int_equal(sift_kv_seq_cp(ctx, 0, 1, -1, n - 1), SIFT_OK);
+    assert_int_equal(sift_kv_seq_cp(ctx, 0, 2, 0, n - 1), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 1), n - 2);
+    sift_batch_clear(&b);
+    sift_batch_add(&b, rp->tokens[n - 1], n - 1, &s1, 1, true);
+    sift_batch_add(&b, rp->tokens[n - 1], n - 1, &s2, 1, true);
+    assert_int_equal(sift_decode(ctx, &b, NULL), SIFT_OK);
+    expect_logits(ctx, 0, want + (size_t)(n - 1) * nv, nv, "cp fork seq 1");
+    expect_logits(ctx, 1, want + (size_t)(n - 1) * nv, nv, "cp fork seq 2");
+
+    /* a token shared by two sequences (n_seq_id 2) lands in both */
+    sift_seq_id both[2] = {1, 2};
+    sift_batch_clear(&b);
+    sift_batch_add(&b, rp->greedy[0], n, both, 2, true);
+    assert_int_equal(sift_decode(ctx, &b, NULL), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 1), n);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 2), n);
+
+    /* keep: only sequence 2 survives */
+    assert_int_equal(sift_kv_seq_keep(ctx, 2), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 0), -1);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 1), -1);
+    assert_int_equal(sift_kv_n_used(ctx), n + 1);
+
+    /* a hole in the middle: positions 3..5 removed; decoding goes on after the end */
+    assert_int_equal(sift_kv_seq_rm(ctx, 2, 3, 6), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 2), n);
+    assert_int_equal(sift_kv_n_used(ctx), n + 1 - 3);
+    sift_batch_clear(&b);
+    sift_batch_add(&b, rp->greedy[1], n + 1, &s2, 1, true);
+    assert_int_equal(sift_decode(ctx, &b, NULL), SIFT_OK);
+
+    /* clear */
+    sift_kv_clear(ctx);
+    assert_int_equal(sift_kv_n_used(ctx), 0);
+    assert_int_equal(sift_kv_seq_rm(ctx, 7, -1, -1), SIFT_E_INVAL);
+    assert_int_equal(sift_kv_seq_cp(ctx, 0, 9, -1, -1), SIFT_E_INVAL);
+    sift_batch_free(&b);
+    sift_context_free(ctx);
+    free(want);
+}
+
+/* Shifting positions (sift_kv_seq_add). Attention with RoPE depends only on relative
+ * positions, so a prompt decoded at positions 100.. and then moved back by 100 must behave
+ * like the same prompt decoded at 0.., up to the rounding of rotating the keys twice. Then
+ * llama-cli's context shift (remove a middle part, move the tail back) on the same cache. */
+static void test_kv_shift(void **state)
+{
+    (void)state;
+    const fixture *F = &fx[0];
+    const ref_prompt *rp = &F->ref.prompts[4]; /* long200 */
+    const int nv = F->ref.n_vocab, n = 60, k = 20, off = 100;
+    sift_context *a = mkctx(F->model, 1, 1, SIFT_ISA_AUTO), *c = mkctx(F->model, 1, 1, SIFT_ISA_AUTO);
+    sift_batch b;
+    sift_batch_init(&b, n, 1);
+    int s0 = 0;
+    for (int i = 0; i < n; i++) sift_batch_add(&b, rp->tokens[i], i, &s0, 1, false);
+    assert_int_equal(sift_decode(a, &b, NULL), SIFT_OK);
+    for (int i = 0; i < n; i++) b.pos[i] += off;
+    assert_int_equal(sift_decode(c, &b, NULL), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_min(c, 0), off);
+    assert_int_equal(sift_kv_seq_add(c, 0, off, -1, -off), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_min(c, 0), 0);
+    assert_int_equal(sift_kv_seq_pos_max(c, 0), n - 1);
+    assert_int_equal(sift_kv_n_used(c), n);
+    sift_batch_clear(&b);
+    sift_batch_add(&b, rp->tokens[n], n, &s0, 1, true);
+    assert_int_equal(sift_decode(a, &b, NULL), SIFT_OK);
+    assert_int_equal(sift_decode(c, &b, NULL), SIFT_OK);
+    double d = max_abs_diff(sift_get_logits_ith(a, 0), sift_get_logits_ith(c, 0), nv);
+    printf("  kv shift       stories260K: decoded at +%d and shifted back vs decoded in place: max|delta| = %.3g\n", off, d);
+    assert_true(d < 1e-4);
+    assert_int_equal(argmax(sift_get_logits_ith(a, 0), nv), argmax(sift_get_logits_ith(c, 0), nv));
+
+    /* context shift: drop [1, 1+k), move [1+k, n+1) back by k, go on at n+1-k */
+    assert_int_equal(sift_kv_seq_rm(a, 0, 1, 1 + k), SIFT_OK);
+    assert_int_equal(sift_kv_seq_add(a, 0, 1 + k, -1, -k), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_max(a, 0), n - k);
+    assert_int_equal(sift_kv_n_used(a), n + 1 - k);
+    sift_batch_clear(&b);
+    sift_batch_add(&b, rp->tokens[n + 1], n + 1 - k, &s0, 1, true);
+    assert_int_equal(sift_decode(a, &b, NULL), SIFT_OK);
+    const float *lg = sift_get_logits_ith(a, 0);
+    for (int i = 0; i < nv; i++) assert_true(isfinite(lg[i]));
+    /* moving onto occupied cells replaces them; a shift past the end is refused */
+    assert_int_equal(sift_kv_seq_add(a, 0, 0, -1, 512), SIFT_E_STATE);
+    assert_int_equal(sift_kv_seq_add(a, 0, 0, 10, -10), SIFT_OK); /* all below 0: removed */
+    assert_int_equal(sift_kv_seq_pos_min(a, 0), 10);
+    sift_batch_free(&b);
+    sift_context_free(a);
+    sift_context_free(c);
+}
+
+/* ---- errors leave the cache untouched ----------------------------------------------------------- */
+
+static void test_decode_errors(void **state)
+{
+    (void)state;
+    const fixture *F = &fx[0];
+    const ref_prompt *rp = &F->ref.prompts[0];
+    sift_context_params p = sift_context_default_params();
+    p.n_ctx = 32;
+    p.n_batch = 16;
+    p.n_seq_max = 2;
+    p.n_threads = 1;
+    sift_context *ctx = sift_context_new(F->model, p, NULL);
+    assert_non_null(ctx);
+    assert_int_equal(sift_n_ctx_seq(ctx), 16);
+    decode_prompt(ctx, rp, 0);
+    const int n = rp->n_tokens;
+    float *before = malloc((size_t)F->ref.n_vocab * 4);
+    memcpy(before, sift_get_logits_ith(ctx, -1), (size_t)F->ref.n_vocab * 4);
+
+    sift_batch b;
+    sift_batch_init(&b, 32, 2);
+    int s0 = 0, s1 = 1, s5 = 5;
+    sift_error err;
+    struct {
+        const char *what;
+        int status;
+        void (*fill)(sift_batch *b);
+    } dummy = {0};
+    (void)dummy;
+#define EXPECT_ERR(code, ...)                                                                 \
+    do {                                                                                       \
+        sift_batch_clear(&b);                                                                  \
+        __VA_ARGS__;                                                                           \
+        memset(&err, 0, sizeof err);                                                           \
+        assert_int_equal(sift_decode(ctx, &b, &err), code);                                    \
+        printf("  decode error   %s\n", err.msg);                                              \
+        assert_int_equal(sift_kv_seq_pos_max(ctx, 0), n - 1);                                  \
+        assert_int_equal(sift_kv_seq_pos_max(ctx, 1), -1);                                     \
+        assert_memory_equal(sift_get_logits_ith(ctx, -1), before, (size_t)F->ref.n_vocab * 4); \
+    } while (0)
+    EXPECT_ERR(SIFT_E_INVAL, (void)0);                                                         /* empty */
+    EXPECT_ERR(SIFT_E_INVAL, sift_batch_add(&b, 512, n, &s0, 1, true));                        /* token id */
+    EXPECT_ERR(SIFT_E_INVAL, sift_batch_add(&b, -1, n, &s0, 1, true));                         /* token id */
+    EXPECT_ERR(SIFT_E_INVAL, sift_batch_add(&b, 5, n, &s5, 1, true));                          /* seq id */
+    EXPECT_ERR(SIFT_E_INVAL, sift_batch_add(&b, 5, -3, &s1, 1, true));                         /* position */
+    EXPECT_ERR(SIFT_E_STATE, sift_batch_add(&b, 5, 2, &s0, 1, true));                          /* rewrite */
+    EXPECT_ERR(SIFT_E_STATE, sift_batch_add(&b, 5, 16, &s1, 1, true));                         /* full */
+    EXPECT_ERR(SIFT_E_STATE, sift_batch_add(&b, 5, 0, &s1, 1, true); sift_batch_add(&b, 6, 0, &s1, 1, true)); /* twice */
+    EXPECT_ERR(SIFT_E_STATE, sift_batch_add(&b, 5, 7, &s1, 1, true); sift_batch_add(&b, 6, 3, &s1, 1, true)); /* order */
+    for (int i = 0; i < 17; i++) sift_batch_add(&b, 5, i, &s1, 1, false);
+    assert_int_equal(sift_decode(ctx, &b, &err), SIFT_E_INVAL); /* more than n_batch */
+    /* pos NULL: positions continue each sequence */
+    sift_batch_clear(&b);
+    sift_batch_add(&b, 5, 0, &s1, 1, false);
+    sift_batch_add(&b, 6, 0, &s0, 1, true);
+    sift_pos *keep = b.pos;
+    b.pos = NULL;
+    assert_int_equal(sift_decode(ctx, &b, NULL), SIFT_OK);
+    b.pos = keep;
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 1), 0);
+    assert_int_equal(sift_kv_seq_pos_max(ctx, 0), n);
+    assert_null(sift_get_logits_ith(ctx, 0));
+    assert_non_null(sift_get_logits_ith(ctx, 1));
+    assert_null(sift_get_logits_ith(ctx, 2));
+    assert_null(sift_get_logits_ith(ctx, -2));
+    assert_int_equal(sift_batch_add(&b, 1, 0, NULL, 1, false), SIFT_E_INVAL);
+    sift_batch_free(&b);
+    sift_context_free(ctx);
+    free(before);
+
+    /* bad context parameters and files */
+    p = sift_context_default_params();
+    p.n_seq_max = 0;
+    assert_null(sift_context_new(F->model, p, &err));
+    assert_int_equal(err.status, SIFT_E_INVAL);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/stories260K-gguf-v1.gguf", ref_shared());
+    assert_null(sift_model_load(path, &err));
+    printf("  load error     %s\n", err.msg);
+    snprintf(path, sizeof path, "%s/models/tinyllamas-stories-260k-q8_0.gguf", ref_shared());
+    assert_null(sift_model_load(path, &err));
+    printf("  load error     %s\n", err.msg);
+    snprintf(path, sizeof path, "%s/models/vocab/ggml-vocab-llama-spm.gguf", ref_shared());
+    assert_null(sift_model_load(path, &err));
+    printf("  load error     %s\n", err.msg);
+}
+
+static void test_model_info(void **state)
+{
+    (void)state;
+    sift_model_info info;
+    sift_model_get_info(fx[0].model, &info);
+    assert_string_equal(info.arch, "llama");
+    assert_int_equal(info.n_vocab, 512);
+    assert_int_equal(info.n_embd, 64);
+    assert_int_equal(info.n_layer, 5);
+    assert_int_equal(info.n_head, 8);
+    assert_int_equal(info.n_head_kv, 4);
+    assert_int_equal(info.n_ff, 172);
+    assert_false(info.tied_output);
+    assert_int_equal(info.n_params, 292800);
+    char desc[64];
+    sift_model_desc(fx[0].model, desc, sizeof desc);
+    printf("  model          %s\n", desc);
+    sift_model_get_info(fx[1].model, &info);
+    assert_int_equal(info.n_vocab, 32000);
+    assert_int_equal(info.n_rot, 4);
+    assert_false(info.tied_output);
+    assert_int_equal(info.main_type, SIFT_TYPE_F16);
+    assert_int_equal(sift_vocab_n_tokens(sift_model_vocab(fx[1].model)), 32000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model_info),
+        cmocka_unit_test(test_prompt_logits),
+        cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_sampled),
+        cmocka_unit_test(test_batched_sequences),
+        cmocka_unit_test(test_threads_bitwise),
+        cmocka_unit_test(test_scalar_kernels),
+        cmocka_unit_test(test_kv_ops),
+        cmocka_unit_test(test_kv_shift),
+        cmocka_unit_test(test_decode_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
