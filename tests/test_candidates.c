@@ -52,6 +52,38 @@ static void test_stl_sort_tie_order_matches_libstdcxx(void **state)
     }
 }
 
+static void test_stl_partial_sort_streaming_equals_pairs(void **state)
+{
+    (void)state;
+    /* the streaming heap selection gives the same first k as the one over built pairs,
+     * ties and NaN included */
+    enum { N = 4000 };
+    float *keys = malloc(N * sizeof *keys);
+    sift_pair *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    const uint32_t levels[] = {3, 50, 100000};
+    const size_t ks[] = {1, 2, 40, 128, N};
+    for (size_t l = 0; l < 3; l++) {
+        lcg = 7 + (uint32_t)l;
+        for (int i = 0; i < N; i++) {
+            keys[i] = (float)(lcg_next() % levels[l]) * 0.25f;
+            if (i % 97 == 5) keys[i] = NAN;
+            if (i % 89 == 3) keys[i] = -INFINITY;
+        }
+        for (size_t t = 0; t < 5; t++) {
+            for (int i = 0; i < N; i++) a[i] = (sift_pair){sift_sort_key(keys[i]), (uint32_t)i};
+            sift_stl_partial_sort(a, ks[t], N);
+            sift_stl_partial_sort_keys(keys, N, ks[t], b);
+            for (size_t i = 0; i < ks[t]; i++) {
+                assert_int_equal(a[i].idx, b[i].idx);
+                assert_true(a[i].key == b[i].key || (a[i].key != a[i].key && b[i].key != b[i].key));
+            }
+        }
+    }
+    free(keys);
+    free(a);
+    free(b);
+}
+
 static void test_stl_sort_small_and_empty(void **state)
 {
     (void)state;
@@ -233,6 +265,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stl_sort_tie_order_matches_libstdcxx),
+        cmocka_unit_test(test_stl_partial_sort_streaming_equals_pairs),
         cmocka_unit_test(test_stl_sort_small_and_empty),
         cmocka_unit_test(test_init_fill_free),
         cmocka_unit_test(test_probs_computed_once_and_valid),

@@ -482,6 +482,56 @@ static void test_penalties(void **state)
     sift_sampler_free(s);
 }
 
+static void test_long_windows_grow(void **state)
+{
+    (void)state;
+    /* windows beyond the 4096 tokens allocated up front: the buffers grow with the history */
+    enum { V = 50, STEPS = 9000, WIN = 6000 };
+    sift_token *hist = malloc(STEPS * sizeof *hist);
+    uint32_t r = 77;
+    for (int i = 0; i < STEPS; i++) {
+        r = r * 1664525u + 1013904223u;
+        hist[i] = (sift_token)((r >> 8) % V);
+    }
+    sift_sampler *s = sift_sampler_init_penalties(WIN, 1.0f, 0.001f, 0.0f);
+    sift_sampler *huge = sift_sampler_init_penalties(1 << 30, 1.0f, 0.001f, 0.0f); /* costs nothing up front */
+    for (int i = 0; i < STEPS; i++) sift_sampler_accept(s, hist[i]), sift_sampler_accept(huge, hist[i]);
+    float x[V] = {0};
+    sift_candidates c, d;
+    sift_test_cand(&c, x, V);
+    sift_test_cand(&d, x, V);
+    sift_sampler *cl = sift_sampler_clone(s);
+    sift_sampler_apply(cl, &c);
+    sift_sampler_apply(huge, &d);
+    for (int t = 0; t < V; t++) {
+        int n_win = 0, n_all = 0;
+        for (int i = 0; i < STEPS; i++) {
+            n_all += hist[i] == t;
+            n_win += i >= STEPS - WIN && hist[i] == t;
+        }
+        assert_true(c.logit[t] == 0.0f - (float)n_win * 0.001f);
+        assert_true(d.logit[t] == 0.0f - (float)n_all * 0.001f);
+    }
+    sift_sampler_free(cl);
+    sift_sampler_free(s);
+    sift_sampler_free(huge);
+    /* DRY over a long window: a repeat that started 5000 tokens ago is still seen */
+    sift_sampler *dry = sift_sampler_init_dry_tokens(1.0f, 1.1f, 2, 8000, NULL, NULL, 0);
+    for (int i = 0; i < 5000; i++) sift_sampler_accept(dry, 10 + i % 30); /* no repeats of length >= 2 ... */
+    sift_sampler_accept(dry, 1), sift_sampler_accept(dry, 2), sift_sampler_accept(dry, 3);
+    for (int i = 0; i < 4000; i++) sift_sampler_accept(dry, 40);
+    sift_sampler_accept(dry, 1), sift_sampler_accept(dry, 2); /* "1 2" again: 3 extends it */
+    sift_candidates_fill(&c, x, V);
+    sift_sampler *dry2 = sift_sampler_clone(dry);
+    sift_sampler_apply(dry2, &c);
+    assert_true(c.logit[3] == -1.0f);
+    sift_sampler_free(dry);
+    sift_sampler_free(dry2);
+    sift_candidates_free(&c);
+    sift_candidates_free(&d);
+    free(hist);
+}
+
 static sift_candidates dry_run(sift_sampler *s, const sift_token *hist, size_t n_hist, size_t n_vocab)
 {
     float x[16] = {0};
@@ -774,7 +824,8 @@ int main(void)
         cmocka_unit_test(test_temp),            cmocka_unit_test(test_temp_ext),
         cmocka_unit_test(test_xtc),             cmocka_unit_test(test_top_n_sigma),
         cmocka_unit_test(test_mirostat_v2),     cmocka_unit_test(test_mirostat_v1),
-        cmocka_unit_test(test_penalties),       cmocka_unit_test(test_dry_tokens),
+        cmocka_unit_test(test_penalties),       cmocka_unit_test(test_long_windows_grow),
+        cmocka_unit_test(test_dry_tokens),
         cmocka_unit_test(test_dry_string_breakers), cmocka_unit_test(test_logit_bias),
         cmocka_unit_test(test_infill),          cmocka_unit_test(test_adaptive_p),
         cmocka_unit_test(test_edge_inputs_every_sampler), cmocka_unit_test(test_names),

@@ -238,7 +238,7 @@ size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_ws *ws)
     sift_pair *out = ws->pairs;
     for (size_t i = 0; i < n; i++) {
         const int j = bk[i];
-        if (j >= ib) out[start[j]++] = (sift_pair){logit[i], (uint32_t)i};
+        if (j >= ib) out[start[j]++] = (sift_pair){sift_sort_key(logit[i]), (uint32_t)i};
     }
     sift_pair *ptr = out;
     size_t ndone = 0;
@@ -260,9 +260,7 @@ void sift__partial_sort(sift_candidates *c, size_t k)
         return;
     }
     if (k <= 128) {
-        sift_pair *pr = ws->pairs;
-        for (size_t i = 0; i < c->size; i++) pr[i] = (sift_pair){c->logit[i], (uint32_t)i};
-        sift_stl_partial_sort(pr, k, c->size);
+        sift_stl_partial_sort_keys(c->logit, c->size, k, ws->pairs);
     } else {
         sift__bucket_select(c, k, ws);
     }

@@ -173,3 +173,22 @@ void sift_stl_partial_sort(sift_pair *a, size_t middle, size_t n)
     if (middle == 0) return;
     partial_sort(a, a + middle, a + n);
 }
+
+void sift_stl_partial_sort_keys(const float *keys, size_t n, size_t k, sift_pair *heap)
+{
+    if (k > n) k = n;
+    if (k == 0) return;
+    for (size_t i = 0; i < k; i++) heap[i] = (sift_pair){sift_sort_key(keys[i]), (uint32_t)i};
+    const ptrdiff_t len = (ptrdiff_t)k;
+    make_heap(heap, len);
+    /* __heap_select's loop: an entry beats the heap's top -> __pop_heap(first, middle, i),
+     * which parks the old top at position i (never read again) and sifts the entry in.
+     * A NaN key compares false here exactly as its -inf stand-in would. */
+    for (size_t i = k; i < n; i++) {
+        if (keys[i] > heap[0].key) adjust_heap(heap, 0, len, (sift_pair){keys[i], (uint32_t)i});
+    }
+    for (sift_pair *l = heap + k; l - heap > 1;) { /* __sort_heap */
+        --l;
+        pop_heap(heap, l - heap, l);
+    }
+}

@@ -23,12 +23,17 @@
  * every token whose text ENDS with a proper prefix of the breaker becomes a head whose tail
  * is the tokenization of the rest of the breaker (at most 20 tokens; breakers longer than
  * 40 bytes are cut). Token texts come from the vocabulary view (its `piece`, i.e.
- * token_to_piece with special tokens rendered).
+ * token_to_piece with special tokens rendered). llama.cpp takes them from
+ * detokenize({id}, special), which differs from the piece in two corner cases: it drops
+ * one leading space for SentencePiece vocabularies that add a space prefix, and it cleans
+ * up spaces for the few vocabularies that ask for it. Only breakers that begin with a
+ * space (or rely on that clean-up) can come out differently.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "samplers/history.h"
 #include "samplers/samplers.h"
 #include "samplers/tokmap.h"
 
@@ -47,10 +52,10 @@ typedef struct dry_ctx {
     size_t n_br;
     sift_token *pool; /* breaker tails */
     size_t n_pool;
-    sift_token *ring; /* [last_n] history */
-    int32_t first, count;
-    int32_t *repeat_count; /* [last_n] */
-    sift_tokmap max_repeat;
+    sift_history hist;
+    int32_t *repeat_count; /* [rc_cap] >= the history's capacity */
+    int32_t rc_cap;
+    sift_tokmap max_repeat; /* room for every token of the history */
 } dry_ctx;
 
 static const char *dry_name(const sift_sampler *smpl)
@@ -60,21 +65,19 @@ static const char *dry_name(const sift_sampler *smpl)
 }
 
 /* i-th most recent token (0 = newest), as ring_buffer::rat */
-static inline sift_token rat(const dry_ctx *ctx, int32_t i)
-{
-    return ctx->ring[(ctx->first + ctx->count - i - 1) % ctx->last_n];
-}
+static inline sift_token rat(const dry_ctx *ctx, int32_t i) { return sift_history_rat(&ctx->hist, i); }
 
 static void dry_accept(sift_sampler *smpl, sift_token token)
 {
     dry_ctx *ctx = smpl->ctx;
-    if (ctx->count == ctx->last_n) {
-        ctx->ring[ctx->first] = token;
-        ctx->first = (ctx->first + 1) % ctx->last_n;
-    } else {
-        ctx->ring[(ctx->first + ctx->count) % ctx->last_n] = token;
-        ctx->count++;
+    sift_token old;
+    sift_history_push(&ctx->hist, token, &old);
+    /* the per-apply scratch follows the history's capacity (grows only past 4096 tokens) */
+    if (ctx->hist.cap > ctx->rc_cap) {
+        int32_t *rc = realloc(ctx->repeat_count, (size_t)ctx->hist.cap * sizeof *rc);
+        if (rc) ctx->repeat_count = rc, ctx->rc_cap = ctx->hist.cap;
     }
+    sift_tokmap_reserve(&ctx->max_repeat, (size_t)ctx->hist.count);
 }
 
 /* first breaker with this head, or n_br */
@@ -99,7 +102,8 @@ static bool is_single_token_breaker(const dry_ctx *ctx, sift_token t)
 static void dry_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     dry_ctx *ctx = smpl->ctx;
-    const int32_t last_n_repeat = ctx->count < ctx->last_n ? ctx->count : ctx->last_n;
+    int32_t last_n_repeat = ctx->hist.count < ctx->last_n ? ctx->hist.count : ctx->last_n;
+    if (last_n_repeat > ctx->rc_cap) last_n_repeat = ctx->rc_cap; /* only after a failed allocation */
     if (last_n_repeat <= ctx->allowed_length) return;
 
     int32_t *rc = ctx->repeat_count;
@@ -170,8 +174,12 @@ static void dry_apply(sift_sampler *smpl, sift_candidates *cand)
         if (repeat_len >= ctx->allowed_length) {
             const sift_token token = rat(ctx, last_n_repeat - 2 - i);
             int32_t *v = sift_tokmap_find(&ctx->max_repeat, token);
-            if (!v) *sift_tokmap_get(&ctx->max_repeat, token) = repeat_len;
-            else if (*v < repeat_len) *v = repeat_len;
+            if (!v) {
+                if (ctx->max_repeat.n + 1 > ctx->max_repeat.mask) continue; /* full (allocation failed) */
+                *sift_tokmap_get(&ctx->max_repeat, token) = repeat_len;
+            } else if (*v < repeat_len) {
+                *v = repeat_len;
+            }
         }
     }
 
@@ -214,7 +222,7 @@ static void dry_apply(sift_sampler *smpl, sift_candidates *cand)
 static void dry_reset(sift_sampler *smpl)
 {
     dry_ctx *ctx = smpl->ctx;
-    ctx->first = ctx->count = 0;
+    sift_history_clear(&ctx->hist);
     sift_tokmap_clear(&ctx->max_repeat);
 }
 
@@ -224,7 +232,7 @@ static void dry_free(sift_sampler *smpl)
     if (!ctx) return;
     free(ctx->br);
     free(ctx->pool);
-    free(ctx->ring);
+    sift_history_free(&ctx->hist);
     free(ctx->repeat_count);
     sift_tokmap_free(&ctx->max_repeat);
     free(ctx);
@@ -242,9 +250,13 @@ static sift_sampler *dry_new(float multiplier, float base, int32_t allowed_lengt
     ctx->base = base;
     ctx->allowed_length = allowed_length;
     ctx->last_n = last_n;
-    ctx->ring = malloc((size_t)last_n * sizeof *ctx->ring);
-    ctx->repeat_count = malloc((size_t)last_n * sizeof *ctx->repeat_count);
-    if (!ctx->ring || !ctx->repeat_count || sift_tokmap_init(&ctx->max_repeat, (size_t)last_n) != 0) {
+    if (sift_history_init(&ctx->hist, last_n) != 0) {
+        sift_sampler_free(s);
+        return NULL;
+    }
+    ctx->rc_cap = ctx->hist.cap;
+    ctx->repeat_count = malloc((size_t)ctx->rc_cap * sizeof *ctx->repeat_count);
+    if (!ctx->repeat_count || sift_tokmap_init(&ctx->max_repeat, (size_t)ctx->hist.cap) != 0) {
         sift_sampler_free(s);
         return NULL;
     }
@@ -263,13 +275,20 @@ static sift_sampler *dry_clone(const sift_sampler *smpl)
         sift_sampler_free(s);
         return NULL;
     }
-    memcpy(ctx->br, src->br, src->n_br * sizeof *ctx->br);
-    memcpy(ctx->pool, src->pool, src->n_pool * sizeof *ctx->pool);
+    if (src->n_br) memcpy(ctx->br, src->br, src->n_br * sizeof *ctx->br);
+    if (src->n_pool) memcpy(ctx->pool, src->pool, src->n_pool * sizeof *ctx->pool);
     ctx->n_br = src->n_br;
     ctx->n_pool = src->n_pool;
-    memcpy(ctx->ring, src->ring, (size_t)src->last_n * sizeof *ctx->ring);
-    ctx->first = src->first;
-    ctx->count = src->count;
+    sift_history_free(&ctx->hist);
+    free(ctx->repeat_count);
+    sift_tokmap_free(&ctx->max_repeat);
+    ctx->repeat_count = malloc((size_t)src->rc_cap * sizeof *ctx->repeat_count);
+    ctx->rc_cap = src->rc_cap;
+    if (sift_history_copy(&ctx->hist, &src->hist) != 0 || !ctx->repeat_count ||
+        sift_tokmap_init(&ctx->max_repeat, (size_t)src->max_repeat.mask / 2) != 0) {
+        sift_sampler_free(s);
+        return NULL;
+    }
     return s;
 }
 

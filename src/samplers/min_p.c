@@ -5,12 +5,13 @@
  * first tries this on an unsorted array in array order (a stable filter) and uses it when
  * it keeps at least min_keep (and at least one) token; otherwise (or when the array is
  * already sorted) it sorts and cuts the sorted array at the first logit below the bound,
- * never before min_keep. Both paths reproduced; the stable filter is done in place after a
- * counting pass, so it needs no buffer.
+ * never before min_keep. Both paths reproduced; the stable filter collects the survivors in
+ * the workspace's spare arrays in one pass and copies them back when enough survived.
  */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "samplers/samplers.h"
 
@@ -30,26 +31,27 @@ static void min_p_apply(sift_sampler *smpl, sift_candidates *cand)
     const min_p_ctx *ctx = smpl->ctx;
     if (ctx->p <= 0.0f || cand->size == 0) return;
 
-    if (!cand->sorted) {
+    sift_ws *ws = sift__ws(cand);
+    if (!cand->sorted && ws) {
         const size_t n = cand->size;
-        float *lg = cand->logit;
+        const float *lg = cand->logit;
         float max_l = -FLT_MAX;
         for (size_t i = 0; i < n; i++) max_l = max_l < lg[i] ? lg[i] : max_l;
         const float min_l = max_l + logf(ctx->p);
+        /* the survivors, in array order, into the spare arrays (usually a handful) */
         size_t kept = 0;
-        for (size_t i = 0; i < n; i++) kept += lg[i] >= min_l;
-        if (kept > 0 && kept >= ctx->min_keep) {
-            sift_token *id = cand->id;
-            float *p = cand->p;
-            size_t w = 0;
-            for (size_t i = 0; i < n; i++) {
-                if (lg[i] >= min_l) {
-                    id[w] = id[i];
-                    lg[w] = lg[i];
-                    p[w] = p[i];
-                    w++;
-                }
+        for (size_t i = 0; i < n; i++) {
+            if (lg[i] >= min_l) {
+                ws->id2[kept] = cand->id[i];
+                ws->logit2[kept] = lg[i];
+                ws->p2[kept] = cand->p[i];
+                kept++;
             }
+        }
+        if (kept > 0 && kept >= ctx->min_keep) {
+            memcpy(cand->id, ws->id2, kept * sizeof *cand->id);
+            memcpy(cand->logit, ws->logit2, kept * sizeof *cand->logit);
+            memcpy(cand->p, ws->p2, kept * sizeof *cand->p);
             sift__truncate(cand, kept);
             return;
         }

@@ -4,7 +4,8 @@
  *
  * For every candidate seen c > 0 times in the window: logit *= repeat if logit <= 0 else
  * logit /= repeat; then logit -= c * freq + present (float arithmetic as llama.cpp). The
- * window is a ring buffer and the counts a hash map, both sized by last_n at creation.
+ * window is a ring buffer and the counts a hash map (history.h, tokmap.h), sized for the
+ * window up to 4096 tokens at creation and grown only for longer histories.
  *
  * Instead of looking every candidate up in the map (llama.cpp's way: one hash lookup per
  * vocabulary entry), the sampler walks the few distinct tokens of the window and finds
@@ -16,14 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "samplers/history.h"
 #include "samplers/samplers.h"
 #include "samplers/tokmap.h"
 
 typedef struct penalties_ctx {
     int32_t last_n;
     float repeat, freq, present;
-    sift_token *ring; /* [last_n] */
-    int32_t first, count;
+    sift_history hist;
     sift_tokmap counts;
 } penalties_ctx;
 
@@ -36,16 +37,11 @@ static const char *penalties_name(const sift_sampler *smpl)
 static void penalties_accept(sift_sampler *smpl, sift_token token)
 {
     penalties_ctx *ctx = smpl->ctx;
-    (*sift_tokmap_get(&ctx->counts, token))++;
-    if (ctx->count >= ctx->last_n) { /* the window is full: the oldest token leaves */
-        const sift_token old = ctx->ring[ctx->first];
+    if (sift_tokmap_reserve(&ctx->counts, ctx->counts.n + 1) == 0) (*sift_tokmap_get(&ctx->counts, token))++;
+    sift_token old;
+    if (sift_history_push(&ctx->hist, token, &old)) { /* the window was full: the oldest leaves */
         int32_t *c = sift_tokmap_find(&ctx->counts, old);
         if (c && --*c == 0) sift_tokmap_erase(&ctx->counts, old);
-        ctx->ring[ctx->first] = token;
-        ctx->first = (ctx->first + 1) % ctx->last_n;
-    } else {
-        ctx->ring[(ctx->first + ctx->count) % ctx->last_n] = token;
-        ctx->count++;
     }
 }
 
@@ -91,7 +87,7 @@ static void penalties_apply(sift_sampler *smpl, sift_candidates *cand)
 static void penalties_reset(sift_sampler *smpl)
 {
     penalties_ctx *ctx = smpl->ctx;
-    ctx->first = ctx->count = 0;
+    sift_history_clear(&ctx->hist);
     sift_tokmap_clear(&ctx->counts);
 }
 
@@ -99,7 +95,7 @@ static void penalties_free(sift_sampler *smpl)
 {
     penalties_ctx *ctx = smpl->ctx;
     if (!ctx) return;
-    free(ctx->ring);
+    sift_history_free(&ctx->hist);
     sift_tokmap_free(&ctx->counts);
     free(ctx);
 }
@@ -113,15 +109,12 @@ static sift_sampler *penalties_clone(const sift_sampler *smpl)
     if (!s) return NULL;
     penalties_ctx *ctx = s->ctx;
     *ctx = *src;
-    ctx->ring = malloc((size_t)src->last_n * sizeof *ctx->ring);
-    if (!ctx->ring || sift_tokmap_copy(&ctx->counts, &src->counts) != 0) {
-        free(ctx->ring);
-        ctx->ring = NULL;
-        ctx->counts.key = NULL, ctx->counts.val = NULL;
+    ctx->hist.buf = NULL;
+    ctx->counts.key = NULL, ctx->counts.val = NULL;
+    if (sift_history_copy(&ctx->hist, &src->hist) != 0 || sift_tokmap_copy(&ctx->counts, &src->counts) != 0) {
         sift_sampler_free(s);
         return NULL;
     }
-    memcpy(ctx->ring, src->ring, (size_t)src->last_n * sizeof *ctx->ring);
     return s;
 }
 
@@ -145,8 +138,8 @@ sift_sampler *sift_sampler_init_penalties(int32_t last_n, float repeat, float fr
     ctx->repeat = repeat;
     ctx->freq = freq;
     ctx->present = present;
-    ctx->ring = malloc((size_t)last_n * sizeof *ctx->ring);
-    if (!ctx->ring || sift_tokmap_init(&ctx->counts, (size_t)last_n + 1) != 0) {
+    const size_t keys = (size_t)(last_n < SIFT_HISTORY_START ? last_n : SIFT_HISTORY_START) + 1;
+    if (sift_history_init(&ctx->hist, last_n) != 0 || sift_tokmap_init(&ctx->counts, keys) != 0) {
         sift_sampler_free(s);
         return NULL;
     }

@@ -1,7 +1,8 @@
 /*
  * tokmap.h - a small fixed-capacity hash map token -> int (open addressing, linear
  * probing, backward-shift deletion), for the per-token counts of penalties and DRY.
- * Sized at creation for the most keys it can ever hold; no allocation afterwards.
+ * Sized at creation; sift_tokmap_reserve() grows it (only needed past a few thousand keys,
+ * see history.h).
  */
 #ifndef SIFT_SAMPLERS_TOKMAP_H
 #define SIFT_SAMPLERS_TOKMAP_H
@@ -93,6 +94,27 @@ static inline int32_t *sift_tokmap_get(sift_tokmap *m, sift_token t)
         m->n++;
     }
     return &m->val[i];
+}
+
+/* Make room for `keys` keys (at most half full), rehashing into a larger table when
+ * needed. 0 when there is room (also after a failed allocation if the table still has a
+ * free slot), -1 when there is none. */
+static inline int sift_tokmap_reserve(sift_tokmap *m, size_t keys)
+{
+    const size_t cap = (size_t)m->mask + 1;
+    if (2 * keys <= cap) return 0;
+    sift_tokmap bigger;
+    if (sift_tokmap_init(&bigger, keys) != 0) return m->n + 1 < cap ? 0 : -1;
+    for (size_t i = 0; i < cap; i++) {
+        if (m->key[i] == SIFT_TOKEN_NULL) continue;
+        const uint32_t j = sift_tokmap_slot(&bigger, m->key[i]);
+        bigger.key[j] = m->key[i];
+        bigger.val[j] = m->val[i];
+        bigger.n++;
+    }
+    sift_tokmap_free(m);
+    *m = bigger;
+    return 0;
 }
 
 static inline void sift_tokmap_erase(sift_tokmap *m, sift_token t)

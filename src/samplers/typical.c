@@ -38,7 +38,7 @@ static void typical_apply(sift_sampler *smpl, sift_candidates *cand)
     for (size_t i = 0; i < n; ++i) entropy += -p[i] * logf(p[i]);
 
     sift_pair *order = ws->pairs;
-    for (size_t i = 0; i < n; ++i) order[i] = (sift_pair){-fabsf(-logf(p[i]) - entropy), (uint32_t)i};
+    for (size_t i = 0; i < n; ++i) order[i] = (sift_pair){sift_sort_key(-fabsf(-logf(p[i]) - entropy)), (uint32_t)i};
     sift_stl_sort(order, n); /* descending -score = ascending score */
 
     float cum = 0.0f;
