@@ -10,7 +10,8 @@
 #  cli_tokenize_*      `sift tokenize` output;
 #  tokenizer_peer      (label peer;slow; only when llama.cpp's library is in SIFT_PEER_DIR)
 #                      everything against libllama in one process: facts, every piece, the .inp
-#                      strings and a generated corpus in 16 flag combinations, every code point.
+#                      strings and a generated corpus in 16 flag combinations, every code point;
+#                      and the gpt-2 vocabulary rewritten with every pre-tokenizer name sift knows.
 add_executable(tokenizer_vocab ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_vocab.c)
 target_include_directories(tokenizer_vocab PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(tokenizer_vocab PRIVATE ${SIFT_WARN})
@@ -83,12 +84,13 @@ set(SIFT_PEER_DIR "/tmp/sift-peer" CACHE PATH "where make -C ../shared/peer put 
 set(SIFT_PEER_LIBDIR ${SIFT_PEER_DIR}/package/bins/linux-x64)
 if(EXISTS ${SIFT_PEER_LIBDIR}/libllama.v0.5.0.so AND EXISTS ${SIFT_SHARED_DIR}/peer/model_ref_api.h)
   add_executable(tokenizer_peer ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_peer.c)
-  target_include_directories(tokenizer_peer PRIVATE ${SIFT_SHARED_DIR}/peer)
+  target_include_directories(tokenizer_peer PRIVATE ${SIFT_SHARED_DIR}/peer ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(tokenizer_peer PRIVATE ${SIFT_WARN})
   target_link_libraries(tokenizer_peer PRIVATE sift_static
     -L${SIFT_PEER_LIBDIR} -Wl,-rpath,${SIFT_PEER_LIBDIR} -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so)
   file(GLOB SIFT_PEER_VOCABS ${SIFT_VOCAB_DIR}/ggml-vocab-*.gguf)
-  add_test(NAME tokenizer_peer COMMAND tokenizer_peer ${SIFT_PEER_VOCABS}
+  add_test(NAME tokenizer_peer COMMAND tokenizer_peer --pre-variants ${SIFT_VOCAB_DIR}/ggml-vocab-gpt-2.gguf
+           ${SIFT_PEER_VOCABS}
            ${SIFT_SHARED_DIR}/models/stories260K.gguf ${SIFT_SHARED_DIR}/models/llama-2-tiny-random.gguf)
   set_tests_properties(tokenizer_peer PROPERTIES LABELS "tokenizer;peer;slow" ENVIRONMENT "${SIFT_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 900)

@@ -2,7 +2,7 @@
  * tokenizer_peer.c - sift's vocabulary and tokenizers against llama.cpp itself, in one
  * process (optional test, built only when the peer library is present; see tokenizer.cmake).
  *
- *   tokenizer_peer [--quick] VOCAB.gguf...
+ *   tokenizer_peer [--quick] [--pre-variants BPE.gguf] VOCAB.gguf...
  *
  * For each vocabulary, loaded by both libraries (llama.cpp with vocab_only):
  *   - the metadata-derived facts: n_tokens, type, BOS/EOS/EOT/SEP/PAD/NL, add_bos/add_eos,
@@ -16,6 +16,10 @@
  *   - unless --quick, a text holding every code point once (except surrogates; llama.cpp
  *     aborts on code points above U+10FFFF, so none are generated), which exercises the
  *     whole Unicode class table through the pre-tokenizers.
+ * --pre-variants BPE.gguf rewrites that byte-level BPE vocabulary once per pre-tokenizer name
+ * sift knows (tokenizer.ggml.pre = "llama-bpe", "qwen2", "gpt-4o", ...) and compares each
+ * (quick corpus, its .inp strings): the vocabularies the shared folder has cover only a
+ * few pre-tokenizers, this covers the splitting rules of all of them.
  * Any difference is printed (first few) and makes the exit status 1. The last lines are
  * the round-trip table: of the .inp strings, how many come back unchanged from
  * detokenize(tokenize(s)) (add_special = parse_special = remove_special = unparse_special =
@@ -26,6 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "model/gguf.h"
+#include "model/pretok.h"
 #include "model_ref_api.h"
 #include "peer_backend.h"
 #include "sift.h"
@@ -398,12 +406,130 @@ static void compare_text(const struct llama_vocab *lv, const sift_vocab *sv, con
     }
 }
 
+/* Compare one vocabulary file; returns its mismatch count (-1: loaded by one library only). */
+static int compare_vocab(const char *path, const char *label, const char *inp_path, int quick, uint64_t seed,
+                         char *table, size_t *tl, size_t table_cap)
+{
+    n_fail = n_fail_shown = 0;
+    struct llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    struct llama_model *model = llama_model_load_from_file(path, mp);
+    sift_error err = {0};
+    sift_vocab *sv = sift_vocab_load(path, &err);
+    if (!model || !sv) {
+        printf("%s: llama %s, sift %s%s\n", label, model ? "loads" : "refuses", sv ? "loads" : "refuses: ",
+               sv ? "" : err.msg);
+        if (model) llama_model_free(model);
+        sift_vocab_free(sv);
+        return !model != !sv ? -1 : 0;
+    }
+    const struct llama_vocab *lv = llama_model_get_vocab(model);
+    printf("%s\n", label);
+    compare_facts(lv, sv);
+    printf("  facts and %d pieces: %s\n", sift_vocab_n_tokens(sv), n_fail ? "DIFFER" : "same");
+    int before = n_fail;
+
+    strlist inp = {0};
+    size_t in_n;
+    char *in_text = slurp(inp_path, &in_n);
+    rt_stats rt = {0};
+    if (in_text) split_inp(&inp, in_text, in_n);
+    for (size_t k = 0; k < inp.count; k++) compare_text(lv, sv, inp.s[k], inp.n[k], ".inp string", k, &rt);
+    printf("  %zu .inp strings x 4 tokenize x 4 detokenize modes: %s\n", inp.count, n_fail > before ? "DIFFER" : "same");
+    before = n_fail;
+
+    strlist gen = {0};
+    rng_state = seed;
+    gen_corpus(&gen, sv, quick ? 300 : 2000);
+    for (size_t k = 0; k < gen.count; k++) compare_text(lv, sv, gen.s[k], gen.n[k], "generated string", k, NULL);
+    printf("  %zu generated strings: %s\n", gen.count, n_fail > before ? "DIFFER" : "same");
+    before = n_fail;
+    if (!quick) {
+        strlist all = {0};
+        gen_all_codepoints(&all);
+        for (size_t k = 0; k < all.count; k++) compare_text(lv, sv, all.s[k], all.n[k], "all-code-points chunk", k, NULL);
+        printf("  every code point (%zu chunks): %s\n", all.count, n_fail > before ? "DIFFER" : "same");
+        for (size_t k = 0; k < all.count; k++) free(all.s[k]);
+        free(all.s);
+        free(all.n);
+    }
+    if (in_text && table)
+        *tl += (size_t)snprintf(table + *tl, table_cap - *tl, "  %-32s %2d/%-2d             %2d/%-2d   %s\n", label,
+                                rt.lossless_sift, rt.checked, rt.lossless_llama, rt.checked,
+                                rt.lossy_llama[0] ? rt.lossy_llama : "-");
+    printf("  %s: %d mismatches\n", label, n_fail);
+    for (size_t k = 0; k < inp.count; k++) free(inp.s[k]);
+    for (size_t k = 0; k < gen.count; k++) free(gen.s[k]);
+    free(inp.s);
+    free(inp.n);
+    free(gen.s);
+    free(gen.n);
+    free(in_text);
+    sift_vocab_free(sv);
+    llama_model_free(model);
+    return n_fail;
+}
+
+/* Every pre-tokenizer sift knows, on one byte-level BPE vocabulary: BASE.gguf rewritten
+ * with each tokenizer.ggml.pre name (the merges are BASE's; what differs is the split). */
+static int compare_pre_variants(const char *base, int *n_variants)
+{
+    sift_error err = {0};
+    sift_gguf *g = sift_gguf_open(base, &err);
+    if (!g) {
+        printf("%s: %s\n", base, err.msg);
+        return 1;
+    }
+    char inp_path[4096];
+    snprintf(inp_path, sizeof inp_path, "%s.inp", base);
+    int fails = 0;
+    for (const sift_pretok_def *const *d = sift_pretok_defs; *d; d++) {
+        for (const char *p = (*d)->names; *p;) {
+            const char *bar = strchr(p, '|');
+            size_t len = bar ? (size_t)(bar - p) : strlen(p);
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)len, p);
+            p = bar ? bar + 1 : p + len;
+            const char *only = getenv("SIFT_PRE_ONLY"); /* debugging: one name */
+            if (only && strcmp(only, name)) continue;
+            sift_gguf_writer *w = sift_gguf_writer_new();
+            for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
+                sift_gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
+            sift_gguf_writer_set_str(w, "tokenizer.ggml.pre", name);
+            char path[] = "/tmp/sift-pre-variant-XXXXXX";
+            int fd = mkstemp(path);
+            close(fd);
+            if (sift_gguf_writer_write_file(w, path, &err) != SIFT_OK) {
+                printf("writing the %s variant: %s\n", name, err.msg);
+                fails++;
+            } else {
+                char label[96];
+                snprintf(label, sizeof label, "pre=%s", name);
+                uint64_t seed = 0xABCD0000u; /* per name, so that SIFT_PRE_ONLY reproduces a run */
+                for (const char *c = name; *c; c++) seed = seed * 31 + (uint8_t)*c;
+                int r = compare_vocab(path, label, inp_path, 1, seed, NULL, NULL, 0);
+                fails += r < 0 ? 1 : r;
+                (*n_variants)++;
+            }
+            unlink(path);
+            sift_gguf_writer_free(w);
+        }
+    }
+    sift_gguf_close(g);
+    return fails;
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0, first = 1;
-    if (argc > 1 && !strcmp(argv[1], "--quick")) quick = 1, first = 2;
-    if (first >= argc) {
-        fprintf(stderr, "usage: tokenizer_peer [--quick] VOCAB.gguf...\n");
+    const char *pre_base = NULL;
+    while (first < argc && argv[first][0] == '-') {
+        if (!strcmp(argv[first], "--quick")) quick = 1, first++;
+        else if (!strcmp(argv[first], "--pre-variants") && first + 1 < argc) pre_base = argv[first + 1], first += 2;
+        else break;
+    }
+    if (first >= argc && !pre_base) {
+        fprintf(stderr, "usage: tokenizer_peer [--quick] [--pre-variants BPE.gguf] VOCAB.gguf...\n");
         return 2;
     }
     llama_log_set(quiet_log, NULL);
@@ -418,73 +544,22 @@ int main(int argc, char **argv)
     for (int i = first; i < argc; i++) {
         const char *path = argv[i];
         const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-        n_fail = n_fail_shown = 0;
-        struct llama_model_params mp = llama_model_default_params();
-        mp.vocab_only = true;
-        struct llama_model *model = llama_model_load_from_file(path, mp);
-        sift_error err = {0};
-        sift_vocab *sv = sift_vocab_load(path, &err);
-        if (!model || !sv) {
-            printf("%s: llama %s, sift %s%s\n", base, model ? "loads" : "refuses", sv ? "loads" : "refuses: ",
-                   sv ? "" : err.msg);
-            if (!model != !sv) total_fail++;
-            if (model) llama_model_free(model);
-            sift_vocab_free(sv);
-            continue;
-        }
-        const struct llama_vocab *lv = llama_model_get_vocab(model);
-        printf("%s\n", base);
-        compare_facts(lv, sv);
-        printf("  facts and %d pieces: %s\n", sift_vocab_n_tokens(sv), n_fail ? "DIFFER" : "same");
-        int before = n_fail;
-
-        strlist inp = {0};
-        char ipath[4096];
-        snprintf(ipath, sizeof ipath, "%s.inp", path);
-        size_t in_n;
-        char *in_text = slurp(ipath, &in_n);
-        rt_stats rt = {0};
-        if (in_text) split_inp(&inp, in_text, in_n);
-        for (size_t k = 0; k < inp.count; k++) compare_text(lv, sv, inp.s[k], inp.n[k], ".inp string", k, &rt);
-        printf("  %zu .inp strings x 4 tokenize x 4 detokenize modes: %s\n", inp.count,
-               n_fail > before ? "DIFFER" : "same");
-        before = n_fail;
-
-        strlist gen = {0};
-        rng_state = 0x5EED0000u + (uint64_t)i;
-        gen_corpus(&gen, sv, quick ? 300 : 2000);
-        for (size_t k = 0; k < gen.count; k++) compare_text(lv, sv, gen.s[k], gen.n[k], "generated string", k, NULL);
-        printf("  %zu generated strings: %s\n", gen.count, n_fail > before ? "DIFFER" : "same");
-        before = n_fail;
-        if (!quick) {
-            strlist all = {0};
-            gen_all_codepoints(&all);
-            for (size_t k = 0; k < all.count; k++)
-                compare_text(lv, sv, all.s[k], all.n[k], "all-code-points chunk", k, NULL);
-            printf("  every code point (%zu chunks): %s\n", all.count, n_fail > before ? "DIFFER" : "same");
-            for (size_t k = 0; k < all.count; k++) free(all.s[k]);
-            free(all.s);
-            free(all.n);
-        }
-        if (in_text)
-            tl += (size_t)snprintf(table + tl, sizeof table - tl, "  %-32s %2d/%-2d             %2d/%-2d   %s\n", base,
-                                   rt.lossless_sift, rt.checked, rt.lossless_llama, rt.checked,
-                                   rt.lossy_llama[0] ? rt.lossy_llama : "-");
-        printf("  %s: %d mismatches\n", base, n_fail);
-        total_fail += n_fail;
-        for (size_t k = 0; k < inp.count; k++) free(inp.s[k]);
-        for (size_t k = 0; k < gen.count; k++) free(gen.s[k]);
-        free(inp.s);
-        free(inp.n);
-        free(gen.s);
-        free(gen.n);
-        free(in_text);
-        sift_vocab_free(sv);
-        llama_model_free(model);
+        char inp_path[4096];
+        snprintf(inp_path, sizeof inp_path, "%s.inp", path);
+        int r = compare_vocab(path, base, inp_path, quick, 0x5EED0000u + (uint64_t)i, table, &tl, sizeof table);
+        total_fail += r < 0 ? 1 : r;
     }
-    printf("\nround trip detokenize(tokenize(s)) == s over the .inp strings:\n");
-    printf("  %-32s %-18s %-18s %s\n", "vocab", "sift lossless", "llama.cpp lossless", "strings llama.cpp does not restore");
-    fputs(table, stdout);
+    if (first < argc) {
+        printf("\nround trip detokenize(tokenize(s)) == s over the .inp strings:\n");
+        printf("  %-32s %-18s %-18s %s\n", "vocab", "sift lossless", "llama.cpp lossless",
+               "strings llama.cpp does not restore");
+        fputs(table, stdout);
+    }
+    if (pre_base) {
+        int n_variants = 0, f = compare_pre_variants(pre_base, &n_variants);
+        printf("\n%d pre-tokenizer names on %s: %d mismatches\n", n_variants, pre_base, f);
+        total_fail += f;
+    }
     printf("\n%s: %d mismatches in total\n", total_fail ? "FAIL" : "OK", total_fail);
     return total_fail ? 1 : 0;
 }

@@ -639,8 +639,7 @@ sift_vocab *sift_vocab_build(const sift_vocab_spec *spec, sift_error *err)
         FAIL(SIFT_E_FORMAT, "tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set");
     if (v->add_eos && v->eos == SIFT_TOKEN_NULL)
         FAIL(SIFT_E_FORMAT, "tokenizer.ggml.add_eos_token is true, but tokenizer.ggml.eos_token_id is not set");
-    if (v->add_sep && v->sep == SIFT_TOKEN_NULL)
-        FAIL(SIFT_E_FORMAT, "tokenizer.ggml.add_sep_token is true, but tokenizer.ggml.seperator_token_id is not set");
+    /* add_sep without a SEP id is accepted, as llama.cpp accepts it (only WordPiece adds SEP) */
     v->lowercase = spec->lowercase >= 0 ? spec->lowercase : true;
     v->strip_accents = spec->strip_accents >= 0 ? spec->strip_accents : v->lowercase;
 
