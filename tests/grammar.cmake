@@ -25,3 +25,8 @@ set_tests_properties(grammar_mask_vocab PROPERTIES LABELS slow ENVIRONMENT "${SI
 add_test(NAME json_schema_cli COMMAND ${CMAKE_COMMAND} -DSIFT=$<TARGET_FILE:sift>
          -DSRC=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/json_schema_cli.cmake)
 set_tests_properties(json_schema_cli PROPERTIES ENVIRONMENT "${SIFT_TEST_ENV}")
+
+# grammar_generate_model: the same checks with ../shared/models/stories260K.gguf's real forward
+# pass (200 documents per grammar; rejection and grammar-first modes alternate). Label slow.
+add_test(NAME grammar_generate_model COMMAND grammar_generate --model models/stories260K.gguf)
+set_tests_properties(grammar_generate_model PROPERTIES LABELS slow ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1800)
