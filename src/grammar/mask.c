@@ -660,42 +660,97 @@ const gx_vocab *gx_engine_vocab(const gx_engine *e) { return &e->voc; }
 
 /* Frames that can sit directly below a frame of each rule ("B" sets), for precompute:
  * position p+1 after every REF r that is not at the end of its alternative; for a REF at
- * the end (a tail call), whatever can be below the calling rule. */
+ * the end (a tail call), whatever can be below the calling rule. A hash set of (rule,
+ * frame) pairs keeps the propagation linear in the pairs. */
+typedef struct {
+    uint64_t *slot; /* (rule << 32 | frame) + 1, 0 = empty */
+    uint32_t cap, n;
+} pair_set;
+
+static bool pair_add(pair_set *ps, uint32_t rule, uint32_t frame, bool *added)
+{
+    if ((uint64_t)(ps->n + 1) * 2 > ps->cap) {
+        uint32_t ncap = ps->cap ? ps->cap * 2 : 1024;
+        uint64_t *t = gx_calloc(ncap, sizeof *t);
+        if (!t) return false;
+        for (uint32_t k = 0; k < ps->cap; k++) {
+            if (!ps->slot[k]) continue;
+            uint32_t q = (uint32_t)gx_mix64(ps->slot[k]) & (ncap - 1);
+            while (t[q]) q = (q + 1) & (ncap - 1);
+            t[q] = ps->slot[k];
+        }
+        gx_free(ps->slot);
+        ps->slot = t;
+        ps->cap = ncap;
+    }
+    uint64_t key = (((uint64_t)rule << 32) | frame) + 1;
+    uint32_t q = (uint32_t)gx_mix64(key) & (ps->cap - 1);
+    for (; ps->slot[q]; q = (q + 1) & (ps->cap - 1))
+        if (ps->slot[q] == key) {
+            *added = false;
+            return true;
+        }
+    ps->slot[q] = key;
+    ps->n++;
+    *added = true;
+    return true;
+}
+
+#define BELOW_MAX_PAIRS (1u << 20) /* enough for a warm start; beyond it everything is lazy */
+
 static int below_sets(const sift_grammar *g, gx_u32vec **out)
 {
     gx_u32vec *b = gx_calloc(g->n_rules, sizeof *b);
     if (!b) return SIFT_E_NOMEM;
-    gx_u32vec tail_from = {0}, tail_to = {0};
+    gx_u32vec tail_from = {0}, tail_to = {0}, work_r = {0}, work_f = {0};
+    pair_set seen = {0};
     int rc = SIFT_OK;
+    bool added;
     for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK; p++) {
         uint32_t el = g->elems[p];
         if (GX_TYPE(el) != GX_REF) continue;
         uint32_t r = GX_VAL(el);
         if (!gx_is_end(g->elems[p + 1])) {
-            if (!gx_u32_push(&b[r], p + 1)) rc = SIFT_E_NOMEM;
+            if (!pair_add(&seen, r, p + 1, &added)) rc = SIFT_E_NOMEM;
+            else if (added && (!gx_u32_push(&b[r], p + 1) || !gx_u32_push(&work_r, r) || !gx_u32_push(&work_f, p + 1)))
+                rc = SIFT_E_NOMEM;
         } else if (g->rule_of[p] != r) {
             if (!gx_u32_push(&tail_from, g->rule_of[p]) || !gx_u32_push(&tail_to, r)) rc = SIFT_E_NOMEM;
         }
     }
-    /* propagate along tail calls to a fixpoint (sets are small; dedupe by linear scan) */
-    bool changed = rc == SIFT_OK;
-    for (int iter = 0; changed && iter < 64 && rc == SIFT_OK; iter++) {
-        changed = false;
-        for (uint32_t k = 0; k < tail_from.n && rc == SIFT_OK; k++) {
-            gx_u32vec *src = &b[tail_from.v[k]], *dst = &b[tail_to.v[k]];
-            for (uint32_t q = 0; q < src->n; q++) {
-                bool have = false;
-                for (uint32_t z = 0; z < dst->n && !have; z++) have = dst->v[z] == src->v[q];
-                if (!have) {
-                    if (dst->n > 4096) break; /* enough for a warm start; the rest is lazy */
-                    if (!gx_u32_push(dst, src->v[q])) rc = SIFT_E_NOMEM;
-                    changed = true;
-                }
-            }
+    /* tail-call edges by source rule (counting sort), then a worklist of new (rule, frame) pairs */
+    uint32_t *head = rc == SIFT_OK ? gx_calloc((size_t)g->n_rules + 1, sizeof *head) : NULL;
+    uint32_t *adj = rc == SIFT_OK ? gx_malloc(((size_t)tail_from.n + 1) * sizeof *adj) : NULL;
+    if (rc == SIFT_OK && (!head || !adj)) rc = SIFT_E_NOMEM;
+    if (rc == SIFT_OK) {
+        /* head[r] .. head[r + 1]: the rules r tail-calls */
+        for (uint32_t k = 0; k < tail_from.n; k++) head[tail_from.v[k] + 1]++;
+        for (uint32_t r = 0; r < g->n_rules; r++) head[r + 1] += head[r];
+        uint32_t *fill = gx_malloc(((size_t)g->n_rules + 1) * sizeof *fill);
+        if (!fill) {
+            rc = SIFT_E_NOMEM;
+        } else {
+            memcpy(fill, head, ((size_t)g->n_rules + 1) * sizeof *fill);
+            for (uint32_t k = 0; k < tail_from.n; k++) adj[fill[tail_from.v[k]]++] = tail_to.v[k];
+            gx_free(fill);
         }
     }
+    for (uint32_t w = 0; rc == SIFT_OK && w < work_r.n && seen.n < BELOW_MAX_PAIRS; w++) {
+        uint32_t q = work_r.v[w], f = work_f.v[w];
+        for (uint32_t k = head[q]; k < head[q + 1] && rc == SIFT_OK; k++) {
+            uint32_t r = adj[k];
+            if (!pair_add(&seen, r, f, &added)) rc = SIFT_E_NOMEM;
+            else if (added && (!gx_u32_push(&b[r], f) || !gx_u32_push(&work_r, r) || !gx_u32_push(&work_f, f)))
+                rc = SIFT_E_NOMEM;
+        }
+    }
+    gx_free(head);
+    gx_free(adj);
+    gx_free(seen.slot);
     gx_u32_free(&tail_from);
     gx_u32_free(&tail_to);
+    gx_u32_free(&work_r);
+    gx_u32_free(&work_f);
     if (rc != SIFT_OK) {
         for (uint32_t r = 0; r < g->n_rules; r++) gx_u32_free(&b[r]);
         gx_free(b);
@@ -718,7 +773,10 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
         if (gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
     gx_u32vec *below = NULL;
     if (rc == SIFT_OK) rc = below_sets(g, &below);
-    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && e->walked - start < budget; p++) {
+    /* work = trie nodes walked + 64 per entry made, so that many cheap entries count too */
+    uint32_t ent0 = e->n_ent;
+#define WORK() (e->walked - start + 64ull * (e->n_ent - ent0))
+    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
         if (GX_TYPE(g->elems[p]) != GX_CLASS) continue;
         uint32_t id = level1(e, p, &none);
         if (id == GX_NONE) {
@@ -727,7 +785,7 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
         }
         if (!e->ent[id].esc_n) continue;
         const gx_u32vec *bs = &below[g->rule_of[p]];
-        for (uint32_t k = 0; k < bs->n && e->walked - start < budget; k++)
+        for (uint32_t k = 0; k < bs->n && WORK() < budget; k++)
             if (child(e, id, bs->v[k]) == GX_NONE) {
                 rc = SIFT_E_NOMEM;
                 break;
@@ -737,6 +795,7 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
         for (uint32_t r = 0; r < g->n_rules; r++) gx_u32_free(&below[r]);
         gx_free(below);
     }
+#undef WORK
     e->pre_ent = e->n_ent;
     e->pre_dense = e->n_dense;
     e->pre_lists = e->lists.n;
