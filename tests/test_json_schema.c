@@ -396,6 +396,7 @@ static void test_errors(void **state)
         {"{\"$ref\":\"https://example.com/s.json\"}", "only references into this document", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer", SIFT_E_INVAL},
         {"{\"type\":\"wat\"}", "unknown type 'wat'", SIFT_E_INVAL},
+        {"{\"allOf\":[{\"type\":\"object\",\"properties\":[\"b\"]}]}", "'properties' must be an object", SIFT_E_INVAL}, /* fuzz: leaked */
         {"false", "matches nothing", SIFT_E_INVAL},
         {"{\"type\":\"string\",\"maxLength\":-1}", "non-negative integer", SIFT_E_INVAL},
         {"{\"type\": \"string\",}", "invalid JSON near offset", SIFT_E_PARSE},

@@ -1333,14 +1333,24 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
             break;
         }
         const cJSON *pp = cJSON_GetObjectItemCaseSensitive(p, "properties");
+        if (pp && !cJSON_IsObject(pp)) {
+            cfail(c, SIFT_E_INVAL, "allOf: 'properties' must be an object");
+            break;
+        }
         for (const cJSON *q = pp ? pp->child : NULL; q; q = q->next) {
             cJSON *dup = cJSON_Duplicate(q, 1);
             if (!dup) {
                 coom(c);
                 break;
             }
-            if (cJSON_GetObjectItemCaseSensitive(props, q->string)) cJSON_ReplaceItemInObjectCaseSensitive(props, q->string, dup);
-            else cJSON_AddItemToObject(props, q->string, dup);
+            bool ok = cJSON_GetObjectItemCaseSensitive(props, q->string)
+                          ? cJSON_ReplaceItemInObjectCaseSensitive(props, q->string, dup)
+                          : cJSON_AddItemToObject(props, q->string, dup);
+            if (!ok) { /* the item was not taken: it is still ours */
+                cJSON_Delete(dup);
+                coom(c);
+                break;
+            }
         }
         const cJSON *rq = cJSON_GetObjectItemCaseSensitive(p, "required");
         for (const cJSON *q = rq ? rq->child : NULL; q; q = q->next)
