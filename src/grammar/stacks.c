@@ -449,21 +449,28 @@ int gx_state_accept_token(gx_arena *a, gx_state *s, uint32_t token, const uint8_
     return SIFT_OK;
 }
 
-bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
-                       gx_state *t2)
+int gx_state_token_check(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
+                         gx_state *t2)
 {
     const sift_grammar *g = a->g;
     if (g->has_tokens && s->utf8.need == 0) {
         for (uint32_t k = 0; k < s->tops.n; k++) {
             uint32_t e = g->elems[a->pos[s->tops.v[k]]];
             if ((GX_TYPE(e) == GX_TOKEN && GX_VAL(e) == token) || (GX_TYPE(e) == GX_TOKEN_NOT && GX_VAL(e) != token))
-                return true;
+                return 1;
         }
     }
-    if (!n) return false;
+    if (!n) return 0;
     size_t fail;
     gx_state *res;
-    return feed_into(a, s, bytes, n, t1, t2, &fail, &res) == SIFT_OK;
+    int rc = feed_into(a, s, bytes, n, t1, t2, &fail, &res);
+    return rc == SIFT_OK ? 1 : rc == SIFT_E_INVAL ? 0 : rc;
+}
+
+bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
+                       gx_state *t2)
+{
+    return gx_state_token_check(a, s, token, bytes, n, t1, t2) == 1;
 }
 
 /* ---- whole-text matching (public) --------------------------------------------------------- */

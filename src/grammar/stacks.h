@@ -95,7 +95,11 @@ int gx_state_feed(gx_arena *a, gx_state *s, const uint8_t *bytes, size_t n, gx_s
  * survives. */
 int gx_state_accept_token(gx_arena *a, gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
                           gx_state *t2, gx_state *t3);
-/* Would accept_token succeed? (no state change) */
+/* Would accept_token succeed? (no state change) 1: yes, 0: no, or a negative sift_status
+ * (SIFT_E_NOMEM: the arena is full, the answer is unknown). */
+int gx_state_token_check(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
+                         gx_state *t2);
+/* gx_state_token_check() == 1: an unknown answer counts as "no" (the safe side for a mask) */
 bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
                        gx_state *t2);
 /* Rebuild arena `a` with only the stacks of state `s` (ids in s are rewritten); the memos
