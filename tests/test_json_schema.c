@@ -401,6 +401,11 @@ static void test_errors(void **state)
         {"{\"type\":\"string\",\"maxLength\":-1}", "non-negative integer", SIFT_E_INVAL},
         {"{\"type\": \"string\",}", "invalid JSON near offset", SIFT_E_PARSE},
         {"{} {}", "unexpected text after the value", SIFT_E_PARSE},
+        {"{\"$ref\":\"#\"}", "$ref cycle", SIFT_E_UNSUPPORTED},                                   /* fuzz */
+        {"{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"null\"}]}", "$ref cycle", SIFT_E_UNSUPPORTED},
+        {"{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}", "$ref cycle", SIFT_E_UNSUPPORTED},
+        {"{\"enum\":[\"a\\u0000b\"]}", "\\u0000", SIFT_E_UNSUPPORTED},
+        {"{\"const\":\"a\tb\"}", "control character 0x09", SIFT_E_PARSE},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         sift_error err = {0};

@@ -39,7 +39,10 @@
  * unevaluated*, minimum/maximum on non-integers, $dynamicRef, ... - are errors
  * (SIFT_E_UNSUPPORTED, with the keyword's JSON pointer), so that every text the grammar
  * accepts validates against the schema. With SIFT_JSON_SCHEMA_LENIENT they are ignored and
- * the grammar accepts a superset.
+ * the grammar accepts a superset. Also refused: a $ref cycle that comes back to itself before
+ * any value is written ({"$ref": "#"}: the grammar would be left-recursive; the converter
+ * parses its own output, so what it returns always parses), invalid UTF-8, raw control
+ * characters in strings, and \u0000 (cJSON keeps strings NUL-terminated).
  *
  * pattern: an ECMA-262 regular expression over the string's characters, translated by
  * json_regex.c (the subset and its refusals are described there); '^' / '$' anchor at the
@@ -1170,16 +1173,34 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
         sift_error_set(err, SIFT_E_INVAL, "JSON schema is NULL");
         return NULL;
     }
-    /* JSON text is UTF-8 (RFC 8259); cJSON would pass invalid bytes inside strings through */
+    /* JSON text is UTF-8 and strings hold no raw control characters (RFC 8259); cJSON would
+     * pass both through, and it keeps strings as C strings, so a \u0000 would cut one short
+     * (an enum value "a\u0000b" would become "a"): refuse these up front */
     gx_utf8 u = {0};
+    bool in_str = false;
     for (size_t i = 0; i < len; i++) {
-        int32_t r = gx_utf8_feed(&u, (uint8_t)schema[i]);
+        uint8_t ch = (uint8_t)schema[i];
+        int32_t r = gx_utf8_feed(&u, ch);
         if (r == GX_UTF8_BAD || (r == GX_UTF8_MORE && i + 1 == len)) {
             sift_error_set(err, SIFT_E_PARSE, "JSON schema: invalid UTF-8 at offset %zu", i);
             return NULL;
         }
         if (r == GX_UTF8_MORE) continue;
         u = (gx_utf8){0};
+        if (!in_str) {
+            in_str = ch == '"';
+        } else if (ch == '"') {
+            in_str = false;
+        } else if (ch < 0x20) {
+            sift_error_set(err, SIFT_E_PARSE, "JSON schema: control character 0x%02X inside a string at offset %zu", ch, i);
+            return NULL;
+        } else if (ch == '\\' && i + 1 < len) {
+            if (i + 5 < len && schema[i + 1] == 'u' && !memcmp(schema + i + 2, "0000", 4)) {
+                sift_error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: \\u0000 inside a string (offset %zu) is not supported", i);
+                return NULL;
+            }
+            i++; /* the escaped character (a '"' or '\\' does not end or escape anything) */
+        }
     }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(schema, len, &end, false);
@@ -1208,6 +1229,20 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
         for (size_t i = 0; i < c.n_rules; i++) gx_sb_printf(&b, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
         out = gx_sb_take(&b);
         if (!out) sift_error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", GX_TEXT_MAX);
+        /* what this converter returns always parses: the one way it cannot is a $ref cycle
+         * that reaches itself before any text ({"$ref": "#"}, {"anyOf": [{"$ref": "#"}, ...]}),
+         * a left-recursive rule */
+        sift_error e2 = {0};
+        sift_grammar *check = out ? sift_grammar_parse(out, strlen(out), "root", NULL, &e2) : NULL;
+        if (out && !check) {
+            if (e2.status == SIFT_E_PARSE && strstr(e2.msg, "left recursion"))
+                sift_error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: a $ref cycle refers back to itself before any value is written (%s)", e2.msg);
+            else
+                sift_error_set(err, e2.status ? e2.status : SIFT_E_NOMEM, "JSON schema: internal error, the generated grammar does not parse: %s", e2.msg);
+            gx_free(out);
+            out = NULL;
+        }
+        sift_grammar_free(check);
     }
     for (size_t i = 0; i < c.n_rules; i++) {
         gx_free(c.rules[i].name);
