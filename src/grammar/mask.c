@@ -58,6 +58,9 @@
 #include "grammar/mask.h"
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
+#ifndef GX_DFA_UNION_MIN
+#define GX_DFA_UNION_MIN GX_SUCC_UNION_MIN /* see gx_succ_union */
+#endif
 #define DFA_BYTES_LIMIT ((uint64_t)512 << 20)
 /* Entries computed on demand are dropped (back to what precompute made) when the cache
  * passes this size: a very long generation in ever new contexts cannot grow it forever. */
@@ -232,6 +235,17 @@ static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
     const sift_grammar *g = e->g;
     gx_arena *a = &e->wa;
     bool bottom = false;
+    e->tmp.n = 0;
+    if (e->st[s].set_n > GX_DFA_UNION_MIN) {
+        gx_u32vec *acc = &a->scratch;
+        acc->n = 0;
+        for (uint32_t k = 0; k < e->st[s].set_n; k++) {
+            uint32_t n = e->sets.v[e->st[s].set_off + k];
+            if (gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym) && !gx_u32_push(acc, n)) return -1;
+        }
+        if (gx_succ_union(a, acc->v, acc->n, &e->tmp, &bottom) != SIFT_OK) return -1;
+        goto intern;
+    }
     /* memoize successor lists first (gx_succ may run closures and move the pool) */
     for (uint32_t k = 0; k < e->st[s].set_n; k++) {
         uint32_t n = e->sets.v[e->st[s].set_off + k];
@@ -242,7 +256,6 @@ static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
         }
     }
     gx_mark_begin(a);
-    e->tmp.n = 0;
     for (uint32_t k = 0; k < e->st[s].set_n; k++) {
         uint32_t n = e->sets.v[e->st[s].set_off + k];
         if (!gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) continue;
@@ -253,6 +266,7 @@ static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
         for (uint32_t q = 0; q < c; q++)
             if (gx_mark_add(a, sc[q]) && !gx_u32_push(&e->tmp, sc[q])) return -1;
     }
+intern:
     if (e->tmp.n > 1) qsort(e->tmp.v, e->tmp.n, sizeof *e->tmp.v, cmp_u32);
     uint32_t id = dfa_intern(e, e->tmp.v, e->tmp.n);
     if (id == GX_NONE) return -1;

@@ -186,14 +186,11 @@ static inline bool push_exec(gx_arena *a, uint32_t c, bool *bottom)
     return gx_u32_push(&a->work, c);
 }
 
-int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool *bottom)
+/* Run the closure work list: every node on a->work is executed once per epoch; terminal-topped
+ * nodes go to out (each once), an emptied parent chain sets *bottom. */
+static int closure_run(gx_arena *a, gx_u32vec *out, bool *bottom)
 {
     const sift_grammar *g = a->g;
-    next_epoch(&a->epoch, a->stamp, a->n);
-    uint32_t start = gx_node(a, pos, parent);
-    if (start == GX_NONE) return SIFT_E_NOMEM;
-    a->work.n = 0;
-    if (!gx_u32_push(&a->work, start)) return SIFT_E_NOMEM;
     while (a->work.n) {
         uint32_t n = a->work.v[--a->work.n];
         if (a->stamp[n] == a->epoch) continue;
@@ -221,6 +218,33 @@ int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool 
         }
     }
     return SIFT_OK;
+}
+
+int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool *bottom)
+{
+    next_epoch(&a->epoch, a->stamp, a->n);
+    uint32_t start = gx_node(a, pos, parent);
+    if (start == GX_NONE) return SIFT_E_NOMEM;
+    a->work.n = 0;
+    if (!gx_u32_push(&a->work, start)) return SIFT_E_NOMEM;
+    return closure_run(a, out, bottom);
+}
+
+int gx_succ_union(gx_arena *a, const uint32_t *nodes, uint32_t n, gx_u32vec *out, bool *bottom)
+{
+    const sift_grammar *g = a->g;
+    next_epoch(&a->epoch, a->stamp, a->n);
+    a->work.n = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t m = nodes[k], p = a->pos[m], c;
+        if (gx_is_end(g->elems[p + 1])) {
+            c = a->parent[m]; /* the node of the parent frame is its continuation */
+        } else if ((c = gx_node(a, p + 1, a->parent[m])) == GX_NONE) {
+            return SIFT_E_NOMEM;
+        }
+        if (!push_exec(a, c, bottom)) return SIFT_E_NOMEM;
+    }
+    return closure_run(a, out, bottom);
 }
 
 const uint32_t *gx_succ(gx_arena *a, uint32_t n, uint32_t *count, bool *bottom)
@@ -308,6 +332,14 @@ int gx_state_step(gx_arena *a, const gx_state *in, uint32_t cp, gx_state *out)
     out->tops.n = 0;
     out->can_end = false;
     memset(&out->utf8, 0, sizeof out->utf8);
+    if (in->tops.n > GX_SUCC_UNION_MIN) {
+        gx_u32vec *acc = &a->scratch;
+        acc->n = 0;
+        for (uint32_t k = 0; k < in->tops.n; k++)
+            if (gx_elem_accepts_sym(g, g->elems[a->pos[in->tops.v[k]]], sym) && !gx_u32_push(acc, in->tops.v[k]))
+                return SIFT_E_NOMEM;
+        return gx_succ_union(a, acc->v, acc->n, &out->tops, &out->can_end);
+    }
     /* compute (memoize) the successor lists first: gx_succ may run closures */
     for (uint32_t k = 0; k < in->tops.n; k++) {
         uint32_t n = in->tops.v[k];

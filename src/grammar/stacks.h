@@ -63,6 +63,16 @@ int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool 
  * into the arena's pool (valid until the next arena call), *count ids, *bottom. NULL on OOM. */
 const uint32_t *gx_succ(gx_arena *a, uint32_t n, uint32_t *count, bool *bottom);
 
+/* The union of the successors of nodes[0..n) (terminal-topped; the list may live in
+ * a->scratch, not in a->work; out is neither) appended to out, each once, in one closure walk
+ * whose visited set is shared: linear in the nodes reached, where merging the memoized gx_succ
+ * lists costs their total length (quadratic for ambiguous grammars such as x*{1000}, where
+ * the lists nest). Used for states with more than GX_SUCC_UNION_MIN stacks. */
+#ifndef GX_SUCC_UNION_MIN
+#define GX_SUCC_UNION_MIN 64
+#endif
+int gx_succ_union(gx_arena *a, const uint32_t *nodes, uint32_t n, gx_u32vec *out, bool *bottom);
+
 /* Start of a fresh set merge; then gx_mark_add() returns true the first time it sees a node. */
 void gx_mark_begin(gx_arena *a);
 static inline bool gx_mark_add(gx_arena *a, uint32_t node)
