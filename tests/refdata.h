@@ -7,6 +7,7 @@
 #define SIFT_TESTS_REFDATA_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +19,18 @@
 typedef struct ref_prompt {
     char id[32];
     int n_tokens;
+    int n_gen;                       /* generated ids stored (64 in the shared reference) */
     int32_t tokens[512];
     int logits_first, logits_last; /* prompt positions stored in the prompt SLOG */
     int32_t greedy[REF_N_GEN];
     int32_t sampled[REF_N_GEN];
     float greedy_margin[REF_N_GEN];  /* top1 - top2 at each greedy step */
     float sampled_margin[REF_N_GEN];
+    char text[2048];                 /* the prompt text */
+    char greedy_text[1024];          /* the continuations' exact bytes (text_hex) */
+    int greedy_text_len;
+    char sampled_text[1024];
+    int sampled_text_len;
 } ref_prompt;
 
 typedef struct ref_model {
@@ -33,13 +40,22 @@ typedef struct ref_model {
     ref_prompt prompts[REF_MAX_PROMPTS];
 } ref_model;
 
-static const char *ref_shared(void)
+/* Running under valgrind (its preload library is in LD_PRELOAD)? The heavy differential
+ * tests then run every code path on fewer prompts and steps: valgrind looks for memory
+ * errors, which repetitions do not add, and the memcheck pass must stay within CI's time. */
+static inline bool ref_under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload");
+}
+
+static inline const char *ref_shared(void)
 {
     const char *root = getenv("SIFT_SHARED");
     return root ? root : "../shared";
 }
 
-static char *ref_slurp(const char *path, size_t *len)
+static inline char *ref_slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -57,25 +73,41 @@ static char *ref_slurp(const char *path, size_t *len)
     return buf;
 }
 
-static void ref_ids(const cJSON *arr, int32_t *out, int cap)
+static inline void ref_ids(const cJSON *arr, int32_t *out, int cap)
 {
     int i = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, arr) if (i < cap) out[i++] = (int32_t)e->valuedouble;
 }
 
-static void ref_floats(const cJSON *arr, float *out, int cap)
+static inline void ref_floats(const cJSON *arr, float *out, int cap)
 {
     int i = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, arr) if (i < cap) out[i++] = (float)e->valuedouble;
 }
 
-/* Load <stem>.json; returns 0 on success. */
-static int ref_load(const char *stem, ref_model *m)
+static inline int ref_hex(const char *hex, char *out, int cap)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/reference/model/%s.json", ref_shared(), stem);
+    int n = 0;
+    for (; hex && hex[0] && hex[1] && n < cap; hex += 2) {
+        unsigned v;
+        if (sscanf(hex, "%2x", &v) != 1) break;
+        out[n++] = (char)v;
+    }
+    return n;
+}
+
+static inline int ref_count(const cJSON *arr)
+{
+    return cJSON_GetArraySize(arr);
+}
+
+/* Load DIR/<stem>.json (model_ref's output); returns 0 on success. */
+static inline int ref_load_dir(const char *dir, const char *stem, ref_model *m)
+{
+    char path[2200];
+    snprintf(path, sizeof path, "%s/%s.json", dir, stem);
     char *text = ref_slurp(path, NULL);
     if (!text) return -1;
     cJSON *root = cJSON_Parse(text);
@@ -97,19 +129,33 @@ static int ref_load(const char *stem, ref_model *m)
         rp->logits_last = cJSON_GetArrayItem(lp, 1)->valueint;
         const cJSON *g = cJSON_GetObjectItem(p, "greedy"), *s = cJSON_GetObjectItem(p, "sampled");
         ref_ids(cJSON_GetObjectItem(g, "ids"), rp->greedy, REF_N_GEN);
+        rp->n_gen = ref_count(cJSON_GetObjectItem(g, "ids"));
         ref_ids(cJSON_GetObjectItem(s, "ids"), rp->sampled, REF_N_GEN);
         ref_floats(cJSON_GetObjectItem(g, "step_logits_top1_minus_top2"), rp->greedy_margin, REF_N_GEN);
         ref_floats(cJSON_GetObjectItem(s, "step_logits_top1_minus_top2"), rp->sampled_margin, REF_N_GEN);
+        snprintf(rp->text, sizeof rp->text, "%s", cJSON_GetObjectItem(p, "text")->valuestring);
+        rp->greedy_text_len = ref_hex(cJSON_GetObjectItem(g, "text_hex")->valuestring, rp->greedy_text, sizeof rp->greedy_text);
+        rp->sampled_text_len = ref_hex(cJSON_GetObjectItem(s, "text_hex")->valuestring, rp->sampled_text, sizeof rp->sampled_text);
     }
     cJSON_Delete(root);
     return 0;
 }
 
-/* A SLOG file: rows of n_vocab floats. NULL when missing or malformed. */
-static float *ref_slog(const char *stem, const char *prompt, const char *kind, int *n_vocab, int *n_rows)
+/* The shared reference: ../shared/reference/model/<stem>.json */
+static inline int ref_load(const char *stem, ref_model *m)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/reference/model/%s.%s.%s.slog", ref_shared(), stem, prompt, kind);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/reference/model", ref_shared());
+    return ref_load_dir(dir, stem, m);
+}
+
+/* A SLOG file DIR/<stem>.<prompt>.<kind>.slog: rows of n_vocab floats. NULL when missing
+ * or malformed. */
+static inline float *ref_slog_dir(const char *dir, const char *stem, const char *prompt, const char *kind, int *n_vocab,
+                                  int *n_rows)
+{
+    char path[2400];
+    snprintf(path, sizeof path, "%s/%s.%s.%s.slog", dir, stem, prompt, kind);
     size_t len;
     char *buf = ref_slurp(path, &len);
     if (!buf) return NULL;
@@ -131,7 +177,14 @@ static float *ref_slog(const char *stem, const char *prompt, const char *kind, i
     return rows;
 }
 
-static const char *ref_model_path(const char *stem, char *buf, size_t cap)
+static inline float *ref_slog(const char *stem, const char *prompt, const char *kind, int *n_vocab, int *n_rows)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/reference/model", ref_shared());
+    return ref_slog_dir(dir, stem, prompt, kind, n_vocab, n_rows);
+}
+
+static inline const char *ref_model_path(const char *stem, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s/models/%s.gguf", ref_shared(), stem);
     return buf;

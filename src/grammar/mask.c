@@ -177,6 +177,8 @@ static bool st_ht_grow(gx_engine *e)
 /* Intern the sorted node set v[0..n); returns the state id or GX_NONE on OOM. */
 static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
 {
+    static const uint32_t no_nodes[1] = {0};
+    if (!v) v = no_nodes; /* the empty set may come as NULL: memcmp/memcpy need a pointer (UBSan) */
     const sift_grammar *g = e->g;
     uint64_t h = gx_hash_u32s(v, n, 11);
     if (e->st_ht_cap) {
@@ -188,7 +190,8 @@ static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
         }
     }
     if (!GX_GROW(e->st, e->cap_st, e->n_st + 1)) return GX_NONE;
-    if (!GX_GROW(e->sets.v, e->sets.cap, e->sets.n + n)) return GX_NONE;
+    /* + 1: sets.v is never NULL, even when the first set interned is empty (UBSan: NULL + 0) */
+    if (!GX_GROW(e->sets.v, e->sets.cap, e->sets.n + n + 1)) return GX_NONE;
     if (!GX_GROW(e->live, e->live_cap, e->live_n + g->sym_words)) return GX_NONE;
     if (!GX_GROW(e->asc, e->asc_cap, (e->n_st + 1) * 128)) return GX_NONE;
     uint32_t id = e->n_st;

@@ -325,7 +325,7 @@ static int builder_add(breaker_builder *b, sift_token head, const sift_token *ta
         if (!np) return -1;
         b->pool = np, b->cap_pool = cap;
     }
-    if (n) memcpy(b->pool + b->n_pool, tail, n * sizeof *tail);
+    if (n) memcpy(b->pool + b->n_pool, tail, n * sizeof *tail); /* a one-token breaker has no tail (and pool may be NULL) */
     b->br[b->n_br++] = (dry_breaker){head, (uint32_t)b->n_pool, (uint32_t)n};
     b->n_pool += n;
     return 0;

@@ -416,11 +416,13 @@ static void trace_hook(void *user, int32_t index, const sift_sampler *smpl, cons
 
 /* ---- grammar hook ------------------------------------------------------------------------------ */
 
-/* The grammar sampler for --grammar / --grammar-file / --json-schema / --json-schema-file.
- * Wired to libsift's grammar engine (src/grammar) when this build has it: sift.h's grammar
- * section defines SIFT_JSON_SCHEMA_LENIENT together with sift_sampler_init_grammar and
- * sift_json_schema_to_grammar. Returns 0 and *out (NULL when no grammar was asked for),
- * or an exit code. */
+/* The grammar sampler for --grammar / --grammar-file / --json-schema / --json-schema-file,
+ * from libsift's grammar engine (src/grammar). The grammar stays outside the chain and is
+ * used as llama.cpp's common sampler uses it (rejection: sample with the chain, resample
+ * with the grammar applied only when it refuses the pick); prompt tokens go to the chain's
+ * history, not to the grammar. The #ifdef (SIFT_JSON_SCHEMA_LENIENT comes with the grammar
+ * section of sift.h) keeps this file building against a libsift without the engine.
+ * Returns 0 and *out (NULL when no grammar was asked for), or an exit code. */
 static int make_grammar(const gen_opts *o, const sift_vocab_view *view, sift_sampler **out)
 {
     *out = NULL;

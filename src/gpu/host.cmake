@@ -1,0 +1,14 @@
+# The host half of src/gpu: the chain spec split (plan.c), the handoff to CPU tails
+# (handoff.c) and the host reference of the device program (ref.c). Plain C with no CUDA
+# dependency, so it is built - and its tests run, under the sanitizers and valgrind too -
+# in every configuration: src/gpu/CMakeLists.txt includes this file when nvcc is found,
+# tests/gpu.cmake when it is not.
+if(NOT TARGET sift_gpu_host)
+  add_library(sift_gpu_host STATIC
+    ${PROJECT_SOURCE_DIR}/src/gpu/plan.c
+    ${PROJECT_SOURCE_DIR}/src/gpu/handoff.c
+    ${PROJECT_SOURCE_DIR}/src/gpu/ref.c)
+  target_include_directories(sift_gpu_host PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(sift_gpu_host PRIVATE ${SIFT_WARN})
+  target_link_libraries(sift_gpu_host PUBLIC sift_static m)
+endif()

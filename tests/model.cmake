@@ -1,0 +1,31 @@
+# The runtime's command-line tests (the cmocka tests test_model, test_kernels and
+# test_quantize are registered by tests/CMakeLists.txt).
+#
+# cli_generate runs the real `sift` binary: the story of `sift -m stories260K -p "Once upon
+# a time" -n 128`, the reference greedy and sampled continuations of both shared models
+# byte for byte through `sift generate`, guidance, --trace, context shift, usage errors
+# (exit 2, one line), `sift quantize` and `sift bench --model --no-peer`.
+add_executable(cli_generate ${CMAKE_CURRENT_SOURCE_DIR}/cli_generate.c)
+target_include_directories(cli_generate PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(cli_generate PRIVATE ${SIFT_WARN})
+target_link_libraries(cli_generate PRIVATE PkgConfig::CJSON)
+add_test(NAME cli_generate COMMAND cli_generate $<TARGET_FILE:sift>)
+set_tests_properties(cli_generate PROPERTIES LABELS "model;cli" ENVIRONMENT "${SIFT_TEST_ENV}")
+
+# peer_model_arch: qwen2 (QKV bias, neox RoPE), qwen3 (q/k norm, decoupled head size) and a
+# llama with GQA 4:1 and linear RoPE scaling, as random models written at test time, against
+# llama.cpp's own logits (../shared/peer's model_ref). The suite must pass without the peer,
+# so the test exists only when model_ref was there at configure time.
+set(SIFT_PEER_MODEL_REF "/tmp/sift-peer/model_ref" CACHE FILEPATH "llama.cpp's model_ref, for peer_model_arch")
+add_executable(peer_model_arch ${CMAKE_CURRENT_SOURCE_DIR}/peer_model_arch.c)
+target_include_directories(peer_model_arch PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(peer_model_arch PRIVATE ${SIFT_WARN})
+target_link_libraries(peer_model_arch PRIVATE sift_static)
+if(EXISTS "${SIFT_PEER_MODEL_REF}")
+  add_test(NAME model_arch_peer COMMAND peer_model_arch "${SIFT_PEER_MODEL_REF}")
+  set_tests_properties(model_arch_peer PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}")
+endif()
+
+# test_decode_alloc counts every malloc/calloc/realloc (link-time wrapping) during decode
+# and sampling steps: there must be none.
+target_link_options(test_decode_alloc PRIVATE "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc")

@@ -1,0 +1,153 @@
+/*
+ * peer_model_arch.c - the architectures and options the shared models do not exercise,
+ * checked against llama.cpp itself: small random models (tests/mkmodel.h) are written,
+ * llama.cpp's model_ref (../shared/peer) computes their prompt logits and greedy
+ * continuations, and sift must agree.
+ *
+ *   qwen2  QKV biases, neox RoPE, freq_base 1e6, tied output head
+ *   qwen3  per-head q/k RMSNorm, head size 32 decoupled from n_embd / n_head (key_length)
+ *   llama  8 query heads on 2 KV heads, freq_base 5e5, linear RoPE scaling x4, tied head,
+ *          llama 3.1's rope_freqs.weight (per-frequency divisors)
+ *
+ * Checks per model and prompt: prompt logits max |delta| <= 1e-4 (F32 weights: the
+ * stories260K tolerance), and the greedy ids: decoding llama.cpp's continuation
+ * (teacher-forced) must give llama.cpp's id at every step whose top-2 margin is above
+ * 1e-4; steps closer than that are near-ties and only reported.
+ *
+ * usage: peer_model_arch PATH/TO/model_ref     (needs the peer build; registered by
+ * tests/model.cmake only when model_ref exists; label "peer")
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mkmodel.h"
+#include "refdata.h"
+
+static int failures;
+
+static int argmax(const float *x, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+static void check_model(const char *dir, const char *stem, const char *path)
+{
+    ref_model R;
+    if (ref_load_dir(dir, stem, &R) != 0) {
+        printf("FAIL %s: model_ref wrote no reference (see %s/model_ref.log)\n", stem, dir);
+        failures++;
+        return;
+    }
+    sift_error err = {0};
+    sift_model *m = sift_model_load(path, &err);
+    if (!m) {
+        printf("FAIL %s: %s\n", stem, err.msg);
+        failures++;
+        return;
+    }
+    const int nv = sift_model_n_vocab(m);
+    for (int p = 0; p < R.n_prompts; p++) {
+        const ref_prompt *rp = &R.prompts[p];
+        int rv, rows;
+        float *ref = ref_slog_dir(dir, stem, rp->id, "prompt", &rv, &rows);
+        /* one batch: the prompt and llama.cpp's greedy continuation, logits everywhere */
+        const int n = rp->n_tokens + rp->n_gen - 1;
+        sift_context_params cp = sift_context_default_params();
+        cp.n_ctx = 1024;
+        cp.n_batch = 1024;
+        cp.n_threads = 1;
+        sift_context *ctx = sift_context_new(m, cp, NULL);
+        sift_batch b;
+        sift_batch_init(&b, n, 1);
+        const int s0 = 0;
+        for (int i = 0; i < n; i++)
+            sift_batch_add(&b, i < rp->n_tokens ? rp->tokens[i] : rp->greedy[i - rp->n_tokens], i, &s0, 1, true);
+        if (!ref || rv != nv || sift_decode(ctx, &b, &err) != SIFT_OK) {
+            printf("FAIL %s/%s: no reference logits or decode failed (%s)\n", stem, rp->id, err.msg);
+            failures++;
+        } else {
+            double d = 0;
+            for (int pos = rp->logits_first; pos <= rp->logits_last; pos++) {
+                const float *lg = sift_get_logits_ith(ctx, pos), *rr = ref + (size_t)(pos - rp->logits_first) * nv;
+                for (int v = 0; v < nv; v++) d = fmax(d, fabs((double)lg[v] - rr[v]));
+            }
+            int same = 0, ties = 0, wrong = 0;
+            for (int s = 0; s < rp->n_gen; s++) {
+                const int got = argmax(sift_get_logits_ith(ctx, rp->n_tokens - 1 + s), nv);
+                if (got == rp->greedy[s]) same++;
+                else if (rp->greedy_margin[s] < 1e-4) ties++;
+                else wrong++;
+            }
+            const bool ok = d <= 1e-4 && wrong == 0;
+            printf("%s %-6s %-5s %3d tokens: prompt logits max|delta| %.3g; greedy %d/%d ids identical (%d near-ties)\n",
+                   ok ? "ok  " : "FAIL", stem, rp->id, rp->n_tokens, d, same, rp->n_gen, ties);
+            failures += !ok;
+        }
+        free(ref);
+        sift_batch_free(&b);
+        sift_context_free(ctx);
+    }
+    sift_model_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: peer_model_arch PATH/TO/model_ref\n");
+        return 2;
+    }
+    char dir[] = "/tmp/sift_peer_model_arch_XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char vocab[1024];
+    ref_model_path("stories260K", vocab, sizeof vocab);
+    const struct {
+        const char *stem;
+        mk_spec spec;
+    } models[] = {
+        {"qwen2", {.arch = "qwen2", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e6f,
+                   .bias = true, .tied = true, .out_scale = 4, .seed = 11}},
+        {"qwen3", {.arch = "qwen3", .n_embd = 64, .n_ff = 96, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
+                   .freq_base = 1e6f, .qk_norm = true, .out_scale = 4, .seed = 12}},
+        {"llama", {.arch = "llama", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 8, .n_head_kv = 2, .freq_base = 5e5f,
+                   .rope_linear = 4, .tied = true, .rope_freqs = true, .out_scale = 4, .seed = 13}},
+    };
+    char cmd[8192];
+    int off = snprintf(cmd, sizeof cmd, "'%s' --no-vocab --n-gen 32 --out '%s'", argv[1], dir);
+    char paths[3][1100];
+    for (int i = 0; i < 3; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s.gguf", dir, models[i].stem);
+        if (mk_write_model(paths[i], vocab, &models[i].spec) != 0) {
+            fprintf(stderr, "cannot write %s\n", paths[i]);
+            return 1;
+        }
+        off += snprintf(cmd + off, sizeof cmd - (size_t)off, " --model '%s'", paths[i]);
+    }
+    char prompts[1100];
+    snprintf(prompts, sizeof prompts, "%s/prompts.txt", dir);
+    FILE *f = fopen(prompts, "w");
+    fprintf(f, "once\tOnce upon a time\nlily\tLily and Ben went to the park. They\nlong\t@150\t");
+    for (int i = 0; i < 20; i++) fprintf(f, "Tom and his mom went to the store to buy some milk and bread. ");
+    fprintf(f, "\n");
+    fclose(f);
+    snprintf(cmd + off, sizeof cmd - (size_t)off, " --prompts '%s' > '%s/model_ref.log' 2>&1", prompts, dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "model_ref failed: %s\n", cmd);
+        return 1;
+    }
+    for (int i = 0; i < 3; i++) check_model(dir, models[i].stem, paths[i]);
+    if (!failures) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0) return 1;
+    } else {
+        printf("files kept in %s\n", dir);
+    }
+    printf("%s\n", failures ? "FAILED" : "all agree with llama.cpp");
+    return failures ? 1 : 0;
+}

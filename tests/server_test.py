@@ -1,0 +1,725 @@
+#!/usr/bin/env python3
+"""Integration tests of `sift serve` (CTest: server_api).
+
+Starts real servers on 127.0.0.1 (port 0: the server picks a free port and prints it) with
+../shared/models/stories260K.gguf and talks HTTP to them with the standard library only:
+every endpoint, streaming and not, the OpenAI shapes, n_probs, the chain trace, grammar and
+JSON schema, stop strings, logit biases, the same seed giving the same tokens (and the same
+probabilities, bit for bit) alone and under concurrent load, a list of named malformed
+requests that must each get a 400 naming the field, body limits, a full queue (503 with
+Retry-After), a client disconnecting mid-stream (its slot is free again at once), a small
+mixed load, and a clean shutdown on SIGTERM.
+
+usage: server_test.py --sift build/sift --model ../shared/models/stories260K.gguf [-k NAME]
+Prints one line per test and "N passed, M failed"; exit status 1 on any failure.
+"""
+import argparse
+import concurrent.futures as cf
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+ARGS = None
+
+
+class Server:
+    """A `sift serve` process on 127.0.0.1 with a free port."""
+
+    def __init__(self, *extra):
+        cmd = [ARGS.sift, "serve", "-m", ARGS.model, "--host", "127.0.0.1", "--port", "0", *extra]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        self.log = []
+        deadline = time.time() + 60
+        self.port = None
+        while time.time() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            self.log.append(line)
+            m = re.search(r"listening on http://[^:]+:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+                break
+        if not self.port:
+            self.proc.kill()
+            raise RuntimeError("server did not start: " + "".join(self.log))
+        # keep draining stderr so the server never blocks on a full pipe
+        self.drain = threading.Thread(target=self._drain, daemon=True)
+        self.drain.start()
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def stop(self):
+        """SIGTERM; the server must exit 0 within 20 s (no leak reports under ASan either)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError("server did not exit within 20 s of SIGTERM")
+        self.drain.join(timeout=5)
+        assert rc == 0, f"server exited {rc}: {''.join(self.log[-30:])}"
+
+    # ---- HTTP helpers ----
+    def conn(self, timeout=60):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None):
+        c = self.conn()
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        if isinstance(body, str):
+            body = body.encode()
+        c.request(method, path, body=body, headers=headers or {"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, dict(r.getheaders()), data
+
+    def post(self, path, obj):
+        st, hd, data = self.request("POST", path, obj)
+        return st, json.loads(data)
+
+    def get_json(self, path):
+        st, hd, data = self.request("GET", path)
+        assert st == 200, (path, st, data)
+        return json.loads(data)
+
+    def stream(self, path, obj):
+        """POST with stream: true; returns the list of `data:` payloads (parsed JSON, or the
+        string "[DONE]")."""
+        c = self.conn()
+        c.request("POST", path, body=json.dumps(obj), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 200, (r.status, r.read())
+        assert r.getheader("Content-Type").startswith("text/event-stream")
+        events = []
+        buf = b""
+        while True:
+            chunk = r.read1(65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n\n" in buf:
+                ev, buf = buf.split(b"\n\n", 1)
+                for line in ev.decode().split("\n"):
+                    if line.startswith("data: "):
+                        payload = line[6:]
+                        events.append(payload if payload == "[DONE]" else json.loads(payload))
+        c.close()
+        return events
+
+
+def completion(srv, **kw):
+    st, j = srv.post("/completion", kw)
+    assert st == 200, (st, j)
+    return j
+
+
+# ---- tests on the main server ---------------------------------------------------------------
+
+def test_health(S):
+    st, hd, data = S.request("GET", "/health")
+    assert st == 200 and json.loads(data) == {"status": "ok"}
+    st, hd, data = S.request("GET", "/v1/health")
+    assert st == 200
+
+
+def test_props(S):
+    p = S.get_json("/props")
+    assert p["total_slots"] == 4
+    d = p["default_generation_settings"]
+    assert d["n_ctx"] == 512
+    for k in ("temperature", "top_k", "top_p", "min_p", "samplers", "dry_sequence_breakers", "mirostat"):
+        assert k in d["params"], k
+    assert d["params"]["top_k"] == 40
+    assert p["chat_template_name"] == "chatml" and p["chat_template_detected"] is False
+    assert p["limits"]["max_prompt_tokens"] == 511
+
+
+def test_models(S):
+    m = S.get_json("/v1/models")
+    assert m["object"] == "list" and m["data"][0]["object"] == "model"
+    assert m["data"][0]["meta"]["n_vocab"] == 512
+
+
+def test_slots(S):
+    s = S.get_json("/slots")
+    assert len(s) == 4 and all(not x["is_processing"] for x in s)
+
+
+def test_metrics(S):
+    completion(S, prompt="Once", n_predict=4, seed=3, ignore_eos=True)  # exactly 4 tokens, whatever the sampler picks
+    st, hd, data = S.request("GET", "/metrics")
+    assert st == 200 and hd["Content-Type"].startswith("text/plain")
+    text = data.decode()
+    vals = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            assert re.match(r"# (HELP|TYPE) sift_\w+ ", line), line
+            continue
+        m = re.match(r"(sift_\w+(?:\{[^}]*\})?) (\S+)$", line)
+        assert m, f"not a Prometheus sample line: {line!r}"
+        vals[m.group(1)] = float(m.group(2))
+    assert vals["sift_tokens_predicted_total"] >= 4
+    assert vals["sift_n_decode_total"] >= 1
+    assert vals["sift_slots_total"] == 4
+    assert 'sift_http_requests_total{code="2xx"}' in vals
+
+
+def test_index_page(S):
+    st, hd, data = S.request("GET", "/")
+    assert st == 200 and hd["Content-Type"].startswith("text/html")
+    html = data.decode()
+    assert "sift playground" in html and 'id="generate"' in html and "trace: true" in html
+
+
+def test_tokenize_detokenize(S):
+    st, j = S.post("/tokenize", {"content": "Once upon a time"})
+    assert st == 200
+    toks = j["tokens"]
+    assert toks and all(isinstance(t, int) for t in toks)
+    st, j2 = S.post("/tokenize", {"content": "Once upon a time", "add_special": True})
+    assert j2["tokens"][0] == 1 and j2["tokens"][1:] == toks  # BOS
+    st, j3 = S.post("/tokenize", {"content": "Once", "with_pieces": True})
+    assert all("id" in x and "piece" in x for x in j3["tokens"])
+    st, d = S.post("/detokenize", {"tokens": toks})
+    assert st == 200 and d["content"].strip() == "Once upon a time"
+
+
+def test_apply_template(S):
+    st, j = S.post("/apply-template", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]})
+    assert st == 200
+    assert j["prompt"] == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_completion_fields(S):
+    j = completion(S, prompt="Once upon a time", n_predict=24, seed=42, ignore_eos=True, return_tokens=True)
+    for k in ("content", "tokens", "stop", "stop_type", "stopping_word", "generation_settings", "timings", "tokens_predicted",
+              "tokens_evaluated", "tokens_cached", "truncated", "model", "prompt", "id_slot"):
+        assert k in j, k
+    assert j["stop"] is True and j["stop_type"] == "limit" and j["tokens_predicted"] == 24 and len(j["tokens"]) == 24
+    assert j["tokens_evaluated"] == 5 and j["prompt"] == "<s> Once upon a time"
+    g = j["generation_settings"]
+    assert g["seed"] == 42 and g["n_predict"] == 24 and g["ignore_eos"] is True
+    assert g["chain"].startswith("logit-bias")  # ignore_eos bans the EOG tokens with a logit bias
+    assert j["timings"]["predicted_n"] == 24
+
+
+def test_same_as_cli(S):
+    """The server samples exactly as `sift generate` (llama.cpp common's chain)."""
+    j = completion(S, prompt="Once upon a time", n_predict=32, seed=42)
+    cli = subprocess.run([ARGS.sift, "generate", "-m", ARGS.model, "-p", "Once upon a time", "-n", "32", "-s", "42",
+                          "--log-disable", "--no-display-prompt"], capture_output=True, text=True, check=True).stdout
+    assert cli.rstrip("\n") == j["content"], (cli, j["content"])
+
+
+def test_stream_equals_nonstream(S):
+    body = dict(prompt="Once upon a time", n_predict=40, seed=7, ignore_eos=True)
+    j = completion(S, **body)
+    ev = S.stream("/completion", dict(body, stream=True))
+    toks, fin = ev[:-1], ev[-1]
+    assert len(toks) == 40 and all(e["stop"] is False and len(e["tokens"]) == 1 for e in toks)
+    assert fin["stop"] is True and fin["stop_type"] == "limit" and fin["tokens_predicted"] == 40
+    assert "".join(e["content"] for e in toks) == j["content"]
+    assert "[DONE]" not in ev  # the native stream has no [DONE]
+
+
+def test_token_prompt(S):
+    st, t = S.post("/tokenize", {"content": "Once upon a time", "add_special": True})
+    a = completion(S, prompt="Once upon a time", n_predict=16, seed=3)
+    b = completion(S, prompt=t["tokens"], n_predict=16, seed=3)
+    c = completion(S, prompt=[t["tokens"][0], "Once upon a time"], n_predict=16, seed=3)  # mixed ids and text
+    assert a["content"] == b["content"]
+    assert a["tokens_evaluated"] == b["tokens_evaluated"] == 5 and c["tokens_evaluated"] == 5
+
+
+def test_stop_string(S):
+    base = completion(S, prompt="Once upon a time", n_predict=40, seed=42)["content"]
+    word = "girl"
+    assert word in base
+    j = completion(S, prompt="Once upon a time", n_predict=40, seed=42, stop=["zzz", word])
+    assert j["stop_type"] == "word" and j["stopping_word"] == word
+    assert j["content"] == base[: base.index(word)]
+    # streamed: the stop string never reaches the client, not even partly
+    ev = S.stream("/completion", dict(prompt="Once upon a time", n_predict=40, seed=42, stop=[word], stream=True))
+    assert "".join(e["content"] for e in ev[:-1]) == j["content"] and ev[-1]["stop_type"] == "word"
+
+
+def test_n_probs(S):
+    j = completion(S, prompt="Once upon a time", n_predict=8, seed=5, n_probs=3, ignore_eos=True,
+                   post_sampling_probs=False)  # llama-server's raw-logit logprobs
+    cp = j["completion_probabilities"]
+    assert len(cp) == 8
+    for e in cp:
+        tops = e["top_logprobs"]
+        assert len(tops) == 3 and all(set(x) == {"id", "token", "bytes", "logprob"} for x in tops)
+        lps = [x["logprob"] for x in tops]
+        assert lps == sorted(lps, reverse=True) and all(lp <= 0 for lp in lps)
+        assert e["logprob"] <= 0 and bytes(e["bytes"]).decode(errors="replace") == e["token"]
+    # the default: probabilities after the chain, of what the samplers left (top_k 2: two summing to 1)
+    j = completion(S, prompt="Once upon a time", n_predict=6, seed=5, n_probs=5, top_k=2)
+    for e in j["completion_probabilities"]:
+        ps = [x["prob"] for x in e["top_probs"]]
+        assert 1 <= len(ps) <= 2 and abs(sum(ps) - 1) < 1e-5 and 0 < e["prob"] <= 1
+
+
+def test_trace(S):
+    j = completion(S, prompt="Once upon a time", n_predict=5, seed=11, trace=True, trace_top=4, top_k=10)
+    tr = j["trace"]
+    assert len(tr) == 5
+    for t, tok in zip(tr, j["generation_settings"] and [None] * 5):
+        st = t["stages"]
+        assert st[0]["name"] == "(logits)" and st[0]["n"] == 512 and len(st[0]["top"]) == 4
+        names = [s["name"] for s in st]
+        assert "top-k" in names and names[-1] == "dist", names
+        topk = st[names.index("top-k")]
+        assert topk["n"] == 10
+        assert st[-1]["selected"] == t["id"]
+        assert all(0 <= c["p"] <= 1 for s in st for c in s["top"])
+        assert all(s["n"] <= st[0]["n"] for s in st)
+    ev = S.stream("/completion", dict(prompt="Once", n_predict=3, trace=True, stream=True))
+    assert all("trace" in e and e["trace"]["stages"] for e in ev[:-1])
+
+
+def test_grammar(S):
+    for seed in range(4):
+        j = completion(S, prompt="Once upon a time", n_predict=16, seed=seed, grammar='root ::= ("yes" | "no") "."')
+        assert j["content"] in ("yes.", "no."), j["content"]
+        assert j["stop_type"] == "eos"
+
+
+def test_json_schema(S):
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}, "required": ["n", "ok"],
+              "additionalProperties": False}
+    j = completion(S, prompt="Once upon a time", n_predict=64, seed=1, json_schema=schema, temperature=0.5)
+    obj = json.loads(j["content"])
+    assert set(obj) == {"n", "ok"} and isinstance(obj["n"], int) and isinstance(obj["ok"], bool)
+    st, c = S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 64, "seed": 2,
+                                            "response_format": {"type": "json_schema", "json_schema": {"schema": schema}}})
+    assert st == 200 and set(json.loads(c["choices"][0]["message"]["content"])) == {"n", "ok"}
+
+
+def test_logit_bias(S):
+    g = completion(S, prompt="Once upon a time", n_predict=1, temperature=0, n_probs=2, post_sampling_probs=False)
+    first = g["completion_probabilities"][0]["id"]
+    second = g["completion_probabilities"][0]["top_logprobs"][1]["id"]
+    for lb in ([[first, False]], {str(first): -100}, [[g["completion_probabilities"][0]["token"], False]]):
+        j = completion(S, prompt="Once upon a time", n_predict=1, temperature=0, n_probs=1, logit_bias=lb)
+        assert j["completion_probabilities"][0]["id"] == second, (lb, j["completion_probabilities"][0])
+    j = completion(S, prompt="Once upon a time", n_predict=1, temperature=0, n_probs=1, logit_bias=[[second, 100]])
+    assert j["completion_probabilities"][0]["id"] == second
+
+
+def test_samplers_order(S):
+    j = completion(S, prompt="Once", n_predict=2, samplers=["top_k", "temperature"])
+    assert j["generation_settings"]["chain"] == "top-k -> temp-ext -> dist"
+    j = completion(S, prompt="Once", n_predict=2, samplers="kt")
+    assert j["generation_settings"]["samplers"] == ["top_k", "temperature"]
+    j = completion(S, prompt="Once", n_predict=2, mirostat=2)
+    assert "mirostat-v2" in j["generation_settings"]["chain"]
+
+
+def test_every_sampling_field(S):
+    j = completion(S, prompt="Once upon a time", n_predict=12, seed=9, temperature=0.9, dynatemp_range=0.2, dynatemp_exponent=1.1,
+                   top_k=30, top_p=0.9, min_p=0.02, typical_p=0.95, top_n_sigma=2.0, repeat_penalty=1.1, repeat_last_n=32,
+                   presence_penalty=0.1, frequency_penalty=0.1, dry_multiplier=0.8, dry_base=1.75, dry_allowed_length=2,
+                   dry_penalty_last_n=-1, dry_sequence_breakers=["\n", "."], xtc_probability=0.3, xtc_threshold=0.2,
+                   mirostat=0, mirostat_tau=5, mirostat_eta=0.1, min_keep=1, ignore_eos=True, logit_bias=[[13, -1.5]])
+    chain = j["generation_settings"]["chain"]
+    for name in ("logit-bias", "penalties", "dry", "top-n-sigma", "top-k", "typical", "top-p", "min-p", "xtc", "temp-ext", "dist"):
+        assert re.search(r"(^| )" + name + r"( |$)", chain), (name, chain)
+    assert j["tokens_predicted"] == 12
+    assert j["generation_settings"]["dry_penalty_last_n"] == 512  # -1 = the slot's context
+
+
+def test_oai_completions(S):
+    st, j = S.post("/v1/completions", {"model": "gpt-3.5-turbo-instruct", "prompt": "Once upon a time", "max_tokens": 10,
+                                       "seed": 4, "logprobs": 2})
+    assert st == 200 and j["object"] == "text_completion" and j["id"].startswith("cmpl-")
+    c = j["choices"][0]
+    assert c["index"] == 0 and isinstance(c["text"], str) and c["finish_reason"] in ("length", "stop")
+    assert j["model"] == "gpt-3.5-turbo-instruct"
+    u = j["usage"]
+    assert u["prompt_tokens"] == 5 and u["completion_tokens"] <= 10 and u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+    assert len(c["logprobs"]["content"]) == u["completion_tokens"]
+    ev = S.stream("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 10, "seed": 4, "stream": True})
+    assert ev[-1] == "[DONE]"
+    chunks = ev[:-1]
+    assert all(e["object"] == "text_completion" for e in chunks)
+    assert chunks[-1]["choices"][0]["finish_reason"] in ("length", "stop") and "usage" in chunks[-1]
+    assert "".join(e["choices"][0]["text"] for e in chunks) == c["text"]
+
+
+def test_oai_chat(S):
+    msgs = [{"role": "system", "content": "You tell stories."}, {"role": "user", "content": [{"type": "text", "text": "Tell one."}]}]
+    st, j = S.post("/v1/chat/completions", {"model": "x", "messages": msgs, "max_tokens": 12, "seed": 8, "logprobs": True,
+                                            "top_logprobs": 2})
+    assert st == 200 and j["object"] == "chat.completion" and j["id"].startswith("chatcmpl-")
+    c = j["choices"][0]
+    assert c["message"]["role"] == "assistant" and isinstance(c["message"]["content"], str)
+    assert c["finish_reason"] in ("length", "stop")
+    assert len(c["logprobs"]["content"]) == j["usage"]["completion_tokens"]
+    assert all(len(x["top_logprobs"]) == 2 for x in c["logprobs"]["content"])
+    ev = S.stream("/v1/chat/completions", {"messages": msgs, "max_tokens": 12, "seed": 8, "stream": True,
+                                           "stream_options": {"include_usage": True}})
+    assert ev[-1] == "[DONE]"
+    ch = ev[:-1]
+    assert all(e["object"] == "chat.completion.chunk" and e["id"] == ch[0]["id"] for e in ch)
+    assert ch[0]["choices"][0]["delta"] == {"role": "assistant", "content": None}
+    assert ch[-2]["choices"][0]["finish_reason"] == c["finish_reason"] and ch[-2]["choices"][0]["delta"] == {}
+    assert ch[-1]["choices"] == [] and ch[-1]["usage"]["completion_tokens"] == j["usage"]["completion_tokens"]
+    text = "".join(e["choices"][0]["delta"].get("content") or "" for e in ch[1:-2])
+    assert text == c["message"]["content"]
+
+
+def test_errors_misc(S):
+    st, hd, data = S.request("GET", "/nope")
+    assert st == 404 and json.loads(data)["error"]["type"] == "not_found_error"
+    st, hd, data = S.request("GET", "/completion")
+    assert st == 405
+    st, hd, data = S.request("OPTIONS", "/completion")
+    assert st == 204 and hd.get("Access-Control-Allow-Origin") == "*"
+
+
+def test_body_limit(S):
+    def raw(head, chunks=()):
+        s = socket.create_connection(("127.0.0.1", S.port), timeout=30)
+        s.sendall(head)
+        try:
+            for c in chunks:
+                s.sendall(c)
+        except OSError:  # the server may close as soon as it has answered
+            pass
+        resp = b""
+        try:
+            while b"\r\n\r\n" not in resp:
+                d = s.recv(4096)
+                if not d:
+                    break
+                resp += d
+        except OSError:
+            pass
+        s.close()
+        return resp
+    # Content-Length over the limit: refused before the body is read
+    resp = raw(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n")
+    assert resp.startswith(b"HTTP/1.1 413"), resp[:80]
+    # chunked upload without Content-Length, past the limit: read and dropped, then 413
+    piece = b"a" * 65536
+    resp = raw(b"POST /completion HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n",
+               [b"%x\r\n" % len(piece) + piece + b"\r\n"] * 20 + [b"0\r\n\r\n"])
+    assert resp.startswith(b"HTTP/1.1 413"), resp[:80]
+    # just under the limit is fine (a 400 for the content, not a 413)
+    st, hd, data = S.request("POST", "/completion", json.dumps({"prompt": "x", "pad": "y" * ((1 << 20) - 100)}))
+    assert st == 200, (st, data[:200])
+
+
+# name, path, body (a str is sent as is), what the message must mention
+MALFORMED = [
+    ("syntax_error", "/completion", '{"prompt": "x", ', "invalid JSON"),
+    ("empty_body", "/completion", "", "empty request body"),
+    ("trailing_garbage", "/completion", '{"prompt": "x"} xyz', "unexpected data"),
+    ("top_level_array", "/completion", '["x"]', "JSON object"),
+    ("top_level_string", "/completion", '"x"', "JSON object"),
+    ("deep_nesting", "/completion", "[" * 5000 + "]" * 5000, "invalid JSON"),
+    ("prompt_missing", "/completion", {"n_predict": 4}, "'prompt' is required"),
+    ("prompt_number", "/completion", {"prompt": 5}, "'prompt'"),
+    ("prompt_object", "/completion", {"prompt": {"a": 1}}, "'prompt'"),
+    ("prompt_token_out_of_range", "/completion", {"prompt": [1, 99999]}, "'prompt[1]'"),
+    ("prompt_token_negative", "/completion", {"prompt": [-3]}, "'prompt[0]'"),
+    ("prompt_token_fraction", "/completion", {"prompt": [1, 2.5]}, "'prompt[1]'"),
+    ("prompt_several", "/completion", {"prompt": ["a", "b"]}, "several prompts"),
+    ("prompt_bool_item", "/completion", {"prompt": [1, True]}, "'prompt[1]'"),
+    ("prompt_too_long", "/completion", {"prompt": [5] * 600}, "context size"),
+    ("prompt_bad_utf8", "/completion", b'{"prompt": "\xff\xfe"}', "UTF-8"),
+    ("n_predict_string", "/completion", {"prompt": "x", "n_predict": "10"}, "'n_predict'"),
+    ("n_predict_too_large", "/completion", {"prompt": "x", "n_predict": 10 ** 9}, "'n_predict'"),
+    ("n_predict_below_minus_one", "/completion", {"prompt": "x", "n_predict": -5}, "'n_predict'"),
+    ("temperature_string", "/completion", {"prompt": "x", "temperature": "hot"}, "'temperature'"),
+    ("top_k_fraction", "/completion", {"prompt": "x", "top_k": 4.5}, "'top_k'"),
+    ("top_p_above_one", "/completion", {"prompt": "x", "top_p": 1.5}, "'top_p'"),
+    ("min_p_negative", "/completion", {"prompt": "x", "min_p": -0.1}, "'min_p'"),
+    ("typical_p_array", "/completion", {"prompt": "x", "typical_p": [1]}, "'typical_p'"),
+    ("repeat_last_n_below", "/completion", {"prompt": "x", "repeat_last_n": -2}, "'repeat_last_n'"),
+    ("mirostat_three", "/completion", {"prompt": "x", "mirostat": 3}, "'mirostat'"),
+    ("xtc_probability_two", "/completion", {"prompt": "x", "xtc_probability": 2}, "'xtc_probability'"),
+    ("seed_negative", "/completion", {"prompt": "x", "seed": -2}, "'seed'"),
+    ("seed_too_large", "/completion", {"prompt": "x", "seed": 2 ** 32}, "'seed'"),
+    ("n_probs_too_many", "/completion", {"prompt": "x", "n_probs": 1000}, "'n_probs'"),
+    ("stream_not_bool", "/completion", {"prompt": "x", "stream": "yes"}, "'stream'"),
+    ("ignore_eos_number", "/completion", {"prompt": "x", "ignore_eos": 1}, "'ignore_eos'"),
+    ("samplers_unknown_name", "/completion", {"prompt": "x", "samplers": ["top_k", "topq"]}, "'samplers[1]'"),
+    ("samplers_not_string", "/completion", {"prompt": "x", "samplers": [3]}, "'samplers[0]'"),
+    ("samplers_number", "/completion", {"prompt": "x", "samplers": 7}, "'samplers'"),
+    ("samplers_bad_letter", "/completion", {"prompt": "x", "samplers": "kq"}, "'samplers'"),
+    ("logit_bias_token_range", "/completion", {"prompt": "x", "logit_bias": [[70000, 1]]}, "'logit_bias[0][0]'"),
+    ("logit_bias_value_string", "/completion", {"prompt": "x", "logit_bias": [[5, "big"]]}, "'logit_bias[0][1]'"),
+    ("logit_bias_triple", "/completion", {"prompt": "x", "logit_bias": [[5, 1, 2]]}, "'logit_bias[0]'"),
+    ("logit_bias_object_value", "/completion", {"prompt": "x", "logit_bias": {"5": "x"}}, "'logit_bias.5'"),
+    ("logit_bias_number", "/completion", {"prompt": "x", "logit_bias": 5}, "'logit_bias'"),
+    ("stop_number", "/completion", {"prompt": "x", "stop": 5}, "'stop'"),
+    ("stop_item_number", "/completion", {"prompt": "x", "stop": ["a", 5]}, "'stop[1]'"),
+    ("dry_breakers_empty", "/completion", {"prompt": "x", "dry_sequence_breakers": []}, "'dry_sequence_breakers'"),
+    ("dry_breakers_number", "/completion", {"prompt": "x", "dry_sequence_breakers": [1]}, "'dry_sequence_breakers[0]'"),
+    ("grammar_syntax", "/completion", {"prompt": "x", "grammar": "root ::= (\"a\""}, "'grammar'"),
+    ("grammar_undefined_rule", "/completion", {"prompt": "x", "grammar": "root ::= foo"}, "'grammar'"),
+    ("grammar_number", "/completion", {"prompt": "x", "grammar": 5}, "'grammar'"),
+    ("json_schema_string", "/completion", {"prompt": "x", "json_schema": "object"}, "'json_schema'"),
+    ("json_schema_unsupported", "/completion", {"prompt": "x", "json_schema": {"type": "string", "not": {}}}, "'json_schema'"),
+    ("trace_top_zero", "/completion", {"prompt": "x", "trace": True, "trace_top": 0}, "'trace_top'"),
+    ("id_slot_out_of_range", "/completion", {"prompt": "x", "id_slot": 99}, "'id_slot'"),
+    ("oai_n_two", "/v1/completions", {"prompt": "x", "n": 2}, "'n'"),
+    ("oai_echo", "/v1/completions", {"prompt": "x", "echo": True}, "'echo'"),
+    ("oai_max_tokens_string", "/v1/completions", {"prompt": "x", "max_tokens": "5"}, "'max_tokens'"),
+    ("chat_messages_missing", "/v1/chat/completions", {"model": "x"}, "'messages'"),
+    ("chat_messages_object", "/v1/chat/completions", {"messages": {"role": "user"}}, "'messages'"),
+    ("chat_messages_empty", "/v1/chat/completions", {"messages": []}, "'messages'"),
+    ("chat_role_missing", "/v1/chat/completions", {"messages": [{"content": "hi"}]}, "'messages[0].role'"),
+    ("chat_content_number", "/v1/chat/completions", {"messages": [{"role": "user", "content": 5}]}, "'messages[0].content'"),
+    ("chat_image_part", "/v1/chat/completions",
+     {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, "'messages[0].content[0]'"),
+    ("chat_logprobs_number", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "logprobs": 3}, "'logprobs'"),
+    ("chat_top_logprobs_alone", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 3},
+     "'top_logprobs'"),
+    ("chat_response_format_type", "/v1/chat/completions",
+     {"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "xml"}}, "'response_format.type'"),
+    ("chat_tools", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]},
+     "'tools'"),
+    ("tokenize_content_missing", "/tokenize", {"text": "x"}, "'content'"),
+    ("tokenize_content_number", "/tokenize", {"content": 5}, "'content'"),
+    ("detokenize_bad_token", "/detokenize", {"tokens": [1, "x"]}, "'tokens[1]'"),
+    ("detokenize_not_array", "/detokenize", {"tokens": 5}, "'tokens'"),
+]
+
+
+def test_malformed(S):
+    failures = []
+    for name, path, body, must in MALFORMED:
+        if not isinstance(body, bytes):
+            body = body if isinstance(body, str) else json.dumps(body)
+        st, hd, data = S.request("POST", path, body)
+        try:
+            err = json.loads(data)["error"]
+            ok = st == 400 and err["code"] == 400 and must in err["message"] and err["type"] in (
+                "invalid_request_error", "exceed_context_size_error")
+        except Exception:
+            ok, err = False, data[:200]
+        if not ok:
+            failures.append(f"{name}: {st} {err}")
+    assert len(MALFORMED) >= 30
+    assert not failures, "\n  ".join(failures)
+    # the server is fine afterwards: every slot idle, a normal request works
+    assert completion(S, prompt="Once", n_predict=3)["tokens_predicted"] == 3
+    print(f"    {len(MALFORMED)} malformed requests, each answered 400 naming the field")
+
+
+def test_seed_reproducible_under_load(S):
+    """Same seed -> same tokens and the same probabilities (bit for bit: the batched decode
+    gives each sequence the logits it would get alone), whatever else is running."""
+    probe = dict(prompt="Once upon a time there was a dragon", n_predict=48, seed=1234, ignore_eos=True, n_probs=3,
+                 cache_prompt=False)
+    alone = completion(S, **probe)
+    stop = threading.Event()
+
+    def noise(i):
+        n = 0
+        while not stop.is_set():
+            body = dict(prompt=["Lily", "Tom went", "The sun", "A cat"][i % 4] + " " * (n % 3), n_predict=60 + 13 * i,
+                        seed=i * 100 + n, ignore_eos=True, stream=bool(i % 2), cache_prompt=False)
+            if body["stream"]:
+                S.stream("/completion", body)
+            else:
+                completion(S, **body)
+            n += 1
+
+    with cf.ThreadPoolExecutor(6) as ex:
+        futs = [ex.submit(noise, i) for i in range(3)]
+        time.sleep(0.05)
+        loaded = [completion(S, **probe) for _ in range(3)]
+        loaded.append(completion(S, **dict(probe, cache_prompt=True)))  # prefix reuse gives the same bits too
+        st = S.stream("/completion", dict(probe, stream=True))
+        stop.set()
+        for f in futs:
+            f.result()
+    for j in loaded:
+        assert j["content"] == alone["content"]
+        assert j["completion_probabilities"] == alone["completion_probabilities"], "probabilities differ under load"
+    assert "".join(e["content"] for e in st[:-1]) == alone["content"]
+    assert [e["completion_probabilities"][0] for e in st[:-1]] == alone["completion_probabilities"]
+    m = S.request("GET", "/metrics")[2].decode()
+    busy = float(re.search(r"^sift_n_busy_slots_per_decode (\S+)$", m, re.M).group(1))
+    print(f"    4 loaded runs + 1 streamed == alone (text and n_probs); average busy slots per decode {busy:.2f}")
+    assert busy > 1.0, "requests were not batched together"
+
+
+def test_mixed_load(S):
+    """A small mixed load: 16 clients, 120 requests, every 10th malformed."""
+    def one(i):
+        if i % 10 == 0:
+            st, j = S.post("/completion", {"prompt": "x", "top_p": "high"})
+            return ("bad", st, j)
+        kind = i % 3
+        n = 8 + i % 17
+        if kind == 0:
+            st, j = S.post("/completion", {"prompt": "Once", "n_predict": n, "ignore_eos": True, "seed": i})
+            return ("ok", st, j.get("tokens_predicted"), n)
+        if kind == 1:
+            st, j = S.post("/v1/completions", {"prompt": "Once", "max_tokens": n, "ignore_eos": True, "seed": i})
+            return ("ok", st, j.get("usage", {}).get("completion_tokens"), n)
+        ev = S.stream("/completion", {"prompt": "Once", "n_predict": n, "ignore_eos": True, "seed": i, "stream": True})
+        return ("ok", 200, len(ev) - 1, n)
+
+    with cf.ThreadPoolExecutor(16) as ex:
+        res = list(ex.map(one, range(120)))
+    for r in res:
+        if r[0] == "bad":
+            assert r[1] == 400, r
+        else:
+            assert r[1] == 200 and r[2] == r[3], r
+    wait_idle(S)
+
+
+def wait_idle(S, limit=2.0):
+    """Every slot idle within `limit` seconds (/slots is the engine's view as of its last step)."""
+    t0 = time.time()
+    while any(s["is_processing"] for s in S.get_json("/slots")):
+        assert time.time() - t0 < limit, "a slot is still busy"
+        time.sleep(0.005)
+
+
+def test_sse_format(S):
+    """Raw bytes: chunked transfer, `data: ` lines separated by blank lines."""
+    s = socket.create_connection(("127.0.0.1", S.port), timeout=30)
+    body = json.dumps({"prompt": "Once", "n_predict": 3, "stream": True}).encode()
+    s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+              b"Connection: close\r\n\r\n" % len(body) + body)
+    raw = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        raw += d
+    s.close()
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    assert b"200 OK" in head.split(b"\r\n")[0] and b"text/event-stream" in head and b"chunked" in head.lower()
+    # de-chunk
+    out = b""
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        rest = rest[size + 2:]
+    events = out.split(b"\n\n")
+    assert events[-1] == b"" and all(e.startswith(b"data: {") for e in events[:-1]) and len(events) - 1 == 4
+
+
+# ---- a second server: one slot, a long context, a queue of one ----------------------------------
+
+def test_disconnect_frees_slot(L):
+    """A client that goes away mid-stream frees its slot at once."""
+    s = socket.create_connection(("127.0.0.1", L.port), timeout=30)
+    body = json.dumps({"prompt": "Once upon a time", "n_predict": 16000, "ignore_eos": True, "stream": True}).encode()
+    s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+              + body)
+    got = b""
+    while got.count(b"data: ") < 5:
+        got += s.recv(4096)
+    slots = L.get_json("/slots")
+    assert slots[0]["is_processing"], slots
+    t0 = time.time()
+    s.close()
+    while L.get_json("/slots")[0]["is_processing"]:
+        assert time.time() - t0 < 2.0, "the slot is still busy 2 s after the client left"
+        time.sleep(0.005)
+    freed = time.time() - t0
+    m = L.request("GET", "/metrics")[2].decode()
+    cancelled = float(re.search(r"^sift_requests_cancelled_total (\S+)$", m, re.M).group(1))
+    predicted = float(re.search(r"^sift_tokens_predicted_total (\S+)$", m, re.M).group(1))
+    assert cancelled >= 1
+    assert predicted < 16000, predicted
+    # and the slot works for the next request
+    assert completion(L, prompt="Once", n_predict=5)["tokens_predicted"] == 5
+    print(f"    slot free {1e3 * freed:.0f} ms after the client closed mid-stream ({predicted:.0f} tokens generated of 16000)")
+
+
+def test_queue_full_503(L):
+    """-np 1 --max-queue 1: a running request, a waiting one, and the third gets 503 + Retry-After."""
+    s = socket.create_connection(("127.0.0.1", L.port), timeout=30)
+    body = json.dumps({"prompt": "Once upon a time", "n_predict": 16000, "ignore_eos": True, "stream": True}).encode()
+    s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+              + body)
+    got = b""
+    while got.count(b"data: ") < 3:
+        got += s.recv(4096)
+    with cf.ThreadPoolExecutor(1) as ex:
+        waiting = ex.submit(L.post, "/completion", {"prompt": "Once", "n_predict": 4})
+        deadline = time.time() + 5
+        while float(re.search(r"^sift_requests_deferred (\S+)$", L.request("GET", "/metrics")[2].decode(), re.M).group(1)) < 1:
+            assert time.time() < deadline
+            time.sleep(0.005)
+        st, hd, data = L.request("POST", "/completion", {"prompt": "Once", "n_predict": 4})
+        assert st == 503, (st, data)
+        assert hd.get("Retry-After") == "1"
+        assert json.loads(data)["error"]["type"] == "unavailable_error"
+        s.close()  # the running request goes away; the waiting one gets the slot
+        st2, j2 = waiting.result(timeout=30)
+        assert st2 == 200 and j2["tokens_predicted"] == 4
+
+
+# ---- runner -------------------------------------------------------------------------------------
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sift", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("-k", default="", help="run only tests whose name contains this")
+    ARGS = ap.parse_args()
+    if not os.path.exists(ARGS.model):
+        print(f"model not found: {ARGS.model}")
+        return 1
+    tests_main = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_varnames[:1] == ("S",)]
+    tests_long = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_varnames[:1] == ("L",)]
+    passed = failed = 0
+    t_all = time.time()
+    for args, tests in ((("-np", "4", "-c", "2048"), tests_main),
+                        (("-np", "1", "-c", "16384", "--max-n-predict", "16000", "--max-queue", "1"), tests_long)):
+        tests = [(n, f) for n, f in tests if ARGS.k in n]
+        if not tests:
+            continue
+        srv = Server(*args)
+        for name, fn in tests:
+            t0 = time.time()
+            try:
+                fn(srv)
+                passed += 1
+                print(f"ok    {name} ({1e3 * (time.time() - t0):.0f} ms)", flush=True)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                failed += 1
+                print(f"FAIL  {name}: {type(e).__name__}: {e}", flush=True)
+        try:
+            srv.stop()
+            passed += 1
+            print(f"ok    clean_shutdown ({' '.join(args)})")
+        except Exception as e:  # noqa: BLE001
+            failed += 1
+            print(f"FAIL  clean_shutdown: {e}")
+    print(f"server tests: {time.time() - t_all:.1f} s")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

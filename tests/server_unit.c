@@ -1,0 +1,203 @@
+/*
+ * server_unit.c - unit tests of the server's pure parts (CTest: server_unit, also under
+ * valgrind): UTF-8 holding and repair of streamed text, stop strings, and chat templates
+ * (detection from real Jinja template texts and the prompts they produce, with the
+ * conversation and expected outputs of llama.cpp's tests/test-chat-template.cpp, and the
+ * template of a real GGUF from ../shared).
+ */
+#include "sift_test.h"
+
+#include "server/server.h"
+
+/* ---- UTF-8 ------------------------------------------------------------------------------------ */
+
+static void test_utf8_tail(void **state)
+{
+    (void)state;
+    assert_int_equal(utf8_incomplete_tail("abc", 3), 0);
+    assert_int_equal(utf8_incomplete_tail("ab\xc3", 3), 1);            /* é cut after 1 of 2 */
+    assert_int_equal(utf8_incomplete_tail("ab\xc3\xa9", 4), 0);
+    assert_int_equal(utf8_incomplete_tail("\xe2\x82", 2), 2);          /* € cut after 2 of 3 */
+    assert_int_equal(utf8_incomplete_tail("x\xe2\x82\xac", 4), 0);
+    assert_int_equal(utf8_incomplete_tail("\xf0\x9f\x98", 3), 3);      /* emoji cut after 3 of 4 */
+    assert_int_equal(utf8_incomplete_tail("\xf0\x9f\x98\x80", 4), 0);
+    assert_int_equal(utf8_incomplete_tail("a\xff", 2), 0);             /* invalid: never completes, not held */
+    assert_int_equal(utf8_incomplete_tail("a\xe0\x80", 3), 0);         /* overlong start: invalid, not held */
+    assert_int_equal(utf8_incomplete_tail("a\x80\x80", 3), 0);         /* stray continuation bytes */
+    assert_int_equal(utf8_incomplete_tail("", 0), 0);
+}
+
+static void test_utf8_valid_sanitize(void **state)
+{
+    (void)state;
+    assert_true(utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 15));
+    assert_false(utf8_valid("\xc0\xaf", 2));         /* overlong */
+    assert_false(utf8_valid("\xed\xa0\x80", 3));     /* surrogate */
+    assert_false(utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+    assert_false(utf8_valid("\xc3", 1));             /* cut */
+    assert_int_equal(utf8_valid_prefix("ab\xc3\xa9\xff", 5), 4);
+    sbuf b = {0};
+    utf8_sanitize(&b, "a\xffz\xc3\xa9\xed\xa0\x80!", 9);
+    assert_string_equal(b.p, "a\xef\xbf\xbdz\xc3\xa9\xef\xbf\xbd!");
+    sbuf_free(&b);
+}
+
+/* ---- stop strings ---------------------------------------------------------------------------- */
+
+static void test_stop_strings(void **state)
+{
+    (void)state;
+    char *stops[] = {"world", "\n\nUser:", "x"};
+    int which = -1;
+    const char *t = "hello world, x";
+    assert_int_equal(stop_find(t, strlen(t), 0, stops, 2, &which), 6);
+    assert_int_equal(which, 0);
+    assert_int_equal(stop_find(t, strlen(t), 0, stops, 3, &which), 6); /* the earliest wins */
+    assert_int_equal(stop_find(t, strlen(t), 7, stops, 3, &which), 13);
+    assert_int_equal(which, 2);
+    assert_int_equal(stop_find(t, strlen(t), 0, stops + 1, 1, &which), -1);
+    /* partial matches at the end are held back */
+    assert_int_equal(stop_partial("hello wor", 9, stops, 2), 3);
+    assert_int_equal(stop_partial("story.\n\nUs", 10, stops, 2), 4);
+    assert_int_equal(stop_partial("story.\n", 7, stops, 2), 1);
+    assert_int_equal(stop_partial("nothing", 7, stops, 2), 0);
+    assert_int_equal(stop_partial("abc", 3, stops + 2, 1), 0); /* one-byte stop: no partial */
+}
+
+/* ---- chat templates --------------------------------------------------------------------------- */
+
+static const chat_msg conversation[] = {
+    {"system", "You are a helpful assistant"}, {"user", "Hello"},      {"assistant", "Hi there"},
+    {"user", "Who are you"},                   {"assistant", "   I am an assistant   "}, {"user", "Another question"},
+};
+
+typedef struct tcase {
+    const char *name, *tmpl;
+    chat_tmpl want;
+    const char *expected;
+} tcase;
+
+/* Template texts and expected prompts from llama.cpp's tests/test-chat-template.cpp. */
+static const tcase cases[] = {
+    {"OpenHermes (chatml)",
+     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+     CHAT_CHATML,
+     "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi "
+     "there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n   I am an assistant   "
+     "<|im_end|>\n<|im_start|>user\nAnother question<|im_end|>\n<|im_start|>assistant\n"},
+    {"Mistral-7B-Instruct-v0.2 (llama2)",
+     "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
+     "{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% endif %}{% endfor %}",
+     CHAT_LLAMA2,
+     "[INST] You are a helpful assistant\nHello [/INST]Hi there</s>[INST] Who are you [/INST]   I am an assistant   </s>[INST] "
+     "Another question [/INST]"},
+    {"FusionNet (llama2-sys-bos)",
+     "{%- if messages[idx]['role'] == 'user' -%}{{- bos_token + '[INST] ' + messages[idx]['content'] + ' [/INST]' -}}"
+     "{{- '[INST] <<SYS>>\\n' + messages[idx]['content'] + '\\n<</SYS>>\\n\\n' -}}",
+     CHAT_LLAMA2_SYS_BOS,
+     "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s><s>[INST] Who are you [/INST]   I am an "
+     "assistant   </s><s>[INST] Another question [/INST]"},
+    {"vigogne (llama2-sys-strip)",
+     "{% if message['role'] == 'user' %}{{ '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'system' %}"
+     "{{ '<<SYS>>\\n' + content.strip() + '\\n<</SYS>>\\n\\n' }}{% endif %}",
+     CHAT_LLAMA2_SYS_STRIP,
+     "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s>[INST] Who are you [/INST]I am an "
+     "assistant</s>[INST] Another question [/INST]"},
+    {"gemma-7b-it",
+     "{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}"
+     "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}",
+     CHAT_GEMMA,
+     "<start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n"
+     "<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\nI am an assistant<end_of_turn>\n<start_of_turn>user\n"
+     "Another question<end_of_turn>\n<start_of_turn>model\n"},
+    {"deepseek-coder-33b-instruct",
+     "{{'### Instruction:\\n' + message['content'] + '\\n'}}{{'### Response:\\n' + message['content'] + '\\n<|EOT|>\\n'}}",
+     CHAT_DEEPSEEK,
+     "You are a helpful assistant### Instruction:\nHello\n### Response:\nHi there\n<|EOT|>\n### Instruction:\nWho are you\n### "
+     "Response:\n   I am an assistant   \n<|EOT|>\n### Instruction:\nAnother question\n### Response:\n"},
+    {"vicuna-13b-1.1",
+     "{%- if message['role'] == 'user' -%}{{-'USER: ' + message['content'] + '\\n'-}}{%- else -%}{{-'ASSISTANT: ' + "
+     "message['content'] + '</s>\\n' -}}",
+     CHAT_VICUNA,
+     "You are a helpful assistant\n\nUSER: Hello\nASSISTANT: Hi there</s>\nUSER: Who are you\nASSISTANT:    I am an assistant   "
+     "</s>\nUSER: Another question\nASSISTANT:"},
+    {"Orca-Vicuna",
+     "{{-'SYSTEM: ' + message['content'] + '\\n' -}}{{-'USER: ' + message['content'] + '\\n'-}}{{-'ASSISTANT: ' + message['content'] "
+     "+ '</s>\\n' -}}",
+     CHAT_VICUNA_ORCA,
+     "SYSTEM: You are a helpful assistant\nUSER: Hello\nASSISTANT: Hi there</s>\nUSER: Who are you\nASSISTANT:    I am an assistant  "
+     " </s>\nUSER: Another question\nASSISTANT:"},
+    {"c4ai-command-r-plus",
+     "{{ '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>' + system_message + '<|END_OF_TURN_TOKEN|>' }}{{ "
+     "'<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + content.strip() + '<|END_OF_TURN_TOKEN|>' }}",
+     CHAT_COMMAND_R,
+     "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are a helpful assistant<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>"
+     "Hello<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>Hi there<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|>"
+     "<|USER_TOKEN|>Who are you<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>I am an assistant<|END_OF_TURN_TOKEN|>"
+     "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Another question<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"},
+    {"Llama-3",
+     "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + "
+     "'<|eot_id|>' %}",
+     CHAT_LLAMA3,
+     "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n"
+     "Hello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n"
+     "Who are you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nI am an assistant<|eot_id|><|start_header_id|>user"
+     "<|end_header_id|>\n\nAnother question<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+    {"Phi-3-small",
+     "{{ bos_token }}{% for message in messages %}{{'<|' + message['role'] + '|>' + '\\n' + message['content'] + '<|end|>\\n' }}"
+     "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}",
+     CHAT_PHI3,
+     "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n<|user|>\nWho are "
+     "you<|end|>\n<|assistant|>\n   I am an assistant   <|end|>\n<|user|>\nAnother question<|end|>\n<|assistant|>\n"},
+};
+
+static void test_chat_templates(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const tcase *c = &cases[i];
+        const chat_tmpl t = chat_detect(c->tmpl);
+        if (t != c->want) fail_msg("%s: detected %s, want %s", c->name, chat_name(t), chat_name(c->want));
+        sbuf out = {0};
+        assert_true(chat_apply(t, conversation, sizeof conversation / sizeof *conversation, true, &out));
+        if (strcmp(out.p, c->expected) != 0) fail_msg("%s:\n got  %s\n want %s", c->name, out.p, c->expected);
+        sbuf_free(&out);
+        /* the name works too */
+        assert_int_equal(chat_from_name(chat_name(c->want)), c->want);
+    }
+    assert_int_equal(chat_detect("{{ unknown }}"), CHAT_UNKNOWN);
+    assert_int_equal(chat_detect(NULL), CHAT_UNKNOWN);
+    assert_int_equal(chat_detect("llama3"), CHAT_LLAMA3);
+    sbuf out = {0};
+    assert_false(chat_apply(CHAT_UNKNOWN, conversation, 1, true, &out));
+    sbuf_free(&out);
+}
+
+/* A real GGUF's tokenizer.chat_template (Phi-3's vocabulary file in ../shared). */
+static void test_chat_template_from_gguf(void **state)
+{
+    (void)state;
+    const char *shared = getenv("SIFT_SHARED");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/vocab/ggml-vocab-phi-3.gguf", shared ? shared : "../shared");
+    sift_error err = {0};
+    sift_gguf *g = sift_gguf_open(path, &err);
+    if (!g) fail_msg("%s: %s", path, err.msg);
+    const char *tmpl = NULL;
+    assert_int_equal(sift_gguf_get_str(g, "tokenizer.chat_template", &tmpl, &err), SIFT_OK);
+    assert_int_equal(chat_detect(tmpl), CHAT_PHI3);
+    sift_gguf_close(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_utf8_tail),
+        cmocka_unit_test(test_utf8_valid_sanitize),
+        cmocka_unit_test(test_stop_strings),
+        cmocka_unit_test(test_chat_templates),
+        cmocka_unit_test(test_chat_template_from_gguf),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

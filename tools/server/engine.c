@@ -1,0 +1,791 @@
+/*
+ * engine.c - slots and continuous batching: the one thread that runs the model.
+ *
+ * The engine owns the sift_context. Its KV cache holds n_parallel independent sequences
+ * (sequence i = slot i, n_ctx / n_parallel cells each), so every slot is a llama-server
+ * slot: one request at a time, with its own sampler chain, seed and grammar. One step of
+ * the loop:
+ *
+ *   1. take the queue: drop tasks whose client went away, give waiting tasks to idle slots
+ *      (FIFO; the idle slot whose cached tokens share the longest prefix with the prompt,
+ *      so a repeated prompt is not decoded again: llama-server's cache_prompt);
+ *   2. drop running tasks whose client went away (the slot is free for the next step);
+ *   3. build ONE batch: the last sampled token of every generating slot, then prompt
+ *      tokens of slots still reading their prompt, up to n_batch tokens in all;
+ *   4. sift_decode once;
+ *   5. for every slot whose logits came out: sample with its chain (and grammar), publish
+ *      the token, the visible text, n_probs and the chain trace to the task, and check the
+ *      stop conditions (end of generation, stop string, n_predict, the slot's context).
+ *
+ * New requests therefore join the running batch at the next step, and a request's output
+ * does not depend on what else runs: the runtime computes each sequence's logits bit for
+ * bit as it would alone (sift.h: column-independent kernels, per-sequence cells at fixed
+ * positions, thread-count-independent reductions), whatever the batch holds or how the
+ * prompt was chunked, and each slot samples with its own chain and RNG. The integration
+ * test checks exactly that: the same seed gives the same tokens alone and under load.
+ *
+ * Sampling follows llama.cpp common_sampler_sample with a grammar (the rejection mode of
+ * sift_grammar_chain_sample: the chain alone; only if the grammar refuses the pick, refill,
+ * apply the grammar, sample again), written out here so that the grammar appears as a
+ * stage in the trace.
+ *
+ * Locks: e->mu guards the queue, the stop flag and the public snapshot (stats, slots); a
+ * task's mu guards its output. The engine never holds both except to publish. The
+ * connection threads only ever read a task's output and set its cancelled flag.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+typedef enum { SLOT_IDLE = 0, SLOT_PROMPT, SLOT_GEN } slot_state;
+
+typedef struct slot {
+    int id;
+    slot_state state;
+    srv_task *task;
+    sift_token *cache;        /* the tokens in this sequence's KV cells, [0, n_cache) */
+    int32_t n_cache;
+    int32_t i_prompt;         /* next prompt token to decode */
+    int32_t n_in_batch;       /* tokens of this slot in the current batch */
+    int32_t batch_idx;        /* its logits row in the current batch, -1 */
+    sift_token last;          /* sampled, not yet decoded */
+    int32_t n_decoded, n_limit;
+    sbuf gen;                 /* the generated text (pieces), before holds and cuts */
+    size_t n_released;        /* bytes of gen already published */
+    double t_start, t_first;
+    uint64_t last_used;
+    /* trace scratch (filled by the chain's trace hook during one sampling step) */
+    srv_stage *st;
+    size_t n_st, cap_st;
+    srv_prob *top;
+    size_t n_top, cap_top;
+    bool trace_oom;
+    /* n_probs scratch */
+    sift_candidates raw;      /* raw logits, for llama-server's pre-sampling probabilities */
+    sift_token *pid;
+    float *pp;
+} slot;
+
+struct srv_engine {
+    srv_server *s;
+    sift_context *ctx;
+    sift_batch batch;
+    slot *slots;
+    int n_slots;
+    int32_t n_ctx_slot;
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    srv_task **queue;         /* waiting tasks, FIFO, at most cfg.max_queue */
+    int q_n, q_cap;
+    bool stop;
+    int64_t next_id;
+    uint64_t tick;
+    srv_engine_stats stats;   /* under mu */
+    srv_slot_info *pub;       /* under mu: the slots as of the last step */
+};
+
+double srv_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---- tasks ------------------------------------------------------------------------------------- */
+
+srv_task *srv_task_new(srv_request *req, sift_chain *chain, sift_sampler *grammar)
+{
+    srv_task *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    const int n_chain = sift_chain_n(chain);
+    t->stage_names = calloc((size_t)n_chain + 2, sizeof *t->stage_names);
+    if (!t->stage_names) {
+        free(t);
+        return NULL;
+    }
+    t->n_stage_names = n_chain + 2;
+    t->stage_names[0] = strdup("(logits)");
+    for (int i = 0; i < n_chain; i++) t->stage_names[i + 1] = strdup(sift_sampler_name(sift_chain_get(chain, i)));
+    t->stage_names[n_chain + 1] = strdup("grammar");
+    for (int i = 0; i < t->n_stage_names; i++) {
+        if (!t->stage_names[i]) {
+            for (int k = 0; k < t->n_stage_names; k++) free(t->stage_names[k]);
+            free(t->stage_names);
+            free(t);
+            return NULL;
+        }
+    }
+    atomic_init(&t->refs, 1);
+    atomic_init(&t->cancelled, false);
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    t->req = *req;
+    memset(req, 0, sizeof *req);
+    t->chain = chain;
+    t->grammar = grammar;
+    t->created = time(NULL);
+    t->id_slot = -1;
+    t->seed_used = sift_chain_get_seed(chain);
+    /* an id in OpenAI's style: a prefix and random letters */
+    static const char abc[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    const char *prefix = t->req.kind == SRV_OAI_CHAT ? "chatcmpl-" : "cmpl-";
+    uint64_t x = (uint64_t)(uintptr_t)t ^ ((uint64_t)srv_now_ms() << 20) ^ (uint64_t)rand();
+    size_t k = strlen(prefix);
+    memcpy(t->oai_id, prefix, k);
+    for (int i = 0; i < 24; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        t->oai_id[k++] = abc[x % (sizeof abc - 1)];
+    }
+    t->oai_id[k] = 0;
+    return t;
+}
+
+void srv_task_ref(srv_task *t) { atomic_fetch_add(&t->refs, 1); }
+
+void srv_task_unref(srv_task *t)
+{
+    if (!t || atomic_fetch_sub(&t->refs, 1) != 1) return;
+    srv_request_free(&t->req);
+    sift_chain_free(t->chain);
+    sift_sampler_free(t->grammar);
+    for (int i = 0; i < t->n_stage_names; i++) free(t->stage_names[i]);
+    free(t->stage_names);
+    free(t->recs);
+    sbuf_free(&t->text);
+    free(t->probs);
+    free(t->stages);
+    free(t->tops);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
+    free(t);
+}
+
+/* Grow an array of elements of size sz to hold n more; false on out of memory. */
+static bool grow(void **p, size_t *cap, size_t have, size_t more, size_t sz)
+{
+    if (have + more <= *cap) return true;
+    size_t c = *cap ? *cap : 64;
+    while (c < have + more) c *= 2;
+    void *q = realloc(*p, c * sz);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+/* Finish a task with an error (under its lock). */
+static void task_fail(srv_task *t, int status, const char *msg)
+{
+    pthread_mutex_lock(&t->mu);
+    if (!t->done) {
+        srv_errorf(&t->err, status, "%s", msg);
+        t->done = true;
+    }
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- the trace hook: what each sampler left -------------------------------------------------- */
+
+static void stage_add(slot *sl, int name, const sift_candidates *cand)
+{
+    srv_task *t = sl->task;
+    const size_t k = (size_t)t->req.trace_top;
+    if (!grow((void **)&sl->st, &sl->cap_st, sl->n_st, 1, sizeof *sl->st) ||
+        !grow((void **)&sl->top, &sl->cap_top, sl->n_top, k, sizeof *sl->top)) {
+        sl->trace_oom = true;
+        return;
+    }
+    sift_token ids[SRV_MAX_TRACE_TOP];
+    float probs[SRV_MAX_TRACE_TOP];
+    const size_t n = sift_candidates_top(cand, k, ids, NULL, probs);
+    srv_stage *s = &sl->st[sl->n_st++];
+    s->name = (int16_t)name;
+    s->n = (uint32_t)cand->size;
+    s->has_selected = cand->selected >= 0 && (size_t)cand->selected < cand->size;
+    s->selected = s->has_selected ? cand->id[cand->selected] : SIFT_TOKEN_NULL;
+    s->top_off = (uint32_t)sl->n_top;
+    s->n_top = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) sl->top[sl->n_top++] = (srv_prob){ids[i], probs[i]};
+}
+
+static void trace_hook(void *user, int32_t index, const sift_sampler *smpl, const sift_candidates *cand)
+{
+    slot *sl = user;
+    if (index < 0) sl->n_st = sl->n_top = 0; /* a (re)fill starts the step's trace over */
+    else if (sift_sampler_name(smpl)[0] == '?') return; /* a disabled no-op: nothing to show */
+    stage_add(sl, index + 1, cand);
+}
+
+/* ---- slots --------------------------------------------------------------------------------------- */
+
+static int32_t common_prefix(const sift_token *a, int32_t na, const sift_token *b, int32_t nb)
+{
+    int32_t i = 0;
+    while (i < na && i < nb && a[i] == b[i]) i++;
+    return i;
+}
+
+static void slot_release(srv_engine *e, slot *sl)
+{
+    srv_task *t = sl->task;
+    if (t) {
+        sift_chain_set_trace(t->chain, NULL, NULL);
+        srv_task_unref(t);
+    }
+    sl->task = NULL;
+    sl->state = SLOT_IDLE;
+    sl->batch_idx = -1;
+    sl->n_in_batch = 0;
+    sbuf_free(&sl->gen);
+    sl->last_used = ++e->tick;
+}
+
+/* Put task t into idle slot sl: reuse the cached prefix, drop the rest of the cells. */
+static void slot_start(srv_engine *e, slot *sl, srv_task *t)
+{
+    const srv_request *r = &t->req;
+    int32_t keep = r->cache_prompt ? common_prefix(sl->cache, sl->n_cache, r->prompt, r->n_prompt) : 0;
+    if (keep >= r->n_prompt) keep = r->n_prompt - 1; /* the last prompt token is decoded again for its logits */
+    sift_kv_seq_rm(e->ctx, sl->id, keep, -1);
+    sl->n_cache = keep;
+    sl->i_prompt = keep;
+    sl->task = t;
+    sl->state = SLOT_PROMPT;
+    sl->n_decoded = 0;
+    const int32_t want = r->n_predict >= 0 ? r->n_predict : e->s->cfg.max_n_predict;
+    sl->n_limit = want;
+    sl->n_released = 0;
+    sl->gen = (sbuf){0};
+    sl->batch_idx = -1;
+    sl->t_start = srv_now_ms();
+    sl->t_first = 0;
+    sl->trace_oom = false;
+    if (r->trace) sift_chain_set_trace(t->chain, trace_hook, sl);
+    pthread_mutex_lock(&t->mu);
+    t->started = true;
+    t->id_slot = sl->id;
+    t->n_cached = keep;
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- sampling and publishing ---------------------------------------------------------------------- */
+
+/* Probability of token tok under softmax(logits). */
+static float softmax_at(const float *lg, int32_t n, sift_token tok)
+{
+    float mx = lg[0];
+    for (int32_t i = 1; i < n; i++) mx = lg[i] > mx ? lg[i] : mx;
+    double sum = 0;
+    for (int32_t i = 0; i < n; i++) sum += expf(lg[i] - mx);
+    return (float)((double)expf(lg[tok] - mx) / sum);
+}
+
+/* The probability of the selected candidate under the candidates' current logits. */
+static float cand_selected_p(const sift_candidates *c)
+{
+    if (c->selected < 0 || (size_t)c->selected >= c->size) return 0.0f;
+    if (c->flags & SIFT_CAND_PROBS) return c->p[c->selected];
+    float mx = -INFINITY;
+    for (size_t i = 0; i < c->size; i++) mx = c->logit[i] > mx ? c->logit[i] : mx;
+    double sum = 0;
+    for (size_t i = 0; i < c->size; i++) sum += expf(c->logit[i] - mx);
+    return sum > 0 ? (float)((double)expf(c->logit[c->selected] - mx) / sum) : 0.0f;
+}
+
+/* One sampling step of slot sl on logits; the token (accepted into chain and grammar), or
+ * SIFT_TOKEN_NULL. Fills probs (n_probs) as a side effect. */
+static sift_token slot_sample(srv_engine *e, slot *sl, const float *logits, float *p_sel, size_t *n_probs)
+{
+    srv_task *t = sl->task;
+    const int32_t nv = e->s->n_vocab;
+    sift_chain *chain = t->chain;
+    sift_sampler *g = t->grammar;
+    if (sift_chain_fill(chain, logits, nv, NULL) != SIFT_OK) return SIFT_TOKEN_NULL;
+    sift_candidates *cand = sift_chain_candidates(chain);
+    sift_token tok = sift_chain_apply(chain, cand);
+    if (g && (tok == SIFT_TOKEN_NULL || !sift_grammar_sampler_allows(g, tok))) {
+        if (sift_chain_fill(chain, logits, nv, NULL) != SIFT_OK) return SIFT_TOKEN_NULL;
+        sift_sampler_apply(g, cand);
+        if (t->req.trace) stage_add(sl, t->n_stage_names - 1, cand);
+        tok = sift_chain_apply(chain, cand);
+    }
+    if (tok == SIFT_TOKEN_NULL) return tok;
+    *n_probs = 0;
+    *p_sel = 0;
+    const size_t k = (size_t)t->req.n_probs;
+    if (k > 0) {
+        if (t->req.post_sampling_probs) { /* after the chain */
+            *n_probs = sift_candidates_top(cand, k, sl->pid, NULL, sl->pp);
+            *p_sel = cand_selected_p(cand);
+        } else { /* llama-server's default: softmax of the raw logits */
+            sift_candidates_fill(&sl->raw, logits, (size_t)nv);
+            *n_probs = sift_candidates_top(&sl->raw, k, sl->pid, NULL, sl->pp);
+            *p_sel = softmax_at(logits, nv, tok);
+        }
+    }
+    if (g) sift_sampler_accept(g, tok);
+    sift_chain_accept(chain, tok);
+    return tok;
+}
+
+/* Publish a sampled token: the record, the text released by it, probabilities, trace; and
+ * the end of the task when stop != NONE. */
+static bool publish(srv_engine *e, slot *sl, sift_token tok, float p_sel, size_t n_probs, srv_stop stop, int stop_word,
+                    bool truncated, const char *text, size_t text_n)
+{
+    srv_task *t = sl->task;
+    const bool tr = t->req.trace && !sl->trace_oom;
+    pthread_mutex_lock(&t->mu);
+    bool ok = grow((void **)&t->recs, &t->cap_recs, t->n_recs, 1, sizeof *t->recs) &&
+              grow((void **)&t->probs, &t->cap_probs, t->n_probs, n_probs, sizeof *t->probs) &&
+              (!tr || (grow((void **)&t->stages, &t->cap_stages, t->n_stages, sl->n_st, sizeof *t->stages) &&
+                       grow((void **)&t->tops, &t->cap_tops, t->n_tops, sl->n_top, sizeof *t->tops)));
+    if (ok) {
+        utf8_sanitize(&t->text, text, text_n);
+        ok = !t->text.oom;
+    }
+    if (ok) {
+        srv_tokrec *r = &t->recs[t->n_recs++];
+        r->tok = tok;
+        r->text_end = (uint32_t)t->text.n;
+        r->p = p_sel;
+        r->probs_off = (uint32_t)t->n_probs;
+        r->n_probs = (uint32_t)n_probs;
+        for (size_t i = 0; i < n_probs; i++) t->probs[t->n_probs++] = (srv_prob){sl->pid[i], sl->pp[i]};
+        r->trace_off = (uint32_t)t->n_stages;
+        r->n_stages = tr ? (uint32_t)sl->n_st : 0;
+        if (tr) {
+            const uint32_t base = (uint32_t)t->n_tops;
+            for (size_t i = 0; i < sl->n_st; i++) {
+                srv_stage s = sl->st[i];
+                s.top_off += base;
+                t->stages[t->n_stages++] = s;
+            }
+            if (sl->n_top) memcpy(t->tops + t->n_tops, sl->top, sl->n_top * sizeof *sl->top);
+            t->n_tops += sl->n_top;
+        }
+        t->n_decoded = sl->n_decoded;
+    }
+    if (stop != SRV_STOP_NONE || !ok) {
+        const double now = srv_now_ms();
+        t->stop = stop;
+        t->stop_word = stop_word;
+        t->truncated = truncated;
+        t->t_prompt_ms = sl->t_first - sl->t_start;
+        t->t_gen_ms = now - sl->t_first;
+        if (!ok) srv_errorf(&t->err, 500, "out of memory while generating");
+        t->done = true;
+    }
+    /* a streaming connection wants every token; a non-streaming one only the end */
+    if (t->req.stream || t->done) pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    (void)e;
+    return ok;
+}
+
+typedef enum { DONE_OK, DONE_FAILED, DONE_CANCELLED } done_kind;
+
+/* Count a finished task into the stats (under e->mu); the tokens of a cancelled or failed
+ * task count too: the work was done. */
+static void stats_task_done(srv_engine *e, slot *sl, done_kind how)
+{
+    srv_task *t = sl->task;
+    pthread_mutex_lock(&e->mu);
+    if (how == DONE_FAILED) e->stats.n_tasks_failed++;
+    else if (how == DONE_CANCELLED) e->stats.n_tasks_cancelled++;
+    else e->stats.n_tasks_done++;
+    e->stats.n_prompt_tokens += t->req.n_prompt - t->n_cached;
+    e->stats.t_prompt_s += (sl->t_first > 0 ? sl->t_first - sl->t_start : srv_now_ms() - sl->t_start) / 1e3;
+    e->stats.n_gen_tokens += sl->n_decoded;
+    e->stats.t_gen_s += sl->t_first > 0 ? (srv_now_ms() - sl->t_first) / 1e3 : 0;
+    if (sl->n_cache + 1 > e->stats.n_tokens_max) e->stats.n_tokens_max = sl->n_cache + 1;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* The slot's logits are ready: sample, publish, and go on or finish. */
+static void slot_step(srv_engine *e, slot *sl, const float *logits)
+{
+    srv_task *t = sl->task;
+    const srv_request *r = &t->req;
+    if (sl->t_first == 0) sl->t_first = srv_now_ms();
+    if (sl->n_decoded >= sl->n_limit) { /* n_predict 0: the prompt was only read into the cache */
+        pthread_mutex_lock(&t->mu);
+        t->stop = SRV_STOP_LIMIT;
+        t->t_prompt_ms = sl->t_first - sl->t_start;
+        t->done = true;
+        pthread_cond_broadcast(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+        stats_task_done(e, sl, DONE_OK);
+        slot_release(e, sl);
+        return;
+    }
+    float p_sel = 0;
+    size_t n_probs = 0;
+    const sift_token tok = slot_sample(e, sl, logits, &p_sel, &n_probs);
+    if (tok == SIFT_TOKEN_NULL) {
+        task_fail(t, 500, "the sampler chain selected no token");
+        stats_task_done(e, sl, DONE_FAILED);
+        slot_release(e, sl);
+        return;
+    }
+    sl->n_decoded++;
+    srv_stop stop = SRV_STOP_NONE;
+    int stop_word = -1;
+    bool truncated = false;
+    if (sift_vocab_is_eog(e->s->vocab, tok)) {
+        stop = SRV_STOP_EOS;
+    } else {
+        char buf[256];
+        int32_t n = sift_token_to_piece(e->s->vocab, tok, buf, sizeof buf, 0, false);
+        if (n < 0) { /* a long piece */
+            char *big = malloc((size_t)-n);
+            if (big && (n = sift_token_to_piece(e->s->vocab, tok, big, -n, 0, false)) > 0) sbuf_add(&sl->gen, big, (size_t)n);
+            free(big);
+        } else {
+            sbuf_add(&sl->gen, buf, (size_t)n);
+        }
+        if (r->n_stop) {
+            /* a stop string can only start in text not yet released (partial matches are held) */
+            const size_t from = sl->n_released;
+            const long at = stop_find(sl->gen.p, sl->gen.n, from, r->stop, r->n_stop, &stop_word);
+            if (at >= 0) {
+                sl->gen.n = (size_t)at;
+                stop = SRV_STOP_WORD;
+            }
+        }
+    }
+    if (stop == SRV_STOP_NONE && sl->n_decoded >= sl->n_limit) stop = SRV_STOP_LIMIT;
+    if (stop == SRV_STOP_NONE && sl->n_cache >= e->n_ctx_slot) stop = SRV_STOP_LIMIT, truncated = true;
+    /* the text this token releases */
+    size_t upto = sl->gen.n;
+    if (stop == SRV_STOP_NONE) {
+        size_t hold = utf8_incomplete_tail(sl->gen.p, sl->gen.n);
+        const size_t ph = stop_partial(sl->gen.p, sl->gen.n, r->stop, r->n_stop);
+        if (ph > hold) hold = ph;
+        upto = sl->gen.n - hold > sl->n_released ? sl->gen.n - hold : sl->n_released;
+    }
+    const bool ok = publish(e, sl, tok, p_sel, n_probs, stop, stop_word, truncated, sl->gen.p ? sl->gen.p + sl->n_released : "",
+                            upto - sl->n_released);
+    sl->n_released = upto;
+    if (stop != SRV_STOP_NONE || !ok) {
+        stats_task_done(e, sl, ok ? DONE_OK : DONE_FAILED);
+        slot_release(e, sl);
+        return;
+    }
+    sl->last = tok;
+    sl->state = SLOT_GEN;
+}
+
+/* ---- the loop -------------------------------------------------------------------------------------- */
+
+/* Step 1: cancelled tasks out of the queue, waiting tasks into idle slots (under e->mu).
+ * Returns how many tasks were taken; their slots are listed in started[]. */
+static int take_queue(srv_engine *e, slot **started)
+{
+    int n_started = 0, w = 0;
+    for (int i = 0; i < e->q_n; i++) {
+        srv_task *t = e->queue[i];
+        if (atomic_load(&t->cancelled)) {
+            e->stats.n_tasks_cancelled++;
+            srv_task_unref(t);
+            continue;
+        }
+        slot *best = NULL;
+        int32_t best_keep = -1;
+        for (int k = 0; k < e->n_slots; k++) {
+            slot *sl = &e->slots[k];
+            if (sl->state != SLOT_IDLE || sl->task) continue;
+            if (t->req.id_slot >= 0 && sl->id != t->req.id_slot) continue;
+            bool taken = false;
+            for (int j = 0; j < n_started; j++) taken |= started[j] == sl;
+            if (taken) continue;
+            const int32_t keep = t->req.cache_prompt ? common_prefix(sl->cache, sl->n_cache, t->req.prompt, t->req.n_prompt) : 0;
+            if (keep > best_keep || (keep == best_keep && sl->last_used < best->last_used)) best = sl, best_keep = keep;
+        }
+        if (best) {
+            best->task = t; /* claimed; slot_start runs outside the lock */
+            started[n_started++] = best;
+        } else {
+            e->queue[w++] = t;
+        }
+    }
+    e->q_n = w;
+    return n_started;
+}
+
+static void publish_snapshot(srv_engine *e, int n_busy)
+{
+    pthread_mutex_lock(&e->mu);
+    e->stats.n_busy = n_busy;
+    e->stats.n_queued = e->q_n;
+    e->stats.kv_used = sift_kv_n_used(e->ctx);
+    for (int i = 0; i < e->n_slots; i++) {
+        const slot *sl = &e->slots[i];
+        srv_slot_info *p = &e->pub[i];
+        p->id = sl->id;
+        p->busy = sl->task != NULL;
+        p->id_task = sl->task ? sl->task->id : -1;
+        p->n_prompt = sl->task ? sl->task->req.n_prompt : 0;
+        p->n_past = sl->n_cache;
+        p->n_decoded = sl->n_decoded;
+        p->n_cached_tokens = sl->n_cache;
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void *engine_main(void *arg)
+{
+    srv_engine *e = arg;
+    slot **started = calloc((size_t)e->n_slots, sizeof *started);
+    const int n_batch = e->batch.capacity;
+    for (;;) {
+        /* 1. the queue */
+        pthread_mutex_lock(&e->mu);
+        for (;;) {
+            bool active = false;
+            for (int i = 0; i < e->n_slots; i++) active |= e->slots[i].task != NULL;
+            if (e->stop || active || e->q_n > 0) break;
+            pthread_cond_wait(&e->cv, &e->mu);
+        }
+        if (e->stop) {
+            pthread_mutex_unlock(&e->mu);
+            break;
+        }
+        const int n_started = started ? take_queue(e, started) : 0;
+        pthread_mutex_unlock(&e->mu);
+        for (int i = 0; i < n_started; i++) slot_start(e, started[i], started[i]->task);
+
+        /* 2. clients that went away */
+        for (int i = 0; i < e->n_slots; i++) {
+            slot *sl = &e->slots[i];
+            if (sl->task && atomic_load(&sl->task->cancelled)) {
+                task_fail(sl->task, 499, "the client closed the connection");
+                stats_task_done(e, sl, DONE_CANCELLED);
+                slot_release(e, sl);
+            }
+        }
+
+        /* 3. one batch: generating slots first (one token each), then prompt chunks */
+        sift_batch_clear(&e->batch);
+        int n_busy = 0;
+        for (int i = 0; i < e->n_slots; i++) {
+            slot *sl = &e->slots[i];
+            sl->batch_idx = -1;
+            sl->n_in_batch = 0;
+            if (sl->state != SLOT_GEN) continue;
+            n_busy++;
+            sift_batch_add(&e->batch, sl->last, sl->n_cache, &sl->id, 1, true);
+            sl->batch_idx = e->batch.n_tokens - 1;
+            sl->n_in_batch = 1;
+        }
+        for (int i = 0; i < e->n_slots; i++) {
+            slot *sl = &e->slots[i];
+            if (sl->state != SLOT_PROMPT) continue;
+            n_busy++;
+            const srv_request *r = &sl->task->req;
+            while (sl->i_prompt + sl->n_in_batch < r->n_prompt && e->batch.n_tokens < n_batch) {
+                const int32_t j = sl->i_prompt + sl->n_in_batch;
+                const bool last = j == r->n_prompt - 1;
+                sift_batch_add(&e->batch, r->prompt[j], sl->n_cache + sl->n_in_batch, &sl->id, 1, last);
+                if (last) sl->batch_idx = e->batch.n_tokens - 1;
+                sl->n_in_batch++;
+            }
+        }
+        if (e->batch.n_tokens == 0) {
+            publish_snapshot(e, n_busy);
+            continue;
+        }
+
+        /* 4. one decode for every active sequence */
+        sift_error err = {0};
+        const double t_dec0 = srv_now_ms();
+        const sift_status st = sift_decode(e->ctx, &e->batch, &err);
+        const double t_dec1 = srv_now_ms();
+        pthread_mutex_lock(&e->mu);
+        e->stats.t_decode_s += (t_dec1 - t_dec0) / 1e3;
+        e->stats.n_decode++;
+        e->stats.n_busy_slot_steps += n_busy;
+        pthread_mutex_unlock(&e->mu);
+        if (st != SIFT_OK) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "decode failed: %s", err.msg);
+            fprintf(stderr, "sift serve: %s\n", msg);
+            for (int i = 0; i < e->n_slots; i++) {
+                slot *sl = &e->slots[i];
+                if (!sl->n_in_batch) continue;
+                task_fail(sl->task, 500, msg);
+                stats_task_done(e, sl, DONE_FAILED);
+                sift_kv_seq_rm(e->ctx, sl->id, -1, -1);
+                sl->n_cache = 0;
+                slot_release(e, sl);
+            }
+            publish_snapshot(e, 0);
+            continue;
+        }
+
+        /* 5. the decoded tokens are in the cache; sample where logits came out */
+        for (int i = 0; i < e->n_slots; i++) {
+            slot *sl = &e->slots[i];
+            if (!sl->n_in_batch) continue;
+            if (sl->state == SLOT_GEN) {
+                sl->cache[sl->n_cache++] = sl->last;
+            } else {
+                memcpy(sl->cache + sl->n_cache, sl->task->req.prompt + sl->i_prompt, (size_t)sl->n_in_batch * sizeof(sift_token));
+                sl->n_cache += sl->n_in_batch;
+                sl->i_prompt += sl->n_in_batch;
+            }
+            if (sl->batch_idx >= 0) slot_step(e, sl, sift_get_logits_ith(e->ctx, sl->batch_idx));
+        }
+        n_busy = 0;
+        for (int i = 0; i < e->n_slots; i++) n_busy += e->slots[i].task != NULL;
+        const double t_smp = srv_now_ms() - t_dec1;
+        pthread_mutex_lock(&e->mu);
+        e->stats.t_sample_s += t_smp / 1e3;
+        pthread_mutex_unlock(&e->mu);
+        publish_snapshot(e, n_busy);
+    }
+
+    /* shutting down: every task still here fails */
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i].task) {
+            task_fail(e->slots[i].task, 503, "the server is shutting down");
+            slot_release(e, &e->slots[i]);
+        }
+    free(started);
+    return NULL;
+}
+
+/* ---- the public side ------------------------------------------------------------------------------------ */
+
+srv_engine *srv_engine_start(srv_server *s, sift_error *err)
+{
+    const srv_config *cfg = &s->cfg;
+    srv_engine *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->s = s;
+    e->n_slots = cfg->n_parallel;
+    sift_context_params cp = sift_context_default_params();
+    cp.n_seq_max = (uint32_t)cfg->n_parallel;
+    cp.n_ctx = (uint32_t)cfg->n_ctx;
+    cp.n_batch = (uint32_t)(cfg->n_batch > cfg->n_parallel ? cfg->n_batch : cfg->n_parallel);
+    cp.n_threads = cfg->n_threads;
+    cp.n_threads_batch = cfg->n_threads_batch;
+    cp.isa = cfg->isa;
+    e->ctx = sift_context_new(s->model, cp, err);
+    if (!e->ctx) {
+        free(e);
+        return NULL;
+    }
+    e->n_ctx_slot = (int32_t)sift_n_ctx_seq(e->ctx);
+    s->n_ctx_slot = e->n_ctx_slot;
+    e->q_cap = cfg->max_queue > 0 ? cfg->max_queue : 1;
+    e->queue = calloc((size_t)e->q_cap, sizeof *e->queue);
+    e->slots = calloc((size_t)e->n_slots, sizeof *e->slots);
+    e->pub = calloc((size_t)e->n_slots, sizeof *e->pub);
+    bool ok = e->queue && e->slots && e->pub && sift_batch_init(&e->batch, (int32_t)cp.n_batch, 1) == SIFT_OK;
+    for (int i = 0; ok && i < e->n_slots; i++) {
+        slot *sl = &e->slots[i];
+        sl->id = i;
+        sl->batch_idx = -1;
+        sl->cache = malloc((size_t)e->n_ctx_slot * sizeof *sl->cache);
+        sl->pid = malloc(SRV_MAX_N_PROBS * sizeof *sl->pid);
+        sl->pp = malloc(SRV_MAX_N_PROBS * sizeof *sl->pp);
+        ok = sl->cache && sl->pid && sl->pp && sift_candidates_init(&sl->raw, (size_t)s->n_vocab) == SIFT_OK;
+    }
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    e->stats.n_slots = e->n_slots;
+    if (ok && pthread_create(&e->thread, NULL, engine_main, e) == 0) {
+        e->thread_started = true;
+        return e;
+    }
+    if (err) {
+        err->status = SIFT_E_NOMEM;
+        snprintf(err->msg, sizeof err->msg, "engine: out of memory (or no thread)");
+    }
+    srv_engine_free(e);
+    return NULL;
+}
+
+int srv_engine_submit(srv_engine *e, srv_task *t)
+{
+    pthread_mutex_lock(&e->mu);
+    if (e->stop || e->q_n >= e->q_cap) {
+        e->stats.n_rejected++;
+        pthread_mutex_unlock(&e->mu);
+        return 503;
+    }
+    srv_task_ref(t);
+    t->id = e->next_id++;
+    e->queue[e->q_n++] = t;
+    e->stats.n_queued = e->q_n;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+void srv_engine_cancel(srv_engine *e, srv_task *t)
+{
+    atomic_store(&t->cancelled, true);
+    pthread_mutex_lock(&e->mu);
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void srv_engine_stop(srv_engine *e)
+{
+    if (!e) return;
+    pthread_mutex_lock(&e->mu);
+    e->stop = true;
+    for (int i = 0; i < e->q_n; i++) {
+        task_fail(e->queue[i], 503, "the server is shutting down");
+        srv_task_unref(e->queue[i]);
+    }
+    e->q_n = 0;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (e->thread_started) pthread_join(e->thread, NULL);
+    e->thread_started = false;
+}
+
+void srv_engine_free(srv_engine *e)
+{
+    if (!e) return;
+    srv_engine_stop(e);
+    for (int i = 0; e->slots && i < e->n_slots; i++) {
+        slot *sl = &e->slots[i];
+        free(sl->cache);
+        free(sl->st);
+        free(sl->top);
+        free(sl->pid);
+        free(sl->pp);
+        sift_candidates_free(&sl->raw);
+        sbuf_free(&sl->gen);
+    }
+    free(e->slots);
+    free(e->queue);
+    free(e->pub);
+    sift_batch_free(&e->batch);
+    sift_context_free(e->ctx);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e);
+}
+
+void srv_engine_stats_get(srv_engine *e, srv_engine_stats *st, srv_slot_info *slots, int max_slots)
+{
+    pthread_mutex_lock(&e->mu);
+    *st = e->stats;
+    for (int i = 0; slots && i < max_slots && i < e->n_slots; i++) slots[i] = e->pub[i];
+    pthread_mutex_unlock(&e->mu);
+}

@@ -1,0 +1,817 @@
+/*
+ * request.c - completion requests: JSON -> srv_request, with every field checked.
+ *
+ * The three completion endpoints share one parser. Field names and meanings are
+ * llama-server's (tools/server/README.md: temperature, top_k, ..., samplers, logit_bias,
+ * grammar, json_schema, n_probs, ...), plus OpenAI's where they differ (max_tokens,
+ * logprobs/top_logprobs, response_format, stream_options, messages) and our `trace`.
+ *
+ * Where llama-server quietly falls back to a default on a wrong type (its json_value
+ * helper logs and goes on), sift answers 400 with a message that names the field, its
+ * expected type or range, and what it got: a client that misspells a value should find
+ * out. JSON null means "not given" (OpenAI clients send nulls for unset fields), and
+ * unknown fields are ignored (clients send many). The ranges are in docs/server.md.
+ *
+ * Everything here runs on the connection's thread, before the request reaches the queue:
+ * parsing, tokenizing, the chat template, JSON schema -> GBNF, and building the sampler
+ * chain and grammar sampler (srv_build_samplers). A request that fails any step is answered
+ * without ever touching a slot.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+int srv_errorf(srv_error *e, int status, const char *fmt, ...)
+{
+    e->status = status;
+    e->type = status == 503 ? "unavailable_error" : status == 404 ? "not_found_error" : status >= 500 ? "server_error"
+                                                                                                          : "invalid_request_error";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void srv_request_free(srv_request *r)
+{
+    free(r->bias);
+    for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    free(r->stop);
+    free(r->grammar);
+    free(r->prompt);
+    free(r->model);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- typed field access ----------------------------------------------------------------------- */
+
+static const char *jtype(const cJSON *v)
+{
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsArray(v)) return "an array";
+    if (cJSON_IsObject(v)) return "an object";
+    if (cJSON_IsNull(v)) return "null";
+    return "an invalid value";
+}
+
+/* The field, or NULL when absent or null. */
+static const cJSON *field(const cJSON *obj, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+static bool is_int(const cJSON *v) { return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble); }
+
+/* 0: absent or set; else 400 with e filled. */
+static int get_int(const cJSON *o, const char *name, double lo, double hi, long long *out, srv_error *e)
+{
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!is_int(v) || v->valuedouble < lo || v->valuedouble > hi) {
+        if (cJSON_IsNumber(v))
+            return srv_errorf(e, 400, "'%s' must be an integer in [%.0f, %.0f], got %.17g", name, lo, hi, v->valuedouble);
+        return srv_errorf(e, 400, "'%s' must be an integer in [%.0f, %.0f], got %s", name, lo, hi, jtype(v));
+    }
+    *out = (long long)v->valuedouble;
+    return 0;
+}
+
+static int get_i32(const cJSON *o, const char *name, double lo, double hi, int32_t *out, srv_error *e)
+{
+    long long x = *out;
+    const int r = get_int(o, name, lo, hi, &x, e);
+    if (!r) *out = (int32_t)x;
+    return r;
+}
+
+static int get_float(const cJSON *o, const char *name, double lo, double hi, float *out, srv_error *e)
+{
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v)) return srv_errorf(e, 400, "'%s' must be a number in [%g, %g], got %s", name, lo, hi, jtype(v));
+    if (!isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi)
+        return srv_errorf(e, 400, "'%s' must be a number in [%g, %g], got %.17g", name, lo, hi, v->valuedouble);
+    *out = (float)v->valuedouble;
+    return 0;
+}
+
+static int get_bool(const cJSON *o, const char *name, bool *out, srv_error *e)
+{
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return srv_errorf(e, 400, "'%s' must be a boolean, got %s", name, jtype(v));
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+static int get_string(const cJSON *o, const char *name, const char **out, srv_error *e)
+{
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsString(v)) return srv_errorf(e, 400, "'%s' must be a string, got %s", name, jtype(v));
+    *out = v->valuestring;
+    return 0;
+}
+
+#define TRY(x)                 \
+    do {                       \
+        const int r_ = (x);    \
+        if (r_) return r_;     \
+    } while (0)
+
+/* ---- JSON -------------------------------------------------------------------------------------- */
+
+/* Parse a request body as a JSON object. NULL with a 400 on error. */
+static cJSON *parse_object(const char *body, size_t len, srv_error *e)
+{
+    if (len == 0) {
+        srv_errorf(e, 400, "empty request body: expected a JSON object");
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (!root) {
+        const size_t off = end && end >= body && end <= body + len ? (size_t)(end - body) : 0;
+        srv_errorf(e, 400, "invalid JSON at byte offset %zu", off);
+        return NULL;
+    }
+    while (end && end < body + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
+    if (end && end < body + len) {
+        srv_errorf(e, 400, "invalid JSON: unexpected data after the value at byte offset %zu", (size_t)(end - body));
+        cJSON_Delete(root);
+        return NULL;
+    }
+    if (!cJSON_IsObject(root)) {
+        srv_errorf(e, 400, "the request body must be a JSON object, got %s", jtype(root));
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+/* ---- tokens ------------------------------------------------------------------------------------- */
+
+sift_token *srv_tokenize(const srv_server *s, const char *text, size_t len, bool add_special, bool parse_special,
+                         int32_t *n_out)
+{
+    if (len > (size_t)INT32_MAX / 2) return NULL;
+    int32_t cap = (int32_t)len + 8;
+    sift_token *t = malloc((size_t)cap * sizeof *t);
+    if (!t) return NULL;
+    int32_t n = sift_tokenize(s->vocab, text, len, t, cap, add_special, parse_special);
+    if (n < 0 && n != INT32_MIN) {
+        cap = -n;
+        sift_token *t2 = realloc(t, (size_t)cap * sizeof *t);
+        if (!t2) {
+            free(t);
+            return NULL;
+        }
+        t = t2;
+        n = sift_tokenize(s->vocab, text, len, t, cap, add_special, parse_special);
+    }
+    if (n < 0) {
+        free(t);
+        return NULL;
+    }
+    *n_out = n;
+    return t;
+}
+
+typedef struct tokvec {
+    sift_token *p;
+    int32_t n, cap;
+} tokvec;
+
+static bool tv_add(tokvec *v, const sift_token *t, int32_t n)
+{
+    if (v->n + n > v->cap) {
+        int32_t cap = v->cap ? v->cap : 64;
+        while (cap < v->n + n) cap *= 2;
+        sift_token *p = realloc(v->p, (size_t)cap * sizeof *p);
+        if (!p) return false;
+        v->p = p;
+        v->cap = cap;
+    }
+    memcpy(v->p + v->n, t, (size_t)n * sizeof *t);
+    v->n += n;
+    return true;
+}
+
+/* Tokenize a prompt text into v; the field name is for messages. */
+static int add_text(const srv_server *s, tokvec *v, const char *name, const char *text, size_t len, bool add_special,
+                    srv_error *e)
+{
+    if (!utf8_valid(text, len)) return srv_errorf(e, 400, "'%s' is not valid UTF-8", name);
+    int32_t n = 0;
+    sift_token *t = srv_tokenize(s, text, len, add_special, true, &n);
+    if (!t) return srv_errorf(e, 500, "'%s': cannot tokenize (out of memory)", name);
+    const bool ok = tv_add(v, t, n);
+    free(t);
+    return ok ? 0 : srv_errorf(e, 500, "out of memory");
+}
+
+/* llama-server's prompt forms: a string; or one sequence of token ids and strings mixed
+ * ([12, 34, "text", 56]); a BOS is added when the prompt starts with text. Several prompts
+ * in one request (an array of strings or of arrays) are not supported, except an array
+ * holding exactly one prompt. */
+static int parse_prompt(const srv_server *s, const cJSON *p, tokvec *v, srv_error *e)
+{
+    if (cJSON_IsString(p)) return add_text(s, v, "prompt", p->valuestring, strlen(p->valuestring), true, e);
+    if (!cJSON_IsArray(p)) return srv_errorf(e, 400, "'prompt' must be a string or an array of token ids and strings, got %s", jtype(p));
+    const int n = cJSON_GetArraySize(p);
+    if (n == 0) return srv_errorf(e, 400, "'prompt' is an empty array");
+    bool any_number = false, any_array = false;
+    for (const cJSON *x = p->child; x; x = x->next) {
+        any_number |= cJSON_IsNumber(x);
+        any_array |= cJSON_IsArray(x);
+    }
+    if (!any_number) { /* llama-server reads this as several prompts */
+        if (n != 1)
+            return srv_errorf(e, 400, "'prompt': several prompts in one request are not supported (got %d); send one request per prompt", n);
+        return parse_prompt(s, p->child, v, e);
+    }
+    if (any_array) return srv_errorf(e, 400, "'prompt': an array of token ids may not contain arrays");
+    int i = 0;
+    for (const cJSON *x = p->child; x; x = x->next, i++) {
+        if (cJSON_IsNumber(x)) {
+            if (!is_int(x) || x->valuedouble < 0 || x->valuedouble >= s->n_vocab)
+                return srv_errorf(e, 400, "'prompt[%d]' must be a token id in [0, %d), got %.17g", i, s->n_vocab, x->valuedouble);
+            const sift_token t = (sift_token)x->valuedouble;
+            if (!tv_add(v, &t, 1)) return srv_errorf(e, 500, "out of memory");
+        } else if (cJSON_IsString(x)) {
+            char name[32];
+            snprintf(name, sizeof name, "prompt[%d]", i);
+            TRY(add_text(s, v, name, x->valuestring, strlen(x->valuestring), i == 0, e));
+        } else {
+            return srv_errorf(e, 400, "'prompt[%d]' must be a token id or a string, got %s", i, jtype(x));
+        }
+    }
+    return 0;
+}
+
+/* ---- chat messages --------------------------------------------------------------------------------- */
+
+/* The chat template applied to 'messages' (into out). */
+static int chat_prompt(const srv_server *s, const cJSON *root, sbuf *out, srv_error *e)
+{
+    const cJSON *m = field(root, "messages");
+    if (!m) return srv_errorf(e, 400, "'messages' is required");
+    if (!cJSON_IsArray(m)) return srv_errorf(e, 400, "'messages' must be an array of messages, got %s", jtype(m));
+    const int n = cJSON_GetArraySize(m);
+    if (n == 0) return srv_errorf(e, 400, "'messages' must not be empty");
+    if (n > SRV_MAX_MESSAGES) return srv_errorf(e, 400, "'messages' has %d messages, more than %d", n, SRV_MAX_MESSAGES);
+    chat_msg *msgs = calloc((size_t)n, sizeof *msgs);
+    sbuf *parts = calloc((size_t)n, sizeof *parts); /* contents given as arrays of text parts */
+    int rc = 0, i = 0;
+    if (!msgs || !parts) {
+        rc = srv_errorf(e, 500, "out of memory");
+        goto done;
+    }
+    for (const cJSON *x = m->child; x; x = x->next, i++) {
+        if (!cJSON_IsObject(x)) {
+            rc = srv_errorf(e, 400, "'messages[%d]' must be an object with 'role' and 'content', got %s", i, jtype(x));
+            goto done;
+        }
+        const cJSON *role = field(x, "role"), *content = field(x, "content");
+        if (!role || !cJSON_IsString(role) || !*role->valuestring) {
+            rc = srv_errorf(e, 400, "'messages[%d].role' must be a non-empty string, got %s", i, role ? jtype(role) : "nothing");
+            goto done;
+        }
+        msgs[i].role = role->valuestring;
+        if (!content) {
+            msgs[i].content = "";
+        } else if (cJSON_IsString(content)) {
+            msgs[i].content = content->valuestring;
+        } else if (cJSON_IsArray(content)) {
+            int j = 0;
+            for (const cJSON *part = content->child; part; part = part->next, j++) {
+                const cJSON *type = cJSON_IsObject(part) ? field(part, "type") : NULL;
+                const cJSON *text = cJSON_IsObject(part) ? field(part, "text") : NULL;
+                if (!type || !cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !text ||
+                    !cJSON_IsString(text)) {
+                    rc = srv_errorf(e, 400, "'messages[%d].content[%d]' must be {\"type\": \"text\", \"text\": \"...\"} (only text parts are supported)", i, j);
+                    goto done;
+                }
+                if (j) sbuf_adds(&parts[i], "\n");
+                sbuf_adds(&parts[i], text->valuestring);
+            }
+            msgs[i].content = parts[i].p ? parts[i].p : "";
+        } else {
+            rc = srv_errorf(e, 400, "'messages[%d].content' must be a string or an array of text parts, got %s", i, jtype(content));
+            goto done;
+        }
+        if (!utf8_valid(msgs[i].content, strlen(msgs[i].content)) || !utf8_valid(msgs[i].role, strlen(msgs[i].role))) {
+            rc = srv_errorf(e, 400, "'messages[%d]' is not valid UTF-8", i);
+            goto done;
+        }
+    }
+    chat_apply(s->tmpl, msgs, (size_t)n, true, out);
+    if (out->oom) rc = srv_errorf(e, 500, "out of memory");
+done:
+    for (int k = 0; parts && k < n; k++) sbuf_free(&parts[k]);
+    free(parts);
+    free(msgs);
+    return rc;
+}
+
+static int parse_messages(const srv_server *s, const cJSON *root, tokvec *v, srv_error *e)
+{
+    sbuf prompt = {0};
+    int rc = chat_prompt(s, root, &prompt, e);
+    if (!rc) rc = add_text(s, v, "messages", prompt.p ? prompt.p : "", prompt.n, true, e);
+    sbuf_free(&prompt);
+    return rc;
+}
+
+/* ---- sampling fields -------------------------------------------------------------------------------- */
+
+static int add_bias(srv_request *r, sift_token t, float b, srv_error *e)
+{
+    if (r->n_bias == SRV_MAX_LOGIT_BIAS) return srv_errorf(e, 400, "'logit_bias' has more than %d entries", SRV_MAX_LOGIT_BIAS);
+    if (!r->bias && !(r->bias = malloc(SRV_MAX_LOGIT_BIAS * sizeof *r->bias))) return srv_errorf(e, 500, "out of memory");
+    r->bias[r->n_bias++] = (sift_logit_bias){t, b};
+    return 0;
+}
+
+/* A bias value: a number, or false (= -inf, the token is banned). */
+static int bias_value(const cJSON *v, const char *where, float *out, srv_error *e)
+{
+    if (cJSON_IsFalse(v)) {
+        *out = -INFINITY;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 1e6)
+        return srv_errorf(e, 400, "'%s' must be a number in [-1e6, 1e6] or false, got %s", where, jtype(v));
+    *out = (float)v->valuedouble;
+    return 0;
+}
+
+/* A bias key: a token id, or a text whose every token gets the bias (llama-server's forms). */
+static int bias_target(const srv_server *s, srv_request *r, const cJSON *k, const char *key_text, const char *where,
+                       float b, srv_error *e)
+{
+    if (k && cJSON_IsNumber(k)) {
+        if (!is_int(k) || k->valuedouble < 0 || k->valuedouble >= s->n_vocab)
+            return srv_errorf(e, 400, "'%s' must be a token id in [0, %d), got %.17g", where, s->n_vocab, k->valuedouble);
+        return add_bias(r, (sift_token)k->valuedouble, b, e);
+    }
+    const char *text = k ? (cJSON_IsString(k) ? k->valuestring : NULL) : key_text;
+    if (!text) return srv_errorf(e, 400, "'%s' must be a token id or a string, got %s", where, jtype(k));
+    char *end;
+    const long id = strtol(text, &end, 10);
+    if (*text && !*end) { /* "15043": a token id written as a string (OpenAI's form) */
+        if (id < 0 || id >= s->n_vocab) return srv_errorf(e, 400, "'%s' must be a token id in [0, %d), got %ld", where, s->n_vocab, id);
+        return add_bias(r, (sift_token)id, b, e);
+    }
+    if (!utf8_valid(text, strlen(text))) return srv_errorf(e, 400, "'%s' is not valid UTF-8", where);
+    int32_t n = 0;
+    sift_token *t = srv_tokenize(s, text, strlen(text), false, false, &n);
+    if (!t) return srv_errorf(e, 500, "out of memory");
+    int rc = 0;
+    for (int32_t i = 0; i < n && !rc; i++) rc = add_bias(r, t[i], b, e);
+    free(t);
+    return rc;
+}
+
+static int parse_logit_bias(const srv_server *s, const cJSON *root, srv_request *r, srv_error *e)
+{
+    const cJSON *lb = field(root, "logit_bias");
+    if (!lb) return 0;
+    char where[64];
+    if (cJSON_IsArray(lb)) { /* [[token or text, bias or false], ...] */
+        int i = 0;
+        for (const cJSON *x = lb->child; x; x = x->next, i++) {
+            if (!cJSON_IsArray(x) || cJSON_GetArraySize(x) != 2)
+                return srv_errorf(e, 400, "'logit_bias[%d]' must be a pair [token id or text, bias], got %s%s", i, jtype(x),
+                                  cJSON_IsArray(x) ? " of another length" : "");
+            float b;
+            snprintf(where, sizeof where, "logit_bias[%d][1]", i);
+            TRY(bias_value(x->child->next, where, &b, e));
+            snprintf(where, sizeof where, "logit_bias[%d][0]", i);
+            TRY(bias_target(s, r, x->child, NULL, where, b, e));
+        }
+    } else if (cJSON_IsObject(lb)) { /* {"token id or text": bias, ...} (OpenAI's form) */
+        for (const cJSON *x = lb->child; x; x = x->next) {
+            float b;
+            snprintf(where, sizeof where, "logit_bias.%.40s", x->string);
+            TRY(bias_value(x, where, &b, e));
+            TRY(bias_target(s, r, NULL, x->string, where, b, e));
+        }
+    } else {
+        return srv_errorf(e, 400, "'logit_bias' must be an array of [token, bias] pairs or an object, got %s", jtype(lb));
+    }
+    r->sp.logit_bias = r->bias;
+    r->sp.n_logit_bias = r->n_bias;
+    return 0;
+}
+
+static int parse_samplers(const cJSON *root, srv_request *r, srv_error *e)
+{
+    const cJSON *v = field(root, "samplers");
+    if (!v) return 0;
+    sift_error se = {0};
+    if (cJSON_IsString(v)) { /* the one-letter form, "kt" */
+        if (sift_sampling_set_sampler_chars(&r->sp, v->valuestring, &se) != SIFT_OK)
+            return srv_errorf(e, 400, "'samplers': %s", se.msg);
+        return 0;
+    }
+    if (!cJSON_IsArray(v)) return srv_errorf(e, 400, "'samplers' must be an array of sampler names, got %s", jtype(v));
+    const int n = cJSON_GetArraySize(v);
+    if (n > SIFT_SAMPLING_MAX_SAMPLERS) return srv_errorf(e, 400, "'samplers' has %d entries, more than %d", n, SIFT_SAMPLING_MAX_SAMPLERS);
+    sift_sampler_type types[SIFT_SAMPLING_MAX_SAMPLERS];
+    int i = 0;
+    for (const cJSON *x = v->child; x; x = x->next, i++) {
+        if (!cJSON_IsString(x)) return srv_errorf(e, 400, "'samplers[%d]' must be a sampler name, got %s", i, jtype(x));
+        sift_sampling_params one = sift_sampling_default_params();
+        if (!*x->valuestring || strchr(x->valuestring, ';') ||
+            sift_sampling_set_samplers(&one, x->valuestring, &se) != SIFT_OK || one.n_samplers != 1)
+            return srv_errorf(e, 400, "'samplers[%d]': unknown sampler '%.64s' (known: penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature, infill, adaptive_p)",
+                              i, x->valuestring);
+        types[i] = one.samplers[0];
+    }
+    memcpy(r->sp.samplers, types, (size_t)n * sizeof *types);
+    r->sp.n_samplers = n;
+    return 0;
+}
+
+static int parse_breakers(const cJSON *root, srv_request *r, srv_error *e)
+{
+    const cJSON *v = field(root, "dry_sequence_breakers");
+    if (!v) return 0;
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
+        return srv_errorf(e, 400, "'dry_sequence_breakers' must be a non-empty array of strings, got %s%s", jtype(v),
+                          cJSON_IsArray(v) ? " (empty)" : "");
+    const int n = cJSON_GetArraySize(v);
+    if (n > SIFT_SAMPLING_MAX_BREAKERS) return srv_errorf(e, 400, "'dry_sequence_breakers' has %d entries, more than %d", n, SIFT_SAMPLING_MAX_BREAKERS);
+    int i = 0;
+    for (const cJSON *x = v->child; x; x = x->next, i++) {
+        if (!cJSON_IsString(x) || !*x->valuestring || strlen(x->valuestring) >= SIFT_SAMPLING_MAX_BREAKER_LEN)
+            return srv_errorf(e, 400, "'dry_sequence_breakers[%d]' must be a non-empty string of at most %d bytes, got %s", i,
+                              SIFT_SAMPLING_MAX_BREAKER_LEN - 1, jtype(x));
+        strcpy(r->sp.dry_sequence_breakers[i], x->valuestring);
+    }
+    r->sp.n_dry_sequence_breakers = n;
+    return 0;
+}
+
+static int add_stop(srv_request *r, const cJSON *x, const char *where, srv_error *e)
+{
+    if (!cJSON_IsString(x)) return srv_errorf(e, 400, "'%s' must be a string, got %s", where, jtype(x));
+    const size_t len = strlen(x->valuestring);
+    if (len == 0) return 0; /* llama-server skips empty stop strings */
+    if (len > SRV_MAX_STOP_LEN) return srv_errorf(e, 400, "'%s' is longer than %d bytes", where, SRV_MAX_STOP_LEN);
+    if (r->n_stop == SRV_MAX_STOP) return srv_errorf(e, 400, "'stop' has more than %d strings", SRV_MAX_STOP);
+    if (!r->stop && !(r->stop = calloc(SRV_MAX_STOP, sizeof *r->stop))) return srv_errorf(e, 500, "out of memory");
+    if (!(r->stop[r->n_stop] = strdup(x->valuestring))) return srv_errorf(e, 500, "out of memory");
+    r->n_stop++;
+    return 0;
+}
+
+static int parse_stop(const cJSON *root, srv_request *r, srv_error *e)
+{
+    const cJSON *v = field(root, "stop");
+    if (!v) return 0;
+    if (cJSON_IsString(v)) return add_stop(r, v, "stop", e); /* OpenAI allows one string */
+    if (!cJSON_IsArray(v)) return srv_errorf(e, 400, "'stop' must be an array of strings, got %s", jtype(v));
+    int i = 0;
+    char where[32];
+    for (const cJSON *x = v->child; x; x = x->next, i++) {
+        snprintf(where, sizeof where, "stop[%d]", i);
+        TRY(add_stop(r, x, where, e));
+    }
+    return 0;
+}
+
+/* A JSON schema node -> GBNF in r->grammar. */
+static int schema_grammar(const cJSON *schema, const char *name, srv_request *r, srv_error *e)
+{
+    if (!cJSON_IsObject(schema) && !cJSON_IsTrue(schema))
+        return srv_errorf(e, 400, "'%s' must be a JSON schema object, got %s", name, jtype(schema));
+    char *text = cJSON_PrintUnformatted(schema);
+    if (!text) return srv_errorf(e, 500, "out of memory");
+    sift_error se = {0};
+    r->grammar = sift_json_schema_to_grammar(text, strlen(text), 0, &se);
+    free(text);
+    if (!r->grammar) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'%s': %s", name, se.msg);
+    r->grammar_from_schema = true;
+    return 0;
+}
+
+static int parse_grammar(const cJSON *root, srv_kind kind, srv_request *r, srv_error *e)
+{
+    const cJSON *g = field(root, "grammar"), *js = field(root, "json_schema");
+    if (g) { /* as llama-server: grammar wins over json_schema */
+        if (!cJSON_IsString(g)) return srv_errorf(e, 400, "'grammar' must be a GBNF string, got %s", jtype(g));
+        if (*g->valuestring && !(r->grammar = strdup(g->valuestring))) return srv_errorf(e, 500, "out of memory");
+        return 0;
+    }
+    if (js) return schema_grammar(js, "json_schema", r, e);
+    const cJSON *rf = kind != SRV_NATIVE ? field(root, "response_format") : NULL;
+    if (!rf) return 0;
+    if (!cJSON_IsObject(rf)) return srv_errorf(e, 400, "'response_format' must be an object, got %s", jtype(rf));
+    const char *type = "text";
+    TRY(get_string(rf, "type", &type, e));
+    if (!strcmp(type, "text")) return 0;
+    if (!strcmp(type, "json_object")) {
+        const cJSON *schema = field(rf, "schema");
+        if (schema) return schema_grammar(schema, "response_format.schema", r, e);
+        cJSON *any = cJSON_CreateObject(); /* any JSON value, as llama-server */
+        const int rc = any ? schema_grammar(any, "response_format", r, e) : srv_errorf(e, 500, "out of memory");
+        cJSON_Delete(any);
+        return rc;
+    }
+    if (!strcmp(type, "json_schema")) {
+        const cJSON *wrap = field(rf, "json_schema");
+        const cJSON *schema = wrap && cJSON_IsObject(wrap) ? field(wrap, "schema") : NULL;
+        if (!schema) return srv_errorf(e, 400, "'response_format.json_schema.schema' is required for type json_schema");
+        return schema_grammar(schema, "response_format.json_schema.schema", r, e);
+    }
+    return srv_errorf(e, 400, "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got \"%.32s\"", type);
+}
+
+static int parse_sampling(const srv_server *s, const cJSON *o, srv_request *r, srv_error *e)
+{
+    sift_sampling_params *p = &r->sp;
+    const double ctx = s->n_ctx_slot;
+    TRY(get_float(o, "temperature", -10, 100, &p->temp, e));
+    TRY(get_float(o, "dynatemp_range", 0, 100, &p->dynatemp_range, e));
+    TRY(get_float(o, "dynatemp_exponent", 0, 100, &p->dynatemp_exponent, e));
+    TRY(get_i32(o, "top_k", -1, INT32_MAX, &p->top_k, e));
+    TRY(get_float(o, "top_p", 0, 1, &p->top_p, e));
+    TRY(get_float(o, "min_p", 0, 1, &p->min_p, e));
+    TRY(get_float(o, "typical_p", 0, 1, &p->typ_p, e));
+    TRY(get_float(o, "top_n_sigma", -1, 100, &p->top_n_sigma, e));
+    TRY(get_float(o, "xtc_probability", 0, 1, &p->xtc_probability, e));
+    TRY(get_float(o, "xtc_threshold", 0, 1, &p->xtc_threshold, e));
+    TRY(get_float(o, "repeat_penalty", 0, 10, &p->penalty_repeat, e));
+    TRY(get_i32(o, "repeat_last_n", -1, 1 << 24, &p->penalty_last_n, e));
+    TRY(get_float(o, "presence_penalty", -10, 10, &p->penalty_present, e));
+    TRY(get_float(o, "frequency_penalty", -10, 10, &p->penalty_freq, e));
+    TRY(get_float(o, "dry_multiplier", 0, 100, &p->dry_multiplier, e));
+    TRY(get_float(o, "dry_base", 0, 100, &p->dry_base, e));
+    TRY(get_i32(o, "dry_allowed_length", 0, 1 << 24, &p->dry_allowed_length, e));
+    TRY(get_i32(o, "dry_penalty_last_n", -1, 1 << 24, &p->dry_penalty_last_n, e));
+    TRY(get_i32(o, "mirostat", 0, 2, &p->mirostat, e));
+    TRY(get_float(o, "mirostat_tau", 0, 100, &p->mirostat_tau, e));
+    TRY(get_float(o, "mirostat_eta", 0, 10, &p->mirostat_eta, e));
+    TRY(get_float(o, "adaptive_target", -1, 1, &p->adaptive_target, e));
+    TRY(get_float(o, "adaptive_decay", 0, 1, &p->adaptive_decay, e));
+    TRY(get_i32(o, "min_keep", 0, s->n_vocab, &p->min_keep, e));
+    TRY(get_bool(o, "ignore_eos", &p->ignore_eos, e));
+    long long seed = -1;
+    TRY(get_int(o, "seed", -1, 4294967295.0, &seed, e));
+    p->seed = seed < 0 ? SIFT_DEFAULT_SEED : (uint32_t)seed;
+    /* llama-server: -1 windows mean the slot's context; a DRY base below 1 means the default */
+    if (p->penalty_last_n == -1) p->penalty_last_n = (int32_t)ctx;
+    if (p->dry_penalty_last_n == -1) p->dry_penalty_last_n = (int32_t)ctx;
+    if (p->dry_base < 1.0f) p->dry_base = sift_sampling_default_params().dry_base;
+    TRY(parse_breakers(o, r, e));
+    TRY(parse_samplers(o, r, e));
+    TRY(parse_logit_bias(s, o, r, e));
+    return 0;
+}
+
+/* ---- the request --------------------------------------------------------------------------------- */
+
+static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_request *r, srv_error *e)
+{
+    const srv_config *cfg = &s->cfg;
+    r->kind = kind;
+    r->sp = sift_sampling_default_params();
+    r->n_predict = cfg->default_n_predict;
+    r->cache_prompt = true;
+    r->id_slot = -1;
+    r->trace_top = 10;
+
+    const char *model = NULL;
+    TRY(get_string(o, "model", &model, e));
+    if (model && !(r->model = strdup(model))) return srv_errorf(e, 500, "out of memory");
+
+    TRY(get_bool(o, "stream", &r->stream, e));
+    TRY(get_bool(o, "cache_prompt", &r->cache_prompt, e));
+    TRY(get_bool(o, "return_tokens", &r->return_tokens, e));
+    TRY(get_bool(o, "timings_per_token", &r->timings_per_token, e));
+    /* n_probs on /completion reports the probabilities after the chain by default (what the
+     * samplers left); "post_sampling_probs": false gives llama-server's raw-logit logprobs.
+     * The OpenAI endpoints keep OpenAI's meaning: logprobs of the model's distribution. */
+    r->post_sampling_probs = kind == SRV_NATIVE;
+    TRY(get_bool(o, "post_sampling_probs", &r->post_sampling_probs, e));
+    TRY(get_bool(o, "trace", &r->trace, e));
+    TRY(get_i32(o, "trace_top", 1, SRV_MAX_TRACE_TOP, &r->trace_top, e));
+    TRY(get_i32(o, "id_slot", -1, cfg->n_parallel - 1, &r->id_slot, e));
+    const cJSON *so = field(o, "stream_options");
+    if (so) {
+        if (!cJSON_IsObject(so)) return srv_errorf(e, 400, "'stream_options' must be an object, got %s", jtype(so));
+        TRY(get_bool(so, "include_usage", &r->include_usage, e));
+    }
+
+    /* tokens to predict: n_predict (llama-server), max_tokens / max_completion_tokens (OpenAI) */
+    const double maxp = cfg->max_n_predict;
+    TRY(get_i32(o, "max_tokens", -1, maxp, &r->n_predict, e));
+    TRY(get_i32(o, "max_completion_tokens", -1, maxp, &r->n_predict, e));
+    TRY(get_i32(o, "n_predict", -1, maxp, &r->n_predict, e));
+
+    /* probabilities: n_probs (llama-server), logprobs / top_logprobs (OpenAI) */
+    TRY(get_i32(o, "n_probs", 0, SRV_MAX_N_PROBS, &r->sp.n_probs, e));
+    const cJSON *lp = field(o, "logprobs");
+    if (lp && kind == SRV_OAI_CHAT) {
+        if (!cJSON_IsBool(lp)) return srv_errorf(e, 400, "'logprobs' must be a boolean, got %s", jtype(lp));
+        if (cJSON_IsTrue(lp)) {
+            int32_t top = 20;
+            TRY(get_i32(o, "top_logprobs", 0, 20, &top, e));
+            if (!field(o, "n_probs")) r->sp.n_probs = top;
+        } else if (field(o, "top_logprobs")) {
+            return srv_errorf(e, 400, "'top_logprobs' requires 'logprobs' to be true");
+        }
+    } else if (kind == SRV_OAI_CHAT && field(o, "top_logprobs")) {
+        return srv_errorf(e, 400, "'top_logprobs' requires 'logprobs' to be true");
+    } else if (lp) {
+        int32_t n = 0;
+        TRY(get_i32(o, "logprobs", 0, SRV_MAX_N_PROBS, &n, e));
+        if (!field(o, "n_probs")) r->sp.n_probs = n;
+    }
+    r->n_probs = r->sp.n_probs;
+
+    if (kind != SRV_NATIVE) {
+        long long n = 1;
+        TRY(get_int(o, "n", 1, 1, &n, e));
+        bool echo = false;
+        TRY(get_bool(o, "echo", &echo, e));
+        if (echo) return srv_errorf(e, 400, "'echo' is not supported");
+        const char *suffix = NULL;
+        TRY(get_string(o, "suffix", &suffix, e));
+        if (suffix && *suffix) return srv_errorf(e, 400, "'suffix' is not supported");
+        const cJSON *tools = field(o, "tools");
+        if (tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0))
+            return srv_errorf(e, 400, "'tools' are not supported by this server");
+    }
+
+    TRY(parse_sampling(s, o, r, e));
+    TRY(parse_stop(o, r, e));
+    TRY(parse_grammar(o, kind, r, e));
+
+    /* the prompt last: the most expensive part */
+    tokvec v = {0};
+    int rc;
+    if (kind == SRV_OAI_CHAT) {
+        rc = parse_messages(s, o, &v, e);
+    } else {
+        const cJSON *p = field(o, "prompt");
+        rc = p ? parse_prompt(s, p, &v, e) : srv_errorf(e, 400, "'prompt' is required");
+    }
+    r->prompt = v.p;
+    r->n_prompt = v.n;
+    if (rc) return rc;
+    if (r->n_prompt == 0)
+        return srv_errorf(e, 400, "'%s' is empty (and the vocabulary adds no BOS)", kind == SRV_OAI_CHAT ? "messages" : "prompt");
+    if (r->n_prompt >= s->n_ctx_slot) {
+        srv_errorf(e, 400, "the request exceeds the available context size: %d prompt tokens, %d per slot (one must be left to generate)",
+                   r->n_prompt, s->n_ctx_slot);
+        e->type = "exceed_context_size_error";
+        e->n_prompt_tokens = r->n_prompt;
+        e->n_ctx = s->n_ctx_slot;
+        return 400;
+    }
+    return 0;
+}
+
+int srv_parse_completion(const srv_server *s, srv_kind kind, const char *body, size_t len, srv_request *r, srv_error *e)
+{
+    memset(r, 0, sizeof *r);
+    cJSON *root = parse_object(body, len, e);
+    if (!root) return e->status;
+    const int rc = parse_fields(s, kind, root, r, e);
+    cJSON_Delete(root);
+    if (rc) srv_request_free(r);
+    return rc;
+}
+
+int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **chain, sift_sampler **grammar, srv_error *e)
+{
+    *chain = NULL;
+    *grammar = NULL;
+    sift_error se = {0};
+    const sift_chain_env env = {.n_vocab = s->n_vocab, .vocab = &s->view, .eot = s->eot, .default_seed = SIFT_DEFAULT_SEED};
+    *chain = sift_chain_from_params(&r->sp, &env, &se);
+    if (!*chain) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "sampling parameters: %s", se.msg);
+    if (r->grammar) {
+        *grammar = sift_sampler_init_grammar(&s->view, r->grammar, "root", &se);
+        if (!*grammar) {
+            sift_chain_free(*chain);
+            *chain = NULL;
+            return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'%s': %s",
+                              r->grammar_from_schema ? "json_schema" : "grammar", se.msg);
+        }
+    }
+    return 0;
+}
+
+/* ---- /tokenize, /detokenize, /apply-template --------------------------------------------------------- */
+
+int srv_handle_tokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e)
+{
+    cJSON *root = parse_object(body, len, e);
+    if (!root) return e->status;
+    const char *content = NULL;
+    bool add_special = false, parse_special = true, with_pieces = false;
+    int rc = get_string(root, "content", &content, e);
+    if (!rc && !content) rc = srv_errorf(e, 400, "'content' is required");
+    if (!rc) rc = get_bool(root, "add_special", &add_special, e);
+    if (!rc) rc = get_bool(root, "parse_special", &parse_special, e);
+    if (!rc) rc = get_bool(root, "with_pieces", &with_pieces, e);
+    if (!rc && !utf8_valid(content, strlen(content))) rc = srv_errorf(e, 400, "'content' is not valid UTF-8");
+    int32_t n = 0;
+    sift_token *t = NULL;
+    if (!rc && !(t = srv_tokenize(s, content, strlen(content), add_special, parse_special, &n)))
+        rc = srv_errorf(e, 500, "cannot tokenize (out of memory)");
+    if (!rc) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON *a = cJSON_AddArrayToObject(o, "tokens");
+        for (int32_t i = 0; i < n; i++) {
+            if (!with_pieces) {
+                cJSON_AddItemToArray(a, cJSON_CreateNumber(t[i]));
+                continue;
+            }
+            char buf[512];
+            int32_t m = sift_token_to_piece(s->vocab, t[i], buf, sizeof buf, 0, true);
+            if (m < 0) m = 0;
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddNumberToObject(p, "id", t[i]);
+            if (utf8_valid(buf, (size_t)m)) { /* a string when valid UTF-8, else its bytes (llama-server) */
+                buf[m < (int32_t)sizeof buf ? m : (int32_t)sizeof buf - 1] = 0;
+                cJSON_AddStringToObject(p, "piece", buf);
+            } else {
+                cJSON *bytes = cJSON_AddArrayToObject(p, "piece");
+                for (int32_t k = 0; k < m; k++) cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[k]));
+            }
+            cJSON_AddItemToArray(a, p);
+        }
+        *out = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (!*out) rc = srv_errorf(e, 500, "out of memory");
+    }
+    free(t);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int srv_handle_detokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e)
+{
+    cJSON *root = parse_object(body, len, e);
+    if (!root) return e->status;
+    int rc = 0;
+    const cJSON *toks = field(root, "tokens");
+    sbuf text = {0};
+    if (!toks) rc = srv_errorf(e, 400, "'tokens' is required");
+    else if (!cJSON_IsArray(toks)) rc = srv_errorf(e, 400, "'tokens' must be an array of token ids, got %s", jtype(toks));
+    int i = 0;
+    for (const cJSON *x = toks ? toks->child : NULL; !rc && x; x = x->next, i++) {
+        if (!is_int(x) || x->valuedouble < 0 || x->valuedouble >= s->n_vocab) {
+            rc = srv_errorf(e, 400, "'tokens[%d]' must be a token id in [0, %d)", i, s->n_vocab);
+            break;
+        }
+        char buf[512];
+        const int32_t m = sift_token_to_piece(s->vocab, (sift_token)x->valuedouble, buf, sizeof buf, 0, true);
+        if (m > 0) sbuf_add(&text, buf, (size_t)m);
+    }
+    if (!rc) {
+        sbuf clean = {0};
+        utf8_sanitize(&clean, text.p ? text.p : "", text.n);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "content", clean.p ? clean.p : "");
+        *out = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        sbuf_free(&clean);
+        if (!*out) rc = srv_errorf(e, 500, "out of memory");
+    }
+    sbuf_free(&text);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int srv_handle_apply_template(const srv_server *s, const char *body, size_t len, char **out, srv_error *e)
+{
+    cJSON *root = parse_object(body, len, e);
+    if (!root) return e->status;
+    sbuf prompt = {0};
+    int rc = chat_prompt(s, root, &prompt, e);
+    if (!rc) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "prompt", prompt.p ? prompt.p : "");
+        *out = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (!*out) rc = srv_errorf(e, 500, "out of memory");
+    }
+    sbuf_free(&prompt);
+    cJSON_Delete(root);
+    return rc;
+}

@@ -1,0 +1,633 @@
+/*
+ * response.c - what the server answers, in llama-server's and OpenAI's shapes.
+ *
+ *   /completion (native)     {"content", "tokens", "stop", "stop_type", "stopping_word",
+ *                            "generation_settings", "timings", "completion_probabilities",
+ *                            "tokens_predicted", "tokens_evaluated", "tokens_cached", ...}
+ *                            streamed: one `data: {...}` event per token ("content" = the text
+ *                            that token released), then a final event with "stop": true.
+ *   /v1/completions          {"object": "text_completion", "choices": [{"text", "index",
+ *                            "logprobs", "finish_reason"}], "usage", "id", "created", "model"}
+ *   /v1/chat/completions     {"object": "chat.completion", "choices": [{"message": {"role",
+ *                            "content"}, "finish_reason", "index"}], "usage", ...}; streamed as
+ *                            "chat.completion.chunk" deltas: {"role": "assistant"} first, then
+ *                            {"content": ...}, then {} with the finish_reason, then (with
+ *                            stream_options.include_usage) a chunk with "usage" and no choices,
+ *                            then `data: [DONE]`.
+ *
+ * n_probs follows llama-server: per token {"id", "token", "bytes", "logprob", "top_logprobs"},
+ * or with post_sampling_probs {"prob", "top_probs"}, the probabilities after the chain.
+ * Our "trace" adds per token {"id", "piece", "stages": [{"name", "n", "selected", "top":
+ * [{"id", "piece", "p"}]}]}: the chain inspector (the logits, then each sampler, and the
+ * grammar when it had to step in).
+ *
+ * Errors are {"error": {"code", "message", "type"}} (OpenAI's shape, as llama-server).
+ * Everything is built with cJSON and printed unformatted.
+ */
+#include <cjson/cJSON.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+/* ---- small helpers ----------------------------------------------------------------------------- */
+
+static char *print_free(cJSON *j)
+{
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return s;
+}
+
+/* A string value from bytes that may not be valid UTF-8 (invalid sequences -> U+FFFD). */
+static cJSON *str_n(const char *s, size_t n)
+{
+    sbuf b = {0};
+    utf8_sanitize(&b, s ? s : "", s ? n : 0);
+    cJSON *j = cJSON_CreateString(b.p ? b.p : "");
+    sbuf_free(&b);
+    return j;
+}
+
+/* The token's text with specials rendered, as llama-server's probabilities show it. */
+static int32_t piece(const srv_server *s, sift_token t, char *buf, int32_t cap)
+{
+    const int32_t n = sift_token_to_piece(s->vocab, t, buf, cap, 0, true);
+    return n < 0 ? 0 : n;
+}
+
+/* {"id", "token", "bytes", "<key>": value} for a token and a probability. */
+static cJSON *prob_item(const srv_server *s, sift_token id, float p, bool post)
+{
+    char buf[512];
+    const int32_t n = piece(s, id, buf, sizeof buf);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", id);
+    /* "token": the valid UTF-8 prefix (as llama-server), "bytes": all of it */
+    const size_t ok = utf8_valid_prefix(buf, (size_t)n);
+    cJSON_AddItemToObject(o, "token", str_n(buf, ok));
+    cJSON *bytes = cJSON_AddArrayToObject(o, "bytes");
+    for (int32_t i = 0; i < n; i++) cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[i]));
+    if (post) cJSON_AddNumberToObject(o, "prob", p);
+    else cJSON_AddNumberToObject(o, "logprob", p > 0 ? log(p) : -FLT_MAX); /* JSON has no -inf */
+    return o;
+}
+
+/* One token's n_probs entry. probs points at the record's own entries. */
+static cJSON *probs_json(const srv_server *s, const srv_task *t, const srv_tokrec *r, const srv_prob *probs)
+{
+    const bool post = t->req.post_sampling_probs;
+    cJSON *o = prob_item(s, r->tok, r->p, post);
+    cJSON *top = cJSON_AddArrayToObject(o, post ? "top_probs" : "top_logprobs");
+    for (uint32_t i = 0; i < r->n_probs; i++) cJSON_AddItemToArray(top, prob_item(s, probs[i].id, probs[i].p, post));
+    return o;
+}
+
+/* One token's chain trace. stages/tops point at the record's own entries (tops: base). */
+static cJSON *trace_json(const srv_server *s, const srv_task *t, const srv_tokrec *r, const srv_stage *stages,
+                         const srv_prob *tops, size_t tops_base)
+{
+    char buf[512];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", r->tok);
+    int32_t n = piece(s, r->tok, buf, sizeof buf);
+    cJSON_AddItemToObject(o, "piece", str_n(buf, (size_t)n));
+    cJSON *arr = cJSON_AddArrayToObject(o, "stages");
+    for (uint32_t i = 0; i < r->n_stages; i++) {
+        const srv_stage *st = &stages[i];
+        cJSON *so = cJSON_CreateObject();
+        cJSON_AddStringToObject(so, "name", st->name >= 0 && st->name < t->n_stage_names ? t->stage_names[st->name] : "?");
+        cJSON_AddNumberToObject(so, "n", st->n);
+        if (st->has_selected) cJSON_AddNumberToObject(so, "selected", st->selected);
+        cJSON *top = cJSON_AddArrayToObject(so, "top");
+        for (uint32_t k = 0; k < st->n_top; k++) {
+            const srv_prob *pr = &tops[st->top_off - tops_base + k];
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddNumberToObject(c, "id", pr->id);
+            n = piece(s, pr->id, buf, sizeof buf);
+            cJSON_AddItemToObject(c, "piece", str_n(buf, (size_t)n));
+            cJSON_AddNumberToObject(c, "p", pr->p);
+            cJSON_AddItemToArray(top, c);
+        }
+        cJSON_AddItemToArray(arr, so);
+    }
+    return o;
+}
+
+static const char *stop_type_str(srv_stop s)
+{
+    switch (s) {
+    case SRV_STOP_EOS: return "eos";
+    case SRV_STOP_WORD: return "word";
+    case SRV_STOP_LIMIT: return "limit";
+    default: return "none";
+    }
+}
+
+static const char *finish_reason(const srv_task *t)
+{
+    return t->stop == SRV_STOP_EOS || t->stop == SRV_STOP_WORD ? "stop" : "length";
+}
+
+static const char *model_of(const srv_server *s, const srv_task *t)
+{
+    return t && t->req.model && t->req.kind != SRV_NATIVE ? t->req.model : s->model_name;
+}
+
+/* ---- generation settings and timings ------------------------------------------------------------- */
+
+static cJSON *settings_json(const srv_server *s, const srv_request *r, const srv_task *t)
+{
+    const sift_sampling_params *p = &r->sp;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "n_ctx", s->n_ctx_slot);
+    cJSON_AddStringToObject(o, "model", s->model_name);
+    cJSON_AddNumberToObject(o, "seed", p->seed);
+    if (t) cJSON_AddNumberToObject(o, "seed_used", t->seed_used);
+    cJSON_AddNumberToObject(o, "temperature", p->temp);
+    cJSON_AddNumberToObject(o, "dynatemp_range", p->dynatemp_range);
+    cJSON_AddNumberToObject(o, "dynatemp_exponent", p->dynatemp_exponent);
+    cJSON_AddNumberToObject(o, "top_k", p->top_k);
+    cJSON_AddNumberToObject(o, "top_p", p->top_p);
+    cJSON_AddNumberToObject(o, "min_p", p->min_p);
+    cJSON_AddNumberToObject(o, "top_n_sigma", p->top_n_sigma);
+    cJSON_AddNumberToObject(o, "xtc_probability", p->xtc_probability);
+    cJSON_AddNumberToObject(o, "xtc_threshold", p->xtc_threshold);
+    cJSON_AddNumberToObject(o, "typical_p", p->typ_p);
+    cJSON_AddNumberToObject(o, "repeat_last_n", p->penalty_last_n);
+    cJSON_AddNumberToObject(o, "repeat_penalty", p->penalty_repeat);
+    cJSON_AddNumberToObject(o, "presence_penalty", p->penalty_present);
+    cJSON_AddNumberToObject(o, "frequency_penalty", p->penalty_freq);
+    cJSON_AddNumberToObject(o, "dry_multiplier", p->dry_multiplier);
+    cJSON_AddNumberToObject(o, "dry_base", p->dry_base);
+    cJSON_AddNumberToObject(o, "dry_allowed_length", p->dry_allowed_length);
+    cJSON_AddNumberToObject(o, "dry_penalty_last_n", p->dry_penalty_last_n);
+    cJSON *br = cJSON_AddArrayToObject(o, "dry_sequence_breakers");
+    for (int i = 0; i < p->n_dry_sequence_breakers; i++) cJSON_AddItemToArray(br, cJSON_CreateString(p->dry_sequence_breakers[i]));
+    cJSON_AddNumberToObject(o, "mirostat", p->mirostat);
+    cJSON_AddNumberToObject(o, "mirostat_tau", p->mirostat_tau);
+    cJSON_AddNumberToObject(o, "mirostat_eta", p->mirostat_eta);
+    cJSON_AddNumberToObject(o, "adaptive_target", p->adaptive_target);
+    cJSON_AddNumberToObject(o, "adaptive_decay", p->adaptive_decay);
+    cJSON *stop = cJSON_AddArrayToObject(o, "stop");
+    for (int i = 0; i < r->n_stop; i++) cJSON_AddItemToArray(stop, cJSON_CreateString(r->stop[i]));
+    cJSON_AddNumberToObject(o, "max_tokens", r->n_predict);
+    cJSON_AddNumberToObject(o, "n_predict", r->n_predict);
+    cJSON_AddNumberToObject(o, "n_keep", 0);
+    cJSON_AddNumberToObject(o, "n_discard", 0);
+    cJSON_AddBoolToObject(o, "ignore_eos", p->ignore_eos);
+    cJSON_AddBoolToObject(o, "stream", r->stream);
+    cJSON *lb = cJSON_AddArrayToObject(o, "logit_bias");
+    for (size_t i = 0; i < r->n_bias; i++) {
+        cJSON *b = cJSON_CreateObject();
+        if (isinf(r->bias[i].bias)) cJSON_AddFalseToObject(b, "bias");
+        else cJSON_AddNumberToObject(b, "bias", r->bias[i].bias);
+        cJSON_AddNumberToObject(b, "token", r->bias[i].token);
+        cJSON_AddItemToArray(lb, b);
+    }
+    cJSON_AddNumberToObject(o, "n_probs", r->n_probs);
+    cJSON_AddNumberToObject(o, "min_keep", p->min_keep);
+    cJSON_AddStringToObject(o, "grammar", r->grammar ? r->grammar : "");
+    cJSON *sm = cJSON_AddArrayToObject(o, "samplers");
+    for (int i = 0; i < p->n_samplers; i++) cJSON_AddItemToArray(sm, cJSON_CreateString(sift_sampler_type_name(p->samplers[i])));
+    if (t) {
+        char desc[1024];
+        sift_chain_describe(t->chain, desc, sizeof desc);
+        cJSON_AddStringToObject(o, "chain", desc);
+    }
+    cJSON_AddBoolToObject(o, "timings_per_token", r->timings_per_token);
+    cJSON_AddBoolToObject(o, "post_sampling_probs", r->post_sampling_probs);
+    cJSON_AddBoolToObject(o, "cache_prompt", r->cache_prompt);
+    cJSON_AddBoolToObject(o, "trace", r->trace);
+    return o;
+}
+
+static cJSON *timings_json(const srv_task *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    const int32_t pn = t->req.n_prompt - t->n_cached;
+    cJSON_AddNumberToObject(o, "cache_n", t->n_cached);
+    cJSON_AddNumberToObject(o, "prompt_n", pn);
+    cJSON_AddNumberToObject(o, "prompt_ms", t->t_prompt_ms);
+    cJSON_AddNumberToObject(o, "prompt_per_token_ms", pn > 0 ? t->t_prompt_ms / pn : 0);
+    cJSON_AddNumberToObject(o, "prompt_per_second", t->t_prompt_ms > 0 ? 1e3 * pn / t->t_prompt_ms : 0);
+    cJSON_AddNumberToObject(o, "predicted_n", t->n_decoded);
+    cJSON_AddNumberToObject(o, "predicted_ms", t->t_gen_ms);
+    cJSON_AddNumberToObject(o, "predicted_per_token_ms", t->n_decoded > 0 ? t->t_gen_ms / t->n_decoded : 0);
+    cJSON_AddNumberToObject(o, "predicted_per_second", t->t_gen_ms > 0 ? 1e3 * t->n_decoded / t->t_gen_ms : 0);
+    return o;
+}
+
+static cJSON *usage_json(const srv_task *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "completion_tokens", t->n_decoded);
+    cJSON_AddNumberToObject(o, "prompt_tokens", t->req.n_prompt);
+    cJSON_AddNumberToObject(o, "total_tokens", t->n_decoded + t->req.n_prompt);
+    return o;
+}
+
+static void add_prompt_text(const srv_server *s, cJSON *o, const srv_task *t)
+{
+    int32_t cap = t->req.n_prompt * 8 + 16;
+    char *buf = malloc((size_t)cap);
+    int32_t n = buf ? sift_detokenize(s->vocab, t->req.prompt, t->req.n_prompt, buf, cap, false, true) : 0;
+    if (n < 0 && n != INT32_MIN && buf) {
+        cap = -n;
+        char *b2 = realloc(buf, (size_t)cap);
+        if (b2) buf = b2, n = sift_detokenize(s->vocab, t->req.prompt, t->req.n_prompt, buf, cap, false, true);
+    }
+    cJSON_AddItemToObject(o, "prompt", str_n(buf, n > 0 ? (size_t)n : 0));
+    free(buf);
+}
+
+/* The OpenAI envelope: id, created, model, system_fingerprint, object. */
+static void oai_envelope(const srv_server *s, cJSON *o, const srv_task *t, const char *object)
+{
+    cJSON_AddNumberToObject(o, "created", (double)t->created);
+    cJSON_AddStringToObject(o, "model", model_of(s, t));
+    cJSON_AddStringToObject(o, "system_fingerprint", "sift-" SIFT_VERSION_STRING);
+    cJSON_AddStringToObject(o, "object", object);
+    cJSON_AddStringToObject(o, "id", t->oai_id);
+}
+
+/* ---- errors ---------------------------------------------------------------------------------------- */
+
+static cJSON *error_obj(const srv_error *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *er = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddNumberToObject(er, "code", e->status);
+    cJSON_AddItemToObject(er, "message", str_n(e->msg, strlen(e->msg)));
+    cJSON_AddStringToObject(er, "type", e->type ? e->type : "server_error");
+    if (e->type && !strcmp(e->type, "exceed_context_size_error")) {
+        cJSON_AddNumberToObject(er, "n_prompt_tokens", e->n_prompt_tokens);
+        cJSON_AddNumberToObject(er, "n_ctx", e->n_ctx);
+    }
+    return o;
+}
+
+char *srv_json_error(const srv_error *e) { return print_free(error_obj(e)); }
+
+void srv_sse_error(const srv_error *e, sbuf *out)
+{
+    char *j = srv_json_error(e);
+    sbuf_printf(out, "data: %s\n\n", j ? j : "{}");
+    free(j);
+}
+
+/* ---- whole responses --------------------------------------------------------------------------------- */
+
+/* Arrays over all the records of a finished task (no lock needed: the engine is done). */
+static cJSON *all_probs(const srv_server *s, const srv_task *t)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < t->n_recs; i++) cJSON_AddItemToArray(a, probs_json(s, t, &t->recs[i], t->probs + t->recs[i].probs_off));
+    return a;
+}
+
+static cJSON *all_traces(const srv_server *s, const srv_task *t)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < t->n_recs; i++)
+        cJSON_AddItemToArray(a, trace_json(s, t, &t->recs[i], t->stages + t->recs[i].trace_off, t->tops, 0));
+    return a;
+}
+
+static cJSON *native_final(const srv_server *s, srv_task *t, bool with_content)
+{
+    const srv_request *r = &t->req;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", 0);
+    if (with_content) cJSON_AddItemToObject(o, "content", str_n(t->text.p, t->text.n));
+    else cJSON_AddStringToObject(o, "content", "");
+    cJSON *toks = cJSON_AddArrayToObject(o, "tokens");
+    if (with_content && r->return_tokens)
+        for (size_t i = 0; i < t->n_recs; i++) cJSON_AddItemToArray(toks, cJSON_CreateNumber(t->recs[i].tok));
+    cJSON_AddNumberToObject(o, "id_slot", t->id_slot);
+    cJSON_AddBoolToObject(o, "stop", true);
+    cJSON_AddStringToObject(o, "model", s->model_name);
+    cJSON_AddNumberToObject(o, "tokens_predicted", t->n_decoded);
+    cJSON_AddNumberToObject(o, "tokens_evaluated", r->n_prompt);
+    cJSON_AddItemToObject(o, "generation_settings", settings_json(s, r, t));
+    add_prompt_text(s, o, t);
+    cJSON_AddBoolToObject(o, "has_new_line", t->text.n && memchr(t->text.p, '\n', t->text.n) != NULL);
+    cJSON_AddBoolToObject(o, "truncated", t->truncated);
+    cJSON_AddStringToObject(o, "stop_type", stop_type_str(t->stop));
+    cJSON_AddStringToObject(o, "stopping_word", t->stop == SRV_STOP_WORD && t->stop_word >= 0 ? r->stop[t->stop_word] : "");
+    cJSON_AddNumberToObject(o, "tokens_cached", t->n_cached);
+    cJSON_AddItemToObject(o, "timings", timings_json(t));
+    if (with_content && r->n_probs > 0) cJSON_AddItemToObject(o, "completion_probabilities", all_probs(s, t));
+    if (with_content && r->trace) cJSON_AddItemToObject(o, "trace", all_traces(s, t));
+    return o;
+}
+
+char *srv_json_final(const srv_server *s, srv_task *t)
+{
+    const srv_request *r = &t->req;
+    if (r->kind == SRV_NATIVE) return print_free(native_final(s, t, true));
+    cJSON *o = cJSON_CreateObject();
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    if (r->kind == SRV_OAI_CMPL) {
+        cJSON_AddItemToObject(c, "text", str_n(t->text.p, t->text.n));
+        cJSON_AddNumberToObject(c, "index", 0);
+        if (r->n_probs > 0) cJSON_AddItemToObject(cJSON_AddObjectToObject(c, "logprobs"), "content", all_probs(s, t));
+        else cJSON_AddNullToObject(c, "logprobs");
+        cJSON_AddStringToObject(c, "finish_reason", finish_reason(t));
+    } else {
+        cJSON_AddStringToObject(c, "finish_reason", finish_reason(t));
+        cJSON_AddNumberToObject(c, "index", 0);
+        cJSON *m = cJSON_AddObjectToObject(c, "message");
+        cJSON_AddStringToObject(m, "role", "assistant");
+        cJSON_AddItemToObject(m, "content", str_n(t->text.p, t->text.n));
+        if (r->n_probs > 0) cJSON_AddItemToObject(cJSON_AddObjectToObject(c, "logprobs"), "content", all_probs(s, t));
+    }
+    if (r->trace) cJSON_AddItemToObject(c, "trace", all_traces(s, t));
+    oai_envelope(s, o, t, r->kind == SRV_OAI_CMPL ? "text_completion" : "chat.completion");
+    cJSON_AddItemToObject(o, "usage", usage_json(t));
+    cJSON_AddItemToObject(o, "timings", timings_json(t));
+    return print_free(o);
+}
+
+/* ---- streaming ------------------------------------------------------------------------------------------ */
+
+static void sse_add(sbuf *out, cJSON *o)
+{
+    char *j = print_free(o);
+    if (!j) {
+        out->oom = true;
+        return;
+    }
+    sbuf_adds(out, "data: ");
+    sbuf_adds(out, j);
+    sbuf_adds(out, "\n\n");
+    free(j);
+}
+
+static cJSON *chat_chunk(const srv_server *s, const srv_task *t, cJSON *delta, const char *finish)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+    cJSON *c = cJSON_CreateObject();
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddItemToObject(c, "delta", delta);
+    cJSON_AddItemToArray(choices, c);
+    oai_envelope(s, o, t, "chat.completion.chunk");
+    return o;
+}
+
+static void chat_role(const srv_server *s, const srv_task *t, bool *role_sent, sbuf *out)
+{
+    if (*role_sent) return;
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "role", "assistant");
+    cJSON_AddNullToObject(d, "content");
+    sse_add(out, chat_chunk(s, t, d, NULL));
+    *role_sent = true;
+}
+
+void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bool *role_sent, sbuf *out)
+{
+    const srv_request *r = &t->req;
+    size_t text_at = sn->text_from;
+    for (size_t i = 0; i < sn->n_recs; i++) {
+        const srv_tokrec *rec = &sn->recs[i];
+        const char *txt = sn->text + (text_at - sn->text_from);
+        const size_t txt_n = rec->text_end - text_at;
+        text_at = rec->text_end;
+        const size_t index = sn->rec_from + i;
+        cJSON *probs = r->n_probs > 0 ? probs_json(s, t, rec, sn->probs + (rec->probs_off - sn->probs_from)) : NULL;
+        cJSON *trace = r->trace ? trace_json(s, t, rec, sn->stages + (rec->trace_off - sn->stages_from), sn->tops, sn->tops_from)
+                                : NULL;
+        if (r->kind == SRV_NATIVE) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "index", 0);
+            cJSON_AddItemToObject(o, "content", str_n(txt, txt_n));
+            cJSON *toks = cJSON_AddArrayToObject(o, "tokens");
+            cJSON_AddItemToArray(toks, cJSON_CreateNumber(rec->tok));
+            cJSON_AddBoolToObject(o, "stop", false);
+            cJSON_AddNumberToObject(o, "id_slot", t->id_slot);
+            cJSON_AddNumberToObject(o, "tokens_predicted", (double)index + 1);
+            cJSON_AddNumberToObject(o, "tokens_evaluated", r->n_prompt);
+            if (probs) {
+                cJSON *a = cJSON_AddArrayToObject(o, "completion_probabilities");
+                cJSON_AddItemToArray(a, probs);
+            }
+            if (trace) cJSON_AddItemToObject(o, "trace", trace);
+            sse_add(out, o);
+        } else if (r->kind == SRV_OAI_CMPL) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddItemToObject(c, "text", str_n(txt, txt_n));
+            cJSON_AddNumberToObject(c, "index", 0);
+            if (probs) {
+                cJSON *a = cJSON_AddArrayToObject(cJSON_AddObjectToObject(c, "logprobs"), "content");
+                cJSON_AddItemToArray(a, probs);
+            } else {
+                cJSON_AddNullToObject(c, "logprobs");
+            }
+            cJSON_AddNullToObject(c, "finish_reason");
+            if (trace) cJSON_AddItemToObject(c, "trace", trace);
+            cJSON_AddItemToArray(choices, c);
+            oai_envelope(s, o, t, "text_completion");
+            sse_add(out, o);
+        } else {
+            chat_role(s, t, role_sent, out);
+            if (txt_n == 0 && !probs && !trace) continue; /* nothing new to say (text held back) */
+            cJSON *d = cJSON_CreateObject();
+            cJSON_AddItemToObject(d, "content", str_n(txt, txt_n));
+            cJSON *o = chat_chunk(s, t, d, NULL);
+            cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
+            if (probs) {
+                cJSON *a = cJSON_AddArrayToObject(cJSON_AddObjectToObject(c, "logprobs"), "content");
+                cJSON_AddItemToArray(a, probs);
+            }
+            if (trace) cJSON_AddItemToObject(c, "trace", trace);
+            sse_add(out, o);
+        }
+    }
+}
+
+void srv_sse_final(const srv_server *s, srv_task *t, bool *role_sent, sbuf *out)
+{
+    const srv_request *r = &t->req;
+    if (t->err.status) {
+        srv_sse_error(&t->err, out);
+        return;
+    }
+    if (r->kind == SRV_NATIVE) {
+        sse_add(out, native_final(s, t, false));
+        return;
+    }
+    if (r->kind == SRV_OAI_CMPL) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "text", "");
+        cJSON_AddNumberToObject(c, "index", 0);
+        cJSON_AddNullToObject(c, "logprobs");
+        cJSON_AddStringToObject(c, "finish_reason", finish_reason(t));
+        cJSON_AddItemToArray(choices, c);
+        oai_envelope(s, o, t, "text_completion");
+        cJSON_AddItemToObject(o, "usage", usage_json(t));
+        cJSON_AddItemToObject(o, "timings", timings_json(t));
+        sse_add(out, o);
+    } else {
+        chat_role(s, t, role_sent, out);
+        cJSON *o = chat_chunk(s, t, cJSON_CreateObject(), finish_reason(t));
+        if (!r->include_usage) cJSON_AddItemToObject(o, "timings", timings_json(t));
+        sse_add(out, o);
+        if (r->include_usage) {
+            cJSON *u = cJSON_CreateObject();
+            cJSON_AddArrayToObject(u, "choices");
+            oai_envelope(s, u, t, "chat.completion.chunk");
+            cJSON_AddItemToObject(u, "usage", usage_json(t));
+            cJSON_AddItemToObject(u, "timings", timings_json(t));
+            sse_add(out, u);
+        }
+    }
+    sbuf_adds(out, "data: [DONE]\n\n");
+}
+
+/* ---- server information -------------------------------------------------------------------------------- */
+
+char *srv_json_props(const srv_server *s)
+{
+    srv_request def = {0};
+    def.sp = sift_sampling_default_params();
+    def.n_predict = s->cfg.default_n_predict;
+    def.cache_prompt = true;
+    def.stream = false;
+    srv_engine_stats st;
+    srv_engine_stats_get(s->engine, &st, NULL, 0);
+    cJSON *o = cJSON_CreateObject();
+    cJSON *d = cJSON_AddObjectToObject(o, "default_generation_settings");
+    cJSON_AddNumberToObject(d, "id", 0);
+    cJSON_AddNumberToObject(d, "id_task", -1);
+    cJSON_AddNumberToObject(d, "n_ctx", s->n_ctx_slot);
+    cJSON_AddBoolToObject(d, "speculative", false);
+    cJSON_AddBoolToObject(d, "is_processing", false);
+    cJSON_AddItemToObject(d, "params", settings_json(s, &def, NULL));
+    cJSON_AddStringToObject(d, "prompt", "");
+    cJSON_AddNumberToObject(o, "total_slots", s->cfg.n_parallel);
+    cJSON_AddStringToObject(o, "model_path", s->cfg.model_path);
+    cJSON_AddStringToObject(o, "model_alias", s->model_name);
+    cJSON_AddStringToObject(o, "model_desc", s->model_desc);
+    cJSON_AddItemToObject(o, "chat_template", str_n(s->tmpl_text ? s->tmpl_text : "", s->tmpl_text ? strlen(s->tmpl_text) : 0));
+    cJSON_AddStringToObject(o, "chat_template_name", chat_name(s->tmpl));
+    cJSON_AddBoolToObject(o, "chat_template_detected", s->tmpl_detected);
+    cJSON_AddObjectToObject(o, "chat_template_caps");
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(o, "modalities"), "vision", false);
+    cJSON_AddStringToObject(o, "build_info", "sift " SIFT_VERSION_STRING);
+    cJSON_AddNumberToObject(o, "n_ctx", s->n_ctx_slot * s->cfg.n_parallel);
+    cJSON_AddNumberToObject(o, "n_vocab", s->n_vocab);
+    cJSON_AddBoolToObject(o, "is_sleeping", false);
+    cJSON *lim = cJSON_AddObjectToObject(o, "limits");
+    cJSON_AddNumberToObject(lim, "max_body_bytes", (double)s->cfg.max_body);
+    cJSON_AddNumberToObject(lim, "max_n_predict", s->cfg.max_n_predict);
+    cJSON_AddNumberToObject(lim, "max_prompt_tokens", s->n_ctx_slot - 1);
+    cJSON_AddNumberToObject(lim, "max_queue", s->cfg.max_queue);
+    cJSON_AddNumberToObject(lim, "max_n_probs", SRV_MAX_N_PROBS);
+    cJSON_AddNumberToObject(lim, "max_trace_top", SRV_MAX_TRACE_TOP);
+    return print_free(o);
+}
+
+char *srv_json_slots(const srv_server *s)
+{
+    const int n = s->cfg.n_parallel;
+    srv_slot_info *info = calloc((size_t)n, sizeof *info);
+    if (!info) return NULL;
+    srv_engine_stats st;
+    srv_engine_stats_get(s->engine, &st, info, n);
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", info[i].id);
+        cJSON_AddNumberToObject(o, "id_task", (double)info[i].id_task);
+        cJSON_AddNumberToObject(o, "n_ctx", s->n_ctx_slot);
+        cJSON_AddBoolToObject(o, "speculative", false);
+        cJSON_AddBoolToObject(o, "is_processing", info[i].busy);
+        cJSON_AddNumberToObject(o, "n_prompt_tokens", info[i].n_prompt);
+        cJSON_AddNumberToObject(o, "n_cached_tokens", info[i].n_cached_tokens);
+        cJSON *nt = cJSON_AddObjectToObject(o, "next_token");
+        cJSON_AddBoolToObject(nt, "has_next_token", info[i].busy);
+        cJSON_AddNumberToObject(nt, "n_decoded", info[i].n_decoded);
+        cJSON_AddItemToArray(a, o);
+    }
+    free(info);
+    return print_free(a);
+}
+
+char *srv_json_models(const srv_server *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON *data = cJSON_AddArrayToObject(o, "data");
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "id", s->model_name);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)s->t_start);
+    cJSON_AddStringToObject(m, "owned_by", "sift");
+    cJSON *meta = cJSON_AddObjectToObject(m, "meta");
+    cJSON_AddNumberToObject(meta, "vocab_type", sift_vocab_get_type(s->vocab));
+    cJSON_AddNumberToObject(meta, "n_vocab", s->n_vocab);
+    cJSON_AddNumberToObject(meta, "n_ctx_train", s->info.n_ctx_train);
+    cJSON_AddNumberToObject(meta, "n_embd", s->info.n_embd);
+    cJSON_AddNumberToObject(meta, "n_params", (double)s->info.n_params);
+    cJSON_AddNumberToObject(meta, "size", (double)s->info.n_bytes);
+    cJSON_AddItemToArray(data, m);
+    return print_free(o);
+}
+
+static void metric(sbuf *b, const char *name, const char *type, const char *help, double v)
+{
+    sbuf_printf(b, "# HELP sift_%s %s\n# TYPE sift_%s %s\nsift_%s %.17g\n", name, help, name, type, name, v);
+}
+
+char *srv_text_metrics(const srv_server *s)
+{
+    srv_engine_stats st;
+    srv_engine_stats_get(s->engine, &st, NULL, 0);
+    const srv_http_stats *h = &s->http;
+    sbuf b = {0};
+    metric(&b, "prompt_tokens_total", "counter", "Prompt tokens processed (not counting cached ones).", (double)st.n_prompt_tokens);
+    metric(&b, "prompt_seconds_total", "counter", "Prompt processing time.", st.t_prompt_s);
+    metric(&b, "tokens_predicted_total", "counter", "Generated tokens.", (double)st.n_gen_tokens);
+    metric(&b, "tokens_predicted_seconds_total", "counter", "Generation time, summed over requests.", st.t_gen_s);
+    metric(&b, "prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
+           st.t_prompt_s > 0 ? st.n_prompt_tokens / st.t_prompt_s : 0);
+    metric(&b, "predicted_tokens_seconds", "gauge", "Average generation throughput per request in tokens/s.",
+           st.t_gen_s > 0 ? st.n_gen_tokens / st.t_gen_s : 0);
+    metric(&b, "requests_processing", "gauge", "Requests in a slot.", st.n_busy);
+    metric(&b, "requests_deferred", "gauge", "Requests waiting for a slot.", st.n_queued);
+    metric(&b, "slots_total", "gauge", "Slots (-np).", st.n_slots);
+    metric(&b, "n_decode_total", "counter", "sift_decode calls.", (double)st.n_decode);
+    metric(&b, "n_busy_slots_per_decode", "gauge", "Average busy slots per sift_decode call.",
+           st.n_decode > 0 ? (double)st.n_busy_slot_steps / (double)st.n_decode : 0);
+    metric(&b, "n_tokens_max", "counter", "High-water mark of one slot's context use.", (double)st.n_tokens_max);
+    metric(&b, "engine_decode_seconds_total", "counter", "Engine thread time in sift_decode.", st.t_decode_s);
+    metric(&b, "engine_sample_seconds_total", "counter", "Engine thread time sampling and publishing tokens.", st.t_sample_s);
+    metric(&b, "kv_cells_used", "gauge", "KV cells in use (all slots; includes cached prompts).", st.kv_used);
+    metric(&b, "requests_completed_total", "counter", "Completions that ran to their end.", (double)st.n_tasks_done);
+    metric(&b, "requests_cancelled_total", "counter", "Completions whose client went away.", (double)st.n_tasks_cancelled);
+    metric(&b, "requests_failed_total", "counter", "Completions that failed while generating.", (double)st.n_tasks_failed);
+    metric(&b, "requests_rejected_total", "counter", "Completions refused with 503 (queue full).", (double)st.n_rejected);
+    sbuf_printf(&b, "# HELP sift_http_requests_total HTTP requests by status class.\n# TYPE sift_http_requests_total counter\n");
+    sbuf_printf(&b, "sift_http_requests_total{code=\"2xx\"} %lld\n", (long long)atomic_load(&h->n_2xx));
+    sbuf_printf(&b, "sift_http_requests_total{code=\"400\"} %lld\n", (long long)atomic_load(&h->n_400));
+    sbuf_printf(&b, "sift_http_requests_total{code=\"404\"} %lld\n", (long long)atomic_load(&h->n_404));
+    sbuf_printf(&b, "sift_http_requests_total{code=\"413\"} %lld\n", (long long)atomic_load(&h->n_413));
+    sbuf_printf(&b, "sift_http_requests_total{code=\"503\"} %lld\n", (long long)atomic_load(&h->n_429_503));
+    sbuf_printf(&b, "sift_http_requests_total{code=\"5xx\"} %lld\n", (long long)atomic_load(&h->n_5xx));
+    metric(&b, "http_disconnects_total", "counter", "Clients that closed the connection before the response ended.",
+           (double)atomic_load(&h->n_disconnects));
+    return b.oom ? (sbuf_free(&b), NULL) : b.p;
+}

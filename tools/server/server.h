@@ -1,0 +1,394 @@
+/*
+ * server.h - internal interfaces of `sift serve` (tools/server, tools/sift/cmd_serve.c).
+ *
+ * The server is four modules with one job each:
+ *
+ *   request.c   JSON request -> srv_request: every llama-server / OpenAI field, checked
+ *               (type, range) with a 400 message that names the field; the prompt
+ *               tokenized; the sampler chain and grammar built. Runs on the HTTP
+ *               connection's thread, so the expensive part of a request's set-up (grammar
+ *               masks, DRY breakers, tokenizing) never stalls generation.
+ *   engine.c    the slots and the continuous-batching loop: one thread owns the
+ *               sift_context, takes queued tasks into free slots, builds one batch per step
+ *               (one token per generating slot, plus prompt chunks), calls sift_decode once,
+ *               samples every slot with its own chain, and publishes tokens to the task.
+ *   response.c  srv_task results -> JSON: /completion (native), /v1/completions and
+ *               /v1/chat/completions (OpenAI), n_probs, the chain trace, errors, /props,
+ *               /metrics.
+ *   http.c      libmicrohttpd glue: routing, body limits, SSE streaming, client
+ *               disconnects (which cancel the task and free its slot at once).
+ *
+ * plus chat.c (chat templates, detected from the GGUF's Jinja text by pattern, as
+ * llama.cpp's llm_chat_detect_template does) and text.c (UTF-8 and stop strings for the
+ * streamed text).
+ *
+ * A task (srv_task) is the unit shared between a connection thread and the engine thread:
+ * the request half is immutable once submitted; the output half (tokens, text, per-token
+ * probabilities and traces, the final state) is appended by the engine under task->mu and
+ * read by the connection, which copies what it needs under the lock and formats outside it.
+ * A task is reference-counted (connection + engine); whoever drops the last reference frees
+ * it.
+ */
+#ifndef SIFT_SERVER_H
+#define SIFT_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "sift.h"
+
+/* ---- growable byte buffer (text.c) ------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    bool oom; /* an allocation failed; the content is truncated */
+} sbuf;
+
+void sbuf_free(sbuf *b);
+void sbuf_add(sbuf *b, const void *data, size_t n);
+void sbuf_adds(sbuf *b, const char *s);
+void sbuf_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* NUL-terminated copy of the content (malloc'd; NULL on out of memory). */
+char *sbuf_strdup(const sbuf *b);
+
+/* ---- UTF-8 and stop strings (text.c) --------------------------------------------------- */
+
+/* Bytes at the end of s[0..n) that begin a UTF-8 character not complete yet (0..3): held
+ * back while streaming, since the next token may complete it. */
+size_t utf8_incomplete_tail(const char *s, size_t n);
+/* Whether s[0..n) is valid UTF-8 (no overlongs, surrogates or code points > U+10FFFF). */
+bool utf8_valid(const char *s, size_t n);
+/* The longest prefix of s[0..n) that is valid UTF-8. */
+size_t utf8_valid_prefix(const char *s, size_t n);
+/* Append s[0..n) to out with every invalid sequence replaced by U+FFFD. */
+void utf8_sanitize(sbuf *out, const char *s, size_t n);
+
+/* The first occurrence, at or after byte `from`, of any of the stop strings in text[0..n):
+ * its offset, and in *which the index of the stop string; -1 when none occurs. */
+long stop_find(const char *text, size_t n, size_t from, char *const *stops, int n_stops, int *which);
+/* The longest suffix of text[0..n) that is a proper prefix of some stop string (held back
+ * while streaming: the next token may complete the stop string). */
+size_t stop_partial(const char *text, size_t n, char *const *stops, int n_stops);
+
+/* ---- chat templates (chat.c) --------------------------------------------------------------- */
+
+typedef enum chat_tmpl {
+    CHAT_UNKNOWN = 0,
+    CHAT_CHATML,
+    CHAT_LLAMA2,
+    CHAT_LLAMA2_SYS,
+    CHAT_LLAMA2_SYS_BOS,
+    CHAT_LLAMA2_SYS_STRIP,
+    CHAT_MISTRAL_V1,
+    CHAT_MISTRAL_V3,
+    CHAT_MISTRAL_V3_TEKKEN,
+    CHAT_MISTRAL_V7,
+    CHAT_PHI3,
+    CHAT_PHI4,
+    CHAT_FALCON3,
+    CHAT_ZEPHYR,
+    CHAT_GEMMA,
+    CHAT_VICUNA,
+    CHAT_VICUNA_ORCA,
+    CHAT_DEEPSEEK,
+    CHAT_DEEPSEEK3,
+    CHAT_COMMAND_R,
+    CHAT_LLAMA3,
+    CHAT_COUNT,
+} chat_tmpl;
+
+typedef struct chat_msg {
+    const char *role;
+    const char *content;
+} chat_msg;
+
+/* The template a Jinja chat template text stands for, by the patterns llama.cpp uses; a
+ * template name ("chatml", "llama3", ...) is accepted too. CHAT_UNKNOWN otherwise. */
+chat_tmpl chat_detect(const char *tmpl_text);
+/* By name only ("chatml", "llama2", "llama2-sys", "mistral-v7", "llama3", ...). */
+chat_tmpl chat_from_name(const char *name);
+const char *chat_name(chat_tmpl t);
+/* Format messages with template t (add_assistant: open the assistant's turn). Returns
+ * false for CHAT_UNKNOWN. */
+bool chat_apply(chat_tmpl t, const chat_msg *msgs, size_t n, bool add_assistant, sbuf *out);
+
+/* ---- configuration ------------------------------------------------------------------------- */
+
+typedef struct srv_config {
+    const char *model_path;
+    const char *alias;          /* model name in responses (default: the model path) */
+    const char *host;
+    int port;                   /* 0: any free port (printed at start) */
+    int n_parallel;             /* -np: slots = KV sequences */
+    int n_ctx;                  /* -c: KV cells in all, n_ctx / n_parallel per slot (0: train ctx x np) */
+    int n_batch;                /* most tokens per decode call */
+    int n_threads, n_threads_batch;
+    int timeout_s;              /* idle connection timeout */
+    int max_connections;
+    int max_queue;              /* requests waiting for a slot; more -> 503 */
+    size_t max_body;            /* request body bytes; more -> 413 */
+    int max_n_predict;          /* tokens one request may ask for (and the cap of n_predict = -1) */
+    int default_n_predict;      /* n_predict when a request does not say (-1: up to the cap) */
+    const char *chat_template;  /* --chat-template NAME (overrides the GGUF's) */
+    sift_isa isa;
+    bool log_requests;
+} srv_config;
+
+/* Limits that are not flags (docs/server.md lists them). */
+#define SRV_MAX_N_PROBS 100
+#define SRV_MAX_TRACE_TOP 64
+#define SRV_MAX_STOP 16
+#define SRV_MAX_STOP_LEN 256
+#define SRV_MAX_LOGIT_BIAS 4096
+#define SRV_MAX_MESSAGES 1024
+
+/* ---- requests ------------------------------------------------------------------------------ */
+
+typedef enum srv_kind {
+    SRV_NATIVE = 0, /* POST /completion */
+    SRV_OAI_CMPL,   /* POST /v1/completions */
+    SRV_OAI_CHAT,   /* POST /v1/chat/completions */
+} srv_kind;
+
+typedef struct srv_request {
+    srv_kind kind;
+    sift_sampling_params sp;   /* llama.cpp common's parameters (sp.logit_bias -> bias) */
+    sift_logit_bias *bias;
+    size_t n_bias;
+    int32_t n_predict;         /* -1: until end of generation or the cap */
+    int32_t n_probs;
+    bool post_sampling_probs;  /* probabilities after the chain (else: softmax of the raw logits) */
+    bool stream, include_usage, return_tokens, cache_prompt, timings_per_token;
+    bool trace;                /* ours: the chain inspector per token */
+    int32_t trace_top;
+    int32_t id_slot;           /* -1: any */
+    char **stop;
+    int n_stop;
+    char *grammar;             /* GBNF text (from grammar, json_schema or response_format) */
+    bool grammar_from_schema;
+    sift_token *prompt;
+    int32_t n_prompt;
+    char *model;               /* the "model" the client named (echoed by the OpenAI shapes) */
+} srv_request;
+
+void srv_request_free(srv_request *r);
+
+/* An error for the client: HTTP status, OpenAI-style type, message naming the field. */
+typedef struct srv_error {
+    int status;                /* 400, 404, 413, 500, 503 */
+    const char *type;          /* "invalid_request_error", "exceed_context_size_error", ... */
+    char msg[512];
+    int32_t n_prompt_tokens, n_ctx; /* exceed_context_size_error only */
+} srv_error;
+
+int srv_errorf(srv_error *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- the server ---------------------------------------------------------------------------- */
+
+typedef struct srv_engine srv_engine;
+
+/* HTTP-side counters (/metrics); the engine keeps its own. */
+typedef struct srv_http_stats {
+    atomic_llong n_requests, n_2xx, n_400, n_404, n_413, n_429_503, n_5xx, n_disconnects;
+} srv_http_stats;
+
+typedef struct srv_server {
+    srv_config cfg;
+    sift_model *model;
+    const sift_vocab *vocab;
+    sift_vocab_view view;
+    int32_t n_vocab;
+    sift_token eot;            /* EOT or EOS, for infill */
+    int n_ctx_slot;
+    char *tmpl_text;           /* tokenizer.chat_template (NULL when absent) */
+    chat_tmpl tmpl;            /* the template applied (CHATML when unknown: documented default) */
+    bool tmpl_detected;        /* tmpl came from the GGUF (or --chat-template), not the default */
+    const char *model_name;    /* alias or model path */
+    char model_desc[128];
+    sift_model_info info;
+    srv_engine *engine;
+    srv_http_stats http;
+    time_t t_start;
+} srv_server;
+
+/* ---- request parsing (request.c) ------------------------------------------------------------- */
+
+/* Parse and check a completion request (any of the three kinds) from body[0..len): fills r
+ * (free with srv_request_free). Returns 0, or the HTTP status with e filled. */
+int srv_parse_completion(const srv_server *s, srv_kind kind, const char *body, size_t len, srv_request *r,
+                         srv_error *e);
+/* The chain (and grammar sampler, NULL without a grammar) for a parsed request. */
+int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **chain, sift_sampler **grammar,
+                       srv_error *e);
+/* Tokenize text the way prompts are (parse_special; add_special as asked). NULL on error. */
+sift_token *srv_tokenize(const srv_server *s, const char *text, size_t len, bool add_special, bool parse_special,
+                         int32_t *n_out);
+
+/* ---- tasks and the engine (engine.c) ------------------------------------------------------- */
+
+typedef enum srv_stop {
+    SRV_STOP_NONE = 0,
+    SRV_STOP_EOS,
+    SRV_STOP_WORD,
+    SRV_STOP_LIMIT,
+} srv_stop;
+
+/* One token as the engine published it. */
+typedef struct srv_tokrec {
+    sift_token tok;
+    uint32_t text_end;         /* task->text length after this token (the visible text grew to here) */
+    float p;                   /* probability of tok (n_probs > 0) */
+    uint32_t probs_off;        /* top candidates: task->probs[probs_off .. + n_probs) */
+    uint32_t n_probs;
+    uint32_t trace_off;        /* trace stages: task->stages[trace_off .. + n_stages) */
+    uint32_t n_stages;
+} srv_tokrec;
+
+typedef struct srv_prob {
+    sift_token id;
+    float p;
+} srv_prob;
+
+/* One stage of the chain inspector: what a sampler (or the logits, or the grammar) left. */
+typedef struct srv_stage {
+    int16_t name;              /* index into task->stage_names */
+    bool has_selected;
+    uint32_t n;                /* candidates left */
+    sift_token selected;       /* the token this stage selected, if any */
+    uint32_t top_off, n_top;   /* task->tops[top_off .. + n_top): best candidates, with probabilities */
+} srv_stage;
+
+typedef struct srv_task {
+    atomic_int refs;
+    atomic_bool cancelled;     /* the client went away: the engine frees the slot */
+    int64_t id;
+
+    /* the request (immutable once submitted) */
+    srv_request req;
+    sift_chain *chain;         /* owned; used by the engine thread only */
+    sift_sampler *grammar;     /* owned, may be NULL */
+    char **stage_names;        /* "(logits)", the chain's samplers, "grammar" */
+    int n_stage_names;
+    char oai_id[48];           /* "chatcmpl-..." / "cmpl-..." */
+    time_t created;
+    uint32_t seed_used;
+
+    /* the output (under mu) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    srv_tokrec *recs;
+    size_t n_recs, cap_recs;
+    sbuf text;                 /* the visible text so far (stop strings cut, UTF-8 tails held) */
+    srv_prob *probs;
+    size_t n_probs, cap_probs;
+    srv_stage *stages;
+    size_t n_stages, cap_stages;
+    srv_prob *tops;
+    size_t n_tops, cap_tops;
+    bool started;              /* a slot took it */
+    bool done;
+    srv_error err;             /* err.status != 0: failed */
+    srv_stop stop;
+    int stop_word;             /* index into req.stop for SRV_STOP_WORD */
+    bool truncated;            /* stopped by the slot's context */
+    int id_slot;
+    int32_t n_cached;          /* prompt tokens reused from the slot's cache */
+    double t_prompt_ms, t_gen_ms;
+    int32_t n_decoded;
+} srv_task;
+
+/* A task for a parsed request: takes ownership of *req (zeroed), chain and grammar.
+ * refs = 1 (the caller's). NULL on out of memory (nothing taken then). */
+srv_task *srv_task_new(srv_request *req, sift_chain *chain, sift_sampler *grammar);
+void srv_task_ref(srv_task *t);
+void srv_task_unref(srv_task *t);
+
+/* Start the engine: the context (n_parallel sequences), the slots, the thread. */
+srv_engine *srv_engine_start(srv_server *s, sift_error *err);
+/* Stop the thread; every queued or running task fails with 503 (their connections finish).
+ * The engine stays valid for srv_engine_cancel / stats until srv_engine_free. */
+void srv_engine_stop(srv_engine *e);
+void srv_engine_free(srv_engine *e);
+/* Queue a task (the engine takes its own reference). 0, or 503 when the queue is full. */
+int srv_engine_submit(srv_engine *e, srv_task *t);
+/* The client is gone: the engine drops the task at its next step (queued or running). */
+void srv_engine_cancel(srv_engine *e, srv_task *t);
+
+/* A snapshot for /slots, /props and /metrics. */
+typedef struct srv_slot_info {
+    int id;
+    bool busy;
+    int64_t id_task;
+    int32_t n_prompt, n_past, n_decoded, n_cached_tokens;
+} srv_slot_info;
+
+typedef struct srv_engine_stats {
+    int n_slots, n_busy, n_queued;
+    long long n_prompt_tokens, n_gen_tokens, n_decode, n_busy_slot_steps;
+    double t_prompt_s, t_gen_s;
+    long long n_tasks_done, n_tasks_cancelled, n_tasks_failed, n_rejected;
+    long long n_tokens_max;    /* high-water mark of one slot's context use */
+    double t_decode_s, t_sample_s; /* engine thread: in sift_decode, in sampling + publishing */
+    int32_t kv_used;
+} srv_engine_stats;
+
+void srv_engine_stats_get(srv_engine *e, srv_engine_stats *st, srv_slot_info *slots, int max_slots);
+
+/* ---- responses (response.c) ----------------------------------------------------------------- */
+
+/* {"error": {"code", "message", "type"}} */
+char *srv_json_error(const srv_error *e);
+/* The whole response of a finished task (non-streaming), in its kind's shape. */
+char *srv_json_final(const srv_server *s, srv_task *t);
+
+/* Streaming: the SSE events for the tokens [from, to) of a snapshot, then (final) the
+ * closing events. Appends "data: ...\n\n" lines to out. */
+typedef struct srv_snapshot {
+    srv_tokrec *recs;
+    size_t n_recs;
+    char *text;                /* bytes [text_from, text_to) of task->text */
+    size_t text_from, text_to;
+    srv_prob *probs;           /* copies of the task arrays the records point into */
+    size_t probs_from;
+    srv_stage *stages;
+    size_t stages_from;
+    srv_prob *tops;
+    size_t tops_from;
+    size_t rec_from;           /* index of recs[0] among all the task's records */
+} srv_snapshot;
+
+/* *role_sent: the chat stream's opening delta ({"role": "assistant"}) went out already. */
+void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *snap, bool *role_sent, sbuf *out);
+/* After every token: the closing events (the task is done, so read without its lock). */
+void srv_sse_final(const srv_server *s, srv_task *t, bool *role_sent, sbuf *out);
+void srv_sse_error(const srv_error *e, sbuf *out);
+
+char *srv_json_props(const srv_server *s);
+char *srv_json_slots(const srv_server *s);
+char *srv_json_models(const srv_server *s);
+char *srv_text_metrics(const srv_server *s);
+/* POST /tokenize, /detokenize, /apply-template: 0 and *out, or an HTTP status with e. */
+/* (request.c) */
+int srv_handle_tokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
+int srv_handle_detokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
+int srv_handle_apply_template(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
+
+/* ---- HTTP (http.c) ------------------------------------------------------------------------- */
+
+/* The embedded web page (generated at build time from tools/server/public/index.html). */
+extern const unsigned char srv_index_html[];
+extern const size_t srv_index_html_len;
+
+typedef struct srv_http srv_http;
+/* Listen on cfg.host:cfg.port; *port_out receives the bound port. NULL and a message on error. */
+srv_http *srv_http_start(srv_server *s, int *port_out, char *errbuf, size_t errcap);
+void srv_http_stop(srv_http *h);
+
+double srv_now_ms(void);
+
+#endif
