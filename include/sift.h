@@ -1020,14 +1020,20 @@ SIFT_API sift_status sift_model_quantize(const char *in_path, const char *out_pa
  * recursion are errors with line:column). The grammar sampler follows llama.cpp: apply sets
  * the logit of every candidate whose text cannot continue the grammar to -inf; end-of-
  * generation tokens are allowed exactly when the grammar can end; accept advances the parse
- * by the chosen token's bytes (a UTF-8 character split over tokens is fine). It differs in
- * two deliberate ways: text must be valid UTF-8 (llama.cpp lets overlong forms, surrogates
- * and bytes F5..FF through), and a token that contains a NUL byte is never allowed.
+ * by the chosen token's bytes (a UTF-8 character split over tokens is fine). It differs
+ * deliberately where llama.cpp is unsafe or inconsistent: text must be valid UTF-8
+ * (llama.cpp lets overlong forms, surrogates and bytes F5..FF through); a token containing a
+ * NUL byte is never allowed; accepting a token the grammar cannot take (or EOG where it
+ * cannot end) leaves the sampler "dead", allowing only EOG, where llama.cpp aborts; a token
+ * element matches only at a token boundary (llama.cpp's apply and accept disagree inside a
+ * token); `<text>` names the token whose text is exactly "<text>" (a control or user-defined
+ * one preferred) rather than going through the tokenizer.
  *
  * Speed: the sampler keeps a byte trie of the vocabulary and caches, per parser stack
  * suffix, the set of tokens that suffix accepts whatever lies below it (XGrammar's
  * "context-independent" tokens, refined level by level); a warm apply is a few bitset ORs
- * plus one pass over the candidates, and allocates nothing. See src/grammar/mask.c.
+ * plus one pass over the candidates, and allocates nothing. See src/grammar/mask.c. Clones
+ * of a grammar sampler share these caches (thread-safe); a fresh sampler rebuilds them.
  */
 typedef struct sift_grammar sift_grammar;
 
@@ -1071,7 +1077,8 @@ typedef struct sift_grammar_params {
     size_t n_trigger_patterns;
     const sift_token *trigger_tokens;       /* the grammar starts with that token */
     size_t n_trigger_tokens;
-    uint64_t precompute_budget;             /* trie nodes walked ahead of time; 0 = default (64Mi) */
+    uint64_t precompute_budget;             /* work done ahead of time (trie nodes walked + 64 per
+                                             * cache entry); 0 = default (64Mi) */
 } sift_grammar_params;
 
 /* root "root", not lazy, no triggers, default budget */

@@ -1,10 +1,12 @@
 # Grammar tests beyond the cmocka unit tests (test_gbnf, test_grammar_match,
 # test_grammar_sampler, test_json_schema):
 #
-#   grammar_generate     200 seeded generations per grammar (five grammar files and two JSON
+#   grammar_generate     seeded generations per grammar (five grammar files and two JSON
 #                        schemas) over random logits on the llama-spm 32000 and deepseek-llm
 #                        102400 vocabularies; every document must be a sentence of its grammar,
 #                        JSON must parse (cJSON) and validate against its schema. Label slow.
+#                        CTest runs 50 documents per grammar (CI time); the acceptance run is
+#                        `build/tests/grammar_generate` (200) and `... --model models/stories260K.gguf`.
 #   grammar_mask_vocab   the cached token masks against the reference matcher, token by token,
 #                        on the real vocabularies along random generations. Label slow.
 #   json_schema_cli      `sift json-schema-to-grammar`: output, exit codes, error messages.
@@ -12,16 +14,22 @@ add_executable(grammar_generate ${CMAKE_CURRENT_SOURCE_DIR}/grammar_generate.c)
 target_include_directories(grammar_generate PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(grammar_generate PRIVATE ${SIFT_WARN})
 target_link_libraries(grammar_generate PRIVATE sift_static PkgConfig::CJSON PkgConfig::PCRE2 m)
-add_test(NAME grammar_generate COMMAND grammar_generate)
+add_test(NAME grammar_generate COMMAND grammar_generate --docs 50)
 set_tests_properties(grammar_generate PROPERTIES LABELS slow ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1800)
 
 add_executable(grammar_mask_vocab ${CMAKE_CURRENT_SOURCE_DIR}/grammar_mask_vocab.c)
 target_include_directories(grammar_mask_vocab PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(grammar_mask_vocab PRIVATE ${SIFT_WARN})
 target_link_libraries(grammar_mask_vocab PRIVATE sift_static m)
-add_test(NAME grammar_mask_vocab COMMAND grammar_mask_vocab)
+add_test(NAME grammar_mask_vocab COMMAND grammar_mask_vocab --steps 40)
 set_tests_properties(grammar_mask_vocab PROPERTIES LABELS slow ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1800)
 
 add_test(NAME json_schema_cli COMMAND ${CMAKE_COMMAND} -DSIFT=$<TARGET_FILE:sift>
          -DSRC=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/json_schema_cli.cmake)
 set_tests_properties(json_schema_cli PROPERTIES ENVIRONMENT "${SIFT_TEST_ENV}")
+
+# grammar_generate_model: the same checks with ../shared/models/stories260K.gguf's real forward
+# pass (50 documents per grammar here, 200 in the acceptance run; rejection and grammar-first
+# modes alternate). Label slow.
+add_test(NAME grammar_generate_model COMMAND grammar_generate --docs 50 --model models/stories260K.gguf)
+set_tests_properties(grammar_generate_model PROPERTIES LABELS slow ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1800)

@@ -4,8 +4,10 @@
  *
  * For each vocabulary (llama-spm 32000, deepseek-llm 102400) and each grammar (the five of
  * tests/data/grammars, and two JSON schemas converted to GBNF), 200 seeded generations over
- * random logits: every step fills the whole vocabulary with noise logits, applies the grammar
- * sampler, picks by softmax among what it left, and accepts. Every finished document must be
+ * random logits: 16 random logit vectors per vocabulary (noise of sd ~1.7), step t of a
+ * document uses vector (seed + t) mod 16; every step fills the whole vocabulary, applies the
+ * grammar sampler, picks by softmax among what it left (inverse CDF over the allowed tokens,
+ * with precomputed exponentials), and accepts. Every finished document must be
  * a sentence of the grammar (sift_grammar_match, the independent text matcher); JSON
  * documents must parse with cJSON, and schema documents must validate against their schema
  * (a small validator below, for the keywords these schemas use).
@@ -14,9 +16,17 @@
  * 150 tokens the logits of EOG and of tokens containing a closing character ('}', ']', ')',
  * '"', ';', '\n') get +8, and after 600 tokens +30, which ends documents without touching
  * what the grammar allows. A document that still has not ended after 1500 tokens is a
- * failure.
+ * failure. CTest runs it with --docs 50 (CI time); the acceptance run is the default, 200.
  *
- *   grammar_generate [--docs N] [--vocab NAME] [--grammar NAME]
+ * --model FILE: the same with a real model instead of random logits (CTest:
+ * grammar_generate_model, ../shared/models/stories260K.gguf). Each document: a fresh KV
+ * cache, the prompt "Once upon a time" (BOS first), then the model's logits through a
+ * top_k(40) -> dist(seed) chain with the grammar kept outside it (sift_grammar_chain_sample),
+ * in llama.cpp's rejection mode for even documents and grammar-first for odd ones; each
+ * token is decoded to get the next logits. The same ending bias applies (added to the
+ * model's logits).
+ *
+ *   grammar_generate [--docs N] [--vocab NAME] [--grammar NAME] [--model FILE]
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <cjson/cJSON.h>
@@ -142,6 +152,30 @@ static bool validate(const cJSON *root, const cJSON *schema, const cJSON *v, cha
 
 /* ---- generation ---- */
 
+/* A finished document must be a sentence of the grammar; JSON must parse and validate. */
+static bool check_doc(const char *vocab_name, const gcase *gc, const sift_grammar *g, const cJSON *schema, int d,
+                      const char *text, size_t len)
+{
+    size_t off = 0;
+    int m = sift_grammar_match(g, text, len, &off);
+    if (m != SIFT_GRAMMAR_COMPLETE) {
+        fprintf(stderr, "%s/%s doc %d: the text is not a sentence of the grammar (%d at byte %zu):\n%s\n", vocab_name, gc->name,
+                d, m, off, text);
+        return false;
+    }
+    if (!gc->json) return true;
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    if (!j) {
+        fprintf(stderr, "%s/%s doc %d: cJSON cannot parse:\n%s\n", vocab_name, gc->name, d, text);
+        return false;
+    }
+    char why[128] = "";
+    bool ok = !schema || validate(schema, schema, j, why, sizeof why);
+    if (!ok) fprintf(stderr, "%s/%s doc %d: does not validate (%s):\n%s\n", vocab_name, gc->name, d, why, text);
+    cJSON_Delete(j);
+    return ok;
+}
+
 static uint64_t rng(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
@@ -187,8 +221,15 @@ static int run_case(const char *vocab_name, const sift_vocab *vocab, const sift_
     }
     sift_candidates c;
     sift_candidates_init(&c, (size_t)n);
-    float *logits = malloc(sizeof(float) * (size_t)n);
-    double *w = malloc(sizeof(double) * (size_t)n);
+    /* 16 noise vectors and their exponentials (the bias multiplies the closers' weights) */
+    enum { NV = 16 };
+    float *logits = malloc(sizeof(float) * (size_t)n * NV);
+    double *ew = malloc(sizeof(double) * (size_t)n * NV);
+    uint64_t vseed = 0xABCDEF12345ULL;
+    for (size_t k = 0; k < (size_t)n * NV; k++) {
+        logits[k] = (float)(3.0 * (u01(&vseed) + u01(&vseed) - 1.0));
+        ew[k] = exp((double)logits[k]);
+    }
     size_t cap = 1 << 16;
     char *text = malloc(cap);
     int failures = 0, complete = 0;
@@ -200,27 +241,29 @@ static int run_case(const char *vocab_name, const sift_vocab *vocab, const sift_
         int steps;
         bool ended = false;
         for (steps = 0; steps < 1500; steps++) {
-            double bias = steps >= 600 ? 30.0 : steps >= 150 ? 8.0 : 0.0;
-            for (int t = 0; t < n; t++) logits[t] = (float)(3.0 * (u01(&seed) + u01(&seed) - 1.0) + (closer[t] ? bias : 0.0));
-            sift_candidates_fill(&c, logits, (size_t)n);
+            const double boost = steps >= 600 ? exp(30.0) : steps >= 150 ? exp(8.0) : 1.0;
+            const size_t vec = (size_t)((uint64_t)d * 7 + (uint64_t)steps) % NV;
+            const float *x = logits + vec * (size_t)n;
+            const double *e = ew + vec * (size_t)n;
+            sift_candidates_fill(&c, x, (size_t)n);
             sift_sampler_apply(s, &c);
-            double mx = -INFINITY;
+            /* inverse CDF over what the grammar left (c.id[i] == i: the grammar only masks) */
+            double sum = 0;
             for (size_t i = 0; i < c.size; i++)
-                if (c.logit[i] > mx) mx = c.logit[i];
-            if (mx == -INFINITY) {
+                if (c.logit[i] != -INFINITY) sum += e[i] * (closer[i] ? boost : 1.0);
+            if (sum == 0) {
                 fprintf(stderr, "%s/%s doc %d step %d: the grammar allows nothing\n", vocab_name, gc->name, d, steps);
                 failures++;
                 break;
             }
-            double sum = 0;
-            for (size_t i = 0; i < c.size; i++) sum += (w[i] = c.logit[i] == -INFINITY ? 0.0 : exp(c.logit[i] - mx));
             double r = u01(&seed) * sum;
-            size_t pick = 0;
-            for (; pick + 1 < c.size; pick++) {
-                r -= w[pick];
-                if (r < 0 && w[pick] > 0) break;
+            size_t pick = c.size;
+            for (size_t i = 0; i < c.size; i++) {
+                if (c.logit[i] == -INFINITY) continue;
+                pick = i;
+                r -= e[i] * (closer[i] ? boost : 1.0);
+                if (r < 0) break;
             }
-            while (w[pick] == 0) pick--; /* rounding at the end of the walk */
             sift_token tok = c.id[pick];
             sift_sampler_accept(s, tok);
             if (sift_vocab_is_eog(vocab, tok)) {
@@ -245,27 +288,9 @@ static int run_case(const char *vocab_name, const sift_vocab *vocab, const sift_
             failures++;
             continue;
         }
-        size_t off = 0;
-        int m = sift_grammar_match(g, text, len, &off);
-        if (m != SIFT_GRAMMAR_COMPLETE) {
-            fprintf(stderr, "%s/%s doc %d: the text is not a sentence of the grammar (%d at byte %zu):\n%s\n", vocab_name,
-                    gc->name, d, m, off, text);
+        if (!check_doc(vocab_name, gc, g, schema, d, text, len)) {
             failures++;
             continue;
-        }
-        if (gc->json) {
-            cJSON *j = cJSON_ParseWithLength(text, len);
-            if (!j) {
-                fprintf(stderr, "%s/%s doc %d: cJSON cannot parse:\n%s\n", vocab_name, gc->name, d, text);
-                failures++;
-                continue;
-            }
-            char why[128] = "";
-            if (schema && !validate(schema, schema, j, why, sizeof why)) {
-                fprintf(stderr, "%s/%s doc %d: does not validate (%s):\n%s\n", vocab_name, gc->name, d, why, text);
-                failures++;
-            }
-            cJSON_Delete(j);
         }
         complete++;
         if (d == 0) printf("  sample %-10s %.*s%s\n", gc->name, (int)(len > 100 ? 100 : len), text, len > 100 ? "..." : "");
@@ -275,7 +300,7 @@ static int run_case(const char *vocab_name, const sift_vocab *vocab, const sift_
            complete - (failures && complete ? 0 : 0), n_docs, gc->json ? (schema ? ", parsed and schema-valid" : ", parsed") : "", tokens,
            max_tokens, init_ms);
     free(text);
-    free(w);
+    free(ew);
     free(logits);
     free(closer);
     sift_candidates_free(&c);
@@ -286,16 +311,121 @@ static int run_case(const char *vocab_name, const sift_vocab *vocab, const sift_
     return failures || complete != n_docs;
 }
 
+/* The same over a real model: a forward pass per token instead of random logits. */
+static int run_case_model(sift_model *model, sift_context *ctx, const gcase *gc, int n_docs)
+{
+    const sift_vocab *vocab = sift_model_vocab(model);
+    sift_vocab_view view;
+    sift_vocab_view_get(vocab, &view);
+    sift_error err = {0};
+    char *gbnf = gc->schema ? sift_json_schema_to_grammar(gc->schema, strlen(gc->schema), 0, &err) : NULL;
+    size_t glen = gbnf ? strlen(gbnf) : 0;
+    if (!gc->schema) gbnf = gt_grammar_text(gc->name, &glen);
+    sift_grammar *g = gbnf ? sift_grammar_parse(gbnf, glen, "root", &view, &err) : NULL;
+    sift_sampler *s = g ? sift_sampler_init_grammar_ex(&view, gbnf, glen, NULL, &err) : NULL;
+    if (!s) {
+        fprintf(stderr, "%s: %s\n", gc->name, err.msg);
+        free(gbnf);
+        sift_grammar_free(g);
+        return 1;
+    }
+    cJSON *schema = gc->schema ? cJSON_Parse(gc->schema) : NULL;
+    const int n = sift_model_n_vocab(model);
+    bool *closer = calloc((size_t)n, 1);
+    for (int t = 0; t < n; t++) {
+        for (uint32_t k = 0; k < view.piece_len[t]; k++)
+            if (view.piece[t][k] && strchr("}])\";\n", view.piece[t][k])) closer[t] = true;
+        if (sift_vocab_is_eog(vocab, t)) closer[t] = true;
+    }
+    sift_token prompt[64];
+    int32_t np = sift_tokenize(vocab, "Once upon a time", 16, prompt, 64, true, false);
+    float *logits = malloc(sizeof(float) * (size_t)n);
+    sift_batch batch;
+    sift_batch_init(&batch, 64, 1);
+    size_t cap = 1 << 16, len;
+    char *text = malloc(cap);
+    int failures = 0, complete = 0, max_ctx = (int)sift_n_ctx_seq(ctx);
+    long tokens = 0, max_tokens = 0, refused = 0;
+    for (int d = 0; d < n_docs && failures < 5; d++) {
+        sift_sampler_reset(s);
+        sift_chain *chain = sift_chain_new(sift_chain_default_params());
+        char spec[64];
+        snprintf(spec, sizeof spec, "top_k(40);dist(%d)", 1000 + d);
+        sift_chain_add_spec(chain, spec, &(sift_chain_env){.n_vocab = n}, &err);
+        sift_kv_clear(ctx);
+        sift_batch_clear(&batch);
+        for (int32_t i = 0; i < np; i++) sift_batch_add(&batch, prompt[i], i, (sift_seq_id[]){0}, 1, i == np - 1);
+        int rc = sift_decode(ctx, &batch, &err);
+        sift_pos pos = np;
+        len = 0;
+        int steps;
+        bool ended = false;
+        for (steps = 0; rc == SIFT_OK && pos < max_ctx && steps < 1500; steps++) {
+            const float *out = sift_get_logits_ith(ctx, -1);
+            float bias = steps >= 300 ? 30.0f : steps >= 100 ? 8.0f : 0.0f;
+            for (int t = 0; t < n; t++) logits[t] = out[t] + (closer[t] ? bias : 0.0f);
+            bool was_refused = false;
+            sift_grammar_mode mode = d % 2 ? SIFT_GRAMMAR_FIRST : SIFT_GRAMMAR_REJECTION;
+            sift_token tok = sift_grammar_chain_sample(s, chain, logits, n, mode, &was_refused);
+            refused += was_refused;
+            if (tok == SIFT_TOKEN_NULL) {
+                fprintf(stderr, "%s doc %d: nothing selected\n", gc->name, d);
+                break;
+            }
+            if (sift_vocab_is_eog(vocab, tok)) {
+                ended = true;
+                break;
+            }
+            uint32_t pl = view.piece_len[tok];
+            if (len + pl + 1 > cap) text = realloc(text, cap = (len + pl + 1) * 2);
+            memcpy(text + len, view.piece[tok], pl);
+            len += pl;
+            sift_batch_clear(&batch);
+            sift_batch_add(&batch, tok, pos++, (sift_seq_id[]){0}, 1, true);
+            rc = sift_decode(ctx, &batch, &err);
+        }
+        sift_chain_free(chain);
+        text[len] = 0;
+        tokens += steps;
+        if (steps > max_tokens) max_tokens = steps;
+        if (!ended) {
+            fprintf(stderr, "stories260K/%s doc %d: not finished (%d tokens, position %d): %s\n", gc->name, d, steps, pos,
+                    rc == SIFT_OK ? "" : err.msg);
+            failures++;
+            continue;
+        }
+        if (!check_doc("stories260K", gc, g, schema, d, text, len)) {
+            failures++;
+            continue;
+        }
+        complete++;
+        if (d == 0) printf("  sample %-10s %.*s%s\n", gc->name, (int)(len > 100 ? 100 : len), text, len > 100 ? "..." : "");
+    }
+    printf("%-13s %-10s %3d/%d documents accepted%s (%ld tokens, longest %ld; %ld rejection-mode picks refused)\n",
+           "stories260K", gc->name, complete, n_docs, gc->json ? (schema ? ", parsed and schema-valid" : ", parsed") : "",
+           tokens, max_tokens, refused);
+    free(text);
+    free(logits);
+    free(closer);
+    sift_batch_free(&batch);
+    sift_sampler_free(s);
+    sift_grammar_free(g);
+    cJSON_Delete(schema);
+    free(gbnf);
+    return failures || complete != n_docs;
+}
+
 int main(int argc, char **argv)
 {
     int n_docs = 200;
-    const char *only_vocab = NULL, *only_grammar = NULL;
+    const char *only_vocab = NULL, *only_grammar = NULL, *model_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--docs") && i + 1 < argc) n_docs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) only_vocab = argv[++i];
         else if (!strcmp(argv[i], "--grammar") && i + 1 < argc) only_grammar = argv[++i];
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
         else {
-            fprintf(stderr, "usage: grammar_generate [--docs N] [--vocab NAME] [--grammar NAME]\n");
+            fprintf(stderr, "usage: grammar_generate [--docs N] [--vocab NAME] [--grammar NAME] [--model FILE]\n");
             return 2;
         }
     }
@@ -303,8 +433,28 @@ int main(int argc, char **argv)
         {"json", NULL, true},  {"arithmetic", NULL, false}, {"list", NULL, false},       {"c_like", NULL, false},
         {"chess", NULL, false}, {"person", SCHEMA_PERSON, true}, {"order", SCHEMA_ORDER, true},
     };
-    const char *vocabs[] = {"llama-spm", "deepseek-llm"};
     int bad = 0;
+    if (model_path) {
+        char path[1024];
+        if (model_path[0] != '/') model_path = gt_shared_path(path, sizeof path, model_path);
+        sift_error err = {0};
+        sift_model *model = sift_model_load(model_path, &err);
+        sift_context_params cp = sift_context_default_params();
+        cp.n_threads = 1;
+        sift_context *ctx = model ? sift_context_new(model, cp, &err) : NULL;
+        if (!ctx) {
+            fprintf(stderr, "%s: %s\n", model_path, err.msg);
+            sift_model_free(model);
+            return 1;
+        }
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+            if (!only_grammar || !strcmp(only_grammar, cases[k].name)) bad |= run_case_model(model, ctx, &cases[k], n_docs);
+        sift_context_free(ctx);
+        sift_model_free(model);
+        printf(bad ? "FAILED\n" : "all documents accepted\n");
+        return bad;
+    }
+    const char *vocabs[] = {"llama-spm", "deepseek-llm"};
     for (size_t v = 0; v < 2; v++) {
         if (only_vocab && strcmp(only_vocab, vocabs[v])) continue;
         char rel[128], path[1024];

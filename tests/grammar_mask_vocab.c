@@ -5,7 +5,7 @@
  * For llama-spm (32000) and deepseek-llm (102400), and the grammars of tests/data/grammars
  * and ../shared/peer/grammars: walk a random generation (a uniformly chosen allowed token per
  * step) and, at every step, compare the engine's mask with the reference matcher's verdict
- * (gx_state_token_ok: the token's bytes through the parse stacks) for every token of the
+ * (gx_state_token_check: the token's bytes through the parse stacks) for every token of the
  * vocabulary. Any difference is a failure, reported with the step, the token and its text.
  *
  *   grammar_mask_vocab [--steps N]
@@ -55,7 +55,13 @@ static int check(const char *vname, const sift_vocab_view *view, const char *gna
             else {
                 uint32_t l;
                 const uint8_t *b = gx_vocab_text(vo, (uint32_t)t, &l);
-                ref = gx_state_token_ok(&ra, &st, (uint32_t)t, b, l, &t1, &t2);
+                int r = gx_state_token_check(&ra, &st, (uint32_t)t, b, l, &t1, &t2);
+                if (r < 0) {
+                    fprintf(stderr, "%s/%s step %d: the reference matcher failed (%d)\n", vname, gname, step, r);
+                    bad = 1;
+                    break;
+                }
+                ref = r == 1;
             }
             checks++;
             if (m != ref) {

@@ -75,6 +75,9 @@ static void test_json(void **state)
         {"{\"k\":\"v\"} ", REJ, 9},              /* nothing after the outermost value */
         {"\"\\q\"", REJ, 2},                     /* unknown escape */
         {"\"\\u12g4\"", REJ, 5},
+        {"\"\\ud83d\\ude00\"", OK, 0},            /* a surrogate pair */
+        {"\"\\udc00\"", REJ, 4},                  /* a lone low surrogate */
+        {"\"\\ud83dx\"", REJ, 7},                 /* a high one must be followed by \\u + low */
         {"1.e5", REJ, 2},
         {"trux", REJ, 3},
         {"\"aaaaaaaaaaaaaaaaaaaaaaaaa\"", REJ, 25}, /* 25th character: strings hold at most 24 */

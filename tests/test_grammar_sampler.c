@@ -340,7 +340,9 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
     free(attr);
 }
 
-static void differential(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed)
+/* stress: 0 = none; 1 = a tiny cache limit (the on-demand entries are dropped at every fill)
+ * and the stack arena compacted every 10 steps */
+static void differential_ex(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed, int stress)
 {
     size_t gl = 0;
     char *gtext = gt_grammar_text(grammar_name, &gl);
@@ -355,6 +357,7 @@ static void differential(const char *grammar_name, const char *alphabet, int n_v
     assert_int_equal(gx_engine_new(&e, g, &v.view, &err), SIFT_OK);
     /* half the runs cold (lazy entries only), half precomputed */
     if (seed & 1) assert_int_equal(gx_engine_precompute(e, 1u << 22), SIFT_OK);
+    if (stress) gx_engine_set_cache_limit(e, 1);
     const gx_vocab *vo = gx_engine_vocab(e);
     gx_arena ra;
     assert_int_equal(gx_arena_init(&ra, gx_engine_grammar(e)), SIFT_OK);
@@ -364,6 +367,7 @@ static void differential(const char *grammar_name, const char *alphabet, int n_v
     int *allowed = malloc(sizeof(int) * (size_t)n_vocab);
     long checked = 0, docs = 0;
     for (int step = 0; step < steps; step++) {
+        if (stress && step % 10 == 9) assert_int_equal(gx_state_compact(&ra, &st), SIFT_OK);
         assert_int_equal(gx_engine_fill_mask(e, &ra, &st, mask), SIFT_OK);
         int na = 0;
         for (int tok = 0; tok < n_vocab; tok++) {
@@ -373,7 +377,9 @@ static void differential(const char *grammar_name, const char *alphabet, int n_v
             else {
                 uint32_t l;
                 const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);
-                ref = gx_state_token_ok(&ra, &st, (uint32_t)tok, b, l, &t1, &t2);
+                int r = gx_state_token_check(&ra, &st, (uint32_t)tok, b, l, &t1, &t2);
+                assert_true(r >= 0); /* an out-of-memory is not a verdict */
+                ref = r == 1;
             }
             if (m != ref) {
                 uint32_t l;
@@ -394,7 +400,13 @@ static void differential(const char *grammar_name, const char *alphabet, int n_v
         const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);
         assert_int_equal(gx_state_accept_token(&ra, &st, (uint32_t)tok, b, l, &t1, &t2, &t3), SIFT_OK);
     }
-    print_message("%-10s %d tokens x %d steps: %ld checks, %ld documents\n", grammar_name, n_vocab, steps, checked, docs);
+    if (stress) {
+        gx_engine_stats es;
+        gx_engine_get_stats(e, &es);
+        assert_true(es.trims > 0);
+    }
+    print_message("%-10s %d tokens x %d steps: %ld checks, %ld documents%s\n", grammar_name, n_vocab, steps, checked, docs,
+                  stress ? " (cache trimmed at every fill, stacks compacted)" : "");
     free(mask);
     free(allowed);
     gx_state_free(&st);
@@ -409,6 +421,11 @@ static void differential(const char *grammar_name, const char *alphabet, int n_v
     free(gtext);
 }
 
+static void differential(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed)
+{
+    differential_ex(grammar_name, alphabet, n_vocab, steps, seed, 0);
+}
+
 static void test_mask_vs_reference(void **state)
 {
     (void)state;
@@ -419,6 +436,69 @@ static void test_mask_vs_reference(void **state)
     differential("list", "- \n abcdefXYZ\r", 800, 120, 5);
     differential("c_like", "intflovdwhrue(){};=+-*/%<>!&|\n \"abcxyz0123_,", 2000, 150, 7);
     differential("chess", "12345678. abcdefghKQRBNxO-=+#\n", 1000, 120, 9);
+    differential("ambiguous", "- \nabcxyz", 600, 40, 17);
+    differential("ambiguous", "- \nabcxyz", 600, 40, 18);
+    differential_ex("json", json_chars, 1200, 80, 13, 1);
+    differential_ex("c_like", "intflovdwhrue(){};=+-*/%<>!&|\n \"abcxyz0123_,", 1200, 80, 15, 1);
+}
+
+/* Large states: the shared-walk union (gx_succ_union, used above GX_SUCC_UNION_MIN stacks)
+ * equals the merge of the memoized per-stack successor lists. */
+static void test_large_state_union(void **state)
+{
+    (void)state;
+    size_t gl = 0;
+    char *gtext = gt_grammar_text("ambiguous", &gl);
+    assert_non_null(gtext);
+    sift_error err = {0};
+    sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    gx_arena a;
+    assert_int_equal(gx_arena_init(&a, g), SIFT_OK);
+    gx_state st = {0}, nx = {0};
+    gx_u32vec flat = {0};
+    assert_int_equal(gx_state_start(&a, &st), SIFT_OK);
+    const char *text = "- ab c\n- zz\n- x";
+    size_t big = 0;
+    for (const char *c = text; *c; c++) {
+        assert_int_equal(gx_state_step(&a, &st, (uint32_t)(uint8_t)*c, &nx), SIFT_OK);
+        assert_false(gx_state_dead(&nx));
+        if (st.tops.n > GX_SUCC_UNION_MIN) big++;
+        /* the flat merge of the same successors */
+        uint32_t sym = gx_sym_of(g, (uint32_t)(uint8_t)*c);
+        for (uint32_t k = 0; k < st.tops.n; k++) {
+            uint32_t cnt;
+            bool b;
+            if (gx_elem_accepts_sym(g, g->elems[a.pos[st.tops.v[k]]], sym)) assert_non_null(gx_succ(&a, st.tops.v[k], &cnt, &b));
+        }
+        flat.n = 0;
+        bool bot = false;
+        gx_mark_begin(&a);
+        for (uint32_t k = 0; k < st.tops.n; k++) {
+            uint32_t n = st.tops.v[k], cnt;
+            bool b;
+            if (!gx_elem_accepts_sym(g, g->elems[a.pos[n]], sym)) continue;
+            const uint32_t *sc = gx_succ(&a, n, &cnt, &b);
+            bot |= b;
+            for (uint32_t q = 0; q < cnt; q++)
+                if (gx_mark_add(&a, sc[q])) assert_true(gx_u32_push(&flat, sc[q]));
+        }
+        assert_int_equal(flat.n, nx.tops.n);
+        assert_int_equal(bot, nx.can_end);
+        gx_mark_begin(&a);
+        for (uint32_t k = 0; k < flat.n; k++) gx_mark_add(&a, flat.v[k]);
+        for (uint32_t k = 0; k < nx.tops.n; k++) assert_false(gx_mark_add(&a, nx.tops.v[k])); /* same set */
+        assert_int_equal(gx_state_copy(&st, &nx), SIFT_OK);
+    }
+    assert_true(big >= 9); /* every character after a "- " */
+    size_t fail = 0;
+    assert_int_equal(sift_grammar_match(g, "- ab c\n- zz\n", strlen("- ab c\n- zz\n"), &fail), SIFT_GRAMMAR_COMPLETE);
+    gx_u32_free(&flat);
+    gx_state_free(&st);
+    gx_state_free(&nx);
+    gx_arena_free(&a);
+    sift_grammar_free(g);
+    free(gtext);
 }
 
 /* ---- SIMD masking == scalar ---------------------------------------------------------------- */
@@ -533,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_basic_semantics),  cmocka_unit_test(test_utf8_across_tokens),
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_mask_vs_reference),
+        cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,7 +42,8 @@ static void test_golden_person(void **state)
     const char *want =
         "age ::= ([0-9] | ([1-9] [0-9]) | ([1-9] [0-9]{2})) space\n"
         "age-kv ::= \"\\\"age\\\"\" space \":\" space age\n"
-        "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n"
+        "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | "
+        "[dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F]{2}))\n"
         "name ::= \"\\\"\" char{1,40} \"\\\"\" space\n"
         "name-kv ::= \"\\\"name\\\"\" space \":\" space name\n"
         "pets ::= \"[\" space (pets-item (\",\" space pets-item){0,7})? \"]\" space\n"
@@ -66,6 +67,8 @@ static void test_golden_person(void **state)
     expect(g, "{\"name\": \"T\", \"age\": 1}", false);                       /* required */
     expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [\"cow\"]}", false);  /* enum */
     expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [], \"x\": 1}", false); /* additionalProperties */
+    expect(g, "{\"name\": \"\\u00e9\\ud83d\\ude00\", \"age\": 1, \"pets\": []}", true); /* a pair is one character */
+    expect(g, "{\"name\": \"\\udedd\", \"age\": 1, \"pets\": []}", false);               /* a lone surrogate */
     sift_grammar_free(g);
 }
 
@@ -367,6 +370,7 @@ static void test_patterns(void **state)
     check_pattern("b{2,}", "ab", 6, 5000, NULL); /* unanchored: anywhere in the string */
     check_pattern("^x{0}y$", "xy", 3, 2000, NULL);
     check_pattern("^(?:\\s|\\S){2}$", " a\t", 3, 3000, NULL);
+    check_pattern("^[\\^a-]x?\\^$", "^a-x", 4, 3000, NULL); /* '^' and '-' inside classes */
     const char *p8[] = {"2024-01-31", "1999-12-01", NULL};
     check_pattern("^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])$", "0123456789-", 10, 20000, p8);
 }
@@ -386,14 +390,22 @@ static void test_errors(void **state)
         {"{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"]}", "required property 'b'", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"string\",\"pattern\":\"^(a)\\\\1$\"}", "backreferences", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"string\",\"pattern\":\"^(?=a)a$\"}", "lookaround", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"string\",\"pattern\":\"^(|ab)+$\"}", "can match the empty string", SIFT_E_UNSUPPORTED},
+        {"{\"enum\":[\"\xff\"]}", "invalid UTF-8 at offset 10", SIFT_E_PARSE},
         {"{\"$ref\":\"#/$defs/missing\"}", "does not resolve", SIFT_E_INVAL},
         {"{\"$ref\":\"https://example.com/s.json\"}", "only references into this document", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer", SIFT_E_INVAL},
         {"{\"type\":\"wat\"}", "unknown type 'wat'", SIFT_E_INVAL},
+        {"{\"allOf\":[{\"type\":\"object\",\"properties\":[\"b\"]}]}", "'properties' must be an object", SIFT_E_INVAL}, /* fuzz: leaked */
         {"false", "matches nothing", SIFT_E_INVAL},
         {"{\"type\":\"string\",\"maxLength\":-1}", "non-negative integer", SIFT_E_INVAL},
         {"{\"type\": \"string\",}", "invalid JSON near offset", SIFT_E_PARSE},
         {"{} {}", "unexpected text after the value", SIFT_E_PARSE},
+        {"{\"$ref\":\"#\"}", "$ref cycle", SIFT_E_UNSUPPORTED},                                   /* fuzz */
+        {"{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"null\"}]}", "$ref cycle", SIFT_E_UNSUPPORTED},
+        {"{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}", "$ref cycle", SIFT_E_UNSUPPORTED},
+        {"{\"enum\":[\"a\\u0000b\"]}", "\\u0000", SIFT_E_UNSUPPORTED},
+        {"{\"const\":\"a\tb\"}", "control character 0x09", SIFT_E_PARSE},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         sift_error err = {0};

@@ -1081,6 +1081,8 @@ sift_grammar *sift_grammar_parse(const char *text, size_t len, const char *root,
         return NULL;
     }
     gbnf_parser p = {.s = text, .n = len, .vocab = vocab, .err = err, .status = SIFT_OK};
+    /* never-NULL pools: empty classes still have a valid base pointer */
+    if (!GX_GROW(p.cls_rng.v, p.cls_rng.cap, 16) || !GX_GROW(p.tmp.v, p.tmp.cap, 16)) oom(&p);
     skip_space(&p, true);
     while (p.status == SIFT_OK && p.i < p.n) parse_rule(&p);
     sift_grammar *g = NULL;

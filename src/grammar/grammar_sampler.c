@@ -197,10 +197,14 @@ static bool token_allowed(grammar_ctx *c, sift_token tok)
     return gx_state_token_ok(&c->ra, &c->st, (uint32_t)tok, b, len, &c->t1, &c->t2);
 }
 
+#define ARENA_COMPACT_NODES (1u << 20) /* rebuild the stack arena past this many nodes */
+
 static void feed_token(grammar_ctx *c, sift_token tok, const uint8_t *bytes, size_t len)
 {
     if (c->dead) return;
     if (gx_state_accept_token(&c->ra, &c->st, (uint32_t)tok, bytes, len, &c->t1, &c->t2, &c->t3) != SIFT_OK) c->dead = true;
+    /* a very long generation keeps creating stacks; keep only the live ones now and then */
+    if (!c->dead && c->ra.n > ARENA_COMPACT_NODES && gx_state_compact(&c->ra, &c->st) != SIFT_OK) c->dead = true;
 }
 
 static int restart(grammar_ctx *c)
@@ -487,6 +491,14 @@ sift_grammar_status sift_grammar_sampler_status(const sift_sampler *smpl)
     if (c->dead) return SIFT_GRAMMAR_DEAD;
     if (gx_state_can_end(&c->st)) return c->st.tops.n ? SIFT_GRAMMAR_CAN_END : SIFT_GRAMMAR_DONE;
     return SIFT_GRAMMAR_ACTIVE;
+}
+
+bool gx_grammar_sampler_stats(const sift_sampler *smpl, gx_engine_stats *st)
+{
+    const grammar_ctx *c = as_grammar(smpl);
+    if (!c) return false;
+    gx_engine_get_stats(c->eng, st);
+    return true;
 }
 
 sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain *chain, const float *logits, int32_t n_vocab,

@@ -39,17 +39,15 @@
  * unevaluated*, minimum/maximum on non-integers, $dynamicRef, ... - are errors
  * (SIFT_E_UNSUPPORTED, with the keyword's JSON pointer), so that every text the grammar
  * accepts validates against the schema. With SIFT_JSON_SCHEMA_LENIENT they are ignored and
- * the grammar accepts a superset.
+ * the grammar accepts a superset. Also refused: a $ref cycle that comes back to itself before
+ * any value is written ({"$ref": "#"}: the grammar would be left-recursive; the converter
+ * parses its own output, so what it returns always parses), invalid UTF-8, raw control
+ * characters in strings, and \u0000 (cJSON keeps strings NUL-terminated).
  *
- * pattern: a regular expression (ECMA-262 syntax) over the string's characters: literals,
- * escapes (\d \w \s \D \W \S, \t \n \r \f \v \0, \xHH, \uHHHH, escaped punctuation), classes
- * [...] / [^...] with ranges, '.', groups ( ) and (?: ), alternation, quantifiers * + ? {m}
- * {m,} {m,n} (lazy forms mean the same set). '^' / '$' anchor at the ends; an unanchored
- * pattern may be surrounded by any characters, as JSON Schema searches patterns.
- * Backreferences, lookaround, \b, named groups and \p{...} are errors. Every character is
- * emitted in its canonical JSON string encoding (a '"' in the value is \" in the text, a tab
- * \t, other control characters \u00XX): the grammar accepts the encoding a JSON writer
- * would produce, not every equivalent spelling.
+ * pattern: an ECMA-262 regular expression over the string's characters, translated by
+ * json_regex.c (the subset and its refusals are described there); '^' / '$' anchor at the
+ * ends, an unanchored pattern may be surrounded by any characters (JSON Schema searches
+ * patterns). The GBNF text itself is written with gbnf_text.c.
  */
 #include <ctype.h>
 #include <cjson/cJSON.h>
@@ -59,80 +57,11 @@
 #include <stdlib.h>
 
 #include "core/status.h"
+#include "grammar/gbnf_text.h"
 #include "grammar/gutil.h"
 #include "sift.h"
 
-#define JS_MAX_DEPTH 256     /* nested schemas / regex groups */
-#define JS_MAX_OUTPUT (64u << 20)
-#define JS_INT_DIGITS 16     /* unbounded integers: at most this many digits (llama.cpp) */
-
-/* ---- growing strings ------------------------------------------------------------------------ */
-
-typedef struct {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 128;
-        while (nc < b->n + n + 1) nc *= 2;
-        char *p = nc > JS_MAX_OUTPUT ? NULL : gx_realloc(b->s, nc);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->s = p;
-        b->cap = nc;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-__attribute__((format(printf, 2, 3))) static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) {
-        sb_putn(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = gx_malloc((size_t)n + 1);
-    if (!big) {
-        b->oom = true;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_putn(b, big, (size_t)n);
-    gx_free(big);
-}
-static void sb_free(sbuf *b)
-{
-    gx_free(b->s);
-    memset(b, 0, sizeof *b);
-}
-static char *sb_take(sbuf *b)
-{
-    if (b->oom) {
-        sb_free(b);
-        return NULL;
-    }
-    if (!b->s) sb_putn(b, "", 0);
-    char *s = b->s;
-    memset(b, 0, sizeof *b);
-    return s;
-}
-
+#define JS_MAX_DEPTH 256 /* nested schemas */
 /* ---- the converter ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -284,7 +213,10 @@ static const builtin BUILTINS[] = {
     {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
      {"integral-part", "decimal-part", "space"}},
     {"integer", "(\"-\"? integral-part) space", {"integral-part", "space"}},
-    {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})", {0}},
+    /* llama.cpp's char, except that a \u escape is a UTF-16 code unit that is not a surrogate,
+     * or a high + low surrogate pair (one character): lone surrogates are refused by strict
+     * JSON parsers */
+    {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F]{2}))", {0}},
     {"string", "\"\\\"\" char* \"\\\"\" space", {"char", "space"}},
     {"value", "object | array | string | number | boolean | null",
      {"object", "array", "string"}}, /* number, boolean, null: below */
@@ -328,547 +260,40 @@ static const char *use_builtin(conv *c, const char *name)
     return find_rule(c, name)->name;
 }
 
-/* ---- literals ---------------------------------------------------------------------------------- */
-
-/* GBNF literal "..." for raw bytes s[0..n) */
-static void put_literal(sbuf *b, const char *s, size_t n)
-{
-    sb_putn(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '"') sb_puts(b, "\\\"");
-        else if (ch == '\\') sb_puts(b, "\\\\");
-        else if (ch == '\n') sb_puts(b, "\\n");
-        else if (ch == '\r') sb_puts(b, "\\r");
-        else if (ch == '\t') sb_puts(b, "\\t");
-        else if (ch < 0x20) sb_printf(b, "\\x%02X", ch);
-        else sb_putn(b, (const char *)&ch, 1);
-    }
-    sb_putn(b, "\"", 1);
-}
-
 /* The literal of a JSON value's compact text (cJSON's printer, which escapes as JSON does). */
-static bool put_json_literal(conv *c, sbuf *b, const cJSON *v)
+static bool put_json_literal(conv *c, gx_sbuf *b, const cJSON *v)
 {
     char *txt = cJSON_PrintUnformatted(v);
     if (!txt) return coom(c), false;
-    put_literal(b, txt, strlen(txt));
+    gx_put_literal(b, txt, strlen(txt));
     cJSON_free(txt);
     return true;
 }
 
-/* ---- repetition ---------------------------------------------------------------------------------- */
-
-/* item{min,max} with optional separator between items (max < 0: unbounded), llama.cpp's
- * build_repetition. */
-static void put_repetition(sbuf *b, const char *item, long min, long max, const char *sep)
-{
-    bool has_max = max >= 0;
-    if (has_max && max == 0) return;
-    if (!sep) {
-        if (min == 0 && max == 1) sb_printf(b, "%s?", item);
-        else if (min == 1 && !has_max) sb_printf(b, "%s+", item);
-        else if (min == 0 && !has_max) sb_printf(b, "%s*", item);
-        else if (has_max && min == max) sb_printf(b, "%s{%ld}", item, min);
-        else if (has_max) sb_printf(b, "%s{%ld,%ld}", item, min, max);
-        else sb_printf(b, "%s{%ld,}", item, min);
-        return;
-    }
-    if (min == 0) sb_puts(b, "(");
-    sb_printf(b, "%s ", item);
-    sbuf rep = {0};
-    sb_printf(&rep, "(%s %s)", sep, item);
-    put_repetition(b, rep.s ? rep.s : "", min == 0 ? 0 : min - 1, has_max ? max - 1 : -1, NULL);
-    sb_free(&rep);
-    if (min == 0) sb_puts(b, ")?");
-}
-
-/* ---- integer ranges ------------------------------------------------------------------------------ */
-
-static void digit_class(sbuf *b, char lo, char hi)
-{
-    if (lo == hi) sb_printf(b, "[%c]", lo);
-    else sb_printf(b, "[%c-%c]", lo, hi);
-}
-
-static void any_digits(sbuf *b, size_t n)
-{
-    if (n == 1) sb_puts(b, "[0-9]");
-    else if (n > 1) sb_printf(b, "[0-9]{%zu}", n);
-}
-
-/* Decimal strings lo..hi of the same length n (lo <= hi), as alternatives. */
-static void same_len_range(sbuf *b, const char *lo, const char *hi, size_t n)
-{
-    size_t i = 0;
-    while (i < n && lo[i] == hi[i]) i++;
-    if (i) put_literal(b, lo, i);
-    if (i == n) return;
-    if (i) sb_puts(b, " ");
-    size_t rest = n - i - 1;
-    if (rest == 0) {
-        digit_class(b, lo[i], hi[i]);
-        return;
-    }
-    bool lo_zero = true, hi_nine = true;
-    for (size_t k = i + 1; k < n; k++) {
-        lo_zero &= lo[k] == '0';
-        hi_nine &= hi[k] == '9';
-    }
-    char first = lo_zero ? lo[i] : (char)(lo[i] + 1);
-    char last = hi_nine ? hi[i] : (char)(hi[i] - 1);
-    sb_puts(b, "(");
-    bool any = false;
-    if (!lo_zero) {
-        sb_printf(b, "[%c] (", lo[i]);
-        char nines[32];
-        memset(nines, '9', rest);
-        same_len_range(b, lo + i + 1, nines, rest);
-        sb_puts(b, ")");
-        any = true;
-    }
-    if (first <= last) {
-        if (any) sb_puts(b, " | ");
-        digit_class(b, first, last);
-        sb_puts(b, " ");
-        any_digits(b, rest);
-        any = true;
-    }
-    if (!hi_nine) {
-        if (any) sb_puts(b, " | ");
-        sb_printf(b, "[%c] (", hi[i]);
-        char zeros[32];
-        memset(zeros, '0', rest);
-        same_len_range(b, zeros, hi + i + 1, rest);
-        sb_puts(b, ")");
-    }
-    sb_puts(b, ")");
-}
-
-/* Non-negative integers in [lo, hi] (hi < 0: no upper bound, at most JS_INT_DIGITS digits). */
-static void nonneg_range(sbuf *b, uint64_t lo, int64_t hi_s)
-{
-    char los[32], his[32];
-    uint64_t hi = hi_s < 0 ? 0 : (uint64_t)hi_s;
-    size_t ll = (size_t)snprintf(los, sizeof los, "%llu", (unsigned long long)lo);
-    size_t hl = hi_s < 0 ? JS_INT_DIGITS : (size_t)snprintf(his, sizeof his, "%llu", (unsigned long long)hi);
-    if (hl < ll) hl = ll;
-    bool first = true;
-    for (size_t len = ll; len <= hl; len++) {
-        char a[32], z[32];
-        if (len == ll) memcpy(a, los, len);
-        else {
-            a[0] = '1';
-            memset(a + 1, '0', len - 1);
-        }
-        if (hi_s >= 0 && len == hl) memcpy(z, his, len);
-        else memset(z, '9', len);
-        a[len] = z[len] = 0;
-        if (!first) sb_puts(b, " | ");
-        first = false;
-        same_len_range(b, a, z, len);
-    }
-}
-
-/* Integers in [min, max]; has_min / has_max say which bounds exist. */
-static void int_range(sbuf *b, bool has_min, int64_t min, bool has_max, int64_t max)
-{
-    /* negative part: "-" then the magnitudes, positive part: 0.. */
-    bool neg = !has_min || min < 0, pos = !has_max || max >= 0;
-    bool first = true;
-    if (neg) {
-        /* magnitudes [m_lo, m_hi] = [-(min(max, -1)), -min] */
-        int64_t top = has_max && max < -1 ? max : -1;
-        uint64_t m_lo = (uint64_t)(-(top + 0)); /* top <= -1 */
-        int64_t m_hi = has_min ? (min == INT64_MIN ? INT64_MAX : -min) : -1;
-        sb_puts(b, "\"-\" (");
-        nonneg_range(b, m_lo, m_hi);
-        sb_puts(b, ")");
-        first = false;
-    }
-    if (pos) {
-        uint64_t lo = has_min && min > 0 ? (uint64_t)min : 0;
-        if (!first) sb_puts(b, " | ");
-        nonneg_range(b, lo, has_max ? max : -1);
-    }
-}
-
-/* ---- regular expressions (pattern) ------------------------------------------------------------ */
-
-typedef struct {
-    conv *c;
-    const char *s;
-    size_t n, i;
-    int depth;
-    const char *rule_name;
-    int n_sub;
-} rx;
-
-/* A set of code points as sorted ranges (for classes). */
-typedef struct {
-    uint32_t r[2 * 64];
-    int n;
-    bool neg;
-} cpset;
-
-static void cps_add(cpset *s, uint32_t lo, uint32_t hi)
-{
-    if (s->n < 64) {
-        s->r[2 * s->n] = lo;
-        s->r[2 * s->n + 1] = hi;
-        s->n++;
-    }
-}
-
-static bool cps_has(const cpset *cs, uint32_t cp)
-{
-    bool in = false;
-    for (int k = 0; k < cs->n && !in; k++) in = cs->r[2 * k] <= cp && cp <= cs->r[2 * k + 1];
-    return in != cs->neg;
-}
-
-static void put_class_char(sbuf *b, uint32_t cp)
-{
-    if (cp == ']' || cp == '[' || cp == '\\' || cp == '-' || cp == '^' || cp == '"') sb_printf(b, "\\%c", (char)cp);
-    else if (cp < 0x20 || cp == 0x7F) sb_printf(b, "\\x%02X", cp);
-    else if (cp < 0x80) sb_printf(b, "%c", (char)cp);
-    else if (cp < 0x10000) sb_printf(b, "\\u%04X", cp);
-    else sb_printf(b, "\\U%08X", cp);
-}
-
-/* The JSON-string form of a set of characters: the characters that appear raw in a JSON
- * string, plus the escaped forms of '"', '\' and the control characters in the set. */
-static void put_json_chars(sbuf *b, const cpset *cs)
-{
-    sb_puts(b, "(");
-    /* raw part: the set minus '"', '\\', 0x00-0x1F */
-    sb_puts(b, cs->neg ? "[^\"\\\\\\x00-\\x1F" : "[");
-    for (int k = 0; k < cs->n; k++) {
-        uint32_t lo = cs->r[2 * k], hi = cs->r[2 * k + 1];
-        if (!cs->neg) {
-            if (lo < 0x20) lo = 0x20;
-            if (lo > hi) continue;
-            /* split around '"' (0x22) and '\\' (0x5C) */
-            uint32_t cuts[2] = {0x22, 0x5C};
-            uint32_t a = lo;
-            for (int q = 0; q < 2; q++) {
-                if (cuts[q] < a || cuts[q] > hi) continue;
-                if (a < cuts[q]) {
-                    put_class_char(b, a);
-                    if (cuts[q] - 1 > a) {
-                        sb_puts(b, "-");
-                        put_class_char(b, cuts[q] - 1);
-                    }
-                }
-                a = cuts[q] + 1;
-            }
-            if (a <= hi) {
-                put_class_char(b, a);
-                if (hi > a) {
-                    sb_puts(b, "-");
-                    put_class_char(b, hi);
-                }
-            }
-        } else {
-            put_class_char(b, lo);
-            if (hi > lo) {
-                sb_puts(b, "-");
-                put_class_char(b, hi);
-            }
-        }
-    }
-    sb_puts(b, "]");
-    /* escaped part */
-    static const struct {
-        uint32_t cp;
-        const char *esc;
-    } E[] = {{'"', "\"\\\\\\\"\""}, {'\\', "\"\\\\\\\\\""}, {'\n', "\"\\\\n\""}, {'\r', "\"\\\\r\""}, {'\t', "\"\\\\t\""},
-             {'\b', "\"\\\\b\""}, {'\f', "\"\\\\f\""}};
-    for (size_t k = 0; k < sizeof E / sizeof *E; k++)
-        if (cps_has(cs, E[k].cp)) sb_printf(b, " | %s", E[k].esc);
-    for (uint32_t cp = 0; cp < 0x20; cp++) {
-        if (cp == '\n' || cp == '\r' || cp == '\t' || cp == '\b' || cp == '\f') continue;
-        if (cps_has(cs, cp)) sb_printf(b, " | \"\\\\u%04x\"", cp);
-    }
-    sb_puts(b, ")");
-}
-
-static bool rx_fail(rx *r, const char *what)
-{
-    cfail(r->c, SIFT_E_UNSUPPORTED, "pattern, offset %zu: %s", r->i, what);
-    return false;
-}
-
-static int rx_hex(rx *r, int nd, uint32_t *out)
-{
-    uint32_t v = 0;
-    for (int k = 0; k < nd; k++) {
-        if (r->i >= r->n || !isxdigit((unsigned char)r->s[r->i])) return rx_fail(r, "bad hex escape");
-        char ch = r->s[r->i++];
-        v = v * 16 + (uint32_t)(isdigit((unsigned char)ch) ? ch - '0' : (tolower((unsigned char)ch) - 'a' + 10));
-    }
-    *out = v;
-    return true;
-}
-
-/* One UTF-8 character of the pattern text. */
-static bool rx_char(rx *r, uint32_t *cp)
-{
-    gx_utf8 u = {0};
-    size_t start = r->i;
-    while (r->i < r->n) {
-        int32_t v = gx_utf8_feed(&u, (uint8_t)r->s[r->i++]);
-        if (v == GX_UTF8_BAD) break;
-        if (v >= 0) {
-            *cp = (uint32_t)v;
-            return true;
-        }
-    }
-    r->i = start;
-    return rx_fail(r, "invalid UTF-8");
-}
-
-/* An escape after '\' (r->i past the backslash): a single code point (*cp, returns 1) or a
- * class into *cs (returns 2); 0 on error. */
-static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
-{
-    if (r->i >= r->n) return rx_fail(r, "pattern ends with '\\'");
-    char e = r->s[r->i++];
-    switch (e) {
-    case 'd': cps_add(cs, '0', '9'); return 2;
-    case 'D': cs->neg = true; cps_add(cs, '0', '9'); return 2;
-    case 'w': cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
-    case 'W': cs->neg = true; cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
-    case 's': cps_add(cs, '\t', '\r'); cps_add(cs, ' ', ' '); cps_add(cs, 0xA0, 0xA0); cps_add(cs, 0x2028, 0x2029); cps_add(cs, 0xFEFF, 0xFEFF); return 2;
-    case 'S': cs->neg = true; cps_add(cs, '\t', '\r'); cps_add(cs, ' ', ' '); cps_add(cs, 0xA0, 0xA0); cps_add(cs, 0x2028, 0x2029); cps_add(cs, 0xFEFF, 0xFEFF); return 2;
-    case 't': *cp = '\t'; return 1;
-    case 'n': *cp = '\n'; return 1;
-    case 'r': *cp = '\r'; return 1;
-    case 'f': *cp = '\f'; return 1;
-    case 'v': *cp = '\v'; return 1;
-    case '0': *cp = 0; return 1;
-    case 'x': return rx_hex(r, 2, cp) ? 1 : 0;
-    case 'u': return rx_hex(r, 4, cp) ? 1 : 0;
-    case 'b': case 'B': return rx_fail(r, "word boundaries (\\b, \\B) are not supported");
-    case 'p': case 'P': return rx_fail(r, "Unicode property classes (\\p{...}) are not supported");
-    case 'k': return rx_fail(r, "named backreferences are not supported");
-    default:
-        if (e >= '1' && e <= '9') return rx_fail(r, "backreferences are not supported");
-        if (isalnum((unsigned char)e)) return rx_fail(r, "unknown escape");
-        *cp = (uint32_t)(unsigned char)e;
-        return 1;
-    }
-}
-
-static bool rx_alt(rx *r, sbuf *out);
-
-/* [...] (r->i past '[') */
-static bool rx_class(rx *r, cpset *cs)
-{
-    if (r->i < r->n && r->s[r->i] == '^') {
-        cs->neg = true;
-        r->i++;
-    }
-    bool first = true;
-    while (r->i < r->n && (r->s[r->i] != ']' || first)) {
-        first = false;
-        uint32_t lo;
-        if (r->s[r->i] == '\\') {
-            r->i++;
-            cpset sub = {0};
-            int k = rx_escape(r, &lo, &sub);
-            if (!k) return false;
-            if (k == 2) {
-                if (sub.neg) return rx_fail(r, "negated escapes (\\D \\W \\S) inside [...] are not supported");
-                for (int q = 0; q < sub.n; q++) cps_add(cs, sub.r[2 * q], sub.r[2 * q + 1]);
-                continue;
-            }
-        } else if (!rx_char(r, &lo)) {
-            return false;
-        }
-        uint32_t hi = lo;
-        if (r->i + 1 < r->n && r->s[r->i] == '-' && r->s[r->i + 1] != ']') {
-            r->i++;
-            if (r->s[r->i] == '\\') {
-                r->i++;
-                cpset sub = {0};
-                int k = rx_escape(r, &hi, &sub);
-                if (!k) return false;
-                if (k == 2) return rx_fail(r, "a class escape cannot end a range");
-            } else if (!rx_char(r, &hi)) {
-                return false;
-            }
-            if (hi < lo) return rx_fail(r, "range out of order");
-        }
-        if (cs->n >= 64) return rx_fail(r, "character class too large");
-        cps_add(cs, lo, hi);
-    }
-    if (r->i >= r->n) return rx_fail(r, "unterminated [");
-    r->i++;
-    return true;
-}
-
-/* one atom with its quantifier, appended to out */
-static bool rx_atom(rx *r, sbuf *out)
-{
-    sbuf atom = {0};
-    char ch = r->s[r->i];
-    bool ok = true;
-    if (ch == '(') {
-        r->i++;
-        if (r->i < r->n && r->s[r->i] == '?') {
-            if (r->i + 1 < r->n && r->s[r->i + 1] == ':') r->i += 2;
-            else return rx_fail(r, "lookaround and named groups are not supported");
-        }
-        if (++r->depth > JS_MAX_DEPTH) return rx_fail(r, "groups nested too deep");
-        sb_puts(&atom, "(");
-        ok = rx_alt(r, &atom);
-        r->depth--;
-        if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = rx_fail(r, "missing ')'");
-        if (ok) r->i++;
-        sb_puts(&atom, ")");
-    } else if (ch == '[') {
-        r->i++;
-        cpset cs = {0};
-        ok = rx_class(r, &cs);
-        if (ok) put_json_chars(&atom, &cs);
-    } else if (ch == '.') {
-        r->i++;
-        cpset cs = {.neg = true};
-        cps_add(&cs, '\n', '\n');
-        cps_add(&cs, '\r', '\r');
-        cps_add(&cs, 0x2028, 0x2029);
-        put_json_chars(&atom, &cs);
-    } else if (ch == '\\') {
-        r->i++;
-        uint32_t cp;
-        cpset cs = {0};
-        int k = rx_escape(r, &cp, &cs);
-        if (!k) ok = false;
-        else if (k == 2) put_json_chars(&atom, &cs);
-        else {
-            cpset one = {0};
-            cps_add(&one, cp, cp);
-            put_json_chars(&atom, &one);
-        }
-    } else if (ch == '*' || ch == '+' || ch == '?') {
-        return rx_fail(r, "a quantifier without anything to repeat");
-    } else {
-        uint32_t cp;
-        if (!rx_char(r, &cp)) ok = false;
-        else {
-            cpset one = {0};
-            cps_add(&one, cp, cp);
-            put_json_chars(&atom, &one);
-        }
-    }
-    if (!ok) {
-        sb_free(&atom);
-        return false;
-    }
-    /* quantifiers (several may follow: a{2}{3}); lazy '?' is the same language */
-    while (r->i < r->n) {
-        char q = r->s[r->i];
-        long mn, mx;
-        if (q == '*') mn = 0, mx = -1;
-        else if (q == '+') mn = 1, mx = -1;
-        else if (q == '?') mn = 0, mx = 1;
-        else if (q == '{') {
-            size_t j = r->i + 1;
-            if (j >= r->n || !isdigit((unsigned char)r->s[j])) break; /* a literal '{' in ECMA-262 */
-            mn = 0;
-            while (j < r->n && isdigit((unsigned char)r->s[j]) && mn < 100000) mn = mn * 10 + (r->s[j++] - '0');
-            mx = mn;
-            if (j < r->n && r->s[j] == ',') {
-                j++;
-                if (j < r->n && isdigit((unsigned char)r->s[j])) {
-                    mx = 0;
-                    while (j < r->n && isdigit((unsigned char)r->s[j]) && mx < 100000) mx = mx * 10 + (r->s[j++] - '0');
-                } else {
-                    mx = -1;
-                }
-            }
-            if (j >= r->n || r->s[j] != '}') break;
-            if (mn > 2000 || mx > 2000) {
-                sb_free(&atom);
-                return rx_fail(r, "repetition count above 2000");
-            }
-            if (mx >= 0 && mx < mn) {
-                sb_free(&atom);
-                return rx_fail(r, "repetition {m,n} with n < m");
-            }
-            r->i = j;
-        } else break;
-        r->i++;
-        if (r->i < r->n && r->s[r->i] == '?') r->i++;
-        sbuf rep = {0};
-        sbuf grp = {0};
-        sb_puts(&grp, "(");
-        sb_putn(&grp, atom.s ? atom.s : "", atom.n);
-        sb_puts(&grp, ")");
-        put_repetition(&rep, grp.s ? grp.s : "()", mn, mx, NULL);
-        sb_free(&grp);
-        sb_free(&atom);
-        atom = rep;
-    }
-    sb_putn(out, atom.s ? atom.s : "", atom.n);
-    bool oom = atom.oom;
-    sb_free(&atom);
-    if (oom) return coom(r->c), false;
-    return true;
-}
-
-static bool rx_seq(rx *r, sbuf *out)
-{
-    bool first = true;
-    while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
-        if (r->s[r->i] == '^' || r->s[r->i] == '$') return rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
-        if (!first) sb_puts(out, " ");
-        first = false;
-        if (!rx_atom(r, out)) return false;
-    }
-    if (first) sb_puts(out, "\"\"");
-    return true;
-}
-
-static bool rx_alt(rx *r, sbuf *out)
-{
-    if (!rx_seq(r, out)) return false;
-    while (r->i < r->n && r->s[r->i] == '|') {
-        r->i++;
-        sb_puts(out, " | ");
-        if (!rx_seq(r, out)) return false;
-    }
-    return true;
-}
-
-/* The rule body for a string matching `pattern`. */
+/* The rule body for a string matching `pattern` (json_regex.c does the expression). */
 static char *pattern_body(conv *c, const char *pat, size_t n)
 {
-    bool anch_start = n && pat[0] == '^', anch_end = n && pat[n - 1] == '$' && !(n >= 2 && pat[n - 2] == '\\');
-    if (anch_end && n == 1 && anch_start) anch_end = false;
-    rx r = {.c = c, .s = pat + anch_start, .n = n - anch_start - anch_end};
-    sbuf inner = {0};
-    bool ok = rx_alt(&r, &inner);
-    if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
-    if (!ok) {
-        sb_free(&inner);
+    bool anch_start, anch_end;
+    sift_error e2 = {0};
+    char *inner = gx_regex_to_gbnf(pat, n, &anch_start, &anch_end, &e2);
+    if (!inner) {
+        cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "pattern, %s", e2.msg);
         return NULL;
     }
-    sbuf b = {0};
-    sb_puts(&b, "\"\\\"\" ");
-    if (!anch_start) sb_puts(&b, "char* ");
-    sb_puts(&b, "(");
-    sb_putn(&b, inner.s ? inner.s : "", inner.n);
-    sb_puts(&b, ")");
-    if (!anch_end) sb_puts(&b, " char*");
-    sb_puts(&b, " \"\\\"\" space");
-    sb_free(&inner);
+    gx_sbuf b = {0};
+    gx_sb_puts(&b, "\"\\\"\" ");
+    if (!anch_start) gx_sb_puts(&b, "char* ");
+    gx_sb_puts(&b, "(");
+    gx_sb_puts(&b, inner);
+    gx_sb_puts(&b, ")");
+    if (!anch_end) gx_sb_puts(&b, " char*");
+    gx_sb_puts(&b, " \"\\\"\" space");
+    gx_free(inner);
     if ((!anch_start || !anch_end) && !use_builtin(c, "char")) {
-        sb_free(&b);
+        gx_sb_free(&b);
         return NULL;
     }
-    return sb_take(&b);
+    return gx_sb_take(&b);
 }
 
 /* ---- keywords ---------------------------------------------------------------------------------- */
@@ -1015,8 +440,9 @@ static long get_count(conv *c, const cJSON *s, const char *key, long dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
     if (!v) return dflt;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != (double)(long)v->valuedouble ||
-        v->valuedouble > 1e9) {
+    /* range first: converting an out-of-range double to an integer is undefined */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e9) ||
+        v->valuedouble != (double)(long)v->valuedouble) {
         size_t o = path_push(c, key);
         cfail(c, SIFT_E_INVAL, "'%s' must be a non-negative integer", key);
         path_pop(c, o);
@@ -1065,30 +491,42 @@ static nsnode *ns_child(nsnode *parent, uint32_t cp)
     return n;
 }
 
-/* strings (as JSON string contents) that do not spell a name of this subtree, given that the
- * prefix leading here matched: either stop here (when the prefix is not itself a name: that
- * is the caller's "?"), or continue into a child, or continue with a character no child has */
-static void put_not_strings(sbuf *b, const nsnode *t, const char *char_rule)
+/* The rule for JSON string contents that do not spell a name of the subtree below t (given
+ * that the prefix leading to t matched): continue into a child (its own rule, so nothing
+ * nests however long the names are), or with a character no child has. A child that is a
+ * whole name must continue; one that is only a prefix may also stop. */
+static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, const char *char_rule, unsigned *counter)
 {
+    gx_sbuf b = {0}, rejects = {0};
     bool first = true;
-    sbuf rejects = {0};
-    for (const nsnode *k = t->kids; k; k = k->next) {
+    for (const nsnode *k = t->kids; k && c->status == SIFT_OK; k = k->next) {
         char u[8];
         int n = gx_utf8_encode(k->cp, u);
-        if (!first) sb_puts(b, " | ");
+        if (!first) gx_sb_puts(&b, " | ");
         first = false;
-        put_literal(b, u, (size_t)n);
+        gx_put_literal(&b, u, (size_t)n);
         if (k->kids) {
-            sb_puts(b, " (");
-            put_not_strings(b, k, char_rule);
-            sb_puts(b, k->end ? ")" : ")?");
+            const char *sub = not_strings_rule(c, k, base, char_rule, counter);
+            if (!sub) break;
+            gx_sb_printf(&b, " %s%s", sub, k->end ? "" : "?");
         } else {
-            sb_printf(b, " %s+", char_rule);
+            gx_sb_printf(&b, " %s+", char_rule);
         }
-        put_class_char(&rejects, k->cp);
+        gx_put_class_char(&rejects, k->cp);
     }
-    sb_printf(b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
-    sb_free(&rejects);
+    gx_sb_printf(&b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
+    gx_sb_free(&rejects);
+    if (c->status != SIFT_OK) {
+        gx_sb_free(&b);
+        return NULL;
+    }
+    char nm[64];
+    snprintf(nm, sizeof nm, "%u", (*counter)++);
+    char *rn = join_name(base, nm);
+    const char *r = rn ? add_rule(c, rn, gx_sb_take(&b)) : coom(c);
+    gx_free(rn);
+    gx_sb_free(&b);
+    return r;
 }
 
 static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional, const char *name,
@@ -1111,22 +549,22 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         char *pn = join_name(name, p->string);
         const char *vr = pn ? visit(c, p, pn, NULL) : coom(c);
         if (vr) {
-            sbuf b = {0};
+            gx_sbuf b = {0};
             cJSON *key = cJSON_CreateString(p->string);
             if (!key) coom(c);
             else {
                 put_json_literal(c, &b, key);
                 cJSON_Delete(key);
-                sb_printf(&b, " space \":\" space %s", vr);
+                gx_sb_printf(&b, " space \":\" space %s", vr);
                 char *kn = join_name(name, p->string);
                 char *kn2 = kn ? join_name(kn, "kv") : NULL;
                 /* join_name inserts '-' only after a non-empty prefix; "kv" always follows */
-                kv[i] = kn2 ? add_rule(c, kn2, sb_take(&b)) : coom(c);
+                kv[i] = kn2 ? add_rule(c, kn2, gx_sb_take(&b)) : coom(c);
                 gx_free(kn);
                 gx_free(kn2);
                 if (!use_builtin(c, "space")) break;
             }
-            sb_free(&b);
+            gx_sb_free(&b);
         }
         gx_free(pn);
         path_pop(c, o);
@@ -1183,51 +621,51 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
                 if (ok) n->end = true;
             }
             const char *char_rule = ok ? use_builtin(c, "char") : NULL;
-            if (ok && char_rule && use_builtin(c, "space")) {
-                sbuf b = {0};
-                sb_puts(&b, "\"\\\"\" ( ");
-                put_not_strings(&b, t, char_rule);
-                sb_puts(&b, " )");
-                if (!t->end) sb_puts(&b, "?");
-                sb_puts(&b, " \"\\\"\" space");
-                char *kn = sub ? join_name(sub, "k") : NULL;
-                key_rule = kn ? add_rule(c, kn, sb_take(&b)) : coom(c);
-                gx_free(kn);
-                sb_free(&b);
-            } else if (!t) {
+            char *kn = sub ? join_name(sub, "k") : NULL;
+            if (ok && char_rule && kn && use_builtin(c, "space")) {
+                unsigned counter = 0;
+                const char *body_rule = not_strings_rule(c, t, kn, char_rule, &counter);
+                if (body_rule) {
+                    gx_sbuf b = {0};
+                    gx_sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
+                    key_rule = add_rule(c, kn, gx_sb_take(&b));
+                    gx_sb_free(&b);
+                }
+            } else if (!t || !kn) {
                 coom(c);
             }
+            gx_free(kn);
             ns_free(t);
         }
         if (key_rule && value_rule) {
-            sbuf b = {0};
-            sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
+            gx_sbuf b = {0};
+            gx_sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
             char *kn = sub ? join_name(sub, "kv") : NULL;
-            extra_kv = kn ? add_rule(c, kn, sb_take(&b)) : coom(c);
+            extra_kv = kn ? add_rule(c, kn, gx_sb_take(&b)) : coom(c);
             gx_free(kn);
-            sb_free(&b);
+            gx_sb_free(&b);
         }
         gx_free(sub);
         if (c->status != SIFT_OK) goto done;
     }
 
     /* "{" required, then optional ones (any subset, in order), then extras */
-    sbuf b = {0};
-    sb_puts(&b, "\"{\" space ");
+    gx_sbuf b = {0};
+    gx_sb_puts(&b, "\"{\" space ");
     size_t n_req = 0, n_opt = 0;
     for (i = 0; i < np; i++) {
         if (!req[i]) {
             n_opt++;
             continue;
         }
-        if (n_req++) sb_puts(&b, " \",\" space ");
-        sb_puts(&b, kv[i]);
+        if (n_req++) gx_sb_puts(&b, " \",\" space ");
+        gx_sb_puts(&b, kv[i]);
     }
     if (n_opt || extra) {
         /* optional keys [o0, o1, ...] (+ "*"): alternatives "start at ok, then any of the rest" */
         const char **ok = gx_calloc(n_opt + 1, sizeof *ok);
         if (!ok) {
-            sb_free(&b);
+            gx_sb_free(&b);
             result = coom(c);
             goto done;
         }
@@ -1239,40 +677,40 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         const char **rest = gx_calloc(m + 1, sizeof *rest);
         if (!rest) {
             gx_free(ok);
-            sb_free(&b);
+            gx_sb_free(&b);
             result = coom(c);
             goto done;
         }
         for (size_t k = m; k-- > 1;) {
-            sbuf rb = {0};
+            gx_sbuf rb = {0};
             bool star = extra && k == m - 1;
-            sb_printf(&rb, "( \",\" space %s )%s", ok[k], star ? "*" : "?");
-            if (rest[k + 1 < m ? k + 1 : m]) sb_printf(&rb, " %s", rest[k + 1 < m ? k + 1 : m]);
+            gx_sb_printf(&rb, "( \",\" space %s )%s", ok[k], star ? "*" : "?");
+            if (rest[k + 1 < m ? k + 1 : m]) gx_sb_printf(&rb, " %s", rest[k + 1 < m ? k + 1 : m]);
             char nm[64];
             snprintf(nm, sizeof nm, "%zu-rest", k);
             char *rn = join_name(rule_name, nm);
-            rest[k] = rn ? add_rule(c, rn, sb_take(&rb)) : coom(c);
+            rest[k] = rn ? add_rule(c, rn, gx_sb_take(&rb)) : coom(c);
             gx_free(rn);
-            sb_free(&rb);
+            gx_sb_free(&rb);
             if (!rest[k]) break;
         }
         if (c->status == SIFT_OK) {
-            sb_puts(&b, n_req ? " ( \",\" space ( " : " ( ");
+            gx_sb_puts(&b, n_req ? " ( \",\" space ( " : " ( ");
             for (size_t k = 0; k < m; k++) {
-                if (k) sb_puts(&b, " | ");
+                if (k) gx_sb_puts(&b, " | ");
                 bool star = extra && k == m - 1;
-                sb_puts(&b, ok[k]);
-                if (star) sb_printf(&b, " ( \",\" space %s )*", ok[k]);
-                if (k + 1 < m && rest[k + 1]) sb_printf(&b, " %s", rest[k + 1]);
+                gx_sb_puts(&b, ok[k]);
+                if (star) gx_sb_printf(&b, " ( \",\" space %s )*", ok[k]);
+                if (k + 1 < m && rest[k + 1]) gx_sb_printf(&b, " %s", rest[k + 1]);
             }
-            sb_puts(&b, n_req ? " ) )?" : " )?");
+            gx_sb_puts(&b, n_req ? " ) )?" : " )?");
         }
         gx_free(ok);
         gx_free(rest);
     }
-    sb_puts(&b, " \"}\" space");
-    if (c->status == SIFT_OK && use_builtin(c, "space")) result = add_rule(c, rule_name, sb_take(&b));
-    sb_free(&b);
+    gx_sb_puts(&b, " \"}\" space");
+    if (c->status == SIFT_OK && use_builtin(c, "space")) result = add_rule(c, rule_name, gx_sb_take(&b));
+    gx_sb_free(&b);
 done:
     gx_free(kv);
     gx_free(req);
@@ -1303,14 +741,24 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
             break;
         }
         const cJSON *pp = cJSON_GetObjectItemCaseSensitive(p, "properties");
+        if (pp && !cJSON_IsObject(pp)) {
+            cfail(c, SIFT_E_INVAL, "allOf: 'properties' must be an object");
+            break;
+        }
         for (const cJSON *q = pp ? pp->child : NULL; q; q = q->next) {
             cJSON *dup = cJSON_Duplicate(q, 1);
             if (!dup) {
                 coom(c);
                 break;
             }
-            if (cJSON_GetObjectItemCaseSensitive(props, q->string)) cJSON_ReplaceItemInObjectCaseSensitive(props, q->string, dup);
-            else cJSON_AddItemToObject(props, q->string, dup);
+            bool ok = cJSON_GetObjectItemCaseSensitive(props, q->string)
+                          ? cJSON_ReplaceItemInObjectCaseSensitive(props, q->string, dup)
+                          : cJSON_AddItemToObject(props, q->string, dup);
+            if (!ok) { /* the item was not taken: it is still ours */
+                cJSON_Delete(dup);
+                coom(c);
+                break;
+            }
         }
         const cJSON *rq = cJSON_GetObjectItemCaseSensitive(p, "required");
         for (const cJSON *q = rq ? rq->child : NULL; q; q = q->next)
@@ -1385,13 +833,13 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
     if (cJSON_IsArray(items) && !prefix) prefix = items, items = NULL; /* draft-07 tuple form */
     if (!use_builtin(c, "space")) return NULL;
-    sbuf b = {0};
-    sb_puts(&b, "\"[\" space ");
+    gx_sbuf b = {0};
+    gx_sb_puts(&b, "\"[\" space ");
     if (prefix) {
-        if (!cJSON_IsArray(prefix)) return sb_free(&b), cfail(c, SIFT_E_INVAL, "'prefixItems' must be an array");
+        if (!cJSON_IsArray(prefix)) return gx_sb_free(&b), cfail(c, SIFT_E_INVAL, "'prefixItems' must be an array");
         long np = cJSON_GetArraySize(prefix);
         const char **tr = gx_calloc((size_t)np + 1, sizeof *tr);
-        if (!tr) return sb_free(&b), coom(c);
+        if (!tr) return gx_sb_free(&b), coom(c);
         long k = 0;
         size_t o = path_push(c, "prefixItems");
         for (const cJSON *it = prefix->child; it && c->status == SIFT_OK; it = it->next, k++) {
@@ -1417,39 +865,39 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
         }
         if (c->status != SIFT_OK) {
             gx_free(tr);
-            sb_free(&b);
+            gx_sb_free(&b);
             return NULL;
         }
         /* required prefix: the first min(np, max(mn, np if no minItems)) items */
         long need = cJSON_GetObjectItemCaseSensitive(s, "minItems") ? (mn < np ? mn : np) : np;
         if (mx >= 0 && mx < np) np = mx;
         if (need > np) need = np;
-        for (k = 0; k < need; k++) sb_printf(&b, "%s%s", k ? " \",\" space " : "", tr[k]);
+        for (k = 0; k < need; k++) gx_sb_printf(&b, "%s%s", k ? " \",\" space " : "", tr[k]);
         /* optional tail of the tuple, then the extra items */
         long opened = 0;
-        for (k = need; k < np; k++, opened++) sb_printf(&b, " (%s%s", k ? "\",\" space " : "", tr[k]);
+        for (k = need; k < np; k++, opened++) gx_sb_printf(&b, " (%s%s", k ? "\",\" space " : "", tr[k]);
         if (more_rule) {
             long extra_min = mn > np ? mn - np : 0;
             long extra_max = mx >= 0 ? mx - np : -1;
-            sbuf one = {0};
-            if (np > 0) sb_printf(&one, "(\",\" space %s)", more_rule);
-            else sb_printf(&one, "%s", more_rule);
+            gx_sbuf one = {0};
+            if (np > 0) gx_sb_printf(&one, "(\",\" space %s)", more_rule);
+            else gx_sb_printf(&one, "%s", more_rule);
             if (np > 0) {
-                sb_puts(&b, " ");
-                put_repetition(&b, one.s ? one.s : "", extra_min, extra_max, NULL);
+                gx_sb_puts(&b, " ");
+                gx_put_repetition(&b, one.s ? one.s : "", extra_min, extra_max, NULL);
             } else {
-                sb_puts(&b, " ");
-                put_repetition(&b, more_rule, extra_min, extra_max, "\",\" space");
+                gx_sb_puts(&b, " ");
+                gx_put_repetition(&b, more_rule, extra_min, extra_max, "\",\" space");
             }
-            sb_free(&one);
+            gx_sb_free(&one);
         }
-        for (k = 0; k < opened; k++) sb_puts(&b, ")?");
+        for (k = 0; k < opened; k++) gx_sb_puts(&b, ")?");
         gx_free(tr);
     } else {
         const char *item_rule;
         if (items && !cJSON_IsTrue(items)) {
             if (cJSON_IsFalse(items)) {
-                if (mn > 0) return sb_free(&b), cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing");
+                if (mn > 0) return gx_sb_free(&b), cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing");
                 mx = 0;
                 item_rule = "value";
             } else {
@@ -1462,11 +910,11 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
         } else {
             item_rule = use_builtin(c, "value");
         }
-        if (!item_rule) return sb_free(&b), (const char *)NULL;
-        put_repetition(&b, item_rule, mn, mx, "\",\" space");
+        if (!item_rule) return gx_sb_free(&b), (const char *)NULL;
+        gx_put_repetition(&b, item_rule, mn, mx, "\",\" space");
     }
-    sb_puts(&b, " \"]\" space");
-    return add_rule(c, rule_name, sb_take(&b));
+    gx_sb_puts(&b, " \"]\" space");
+    return add_rule(c, rule_name, gx_sb_take(&b));
 }
 
 static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
@@ -1509,11 +957,11 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
         const char *str = use_builtin(c, "string");
         return str ? add_rule(c, rule_name, dupstr(str)) : NULL;
     }
-    sbuf b = {0};
-    sb_puts(&b, "\"\\\"\" ");
-    put_repetition(&b, ch, mn, mx, NULL);
-    sb_puts(&b, " \"\\\"\" space");
-    return add_rule(c, rule_name, sb_take(&b));
+    gx_sbuf b = {0};
+    gx_sb_puts(&b, "\"\\\"\" ");
+    gx_put_repetition(&b, ch, mn, mx, NULL);
+    gx_sb_puts(&b, " \"\\\"\" space");
+    return add_rule(c, rule_name, gx_sb_take(&b));
 }
 
 static bool get_int_bound(conv *c, const cJSON *s, const char *key, int64_t adjust, bool *has, int64_t *out)
@@ -1561,11 +1009,11 @@ static const char *visit_integer(conv *c, const cJSON *s, const char *rule_name)
         return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
     }
     if (has_min && has_max && mn > mx) return cfail(c, SIFT_E_INVAL, "no integer is within minimum..maximum");
-    sbuf b = {0};
-    sb_puts(&b, "(");
-    int_range(&b, has_min, mn, has_max, mx);
-    sb_puts(&b, ") space");
-    return add_rule(c, rule_name, sb_take(&b));
+    gx_sbuf b = {0};
+    gx_sb_puts(&b, "(");
+    gx_put_int_range(&b, has_min, mn, has_max, mx);
+    gx_sb_puts(&b, ") space");
+    return add_rule(c, rule_name, gx_sb_take(&b));
 }
 
 static const char *visit_typed(conv *c, const cJSON *s, const char *name, const char *rule_name, const char *type)
@@ -1637,7 +1085,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             out = cfail(c, SIFT_E_INVAL, "anyOf / oneOf must be a non-empty array");
             goto done;
         }
-        sbuf b = {0};
+        gx_sbuf b = {0};
         int k = 0;
         size_t o = path_push(c, cJSON_GetObjectItemCaseSensitive(s, "anyOf") ? "anyOf" : "oneOf");
         for (const cJSON *alt = any->child; alt && c->status == SIFT_OK; alt = alt->next, k++) {
@@ -1650,13 +1098,13 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             const char *r = nm ? visit(c, alt, nm, NULL) : coom(c);
             gx_free(nm);
             path_pop(c, o2);
-            if (r) sb_printf(&b, "%s%s", k ? " | " : "", r);
+            if (r) gx_sb_printf(&b, "%s%s", k ? " | " : "", r);
         }
         path_pop(c, o);
-        out = c->status == SIFT_OK ? add_rule(c, rule_name, sb_take(&b)) : NULL;
-        sb_free(&b);
+        out = c->status == SIFT_OK ? add_rule(c, rule_name, gx_sb_take(&b)) : NULL;
+        gx_sb_free(&b);
     } else if (type && cJSON_IsArray(type)) {
-        sbuf b = {0};
+        gx_sbuf b = {0};
         int k = 0;
         for (const cJSON *t = type->child; t && c->status == SIFT_OK; t = t->next, k++) {
             if (!cJSON_IsString(t)) {
@@ -1666,19 +1114,19 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             char *nm = join_name(*name ? name : "root", t->valuestring);
             const char *r = nm ? visit_typed(c, s, name, nm, t->valuestring) : coom(c);
             gx_free(nm);
-            if (r) sb_printf(&b, "%s%s", k ? " | " : "", r);
+            if (r) gx_sb_printf(&b, "%s%s", k ? " | " : "", r);
         }
         if (!k && c->status == SIFT_OK) cfail(c, SIFT_E_INVAL, "'type' is an empty list");
-        out = c->status == SIFT_OK ? add_rule(c, rule_name, sb_take(&b)) : NULL;
-        sb_free(&b);
+        out = c->status == SIFT_OK ? add_rule(c, rule_name, gx_sb_take(&b)) : NULL;
+        gx_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "const")) {
         if (!check_keywords(c, s, NULL)) goto done;
-        sbuf b = {0};
+        gx_sbuf b = {0};
         if (put_json_literal(c, &b, cJSON_GetObjectItemCaseSensitive(s, "const")) && use_builtin(c, "space")) {
-            sb_puts(&b, " space");
-            out = add_rule(c, rule_name, sb_take(&b));
+            gx_sb_puts(&b, " space");
+            out = add_rule(c, rule_name, gx_sb_take(&b));
         }
-        sb_free(&b);
+        gx_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "enum")) {
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
         if (!check_keywords(c, s, NULL)) goto done;
@@ -1686,16 +1134,16 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             out = cfail(c, SIFT_E_INVAL, "'enum' must be a non-empty array");
             goto done;
         }
-        sbuf b = {0};
-        sb_puts(&b, "(");
+        gx_sbuf b = {0};
+        gx_sb_puts(&b, "(");
         int k = 0;
         for (const cJSON *v = en->child; v; v = v->next, k++) {
-            if (k) sb_puts(&b, " | ");
+            if (k) gx_sb_puts(&b, " | ");
             if (!put_json_literal(c, &b, v)) break;
         }
-        sb_puts(&b, ") space");
-        if (c->status == SIFT_OK && use_builtin(c, "space")) out = add_rule(c, rule_name, sb_take(&b));
-        sb_free(&b);
+        gx_sb_puts(&b, ") space");
+        if (c->status == SIFT_OK && use_builtin(c, "space")) out = add_rule(c, rule_name, gx_sb_take(&b));
+        gx_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "allOf")) {
         if (!check_keywords(c, s, NULL)) goto done;
         out = visit_all_of(c, s, name, rule_name);
@@ -1725,6 +1173,35 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
         sift_error_set(err, SIFT_E_INVAL, "JSON schema is NULL");
         return NULL;
     }
+    /* JSON text is UTF-8 and strings hold no raw control characters (RFC 8259); cJSON would
+     * pass both through, and it keeps strings as C strings, so a \u0000 would cut one short
+     * (an enum value "a\u0000b" would become "a"): refuse these up front */
+    gx_utf8 u = {0};
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        uint8_t ch = (uint8_t)schema[i];
+        int32_t r = gx_utf8_feed(&u, ch);
+        if (r == GX_UTF8_BAD || (r == GX_UTF8_MORE && i + 1 == len)) {
+            sift_error_set(err, SIFT_E_PARSE, "JSON schema: invalid UTF-8 at offset %zu", i);
+            return NULL;
+        }
+        if (r == GX_UTF8_MORE) continue;
+        u = (gx_utf8){0};
+        if (!in_str) {
+            in_str = ch == '"';
+        } else if (ch == '"') {
+            in_str = false;
+        } else if (ch < 0x20) {
+            sift_error_set(err, SIFT_E_PARSE, "JSON schema: control character 0x%02X inside a string at offset %zu", ch, i);
+            return NULL;
+        } else if (ch == '\\' && i + 1 < len) {
+            if (i + 5 < len && schema[i + 1] == 'u' && !memcmp(schema + i + 2, "0000", 4)) {
+                sift_error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: \\u0000 inside a string (offset %zu) is not supported", i);
+                return NULL;
+            }
+            i++; /* the escaped character (a '"' or '\\' does not end or escape anything) */
+        }
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(schema, len, &end, false);
     if (!root) {
@@ -1748,10 +1225,24 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     }
     if (c.status == SIFT_OK) {
         qsort(c.rules, c.n_rules, sizeof *c.rules, cmp_rule);
-        sbuf b = {0};
-        for (size_t i = 0; i < c.n_rules; i++) sb_printf(&b, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
-        out = sb_take(&b);
-        if (!out) sift_error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", JS_MAX_OUTPUT);
+        gx_sbuf b = {0};
+        for (size_t i = 0; i < c.n_rules; i++) gx_sb_printf(&b, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
+        out = gx_sb_take(&b);
+        if (!out) sift_error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", GX_TEXT_MAX);
+        /* what this converter returns always parses: the one way it cannot is a $ref cycle
+         * that reaches itself before any text ({"$ref": "#"}, {"anyOf": [{"$ref": "#"}, ...]}),
+         * a left-recursive rule */
+        sift_error e2 = {0};
+        sift_grammar *check = out ? sift_grammar_parse(out, strlen(out), "root", NULL, &e2) : NULL;
+        if (out && !check) {
+            if (e2.status == SIFT_E_PARSE && strstr(e2.msg, "left recursion"))
+                sift_error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: a $ref cycle refers back to itself before any value is written (%s)", e2.msg);
+            else
+                sift_error_set(err, e2.status ? e2.status : SIFT_E_NOMEM, "JSON schema: internal error, the generated grammar does not parse: %s", e2.msg);
+            gx_free(out);
+            out = NULL;
+        }
+        sift_grammar_free(check);
     }
     for (size_t i = 0; i < c.n_rules; i++) {
         gx_free(c.rules[i].name);

@@ -42,7 +42,9 @@
  * every terminal position and every (position, frame below) pair are precomputed up to a
  * budget when the sampler is made; deeper ones are computed on first use (typically tens of
  * microseconds: they resume few escapes). A warm fill_mask is: per stack a few hash lookups,
- * OR one bitset (deduplicated), set a few bits. Nothing is allocated once warm.
+ * OR one bitset (deduplicated), set a few bits. Nothing is allocated once warm. Memory is
+ * bounded: past 512 MiB the on-demand entries are dropped (the precomputed ones stay), and
+ * the walk DFA is rebuilt when it passes its own limit.
  *
  * Concurrency: one mutex per engine around cache reads and updates; clones of a sampler
  * share the engine. The matcher state stays in the sampler.
@@ -56,12 +58,19 @@
 #include "grammar/mask.h"
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
+#ifndef GX_DFA_UNION_MIN
+#define GX_DFA_UNION_MIN GX_SUCC_UNION_MIN /* see gx_succ_union */
+#endif
 #define DFA_BYTES_LIMIT ((uint64_t)512 << 20)
+/* Entries computed on demand are dropped (back to what precompute made) when the cache
+ * passes this size: a very long generation in ever new contexts cannot grow it forever. */
+#define CACHE_BYTES_LIMIT ((uint64_t)512 << 20)
 
 typedef struct {
     int32_t dense;               /* dense bitset id, or -1 */
     uint32_t extra_off, extra_n; /* token ids in `lists` */
     uint32_t esc_off, esc_n;     /* trie nodes in `lists` */
+    uint32_t key_parent, key_pos, key_aux; /* its key in `et` (to rebuild the table after a trim) */
 } gx_entry;
 
 typedef struct {
@@ -122,6 +131,9 @@ struct gx_engine {
 
     uint64_t walked;
     double precompute_ms;
+    uint32_t pre_ent, pre_dense, pre_lists; /* watermarks after precompute */
+    uint32_t trims;
+    uint64_t cache_limit;                   /* CACHE_BYTES_LIMIT (tests lower it) */
 };
 
 /* ---- small pools --------------------------------------------------------------------------- */
@@ -174,7 +186,7 @@ static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
             uint32_t id = e->st_ht[k];
             if (id == GX_NONE) break;
             const dfa_state *s = &e->st[id];
-            if (s->set_n == n && !memcmp(e->sets.v + s->set_off, v, (size_t)n * sizeof *v)) return id;
+            if (s->set_n == n && (n == 0 || !memcmp(e->sets.v + s->set_off, v, (size_t)n * sizeof *v))) return id;
         }
     }
     if (!GX_GROW(e->st, e->cap_st, e->n_st + 1)) return GX_NONE;
@@ -187,7 +199,7 @@ static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
     dfa_state *s = &e->st[id];
     s->set_off = e->sets.n;
     s->set_n = n;
-    memcpy(e->sets.v + e->sets.n, v, (size_t)n * sizeof *v);
+    if (n) memcpy(e->sets.v + e->sets.n, v, (size_t)n * sizeof *v);
     e->sets.n += n;
     s->live_off = e->live_n;
     uint64_t *live = e->live + e->live_n;
@@ -226,6 +238,17 @@ static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
     const sift_grammar *g = e->g;
     gx_arena *a = &e->wa;
     bool bottom = false;
+    e->tmp.n = 0;
+    if (e->st[s].set_n > GX_DFA_UNION_MIN) {
+        gx_u32vec *acc = &a->scratch;
+        acc->n = 0;
+        for (uint32_t k = 0; k < e->st[s].set_n; k++) {
+            uint32_t n = e->sets.v[e->st[s].set_off + k];
+            if (gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym) && !gx_u32_push(acc, n)) return -1;
+        }
+        if (gx_succ_union(a, acc->v, acc->n, &e->tmp, &bottom) != SIFT_OK) return -1;
+        goto intern;
+    }
     /* memoize successor lists first (gx_succ may run closures and move the pool) */
     for (uint32_t k = 0; k < e->st[s].set_n; k++) {
         uint32_t n = e->sets.v[e->st[s].set_off + k];
@@ -236,7 +259,6 @@ static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
         }
     }
     gx_mark_begin(a);
-    e->tmp.n = 0;
     for (uint32_t k = 0; k < e->st[s].set_n; k++) {
         uint32_t n = e->sets.v[e->st[s].set_off + k];
         if (!gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) continue;
@@ -247,6 +269,7 @@ static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
         for (uint32_t q = 0; q < c; q++)
             if (gx_mark_add(a, sc[q]) && !gx_u32_push(&e->tmp, sc[q])) return -1;
     }
+intern:
     if (e->tmp.n > 1) qsort(e->tmp.v, e->tmp.n, sizeof *e->tmp.v, cmp_u32);
     uint32_t id = dfa_intern(e, e->tmp.v, e->tmp.n);
     if (id == GX_NONE) return -1;
@@ -410,7 +433,30 @@ static bool et_put(gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux, ui
     uint32_t k = (uint32_t)gx_mix64(((uint64_t)parent << 32) ^ ((uint64_t)pos << 7) ^ aux) & mask;
     while (e->et[k].id != GX_NONE) k = (k + 1) & mask;
     e->et[k] = (ent_slot){parent, pos, aux, id};
+    e->ent[id].key_parent = parent;
+    e->ent[id].key_pos = pos;
+    e->ent[id].key_aux = aux;
     return true;
+}
+
+/* Past CACHE_BYTES_LIMIT: forget the entries computed on demand (only between fills, when no
+ * entry id is held). */
+static void cache_maybe_trim(gx_engine *e)
+{
+    uint64_t bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.n * 4 + (uint64_t)e->n_ent * sizeof(gx_entry);
+    if (bytes < e->cache_limit) return;
+    e->n_ent = e->pre_ent;
+    e->n_dense = e->pre_dense;
+    e->lists.n = e->pre_lists;
+    for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
+    for (uint32_t id = 0; id < e->n_ent; id++) {
+        const gx_entry *en = &e->ent[id];
+        uint32_t mask = e->et_cap - 1;
+        uint32_t k = (uint32_t)gx_mix64(((uint64_t)en->key_parent << 32) ^ ((uint64_t)en->key_pos << 7) ^ en->key_aux) & mask;
+        while (e->et[k].id != GX_NONE) k = (k + 1) & mask;
+        e->et[k] = (ent_slot){en->key_parent, en->key_pos, en->key_aux, id};
+    }
+    e->trims++;
 }
 
 static int32_t new_dense(gx_engine *e)
@@ -426,7 +472,7 @@ static int32_t new_dense(gx_engine *e)
 static uint32_t make_entry(gx_engine *e, uint32_t parent)
 {
     if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
-    gx_entry pe = parent == GX_NONE ? (gx_entry){-1, 0, 0, 0, 0} : e->ent[parent];
+    gx_entry pe = parent == GX_NONE ? (gx_entry){-1, 0, 0, 0, 0, 0, 0, 0} : e->ent[parent];
     /* new tokens not already in the parent's dense set */
     uint32_t n_new = 0;
     for (uint32_t k = 0; k < e->acc.n; k++) {
@@ -434,7 +480,7 @@ static uint32_t make_entry(gx_engine *e, uint32_t parent)
         if (pe.dense >= 0 && gx_bit(dense_bits(e, pe.dense), t)) continue;
         e->acc.v[n_new++] = t;
     }
-    gx_entry ne = {pe.dense, 0, 0, 0, 0};
+    gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
     if (extras > 2ull * e->voc.n_words) {
         int32_t d = new_dense(e);
@@ -447,8 +493,8 @@ static uint32_t make_entry(gx_engine *e, uint32_t parent)
     } else if (extras) {
         if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + (uint32_t)extras)) return GX_NONE;
         ne.extra_off = e->lists.n;
-        memcpy(e->lists.v + e->lists.n, e->lists.v + pe.extra_off, (size_t)pe.extra_n * sizeof(uint32_t));
-        memcpy(e->lists.v + e->lists.n + pe.extra_n, e->acc.v, (size_t)n_new * sizeof(uint32_t));
+        if (pe.extra_n) memcpy(e->lists.v + e->lists.n, e->lists.v + pe.extra_off, (size_t)pe.extra_n * sizeof(uint32_t));
+        if (n_new) memcpy(e->lists.v + e->lists.n + pe.extra_n, e->acc.v, (size_t)n_new * sizeof(uint32_t));
         e->lists.n += (uint32_t)extras;
         ne.extra_n = (uint32_t)extras;
     }
@@ -501,7 +547,7 @@ static uint32_t level1(gx_engine *e, uint32_t pos, const gx_utf8 *u)
             uint64_t *bits = e->dense + (size_t)d * e->voc.n_words;
             memcpy(bits, e->voc.normal, (size_t)e->voc.n_words * sizeof *bits);
             if ((int64_t)t < e->voc.n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
-            e->ent[e->n_ent] = (gx_entry){d, 0, 0, 0, 0};
+            e->ent[e->n_ent] = (gx_entry){d, 0, 0, 0, 0, 0, 0, 0};
             id = e->n_ent++;
             return et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
         }
@@ -577,6 +623,7 @@ int gx_engine_new(gx_engine **out, sift_grammar *g, const sift_vocab_view *view,
     }
     atomic_init(&e->refs, 1);
     pthread_mutex_init(&e->lock, NULL);
+    e->cache_limit = CACHE_BYTES_LIMIT;
     e->g = g;
     int rc = gx_vocab_build(&e->voc, view, err);
     if (rc != SIFT_OK) goto fail;
@@ -604,6 +651,10 @@ int gx_engine_new(gx_engine **out, sift_grammar *g, const sift_vocab_view *view,
         gx_utf8_range(&u, &lo, &hi);
         gx_syms_in_range(g, lo, hi, &e->lead_lo[b], &e->lead_hi[b]);
     }
+    /* the pools are never NULL, so that empty sets are still valid pointers */
+    if (!GX_GROW(e->sets.v, e->sets.cap, 64) || !GX_GROW(e->lists.v, e->lists.cap, 64) ||
+        !GX_GROW(e->acc.v, e->acc.cap, 64) || !GX_GROW(e->esc.v, e->esc.cap, 64))
+        goto nomem;
     if (dfa_intern(e, NULL, 0) != DEAD) goto nomem;
     *out = e;
     return SIFT_OK;
@@ -626,42 +677,97 @@ const gx_vocab *gx_engine_vocab(const gx_engine *e) { return &e->voc; }
 
 /* Frames that can sit directly below a frame of each rule ("B" sets), for precompute:
  * position p+1 after every REF r that is not at the end of its alternative; for a REF at
- * the end (a tail call), whatever can be below the calling rule. */
+ * the end (a tail call), whatever can be below the calling rule. A hash set of (rule,
+ * frame) pairs keeps the propagation linear in the pairs. */
+typedef struct {
+    uint64_t *slot; /* (rule << 32 | frame) + 1, 0 = empty */
+    uint32_t cap, n;
+} pair_set;
+
+static bool pair_add(pair_set *ps, uint32_t rule, uint32_t frame, bool *added)
+{
+    if ((uint64_t)(ps->n + 1) * 2 > ps->cap) {
+        uint32_t ncap = ps->cap ? ps->cap * 2 : 1024;
+        uint64_t *t = gx_calloc(ncap, sizeof *t);
+        if (!t) return false;
+        for (uint32_t k = 0; k < ps->cap; k++) {
+            if (!ps->slot[k]) continue;
+            uint32_t q = (uint32_t)gx_mix64(ps->slot[k]) & (ncap - 1);
+            while (t[q]) q = (q + 1) & (ncap - 1);
+            t[q] = ps->slot[k];
+        }
+        gx_free(ps->slot);
+        ps->slot = t;
+        ps->cap = ncap;
+    }
+    uint64_t key = (((uint64_t)rule << 32) | frame) + 1;
+    uint32_t q = (uint32_t)gx_mix64(key) & (ps->cap - 1);
+    for (; ps->slot[q]; q = (q + 1) & (ps->cap - 1))
+        if (ps->slot[q] == key) {
+            *added = false;
+            return true;
+        }
+    ps->slot[q] = key;
+    ps->n++;
+    *added = true;
+    return true;
+}
+
+#define BELOW_MAX_PAIRS (1u << 20) /* enough for a warm start; beyond it everything is lazy */
+
 static int below_sets(const sift_grammar *g, gx_u32vec **out)
 {
     gx_u32vec *b = gx_calloc(g->n_rules, sizeof *b);
     if (!b) return SIFT_E_NOMEM;
-    gx_u32vec tail_from = {0}, tail_to = {0};
+    gx_u32vec tail_from = {0}, tail_to = {0}, work_r = {0}, work_f = {0};
+    pair_set seen = {0};
     int rc = SIFT_OK;
+    bool added;
     for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK; p++) {
         uint32_t el = g->elems[p];
         if (GX_TYPE(el) != GX_REF) continue;
         uint32_t r = GX_VAL(el);
         if (!gx_is_end(g->elems[p + 1])) {
-            if (!gx_u32_push(&b[r], p + 1)) rc = SIFT_E_NOMEM;
+            if (!pair_add(&seen, r, p + 1, &added)) rc = SIFT_E_NOMEM;
+            else if (added && (!gx_u32_push(&b[r], p + 1) || !gx_u32_push(&work_r, r) || !gx_u32_push(&work_f, p + 1)))
+                rc = SIFT_E_NOMEM;
         } else if (g->rule_of[p] != r) {
             if (!gx_u32_push(&tail_from, g->rule_of[p]) || !gx_u32_push(&tail_to, r)) rc = SIFT_E_NOMEM;
         }
     }
-    /* propagate along tail calls to a fixpoint (sets are small; dedupe by linear scan) */
-    bool changed = rc == SIFT_OK;
-    for (int iter = 0; changed && iter < 64 && rc == SIFT_OK; iter++) {
-        changed = false;
-        for (uint32_t k = 0; k < tail_from.n && rc == SIFT_OK; k++) {
-            gx_u32vec *src = &b[tail_from.v[k]], *dst = &b[tail_to.v[k]];
-            for (uint32_t q = 0; q < src->n; q++) {
-                bool have = false;
-                for (uint32_t z = 0; z < dst->n && !have; z++) have = dst->v[z] == src->v[q];
-                if (!have) {
-                    if (dst->n > 4096) break; /* enough for a warm start; the rest is lazy */
-                    if (!gx_u32_push(dst, src->v[q])) rc = SIFT_E_NOMEM;
-                    changed = true;
-                }
-            }
+    /* tail-call edges by source rule (counting sort), then a worklist of new (rule, frame) pairs */
+    uint32_t *head = rc == SIFT_OK ? gx_calloc((size_t)g->n_rules + 1, sizeof *head) : NULL;
+    uint32_t *adj = rc == SIFT_OK ? gx_malloc(((size_t)tail_from.n + 1) * sizeof *adj) : NULL;
+    if (rc == SIFT_OK && (!head || !adj)) rc = SIFT_E_NOMEM;
+    if (rc == SIFT_OK) {
+        /* head[r] .. head[r + 1]: the rules r tail-calls */
+        for (uint32_t k = 0; k < tail_from.n; k++) head[tail_from.v[k] + 1]++;
+        for (uint32_t r = 0; r < g->n_rules; r++) head[r + 1] += head[r];
+        uint32_t *fill = gx_malloc(((size_t)g->n_rules + 1) * sizeof *fill);
+        if (!fill) {
+            rc = SIFT_E_NOMEM;
+        } else {
+            memcpy(fill, head, ((size_t)g->n_rules + 1) * sizeof *fill);
+            for (uint32_t k = 0; k < tail_from.n; k++) adj[fill[tail_from.v[k]]++] = tail_to.v[k];
+            gx_free(fill);
         }
     }
+    for (uint32_t w = 0; rc == SIFT_OK && w < work_r.n && seen.n < BELOW_MAX_PAIRS; w++) {
+        uint32_t q = work_r.v[w], f = work_f.v[w];
+        for (uint32_t k = head[q]; k < head[q + 1] && rc == SIFT_OK; k++) {
+            uint32_t r = adj[k];
+            if (!pair_add(&seen, r, f, &added)) rc = SIFT_E_NOMEM;
+            else if (added && (!gx_u32_push(&b[r], f) || !gx_u32_push(&work_r, r) || !gx_u32_push(&work_f, f)))
+                rc = SIFT_E_NOMEM;
+        }
+    }
+    gx_free(head);
+    gx_free(adj);
+    gx_free(seen.slot);
     gx_u32_free(&tail_from);
     gx_u32_free(&tail_to);
+    gx_u32_free(&work_r);
+    gx_u32_free(&work_f);
     if (rc != SIFT_OK) {
         for (uint32_t r = 0; r < g->n_rules; r++) gx_u32_free(&b[r]);
         gx_free(b);
@@ -684,7 +790,10 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
         if (gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
     gx_u32vec *below = NULL;
     if (rc == SIFT_OK) rc = below_sets(g, &below);
-    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && e->walked - start < budget; p++) {
+    /* work = trie nodes walked + 64 per entry made, so that many cheap entries count too */
+    uint32_t ent0 = e->n_ent;
+#define WORK() (e->walked - start + 64ull * (e->n_ent - ent0))
+    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
         if (GX_TYPE(g->elems[p]) != GX_CLASS) continue;
         uint32_t id = level1(e, p, &none);
         if (id == GX_NONE) {
@@ -693,7 +802,7 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
         }
         if (!e->ent[id].esc_n) continue;
         const gx_u32vec *bs = &below[g->rule_of[p]];
-        for (uint32_t k = 0; k < bs->n && e->walked - start < budget; k++)
+        for (uint32_t k = 0; k < bs->n && WORK() < budget; k++)
             if (child(e, id, bs->v[k]) == GX_NONE) {
                 rc = SIFT_E_NOMEM;
                 break;
@@ -703,6 +812,10 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
         for (uint32_t r = 0; r < g->n_rules; r++) gx_u32_free(&below[r]);
         gx_free(below);
     }
+#undef WORK
+    e->pre_ent = e->n_ent;
+    e->pre_dense = e->n_dense;
+    e->pre_lists = e->lists.n;
     pthread_mutex_unlock(&e->lock);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     e->precompute_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
@@ -714,6 +827,7 @@ int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t 
     uint32_t W = e->voc.n_words;
     memset(mask, 0, (size_t)W * sizeof *mask);
     pthread_mutex_lock(&e->lock);
+    cache_maybe_trim(e);
     int rc = SIFT_OK;
     e->used_dense.n = 0;
     for (uint32_t k = 0; k < s->tops.n; k++) {
@@ -747,6 +861,13 @@ int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t 
     return rc;
 }
 
+void gx_engine_set_cache_limit(gx_engine *e, uint64_t bytes)
+{
+    pthread_mutex_lock(&e->lock);
+    e->cache_limit = bytes;
+    pthread_mutex_unlock(&e->lock);
+}
+
 void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st)
 {
     pthread_mutex_lock(&e->lock);
@@ -760,5 +881,6 @@ void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st)
                 (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
                 (uint64_t)e->voc.n_nodes * sizeof(gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
     st->precompute_ms = e->precompute_ms;
+    st->trims = e->trims;
     pthread_mutex_unlock(&e->lock);
 }

@@ -36,7 +36,13 @@ typedef struct gx_engine_stats {
     uint32_t entries, dense_sets, dfa_states, walk_arena_nodes, trie_nodes;
     uint64_t trie_nodes_walked, bytes;
     double precompute_ms;
+    uint32_t trims; /* times the on-demand entries were dropped (cache size limit) */
 } gx_engine_stats;
 void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st);
+/* Size past which on-demand entries are dropped (default 512 MiB; tests use tiny ones). */
+void gx_engine_set_cache_limit(gx_engine *e, uint64_t bytes);
+
+/* The engine statistics of a grammar sampler (benchmarks, tests); false if smpl is not one. */
+bool gx_grammar_sampler_stats(const sift_sampler *smpl, gx_engine_stats *st);
 
 #endif

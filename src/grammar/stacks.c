@@ -119,6 +119,32 @@ void gx_arena_clear(gx_arena *a)
     a->epoch = a->mark_epoch = 1;
 }
 
+int gx_state_compact(gx_arena *a, gx_state *s)
+{
+    gx_arena fresh;
+    int rc = gx_arena_init(&fresh, a->g);
+    if (rc != SIFT_OK) return rc;
+    fresh.max_nodes = a->max_nodes;
+    gx_u32vec chain = {0};
+    for (uint32_t k = 0; k < s->tops.n && rc == SIFT_OK; k++) {
+        chain.n = 0;
+        for (uint32_t n = s->tops.v[k]; n && rc == SIFT_OK; n = a->parent[n])
+            if (!gx_u32_push(&chain, a->pos[n])) rc = SIFT_E_NOMEM;
+        uint32_t id = 0;
+        for (uint32_t q = chain.n; q-- > 0 && rc == SIFT_OK;)
+            if ((id = gx_node(&fresh, chain.v[q], id)) == GX_NONE) rc = SIFT_E_NOMEM;
+        if (rc == SIFT_OK) s->tops.v[k] = id;
+    }
+    gx_u32_free(&chain);
+    if (rc != SIFT_OK) {
+        gx_arena_free(&fresh);
+        return rc; /* the old arena and ids are untouched only if nothing was rewritten */
+    }
+    gx_arena_free(a);
+    *a = fresh;
+    return SIFT_OK;
+}
+
 uint32_t gx_node(gx_arena *a, uint32_t pos, uint32_t parent)
 {
     uint32_t mask = a->ht_cap - 1;
@@ -160,14 +186,11 @@ static inline bool push_exec(gx_arena *a, uint32_t c, bool *bottom)
     return gx_u32_push(&a->work, c);
 }
 
-int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool *bottom)
+/* Run the closure work list: every node on a->work is executed once per epoch; terminal-topped
+ * nodes go to out (each once), an emptied parent chain sets *bottom. */
+static int closure_run(gx_arena *a, gx_u32vec *out, bool *bottom)
 {
     const sift_grammar *g = a->g;
-    next_epoch(&a->epoch, a->stamp, a->n);
-    uint32_t start = gx_node(a, pos, parent);
-    if (start == GX_NONE) return SIFT_E_NOMEM;
-    a->work.n = 0;
-    if (!gx_u32_push(&a->work, start)) return SIFT_E_NOMEM;
     while (a->work.n) {
         uint32_t n = a->work.v[--a->work.n];
         if (a->stamp[n] == a->epoch) continue;
@@ -195,6 +218,33 @@ int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool 
         }
     }
     return SIFT_OK;
+}
+
+int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool *bottom)
+{
+    next_epoch(&a->epoch, a->stamp, a->n);
+    uint32_t start = gx_node(a, pos, parent);
+    if (start == GX_NONE) return SIFT_E_NOMEM;
+    a->work.n = 0;
+    if (!gx_u32_push(&a->work, start)) return SIFT_E_NOMEM;
+    return closure_run(a, out, bottom);
+}
+
+int gx_succ_union(gx_arena *a, const uint32_t *nodes, uint32_t n, gx_u32vec *out, bool *bottom)
+{
+    const sift_grammar *g = a->g;
+    next_epoch(&a->epoch, a->stamp, a->n);
+    a->work.n = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t m = nodes[k], p = a->pos[m], c;
+        if (gx_is_end(g->elems[p + 1])) {
+            c = a->parent[m]; /* the node of the parent frame is its continuation */
+        } else if ((c = gx_node(a, p + 1, a->parent[m])) == GX_NONE) {
+            return SIFT_E_NOMEM;
+        }
+        if (!push_exec(a, c, bottom)) return SIFT_E_NOMEM;
+    }
+    return closure_run(a, out, bottom);
 }
 
 const uint32_t *gx_succ(gx_arena *a, uint32_t n, uint32_t *count, bool *bottom)
@@ -237,7 +287,7 @@ void gx_state_free(gx_state *s) { gx_u32_free(&s->tops); }
 int gx_state_copy(gx_state *dst, const gx_state *src)
 {
     if (!GX_GROW(dst->tops.v, dst->tops.cap, src->tops.n)) return SIFT_E_NOMEM;
-    memcpy(dst->tops.v, src->tops.v, (size_t)src->tops.n * sizeof *src->tops.v);
+    if (src->tops.n) memcpy(dst->tops.v, src->tops.v, (size_t)src->tops.n * sizeof *src->tops.v);
     dst->tops.n = src->tops.n;
     dst->can_end = src->can_end;
     dst->utf8 = src->utf8;
@@ -282,6 +332,14 @@ int gx_state_step(gx_arena *a, const gx_state *in, uint32_t cp, gx_state *out)
     out->tops.n = 0;
     out->can_end = false;
     memset(&out->utf8, 0, sizeof out->utf8);
+    if (in->tops.n > GX_SUCC_UNION_MIN) {
+        gx_u32vec *acc = &a->scratch;
+        acc->n = 0;
+        for (uint32_t k = 0; k < in->tops.n; k++)
+            if (gx_elem_accepts_sym(g, g->elems[a->pos[in->tops.v[k]]], sym) && !gx_u32_push(acc, in->tops.v[k]))
+                return SIFT_E_NOMEM;
+        return gx_succ_union(a, acc->v, acc->n, &out->tops, &out->can_end);
+    }
     /* compute (memoize) the successor lists first: gx_succ may run closures */
     for (uint32_t k = 0; k < in->tops.n; k++) {
         uint32_t n = in->tops.v[k];
@@ -423,21 +481,28 @@ int gx_state_accept_token(gx_arena *a, gx_state *s, uint32_t token, const uint8_
     return SIFT_OK;
 }
 
-bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
-                       gx_state *t2)
+int gx_state_token_check(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
+                         gx_state *t2)
 {
     const sift_grammar *g = a->g;
     if (g->has_tokens && s->utf8.need == 0) {
         for (uint32_t k = 0; k < s->tops.n; k++) {
             uint32_t e = g->elems[a->pos[s->tops.v[k]]];
             if ((GX_TYPE(e) == GX_TOKEN && GX_VAL(e) == token) || (GX_TYPE(e) == GX_TOKEN_NOT && GX_VAL(e) != token))
-                return true;
+                return 1;
         }
     }
-    if (!n) return false;
+    if (!n) return 0;
     size_t fail;
     gx_state *res;
-    return feed_into(a, s, bytes, n, t1, t2, &fail, &res) == SIFT_OK;
+    int rc = feed_into(a, s, bytes, n, t1, t2, &fail, &res);
+    return rc == SIFT_OK ? 1 : rc == SIFT_E_INVAL ? 0 : rc;
+}
+
+bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
+                       gx_state *t2)
+{
+    return gx_state_token_check(a, s, token, bytes, n, t1, t2) == 1;
 }
 
 /* ---- whole-text matching (public) --------------------------------------------------------- */

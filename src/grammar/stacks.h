@@ -51,6 +51,7 @@ int gx_arena_copy(gx_arena *dst, const gx_arena *src);
 /* Drop every node (ids become invalid); keeps the memory. */
 void gx_arena_clear(gx_arena *a);
 
+
 /* The node (pos, parent); GX_NONE when out of memory. */
 uint32_t gx_node(gx_arena *a, uint32_t pos, uint32_t parent);
 
@@ -61,6 +62,16 @@ int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool 
 /* Successors of node n (whose top is a terminal) after that terminal matched: a pointer
  * into the arena's pool (valid until the next arena call), *count ids, *bottom. NULL on OOM. */
 const uint32_t *gx_succ(gx_arena *a, uint32_t n, uint32_t *count, bool *bottom);
+
+/* The union of the successors of nodes[0..n) (terminal-topped; the list may live in
+ * a->scratch, not in a->work; out is neither) appended to out, each once, in one closure walk
+ * whose visited set is shared: linear in the nodes reached, where merging the memoized gx_succ
+ * lists costs their total length (quadratic for ambiguous grammars such as x*{1000}, where
+ * the lists nest). Used for states with more than GX_SUCC_UNION_MIN stacks. */
+#ifndef GX_SUCC_UNION_MIN
+#define GX_SUCC_UNION_MIN 64
+#endif
+int gx_succ_union(gx_arena *a, const uint32_t *nodes, uint32_t n, gx_u32vec *out, bool *bottom);
 
 /* Start of a fresh set merge; then gx_mark_add() returns true the first time it sees a node. */
 void gx_mark_begin(gx_arena *a);
@@ -94,9 +105,16 @@ int gx_state_feed(gx_arena *a, gx_state *s, const uint8_t *bytes, size_t n, gx_s
  * survives. */
 int gx_state_accept_token(gx_arena *a, gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
                           gx_state *t2, gx_state *t3);
-/* Would accept_token succeed? (no state change) */
+/* Would accept_token succeed? (no state change) 1: yes, 0: no, or a negative sift_status
+ * (SIFT_E_NOMEM: the arena is full, the answer is unknown). */
+int gx_state_token_check(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
+                         gx_state *t2);
+/* gx_state_token_check() == 1: an unknown answer counts as "no" (the safe side for a mask) */
 bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
                        gx_state *t2);
+/* Rebuild arena `a` with only the stacks of state `s` (ids in s are rewritten); the memos
+ * are recomputed on demand. For matchers whose arena grew large over a long generation. */
+int gx_state_compact(gx_arena *a, gx_state *s);
 static inline bool gx_state_dead(const gx_state *s) { return s->tops.n == 0 && !s->can_end; }
 /* The grammar may end here (some stack empty, no unfinished character). */
 static inline bool gx_state_can_end(const gx_state *s) { return s->can_end && s->utf8.need == 0; }

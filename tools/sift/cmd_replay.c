@@ -21,6 +21,11 @@
  * probabilities (the chain inspector in text form); the token line follows each step.
  * --time prints the timing (wall µs per step, the chain's fill / sampler time and each
  * sampler's share) to stderr.
+ *
+ * With a grammar (--grammar, --grammar-file, -j/--json-schema, -jf/--json-schema-file; see
+ * cli_grammar.h) and --vocab VOCAB.gguf (whose size must be the logits' n_vocab), each step
+ * is sift_grammar_chain_sample(): llama.cpp's rejection strategy, or the grammar first with
+ * --grammar-first.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_grammar.h"
 #include "cli_sampling.h"
 #include "sift.h"
 
@@ -66,7 +72,9 @@ static void usage(FILE *f)
                "  --seed S        seed for spec items without one (default 0), or for the flags' chain\n"
                "  --trace         print each sampler's candidates per step (count, order, top tokens)\n"
                "  --trace-top K   tokens shown per trace line (default 5, at most 32)\n"
-               "  --time          timing summary on stderr\n\n");
+               "  --time          timing summary on stderr\n"
+               "  --vocab FILE    the vocabulary (a GGUF model or vocab file) a grammar needs\n\n");
+    cli_grammar_help(f);
     cli_sampling_help(f);
 }
 
@@ -129,6 +137,9 @@ int sift_cmd_replay(int argc, char **argv)
     long long seed = 0;
     cli_sampling cs;
     cli_sampling_init(&cs);
+    cli_grammar cg;
+    cli_grammar_init(&cg);
+    const char *vocab_path = NULL;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -154,8 +165,13 @@ int sift_cmd_replay(int argc, char **argv)
             trace = true;
         } else if (!strcmp(a, "--time")) {
             timing = true;
+        } else if (!strcmp(a, "--vocab") && v) {
+            vocab_path = v, i++;
         } else {
-            int r = cli_sampling_flag(&cs, argc, argv, &i);
+            int r = cli_grammar_flag(&cg, argc, argv, &i);
+            if (r < 0) return 2;
+            if (r > 0) continue;
+            r = cli_sampling_flag(&cs, argc, argv, &i);
             if (r < 0) return 2;
             if (r == 0) {
                 fprintf(stderr, "sift replay: unknown or incomplete option '%s' (try --help)\n", a);
@@ -166,6 +182,7 @@ int sift_cmd_replay(int argc, char **argv)
         }
     }
     if (!path) return fprintf(stderr, "sift replay: --logits FILE is required\n"), 2;
+    if (cg.flag && !vocab_path) return fprintf(stderr, "sift replay: %s needs --vocab FILE\n", cg.flag), 2;
     if (spec && other_flags)
         return fprintf(stderr, "sift replay: --chain and llama.cpp sampling flags exclude each other (only --seed goes with --chain)\n"), 2;
 
@@ -189,6 +206,25 @@ int sift_cmd_replay(int argc, char **argv)
         return spec && err.status == SIFT_E_PARSE ? 2 : 1;
     }
 
+    sift_vocab *vocab = NULL;
+    sift_sampler *grammar = NULL;
+    if (cg.flag) {
+        sift_vocab_view view;
+        vocab = sift_vocab_load(vocab_path, &err);
+        if (vocab && sift_vocab_n_tokens(vocab) != (int32_t)n_vocab)
+            fprintf(stderr, "sift replay: %s has %d tokens, the logits %u\n", vocab_path, sift_vocab_n_tokens(vocab), n_vocab);
+        else if (vocab && sift_vocab_view_get(vocab, &view) == SIFT_OK && !(grammar = cli_grammar_sampler(&cg, &view, &err)))
+            fprintf(stderr, "sift replay: %s\n", err.msg);
+        else if (!vocab)
+            fprintf(stderr, "sift replay: %s\n", err.msg);
+        if (!grammar) {
+            sift_vocab_free(vocab);
+            sift_chain_free(chain);
+            free(logits);
+            return 1;
+        }
+    }
+
     trace_state ts = {stdout, (int)trace_top, 0};
     if (trace) sift_chain_set_trace(chain, trace_hook, &ts);
 
@@ -196,7 +232,9 @@ int sift_cmd_replay(int argc, char **argv)
     const double t0 = now_us();
     for (long t = 0; t < steps; t++) {
         ts.step = t;
-        const sift_token tok = sift_chain_sample(chain, logits + (size_t)(t % n_vec) * n_vocab, (int32_t)n_vocab);
+        const float *x = logits + (size_t)(t % n_vec) * n_vocab;
+        const sift_token tok = grammar ? sift_grammar_chain_sample(grammar, chain, x, (int32_t)n_vocab, cg.mode, NULL)
+                                       : sift_chain_sample(chain, x, (int32_t)n_vocab);
         if (tok == SIFT_TOKEN_NULL) {
             fprintf(stderr, "sift replay: step %ld: the chain selected no token (its last sampler must select: greedy, dist, mirostat, adaptive_p)\n", t);
             rc = 1;
@@ -224,6 +262,8 @@ int sift_cmd_replay(int argc, char **argv)
             }
         }
     }
+    sift_sampler_free(grammar);
+    sift_vocab_free(vocab);
     sift_chain_free(chain);
     free(logits);
     if (fflush(stdout) != 0) rc = 1;

@@ -1,0 +1,397 @@
+/*
+ * json_regex.c - a JSON schema "pattern" (an ECMA-262 regular expression) as a GBNF
+ * expression over the characters of a JSON string.
+ *
+ * Supported: literals, escapes (\d \w \s \D \W \S, \t \n \r \f \v \0, \xHH, \uHHHH, escaped
+ * punctuation), classes [...] / [^...] with ranges, '.', groups ( ) and (?: ), alternation,
+ * quantifiers * + ? {m} {m,} {m,n} (lazy forms mean the same set; a '{' that starts no
+ * quantifier is a literal). Refused, with the offset: backreferences, lookaround, \b, named
+ * groups, \p{...}, '^' / '$' anywhere but at the ends (the caller handles those), and an
+ * unbounded repetition of something that can match the empty string (it would be a
+ * left-recursive rule).
+ *
+ * Characters are written in their canonical JSON encoding: a set of characters becomes the
+ * class of those that appear raw in a JSON string plus the escapes of '"', '\' and the
+ * control characters it contains (\t, \n, ... or \u00XX). The grammar accepts what a JSON
+ * writer produces, not every equivalent spelling.
+ */
+#include <ctype.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "grammar/gbnf_text.h"
+#include "grammar/gutil.h"
+
+#define RX_MAX_DEPTH 256 /* nested groups */
+
+typedef struct {
+    const char *s;
+    size_t n, i;
+    int depth;
+    sift_error *err;
+    int status;
+} rx;
+
+/* A set of code points as sorted ranges (for classes). */
+typedef struct {
+    uint32_t r[2 * 64];
+    int n;
+    bool neg;
+} cpset;
+
+static void cps_add(cpset *s, uint32_t lo, uint32_t hi)
+{
+    if (s->n < 64) {
+        s->r[2 * s->n] = lo;
+        s->r[2 * s->n + 1] = hi;
+        s->n++;
+    }
+}
+
+static bool cps_has(const cpset *cs, uint32_t cp)
+{
+    bool in = false;
+    for (int k = 0; k < cs->n && !in; k++) in = cs->r[2 * k] <= cp && cp <= cs->r[2 * k + 1];
+    return in != cs->neg;
+}
+
+/* The JSON-string form of a set of characters: the characters that appear raw in a JSON
+ * string, plus the escaped forms of '"', '\' and the control characters in the set. */
+static void put_json_chars(gx_sbuf *b, const cpset *cs)
+{
+    gx_sb_puts(b, "(");
+    /* raw part: the set minus '"', '\\', 0x00-0x1F */
+    gx_sb_puts(b, cs->neg ? "[^\"\\\\\\x00-\\x1F" : "[");
+    for (int k = 0; k < cs->n; k++) {
+        uint32_t lo = cs->r[2 * k], hi = cs->r[2 * k + 1];
+        if (!cs->neg) {
+            if (lo < 0x20) lo = 0x20;
+            if (lo > hi) continue;
+            /* split around '"' (0x22) and '\\' (0x5C) */
+            uint32_t cuts[2] = {0x22, 0x5C};
+            uint32_t a = lo;
+            for (int q = 0; q < 2; q++) {
+                if (cuts[q] < a || cuts[q] > hi) continue;
+                if (a < cuts[q]) {
+                    gx_put_class_char(b, a);
+                    if (cuts[q] - 1 > a) {
+                        gx_sb_puts(b, "-");
+                        gx_put_class_char(b, cuts[q] - 1);
+                    }
+                }
+                a = cuts[q] + 1;
+            }
+            if (a <= hi) {
+                gx_put_class_char(b, a);
+                if (hi > a) {
+                    gx_sb_puts(b, "-");
+                    gx_put_class_char(b, hi);
+                }
+            }
+        } else {
+            gx_put_class_char(b, lo);
+            if (hi > lo) {
+                gx_sb_puts(b, "-");
+                gx_put_class_char(b, hi);
+            }
+        }
+    }
+    gx_sb_puts(b, "]");
+    /* escaped part */
+    static const struct {
+        uint32_t cp;
+        const char *esc;
+    } E[] = {{'"', "\"\\\\\\\"\""}, {'\\', "\"\\\\\\\\\""}, {'\n', "\"\\\\n\""}, {'\r', "\"\\\\r\""}, {'\t', "\"\\\\t\""},
+             {'\b', "\"\\\\b\""}, {'\f', "\"\\\\f\""}};
+    for (size_t k = 0; k < sizeof E / sizeof *E; k++)
+        if (cps_has(cs, E[k].cp)) gx_sb_printf(b, " | %s", E[k].esc);
+    for (uint32_t cp = 0; cp < 0x20; cp++) {
+        if (cp == '\n' || cp == '\r' || cp == '\t' || cp == '\b' || cp == '\f') continue;
+        if (cps_has(cs, cp)) gx_sb_printf(b, " | \"\\\\u%04x\"", cp);
+    }
+    gx_sb_puts(b, ")");
+}
+
+static bool rx_fail(rx *r, const char *what)
+{
+    if (r->status == SIFT_OK) r->status = sift_error_set(r->err, SIFT_E_UNSUPPORTED, "offset %zu: %s", r->i, what);
+    return false;
+}
+
+static int rx_hex(rx *r, int nd, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int k = 0; k < nd; k++) {
+        if (r->i >= r->n || !isxdigit((unsigned char)r->s[r->i])) return rx_fail(r, "bad hex escape");
+        char ch = r->s[r->i++];
+        v = v * 16 + (uint32_t)(isdigit((unsigned char)ch) ? ch - '0' : (tolower((unsigned char)ch) - 'a' + 10));
+    }
+    *out = v;
+    return true;
+}
+
+/* One UTF-8 character of the pattern text. */
+static bool rx_char(rx *r, uint32_t *cp)
+{
+    gx_utf8 u = {0};
+    size_t start = r->i;
+    while (r->i < r->n) {
+        int32_t v = gx_utf8_feed(&u, (uint8_t)r->s[r->i++]);
+        if (v == GX_UTF8_BAD) break;
+        if (v >= 0) {
+            *cp = (uint32_t)v;
+            return true;
+        }
+    }
+    r->i = start;
+    return rx_fail(r, "invalid UTF-8");
+}
+
+/* An escape after '\' (r->i past the backslash): a single code point (*cp, returns 1) or a
+ * class into *cs (returns 2); 0 on error. */
+static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
+{
+    if (r->i >= r->n) return rx_fail(r, "pattern ends with '\\'");
+    char e = r->s[r->i++];
+    switch (e) {
+    case 'd': cps_add(cs, '0', '9'); return 2;
+    case 'D': cs->neg = true; cps_add(cs, '0', '9'); return 2;
+    case 'w': cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
+    case 'W': cs->neg = true; cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
+    case 's': cps_add(cs, '\t', '\r'); cps_add(cs, ' ', ' '); cps_add(cs, 0xA0, 0xA0); cps_add(cs, 0x2028, 0x2029); cps_add(cs, 0xFEFF, 0xFEFF); return 2;
+    case 'S': cs->neg = true; cps_add(cs, '\t', '\r'); cps_add(cs, ' ', ' '); cps_add(cs, 0xA0, 0xA0); cps_add(cs, 0x2028, 0x2029); cps_add(cs, 0xFEFF, 0xFEFF); return 2;
+    case 't': *cp = '\t'; return 1;
+    case 'n': *cp = '\n'; return 1;
+    case 'r': *cp = '\r'; return 1;
+    case 'f': *cp = '\f'; return 1;
+    case 'v': *cp = '\v'; return 1;
+    case '0': *cp = 0; return 1;
+    case 'x': return rx_hex(r, 2, cp) ? 1 : 0;
+    case 'u': return rx_hex(r, 4, cp) ? 1 : 0;
+    case 'b': case 'B': return rx_fail(r, "word boundaries (\\b, \\B) are not supported");
+    case 'p': case 'P': return rx_fail(r, "Unicode property classes (\\p{...}) are not supported");
+    case 'k': return rx_fail(r, "named backreferences are not supported");
+    default:
+        if (e >= '1' && e <= '9') return rx_fail(r, "backreferences are not supported");
+        if (isalnum((unsigned char)e)) return rx_fail(r, "unknown escape");
+        *cp = (uint32_t)(unsigned char)e;
+        return 1;
+    }
+}
+
+static bool rx_alt(rx *r, gx_sbuf *out, bool *nullable);
+
+/* [...] (r->i past '[') */
+static bool rx_class(rx *r, cpset *cs)
+{
+    if (r->i < r->n && r->s[r->i] == '^') {
+        cs->neg = true;
+        r->i++;
+    }
+    bool first = true;
+    while (r->i < r->n && (r->s[r->i] != ']' || first)) {
+        first = false;
+        uint32_t lo;
+        if (r->s[r->i] == '\\') {
+            r->i++;
+            cpset sub = {0};
+            int k = rx_escape(r, &lo, &sub);
+            if (!k) return false;
+            if (k == 2) {
+                if (sub.neg) return rx_fail(r, "negated escapes (\\D \\W \\S) inside [...] are not supported");
+                for (int q = 0; q < sub.n; q++) cps_add(cs, sub.r[2 * q], sub.r[2 * q + 1]);
+                continue;
+            }
+        } else if (!rx_char(r, &lo)) {
+            return false;
+        }
+        uint32_t hi = lo;
+        if (r->i + 1 < r->n && r->s[r->i] == '-' && r->s[r->i + 1] != ']') {
+            r->i++;
+            if (r->s[r->i] == '\\') {
+                r->i++;
+                cpset sub = {0};
+                int k = rx_escape(r, &hi, &sub);
+                if (!k) return false;
+                if (k == 2) return rx_fail(r, "a class escape cannot end a range");
+            } else if (!rx_char(r, &hi)) {
+                return false;
+            }
+            if (hi < lo) return rx_fail(r, "range out of order");
+        }
+        if (cs->n >= 64) return rx_fail(r, "character class too large");
+        cps_add(cs, lo, hi);
+    }
+    if (r->i >= r->n) return rx_fail(r, "unterminated [");
+    r->i++;
+    return true;
+}
+
+/* one atom with its quantifier, appended to out; *nullable: it can match the empty string */
+static bool rx_atom(rx *r, gx_sbuf *out, bool *nullable)
+{
+    gx_sbuf atom = {0};
+    char ch = r->s[r->i];
+    bool ok = true;
+    *nullable = false;
+    if (ch == '(') {
+        r->i++;
+        if (r->i < r->n && r->s[r->i] == '?') {
+            if (r->i + 1 < r->n && r->s[r->i + 1] == ':') r->i += 2;
+            else return rx_fail(r, "lookaround and named groups are not supported");
+        }
+        if (++r->depth > RX_MAX_DEPTH) return rx_fail(r, "groups nested too deep");
+        gx_sb_puts(&atom, "(");
+        ok = rx_alt(r, &atom, nullable);
+        r->depth--;
+        if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = rx_fail(r, "missing ')'");
+        if (ok) r->i++;
+        gx_sb_puts(&atom, ")");
+    } else if (ch == '[') {
+        r->i++;
+        cpset cs = {0};
+        ok = rx_class(r, &cs);
+        if (ok) put_json_chars(&atom, &cs);
+    } else if (ch == '.') {
+        r->i++;
+        cpset cs = {.neg = true};
+        cps_add(&cs, '\n', '\n');
+        cps_add(&cs, '\r', '\r');
+        cps_add(&cs, 0x2028, 0x2029);
+        put_json_chars(&atom, &cs);
+    } else if (ch == '\\') {
+        r->i++;
+        uint32_t cp;
+        cpset cs = {0};
+        int k = rx_escape(r, &cp, &cs);
+        if (!k) ok = false;
+        else if (k == 2) put_json_chars(&atom, &cs);
+        else {
+            cpset one = {0};
+            cps_add(&one, cp, cp);
+            put_json_chars(&atom, &one);
+        }
+    } else if (ch == '*' || ch == '+' || ch == '?') {
+        return rx_fail(r, "a quantifier without anything to repeat");
+    } else {
+        uint32_t cp;
+        if (!rx_char(r, &cp)) ok = false;
+        else {
+            cpset one = {0};
+            cps_add(&one, cp, cp);
+            put_json_chars(&atom, &one);
+        }
+    }
+    if (!ok) {
+        gx_sb_free(&atom);
+        return false;
+    }
+    /* quantifiers (several may follow: a{2}{3}); lazy '?' is the same language */
+    while (r->i < r->n) {
+        char q = r->s[r->i];
+        long mn, mx;
+        if (q == '*') mn = 0, mx = -1;
+        else if (q == '+') mn = 1, mx = -1;
+        else if (q == '?') mn = 0, mx = 1;
+        else if (q == '{') {
+            size_t j = r->i + 1;
+            if (j >= r->n || !isdigit((unsigned char)r->s[j])) break; /* a literal '{' in ECMA-262 */
+            mn = 0;
+            while (j < r->n && isdigit((unsigned char)r->s[j]) && mn < 100000) mn = mn * 10 + (r->s[j++] - '0');
+            mx = mn;
+            if (j < r->n && r->s[j] == ',') {
+                j++;
+                if (j < r->n && isdigit((unsigned char)r->s[j])) {
+                    mx = 0;
+                    while (j < r->n && isdigit((unsigned char)r->s[j]) && mx < 100000) mx = mx * 10 + (r->s[j++] - '0');
+                } else {
+                    mx = -1;
+                }
+            }
+            if (j >= r->n || r->s[j] != '}') break;
+            if (mn > 2000 || mx > 2000) {
+                gx_sb_free(&atom);
+                return rx_fail(r, "repetition count above 2000");
+            }
+            if (mx >= 0 && mx < mn) {
+                gx_sb_free(&atom);
+                return rx_fail(r, "repetition {m,n} with n < m");
+            }
+            r->i = j;
+        } else break;
+        r->i++;
+        if (r->i < r->n && r->s[r->i] == '?') r->i++;
+        if (mx < 0 && *nullable) {
+            /* X* with X able to match nothing would be a left-recursive grammar rule */
+            gx_sb_free(&atom);
+            return rx_fail(r, "unbounded repetition of an expression that can match the empty string");
+        }
+        if (mn == 0) *nullable = true;
+        gx_sbuf rep = {0};
+        gx_sbuf grp = {0};
+        gx_sb_puts(&grp, "(");
+        gx_sb_putn(&grp, atom.s ? atom.s : "", atom.n);
+        gx_sb_puts(&grp, ")");
+        gx_put_repetition(&rep, grp.s ? grp.s : "()", mn, mx, NULL);
+        gx_sb_free(&grp);
+        gx_sb_free(&atom);
+        atom = rep;
+    }
+    gx_sb_putn(out, atom.s ? atom.s : "", atom.n);
+    bool oom = atom.oom;
+    gx_sb_free(&atom);
+    if (oom) {
+        if (r->status == SIFT_OK) r->status = sift_error_set(r->err, SIFT_E_NOMEM, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+static bool rx_seq(rx *r, gx_sbuf *out, bool *nullable)
+{
+    bool first = true;
+    *nullable = true;
+    while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
+        if (r->s[r->i] == '^' || r->s[r->i] == '$') return rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
+        if (!first) gx_sb_puts(out, " ");
+        first = false;
+        bool an;
+        if (!rx_atom(r, out, &an)) return false;
+        *nullable &= an;
+    }
+    if (first) gx_sb_puts(out, "\"\"");
+    return true;
+}
+
+static bool rx_alt(rx *r, gx_sbuf *out, bool *nullable)
+{
+    if (!rx_seq(r, out, nullable)) return false;
+    while (r->i < r->n && r->s[r->i] == '|') {
+        r->i++;
+        gx_sb_puts(out, " | ");
+        bool sn;
+        if (!rx_seq(r, out, &sn)) return false;
+        *nullable |= sn;
+    }
+    return true;
+}
+
+char *gx_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err)
+{
+    *anch_start = n && pattern[0] == '^';
+    *anch_end = n && pattern[n - 1] == '$' && !(n >= 2 && pattern[n - 2] == '\\') && !(n == 1 && *anch_start);
+    rx r = {.s = pattern + *anch_start, .n = n - *anch_start - *anch_end, .err = err, .status = SIFT_OK};
+    gx_sbuf out = {0};
+    bool nullable;
+    bool ok = rx_alt(&r, &out, &nullable);
+    if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
+    if (ok && out.oom) {
+        sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+        ok = false;
+    }
+    if (!ok) {
+        gx_sb_free(&out);
+        return NULL;
+    }
+    return gx_sb_take(&out);
+}
