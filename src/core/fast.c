@@ -114,7 +114,7 @@ int sift__fast_greedy(const sift__fk *fk, const float *x, size_t n, int64_t *pic
 /* ---- dist ---------------------------------------------------------------------------------- */
 
 #define DIST_HEAD (-12.0f) /* x - M at or above: exact expf (e >= 6.1e-6) */
-#define CHUNK 512          /* entries per exact-sum chunk (dist's exact path, top_p) */
+#define CHUNK SIFT__CHUNK  /* entries per exact-sum chunk (dist's exact path, top_p) */
 
 /* llama.cpp's pick for draw u, exactly, from vector kernels: the double running sum of
  * e_i = expf(x_i - M) is reproduced chunk by chunk. While S stays in one binade
@@ -313,7 +313,7 @@ static float skip_below(int E)
 
 /* llama.cpp's float softmax denominator: s = 0; s += expf(x_i - M) in array order; exact
  * (see the top of the file). */
-float sift__float_sum_exact(const sift__fk *fk, const float *x, size_t n, float M)
+float sift__float_sum_exact(const sift__fk *fk, const float *x, size_t n, float M, const float *cmax)
 {
     float s = 0.0f;
     float dc[CHUNK + 16], ec[CHUNK + 16];
@@ -324,12 +324,18 @@ float sift__float_sum_exact(const sift__fk *fk, const float *x, size_t n, float 
         if (s >= 0x1p-60f) { /* skip what cannot change s (no binade reasoning lower down) */
             const int E = ilogbf(s);
             if (E != cut_e) cut_e = E, dcut = skip_below(E);
+            if (cmax && cmax[i / CHUNK] - M < dcut) continue; /* d = x - M is monotone in x */
         } else {
             dcut = -FLT_MAX, cut_e = INT32_MIN;
         }
         const size_t m = fk->compact_d(x, i, to, M, dcut, dc);
-        fk->exp_exact(dc, m, 0.0f, ec);
-        s = add_run_f(fk, s, ec, m);
+        double T;
+        if (s >= 0x1p-60f && fk->exp_grid_f(dc, m, ldexpf(1.0f, cut_e - 23), ec, &T) && (double)s + T < ldexp(1.0, cut_e + 1)) {
+            s = (float)((double)s + T); /* exact: a multiple of ulp(s) in the same binade */
+        } else {
+            if (s < 0x1p-60f) fk->exp_exact(dc, m, 0.0f, ec);
+            s = add_run_f(fk, s, ec, m);
+        }
     }
     return s;
 }
@@ -352,6 +358,7 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
     float thr = pairs[rank - 1].key - 0.2f; /* a bucket (1/6.4) of margin */
 
     uint32_t *bl = ws->idx;
+    float *cmax = ws->p2; /* chunk maxima, n / CHUNK + 1 <= cap */
     size_t histo[128], nc = 0;
     float M = 0.0f;
     int ib = 0;
@@ -359,7 +366,7 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
         if (attempt == 3 || !isfinite(thr)) goto general;
         /* pass 1: the maximum, NaNs, and every entry >= thr in array order */
         bool nan = false;
-        nc = fk->collect_ge(x, n, thr, bl, &M, &nan);
+        nc = fk->collect_ge(x, n, thr, bl, &M, &nan, cmax);
         if (nan || !isfinite(M)) goto general;
         if (nc < TOPP_K) { /* too high: a good deal lower */
             thr -= 4.0f;
@@ -396,7 +403,7 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
     sift_stl_partial_sort(ptr, TOPP_K - ndone, histo[ib]);
 
     /* pass 2: the float denominator; then the cut: float cumulative sum of p = e / S */
-    const float S = sift__float_sum_exact(fk, x, n, M);
+    const float S = sift__float_sum_exact(fk, x, n, M, cmax);
     float cum = 0.0f;
     size_t last = 0;
     for (size_t j = 0; j < TOPP_K; j++) {

@@ -48,11 +48,12 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
                      sift__fast_stats *st);
 
 /* The exact pieces, for the tests: llama.cpp's dist pick for draw u given the maximum M
- * (starts: scratch for n / 512 + 1 doubles), and its float softmax denominator. */
+ * (starts: scratch for n / 512 + 1 doubles), and its float softmax denominator (cmax: the
+ * maxima of the SIFT__CHUNK-entry chunks, or NULL). */
 int64_t sift__dist_exact(const sift__fk *fk, const float *x, size_t n, float M, double u, double *starts);
 /* dist's fast pick for draw u (certified, else exact), given the maximum M of x (no NaN). */
 int64_t sift__dist_pick(const sift__fk *fk, const float *x, size_t n, float M, double u, sift_ws *ws,
                         sift__fast_stats *st);
-float sift__float_sum_exact(const sift__fk *fk, const float *x, size_t n, float M);
+float sift__float_sum_exact(const sift__fk *fk, const float *x, size_t n, float M, const float *cmax);
 
 #endif

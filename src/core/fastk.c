@@ -107,15 +107,21 @@ static size_t sc_collect_minp(const float *x, size_t n, float lp, uint32_t *idx,
     return k;
 }
 
-static size_t sc_collect_ge(const float *x, size_t n, float thr, uint32_t *idx, float *max_out, bool *nan)
+static size_t sc_collect_ge(const float *x, size_t n, float thr, uint32_t *idx, float *max_out, bool *nan, float *cmax)
 {
     float m = -INFINITY;
     bool any = false;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (x[i] >= thr) idx[k++] = (uint32_t)i;
-        m = m < x[i] ? x[i] : m;
-        any |= x[i] != x[i];
+    for (size_t c = 0; c < n; c += SIFT__CHUNK) {
+        const size_t e = c + SIFT__CHUNK < n ? c + SIFT__CHUNK : n;
+        float cm = -INFINITY;
+        for (size_t i = c; i < e; i++) {
+            if (x[i] >= thr) idx[k++] = (uint32_t)i;
+            cm = cm < x[i] ? x[i] : cm;
+            any |= x[i] != x[i];
+        }
+        if (cmax) cmax[c / SIFT__CHUNK] = cm;
+        m = m < cm ? cm : m;
     }
     *max_out = m;
     *nan |= any;
@@ -175,6 +181,12 @@ static bool sc_grid_sum_f(const float *e, size_t m, float u, double *sum)
     return true;
 }
 
+static bool sc_exp_grid_f(const float *d, size_t m, float u, float *e, double *sum)
+{
+    sc_exp_exact(d, m, 0.0f, e);
+    return sc_grid_sum_f(e, m, u, sum);
+}
+
 static bool sc_grid_sum_d(const float *e, size_t m, double u, double *sum)
 {
     const double K = 0x1.8p52 * u, half = 0.5 * u, big = 0x1p51 * u;
@@ -201,6 +213,7 @@ const sift__fk sift__fk_scalar = {
     .approx_exp = sc_approx_exp,
     .exp_exact = sc_exp_exact,
     .compact_d = sc_compact_d,
+    .exp_grid_f = sc_exp_grid_f,
     .grid_sum_f = sc_grid_sum_f,
     .grid_sum_d = sc_grid_sum_d,
     .exp_exact_ok = false,

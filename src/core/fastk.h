@@ -32,6 +32,8 @@
 
 /* dist's approximate blocks: this many entries per block sum */
 #define SIFT__BLK 256
+/* exact-sum chunks (dist's exact path, top_p's float sum) and collect_ge's chunk maxima */
+#define SIFT__CHUNK 512
 /* relative error bound of approx_exp against glibc expf (the measured maximum is in
  * tests/test_fast.c and docs/performance.md), the absolute bound below 2^-125, and the
  * float accumulation of a block (32 terms a lane at most: 32 * 2^-24 < 2.5e-6) */
@@ -55,8 +57,9 @@ typedef struct sift__fk {
      * final maximum M, which is returned in *max_out. Returns the count. */
     size_t (*collect_minp)(const float *x, size_t n, float lp, uint32_t *idx, float *max_out);
     /* Every i with x[i] >= thr into idx (array order; returns the count), the maximum (from
-     * -inf, as max()) into *max_out, *nan |= any NaN. */
-    size_t (*collect_ge)(const float *x, size_t n, float thr, uint32_t *idx, float *max_out, bool *nan);
+     * -inf, as max()) into *max_out, *nan |= any NaN; with cmax, also the maximum of each
+     * SIFT__CHUNK entries into cmax[i / SIFT__CHUNK]. */
+    size_t (*collect_ge)(const float *x, size_t n, float thr, uint32_t *idx, float *max_out, bool *nan, float *cmax);
     /* dist's approximate pass: d = x[i] - M (float); entries with d >= dh are "head": their
      * indices go to head[] (array order, return value = count); every other entry's
      * approx_exp(d) (0 below -87) is summed into blk[i / SIFT__BLK] (see above). M is the
@@ -69,6 +72,10 @@ typedef struct sift__fk {
     /* top-p's scan of x[from, to): d = x[i] - M (float); every d >= dcut into d_out (array
      * order); returns the count. */
     size_t (*compact_d)(const float *x, size_t from, size_t to, float M, float dcut, float *d_out);
+    /* e[i] = expf(d[i]) (as exp_exact) and, as grid_sum_f below, the exact sum of the e[i]
+     * rounded to multiples of u into *sum; false when grid_sum_f would be (e is complete
+     * either way). */
+    bool (*exp_grid_f)(const float *d, size_t m, float u, float *e, double *sum);
     /* The exact sum of e[0..m) each rounded to the nearest multiple of u (a power of two) -
      * float addition's rounding onto a running sum whose ulp is u - into *sum. Returns false
      * (leaving *sum undefined) when some e is exactly halfway between two multiples (the

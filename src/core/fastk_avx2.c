@@ -174,19 +174,25 @@ static void k_approx_exp(const float *x, size_t n, float M, float *out)
     }
 }
 
-static size_t k_collect_ge(const float *x, size_t n, float thr, uint32_t *idx, float *max_out, bool *nan)
+static size_t k_collect_ge(const float *x, size_t n, float thr, uint32_t *idx, float *max_out, bool *nan, float *cmax)
 {
     const __m256 tv = _mm256_set1_ps(thr);
-    __m256 a = _mm256_set1_ps(-INFINITY), bad = _mm256_setzero_ps();
+    __m256 all = _mm256_set1_ps(-INFINITY), bad = _mm256_setzero_ps();
     size_t k = 0;
-    for (size_t i = 0; i < n; i += LANES) {
-        const __m256 v = load_or(x + i, n - i, -INFINITY);
-        a = _mm256_max_ps(v, a);
-        bad = _mm256_or_ps(bad, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-        const unsigned h = lanes_of(n - i) & (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, tv, _CMP_GE_OQ));
-        if (h) k += put_bits(idx + k, h, i);
+    for (size_t c = 0; c < n; c += SIFT__CHUNK) {
+        const size_t end = c + SIFT__CHUNK < n ? c + SIFT__CHUNK : n;
+        __m256 a = _mm256_set1_ps(-INFINITY);
+        for (size_t i = c; i < end; i += LANES) {
+            const __m256 v = load_or(x + i, end - i, -INFINITY);
+            a = _mm256_max_ps(v, a);
+            bad = _mm256_or_ps(bad, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+            const unsigned h = lanes_of(end - i) & (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, tv, _CMP_GE_OQ));
+            if (h) k += put_bits(idx + k, h, i);
+        }
+        if (cmax) cmax[c / SIFT__CHUNK] = hmax(a);
+        all = _mm256_max_ps(a, all);
     }
-    *max_out = hmax(a);
+    *max_out = hmax(all);
     *nan |= _mm256_movemask_ps(bad) != 0;
     return k;
 }
@@ -235,6 +241,14 @@ static void k_exp_exact(const float *d, size_t n, float M, float *out)
         _mm_storeu_ps(res + 4, expf4(_mm_loadu_ps(in + 4)));
         for (size_t k = i; k < n; k++) out[k] = res[k - i];
     }
+}
+
+static bool k_grid_sum_f(const float *e, size_t m, float u, double *sum);
+
+static bool k_exp_grid_f(const float *d, size_t m, float u, float *e, double *sum)
+{
+    k_exp_exact(d, m, 0.0f, e);
+    return k_grid_sum_f(e, m, u, sum);
 }
 
 static size_t k_compact_d(const float *x, size_t from, size_t to, float M, float dcut, float *d_out)
@@ -306,6 +320,7 @@ const sift__fk sift__fk_avx2 = {
     .approx_exp = k_approx_exp,
     .exp_exact = k_exp_exact,
     .compact_d = k_compact_d,
+    .exp_grid_f = k_exp_grid_f,
     .grid_sum_f = k_grid_sum_f,
     .grid_sum_d = k_grid_sum_d,
     .exp_exact_ok = true,

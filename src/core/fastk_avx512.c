@@ -185,31 +185,39 @@ static void k_approx_exp(const float *x, size_t n, float M, float *out)
     }
 }
 
-static size_t k_collect_ge(const float *x, size_t n, float thr, uint32_t *idx, float *max_out, bool *nan)
+static size_t k_collect_ge(const float *x, size_t n, float thr, uint32_t *idx, float *max_out, bool *nan, float *cmax)
 {
     const __m512 ninf = _mm512_set1_ps(-INFINITY), tv = _mm512_set1_ps(thr);
-    __m512 a = ninf, b = ninf;
+    __m512 all = ninf;
     __mmask16 bad = 0;
-    size_t k = 0, i = 0;
-    for (; i + 2 * LANES <= n; i += 2 * LANES) {
-        const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + LANES);
-        a = _mm512_max_ps(v0, a), b = _mm512_max_ps(v1, b);
-        bad |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
-        const __mmask16 h0 = _mm512_cmp_ps_mask(v0, tv, _CMP_GE_OQ), h1 = _mm512_cmp_ps_mask(v1, tv, _CMP_GE_OQ);
-        if (h0 | h1) {
-            if (h0) k += put_idx(idx + k, h0, iota_from(i));
-            if (h1) k += put_idx(idx + k, h1, iota_from(i + LANES));
+    size_t k = 0;
+    for (size_t c = 0; c < n; c += SIFT__CHUNK) {
+        const size_t end = c + SIFT__CHUNK < n ? c + SIFT__CHUNK : n;
+        __m512 a = ninf, b = ninf;
+        size_t i = c;
+        for (; i + 2 * LANES <= end; i += 2 * LANES) {
+            const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + LANES);
+            a = _mm512_max_ps(v0, a), b = _mm512_max_ps(v1, b);
+            bad |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+            const __mmask16 h0 = _mm512_cmp_ps_mask(v0, tv, _CMP_GE_OQ), h1 = _mm512_cmp_ps_mask(v1, tv, _CMP_GE_OQ);
+            if (h0 | h1) {
+                if (h0) k += put_idx(idx + k, h0, iota_from(i));
+                if (h1) k += put_idx(idx + k, h1, iota_from(i + LANES));
+            }
         }
+        for (; i < end; i += LANES) {
+            const __mmask16 t = tail_mask(end - i);
+            const __m512 v = _mm512_mask_loadu_ps(ninf, t, x + i);
+            a = _mm512_max_ps(v, a);
+            bad |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+            const __mmask16 h = t & _mm512_cmp_ps_mask(v, tv, _CMP_GE_OQ);
+            if (h) k += put_idx(idx + k, h, iota_from(i));
+        }
+        a = _mm512_max_ps(a, b);
+        if (cmax) cmax[c / SIFT__CHUNK] = _mm512_reduce_max_ps(a);
+        all = _mm512_max_ps(a, all);
     }
-    for (; i < n; i += LANES) {
-        const __mmask16 t = tail_mask(n - i);
-        const __m512 v = _mm512_mask_loadu_ps(ninf, t, x + i);
-        a = _mm512_max_ps(v, a);
-        bad |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-        const __mmask16 h = t & _mm512_cmp_ps_mask(v, tv, _CMP_GE_OQ);
-        if (h) k += put_idx(idx + k, h, iota_from(i));
-    }
-    *max_out = _mm512_reduce_max_ps(_mm512_max_ps(a, b));
+    *max_out = _mm512_reduce_max_ps(all);
     *nan |= bad != 0;
     return k;
 }
@@ -260,6 +268,32 @@ static void k_exp_exact(const float *d, size_t n, float M, float *out)
         const __mmask8 m = n - i >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - i)) - 1u);
         _mm256_mask_storeu_ps(out + i, m, expf8(_mm256_sub_ps(_mm256_maskz_loadu_ps(m, d + i), mv), t0, t1, t2, t3));
     }
+}
+
+static bool k_exp_grid_f(const float *d, size_t m, float u, float *e, double *sum)
+{
+    const __m512i t0 = _mm512_loadu_si512(sift__exp2f_tab), t1 = _mm512_loadu_si512(sift__exp2f_tab + 8);
+    const __m512i t2 = _mm512_loadu_si512(sift__exp2f_tab + 16), t3 = _mm512_loadu_si512(sift__exp2f_tab + 24);
+    const __m512 K = _mm512_set1_ps(12582912.0f * u), half = _mm512_set1_ps(0.5f * u), big = _mm512_set1_ps(4194304.0f * u);
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0;
+    __mmask16 fail = 0;
+    for (size_t i = 0; i < m; i += LANES) {
+        const __mmask16 t = tail_mask(m - i);
+        const __m512 dv = _mm512_maskz_loadu_ps(t, d + i);
+        const __m256 lo = expf8(_mm512_castps512_ps256(dv), t0, t1, t2, t3);
+        const __m256 hi = expf8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(dv), 1)), t0, t1, t2, t3);
+        const __m512 v = _mm512_maskz_mov_ps(t, _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1));
+        _mm512_mask_storeu_ps(e + i, t, v);
+        const __m512 r = _mm512_sub_ps(_mm512_add_ps(v, K), K);
+        const __m512 diff = _mm512_and_ps(_mm512_sub_ps(v, r), absmask);
+        fail |= t & (_mm512_cmp_ps_mask(v, big, _CMP_NLT_UQ) | _mm512_cmp_ps_mask(diff, half, _CMP_EQ_OQ));
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(r)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r), 1))));
+    }
+    if (fail) return false;
+    *sum = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    return true;
 }
 
 static size_t k_compact_d(const float *x, size_t from, size_t to, float M, float dcut, float *d_out)
@@ -327,6 +361,7 @@ const sift__fk sift__fk_avx512 = {
     .approx_exp = k_approx_exp,
     .exp_exact = k_exp_exact,
     .compact_d = k_compact_d,
+    .exp_grid_f = k_exp_grid_f,
     .grid_sum_f = k_grid_sum_f,
     .grid_sum_d = k_grid_sum_d,
     .exp_exact_ok = true,
