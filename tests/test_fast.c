@@ -189,11 +189,19 @@ static void test_kernels_agree(void **state)
                 sc->approx_exp(x, n, ma, fa);
                 fk->approx_exp(x, n, ma, fb);
                 assert_memory_equal(fa, fb, n * sizeof *fa);
-                ka = sc->approx_blocks(x, n, ma, -3.0f, ba, ia);
-                kb = fk->approx_blocks(x, n, ma, -3.0f, bb, ib);
-                assert_int_equal(ka, kb);
-                assert_memory_equal(ia, ib, ka * sizeof *ia);
-                for (size_t b = 0; b * SIFT__BLK < n; b++) assert_true(fabs(ba[b] - bb[b]) <= 1e-5 * ba[b] + 1e-30);
+                {
+                    float bma[200], bmb[200], Ma, Mb;
+                    bool xa = false, xb = false;
+                    ka = sc->approx_blocks(x, n, -3.0f, ba, bma, ia, &Ma, &xa);
+                    kb = fk->approx_blocks(x, n, -3.0f, bb, bmb, ib, &Mb, &xb);
+                    assert_int_equal(ka, kb);
+                    assert_memory_equal(ia, ib, ka * sizeof *ia);
+                    assert_true(Ma == Mb && Ma == ma && xa == xb);
+                    for (size_t b = 0; b * SIFT__BLK < n; b++) {
+                        assert_true(bma[b] == bmb[b]);
+                        assert_true(fabs(ba[b] - bb[b]) <= 1e-5 * ba[b] + 1e-30);
+                    }
+                }
                 /* compact_d */
                 ka = sc->compact_d(x, 0, n, ma, -4.0f, fa);
                 kb = fk->compact_d(x, 0, n, ma, -4.0f, fb);
@@ -374,7 +382,12 @@ static void test_dist_pick_at_boundaries(void **state)
                     for (int s = 0; s < abs(d); s++) w = nextafter(w, d < 0 ? 0.0 : 1.0);
                     if (!(w < 1.0)) continue;
                     const int64_t want = sift__dist_core(x, n, false, w, p);
-                    const int64_t got = sift__dist_pick(variants[v], x, n, M, w, (sift_ws *)c.ws, &st);
+                    sift_ws *ws = (sift_ws *)c.ws;
+                    float Mk, *bmax = ws->p2;
+                    bool nk = false;
+                    const size_t nh = variants[v]->approx_blocks(x, n, -12.0f, ws->blk, bmax, ws->idx, &Mk, &nk);
+                    assert_true(Mk == M && !nk);
+                    const int64_t got = sift__dist_pick(variants[v], x, n, w, M, bmax, nh, ws, &st);
                     if (got != want) fail_msg("%s: u = %a: pick %lld, llama.cpp's %lld", variants[v]->name, w, (long long)got, (long long)want);
                 }
             }

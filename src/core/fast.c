@@ -179,18 +179,31 @@ int64_t sift__dist_exact(const sift__fk *fk, const float *x, size_t n, float M, 
     return (int64_t)n - 1; /* not reached: R at the end is S >= t */
 }
 
-int64_t sift__dist_pick(const sift__fk *fk, const float *x, size_t n, float M, double u, sift_ws *ws, sift__fast_stats *st)
+/* The rounding of x - m in float, for |x - m| <= 104 (beyond, expf is 0 or the
+ * approximation is 0 and both are below SIFT__APPROX_ETA), twice (x - m_b and x - M),
+ * relative on e^d; plus glibc's 0.502 ulp. */
+#define DIST_SUB_EPS (2.0 * 104.0 * 0x1p-24 * 1.01 + 1.2e-7)
+
+int64_t sift__dist_pick(const sift__fk *fk, const float *x, size_t n, double u, float M, const float *bmax, size_t nh,
+                        sift_ws *ws, sift__fast_stats *st)
 {
     double *blk = ws->blk;
-    uint32_t *head = ws->idx;
-    const size_t nh = fk->approx_blocks(x, n, M, DIST_HEAD, blk, head);
+    const uint32_t *head = ws->idx;
     float *eh = ws->logit2; /* exact values of the head: gathered logits, then the vector expf */
     for (size_t j = 0; j < nh; j++) eh[j] = x[head[j]];
     fk->exp_exact(eh, nh, M, eh);
 
+    /* blocks summed against a running maximum m_b < M: times e^(m_b - M) (m_b - M is exact in
+     * double; the running maximum changes a few dozen times, so exp is cached) */
     const size_t nb = (n + SIFT__BLK - 1) / SIFT__BLK;
+    float last_m = M;
+    double last_f = 1.0;
     double tail = 0.0, total = 0.0;
-    for (size_t b = 0, h = 0; b < nb; b++) { /* block totals in array order */
+    for (size_t b = 0, h = 0; b < nb; b++) {
+        if (bmax[b] != M) {
+            if (bmax[b] != last_m) last_m = bmax[b], last_f = exp((double)bmax[b] - (double)M);
+            blk[b] *= last_f;
+        }
         double tb = blk[b];
         tail += blk[b];
         for (; h < nh && head[h] < (b + 1) * SIFT__BLK; h++) tb += eh[h];
@@ -198,7 +211,7 @@ int64_t sift__dist_pick(const sift__fk *fk, const float *x, size_t n, float M, d
     }
     /* error bounds (see the top of the file): E on every running sum, Et on the target */
     const double gam = (double)(n + 64) * 0x1p-53 / (1.0 - (double)(n + 64) * 0x1p-53);
-    const double eps = SIFT__APPROX_EPS + SIFT__APPROX_SUM_EPS;
+    const double eps = SIFT__APPROX_EPS + SIFT__APPROX_SUM_EPS + DIST_SUB_EPS + 1e-12;
     const double E = 2.0 * gam * total * 1.01 + eps * tail / (1.0 - eps) * 1.01 + (double)n * SIFT__APPROX_ETA;
     const double Et = E + 0x1p-51 * total;
     const double margin = 2.0 * (E + Et);
@@ -241,10 +254,12 @@ int sift__fast_dist(const sift__fk *fk, const float *x, size_t n, sift_rng *rng,
     sift_ws *ws = (sift_ws *)cand->ws;
     if (!ws || ws->cap < n) return SIFT__FAST_NO;
     bool nan = false;
-    const float M = fk->max(x, n, -INFINITY, &nan);
+    float M;
+    float *bmax = ws->p2; /* n / SIFT__BLK + 1 <= cap */
+    const size_t nh = fk->approx_blocks(x, n, DIST_HEAD, ws->blk, bmax, ws->idx, &M, &nan);
     if (nan || !isfinite(M)) return SIFT__FAST_NO; /* llama.cpp's NaN / inf arithmetic: general path */
     *u = sift_rng_uniform_double(rng);
-    *pick = sift__dist_pick(fk, x, n, M, *u, ws, st);
+    *pick = sift__dist_pick(fk, x, n, *u, M, bmax, nh, ws, st);
     return SIFT__FAST_PICK;
 }
 

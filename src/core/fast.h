@@ -51,9 +51,10 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
  * (starts: scratch for n / 512 + 1 doubles), and its float softmax denominator (cmax: the
  * maxima of the SIFT__CHUNK-entry chunks, or NULL). */
 int64_t sift__dist_exact(const sift__fk *fk, const float *x, size_t n, float M, double u, double *starts);
-/* dist's fast pick for draw u (certified, else exact), given the maximum M of x (no NaN). */
-int64_t sift__dist_pick(const sift__fk *fk, const float *x, size_t n, float M, double u, sift_ws *ws,
-                        sift__fast_stats *st);
+/* dist's fast pick for draw u (certified, else exact) after fk->approx_blocks(x, n, -12,
+ * ws->blk, bmax, ws->idx, &M, ...) returned nh (no NaN, M finite). Consumes ws->blk. */
+int64_t sift__dist_pick(const sift__fk *fk, const float *x, size_t n, double u, float M, const float *bmax, size_t nh,
+                        sift_ws *ws, sift__fast_stats *st);
 float sift__float_sum_exact(const sift__fk *fk, const float *x, size_t n, float M, const float *cmax);
 
 #endif

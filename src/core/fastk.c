@@ -128,11 +128,19 @@ static size_t sc_collect_ge(const float *x, size_t n, float thr, uint32_t *idx, 
     return k;
 }
 
-static size_t sc_approx_blocks(const float *x, size_t n, float M, float dh, double *blk, uint32_t *head)
+static size_t sc_approx_blocks(const float *x, size_t n, float dh, double *blk, float *bmax, uint32_t *head, float *max_out,
+                               bool *nan)
 {
     size_t nh = 0;
+    float M = -INFINITY;
+    bool any = false;
     for (size_t b = 0; b * SIFT__BLK < n; b++) {
         const size_t e = (b + 1) * SIFT__BLK < n ? (b + 1) * SIFT__BLK : n;
+        for (size_t i = b * SIFT__BLK; i < e; i++) {
+            M = M < x[i] ? x[i] : M;
+            any |= x[i] != x[i];
+        }
+        bmax[b] = M;
         float lane[16] = {0}; /* as the AVX-512 variant: 16 lanes of 16 terms */
         for (size_t i = b * SIFT__BLK; i < e; i++) {
             const float d = x[i] - M;
@@ -143,6 +151,8 @@ static size_t sc_approx_blocks(const float *x, size_t n, float M, float dh, doub
         for (int l = 0; l < 16; l++) s += lane[l];
         blk[b] = s;
     }
+    *max_out = M;
+    *nan |= any;
     return nh;
 }
 

@@ -60,11 +60,14 @@ typedef struct sift__fk {
      * -inf, as max()) into *max_out, *nan |= any NaN; with cmax, also the maximum of each
      * SIFT__CHUNK entries into cmax[i / SIFT__CHUNK]. */
     size_t (*collect_ge)(const float *x, size_t n, float thr, uint32_t *idx, float *max_out, bool *nan, float *cmax);
-    /* dist's approximate pass: d = x[i] - M (float); entries with d >= dh are "head": their
-     * indices go to head[] (array order, return value = count); every other entry's
-     * approx_exp(d) (0 below -87) is summed into blk[i / SIFT__BLK] (see above). M is the
-     * exact maximum of x and x holds no NaN. */
-    size_t (*approx_blocks)(const float *x, size_t n, float M, float dh, double *blk, uint32_t *head);
+    /* dist's approximate pass, one read of x: block by block (SIFT__BLK entries), the
+     * running maximum m_b = max(m_(b-1), max of block b) (from -inf, as max()) goes to
+     * bmax[b]; with d = x[i] - m_b (float), entries with d >= dh are "head": their indices
+     * go to head[] (array order, return value = count); every other entry's approx_exp(d)
+     * (0 below -87) is summed into blk[b] (see above). *max_out = the final maximum, *nan |=
+     * any NaN (the sums are meaningless then). */
+    size_t (*approx_blocks)(const float *x, size_t n, float dh, double *blk, float *bmax, uint32_t *head, float *max_out,
+                            bool *nan);
     /* out[i] = approx_exp(x[i] - M) (the values approx_blocks adds). */
     void (*approx_exp)(const float *x, size_t n, float M, float *out);
     /* out[i] = expf(x[i] - M) bit for bit (see above); M = 0 gives expf(x[i]). */

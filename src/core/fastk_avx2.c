@@ -144,16 +144,27 @@ static inline __m256 approx8(__m256 d)
     return _mm256_and_ps(ok, _mm256_castsi256_ps(e));
 }
 
-static size_t k_approx_blocks(const float *x, size_t n, float M, float dh, double *blk, uint32_t *head)
+static size_t k_approx_blocks(const float *x, size_t n, float dh, double *blk, float *bmax, uint32_t *head, float *max_out,
+                              bool *nan)
 {
-    const __m256 mv = _mm256_set1_ps(M), hv = _mm256_set1_ps(dh);
+    const __m256 hv = _mm256_set1_ps(dh);
+    __m256 run = _mm256_set1_ps(-INFINITY), bad = _mm256_setzero_ps();
     size_t nh = 0;
     for (size_t b = 0; b * SIFT__BLK < n; b++) {
-        const size_t e = (b + 1) * SIFT__BLK < n ? (b + 1) * SIFT__BLK : n;
+        const size_t s0i = b * SIFT__BLK, e = s0i + SIFT__BLK < n ? s0i + SIFT__BLK : n;
+        __m256 m0 = run;
+        for (size_t i = s0i; i < e; i += LANES) {
+            const __m256 v = load_or(x + i, e - i, -INFINITY);
+            m0 = _mm256_max_ps(v, m0);
+            bad = _mm256_or_ps(bad, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        }
+        const float M = hmax(m0);
+        run = _mm256_set1_ps(M);
+        bmax[b] = M;
         __m256 acc = _mm256_setzero_ps();
-        for (size_t i = b * SIFT__BLK; i < e; i += LANES) {
+        for (size_t i = s0i; i < e; i += LANES) {
             const __m256 live = _mm256_castsi256_ps(tail_mask(e - i));
-            const __m256 d = _mm256_sub_ps(load_or(x + i, e - i, 0.0f), mv);
+            const __m256 d = _mm256_sub_ps(load_or(x + i, e - i, 0.0f), run);
             const __m256 hc = _mm256_and_ps(live, _mm256_cmp_ps(d, hv, _CMP_GE_OQ));
             const unsigned hm = (unsigned)_mm256_movemask_ps(hc);
             if (hm) nh += put_bits(head + nh, hm, i);
@@ -161,6 +172,8 @@ static size_t k_approx_blocks(const float *x, size_t n, float M, float dh, doubl
         }
         blk[b] = hsum(_mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(acc)), _mm256_cvtps_pd(_mm256_extractf128_ps(acc, 1))));
     }
+    *max_out = hmax(run);
+    *nan |= _mm256_movemask_ps(bad) != 0;
     return nh;
 }
 

@@ -156,16 +156,34 @@ static inline __m512 approx16(__m512 d)
     return _mm512_maskz_mov_ps(ok, _mm512_castsi512_ps(e));
 }
 
-static size_t k_approx_blocks(const float *x, size_t n, float M, float dh, double *blk, uint32_t *head)
+static size_t k_approx_blocks(const float *x, size_t n, float dh, double *blk, float *bmax, uint32_t *head, float *max_out,
+                              bool *nan)
 {
-    const __m512 mv = _mm512_set1_ps(M), hv = _mm512_set1_ps(dh);
+    const __m512 hv = _mm512_set1_ps(dh), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 run = ninf; /* the running maximum, broadcast */
+    __mmask16 bad = 0;
     size_t nh = 0;
     for (size_t b = 0; b * SIFT__BLK < n; b++) {
-        const size_t e = (b + 1) * SIFT__BLK < n ? (b + 1) * SIFT__BLK : n;
+        const size_t s0i = b * SIFT__BLK, e = s0i + SIFT__BLK < n ? s0i + SIFT__BLK : n;
+        __m512 m0 = run, m1 = run;
+        size_t i = s0i;
+        for (; i + 2 * LANES <= e; i += 2 * LANES) { /* the block's maximum (it is in L1 afterwards) */
+            const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + LANES);
+            m0 = _mm512_max_ps(v0, m0), m1 = _mm512_max_ps(v1, m1);
+            bad |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+        }
+        for (; i < e; i += LANES) {
+            const __m512 v = _mm512_mask_loadu_ps(ninf, tail_mask(e - i), x + i);
+            m0 = _mm512_max_ps(v, m0);
+            bad |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        }
+        const float M = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+        run = _mm512_set1_ps(M);
+        bmax[b] = M;
         __m512 acc = _mm512_setzero_ps();
-        for (size_t i = b * SIFT__BLK; i < e; i += LANES) {
+        for (i = s0i; i < e; i += LANES) {
             const __mmask16 t = tail_mask(e - i);
-            const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(t, x + i), mv);
+            const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(t, x + i), run);
             const __mmask16 hm = t & _mm512_cmp_ps_mask(d, hv, _CMP_GE_OQ);
             if (hm) nh += put_idx(head + nh, hm, iota_from(i));
             acc = _mm512_mask_add_ps(acc, t & ~hm, acc, approx16(d));
@@ -173,6 +191,8 @@ static size_t k_approx_blocks(const float *x, size_t n, float M, float dh, doubl
         blk[b] = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(acc)),
                                                     _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)))));
     }
+    *max_out = _mm512_reduce_max_ps(run);
+    *nan |= bad != 0;
     return nh;
 }
 
