@@ -511,6 +511,33 @@ static void test_fast_equals_general_adversarial(void **state)
     }
 }
 
+/* top_k with ties exactly at the boundary (or inside the top k): the heap's own order */
+static void test_top_k_boundary_ties(void **state)
+{
+    (void)state;
+    const size_t n = 20000;
+    float *x = malloc(n * 4 * sizeof *x), *sorted = malloc(n * sizeof *sorted);
+    const int ks[] = {1, 2, 5, 40, 128};
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        for (int v = 0; v < 4; v++) {
+            float *y = x + (size_t)v * n;
+            make_input(y, n, IN_HEAD);
+            memcpy(sorted, y, n * sizeof *y);
+            /* the k-th (v odd) or a middle one of the top k (v even), copied to 1..3 places */
+            for (size_t i = 0; i < n; i++) /* partial selection sort is enough for k <= 128 */
+                for (size_t j = i + 1; i < (size_t)ks[ki] && j < n; j++)
+                    if (sorted[j] > sorted[i]) { const float t = sorted[i]; sorted[i] = sorted[j]; sorted[j] = t; }
+            const float dup = sorted[v % 2 ? ks[ki] - 1 : ks[ki] / 2];
+            for (int c = 0; c < 1 + v % 3; c++) y[rnd() % n] = dup;
+        }
+        char spec[64];
+        snprintf(spec, sizeof spec, "top_k(%d);dist(%d)", ks[ki], ks[ki]);
+        for (int fv = 0; fv < n_variants; fv++) fast_equals_general(spec, x, n, 4, 8, variants[fv]);
+    }
+    free(x);
+    free(sorted);
+}
+
 /* the pieces the fast paths are made of agree with llama.cpp's reference streams too */
 static void test_fast_paths_taken(void **state)
 {
@@ -576,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_fast_equals_general_reference),
         cmocka_unit_test(test_fast_equals_general_large),
         cmocka_unit_test(test_fast_equals_general_adversarial),
+        cmocka_unit_test(test_top_k_boundary_ties),
         cmocka_unit_test(test_fast_paths_taken),
         cmocka_unit_test(test_lazy_candidates),
     };

@@ -261,7 +261,7 @@ static bool fast_step(sift_chain *chain, const float *logits, size_t n, sift_tok
     switch (op->kind) {
     case SIFT__OP_GREEDY: r = sift__fast_greedy(chain->fk, logits, n, &pick); break;
     case SIFT__OP_DIST: r = sift__fast_dist(chain->fk, logits, n, op->rng, c, &pick, &u, &chain->fast); break;
-    case SIFT__OP_TOP_K: r = sift__fast_top_k(logits, n, (size_t)op->k, c); break;
+    case SIFT__OP_TOP_K: r = sift__fast_top_k(chain->fk, logits, n, (size_t)op->k, c); break;
     case SIFT__OP_MIN_P: r = sift__fast_min_p(chain->fk, logits, n, op->p, op->min_keep, c); break;
     case SIFT__OP_TOP_P: r = sift__fast_top_p(chain->fk, logits, n, op->p, op->min_keep, c, &chain->fast); break;
     }

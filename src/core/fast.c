@@ -265,14 +265,44 @@ int sift__fast_dist(const sift__fk *fk, const float *x, size_t n, sift_rng *rng,
 
 /* ---- top_k --------------------------------------------------------------------------------- */
 
-int sift__fast_top_k(const float *x, size_t n, size_t k, sift_candidates *cand)
+/* A threshold with roughly `above` entries of x at or above it, from the first n/16 entries
+ * (at least min(n, 1024); contiguous, so they stay cached for the pass that follows): the
+ * matching rank of that prefix, found with the SIMD-filtered heap. -inf when the prefix has
+ * no finite value that high. */
+static float estimate_threshold(const float *x, size_t n, size_t above, sift_pair *scratch)
+{
+    const size_t ns = n / 16 > 1024 ? n / 16 : (n < 1024 ? n : 1024);
+    size_t rank = above * ns / n;
+    rank = rank < 1 ? 1 : rank > ns ? ns : rank;
+    sift_stl_partial_sort_keys(x, ns, rank, scratch);
+    return scratch[rank - 1].key;
+}
+
+int sift__fast_top_k(const sift__fk *fk, const float *x, size_t n, size_t k, sift_candidates *cand)
 {
     sift_ws *ws = (sift_ws *)cand->ws;
     if (k == 0 || k > 128 || k >= n || !ws || ws->cap < n) return SIFT__FAST_NO;
-    sift_pair *heap = ws->pairs;
-    sift_stl_partial_sort_keys(x, n, k, heap);
+    sift_pair *pairs = ws->pairs;
+    /* Without ties among the k+1 largest, the heap selection can only end in plain descending
+     * order: collect the entries above a threshold below the (k+1)-th largest, take their
+     * k+1 largest, and check. With ties (or NaN), the heap itself, step for step. */
+    if (n >= 4096) {
+        const float thr = estimate_threshold(x, n, 4 * k + 64, pairs) - 0.25f;
+        float M;
+        bool nan = false;
+        const size_t nc = isfinite(thr) ? fk->collect_ge(x, n, thr, ws->idx, &M, &nan, NULL) : 0;
+        if (!nan && nc > k) {
+            for (size_t j = 0; j < nc; j++) pairs[j] = (sift_pair){x[ws->idx[j]], ws->idx[j]};
+            sift_stl_partial_sort(pairs, k + 1, nc);
+            bool ties = false;
+            for (size_t j = 0; j < k && !ties; j++) ties = !(pairs[j].key > pairs[j + 1].key);
+            if (!ties) goto write;
+        }
+    }
+    sift_stl_partial_sort_keys(x, n, k, pairs);
+write:
     for (size_t j = 0; j < k; j++) {
-        const uint32_t i = heap[j].idx;
+        const uint32_t i = pairs[j].idx;
         cand->id[j] = (sift_token)i;
         cand->logit[j] = x[i];
     }
@@ -313,8 +343,7 @@ int sift__fast_min_p(const sift__fk *fk, const float *x, size_t n, float p, size
 /* ---- top_p --------------------------------------------------------------------------------- */
 
 #define TOPP_K 256    /* llama.cpp's first partial sort */
-#define TOPP_SAMPLE 16  /* the threshold's sample: the first n / 16 entries (at least 1024) */
-#define TOPP_ABOVE 450  /* ... at a rank with about this many entries above it overall */
+#define TOPP_ABOVE 450  /* the collection threshold: about this many entries above it */
 
 /* The largest float d_cut with expf(d) < 2^(E-24) for every d < d_cut: log(2^(E-24)) less
  * 1e-4 (expf is within 0.502 ulp of exp, far inside that), rounded down. */
@@ -365,12 +394,8 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
      * (contiguous, so they stay cached for pass 1): the TOPP_RANK-th largest of a prefix of
      * n/SAMPLE entries ranks about TOPP_RANK * SAMPLE overall. A wrong guess costs a second
      * pass, never a wrong result: pass 1 is checked to hold all it needs. */
-    const size_t ns = n / TOPP_SAMPLE > 1024 ? n / TOPP_SAMPLE : 1024;
-    size_t rank = TOPP_ABOVE * ns / n;
-    rank = rank < 1 ? 1 : rank;
-    sift_pair *pairs = ws->pairs; /* the sample's top `rank` (SIMD-filtered heap), then pass 1's partition */
-    sift_stl_partial_sort_keys(x, ns, rank, pairs);
-    float thr = pairs[rank - 1].key - 0.2f; /* a bucket (1/6.4) of margin */
+    sift_pair *pairs = ws->pairs; /* the sample's heap, then pass 1's partition */
+    float thr = estimate_threshold(x, n, TOPP_ABOVE, pairs) - 0.2f; /* a bucket (1/6.4) of margin */
 
     uint32_t *bl = ws->idx;
     float *cmax = ws->p2; /* chunk maxima, n / CHUNK + 1 <= cap */

@@ -40,7 +40,7 @@ int sift__fast_greedy(const sift__fk *fk, const float *x, size_t n, int64_t *pic
 int sift__fast_dist(const sift__fk *fk, const float *x, size_t n, sift_rng *rng, sift_candidates *cand, int64_t *pick,
                     double *u, sift__fast_stats *st);
 /* top_k(k) for 0 < k <= 128, k < n (llama.cpp's std::partial_sort range) */
-int sift__fast_top_k(const float *x, size_t n, size_t k, sift_candidates *cand);
+int sift__fast_top_k(const sift__fk *fk, const float *x, size_t n, size_t k, sift_candidates *cand);
 /* min_p(p, min_keep) with p > 0 on an unsorted array (its stable-filter path) */
 int sift__fast_min_p(const sift__fk *fk, const float *x, size_t n, float p, size_t min_keep, sift_candidates *cand);
 /* top_p(p, min_keep) with p < 1 on more than 1024 entries (its partial-sort path) */
