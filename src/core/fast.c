@@ -11,11 +11,13 @@
  * greedy   one SIMD pass keeping, per lane, the first maximum and its position; the
  *          smallest position holding the overall maximum is llama.cpp's strict-`>` pick.
  *
- * top_k    (k <= 128) llama.cpp runs std::partial_sort, i.e. libstdc++'s heap selection:
- *          make_heap of the first k, then every later entry that beats the heap's top is
- *          sifted in. stlsort.c reproduces that heap step for step; the top only grows,
- *          so a SIMD scan jumps from one beating entry to the next (about k ln(n/k) of
- *          them). Same heap, same ties, same order - read from the caller's logits.
+ * top_k    (k <= 128) llama.cpp runs std::partial_sort, i.e. libstdc++'s heap selection;
+ *          its arrangement only matters for ties. Without ties among the k+1 largest the
+ *          result is those k in descending order: a threshold below the (k+1)-th largest
+ *          (estimated from a prefix), one SIMD pass collecting the entries above it, and
+ *          libstdc++'s partial sort of that short list, checked strictly decreasing. With
+ *          ties, stlsort.c's step-for-step heap, whose top only grows, so a SIMD scan jumps
+ *          from one entry that beats it to the next (about k ln(n/k) of them).
  *
  * min_p    the stable filter {i : x_i >= max + logf(p)} in array order. One SIMD pass
  *          keeps a running maximum and collects every i with x_i >= (running max of the
@@ -25,18 +27,21 @@
  *
  * dist     llama.cpp: e_i = expf(x_i - M) (float), S = double running sum in array order,
  *          t = S * u, pick = first i whose running sum R_i reaches t. Exactly that costs
- *          an exact expf and a dependent double add per token. Instead: the head
- *          (x_i - M >= -12) gets exact expf values (the vector emulation of glibc's expf),
- *          every other entry an approximation within a relative SIFT__APPROX_EPS of glibc's
- *          value, summed per block of SIFT__BLK in SIMD lanes. From the block sums the pick
- *          is located and then CERTIFIED: with E bounding every |R^_i - R_i| (the
- *          approximation error on the tail plus the rounding of any order of summation,
- *          gamma_n = n 2^-53 / (1 - n 2^-53) relative, for sums of non-negative terms) and
- *          E_t bounding |t^ - t|, the pick i is llama.cpp's if R^_i >= t^ + E + E_t and
- *          R^_(i-1) < t^ - E - E_t (R is non-decreasing). Margins twice that are used.
- *          Otherwise (the draw fell within ~1e-9 relative of a boundary, which happens when
- *          it lands in a dense low-probability tail) the step is re-run exactly with the
- *          same draw. The candidates (all n, with p) are built only when asked for.
+ *          an exact expf and a dependent double add per token. Instead, one read of the
+ *          logits, block by block (SIFT__BLK entries, in L1 for the second look): a running
+ *          maximum m_b; the head (x_i - m_b >= -12) is collected for exact expf values
+ *          (the vector emulation of glibc's expf); every other entry gets an approximation
+ *          within a relative SIFT__APPROX_EPS of glibc's value, summed per block in SIMD
+ *          lanes and later scaled by e^(m_b - M). From the block sums the pick is located
+ *          and then CERTIFIED: with E bounding every |R^_i - R_i| (the approximation and
+ *          subtraction-rounding error on the tail plus the rounding of any order of
+ *          summation, gamma_n = n 2^-53 / (1 - n 2^-53) relative, for sums of non-negative
+ *          terms) and E_t bounding |t^ - t|, the pick i is llama.cpp's if
+ *          R^_i >= t^ + E + E_t and R^_(i-1) < t^ - E - E_t (R is non-decreasing). Margins
+ *          twice that are used. Otherwise (the draw fell within ~1e-9 relative of a
+ *          boundary, which happens when it lands in a dense low-probability tail) the pick
+ *          is recomputed exactly (below) with the same draw. The candidates (all n, with p)
+ *          are built only when asked for (chain.c).
  *
  * top_p    llama.cpp: softmax with a FLOAT running sum S_f in array order, the top 256 by
  *          its bucket partial sort, then a float cumulative sum of p_i = e_i / S_f in that
@@ -52,12 +57,14 @@
  *              integers times ulp) - unless a term is exactly halfway (the tie then
  *              depends on S's last bit) or the chunk leaves the binade: then its terms are
  *              added one by one, as llama.cpp does.
- *          The 256th largest logit (a streaming heap) gives the boundary bucket ib; every
- *          entry in buckets >= ib is collected in array order during the same pass, and
- *          llama.cpp's bucket partition + std::sort / std::partial_sort then runs on that
- *          list exactly as on the full array (it never looks at the lower buckets). A cut
- *          not within the top 256 (llama.cpp then sorts everything) goes to the general
- *          path, as do NaN, infinities and ib = 0.
+ *          A threshold below the 256th largest logit (estimated from a prefix) is used by
+ *          a first pass collecting the entries above it (with the maximum, NaNs and the
+ *          chunk maxima); the boundary bucket ib follows from their bucket counts, and the
+ *          list is checked to hold every entry of the buckets >= ib (else a lower
+ *          threshold, another pass). llama.cpp's bucket partition + std::sort /
+ *          std::partial_sort then run on that list exactly as on the full array (they
+ *          never look at the lower buckets). A cut not within the top 256 (llama.cpp then
+ *          sorts everything) goes to the general path, as do NaN, infinities and ib = 0.
  */
 #include "core/fast.h"
 
