@@ -158,8 +158,12 @@ static void test_kernels_agree(void **state)
                 const float ma = sc->max(x, n, -INFINITY, &na), mb = fk->max(x, n, -INFINITY, &nb);
                 assert_true(ma == mb || (ma != ma && mb != mb));
                 assert_int_equal(na, nb);
-                /* argmax */
+                /* argmax, count_ge */
                 assert_int_equal(sc->argmax(x, n), fk->argmax(x, n));
+                for (int r = 0; r < 3; r++) {
+                    const float thr = x[rnd() % n];
+                    assert_int_equal(sc->count_ge(x, n, thr), fk->count_ge(x, n, thr));
+                }
                 /* next_above from several starts and thresholds */
                 for (int r = 0; r < 4; r++) {
                     const size_t from = n ? rnd() % n : 0;

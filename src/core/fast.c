@@ -272,17 +272,24 @@ int sift__fast_dist(const sift__fk *fk, const float *x, size_t n, sift_rng *rng,
 
 /* ---- top_k --------------------------------------------------------------------------------- */
 
-/* A threshold with roughly `above` entries of x at or above it, from the first n/16 entries
- * (at least min(n, 1024); contiguous, so they stay cached for the pass that follows): the
- * matching rank of that prefix, found with the SIMD-filtered heap. -inf when the prefix has
- * no finite value that high. */
-static float estimate_threshold(const float *x, size_t n, size_t above, sift_pair *scratch)
+/* A threshold with roughly `above` entries of x at or above it, estimated from the first
+ * n/16 entries (at least min(n, 4096); contiguous, so they stay cached for the pass that
+ * follows): bisection on the count of the prefix at or above t, between its maximum and 64
+ * below. -inf when the prefix has no finite maximum. */
+static float estimate_threshold(const sift__fk *fk, const float *x, size_t n, size_t above)
 {
-    const size_t ns = n / 16 > 1024 ? n / 16 : (n < 1024 ? n : 1024);
-    size_t rank = above * ns / n;
-    rank = rank < 1 ? 1 : rank > ns ? ns : rank;
-    sift_stl_partial_sort_keys(x, ns, rank, scratch);
-    return scratch[rank - 1].key;
+    const size_t ns = n / 16 > 4096 ? n / 16 : (n < 4096 ? n : 4096);
+    const double want = (double)above * (double)ns / (double)n;
+    bool nan = false;
+    const float mx = fk->max(x, ns, -INFINITY, &nan);
+    if (!isfinite(mx)) return -INFINITY;
+    float lo = mx - 64.0f, hi = mx; /* count(lo) >= want (else lo stays), count(hi) < want or hi = max */
+    for (int it = 0; it < 12; it++) {
+        const float mid = 0.5f * (lo + hi);
+        if ((double)fk->count_ge(x, ns, mid) >= want) lo = mid;
+        else hi = mid;
+    }
+    return lo;
 }
 
 int sift__fast_top_k(const sift__fk *fk, const float *x, size_t n, size_t k, sift_candidates *cand)
@@ -294,7 +301,7 @@ int sift__fast_top_k(const sift__fk *fk, const float *x, size_t n, size_t k, sif
      * order: collect the entries above a threshold below the (k+1)-th largest, take their
      * k+1 largest, and check. With ties (or NaN), the heap itself, step for step. */
     if (n >= 4096) {
-        const float thr = estimate_threshold(x, n, 4 * k + 64, pairs) - 0.25f;
+        const float thr = estimate_threshold(fk, x, n, 4 * k + 64) - 0.25f;
         float M;
         bool nan = false;
         const size_t nc = isfinite(thr) ? fk->collect_ge(x, n, thr, ws->idx, &M, &nan, NULL) : 0;
@@ -350,7 +357,7 @@ int sift__fast_min_p(const sift__fk *fk, const float *x, size_t n, float p, size
 /* ---- top_p --------------------------------------------------------------------------------- */
 
 #define TOPP_K 256    /* llama.cpp's first partial sort */
-#define TOPP_ABOVE 450  /* the collection threshold: about this many entries above it */
+#define TOPP_ABOVE 400  /* the collection threshold: about this many entries above it */
 
 /* The largest float d_cut with expf(d) < 2^(E-24) for every d < d_cut: log(2^(E-24)) less
  * 1e-4 (expf is within 0.502 ulp of exp, far inside that), rounded down. */
@@ -397,12 +404,11 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
     sift_ws *ws = (sift_ws *)cand->ws;
     if (!(p < 1.0f) || n <= 1024 || min_keep > TOPP_K || !ws || ws->cap < n) return SIFT__FAST_NO;
 
-    /* A threshold a little below the 256th largest logit, estimated from the first entries
-     * (contiguous, so they stay cached for pass 1): the TOPP_RANK-th largest of a prefix of
-     * n/SAMPLE entries ranks about TOPP_RANK * SAMPLE overall. A wrong guess costs a second
-     * pass, never a wrong result: pass 1 is checked to hold all it needs. */
-    sift_pair *pairs = ws->pairs; /* the sample's heap, then pass 1's partition */
-    float thr = estimate_threshold(x, n, TOPP_ABOVE, pairs) - 0.2f; /* a bucket (1/6.4) of margin */
+    /* A threshold a little below the 256th largest logit, estimated from the first entries.
+     * A wrong guess costs another pass, never a wrong result: pass 1 is checked to hold all
+     * it needs. */
+    sift_pair *pairs = ws->pairs; /* pass 1's partition */
+    float thr = estimate_threshold(fk, x, n, TOPP_ABOVE) - 0.16f; /* a bucket (1/6.4) of margin */
 
     uint32_t *bl = ws->idx;
     float *cmax = ws->p2; /* chunk maxima, n / CHUNK + 1 <= cap */
@@ -415,8 +421,8 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
         bool nan = false;
         nc = fk->collect_ge(x, n, thr, bl, &M, &nan, cmax);
         if (nan || !isfinite(M)) goto general;
-        if (nc < TOPP_K) { /* too high: a good deal lower */
-            thr -= 4.0f;
+        if (nc < TOPP_K) { /* too high: lower */
+            thr -= 1.0f;
             continue;
         }
         /* llama.cpp's bucket partition (sift__bucket_select's steps) on the collected

@@ -85,6 +85,13 @@ static size_t sc_argmax(const float *x, size_t n)
     return best;
 }
 
+static size_t sc_count_ge(const float *x, size_t n, float thr)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += x[i] >= thr;
+    return k;
+}
+
 static size_t sc_next_above(const float *x, size_t from, size_t n, float thr)
 {
     for (size_t i = from; i < n; i++)
@@ -216,6 +223,7 @@ const sift__fk sift__fk_scalar = {
     .name = "scalar",
     .max = sc_max,
     .argmax = sc_argmax,
+    .count_ge = sc_count_ge,
     .next_above = sc_next_above,
     .collect_minp = sc_collect_minp,
     .collect_ge = sc_collect_ge,

@@ -7,8 +7,9 @@
  * has one of two kinds of contract:
  *
  *   exact      the result is a pure function of the input, the same for every variant
- *              (tests: each SIMD variant == scalar): max, argmax, next_above,
- *              collect_minp, collect_ge, compact_d, exp_exact, grid_sum_f, grid_sum_d.
+ *              (tests: each SIMD variant == scalar): max, argmax, count_ge, next_above,
+ *              collect_minp, collect_ge, compact_d, exp_exact, exp_grid_f, grid_sum_f,
+ *              grid_sum_d.
  *              (max's value is exact; when the maximum is a zero its sign may differ.)
  *   bounded    approx_exp / approx_blocks: an approximation of glibc's expf within a
  *              relative SIFT__APPROX_EPS (plus SIFT__APPROX_ETA absolute for results below
@@ -49,6 +50,8 @@ typedef struct sift__fk {
     /* greedy's pick: the first index of the maximum (strict `>` scan from x[0]); returns
      * SIZE_MAX when x holds a NaN (the caller then takes the scalar loop). n >= 1. */
     size_t (*argmax)(const float *x, size_t n);
+    /* How many x[i] >= thr. */
+    size_t (*count_ge)(const float *x, size_t n, float thr);
     /* The first i in [from, n) with x[i] > thr, or n (the heap selection's filter). */
     size_t (*next_above)(const float *x, size_t from, size_t n, float thr);
     /* min-p in one pass: m starts at -FLT_MAX and takes the maximum (as max() above); every

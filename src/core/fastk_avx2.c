@@ -88,6 +88,15 @@ static size_t k_argmax(const float *x, size_t n)
     return 0; /* not reached */
 }
 
+static size_t k_count_ge(const float *x, size_t n, float thr)
+{
+    const __m256 t = _mm256_set1_ps(thr);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += LANES)
+        k += (size_t)__builtin_popcount(lanes_of(n - i) & (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(load_or(x + i, n - i, 0.0f), t, _CMP_GE_OQ)));
+    return k;
+}
+
 static size_t k_next_above(const float *x, size_t from, size_t n, float thr)
 {
     const __m256 t = _mm256_set1_ps(thr);
@@ -326,6 +335,7 @@ const sift__fk sift__fk_avx2 = {
     .name = "avx2",
     .max = k_max,
     .argmax = k_argmax,
+    .count_ge = k_count_ge,
     .next_above = k_next_above,
     .collect_minp = k_collect_minp,
     .collect_ge = k_collect_ge,

@@ -96,6 +96,20 @@ static size_t k_argmax(const float *x, size_t n)
     return (size_t)_mm512_reduce_min_epu32(cand);
 }
 
+static size_t k_count_ge(const float *x, size_t n, float thr)
+{
+    const __m512 t = _mm512_set1_ps(thr);
+    size_t k = 0, i = 0;
+    for (; i + 2 * LANES <= n; i += 2 * LANES)
+        k += (size_t)__builtin_popcount(_mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), t, _CMP_GE_OQ)) +
+             (size_t)__builtin_popcount(_mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + LANES), t, _CMP_GE_OQ));
+    for (; i < n; i += LANES) {
+        const __mmask16 m = tail_mask(n - i);
+        k += (size_t)__builtin_popcount(m & _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m, x + i), t, _CMP_GE_OQ));
+    }
+    return k;
+}
+
 static size_t k_next_above(const float *x, size_t from, size_t n, float thr)
 {
     const __m512 t = _mm512_set1_ps(thr);
@@ -374,6 +388,7 @@ const sift__fk sift__fk_avx512 = {
     .name = "avx512",
     .max = k_max,
     .argmax = k_argmax,
+    .count_ge = k_count_ge,
     .next_above = k_next_above,
     .collect_minp = k_collect_minp,
     .collect_ge = k_collect_ge,
