@@ -3,7 +3,7 @@
  * llama.cpp measured in the same run.
  *
  *   sift bench [-V 32000,128256,151936,262144] [-c abcdefg] [-r REPS] [-n STEPS]
- *              [--peer PATH | --no-peer] [--csv | --json]
+ *              [--rep-ms MS] [--peer PATH | --no-peer] [--csv | --json]
  *
  * The configurations, logits and step are peer_bench's (../shared/peer/README.md), so the
  * two columns measure the same thing:
@@ -20,11 +20,14 @@
  * sift_chain_sample(chain, logits, n_vocab) - from the caller's `const float *` to the
  * accepted token; llama.cpp's step fills its candidate array, applies and accepts.
  *
- * Timing: per vocabulary, one untimed warm-up rep per configuration, then REPS rounds; a
- * round times one rep of STEPS steps of every sift configuration, one rep of the max pass
- * (below), and one run of peer_bench for the same vocabulary and configurations (`-r 1
- * -n STEPS`: its own warm-up rep, then one timed rep), alternating which side goes first,
- * so both see the same machine. Reported: median and minimum over the rounds of (rep
+ * Timing: per vocabulary, one untimed warm-up rep per configuration, then REPS rounds; in
+ * a round every configuration times one sift rep and, right before or after it
+ * (alternating), one peer_bench run of the same vocabulary and configuration (`-c X -r 1
+ * -n STEPS`: its own warm-up rep, then one timed rep of STEPS steps), so both see the same
+ * machine; then one rep of the max pass (below). A sift rep is STEPS steps, or more when that takes less
+ * than --rep-ms (250 ms; sized from the warm-up): on a shared machine a rep of a few
+ * milliseconds is either untouched or doubled by one preemption, while llama.cpp's reps
+ * of a second average the load - equally long reps see it alike. Reported: median and minimum over the rounds of (rep
  * time / steps), the ratio of the medians (llama.cpp / sift), and `passes` = sift's median
  * divided by the median of one SIMD max pass over the same vectors (the kernel sift's
  * fast paths start with): how close a step is to the cost of reading the logits once.
@@ -186,7 +189,8 @@ static double max_rep(const float *logits, int32_t nv, long steps, volatile floa
     return (now_us() - t0) / (double)steps;
 }
 
-/* One peer_bench run (-r 1): fills peer_us[k] for the configurations in `letters`. */
+/* One peer_bench run (-r 1: its warm-up rep, then one timed rep): fills peer_us[k] for
+ * the configurations in `letters`. */
 static int peer_rep(const char *peer, int32_t nv, const char *letters, long steps, const int *cfg_of, int n_sel,
                     double *peer_us)
 {
@@ -208,6 +212,14 @@ static int peer_rep(const char *peer, int32_t nv, const char *letters, long step
     return rc == 0 && got == n_sel ? 0 : -1;
 }
 
+static void read_loadavg(double out[3])
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    if (fscanf(f, "%lf %lf %lf", &out[0], &out[1], &out[2]) != 3) out[0] = out[1] = out[2] = 0;
+    fclose(f);
+}
+
 static int parse_vocabs(const char *s, long *out, int cap)
 {
     int n = 0;
@@ -225,12 +237,13 @@ static int parse_vocabs(const char *s, long *out, int cap)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: sift bench [--sampling] [-V V1,V2,..] [-c abcdefg] [-r REPS] [-n STEPS]\n"
+    fprintf(f, "usage: sift bench [--sampling] [-V V1,V2,..] [-c abcdefg] [-r REPS] [-n STEPS] [--rep-ms MS]\n"
                "                  [--peer PATH | --no-peer] [--csv | --json]\n"
                "  -V       vocabulary sizes (default 32000,128256,151936,262144)\n"
                "  -c       configurations a..g (default all; see the table's names)\n"
                "  -r       timed rounds (default 7), each: every sift configuration, the max pass, one peer_bench run\n"
                "  -n       steps per rep (default max(200, 64e6 / vocab), as peer_bench)\n"
+               "  --rep-ms a sift rep runs at least this long (default 250; more steps, the same vectors in turn)\n"
                "  --peer   peer_bench (default $SIFT_PEER_DIR/peer_bench or /tmp/sift-peer/peer_bench);\n"
                "           --no-peer: sift only\n"
                "  --csv | --json   machine-readable output instead of the table\n"
@@ -240,7 +253,7 @@ static void usage(FILE *f)
 typedef struct row {
     int32_t vocab;
     int cfg;
-    long steps;
+    long steps, sift_steps;
     double med, min, peer_med, peer_min, max_med, exact_pct;
     bool have_peer;
 } row;
@@ -249,7 +262,7 @@ int sift_bench_sampling(int argc, char **argv)
 {
     long vocabs[MAX_VOCABS] = {32000, 128256, 151936, 262144};
     int n_vocabs = 4;
-    long reps = 7, steps_opt = 0;
+    long reps = 7, steps_opt = 0, rep_ms = 250;
     const char *letters = "abcdefg", *peer = NULL;
     bool no_peer = false, csv = false, json = false;
     for (int i = 1; i < argc; i++) {
@@ -277,6 +290,12 @@ int sift_bench_sampling(int argc, char **argv)
                 fprintf(stderr, "sift bench: -n: a positive number of steps\n");
                 return 2;
             }
+        } else if (!strcmp(a, "--rep-ms") && hv) {
+            rep_ms = strtol(argv[++i], NULL, 10);
+            if (rep_ms < 0 || rep_ms > 60000) {
+                fprintf(stderr, "sift bench: --rep-ms: 0..60000\n");
+                return 2;
+            }
         } else if (!strcmp(a, "--peer") && hv) {
             peer = argv[++i];
         } else if (!strcmp(a, "--no-peer")) {
@@ -292,7 +311,6 @@ int sift_bench_sampling(int argc, char **argv)
         }
     }
     int cfg_of[N_CFGS], n_sel = 0;
-    char sel_letters[N_CFGS + 1];
     for (const char *p = letters; *p; p++) {
         if (*p == ',') continue;
         int found = -1;
@@ -304,9 +322,8 @@ int sift_bench_sampling(int argc, char **argv)
             fprintf(stderr, "sift bench: -c: unknown configuration '%c' (a..g)\n", *p);
             return 2;
         }
-        if (found >= 0) sel_letters[n_sel] = CFGS[found].letter, cfg_of[n_sel++] = found;
+        if (found >= 0) cfg_of[n_sel++] = found;
     }
-    sel_letters[n_sel] = 0;
     if (!n_sel) {
         fprintf(stderr, "sift bench: -c: no configuration\n");
         return 2;
@@ -321,6 +338,8 @@ int sift_bench_sampling(int argc, char **argv)
     if (!no_peer && !use_peer)
         fprintf(stderr, "sift bench: %s not found: sift only (build it with make -C ../shared/peer)\n", peer);
 
+    double load0[3] = {0}, load1[3] = {0};
+    read_loadavg(load0);
     row *rows = calloc((size_t)(n_vocabs * n_sel), sizeof *rows);
     if (!rows) return 1;
     int n_rows = 0, rc = 0;
@@ -331,7 +350,7 @@ int sift_bench_sampling(int argc, char **argv)
         const long steps = steps_opt ? steps_opt : (64000000L / nv > 200 ? 64000000L / nv : 200);
         float *logits = malloc(sizeof(float) * (size_t)nv * BENCH_NVEC);
         sift_chain *ch[N_CFGS] = {0};
-        long next[N_CFGS] = {0};
+        long next[N_CFGS] = {0}, ssteps[N_CFGS], msteps = steps;
         double t_sift[N_CFGS][MAX_REPS], t_peer[N_CFGS][MAX_REPS], t_max[MAX_REPS];
         if (!logits) {
             rc = 1;
@@ -350,29 +369,24 @@ int sift_bench_sampling(int argc, char **argv)
                 sift_chain_describe(ch[k], desc, sizeof desc);
                 fprintf(stderr, "# vocab %d %-28s chain: %s\n", (int)nv, CFGS[cfg_of[k]].name, desc);
             }
-            sift_rep(ch[k], logits, nv, steps, &next[k], &sink); /* warm-up */
+            const double w = sift_rep(ch[k], logits, nv, steps, &next[k], &sink); /* warm-up, sizes the reps */
+            ssteps[k] = steps;
+            if (w * (double)steps < (double)rep_ms * 1e3) ssteps[k] = (long)ceil((double)rep_ms * 1e3 / w);
         }
-        max_rep(logits, nv, steps, &fsink);
+        const double wm = max_rep(logits, nv, steps, &fsink);
+        if (wm * (double)steps < (double)rep_ms * 1e3) msteps = (long)ceil((double)rep_ms * 1e3 / wm);
         sift__fast_stats st0[N_CFGS];
         for (int k = 0; k < n_sel && !rc; k++) sift__chain_fast_stats(ch[k], &st0[k]);
         for (long r = 0; r < reps && !rc; r++) {
-            const bool peer_first = r % 2 == 1;
-            if (use_peer && peer_first) {
-                double pu[N_CFGS];
-                if (peer_rep(peer, nv, sel_letters, steps, cfg_of, n_sel, pu) != 0) goto peer_failed;
-                for (int k = 0; k < n_sel; k++) t_peer[k][r] = pu[k];
+            for (int k = 0; k < n_sel && !rc; k++) { /* sift and llama.cpp back to back, alternating */
+                const bool peer_first = (r + k) % 2 == 1;
+                char one[2] = {CFGS[cfg_of[k]].letter, 0};
+                if (use_peer && peer_first && peer_rep(peer, nv, one, steps, &cfg_of[k], 1, &t_peer[k][r]) != 0) rc = 1;
+                t_sift[k][r] = sift_rep(ch[k], logits, nv, ssteps[k], &next[k], &sink);
+                if (use_peer && !peer_first && !rc && peer_rep(peer, nv, one, steps, &cfg_of[k], 1, &t_peer[k][r]) != 0) rc = 1;
             }
-            for (int k = 0; k < n_sel; k++) t_sift[k][r] = sift_rep(ch[k], logits, nv, steps, &next[k], &sink);
-            t_max[r] = max_rep(logits, nv, steps, &fsink);
-            if (use_peer && !peer_first) {
-                double pu[N_CFGS];
-                if (peer_rep(peer, nv, sel_letters, steps, cfg_of, n_sel, pu) != 0) goto peer_failed;
-                for (int k = 0; k < n_sel; k++) t_peer[k][r] = pu[k];
-            }
-            continue;
-        peer_failed:
-            fprintf(stderr, "sift bench: %s failed (vocab %d)\n", peer, (int)nv);
-            rc = 1;
+            t_max[r] = max_rep(logits, nv, msteps, &fsink);
+            if (rc) fprintf(stderr, "sift bench: %s failed (vocab %d)\n", peer, (int)nv);
         }
         if (!rc) {
             const double mx = median(t_max, (int)reps);
@@ -381,9 +395,9 @@ int sift_bench_sampling(int argc, char **argv)
                 sift__chain_fast_stats(ch[k], &st);
                 const double fell = (double)(st.dist_exact - st0[k].dist_exact) + (double)(st.top_p_general - st0[k].top_p_general);
                 row *w = &rows[n_rows++];
-                *w = (row){.vocab = nv, .cfg = cfg_of[k], .steps = steps, .med = median(t_sift[k], (int)reps),
+                *w = (row){.vocab = nv, .cfg = cfg_of[k], .steps = steps, .sift_steps = ssteps[k], .med = median(t_sift[k], (int)reps),
                            .min = minimum(t_sift[k], (int)reps), .max_med = mx,
-                           .exact_pct = 100.0 * fell / (double)(steps * reps), .have_peer = use_peer};
+                           .exact_pct = 100.0 * fell / (double)(ssteps[k] * reps), .have_peer = use_peer};
                 if (use_peer) w->peer_med = median(t_peer[k], (int)reps), w->peer_min = minimum(t_peer[k], (int)reps);
             }
             if (!csv && !json) fprintf(stderr, "# vocab %d done (max pass %.2f µs)\n", (int)nv, mx);
@@ -396,23 +410,24 @@ int sift_bench_sampling(int argc, char **argv)
         return rc;
     }
 
+    read_loadavg(load1);
     const sift__fk *fk = sift__fk_best();
     if (csv) {
-        printf("vocab,config,steps,sift_median_us,sift_min_us,llama_median_us,llama_min_us,speedup,max_pass_us,passes,exact_pct\n");
+        printf("vocab,config,steps,sift_steps,sift_median_us,sift_min_us,llama_median_us,llama_min_us,speedup,max_pass_us,passes,exact_pct\n");
         for (int i = 0; i < n_rows; i++) {
             const row *w = &rows[i];
-            printf("%d,%s,%ld,%.3f,%.3f,", (int)w->vocab, CFGS[w->cfg].name, w->steps, w->med, w->min);
+            printf("%d,%s,%ld,%ld,%.3f,%.3f,", (int)w->vocab, CFGS[w->cfg].name, w->steps, w->sift_steps, w->med, w->min);
             if (w->have_peer) printf("%.2f,%.2f,%.2f,", w->peer_med, w->peer_min, w->peer_med / w->med);
             else printf(",,,");
             printf("%.3f,%.2f,%.3f\n", w->max_med, w->med / w->max_med, w->exact_pct);
         }
     } else if (json) {
-        printf("{\"simd\": \"%s\", \"exp_exact_vector\": %s, \"reps\": %ld, \"results\": [\n", fk->name,
-               fk->exp_exact_ok ? "true" : "false", reps);
+        printf("{\"simd\": \"%s\", \"exp_exact_vector\": %s, \"reps\": %ld, \"loadavg_start\": %.2f, \"loadavg_end\": %.2f, "
+               "\"results\": [\n", fk->name, fk->exp_exact_ok ? "true" : "false", reps, load0[0], load1[0]);
         for (int i = 0; i < n_rows; i++) {
             const row *w = &rows[i];
-            printf("  {\"vocab\": %d, \"config\": \"%s\", \"steps\": %ld, \"sift_median_us\": %.3f, \"sift_min_us\": %.3f, ",
-                   (int)w->vocab, CFGS[w->cfg].name, w->steps, w->med, w->min);
+            printf("  {\"vocab\": %d, \"config\": \"%s\", \"steps\": %ld, \"sift_steps\": %ld, \"sift_median_us\": %.3f, "
+                   "\"sift_min_us\": %.3f, ", (int)w->vocab, CFGS[w->cfg].name, w->steps, w->sift_steps, w->med, w->min);
             if (w->have_peer)
                 printf("\"llama_median_us\": %.2f, \"llama_min_us\": %.2f, \"speedup\": %.2f, ", w->peer_med, w->peer_min,
                        w->peer_med / w->med);
@@ -422,8 +437,9 @@ int sift_bench_sampling(int argc, char **argv)
         }
         printf("]}\n");
     } else {
-        printf("\nsampling, µs per step: median of %ld rounds (min), sift %s kernels%s; llama.cpp = peer_bench in the same rounds\n\n",
-               reps, fk->name, fk->exp_exact_ok ? " (vector expf)" : " (libm expf)");
+        printf("\nsampling, µs per step: median of %ld rounds (min), sift %s kernels%s; llama.cpp = peer_bench in the same rounds;\n"
+               "load average %.2f at the start, %.2f at the end\n\n",
+               reps, fk->name, fk->exp_exact_ok ? " (vector expf)" : " (libm expf)", load0[0], load1[0]);
         printf("| vocab | config | sift median (min) | llama.cpp median (min) | speedup | passes | exact %% |\n");
         printf("| ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
         for (int i = 0; i < n_rows; i++) {
@@ -432,7 +448,6 @@ int sift_bench_sampling(int argc, char **argv)
             if (w->have_peer) printf("%.1f (%.1f) | %.1fx | ", w->peer_med, w->peer_min, w->peer_med / w->med);
             else printf("- | - | ");
             printf("%.2f | %.2f |\n", w->med / w->max_med, w->exact_pct);
-            if (i + 1 < n_rows && rows[i + 1].vocab != w->vocab) continue;
         }
         printf("\nmax pass (µs): ");
         for (int i = 0; i < n_rows; i++)
