@@ -273,19 +273,20 @@ int sift__fast_dist(const sift__fk *fk, const float *x, size_t n, sift_rng *rng,
 /* ---- top_k --------------------------------------------------------------------------------- */
 
 /* A threshold with roughly `above` entries of x at or above it, estimated from the first
- * n/16 entries (at least min(n, 4096); contiguous, so they stay cached for the pass that
- * follows): bisection on the count of the prefix at or above t, between its maximum and 64
- * below. -inf when the prefix has no finite maximum. */
-static float estimate_threshold(const sift__fk *fk, const float *x, size_t n, size_t above)
+ * n/div entries (at least min(n, 4096); contiguous, so they stay cached for the pass that
+ * follows): bisection, to 1/16 nat (at most 12 halvings), on the count of the prefix at or
+ * above t between its maximum and `span` below. -inf when the prefix has no finite maximum. */
+static float estimate_threshold(const sift__fk *fk, const float *x, size_t n, size_t above, size_t div, float span)
 {
-    const size_t ns = n / 16 > 4096 ? n / 16 : (n < 4096 ? n : 4096);
+    const size_t ns = n / div > 4096 ? n / div : (n < 4096 ? n : 4096);
     const double want = (double)above * (double)ns / (double)n;
     bool nan = false;
     const float mx = fk->max(x, ns, -INFINITY, &nan);
     if (!isfinite(mx)) return -INFINITY;
-    float lo = mx - 64.0f, hi = mx; /* count(lo) >= want (else lo stays), count(hi) < want or hi = max */
-    for (int it = 0; it < 12; it++) {
+    float lo = mx - span, hi = mx; /* count(hi) < want or hi = max; count(lo) >= want or lo = max - span */
+    for (int it = 0; it < 12 && hi - lo > 0.0625f; it++) { /* 12: logits so large that floats are coarser */
         const float mid = 0.5f * (lo + hi);
+        if (mid == lo || mid == hi) break;
         if ((double)fk->count_ge(x, ns, mid) >= want) lo = mid;
         else hi = mid;
     }
@@ -301,7 +302,7 @@ int sift__fast_top_k(const sift__fk *fk, const float *x, size_t n, size_t k, sif
      * order: collect the entries above a threshold below the (k+1)-th largest, take their
      * k+1 largest, and check. With ties (or NaN), the heap itself, step for step. */
     if (n >= 4096) {
-        const float thr = estimate_threshold(fk, x, n, 4 * k + 64) - 0.25f;
+        const float thr = estimate_threshold(fk, x, n, 4 * k + 64, 32, 16.0f) - 0.25f;
         float M;
         bool nan = false;
         const size_t nc = isfinite(thr) ? fk->collect_ge(x, n, thr, ws->idx, &M, &nan, NULL) : 0;
@@ -408,7 +409,7 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
      * A wrong guess costs another pass, never a wrong result: pass 1 is checked to hold all
      * it needs. */
     sift_pair *pairs = ws->pairs; /* pass 1's partition */
-    float thr = estimate_threshold(fk, x, n, TOPP_ABOVE) - 0.16f; /* a bucket (1/6.4) of margin */
+    float thr = estimate_threshold(fk, x, n, TOPP_ABOVE, 16, 32.0f) - 0.16f; /* a bucket (1/6.4) of margin */
 
     uint32_t *bl = ws->idx;
     float *cmax = ws->p2; /* chunk maxima, n / CHUNK + 1 <= cap */

@@ -27,14 +27,15 @@ static inline size_t put_idx(uint32_t *out, __mmask16 m, __m512i v)
 
 static float k_max(const float *x, size_t n, float init, bool *nan)
 {
-    __m512 a = _mm512_set1_ps(init), b = a, c = a, d = a;
+    __m512 a = _mm512_set1_ps(init), b = a;
     __mmask16 bad = 0;
     size_t i = 0;
     for (; i + 4 * LANES <= n; i += 4 * LANES) {
-        const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
-        const __m512 v2 = _mm512_loadu_ps(x + i + 32), v3 = _mm512_loadu_ps(x + i + 48);
+        const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + LANES);
+        const __m512 v2 = _mm512_loadu_ps(x + i + 2 * LANES), v3 = _mm512_loadu_ps(x + i + 3 * LANES);
         /* max_ps(v, m) = v > m ? v : m: a NaN v never wins */
-        a = _mm512_max_ps(v0, a), b = _mm512_max_ps(v1, b), c = _mm512_max_ps(v2, c), d = _mm512_max_ps(v3, d);
+        a = _mm512_max_ps(v0, a), b = _mm512_max_ps(v1, b);
+        a = _mm512_max_ps(v2, a), b = _mm512_max_ps(v3, b);
         bad |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
     }
     for (; i < n; i += LANES) {
@@ -43,57 +44,36 @@ static float k_max(const float *x, size_t n, float init, bool *nan)
         a = _mm512_max_ps(v, a);
         bad |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
     }
-    a = _mm512_max_ps(_mm512_max_ps(a, b), _mm512_max_ps(c, d));
     *nan |= bad != 0;
-    return _mm512_reduce_max_ps(a);
+    return _mm512_reduce_max_ps(_mm512_max_ps(a, b));
 }
 
 static size_t k_argmax(const float *x, size_t n)
 {
-    if (n < 2 * LANES) { /* short: the plain loop */
-        size_t best = 0;
-        float bv = x[0];
-        for (size_t i = 0; i < n; i++) {
-            if (x[i] != x[i]) return SIZE_MAX;
-            if (x[i] > bv) bv = x[i], best = i;
-        }
-        return best;
-    }
-    /* two lane sets, each lane keeping its first maximum (strict >) and where it was */
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    __m512 va = ninf, vb = ninf;
-    __m512i ia = _mm512_set1_epi32(-1), ib = ia;
-    __mmask16 bad = 0;
+    /* pass 1: the maximum and NaNs; pass 2 (cached now): the first entry equal to it */
+    bool nan = false;
+    const float mx = k_max(x, n, -INFINITY, &nan);
+    if (nan) return SIZE_MAX;
+    if (mx == -INFINITY) return 0; /* nothing is > -inf: x[0] stays */
+    const __m512 t = _mm512_set1_ps(mx);
     size_t i = 0;
-    for (; i + 2 * LANES <= n; i += 2 * LANES) {
-        const __m512 xa = _mm512_loadu_ps(x + i), xb = _mm512_loadu_ps(x + i + LANES);
-        const __mmask16 ga = _mm512_cmp_ps_mask(xa, va, _CMP_GT_OQ), gb = _mm512_cmp_ps_mask(xb, vb, _CMP_GT_OQ);
-        va = _mm512_mask_mov_ps(va, ga, xa), vb = _mm512_mask_mov_ps(vb, gb, xb);
-        ia = _mm512_mask_mov_epi32(ia, ga, iota_from(i)), ib = _mm512_mask_mov_epi32(ib, gb, iota_from(i + LANES));
-        bad |= _mm512_cmp_ps_mask(xa, xb, _CMP_UNORD_Q);
+    for (; i + 4 * LANES <= n; i += 4 * LANES) {
+        const __mmask16 m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), t, _CMP_EQ_OQ);
+        const __mmask16 m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + LANES), t, _CMP_EQ_OQ);
+        const __mmask16 m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 2 * LANES), t, _CMP_EQ_OQ);
+        const __mmask16 m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 3 * LANES), t, _CMP_EQ_OQ);
+        if (m0 | m1 | m2 | m3) {
+            if (m0) return i + (size_t)__builtin_ctz(m0);
+            if (m1) return i + LANES + (size_t)__builtin_ctz(m1);
+            if (m2) return i + 2 * LANES + (size_t)__builtin_ctz(m2);
+            return i + 3 * LANES + (size_t)__builtin_ctz(m3);
+        }
     }
     for (; i < n; i += LANES) {
-        const __mmask16 m = tail_mask(n - i);
-        const __m512 xa = _mm512_mask_loadu_ps(ninf, m, x + i);
-        const __mmask16 ga = _mm512_cmp_ps_mask(xa, va, _CMP_GT_OQ);
-        va = _mm512_mask_mov_ps(va, ga, xa);
-        ia = _mm512_mask_mov_epi32(ia, ga, iota_from(i));
-        bad |= _mm512_cmp_ps_mask(xa, xa, _CMP_UNORD_Q);
+        const __mmask16 m = tail_mask(n - i) & _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(tail_mask(n - i), x + i), t, _CMP_EQ_OQ);
+        if (m) return i + (size_t)__builtin_ctz(m);
     }
-    if (bad) return SIZE_MAX;
-    /* merge b into a: larger value, or the same value seen earlier */
-    const __mmask16 tb = _mm512_cmp_ps_mask(vb, va, _CMP_GT_OQ) |
-                         (_mm512_cmp_ps_mask(vb, va, _CMP_EQ_OQ) & _mm512_cmp_epu32_mask(ib, ia, _MM_CMPINT_LT));
-    va = _mm512_mask_mov_ps(va, tb, vb);
-    ia = _mm512_mask_mov_epi32(ia, tb, ib);
-    const float mx = _mm512_reduce_max_ps(va);
-    if (mx == -INFINITY) { /* every entry is -inf: x[0] stays (nothing is > -inf) */
-        return 0;
-    }
-    /* the smallest index among lanes holding the maximum (lanes never set hold -1 = max u32) */
-    const __mmask16 at = _mm512_cmp_ps_mask(va, _mm512_set1_ps(mx), _CMP_EQ_OQ);
-    const __m512i cand = _mm512_mask_mov_epi32(_mm512_set1_epi32(-1), at, ia);
-    return (size_t)_mm512_reduce_min_epu32(cand);
+    return 0; /* not reached */
 }
 
 static size_t k_count_ge(const float *x, size_t n, float thr)
@@ -229,14 +209,21 @@ static size_t k_collect_ge(const float *x, size_t n, float thr, uint32_t *idx, f
         const size_t end = c + SIFT__CHUNK < n ? c + SIFT__CHUNK : n;
         __m512 a = ninf, b = ninf;
         size_t i = c;
-        for (; i + 2 * LANES <= end; i += 2 * LANES) {
+        for (; i + 4 * LANES <= end; i += 4 * LANES) {
             const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + LANES);
+            const __m512 v2 = _mm512_loadu_ps(x + i + 2 * LANES), v3 = _mm512_loadu_ps(x + i + 3 * LANES);
             a = _mm512_max_ps(v0, a), b = _mm512_max_ps(v1, b);
-            bad |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
-            const __mmask16 h0 = _mm512_cmp_ps_mask(v0, tv, _CMP_GE_OQ), h1 = _mm512_cmp_ps_mask(v1, tv, _CMP_GE_OQ);
-            if (h0 | h1) {
+            a = _mm512_max_ps(v2, a), b = _mm512_max_ps(v3, b);
+            bad |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
+            /* one test for 64 entries: max(v0..v3) >= thr (NaN lanes never pass) */
+            const __m512 m4 = _mm512_max_ps(_mm512_max_ps(v0, v1), _mm512_max_ps(v2, v3));
+            if (_mm512_cmp_ps_mask(m4, tv, _CMP_GE_OQ)) {
+                const __mmask16 h0 = _mm512_cmp_ps_mask(v0, tv, _CMP_GE_OQ), h1 = _mm512_cmp_ps_mask(v1, tv, _CMP_GE_OQ);
+                const __mmask16 h2 = _mm512_cmp_ps_mask(v2, tv, _CMP_GE_OQ), h3 = _mm512_cmp_ps_mask(v3, tv, _CMP_GE_OQ);
                 if (h0) k += put_idx(idx + k, h0, iota_from(i));
                 if (h1) k += put_idx(idx + k, h1, iota_from(i + LANES));
+                if (h2) k += put_idx(idx + k, h2, iota_from(i + 2 * LANES));
+                if (h3) k += put_idx(idx + k, h3, iota_from(i + 3 * LANES));
             }
         }
         for (; i < end; i += LANES) {
