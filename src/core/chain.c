@@ -245,6 +245,7 @@ static bool fast_step(sift_chain *chain, const float *logits, size_t n, sift_tok
     while (last > i0 && sift__sampler_is_noop(chain->smpl[last])) last--;
     const bool alone = last == i0;
     if ((op->kind == SIFT__OP_GREEDY || op->kind == SIFT__OP_DIST) && !alone) return false;
+    if (op->kind == SIFT__OP_DIST && !chain->fk->fast_dist) return false;
     if (op->kind == SIFT__OP_TOP_K && (op->k <= 0 || op->k > 128 || (size_t)op->k >= n)) return false;
     if (op->kind == SIFT__OP_TOP_P && n <= 1024) return false;
     if (ensure_capacity(chain, n, NULL) != SIFT_OK) return false;

@@ -235,6 +235,7 @@ const sift__fk sift__fk_scalar = {
     .grid_sum_f = sc_grid_sum_f,
     .grid_sum_d = sc_grid_sum_d,
     .exp_exact_ok = false,
+    .fast_dist = false,
 };
 
 /* ---- choosing a variant ----------------------------------------------------------------- */

@@ -91,6 +91,8 @@ typedef struct sift__fk {
     bool (*grid_sum_d)(const float *e, size_t m, double u, double *sum);
 
     bool exp_exact_ok; /* exp_exact is the vector version (else it calls expf) */
+    bool fast_dist;    /* dist's certified path pays off (SIMD); the scalar variant leaves dist
+                        * to the general path, which is llama.cpp's own loop */
 } sift__fk;
 
 /* The best variant this CPU runs (chosen once per process; thread-safe). */

@@ -387,5 +387,6 @@ const sift__fk sift__fk_avx512 = {
     .grid_sum_f = k_grid_sum_f,
     .grid_sum_d = k_grid_sum_d,
     .exp_exact_ok = true,
+    .fast_dist = true,
 };
 #endif
