@@ -188,6 +188,16 @@ SIFT_API uint32_t sift_sampler_get_seed(const sift_sampler *smpl);
  * Memory: the candidates (and their workspace) are sized at the first fill for the
  * vocabulary and reused; nothing is allocated per token afterwards (a test enforces it).
  *
+ * Fast steps: when the chain's first sampler that does anything (disabled ones are passed
+ * over) is a built-in greedy, dist, top_k (k <= 128), min_p or top_p, sift_chain_sample()
+ * runs it straight on the caller's logits with SIMD kernels instead of filling the whole
+ * candidate array first - same token, same candidates afterwards, bit for bit (see
+ * docs/performance.md). When greedy or dist is the only working sampler, the candidates
+ * (the whole vocabulary) are only built if asked for: sift_chain_candidates() then reads
+ * the logits given to sift_chain_sample() again, so inspect them before changing those
+ * logits (or use fill / apply / accept, which always build them). A chain with a trace
+ * hook always takes the general path.
+ *
  * Inspection: after a step, sift_chain_candidates() shows what the samplers left (size,
  * order, selected index); sift_candidates_top() gives the best few with probabilities
  * (n_probs). A trace hook, called after the fill and after every sampler, lets the CLI's
@@ -219,9 +229,9 @@ SIFT_API sift_sampler *sift_chain_get(const sift_chain *chain, int32_t i);
 SIFT_API sift_sampler *sift_chain_remove(sift_chain *chain, int32_t i);
 
 /* One whole step: fill from logits[0..n_vocab), apply, accept the selected token and
- * return it. SIFT_TOKEN_NULL when the step could not run (NULL logits, n_vocab < 1, out of
- * memory) or no sampler selected a token (the last sampler must select: greedy, dist,
- * mirostat, adaptive_p). */
+ * return it (or the same through a fast step, above). SIFT_TOKEN_NULL when the step could
+ * not run (NULL logits, n_vocab < 1, out of memory) or no sampler selected a token (the
+ * last sampler must select: greedy, dist, mirostat, adaptive_p). */
 SIFT_API sift_token sift_chain_sample(sift_chain *chain, const float *logits, int32_t n_vocab);
 /* Step 1: the chain's candidates <- logits (allocates only when n_vocab grows). */
 SIFT_API sift_status sift_chain_fill(sift_chain *chain, const float *logits, int32_t n_vocab, sift_error *err);
@@ -236,7 +246,8 @@ SIFT_API void sift_chain_reset(sift_chain *chain);
  * buffers and perf counters. NULL on out of memory or when a sampler cannot be cloned. */
 SIFT_API sift_chain *sift_chain_clone(const sift_chain *chain);
 /* The chain's candidates as the last fill / apply left them (borrowed; valid until the
- * next fill or the chain's end). */
+ * next fill or the chain's end). After a fast greedy / dist step they are built here,
+ * from that step's logits, which must still be unchanged. */
 SIFT_API sift_candidates *sift_chain_candidates(sift_chain *chain);
 /* The seed of the last random sampler in the chain (as sift_sampler_get_seed), or
  * SIFT_DEFAULT_SEED when there is none. */

@@ -36,7 +36,9 @@ sift_ws *sift__ws_new(size_t cap)
     ws->id2 = malloc(cap * sizeof *ws->id2);
     ws->logit2 = malloc(cap * sizeof *ws->logit2);
     ws->p2 = malloc(cap * sizeof *ws->p2);
-    if (!ws->pairs || !ws->bucket || !ws->id2 || !ws->logit2 || !ws->p2) {
+    ws->idx = malloc((cap + 64) * sizeof *ws->idx);
+    ws->blk = malloc((cap / SIFT__BLK + 2) * sizeof *ws->blk);
+    if (!ws->pairs || !ws->bucket || !ws->id2 || !ws->logit2 || !ws->p2 || !ws->idx || !ws->blk) {
         sift__ws_free(ws);
         return NULL;
     }
@@ -51,6 +53,8 @@ void sift__ws_free(sift_ws *ws)
     free(ws->id2);
     free(ws->logit2);
     free(ws->p2);
+    free(ws->idx);
+    free(ws->blk);
     free(ws);
 }
 
@@ -199,16 +203,6 @@ void sift__gather(sift_candidates *c, const sift_pair *order, size_t m, sift_ws 
     memcpy(c->p, ws->p2, m * sizeof *c->p);
 }
 
-/* llama.cpp's bucket of a logit: int(6.4f * v + 64.0f) clamped to [0, 127]. The int
- * conversion is x86's cvttss2si, which turns NaN and anything outside int range (+inf
- * included) into INT_MIN, i.e. bucket 0 - reproduced so such logits sort the same way. */
-static inline uint8_t bucket_of(float v)
-{
-    const float x = 6.4f * v + 64.0f;
-    if (!(x >= 0.0f) || x >= 2147483648.0f) return 0;
-    return x >= 127.0f ? 127 : (uint8_t)(int)x;
-}
-
 size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_ws *ws)
 {
     enum { NB = 128 };
@@ -217,7 +211,7 @@ size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_ws *ws)
     uint8_t *bk = ws->bucket;
     size_t histo[NB] = {0};
     for (size_t i = 0; i < n; i++) {
-        uint8_t b = bucket_of(logit[i]);
+        uint8_t b = sift__bucket_of(logit[i]);
         bk[i] = b;
         histo[b]++;
     }

@@ -21,11 +21,13 @@
  *
  * The workspace (ws) is sized once with the arrays: pairs (sort keys + positions, also
  * reused as the doubles of std::discrete_distribution), one byte per entry for bucket
- * numbers, and a spare set of id/logit/p arrays for gathers. Nothing here allocates per call.
+ * numbers, a spare set of id/logit/p arrays for gathers, and the fast paths' position
+ * list and block sums. Nothing here allocates per call.
  */
 #ifndef SIFT_CORE_CANDIDATES_H
 #define SIFT_CORE_CANDIDATES_H
 
+#include "core/fastk.h"
 #include "core/stlsort.h"
 #include "sift.h"
 
@@ -42,6 +44,9 @@ typedef struct sift_ws {
     sift_token *id2;    /* [cap] spare arrays for gathers */
     float *logit2;
     float *p2;
+    uint32_t *idx;      /* [cap + 64] positions the fast paths collect (core/fast.c); the
+                         * slack lets SIMD kernels store whole vectors past the last one */
+    double *blk;        /* [cap / SIFT__BLK + 2] dist's block sums (core/fast.c) */
 } sift_ws;
 
 sift_ws *sift__ws_new(size_t cap);
@@ -61,6 +66,16 @@ static inline void sift__truncate(sift_candidates *c, size_t n)
         c->size = n;
         c->flags &= ~SIFT_CAND_PROBS;
     }
+}
+
+/* llama.cpp's bucket of a logit: int(6.4f * v + 64.0f) clamped to [0, 127]. The int
+ * conversion is x86's cvttss2si, which turns NaN and anything outside int range (+inf
+ * included) into INT_MIN, i.e. bucket 0 - reproduced so such logits sort the same way. */
+static inline uint8_t sift__bucket_of(float v)
+{
+    const float x = 6.4f * v + 64.0f;
+    if (!(x >= 0.0f) || x >= 2147483648.0f) return 0;
+    return x >= 127.0f ? 127 : (uint8_t)(int)x;
 }
 
 #define SIFT__SOFTMAX_F32_EXACT_N 160

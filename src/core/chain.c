@@ -8,24 +8,41 @@
  * A sampler may advance the candidates' array pointers (xtc drops a prefix that way); the
  * candidates' workspace remembers the arrays as allocated and each fill starts from them.
  *
- * Room for fast paths (issue 3): a step never depends on more than "candidates in, token
- * out", so sift_chain_sample() may, for chains it recognises (built-in samplers are known
- * by their vtables), produce the same candidates without the full fill - e.g. select the
- * top k straight from the caller's logits into a k-entry array, fused softmax + inverse CDF
- * for dist - as long as the result equals the general path bit for bit (ties included,
- * falling back to the exact libstdc++ orders when they occur).
+ * Fast step (issue 3). A step never depends on more than "candidates in, token out", so
+ * sift_chain_sample() skips the fill when the chain's first sampler that does anything
+ * (no-op samplers - disabled parameters - are passed over) is one core/fast.c can run on
+ * the caller's logits: greedy, dist, top_k (k <= 128), min_p or top_p. Built-in samplers
+ * are recognised by their fast-path descriptor (core/sampler.h), never by name. That
+ * sampler's result - the same candidates fill + apply would give, bit for bit - lands in
+ * the chain's candidates, and the rest of the chain runs as usual on them (top_k(40)
+ * leaves 40 entries, so the default chain costs one pass over the logits plus a few
+ * hundred entries of work). When the fast path declines (NaN, infinities, a top_p cut
+ * beyond its first 256 entries, ...) the step takes the general path, having consumed
+ * nothing.
+ *
+ * Lazy candidates. When greedy or dist is the only working sampler, the candidates after
+ * the step would be the whole vocabulary (plus, for dist, n normalized probabilities):
+ * writing them costs more than the sampling. The chain records the pick (and dist's
+ * uniform draw) and builds them only when something asks - sift_chain_candidates() or an
+ * apply on them - from the logits passed to sift_chain_sample(), which must therefore still
+ * be unchanged then (sift.h says so). A step with a trace hook always takes the general
+ * path, so the hook sees every stage.
  *
  * Perf counters follow llama.cpp's (samples; time in apply + accept) and add each
  * sampler's own time, so a front end can show where the time goes. They cost two clock
- * reads per sampler per step; params.no_perf turns them off. The trace hook runs outside
- * the timed regions.
+ * reads per sampler per step; params.no_perf turns them off. On a fast step the fused
+ * fill + first sampler counts as that sampler's time. The trace hook runs outside the
+ * timed regions.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/candidates.h"
+#include "core/chain.h"
+#include "core/fast.h"
 #include "core/perf.h"
+#include "core/sampler.h"
 #include "core/status.h"
 
 struct sift_chain {
@@ -40,6 +57,16 @@ struct sift_chain {
     void *trace_user;
 
     int64_t n_sample, n_apply, t_total_ns, t_fill_ns;
+
+    const sift__fk *fk;        /* the SIMD kernels of this CPU */
+    sift__fast_stats fast;     /* how the certified fast paths went */
+    struct {                   /* candidates not built yet (see the top of the file) */
+        int kind;              /* 0 = none, SIFT__OP_GREEDY or SIFT__OP_DIST */
+        const float *logits;   /* the caller's, as given to sift_chain_sample() */
+        size_t n;
+        int64_t pick;
+        double u;              /* dist's draw */
+    } lazy;
 };
 
 sift_chain_params sift_chain_default_params(void)
@@ -54,6 +81,7 @@ sift_chain *sift_chain_new(sift_chain_params params)
     if (!c) return NULL;
     c->params = params;
     c->cand.selected = -1;
+    c->fk = sift__fk_best();
     return c;
 }
 
@@ -106,6 +134,8 @@ sift_sampler *sift_chain_remove(sift_chain *chain, int32_t i)
 
 /* ---- the step ----------------------------------------------------------------------- */
 
+static void materialize(sift_chain *chain);
+
 static sift_status ensure_capacity(sift_chain *chain, size_t n, sift_error *err)
 {
     const sift_ws *ws = (const sift_ws *)chain->cand.ws;
@@ -122,6 +152,7 @@ sift_status sift_chain_fill(sift_chain *chain, const float *logits, int32_t n_vo
         return sift_error_set(err, SIFT_E_INVAL, "chain fill: %s", !chain ? "no chain" : !logits ? "no logits" : "n_vocab < 1");
     sift_status st = ensure_capacity(chain, (size_t)n_vocab, err);
     if (st != SIFT_OK) return st;
+    chain->lazy.kind = 0;
     const int64_t t0 = chain->params.no_perf ? 0 : sift__now_ns();
     sift_candidates *c = &chain->cand;
     sift_candidates_fill(c, logits, (size_t)n_vocab); /* also undoes pointer moves (xtc) */
@@ -134,6 +165,7 @@ sift_token sift_chain_apply(sift_chain *chain, sift_candidates *cand)
 {
     if (!chain) return SIFT_TOKEN_NULL;
     if (!cand) cand = &chain->cand;
+    if (cand == &chain->cand) materialize(chain);
     /* user candidates without (enough) workspace borrow one for this apply */
     sift_ws *own = (sift_ws *)cand->ws, *tmp = NULL;
     if (!own || own->cap < cand->size) {
@@ -182,10 +214,99 @@ void sift_chain_accept(sift_chain *chain, sift_token token)
     chain->n_sample++;
 }
 
+/* Build the candidates a lazy fast step left unbuilt: the fill, then greedy's pick or
+ * dist's arithmetic with the recorded draw (same bits as the general path). */
+static void materialize(sift_chain *chain)
+{
+    if (!chain->lazy.kind) return;
+    sift_candidates *c = &chain->cand;
+    const size_t n = chain->lazy.n;
+    sift_candidates_fill(c, chain->lazy.logits, n);
+    if (chain->lazy.kind == SIFT__OP_DIST) {
+        c->selected = sift__dist_core(c->logit, n, false, chain->lazy.u, c->p);
+        c->flags |= SIFT_CAND_PROBS;
+    } else {
+        c->selected = chain->lazy.pick;
+    }
+    chain->lazy.kind = 0;
+}
+
+/* The fast step (see the top of the file). Returns false when the step must take the
+ * general path (nothing was consumed then); else *tok is the selected token (or
+ * SIFT_TOKEN_NULL when no sampler selected one). Does not accept. */
+static bool fast_step(sift_chain *chain, const float *logits, size_t n, sift_token *tok)
+{
+    int32_t i0 = 0;
+    while (i0 < chain->n && sift__sampler_is_noop(chain->smpl[i0])) i0++;
+    if (i0 == chain->n) return false;
+    const sift__op *op = sift__op_of(chain->smpl[i0]);
+    if (!op) return false;
+    int32_t last = chain->n - 1; /* the last working sampler */
+    while (last > i0 && sift__sampler_is_noop(chain->smpl[last])) last--;
+    const bool alone = last == i0;
+    if ((op->kind == SIFT__OP_GREEDY || op->kind == SIFT__OP_DIST) && !alone) return false;
+    if (op->kind == SIFT__OP_DIST && !chain->fk->fast_dist) return false;
+    if (op->kind == SIFT__OP_TOP_K && (op->k <= 0 || op->k > 128 || (size_t)op->k >= n)) return false;
+    if (op->kind == SIFT__OP_TOP_P && n <= 1024) return false;
+    if (ensure_capacity(chain, n, NULL) != SIFT_OK) return false;
+
+    sift_candidates *c = &chain->cand;
+    const sift_ws *ws = (const sift_ws *)c->ws;
+    c->id = ws->own_id, c->logit = ws->own_logit, c->p = ws->own_p, c->capacity = ws->own_cap;
+    chain->lazy.kind = 0;
+    const bool perf = !chain->params.no_perf;
+    const int64_t t0 = perf ? sift__now_ns() : 0;
+    int64_t pick = -1;
+    double u = 0.0;
+    int r = SIFT__FAST_NO;
+    switch (op->kind) {
+    case SIFT__OP_GREEDY: r = sift__fast_greedy(chain->fk, logits, n, &pick); break;
+    case SIFT__OP_DIST: r = sift__fast_dist(chain->fk, logits, n, op->rng, c, &pick, &u, &chain->fast); break;
+    case SIFT__OP_TOP_K: r = sift__fast_top_k(chain->fk, logits, n, (size_t)op->k, c); break;
+    case SIFT__OP_MIN_P: r = sift__fast_min_p(chain->fk, logits, n, op->p, op->min_keep, c); break;
+    case SIFT__OP_TOP_P: r = sift__fast_top_p(chain->fk, logits, n, op->p, op->min_keep, c, &chain->fast); break;
+    }
+    if (r == SIFT__FAST_NO) return false;
+    if (perf) {
+        const int64_t dt = sift__now_ns() - t0;
+        chain->t_smpl_ns[i0] += dt;
+        chain->t_total_ns += dt;
+    }
+    chain->n_apply++;
+    if (r == SIFT__FAST_PICK) { /* greedy / dist alone: the candidates wait */
+        chain->lazy.kind = op->kind;
+        chain->lazy.logits = logits;
+        chain->lazy.n = n;
+        chain->lazy.pick = pick;
+        chain->lazy.u = u;
+        *tok = (sift_token)pick;
+        return true;
+    }
+    for (int32_t i = i0 + 1; i < chain->n; i++) {
+        sift_sampler *s = chain->smpl[i];
+        if (perf) {
+            const int64_t t1 = sift__now_ns();
+            s->iface->apply(s, c);
+            const int64_t dt = sift__now_ns() - t1;
+            chain->t_smpl_ns[i] += dt;
+            chain->t_total_ns += dt;
+        } else {
+            s->iface->apply(s, c);
+        }
+    }
+    *tok = sift_candidates_selected(c);
+    return true;
+}
+
 sift_token sift_chain_sample(sift_chain *chain, const float *logits, int32_t n_vocab)
 {
+    sift_token tok;
+    if (chain && logits && n_vocab >= 1 && !chain->trace && fast_step(chain, logits, (size_t)n_vocab, &tok)) {
+        if (tok != SIFT_TOKEN_NULL) sift_chain_accept(chain, tok);
+        return tok;
+    }
     if (sift_chain_fill(chain, logits, n_vocab, NULL) != SIFT_OK) return SIFT_TOKEN_NULL;
-    const sift_token tok = sift_chain_apply(chain, NULL);
+    tok = sift_chain_apply(chain, NULL);
     if (tok == SIFT_TOKEN_NULL) return SIFT_TOKEN_NULL;
     sift_chain_accept(chain, tok);
     return tok;
@@ -217,7 +338,22 @@ sift_chain *sift_chain_clone(const sift_chain *chain)
     return c;
 }
 
-sift_candidates *sift_chain_candidates(sift_chain *chain) { return chain ? &chain->cand : NULL; }
+sift_candidates *sift_chain_candidates(sift_chain *chain)
+{
+    if (!chain) return NULL;
+    materialize(chain);
+    return &chain->cand;
+}
+
+void sift__chain_fast_stats(const sift_chain *chain, sift__fast_stats *out)
+{
+    if (chain && out) *out = chain->fast;
+}
+
+void sift__chain_set_kernels(sift_chain *chain, const sift__fk *fk)
+{
+    if (chain && fk) chain->fk = fk;
+}
 
 uint32_t sift_chain_get_seed(const sift_chain *chain)
 {

@@ -97,3 +97,13 @@ sift_sampler *sift__sampler_noop(const char *name)
 {
     return sift_sampler_init(&noop_iface, (void *)name);
 }
+
+bool sift__sampler_is_noop(const sift_sampler *smpl) { return smpl && smpl->iface == &noop_iface; }
+
+/* ---- fast-path descriptors (sampler.h) --------------------------------------------------- */
+
+void sift__op_apply(sift_sampler *smpl, sift_candidates *cand)
+{
+    const sift__op *op = smpl->ctx;
+    op->apply(smpl, cand);
+}

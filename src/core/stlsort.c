@@ -5,6 +5,8 @@
  */
 #include "core/stlsort.h"
 
+#include "core/fastk.h"
+
 #define COMP(a, b) ((a).key > (b).key)
 #define THRESHOLD 16
 
@@ -184,9 +186,9 @@ void sift_stl_partial_sort_keys(const float *keys, size_t n, size_t k, sift_pair
     /* __heap_select's loop: an entry beats the heap's top -> __pop_heap(first, middle, i),
      * which parks the old top at position i (never read again) and sifts the entry in.
      * A NaN key compares false here exactly as its -inf stand-in would. */
-    for (size_t i = k; i < n; i++) {
-        if (keys[i] > heap[0].key) adjust_heap(heap, 0, len, (sift_pair){keys[i], (uint32_t)i});
-    }
+    const sift__fk *fk = sift__fk_best();
+    for (size_t i = k; (i = fk->next_above(keys, i, n, heap[0].key)) < n; i++) /* SIMD: skip to the next hit */
+        adjust_heap(heap, 0, len, (sift_pair){keys[i], (uint32_t)i});
     for (sift_pair *l = heap + k; l - heap > 1;) { /* __sort_heap */
         --l;
         pop_heap(heap, l - heap, l);

@@ -46,7 +46,9 @@ void sift_stl_partial_sort(sift_pair *a, size_t middle, size_t n);
 /* The same as sift_stl_partial_sort(pairs of (key(keys[i]), i), k, n) for the first k
  * entries, without building the n pairs: the heap selection streams over keys and keeps
  * only the k-entry heap (heap[0..k) on return). The exact path of llama.cpp's top-k for
- * k <= 128, at the cost of one compare per entry. */
+ * k <= 128. An entry only matters when it beats the heap's top, which only grows, so a
+ * SIMD scan (fastk's next_above) skips from one such entry to the next: about one compare
+ * per entry plus k log(n/k) heap updates. */
 void sift_stl_partial_sort_keys(const float *keys, size_t n, size_t k, sift_pair *heap);
 
 #endif

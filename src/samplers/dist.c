@@ -7,13 +7,16 @@
  * total * u; every p_i is divided by the total in the same pass, so afterwards p holds the
  * normalized distribution (flags say so). A single candidate still costs a draw (the
  * llama.cpp build of the reference has no shortcut for it); none leaves nothing selected.
+ * The arithmetic is sift__dist_core (core/fast.c), shared with the chain's fast path,
+ * which runs dist on the caller's logits when it is the chain's only working sampler.
  */
-#include <math.h>
 #include <stdlib.h>
 
+#include "core/fast.h"
 #include "samplers/samplers.h"
 
 typedef struct dist_ctx {
+    sift__op op;       /* first: the fast-path descriptor (op.rng = &rng) */
     uint32_t seed;     /* as given (SIFT_DEFAULT_SEED = random) */
     uint32_t seed_cur; /* as used */
     sift_rng rng;
@@ -33,33 +36,7 @@ static void dist_apply(sift_sampler *smpl, sift_candidates *cand)
         cand->selected = -1;
         return;
     }
-    cand->selected = 0;
-    const float *lg = cand->logit;
-    float *p = cand->p;
-    float max_l = lg[0];
-    if (!cand->sorted)
-        for (size_t i = 1; i < n; i++) max_l = max_l < lg[i] ? lg[i] : max_l;
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const float e = expf(lg[i] - max_l);
-        p[i] = e;
-        sum += e;
-    }
-    const double target = sum * sift_rng_uniform_double(&ctx->rng);
-    double run = 0.0;
-    size_t i = 0;
-    bool found = false;
-    for (; i < n; i++) {
-        run += p[i];
-        p[i] = (float)((double)p[i] / sum);
-        if (run >= target) {
-            found = true;
-            cand->selected = (int64_t)i++;
-            break;
-        }
-    }
-    for (; i < n; i++) p[i] = (float)((double)p[i] / sum);
-    if (!found) cand->selected = (int64_t)n - 1; /* NaN logits only */
+    cand->selected = sift__dist_core(cand->logit, n, cand->sorted, sift_rng_uniform_double(&ctx->rng), cand->p);
     cand->flags |= SIFT_CAND_PROBS;
 }
 
@@ -73,7 +50,11 @@ static void dist_reset(sift_sampler *smpl)
 static sift_sampler *dist_clone(const sift_sampler *smpl)
 {
     sift_sampler *s = sift__sampler_new(&sift__dist_iface, sizeof(dist_ctx));
-    if (s) *(dist_ctx *)s->ctx = *(const dist_ctx *)smpl->ctx;
+    if (s) {
+        dist_ctx *c = s->ctx;
+        *c = *(const dist_ctx *)smpl->ctx;
+        c->op.rng = &c->rng;
+    }
     return s;
 }
 
@@ -81,7 +62,7 @@ static void dist_free(sift_sampler *smpl) { free(smpl->ctx); }
 
 const sift_sampler_i sift__dist_iface = {
     .name = dist_name,
-    .apply = dist_apply,
+    .apply = sift__op_apply,
     .reset = dist_reset,
     .clone = dist_clone,
     .free = dist_free,
@@ -94,6 +75,7 @@ sift_sampler *sift_sampler_init_dist(uint32_t seed)
     sift_sampler *s = sift__sampler_new(&sift__dist_iface, sizeof(dist_ctx));
     if (!s) return NULL;
     dist_ctx *ctx = s->ctx;
+    ctx->op = (sift__op){.apply = dist_apply, .kind = SIFT__OP_DIST, .rng = &ctx->rng};
     ctx->seed = seed;
     dist_reset(s);
     return s;

@@ -10,7 +10,7 @@
 #include "samplers/samplers.h"
 
 typedef struct top_k_ctx {
-    int32_t k;
+    sift__op op; /* first: the fast-path descriptor (k) */
 } top_k_ctx;
 
 static const char *top_k_name(const sift_sampler *smpl)
@@ -23,22 +23,22 @@ static const char *top_k_name(const sift_sampler *smpl)
 static void top_k_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     const top_k_ctx *ctx = smpl->ctx;
-    if (ctx->k <= 0) return;
-    const size_t k = (size_t)ctx->k < cand->size ? (size_t)ctx->k : cand->size;
+    if (ctx->op.k <= 0) return;
+    const size_t k = (size_t)ctx->op.k < cand->size ? (size_t)ctx->op.k : cand->size;
     if (!cand->sorted) sift__partial_sort(cand, k);
     sift__truncate(cand, k);
 }
 
 static sift_sampler *top_k_clone(const sift_sampler *smpl)
 {
-    return sift_sampler_init_top_k(((const top_k_ctx *)smpl->ctx)->k);
+    return sift_sampler_init_top_k(((const top_k_ctx *)smpl->ctx)->op.k);
 }
 
 static void top_k_free(sift_sampler *smpl) { free(smpl->ctx); }
 
 static const sift_sampler_i top_k_iface = {
     .name = top_k_name,
-    .apply = top_k_apply,
+    .apply = sift__op_apply,
     .clone = top_k_clone,
     .free = top_k_free,
 };
@@ -47,6 +47,6 @@ sift_sampler *sift_sampler_init_top_k(int32_t k)
 {
     if (k <= 0) return sift__sampler_noop("?top-k");
     sift_sampler *s = sift__sampler_new(&top_k_iface, sizeof(top_k_ctx));
-    if (s) ((top_k_ctx *)s->ctx)->k = k;
+    if (s) ((top_k_ctx *)s->ctx)->op = (sift__op){.apply = top_k_apply, .kind = SIFT__OP_TOP_K, .k = k};
     return s;
 }

@@ -15,8 +15,7 @@
 #include "samplers/samplers.h"
 
 typedef struct top_p_ctx {
-    float p;
-    size_t min_keep;
+    sift__op op; /* first: the fast-path descriptor (p, min_keep) */
 } top_p_ctx;
 
 static const char *top_p_name(const sift_sampler *smpl)
@@ -29,7 +28,7 @@ static void top_p_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     const top_p_ctx *ctx = smpl->ctx;
     sift_ws *ws = sift__ws(cand);
-    if (ctx->p >= 1.0f || cand->size == 0 || !ws) return;
+    if (ctx->op.p >= 1.0f || cand->size == 0 || !ws) return;
     sift__softmax(cand, false);
 
     const size_t n = cand->size;
@@ -48,7 +47,7 @@ static void top_p_apply(sift_sampler *smpl, sift_candidates *cand)
     size_t last = n;
     for (size_t i = 0; i < n; ++i) {
         cum += order ? p[order[i].idx] : p[i];
-        if (cum >= ctx->p && i + 1 >= ctx->min_keep) {
+        if (cum >= ctx->op.p && i + 1 >= ctx->op.min_keep) {
             last = i + 1;
             break;
         }
@@ -67,14 +66,14 @@ static void top_p_apply(sift_sampler *smpl, sift_candidates *cand)
 static sift_sampler *top_p_clone(const sift_sampler *smpl)
 {
     const top_p_ctx *ctx = smpl->ctx;
-    return sift_sampler_init_top_p(ctx->p, ctx->min_keep);
+    return sift_sampler_init_top_p(ctx->op.p, ctx->op.min_keep);
 }
 
 static void top_p_free(sift_sampler *smpl) { free(smpl->ctx); }
 
 static const sift_sampler_i top_p_iface = {
     .name = top_p_name,
-    .apply = top_p_apply,
+    .apply = sift__op_apply,
     .clone = top_p_clone,
     .free = top_p_free,
 };
@@ -83,6 +82,6 @@ sift_sampler *sift_sampler_init_top_p(float p, size_t min_keep)
 {
     if (p >= 1.0f) return sift__sampler_noop("?top-p");
     sift_sampler *s = sift__sampler_new(&top_p_iface, sizeof(top_p_ctx));
-    if (s) *(top_p_ctx *)s->ctx = (top_p_ctx){p, min_keep};
+    if (s) ((top_p_ctx *)s->ctx)->op = (sift__op){.apply = top_p_apply, .kind = SIFT__OP_TOP_P, .p = p, .min_keep = min_keep};
     return s;
 }
