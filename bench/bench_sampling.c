@@ -45,73 +45,14 @@
 
 #include "core/chain.h"
 #include "core/fastk.h"
+#include "peer_logits.h"
 #include "sift.h"
 
 const char sift_bench_sampling_help[] = "sampling µs per step for 7 chains x 4 vocab sizes, next to llama.cpp's (peer_bench)";
 
-#define BENCH_SEED 0x13198A2E03707344ULL
 #define BENCH_NVEC 16
 #define MAX_VOCABS 8
 #define MAX_REPS 200
-
-/* ---- peer_gen.h's synthetic logits (see ../shared/peer/README.md, "Logit recipe") ---------- */
-
-static uint64_t sm64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static double u01(uint64_t *s) { return (double)(sm64(s) >> 11) * 0x1p-53; }
-
-static double gauss(uint64_t *s)
-{
-    double acc = u01(s);
-    acc += u01(s);
-    acc += u01(s);
-    acc += u01(s);
-    return (acc - 2.0) * 0x1.bb67ae8584caap+0;
-}
-
-static double ln_series(double x)
-{
-    int k = 0;
-    while (x >= 2.0) {
-        x *= 0.5;
-        k++;
-    }
-    const double y = (x - 1.0) / (x + 1.0), y2 = y * y;
-    double term = y, sum = 0.0;
-    for (int n = 0; n < 40; n++) {
-        sum += term / (double)(2 * n + 1);
-        term *= y2;
-    }
-    return 2.0 * sum + (double)k * 0x1.62e42fefa39efp-1;
-}
-
-static void gen_logits(float *out, int n_vocab, uint64_t seed, uint32_t index)
-{
-    uint64_t st = seed ^ ((uint64_t)(index + 1u) * 0xD1B54A32D192ED03ULL);
-    for (int i = 0; i < n_vocab; i++) out[i] = (float)(2.0 * gauss(&st));
-    const int H = 24 + (int)(sm64(&st) % 177);
-    const double a = 0.6 + 1.4 * u01(&st);
-    const double delta = 3.0 + 6.0 * u01(&st);
-    const double top = ln_series((double)n_vocab) + 2.0 + delta;
-    int32_t chosen[200];
-    for (int r = 0; r < H; r++) {
-        int32_t id;
-        bool dup;
-        do {
-            id = (int32_t)(sm64(&st) % (uint64_t)n_vocab);
-            dup = false;
-            for (int q = 0; q < r && !dup; q++) dup = chosen[q] == id;
-        } while (dup);
-        chosen[r] = id;
-        out[id] = (float)(top - a * ln_series((double)(r + 1)) + 0.5 * gauss(&st));
-    }
-}
 
 /* ---- configurations ---------------------------------------------------------------------- */
 
@@ -356,7 +297,7 @@ int sift_bench_sampling(int argc, char **argv)
             rc = 1;
             break;
         }
-        for (int v = 0; v < BENCH_NVEC; v++) gen_logits(logits + (size_t)v * (size_t)nv, nv, BENCH_SEED, (uint32_t)v);
+        for (int v = 0; v < BENCH_NVEC; v++) sift_peer_logits(logits + (size_t)v * (size_t)nv, nv, SIFT_PEER_LOGIT_SEED, (uint32_t)v);
         for (int k = 0; k < n_sel && !rc; k++) {
             ch[k] = build(&CFGS[cfg_of[k]], nv);
             if (!ch[k]) {

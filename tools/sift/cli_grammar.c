@@ -65,13 +65,8 @@ static void set_err(sift_error *err, int status, const char *msg, const char *pa
     snprintf(err->msg, sizeof err->msg, "%s '%s'%s%s", msg, path, why ? ": " : "", why ? why : "");
 }
 
-static char *read_text(const char *path, size_t *len, sift_error *err)
+char *cli_read_stream(FILE *f, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        set_err(err, SIFT_E_IO, "cannot open", path, strerror(errno));
-        return NULL;
-    }
     size_t cap = 1 << 14, n = 0, got;
     char *b = malloc(cap + 1);
     while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
@@ -82,15 +77,26 @@ static char *read_text(const char *path, size_t *len, sift_error *err)
             b = nb;
         }
     }
-    bool bad = ferror(f);
-    fclose(f);
-    if (!b || bad) {
+    if (b && ferror(f)) {
         free(b);
-        set_err(err, bad ? SIFT_E_IO : SIFT_E_NOMEM, "cannot read", path, NULL);
         return NULL;
     }
-    b[n] = 0;
+    if (b) b[n] = 0;
     *len = n;
+    return b;
+}
+
+static char *read_text(const char *path, size_t *len, sift_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_err(err, SIFT_E_IO, "cannot open", path, strerror(errno));
+        return NULL;
+    }
+    char *b = cli_read_stream(f, len);
+    bool bad = ferror(f);
+    fclose(f);
+    if (!b) set_err(err, bad ? SIFT_E_IO : SIFT_E_NOMEM, "cannot read", path, NULL);
     return b;
 }
 

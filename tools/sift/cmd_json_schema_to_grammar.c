@@ -15,26 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_grammar.h"
 #include "sift.h"
 
 const char sift_cmd_json_schema_to_grammar_help[] = "convert a JSON schema to a GBNF grammar (llama.cpp's converter style)";
-
-static char *read_all(FILE *f, size_t *len)
-{
-    size_t cap = 1 << 14, n = 0, got;
-    char *b = malloc(cap + 1);
-    while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(b, (cap *= 2) + 1);
-            if (!nb) free(b);
-            b = nb;
-        }
-    }
-    if (b) b[n] = 0;
-    *len = n;
-    return b;
-}
 
 static void usage(FILE *f)
 {
@@ -86,18 +70,18 @@ int sift_cmd_json_schema_to_grammar(int argc, char **argv)
         text = malloc(len + 1);
         if (text) memcpy(text, inline_schema, len + 1);
     } else if (!path || !strcmp(path, "-")) {
-        text = read_all(stdin, &len);
+        text = cli_read_stream(stdin, &len);
     } else {
         FILE *f = fopen(path, "rb");
         if (!f) {
             fprintf(stderr, "sift json-schema-to-grammar: cannot open '%s': %s\n", path, strerror(errno));
             return 1;
         }
-        text = read_all(f, &len);
+        text = cli_read_stream(f, &len);
         fclose(f);
     }
     if (!text) {
-        fprintf(stderr, "sift json-schema-to-grammar: out of memory\n");
+        fprintf(stderr, "sift json-schema-to-grammar: cannot read the schema (read error or out of memory)\n");
         return 1;
     }
     sift_error err = {0};
