@@ -394,6 +394,7 @@ static void test_errors(void **state)
         {"{\"enum\":[\"\xff\"]}", "invalid UTF-8 at offset 10", SIFT_E_PARSE},
         {"{\"$ref\":\"#/$defs/missing\"}", "does not resolve", SIFT_E_INVAL},
         {"{\"$ref\":\"https://example.com/s.json\"}", "only references into this document", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"array\",\"items\":{\"$ref\":\"\"}}", "only references into this document", SIFT_E_UNSUPPORTED}, /* fuzz: read past "" */
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer", SIFT_E_INVAL},
         {"{\"type\":\"wat\"}", "unknown type 'wat'", SIFT_E_INVAL},
         {"{\"allOf\":[{\"type\":\"object\",\"properties\":[\"b\"]}]}", "'properties' must be an object", SIFT_E_INVAL}, /* fuzz: leaked */

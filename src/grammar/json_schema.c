@@ -381,6 +381,9 @@ static const cJSON *resolve_pointer(conv *c, const char *ref)
 
 static const char *visit_ref(conv *c, const char *ref)
 {
+    /* only '#...' pointers name a rule; resolve_pointer() words the error for the rest
+     * (and "" must not reach the name below: ref + 1 would be past its end) */
+    if (ref[0] != '#') return (void)resolve_pointer(c, ref), NULL;
     /* the rule of a reference is named after it: ref-defs-Name */
     char nm[300];
     snprintf(nm, sizeof nm, "ref%s", ref + 1);
