@@ -40,6 +40,7 @@ int sift_bench_gpu(int argc, char **argv)
 #include <cuda_runtime_api.h>
 
 #include "sift-cuda.h"
+#include "sift/cli_util.h"
 
 #ifndef SIFT_SOURCE_DIR
 #define SIFT_SOURCE_DIR "."
@@ -68,20 +69,6 @@ typedef struct row_result {
     const char *chain;
     double run_us, step_us, hbm_us, torch_sort_us, torch_topk_us;
 } row_result;
-
-static int parse_list(const char *s, int *out, int max)
-{
-    int n = 0;
-    while (*s && n < max) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v <= 0 || v > 1 << 24) return -1;
-        out[n++] = (int)v;
-        s = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') return -1;
-    }
-    return n;
-}
 
 static uint64_t splitmix(uint64_t *s)
 {
@@ -269,10 +256,10 @@ int sift_bench_gpu(int argc, char **argv)
                    "  --torch  also time PyTorch (python3 with torch and CUDA) in the same run\n");
             return 0;
         } else if (!strcmp(a, "--vocab") && v) {
-            if ((n_vocab = parse_list(v, vocab, MAXL)) <= 0) return fprintf(stderr, "sift bench --gpu: --vocab: a list like 32000,131072\n"), 2;
+            if ((n_vocab = cli_parse_list(v, 1, 1 << 24, vocab, MAXL)) <= 0) return fprintf(stderr, "sift bench --gpu: --vocab: a list like 32000,131072\n"), 2;
             vocab_s = v, i++;
         } else if (!strcmp(a, "--batch") && v) {
-            if ((n_batch = parse_list(v, batch, MAXL)) <= 0) return fprintf(stderr, "sift bench --gpu: --batch: a list like 1,8,64\n"), 2;
+            if ((n_batch = cli_parse_list(v, 1, 1 << 24, batch, MAXL)) <= 0) return fprintf(stderr, "sift bench --gpu: --batch: a list like 1,8,64\n"), 2;
             batch_s = v, i++;
         } else if (!strcmp(a, "--chain") && v) {
             only = v, i++;

@@ -49,6 +49,7 @@
 
 #include "grammar/mask.h" /* gx_grammar_sampler_stats: which steps filled the cache */
 #include "peer_logits.h"
+#include "sift/cli_util.h"
 #include "sift.h"
 
 const char sift_bench_grammar_help[] = "grammar sampler µs/token (full mask and rejection) vs llama.cpp's peer_grammar";
@@ -75,30 +76,6 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, got;
-    char *b = malloc(cap + 1);
-    while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(b, (cap *= 2) + 1);
-            if (!nb) {
-                free(b);
-                b = NULL;
-            }
-            b = nb;
-        }
-    }
-    fclose(f);
-    if (!b) return NULL;
-    b[n] = 0;
-    *len = n;
-    return b;
 }
 
 typedef struct {
@@ -449,7 +426,7 @@ int sift_bench_grammar(int argc, char **argv)
             char gpath[1200];
             snprintf(gpath, sizeof gpath, "%s/%s.gbnf", grammar_dir, grammars[gi]);
             size_t glen;
-            char *gtext = read_file(gpath, &glen);
+            char *gtext = cli_read_file(gpath, &glen);
             if (!gtext) {
                 fprintf(stderr, "sift bench --grammar: cannot read %s: %s\n", gpath, strerror(errno));
                 rc = 1;

@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sift/cli_util.h"
 #include "sift.h"
 
 const char sift_bench_model_help[] = "prompt and generation tokens/s on GGUF models, next to llama.cpp (peer_generate)";
@@ -192,20 +193,6 @@ static int peer_rep(const char *peer, const char *path, int n_threads, int n_pro
 
 #define MAX_LIST 16   /* entries of --batch and -t */
 #define MAX_BATCH 256 /* sequences in one step */
-
-/* A comma-separated list of integers in [lo, hi] into out (at most max); the count, or -1. */
-static int parse_list(const char *v, int *out, int max, long lo, long hi)
-{
-    int n = 0;
-    while (*v) {
-        char *end;
-        const long x = strtol(v, &end, 10);
-        if (end == v || x < lo || x > hi || n == max || (*end && *end != ',')) return -1;
-        out[n++] = (int)x;
-        v = *end ? end + 1 : end;
-    }
-    return n;
-}
 
 /* Prompt token i of sequence s: a fixed pseudo-random id, so sequences differ from each
  * other but sequence s is the same in every measurement. */
@@ -403,9 +390,9 @@ int sift_bench_model(int argc, char **argv)
         } else if (!strcmp(a, "-m") && v) {
             if (n_models == MAX_MODELS) return fprintf(stderr, "sift bench --model: -m: at most %d models\n", MAX_MODELS), 2;
             models[n_models++] = v, i++;
-        } else if (!strcmp(a, "-t") && v && (n_threads_list = parse_list(v, threads, MAX_LIST, 1, 256)) > 0) {
+        } else if (!strcmp(a, "-t") && v && (n_threads_list = cli_parse_list(v, 1, 256, threads, MAX_LIST)) > 0) {
             i++;
-        } else if (!strcmp(a, "--batch") && v && (n_batches = parse_list(v, batches, MAX_LIST, 1, MAX_BATCH)) > 0) {
+        } else if (!strcmp(a, "--batch") && v && (n_batches = cli_parse_list(v, 1, MAX_BATCH, batches, MAX_LIST)) > 0) {
             i++;
         } else if (!strcmp(a, "--n-prompt") && num && n >= 1 && n <= 2047) {
             n_prompt = (int)n, i++;

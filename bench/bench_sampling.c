@@ -35,6 +35,7 @@
  * or left the step to the general path (top_p), in percent.
  * Nothing here passes or fails on a time.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@
 #include "core/chain.h"
 #include "core/fastk.h"
 #include "peer_logits.h"
+#include "sift/cli_util.h"
 #include "sift.h"
 
 const char sift_bench_sampling_help[] = "sampling µs per step for 7 chains x 4 vocab sizes, next to llama.cpp's (peer_bench)";
@@ -161,21 +163,6 @@ static void read_loadavg(double out[3])
     fclose(f);
 }
 
-static int parse_vocabs(const char *s, long *out, int cap)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        const long v = strtol(s, &end, 10);
-        if (end == s || v < 1 || v > 1L << 30 || n == cap) return -1;
-        out[n++] = v;
-        if (*end == ',') end++;
-        else if (*end) return -1;
-        s = end;
-    }
-    return n;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sift bench [--sampling] [-V V1,V2,..] [-c abcdefg] [-r REPS] [-n STEPS] [--rep-ms MS]\n"
@@ -201,7 +188,7 @@ typedef struct row {
 
 int sift_bench_sampling(int argc, char **argv)
 {
-    long vocabs[MAX_VOCABS] = {32000, 128256, 151936, 262144};
+    int vocabs[MAX_VOCABS] = {32000, 128256, 151936, 262144};
     int n_vocabs = 4;
     long reps = 7, steps_opt = 0, rep_ms = 250;
     const char *letters = "abcdefg", *peer = NULL;
@@ -213,27 +200,24 @@ int sift_bench_sampling(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "-V") && hv) {
-            if ((n_vocabs = parse_vocabs(argv[++i], vocabs, MAX_VOCABS)) <= 0) {
+            if ((n_vocabs = cli_parse_list(argv[++i], 1, 1L << 30, vocabs, MAX_VOCABS)) <= 0) {
                 fprintf(stderr, "sift bench: -V: a comma-separated list of 1..%d sizes, each 1..2^30\n", MAX_VOCABS);
                 return 2;
             }
         } else if (!strcmp(a, "-c") && hv) {
             letters = argv[++i];
         } else if (!strcmp(a, "-r") && hv) {
-            reps = strtol(argv[++i], NULL, 10);
-            if (reps < 1 || reps > MAX_REPS) {
+            if (!cli_parse_long(argv[++i], 1, MAX_REPS, &reps)) {
                 fprintf(stderr, "sift bench: -r: 1..%d\n", MAX_REPS);
                 return 2;
             }
         } else if (!strcmp(a, "-n") && hv) {
-            steps_opt = strtol(argv[++i], NULL, 10);
-            if (steps_opt < 1) {
+            if (!cli_parse_long(argv[++i], 1, LONG_MAX, &steps_opt)) {
                 fprintf(stderr, "sift bench: -n: a positive number of steps\n");
                 return 2;
             }
         } else if (!strcmp(a, "--rep-ms") && hv) {
-            rep_ms = strtol(argv[++i], NULL, 10);
-            if (rep_ms < 0 || rep_ms > 60000) {
+            if (!cli_parse_long(argv[++i], 0, 60000, &rep_ms)) {
                 fprintf(stderr, "sift bench: --rep-ms: 0..60000\n");
                 return 2;
             }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli_grammar.h"
+#include "cli_util.h"
 
 void cli_grammar_init(cli_grammar *g)
 {
@@ -65,38 +66,11 @@ static void set_err(sift_error *err, int status, const char *msg, const char *pa
     snprintf(err->msg, sizeof err->msg, "%s '%s'%s%s", msg, path, why ? ": " : "", why ? why : "");
 }
 
-char *cli_read_stream(FILE *f, size_t *len)
-{
-    size_t cap = 1 << 14, n = 0, got;
-    char *b = malloc(cap + 1);
-    while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(b, (cap *= 2) + 1);
-            if (!nb) free(b);
-            b = nb;
-        }
-    }
-    if (b && ferror(f)) {
-        free(b);
-        return NULL;
-    }
-    if (b) b[n] = 0;
-    *len = n;
-    return b;
-}
-
 static char *read_text(const char *path, size_t *len, sift_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        set_err(err, SIFT_E_IO, "cannot open", path, strerror(errno));
-        return NULL;
-    }
-    char *b = cli_read_stream(f, len);
-    bool bad = ferror(f);
-    fclose(f);
-    if (!b) set_err(err, bad ? SIFT_E_IO : SIFT_E_NOMEM, "cannot read", path, NULL);
+    char *b = cli_read_file(path, len);
+    if (!b) set_err(err, errno == ENOMEM ? SIFT_E_NOMEM : SIFT_E_IO, errno == ENOMEM || errno == EIO ? "cannot read" : "cannot open",
+                    path, strerror(errno));
     return b;
 }
 

@@ -40,9 +40,6 @@ void cli_grammar_init(cli_grammar *g);
 int cli_grammar_flag(cli_grammar *g, int argc, char **argv, int *i);
 /* The flags, one per line, for --help. */
 void cli_grammar_help(FILE *f);
-/* The whole of stream f as a NUL-terminated malloc'd string (its length in *len), or NULL:
- * out of memory or a read error (ferror(f) tells which). Also used by json-schema-to-grammar. */
-char *cli_read_stream(FILE *f, size_t *len);
 /* The GBNF text the flags ask for (malloc'd; free()), or NULL: no grammar given (err->status
  * SIFT_OK) or an error (the file cannot be read, the schema does not convert) in *err. */
 char *cli_grammar_text(const cli_grammar *g, sift_error *err);

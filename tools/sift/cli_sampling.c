@@ -5,6 +5,7 @@
  * defaults), -s/--seed. Values are checked strictly (the whole value must parse).
  */
 #include "cli_sampling.h"
+#include "cli_util.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -22,26 +23,6 @@ static int bad(const char *flag, const char *value, const char *why)
 {
     fprintf(stderr, "sift: %s: %s '%s'\n", flag, why, value ? value : "");
     return -1;
-}
-
-static bool parse_float(const char *s, float *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno == ERANGE) return false;
-    *out = (float)v;
-    return true;
-}
-
-static bool parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno == ERANGE || v < lo || v > hi) return false;
-    *out = v;
-    return true;
 }
 
 typedef enum { F_FLOAT, F_INT } kind;
@@ -116,11 +97,11 @@ int cli_sampling_flag(cli_sampling *cs, int argc, char **argv, int *i)
         char *field = (char *)&cs->params + def->off;
         if (def->k == F_FLOAT) {
             float f;
-            if (!parse_float(v, &f)) return bad(a, v, "not a number:");
+            if (!cli_parse_float(v, &f)) return bad(a, v, "not a number:");
             memcpy(field, &f, sizeof f);
         } else {
             long n;
-            if (!parse_int(v, def->lo, def->hi, &n)) return bad(a, v, "not an integer in range:");
+            if (!cli_parse_long(v, def->lo, def->hi, &n)) return bad(a, v, "not an integer in range:");
             int32_t n32 = (int32_t)n;
             memcpy(field, &n32, sizeof n32);
         }
@@ -128,7 +109,7 @@ int cli_sampling_flag(cli_sampling *cs, int argc, char **argv, int *i)
     }
     if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
         long n;
-        if (!parse_int(v, -1, 4294967295L, &n)) return bad(a, v, "seed must be an integer in [-1, 2^32):");
+        if (!cli_parse_long(v, -1, 4294967295L, &n)) return bad(a, v, "seed must be an integer in [-1, 2^32):");
         cs->params.seed = n == -1 ? SIFT_DEFAULT_SEED : (uint32_t)n;
         cs->seed_set = true;
         return 1;
@@ -147,7 +128,7 @@ int cli_sampling_flag(cli_sampling *cs, int argc, char **argv, int *i)
         errno = 0;
         long tok = strtol(v, &end, 10);
         float bias;
-        if (end == v || tok < 0 || tok > 2147483647L || (*end != '+' && *end != '-') || !parse_float(end, &bias))
+        if (end == v || tok < 0 || tok > 2147483647L || (*end != '+' && *end != '-') || !cli_parse_float(end, &bias))
             return bad(a, v, "expected TOKEN+BIAS or TOKEN-BIAS, got");
         if (cs->n_bias == CLI_SAMPLING_MAX_BIAS) return bad(a, v, "too many logit biases at");
         cs->bias[cs->n_bias++] = (sift_logit_bias){(sift_token)tok, bias};

@@ -33,7 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_grammar.h"
 #include "cli_sampling.h"
+#include "cli_util.h"
 #include "sift.h"
 
 const char sift_cmd_generate_help[] = "generate text from a GGUF model, llama-cli style (also: sift -m MODEL -p PROMPT)";
@@ -53,8 +55,7 @@ typedef struct gen_opts {
     int trace_top;
     const char *chain_spec;
     sift_isa isa;
-    /* grammar: wired to the grammar sampler when libsift has it (see make_grammar) */
-    const char *grammar, *grammar_file, *json_schema, *json_schema_file;
+    cli_grammar grammar; /* --grammar, -j, ... (cli_grammar.h); the sampler is made in make_grammar */
 } gen_opts;
 
 static double now_ms(void)
@@ -62,12 +63,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int default_threads(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 4 ? 4 : (int)n;
 }
 
 static void usage(FILE *f)
@@ -96,17 +91,15 @@ static void usage(FILE *f)
             "                            (replaces the flags below except --seed and --ignore-eos)\n"
             "  --cfg-negative-prompt T   classifier-free guidance: the negative prompt\n"
             "  --cfg-scale F             guidance strength (default 1.0 = off)\n"
-            "  --grammar GBNF            constrain the output with a GBNF grammar\n"
-            "  --grammar-file FILE       ... read from FILE\n"
-            "  -j, --json-schema SCHEMA  constrain the output to JSON matching a JSON schema\n"
-            "  --json-schema-file FILE   ... read from FILE\n\n"
+            "\n"
             "output:\n"
             "  --no-display-prompt       do not print the prompt\n"
             "  --trace                   print the chain inspector for every generated token (stderr)\n"
             "  --trace-top K             candidates shown per sampler in --trace (default 5, at most 32)\n"
             "  --log-disable             no logs and no perf summary on stderr\n"
             "  -h, --help                this text\n\n",
-            default_threads());
+            cli_default_threads());
+    cli_grammar_help(f);
     cli_sampling_help(f);
 }
 
@@ -114,42 +107,6 @@ static int bad(const char *flag, const char *value, const char *why)
 {
     fprintf(stderr, "sift generate: %s: %s%s%s%s\n", flag, why, value ? " '" : "", value ? value : "", value ? "'" : "");
     return 2;
-}
-
-static bool parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno == ERANGE || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
-
-static char *read_file(const char *path, const char *flag)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "sift generate: %s: cannot open '%s': %s\n", flag, path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) free(buf);
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        fprintf(stderr, "sift generate: %s: out of memory reading '%s'\n", flag, path);
-        return NULL;
-    }
-    buf[n] = 0;
-    return buf;
 }
 
 /* llama.cpp's string_process_escapes, in place. */
@@ -198,8 +155,9 @@ static void process_escapes(char *s)
 static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *sampling_flags)
 {
     const char *prompt = NULL, *prompt_file = NULL;
-    *o = (gen_opts){.cfg_scale = 1.0f, .n_predict = -1, .n_batch = 512, .n_threads = default_threads(),
+    *o = (gen_opts){.cfg_scale = 1.0f, .n_predict = -1, .n_batch = 512, .n_threads = cli_default_threads(),
                     .escape = true, .display_prompt = true, .log = true, .trace_top = 5, .isa = SIFT_ISA_AUTO};
+    cli_grammar_init(&o->grammar);
     *sampling_flags = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -229,27 +187,27 @@ static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool
             o->escape = false;
         } else if (IS("-n") || IS("--n-predict") || IS("--predict")) {
             NEEDV();
-            if (!parse_long(v, -2, 1L << 30, &n)) return bad(a, v, "expected an integer >= -2, got");
+            if (!cli_parse_long(v, -2, 1L << 30, &n)) return bad(a, v, "expected an integer >= -2, got");
             o->n_predict = n;
         } else if (IS("-c") || IS("--ctx-size")) {
             NEEDV();
-            if (!parse_long(v, 0, 1L << 24, &n)) return bad(a, v, "expected a context size in [0, 2^24], got");
+            if (!cli_parse_long(v, 0, 1L << 24, &n)) return bad(a, v, "expected a context size in [0, 2^24], got");
             o->n_ctx = n;
         } else if (IS("-b") || IS("--batch-size") || IS("-ub") || IS("--ubatch-size")) {
             NEEDV();
-            if (!parse_long(v, 1, 1L << 20, &n)) return bad(a, v, "expected a batch size >= 1, got");
+            if (!cli_parse_long(v, 1, 1L << 20, &n)) return bad(a, v, "expected a batch size >= 1, got");
             o->n_batch = n;
         } else if (IS("-t") || IS("--threads")) {
             NEEDV();
-            if (!parse_long(v, 1, 256, &n)) return bad(a, v, "expected a thread count in [1, 256], got");
+            if (!cli_parse_long(v, 1, 256, &n)) return bad(a, v, "expected a thread count in [1, 256], got");
             o->n_threads = (int)n;
         } else if (IS("-tb") || IS("--threads-batch")) {
             NEEDV();
-            if (!parse_long(v, 1, 256, &n)) return bad(a, v, "expected a thread count in [1, 256], got");
+            if (!cli_parse_long(v, 1, 256, &n)) return bad(a, v, "expected a thread count in [1, 256], got");
             o->n_threads_batch = (int)n;
         } else if (IS("--keep")) {
             NEEDV();
-            if (!parse_long(v, -1, 1L << 24, &n)) return bad(a, v, "expected an integer >= -1, got");
+            if (!cli_parse_long(v, -1, 1L << 24, &n)) return bad(a, v, "expected an integer >= -1, got");
             o->n_keep = n;
         } else if (IS("--context-shift")) {
             o->context_shift = true;
@@ -275,18 +233,6 @@ static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool
             double f = strtod(v, &end);
             if (end == v || *end || errno || !isfinite(f)) return bad(a, v, "expected a number, got");
             o->cfg_scale = (float)f;
-        } else if (IS("--grammar")) {
-            NEEDV();
-            o->grammar = v;
-        } else if (IS("--grammar-file")) {
-            NEEDV();
-            o->grammar_file = v;
-        } else if (IS("-j") || IS("--json-schema")) {
-            NEEDV();
-            o->json_schema = v;
-        } else if (IS("--json-schema-file")) {
-            NEEDV();
-            o->json_schema_file = v;
         } else if (IS("--no-display-prompt")) {
             o->display_prompt = false;
         } else if (IS("--display-prompt")) {
@@ -297,10 +243,12 @@ static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool
             o->trace = true;
         } else if (IS("--trace-top")) {
             NEEDV();
-            if (!parse_long(v, 1, 32, &n)) return bad(a, v, "expected an integer in [1, 32], got");
+            if (!cli_parse_long(v, 1, 32, &n)) return bad(a, v, "expected an integer in [1, 32], got");
             o->trace_top = (int)n;
         } else if (IS("-no-cnv") || IS("--no-conversation")) {
             /* sift generate is never interactive: accepted for llama-cli command lines */
+        } else if ((n = cli_grammar_flag(&o->grammar, argc, argv, &i)) != 0) {
+            if (n < 0) return 2;
         } else {
             const int r = cli_sampling_flag(cs, argc, argv, &i);
             if (r < 0) return 2;
@@ -314,11 +262,12 @@ static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool
     if (prompt && prompt_file) return bad("-f", NULL, "give either -p or -f, not both");
     if (o->chain_spec && *sampling_flags)
         return bad("--chain", NULL, "excludes the llama.cpp sampling flags (only --seed and --ignore-eos go with it)");
-    if ((o->grammar != NULL) + (o->grammar_file != NULL) + (o->json_schema != NULL) + (o->json_schema_file != NULL) > 1)
-        return bad("--grammar", NULL, "give one of --grammar, --grammar-file, --json-schema, --json-schema-file");
     if (!o->n_threads_batch) o->n_threads_batch = o->n_threads;
     if (prompt_file) {
-        if (!(o->prompt = read_file(prompt_file, "-f"))) return 2;
+        if (!(o->prompt = cli_read_file(prompt_file, NULL))) {
+            fprintf(stderr, "sift generate: -f: cannot read '%s': %s\n", prompt_file, strerror(errno));
+            return 2;
+        }
     } else {
         o->prompt = strdup(prompt ? prompt : "");
     }
@@ -416,57 +365,26 @@ static void trace_hook(void *user, int32_t index, const sift_sampler *smpl, cons
 
 /* ---- grammar hook ------------------------------------------------------------------------------ */
 
-/* The grammar sampler for --grammar / --grammar-file / --json-schema / --json-schema-file,
- * from libsift's grammar engine (src/grammar). The grammar stays outside the chain and is
- * used as llama.cpp's common sampler uses it (rejection: sample with the chain, resample
- * with the grammar applied only when it refuses the pick); prompt tokens go to the chain's
- * history, not to the grammar. The #ifdef (SIFT_JSON_SCHEMA_LENIENT comes with the grammar
- * section of sift.h) keeps this file building against a libsift without the engine.
- * Returns 0 and *out (NULL when no grammar was asked for), or an exit code. */
+/* The grammar sampler the flags ask for (cli_grammar.h), or none. It stays outside the chain
+ * and is used as llama.cpp's common sampler uses it: by default rejection (sample with the
+ * chain, apply the grammar only when it refuses the pick), or --grammar-first; prompt tokens
+ * go to the chain's history, not to the grammar. Returns 0 and *out (NULL: no grammar), or
+ * an exit code. */
 static int make_grammar(const gen_opts *o, const sift_vocab_view *view, sift_sampler **out)
 {
-    *out = NULL;
-    const char *flag = o->grammar ? "--grammar" : o->grammar_file ? "--grammar-file" : o->json_schema ? "--json-schema"
-                                                                                                      : "--json-schema-file";
-    if (!o->grammar && !o->grammar_file && !o->json_schema && !o->json_schema_file) return 0;
-#ifdef SIFT_JSON_SCHEMA_LENIENT
-    char *text = NULL;
-    if (o->grammar) text = strdup(o->grammar);
-    else if (o->grammar_file) text = read_file(o->grammar_file, flag);
-    else if (o->json_schema) text = strdup(o->json_schema);
-    else text = read_file(o->json_schema_file, flag);
-    if (!text) return 2;
     sift_error err = {0};
-    if (o->json_schema || o->json_schema_file) {
-        char *gbnf = sift_json_schema_to_grammar(text, strlen(text), 0, &err);
-        free(text);
-        if (!gbnf) {
-            fprintf(stderr, "sift generate: %s: %s\n", flag, err.msg);
-            return 2;
-        }
-        text = gbnf;
-    }
-    *out = sift_sampler_init_grammar(view, text, "root", &err);
-    free(text);
-    if (!*out) {
-        fprintf(stderr, "sift generate: %s: %s\n", flag, err.msg);
+    *out = cli_grammar_sampler(&o->grammar, view, &err);
+    if (!*out && err.status != SIFT_OK) {
+        fprintf(stderr, "sift generate: %s\n", err.msg);
         return 2;
     }
     return 0;
-#else
-    (void)view;
-    fprintf(stderr, "sift generate: %s: this build of libsift has no grammar engine\n", flag);
-    return 2;
-#endif
 }
 
-static sift_token sample_token(sift_sampler *grammar, sift_chain *chain, const float *logits, int32_t n_vocab)
+static sift_token sample_token(sift_sampler *grammar, sift_grammar_mode mode, sift_chain *chain, const float *logits,
+                               int32_t n_vocab)
 {
-#ifdef SIFT_JSON_SCHEMA_LENIENT
-    if (grammar) return sift_grammar_chain_sample(grammar, chain, logits, n_vocab, SIFT_GRAMMAR_REJECTION, NULL);
-#else
-    (void)grammar;
-#endif
+    if (grammar) return sift_grammar_chain_sample(grammar, chain, logits, n_vocab, mode, NULL);
     return sift_chain_sample(chain, logits, n_vocab);
 }
 
@@ -684,7 +602,7 @@ int sift_cmd_generate(int argc, char **argv)
         if (o.n_predict >= 0 && n_gen >= o.n_predict) break;
         if (cfg) sift_cfg_apply(logits, glogits, n_vocab, o.cfg_scale);
         ts.step = n_gen;
-        const sift_token tok = sample_token(grammar, chain, logits, n_vocab);
+        const sift_token tok = sample_token(grammar, o.grammar.mode, chain, logits, n_vocab);
         if (tok == SIFT_TOKEN_NULL) {
             fprintf(stderr, "\nsift generate: the chain selected no token (its last sampler must select)\n");
             goto done;

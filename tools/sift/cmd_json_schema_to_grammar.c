@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_grammar.h"
+#include "cli_util.h"
 #include "sift.h"
 
 const char sift_cmd_json_schema_to_grammar_help[] = "convert a JSON schema to a GBNF grammar (llama.cpp's converter style)";

@@ -28,6 +28,7 @@
  * --grammar-first.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 
 #include "cli_grammar.h"
 #include "cli_sampling.h"
+#include "cli_util.h"
 #include "sift.h"
 
 const char sift_cmd_replay_help[] = "run a sampler chain over a logits file, print the token ids (--trace: chain inspector)";
@@ -144,7 +146,6 @@ int sift_cmd_replay(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -153,12 +154,10 @@ int sift_cmd_replay(int argc, char **argv)
         } else if (!strcmp(a, "--chain") && v) {
             spec = v, i++;
         } else if (!strcmp(a, "--steps") && v) {
-            steps = strtol(v, &end, 10);
-            if (*end || end == v || steps < 0) return fprintf(stderr, "sift replay: --steps: bad value '%s'\n", v), 2;
+            if (!cli_parse_long(v, 0, LONG_MAX, &steps)) return fprintf(stderr, "sift replay: --steps: bad value '%s'\n", v), 2;
             i++;
         } else if (!strcmp(a, "--trace-top") && v) {
-            trace_top = strtol(v, &end, 10);
-            if (*end || end == v || trace_top < 1 || trace_top > 32)
+            if (!cli_parse_long(v, 1, 32, &trace_top))
                 return fprintf(stderr, "sift replay: --trace-top: bad value '%s' (1..32)\n", v), 2;
             i++;
         } else if (!strcmp(a, "--trace")) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "server/server.h"
+#include "cli_util.h"
 #include "sift.h"
 
 const char sift_cmd_serve_help[] = "HTTP server: llama-server's API (/completion, /v1/chat/completions, ...), continuous batching, web playground";
@@ -60,26 +61,10 @@ static int bad(const char *flag, const char *value, const char *why)
     return 2;
 }
 
-static bool parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (end == s || *end || errno == ERANGE || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
-
-static int default_threads(void)
-{
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 4 ? 4 : (int)n;
-}
-
 /* 0 parsed, 2 usage error, -1 help printed */
 static int parse_args(int argc, char **argv, srv_config *c)
 {
-    *c = (srv_config){.host = "127.0.0.1", .port = 8080, .n_parallel = 4, .n_batch = 512, .n_threads = default_threads(),
+    *c = (srv_config){.host = "127.0.0.1", .port = 8080, .n_parallel = 4, .n_batch = 512, .n_threads = cli_default_threads(),
                       .timeout_s = 600, .max_connections = 256, .max_queue = 64, .max_body = 1 << 20,
                       .max_n_predict = 4096, .default_n_predict = -1, .isa = SIFT_ISA_AUTO};
     for (int i = 1; i < argc; i++) {
@@ -94,7 +79,7 @@ static int parse_args(int argc, char **argv, srv_config *c)
 #define INTV(lo, hi, what)                                                    \
     do {                                                                      \
         NEEDV();                                                              \
-        if (!parse_long(v, lo, hi, &n)) return bad(a, v, "expected " what ", got"); \
+        if (!cli_parse_long(v, lo, hi, &n)) return bad(a, v, "expected " what ", got"); \
     } while (0)
         if (IS("-h") || IS("--help")) {
             usage(stdout);

@@ -1,0 +1,31 @@
+/*
+ * cli_util.h - the small helpers every sift command and bench suite parses its flags and
+ * reads its files with, so each value form is checked the same way everywhere: a value
+ * parses only when the whole string does (no "12abc" read as 12), numbers are range-checked
+ * by the caller's bounds, and files are read whole into one NUL-terminated buffer.
+ */
+#ifndef SIFT_CLI_UTIL_H
+#define SIFT_CLI_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* A decimal integer in [lo, hi], the whole of s; false otherwise (*out untouched). */
+bool cli_parse_long(const char *s, long lo, long hi, long *out);
+/* A number (strtod syntax) that does not overflow, the whole of s. */
+bool cli_parse_float(const char *s, float *out);
+/* A comma-separated list of integers in [lo, hi] into out[0 .. max): the count, or -1 when an
+ * item does not parse, is out of range, or there are more than max (an empty list is 0). */
+int cli_parse_list(const char *s, long lo, long hi, int *out, int max);
+/* Threads a command uses unless told: the online CPUs, 1 .. 4 (sampling and the small shared
+ * models gain nothing from more; -t overrides). */
+int cli_default_threads(void);
+/* The whole of stream f as a NUL-terminated malloc'd string (its length in *len), or NULL:
+ * out of memory or a read error (ferror(f) tells which). */
+char *cli_read_stream(FILE *f, size_t *len);
+/* The whole file at path (as cli_read_stream), or NULL with errno set (ENOMEM, EIO, or
+ * fopen's). len may be NULL. */
+char *cli_read_file(const char *path, size_t *len);
+
+#endif
