@@ -654,6 +654,9 @@ SIFT_API int sift_gguf_value_i64(const sift_gguf_value *v, int64_t *out);
 SIFT_API int sift_gguf_value_f32(const sift_gguf_value *v, float *out);
 SIFT_API int sift_gguf_value_f64(const sift_gguf_value *v, double *out);
 SIFT_API int sift_gguf_value_bool(const sift_gguf_value *v, bool *out);
+/* Any scalar's bytes as they are laid out in an array of its type (host order; bool as one
+ * byte 0/1), e.g. to print or copy a value of any type; NULL for strings and arrays. */
+SIFT_API const void *sift_gguf_value_scalar(const sift_gguf_value *v);
 /* Any integer type (and bool) as int64; SIFT_E_INVAL for other types or a u64 > INT64_MAX. */
 SIFT_API int sift_gguf_value_int(const sift_gguf_value *v, int64_t *out);
 /* f32 or f64 as double; SIFT_E_INVAL otherwise. */

@@ -393,6 +393,12 @@ static void test_all_value_types(void **state)
     assert_null(sift_gguf_value_str(sift_gguf_get(g, "v.u8"), &len));
     assert_int_equal(sift_gguf_array_type(sift_gguf_get(g, "v.u8")), -1);
     assert_int_equal(sift_gguf_array_n(sift_gguf_get(g, "v.u8")), 0);
+    /* the raw scalar view: the bytes of any scalar type, NULL for strings */
+    assert_int_equal(*(const int16_t *)sift_gguf_value_scalar(sift_gguf_get(g, "v.i16")), -30000);
+    assert_true(*(const double *)sift_gguf_value_scalar(sift_gguf_get(g, "v.f64")) == -2.25);
+    assert_int_equal(*(const uint8_t *)sift_gguf_value_scalar(sift_gguf_get(g, "v.bool")), 1);
+    assert_null(sift_gguf_value_scalar(sift_gguf_get(g, "v.str")));
+    assert_null(sift_gguf_value_scalar(NULL));
     /* ... except through the lenient ones */
     assert_int_equal(sift_gguf_value_int(sift_gguf_get(g, "v.i16"), &i64), SIFT_OK);
     assert_int_equal(i64, -30000);

@@ -779,6 +779,12 @@ SCALAR_GETTER(sift_gguf_value_f64, double, SIFT_GGUF_FLOAT64, f64)
 SCALAR_GETTER(sift_gguf_value_bool, bool, SIFT_GGUF_BOOL, b)
 #undef SCALAR_GETTER
 
+const void *sift_gguf_value_scalar(const sift_gguf_value *v)
+{
+    if (!v || v->type == SIFT_GGUF_STRING || v->type == SIFT_GGUF_ARRAY) return NULL;
+    return &v->u; /* every scalar member starts the union; bool is stored as a 0/1 byte */
+}
+
 int sift_gguf_value_int(const sift_gguf_value *v, int64_t *out)
 {
     if (!v) return SIFT_E_INVAL;

@@ -230,34 +230,12 @@ int sift_gguf_writer_set_value(sift_gguf_writer *w, const char *key, const sift_
         const char *s = sift_gguf_value_str(v, &len);
         wb_str(&b, s, len);
     } else {
-        union {
-            uint8_t u8;
-            int8_t i8;
-            uint16_t u16;
-            int16_t i16;
-            uint32_t u32;
-            int32_t i32;
-            uint64_t u64;
-            int64_t i64;
-            float f32;
-            double f64;
-            bool b;
-        } u;
-        switch (type) {
-        case SIFT_GGUF_UINT8: sift_gguf_value_u8(v, &u.u8); break;
-        case SIFT_GGUF_INT8: sift_gguf_value_i8(v, &u.i8); break;
-        case SIFT_GGUF_UINT16: sift_gguf_value_u16(v, &u.u16); break;
-        case SIFT_GGUF_INT16: sift_gguf_value_i16(v, &u.i16); break;
-        case SIFT_GGUF_UINT32: sift_gguf_value_u32(v, &u.u32); break;
-        case SIFT_GGUF_INT32: sift_gguf_value_i32(v, &u.i32); break;
-        case SIFT_GGUF_UINT64: sift_gguf_value_u64(v, &u.u64); break;
-        case SIFT_GGUF_INT64: sift_gguf_value_i64(v, &u.i64); break;
-        case SIFT_GGUF_FLOAT32: sift_gguf_value_f32(v, &u.f32); break;
-        case SIFT_GGUF_FLOAT64: sift_gguf_value_f64(v, &u.f64); break;
-        case SIFT_GGUF_BOOL: sift_gguf_value_bool(v, &u.b), u.u8 = u.b ? 1 : 0; break;
-        default: free(b.p); return SIFT_E_INVAL;
+        const void *scalar = sift_gguf_value_scalar(v);
+        if (!scalar) {
+            free(b.p);
+            return SIFT_E_INVAL;
         }
-        wb_put(&b, &u, scalar_bytes(type));
+        wb_put(&b, scalar, scalar_bytes(type));
     }
     return put_kv(w, key, &b);
 }
