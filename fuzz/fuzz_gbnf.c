@@ -117,15 +117,9 @@ static void engine_differential(const char *gtext, size_t glen, const uint8_t *d
         int allowed[VOCAB_MAX], na = 0;
         for (int32_t t = 0; t < vo->n_tokens; t++) {
             bool m = (mask[t >> 6] >> (t & 63)) & 1, ref;
-            if (vo->flags[t] & GX_TOK_EOG) ref = gx_state_can_end(&st);
-            else if (vo->flags[t] & GX_TOK_EXCLUDED) ref = false;
-            else {
-                uint32_t l;
-                const uint8_t *b = gx_vocab_text(vo, (uint32_t)t, &l);
-                int r = gx_state_token_check(&ra, &st, (uint32_t)t, b, l, &t1, &t2);
-                if (r < 0) goto out; /* the capped arena is full: no verdict to compare with */
-                ref = r == 1;
-            }
+            const int r = gx_token_verdict(&ra, &st, vo, (uint32_t)t, &t1, &t2);
+            if (r < 0) goto out; /* the capped arena is full: no verdict to compare with */
+            ref = r == 1;
             if (m != ref) {
                 uint32_t l;
                 const uint8_t *b = gx_vocab_text(vo, (uint32_t)t, &l);

@@ -50,19 +50,13 @@ static int check(const char *vname, const sift_vocab_view *view, const char *gna
         int na = 0;
         for (int32_t t = 0; t < vo->n_tokens; t++) {
             bool m = (mask[t >> 6] >> (t & 63)) & 1, ref;
-            if (vo->flags[t] & GX_TOK_EOG) ref = gx_state_can_end(&st);
-            else if (vo->flags[t] & GX_TOK_EXCLUDED) ref = false;
-            else {
-                uint32_t l;
-                const uint8_t *b = gx_vocab_text(vo, (uint32_t)t, &l);
-                int r = gx_state_token_check(&ra, &st, (uint32_t)t, b, l, &t1, &t2);
-                if (r < 0) {
-                    fprintf(stderr, "%s/%s step %d: the reference matcher failed (%d)\n", vname, gname, step, r);
-                    bad = 1;
-                    break;
-                }
-                ref = r == 1;
+            const int r = gx_token_verdict(&ra, &st, vo, (uint32_t)t, &t1, &t2);
+            if (r < 0) {
+                fprintf(stderr, "%s/%s step %d: the reference matcher failed (%d)\n", vname, gname, step, r);
+                bad = 1;
+                break;
             }
+            ref = r == 1;
             checks++;
             if (m != ref) {
                 uint32_t l;

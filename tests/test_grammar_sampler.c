@@ -373,14 +373,9 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         for (int tok = 0; tok < n_vocab; tok++) {
             bool m = (mask[tok >> 6] >> (tok & 63)) & 1;
             bool ref;
-            if (vo->flags[tok] & GX_TOK_EOG) ref = gx_state_can_end(&st);
-            else {
-                uint32_t l;
-                const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);
-                int r = gx_state_token_check(&ra, &st, (uint32_t)tok, b, l, &t1, &t2);
-                assert_true(r >= 0); /* an out-of-memory is not a verdict */
-                ref = r == 1;
-            }
+            const int r = gx_token_verdict(&ra, &st, vo, (uint32_t)tok, &t1, &t2);
+            assert_true(r >= 0); /* an out-of-memory is not a verdict */
+            ref = r == 1;
             if (m != ref) {
                 uint32_t l;
                 const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);

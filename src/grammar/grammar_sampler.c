@@ -190,11 +190,8 @@ static bool token_allowed(grammar_ctx *c, sift_token tok)
 {
     const gx_vocab *v = gx_engine_vocab(c->eng);
     if (tok < 0 || tok >= v->n_tokens) return false;
-    if (v->flags[tok] & GX_TOK_EOG) return c->dead || gx_state_can_end(&c->st);
-    if (c->dead || (v->flags[tok] & GX_TOK_EXCLUDED)) return false;
-    uint32_t len;
-    const uint8_t *b = gx_vocab_text(v, (uint32_t)tok, &len);
-    return gx_state_token_ok(&c->ra, &c->st, (uint32_t)tok, b, len, &c->t1, &c->t2);
+    if (c->dead) return (v->flags[tok] & GX_TOK_EOG) != 0; /* a dead grammar only lets generation end */
+    return gx_token_verdict(&c->ra, &c->st, v, (uint32_t)tok, &c->t1, &c->t2) == 1; /* unknown: no */
 }
 
 #define ARENA_COMPACT_NODES (1u << 20) /* rebuild the stack arena past this many nodes */

@@ -822,6 +822,15 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
     return rc;
 }
 
+int gx_token_verdict(gx_arena *a, const gx_state *s, const gx_vocab *v, uint32_t t, gx_state *t1, gx_state *t2)
+{
+    if (v->flags[t] & GX_TOK_EOG) return gx_state_can_end(s);
+    if (v->flags[t] & GX_TOK_EXCLUDED) return 0;
+    uint32_t len;
+    const uint8_t *b = gx_vocab_text(v, t, &len);
+    return gx_state_token_check(a, s, t, b, len, t1, t2);
+}
+
 int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t *mask)
 {
     uint32_t W = e->voc.n_words;

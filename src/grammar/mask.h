@@ -32,6 +32,13 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget);
 /* mask[0 .. vocab words) := the tokens state `s` (whose stacks live in arena `ra`) allows. */
 int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t *mask);
 
+/* What the mask's bit for token t must be, found the slow way (one token at a time with the
+ * matcher, no cache): end-of-generation tokens follow whether the grammar can end, excluded
+ * tokens (empty, NUL inside) are never allowed, the rest must be accepted by state s. 1 yes,
+ * 0 no, negative: unknown (the arena ran out of nodes). The sampler's rejection check, and
+ * the reference the tests and fuzzers hold the cached masks against. */
+int gx_token_verdict(gx_arena *a, const gx_state *s, const gx_vocab *v, uint32_t t, gx_state *t1, gx_state *t2);
+
 typedef struct gx_engine_stats {
     uint32_t entries, dense_sets, dfa_states, walk_arena_nodes, trie_nodes;
     uint64_t trie_nodes_walked, bytes;
