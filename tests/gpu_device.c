@@ -311,23 +311,15 @@ static void test_dist(void **state)
 static void test_hybrid(void **state)
 {
     (void)state;
-    static const char *const tails[] = {
-        "mirostat_v2(17,5,0.1)",
-        "typical(0.9,1);dist(3)",
-        "xtc(0.5,0.1,1,11);dist(11)",
-        "top_n_sigma(1.0);dist(13)",
-        "dry(0.8,1.75,2,256,[12009],[5644],[14116],[16941 31217]);dist(42)",
-        "temp_ext(1.0,0.5,1.0);dist(19)",
-    };
     dev_logits dl;
     dl_load(&dl, 32000);
     const uint32_t V = 32000, R = EMU_OR(3u, dl.host.n_rows);
     const int steps_want = EMU_OR(6, 128);
     sift_candidates cpu;
     assert_int_equal(sift_candidates_init(&cpu, V), SIFT_OK);
-    for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+    for (size_t t = 0; t < GT_N_HYBRID_TAILS; t++) {
         char spec[512];
-        snprintf(spec, sizeof spec, "top_k(256);temp(0.8);%s", tails[t]);
+        snprintf(spec, sizeof spec, "top_k(256);temp(0.8);%s", gt_hybrid_tails[t]);
         sift_cuda_chain *c = mk(spec, V, (int32_t)R, 0);
         assert_int_equal(sift_cuda_chain_n_device(c), 2);
         /* one step over the whole batch: the candidates each row's CPU part receives */

@@ -117,6 +117,18 @@ static const gt_chain gt_chains[] = {
 };
 #define GT_N_CHAINS (sizeof gt_chains / sizeof *gt_chains)
 
+/* The CPU tails of the issue's hybrid case, "top_k(256);temp(0.8);<tail>": samplers the
+ * device chain does not run, so the candidates cross to the host before them. */
+static const char *const gt_hybrid_tails[] = {
+    "mirostat_v2(17,5,0.1)",
+    "typical(0.9,1);dist(3)",
+    "xtc(0.5,0.1,1,11);dist(11)",
+    "top_n_sigma(1.0);dist(13)",
+    "dry(0.8,1.75,2,256,[12009],[5644],[14116],[16941 31217]);dist(42)",
+    "temp_ext(1.0,0.5,1.0);dist(19)",
+};
+#define GT_N_HYBRID_TAILS (sizeof gt_hybrid_tails / sizeof *gt_hybrid_tails)
+
 static inline const char *gt_spec(const gt_chain *c, uint32_t V) { return V != 32000 && c->spec152k ? c->spec152k : c->spec32k; }
 
 /* The candidates a CPU chain built from spec leaves on a fresh fill of logits (no accept). */

@@ -603,14 +603,6 @@ static void test_ref_tail_vs_cpu(void **state)
 static void test_ref_hybrid(void **state)
 {
     (void)state;
-    static const char *const tails[] = {
-        "mirostat_v2(17,5,0.1)",
-        "typical(0.9,1);dist(3)",
-        "xtc(0.5,0.1,1,11);dist(11)",
-        "top_n_sigma(1.0);dist(13)",
-        "dry(0.8,1.75,2,256,[12009],[5644],[14116],[16941 31217]);dist(42)",
-        "temp_ext(1.0,0.5,1.0);dist(19)",
-    };
     const uint32_t vocabs[2] = {32000, 151936};
     const int slow = GT_SLOW_HOST();
     for (int v = 0; v < 2; v++) {
@@ -619,9 +611,9 @@ static void test_ref_hybrid(void **state)
         const uint32_t V = vocabs[v];
         sift_candidates cpu;
         assert_int_equal(sift_candidates_init(&cpu, V), SIFT_OK);
-        for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+        for (size_t t = 0; t < GT_N_HYBRID_TAILS; t++) {
             char spec[512];
-            snprintf(spec, sizeof spec, "top_k(256);temp(0.8);%s", tails[t]);
+            snprintf(spec, sizeof spec, "top_k(256);temp(0.8);%s", gt_hybrid_tails[t]);
             hostchain h;
             assert_int_equal(hc_init(&h, spec, V, 0), 0);
             assert_int_equal(h.plan.n_dev_items, 2);
