@@ -351,6 +351,25 @@ __global__ void __launch_bounds__(NT) k_copy(sift_gpu_dev d)
     }
 }
 
+/* The largest key of a row split over chunks: each block passes the best key of its chunk;
+ * it lands in pk[c], and the row's last block to arrive reduces all of them. True (in every
+ * thread of that block) with *out set; false in the other blocks, which are done. */
+__device__ bool row_max_key(const sift_gpu_dev &d, int r, int c, int32_t n, u64 best, u64 *out)
+{
+    best = block_max_u64(best);
+    u64 *pk = d.pk + (int64_t)r * d.n_chunks;
+    if (threadIdx.x == 0) pk[c] = best;
+    const int nc = chunks_of(n);
+    if (!last_block(&d.rows[r].done, (unsigned)nc)) return false;
+    u64 m = 0;
+    for (int i = threadIdx.x; i < nc; i += NT) {
+        const u64 k = __ldcg(&pk[i]);
+        m = k > m ? k : m;
+    }
+    *out = block_max_u64(m);
+    return true;
+}
+
 /* the first maximum: greedy's token, or temp <= 0's one survivor */
 __global__ void __launch_bounds__(NT) k_argmax(sift_gpu_dev d, int op)
 {
@@ -370,17 +389,8 @@ __global__ void __launch_bounds__(NT) k_argmax(sift_gpu_dev d, int op)
             const u64 k = sift_gpu_sortkey(x[j], start + j);
             best = k > best ? k : best;
         }
-    best = block_max_u64(best);
-    u64 *pk = d.pk + (int64_t)r * d.n_chunks;
-    if (threadIdx.x == 0) pk[c] = best;
-    const int nc = chunks_of(row.n);
-    if (!last_block(&d.rows[r].done, (unsigned)nc)) return;
-    u64 m = 0;
-    for (int i = threadIdx.x; i < nc; i += NT) {
-        const u64 k = __ldcg(&pk[i]);
-        m = k > m ? k : m;
-    }
-    m = block_max_u64(m);
+    u64 m;
+    if (!row_max_key(d, r, c, row.n, best, &m)) return;
     if (threadIdx.x == 0) {
         const int32_t pos = sift_gpu_sortkey_pos(m);
         if (greedy) {
@@ -409,17 +419,8 @@ __global__ void __launch_bounds__(NT) k_max(sift_gpu_dev d)
             const u64 k = sift_gpu_key(x[j]);
             best = k > best ? k : best;
         }
-    best = block_max_u64(best);
-    u64 *pk = d.pk + (int64_t)r * d.n_chunks;
-    if (threadIdx.x == 0) pk[c] = best;
-    const int nc = chunks_of(row.n);
-    if (!last_block(&d.rows[r].done, (unsigned)nc)) return;
-    u64 m = 0;
-    for (int i = threadIdx.x; i < nc; i += NT) {
-        const u64 k = __ldcg(&pk[i]);
-        m = k > m ? k : m;
-    }
-    m = block_max_u64(m);
+    u64 m;
+    if (!row_max_key(d, r, c, row.n, best, &m)) return;
     if (threadIdx.x == 0) {
         row.max = sift_gpu_unkey((uint32_t)m);
         row.has_max = 1;
@@ -646,17 +647,8 @@ __global__ void __launch_bounds__(NT) k_write(sift_gpu_dev d, int op)
             at++;
             maxk = key[j] > maxk ? key[j] : maxk;
         }
-    maxk = block_max_u64(maxk);
-    u64 *pk = d.pk + (int64_t)r * d.n_chunks;
-    if (threadIdx.x == 0) pk[c] = maxk;
-    const int nc = chunks_of(row.n);
-    if (!last_block(&d.rows[r].done, (unsigned)nc)) return;
-    u64 m = 0;
-    for (int i = threadIdx.x; i < nc; i += NT) {
-        const u64 k = __ldcg(&pk[i]);
-        m = k > m ? k : m;
-    }
-    m = block_max_u64(m);
+    u64 m;
+    if (!row_max_key(d, r, c, row.n, maxk, &m)) return;
     if (threadIdx.x == 0) {
         const uint32_t n_new = sift_gpu_row_kept(&row);
         sift_gpu_row_filtered(&row, d.kinds[op]);
