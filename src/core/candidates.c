@@ -147,6 +147,17 @@ void sift__softmax(sift_candidates *c, bool do_sort)
 
 /* The accurate softmax behind sift_candidates_probs(): float exponentials, double sum and
  * division, so the probabilities sum to 1 within a few float roundings at any size. */
+double sift__exp_sum_d(const float *lg, size_t n, float max_l, float *p)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const float e = expf(lg[i] - max_l);
+        p[i] = e;
+        sum += e;
+    }
+    return sum;
+}
+
 static void softmax_accurate(sift_candidates *c)
 {
     const size_t n = c->size;
@@ -155,12 +166,7 @@ static void softmax_accurate(sift_candidates *c)
     float *p = c->p;
     float max_l = logit[0];
     for (size_t i = 1; i < n; i++) max_l = max_l < logit[i] ? logit[i] : max_l;
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const float e = expf(logit[i] - max_l);
-        p[i] = e;
-        sum += e;
-    }
+    const double sum = sift__exp_sum_d(logit, n, max_l, p);
     for (size_t i = 0; i < n; i++) p[i] = (float)((double)p[i] / sum);
     c->flags |= SIFT_CAND_PROBS;
 }

@@ -80,6 +80,9 @@ static inline uint8_t sift__bucket_of(float v)
 
 #define SIFT__SOFTMAX_F32_EXACT_N 160
 void sift__softmax(sift_candidates *c, bool do_sort);
+/* p[i] = expf(lg[i] - max_l) in array order; returns their DOUBLE running sum. The first half
+ * of the double-sum softmax that sift_candidates_probs() and dist (sift__dist_core) share. */
+double sift__exp_sum_d(const float *lg, size_t n, float max_l, float *p);
 void sift__partial_sort(sift_candidates *c, size_t k);
 /* The top k (k <= size) in ws->pairs[0..k) sorted descending, as llama.cpp's out-of-place
  * partial sort leaves them; ws->pairs[k..return value) hold the rest of the boundary

@@ -81,12 +81,7 @@ int64_t sift__dist_core(const float *lg, size_t n, bool sorted, double u, float 
     float max_l = lg[0];
     if (!sorted)
         for (size_t i = 1; i < n; i++) max_l = max_l < lg[i] ? lg[i] : max_l;
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const float e = expf(lg[i] - max_l);
-        p[i] = e;
-        sum += e;
-    }
+    const double sum = sift__exp_sum_d(lg, n, max_l, p);
     const double target = sum * u;
     double run = 0.0;
     int64_t pick = -1;

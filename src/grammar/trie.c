@@ -57,6 +57,18 @@ static void msort(const gx_vocab *v, uint32_t *a, uint32_t *tmp, uint32_t n)
     memcpy(a, tmp, (size_t)n * sizeof *a);
 }
 
+/* Bytes sorted token k shares with sorted token k - 1 (its depth of divergence in the trie). */
+static uint32_t common_prefix(const gx_vocab *v, uint32_t k, const uint8_t *s, uint32_t len)
+{
+    uint32_t lcp = 0;
+    if (k) {
+        uint32_t pl;
+        const uint8_t *ps = gx_vocab_text(v, v->sorted[k - 1], &pl);
+        while (lcp < len && lcp < pl && s[lcp] == ps[lcp]) lcp++;
+    }
+    return lcp;
+}
+
 int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err)
 {
     memset(v, 0, sizeof *v);
@@ -106,12 +118,7 @@ int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err)
     for (uint32_t k = 0; k < n_trie; k++) {
         uint32_t len;
         const uint8_t *s = gx_vocab_text(v, v->sorted[k], &len);
-        uint32_t lcp = 0;
-        if (k) {
-            uint32_t pl;
-            const uint8_t *ps = gx_vocab_text(v, v->sorted[k - 1], &pl);
-            while (lcp < len && lcp < pl && s[lcp] == ps[lcp]) lcp++;
-        }
+        const uint32_t lcp = common_prefix(v, k, s, len);
         nodes += len - lcp;
         if (len > v->max_depth) v->max_depth = len;
     }
@@ -129,12 +136,7 @@ int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err)
     for (uint32_t k = 0; k < n_trie; k++) {
         uint32_t len;
         const uint8_t *s = gx_vocab_text(v, v->sorted[k], &len);
-        uint32_t lcp = 0;
-        if (k) {
-            uint32_t pl;
-            const uint8_t *ps = gx_vocab_text(v, v->sorted[k - 1], &pl);
-            while (lcp < len && lcp < pl && s[lcp] == ps[lcp]) lcp++;
-        }
+        const uint32_t lcp = common_prefix(v, k, s, len);
         /* close the nodes of the previous path deeper than lcp */
         while (path_len > lcp) v->node[open[path_len--]].end = nn;
         for (uint32_t d = lcp; d < len; d++) {
