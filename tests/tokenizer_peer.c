@@ -36,6 +36,7 @@
 #include "model/pretok.h"
 #include "model_ref_api.h"
 #include "peer_backend.h"
+#include "refdata.h"
 #include "sift.h"
 
 /* libllama functions model_ref_api.h does not declare (llama.h signatures) */
@@ -78,23 +79,6 @@ static void show(const char *label, const char *s, size_t n)
         else printf("\\x%02x", c);
     }
     printf("%s'\n", n > 120 ? "..." : "");
-}
-
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0, r;
-    char *buf = malloc(cap + 1);
-    while (buf && (r = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += r;
-        if (len == cap) buf = realloc(buf, (cap *= 2) + 1);
-    }
-    fclose(f);
-    if (!buf) return NULL;
-    buf[len] = 0;
-    *n = len;
-    return buf;
 }
 
 typedef struct {
@@ -431,7 +415,7 @@ static int compare_vocab(const char *path, const char *label, const char *inp_pa
 
     strlist inp = {0};
     size_t in_n;
-    char *in_text = slurp(inp_path, &in_n);
+    char *in_text = ref_slurp(inp_path, &in_n);
     rt_stats rt = {0};
     if (in_text) split_inp(&inp, in_text, in_n);
     for (size_t k = 0; k < inp.count; k++) compare_text(lv, sv, inp.s[k], inp.n[k], ".inp string", k, &rt);

@@ -25,28 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "refdata.h"
 #include "sift.h"
-
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0, r;
-    char *buf = malloc(cap + 1);
-    while (buf && (r = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += r;
-        if (len == cap) {
-            char *nb = realloc(buf, (cap *= 2) + 1);
-            if (!nb) free(buf);
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (!buf) return NULL;
-    buf[len] = 0;
-    *n = len;
-    return buf;
-}
 
 static void show(const char *label, const char *s, size_t n)
 {
@@ -81,7 +61,7 @@ static int run_inp(const char *vocab_path, const char *out_path, const char *los
     char path[4096];
     snprintf(path, sizeof path, "%s.inp", vocab_path);
     size_t in_len, out_len;
-    char *inp = slurp(path, &in_len), *out = slurp(out_path, &out_len);
+    char *inp = ref_slurp(path, &in_len), *out = ref_slurp(out_path, &out_len);
     if (!inp || !out) {
         printf("missing test data: %s%s%s\n", inp ? "" : path, !inp && !out ? " and " : "", out ? "" : out_path);
         free(inp);
@@ -218,7 +198,7 @@ static int check_continuation(const sift_vocab *v, const cJSON *c, const char *w
 static int run_json(const char *json_path, const char *models_dir)
 {
     size_t n;
-    char *text = slurp(json_path, &n);
+    char *text = ref_slurp(json_path, &n);
     if (!text) {
         printf("missing test data: %s\n", json_path);
         return 2;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 bool cli_parse_long(const char *s, long lo, long hi, long *out)
@@ -39,6 +40,20 @@ int cli_parse_list(const char *s, long lo, long hi, int *out, int max)
         s = *end ? end + 1 : end;
     }
     return n;
+}
+
+bool cli_parse_isa(const char *s, sift_isa *out)
+{
+    static const struct {
+        const char *name;
+        sift_isa isa;
+    } names[] = {{"auto", SIFT_ISA_AUTO}, {"scalar", SIFT_ISA_SCALAR}, {"avx2", SIFT_ISA_AVX2}, {"avx512", SIFT_ISA_AVX512}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(s, names[i].name)) {
+            *out = names[i].isa;
+            return true;
+        }
+    return false;
 }
 
 int cli_default_threads(void)

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "sift.h"
+
 /* A decimal integer in [lo, hi], the whole of s; false otherwise (*out untouched). */
 bool cli_parse_long(const char *s, long lo, long hi, long *out);
 /* A number (strtod syntax) that does not overflow, the whole of s. */
@@ -18,6 +20,8 @@ bool cli_parse_float(const char *s, float *out);
 /* A comma-separated list of integers in [lo, hi] into out[0 .. max): the count, or -1 when an
  * item does not parse, is out of range, or there are more than max (an empty list is 0). */
 int cli_parse_list(const char *s, long lo, long hi, int *out, int max);
+/* --isa's value: auto, scalar, avx2 or avx512. */
+bool cli_parse_isa(const char *s, sift_isa *out);
 /* Threads a command uses unless told: the online CPUs, 1 .. 4 (sampling and the small shared
  * models gain nothing from more; -t overrides). */
 int cli_default_threads(void);

@@ -215,11 +215,7 @@ static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool
             o->context_shift = false;
         } else if (IS("--isa")) {
             NEEDV();
-            if (!strcmp(v, "auto")) o->isa = SIFT_ISA_AUTO;
-            else if (!strcmp(v, "scalar")) o->isa = SIFT_ISA_SCALAR;
-            else if (!strcmp(v, "avx2")) o->isa = SIFT_ISA_AVX2;
-            else if (!strcmp(v, "avx512")) o->isa = SIFT_ISA_AVX512;
-            else return bad(a, v, "expected auto, scalar, avx2 or avx512, got");
+            if (!cli_parse_isa(v, &o->isa)) return bad(a, v, "expected auto, scalar, avx2 or avx512, got");
         } else if (IS("--chain")) {
             NEEDV();
             o->chain_spec = v;

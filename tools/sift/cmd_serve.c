@@ -120,11 +120,7 @@ static int parse_args(int argc, char **argv, srv_config *c)
             c->chat_template = v;
         } else if (IS("--isa")) {
             NEEDV();
-            if (!strcmp(v, "auto")) c->isa = SIFT_ISA_AUTO;
-            else if (!strcmp(v, "scalar")) c->isa = SIFT_ISA_SCALAR;
-            else if (!strcmp(v, "avx2")) c->isa = SIFT_ISA_AVX2;
-            else if (!strcmp(v, "avx512")) c->isa = SIFT_ISA_AVX512;
-            else return bad(a, v, "expected auto, scalar, avx2 or avx512, got");
+            if (!cli_parse_isa(v, &c->isa)) return bad(a, v, "expected auto, scalar, avx2 or avx512, got");
         } else if (IS("-to") || IS("--timeout")) {
             INTV(1, 86400, "seconds in [1, 86400]");
             c->timeout_s = (int)n;
