@@ -457,16 +457,9 @@ int main(int argc, char **argv)
     const char *vocabs[] = {"llama-spm", "deepseek-llm"};
     for (size_t v = 0; v < 2; v++) {
         if (only_vocab && strcmp(only_vocab, vocabs[v])) continue;
-        char rel[128], path[1024];
-        snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf", vocabs[v]);
-        sift_error err = {0};
-        sift_vocab *vocab = sift_vocab_load(gt_shared_path(path, sizeof path, rel), &err);
-        if (!vocab) {
-            fprintf(stderr, "%s: %s\n", path, err.msg);
-            return 1;
-        }
         sift_vocab_view view;
-        sift_vocab_view_get(vocab, &view);
+        sift_vocab *vocab = gt_vocab_load_shared(vocabs[v], &view);
+        if (!vocab) return 1;
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
             if (only_grammar && strcmp(only_grammar, cases[k].name)) continue;
             bad |= run_case(vocabs[v], vocab, &view, &cases[k], n_docs);

@@ -105,15 +105,9 @@ int main(int argc, char **argv)
     int bad = 0;
     for (int v = 0; v < 2; v++) {
         char rel[256], path[1024];
-        snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf", vocabs[v]);
-        sift_error err = {0};
-        sift_vocab *vocab = sift_vocab_load(gt_shared_path(path, sizeof path, rel), &err);
-        if (!vocab) {
-            fprintf(stderr, "%s: %s\n", path, err.msg);
-            return 1;
-        }
         sift_vocab_view view;
-        sift_vocab_view_get(vocab, &view);
+        sift_vocab *vocab = gt_vocab_load_shared(vocabs[v], &view);
+        if (!vocab) return 1;
         for (int k = 0; k < 5; k++) {
             size_t n;
             char *t = gt_grammar_text(mine[k], &n);

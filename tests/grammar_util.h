@@ -54,6 +54,19 @@ static inline const char *gt_shared_path(char *buf, size_t cap, const char *rel)
 }
 
 /* The text of tests/data/grammars/NAME.gbnf (malloc'd), or NULL. */
+/* The shared vocabulary ../shared/models/vocab/ggml-vocab-NAME.gguf and its view, or NULL
+ * (the reason printed). */
+static inline sift_vocab *gt_vocab_load_shared(const char *name, sift_vocab_view *view)
+{
+    char rel[256], path[1024];
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf", name);
+    sift_error err = {0};
+    sift_vocab *vocab = sift_vocab_load(gt_shared_path(path, sizeof path, rel), &err);
+    if (!vocab) fprintf(stderr, "%s: %s\n", path, err.msg);
+    else sift_vocab_view_get(vocab, view);
+    return vocab;
+}
+
 static inline char *gt_grammar_text(const char *name, size_t *len)
 {
     char rel[256], path[1024];
