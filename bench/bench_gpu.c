@@ -40,7 +40,7 @@ int sift_bench_gpu(int argc, char **argv)
 #include <cuda_runtime_api.h>
 
 #include "sift-cuda.h"
-#include "sift/cli_util.h"
+#include "cli_util.h"
 
 #ifndef SIFT_SOURCE_DIR
 #define SIFT_SOURCE_DIR "."

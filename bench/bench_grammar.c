@@ -47,9 +47,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "grammar/mask.h" /* gx_grammar_sampler_stats: which steps filled the cache */
+#include "grammar/mask.h" /* sift__gx_grammar_sampler_stats: which steps filled the cache */
 #include "peer_logits.h"
-#include "sift/cli_util.h"
+#include "cli_util.h"
 #include "sift.h"
 
 const char sift_bench_grammar_help[] = "grammar sampler µs/token (full mask and rejection) vs llama.cpp's peer_grammar";
@@ -157,8 +157,8 @@ static sift_token pick(sift_sampler *dist, sift_candidates *c)
  * masked token (both bugs). */
 static uint32_t cache_entries(const sift_sampler *g)
 {
-    gx_engine_stats st;
-    return gx_grammar_sampler_stats(g, &st) ? st.entries + st.dfa_states : 0;
+    sift__gx_engine_stats st;
+    return sift__gx_grammar_sampler_stats(g, &st) ? st.entries + st.dfa_states : 0;
 }
 
 static int run(sift_sampler *g, sift_sampler *dist, const sift_vocab *vocab, const float *logits, int n_vocab,

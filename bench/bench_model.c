@@ -45,7 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sift/cli_util.h"
+#include "cli_util.h"
 #include "sift.h"
 
 const char sift_bench_model_help[] = "prompt and generation tokens/s on GGUF models, next to llama.cpp (peer_generate)";

@@ -45,9 +45,9 @@
 #include <unistd.h>
 
 #include "core/chain.h"
-#include "core/fastk.h"
+#include "core/fast_kernels.h"
 #include "peer_logits.h"
-#include "sift/cli_util.h"
+#include "cli_util.h"
 #include "sift.h"
 
 const char sift_bench_sampling_help[] = "sampling µs per step for 7 chains x 4 vocab sizes, next to llama.cpp's (peer_bench)";

@@ -101,28 +101,28 @@ static void engine_differential(const char *gtext, size_t glen, const uint8_t *d
         sift_grammar_free(g);
         return;
     }
-    gx_engine *e;
-    if (gx_engine_new(&e, g, &v.view, NULL) != SIFT_OK) return;
-    if (size & 1) gx_engine_precompute(e, 20000);
-    const gx_vocab *vo = gx_engine_vocab(e);
-    gx_arena ra;
-    gx_state st = {0}, t1 = {0}, t2 = {0}, t3 = {0};
-    if (gx_arena_init(&ra, gx_engine_grammar(e)) != SIFT_OK) goto out;
+    sift__gx_engine *e;
+    if (sift__gx_engine_new(&e, g, &v.view, NULL) != SIFT_OK) return;
+    if (size & 1) sift__gx_engine_precompute(e, 20000);
+    const sift__gx_vocab *vo = sift__gx_engine_vocab(e);
+    sift__gx_arena ra;
+    sift__gx_state st = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+    if (sift__gx_arena_init(&ra, sift__gx_engine_grammar(e)) != SIFT_OK) goto out;
     ra.max_nodes = 1u << 16; /* keep hostile grammars bounded: running out ends the comparison */
-    if (gx_state_start(&ra, &st) != SIFT_OK) goto out;
+    if (sift__gx_state_start(&ra, &st) != SIFT_OK) goto out;
     uint64_t mask[(VOCAB_MAX + 63) / 64];
     uint32_t pick = size ? data[size - 1] : 0;
     for (int step = 0; step < 6; step++) {
-        if (gx_engine_fill_mask(e, &ra, &st, mask) != SIFT_OK) break;
+        if (sift__gx_engine_fill_mask(e, &ra, &st, mask) != SIFT_OK) break;
         int allowed[VOCAB_MAX], na = 0;
         for (int32_t t = 0; t < vo->n_tokens; t++) {
             bool m = (mask[t >> 6] >> (t & 63)) & 1, ref;
-            const int r = gx_token_verdict(&ra, &st, vo, (uint32_t)t, &t1, &t2);
+            const int r = sift__gx_token_verdict(&ra, &st, vo, (uint32_t)t, &t1, &t2);
             if (r < 0) goto out; /* the capped arena is full: no verdict to compare with */
             ref = r == 1;
             if (m != ref) {
                 uint32_t l;
-                const uint8_t *b = gx_vocab_text(vo, (uint32_t)t, &l);
+                const uint8_t *b = sift__gx_vocab_text(vo, (uint32_t)t, &l);
                 fprintf(stderr, "step %d token %d '%.*s': mask %d, reference %d\n", step, t, (int)l, b, m, ref);
                 abort();
             }
@@ -132,16 +132,16 @@ static void engine_differential(const char *gtext, size_t glen, const uint8_t *d
         pick = pick * 1103515245u + 12345u;
         int32_t t = allowed[(pick >> 8) % (uint32_t)na];
         uint32_t l;
-        const uint8_t *b = gx_vocab_text(vo, (uint32_t)t, &l);
-        if (gx_state_accept_token(&ra, &st, (uint32_t)t, b, l, &t1, &t2, &t3) != SIFT_OK) break;
+        const uint8_t *b = sift__gx_vocab_text(vo, (uint32_t)t, &l);
+        if (sift__gx_state_accept_token(&ra, &st, (uint32_t)t, b, l, &t1, &t2, &t3) != SIFT_OK) break;
     }
 out:
-    gx_state_free(&st);
-    gx_state_free(&t1);
-    gx_state_free(&t2);
-    gx_state_free(&t3);
-    gx_arena_free(&ra);
-    gx_engine_release(e);
+    sift__gx_state_free(&st);
+    sift__gx_state_free(&t1);
+    sift__gx_state_free(&t2);
+    sift__gx_state_free(&t3);
+    sift__gx_arena_free(&ra);
+    sift__gx_engine_release(e);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

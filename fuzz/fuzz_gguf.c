@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/ggml_types.h"
-#include "model/gguf.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
 #include "sift.h"
 
 #define CHECK(c)                       \
@@ -73,30 +73,30 @@ static void check_tensors(const sift_gguf *g, size_t size)
         CHECK(strlen(t->name) < SIFT_GGUF_MAX_NAME);
         CHECK(t->file_offset <= size && t->size <= size - t->file_offset);
         CHECK(t->file_offset % sift_gguf_alignment(g) == 0);
-        CHECK((const uint8_t *)t->data == sift_gguf_bytes(g) + t->file_offset);
-        const sift_type_traits *tt = sift_type_traits_get(t->type);
+        CHECK((const uint8_t *)t->data == sift__gguf_bytes(g) + t->file_offset);
+        const sift__type_traits *tt = sift__type_traits_get(t->type);
         CHECK(tt && t->ne[0] % tt->block_size == 0);
         /* dequantize the first row (when it is short enough for the scratch row) */
         if (tt->dequantize && t->size >= t->nb[1] && t->ne[0] > 0 && t->ne[0] <= 4096)
-            CHECK(sift_dequantize_row(t->type, t->data, row, t->ne[0]) == SIFT_OK);
+            CHECK(sift__dequantize_row(t->type, t->data, row, t->ne[0]) == SIFT_OK);
     }
 }
 
 static void round_trip(const sift_gguf *g)
 {
-    sift_gguf_writer *w = sift_gguf_writer_new();
+    sift__gguf_writer *w = sift__gguf_writer_new();
     CHECK(w);
     sift_error e = {0};
     for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
-        CHECK(sift_gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)) == SIFT_OK);
+        CHECK(sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)) == SIFT_OK);
     for (int64_t i = 0; i < sift_gguf_n_tensors(g); i++) {
         const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
-        CHECK(sift_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e) == SIFT_OK);
+        CHECK(sift__gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e) == SIFT_OK);
     }
     uint8_t *buf = NULL;
     size_t n = 0;
-    CHECK(sift_gguf_writer_write_buffer(w, &buf, &n, &e) == SIFT_OK);
-    sift_gguf_writer_free(w);
+    CHECK(sift__gguf_writer_write_buffer(w, &buf, &n, &e) == SIFT_OK);
+    sift__gguf_writer_free(w);
     sift_gguf *h = sift_gguf_open_buffer(buf, n, &e);
     CHECK(h != NULL);
     CHECK(sift_gguf_n_kv(h) == sift_gguf_n_kv(g) && sift_gguf_n_tensors(h) == sift_gguf_n_tensors(g));

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/ggml_types.h"
-#include "model/gguf.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
 #include "sift.h"
 
 #define ARR_KEEP 12
@@ -27,7 +27,7 @@ static void die(const char *what, const char *msg)
 }
 
 /* Copy pairs of g, arrays cut to ARR_KEEP elements. */
-static void copy_meta(sift_gguf_writer *w, const sift_gguf *g)
+static void copy_meta(sift__gguf_writer *w, const sift_gguf *g)
 {
     for (int64_t i = 0; i < sift_gguf_n_kv(g); i++) {
         const char *key = sift_gguf_key(g, i);
@@ -35,23 +35,23 @@ static void copy_meta(sift_gguf_writer *w, const sift_gguf *g)
         int et = sift_gguf_array_type(v);
         uint64_t n = sift_gguf_array_n(v);
         if (et < 0 || n <= ARR_KEEP || et == SIFT_GGUF_ARRAY) {
-            sift_gguf_writer_set_value(w, key, v);
+            sift__gguf_writer_set_value(w, key, v);
         } else if (et == SIFT_GGUF_STRING) {
             const char *s[ARR_KEEP];
             for (int k = 0; k < ARR_KEEP; k++) s[k] = sift_gguf_array_str(v, (uint64_t)k, NULL);
-            sift_gguf_writer_set_arr_str(w, key, s, ARR_KEEP);
+            sift__gguf_writer_set_arr_str(w, key, s, ARR_KEEP);
         } else {
-            sift_gguf_writer_set_arr(w, key, (sift_gguf_type)et, sift_gguf_array_data(v), ARR_KEEP);
+            sift__gguf_writer_set_arr(w, key, (sift_gguf_type)et, sift_gguf_array_data(v), ARR_KEEP);
         }
     }
 }
 
-static void write_out(sift_gguf_writer *w, const char *dir, const char *name)
+static void write_out(sift__gguf_writer *w, const char *dir, const char *name)
 {
     char path[1024];
     sift_error e = {0};
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (sift_gguf_writer_write_file(w, path, &e)) die(path, e.msg);
+    if (sift__gguf_writer_write_file(w, path, &e)) die(path, e.msg);
     sift_gguf *check = sift_gguf_open(path, &e);
     if (!check) die(path, e.msg);
     sift_gguf_close(check);
@@ -71,7 +71,7 @@ static sift_gguf *open_shared(const char *shared, const char *rel)
 static void model_seed(const char *shared, const char *out)
 {
     sift_gguf *g = open_shared(shared, "models/stories260K.gguf");
-    sift_gguf_writer *w = sift_gguf_writer_new();
+    sift__gguf_writer *w = sift__gguf_writer_new();
     copy_meta(w, g);
     sift_error e = {0};
     /* the first 2 rows of a few real tensors */
@@ -79,7 +79,7 @@ static void model_seed(const char *shared, const char *out)
     for (int k = 0; k < 3; k++) {
         const sift_gguf_tensor *t = sift_gguf_tensor_by_name(g, names[k]);
         int64_t ne[2] = {t->ne[0], t->n_dims > 1 ? 2 : 1};
-        if (sift_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data, t->nb[1] * (uint64_t)ne[1], &e))
+        if (sift__gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data, t->nb[1] * (uint64_t)ne[1], &e))
             die(names[k], e.msg);
     }
     /* one small tensor of each computable type, from the real embedding values */
@@ -93,22 +93,22 @@ static void model_seed(const char *shared, const char *out)
         int64_t n = sift_type_block_size(types[k]) == 256 ? 256 : 64;
         char name[32];
         snprintf(name, sizeof name, "t.%s", sift_type_name(types[k]));
-        sift_quantize_row(types[k], x, q[k], n);
-        if (sift_gguf_writer_add_tensor(w, name, types[k], 1, &n, q[k], sift_type_row_bytes(types[k], n), &e))
+        sift__quantize_row(types[k], x, q[k], n);
+        if (sift__gguf_writer_add_tensor(w, name, types[k], 1, &n, q[k], sift__type_row_bytes(types[k], n), &e))
             die(name, e.msg);
     }
     write_out(w, out, "stories260K-mini.gguf");
-    sift_gguf_writer_free(w);
+    sift__gguf_writer_free(w);
     sift_gguf_close(g);
 }
 
 static void vocab_seed(const char *shared, const char *out, const char *rel, const char *name)
 {
     sift_gguf *g = open_shared(shared, rel);
-    sift_gguf_writer *w = sift_gguf_writer_new();
+    sift__gguf_writer *w = sift__gguf_writer_new();
     copy_meta(w, g);
     write_out(w, out, name);
-    sift_gguf_writer_free(w);
+    sift__gguf_writer_free(w);
     sift_gguf_close(g);
 }
 
@@ -123,9 +123,9 @@ static void types_seed(const char *out)
     sift_error e = {0};
     sift_gguf *src = sift_gguf_open_buffer(nested, sizeof nested, &e);
     if (!src) die("nested", e.msg);
-    sift_gguf_writer *w = sift_gguf_writer_new();
-    sift_gguf_writer_set_u32(w, "general.alignment", 64);
-    sift_gguf_writer_set_value(w, "nested", sift_gguf_get(src, "n"));
+    sift__gguf_writer *w = sift__gguf_writer_new();
+    sift__gguf_writer_set_u32(w, "general.alignment", 64);
+    sift__gguf_writer_set_value(w, "nested", sift_gguf_get(src, "n"));
     uint8_t u8 = 1;
     int8_t i8 = -1;
     uint16_t u16 = 2;
@@ -135,27 +135,27 @@ static void types_seed(const char *out)
     int64_t i64 = -4;
     double f64 = 0.5;
     bool b = true;
-    sift_gguf_writer_set(w, "u8", SIFT_GGUF_UINT8, &u8);
-    sift_gguf_writer_set(w, "i8", SIFT_GGUF_INT8, &i8);
-    sift_gguf_writer_set(w, "u16", SIFT_GGUF_UINT16, &u16);
-    sift_gguf_writer_set(w, "i16", SIFT_GGUF_INT16, &i16);
-    sift_gguf_writer_set_u32(w, "u32", 3);
-    sift_gguf_writer_set(w, "i32", SIFT_GGUF_INT32, &i32);
-    sift_gguf_writer_set_f32(w, "f32", 1.5f);
-    sift_gguf_writer_set(w, "bool", SIFT_GGUF_BOOL, &b);
-    sift_gguf_writer_set_str(w, "str", "text");
-    sift_gguf_writer_set(w, "u64", SIFT_GGUF_UINT64, &u64);
-    sift_gguf_writer_set(w, "i64", SIFT_GGUF_INT64, &i64);
-    sift_gguf_writer_set(w, "f64", SIFT_GGUF_FLOAT64, &f64);
+    sift__gguf_writer_set(w, "u8", SIFT_GGUF_UINT8, &u8);
+    sift__gguf_writer_set(w, "i8", SIFT_GGUF_INT8, &i8);
+    sift__gguf_writer_set(w, "u16", SIFT_GGUF_UINT16, &u16);
+    sift__gguf_writer_set(w, "i16", SIFT_GGUF_INT16, &i16);
+    sift__gguf_writer_set_u32(w, "u32", 3);
+    sift__gguf_writer_set(w, "i32", SIFT_GGUF_INT32, &i32);
+    sift__gguf_writer_set_f32(w, "f32", 1.5f);
+    sift__gguf_writer_set(w, "bool", SIFT_GGUF_BOOL, &b);
+    sift__gguf_writer_set_str(w, "str", "text");
+    sift__gguf_writer_set(w, "u64", SIFT_GGUF_UINT64, &u64);
+    sift__gguf_writer_set(w, "i64", SIFT_GGUF_INT64, &i64);
+    sift__gguf_writer_set(w, "f64", SIFT_GGUF_FLOAT64, &f64);
     const int16_t arr[3] = {1, -2, 3};
-    sift_gguf_writer_set_arr(w, "arr.i16", SIFT_GGUF_INT16, arr, 3);
+    sift__gguf_writer_set_arr(w, "arr.i16", SIFT_GGUF_INT16, arr, 3);
     float f[64] = {0};
     int64_t ne[2] = {32, 2};
-    if (sift_gguf_writer_add_tensor(w, "f", SIFT_TYPE_F32, 2, ne, f, sizeof f, &e)) die("f", e.msg);
+    if (sift__gguf_writer_add_tensor(w, "f", SIFT_TYPE_F32, 2, ne, f, sizeof f, &e)) die("f", e.msg);
     int64_t ne0 = 0;
-    if (sift_gguf_writer_add_tensor(w, "empty", SIFT_TYPE_F16, 1, &ne0, NULL, 0, &e)) die("empty", e.msg);
+    if (sift__gguf_writer_add_tensor(w, "empty", SIFT_TYPE_F16, 1, &ne0, NULL, 0, &e)) die("empty", e.msg);
     write_out(w, out, "all-types.gguf");
-    sift_gguf_writer_free(w);
+    sift__gguf_writer_free(w);
     sift_gguf_close(src);
 }
 

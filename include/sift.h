@@ -58,13 +58,13 @@ typedef enum sift_status {
 } sift_status;
 
 /* A static English name for a status ("invalid argument", ...). */
-SIFT_API const char *sift_status_str(int status);
+SIFT_API const char *sift_status_str(sift_status status);
 
 /* Optional out-parameter of fallible functions: the status again and a one-line message
  * that says where (field, byte offset, line:column) and what. */
 #define SIFT_ERROR_MSG_MAX 256
 typedef struct sift_error {
-    int status;
+    sift_status status;
     char msg[SIFT_ERROR_MSG_MAX];
 } sift_error;
 
@@ -92,6 +92,9 @@ typedef struct sift_error {
  * allocates per token; candidates made with sift_candidates_init() have one, and
  * sift_sampler_apply() lends a temporary one to candidates that do not.
  */
+/* Scratch memory that belongs to the core (opaque: samplers reach it through the library). */
+typedef struct sift_workspace sift_workspace;
+
 typedef struct sift_candidates {
     sift_token *id;    /* token ids                                   [capacity] */
     float *logit;      /* logits (after whatever samplers did to them) [capacity] */
@@ -101,7 +104,7 @@ typedef struct sift_candidates {
     int64_t selected;  /* index into the arrays of the chosen token, -1 = none yet */
     bool sorted;       /* [0, size) is in descending logit order */
     uint32_t flags;    /* SIFT_CAND_* below */
-    void *ws;          /* internal workspace (scratch for samplers); owned by the core */
+    sift_workspace *ws; /* scratch for samplers, owned by the core; NULL is allowed */
 } sift_candidates;
 
 /* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1 within 1e-5). */
@@ -148,6 +151,7 @@ typedef struct sift_sampler_i {
     void (*reset)(sift_sampler *smpl);                            /* may be NULL */
     sift_sampler *(*clone)(const sift_sampler *smpl);             /* may be NULL if ctx is NULL */
     void (*free)(sift_sampler *smpl);                             /* may be NULL if ctx is NULL */
+    uint32_t (*get_seed)(const sift_sampler *smpl);               /* may be NULL: no randomness */
 } sift_sampler_i;
 
 struct sift_sampler {
@@ -173,7 +177,8 @@ SIFT_API sift_sampler *sift_sampler_clone(const sift_sampler *smpl);
 /* Free the sampler and its context (NULL-safe). Do not free a sampler a chain owns. */
 SIFT_API void sift_sampler_free(sift_sampler *smpl);
 /* The seed a random sampler actually uses (the drawn one when created with
- * SIFT_DEFAULT_SEED); SIFT_DEFAULT_SEED for samplers without randomness. */
+ * SIFT_DEFAULT_SEED), from its vtable's get_seed; SIFT_DEFAULT_SEED for samplers without
+ * one (no randomness). */
 SIFT_API uint32_t sift_sampler_get_seed(const sift_sampler *smpl);
 
 /* ==== chain ================================================================================
@@ -643,24 +648,24 @@ SIFT_API const sift_gguf_value *sift_gguf_get(const sift_gguf *g, const char *ke
 SIFT_API sift_gguf_type sift_gguf_value_type(const sift_gguf_value *v);
 /* Exact-type scalar getters: SIFT_OK, or SIFT_E_INVAL (and *out untouched) when the value
  * has another type. */
-SIFT_API int sift_gguf_value_u8(const sift_gguf_value *v, uint8_t *out);
-SIFT_API int sift_gguf_value_i8(const sift_gguf_value *v, int8_t *out);
-SIFT_API int sift_gguf_value_u16(const sift_gguf_value *v, uint16_t *out);
-SIFT_API int sift_gguf_value_i16(const sift_gguf_value *v, int16_t *out);
-SIFT_API int sift_gguf_value_u32(const sift_gguf_value *v, uint32_t *out);
-SIFT_API int sift_gguf_value_i32(const sift_gguf_value *v, int32_t *out);
-SIFT_API int sift_gguf_value_u64(const sift_gguf_value *v, uint64_t *out);
-SIFT_API int sift_gguf_value_i64(const sift_gguf_value *v, int64_t *out);
-SIFT_API int sift_gguf_value_f32(const sift_gguf_value *v, float *out);
-SIFT_API int sift_gguf_value_f64(const sift_gguf_value *v, double *out);
-SIFT_API int sift_gguf_value_bool(const sift_gguf_value *v, bool *out);
+SIFT_API sift_status sift_gguf_value_u8(const sift_gguf_value *v, uint8_t *out);
+SIFT_API sift_status sift_gguf_value_i8(const sift_gguf_value *v, int8_t *out);
+SIFT_API sift_status sift_gguf_value_u16(const sift_gguf_value *v, uint16_t *out);
+SIFT_API sift_status sift_gguf_value_i16(const sift_gguf_value *v, int16_t *out);
+SIFT_API sift_status sift_gguf_value_u32(const sift_gguf_value *v, uint32_t *out);
+SIFT_API sift_status sift_gguf_value_i32(const sift_gguf_value *v, int32_t *out);
+SIFT_API sift_status sift_gguf_value_u64(const sift_gguf_value *v, uint64_t *out);
+SIFT_API sift_status sift_gguf_value_i64(const sift_gguf_value *v, int64_t *out);
+SIFT_API sift_status sift_gguf_value_f32(const sift_gguf_value *v, float *out);
+SIFT_API sift_status sift_gguf_value_f64(const sift_gguf_value *v, double *out);
+SIFT_API sift_status sift_gguf_value_bool(const sift_gguf_value *v, bool *out);
 /* Any scalar's bytes as they are laid out in an array of its type (host order; bool as one
  * byte 0/1), e.g. to print or copy a value of any type; NULL for strings and arrays. */
 SIFT_API const void *sift_gguf_value_scalar(const sift_gguf_value *v);
 /* Any integer type (and bool) as int64; SIFT_E_INVAL for other types or a u64 > INT64_MAX. */
-SIFT_API int sift_gguf_value_int(const sift_gguf_value *v, int64_t *out);
+SIFT_API sift_status sift_gguf_value_int(const sift_gguf_value *v, int64_t *out);
 /* f32 or f64 as double; SIFT_E_INVAL otherwise. */
-SIFT_API int sift_gguf_value_float(const sift_gguf_value *v, double *out);
+SIFT_API sift_status sift_gguf_value_float(const sift_gguf_value *v, double *out);
 /* A string value: NUL-terminated, its byte length in *len (may be NULL). NULL if the value
  * is not a string. */
 SIFT_API const char *sift_gguf_value_str(const sift_gguf_value *v, size_t *len);
@@ -682,10 +687,10 @@ SIFT_API const sift_gguf_value *sift_gguf_array_elem(const sift_gguf_value *v, u
 
 /* Key-based conveniences for loaders: SIFT_OK; or SIFT_E_FORMAT with a message naming the
  * key when it is absent or has another type. */
-SIFT_API int sift_gguf_get_u32(const sift_gguf *g, const char *key, uint32_t *out, sift_error *err);
-SIFT_API int sift_gguf_get_f32(const sift_gguf *g, const char *key, float *out, sift_error *err);
-SIFT_API int sift_gguf_get_int(const sift_gguf *g, const char *key, int64_t *out, sift_error *err);
-SIFT_API int sift_gguf_get_str(const sift_gguf *g, const char *key, const char **out, sift_error *err);
+SIFT_API sift_status sift_gguf_get_u32(const sift_gguf *g, const char *key, uint32_t *out, sift_error *err);
+SIFT_API sift_status sift_gguf_get_f32(const sift_gguf *g, const char *key, float *out, sift_error *err);
+SIFT_API sift_status sift_gguf_get_int(const sift_gguf *g, const char *key, int64_t *out, sift_error *err);
+SIFT_API sift_status sift_gguf_get_str(const sift_gguf *g, const char *key, const char **out, sift_error *err);
 
 /* -- tensors -- */
 SIFT_API int64_t sift_gguf_n_tensors(const sift_gguf *g);
@@ -808,7 +813,7 @@ SIFT_API int32_t sift_detokenize(const sift_vocab *vocab, const sift_token *toke
 /* Fill *view with this vocabulary's pieces (token_to_piece with special = true), compact
  * attributes and a tokenize callback (no special tokens, no BOS). The arrays belong to the
  * vocabulary and live as long as it does. SIFT_E_INVAL for NULL arguments. */
-SIFT_API int sift_vocab_view_get(const sift_vocab *vocab, sift_vocab_view *view);
+SIFT_API sift_status sift_vocab_view_get(const sift_vocab *vocab, sift_vocab_view *view);
 
 /* ==== model & runtime ======================================================================
  *
@@ -1061,6 +1066,7 @@ SIFT_API void sift_grammar_free(sift_grammar *g);
 
 /* Result of matching a text against a grammar. */
 typedef enum sift_grammar_match_result {
+    SIFT_GRAMMAR_ERROR = -1,   /* NULL grammar, or out of memory: nothing was decided */
     SIFT_GRAMMAR_REJECTED = 0, /* some byte cannot continue the grammar (see *fail_offset) */
     SIFT_GRAMMAR_PREFIX = 1,   /* valid so far, but the grammar cannot end here */
     SIFT_GRAMMAR_COMPLETE = 2, /* a complete sentence (longer ones may exist too) */
@@ -1069,8 +1075,8 @@ typedef enum sift_grammar_match_result {
 /* Match `text` from the start rule, byte by byte. On SIFT_GRAMMAR_REJECTED, *fail_offset
  * (if not NULL) is the offset of the first byte that could not be taken (text.len when the
  * text ends inside a UTF-8 character the grammar cannot complete). Token references never
- * match text. Returns -SIFT_E_NOMEM on allocation failure. */
-SIFT_API int sift_grammar_match(const sift_grammar *g, const char *text, size_t len, size_t *fail_offset);
+ * match text. SIFT_GRAMMAR_ERROR for a NULL grammar or on allocation failure. */
+SIFT_API sift_grammar_match_result sift_grammar_match(const sift_grammar *g, const char *text, size_t len, size_t *fail_offset);
 
 /* The grammar sampler. `vocab` gives the token texts (copied: the view need not outlive
  * the sampler). An empty or NULL grammar text gives a no-op sampler ("?grammar"), as in

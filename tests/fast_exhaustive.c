@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/fastk.h"
+#include "core/fast_kernels.h"
 
 enum { BLOCK = 1 << 16 };
 

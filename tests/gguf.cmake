@@ -7,7 +7,7 @@
 set(SIFT_PEER_GGML "/tmp/sift-peer/package/bins/linux-x64/libggml-base.so" CACHE FILEPATH
     "llama.cpp's libggml-base.so, for the bit-exactness test of the tensor types")
 add_executable(peer_ggml_types ${CMAKE_CURRENT_SOURCE_DIR}/peer_ggml_types.c)
-target_include_directories(peer_ggml_types PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(peer_ggml_types PRIVATE sift_internal_inc)
 target_compile_options(peer_ggml_types PRIVATE ${SIFT_WARN})
 target_link_libraries(peer_ggml_types PRIVATE sift_static ${CMAKE_DL_LIBS})
 if(EXISTS "${SIFT_PEER_GGML}")
@@ -19,7 +19,7 @@ endif()
 # every variant must be refused with a reader message, in process and through
 # `sift info` (exit 1, no sanitizer report); random mutations must not crash.
 add_executable(gguf_corrupt ${CMAKE_CURRENT_SOURCE_DIR}/gguf_corrupt.c)
-target_include_directories(gguf_corrupt PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(gguf_corrupt PRIVATE sift_internal_inc)
 target_compile_options(gguf_corrupt PRIVATE ${SIFT_WARN})
 target_link_libraries(gguf_corrupt PRIVATE sift_static)
 foreach(spec

@@ -40,8 +40,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "model/ggml_types.h"
-#include "model/gguf.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
 #include "sift.h"
 
 /* ---- the base file and its field map -------------------------------------------------- */
@@ -390,18 +390,18 @@ static void tensor_variants(const base_file *b)
  * multiple of. */
 static void alignment_variants(const base_file *b, const sift_gguf *g)
 {
-    sift_gguf_writer *w = sift_gguf_writer_new();
-    for (int64_t i = 0; i < sift_gguf_n_kv(g); i++) sift_gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
-    sift_gguf_writer_set_u32(w, "general.alignment", 32);
+    sift__gguf_writer *w = sift__gguf_writer_new();
+    for (int64_t i = 0; i < sift_gguf_n_kv(g); i++) sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
+    sift__gguf_writer_set_u32(w, "general.alignment", 32);
     sift_error e = {0};
     for (int64_t i = 0; i < sift_gguf_n_tensors(g); i++) {
         const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
-        sift_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e);
+        sift__gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e);
     }
     uint8_t *buf;
     size_t n;
-    int st = sift_gguf_writer_write_buffer(w, &buf, &n, &e);
-    sift_gguf_writer_free(w);
+    int st = sift__gguf_writer_write_buffer(w, &buf, &n, &e);
+    sift__gguf_writer_free(w);
     if (st) {
         failf("alignment", "writer: %s", e.msg);
         return;
@@ -521,8 +521,8 @@ static int make_v2_quant(base_file *b)
     sift_error e = {0};
     sift_gguf *g = sift_gguf_open_buffer(b->p, b->n, &e);
     if (!g) return -1;
-    sift_gguf_writer *w = sift_gguf_writer_new();
-    for (int64_t i = 0; i < sift_gguf_n_kv(g); i++) sift_gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
+    sift__gguf_writer *w = sift__gguf_writer_new();
+    for (int64_t i = 0; i < sift_gguf_n_kv(g); i++) sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
     int64_t nt = sift_gguf_n_tensors(g);
     void **owned = calloc((size_t)nt + 1, sizeof *owned);
     int n_q = 0;
@@ -530,22 +530,22 @@ static int make_v2_quant(base_file *b)
         const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
         int64_t nel = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         if (t->type == SIFT_TYPE_F32 && t->n_dims == 2 && t->ne[0] % 32 == 0) {
-            uint64_t bytes = sift_type_row_bytes(SIFT_TYPE_Q8_0, nel);
+            uint64_t bytes = sift__type_row_bytes(SIFT_TYPE_Q8_0, nel);
             float *x = malloc((size_t)nel * sizeof *x);
             memcpy(x, t->data, (size_t)nel * sizeof *x);
             owned[i] = malloc(bytes);
-            sift_quantize_row_q8_0(x, owned[i], nel);
+            sift__quantize_row_q8_0(x, owned[i], nel);
             free(x);
-            sift_gguf_writer_add_tensor(w, t->name, SIFT_TYPE_Q8_0, t->n_dims, t->ne, owned[i], bytes, &e);
+            sift__gguf_writer_add_tensor(w, t->name, SIFT_TYPE_Q8_0, t->n_dims, t->ne, owned[i], bytes, &e);
             n_q++;
         } else {
-            sift_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e);
+            sift__gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e);
         }
     }
     uint8_t *buf;
     size_t n;
-    int st = sift_gguf_writer_write_buffer(w, &buf, &n, &e);
-    sift_gguf_writer_free(w);
+    int st = sift__gguf_writer_write_buffer(w, &buf, &n, &e);
+    sift__gguf_writer_free(w);
     for (int64_t i = 0; i < nt; i++) free(owned[i]);
     free(owned);
     sift_gguf_close(g);

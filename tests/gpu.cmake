@@ -17,7 +17,8 @@ target_link_libraries(test_gpu_host PRIVATE sift_gpu_host)
 
 if(TARGET sift_cuda)
   add_executable(gpu_device ${CMAKE_CURRENT_SOURCE_DIR}/gpu_device.c)
-  target_include_directories(gpu_device PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+  target_include_directories(gpu_device PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(gpu_device PRIVATE sift_internal_inc)
   target_compile_options(gpu_device PRIVATE ${SIFT_WARN})
   target_link_libraries(gpu_device PRIVATE sift_cuda PkgConfig::CMOCKA)
   add_test(NAME gpu_device COMMAND gpu_device)
@@ -38,8 +39,9 @@ if(NOT SIFT_SANITIZE)
     add_executable(gpu_emu ${CMAKE_CURRENT_SOURCE_DIR}/gpu_device.c ${PROJECT_SOURCE_DIR}/src/gpu/chain.c
                            ${CMAKE_CURRENT_SOURCE_DIR}/cuda_emu/kernels_emu.cpp ${CMAKE_CURRENT_SOURCE_DIR}/cuda_emu/emu.cpp)
     target_include_directories(gpu_emu BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cuda_emu)
-    target_include_directories(gpu_emu PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
+    target_include_directories(gpu_emu PRIVATE ${PROJECT_SOURCE_DIR}/include
                                                ${CMAKE_CURRENT_SOURCE_DIR})
+    target_link_libraries(gpu_emu PRIVATE sift_internal_inc)
     target_compile_definitions(gpu_emu PRIVATE SIFT_GPU_EMU=1)
     target_compile_options(gpu_emu PRIVATE $<$<COMPILE_LANGUAGE:C>:${SIFT_WARN}>
                                            $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror -Wno-unused-parameter -Wno-unknown-pragmas>)

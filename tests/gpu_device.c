@@ -138,13 +138,13 @@ static void test_masks(void **state)
             if (EMU_OR(s % 3 != 0, 0)) continue; /* under emulation: every third sampler */
             sift_cuda_chain *c = mk(specs[s], V, (int32_t)R, 0);
             /* the host reference of the same program, for the same rows */
-            sift_gpu_plan plan;
-            sift_gpu_rowspec row;
+            sift__gpu_plan plan;
+            sift__gpu_rowspec row;
             sift_error err;
             assert_int_equal(sift__gpu_plan_spec(specs[s], NULL, (int32_t)V, 0, &plan, &row, &err), SIFT_OK);
-            const sift_gpu_rowspec **rows = malloc(R * sizeof *rows);
+            const sift__gpu_rowspec **rows = malloc(R * sizeof *rows);
             for (uint32_t r = 0; r < R; r++) rows[r] = &row;
-            sift_gpu_ref ref;
+            sift__gpu_ref ref;
             const int32_t cap = plan.selects ? 1 : sift__gpu_row_bound(&plan, &row);
             assert_int_equal(sift__gpu_ref_init(&ref, &plan, (int32_t)R, cap), SIFT_OK);
             sift__gpu_ref_run(&ref, rows, (int32_t)R, dl.host.x, V);
@@ -434,12 +434,12 @@ static void test_device_vs_ref(void **state)
     const uint32_t R = EMU_OR(2u, dl.host.n_rows);
     for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
         sift_cuda_chain *c = mk(specs[s], 32000, (int32_t)R, 0);
-        sift_gpu_plan plan;
-        sift_gpu_rowspec rs;
+        sift__gpu_plan plan;
+        sift__gpu_rowspec rs;
         assert_int_equal(sift__gpu_plan_spec(specs[s], NULL, 32000, 0, &plan, &rs, NULL), SIFT_OK);
-        const sift_gpu_rowspec **rows = malloc(R * sizeof *rows);
+        const sift__gpu_rowspec **rows = malloc(R * sizeof *rows);
         for (uint32_t r = 0; r < R; r++) rows[r] = &rs;
-        sift_gpu_ref ref;
+        sift__gpu_ref ref;
         assert_int_equal(sift__gpu_ref_init(&ref, &plan, (int32_t)R, 1), SIFT_OK);
         sift_token *tok = malloc(R * sizeof *tok);
         int differ = 0;

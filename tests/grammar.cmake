@@ -11,14 +11,16 @@
 #                        on the real vocabularies along random generations. Label slow.
 #   json_schema_cli      `sift json-schema-to-grammar`: output, exit codes, error messages.
 add_executable(grammar_generate ${CMAKE_CURRENT_SOURCE_DIR}/grammar_generate.c)
-target_include_directories(grammar_generate PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+target_include_directories(grammar_generate PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(grammar_generate PRIVATE sift_internal_inc)
 target_compile_options(grammar_generate PRIVATE ${SIFT_WARN})
 target_link_libraries(grammar_generate PRIVATE sift_static PkgConfig::CJSON PkgConfig::PCRE2 m)
 add_test(NAME grammar_generate COMMAND grammar_generate --docs 50)
 set_tests_properties(grammar_generate PROPERTIES LABELS slow ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1800)
 
 add_executable(grammar_mask_vocab ${CMAKE_CURRENT_SOURCE_DIR}/grammar_mask_vocab.c)
-target_include_directories(grammar_mask_vocab PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+target_include_directories(grammar_mask_vocab PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(grammar_mask_vocab PRIVATE sift_internal_inc)
 target_compile_options(grammar_mask_vocab PRIVATE ${SIFT_WARN})
 target_link_libraries(grammar_mask_vocab PRIVATE sift_static m)
 add_test(NAME grammar_mask_vocab COMMAND grammar_mask_vocab --steps 40)

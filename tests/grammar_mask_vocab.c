@@ -5,7 +5,7 @@
  * For llama-spm (32000) and deepseek-llm (102400), and the grammars of tests/data/grammars
  * and ../shared/peer/grammars: walk a random generation (a uniformly chosen allowed token per
  * step) and, at every step, compare the engine's mask with the reference matcher's verdict
- * (gx_state_token_check: the token's bytes through the parse stacks) for every token of the
+ * (sift__gx_state_token_check: the token's bytes through the parse stacks) for every token of the
  * vocabulary. Any difference is a failure, reported with the step, the token and its text.
  *
  *   grammar_mask_vocab [--steps N]
@@ -27,30 +27,30 @@ static int check(const char *vname, const sift_vocab_view *view, const char *gna
 {
     sift_error err = {0};
     sift_grammar *g = sift_grammar_parse(text, len, NULL, view, &err);
-    gx_engine *e = NULL;
-    if (!g || gx_engine_new(&e, g, view, &err) != SIFT_OK || gx_engine_precompute(e, 1u << 26) != SIFT_OK) {
+    sift__gx_engine *e = NULL;
+    if (!g || sift__gx_engine_new(&e, g, view, &err) != SIFT_OK || sift__gx_engine_precompute(e, 1u << 26) != SIFT_OK) {
         fprintf(stderr, "%s: %s\n", gname, err.msg);
         return 1;
     }
-    const gx_vocab *vo = gx_engine_vocab(e);
-    gx_arena ra;
-    gx_state st = {0}, t1 = {0}, t2 = {0}, t3 = {0};
-    gx_arena_init(&ra, gx_engine_grammar(e));
-    gx_state_start(&ra, &st);
+    const sift__gx_vocab *vo = sift__gx_engine_vocab(e);
+    sift__gx_arena ra;
+    sift__gx_state st = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+    sift__gx_arena_init(&ra, sift__gx_engine_grammar(e));
+    sift__gx_state_start(&ra, &st);
     uint64_t *mask = malloc(vo->n_words * sizeof *mask);
     int32_t *allowed = malloc(sizeof *allowed * (size_t)vo->n_tokens);
     uint64_t seed = 77;
     long checks = 0, docs = 0, allowed_sum = 0;
     int bad = 0;
     for (int step = 0; step < steps && !bad; step++) {
-        if (gx_engine_fill_mask(e, &ra, &st, mask) != SIFT_OK) {
+        if (sift__gx_engine_fill_mask(e, &ra, &st, mask) != SIFT_OK) {
             bad = 1;
             break;
         }
         int na = 0;
         for (int32_t t = 0; t < vo->n_tokens; t++) {
             bool m = (mask[t >> 6] >> (t & 63)) & 1, ref;
-            const int r = gx_token_verdict(&ra, &st, vo, (uint32_t)t, &t1, &t2);
+            const int r = sift__gx_token_verdict(&ra, &st, vo, (uint32_t)t, &t1, &t2);
             if (r < 0) {
                 fprintf(stderr, "%s/%s step %d: the reference matcher failed (%d)\n", vname, gname, step, r);
                 bad = 1;
@@ -60,7 +60,7 @@ static int check(const char *vname, const sift_vocab_view *view, const char *gna
             checks++;
             if (m != ref) {
                 uint32_t l;
-                const uint8_t *b = gx_vocab_text(vo, (uint32_t)t, &l);
+                const uint8_t *b = sift__gx_vocab_text(vo, (uint32_t)t, &l);
                 fprintf(stderr, "%s/%s step %d token %d '%.*s': mask %d, reference %d\n", vname, gname, step, t, (int)l, b, m, ref);
                 bad = 1;
             }
@@ -75,23 +75,23 @@ static int check(const char *vname, const sift_vocab_view *view, const char *gna
         int32_t t = allowed[rng(&seed) % (uint64_t)na];
         if (vo->flags[t] & GX_TOK_EOG) {
             docs++;
-            gx_state_start(&ra, &st);
+            sift__gx_state_start(&ra, &st);
             continue;
         }
         uint32_t l;
-        const uint8_t *b = gx_vocab_text(vo, (uint32_t)t, &l);
-        if (gx_state_accept_token(&ra, &st, (uint32_t)t, b, l, &t1, &t2, &t3) != SIFT_OK) bad = 1;
+        const uint8_t *b = sift__gx_vocab_text(vo, (uint32_t)t, &l);
+        if (sift__gx_state_accept_token(&ra, &st, (uint32_t)t, b, l, &t1, &t2, &t3) != SIFT_OK) bad = 1;
     }
     printf("%-13s %-20s %d steps, %ld token checks, 0 differences%s, %ld documents, %.0f allowed on average\n", vname, gname,
            steps, checks, bad ? " (FAILED)" : "", docs, (double)allowed_sum / steps);
     free(mask);
     free(allowed);
-    gx_state_free(&st);
-    gx_state_free(&t1);
-    gx_state_free(&t2);
-    gx_state_free(&t3);
-    gx_arena_free(&ra);
-    gx_engine_release(e);
+    sift__gx_state_free(&st);
+    sift__gx_state_free(&t1);
+    sift__gx_state_free(&t2);
+    sift__gx_state_free(&t3);
+    sift__gx_arena_free(&ra);
+    sift__gx_engine_release(e);
     return bad;
 }
 

@@ -18,7 +18,8 @@ set_tests_properties(cli_generate PROPERTIES LABELS "model;cli" ENVIRONMENT "${S
 # so the test exists only when model_ref was there at configure time.
 set(SIFT_PEER_MODEL_REF "/tmp/sift-peer/model_ref" CACHE FILEPATH "llama.cpp's model_ref, for peer_model_arch")
 add_executable(peer_model_arch ${CMAKE_CURRENT_SOURCE_DIR}/peer_model_arch.c)
-target_include_directories(peer_model_arch PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+target_include_directories(peer_model_arch PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(peer_model_arch PRIVATE sift_internal_inc)
 target_compile_options(peer_model_arch PRIVATE ${SIFT_WARN})
 target_link_libraries(peer_model_arch PRIVATE sift_static)
 if(EXISTS "${SIFT_PEER_MODEL_REF}")

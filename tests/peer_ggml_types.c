@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/ggml_types.h"
+#include "gguf/ggml_types.h"
 
 typedef const char *(*type_name_fn)(int);
 typedef size_t (*type_size_fn)(int);
@@ -66,7 +66,7 @@ static void check_table(void)
     blck_size_fn blck = (blck_size_fn)sym("ggml_blck_size");
     int known = 0;
     for (int t = 0; t < SIFT_TYPE_COUNT; t++) {
-        const sift_type_traits *tr = sift_type_traits_get(t);
+        const sift__type_traits *tr = sift__type_traits_get(t);
         int64_t pb = blck(t);
         if (pb == 0) { /* removed in ggml */
             if (tr) printf("table: type %d is removed in ggml but known to sift\n", t), failures++;
@@ -89,13 +89,13 @@ static void check_half(int exhaustive)
     f2h_fn f2b = (f2h_fn)sym("ggml_fp32_to_bf16");
     int bad = 0;
     for (uint32_t h = 0; h < 65536; h++) {
-        float a = sift_fp16_to_fp32((uint16_t)h), b = h2f((uint16_t)h);
+        float a = sift__fp16_to_fp32((uint16_t)h), b = h2f((uint16_t)h);
         if (memcmp(&a, &b, 4) && bad++ < 3) {
             uint32_t ua, ub;
             memcpy(&ua, &a, 4), memcpy(&ub, &b, 4);
             printf("  fp16 0x%04x: sift 0x%08x ggml 0x%08x\n", h, ua, ub);
         }
-        a = sift_bf16_to_fp32((uint16_t)h), b = b2f((uint16_t)h);
+        a = sift__bf16_to_fp32((uint16_t)h), b = b2f((uint16_t)h);
         if (memcmp(&a, &b, 4)) bad++;
     }
     printf("fp16/bf16 -> fp32: all 65536 patterns, %d differences\n", bad);
@@ -106,12 +106,12 @@ static void check_half(int exhaustive)
         float f;
         uint32_t x = (uint32_t)u;
         memcpy(&f, &x, 4);
-        uint16_t a = sift_fp32_to_fp16(f), b = f2h(f);
+        uint16_t a = sift__fp32_to_fp16(f), b = f2h(f);
         if (a != b) {
             if (isnan(f)) bad16nan++; /* NaN payloads: F16C keeps them, ggml's C code does not */
             else if (bad16++ < 5) printf("  fp16(%a = 0x%08x): sift 0x%04x ggml 0x%04x\n", f, x, a, b);
         }
-        a = sift_fp32_to_bf16(f), b = f2b(f);
+        a = sift__fp32_to_bf16(f), b = f2b(f);
         if (a != b && badb++ < 5) printf("  bf16(%a = 0x%08x): sift 0x%04x ggml 0x%04x\n", f, x, a, b);
     }
     printf("fp32 -> fp16/bf16: %llu patterns, %d fp16 differences (+%d NaN payload differences), %d bf16 "
@@ -142,7 +142,7 @@ static void check_rows(void)
     float *x = malloc(N * sizeof *x), *ya = malloc(N * sizeof *ya), *yb = malloc(N * sizeof *yb);
     uint8_t *qa = malloc(N * 4), *qb = malloc(N * 4);
     for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
-        const sift_type_traits *t = sift_type_traits_get(pairs[p].type);
+        const sift__type_traits *t = sift__type_traits_get(pairs[p].type);
         deq_fn deq = (deq_fn)sym(pairs[p].deq);
         qnt_fn qnt = (qnt_fn)sym(pairs[p].qnt);
         size_t bytes = (size_t)(N / t->block_size) * t->block_bytes;

@@ -3,9 +3,9 @@
 # processes on 127.0.0.1 driven by tests/server_test.py (Python standard library only;
 # label server, about a second on stories260K). The browser test is separate (see
 # tests/browser/README.md) and registered only when Chromium and playwright-core are there.
-add_executable(server_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_unit.c ${PROJECT_SOURCE_DIR}/tools/server/text.c
+add_executable(server_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_unit.c ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c
                            ${PROJECT_SOURCE_DIR}/tools/server/chat.c)
-target_include_directories(server_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+target_include_directories(server_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(server_unit PRIVATE ${SIFT_WARN})
 target_link_libraries(server_unit PRIVATE sift_static PkgConfig::CMOCKA)
 add_test(NAME server_unit COMMAND server_unit)

@@ -16,7 +16,7 @@ static uint32_t lcg_next(void)
     return lcg >> 8;
 }
 
-static uint64_t fnv(const sift_pair *v, size_t n)
+static uint64_t fnv(const sift__pair *v, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) {
@@ -40,12 +40,12 @@ static void test_stl_sort_tie_order_matches_libstdcxx(void **state)
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         const size_t n = cases[c].n;
-        sift_pair *v = malloc(n * sizeof *v);
+        sift__pair *v = malloc(n * sizeof *v);
         assert_non_null(v);
         lcg = 12345 + (uint32_t)n * 7 + cases[c].levels;
-        for (size_t i = 0; i < n; i++) v[i] = (sift_pair){(float)(lcg_next() % cases[c].levels) * 0.5f - 3.0f, (uint32_t)i};
-        if (cases[c].mid == n) sift_stl_sort(v, n);
-        else sift_stl_partial_sort(v, cases[c].mid, n);
+        for (size_t i = 0; i < n; i++) v[i] = (sift__pair){(float)(lcg_next() % cases[c].levels) * 0.5f - 3.0f, (uint32_t)i};
+        if (cases[c].mid == n) sift__stl_sort(v, n);
+        else sift__stl_partial_sort(v, cases[c].mid, n);
         for (size_t i = 1; i < cases[c].mid; i++) assert_true(v[i - 1].key >= v[i].key);
         assert_true(fnv(v, cases[c].mid) == cases[c].hash);
         free(v);
@@ -59,7 +59,7 @@ static void test_stl_partial_sort_streaming_equals_pairs(void **state)
      * ties and NaN included */
     enum { N = 4000 };
     float *keys = malloc(N * sizeof *keys);
-    sift_pair *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    sift__pair *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
     const uint32_t levels[] = {3, 50, 100000};
     const size_t ks[] = {1, 2, 40, 128, N};
     for (size_t l = 0; l < 3; l++) {
@@ -70,9 +70,9 @@ static void test_stl_partial_sort_streaming_equals_pairs(void **state)
             if (i % 89 == 3) keys[i] = -INFINITY;
         }
         for (size_t t = 0; t < 5; t++) {
-            for (int i = 0; i < N; i++) a[i] = (sift_pair){sift_sort_key(keys[i]), (uint32_t)i};
-            sift_stl_partial_sort(a, ks[t], N);
-            sift_stl_partial_sort_keys(keys, N, ks[t], b);
+            for (int i = 0; i < N; i++) a[i] = (sift__pair){sift__sort_key(keys[i]), (uint32_t)i};
+            sift__stl_partial_sort(a, ks[t], N);
+            sift__stl_partial_sort_keys(keys, N, ks[t], b);
             for (size_t i = 0; i < ks[t]; i++) {
                 assert_int_equal(a[i].idx, b[i].idx);
                 assert_true(a[i].key == b[i].key || (a[i].key != a[i].key && b[i].key != b[i].key));
@@ -87,15 +87,15 @@ static void test_stl_partial_sort_streaming_equals_pairs(void **state)
 static void test_stl_sort_small_and_empty(void **state)
 {
     (void)state;
-    sift_pair v[3] = {{1.0f, 0}, {3.0f, 1}, {2.0f, 2}};
-    sift_stl_sort(v, 0);
-    sift_stl_sort(v, 1);
+    sift__pair v[3] = {{1.0f, 0}, {3.0f, 1}, {2.0f, 2}};
+    sift__stl_sort(v, 0);
+    sift__stl_sort(v, 1);
     assert_int_equal(v[0].idx, 0);
-    sift_stl_sort(v, 3);
+    sift__stl_sort(v, 3);
     assert_int_equal(v[0].idx, 1);
     assert_int_equal(v[1].idx, 2);
     assert_int_equal(v[2].idx, 0);
-    sift_stl_partial_sort(v, 0, 3); /* nothing to do */
+    sift__stl_partial_sort(v, 0, 3); /* nothing to do */
 }
 
 /* ---- candidates ------------------------------------------------------------------------- */

@@ -3,7 +3,7 @@
  * for bit, for every weight type (the shared models are F32 and F16 only; the quantized
  * types go through other kernels: the tiled products of kernels.h's gemm for Q8_0 and Q4_0).
  *
- * Self-made models (src/model/mkmodel.h: 256 wide, 2 layers, GQA, stories260K's vocabulary)
+ * Self-made models (src/gguf/mkmodel.h: 256 wide, 2 layers, GQA, stories260K's vocabulary)
  * in F32, F16, Q8_0, Q4_0, Q4_K and Q6_K. Six sequences with prompts of 2 to 12 tokens:
  *
  *   - alone: each in its own context, the prompt in one batch, then greedy token by token;

@@ -1,5 +1,5 @@
 /*
- * test_fast.c - the chain's fast paths (core/fast.c) and their SIMD kernels (core/fastk.h).
+ * test_fast.c - the chain's fast paths (core/fast.c) and their SIMD kernels (core/fast_kernels.h).
  *
  *   - every kernel variant this CPU runs gives the scalar kernel's results (exact kernels:
  *     the same values; the approximation: the same bits; block sums: within rounding), on
@@ -43,7 +43,7 @@
 
 #include "core/chain.h"
 #include "core/fast.h"
-#include "core/fastk.h"
+#include "core/fast_kernels.h"
 
 static const sift__fk *variants[4];
 static int n_variants;
@@ -386,7 +386,7 @@ static void test_dist_pick_at_boundaries(void **state)
                     for (int s = 0; s < abs(d); s++) w = nextafter(w, d < 0 ? 0.0 : 1.0);
                     if (!(w < 1.0)) continue;
                     const int64_t want = sift__dist_core(x, n, false, w, p);
-                    sift_ws *ws = (sift_ws *)c.ws;
+                    sift_workspace *ws = (sift_workspace *)c.ws;
                     float Mk, *bmax = ws->p2;
                     bool nk = false;
                     const size_t nh = variants[v]->approx_blocks(x, n, -12.0f, ws->blk, bmax, ws->idx, &Mk, &nk);

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "model/ggml_types.h"
+#include "gguf/ggml_types.h"
 
 #define H_1 0x3C00    /* 1.0 */
 #define H_2 0x4000    /* 2.0 */
@@ -43,56 +43,56 @@ static void test_type_table(void **state)
     assert_null(sift_type_name(-1));
     assert_null(sift_type_name(SIFT_TYPE_COUNT));
     assert_int_equal(sift_type_block_size(31), 0);
-    assert_int_equal(sift_type_row_bytes(SIFT_TYPE_Q4_K, 512), 288);
-    assert_int_equal(sift_type_row_bytes(SIFT_TYPE_Q8_0, 172), 0); /* not whole blocks */
-    assert_int_equal(sift_type_row_bytes(SIFT_TYPE_F32, 3), 12);
+    assert_int_equal(sift__type_row_bytes(SIFT_TYPE_Q4_K, 512), 288);
+    assert_int_equal(sift__type_row_bytes(SIFT_TYPE_Q8_0, 172), 0); /* not whole blocks */
+    assert_int_equal(sift__type_row_bytes(SIFT_TYPE_F32, 3), 12);
     float y[32];
     uint8_t q[64] = {0};
-    assert_int_equal(sift_dequantize_row(SIFT_TYPE_Q2_K, q, y, 256), SIFT_E_UNSUPPORTED);
-    assert_int_equal(sift_dequantize_row(SIFT_TYPE_Q8_0, q, y, 31), SIFT_E_INVAL);
-    assert_int_equal(sift_quantize_row(SIFT_TYPE_IQ4_NL, y, q, 32), SIFT_E_UNSUPPORTED);
+    assert_int_equal(sift__dequantize_row(SIFT_TYPE_Q2_K, q, y, 256), SIFT_E_UNSUPPORTED);
+    assert_int_equal(sift__dequantize_row(SIFT_TYPE_Q8_0, q, y, 31), SIFT_E_INVAL);
+    assert_int_equal(sift__quantize_row(SIFT_TYPE_IQ4_NL, y, q, 32), SIFT_E_UNSUPPORTED);
 }
 
 static void test_half(void **state)
 {
     (void)state;
-    assert_true(sift_fp16_to_fp32(H_1) == 1.0f);
-    assert_true(sift_fp16_to_fp32(0xC000) == -2.0f);
-    assert_true(sift_fp16_to_fp32(0x7BFF) == 65504.0f);
-    assert_true(sift_fp16_to_fp32(0x0400) == 0x1p-14f); /* smallest normal */
-    assert_true(sift_fp16_to_fp32(0x0001) == 0x1p-24f); /* smallest subnormal */
-    assert_true(sift_fp16_to_fp32(0x83FF) == -1023 * 0x1p-24f);
-    assert_true(isinf(sift_fp16_to_fp32(0x7C00)));
-    assert_true(isnan(sift_fp16_to_fp32(0x7C01)));
-    assert_true(signbit(sift_fp16_to_fp32(0x8000)));
+    assert_true(sift__fp16_to_fp32(H_1) == 1.0f);
+    assert_true(sift__fp16_to_fp32(0xC000) == -2.0f);
+    assert_true(sift__fp16_to_fp32(0x7BFF) == 65504.0f);
+    assert_true(sift__fp16_to_fp32(0x0400) == 0x1p-14f); /* smallest normal */
+    assert_true(sift__fp16_to_fp32(0x0001) == 0x1p-24f); /* smallest subnormal */
+    assert_true(sift__fp16_to_fp32(0x83FF) == -1023 * 0x1p-24f);
+    assert_true(isinf(sift__fp16_to_fp32(0x7C00)));
+    assert_true(isnan(sift__fp16_to_fp32(0x7C01)));
+    assert_true(signbit(sift__fp16_to_fp32(0x8000)));
 
-    assert_int_equal(sift_fp32_to_fp16(1.0f), H_1);
-    assert_int_equal(sift_fp32_to_fp16(-0.0f), 0x8000);
-    assert_int_equal(sift_fp32_to_fp16(65504.0f), 0x7BFF);
-    assert_int_equal(sift_fp32_to_fp16(65519.0f), 0x7BFF); /* below the halfway point 65520 */
-    assert_int_equal(sift_fp32_to_fp16(65520.0f), 0x7C00); /* ties to even: overflows */
-    assert_int_equal(sift_fp32_to_fp16(1e10f), 0x7C00);
-    assert_int_equal(sift_fp32_to_fp16(1.0f + 0x1p-11f), H_1);        /* tie -> even (down) */
-    assert_int_equal(sift_fp32_to_fp16(1.0f + 3 * 0x1p-11f), 0x3C02); /* tie -> even (up) */
-    assert_int_equal(sift_fp32_to_fp16(1.0f + 0x1p-11f + 0x1p-20f), 0x3C01);
-    assert_int_equal(sift_fp32_to_fp16(0x1p-25f), 0x0000);          /* tie between 0 and 2^-24 */
-    assert_int_equal(sift_fp32_to_fp16(0x1p-25f * 1.5f), 0x0001);
-    assert_int_equal(sift_fp32_to_fp16(3 * 0x1p-25f), 0x0002);      /* tie 1.5 ulp -> even */
-    assert_int_equal(sift_fp32_to_fp16(0x1p-14f - 0x1p-26f), 0x0400); /* rounds up into the normals */
-    assert_int_equal(sift_fp32_to_fp16(NAN) & 0x7E00, 0x7E00);
+    assert_int_equal(sift__fp32_to_fp16(1.0f), H_1);
+    assert_int_equal(sift__fp32_to_fp16(-0.0f), 0x8000);
+    assert_int_equal(sift__fp32_to_fp16(65504.0f), 0x7BFF);
+    assert_int_equal(sift__fp32_to_fp16(65519.0f), 0x7BFF); /* below the halfway point 65520 */
+    assert_int_equal(sift__fp32_to_fp16(65520.0f), 0x7C00); /* ties to even: overflows */
+    assert_int_equal(sift__fp32_to_fp16(1e10f), 0x7C00);
+    assert_int_equal(sift__fp32_to_fp16(1.0f + 0x1p-11f), H_1);        /* tie -> even (down) */
+    assert_int_equal(sift__fp32_to_fp16(1.0f + 3 * 0x1p-11f), 0x3C02); /* tie -> even (up) */
+    assert_int_equal(sift__fp32_to_fp16(1.0f + 0x1p-11f + 0x1p-20f), 0x3C01);
+    assert_int_equal(sift__fp32_to_fp16(0x1p-25f), 0x0000);          /* tie between 0 and 2^-24 */
+    assert_int_equal(sift__fp32_to_fp16(0x1p-25f * 1.5f), 0x0001);
+    assert_int_equal(sift__fp32_to_fp16(3 * 0x1p-25f), 0x0002);      /* tie 1.5 ulp -> even */
+    assert_int_equal(sift__fp32_to_fp16(0x1p-14f - 0x1p-26f), 0x0400); /* rounds up into the normals */
+    assert_int_equal(sift__fp32_to_fp16(NAN) & 0x7E00, 0x7E00);
     /* every finite half survives half -> float -> half */
     for (uint32_t h = 0; h < 65536; h++) {
         if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) continue;
-        assert_int_equal(sift_fp32_to_fp16(sift_fp16_to_fp32((uint16_t)h)), h);
+        assert_int_equal(sift__fp32_to_fp16(sift__fp16_to_fp32((uint16_t)h)), h);
     }
 
-    assert_int_equal(sift_fp32_to_bf16(1.0f), 0x3F80);
-    assert_int_equal(sift_fp32_to_bf16(1.0f + 0x1p-8f), 0x3F80);     /* tie -> even */
-    assert_int_equal(sift_fp32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3F82); /* tie -> even (up) */
-    assert_int_equal(sift_fp32_to_bf16(-2.5f), 0xC020);
-    assert_int_equal(sift_fp32_to_bf16(NAN) & 0x7FC0, 0x7FC0);
-    assert_true(sift_bf16_to_fp32(0x3F80) == 1.0f);
-    assert_true(sift_bf16_to_fp32(0xC020) == -2.5f);
+    assert_int_equal(sift__fp32_to_bf16(1.0f), 0x3F80);
+    assert_int_equal(sift__fp32_to_bf16(1.0f + 0x1p-8f), 0x3F80);     /* tie -> even */
+    assert_int_equal(sift__fp32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3F82); /* tie -> even (up) */
+    assert_int_equal(sift__fp32_to_bf16(-2.5f), 0xC020);
+    assert_int_equal(sift__fp32_to_bf16(NAN) & 0x7FC0, 0x7FC0);
+    assert_true(sift__bf16_to_fp32(0x3F80) == 1.0f);
+    assert_true(sift__bf16_to_fp32(0xC020) == -2.5f);
 }
 
 static void test_float_rows(void **state)
@@ -101,16 +101,16 @@ static void test_float_rows(void **state)
     uint8_t b[8];
     float y[4];
     put16(b, H_1), put16(b + 2, 0xC000), put16(b + 4, 0x3555), put16(b + 6, 0x0001);
-    sift_dequantize_row_f16(b, y, 4);
+    sift__dequantize_row_f16(b, y, 4);
     assert_true(y[0] == 1.0f && y[1] == -2.0f && y[2] == 0.333251953125f && y[3] == 0x1p-24f);
     put16(b, 0x3F80), put16(b + 2, 0xC020), put16(b + 4, 0x0000), put16(b + 6, 0x4049);
-    sift_dequantize_row_bf16(b, y, 4);
+    sift__dequantize_row_bf16(b, y, 4);
     assert_true(y[0] == 1.0f && y[1] == -2.5f && y[2] == 0.0f && y[3] == 3.140625f);
     const float x[3] = {1.5f, -7.0f, 0.1f};
     float back[3];
     uint8_t raw[12];
-    sift_quantize_row_f32(x, raw, 3);
-    sift_dequantize_row_f32(raw, back, 3);
+    sift__quantize_row_f32(x, raw, 3);
+    sift__dequantize_row_f32(raw, back, 3);
     assert_memory_equal(x, back, sizeof x);
 }
 
@@ -123,7 +123,7 @@ static void test_q8_0(void **state)
     put16(b + 34, H_M1); /* block 1: d = -1, q = -128 and 127 alternating */
     for (int j = 0; j < 32; j++) b[36 + j] = (uint8_t)(j & 1 ? 127 : -128);
     float y[64];
-    sift_dequantize_row_q8_0(b, y, 64);
+    sift__dequantize_row_q8_0(b, y, 64);
     for (int j = 0; j < 32; j++) assert_true(y[j] == (j - 16) * 0.5f);
     for (int j = 0; j < 32; j++) assert_true(y[32 + j] == (j & 1 ? -127.0f : 128.0f));
 
@@ -132,7 +132,7 @@ static void test_q8_0(void **state)
     for (int j = 0; j < 32; j++) x[j] = (float)(j * 8 - 127) + (j == 5 ? 0.4f : 0.0f);
     x[31] = 127.0f;
     uint8_t q[34];
-    sift_quantize_row_q8_0(x, q, 32);
+    sift__quantize_row_q8_0(x, q, 32);
     assert_int_equal(q[0] | (q[1] << 8), H_1);
     for (int j = 0; j < 32; j++) assert_int_equal((int8_t)q[2 + j], (int)roundf(x[j]));
 }
@@ -144,7 +144,7 @@ static void test_q4_0(void **state)
     put16(b, H_2);
     for (int j = 0; j < 16; j++) b[2 + j] = (uint8_t)((j & 0xF) | ((15 - j) << 4));
     float y[32];
-    sift_dequantize_row_q4_0(b, y, 32);
+    sift__dequantize_row_q4_0(b, y, 32);
     for (int j = 0; j < 16; j++) {
         assert_true(y[j] == (j - 8) * 2.0f);           /* low nibbles: values 0..15 */
         assert_true(y[j + 16] == ((15 - j) - 8) * 2.0f); /* high nibbles: values 16..31 */
@@ -154,7 +154,7 @@ static void test_q4_0(void **state)
     for (int j = 0; j < 32; j++) x[j] = (float)(2 * ((j % 16) - 8));
     x[0] = -16.0f;
     uint8_t q[18];
-    sift_quantize_row_q4_0(x, q, 32);
+    sift__quantize_row_q4_0(x, q, 32);
     assert_int_equal(q[0] | (q[1] << 8), H_2);
     for (int j = 0; j < 16; j++) {
         assert_int_equal(q[2 + j] & 0xF, (int)(x[j] / 2 + 8));
@@ -169,13 +169,13 @@ static void test_q4_1(void **state)
     put16(b, H_0_25), put16(b + 2, H_M1);
     for (int j = 0; j < 16; j++) b[4 + j] = (uint8_t)(j | (j << 4));
     float y[32];
-    sift_dequantize_row_q4_1(b, y, 32);
+    sift__dequantize_row_q4_1(b, y, 32);
     for (int j = 0; j < 16; j++) assert_true(y[j] == j * 0.25f - 1.0f && y[j + 16] == y[j]);
     /* quantize: min -1, max 2.75 -> d = 0.25, q = (x + 1) / 0.25 */
     float x[32];
     for (int j = 0; j < 32; j++) x[j] = (j % 16) * 0.25f - 1.0f;
     uint8_t q[20];
-    sift_quantize_row_q4_1(x, q, 32);
+    sift__quantize_row_q4_1(x, q, 32);
     assert_int_equal(q[0] | (q[1] << 8), H_0_25);
     assert_int_equal(q[2] | (q[3] << 8), H_M1);
     for (int j = 0; j < 16; j++) assert_int_equal(q[4 + j], j | (j << 4));
@@ -190,7 +190,7 @@ static void test_q5_0_q5_1(void **state)
     for (int i = 0; i < 4; i++) b[2 + i] = (uint8_t)(qh >> (8 * i));
     for (int j = 0; j < 16; j++) b[6 + j] = (uint8_t)(j | ((j ^ 5) << 4));
     float y[32];
-    sift_dequantize_row_q5_0(b, y, 32);
+    sift__dequantize_row_q5_0(b, y, 32);
     for (int j = 0; j < 16; j++) {
         assert_true(y[j] == (float)((j | (int)((qh >> j) & 1) << 4) - 16));
         assert_true(y[j + 16] == (float)(((j ^ 5) | (int)((qh >> (j + 16)) & 1) << 4) - 16));
@@ -198,7 +198,7 @@ static void test_q5_0_q5_1(void **state)
     uint8_t c[24];
     put16(c, H_0_5), put16(c + 2, H_2);
     memcpy(c + 4, b + 2, 20);
-    sift_dequantize_row_q5_1(c, y, 32);
+    sift__dequantize_row_q5_1(c, y, 32);
     for (int j = 0; j < 16; j++) {
         assert_true(y[j] == (float)(j | (int)((qh >> j) & 1) << 4) * 0.5f + 2.0f);
         assert_true(y[j + 16] == (float)((j ^ 5) | (int)((qh >> (j + 16)) & 1) << 4) * 0.5f + 2.0f);
@@ -208,14 +208,14 @@ static void test_q5_0_q5_1(void **state)
     for (int j = 0; j < 32; j++) x[j] = (float)((j * 7) % 32 - 16);
     x[3] = -16.0f;
     uint8_t q[22];
-    sift_quantize_row_q5_0(x, q, 32);
-    sift_dequantize_row_q5_0(q, y, 32);
+    sift__quantize_row_q5_0(x, q, 32);
+    sift__dequantize_row_q5_0(q, y, 32);
     assert_memory_equal(x, y, sizeof x);
     /* quantize q5_1: min 0, max 31 -> d = 1, exact */
     for (int j = 0; j < 32; j++) x[j] = (float)((j * 13) % 32);
     uint8_t q1[24];
-    sift_quantize_row_q5_1(x, q1, 32);
-    sift_dequantize_row_q5_1(q1, y, 32);
+    sift__quantize_row_q5_1(x, q1, 32);
+    sift__dequantize_row_q5_1(q1, y, 32);
     assert_memory_equal(x, y, sizeof x);
 }
 
@@ -324,8 +324,8 @@ static void test_round_trips(void **state)
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t bs = sift_type_block_size(cases[c].type) < 32 ? 32 : sift_type_block_size(cases[c].type);
-        assert_int_equal(sift_quantize_row(cases[c].type, x, q, N), SIFT_OK);
-        assert_int_equal(sift_dequantize_row(cases[c].type, q, y, N), SIFT_OK);
+        assert_int_equal(sift__quantize_row(cases[c].type, x, q, N), SIFT_OK);
+        assert_int_equal(sift__dequantize_row(cases[c].type, q, y, N), SIFT_OK);
         for (int64_t b0 = 0; b0 < N; b0 += bs) {
             float lo = x[b0], hi = x[b0];
             for (int64_t i = b0; i < b0 + bs; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
@@ -338,8 +338,8 @@ static void test_round_trips(void **state)
     /* all-zero input quantizes to zeros (and no NaN from 0/0) */
     memset(x, 0, sizeof x);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        sift_quantize_row(cases[c].type, x, q, N);
-        sift_dequantize_row(cases[c].type, q, y, N);
+        sift__quantize_row(cases[c].type, x, q, N);
+        sift__dequantize_row(cases[c].type, q, y, N);
         for (int i = 0; i < N; i++) assert_true(y[i] == 0.0f);
     }
 }

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "sift.h"
 
 static const char *shared_path(const char *rel)
@@ -166,7 +166,7 @@ static void test_stories260k(void **state)
     assert_int_equal(t->size, 64 * 512 * 4);
     assert_int_equal(t->offset, 0);
     assert_int_equal(t->file_offset, sift_gguf_data_offset(g));
-    assert_ptr_equal(t->data, sift_gguf_bytes(g) + t->file_offset);
+    assert_ptr_equal(t->data, sift__gguf_bytes(g) + t->file_offset);
     t = sift_gguf_tensor_by_name(g, "output_norm.weight");
     assert_non_null(t);
     assert_int_equal(t->n_dims, 1);

@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "model/ggml_types.h"
-#include "model/gguf.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
 #include "sift.h"
 
 static const char *shared_path(const char *rel)
@@ -29,16 +29,16 @@ static const char *shared_path(const char *rel)
 }
 
 /* A writer holding every pair and tensor of g, in file order. */
-static sift_gguf_writer *copy_all(const sift_gguf *g)
+static sift__gguf_writer *copy_all(const sift_gguf *g)
 {
-    sift_gguf_writer *w = sift_gguf_writer_new();
+    sift__gguf_writer *w = sift__gguf_writer_new();
     assert_non_null(w);
     for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
-        assert_int_equal(sift_gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)), SIFT_OK);
+        assert_int_equal(sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)), SIFT_OK);
     sift_error e = {0};
     for (int64_t i = 0; i < sift_gguf_n_tensors(g); i++) {
         const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
-        assert_int_equal(sift_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e),
+        assert_int_equal(sift__gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e),
                          SIFT_OK);
     }
     return w;
@@ -54,18 +54,18 @@ static void test_rewrite_identical(void **state)
         sift_error e = {0};
         sift_gguf *g = sift_gguf_open(shared_path(files[f]), &e);
         if (!g) fail_msg("%s", e.msg);
-        sift_gguf_writer *w = copy_all(g);
+        sift__gguf_writer *w = copy_all(g);
         uint8_t *buf;
         size_t n;
-        assert_int_equal(sift_gguf_writer_write_buffer(w, &buf, &n, &e), SIFT_OK);
+        assert_int_equal(sift__gguf_writer_write_buffer(w, &buf, &n, &e), SIFT_OK);
         /* the originals were written by ggml/gguf-py; ours must be the same bytes, except
          * that vocab-only files carry no padding after the metadata */
         uint64_t want = sift_gguf_file_size(g);
         if (sift_gguf_n_tensors(g) == 0) assert_true(n >= want && n - want < sift_gguf_alignment(g));
         else assert_int_equal(n, want);
-        if (memcmp(buf, sift_gguf_bytes(g), n < want ? n : want) != 0) fail_msg("%s: rewrite differs", files[f]);
+        if (memcmp(buf, sift__gguf_bytes(g), n < want ? n : want) != 0) fail_msg("%s: rewrite differs", files[f]);
         free(buf);
-        sift_gguf_writer_free(w);
+        sift__gguf_writer_free(w);
         sift_gguf_close(g);
     }
 }
@@ -73,7 +73,7 @@ static void test_rewrite_identical(void **state)
 static void test_all_types_round_trip(void **state)
 {
     (void)state;
-    sift_gguf_writer *w = sift_gguf_writer_new();
+    sift__gguf_writer *w = sift__gguf_writer_new();
     uint8_t u8 = 250;
     int8_t i8 = -100;
     uint16_t u16 = 65535;
@@ -83,46 +83,46 @@ static void test_all_types_round_trip(void **state)
     int64_t i64 = INT64_MIN;
     double f64 = 1e300;
     bool t = true;
-    assert_int_equal(sift_gguf_writer_set(w, "u8", SIFT_GGUF_UINT8, &u8), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set(w, "i8", SIFT_GGUF_INT8, &i8), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set(w, "u16", SIFT_GGUF_UINT16, &u16), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set(w, "i16", SIFT_GGUF_INT16, &i16), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set(w, "i32", SIFT_GGUF_INT32, &i32), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set(w, "u64", SIFT_GGUF_UINT64, &u64), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set(w, "i64", SIFT_GGUF_INT64, &i64), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set(w, "f64", SIFT_GGUF_FLOAT64, &f64), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set(w, "bool", SIFT_GGUF_BOOL, &t), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set_u32(w, "u32", 7), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set_u32(w, "u32", 8), SIFT_OK); /* replaces in place */
-    assert_int_equal(sift_gguf_writer_set_f32(w, "f32", -0.5f), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set_str(w, "str", "caf\xc3\xa9"), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set(w, "u8", SIFT_GGUF_UINT8, &u8), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set(w, "i8", SIFT_GGUF_INT8, &i8), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set(w, "u16", SIFT_GGUF_UINT16, &u16), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set(w, "i16", SIFT_GGUF_INT16, &i16), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set(w, "i32", SIFT_GGUF_INT32, &i32), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set(w, "u64", SIFT_GGUF_UINT64, &u64), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set(w, "i64", SIFT_GGUF_INT64, &i64), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set(w, "f64", SIFT_GGUF_FLOAT64, &f64), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set(w, "bool", SIFT_GGUF_BOOL, &t), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set_u32(w, "u32", 7), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set_u32(w, "u32", 8), SIFT_OK); /* replaces in place */
+    assert_int_equal(sift__gguf_writer_set_f32(w, "f32", -0.5f), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set_str(w, "str", "caf\xc3\xa9"), SIFT_OK);
     const float fa[3] = {1, 2, 3};
-    assert_int_equal(sift_gguf_writer_set_arr(w, "arr.f32", SIFT_GGUF_FLOAT32, fa, 3), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set_arr(w, "arr.f32", SIFT_GGUF_FLOAT32, fa, 3), SIFT_OK);
     const uint8_t ba[3] = {1, 0, 5}; /* non-zero -> true */
-    assert_int_equal(sift_gguf_writer_set_arr(w, "arr.bool", SIFT_GGUF_BOOL, ba, 3), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set_arr(w, "arr.bool", SIFT_GGUF_BOOL, ba, 3), SIFT_OK);
     const char *sa[] = {"a", "", "ccc"};
-    assert_int_equal(sift_gguf_writer_set_arr_str(w, "arr.str", sa, 3), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set_u32(w, "general.alignment", 64), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_set_str(w, "gone", "x"), SIFT_OK);
-    sift_gguf_writer_remove(w, "gone");
-    assert_int_equal(sift_gguf_writer_set(w, "bad", SIFT_GGUF_ARRAY, fa), SIFT_E_INVAL);
-    assert_int_equal(sift_gguf_writer_set_u32(w, "", 1), SIFT_E_INVAL);
+    assert_int_equal(sift__gguf_writer_set_arr_str(w, "arr.str", sa, 3), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set_u32(w, "general.alignment", 64), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set_str(w, "gone", "x"), SIFT_OK);
+    sift__gguf_writer_remove(w, "gone");
+    assert_int_equal(sift__gguf_writer_set(w, "bad", SIFT_GGUF_ARRAY, fa), SIFT_E_INVAL);
+    assert_int_equal(sift__gguf_writer_set_u32(w, "", 1), SIFT_E_INVAL);
 
     float data[2 * 64];
     for (int i = 0; i < 128; i++) data[i] = (float)i / 8;
     uint8_t q[2 * 2 * 34];
-    sift_quantize_row_q8_0(data, q, 128);
+    sift__quantize_row_q8_0(data, q, 128);
     sift_error e = {0};
     int64_t ne_f[2] = {64, 2}, ne_q[2] = {64, 2};
-    assert_int_equal(sift_gguf_writer_add_tensor(w, "f", SIFT_TYPE_F32, 2, ne_f, data, sizeof data, &e), SIFT_OK);
-    assert_int_equal(sift_gguf_writer_add_tensor(w, "q", SIFT_TYPE_Q8_0, 2, ne_q, q, sizeof q, &e), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_add_tensor(w, "f", SIFT_TYPE_F32, 2, ne_f, data, sizeof data, &e), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_add_tensor(w, "q", SIFT_TYPE_Q8_0, 2, ne_q, q, sizeof q, &e), SIFT_OK);
     /* refusals */
-    assert_int_equal(sift_gguf_writer_add_tensor(w, "q", SIFT_TYPE_Q8_0, 2, ne_q, q, sizeof q, &e), SIFT_E_INVAL);
+    assert_int_equal(sift__gguf_writer_add_tensor(w, "q", SIFT_TYPE_Q8_0, 2, ne_q, q, sizeof q, &e), SIFT_E_INVAL);
     assert_non_null(strstr(e.msg, "duplicate"));
-    assert_int_equal(sift_gguf_writer_add_tensor(w, "x", SIFT_TYPE_Q8_0, 2, ne_q, q, sizeof q - 1, &e), SIFT_E_INVAL);
+    assert_int_equal(sift__gguf_writer_add_tensor(w, "x", SIFT_TYPE_Q8_0, 2, ne_q, q, sizeof q - 1, &e), SIFT_E_INVAL);
     assert_non_null(strstr(e.msg, "135 bytes of data given, the shape needs 136"));
     int64_t ne_bad[1] = {48};
-    assert_int_equal(sift_gguf_writer_add_tensor(w, "y", SIFT_TYPE_Q8_0, 1, ne_bad, q, 51, &e), SIFT_E_INVAL);
+    assert_int_equal(sift__gguf_writer_add_tensor(w, "y", SIFT_TYPE_Q8_0, 1, ne_bad, q, 51, &e), SIFT_E_INVAL);
     assert_non_null(strstr(e.msg, "not a multiple"));
 
     /* nested arrays come in through a copy from a reader value: take them from a file
@@ -134,13 +134,13 @@ static void test_all_types_round_trip(void **state)
                         8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 'z'}; /* ["z"] */
     sift_gguf *src = sift_gguf_open_buffer(nested, sizeof nested, &e);
     if (!src) fail_msg("%s", e.msg);
-    assert_int_equal(sift_gguf_writer_set_value(w, "nested", sift_gguf_get(src, "n")), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set_value(w, "nested", sift_gguf_get(src, "n")), SIFT_OK);
     sift_gguf_close(src);
 
     uint8_t *buf;
     size_t n;
-    assert_int_equal(sift_gguf_writer_write_buffer(w, &buf, &n, &e), SIFT_OK);
-    sift_gguf_writer_free(w);
+    assert_int_equal(sift__gguf_writer_write_buffer(w, &buf, &n, &e), SIFT_OK);
+    sift__gguf_writer_free(w);
     sift_gguf *g = sift_gguf_open_buffer(buf, n, &e);
     if (!g) fail_msg("%s", e.msg);
     assert_int_equal(sift_gguf_n_kv(g), 17);
@@ -200,14 +200,14 @@ static void test_all_types_round_trip(void **state)
     free(buf);
 
     /* a bad alignment is refused at write time */
-    w = sift_gguf_writer_new();
-    sift_gguf_writer_set_u32(w, "general.alignment", 24);
-    assert_int_equal(sift_gguf_writer_write_buffer(w, &buf, &n, &e), SIFT_E_INVAL);
+    w = sift__gguf_writer_new();
+    sift__gguf_writer_set_u32(w, "general.alignment", 24);
+    assert_int_equal(sift__gguf_writer_write_buffer(w, &buf, &n, &e), SIFT_E_INVAL);
     assert_non_null(strstr(e.msg, "not a power of 2"));
-    assert_int_equal(sift_gguf_writer_write_file(w, "/nonexistent-dir/x.gguf", &e), SIFT_E_INVAL);
-    sift_gguf_writer_remove(w, "general.alignment");
-    assert_int_equal(sift_gguf_writer_write_file(w, "/nonexistent-dir/x.gguf", &e), SIFT_E_IO);
-    sift_gguf_writer_free(w);
+    assert_int_equal(sift__gguf_writer_write_file(w, "/nonexistent-dir/x.gguf", &e), SIFT_E_INVAL);
+    sift__gguf_writer_remove(w, "general.alignment");
+    assert_int_equal(sift__gguf_writer_write_file(w, "/nonexistent-dir/x.gguf", &e), SIFT_E_IO);
+    sift__gguf_writer_free(w);
 }
 
 /* What `sift quantize` will do: stories260K's matrices to Q8_0 / Q4_0 where the rows allow
@@ -217,25 +217,25 @@ static void quantize_model(int qtype, float tol)
     sift_error e = {0};
     sift_gguf *g = sift_gguf_open(shared_path("models/stories260K.gguf"), &e);
     assert_non_null(g);
-    sift_gguf_writer *w = sift_gguf_writer_new();
+    sift__gguf_writer *w = sift__gguf_writer_new();
     for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
-        assert_int_equal(sift_gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)), SIFT_OK);
+        assert_int_equal(sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)), SIFT_OK);
     int64_t n = sift_gguf_n_tensors(g), n_quant = 0;
     void **owned = calloc((size_t)n, sizeof *owned);
     for (int64_t i = 0; i < n; i++) {
         const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
         int64_t nel = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         if (t->n_dims == 2 && t->ne[0] % sift_type_block_size(qtype) == 0) {
-            uint64_t bytes = sift_type_row_bytes(qtype, t->ne[0]) * (uint64_t)(nel / t->ne[0]);
+            uint64_t bytes = sift__type_row_bytes(qtype, t->ne[0]) * (uint64_t)(nel / t->ne[0]);
             owned[i] = malloc(bytes);
             float *row = malloc((size_t)nel * sizeof *row);
             memcpy(row, t->data, (size_t)nel * sizeof *row);
-            assert_int_equal(sift_quantize_row(qtype, row, owned[i], nel), SIFT_OK);
+            assert_int_equal(sift__quantize_row(qtype, row, owned[i], nel), SIFT_OK);
             free(row);
-            assert_int_equal(sift_gguf_writer_add_tensor(w, t->name, qtype, 2, t->ne, owned[i], bytes, &e), SIFT_OK);
+            assert_int_equal(sift__gguf_writer_add_tensor(w, t->name, qtype, 2, t->ne, owned[i], bytes, &e), SIFT_OK);
             n_quant++;
         } else {
-            assert_int_equal(sift_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e),
+            assert_int_equal(sift__gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &e),
                              SIFT_OK);
         }
     }
@@ -243,8 +243,8 @@ static void quantize_model(int qtype, float tol)
     char path[] = "/tmp/sift-test-quant-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
-    assert_int_equal(sift_gguf_writer_write_file(w, path, &e), SIFT_OK);
-    sift_gguf_writer_free(w);
+    assert_int_equal(sift__gguf_writer_write_file(w, path, &e), SIFT_OK);
+    sift__gguf_writer_free(w);
     sift_gguf *q = sift_gguf_open(path, &e);
     if (!q) fail_msg("%s", e.msg);
     assert_int_equal(sift_gguf_n_kv(q), sift_gguf_n_kv(g));
@@ -255,7 +255,7 @@ static void quantize_model(int qtype, float tol)
         int64_t nel = a->ne[0] * a->ne[1] * a->ne[2] * a->ne[3];
         float *x = malloc((size_t)nel * sizeof *x), *y = malloc((size_t)nel * sizeof *y);
         memcpy(x, a->data, (size_t)nel * sizeof *x);
-        assert_int_equal(sift_dequantize_row(b->type, b->data, y, nel), SIFT_OK);
+        assert_int_equal(sift__dequantize_row(b->type, b->data, y, nel), SIFT_OK);
         double err2 = 0, norm2 = 0;
         for (int64_t k = 0; k < nel; k++) err2 += (x[k] - y[k]) * (double)(x[k] - y[k]), norm2 += x[k] * (double)x[k];
         if (owned[i]) assert_true(sqrt(err2 / norm2) < tol);

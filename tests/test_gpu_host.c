@@ -31,10 +31,10 @@
 /* ---- a one-row device chain on the host reference ------------------------------------------ */
 
 typedef struct hostchain {
-    sift_gpu_plan plan;
-    sift_gpu_rowspec row;
-    const sift_gpu_rowspec *rows[1];
-    sift_gpu_ref ref;
+    sift__gpu_plan plan;
+    sift__gpu_rowspec row;
+    const sift__gpu_rowspec *rows[1];
+    sift__gpu_ref ref;
     sift_chain *tail;
     sift_candidates cand;
     sift_candidates base; /* cand as allocated: CPU samplers (xtc) may advance its pointers */
@@ -79,7 +79,7 @@ static int hc_device(hostchain *h, const float *logits, sift_token *token)
 {
     sift__gpu_ref_run(&h->ref, h->rows, 1, logits, h->V);
     assert_int_equal(h->ref.tail_overflow, 0);
-    const sift_gpu_out *o = &h->ref.out[0];
+    const sift__gpu_out *o = &h->ref.out[0];
     *token = o->token;
     if (o->token >= 0 || h->plan.selects) return 1;
     h->cand = h->base;
@@ -117,14 +117,14 @@ static void test_philox_kat(void **state)
     for (int i = 0; i < 3; i++) {
         uint32_t ctr[4] = {kat[i][0], kat[i][1], kat[i][2], kat[i][3]};
         const uint32_t key[2] = {kat[i][4], kat[i][5]};
-        sift_gpu_philox(ctr, key);
+        sift__gpu_philox(ctr, key);
         for (int j = 0; j < 4; j++) assert_int_equal(ctr[j], kat[i][6 + j]);
     }
     /* uniform draws: in [0, 1), mean and variance of U(0,1), distinct streams per seed */
     double s = 0, s2 = 0;
     const int n = 200000;
     for (int i = 0; i < n; i++) {
-        const double u = sift_gpu_uniform(42, (uint64_t)i);
+        const double u = sift__gpu_uniform(42, (uint64_t)i);
         assert_true(u >= 0.0 && u < 1.0);
         s += u;
         s2 += u * u;
@@ -132,9 +132,9 @@ static void test_philox_kat(void **state)
     const double mean = s / n, var = s2 / n - mean * mean;
     assert_true(fabs(mean - 0.5) < 0.005);
     assert_true(fabs(var - 1.0 / 12) < 0.002);
-    assert_true(sift_gpu_uniform(1, 0) != sift_gpu_uniform(2, 0));
-    assert_true(sift_gpu_uniform(1, 0) != sift_gpu_uniform(1, 1));
-    assert_true(sift_gpu_uniform(7, 123) == sift_gpu_uniform(7, 123));
+    assert_true(sift__gpu_uniform(1, 0) != sift__gpu_uniform(2, 0));
+    assert_true(sift__gpu_uniform(1, 0) != sift__gpu_uniform(1, 1));
+    assert_true(sift__gpu_uniform(7, 123) == sift__gpu_uniform(7, 123));
 }
 
 static void test_keys(void **state)
@@ -144,22 +144,22 @@ static void test_keys(void **state)
     const int n = (int)(sizeof v / sizeof *v);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
-            const uint32_t a = sift_gpu_key(v[i]), b = sift_gpu_key(v[j]);
+            const uint32_t a = sift__gpu_key(v[i]), b = sift__gpu_key(v[j]);
             assert_int_equal(v[i] < v[j], a < b);
             assert_int_equal(v[i] == v[j], a == b);
         }
-    for (int i = 0; i < n; i++) assert_true(sift_gpu_unkey(sift_gpu_key(v[i])) == v[i]);
+    for (int i = 0; i < n; i++) assert_true(sift__gpu_unkey(sift__gpu_key(v[i])) == v[i]);
     /* digits: the three levels cover the key */
-    const uint32_t k = sift_gpu_key(12.375f);
-    const uint32_t rebuilt = (sift_gpu_level_digit(k, 0) << 21) | (sift_gpu_level_digit(k, 1) << 10) | sift_gpu_level_digit(k, 2);
+    const uint32_t k = sift__gpu_key(12.375f);
+    const uint32_t rebuilt = (sift__gpu_level_digit(k, 0) << 21) | (sift__gpu_level_digit(k, 1) << 10) | sift__gpu_level_digit(k, 2);
     assert_int_equal(rebuilt, k);
-    assert_true(sift_gpu_level_match(k, 1, k >> 21));
-    assert_true(sift_gpu_level_match(k, 2, k >> 10));
-    assert_false(sift_gpu_level_match(k, 2, (k >> 10) ^ 1));
+    assert_true(sift__gpu_level_match(k, 1, k >> 21));
+    assert_true(sift__gpu_level_match(k, 2, k >> 10));
+    assert_false(sift__gpu_level_match(k, 2, (k >> 10) ^ 1));
     /* sort keys: logit descending, then position ascending */
-    assert_true(sift_gpu_sortkey(2.0f, 5) > sift_gpu_sortkey(1.0f, 0));
-    assert_true(sift_gpu_sortkey(1.0f, 3) > sift_gpu_sortkey(1.0f, 4));
-    assert_int_equal(sift_gpu_sortkey_pos(sift_gpu_sortkey(-3.0f, 1234)), 1234);
+    assert_true(sift__gpu_sortkey(2.0f, 5) > sift__gpu_sortkey(1.0f, 0));
+    assert_true(sift__gpu_sortkey(1.0f, 3) > sift__gpu_sortkey(1.0f, 4));
+    assert_int_equal(sift__gpu_sortkey_pos(sift__gpu_sortkey(-3.0f, 1234)), 1234);
 }
 
 /* ---- the split -------------------------------------------------------------------------------- */
@@ -193,8 +193,8 @@ static void test_plan_split(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const split_case *c = &cases[i];
-        sift_gpu_plan plan;
-        sift_gpu_rowspec row;
+        sift__gpu_plan plan;
+        sift__gpu_rowspec row;
         sift_error err = {0};
         sift_chain_env env = {.n_vocab = 32000, .vocab = NULL, .eot = -1, .default_seed = 5};
         /* the dry case has string breakers and no vocabulary: libsift refuses it, as it should */
@@ -214,8 +214,8 @@ static void test_plan_split(void **state)
     }
 
     /* parameters as the device reads them */
-    sift_gpu_plan plan;
-    sift_gpu_rowspec row;
+    sift__gpu_plan plan;
+    sift__gpu_rowspec row;
     sift_error err;
     assert_int_equal(sift__gpu_plan_spec("logit_bias(3:1.5,7:-inf,3:0.25);penalties(64,1.3,0.2,0.1);top_k(0);min_p(0.1,3);temp(0.5);dist()",
                                          &(sift_chain_env){.n_vocab = 100, .default_seed = 77}, 100, 0, &plan, &row, &err),
@@ -247,8 +247,8 @@ static void test_plan_split(void **state)
 static void test_plan_errors(void **state)
 {
     (void)state;
-    sift_gpu_plan plan;
-    sift_gpu_rowspec row;
+    sift__gpu_plan plan;
+    sift__gpu_rowspec row;
     sift_error err;
     assert_int_equal(sift__gpu_plan_spec("top_k(40;dist()", NULL, 32000, 0, &plan, &row, &err), SIFT_E_PARSE);
     assert_non_null(strstr(err.msg, "col"));
@@ -263,8 +263,8 @@ static void test_plan_errors(void **state)
 static void test_plan_row(void **state)
 {
     (void)state;
-    sift_gpu_plan plan;
-    sift_gpu_rowspec base, row;
+    sift__gpu_plan plan;
+    sift__gpu_rowspec base, row;
     sift_error err;
     assert_int_equal(sift__gpu_plan_spec("penalties(64,1.0,0,0);top_k(40);typical(1.0,0);top_p(0.95,0);temp_ext(0.8,0,1);mirostat_v2(1,5,0.1)",
                                          NULL, 1000, 0, &plan, &base, &err),
@@ -396,12 +396,12 @@ static void test_steps(void **state)
         {"temp(0);top_k(5)", 32000, "begin argmax hist hist hist count write tail out"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        sift_gpu_plan plan;
-        sift_gpu_rowspec row;
+        sift__gpu_plan plan;
+        sift__gpu_rowspec row;
         sift_error err;
         assert_int_equal(sift__gpu_plan_spec(cases[i].spec, NULL, (int32_t)cases[i].V, 0, &plan, &row, &err), SIFT_OK);
-        const sift_gpu_rowspec *rows[1] = {&row};
-        sift_gpu_step steps[SIFT_GPU_MAX_STEPS];
+        const sift__gpu_rowspec *rows[1] = {&row};
+        sift__gpu_step steps[SIFT_GPU_MAX_STEPS];
         const int32_t n = sift__gpu_steps(&plan, rows, 1, steps);
         char got[512] = "";
         for (int32_t k = 0; k < n; k++) {
@@ -425,10 +425,10 @@ static void test_steps(void **state)
         {"top_k(40);dist(1)", 1000, 1000},
     };
     for (size_t i = 0; i < sizeof caps / sizeof *caps; i++) {
-        sift_gpu_plan plan;
-        sift_gpu_rowspec row;
+        sift__gpu_plan plan;
+        sift__gpu_rowspec row;
         assert_int_equal(sift__gpu_plan_spec(caps[i].spec, NULL, (int32_t)caps[i].V, 0, &plan, &row, NULL), SIFT_OK);
-        const sift_gpu_rowspec *rows[1] = {&row};
+        const sift__gpu_rowspec *rows[1] = {&row};
         assert_int_equal(sift__gpu_tail_cap(&plan, rows, 1), caps[i].cap);
         sift__gpu_rowspec_free(&row);
     }
@@ -444,7 +444,7 @@ static void test_handoff_unpack(void **state)
     const float pr[5] = {0.1f, 0.2f, 0.3f, 0.25f, 0.15f};
     uint64_t scratch[5];
     /* sorted on the CPU, id order on the device: sorted here, ties by id */
-    sift_gpu_out o = {5, SIFT_GPU_SORTED | SIFT_GPU_PROBS, -1, 0};
+    sift__gpu_out o = {5, SIFT_GPU_SORTED | SIFT_GPU_PROBS, -1, 0};
     assert_int_equal(sift__gpu_handoff_unpack(&o, ids, lg, pr, scratch, &c), SIFT_OK);
     const int32_t want_id[5] = {3, 8, 2, 9, 5};
     for (int i = 0; i < 5; i++) assert_int_equal(c.id[i], want_id[i]);
@@ -459,7 +459,7 @@ static void test_handoff_unpack(void **state)
     /* refusals: a selected token, a list larger than the candidates */
     o.token = 3;
     assert_int_equal(sift__gpu_handoff_unpack(&o, ids, lg, pr, scratch, &c), SIFT_E_INVAL);
-    o = (sift_gpu_out){9, 0, -1, 0};
+    o = (sift__gpu_out){9, 0, -1, 0};
     assert_int_equal(sift__gpu_handoff_unpack(&o, ids, lg, pr, scratch, &c), SIFT_E_INVAL);
     sift_candidates_free(&c);
 }
@@ -753,11 +753,11 @@ static void test_ref_dist(void **state)
     /* a row draws the same tokens alone and inside a batch (chunking does not depend on the
      * batch; each row has its own stream) */
     {
-        sift_gpu_plan plan;
-        sift_gpu_rowspec rs;
+        sift__gpu_plan plan;
+        sift__gpu_rowspec rs;
         assert_int_equal(sift__gpu_plan_spec("top_p(0.99,1);temp(1.1);dist(5)", NULL, 32000, 0, &plan, &rs, NULL), SIFT_OK);
-        const sift_gpu_rowspec *rows[4] = {&rs, &rs, &rs, &rs};
-        sift_gpu_ref one, four;
+        const sift__gpu_rowspec *rows[4] = {&rs, &rs, &rs, &rs};
+        sift__gpu_ref one, four;
         assert_int_equal(sift__gpu_ref_init(&one, &plan, 1, 1), SIFT_OK);
         assert_int_equal(sift__gpu_ref_init(&four, &plan, 4, 1), SIFT_OK);
         float *x4 = malloc(4 * 32000 * sizeof *x4);
@@ -844,11 +844,11 @@ static void test_ref_batch(void **state)
         "penalties(64,1.0,0,0);top_k(0);top_p(0.99,0);temp(0);greedy()",
         "penalties(64,1.2,0,0);top_k(3);top_p(1.0,0);temp(1.0);greedy()",
     };
-    sift_gpu_plan plan;
-    sift_gpu_rowspec b0, rs[4];
+    sift__gpu_plan plan;
+    sift__gpu_rowspec b0, rs[4];
     sift_error err;
     assert_int_equal(sift__gpu_plan_spec(base, NULL, 32000, 0, &plan, &b0, &err), SIFT_OK);
-    const sift_gpu_rowspec *rows[4];
+    const sift__gpu_rowspec *rows[4];
     sift_chain *cpu[4];
     for (int r = 0; r < 4; r++) {
         if (sift__gpu_plan_row(&plan, per[r], NULL, &rs[r], &err) != SIFT_OK) fail_msg("%s", err.msg);
@@ -856,7 +856,7 @@ static void test_ref_batch(void **state)
         cpu[r] = sift_chain_from_spec(per[r], &(sift_chain_env){.n_vocab = 32000}, NULL);
         assert_non_null(cpu[r]);
     }
-    sift_gpu_ref ref;
+    sift__gpu_ref ref;
     assert_int_equal(sift__gpu_ref_init(&ref, &plan, 4, 1), SIFT_OK);
     float *x = malloc(4 * 32000 * sizeof *x);
     const int steps = GT_SLOW_HOST() ? 4 : 64;

@@ -353,32 +353,32 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
     sift_error err = {0};
     sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, &v.view, &err);
     if (!g) fail_msg("%s", err.msg);
-    gx_engine *e;
-    assert_int_equal(gx_engine_new(&e, g, &v.view, &err), SIFT_OK);
+    sift__gx_engine *e;
+    assert_int_equal(sift__gx_engine_new(&e, g, &v.view, &err), SIFT_OK);
     /* half the runs cold (lazy entries only), half precomputed */
-    if (seed & 1) assert_int_equal(gx_engine_precompute(e, 1u << 22), SIFT_OK);
-    if (stress) gx_engine_set_cache_limit(e, 1);
-    const gx_vocab *vo = gx_engine_vocab(e);
-    gx_arena ra;
-    assert_int_equal(gx_arena_init(&ra, gx_engine_grammar(e)), SIFT_OK);
-    gx_state st = {0}, t1 = {0}, t2 = {0}, t3 = {0};
-    assert_int_equal(gx_state_start(&ra, &st), SIFT_OK);
+    if (seed & 1) assert_int_equal(sift__gx_engine_precompute(e, 1u << 22), SIFT_OK);
+    if (stress) sift__gx_engine_set_cache_limit(e, 1);
+    const sift__gx_vocab *vo = sift__gx_engine_vocab(e);
+    sift__gx_arena ra;
+    assert_int_equal(sift__gx_arena_init(&ra, sift__gx_engine_grammar(e)), SIFT_OK);
+    sift__gx_state st = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+    assert_int_equal(sift__gx_state_start(&ra, &st), SIFT_OK);
     uint64_t *mask = malloc(vo->n_words * sizeof *mask);
     int *allowed = malloc(sizeof(int) * (size_t)n_vocab);
     long checked = 0, docs = 0;
     for (int step = 0; step < steps; step++) {
-        if (stress && step % 10 == 9) assert_int_equal(gx_state_compact(&ra, &st), SIFT_OK);
-        assert_int_equal(gx_engine_fill_mask(e, &ra, &st, mask), SIFT_OK);
+        if (stress && step % 10 == 9) assert_int_equal(sift__gx_state_compact(&ra, &st), SIFT_OK);
+        assert_int_equal(sift__gx_engine_fill_mask(e, &ra, &st, mask), SIFT_OK);
         int na = 0;
         for (int tok = 0; tok < n_vocab; tok++) {
             bool m = (mask[tok >> 6] >> (tok & 63)) & 1;
             bool ref;
-            const int r = gx_token_verdict(&ra, &st, vo, (uint32_t)tok, &t1, &t2);
+            const int r = sift__gx_token_verdict(&ra, &st, vo, (uint32_t)tok, &t1, &t2);
             assert_true(r >= 0); /* an out-of-memory is not a verdict */
             ref = r == 1;
             if (m != ref) {
                 uint32_t l;
-                const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);
+                const uint8_t *b = sift__gx_vocab_text(vo, (uint32_t)tok, &l);
                 fail_msg("%s step %d token %d '%.*s': mask %d, reference %d", grammar_name, step, tok, (int)l, b, m, ref);
             }
             if (m) allowed[na++] = tok;
@@ -388,28 +388,28 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         int tok = allowed[rng_next(&seed) % (uint64_t)na];
         if (vo->flags[tok] & GX_TOK_EOG) {
             docs++;
-            assert_int_equal(gx_state_start(&ra, &st), SIFT_OK);
+            assert_int_equal(sift__gx_state_start(&ra, &st), SIFT_OK);
             continue;
         }
         uint32_t l;
-        const uint8_t *b = gx_vocab_text(vo, (uint32_t)tok, &l);
-        assert_int_equal(gx_state_accept_token(&ra, &st, (uint32_t)tok, b, l, &t1, &t2, &t3), SIFT_OK);
+        const uint8_t *b = sift__gx_vocab_text(vo, (uint32_t)tok, &l);
+        assert_int_equal(sift__gx_state_accept_token(&ra, &st, (uint32_t)tok, b, l, &t1, &t2, &t3), SIFT_OK);
     }
     if (stress) {
-        gx_engine_stats es;
-        gx_engine_get_stats(e, &es);
+        sift__gx_engine_stats es;
+        sift__gx_engine_get_stats(e, &es);
         assert_true(es.trims > 0);
     }
     print_message("%-10s %d tokens x %d steps: %ld checks, %ld documents%s\n", grammar_name, n_vocab, steps, checked, docs,
                   stress ? " (cache trimmed at every fill, stacks compacted)" : "");
     free(mask);
     free(allowed);
-    gx_state_free(&st);
-    gx_state_free(&t1);
-    gx_state_free(&t2);
-    gx_state_free(&t3);
-    gx_arena_free(&ra);
-    gx_engine_release(e);
+    sift__gx_state_free(&st);
+    sift__gx_state_free(&t1);
+    sift__gx_state_free(&t2);
+    sift__gx_state_free(&t3);
+    sift__gx_arena_free(&ra);
+    sift__gx_engine_release(e);
     for (int i = 0; i < n_vocab; i++) free(store[i]);
     free(store);
     gt_vocab_free(&v);
@@ -437,7 +437,7 @@ static void test_mask_vs_reference(void **state)
     differential_ex("c_like", "intflovdwhrue(){};=+-*/%<>!&|\n \"abcxyz0123_,", 1200, 80, 15, 1);
 }
 
-/* Large states: the shared-walk union (gx_succ_union, used above GX_SUCC_UNION_MIN stacks)
+/* Large states: the shared-walk union (sift__gx_succ_union, used above GX_SUCC_UNION_MIN stacks)
  * equals the merge of the memoized per-stack successor lists. */
 static void test_large_state_union(void **state)
 {
@@ -448,50 +448,50 @@ static void test_large_state_union(void **state)
     sift_error err = {0};
     sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, NULL, &err);
     if (!g) fail_msg("%s", err.msg);
-    gx_arena a;
-    assert_int_equal(gx_arena_init(&a, g), SIFT_OK);
-    gx_state st = {0}, nx = {0};
-    gx_u32vec flat = {0};
-    assert_int_equal(gx_state_start(&a, &st), SIFT_OK);
+    sift__gx_arena a;
+    assert_int_equal(sift__gx_arena_init(&a, g), SIFT_OK);
+    sift__gx_state st = {0}, nx = {0};
+    sift__gx_u32vec flat = {0};
+    assert_int_equal(sift__gx_state_start(&a, &st), SIFT_OK);
     const char *text = "- ab c\n- zz\n- x";
     size_t big = 0;
     for (const char *c = text; *c; c++) {
-        assert_int_equal(gx_state_step(&a, &st, (uint32_t)(uint8_t)*c, &nx), SIFT_OK);
-        assert_false(gx_state_dead(&nx));
+        assert_int_equal(sift__gx_state_step(&a, &st, (uint32_t)(uint8_t)*c, &nx), SIFT_OK);
+        assert_false(sift__gx_state_dead(&nx));
         if (st.tops.n > GX_SUCC_UNION_MIN) big++;
         /* the flat merge of the same successors */
-        uint32_t sym = gx_sym_of(g, (uint32_t)(uint8_t)*c);
+        uint32_t sym = sift__gx_sym_of(g, (uint32_t)(uint8_t)*c);
         for (uint32_t k = 0; k < st.tops.n; k++) {
             uint32_t cnt;
             bool b;
-            if (gx_elem_accepts_sym(g, g->elems[a.pos[st.tops.v[k]]], sym)) assert_non_null(gx_succ(&a, st.tops.v[k], &cnt, &b));
+            if (sift__gx_elem_accepts_sym(g, g->elems[a.pos[st.tops.v[k]]], sym)) assert_non_null(sift__gx_succ(&a, st.tops.v[k], &cnt, &b));
         }
         flat.n = 0;
         bool bot = false;
-        gx_mark_begin(&a);
+        sift__gx_mark_begin(&a);
         for (uint32_t k = 0; k < st.tops.n; k++) {
             uint32_t n = st.tops.v[k], cnt;
             bool b;
-            if (!gx_elem_accepts_sym(g, g->elems[a.pos[n]], sym)) continue;
-            const uint32_t *sc = gx_succ(&a, n, &cnt, &b);
+            if (!sift__gx_elem_accepts_sym(g, g->elems[a.pos[n]], sym)) continue;
+            const uint32_t *sc = sift__gx_succ(&a, n, &cnt, &b);
             bot |= b;
             for (uint32_t q = 0; q < cnt; q++)
-                if (gx_mark_add(&a, sc[q])) assert_true(gx_u32_push(&flat, sc[q]));
+                if (sift__gx_mark_add(&a, sc[q])) assert_true(sift__gx_u32_push(&flat, sc[q]));
         }
         assert_int_equal(flat.n, nx.tops.n);
         assert_int_equal(bot, nx.can_end);
-        gx_mark_begin(&a);
-        for (uint32_t k = 0; k < flat.n; k++) gx_mark_add(&a, flat.v[k]);
-        for (uint32_t k = 0; k < nx.tops.n; k++) assert_false(gx_mark_add(&a, nx.tops.v[k])); /* same set */
-        assert_int_equal(gx_state_copy(&st, &nx), SIFT_OK);
+        sift__gx_mark_begin(&a);
+        for (uint32_t k = 0; k < flat.n; k++) sift__gx_mark_add(&a, flat.v[k]);
+        for (uint32_t k = 0; k < nx.tops.n; k++) assert_false(sift__gx_mark_add(&a, nx.tops.v[k])); /* same set */
+        assert_int_equal(sift__gx_state_copy(&st, &nx), SIFT_OK);
     }
     assert_true(big >= 9); /* every character after a "- " */
     size_t fail = 0;
     assert_int_equal(sift_grammar_match(g, "- ab c\n- zz\n", strlen("- ab c\n- zz\n"), &fail), SIFT_GRAMMAR_COMPLETE);
-    gx_u32_free(&flat);
-    gx_state_free(&st);
-    gx_state_free(&nx);
-    gx_arena_free(&a);
+    sift__gx_u32_free(&flat);
+    sift__gx_state_free(&st);
+    sift__gx_state_free(&nx);
+    sift__gx_arena_free(&a);
     sift_grammar_free(g);
     free(gtext);
 }
@@ -507,7 +507,7 @@ static void test_mask_apply_variants(void **state)
     const size_t size = 4099;
     sift_token *id = malloc(size * sizeof *id);
     float *l0 = malloc(size * sizeof *l0), *l1 = malloc(size * sizeof *l1), *l2 = malloc(size * sizeof *l2);
-    gx_mask_apply_fn best = gx_mask_apply_best();
+    sift__gx_mask_apply_fn best = sift__gx_mask_apply_best();
     bool has_avx2 = __builtin_cpu_supports("avx2");
     bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
     for (int round = 0; round < 40; round++) {
@@ -526,7 +526,7 @@ static void test_mask_apply_variants(void **state)
             }
             l0[i] = l1[i] = l2[i] = (float)(rng_next(&seed) % 1000) / 7.0f;
         }
-        size_t k0 = gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
+        size_t k0 = sift__gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
         size_t k1 = best(id, l1, size, mask, n_tokens);
         assert_int_equal(k0, k1);
         assert_memory_equal(l0, l1, size * sizeof *l0);
@@ -534,15 +534,15 @@ static void test_mask_apply_variants(void **state)
             memcpy(l2, l1, size * sizeof *l2);
             for (size_t i = 0; i < size; i++) l2[i] = (float)i;
             memcpy(l0, l2, size * sizeof *l0);
-            size_t a = gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
-            size_t b = gx_mask_apply_avx2(id, l2, size, mask, n_tokens);
+            size_t a = sift__gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
+            size_t b = sift__gx_mask_apply_avx2(id, l2, size, mask, n_tokens);
             assert_int_equal(a, b);
             assert_memory_equal(l0, l2, size * sizeof *l0);
         }
         if (has_avx512) {
             for (size_t i = 0; i < size; i++) l2[i] = l0[i] = (float)i;
-            size_t a = gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
-            size_t b = gx_mask_apply_avx512(id, l2, size, mask, n_tokens);
+            size_t a = sift__gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
+            size_t b = sift__gx_mask_apply_avx512(id, l2, size, mask, n_tokens);
             assert_int_equal(a, b);
             assert_memory_equal(l0, l2, size * sizeof *l0);
         }
@@ -578,7 +578,7 @@ static void test_no_allocation_when_warm(void **state)
     for (int pass = 0; pass < 2; pass++) {
         sift_sampler_reset(s);
         sift_sampler_reset(dist);
-        uint64_t before = gx_alloc_count();
+        uint64_t before = sift__gx_alloc_count();
         for (int step = 0; step < 200; step++) {
             sift_candidates_fill(&c, logits, 3000);
             sift_sampler_apply(s, &c);
@@ -590,7 +590,7 @@ static void test_no_allocation_when_warm(void **state)
             sift_sampler_accept(s, seq[step]);
             if (v.attr[seq[step]] & SIFT_TOKEN_ATTR_EOG) sift_sampler_reset(s);
         }
-        if (pass == 1) assert_int_equal(gx_alloc_count() - before, 0);
+        if (pass == 1) assert_int_equal(sift__gx_alloc_count() - before, 0);
     }
     free(logits);
     sift_candidates_free(&c);

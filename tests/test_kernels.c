@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "model/ggml_types.h"
+#include "gguf/ggml_types.h"
 #include "model/kernels.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -47,12 +47,12 @@ static bool is_int_kernel(sift_tensor_type t)
 }
 
 /* dequantized activation row (the format's definition) */
-static void act_dequant(sift_act_format f, const void *a, float *out, int64_t n)
+static void act_dequant(sift__act_format f, const void *a, float *out, int64_t n)
 {
     switch (f) {
     case SIFT_ACT_F32: memcpy(out, a, (size_t)n * 4); break;
-    case SIFT_ACT_F16: sift_dequantize_row_f16(a, out, n); break;
-    case SIFT_ACT_Q8_0: sift_dequantize_row_q8_0(a, out, n); break;
+    case SIFT_ACT_F16: sift__dequantize_row_f16(a, out, n); break;
+    case SIFT_ACT_Q8_0: sift__dequantize_row_q8_0(a, out, n); break;
     case SIFT_ACT_Q8_K: {
         const sift_block_q8_K *b = a;
         for (int64_t i = 0; i < n; i++) out[i] = b[i / 256].d * b[i / 256].qs[i % 256];
@@ -65,7 +65,7 @@ static void act_dequant(sift_act_format f, const void *a, float *out, int64_t n)
 static void test_dot(void **state)
 {
     (void)state;
-    const sift_kernels *sc = sift_kernels_get(SIFT_ISA_SCALAR);
+    const sift__kernels *sc = sift__kernels_get(SIFT_ISA_SCALAR);
     assert_non_null(sc);
     const int lens_f[] = {1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 172, 255, 256, 1000, 4096, 4099};
     const int lens_q[] = {32, 64, 96, 160, 256, 512, 768, 2048, 4096};
@@ -73,18 +73,18 @@ static void test_dot(void **state)
     int checked = 0, gemm_checked = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const sift_tensor_type t = types[ti];
-        const sift_act_format af = sift_act_format_of(t);
+        const sift__act_format af = sift__act_format_of(t);
         const int *lens = t == SIFT_TYPE_F32 || t == SIFT_TYPE_F16 ? lens_f : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q6_K ? lens_k : lens_q;
         const int nl = t == SIFT_TYPE_F32 || t == SIFT_TYPE_F16 ? 20 : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q6_K ? 5 : 9;
         for (int li = 0; li < nl; li++) {
             const int64_t n = lens[li];
             float *wf = malloc((size_t)n * 4), *xf = malloc((size_t)n * 4 * 4), *wd = malloc((size_t)n * 4), *xd = malloc((size_t)n * 4);
-            const size_t wb = sift_type_row_bytes(t, n), ab = sift_act_row_bytes(af, n);
+            const size_t wb = sift__type_row_bytes(t, n), ab = sift__act_row_bytes(af, n);
             void *w = malloc(wb), *x = malloc(ab * 4);
             for (int64_t i = 0; i < n; i++) wf[i] = frand(1.0f) * (i % 37 == 0 ? 8.0f : 1.0f);
             for (int64_t i = 0; i < 4 * n; i++) xf[i] = frand(2.0f);
-            assert_int_equal(sift_quantize_row(t, wf, w, n), SIFT_OK);
-            assert_int_equal(sift_dequantize_row(t, w, wd, n), SIFT_OK);
+            assert_int_equal(sift__quantize_row(t, wf, w, n), SIFT_OK);
+            assert_int_equal(sift__dequantize_row(t, w, wd, n), SIFT_OK);
             for (int j = 0; j < 4; j++) sc->act_convert(af, xf + j * n, (char *)x + j * ab, n);
 
             float ref4[4];
@@ -100,7 +100,7 @@ static void test_dot(void **state)
                 }
             }
             for (int isa = SIFT_ISA_SCALAR; isa <= SIFT_ISA_AVX512; isa++) {
-                const sift_kernels *k = sift_kernels_get((sift_isa)isa);
+                const sift__kernels *k = sift__kernels_get((sift_isa)isa);
                 if (!k) continue;
                 float s4[4], s1[4];
                 k->dot[t](n, w, x, ab, 4, s4);
@@ -132,10 +132,10 @@ static void test_dot(void **state)
             char *w3 = malloc(NR * wb);
             for (int r = 0; r < NR; r++) {
                 for (int64_t i = 0; i < n; i++) wf[i] = frand(1.0f);
-                sift_quantize_row(t, wf, w3 + r * wb, n);
+                sift__quantize_row(t, wf, w3 + r * wb, n);
             }
             for (int isa = SIFT_ISA_SCALAR; isa <= SIFT_ISA_AVX512; isa++) {
-                const sift_kernels *k = sift_kernels_get((sift_isa)isa);
+                const sift__kernels *k = sift__kernels_get((sift_isa)isa);
                 if (!k) continue;
                 float out[NR], one, ref;
                 k->rows[t](n, w3, wb, NR, x, out);
@@ -180,11 +180,11 @@ static void test_dot(void **state)
 static void test_attention_and_elementwise(void **state)
 {
     (void)state;
-    const sift_kernels *sc = sift_kernels_get(SIFT_ISA_SCALAR);
+    const sift__kernels *sc = sift__kernels_get(SIFT_ISA_SCALAR);
     const int ns[] = {1, 5, 8, 15, 16, 17, 31, 33, 64, 65, 100, 513};
     const int hds[] = {4, 8, 64, 128};
     for (int isa = SIFT_ISA_AVX2; isa <= SIFT_ISA_AVX512; isa++) {
-        const sift_kernels *k = sift_kernels_get((sift_isa)isa);
+        const sift__kernels *k = sift__kernels_get((sift_isa)isa);
         if (!k) {
             printf("  %s: not supported by this CPU, skipped\n", sift_isa_name((sift_isa)isa));
             continue;

@@ -31,7 +31,7 @@
 #include <cmocka.h>
 
 #include "mkmodel.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "refdata.h"
 #include "sift.h"
 

@@ -43,9 +43,9 @@ static void test_dist_hand_worked(void **state)
     /* logits {0, ln 3}: p = {1/4, 3/4}; the pick is 0 iff u <= 1/4 */
     const float x[] = {0.0f, LN(3)};
     for (uint32_t seed = 0; seed < 50; seed++) {
-        sift_rng r;
-        sift_rng_seed(&r, seed);
-        const double u = sift_rng_uniform_double(&r);
+        sift__rng r;
+        sift__rng_seed(&r, seed);
+        const double u = sift__rng_uniform_double(&r);
         sift_candidates c;
         run1(sift_sampler_init_dist(seed), &c, x, 2);
         assert_int_equal(c.selected, u * (4.0 / 3.0) <= 1.0 / 3.0 ? 0 : 1);

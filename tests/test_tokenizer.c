@@ -18,10 +18,10 @@
 
 #include <cmocka.h>
 
-#include "model/gguf.h"
-#include "model/pretok.h"
-#include "model/unicode.h"
-#include "model/vocab.h"
+#include "gguf/gguf.h"
+#include "vocab/pretok.h"
+#include "vocab/unicode.h"
+#include "vocab/vocab.h"
 #include "sift.h"
 
 #define SP "\xE2\x96\x81" /* "▁" */
@@ -45,11 +45,11 @@ static int add_tok(vocab_src *s, const char *text, float score, int32_t type)
     return s->n++;
 }
 
-static sift_vocab *build(const vocab_src *s, const char *model, const char *pre, sift_vocab_spec *extra)
+static sift_vocab *build(const vocab_src *s, const char *model, const char *pre, sift__vocab_spec *extra)
 {
-    sift_vocab_spec spec;
+    sift__vocab_spec spec;
     if (extra) spec = *extra;
-    else sift_vocab_spec_init(&spec);
+    else sift__vocab_spec_init(&spec);
     spec.model = model;
     spec.pre = pre;
     spec.n_tokens = s->n;
@@ -64,7 +64,7 @@ static sift_vocab *build(const vocab_src *s, const char *model, const char *pre,
         spec.n_merges = s->n_merges;
     }
     sift_error err = {0};
-    sift_vocab *v = sift_vocab_build(&spec, &err);
+    sift_vocab *v = sift__vocab_build(&spec, &err);
     if (!v) fail_msg("build: %s", err.msg);
     return v;
 }
@@ -113,73 +113,73 @@ static void expect_detok(const sift_vocab *v, const sift_token *ids, int n, bool
 static uint16_t flags_by_runs(uint32_t c)
 {
     size_t i = 0;
-    while (i + 1 < sift_ucd_n_runs && sift_ucd_run_start[i + 1] <= c) i++;
-    return sift_ucd_run_flags[i];
+    while (i + 1 < sift__ucd_n_runs && sift__ucd_run_start[i + 1] <= c) i++;
+    return sift__ucd_run_flags[i];
 }
 
 static void test_unicode_tables(void **state)
 {
     (void)state;
-    for (uint32_t c = 0; c < 128; c++) assert_int_equal(sift_unicode_flags(c), flags_by_runs(c));
-    for (uint32_t c = 128; c < 0x3100; c += 7) assert_int_equal(sift_unicode_flags(c), flags_by_runs(c));
-    assert_int_equal(sift_unicode_flags('A'), SIFT_U_LETTER);
-    assert_int_equal(sift_unicode_flags('7'), SIFT_U_NUMBER);
-    assert_int_equal(sift_unicode_flags(' '), SIFT_U_SEPARATOR | SIFT_U_WHITESPACE);
-    assert_int_equal(sift_unicode_flags('\n'), SIFT_U_CONTROL | SIFT_U_WHITESPACE);
-    assert_int_equal(sift_unicode_flags(0x1C), SIFT_U_CONTROL); /* not whitespace for llama.cpp */
-    assert_int_equal(sift_unicode_flags(0x85), SIFT_U_CONTROL | SIFT_U_WHITESPACE);
-    assert_int_equal(sift_unicode_flags(0x3000), SIFT_U_SEPARATOR | SIFT_U_WHITESPACE);
-    assert_int_equal(sift_unicode_flags(0xE9), SIFT_U_LETTER);
-    assert_int_equal(sift_unicode_flags(0x301), SIFT_U_MARK);
-    assert_int_equal(sift_unicode_flags(0x4E00), SIFT_U_LETTER);
-    assert_int_equal(sift_unicode_flags(0x378), SIFT_U_UNDEFINED);
-    assert_int_equal(sift_unicode_flags(0x1F600), SIFT_U_SYMBOL);
-    assert_int_equal(sift_unicode_flags(0xE000), SIFT_U_CONTROL);   /* private use is \p{C} */
-    assert_int_equal(sift_unicode_flags(0x2FFC), SIFT_U_SYMBOL);    /* new in Unicode 15.1 */
-    assert_int_equal(sift_unicode_flags(0x11F00), SIFT_U_MARK);     /* new in Unicode 15.0 */
-    assert_int_equal(sift_unicode_flags(0x110000), 0);
-    assert_int_equal(sift_unicode_tolower('A'), 'a');
-    assert_int_equal(sift_unicode_tolower(0xC9), 0xE9);
-    assert_int_equal(sift_unicode_tolower(0x130), 'i');
-    assert_int_equal(sift_unicode_tolower(0x10400), 0x10428);
-    assert_int_equal(sift_unicode_tolower(0x4E00), 0x4E00);
-    assert_int_equal(sift_unicode_nfd_head(0xE9), 'e');
-    assert_int_equal(sift_unicode_nfd_head(0xAC00), 0x1100);
-    assert_int_equal(sift_unicode_nfd_head('x'), 'x');
+    for (uint32_t c = 0; c < 128; c++) assert_int_equal(sift__unicode_flags(c), flags_by_runs(c));
+    for (uint32_t c = 128; c < 0x3100; c += 7) assert_int_equal(sift__unicode_flags(c), flags_by_runs(c));
+    assert_int_equal(sift__unicode_flags('A'), SIFT_U_LETTER);
+    assert_int_equal(sift__unicode_flags('7'), SIFT_U_NUMBER);
+    assert_int_equal(sift__unicode_flags(' '), SIFT_U_SEPARATOR | SIFT_U_WHITESPACE);
+    assert_int_equal(sift__unicode_flags('\n'), SIFT_U_CONTROL | SIFT_U_WHITESPACE);
+    assert_int_equal(sift__unicode_flags(0x1C), SIFT_U_CONTROL); /* not whitespace for llama.cpp */
+    assert_int_equal(sift__unicode_flags(0x85), SIFT_U_CONTROL | SIFT_U_WHITESPACE);
+    assert_int_equal(sift__unicode_flags(0x3000), SIFT_U_SEPARATOR | SIFT_U_WHITESPACE);
+    assert_int_equal(sift__unicode_flags(0xE9), SIFT_U_LETTER);
+    assert_int_equal(sift__unicode_flags(0x301), SIFT_U_MARK);
+    assert_int_equal(sift__unicode_flags(0x4E00), SIFT_U_LETTER);
+    assert_int_equal(sift__unicode_flags(0x378), SIFT_U_UNDEFINED);
+    assert_int_equal(sift__unicode_flags(0x1F600), SIFT_U_SYMBOL);
+    assert_int_equal(sift__unicode_flags(0xE000), SIFT_U_CONTROL);   /* private use is \p{C} */
+    assert_int_equal(sift__unicode_flags(0x2FFC), SIFT_U_SYMBOL);    /* new in Unicode 15.1 */
+    assert_int_equal(sift__unicode_flags(0x11F00), SIFT_U_MARK);     /* new in Unicode 15.0 */
+    assert_int_equal(sift__unicode_flags(0x110000), 0);
+    assert_int_equal(sift__unicode_tolower('A'), 'a');
+    assert_int_equal(sift__unicode_tolower(0xC9), 0xE9);
+    assert_int_equal(sift__unicode_tolower(0x130), 'i');
+    assert_int_equal(sift__unicode_tolower(0x10400), 0x10428);
+    assert_int_equal(sift__unicode_tolower(0x4E00), 0x4E00);
+    assert_int_equal(sift__unicode_nfd_head(0xE9), 'e');
+    assert_int_equal(sift__unicode_nfd_head(0xAC00), 0x1100);
+    assert_int_equal(sift__unicode_nfd_head('x'), 'x');
 }
 
 static void test_utf8(void **state)
 {
     (void)state;
     size_t adv;
-    assert_int_equal(sift_utf8_decode((const uint8_t *)"\xC0\x80", 2, &adv), 0); /* overlong: accepted */
+    assert_int_equal(sift__utf8_decode((const uint8_t *)"\xC0\x80", 2, &adv), 0); /* overlong: accepted */
     assert_int_equal(adv, 2);
-    assert_int_equal(sift_utf8_decode((const uint8_t *)"\xED\xA0\x80", 3, &adv), 0xD800);
-    assert_int_equal(sift_utf8_decode((const uint8_t *)"\xF4\x90\x80\x80", 4, &adv), 0x110000);
-    assert_int_equal(sift_utf8_decode((const uint8_t *)"\xF8\x88", 2, &adv), SIFT_UNICODE_REPLACEMENT);
+    assert_int_equal(sift__utf8_decode((const uint8_t *)"\xED\xA0\x80", 3, &adv), 0xD800);
+    assert_int_equal(sift__utf8_decode((const uint8_t *)"\xF4\x90\x80\x80", 4, &adv), 0x110000);
+    assert_int_equal(sift__utf8_decode((const uint8_t *)"\xF8\x88", 2, &adv), SIFT_UNICODE_REPLACEMENT);
     assert_int_equal(adv, 1);
-    assert_int_equal(sift_utf8_decode((const uint8_t *)"\xE2\x82", 2, &adv), SIFT_UNICODE_REPLACEMENT);
+    assert_int_equal(sift__utf8_decode((const uint8_t *)"\xE2\x82", 2, &adv), SIFT_UNICODE_REPLACEMENT);
     assert_int_equal(adv, 1);
-    assert_int_equal(sift_utf8_decode((const uint8_t *)"\x80", 1, &adv), SIFT_UNICODE_REPLACEMENT);
+    assert_int_equal(sift__utf8_decode((const uint8_t *)"\x80", 1, &adv), SIFT_UNICODE_REPLACEMENT);
     char u[4];
-    assert_int_equal(sift_utf8_encode(0x20AC, u), 3);
+    assert_int_equal(sift__utf8_encode(0x20AC, u), 3);
     assert_memory_equal(u, "\xE2\x82\xAC", 3);
-    assert_int_equal(sift_utf8_encode(0x110000, u), 3); /* U+FFFD */
+    assert_int_equal(sift__utf8_encode(0x110000, u), 3); /* U+FFFD */
     assert_memory_equal(u, "\xEF\xBF\xBD", 3);
     /* the byte alphabet is a bijection; printable bytes stand for themselves */
     uint8_t seen[512] = {0};
     for (int b = 0; b < 256; b++) {
-        uint32_t c = sift_bytelevel_cpt((uint8_t)b);
+        uint32_t c = sift__bytelevel_cpt((uint8_t)b);
         assert_true(c < 512);
         assert_false(seen[c]);
         seen[c] = 1;
-        assert_int_equal(sift_bytelevel_byte(c), b);
+        assert_int_equal(sift__bytelevel_byte(c), b);
     }
-    assert_int_equal(sift_bytelevel_cpt(' '), 0x120);
-    assert_int_equal(sift_bytelevel_cpt('\n'), 0x10A);
-    assert_int_equal(sift_bytelevel_cpt('a'), 'a');
-    assert_int_equal(sift_bytelevel_cpt(0xAD), 0x143);
-    assert_int_equal(sift_bytelevel_byte(0x144), -1);
+    assert_int_equal(sift__bytelevel_cpt(' '), 0x120);
+    assert_int_equal(sift__bytelevel_cpt('\n'), 0x10A);
+    assert_int_equal(sift__bytelevel_cpt('a'), 'a');
+    assert_int_equal(sift__bytelevel_cpt(0xAD), 0x143);
+    assert_int_equal(sift__bytelevel_byte(0x144), -1);
 }
 
 /* ---- SentencePiece ------------------------------------------------------------------------ */
@@ -239,8 +239,8 @@ static void test_spm(void **state)
     sift_vocab_free(v);
 
     /* add_space_prefix = false */
-    sift_vocab_spec spec;
-    sift_vocab_spec_init(&spec);
+    sift__vocab_spec spec;
+    sift__vocab_spec_init(&spec);
     spec.add_space_prefix = 0;
     v = build(&s, "llama", NULL, &spec);
     expect_ids(v, "abc", false, false, 1, t_abc); /* b+c, then a+bc = "abc" (no ▁a to win first) */
@@ -261,7 +261,7 @@ static int naive_spm(const sift_vocab *v, const char *text, bool prefix, sift_to
     }
     size_t start[512], len[512], n = 0;
     for (size_t i = 0; i < k;) {
-        size_t l = sift_utf8_len((uint8_t)esc[i]);
+        size_t l = sift__utf8_len((uint8_t)esc[i]);
         if (l > k - i) l = k - i;
         start[n] = i;
         len[n++] = l;
@@ -271,7 +271,7 @@ static int naive_spm(const sift_vocab *v, const char *text, bool prefix, sift_to
         int best = -1;
         float best_score = 0;
         for (size_t i = 0; i + 1 < n; i++) {
-            sift_token t = sift_vocab_find(v, esc + start[i], len[i] + len[i + 1]);
+            sift_token t = sift__vocab_find(v, esc + start[i], len[i] + len[i + 1]);
             if (t < 0) continue;
             float sc = sift_vocab_token_score(v, t);
             if (best < 0 || sc > best_score) best = (int)i, best_score = sc;
@@ -284,7 +284,7 @@ static int naive_spm(const sift_vocab *v, const char *text, bool prefix, sift_to
     }
     int m = 0;
     for (size_t i = 0; i < n; i++) {
-        sift_token t = sift_vocab_find(v, esc + start[i], len[i]);
+        sift_token t = sift__vocab_find(v, esc + start[i], len[i]);
         if (t >= 0) out[m++] = t;
         else
             for (size_t j = 0; j < len[i]; j++) out[m++] = 3 + (uint8_t)esc[start[i] + j];
@@ -353,7 +353,7 @@ static void bpe_base(vocab_src *s)
 {
     memset(s, 0, sizeof *s);
     for (int b = 0; b < 256; b++) {
-        size_t n = sift_bytelevel_utf8((uint8_t)b, bl_names[b]);
+        size_t n = sift__bytelevel_utf8((uint8_t)b, bl_names[b]);
         bl_names[b][n] = 0;
         add_tok(s, bl_names[b], 0, 1);
     }
@@ -512,8 +512,8 @@ static void test_bpe_ignore_merges(void **state)
     int t_abc = add_tok(&s, "abc", 0, 1);
     add_tok(&s, "<|begin_of_text|>", 0, 3);
     s.merges[s.n_merges++] = "a b";
-    sift_vocab_spec spec;
-    sift_vocab_spec_init(&spec);
+    sift__vocab_spec spec;
+    sift__vocab_spec_init(&spec);
     spec.ids[SIFT_VKEY_BOS] = 257;
     sift_vocab *v = build(&s, "gpt2", "llama-bpe", &spec); /* ignore_merges, add_bos */
     assert_true(sift_vocab_add_bos(v));
@@ -538,8 +538,8 @@ static void test_wpm(void **state)
     int t_hello = add_tok(&s, SP "hello", 0, 1), t_world = add_tok(&s, SP "world", 0, 1),
         t_hel = add_tok(&s, SP "hel", 0, 1), t_lo = add_tok(&s, "lo", 0, 1), t_comma = add_tok(&s, SP ",", 0, 1),
         t_excl = add_tok(&s, SP "!", 0, 1), t_cafe = add_tok(&s, SP "cafe", 0, 1), t_zh = add_tok(&s, SP "\xE4\xBD\xA0", 0, 1);
-    sift_vocab_spec spec;
-    sift_vocab_spec_init(&spec);
+    sift__vocab_spec spec;
+    sift__vocab_spec_init(&spec);
     spec.ids[SIFT_VKEY_UNK] = 1;
     spec.ids[SIFT_VKEY_BOS] = 2;
     spec.ids[SIFT_VKEY_SEP] = 3;
@@ -570,8 +570,8 @@ static void test_special_partition(void **state)
     spm_base(&s);
     int t_sp = add_tok(&s, SP, -1, 1), t_x = add_tok(&s, "x", -1, 1), t_ab = add_tok(&s, "<ab>", 0, 4),
         t_abc = add_tok(&s, "<ab>c", 0, 4), t_end = add_tok(&s, "<|end|>", 0, 3);
-    sift_vocab_spec spec;
-    sift_vocab_spec_init(&spec);
+    sift__vocab_spec spec;
+    sift__vocab_spec_init(&spec);
     spec.name = "Phi3 test"; /* phi-3: RSTRIP on special tokens */
     sift_vocab *v = build(&s, "llama", NULL, &spec);
     assert_int_equal(sift_vocab_eot(v), t_end);
@@ -589,19 +589,19 @@ static void test_special_partition(void **state)
 
 static void expect_split(const char *pre, const char *text, int n, ...)
 {
-    const sift_pretok_def *d = sift_pretok_find(pre);
+    const sift__pretok_def *d = sift__pretok_find(pre);
     assert_non_null(d);
     sift_error err = {0};
-    sift_pretok *p = sift_pretok_new(d->regexes, &err);
+    sift__pretok *p = sift__pretok_new(d->regexes, &err);
     if (!p) fail_msg("%s: %s", pre, err.msg);
     uint32_t cp[256];
     uint16_t fl[256];
-    size_t nc = sift_utf8_to_cpts(text, strlen(text), cp);
-    for (size_t i = 0; i < nc; i++) fl[i] = sift_unicode_flags(cp[i]);
-    sift_pretok_scratch sc = {0};
+    size_t nc = sift__utf8_to_cpts(text, strlen(text), cp);
+    for (size_t i = 0; i < nc; i++) fl[i] = sift__unicode_flags(cp[i]);
+    sift__pretok_scratch sc = {0};
     const uint32_t *pieces;
     size_t np;
-    assert_int_equal(sift_pretok_split(p, &sc, cp, fl, nc, &pieces, &np), 0);
+    assert_int_equal(sift__pretok_split(p, &sc, cp, fl, nc, &pieces, &np), 0);
     va_list ap;
     va_start(ap, n);
     size_t pos = 0;
@@ -610,7 +610,7 @@ static void expect_split(const char *pre, const char *text, int n, ...)
     for (size_t i = 0; i < np; i++) {
         char w[128];
         size_t k = 0;
-        for (size_t j = pos; j < pos + pieces[i]; j++) k += sift_utf8_encode(cp[j], w + k);
+        for (size_t j = pos; j < pos + pieces[i]; j++) k += sift__utf8_encode(cp[j], w + k);
         w[k] = 0;
         if ((int)i < n) {
             const char *want = va_arg(ap, const char *);
@@ -621,8 +621,8 @@ static void expect_split(const char *pre, const char *text, int n, ...)
     }
     va_end(ap);
     if (!ok) fail_msg("%s '%s': got %s", pre, text, got);
-    sift_pretok_scratch_free(&sc);
-    sift_pretok_free(p);
+    sift__pretok_scratch_free(&sc);
+    sift__pretok_free(p);
 }
 
 static void test_pretok(void **state)
@@ -635,8 +635,8 @@ static void test_pretok(void **state)
     expect_split("deepseek-llm", "Hello, world 123\n\xE4\xBD\xA0\xE5\xA5\xBD", 7, "Hello", ",", " world", " ", "123",
                  "\n", "\xE4\xBD\xA0\xE5\xA5\xBD");
     expect_split("starcoder", "x=12", 4, "x", "=", "1", "2");
-    assert_null(sift_pretok_find("no-such-pre"));
-    assert_non_null(sift_pretok_find(NULL)); /* absent = default */
+    assert_null(sift__pretok_find("no-such-pre"));
+    assert_non_null(sift__pretok_find(NULL)); /* absent = default */
 }
 
 /* ---- API conventions and refusals ---------------------------------------------------------- */
@@ -681,12 +681,12 @@ static void test_api_edges(void **state)
     sift_vocab_free(NULL);
 }
 
-static void expect_build_error(vocab_src *s, const char *model, const char *pre, sift_vocab_spec *spec,
+static void expect_build_error(vocab_src *s, const char *model, const char *pre, sift__vocab_spec *spec,
                                const char *needle)
 {
-    sift_vocab_spec sp;
+    sift__vocab_spec sp;
     if (spec) sp = *spec;
-    else sift_vocab_spec_init(&sp);
+    else sift__vocab_spec_init(&sp);
     sp.model = model;
     sp.pre = pre;
     sp.n_tokens = s->n;
@@ -699,7 +699,7 @@ static void expect_build_error(vocab_src *s, const char *model, const char *pre,
         sp.n_merges = s->n_merges;
     }
     sift_error err = {0};
-    sift_vocab *v = sift_vocab_build(&sp, &err);
+    sift_vocab *v = sift__vocab_build(&sp, &err);
     assert_null(v);
     if (!strstr(err.msg, needle)) fail_msg("error '%s' does not mention '%s'", err.msg, needle);
 }
@@ -713,13 +713,13 @@ static void test_build_errors(void **state)
     s.merges[s.n_merges++] = "a b";
     expect_build_error(&s, "gpt2", "no-such-pre", NULL, "no-such-pre");
     expect_build_error(&s, "t5", NULL, NULL, "'t5'");
-    sift_vocab_spec spec;
-    sift_vocab_spec_init(&spec);
+    sift__vocab_spec spec;
+    sift__vocab_spec_init(&spec);
     spec.scores = (const float[]){0, 0};
     spec.n_scores = 2;
     expect_build_error(&s, "llama", NULL, &spec, "tokenizer.ggml.scores");
     expect_build_error(&s, NULL, NULL, NULL, "tokenizer.ggml.model");
-    sift_vocab_spec_init(&spec);
+    sift__vocab_spec_init(&spec);
     spec.add_bos = 1; /* default BPE BOS 11 exists here, so take it away */
     spec.ids[SIFT_VKEY_BOS] = -1;
     vocab_src small;
@@ -738,18 +738,18 @@ static void test_gguf_loader(void **state)
     const char *toks[] = {"<unk>", "<s>", "</s>", "a", SP "a"};
     float scores[] = {0, 0, 0, -1, -1};
     int32_t types[] = {2, 3, 3, 1, 1};
-    sift_gguf_writer *w = sift_gguf_writer_new();
+    sift__gguf_writer *w = sift__gguf_writer_new();
     assert_non_null(w);
-    sift_gguf_writer_set_str(w, "general.name", "tiny");
-    sift_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
-    sift_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 5);
-    sift_gguf_writer_set_arr(w, "tokenizer.ggml.scores", SIFT_GGUF_FLOAT32, scores, 5);
-    sift_gguf_writer_set_arr(w, "tokenizer.ggml.token_type", SIFT_GGUF_INT32, types, 5);
-    sift_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 99); /* out of range: ignored */
+    sift__gguf_writer_set_str(w, "general.name", "tiny");
+    sift__gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    sift__gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 5);
+    sift__gguf_writer_set_arr(w, "tokenizer.ggml.scores", SIFT_GGUF_FLOAT32, scores, 5);
+    sift__gguf_writer_set_arr(w, "tokenizer.ggml.token_type", SIFT_GGUF_INT32, types, 5);
+    sift__gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 99); /* out of range: ignored */
     sift_error err = {0};
     uint8_t *buf;
     size_t size;
-    assert_int_equal(sift_gguf_writer_write_buffer(w, &buf, &size, &err), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_write_buffer(w, &buf, &size, &err), SIFT_OK);
     sift_gguf *g = sift_gguf_open_buffer(buf, size, &err);
     assert_non_null(g);
     sift_vocab *v = sift_vocab_from_gguf(g, &err);
@@ -763,23 +763,23 @@ static void test_gguf_loader(void **state)
 
     /* a mistyped key is named */
     uint32_t n32[] = {1, 2};
-    sift_gguf_writer_set_arr(w, "tokenizer.ggml.token_type", SIFT_GGUF_UINT32, n32, 2);
-    assert_int_equal(sift_gguf_writer_write_buffer(w, &buf, &size, &err), SIFT_OK);
+    sift__gguf_writer_set_arr(w, "tokenizer.ggml.token_type", SIFT_GGUF_UINT32, n32, 2);
+    assert_int_equal(sift__gguf_writer_write_buffer(w, &buf, &size, &err), SIFT_OK);
     g = sift_gguf_open_buffer(buf, size, &err);
     assert_non_null(g);
     assert_null(sift_vocab_from_gguf(g, &err));
     assert_non_null(strstr(err.msg, "tokenizer.ggml.token_type"));
     sift_gguf_close(g);
     free(buf);
-    sift_gguf_writer_remove(w, "tokenizer.ggml.tokens");
-    sift_gguf_writer_remove(w, "tokenizer.ggml.token_type");
-    assert_int_equal(sift_gguf_writer_write_buffer(w, &buf, &size, &err), SIFT_OK);
+    sift__gguf_writer_remove(w, "tokenizer.ggml.tokens");
+    sift__gguf_writer_remove(w, "tokenizer.ggml.token_type");
+    assert_int_equal(sift__gguf_writer_write_buffer(w, &buf, &size, &err), SIFT_OK);
     g = sift_gguf_open_buffer(buf, size, &err);
     assert_null(sift_vocab_from_gguf(g, &err));
     assert_non_null(strstr(err.msg, "tokenizer.ggml.tokens"));
     sift_gguf_close(g);
     free(buf);
-    sift_gguf_writer_free(w);
+    sift__gguf_writer_free(w);
     assert_null(sift_vocab_load("/nonexistent/file.gguf", &err));
     assert_int_equal(err.status, SIFT_E_IO);
 }

@@ -13,7 +13,7 @@
 #                      strings and a generated corpus in 16 flag combinations, every code point;
 #                      and the gpt-2 vocabulary rewritten with every pre-tokenizer name sift knows.
 add_executable(tokenizer_vocab ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_vocab.c)
-target_include_directories(tokenizer_vocab PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(tokenizer_vocab PRIVATE sift_internal_inc)
 target_compile_options(tokenizer_vocab PRIVATE ${SIFT_WARN})
 target_link_libraries(tokenizer_vocab PRIVATE sift_static PkgConfig::CJSON)
 
@@ -84,7 +84,8 @@ set(SIFT_PEER_DIR "/tmp/sift-peer" CACHE PATH "where make -C ../shared/peer put 
 set(SIFT_PEER_LIBDIR ${SIFT_PEER_DIR}/package/bins/linux-x64)
 if(EXISTS ${SIFT_PEER_LIBDIR}/libllama.v0.5.0.so AND EXISTS ${SIFT_SHARED_DIR}/peer/model_ref_api.h)
   add_executable(tokenizer_peer ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_peer.c)
-  target_include_directories(tokenizer_peer PRIVATE ${SIFT_SHARED_DIR}/peer ${PROJECT_SOURCE_DIR}/src)
+  target_include_directories(tokenizer_peer PRIVATE ${SIFT_SHARED_DIR}/peer)
+  target_link_libraries(tokenizer_peer PRIVATE sift_internal_inc)
   target_compile_options(tokenizer_peer PRIVATE ${SIFT_WARN})
   target_link_libraries(tokenizer_peer PRIVATE sift_static
     -L${SIFT_PEER_LIBDIR} -Wl,-rpath,${SIFT_PEER_LIBDIR} -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so)

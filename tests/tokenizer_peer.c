@@ -32,8 +32,8 @@
 
 #include <unistd.h>
 
-#include "model/gguf.h"
-#include "model/pretok.h"
+#include "gguf/gguf.h"
+#include "vocab/pretok.h"
 #include "model_ref_api.h"
 #include "peer_backend.h"
 #include "refdata.h"
@@ -467,7 +467,7 @@ static int compare_pre_variants(const char *base, int *n_variants)
     char inp_path[4096];
     snprintf(inp_path, sizeof inp_path, "%s.inp", base);
     int fails = 0;
-    for (const sift_pretok_def *const *d = sift_pretok_defs; *d; d++) {
+    for (const sift__pretok_def *const *d = sift__pretok_defs; *d; d++) {
         for (const char *p = (*d)->names; *p;) {
             const char *bar = strchr(p, '|');
             size_t len = bar ? (size_t)(bar - p) : strlen(p);
@@ -476,14 +476,14 @@ static int compare_pre_variants(const char *base, int *n_variants)
             p = bar ? bar + 1 : p + len;
             const char *only = getenv("SIFT_PRE_ONLY"); /* debugging: one name */
             if (only && strcmp(only, name)) continue;
-            sift_gguf_writer *w = sift_gguf_writer_new();
+            sift__gguf_writer *w = sift__gguf_writer_new();
             for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
-                sift_gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
-            sift_gguf_writer_set_str(w, "tokenizer.ggml.pre", name);
+                sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
+            sift__gguf_writer_set_str(w, "tokenizer.ggml.pre", name);
             char path[] = "/tmp/sift-pre-variant-XXXXXX";
             int fd = mkstemp(path);
             close(fd);
-            if (sift_gguf_writer_write_file(w, path, &err) != SIFT_OK) {
+            if (sift__gguf_writer_write_file(w, path, &err) != SIFT_OK) {
                 printf("writing the %s variant: %s\n", name, err.msg);
                 fails++;
             } else {
@@ -496,7 +496,7 @@ static int compare_pre_variants(const char *base, int *n_variants)
                 (*n_variants)++;
             }
             unlink(path);
-            sift_gguf_writer_free(w);
+            sift__gguf_writer_free(w);
         }
     }
     sift_gguf_close(g);

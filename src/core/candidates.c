@@ -26,9 +26,9 @@
 
 /* ---- workspace ---------------------------------------------------------------------- */
 
-sift_ws *sift__ws_new(size_t cap)
+sift_workspace *sift__ws_new(size_t cap)
 {
-    sift_ws *ws = calloc(1, sizeof *ws); /* own_* stay NULL: set by sift_candidates_init */
+    sift_workspace *ws = calloc(1, sizeof *ws); /* own_* stay NULL: set by sift_candidates_init */
     if (!ws) return NULL;
     ws->cap = cap;
     ws->pairs = malloc(cap * sizeof *ws->pairs);
@@ -45,7 +45,7 @@ sift_ws *sift__ws_new(size_t cap)
     return ws;
 }
 
-void sift__ws_free(sift_ws *ws)
+void sift__ws_free(sift_workspace *ws)
 {
     if (!ws) return;
     free(ws->pairs);
@@ -65,7 +65,7 @@ sift_status sift_candidates_init(sift_candidates *cand, size_t capacity)
     if (!cand || capacity == 0 || capacity > (size_t)INT32_MAX) return SIFT_E_INVAL;
     memset(cand, 0, sizeof *cand);
     cand->selected = -1;
-    sift_ws *ws = sift__ws_new(capacity);
+    sift_workspace *ws = sift__ws_new(capacity);
     if (!ws) return SIFT_E_NOMEM;
     ws->own_id = malloc(capacity * sizeof *ws->own_id);
     ws->own_logit = malloc(capacity * sizeof *ws->own_logit);
@@ -86,7 +86,7 @@ sift_status sift_candidates_init(sift_candidates *cand, size_t capacity)
 void sift_candidates_free(sift_candidates *cand)
 {
     if (!cand) return;
-    sift_ws *ws = (sift_ws *)cand->ws;
+    sift_workspace *ws = cand->ws;
     if (ws) {
         free(ws->own_id);
         free(ws->own_logit);
@@ -100,7 +100,7 @@ void sift_candidates_free(sift_candidates *cand)
 sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, size_t n)
 {
     if (!cand || !logits) return SIFT_E_INVAL;
-    const sift_ws *ws = (const sift_ws *)cand->ws;
+    const sift_workspace *ws = (const sift_workspace *)cand->ws;
     if (ws && ws->own_id) { /* back to the arrays as allocated (a sampler may have advanced them) */
         cand->id = ws->own_id;
         cand->logit = ws->own_logit;
@@ -196,7 +196,7 @@ sift_token sift_candidates_selected(const sift_candidates *cand)
 
 /* ---- ordering ------------------------------------------------------------------------- */
 
-void sift__gather(sift_candidates *c, const sift_pair *order, size_t m, sift_ws *ws)
+void sift__gather(sift_candidates *c, const sift__pair *order, size_t m, sift_workspace *ws)
 {
     for (size_t j = 0; j < m; j++) {
         const uint32_t k = order[j].idx;
@@ -209,7 +209,7 @@ void sift__gather(sift_candidates *c, const sift_pair *order, size_t m, sift_ws 
     memcpy(c->p, ws->p2, m * sizeof *c->p);
 }
 
-size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_ws *ws)
+size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_workspace *ws)
 {
     enum { NB = 128 };
     const size_t n = c->size;
@@ -235,32 +235,32 @@ size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_ws *ws)
         start[j] = off;
         off += histo[j];
     }
-    sift_pair *out = ws->pairs;
+    sift__pair *out = ws->pairs;
     for (size_t i = 0; i < n; i++) {
         const int j = bk[i];
-        if (j >= ib) out[start[j]++] = (sift_pair){sift_sort_key(logit[i]), (uint32_t)i};
+        if (j >= ib) out[start[j]++] = (sift__pair){sift__sort_key(logit[i]), (uint32_t)i};
     }
-    sift_pair *ptr = out;
+    sift__pair *ptr = out;
     size_t ndone = 0;
     for (int j = NB - 1; j > ib; --j) {
-        sift_stl_sort(ptr, histo[j]);
+        sift__stl_sort(ptr, histo[j]);
         ptr += histo[j];
         ndone += histo[j];
     }
-    sift_stl_partial_sort(ptr, k - ndone, histo[ib]);
+    sift__stl_partial_sort(ptr, k - ndone, histo[ib]);
     return nhave;
 }
 
 void sift__partial_sort(sift_candidates *c, size_t k)
 {
     if (k > c->size) k = c->size;
-    sift_ws *ws = sift__ws(c);
+    sift_workspace *ws = sift__ws(c);
     if (!ws || k == 0) {
         sift__truncate(c, k);
         return;
     }
     if (k <= 128) {
-        sift_stl_partial_sort_keys(c->logit, c->size, k, ws->pairs);
+        sift__stl_partial_sort_keys(c->logit, c->size, k, ws->pairs);
     } else {
         sift__bucket_select(c, k, ws);
     }

@@ -27,11 +27,12 @@
 #ifndef SIFT_CORE_CANDIDATES_H
 #define SIFT_CORE_CANDIDATES_H
 
-#include "core/fastk.h"
+#include "core/fast_kernels.h"
 #include "core/stlsort.h"
 #include "sift.h"
 
-typedef struct sift_ws {
+/* The candidates' scratch: opaque in sift.h (a user sees only a pointer), defined here. */
+struct sift_workspace {
     /* the arrays as sift_candidates_init() allocated them (NULL in a workspace lent for one
      * call): samplers may advance the candidates' pointers (xtc), fill and free use these */
     sift_token *own_id;
@@ -39,7 +40,7 @@ typedef struct sift_ws {
     size_t own_cap;
 
     size_t cap;
-    sift_pair *pairs;   /* [cap] sort keys + positions; doubles for rng_discrete */
+    sift__pair *pairs;   /* [cap] sort keys + positions; doubles for rng_discrete */
     uint8_t *bucket;    /* [cap] bucket number of each entry (bucket partial sort) */
     sift_token *id2;    /* [cap] spare arrays for gathers */
     float *logit2;
@@ -47,15 +48,15 @@ typedef struct sift_ws {
     uint32_t *idx;      /* [cap + 64] positions the fast paths collect (core/fast.c); the
                          * slack lets SIMD kernels store whole vectors past the last one */
     double *blk;        /* [cap / SIFT__BLK + 2] dist's block sums (core/fast.c) */
-} sift_ws;
+};
 
-sift_ws *sift__ws_new(size_t cap);
-void sift__ws_free(sift_ws *ws);
+sift_workspace *sift__ws_new(size_t cap);
+void sift__ws_free(sift_workspace *ws);
 
 /* The candidates' workspace if it can hold `size` entries, else NULL. */
-static inline sift_ws *sift__ws(sift_candidates *c)
+static inline sift_workspace *sift__ws(sift_candidates *c)
 {
-    sift_ws *ws = (sift_ws *)c->ws;
+    sift_workspace *ws = c->ws;
     return ws && ws->cap >= c->size ? ws : NULL;
 }
 
@@ -87,8 +88,8 @@ void sift__partial_sort(sift_candidates *c, size_t k);
 /* The top k (k <= size) in ws->pairs[0..k) sorted descending, as llama.cpp's out-of-place
  * partial sort leaves them; ws->pairs[k..return value) hold the rest of the boundary
  * bucket and the buckets above it, unsorted. */
-size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_ws *ws);
+size_t sift__bucket_select(const sift_candidates *c, size_t k, sift_workspace *ws);
 /* c[j] = old c[order[j].idx] for j < m (id, logit and p). */
-void sift__gather(sift_candidates *c, const sift_pair *order, size_t m, sift_ws *ws);
+void sift__gather(sift_candidates *c, const sift__pair *order, size_t m, sift_workspace *ws);
 
 #endif

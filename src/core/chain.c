@@ -138,18 +138,18 @@ static void materialize(sift_chain *chain);
 
 static sift_status ensure_capacity(sift_chain *chain, size_t n, sift_error *err)
 {
-    const sift_ws *ws = (const sift_ws *)chain->cand.ws;
+    const sift_workspace *ws = (const sift_workspace *)chain->cand.ws;
     if (ws && ws->own_cap >= n) return SIFT_OK;
     sift_candidates_free(&chain->cand);
     sift_status st = sift_candidates_init(&chain->cand, n);
-    if (st != SIFT_OK) return sift_error_set(err, st, "chain: cannot allocate candidates for %zu tokens", n);
+    if (st != SIFT_OK) return sift__error_set(err, st, "chain: cannot allocate candidates for %zu tokens", n);
     return SIFT_OK;
 }
 
 sift_status sift_chain_fill(sift_chain *chain, const float *logits, int32_t n_vocab, sift_error *err)
 {
     if (!chain || !logits || n_vocab < 1)
-        return sift_error_set(err, SIFT_E_INVAL, "chain fill: %s", !chain ? "no chain" : !logits ? "no logits" : "n_vocab < 1");
+        return sift__error_set(err, SIFT_E_INVAL, "chain fill: %s", !chain ? "no chain" : !logits ? "no logits" : "n_vocab < 1");
     sift_status st = ensure_capacity(chain, (size_t)n_vocab, err);
     if (st != SIFT_OK) return st;
     chain->lazy.kind = 0;
@@ -167,7 +167,7 @@ sift_token sift_chain_apply(sift_chain *chain, sift_candidates *cand)
     if (!cand) cand = &chain->cand;
     if (cand == &chain->cand) materialize(chain);
     /* user candidates without (enough) workspace borrow one for this apply */
-    sift_ws *own = (sift_ws *)cand->ws, *tmp = NULL;
+    sift_workspace *own = cand->ws, *tmp = NULL;
     if (!own || own->cap < cand->size) {
         tmp = sift__ws_new(cand->size ? cand->size : 1);
         cand->ws = tmp;
@@ -251,7 +251,7 @@ static bool fast_step(sift_chain *chain, const float *logits, size_t n, sift_tok
     if (ensure_capacity(chain, n, NULL) != SIFT_OK) return false;
 
     sift_candidates *c = &chain->cand;
-    const sift_ws *ws = (const sift_ws *)c->ws;
+    const sift_workspace *ws = (const sift_workspace *)c->ws;
     c->id = ws->own_id, c->logit = ws->own_logit, c->p = ws->own_p, c->capacity = ws->own_cap;
     chain->lazy.kind = 0;
     const bool perf = !chain->params.no_perf;

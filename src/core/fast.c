@@ -6,7 +6,7 @@
  * What llama.cpp pays per token is dominated by work on the whole vocabulary: filling a
  * 12-byte {id, logit, p} entry per token, then an expf per token (dist, top_p), or a
  * partial sort. Each path below touches the vocabulary once or twice with SIMD kernels
- * (fastk.h) and does the llama.cpp arithmetic only on the few entries that matter.
+ * (fast_kernels.h) and does the llama.cpp arithmetic only on the few entries that matter.
  *
  * greedy   one SIMD pass keeping, per lane, the first maximum and its position; the
  *          smallest position holding the overall maximum is llama.cpp's strict-`>` pick.
@@ -187,7 +187,7 @@ int64_t sift__dist_exact(const sift__fk *fk, const float *x, size_t n, float M, 
 #define DIST_SUB_EPS (2.0 * 104.0 * 0x1p-24 * 1.01 + 1.2e-7)
 
 int64_t sift__dist_pick(const sift__fk *fk, const float *x, size_t n, double u, float M, const float *bmax, size_t nh,
-                        sift_ws *ws, sift__fast_stats *st)
+                        sift_workspace *ws, sift__fast_stats *st)
 {
     double *blk = ws->blk;
     const uint32_t *head = ws->idx;
@@ -250,17 +250,17 @@ int64_t sift__dist_pick(const sift__fk *fk, const float *x, size_t n, double u, 
     return sift__dist_exact(fk, x, n, M, u, blk);
 }
 
-int sift__fast_dist(const sift__fk *fk, const float *x, size_t n, sift_rng *rng, sift_candidates *cand, int64_t *pick,
+int sift__fast_dist(const sift__fk *fk, const float *x, size_t n, sift__rng *rng, sift_candidates *cand, int64_t *pick,
                     double *u, sift__fast_stats *st)
 {
-    sift_ws *ws = (sift_ws *)cand->ws;
+    sift_workspace *ws = cand->ws;
     if (!ws || ws->cap < n) return SIFT__FAST_NO;
     bool nan = false;
     float M;
     float *bmax = ws->p2; /* n / SIFT__BLK + 1 <= cap */
     const size_t nh = fk->approx_blocks(x, n, DIST_HEAD, ws->blk, bmax, ws->idx, &M, &nan);
     if (nan || !isfinite(M)) return SIFT__FAST_NO; /* llama.cpp's NaN / inf arithmetic: general path */
-    *u = sift_rng_uniform_double(rng);
+    *u = sift__rng_uniform_double(rng);
     *pick = sift__dist_pick(fk, x, n, *u, M, bmax, nh, ws, st);
     return SIFT__FAST_PICK;
 }
@@ -290,9 +290,9 @@ static float estimate_threshold(const sift__fk *fk, const float *x, size_t n, si
 
 int sift__fast_top_k(const sift__fk *fk, const float *x, size_t n, size_t k, sift_candidates *cand)
 {
-    sift_ws *ws = (sift_ws *)cand->ws;
+    sift_workspace *ws = cand->ws;
     if (k == 0 || k > 128 || k >= n || !ws || ws->cap < n) return SIFT__FAST_NO;
-    sift_pair *pairs = ws->pairs;
+    sift__pair *pairs = ws->pairs;
     /* Without ties among the k+1 largest, the heap selection can only end in plain descending
      * order: collect the entries above a threshold below the (k+1)-th largest, take their
      * k+1 largest, and check. With ties (or NaN), the heap itself, step for step. */
@@ -302,14 +302,14 @@ int sift__fast_top_k(const sift__fk *fk, const float *x, size_t n, size_t k, sif
         bool nan = false;
         const size_t nc = isfinite(thr) ? fk->collect_ge(x, n, thr, ws->idx, &M, &nan, NULL) : 0;
         if (!nan && nc > k) {
-            for (size_t j = 0; j < nc; j++) pairs[j] = (sift_pair){x[ws->idx[j]], ws->idx[j]};
-            sift_stl_partial_sort(pairs, k + 1, nc);
+            for (size_t j = 0; j < nc; j++) pairs[j] = (sift__pair){x[ws->idx[j]], ws->idx[j]};
+            sift__stl_partial_sort(pairs, k + 1, nc);
             bool ties = false;
             for (size_t j = 0; j < k && !ties; j++) ties = !(pairs[j].key > pairs[j + 1].key);
             if (!ties) goto write;
         }
     }
-    sift_stl_partial_sort_keys(x, n, k, pairs);
+    sift__stl_partial_sort_keys(x, n, k, pairs);
 write:
     for (size_t j = 0; j < k; j++) {
         const uint32_t i = pairs[j].idx;
@@ -327,7 +327,7 @@ write:
 
 int sift__fast_min_p(const sift__fk *fk, const float *x, size_t n, float p, size_t min_keep, sift_candidates *cand)
 {
-    sift_ws *ws = (sift_ws *)cand->ws;
+    sift_workspace *ws = cand->ws;
     if (!(p > 0.0f) || !ws || ws->cap < n) return SIFT__FAST_NO;
     const float lp = logf(p);
     float M;
@@ -397,13 +397,13 @@ float sift__float_sum_exact(const sift__fk *fk, const float *x, size_t n, float 
 int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size_t min_keep, sift_candidates *cand,
                      sift__fast_stats *st)
 {
-    sift_ws *ws = (sift_ws *)cand->ws;
+    sift_workspace *ws = cand->ws;
     if (!(p < 1.0f) || n <= 1024 || min_keep > TOPP_K || !ws || ws->cap < n) return SIFT__FAST_NO;
 
     /* A threshold a little below the 256th largest logit, estimated from the first entries.
      * A wrong guess costs another pass, never a wrong result: pass 1 is checked to hold all
      * it needs. */
-    sift_pair *pairs = ws->pairs; /* pass 1's partition */
+    sift__pair *pairs = ws->pairs; /* pass 1's partition */
     float thr = estimate_threshold(fk, x, n, TOPP_ABOVE, 16, 32.0f) - 0.16f; /* a bucket (1/6.4) of margin */
 
     uint32_t *bl = ws->idx;
@@ -440,16 +440,16 @@ int sift__fast_top_p(const sift__fk *fk, const float *x, size_t n, float p, size
     for (size_t j = 0; j < nc; j++) {
         const uint32_t i = bl[j];
         const int b = sift__bucket_of(x[i]);
-        if (b >= ib) pairs[start[b]++] = (sift_pair){x[i], i};
+        if (b >= ib) pairs[start[b]++] = (sift__pair){x[i], i};
     }
-    sift_pair *ptr = pairs;
+    sift__pair *ptr = pairs;
     size_t ndone = 0;
     for (int j = 127; j > ib; j--) {
-        sift_stl_sort(ptr, histo[j]);
+        sift__stl_sort(ptr, histo[j]);
         ptr += histo[j];
         ndone += histo[j];
     }
-    sift_stl_partial_sort(ptr, TOPP_K - ndone, histo[ib]);
+    sift__stl_partial_sort(ptr, TOPP_K - ndone, histo[ib]);
 
     /* pass 2: the float denominator; then the cut: float cumulative sum of p = e / S */
     const float S = sift__float_sum_exact(fk, x, n, M, cmax);

@@ -17,7 +17,7 @@
 #define SIFT_CORE_FAST_H
 
 #include "core/candidates.h"
-#include "core/fastk.h"
+#include "core/fast_kernels.h"
 #include "core/rng.h"
 
 enum { SIFT__FAST_NO = 0, SIFT__FAST_CAND = 1, SIFT__FAST_PICK = 2 };
@@ -37,7 +37,7 @@ typedef struct sift__fast_stats {
 /* greedy: always applies (falls back to the scalar scan itself when a NaN is present) */
 int sift__fast_greedy(const sift__fk *fk, const float *x, size_t n, int64_t *pick);
 /* dist: draws one number from rng unless it returns SIFT__FAST_NO; *u receives it. */
-int sift__fast_dist(const sift__fk *fk, const float *x, size_t n, sift_rng *rng, sift_candidates *cand, int64_t *pick,
+int sift__fast_dist(const sift__fk *fk, const float *x, size_t n, sift__rng *rng, sift_candidates *cand, int64_t *pick,
                     double *u, sift__fast_stats *st);
 /* top_k(k) for 0 < k <= 128, k < n (llama.cpp's std::partial_sort range) */
 int sift__fast_top_k(const sift__fk *fk, const float *x, size_t n, size_t k, sift_candidates *cand);
@@ -54,7 +54,7 @@ int64_t sift__dist_exact(const sift__fk *fk, const float *x, size_t n, float M, 
 /* dist's fast pick for draw u (certified, else exact) after fk->approx_blocks(x, n, -12,
  * ws->blk, bmax, ws->idx, &M, ...) returned nh (no NaN, M finite). Consumes ws->blk. */
 int64_t sift__dist_pick(const sift__fk *fk, const float *x, size_t n, double u, float M, const float *bmax, size_t nh,
-                        sift_ws *ws, sift__fast_stats *st);
+                        sift_workspace *ws, sift__fast_stats *st);
 float sift__float_sum_exact(const sift__fk *fk, const float *x, size_t n, float M, const float *cmax);
 
 #endif

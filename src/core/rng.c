@@ -16,7 +16,7 @@
 #define MT_UPPER 0x80000000u
 #define MT_LOWER 0x7fffffffu
 
-void sift_rng_seed(sift_rng *rng, uint32_t seed)
+void sift__rng_seed(sift__rng *rng, uint32_t seed)
 {
     rng->mt[0] = seed;
     for (uint32_t i = 1; i < SIFT_MT_N; i++) {
@@ -27,7 +27,7 @@ void sift_rng_seed(sift_rng *rng, uint32_t seed)
 }
 
 /* Regenerate all 624 words at once (the same result as libstdc++'s _M_gen_rand). */
-static void mt_twist(sift_rng *rng)
+static void mt_twist(sift__rng *rng)
 {
     uint32_t *mt = rng->mt;
     int k;
@@ -44,7 +44,7 @@ static void mt_twist(sift_rng *rng)
     rng->idx = 0;
 }
 
-uint32_t sift_rng_next(sift_rng *rng)
+uint32_t sift__rng_next(sift__rng *rng)
 {
     if (rng->idx >= SIFT_MT_N) mt_twist(rng);
     uint32_t y = rng->mt[rng->idx++];
@@ -55,25 +55,25 @@ uint32_t sift_rng_next(sift_rng *rng)
     return y;
 }
 
-double sift_rng_uniform_double(sift_rng *rng)
+double sift__rng_uniform_double(sift__rng *rng)
 {
     /* generate_canonical<double, 53>: k = ceil(53 / 32) = 2 draws, low word first */
-    double sum = (double)sift_rng_next(rng);
-    sum += (double)sift_rng_next(rng) * 4294967296.0;
+    double sum = (double)sift__rng_next(rng);
+    sum += (double)sift__rng_next(rng) * 4294967296.0;
     double r = sum / 18446744073709551616.0;
     if (r >= 1.0) r = nextafter(1.0, 0.0);
     return r;
 }
 
-float sift_rng_uniform_float(sift_rng *rng)
+float sift__rng_uniform_float(sift__rng *rng)
 {
     /* generate_canonical<float, 24>: one draw */
-    float r = (float)sift_rng_next(rng) / 4294967296.0f;
+    float r = (float)sift__rng_next(rng) / 4294967296.0f;
     if (r >= 1.0f) r = nextafterf(1.0f, 0.0f);
     return r;
 }
 
-size_t sift_rng_discrete(sift_rng *rng, const float *w, size_t n, double *cp)
+size_t sift__rng_discrete(sift__rng *rng, const float *w, size_t n, double *cp)
 {
     if (n < 2) return 0; /* libstdc++ clears a one-weight table: no draw */
     double sum = 0.0;
@@ -85,7 +85,7 @@ size_t sift_rng_discrete(sift_rng *rng, const float *w, size_t n, double *cp)
         cp[i] = acc;
     }
     cp[n - 1] = 1.0;
-    const double u = sift_rng_uniform_double(rng);
+    const double u = sift__rng_uniform_double(rng);
     /* std::lower_bound: first i with !(cp[i] < u), by the same bisection */
     size_t first = 0, len = n;
     while (len > 0) {
@@ -100,7 +100,7 @@ size_t sift_rng_discrete(sift_rng *rng, const float *w, size_t n, double *cp)
     return first < n ? first : n - 1; /* only NaN weights get here; llama.cpp would overrun */
 }
 
-uint32_t sift_seed_resolve(uint32_t seed)
+uint32_t sift__seed_resolve(uint32_t seed)
 {
     if (seed != SIFT_DEFAULT_SEED) return seed;
     uint32_t s;

@@ -4,13 +4,13 @@
  * llama.cpp's samplers use std::mt19937 and three libstdc++ distributions; reproducing
  * its token streams means reproducing each of them bit for bit:
  *
- *   sift_rng_uniform_double  std::uniform_real_distribution<double>(0, 1): libstdc++'s
+ *   sift__rng_uniform_double  std::uniform_real_distribution<double>(0, 1): libstdc++'s
  *                            generate_canonical<double, 53> takes TWO 32-bit outputs,
  *                            (x0 + x1 * 2^32) / 2^64 rounded once to double, and clamps
  *                            a result of 1.0 to the largest double below 1 (dist).
- *   sift_rng_uniform_float   std::uniform_real_distribution<float>(0, 1): ONE output,
+ *   sift__rng_uniform_float   std::uniform_real_distribution<float>(0, 1): ONE output,
  *                            float(x0) / 2^32, clamped below 1 (xtc).
- *   sift_rng_discrete        std::discrete_distribution<int> over float weights: weights
+ *   sift__rng_discrete        std::discrete_distribution<int> over float weights: weights
  *                            widened to double, summed in order, each divided by the
  *                            sum, partial sums in order with the last forced to 1.0, then
  *                            lower_bound of one uniform double draw. Fewer than two
@@ -27,22 +27,22 @@
 
 #define SIFT_MT_N 624
 
-typedef struct sift_rng {
+typedef struct sift__rng {
     uint32_t mt[SIFT_MT_N];
     uint32_t idx; /* next word of mt[] to temper; SIFT_MT_N = regenerate first */
-} sift_rng;
+} sift__rng;
 
 /* std::mt19937(seed) / rng.seed(seed) */
-void sift_rng_seed(sift_rng *rng, uint32_t seed);
+void sift__rng_seed(sift__rng *rng, uint32_t seed);
 /* rng(): the next tempered 32-bit output */
-uint32_t sift_rng_next(sift_rng *rng);
-double sift_rng_uniform_double(sift_rng *rng);
-float sift_rng_uniform_float(sift_rng *rng);
+uint32_t sift__rng_next(sift__rng *rng);
+double sift__rng_uniform_double(sift__rng *rng);
+float sift__rng_uniform_float(sift__rng *rng);
 /* Index drawn from weights w[0..n) as std::discrete_distribution<int>; cp is scratch for
  * n doubles (the cumulative probabilities). */
-size_t sift_rng_discrete(sift_rng *rng, const float *w, size_t n, double *cp);
+size_t sift__rng_discrete(sift__rng *rng, const float *w, size_t n, double *cp);
 
 /* llama.cpp's get_rng_seed(): seed itself, or a random seed for SIFT_DEFAULT_SEED. */
-uint32_t sift_seed_resolve(uint32_t seed);
+uint32_t sift__seed_resolve(uint32_t seed);
 
 #endif

@@ -38,13 +38,13 @@ void sift_sampler_accept(sift_sampler *smpl, sift_token token)
 void sift_sampler_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     if (!smpl || !cand) return;
-    sift_ws *own = (sift_ws *)cand->ws;
+    sift_workspace *own = cand->ws;
     if (own && own->cap >= cand->size) {
         smpl->iface->apply(smpl, cand);
         return;
     }
     /* lend scratch memory for this call (user-built candidates) */
-    sift_ws *tmp = sift__ws_new(cand->size ? cand->size : 1);
+    sift_workspace *tmp = sift__ws_new(cand->size ? cand->size : 1);
     cand->ws = tmp;
     smpl->iface->apply(smpl, cand);
     cand->ws = own;
@@ -106,4 +106,10 @@ void sift__op_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     const sift__op *op = smpl->ctx;
     op->apply(smpl, cand);
+}
+
+uint32_t sift_sampler_get_seed(const sift_sampler *smpl)
+{
+    if (!smpl || !smpl->iface->get_seed) return SIFT_DEFAULT_SEED;
+    return smpl->iface->get_seed(smpl);
 }

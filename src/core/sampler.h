@@ -41,7 +41,7 @@ typedef struct sift__op {
     int32_t k;       /* top_k */
     float p;         /* top_p, min_p */
     size_t min_keep; /* top_p, min_p */
-    sift_rng *rng;   /* dist: its generator (inside the same context) */
+    sift__rng *rng;   /* dist: its generator (inside the same context) */
 } sift__op;
 
 void sift__op_apply(sift_sampler *smpl, sift_candidates *cand);

@@ -2,7 +2,7 @@
  * status.c - version string and status names.
  *
  * Errors in sift are values (see sift.h): a sift_status code plus, where the caller passes
- * one, a sift_error with a message that says where and what. sift_error_set() is the one
+ * one, a sift_error with a message that says where and what. sift__error_set() is the one
  * place such messages are formatted.
  */
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 
 const char *sift_version(void) { return SIFT_VERSION_STRING; }
 
-const char *sift_status_str(int status)
+const char *sift_status_str(sift_status status)
 {
     switch (status) {
     case SIFT_OK: return "ok";
@@ -27,7 +27,7 @@ const char *sift_status_str(int status)
     }
 }
 
-int sift_error_set(sift_error *err, int status, const char *fmt, ...)
+int sift__error_set(sift_error *err, int status, const char *fmt, ...)
 {
     if (err) {
         err->status = status;

@@ -5,20 +5,20 @@
  */
 #include "core/stlsort.h"
 
-#include "core/fastk.h"
+#include "core/fast_kernels.h"
 
 #define COMP(a, b) ((a).key > (b).key)
 #define THRESHOLD 16
 
-static inline void swap_pair(sift_pair *a, sift_pair *b)
+static inline void swap_pair(sift__pair *a, sift__pair *b)
 {
-    sift_pair t = *a;
+    sift__pair t = *a;
     *a = *b;
     *b = t;
 }
 
 /* __push_heap */
-static void push_heap(sift_pair *first, ptrdiff_t hole, ptrdiff_t top, sift_pair value)
+static void push_heap(sift__pair *first, ptrdiff_t hole, ptrdiff_t top, sift__pair value)
 {
     ptrdiff_t parent = (hole - 1) / 2;
     while (hole > top && COMP(first[parent], value)) {
@@ -30,7 +30,7 @@ static void push_heap(sift_pair *first, ptrdiff_t hole, ptrdiff_t top, sift_pair
 }
 
 /* __adjust_heap */
-static void adjust_heap(sift_pair *first, ptrdiff_t hole, ptrdiff_t len, sift_pair value)
+static void adjust_heap(sift__pair *first, ptrdiff_t hole, ptrdiff_t len, sift__pair value)
 {
     const ptrdiff_t top = hole;
     ptrdiff_t child = hole;
@@ -49,12 +49,12 @@ static void adjust_heap(sift_pair *first, ptrdiff_t hole, ptrdiff_t len, sift_pa
 }
 
 /* __make_heap */
-static void make_heap(sift_pair *first, ptrdiff_t len)
+static void make_heap(sift__pair *first, ptrdiff_t len)
 {
     if (len < 2) return;
     ptrdiff_t parent = (len - 2) / 2;
     for (;;) {
-        sift_pair v = first[parent];
+        sift__pair v = first[parent];
         adjust_heap(first, parent, len, v);
         if (parent == 0) return;
         parent--;
@@ -62,28 +62,28 @@ static void make_heap(sift_pair *first, ptrdiff_t len)
 }
 
 /* __pop_heap(first, last, result) */
-static inline void pop_heap(sift_pair *first, ptrdiff_t len, sift_pair *result)
+static inline void pop_heap(sift__pair *first, ptrdiff_t len, sift__pair *result)
 {
-    sift_pair v = *result;
+    sift__pair v = *result;
     *result = *first;
     adjust_heap(first, 0, len, v);
 }
 
 /* __heap_select + __sort_heap = __partial_sort */
-static void partial_sort(sift_pair *first, sift_pair *middle, sift_pair *last)
+static void partial_sort(sift__pair *first, sift__pair *middle, sift__pair *last)
 {
     const ptrdiff_t len = middle - first;
     make_heap(first, len);
-    for (sift_pair *i = middle; i < last; ++i)
+    for (sift__pair *i = middle; i < last; ++i)
         if (COMP(*i, *first)) pop_heap(first, len, i);
-    for (sift_pair *l = middle; l - first > 1;) {
+    for (sift__pair *l = middle; l - first > 1;) {
         --l;
         pop_heap(first, l - first, l);
     }
 }
 
 /* __move_median_to_first */
-static void move_median_to_first(sift_pair *result, sift_pair *a, sift_pair *b, sift_pair *c)
+static void move_median_to_first(sift__pair *result, sift__pair *a, sift__pair *b, sift__pair *c)
 {
     if (COMP(*a, *b)) {
         if (COMP(*b, *c)) swap_pair(result, b);
@@ -99,7 +99,7 @@ static void move_median_to_first(sift_pair *result, sift_pair *a, sift_pair *b, 
 }
 
 /* __unguarded_partition */
-static sift_pair *unguarded_partition(sift_pair *first, sift_pair *last, sift_pair *pivot)
+static sift__pair *unguarded_partition(sift__pair *first, sift__pair *last, sift__pair *pivot)
 {
     for (;;) {
         while (COMP(*first, *pivot)) ++first;
@@ -111,7 +111,7 @@ static sift_pair *unguarded_partition(sift_pair *first, sift_pair *last, sift_pa
     }
 }
 
-static void introsort_loop(sift_pair *first, sift_pair *last, int depth_limit)
+static void introsort_loop(sift__pair *first, sift__pair *last, int depth_limit)
 {
     while (last - first > THRESHOLD) {
         if (depth_limit == 0) {
@@ -119,19 +119,19 @@ static void introsort_loop(sift_pair *first, sift_pair *last, int depth_limit)
             return;
         }
         --depth_limit;
-        sift_pair *mid = first + (last - first) / 2;
+        sift__pair *mid = first + (last - first) / 2;
         move_median_to_first(first, first + 1, mid, last - 1);
-        sift_pair *cut = unguarded_partition(first + 1, last, first);
+        sift__pair *cut = unguarded_partition(first + 1, last, first);
         introsort_loop(cut, last, depth_limit);
         last = cut;
     }
 }
 
 /* __unguarded_linear_insert */
-static inline void unguarded_linear_insert(sift_pair *last)
+static inline void unguarded_linear_insert(sift__pair *last)
 {
-    sift_pair val = *last;
-    sift_pair *next = last - 1;
+    sift__pair val = *last;
+    sift__pair *next = last - 1;
     while (COMP(val, *next)) {
         *last = *next;
         last = next;
@@ -141,13 +141,13 @@ static inline void unguarded_linear_insert(sift_pair *last)
 }
 
 /* __insertion_sort */
-static void insertion_sort(sift_pair *first, sift_pair *last)
+static void insertion_sort(sift__pair *first, sift__pair *last)
 {
     if (first == last) return;
-    for (sift_pair *i = first + 1; i != last; ++i) {
+    for (sift__pair *i = first + 1; i != last; ++i) {
         if (COMP(*i, *first)) {
-            sift_pair val = *i;
-            for (sift_pair *j = i; j != first; --j) *j = *(j - 1); /* move_backward */
+            sift__pair val = *i;
+            for (sift__pair *j = i; j != first; --j) *j = *(j - 1); /* move_backward */
             *first = val;
         } else {
             unguarded_linear_insert(i);
@@ -155,7 +155,7 @@ static void insertion_sort(sift_pair *first, sift_pair *last)
     }
 }
 
-void sift_stl_sort(sift_pair *a, size_t n)
+void sift__stl_sort(sift__pair *a, size_t n)
 {
     if (n < 2) return;
     int lg = 63 - __builtin_clzll((unsigned long long)n); /* std::__lg */
@@ -163,24 +163,24 @@ void sift_stl_sort(sift_pair *a, size_t n)
     /* __final_insertion_sort */
     if (n > THRESHOLD) {
         insertion_sort(a, a + THRESHOLD);
-        for (sift_pair *i = a + THRESHOLD; i != a + n; ++i) unguarded_linear_insert(i);
+        for (sift__pair *i = a + THRESHOLD; i != a + n; ++i) unguarded_linear_insert(i);
     } else {
         insertion_sort(a, a + n);
     }
 }
 
-void sift_stl_partial_sort(sift_pair *a, size_t middle, size_t n)
+void sift__stl_partial_sort(sift__pair *a, size_t middle, size_t n)
 {
     if (middle > n) middle = n;
     if (middle == 0) return;
     partial_sort(a, a + middle, a + n);
 }
 
-void sift_stl_partial_sort_keys(const float *keys, size_t n, size_t k, sift_pair *heap)
+void sift__stl_partial_sort_keys(const float *keys, size_t n, size_t k, sift__pair *heap)
 {
     if (k > n) k = n;
     if (k == 0) return;
-    for (size_t i = 0; i < k; i++) heap[i] = (sift_pair){sift_sort_key(keys[i]), (uint32_t)i};
+    for (size_t i = 0; i < k; i++) heap[i] = (sift__pair){sift__sort_key(keys[i]), (uint32_t)i};
     const ptrdiff_t len = (ptrdiff_t)k;
     make_heap(heap, len);
     /* __heap_select's loop: an entry beats the heap's top -> __pop_heap(first, middle, i),
@@ -188,8 +188,8 @@ void sift_stl_partial_sort_keys(const float *keys, size_t n, size_t k, sift_pair
      * A NaN key compares false here exactly as its -inf stand-in would. */
     const sift__fk *fk = sift__fk_best();
     for (size_t i = k; (i = fk->next_above(keys, i, n, heap[0].key)) < n; i++) /* SIMD: skip to the next hit */
-        adjust_heap(heap, 0, len, (sift_pair){keys[i], (uint32_t)i});
-    for (sift_pair *l = heap + k; l - heap > 1;) { /* __sort_heap */
+        adjust_heap(heap, 0, len, (sift__pair){keys[i], (uint32_t)i});
+    for (sift__pair *l = heap + k; l - heap > 1;) { /* __sort_heap */
         --l;
         pop_heap(heap, l - heap, l);
     }

@@ -26,29 +26,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct sift_pair {
+typedef struct sift__pair {
     float key;
     uint32_t idx;
-} sift_pair;
+} sift__pair;
 
 /* The key for a float: NaN becomes -inf. With NaN in the array `a > b` is not a strict
  * weak order, and libstdc++'s unguarded loops may then run past the array (llama.cpp's
  * behaviour there is undefined, so there is nothing exact to reproduce); every other value
  * is its own key, so orders without NaN are untouched. */
-static inline float sift_sort_key(float x) { return x != x ? -__builtin_inff() : x; }
+static inline float sift__sort_key(float x) { return x != x ? -__builtin_inff() : x; }
 
 /* std::sort(a, a + n, greater-by-key) */
-void sift_stl_sort(sift_pair *a, size_t n);
+void sift__stl_sort(sift__pair *a, size_t n);
 /* std::partial_sort(a, a + middle, a + n, greater-by-key): a[0..middle) = the middle
  * largest, sorted; a[middle..n) in heap-selection leftover order. */
-void sift_stl_partial_sort(sift_pair *a, size_t middle, size_t n);
+void sift__stl_partial_sort(sift__pair *a, size_t middle, size_t n);
 
-/* The same as sift_stl_partial_sort(pairs of (key(keys[i]), i), k, n) for the first k
+/* The same as sift__stl_partial_sort(pairs of (key(keys[i]), i), k, n) for the first k
  * entries, without building the n pairs: the heap selection streams over keys and keeps
  * only the k-entry heap (heap[0..k) on return). The exact path of llama.cpp's top-k for
  * k <= 128. An entry only matters when it beats the heap's top, which only grows, so a
- * SIMD scan (fastk's next_above) skips from one such entry to the next: about one compare
+ * SIMD scan (fast_kernels.c's next_above) skips from one such entry to the next: about one compare
  * per entry plus k log(n/k) heap updates. */
-void sift_stl_partial_sort_keys(const float *keys, size_t n, size_t k, sift_pair *heap);
+void sift__stl_partial_sort_keys(const float *keys, size_t n, size_t k, sift__pair *heap);
 
 #endif

@@ -29,10 +29,10 @@
 
 struct sift_cuda_chain {
     sift_cuda_params params;
-    sift_gpu_plan plan;
+    sift__gpu_plan plan;
     sift_chain_env env;
-    sift_gpu_rowspec *rows;       /* [n_seq_max] host parameters */
-    const sift_gpu_rowspec **rowp;
+    sift__gpu_rowspec *rows;       /* [n_seq_max] host parameters */
+    const sift__gpu_rowspec **rowp;
     sift_chain **tails;           /* [n_seq_max] CPU tails (NULL without one) */
     sift_candidates *cand;        /* [n_seq_max] what a tail runs on */
     sift_candidates *cand_base;   /* the same as allocated (xtc may advance cand's pointers) */
@@ -41,16 +41,16 @@ struct sift_cuda_chain {
     int32_t cap;                  /* handoff entries per row (0 when the device selects) */
     int32_t cap_auto;             /* cap came from the rows' top_k bound */
 
-    sift_gpu_dev dev;             /* device buffers (dev.in, ld, n_seq set per run) */
+    sift__gpu_dev dev;             /* device buffers (dev.in, ld, n_seq set per run) */
     int32_t bias_cap;             /* entries the device bias pool holds */
-    sift_gpu_bias *d_bias;
-    sift_gpu_param *d_prm;
+    sift__gpu_bias *d_bias;
+    sift__gpu_param *d_prm;
     int32_t *d_accept;
 
     /* pinned host mirrors */
-    sift_gpu_param *h_prm;        /* [n_ops][n_seq_max] */
-    sift_gpu_bias *h_bias;        /* [bias_cap] */
-    sift_gpu_out *h_out;          /* [n_seq_max] */
+    sift__gpu_param *h_prm;        /* [n_ops][n_seq_max] */
+    sift__gpu_bias *h_bias;        /* [bias_cap] */
+    sift__gpu_out *h_out;          /* [n_seq_max] */
     int32_t *h_hid;               /* [n_seq_max][cap] */
     float *h_hlg, *h_hp;
     int32_t *h_accept;            /* [n_seq_max] */
@@ -94,7 +94,7 @@ static sift_status cuda_fail(sift_cuda_chain *c, sift_error *err, cudaError_t e,
 {
     if (c) c->broken = 1;
     (void)cudaGetLastError();
-    return sift_error_set(err, SIFT_E_STATE, "device chain: %s: %s", what, cudaGetErrorString(e));
+    return sift__error_set(err, SIFT_E_STATE, "device chain: %s: %s", what, cudaGetErrorString(e));
 }
 
 typedef struct dev_guard {
@@ -133,7 +133,7 @@ static int hmalloc(void **p, size_t bytes)
 
 static void free_all(sift_cuda_chain *c)
 {
-    sift_gpu_dev *d = &c->dev;
+    sift__gpu_dev *d = &c->dev;
     void *dp[] = {d->rows, c->d_prm, c->d_bias, d->lid[0], d->lid[1], d->llg[0], d->llg[1], d->hcnt, d->hmass,
                   d->pa,   d->pb,    d->pd,     d->pk,     d->ring,   d->ring_first, d->ring_count, d->pen_tok,
                   d->pen_cnt, d->pen_n, d->rng, d->hid, d->hlg, d->hp, d->out, d->tokens, c->d_accept};
@@ -171,7 +171,7 @@ void sift_cuda_chain_free(sift_cuda_chain *c)
 /* Device and pinned buffers for the plan (see kernels.h for each one's shape). */
 static sift_status alloc_buffers(sift_cuda_chain *c, sift_error *err)
 {
-    sift_gpu_dev *d = &c->dev;
+    sift__gpu_dev *d = &c->dev;
     const size_t S = (size_t)c->params.n_seq_max, V = (size_t)c->plan.n_vocab;
     const size_t stride = (V + 3) & ~(size_t)3, nc = (V + SIFT_GPU_CHUNK - 1) / SIFT_GPU_CHUNK;
     const size_t w = c->plan.window > 0 ? (size_t)c->plan.window : 1, cap = c->cap > 0 ? (size_t)c->cap : 1;
@@ -230,7 +230,7 @@ static sift_status alloc_buffers(sift_cuda_chain *c, sift_error *err)
     d->bias = c->d_bias;
     if (bad) {
         (void)cudaGetLastError();
-        return sift_error_set(err, SIFT_E_NOMEM, "device chain: out of device or pinned memory (%zu rows of %zu logits)", S, V);
+        return sift__error_set(err, SIFT_E_NOMEM, "device chain: out of device or pinned memory (%zu rows of %zu logits)", S, V);
     }
     /* zero state: histograms must start (and are always left) zero; windows empty */
     cudaError_t e = cudaSuccess;
@@ -261,30 +261,30 @@ static sift_cuda_chain *create(const char *spec, const sift_chain_env *env, cons
                                sift_error *err)
 {
     if (!params) {
-        sift_error_set(err, SIFT_E_INVAL, "device chain: no params");
+        sift__error_set(err, SIFT_E_INVAL, "device chain: no params");
         return NULL;
     }
     if (params->n_seq_max < 1 || params->n_seq_max > 65535) {
-        sift_error_set(err, SIFT_E_INVAL, "device chain: n_seq_max %d out of range [1, 65535]", (int)params->n_seq_max);
+        sift__error_set(err, SIFT_E_INVAL, "device chain: n_seq_max %d out of range [1, 65535]", (int)params->n_seq_max);
         return NULL;
     }
     if (params->handoff_cap < 0 || params->handoff_cap > params->n_vocab) {
-        sift_error_set(err, SIFT_E_INVAL, "device chain: handoff_cap %d out of range [0, n_vocab]", (int)params->handoff_cap);
+        sift__error_set(err, SIFT_E_INVAL, "device chain: handoff_cap %d out of range [0, n_vocab]", (int)params->handoff_cap);
         return NULL;
     }
     const int n_dev = sift_cuda_device_count();
     if (n_dev == 0) {
-        sift_error_set(err, SIFT_E_UNSUPPORTED, "device chain: no CUDA device (or no driver) is available");
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "device chain: no CUDA device (or no driver) is available");
         return NULL;
     }
     if (params->device < 0 || params->device >= n_dev) {
-        sift_error_set(err, SIFT_E_INVAL, "device chain: device %d does not exist (%d device%s)", (int)params->device, n_dev,
+        sift__error_set(err, SIFT_E_INVAL, "device chain: device %d does not exist (%d device%s)", (int)params->device, n_dev,
                        n_dev == 1 ? "" : "s");
         return NULL;
     }
     sift_cuda_chain *c = calloc(1, sizeof *c);
     if (!c) {
-        sift_error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
+        sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
         return NULL;
     }
     c->params = *params;
@@ -298,10 +298,10 @@ static sift_cuda_chain *create(const char *spec, const sift_chain_env *env, cons
     c->cand_base = calloc((size_t)S, sizeof *c->cand_base);
     c->chosen = calloc((size_t)S, sizeof *c->chosen);
     if (!c->rows || !c->rowp || !c->tails || !c->cand || !c->cand_base || !c->chosen) {
-        sift_error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
+        sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
         goto fail;
     }
-    sift_gpu_rowspec base;
+    sift__gpu_rowspec base;
     if (sift__gpu_plan_spec(spec, &c->env, params->n_vocab, params->cpu_dist, &c->plan, &base, err) != SIFT_OK) goto fail;
     c->rows[0] = base;
     for (int32_t r = 0; r < S; r++) {
@@ -315,7 +315,7 @@ static sift_cuda_chain *create(const char *spec, const sift_chain_env *env, cons
                 if (c->rows[r].bias) memcpy(c->rows[r].bias, base.bias, (size_t)base.n_bias * sizeof *base.bias);
             }
             if (!c->rows[r].tail || (base.n_bias && !c->rows[r].bias)) {
-                sift_error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
+                sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
                 goto fail;
             }
         }
@@ -326,20 +326,20 @@ static sift_cuda_chain *create(const char *spec, const sift_chain_env *env, cons
     if (!c->plan.selects) {
         for (int32_t r = 0; r < S; r++) {
             if (sift_candidates_init(&c->cand_base[r], (size_t)c->cap) != SIFT_OK) {
-                sift_error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
+                sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
                 goto fail;
             }
             c->cand[r] = c->cand_base[r];
         }
         c->scratch = malloc((size_t)c->cap * sizeof *c->scratch);
         if (!c->scratch || sift_candidates_init(&c->view, (size_t)c->cap) != SIFT_OK) {
-            sift_error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
+            sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
             goto fail;
         }
     }
     {
         const dev_guard g = enter(params->device);
-        sift_status st = g.ok ? alloc_buffers(c, err) : sift_error_set(err, SIFT_E_STATE, "device chain: cannot use device %d", params->device);
+        sift_status st = g.ok ? alloc_buffers(c, err) : sift__error_set(err, SIFT_E_STATE, "device chain: cannot use device %d", params->device);
         leave(g);
         if (st != SIFT_OK) goto fail;
     }
@@ -392,17 +392,17 @@ static sift_status reset_device_row(sift_cuda_chain *c, int32_t seq, sift_error 
 sift_status sift_cuda_chain_set_seq(sift_cuda_chain *c, int32_t seq, const char *spec, const sift_chain_env *env,
                                     sift_error *err)
 {
-    if (!c || !spec) return sift_error_set(err, SIFT_E_INVAL, "device chain: no %s", !c ? "chain" : "spec");
+    if (!c || !spec) return sift__error_set(err, SIFT_E_INVAL, "device chain: no %s", !c ? "chain" : "spec");
     if (seq < 0 || seq >= c->params.n_seq_max)
-        return sift_error_set(err, SIFT_E_INVAL, "device chain: sequence %d out of range [0, %d)", (int)seq, (int)c->params.n_seq_max);
+        return sift__error_set(err, SIFT_E_INVAL, "device chain: sequence %d out of range [0, %d)", (int)seq, (int)c->params.n_seq_max);
     sift_chain_env e = env ? *env : c->env;
     e.n_vocab = c->params.n_vocab;
-    sift_gpu_rowspec row;
+    sift__gpu_rowspec row;
     sift_status st = sift__gpu_plan_row(&c->plan, spec, &e, &row, err);
     if (st != SIFT_OK) return st;
     if (!c->plan.selects && sift__gpu_row_bound(&c->plan, &row) > c->cap) {
         sift__gpu_rowspec_free(&row);
-        return sift_error_set(err, SIFT_E_INVAL,
+        return sift__error_set(err, SIFT_E_INVAL,
                               "device chain: this sequence can hand %d candidates to its CPU tail; the chain holds %d (a smaller top_k, or create it with a larger handoff_cap)",
                               (int)sift__gpu_row_bound(&c->plan, &row), (int)c->cap);
     }
@@ -422,7 +422,7 @@ sift_status sift_cuda_chain_set_seq(sift_cuda_chain *c, int32_t seq, const char 
 sift_status sift_cuda_chain_set_seed(sift_cuda_chain *c, int32_t seq, uint32_t seed)
 {
     if (!c || seq < 0 || seq >= c->params.n_seq_max) return SIFT_E_INVAL;
-    const uint32_t s = sift_seed_resolve(seed);
+    const uint32_t s = sift__seed_resolve(seed);
     for (int32_t i = 0; i < c->plan.n_ops; i++)
         if (c->plan.ops[i].kind == SIFT_GPU_OP_DIST) c->rows[seq].prm[i].seed = s;
     c->dirty = 1;
@@ -450,7 +450,7 @@ static sift_status upload_params(sift_cuda_chain *c, cudaStream_t st, sift_error
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
         (void)cudaGetLastError();
-        return sift_error_set(err, SIFT_E_STATE,
+        return sift__error_set(err, SIFT_E_STATE,
                               "device chain: parameters changed since the last run; run once outside the capture first");
     }
     cudaError_t e0 = cudaDeviceSynchronize();
@@ -466,16 +466,16 @@ static sift_status upload_params(sift_cuda_chain *c, cudaStream_t st, sift_error
             c->bias_cap = 0;
             c->dev.bias = NULL;
             (void)cudaGetLastError();
-            return sift_error_set(err, SIFT_E_NOMEM, "device chain: out of memory for %d logit biases", (int)total);
+            return sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory for %d logit biases", (int)total);
         }
         c->bias_cap = total;
         c->dev.bias = c->d_bias;
     }
     int32_t off = 0;
     for (int32_t r = 0; r < S; r++) {
-        const sift_gpu_rowspec *row = &c->rows[r];
+        const sift__gpu_rowspec *row = &c->rows[r];
         for (int32_t op = 0; op < n_ops; op++) {
-            sift_gpu_param pm = row->prm[op];
+            sift__gpu_param pm = row->prm[op];
             if (c->plan.ops[op].kind == SIFT_GPU_OP_BIAS) pm.off += off; /* into the shared pool */
             c->h_prm[(size_t)op * (size_t)S + (size_t)r] = pm;
         }
@@ -493,11 +493,11 @@ static sift_status upload_params(sift_cuda_chain *c, cudaStream_t st, sift_error
 sift_status sift_cuda_chain_run(sift_cuda_chain *c, const float *d_logits, int64_t ld, int32_t n_seq,
                                 sift_cuda_stream stream, sift_error *err)
 {
-    if (!c || !d_logits) return sift_error_set(err, SIFT_E_INVAL, "device chain: no %s", !c ? "chain" : "logits");
+    if (!c || !d_logits) return sift__error_set(err, SIFT_E_INVAL, "device chain: no %s", !c ? "chain" : "logits");
     if (n_seq < 1 || n_seq > c->params.n_seq_max)
-        return sift_error_set(err, SIFT_E_INVAL, "device chain: n_seq %d out of range [1, %d]", (int)n_seq, (int)c->params.n_seq_max);
+        return sift__error_set(err, SIFT_E_INVAL, "device chain: n_seq %d out of range [1, %d]", (int)n_seq, (int)c->params.n_seq_max);
     if (ld < c->params.n_vocab)
-        return sift_error_set(err, SIFT_E_INVAL, "device chain: row stride %lld is shorter than n_vocab (%d)", (long long)ld,
+        return sift__error_set(err, SIFT_E_INVAL, "device chain: row stride %lld is shorter than n_vocab (%d)", (long long)ld,
                               (int)c->params.n_vocab);
     cudaStream_t st = (cudaStream_t)stream;
     const dev_guard g = enter(c->params.device);
@@ -519,7 +519,7 @@ sift_status sift_cuda_chain_run(sift_cuda_chain *c, const float *d_logits, int64
     c->dev.in_vec = ((uintptr_t)d_logits % 16 == 0) && (ld % 4 == 0);
     c->dev.n_seq = n_seq;
     {
-        sift_gpu_step steps[SIFT_GPU_MAX_STEPS];
+        sift__gpu_step steps[SIFT_GPU_MAX_STEPS];
         const int32_t n_steps = sift__gpu_steps(&c->plan, c->rowp, n_seq, steps);
         c->dev.tail_cap = sift__gpu_tail_cap(&c->plan, c->rowp, n_seq);
         const int e = sift__gpu_launch(&c->dev, steps, n_steps, st);
@@ -538,8 +538,8 @@ out:
 
 sift_status sift_cuda_chain_fetch(sift_cuda_chain *c, sift_cuda_stream stream, sift_error *err)
 {
-    if (!c) return sift_error_set(err, SIFT_E_INVAL, "device chain: no chain");
-    if (!c->ran) return sift_error_set(err, SIFT_E_STATE, "device chain: nothing was run");
+    if (!c) return sift__error_set(err, SIFT_E_INVAL, "device chain: no chain");
+    if (!c->ran) return sift__error_set(err, SIFT_E_STATE, "device chain: nothing was run");
     cudaStream_t st = (cudaStream_t)stream;
     const dev_guard g = enter(c->params.device);
     const size_t n = (size_t)c->n_seq, cap = (size_t)c->cap;
@@ -556,9 +556,9 @@ sift_status sift_cuda_chain_fetch(sift_cuda_chain *c, sift_cuda_stream stream, s
 sift_status sift_cuda_chain_accept(sift_cuda_chain *c, const sift_token *tokens, int32_t n_seq, sift_cuda_stream stream,
                                    sift_error *err)
 {
-    if (!c || !tokens) return sift_error_set(err, SIFT_E_INVAL, "device chain: no %s", !c ? "chain" : "tokens");
+    if (!c || !tokens) return sift__error_set(err, SIFT_E_INVAL, "device chain: no %s", !c ? "chain" : "tokens");
     if (n_seq < 1 || n_seq > c->params.n_seq_max)
-        return sift_error_set(err, SIFT_E_INVAL, "device chain: n_seq %d out of range [1, %d]", (int)n_seq, (int)c->params.n_seq_max);
+        return sift__error_set(err, SIFT_E_INVAL, "device chain: n_seq %d out of range [1, %d]", (int)n_seq, (int)c->params.n_seq_max);
     if (c->plan.window == 0) return SIFT_OK; /* no device state depends on accepted tokens */
     cudaStream_t st = (cudaStream_t)stream;
     const dev_guard g = enter(c->params.device);
@@ -569,7 +569,7 @@ sift_status sift_cuda_chain_accept(sift_cuda_chain *c, const sift_token *tokens,
         e = cudaMemcpyAsync(c->d_accept, c->h_accept, (size_t)n_seq * sizeof *tokens, cudaMemcpyHostToDevice, st);
     }
     if (e == cudaSuccess) {
-        sift_gpu_dev d = c->dev;
+        sift__gpu_dev d = c->dev;
         d.n_seq = n_seq;
         e = (cudaError_t)sift__gpu_accept(&d, st);
     }
@@ -579,9 +579,9 @@ sift_status sift_cuda_chain_accept(sift_cuda_chain *c, const sift_token *tokens,
 
 sift_status sift_cuda_chain_finish(sift_cuda_chain *c, sift_cuda_stream stream, sift_token *tokens, sift_error *err)
 {
-    if (!c) return sift_error_set(err, SIFT_E_INVAL, "device chain: no chain");
+    if (!c) return sift__error_set(err, SIFT_E_INVAL, "device chain: no chain");
     /* fetched: also after replaying a captured run + fetch, which the host cannot see */
-    if (!c->ran && !c->fetched) return sift_error_set(err, SIFT_E_STATE, "device chain: nothing was run");
+    if (!c->ran && !c->fetched) return sift__error_set(err, SIFT_E_STATE, "device chain: nothing was run");
     sift_status st = SIFT_OK;
     if (!c->fetched && (st = sift_cuda_chain_fetch(c, stream, err)) != SIFT_OK) return st;
     const dev_guard g = enter(c->params.device);
@@ -590,13 +590,13 @@ sift_status sift_cuda_chain_finish(sift_cuda_chain *c, sift_cuda_stream stream, 
     if (e != cudaSuccess) return cuda_fail(c, err, e, "running");
     int any_cpu = 0;
     for (int32_t r = 0; r < c->n_seq; r++) {
-        const sift_gpu_out *o = &c->h_out[r];
+        const sift__gpu_out *o = &c->h_out[r];
         sift_token tok = o->token;
         if (tok < 0 && c->tails[r]) {
             c->cand[r] = c->cand_base[r];
             st = sift__gpu_handoff_unpack(o, c->h_hid + (size_t)r * (size_t)c->cap, c->h_hlg + (size_t)r * (size_t)c->cap,
                                           c->h_hp + (size_t)r * (size_t)c->cap, c->scratch, &c->cand[r]);
-            if (st != SIFT_OK) return sift_error_set(err, st, "device chain: row %d handed over %d candidates (capacity %d)", (int)r,
+            if (st != SIFT_OK) return sift__error_set(err, st, "device chain: row %d handed over %d candidates (capacity %d)", (int)r,
                                                      (int)o->n, (int)c->cap);
             tok = sift_chain_apply(c->tails[r], &c->cand[r]);
             if (tok != SIFT_TOKEN_NULL) sift_chain_accept(c->tails[r], tok);

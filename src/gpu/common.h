@@ -62,7 +62,7 @@
 
 /* Fixed-point masses and their sums: unsigned long long (not uint64_t, which is unsigned
  * long on LP64 hosts) because that is the type CUDA's 64-bit atomics take. */
-typedef unsigned long long sift_gpu_m64;
+typedef unsigned long long sift__gpu_m64;
 
 /* ---- ops, row modes, flags ----------------------------------------------------------------- */
 
@@ -89,7 +89,7 @@ enum { SIFT_GPU_F_NONE = 0, SIFT_GPU_F_SELECT, SIFT_GPU_F_CUT, SIFT_GPU_F_KEEP }
 #define SIFT_GPU_SEL_MASS 0x2u
 
 /* One op's parameters for one row. */
-typedef struct sift_gpu_param {
+typedef struct sift__gpu_param {
     int32_t on;   /* 0: this row skips the op (a disabled value, e.g. top_k(0)) */
     int32_t k;    /* top_k: k; top_p, min_p: min_keep; penalties: last_n; bias: entries */
     int32_t off;  /* bias: first entry in the bias pool */
@@ -98,27 +98,27 @@ typedef struct sift_gpu_param {
     float f2;     /* penalties: present */
     uint32_t seed;/* dist */
     int32_t pad;
-} sift_gpu_param;
+} sift__gpu_param;
 
-typedef struct sift_gpu_bias {
+typedef struct sift__gpu_bias {
     int32_t token;
     float bias;
-} sift_gpu_bias;
+} sift__gpu_bias;
 
 /* A selection in progress (see the top of this file). */
-typedef struct sift_gpu_sel {
+typedef struct sift__gpu_sel {
     uint32_t prefix;     /* key bits decided by the levels so far */
     int32_t level;       /* the level the next histogram pass builds: 0, 1, 2 */
     uint32_t active;     /* SIFT_GPU_SEL_COUNT | SIFT_GPU_SEL_MASS */
     uint32_t k;          /* count target */
     float p;             /* top_p's p: the mass target is ceil(p * total) */
     uint32_t above;      /* elements whose key is above the decided prefix */
-    sift_gpu_m64 mass_t;     /* mass target (fixed point), set when level 0 is decided */
-    sift_gpu_m64 mass_above; /* their mass */
-} sift_gpu_sel;
+    sift__gpu_m64 mass_t;     /* mass target (fixed point), set when level 0 is decided */
+    sift__gpu_m64 mass_above; /* their mass */
+} sift__gpu_sel;
 
 /* Everything the device knows about a row during a run (device memory, one per row). */
-typedef struct sift_gpu_row {
+typedef struct sift__gpu_row {
     int32_t n;         /* entries in the current list */
     int32_t src;       /* SIFT_GPU_SRC_* */
     int32_t ids;       /* 1: an entry's id is its position (no id array) */
@@ -133,26 +133,26 @@ typedef struct sift_gpu_row {
     int32_t fstate;    /* SIFT_GPU_F_*: the filter in progress */
     int32_t pred;      /* min_p: the cut being counted is the predicate l >= bound */
     int32_t counted;   /* the count pass for the current cut has run (offsets are ready) */
-    sift_gpu_sel sel;
+    sift__gpu_sel sel;
     uint32_t thr;      /* the cut: keep key > thr, and the first `need` entries with key == thr */
     int32_t need;
     uint32_t kmin;     /* min_p: max(min_keep, 1) */
     uint32_t n_gt, n_eq; /* totals of the last count pass */
     uint32_t done;     /* blocks of the current kernel that have finished */
     int32_t token;     /* the selected token, -1 = none */
-} sift_gpu_row;
+} sift__gpu_row;
 
 /* What the host gets back per row. */
-typedef struct sift_gpu_out {
+typedef struct sift__gpu_out {
     int32_t n;      /* candidates handed over (0 when the device selected) */
     uint32_t flags; /* SIFT_GPU_SORTED | PHYS | PROBS of the handed-over list */
     int32_t token;  /* selected token, -1 = none */
     int32_t pad;
-} sift_gpu_out;
+} sift__gpu_out;
 
 /* ---- floats as ordered keys ------------------------------------------------------------------ */
 
-SIFT_HD uint32_t sift_gpu_f2u(float x)
+SIFT_HD uint32_t sift__gpu_f2u(float x)
 {
 #ifdef __CUDA_ARCH__
     return __float_as_uint(x);
@@ -163,7 +163,7 @@ SIFT_HD uint32_t sift_gpu_f2u(float x)
 #endif
 }
 
-SIFT_HD float sift_gpu_u2f(uint32_t u)
+SIFT_HD float sift__gpu_u2f(uint32_t u)
 {
 #ifdef __CUDA_ARCH__
     return __uint_as_float(u);
@@ -176,70 +176,70 @@ SIFT_HD float sift_gpu_u2f(uint32_t u)
 
 /* Unsigned key that orders like the float (a < b <=> key(a) < key(b) for non-NaN), with
  * -0 and +0 the same key, as they compare equal. */
-SIFT_HD uint32_t sift_gpu_key(float x)
+SIFT_HD uint32_t sift__gpu_key(float x)
 {
-    uint32_t u = sift_gpu_f2u(x);
+    uint32_t u = sift__gpu_f2u(x);
     if (u == 0x80000000u) u = 0;
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
 /* The float of a key (+0 for the folded -0). */
-SIFT_HD float sift_gpu_unkey(uint32_t k)
+SIFT_HD float sift__gpu_unkey(uint32_t k)
 {
-    return sift_gpu_u2f((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+    return sift__gpu_u2f((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
 
 /* ---- radix levels -------------------------------------------------------------------------------- */
 
-SIFT_HD int sift_gpu_level_bits(int level) { return level == 2 ? 10 : 11; }
-SIFT_HD int sift_gpu_level_shift(int level) { return level == 0 ? 21 : level == 1 ? 10 : 0; }
-SIFT_HD int sift_gpu_level_nbins(int level) { return 1 << sift_gpu_level_bits(level); }
+SIFT_HD int sift__gpu_level_bits(int level) { return level == 2 ? 10 : 11; }
+SIFT_HD int sift__gpu_level_shift(int level) { return level == 0 ? 21 : level == 1 ? 10 : 0; }
+SIFT_HD int sift__gpu_level_nbins(int level) { return 1 << sift__gpu_level_bits(level); }
 
 /* Does key belong to the level's histogram (its higher bits are the decided prefix)? */
-SIFT_HD int sift_gpu_level_match(uint32_t key, int level, uint32_t prefix)
+SIFT_HD int sift__gpu_level_match(uint32_t key, int level, uint32_t prefix)
 {
-    return level == 0 || (key >> (sift_gpu_level_shift(level) + sift_gpu_level_bits(level))) == prefix;
+    return level == 0 || (key >> (sift__gpu_level_shift(level) + sift__gpu_level_bits(level))) == prefix;
 }
 
-SIFT_HD uint32_t sift_gpu_level_digit(uint32_t key, int level)
+SIFT_HD uint32_t sift__gpu_level_digit(uint32_t key, int level)
 {
-    return (key >> sift_gpu_level_shift(level)) & ((1u << sift_gpu_level_bits(level)) - 1u);
+    return (key >> sift__gpu_level_shift(level)) & ((1u << sift__gpu_level_bits(level)) - 1u);
 }
 
 /* exp(l - max) in fixed point, rounded to nearest: exact in double (a float times 2^43 is
  * exact, and below 2^53) and the same on host and device. */
-SIFT_HD sift_gpu_m64 sift_gpu_mass(float e) { return (sift_gpu_m64)((double)e * SIFT_GPU_MASS_ONE + 0.5); }
+SIFT_HD sift__gpu_m64 sift__gpu_mass(float e) { return (sift__gpu_m64)((double)e * SIFT_GPU_MASS_ONE + 0.5); }
 
 /* top_p's target: the smallest mass m with m / total >= p, at least 1 (the top element has
  * mass 2^43), at most the total. */
-SIFT_HD sift_gpu_m64 sift_gpu_mass_target(float p, sift_gpu_m64 total)
+SIFT_HD sift__gpu_m64 sift__gpu_mass_target(float p, sift__gpu_m64 total)
 {
     double t = ceil((double)p * (double)total);
-    sift_gpu_m64 m = t <= 1.0 ? 1u : t >= (double)total ? total : (sift_gpu_m64)t;
+    sift__gpu_m64 m = t <= 1.0 ? 1u : t >= (double)total ? total : (sift__gpu_m64)t;
     return m < total ? m : total;
 }
 
 /* Where a criterion is met: the bin and the totals of the bins above it (including what
  * was above the level's range). bin -1: not in the range walked. */
-typedef struct sift_gpu_cross {
+typedef struct sift__gpu_cross {
     int32_t bin;
     uint32_t c_before;
-    sift_gpu_m64 m_before;
-} sift_gpu_cross;
+    sift__gpu_m64 m_before;
+} sift__gpu_cross;
 
 /* Walk bins hi, hi-1, ..., lo of a level (descending keys) with running totals starting at
  * (c0, m0), and record the first bin at which each criterion of `sel` is reached. The host
  * walks a level's whole range at once; on the device each thread walks its own slice,
  * started at the exclusive prefix sums of the slices above it (integers, so both give the
  * same bins). */
-SIFT_HD void sift_gpu_walk(const sift_gpu_sel *sel, const uint32_t *cnt, const sift_gpu_m64 *mass, int hi, int lo,
-                           uint32_t c0, sift_gpu_m64 m0, sift_gpu_cross *ck, sift_gpu_cross *cm)
+SIFT_HD void sift__gpu_walk(const sift__gpu_sel *sel, const uint32_t *cnt, const sift__gpu_m64 *mass, int hi, int lo,
+                           uint32_t c0, sift__gpu_m64 m0, sift__gpu_cross *ck, sift__gpu_cross *cm)
 {
     uint32_t c = c0;
-    sift_gpu_m64 m = m0;
+    sift__gpu_m64 m = m0;
     for (int b = hi; b >= lo; b--) {
         const uint32_t c1 = c + cnt[b];
-        const sift_gpu_m64 m1 = m + mass[b];
+        const sift__gpu_m64 m1 = m + mass[b];
         if ((sel->active & SIFT_GPU_SEL_COUNT) && ck->bin < 0 && c < sel->k && c1 >= sel->k) {
             ck->bin = b;
             ck->c_before = c;
@@ -260,14 +260,14 @@ SIFT_HD void sift_gpu_walk(const sift_gpu_sel *sel, const uint32_t *cnt, const s
  * list: keep everything), else 0. After level 2, *thr and *need hold the cut: keep keys
  * above *thr and the first *need entries whose key equals it. cnt/mass are the level's
  * histogram (the final bin's mass / count is the one mass every tie has). */
-SIFT_HD int sift_gpu_sel_advance(sift_gpu_sel *s, const sift_gpu_cross *ck, const sift_gpu_cross *cm,
-                                 const uint32_t *cnt, const sift_gpu_m64 *mass, uint32_t *thr, int32_t *need)
+SIFT_HD int sift__gpu_sel_advance(sift__gpu_sel *s, const sift__gpu_cross *ck, const sift__gpu_cross *cm,
+                                 const uint32_t *cnt, const sift__gpu_m64 *mass, uint32_t *thr, int32_t *need)
 {
     const int use_k = (s->active & SIFT_GPU_SEL_COUNT) != 0;
     const int use_m = (s->active & SIFT_GPU_SEL_MASS) != 0;
     if ((use_k && ck->bin < 0) || (use_m && cm->bin < 0) || (!use_k && !use_m)) return 1;
     /* the later cut (the lower bin) satisfies both criteria; only those met in it go on */
-    const sift_gpu_cross *c = use_k ? ck : cm;
+    const sift__gpu_cross *c = use_k ? ck : cm;
     if (use_k && use_m && cm->bin < ck->bin) c = cm;
     const int b = c->bin;
     uint32_t active = 0;
@@ -276,19 +276,19 @@ SIFT_HD int sift_gpu_sel_advance(sift_gpu_sel *s, const sift_gpu_cross *ck, cons
     s->active = active;
     s->above = c->c_before;
     s->mass_above = c->m_before;
-    s->prefix = (s->prefix << sift_gpu_level_bits(s->level)) | (uint32_t)b;
+    s->prefix = (s->prefix << sift__gpu_level_bits(s->level)) | (uint32_t)b;
     s->level++;
     if (s->level < 3) return 0;
     /* the key is exact: how many of its ties are needed */
-    const sift_gpu_m64 n_eq = cnt[b];
-    sift_gpu_m64 nd = 1;
+    const sift__gpu_m64 n_eq = cnt[b];
+    sift__gpu_m64 nd = 1;
     if (active & SIFT_GPU_SEL_COUNT) {
-        const sift_gpu_m64 want = s->k - s->above; /* >= 1: the count target lies in this bin */
+        const sift__gpu_m64 want = s->k - s->above; /* >= 1: the count target lies in this bin */
         if (want > nd) nd = want;
     }
     if ((active & SIFT_GPU_SEL_MASS) && n_eq > 0 && mass[b] > 0) {
-        const sift_gpu_m64 each = mass[b] / n_eq; /* every tie has the same logit, so the same mass */
-        const sift_gpu_m64 want = (s->mass_t - s->mass_above + each - 1) / each;
+        const sift__gpu_m64 each = mass[b] / n_eq; /* every tie has the same logit, so the same mass */
+        const sift__gpu_m64 want = (s->mass_t - s->mass_above + each - 1) / each;
         if (want > nd) nd = want;
     }
     *thr = s->prefix;
@@ -298,7 +298,7 @@ SIFT_HD int sift_gpu_sel_advance(sift_gpu_sel *s, const sift_gpu_cross *ck, cons
 
 /* ---- Philox4x32-10 (Salmon et al., SC'11), the stream of dist ------------------------------ */
 
-SIFT_HD void sift_gpu_mulhilo(uint32_t a, uint32_t b, uint32_t *hi, uint32_t *lo)
+SIFT_HD void sift__gpu_mulhilo(uint32_t a, uint32_t b, uint32_t *hi, uint32_t *lo)
 {
 #ifdef __CUDA_ARCH__
     *hi = __umulhi(a, b);
@@ -311,7 +311,7 @@ SIFT_HD void sift_gpu_mulhilo(uint32_t a, uint32_t b, uint32_t *hi, uint32_t *lo
 }
 
 /* ctr <- Philox4x32-10(ctr, key) */
-SIFT_HD void sift_gpu_philox(uint32_t ctr[4], const uint32_t key_in[2])
+SIFT_HD void sift__gpu_philox(uint32_t ctr[4], const uint32_t key_in[2])
 {
     uint32_t k0 = key_in[0], k1 = key_in[1];
     for (int r = 0; r < 10; r++) {
@@ -320,8 +320,8 @@ SIFT_HD void sift_gpu_philox(uint32_t ctr[4], const uint32_t key_in[2])
             k1 += 0xBB67AE85u;
         }
         uint32_t hi0, lo0, hi1, lo1;
-        sift_gpu_mulhilo(0xD2511F53u, ctr[0], &hi0, &lo0);
-        sift_gpu_mulhilo(0xCD9E8D57u, ctr[2], &hi1, &lo1);
+        sift__gpu_mulhilo(0xD2511F53u, ctr[0], &hi0, &lo0);
+        sift__gpu_mulhilo(0xCD9E8D57u, ctr[2], &hi1, &lo1);
         const uint32_t c1 = ctr[1], c3 = ctr[3];
         ctr[0] = hi1 ^ c1 ^ k0;
         ctr[1] = lo1;
@@ -332,11 +332,11 @@ SIFT_HD void sift_gpu_philox(uint32_t ctr[4], const uint32_t key_in[2])
 
 /* Draw number `counter` of the stream `seed`: a double in [0, 1) with 53 random bits. The
  * key is (seed, "dist"), the counter (counter, "sift"); one Philox block per draw. */
-SIFT_HD double sift_gpu_uniform(uint32_t seed, uint64_t counter)
+SIFT_HD double sift__gpu_uniform(uint32_t seed, uint64_t counter)
 {
     uint32_t ctr[4] = {(uint32_t)counter, (uint32_t)(counter >> 32), 0u, 0x73696674u};
     const uint32_t key[2] = {seed, 0x64697374u};
-    sift_gpu_philox(ctr, key);
+    sift__gpu_philox(ctr, key);
     return ((double)(ctr[0] >> 5) * 67108864.0 + (double)(ctr[1] >> 6)) * (1.0 / 9007199254740992.0);
 }
 
@@ -344,7 +344,7 @@ SIFT_HD double sift_gpu_uniform(uint32_t seed, uint64_t counter)
 
 /* penalties.c: l *= repeat or l /= repeat, then l -= count * freq + (count > 0) * present.
  * Device code is built with -fmad=false so nothing here is fused. */
-SIFT_HD float sift_gpu_penalize(float l, int32_t count, float repeat, float freq, float present)
+SIFT_HD float sift__gpu_penalize(float l, int32_t count, float repeat, float freq, float present)
 {
     if (l <= 0) l = l * repeat;
     else l = l / repeat;
@@ -352,7 +352,7 @@ SIFT_HD float sift_gpu_penalize(float l, int32_t count, float repeat, float freq
 }
 
 /* The current value of the entry at position pos whose stored logit is l. */
-SIFT_HD float sift_gpu_read(const sift_gpu_row *r, int32_t pos, float l)
+SIFT_HD float sift__gpu_read(const sift__gpu_row *r, int32_t pos, float l)
 {
     if (r->only >= 0 && pos != r->only) return -INFINITY;
     for (int i = 0; i < r->n_div; i++) l = l / r->div[i];
@@ -361,16 +361,16 @@ SIFT_HD float sift_gpu_read(const sift_gpu_row *r, int32_t pos, float l)
 
 /* Sort key of the tail: descending order of (logit desc, position asc). Positions are in id
  * order whenever a list is sorted, so ties go to the lower token id. */
-SIFT_HD uint64_t sift_gpu_sortkey(float l, int32_t pos)
+SIFT_HD uint64_t sift__gpu_sortkey(float l, int32_t pos)
 {
-    return ((uint64_t)sift_gpu_key(l) << 32) | (uint64_t)(0xFFFFFFFFu - (uint32_t)pos);
+    return ((uint64_t)sift__gpu_key(l) << 32) | (uint64_t)(0xFFFFFFFFu - (uint32_t)pos);
 }
-SIFT_HD int32_t sift_gpu_sortkey_pos(uint64_t k) { return (int32_t)(0xFFFFFFFFu - (uint32_t)k); }
+SIFT_HD int32_t sift__gpu_sortkey_pos(uint64_t k) { return (int32_t)(0xFFFFFFFFu - (uint32_t)k); }
 
 /* ---- per-row bookkeeping (the row thread, or the last block of a pass) ------------------------- */
 
 /* The start of a run: the whole vocabulary, in position order, straight from the input. */
-SIFT_HD void sift_gpu_row_begin(sift_gpu_row *r, int32_t n_vocab)
+SIFT_HD void sift__gpu_row_begin(sift__gpu_row *r, int32_t n_vocab)
 {
     memset(r, 0, sizeof *r);
     r->n = n_vocab;
@@ -384,7 +384,7 @@ SIFT_HD void sift_gpu_row_begin(sift_gpu_row *r, int32_t n_vocab)
 
 /* temp(t > 0) on a long list: one more pending division (the max divides exactly as its
  * element does). t <= 0 needs the position of the first maximum (an argmax pass). */
-SIFT_HD void sift_gpu_row_temp(sift_gpu_row *r, float t)
+SIFT_HD void sift__gpu_row_temp(sift__gpu_row *r, float t)
 {
     r->div[r->n_div++] = t;
     if (r->has_max) r->max = r->max / t;
@@ -393,7 +393,7 @@ SIFT_HD void sift_gpu_row_temp(sift_gpu_row *r, float t)
 
 /* Set up a filter on a long list. Returns the state: F_SELECT (histogram passes follow),
  * F_CUT (the cut is known: min_p's predicate, counted first), F_KEEP (nothing to cut). */
-SIFT_HD int sift_gpu_filter_init(sift_gpu_row *r, int kind, const sift_gpu_param *pm)
+SIFT_HD int sift__gpu_filter_init(sift__gpu_row *r, int kind, const sift__gpu_param *pm)
 {
     memset(&r->sel, 0, sizeof r->sel);
     r->pred = 0;
@@ -412,7 +412,7 @@ SIFT_HD int sift_gpu_filter_init(sift_gpu_row *r, int kind, const sift_gpu_param
         r->sel.p = pm->f0;
     } else { /* min_p: count l >= max + logf(p) first */
         r->kmin = pm->k > 1 ? (uint32_t)pm->k : 1u;
-        r->thr = sift_gpu_key(r->max + pm->f1);
+        r->thr = sift__gpu_key(r->max + pm->f1);
         r->pred = 1;
         r->fstate = SIFT_GPU_F_CUT;
     }
@@ -422,7 +422,7 @@ SIFT_HD int sift_gpu_filter_init(sift_gpu_row *r, int kind, const sift_gpu_param
 /* After a count pass (totals of entries above and at the cut key). min_p: keep the
  * predicate's set when it holds at least max(min_keep, 1) entries, else fall back to a
  * count selection of that many (the CPU's sorted path). Returns the filter state. */
-SIFT_HD int sift_gpu_row_counted(sift_gpu_row *r, uint32_t n_gt, uint32_t n_eq)
+SIFT_HD int sift__gpu_row_counted(sift__gpu_row *r, uint32_t n_gt, uint32_t n_eq)
 {
     r->n_gt = n_gt;
     r->n_eq = n_eq;
@@ -448,14 +448,14 @@ SIFT_HD int sift_gpu_row_counted(sift_gpu_row *r, uint32_t n_gt, uint32_t n_eq)
 }
 
 /* Entries a cut keeps. */
-SIFT_HD uint32_t sift_gpu_row_kept(const sift_gpu_row *r)
+SIFT_HD uint32_t sift__gpu_row_kept(const sift__gpu_row *r)
 {
     const uint32_t nd = (uint32_t)r->need;
     return r->n_gt + (r->n_eq < nd ? r->n_eq : nd);
 }
 
 /* After a compaction wrote `n` entries (max: the largest) to the other buffer. */
-SIFT_HD void sift_gpu_row_compacted(sift_gpu_row *r, int32_t op, int32_t n, float max)
+SIFT_HD void sift__gpu_row_compacted(sift__gpu_row *r, int32_t op, int32_t n, float max)
 {
     r->n = n;
     r->src = r->src == SIFT_GPU_SRC_BUF0 ? SIFT_GPU_SRC_BUF1 : SIFT_GPU_SRC_BUF0;
@@ -473,8 +473,8 @@ SIFT_HD void sift_gpu_row_compacted(sift_gpu_row *r, int32_t op, int32_t n, floa
 }
 
 /* Flags a filter leaves (the CPU's): top_k and top_p sort; min_p keeps the order it found
- * (its fallback sorts: set by sift_gpu_row_counted). */
-SIFT_HD void sift_gpu_row_filtered(sift_gpu_row *r, int kind)
+ * (its fallback sorts: set by sift__gpu_row_counted). */
+SIFT_HD void sift__gpu_row_filtered(sift__gpu_row *r, int kind)
 {
     if (kind == SIFT_GPU_OP_TOP_K || kind == SIFT_GPU_OP_TOP_P) r->flags |= SIFT_GPU_SORTED;
     r->flags &= ~SIFT_GPU_PROBS;
@@ -483,7 +483,7 @@ SIFT_HD void sift_gpu_row_filtered(sift_gpu_row *r, int kind)
 /* ---- sequential pieces (one thread on the device, the same loop on the host) ------------------- */
 
 /* float sum in array order: llama.cpp's softmax denominator (top_p) */
-SIFT_HD float sift_gpu_fsum(const float *e, int32_t n)
+SIFT_HD float sift__gpu_fsum(const float *e, int32_t n)
 {
     float s = 0.0f;
     for (int32_t i = 0; i < n; i++) s += e[i];
@@ -492,7 +492,7 @@ SIFT_HD float sift_gpu_fsum(const float *e, int32_t n)
 
 /* top_p's cut on probabilities in descending order: the first i with the float running sum
  * >= p and i + 1 >= min_keep gives i + 1; n when never (top_p.c). */
-SIFT_HD int32_t sift_gpu_topp_cut(const float *p, int32_t n, float P, int32_t min_keep)
+SIFT_HD int32_t sift__gpu_topp_cut(const float *p, int32_t n, float P, int32_t min_keep)
 {
     float cum = 0.0f;
     for (int32_t i = 0; i < n; i++) {
@@ -504,14 +504,14 @@ SIFT_HD int32_t sift_gpu_topp_cut(const float *p, int32_t n, float P, int32_t mi
 
 /* min_p on a list sorted descending, c of whose entries are >= the bound: min_p.c's loop
  * stops at the first i >= max(1, min_keep) below the bound. */
-SIFT_HD int32_t sift_gpu_minp_cut_sorted(int32_t c, int32_t kmin, int32_t n)
+SIFT_HD int32_t sift__gpu_minp_cut_sorted(int32_t c, int32_t kmin, int32_t n)
 {
     const int32_t i = c > kmin ? c : kmin;
     return i < n ? i : n;
 }
 
 /* The block's fixed reduction order: a[t] += a[t + s] for s = 128, 64, ..., 1. */
-SIFT_HD double sift_gpu_tree_sum(double *a)
+SIFT_HD double sift__gpu_tree_sum(double *a)
 {
     for (int s = SIFT_GPU_THREADS / 2; s > 0; s >>= 1)
         for (int t = 0; t < s; t++) a[t] += a[t + s];
@@ -520,7 +520,7 @@ SIFT_HD double sift_gpu_tree_sum(double *a)
 
 /* dist's walk: the first i with (running double sum of v[0..i]) >= target; *rem gets
  * target minus the sum before i. None (rounding, NaN): the last i with v[i] > 0, else n-1. */
-SIFT_HD int32_t sift_gpu_walk_d(const double *v, int32_t n, double target, double *rem)
+SIFT_HD int32_t sift__gpu_walk_d(const double *v, int32_t n, double target, double *rem)
 {
     double run = 0.0;
     for (int32_t i = 0; i < n; i++) {
@@ -536,7 +536,7 @@ SIFT_HD int32_t sift_gpu_walk_d(const double *v, int32_t n, double target, doubl
     return last;
 }
 
-SIFT_HD int32_t sift_gpu_walk_f(const float *v, int32_t n, double target)
+SIFT_HD int32_t sift__gpu_walk_f(const float *v, int32_t n, double target)
 {
     double run = 0.0;
     for (int32_t i = 0; i < n; i++) {
@@ -550,7 +550,7 @@ SIFT_HD int32_t sift_gpu_walk_f(const float *v, int32_t n, double target)
 
 /* penalties.c's window: the newest token in, the oldest out once last_n are held. The
  * counts are recomputed from the window when applied. */
-SIFT_HD void sift_gpu_ring_push(int32_t *ring, int32_t *first, int32_t *count, int32_t last_n, int32_t token)
+SIFT_HD void sift__gpu_ring_push(int32_t *ring, int32_t *first, int32_t *count, int32_t last_n, int32_t token)
 {
     if (last_n <= 0) return;
     if (*count >= last_n) {

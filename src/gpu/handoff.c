@@ -13,7 +13,7 @@ static int cmp_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-sift_status sift__gpu_handoff_unpack(const sift_gpu_out *out, const int32_t *ids, const float *logits,
+sift_status sift__gpu_handoff_unpack(const sift__gpu_out *out, const int32_t *ids, const float *logits,
                                      const float *probs, uint64_t *scratch, sift_candidates *cand)
 {
     if (!out || !cand || out->token >= 0 || out->n < 0 || (size_t)out->n > cand->capacity) return SIFT_E_INVAL;
@@ -21,10 +21,10 @@ sift_status sift__gpu_handoff_unpack(const sift_gpu_out *out, const int32_t *ids
     const int with_p = (out->flags & SIFT_GPU_PROBS) && probs;
     if ((out->flags & SIFT_GPU_SORTED) && !(out->flags & SIFT_GPU_PHYS) && n > 1) {
         /* the device kept id order; the CPU chain holds this sorted */
-        for (int32_t i = 0; i < n; i++) scratch[i] = sift_gpu_sortkey(logits[i], i);
+        for (int32_t i = 0; i < n; i++) scratch[i] = sift__gpu_sortkey(logits[i], i);
         qsort(scratch, (size_t)n, sizeof *scratch, cmp_desc);
         for (int32_t i = 0; i < n; i++) {
-            const int32_t pos = sift_gpu_sortkey_pos(scratch[i]);
+            const int32_t pos = sift__gpu_sortkey_pos(scratch[i]);
             cand->id[i] = ids[pos];
             cand->logit[i] = logits[pos];
             if (with_p) cand->p[i] = probs[pos];

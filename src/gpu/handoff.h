@@ -22,7 +22,7 @@ extern "C" {
 /* Fill cand (capacity >= out->n) from one row of the handoff buffers. scratch holds
  * out->n keys (used when the list must be sorted here). SIFT_E_INVAL when the row does
  * not fit or holds no list (the device selected a token). */
-sift_status sift__gpu_handoff_unpack(const sift_gpu_out *out, const int32_t *ids, const float *logits,
+sift_status sift__gpu_handoff_unpack(const sift__gpu_out *out, const int32_t *ids, const float *logits,
                                      const float *probs, uint64_t *scratch, sift_candidates *cand);
 
 /* Are two candidate arrays the same (size, ids and logits bit for bit, sorted, the

@@ -21,7 +21,7 @@
  * A run gives the same tokens for the same inputs and seeds, whatever the batch size or
  * the order blocks are scheduled in.
  *
- * Rows' state lives in device memory (sift_gpu_row); a block reads its row into shared
+ * Rows' state lives in device memory (sift__gpu_row); a block reads its row into shared
  * memory once. Within one kernel only the last block of a row writes the row (every other
  * participating block has read it by then), except where a filter keeps everything and
  * block 0 only sets the row's flags, which no block of that kernel reads.
@@ -131,7 +131,7 @@ struct view {
     int vec;
 };
 
-__device__ __forceinline__ view view_of(const sift_gpu_dev &d, const sift_gpu_row &row, int r)
+__device__ __forceinline__ view view_of(const sift__gpu_dev &d, const sift__gpu_row &row, int r)
 {
     view v;
     if (row.src == SIFT_GPU_SRC_INPUT) {
@@ -165,32 +165,32 @@ __device__ __forceinline__ void load16(const view &v, int32_t start, int32_t n, 
 }
 
 /* current values (pending temperatures applied) of this thread's positions in chunk c */
-__device__ __forceinline__ int32_t load_values(const view &v, const sift_gpu_row &row, int c, float x[PER])
+__device__ __forceinline__ int32_t load_values(const view &v, const sift__gpu_row &row, int c, float x[PER])
 {
     const int32_t start = c * CHUNK + (int32_t)threadIdx.x * PER;
     load16(v, start, row.n, x);
 #pragma unroll
-    for (int j = 0; j < PER; j++) x[j] = sift_gpu_read(&row, start + j, x[j]);
+    for (int j = 0; j < PER; j++) x[j] = sift__gpu_read(&row, start + j, x[j]);
     return start;
 }
 
 __device__ __forceinline__ int32_t chunks_of(int32_t n) { return n <= 0 ? 1 : (n + CHUNK - 1) / CHUNK; }
 
-__device__ __forceinline__ const sift_gpu_param &param(const sift_gpu_dev &d, int op, int r)
+__device__ __forceinline__ const sift__gpu_param &param(const sift__gpu_dev &d, int op, int r)
 {
     return d.prm[(int64_t)op * d.n_seq_max + r];
 }
 
 /* Load row r into shared memory; returns whether block blockIdx.x takes part in a chunk
  * kernel over it (the row is a long list, and the chunk is within it). */
-__device__ bool chunk_enter(const sift_gpu_dev &d, sift_gpu_row &row, int r)
+__device__ bool chunk_enter(const sift__gpu_dev &d, sift__gpu_row &row, int r)
 {
     if (threadIdx.x == 0) row = d.rows[r];
     __syncthreads();
     return row.mode == SIFT_GPU_FULL && (int)blockIdx.x < chunks_of(row.n);
 }
 
-__device__ __forceinline__ void row_store(const sift_gpu_dev &d, int r, sift_gpu_row &row)
+__device__ __forceinline__ void row_store(const sift__gpu_dev &d, int r, sift__gpu_row &row)
 {
     row.done = 0;
     d.rows[r] = row;
@@ -198,47 +198,47 @@ __device__ __forceinline__ void row_store(const sift_gpu_dev &d, int r, sift_gpu
 
 /* ---- row kernels -------------------------------------------------------------------------- */
 
-__global__ void k_begin(sift_gpu_dev d)
+__global__ void k_begin(sift__gpu_dev d)
 {
     const int r = blockIdx.x * NT + threadIdx.x;
     if (r >= d.n_seq) return;
-    sift_gpu_row row;
-    sift_gpu_row_begin(&row, d.n_vocab);
+    sift__gpu_row row;
+    sift__gpu_row_begin(&row, d.n_vocab);
     d.rows[r] = row;
     d.tokens[r] = -1;
 }
 
-__global__ void k_temp(sift_gpu_dev d, int op)
+__global__ void k_temp(sift__gpu_dev d, int op)
 {
     const int r = blockIdx.x * NT + threadIdx.x;
     if (r >= d.n_seq) return;
-    sift_gpu_row *row = &d.rows[r];
-    const sift_gpu_param &pm = param(d, op, r);
-    if (row->mode == SIFT_GPU_FULL && pm.on && pm.f0 > 0.0f) sift_gpu_row_temp(row, pm.f0);
+    sift__gpu_row *row = &d.rows[r];
+    const sift__gpu_param &pm = param(d, op, r);
+    if (row->mode == SIFT_GPU_FULL && pm.on && pm.f0 > 0.0f) sift__gpu_row_temp(row, pm.f0);
 }
 
-__global__ void k_bias(sift_gpu_dev d, int op)
+__global__ void k_bias(sift__gpu_dev d, int op)
 {
     const int r = blockIdx.x * NT + threadIdx.x;
     if (r >= d.n_seq) return;
-    sift_gpu_row *row = &d.rows[r];
-    const sift_gpu_param &pm = param(d, op, r);
+    sift__gpu_row *row = &d.rows[r];
+    const sift__gpu_param &pm = param(d, op, r);
     if (row->mode != SIFT_GPU_FULL || !pm.on) return;
     float *lg = d.llg[0] + (int64_t)r * d.stride;
     for (int b = 0; b < pm.k; b++) { /* in order: repeated tokens add up as on the CPU */
-        const sift_gpu_bias e = d.bias[pm.off + b];
+        const sift__gpu_bias e = d.bias[pm.off + b];
         if (e.token >= 0 && e.token < row->n) lg[e.token] += e.bias;
     }
     row->has_max = 0;
     row->flags &= ~(SIFT_GPU_SORTED | SIFT_GPU_PROBS);
 }
 
-__global__ void k_out(sift_gpu_dev d)
+__global__ void k_out(sift__gpu_dev d)
 {
     const int r = blockIdx.x * NT + threadIdx.x;
     if (r >= d.n_seq) return;
-    const sift_gpu_row row = d.rows[r];
-    sift_gpu_out o;
+    const sift__gpu_row row = d.rows[r];
+    sift__gpu_out o;
     o.n = row.token >= 0 ? 0 : row.n;
     o.flags = row.flags;
     o.token = row.token;
@@ -248,26 +248,26 @@ __global__ void k_out(sift_gpu_dev d)
 }
 
 /* tokens: d.accept (chosen by CPU tails) or the rows' own (selected on the device) */
-__global__ void k_accept(sift_gpu_dev d, int from_host)
+__global__ void k_accept(sift__gpu_dev d, int from_host)
 {
     const int r = blockIdx.x * NT + threadIdx.x;
     if (r >= d.n_seq) return;
     const int32_t t = from_host ? d.accept[r] : d.rows[r].token;
     if (t < 0) return;
     for (int op = 0; op < d.n_ops; op++) {
-        const sift_gpu_param &pm = param(d, op, r);
+        const sift__gpu_param &pm = param(d, op, r);
         if (d.kinds[op] != SIFT_GPU_OP_PENALTIES || !pm.on) continue;
-        sift_gpu_ring_push(d.ring + (int64_t)r * d.window, &d.ring_first[r], &d.ring_count[r], pm.k, t);
+        sift__gpu_ring_push(d.ring + (int64_t)r * d.window, &d.ring_first[r], &d.ring_count[r], pm.k, t);
     }
 }
 
 /* ---- penalties: the window's distinct tokens and counts, then the scatter ------------------ */
 
-__global__ void __launch_bounds__(NT) k_pen_prep(sift_gpu_dev d, int op)
+__global__ void __launch_bounds__(NT) k_pen_prep(sift__gpu_dev d, int op)
 {
     const int r = blockIdx.x;
     __shared__ int32_t s[SIFT_GPU_MAX_WINDOW];
-    const sift_gpu_param &pm = param(d, op, r);
+    const sift__gpu_param &pm = param(d, op, r);
     if (!pm.on || pm.k <= 0) {
         if (threadIdx.x == 0) d.pen_n[r] = 0;
         return;
@@ -308,17 +308,17 @@ __global__ void __launch_bounds__(NT) k_pen_prep(sift_gpu_dev d, int op)
     if (threadIdx.x == 0) d.pen_n[r] = base;
 }
 
-__global__ void __launch_bounds__(NT) k_pen_apply(sift_gpu_dev d, int op)
+__global__ void __launch_bounds__(NT) k_pen_apply(sift__gpu_dev d, int op)
 {
     const int r = blockIdx.x;
-    sift_gpu_row *row = &d.rows[r];
-    const sift_gpu_param &pm = param(d, op, r);
+    sift__gpu_row *row = &d.rows[r];
+    const sift__gpu_param &pm = param(d, op, r);
     if (row->mode != SIFT_GPU_FULL || !pm.on) return;
     float *lg = d.llg[0] + (int64_t)r * d.stride;
     const int32_t m = d.pen_n[r], n = row->n;
     for (int32_t i = threadIdx.x; i < m; i += NT) { /* distinct tokens: no two threads meet */
         const int32_t t = d.pen_tok[(int64_t)r * d.window + i];
-        if (t >= 0 && t < n) lg[t] = sift_gpu_penalize(lg[t], d.pen_cnt[(int64_t)r * d.window + i], pm.f0, pm.f1, pm.f2);
+        if (t >= 0 && t < n) lg[t] = sift__gpu_penalize(lg[t], d.pen_cnt[(int64_t)r * d.window + i], pm.f0, pm.f1, pm.f2);
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -330,10 +330,10 @@ __global__ void __launch_bounds__(NT) k_pen_apply(sift_gpu_dev d, int op)
 /* ---- chunk kernels -------------------------------------------------------------------------- */
 
 /* the input, as read, into buffer 0 (ids = positions): what logit_bias and penalties modify */
-__global__ void __launch_bounds__(NT) k_copy(sift_gpu_dev d)
+__global__ void __launch_bounds__(NT) k_copy(sift__gpu_dev d)
 {
     const int r = blockIdx.y, c = blockIdx.x;
-    __shared__ sift_gpu_row row;
+    __shared__ sift__gpu_row row;
     if (!chunk_enter(d, row, r) || row.src != SIFT_GPU_SRC_INPUT) return;
     const view v = view_of(d, row, r);
     float x[PER];
@@ -354,7 +354,7 @@ __global__ void __launch_bounds__(NT) k_copy(sift_gpu_dev d)
 /* The largest key of a row split over chunks: each block passes the best key of its chunk;
  * it lands in pk[c], and the row's last block to arrive reduces all of them. True (in every
  * thread of that block) with *out set; false in the other blocks, which are done. */
-__device__ bool row_max_key(const sift_gpu_dev &d, int r, int c, int32_t n, u64 best, u64 *out)
+__device__ bool row_max_key(const sift__gpu_dev &d, int r, int c, int32_t n, u64 best, u64 *out)
 {
     best = block_max_u64(best);
     u64 *pk = d.pk + (int64_t)r * d.n_chunks;
@@ -371,12 +371,12 @@ __device__ bool row_max_key(const sift_gpu_dev &d, int r, int c, int32_t n, u64 
 }
 
 /* the first maximum: greedy's token, or temp <= 0's one survivor */
-__global__ void __launch_bounds__(NT) k_argmax(sift_gpu_dev d, int op)
+__global__ void __launch_bounds__(NT) k_argmax(sift__gpu_dev d, int op)
 {
     const int r = blockIdx.y, c = blockIdx.x;
-    __shared__ sift_gpu_row row;
+    __shared__ sift__gpu_row row;
     if (!chunk_enter(d, row, r)) return;
-    const sift_gpu_param &pm = param(d, op, r);
+    const sift__gpu_param &pm = param(d, op, r);
     const int greedy = d.kinds[op] == SIFT_GPU_OP_GREEDY;
     if (!pm.on || (!greedy && pm.f0 > 0.0f)) return;
     const view v = view_of(d, row, r);
@@ -386,13 +386,13 @@ __global__ void __launch_bounds__(NT) k_argmax(sift_gpu_dev d, int op)
 #pragma unroll
     for (int j = 0; j < PER; j++)
         if (start + j < row.n) {
-            const u64 k = sift_gpu_sortkey(x[j], start + j);
+            const u64 k = sift__gpu_sortkey(x[j], start + j);
             best = k > best ? k : best;
         }
     u64 m;
     if (!row_max_key(d, r, c, row.n, best, &m)) return;
     if (threadIdx.x == 0) {
-        const int32_t pos = sift_gpu_sortkey_pos(m);
+        const int32_t pos = sift__gpu_sortkey_pos(m);
         if (greedy) {
             row.token = id_at(v, pos);
             row.mode = SIFT_GPU_DONE;
@@ -404,10 +404,10 @@ __global__ void __launch_bounds__(NT) k_argmax(sift_gpu_dev d, int op)
     }
 }
 
-__global__ void __launch_bounds__(NT) k_max(sift_gpu_dev d)
+__global__ void __launch_bounds__(NT) k_max(sift__gpu_dev d)
 {
     const int r = blockIdx.y, c = blockIdx.x;
-    __shared__ sift_gpu_row row;
+    __shared__ sift__gpu_row row;
     if (!chunk_enter(d, row, r) || row.has_max) return;
     const view v = view_of(d, row, r);
     float x[PER];
@@ -416,13 +416,13 @@ __global__ void __launch_bounds__(NT) k_max(sift_gpu_dev d)
 #pragma unroll
     for (int j = 0; j < PER; j++)
         if (start + j < row.n) {
-            const u64 k = sift_gpu_key(x[j]);
+            const u64 k = sift__gpu_key(x[j]);
             best = k > best ? k : best;
         }
     u64 m;
     if (!row_max_key(d, r, c, row.n, best, &m)) return;
     if (threadIdx.x == 0) {
-        row.max = sift_gpu_unkey((uint32_t)m);
+        row.max = sift__gpu_unkey((uint32_t)m);
         row.has_max = 1;
         row_store(d, r, row);
     }
@@ -432,25 +432,25 @@ __global__ void __launch_bounds__(NT) k_max(sift_gpu_dev d)
  * sets the selection up itself (every block the same way). The last block decides the
  * level's digit (a parallel walk over the bins, exact because it is all integers) and
  * clears the row's histogram for the next level. */
-__global__ void __launch_bounds__(NT) k_hist(sift_gpu_dev d, int op, int level)
+__global__ void __launch_bounds__(NT) k_hist(sift__gpu_dev d, int op, int level)
 {
     const int r = blockIdx.y, c = blockIdx.x;
-    __shared__ sift_gpu_row row;
+    __shared__ sift__gpu_row row;
     __shared__ uint32_t cnt[SIFT_GPU_NBINS];
     __shared__ u64 mass[SIFT_GPU_NBINS];
     __shared__ int go;
-    __shared__ sift_gpu_cross s_ck, s_cm;
+    __shared__ sift__gpu_cross s_ck, s_cm;
     if (!chunk_enter(d, row, r)) return;
     const int kind = d.kinds[op];
-    const sift_gpu_param &pm = param(d, op, r);
+    const sift__gpu_param &pm = param(d, op, r);
     if (!pm.on) return;
     if (threadIdx.x == 0) {
         go = 1;
         if (level == 0 && kind != SIFT_GPU_OP_MIN_P) {
-            if (sift_gpu_filter_init(&row, kind, &pm) == SIFT_GPU_F_KEEP) {
+            if (sift__gpu_filter_init(&row, kind, &pm) == SIFT_GPU_F_KEEP) {
                 go = 0; /* nothing to cut: only the flags change (block 0 writes them) */
                 if (c == 0) {
-                    sift_gpu_row_filtered(&row, kind);
+                    sift__gpu_row_filtered(&row, kind);
                     d.rows[r].flags = row.flags;
                 }
             }
@@ -460,7 +460,7 @@ __global__ void __launch_bounds__(NT) k_hist(sift_gpu_dev d, int op, int level)
     }
     __syncthreads();
     if (!go) return;
-    const int nb = sift_gpu_level_nbins(level);
+    const int nb = sift__gpu_level_nbins(level);
     const int with_mass = (row.sel.active & SIFT_GPU_SEL_MASS) != 0;
     for (int b = threadIdx.x; b < nb; b += NT) {
         cnt[b] = 0;
@@ -473,11 +473,11 @@ __global__ void __launch_bounds__(NT) k_hist(sift_gpu_dev d, int op, int level)
 #pragma unroll
     for (int j = 0; j < PER; j++) {
         if (start + j >= row.n) continue;
-        const uint32_t key = sift_gpu_key(x[j]);
-        if (!sift_gpu_level_match(key, level, row.sel.prefix)) continue;
-        const uint32_t dg = sift_gpu_level_digit(key, level);
+        const uint32_t key = sift__gpu_key(x[j]);
+        if (!sift__gpu_level_match(key, level, row.sel.prefix)) continue;
+        const uint32_t dg = sift__gpu_level_digit(key, level);
         atomicAdd(&cnt[dg], 1u);
-        if (with_mass) atomicAdd(&mass[dg], (u64)sift_gpu_mass(expf(x[j] - row.max)));
+        if (with_mass) atomicAdd(&mass[dg], (u64)sift__gpu_mass(expf(x[j] - row.max)));
     }
     __syncthreads();
     uint32_t *gc = d.hcnt + (int64_t)r * SIFT_GPU_NBINS;
@@ -507,20 +507,20 @@ __global__ void __launch_bounds__(NT) k_hist(sift_gpu_dev d, int op, int level)
     u64 total_c, total_m;
     const u64 pc = block_excl_sum<u64>(tc, &total_c);
     const u64 pm_ = block_excl_sum<u64>(tm, &total_m);
-    if (level == 0 && with_mass && threadIdx.x == 0) row.sel.mass_t = sift_gpu_mass_target(row.sel.p, total_m);
+    if (level == 0 && with_mass && threadIdx.x == 0) row.sel.mass_t = sift__gpu_mass_target(row.sel.p, total_m);
     __syncthreads();
-    sift_gpu_cross ck = {-1, 0, 0}, cm = {-1, 0, 0};
-    sift_gpu_walk(&row.sel, cnt, mass, hi, lo, row.sel.above + (uint32_t)pc, row.sel.mass_above + pm_, &ck, &cm);
+    sift__gpu_cross ck = {-1, 0, 0}, cm = {-1, 0, 0};
+    sift__gpu_walk(&row.sel, cnt, mass, hi, lo, row.sel.above + (uint32_t)pc, row.sel.mass_above + pm_, &ck, &cm);
     if (ck.bin >= 0) s_ck = ck;
     if (cm.bin >= 0) s_cm = cm;
     __syncthreads();
     if (threadIdx.x == 0) {
         uint32_t thr = 0;
         int32_t need = 0;
-        const int keep = sift_gpu_sel_advance(&row.sel, &s_ck, &s_cm, cnt, mass, &thr, &need);
+        const int keep = sift__gpu_sel_advance(&row.sel, &s_ck, &s_cm, cnt, mass, &thr, &need);
         if (keep) {
             row.fstate = SIFT_GPU_F_NONE;
-            sift_gpu_row_filtered(&row, kind);
+            sift__gpu_row_filtered(&row, kind);
         } else if (row.sel.level == 3) {
             row.fstate = SIFT_GPU_F_CUT;
             row.thr = thr;
@@ -537,19 +537,19 @@ __global__ void __launch_bounds__(NT) k_hist(sift_gpu_dev d, int op, int level)
 
 /* Entries above and at the cut, per block; the last block turns them into offsets. The
  * first count of min_p sets up its predicate (l >= max + logf(p)) itself. */
-__global__ void __launch_bounds__(NT) k_count(sift_gpu_dev d, int op, int first)
+__global__ void __launch_bounds__(NT) k_count(sift__gpu_dev d, int op, int first)
 {
     const int r = blockIdx.y, c = blockIdx.x;
-    __shared__ sift_gpu_row row;
+    __shared__ sift__gpu_row row;
     __shared__ int go;
     if (!chunk_enter(d, row, r)) return;
     const int kind = d.kinds[op];
-    const sift_gpu_param &pm = param(d, op, r);
+    const sift__gpu_param &pm = param(d, op, r);
     if (!pm.on) return;
     if (threadIdx.x == 0) {
         go = 1;
         if (first) {
-            if (kind == SIFT_GPU_OP_MIN_P) sift_gpu_filter_init(&row, kind, &pm);
+            if (kind == SIFT_GPU_OP_MIN_P) sift__gpu_filter_init(&row, kind, &pm);
             else go = 0;
         } else if (row.fstate != SIFT_GPU_F_CUT || row.counted) {
             go = 0;
@@ -564,7 +564,7 @@ __global__ void __launch_bounds__(NT) k_count(sift_gpu_dev d, int op, int first)
 #pragma unroll
     for (int j = 0; j < PER; j++)
         if (start + j < row.n) {
-            const uint32_t key = sift_gpu_key(x[j]);
+            const uint32_t key = sift__gpu_key(x[j]);
             gt += key > row.thr;
             eq += key == row.thr;
         }
@@ -594,10 +594,10 @@ __global__ void __launch_bounds__(NT) k_count(sift_gpu_dev d, int op, int first)
         eb += x2;
     }
     if (threadIdx.x == 0) {
-        int fs = sift_gpu_row_counted(&row, tot_a, tot_b);
-        if (fs == SIFT_GPU_F_CUT && sift_gpu_row_kept(&row) >= (uint32_t)row.n) {
+        int fs = sift__gpu_row_counted(&row, tot_a, tot_b);
+        if (fs == SIFT_GPU_F_CUT && sift__gpu_row_kept(&row) >= (uint32_t)row.n) {
             fs = SIFT_GPU_F_KEEP; /* nothing to cut */
-            sift_gpu_row_filtered(&row, kind);
+            sift__gpu_row_filtered(&row, kind);
         }
         if (fs == SIFT_GPU_F_KEEP) row.fstate = SIFT_GPU_F_NONE;
         row_store(d, r, row);
@@ -605,12 +605,12 @@ __global__ void __launch_bounds__(NT) k_count(sift_gpu_dev d, int op, int first)
 }
 
 /* The kept entries, in position order, into the other buffer (transformed values). */
-__global__ void __launch_bounds__(NT) k_write(sift_gpu_dev d, int op)
+__global__ void __launch_bounds__(NT) k_write(sift__gpu_dev d, int op)
 {
     const int r = blockIdx.y, c = blockIdx.x;
-    __shared__ sift_gpu_row row;
+    __shared__ sift__gpu_row row;
     if (!chunk_enter(d, row, r)) return;
-    const sift_gpu_param &pm = param(d, op, r);
+    const sift__gpu_param &pm = param(d, op, r);
     if (!pm.on || row.fstate != SIFT_GPU_F_CUT || !row.counted) return;
     const view v = view_of(d, row, r);
     float x[PER];
@@ -620,7 +620,7 @@ __global__ void __launch_bounds__(NT) k_write(sift_gpu_dev d, int op)
     uint32_t my_eq = 0;
 #pragma unroll
     for (int j = 0; j < PER; j++) {
-        key[j] = start + j < row.n ? sift_gpu_key(x[j]) : 0u;
+        key[j] = start + j < row.n ? sift__gpu_key(x[j]) : 0u;
         my_eq += start + j < row.n && key[j] == thr;
     }
     const uint32_t *pa = d.pa + (int64_t)r * d.n_chunks, *pb = d.pb + (int64_t)r * d.n_chunks;
@@ -650,15 +650,15 @@ __global__ void __launch_bounds__(NT) k_write(sift_gpu_dev d, int op)
     u64 m;
     if (!row_max_key(d, r, c, row.n, maxk, &m)) return;
     if (threadIdx.x == 0) {
-        const uint32_t n_new = sift_gpu_row_kept(&row);
-        sift_gpu_row_filtered(&row, d.kinds[op]);
-        sift_gpu_row_compacted(&row, op, (int32_t)n_new, sift_gpu_unkey((uint32_t)m));
+        const uint32_t n_new = sift__gpu_row_kept(&row);
+        sift__gpu_row_filtered(&row, d.kinds[op]);
+        sift__gpu_row_compacted(&row, op, (int32_t)n_new, sift__gpu_unkey((uint32_t)m));
         row_store(d, r, row);
     }
 }
 
 /* dist on a long list: per-block sums in a fixed order; the last block draws. */
-__device__ void dist_thread_sums(const view &v, const sift_gpu_row &row, int c, double *s)
+__device__ void dist_thread_sums(const view &v, const sift__gpu_row &row, int c, double *s)
 {
     float x[PER];
     const int32_t start = load_values(v, row, c, x);
@@ -669,7 +669,7 @@ __device__ void dist_thread_sums(const view &v, const sift_gpu_row &row, int c, 
     s[threadIdx.x] = a;
 }
 
-/* a[] <- its tree sum in a[0] (the order sift_gpu_tree_sum emulates) */
+/* a[] <- its tree sum in a[0] (the order sift__gpu_tree_sum emulates) */
 __device__ void block_tree_sum(double *a)
 {
     __syncthreads();
@@ -679,15 +679,15 @@ __device__ void block_tree_sum(double *a)
     }
 }
 
-__global__ void __launch_bounds__(NT) k_dist(sift_gpu_dev d, int op)
+__global__ void __launch_bounds__(NT) k_dist(sift__gpu_dev d, int op)
 {
     const int r = blockIdx.y, c = blockIdx.x;
-    __shared__ sift_gpu_row row;
+    __shared__ sift__gpu_row row;
     __shared__ double a[NT], s[NT];
     __shared__ int s_ch, s_t;
     __shared__ double s_rem;
     if (!chunk_enter(d, row, r)) return;
-    const sift_gpu_param &pm = param(d, op, r);
+    const sift__gpu_param &pm = param(d, op, r);
     if (!pm.on) return;
     const view v = view_of(d, row, r);
     dist_thread_sums(v, row, c, a);
@@ -699,7 +699,7 @@ __global__ void __launch_bounds__(NT) k_dist(sift_gpu_dev d, int op)
     if (threadIdx.x == 0) {
         double total = 0.0;
         for (int i = 0; i < nc; i++) total += __ldcg(&pd[i]);
-        const double target = total * sift_gpu_uniform(pm.seed, d.rng[r]);
+        const double target = total * sift__gpu_uniform(pm.seed, d.rng[r]);
         d.rng[r] += 1;
         /* the chunk (pd read through L2: other blocks wrote it) */
         double run = 0.0, rem = 0.0;
@@ -713,7 +713,7 @@ __global__ void __launch_bounds__(NT) k_dist(sift_gpu_dev d, int op)
             }
             run += x;
         }
-        if (ch < 0) { /* as sift_gpu_walk_d: the last chunk with mass */
+        if (ch < 0) { /* as sift__gpu_walk_d: the last chunk with mass */
             ch = nc - 1;
             while (ch > 0 && !(__ldcg(&pd[ch]) > 0.0)) ch--;
             rem = __ldcg(&pd[ch]);
@@ -726,7 +726,7 @@ __global__ void __launch_bounds__(NT) k_dist(sift_gpu_dev d, int op)
     __syncthreads();
     if (threadIdx.x == 0) {
         double rem2;
-        s_t = sift_gpu_walk_d(s, NT, s_rem, &rem2);
+        s_t = sift__gpu_walk_d(s, NT, s_rem, &rem2);
         s_rem = rem2;
     }
     __syncthreads();
@@ -734,8 +734,8 @@ __global__ void __launch_bounds__(NT) k_dist(sift_gpu_dev d, int op)
         const int32_t base = s_ch * CHUNK + s_t * PER;
         float e[PER];
         int32_t m = 0;
-        for (int j = 0; j < PER && base + j < row.n; j++) e[m++] = expf(sift_gpu_read(&row, base + j, v.lg[base + j]) - row.max);
-        const int32_t j = m > 0 ? sift_gpu_walk_f(e, m, s_rem) : 0;
+        for (int j = 0; j < PER && base + j < row.n; j++) e[m++] = expf(sift__gpu_read(&row, base + j, v.lg[base + j]) - row.max);
+        const int32_t j = m > 0 ? sift__gpu_walk_f(e, m, s_rem) : 0;
         row.token = id_at(v, base + j);
         row.mode = SIFT_GPU_DONE;
         row_store(d, r, row);
@@ -743,10 +743,10 @@ __global__ void __launch_bounds__(NT) k_dist(sift_gpu_dev d, int op)
 }
 
 /* Long lists at the end of a device prefix: as they are into the handoff buffers. */
-__global__ void __launch_bounds__(NT) k_finish(sift_gpu_dev d)
+__global__ void __launch_bounds__(NT) k_finish(sift__gpu_dev d)
 {
     const int r = blockIdx.y, c = blockIdx.x;
-    __shared__ sift_gpu_row row;
+    __shared__ sift__gpu_row row;
     if (!chunk_enter(d, row, r)) return;
     const view v = view_of(d, row, r);
     float x[PER];
@@ -779,7 +779,7 @@ __device__ void tail_sort(tail_mem &m, int32_t n)
 {
     int32_t P = 1;
     while (P < n) P <<= 1;
-    for (int32_t i = threadIdx.x; i < P; i += NT) m.key[i] = i < n ? sift_gpu_sortkey(m.lg[i], i) : 0ull;
+    for (int32_t i = threadIdx.x; i < P; i += NT) m.key[i] = i < n ? sift__gpu_sortkey(m.lg[i], i) : 0ull;
     __syncthreads();
     for (int32_t k = 2; k <= P; k <<= 1)
         for (int32_t j = k >> 1; j > 0; j >>= 1) {
@@ -798,7 +798,7 @@ __device__ void tail_sort(tail_mem &m, int32_t n)
     for (int q = 0; q < SIFT_GPU_SMALL / NT; q++) {
         const int32_t i = q * NT + (int32_t)threadIdx.x;
         if (i < n) {
-            const int32_t pos = sift_gpu_sortkey_pos(m.key[i]);
+            const int32_t pos = sift__gpu_sortkey_pos(m.key[i]);
             ids[q] = m.id[pos];
             lgs[q] = m.lg[pos];
         }
@@ -820,20 +820,20 @@ __device__ float tail_max(const tail_mem &m, int32_t n, uint32_t flags)
     if (flags & SIFT_GPU_SORTED) return m.lg[0];
     u64 best = 0;
     for (int32_t i = threadIdx.x; i < n; i += NT) {
-        const u64 k = sift_gpu_key(m.lg[i]);
+        const u64 k = sift__gpu_key(m.lg[i]);
         best = k > best ? k : best;
     }
-    return sift_gpu_unkey((uint32_t)block_max_u64(best));
+    return sift__gpu_unkey((uint32_t)block_max_u64(best));
 }
 
 __device__ int32_t tail_argmax(const tail_mem &m, int32_t n)
 {
     u64 best = 0;
     for (int32_t i = threadIdx.x; i < n; i += NT) {
-        const u64 k = sift_gpu_sortkey(m.lg[i], i);
+        const u64 k = sift__gpu_sortkey(m.lg[i], i);
         best = k > best ? k : best;
     }
-    return sift_gpu_sortkey_pos(block_max_u64(best));
+    return sift__gpu_sortkey_pos(block_max_u64(best));
 }
 
 __device__ int32_t tail_find(const tail_mem &m, int32_t n, int32_t token)
@@ -844,11 +844,11 @@ __device__ int32_t tail_find(const tail_mem &m, int32_t n, int32_t token)
     return -1;
 }
 
-__global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
+__global__ void __launch_bounds__(NT) k_tail(sift__gpu_dev d)
 {
     SIFT_GPU_DYN_SMEM(smem);
     const int r = blockIdx.x;
-    __shared__ sift_gpu_row row;
+    __shared__ sift__gpu_row row;
     __shared__ double a[NT], s[NT];
     __shared__ float s_f;
     __shared__ int32_t s_i;
@@ -870,7 +870,7 @@ __global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
         const view v = view_of(d, row, r);
         for (int32_t i = threadIdx.x; i < n; i += NT) {
             m.id[i] = id_at(v, i);
-            m.lg[i] = sift_gpu_read(&row, i, v.lg[i]);
+            m.lg[i] = sift__gpu_read(&row, i, v.lg[i]);
         }
     }
     __syncthreads();
@@ -879,13 +879,13 @@ __global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
     int32_t token = -1;
     int selected = 0;
     for (int op = row.next_op; op < d.n_ops && !selected; op++) {
-        const sift_gpu_param pm = param(d, op, r);
+        const sift__gpu_param pm = param(d, op, r);
         if (!pm.on) continue;
         switch (d.kinds[op]) {
         case SIFT_GPU_OP_BIAS:
             if (threadIdx.x == 0)
                 for (int b = 0; b < pm.k; b++) {
-                    const sift_gpu_bias e = d.bias[pm.off + b];
+                    const sift__gpu_bias e = d.bias[pm.off + b];
                     const int32_t at = tail_find(m, n, e.token);
                     if (at >= 0) m.lg[at] += e.bias;
                 }
@@ -896,7 +896,7 @@ __global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
             const int32_t cnt = d.pen_n[r];
             for (int32_t i = threadIdx.x; i < cnt; i += NT) {
                 const int32_t at = tail_find(m, n, d.pen_tok[(int64_t)r * d.window + i]);
-                if (at >= 0) m.lg[at] = sift_gpu_penalize(m.lg[at], d.pen_cnt[(int64_t)r * d.window + i], pm.f0, pm.f1, pm.f2);
+                if (at >= 0) m.lg[at] = sift__gpu_penalize(m.lg[at], d.pen_cnt[(int64_t)r * d.window + i], pm.f0, pm.f1, pm.f2);
             }
             __syncthreads();
             flags &= ~(SIFT_GPU_SORTED | SIFT_GPU_PROBS);
@@ -928,13 +928,13 @@ __global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
             const float max = tail_max(m, n, flags);
             for (int32_t i = threadIdx.x; i < n; i += NT) m.pr[i] = expf(m.lg[i] - max);
             __syncthreads();
-            if (threadIdx.x == 0) s_f = sift_gpu_fsum(m.pr, n);
+            if (threadIdx.x == 0) s_f = sift__gpu_fsum(m.pr, n);
             __syncthreads();
             const float sum = s_f;
             if (!(flags & SIFT_GPU_SORTED)) tail_sort(m, n);
             for (int32_t i = threadIdx.x; i < n; i += NT) m.pr[i] = expf(m.lg[i] - max) / sum;
             __syncthreads();
-            if (threadIdx.x == 0) s_i = sift_gpu_topp_cut(m.pr, n, pm.f0, pm.k);
+            if (threadIdx.x == 0) s_i = sift__gpu_topp_cut(m.pr, n, pm.f0, pm.k);
             __syncthreads();
             const int32_t last = s_i;
             flags |= SIFT_GPU_SORTED | SIFT_GPU_PROBS;
@@ -974,7 +974,7 @@ __global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
             } else {
                 if (!(flags & SIFT_GPU_SORTED)) tail_sort(m, n);
                 flags |= SIFT_GPU_SORTED;
-                n_new = sift_gpu_minp_cut_sorted(cnt, kmin, n);
+                n_new = sift__gpu_minp_cut_sorted(cnt, kmin, n);
             }
             if (n_new < n) flags &= ~SIFT_GPU_PROBS;
             n = n_new;
@@ -1000,13 +1000,13 @@ __global__ void __launch_bounds__(NT) k_tail(sift_gpu_dev d)
             s[threadIdx.x] = t_sum;
             block_tree_sum(a);
             if (threadIdx.x == 0) {
-                const double target = a[0] * sift_gpu_uniform(pm.seed, d.rng[r]);
+                const double target = a[0] * sift__gpu_uniform(pm.seed, d.rng[r]);
                 d.rng[r] += 1;
                 double rem;
-                const int32_t t = sift_gpu_walk_d(s, NT, target, &rem);
+                const int32_t t = sift__gpu_walk_d(s, NT, target, &rem);
                 const int32_t base = t * PER;
                 const int32_t cnt = n - base < PER ? n - base : PER;
-                const int32_t j = cnt > 0 ? sift_gpu_walk_f(m.pr + base, cnt, rem) : 0;
+                const int32_t j = cnt > 0 ? sift__gpu_walk_f(m.pr + base, cnt, rem) : 0;
                 s_i = m.id[base + j];
             }
             __syncthreads();
@@ -1052,15 +1052,15 @@ extern "C" int sift__gpu_prepare(void)
                                      (int)sift__gpu_tail_smem(SIFT_GPU_SMALL));
 }
 
-extern "C" int sift__gpu_launch(const sift_gpu_dev *dp, const sift_gpu_step *steps, int32_t n_steps, void *stream)
+extern "C" int sift__gpu_launch(const sift__gpu_dev *dp, const sift__gpu_step *steps, int32_t n_steps, void *stream)
 {
-    const sift_gpu_dev d = *dp;
+    const sift__gpu_dev d = *dp;
     cudaStream_t st = (cudaStream_t)stream;
     const dim3 rows_grid((unsigned)((d.n_seq + NT - 1) / NT));
     const dim3 chunk_grid((unsigned)d.n_chunks, (unsigned)d.n_seq);
     const dim3 block_grid((unsigned)d.n_seq);
     for (int32_t i = 0; i < n_steps; i++) {
-        const sift_gpu_step &s = steps[i];
+        const sift__gpu_step &s = steps[i];
         switch (s.kind) {
         case SIFT_GPU_STEP_BEGIN: SIFT_GPU_LAUNCH(k_begin, rows_grid, 0, st, d); break;
         case SIFT_GPU_STEP_PEN_PREP: SIFT_GPU_LAUNCH(k_pen_prep, block_grid, 0, st, d, s.op); break;
@@ -1086,9 +1086,9 @@ extern "C" int sift__gpu_launch(const sift_gpu_dev *dp, const sift_gpu_step *ste
     return 0;
 }
 
-extern "C" int sift__gpu_accept(const sift_gpu_dev *dp, void *stream)
+extern "C" int sift__gpu_accept(const sift__gpu_dev *dp, void *stream)
 {
-    const sift_gpu_dev d = *dp;
+    const sift__gpu_dev d = *dp;
     SIFT_GPU_LAUNCH(k_accept, dim3((unsigned)((d.n_seq + NT - 1) / NT)), 0, (cudaStream_t)stream, d, 1);
     return (int)cudaGetLastError();
 }

@@ -14,7 +14,7 @@ extern "C" {
 
 /* Device pointers and sizes (all device memory unless noted). Row r of a [n_seq_max][...]
  * array starts at r times its stride. */
-typedef struct sift_gpu_dev {
+typedef struct sift__gpu_dev {
     /* the caller's logits for this run */
     const float *in;
     int64_t ld;
@@ -28,9 +28,9 @@ typedef struct sift_gpu_dev {
     int32_t tail_cap;          /* longest list the tail kernel gets in this run (its shared memory) */
     int8_t kinds[SIFT_GPU_MAX_OPS];
     /* state */
-    sift_gpu_row *rows;        /* [n_seq_max] */
-    const sift_gpu_param *prm; /* [n_ops][n_seq_max] */
-    const sift_gpu_bias *bias; /* the bias pool (prm.off indexes it) */
+    sift__gpu_row *rows;        /* [n_seq_max] */
+    const sift__gpu_param *prm; /* [n_ops][n_seq_max] */
+    const sift__gpu_bias *bias; /* the bias pool (prm.off indexes it) */
     int32_t *lid[2];           /* [n_seq_max][stride] list buffers */
     float *llg[2];
     uint32_t *hcnt;            /* [n_seq_max][SIFT_GPU_NBINS] */
@@ -44,15 +44,15 @@ typedef struct sift_gpu_dev {
     /* results */
     int32_t *hid;              /* [n_seq_max][cap] */
     float *hlg, *hp;
-    sift_gpu_out *out;         /* [n_seq_max] */
+    sift__gpu_out *out;         /* [n_seq_max] */
     int32_t *tokens;           /* [n_seq_max] */
     const int32_t *accept;     /* [n_seq_max] tokens to accept (sift__gpu_accept) */
-} sift_gpu_dev;
+} sift__gpu_dev;
 
 /* Launch the steps on stream (a cudaStream_t). Returns a cudaError_t (0 = success). */
-int sift__gpu_launch(const sift_gpu_dev *dev, const sift_gpu_step *steps, int32_t n_steps, void *stream);
+int sift__gpu_launch(const sift__gpu_dev *dev, const sift__gpu_step *steps, int32_t n_steps, void *stream);
 /* Accept dev->accept[0..n_seq) into the penalty windows (negative entries skipped). */
-int sift__gpu_accept(const sift_gpu_dev *dev, void *stream);
+int sift__gpu_accept(const sift__gpu_dev *dev, void *stream);
 /* Allow the tail kernel its largest shared memory (once per device). */
 int sift__gpu_prepare(void);
 /* Dynamic shared memory of the tail kernel for lists of up to cap entries. */

@@ -100,11 +100,11 @@ static void read_args(const spec_item *it, num_args *a)
 }
 
 /* id:bias pairs of a logit_bias item, appended to row->bias */
-static sift_status read_bias(const spec_item *it, sift_gpu_rowspec *row, int32_t *count)
+static sift_status read_bias(const spec_item *it, sift__gpu_rowspec *row, int32_t *count)
 {
     int32_t n = 0;
     for (const char *p = it->args; p < it->args_end; p++) n += *p == ':';
-    sift_gpu_bias *b = realloc(row->bias, (size_t)(row->n_bias + n + 1) * sizeof *b);
+    sift__gpu_bias *b = realloc(row->bias, (size_t)(row->n_bias + n + 1) * sizeof *b);
     if (!b) return SIFT_E_NOMEM;
     row->bias = b;
     const char *p = it->args;
@@ -114,7 +114,7 @@ static sift_status read_bias(const spec_item *it, sift_gpu_rowspec *row, int32_t
         while (p < it->args_end && *p != ':') p++;
         p++;
         const double v = read_num(&p);
-        b[row->n_bias + k++] = (sift_gpu_bias){(int32_t)id, (float)v};
+        b[row->n_bias + k++] = (sift__gpu_bias){(int32_t)id, (float)v};
         while (p < it->args_end && *p != ',') p++;
         if (p < it->args_end) p++;
     }
@@ -133,7 +133,7 @@ static int is_filter(int kind)
 }
 
 /* What item `it` (whose CPU sampler is smpl) is on the device, and its parameters. */
-static int classify(const spec_item *it, const sift_sampler *smpl, sift_gpu_param *pm)
+static int classify(const spec_item *it, const sift_sampler *smpl, sift__gpu_param *pm)
 {
     const char *name = sift_sampler_name(smpl);
     const int off = name[0] == '?';
@@ -183,7 +183,7 @@ static int classify(const spec_item *it, const sift_sampler *smpl, sift_gpu_para
 
 /* ---- plans ---------------------------------------------------------------------------------- */
 
-void sift__gpu_rowspec_free(sift_gpu_rowspec *row)
+void sift__gpu_rowspec_free(sift__gpu_rowspec *row)
 {
     if (!row) return;
     free(row->bias);
@@ -223,19 +223,19 @@ static sift_status walk_open(walk_ctx *w, const char *spec, const sift_chain_env
         e = *env;
         e.n_vocab = n_vocab;
     }
-    if (!spec) return sift_error_set(err, SIFT_E_INVAL, "device chain: no spec");
+    if (!spec) return sift__error_set(err, SIFT_E_INVAL, "device chain: no spec");
     w->cpu = sift_chain_from_spec(spec, &e, err);
     if (!w->cpu) return err ? err->status : SIFT_E_PARSE;
     w->items = malloc(SIFT_GPU_MAX_ITEMS * sizeof *w->items);
     if (!w->items) {
         sift_chain_free(w->cpu);
-        return sift_error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
+        return sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
     }
     w->n_items = split_items(spec, w->items, SIFT_GPU_MAX_ITEMS);
     if (w->n_items != sift_chain_n(w->cpu)) { /* cannot happen for a spec libsift accepted */
         sift_chain_free(w->cpu);
         free(w->items);
-        return sift_error_set(err, SIFT_E_PARSE, "device chain: cannot split the spec into samplers");
+        return sift__error_set(err, SIFT_E_PARSE, "device chain: cannot split the spec into samplers");
     }
     return SIFT_OK;
 }
@@ -246,7 +246,7 @@ static void walk_close(walk_ctx *w)
     free(w->items);
 }
 
-static void describe(sift_gpu_plan *plan, const walk_ctx *w)
+static void describe(sift__gpu_plan *plan, const walk_ctx *w)
 {
     char *d = plan->desc;
     const size_t cap = sizeof plan->desc;
@@ -267,12 +267,12 @@ static void describe(sift_gpu_plan *plan, const walk_ctx *w)
 }
 
 sift_status sift__gpu_plan_spec(const char *spec, const sift_chain_env *env, int32_t n_vocab, int cpu_dist,
-                                sift_gpu_plan *plan, sift_gpu_rowspec *row, sift_error *err)
+                                sift__gpu_plan *plan, sift__gpu_rowspec *row, sift_error *err)
 {
     memset(plan, 0, sizeof *plan);
     memset(row, 0, sizeof *row);
     if (n_vocab < 1 || n_vocab > SIFT_GPU_MAX_VOCAB)
-        return sift_error_set(err, SIFT_E_INVAL, "device chain: n_vocab %d out of range [1, %d]", (int)n_vocab,
+        return sift__error_set(err, SIFT_E_INVAL, "device chain: n_vocab %d out of range [1, %d]", (int)n_vocab,
                               SIFT_GPU_MAX_VOCAB);
     walk_ctx w;
     sift_status st = walk_open(&w, spec, env, n_vocab, err);
@@ -282,7 +282,7 @@ sift_status sift__gpu_plan_spec(const char *spec, const sift_chain_env *env, int
     plan->cpu_dist = cpu_dist != 0;
     int seen_filter = 0, n_temp = 0, stop = w.n_items;
     for (int i = 0; i < w.n_items; i++) {
-        sift_gpu_param pm;
+        sift__gpu_param pm;
         const int kind = classify(&w.items[i], sift_chain_get(w.cpu, i), &pm);
         if (kind == C_CPU) {
             stop = i;
@@ -330,7 +330,7 @@ sift_status sift__gpu_plan_spec(const char *spec, const sift_chain_env *env, int
         n_temp += kind == SIFT_GPU_OP_TEMP;
         seen_filter |= is_filter(kind);
         plan->item_op[i] = (int16_t)plan->n_ops;
-        plan->ops[plan->n_ops] = (sift_gpu_op){kind, i};
+        plan->ops[plan->n_ops] = (sift__gpu_op){kind, i};
         row->prm[plan->n_ops++] = pm;
         plan->selects = kind == SIFT_GPU_OP_GREEDY || kind == SIFT_GPU_OP_DIST;
     }
@@ -346,7 +346,7 @@ sift_status sift__gpu_plan_spec(const char *spec, const sift_chain_env *env, int
 fail:
     walk_close(&w);
     sift__gpu_rowspec_free(row);
-    return sift_error_set(err, st, "device chain: out of memory");
+    return sift__error_set(err, st, "device chain: out of memory");
 }
 
 static const char *op_name(int kind)
@@ -364,30 +364,30 @@ static const char *op_name(int kind)
     }
 }
 
-sift_status sift__gpu_plan_row(const sift_gpu_plan *plan, const char *spec, const sift_chain_env *env,
-                               sift_gpu_rowspec *row, sift_error *err)
+sift_status sift__gpu_plan_row(const sift__gpu_plan *plan, const char *spec, const sift_chain_env *env,
+                               sift__gpu_rowspec *row, sift_error *err)
 {
     memset(row, 0, sizeof *row);
     walk_ctx w;
     sift_status st = walk_open(&w, spec, env, plan->n_vocab, err);
     if (st != SIFT_OK) return st;
     if (w.n_items < plan->n_dev_items) {
-        st = sift_error_set(err, SIFT_E_INVAL, "device chain: this sequence's spec has %d samplers; the device part of the chain has %d",
+        st = sift__error_set(err, SIFT_E_INVAL, "device chain: this sequence's spec has %d samplers; the device part of the chain has %d",
                             w.n_items, (int)plan->n_dev_items);
         goto fail;
     }
     for (int i = 0; i < plan->n_dev_items; i++) {
         if (strcmp(w.items[i].name, plan->item_name[i]) != 0) {
-            st = sift_error_set(err, SIFT_E_INVAL, "device chain: sampler %d is %s, the chain has %s there", i + 1,
+            st = sift__error_set(err, SIFT_E_INVAL, "device chain: sampler %d is %s, the chain has %s there", i + 1,
                                 w.items[i].name, plan->item_name[i]);
             goto fail;
         }
-        sift_gpu_param pm;
+        sift__gpu_param pm;
         const int kind = classify(&w.items[i], sift_chain_get(w.cpu, i), &pm);
         const int op = plan->item_op[i];
         if (op < 0) { /* skipped in the base: must stay off */
             if (kind != C_SKIP && !(kind > 0 && !pm.on)) {
-                st = sift_error_set(err, SIFT_E_INVAL, "device chain: sampler %d (%s) is off in the chain and cannot be turned on per sequence",
+                st = sift__error_set(err, SIFT_E_INVAL, "device chain: sampler %d (%s) is off in the chain and cannot be turned on per sequence",
                                     i + 1, w.items[i].name);
                 goto fail;
             }
@@ -395,12 +395,12 @@ sift_status sift__gpu_plan_row(const sift_gpu_plan *plan, const char *spec, cons
         }
         const int want = plan->ops[op].kind;
         if (kind != want) {
-            st = sift_error_set(err, SIFT_E_INVAL, "device chain: sampler %d (%s) must stay a device %s (e.g. temp_ext without a dynamic range)",
+            st = sift__error_set(err, SIFT_E_INVAL, "device chain: sampler %d (%s) must stay a device %s (e.g. temp_ext without a dynamic range)",
                                 i + 1, w.items[i].name, op_name(want));
             goto fail;
         }
         if (kind == SIFT_GPU_OP_PENALTIES && pm.on && pm.k > plan->window) {
-            st = sift_error_set(err, SIFT_E_INVAL, "device chain: penalties window %d is longer than the chain's (%d)",
+            st = sift__error_set(err, SIFT_E_INVAL, "device chain: penalties window %d is longer than the chain's (%d)",
                                 (int)pm.k, (int)plan->window);
             goto fail;
         }
@@ -408,7 +408,7 @@ sift_status sift__gpu_plan_row(const sift_gpu_plan *plan, const char *spec, cons
             int32_t cnt = 0;
             pm.off = row->n_bias;
             if ((st = read_bias(&w.items[i], row, &cnt)) != SIFT_OK) {
-                st = sift_error_set(err, st, "device chain: out of memory");
+                st = sift__error_set(err, st, "device chain: out of memory");
                 goto fail;
             }
             pm.k = cnt;
@@ -416,13 +416,13 @@ sift_status sift__gpu_plan_row(const sift_gpu_plan *plan, const char *spec, cons
         row->prm[op] = pm;
     }
     if (plan->selects && w.n_items > plan->n_dev_items) {
-        st = sift_error_set(err, SIFT_E_INVAL, "device chain: the chain ends on the device with %s; this sequence's spec goes on after it",
+        st = sift__error_set(err, SIFT_E_INVAL, "device chain: the chain ends on the device with %s; this sequence's spec goes on after it",
                             plan->item_name[plan->n_dev_items - 1]);
         goto fail;
     }
     row->tail = join_items(w.items, plan->n_dev_items, w.n_items);
     if (!row->tail) {
-        st = sift_error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
+        st = sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
         goto fail;
     }
     walk_close(&w);
@@ -433,7 +433,7 @@ fail:
     return st;
 }
 
-int32_t sift__gpu_tail_cap(const sift_gpu_plan *plan, const sift_gpu_rowspec *const *rows, int32_t n_seq)
+int32_t sift__gpu_tail_cap(const sift__gpu_plan *plan, const sift__gpu_rowspec *const *rows, int32_t n_seq)
 {
     if (plan->n_vocab <= SIFT_GPU_SMALL) return plan->n_vocab;
     /* rows enter the tail after a compaction; if the first filter is a top_k every row
@@ -444,7 +444,7 @@ int32_t sift__gpu_tail_cap(const sift_gpu_plan *plan, const sift_gpu_rowspec *co
         if (kind != SIFT_GPU_OP_TOP_K) return SIFT_GPU_SMALL;
         int32_t cap = 1;
         for (int32_t r = 0; r < n_seq; r++) {
-            const sift_gpu_param *pm = &rows[r]->prm[j];
+            const sift__gpu_param *pm = &rows[r]->prm[j];
             if (!pm->on || pm->k <= 0 || pm->k > SIFT_GPU_SMALL) return SIFT_GPU_SMALL;
             cap = pm->k > cap ? pm->k : cap;
         }
@@ -453,7 +453,7 @@ int32_t sift__gpu_tail_cap(const sift_gpu_plan *plan, const sift_gpu_rowspec *co
     return SIFT_GPU_SMALL;
 }
 
-int32_t sift__gpu_row_bound(const sift_gpu_plan *plan, const sift_gpu_rowspec *row)
+int32_t sift__gpu_row_bound(const sift__gpu_plan *plan, const sift__gpu_rowspec *row)
 {
     int32_t b = plan->n_vocab;
     for (int i = 0; i < plan->n_ops; i++)
@@ -529,22 +529,22 @@ sift_status sift__gpu_params_spec(const sift_sampling_params *sp, const sift_cha
                                   sift_error *err)
 {
     *out = NULL;
-    if (!sp) return sift_error_set(err, SIFT_E_INVAL, "sampling params: none given");
+    if (!sp) return sift__error_set(err, SIFT_E_INVAL, "sampling params: none given");
     if (sp->n_samplers < 0 || sp->n_samplers > SIFT_SAMPLING_MAX_SAMPLERS)
-        return sift_error_set(err, SIFT_E_INVAL, "sampling params: n_samplers %d out of range", (int)sp->n_samplers);
+        return sift__error_set(err, SIFT_E_INVAL, "sampling params: n_samplers %d out of range", (int)sp->n_samplers);
     if (sp->mirostat < 0 || sp->mirostat > 2)
-        return sift_error_set(err, SIFT_E_INVAL, "sampling params: mirostat must be 0, 1 or 2, got %d", (int)sp->mirostat);
+        return sift__error_set(err, SIFT_E_INVAL, "sampling params: mirostat must be 0, 1 or 2, got %d", (int)sp->mirostat);
     if (sp->n_logit_bias && !sp->logit_bias)
-        return sift_error_set(err, SIFT_E_INVAL, "sampling params: n_logit_bias > 0 without logit_bias");
+        return sift__error_set(err, SIFT_E_INVAL, "sampling params: n_logit_bias > 0 without logit_bias");
     /* logit biases, then every EOG token banned with ignore_eos (params.c's order) */
     size_t n_eog = 0;
     if (sp->ignore_eos) {
         if (!env || !env->vocab || !env->vocab->attr)
-            return sift_error_set(err, SIFT_E_INVAL, "sampling params: ignore_eos needs the vocabulary (EOG tokens)");
+            return sift__error_set(err, SIFT_E_INVAL, "sampling params: ignore_eos needs the vocabulary (EOG tokens)");
         for (int32_t t = 0; t < env->vocab->n_tokens; t++) n_eog += (env->vocab->attr[t] & SIFT_TOKEN_ATTR_EOG) != 0;
     }
     strbuf b = {.s = malloc(256), .n = 0, .cap = 256, .oom = 0};
-    if (!b.s) return sift_error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
+    if (!b.s) return sift__error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
     b.s[0] = 0;
     const char *sep = "";
     if (sp->n_logit_bias + n_eog > 0) {
@@ -552,7 +552,7 @@ sift_status sift__gpu_params_spec(const sift_sampling_params *sp, const sift_cha
         for (size_t i = 0; i < sp->n_logit_bias; i++) {
             if (isnan(sp->logit_bias[i].bias)) {
                 free(b.s);
-                return sift_error_set(err, SIFT_E_INVAL, "sampling params: logit bias %zu is NaN", i);
+                return sift__error_set(err, SIFT_E_INVAL, "sampling params: logit bias %zu is NaN", i);
             }
             sb_printf(&b, "%s%d:", i ? "," : "", (int)sp->logit_bias[i].token);
             sb_float(&b, sp->logit_bias[i].bias);
@@ -643,7 +643,7 @@ sift_status sift__gpu_params_spec(const sift_sampling_params *sp, const sift_cha
             case SIFT_SAMPLER_INFILL: sb_printf(&b, "infill()"); break;
             default:
                 free(b.s);
-                return sift_error_set(err, SIFT_E_INVAL, "sampling params: unknown sampler type %d", (int)sp->samplers[i]);
+                return sift__error_set(err, SIFT_E_INVAL, "sampling params: unknown sampler type %d", (int)sp->samplers[i]);
             }
         }
         sb_printf(&b, "%s", sep);
@@ -684,7 +684,7 @@ sift_status sift__gpu_params_spec(const sift_sampling_params *sp, const sift_cha
     }
     if (b.oom) {
         free(b.s);
-        return sift_error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
+        return sift__error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
     }
     *out = b.s;
     return SIFT_OK;
@@ -700,13 +700,13 @@ const char *sift__gpu_step_name(int32_t kind)
     return kind > 0 && kind <= SIFT_GPU_STEP_ACCEPT ? names[kind] : "?";
 }
 
-static void push(sift_gpu_step *steps, int32_t *n, int32_t kind, int32_t op, int32_t level)
+static void push(sift__gpu_step *steps, int32_t *n, int32_t kind, int32_t op, int32_t level)
 {
-    steps[(*n)++] = (sift_gpu_step){kind, op, level};
+    steps[(*n)++] = (sift__gpu_step){kind, op, level};
 }
 
-int32_t sift__gpu_steps(const sift_gpu_plan *plan, const sift_gpu_rowspec *const *rows, int32_t n_seq,
-                        sift_gpu_step *steps)
+int32_t sift__gpu_steps(const sift__gpu_plan *plan, const sift__gpu_rowspec *const *rows, int32_t n_seq,
+                        sift__gpu_step *steps)
 {
     int32_t n = 0;
     /* what may be true of the rows at this point, whatever their data: */
@@ -728,7 +728,7 @@ int32_t sift__gpu_steps(const sift_gpu_plan *plan, const sift_gpu_rowspec *const
         const int kind = plan->ops[j].kind;
         int any_on = 0, any_pos = 0, any_nonpos = 0, all_small = 1;
         for (int32_t r = 0; r < n_seq; r++) {
-            const sift_gpu_param *pm = &rows[r]->prm[j];
+            const sift__gpu_param *pm = &rows[r]->prm[j];
             any_on |= pm->on;
             if (pm->on && kind == SIFT_GPU_OP_TEMP) {
                 any_pos |= pm->f0 > 0.0f;

@@ -16,7 +16,7 @@
  *                           so that a sequence's own spec can turn it on
  *
  * Everything from the first other item on is the CPU tail, kept as spec text. Each row's
- * parameters are a sift_gpu_param per op (plus its logit biases); a row's own spec must have
+ * parameters are a sift__gpu_param per op (plus its logit biases); a row's own spec must have
  * the same items in the device prefix (sift__gpu_plan_row) and may have any tail.
  *
  * sift__gpu_steps() turns a plan (and the rows' host-known parameters) into the list of
@@ -34,16 +34,16 @@ extern "C" {
 
 #define SIFT_GPU_MAX_ITEMS 256
 
-typedef struct sift_gpu_op {
+typedef struct sift__gpu_op {
     int32_t kind; /* SIFT_GPU_OP_* */
     int32_t item; /* the spec item it runs */
-} sift_gpu_op;
+} sift__gpu_op;
 
-typedef struct sift_gpu_plan {
+typedef struct sift__gpu_plan {
     int32_t n_items;                   /* items of the base spec */
     int32_t n_dev_items;               /* items [0, n_dev_items) are the device prefix */
     int32_t n_ops;
-    sift_gpu_op ops[SIFT_GPU_MAX_OPS];
+    sift__gpu_op ops[SIFT_GPU_MAX_OPS];
     int16_t item_op[SIFT_GPU_MAX_ITEMS]; /* device prefix item -> op index, -1 = skipped no-op */
     char item_name[SIFT_GPU_MAX_ITEMS][16]; /* spec names of the device prefix items */
     int32_t selects;                   /* the last op is greedy or dist */
@@ -51,29 +51,29 @@ typedef struct sift_gpu_plan {
     int32_t n_vocab;
     int32_t cpu_dist;                  /* a final dist was left to the CPU */
     char desc[512];                    /* "device: top-k -> temp | cpu: mirostat-v2" */
-} sift_gpu_plan;
+} sift__gpu_plan;
 
 /* One row's parameters. */
-typedef struct sift_gpu_rowspec {
-    sift_gpu_param prm[SIFT_GPU_MAX_OPS];
-    sift_gpu_bias *bias; /* every bias op's entries; an op's start at prm[op].off */
+typedef struct sift__gpu_rowspec {
+    sift__gpu_param prm[SIFT_GPU_MAX_OPS];
+    sift__gpu_bias *bias; /* every bias op's entries; an op's start at prm[op].off */
     int32_t n_bias;
     char *tail;          /* the row's CPU tail spec ("" = none) */
-} sift_gpu_rowspec;
+} sift__gpu_rowspec;
 
-void sift__gpu_rowspec_free(sift_gpu_rowspec *row);
+void sift__gpu_rowspec_free(sift__gpu_rowspec *row);
 
 /* Split spec for a vocabulary of n_vocab: the plan, and the spec's parameters as a row.
  * env may be NULL (its n_vocab is replaced by n_vocab). cpu_dist: a final dist stays on
  * the CPU (llama.cpp's mt19937 stream) instead of the device's Philox stream. SIFT_E_PARSE
  * with libsift's message for a bad spec, SIFT_E_INVAL for a bad n_vocab. */
 sift_status sift__gpu_plan_spec(const char *spec, const sift_chain_env *env, int32_t n_vocab, int cpu_dist,
-                                sift_gpu_plan *plan, sift_gpu_rowspec *row, sift_error *err);
+                                sift__gpu_plan *plan, sift__gpu_rowspec *row, sift_error *err);
 
 /* A row's own spec under an existing plan: same device prefix shape (SIFT_E_INVAL naming
  * the first item that differs), penalty windows within the plan's capacity. */
-sift_status sift__gpu_plan_row(const sift_gpu_plan *plan, const char *spec, const sift_chain_env *env,
-                               sift_gpu_rowspec *row, sift_error *err);
+sift_status sift__gpu_plan_row(const sift__gpu_plan *plan, const char *spec, const sift_chain_env *env,
+                               sift__gpu_rowspec *row, sift_error *err);
 
 /* The chain spec sift_chain_from_params(sp, env) is equivalent to (malloc'ed into *out).
  * Floats are written with 9 significant digits, which read back to the same float. */
@@ -82,11 +82,11 @@ sift_status sift__gpu_params_spec(const sift_sampling_params *sp, const sift_cha
 
 /* The largest number of candidates a row can hand to its CPU tail: the smallest enabled
  * top_k of the row, else the whole vocabulary. */
-int32_t sift__gpu_row_bound(const sift_gpu_plan *plan, const sift_gpu_rowspec *row);
+int32_t sift__gpu_row_bound(const sift__gpu_plan *plan, const sift__gpu_rowspec *row);
 
 /* The longest list a row can bring into the tail kernel in a run of these rows: what its
  * shared memory must hold (n_vocab for short vocabularies, else at most SIFT_GPU_SMALL). */
-int32_t sift__gpu_tail_cap(const sift_gpu_plan *plan, const sift_gpu_rowspec *const *rows, int32_t n_seq);
+int32_t sift__gpu_tail_cap(const sift__gpu_plan *plan, const sift__gpu_rowspec *const *rows, int32_t n_seq);
 
 /* ---- the passes of a run ---------------------------------------------------------------- */
 
@@ -109,19 +109,19 @@ enum {
     SIFT_GPU_STEP_ACCEPT,    /* rows: the selected token into the penalty windows */
 };
 
-typedef struct sift_gpu_step {
+typedef struct sift__gpu_step {
     int32_t kind;  /* SIFT_GPU_STEP_* */
     int32_t op;    /* the op it serves, -1 for none */
     int32_t level; /* HIST: 0..2; COUNT: 1 when it starts min_p (its predicate) */
-} sift_gpu_step;
+} sift__gpu_step;
 
 #define SIFT_GPU_MAX_STEPS (8 + 12 * SIFT_GPU_MAX_OPS)
 
 /* The passes for rows[0..n_seq) (their parameters decide which passes can be left out:
  * e.g. once every row's top_k keeps at most SIFT_GPU_SMALL entries, every row is in the
  * tail kernel and no later long-list pass is launched). Returns the number of steps. */
-int32_t sift__gpu_steps(const sift_gpu_plan *plan, const sift_gpu_rowspec *const *rows, int32_t n_seq,
-                        sift_gpu_step *steps);
+int32_t sift__gpu_steps(const sift__gpu_plan *plan, const sift__gpu_rowspec *const *rows, int32_t n_seq,
+                        sift__gpu_step *steps);
 
 const char *sift__gpu_step_name(int32_t kind);
 

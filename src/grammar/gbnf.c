@@ -44,7 +44,7 @@
 
 typedef struct {
     char *name;
-    gx_u32vec body;    /* elements, ALT-separated, END-terminated once defined */
+    sift__gx_u32vec body;    /* elements, ALT-separated, END-terminated once defined */
     bool defined;
     size_t first_use;  /* offset of the first reference, for "undefined rule" */
     size_t def_at;     /* offset of the (last) definition, for "left recursion" */
@@ -68,8 +68,8 @@ typedef struct {
     uint32_t ht_cap;
 
     /* interned classes */
-    gx_u32vec cls_off;   /* start of each class in cls_rng (n_classes + 1 entries) */
-    gx_u32vec cls_rng;   /* lo, hi pairs */
+    sift__gx_u32vec cls_off;   /* start of each class in cls_rng (n_classes + 1 entries) */
+    sift__gx_u32vec cls_rng;   /* lo, hi pairs */
     uint32_t *cls_ht;
     uint32_t cls_ht_cap;
     range_vec tmp;       /* ranges of the class being parsed */
@@ -119,7 +119,7 @@ __attribute__((format(printf, 3, 4))) static bool fail_at(gbnf_parser *p, size_t
     unsigned line, col;
     pos_of(p, at, &line, &col);
     p->status = SIFT_E_PARSE;
-    sift_error_set(p->err, SIFT_E_PARSE, "%u:%u: %s", line, col, msg);
+    sift__error_set(p->err, SIFT_E_PARSE, "%u:%u: %s", line, col, msg);
     return false;
 }
 
@@ -127,7 +127,7 @@ static bool oom(gbnf_parser *p)
 {
     if (p->status == SIFT_OK) {
         p->status = SIFT_E_NOMEM;
-        sift_error_set(p->err, SIFT_E_NOMEM, "out of memory while parsing the grammar");
+        sift__error_set(p->err, SIFT_E_NOMEM, "out of memory while parsing the grammar");
     }
     return false;
 }
@@ -203,13 +203,13 @@ static bool parse_char(gbnf_parser *p, uint32_t *cp)
                            e >= 0x20 && e < 0x7F ? e : '?');
         }
     }
-    gx_utf8 u = {0};
+    sift__gx_utf8 u = {0};
     size_t start = p->i;
     for (;;) {
         int b = peek(p);
         if (b < 0) return fail_at(p, start, "truncated UTF-8 character");
         p->i++;
-        int32_t r = gx_utf8_feed(&u, (uint8_t)b);
+        int32_t r = sift__gx_utf8_feed(&u, (uint8_t)b);
         if (r == GX_UTF8_BAD) return fail_at(p, start, "invalid UTF-8 in the grammar text");
         if (r >= 0) {
             *cp = (uint32_t)r;
@@ -224,12 +224,12 @@ static uint64_t name_hash(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ULL;
     for (size_t k = 0; k < n; k++) h = (h ^ (unsigned char)s[k]) * 1099511628211ULL;
-    return gx_mix64(h);
+    return sift__gx_mix64(h);
 }
 
 static bool ht_rehash(gbnf_parser *p, uint32_t ncap)
 {
-    uint32_t *nt = gx_calloc(ncap, sizeof *nt);
+    uint32_t *nt = sift__gx_calloc(ncap, sizeof *nt);
     if (!nt) return oom(p);
     for (uint32_t r = 0; r < p->n_rules; r++) {
         uint64_t h = name_hash(p->rules[r].name, strlen(p->rules[r].name));
@@ -237,7 +237,7 @@ static bool ht_rehash(gbnf_parser *p, uint32_t ncap)
         while (nt[k]) k = (k + 1) & (ncap - 1);
         nt[k] = r + 1;
     }
-    gx_free(p->ht);
+    sift__gx_free(p->ht);
     p->ht = nt;
     p->ht_cap = ncap;
     return true;
@@ -261,7 +261,7 @@ static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
     if (!GX_GROW(p->rules, p->cap_rules, p->n_rules + 1)) return oom(p), UINT32_MAX;
     pr_rule *r = &p->rules[p->n_rules];
     memset(r, 0, sizeof *r);
-    r->name = gx_malloc(len + 1);
+    r->name = sift__gx_malloc(len + 1);
     if (!r->name) return oom(p), UINT32_MAX;
     memcpy(r->name, name, len);
     r->name[len] = 0;
@@ -293,12 +293,12 @@ static bool count_elems(gbnf_parser *p, uint64_t add, size_t at)
     return true;
 }
 
-static bool define_rule(gbnf_parser *p, uint32_t id, gx_u32vec *body, size_t at)
+static bool define_rule(gbnf_parser *p, uint32_t id, sift__gx_u32vec *body, size_t at)
 {
     pr_rule *r = &p->rules[id];
     r->def_at = at;
     if (r->defined) p->total_elems -= r->body.n; /* redefinition: the last one wins */
-    gx_u32_free(&r->body);
+    sift__gx_u32_free(&r->body);
     r->body = *body;
     memset(body, 0, sizeof *body);
     r->defined = true;
@@ -344,7 +344,7 @@ static uint32_t intern_class(gbnf_parser *p, bool negated)
         /* complement against [0, 0x10FFFF]: at most m + 1 ranges */
         if (!GX_GROW(p->tmp.v, p->tmp.cap, 2 * m + 2)) return oom(p), UINT32_MAX;
         uint32_t out[2 * 64], *buf = out;
-        if (m + 1 > 64 && !(buf = gx_malloc((2 * m + 2) * sizeof *buf))) return oom(p), UINT32_MAX;
+        if (m + 1 > 64 && !(buf = sift__gx_malloc((2 * m + 2) * sizeof *buf))) return oom(p), UINT32_MAX;
         uint32_t k2 = 0, next = 0;
         for (uint32_t k = 0; k < m; k++) {
             uint32_t lo = p->tmp.v[2 * k], hi = p->tmp.v[2 * k + 1];
@@ -361,12 +361,12 @@ static uint32_t intern_class(gbnf_parser *p, bool negated)
             k2++;
         }
         memcpy(p->tmp.v, buf, 2 * k2 * sizeof *buf);
-        if (buf != out) gx_free(buf);
+        if (buf != out) sift__gx_free(buf);
         m = k2;
     }
     p->tmp.n = 2 * m;
 
-    uint64_t h = gx_hash_u32s(p->tmp.v, p->tmp.n, 7);
+    uint64_t h = sift__gx_hash_u32s(p->tmp.v, p->tmp.n, 7);
     uint32_t n_cls = p->cls_off.n ? p->cls_off.n - 1 : 0;
     if (p->cls_ht_cap) {
         uint32_t k = (uint32_t)h & (p->cls_ht_cap - 1);
@@ -378,24 +378,24 @@ static uint32_t intern_class(gbnf_parser *p, bool negated)
         }
     }
     if (n_cls >= GX_MAX_VALUE) return fail_at(p, p->i, "too many character classes"), UINT32_MAX;
-    if (p->cls_off.n == 0 && !gx_u32_push(&p->cls_off, 0)) return oom(p), UINT32_MAX;
+    if (p->cls_off.n == 0 && !sift__gx_u32_push(&p->cls_off, 0)) return oom(p), UINT32_MAX;
     for (uint32_t k = 0; k < p->tmp.n; k++)
-        if (!gx_u32_push(&p->cls_rng, p->tmp.v[k])) return oom(p), UINT32_MAX;
-    if (!gx_u32_push(&p->cls_off, p->cls_rng.n)) return oom(p), UINT32_MAX;
+        if (!sift__gx_u32_push(&p->cls_rng, p->tmp.v[k])) return oom(p), UINT32_MAX;
+    if (!sift__gx_u32_push(&p->cls_off, p->cls_rng.n)) return oom(p), UINT32_MAX;
     uint32_t c = n_cls;
     n_cls++;
     if ((uint64_t)n_cls * 2 > p->cls_ht_cap) {
         uint32_t ncap = p->cls_ht_cap ? p->cls_ht_cap * 2 : 64;
-        uint32_t *nt = gx_calloc(ncap, sizeof *nt);
+        uint32_t *nt = sift__gx_calloc(ncap, sizeof *nt);
         if (!nt) return oom(p), UINT32_MAX;
         for (uint32_t q = 0; q < n_cls; q++) {
             uint32_t o = p->cls_off.v[q];
-            uint64_t hq = gx_hash_u32s(p->cls_rng.v + o, p->cls_off.v[q + 1] - o, 7);
+            uint64_t hq = sift__gx_hash_u32s(p->cls_rng.v + o, p->cls_off.v[q + 1] - o, 7);
             uint32_t k = (uint32_t)hq & (ncap - 1);
             while (nt[k]) k = (k + 1) & (ncap - 1);
             nt[k] = q + 1;
         }
-        gx_free(p->cls_ht);
+        sift__gx_free(p->cls_ht);
         p->cls_ht = nt;
         p->cls_ht_cap = ncap;
     } else {
@@ -419,7 +419,7 @@ static bool parse_alternates(gbnf_parser *p, uint32_t rule, bool nested, size_t 
 
 /* Apply a repetition {min, max} (max UINT64_MAX = unbounded) to the last item of `out`,
  * which starts at element `last`; see the rewrite rules in the file comment. */
-static bool repeat_last(gbnf_parser *p, gx_u32vec *out, uint32_t last, uint64_t *n_prev_rules, uint64_t min,
+static bool repeat_last(gbnf_parser *p, sift__gx_u32vec *out, uint32_t last, uint64_t *n_prev_rules, uint64_t min,
                         uint64_t max, const char *rule_name, size_t at)
 {
     bool no_max = max == UINT64_MAX;
@@ -432,7 +432,7 @@ static bool repeat_last(gbnf_parser *p, gx_u32vec *out, uint32_t last, uint64_t 
                        (unsigned long long)(*n_prev_rules * total), GBNF_MAX_REPETITION);
 
     uint32_t item_len = out->n - last;
-    uint32_t *item = gx_malloc(item_len * sizeof *item);
+    uint32_t *item = sift__gx_malloc(item_len * sizeof *item);
     if (!item) return oom(p);
     memcpy(item, out->v + last, item_len * sizeof *item);
 
@@ -442,7 +442,7 @@ static bool repeat_last(gbnf_parser *p, gx_u32vec *out, uint32_t last, uint64_t 
     } else {
         ok = count_elems(p, (uint64_t)item_len * (min - 1), at);
         for (uint64_t k = 1; ok && k < min; k++)
-            for (uint32_t e = 0; ok && e < item_len; e++) ok = gx_u32_push(out, item[e]) || oom(p);
+            for (uint32_t e = 0; ok && e < item_len; e++) ok = sift__gx_u32_push(out, item[e]) || oom(p);
     }
     uint64_t n_opt = no_max ? 1 : max - min;
     uint32_t last_rec = 0;
@@ -452,17 +452,17 @@ static bool repeat_last(gbnf_parser *p, gx_u32vec *out, uint32_t last, uint64_t 
             ok = false;
             break;
         }
-        gx_u32vec body = {0};
+        sift__gx_u32vec body = {0};
         ok = count_elems(p, item_len + 3, at);
-        for (uint32_t e = 0; ok && e < item_len; e++) ok = gx_u32_push(&body, item[e]) || oom(p);
-        if (ok && (k > 0 || no_max)) ok = gx_u32_push(&body, GX_MAKE(GX_REF, no_max ? rec : last_rec)) || oom(p);
-        if (ok) ok = (gx_u32_push(&body, GX_MAKE(GX_ALT, 0)) && gx_u32_push(&body, GX_MAKE(GX_END, 0))) || oom(p);
+        for (uint32_t e = 0; ok && e < item_len; e++) ok = sift__gx_u32_push(&body, item[e]) || oom(p);
+        if (ok && (k > 0 || no_max)) ok = sift__gx_u32_push(&body, GX_MAKE(GX_REF, no_max ? rec : last_rec)) || oom(p);
+        if (ok) ok = (sift__gx_u32_push(&body, GX_MAKE(GX_ALT, 0)) && sift__gx_u32_push(&body, GX_MAKE(GX_END, 0))) || oom(p);
         if (ok) define_rule(p, rec, &body, at);
-        gx_u32_free(&body);
+        sift__gx_u32_free(&body);
         last_rec = rec;
     }
-    if (ok && n_opt > 0) ok = gx_u32_push(out, GX_MAKE(GX_REF, last_rec)) || oom(p);
-    gx_free(item);
+    if (ok && n_opt > 0) ok = sift__gx_u32_push(out, GX_MAKE(GX_REF, last_rec)) || oom(p);
+    sift__gx_free(item);
     *n_prev_rules *= total;
     return ok;
 }
@@ -523,7 +523,7 @@ static bool parse_token_ref(gbnf_parser *p, uint32_t *tok)
     return true;
 }
 
-static bool parse_sequence(gbnf_parser *p, uint32_t rule, gx_u32vec *out, bool nested)
+static bool parse_sequence(gbnf_parser *p, uint32_t rule, sift__gx_u32vec *out, bool nested)
 {
     uint32_t last = out->n;  /* start of the last item, for repetitions */
     uint64_t n_prev_rules = 1;
@@ -541,7 +541,7 @@ static bool parse_sequence(gbnf_parser *p, uint32_t rule, gx_u32vec *out, bool n
                 if (!parse_char(p, &cp)) return false;
                 uint32_t cls = single_char_class(p, cp);
                 if (cls == UINT32_MAX) return false;
-                if (!count_elems(p, 1, at) || !gx_u32_push(out, GX_MAKE(GX_CLASS, cls))) return p->status == SIFT_OK ? oom(p) : false;
+                if (!count_elems(p, 1, at) || !sift__gx_u32_push(out, GX_MAKE(GX_CLASS, cls))) return p->status == SIFT_OK ? oom(p) : false;
             }
             p->i++;
             skip_space(p, nested);
@@ -570,7 +570,7 @@ static bool parse_sequence(gbnf_parser *p, uint32_t rule, gx_u32vec *out, bool n
             p->i++;
             uint32_t cls = intern_class(p, neg);
             if (cls == UINT32_MAX) return false;
-            if (!count_elems(p, 1, at) || !gx_u32_push(out, GX_MAKE(GX_CLASS, cls))) return p->status == SIFT_OK ? oom(p) : false;
+            if (!count_elems(p, 1, at) || !sift__gx_u32_push(out, GX_MAKE(GX_CLASS, cls))) return p->status == SIFT_OK ? oom(p) : false;
             skip_space(p, nested);
         } else if (c == '<' || c == '!') {
             uint32_t type = GX_TOKEN;
@@ -585,7 +585,7 @@ static bool parse_sequence(gbnf_parser *p, uint32_t rule, gx_u32vec *out, bool n
             n_prev_rules = 1;
             p->has_tokens = true;
             if (tok > p->max_token) p->max_token = tok;
-            if (!count_elems(p, 1, at) || !gx_u32_push(out, GX_MAKE(type, tok))) return p->status == SIFT_OK ? oom(p) : false;
+            if (!count_elems(p, 1, at) || !sift__gx_u32_push(out, GX_MAKE(type, tok))) return p->status == SIFT_OK ? oom(p) : false;
             skip_space(p, nested);
         } else if (is_name_char(c)) {
             size_t s0 = p->i;
@@ -597,7 +597,7 @@ static bool parse_sequence(gbnf_parser *p, uint32_t rule, gx_u32vec *out, bool n
             skip_space(p, nested);
             last = out->n;
             n_prev_rules = 1;
-            if (!count_elems(p, 1, at) || !gx_u32_push(out, GX_MAKE(GX_REF, ref))) return p->status == SIFT_OK ? oom(p) : false;
+            if (!count_elems(p, 1, at) || !sift__gx_u32_push(out, GX_MAKE(GX_REF, ref))) return p->status == SIFT_OK ? oom(p) : false;
         } else if (c == '(') {
             if (++p->depth > GBNF_MAX_DEPTH) return fail_at(p, at, "groups nested more than %d deep", GBNF_MAX_DEPTH);
             p->i++;
@@ -608,7 +608,7 @@ static bool parse_sequence(gbnf_parser *p, uint32_t rule, gx_u32vec *out, bool n
             if (!parse_alternates(p, sub, true, at)) return false;
             n_prev_rules = p->n_rules - before > 1 ? p->n_rules - before : 1;
             last = out->n;
-            if (!count_elems(p, 1, at) || !gx_u32_push(out, GX_MAKE(GX_REF, sub))) return p->status == SIFT_OK ? oom(p) : false;
+            if (!count_elems(p, 1, at) || !sift__gx_u32_push(out, GX_MAKE(GX_REF, sub))) return p->status == SIFT_OK ? oom(p) : false;
             if (peek(p) != ')') {
                 unsigned ol, oc;
                 pos_of(p, at, &ol, &oc);
@@ -626,7 +626,7 @@ static bool parse_sequence(gbnf_parser *p, uint32_t rule, gx_u32vec *out, bool n
             if (cls == UINT32_MAX) return false;
             last = out->n;
             n_prev_rules = 1;
-            if (!count_elems(p, 1, at) || !gx_u32_push(out, GX_MAKE(GX_CLASS, cls))) return p->status == SIFT_OK ? oom(p) : false;
+            if (!count_elems(p, 1, at) || !sift__gx_u32_push(out, GX_MAKE(GX_CLASS, cls))) return p->status == SIFT_OK ? oom(p) : false;
             skip_space(p, nested);
         } else if (c == '*' || c == '+' || c == '?') {
             p->i++;
@@ -669,17 +669,17 @@ static bool parse_sequence(gbnf_parser *p, uint32_t rule, gx_u32vec *out, bool n
 
 static bool parse_alternates(gbnf_parser *p, uint32_t rule, bool nested, size_t open_at)
 {
-    gx_u32vec body = {0};
+    sift__gx_u32vec body = {0};
     bool ok = parse_sequence(p, rule, &body, nested);
     while (ok && peek(p) == '|') {
-        ok = (count_elems(p, 1, p->i) && gx_u32_push(&body, GX_MAKE(GX_ALT, 0))) || (p->status == SIFT_OK && oom(p));
+        ok = (count_elems(p, 1, p->i) && sift__gx_u32_push(&body, GX_MAKE(GX_ALT, 0))) || (p->status == SIFT_OK && oom(p));
         p->i++;
         skip_space(p, true);
         if (ok) ok = parse_sequence(p, rule, &body, nested);
     }
-    if (ok) ok = (count_elems(p, 1, open_at) && gx_u32_push(&body, GX_MAKE(GX_END, 0))) || (p->status == SIFT_OK && oom(p));
+    if (ok) ok = (count_elems(p, 1, open_at) && sift__gx_u32_push(&body, GX_MAKE(GX_END, 0))) || (p->status == SIFT_OK && oom(p));
     if (ok) define_rule(p, rule, &body, open_at);
-    gx_u32_free(&body);
+    sift__gx_u32_free(&body);
     return ok;
 }
 
@@ -719,24 +719,24 @@ static void grammar_free_parts(sift_grammar *g)
 {
     if (!g) return;
     if (g->rule_name)
-        for (uint32_t r = 0; r < g->n_rules; r++) gx_free(g->rule_name[r]);
-    gx_free(g->rule_name);
-    gx_free(g->elems);
-    gx_free(g->rule_start);
-    gx_free(g->rule_of);
-    gx_free(g->class_off);
-    gx_free(g->ranges);
-    gx_free(g->sym_lo);
-    gx_free(g->class_syms);
-    gx_free(g->rule_nullable);
-    gx_free(g->rule_first);
-    gx_free(g->rule_follow);
+        for (uint32_t r = 0; r < g->n_rules; r++) sift__gx_free(g->rule_name[r]);
+    sift__gx_free(g->rule_name);
+    sift__gx_free(g->elems);
+    sift__gx_free(g->rule_start);
+    sift__gx_free(g->rule_of);
+    sift__gx_free(g->class_off);
+    sift__gx_free(g->ranges);
+    sift__gx_free(g->sym_lo);
+    sift__gx_free(g->class_syms);
+    sift__gx_free(g->rule_nullable);
+    sift__gx_free(g->rule_first);
+    sift__gx_free(g->rule_follow);
 }
 
 void sift_grammar_free(sift_grammar *g)
 {
     grammar_free_parts(g);
-    gx_free(g);
+    sift__gx_free(g);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -745,17 +745,17 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void gx_syms_in_range(const sift_grammar *g, uint32_t lo, uint32_t hi, uint32_t *s_lo, uint32_t *s_hi)
+void sift__gx_syms_in_range(const sift_grammar *g, uint32_t lo, uint32_t hi, uint32_t *s_lo, uint32_t *s_hi)
 {
-    *s_lo = gx_sym_of(g, lo);
-    *s_hi = gx_sym_of(g, hi > 0x10FFFF ? 0x10FFFF : hi);
+    *s_lo = sift__gx_sym_of(g, lo);
+    *s_hi = sift__gx_sym_of(g, hi > 0x10FFFF ? 0x10FFFF : hi);
 }
 
 static int build_symbols(sift_grammar *g, sift_error *err)
 {
     uint32_t nr = g->class_off[g->n_classes] / 2;
-    uint32_t *b = gx_malloc(((size_t)2 * nr + 2) * sizeof *b);
-    if (!b) return sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    uint32_t *b = sift__gx_malloc(((size_t)2 * nr + 2) * sizeof *b);
+    if (!b) return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     uint32_t nb = 0;
     b[nb++] = 0;
     for (uint32_t k = 0; k < nr; k++) {
@@ -767,7 +767,7 @@ static int build_symbols(sift_grammar *g, sift_error *err)
     for (uint32_t k = 0; k < nb; k++)
         if (m == 0 || b[k] != b[m - 1]) b[m++] = b[k];
     g->n_syms = m;
-    g->sym_words = gx_words(m);
+    g->sym_words = sift__gx_words(m);
     b[m] = 0x110000;
     g->sym_lo = b;
     for (uint32_t c = 0; c < 128; c++) {
@@ -781,15 +781,15 @@ static int build_symbols(sift_grammar *g, sift_error *err)
     }
     if ((uint64_t)g->n_classes * g->sym_words * 64 > GBNF_MAX_SYMBIT ||
         (uint64_t)g->n_rules * g->sym_words * 64 * 2 > GBNF_MAX_SYMBIT)
-        return sift_error_set(err, SIFT_E_PARSE, "grammar too complex: %u character classes and %u rules over %u distinct character ranges",
+        return sift__error_set(err, SIFT_E_PARSE, "grammar too complex: %u character classes and %u rules over %u distinct character ranges",
                               g->n_classes, g->n_rules, m);
-    g->class_syms = gx_calloc((size_t)g->n_classes * g->sym_words, sizeof(uint64_t));
-    if (!g->class_syms) return sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    g->class_syms = sift__gx_calloc((size_t)g->n_classes * g->sym_words, sizeof(uint64_t));
+    if (!g->class_syms) return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     for (uint32_t c = 0; c < g->n_classes; c++) {
         uint64_t *bits = g->class_syms + (size_t)c * g->sym_words;
         for (uint32_t k = g->class_off[c]; k < g->class_off[c + 1]; k += 2) {
-            uint32_t s0 = gx_sym_of(g, g->ranges[k]), s1 = gx_sym_of(g, g->ranges[k + 1]);
-            for (uint32_t s = s0; s <= s1; s++) gx_bit_set(bits, s);
+            uint32_t s0 = sift__gx_sym_of(g, g->ranges[k]), s1 = sift__gx_sym_of(g, g->ranges[k + 1]);
+            for (uint32_t s = s0; s <= s1; s++) sift__gx_bit_set(bits, s);
         }
     }
     return SIFT_OK;
@@ -798,8 +798,8 @@ static int build_symbols(sift_grammar *g, sift_error *err)
 /* nullable rules: a worklist over "number of not-yet-nullable references" per alternative */
 static int compute_nullable(sift_grammar *g, sift_error *err)
 {
-    g->rule_nullable = gx_calloc(g->n_rules, 1);
-    if (!g->rule_nullable) return sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    g->rule_nullable = sift__gx_calloc(g->n_rules, 1);
+    if (!g->rule_nullable) return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     /* iterate to a fixpoint; each pass is linear and every pass but the last marks a rule,
      * but passes are cut short by processing rules in reverse definition order first
      * (helper rules are usually referenced by rules defined before them) */
@@ -811,7 +811,7 @@ static int compute_nullable(sift_grammar *g, sift_error *err)
             uint32_t pos = g->rule_start[rr];
             for (;;) {
                 bool all = true;
-                for (; !gx_is_end(g->elems[pos]); pos++) {
+                for (; !sift__gx_is_end(g->elems[pos]); pos++) {
                     uint32_t e = g->elems[pos];
                     if (GX_TYPE(e) != GX_REF || !g->rule_nullable[GX_VAL(e)]) all = false;
                 }
@@ -834,13 +834,13 @@ static int compute_nullable(sift_grammar *g, sift_error *err)
  * also yields a post-order (each rule after its left corners) used for FIRST. */
 static int check_left_recursion(sift_grammar *g, uint32_t *order, const gbnf_parser *p, sift_error *err)
 {
-    gx_u32vec head = {0}, adj = {0};
-    uint8_t *color = gx_calloc(g->n_rules, 1);
-    uint32_t *stk = gx_malloc((size_t)g->n_rules * sizeof *stk), *it = gx_malloc((size_t)g->n_rules * sizeof *it);
+    sift__gx_u32vec head = {0}, adj = {0};
+    uint8_t *color = sift__gx_calloc(g->n_rules, 1);
+    uint32_t *stk = sift__gx_malloc((size_t)g->n_rules * sizeof *stk), *it = sift__gx_malloc((size_t)g->n_rules * sizeof *it);
     int rc = SIFT_OK;
     if (!color || !stk || !it) goto nomem;
     for (uint32_t r = 0; r < g->n_rules; r++) {
-        if (!gx_u32_push(&head, adj.n)) goto nomem;
+        if (!sift__gx_u32_push(&head, adj.n)) goto nomem;
         bool at_start = true;
         for (uint32_t pos = g->rule_start[r]; GX_TYPE(g->elems[pos]) != GX_END; pos++) {
             uint32_t e = g->elems[pos];
@@ -848,7 +848,7 @@ static int check_left_recursion(sift_grammar *g, uint32_t *order, const gbnf_par
                 at_start = true;
             } else if (at_start) {
                 if (GX_TYPE(e) == GX_REF) {
-                    if (!gx_u32_push(&adj, GX_VAL(e))) goto nomem;
+                    if (!sift__gx_u32_push(&adj, GX_VAL(e))) goto nomem;
                     at_start = g->rule_nullable[GX_VAL(e)];
                 } else {
                     at_start = false;
@@ -856,7 +856,7 @@ static int check_left_recursion(sift_grammar *g, uint32_t *order, const gbnf_par
             }
         }
     }
-    if (!gx_u32_push(&head, adj.n)) goto nomem;
+    if (!sift__gx_u32_push(&head, adj.n)) goto nomem;
     uint32_t n_order = 0;
     for (uint32_t r0 = 0; r0 < g->n_rules && rc == SIFT_OK; r0++) {
         if (color[r0]) continue;
@@ -880,7 +880,7 @@ static int check_left_recursion(sift_grammar *g, uint32_t *order, const gbnf_par
                 if (u) *u = 0;
                 unsigned line, col;
                 pos_of(p, p->rules[s].def_at, &line, &col);
-                rc = sift_error_set(err, SIFT_E_PARSE,
+                rc = sift__error_set(err, SIFT_E_PARSE,
                                     "%u:%u: left recursion: rule '%s'%s can begin with itself (rewrite it with repetition, e.g. x ::= y (op y)*)",
                                     line, col, base, u ? " (through a group or repetition)" : "");
                 break;
@@ -894,13 +894,13 @@ static int check_left_recursion(sift_grammar *g, uint32_t *order, const gbnf_par
     }
     goto done;
 nomem:
-    rc = sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
 done:
-    gx_u32_free(&head);
-    gx_u32_free(&adj);
-    gx_free(color);
-    gx_free(stk);
-    gx_free(it);
+    sift__gx_u32_free(&head);
+    sift__gx_u32_free(&adj);
+    sift__gx_free(color);
+    sift__gx_free(stk);
+    sift__gx_free(it);
     return rc;
 }
 
@@ -909,18 +909,18 @@ done:
 static int compute_first_follow(sift_grammar *g, const uint32_t *order, sift_error *err)
 {
     uint32_t W = g->sym_words;
-    g->rule_first = gx_calloc((size_t)g->n_rules * W, sizeof(uint64_t));
-    g->rule_follow = gx_calloc((size_t)g->n_rules * W, sizeof(uint64_t));
-    if (!g->rule_first || !g->rule_follow) return sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    g->rule_first = sift__gx_calloc((size_t)g->n_rules * W, sizeof(uint64_t));
+    g->rule_follow = sift__gx_calloc((size_t)g->n_rules * W, sizeof(uint64_t));
+    if (!g->rule_first || !g->rule_follow) return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     for (uint32_t k = 0; k < g->n_rules; k++) {
         uint32_t r = order[k];
         uint64_t *f = g->rule_first + (size_t)r * W;
         uint32_t pos = g->rule_start[r];
         for (;;) {
-            for (; !gx_is_end(g->elems[pos]); pos++) {
+            for (; !sift__gx_is_end(g->elems[pos]); pos++) {
                 uint32_t e = g->elems[pos];
                 if (GX_TYPE(e) == GX_CLASS) {
-                    const uint64_t *cb = gx_class_bits(g, GX_VAL(e));
+                    const uint64_t *cb = sift__gx_class_bits(g, GX_VAL(e));
                     for (uint32_t w = 0; w < W; w++) f[w] |= cb[w];
                     break;
                 }
@@ -929,13 +929,13 @@ static int compute_first_follow(sift_grammar *g, const uint32_t *order, sift_err
                 for (uint32_t w = 0; w < W; w++) f[w] |= sf[w];
                 if (!g->rule_nullable[GX_VAL(e)]) break;
             }
-            while (!gx_is_end(g->elems[pos])) pos++;
+            while (!sift__gx_is_end(g->elems[pos])) pos++;
             if (GX_TYPE(g->elems[pos]) == GX_END) break;
             pos++;
         }
     }
     /* base FOLLOW sets and the "r ends q" edges */
-    gx_u32vec edge_from = {0}, edge_to = {0};
+    sift__gx_u32vec edge_from = {0}, edge_to = {0};
     int rc = SIFT_OK;
     for (uint32_t q = 0; q < g->n_rules && rc == SIFT_OK; q++) {
         for (uint32_t pos = g->rule_start[q]; GX_TYPE(g->elems[pos]) != GX_END; pos++) {
@@ -944,10 +944,10 @@ static int compute_first_follow(sift_grammar *g, const uint32_t *order, sift_err
             uint32_t r = GX_VAL(e);
             uint64_t *fr = g->rule_follow + (size_t)r * W;
             uint32_t k = pos + 1;
-            for (; !gx_is_end(g->elems[k]); k++) {
+            for (; !sift__gx_is_end(g->elems[k]); k++) {
                 uint32_t e2 = g->elems[k];
                 if (GX_TYPE(e2) == GX_CLASS) {
-                    const uint64_t *cb = gx_class_bits(g, GX_VAL(e2));
+                    const uint64_t *cb = sift__gx_class_bits(g, GX_VAL(e2));
                     for (uint32_t w = 0; w < W; w++) fr[w] |= cb[w];
                     break;
                 }
@@ -956,29 +956,29 @@ static int compute_first_follow(sift_grammar *g, const uint32_t *order, sift_err
                 for (uint32_t w = 0; w < W; w++) fr[w] |= sf[w];
                 if (!g->rule_nullable[GX_VAL(e2)]) break;
             }
-            if (gx_is_end(g->elems[k]) && q != r) {
-                if (!gx_u32_push(&edge_from, q) || !gx_u32_push(&edge_to, r)) rc = sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+            if (sift__gx_is_end(g->elems[k]) && q != r) {
+                if (!sift__gx_u32_push(&edge_from, q) || !sift__gx_u32_push(&edge_to, r)) rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
             }
         }
     }
     if (rc == SIFT_OK && edge_from.n) {
         /* adjacency by source rule (counting sort), then a worklist */
-        uint32_t *head = gx_calloc((size_t)g->n_rules + 1, sizeof *head);
-        uint32_t *adj = gx_malloc((size_t)edge_from.n * sizeof *adj);
-        uint32_t *work = gx_malloc((size_t)g->n_rules * sizeof *work);
-        uint8_t *queued = gx_calloc(g->n_rules, 1);
+        uint32_t *head = sift__gx_calloc((size_t)g->n_rules + 1, sizeof *head);
+        uint32_t *adj = sift__gx_malloc((size_t)edge_from.n * sizeof *adj);
+        uint32_t *work = sift__gx_malloc((size_t)g->n_rules * sizeof *work);
+        uint8_t *queued = sift__gx_calloc(g->n_rules, 1);
         if (!head || !adj || !work || !queued) {
-            rc = sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+            rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
         } else {
             for (uint32_t k = 0; k < edge_from.n; k++) head[edge_from.v[k] + 1]++;
             for (uint32_t r = 0; r < g->n_rules; r++) head[r + 1] += head[r];
-            uint32_t *fill = gx_malloc((size_t)g->n_rules * sizeof *fill);
+            uint32_t *fill = sift__gx_malloc((size_t)g->n_rules * sizeof *fill);
             if (!fill) {
-                rc = sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+                rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
             } else {
                 memcpy(fill, head, (size_t)g->n_rules * sizeof *fill);
                 for (uint32_t k = 0; k < edge_from.n; k++) adj[fill[edge_from.v[k]]++] = edge_to.v[k];
-                gx_free(fill);
+                sift__gx_free(fill);
                 uint32_t nw = 0;
                 for (uint32_t r = 0; r < g->n_rules; r++)
                     if (head[r + 1] > head[r]) {
@@ -1008,13 +1008,13 @@ static int compute_first_follow(sift_grammar *g, const uint32_t *order, sift_err
                 }
             }
         }
-        gx_free(head);
-        gx_free(adj);
-        gx_free(work);
-        gx_free(queued);
+        sift__gx_free(head);
+        sift__gx_free(adj);
+        sift__gx_free(work);
+        sift__gx_free(queued);
     }
-    gx_u32_free(&edge_from);
-    gx_u32_free(&edge_to);
+    sift__gx_u32_free(&edge_from);
+    sift__gx_u32_free(&edge_to);
     return rc;
 }
 
@@ -1026,21 +1026,21 @@ static int compile(gbnf_parser *p, sift_grammar *g, const char *root, sift_error
             fail_at(p, p->rules[r].first_use, "undefined rule '%s'", p->rules[r].name);
             return p->status;
         }
-    if (p->n_rules == 0) return sift_error_set(err, SIFT_E_PARSE, "1:1: the grammar has no rules");
+    if (p->n_rules == 0) return sift__error_set(err, SIFT_E_PARSE, "1:1: the grammar has no rules");
     uint32_t root_id = UINT32_MAX;
     for (uint32_t r = 0; r < p->n_rules; r++)
         if (!strcmp(p->rules[r].name, root)) root_id = r;
-    if (root_id == UINT32_MAX) return sift_error_set(err, SIFT_E_PARSE, "the grammar has no rule named '%s' (the start rule)", root);
+    if (root_id == UINT32_MAX) return sift__error_set(err, SIFT_E_PARSE, "the grammar has no rule named '%s' (the start rule)", root);
 
     g->n_rules = p->n_rules;
     g->root = root_id;
-    g->rule_start = gx_malloc((size_t)p->n_rules * sizeof *g->rule_start);
-    g->rule_name = gx_calloc(p->n_rules, sizeof *g->rule_name);
+    g->rule_start = sift__gx_malloc((size_t)p->n_rules * sizeof *g->rule_start);
+    g->rule_name = sift__gx_calloc(p->n_rules, sizeof *g->rule_name);
     uint64_t total = 0;
     for (uint32_t r = 0; r < p->n_rules; r++) total += p->rules[r].body.n;
-    g->elems = gx_malloc((size_t)total * sizeof *g->elems);
-    g->rule_of = gx_malloc((size_t)total * sizeof *g->rule_of);
-    if (!g->rule_start || !g->rule_name || !g->elems || !g->rule_of) return sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    g->elems = sift__gx_malloc((size_t)total * sizeof *g->elems);
+    g->rule_of = sift__gx_malloc((size_t)total * sizeof *g->rule_of);
+    if (!g->rule_start || !g->rule_name || !g->elems || !g->rule_of) return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     uint32_t at = 0;
     for (uint32_t r = 0; r < p->n_rules; r++) {
         g->rule_start[r] = at;
@@ -1052,11 +1052,11 @@ static int compile(gbnf_parser *p, sift_grammar *g, const char *root, sift_error
     }
     g->n_elems = at;
     g->n_classes = p->cls_off.n ? p->cls_off.n - 1 : 0;
-    g->class_off = p->cls_off.n ? p->cls_off.v : gx_calloc(1, sizeof(uint32_t));
+    g->class_off = p->cls_off.n ? p->cls_off.v : sift__gx_calloc(1, sizeof(uint32_t));
     g->ranges = p->cls_rng.v;
     p->cls_off.v = p->cls_rng.v = NULL;
     p->cls_off.n = p->cls_rng.n = 0;
-    if (!g->class_off) return sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    if (!g->class_off) return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     g->has_tokens = p->has_tokens;
     g->max_token = p->max_token;
 
@@ -1064,12 +1064,12 @@ static int compile(gbnf_parser *p, sift_grammar *g, const char *root, sift_error
     if (rc == SIFT_OK) rc = compute_nullable(g, err);
     uint32_t *order = NULL;
     if (rc == SIFT_OK) {
-        order = gx_malloc((size_t)g->n_rules * sizeof *order);
-        if (!order) rc = sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+        order = sift__gx_malloc((size_t)g->n_rules * sizeof *order);
+        if (!order) rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     }
     if (rc == SIFT_OK) rc = check_left_recursion(g, order, p, err);
     if (rc == SIFT_OK) rc = compute_first_follow(g, order, err);
-    gx_free(order);
+    sift__gx_free(order);
     return rc;
 }
 
@@ -1077,7 +1077,7 @@ sift_grammar *sift_grammar_parse(const char *text, size_t len, const char *root,
                                  sift_error *err)
 {
     if (!text && len) {
-        sift_error_set(err, SIFT_E_INVAL, "grammar text is NULL");
+        sift__error_set(err, SIFT_E_INVAL, "grammar text is NULL");
         return NULL;
     }
     gbnf_parser p = {.s = text, .n = len, .vocab = vocab, .err = err, .status = SIFT_OK};
@@ -1088,20 +1088,20 @@ sift_grammar *sift_grammar_parse(const char *text, size_t len, const char *root,
     sift_grammar *g = NULL;
     int rc = p.status;
     if (rc == SIFT_OK) {
-        g = gx_calloc(1, sizeof *g);
-        if (!g) rc = sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+        g = sift__gx_calloc(1, sizeof *g);
+        if (!g) rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
         else rc = compile(&p, g, root ? root : "root", err);
     }
     for (uint32_t r = 0; r < p.n_rules; r++) {
-        gx_free(p.rules[r].name);
-        gx_u32_free(&p.rules[r].body);
+        sift__gx_free(p.rules[r].name);
+        sift__gx_u32_free(&p.rules[r].body);
     }
-    gx_free(p.rules);
-    gx_free(p.ht);
-    gx_u32_free(&p.cls_off);
-    gx_u32_free(&p.cls_rng);
-    gx_free(p.cls_ht);
-    gx_free(p.tmp.v);
+    sift__gx_free(p.rules);
+    sift__gx_free(p.ht);
+    sift__gx_u32_free(&p.cls_off);
+    sift__gx_u32_free(&p.cls_rng);
+    sift__gx_free(p.cls_ht);
+    sift__gx_free(p.tmp.v);
     if (rc != SIFT_OK) {
         sift_grammar_free(g);
         return NULL;
@@ -1122,7 +1122,7 @@ static void dump_char(FILE *f, uint32_t c, bool in_class)
     else fprintf(f, "\\U%08X", c);
 }
 
-void gx_grammar_dump(const sift_grammar *g, FILE *f)
+void sift__gx_grammar_dump(const sift_grammar *g, FILE *f)
 {
     for (uint32_t r = 0; r < g->n_rules; r++) {
         fprintf(f, "%s ::=", g->rule_name[r]);

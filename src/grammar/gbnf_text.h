@@ -19,30 +19,30 @@ typedef struct {
     char *s;
     size_t n, cap;
     bool oom;
-} gx_sbuf;
+} sift__gx_sbuf;
 
-void gx_sb_putn(gx_sbuf *b, const char *s, size_t n);
-void gx_sb_puts(gx_sbuf *b, const char *s);
-void gx_sb_printf(gx_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void gx_sb_free(gx_sbuf *b);
+void sift__gx_sb_putn(sift__gx_sbuf *b, const char *s, size_t n);
+void sift__gx_sb_puts(sift__gx_sbuf *b, const char *s);
+void sift__gx_sb_printf(sift__gx_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sift__gx_sb_free(sift__gx_sbuf *b);
 /* The string (malloc'd, "" when empty), or NULL after an allocation failure; b is reset. */
-char *gx_sb_take(gx_sbuf *b);
+char *sift__gx_sb_take(sift__gx_sbuf *b);
 
 /* "..." for raw bytes s[0..n), with GBNF escapes */
-void gx_put_literal(gx_sbuf *b, const char *s, size_t n);
+void sift__gx_put_literal(sift__gx_sbuf *b, const char *s, size_t n);
 /* one code point inside [...] */
-void gx_put_class_char(gx_sbuf *b, uint32_t cp);
+void sift__gx_put_class_char(sift__gx_sbuf *b, uint32_t cp);
 /* item{min,max}, with `sep` between items when not NULL (max < 0: unbounded); llama.cpp's
  * build_repetition */
-void gx_put_repetition(gx_sbuf *b, const char *item, long min, long max, const char *sep);
+void sift__gx_put_repetition(sift__gx_sbuf *b, const char *item, long min, long max, const char *sep);
 /* the decimal integers within [min, max] (a missing bound: at most 16 digits that way),
  * digit by digit, no leading zeros, no "-0" */
-void gx_put_int_range(gx_sbuf *b, bool has_min, int64_t min, bool has_max, int64_t max);
+void sift__gx_put_int_range(sift__gx_sbuf *b, bool has_min, int64_t min, bool has_max, int64_t max);
 
 /* The GBNF expression of a JSON-schema pattern (ECMA-262 regex subset) over the string's
  * characters in their canonical JSON encoding; see json_regex.c. *anch_start / *anch_end:
  * the pattern began with '^' / ended with '$'. Returns malloc'd text, or NULL with err
  * (SIFT_E_UNSUPPORTED "offset N: what", SIFT_E_NOMEM). */
-char *gx_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err);
+char *sift__gx_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err);
 
 #endif

@@ -26,7 +26,7 @@
 
 #include <stdio.h>
 
-#include "grammar/gutil.h"
+#include "grammar/alloc_bits_utf8.h"
 #include "sift.h"
 
 enum {
@@ -42,8 +42,8 @@ enum {
 #define GX_MAKE(t, v) (((uint32_t)(t) << 28) | ((uint32_t)(v) & 0x0FFFFFFFu))
 #define GX_MAX_VALUE 0x0FFFFFFFu
 
-static inline bool gx_is_end(uint32_t e) { return GX_TYPE(e) <= GX_ALT; }
-static inline bool gx_is_terminal(uint32_t e) { return GX_TYPE(e) >= GX_CLASS; }
+static inline bool sift__gx_is_end(uint32_t e) { return GX_TYPE(e) <= GX_ALT; }
+static inline bool sift__gx_is_terminal(uint32_t e) { return GX_TYPE(e) >= GX_CLASS; }
 
 struct sift_grammar {
     uint32_t *elems;
@@ -76,7 +76,7 @@ struct sift_grammar {
 };
 
 /* symbol of a code point (binary search above ASCII) */
-static inline uint32_t gx_sym_of(const sift_grammar *g, uint32_t cp)
+static inline uint32_t sift__gx_sym_of(const sift_grammar *g, uint32_t cp)
 {
     if (cp < 128) return g->ascii_sym[cp];
     uint32_t lo = 0, hi = g->n_syms; /* sym_lo[lo] <= cp < sym_lo[hi] */
@@ -88,21 +88,21 @@ static inline uint32_t gx_sym_of(const sift_grammar *g, uint32_t cp)
     return lo;
 }
 
-static inline const uint64_t *gx_class_bits(const sift_grammar *g, uint32_t cls)
+static inline const uint64_t *sift__gx_class_bits(const sift_grammar *g, uint32_t cls)
 {
     return g->class_syms + (size_t)cls * g->sym_words;
 }
 
 /* does the terminal element e accept code point cp? (false for TOKEN elements) */
-static inline bool gx_elem_accepts_sym(const sift_grammar *g, uint32_t e, uint32_t sym)
+static inline bool sift__gx_elem_accepts_sym(const sift_grammar *g, uint32_t e, uint32_t sym)
 {
-    return GX_TYPE(e) == GX_CLASS && gx_bit(gx_class_bits(g, GX_VAL(e)), sym);
+    return GX_TYPE(e) == GX_CLASS && sift__gx_bit(sift__gx_class_bits(g, GX_VAL(e)), sym);
 }
 
 /* The symbols [*s_lo, *s_hi] that intersect code points [lo, hi]. */
-void gx_syms_in_range(const sift_grammar *g, uint32_t lo, uint32_t hi, uint32_t *s_lo, uint32_t *s_hi);
+void sift__gx_syms_in_range(const sift_grammar *g, uint32_t lo, uint32_t hi, uint32_t *s_lo, uint32_t *s_hi);
 
 /* Print the compiled rules in GBNF (helper rules included) - for debugging and tests. */
-void gx_grammar_dump(const sift_grammar *g, FILE *f);
+void sift__gx_grammar_dump(const sift_grammar *g, FILE *f);
 
 #endif

@@ -59,11 +59,11 @@ typedef struct {
 } buf_tok;
 
 typedef struct {
-    gx_engine *eng;
+    sift__gx_engine *eng;
     triggers *trig;
-    gx_mask_apply_fn apply_mask;
-    gx_arena ra;
-    gx_state st, t1, t2, t3;
+    sift__gx_mask_apply_fn apply_mask;
+    sift__gx_arena ra;
+    sift__gx_state st, t1, t2, t3;
     uint64_t *mask;
     bool lazy, awaiting, dead;
     /* lazy: output collected while waiting */
@@ -79,47 +79,47 @@ typedef struct {
 static void triggers_release(triggers *t)
 {
     if (!t || atomic_fetch_sub(&t->refs, 1) != 1) return;
-    for (size_t i = 0; i < t->n_words; i++) gx_free(t->words[i]);
-    gx_free(t->words);
-    gx_free(t->word_len);
+    for (size_t i = 0; i < t->n_words; i++) sift__gx_free(t->words[i]);
+    sift__gx_free(t->words);
+    sift__gx_free(t->word_len);
     for (size_t i = 0; i < t->n_pats; i++) pcre2_code_free(t->pats[i]);
-    gx_free(t->pats);
-    gx_free(t->pat_full);
-    gx_free(t->toks);
-    gx_free(t);
+    sift__gx_free(t->pats);
+    sift__gx_free(t->pat_full);
+    sift__gx_free(t->toks);
+    sift__gx_free(t);
 }
 
 static int triggers_new(triggers **out, const sift_grammar_params *p, int32_t n_tokens, sift_error *err)
 {
-    triggers *t = gx_calloc(1, sizeof *t);
-    if (!t) return sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    triggers *t = sift__gx_calloc(1, sizeof *t);
+    if (!t) return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     atomic_init(&t->refs, 1);
     int rc = SIFT_OK;
     if (p->n_trigger_words) {
-        t->words = gx_calloc(p->n_trigger_words, sizeof *t->words);
-        t->word_len = gx_calloc(p->n_trigger_words, sizeof *t->word_len);
+        t->words = sift__gx_calloc(p->n_trigger_words, sizeof *t->words);
+        t->word_len = sift__gx_calloc(p->n_trigger_words, sizeof *t->word_len);
         if (!t->words || !t->word_len) goto nomem;
         for (size_t i = 0; i < p->n_trigger_words; i++) {
             const char *w = p->trigger_words[i];
             if (!w || !*w) {
-                rc = sift_error_set(err, SIFT_E_INVAL, "grammar trigger word %zu is empty", i);
+                rc = sift__error_set(err, SIFT_E_INVAL, "grammar trigger word %zu is empty", i);
                 goto fail;
             }
             size_t n = strlen(w);
-            if (!(t->words[i] = gx_malloc(n + 1))) goto nomem;
+            if (!(t->words[i] = sift__gx_malloc(n + 1))) goto nomem;
             memcpy(t->words[i], w, n + 1);
             t->word_len[i] = n;
             t->n_words++;
         }
     }
     if (p->n_trigger_patterns) {
-        t->pats = gx_calloc(p->n_trigger_patterns, sizeof *t->pats);
-        t->pat_full = gx_calloc(p->n_trigger_patterns, sizeof *t->pat_full);
+        t->pats = sift__gx_calloc(p->n_trigger_patterns, sizeof *t->pats);
+        t->pat_full = sift__gx_calloc(p->n_trigger_patterns, sizeof *t->pat_full);
         if (!t->pats || !t->pat_full) goto nomem;
         for (size_t i = 0; i < p->n_trigger_patterns; i++) {
             const char *s = p->trigger_patterns[i];
             if (!s) {
-                rc = sift_error_set(err, SIFT_E_INVAL, "grammar trigger pattern %zu is NULL", i);
+                rc = sift__error_set(err, SIFT_E_INVAL, "grammar trigger pattern %zu is NULL", i);
                 goto fail;
             }
             size_t n = strlen(s);
@@ -131,7 +131,7 @@ static int triggers_new(triggers **out, const sift_grammar_params *p, int32_t n_
             if (!c) {
                 PCRE2_UCHAR m[128];
                 pcre2_get_error_message(ec, m, sizeof m);
-                rc = sift_error_set(err, SIFT_E_PARSE, "grammar trigger pattern %zu, offset %zu: %s", i, (size_t)eo, (char *)m);
+                rc = sift__error_set(err, SIFT_E_PARSE, "grammar trigger pattern %zu, offset %zu: %s", i, (size_t)eo, (char *)m);
                 goto fail;
             }
             t->pats[i] = c;
@@ -143,10 +143,10 @@ static int triggers_new(triggers **out, const sift_grammar_params *p, int32_t n_
         }
     }
     if (p->n_trigger_tokens) {
-        if (!(t->toks = gx_malloc(p->n_trigger_tokens * sizeof *t->toks))) goto nomem;
+        if (!(t->toks = sift__gx_malloc(p->n_trigger_tokens * sizeof *t->toks))) goto nomem;
         for (size_t i = 0; i < p->n_trigger_tokens; i++) {
             if (p->trigger_tokens[i] < 0 || p->trigger_tokens[i] >= n_tokens) {
-                rc = sift_error_set(err, SIFT_E_INVAL, "grammar trigger token %d is not in the vocabulary", p->trigger_tokens[i]);
+                rc = sift__error_set(err, SIFT_E_INVAL, "grammar trigger token %d is not in the vocabulary", p->trigger_tokens[i]);
                 goto fail;
             }
             t->toks[i] = p->trigger_tokens[i];
@@ -156,7 +156,7 @@ static int triggers_new(triggers **out, const sift_grammar_params *p, int32_t n_
     *out = t;
     return SIFT_OK;
 nomem:
-    rc = sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+    rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
 fail:
     triggers_release(t);
     return rc;
@@ -188,10 +188,10 @@ static size_t trigger_find(grammar_ctx *c)
 
 static bool token_allowed(grammar_ctx *c, sift_token tok)
 {
-    const gx_vocab *v = gx_engine_vocab(c->eng);
+    const sift__gx_vocab *v = sift__gx_engine_vocab(c->eng);
     if (tok < 0 || tok >= v->n_tokens) return false;
     if (c->dead) return (v->flags[tok] & GX_TOK_EOG) != 0; /* a dead grammar only lets generation end */
-    return gx_token_verdict(&c->ra, &c->st, v, (uint32_t)tok, &c->t1, &c->t2) == 1; /* unknown: no */
+    return sift__gx_token_verdict(&c->ra, &c->st, v, (uint32_t)tok, &c->t1, &c->t2) == 1; /* unknown: no */
 }
 
 #define ARENA_COMPACT_NODES (1u << 20) /* rebuild the stack arena past this many nodes */
@@ -199,9 +199,9 @@ static bool token_allowed(grammar_ctx *c, sift_token tok)
 static void feed_token(grammar_ctx *c, sift_token tok, const uint8_t *bytes, size_t len)
 {
     if (c->dead) return;
-    if (gx_state_accept_token(&c->ra, &c->st, (uint32_t)tok, bytes, len, &c->t1, &c->t2, &c->t3) != SIFT_OK) c->dead = true;
+    if (sift__gx_state_accept_token(&c->ra, &c->st, (uint32_t)tok, bytes, len, &c->t1, &c->t2, &c->t3) != SIFT_OK) c->dead = true;
     /* a very long generation keeps creating stacks; keep only the live ones now and then */
-    if (!c->dead && c->ra.n > ARENA_COMPACT_NODES && gx_state_compact(&c->ra, &c->st) != SIFT_OK) c->dead = true;
+    if (!c->dead && c->ra.n > ARENA_COMPACT_NODES && sift__gx_state_compact(&c->ra, &c->st) != SIFT_OK) c->dead = true;
 }
 
 static int restart(grammar_ctx *c)
@@ -210,8 +210,8 @@ static int restart(grammar_ctx *c)
     c->awaiting = c->lazy;
     c->buf_n = c->n_toks = 0;
     /* the real-stack arena only grows with distinct stacks; start afresh if it got big */
-    if (c->ra.n > (1u << 20)) gx_arena_clear(&c->ra);
-    int rc = gx_state_start(&c->ra, &c->st);
+    if (c->ra.n > (1u << 20)) sift__gx_arena_clear(&c->ra);
+    int rc = sift__gx_state_start(&c->ra, &c->st);
     if (rc != SIFT_OK) c->dead = true;
     return rc;
 }
@@ -228,7 +228,7 @@ static void g_apply(sift_sampler *s, sift_candidates *cand)
 {
     grammar_ctx *c = s->ctx;
     if (c->awaiting || !cand->size) return;
-    const gx_vocab *v = gx_engine_vocab(c->eng);
+    const sift__gx_vocab *v = sift__gx_engine_vocab(c->eng);
     size_t kept;
     if (cand->size <= SMALL_APPLY) {
         kept = 0;
@@ -240,7 +240,7 @@ static void g_apply(sift_sampler *s, sift_candidates *cand)
         if (c->dead) { /* only EOG */
             memset(c->mask, 0, (size_t)v->n_words * sizeof *c->mask);
             for (uint32_t k = 0; k < v->n_eog; k++) c->mask[v->eog[k] >> 6] |= (uint64_t)1 << (v->eog[k] & 63);
-        } else if (gx_engine_fill_mask(c->eng, &c->ra, &c->st, c->mask) != SIFT_OK) {
+        } else if (sift__gx_engine_fill_mask(c->eng, &c->ra, &c->st, c->mask) != SIFT_OK) {
             /* out of memory in the cache: fall back to checking every candidate */
             for (size_t i = 0; i < cand->size; i++)
                 if (!token_allowed(c, cand->id[i])) cand->logit[i] = -INFINITY;
@@ -259,13 +259,13 @@ static void g_apply(sift_sampler *s, sift_candidates *cand)
 static void g_accept(sift_sampler *s, sift_token tok)
 {
     grammar_ctx *c = s->ctx;
-    const gx_vocab *v = gx_engine_vocab(c->eng);
+    const sift__gx_vocab *v = sift__gx_engine_vocab(c->eng);
     if (tok < 0 || tok >= v->n_tokens) {
         c->dead = true;
         return;
     }
     uint32_t len;
-    const uint8_t *piece = gx_vocab_text(v, (uint32_t)tok, &len);
+    const uint8_t *piece = sift__gx_vocab_text(v, (uint32_t)tok, &len);
     if (c->awaiting) {
         for (size_t i = 0; i < c->trig->n_toks; i++)
             if (c->trig->toks[i] == tok) {
@@ -276,14 +276,14 @@ static void g_accept(sift_sampler *s, sift_token tok)
             }
         if (c->buf_n + len + 1 > c->buf_cap) {
             size_t ncap = (c->buf_n + len + 1) * 2;
-            char *nb = gx_realloc(c->buf, ncap);
+            char *nb = sift__gx_realloc(c->buf, ncap);
             if (!nb) return; /* out of memory: this token is not seen by the triggers */
             c->buf = nb;
             c->buf_cap = ncap;
         }
         if (c->n_toks == c->cap_toks) {
             size_t ncap = c->cap_toks ? c->cap_toks * 2 : 64;
-            buf_tok *nt = gx_realloc(c->toks, ncap * sizeof *nt);
+            buf_tok *nt = sift__gx_realloc(c->toks, ncap * sizeof *nt);
             if (!nt) return;
             c->toks = nt;
             c->cap_toks = ncap;
@@ -305,7 +305,7 @@ static void g_accept(sift_sampler *s, sift_token tok)
         return;
     }
     if (v->flags[tok] & GX_TOK_EOG) {
-        if (!gx_state_can_end(&c->st)) c->dead = true;
+        if (!sift__gx_state_can_end(&c->st)) c->dead = true;
         return;
     }
     if (v->flags[tok] & GX_TOK_EXCLUDED) {
@@ -320,35 +320,35 @@ static void g_reset(sift_sampler *s) { restart(s->ctx); }
 static void ctx_free(grammar_ctx *c)
 {
     if (!c) return;
-    gx_state_free(&c->st);
-    gx_state_free(&c->t1);
-    gx_state_free(&c->t2);
-    gx_state_free(&c->t3);
-    gx_arena_free(&c->ra);
-    gx_free(c->mask);
-    gx_free(c->buf);
-    gx_free(c->toks);
+    sift__gx_state_free(&c->st);
+    sift__gx_state_free(&c->t1);
+    sift__gx_state_free(&c->t2);
+    sift__gx_state_free(&c->t3);
+    sift__gx_arena_free(&c->ra);
+    sift__gx_free(c->mask);
+    sift__gx_free(c->buf);
+    sift__gx_free(c->toks);
     if (c->md) pcre2_match_data_free(c->md);
     triggers_release(c->trig);
-    if (c->eng) gx_engine_release(c->eng);
-    gx_free(c);
+    if (c->eng) sift__gx_engine_release(c->eng);
+    sift__gx_free(c);
 }
 
 static void g_free(sift_sampler *s) { ctx_free(s->ctx); }
 
-static grammar_ctx *ctx_new(gx_engine *eng, triggers *trig, bool lazy)
+static grammar_ctx *ctx_new(sift__gx_engine *eng, triggers *trig, bool lazy)
 {
-    grammar_ctx *c = gx_calloc(1, sizeof *c);
+    grammar_ctx *c = sift__gx_calloc(1, sizeof *c);
     if (!c) return NULL;
     c->eng = eng;
-    gx_engine_retain(eng);
+    sift__gx_engine_retain(eng);
     c->trig = trig;
     if (trig) atomic_fetch_add(&trig->refs, 1);
     c->lazy = lazy;
-    c->apply_mask = gx_mask_apply_best();
-    const gx_vocab *v = gx_engine_vocab(eng);
-    c->mask = gx_malloc((size_t)v->n_words * sizeof *c->mask);
-    if (!c->mask || gx_arena_init(&c->ra, gx_engine_grammar(eng)) != SIFT_OK) goto fail;
+    c->apply_mask = sift__gx_mask_apply_best();
+    const sift__gx_vocab *v = sift__gx_engine_vocab(eng);
+    c->mask = sift__gx_malloc((size_t)v->n_words * sizeof *c->mask);
+    if (!c->mask || sift__gx_arena_init(&c->ra, sift__gx_engine_grammar(eng)) != SIFT_OK) goto fail;
     if (trig && trig->n_pats && !(c->md = pcre2_match_data_create(trig->max_groups, NULL))) goto fail;
     return c;
 fail:
@@ -373,12 +373,12 @@ static sift_sampler *g_clone(const sift_sampler *s)
     grammar_ctx *c = ctx_new(o->eng, o->trig, o->lazy);
     if (!c) return NULL;
     /* the parse state: same stacks in a copy of the arena */
-    bool ok = gx_arena_copy(&c->ra, &o->ra) == SIFT_OK && gx_state_copy(&c->st, &o->st) == SIFT_OK;
+    bool ok = sift__gx_arena_copy(&c->ra, &o->ra) == SIFT_OK && sift__gx_state_copy(&c->st, &o->st) == SIFT_OK;
     c->awaiting = o->awaiting;
     c->dead = o->dead;
     if (ok && o->buf_n) {
-        c->buf = gx_malloc(o->buf_cap);
-        c->toks = gx_malloc(o->cap_toks * sizeof *c->toks);
+        c->buf = sift__gx_malloc(o->buf_cap);
+        c->toks = sift__gx_malloc(o->cap_toks * sizeof *c->toks);
         ok = c->buf && c->toks;
         if (ok) {
             memcpy(c->buf, o->buf, o->buf_n + 1);
@@ -424,38 +424,38 @@ sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const c
     if (!params) params = &dp;
     if (!gbnf || len == 0) return sift_sampler_init(&noop_iface, NULL);
     if (!vocab || vocab->n_tokens <= 0) {
-        sift_error_set(err, SIFT_E_INVAL, "grammar sampler: a vocabulary is required");
+        sift__error_set(err, SIFT_E_INVAL, "grammar sampler: a vocabulary is required");
         return NULL;
     }
     sift_grammar *g = sift_grammar_parse(gbnf, len, params->root ? params->root : "root", vocab, err);
     if (!g) return NULL;
-    gx_engine *eng;
-    if (gx_engine_new(&eng, g, vocab, err) != SIFT_OK) return NULL;
+    sift__gx_engine *eng;
+    if (sift__gx_engine_new(&eng, g, vocab, err) != SIFT_OK) return NULL;
     triggers *trig = NULL;
     bool lazy = params->lazy;
     if (lazy && triggers_new(&trig, params, vocab->n_tokens, err) != SIFT_OK) {
-        gx_engine_release(eng);
+        sift__gx_engine_release(eng);
         return NULL;
     }
     uint64_t budget = params->precompute_budget ? params->precompute_budget : DEFAULT_PRECOMPUTE_BUDGET;
-    if (gx_engine_precompute(eng, budget) != SIFT_OK) {
-        sift_error_set(err, SIFT_E_NOMEM, "out of memory precomputing grammar masks");
+    if (sift__gx_engine_precompute(eng, budget) != SIFT_OK) {
+        sift__error_set(err, SIFT_E_NOMEM, "out of memory precomputing grammar masks");
         triggers_release(trig);
-        gx_engine_release(eng);
+        sift__gx_engine_release(eng);
         return NULL;
     }
     grammar_ctx *c = ctx_new(eng, trig, lazy);
     triggers_release(trig);
-    gx_engine_release(eng);
+    sift__gx_engine_release(eng);
     if (!c || restart(c) != SIFT_OK) {
         ctx_free(c);
-        sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+        sift__error_set(err, SIFT_E_NOMEM, "out of memory");
         return NULL;
     }
     sift_sampler *s = sift_sampler_init(&grammar_iface, c);
     if (!s) {
         ctx_free(c);
-        sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+        sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     }
     return s;
 }
@@ -486,15 +486,15 @@ sift_grammar_status sift_grammar_sampler_status(const sift_sampler *smpl)
     if (!c) return SIFT_GRAMMAR_ACTIVE;
     if (c->awaiting) return SIFT_GRAMMAR_AWAITING_TRIGGER;
     if (c->dead) return SIFT_GRAMMAR_DEAD;
-    if (gx_state_can_end(&c->st)) return c->st.tops.n ? SIFT_GRAMMAR_CAN_END : SIFT_GRAMMAR_DONE;
+    if (sift__gx_state_can_end(&c->st)) return c->st.tops.n ? SIFT_GRAMMAR_CAN_END : SIFT_GRAMMAR_DONE;
     return SIFT_GRAMMAR_ACTIVE;
 }
 
-bool gx_grammar_sampler_stats(const sift_sampler *smpl, gx_engine_stats *st)
+bool sift__gx_grammar_sampler_stats(const sift_sampler *smpl, sift__gx_engine_stats *st)
 {
     const grammar_ctx *c = as_grammar(smpl);
     if (!c) return false;
-    gx_engine_get_stats(c->eng, st);
+    sift__gx_engine_get_stats(c->eng, st);
     return true;
 }
 

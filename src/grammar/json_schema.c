@@ -58,7 +58,7 @@
 
 #include "core/status.h"
 #include "grammar/gbnf_text.h"
-#include "grammar/gutil.h"
+#include "grammar/alloc_bits_utf8.h"
 #include "sift.h"
 
 #define JS_MAX_DEPTH 256 /* nested schemas */
@@ -91,7 +91,7 @@ __attribute__((format(printf, 3, 4))) static const char *cfail(conv *c, int stat
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     c->status = status;
-    sift_error_set(c->err, status, "%s: %s", c->path_len ? c->path : "(root)", msg);
+    sift__error_set(c->err, status, "%s: %s", c->path_len ? c->path : "(root)", msg);
     return NULL;
 }
 static const char *coom(conv *c) { return cfail(c, SIFT_E_NOMEM, "out of memory"); }
@@ -113,7 +113,7 @@ static void path_pop(conv *c, size_t old)
 static char *sanitize(const char *name)
 {
     size_t n = strlen(name);
-    char *s = gx_malloc(n + 1);
+    char *s = sift__gx_malloc(n + 1);
     if (!s) return NULL;
     size_t k = 0;
     bool dash = false;
@@ -129,8 +129,8 @@ static char *sanitize(const char *name)
     }
     s[k] = 0;
     if (!k) {
-        gx_free(s);
-        s = gx_malloc(2);
+        sift__gx_free(s);
+        s = sift__gx_malloc(2);
         if (s) strcpy(s, "x");
     }
     return s;
@@ -151,7 +151,7 @@ static const char *add_rule(conv *c, const char *name, char *body)
     if (!body) return coom(c);
     char *base = sanitize(name);
     if (!base) {
-        gx_free(body);
+        sift__gx_free(body);
         return coom(c);
     }
     char *cand = base;
@@ -159,28 +159,28 @@ static const char *add_rule(conv *c, const char *name, char *body)
         jrule *r = find_rule(c, cand);
         if (!r) break;
         if (!strcmp(r->body, body)) {
-            if (cand != base) gx_free(cand);
-            gx_free(base);
-            gx_free(body);
+            if (cand != base) sift__gx_free(cand);
+            sift__gx_free(base);
+            sift__gx_free(body);
             return r->name;
         }
-        if (cand != base) gx_free(cand);
+        if (cand != base) sift__gx_free(cand);
         size_t n = strlen(base) + 16;
-        cand = gx_malloc(n);
+        cand = sift__gx_malloc(n);
         if (!cand) {
-            gx_free(base);
-            gx_free(body);
+            sift__gx_free(base);
+            sift__gx_free(body);
             return coom(c);
         }
         snprintf(cand, n, "%s%d", base, i);
     }
-    if (cand != base) gx_free(base);
+    if (cand != base) sift__gx_free(base);
     if (c->n_rules == c->cap_rules) {
         size_t nc = c->cap_rules ? c->cap_rules * 2 : 16;
-        jrule *p = gx_realloc(c->rules, nc * sizeof *p);
+        jrule *p = sift__gx_realloc(c->rules, nc * sizeof *p);
         if (!p) {
-            gx_free(cand);
-            gx_free(body);
+            sift__gx_free(cand);
+            sift__gx_free(body);
             return coom(c);
         }
         c->rules = p;
@@ -193,7 +193,7 @@ static const char *add_rule(conv *c, const char *name, char *body)
 static char *dupstr(const char *s)
 {
     size_t n = strlen(s);
-    char *d = gx_malloc(n + 1);
+    char *d = sift__gx_malloc(n + 1);
     if (d) memcpy(d, s, n + 1);
     return d;
 }
@@ -261,11 +261,11 @@ static const char *use_builtin(conv *c, const char *name)
 }
 
 /* The literal of a JSON value's compact text (cJSON's printer, which escapes as JSON does). */
-static bool put_json_literal(conv *c, gx_sbuf *b, const cJSON *v)
+static bool put_json_literal(conv *c, sift__gx_sbuf *b, const cJSON *v)
 {
     char *txt = cJSON_PrintUnformatted(v);
     if (!txt) return coom(c), false;
-    gx_put_literal(b, txt, strlen(txt));
+    sift__gx_put_literal(b, txt, strlen(txt));
     cJSON_free(txt);
     return true;
 }
@@ -275,25 +275,25 @@ static char *pattern_body(conv *c, const char *pat, size_t n)
 {
     bool anch_start, anch_end;
     sift_error e2 = {0};
-    char *inner = gx_regex_to_gbnf(pat, n, &anch_start, &anch_end, &e2);
+    char *inner = sift__gx_regex_to_gbnf(pat, n, &anch_start, &anch_end, &e2);
     if (!inner) {
         cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "pattern, %s", e2.msg);
         return NULL;
     }
-    gx_sbuf b = {0};
-    gx_sb_puts(&b, "\"\\\"\" ");
-    if (!anch_start) gx_sb_puts(&b, "char* ");
-    gx_sb_puts(&b, "(");
-    gx_sb_puts(&b, inner);
-    gx_sb_puts(&b, ")");
-    if (!anch_end) gx_sb_puts(&b, " char*");
-    gx_sb_puts(&b, " \"\\\"\" space");
-    gx_free(inner);
+    sift__gx_sbuf b = {0};
+    sift__gx_sb_puts(&b, "\"\\\"\" ");
+    if (!anch_start) sift__gx_sb_puts(&b, "char* ");
+    sift__gx_sb_puts(&b, "(");
+    sift__gx_sb_puts(&b, inner);
+    sift__gx_sb_puts(&b, ")");
+    if (!anch_end) sift__gx_sb_puts(&b, " char*");
+    sift__gx_sb_puts(&b, " \"\\\"\" space");
+    sift__gx_free(inner);
     if ((!anch_start || !anch_end) && !use_builtin(c, "char")) {
-        gx_sb_free(&b);
+        sift__gx_sb_free(&b);
         return NULL;
     }
-    return gx_sb_take(&b);
+    return sift__gx_sb_take(&b);
 }
 
 /* ---- keywords ---------------------------------------------------------------------------------- */
@@ -400,42 +400,42 @@ static const char *visit_ref(conv *c, const char *ref)
                 /* placeholder, filled in when the outer visit finishes */
                 out = add_rule(c, sn, dupstr("\"\""));
             }
-            gx_free(sn);
+            sift__gx_free(sn);
             return out;
         }
     if (have) {
-        gx_free(sn);
+        sift__gx_free(sn);
         return have->name;
     }
     const cJSON *t = resolve_pointer(c, ref);
     if (!t) {
-        gx_free(sn);
+        sift__gx_free(sn);
         return NULL;
     }
     if (c->n_resolving >= JS_MAX_DEPTH) {
-        gx_free(sn);
+        sift__gx_free(sn);
         return cfail(c, SIFT_E_INVAL, "$ref chain too deep");
     }
     c->resolving[c->n_resolving++] = ref;
     const char *inner = visit(c, t, sn, NULL);
     c->n_resolving--;
     if (!inner) {
-        gx_free(sn);
+        sift__gx_free(sn);
         return NULL;
     }
     /* if a placeholder was created for recursion, make it the alias of the real rule */
     jrule *ph = find_rule(c, sn);
     if (ph && strcmp(ph->name, inner)) {
-        gx_free(ph->body);
+        sift__gx_free(ph->body);
         ph->body = dupstr(inner);
         if (!ph->body) {
-            gx_free(sn);
+            sift__gx_free(sn);
             return coom(c);
         }
-        gx_free(sn);
+        sift__gx_free(sn);
         return ph->name;
     }
-    gx_free(sn);
+    sift__gx_free(sn);
     return inner;
 }
 
@@ -457,7 +457,7 @@ static long get_count(conv *c, const cJSON *s, const char *key, long dflt)
 static char *join_name(const char *a, const char *b)
 {
     size_t n = strlen(a) + strlen(b) + 2;
-    char *s = gx_malloc(n);
+    char *s = sift__gx_malloc(n);
     if (s) snprintf(s, n, "%s%s%s", a, *a ? "-" : "", b);
     return s;
 }
@@ -476,7 +476,7 @@ static void ns_free(nsnode *t)
     while (t) {
         nsnode *n = t->next;
         ns_free(t->kids);
-        gx_free(t);
+        sift__gx_free(t);
         t = n;
     }
 }
@@ -486,7 +486,7 @@ static nsnode *ns_child(nsnode *parent, uint32_t cp)
     nsnode **pp = &parent->kids;
     while (*pp && (*pp)->cp < cp) pp = &(*pp)->next;
     if (*pp && (*pp)->cp == cp) return *pp;
-    nsnode *n = gx_calloc(1, sizeof *n);
+    nsnode *n = sift__gx_calloc(1, sizeof *n);
     if (!n) return NULL;
     n->cp = cp;
     n->next = *pp;
@@ -500,35 +500,35 @@ static nsnode *ns_child(nsnode *parent, uint32_t cp)
  * whole name must continue; one that is only a prefix may also stop. */
 static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, const char *char_rule, unsigned *counter)
 {
-    gx_sbuf b = {0}, rejects = {0};
+    sift__gx_sbuf b = {0}, rejects = {0};
     bool first = true;
     for (const nsnode *k = t->kids; k && c->status == SIFT_OK; k = k->next) {
         char u[8];
-        int n = gx_utf8_encode(k->cp, u);
-        if (!first) gx_sb_puts(&b, " | ");
+        int n = sift__gx_utf8_encode(k->cp, u);
+        if (!first) sift__gx_sb_puts(&b, " | ");
         first = false;
-        gx_put_literal(&b, u, (size_t)n);
+        sift__gx_put_literal(&b, u, (size_t)n);
         if (k->kids) {
             const char *sub = not_strings_rule(c, k, base, char_rule, counter);
             if (!sub) break;
-            gx_sb_printf(&b, " %s%s", sub, k->end ? "" : "?");
+            sift__gx_sb_printf(&b, " %s%s", sub, k->end ? "" : "?");
         } else {
-            gx_sb_printf(&b, " %s+", char_rule);
+            sift__gx_sb_printf(&b, " %s+", char_rule);
         }
-        gx_put_class_char(&rejects, k->cp);
+        sift__gx_put_class_char(&rejects, k->cp);
     }
-    gx_sb_printf(&b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
-    gx_sb_free(&rejects);
+    sift__gx_sb_printf(&b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
+    sift__gx_sb_free(&rejects);
     if (c->status != SIFT_OK) {
-        gx_sb_free(&b);
+        sift__gx_sb_free(&b);
         return NULL;
     }
     char nm[64];
     snprintf(nm, sizeof nm, "%u", (*counter)++);
     char *rn = join_name(base, nm);
-    const char *r = rn ? add_rule(c, rn, gx_sb_take(&b)) : coom(c);
-    gx_free(rn);
-    gx_sb_free(&b);
+    const char *r = rn ? add_rule(c, rn, sift__gx_sb_take(&b)) : coom(c);
+    sift__gx_free(rn);
+    sift__gx_sb_free(&b);
     return r;
 }
 
@@ -537,11 +537,11 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
 {
     /* kv rule per property */
     size_t np = (size_t)cJSON_GetArraySize(props);
-    const char **kv = gx_calloc(np ? np : 1, sizeof *kv);
-    bool *req = gx_calloc(np ? np : 1, sizeof *req);
+    const char **kv = sift__gx_calloc(np ? np : 1, sizeof *kv);
+    bool *req = sift__gx_calloc(np ? np : 1, sizeof *req);
     if (!kv || !req) {
-        gx_free(kv);
-        gx_free(req);
+        sift__gx_free(kv);
+        sift__gx_free(req);
         return coom(c);
     }
     size_t i = 0;
@@ -552,24 +552,24 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         char *pn = join_name(name, p->string);
         const char *vr = pn ? visit(c, p, pn, NULL) : coom(c);
         if (vr) {
-            gx_sbuf b = {0};
+            sift__gx_sbuf b = {0};
             cJSON *key = cJSON_CreateString(p->string);
             if (!key) coom(c);
             else {
                 put_json_literal(c, &b, key);
                 cJSON_Delete(key);
-                gx_sb_printf(&b, " space \":\" space %s", vr);
+                sift__gx_sb_printf(&b, " space \":\" space %s", vr);
                 char *kn = join_name(name, p->string);
                 char *kn2 = kn ? join_name(kn, "kv") : NULL;
                 /* join_name inserts '-' only after a non-empty prefix; "kv" always follows */
-                kv[i] = kn2 ? add_rule(c, kn2, gx_sb_take(&b)) : coom(c);
-                gx_free(kn);
-                gx_free(kn2);
+                kv[i] = kn2 ? add_rule(c, kn2, sift__gx_sb_take(&b)) : coom(c);
+                sift__gx_free(kn);
+                sift__gx_free(kn2);
                 if (!use_builtin(c, "space")) break;
             }
-            gx_sb_free(&b);
+            sift__gx_sb_free(&b);
         }
-        gx_free(pn);
+        sift__gx_free(pn);
         path_pop(c, o);
         for (const cJSON *r = required ? required->child : NULL; r; r = r->next)
             if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) req[i] = true;
@@ -594,7 +594,7 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
             size_t o = path_push(c, "additionalProperties");
             char *vn = sub ? join_name(sub, "value") : NULL;
             value_rule = vn ? visit(c, additional, vn, NULL) : coom(c);
-            gx_free(vn);
+            sift__gx_free(vn);
             path_pop(c, o);
         } else {
             value_rule = use_builtin(c, "value");
@@ -603,13 +603,13 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         if (value_rule && np == 0) {
             key_rule = use_builtin(c, "string");
         } else if (value_rule) {
-            nsnode *t = gx_calloc(1, sizeof *t);
+            nsnode *t = sift__gx_calloc(1, sizeof *t);
             bool ok = t != NULL;
             for (const cJSON *p = props->child; p && ok; p = p->next) {
                 nsnode *n = t;
-                gx_utf8 u = {0};
+                sift__gx_utf8 u = {0};
                 for (const unsigned char *q = (const unsigned char *)p->string; *q && ok; q++) {
-                    int32_t cp = gx_utf8_feed(&u, *q);
+                    int32_t cp = sift__gx_utf8_feed(&u, *q);
                     if (cp == GX_UTF8_MORE) continue;
                     if (cp == GX_UTF8_BAD || cp < 0x20 || cp == '"' || cp == '\\') {
                         if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
@@ -629,46 +629,46 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
                 unsigned counter = 0;
                 const char *body_rule = not_strings_rule(c, t, kn, char_rule, &counter);
                 if (body_rule) {
-                    gx_sbuf b = {0};
-                    gx_sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
-                    key_rule = add_rule(c, kn, gx_sb_take(&b));
-                    gx_sb_free(&b);
+                    sift__gx_sbuf b = {0};
+                    sift__gx_sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
+                    key_rule = add_rule(c, kn, sift__gx_sb_take(&b));
+                    sift__gx_sb_free(&b);
                 }
             } else if (!t || !kn) {
                 coom(c);
             }
-            gx_free(kn);
+            sift__gx_free(kn);
             ns_free(t);
         }
         if (key_rule && value_rule) {
-            gx_sbuf b = {0};
-            gx_sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
+            sift__gx_sbuf b = {0};
+            sift__gx_sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
             char *kn = sub ? join_name(sub, "kv") : NULL;
-            extra_kv = kn ? add_rule(c, kn, gx_sb_take(&b)) : coom(c);
-            gx_free(kn);
-            gx_sb_free(&b);
+            extra_kv = kn ? add_rule(c, kn, sift__gx_sb_take(&b)) : coom(c);
+            sift__gx_free(kn);
+            sift__gx_sb_free(&b);
         }
-        gx_free(sub);
+        sift__gx_free(sub);
         if (c->status != SIFT_OK) goto done;
     }
 
     /* "{" required, then optional ones (any subset, in order), then extras */
-    gx_sbuf b = {0};
-    gx_sb_puts(&b, "\"{\" space ");
+    sift__gx_sbuf b = {0};
+    sift__gx_sb_puts(&b, "\"{\" space ");
     size_t n_req = 0, n_opt = 0;
     for (i = 0; i < np; i++) {
         if (!req[i]) {
             n_opt++;
             continue;
         }
-        if (n_req++) gx_sb_puts(&b, " \",\" space ");
-        gx_sb_puts(&b, kv[i]);
+        if (n_req++) sift__gx_sb_puts(&b, " \",\" space ");
+        sift__gx_sb_puts(&b, kv[i]);
     }
     if (n_opt || extra) {
         /* optional keys [o0, o1, ...] (+ "*"): alternatives "start at ok, then any of the rest" */
-        const char **ok = gx_calloc(n_opt + 1, sizeof *ok);
+        const char **ok = sift__gx_calloc(n_opt + 1, sizeof *ok);
         if (!ok) {
-            gx_sb_free(&b);
+            sift__gx_sb_free(&b);
             result = coom(c);
             goto done;
         }
@@ -677,46 +677,46 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
             if (!req[i]) ok[m++] = kv[i];
         if (extra) ok[m++] = extra_kv;
         /* rest rules, built from the back: rest_k ::= ( "," space ok[k+1] )? rest_{k+1} */
-        const char **rest = gx_calloc(m + 1, sizeof *rest);
+        const char **rest = sift__gx_calloc(m + 1, sizeof *rest);
         if (!rest) {
-            gx_free(ok);
-            gx_sb_free(&b);
+            sift__gx_free(ok);
+            sift__gx_sb_free(&b);
             result = coom(c);
             goto done;
         }
         for (size_t k = m; k-- > 1;) {
-            gx_sbuf rb = {0};
+            sift__gx_sbuf rb = {0};
             bool star = extra && k == m - 1;
-            gx_sb_printf(&rb, "( \",\" space %s )%s", ok[k], star ? "*" : "?");
-            if (rest[k + 1 < m ? k + 1 : m]) gx_sb_printf(&rb, " %s", rest[k + 1 < m ? k + 1 : m]);
+            sift__gx_sb_printf(&rb, "( \",\" space %s )%s", ok[k], star ? "*" : "?");
+            if (rest[k + 1 < m ? k + 1 : m]) sift__gx_sb_printf(&rb, " %s", rest[k + 1 < m ? k + 1 : m]);
             char nm[64];
             snprintf(nm, sizeof nm, "%zu-rest", k);
             char *rn = join_name(rule_name, nm);
-            rest[k] = rn ? add_rule(c, rn, gx_sb_take(&rb)) : coom(c);
-            gx_free(rn);
-            gx_sb_free(&rb);
+            rest[k] = rn ? add_rule(c, rn, sift__gx_sb_take(&rb)) : coom(c);
+            sift__gx_free(rn);
+            sift__gx_sb_free(&rb);
             if (!rest[k]) break;
         }
         if (c->status == SIFT_OK) {
-            gx_sb_puts(&b, n_req ? " ( \",\" space ( " : " ( ");
+            sift__gx_sb_puts(&b, n_req ? " ( \",\" space ( " : " ( ");
             for (size_t k = 0; k < m; k++) {
-                if (k) gx_sb_puts(&b, " | ");
+                if (k) sift__gx_sb_puts(&b, " | ");
                 bool star = extra && k == m - 1;
-                gx_sb_puts(&b, ok[k]);
-                if (star) gx_sb_printf(&b, " ( \",\" space %s )*", ok[k]);
-                if (k + 1 < m && rest[k + 1]) gx_sb_printf(&b, " %s", rest[k + 1]);
+                sift__gx_sb_puts(&b, ok[k]);
+                if (star) sift__gx_sb_printf(&b, " ( \",\" space %s )*", ok[k]);
+                if (k + 1 < m && rest[k + 1]) sift__gx_sb_printf(&b, " %s", rest[k + 1]);
             }
-            gx_sb_puts(&b, n_req ? " ) )?" : " )?");
+            sift__gx_sb_puts(&b, n_req ? " ) )?" : " )?");
         }
-        gx_free(ok);
-        gx_free(rest);
+        sift__gx_free(ok);
+        sift__gx_free(rest);
     }
-    gx_sb_puts(&b, " \"}\" space");
-    if (c->status == SIFT_OK && use_builtin(c, "space")) result = add_rule(c, rule_name, gx_sb_take(&b));
-    gx_sb_free(&b);
+    sift__gx_sb_puts(&b, " \"}\" space");
+    if (c->status == SIFT_OK && use_builtin(c, "space")) result = add_rule(c, rule_name, sift__gx_sb_take(&b));
+    sift__gx_sb_free(&b);
 done:
-    gx_free(kv);
-    gx_free(req);
+    sift__gx_free(kv);
+    sift__gx_free(req);
     return result;
 }
 
@@ -836,13 +836,13 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
     if (cJSON_IsArray(items) && !prefix) prefix = items, items = NULL; /* draft-07 tuple form */
     if (!use_builtin(c, "space")) return NULL;
-    gx_sbuf b = {0};
-    gx_sb_puts(&b, "\"[\" space ");
+    sift__gx_sbuf b = {0};
+    sift__gx_sb_puts(&b, "\"[\" space ");
     if (prefix) {
-        if (!cJSON_IsArray(prefix)) return gx_sb_free(&b), cfail(c, SIFT_E_INVAL, "'prefixItems' must be an array");
+        if (!cJSON_IsArray(prefix)) return sift__gx_sb_free(&b), cfail(c, SIFT_E_INVAL, "'prefixItems' must be an array");
         long np = cJSON_GetArraySize(prefix);
-        const char **tr = gx_calloc((size_t)np + 1, sizeof *tr);
-        if (!tr) return gx_sb_free(&b), coom(c);
+        const char **tr = sift__gx_calloc((size_t)np + 1, sizeof *tr);
+        if (!tr) return sift__gx_sb_free(&b), coom(c);
         long k = 0;
         size_t o = path_push(c, "prefixItems");
         for (const cJSON *it = prefix->child; it && c->status == SIFT_OK; it = it->next, k++) {
@@ -853,7 +853,7 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
             snprintf(tn, sizeof tn, "tuple-%ld", k);
             char *nm = join_name(name, tn);
             tr[k] = nm ? visit(c, it, nm, NULL) : coom(c);
-            gx_free(nm);
+            sift__gx_free(nm);
             path_pop(c, o2);
         }
         path_pop(c, o);
@@ -863,61 +863,61 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
             size_t o3 = path_push(c, "items");
             char *nm = join_name(name, "item");
             more_rule = nm ? visit(c, items, nm, NULL) : coom(c);
-            gx_free(nm);
+            sift__gx_free(nm);
             path_pop(c, o3);
         }
         if (c->status != SIFT_OK) {
-            gx_free(tr);
-            gx_sb_free(&b);
+            sift__gx_free(tr);
+            sift__gx_sb_free(&b);
             return NULL;
         }
         /* required prefix: the first min(np, max(mn, np if no minItems)) items */
         long need = cJSON_GetObjectItemCaseSensitive(s, "minItems") ? (mn < np ? mn : np) : np;
         if (mx >= 0 && mx < np) np = mx;
         if (need > np) need = np;
-        for (k = 0; k < need; k++) gx_sb_printf(&b, "%s%s", k ? " \",\" space " : "", tr[k]);
+        for (k = 0; k < need; k++) sift__gx_sb_printf(&b, "%s%s", k ? " \",\" space " : "", tr[k]);
         /* optional tail of the tuple, then the extra items */
         long opened = 0;
-        for (k = need; k < np; k++, opened++) gx_sb_printf(&b, " (%s%s", k ? "\",\" space " : "", tr[k]);
+        for (k = need; k < np; k++, opened++) sift__gx_sb_printf(&b, " (%s%s", k ? "\",\" space " : "", tr[k]);
         if (more_rule) {
             long extra_min = mn > np ? mn - np : 0;
             long extra_max = mx >= 0 ? mx - np : -1;
-            gx_sbuf one = {0};
-            if (np > 0) gx_sb_printf(&one, "(\",\" space %s)", more_rule);
-            else gx_sb_printf(&one, "%s", more_rule);
+            sift__gx_sbuf one = {0};
+            if (np > 0) sift__gx_sb_printf(&one, "(\",\" space %s)", more_rule);
+            else sift__gx_sb_printf(&one, "%s", more_rule);
             if (np > 0) {
-                gx_sb_puts(&b, " ");
-                gx_put_repetition(&b, one.s ? one.s : "", extra_min, extra_max, NULL);
+                sift__gx_sb_puts(&b, " ");
+                sift__gx_put_repetition(&b, one.s ? one.s : "", extra_min, extra_max, NULL);
             } else {
-                gx_sb_puts(&b, " ");
-                gx_put_repetition(&b, more_rule, extra_min, extra_max, "\",\" space");
+                sift__gx_sb_puts(&b, " ");
+                sift__gx_put_repetition(&b, more_rule, extra_min, extra_max, "\",\" space");
             }
-            gx_sb_free(&one);
+            sift__gx_sb_free(&one);
         }
-        for (k = 0; k < opened; k++) gx_sb_puts(&b, ")?");
-        gx_free(tr);
+        for (k = 0; k < opened; k++) sift__gx_sb_puts(&b, ")?");
+        sift__gx_free(tr);
     } else {
         const char *item_rule;
         if (items && !cJSON_IsTrue(items)) {
             if (cJSON_IsFalse(items)) {
-                if (mn > 0) return gx_sb_free(&b), cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing");
+                if (mn > 0) return sift__gx_sb_free(&b), cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing");
                 mx = 0;
                 item_rule = "value";
             } else {
                 size_t o = path_push(c, "items");
                 char *nm = join_name(name, "item");
                 item_rule = nm ? visit(c, items, nm, NULL) : coom(c);
-                gx_free(nm);
+                sift__gx_free(nm);
                 path_pop(c, o);
             }
         } else {
             item_rule = use_builtin(c, "value");
         }
-        if (!item_rule) return gx_sb_free(&b), (const char *)NULL;
-        gx_put_repetition(&b, item_rule, mn, mx, "\",\" space");
+        if (!item_rule) return sift__gx_sb_free(&b), (const char *)NULL;
+        sift__gx_put_repetition(&b, item_rule, mn, mx, "\",\" space");
     }
-    gx_sb_puts(&b, " \"]\" space");
-    return add_rule(c, rule_name, gx_sb_take(&b));
+    sift__gx_sb_puts(&b, " \"]\" space");
+    return add_rule(c, rule_name, sift__gx_sb_take(&b));
 }
 
 static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
@@ -960,11 +960,11 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
         const char *str = use_builtin(c, "string");
         return str ? add_rule(c, rule_name, dupstr(str)) : NULL;
     }
-    gx_sbuf b = {0};
-    gx_sb_puts(&b, "\"\\\"\" ");
-    gx_put_repetition(&b, ch, mn, mx, NULL);
-    gx_sb_puts(&b, " \"\\\"\" space");
-    return add_rule(c, rule_name, gx_sb_take(&b));
+    sift__gx_sbuf b = {0};
+    sift__gx_sb_puts(&b, "\"\\\"\" ");
+    sift__gx_put_repetition(&b, ch, mn, mx, NULL);
+    sift__gx_sb_puts(&b, " \"\\\"\" space");
+    return add_rule(c, rule_name, sift__gx_sb_take(&b));
 }
 
 static bool get_int_bound(conv *c, const cJSON *s, const char *key, int64_t adjust, bool *has, int64_t *out)
@@ -1012,11 +1012,11 @@ static const char *visit_integer(conv *c, const cJSON *s, const char *rule_name)
         return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
     }
     if (has_min && has_max && mn > mx) return cfail(c, SIFT_E_INVAL, "no integer is within minimum..maximum");
-    gx_sbuf b = {0};
-    gx_sb_puts(&b, "(");
-    gx_put_int_range(&b, has_min, mn, has_max, mx);
-    gx_sb_puts(&b, ") space");
-    return add_rule(c, rule_name, gx_sb_take(&b));
+    sift__gx_sbuf b = {0};
+    sift__gx_sb_puts(&b, "(");
+    sift__gx_put_int_range(&b, has_min, mn, has_max, mx);
+    sift__gx_sb_puts(&b, ") space");
+    return add_rule(c, rule_name, sift__gx_sb_take(&b));
 }
 
 static const char *visit_typed(conv *c, const cJSON *s, const char *name, const char *rule_name, const char *type)
@@ -1088,7 +1088,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             out = cfail(c, SIFT_E_INVAL, "anyOf / oneOf must be a non-empty array");
             goto done;
         }
-        gx_sbuf b = {0};
+        sift__gx_sbuf b = {0};
         int k = 0;
         size_t o = path_push(c, cJSON_GetObjectItemCaseSensitive(s, "anyOf") ? "anyOf" : "oneOf");
         for (const cJSON *alt = any->child; alt && c->status == SIFT_OK; alt = alt->next, k++) {
@@ -1099,15 +1099,15 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             snprintf(an, sizeof an, "%s%d", *name ? "" : "alternative-", k);
             char *nm = *name ? join_name(name, an) : dupstr(an);
             const char *r = nm ? visit(c, alt, nm, NULL) : coom(c);
-            gx_free(nm);
+            sift__gx_free(nm);
             path_pop(c, o2);
-            if (r) gx_sb_printf(&b, "%s%s", k ? " | " : "", r);
+            if (r) sift__gx_sb_printf(&b, "%s%s", k ? " | " : "", r);
         }
         path_pop(c, o);
-        out = c->status == SIFT_OK ? add_rule(c, rule_name, gx_sb_take(&b)) : NULL;
-        gx_sb_free(&b);
+        out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gx_sb_take(&b)) : NULL;
+        sift__gx_sb_free(&b);
     } else if (type && cJSON_IsArray(type)) {
-        gx_sbuf b = {0};
+        sift__gx_sbuf b = {0};
         int k = 0;
         for (const cJSON *t = type->child; t && c->status == SIFT_OK; t = t->next, k++) {
             if (!cJSON_IsString(t)) {
@@ -1116,20 +1116,20 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             }
             char *nm = join_name(*name ? name : "root", t->valuestring);
             const char *r = nm ? visit_typed(c, s, name, nm, t->valuestring) : coom(c);
-            gx_free(nm);
-            if (r) gx_sb_printf(&b, "%s%s", k ? " | " : "", r);
+            sift__gx_free(nm);
+            if (r) sift__gx_sb_printf(&b, "%s%s", k ? " | " : "", r);
         }
         if (!k && c->status == SIFT_OK) cfail(c, SIFT_E_INVAL, "'type' is an empty list");
-        out = c->status == SIFT_OK ? add_rule(c, rule_name, gx_sb_take(&b)) : NULL;
-        gx_sb_free(&b);
+        out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gx_sb_take(&b)) : NULL;
+        sift__gx_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "const")) {
         if (!check_keywords(c, s, NULL)) goto done;
-        gx_sbuf b = {0};
+        sift__gx_sbuf b = {0};
         if (put_json_literal(c, &b, cJSON_GetObjectItemCaseSensitive(s, "const")) && use_builtin(c, "space")) {
-            gx_sb_puts(&b, " space");
-            out = add_rule(c, rule_name, gx_sb_take(&b));
+            sift__gx_sb_puts(&b, " space");
+            out = add_rule(c, rule_name, sift__gx_sb_take(&b));
         }
-        gx_sb_free(&b);
+        sift__gx_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "enum")) {
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
         if (!check_keywords(c, s, NULL)) goto done;
@@ -1137,16 +1137,16 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             out = cfail(c, SIFT_E_INVAL, "'enum' must be a non-empty array");
             goto done;
         }
-        gx_sbuf b = {0};
-        gx_sb_puts(&b, "(");
+        sift__gx_sbuf b = {0};
+        sift__gx_sb_puts(&b, "(");
         int k = 0;
         for (const cJSON *v = en->child; v; v = v->next, k++) {
-            if (k) gx_sb_puts(&b, " | ");
+            if (k) sift__gx_sb_puts(&b, " | ");
             if (!put_json_literal(c, &b, v)) break;
         }
-        gx_sb_puts(&b, ") space");
-        if (c->status == SIFT_OK && use_builtin(c, "space")) out = add_rule(c, rule_name, gx_sb_take(&b));
-        gx_sb_free(&b);
+        sift__gx_sb_puts(&b, ") space");
+        if (c->status == SIFT_OK && use_builtin(c, "space")) out = add_rule(c, rule_name, sift__gx_sb_take(&b));
+        sift__gx_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "allOf")) {
         if (!check_keywords(c, s, NULL)) goto done;
         out = visit_all_of(c, s, name, rule_name);
@@ -1163,7 +1163,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         out = visit_typed(c, s, name, rule_name, t);
     }
 done:
-    gx_free(rule_name);
+    sift__gx_free(rule_name);
     c->depth--;
     return c->status == SIFT_OK ? out : NULL;
 }
@@ -1173,33 +1173,33 @@ static int cmp_rule(const void *a, const void *b) { return strcmp(((const jrule 
 char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err)
 {
     if (!schema) {
-        sift_error_set(err, SIFT_E_INVAL, "JSON schema is NULL");
+        sift__error_set(err, SIFT_E_INVAL, "JSON schema is NULL");
         return NULL;
     }
     /* JSON text is UTF-8 and strings hold no raw control characters (RFC 8259); cJSON would
      * pass both through, and it keeps strings as C strings, so a \u0000 would cut one short
      * (an enum value "a\u0000b" would become "a"): refuse these up front */
-    gx_utf8 u = {0};
+    sift__gx_utf8 u = {0};
     bool in_str = false;
     for (size_t i = 0; i < len; i++) {
         uint8_t ch = (uint8_t)schema[i];
-        int32_t r = gx_utf8_feed(&u, ch);
+        int32_t r = sift__gx_utf8_feed(&u, ch);
         if (r == GX_UTF8_BAD || (r == GX_UTF8_MORE && i + 1 == len)) {
-            sift_error_set(err, SIFT_E_PARSE, "JSON schema: invalid UTF-8 at offset %zu", i);
+            sift__error_set(err, SIFT_E_PARSE, "JSON schema: invalid UTF-8 at offset %zu", i);
             return NULL;
         }
         if (r == GX_UTF8_MORE) continue;
-        u = (gx_utf8){0};
+        u = (sift__gx_utf8){0};
         if (!in_str) {
             in_str = ch == '"';
         } else if (ch == '"') {
             in_str = false;
         } else if (ch < 0x20) {
-            sift_error_set(err, SIFT_E_PARSE, "JSON schema: control character 0x%02X inside a string at offset %zu", ch, i);
+            sift__error_set(err, SIFT_E_PARSE, "JSON schema: control character 0x%02X inside a string at offset %zu", ch, i);
             return NULL;
         } else if (ch == '\\' && i + 1 < len) {
             if (i + 5 < len && schema[i + 1] == 'u' && !memcmp(schema + i + 2, "0000", 4)) {
-                sift_error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: \\u0000 inside a string (offset %zu) is not supported", i);
+                sift__error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: \\u0000 inside a string (offset %zu) is not supported", i);
                 return NULL;
             }
             i++; /* the escaped character (a '"' or '\\' does not end or escape anything) */
@@ -1209,14 +1209,14 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     cJSON *root = cJSON_ParseWithLengthOpts(schema, len, &end, false);
     if (!root) {
         size_t off = end && end >= schema && end <= schema + len ? (size_t)(end - schema) : 0;
-        sift_error_set(err, SIFT_E_PARSE, "JSON schema: invalid JSON near offset %zu", off);
+        sift__error_set(err, SIFT_E_PARSE, "JSON schema: invalid JSON near offset %zu", off);
         return NULL;
     }
     /* only whitespace may follow the value */
     for (const char *p = end; p && p < schema + len; p++)
         if (!isspace((unsigned char)*p)) {
             cJSON_Delete(root);
-            sift_error_set(err, SIFT_E_PARSE, "JSON schema: unexpected text after the value at offset %zu", (size_t)(p - schema));
+            sift__error_set(err, SIFT_E_PARSE, "JSON schema: unexpected text after the value at offset %zu", (size_t)(p - schema));
             return NULL;
         }
     conv c = {.root = root, .flags = flags, .err = err, .status = SIFT_OK};
@@ -1228,10 +1228,10 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     }
     if (c.status == SIFT_OK) {
         qsort(c.rules, c.n_rules, sizeof *c.rules, cmp_rule);
-        gx_sbuf b = {0};
-        for (size_t i = 0; i < c.n_rules; i++) gx_sb_printf(&b, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
-        out = gx_sb_take(&b);
-        if (!out) sift_error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", GX_TEXT_MAX);
+        sift__gx_sbuf b = {0};
+        for (size_t i = 0; i < c.n_rules; i++) sift__gx_sb_printf(&b, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
+        out = sift__gx_sb_take(&b);
+        if (!out) sift__error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", GX_TEXT_MAX);
         /* what this converter returns always parses: the one way it cannot is a $ref cycle
          * that reaches itself before any text ({"$ref": "#"}, {"anyOf": [{"$ref": "#"}, ...]}),
          * a left-recursive rule */
@@ -1239,19 +1239,19 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
         sift_grammar *check = out ? sift_grammar_parse(out, strlen(out), "root", NULL, &e2) : NULL;
         if (out && !check) {
             if (e2.status == SIFT_E_PARSE && strstr(e2.msg, "left recursion"))
-                sift_error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: a $ref cycle refers back to itself before any value is written (%s)", e2.msg);
+                sift__error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: a $ref cycle refers back to itself before any value is written (%s)", e2.msg);
             else
-                sift_error_set(err, e2.status ? e2.status : SIFT_E_NOMEM, "JSON schema: internal error, the generated grammar does not parse: %s", e2.msg);
-            gx_free(out);
+                sift__error_set(err, e2.status ? e2.status : SIFT_E_NOMEM, "JSON schema: internal error, the generated grammar does not parse: %s", e2.msg);
+            sift__gx_free(out);
             out = NULL;
         }
         sift_grammar_free(check);
     }
     for (size_t i = 0; i < c.n_rules; i++) {
-        gx_free(c.rules[i].name);
-        gx_free(c.rules[i].body);
+        sift__gx_free(c.rules[i].name);
+        sift__gx_free(c.rules[i].body);
     }
-    gx_free(c.rules);
+    sift__gx_free(c.rules);
     cJSON_Delete(root);
     return out;
 }

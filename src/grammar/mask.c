@@ -32,7 +32,7 @@
  *
  * Walking. Tokens are visited through the preorder trie (trie.h), so a shared prefix is
  * matched once and a dead prefix skips its whole subtree. The parser state during a walk is
- * a set of suffix stacks over the sentinel (nodes of a private gx_arena); these sets are
+ * a set of suffix stacks over the sentinel (nodes of a private sift__gx_arena); these sets are
  * interned as the states of a lazily built DFA over "symbols" (grammar.h), with memoized
  * transitions, so stepping a trie node is one table lookup. UTF-8 is decoded on the way;
  * a lead byte that no live class can complete prunes its subtree.
@@ -59,7 +59,7 @@
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
 #ifndef GX_DFA_UNION_MIN
-#define GX_DFA_UNION_MIN GX_SUCC_UNION_MIN /* see gx_succ_union */
+#define GX_DFA_UNION_MIN GX_SUCC_UNION_MIN /* see sift__gx_succ_union */
 #endif
 #define DFA_BYTES_LIMIT ((uint64_t)512 << 20)
 /* Entries computed on demand are dropped (back to what precompute made) when the cache
@@ -71,7 +71,7 @@ typedef struct {
     uint32_t extra_off, extra_n; /* token ids in `lists` */
     uint32_t esc_off, esc_n;     /* trie nodes in `lists` */
     uint32_t key_parent, key_pos, key_aux; /* its key in `et` (to rebuild the table after a trim) */
-} gx_entry;
+} sift__gx_entry;
 
 typedef struct {
     uint32_t set_off, set_n;     /* walk-arena node ids in `sets` */
@@ -82,7 +82,7 @@ typedef struct {
 /* A walk's state at one trie depth. */
 typedef struct {
     uint32_t state, node;
-    gx_utf8 u;
+    sift__gx_utf8 u;
     uint8_t esc, rec;
 } wframe;
 
@@ -90,17 +90,17 @@ typedef struct {
     uint32_t parent, pos, aux, id; /* id == GX_NONE: empty slot */
 } ent_slot;
 
-struct gx_engine {
+struct sift__gx_engine {
     _Atomic int refs;
     pthread_mutex_t lock;
     sift_grammar *g;
-    gx_vocab voc;
+    sift__gx_vocab voc;
 
     /* walk machinery: suffix stacks over the sentinel, and the DFA over their sets */
-    gx_arena wa;
+    sift__gx_arena wa;
     dfa_state *st;
     uint32_t n_st, cap_st;
-    gx_u32vec sets;
+    sift__gx_u32vec sets;
     uint64_t *live;
     uint32_t live_n, live_cap;
     int32_t *trans;
@@ -112,9 +112,9 @@ struct gx_engine {
     uint32_t lead_lo[256], lead_hi[256];
 
     /* the cache */
-    gx_entry *ent;
+    sift__gx_entry *ent;
     uint32_t n_ent, cap_ent;
-    gx_u32vec lists;
+    sift__gx_u32vec lists;
     uint64_t *dense;
     uint32_t n_dense, cap_dense;
     ent_slot *et;
@@ -124,10 +124,10 @@ struct gx_engine {
     wframe *wf;
     uint32_t *node_stamp, node_epoch; /* escapes recorded, per trie node */
     uint32_t *acc_stamp;              /* tokens accepted, per trie node (same epoch) */
-    gx_u32vec acc, esc, tmp;
+    sift__gx_u32vec acc, esc, tmp;
 
     /* scratch of one fill_mask */
-    gx_u32vec used_dense;
+    sift__gx_u32vec used_dense;
 
     uint64_t walked;
     double precompute_ms;
@@ -138,7 +138,7 @@ struct gx_engine {
 
 /* ---- small pools --------------------------------------------------------------------------- */
 
-static inline const uint64_t *dense_bits(const gx_engine *e, int32_t d)
+static inline const uint64_t *dense_bits(const sift__gx_engine *e, int32_t d)
 {
     return e->dense + (size_t)d * e->voc.n_words;
 }
@@ -151,23 +151,23 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static bool st_ht_insert(gx_engine *e, uint32_t id)
+static bool st_ht_insert(sift__gx_engine *e, uint32_t id)
 {
     const dfa_state *s = &e->st[id];
-    uint64_t h = gx_hash_u32s(e->sets.v + s->set_off, s->set_n, 11);
+    uint64_t h = sift__gx_hash_u32s(e->sets.v + s->set_off, s->set_n, 11);
     uint32_t k = (uint32_t)h & (e->st_ht_cap - 1);
     while (e->st_ht[k] != GX_NONE) k = (k + 1) & (e->st_ht_cap - 1);
     e->st_ht[k] = id;
     return true;
 }
 
-static bool st_ht_grow(gx_engine *e)
+static bool st_ht_grow(sift__gx_engine *e)
 {
     uint32_t ncap = e->st_ht_cap ? e->st_ht_cap * 2 : 1024;
-    uint32_t *t = gx_malloc((size_t)ncap * sizeof *t);
+    uint32_t *t = sift__gx_malloc((size_t)ncap * sizeof *t);
     if (!t) return false;
     memset(t, 0xFF, (size_t)ncap * sizeof *t);
-    gx_free(e->st_ht);
+    sift__gx_free(e->st_ht);
     e->st_ht = t;
     e->st_ht_cap = ncap;
     for (uint32_t id = 0; id < e->n_st; id++) st_ht_insert(e, id);
@@ -175,12 +175,12 @@ static bool st_ht_grow(gx_engine *e)
 }
 
 /* Intern the sorted node set v[0..n); returns the state id or GX_NONE on OOM. */
-static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
+static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
 {
     static const uint32_t no_nodes[1] = {0};
     if (!v) v = no_nodes; /* the empty set may come as NULL: memcmp/memcpy need a pointer (UBSan) */
     const sift_grammar *g = e->g;
-    uint64_t h = gx_hash_u32s(v, n, 11);
+    uint64_t h = sift__gx_hash_u32s(v, n, 11);
     if (e->st_ht_cap) {
         for (uint32_t k = (uint32_t)h & (e->st_ht_cap - 1);; k = (k + 1) & (e->st_ht_cap - 1)) {
             uint32_t id = e->st_ht[k];
@@ -208,7 +208,7 @@ static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
     for (uint32_t k = 0; k < n; k++) {
         uint32_t el = g->elems[e->wa.pos[v[k]]];
         if (GX_TYPE(el) == GX_CLASS) {
-            const uint64_t *cb = gx_class_bits(g, GX_VAL(el));
+            const uint64_t *cb = sift__gx_class_bits(g, GX_VAL(el));
             for (uint32_t w = 0; w < g->sym_words; w++) live[w] |= cb[w];
         }
     }
@@ -223,7 +223,7 @@ static uint32_t dfa_intern(gx_engine *e, const uint32_t *v, uint32_t n)
 }
 
 /* Transition of DFA state s on symbol sym: (next state << 1) | escaped, or -1 on OOM. */
-static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
+static int32_t dfa_step(sift__gx_engine *e, uint32_t s, uint32_t sym)
 {
     if (e->st[s].trans_off != GX_NONE) {
         int32_t t = e->trans[e->st[s].trans_off + sym];
@@ -236,38 +236,38 @@ static int32_t dfa_step(gx_engine *e, uint32_t s, uint32_t sym)
         e->trans_n += ns;
     }
     const sift_grammar *g = e->g;
-    gx_arena *a = &e->wa;
+    sift__gx_arena *a = &e->wa;
     bool bottom = false;
     e->tmp.n = 0;
     if (e->st[s].set_n > GX_DFA_UNION_MIN) {
-        gx_u32vec *acc = &a->scratch;
+        sift__gx_u32vec *acc = &a->scratch;
         acc->n = 0;
         for (uint32_t k = 0; k < e->st[s].set_n; k++) {
             uint32_t n = e->sets.v[e->st[s].set_off + k];
-            if (gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym) && !gx_u32_push(acc, n)) return -1;
+            if (sift__gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym) && !sift__gx_u32_push(acc, n)) return -1;
         }
-        if (gx_succ_union(a, acc->v, acc->n, &e->tmp, &bottom) != SIFT_OK) return -1;
+        if (sift__gx_succ_union(a, acc->v, acc->n, &e->tmp, &bottom) != SIFT_OK) return -1;
         goto intern;
     }
-    /* memoize successor lists first (gx_succ may run closures and move the pool) */
+    /* memoize successor lists first (sift__gx_succ may run closures and move the pool) */
     for (uint32_t k = 0; k < e->st[s].set_n; k++) {
         uint32_t n = e->sets.v[e->st[s].set_off + k];
-        if (gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) {
+        if (sift__gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) {
             uint32_t c;
             bool b;
-            if (!gx_succ(a, n, &c, &b)) return -1;
+            if (!sift__gx_succ(a, n, &c, &b)) return -1;
         }
     }
-    gx_mark_begin(a);
+    sift__gx_mark_begin(a);
     for (uint32_t k = 0; k < e->st[s].set_n; k++) {
         uint32_t n = e->sets.v[e->st[s].set_off + k];
-        if (!gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) continue;
+        if (!sift__gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) continue;
         uint32_t c;
         bool b;
-        const uint32_t *sc = gx_succ(a, n, &c, &b);
+        const uint32_t *sc = sift__gx_succ(a, n, &c, &b);
         bottom |= b;
         for (uint32_t q = 0; q < c; q++)
-            if (gx_mark_add(a, sc[q]) && !gx_u32_push(&e->tmp, sc[q])) return -1;
+            if (sift__gx_mark_add(a, sc[q]) && !sift__gx_u32_push(&e->tmp, sc[q])) return -1;
     }
 intern:
     if (e->tmp.n > 1) qsort(e->tmp.v, e->tmp.n, sizeof *e->tmp.v, cmp_u32);
@@ -279,33 +279,33 @@ intern:
 }
 
 /* The transition on ASCII byte b, remembered in the state's byte row. */
-static int32_t dfa_step_ascii(gx_engine *e, uint32_t s, uint8_t b)
+static int32_t dfa_step_ascii(sift__gx_engine *e, uint32_t s, uint8_t b)
 {
     int32_t t = dfa_step(e, s, e->g->ascii_sym[b]);
     if (t >= 0) e->asc[(size_t)s * 128 + b] = t;
     return t;
 }
 
-static inline bool live_any(const gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
+static inline bool live_any(const sift__gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
 {
-    return gx_bits_any_in(e->live + e->st[s].live_off, s0, s1);
+    return sift__gx_bits_any_in(e->live + e->st[s].live_off, s0, s1);
 }
 
-static bool partial_possible(const gx_engine *e, uint32_t s, const gx_utf8 *u)
+static bool partial_possible(const sift__gx_engine *e, uint32_t s, const sift__gx_utf8 *u)
 {
     uint32_t lo, hi, s0, s1;
-    gx_utf8_range(u, &lo, &hi);
-    gx_syms_in_range(e->g, lo, hi, &s0, &s1);
+    sift__gx_utf8_range(u, &lo, &hi);
+    sift__gx_syms_in_range(e->g, lo, hi, &s0, &s1);
     return live_any(e, s, s0, s1);
 }
 
 /* Drop the DFA and the walk arena (between entry computations) when they grow too big. */
-static int dfa_maybe_reset(gx_engine *e)
+static int dfa_maybe_reset(sift__gx_engine *e)
 {
     uint64_t bytes = (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
                      (uint64_t)e->wa.cap * 20 + (uint64_t)e->wa.pool.cap * 4 + (uint64_t)e->asc_cap * 4;
     if (bytes < DFA_BYTES_LIMIT) return SIFT_OK;
-    gx_arena_clear(&e->wa);
+    sift__gx_arena_clear(&e->wa);
     e->n_st = 0;
     e->sets.n = e->live_n = e->trans_n = 0;
     memset(e->st_ht, 0xFF, (size_t)e->st_ht_cap * sizeof *e->st_ht);
@@ -314,21 +314,21 @@ static int dfa_maybe_reset(gx_engine *e)
 
 /* ---- walks --------------------------------------------------------------------------------- */
 
-static inline bool follow_ok(const gx_engine *e, const uint64_t *follow, uint8_t b)
+static inline bool follow_ok(const sift__gx_engine *e, const uint64_t *follow, uint8_t b)
 {
-    if (b < 0x80) return gx_bit(follow, e->g->ascii_sym[b]);
-    if (b >= 0xC2 && b <= 0xF4) return gx_bits_any_in(follow, e->lead_lo[b], e->lead_hi[b]);
+    if (b < 0x80) return sift__gx_bit(follow, e->g->ascii_sym[b]);
+    if (b >= 0xC2 && b <= 0xF4) return sift__gx_bits_any_in(follow, e->lead_lo[b], e->lead_hi[b]);
     return false;
 }
 
 /* Walk the trie below node `root` from DFA state s0 (esc0: the suffix was already used up
  * at the root; u0: unfinished UTF-8 at the root). Accepted tokens go to e->acc, escape
  * nodes to e->esc (both deduplicated by the current stamps). */
-static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0, const uint64_t *follow)
+static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift__gx_utf8 u0, const uint64_t *follow)
 {
-    const gx_vocab *v = &e->voc;
+    const sift__gx_vocab *v = &e->voc;
     const sift_grammar *g = e->g;
-    const gx_trie_node *tn = v->node;
+    const sift__gx_trie_node *tn = v->node;
     wframe *wf = e->wf;
     uint32_t d0 = tn[root].depth;
     wf[d0] = (wframe){s0, root, u0, esc0, 0};
@@ -336,7 +336,7 @@ static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0,
     uint64_t visited = 0;
     while (i < stop) {
         visited++;
-        const gx_trie_node nd = tn[i];
+        const sift__gx_trie_node nd = tn[i];
         const uint32_t d = nd.depth;
         const uint8_t b = nd.byte;
         wframe *pf = &wf[d - 1];
@@ -344,7 +344,7 @@ static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0,
             pf->rec = 1;
             if (e->node_stamp[pf->node] != e->node_epoch) {
                 e->node_stamp[pf->node] = e->node_epoch;
-                if (!gx_u32_push(&e->esc, pf->node)) return SIFT_E_NOMEM;
+                if (!sift__gx_u32_push(&e->esc, pf->node)) return SIFT_E_NOMEM;
             }
         }
         const uint32_t s = pf->state;
@@ -352,7 +352,7 @@ static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0,
             i = nd.end;
             continue;
         }
-        gx_utf8 u = pf->u;
+        sift__gx_utf8 u = pf->u;
         uint32_t ns;
         bool nesc = false;
         if (u.need == 0 && b < 0x80) {
@@ -361,7 +361,7 @@ static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0,
             ns = (uint32_t)t >> 1;
             nesc = t & 1;
         } else {
-            const int32_t r = gx_utf8_feed(&u, b);
+            const int32_t r = sift__gx_utf8_feed(&u, b);
             if (r == GX_UTF8_BAD) {
                 i = nd.end;
                 continue;
@@ -374,7 +374,7 @@ static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0,
                 }
                 ns = s;
             } else {
-                int32_t t = dfa_step(e, s, gx_sym_of(g, (uint32_t)r));
+                int32_t t = dfa_step(e, s, sift__gx_sym_of(g, (uint32_t)r));
                 if (t < 0) return SIFT_E_NOMEM;
                 ns = (uint32_t)t >> 1;
                 nesc = t & 1;
@@ -389,7 +389,7 @@ static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0,
         if (nd.tok_n && e->acc_stamp[i] != e->node_epoch) { /* per node: preorder-sequential */
             e->acc_stamp[i] = e->node_epoch;
             for (uint32_t k = 0; k < nd.tok_n; k++)
-                if (!gx_u32_push(&e->acc, v->sorted[nd.tok_begin + k])) return SIFT_E_NOMEM;
+                if (!sift__gx_u32_push(&e->acc, v->sorted[nd.tok_begin + k])) return SIFT_E_NOMEM;
         }
         wf[d] = (wframe){ns, i, u, nesc, 0};
         i++;
@@ -400,10 +400,10 @@ static int walk(gx_engine *e, uint32_t root, uint32_t s0, bool esc0, gx_utf8 u0,
 
 /* ---- entries ------------------------------------------------------------------------------- */
 
-static uint32_t et_find(const gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux)
+static uint32_t et_find(const sift__gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux)
 {
     uint32_t mask = e->et_cap - 1;
-    uint32_t k = (uint32_t)gx_mix64(((uint64_t)parent << 32) ^ ((uint64_t)pos << 7) ^ aux) & mask;
+    uint32_t k = (uint32_t)sift__gx_mix64(((uint64_t)parent << 32) ^ ((uint64_t)pos << 7) ^ aux) & mask;
     for (;; k = (k + 1) & mask) {
         const ent_slot *sl = &e->et[k];
         if (sl->id == GX_NONE) return GX_NONE;
@@ -411,26 +411,26 @@ static uint32_t et_find(const gx_engine *e, uint32_t parent, uint32_t pos, uint3
     }
 }
 
-static bool et_put(gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux, uint32_t id)
+static bool et_put(sift__gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux, uint32_t id)
 {
     if ((uint64_t)(e->n_ent + 1) * 2 > e->et_cap) {
         uint32_t ncap = e->et_cap * 2;
-        ent_slot *t = gx_malloc((size_t)ncap * sizeof *t);
+        ent_slot *t = sift__gx_malloc((size_t)ncap * sizeof *t);
         if (!t) return false;
         for (uint32_t k = 0; k < ncap; k++) t[k].id = GX_NONE;
         for (uint32_t k = 0; k < e->et_cap; k++) {
             ent_slot sl = e->et[k];
             if (sl.id == GX_NONE) continue;
-            uint32_t q = (uint32_t)gx_mix64(((uint64_t)sl.parent << 32) ^ ((uint64_t)sl.pos << 7) ^ sl.aux) & (ncap - 1);
+            uint32_t q = (uint32_t)sift__gx_mix64(((uint64_t)sl.parent << 32) ^ ((uint64_t)sl.pos << 7) ^ sl.aux) & (ncap - 1);
             while (t[q].id != GX_NONE) q = (q + 1) & (ncap - 1);
             t[q] = sl;
         }
-        gx_free(e->et);
+        sift__gx_free(e->et);
         e->et = t;
         e->et_cap = ncap;
     }
     uint32_t mask = e->et_cap - 1;
-    uint32_t k = (uint32_t)gx_mix64(((uint64_t)parent << 32) ^ ((uint64_t)pos << 7) ^ aux) & mask;
+    uint32_t k = (uint32_t)sift__gx_mix64(((uint64_t)parent << 32) ^ ((uint64_t)pos << 7) ^ aux) & mask;
     while (e->et[k].id != GX_NONE) k = (k + 1) & mask;
     e->et[k] = (ent_slot){parent, pos, aux, id};
     e->ent[id].key_parent = parent;
@@ -441,25 +441,25 @@ static bool et_put(gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux, ui
 
 /* Past CACHE_BYTES_LIMIT: forget the entries computed on demand (only between fills, when no
  * entry id is held). */
-static void cache_maybe_trim(gx_engine *e)
+static void cache_maybe_trim(sift__gx_engine *e)
 {
-    uint64_t bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.n * 4 + (uint64_t)e->n_ent * sizeof(gx_entry);
+    uint64_t bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.n * 4 + (uint64_t)e->n_ent * sizeof(sift__gx_entry);
     if (bytes < e->cache_limit) return;
     e->n_ent = e->pre_ent;
     e->n_dense = e->pre_dense;
     e->lists.n = e->pre_lists;
     for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
     for (uint32_t id = 0; id < e->n_ent; id++) {
-        const gx_entry *en = &e->ent[id];
+        const sift__gx_entry *en = &e->ent[id];
         uint32_t mask = e->et_cap - 1;
-        uint32_t k = (uint32_t)gx_mix64(((uint64_t)en->key_parent << 32) ^ ((uint64_t)en->key_pos << 7) ^ en->key_aux) & mask;
+        uint32_t k = (uint32_t)sift__gx_mix64(((uint64_t)en->key_parent << 32) ^ ((uint64_t)en->key_pos << 7) ^ en->key_aux) & mask;
         while (e->et[k].id != GX_NONE) k = (k + 1) & mask;
         e->et[k] = (ent_slot){en->key_parent, en->key_pos, en->key_aux, id};
     }
     e->trims++;
 }
 
-static int32_t new_dense(gx_engine *e)
+static int32_t new_dense(sift__gx_engine *e)
 {
     if (!GX_GROW(e->dense, e->cap_dense, (e->n_dense + 1) * e->voc.n_words)) return -1;
     /* cap_dense counts words here */
@@ -469,26 +469,26 @@ static int32_t new_dense(gx_engine *e)
 }
 
 /* Make an entry from e->acc / e->esc on top of `parent` (GX_NONE for a level-1 entry). */
-static uint32_t make_entry(gx_engine *e, uint32_t parent)
+static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 {
     if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
-    gx_entry pe = parent == GX_NONE ? (gx_entry){-1, 0, 0, 0, 0, 0, 0, 0} : e->ent[parent];
+    sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0} : e->ent[parent];
     /* new tokens not already in the parent's dense set */
     uint32_t n_new = 0;
     for (uint32_t k = 0; k < e->acc.n; k++) {
         uint32_t t = e->acc.v[k];
-        if (pe.dense >= 0 && gx_bit(dense_bits(e, pe.dense), t)) continue;
+        if (pe.dense >= 0 && sift__gx_bit(dense_bits(e, pe.dense), t)) continue;
         e->acc.v[n_new++] = t;
     }
-    gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
+    sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
     if (extras > 2ull * e->voc.n_words) {
         int32_t d = new_dense(e);
         if (d < 0) return GX_NONE;
         uint64_t *bits = e->dense + (size_t)d * e->voc.n_words;
         if (pe.dense >= 0) memcpy(bits, dense_bits(e, pe.dense), (size_t)e->voc.n_words * sizeof *bits);
-        for (uint32_t k = 0; k < pe.extra_n; k++) gx_bit_set(bits, e->lists.v[pe.extra_off + k]);
-        for (uint32_t k = 0; k < n_new; k++) gx_bit_set(bits, e->acc.v[k]);
+        for (uint32_t k = 0; k < pe.extra_n; k++) sift__gx_bit_set(bits, e->lists.v[pe.extra_off + k]);
+        for (uint32_t k = 0; k < n_new; k++) sift__gx_bit_set(bits, e->acc.v[k]);
         ne.dense = d;
     } else if (extras) {
         if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + (uint32_t)extras)) return GX_NONE;
@@ -509,7 +509,7 @@ static uint32_t make_entry(gx_engine *e, uint32_t parent)
     return e->n_ent++;
 }
 
-static void begin_computation(gx_engine *e)
+static void begin_computation(sift__gx_engine *e)
 {
     e->acc.n = e->esc.n = 0;
     if (++e->node_epoch == 0) {
@@ -520,9 +520,9 @@ static void begin_computation(gx_engine *e)
 }
 
 /* The level-1 entry of a stack whose top is at `pos`, with unfinished UTF-8 `u`. */
-static uint32_t level1(gx_engine *e, uint32_t pos, const gx_utf8 *u)
+static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
 {
-    uint32_t key = gx_utf8_key(u);
+    uint32_t key = sift__gx_utf8_key(u);
     uint32_t id = et_find(e, GX_NONE, pos, key);
     if (id != GX_NONE) return id;
     if (dfa_maybe_reset(e) != SIFT_OK) return GX_NONE;
@@ -530,7 +530,7 @@ static uint32_t level1(gx_engine *e, uint32_t pos, const gx_utf8 *u)
     uint32_t el = g->elems[pos];
     begin_computation(e);
     if (GX_TYPE(el) == GX_CLASS) {
-        uint32_t node = gx_node(&e->wa, pos, 0);
+        uint32_t node = sift__gx_node(&e->wa, pos, 0);
         if (node == GX_NONE) return GX_NONE;
         uint32_t s0 = dfa_intern(e, &node, 1);
         if (s0 == GX_NONE) return GX_NONE;
@@ -539,7 +539,7 @@ static uint32_t level1(gx_engine *e, uint32_t pos, const gx_utf8 *u)
     } else if (u->need == 0) {
         uint32_t t = GX_VAL(el);
         if (GX_TYPE(el) == GX_TOKEN) {
-            if ((int64_t)t < e->voc.n_tokens && gx_bit(e->voc.normal, t) && !gx_u32_push(&e->acc, t)) return GX_NONE;
+            if ((int64_t)t < e->voc.n_tokens && sift__gx_bit(e->voc.normal, t) && !sift__gx_u32_push(&e->acc, t)) return GX_NONE;
         } else { /* TOKEN_NOT: every trie token but t, as a dense set */
             if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
             int32_t d = new_dense(e);
@@ -547,7 +547,7 @@ static uint32_t level1(gx_engine *e, uint32_t pos, const gx_utf8 *u)
             uint64_t *bits = e->dense + (size_t)d * e->voc.n_words;
             memcpy(bits, e->voc.normal, (size_t)e->voc.n_words * sizeof *bits);
             if ((int64_t)t < e->voc.n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
-            e->ent[e->n_ent] = (gx_entry){d, 0, 0, 0, 0, 0, 0, 0};
+            e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0};
             id = e->n_ent++;
             return et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
         }
@@ -558,7 +558,7 @@ static uint32_t level1(gx_engine *e, uint32_t pos, const gx_utf8 *u)
 }
 
 /* The entry one level below `parent`, whose next frame is at position `pos`. */
-static uint32_t child(gx_engine *e, uint32_t parent, uint32_t pos)
+static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
 {
     uint32_t id = et_find(e, parent, pos, 0);
     if (id != GX_NONE) return id;
@@ -568,13 +568,13 @@ static uint32_t child(gx_engine *e, uint32_t parent, uint32_t pos)
     /* the frame alone over the sentinel */
     bool bottom = false;
     e->tmp.n = 0;
-    if (gx_closure(&e->wa, pos, 0, &e->tmp, &bottom) != SIFT_OK) return GX_NONE;
+    if (sift__gx_closure(&e->wa, pos, 0, &e->tmp, &bottom) != SIFT_OK) return GX_NONE;
     if (e->tmp.n > 1) qsort(e->tmp.v, e->tmp.n, sizeof *e->tmp.v, cmp_u32);
     uint32_t s0 = dfa_intern(e, e->tmp.v, e->tmp.n);
     if (s0 == GX_NONE) return GX_NONE;
     const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
-    gx_entry pe = e->ent[parent];
-    gx_utf8 none = {0};
+    sift__gx_entry pe = e->ent[parent];
+    sift__gx_utf8 none = {0};
     for (uint32_t k = 0; k < pe.esc_n; k++) {
         uint32_t node = e->lists.v[e->ent[parent].esc_off + k];
         if (walk(e, node, s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
@@ -586,70 +586,70 @@ static uint32_t child(gx_engine *e, uint32_t parent, uint32_t pos)
 
 /* ---- public (internal) API ----------------------------------------------------------------- */
 
-static void engine_destroy(gx_engine *e)
+static void engine_destroy(sift__gx_engine *e)
 {
     if (!e) return;
     sift_grammar_free(e->g);
-    gx_vocab_free(&e->voc);
-    gx_arena_free(&e->wa);
-    gx_free(e->asc);
-    gx_free(e->st);
-    gx_u32_free(&e->sets);
-    gx_free(e->live);
-    gx_free(e->trans);
-    gx_free(e->st_ht);
-    gx_free(e->ent);
-    gx_u32_free(&e->lists);
-    gx_free(e->dense);
-    gx_free(e->et);
-    gx_free(e->wf);
-    gx_free(e->acc_stamp);
-    gx_free(e->node_stamp);
-    gx_u32_free(&e->acc);
-    gx_u32_free(&e->esc);
-    gx_u32_free(&e->tmp);
-    gx_u32_free(&e->used_dense);
+    sift__gx_vocab_free(&e->voc);
+    sift__gx_arena_free(&e->wa);
+    sift__gx_free(e->asc);
+    sift__gx_free(e->st);
+    sift__gx_u32_free(&e->sets);
+    sift__gx_free(e->live);
+    sift__gx_free(e->trans);
+    sift__gx_free(e->st_ht);
+    sift__gx_free(e->ent);
+    sift__gx_u32_free(&e->lists);
+    sift__gx_free(e->dense);
+    sift__gx_free(e->et);
+    sift__gx_free(e->wf);
+    sift__gx_free(e->acc_stamp);
+    sift__gx_free(e->node_stamp);
+    sift__gx_u32_free(&e->acc);
+    sift__gx_u32_free(&e->esc);
+    sift__gx_u32_free(&e->tmp);
+    sift__gx_u32_free(&e->used_dense);
     pthread_mutex_destroy(&e->lock);
-    gx_free(e);
+    sift__gx_free(e);
 }
 
-int gx_engine_new(gx_engine **out, sift_grammar *g, const sift_vocab_view *view, sift_error *err)
+int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab_view *view, sift_error *err)
 {
     *out = NULL;
-    gx_engine *e = gx_calloc(1, sizeof *e);
+    sift__gx_engine *e = sift__gx_calloc(1, sizeof *e);
     if (!e) {
         sift_grammar_free(g);
-        return sift_error_set(err, SIFT_E_NOMEM, "out of memory");
+        return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     }
     atomic_init(&e->refs, 1);
     pthread_mutex_init(&e->lock, NULL);
     e->cache_limit = CACHE_BYTES_LIMIT;
     e->g = g;
-    int rc = gx_vocab_build(&e->voc, view, err);
+    int rc = sift__gx_vocab_build(&e->voc, view, err);
     if (rc != SIFT_OK) goto fail;
     if (g->has_tokens && (int64_t)g->max_token >= e->voc.n_tokens) {
-        rc = sift_error_set(err, SIFT_E_INVAL, "grammar names token %u but the vocabulary has %d tokens", g->max_token,
+        rc = sift__error_set(err, SIFT_E_INVAL, "grammar names token %u but the vocabulary has %d tokens", g->max_token,
                             e->voc.n_tokens);
         goto fail;
     }
-    rc = gx_arena_init(&e->wa, g);
+    rc = sift__gx_arena_init(&e->wa, g);
     if (rc != SIFT_OK) goto nomem;
     uint32_t depth = e->voc.max_depth + 2;
-    e->wf = gx_malloc(depth * sizeof *e->wf);
-    e->acc_stamp = gx_calloc(e->voc.n_nodes, sizeof *e->acc_stamp);
-    e->node_stamp = gx_calloc(e->voc.n_nodes, sizeof *e->node_stamp);
+    e->wf = sift__gx_malloc(depth * sizeof *e->wf);
+    e->acc_stamp = sift__gx_calloc(e->voc.n_nodes, sizeof *e->acc_stamp);
+    e->node_stamp = sift__gx_calloc(e->voc.n_nodes, sizeof *e->node_stamp);
     e->et_cap = 1024;
-    e->et = gx_malloc((size_t)e->et_cap * sizeof *e->et);
+    e->et = sift__gx_malloc((size_t)e->et_cap * sizeof *e->et);
     if (!e->wf || !e->acc_stamp || !e->node_stamp || !e->et)
         goto nomem;
     for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
     e->node_epoch = 1;
     for (uint32_t b = 0xC2; b <= 0xF4; b++) {
-        gx_utf8 u = {0};
-        gx_utf8_feed(&u, (uint8_t)b);
+        sift__gx_utf8 u = {0};
+        sift__gx_utf8_feed(&u, (uint8_t)b);
         uint32_t lo, hi;
-        gx_utf8_range(&u, &lo, &hi);
-        gx_syms_in_range(g, lo, hi, &e->lead_lo[b], &e->lead_hi[b]);
+        sift__gx_utf8_range(&u, &lo, &hi);
+        sift__gx_syms_in_range(g, lo, hi, &e->lead_lo[b], &e->lead_hi[b]);
     }
     /* the pools are never NULL, so that empty sets are still valid pointers */
     if (!GX_GROW(e->sets.v, e->sets.cap, 64) || !GX_GROW(e->lists.v, e->lists.cap, 64) ||
@@ -659,21 +659,21 @@ int gx_engine_new(gx_engine **out, sift_grammar *g, const sift_vocab_view *view,
     *out = e;
     return SIFT_OK;
 nomem:
-    rc = sift_error_set(err, SIFT_E_NOMEM, "out of memory building the grammar sampler");
+    rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory building the grammar sampler");
 fail:
     engine_destroy(e);
     return rc;
 }
 
-void gx_engine_retain(gx_engine *e) { atomic_fetch_add(&e->refs, 1); }
+void sift__gx_engine_retain(sift__gx_engine *e) { atomic_fetch_add(&e->refs, 1); }
 
-void gx_engine_release(gx_engine *e)
+void sift__gx_engine_release(sift__gx_engine *e)
 {
     if (e && atomic_fetch_sub(&e->refs, 1) == 1) engine_destroy(e);
 }
 
-const sift_grammar *gx_engine_grammar(const gx_engine *e) { return e->g; }
-const gx_vocab *gx_engine_vocab(const gx_engine *e) { return &e->voc; }
+const sift_grammar *sift__gx_engine_grammar(const sift__gx_engine *e) { return e->g; }
+const sift__gx_vocab *sift__gx_engine_vocab(const sift__gx_engine *e) { return &e->voc; }
 
 /* Frames that can sit directly below a frame of each rule ("B" sets), for precompute:
  * position p+1 after every REF r that is not at the end of its alternative; for a REF at
@@ -688,20 +688,20 @@ static bool pair_add(pair_set *ps, uint32_t rule, uint32_t frame, bool *added)
 {
     if ((uint64_t)(ps->n + 1) * 2 > ps->cap) {
         uint32_t ncap = ps->cap ? ps->cap * 2 : 1024;
-        uint64_t *t = gx_calloc(ncap, sizeof *t);
+        uint64_t *t = sift__gx_calloc(ncap, sizeof *t);
         if (!t) return false;
         for (uint32_t k = 0; k < ps->cap; k++) {
             if (!ps->slot[k]) continue;
-            uint32_t q = (uint32_t)gx_mix64(ps->slot[k]) & (ncap - 1);
+            uint32_t q = (uint32_t)sift__gx_mix64(ps->slot[k]) & (ncap - 1);
             while (t[q]) q = (q + 1) & (ncap - 1);
             t[q] = ps->slot[k];
         }
-        gx_free(ps->slot);
+        sift__gx_free(ps->slot);
         ps->slot = t;
         ps->cap = ncap;
     }
     uint64_t key = (((uint64_t)rule << 32) | frame) + 1;
-    uint32_t q = (uint32_t)gx_mix64(key) & (ps->cap - 1);
+    uint32_t q = (uint32_t)sift__gx_mix64(key) & (ps->cap - 1);
     for (; ps->slot[q]; q = (q + 1) & (ps->cap - 1))
         if (ps->slot[q] == key) {
             *added = false;
@@ -715,11 +715,11 @@ static bool pair_add(pair_set *ps, uint32_t rule, uint32_t frame, bool *added)
 
 #define BELOW_MAX_PAIRS (1u << 20) /* enough for a warm start; beyond it everything is lazy */
 
-static int below_sets(const sift_grammar *g, gx_u32vec **out)
+static int below_sets(const sift_grammar *g, sift__gx_u32vec **out)
 {
-    gx_u32vec *b = gx_calloc(g->n_rules, sizeof *b);
+    sift__gx_u32vec *b = sift__gx_calloc(g->n_rules, sizeof *b);
     if (!b) return SIFT_E_NOMEM;
-    gx_u32vec tail_from = {0}, tail_to = {0}, work_r = {0}, work_f = {0};
+    sift__gx_u32vec tail_from = {0}, tail_to = {0}, work_r = {0}, work_f = {0};
     pair_set seen = {0};
     int rc = SIFT_OK;
     bool added;
@@ -727,29 +727,29 @@ static int below_sets(const sift_grammar *g, gx_u32vec **out)
         uint32_t el = g->elems[p];
         if (GX_TYPE(el) != GX_REF) continue;
         uint32_t r = GX_VAL(el);
-        if (!gx_is_end(g->elems[p + 1])) {
+        if (!sift__gx_is_end(g->elems[p + 1])) {
             if (!pair_add(&seen, r, p + 1, &added)) rc = SIFT_E_NOMEM;
-            else if (added && (!gx_u32_push(&b[r], p + 1) || !gx_u32_push(&work_r, r) || !gx_u32_push(&work_f, p + 1)))
+            else if (added && (!sift__gx_u32_push(&b[r], p + 1) || !sift__gx_u32_push(&work_r, r) || !sift__gx_u32_push(&work_f, p + 1)))
                 rc = SIFT_E_NOMEM;
         } else if (g->rule_of[p] != r) {
-            if (!gx_u32_push(&tail_from, g->rule_of[p]) || !gx_u32_push(&tail_to, r)) rc = SIFT_E_NOMEM;
+            if (!sift__gx_u32_push(&tail_from, g->rule_of[p]) || !sift__gx_u32_push(&tail_to, r)) rc = SIFT_E_NOMEM;
         }
     }
     /* tail-call edges by source rule (counting sort), then a worklist of new (rule, frame) pairs */
-    uint32_t *head = rc == SIFT_OK ? gx_calloc((size_t)g->n_rules + 1, sizeof *head) : NULL;
-    uint32_t *adj = rc == SIFT_OK ? gx_malloc(((size_t)tail_from.n + 1) * sizeof *adj) : NULL;
+    uint32_t *head = rc == SIFT_OK ? sift__gx_calloc((size_t)g->n_rules + 1, sizeof *head) : NULL;
+    uint32_t *adj = rc == SIFT_OK ? sift__gx_malloc(((size_t)tail_from.n + 1) * sizeof *adj) : NULL;
     if (rc == SIFT_OK && (!head || !adj)) rc = SIFT_E_NOMEM;
     if (rc == SIFT_OK) {
         /* head[r] .. head[r + 1]: the rules r tail-calls */
         for (uint32_t k = 0; k < tail_from.n; k++) head[tail_from.v[k] + 1]++;
         for (uint32_t r = 0; r < g->n_rules; r++) head[r + 1] += head[r];
-        uint32_t *fill = gx_malloc(((size_t)g->n_rules + 1) * sizeof *fill);
+        uint32_t *fill = sift__gx_malloc(((size_t)g->n_rules + 1) * sizeof *fill);
         if (!fill) {
             rc = SIFT_E_NOMEM;
         } else {
             memcpy(fill, head, ((size_t)g->n_rules + 1) * sizeof *fill);
             for (uint32_t k = 0; k < tail_from.n; k++) adj[fill[tail_from.v[k]]++] = tail_to.v[k];
-            gx_free(fill);
+            sift__gx_free(fill);
         }
     }
     for (uint32_t w = 0; rc == SIFT_OK && w < work_r.n && seen.n < BELOW_MAX_PAIRS; w++) {
@@ -757,38 +757,38 @@ static int below_sets(const sift_grammar *g, gx_u32vec **out)
         for (uint32_t k = head[q]; k < head[q + 1] && rc == SIFT_OK; k++) {
             uint32_t r = adj[k];
             if (!pair_add(&seen, r, f, &added)) rc = SIFT_E_NOMEM;
-            else if (added && (!gx_u32_push(&b[r], f) || !gx_u32_push(&work_r, r) || !gx_u32_push(&work_f, f)))
+            else if (added && (!sift__gx_u32_push(&b[r], f) || !sift__gx_u32_push(&work_r, r) || !sift__gx_u32_push(&work_f, f)))
                 rc = SIFT_E_NOMEM;
         }
     }
-    gx_free(head);
-    gx_free(adj);
-    gx_free(seen.slot);
-    gx_u32_free(&tail_from);
-    gx_u32_free(&tail_to);
-    gx_u32_free(&work_r);
-    gx_u32_free(&work_f);
+    sift__gx_free(head);
+    sift__gx_free(adj);
+    sift__gx_free(seen.slot);
+    sift__gx_u32_free(&tail_from);
+    sift__gx_u32_free(&tail_to);
+    sift__gx_u32_free(&work_r);
+    sift__gx_u32_free(&work_f);
     if (rc != SIFT_OK) {
-        for (uint32_t r = 0; r < g->n_rules; r++) gx_u32_free(&b[r]);
-        gx_free(b);
+        for (uint32_t r = 0; r < g->n_rules; r++) sift__gx_u32_free(&b[r]);
+        sift__gx_free(b);
         return rc;
     }
     *out = b;
     return SIFT_OK;
 }
 
-int gx_engine_precompute(gx_engine *e, uint64_t budget)
+int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
 {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pthread_mutex_lock(&e->lock);
     const sift_grammar *g = e->g;
-    gx_utf8 none = {0};
+    sift__gx_utf8 none = {0};
     int rc = SIFT_OK;
     uint64_t start = e->walked;
     for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK; p++)
-        if (gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
-    gx_u32vec *below = NULL;
+        if (sift__gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
+    sift__gx_u32vec *below = NULL;
     if (rc == SIFT_OK) rc = below_sets(g, &below);
     /* work = trie nodes walked + 64 per entry made, so that many cheap entries count too */
     uint32_t ent0 = e->n_ent;
@@ -801,7 +801,7 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
             break;
         }
         if (!e->ent[id].esc_n) continue;
-        const gx_u32vec *bs = &below[g->rule_of[p]];
+        const sift__gx_u32vec *bs = &below[g->rule_of[p]];
         for (uint32_t k = 0; k < bs->n && WORK() < budget; k++)
             if (child(e, id, bs->v[k]) == GX_NONE) {
                 rc = SIFT_E_NOMEM;
@@ -809,8 +809,8 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
             }
     }
     if (below) {
-        for (uint32_t r = 0; r < g->n_rules; r++) gx_u32_free(&below[r]);
-        gx_free(below);
+        for (uint32_t r = 0; r < g->n_rules; r++) sift__gx_u32_free(&below[r]);
+        sift__gx_free(below);
     }
 #undef WORK
     e->pre_ent = e->n_ent;
@@ -822,16 +822,16 @@ int gx_engine_precompute(gx_engine *e, uint64_t budget)
     return rc;
 }
 
-int gx_token_verdict(gx_arena *a, const gx_state *s, const gx_vocab *v, uint32_t t, gx_state *t1, gx_state *t2)
+int sift__gx_token_verdict(sift__gx_arena *a, const sift__gx_state *s, const sift__gx_vocab *v, uint32_t t, sift__gx_state *t1, sift__gx_state *t2)
 {
-    if (v->flags[t] & GX_TOK_EOG) return gx_state_can_end(s);
+    if (v->flags[t] & GX_TOK_EOG) return sift__gx_state_can_end(s);
     if (v->flags[t] & GX_TOK_EXCLUDED) return 0;
     uint32_t len;
-    const uint8_t *b = gx_vocab_text(v, t, &len);
-    return gx_state_token_check(a, s, t, b, len, t1, t2);
+    const uint8_t *b = sift__gx_vocab_text(v, t, &len);
+    return sift__gx_state_token_check(a, s, t, b, len, t1, t2);
 }
 
-int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t *mask)
+int sift__gx_engine_fill_mask(sift__gx_engine *e, sift__gx_arena *ra, const sift__gx_state *s, uint64_t *mask)
 {
     uint32_t W = e->voc.n_words;
     memset(mask, 0, (size_t)W * sizeof *mask);
@@ -848,12 +848,12 @@ int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t 
             rc = SIFT_E_NOMEM;
             break;
         }
-        const gx_entry *en = &e->ent[id];
+        const sift__gx_entry *en = &e->ent[id];
         if (en->dense >= 0) {
             bool seen = false;
             for (uint32_t q = 0; q < e->used_dense.n && !seen; q++) seen = e->used_dense.v[q] == (uint32_t)en->dense;
             if (!seen) {
-                if (!gx_u32_push(&e->used_dense, (uint32_t)en->dense)) {
+                if (!sift__gx_u32_push(&e->used_dense, (uint32_t)en->dense)) {
                     rc = SIFT_E_NOMEM;
                     break;
                 }
@@ -862,22 +862,22 @@ int gx_engine_fill_mask(gx_engine *e, gx_arena *ra, const gx_state *s, uint64_t 
             }
         }
         const uint32_t *x = e->lists.v + en->extra_off;
-        for (uint32_t q = 0; q < en->extra_n; q++) gx_bit_set(mask, x[q]);
+        for (uint32_t q = 0; q < en->extra_n; q++) sift__gx_bit_set(mask, x[q]);
     }
     pthread_mutex_unlock(&e->lock);
-    if (gx_state_can_end(s))
-        for (uint32_t k = 0; k < e->voc.n_eog; k++) gx_bit_set(mask, e->voc.eog[k]);
+    if (sift__gx_state_can_end(s))
+        for (uint32_t k = 0; k < e->voc.n_eog; k++) sift__gx_bit_set(mask, e->voc.eog[k]);
     return rc;
 }
 
-void gx_engine_set_cache_limit(gx_engine *e, uint64_t bytes)
+void sift__gx_engine_set_cache_limit(sift__gx_engine *e, uint64_t bytes)
 {
     pthread_mutex_lock(&e->lock);
     e->cache_limit = bytes;
     pthread_mutex_unlock(&e->lock);
 }
 
-void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st)
+void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
 {
     pthread_mutex_lock(&e->lock);
     st->entries = e->n_ent;
@@ -886,9 +886,9 @@ void gx_engine_get_stats(gx_engine *e, gx_engine_stats *st)
     st->walk_arena_nodes = e->wa.n;
     st->trie_nodes = e->voc.n_nodes;
     st->trie_nodes_walked = e->walked;
-    st->bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.cap * 4 + (uint64_t)e->cap_ent * sizeof(gx_entry) +
+    st->bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.cap * 4 + (uint64_t)e->cap_ent * sizeof(sift__gx_entry) +
                 (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
-                (uint64_t)e->voc.n_nodes * sizeof(gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
+                (uint64_t)e->voc.n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
     st->precompute_ms = e->precompute_ms;
     st->trims = e->trims;
     pthread_mutex_unlock(&e->lock);

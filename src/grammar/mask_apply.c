@@ -6,7 +6,7 @@
 
 #include "grammar/mask_apply.h"
 
-size_t gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens)
+size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens)
 {
     size_t kept = 0;
     for (size_t i = 0; i < size; i++) {
@@ -18,13 +18,13 @@ size_t gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, con
     return kept;
 }
 
-gx_mask_apply_fn gx_mask_apply_best(void)
+sift__gx_mask_apply_fn sift__gx_mask_apply_best(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-        return gx_mask_apply_avx512;
-    if (__builtin_cpu_supports("avx2")) return gx_mask_apply_avx2;
+        return sift__gx_mask_apply_avx512;
+    if (__builtin_cpu_supports("avx2")) return sift__gx_mask_apply_avx2;
 #endif
-    return gx_mask_apply_scalar;
+    return sift__gx_mask_apply_scalar;
 }

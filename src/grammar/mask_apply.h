@@ -18,14 +18,14 @@
 
 /* ids >= n_tokens (or negative) count as not allowed. Returns the number of candidates
  * that were allowed. */
-typedef size_t (*gx_mask_apply_fn)(const sift_token *id, float *logit, size_t size, const uint64_t *mask,
+typedef size_t (*sift__gx_mask_apply_fn)(const sift_token *id, float *logit, size_t size, const uint64_t *mask,
                                    uint32_t n_tokens);
 
-size_t gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens);
-size_t gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens);
-size_t gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens);
+size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens);
+size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens);
+size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens);
 
 /* The best version this CPU runs. */
-gx_mask_apply_fn gx_mask_apply_best(void);
+sift__gx_mask_apply_fn sift__gx_mask_apply_best(void);
 
 #endif

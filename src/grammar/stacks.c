@@ -11,7 +11,7 @@
 
 #define ARENA_DEFAULT_MAX_NODES (1u << 26)
 
-static bool arena_reserve(gx_arena *a, uint32_t need)
+static bool arena_reserve(sift__gx_arena *a, uint32_t need)
 {
     if (need <= a->cap) return true;
     if (need > a->max_nodes) return false;
@@ -19,7 +19,7 @@ static bool arena_reserve(gx_arena *a, uint32_t need)
     while (ncap < need) ncap *= 2;
     uint32_t *p;
 #define GROW_FIELD(f, fill)                                                   \
-    p = gx_realloc(a->f, (size_t)ncap * sizeof *p);                           \
+    p = sift__gx_realloc(a->f, (size_t)ncap * sizeof *p);                           \
     if (!p) return false;                                                     \
     for (uint32_t k = a->cap; k < ncap; k++) p[k] = (fill);                   \
     a->f = p;
@@ -33,28 +33,28 @@ static bool arena_reserve(gx_arena *a, uint32_t need)
     return true;
 }
 
-static bool ht_resize(gx_arena *a, uint32_t ncap)
+static bool ht_resize(sift__gx_arena *a, uint32_t ncap)
 {
-    uint32_t *t = gx_calloc(ncap, sizeof *t);
+    uint32_t *t = sift__gx_calloc(ncap, sizeof *t);
     if (!t) return false;
     for (uint32_t id = 1; id < a->n; id++) {
-        uint32_t k = (uint32_t)gx_hash2(a->pos[id], a->parent[id]) & (ncap - 1);
+        uint32_t k = (uint32_t)sift__gx_hash2(a->pos[id], a->parent[id]) & (ncap - 1);
         while (t[k]) k = (k + 1) & (ncap - 1);
         t[k] = id;
     }
-    gx_free(a->ht);
+    sift__gx_free(a->ht);
     a->ht = t;
     a->ht_cap = ncap;
     return true;
 }
 
-int gx_arena_init(gx_arena *a, const sift_grammar *g)
+int sift__gx_arena_init(sift__gx_arena *a, const sift_grammar *g)
 {
     memset(a, 0, sizeof *a);
     a->g = g;
     a->max_nodes = ARENA_DEFAULT_MAX_NODES;
     if (!arena_reserve(a, 256) || !ht_resize(a, 512)) {
-        gx_arena_free(a);
+        sift__gx_arena_free(a);
         return SIFT_E_NOMEM;
     }
     a->n = 1; /* the bottom */
@@ -62,27 +62,27 @@ int gx_arena_init(gx_arena *a, const sift_grammar *g)
     return SIFT_OK;
 }
 
-void gx_arena_free(gx_arena *a)
+void sift__gx_arena_free(sift__gx_arena *a)
 {
-    gx_free(a->pos);
-    gx_free(a->parent);
-    gx_free(a->succ);
-    gx_free(a->stamp);
-    gx_free(a->mark);
-    gx_free(a->ht);
-    gx_u32_free(&a->pool);
-    gx_u32_free(&a->work);
-    gx_u32_free(&a->scratch);
+    sift__gx_free(a->pos);
+    sift__gx_free(a->parent);
+    sift__gx_free(a->succ);
+    sift__gx_free(a->stamp);
+    sift__gx_free(a->mark);
+    sift__gx_free(a->ht);
+    sift__gx_u32_free(&a->pool);
+    sift__gx_u32_free(&a->work);
+    sift__gx_u32_free(&a->scratch);
     memset(a, 0, sizeof *a);
 }
 
-int gx_arena_copy(gx_arena *dst, const gx_arena *src)
+int sift__gx_arena_copy(sift__gx_arena *dst, const sift__gx_arena *src)
 {
-    gx_arena_free(dst);
+    sift__gx_arena_free(dst);
     dst->g = src->g;
     dst->max_nodes = src->max_nodes;
-    if (!arena_reserve(dst, src->cap) || !(dst->ht = gx_malloc((size_t)src->ht_cap * sizeof *dst->ht))) {
-        gx_arena_free(dst);
+    if (!arena_reserve(dst, src->cap) || !(dst->ht = sift__gx_malloc((size_t)src->ht_cap * sizeof *dst->ht))) {
+        sift__gx_arena_free(dst);
         return SIFT_E_NOMEM;
     }
     dst->n = src->n;
@@ -98,7 +98,7 @@ int gx_arena_copy(gx_arena *dst, const gx_arena *src)
     dst->mark_epoch = src->mark_epoch;
     if (src->pool.n) {
         if (!GX_GROW(dst->pool.v, dst->pool.cap, src->pool.n)) {
-            gx_arena_free(dst);
+            sift__gx_arena_free(dst);
             return SIFT_E_NOMEM;
         }
         memcpy(dst->pool.v, src->pool.v, (size_t)src->pool.n * sizeof *dst->pool.v);
@@ -107,7 +107,7 @@ int gx_arena_copy(gx_arena *dst, const gx_arena *src)
     return SIFT_OK;
 }
 
-void gx_arena_clear(gx_arena *a)
+void sift__gx_arena_clear(sift__gx_arena *a)
 {
     for (uint32_t k = 0; k < a->n; k++) {
         a->succ[k] = GX_NONE;
@@ -119,36 +119,36 @@ void gx_arena_clear(gx_arena *a)
     a->epoch = a->mark_epoch = 1;
 }
 
-int gx_state_compact(gx_arena *a, gx_state *s)
+int sift__gx_state_compact(sift__gx_arena *a, sift__gx_state *s)
 {
-    gx_arena fresh;
-    int rc = gx_arena_init(&fresh, a->g);
+    sift__gx_arena fresh;
+    int rc = sift__gx_arena_init(&fresh, a->g);
     if (rc != SIFT_OK) return rc;
     fresh.max_nodes = a->max_nodes;
-    gx_u32vec chain = {0};
+    sift__gx_u32vec chain = {0};
     for (uint32_t k = 0; k < s->tops.n && rc == SIFT_OK; k++) {
         chain.n = 0;
         for (uint32_t n = s->tops.v[k]; n && rc == SIFT_OK; n = a->parent[n])
-            if (!gx_u32_push(&chain, a->pos[n])) rc = SIFT_E_NOMEM;
+            if (!sift__gx_u32_push(&chain, a->pos[n])) rc = SIFT_E_NOMEM;
         uint32_t id = 0;
         for (uint32_t q = chain.n; q-- > 0 && rc == SIFT_OK;)
-            if ((id = gx_node(&fresh, chain.v[q], id)) == GX_NONE) rc = SIFT_E_NOMEM;
+            if ((id = sift__gx_node(&fresh, chain.v[q], id)) == GX_NONE) rc = SIFT_E_NOMEM;
         if (rc == SIFT_OK) s->tops.v[k] = id;
     }
-    gx_u32_free(&chain);
+    sift__gx_u32_free(&chain);
     if (rc != SIFT_OK) {
-        gx_arena_free(&fresh);
+        sift__gx_arena_free(&fresh);
         return rc; /* the old arena and ids are untouched only if nothing was rewritten */
     }
-    gx_arena_free(a);
+    sift__gx_arena_free(a);
     *a = fresh;
     return SIFT_OK;
 }
 
-uint32_t gx_node(gx_arena *a, uint32_t pos, uint32_t parent)
+uint32_t sift__gx_node(sift__gx_arena *a, uint32_t pos, uint32_t parent)
 {
     uint32_t mask = a->ht_cap - 1;
-    uint32_t k = (uint32_t)gx_hash2(pos, parent) & mask;
+    uint32_t k = (uint32_t)sift__gx_hash2(pos, parent) & mask;
     for (uint32_t id; (id = a->ht[k]) != 0; k = (k + 1) & mask)
         if (a->pos[id] == pos && a->parent[id] == parent) return id;
     if (!arena_reserve(a, a->n + 1)) return GX_NONE;
@@ -174,21 +174,21 @@ static void next_epoch(uint32_t *epoch, uint32_t *arr, uint32_t n)
     }
 }
 
-void gx_mark_begin(gx_arena *a) { next_epoch(&a->mark_epoch, a->mark, a->n); }
+void sift__gx_mark_begin(sift__gx_arena *a) { next_epoch(&a->mark_epoch, a->mark, a->n); }
 
 /* push "execute node c" or, for the bottom, record that the stack emptied */
-static inline bool push_exec(gx_arena *a, uint32_t c, bool *bottom)
+static inline bool push_exec(sift__gx_arena *a, uint32_t c, bool *bottom)
 {
     if (c == 0) {
         *bottom = true;
         return true;
     }
-    return gx_u32_push(&a->work, c);
+    return sift__gx_u32_push(&a->work, c);
 }
 
 /* Run the closure work list: every node on a->work is executed once per epoch; terminal-topped
  * nodes go to out (each once), an emptied parent chain sets *bottom. */
-static int closure_run(gx_arena *a, gx_u32vec *out, bool *bottom)
+static int closure_run(sift__gx_arena *a, sift__gx_u32vec *out, bool *bottom)
 {
     const sift_grammar *g = a->g;
     while (a->work.n) {
@@ -197,22 +197,22 @@ static int closure_run(gx_arena *a, gx_u32vec *out, bool *bottom)
         a->stamp[n] = a->epoch;
         uint32_t p = a->pos[n];
         uint32_t e = g->elems[p];
-        if (gx_is_terminal(e)) {
-            if (!gx_u32_push(out, n)) return SIFT_E_NOMEM;
+        if (sift__gx_is_terminal(e)) {
+            if (!sift__gx_u32_push(out, n)) return SIFT_E_NOMEM;
             continue;
         }
         /* a REF: continue after it in this rule (or return to the parent), then expand */
-        uint32_t cont = gx_is_end(g->elems[p + 1]) ? a->parent[n] : gx_node(a, p + 1, a->parent[n]);
+        uint32_t cont = sift__gx_is_end(g->elems[p + 1]) ? a->parent[n] : sift__gx_node(a, p + 1, a->parent[n]);
         if (cont == GX_NONE) return SIFT_E_NOMEM;
         uint32_t alt = g->rule_start[GX_VAL(e)];
         for (;;) {
-            if (gx_is_end(g->elems[alt])) {
+            if (sift__gx_is_end(g->elems[alt])) {
                 if (!push_exec(a, cont, bottom)) return SIFT_E_NOMEM;
             } else {
-                uint32_t c = gx_node(a, alt, cont);
-                if (c == GX_NONE || !gx_u32_push(&a->work, c)) return SIFT_E_NOMEM;
+                uint32_t c = sift__gx_node(a, alt, cont);
+                if (c == GX_NONE || !sift__gx_u32_push(&a->work, c)) return SIFT_E_NOMEM;
             }
-            while (!gx_is_end(g->elems[alt])) alt++;
+            while (!sift__gx_is_end(g->elems[alt])) alt++;
             if (GX_TYPE(g->elems[alt]) == GX_END) break;
             alt++;
         }
@@ -220,26 +220,26 @@ static int closure_run(gx_arena *a, gx_u32vec *out, bool *bottom)
     return SIFT_OK;
 }
 
-int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool *bottom)
+int sift__gx_closure(sift__gx_arena *a, uint32_t pos, uint32_t parent, sift__gx_u32vec *out, bool *bottom)
 {
     next_epoch(&a->epoch, a->stamp, a->n);
-    uint32_t start = gx_node(a, pos, parent);
+    uint32_t start = sift__gx_node(a, pos, parent);
     if (start == GX_NONE) return SIFT_E_NOMEM;
     a->work.n = 0;
-    if (!gx_u32_push(&a->work, start)) return SIFT_E_NOMEM;
+    if (!sift__gx_u32_push(&a->work, start)) return SIFT_E_NOMEM;
     return closure_run(a, out, bottom);
 }
 
-int gx_succ_union(gx_arena *a, const uint32_t *nodes, uint32_t n, gx_u32vec *out, bool *bottom)
+int sift__gx_succ_union(sift__gx_arena *a, const uint32_t *nodes, uint32_t n, sift__gx_u32vec *out, bool *bottom)
 {
     const sift_grammar *g = a->g;
     next_epoch(&a->epoch, a->stamp, a->n);
     a->work.n = 0;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t m = nodes[k], p = a->pos[m], c;
-        if (gx_is_end(g->elems[p + 1])) {
+        if (sift__gx_is_end(g->elems[p + 1])) {
             c = a->parent[m]; /* the node of the parent frame is its continuation */
-        } else if ((c = gx_node(a, p + 1, a->parent[m])) == GX_NONE) {
+        } else if ((c = sift__gx_node(a, p + 1, a->parent[m])) == GX_NONE) {
             return SIFT_E_NOMEM;
         }
         if (!push_exec(a, c, bottom)) return SIFT_E_NOMEM;
@@ -247,25 +247,25 @@ int gx_succ_union(gx_arena *a, const uint32_t *nodes, uint32_t n, gx_u32vec *out
     return closure_run(a, out, bottom);
 }
 
-const uint32_t *gx_succ(gx_arena *a, uint32_t n, uint32_t *count, bool *bottom)
+const uint32_t *sift__gx_succ(sift__gx_arena *a, uint32_t n, uint32_t *count, bool *bottom)
 {
     if (a->succ[n] == GX_NONE) {
         const sift_grammar *g = a->g;
         uint32_t p = a->pos[n];
         uint32_t off = a->pool.n;
-        if (!gx_u32_push(&a->pool, 0)) return NULL;
+        if (!sift__gx_u32_push(&a->pool, 0)) return NULL;
         bool bot = false;
         int rc;
-        if (gx_is_end(g->elems[p + 1])) {
+        if (sift__gx_is_end(g->elems[p + 1])) {
             uint32_t par = a->parent[n];
             if (par == 0) {
                 bot = true;
                 rc = SIFT_OK;
             } else {
-                rc = gx_closure(a, a->pos[par], a->parent[par], &a->pool, &bot);
+                rc = sift__gx_closure(a, a->pos[par], a->parent[par], &a->pool, &bot);
             }
         } else {
-            rc = gx_closure(a, p + 1, a->parent[n], &a->pool, &bot);
+            rc = sift__gx_closure(a, p + 1, a->parent[n], &a->pool, &bot);
         }
         if (rc != SIFT_OK) {
             a->pool.n = off;
@@ -282,9 +282,9 @@ const uint32_t *gx_succ(gx_arena *a, uint32_t n, uint32_t *count, bool *bottom)
 
 /* ---- states -------------------------------------------------------------------------------- */
 
-void gx_state_free(gx_state *s) { gx_u32_free(&s->tops); }
+void sift__gx_state_free(sift__gx_state *s) { sift__gx_u32_free(&s->tops); }
 
-int gx_state_copy(gx_state *dst, const gx_state *src)
+int sift__gx_state_copy(sift__gx_state *dst, const sift__gx_state *src)
 {
     if (!GX_GROW(dst->tops.v, dst->tops.cap, src->tops.n)) return SIFT_E_NOMEM;
     if (src->tops.n) memcpy(dst->tops.v, src->tops.v, (size_t)src->tops.n * sizeof *src->tops.v);
@@ -294,118 +294,118 @@ int gx_state_copy(gx_state *dst, const gx_state *src)
     return SIFT_OK;
 }
 
-int gx_state_start(gx_arena *a, gx_state *s)
+int sift__gx_state_start(sift__gx_arena *a, sift__gx_state *s)
 {
     const sift_grammar *g = a->g;
     s->tops.n = 0;
     s->can_end = false;
     memset(&s->utf8, 0, sizeof s->utf8);
     uint32_t alt = g->rule_start[g->root];
-    gx_mark_begin(a);
-    gx_u32vec *tmp = &a->scratch;
+    sift__gx_mark_begin(a);
+    sift__gx_u32vec *tmp = &a->scratch;
     int rc = SIFT_OK;
     for (;;) {
-        if (gx_is_end(g->elems[alt])) {
+        if (sift__gx_is_end(g->elems[alt])) {
             s->can_end = true;
         } else {
             tmp->n = 0;
-            rc = gx_closure(a, alt, 0, tmp, &s->can_end);
+            rc = sift__gx_closure(a, alt, 0, tmp, &s->can_end);
             if (rc != SIFT_OK) break;
             for (uint32_t k = 0; k < tmp->n; k++)
-                if (gx_mark_add(a, tmp->v[k]) && !gx_u32_push(&s->tops, tmp->v[k])) {
+                if (sift__gx_mark_add(a, tmp->v[k]) && !sift__gx_u32_push(&s->tops, tmp->v[k])) {
                     rc = SIFT_E_NOMEM;
                     break;
                 }
             if (rc != SIFT_OK) break;
         }
-        while (!gx_is_end(g->elems[alt])) alt++;
+        while (!sift__gx_is_end(g->elems[alt])) alt++;
         if (GX_TYPE(g->elems[alt]) == GX_END) break;
         alt++;
     }
     return rc;
 }
 
-int gx_state_step(gx_arena *a, const gx_state *in, uint32_t cp, gx_state *out)
+int sift__gx_state_step(sift__gx_arena *a, const sift__gx_state *in, uint32_t cp, sift__gx_state *out)
 {
     const sift_grammar *g = a->g;
-    uint32_t sym = gx_sym_of(g, cp);
+    uint32_t sym = sift__gx_sym_of(g, cp);
     out->tops.n = 0;
     out->can_end = false;
     memset(&out->utf8, 0, sizeof out->utf8);
     if (in->tops.n > GX_SUCC_UNION_MIN) {
-        gx_u32vec *acc = &a->scratch;
+        sift__gx_u32vec *acc = &a->scratch;
         acc->n = 0;
         for (uint32_t k = 0; k < in->tops.n; k++)
-            if (gx_elem_accepts_sym(g, g->elems[a->pos[in->tops.v[k]]], sym) && !gx_u32_push(acc, in->tops.v[k]))
+            if (sift__gx_elem_accepts_sym(g, g->elems[a->pos[in->tops.v[k]]], sym) && !sift__gx_u32_push(acc, in->tops.v[k]))
                 return SIFT_E_NOMEM;
-        return gx_succ_union(a, acc->v, acc->n, &out->tops, &out->can_end);
+        return sift__gx_succ_union(a, acc->v, acc->n, &out->tops, &out->can_end);
     }
-    /* compute (memoize) the successor lists first: gx_succ may run closures */
+    /* compute (memoize) the successor lists first: sift__gx_succ may run closures */
     for (uint32_t k = 0; k < in->tops.n; k++) {
         uint32_t n = in->tops.v[k];
-        if (gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) {
+        if (sift__gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) {
             uint32_t c;
             bool b;
-            if (!gx_succ(a, n, &c, &b)) return SIFT_E_NOMEM;
+            if (!sift__gx_succ(a, n, &c, &b)) return SIFT_E_NOMEM;
         }
     }
-    gx_mark_begin(a);
+    sift__gx_mark_begin(a);
     for (uint32_t k = 0; k < in->tops.n; k++) {
         uint32_t n = in->tops.v[k];
-        if (!gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) continue;
+        if (!sift__gx_elem_accepts_sym(g, g->elems[a->pos[n]], sym)) continue;
         uint32_t c;
         bool b;
-        const uint32_t *s = gx_succ(a, n, &c, &b);
+        const uint32_t *s = sift__gx_succ(a, n, &c, &b);
         out->can_end |= b;
         for (uint32_t q = 0; q < c; q++)
-            if (gx_mark_add(a, s[q]) && !gx_u32_push(&out->tops, s[q])) return SIFT_E_NOMEM;
+            if (sift__gx_mark_add(a, s[q]) && !sift__gx_u32_push(&out->tops, s[q])) return SIFT_E_NOMEM;
     }
     return SIFT_OK;
 }
 
-bool gx_state_partial_ok(const gx_arena *a, const gx_state *s)
+bool sift__gx_state_partial_ok(const sift__gx_arena *a, const sift__gx_state *s)
 {
     if (s->utf8.need == 0) return true;
     const sift_grammar *g = a->g;
     uint32_t lo, hi, s0, s1;
-    gx_utf8_range(&s->utf8, &lo, &hi);
-    gx_syms_in_range(g, lo, hi, &s0, &s1);
+    sift__gx_utf8_range(&s->utf8, &lo, &hi);
+    sift__gx_syms_in_range(g, lo, hi, &s0, &s1);
     for (uint32_t k = 0; k < s->tops.n; k++) {
         uint32_t e = g->elems[a->pos[s->tops.v[k]]];
-        if (GX_TYPE(e) == GX_CLASS && gx_bits_any_in(gx_class_bits(g, GX_VAL(e)), s0, s1)) return true;
+        if (GX_TYPE(e) == GX_CLASS && sift__gx_bits_any_in(sift__gx_class_bits(g, GX_VAL(e)), s0, s1)) return true;
     }
     return false;
 }
 
 /* Feed bytes to a copy of *s in tmp/tmp2; *result is whichever holds the final state. */
-static int feed_into(gx_arena *a, const gx_state *s, const uint8_t *bytes, size_t n, gx_state *tmp, gx_state *tmp2,
-                     size_t *fail, gx_state **result)
+static int feed_into(sift__gx_arena *a, const sift__gx_state *s, const uint8_t *bytes, size_t n, sift__gx_state *tmp, sift__gx_state *tmp2,
+                     size_t *fail, sift__gx_state **result)
 {
-    int rc = gx_state_copy(tmp, s);
+    int rc = sift__gx_state_copy(tmp, s);
     if (rc != SIFT_OK) return rc;
-    gx_state *cur = tmp, *nxt = tmp2;
+    sift__gx_state *cur = tmp, *nxt = tmp2;
     for (size_t k = 0; k < n; k++) {
-        gx_utf8 u = cur->utf8;
-        int32_t r = gx_utf8_feed(&u, bytes[k]);
+        sift__gx_utf8 u = cur->utf8;
+        int32_t r = sift__gx_utf8_feed(&u, bytes[k]);
         if (r == GX_UTF8_BAD) {
             *fail = k;
             return SIFT_E_INVAL;
         }
         if (r == GX_UTF8_MORE) {
             cur->utf8 = u;
-            if (!gx_state_partial_ok(a, cur)) {
+            if (!sift__gx_state_partial_ok(a, cur)) {
                 *fail = k;
                 return SIFT_E_INVAL;
             }
             continue;
         }
-        rc = gx_state_step(a, cur, (uint32_t)r, nxt);
+        rc = sift__gx_state_step(a, cur, (uint32_t)r, nxt);
         if (rc != SIFT_OK) return rc;
-        if (gx_state_dead(nxt)) {
+        if (sift__gx_state_dead(nxt)) {
             *fail = k;
             return SIFT_E_INVAL;
         }
-        gx_state *t = cur;
+        sift__gx_state *t = cur;
         cur = nxt;
         nxt = t;
     }
@@ -413,16 +413,16 @@ static int feed_into(gx_arena *a, const gx_state *s, const uint8_t *bytes, size_
     return SIFT_OK;
 }
 
-int gx_state_feed(gx_arena *a, gx_state *s, const uint8_t *bytes, size_t n, gx_state *tmp, gx_state *tmp2, size_t *fail)
+int sift__gx_state_feed(sift__gx_arena *a, sift__gx_state *s, const uint8_t *bytes, size_t n, sift__gx_state *tmp, sift__gx_state *tmp2, size_t *fail)
 {
-    gx_state *res;
+    sift__gx_state *res;
     int rc = feed_into(a, s, bytes, n, tmp, tmp2, fail, &res);
     if (rc != SIFT_OK) return rc;
-    return gx_state_copy(s, res);
+    return sift__gx_state_copy(s, res);
 }
 
 /* Step `in` by a whole token id: successors of the TOKEN / TOKEN_NOT tops it matches. */
-static int step_token_id(gx_arena *a, const gx_state *in, uint32_t token, gx_state *out)
+static int step_token_id(sift__gx_arena *a, const sift__gx_state *in, uint32_t token, sift__gx_state *out)
 {
     const sift_grammar *g = a->g;
     out->tops.n = 0;
@@ -430,7 +430,7 @@ static int step_token_id(gx_arena *a, const gx_state *in, uint32_t token, gx_sta
     memset(&out->utf8, 0, sizeof out->utf8);
     if (in->utf8.need) return SIFT_OK;
     for (uint32_t pass = 0; pass < 2; pass++) {
-        if (pass) gx_mark_begin(a);
+        if (pass) sift__gx_mark_begin(a);
         for (uint32_t k = 0; k < in->tops.n; k++) {
             uint32_t n = in->tops.v[k];
             uint32_t e = g->elems[a->pos[n]];
@@ -438,19 +438,19 @@ static int step_token_id(gx_arena *a, const gx_state *in, uint32_t token, gx_sta
             if (!ok) continue;
             uint32_t c;
             bool b;
-            const uint32_t *s = gx_succ(a, n, &c, &b);
+            const uint32_t *s = sift__gx_succ(a, n, &c, &b);
             if (!s) return SIFT_E_NOMEM;
             if (!pass) continue;
             out->can_end |= b;
             for (uint32_t q = 0; q < c; q++)
-                if (gx_mark_add(a, s[q]) && !gx_u32_push(&out->tops, s[q])) return SIFT_E_NOMEM;
+                if (sift__gx_mark_add(a, s[q]) && !sift__gx_u32_push(&out->tops, s[q])) return SIFT_E_NOMEM;
         }
     }
     return SIFT_OK;
 }
 
-int gx_state_accept_token(gx_arena *a, gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
-                          gx_state *t2, gx_state *t3)
+int sift__gx_state_accept_token(sift__gx_arena *a, sift__gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, sift__gx_state *t1,
+                          sift__gx_state *t2, sift__gx_state *t3)
 {
     const sift_grammar *g = a->g;
     int rc;
@@ -458,31 +458,31 @@ int gx_state_accept_token(gx_arena *a, gx_state *s, uint32_t token, const uint8_
     if (g->has_tokens) {
         rc = step_token_id(a, s, token, t3);
         if (rc != SIFT_OK) return rc;
-        by_id = !gx_state_dead(t3);
+        by_id = !sift__gx_state_dead(t3);
     }
     size_t fail;
-    rc = n ? gx_state_feed(a, s, bytes, n, t1, t2, &fail) : SIFT_E_INVAL;
+    rc = n ? sift__gx_state_feed(a, s, bytes, n, t1, t2, &fail) : SIFT_E_INVAL;
     if (rc == SIFT_E_NOMEM) return rc;
     bool by_text = rc == SIFT_OK;
     if (!by_text && !by_id) return SIFT_E_INVAL;
     /* A text that ends inside a character and an id match would disagree on the UTF-8
      * state of the union; that needs a special token whose text ends mid-character, and
      * then the id match alone is kept. */
-    if (by_id && by_text && s->utf8.need) return gx_state_copy(s, t3);
+    if (by_id && by_text && s->utf8.need) return sift__gx_state_copy(s, t3);
     if (by_id && by_text) { /* union: s (after text) + t3 (after id) */
-        gx_mark_begin(a);
-        for (uint32_t k = 0; k < s->tops.n; k++) gx_mark_add(a, s->tops.v[k]);
+        sift__gx_mark_begin(a);
+        for (uint32_t k = 0; k < s->tops.n; k++) sift__gx_mark_add(a, s->tops.v[k]);
         for (uint32_t k = 0; k < t3->tops.n; k++)
-            if (gx_mark_add(a, t3->tops.v[k]) && !gx_u32_push(&s->tops, t3->tops.v[k])) return SIFT_E_NOMEM;
+            if (sift__gx_mark_add(a, t3->tops.v[k]) && !sift__gx_u32_push(&s->tops, t3->tops.v[k])) return SIFT_E_NOMEM;
         s->can_end |= t3->can_end;
         return SIFT_OK;
     }
-    if (by_id) return gx_state_copy(s, t3);
+    if (by_id) return sift__gx_state_copy(s, t3);
     return SIFT_OK;
 }
 
-int gx_state_token_check(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
-                         gx_state *t2)
+int sift__gx_state_token_check(sift__gx_arena *a, const sift__gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, sift__gx_state *t1,
+                         sift__gx_state *t2)
 {
     const sift_grammar *g = a->g;
     if (g->has_tokens && s->utf8.need == 0) {
@@ -494,42 +494,42 @@ int gx_state_token_check(gx_arena *a, const gx_state *s, uint32_t token, const u
     }
     if (!n) return 0;
     size_t fail;
-    gx_state *res;
+    sift__gx_state *res;
     int rc = feed_into(a, s, bytes, n, t1, t2, &fail, &res);
     return rc == SIFT_OK ? 1 : rc == SIFT_E_INVAL ? 0 : rc;
 }
 
-bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
-                       gx_state *t2)
+bool sift__gx_state_token_ok(sift__gx_arena *a, const sift__gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, sift__gx_state *t1,
+                       sift__gx_state *t2)
 {
-    return gx_state_token_check(a, s, token, bytes, n, t1, t2) == 1;
+    return sift__gx_state_token_check(a, s, token, bytes, n, t1, t2) == 1;
 }
 
 /* ---- whole-text matching (public) --------------------------------------------------------- */
 
-int sift_grammar_match(const sift_grammar *g, const char *text, size_t len, size_t *fail_offset)
+sift_grammar_match_result sift_grammar_match(const sift_grammar *g, const char *text, size_t len, size_t *fail_offset)
 {
-    gx_arena a;
-    if (!g || gx_arena_init(&a, g) != SIFT_OK) return -SIFT_E_NOMEM;
-    gx_state s = {0}, t1 = {0}, t2 = {0};
-    int result;
-    int rc = gx_state_start(&a, &s);
+    sift__gx_arena a;
+    if (!g || sift__gx_arena_init(&a, g) != SIFT_OK) return SIFT_GRAMMAR_ERROR;
+    sift__gx_state s = {0}, t1 = {0}, t2 = {0};
+    sift_grammar_match_result result;
+    int rc = sift__gx_state_start(&a, &s);
     size_t fail = 0;
-    if (rc == SIFT_OK) rc = gx_state_feed(&a, &s, (const uint8_t *)text, len, &t1, &t2, &fail);
+    if (rc == SIFT_OK) rc = sift__gx_state_feed(&a, &s, (const uint8_t *)text, len, &t1, &t2, &fail);
     if (rc == SIFT_E_NOMEM) {
-        result = -SIFT_E_NOMEM;
+        result = SIFT_GRAMMAR_ERROR;
     } else if (rc != SIFT_OK) {
         result = SIFT_GRAMMAR_REJECTED;
         if (fail_offset) *fail_offset = fail;
-    } else if (s.utf8.need && !gx_state_partial_ok(&a, &s)) {
+    } else if (s.utf8.need && !sift__gx_state_partial_ok(&a, &s)) {
         result = SIFT_GRAMMAR_REJECTED;
         if (fail_offset) *fail_offset = len;
     } else {
-        result = gx_state_can_end(&s) ? SIFT_GRAMMAR_COMPLETE : SIFT_GRAMMAR_PREFIX;
+        result = sift__gx_state_can_end(&s) ? SIFT_GRAMMAR_COMPLETE : SIFT_GRAMMAR_PREFIX;
     }
-    gx_state_free(&s);
-    gx_state_free(&t1);
-    gx_state_free(&t2);
-    gx_arena_free(&a);
+    sift__gx_state_free(&s);
+    sift__gx_state_free(&t1);
+    sift__gx_state_free(&t2);
+    sift__gx_arena_free(&a);
     return result;
 }

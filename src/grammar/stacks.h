@@ -17,7 +17,7 @@
  * Because the grammar has no left recursion, a closure is finite; nodes already executed in
  * the same closure are skipped, so shared sub-expansions are done once.
  *
- * A matcher state (gx_state) is a set of top nodes, a can_end flag (some stack is empty:
+ * A matcher state (sift__gx_state) is a set of top nodes, a can_end flag (some stack is empty:
  * llama.cpp's "empty stack") and an unfinished UTF-8 character. Stepping a state by a code
  * point is the union of succ(n) over the tops whose class contains it.
  */
@@ -28,7 +28,7 @@
 
 #define GX_NONE UINT32_MAX
 
-typedef struct gx_arena {
+typedef struct sift__gx_arena {
     const sift_grammar *g;
     uint32_t n, cap;      /* nodes [0, n); node 0 is the bottom */
     uint32_t *pos, *parent;
@@ -38,44 +38,44 @@ typedef struct gx_arena {
     uint32_t epoch, mark_epoch;
     uint32_t *ht;         /* hash-cons table of node ids (0 = empty slot) */
     uint32_t ht_cap;
-    gx_u32vec pool;
-    gx_u32vec work;       /* closure work stack */
-    gx_u32vec scratch;    /* gx_state_start's closure output */
+    sift__gx_u32vec pool;
+    sift__gx_u32vec work;       /* closure work stack */
+    sift__gx_u32vec scratch;    /* sift__gx_state_start's closure output */
     uint64_t max_nodes;   /* growth cap; exceeding it is an out-of-memory error */
-} gx_arena;
+} sift__gx_arena;
 
-int gx_arena_init(gx_arena *a, const sift_grammar *g);
-void gx_arena_free(gx_arena *a);
+int sift__gx_arena_init(sift__gx_arena *a, const sift_grammar *g);
+void sift__gx_arena_free(sift__gx_arena *a);
 /* dst := a copy of src (dst initialized or zeroed; its old contents are freed). */
-int gx_arena_copy(gx_arena *dst, const gx_arena *src);
+int sift__gx_arena_copy(sift__gx_arena *dst, const sift__gx_arena *src);
 /* Drop every node (ids become invalid); keeps the memory. */
-void gx_arena_clear(gx_arena *a);
+void sift__gx_arena_clear(sift__gx_arena *a);
 
 
 /* The node (pos, parent); GX_NONE when out of memory. */
-uint32_t gx_node(gx_arena *a, uint32_t pos, uint32_t parent);
+uint32_t sift__gx_node(sift__gx_arena *a, uint32_t pos, uint32_t parent);
 
 /* Execute position `pos` with parent `parent`: append the terminal-topped nodes to `out`
  * (each once) and set *bottom when the parent chain empties. SIFT_OK or SIFT_E_NOMEM. */
-int gx_closure(gx_arena *a, uint32_t pos, uint32_t parent, gx_u32vec *out, bool *bottom);
+int sift__gx_closure(sift__gx_arena *a, uint32_t pos, uint32_t parent, sift__gx_u32vec *out, bool *bottom);
 
 /* Successors of node n (whose top is a terminal) after that terminal matched: a pointer
  * into the arena's pool (valid until the next arena call), *count ids, *bottom. NULL on OOM. */
-const uint32_t *gx_succ(gx_arena *a, uint32_t n, uint32_t *count, bool *bottom);
+const uint32_t *sift__gx_succ(sift__gx_arena *a, uint32_t n, uint32_t *count, bool *bottom);
 
 /* The union of the successors of nodes[0..n) (terminal-topped; the list may live in
  * a->scratch, not in a->work; out is neither) appended to out, each once, in one closure walk
- * whose visited set is shared: linear in the nodes reached, where merging the memoized gx_succ
+ * whose visited set is shared: linear in the nodes reached, where merging the memoized sift__gx_succ
  * lists costs their total length (quadratic for ambiguous grammars such as x*{1000}, where
  * the lists nest). Used for states with more than GX_SUCC_UNION_MIN stacks. */
 #ifndef GX_SUCC_UNION_MIN
 #define GX_SUCC_UNION_MIN 64
 #endif
-int gx_succ_union(gx_arena *a, const uint32_t *nodes, uint32_t n, gx_u32vec *out, bool *bottom);
+int sift__gx_succ_union(sift__gx_arena *a, const uint32_t *nodes, uint32_t n, sift__gx_u32vec *out, bool *bottom);
 
-/* Start of a fresh set merge; then gx_mark_add() returns true the first time it sees a node. */
-void gx_mark_begin(gx_arena *a);
-static inline bool gx_mark_add(gx_arena *a, uint32_t node)
+/* Start of a fresh set merge; then sift__gx_mark_add() returns true the first time it sees a node. */
+void sift__gx_mark_begin(sift__gx_arena *a);
+static inline bool sift__gx_mark_add(sift__gx_arena *a, uint32_t node)
 {
     if (a->mark[node] == a->mark_epoch) return false;
     a->mark[node] = a->mark_epoch;
@@ -83,40 +83,40 @@ static inline bool gx_mark_add(gx_arena *a, uint32_t node)
 }
 
 /* ---- the reference matcher ---- */
-typedef struct gx_state {
-    gx_u32vec tops;
+typedef struct sift__gx_state {
+    sift__gx_u32vec tops;
     bool can_end;
-    gx_utf8 utf8;
-} gx_state;
+    sift__gx_utf8 utf8;
+} sift__gx_state;
 
-void gx_state_free(gx_state *s);
-int gx_state_copy(gx_state *dst, const gx_state *src);
+void sift__gx_state_free(sift__gx_state *s);
+int sift__gx_state_copy(sift__gx_state *dst, const sift__gx_state *src);
 /* The start state of the grammar (its root's alternatives expanded). */
-int gx_state_start(gx_arena *a, gx_state *s);
+int sift__gx_state_start(sift__gx_arena *a, sift__gx_state *s);
 /* out = in after code point cp (out may end up dead: no tops and !can_end). */
-int gx_state_step(gx_arena *a, const gx_state *in, uint32_t cp, gx_state *out);
+int sift__gx_state_step(sift__gx_arena *a, const sift__gx_state *in, uint32_t cp, sift__gx_state *out);
 /* Can some top still match a character that the unfinished UTF-8 in s completes to? */
-bool gx_state_partial_ok(const gx_arena *a, const gx_state *s);
+bool sift__gx_state_partial_ok(const sift__gx_arena *a, const sift__gx_state *s);
 /* Feed bytes into *s (tmp is scratch). SIFT_OK, or SIFT_E_INVAL with *fail = offset of the
  * first byte that cannot continue (then *s is unchanged), or SIFT_E_NOMEM. */
-int gx_state_feed(gx_arena *a, gx_state *s, const uint8_t *bytes, size_t n, gx_state *tmp, gx_state *tmp2, size_t *fail);
+int sift__gx_state_feed(sift__gx_arena *a, sift__gx_state *s, const uint8_t *bytes, size_t n, sift__gx_state *tmp, sift__gx_state *tmp2, size_t *fail);
 /* Accept a whole token: its id against TOKEN tops (when no character is unfinished) and its
  * bytes against everything else; the union. SIFT_E_INVAL (state unchanged) if neither
  * survives. */
-int gx_state_accept_token(gx_arena *a, gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
-                          gx_state *t2, gx_state *t3);
+int sift__gx_state_accept_token(sift__gx_arena *a, sift__gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, sift__gx_state *t1,
+                          sift__gx_state *t2, sift__gx_state *t3);
 /* Would accept_token succeed? (no state change) 1: yes, 0: no, or a negative sift_status
  * (SIFT_E_NOMEM: the arena is full, the answer is unknown). */
-int gx_state_token_check(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
-                         gx_state *t2);
-/* gx_state_token_check() == 1: an unknown answer counts as "no" (the safe side for a mask) */
-bool gx_state_token_ok(gx_arena *a, const gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, gx_state *t1,
-                       gx_state *t2);
+int sift__gx_state_token_check(sift__gx_arena *a, const sift__gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, sift__gx_state *t1,
+                         sift__gx_state *t2);
+/* sift__gx_state_token_check() == 1: an unknown answer counts as "no" (the safe side for a mask) */
+bool sift__gx_state_token_ok(sift__gx_arena *a, const sift__gx_state *s, uint32_t token, const uint8_t *bytes, size_t n, sift__gx_state *t1,
+                       sift__gx_state *t2);
 /* Rebuild arena `a` with only the stacks of state `s` (ids in s are rewritten); the memos
  * are recomputed on demand. For matchers whose arena grew large over a long generation. */
-int gx_state_compact(gx_arena *a, gx_state *s);
-static inline bool gx_state_dead(const gx_state *s) { return s->tops.n == 0 && !s->can_end; }
+int sift__gx_state_compact(sift__gx_arena *a, sift__gx_state *s);
+static inline bool sift__gx_state_dead(const sift__gx_state *s) { return s->tops.n == 0 && !s->can_end; }
 /* The grammar may end here (some stack empty, no unfinished character). */
-static inline bool gx_state_can_end(const gx_state *s) { return s->can_end && s->utf8.need == 0; }
+static inline bool sift__gx_state_can_end(const sift__gx_state *s) { return s->can_end && s->utf8.need == 0; }
 
 #endif

@@ -12,7 +12,7 @@
 
 #define GX_MAX_TOKEN_TEXT 65535u
 
-static int tok_cmp(const gx_vocab *v, uint32_t x, uint32_t y)
+static int tok_cmp(const sift__gx_vocab *v, uint32_t x, uint32_t y)
 {
     uint32_t lx = v->off[x + 1] - v->off[x], ly = v->off[y + 1] - v->off[y];
     int c = memcmp(v->bytes + v->off[x], v->bytes + v->off[y], lx < ly ? lx : ly);
@@ -21,20 +21,20 @@ static int tok_cmp(const gx_vocab *v, uint32_t x, uint32_t y)
     return x < y ? -1 : x > y;
 }
 
-void gx_vocab_free(gx_vocab *v)
+void sift__gx_vocab_free(sift__gx_vocab *v)
 {
-    gx_free(v->bytes);
-    gx_free(v->off);
-    gx_free(v->flags);
-    gx_free(v->normal);
-    gx_free(v->eog);
-    gx_free(v->node);
-    gx_free(v->sorted);
+    sift__gx_free(v->bytes);
+    sift__gx_free(v->off);
+    sift__gx_free(v->flags);
+    sift__gx_free(v->normal);
+    sift__gx_free(v->eog);
+    sift__gx_free(v->node);
+    sift__gx_free(v->sorted);
     memset(v, 0, sizeof *v);
 }
 
 /* merge sort of token ids by text (qsort has no context argument and qsort_r is not C11) */
-static void msort(const gx_vocab *v, uint32_t *a, uint32_t *tmp, uint32_t n)
+static void msort(const sift__gx_vocab *v, uint32_t *a, uint32_t *tmp, uint32_t n)
 {
     if (n <= 16) {
         for (uint32_t i = 1; i < n; i++) {
@@ -58,34 +58,34 @@ static void msort(const gx_vocab *v, uint32_t *a, uint32_t *tmp, uint32_t n)
 }
 
 /* Bytes sorted token k shares with sorted token k - 1 (its depth of divergence in the trie). */
-static uint32_t common_prefix(const gx_vocab *v, uint32_t k, const uint8_t *s, uint32_t len)
+static uint32_t common_prefix(const sift__gx_vocab *v, uint32_t k, const uint8_t *s, uint32_t len)
 {
     uint32_t lcp = 0;
     if (k) {
         uint32_t pl;
-        const uint8_t *ps = gx_vocab_text(v, v->sorted[k - 1], &pl);
+        const uint8_t *ps = sift__gx_vocab_text(v, v->sorted[k - 1], &pl);
         while (lcp < len && lcp < pl && s[lcp] == ps[lcp]) lcp++;
     }
     return lcp;
 }
 
-int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err)
+int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_error *err)
 {
     memset(v, 0, sizeof *v);
     if (!view || view->n_tokens <= 0 || !view->piece || !view->piece_len)
-        return sift_error_set(err, SIFT_E_INVAL, "grammar sampler: the vocabulary view is empty");
+        return sift__error_set(err, SIFT_E_INVAL, "grammar sampler: the vocabulary view is empty");
     int32_t n = view->n_tokens;
     v->n_tokens = n;
-    v->n_words = gx_words((uint32_t)n);
+    v->n_words = sift__gx_words((uint32_t)n);
     uint64_t total = 0;
     for (int32_t t = 0; t < n; t++) total += view->piece_len[t] > GX_MAX_TOKEN_TEXT ? 0 : view->piece_len[t];
-    if (total > UINT32_MAX / 2) return sift_error_set(err, SIFT_E_INVAL, "grammar sampler: vocabulary texts too large");
-    v->bytes = gx_malloc(total + 1);
-    v->off = gx_malloc(((size_t)n + 1) * sizeof *v->off);
-    v->flags = gx_calloc((size_t)n, 1);
-    v->normal = gx_calloc(v->n_words, sizeof *v->normal);
-    v->sorted = gx_malloc((size_t)n * sizeof *v->sorted);
-    uint32_t *tmp = gx_malloc((size_t)n * sizeof *tmp);
+    if (total > UINT32_MAX / 2) return sift__error_set(err, SIFT_E_INVAL, "grammar sampler: vocabulary texts too large");
+    v->bytes = sift__gx_malloc(total + 1);
+    v->off = sift__gx_malloc(((size_t)n + 1) * sizeof *v->off);
+    v->flags = sift__gx_calloc((size_t)n, 1);
+    v->normal = sift__gx_calloc(v->n_words, sizeof *v->normal);
+    v->sorted = sift__gx_malloc((size_t)n * sizeof *v->sorted);
+    uint32_t *tmp = sift__gx_malloc((size_t)n * sizeof *tmp);
     if (!v->bytes || !v->off || !v->flags || !v->normal || !v->sorted || !tmp) goto nomem;
     uint32_t at = 0, n_trie = 0;
     for (int32_t t = 0; t < n; t++) {
@@ -99,13 +99,13 @@ int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err)
         at += len;
         if (len == 0 || memchr(p, 0, len)) v->flags[t] |= GX_TOK_EXCLUDED;
         if (!v->flags[t]) {
-            gx_bit_set(v->normal, (uint32_t)t);
+            sift__gx_bit_set(v->normal, (uint32_t)t);
             v->sorted[n_trie++] = (uint32_t)t;
         }
         if (eog) v->n_eog++;
     }
     v->off[n] = at;
-    v->eog = gx_malloc((size_t)(v->n_eog ? v->n_eog : 1) * sizeof *v->eog);
+    v->eog = sift__gx_malloc((size_t)(v->n_eog ? v->n_eog : 1) * sizeof *v->eog);
     if (!v->eog) goto nomem;
     v->n_eog = 0;
     for (int32_t t = 0; t < n; t++)
@@ -117,25 +117,25 @@ int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err)
     uint64_t nodes = 1;
     for (uint32_t k = 0; k < n_trie; k++) {
         uint32_t len;
-        const uint8_t *s = gx_vocab_text(v, v->sorted[k], &len);
+        const uint8_t *s = sift__gx_vocab_text(v, v->sorted[k], &len);
         const uint32_t lcp = common_prefix(v, k, s, len);
         nodes += len - lcp;
         if (len > v->max_depth) v->max_depth = len;
     }
-    if (nodes > UINT32_MAX / 2) return gx_free(tmp), sift_error_set(err, SIFT_E_INVAL, "grammar sampler: vocabulary too large");
+    if (nodes > UINT32_MAX / 2) return sift__gx_free(tmp), sift__error_set(err, SIFT_E_INVAL, "grammar sampler: vocabulary too large");
     v->n_nodes = (uint32_t)nodes;
-    v->node = gx_calloc(nodes, sizeof *v->node);
+    v->node = sift__gx_calloc(nodes, sizeof *v->node);
     /* open[d] = node at depth d on the current path */
-    uint32_t *open = gx_malloc(((size_t)v->max_depth + 1) * sizeof *open);
+    uint32_t *open = sift__gx_malloc(((size_t)v->max_depth + 1) * sizeof *open);
     if (!v->node || !open) {
-        gx_free(open);
+        sift__gx_free(open);
         goto nomem;
     }
     open[0] = 0;
     uint32_t path_len = 0, nn = 1;
     for (uint32_t k = 0; k < n_trie; k++) {
         uint32_t len;
-        const uint8_t *s = gx_vocab_text(v, v->sorted[k], &len);
+        const uint8_t *s = sift__gx_vocab_text(v, v->sorted[k], &len);
         const uint32_t lcp = common_prefix(v, k, s, len);
         /* close the nodes of the previous path deeper than lcp */
         while (path_len > lcp) v->node[open[path_len--]].end = nn;
@@ -149,20 +149,20 @@ int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err)
         uint32_t last = open[len];
         if (v->node[last].tok_n == 0) v->node[last].tok_begin = k;
         if (v->node[last].tok_n == UINT16_MAX) {
-            gx_free(open);
-            gx_free(tmp);
-            gx_vocab_free(v);
-            return sift_error_set(err, SIFT_E_INVAL, "grammar sampler: more than 65535 tokens share one text");
+            sift__gx_free(open);
+            sift__gx_free(tmp);
+            sift__gx_vocab_free(v);
+            return sift__error_set(err, SIFT_E_INVAL, "grammar sampler: more than 65535 tokens share one text");
         }
         v->node[last].tok_n++;
     }
     while (path_len > 0) v->node[open[path_len--]].end = nn;
     v->node[0].end = nn;
-    gx_free(open);
-    gx_free(tmp);
+    sift__gx_free(open);
+    sift__gx_free(tmp);
     return SIFT_OK;
 nomem:
-    gx_free(tmp);
-    gx_vocab_free(v);
-    return sift_error_set(err, SIFT_E_NOMEM, "out of memory building the vocabulary trie");
+    sift__gx_free(tmp);
+    sift__gx_vocab_free(v);
+    return sift__error_set(err, SIFT_E_NOMEM, "out of memory building the vocabulary trie");
 }

@@ -16,7 +16,7 @@
 #ifndef SIFT_GRAMMAR_TRIE_H
 #define SIFT_GRAMMAR_TRIE_H
 
-#include "grammar/gutil.h"
+#include "grammar/alloc_bits_utf8.h"
 #include "sift.h"
 
 #define GX_TOK_EOG 0x1u
@@ -29,9 +29,9 @@ typedef struct {
     uint16_t depth;
     uint16_t tok_n;
     uint8_t byte;       /* the byte leading into the node */
-} gx_trie_node;
+} sift__gx_trie_node;
 
-typedef struct gx_vocab {
+typedef struct sift__gx_vocab {
     int32_t n_tokens;
     uint32_t n_words;      /* 64-bit words of a token bitset */
     char *bytes;           /* all token texts, concatenated */
@@ -43,16 +43,16 @@ typedef struct gx_vocab {
 
     /* the trie; node 0 is the root (empty prefix) */
     uint32_t n_nodes;
-    gx_trie_node *node;
+    sift__gx_trie_node *node;
     uint32_t *sorted;      /* trie tokens sorted by text */
     uint32_t max_depth;
-} gx_vocab;
+} sift__gx_vocab;
 
 /* Build from a view (copies everything it needs). SIFT_OK, SIFT_E_INVAL, SIFT_E_NOMEM. */
-int gx_vocab_build(gx_vocab *v, const sift_vocab_view *view, sift_error *err);
-void gx_vocab_free(gx_vocab *v);
+int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_error *err);
+void sift__gx_vocab_free(sift__gx_vocab *v);
 
-static inline const uint8_t *gx_vocab_text(const gx_vocab *v, uint32_t t, uint32_t *len)
+static inline const uint8_t *sift__gx_vocab_text(const sift__gx_vocab *v, uint32_t t, uint32_t *len)
 {
     *len = v->off[t + 1] - v->off[t];
     return (const uint8_t *)v->bytes + v->off[t];

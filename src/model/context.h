@@ -38,10 +38,10 @@ typedef struct kv_seq {
 
 struct sift_context {
     const sift_model *model;
-    const sift_kernels *k;
+    const sift__kernels *k;
     int32_t n_ctx, n_ctx_seq, n_seq, n_batch;
     int32_t n_threads, n_threads_batch;
-    sift_pool *pool;
+    sift__pool *pool;
 
     /* KV cache */
     float *k_cache, *v_cache;
@@ -55,7 +55,7 @@ struct sift_context {
     float *att;        /* attention output [n_head * head_dim] */
     float *ffn_g, *ffn_u; /* [n_ff] */
     float *rope;       /* cos, sin per rotated pair [n_rot] */
-    void *act[5];      /* activations converted per sift_act_format (NULL where unused) */
+    void *act[5];      /* activations converted per sift__act_format (NULL where unused) */
     size_t act_stride[5];
     int32_t n_thread_slots; /* per-thread scratch below exists for this many threads */
     float *scores;     /* [threads][n_gqa * n_ctx_seq] */
@@ -81,14 +81,14 @@ struct sift_context {
 /* K or V row of (layer, seq, kv head, dim 0): head_dim rows of n_ctx_seq cells follow. */
 static inline float *kv_row(const sift_context *ctx, float *cache, int l, int s, int h)
 {
-    const sift_hparams *hp = &ctx->model->hp;
+    const sift__hparams *hp = &ctx->model->hp;
     return cache + ((((size_t)l * ctx->n_seq + s) * hp->n_head_kv + h) * hp->head_dim) * ctx->n_ctx_seq;
 }
 
 /* RoPE of one head vector x[0..head_dim) by the cos/sin pairs cs[0..n_rot) (kv.c uses it
  * to re-rotate shifted keys). */
-void sift_rope_apply(float *x, const float *cs, int n_rot, bool neox);
+void sift__rope_apply(float *x, const float *cs, int n_rot, bool neox);
 /* The cos/sin pairs of position p, computed as ggml's rope cache does. */
-void sift_rope_cache(const sift_model *m, float p, float *cs);
+void sift__rope_cache(const sift_model *m, float p, float *cs);
 
 #endif

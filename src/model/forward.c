@@ -50,9 +50,9 @@ static void rmsnorm(const float *x, const float *w, float *y, int n, float eps)
     for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
 }
 
-void sift_rope_cache(const sift_model *m, float p, float *cs)
+void sift__rope_cache(const sift_model *m, float p, float *cs)
 {
-    const sift_hparams *hp = &m->hp;
+    const sift__hparams *hp = &m->hp;
     const float theta_scale = powf(hp->rope_freq_base, -2.0f / (float)hp->n_rot);
     float theta = p;
     for (int i = 0; i < hp->n_rot / 2; i++) {
@@ -65,7 +65,7 @@ void sift_rope_cache(const sift_model *m, float p, float *cs)
 }
 
 /* Normal mode rotates (x[2i], x[2i+1]); neox mode rotates (x[i], x[i + n_rot/2]). */
-void sift_rope_apply(float *x, const float *cs, int n_rot, bool neox)
+void sift__rope_apply(float *x, const float *cs, int n_rot, bool neox)
 {
     const int half = n_rot / 2;
     for (int i = 0; i < half; i++) {
@@ -88,7 +88,7 @@ typedef struct mm_job {
     int n_tok;
     const float *x;          /* F32 input [n_tok][n_in] (for types without a kernel) */
     int n_w;
-    const sift_weight *w[MM_MAX];
+    const sift__weight *w[MM_MAX];
     const void *act[MM_MAX]; /* the input converted to each weight's activation format */
     size_t act_stride[MM_MAX];
     float *out[MM_MAX];      /* [n_tok][out_stride] */
@@ -98,9 +98,9 @@ typedef struct mm_job {
 } mm_job;
 
 /* Rows [r0, r1) of weight w against all tokens, with a dot kernel. */
-static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift_dot_fn dot)
+static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift__dot_fn dot)
 {
-    const sift_weight *w = J->w[wi];
+    const sift__weight *w = J->w[wi];
     const char *act = J->act[wi];
     const size_t as = J->act_stride[wi];
     float *out = J->out[wi];
@@ -113,7 +113,7 @@ static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift
             for (int64_t r = r0; r < r1; r++) out[r] += bias[r];
         return;
     }
-    const sift_gemm_fn gemm = J->ctx->k->gemm[w->type];
+    const sift__gemm_fn gemm = J->ctx->k->gemm[w->type];
     if (gemm) { /* the kernel tiles rows x tokens itself */
         gemm(w->n_in, (const char *)w->data + r0 * w->row_bytes, w->row_bytes, r1 - r0, act, as, J->n_tok, out + r0, os);
         if (bias)
@@ -137,9 +137,9 @@ static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift
 /* The same for a type without a kernel: dequantize each row once, then F32 dots. */
 static void mm_rows_generic(const mm_job *J, int wi, int64_t r0, int64_t r1, float *deq)
 {
-    const sift_weight *w = J->w[wi];
-    const sift_type_traits *tr = sift_type_traits_get(w->type);
-    const sift_dot_fn dot = J->ctx->k->dot[SIFT_TYPE_F32];
+    const sift__weight *w = J->w[wi];
+    const sift__type_traits *tr = sift__type_traits_get(w->type);
+    const sift__dot_fn dot = J->ctx->k->dot[SIFT_TYPE_F32];
     const size_t xs = (size_t)w->n_in * sizeof(float);
     float s[SIFT_DOT_MAX_COLS];
     for (int64_t r = r0; r < r1; r++) {
@@ -166,7 +166,7 @@ static void mm_task(void *arg, int chunk, int n_chunks, int thread)
         const int64_t a = r0 > base ? r0 - base : 0;
         const int64_t b = r1 - base < J->w[wi]->n_out ? r1 - base : J->w[wi]->n_out;
         if (a >= b) continue;
-        sift_dot_fn dot = J->ctx->k->dot[J->w[wi]->type];
+        sift__dot_fn dot = J->ctx->k->dot[J->w[wi]->type];
         if (dot)
             mm_rows_kernel(J, wi, a, b, dot);
         else
@@ -175,7 +175,7 @@ static void mm_task(void *arg, int chunk, int n_chunks, int thread)
 }
 
 /* out_i = x W_i^T (+ bias_i) for the n_w weights (all taking n_in inputs), x [n_tok][n_in]. */
-static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_w, const sift_weight *const *w,
+static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_w, const sift__weight *const *w,
                    float *const *out, const int64_t *out_stride, const float *const *bias)
 {
     if (n_tok == 0) return;
@@ -188,7 +188,7 @@ static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_
         J.out_stride[i] = out_stride[i];
         J.bias[i] = bias ? bias[i] : NULL;
         J.n_rows += w[i]->n_out;
-        const sift_act_format f = sift_act_format_of(w[i]->type);
+        const sift__act_format f = sift__act_format_of(w[i]->type);
         if (f == SIFT_ACT_F32 || f == SIFT_ACT_NONE) {
             J.act[i] = x;
             J.act_stride[i] = (size_t)n_in * sizeof(float);
@@ -208,10 +208,10 @@ static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_
     if (work < SIFT_PAR_MIN_WORK) nth = 1;
     const int64_t units = (J.n_rows + 15) / 16;
     const int n_chunks = (int)(units < 4 * nth ? units : 4 * nth);
-    sift_pool_run(ctx->pool, nth, n_chunks, mm_task, &J);
+    sift__pool_run(ctx->pool, nth, n_chunks, mm_task, &J);
 }
 
-static void matmul1(sift_context *ctx, int nth, int n_tok, const float *x, const sift_weight *w, float *out,
+static void matmul1(sift_context *ctx, int nth, int n_tok, const float *x, const sift__weight *w, float *out,
                     int64_t out_stride)
 {
     matmul(ctx, nth, n_tok, x, 1, &w, &out, &out_stride, NULL);
@@ -231,8 +231,8 @@ static void attn_task(void *arg, int chunk, int n_chunks, int thread)
 {
     const attn_job *J = arg;
     sift_context *ctx = J->ctx;
-    const sift_kernels *k = ctx->k;
-    const sift_hparams *hp = &ctx->model->hp;
+    const sift__kernels *k = ctx->k;
+    const sift__hparams *hp = &ctx->model->hp;
     const int HD = hp->head_dim, NKV = hp->n_head_kv, G = hp->n_head / hp->n_head_kv, Q = hp->n_head * HD;
     const size_t ld = (size_t)ctx->n_ctx_seq;
     const float scale = 1.0f / sqrtf((float)HD);
@@ -291,7 +291,7 @@ static void *xcalloc(size_t n, size_t size, bool *fail)
 void sift_context_free(sift_context *ctx)
 {
     if (!ctx) return;
-    sift_pool_free(ctx->pool);
+    sift__pool_free(ctx->pool);
     free(ctx->k_cache);
     free(ctx->v_cache);
     if (ctx->seqs)
@@ -321,16 +321,16 @@ void sift_context_free(sift_context *ctx)
 /* Marks every activation format the model's weights use, with the longest input. */
 static void formats_used(const sift_model *m, int64_t max_in[5])
 {
-    const sift_hparams *hp = &m->hp;
+    const sift__hparams *hp = &m->hp;
     for (int l = 0; l < hp->n_layer; l++) {
-        const sift_layer *L = &m->layers[l];
-        const sift_weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        const sift__layer *L = &m->layers[l];
+        const sift__weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
-            const sift_act_format f = sift_act_format_of(ws[i]->type);
+            const sift__act_format f = sift__act_format_of(ws[i]->type);
             if (ws[i]->n_in > max_in[f]) max_in[f] = ws[i]->n_in;
         }
     }
-    const sift_act_format f = sift_act_format_of(m->output.type);
+    const sift__act_format f = sift__act_format_of(m->output.type);
     if (m->output.n_in > max_in[f]) max_in[f] = m->output.n_in;
 }
 
@@ -338,11 +338,11 @@ static void formats_used(const sift_model *m, int64_t max_in[5])
 static int ensure_threads(sift_context *ctx)
 {
     const int want = ctx->n_threads > ctx->n_threads_batch ? ctx->n_threads : ctx->n_threads_batch;
-    if (ctx->pool && sift_pool_size(ctx->pool) == want && ctx->n_thread_slots >= want) return SIFT_OK;
-    sift_pool_free(ctx->pool);
+    if (ctx->pool && sift__pool_size(ctx->pool) == want && ctx->n_thread_slots >= want) return SIFT_OK;
+    sift__pool_free(ctx->pool);
     ctx->pool = NULL;
     if (ctx->n_thread_slots < want) {
-        const sift_hparams *hp = &ctx->model->hp;
+        const sift__hparams *hp = &ctx->model->hp;
         const size_t G = (size_t)(hp->n_head / hp->n_head_kv);
         float *sc = realloc(ctx->scores, (size_t)want * G * ctx->n_ctx_seq * sizeof(float));
         if (!sc) return SIFT_E_NOMEM;
@@ -352,43 +352,43 @@ static int ensure_threads(sift_context *ctx)
         ctx->deq = dq;
         ctx->n_thread_slots = want;
     }
-    ctx->pool = sift_pool_new(want);
+    ctx->pool = sift__pool_new(want);
     return ctx->pool ? SIFT_OK : SIFT_E_NOMEM;
 }
 
 sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_error *err)
 {
     if (!m) {
-        sift_error_set(err, SIFT_E_INVAL, "context: no model");
+        sift__error_set(err, SIFT_E_INVAL, "context: no model");
         return NULL;
     }
-    const sift_hparams *hp = &m->hp;
+    const sift__hparams *hp = &m->hp;
     const uint32_t n_ctx = p.n_ctx ? p.n_ctx : (uint32_t)hp->n_ctx_train;
     if (p.n_seq_max < 1 || p.n_seq_max > 4096) {
-        sift_error_set(err, SIFT_E_INVAL, "context: n_seq_max %u is out of range [1, 4096]", p.n_seq_max);
+        sift__error_set(err, SIFT_E_INVAL, "context: n_seq_max %u is out of range [1, 4096]", p.n_seq_max);
         return NULL;
     }
     if (n_ctx < p.n_seq_max || n_ctx > (1u << 24)) {
-        sift_error_set(err, SIFT_E_INVAL, "context: n_ctx %u is out of range [n_seq_max, 2^24]", n_ctx);
+        sift__error_set(err, SIFT_E_INVAL, "context: n_ctx %u is out of range [n_seq_max, 2^24]", n_ctx);
         return NULL;
     }
     if (p.n_batch < 1 || p.n_batch > (1u << 20)) {
-        sift_error_set(err, SIFT_E_INVAL, "context: n_batch %u is out of range [1, 2^20]", p.n_batch);
+        sift__error_set(err, SIFT_E_INVAL, "context: n_batch %u is out of range [1, 2^20]", p.n_batch);
         return NULL;
     }
     if (p.n_threads < 1 || p.n_threads > SIFT_POOL_MAX_THREADS || p.n_threads_batch < 0 ||
         p.n_threads_batch > SIFT_POOL_MAX_THREADS) {
-        sift_error_set(err, SIFT_E_INVAL, "context: thread counts must be in [1, %d]", SIFT_POOL_MAX_THREADS);
+        sift__error_set(err, SIFT_E_INVAL, "context: thread counts must be in [1, %d]", SIFT_POOL_MAX_THREADS);
         return NULL;
     }
-    const sift_kernels *k = sift_kernels_get(p.isa);
+    const sift__kernels *k = sift__kernels_get(p.isa);
     if (!k) {
-        sift_error_set(err, SIFT_E_UNSUPPORTED, "context: this CPU does not support %s", sift_isa_name(p.isa));
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "context: this CPU does not support %s", sift_isa_name(p.isa));
         return NULL;
     }
     sift_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
-        sift_error_set(err, SIFT_E_NOMEM, "context: out of memory");
+        sift__error_set(err, SIFT_E_NOMEM, "context: out of memory");
         return NULL;
     }
     ctx->model = m;
@@ -427,7 +427,7 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     formats_used(m, max_in);
     for (int f = SIFT_ACT_F16; f <= SIFT_ACT_Q8_K; f++) {
         if (!max_in[f]) continue;
-        ctx->act_stride[f] = sift_act_row_bytes((sift_act_format)f, max_in[f]);
+        ctx->act_stride[f] = sift__act_row_bytes((sift__act_format)f, max_in[f]);
         ctx->act[f] = xcalloc(B, ctx->act_stride[f], &fail);
     }
     ctx->deq_stride = max_in[SIFT_ACT_NONE] ? max_in[SIFT_ACT_NONE] : 1;
@@ -436,7 +436,7 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     ctx->logits = xcalloc((size_t)ctx->logits_rows * hp->n_vocab, sizeof(float), &fail);
     if (fail || ensure_threads(ctx) != SIFT_OK) {
         sift_context_free(ctx);
-        sift_error_set(err, SIFT_E_NOMEM, "context: out of memory (n_ctx %u, n_batch %u)", n_ctx, p.n_batch);
+        sift__error_set(err, SIFT_E_NOMEM, "context: out of memory (n_ctx %u, n_batch %u)", n_ctx, p.n_batch);
         return NULL;
     }
     return ctx;
@@ -468,8 +468,8 @@ static int check_batch(sift_context *ctx, const sift_batch *b, sift_error *err)
 {
     const int32_t n = b->n_tokens;
     if (n < 1 || n > ctx->n_batch)
-        return sift_error_set(err, SIFT_E_INVAL, "decode: batch of %d tokens (n_batch is %d)", n, ctx->n_batch);
-    if (!b->token) return sift_error_set(err, SIFT_E_INVAL, "decode: batch has no tokens array");
+        return sift__error_set(err, SIFT_E_INVAL, "decode: batch of %d tokens (n_batch is %d)", n, ctx->n_batch);
+    if (!b->token) return sift__error_set(err, SIFT_E_INVAL, "decode: batch has no tokens array");
     const int32_t n_vocab = ctx->model->hp.n_vocab;
     /* next[s]: the first position sequence s may take next (its n, then past each token) */
     int32_t *next = ctx->seq_next;
@@ -477,31 +477,31 @@ static int check_batch(sift_context *ctx, const sift_batch *b, sift_error *err)
     int32_t n_out = 0;
     for (int32_t i = 0; i < n; i++) {
         if (b->token[i] < 0 || b->token[i] >= n_vocab)
-            return sift_error_set(err, SIFT_E_INVAL, "decode: token %d at batch index %d is not in [0, %d)", b->token[i], i,
+            return sift__error_set(err, SIFT_E_INVAL, "decode: token %d at batch index %d is not in [0, %d)", b->token[i], i,
                                   n_vocab);
         const int32_t nsid = b->n_seq_id ? b->n_seq_id[i] : 1;
         if (nsid < 1 || (b->n_seq_id && !b->seq_id) || (b->seq_id && !b->seq_id[i]))
-            return sift_error_set(err, SIFT_E_INVAL, "decode: batch index %d has %d sequence ids", i, b->seq_id ? nsid : 0);
+            return sift__error_set(err, SIFT_E_INVAL, "decode: batch index %d has %d sequence ids", i, b->seq_id ? nsid : 0);
         for (int32_t j = 0; j < nsid; j++) {
             const int32_t s = b->seq_id ? b->seq_id[i][j] : 0;
             if (s < 0 || s >= ctx->n_seq)
-                return sift_error_set(err, SIFT_E_INVAL, "decode: sequence id %d at batch index %d is not in [0, %d)", s, i,
+                return sift__error_set(err, SIFT_E_INVAL, "decode: sequence id %d at batch index %d is not in [0, %d)", s, i,
                                       ctx->n_seq);
             for (int32_t jj = 0; jj < j; jj++)
                 if (b->seq_id[i][jj] == s)
-                    return sift_error_set(err, SIFT_E_INVAL, "decode: sequence id %d listed twice at batch index %d", s, i);
+                    return sift__error_set(err, SIFT_E_INVAL, "decode: sequence id %d listed twice at batch index %d", s, i);
         }
         const int32_t s0 = b->seq_id ? b->seq_id[i][0] : 0;
         const int32_t pos = b->pos ? b->pos[i] : next[s0];
-        if (pos < 0) return sift_error_set(err, SIFT_E_INVAL, "decode: position %d at batch index %d is negative", pos, i);
+        if (pos < 0) return sift__error_set(err, SIFT_E_INVAL, "decode: position %d at batch index %d is negative", pos, i);
         for (int32_t j = 0; j < nsid; j++) {
             const int32_t s = b->seq_id ? b->seq_id[i][j] : 0;
             if (pos >= ctx->n_ctx_seq)
-                return sift_error_set(err, SIFT_E_STATE,
+                return sift__error_set(err, SIFT_E_STATE,
                                       "decode: sequence %d is full: position %d needs more than its %d cells (n_ctx / n_seq_max)",
                                       s, pos, ctx->n_ctx_seq);
             if (pos < next[s])
-                return sift_error_set(err, SIFT_E_STATE,
+                return sift__error_set(err, SIFT_E_STATE,
                                       "decode: sequence %d: position %d at batch index %d is not after its last position %d "
                                       "(remove positions with sift_kv_seq_rm to rewrite them)",
                                       s, pos, i, next[s] - 1);
@@ -514,11 +514,11 @@ static int check_batch(sift_context *ctx, const sift_batch *b, sift_error *err)
     }
     if (n_out > ctx->logits_rows) {
         float *lg = realloc(ctx->logits, (size_t)n_out * ctx->model->hp.n_vocab * sizeof(float));
-        if (!lg) return sift_error_set(err, SIFT_E_NOMEM, "decode: out of memory for %d rows of logits", n_out);
+        if (!lg) return sift__error_set(err, SIFT_E_NOMEM, "decode: out of memory for %d rows of logits", n_out);
         ctx->logits = lg;
         ctx->logits_rows = n_out;
     }
-    if (ensure_threads(ctx) != SIFT_OK) return sift_error_set(err, SIFT_E_NOMEM, "decode: cannot start threads");
+    if (ensure_threads(ctx) != SIFT_OK) return sift__error_set(err, SIFT_E_NOMEM, "decode: cannot start threads");
     ctx->n_outputs = n_out;
     return SIFT_OK;
 }
@@ -542,7 +542,7 @@ static void commit_cells(sift_context *ctx, const sift_batch *b)
 /* k, v of every batch token -> the cache of each of its sequences. */
 static void store_kv(sift_context *ctx, const sift_batch *b, int l)
 {
-    const sift_hparams *hp = &ctx->model->hp;
+    const sift__hparams *hp = &ctx->model->hp;
     const int HD = hp->head_dim, KV = hp->n_head_kv * HD;
     const size_t ld = (size_t)ctx->n_ctx_seq;
     for (int32_t i = 0; i < b->n_tokens; i++) {
@@ -565,13 +565,13 @@ static void store_kv(sift_context *ctx, const sift_batch *b, int l)
 /* Per-head RMSNorm (qwen3) and RoPE of n vectors of n_heads heads each. */
 static void heads_norm_rope(sift_context *ctx, float *v, int n, int n_heads, const float *norm, const float *rope)
 {
-    const sift_hparams *hp = &ctx->model->hp;
+    const sift__hparams *hp = &ctx->model->hp;
     const int HD = hp->head_dim;
     for (int t = 0; t < n; t++)
         for (int h = 0; h < n_heads; h++) {
             float *x = v + ((size_t)t * n_heads + h) * HD;
             if (norm) rmsnorm(x, norm, x, HD, hp->rms_eps);
-            if (hp->n_rot) sift_rope_apply(x, rope + (size_t)t * hp->n_rot, hp->n_rot, hp->rope_neox);
+            if (hp->n_rot) sift__rope_apply(x, rope + (size_t)t * hp->n_rot, hp->n_rot, hp->rope_neox);
         }
 }
 
@@ -584,7 +584,7 @@ static void compact_rows(float *a, int64_t width, const int32_t *ids, int n)
 
 static void compact_outputs(sift_context *ctx)
 {
-    const sift_hparams *hp = &ctx->model->hp;
+    const sift__hparams *hp = &ctx->model->hp;
     const int n = ctx->n_outputs;
     compact_rows(ctx->x, hp->n_embd, ctx->out_ids, n);
     compact_rows(ctx->xn, hp->n_embd, ctx->out_ids, n);
@@ -603,19 +603,19 @@ static void add_rows(float *x, const float *y, size_t n)
 static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
 {
     const sift_model *m = ctx->model;
-    const sift_hparams *hp = &m->hp;
+    const sift__hparams *hp = &m->hp;
     const int E = hp->n_embd, HD = hp->head_dim, Q = hp->n_head * HD, KV = hp->n_head_kv * HD, F = hp->n_ff;
     int n = b->n_tokens;
 
     for (int t = 0; t < n; t++) {
-        const sift_weight *te = &m->tok_embd;
-        sift_type_traits_get(te->type)->dequantize((const char *)te->data + (size_t)b->token[t] * te->row_bytes,
+        const sift__weight *te = &m->tok_embd;
+        sift__type_traits_get(te->type)->dequantize((const char *)te->data + (size_t)b->token[t] * te->row_bytes,
                                                    ctx->x + (size_t)t * E, E);
-        if (hp->n_rot) sift_rope_cache(m, (float)ctx->tok_pos[t], ctx->rope + (size_t)t * hp->n_rot);
+        if (hp->n_rot) sift__rope_cache(m, (float)ctx->tok_pos[t], ctx->rope + (size_t)t * hp->n_rot);
     }
 
     for (int l = 0; l < hp->n_layer; l++) {
-        const sift_layer *L = &m->layers[l];
+        const sift__layer *L = &m->layers[l];
         const bool last = l == hp->n_layer - 1;
         for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->attn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
 
@@ -623,7 +623,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
          * that go on: all of them, except in the last layer */
         const bool prune = last && ctx->n_outputs < n;
         {
-            const sift_weight *w[3] = {&L->wk, &L->wv, &L->wq};
+            const sift__weight *w[3] = {&L->wk, &L->wv, &L->wq};
             float *out[3] = {ctx->kk, ctx->vv, ctx->q};
             const int64_t os[3] = {KV, KV, Q};
             const float *bias[3] = {L->bk, L->bv, L->bq};
@@ -634,7 +634,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         if (prune) {
             compact_outputs(ctx);
             n = ctx->n_outputs;
-            const sift_weight *w[1] = {&L->wq};
+            const sift__weight *w[1] = {&L->wq};
             float *out[1] = {ctx->q};
             const int64_t os[1] = {Q};
             const float *bias[1] = {L->bq};
@@ -648,14 +648,14 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             int64_t work = 0; /* multiply-adds: two passes over cells 0..pos per head */
             for (int t = 0; t < n; t++) work += 2LL * (ctx->tok_pos[t] + 1) * Q;
             const int items = n * hp->n_head_kv, par = work < SIFT_PAR_MIN_WORK ? 1 : nth;
-            sift_pool_run(ctx->pool, par, items < 4 * par ? items : 4 * par, attn_task, &aj);
+            sift__pool_run(ctx->pool, par, items < 4 * par ? items : 4 * par, attn_task, &aj);
         }
         matmul1(ctx, nth, n, ctx->att, &L->wo, ctx->xn, E); /* xn is free again: reuse it */
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
 
         for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
         {
-            const sift_weight *w[2] = {&L->w_gate, &L->w_up};
+            const sift__weight *w[2] = {&L->w_gate, &L->w_up};
             float *out[2] = {ctx->ffn_g, ctx->ffn_u};
             const int64_t os[2] = {F, F};
             matmul(ctx, nth, n, ctx->xn, 2, w, out, os, NULL);
@@ -672,7 +672,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
 
 sift_status sift_decode(sift_context *ctx, const sift_batch *batch, sift_error *err)
 {
-    if (!ctx || !batch) return sift_error_set(err, SIFT_E_INVAL, "decode: NULL argument");
+    if (!ctx || !batch) return sift__error_set(err, SIFT_E_INVAL, "decode: NULL argument");
     const int64_t t0 = sift__now_ns();
     int rc = check_batch(ctx, batch, err);
     if (rc != SIFT_OK) return rc;

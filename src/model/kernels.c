@@ -8,7 +8,7 @@
  * (F16 dot products, the softmax sum), so does this, which keeps sift within a rounding of
  * llama.cpp on the F16 test model, whose greedy margins go down to 5e-6.
  *
- * Choosing a table: sift_kernels_get() builds the three tables once (pthread_once). The
+ * Choosing a table: sift__kernels_get() builds the three tables once (pthread_once). The
  * AVX2 and AVX-512 tables are copies of the scalar one with the entries their files
  * implement replaced; they are only built when CPUID says the instructions exist, because
  * the compiler may use those instructions anywhere in the *_avx2.c / *_avx512.c files.
@@ -22,7 +22,7 @@
 
 /* ---- activation formats -------------------------------------------------------------- */
 
-sift_act_format sift_act_format_of(sift_tensor_type type)
+sift__act_format sift__act_format_of(sift_tensor_type type)
 {
     switch (type) {
     case SIFT_TYPE_F32: return SIFT_ACT_F32;
@@ -35,12 +35,12 @@ sift_act_format sift_act_format_of(sift_tensor_type type)
     }
 }
 
-size_t sift_act_row_bytes(sift_act_format f, int64_t n)
+size_t sift__act_row_bytes(sift__act_format f, int64_t n)
 {
     switch (f) {
     case SIFT_ACT_F32: return (size_t)n * sizeof(float);
     case SIFT_ACT_F16: return (size_t)n * sizeof(uint16_t);
-    case SIFT_ACT_Q8_0: return (size_t)(n / SIFT_QK8_0) * sizeof(sift_block_q8_0);
+    case SIFT_ACT_Q8_0: return (size_t)(n / SIFT_QK8_0) * sizeof(sift__block_q8_0);
     case SIFT_ACT_Q8_K: return (size_t)(n / SIFT_QK_K) * sizeof(sift_block_q8_K);
     default: return (size_t)n * sizeof(float);
     }
@@ -91,23 +91,23 @@ void sift_quantize_row_q8_K(const float *x, void *dst, int64_t n)
  * quantizer): the inverse scale is 127/amax and rounding is to nearest even. */
 static void quantize_act_q8_0(const float *x, void *dst, int64_t n)
 {
-    sift_block_q8_0 *y = dst;
+    sift__block_q8_0 *y = dst;
     for (int64_t b = 0; b < n / SIFT_QK8_0; b++, x += SIFT_QK8_0) {
         float amax = 0;
         for (int j = 0; j < SIFT_QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
         const float d = amax / 127.f;
         const float id = amax != 0 ? 127.f / amax : 0.f;
-        y[b].d = sift_fp32_to_fp16(d);
+        y[b].d = sift__fp32_to_fp16(d);
         for (int j = 0; j < SIFT_QK8_0; j++) y[b].qs[j] = (int8_t)nearest_int(x[j] * id);
     }
 }
 
-void sift_act_convert_scalar(sift_act_format f, const float *x, void *dst, int64_t n)
+void sift__act_convert_scalar(sift__act_format f, const float *x, void *dst, int64_t n)
 {
     switch (f) {
     case SIFT_ACT_F16: {
         uint16_t *h = dst;
-        for (int64_t i = 0; i < n; i++) h[i] = sift_fp32_to_fp16(x[i]);
+        for (int64_t i = 0; i < n; i++) h[i] = sift__fp32_to_fp16(x[i]);
         break;
     }
     case SIFT_ACT_Q8_0: quantize_act_q8_0(x, dst, n); break;
@@ -130,7 +130,7 @@ static float dot_f32_row(int64_t n, const float *a, const float *b)
     return s;
 }
 
-void sift_dot_f32_scalar(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+void sift__dot_f32_scalar(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
 {
     for (int j = 0; j < ncols; j++) s[j] = dot_f32_row(n, w, (const float *)((const char *)x + j * x_stride));
 }
@@ -143,22 +143,22 @@ static void dot_f16(int64_t n, const void *w, const void *x, size_t x_stride, in
     for (int j = 0; j < ncols; j++) {
         const uint16_t *b = (const uint16_t *)((const char *)x + j * x_stride);
         double sum = 0;
-        for (int64_t i = 0; i < n; i++) sum += (double)(sift_fp16_to_fp32(a[i]) * sift_fp16_to_fp32(b[i]));
+        for (int64_t i = 0; i < n; i++) sum += (double)(sift__fp16_to_fp32(a[i]) * sift__fp16_to_fp32(b[i]));
         s[j] = (float)sum;
     }
 }
 
 static void dot_q8_0(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
 {
-    const sift_block_q8_0 *a = w;
+    const sift__block_q8_0 *a = w;
     const int64_t nb = n / SIFT_QK8_0;
     for (int j = 0; j < ncols; j++) {
-        const sift_block_q8_0 *b = (const sift_block_q8_0 *)((const char *)x + j * x_stride);
+        const sift__block_q8_0 *b = (const sift__block_q8_0 *)((const char *)x + j * x_stride);
         float sum = 0;
         for (int64_t k = 0; k < nb; k++) {
             int isum = 0;
             for (int i = 0; i < SIFT_QK8_0; i++) isum += a[k].qs[i] * b[k].qs[i];
-            sum += (float)isum * (sift_fp16_to_fp32(a[k].d) * sift_fp16_to_fp32(b[k].d));
+            sum += (float)isum * (sift__fp16_to_fp32(a[k].d) * sift__fp16_to_fp32(b[k].d));
         }
         s[j] = sum;
     }
@@ -167,10 +167,10 @@ static void dot_q8_0(int64_t n, const void *w, const void *x, size_t x_stride, i
 /* Q4_0: value i of a block is (qs[i] & 15) - 8, value i+16 is (qs[i] >> 4) - 8. */
 static void dot_q4_0(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
 {
-    const sift_block_q4_0 *a = w;
+    const sift__block_q4_0 *a = w;
     const int64_t nb = n / SIFT_QK4_0;
     for (int j = 0; j < ncols; j++) {
-        const sift_block_q8_0 *b = (const sift_block_q8_0 *)((const char *)x + j * x_stride);
+        const sift__block_q8_0 *b = (const sift__block_q8_0 *)((const char *)x + j * x_stride);
         float sum = 0;
         for (int64_t k = 0; k < nb; k++) {
             int isum = 0;
@@ -178,7 +178,7 @@ static void dot_q4_0(int64_t n, const void *w, const void *x, size_t x_stride, i
                 isum += ((a[k].qs[i] & 15) - 8) * b[k].qs[i];
                 isum += ((a[k].qs[i] >> 4) - 8) * b[k].qs[i + 16];
             }
-            sum += (float)isum * (sift_fp16_to_fp32(a[k].d) * sift_fp16_to_fp32(b[k].d));
+            sum += (float)isum * (sift__fp16_to_fp32(a[k].d) * sift__fp16_to_fp32(b[k].d));
         }
         s[j] = sum;
     }
@@ -223,8 +223,8 @@ static void dot_q4_K(int64_t n, const void *w, const void *x, size_t x_stride, i
                 summ += m0 * (b[k].bsums[4 * g] + b[k].bsums[4 * g + 1]) +
                         m1 * (b[k].bsums[4 * g + 2] + b[k].bsums[4 * g + 3]);
             }
-            const float d = sift_fp16_to_fp32(a[k].d) * b[k].d;
-            const float dmin = sift_fp16_to_fp32(a[k].dmin) * b[k].d;
+            const float d = sift__fp16_to_fp32(a[k].d) * b[k].d;
+            const float dmin = sift__fp16_to_fp32(a[k].dmin) * b[k].d;
             sum += d * (float)sumi - dmin * (float)summ;
         }
         s[j] = sum;
@@ -258,7 +258,7 @@ static void dot_q6_K(int64_t n, const void *w, const void *x, size_t x_stride, i
                 for (int i = 0; i < 16; i++) isum += q[16 * sb + i] * b[k].qs[16 * sb + i];
                 sumi += a[k].scales[sb] * (isum - 32 * b[k].bsums[sb]);
             }
-            sum += sift_fp16_to_fp32(a[k].d) * b[k].d * (float)sumi;
+            sum += sift__fp16_to_fp32(a[k].d) * b[k].d * (float)sumi;
         }
         s[j] = sum;
     }
@@ -322,15 +322,15 @@ static void swiglu_scalar(int64_t n, const float *g, const float *u, float *out)
 
 /* ---- the tables -------------------------------------------------------------------------------- */
 
-static sift_kernels tables[4];
+static sift__kernels tables[4];
 static bool table_ok[4];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
-static void init_scalar(sift_kernels *k)
+static void init_scalar(sift__kernels *k)
 {
     memset(k, 0, sizeof *k);
     k->isa = SIFT_ISA_SCALAR;
-    k->dot[SIFT_TYPE_F32] = sift_dot_f32_scalar;
+    k->dot[SIFT_TYPE_F32] = sift__dot_f32_scalar;
     k->dot[SIFT_TYPE_F16] = dot_f16;
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
@@ -342,7 +342,7 @@ static void init_scalar(sift_kernels *k)
     k->rows[SIFT_TYPE_Q4_0] = rows_q4_0;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
-    k->act_convert = sift_act_convert_scalar;
+    k->act_convert = sift__act_convert_scalar;
     k->attn_scores = attn_scores_scalar;
     k->softmax_exp = softmax_exp_scalar;
     k->max = max_scalar;
@@ -382,13 +382,13 @@ static void init_tables(void)
     if (cpu_has_avx2()) {
         tables[SIFT_ISA_AVX2] = tables[SIFT_ISA_SCALAR];
         tables[SIFT_ISA_AVX2].isa = SIFT_ISA_AVX2;
-        sift_kernels_init_avx2(&tables[SIFT_ISA_AVX2]);
+        sift__kernels_init_avx2(&tables[SIFT_ISA_AVX2]);
         table_ok[SIFT_ISA_AVX2] = true;
     }
     if (cpu_has_avx512()) {
         tables[SIFT_ISA_AVX512] = tables[SIFT_ISA_AVX2];
         tables[SIFT_ISA_AVX512].isa = SIFT_ISA_AVX512;
-        sift_kernels_init_avx512(&tables[SIFT_ISA_AVX512]);
+        sift__kernels_init_avx512(&tables[SIFT_ISA_AVX512]);
         table_ok[SIFT_ISA_AVX512] = true;
     }
 }
@@ -410,7 +410,7 @@ const char *sift_isa_name(sift_isa isa)
     return "?";
 }
 
-const sift_kernels *sift_kernels_get(sift_isa isa)
+const sift__kernels *sift__kernels_get(sift_isa isa)
 {
     pthread_once(&tables_once, init_tables);
     if (isa == SIFT_ISA_AUTO) isa = sift_isa_best();

@@ -4,7 +4,7 @@
  * The forward pass spends its time in three places: weight matrix × activations (dot
  * products of a weight row with activation rows), attention (scores against the cached K,
  * a softmax, a weighted sum of the cached V) and a few element-wise functions (SwiGLU).
- * Each of those is a function pointer in sift_kernels; sift_kernels_get(isa) returns the
+ * Each of those is a function pointer in sift__kernels; sift__kernels_get(isa) returns the
  * table for the scalar reference, AVX2 or AVX-512. The SIMD tables start as a copy of the
  * scalar one and override what they implement, so every entry always exists, and
  * tests/test_kernels.c compares every SIMD entry with its scalar counterpart.
@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/ggml_types.h"
+#include "gguf/ggml_types.h"
 #include "sift.h"
 
 #define SIFT_DOT_MAX_COLS 4
@@ -50,47 +50,47 @@ typedef struct {
     int16_t bsums[SIFT_QK_K / 16];
 } sift_block_q8_K;
 
-typedef enum sift_act_format {
+typedef enum sift__act_format {
     SIFT_ACT_NONE = 0, /* no direct kernel: dequantize the weight row, then an F32 dot */
     SIFT_ACT_F32,
     SIFT_ACT_F16,
     SIFT_ACT_Q8_0,
     SIFT_ACT_Q8_K,
-} sift_act_format;
+} sift__act_format;
 
 /* The activation format a weight type's kernel takes (SIFT_ACT_NONE: the generic path). */
-sift_act_format sift_act_format_of(sift_tensor_type type);
+sift__act_format sift__act_format_of(sift_tensor_type type);
 /* Bytes of one activation row of n values in format f (n a multiple of its block). */
-size_t sift_act_row_bytes(sift_act_format f, int64_t n);
+size_t sift__act_row_bytes(sift__act_format f, int64_t n);
 /* ggml's quantize_row_q8_K_ref: per 256 values, d = max|x| / 127 (sign of the extreme),
  * q = round(x / d) clamped to 127, bsums. */
 void sift_quantize_row_q8_K(const float *x, void *dst, int64_t n);
 
 /* s[j] = dot(weight row w, activation row j) for j < ncols (1..SIFT_DOT_MAX_COLS);
  * activation row j starts x_stride bytes after row j-1; n values per row. */
-typedef void (*sift_dot_fn)(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s);
+typedef void (*sift__dot_fn)(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s);
 
 /* out[r] = dot(weight row r, activation row x) for r < n_rows, row r at w + r * row_bytes:
  * the one-token case (generation), where a whole run of rows meets the same activations.
  * Each out[r] equals what the dot kernel gives for that row with one column. */
-typedef void (*sift_rows_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out);
+typedef void (*sift__rows_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out);
 
 /* out[c * out_stride + r] = dot(weight row r, activation row c) for r < n_rows, c < n_cols: a
  * block of a matrix product (weight row r at w + r * row_bytes, activation row c at
  * x + c * x_stride), for the types whose kernels do better on tiles of rows x columns than
  * one row at a time (a tile shares each weight row's unpacking among the columns and each
  * column's scales among the rows). Each out value equals the dot kernel's, bit for bit. */
-typedef void (*sift_gemm_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t x_stride,
+typedef void (*sift__gemm_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t x_stride,
                              int64_t n_cols, float *out, int64_t out_stride);
 
-typedef struct sift_kernels {
+typedef struct sift__kernels {
     sift_isa isa;
     /* weight-type kernels, indexed by sift_tensor_type; NULL where the type has none */
-    sift_dot_fn dot[SIFT_TYPE_COUNT];
-    sift_rows_fn rows[SIFT_TYPE_COUNT];
-    sift_gemm_fn gemm[SIFT_TYPE_COUNT]; /* NULL: the forward pass uses dot, a row at a time */
+    sift__dot_fn dot[SIFT_TYPE_COUNT];
+    sift__rows_fn rows[SIFT_TYPE_COUNT];
+    sift__gemm_fn gemm[SIFT_TYPE_COUNT]; /* NULL: the forward pass uses dot, a row at a time */
     /* activations F32 -> their format (n a multiple of the format's block) */
-    void (*act_convert)(sift_act_format f, const float *x, void *dst, int64_t n);
+    void (*act_convert)(sift__act_format f, const float *x, void *dst, int64_t n);
     /* attention scores for nq query heads sharing one KV head:
      *   s[g*s_stride + c] = scale * sum_d q[g*hd + d] * kt[d*ld + c],  c < n, g < nq
      * kt is the transposed K cache of the head (row d = dimension d over the cells). */
@@ -102,18 +102,18 @@ typedef struct sift_kernels {
     float (*max)(int n, const float *s);
     /* out[i] = silu(g[i]) * u[i], silu(x) = x / (1 + exp(-x)) */
     void (*swiglu)(int64_t n, const float *g, const float *u, float *out);
-} sift_kernels;
+} sift__kernels;
 
 /* The table for isa (AUTO = the best this CPU has); NULL when the CPU lacks it or it was
  * not built. The tables are static and immutable once made (thread-safe). */
-const sift_kernels *sift_kernels_get(sift_isa isa);
+const sift__kernels *sift__kernels_get(sift_isa isa);
 
 /* Filled in by the ISA files (compiled with -mavx2 / -mavx512*); call only after a CPU check. */
-void sift_kernels_init_avx2(sift_kernels *k);
-void sift_kernels_init_avx512(sift_kernels *k);
+void sift__kernels_init_avx2(sift__kernels *k);
+void sift__kernels_init_avx512(sift__kernels *k);
 
 /* Scalar kernels, exposed for the SIMD files' tails and for tests. */
-void sift_dot_f32_scalar(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s);
-void sift_act_convert_scalar(sift_act_format f, const float *x, void *dst, int64_t n);
+void sift__dot_f32_scalar(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s);
+void sift__act_convert_scalar(sift__act_format f, const float *x, void *dst, int64_t n);
 
 #endif

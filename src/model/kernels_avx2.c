@@ -68,7 +68,7 @@ static inline __m256 exp_ps(__m256 x)
 
 #define FORCE_INLINE static inline __attribute__((always_inline))
 
-/* Half -> float with F16C's vcvtph2ps: bit for bit sift_fp16_to_fp32 (NaNs made quiet the
+/* Half -> float with F16C's vcvtph2ps: bit for bit sift__fp16_to_fp32 (NaNs made quiet the
  * same way), but inline, so the kernels' loops make no calls (a call would spill every
  * vector register). */
 static inline float f16c_to_fp32(uint16_t h)
@@ -161,17 +161,17 @@ static void dot_f16(int64_t n, const void *w, const void *x, size_t xs, int ncol
     }
 }
 
-static void act_convert(sift_act_format f, const float *x, void *dst, int64_t n)
+static void act_convert(sift__act_format f, const float *x, void *dst, int64_t n)
 {
     if (f != SIFT_ACT_F16) {
-        sift_act_convert_scalar(f, x, dst, n);
+        sift__act_convert_scalar(f, x, dst, n);
         return;
     }
     uint16_t *h = dst;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm_storeu_si128((__m128i *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++) h[i] = sift_fp32_to_fp16(x[i]);
+    for (; i < n; i++) h[i] = sift__fp32_to_fp16(x[i]);
 }
 
 /* ---- Q8_0 and Q4_0 against Q8_0 ---------------------------------------------------------------- */
@@ -183,14 +183,14 @@ static inline int dot32_i8(__m256i a, __m256i b)
     return hsum_epi32(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
 }
 
-FORCE_INLINE void dot_q8_0_n(int64_t n, const sift_block_q8_0 *a, const char *x, size_t xs, float *s, const int NC)
+FORCE_INLINE void dot_q8_0_n(int64_t n, const sift__block_q8_0 *a, const char *x, size_t xs, float *s, const int NC)
 {
     float sum[SIFT_DOT_MAX_COLS] = {0};
     for (int64_t k = 0; k < n / SIFT_QK8_0; k++) {
         const __m256i qa = _mm256_loadu_si256((const __m256i *)a[k].qs);
         const float da = f16c_to_fp32(a[k].d);
         for (int j = 0; j < NC; j++) {
-            const sift_block_q8_0 *b = (const sift_block_q8_0 *)(x + j * xs) + k;
+            const sift__block_q8_0 *b = (const sift__block_q8_0 *)(x + j * xs) + k;
             const int isum = dot32_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs));
             sum[j] += (float)isum * (da * f16c_to_fp32(b->d));
         }
@@ -216,14 +216,14 @@ static inline __m256i unpack_q4_0(const uint8_t *qs)
     return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
 }
 
-FORCE_INLINE void dot_q4_0_n(int64_t n, const sift_block_q4_0 *a, const char *x, size_t xs, float *s, const int NC)
+FORCE_INLINE void dot_q4_0_n(int64_t n, const sift__block_q4_0 *a, const char *x, size_t xs, float *s, const int NC)
 {
     float sum[SIFT_DOT_MAX_COLS] = {0};
     for (int64_t k = 0; k < n / SIFT_QK4_0; k++) {
         const __m256i qa = unpack_q4_0(a[k].qs);
         const float da = f16c_to_fp32(a[k].d);
         for (int j = 0; j < NC; j++) {
-            const sift_block_q8_0 *b = (const sift_block_q8_0 *)(x + j * xs) + k;
+            const sift__block_q8_0 *b = (const sift__block_q8_0 *)(x + j * xs) + k;
             const int isum = dot32_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs));
             sum[j] += (float)isum * (da * f16c_to_fp32(b->d));
         }
@@ -267,12 +267,12 @@ static inline __m128 scales4(uint16_t a, uint16_t b, uint16_t c, uint16_t d)
     return _mm_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, 0, 0, 0, 0));
 }
 
-static inline __m256i w_q8_0(const sift_block_q8_0 *a)
+static inline __m256i w_q8_0(const sift__block_q8_0 *a)
 {
     return _mm256_loadu_si256((const __m256i *)a->qs);
 }
 
-static inline __m256i w_q4_0(const sift_block_q4_0 *a)
+static inline __m256i w_q4_0(const sift__block_q4_0 *a)
 {
     return unpack_q4_0(a->qs);
 }
@@ -280,7 +280,7 @@ static inline __m256i w_q4_0(const sift_block_q4_0 *a)
 #define UNROLL4 _Pragma("GCC unroll 4")
 
 #define QX_0_GEMM(NAME, WBLOCK)                                                                                      \
-    FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift_block_q8_0 *const *b, __m128 *sum,    \
+    FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift__block_q8_0 *const *b, __m128 *sum,    \
                                   const int R, const int C, const char *pf)                                         \
     {                                                                                                                \
         UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();                                \
@@ -319,8 +319,8 @@ static inline __m256i w_q4_0(const sift_block_q4_0 *a)
             const char *pf = r + 8 <= n_rows ? (const char *)w + (r + 4) * row_bytes : NULL;                        \
             for (int64_t c = 0; c < n_cols; c += 4) {                                                                \
                 const int nc = n_cols - c < 4 ? (int)(n_cols - c) : 4;                                               \
-                const sift_block_q8_0 *b[4];                                                                         \
-                for (int j = 0; j < nc; j++) b[j] = (const sift_block_q8_0 *)((const char *)x + (c + j) * xs);       \
+                const sift__block_q8_0 *b[4];                                                                         \
+                for (int j = 0; j < nc; j++) b[j] = (const sift__block_q8_0 *)((const char *)x + (c + j) * xs);       \
                 __m128 sum[4];                                                                                       \
                 switch (nc) {                                                                                        \
                 case 1: NAME##_tile(n, a, b, sum, 4, 1, pf); break;                                                      \
@@ -336,8 +336,8 @@ static inline __m256i w_q4_0(const sift_block_q4_0 *a)
         }                                                                                                            \
     }
 
-QX_0_GEMM(q8_0, sift_block_q8_0)
-QX_0_GEMM(q4_0, sift_block_q4_0)
+QX_0_GEMM(q8_0, sift__block_q8_0)
+QX_0_GEMM(q4_0, sift__block_q4_0)
 
 /* ---- Q4_K against Q8_K -------------------------------------------------------------------------------- */
 
@@ -452,8 +452,8 @@ static void dot_q6_K(int64_t n, const void *w, const void *x, size_t xs, int nco
     }
 ROWS(dot_f32, float)
 ROWS(dot_f16, uint16_t)
-ROWS(dot_q8_0, sift_block_q8_0)
-ROWS(dot_q4_0, sift_block_q4_0)
+ROWS(dot_q8_0, sift__block_q8_0)
+ROWS(dot_q4_0, sift__block_q4_0)
 ROWS(dot_q4_K, sift_block_q4_K)
 ROWS(dot_q6_K, sift_block_q6_K)
 #undef ROWS
@@ -545,7 +545,7 @@ static void swiglu(int64_t n, const float *g, const float *u, float *out)
     }
 }
 
-void sift_kernels_init_avx2(sift_kernels *k)
+void sift__kernels_init_avx2(sift__kernels *k)
 {
     k->dot[SIFT_TYPE_F32] = dot_f32;
     k->dot[SIFT_TYPE_F16] = dot_f16;

@@ -15,7 +15,7 @@
  * one row at a time for generation (rows), still bit for bit the scalar code.
  *
  * Halves are converted with F16C inline (f16c_to_fp32), never by calling
- * sift_fp16_to_fp32: a call inside a kernel's loop spills every vector register, which made
+ * sift__fp16_to_fp32: a call inside a kernel's loop spills every vector register, which made
  * the Q8_0 kernels three to four times slower.
  */
 #include <immintrin.h>
@@ -26,7 +26,7 @@
 
 #define FORCE_INLINE static inline __attribute__((always_inline))
 
-/* Half -> float with F16C's vcvtph2ps: bit for bit sift_fp16_to_fp32 (NaNs made quiet the
+/* Half -> float with F16C's vcvtph2ps: bit for bit sift__fp16_to_fp32 (NaNs made quiet the
  * same way), but inline, so the kernels' loops make no calls (a call would spill every
  * vector register). */
 static inline float f16c_to_fp32(uint16_t h)
@@ -141,17 +141,17 @@ static void dot_f16(int64_t n, const void *w, const void *x, size_t xs, int ncol
     }
 }
 
-static void act_convert(sift_act_format f, const float *x, void *dst, int64_t n)
+static void act_convert(sift__act_format f, const float *x, void *dst, int64_t n)
 {
     if (f != SIFT_ACT_F16) {
-        sift_act_convert_scalar(f, x, dst, n);
+        sift__act_convert_scalar(f, x, dst, n);
         return;
     }
     uint16_t *h = dst;
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
         _mm256_storeu_si256((__m256i *)(h + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++) h[i] = sift_fp32_to_fp16(x[i]);
+    for (; i < n; i++) h[i] = sift__fp32_to_fp16(x[i]);
 }
 
 /* ---- Q8_0 and Q4_0 against Q8_0, two blocks per register ------------------------------------------- */
@@ -171,7 +171,7 @@ static void act_convert(sift_act_format f, const float *x, void *dst, int64_t n)
  * activation row (generation: the rows kernel). */
 
 /* The two blocks' 64 values as signed bytes (the second block zero when there is none). */
-static inline __m512i w2_q8_0(const sift_block_q8_0 *a, int64_t k, bool two)
+static inline __m512i w2_q8_0(const sift__block_q8_0 *a, int64_t k, bool two)
 {
     const __m256i lo = _mm256_loadu_si256((const __m256i *)a[k].qs);
     return two ? _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i *)a[k + 1].qs), 1)
@@ -186,13 +186,13 @@ static inline __m256i unpack_q4_0(const uint8_t *qs)
     return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
 }
 
-static inline __m512i w2_q4_0(const sift_block_q4_0 *a, int64_t k, bool two)
+static inline __m512i w2_q4_0(const sift__block_q4_0 *a, int64_t k, bool two)
 {
     const __m256i lo = unpack_q4_0(a[k].qs);
     return two ? _mm512_inserti64x4(_mm512_castsi256_si512(lo), unpack_q4_0(a[k + 1].qs), 1) : _mm512_zextsi256_si512(lo);
 }
 
-static inline __m512i x2_q8_0(const sift_block_q8_0 *b, bool two)
+static inline __m512i x2_q8_0(const sift__block_q8_0 *b, bool two)
 {
     return w2_q8_0(b, 0, two);
 }
@@ -244,7 +244,7 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
  * rows and of the columns are converted once (one register each) and spread to the pairs'
  * lanes by a permutation. */
 #define QX_0_TILE(NAME, WBLOCK)                                                                                      \
-    FORCE_INLINE void NAME##_step(const WBLOCK *const *a, const sift_block_q8_0 *const *b, int64_t k, __m128 *sum,    \
+    FORCE_INLINE void NAME##_step(const WBLOCK *const *a, const sift__block_q8_0 *const *b, int64_t k, __m128 *sum,    \
                                   const int R, const int C, const bool TWO)                                         \
     {                                                                                                                \
         __m512i xv[4], wv[4];                                                                                        \
@@ -275,7 +275,7 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
         }                                                                                                            \
     }                                                                                                                \
     /* The whole rows: R x C dot products into lanes of sum[] (numbered as above). */                              \
-    FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift_block_q8_0 *const *b, __m128 *sum,    \
+    FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift__block_q8_0 *const *b, __m128 *sum,    \
                                   const int R, const int C, const char *pf)                                         \
     {                                                                                                                \
         const int64_t nb = n / 32;                                                                                   \
@@ -290,7 +290,7 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
     }                                                                                                                \
     /* One weight row against one activation row, eight blocks at a time: four block pairs                         \
      * reduced together, their float steps done in order. */                                                        \
-    static inline float NAME##_one(int64_t n, const WBLOCK *a, const sift_block_q8_0 *b)                             \
+    static inline float NAME##_one(int64_t n, const WBLOCK *a, const sift__block_q8_0 *b)                             \
     {                                                                                                                \
         const int64_t nb = n / 32;                                                                                   \
         float sum = 0;                                                                                               \
@@ -320,8 +320,8 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
     static void dot_##NAME(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)                  \
     {                                                                                                                \
         const WBLOCK *a = w;                                                                                         \
-        const sift_block_q8_0 *b[4];                                                                                 \
-        for (int j = 0; j < ncols; j++) b[j] = (const sift_block_q8_0 *)((const char *)x + j * xs);                \
+        const sift__block_q8_0 *b[4];                                                                                 \
+        for (int j = 0; j < ncols; j++) b[j] = (const sift__block_q8_0 *)((const char *)x + j * xs);                \
         __m128 sum;                                                                                                  \
         switch (ncols) {                                                                                             \
         case 1: s[0] = NAME##_one(n, a, b[0]); return;                                                               \
@@ -350,8 +350,8 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
             const char *pf = r + 8 <= n_rows ? (const char *)w + (r + 4) * row_bytes : NULL;                        \
             for (int64_t c = 0; c < n_cols; c += 4) {                                                                \
                 const int nc = n_cols - c < 4 ? (int)(n_cols - c) : 4;                                              \
-                const sift_block_q8_0 *b[4];                                                                         \
-                for (int j = 0; j < nc; j++) b[j] = (const sift_block_q8_0 *)((const char *)x + (c + j) * xs);       \
+                const sift__block_q8_0 *b[4];                                                                         \
+                for (int j = 0; j < nc; j++) b[j] = (const sift__block_q8_0 *)((const char *)x + (c + j) * xs);       \
                 __m128 sum[4];                                                                                       \
                 switch (nc) {                                                                                        \
                 case 1: NAME##_tile(n, a, b, sum, 4, 1, pf); break;                                                      \
@@ -367,8 +367,8 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
         }                                                                                                            \
     }
 
-QX_0_TILE(q8_0, sift_block_q8_0)
-QX_0_TILE(q4_0, sift_block_q4_0)
+QX_0_TILE(q8_0, sift__block_q8_0)
+QX_0_TILE(q4_0, sift__block_q4_0)
 
 /* ---- Q4_K and Q6_K against Q8_K: 64 values per register ---------------------------------------------- */
 
@@ -565,7 +565,7 @@ static void swiglu(int64_t n, const float *g, const float *u, float *out)
     }
 }
 
-void sift_kernels_init_avx512(sift_kernels *k)
+void sift__kernels_init_avx512(sift__kernels *k)
 {
     k->dot[SIFT_TYPE_F32] = dot_f32;
     k->dot[SIFT_TYPE_F16] = dot_f16;

@@ -65,7 +65,7 @@ sift_status sift_kv_seq_rm(sift_context *ctx, sift_seq_id seq, sift_pos p0, sift
 /* Copy cells [p0, p1) of (layer, src) to (layer, dst) in every K and V row. */
 static void copy_cells(sift_context *ctx, int src, int dst, sift_pos p0, sift_pos p1)
 {
-    const sift_hparams *hp = &ctx->model->hp;
+    const sift__hparams *hp = &ctx->model->hp;
     const size_t ld = (size_t)ctx->n_ctx_seq, bytes = (size_t)(p1 - p0) * sizeof(float);
     for (int l = 0; l < hp->n_layer; l++)
         for (int h = 0; h < hp->n_head_kv; h++)
@@ -110,17 +110,17 @@ void sift_kv_clear(sift_context *ctx)
  * KV head: gather a cell's head vector from the transposed rows, rotate, scatter back. */
 static void rotate_keys(sift_context *ctx, int s, sift_pos c0, sift_pos c1, sift_pos delta)
 {
-    const sift_hparams *hp = &ctx->model->hp;
+    const sift__hparams *hp = &ctx->model->hp;
     if (!hp->n_rot || delta == 0) return;
     float cs[SIFT_MAX_HEAD_DIM], vec[SIFT_MAX_HEAD_DIM]; /* n_rot <= head_dim <= SIFT_MAX_HEAD_DIM (model.c) */
-    sift_rope_cache(ctx->model, (float)delta, cs);
+    sift__rope_cache(ctx->model, (float)delta, cs);
     const size_t ld = (size_t)ctx->n_ctx_seq;
     for (int l = 0; l < hp->n_layer; l++)
         for (int h = 0; h < hp->n_head_kv; h++) {
             float *kt = kv_row(ctx, ctx->k_cache, l, s, h);
             for (sift_pos c = c0; c < c1; c++) {
                 for (int d = 0; d < hp->head_dim; d++) vec[d] = kt[d * ld + c];
-                sift_rope_apply(vec, cs, hp->n_rot, hp->rope_neox);
+                sift__rope_apply(vec, cs, hp->n_rot, hp->rope_neox);
                 for (int d = 0; d < hp->head_dim; d++) kt[d * ld + c] = vec[d];
             }
         }
@@ -146,7 +146,7 @@ sift_status sift_kv_seq_add(sift_context *ctx, sift_seq_id seq, sift_pos p0, sif
         p0 = cut;
     }
     const sift_pos q0 = p0 + delta, q1 = p1 + delta, n = p1 - p0;
-    const sift_hparams *hp = &ctx->model->hp;
+    const sift__hparams *hp = &ctx->model->hp;
     const size_t ld = (size_t)ctx->n_ctx_seq;
     for (int l = 0; l < hp->n_layer; l++)
         for (int h = 0; h < hp->n_head_kv; h++)

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "core/status.h"
-#include "model/ggml_types.h"
+#include "gguf/ggml_types.h"
 #include "model/kernels.h"
 #include "model/model.h"
 
@@ -60,15 +60,15 @@ static int get_int(loader *ld, const char *suffix, bool required, int64_t def, i
     const sift_gguf_value *v = sift_gguf_get(ld->m->gguf, key);
     int64_t x = def;
     if (!v) {
-        if (required) return sift_error_set(ld->err, SIFT_E_FORMAT, "model: missing key '%s'", key);
+        if (required) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing key '%s'", key);
     } else if (sift_gguf_value_type(v) == SIFT_GGUF_ARRAY) {
-        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: key '%s' is an array (per-layer values are not supported)",
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: key '%s' is an array (per-layer values are not supported)",
                               key);
     } else if (sift_gguf_value_int(v, &x) != SIFT_OK) {
-        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not an integer", key);
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not an integer", key);
     }
     if (x < lo || x > hi)
-        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' = %" PRId64 " is out of range [%" PRId64 ", %" PRId64 "]",
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' = %" PRId64 " is out of range [%" PRId64 ", %" PRId64 "]",
                               key, x, lo, hi);
     *out = (int32_t)x;
     return SIFT_OK;
@@ -81,18 +81,18 @@ static int get_float(loader *ld, const char *suffix, bool required, float def, f
     const sift_gguf_value *v = sift_gguf_get(ld->m->gguf, key);
     double x = def;
     if (!v) {
-        if (required) return sift_error_set(ld->err, SIFT_E_FORMAT, "model: missing key '%s'", key);
+        if (required) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing key '%s'", key);
     } else if (sift_gguf_value_float(v, &x) != SIFT_OK) {
-        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not a float", key);
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not a float", key);
     }
-    if (!isfinite(x)) return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not finite", key);
+    if (!isfinite(x)) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not finite", key);
     *out = (float)x;
     return SIFT_OK;
 }
 
 static int read_hparams(loader *ld)
 {
-    sift_hparams *hp = &ld->m->hp;
+    sift__hparams *hp = &ld->m->hp;
     int rc;
     const int32_t BIG = 1 << 24;
     if ((rc = get_int(ld, "context_length", true, 0, 1, INT32_MAX, &hp->n_ctx_train))) return rc;
@@ -102,7 +102,7 @@ static int read_hparams(loader *ld)
     if ((rc = get_int(ld, "attention.head_count", true, 0, 1, 4096, &hp->n_head))) return rc;
     if ((rc = get_int(ld, "attention.head_count_kv", false, hp->n_head, 1, 4096, &hp->n_head_kv))) return rc;
     if (hp->n_head % hp->n_head_kv)
-        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: %d heads are not a multiple of %d KV heads", hp->n_head,
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %d heads are not a multiple of %d KV heads", hp->n_head,
                               hp->n_head_kv);
     int32_t head_dim_default = hp->n_embd % hp->n_head ? 0 : hp->n_embd / hp->n_head;
     if ((rc = get_int(ld, "attention.key_length", head_dim_default == 0, head_dim_default, 1, SIFT_MAX_HEAD_DIM, &hp->head_dim)))
@@ -110,30 +110,30 @@ static int read_hparams(loader *ld)
     int32_t v_len;
     if ((rc = get_int(ld, "attention.value_length", false, hp->head_dim, 1, 1 << 16, &v_len))) return rc;
     if (v_len != hp->head_dim)
-        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: value_length %d differs from key_length %d", v_len,
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: value_length %d differs from key_length %d", v_len,
                               hp->head_dim);
     if ((rc = get_int(ld, "rope.dimension_count", false, hp->head_dim, 0, hp->head_dim, &hp->n_rot))) return rc;
     if (hp->n_rot % 2)
-        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: rope.dimension_count %d is odd", hp->n_rot);
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope.dimension_count %d is odd", hp->n_rot);
     if ((rc = get_float(ld, "attention.layer_norm_rms_epsilon", true, 0, &hp->rms_eps))) return rc;
     if ((rc = get_float(ld, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base))) return rc;
     if (!(hp->rope_freq_base > 0))
-        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: rope.freq_base %g is not positive", hp->rope_freq_base);
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope.freq_base %g is not positive", hp->rope_freq_base);
 
     /* RoPE scaling: none or linear (positions divided by the factor). */
     char key[128];
     const char *type = NULL;
     const sift_gguf_value *tv = sift_gguf_get(ld->m->gguf, akey(ld, "rope.scaling.type", key, sizeof key));
     if (tv && !(type = sift_gguf_value_str(tv, NULL)))
-        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not a string", key);
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not a string", key);
     float factor = 0;
     if ((rc = get_float(ld, "rope.scaling.factor", false, 0.0f, &factor))) return rc;
     if (factor == 0 && (rc = get_float(ld, "rope.scale_linear", false, 0.0f, &factor))) return rc; /* older files */
     hp->rope_freq_scale = 1.0f;
     if (type && strcmp(type, "none") != 0 && strcmp(type, "linear") != 0)
-        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: rope scaling '%s' is not supported (none, linear)", type);
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: rope scaling '%s' is not supported (none, linear)", type);
     if ((!type || !strcmp(type, "linear")) && factor != 0) {
-        if (!(factor > 0)) return sift_error_set(ld->err, SIFT_E_FORMAT, "model: rope scaling factor %g", factor);
+        if (!(factor > 0)) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope scaling factor %g", factor);
         hp->rope_freq_scale = 1.0f / factor;
     }
     const sift_gguf_value *nv = sift_gguf_get(ld->m->gguf, "general.name");
@@ -145,23 +145,23 @@ static int read_hparams(loader *ld)
 
 static bool type_runnable(sift_tensor_type t)
 {
-    if (sift_act_format_of(t) != SIFT_ACT_NONE) return true;
-    const sift_type_traits *tr = sift_type_traits_get(t);
+    if (sift__act_format_of(t) != SIFT_ACT_NONE) return true;
+    const sift__type_traits *tr = sift__type_traits_get(t);
     return tr && tr->dequantize;
 }
 
-static int get_weight(loader *ld, const char *name, int64_t n_in, int64_t n_out, bool required, sift_weight *w)
+static int get_weight(loader *ld, const char *name, int64_t n_in, int64_t n_out, bool required, sift__weight *w)
 {
     const sift_gguf_tensor *t = sift_gguf_tensor_by_name(ld->m->gguf, name);
     memset(w, 0, sizeof *w);
-    if (!t) return required ? sift_error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s'", name) : SIFT_OK;
+    if (!t) return required ? sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s'", name) : SIFT_OK;
     if (t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != 1 || t->ne[3] != 1)
-        return sift_error_set(ld->err, SIFT_E_FORMAT,
+        return sift__error_set(ld->err, SIFT_E_FORMAT,
                               "model: tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                               "], expected [%" PRId64 ", %" PRId64 "]",
                               name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], n_in, n_out);
     if (!type_runnable(t->type))
-        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' has type %s, which sift cannot multiply", name,
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' has type %s, which sift cannot multiply", name,
                               sift_type_name(t->type) ? sift_type_name(t->type) : "?");
     w->type = t->type;
     w->n_in = n_in;
@@ -177,18 +177,18 @@ static int get_vec(loader *ld, const char *name, int64_t n, bool required, const
 {
     *out = NULL;
     const sift_gguf_tensor *t = sift_gguf_tensor_by_name(ld->m->gguf, name);
-    if (!t) return required ? sift_error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s'", name) : SIFT_OK;
+    if (!t) return required ? sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s'", name) : SIFT_OK;
     if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
-        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' has shape [%" PRId64 ", %" PRId64 "], expected [%" PRId64 "]",
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' has shape [%" PRId64 ", %" PRId64 "], expected [%" PRId64 "]",
                               name, t->ne[0], t->ne[1], n);
     if (ld->arena_end - ld->arena < n)
-        return sift_error_set(ld->err, SIFT_E_FORMAT, "model: too many 1-D tensors at '%s'", name);
-    if (sift_dequantize_row(t->type, t->data, ld->arena, n) != SIFT_OK)
-        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' has type %s, which sift cannot read", name,
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: too many 1-D tensors at '%s'", name);
+    if (sift__dequantize_row(t->type, t->data, ld->arena, n) != SIFT_OK)
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' has type %s, which sift cannot read", name,
                               sift_type_name(t->type) ? sift_type_name(t->type) : "?");
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(ld->arena[i]))
-            return sift_error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' holds a non-finite value at %" PRId64, name, i);
+            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' holds a non-finite value at %" PRId64, name, i);
     *out = ld->arena;
     ld->arena += n;
     return SIFT_OK;
@@ -197,20 +197,20 @@ static int get_vec(loader *ld, const char *name, int64_t n, bool required, const
 static int load_tensors(loader *ld, const arch_desc *ad)
 {
     sift_model *m = ld->m;
-    const sift_hparams *hp = &m->hp;
+    const sift__hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
     const int64_t F = hp->n_ff, V = hp->n_vocab, HD = hp->head_dim;
     int rc;
 
     const int64_t arena_n = E + hp->n_rot / 2 + (int64_t)hp->n_layer * (2 * E + Q + 2 * KV + 2 * HD);
     m->f32_arena = malloc((size_t)arena_n * sizeof(float));
-    if (!m->f32_arena) return sift_error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
+    if (!m->f32_arena) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
     ld->arena = m->f32_arena;
     ld->arena_end = m->f32_arena + arena_n;
 
     if ((rc = get_weight(ld, "token_embd.weight", E, V, true, &m->tok_embd))) return rc;
-    if (!sift_type_traits_get(m->tok_embd.type)->dequantize)
-        return sift_error_set(ld->err, SIFT_E_UNSUPPORTED, "model: token_embd.weight: type %s cannot be read",
+    if (!sift__type_traits_get(m->tok_embd.type)->dequantize)
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: token_embd.weight: type %s cannot be read",
                               sift_type_name(m->tok_embd.type));
     if ((rc = get_vec(ld, "output_norm.weight", E, true, &m->output_norm))) return rc;
     if ((rc = get_weight(ld, "output.weight", E, V, false, &m->output))) return rc;
@@ -220,9 +220,9 @@ static int load_tensors(loader *ld, const arch_desc *ad)
     if (m->tied_output) m->output = m->tok_embd;
 
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
-    if (!m->layers) return sift_error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
+    if (!m->layers) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
     for (int l = 0; l < hp->n_layer; l++) {
-        sift_layer *L = &m->layers[l];
+        sift__layer *L = &m->layers[l];
         char n[96];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
         if ((rc = get_vec(ld, NAME("attn_norm.weight"), E, true, &L->attn_norm))) return rc;
@@ -265,12 +265,12 @@ static void count_params(sift_model *m)
 sift_model *sift_model_load(const char *path, sift_error *err)
 {
     if (!path) {
-        sift_error_set(err, SIFT_E_INVAL, "model: no path");
+        sift__error_set(err, SIFT_E_INVAL, "model: no path");
         return NULL;
     }
     sift_model *m = calloc(1, sizeof *m);
     if (!m) {
-        sift_error_set(err, SIFT_E_NOMEM, "model: out of memory");
+        sift__error_set(err, SIFT_E_NOMEM, "model: out of memory");
         return NULL;
     }
     loader ld = {.m = m, .err = err};
@@ -279,14 +279,14 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     const sift_gguf_value *av = sift_gguf_get(m->gguf, "general.architecture");
     ld.arch = av ? sift_gguf_value_str(av, NULL) : NULL;
     if (!ld.arch) {
-        sift_error_set(err, SIFT_E_FORMAT, "model: missing string key 'general.architecture'");
+        sift__error_set(err, SIFT_E_FORMAT, "model: missing string key 'general.architecture'");
         goto fail;
     }
     const arch_desc *ad = NULL;
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
     if (!ad) {
-        sift_error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3)", ld.arch);
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3)", ld.arch);
         goto fail;
     }
     snprintf(m->hp.arch, sizeof m->hp.arch, "%s", ad->name);
@@ -297,7 +297,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     m->hp.n_vocab = sift_vocab_n_tokens(m->vocab);
     const sift_gguf_tensor *te = sift_gguf_tensor_by_name(m->gguf, "token_embd.weight");
     if (te && te->ne[1] != m->hp.n_vocab) {
-        sift_error_set(err, SIFT_E_FORMAT, "model: token_embd.weight has %" PRId64 " rows but the vocabulary %d tokens",
+        sift__error_set(err, SIFT_E_FORMAT, "model: token_embd.weight has %" PRId64 " rows but the vocabulary %d tokens",
                        te->ne[1], m->hp.n_vocab);
         goto fail;
     }
@@ -322,7 +322,7 @@ void sift_model_free(sift_model *m)
 void sift_model_get_info(const sift_model *m, sift_model_info *info)
 {
     if (!m || !info) return;
-    const sift_hparams *hp = &m->hp;
+    const sift__hparams *hp = &m->hp;
     *info = (sift_model_info){
         .arch = hp->arch,
         .name = hp->name,

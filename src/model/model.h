@@ -17,25 +17,25 @@
 #define SIFT_MAX_HEAD_DIM 1024 /* largest head size accepted (real models: 64..256) */
 
 /* A weight matrix: n_out rows of n_in values of `type`, row r at data + r * row_bytes. */
-typedef struct sift_weight {
+typedef struct sift__weight {
     sift_tensor_type type;
     int64_t n_in;
     int64_t n_out;
     size_t row_bytes;
     const void *data;
     const char *name;
-} sift_weight;
+} sift__weight;
 
-typedef struct sift_layer {
+typedef struct sift__layer {
     const float *attn_norm;          /* [n_embd] */
-    sift_weight wq, wk, wv, wo;      /* q: n_embd -> n_head*head_dim, k/v: -> n_head_kv*head_dim */
+    sift__weight wq, wk, wv, wo;      /* q: n_embd -> n_head*head_dim, k/v: -> n_head_kv*head_dim */
     const float *bq, *bk, *bv;       /* qwen2 biases, NULL when absent */
     const float *q_norm, *k_norm;    /* qwen3 per-head RMSNorm weights [head_dim], or NULL */
     const float *ffn_norm;           /* [n_embd] */
-    sift_weight w_gate, w_up, w_down;
-} sift_layer;
+    sift__weight w_gate, w_up, w_down;
+} sift__layer;
 
-typedef struct sift_hparams {
+typedef struct sift__hparams {
     char arch[32];
     const char *name;
     int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim, n_rot;
@@ -43,18 +43,18 @@ typedef struct sift_hparams {
     float rope_freq_base;
     float rope_freq_scale;
     bool rope_neox;
-} sift_hparams;
+} sift__hparams;
 
 struct sift_model {
     sift_gguf *gguf;      /* owns the mapping the weights point into */
     sift_vocab *vocab;
-    sift_hparams hp;
-    sift_weight tok_embd; /* n_vocab rows of n_embd */
+    sift__hparams hp;
+    sift__weight tok_embd; /* n_vocab rows of n_embd */
     const float *output_norm;
     const float *rope_freqs; /* [n_rot/2] frequency divisors (llama 3.1), or NULL */
-    sift_weight output;   /* == tok_embd when tied */
+    sift__weight output;   /* == tok_embd when tied */
     bool tied_output;
-    sift_layer *layers;   /* [n_layer] */
+    sift__layer *layers;   /* [n_layer] */
     float *f32_arena;     /* the owned 1-D tensors */
     int64_t n_params;
     uint64_t n_bytes;

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "core/status.h"
-#include "model/ggml_types.h"
-#include "model/gguf.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
 #include "model/threads.h"
 
 sift_quantize_params sift_quantize_default_params(void)
@@ -102,8 +102,8 @@ static void quantize_rows(void *arg, int chunk, int n_chunks, int thread)
     const int64_t rows = t->ne[1], n = t->ne[0];
     float *f = J->scratch + (size_t)thread * n;
     for (int64_t r = rows * chunk / n_chunks; r < rows * (chunk + 1) / n_chunks; r++) {
-        sift_dequantize_row(t->type, (const uint8_t *)t->data + r * t->nb[1], f, n);
-        sift_quantize_row(J->to, f, J->out + r * J->out_row, n);
+        sift__dequantize_row(t->type, (const uint8_t *)t->data + r * t->nb[1], f, n);
+        sift__quantize_row(J->to, f, J->out + r * J->out_row, n);
     }
 }
 
@@ -112,9 +112,9 @@ sift_status sift_model_quantize(const char *in_path, const char *out_path, const
 {
     const sift_quantize_params def = sift_quantize_default_params();
     const sift_quantize_params *p = params ? params : &def;
-    if (!in_path || !out_path) return sift_error_set(err, SIFT_E_INVAL, "quantize: no input or output path");
-    if (ftype_of(p->type) < 0 || !sift_type_traits_get(p->type) || !sift_type_traits_get(p->type)->quantize)
-        return sift_error_set(err, SIFT_E_INVAL, "quantize: cannot write type %s",
+    if (!in_path || !out_path) return sift__error_set(err, SIFT_E_INVAL, "quantize: no input or output path");
+    if (ftype_of(p->type) < 0 || !sift__type_traits_get(p->type) || !sift__type_traits_get(p->type)->quantize)
+        return sift__error_set(err, SIFT_E_INVAL, "quantize: cannot write type %s",
                               sift_type_name(p->type) ? sift_type_name(p->type) : "?");
     int n_threads = p->n_threads > 0 ? p->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (n_threads < 1) n_threads = 1;
@@ -122,23 +122,23 @@ sift_status sift_model_quantize(const char *in_path, const char *out_path, const
 
     sift_gguf *g = sift_gguf_open(in_path, err);
     if (!g) return err ? err->status : SIFT_E_IO;
-    sift_gguf_writer *w = sift_gguf_writer_new();
+    sift__gguf_writer *w = sift__gguf_writer_new();
     const int64_t nt = sift_gguf_n_tensors(g);
     uint8_t **bufs = calloc((size_t)nt + 1, sizeof *bufs);
-    sift_pool *pool = sift_pool_new(n_threads);
+    sift__pool *pool = sift__pool_new(n_threads);
     int rc = SIFT_OK;
     int64_t converted = 0;
     float *scratch = NULL;
     if (!w || !bufs || !pool) {
-        rc = sift_error_set(err, SIFT_E_NOMEM, "quantize: out of memory");
+        rc = sift__error_set(err, SIFT_E_NOMEM, "quantize: out of memory");
         goto done;
     }
     for (int64_t i = 0; i < sift_gguf_n_kv(g) && rc == SIFT_OK; i++)
-        if (sift_gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)) != SIFT_OK)
-            rc = sift_error_set(err, SIFT_E_NOMEM, "quantize: cannot copy key '%s'", sift_gguf_key(g, i));
+        if (sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)) != SIFT_OK)
+            rc = sift__error_set(err, SIFT_E_NOMEM, "quantize: cannot copy key '%s'", sift_gguf_key(g, i));
     if (rc) goto done;
-    sift_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype_of(p->type));
-    if (sift_type_traits_get(p->type)->is_quantized) sift_gguf_writer_set_u32(w, "general.quantization_version", 2);
+    sift__gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype_of(p->type));
+    if (sift__type_traits_get(p->type)->is_quantized) sift__gguf_writer_set_u32(w, "general.quantization_version", 2);
 
     const bool has_output = sift_gguf_find_tensor(g, "output.weight") >= 0;
     for (int64_t i = 0; i < nt && rc == SIFT_OK; i++) {
@@ -148,39 +148,39 @@ sift_status sift_model_quantize(const char *in_path, const char *out_path, const
         const void *data = t->data;
         uint64_t size = t->size;
         if (to != t->type) {
-            if (!sift_type_traits_get(t->type) || !sift_type_traits_get(t->type)->dequantize) {
-                rc = sift_error_set(err, SIFT_E_UNSUPPORTED, "quantize: tensor '%s': cannot read type %s", t->name,
+            if (!sift__type_traits_get(t->type) || !sift__type_traits_get(t->type)->dequantize) {
+                rc = sift__error_set(err, SIFT_E_UNSUPPORTED, "quantize: tensor '%s': cannot read type %s", t->name,
                                     sift_type_name(t->type));
                 break;
             }
-            const size_t row = (size_t)sift_type_row_bytes(to, t->ne[0]);
+            const size_t row = (size_t)sift__type_row_bytes(to, t->ne[0]);
             size = (uint64_t)row * (uint64_t)t->ne[1];
             bufs[i] = malloc(size ? size : 1);
             float *sc = realloc(scratch, (size_t)n_threads * (size_t)t->ne[0] * sizeof(float));
             if (!bufs[i] || !sc) {
                 if (sc) scratch = sc;
-                rc = sift_error_set(err, SIFT_E_NOMEM, "quantize: out of memory at tensor '%s'", t->name);
+                rc = sift__error_set(err, SIFT_E_NOMEM, "quantize: out of memory at tensor '%s'", t->name);
                 break;
             }
             scratch = sc;
             qjob J = {t, to, bufs[i], row, scratch};
             const int64_t rows = t->ne[1];
             const int n_chunks = (int)(rows < 4 * n_threads ? rows : 4 * n_threads);
-            sift_pool_run(pool, n_threads, n_chunks, quantize_rows, &J);
+            sift__pool_run(pool, n_threads, n_chunks, quantize_rows, &J);
             data = bufs[i];
             converted++;
         }
-        rc = sift_gguf_writer_add_tensor(w, t->name, to, t->n_dims ? t->n_dims : 1, t->ne, data, size, err);
+        rc = sift__gguf_writer_add_tensor(w, t->name, to, t->n_dims ? t->n_dims : 1, t->ne, data, size, err);
     }
-    if (rc == SIFT_OK) rc = sift_gguf_writer_write_file(w, out_path, err);
+    if (rc == SIFT_OK) rc = sift__gguf_writer_write_file(w, out_path, err);
     if (rc == SIFT_OK && n_converted) *n_converted = converted;
 done:
     if (bufs)
         for (int64_t i = 0; i < nt; i++) free(bufs[i]);
     free(bufs);
     free(scratch);
-    sift_pool_free(pool);
-    sift_gguf_writer_free(w);
+    sift__pool_free(pool);
+    sift__gguf_writer_free(w);
     sift_gguf_close(g);
     return rc;
 }

@@ -31,16 +31,16 @@
 #include "core/perf.h"
 
 typedef struct worker {
-    struct sift_pool *pool;
+    struct sift__pool *pool;
     int index;
     pthread_t thread;
 } worker;
 
-struct sift_pool {
+struct sift__pool {
     int n_threads;
     worker *workers; /* [n_threads - 1] */
     /* the current job */
-    sift_task_fn fn;
+    sift__task_fn fn;
     void *arg;
     int n_chunks;
     int n_helpers; /* workers 1..n_helpers may take chunks */
@@ -55,12 +55,12 @@ struct sift_pool {
 static inline uint32_t gen_of(uint64_t s) { return (uint32_t)(s >> 32); }
 
 /* Take chunks of the job whose generation is `gen` until none is left. */
-static void work(sift_pool *p, uint32_t gen, int thread)
+static void work(sift__pool *p, uint32_t gen, int thread)
 {
     for (;;) {
         uint64_t s = atomic_load(&p->state);
         if (gen_of(s) != gen) return;
-        const sift_task_fn fn = p->fn;
+        const sift__task_fn fn = p->fn;
         void *const arg = p->arg;
         const int n = p->n_chunks;
         const uint32_t c = (uint32_t)s;
@@ -72,7 +72,7 @@ static void work(sift_pool *p, uint32_t gen, int thread)
 }
 
 /* Wait for a job generation other than `seen`; returns it. */
-static uint32_t wait_job(sift_pool *p, uint32_t seen)
+static uint32_t wait_job(sift__pool *p, uint32_t seen)
 {
     const int64_t t0 = sift__now_ns();
     for (unsigned spins = 0;; spins++) {
@@ -93,7 +93,7 @@ static uint32_t wait_job(sift_pool *p, uint32_t seen)
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    sift_pool *p = w->pool;
+    sift__pool *p = w->pool;
     uint32_t seen = 0; /* the generation at creation (a job may already be out: do not re-read) */
     for (;;) {
         seen = wait_job(p, seen);
@@ -103,10 +103,10 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-sift_pool *sift_pool_new(int n_threads)
+sift__pool *sift__pool_new(int n_threads)
 {
     if (n_threads < 1 || n_threads > SIFT_POOL_MAX_THREADS) return NULL;
-    sift_pool *p = calloc(1, sizeof *p);
+    sift__pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n_threads = 1;
     pthread_mutex_init(&p->mu, NULL);
@@ -114,7 +114,7 @@ sift_pool *sift_pool_new(int n_threads)
     if (n_threads > 1) {
         p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
         if (!p->workers) {
-            sift_pool_free(p);
+            sift__pool_free(p);
             return NULL;
         }
         for (int i = 1; i < n_threads; i++) {
@@ -122,7 +122,7 @@ sift_pool *sift_pool_new(int n_threads)
             w->pool = p;
             w->index = i;
             if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-                sift_pool_free(p);
+                sift__pool_free(p);
                 return NULL;
             }
             p->n_threads++;
@@ -131,7 +131,7 @@ sift_pool *sift_pool_new(int n_threads)
     return p;
 }
 
-void sift_pool_free(sift_pool *p)
+void sift__pool_free(sift__pool *p)
 {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
@@ -145,12 +145,12 @@ void sift_pool_free(sift_pool *p)
     free(p);
 }
 
-int sift_pool_size(const sift_pool *p)
+int sift__pool_size(const sift__pool *p)
 {
     return p ? p->n_threads : 1;
 }
 
-void sift_pool_run(sift_pool *p, int n_threads, int n_chunks, sift_task_fn fn, void *arg)
+void sift__pool_run(sift__pool *p, int n_threads, int n_chunks, sift__task_fn fn, void *arg)
 {
     if (n_chunks <= 0) return;
     if (!p || n_threads <= 1 || p->n_threads == 1 || n_chunks == 1) {

@@ -2,7 +2,7 @@
  * threads.h - a small fork-join thread pool for the forward pass.
  *
  * A decode is a sequence of parallel steps (a matrix product, the attention of a layer,
- * ...). Each step is cut into n_chunks fixed pieces: sift_pool_run(pool, n_chunks, fn,
+ * ...). Each step is cut into n_chunks fixed pieces: sift__pool_run(pool, n_chunks, fn,
  * arg) calls fn(arg, chunk, n_chunks, thread) once for every chunk, on whichever threads
  * are running, and returns when all chunks are done. The calling thread works too, and
  * threads claim chunks one at a time, so a worker the OS has descheduled (the machine may
@@ -22,17 +22,17 @@
 #define SIFT_POOL_MAX_THREADS 256
 #define SIFT_POOL_SPIN_US 200
 
-typedef void (*sift_task_fn)(void *arg, int chunk, int n_chunks, int thread);
-typedef struct sift_pool sift_pool;
+typedef void (*sift__task_fn)(void *arg, int chunk, int n_chunks, int thread);
+typedef struct sift__pool sift__pool;
 
 /* A pool of n_threads (the caller counts as one: n_threads - 1 workers are started).
  * NULL when a thread cannot be created or memory runs out. */
-sift_pool *sift_pool_new(int n_threads);
+sift__pool *sift__pool_new(int n_threads);
 /* Stops and joins the workers (NULL-safe). */
-void sift_pool_free(sift_pool *pool);
-int sift_pool_size(const sift_pool *pool);
+void sift__pool_free(sift__pool *pool);
+int sift__pool_size(const sift__pool *pool);
 /* Run fn over n_chunks chunks using up to n_threads threads (n_threads <= 1, or a NULL or
  * one-thread pool: all on the caller, in order). */
-void sift_pool_run(sift_pool *pool, int n_threads, int n_chunks, sift_task_fn fn, void *arg);
+void sift__pool_run(sift__pool *pool, int n_threads, int n_chunks, sift__task_fn fn, void *arg);
 
 #endif

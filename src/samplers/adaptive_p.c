@@ -21,6 +21,8 @@
 
 #include "samplers/samplers.h"
 
+static const sift_sampler_i adaptive_p_iface;
+
 #define DISTRIBUTION_WIDTH 0.3f
 #define PEAK_LOGIT_VALUE 5.0f
 #define SHARPNESS 10.0f
@@ -28,7 +30,7 @@
 typedef struct adaptive_p_ctx {
     float target, decay;
     uint32_t seed, seed_cur;
-    sift_rng rng;
+    sift__rng rng;
     float weighted_sum, total_weight;
     sift_token pending_id; /* the token apply picked, until accept */
     float pending_p;       /* its probability before the transform */
@@ -45,13 +47,13 @@ static const char *adaptive_p_name(const sift_sampler *smpl)
 static void adaptive_p_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     adaptive_p_ctx *ctx = smpl->ctx;
-    sift_ws *ws = sift__ws(cand);
+    sift_workspace *ws = sift__ws(cand);
     if (cand->size == 0 || !ws) return;
     sift__softmax(cand, false);
     const size_t n = cand->size;
 
     if (ctx->target < 0.0f) {
-        cand->selected = (int64_t)sift_rng_discrete(&ctx->rng, cand->p, n, (double *)ws->pairs);
+        cand->selected = (int64_t)sift__rng_discrete(&ctx->rng, cand->p, n, (double *)ws->pairs);
         return;
     }
 
@@ -72,7 +74,7 @@ static void adaptive_p_apply(sift_sampler *smpl, sift_candidates *cand)
     sift__softmax(cand, false);
     cand->sorted = false;
 
-    const size_t idx = sift_rng_discrete(&ctx->rng, cand->p, n, (double *)ws->pairs);
+    const size_t idx = sift__rng_discrete(&ctx->rng, cand->p, n, (double *)ws->pairs);
     cand->selected = (int64_t)idx;
     ctx->pending_id = cand->id[idx];
     ctx->pending_p = ws->p2[idx];
@@ -95,20 +97,24 @@ static void adaptive_p_reset(sift_sampler *smpl)
     ctx->total_weight = 1.0f / (1.0f - ctx->decay);
     ctx->pending_id = SIFT_TOKEN_NULL;
     ctx->pending_p = 0.0f;
-    ctx->seed_cur = sift_seed_resolve(ctx->seed);
-    sift_rng_seed(&ctx->rng, ctx->seed_cur);
+    ctx->seed_cur = sift__seed_resolve(ctx->seed);
+    sift__rng_seed(&ctx->rng, ctx->seed_cur);
 }
 
 static sift_sampler *adaptive_p_clone(const sift_sampler *smpl)
 {
-    sift_sampler *s = sift__sampler_new(&sift__adaptive_p_iface, sizeof(adaptive_p_ctx));
+    sift_sampler *s = sift__sampler_new(&adaptive_p_iface, sizeof(adaptive_p_ctx));
     if (s) *(adaptive_p_ctx *)s->ctx = *(const adaptive_p_ctx *)smpl->ctx;
     return s;
 }
 
 static void adaptive_p_free(sift_sampler *smpl) { free(smpl->ctx); }
 
-const sift_sampler_i sift__adaptive_p_iface = {
+/* sift_sampler_get_seed(): the seed in use (the drawn one for SIFT_DEFAULT_SEED) */
+static uint32_t adaptive_p_get_seed(const sift_sampler *smpl) { return ((const adaptive_p_ctx *)smpl->ctx)->seed_cur; }
+
+static const sift_sampler_i adaptive_p_iface = {
+    .get_seed = adaptive_p_get_seed,
     .name = adaptive_p_name,
     .accept = adaptive_p_accept,
     .apply = adaptive_p_apply,
@@ -117,11 +123,10 @@ const sift_sampler_i sift__adaptive_p_iface = {
     .free = adaptive_p_free,
 };
 
-uint32_t sift__adaptive_p_seed(const sift_sampler *smpl) { return ((const adaptive_p_ctx *)smpl->ctx)->seed_cur; }
 
 sift_sampler *sift_sampler_init_adaptive_p(float target, float decay, uint32_t seed)
 {
-    sift_sampler *s = sift__sampler_new(&sift__adaptive_p_iface, sizeof(adaptive_p_ctx));
+    sift_sampler *s = sift__sampler_new(&adaptive_p_iface, sizeof(adaptive_p_ctx));
     if (!s) return NULL;
     adaptive_p_ctx *ctx = s->ctx;
     ctx->target = target;

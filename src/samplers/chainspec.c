@@ -53,7 +53,7 @@ __attribute__((format(printf, 3, 4))) static int fail_at(spec_state *st, size_t 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    st->status = sift_error_set(st->err, SIFT_E_PARSE, "chain spec: col %zu: %s", col, msg);
+    st->status = sift__error_set(st->err, SIFT_E_PARSE, "chain spec: col %zu: %s", col, msg);
     return -1;
 }
 
@@ -77,7 +77,7 @@ static spec_arg *push_arg(spec_state *st, arg_kind kind, size_t col)
         size_t cap = st->cap_args ? 2 * st->cap_args : 8;
         spec_arg *a = realloc(st->args, cap * sizeof *a);
         if (!a) {
-            st->status = sift_error_set(st->err, SIFT_E_NOMEM, "chain spec: out of memory");
+            st->status = sift__error_set(st->err, SIFT_E_NOMEM, "chain spec: out of memory");
             return NULL;
         }
         st->args = a, st->cap_args = cap;
@@ -401,7 +401,7 @@ static sift_sampler *build_item(item_ctx *it)
 
 sift_status sift_chain_add_spec(sift_chain *chain, const char *spec, const sift_chain_env *env, sift_error *err)
 {
-    if (!chain || !spec) return sift_error_set(err, SIFT_E_INVAL, "chain spec: %s", !chain ? "no chain" : "no spec");
+    if (!chain || !spec) return sift__error_set(err, SIFT_E_INVAL, "chain spec: %s", !chain ? "no chain" : "no spec");
     const sift_chain_env no_env = {.n_vocab = 0, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
     if (!env) env = &no_env;
     spec_state st = {.spec = spec, .p = spec, .err = err, .status = SIFT_OK};
@@ -448,7 +448,7 @@ sift_status sift_chain_add_spec(sift_chain *chain, const char *spec, const sift_
             for (size_t j = 0; j < i; j++) sift_sampler_free(sift_chain_remove(chain, sift_chain_n(chain) - 1));
             for (size_t j = i; j < n_built; j++) sift_sampler_free(built[j]);
             free(st.args);
-            return sift_error_set(err, SIFT_E_NOMEM, "chain spec: out of memory");
+            return sift__error_set(err, SIFT_E_NOMEM, "chain spec: out of memory");
         }
     }
     free(st.args);
@@ -464,7 +464,7 @@ sift_chain *sift_chain_from_spec(const char *spec, const sift_chain_env *env, si
 {
     sift_chain *chain = sift_chain_new(sift_chain_default_params());
     if (!chain) {
-        sift_error_set(err, SIFT_E_NOMEM, "chain spec: out of memory");
+        sift__error_set(err, SIFT_E_NOMEM, "chain spec: out of memory");
         return NULL;
     }
     if (sift_chain_add_spec(chain, spec, env, err) != SIFT_OK) {

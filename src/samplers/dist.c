@@ -15,11 +15,13 @@
 #include "core/fast.h"
 #include "samplers/samplers.h"
 
+static const sift_sampler_i dist_iface;
+
 typedef struct dist_ctx {
     sift__op op;       /* first: the fast-path descriptor (op.rng = &rng) */
     uint32_t seed;     /* as given (SIFT_DEFAULT_SEED = random) */
     uint32_t seed_cur; /* as used */
-    sift_rng rng;
+    sift__rng rng;
 } dist_ctx;
 
 static const char *dist_name(const sift_sampler *smpl)
@@ -36,20 +38,20 @@ static void dist_apply(sift_sampler *smpl, sift_candidates *cand)
         cand->selected = -1;
         return;
     }
-    cand->selected = sift__dist_core(cand->logit, n, cand->sorted, sift_rng_uniform_double(&ctx->rng), cand->p);
+    cand->selected = sift__dist_core(cand->logit, n, cand->sorted, sift__rng_uniform_double(&ctx->rng), cand->p);
     cand->flags |= SIFT_CAND_PROBS;
 }
 
 static void dist_reset(sift_sampler *smpl)
 {
     dist_ctx *ctx = smpl->ctx;
-    ctx->seed_cur = sift_seed_resolve(ctx->seed);
-    sift_rng_seed(&ctx->rng, ctx->seed_cur);
+    ctx->seed_cur = sift__seed_resolve(ctx->seed);
+    sift__rng_seed(&ctx->rng, ctx->seed_cur);
 }
 
 static sift_sampler *dist_clone(const sift_sampler *smpl)
 {
-    sift_sampler *s = sift__sampler_new(&sift__dist_iface, sizeof(dist_ctx));
+    sift_sampler *s = sift__sampler_new(&dist_iface, sizeof(dist_ctx));
     if (s) {
         dist_ctx *c = s->ctx;
         *c = *(const dist_ctx *)smpl->ctx;
@@ -60,7 +62,11 @@ static sift_sampler *dist_clone(const sift_sampler *smpl)
 
 static void dist_free(sift_sampler *smpl) { free(smpl->ctx); }
 
-const sift_sampler_i sift__dist_iface = {
+/* sift_sampler_get_seed(): the seed in use (the drawn one for SIFT_DEFAULT_SEED) */
+static uint32_t dist_get_seed(const sift_sampler *smpl) { return ((const dist_ctx *)smpl->ctx)->seed_cur; }
+
+static const sift_sampler_i dist_iface = {
+    .get_seed = dist_get_seed,
     .name = dist_name,
     .apply = sift__op_apply,
     .reset = dist_reset,
@@ -68,11 +74,10 @@ const sift_sampler_i sift__dist_iface = {
     .free = dist_free,
 };
 
-uint32_t sift__dist_seed(const sift_sampler *smpl) { return ((const dist_ctx *)smpl->ctx)->seed_cur; }
 
 sift_sampler *sift_sampler_init_dist(uint32_t seed)
 {
-    sift_sampler *s = sift__sampler_new(&sift__dist_iface, sizeof(dist_ctx));
+    sift_sampler *s = sift__sampler_new(&dist_iface, sizeof(dist_ctx));
     if (!s) return NULL;
     dist_ctx *ctx = s->ctx;
     ctx->op = (sift__op){.apply = dist_apply, .kind = SIFT__OP_DIST, .rng = &ctx->rng};

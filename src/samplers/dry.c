@@ -52,10 +52,10 @@ typedef struct dry_ctx {
     size_t n_br;
     sift_token *pool; /* breaker tails */
     size_t n_pool;
-    sift_history hist;
+    sift__history hist;
     int32_t *repeat_count; /* [rc_cap] >= the history's capacity */
     int32_t rc_cap;
-    sift_tokmap max_repeat; /* room for every token of the history */
+    sift__tokmap max_repeat; /* room for every token of the history */
 } dry_ctx;
 
 static const char *dry_name(const sift_sampler *smpl)
@@ -65,19 +65,19 @@ static const char *dry_name(const sift_sampler *smpl)
 }
 
 /* i-th most recent token (0 = newest), as ring_buffer::rat */
-static inline sift_token rat(const dry_ctx *ctx, int32_t i) { return sift_history_rat(&ctx->hist, i); }
+static inline sift_token rat(const dry_ctx *ctx, int32_t i) { return sift__history_rat(&ctx->hist, i); }
 
 static void dry_accept(sift_sampler *smpl, sift_token token)
 {
     dry_ctx *ctx = smpl->ctx;
     sift_token old;
-    sift_history_push(&ctx->hist, token, &old);
+    sift__history_push(&ctx->hist, token, &old);
     /* the per-apply scratch follows the history's capacity (grows only past 4096 tokens) */
     if (ctx->hist.cap > ctx->rc_cap) {
         int32_t *rc = realloc(ctx->repeat_count, (size_t)ctx->hist.cap * sizeof *rc);
         if (rc) ctx->repeat_count = rc, ctx->rc_cap = ctx->hist.cap;
     }
-    sift_tokmap_reserve(&ctx->max_repeat, (size_t)ctx->hist.count);
+    sift__tokmap_reserve(&ctx->max_repeat, (size_t)ctx->hist.count);
 }
 
 /* first breaker with this head, or n_br */
@@ -108,7 +108,7 @@ static void dry_apply(sift_sampler *smpl, sift_candidates *cand)
 
     int32_t *rc = ctx->repeat_count;
     memset(rc, 0, (size_t)last_n_repeat * sizeof *rc);
-    sift_tokmap_clear(&ctx->max_repeat);
+    sift__tokmap_clear(&ctx->max_repeat);
 
     /* step 1: the newest complete sequence breaker limits the repetition length */
     int32_t rep_limit = last_n_repeat;
@@ -173,10 +173,10 @@ static void dry_apply(sift_sampler *smpl, sift_candidates *cand)
         const int32_t repeat_len = rc[i];
         if (repeat_len >= ctx->allowed_length) {
             const sift_token token = rat(ctx, last_n_repeat - 2 - i);
-            int32_t *v = sift_tokmap_find(&ctx->max_repeat, token);
+            int32_t *v = sift__tokmap_find(&ctx->max_repeat, token);
             if (!v) {
                 if (ctx->max_repeat.n + 1 > ctx->max_repeat.mask) continue; /* full (allocation failed) */
-                *sift_tokmap_get(&ctx->max_repeat, token) = repeat_len;
+                *sift__tokmap_get(&ctx->max_repeat, token) = repeat_len;
             } else if (*v < repeat_len) {
                 *v = repeat_len;
             }
@@ -188,7 +188,7 @@ static void dry_apply(sift_sampler *smpl, sift_candidates *cand)
     int max_exponent = 0;
     if (ctx->base > 1.000001f) max_exponent = (int)(float_max_log / logf(ctx->base));
 
-    const sift_tokmap *m = &ctx->max_repeat;
+    const sift__tokmap *m = &ctx->max_repeat;
     bool missed = false, changed = false;
     for (uint32_t s = 0; s <= m->mask; s++) {
         const sift_token t = m->key[s];
@@ -207,7 +207,7 @@ static void dry_apply(sift_sampler *smpl, sift_candidates *cand)
         for (size_t i = 0; i < cand->size; i++) {
             const sift_token t = cand->id[i];
             if (t >= 0 && (size_t)t < cand->size && cand->id[t] == t) continue; /* done above */
-            const int32_t *v = sift_tokmap_find(m, t);
+            const int32_t *v = sift__tokmap_find(m, t);
             if (!v || is_single_token_breaker(ctx, t)) continue;
             int repeat_exp = *v - ctx->allowed_length;
             if (max_exponent > 0 && repeat_exp > max_exponent) repeat_exp = max_exponent;
@@ -222,8 +222,8 @@ static void dry_apply(sift_sampler *smpl, sift_candidates *cand)
 static void dry_reset(sift_sampler *smpl)
 {
     dry_ctx *ctx = smpl->ctx;
-    sift_history_clear(&ctx->hist);
-    sift_tokmap_clear(&ctx->max_repeat);
+    sift__history_clear(&ctx->hist);
+    sift__tokmap_clear(&ctx->max_repeat);
 }
 
 static void dry_free(sift_sampler *smpl)
@@ -232,9 +232,9 @@ static void dry_free(sift_sampler *smpl)
     if (!ctx) return;
     free(ctx->br);
     free(ctx->pool);
-    sift_history_free(&ctx->hist);
+    sift__history_free(&ctx->hist);
     free(ctx->repeat_count);
-    sift_tokmap_free(&ctx->max_repeat);
+    sift__tokmap_free(&ctx->max_repeat);
     free(ctx);
 }
 
@@ -250,13 +250,13 @@ static sift_sampler *dry_new(float multiplier, float base, int32_t allowed_lengt
     ctx->base = base;
     ctx->allowed_length = allowed_length;
     ctx->last_n = last_n;
-    if (sift_history_init(&ctx->hist, last_n) != 0) {
+    if (sift__history_init(&ctx->hist, last_n) != 0) {
         sift_sampler_free(s);
         return NULL;
     }
     ctx->rc_cap = ctx->hist.cap;
     ctx->repeat_count = malloc((size_t)ctx->rc_cap * sizeof *ctx->repeat_count);
-    if (!ctx->repeat_count || sift_tokmap_init(&ctx->max_repeat, (size_t)ctx->hist.cap) != 0) {
+    if (!ctx->repeat_count || sift__tokmap_init(&ctx->max_repeat, (size_t)ctx->hist.cap) != 0) {
         sift_sampler_free(s);
         return NULL;
     }
@@ -279,13 +279,13 @@ static sift_sampler *dry_clone(const sift_sampler *smpl)
     if (src->n_pool) memcpy(ctx->pool, src->pool, src->n_pool * sizeof *ctx->pool);
     ctx->n_br = src->n_br;
     ctx->n_pool = src->n_pool;
-    sift_history_free(&ctx->hist);
+    sift__history_free(&ctx->hist);
     free(ctx->repeat_count);
-    sift_tokmap_free(&ctx->max_repeat);
+    sift__tokmap_free(&ctx->max_repeat);
     ctx->repeat_count = malloc((size_t)src->rc_cap * sizeof *ctx->repeat_count);
     ctx->rc_cap = src->rc_cap;
-    if (sift_history_copy(&ctx->hist, &src->hist) != 0 || !ctx->repeat_count ||
-        sift_tokmap_init(&ctx->max_repeat, (size_t)src->max_repeat.mask / 2) != 0) {
+    if (sift__history_copy(&ctx->hist, &src->hist) != 0 || !ctx->repeat_count ||
+        sift__tokmap_init(&ctx->max_repeat, (size_t)src->max_repeat.mask / 2) != 0) {
         sift_sampler_free(s);
         return NULL;
     }

@@ -18,15 +18,15 @@
 
 #define SIFT_HISTORY_START 4096
 
-typedef struct sift_history {
+typedef struct sift__history {
     sift_token *buf;
     int32_t cap;   /* allocated entries */
     int32_t limit; /* the window */
     int32_t first; /* oldest entry (only moves once the buffer is full) */
     int32_t count;
-} sift_history;
+} sift__history;
 
-static inline int sift_history_init(sift_history *h, int32_t limit)
+static inline int sift__history_init(sift__history *h, int32_t limit)
 {
     memset(h, 0, sizeof *h);
     h->limit = limit;
@@ -35,13 +35,13 @@ static inline int sift_history_init(sift_history *h, int32_t limit)
     return h->buf ? 0 : -1;
 }
 
-static inline void sift_history_free(sift_history *h)
+static inline void sift__history_free(sift__history *h)
 {
     free(h->buf);
     h->buf = NULL;
 }
 
-static inline int sift_history_copy(sift_history *dst, const sift_history *src)
+static inline int sift__history_copy(sift__history *dst, const sift__history *src)
 {
     *dst = *src;
     dst->buf = malloc((size_t)src->cap * sizeof *dst->buf);
@@ -50,11 +50,11 @@ static inline int sift_history_copy(sift_history *dst, const sift_history *src)
     return 0;
 }
 
-static inline void sift_history_clear(sift_history *h) { h->first = h->count = 0; }
+static inline void sift__history_clear(sift__history *h) { h->first = h->count = 0; }
 
 /* Append a token. When the window was full, the oldest token leaves: it is stored in
  * *evicted and true is returned. */
-static inline bool sift_history_push(sift_history *h, sift_token t, sift_token *evicted)
+static inline bool sift__history_push(sift__history *h, sift_token t, sift_token *evicted)
 {
     if (h->count == h->cap && h->cap < h->limit && h->first == 0) {
         /* still filling: the entries are linear, double the buffer */
@@ -74,7 +74,7 @@ static inline bool sift_history_push(sift_history *h, sift_token t, sift_token *
 }
 
 /* the i-th most recent token (0 = newest), i < count */
-static inline sift_token sift_history_rat(const sift_history *h, int32_t i)
+static inline sift_token sift__history_rat(const sift__history *h, int32_t i)
 {
     return h->buf[(h->first + h->count - i - 1) % h->cap];
 }

@@ -30,7 +30,7 @@ static void min_p_apply(sift_sampler *smpl, sift_candidates *cand)
     const min_p_ctx *ctx = smpl->ctx;
     if (ctx->op.p <= 0.0f || cand->size == 0) return;
 
-    sift_ws *ws = sift__ws(cand);
+    sift_workspace *ws = sift__ws(cand);
     if (!cand->sorted && ws) {
         const size_t n = cand->size;
         const float *lg = cand->logit;

@@ -16,13 +16,17 @@
 
 #include "samplers/samplers.h"
 
+static const sift_sampler_i mirostat_v2_iface;
+
+static const sift_sampler_i mirostat_iface;
+
 typedef struct mirostat_ctx {
     int32_t n_vocab; /* v1 only */
     uint32_t seed, seed_cur;
     float tau, eta;
     int32_t m; /* v1 only */
     float mu;
-    sift_rng rng;
+    sift__rng rng;
 } mirostat_ctx;
 
 static const char *mirostat_name(const sift_sampler *smpl)
@@ -38,9 +42,9 @@ static const char *mirostat_v2_name(const sift_sampler *smpl)
 }
 
 /* sample from the (sorted, softmaxed) candidates and update mu */
-static void pick_and_update(mirostat_ctx *ctx, sift_candidates *cand, sift_ws *ws)
+static void pick_and_update(mirostat_ctx *ctx, sift_candidates *cand, sift_workspace *ws)
 {
-    const size_t idx = sift_rng_discrete(&ctx->rng, cand->p, cand->size, (double *)ws->pairs);
+    const size_t idx = sift__rng_discrete(&ctx->rng, cand->p, cand->size, (double *)ws->pairs);
     cand->selected = (int64_t)idx;
     const float observed = -log2f(cand->p[idx]);
     const float e = observed - ctx->tau;
@@ -50,7 +54,7 @@ static void pick_and_update(mirostat_ctx *ctx, sift_candidates *cand, sift_ws *w
 static void mirostat_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     mirostat_ctx *ctx = smpl->ctx;
-    sift_ws *ws = sift__ws(cand);
+    sift_workspace *ws = sift__ws(cand);
     if (cand->size == 0 || !ws) return;
     sift__softmax(cand, true);
     const float *p = cand->p;
@@ -80,7 +84,7 @@ static void mirostat_apply(sift_sampler *smpl, sift_candidates *cand)
 static void mirostat_v2_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     mirostat_ctx *ctx = smpl->ctx;
-    sift_ws *ws = sift__ws(cand);
+    sift_workspace *ws = sift__ws(cand);
     if (cand->size == 0 || !ws) return;
     sift__softmax(cand, true);
 
@@ -97,8 +101,8 @@ static void mirostat_reset(sift_sampler *smpl)
 {
     mirostat_ctx *ctx = smpl->ctx;
     ctx->mu = 2.0f * ctx->tau;
-    ctx->seed_cur = sift_seed_resolve(ctx->seed);
-    sift_rng_seed(&ctx->rng, ctx->seed_cur);
+    ctx->seed_cur = sift__seed_resolve(ctx->seed);
+    sift__rng_seed(&ctx->rng, ctx->seed_cur);
 }
 
 static void mirostat_free(sift_sampler *smpl) { free(smpl->ctx); }
@@ -110,7 +114,11 @@ static sift_sampler *mirostat_clone(const sift_sampler *smpl)
     return s;
 }
 
-const sift_sampler_i sift__mirostat_iface = {
+/* sift_sampler_get_seed(): the seed in use (the drawn one for SIFT_DEFAULT_SEED) */
+static uint32_t mirostat_get_seed(const sift_sampler *smpl) { return ((const mirostat_ctx *)smpl->ctx)->seed_cur; }
+
+static const sift_sampler_i mirostat_iface = {
+    .get_seed = mirostat_get_seed,
     .name = mirostat_name,
     .apply = mirostat_apply,
     .reset = mirostat_reset,
@@ -118,7 +126,11 @@ const sift_sampler_i sift__mirostat_iface = {
     .free = mirostat_free,
 };
 
-const sift_sampler_i sift__mirostat_v2_iface = {
+/* sift_sampler_get_seed(): the seed in use (the drawn one for SIFT_DEFAULT_SEED) */
+static uint32_t mirostat_v2_get_seed(const sift_sampler *smpl) { return ((const mirostat_ctx *)smpl->ctx)->seed_cur; }
+
+static const sift_sampler_i mirostat_v2_iface = {
+    .get_seed = mirostat_v2_get_seed,
     .name = mirostat_v2_name,
     .apply = mirostat_v2_apply,
     .reset = mirostat_reset,
@@ -126,8 +138,6 @@ const sift_sampler_i sift__mirostat_v2_iface = {
     .free = mirostat_free,
 };
 
-uint32_t sift__mirostat_seed(const sift_sampler *smpl) { return ((const mirostat_ctx *)smpl->ctx)->seed_cur; }
-uint32_t sift__mirostat_v2_seed(const sift_sampler *smpl) { return ((const mirostat_ctx *)smpl->ctx)->seed_cur; }
 
 static sift_sampler *mirostat_new(const sift_sampler_i *iface, int32_t n_vocab, uint32_t seed, float tau, float eta,
                                   int32_t m)
@@ -146,10 +156,10 @@ static sift_sampler *mirostat_new(const sift_sampler_i *iface, int32_t n_vocab, 
 
 sift_sampler *sift_sampler_init_mirostat(int32_t n_vocab, uint32_t seed, float tau, float eta, int32_t m)
 {
-    return mirostat_new(&sift__mirostat_iface, n_vocab, seed, tau, eta, m);
+    return mirostat_new(&mirostat_iface, n_vocab, seed, tau, eta, m);
 }
 
 sift_sampler *sift_sampler_init_mirostat_v2(uint32_t seed, float tau, float eta)
 {
-    return mirostat_new(&sift__mirostat_v2_iface, 0, seed, tau, eta, 0);
+    return mirostat_new(&mirostat_v2_iface, 0, seed, tau, eta, 0);
 }

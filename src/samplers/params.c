@@ -136,7 +136,7 @@ static sift_sampler_type type_from_name(const char *s, size_t len)
 
 sift_status sift_sampling_set_samplers(sift_sampling_params *params, const char *names, sift_error *err)
 {
-    if (!params || !names) return sift_error_set(err, SIFT_E_INVAL, "samplers: no %s", !params ? "params" : "names");
+    if (!params || !names) return sift__error_set(err, SIFT_E_INVAL, "samplers: no %s", !params ? "params" : "names");
     sift_sampler_type out[SIFT_SAMPLING_MAX_SAMPLERS];
     int32_t n = 0;
     for (const char *p = names; *p;) {
@@ -147,10 +147,10 @@ sift_status sift_sampling_set_samplers(sift_sampling_params *params, const char 
         if (len) {
             sift_sampler_type t = type_from_name(p, len);
             if (t == SIFT_SAMPLER_NONE)
-                return sift_error_set(err, SIFT_E_PARSE, "samplers: col %zu: unknown sampler '%.*s'",
+                return sift__error_set(err, SIFT_E_PARSE, "samplers: col %zu: unknown sampler '%.*s'",
                                       (size_t)(p - names) + 1, (int)(len < 40 ? len : 40), p);
             if (n == SIFT_SAMPLING_MAX_SAMPLERS)
-                return sift_error_set(err, SIFT_E_PARSE, "samplers: more than %d samplers", SIFT_SAMPLING_MAX_SAMPLERS);
+                return sift__error_set(err, SIFT_E_PARSE, "samplers: more than %d samplers", SIFT_SAMPLING_MAX_SAMPLERS);
             out[n++] = t;
         }
         if (!end) break;
@@ -163,7 +163,7 @@ sift_status sift_sampling_set_samplers(sift_sampling_params *params, const char 
 
 sift_status sift_sampling_set_sampler_chars(sift_sampling_params *params, const char *chars, sift_error *err)
 {
-    if (!params || !chars) return sift_error_set(err, SIFT_E_INVAL, "sampling-seq: no %s", !params ? "params" : "letters");
+    if (!params || !chars) return sift__error_set(err, SIFT_E_INVAL, "sampling-seq: no %s", !params ? "params" : "letters");
     sift_sampler_type out[SIFT_SAMPLING_MAX_SAMPLERS];
     int32_t n = 0;
     for (const char *p = chars; *p; p++) {
@@ -171,10 +171,10 @@ sift_status sift_sampling_set_sampler_chars(sift_sampling_params *params, const 
         for (size_t i = 0; i < N_TYPES; i++)
             if (types[i].chr == *p) t = types[i].type;
         if (t == SIFT_SAMPLER_NONE)
-            return sift_error_set(err, SIFT_E_PARSE, "sampling-seq: col %zu: unknown sampler letter '%c' (letters: dkypsmtxiea)",
+            return sift__error_set(err, SIFT_E_PARSE, "sampling-seq: col %zu: unknown sampler letter '%c' (letters: dkypsmtxiea)",
                                   (size_t)(p - chars) + 1, isprint((unsigned char)*p) ? *p : '?');
         if (n == SIFT_SAMPLING_MAX_SAMPLERS)
-            return sift_error_set(err, SIFT_E_PARSE, "sampling-seq: more than %d samplers", SIFT_SAMPLING_MAX_SAMPLERS);
+            return sift__error_set(err, SIFT_E_PARSE, "sampling-seq: more than %d samplers", SIFT_SAMPLING_MAX_SAMPLERS);
         out[n++] = t;
     }
     memcpy(params->samplers, out, (size_t)n * sizeof *out);
@@ -186,10 +186,10 @@ sift_status sift_sampling_set_sampler_chars(sift_sampling_params *params, const 
 
 static sift_status add_or_fail(sift_chain *chain, sift_sampler *s, const char *what, sift_error *err)
 {
-    if (!s) return sift_error_set(err, SIFT_E_NOMEM, "sampling params: cannot create %s", what);
+    if (!s) return sift__error_set(err, SIFT_E_NOMEM, "sampling params: cannot create %s", what);
     if (sift_chain_add(chain, s) != SIFT_OK) {
         sift_sampler_free(s);
-        return sift_error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
+        return sift__error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
     }
     return SIFT_OK;
 }
@@ -200,15 +200,15 @@ static sift_status add_logit_bias(sift_chain *chain, const sift_sampling_params 
     size_t n_eog = 0;
     if (p->ignore_eos) {
         if (!env->vocab || !env->vocab->attr)
-            return sift_error_set(err, SIFT_E_INVAL, "sampling params: ignore_eos needs the vocabulary (EOG tokens)");
+            return sift__error_set(err, SIFT_E_INVAL, "sampling params: ignore_eos needs the vocabulary (EOG tokens)");
         for (int32_t t = 0; t < env->vocab->n_tokens; t++) n_eog += (env->vocab->attr[t] & SIFT_TOKEN_ATTR_EOG) != 0;
     }
     const size_t n = p->n_logit_bias + n_eog;
     if (n == 0) return SIFT_OK;
     if (p->n_logit_bias && !p->logit_bias)
-        return sift_error_set(err, SIFT_E_INVAL, "sampling params: n_logit_bias > 0 without logit_bias");
+        return sift__error_set(err, SIFT_E_INVAL, "sampling params: n_logit_bias > 0 without logit_bias");
     sift_logit_bias *all = malloc(n * sizeof *all);
-    if (!all) return sift_error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
+    if (!all) return sift__error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
     if (p->n_logit_bias) memcpy(all, p->logit_bias, p->n_logit_bias * sizeof *all);
     size_t k = p->n_logit_bias;
     for (int32_t t = 0; n_eog && t < env->vocab->n_tokens; t++)
@@ -231,7 +231,7 @@ static sift_status add_type(sift_chain *chain, const sift_sampling_params *p, co
         if (nb > SIFT_SAMPLING_MAX_BREAKERS) nb = SIFT_SAMPLING_MAX_BREAKERS;
         for (int32_t i = 0; i < nb; i++) br[i] = p->dry_sequence_breakers[i];
         if (enabled && nb > 0 && (!env->vocab || !env->vocab->tokenize))
-            return sift_error_set(err, SIFT_E_INVAL,
+            return sift__error_set(err, SIFT_E_INVAL,
                                   "sampling params: DRY sequence breakers need the vocabulary (or use a chain spec with token breakers)");
         return add_or_fail(chain,
                            sift_sampler_init_dry(env->vocab, p->dry_multiplier, p->dry_base, p->dry_allowed_length,
@@ -248,33 +248,33 @@ static sift_status add_type(sift_chain *chain, const sift_sampling_params *p, co
     case SIFT_SAMPLER_TEMPERATURE:
         return add_or_fail(chain, sift_sampler_init_temp_ext(p->temp, p->dynatemp_range, p->dynatemp_exponent), "temp_ext", err);
     case SIFT_SAMPLER_INFILL:
-        if (!env->vocab) return sift_error_set(err, SIFT_E_INVAL, "sampling params: infill needs the vocabulary");
+        if (!env->vocab) return sift__error_set(err, SIFT_E_INVAL, "sampling params: infill needs the vocabulary");
         return add_or_fail(chain, sift_sampler_init_infill(env->vocab, env->eot), "infill", err);
     case SIFT_SAMPLER_PENALTIES:
         return add_or_fail(chain,
                            sift_sampler_init_penalties(p->penalty_last_n, p->penalty_repeat, p->penalty_freq, p->penalty_present),
                            "penalties", err);
-    default: return sift_error_set(err, SIFT_E_INVAL, "sampling params: unknown sampler type %d", (int)t);
+    default: return sift__error_set(err, SIFT_E_INVAL, "sampling params: unknown sampler type %d", (int)t);
     }
 }
 
 sift_chain *sift_chain_from_params(const sift_sampling_params *params, const sift_chain_env *env, sift_error *err)
 {
     if (!params) {
-        sift_error_set(err, SIFT_E_INVAL, "sampling params: none given");
+        sift__error_set(err, SIFT_E_INVAL, "sampling params: none given");
         return NULL;
     }
     const sift_chain_env no_env = {.n_vocab = 0, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
     if (!env) env = &no_env;
     if (params->n_samplers < 0 || params->n_samplers > SIFT_SAMPLING_MAX_SAMPLERS) {
-        sift_error_set(err, SIFT_E_INVAL, "sampling params: n_samplers %d out of range", (int)params->n_samplers);
+        sift__error_set(err, SIFT_E_INVAL, "sampling params: n_samplers %d out of range", (int)params->n_samplers);
         return NULL;
     }
     sift_chain_params cp = sift_chain_default_params();
     cp.no_perf = params->no_perf;
     sift_chain *chain = sift_chain_new(cp);
     if (!chain) {
-        sift_error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
+        sift__error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
         return NULL;
     }
     sift_status st = add_logit_bias(chain, params, env, err);
@@ -300,7 +300,7 @@ sift_chain *sift_chain_from_params(const sift_sampling_params *params, const sif
                  : add_or_fail(chain, sift_sampler_init_mirostat_v2(params->seed, params->mirostat_tau, params->mirostat_eta),
                                "mirostat_v2", err);
     } else {
-        st = sift_error_set(err, SIFT_E_INVAL, "sampling params: mirostat must be 0, 1 or 2, got %d", (int)params->mirostat);
+        st = sift__error_set(err, SIFT_E_INVAL, "sampling params: mirostat must be 0, 1 or 2, got %d", (int)params->mirostat);
     }
     if (st == SIFT_OK) return chain;
 fail:

@@ -24,8 +24,8 @@
 typedef struct penalties_ctx {
     int32_t last_n;
     float repeat, freq, present;
-    sift_history hist;
-    sift_tokmap counts;
+    sift__history hist;
+    sift__tokmap counts;
 } penalties_ctx;
 
 static const char *penalties_name(const sift_sampler *smpl)
@@ -37,11 +37,11 @@ static const char *penalties_name(const sift_sampler *smpl)
 static void penalties_accept(sift_sampler *smpl, sift_token token)
 {
     penalties_ctx *ctx = smpl->ctx;
-    if (sift_tokmap_reserve(&ctx->counts, ctx->counts.n + 1) == 0) (*sift_tokmap_get(&ctx->counts, token))++;
+    if (sift__tokmap_reserve(&ctx->counts, ctx->counts.n + 1) == 0) (*sift__tokmap_get(&ctx->counts, token))++;
     sift_token old;
-    if (sift_history_push(&ctx->hist, token, &old)) { /* the window was full: the oldest leaves */
-        int32_t *c = sift_tokmap_find(&ctx->counts, old);
-        if (c && --*c == 0) sift_tokmap_erase(&ctx->counts, old);
+    if (sift__history_push(&ctx->hist, token, &old)) { /* the window was full: the oldest leaves */
+        int32_t *c = sift__tokmap_find(&ctx->counts, old);
+        if (c && --*c == 0) sift__tokmap_erase(&ctx->counts, old);
     }
 }
 
@@ -57,7 +57,7 @@ static inline void penalize(const penalties_ctx *ctx, float *logit, int32_t coun
 static void penalties_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     penalties_ctx *ctx = smpl->ctx;
-    const sift_tokmap *m = &ctx->counts;
+    const sift__tokmap *m = &ctx->counts;
     bool missed = false, changed = false;
     for (uint32_t s = 0; s <= m->mask; s++) {
         const sift_token t = m->key[s];
@@ -73,7 +73,7 @@ static void penalties_apply(sift_sampler *smpl, sift_candidates *cand)
         for (size_t i = 0; i < cand->size; i++) {
             const sift_token t = cand->id[i];
             if (t >= 0 && (size_t)t < cand->size && cand->id[t] == t) continue; /* done above */
-            const int32_t *c = sift_tokmap_find(m, t);
+            const int32_t *c = sift__tokmap_find(m, t);
             if (c) {
                 penalize(ctx, &cand->logit[i], *c);
                 changed = true;
@@ -87,16 +87,16 @@ static void penalties_apply(sift_sampler *smpl, sift_candidates *cand)
 static void penalties_reset(sift_sampler *smpl)
 {
     penalties_ctx *ctx = smpl->ctx;
-    sift_history_clear(&ctx->hist);
-    sift_tokmap_clear(&ctx->counts);
+    sift__history_clear(&ctx->hist);
+    sift__tokmap_clear(&ctx->counts);
 }
 
 static void penalties_free(sift_sampler *smpl)
 {
     penalties_ctx *ctx = smpl->ctx;
     if (!ctx) return;
-    sift_history_free(&ctx->hist);
-    sift_tokmap_free(&ctx->counts);
+    sift__history_free(&ctx->hist);
+    sift__tokmap_free(&ctx->counts);
     free(ctx);
 }
 
@@ -111,7 +111,7 @@ static sift_sampler *penalties_clone(const sift_sampler *smpl)
     *ctx = *src;
     ctx->hist.buf = NULL;
     ctx->counts.key = NULL, ctx->counts.val = NULL;
-    if (sift_history_copy(&ctx->hist, &src->hist) != 0 || sift_tokmap_copy(&ctx->counts, &src->counts) != 0) {
+    if (sift__history_copy(&ctx->hist, &src->hist) != 0 || sift__tokmap_copy(&ctx->counts, &src->counts) != 0) {
         sift_sampler_free(s);
         return NULL;
     }
@@ -139,7 +139,7 @@ sift_sampler *sift_sampler_init_penalties(int32_t last_n, float repeat, float fr
     ctx->freq = freq;
     ctx->present = present;
     const size_t keys = (size_t)(last_n < SIFT_HISTORY_START ? last_n : SIFT_HISTORY_START) + 1;
-    if (sift_history_init(&ctx->hist, last_n) != 0 || sift_tokmap_init(&ctx->counts, keys) != 0) {
+    if (sift__history_init(&ctx->hist, last_n) != 0 || sift__tokmap_init(&ctx->counts, keys) != 0) {
         sift_sampler_free(s);
         return NULL;
     }

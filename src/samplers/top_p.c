@@ -27,13 +27,13 @@ static const char *top_p_name(const sift_sampler *smpl)
 static void top_p_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     const top_p_ctx *ctx = smpl->ctx;
-    sift_ws *ws = sift__ws(cand);
+    sift_workspace *ws = sift__ws(cand);
     if (ctx->op.p >= 1.0f || cand->size == 0 || !ws) return;
     sift__softmax(cand, false);
 
     const size_t n = cand->size;
     const float *p = cand->p;
-    const sift_pair *order = NULL; /* descending order when the array itself is not sorted */
+    const sift__pair *order = NULL; /* descending order when the array itself is not sorted */
     size_t k = n;
     if (!cand->sorted && n > 1024) {
         k = n < 256 ? n : 256;

@@ -28,7 +28,7 @@ static const char *typical_name(const sift_sampler *smpl)
 static void typical_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     const typical_ctx *ctx = smpl->ctx;
-    sift_ws *ws = sift__ws(cand);
+    sift_workspace *ws = sift__ws(cand);
     if (ctx->p >= 1.0f || cand->size == 0 || !ws) return;
     sift__softmax(cand, true);
     const size_t n = cand->size;
@@ -37,9 +37,9 @@ static void typical_apply(sift_sampler *smpl, sift_candidates *cand)
     float entropy = 0.0f;
     for (size_t i = 0; i < n; ++i) entropy += -p[i] * logf(p[i]);
 
-    sift_pair *order = ws->pairs;
-    for (size_t i = 0; i < n; ++i) order[i] = (sift_pair){sift_sort_key(-fabsf(-logf(p[i]) - entropy)), (uint32_t)i};
-    sift_stl_sort(order, n); /* descending -score = ascending score */
+    sift__pair *order = ws->pairs;
+    for (size_t i = 0; i < n; ++i) order[i] = (sift__pair){sift__sort_key(-fabsf(-logf(p[i]) - entropy)), (uint32_t)i};
+    sift__stl_sort(order, n); /* descending -score = ascending score */
 
     float cum = 0.0f;
     size_t last = n;

@@ -17,7 +17,7 @@ typedef struct xtc_ctx {
     float probability, threshold;
     size_t min_keep;
     uint32_t seed, seed_cur;
-    sift_rng rng;
+    sift__rng rng;
 } xtc_ctx;
 
 static const char *xtc_name(const sift_sampler *smpl)
@@ -30,7 +30,7 @@ static void xtc_apply(sift_sampler *smpl, sift_candidates *cand)
 {
     xtc_ctx *ctx = smpl->ctx;
     if (ctx->probability <= 0.0f || ctx->threshold > 0.5f || cand->size < 2) return;
-    const float chance = sift_rng_uniform_float(&ctx->rng);
+    const float chance = sift__rng_uniform_float(&ctx->rng);
     if (chance > ctx->probability) return;
 
     sift__softmax(cand, true);
@@ -52,8 +52,8 @@ static void xtc_apply(sift_sampler *smpl, sift_candidates *cand)
 static void xtc_reset(sift_sampler *smpl)
 {
     xtc_ctx *ctx = smpl->ctx;
-    ctx->seed_cur = sift_seed_resolve(ctx->seed);
-    sift_rng_seed(&ctx->rng, ctx->seed_cur);
+    ctx->seed_cur = sift__seed_resolve(ctx->seed);
+    sift__rng_seed(&ctx->rng, ctx->seed_cur);
 }
 
 static void xtc_free(sift_sampler *smpl) { free(smpl->ctx); }

@@ -1,4 +1,4 @@
-# `sift serve` build pieces, included by the top-level CMakeLists.txt after the sift target:
+# `sift serve` build pieces, included by the top-level CMakeLists.txt after the sift_server target:
 # the web playground (tools/server/public/index.html) is compiled into the binary as a C
 # array, regenerated whenever the page changes, so an installed `sift` needs no files.
 set(SIFT_SERVER_PAGE ${PROJECT_SOURCE_DIR}/tools/server/public/index.html)
@@ -9,4 +9,4 @@ add_custom_command(OUTPUT ${SIFT_SERVER_PAGE_C}
   DEPENDS ${SIFT_SERVER_PAGE} ${PROJECT_SOURCE_DIR}/tools/server/embed.cmake
   COMMENT "Embedding the web playground (tools/server/public/index.html)"
   VERBATIM)
-target_sources(sift PRIVATE ${SIFT_SERVER_PAGE_C})
+target_sources(sift_server PRIVATE ${SIFT_SERVER_PAGE_C})

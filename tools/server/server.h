@@ -19,7 +19,7 @@
  *               disconnects (which cancel the task and free its slot at once).
  *
  * plus chat.c (chat templates, detected from the GGUF's Jinja text by pattern, as
- * llama.cpp's llm_chat_detect_template does) and text.c (UTF-8 and stop strings for the
+ * llama.cpp's llm_chat_detect_template does) and stream_text.c (UTF-8 and stop strings for the
  * streamed text).
  *
  * A task (srv_task) is the unit shared between a connection thread and the engine thread:
@@ -41,7 +41,7 @@
 
 #include "sift.h"
 
-/* ---- growable byte buffer (text.c) ------------------------------------------------------- */
+/* ---- growable byte buffer (stream_text.c) ------------------------------------------------------- */
 
 typedef struct sbuf {
     char *p;
@@ -56,7 +56,7 @@ void sbuf_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2,
 /* NUL-terminated copy of the content (malloc'd; NULL on out of memory). */
 char *sbuf_strdup(const sbuf *b);
 
-/* ---- UTF-8 and stop strings (text.c) --------------------------------------------------- */
+/* ---- UTF-8 and stop strings (stream_text.c) --------------------------------------------------- */
 
 /* Bytes at the end of s[0..n) that begin a UTF-8 character not complete yet (0..3): held
  * back while streaming, since the next token may complete it. */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "sift.h"
 
 const char sift_cmd_info_help[] = "show a GGUF file: header, metadata, vocabulary summary, tensor table";

@@ -12,7 +12,7 @@
  * 2816, llama-2-tiny-random's 32000-token SPM vocabulary, Q8_0 matrices: 155 M parameters,
  * a 165 MB file, five times the largest L3 cache of the machines this is benchmarked on.
  * The weights are scaled so the activations stay of order 1 and the logits have a standard
- * deviation of about --out-scale (see src/model/mkmodel.h): greedy decoding is well
+ * deviation of about --out-scale (see src/gguf/mkmodel.h): greedy decoding is well
  * defined and sampling gives varied text (the model is random, so the text is nonsense).
  * The file goes to /tmp by default; never commit one.
  */
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "model/mkmodel.h"
+#include "gguf/mkmodel.h"
 #include "sift.h"
 
 const char sift_cmd_mkmodel_help[] = "write a random llama model of a chosen shape (benchmarks: weights bigger than the caches)";
@@ -61,7 +61,7 @@ static int bad(const char *flag, const char *what)
 
 int sift_cmd_mkmodel(int argc, char **argv)
 {
-    sift_mkmodel_spec sp = {.arch = "llama", .n_embd = 1024, .n_layer = 8, .n_ctx_train = 2048, .out_scale = 1.5f,
+    sift__mkmodel_spec sp = {.arch = "llama", .n_embd = 1024, .n_layer = 8, .n_ctx_train = 2048, .out_scale = 1.5f,
                             .seed = 1, .type = SIFT_TYPE_Q8_0};
     const char *out = NULL, *vocab = NULL;
     for (int i = 1; i < argc; i++) {
@@ -147,11 +147,11 @@ int sift_cmd_mkmodel(int argc, char **argv)
     printf("sift mkmodel: llama, dim %d, %d layers, %d heads (%d KV, head size %d), ff %d, vocab %lld, %s: "
            "%.1f M parameters, ~%.1f MB\n",
            sp.n_embd, sp.n_layer, sp.n_head, sp.n_head_kv, hd, sp.n_ff, (long long)n_vocab, sift_type_name(sp.type),
-           params / 1e6, (double)sift_mkmodel_tensor_bytes(&sp, n_vocab) / 1e6);
+           params / 1e6, (double)sift__mkmodel_tensor_bytes(&sp, n_vocab) / 1e6);
     fflush(stdout);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (sift_mkmodel_write(out, vocab, &sp, &err) != SIFT_OK) return fprintf(stderr, "sift mkmodel: %s\n", err.msg), 1;
+    if (sift__mkmodel_write(out, vocab, &sp, &err) != SIFT_OK) return fprintf(stderr, "sift mkmodel: %s\n", err.msg), 1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     struct stat st;
     const long long size = stat(out, &st) == 0 ? (long long)st.st_size : -1;

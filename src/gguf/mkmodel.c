@@ -1,0 +1,216 @@
+/*
+ * mkmodel.c - sift__mkmodel_write: a random llama-family model as a GGUF file (see
+ * mkmodel.h for what the weights look like and why).
+ *
+ * The tensors are added in llama.cpp's usual order (embedding, output norm, RoPE factors,
+ * output head, then each layer's attention and feed-forward tensors), each one generated
+ * from the running xorshift64 state, converted to its final type at once, and handed to
+ * the GGUF writer, which borrows the bytes until the file is written.
+ */
+#include "gguf/mkmodel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
+
+/* xorshift64, uniform in [-1, 1) */
+static float mk_rand(uint64_t *s)
+{
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return (float)((double)(*s >> 11) * 0x1p-53 * 2 - 1);
+}
+
+/* What a tensor holds (its distribution). */
+typedef enum { MK_MATRIX, MK_NORM, MK_BIAS, MK_HEAD, MK_ROPE_FREQS } mk_kind;
+
+typedef struct mk_state {
+    const sift__mkmodel_spec *sp;
+    sift__gguf_writer *w;
+    uint64_t seed;
+    void **bufs; /* every tensor's bytes, alive until the file is written */
+    char (*names)[SIFT_GGUF_MAX_NAME];
+    int n, cap;
+    sift_error *err;
+} mk_state;
+
+static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_kind kind)
+{
+    if (S->n == S->cap) return sift__error_set(S->err, SIFT_E_INVAL, "mkmodel: too many tensors");
+    const size_t n = (size_t)(n0 * n1);
+    float *d = malloc(n * sizeof(float));
+    if (!d) return sift__error_set(S->err, SIFT_E_NOMEM, "mkmodel: out of memory for %s (%zu values)", name, n);
+    const float sc = 1.7f / sqrtf((float)n0), out_scale = S->sp->out_scale;
+    for (size_t i = 0; i < n; i++) {
+        switch (kind) {
+        case MK_MATRIX: d[i] = mk_rand(&S->seed) * sc; break;
+        case MK_NORM: d[i] = 1.0f + 0.2f * mk_rand(&S->seed); break;
+        case MK_BIAS: d[i] = 0.3f * mk_rand(&S->seed); break;
+        case MK_ROPE_FREQS: d[i] = 4.5f + 3.5f * mk_rand(&S->seed); break; /* divisors in [1, 8) */
+        case MK_HEAD: d[i] = mk_rand(&S->seed) * sc * out_scale; break;
+        }
+    }
+    /* matrices in the requested type when their rows are whole blocks of it */
+    sift_tensor_type type = SIFT_TYPE_F32;
+    void *data = d;
+    uint64_t size = (uint64_t)n * sizeof(float);
+    const sift_tensor_type want = S->sp->type;
+    const uint64_t row_bytes = sift__type_row_bytes(want, n0);
+    if ((kind == MK_MATRIX || kind == MK_HEAD) && n1 > 1 && want != SIFT_TYPE_F32 && row_bytes) {
+        char *q = malloc((size_t)(row_bytes * (uint64_t)n1));
+        if (!q) {
+            free(d);
+            return sift__error_set(S->err, SIFT_E_NOMEM, "mkmodel: out of memory for %s", name);
+        }
+        for (int64_t r = 0; r < n1; r++) {
+            const int rc = sift__quantize_row(want, d + r * n0, q + (size_t)(r * (int64_t)row_bytes), n0);
+            if (rc != SIFT_OK) {
+                free(q);
+                free(d);
+                return sift__error_set(S->err, rc, "mkmodel: cannot write %s as type %d", name, (int)want);
+            }
+        }
+        free(d);
+        data = q, type = want, size = row_bytes * (uint64_t)n1;
+    }
+    S->bufs[S->n] = data;
+    snprintf(S->names[S->n], SIFT_GGUF_MAX_NAME, "%s", name);
+    const int64_t ne[2] = {n0, n1};
+    S->n++;
+    return sift__gguf_writer_add_tensor(S->w, S->names[S->n - 1], type, n1 == 1 ? 1 : 2, ne, data, size, S->err);
+}
+
+static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
+{
+    if (!sp->arch || (strcmp(sp->arch, "llama") && strcmp(sp->arch, "qwen2") && strcmp(sp->arch, "qwen3")))
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2 or qwen3",
+                              sp->arch ? sp->arch : "(null)");
+#define RANGE(f, lo, hi)                                                                                           \
+    if (sp->f < (lo) || sp->f > (hi))                                                                              \
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: " #f " %d is not in [%d, %d]", sp->f, (int)(lo), (int)(hi));
+    RANGE(n_embd, 1, 1 << 16)
+    RANGE(n_ff, 1, 1 << 18)
+    RANGE(n_layer, 1, 1024)
+    RANGE(n_head, 1, 1024)
+    RANGE(n_head_kv, 1, 1024)
+    RANGE(head_dim, 0, 1 << 12)
+    RANGE(n_ctx_train, 0, 1 << 24)
+#undef RANGE
+    if (sp->n_head % sp->n_head_kv)
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: n_head %d is not a multiple of n_head_kv %d", sp->n_head,
+                              sp->n_head_kv);
+    if (!sp->head_dim && sp->n_embd % sp->n_head)
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: n_embd %d is not a multiple of n_head %d", sp->n_embd, sp->n_head);
+    const int hd = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
+    if (hd % 2) return sift__error_set(err, SIFT_E_INVAL, "mkmodel: the head size %d is odd (RoPE rotates pairs)", hd);
+    const sift__type_traits *tr = sift__type_traits_get(sp->type);
+    if (!tr || !tr->quantize)
+        return sift__error_set(err, SIFT_E_UNSUPPORTED, "mkmodel: type %d cannot be written", (int)sp->type);
+    return SIFT_OK;
+}
+
+uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_vocab)
+{
+    const int64_t E = sp->n_embd, F = sp->n_ff, HD = sp->head_dim ? sp->head_dim : sp->n_embd / (sp->n_head ? sp->n_head : 1);
+    const int64_t Q = sp->n_head * HD, KV = sp->n_head_kv * HD;
+    /* bytes of an n0 x n1 matrix in the requested type, or F32 where rows are not whole blocks */
+#define MAT(n0, n1) ((sift__type_row_bytes(sp->type, (n0)) ? sift__type_row_bytes(sp->type, (n0)) : (uint64_t)(n0) * 4) * (uint64_t)(n1))
+    uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + (sp->tied ? 0 : MAT(E, n_vocab));
+    if (sp->rope_freqs) b += (uint64_t)HD / 2 * 4;
+    const uint64_t per_layer = MAT(E, Q) + 2 * MAT(E, KV) + MAT(Q, E) + 2 * MAT(E, F) + MAT(F, E) + (uint64_t)E * 8 +
+                               (sp->bias ? (uint64_t)(Q + 2 * KV) * 4 : 0) + (sp->qk_norm ? (uint64_t)HD * 8 : 0);
+#undef MAT
+    return b + per_layer * (uint64_t)sp->n_layer;
+}
+
+sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const sift__mkmodel_spec *sp, sift_error *err)
+{
+    if (!path || !vocab_src || !sp) return sift__error_set(err, SIFT_E_INVAL, "mkmodel: NULL argument");
+    int rc = check_spec(sp, err);
+    if (rc != SIFT_OK) return rc;
+    sift_gguf *g = sift_gguf_open(vocab_src, err);
+    if (!g) return err ? err->status : SIFT_E_IO;
+    const int64_t n_vocab = sift_gguf_array_n(sift_gguf_get(g, "tokenizer.ggml.tokens"));
+    if (n_vocab < 1) {
+        sift_gguf_close(g);
+        return sift__error_set(err, SIFT_E_FORMAT, "mkmodel: %s has no tokenizer.ggml.tokens", vocab_src);
+    }
+
+    mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 16 * sp->n_layer, .err = err};
+    S.w = sift__gguf_writer_new();
+    S.bufs = calloc((size_t)S.cap, sizeof *S.bufs);
+    S.names = calloc((size_t)S.cap, sizeof *S.names);
+    if (!S.w || !S.bufs || !S.names) {
+        rc = sift__error_set(err, SIFT_E_NOMEM, "mkmodel: out of memory");
+        goto done;
+    }
+    sift__gguf_writer *w = S.w;
+    char key[128];
+    sift__gguf_writer_set_str(w, "general.architecture", sp->arch);
+    sift__gguf_writer_set_str(w, "general.name", "sift test model");
+#define KEY(s) (snprintf(key, sizeof key, "%s." s, sp->arch), key)
+    sift__gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)(sp->n_ctx_train ? sp->n_ctx_train : 1024));
+    sift__gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)sp->n_embd);
+    sift__gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)sp->n_layer);
+    sift__gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)sp->n_ff);
+    sift__gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)sp->n_head);
+    sift__gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)sp->n_head_kv);
+    sift__gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-6f);
+    if (sp->head_dim) {
+        sift__gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)sp->head_dim);
+        sift__gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)sp->head_dim);
+    }
+    if (sp->freq_base > 0) sift__gguf_writer_set_f32(w, KEY("rope.freq_base"), sp->freq_base);
+    if (sp->rope_linear > 0) {
+        sift__gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear");
+        sift__gguf_writer_set_f32(w, KEY("rope.scaling.factor"), sp->rope_linear);
+    }
+#undef KEY
+    for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
+        if (!strncmp(sift_gguf_key(g, i), "tokenizer.", 10)) sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
+
+    const int E = sp->n_embd, F = sp->n_ff, HD = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
+    const int Q = sp->n_head * HD, KV = sp->n_head_kv * HD;
+#define T(NAME, NE0, NE1, KIND)                                                                                    \
+    if ((rc = mk_tensor(&S, NAME, NE0, NE1, KIND)) != SIFT_OK) goto done;
+    T("token_embd.weight", E, n_vocab, MK_MATRIX)
+    T("output_norm.weight", E, 1, MK_NORM)
+    if (sp->rope_freqs) T("rope_freqs.weight", HD / 2, 1, MK_ROPE_FREQS)
+    if (!sp->tied) T("output.weight", E, n_vocab, MK_HEAD)
+    for (int l = 0; l < sp->n_layer; l++) {
+        char n[SIFT_GGUF_MAX_NAME];
+#define N(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+        T(N("attn_norm.weight"), E, 1, MK_NORM)
+        T(N("attn_q.weight"), E, Q, MK_MATRIX)
+        T(N("attn_k.weight"), E, KV, MK_MATRIX)
+        T(N("attn_v.weight"), E, KV, MK_MATRIX)
+        if (sp->bias) {
+            T(N("attn_q.bias"), Q, 1, MK_BIAS)
+            T(N("attn_k.bias"), KV, 1, MK_BIAS)
+            T(N("attn_v.bias"), KV, 1, MK_BIAS)
+        }
+        if (sp->qk_norm) {
+            T(N("attn_q_norm.weight"), HD, 1, MK_NORM)
+            T(N("attn_k_norm.weight"), HD, 1, MK_NORM)
+        }
+        T(N("attn_output.weight"), Q, E, MK_MATRIX)
+        T(N("ffn_norm.weight"), E, 1, MK_NORM)
+        T(N("ffn_gate.weight"), E, F, MK_MATRIX)
+        T(N("ffn_up.weight"), E, F, MK_MATRIX)
+        T(N("ffn_down.weight"), F, E, MK_MATRIX)
+#undef N
+    }
+#undef T
+    rc = sift__gguf_writer_write_file(w, path, err);
+done:
+    for (int i = 0; i < S.n; i++) free(S.bufs[i]);
+    free(S.bufs);
+    free(S.names);
+    sift__gguf_writer_free(S.w);
+    sift_gguf_close(g);
+    return rc;
+}

@@ -1,0 +1,59 @@
+/*
+ * mkmodel.h - self-made llama-family models with random weights, written with sift's GGUF
+ * writer: for tests (the architectures and options the shared models do not cover) and for
+ * `sift mkmodel` (models of realistic shape for benchmarks, whose weights do not fit in
+ * the CPU caches the way the shared models' do). Internal: not part of sift.h.
+ *
+ * The vocabulary is copied from another GGUF (every tokenizer.* pair), so the models
+ * tokenize and detokenize real text: stories260K's 512 tokens for small test models,
+ * llama-2-tiny-random's 32000-token SPM vocabulary for realistic ones.
+ *
+ * Weights are uniform random in [-1.7/sqrt(fan_in), 1.7/sqrt(fan_in)] (standard deviation
+ * about 1/sqrt(fan_in)), so every matrix product keeps its input's scale: activations stay
+ * of order 1 through any number of layers (RMSNorm before each block, residual sums that
+ * grow like sqrt(layers)), and the logits have a standard deviation of about out_scale, so
+ * sampling stays varied (no token takes all the mass) without being uniform. Norm weights
+ * are 1 ± 0.2, biases ± 0.3. The values come from a xorshift64 stream seeded by `seed`,
+ * tensor by tensor in file order: the same spec gives the same file, byte for byte, and a
+ * spec that only changes `type` gives the same weights before quantization.
+ *
+ * `type` quantizes the 2-D matrices (token embedding, attention, feed-forward, output
+ * head) with the reference quantizers (as llama-quantize would without an importance
+ * matrix); a matrix whose rows are not whole blocks of that type stays F32. Each tensor is
+ * generated in F32 and converted at once, so the peak memory is the output file plus one
+ * F32 tensor.
+ */
+#ifndef SIFT_MODEL_MKMODEL_H
+#define SIFT_MODEL_MKMODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sift.h"
+
+typedef struct sift__mkmodel_spec {
+    const char *arch;        /* "llama", "qwen2", "qwen3" */
+    int n_embd, n_ff, n_layer, n_head, n_head_kv;
+    int head_dim;            /* 0: n_embd / n_head (no key_length key) */
+    int n_ctx_train;         /* <arch>.context_length; 0: 1024 */
+    float freq_base;         /* 0: key absent (10000) */
+    float rope_linear;       /* 0: no scaling key; else rope.scaling.type linear, factor */
+    bool bias;               /* attn_q/k/v.bias */
+    bool qk_norm;            /* attn_q_norm / attn_k_norm */
+    bool tied;               /* no output.weight */
+    bool rope_freqs;         /* a rope_freqs.weight tensor (llama 3.1's per-frequency divisors) */
+    float out_scale;         /* multiplies the output head's weights (logit spread) */
+    uint64_t seed;           /* 0: 1 */
+    sift_tensor_type type;   /* the matrices' type (SIFT_TYPE_F32 = 0 by default) */
+} sift__mkmodel_spec;
+
+/* Write the model to path; vocab_src is a GGUF whose tokenizer.* pairs are copied.
+ * SIFT_E_INVAL for a shape that is not a valid model (named in err), SIFT_E_IO / the
+ * reader's codes for the files, SIFT_E_NOMEM. */
+sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const sift__mkmodel_spec *spec, sift_error *err);
+
+/* Bytes the tensors of the model will take (the file is this plus metadata and padding);
+ * n_vocab is the vocabulary's size. */
+uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *spec, int64_t n_vocab);
+
+#endif
