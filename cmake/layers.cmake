@@ -1,6 +1,6 @@
 # The layers of libsift, one CMake library each (docs/architecture.md).
 #
-#   core -> samplers -> grammar -> gguf -> vocab -> model        (each sees only those before it)
+#   core -> samplers -> grammar -> schema -> gguf -> vocab -> model  (each sees only those before it)
 #
 # Every layer is an OBJECT library over src/<layer>/*.c. Its internal headers are included
 # as "<layer>/x.h", and a layer's include path holds only itself and the layers it links:

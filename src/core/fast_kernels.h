@@ -24,8 +24,8 @@
  * (sift__fk_best()->exp_exact_ok). Otherwise exp_exact calls expf itself: correct by
  * definition, only slower.
  */
-#ifndef SIFT_CORE_FASTK_H
-#define SIFT_CORE_FASTK_H
+#ifndef SIFT_CORE_FAST_KERNELS_H
+#define SIFT_CORE_FAST_KERNELS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -18,8 +18,8 @@
  * All row functions take n = number of values, which must be a multiple of the type's
  * block size (callers check; the GGUF reader already guarantees it for tensor rows).
  */
-#ifndef SIFT_MODEL_GGML_TYPES_H
-#define SIFT_MODEL_GGML_TYPES_H
+#ifndef SIFT_GGUF_GGML_TYPES_H
+#define SIFT_GGUF_GGML_TYPES_H
 
 #include <stdbool.h>
 #include <stddef.h>

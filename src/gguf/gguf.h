@@ -10,8 +10,8 @@
  * every pair copied and every tensor added in order is byte-identical to the original
  * when the original was written by ggml.
  */
-#ifndef SIFT_MODEL_GGUF_H
-#define SIFT_MODEL_GGUF_H
+#ifndef SIFT_GGUF_GGUF_H
+#define SIFT_GGUF_GGUF_H
 
 #include <stdint.h>
 

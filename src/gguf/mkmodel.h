@@ -23,8 +23,8 @@
  * generated in F32 and converted at once, so the peak memory is the output file plus one
  * F32 tensor.
  */
-#ifndef SIFT_MODEL_MKMODEL_H
-#define SIFT_MODEL_MKMODEL_H
+#ifndef SIFT_GGUF_MKMODEL_H
+#define SIFT_GGUF_MKMODEL_H
 
 #include <stdbool.h>
 #include <stdint.h>

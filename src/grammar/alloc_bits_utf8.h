@@ -11,8 +11,8 @@
  * one is not text. llama.cpp decodes without validation and lets such sequences through
  * (see ../shared/peer/README.md, "Not valid UTF-8"); sift does not.
  */
-#ifndef SIFT_GRAMMAR_GUTIL_H
-#define SIFT_GRAMMAR_GUTIL_H
+#ifndef SIFT_GRAMMAR_ALLOC_BITS_UTF8_H
+#define SIFT_GRAMMAR_ALLOC_BITS_UTF8_H
 
 #include <stdbool.h>
 #include <stddef.h>

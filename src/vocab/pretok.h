@@ -10,8 +10,8 @@
  * A sift__pretok is compiled once per vocabulary and is read-only afterwards; the per-call
  * state (buffers, PCRE2 match data) lives in a sift__pretok_scratch owned by the caller.
  */
-#ifndef SIFT_MODEL_PRETOK_H
-#define SIFT_MODEL_PRETOK_H
+#ifndef SIFT_VOCAB_PRETOK_H
+#define SIFT_VOCAB_PRETOK_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -12,8 +12,8 @@
  * Both are built once while loading and are read-only afterwards (safe to share between
  * threads). Strings may hold any bytes, NUL included; each is stored NUL-terminated as well.
  */
-#ifndef SIFT_MODEL_STRTAB_H
-#define SIFT_MODEL_STRTAB_H
+#ifndef SIFT_VOCAB_STRTAB_H
+#define SIFT_VOCAB_STRTAB_H
 
 #include <stddef.h>
 #include <stdint.h>

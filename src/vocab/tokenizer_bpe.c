@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "vocab/unicode.h"
-#include "vocab/vocab.h"
+#include "vocab/tokenizers.h"
 
 typedef struct {
     int32_t sid;    /* interned string id of the piece, -1 if not interned */

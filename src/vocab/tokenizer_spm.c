@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "vocab/unicode.h"
-#include "vocab/vocab.h"
+#include "vocab/tokenizers.h"
 
 typedef struct {
     uint32_t start, n; /* bytes of the escaped text; n = 0 once merged into its left neighbour */

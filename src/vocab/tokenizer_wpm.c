@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "vocab/unicode.h"
-#include "vocab/vocab.h"
+#include "vocab/tokenizers.h"
 
 static bool is_chinese_char(uint32_t c)
 {

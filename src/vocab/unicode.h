@@ -18,8 +18,8 @@
  *   - Byte-level BPE (GPT-2) maps every byte to a printable code point: '!'..'~', '¡'..'¬'
  *     and '®'..'ÿ' map to themselves, the other 68 bytes to U+0100.. in byte order.
  */
-#ifndef SIFT_MODEL_UNICODE_H
-#define SIFT_MODEL_UNICODE_H
+#ifndef SIFT_VOCAB_UNICODE_H
+#define SIFT_VOCAB_UNICODE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -15,7 +15,7 @@
  * hash table lists first, we take the one listed first in llama.cpp's list of texts (so
  * phi-3's EOT is "<|end|>", not "<|endoftext|>", as with llama.cpp).
  */
-#include "vocab/vocab.h"
+#include "vocab/tokenizers.h"
 
 #include <math.h>
 #include <stdio.h>

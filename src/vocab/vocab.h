@@ -20,12 +20,13 @@
  *   8. the piece of every token (token_to_piece with special = true) in one arena;
  *   9. per-model attribute fixes (phi-3's RSTRIP, jina/modern-bert LSTRIP on the mask).
  *
- * The tokenizers themselves are in tokenizer_spm.c, tokenizer_bpe.c, tokenizer_wpm.c;
- * tokenize.c partitions text around special tokens and dispatches; pieces and
- * detokenization are in detokenize.c.
+ * The tokenizers themselves are in tokenizer_spm.c, tokenizer_bpe.c, tokenizer_wpm.c
+ * (entry points in tokenizers.h, their buffers in token_buffers.h); tokenize.c partitions
+ * text around special tokens and dispatches; pieces and detokenization are in
+ * detokenize.c. This header knows none of them: the vocabulary is below its tokenizers.
  */
-#ifndef SIFT_MODEL_VOCAB_H
-#define SIFT_MODEL_VOCAB_H
+#ifndef SIFT_VOCAB_VOCAB_H
+#define SIFT_VOCAB_VOCAB_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -149,48 +150,5 @@ static inline sift_token sift__vocab_find(const sift_vocab *v, const char *s, si
     int32_t id = sift__strtab_find(&v->strs, s, n);
     return id < v->n_tokens ? id : -1;
 }
-
-/* ---- tokenizer internals (tokenize.c and the per-type sessions) ---------------------------- */
-
-/* A growable token buffer; a tokenize call's output. */
-typedef struct sift__tokbuf {
-    sift_token *ids;
-    size_t n, cap;
-    int status; /* sticky SIFT_E_NOMEM */
-} sift__tokbuf;
-
-int sift__tokbuf_grow(sift__tokbuf *b, size_t need);
-static inline void sift__tokbuf_push(sift__tokbuf *b, sift_token t)
-{
-    if (b->n == b->cap && sift__tokbuf_grow(b, b->n + 1)) return;
-    b->ids[b->n++] = t;
-}
-
-/* Per-call scratch shared by the sessions; freed by sift__tok_scratch_free. */
-typedef struct sift__tok_scratch {
-    char *buf;          /* escaped text (SPM) / a byte-encoded word (BPE) / words (WPM) */
-    size_t cap_buf;
-    uint32_t *cpts;
-    uint16_t *flags;
-    size_t cap_cpts;
-    void *sym;          /* symbol arrays of the merge loops */
-    size_t cap_sym;
-    void *heap;
-    size_t cap_heap;
-    sift__pretok_scratch pre;
-} sift__tok_scratch;
-
-void sift__tok_scratch_free(sift__tok_scratch *s);
-int sift__tok_reserve(void **p, size_t *cap, size_t n, size_t elem);
-
-/* Tokenize one raw-text fragment, appending to out; 0 or a SIFT_E_* status. */
-int sift__spm_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *text, size_t len, bool prefix_space,
-                      sift__tokbuf *out);
-int sift__bpe_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *text, size_t len, sift__tokbuf *out);
-int sift__wpm_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *text, size_t len, sift__tokbuf *out);
-
-/* The whole of llama.cpp's tokenize (partition + sessions + BOS/EOS) into out. */
-int sift__vocab_tokenize_buf(const sift_vocab *v, const char *text, size_t len, bool add_special,
-                            bool parse_special, sift__tokbuf *out);
 
 #endif

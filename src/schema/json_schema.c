@@ -45,9 +45,9 @@
  * characters in strings, and \u0000 (cJSON keeps strings NUL-terminated).
  *
  * pattern: an ECMA-262 regular expression over the string's characters, translated by
- * json_regex.c (the subset and its refusals are described there); '^' / '$' anchor at the
+ * regex_to_gbnf.c (the subset and its refusals are described there); '^' / '$' anchor at the
  * ends, an unanchored pattern may be surrounded by any characters (JSON Schema searches
- * patterns). The GBNF text itself is written with gbnf_text.c.
+ * patterns). The GBNF text itself is written with gbnf_writer.c.
  */
 #include <ctype.h>
 #include <cjson/cJSON.h>
@@ -57,7 +57,7 @@
 #include <stdlib.h>
 
 #include "core/status.h"
-#include "grammar/gbnf_text.h"
+#include "schema/gbnf_writer.h"
 #include "grammar/alloc_bits_utf8.h"
 #include "sift.h"
 
@@ -261,39 +261,39 @@ static const char *use_builtin(conv *c, const char *name)
 }
 
 /* The literal of a JSON value's compact text (cJSON's printer, which escapes as JSON does). */
-static bool put_json_literal(conv *c, sift__gx_sbuf *b, const cJSON *v)
+static bool put_json_literal(conv *c, sift__gbnf_sbuf *b, const cJSON *v)
 {
     char *txt = cJSON_PrintUnformatted(v);
     if (!txt) return coom(c), false;
-    sift__gx_put_literal(b, txt, strlen(txt));
+    sift__gbnf_put_literal(b, txt, strlen(txt));
     cJSON_free(txt);
     return true;
 }
 
-/* The rule body for a string matching `pattern` (json_regex.c does the expression). */
+/* The rule body for a string matching `pattern` (regex_to_gbnf.c does the expression). */
 static char *pattern_body(conv *c, const char *pat, size_t n)
 {
     bool anch_start, anch_end;
     sift_error e2 = {0};
-    char *inner = sift__gx_regex_to_gbnf(pat, n, &anch_start, &anch_end, &e2);
+    char *inner = sift__schema_regex_to_gbnf(pat, n, &anch_start, &anch_end, &e2);
     if (!inner) {
         cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "pattern, %s", e2.msg);
         return NULL;
     }
-    sift__gx_sbuf b = {0};
-    sift__gx_sb_puts(&b, "\"\\\"\" ");
-    if (!anch_start) sift__gx_sb_puts(&b, "char* ");
-    sift__gx_sb_puts(&b, "(");
-    sift__gx_sb_puts(&b, inner);
-    sift__gx_sb_puts(&b, ")");
-    if (!anch_end) sift__gx_sb_puts(&b, " char*");
-    sift__gx_sb_puts(&b, " \"\\\"\" space");
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "\"\\\"\" ");
+    if (!anch_start) sift__gbnf_sb_puts(&b, "char* ");
+    sift__gbnf_sb_puts(&b, "(");
+    sift__gbnf_sb_puts(&b, inner);
+    sift__gbnf_sb_puts(&b, ")");
+    if (!anch_end) sift__gbnf_sb_puts(&b, " char*");
+    sift__gbnf_sb_puts(&b, " \"\\\"\" space");
     sift__gx_free(inner);
     if ((!anch_start || !anch_end) && !use_builtin(c, "char")) {
-        sift__gx_sb_free(&b);
+        sift__gbnf_sb_free(&b);
         return NULL;
     }
-    return sift__gx_sb_take(&b);
+    return sift__gbnf_sb_take(&b);
 }
 
 /* ---- keywords ---------------------------------------------------------------------------------- */
@@ -500,35 +500,35 @@ static nsnode *ns_child(nsnode *parent, uint32_t cp)
  * whole name must continue; one that is only a prefix may also stop. */
 static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, const char *char_rule, unsigned *counter)
 {
-    sift__gx_sbuf b = {0}, rejects = {0};
+    sift__gbnf_sbuf b = {0}, rejects = {0};
     bool first = true;
     for (const nsnode *k = t->kids; k && c->status == SIFT_OK; k = k->next) {
         char u[8];
         int n = sift__gx_utf8_encode(k->cp, u);
-        if (!first) sift__gx_sb_puts(&b, " | ");
+        if (!first) sift__gbnf_sb_puts(&b, " | ");
         first = false;
-        sift__gx_put_literal(&b, u, (size_t)n);
+        sift__gbnf_put_literal(&b, u, (size_t)n);
         if (k->kids) {
             const char *sub = not_strings_rule(c, k, base, char_rule, counter);
             if (!sub) break;
-            sift__gx_sb_printf(&b, " %s%s", sub, k->end ? "" : "?");
+            sift__gbnf_sb_printf(&b, " %s%s", sub, k->end ? "" : "?");
         } else {
-            sift__gx_sb_printf(&b, " %s+", char_rule);
+            sift__gbnf_sb_printf(&b, " %s+", char_rule);
         }
-        sift__gx_put_class_char(&rejects, k->cp);
+        sift__gbnf_put_class_char(&rejects, k->cp);
     }
-    sift__gx_sb_printf(&b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
-    sift__gx_sb_free(&rejects);
+    sift__gbnf_sb_printf(&b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
+    sift__gbnf_sb_free(&rejects);
     if (c->status != SIFT_OK) {
-        sift__gx_sb_free(&b);
+        sift__gbnf_sb_free(&b);
         return NULL;
     }
     char nm[64];
     snprintf(nm, sizeof nm, "%u", (*counter)++);
     char *rn = join_name(base, nm);
-    const char *r = rn ? add_rule(c, rn, sift__gx_sb_take(&b)) : coom(c);
+    const char *r = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
     sift__gx_free(rn);
-    sift__gx_sb_free(&b);
+    sift__gbnf_sb_free(&b);
     return r;
 }
 
@@ -552,22 +552,22 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         char *pn = join_name(name, p->string);
         const char *vr = pn ? visit(c, p, pn, NULL) : coom(c);
         if (vr) {
-            sift__gx_sbuf b = {0};
+            sift__gbnf_sbuf b = {0};
             cJSON *key = cJSON_CreateString(p->string);
             if (!key) coom(c);
             else {
                 put_json_literal(c, &b, key);
                 cJSON_Delete(key);
-                sift__gx_sb_printf(&b, " space \":\" space %s", vr);
+                sift__gbnf_sb_printf(&b, " space \":\" space %s", vr);
                 char *kn = join_name(name, p->string);
                 char *kn2 = kn ? join_name(kn, "kv") : NULL;
                 /* join_name inserts '-' only after a non-empty prefix; "kv" always follows */
-                kv[i] = kn2 ? add_rule(c, kn2, sift__gx_sb_take(&b)) : coom(c);
+                kv[i] = kn2 ? add_rule(c, kn2, sift__gbnf_sb_take(&b)) : coom(c);
                 sift__gx_free(kn);
                 sift__gx_free(kn2);
                 if (!use_builtin(c, "space")) break;
             }
-            sift__gx_sb_free(&b);
+            sift__gbnf_sb_free(&b);
         }
         sift__gx_free(pn);
         path_pop(c, o);
@@ -629,10 +629,10 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
                 unsigned counter = 0;
                 const char *body_rule = not_strings_rule(c, t, kn, char_rule, &counter);
                 if (body_rule) {
-                    sift__gx_sbuf b = {0};
-                    sift__gx_sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
-                    key_rule = add_rule(c, kn, sift__gx_sb_take(&b));
-                    sift__gx_sb_free(&b);
+                    sift__gbnf_sbuf b = {0};
+                    sift__gbnf_sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
+                    key_rule = add_rule(c, kn, sift__gbnf_sb_take(&b));
+                    sift__gbnf_sb_free(&b);
                 }
             } else if (!t || !kn) {
                 coom(c);
@@ -641,34 +641,34 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
             ns_free(t);
         }
         if (key_rule && value_rule) {
-            sift__gx_sbuf b = {0};
-            sift__gx_sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
+            sift__gbnf_sbuf b = {0};
+            sift__gbnf_sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
             char *kn = sub ? join_name(sub, "kv") : NULL;
-            extra_kv = kn ? add_rule(c, kn, sift__gx_sb_take(&b)) : coom(c);
+            extra_kv = kn ? add_rule(c, kn, sift__gbnf_sb_take(&b)) : coom(c);
             sift__gx_free(kn);
-            sift__gx_sb_free(&b);
+            sift__gbnf_sb_free(&b);
         }
         sift__gx_free(sub);
         if (c->status != SIFT_OK) goto done;
     }
 
     /* "{" required, then optional ones (any subset, in order), then extras */
-    sift__gx_sbuf b = {0};
-    sift__gx_sb_puts(&b, "\"{\" space ");
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "\"{\" space ");
     size_t n_req = 0, n_opt = 0;
     for (i = 0; i < np; i++) {
         if (!req[i]) {
             n_opt++;
             continue;
         }
-        if (n_req++) sift__gx_sb_puts(&b, " \",\" space ");
-        sift__gx_sb_puts(&b, kv[i]);
+        if (n_req++) sift__gbnf_sb_puts(&b, " \",\" space ");
+        sift__gbnf_sb_puts(&b, kv[i]);
     }
     if (n_opt || extra) {
         /* optional keys [o0, o1, ...] (+ "*"): alternatives "start at ok, then any of the rest" */
         const char **ok = sift__gx_calloc(n_opt + 1, sizeof *ok);
         if (!ok) {
-            sift__gx_sb_free(&b);
+            sift__gbnf_sb_free(&b);
             result = coom(c);
             goto done;
         }
@@ -680,40 +680,40 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         const char **rest = sift__gx_calloc(m + 1, sizeof *rest);
         if (!rest) {
             sift__gx_free(ok);
-            sift__gx_sb_free(&b);
+            sift__gbnf_sb_free(&b);
             result = coom(c);
             goto done;
         }
         for (size_t k = m; k-- > 1;) {
-            sift__gx_sbuf rb = {0};
+            sift__gbnf_sbuf rb = {0};
             bool star = extra && k == m - 1;
-            sift__gx_sb_printf(&rb, "( \",\" space %s )%s", ok[k], star ? "*" : "?");
-            if (rest[k + 1 < m ? k + 1 : m]) sift__gx_sb_printf(&rb, " %s", rest[k + 1 < m ? k + 1 : m]);
+            sift__gbnf_sb_printf(&rb, "( \",\" space %s )%s", ok[k], star ? "*" : "?");
+            if (rest[k + 1 < m ? k + 1 : m]) sift__gbnf_sb_printf(&rb, " %s", rest[k + 1 < m ? k + 1 : m]);
             char nm[64];
             snprintf(nm, sizeof nm, "%zu-rest", k);
             char *rn = join_name(rule_name, nm);
-            rest[k] = rn ? add_rule(c, rn, sift__gx_sb_take(&rb)) : coom(c);
+            rest[k] = rn ? add_rule(c, rn, sift__gbnf_sb_take(&rb)) : coom(c);
             sift__gx_free(rn);
-            sift__gx_sb_free(&rb);
+            sift__gbnf_sb_free(&rb);
             if (!rest[k]) break;
         }
         if (c->status == SIFT_OK) {
-            sift__gx_sb_puts(&b, n_req ? " ( \",\" space ( " : " ( ");
+            sift__gbnf_sb_puts(&b, n_req ? " ( \",\" space ( " : " ( ");
             for (size_t k = 0; k < m; k++) {
-                if (k) sift__gx_sb_puts(&b, " | ");
+                if (k) sift__gbnf_sb_puts(&b, " | ");
                 bool star = extra && k == m - 1;
-                sift__gx_sb_puts(&b, ok[k]);
-                if (star) sift__gx_sb_printf(&b, " ( \",\" space %s )*", ok[k]);
-                if (k + 1 < m && rest[k + 1]) sift__gx_sb_printf(&b, " %s", rest[k + 1]);
+                sift__gbnf_sb_puts(&b, ok[k]);
+                if (star) sift__gbnf_sb_printf(&b, " ( \",\" space %s )*", ok[k]);
+                if (k + 1 < m && rest[k + 1]) sift__gbnf_sb_printf(&b, " %s", rest[k + 1]);
             }
-            sift__gx_sb_puts(&b, n_req ? " ) )?" : " )?");
+            sift__gbnf_sb_puts(&b, n_req ? " ) )?" : " )?");
         }
         sift__gx_free(ok);
         sift__gx_free(rest);
     }
-    sift__gx_sb_puts(&b, " \"}\" space");
-    if (c->status == SIFT_OK && use_builtin(c, "space")) result = add_rule(c, rule_name, sift__gx_sb_take(&b));
-    sift__gx_sb_free(&b);
+    sift__gbnf_sb_puts(&b, " \"}\" space");
+    if (c->status == SIFT_OK && use_builtin(c, "space")) result = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    sift__gbnf_sb_free(&b);
 done:
     sift__gx_free(kv);
     sift__gx_free(req);
@@ -836,13 +836,13 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
     if (cJSON_IsArray(items) && !prefix) prefix = items, items = NULL; /* draft-07 tuple form */
     if (!use_builtin(c, "space")) return NULL;
-    sift__gx_sbuf b = {0};
-    sift__gx_sb_puts(&b, "\"[\" space ");
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "\"[\" space ");
     if (prefix) {
-        if (!cJSON_IsArray(prefix)) return sift__gx_sb_free(&b), cfail(c, SIFT_E_INVAL, "'prefixItems' must be an array");
+        if (!cJSON_IsArray(prefix)) return sift__gbnf_sb_free(&b), cfail(c, SIFT_E_INVAL, "'prefixItems' must be an array");
         long np = cJSON_GetArraySize(prefix);
         const char **tr = sift__gx_calloc((size_t)np + 1, sizeof *tr);
-        if (!tr) return sift__gx_sb_free(&b), coom(c);
+        if (!tr) return sift__gbnf_sb_free(&b), coom(c);
         long k = 0;
         size_t o = path_push(c, "prefixItems");
         for (const cJSON *it = prefix->child; it && c->status == SIFT_OK; it = it->next, k++) {
@@ -868,39 +868,39 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
         }
         if (c->status != SIFT_OK) {
             sift__gx_free(tr);
-            sift__gx_sb_free(&b);
+            sift__gbnf_sb_free(&b);
             return NULL;
         }
         /* required prefix: the first min(np, max(mn, np if no minItems)) items */
         long need = cJSON_GetObjectItemCaseSensitive(s, "minItems") ? (mn < np ? mn : np) : np;
         if (mx >= 0 && mx < np) np = mx;
         if (need > np) need = np;
-        for (k = 0; k < need; k++) sift__gx_sb_printf(&b, "%s%s", k ? " \",\" space " : "", tr[k]);
+        for (k = 0; k < need; k++) sift__gbnf_sb_printf(&b, "%s%s", k ? " \",\" space " : "", tr[k]);
         /* optional tail of the tuple, then the extra items */
         long opened = 0;
-        for (k = need; k < np; k++, opened++) sift__gx_sb_printf(&b, " (%s%s", k ? "\",\" space " : "", tr[k]);
+        for (k = need; k < np; k++, opened++) sift__gbnf_sb_printf(&b, " (%s%s", k ? "\",\" space " : "", tr[k]);
         if (more_rule) {
             long extra_min = mn > np ? mn - np : 0;
             long extra_max = mx >= 0 ? mx - np : -1;
-            sift__gx_sbuf one = {0};
-            if (np > 0) sift__gx_sb_printf(&one, "(\",\" space %s)", more_rule);
-            else sift__gx_sb_printf(&one, "%s", more_rule);
+            sift__gbnf_sbuf one = {0};
+            if (np > 0) sift__gbnf_sb_printf(&one, "(\",\" space %s)", more_rule);
+            else sift__gbnf_sb_printf(&one, "%s", more_rule);
             if (np > 0) {
-                sift__gx_sb_puts(&b, " ");
-                sift__gx_put_repetition(&b, one.s ? one.s : "", extra_min, extra_max, NULL);
+                sift__gbnf_sb_puts(&b, " ");
+                sift__gbnf_put_repetition(&b, one.s ? one.s : "", extra_min, extra_max, NULL);
             } else {
-                sift__gx_sb_puts(&b, " ");
-                sift__gx_put_repetition(&b, more_rule, extra_min, extra_max, "\",\" space");
+                sift__gbnf_sb_puts(&b, " ");
+                sift__gbnf_put_repetition(&b, more_rule, extra_min, extra_max, "\",\" space");
             }
-            sift__gx_sb_free(&one);
+            sift__gbnf_sb_free(&one);
         }
-        for (k = 0; k < opened; k++) sift__gx_sb_puts(&b, ")?");
+        for (k = 0; k < opened; k++) sift__gbnf_sb_puts(&b, ")?");
         sift__gx_free(tr);
     } else {
         const char *item_rule;
         if (items && !cJSON_IsTrue(items)) {
             if (cJSON_IsFalse(items)) {
-                if (mn > 0) return sift__gx_sb_free(&b), cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing");
+                if (mn > 0) return sift__gbnf_sb_free(&b), cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing");
                 mx = 0;
                 item_rule = "value";
             } else {
@@ -913,11 +913,11 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
         } else {
             item_rule = use_builtin(c, "value");
         }
-        if (!item_rule) return sift__gx_sb_free(&b), (const char *)NULL;
-        sift__gx_put_repetition(&b, item_rule, mn, mx, "\",\" space");
+        if (!item_rule) return sift__gbnf_sb_free(&b), (const char *)NULL;
+        sift__gbnf_put_repetition(&b, item_rule, mn, mx, "\",\" space");
     }
-    sift__gx_sb_puts(&b, " \"]\" space");
-    return add_rule(c, rule_name, sift__gx_sb_take(&b));
+    sift__gbnf_sb_puts(&b, " \"]\" space");
+    return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
 static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
@@ -960,11 +960,11 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
         const char *str = use_builtin(c, "string");
         return str ? add_rule(c, rule_name, dupstr(str)) : NULL;
     }
-    sift__gx_sbuf b = {0};
-    sift__gx_sb_puts(&b, "\"\\\"\" ");
-    sift__gx_put_repetition(&b, ch, mn, mx, NULL);
-    sift__gx_sb_puts(&b, " \"\\\"\" space");
-    return add_rule(c, rule_name, sift__gx_sb_take(&b));
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "\"\\\"\" ");
+    sift__gbnf_put_repetition(&b, ch, mn, mx, NULL);
+    sift__gbnf_sb_puts(&b, " \"\\\"\" space");
+    return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
 static bool get_int_bound(conv *c, const cJSON *s, const char *key, int64_t adjust, bool *has, int64_t *out)
@@ -1012,11 +1012,11 @@ static const char *visit_integer(conv *c, const cJSON *s, const char *rule_name)
         return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
     }
     if (has_min && has_max && mn > mx) return cfail(c, SIFT_E_INVAL, "no integer is within minimum..maximum");
-    sift__gx_sbuf b = {0};
-    sift__gx_sb_puts(&b, "(");
-    sift__gx_put_int_range(&b, has_min, mn, has_max, mx);
-    sift__gx_sb_puts(&b, ") space");
-    return add_rule(c, rule_name, sift__gx_sb_take(&b));
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "(");
+    sift__gbnf_put_int_range(&b, has_min, mn, has_max, mx);
+    sift__gbnf_sb_puts(&b, ") space");
+    return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
 static const char *visit_typed(conv *c, const cJSON *s, const char *name, const char *rule_name, const char *type)
@@ -1088,7 +1088,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             out = cfail(c, SIFT_E_INVAL, "anyOf / oneOf must be a non-empty array");
             goto done;
         }
-        sift__gx_sbuf b = {0};
+        sift__gbnf_sbuf b = {0};
         int k = 0;
         size_t o = path_push(c, cJSON_GetObjectItemCaseSensitive(s, "anyOf") ? "anyOf" : "oneOf");
         for (const cJSON *alt = any->child; alt && c->status == SIFT_OK; alt = alt->next, k++) {
@@ -1101,13 +1101,13 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             const char *r = nm ? visit(c, alt, nm, NULL) : coom(c);
             sift__gx_free(nm);
             path_pop(c, o2);
-            if (r) sift__gx_sb_printf(&b, "%s%s", k ? " | " : "", r);
+            if (r) sift__gbnf_sb_printf(&b, "%s%s", k ? " | " : "", r);
         }
         path_pop(c, o);
-        out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gx_sb_take(&b)) : NULL;
-        sift__gx_sb_free(&b);
+        out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : NULL;
+        sift__gbnf_sb_free(&b);
     } else if (type && cJSON_IsArray(type)) {
-        sift__gx_sbuf b = {0};
+        sift__gbnf_sbuf b = {0};
         int k = 0;
         for (const cJSON *t = type->child; t && c->status == SIFT_OK; t = t->next, k++) {
             if (!cJSON_IsString(t)) {
@@ -1117,19 +1117,19 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             char *nm = join_name(*name ? name : "root", t->valuestring);
             const char *r = nm ? visit_typed(c, s, name, nm, t->valuestring) : coom(c);
             sift__gx_free(nm);
-            if (r) sift__gx_sb_printf(&b, "%s%s", k ? " | " : "", r);
+            if (r) sift__gbnf_sb_printf(&b, "%s%s", k ? " | " : "", r);
         }
         if (!k && c->status == SIFT_OK) cfail(c, SIFT_E_INVAL, "'type' is an empty list");
-        out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gx_sb_take(&b)) : NULL;
-        sift__gx_sb_free(&b);
+        out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : NULL;
+        sift__gbnf_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "const")) {
         if (!check_keywords(c, s, NULL)) goto done;
-        sift__gx_sbuf b = {0};
+        sift__gbnf_sbuf b = {0};
         if (put_json_literal(c, &b, cJSON_GetObjectItemCaseSensitive(s, "const")) && use_builtin(c, "space")) {
-            sift__gx_sb_puts(&b, " space");
-            out = add_rule(c, rule_name, sift__gx_sb_take(&b));
+            sift__gbnf_sb_puts(&b, " space");
+            out = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
         }
-        sift__gx_sb_free(&b);
+        sift__gbnf_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "enum")) {
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
         if (!check_keywords(c, s, NULL)) goto done;
@@ -1137,16 +1137,16 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             out = cfail(c, SIFT_E_INVAL, "'enum' must be a non-empty array");
             goto done;
         }
-        sift__gx_sbuf b = {0};
-        sift__gx_sb_puts(&b, "(");
+        sift__gbnf_sbuf b = {0};
+        sift__gbnf_sb_puts(&b, "(");
         int k = 0;
         for (const cJSON *v = en->child; v; v = v->next, k++) {
-            if (k) sift__gx_sb_puts(&b, " | ");
+            if (k) sift__gbnf_sb_puts(&b, " | ");
             if (!put_json_literal(c, &b, v)) break;
         }
-        sift__gx_sb_puts(&b, ") space");
-        if (c->status == SIFT_OK && use_builtin(c, "space")) out = add_rule(c, rule_name, sift__gx_sb_take(&b));
-        sift__gx_sb_free(&b);
+        sift__gbnf_sb_puts(&b, ") space");
+        if (c->status == SIFT_OK && use_builtin(c, "space")) out = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+        sift__gbnf_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "allOf")) {
         if (!check_keywords(c, s, NULL)) goto done;
         out = visit_all_of(c, s, name, rule_name);
@@ -1228,10 +1228,10 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     }
     if (c.status == SIFT_OK) {
         qsort(c.rules, c.n_rules, sizeof *c.rules, cmp_rule);
-        sift__gx_sbuf b = {0};
-        for (size_t i = 0; i < c.n_rules; i++) sift__gx_sb_printf(&b, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
-        out = sift__gx_sb_take(&b);
-        if (!out) sift__error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", GX_TEXT_MAX);
+        sift__gbnf_sbuf b = {0};
+        for (size_t i = 0; i < c.n_rules; i++) sift__gbnf_sb_printf(&b, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
+        out = sift__gbnf_sb_take(&b);
+        if (!out) sift__error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", SIFT__GBNF_TEXT_MAX);
         /* what this converter returns always parses: the one way it cannot is a $ref cycle
          * that reaches itself before any text ({"$ref": "#"}, {"anyOf": [{"$ref": "#"}, ...]}),
          * a left-recursive rule */

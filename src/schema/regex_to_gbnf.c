@@ -1,5 +1,5 @@
 /*
- * json_regex.c - a JSON schema "pattern" (an ECMA-262 regular expression) as a GBNF
+ * regex_to_gbnf.c - a JSON schema "pattern" (an ECMA-262 regular expression) as a GBNF
  * expression over the characters of a JSON string.
  *
  * Supported: literals, escapes (\d \w \s \D \W \S, \t \n \r \f \v \0, \xHH, \uHHHH, escaped
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "core/status.h"
-#include "grammar/gbnf_text.h"
+#include "schema/gbnf_writer.h"
 #include "grammar/alloc_bits_utf8.h"
 
 #define RX_MAX_DEPTH 256 /* nested groups */
@@ -57,11 +57,11 @@ static bool cps_has(const cpset *cs, uint32_t cp)
 
 /* The JSON-string form of a set of characters: the characters that appear raw in a JSON
  * string, plus the escaped forms of '"', '\' and the control characters in the set. */
-static void put_json_chars(sift__gx_sbuf *b, const cpset *cs)
+static void put_json_chars(sift__gbnf_sbuf *b, const cpset *cs)
 {
-    sift__gx_sb_puts(b, "(");
+    sift__gbnf_sb_puts(b, "(");
     /* raw part: the set minus '"', '\\', 0x00-0x1F */
-    sift__gx_sb_puts(b, cs->neg ? "[^\"\\\\\\x00-\\x1F" : "[");
+    sift__gbnf_sb_puts(b, cs->neg ? "[^\"\\\\\\x00-\\x1F" : "[");
     for (int k = 0; k < cs->n; k++) {
         uint32_t lo = cs->r[2 * k], hi = cs->r[2 * k + 1];
         if (!cs->neg) {
@@ -73,30 +73,30 @@ static void put_json_chars(sift__gx_sbuf *b, const cpset *cs)
             for (int q = 0; q < 2; q++) {
                 if (cuts[q] < a || cuts[q] > hi) continue;
                 if (a < cuts[q]) {
-                    sift__gx_put_class_char(b, a);
+                    sift__gbnf_put_class_char(b, a);
                     if (cuts[q] - 1 > a) {
-                        sift__gx_sb_puts(b, "-");
-                        sift__gx_put_class_char(b, cuts[q] - 1);
+                        sift__gbnf_sb_puts(b, "-");
+                        sift__gbnf_put_class_char(b, cuts[q] - 1);
                     }
                 }
                 a = cuts[q] + 1;
             }
             if (a <= hi) {
-                sift__gx_put_class_char(b, a);
+                sift__gbnf_put_class_char(b, a);
                 if (hi > a) {
-                    sift__gx_sb_puts(b, "-");
-                    sift__gx_put_class_char(b, hi);
+                    sift__gbnf_sb_puts(b, "-");
+                    sift__gbnf_put_class_char(b, hi);
                 }
             }
         } else {
-            sift__gx_put_class_char(b, lo);
+            sift__gbnf_put_class_char(b, lo);
             if (hi > lo) {
-                sift__gx_sb_puts(b, "-");
-                sift__gx_put_class_char(b, hi);
+                sift__gbnf_sb_puts(b, "-");
+                sift__gbnf_put_class_char(b, hi);
             }
         }
     }
-    sift__gx_sb_puts(b, "]");
+    sift__gbnf_sb_puts(b, "]");
     /* escaped part */
     static const struct {
         uint32_t cp;
@@ -104,12 +104,12 @@ static void put_json_chars(sift__gx_sbuf *b, const cpset *cs)
     } E[] = {{'"', "\"\\\\\\\"\""}, {'\\', "\"\\\\\\\\\""}, {'\n', "\"\\\\n\""}, {'\r', "\"\\\\r\""}, {'\t', "\"\\\\t\""},
              {'\b', "\"\\\\b\""}, {'\f', "\"\\\\f\""}};
     for (size_t k = 0; k < sizeof E / sizeof *E; k++)
-        if (cps_has(cs, E[k].cp)) sift__gx_sb_printf(b, " | %s", E[k].esc);
+        if (cps_has(cs, E[k].cp)) sift__gbnf_sb_printf(b, " | %s", E[k].esc);
     for (uint32_t cp = 0; cp < 0x20; cp++) {
         if (cp == '\n' || cp == '\r' || cp == '\t' || cp == '\b' || cp == '\f') continue;
-        if (cps_has(cs, cp)) sift__gx_sb_printf(b, " | \"\\\\u%04x\"", cp);
+        if (cps_has(cs, cp)) sift__gbnf_sb_printf(b, " | \"\\\\u%04x\"", cp);
     }
-    sift__gx_sb_puts(b, ")");
+    sift__gbnf_sb_puts(b, ")");
 }
 
 static bool rx_fail(rx *r, const char *what)
@@ -179,7 +179,7 @@ static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
     }
 }
 
-static bool rx_alt(rx *r, sift__gx_sbuf *out, bool *nullable);
+static bool rx_alt(rx *r, sift__gbnf_sbuf *out, bool *nullable);
 
 /* [...] (r->i past '[') */
 static bool rx_class(rx *r, cpset *cs)
@@ -228,9 +228,9 @@ static bool rx_class(rx *r, cpset *cs)
 }
 
 /* one atom with its quantifier, appended to out; *nullable: it can match the empty string */
-static bool rx_atom(rx *r, sift__gx_sbuf *out, bool *nullable)
+static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
 {
-    sift__gx_sbuf atom = {0};
+    sift__gbnf_sbuf atom = {0};
     char ch = r->s[r->i];
     bool ok = true;
     *nullable = false;
@@ -241,12 +241,12 @@ static bool rx_atom(rx *r, sift__gx_sbuf *out, bool *nullable)
             else return rx_fail(r, "lookaround and named groups are not supported");
         }
         if (++r->depth > RX_MAX_DEPTH) return rx_fail(r, "groups nested too deep");
-        sift__gx_sb_puts(&atom, "(");
+        sift__gbnf_sb_puts(&atom, "(");
         ok = rx_alt(r, &atom, nullable);
         r->depth--;
         if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = rx_fail(r, "missing ')'");
         if (ok) r->i++;
-        sift__gx_sb_puts(&atom, ")");
+        sift__gbnf_sb_puts(&atom, ")");
     } else if (ch == '[') {
         r->i++;
         cpset cs = {0};
@@ -283,7 +283,7 @@ static bool rx_atom(rx *r, sift__gx_sbuf *out, bool *nullable)
         }
     }
     if (!ok) {
-        sift__gx_sb_free(&atom);
+        sift__gbnf_sb_free(&atom);
         return false;
     }
     /* quantifiers (several may follow: a{2}{3}); lazy '?' is the same language */
@@ -310,11 +310,11 @@ static bool rx_atom(rx *r, sift__gx_sbuf *out, bool *nullable)
             }
             if (j >= r->n || r->s[j] != '}') break;
             if (mn > 2000 || mx > 2000) {
-                sift__gx_sb_free(&atom);
+                sift__gbnf_sb_free(&atom);
                 return rx_fail(r, "repetition count above 2000");
             }
             if (mx >= 0 && mx < mn) {
-                sift__gx_sb_free(&atom);
+                sift__gbnf_sb_free(&atom);
                 return rx_fail(r, "repetition {m,n} with n < m");
             }
             r->i = j;
@@ -323,23 +323,23 @@ static bool rx_atom(rx *r, sift__gx_sbuf *out, bool *nullable)
         if (r->i < r->n && r->s[r->i] == '?') r->i++;
         if (mx < 0 && *nullable) {
             /* X* with X able to match nothing would be a left-recursive grammar rule */
-            sift__gx_sb_free(&atom);
+            sift__gbnf_sb_free(&atom);
             return rx_fail(r, "unbounded repetition of an expression that can match the empty string");
         }
         if (mn == 0) *nullable = true;
-        sift__gx_sbuf rep = {0};
-        sift__gx_sbuf grp = {0};
-        sift__gx_sb_puts(&grp, "(");
-        sift__gx_sb_putn(&grp, atom.s ? atom.s : "", atom.n);
-        sift__gx_sb_puts(&grp, ")");
-        sift__gx_put_repetition(&rep, grp.s ? grp.s : "()", mn, mx, NULL);
-        sift__gx_sb_free(&grp);
-        sift__gx_sb_free(&atom);
+        sift__gbnf_sbuf rep = {0};
+        sift__gbnf_sbuf grp = {0};
+        sift__gbnf_sb_puts(&grp, "(");
+        sift__gbnf_sb_putn(&grp, atom.s ? atom.s : "", atom.n);
+        sift__gbnf_sb_puts(&grp, ")");
+        sift__gbnf_put_repetition(&rep, grp.s ? grp.s : "()", mn, mx, NULL);
+        sift__gbnf_sb_free(&grp);
+        sift__gbnf_sb_free(&atom);
         atom = rep;
     }
-    sift__gx_sb_putn(out, atom.s ? atom.s : "", atom.n);
+    sift__gbnf_sb_putn(out, atom.s ? atom.s : "", atom.n);
     bool oom = atom.oom;
-    sift__gx_sb_free(&atom);
+    sift__gbnf_sb_free(&atom);
     if (oom) {
         if (r->status == SIFT_OK) r->status = sift__error_set(r->err, SIFT_E_NOMEM, "out of memory");
         return false;
@@ -347,28 +347,28 @@ static bool rx_atom(rx *r, sift__gx_sbuf *out, bool *nullable)
     return true;
 }
 
-static bool rx_seq(rx *r, sift__gx_sbuf *out, bool *nullable)
+static bool rx_seq(rx *r, sift__gbnf_sbuf *out, bool *nullable)
 {
     bool first = true;
     *nullable = true;
     while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
         if (r->s[r->i] == '^' || r->s[r->i] == '$') return rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
-        if (!first) sift__gx_sb_puts(out, " ");
+        if (!first) sift__gbnf_sb_puts(out, " ");
         first = false;
         bool an;
         if (!rx_atom(r, out, &an)) return false;
         *nullable &= an;
     }
-    if (first) sift__gx_sb_puts(out, "\"\"");
+    if (first) sift__gbnf_sb_puts(out, "\"\"");
     return true;
 }
 
-static bool rx_alt(rx *r, sift__gx_sbuf *out, bool *nullable)
+static bool rx_alt(rx *r, sift__gbnf_sbuf *out, bool *nullable)
 {
     if (!rx_seq(r, out, nullable)) return false;
     while (r->i < r->n && r->s[r->i] == '|') {
         r->i++;
-        sift__gx_sb_puts(out, " | ");
+        sift__gbnf_sb_puts(out, " | ");
         bool sn;
         if (!rx_seq(r, out, &sn)) return false;
         *nullable |= sn;
@@ -376,12 +376,12 @@ static bool rx_alt(rx *r, sift__gx_sbuf *out, bool *nullable)
     return true;
 }
 
-char *sift__gx_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err)
+char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err)
 {
     *anch_start = n && pattern[0] == '^';
     *anch_end = n && pattern[n - 1] == '$' && !(n >= 2 && pattern[n - 2] == '\\') && !(n == 1 && *anch_start);
     rx r = {.s = pattern + *anch_start, .n = n - *anch_start - *anch_end, .err = err, .status = SIFT_OK};
-    sift__gx_sbuf out = {0};
+    sift__gbnf_sbuf out = {0};
     bool nullable;
     bool ok = rx_alt(&r, &out, &nullable);
     if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
@@ -390,8 +390,8 @@ char *sift__gx_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bo
         ok = false;
     }
     if (!ok) {
-        sift__gx_sb_free(&out);
+        sift__gbnf_sb_free(&out);
         return NULL;
     }
-    return sift__gx_sb_take(&out);
+    return sift__gbnf_sb_take(&out);
 }

@@ -1,0 +1,48 @@
+/*
+ * gbnf_writer.h - writing GBNF text: a growing string, literals, class characters, repetitions
+ * and integer ranges. Shared by the JSON schema converter (json_schema.c) and the pattern
+ * translator (regex_to_gbnf.c); everything here produces text sift_grammar_parse reads back.
+ */
+#ifndef SIFT_SCHEMA_GBNF_WRITER_H
+#define SIFT_SCHEMA_GBNF_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sift.h"
+
+#define SIFT__GBNF_TEXT_MAX (64u << 20) /* a generated grammar larger than this is an out-of-memory error */
+
+/* A growing NUL-terminated string; `oom` latches the first allocation failure. */
+typedef struct {
+    char *s;
+    size_t n, cap;
+    bool oom;
+} sift__gbnf_sbuf;
+
+void sift__gbnf_sb_putn(sift__gbnf_sbuf *b, const char *s, size_t n);
+void sift__gbnf_sb_puts(sift__gbnf_sbuf *b, const char *s);
+void sift__gbnf_sb_printf(sift__gbnf_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sift__gbnf_sb_free(sift__gbnf_sbuf *b);
+/* The string (malloc'd, "" when empty), or NULL after an allocation failure; b is reset. */
+char *sift__gbnf_sb_take(sift__gbnf_sbuf *b);
+
+/* "..." for raw bytes s[0..n), with GBNF escapes */
+void sift__gbnf_put_literal(sift__gbnf_sbuf *b, const char *s, size_t n);
+/* one code point inside [...] */
+void sift__gbnf_put_class_char(sift__gbnf_sbuf *b, uint32_t cp);
+/* item{min,max}, with `sep` between items when not NULL (max < 0: unbounded); llama.cpp's
+ * build_repetition */
+void sift__gbnf_put_repetition(sift__gbnf_sbuf *b, const char *item, long min, long max, const char *sep);
+/* the decimal integers within [min, max] (a missing bound: at most 16 digits that way),
+ * digit by digit, no leading zeros, no "-0" */
+void sift__gbnf_put_int_range(sift__gbnf_sbuf *b, bool has_min, int64_t min, bool has_max, int64_t max);
+
+/* The GBNF expression of a JSON-schema pattern (ECMA-262 regex subset) over the string's
+ * characters in their canonical JSON encoding; see regex_to_gbnf.c. *anch_start / *anch_end:
+ * the pattern began with '^' / ended with '$'. Returns malloc'd text, or NULL with err
+ * (SIFT_E_UNSUPPORTED "offset N: what", SIFT_E_NOMEM). */
+char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err);
+
+#endif
