@@ -897,8 +897,8 @@ SIFT_API int sift_model_desc(const sift_model *model, char *buf, size_t cap);
 typedef enum sift_isa {
     SIFT_ISA_AUTO = 0,
     SIFT_ISA_SCALAR = 1, /* portable C, the reference the SIMD kernels are tested against */
-    SIFT_ISA_AVX2 = 2,   /* AVX2 + FMA + F16C */
-    SIFT_ISA_AVX512 = 3, /* AVX-512 F/BW/VL (+ VNNI where present) */
+    SIFT_ISA_AVX2 = 2,   /* AVX2 + FMA + F16C + BMI2 */
+    SIFT_ISA_AVX512 = 3, /* AVX-512 F/BW/VL/DQ, and all of AVX2's */
 } sift_isa;
 /* The best ISA this CPU supports, and a name for one ("avx512", ...). */
 SIFT_API sift_isa sift_isa_best(void);

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "core/cpu.h"
 #include "grammar/mask.h"
 #include "grammar/mask_apply.h"
 #include "grammar_util.h"
@@ -508,8 +509,8 @@ static void test_mask_apply_variants(void **state)
     sift_token *id = malloc(size * sizeof *id);
     float *l0 = malloc(size * sizeof *l0), *l1 = malloc(size * sizeof *l1), *l2 = malloc(size * sizeof *l2);
     sift__gx_mask_apply_fn best = sift__gx_mask_apply_best();
-    bool has_avx2 = __builtin_cpu_supports("avx2");
-    bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    bool has_avx2 = sift__cpu_runs(SIFT_ISA_AVX2);
+    bool has_avx512 = sift__cpu_runs(SIFT_ISA_AVX512);
     for (int round = 0; round < 40; round++) {
         for (size_t w = 0; w < sizeof mask / sizeof *mask; w++) {
             uint64_t r = rng_next(&seed);

@@ -4,8 +4,9 @@
  *
  * The scalar kernels define what every SIMD variant must compute; they are written as
  * plain loops in the same order of operations, so a variant can be checked against them
- * bit for bit. The choice is made once per process (pthread_once): the best ISA the CPU
- * has (AVX-512 F/BW/VL/DQ, else AVX2 + FMA), lowered by SIFT_FASTK=scalar|avx2 when set.
+ * bit for bit. The choice is made once per process (pthread_once): the best level the CPU
+ * and OS run (core/cpu.c: AVX-512, else AVX2, with the whole flag set each file is compiled
+ * with), lowered by SIFT_FASTK=scalar|avx2 when set.
  * The chosen variant's exp_exact is then probed against libm's expf; if a single probe
  * differs (another libm, a build without FMA contraction) the variant keeps its other
  * kernels but exp_exact calls expf.
@@ -17,6 +18,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/cpu.h"
 
 /* glibc's __exp2f_data.tab: 2^(i/32) with i << 47 subtracted from its bits */
 const uint64_t sift__exp2f_tab[32] = {
@@ -240,15 +243,6 @@ const sift__fk sift__fk_scalar = {
 
 /* ---- choosing a variant ----------------------------------------------------------------- */
 
-#if defined(__x86_64__)
-static bool cpu_avx512(void)
-{
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
-}
-static bool cpu_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
-#endif
-
 /* Does a variant's exp_exact give libm's expf bits? Probes: the special values and
  * thresholds of glibc's expf, the one input in [-104, 0] where its FMA and non-FMA builds
  * differ (-0x1.f8cbb2p+5), and a spread of 4096 values over [-104, 0] and (0, 89). */
@@ -285,16 +279,15 @@ static bool exp_exact_matches(const sift__fk *v)
 static sift__fk chosen;
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
+/* The variant of a level (the enum's order is the levels' order). */
+static const sift__fk *variant_of(sift_isa isa)
+{
+    return isa == SIFT_ISA_AVX512 ? &sift__fk_avx512 : isa == SIFT_ISA_AVX2 ? &sift__fk_avx2 : &sift__fk_scalar;
+}
+
 static void choose(void)
 {
-    const sift__fk *best = &sift__fk_scalar;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    const char *force = getenv("SIFT_FASTK");
-    const int cap = !force ? 2 : !strcmp(force, "scalar") ? 0 : !strcmp(force, "avx2") ? 1 : 2;
-    if (cap >= 2 && cpu_avx512()) best = &sift__fk_avx512;
-    else if (cap >= 1 && cpu_avx2()) best = &sift__fk_avx2;
-#endif
+    const sift__fk *best = variant_of(sift__cpu_best_env("SIFT_FASTK"));
     chosen = *best;
     if (best != &sift__fk_scalar && !exp_exact_matches(best)) {
         chosen.exp_exact = sift__fk_scalar.exp_exact;
@@ -311,11 +304,8 @@ const sift__fk *sift__fk_best(void)
 int sift__fk_all(const sift__fk **out, int cap)
 {
     int n = 0;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (n < cap && cpu_avx512()) out[n++] = &sift__fk_avx512;
-    if (n < cap && cpu_avx2()) out[n++] = &sift__fk_avx2;
-#endif
+    if (n < cap && sift__cpu_runs(SIFT_ISA_AVX512)) out[n++] = &sift__fk_avx512;
+    if (n < cap && sift__cpu_runs(SIFT_ISA_AVX2)) out[n++] = &sift__fk_avx2;
     if (n < cap) out[n++] = &sift__fk_scalar;
     return n;
 }

@@ -1,7 +1,7 @@
 /*
  * fast_kernels.h - the SIMD kernels behind the chain's fast paths (core/fast.c), with a portable
- * scalar version of each, chosen once per process at run time (AVX-512, AVX2 + FMA, or
- * scalar; SIFT_FASTK=scalar|avx2 in the environment forces a lower level).
+ * scalar version of each, chosen once per process at run time (AVX-512, AVX2 or scalar, as
+ * core/cpu.h finds them; SIFT_FASTK=scalar|avx2 in the environment forces a lower level).
  *
  * Every kernel reads a raw `const float *` logit vector (the caller's, never copied) and
  * has one of two kinds of contract:

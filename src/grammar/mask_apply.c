@@ -1,9 +1,11 @@
 /*
  * mask_apply.c - the portable version of the masking pass and the run-time dispatch (see
- * mask_apply.h).
+ * mask_apply.h). The dispatch asks core/cpu.h, whose levels are the flag sets the
+ * *_avx2.c / *_avx512.c files are compiled with.
  */
 #include <math.h>
 
+#include "core/cpu.h"
 #include "grammar/mask_apply.h"
 
 size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens)
@@ -20,11 +22,9 @@ size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t siz
 
 sift__gx_mask_apply_fn sift__gx_mask_apply_best(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-        return sift__gx_mask_apply_avx512;
-    if (__builtin_cpu_supports("avx2")) return sift__gx_mask_apply_avx2;
-#endif
-    return sift__gx_mask_apply_scalar;
+    switch (sift__cpu_get()->best) {
+    case SIFT_ISA_AVX512: return sift__gx_mask_apply_avx512;
+    case SIFT_ISA_AVX2: return sift__gx_mask_apply_avx2;
+    default: return sift__gx_mask_apply_scalar;
+    }
 }

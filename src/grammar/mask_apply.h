@@ -3,8 +3,8 @@
  * in the set gets logit -inf.
  *
  * This pass over the candidates is the one O(vocabulary) part of a warm grammar apply, so it
- * has SIMD versions (AVX2, AVX-512) chosen at run time. All versions give identical results
- * (tests/test_grammar_mask.c). The fast path is the common layout right after a fill
+ * has SIMD versions (AVX2, AVX-512) chosen at run time (core/cpu.h). All versions give
+ * identical results (tests/test_grammar_sampler.c). The fast path is the common layout right after a fill
  * (id[i] == i), detected block by block: such a block takes its 8 or 16 mask bits directly;
  * any other block looks each id up.
  */

@@ -10,15 +10,17 @@
  *
  * Choosing a table: sift__kernels_get() builds the three tables once (pthread_once). The
  * AVX2 and AVX-512 tables are copies of the scalar one with the entries their files
- * implement replaced; they are only built when CPUID says the instructions exist, because
- * the compiler may use those instructions anywhere in the *_avx2.c / *_avx512.c files.
+ * implement replaced; they are only built when core/cpu.c says the CPU and OS run every
+ * instruction of the file's flag set, because the compiler may use those instructions
+ * anywhere in the *_avx2.c / *_avx512.c files.
  */
 #include "model/kernels.h"
 
-#include <cpuid.h>
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+
+#include "core/cpu.h"
 
 /* ---- activation formats -------------------------------------------------------------- */
 
@@ -349,43 +351,17 @@ static void init_scalar(sift__kernels *k)
     k->swiglu = swiglu_scalar;
 }
 
-/* CPUID, not __builtin_cpu_supports, for F16C (which GCC 12 cannot name there) and for the
- * OS's consent to save the wide registers (XGETBV). */
-static bool cpu_has_avx2(void)
-{
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
-    if (!(fma && osxsave && avx && f16c)) return false;
-    unsigned xlo, xhi;
-    __asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
-    if ((xlo & 6) != 6) return false; /* XMM and YMM state */
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    return (b & (1u << 5)) && (b & (1u << 8)); /* AVX2, BMI2 */
-}
-
-static bool cpu_has_avx512(void)
-{
-    if (!cpu_has_avx2()) return false;
-    unsigned a, b, c, d, xlo, xhi;
-    __asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
-    if ((xlo & 0xe6) != 0xe6) return false; /* opmask, ZMM_Hi256, Hi16_ZMM */
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    const bool f = b & (1u << 16), dq = b & (1u << 17), bw = b & (1u << 30), vl = b & (1u << 31);
-    return f && dq && bw && vl;
-}
-
 static void init_tables(void)
 {
     init_scalar(&tables[SIFT_ISA_SCALAR]);
     table_ok[SIFT_ISA_SCALAR] = true;
-    if (cpu_has_avx2()) {
+    if (sift__cpu_runs(SIFT_ISA_AVX2)) {
         tables[SIFT_ISA_AVX2] = tables[SIFT_ISA_SCALAR];
         tables[SIFT_ISA_AVX2].isa = SIFT_ISA_AVX2;
         sift__kernels_init_avx2(&tables[SIFT_ISA_AVX2]);
         table_ok[SIFT_ISA_AVX2] = true;
     }
-    if (cpu_has_avx512()) {
+    if (sift__cpu_runs(SIFT_ISA_AVX512)) {
         tables[SIFT_ISA_AVX512] = tables[SIFT_ISA_AVX2];
         tables[SIFT_ISA_AVX512].isa = SIFT_ISA_AVX512;
         sift__kernels_init_avx512(&tables[SIFT_ISA_AVX512]);

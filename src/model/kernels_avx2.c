@@ -1,6 +1,11 @@
 /*
- * kernels_avx2.c - the AVX2 + FMA + F16C kernels (compiled with -mavx2 -mfma -mf16c; entered
- * only after kernels.c has checked CPUID).
+ * kernels_avx2.c - the AVX2 + FMA + F16C kernels (compiled with -mavx2 -mfma -mf16c -mbmi2;
+ * entered only after core/cpu.c has found all of those, and the OS's YMM state).
+ *
+ * This file holds the inner kernels at 256 bits; the drivers around them (the column-count
+ * dispatch, many rows against one column, the 4 x 4 tiles of a matrix product) and the
+ * helpers that do not depend on the width are shared with kernels_avx512.c through
+ * kernels_simd.h.
  *
  * Float kernels (F32, F16, attention) keep one vector accumulator set per activation
  * column and never mix columns, so a column's result is the same whether it is computed
@@ -20,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/kernels.h"
+#include "model/kernels_simd.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -66,16 +71,6 @@ static inline __m256 exp_ps(__m256 x)
     return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
-#define FORCE_INLINE static inline __attribute__((always_inline))
-
-/* Half -> float with F16C's vcvtph2ps: bit for bit sift__fp16_to_fp32 (NaNs made quiet the
- * same way), but inline, so the kernels' loops make no calls (a call would spill every
- * vector register). */
-static inline float f16c_to_fp32(uint16_t h)
-{
-    return _cvtsh_ss(h);
-}
-
 /* ---- F32 -------------------------------------------------------------------------------------- */
 
 FORCE_INLINE void dot_f32_n(int64_t n, const float *w, const char *x, size_t xs, float *s, const int NC)
@@ -103,15 +98,7 @@ FORCE_INLINE void dot_f32_n(int64_t n, const float *w, const char *x, size_t xs,
     }
 }
 
-static void dot_f32(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_f32_n(n, w, x, xs, s, 1); break;
-    case 2: dot_f32_n(n, w, x, xs, s, 2); break;
-    case 3: dot_f32_n(n, w, x, xs, s, 3); break;
-    default: dot_f32_n(n, w, x, xs, s, 4); break;
-    }
-}
+SIFT__DOT_COLS(dot_f32)
 
 /* ---- F16 x F16 ------------------------------------------------------------------------------------ */
 
@@ -151,15 +138,7 @@ FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t 
     }
 }
 
-static void dot_f16(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_f16_n(n, w, x, xs, s, 1); break;
-    case 2: dot_f16_n(n, w, x, xs, s, 2); break;
-    case 3: dot_f16_n(n, w, x, xs, s, 3); break;
-    default: dot_f16_n(n, w, x, xs, s, 4); break;
-    }
-}
+SIFT__DOT_COLS(dot_f16)
 
 static void act_convert(sift__act_format f, const float *x, void *dst, int64_t n)
 {
@@ -198,23 +177,7 @@ FORCE_INLINE void dot_q8_0_n(int64_t n, const sift__block_q8_0 *a, const char *x
     for (int j = 0; j < NC; j++) s[j] = sum[j];
 }
 
-static void dot_q8_0(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_q8_0_n(n, w, x, xs, s, 1); break;
-    case 2: dot_q8_0_n(n, w, x, xs, s, 2); break;
-    case 3: dot_q8_0_n(n, w, x, xs, s, 3); break;
-    default: dot_q8_0_n(n, w, x, xs, s, 4); break;
-    }
-}
-
-/* the 32 values of a Q4_0 block as signed bytes: low nibbles (values 0..15), then high */
-static inline __m256i unpack_q4_0(const uint8_t *qs)
-{
-    const __m128i b = _mm_loadu_si128((const __m128i *)qs);
-    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
-    return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
-}
+SIFT__DOT_COLS(dot_q8_0)
 
 FORCE_INLINE void dot_q4_0_n(int64_t n, const sift__block_q4_0 *a, const char *x, size_t xs, float *s, const int NC)
 {
@@ -231,15 +194,7 @@ FORCE_INLINE void dot_q4_0_n(int64_t n, const sift__block_q4_0 *a, const char *x
     for (int j = 0; j < NC; j++) s[j] = sum[j];
 }
 
-static void dot_q4_0(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_q4_0_n(n, w, x, xs, s, 1); break;
-    case 2: dot_q4_0_n(n, w, x, xs, s, 2); break;
-    case 3: dot_q4_0_n(n, w, x, xs, s, 3); break;
-    default: dot_q4_0_n(n, w, x, xs, s, 4); break;
-    }
-}
+SIFT__DOT_COLS(dot_q4_0)
 
 /* Tiles of weight rows x activation rows (the forward pass's matrix products for batches):
  * as in kernels_avx512.c, the expensive part of the scalar code's per-block step is reducing
@@ -277,8 +232,7 @@ static inline __m256i w_q4_0(const sift__block_q4_0 *a)
     return unpack_q4_0(a->qs);
 }
 
-#define UNROLL4 _Pragma("GCC unroll 4")
-
+/* NAME_tile (R x C pairs over the whole rows), and gemm_NAME, the shared 4 x 4 driver over it */
 #define QX_0_GEMM(NAME, WBLOCK)                                                                                      \
     FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift__block_q8_0 *const *b, __m128 *sum,    \
                                   const int R, const int C, const char *pf)                                         \
@@ -306,50 +260,12 @@ static inline __m256i w_q4_0(const sift__block_q4_0 *a)
             }                                                                                                        \
         }                                                                                                            \
     }                                                                                                                \
-    /* 4 rows x 4 columns at a time (fewer at the edges: missing rows repeat the last one) */                      \
-    static void gemm_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t xs,    \
-                            int64_t n_cols, float *out, int64_t os)                                                  \
-    {                                                                                                                \
-        for (int64_t r = 0; r < n_rows; r += 4) {                                                                    \
-            const int nr = n_rows - r < 4 ? (int)(n_rows - r) : 4;                                                   \
-            const WBLOCK *a[4];                                                                                      \
-            for (int i = 0; i < 4; i++) a[i] = (const WBLOCK *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes); \
-            /* the next four rows, fetched while these are computed (four rows read side by side defeat the \
-             * hardware prefetcher) */                                                                               \
-            const char *pf = r + 8 <= n_rows ? (const char *)w + (r + 4) * row_bytes : NULL;                        \
-            for (int64_t c = 0; c < n_cols; c += 4) {                                                                \
-                const int nc = n_cols - c < 4 ? (int)(n_cols - c) : 4;                                               \
-                const sift__block_q8_0 *b[4];                                                                         \
-                for (int j = 0; j < nc; j++) b[j] = (const sift__block_q8_0 *)((const char *)x + (c + j) * xs);       \
-                __m128 sum[4];                                                                                       \
-                switch (nc) {                                                                                        \
-                case 1: NAME##_tile(n, a, b, sum, 4, 1, pf); break;                                                      \
-                case 2: NAME##_tile(n, a, b, sum, 4, 2, pf); break;                                                      \
-                case 3: NAME##_tile(n, a, b, sum, 4, 3, pf); break;                                                      \
-                default: NAME##_tile(n, a, b, sum, 4, 4, pf); break;                                                     \
-                }                                                                                                    \
-                float v[16];                                                                                         \
-                for (int g = 0; g < nc; g++) _mm_storeu_ps(v + 4 * g, sum[g]); /* 4 * nc pairs: nc groups */         \
-                for (int i = 0; i < nr; i++)                                                                         \
-                    for (int j = 0; j < nc; j++) out[(c + j) * os + r + i] = v[i * nc + j];                          \
-            }                                                                                                        \
-        }                                                                                                            \
-    }
+    SIFT__GEMM_4X4(NAME, WBLOCK)
 
 QX_0_GEMM(q8_0, sift__block_q8_0)
 QX_0_GEMM(q4_0, sift__block_q4_0)
 
 /* ---- Q4_K against Q8_K -------------------------------------------------------------------------------- */
-
-static inline void q4k_scales(const uint8_t *q, int sc[8], int m[8])
-{
-    for (int j = 0; j < 4; j++) {
-        sc[j] = q[j] & 63;
-        m[j] = q[j + 4] & 63;
-        sc[j + 4] = (q[j + 8] & 0xF) | ((q[j] >> 6) << 4);
-        m[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
-    }
-}
 
 FORCE_INLINE void dot_q4_K_n(int64_t n, const sift_block_q4_K *a, const char *x, size_t xs, float *s, const int NC)
 {
@@ -382,15 +298,7 @@ FORCE_INLINE void dot_q4_K_n(int64_t n, const sift_block_q4_K *a, const char *x,
     for (int j = 0; j < NC; j++) s[j] = sum[j];
 }
 
-static void dot_q4_K(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_q4_K_n(n, w, x, xs, s, 1); break;
-    case 2: dot_q4_K_n(n, w, x, xs, s, 2); break;
-    case 3: dot_q4_K_n(n, w, x, xs, s, 3); break;
-    default: dot_q4_K_n(n, w, x, xs, s, 4); break;
-    }
-}
+SIFT__DOT_COLS(dot_q4_K)
 
 /* ---- Q6_K against Q8_K -------------------------------------------------------------------------------- */
 
@@ -433,30 +341,16 @@ FORCE_INLINE void dot_q6_K_n(int64_t n, const sift_block_q6_K *a, const char *x,
     for (int j = 0; j < NC; j++) s[j] = sum[j];
 }
 
-static void dot_q6_K(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_q6_K_n(n, w, x, xs, s, 1); break;
-    case 2: dot_q6_K_n(n, w, x, xs, s, 2); break;
-    case 3: dot_q6_K_n(n, w, x, xs, s, 3); break;
-    default: dot_q6_K_n(n, w, x, xs, s, 4); break;
-    }
-}
+SIFT__DOT_COLS(dot_q6_K)
 
 /* ---- one column, many rows (generation) --------------------------------------------------------- */
 
-#define ROWS(NAME, WT)                                                                                               \
-    static void rows_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)   \
-    {                                                                                                                \
-        for (int64_t r = 0; r < n_rows; r++) NAME##_n(n, (const WT *)((const char *)w + r * row_bytes), x, 0, out + r, 1); \
-    }
-ROWS(dot_f32, float)
-ROWS(dot_f16, uint16_t)
-ROWS(dot_q8_0, sift__block_q8_0)
-ROWS(dot_q4_0, sift__block_q4_0)
-ROWS(dot_q4_K, sift_block_q4_K)
-ROWS(dot_q6_K, sift_block_q6_K)
-#undef ROWS
+SIFT__ROWS(dot_f32, float)
+SIFT__ROWS(dot_f16, uint16_t)
+SIFT__ROWS(dot_q8_0, sift__block_q8_0)
+SIFT__ROWS(dot_q4_0, sift__block_q4_0)
+SIFT__ROWS(dot_q4_K, sift_block_q4_K)
+SIFT__ROWS(dot_q6_K, sift_block_q6_K)
 
 /* ---- attention and element-wise ---------------------------------------------------------------------- */
 

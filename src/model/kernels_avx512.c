@@ -1,7 +1,9 @@
 /*
- * kernels_avx512.c - the AVX-512 kernels (compiled with -mavx512f/bw/vl/dq; entered only
- * after kernels.c has checked CPUID and XCR0). The table starts as a copy of the AVX2 one;
- * this file replaces what gains from 16-lane floats or 64-byte integer vectors.
+ * kernels_avx512.c - the AVX-512 kernels (compiled with -mavx512f/bw/vl/dq on top of the
+ * AVX2 flags; entered only after core/cpu.c has found all of those, and the OS's opmask and
+ * ZMM state). The table starts as a copy of the AVX2 one; this file replaces what gains
+ * from 16-lane floats or 64-byte integer vectors. The drivers around the inner kernels and
+ * the width-independent helpers are kernels_avx2.c's, shared through kernels_simd.h.
  *
  * The design rules are those of kernels_avx2.c: per-column accumulators (a column's result
  * never depends on its neighbours), masked tails where a lane's arithmetic must not depend
@@ -22,17 +24,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/kernels.h"
-
-#define FORCE_INLINE static inline __attribute__((always_inline))
-
-/* Half -> float with F16C's vcvtph2ps: bit for bit sift__fp16_to_fp32 (NaNs made quiet the
- * same way), but inline, so the kernels' loops make no calls (a call would spill every
- * vector register). */
-static inline float f16c_to_fp32(uint16_t h)
-{
-    return _cvtsh_ss(h);
-}
+#include "model/kernels_simd.h"
 
 static inline __m512 exp_ps(__m512 x)
 {
@@ -85,15 +77,7 @@ FORCE_INLINE void dot_f32_n(int64_t n, const float *w, const char *x, size_t xs,
     for (int j = 0; j < NC; j++) s[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[j][0], acc[j][1]));
 }
 
-static void dot_f32(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_f32_n(n, w, x, xs, s, 1); break;
-    case 2: dot_f32_n(n, w, x, xs, s, 2); break;
-    case 3: dot_f32_n(n, w, x, xs, s, 3); break;
-    default: dot_f32_n(n, w, x, xs, s, 4); break;
-    }
-}
+SIFT__DOT_COLS(dot_f32)
 
 /* ---- F16 x F16 ------------------------------------------------------------------------------------ */
 
@@ -131,15 +115,7 @@ FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t 
     }
 }
 
-static void dot_f16(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_f16_n(n, w, x, xs, s, 1); break;
-    case 2: dot_f16_n(n, w, x, xs, s, 2); break;
-    case 3: dot_f16_n(n, w, x, xs, s, 3); break;
-    default: dot_f16_n(n, w, x, xs, s, 4); break;
-    }
-}
+SIFT__DOT_COLS(dot_f16)
 
 static void act_convert(sift__act_format f, const float *x, void *dst, int64_t n)
 {
@@ -176,14 +152,6 @@ static inline __m512i w2_q8_0(const sift__block_q8_0 *a, int64_t k, bool two)
     const __m256i lo = _mm256_loadu_si256((const __m256i *)a[k].qs);
     return two ? _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i *)a[k + 1].qs), 1)
                : _mm512_zextsi256_si512(lo);
-}
-
-/* Q4_0: value i of a block is (qs[i] & 15) - 8, value i+16 is (qs[i] >> 4) - 8. */
-static inline __m256i unpack_q4_0(const uint8_t *qs)
-{
-    const __m128i b = _mm_loadu_si128((const __m128i *)qs);
-    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
-    return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
 }
 
 static inline __m512i w2_q4_0(const sift__block_q4_0 *a, int64_t k, bool two)
@@ -233,9 +201,6 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
 {
     return _mm256_cvtph_ps(_mm_setr_epi16((short)a0, (short)b0, (short)c0, (short)d0, (short)a1, (short)b1, (short)c1, (short)d1));
 }
-
-/* (the four pairs' registers must stay registers: unroll their loops) */
-#define UNROLL4 _Pragma("GCC unroll 4")
 
 /* One step (blocks k and k+1, or k alone when !TWO) of the products of R weight rows and C
  * activation rows (R, C <= 4). The R*C pairs are numbered q = i*C + j (row i, column j) and
@@ -337,50 +302,12 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
     {                                                                                                                \
         for (int64_t r = 0; r < n_rows; r++) out[r] = NAME##_one(n, (const WBLOCK *)((const char *)w + r * row_bytes), x); \
     }                                                                                                                \
-    /* Tiles of 4 rows x 4 columns (fewer at the edges: the missing rows repeat the last one). */                  \
-    static void gemm_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t xs,    \
-                            int64_t n_cols, float *out, int64_t os)                                                  \
-    {                                                                                                                \
-        for (int64_t r = 0; r < n_rows; r += 4) {                                                                    \
-            const int nr = n_rows - r < 4 ? (int)(n_rows - r) : 4;                                                   \
-            const WBLOCK *a[4];                                                                                      \
-            for (int i = 0; i < 4; i++) a[i] = (const WBLOCK *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes); \
-            /* the next four rows, fetched while these are computed (four rows read side by side defeat the \
-             * hardware prefetcher) */                                                                               \
-            const char *pf = r + 8 <= n_rows ? (const char *)w + (r + 4) * row_bytes : NULL;                        \
-            for (int64_t c = 0; c < n_cols; c += 4) {                                                                \
-                const int nc = n_cols - c < 4 ? (int)(n_cols - c) : 4;                                              \
-                const sift__block_q8_0 *b[4];                                                                         \
-                for (int j = 0; j < nc; j++) b[j] = (const sift__block_q8_0 *)((const char *)x + (c + j) * xs);       \
-                __m128 sum[4];                                                                                       \
-                switch (nc) {                                                                                        \
-                case 1: NAME##_tile(n, a, b, sum, 4, 1, pf); break;                                                      \
-                case 2: NAME##_tile(n, a, b, sum, 4, 2, pf); break;                                                      \
-                case 3: NAME##_tile(n, a, b, sum, 4, 3, pf); break;                                                      \
-                default: NAME##_tile(n, a, b, sum, 4, 4, pf); break;                                                     \
-                }                                                                                                    \
-                float v[16];                                                                                         \
-                for (int g = 0; g < nc; g++) _mm_storeu_ps(v + 4 * g, sum[g]); /* 4 * nc pairs: nc groups */         \
-                for (int i = 0; i < nr; i++)                                                                         \
-                    for (int j = 0; j < nc; j++) out[(c + j) * os + r + i] = v[i * nc + j];                          \
-            }                                                                                                        \
-        }                                                                                                            \
-    }
+    SIFT__GEMM_4X4(NAME, WBLOCK)
 
 QX_0_TILE(q8_0, sift__block_q8_0)
 QX_0_TILE(q4_0, sift__block_q4_0)
 
 /* ---- Q4_K and Q6_K against Q8_K: 64 values per register ---------------------------------------------- */
-
-static inline void q4k_scales(const uint8_t *q, int sc[8], int m[8])
-{
-    for (int j = 0; j < 4; j++) {
-        sc[j] = q[j] & 63;
-        m[j] = q[j + 4] & 63;
-        sc[j + 4] = (q[j + 8] & 0xF) | ((q[j] >> 6) << 4);
-        m[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
-    }
-}
 
 /* 16-bit lanes of a register holding the scales of the 32-value quarters:
  * lanes 0-3 scale a, 4-7 b, 8-11 c, 12-15 d in each... laid out per 128-bit lane */
@@ -423,15 +350,7 @@ FORCE_INLINE void dot_q4_K_n(int64_t n, const sift_block_q4_K *a, const char *x,
     for (int j = 0; j < NC; j++) s[j] = sum[j];
 }
 
-static void dot_q4_K(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_q4_K_n(n, w, x, xs, s, 1); break;
-    case 2: dot_q4_K_n(n, w, x, xs, s, 2); break;
-    case 3: dot_q4_K_n(n, w, x, xs, s, 3); break;
-    default: dot_q4_K_n(n, w, x, xs, s, 4); break;
-    }
-}
+SIFT__DOT_COLS(dot_q4_K)
 
 /* Half h of a Q6_K block as two registers of 64 six-bit values (0..63) in element order. */
 static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m512i q[2])
@@ -473,28 +392,14 @@ FORCE_INLINE void dot_q6_K_n(int64_t n, const sift_block_q6_K *a, const char *x,
     for (int j = 0; j < NC; j++) s[j] = sum[j];
 }
 
-static void dot_q6_K(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
-{
-    switch (ncols) {
-    case 1: dot_q6_K_n(n, w, x, xs, s, 1); break;
-    case 2: dot_q6_K_n(n, w, x, xs, s, 2); break;
-    case 3: dot_q6_K_n(n, w, x, xs, s, 3); break;
-    default: dot_q6_K_n(n, w, x, xs, s, 4); break;
-    }
-}
+SIFT__DOT_COLS(dot_q6_K)
 
 /* ---- one column, many rows (generation) --------------------------------------------------------- */
 
-#define ROWS(NAME, WT)                                                                                               \
-    static void rows_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)   \
-    {                                                                                                                \
-        for (int64_t r = 0; r < n_rows; r++) NAME##_n(n, (const WT *)((const char *)w + r * row_bytes), x, 0, out + r, 1); \
-    }
-ROWS(dot_f32, float)
-ROWS(dot_f16, uint16_t)
-ROWS(dot_q4_K, sift_block_q4_K)
-ROWS(dot_q6_K, sift_block_q6_K)
-#undef ROWS
+SIFT__ROWS(dot_f32, float)
+SIFT__ROWS(dot_f16, uint16_t)
+SIFT__ROWS(dot_q4_K, sift_block_q4_K)
+SIFT__ROWS(dot_q6_K, sift_block_q6_K)
 
 /* ---- attention and element-wise ------------------------------------------------------------------------ */
 

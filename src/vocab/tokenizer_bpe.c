@@ -19,13 +19,15 @@
  * queue entries becomes an id comparison: ids are strings, one to one.
  *
  * Short words (nearly all) are merged by rescanning the few pair ranks for the minimum;
- * long ones (runs of punctuation, whitespace, digits) use a binary heap, as llama.cpp does.
+ * long ones (runs of punctuation, whitespace, digits) use a binary heap (merge_heap.h, shared
+ * with tokenizer_spm.c), as llama.cpp does.
  * Both choose the same pair at every step: the minimum (rank, position).
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "vocab/merge_heap.h"
 #include "vocab/unicode.h"
 #include "vocab/tokenizers.h"
 
@@ -87,44 +89,7 @@ static inline int pair_before(const bpe_pair *a, const bpe_pair *b)
     return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
 }
 
-typedef struct {
-    bpe_pair *a;
-    size_t n, cap;
-} bpe_heap;
-
-static int heap_push(bpe_heap *h, bpe_pair p)
-{
-    if (h->n == h->cap) {
-        void *q = h->a;
-        if (sift__tok_reserve(&q, &h->cap, h->n + 1, sizeof *h->a)) return SIFT_E_NOMEM;
-        h->a = q;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!pair_before(&p, &h->a[parent])) break;
-        h->a[i] = h->a[parent];
-        i = parent;
-    }
-    h->a[i] = p;
-    return 0;
-}
-
-static bpe_pair heap_pop(bpe_heap *h)
-{
-    bpe_pair top = h->a[0], last = h->a[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && pair_before(&h->a[c + 1], &h->a[c])) c++;
-        if (!pair_before(&h->a[c], &last)) break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    if (h->n) h->a[i] = last;
-    return top;
-}
+SIFT__MERGE_HEAP(bpe_heap, bpe_pair, pair_before)
 
 static int push_pair(const sift_vocab *v, const bpe_sym *sym, int32_t l, bpe_heap *h)
 {
@@ -133,7 +98,7 @@ static int push_pair(const sift_vocab *v, const bpe_sym *sym, int32_t l, bpe_hea
     if (r < 0 || sym[l].sid < 0 || sym[r].sid < 0) return 0;
     const sift__pair_slot *m = sift__pairtab_find(&v->merges, sym[l].sid, sym[r].sid);
     if (!m) return 0;
-    return heap_push(h, (bpe_pair){m->rank, l, r, sym[l].sid, sym[r].sid});
+    return bpe_heap_push(h, (bpe_pair){m->rank, l, r, sym[l].sid, sym[r].sid});
 }
 
 /* Many symbols: llama.cpp's priority queue, stale entries skipped when popped. */
@@ -143,7 +108,7 @@ static int merge_heap(const sift_vocab *v, bpe_sym *sym, int32_t n, sift__tok_sc
     int rc = 0;
     for (int32_t i = 0; i + 1 < n && !rc; i++) rc = push_pair(v, sym, i, &h);
     while (h.n && !rc) {
-        bpe_pair p = heap_pop(&h);
+        bpe_pair p = bpe_heap_pop(&h);
         if (sym[p.left].n == 0 || sym[p.right].n == 0 || sym[p.left].next != p.right || sym[p.left].sid != p.lsid ||
             sym[p.right].sid != p.rsid)
             continue;

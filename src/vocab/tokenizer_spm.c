@@ -14,8 +14,9 @@
  * llama.cpp drives this with a priority queue of candidate pairs, pushing the two new pairs
  * after every merge and skipping stale entries when they come up; the queue then always
  * holds every current adjacent token pair, so each pop is the global best pair. We do the
- * same with a binary heap over flat arrays. Pairs are contiguous in the escaped text, so
- * the lookup hashes the bytes in place; nothing is copied or allocated per pair.
+ * same with a binary heap over a flat array (merge_heap.h, shared with tokenizer_bpe.c).
+ * Pairs are contiguous in the escaped text, so the lookup hashes the bytes in place;
+ * nothing is copied or allocated per pair.
  *
  * (llama.cpp also keeps a "rev_merge" map to re-split pieces that are not tokens; it only
  * ever records pairs that are tokens, so that path never splits anything and is not needed.
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vocab/merge_heap.h"
 #include "vocab/unicode.h"
 #include "vocab/tokenizers.h"
 
@@ -44,44 +46,7 @@ static inline int pair_before(const spm_pair *a, const spm_pair *b)
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
-typedef struct {
-    spm_pair *a;
-    size_t n, cap;
-} spm_heap;
-
-static int heap_push(spm_heap *h, spm_pair p)
-{
-    if (h->n == h->cap) {
-        void *q = h->a;
-        if (sift__tok_reserve(&q, &h->cap, h->n + 1, sizeof *h->a)) return SIFT_E_NOMEM;
-        h->a = q;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!pair_before(&p, &h->a[parent])) break;
-        h->a[i] = h->a[parent];
-        i = parent;
-    }
-    h->a[i] = p;
-    return 0;
-}
-
-static spm_pair heap_pop(spm_heap *h)
-{
-    spm_pair top = h->a[0], last = h->a[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && pair_before(&h->a[c + 1], &h->a[c])) c++;
-        if (!pair_before(&h->a[c], &last)) break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    if (h->n) h->a[i] = last;
-    return top;
-}
+SIFT__MERGE_HEAP(spm_heap, spm_pair, pair_before)
 
 static int try_pair(const sift_vocab *v, const char *text, const spm_sym *sym, int32_t l, int32_t r, spm_heap *h)
 {
@@ -89,7 +54,7 @@ static int try_pair(const sift_vocab *v, const char *text, const spm_sym *sym, i
     uint32_t size = sym[l].n + sym[r].n;
     sift_token t = sift__vocab_find(v, text + sym[l].start, size);
     if (t < 0) return 0;
-    return heap_push(h, (spm_pair){v->score[t], l, r, size});
+    return spm_heap_push(h, (spm_pair){v->score[t], l, r, size});
 }
 
 static bool is_space_mark(const char *text, const spm_sym *sym)
@@ -104,7 +69,7 @@ static int merge_segment(const sift_vocab *v, const char *e, spm_sym *sym, int32
     h->n = 0;
     for (int32_t i = first + 1; i < end && !rc; i++) rc = try_pair(v, e, sym, i - 1, i, h);
     while (h->n && !rc) {
-        spm_pair bp = heap_pop(h);
+        spm_pair bp = spm_heap_pop(h);
         spm_sym *l = &sym[bp.left], *r = &sym[bp.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != bp.size) continue; /* stale */
         l->n += r->n;

@@ -1,0 +1,53 @@
+/*
+ * cpu.h - what this CPU and its OS let sift run, read once per process: the one run-time
+ * CPU check behind every SIMD choice (the sampler fast paths, core/fast_kernels.c; the
+ * grammar mask pass, grammar/mask_apply.c; the model's kernel tables, model/kernels.c).
+ *
+ * Why one check, and why this strict: the build compiles every *_avx2.c file with
+ * -mavx2 -mfma -mf16c -mbmi2 and every *_avx512.c file with those plus
+ * -mavx512f/bw/vl/dq (sift_isa_flags() in cmake/layers.cmake), and the compiler may use
+ * any of those instructions anywhere in such a file, not only where an intrinsic names
+ * one. So a level counts as present only when every feature of its flag set is, and when
+ * the OS saves the registers it widens (XGETBV: YMM state for AVX2; opmask and both ZMM
+ * halves for AVX-512). The three places used to check three different subsets
+ * (__builtin_cpu_supports("avx2") alone, for one), which could enter an F16C or BMI2
+ * instruction on a CPU without it, or AVX on an OS that does not save YMM.
+ *
+ * CPUID and XGETBV run once (pthread_once; safe from any thread). Off x86-64 every feature
+ * is false and the level is SIFT_ISA_SCALAR.
+ *
+ * Overrides stay where they were: SIFT_FASTK=scalar|avx2 lowers the sampler fast paths
+ * (sift__cpu_best_env), and a context's sift_context_params.isa (the CLI's --isa) picks
+ * the model's kernels among the levels sift__cpu_runs() allows.
+ */
+#ifndef SIFT_CORE_CPU_H
+#define SIFT_CORE_CPU_H
+
+#include <stdbool.h>
+
+#include "sift.h"
+
+typedef struct sift__cpu {
+    /* CPUID */
+    bool avx, fma, f16c, bmi2, avx2;
+    bool avx512f, avx512bw, avx512vl, avx512dq;
+    /* XGETBV (XCR0), read only when CPUID reports OSXSAVE */
+    bool os_ymm; /* the OS saves XMM and YMM state */
+    bool os_zmm; /* ... and opmask, ZMM_Hi256 and Hi16_ZMM state */
+    /* the highest level whose whole flag set the CPU and OS run:
+     * SIFT_ISA_AVX512, SIFT_ISA_AVX2 or SIFT_ISA_SCALAR */
+    sift_isa best;
+} sift__cpu;
+
+/* This CPU, read on the first call. */
+const sift__cpu *sift__cpu_get(void);
+
+/* Can code compiled for isa run here? SCALAR always; AUTO (whatever is best) too. */
+bool sift__cpu_runs(sift_isa isa);
+
+/* The best level, lowered to the one named by the environment variable `var` when it is
+ * set to "scalar" or "avx2" (another value, or none, lowers nothing). The variable is
+ * read at each call; callers that choose once per process call this once. */
+sift_isa sift__cpu_best_env(const char *var);
+
+#endif
