@@ -4,7 +4,7 @@
 # label server, about 10 s on stories260K: the exposure tests wait out 2 s deadlines and a drain). The browser test is separate (see
 # tests/browser/README.md) and registered only when Chromium and playwright-core are there.
 add_executable(server_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_unit.c ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c
-                           ${PROJECT_SOURCE_DIR}/tools/server/chat.c)
+                           ${PROJECT_SOURCE_DIR}/tools/server/chat.c ${PROJECT_SOURCE_DIR}/tools/server/conns.c)
 target_include_directories(server_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(server_unit PRIVATE ${SIFT_WARN})
 target_link_libraries(server_unit PRIVATE sift_static PkgConfig::CMOCKA)

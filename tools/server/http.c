@@ -613,11 +613,16 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 /* A connection conns.c would not admit: one short answer, then close. */
 static void refuse(int fd)
 {
-    static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-                              "Connection: close\r\nContent-Length: 113\r\n\r\n"
-                              "{\"error\":{\"code\":503,\"message\":\"too many connections from this address or in all; retry later\","
-                              "\"type\":\"unavailable_error\"}}";
-    ssize_t w = send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+#define REFUSED_BODY                                                                                      \
+    "{\"error\":{\"code\":503,\"message\":\"too many connections from this address or in all; retry later\"," \
+    "\"type\":\"unavailable_error\"}}"
+    char msg[512];
+    const int n = snprintf(msg, sizeof msg,
+                           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+                           "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                           sizeof REFUSED_BODY - 1, REFUSED_BODY);
+#undef REFUSED_BODY
+    ssize_t w = send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)w;
     close(fd);
 }
