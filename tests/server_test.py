@@ -822,8 +822,13 @@ def test_cors_origin():
 def test_idle_connections_held():
     """300 idle connections (150 silent, 150 with half a request line) are held open while 50
     valid requests, 10 at a time, all succeed: at --max-connections 256 the oldest idle ones
-    make room. The header deadline is 30 s here, so eviction (not the deadline) does it."""
-    S = Server("--max-connections-per-client", "0", "--header-timeout", "30")
+    make room (no per-client cap), and with the defaults the per-client cap (32) does. The
+    header deadline is 30 s here, so eviction (not the deadline) does it."""
+    for extra in (("--max-connections-per-client", "0"), ()):
+        idle_connections_held(Server(*extra, "--header-timeout", "30"), " ".join(extra) or "defaults")
+
+
+def idle_connections_held(S, what):
     idle = []
     try:
         for i in range(300):
@@ -845,7 +850,7 @@ def test_idle_connections_held():
         still_open = sum(not closed_by_peer(c, 0.001) for c in idle)
         m = S.request("GET", "/metrics")[2].decode()
         evicted = float(re.search(r"^sift_connections_evicted_total (\S+)$", m, re.M).group(1))
-        print(f"    300 idle connections held by the client: 50/50 valid requests served in {dt:.2f} s; "
+        print(f"    [{what}] 300 idle connections held by the client: 50/50 valid requests served in {dt:.2f} s; "
               f"{evicted:.0f} idle connections given up by the server, {still_open} of the 300 still open")
         assert evicted >= 44
     finally:
