@@ -163,6 +163,11 @@ def test_slots(S):
 
 def test_metrics(S):
     completion(S, prompt="Once", n_predict=4, seed=3, ignore_eos=True)  # exactly 4 tokens, whatever the sampler picks
+    # the engine counts a request into the metrics just after its answer is out: wait for it
+    t0 = time.time()
+    while not re.search(r"^sift_requests_completed_total [1-9]", S.request("GET", "/metrics")[2].decode(), re.M):
+        assert time.time() - t0 < 5, "the completion never reached the metrics"
+        time.sleep(0.005)
     st, hd, data = S.request("GET", "/metrics")
     assert st == 200 and hd["Content-Type"].startswith("text/plain")
     text = data.decode()
@@ -185,8 +190,8 @@ def test_metrics(S):
         buckets = [(k, v) for k, v in vals.items() if k.startswith(f"sift_{h}_bucket")]
         assert len(buckets) == 15, (h, buckets)
         counts = [v for _, v in buckets]
-        assert counts == sorted(counts) and buckets[-1][0].endswith('{le="+Inf"}')
-        assert counts[-1] == vals[f"sift_{h}_count"] >= 1 and vals[f"sift_{h}_sum"] > 0, h
+        assert counts == sorted(counts) and buckets[-1][0].endswith('{le="+Inf"}'), (h, buckets)
+        assert counts[-1] == vals[f"sift_{h}_count"] >= 1 and vals[f"sift_{h}_sum"] > 0, (h, buckets, vals[f"sift_{h}_sum"])
     assert vals["sift_n_decode_total"] >= 1
     assert vals["sift_slots_total"] == 4
     assert 'sift_http_requests_total{code="2xx"}' in vals
