@@ -725,7 +725,9 @@ srv_http *srv_http_start(srv_server *s, int *port_out, char *errbuf, size_t errc
         srv_http_stop(h);
         return NULL;
     }
+    s->httpd = h; /* before any connection can ask /metrics for the connection counters */
     if (pthread_create(&h->acceptor, NULL, acceptor_main, h) != 0) {
+        s->httpd = NULL;
         snprintf(errbuf, errcap, "cannot start the acceptor thread");
         srv_http_stop(h);
         return NULL;

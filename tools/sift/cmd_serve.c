@@ -490,7 +490,6 @@ int sift_cmd_serve(int argc, char **argv)
             strchr(cfg->host, ':') ? "[::]" : cfg->host, port);
     fflush(stderr);
 
-    s->httpd = http;
     int sig = 0;
     sigwait(&sigs, &sig);
     fprintf(stderr, "sift serve: %s: draining (new work gets 503; running requests have %d s to finish)\n",
