@@ -492,6 +492,7 @@ int sift_cmd_serve(int argc, char **argv)
 
     int sig = 0;
     sigwait(&sigs, &sig);
+    atomic_store(&s->draining, true); /* before the line below: whoever reads it sees the 503s */
     fprintf(stderr, "sift serve: %s: draining (new work gets 503; running requests have %d s to finish)\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->drain_timeout_s);
     fflush(stderr);
