@@ -841,7 +841,7 @@ def idle_connections_held(S, what):
             if i % 2:
                 c.sendall(b"GET /health HT")
             idle.append(c)
-        time.sleep(0.3)
+        time.sleep(1.2)  # past the 1 s grace a fresh connection gets before it may be given up
 
         def one(i):
             st, j = S.post("/completion", {"prompt": "Once", "n_predict": 8, "seed": i, "ignore_eos": True})
@@ -855,9 +855,10 @@ def idle_connections_held(S, what):
         still_open = sum(not closed_by_peer(c, 0.001) for c in idle)
         m = S.request("GET", "/metrics")[2].decode()
         evicted = float(re.search(r"^sift_connections_evicted_total (\S+)$", m, re.M).group(1))
+        refused = float(re.search(r"^sift_connections_refused_total (\S+)$", m, re.M).group(1))
         print(f"    [{what}] 300 idle connections held by the client: 50/50 valid requests served in {dt:.2f} s; "
-              f"{evicted:.0f} idle connections given up by the server, {still_open} of the 300 still open")
-        assert evicted >= 44
+              f"server: {refused:.0f} refused at a cap, {evicted:.0f} given up for new ones; {still_open} of the 300 still open")
+        assert 300 - still_open >= 300 - 256  # more than --max-connections: some were refused or given up
     finally:
         for c in idle:
             c.close()
@@ -866,7 +867,8 @@ def idle_connections_held(S, what):
 
 def test_per_client_cap():
     """--max-connections-per-client 2: two requests mid-upload fill it and a third connection is
-    refused (503); with two idle connections instead, a third gets in and the older idle one goes."""
+    refused (503); with two idle connections instead (older than the 1 s grace), a third gets in
+    and the older idle one goes."""
     S = Server("--max-connections-per-client", "2", "--body-timeout", "30")
     try:
         busy = []
@@ -883,7 +885,7 @@ def test_per_client_cap():
         a = socket.create_connection(("127.0.0.1", S.port), timeout=10)
         time.sleep(0.1)
         b = socket.create_connection(("127.0.0.1", S.port), timeout=10)
-        time.sleep(0.2)
+        time.sleep(1.2)
         assert S.request("GET", "/health")[0] == 200
         assert closed_by_peer(a, 2.0), "the oldest idle connection was not given up"
         assert not closed_by_peer(b, 0.2)

@@ -17,13 +17,16 @@
  *         the idle timeout still closes a client that stops reading).
  *
  * Admission, when a connection arrives:
- *   - per client address (per_client, 0 = no cap): at the cap, the client's own oldest WAIT
- *     connection is closed to make room; with none waiting (all busy) the new one is refused.
- *   - in all (max_conns): at the cap, the oldest WAIT connection of anyone is closed; with
- *     none waiting, the new one is refused.
- * A connection that holds no request in progress is the cheapest thing to give up, and a
- * client that does send a request always gets in: idle and slow connections can delay
- * nobody for longer than it takes to accept a new one.
+ *   - per client address (per_client, 0 = no cap): at the cap, one of the client's own WAIT
+ *     connections is closed to make room; with none to give up the new one is refused.
+ *   - in all (max_conns): at the cap, a WAIT connection of anyone is closed; with none to
+ *     give up, the new one is refused.
+ * Which WAIT connection gives way: first one that has been answered at least once (a
+ * kept-alive connection between requests, or one the client has closed and whose thread
+ * has not noticed yet), oldest first; else a fresh one that has sent no complete head for
+ * GRACE_MS, oldest first. A fresh connection younger than that is never closed: its request
+ * may be on its way (under load a head can take a while to be read), and closing it would
+ * drop a valid request. So idle and slow connections delay nobody for more than GRACE_MS.
  *
  * "Closing" is shutdown(2) on the socket (through kill_fd, replaceable for the unit tests):
  * the connection's own thread sees the end of the stream and closes it, and then calls
@@ -38,9 +41,14 @@
 
 #include "server/server.h"
 
+/* A fresh connection is not given up for a new one before this age (ms; or half the
+ * header deadline when that is shorter). */
+#define GRACE_MS 1000.0
+
 typedef struct centry {
     int fd;                  /* -1: free */
     bool doomed;             /* shut down by us, waiting for its thread to close it */
+    bool served;             /* answered at least once (a kept-alive connection) */
     srv_conn_phase phase;
     double t_phase;          /* when the phase began (ms) */
     unsigned char addr[16];  /* the client's address (IPv4 in the first 4 bytes) */
@@ -52,7 +60,7 @@ struct srv_conns {
     centry *e;
     int cap;
     int max_conns, per_client;
-    double header_ms, body_ms;
+    double header_ms, body_ms, grace_ms;
     void (*kill_fd)(int fd);
     srv_conn_stats st;
 };
@@ -74,6 +82,7 @@ srv_conns *srv_conns_new(int max_conns, int per_client, double header_ms, double
     c->per_client = per_client;
     c->header_ms = header_ms;
     c->body_ms = body_ms;
+    c->grace_ms = header_ms / 2 < GRACE_MS ? header_ms / 2 : GRACE_MS;
     c->kill_fd = kill_fd ? kill_fd : kill_shutdown;
     pthread_mutex_init(&c->mu, NULL);
     return c;
@@ -124,17 +133,22 @@ static void doom(srv_conns *c, centry *x)
     c->kill_fd(x->fd);
 }
 
-/* The oldest live WAIT connection (of client fam/key when by_client). */
-static centry *oldest_waiting(srv_conns *c, bool by_client, int fam, const unsigned char *key)
+/* The WAIT connection to give up (of client fam/key when by_client): the oldest answered
+ * one, else the oldest fresh one past the grace period; NULL when there is none. */
+static centry *victim(srv_conns *c, bool by_client, int fam, const unsigned char *key, double now)
 {
-    centry *best = NULL;
+    centry *served = NULL, *fresh = NULL;
     for (int i = 0; i < c->cap; i++) {
         centry *x = &c->e[i];
         if (x->fd < 0 || x->doomed || x->phase != SRV_CONN_WAIT) continue;
         if (by_client && (x->family != fam || memcmp(x->addr, key, 16))) continue;
-        if (!best || x->t_phase < best->t_phase) best = x;
+        if (x->served) {
+            if (!served || x->t_phase < served->t_phase) served = x;
+        } else if (now - x->t_phase >= c->grace_ms) {
+            if (!fresh || x->t_phase < fresh->t_phase) fresh = x;
+        }
     }
-    return best;
+    return served ? served : fresh;
 }
 
 bool srv_conns_admit(srv_conns *c, int fd, const struct sockaddr *sa, double now)
@@ -157,7 +171,7 @@ bool srv_conns_admit(srv_conns *c, int fd, const struct sockaddr *sa, double now
     }
     bool ok = slot != NULL;
     if (ok && c->per_client > 0 && mine >= c->per_client) {
-        centry *v = oldest_waiting(c, true, fam, key);
+        centry *v = victim(c, true, fam, key, now);
         if (v) {
             doom(c, v);
             c->st.n_evicted++;
@@ -167,7 +181,7 @@ bool srv_conns_admit(srv_conns *c, int fd, const struct sockaddr *sa, double now
         }
     }
     if (ok && live >= c->max_conns) {
-        centry *v = oldest_waiting(c, false, fam, key);
+        centry *v = victim(c, false, fam, key, now);
         if (v) {
             doom(c, v);
             c->st.n_evicted++;
@@ -191,6 +205,7 @@ void srv_conns_set_phase(srv_conns *c, int fd, srv_conn_phase p, double now)
     pthread_mutex_lock(&c->mu);
     centry *x = find(c, fd);
     if (x && x->phase != p) {
+        if (p == SRV_CONN_WAIT) x->served = true; /* back from a request */
         x->phase = p;
         x->t_phase = now;
     }

@@ -430,7 +430,8 @@ void srv_conns_free(srv_conns *c);
 /* Table entries for max_conns (live ones plus those shut down but not closed yet). */
 int srv_conns_capacity(int max_conns);
 /* A new connection: true to admit it (it starts in WAIT), false to refuse it. Makes room by
- * closing the oldest waiting connection (the client's own at the per-client cap). */
+ * closing a waiting connection (the client's own at the per-client cap): an answered one
+ * first, else a fresh one older than a grace period (conns.c says why). */
 bool srv_conns_admit(srv_conns *c, int fd, const struct sockaddr *addr, double now_ms);
 void srv_conns_set_phase(srv_conns *c, int fd, srv_conn_phase p, double now_ms);
 void srv_conns_closed(srv_conns *c, int fd);
