@@ -116,7 +116,8 @@ static bool server_start(const lt_cfg *c, int np, server_proc *sp)
         close(pfd[0]);
         close(pfd[1]);
         execl(self, "sift", "serve", "-m", c->model, "--host", "127.0.0.1", "--port", "0", "-np", np_s, "-c", ctx_s,
-              "--max-queue", q_s, "--max-n-predict", "100000", c->threads ? "-t" : NULL, t_s, (char *)NULL);
+              "--max-queue", q_s, "--max-n-predict", "100000", /* every client is 127.0.0.1: no per-client cap */
+              "--max-connections-per-client", "0", c->threads ? "-t" : NULL, t_s, (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);

@@ -1,10 +1,10 @@
 # sift serve: unit tests of the server's pure parts (UTF-8, stop strings, chat templates;
 # label unit, also under valgrind) and the HTTP integration test: real `sift serve`
 # processes on 127.0.0.1 driven by tests/server_test.py (Python standard library only;
-# label server, about a second on stories260K). The browser test is separate (see
+# label server, about 10 s on stories260K: the exposure tests wait out 2 s deadlines and a drain). The browser test is separate (see
 # tests/browser/README.md) and registered only when Chromium and playwright-core are there.
 add_executable(server_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_unit.c ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c
-                           ${PROJECT_SOURCE_DIR}/tools/server/chat.c)
+                           ${PROJECT_SOURCE_DIR}/tools/server/chat.c ${PROJECT_SOURCE_DIR}/tools/server/conns.c)
 target_include_directories(server_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(server_unit PRIVATE ${SIFT_WARN})
 target_link_libraries(server_unit PRIVATE sift_static PkgConfig::CMOCKA)
@@ -22,6 +22,17 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_test.py --sift $<TARGET_FILE:sift>
                    --model ${SIFT_SHARED_DIR}/models/stories260K.gguf)
   set_tests_properties(server_api PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
+  # docs/scale-out.md's recipe, run as written: two replicas behind HAProxy (Debian's haproxy,
+  # scripts/deps), one SIGKILLed under load (about 3 s, 40 s under ASan; 240 requests, 127.0.0.1 only)
+  find_program(SIFT_HAPROXY haproxy PATHS /usr/sbin /usr/local/sbin)
+  if(SIFT_HAPROXY)
+    add_test(NAME server_scaleout
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scaleout_test.py --sift $<TARGET_FILE:sift>
+                     --model ${SIFT_SHARED_DIR}/models/stories260K.gguf --haproxy ${SIFT_HAPROXY})
+    set_tests_properties(server_scaleout PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
+  else()
+    message(STATUS "haproxy not found: the scale-out test (server_scaleout) is not registered (scripts/deps installs it)")
+  endif()
 endif()
 
 # The browser test (headless Chromium + playwright-core): only where both are installed

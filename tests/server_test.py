@@ -32,9 +32,9 @@ ARGS = None
 class Server:
     """A `sift serve` process on 127.0.0.1 with a free port."""
 
-    def __init__(self, *extra):
+    def __init__(self, *extra, env=None):
         cmd = [ARGS.sift, "serve", "-m", ARGS.model, "--host", "127.0.0.1", "--port", "0", *extra]
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})))
         self.log = []
         deadline = time.time() + 60
         self.port = None
@@ -149,6 +149,10 @@ def test_props(S):
 def test_models(S):
     m = S.get_json("/v1/models")
     assert m["object"] == "list" and m["data"][0]["object"] == "model"
+    assert m["data"][0]["id"] == os.path.basename(ARGS.model)  # the file name, never the path
+    p = S.get_json("/props")
+    assert p["model_path"] == os.path.basename(ARGS.model) and p["model_alias"] == os.path.basename(ARGS.model)
+    assert os.path.dirname(ARGS.model) not in json.dumps(p)
     assert m["data"][0]["meta"]["n_vocab"] == 512
 
 
@@ -159,18 +163,35 @@ def test_slots(S):
 
 def test_metrics(S):
     completion(S, prompt="Once", n_predict=4, seed=3, ignore_eos=True)  # exactly 4 tokens, whatever the sampler picks
+    # the engine counts a request into the metrics just after its answer is out: wait for it
+    t0 = time.time()
+    while not re.search(r"^sift_requests_completed_total [1-9]", S.request("GET", "/metrics")[2].decode(), re.M):
+        assert time.time() - t0 < 5, "the completion never reached the metrics"
+        time.sleep(0.005)
     st, hd, data = S.request("GET", "/metrics")
     assert st == 200 and hd["Content-Type"].startswith("text/plain")
     text = data.decode()
     vals = {}
     for line in text.splitlines():
         if line.startswith("#"):
-            assert re.match(r"# (HELP|TYPE) sift_\w+ ", line), line
+            assert re.match(r"# (HELP|TYPE) (sift_|llamacpp:)\w+ ", line), line
             continue
-        m = re.match(r"(sift_\w+(?:\{[^}]*\})?) (\S+)$", line)
+        m = re.match(r"((?:sift_|llamacpp:)\w+(?:\{[^}]*\})?) (\S+)$", line)
         assert m, f"not a Prometheus sample line: {line!r}"
         vals[m.group(1)] = float(m.group(2))
     assert vals["sift_tokens_predicted_total"] >= 4
+    # llama-server's names next to ours, same values
+    for name in ("prompt_tokens_total", "tokens_predicted_total", "n_decode_total", "requests_processing", "requests_deferred",
+                 "n_busy_slots_per_decode", "prompt_tokens_seconds", "predicted_tokens_seconds", "kv_cache_usage_ratio"):
+        assert vals["llamacpp:" + name] == vals["sift_" + name], name
+    assert vals["llamacpp:kv_cache_tokens"] == vals["sift_kv_cells_used"]
+    # histograms: cumulative buckets ending at +Inf == count
+    for h in ("queue_time_seconds", "time_to_first_token_seconds", "time_per_output_token_seconds"):
+        buckets = [(k, v) for k, v in vals.items() if k.startswith(f"sift_{h}_bucket")]
+        assert len(buckets) == 15, (h, buckets)
+        counts = [v for _, v in buckets]
+        assert counts == sorted(counts) and buckets[-1][0].endswith('{le="+Inf"}'), (h, buckets)
+        assert counts[-1] == vals[f"sift_{h}_count"] >= 1 and vals[f"sift_{h}_sum"] > 0, (h, buckets, vals[f"sift_{h}_sum"])
     assert vals["sift_n_decode_total"] >= 1
     assert vals["sift_slots_total"] == 4
     assert 'sift_http_requests_total{code="2xx"}' in vals
@@ -388,7 +409,7 @@ def test_errors_misc(S):
     st, hd, data = S.request("GET", "/completion")
     assert st == 405
     st, hd, data = S.request("OPTIONS", "/completion")
-    assert st == 204 and hd.get("Access-Control-Allow-Origin") == "*"
+    assert st == 204 and "Access-Control-Allow-Origin" not in hd  # no CORS unless --cors-origin
 
 
 def test_body_limit(S):
@@ -678,6 +699,309 @@ def test_queue_full_503(L):
         assert st2 == 200 and j2["tokens_predicted"] == 4
 
 
+def test_readiness(L):
+    """/health?fail_on_no_slot: 503 while the one slot is busy, 200 when it is free; /health stays 200."""
+    s = socket.create_connection(("127.0.0.1", L.port), timeout=30)
+    body = json.dumps({"prompt": "Once upon a time", "n_predict": 16000, "ignore_eos": True, "stream": True}).encode()
+    s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+              + body)
+    got = b""
+    while got.count(b"data: ") < 3:
+        got += s.recv(4096)
+    st, hd, data = L.request("GET", "/health?fail_on_no_slot")
+    assert st == 503 and json.loads(data)["error"]["message"] == "no slot available", (st, data)
+    assert L.request("GET", "/health")[0] == 200
+    s.close()
+    t0 = time.time()
+    while L.request("GET", "/health?fail_on_no_slot=1")[0] != 200:
+        assert time.time() - t0 < 2.0, "still not ready 2 s after the client left"
+        time.sleep(0.005)
+
+
+# ---- exposure: servers of their own (keys, CORS, connections, drain, command lines) ----------
+
+def raw_request(port, head, body=b"", timeout=10):
+    """Send bytes, return (status, headers dict lower-cased, body) of the first response."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(head + body)
+    f = s.makefile("rb")
+    line = f.readline()
+    st = int(line.split()[1])
+    hd = {}
+    while True:
+        l = f.readline().rstrip(b"\r\n")
+        if not l:
+            break
+        k, _, v = l.decode().partition(":")
+        hd[k.strip().lower()] = v.strip()
+    data = f.read(int(hd.get("content-length", "0")))
+    s.close()
+    return st, hd, data
+
+
+def closed_by_peer(sock, wait):
+    """Whether the server closed sock within `wait` seconds (EOF or reset)."""
+    sock.settimeout(wait)
+    try:
+        while True:
+            d = sock.recv(4096)
+            if not d:
+                return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def test_api_keys():
+    """--api-key (twice, one comma list) and --api-key-file; Bearer or X-Api-Key; 401 in the
+    OpenAI shape; /health and the page open; --no-slots / --no-metrics."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".keys", delete=False) as f:
+        f.write("# keys\n\n  file-key-1  \nfile-key-2\n")
+        path = f.name
+    S = Server("--api-key", "k-one", "--api-key", "k-two,k-three", "--api-key-file", path, "--no-slots", "--no-metrics")
+    try:
+        body = {"prompt": "Once", "n_predict": 3, "seed": 1}
+        st, hd, data = S.request("POST", "/completion", body)
+        err = json.loads(data)["error"]
+        assert st == 401 and err == {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}, (st, data)
+        assert hd.get("WWW-Authenticate") == "Bearer"
+        for h in ({"Authorization": "Bearer k-one"}, {"Authorization": "bearer k-three"}, {"X-Api-Key": "k-two"},
+                  {"X-Api-Key": "file-key-1"}, {"Authorization": "Bearer file-key-2"}):
+            st, hd, data = S.request("POST", "/completion", body, dict(h, **{"Content-Type": "application/json"}))
+            assert st == 200 and json.loads(data)["tokens_predicted"] == 3, (h, st, data)
+        for h in ({"Authorization": "Bearer k-on"}, {"Authorization": "Bearer k-one2"}, {"Authorization": "Basic k-one"},
+                  {"X-Api-Key": ""}, {"Authorization": "Bearer # keys"}):
+            assert S.request("POST", "/completion", body, h)[0] == 401, h
+        for path_ in ("/props", "/v1/models", "/slots", "/metrics"):
+            assert S.request("GET", path_)[0] == 401, path_
+        assert S.request("GET", "/health")[0] == 200 and S.request("GET", "/")[0] == 200
+        key = {"Authorization": "Bearer k-one"}
+        assert S.request("GET", "/props", headers=key)[0] == 200
+        assert S.request("GET", "/slots", headers=key)[0] == 404 and S.request("GET", "/metrics", headers=key)[0] == 404
+        # a refused upload is not read: 401 on the headers, even with a body that never comes
+        st, hd, data = raw_request(S.port, b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n")
+        assert st == 401
+    finally:
+        S.stop()
+        os.unlink(path)
+    print("    401 without a key (OpenAI shape), 200 with each of 5 keys (Bearer / X-Api-Key / file); /health open")
+
+
+def test_cors(S):
+    """No CORS headers by default; a foreign Origin's POST is refused (it would run even
+    though the page cannot read the answer); same-origin (the playground) works."""
+    evil = {"Origin": "http://evil.example", "Content-Type": "text/plain"}
+    st, hd, data = S.request("POST", "/completion", json.dumps({"prompt": "Once", "n_predict": 2}), evil)
+    assert st == 403 and "Access-Control-Allow-Origin" not in hd and json.loads(data)["error"]["type"] == "permission_error"
+    st, hd, data = S.request("GET", "/props", headers={"Origin": "http://evil.example"})
+    assert st == 200 and "Access-Control-Allow-Origin" not in hd
+    same = {"Origin": f"http://127.0.0.1:{S.port}", "Content-Type": "application/json"}
+    st, hd, data = S.request("POST", "/completion", {"prompt": "Once", "n_predict": 2}, same)
+    assert st == 200 and "Access-Control-Allow-Origin" not in hd
+
+
+def test_cors_origin():
+    S = Server("--cors-origin", "http://app.example", "--cors-origin", "https://b.example")
+    try:
+        ok = {"Origin": "http://app.example", "Content-Type": "application/json"}
+        st, hd, data = S.request("POST", "/completion", {"prompt": "Once", "n_predict": 2}, ok)
+        assert st == 200 and hd.get("Access-Control-Allow-Origin") == "http://app.example" and hd.get("Vary") == "Origin"
+        st, hd, _ = S.request("OPTIONS", "/completion", None, {"Origin": "https://b.example",
+                                                               "Access-Control-Request-Method": "POST"})
+        assert st == 204 and hd.get("Access-Control-Allow-Origin") == "https://b.example"
+        assert "X-Api-Key" in hd.get("Access-Control-Allow-Headers", "")
+        st, hd, _ = S.request("POST", "/completion", {"prompt": "Once"}, {"Origin": "http://evil.example"})
+        assert st == 403 and "Access-Control-Allow-Origin" not in hd
+    finally:
+        S.stop()
+    S = Server("--cors-origin", "*")
+    try:
+        st, hd, _ = S.request("POST", "/completion", {"prompt": "Once", "n_predict": 2}, {"Origin": "http://any.example"})
+        assert st == 200 and hd.get("Access-Control-Allow-Origin") == "*"
+    finally:
+        S.stop()
+
+
+def test_idle_connections_held():
+    """300 idle connections (150 silent, 150 with half a request line) are held open while 50
+    valid requests, 10 at a time, all succeed: at --max-connections 256 the oldest idle ones
+    make room (no per-client cap), and with the defaults the per-client cap (32) does. The
+    header deadline is 30 s here, so eviction (not the deadline) does it."""
+    for extra in (("--max-connections-per-client", "0"), ()):
+        idle_connections_held(Server(*extra, "--header-timeout", "30"), " ".join(extra) or "defaults")
+
+
+def idle_connections_held(S, what):
+    idle = []
+    try:
+        for i in range(300):
+            c = socket.create_connection(("127.0.0.1", S.port), timeout=10)
+            if i % 2:
+                c.sendall(b"GET /health HT")
+            idle.append(c)
+        time.sleep(1.2)  # past the 1 s grace a fresh connection gets before it may be given up
+
+        def one(i):
+            st, j = S.post("/completion", {"prompt": "Once", "n_predict": 8, "seed": i, "ignore_eos": True})
+            return st, j.get("tokens_predicted")
+
+        t0 = time.time()
+        with cf.ThreadPoolExecutor(10) as ex:
+            res = list(ex.map(one, range(50)))
+        dt = time.time() - t0
+        assert res == [(200, 8)] * 50, res
+        still_open = sum(not closed_by_peer(c, 0.001) for c in idle)
+        m = S.request("GET", "/metrics")[2].decode()
+        evicted = float(re.search(r"^sift_connections_evicted_total (\S+)$", m, re.M).group(1))
+        refused = float(re.search(r"^sift_connections_refused_total (\S+)$", m, re.M).group(1))
+        print(f"    [{what}] 300 idle connections held by the client: 50/50 valid requests served in {dt:.2f} s; "
+              f"server: {refused:.0f} refused at a cap, {evicted:.0f} given up for new ones; {still_open} of the 300 still open")
+        assert 300 - still_open >= 300 - 256  # more than --max-connections: some were refused or given up
+    finally:
+        for c in idle:
+            c.close()
+        S.stop()
+
+
+def test_per_client_cap():
+    """--max-connections-per-client 2: two requests mid-upload fill it and a third connection is
+    refused (503); with two idle connections instead (older than the 1 s grace), a third gets in
+    and the older idle one goes."""
+    S = Server("--max-connections-per-client", "2", "--body-timeout", "30")
+    try:
+        busy = []
+        for _ in range(2):
+            c = socket.create_connection(("127.0.0.1", S.port), timeout=10)
+            c.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            busy.append(c)
+        time.sleep(0.3)
+        st, hd, data = raw_request(S.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert st == 503 and b"too many connections" in data, (st, data)
+        for c in busy:
+            c.close()
+        time.sleep(0.3)
+        a = socket.create_connection(("127.0.0.1", S.port), timeout=10)
+        time.sleep(0.1)
+        b = socket.create_connection(("127.0.0.1", S.port), timeout=10)
+        time.sleep(1.2)
+        assert S.request("GET", "/health")[0] == 200
+        assert closed_by_peer(a, 2.0), "the oldest idle connection was not given up"
+        assert not closed_by_peer(b, 0.2)
+        b.close()
+    finally:
+        S.stop()
+
+
+def test_slow_client_deadlines():
+    """A client sending its request one byte per second is closed at the header deadline
+    (--header-timeout 2), though it is never silent for the idle timeout (600 s); a body
+    trickled the same way is closed at the body deadline (--body-timeout 2)."""
+    S = Server("--header-timeout", "2", "--body-timeout", "2")
+    try:
+        def trickle(prefix, data):
+            c = socket.create_connection(("127.0.0.1", S.port), timeout=10)
+            if prefix:
+                c.sendall(prefix)
+            t0 = time.time()
+            for ch in data:
+                try:
+                    c.sendall(bytes([ch]))
+                except OSError:
+                    break
+                if closed_by_peer(c, 1.0):
+                    break
+            dt = time.time() - t0
+            c.close()
+            return dt
+        dt_head = trickle(b"", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow\r\n\r\n")
+        dt_body = trickle(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n", b'{"prompt": "Once upon a time", "n": 1}')
+        assert 1.5 <= dt_head <= 4.0, dt_head
+        assert 1.5 <= dt_body <= 4.0, dt_body
+        m = S.request("GET", "/metrics")[2].decode()
+        assert re.search(r'^sift_connections_timed_out_total\{phase="header"\} 1$', m, re.M), m
+        assert re.search(r'^sift_connections_timed_out_total\{phase="body"\} 1$', m, re.M)
+        print(f"    1 byte/s: closed after {dt_head:.1f} s of headers, {dt_body:.1f} s of body (deadlines 2 s)")
+    finally:
+        S.stop()
+
+
+def test_drain_on_sigterm():
+    """SIGTERM during 8 streaming requests (4 running, 4 queued): /health and new work get 503,
+    all 8 streams finish with every token, then the server exits 0."""
+    S = Server("-np", "4", "-c", "16384", "--max-n-predict", "3000", "--drain-timeout", "60")
+    n = 1200
+    results = [None] * 8
+    started = threading.Barrier(9)
+
+    def one(i):
+        c = socket.create_connection(("127.0.0.1", S.port), timeout=60)
+        body = json.dumps({"prompt": "Once upon a time", "n_predict": n, "ignore_eos": True, "stream": True,
+                           "seed": i}).encode()
+        c.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                  b"Connection: close\r\n\r\n" % len(body) + body)
+        started.wait()
+        raw = b""
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            raw += d
+        c.close()
+        events = [json.loads(x[6:]) for x in re.findall(rb"data: [^\n]*", raw)]
+        results[i] = events
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    started.wait()
+    t0 = time.time()
+    while float(re.search(r"^sift_requests_deferred (\S+)$", S.request("GET", "/metrics")[2].decode(), re.M).group(1)) < 4:
+        assert time.time() - t0 < 10, "the 8 requests did not arrive"
+        time.sleep(0.002)
+    S.proc.send_signal(signal.SIGTERM)
+    t_sig = time.time()
+    while not any("draining" in l for l in S.log):
+        assert time.time() - t_sig < 5
+        time.sleep(0.002)
+    st_health = S.request("GET", "/health")[0]
+    st_new, hd_new, _ = S.request("POST", "/completion", {"prompt": "Once", "n_predict": 2})
+    for t in threads:
+        t.join(timeout=60)
+    rc = S.proc.wait(timeout=60)
+    dt = time.time() - t_sig
+    assert st_health == 503 and st_new == 503, (st_health, st_new)
+    assert rc == 0, "".join(S.log[-20:])
+    for i, ev in enumerate(results):
+        assert ev and ev[-1]["stop"] is True and ev[-1]["tokens_predicted"] == n, (i, ev[-1] if ev else None)
+        assert len(ev) == n + 1
+    print(f"    SIGTERM with 4 running + 4 queued streams: /health 503, new work 503, all 8 finished "
+          f"({8 * n} tokens), exit 0 after {dt:.1f} s")
+
+
+def test_llama_server_command_line():
+    """-cb --metrics -ngl 0 (and -fa, --jinja, --mlock, --no-mmap, --slots) start with a note
+    each; LLAMA_ARG_CTX_SIZE, LLAMA_ARG_N_PARALLEL and SIFT_ARG_MAX_QUEUE are honoured (the
+    command line wins over the environment); --alias names the model."""
+    S = Server("-cb", "--metrics", "-ngl", "0", "-fa", "on", "--jinja", "--mlock", "--no-mmap", "--slots", "-a", "my-model",
+               env={"LLAMA_ARG_CTX_SIZE": "1024", "LLAMA_ARG_N_PARALLEL": "2", "SIFT_ARG_MAX_QUEUE": "7",
+                    "LLAMA_ARG_PORT": "1"})
+    try:
+        p = S.get_json("/props")
+        assert p["n_ctx"] == 1024 and p["total_slots"] == 2 and p["default_generation_settings"]["n_ctx"] == 512, p["n_ctx"]
+        assert p["limits"]["max_queue"] == 7
+        assert p["model_alias"] == "my-model" and S.get_json("/v1/models")["data"][0]["id"] == "my-model"
+        notes = [l for l in S.log if "note:" in l]
+        assert len(notes) == 7, notes  # --slots is no note: it means what it says
+        assert S.request("GET", "/metrics")[0] == 200 and S.request("GET", "/slots")[0] == 200
+    finally:
+        S.stop()
+    bad = subprocess.run([ARGS.sift, "serve", "-m", ARGS.model], capture_output=True, text=True, timeout=30,
+                         env=dict(os.environ, LLAMA_ARG_CTX_SIZE="big"))
+    assert bad.returncode == 2 and "LLAMA_ARG_CTX_SIZE" in bad.stderr, bad.stderr
+
+
 # ---- runner -------------------------------------------------------------------------------------
 
 def main():
@@ -690,8 +1014,9 @@ def main():
     if not os.path.exists(ARGS.model):
         print(f"model not found: {ARGS.model}")
         return 1
-    tests_main = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_varnames[:1] == ("S",)]
-    tests_long = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_varnames[:1] == ("L",)]
+    tests_main = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_argcount == 1 and f.__code__.co_varnames[:1] == ("S",)]
+    tests_long = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_argcount == 1 and f.__code__.co_varnames[:1] == ("L",)]
+    tests_own = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_argcount == 0]
     passed = failed = 0
     t_all = time.time()
     for args, tests in ((("-np", "4", "-c", "2048"), tests_main),
@@ -716,6 +1041,15 @@ def main():
         except Exception as e:  # noqa: BLE001
             failed += 1
             print(f"FAIL  clean_shutdown: {e}")
+    for name, fn in [(n, f) for n, f in tests_own if ARGS.k in n]:
+        t0 = time.time()
+        try:
+            fn()
+            passed += 1
+            print(f"ok    {name} ({1e3 * (time.time() - t0):.0f} ms)", flush=True)
+        except Exception as e:  # noqa: BLE001
+            failed += 1
+            print(f"FAIL  {name}: {type(e).__name__}: {e}", flush=True)
     print(f"server tests: {time.time() - t_all:.1f} s")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -3,9 +3,14 @@
  * valgrind): UTF-8 holding and repair of streamed text, stop strings, and chat templates
  * (detection from real Jinja template texts and the prompts they produce, with the
  * conversation and expected outputs of llama.cpp's tests/test-chat-template.cpp, and the
- * template of a real GGUF from ../shared).
+ * template of a real GGUF from ../shared); and the connection table (conns.c): per-client
+ * and global caps, which connection gives way, the header and body deadlines.
  */
 #include "sift_test.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
 
 #include "server/server.h"
 
@@ -190,6 +195,148 @@ static void test_chat_template_from_gguf(void **state)
     sift_gguf_close(g);
 }
 
+/* ---- connection table (conns.c) ----------------------------------------------------------------- */
+
+static int killed[64], n_killed;
+static void fake_kill(int fd) { killed[n_killed++ % 64] = fd; }
+
+static struct sockaddr_in v4(const char *ip)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, ip, &a.sin_addr);
+    return a;
+}
+
+static bool admit(srv_conns *c, int fd, const char *ip, double now)
+{
+    struct sockaddr_in a = v4(ip);
+    return srv_conns_admit(c, fd, (struct sockaddr *)&a, now);
+}
+
+static void test_conns_per_client(void **state)
+{
+    (void)state;
+    n_killed = 0;
+    srv_conns *c = srv_conns_new(100, 2, 10000, 30000, fake_kill);
+    assert_non_null(c);
+    assert_true(admit(c, 10, "10.0.0.1", 0));
+    assert_true(admit(c, 11, "10.0.0.1", 100));
+    assert_true(admit(c, 20, "10.0.0.2", 200)); /* another client: its own count */
+    /* at the cap: the client's oldest waiting connection (10) gives way */
+    assert_true(admit(c, 12, "10.0.0.1", 5000));
+    assert_int_equal(n_killed, 1);
+    assert_int_equal(killed[0], 10);
+    srv_conns_closed(c, 10);
+    /* both of the client's connections busy: the next one is refused, nobody is closed */
+    srv_conns_set_phase(c, 11, SRV_CONN_BUSY, 5100);
+    srv_conns_set_phase(c, 12, SRV_CONN_BODY, 5100);
+    assert_false(admit(c, 13, "10.0.0.1", 9000));
+    assert_int_equal(n_killed, 1);
+    /* the same client over IPv6 as ::ffff:10.0.0.1 counts as the same address */
+    struct sockaddr_in6 m = {.sin6_family = AF_INET6};
+    inet_pton(AF_INET6, "::ffff:10.0.0.1", &m.sin6_addr);
+    assert_false(srv_conns_admit(c, 14, (struct sockaddr *)&m, 9000));
+    srv_conn_stats st;
+    srv_conns_stats(c, &st);
+    assert_int_equal(st.n_open, 3);
+    assert_int_equal(st.n_busy, 1);
+    assert_int_equal(st.n_evicted, 1);
+    assert_int_equal(st.n_refused, 2);
+    srv_conns_free(c);
+}
+
+static void test_conns_global_cap(void **state)
+{
+    (void)state;
+    n_killed = 0;
+    srv_conns *c = srv_conns_new(3, 0, 10000, 30000, fake_kill);
+    assert_true(admit(c, 1, "10.0.0.1", 0));
+    assert_true(admit(c, 2, "10.0.0.2", 100));
+    assert_true(admit(c, 3, "10.0.0.3", 200));
+    srv_conns_set_phase(c, 1, SRV_CONN_BUSY, 300);
+    /* full: the oldest waiting one of anybody (2, not the busy 1) makes room */
+    assert_true(admit(c, 4, "10.0.0.4", 5000));
+    assert_int_equal(n_killed, 1);
+    assert_int_equal(killed[0], 2);
+    /* a doomed connection no longer counts, even before its thread closes it */
+    srv_conns_set_phase(c, 3, SRV_CONN_BUSY, 5100);
+    srv_conns_set_phase(c, 4, SRV_CONN_BUSY, 5100);
+    assert_false(admit(c, 5, "10.0.0.5", 9000)); /* everyone busy: refused */
+    srv_conns_closed(c, 2);
+    srv_conns_closed(c, 1); /* one finished: room again */
+    assert_true(admit(c, 5, "10.0.0.5", 9100));
+    assert_int_equal(n_killed, 1);
+    srv_conns_free(c);
+}
+
+static void test_conns_deadlines(void **state)
+{
+    (void)state;
+    n_killed = 0;
+    srv_conns *c = srv_conns_new(10, 0, 1000, 2000, fake_kill);
+    assert_true(admit(c, 1, "10.0.0.1", 0));    /* head due by 1000 */
+    assert_true(admit(c, 2, "10.0.0.1", 0));
+    assert_true(admit(c, 3, "10.0.0.1", 0));
+    srv_conns_set_phase(c, 2, SRV_CONN_BODY, 500); /* body due by 2500 */
+    srv_conns_set_phase(c, 3, SRV_CONN_BUSY, 500); /* no deadline */
+    assert_int_equal(srv_conns_reap(c, 999), 0);
+    assert_int_equal(srv_conns_reap(c, 1001), 1);
+    assert_int_equal(killed[0], 1);
+    assert_int_equal(srv_conns_reap(c, 1500), 0); /* once */
+    assert_int_equal(srv_conns_reap(c, 2501), 1);
+    assert_int_equal(killed[1], 2);
+    assert_int_equal(srv_conns_reap(c, 1e9), 0);
+    /* a kept-alive connection back in WAIT gets a fresh header deadline */
+    srv_conns_set_phase(c, 3, SRV_CONN_WAIT, 5000);
+    assert_int_equal(srv_conns_reap(c, 5999), 0);
+    assert_int_equal(srv_conns_reap(c, 6001), 1);
+    srv_conn_stats st;
+    srv_conns_stats(c, &st);
+    assert_int_equal(st.n_header_timeouts, 2);
+    assert_int_equal(st.n_body_timeouts, 1);
+    srv_conns_free(c);
+}
+
+/* Which waiting connection gives way: never a fresh one younger than the grace period (its
+ * request may be on its way), and an answered (kept-alive) one before an older fresh one. */
+static void test_conns_grace(void **state)
+{
+    (void)state;
+    n_killed = 0;
+    srv_conns *c = srv_conns_new(100, 2, 10000, 30000, fake_kill); /* grace: 1 s */
+    assert_true(admit(c, 1, "10.0.0.1", 0));
+    assert_true(admit(c, 2, "10.0.0.1", 500));
+    assert_false(admit(c, 3, "10.0.0.1", 900)); /* both younger than 1 s: refused, nobody closed */
+    assert_int_equal(n_killed, 0);
+    assert_true(admit(c, 3, "10.0.0.1", 1200)); /* 1 is past the grace period */
+    assert_int_equal(n_killed, 1);
+    assert_int_equal(killed[0], 1);
+    srv_conns_closed(c, 1);
+    srv_conns_set_phase(c, 3, SRV_CONN_BUSY, 1300);
+    srv_conns_set_phase(c, 3, SRV_CONN_WAIT, 1400); /* answered, kept alive */
+    assert_true(admit(c, 4, "10.0.0.1", 5000));
+    assert_int_equal(n_killed, 2);
+    assert_int_equal(killed[1], 3); /* the answered one, though 2 is older */
+    srv_conns_free(c);
+}
+
+/* connections shut down but not closed yet keep their entries: once the table is full of
+ * them, refuse rather than overflow */
+static void test_conns_capacity(void **state)
+{
+    (void)state;
+    n_killed = 0;
+    srv_conns *c = srv_conns_new(1, 0, 1000, 1000, fake_kill);
+    const int cap = srv_conns_capacity(1);
+    int admitted = 0;
+    for (int fd = 0; fd < cap + 10; fd++) admitted += admit(c, 100 + fd, "10.0.0.1", 1000.0 * fd);
+    assert_int_equal(admitted, cap);
+    assert_int_equal(n_killed, cap - 1); /* each new one made the previous give way */
+    srv_conns_closed(c, 100);
+    assert_true(admit(c, 500, "10.0.0.1", 1e9));
+    srv_conns_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,6 +345,11 @@ int main(void)
         cmocka_unit_test(test_stop_strings),
         cmocka_unit_test(test_chat_templates),
         cmocka_unit_test(test_chat_template_from_gguf),
+        cmocka_unit_test(test_conns_per_client),
+        cmocka_unit_test(test_conns_global_cap),
+        cmocka_unit_test(test_conns_deadlines),
+        cmocka_unit_test(test_conns_grace),
+        cmocka_unit_test(test_conns_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,6 +96,18 @@ double srv_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* ---- histograms (/metrics) ---- */
+
+const double srv_hist_bounds[SRV_HIST_N] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60};
+
+void srv_hist_add(srv_hist *h, double seconds)
+{
+    h->count++;
+    h->sum += seconds;
+    for (int i = 0; i < SRV_HIST_N; i++)
+        if (seconds <= srv_hist_bounds[i]) h->le[i]++;
+}
+
 /* ---- tasks ------------------------------------------------------------------------------------- */
 
 srv_task *srv_task_new(srv_request *req, sift_chain *chain, sift_sampler *grammar)
@@ -409,6 +421,11 @@ static void stats_task_done(srv_engine *e, slot *sl, done_kind how)
     e->stats.n_gen_tokens += sl->n_decoded;
     e->stats.t_gen_s += sl->t_first > 0 ? (srv_now_ms() - sl->t_first) / 1e3 : 0;
     if (sl->n_cache + 1 > e->stats.n_tokens_max) e->stats.n_tokens_max = sl->n_cache + 1;
+    /* latencies as a client sees them: queued at submit, first token when its logits were sampled */
+    srv_hist_add(&e->stats.h_queue, (sl->t_start - t->t_submit) / 1e3);
+    if (sl->t_first > 0) srv_hist_add(&e->stats.h_ttft, (sl->t_first - t->t_submit) / 1e3);
+    if (sl->t_first > 0 && sl->n_decoded > 1)
+        srv_hist_add(&e->stats.h_tpot, (srv_now_ms() - sl->t_first) / 1e3 / (sl->n_decoded - 1));
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -727,6 +744,7 @@ int srv_engine_submit(srv_engine *e, srv_task *t)
     }
     srv_task_ref(t);
     t->id = e->next_id++;
+    t->t_submit = srv_now_ms();
     e->queue[e->q_n++] = t;
     e->stats.n_queued = e->q_n;
     pthread_cond_signal(&e->cv);

@@ -19,6 +19,18 @@
  * stored); a full queue gives 503 with Retry-After; idle connections are closed after
  * --timeout seconds.
  *
+ * Exposure: the server accepts connections itself (an acceptor thread hands each to
+ * libmicrohttpd with MHD_add_connection) so that conns.c decides first: a cap per client
+ * address, idle connections given up for new ones, and deadlines for a request's head and
+ * body that a client trickling bytes cannot stretch (the acceptor's poll wakes every 200 ms
+ * to enforce them). --api-key: every endpoint but /health and the page wants the key, as
+ * `Authorization: Bearer KEY` or `X-Api-Key: KEY` (401 otherwise, checked on the headers,
+ * before the body is read). CORS: no Access-Control-* headers unless --cors-origin names
+ * the request's Origin (or is `*`), and a POST from a foreign Origin is refused with 403:
+ * without that a web page could still make the server generate (a "simple" cross-origin
+ * POST runs, only its answer is hidden). Draining (SIGTERM): new work and /health get 503
+ * with Connection: close, running requests finish (srv_http_drain).
+ *
  * Routes (GET): / (the playground), /health, /v1/health, /props, /slots, /metrics,
  * /v1/models, /models. (POST): /completion, /completions, /v1/completions,
  * /v1/chat/completions, /chat/completions, /tokenize, /detokenize, /apply-template.
@@ -26,19 +38,29 @@
 #ifdef SIFT_HAVE_MHD
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "server/server.h"
 
 struct srv_http {
     struct MHD_Daemon *d;
     srv_server *s;
+    srv_conns *conns;
+    int lfd;                 /* the listening socket (ours, not MHD's) */
+    int wake[2];             /* a pipe: wakes the acceptor to stop */
+    pthread_t acceptor;
+    bool acceptor_started;
+    atomic_bool stop;
 };
 
 /* Per-request state (MHD's con_cls): the body being uploaded. */
@@ -61,6 +83,7 @@ static void count_status(srv_server *s, int status)
     atomic_fetch_add(&h->n_requests, 1);
     if (status < 300) atomic_fetch_add(&h->n_2xx, 1);
     else if (status == 400) atomic_fetch_add(&h->n_400, 1);
+    else if (status == 401 || status == 403) atomic_fetch_add(&h->n_401_403, 1);
     else if (status == 404 || status == 405) atomic_fetch_add(&h->n_404, 1);
     else if (status == 413) atomic_fetch_add(&h->n_413, 1);
     else if (status == 503 || status == 429) atomic_fetch_add(&h->n_429_503, 1);
@@ -73,11 +96,76 @@ static void log_request(srv_server *s, const char *method, const char *url, int 
     fprintf(stderr, "sift serve: %s %s -> %d (%.1f ms)\n", method, url, status, r ? srv_now_ms() - r->t0 : 0.0);
 }
 
-static void common_headers(struct MHD_Response *resp, const char *ctype)
+/* ---- CORS and API keys ------------------------------------------------------------------------ */
+
+/* The request's Origin when --cors-origin allows it ("*" allows any), else NULL. */
+static const char *cors_allowed(const srv_server *s, struct MHD_Connection *c)
+{
+    const srv_config *cfg = &s->cfg;
+    if (!cfg->n_cors_origins) return NULL;
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    for (int i = 0; i < cfg->n_cors_origins; i++) {
+        if (!strcmp(cfg->cors_origins[i], "*")) return "*";
+        if (origin && !strcmp(cfg->cors_origins[i], origin)) return origin;
+    }
+    return NULL;
+}
+
+/* Whether an Origin header names another site than the one the request was sent to (the
+ * Host header): the playground's own requests are same-origin and pass. */
+static bool foreign_origin(const srv_server *s, struct MHD_Connection *c)
+{
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!origin) return false; /* not a browser, or a same-origin GET */
+    if (cors_allowed(s, c)) return false;
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    const char *rest = !strncmp(origin, "http://", 7) ? origin + 7 : !strncmp(origin, "https://", 8) ? origin + 8 : NULL;
+    return !(host && rest && !strcasecmp(rest, host));
+}
+
+/* Equal strings, in time that depends on the lengths only (a key is not guessed byte by byte
+ * from response times). */
+static bool same_secret(const char *a, const char *b)
+{
+    const size_t na = strlen(a), nb = strlen(b);
+    unsigned char d = na != nb;
+    for (size_t i = 0; i < na; i++) d |= (unsigned char)(a[i] ^ b[i % (nb ? nb : 1)]);
+    return d == 0;
+}
+
+static bool key_ok(const srv_server *s, struct MHD_Connection *c)
+{
+    const srv_config *cfg = &s->cfg;
+    if (!cfg->n_api_keys) return true;
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *key = NULL;
+    if (auth && !strncasecmp(auth, "Bearer ", 7)) {
+        key = auth + 7;
+        while (*key == ' ') key++;
+    } else {
+        key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Api-Key");
+    }
+    bool ok = false;
+    for (int i = 0; key && i < cfg->n_api_keys; i++) ok |= same_secret(key, cfg->api_keys[i]);
+    return ok;
+}
+
+/* /health and the page are open, as in llama-server (a balancer's health check carries no key). */
+static bool open_path(const char *url)
+{
+    return !strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/") || !strcmp(url, "/index.html");
+}
+
+static void common_headers(struct MHD_Response *resp, struct MHD_Connection *c, srv_server *s, const char *ctype)
 {
     MHD_add_response_header(resp, "Content-Type", ctype);
-    MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+    const char *allow = cors_allowed(s, c);
+    if (allow) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", allow);
+        if (strcmp(allow, "*")) MHD_add_response_header(resp, "Vary", "Origin");
+    }
     MHD_add_response_header(resp, "Server", "sift/" SIFT_VERSION_STRING);
+    if (atomic_load(&s->draining)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
 /* Queue body (malloc'd, taken) with a status. */
@@ -94,7 +182,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, srv_server *s, int status
         free(body);
         return MHD_NO;
     }
-    common_headers(resp, ctype);
+    common_headers(resp, c, s, ctype);
+    if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (retry_after) MHD_add_response_header(resp, "Retry-After", retry_after);
     const enum MHD_Result r = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
@@ -293,7 +382,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
         st->s = s;
         st->t = t; /* the stream owns the connection's reference now */
         st->fd = fd;
-        common_headers(resp, "text/event-stream; charset=utf-8");
+        common_headers(resp, c, s, "text/event-stream; charset=utf-8");
         MHD_add_response_header(resp, "Cache-Control", "no-cache");
         MHD_add_response_header(resp, "X-Accel-Buffering", "no");
         const enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
@@ -324,6 +413,37 @@ static enum MHD_Result handle_simple(struct MHD_Connection *c, srv_server *s, si
     return reply_json(c, s, 200, out);
 }
 
+/* ---- health and readiness ---------------------------------------------------------------------------- */
+
+static enum MHD_Result has_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind, (void)value;
+    if (!strcmp(key, "fail_on_no_slot")) *(bool *)cls = true;
+    return MHD_YES;
+}
+
+/* 200 {"status":"ok"}; 503 while draining (a balancer takes the replica out), and with
+ * ?fail_on_no_slot when every slot is busy (llama-server's readiness probe). */
+static enum MHD_Result handle_health(struct MHD_Connection *c, srv_server *s)
+{
+    srv_error e = {0};
+    if (atomic_load(&s->draining)) {
+        srv_errorf(&e, 503, "the server is shutting down");
+        return reply_error(c, s, &e);
+    }
+    bool want_slot = false;
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, has_key, &want_slot);
+    if (want_slot) {
+        srv_engine_stats st;
+        srv_engine_stats_get(s->engine, &st, NULL, 0);
+        if (st.n_busy >= st.n_slots || st.n_queued > 0) {
+            srv_errorf(&e, 503, "no slot available");
+            return reply_error(c, s, &e);
+        }
+    }
+    return reply_json(c, s, 200, strdup("{\"status\":\"ok\"}"));
+}
+
 /* ---- routing ---------------------------------------------------------------------------------------- */
 
 static bool path_is(const char *url, const char *a) { return !strcmp(url, a); }
@@ -332,12 +452,17 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
 {
     const bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
     srv_error e = {0};
-    if (!strcmp(method, "OPTIONS")) { /* CORS preflight */
+    if (!strcmp(method, "OPTIONS")) { /* CORS preflight: the headers only for an allowed Origin */
         struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         if (!resp) return MHD_NO;
-        MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-        MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Content-Type, Authorization");
+        const char *allow = cors_allowed(s, c);
+        if (allow) {
+            MHD_add_response_header(resp, "Access-Control-Allow-Origin", allow);
+            if (strcmp(allow, "*")) MHD_add_response_header(resp, "Vary", "Origin");
+            MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Content-Type, Authorization, X-Api-Key");
+            MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+        }
         const enum MHD_Result ret = MHD_queue_response(c, 204, resp);
         MHD_destroy_response(resp);
         count_status(s, 204);
@@ -367,17 +492,31 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
             struct MHD_Response *resp =
                 MHD_create_response_from_buffer(srv_index_html_len, (void *)srv_index_html, MHD_RESPMEM_PERSISTENT);
             if (!resp) return MHD_NO;
-            common_headers(resp, "text/html; charset=utf-8");
+            common_headers(resp, c, s, "text/html; charset=utf-8");
             const enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
             MHD_destroy_response(resp);
             count_status(s, 200);
             return ret;
         }
-        if (path_is(url, "/health") || path_is(url, "/v1/health")) return reply_json(c, s, 200, strdup("{\"status\":\"ok\"}"));
+        if (path_is(url, "/health") || path_is(url, "/v1/health")) return handle_health(c, s);
         if (path_is(url, "/props")) return reply_json(c, s, 200, srv_json_props(s));
+        if ((path_is(url, "/slots") && s->cfg.no_slots) || (path_is(url, "/metrics") && s->cfg.no_metrics)) {
+            srv_errorf(&e, 404, "%s is turned off (--no-%s)", url, url + 1);
+            return reply_error(c, s, &e);
+        }
         if (path_is(url, "/slots")) return reply_json(c, s, 200, srv_json_slots(s));
         if (path_is(url, "/metrics")) return reply(c, s, 200, "text/plain; version=0.0.4", srv_text_metrics(s), NULL);
         return reply_json(c, s, 200, srv_json_models(s));
+    }
+    if (foreign_origin(s, c)) { /* a web page of another site: not even a "simple" POST runs */
+        srv_errorf(&e, 403, "requests from origin %.200s are not allowed (--cors-origin)",
+                   MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+        e.type = "permission_error";
+        return reply_error(c, s, &e);
+    }
+    if (atomic_load(&s->draining)) {
+        srv_errorf(&e, 503, "the server is shutting down; retry on another replica");
+        return reply_error(c, s, &e);
     }
     if (path_is(url, "/completion") || path_is(url, "/completions")) return handle_completion(c, s, SRV_NATIVE, r);
     if (path_is(url, "/v1/completions")) return handle_completion(c, s, SRV_OAI_CMPL, r);
@@ -391,13 +530,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     (void)version;
-    srv_server *s = cls;
+    srv_http *h = cls;
+    srv_server *s = h->s;
     conn_req *r = *con_cls;
     if (!r) { /* first call: headers only */
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
         r->t0 = srv_now_ms();
         *con_cls = r;
+        srv_conns_set_phase(h->conns, conn_fd(c), SRV_CONN_BODY, r->t0);
+        if (strcmp(method, "OPTIONS") && !open_path(url) && !key_ok(s, c)) {
+            /* refused on the headers: the body is never read (MHD closes the connection) */
+            r->too_big = true;
+            srv_error e = {0};
+            srv_errorf(&e, 401, "Invalid API Key");
+            e.type = "authentication_error";
+            const enum MHD_Result ret = reply_error(c, s, &e);
+            log_request(s, method, url, 401, r);
+            return ret;
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
             /* refuse before reading: MHD closes the connection after this response */
@@ -422,6 +573,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    srv_conns_set_phase(h->conns, conn_fd(c), SRV_CONN_BUSY, srv_now_ms());
     if (r->body.oom) {
         srv_error e = {0};
         srv_errorf(&e, 500, "out of memory reading the request");
@@ -435,25 +587,82 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)c, (void)toe;
+    (void)toe;
+    srv_http *h = cls;
     conn_req *r = *con_cls;
     if (r) {
         sbuf_free(&r->body);
         free(r);
         *con_cls = NULL;
     }
+    /* kept alive: the next request's head is due within the header deadline */
+    srv_conns_set_phase(h->conns, conn_fd(c), SRV_CONN_WAIT, srv_now_ms());
 }
 
-srv_http *srv_http_start(srv_server *s, int *port_out, char *errbuf, size_t errcap)
+/* MHD is done with a connection (called before it closes the socket, so the fd is still
+ * ours to forget). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code)
 {
-    const srv_config *cfg = &s->cfg;
+    (void)socket_context;
+    srv_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) srv_conns_closed(h->conns, conn_fd(c));
+}
+
+/* ---- accepting -------------------------------------------------------------------------------------- */
+
+/* A connection conns.c would not admit: one short answer, then close. */
+static void refuse(int fd)
+{
+#define REFUSED_BODY                                                                                      \
+    "{\"error\":{\"code\":503,\"message\":\"too many connections from this address or in all; retry later\"," \
+    "\"type\":\"unavailable_error\"}}"
+    char msg[512];
+    const int n = snprintf(msg, sizeof msg,
+                           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+                           "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                           sizeof REFUSED_BODY - 1, REFUSED_BODY);
+#undef REFUSED_BODY
+    ssize_t w = send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)w;
+    close(fd);
+}
+
+static void *acceptor_main(void *arg)
+{
+    srv_http *h = arg;
+    struct pollfd p[2] = {{.fd = h->lfd, .events = POLLIN}, {.fd = h->wake[0], .events = POLLIN}};
+    while (!atomic_load(&h->stop)) {
+        const int n = poll(p, 2, 200);
+        srv_conns_reap(h->conns, srv_now_ms());
+        if (n <= 0 || (p[1].revents & POLLIN)) continue;
+        for (int k = 0; k < 256 && !atomic_load(&h->stop); k++) { /* take what the backlog holds */
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof ss;
+            const int fd = accept4(h->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd < 0) {
+                if (errno == EMFILE || errno == ENFILE) poll(NULL, 0, 10); /* out of descriptors: let some close */
+                break;
+            }
+            if (!srv_conns_admit(h->conns, fd, (struct sockaddr *)&ss, srv_now_ms())) {
+                refuse(fd);
+                continue;
+            }
+            if (MHD_add_connection(h->d, fd, (struct sockaddr *)&ss, sl) != MHD_YES) srv_conns_closed(h->conns, fd); /* MHD closed it */
+        }
+    }
+    return NULL;
+}
+
+/* socket + bind + listen on cfg.host:cfg.port (IPv4 preferred when the name has both). */
+static int listen_on(const srv_config *cfg, char *errbuf, size_t errcap)
+{
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
     char port[16];
     snprintf(port, sizeof port, "%d", cfg->port);
     const int g = getaddrinfo(cfg->host, port, &hints, &ai);
     if (g != 0 || !ai) {
         snprintf(errbuf, errcap, "--host %s: %s", cfg->host, gai_strerror(g));
-        return NULL;
+        return -1;
     }
     const struct addrinfo *pick = ai;
     for (const struct addrinfo *a = ai; a; a = a->ai_next)
@@ -461,34 +670,114 @@ srv_http *srv_http_start(srv_server *s, int *port_out, char *errbuf, size_t errc
             pick = a;
             break;
         }
+    int fd = socket(pick->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    const int one = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, pick->ai_addr, pick->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        snprintf(errbuf, errcap, "cannot listen on %s:%d (%s)", cfg->host, cfg->port, strerror(errno));
+        if (fd >= 0) close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+static int bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) return -1;
+    if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
+srv_http *srv_http_start(srv_server *s, int *port_out, char *errbuf, size_t errcap)
+{
+    const srv_config *cfg = &s->cfg;
     srv_http *h = calloc(1, sizeof *h);
     if (!h) {
-        freeaddrinfo(ai);
         snprintf(errbuf, errcap, "out of memory");
         return NULL;
     }
     h->s = s;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
-    if (pick->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    h->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, pick->ai_addr,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)cfg->max_connections, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-                            MHD_OPTION_LISTEN_BACKLOG_SIZE, 256u, MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!h->d) {
-        snprintf(errbuf, errcap, "cannot listen on %s:%d (in use, or not an address of this machine)", cfg->host, cfg->port);
-        free(h);
+    h->lfd = h->wake[0] = h->wake[1] = -1;
+    h->conns = srv_conns_new(cfg->max_connections, cfg->max_conns_per_client, 1e3 * cfg->header_timeout_s,
+                             1e3 * cfg->body_timeout_s, NULL);
+    if (!h->conns || pipe2(h->wake, O_CLOEXEC) != 0) {
+        snprintf(errbuf, errcap, "out of memory");
+        srv_http_stop(h);
         return NULL;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    *port_out = di ? di->port : cfg->port;
+    h->lfd = listen_on(cfg, errbuf, errcap);
+    if (h->lfd < 0) {
+        srv_http_stop(h);
+        return NULL;
+    }
+    const unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                           MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv_conns_capacity(cfg->max_connections),
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                            MHD_OPTION_END);
+    if (!h->d) {
+        snprintf(errbuf, errcap, "cannot start the HTTP daemon");
+        srv_http_stop(h);
+        return NULL;
+    }
+    s->httpd = h; /* before any connection can ask /metrics for the connection counters */
+    if (pthread_create(&h->acceptor, NULL, acceptor_main, h) != 0) {
+        s->httpd = NULL;
+        snprintf(errbuf, errcap, "cannot start the acceptor thread");
+        srv_http_stop(h);
+        return NULL;
+    }
+    h->acceptor_started = true;
+    *port_out = bound_port(h->lfd);
     return h;
+}
+
+bool srv_http_drain(srv_http *h, int drain_timeout_s)
+{
+    srv_server *s = h->s;
+    atomic_store(&s->draining, true);
+    const double t_end = srv_now_ms() + 1e3 * drain_timeout_s;
+    for (;;) {
+        srv_conn_stats cs;
+        srv_engine_stats es;
+        srv_conns_stats(h->conns, &cs);
+        srv_engine_stats_get(s->engine, &es, NULL, 0);
+        /* every engine task belongs to a BUSY connection; the engine's view covers the step
+         * between a response ending and its connection noticing */
+        if (cs.n_busy == 0 && es.n_busy == 0 && es.n_queued == 0) return true;
+        if (srv_now_ms() >= t_end || atomic_load(&s->drain_abort)) return false;
+        poll(NULL, 0, 20);
+    }
+}
+
+srv_server *srv_http_server(srv_http *h) { return h->s; }
+
+void srv_http_conn_stats(srv_http *h, srv_conn_stats *st)
+{
+    if (h && h->conns) srv_conns_stats(h->conns, st);
+    else memset(st, 0, sizeof *st);
 }
 
 void srv_http_stop(srv_http *h)
 {
     if (!h) return;
-    MHD_stop_daemon(h->d);
+    atomic_store(&h->stop, true);
+    if (h->acceptor_started) {
+        const char b = 1;
+        ssize_t w = write(h->wake[1], &b, 1);
+        (void)w;
+        pthread_join(h->acceptor, NULL);
+    }
+    if (h->lfd >= 0) close(h->lfd);
+    if (h->d) MHD_stop_daemon(h->d); /* closes the connections left and joins their threads */
+    if (h->wake[0] >= 0) close(h->wake[0]);
+    if (h->wake[1] >= 0) close(h->wake[1]);
+    srv_conns_free(h->conns);
     free(h);
 }
 

@@ -499,6 +499,12 @@ void srv_sse_final(const srv_server *s, srv_task *t, bool *role_sent, sbuf *out)
 
 /* ---- server information -------------------------------------------------------------------------------- */
 
+const char *srv_file_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 char *srv_json_props(const srv_server *s)
 {
     srv_request def = {0};
@@ -518,7 +524,7 @@ char *srv_json_props(const srv_server *s)
     cJSON_AddItemToObject(d, "params", settings_json(s, &def, NULL));
     cJSON_AddStringToObject(d, "prompt", "");
     cJSON_AddNumberToObject(o, "total_slots", s->cfg.n_parallel);
-    cJSON_AddStringToObject(o, "model_path", s->cfg.model_path);
+    cJSON_AddStringToObject(o, "model_path", srv_file_name(s->cfg.model_path)); /* never the directories above it */
     cJSON_AddStringToObject(o, "model_alias", s->model_name);
     cJSON_AddStringToObject(o, "model_desc", s->model_desc);
     cJSON_AddItemToObject(o, "chat_template", str_n(s->tmpl_text ? s->tmpl_text : "", s->tmpl_text ? strlen(s->tmpl_text) : 0));
@@ -587,9 +593,22 @@ char *srv_json_models(const srv_server *s)
     return print_free(o);
 }
 
-static void metric(sbuf *b, const char *name, const char *type, const char *help, double v)
+/* One gauge or counter as sift_NAME, and as llama-server's llamacpp:LNAME too when lname is
+ * given (dashboards built for llama-server keep working). */
+static void metric2(sbuf *b, const char *name, const char *lname, const char *type, const char *help, double v)
 {
     sbuf_printf(b, "# HELP sift_%s %s\n# TYPE sift_%s %s\nsift_%s %.17g\n", name, help, name, type, name, v);
+    if (lname) sbuf_printf(b, "# HELP llamacpp:%s %s\n# TYPE llamacpp:%s %s\nllamacpp:%s %.17g\n", lname, help, lname, type, lname, v);
+}
+
+static void metric(sbuf *b, const char *name, const char *type, const char *help, double v) { metric2(b, name, NULL, type, help, v); }
+
+static void histogram(sbuf *b, const char *name, const char *help, const srv_hist *h)
+{
+    sbuf_printf(b, "# HELP sift_%s %s\n# TYPE sift_%s histogram\n", name, help, name);
+    for (int i = 0; i < SRV_HIST_N; i++) sbuf_printf(b, "sift_%s_bucket{le=\"%g\"} %lld\n", name, srv_hist_bounds[i], h->le[i]);
+    sbuf_printf(b, "sift_%s_bucket{le=\"+Inf\"} %lld\nsift_%s_sum %.17g\nsift_%s_count %lld\n", name, h->count, name, h->sum, name,
+                h->count);
 }
 
 char *srv_text_metrics(const srv_server *s)
@@ -597,37 +616,56 @@ char *srv_text_metrics(const srv_server *s)
     srv_engine_stats st;
     srv_engine_stats_get(s->engine, &st, NULL, 0);
     const srv_http_stats *h = &s->http;
+    srv_conn_stats cs;
+    srv_http_conn_stats(s->httpd, &cs);
+    const double n_ctx = (double)s->n_ctx_slot * s->cfg.n_parallel;
     sbuf b = {0};
-    metric(&b, "prompt_tokens_total", "counter", "Prompt tokens processed (not counting cached ones).", (double)st.n_prompt_tokens);
-    metric(&b, "prompt_seconds_total", "counter", "Prompt processing time.", st.t_prompt_s);
-    metric(&b, "tokens_predicted_total", "counter", "Generated tokens.", (double)st.n_gen_tokens);
-    metric(&b, "tokens_predicted_seconds_total", "counter", "Generation time, summed over requests.", st.t_gen_s);
-    metric(&b, "prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
-           st.t_prompt_s > 0 ? st.n_prompt_tokens / st.t_prompt_s : 0);
-    metric(&b, "predicted_tokens_seconds", "gauge", "Average generation throughput per request in tokens/s.",
-           st.t_gen_s > 0 ? st.n_gen_tokens / st.t_gen_s : 0);
-    metric(&b, "requests_processing", "gauge", "Requests in a slot.", st.n_busy);
-    metric(&b, "requests_deferred", "gauge", "Requests waiting for a slot.", st.n_queued);
+    metric2(&b, "prompt_tokens_total", "prompt_tokens_total", "counter", "Prompt tokens processed (not counting cached ones).",
+            (double)st.n_prompt_tokens);
+    metric2(&b, "prompt_seconds_total", "prompt_seconds_total", "counter", "Prompt processing time.", st.t_prompt_s);
+    metric2(&b, "tokens_predicted_total", "tokens_predicted_total", "counter", "Generated tokens.", (double)st.n_gen_tokens);
+    metric2(&b, "tokens_predicted_seconds_total", "tokens_predicted_seconds_total", "counter",
+            "Generation time, summed over requests.", st.t_gen_s);
+    metric2(&b, "prompt_tokens_seconds", "prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
+            st.t_prompt_s > 0 ? st.n_prompt_tokens / st.t_prompt_s : 0);
+    metric2(&b, "predicted_tokens_seconds", "predicted_tokens_seconds", "gauge",
+            "Average generation throughput per request in tokens/s.", st.t_gen_s > 0 ? st.n_gen_tokens / st.t_gen_s : 0);
+    metric2(&b, "requests_processing", "requests_processing", "gauge", "Requests in a slot.", st.n_busy);
+    metric2(&b, "requests_deferred", "requests_deferred", "gauge", "Requests waiting for a slot.", st.n_queued);
     metric(&b, "slots_total", "gauge", "Slots (-np).", st.n_slots);
-    metric(&b, "n_decode_total", "counter", "sift_decode calls.", (double)st.n_decode);
-    metric(&b, "n_busy_slots_per_decode", "gauge", "Average busy slots per sift_decode call.",
-           st.n_decode > 0 ? (double)st.n_busy_slot_steps / (double)st.n_decode : 0);
-    metric(&b, "n_tokens_max", "counter", "High-water mark of one slot's context use.", (double)st.n_tokens_max);
+    metric2(&b, "n_decode_total", "n_decode_total", "counter", "sift_decode calls.", (double)st.n_decode);
+    metric2(&b, "n_busy_slots_per_decode", "n_busy_slots_per_decode", "gauge", "Average busy slots per sift_decode call.",
+            st.n_decode > 0 ? (double)st.n_busy_slot_steps / (double)st.n_decode : 0);
+    metric2(&b, "n_tokens_max", "n_tokens_max", "counter", "High-water mark of one slot's context use.", (double)st.n_tokens_max);
     metric(&b, "engine_decode_seconds_total", "counter", "Engine thread time in sift_decode.", st.t_decode_s);
     metric(&b, "engine_sample_seconds_total", "counter", "Engine thread time sampling and publishing tokens.", st.t_sample_s);
-    metric(&b, "kv_cells_used", "gauge", "KV cells in use (all slots; includes cached prompts).", st.kv_used);
+    metric2(&b, "kv_cells_used", "kv_cache_tokens", "gauge", "KV cells in use (all slots; includes cached prompts).", st.kv_used);
+    metric2(&b, "kv_cache_usage_ratio", "kv_cache_usage_ratio", "gauge", "KV cells in use over all cells.",
+            n_ctx > 0 ? st.kv_used / n_ctx : 0);
     metric(&b, "requests_completed_total", "counter", "Completions that ran to their end.", (double)st.n_tasks_done);
     metric(&b, "requests_cancelled_total", "counter", "Completions whose client went away.", (double)st.n_tasks_cancelled);
     metric(&b, "requests_failed_total", "counter", "Completions that failed while generating.", (double)st.n_tasks_failed);
     metric(&b, "requests_rejected_total", "counter", "Completions refused with 503 (queue full).", (double)st.n_rejected);
+    histogram(&b, "queue_time_seconds", "Time from a completion's arrival to a slot taking it.", &st.h_queue);
+    histogram(&b, "time_to_first_token_seconds", "Time from a completion's arrival to its first token.", &st.h_ttft);
+    histogram(&b, "time_per_output_token_seconds", "Generation time per token after the first, per completion.", &st.h_tpot);
     sbuf_printf(&b, "# HELP sift_http_requests_total HTTP requests by status class.\n# TYPE sift_http_requests_total counter\n");
     sbuf_printf(&b, "sift_http_requests_total{code=\"2xx\"} %lld\n", (long long)atomic_load(&h->n_2xx));
     sbuf_printf(&b, "sift_http_requests_total{code=\"400\"} %lld\n", (long long)atomic_load(&h->n_400));
+    sbuf_printf(&b, "sift_http_requests_total{code=\"401_403\"} %lld\n", (long long)atomic_load(&h->n_401_403));
     sbuf_printf(&b, "sift_http_requests_total{code=\"404\"} %lld\n", (long long)atomic_load(&h->n_404));
     sbuf_printf(&b, "sift_http_requests_total{code=\"413\"} %lld\n", (long long)atomic_load(&h->n_413));
     sbuf_printf(&b, "sift_http_requests_total{code=\"503\"} %lld\n", (long long)atomic_load(&h->n_429_503));
     sbuf_printf(&b, "sift_http_requests_total{code=\"5xx\"} %lld\n", (long long)atomic_load(&h->n_5xx));
     metric(&b, "http_disconnects_total", "counter", "Clients that closed the connection before the response ended.",
            (double)atomic_load(&h->n_disconnects));
+    metric(&b, "connections_open", "gauge", "Client connections open.", cs.n_open);
+    metric(&b, "connections_accepted_total", "counter", "Client connections admitted.", (double)cs.n_accepted);
+    metric(&b, "connections_refused_total", "counter", "Connections refused at a connection cap (all busy).", (double)cs.n_refused);
+    metric(&b, "connections_evicted_total", "counter", "Idle connections closed to admit new ones at a cap.", (double)cs.n_evicted);
+    sbuf_printf(&b, "# HELP sift_connections_timed_out_total Connections closed at the header or body deadline.\n"
+                    "# TYPE sift_connections_timed_out_total counter\n");
+    sbuf_printf(&b, "sift_connections_timed_out_total{phase=\"header\"} %lld\n", cs.n_header_timeouts);
+    sbuf_printf(&b, "sift_connections_timed_out_total{phase=\"body\"} %lld\n", cs.n_body_timeouts);
     return b.oom ? (sbuf_free(&b), NULL) : b.p;
 }

@@ -33,6 +33,7 @@
 #define SIFT_SERVER_H
 
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -137,6 +138,18 @@ typedef struct srv_config {
     const char *chat_template;  /* --chat-template NAME (overrides the GGUF's) */
     sift_isa isa;
     bool log_requests;
+    /* exposure (http.c, conns.c; docs/server.md "Exposing the server") */
+    char **api_keys;            /* --api-key / --api-key-file: none -> no authentication */
+    int n_api_keys;
+    char **cors_origins;        /* --cors-origin: none -> no CORS headers; "*" -> any origin */
+    int n_cors_origins;
+    int header_timeout_s;       /* request line + headers must arrive within this (default 10) */
+    int body_timeout_s;         /* the body must arrive within this once the headers are in (default 30) */
+    int max_conns_per_client;   /* per client address (0: no cap) */
+    int drain_timeout_s;        /* SIGTERM/SIGINT: running requests get this long to finish */
+    bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
+    char **owned;               /* strings the options were copied into (environment values, key-file lines) */
+    int n_owned;
 } srv_config;
 
 /* Limits that are not flags (docs/server.md lists them). */
@@ -194,8 +207,10 @@ typedef struct srv_engine srv_engine;
 
 /* HTTP-side counters (/metrics); the engine keeps its own. */
 typedef struct srv_http_stats {
-    atomic_llong n_requests, n_2xx, n_400, n_404, n_413, n_429_503, n_5xx, n_disconnects;
+    atomic_llong n_requests, n_2xx, n_400, n_401_403, n_404, n_413, n_429_503, n_5xx, n_disconnects;
 } srv_http_stats;
+
+typedef struct srv_http srv_http;
 
 typedef struct srv_server {
     srv_config cfg;
@@ -208,12 +223,15 @@ typedef struct srv_server {
     char *tmpl_text;           /* tokenizer.chat_template (NULL when absent) */
     chat_tmpl tmpl;            /* the template applied (CHATML when unknown: documented default) */
     bool tmpl_detected;        /* tmpl came from the GGUF (or --chat-template), not the default */
-    const char *model_name;    /* alias or model path */
+    const char *model_name;    /* --alias, or the model's file name (never its path) */
     char model_desc[128];
     sift_model_info info;
     srv_engine *engine;
     srv_http_stats http;
     time_t t_start;
+    srv_http *httpd;           /* for /metrics' connection counters (NULL before the start) */
+    atomic_bool draining;      /* SIGTERM/SIGINT seen: /health 503, new work 503, running work finishes */
+    atomic_bool drain_abort;   /* a second signal: srv_http_drain returns at once */
 } srv_server;
 
 /* ---- request parsing (request.c) ------------------------------------------------------------- */
@@ -300,6 +318,7 @@ typedef struct srv_task {
     int32_t n_cached;          /* prompt tokens reused from the slot's cache */
     double t_prompt_ms, t_gen_ms;
     int32_t n_decoded;
+    double t_submit;           /* srv_now_ms() when queued (queue time, time to first token) */
 } srv_task;
 
 /* A task for a parsed request: takes ownership of *req (zeroed), chain and grammar.
@@ -327,6 +346,15 @@ typedef struct srv_slot_info {
     int32_t n_prompt, n_past, n_decoded, n_cached_tokens;
 } srv_slot_info;
 
+/* A Prometheus histogram in seconds over SRV_HIST_BOUNDS (response.c prints it). */
+#define SRV_HIST_N 14
+extern const double srv_hist_bounds[SRV_HIST_N];
+typedef struct srv_hist {
+    long long count, le[SRV_HIST_N]; /* le[i]: observations <= srv_hist_bounds[i] */
+    double sum;
+} srv_hist;
+void srv_hist_add(srv_hist *h, double seconds);
+
 typedef struct srv_engine_stats {
     int n_slots, n_busy, n_queued;
     long long n_prompt_tokens, n_gen_tokens, n_decode, n_busy_slot_steps;
@@ -335,6 +363,7 @@ typedef struct srv_engine_stats {
     long long n_tokens_max;    /* high-water mark of one slot's context use */
     double t_decode_s, t_sample_s; /* engine thread: in sift_decode, in sampling + publishing */
     int32_t kv_used;
+    srv_hist h_queue, h_ttft, h_tpot; /* queue time, time to first token, time per output token */
 } srv_engine_stats;
 
 void srv_engine_stats_get(srv_engine *e, srv_engine_stats *st, srv_slot_info *slots, int max_slots);
@@ -372,11 +401,43 @@ char *srv_json_props(const srv_server *s);
 char *srv_json_slots(const srv_server *s);
 char *srv_json_models(const srv_server *s);
 char *srv_text_metrics(const srv_server *s);
+/* The last component of a path (what /props and /v1/models show of the model file). */
+const char *srv_file_name(const char *path);
 /* POST /tokenize, /detokenize, /apply-template: 0 and *out, or an HTTP status with e. */
 /* (request.c) */
 int srv_handle_tokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
 int srv_handle_detokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
 int srv_handle_apply_template(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
+
+/* ---- connection admission and deadlines (conns.c) ------------------------------------------------ */
+
+typedef enum srv_conn_phase {
+    SRV_CONN_WAIT = 0, /* no request in progress: the next request's head must arrive (header deadline) */
+    SRV_CONN_BODY,     /* the head is in, the body is arriving (body deadline) */
+    SRV_CONN_BUSY,     /* the request is being answered */
+} srv_conn_phase;
+
+typedef struct srv_conn_stats {
+    long long n_accepted, n_refused, n_evicted, n_header_timeouts, n_body_timeouts;
+    int n_open, n_busy;
+} srv_conn_stats;
+
+typedef struct srv_conns srv_conns;
+/* max_conns in all, per_client per client address (0: no cap), deadlines in ms. kill_fd
+ * closes a connection from outside its thread (NULL: shutdown(2)). */
+srv_conns *srv_conns_new(int max_conns, int per_client, double header_ms, double body_ms, void (*kill_fd)(int fd));
+void srv_conns_free(srv_conns *c);
+/* Table entries for max_conns (live ones plus those shut down but not closed yet). */
+int srv_conns_capacity(int max_conns);
+/* A new connection: true to admit it (it starts in WAIT), false to refuse it. Makes room by
+ * closing a waiting connection (the client's own at the per-client cap): an answered one
+ * first, else a fresh one older than a grace period (conns.c says why). */
+bool srv_conns_admit(srv_conns *c, int fd, const struct sockaddr *addr, double now_ms);
+void srv_conns_set_phase(srv_conns *c, int fd, srv_conn_phase p, double now_ms);
+void srv_conns_closed(srv_conns *c, int fd);
+/* Close the connections past their phase's deadline; how many. */
+int srv_conns_reap(srv_conns *c, double now_ms);
+void srv_conns_stats(srv_conns *c, srv_conn_stats *st);
 
 /* ---- HTTP (http.c) ------------------------------------------------------------------------- */
 
@@ -384,10 +445,15 @@ int srv_handle_apply_template(const srv_server *s, const char *body, size_t len,
 extern const unsigned char srv_index_html[];
 extern const size_t srv_index_html_len;
 
-typedef struct srv_http srv_http;
 /* Listen on cfg.host:cfg.port; *port_out receives the bound port. NULL and a message on error. */
 srv_http *srv_http_start(srv_server *s, int *port_out, char *errbuf, size_t errcap);
 void srv_http_stop(srv_http *h);
+/* SIGTERM: take no new work (503 to new requests, /health 503), then wait until no request
+ * is queued, running or still sending its response, or drain_timeout_s passed. Returns
+ * whether everything finished. */
+bool srv_http_drain(srv_http *h, int drain_timeout_s);
+void srv_http_conn_stats(srv_http *h, srv_conn_stats *st);
+srv_server *srv_http_server(srv_http *h);
 
 double srv_now_ms(void);
 

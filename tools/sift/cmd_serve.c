@@ -12,6 +12,9 @@
  * taken by sigwait() here, so no handler runs inside the engine or libmicrohttpd.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <strings.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,20 +42,35 @@ static void usage(FILE *f)
             "  -tb, --threads-batch N    threads for steps of more than one token (default: as -t)\n"
             "  -n, --n-predict N         tokens per request when the request does not say (default -1: up to\n"
             "                            --max-n-predict or the end of the slot's context)\n"
-            "  -a, --alias NAME          model name in responses (default: the model path)\n"
+            "  -a, --alias NAME          model name in responses (default: the model's file name)\n"
             "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
             "                            (default: detected from the GGUF, else chatml)\n"
             "  --isa NAME                kernels: auto, scalar, avx2, avx512 (default auto)\n\n"
+            "exposure:\n"
+            "  --api-key KEY             require this key (repeatable): 'Authorization: Bearer KEY' or 'X-Api-Key: KEY';\n"
+            "                            /health and the page stay open\n"
+            "  --api-key-file FILE       keys, one per line (blank lines and # comments skipped)\n"
+            "  --cors-origin ORIGIN      allow this web origin (repeatable; * = any). Default: none, same-origin only\n"
+            "  --no-slots, --no-metrics  turn /slots or /metrics off (404)\n\n"
             "limits:\n"
-            "  -to, --timeout N          close connections idle for N seconds (default 600)\n"
-            "  --max-connections N       simultaneous connections (default 256)\n"
+            "  -to, --timeout N          close connections silent for N seconds (default 600)\n"
+            "  --header-timeout N        a request's line and headers must arrive within N seconds (default 10)\n"
+            "  --body-timeout N          its body within N seconds of the headers (default 30)\n"
+            "  --max-connections N       simultaneous connections (default 256); idle ones make room for new ones\n"
+            "  --max-connections-per-client N\n"
+            "                            per client address (default 32; 0 = no cap, e.g. behind a load balancer)\n"
             "  --max-queue N             requests waiting for a slot; more get 503 + Retry-After (default 64)\n"
             "  --max-body BYTES          request body size; more get 413 (default 1048576)\n"
-            "  --max-n-predict N         the most tokens one request may ask for (default 4096)\n\n"
+            "  --max-n-predict N         the most tokens one request may ask for (default 4096)\n"
+            "  --drain-timeout N         on SIGTERM/SIGINT, running requests get N seconds to finish (default 30)\n\n"
             "  -v, --log-requests        one line per request on stderr\n"
             "  -h, --help                this text\n\n"
-            "Endpoints, fields and limits: docs/server.md.\n");
+            "llama-server flags that mean nothing here are accepted with a note: -ngl N, -fa [on|off|auto], --mlock,\n"
+            "--no-mmap, -cb, --cont-batching, --metrics, --slots, --jinja. Every option can also come from the\n"
+            "environment: LLAMA_ARG_* as llama-server names them (LLAMA_ARG_CTX_SIZE, LLAMA_API_KEY, ...) or SIFT_ARG_*\n"
+            "(the long option's name: SIFT_ARG_MAX_QUEUE=8); the command line wins.\n\n"
+            "Endpoints, fields and limits: docs/server.md. Replicas behind a balancer: docs/scale-out.md.\n");
 }
 
 static int bad(const char *flag, const char *value, const char *why)
@@ -61,94 +79,294 @@ static int bad(const char *flag, const char *value, const char *why)
     return 2;
 }
 
-/* 0 parsed, 2 usage error, -1 help printed */
-static int parse_args(int argc, char **argv, srv_config *c)
+/* Append s to a growable string list (the strings are not copied: argv, the environment and
+ * the key file's lines outlive the server). */
+static bool list_add(char ***list, int *n, char *s)
 {
-    *c = (srv_config){.host = "127.0.0.1", .port = 8080, .n_parallel = 4, .n_batch = 512, .n_threads = cli_default_threads(),
-                      .timeout_s = 600, .max_connections = 256, .max_queue = 64, .max_body = 1 << 20,
-                      .max_n_predict = 4096, .default_n_predict = -1, .isa = SIFT_ISA_AUTO};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long n;
+    char **p = realloc(*list, (size_t)(*n + 1) * sizeof *p);
+    if (!p) return false;
+    p[(*n)++] = s;
+    *list = p;
+    return true;
+}
+
+/* The keys of an --api-key-file: one a line, surrounding blanks trimmed, blank lines and
+ * lines starting with # skipped. 0, or 2 with a message. */
+static int read_key_file(srv_config *c, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return bad("--api-key-file", path, "cannot open");
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *a = line, *z = line + strlen(line);
+        while (*a == ' ' || *a == '\t') a++;
+        while (z > a && (z[-1] == '\n' || z[-1] == '\r' || z[-1] == ' ' || z[-1] == '\t')) *--z = 0;
+        if (!*a || *a == '#') continue;
+        char *k = strdup(a);
+        if (!k || !list_add(&c->owned, &c->n_owned, k)) {
+            free(k);
+            fclose(f);
+            return bad("--api-key-file", path, "out of memory reading");
+        }
+        if (!list_add(&c->api_keys, &c->n_api_keys, k)) {
+            fclose(f);
+            return bad("--api-key-file", path, "out of memory reading");
+        }
+        n++;
+    }
+    fclose(f);
+    if (!n) return bad("--api-key-file", path, "no key in");
+    return 0;
+}
+
+static void ignored(const char *flag, const char *why) { fprintf(stderr, "sift serve: note: %s ignored (%s)\n", flag, why); }
+
+/* One option a with its possible value v (NULL when none follows). *used: v was consumed.
+ * Returns 0 parsed, 1 unknown option, 2 usage error (message printed), -1 help printed. */
+static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
+{
+    long n;
+    *used = false;
 #define IS(x) (!strcmp(a, x))
 #define NEEDV()                                       \
     do {                                              \
         if (!v) return bad(a, NULL, "missing value"); \
-        i++;                                          \
+        *used = true;                                 \
     } while (0)
-#define INTV(lo, hi, what)                                                    \
-    do {                                                                      \
-        NEEDV();                                                              \
+#define INTV(lo, hi, what)                                                              \
+    do {                                                                                \
+        NEEDV();                                                                        \
         if (!cli_parse_long(v, lo, hi, &n)) return bad(a, v, "expected " what ", got"); \
     } while (0)
-        if (IS("-h") || IS("--help")) {
-            usage(stdout);
-            return -1;
-        } else if (IS("-m") || IS("--model")) {
-            NEEDV();
-            c->model_path = v;
-        } else if (IS("--host")) {
-            NEEDV();
-            c->host = v;
-        } else if (IS("--port")) {
-            INTV(0, 65535, "a port in [0, 65535]");
-            c->port = (int)n;
-        } else if (IS("-np") || IS("--parallel")) {
-            INTV(1, 256, "a slot count in [1, 256]");
-            c->n_parallel = (int)n;
-        } else if (IS("-c") || IS("--ctx-size")) {
-            INTV(0, 1L << 24, "a context size in [0, 2^24]");
-            c->n_ctx = (int)n;
-        } else if (IS("-b") || IS("--batch-size") || IS("-ub") || IS("--ubatch-size")) {
-            INTV(1, 1L << 16, "a batch size in [1, 65536]");
-            c->n_batch = (int)n;
-        } else if (IS("-t") || IS("--threads")) {
-            INTV(1, 256, "a thread count in [1, 256]");
-            c->n_threads = (int)n;
-        } else if (IS("-tb") || IS("--threads-batch")) {
-            INTV(1, 256, "a thread count in [1, 256]");
-            c->n_threads_batch = (int)n;
-        } else if (IS("-n") || IS("--n-predict") || IS("--predict")) {
-            INTV(-1, 1L << 24, "an integer >= -1");
-            c->default_n_predict = (int)n;
-        } else if (IS("-a") || IS("--alias")) {
-            NEEDV();
-            c->alias = v;
-        } else if (IS("--chat-template")) {
-            NEEDV();
-            if (chat_from_name(v) == CHAT_UNKNOWN) return bad(a, v, "unknown template name (see --help):");
-            c->chat_template = v;
-        } else if (IS("--isa")) {
-            NEEDV();
-            if (!cli_parse_isa(v, &c->isa)) return bad(a, v, "expected auto, scalar, avx2 or avx512, got");
-        } else if (IS("-to") || IS("--timeout")) {
-            INTV(1, 86400, "seconds in [1, 86400]");
-            c->timeout_s = (int)n;
-        } else if (IS("--max-connections")) {
-            INTV(1, 100000, "a count in [1, 100000]");
-            c->max_connections = (int)n;
-        } else if (IS("--max-queue")) {
-            INTV(1, 1000000, "a count in [1, 1000000]");
-            c->max_queue = (int)n;
-        } else if (IS("--max-body")) {
-            INTV(64, 1L << 30, "bytes in [64, 2^30]");
-            c->max_body = (size_t)n;
-        } else if (IS("--max-n-predict")) {
-            INTV(1, 1L << 24, "an integer in [1, 2^24]");
-            c->max_n_predict = (int)n;
-        } else if (IS("-v") || IS("--log-requests") || IS("--verbose")) {
-            c->log_requests = true;
-        } else {
-            return bad(a, NULL, "unknown option (try --help)");
-        }
+    if (IS("-h") || IS("--help")) {
+        usage(stdout);
+        return -1;
+    } else if (IS("-m") || IS("--model")) {
+        NEEDV();
+        c->model_path = v;
+    } else if (IS("--host")) {
+        NEEDV();
+        c->host = v;
+    } else if (IS("--port")) {
+        INTV(0, 65535, "a port in [0, 65535]");
+        c->port = (int)n;
+    } else if (IS("-np") || IS("--parallel")) {
+        INTV(1, 256, "a slot count in [1, 256]");
+        c->n_parallel = (int)n;
+    } else if (IS("-c") || IS("--ctx-size")) {
+        INTV(0, 1L << 24, "a context size in [0, 2^24]");
+        c->n_ctx = (int)n;
+    } else if (IS("-b") || IS("--batch-size") || IS("-ub") || IS("--ubatch-size")) {
+        INTV(1, 1L << 16, "a batch size in [1, 65536]");
+        c->n_batch = (int)n;
+    } else if (IS("-t") || IS("--threads")) {
+        INTV(1, 256, "a thread count in [1, 256]");
+        c->n_threads = (int)n;
+    } else if (IS("-tb") || IS("--threads-batch")) {
+        INTV(1, 256, "a thread count in [1, 256]");
+        c->n_threads_batch = (int)n;
+    } else if (IS("-n") || IS("--n-predict") || IS("--predict")) {
+        INTV(-1, 1L << 24, "an integer >= -1");
+        c->default_n_predict = (int)n;
+    } else if (IS("-a") || IS("--alias")) {
+        NEEDV();
+        c->alias = v;
+    } else if (IS("--chat-template")) {
+        NEEDV();
+        if (chat_from_name(v) == CHAT_UNKNOWN) return bad(a, v, "unknown template name (see --help):");
+        c->chat_template = v;
+    } else if (IS("--isa")) {
+        NEEDV();
+        if (!cli_parse_isa(v, &c->isa)) return bad(a, v, "expected auto, scalar, avx2 or avx512, got");
+    } else if (IS("-to") || IS("--timeout")) {
+        INTV(1, 86400, "seconds in [1, 86400]");
+        c->timeout_s = (int)n;
+    } else if (IS("--header-timeout")) {
+        INTV(1, 3600, "seconds in [1, 3600]");
+        c->header_timeout_s = (int)n;
+    } else if (IS("--body-timeout")) {
+        INTV(1, 86400, "seconds in [1, 86400]");
+        c->body_timeout_s = (int)n;
+    } else if (IS("--drain-timeout")) {
+        INTV(0, 86400, "seconds in [0, 86400]");
+        c->drain_timeout_s = (int)n;
+    } else if (IS("--max-connections")) {
+        INTV(1, 100000, "a count in [1, 100000]");
+        c->max_connections = (int)n;
+    } else if (IS("--max-connections-per-client")) {
+        INTV(0, 100000, "a count in [0, 100000] (0: no cap)");
+        c->max_conns_per_client = (int)n;
+    } else if (IS("--max-queue")) {
+        INTV(1, 1000000, "a count in [1, 1000000]");
+        c->max_queue = (int)n;
+    } else if (IS("--max-body")) {
+        INTV(64, 1L << 30, "bytes in [64, 2^30]");
+        c->max_body = (size_t)n;
+    } else if (IS("--max-n-predict")) {
+        INTV(1, 1L << 24, "an integer in [1, 2^24]");
+        c->max_n_predict = (int)n;
+    } else if (IS("--api-key")) {
+        NEEDV();
+        /* llama-server takes a comma-separated list here (LLAMA_API_KEY too) */
+        for (char *k = strtok(v, ","); k; k = strtok(NULL, ","))
+            if (*k && !list_add(&c->api_keys, &c->n_api_keys, k)) return bad(a, NULL, "out of memory");
+        if (!c->n_api_keys) return bad(a, NULL, "an empty key");
+    } else if (IS("--api-key-file")) {
+        NEEDV();
+        const int r = read_key_file(c, v);
+        if (r) return r;
+    } else if (IS("--cors-origin")) {
+        NEEDV();
+        if (!*v) return bad(a, NULL, "an empty origin");
+        if (!list_add(&c->cors_origins, &c->n_cors_origins, v)) return bad(a, NULL, "out of memory");
+    } else if (IS("--no-slots")) {
+        c->no_slots = true;
+    } else if (IS("--no-metrics")) {
+        c->no_metrics = true;
+    } else if (IS("--slots")) {
+        c->no_slots = false;
+    } else if (IS("--metrics")) {
+        c->no_metrics = false;
+        ignored(a, "/metrics is always on unless --no-metrics");
+    } else if (IS("-ngl") || IS("--gpu-layers") || IS("--n-gpu-layers")) {
+        NEEDV();
+        ignored(a, "sift serve decodes on the CPU");
+    } else if (IS("-fa") || IS("--flash-attn")) {
+        if (v && (!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto"))) *used = true;
+        ignored(a, "no flash-attention kernels here");
+    } else if (IS("--mlock") || IS("--no-mmap")) {
+        ignored(a, "the model is read into memory as a whole");
+    } else if (IS("-cb") || IS("--cont-batching")) {
+        ignored(a, "continuous batching is always on");
+    } else if (IS("--jinja")) {
+        ignored(a, "chat templates are recognized from the GGUF's Jinja text by pattern");
+    } else if (IS("-v") || IS("--log-requests") || IS("--verbose")) {
+        c->log_requests = true;
+    } else {
+        return 1;
+    }
 #undef IS
 #undef NEEDV
 #undef INTV
+    return 0;
+}
+
+/* Environment names for the options: llama-server's LLAMA_ARG_* (and LLAMA_API_KEY), and
+ * SIFT_ARG_<long option> for every option of sift's own. A switch (flag == NULL for the
+ * value) is set by 1/true/on/enabled and cleared by 0/false/off/disabled through `neg`. */
+typedef struct env_opt {
+    const char *env, *flag, *neg; /* neg: the switch's opposite (NULL: takes a value) */
+    bool is_switch;
+} env_opt;
+
+static const env_opt ENV_OPTS[] = {
+    {"LLAMA_ARG_MODEL", "--model", NULL, false},
+    {"LLAMA_ARG_HOST", "--host", NULL, false},
+    {"LLAMA_ARG_PORT", "--port", NULL, false},
+    {"LLAMA_ARG_N_PARALLEL", "--parallel", NULL, false},
+    {"LLAMA_ARG_CTX_SIZE", "--ctx-size", NULL, false},
+    {"LLAMA_ARG_BATCH", "--batch-size", NULL, false},
+    {"LLAMA_ARG_UBATCH", "--ubatch-size", NULL, false},
+    {"LLAMA_ARG_THREADS", "--threads", NULL, false},
+    {"LLAMA_ARG_THREADS_BATCH", "--threads-batch", NULL, false},
+    {"LLAMA_ARG_N_PREDICT", "--n-predict", NULL, false},
+    {"LLAMA_ARG_ALIAS", "--alias", NULL, false},
+    {"LLAMA_ARG_CHAT_TEMPLATE", "--chat-template", NULL, false},
+    {"LLAMA_ARG_TIMEOUT", "--timeout", NULL, false},
+    {"LLAMA_API_KEY", "--api-key", NULL, false},
+    {"LLAMA_ARG_API_KEY_FILE", "--api-key-file", NULL, false},
+    {"LLAMA_ARG_N_GPU_LAYERS", "-ngl", NULL, false},
+    {"LLAMA_ARG_ENDPOINT_METRICS", "--metrics", "--no-metrics", true},
+    {"LLAMA_ARG_ENDPOINT_SLOTS", "--slots", "--no-slots", true},
+    {"SIFT_ARG_MODEL", "--model", NULL, false},
+    {"SIFT_ARG_HOST", "--host", NULL, false},
+    {"SIFT_ARG_PORT", "--port", NULL, false},
+    {"SIFT_ARG_PARALLEL", "--parallel", NULL, false},
+    {"SIFT_ARG_CTX_SIZE", "--ctx-size", NULL, false},
+    {"SIFT_ARG_BATCH_SIZE", "--batch-size", NULL, false},
+    {"SIFT_ARG_THREADS", "--threads", NULL, false},
+    {"SIFT_ARG_THREADS_BATCH", "--threads-batch", NULL, false},
+    {"SIFT_ARG_N_PREDICT", "--n-predict", NULL, false},
+    {"SIFT_ARG_ALIAS", "--alias", NULL, false},
+    {"SIFT_ARG_CHAT_TEMPLATE", "--chat-template", NULL, false},
+    {"SIFT_ARG_ISA", "--isa", NULL, false},
+    {"SIFT_ARG_API_KEY", "--api-key", NULL, false},
+    {"SIFT_ARG_API_KEY_FILE", "--api-key-file", NULL, false},
+    {"SIFT_ARG_CORS_ORIGIN", "--cors-origin", NULL, false},
+    {"SIFT_ARG_TIMEOUT", "--timeout", NULL, false},
+    {"SIFT_ARG_HEADER_TIMEOUT", "--header-timeout", NULL, false},
+    {"SIFT_ARG_BODY_TIMEOUT", "--body-timeout", NULL, false},
+    {"SIFT_ARG_DRAIN_TIMEOUT", "--drain-timeout", NULL, false},
+    {"SIFT_ARG_MAX_CONNECTIONS", "--max-connections", NULL, false},
+    {"SIFT_ARG_MAX_CONNECTIONS_PER_CLIENT", "--max-connections-per-client", NULL, false},
+    {"SIFT_ARG_MAX_QUEUE", "--max-queue", NULL, false},
+    {"SIFT_ARG_MAX_BODY", "--max-body", NULL, false},
+    {"SIFT_ARG_MAX_N_PREDICT", "--max-n-predict", NULL, false},
+    {"SIFT_ARG_SLOTS", "--slots", "--no-slots", true},
+    {"SIFT_ARG_METRICS", "--metrics", "--no-metrics", true},
+    {"SIFT_ARG_LOG_REQUESTS", "--log-requests", NULL, true},
+};
+
+static int parse_env(srv_config *c)
+{
+    for (size_t i = 0; i < sizeof ENV_OPTS / sizeof *ENV_OPTS; i++) {
+        const env_opt *o = &ENV_OPTS[i];
+        const char *val = getenv(o->env);
+        if (!val) continue;
+        const char *flag = o->flag;
+        char *arg = NULL;
+        if (o->is_switch) {
+            const bool on = !strcmp(val, "1") || !strcasecmp(val, "true") || !strcasecmp(val, "on") || !strcasecmp(val, "enabled");
+            const bool off = !strcmp(val, "0") || !strcasecmp(val, "false") || !strcasecmp(val, "off") || !strcasecmp(val, "disabled");
+            if (!on && !off) return bad(o->env, val, "expected 1/true/on/enabled or 0/false/off/disabled, got");
+            if (off && !o->neg) continue;
+            flag = on ? o->flag : o->neg;
+        } else {
+            arg = strdup(val); /* --api-key splits its value in place; the copy lives as long as the server */
+            if (!arg || !list_add(&c->owned, &c->n_owned, arg)) {
+                free(arg);
+                return bad(o->env, NULL, "out of memory");
+            }
+        }
+        bool used;
+        const int r = parse_opt(c, flag, arg, &used);
+        if (r) {
+            fprintf(stderr, "sift serve: (from the environment variable %s)\n", o->env);
+            return 2;
+        }
     }
+    return 0;
+}
+
+/* 0 parsed, 2 usage error, -1 help printed. The environment first, then the command line
+ * (which wins: a later option overrides, and lists such as --api-key add up). */
+static int parse_args(int argc, char **argv, srv_config *c)
+{
+    *c = (srv_config){.host = "127.0.0.1", .port = 8080, .n_parallel = 4, .n_batch = 512, .n_threads = cli_default_threads(),
+                      .timeout_s = 600, .max_connections = 256, .max_queue = 64, .max_body = 1 << 20,
+                      .max_n_predict = 4096, .default_n_predict = -1, .isa = SIFT_ISA_AUTO, .header_timeout_s = 10,
+                      .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30};
+    int r = parse_env(c);
+    for (int i = 1; !r && i < argc; i++) {
+        bool used;
+        r = parse_opt(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used);
+        if (r == 1) r = bad(argv[i], NULL, "unknown option (try --help)");
+        i += used;
+    }
+    if (r) return r;
     if (!c->model_path) return bad("-m", NULL, "a model is required");
     if (!c->n_threads_batch) c->n_threads_batch = c->n_threads;
     if (c->default_n_predict > c->max_n_predict) return bad("-n", NULL, "larger than --max-n-predict");
     return 0;
+}
+
+static void config_free(srv_config *c)
+{
+    for (int i = 0; i < c->n_owned; i++) free(c->owned[i]);
+    free(c->owned);
+    free(c->api_keys);
+    free(c->cors_origins);
 }
 
 /* tokenizer.chat_template from the GGUF (NULL when absent). */
@@ -163,17 +381,50 @@ static char *read_chat_template(const char *path)
     return copy;
 }
 
+#ifdef SIFT_HAVE_MHD
+typedef struct drain_arg {
+    srv_http *http;
+    int timeout_s;
+    atomic_bool done, ok;
+} drain_arg;
+
+static void *drain_main(void *p)
+{
+    drain_arg *d = p;
+    atomic_store(&d->ok, srv_http_drain(d->http, d->timeout_s));
+    atomic_store(&d->done, true);
+    kill(getpid(), SIGTERM); /* wake the sigwait below */
+    return NULL;
+}
+
+/* Drain in a helper thread while this one waits for signals: a second SIGTERM or SIGINT
+ * cuts the drain short (the impatient operator's Ctrl-C Ctrl-C). True when it finished. */
+static bool drain(srv_http *http, int timeout_s, const sigset_t *sigs)
+{
+    drain_arg d = {.http = http, .timeout_s = timeout_s};
+    pthread_t th;
+    if (pthread_create(&th, NULL, drain_main, &d) != 0) return srv_http_drain(http, 0);
+    int sig = 0;
+    sigwait(sigs, &sig);
+    if (!atomic_load(&d.done)) atomic_store(&srv_http_server(http)->drain_abort, true); /* a second signal */
+    pthread_join(th, NULL);
+    return atomic_load(&d.ok);
+}
+#endif
+
 int sift_cmd_serve(int argc, char **argv)
 {
     srv_server *s = calloc(1, sizeof *s);
     if (!s) return 1;
     const int pr = parse_args(argc, argv, &s->cfg);
     if (pr != 0) {
+        config_free(&s->cfg);
         free(s);
         return pr < 0 ? 0 : pr;
     }
 #ifndef SIFT_HAVE_MHD
     fprintf(stderr, "sift serve: this build has no HTTP server (libmicrohttpd was not found at configure time)\n");
+    config_free(&s->cfg);
     free(s);
     return 1;
 #else
@@ -202,7 +453,7 @@ int sift_cmd_serve(int argc, char **argv)
     sift_vocab_view_get(s->vocab, &s->view);
     s->eot = sift_vocab_eot(s->vocab);
     if (s->eot == SIFT_TOKEN_NULL) s->eot = sift_vocab_eos(s->vocab);
-    s->model_name = cfg->alias ? cfg->alias : cfg->model_path;
+    s->model_name = cfg->alias ? cfg->alias : srv_file_name(cfg->model_path); /* never the path: it tells the file system */
     sift_model_desc(s->model, s->model_desc, sizeof s->model_desc);
     s->t_start = time(NULL);
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
@@ -241,7 +492,12 @@ int sift_cmd_serve(int argc, char **argv)
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    fprintf(stderr, "sift serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    atomic_store(&s->draining, true); /* before the line below: whoever reads it sees the 503s */
+    fprintf(stderr, "sift serve: %s: draining (new work gets 503; running requests have %d s to finish)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->drain_timeout_s);
+    fflush(stderr);
+    if (drain(http, cfg->drain_timeout_s, &sigs)) fprintf(stderr, "sift serve: drained, shutting down\n");
+    else fprintf(stderr, "sift serve: drain cut short (timeout or a second signal): failing what still runs with 503\n");
     rc = 0;
 done:
     srv_engine_stop(s->engine); /* running requests fail with 503: their connections can end */
@@ -249,6 +505,7 @@ done:
     srv_engine_free(s->engine);
     sift_model_free(s->model);
     free(s->tmpl_text);
+    config_free(&s->cfg);
     free(s);
     return rc;
 #endif
