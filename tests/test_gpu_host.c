@@ -5,8 +5,8 @@
  *  - The split of chain items (device prefix / CPU tail items), per-sequence specs,
  *    sampling params planned from their items (the hybrid chain has the same token
  *    streams as sift_chain_from_params), the pass list, the handoff unpacking.
- *  - The host reference of the kernels (ref.c: the same radix levels, cut decisions,
- *    compactions, tail-kernel algorithms and Philox draws, pass for pass) against the CPU
+ *  - The host reference of the kernels (host_reference.c: the same radix levels, cut
+ *    decisions, compactions, tail-kernel algorithms and Philox draws, pass for pass) against the CPU
  *    samplers on every row of the reference logits: the surviving candidates, in order,
  *    bit for bit; top_p's rare differences are checked to be llama.cpp's float rounding
  *    (the reference then agrees with the exact cut).
@@ -25,7 +25,7 @@
 
 #include "gpu/handoff.h"
 #include "gpu/plan.h"
-#include "gpu/ref.h"
+#include "gpu/host_reference.h"
 #include "gpu_testutil.h"
 
 /* ---- a one-row device chain on the host reference ------------------------------------------ */

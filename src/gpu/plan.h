@@ -29,7 +29,7 @@
 #ifndef SIFT_GPU_PLAN_H
 #define SIFT_GPU_PLAN_H
 
-#include "gpu/common.h"
+#include "gpu/device_types.h"
 #include "samplers/chain_items.h"
 #include "sift.h"
 
