@@ -1,9 +1,10 @@
 /*
  * chain.c - sift_cuda_chain: the device chain's memory, runs and CPU tails (sift-cuda.h).
  *
- * Creation plans the spec (plan.c), sizes every device buffer once for n_seq_max rows of
- * n_vocab logits (static shapes: a run never allocates), and builds one CPU tail chain per
- * row when the spec has a tail. The rows' parameters live in pinned host memory and are
+ * Creation plans the chain's items (plan.c: a spec parsed once, or sampling params), sizes
+ * every device buffer once for n_seq_max rows of n_vocab logits (static shapes: a run never
+ * allocates), and builds one CPU tail chain per row from the tail items when there are any
+ * (each row its own samplers: own state, own random seed). The rows' parameters live in pinned host memory and are
  * copied to the device at the start of a run when they changed (sift_cuda_chain_set_seq),
  * so a run is: [parameter upload] + the kernels of the pass list. fetch copies the small
  * per-row results and, when there is a CPU tail, the handoff buffers (sizes fixed at

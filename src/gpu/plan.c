@@ -100,21 +100,19 @@ sift_status sift__gpu_tail_chain(const sift__gpu_rowspec *row, const sift_chain_
 
 /* The items' samplers, built as a CPU chain: every item checked as the CPU checks it, and
  * the samplers' own view of being a no-op and of their seed. env's n_vocab is the plan's. */
-static sift_chain *cpu_chain(const sift__chain_items *items, const sift_chain_env *env, int32_t n_vocab,
-                             sift_chain_env *e, sift_error *err)
+static sift_status cpu_chain(const sift__chain_items *items, const sift_chain_env *env, int32_t n_vocab,
+                             sift_chain **out, sift_error *err)
 {
-    *e = env ? *env : (sift_chain_env){.n_vocab = 0, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
-    e->n_vocab = n_vocab;
-    sift_chain *cpu = sift_chain_new(sift_chain_default_params());
-    if (!cpu) {
-        sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
-        return NULL;
+    sift_chain_env e = env ? *env : (sift_chain_env){.n_vocab = 0, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
+    e.n_vocab = n_vocab;
+    *out = sift_chain_new(sift_chain_default_params());
+    if (!*out) return sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
+    const sift_status st = sift__chain_add_items(*out, items, 0, items->n, &e, err);
+    if (st != SIFT_OK) {
+        sift_chain_free(*out);
+        *out = NULL;
     }
-    if (sift__chain_add_items(cpu, items, 0, items->n, e, err) != SIFT_OK) {
-        sift_chain_free(cpu);
-        return NULL;
-    }
-    return cpu;
+    return st;
 }
 
 static void describe(sift__gpu_plan *plan, const sift_chain *cpu)
@@ -196,17 +194,19 @@ sift_status sift__gpu_plan_items(sift__chain_items *items, const sift_chain_env 
                                SIFT_GPU_MAX_VOCAB);
     if (items->n > SIFT_GPU_MAX_ITEMS)
         return sift__error_set(err, SIFT_E_INVAL, "device chain: %zu samplers (at most %d)", items->n, SIFT_GPU_MAX_ITEMS);
-    for (size_t i = 0; i < items->n; i++) /* text cannot carry a NaN; sampling params can */
+    /* a NaN bias has no place among the radix keys; only sampling params can hold one (the
+     * spec grammar has no NaN), and the device chain has always refused it */
+    for (size_t i = 0; i < items->n; i++)
         for (size_t k = 0; items->v[i].kind == SIFT__ITEM_LOGIT_BIAS && k < items->v[i].n_bias; k++)
             if (isnan(items->v[i].bias[k].bias))
                 return sift__error_set(err, SIFT_E_INVAL, "sampling params: logit bias %zu is NaN", k);
-    sift_chain_env e;
-    sift_chain *cpu = cpu_chain(items, env, n_vocab, &e, err);
-    if (!cpu) return err ? err->status : SIFT_E_PARSE;
+    sift_chain *cpu;
+    sift_status st = cpu_chain(items, env, n_vocab, &cpu, err);
+    if (st != SIFT_OK) return st;
     plan->n_items = (int32_t)items->n;
     plan->n_vocab = n_vocab;
     plan->cpu_dist = cpu_dist != 0;
-    sift_status st = plan_prefix(items, cpu, cpu_dist, plan, row);
+    st = plan_prefix(items, cpu, cpu_dist, plan, row);
     if (st == SIFT_OK) st = sift__chain_items_split(items, (size_t)plan->n_dev_items, &row->tail);
     if (st == SIFT_OK) describe(plan, cpu);
     sift_chain_free(cpu);
@@ -292,10 +292,10 @@ sift_status sift__gpu_plan_row(const sift__gpu_plan *plan, const char *spec, con
     sift__chain_items items;
     sift_status st = sift__chain_items_parse(spec, &e, &items, err);
     if (st != SIFT_OK) return st;
-    sift_chain *cpu = cpu_chain(&items, &e, plan->n_vocab, &e, err);
-    if (!cpu) {
+    sift_chain *cpu;
+    if ((st = cpu_chain(&items, &e, plan->n_vocab, &cpu, err)) != SIFT_OK) {
         sift__chain_items_free(&items);
-        return err ? err->status : SIFT_E_PARSE;
+        return st;
     }
     const int n_items = (int)items.n;
     if (n_items < plan->n_dev_items)

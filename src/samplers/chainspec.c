@@ -5,13 +5,15 @@
  * so the same spec drives llama.cpp (peer_replay) and sift (sift replay), plus
  * adaptive_p(), infill() and DRY string breakers. Parsing is two-level: a small lexer-like
  * reader turns each item into a name and a list of typed arguments (number, [id list],
- * "string", id:number), each remembering its column; then the item's builder checks the
- * argument count and types and calls the sift_sampler_init_* function. Every error names
- * the column (1-based) and what is wrong, and nothing is added to the chain unless the
- * whole spec is valid.
+ * "string", id:number), each remembering its column; then the item's reader checks the
+ * argument count, types and ranges and fills in a chain item (samplers/chain_items.h), so
+ * a spec is parsed once and its structure is kept: sift_chain_add_spec builds the items'
+ * samplers, the device chain (src/gpu/plan.c) plans from the items themselves. Every error
+ * names the column (1-based) and what is wrong, and nothing is added to the chain unless
+ * the whole spec is valid.
  *
- * This lives with the samplers (not in core) because it calls their constructors: the
- * dependency points samplers -> core only.
+ * This lives with the samplers (not in core) because its items are built by their
+ * constructors: the dependency points samplers -> core only.
  */
 #include <ctype.h>
 #include <math.h>
