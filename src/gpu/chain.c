@@ -4,13 +4,14 @@
  * Creation plans the chain's items (plan.c: a spec parsed once, or sampling params), sizes
  * every device buffer once for n_seq_max rows of n_vocab logits (static shapes: a run never
  * allocates), and builds one CPU tail chain per row from the tail items when there are any
- * (each row its own samplers: own state, own random seed). The rows' parameters live in pinned host memory and are
- * copied to the device at the start of a run when they changed (sift_cuda_chain_set_seq),
- * so a run is: [parameter upload] + the kernels of the pass list. fetch copies the small
- * per-row results and, when there is a CPU tail, the handoff buffers (sizes fixed at
- * creation, so the copies are capturable too). finish waits, unpacks each row's
- * candidates exactly as the CPU chain would hold them (handoff.c), runs the row's tail,
- * accepts the token into the tail and enqueues the device-side accept (penalty windows).
+ * (each row its own samplers: own state, own random seed). The rows' parameters live in
+ * pinned host memory and are copied to the device at the start of a run when they changed
+ * (sift_cuda_chain_set_seq), so a run is: [parameter upload] + the kernels of the pass
+ * list. fetch copies the small per-row results and, when there is a CPU tail, the handoff
+ * buffers (sizes fixed at creation, so the copies are capturable too). finish waits,
+ * unpacks each row's candidates exactly as the CPU chain would hold them (handoff.c), runs
+ * the row's tail, accepts the token into the tail and enqueues the device-side accept
+ * (penalty windows).
  *
  * CUDA errors become SIFT_E_STATE with cudaGetErrorString's text; the chain remembers
  * that its device state may be inconsistent and clears it at the next run. Every entry
