@@ -8,8 +8,9 @@
  * depends on CUDA. This header needs no CUDA header: streams are passed as
  * `struct CUstream_st *`, which is what cudaStream_t is.
  *
- * The chain comes from the same text as a CPU chain (a chain spec, or sift_sampling_params
- * as llama.cpp common builds it). It is split once, at creation:
+ * The chain is described as a CPU chain is (a chain spec, or sift_sampling_params as
+ * llama.cpp common builds it; both become the same sampler items). It is split once, at
+ * creation:
  *
  *   device prefix  the longest prefix made of samplers the device runs: logit_bias and
  *                  penalties (before the first filter only), temp (and temp_ext without a

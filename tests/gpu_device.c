@@ -6,8 +6,8 @@
  *
  *  - masks: greedy, top_k, top_p and min_p over every row of the reference logits in ONE
  *    batch; each row's surviving candidates (ids, logits, order, flags) against the CPU
- *    sampler's array, and against the host reference of the kernels (ref.c). A difference
- *    from the CPU is only allowed where test_gpu_host explains it: tied logits ordered
+ *    sampler's array, and against the host reference of the kernels (host_reference.c). A
+ *    difference from the CPU is only allowed where test_gpu_host explains it: tied logits ordered
  *    differently, or top_p where llama.cpp's float sums cut elsewhere than exact
  *    arithmetic (the device must then agree with the exact cut).
  *  - dist: 10^6 draws from the device, chi-square against the CPU probabilities
@@ -32,7 +32,7 @@
 
 #include "gpu/handoff.h"
 #include "gpu/plan.h"
-#include "gpu/ref.h"
+#include "gpu/host_reference.h"
 #include "gpu_testutil.h"
 #include "sift-cuda.h"
 

@@ -3,8 +3,9 @@
  * breakers, biases, all-or-nothing, errors that name the column), and llama.cpp common's
  * way (sift_sampling_params defaults, --samplers names and aliases, --sampling-seq
  * letters, mirostat / adaptive_p / logit-bias placement, the default chain reproducing the
- * reference default_s42 stream).
+ * reference default_s42 stream); the chain items both are made of (samplers/chain_items.h).
  */
+#include "samplers/chain_items.h"
 #include "sift_test.h"
 
 static void describe(const char *spec, const sift_chain_env *env, const char *want)
@@ -245,6 +246,81 @@ static void test_mirostat_and_bias_chains(void **state)
     params_chain(&p, NULL, "logit-bias -> top-k -> dist");
 }
 
+/* a spec and sampling params as items: kinds, resolved arguments, seeds, columns */
+static void test_chain_items(void **state)
+{
+    (void)state;
+    const sift_chain_env env = {.n_vocab = 100, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 9};
+    sift__chain_items items;
+    sift_error err = {0};
+    assert_int_equal(sift__chain_items_parse(" top_k(40);top_p(0.9);mirostat(-1,5,0.1,100);logit_bias(3:-inf,7:1.5);"
+                                             "dry(0.8,1.75,2,64,[1 2],[3]);dist()",
+                                             &env, &items, &err),
+                     SIFT_OK);
+    assert_int_equal(items.n, 6);
+    assert_int_equal(items.v[0].kind, SIFT__ITEM_TOP_K);
+    assert_int_equal(items.v[0].col, 2);
+    assert_int_equal(items.v[0].i[0], 40);
+    assert_int_equal(items.v[1].kind, SIFT__ITEM_TOP_P);
+    assert_true(items.v[1].f[0] == 0.9f && items.v[1].i[0] == 0); /* min_keep defaults to 0 */
+    assert_int_equal(items.v[2].seed, SIFT_DEFAULT_SEED);        /* -1: the default seed */
+    assert_true(items.v[2].f[0] == 5.0f && items.v[2].f[1] == 0.1f && items.v[2].i[0] == 100);
+    assert_int_equal(items.v[3].n_bias, 2);
+    assert_true(items.v[3].bias[0].token == 3 && isinf(items.v[3].bias[0].bias) && items.v[3].bias[1].bias == 1.5f);
+    assert_false(items.v[4].strings);
+    assert_int_equal(items.v[4].n_seqs, 2);
+    assert_true(items.v[4].lens[0] == 2 && items.v[4].seqs[0][1] == 2 && items.v[4].seqs[1][0] == 3);
+    assert_int_equal(items.v[5].seed, 9); /* dist(): env->default_seed */
+    assert_string_equal(sift__item_name(items.v[5].kind), "dist");
+    /* the tail moves out whole */
+    sift__chain_items tail;
+    assert_int_equal(sift__chain_items_split(&items, 4, &tail), SIFT_OK);
+    assert_int_equal(items.n, 4);
+    assert_int_equal(tail.n, 2);
+    assert_int_equal(tail.v[0].kind, SIFT__ITEM_DRY);
+    sift_chain *c = sift_chain_new(sift_chain_default_params());
+    assert_int_equal(sift__chain_add_items(c, &tail, 0, tail.n, &env, &err), SIFT_OK);
+    char buf[128];
+    sift_chain_describe(c, buf, sizeof buf);
+    assert_string_equal(buf, "dry -> dist");
+    sift_chain_free(c);
+    sift__chain_items_free(&tail);
+    sift__chain_items_free(&items);
+
+    /* a bad spec leaves no items */
+    assert_int_equal(sift__chain_items_parse("top_k(40);top_p(", &env, &items, &err), SIFT_E_PARSE);
+    assert_int_equal(items.n, 0);
+    assert_null(items.v);
+    assert_non_null(strstr(err.msg, "col"));
+
+    /* sampling params: common_sampler_init's order, with the params' own seed */
+    sift_sampling_params sp = sift_sampling_default_params();
+    sp.seed = 77;
+    assert_int_equal(sift__chain_items_from_params(&sp, &env, &items, &err), SIFT_OK);
+    static const sift__item_kind want[] = {SIFT__ITEM_PENALTIES, SIFT__ITEM_DRY,   SIFT__ITEM_TOP_N_SIGMA,
+                                           SIFT__ITEM_TOP_K,     SIFT__ITEM_TYPICAL, SIFT__ITEM_TOP_P,
+                                           SIFT__ITEM_MIN_P,     SIFT__ITEM_XTC,   SIFT__ITEM_TEMP_EXT,
+                                           SIFT__ITEM_DIST};
+    assert_int_equal(items.n, sizeof want / sizeof *want);
+    for (size_t i = 0; i < items.n; i++) {
+        assert_int_equal(items.v[i].kind, want[i]);
+        assert_int_equal(items.v[i].col, 0);
+    }
+    assert_true(items.v[1].strings && items.v[1].n_strs == 4);
+    assert_int_equal(items.v[7].seed, 77);
+    assert_int_equal(items.v[9].seed, 77);
+    assert_true(items.v[8].f[0] == 0.8f && items.v[8].f[1] == 0.0f && items.v[8].f[2] == 1.0f);
+    sift__chain_items_free(&items);
+    sp.mirostat = 1;
+    assert_int_equal(sift__chain_items_from_params(&sp, &env, &items, &err), SIFT_OK);
+    assert_int_equal(items.n, 2);
+    assert_true(items.v[0].kind == SIFT__ITEM_TEMP && items.v[1].kind == SIFT__ITEM_MIROSTAT && items.v[1].i[0] == 100);
+    sift__chain_items_free(&items);
+    sp.mirostat = 7;
+    assert_int_equal(sift__chain_items_from_params(&sp, &env, &items, &err), SIFT_E_INVAL);
+    assert_int_equal(items.n, 0);
+}
+
 static void test_vocab_dependent_params(void **state)
 {
     (void)state;
@@ -282,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_sampler_names_and_letters),
         cmocka_unit_test(test_mirostat_and_bias_chains),
         cmocka_unit_test(test_vocab_dependent_params),
+        cmocka_unit_test(test_chain_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,11 +2,11 @@
  * test_gpu_host.c - everything of the device chain that can be checked without a GPU.
  *
  *  - Philox4x32-10 against Random123's known-answer vectors; the float key order.
- *  - The spec split (device prefix / CPU tail), per-sequence specs, sampling params ->
- *    spec (the generated spec builds a chain with the same token streams as
- *    sift_chain_from_params), the pass list, the handoff unpacking.
- *  - The host reference of the kernels (ref.c: the same radix levels, cut decisions,
- *    compactions, tail-kernel algorithms and Philox draws, pass for pass) against the CPU
+ *  - The split of chain items (device prefix / CPU tail items), per-sequence specs,
+ *    sampling params planned from their items (the hybrid chain has the same token
+ *    streams as sift_chain_from_params), the pass list, the handoff unpacking.
+ *  - The host reference of the kernels (host_reference.c: the same radix levels, cut
+ *    decisions, compactions, tail-kernel algorithms and Philox draws, pass for pass) against the CPU
  *    samplers on every row of the reference logits: the surviving candidates, in order,
  *    bit for bit; top_p's rare differences are checked to be llama.cpp's float rounding
  *    (the reference then agrees with the exact cut).
@@ -25,7 +25,7 @@
 
 #include "gpu/handoff.h"
 #include "gpu/plan.h"
-#include "gpu/ref.h"
+#include "gpu/host_reference.h"
 #include "gpu_testutil.h"
 
 /* ---- a one-row device chain on the host reference ------------------------------------------ */
@@ -55,10 +55,7 @@ static int hc_init(hostchain *h, const char *spec, uint32_t V, int cpu_dist)
     h->V = V;
     const int32_t cap = h->plan.selects ? 1 : sift__gpu_row_bound(&h->plan, &h->row);
     if (sift__gpu_ref_init(&h->ref, &h->plan, 1, cap) != SIFT_OK) return -1;
-    if (h->row.tail[0]) {
-        h->tail = sift_chain_from_spec(h->row.tail, &env, &err);
-        if (!h->tail) return -1;
-    }
+    if (sift__gpu_tail_chain(&h->row, &env, &h->tail, &err) != SIFT_OK) return -1;
     if (sift_candidates_init(&h->cand, (size_t)cap) != SIFT_OK) return -1;
     h->base = h->cand;
     h->scratch = malloc((size_t)cap * sizeof *h->scratch);
@@ -100,6 +97,40 @@ static sift_token hc_step(hostchain *h, const float *logits)
 }
 
 static int tie_permutation(const sift_candidates *a, const sift_candidates *b);
+
+/* a row's CPU tail as its items' names and arguments: "mirostat_v2(17,5,0.1)" */
+static const char *tail_text(const sift__gpu_rowspec *row, char *buf, size_t cap)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < row->tail.n && k < cap; i++) {
+        const sift__chain_item *it = &row->tail.v[i];
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s(", i ? ";" : "", sift__item_name(it->kind));
+        switch (it->kind) {
+        case SIFT__ITEM_DIST: k += (size_t)snprintf(buf + k, cap - k, "%u", (unsigned)it->seed); break;
+        case SIFT__ITEM_TOP_K: k += (size_t)snprintf(buf + k, cap - k, "%d", (int)it->i[0]); break;
+        case SIFT__ITEM_MIROSTAT_V2:
+            k += (size_t)snprintf(buf + k, cap - k, "%u,%g,%g", (unsigned)it->seed, (double)it->f[0], (double)it->f[1]);
+            break;
+        case SIFT__ITEM_TEMP: k += (size_t)snprintf(buf + k, cap - k, "%g", (double)it->f[0]); break;
+        case SIFT__ITEM_TYPICAL:
+            k += (size_t)snprintf(buf + k, cap - k, "%g,%d", (double)it->f[0], (int)it->i[0]);
+            break;
+        case SIFT__ITEM_TEMP_EXT:
+        case SIFT__ITEM_PENALTIES:
+            if (it->kind == SIFT__ITEM_PENALTIES) k += (size_t)snprintf(buf + k, cap - k, "%d,", (int)it->i[0]);
+            k += (size_t)snprintf(buf + k, cap - k, "%g,%g,%g", (double)it->f[0], (double)it->f[1], (double)it->f[2]);
+            break;
+        case SIFT__ITEM_LOGIT_BIAS:
+            for (size_t b = 0; b < it->n_bias && k < cap; b++)
+                k += (size_t)snprintf(buf + k, cap - k, "%s%d:%g", b ? "," : "", (int)it->bias[b].token, (double)it->bias[b].bias);
+            break;
+        default: break;
+        }
+        if (k < cap) k += (size_t)snprintf(buf + k, cap - k, ")");
+    }
+    return buf;
+}
 
 /* ---- Philox, keys ---------------------------------------------------------------------------- */
 
@@ -208,7 +239,8 @@ static void test_plan_split(void **state)
         assert_int_equal(plan.n_dev_items, c->n_dev_items);
         assert_int_equal(plan.n_ops, c->n_ops);
         assert_int_equal(plan.selects, c->selects);
-        assert_string_equal(row.tail, c->tail);
+        char tail[256];
+        assert_string_equal(tail_text(&row, tail, sizeof tail), c->tail);
         if (c->desc) assert_string_equal(plan.desc, c->desc);
         sift__gpu_rowspec_free(&row);
     }
@@ -239,7 +271,8 @@ static void test_plan_split(void **state)
     /* cpu_dist keeps a final dist on the CPU */
     assert_int_equal(sift__gpu_plan_spec("top_k(40);temp(0.8);dist(1234)", NULL, 32000, 1, &plan, &row, &err), SIFT_OK);
     assert_int_equal(plan.n_ops, 2);
-    assert_string_equal(row.tail, "dist(1234)");
+    char tail[64];
+    assert_string_equal(tail_text(&row, tail, sizeof tail), "dist(1234)");
     assert_int_equal(sift__gpu_row_bound(&plan, &row), 40);
     sift__gpu_rowspec_free(&row);
 }
@@ -278,7 +311,8 @@ static void test_plan_row(void **state)
     assert_int_equal(row.prm[1].k, 7);
     assert_false(row.prm[2].on); /* top_p(1.0) is off */
     assert_true(row.prm[3].f0 == 1.5f);
-    assert_string_equal(row.tail, "dist(9)");
+    char tail[64];
+    assert_string_equal(tail_text(&row, tail, sizeof tail), "dist(9)");
     assert_int_equal(sift__gpu_row_bound(&plan, &row), 7);
     sift__gpu_rowspec_free(&row);
     /* shapes that do not fit */
@@ -306,8 +340,30 @@ static void test_plan_row(void **state)
     sift__gpu_rowspec_free(&base);
 }
 
-/* the generated spec builds a chain that samples exactly like sift_chain_from_params */
-static void test_params_spec(void **state)
+/* sampling params plan from the items sift_chain_from_params builds its chain of: the
+ * same split and device numbers as the equivalent spec, and a hybrid chain (device prefix
+ * on the host reference, CPU tail with dist on the CPU) samples exactly like the CPU chain */
+static int hc_init_params(hostchain *h, const sift_sampling_params *sp, uint32_t V, sift_error *err)
+{
+    memset(h, 0, sizeof *h);
+    sift_chain_env env = {.n_vocab = (int32_t)V, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
+    sift__chain_items items;
+    if (sift__chain_items_from_params(sp, &env, &items, err) != SIFT_OK) return -1;
+    const sift_status st = sift__gpu_plan_items(&items, &env, (int32_t)V, 1, &h->plan, &h->row, err);
+    sift__chain_items_free(&items);
+    if (st != SIFT_OK) return -1;
+    h->rows[0] = &h->row;
+    h->V = V;
+    const int32_t cap = sift__gpu_row_bound(&h->plan, &h->row);
+    if (sift__gpu_ref_init(&h->ref, &h->plan, 1, cap) != SIFT_OK) return -1;
+    if (sift__gpu_tail_chain(&h->row, &env, &h->tail, err) != SIFT_OK) return -1;
+    if (sift_candidates_init(&h->cand, (size_t)cap) != SIFT_OK) return -1;
+    h->base = h->cand;
+    h->scratch = malloc((size_t)cap * sizeof *h->scratch);
+    return h->scratch ? 0 : -1;
+}
+
+static void test_plan_params(void **state)
 {
     (void)state;
     gt_logits L;
@@ -333,46 +389,79 @@ static void test_params_spec(void **state)
             break;
         default: break;
         }
-        char *spec = NULL;
         sift_error err;
-        assert_int_equal(sift__gpu_params_spec(&sp, NULL, &spec, &err), SIFT_OK);
+        hostchain h;
+        if (hc_init_params(&h, &sp, 32000, &err) != 0) fail_msg("variant %d: %s", variant, err.msg);
         sift_chain_env env = {.n_vocab = 32000, .vocab = NULL, .eot = -1, .default_seed = 0};
-        sift_chain *a = sift_chain_from_params(&sp, &env, &err);
-        sift_chain *b = sift_chain_from_spec(spec, &env, &err);
-        if (!a || !b) fail_msg("variant %d: %s (%s)", variant, err.msg, spec);
-        char da[512], db[512];
-        sift_chain_describe(a, da, sizeof da);
-        sift_chain_describe(b, db, sizeof db);
-        assert_string_equal(da, db);
-        const int steps = GT_SLOW_HOST() ? 16 : 128;
+        sift_chain *cpu = sift_chain_from_params(&sp, &env, &err);
+        if (!cpu) fail_msg("variant %d: %s", variant, err.msg);
+        const int steps = GT_SLOW_HOST() ? 8 : 64;
         for (int t = 0; t < steps; t++) {
-            const sift_token x = sift_chain_sample(a, gt_row(&L, (uint32_t)t), 32000);
-            const sift_token y = sift_chain_sample(b, gt_row(&L, (uint32_t)t), 32000);
-            if (x != y) fail_msg("variant %d step %d: %d vs %d (%s)", variant, t, x, y, spec);
+            const float *x = gt_row(&L, (uint32_t)t);
+            const sift_token want = sift_chain_sample(cpu, x, 32000);
+            const sift_token got = hc_step(&h, x);
+            if (want != got) fail_msg("variant %d step %d: %d vs %d (%s)", variant, t, got, want, h.plan.desc);
         }
-        sift_chain_free(a);
-        sift_chain_free(b);
-        free(spec);
+        sift_chain_free(cpu);
+        hc_free(&h);
+    }
+    /* the default params split as their spec does */
+    {
+        sift_sampling_params sp = sift_sampling_default_params();
+        sp.seed = 7;
+        sift_chain_env env = {.n_vocab = 32000, .vocab = NULL, .eot = -1, .default_seed = 0};
+        sift__chain_items items;
+        sift__gpu_plan a, b;
+        sift__gpu_rowspec ra, rb;
+        sift_error err;
+        assert_int_equal(sift__chain_items_from_params(&sp, &env, &items, &err), SIFT_OK);
+        assert_int_equal(sift__gpu_plan_items(&items, &env, 32000, 0, &a, &ra, &err), SIFT_OK);
+        sift__chain_items_free(&items);
+        assert_int_equal(sift__gpu_plan_spec("penalties(64,1,0,0);dry(0,1.75,2,64);top_n_sigma(-1);top_k(40);typical(1,0);"
+                                             "top_p(0.95,0);min_p(0.05,0);xtc(0,0.1,0,7);temp_ext(0.8,0,1);dist(7)",
+                                             &env, 32000, 0, &b, &rb, &err),
+                         SIFT_OK);
+        assert_string_equal(a.desc, b.desc);
+        assert_string_equal(a.desc, "device: ?penalties -> ?dry -> ?top-n-sigma -> top-k -> ?typical -> top-p -> min-p -> ?xtc "
+                                    "-> temp-ext -> dist");
+        assert_int_equal(a.n_ops, b.n_ops);
+        assert_memory_equal(ra.prm, rb.prm, sizeof ra.prm);
+        sift__gpu_rowspec_free(&ra);
+        sift__gpu_rowspec_free(&rb);
     }
     /* refusals */
     sift_sampling_params sp = sift_sampling_default_params();
-    char *spec;
+    sift__chain_items items;
+    sift__gpu_plan plan;
+    sift__gpu_rowspec row;
     sift_error err;
     sp.mirostat = 3;
-    assert_int_equal(sift__gpu_params_spec(&sp, NULL, &spec, &err), SIFT_E_INVAL);
+    assert_int_equal(sift__chain_items_from_params(&sp, NULL, &items, &err), SIFT_E_INVAL);
     sp = sift_sampling_default_params();
     sp.ignore_eos = true;
-    assert_int_equal(sift__gpu_params_spec(&sp, NULL, &spec, &err), SIFT_E_INVAL);
+    assert_int_equal(sift__chain_items_from_params(&sp, NULL, &items, &err), SIFT_E_INVAL);
     sp = sift_sampling_default_params();
     sift_logit_bias nanb = {1, NAN};
     sp.logit_bias = &nanb, sp.n_logit_bias = 1;
-    assert_int_equal(sift__gpu_params_spec(&sp, NULL, &spec, &err), SIFT_E_INVAL);
-    /* DRY string breakers are written as spec strings */
+    assert_int_equal(sift__chain_items_from_params(&sp, NULL, &items, &err), SIFT_OK);
+    assert_int_equal(sift__gpu_plan_items(&items, NULL, 32000, 0, &plan, &row, &err), SIFT_E_INVAL);
+    assert_non_null(strstr(err.msg, "NaN"));
+    sift__chain_items_free(&items);
+    /* DRY string breakers stay strings, bytes as they are (no text round trip to escape them) */
     sp = sift_sampling_default_params();
     strcpy(sp.dry_sequence_breakers[0], "a\"b\\\n\x01");
-    assert_int_equal(sift__gpu_params_spec(&sp, NULL, &spec, &err), SIFT_OK);
-    assert_non_null(strstr(spec, "dry(0,1.75,2,64,\"a\\\"b\\\\\\n\\x01\",\":\",\"\\\"\",\"*\")"));
-    free(spec);
+    assert_int_equal(sift__chain_items_from_params(&sp, NULL, &items, &err), SIFT_OK);
+    int seen = 0;
+    for (size_t i = 0; i < items.n; i++) {
+        if (items.v[i].kind != SIFT__ITEM_DRY) continue;
+        seen = 1;
+        assert_true(items.v[i].strings);
+        assert_int_equal(items.v[i].n_strs, 4);
+        assert_string_equal(items.v[i].strs[0], "a\"b\\\n\x01");
+        assert_string_equal(items.v[i].strs[1], ":");
+    }
+    assert_true(seen);
+    sift__chain_items_free(&items);
     free(L.x);
 }
 
@@ -887,7 +976,7 @@ int main(void)
         cmocka_unit_test(test_plan_split),
         cmocka_unit_test(test_plan_errors),
         cmocka_unit_test(test_plan_row),
-        cmocka_unit_test(test_params_spec),
+        cmocka_unit_test(test_plan_params),
         cmocka_unit_test(test_steps),
         cmocka_unit_test(test_handoff_unpack),
         cmocka_unit_test(test_ref_filters),

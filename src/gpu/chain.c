@@ -1,15 +1,17 @@
 /*
  * chain.c - sift_cuda_chain: the device chain's memory, runs and CPU tails (sift-cuda.h).
  *
- * Creation plans the spec (plan.c), sizes every device buffer once for n_seq_max rows of
- * n_vocab logits (static shapes: a run never allocates), and builds one CPU tail chain per
- * row when the spec has a tail. The rows' parameters live in pinned host memory and are
- * copied to the device at the start of a run when they changed (sift_cuda_chain_set_seq),
- * so a run is: [parameter upload] + the kernels of the pass list. fetch copies the small
- * per-row results and, when there is a CPU tail, the handoff buffers (sizes fixed at
- * creation, so the copies are capturable too). finish waits, unpacks each row's
- * candidates exactly as the CPU chain would hold them (handoff.c), runs the row's tail,
- * accepts the token into the tail and enqueues the device-side accept (penalty windows).
+ * Creation plans the chain's items (plan.c: a spec parsed once, or sampling params), sizes
+ * every device buffer once for n_seq_max rows of n_vocab logits (static shapes: a run never
+ * allocates), and builds one CPU tail chain per row from the tail items when there are any
+ * (each row its own samplers: own state, own random seed). The rows' parameters live in
+ * pinned host memory and are copied to the device at the start of a run when they changed
+ * (sift_cuda_chain_set_seq), so a run is: [parameter upload] + the kernels of the pass
+ * list. fetch copies the small per-row results and, when there is a CPU tail, the handoff
+ * buffers (sizes fixed at creation, so the copies are capturable too). finish waits,
+ * unpacks each row's candidates exactly as the CPU chain would hold them (handoff.c), runs
+ * the row's tail, accepts the token into the tail and enqueues the device-side accept
+ * (penalty windows).
  *
  * CUDA errors become SIFT_E_STATE with cudaGetErrorString's text; the chain remembers
  * that its device state may be inconsistent and clears it at the next run. Every entry
@@ -248,17 +250,9 @@ static sift_status alloc_buffers(sift_cuda_chain *c, sift_error *err)
     return SIFT_OK;
 }
 
-static sift_status make_tail(sift_cuda_chain *c, int32_t r, sift_error *err)
-{
-    sift_chain_free(c->tails[r]);
-    c->tails[r] = NULL;
-    if (!c->rows[r].tail[0]) return SIFT_OK;
-    c->tails[r] = sift_chain_from_spec(c->rows[r].tail, &c->env, err);
-    return c->tails[r] ? SIFT_OK : (err ? err->status : SIFT_E_PARSE);
-}
-
-static sift_cuda_chain *create(const char *spec, const sift_chain_env *env, const sift_cuda_params *params,
-                               sift_error *err)
+/* The chain of a spec (items NULL) or of items already made from sampling params. */
+static sift_cuda_chain *create(const char *spec, sift__chain_items *items, const sift_chain_env *env,
+                               const sift_cuda_params *params, sift_error *err)
 {
     if (!params) {
         sift__error_set(err, SIFT_E_INVAL, "device chain: no params");
@@ -302,24 +296,27 @@ static sift_cuda_chain *create(const char *spec, const sift_chain_env *env, cons
         goto fail;
     }
     sift__gpu_rowspec base;
-    if (sift__gpu_plan_spec(spec, &c->env, params->n_vocab, params->cpu_dist, &c->plan, &base, err) != SIFT_OK) goto fail;
+    if ((items ? sift__gpu_plan_items(items, &c->env, params->n_vocab, params->cpu_dist, &c->plan, &base, err)
+               : sift__gpu_plan_spec(spec, &c->env, params->n_vocab, params->cpu_dist, &c->plan, &base, err)) != SIFT_OK)
+        goto fail;
     c->rows[0] = base;
     for (int32_t r = 0; r < S; r++) {
         c->rowp[r] = &c->rows[r];
-        if (r > 0) { /* every row starts with the spec's parameters */
+        if (r > 0) { /* every row starts with the spec's parameters (its tail items stay in row 0) */
             c->rows[r] = base;
             c->rows[r].bias = NULL;
-            c->rows[r].tail = strdup(base.tail);
+            memset(&c->rows[r].tail, 0, sizeof c->rows[r].tail);
             if (base.n_bias) {
                 c->rows[r].bias = malloc((size_t)base.n_bias * sizeof *base.bias);
-                if (c->rows[r].bias) memcpy(c->rows[r].bias, base.bias, (size_t)base.n_bias * sizeof *base.bias);
-            }
-            if (!c->rows[r].tail || (base.n_bias && !c->rows[r].bias)) {
-                sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
-                goto fail;
+                if (!c->rows[r].bias) {
+                    sift__error_set(err, SIFT_E_NOMEM, "device chain: out of memory");
+                    goto fail;
+                }
+                memcpy(c->rows[r].bias, base.bias, (size_t)base.n_bias * sizeof *base.bias);
             }
         }
-        if (make_tail(c, r, err) != SIFT_OK) goto fail;
+        /* each row's own samplers (own state, own random seeds), from the base's tail items */
+        if (sift__gpu_tail_chain(&base, &c->env, &c->tails[r], err) != SIFT_OK) goto fail;
     }
     c->cap_auto = params->handoff_cap == 0;
     c->cap = c->plan.selects ? 0 : params->handoff_cap > 0 ? params->handoff_cap : sift__gpu_row_bound(&c->plan, &base);
@@ -353,16 +350,16 @@ fail:
 sift_cuda_chain *sift_cuda_chain_from_spec(const char *spec, const sift_chain_env *env, const sift_cuda_params *params,
                                            sift_error *err)
 {
-    return create(spec, env, params, err);
+    return create(spec, NULL, env, params, err);
 }
 
 sift_cuda_chain *sift_cuda_chain_from_params(const sift_sampling_params *sp, const sift_chain_env *env,
                                              const sift_cuda_params *params, sift_error *err)
 {
-    char *spec = NULL;
-    if (sift__gpu_params_spec(sp, env, &spec, err) != SIFT_OK) return NULL;
-    sift_cuda_chain *c = create(spec, env, params, err);
-    free(spec);
+    sift__chain_items items;
+    if (sift__chain_items_from_params(sp, env, &items, err) != SIFT_OK) return NULL;
+    sift_cuda_chain *c = create(NULL, &items, env, params, err);
+    sift__chain_items_free(&items);
     return c;
 }
 
@@ -407,9 +404,9 @@ sift_status sift_cuda_chain_set_seq(sift_cuda_chain *c, int32_t seq, const char 
                               (int)sift__gpu_row_bound(&c->plan, &row), (int)c->cap);
     }
     sift_chain *tail = NULL;
-    if (row.tail[0] && !(tail = sift_chain_from_spec(row.tail, &e, err))) {
+    if ((st = sift__gpu_tail_chain(&row, &e, &tail, err)) != SIFT_OK) {
         sift__gpu_rowspec_free(&row);
-        return err ? err->status : SIFT_E_PARSE;
+        return st;
     }
     sift__gpu_rowspec_free(&c->rows[seq]);
     c->rows[seq] = row;

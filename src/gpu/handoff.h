@@ -12,7 +12,8 @@
 #ifndef SIFT_GPU_HANDOFF_H
 #define SIFT_GPU_HANDOFF_H
 
-#include "gpu/common.h"
+#include "gpu/device_types.h"
+#include "gpu/sampler_math.h"
 #include "sift.h"
 
 #ifdef __cplusplus

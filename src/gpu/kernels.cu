@@ -1,8 +1,9 @@
 /*
  * kernels.cu - the device chain's kernels (CUDA C), one per pass of plan.h's step list.
  *
- * Every kernel here has a twin in ref.c, the host reference, which runs the same shared
- * functions of common.h in the same order; read the two side by side. The shapes:
+ * Every kernel here has a twin in host_reference.c, which runs the same shared functions
+ * (radix_select.h, philox.h, sampler_math.h, row_bookkeeping.h) in the same order; read
+ * the two side by side. The shapes:
  *
  *   row kernels     one thread per row: bookkeeping (begin, temp, bias, out, accept)
  *   chunk kernels   grid (chunks, rows): block c of row r owns list positions
@@ -33,6 +34,10 @@
 #include <stdint.h>
 
 #include "gpu/kernels.h"
+#include "gpu/philox.h"
+#include "gpu/radix_select.h"
+#include "gpu/row_bookkeeping.h"
+#include "gpu/sampler_math.h"
 
 /* The two pieces of CUDA syntax, as macros, so that tests/cuda_emu can compile this file as
  * C++ and run the kernels on the CPU (an emulator's <cuda_runtime.h> defines them first). */

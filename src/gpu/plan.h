@@ -1,9 +1,12 @@
 /*
- * plan.h - how a chain spec becomes a device program and a CPU tail (host logic only; no
- * CUDA needed, unit-tested on the CPU).
+ * plan.h - how a chain becomes a device program and a CPU tail (host logic only; no CUDA
+ * needed, unit-tested on the CPU).
  *
- * sift__gpu_plan_spec() validates the spec with libsift's own parser (so errors read exactly
- * like a CPU chain's), then walks its items and keeps the longest prefix the device can run:
+ * A plan is made from chain items (samplers/chain_items.h): a spec parsed once by libsift's
+ * own parser (sift__gpu_plan_spec, so errors read exactly like a CPU chain's), or sampling
+ * params turned into the same items by params.c (sift__chain_items_from_params, then
+ * sift__gpu_plan_items). The planner walks the items and keeps the longest prefix the
+ * device can run:
  *
  *   logit_bias, penalties   only before the first filter (they are applied to the whole
  *                           vocabulary in position order, as the CPU does on a fresh array);
@@ -15,7 +18,8 @@
  *                           sampler of a device kind keeps an op slot (off for that row),
  *                           so that a sequence's own spec can turn it on
  *
- * Everything from the first other item on is the CPU tail, kept as spec text. Each row's
+ * Everything from the first other item on is the CPU tail, kept as items and built into
+ * sampler objects per row (sift__gpu_tail_chain). Each row's
  * parameters are a sift__gpu_param per op (plus its logit biases); a row's own spec must have
  * the same items in the device prefix (sift__gpu_plan_row) and may have any tail.
  *
@@ -25,7 +29,8 @@
 #ifndef SIFT_GPU_PLAN_H
 #define SIFT_GPU_PLAN_H
 
-#include "gpu/common.h"
+#include "gpu/device_types.h"
+#include "samplers/chain_items.h"
 #include "sift.h"
 
 #ifdef __cplusplus
@@ -45,7 +50,7 @@ typedef struct sift__gpu_plan {
     int32_t n_ops;
     sift__gpu_op ops[SIFT_GPU_MAX_OPS];
     int16_t item_op[SIFT_GPU_MAX_ITEMS]; /* device prefix item -> op index, -1 = skipped no-op */
-    char item_name[SIFT_GPU_MAX_ITEMS][16]; /* spec names of the device prefix items */
+    int8_t item_kind[SIFT_GPU_MAX_ITEMS]; /* sift__item_kind of the device prefix items */
     int32_t selects;                   /* the last op is greedy or dist */
     int32_t window;                    /* penalty window capacity (0 without penalties) */
     int32_t n_vocab;
@@ -58,27 +63,32 @@ typedef struct sift__gpu_rowspec {
     sift__gpu_param prm[SIFT_GPU_MAX_OPS];
     sift__gpu_bias *bias; /* every bias op's entries; an op's start at prm[op].off */
     int32_t n_bias;
-    char *tail;          /* the row's CPU tail spec ("" = none) */
+    sift__chain_items tail; /* the row's CPU tail (n == 0: none) */
 } sift__gpu_rowspec;
 
 void sift__gpu_rowspec_free(sift__gpu_rowspec *row);
 
-/* Split spec for a vocabulary of n_vocab: the plan, and the spec's parameters as a row.
- * env may be NULL (its n_vocab is replaced by n_vocab). cpu_dist: a final dist stays on
- * the CPU (llama.cpp's mt19937 stream) instead of the device's Philox stream. SIFT_E_PARSE
- * with libsift's message for a bad spec, SIFT_E_INVAL for a bad n_vocab. */
+/* Split items for a vocabulary of n_vocab: the plan, and the items' parameters as a row;
+ * the tail items move from items to row->tail (items keeps the device prefix). env may be
+ * NULL (its n_vocab is replaced by n_vocab). cpu_dist: a final dist stays on the CPU
+ * (llama.cpp's mt19937 stream) instead of the device's Philox stream. Errors: the CPU
+ * samplers' own for items they refuse, SIFT_E_INVAL for a bad n_vocab or a NaN bias. */
+sift_status sift__gpu_plan_items(sift__chain_items *items, const sift_chain_env *env, int32_t n_vocab, int cpu_dist,
+                                 sift__gpu_plan *plan, sift__gpu_rowspec *row, sift_error *err);
+
+/* sift__gpu_plan_items of a parsed spec: SIFT_E_PARSE with libsift's message for a bad
+ * spec. */
 sift_status sift__gpu_plan_spec(const char *spec, const sift_chain_env *env, int32_t n_vocab, int cpu_dist,
                                 sift__gpu_plan *plan, sift__gpu_rowspec *row, sift_error *err);
+
+/* The CPU tail of a row as a chain of its own (NULL in *out when the row has none). */
+sift_status sift__gpu_tail_chain(const sift__gpu_rowspec *row, const sift_chain_env *env, sift_chain **out,
+                                 sift_error *err);
 
 /* A row's own spec under an existing plan: same device prefix shape (SIFT_E_INVAL naming
  * the first item that differs), penalty windows within the plan's capacity. */
 sift_status sift__gpu_plan_row(const sift__gpu_plan *plan, const char *spec, const sift_chain_env *env,
                                sift__gpu_rowspec *row, sift_error *err);
-
-/* The chain spec sift_chain_from_params(sp, env) is equivalent to (malloc'ed into *out).
- * Floats are written with 9 significant digits, which read back to the same float. */
-sift_status sift__gpu_params_spec(const sift_sampling_params *sp, const sift_chain_env *env, char **out,
-                                  sift_error *err);
 
 /* The largest number of candidates a row can hand to its CPU tail: the smallest enabled
  * top_k of the row, else the whole vocabulary. */

@@ -5,13 +5,15 @@
  * so the same spec drives llama.cpp (peer_replay) and sift (sift replay), plus
  * adaptive_p(), infill() and DRY string breakers. Parsing is two-level: a small lexer-like
  * reader turns each item into a name and a list of typed arguments (number, [id list],
- * "string", id:number), each remembering its column; then the item's builder checks the
- * argument count and types and calls the sift_sampler_init_* function. Every error names
- * the column (1-based) and what is wrong, and nothing is added to the chain unless the
- * whole spec is valid.
+ * "string", id:number), each remembering its column; then the item's reader checks the
+ * argument count, types and ranges and fills in a chain item (samplers/chain_items.h), so
+ * a spec is parsed once and its structure is kept: sift_chain_add_spec builds the items'
+ * samplers, the device chain (src/gpu/plan.c) plans from the items themselves. Every error
+ * names the column (1-based) and what is wrong, and nothing is added to the chain unless
+ * the whole spec is valid.
  *
- * This lives with the samplers (not in core) because it calls their constructors: the
- * dependency points samplers -> core only.
+ * This lives with the samplers (not in core) because its items are built by their
+ * constructors: the dependency points samplers -> core only.
  */
 #include <ctype.h>
 #include <math.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "samplers/chain_items.h"
 #include "samplers/samplers.h"
 
 typedef enum { ARG_NUM, ARG_LIST, ARG_STR, ARG_PAIR } arg_kind;
@@ -238,6 +241,7 @@ typedef struct item_ctx {
     const char *name;
     size_t col; /* the item's name */
     const sift_chain_env *env;
+    sift__chain_item *item; /* what the arguments fill in */
 } item_ctx;
 
 static int want_max(item_ctx *it, size_t max)
@@ -253,6 +257,12 @@ static int want_max(item_ctx *it, size_t max)
 
 static float num(item_ctx *it, size_t i) { return i < it->st->n_args ? (float)it->st->args[i].num : 0.0f; }
 
+/* arguments [0, n) as the item's floats f[0..n) (missing ones read as 0) */
+static void floats(item_ctx *it, size_t n)
+{
+    for (size_t i = 0; i < n; i++) it->item->f[i] = num(it, i);
+}
+
 static int integer(item_ctx *it, size_t i, const char *what, double lo, double hi, double dflt, double *out)
 {
     if (i >= it->st->n_args) {
@@ -266,11 +276,22 @@ static int integer(item_ctx *it, size_t i, const char *what, double lo, double h
     return 0;
 }
 
-static int seed_arg(item_ctx *it, size_t i, uint32_t *out)
+/* argument i as the item's integer i[slot] */
+static int int_arg(item_ctx *it, size_t i, const char *what, double lo, double hi, int slot)
+{
+    double v = 0;
+    if (integer(it, i, what, lo, hi, 0, &v) != 0) return -1;
+    it->item->i[slot] = (int32_t)v;
+    return 0;
+}
+
+#define ANY_INT -2147483648.0, 2147483647.0
+
+static int seed_arg(item_ctx *it, size_t i)
 {
     double v = -2;
     if (integer(it, i, "seed", -1, 4294967295.0, -2, &v) != 0) return -1;
-    *out = v == -2 ? it->env->default_seed : v == -1 ? SIFT_DEFAULT_SEED : (uint32_t)v;
+    it->item->seed = v == -2 ? it->env->default_seed : v == -1 ? SIFT_DEFAULT_SEED : (uint32_t)v;
     return 0;
 }
 
@@ -282,182 +303,202 @@ static int token_in_vocab(item_ctx *it, size_t col, sift_token t)
     return 0;
 }
 
-/* ---- one item ------------------------------------------------------------------------- */
+/* ---- one item's arguments ------------------------------------------------------------------ */
 
-static sift_sampler *build_dry(item_ctx *it)
+/* the breakers of a dry item: its arguments from 4 on, moved from the arguments to the item */
+static int dry_breakers(item_ctx *it, size_t n_lists, size_t n_strs)
 {
     spec_state *st = it->st;
-    if (st->n_args < 4) return fail_at(st, it->col, "dry needs 4 numbers (multiplier, base, allowed_length, last_n)"), NULL;
+    sift__chain_item *d = it->item;
+    const size_t n = n_lists + n_strs;
+    d->strings = n_strs > 0;
+    if (n == 0) return 0;
+    if (n_strs && !(d->strs = calloc(n, sizeof *d->strs))) return fail_at(st, it->col, "out of memory");
+    if (n_lists && (!(d->seqs = calloc(n, sizeof *d->seqs)) || !(d->lens = calloc(n, sizeof *d->lens))))
+        return fail_at(st, it->col, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        spec_arg *a = &st->args[4 + i];
+        if (n_strs) {
+            d->strs[d->n_strs++] = a->str;
+            a->str = NULL;
+        } else {
+            d->seqs[d->n_seqs] = a->list;
+            d->lens[d->n_seqs++] = a->n_list;
+            a->list = NULL;
+        }
+    }
+    return 0;
+}
+
+static int read_dry(item_ctx *it)
+{
+    spec_state *st = it->st;
+    if (st->n_args < 4) return fail_at(st, it->col, "dry needs 4 numbers (multiplier, base, allowed_length, last_n)");
     for (size_t i = 0; i < 4; i++)
-        if (st->args[i].kind != ARG_NUM) return fail_at(st, st->args[i].col, "dry: argument %zu must be a number", i + 1), NULL;
-    double allowed = 0, last_n = 0;
-    if (integer(it, 2, "allowed_length", -2147483648.0, 2147483647.0, 0, &allowed) != 0 ||
-        integer(it, 3, "last_n", -2147483648.0, 2147483647.0, 0, &last_n) != 0)
-        return NULL;
+        if (st->args[i].kind != ARG_NUM) return fail_at(st, st->args[i].col, "dry: argument %zu must be a number", i + 1);
+    if (int_arg(it, 2, "allowed_length", ANY_INT, 0) != 0 || int_arg(it, 3, "last_n", ANY_INT, 1) != 0) return -1;
     size_t n_lists = 0, n_strs = 0;
     for (size_t i = 4; i < st->n_args; i++) {
         const spec_arg *a = &st->args[i];
         if (a->kind == ARG_LIST) {
             n_lists++;
             for (size_t k = 0; k < a->n_list; k++)
-                if (token_in_vocab(it, a->col, a->list[k]) != 0) return NULL;
+                if (token_in_vocab(it, a->col, a->list[k]) != 0) return -1;
         } else if (a->kind == ARG_STR) {
             n_strs++;
         } else {
-            return fail_at(st, a->col, "dry: sequence breakers are [token ids] or \"strings\""), NULL;
+            return fail_at(st, a->col, "dry: sequence breakers are [token ids] or \"strings\"");
         }
     }
-    if (n_lists && n_strs) return fail_at(st, it->col, "dry: use either [token id] or \"string\" breakers, not both"), NULL;
-    const float mult = num(it, 0), base = num(it, 1);
+    if (n_lists && n_strs) return fail_at(st, it->col, "dry: use either [token id] or \"string\" breakers, not both");
+    floats(it, 2);
     if (n_strs) {
-        const bool enabled = mult != 0.0f && base >= 1.0f && last_n > 0;
+        const bool enabled = it->item->f[0] != 0.0f && it->item->f[1] >= 1.0f && it->item->i[1] > 0;
         if (enabled && (!it->env->vocab || !it->env->vocab->tokenize))
-            return fail_at(st, st->args[4].col, "dry: string breakers need a vocabulary (use [token ids] without a model)"), NULL;
-        const char *strs[64];
-        if (n_strs > 64) return fail_at(st, st->args[4 + 64].col, "dry: at most 64 breakers"), NULL;
-        for (size_t i = 0; i < n_strs; i++) strs[i] = st->args[4 + i].str;
-        return sift_sampler_init_dry(it->env->vocab, mult, base, (int32_t)allowed, (int32_t)last_n, strs, n_strs);
+            return fail_at(st, st->args[4].col, "dry: string breakers need a vocabulary (use [token ids] without a model)");
+        if (n_strs > 64) return fail_at(st, st->args[4 + 64].col, "dry: at most 64 breakers");
     }
-    const sift_token *seqs[256];
-    size_t lens[256];
-    if (n_lists > 256) return fail_at(st, st->args[4 + 256].col, "dry: at most 256 breakers"), NULL;
-    for (size_t i = 0; i < n_lists; i++) {
-        seqs[i] = st->args[4 + i].list;
-        lens[i] = st->args[4 + i].n_list;
-    }
-    return sift_sampler_init_dry_tokens(mult, base, (int32_t)allowed, (int32_t)last_n, seqs, lens, n_lists);
+    if (n_lists > 256) return fail_at(st, st->args[4 + 256].col, "dry: at most 256 breakers");
+    return dry_breakers(it, n_lists, n_strs);
 }
 
-static sift_sampler *build_logit_bias(item_ctx *it)
+static int read_logit_bias(item_ctx *it)
 {
     spec_state *st = it->st;
-    sift_logit_bias *lb = malloc((st->n_args ? st->n_args : 1) * sizeof *lb);
-    if (!lb) return fail_at(st, it->col, "out of memory"), NULL;
+    sift__chain_item *d = it->item;
+    d->bias = malloc((st->n_args ? st->n_args : 1) * sizeof *d->bias);
+    if (!d->bias) return fail_at(st, it->col, "out of memory");
     for (size_t i = 0; i < st->n_args; i++) {
         const spec_arg *a = &st->args[i];
-        if (a->kind != ARG_PAIR) {
-            free(lb);
-            return fail_at(st, a->col, "logit_bias: entries are token:bias"), NULL;
-        }
-        if (token_in_vocab(it, a->col, a->id) != 0) {
-            free(lb);
-            return NULL;
-        }
-        lb[i] = (sift_logit_bias){a->id, (float)a->num};
+        if (a->kind != ARG_PAIR) return fail_at(st, a->col, "logit_bias: entries are token:bias");
+        if (token_in_vocab(it, a->col, a->id) != 0) return -1;
+        d->bias[d->n_bias++] = (sift_logit_bias){a->id, (float)a->num};
     }
-    sift_sampler *s = sift_sampler_init_logit_bias(it->env->n_vocab, st->n_args, lb);
-    free(lb);
-    return s;
+    return 0;
 }
 
 static const char *const known_names =
     "greedy, dist, top_k, top_p, min_p, typical, temp, temp_ext, xtc, top_n_sigma, mirostat, "
     "mirostat_v2, penalties, dry, logit_bias, adaptive_p, infill";
 
-static sift_sampler *build_item(item_ctx *it)
+/* checks the arguments of a known item and fills it in */
+static int read_item(item_ctx *it)
 {
-    const char *n = it->name;
-    double a = 0, b = 0;
-    uint32_t seed = 0;
-    if (!strcmp(n, "dry")) return build_dry(it);
-    if (!strcmp(n, "logit_bias")) return build_logit_bias(it);
-    if (!strcmp(n, "greedy")) return want_max(it, 0) ? NULL : sift_sampler_init_greedy();
-    if (!strcmp(n, "dist")) return want_max(it, 1) || seed_arg(it, 0, &seed) ? NULL : sift_sampler_init_dist(seed);
-    if (!strcmp(n, "top_k"))
-        return want_max(it, 1) || integer(it, 0, "k", -2147483648.0, 2147483647.0, 0, &a) ? NULL
-                                                                                          : sift_sampler_init_top_k((int32_t)a);
-    if (!strcmp(n, "top_p") || !strcmp(n, "min_p") || !strcmp(n, "typical")) {
-        if (want_max(it, 2) || integer(it, 1, "min_keep", 0, 2147483647.0, 0, &a)) return NULL;
-        return n[0] == 't' && n[1] == 'o' ? sift_sampler_init_top_p(num(it, 0), (size_t)a)
-               : n[0] == 'm'              ? sift_sampler_init_min_p(num(it, 0), (size_t)a)
-                                          : sift_sampler_init_typical(num(it, 0), (size_t)a);
+    switch (it->item->kind) {
+    case SIFT__ITEM_DRY: return read_dry(it);
+    case SIFT__ITEM_LOGIT_BIAS: return read_logit_bias(it);
+    case SIFT__ITEM_GREEDY: return want_max(it, 0);
+    case SIFT__ITEM_DIST: return want_max(it, 1) || seed_arg(it, 0);
+    case SIFT__ITEM_TOP_K: return want_max(it, 1) || int_arg(it, 0, "k", ANY_INT, 0);
+    case SIFT__ITEM_TOP_P:
+    case SIFT__ITEM_MIN_P:
+    case SIFT__ITEM_TYPICAL:
+        if (want_max(it, 2) || int_arg(it, 1, "min_keep", 0, 2147483647.0, 0)) return -1;
+        floats(it, 1);
+        return 0;
+    case SIFT__ITEM_TEMP:
+    case SIFT__ITEM_TOP_N_SIGMA:
+        if (want_max(it, 1)) return -1;
+        floats(it, 1);
+        return 0;
+    case SIFT__ITEM_TEMP_EXT:
+        if (want_max(it, 3)) return -1;
+        floats(it, 3);
+        return 0;
+    case SIFT__ITEM_XTC:
+        if (want_max(it, 4) || int_arg(it, 2, "min_keep", 0, 2147483647.0, 0) || seed_arg(it, 3)) return -1;
+        floats(it, 2);
+        return 0;
+    case SIFT__ITEM_MIROSTAT: /* mirostat(seed, tau, eta, m) */
+        if (want_max(it, 4) || seed_arg(it, 0) || int_arg(it, 3, "m", ANY_INT, 0)) return -1;
+        it->item->f[0] = num(it, 1), it->item->f[1] = num(it, 2);
+        return 0;
+    case SIFT__ITEM_MIROSTAT_V2: /* mirostat_v2(seed, tau, eta) */
+        if (want_max(it, 3) || seed_arg(it, 0)) return -1;
+        it->item->f[0] = num(it, 1), it->item->f[1] = num(it, 2);
+        return 0;
+    case SIFT__ITEM_PENALTIES: /* penalties(last_n, repeat, freq, present) */
+        if (want_max(it, 4) || int_arg(it, 0, "last_n", ANY_INT, 0)) return -1;
+        for (int i = 0; i < 3; i++) it->item->f[i] = num(it, (size_t)i + 1);
+        return 0;
+    case SIFT__ITEM_ADAPTIVE_P:
+        if (want_max(it, 3) || seed_arg(it, 2)) return -1;
+        floats(it, 2);
+        return 0;
+    case SIFT__ITEM_INFILL:
+        if (want_max(it, 0)) return -1;
+        if (!it->env->vocab) return fail_at(it->st, it->col, "infill needs a vocabulary (a model)");
+        return 0;
+    default: return fail_at(it->st, it->col, "unknown sampler '%s' (known: %s)", it->name, known_names);
     }
-    if (!strcmp(n, "temp")) return want_max(it, 1) ? NULL : sift_sampler_init_temp(num(it, 0));
-    if (!strcmp(n, "temp_ext")) return want_max(it, 3) ? NULL : sift_sampler_init_temp_ext(num(it, 0), num(it, 1), num(it, 2));
-    if (!strcmp(n, "xtc"))
-        return want_max(it, 4) || integer(it, 2, "min_keep", 0, 2147483647.0, 0, &a) || seed_arg(it, 3, &seed)
-                   ? NULL
-                   : sift_sampler_init_xtc(num(it, 0), num(it, 1), (size_t)a, seed);
-    if (!strcmp(n, "top_n_sigma")) return want_max(it, 1) ? NULL : sift_sampler_init_top_n_sigma(num(it, 0));
-    if (!strcmp(n, "mirostat"))
-        return want_max(it, 4) || seed_arg(it, 0, &seed) || integer(it, 3, "m", -2147483648.0, 2147483647.0, 0, &b)
-                   ? NULL
-                   : sift_sampler_init_mirostat(it->env->n_vocab, seed, num(it, 1), num(it, 2), (int32_t)b);
-    if (!strcmp(n, "mirostat_v2"))
-        return want_max(it, 3) || seed_arg(it, 0, &seed) ? NULL : sift_sampler_init_mirostat_v2(seed, num(it, 1), num(it, 2));
-    if (!strcmp(n, "penalties"))
-        return want_max(it, 4) || integer(it, 0, "last_n", -2147483648.0, 2147483647.0, 0, &a)
-                   ? NULL
-                   : sift_sampler_init_penalties((int32_t)a, num(it, 1), num(it, 2), num(it, 3));
-    if (!strcmp(n, "adaptive_p"))
-        return want_max(it, 3) || seed_arg(it, 2, &seed) ? NULL : sift_sampler_init_adaptive_p(num(it, 0), num(it, 1), seed);
-    if (!strcmp(n, "infill")) {
-        if (want_max(it, 0)) return NULL;
-        if (!it->env->vocab) return fail_at(it->st, it->col, "infill needs a vocabulary (a model)"), NULL;
-        return sift_sampler_init_infill(it->env->vocab, it->env->eot);
+}
+
+static sift__item_kind kind_of(const char *name)
+{
+    for (int k = 0; k < SIFT__ITEM_COUNT; k++)
+        if (!strcmp(name, sift__item_name((sift__item_kind)k))) return (sift__item_kind)k;
+    return SIFT__ITEM_COUNT;
+}
+
+/* ---- a spec ---------------------------------------------------------------------------------- */
+
+/* the name at st->p (at most 31 characters kept); 0 when there is none */
+static size_t read_name(spec_state *st, char name[32])
+{
+    size_t n = 0;
+    while (isalnum((unsigned char)*st->p) || *st->p == '_') {
+        if (n < 31) name[n++] = *st->p;
+        st->p++;
     }
-    return fail_at(it->st, it->col, "unknown sampler '%s' (known: %s)", n, known_names), NULL;
+    name[n] = 0;
+    return n;
+}
+
+static int parse_items(spec_state *st, const sift_chain_env *env, sift__chain_items *out)
+{
+    for (;;) {
+        while (isspace((unsigned char)*st->p) || *st->p == ';') st->p++;
+        if (!*st->p) return 0;
+        const char *name_at = st->p;
+        char name[32];
+        if (read_name(st, name) == 0) return fail_at(st, col_of(st, name_at), "sampler name expected");
+        if (out->n == 256) return fail_at(st, col_of(st, name_at), "too many samplers (at most 256)");
+        if (read_args(st) != 0) return -1;
+        sift__chain_item *item = sift__chain_items_push(out, kind_of(name), col_of(st, name_at));
+        if (!item) return fail_at(st, col_of(st, name_at), "out of memory");
+        item_ctx it = {st, name, col_of(st, name_at), env, item};
+        const int r = read_item(&it);
+        if (item->kind == SIFT__ITEM_COUNT) out->n--; /* unknown: nothing to free */
+        free_args(st);
+        if (r != 0) return -1;
+        skip_ws(st);
+        if (*st->p && *st->p != ';') return fail_at(st, col_of(st, st->p), "';' expected between samplers");
+    }
+}
+
+sift_status sift__chain_items_parse(const char *spec, const sift_chain_env *env, sift__chain_items *out, sift_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec) return sift__error_set(err, SIFT_E_INVAL, "chain spec: no spec");
+    const sift_chain_env no_env = {.n_vocab = 0, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
+    spec_state st = {.spec = spec, .p = spec, .err = err, .status = SIFT_OK};
+    const int r = parse_items(&st, env ? env : &no_env, out);
+    free_args(&st);
+    free(st.args);
+    if (r == 0) return SIFT_OK;
+    sift__chain_items_free(out);
+    return st.status != SIFT_OK ? st.status : SIFT_E_PARSE;
 }
 
 sift_status sift_chain_add_spec(sift_chain *chain, const char *spec, const sift_chain_env *env, sift_error *err)
 {
     if (!chain || !spec) return sift__error_set(err, SIFT_E_INVAL, "chain spec: %s", !chain ? "no chain" : "no spec");
-    const sift_chain_env no_env = {.n_vocab = 0, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
-    if (!env) env = &no_env;
-    spec_state st = {.spec = spec, .p = spec, .err = err, .status = SIFT_OK};
-    sift_sampler *built[256];
-    size_t n_built = 0;
-    for (;;) {
-        while (isspace((unsigned char)*st.p) || *st.p == ';') st.p++;
-        if (!*st.p) break;
-        const char *name_at = st.p;
-        char name[32];
-        size_t n = 0;
-        while (isalnum((unsigned char)*st.p) || *st.p == '_') {
-            if (n < sizeof name - 1) name[n++] = *st.p;
-            st.p++;
-        }
-        name[n] = 0;
-        if (n == 0) {
-            fail_at(&st, col_of(&st, name_at), "sampler name expected");
-            goto fail;
-        }
-        if (n_built == sizeof built / sizeof *built) {
-            fail_at(&st, col_of(&st, name_at), "too many samplers (at most 256)");
-            goto fail;
-        }
-        if (read_args(&st) != 0) goto fail;
-        item_ctx it = {&st, name, col_of(&st, name_at), env};
-        sift_sampler *s = build_item(&it);
-        free_args(&st);
-        if (!s) {
-            if (st.status == SIFT_OK)
-                fail_at(&st, col_of(&st, name_at), "%s: could not create the sampler (out of memory or bad arguments)", name);
-            goto fail;
-        }
-        built[n_built++] = s;
-        skip_ws(&st);
-        if (*st.p && *st.p != ';') {
-            fail_at(&st, col_of(&st, st.p), "';' expected between samplers");
-            goto fail;
-        }
-    }
-    for (size_t i = 0; i < n_built; i++) {
-        if (sift_chain_add(chain, built[i]) != SIFT_OK) {
-            /* undo: the chain must end as it began */
-            for (size_t j = 0; j < i; j++) sift_sampler_free(sift_chain_remove(chain, sift_chain_n(chain) - 1));
-            for (size_t j = i; j < n_built; j++) sift_sampler_free(built[j]);
-            free(st.args);
-            return sift__error_set(err, SIFT_E_NOMEM, "chain spec: out of memory");
-        }
-    }
-    free(st.args);
-    return SIFT_OK;
-fail:
-    free_args(&st);
-    free(st.args);
-    for (size_t i = 0; i < n_built; i++) sift_sampler_free(built[i]);
-    return st.status != SIFT_OK ? st.status : SIFT_E_PARSE;
+    sift__chain_items items;
+    sift_status st = sift__chain_items_parse(spec, env, &items, err);
+    if (st != SIFT_OK) return st;
+    st = sift__chain_add_items(chain, &items, 0, items.n, env, err);
+    sift__chain_items_free(&items);
+    return st;
 }
 
 sift_chain *sift_chain_from_spec(const char *spec, const sift_chain_env *env, sift_error *err)

@@ -16,6 +16,10 @@
  * their kebab-case and no-underscore forms, "nucleus", "temp", "typ", and the older
  * "typical" / "typical-p"; case-insensitive); the letters of --sampling-seq follow
  * common_sampler_type_to_chr.
+ *
+ * The chain is made as items first (sift__chain_items_from_params, chain_items.h): this
+ * file is the one place that knows the order above, and the device chain (src/gpu/plan.c)
+ * plans from the same items that sift_chain_from_params() turns into samplers.
  */
 #include <ctype.h>
 #include <math.h>
@@ -24,6 +28,7 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "samplers/chain_items.h"
 #include "samplers/samplers.h"
 
 static const sift_sampler_type default_order[] = {
@@ -184,128 +189,185 @@ sift_status sift_sampling_set_sampler_chars(sift_sampling_params *params, const 
 
 /* ---- the chain ----------------------------------------------------------------------------- */
 
-static sift_status add_or_fail(sift_chain *chain, sift_sampler *s, const char *what, sift_error *err)
+typedef struct params_ctx {
+    const sift_sampling_params *p;
+    const sift_chain_env *env;
+    sift__chain_items *out;
+    sift_error *err;
+} params_ctx;
+
+static sift__chain_item *push(params_ctx *c, sift__item_kind kind)
 {
-    if (!s) return sift__error_set(err, SIFT_E_NOMEM, "sampling params: cannot create %s", what);
-    if (sift_chain_add(chain, s) != SIFT_OK) {
-        sift_sampler_free(s);
-        return sift__error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
-    }
-    return SIFT_OK;
+    sift__chain_item *it = sift__chain_items_push(c->out, kind, 0);
+    if (!it) sift__error_set(c->err, SIFT_E_NOMEM, "sampling params: out of memory");
+    return it;
 }
 
-static sift_status add_logit_bias(sift_chain *chain, const sift_sampling_params *p, const sift_chain_env *env,
-                                  sift_error *err)
+/* user biases, plus -inf for every EOG token with ignore_eos */
+static sift_status add_logit_bias(params_ctx *c)
 {
+    const sift_sampling_params *p = c->p;
+    const sift_chain_env *env = c->env;
     size_t n_eog = 0;
     if (p->ignore_eos) {
         if (!env->vocab || !env->vocab->attr)
-            return sift__error_set(err, SIFT_E_INVAL, "sampling params: ignore_eos needs the vocabulary (EOG tokens)");
+            return sift__error_set(c->err, SIFT_E_INVAL, "sampling params: ignore_eos needs the vocabulary (EOG tokens)");
         for (int32_t t = 0; t < env->vocab->n_tokens; t++) n_eog += (env->vocab->attr[t] & SIFT_TOKEN_ATTR_EOG) != 0;
     }
     const size_t n = p->n_logit_bias + n_eog;
     if (n == 0) return SIFT_OK;
     if (p->n_logit_bias && !p->logit_bias)
-        return sift__error_set(err, SIFT_E_INVAL, "sampling params: n_logit_bias > 0 without logit_bias");
-    sift_logit_bias *all = malloc(n * sizeof *all);
-    if (!all) return sift__error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
-    if (p->n_logit_bias) memcpy(all, p->logit_bias, p->n_logit_bias * sizeof *all);
+        return sift__error_set(c->err, SIFT_E_INVAL, "sampling params: n_logit_bias > 0 without logit_bias");
+    sift__chain_item *it = push(c, SIFT__ITEM_LOGIT_BIAS);
+    if (!it || !(it->bias = malloc(n * sizeof *it->bias))) return sift__error_set(c->err, SIFT_E_NOMEM, "sampling params: out of memory");
+    if (p->n_logit_bias) memcpy(it->bias, p->logit_bias, p->n_logit_bias * sizeof *it->bias);
     size_t k = p->n_logit_bias;
     for (int32_t t = 0; n_eog && t < env->vocab->n_tokens; t++)
-        if (env->vocab->attr[t] & SIFT_TOKEN_ATTR_EOG) all[k++] = (sift_logit_bias){t, -INFINITY};
-    sift_status st = add_or_fail(chain, sift_sampler_init_logit_bias(env->n_vocab, n, all), "logit_bias", err);
-    free(all);
-    return st;
+        if (env->vocab->attr[t] & SIFT_TOKEN_ATTR_EOG) it->bias[k++] = (sift_logit_bias){t, -INFINITY};
+    it->n_bias = n;
+    return SIFT_OK;
 }
 
-static sift_status add_type(sift_chain *chain, const sift_sampling_params *p, const sift_chain_env *env,
-                            sift_sampler_type t, sift_error *err)
+static sift_status add_dry(params_ctx *c)
 {
-    const size_t mk = p->min_keep > 0 ? (size_t)p->min_keep : 0;
+    const sift_sampling_params *p = c->p;
+    const bool enabled = p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_penalty_last_n > 0;
+    int32_t nb = p->n_dry_sequence_breakers;
+    nb = nb < 0 ? 0 : nb > SIFT_SAMPLING_MAX_BREAKERS ? SIFT_SAMPLING_MAX_BREAKERS : nb;
+    if (enabled && nb > 0 && (!c->env->vocab || !c->env->vocab->tokenize))
+        return sift__error_set(c->err, SIFT_E_INVAL,
+                               "sampling params: DRY sequence breakers need the vocabulary (or use a chain spec with token breakers)");
+    sift__chain_item *it = push(c, SIFT__ITEM_DRY);
+    if (!it) return SIFT_E_NOMEM;
+    it->f[0] = p->dry_multiplier, it->f[1] = p->dry_base;
+    it->i[0] = p->dry_allowed_length, it->i[1] = p->dry_penalty_last_n;
+    it->strings = 1;
+    if (nb && !(it->strs = calloc((size_t)nb, sizeof *it->strs)))
+        return sift__error_set(c->err, SIFT_E_NOMEM, "sampling params: out of memory");
+    for (int32_t i = 0; i < nb; i++) { /* each breaker is a fixed-size field, maybe without a NUL */
+        const char *b = p->dry_sequence_breakers[i];
+        const size_t len = strnlen(b, SIFT_SAMPLING_MAX_BREAKER_LEN);
+        char *s = malloc(len + 1);
+        if (!s) return sift__error_set(c->err, SIFT_E_NOMEM, "sampling params: out of memory");
+        memcpy(s, b, len);
+        s[len] = 0;
+        it->strs[it->n_strs++] = s;
+    }
+    return SIFT_OK;
+}
+
+/* one of params.samplers: its item with its fields of params */
+static sift_status add_type(params_ctx *c, sift_sampler_type t)
+{
+    const sift_sampling_params *p = c->p;
+    const int32_t mk = p->min_keep > 0 ? p->min_keep : 0;
+    sift__chain_item *it;
     switch (t) {
-    case SIFT_SAMPLER_DRY: {
-        const bool enabled = p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_penalty_last_n > 0;
-        const char *br[SIFT_SAMPLING_MAX_BREAKERS];
-        int32_t nb = p->n_dry_sequence_breakers;
-        if (nb < 0) nb = 0;
-        if (nb > SIFT_SAMPLING_MAX_BREAKERS) nb = SIFT_SAMPLING_MAX_BREAKERS;
-        for (int32_t i = 0; i < nb; i++) br[i] = p->dry_sequence_breakers[i];
-        if (enabled && nb > 0 && (!env->vocab || !env->vocab->tokenize))
-            return sift__error_set(err, SIFT_E_INVAL,
-                                  "sampling params: DRY sequence breakers need the vocabulary (or use a chain spec with token breakers)");
-        return add_or_fail(chain,
-                           sift_sampler_init_dry(env->vocab, p->dry_multiplier, p->dry_base, p->dry_allowed_length,
-                                                 p->dry_penalty_last_n, br, (size_t)nb),
-                           "dry", err);
-    }
-    case SIFT_SAMPLER_TOP_K: return add_or_fail(chain, sift_sampler_init_top_k(p->top_k), "top_k", err);
-    case SIFT_SAMPLER_TOP_P: return add_or_fail(chain, sift_sampler_init_top_p(p->top_p, mk), "top_p", err);
-    case SIFT_SAMPLER_TOP_N_SIGMA: return add_or_fail(chain, sift_sampler_init_top_n_sigma(p->top_n_sigma), "top_n_sigma", err);
-    case SIFT_SAMPLER_MIN_P: return add_or_fail(chain, sift_sampler_init_min_p(p->min_p, mk), "min_p", err);
-    case SIFT_SAMPLER_XTC:
-        return add_or_fail(chain, sift_sampler_init_xtc(p->xtc_probability, p->xtc_threshold, mk, p->seed), "xtc", err);
-    case SIFT_SAMPLER_TYPICAL_P: return add_or_fail(chain, sift_sampler_init_typical(p->typ_p, mk), "typical", err);
-    case SIFT_SAMPLER_TEMPERATURE:
-        return add_or_fail(chain, sift_sampler_init_temp_ext(p->temp, p->dynatemp_range, p->dynatemp_exponent), "temp_ext", err);
+    case SIFT_SAMPLER_DRY: return add_dry(c);
     case SIFT_SAMPLER_INFILL:
-        if (!env->vocab) return sift__error_set(err, SIFT_E_INVAL, "sampling params: infill needs the vocabulary");
-        return add_or_fail(chain, sift_sampler_init_infill(env->vocab, env->eot), "infill", err);
+        if (!c->env->vocab) return sift__error_set(c->err, SIFT_E_INVAL, "sampling params: infill needs the vocabulary");
+        return push(c, SIFT__ITEM_INFILL) ? SIFT_OK : SIFT_E_NOMEM;
+    case SIFT_SAMPLER_TOP_K:
+        if (!(it = push(c, SIFT__ITEM_TOP_K))) return SIFT_E_NOMEM;
+        it->i[0] = p->top_k;
+        return SIFT_OK;
+    case SIFT_SAMPLER_TOP_P:
+    case SIFT_SAMPLER_MIN_P:
+    case SIFT_SAMPLER_TYPICAL_P:
+        if (!(it = push(c, t == SIFT_SAMPLER_TOP_P ? SIFT__ITEM_TOP_P : t == SIFT_SAMPLER_MIN_P ? SIFT__ITEM_MIN_P : SIFT__ITEM_TYPICAL)))
+            return SIFT_E_NOMEM;
+        it->f[0] = t == SIFT_SAMPLER_TOP_P ? p->top_p : t == SIFT_SAMPLER_MIN_P ? p->min_p : p->typ_p;
+        it->i[0] = mk;
+        return SIFT_OK;
+    case SIFT_SAMPLER_TOP_N_SIGMA:
+        if (!(it = push(c, SIFT__ITEM_TOP_N_SIGMA))) return SIFT_E_NOMEM;
+        it->f[0] = p->top_n_sigma;
+        return SIFT_OK;
+    case SIFT_SAMPLER_XTC:
+        if (!(it = push(c, SIFT__ITEM_XTC))) return SIFT_E_NOMEM;
+        it->f[0] = p->xtc_probability, it->f[1] = p->xtc_threshold, it->i[0] = mk, it->seed = p->seed;
+        return SIFT_OK;
+    case SIFT_SAMPLER_TEMPERATURE:
+        if (!(it = push(c, SIFT__ITEM_TEMP_EXT))) return SIFT_E_NOMEM;
+        it->f[0] = p->temp, it->f[1] = p->dynatemp_range, it->f[2] = p->dynatemp_exponent;
+        return SIFT_OK;
     case SIFT_SAMPLER_PENALTIES:
-        return add_or_fail(chain,
-                           sift_sampler_init_penalties(p->penalty_last_n, p->penalty_repeat, p->penalty_freq, p->penalty_present),
-                           "penalties", err);
-    default: return sift__error_set(err, SIFT_E_INVAL, "sampling params: unknown sampler type %d", (int)t);
+        if (!(it = push(c, SIFT__ITEM_PENALTIES))) return SIFT_E_NOMEM;
+        it->i[0] = p->penalty_last_n;
+        it->f[0] = p->penalty_repeat, it->f[1] = p->penalty_freq, it->f[2] = p->penalty_present;
+        return SIFT_OK;
+    default: return sift__error_set(c->err, SIFT_E_INVAL, "sampling params: unknown sampler type %d", (int)t);
     }
+}
+
+/* mirostat 0: params.samplers in order, then the selector (adaptive_p if listed, always
+ * last, else dist) */
+static sift_status add_samplers(params_ctx *c)
+{
+    const sift_sampling_params *p = c->p;
+    bool adaptive = false;
+    for (int32_t i = 0; i < p->n_samplers; i++) {
+        if (p->samplers[i] == SIFT_SAMPLER_ADAPTIVE_P) {
+            adaptive = true; /* a selector: always added last */
+            continue;
+        }
+        const sift_status st = add_type(c, p->samplers[i]);
+        if (st != SIFT_OK) return st;
+    }
+    sift__chain_item *it = push(c, adaptive ? SIFT__ITEM_ADAPTIVE_P : SIFT__ITEM_DIST);
+    if (!it) return SIFT_E_NOMEM;
+    if (adaptive) it->f[0] = p->adaptive_target, it->f[1] = p->adaptive_decay;
+    it->seed = p->seed;
+    return SIFT_OK;
+}
+
+/* mirostat 1 and 2: temp(temp), then the mirostat sampler */
+static sift_status add_mirostat(params_ctx *c)
+{
+    const sift_sampling_params *p = c->p;
+    sift__chain_item *it = push(c, SIFT__ITEM_TEMP);
+    if (!it) return SIFT_E_NOMEM;
+    it->f[0] = p->temp;
+    if (!(it = push(c, p->mirostat == 1 ? SIFT__ITEM_MIROSTAT : SIFT__ITEM_MIROSTAT_V2))) return SIFT_E_NOMEM;
+    it->seed = p->seed, it->f[0] = p->mirostat_tau, it->f[1] = p->mirostat_eta;
+    if (p->mirostat == 1) it->i[0] = 100;
+    return SIFT_OK;
+}
+
+sift_status sift__chain_items_from_params(const sift_sampling_params *params, const sift_chain_env *env,
+                                          sift__chain_items *out, sift_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!params) return sift__error_set(err, SIFT_E_INVAL, "sampling params: none given");
+    const sift_chain_env no_env = {.n_vocab = 0, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
+    if (params->n_samplers < 0 || params->n_samplers > SIFT_SAMPLING_MAX_SAMPLERS)
+        return sift__error_set(err, SIFT_E_INVAL, "sampling params: n_samplers %d out of range", (int)params->n_samplers);
+    params_ctx c = {params, env ? env : &no_env, out, err};
+    sift_status st = add_logit_bias(&c);
+    if (st == SIFT_OK) {
+        if (params->mirostat == 0) st = add_samplers(&c);
+        else if (params->mirostat == 1 || params->mirostat == 2) st = add_mirostat(&c);
+        else st = sift__error_set(err, SIFT_E_INVAL, "sampling params: mirostat must be 0, 1 or 2, got %d", (int)params->mirostat);
+    }
+    if (st != SIFT_OK) sift__chain_items_free(out);
+    return st;
 }
 
 sift_chain *sift_chain_from_params(const sift_sampling_params *params, const sift_chain_env *env, sift_error *err)
 {
-    if (!params) {
-        sift__error_set(err, SIFT_E_INVAL, "sampling params: none given");
-        return NULL;
-    }
-    const sift_chain_env no_env = {.n_vocab = 0, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
-    if (!env) env = &no_env;
-    if (params->n_samplers < 0 || params->n_samplers > SIFT_SAMPLING_MAX_SAMPLERS) {
-        sift__error_set(err, SIFT_E_INVAL, "sampling params: n_samplers %d out of range", (int)params->n_samplers);
-        return NULL;
-    }
+    sift__chain_items items;
+    if (sift__chain_items_from_params(params, env, &items, err) != SIFT_OK) return NULL;
     sift_chain_params cp = sift_chain_default_params();
     cp.no_perf = params->no_perf;
     sift_chain *chain = sift_chain_new(cp);
     if (!chain) {
         sift__error_set(err, SIFT_E_NOMEM, "sampling params: out of memory");
-        return NULL;
+    } else if (sift__chain_add_items(chain, &items, 0, items.n, env, err) != SIFT_OK) {
+        sift_chain_free(chain);
+        chain = NULL;
     }
-    sift_status st = add_logit_bias(chain, params, env, err);
-    if (st != SIFT_OK) goto fail;
-    if (params->mirostat == 0) {
-        bool adaptive = false;
-        for (int32_t i = 0; i < params->n_samplers; i++) {
-            if (params->samplers[i] == SIFT_SAMPLER_ADAPTIVE_P) {
-                adaptive = true; /* a selector: always added last */
-                continue;
-            }
-            if ((st = add_type(chain, params, env, params->samplers[i], err)) != SIFT_OK) goto fail;
-        }
-        st = adaptive ? add_or_fail(chain, sift_sampler_init_adaptive_p(params->adaptive_target, params->adaptive_decay, params->seed),
-                                    "adaptive_p", err)
-                      : add_or_fail(chain, sift_sampler_init_dist(params->seed), "dist", err);
-    } else if (params->mirostat == 1 || params->mirostat == 2) {
-        if ((st = add_or_fail(chain, sift_sampler_init_temp(params->temp), "temp", err)) != SIFT_OK) goto fail;
-        st = params->mirostat == 1
-                 ? add_or_fail(chain,
-                               sift_sampler_init_mirostat(env->n_vocab, params->seed, params->mirostat_tau, params->mirostat_eta, 100),
-                               "mirostat", err)
-                 : add_or_fail(chain, sift_sampler_init_mirostat_v2(params->seed, params->mirostat_tau, params->mirostat_eta),
-                               "mirostat_v2", err);
-    } else {
-        st = sift__error_set(err, SIFT_E_INVAL, "sampling params: mirostat must be 0, 1 or 2, got %d", (int)params->mirostat);
-    }
-    if (st == SIFT_OK) return chain;
-fail:
-    sift_chain_free(chain);
-    return NULL;
+    sift__chain_items_free(&items);
+    return chain;
 }
 
 int sift_sampling_params_print(const sift_sampling_params *p, char *buf, size_t cap)

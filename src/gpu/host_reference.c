@@ -1,5 +1,5 @@
 /*
- * ref.c - the device program on the host, pass for pass (see ref.h).
+ * host_reference.c - the device program on the host, pass for pass (see host_reference.h).
  *
  * Each function below is one kernel of kernels.cu. A "block" here is a loop iteration over
  * the chunks of a row (SIFT_GPU_CHUNK positions each); inside it, "thread" t owns the
@@ -10,7 +10,7 @@
  * double sums are formed in the device's exact order (per thread, then the block's tree,
  * then chunk by chunk), so a draw picks the same token here and there.
  */
-#include "gpu/ref.h"
+#include "gpu/host_reference.h"
 
 #include <float.h>
 #include <stdlib.h>

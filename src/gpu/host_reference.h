@@ -1,19 +1,24 @@
 /*
- * ref.h - the host reference of the device program: every pass of a run (plan.h's step
- * list) executed sequentially on the CPU, block by block, with the same shared functions
- * (common.h) the CUDA kernels call. It exists so that the kernels' logic - radix levels,
- * tie counts, compaction offsets, the tail kernel's order of operations, dist's sums and
- * Philox draws - is tested against the CPU samplers on machines without a GPU, and so that
+ * host_reference.h - the host reference of the device program: every pass of a run
+ * (plan.h's step list) executed sequentially on the CPU, block by block, with the same
+ * shared functions the CUDA kernels call (radix_select.h, philox.h, sampler_math.h,
+ * row_bookkeeping.h). It exists so that the kernels' logic - radix levels, tie counts,
+ * compaction offsets, the tail kernel's order of operations, dist's sums and Philox
+ * draws - is tested against the CPU samplers on machines without a GPU, and so that
  * device results can be compared with it where a GPU exists.
  *
  * What it cannot reproduce is the device's own floating-point library: expf() on the
  * device may differ from glibc's in the last bit, which moves a probability by an ulp.
  * Everything else (the order of every sum, every comparison) is the kernels'.
  */
-#ifndef SIFT_GPU_REF_H
-#define SIFT_GPU_REF_H
+#ifndef SIFT_GPU_HOST_REFERENCE_H
+#define SIFT_GPU_HOST_REFERENCE_H
 
+#include "gpu/philox.h"
 #include "gpu/plan.h"
+#include "gpu/radix_select.h"
+#include "gpu/row_bookkeeping.h"
+#include "gpu/sampler_math.h"
 
 #ifdef __cplusplus
 extern "C" {
