@@ -274,8 +274,8 @@ static int rd_str(rd *r, const uint8_t **s, uint64_t *len, const char *field)
 /* A copy of a name (key or tensor name): NUL-terminated, no NUL bytes inside. */
 static int rd_name(rd *r, const char **out, uint64_t max_len, const char *field)
 {
-    uint64_t at = r->pos, len;
-    const uint8_t *s;
+    uint64_t at = r->pos, len = 0;
+    const uint8_t *s = NULL;
     int st = rd_str(r, &s, &len, field);
     if (st) return st;
     if (len > max_len)
@@ -644,7 +644,7 @@ out:
 static int parse(sift_gguf *g, sift_error *err)
 {
     rd r = {.p = g->base, .size = g->size, .pos = 0, .g = g, .err = err};
-    uint64_t n_tensors, n_kv;
+    uint64_t n_tensors = 0, n_kv = 0; /* set by parse_header; zero keeps -Wmaybe-uninitialized quiet at -O3 */
     int st = parse_header(&r, &n_tensors, &n_kv);
     if (!st) st = parse_kv(&r, n_kv);
     if (!st) st = parse_tensors(&r, n_tensors);

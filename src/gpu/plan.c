@@ -290,7 +290,9 @@ sift_status sift__gpu_plan_spec(const char *spec, const sift_chain_env *env, int
         }
         if (i < SIFT_GPU_MAX_ITEMS) {
             plan->item_op[i] = -1;
-            snprintf(plan->item_name[i], sizeof plan->item_name[i], "%s", w.items[i].name);
+            /* the display name, cut to the plan's slot (a bounded precision: no truncation warning) */
+            snprintf(plan->item_name[i], sizeof plan->item_name[i], "%.*s", (int)sizeof plan->item_name[i] - 1,
+                     w.items[i].name);
         }
         if (kind == C_SKIP) continue;
         if ((kind == SIFT_GPU_OP_BIAS || kind == SIFT_GPU_OP_PENALTIES) && seen_filter) {
