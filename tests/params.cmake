@@ -29,7 +29,8 @@ sift_params_test(windows_zero_off 0 "chain: \\?penalties -> \\?dry -> " replay -
                  --repeat-last-n 0 --repeat-penalty 1.3 --dry-penalty-last-n 0 --dry-multiplier 0.8 --dry-sequence-breaker none --time)
 # the smaller things
 sift_params_test(samplers_once 2 "sift: --samplers: samplers: col 1: unknown sampler 'foo'\n$" ${G} --samplers foo)
-sift_params_test(n_probs_generate 2 "generate does not report probabilities" ${G} --n-probs 3)
+sift_params_test(n_probs_generate 2 "--n-probs: the CLI does not report probabilities" ${G} --n-probs 3)
+sift_params_test(n_probs_replay 2 "--n-probs: the CLI does not report probabilities" replay --logits ${SIFT_PARAMS_LOGITS} --n-probs 3)
 sift_params_test(replay_infill_vocab 0 "^[0-9]+\n[0-9]+\n$" replay --logits ${SIFT_PARAMS_LOGITS} --steps 2 --samplers infill
                  --vocab ${SIFT_SHARED_DIR}/models/vocab/ggml-vocab-llama-spm.gguf)
 sift_params_test(replay_infill_no_vocab 1 "infill needs" replay --logits ${SIFT_PARAMS_LOGITS} --steps 2 --samplers infill)

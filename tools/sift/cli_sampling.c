@@ -81,7 +81,7 @@ static const flag_def defs[] = {
     {"--min-keep", NULL, F_INT, P(min_keep), "min tokens kept by top-p/min-p/typical/xtc (default 0)"},
     {"--adaptive-target", NULL, F_FLOAT, P(adaptive_target), "adaptive-p target (default -1 = off)"},
     {"--adaptive-decay", NULL, F_FLOAT, P(adaptive_decay), "adaptive-p EMA decay (default 0.9)"},
-    {"--n-probs", NULL, F_INT, P(n_probs), "report the top N probabilities per token (default 0)"},
+    {"--n-probs", NULL, F_INT, P(n_probs), "refused: the CLI shows no probabilities (--trace does; the server's n_probs)"},
 };
 #undef P
 
@@ -112,6 +112,8 @@ int cli_sampling_flag(cli_sampling *cs, int argc, char **argv, int *i)
     (*i)++;
     cs->any = true;
 
+    if (def && def->off == offsetof(sift_sampling_params, n_probs)) /* llama-cli takes it and shows nothing */
+        return rule_bad(a, "the CLI does not report probabilities (use --trace; the server's n_probs field does)");
     if (def) {
         /* the type here, the range from libsift's rules (the server's too) */
         const sift_sampling_rule *rule = sift_sampling_rule_find(def->name);
@@ -180,7 +182,11 @@ void cli_sampling_help(FILE *f)
     fprintf(f, "  -s, --seed N              RNG seed (default: random; -1 = random)\n");
     fprintf(f, "  --samplers LIST           sampler order, ';'-separated (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)\n");
     fprintf(f, "  --sampling-seq LETTERS    the same as letters (default edskypmxt)\n");
-    for (size_t k = 0; k < sizeof defs / sizeof *defs; k++) fprintf(f, "  %-25s %s\n", defs[k].name, defs[k].help);
+    for (size_t k = 0; k < sizeof defs / sizeof *defs; k++) {
+        char flag[40];
+        snprintf(flag, sizeof flag, "%s %s", defs[k].name, defs[k].k == F_INT ? "N" : "F");
+        fprintf(f, "  %-25s %s\n", flag, defs[k].help);
+    }
     fprintf(f, "  -l, --logit-bias T+B      add B to token T's logit (T-inf bans it); repeatable\n");
     fprintf(f, "  --dry-sequence-breaker S  DRY breaker (repeatable; replaces the defaults; 'none' = no breakers)\n");
     fprintf(f, "  --ignore-eos              ban end-of-generation tokens (needs a model)\n");

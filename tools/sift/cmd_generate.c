@@ -256,8 +256,6 @@ static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool
         } else if ((n = cli_grammar_flag(&o->grammar, argc, argv, &i)) != 0) {
             if (n < 0) return 2;
         } else {
-            if (IS("--n-probs")) /* llama-cli takes it and shows nothing; say so instead */
-                return bad(a, NULL, "generate does not report probabilities (use --trace, or the server's n_probs)");
             const int r = cli_sampling_flag(cs, argc, argv, &i);
             if (r < 0) return 2;
             if (r == 0) return bad(a, NULL, "unknown option (try --help)");
