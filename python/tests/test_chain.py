@@ -111,6 +111,8 @@ def test_bad_input():
 
 def test_library_from_environment(tmp_path):
     """SIFT_LIBRARY must be a full path; a wrong one is a clear error, not a crash."""
-    env = dict(os.environ, SIFT_LIBRARY=str(tmp_path / "nope.so"))
+    pkg_dir = os.path.dirname(os.path.dirname(sift.__file__))  # this copy of the package
+    env = dict(os.environ, SIFT_LIBRARY=str(tmp_path / "nope.so"),
+               PYTHONPATH=os.pathsep.join([pkg_dir] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     r = subprocess.run([sys.executable, "-c", "import sift"], env=env, capture_output=True, text=True)
     assert r.returncode != 0 and "SIFT_LIBRARY=" in r.stderr and "no such file" in r.stderr
