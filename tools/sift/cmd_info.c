@@ -271,8 +271,10 @@ int sift_cmd_info(int argc, char **argv)
     if (o.show_meta) print_metadata(g, &o);
     print_vocab(g);
     if (o.show_tensors) print_tensors(g);
-    const char *problem;
-    const int64_t n_bad = sift__gguf_problems(g, &problem);
+    const char *first;
+    const int64_t n_bad = sift__gguf_problems(g, &first);
+    char problem[SIFT_ERROR_MSG_MAX]; /* a copy: the text lives in g */
+    snprintf(problem, sizeof problem, "%s", first ? first : "");
     sift_gguf_close(g);
     if (n_bad) { /* shown, but not loadable: say so, and exit 1 for scripts */
         fprintf(stderr, "sift info: %s: PROBLEM: %" PRId64 " tensor%s cannot be read (marked '!' above; sift generate and "
