@@ -137,8 +137,10 @@ static double max_rep(const float *logits, int32_t nv, long steps, volatile floa
 static int peer_rep(const char *peer, int32_t nv, const char *letters, long steps, const int *cfg_of, int n_sel,
                     double *peer_us)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' -V %d -c %s -r 1 -n %ld 2>/dev/null", peer, (int)nv, letters, steps);
+    /* room for a PATH_MAX-sized peer path and the arguments; a longer command is refused */
+    char cmd[1024 + 128];
+    int n = snprintf(cmd, sizeof cmd, "'%s' -V %d -c %s -r 1 -n %ld 2>/dev/null", peer, (int)nv, letters, steps);
+    if (n < 0 || (size_t)n >= sizeof cmd) return -1;
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     char line[512];

@@ -478,6 +478,31 @@ SIFT_API char sift_sampler_type_char(sift_sampler_type type);
  * not used (params->seed is). NULL on error (err says which parameter). */
 SIFT_API sift_chain *sift_chain_from_params(const sift_sampling_params *params, const sift_chain_env *env,
                                             sift_error *err);
+/* ---- the rules for sampling parameters (the CLI's flags and the server's fields alike) ----
+ * One rule per numeric field: llama-server's JSON name, llama-cli's flag, the type and the
+ * inclusive range (lo_open: lo itself excluded). Messages name both forms, e.g.
+ * "'top_p' (--top-p) must be a number in [0, 1], got 2". */
+#define SIFT_SAMPLING_MAX_N_PROBS 100
+#define SIFT_SAMPLING_MAX_BIAS 1e6f /* |bias| limit; -inf (a ban) is allowed too */
+typedef struct sift_sampling_rule {
+    const char *name; /* "top_p" */
+    const char *flag; /* "--top-p" */
+    bool integer;
+    bool lo_open;
+    double lo, hi;
+} sift_sampling_rule;
+/* The rule for a JSON name or a flag; NULL if there is none. */
+SIFT_API const sift_sampling_rule *sift_sampling_rule_find(const char *name_or_flag);
+/* SIFT_OK if v obeys the rule (NaN never does); else SIFT_E_INVAL and the message. */
+SIFT_API sift_status sift_sampling_rule_check(const sift_sampling_rule *rule, double v, sift_error *err);
+/* Every field against its rule, plus: min_keep <= n_vocab and logit-bias tokens in
+ * [0, n_vocab) (n_vocab <= 0: not known yet, those two unchecked), biases finite within
+ * +-1e6 or -inf, list lengths. -1 windows are valid (see below). */
+SIFT_API sift_status sift_sampling_params_validate(const sift_sampling_params *params, int32_t n_vocab, sift_error *err);
+/* -1 in penalty_last_n / dry_penalty_last_n means the whole context, as in llama.cpp: the
+ * front end calls this with its context size once it knows it (n_ctx <= 0: no change). */
+SIFT_API void sift_sampling_params_set_context(sift_sampling_params *params, int32_t n_ctx);
+
 /* The parameters in llama.cpp's common_params_sampling::print() layout; snprintf-like. */
 SIFT_API int sift_sampling_params_print(const sift_sampling_params *params, char *buf, size_t cap);
 

@@ -44,7 +44,7 @@ if(NOT SIFT_SANITIZE)
     target_link_libraries(gpu_emu PRIVATE sift_internal_inc)
     target_compile_definitions(gpu_emu PRIVATE SIFT_GPU_EMU=1)
     target_compile_options(gpu_emu PRIVATE $<$<COMPILE_LANGUAGE:C>:${SIFT_WARN}>
-                                           $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror -Wno-unused-parameter -Wno-unknown-pragmas>)
+                                           $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra $<$<BOOL:${SIFT_WERROR}>:-Werror> -Wno-unused-parameter -Wno-unknown-pragmas>)
     target_link_libraries(gpu_emu PRIVATE sift_gpu_host sift_static PkgConfig::CMOCKA)
     add_test(NAME gpu_emu COMMAND gpu_emu)
     set_tests_properties(gpu_emu PROPERTIES LABELS "gpu;emu" ENVIRONMENT "${SIFT_TEST_ENV}")

@@ -474,6 +474,10 @@ MALFORMED = [
     ("repeat_last_n_below", "/completion", {"prompt": "x", "repeat_last_n": -2}, "'repeat_last_n'"),
     ("mirostat_three", "/completion", {"prompt": "x", "mirostat": 3}, "'mirostat'"),
     ("xtc_probability_two", "/completion", {"prompt": "x", "xtc_probability": 2}, "'xtc_probability'"),
+    # the CLI's rules (libsift's sift_sampling_params_validate): same field, same message
+    ("repeat_penalty_zero", "/completion", {"prompt": "x", "repeat_penalty": 0}, "'repeat_penalty' (--repeat-penalty) must be a number in (0, 10], got 0"),
+    ("top_p_rule_message", "/completion", {"prompt": "x", "top_p": 2}, "'top_p' (--top-p) must be a number in [0, 1], got 2"),
+    ("min_keep_vocab", "/completion", {"prompt": "x", "min_keep": 600}, "'min_keep' (--min-keep) must be an integer in [0, 512]"),
     ("seed_negative", "/completion", {"prompt": "x", "seed": -2}, "'seed'"),
     ("seed_too_large", "/completion", {"prompt": "x", "seed": 2 ** 32}, "'seed'"),
     ("n_probs_too_many", "/completion", {"prompt": "x", "n_probs": 1000}, "'n_probs'"),

@@ -543,6 +543,38 @@ static sift_candidates dry_run(sift_sampler *s, const sift_token *hist, size_t n
     return c;
 }
 
+/* accept(-1) (SIFT_TOKEN_NULL, what a front end passes when nothing was selected) is a
+ * plain key, as in llama.cpp: it takes a window slot and changes no logit. It was the
+ * token-count map's empty marker, and accepting it read a value never written (valgrind:
+ * memcheck_samplers). docs/fidelity.md. */
+static void test_accept_null_token(void **state)
+{
+    (void)state;
+    const float x[] = {1, 1, 1, 1};
+    sift_candidates c;
+    sift_test_cand(&c, x, 4);
+    sift_sampler *s = sift_sampler_init_penalties(2, 2.0f, 0.0f, 0.0f);
+    sift_sampler_accept(s, 1);
+    sift_sampler_accept(s, SIFT_TOKEN_NULL);
+    sift_sampler_accept(s, SIFT_TOKEN_NULL);
+    sift_sampler_apply(s, &c);
+    for (int i = 0; i < 4; i++) assert_true(c.logit[i] == 1.0f); /* 1 left the window of 2 */
+    sift_sampler_accept(s, 2);
+    sift_candidates_fill(&c, x, 4);
+    sift_sampler_apply(s, &c);
+    assert_true(c.logit[2] == 0.5f && c.logit[0] == 1.0f && c.logit[1] == 1.0f && c.logit[3] == 1.0f);
+    sift_sampler_free(s);
+
+    const sift_token h[] = {0, 1, SIFT_TOKEN_NULL, 0, 1};
+    sift_sampler *d = sift_sampler_init_dry_tokens(1.0f, 1.1f, 2, 8, NULL, NULL, 0);
+    for (int i = 0; i < 5; i++) sift_sampler_accept(d, h[i]);
+    sift_candidates_fill(&c, x, 4);
+    sift_sampler_apply(d, &c);
+    for (int i = 0; i < 4; i++) assert_true(c.logit[i] == 1.0f); /* "0 1" was followed by -1: no candidate */
+    sift_sampler_free(d);
+    sift_candidates_free(&c);
+}
+
 static void test_dry_tokens(void **state)
 {
     (void)state;
@@ -824,7 +856,7 @@ int main(void)
         cmocka_unit_test(test_temp),            cmocka_unit_test(test_temp_ext),
         cmocka_unit_test(test_xtc),             cmocka_unit_test(test_top_n_sigma),
         cmocka_unit_test(test_mirostat_v2),     cmocka_unit_test(test_mirostat_v1),
-        cmocka_unit_test(test_penalties),       cmocka_unit_test(test_long_windows_grow),
+        cmocka_unit_test(test_penalties),       cmocka_unit_test(test_accept_null_token),       cmocka_unit_test(test_long_windows_grow),
         cmocka_unit_test(test_dry_tokens),
         cmocka_unit_test(test_dry_string_breakers), cmocka_unit_test(test_logit_bias),
         cmocka_unit_test(test_infill),          cmocka_unit_test(test_adaptive_p),

@@ -193,6 +193,11 @@ struct sift_gguf {
     sift_gguf_tensor *tensors;
     strhash kv_hash, tensor_hash;
     arena mem;
+    /* inspection mode (sift__gguf_open_inspect): tensors whose rows are not whole blocks are
+     * kept, described but without data (nb[0] = 0, size 0, data NULL), and counted here */
+    bool inspect;
+    int64_t n_problems;
+    char problem[SIFT_ERROR_MSG_MAX]; /* the first one */
 };
 
 /* ---- the cursor --------------------------------------------------------------------------- */
@@ -274,8 +279,8 @@ static int rd_str(rd *r, const uint8_t **s, uint64_t *len, const char *field)
 /* A copy of a name (key or tensor name): NUL-terminated, no NUL bytes inside. */
 static int rd_name(rd *r, const char **out, uint64_t max_len, const char *field)
 {
-    uint64_t at = r->pos, len;
-    const uint8_t *s;
+    uint64_t at = r->pos, len = 0;
+    const uint8_t *s = NULL;
     int st = rd_str(r, &s, &len, field);
     if (st) return st;
     if (len > max_len)
@@ -543,10 +548,20 @@ static int parse_tensor_info(rd *r, int64_t i, sift_gguf_tensor *t)
         if (__builtin_mul_overflow(nel, t->ne[j], &nel))
             return rd_fail(r, SIFT_E_FORMAT, at_dims, "shape [%lld, %lld, %lld, %lld] has more than 2^63 elements",
                            (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3]);
-    if (t->ne[0] % tt->block_size != 0)
-        return rd_fail(r, SIFT_E_FORMAT, at_dims,
-                       "type %s has %lld elements per row, not a multiple of block size (%lld)", tt->name,
-                       (long long)t->ne[0], (long long)tt->block_size);
+    if (t->ne[0] % tt->block_size != 0) {
+        if (!r->g->inspect)
+            return rd_fail(r, SIFT_E_FORMAT, at_dims,
+                           "type %s has %lld elements per row, not a multiple of block size (%lld)", tt->name,
+                           (long long)t->ne[0], (long long)tt->block_size);
+        /* inspection: describe it, flag it, give it no data (its size cannot be known) */
+        if (r->g->n_problems++ == 0)
+            snprintf(r->g->problem, sizeof r->g->problem,
+                     "%s: type %s has %lld elements per row, not a multiple of block size (%lld) (at offset %llu)",
+                     r->where, tt->name, (long long)t->ne[0], (long long)tt->block_size, (unsigned long long)at_dims);
+        t->size = 0;
+        memset(t->nb, 0, sizeof t->nb);
+        return rd_u64(r, &t->offset, "data offset");
+    }
     uint64_t size;
     if (__builtin_mul_overflow((uint64_t)(nel / tt->block_size), (uint64_t)tt->block_bytes, &size))
         return rd_fail(r, SIFT_E_FORMAT, at_dims, "size in bytes overflows 64 bits");
@@ -598,6 +613,11 @@ static int parse_tensors(rd *r, uint64_t n)
         sift_gguf_tensor *t = &g->tensors[i];
         rd_where(r, "tensor", (int64_t)i, t->name);
         uint64_t at = info_at[i];
+        if (t->nb[0] == 0) { /* flagged in inspection mode: no data */
+            t->file_offset = g->data_offset + t->offset;
+            t->data = NULL;
+            continue;
+        }
         if (t->offset % a != 0) {
             st = rd_fail(r, SIFT_E_FORMAT, at, "data offset %llu is not a multiple of the alignment (%u)",
                          (unsigned long long)t->offset, g->alignment);
@@ -644,7 +664,7 @@ out:
 static int parse(sift_gguf *g, sift_error *err)
 {
     rd r = {.p = g->base, .size = g->size, .pos = 0, .g = g, .err = err};
-    uint64_t n_tensors, n_kv;
+    uint64_t n_tensors = 0, n_kv = 0; /* set by parse_header; zero keeps -Wmaybe-uninitialized quiet at -O3 */
     int st = parse_header(&r, &n_tensors, &n_kv);
     if (!st) st = parse_kv(&r, n_kv);
     if (!st) st = parse_tensors(&r, n_tensors);
@@ -685,7 +705,19 @@ sift_gguf *sift_gguf_open_buffer(const void *data, size_t size, sift_error *err)
     return g;
 }
 
-sift_gguf *sift_gguf_open(const char *path, sift_error *err)
+static sift_gguf *open_file(const char *path, bool inspect, sift_error *err);
+
+sift_gguf *sift_gguf_open(const char *path, sift_error *err) { return open_file(path, false, err); }
+
+sift_gguf *sift__gguf_open_inspect(const char *path, sift_error *err) { return open_file(path, true, err); }
+
+int64_t sift__gguf_problems(const sift_gguf *g, const char **first)
+{
+    if (first) *first = g && g->n_problems ? g->problem : NULL;
+    return g ? g->n_problems : 0;
+}
+
+static sift_gguf *open_file(const char *path, bool inspect, sift_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -719,6 +751,7 @@ sift_gguf *sift_gguf_open(const char *path, sift_error *err)
     g->map = map;
     g->base = map;
     g->size = (uint64_t)sb.st_size;
+    g->inspect = inspect;
     if (parse(g, err) != SIFT_OK) {
         sift_gguf_close(g);
         return NULL;

@@ -21,6 +21,14 @@
 #define SIFT_GGUF_MAX_NAME 64  /* tensor names are shorter than this (ggml's GGML_MAX_NAME) */
 #define SIFT_GGUF_MAX_DEPTH 8  /* arrays may nest this many levels (the spec sets no limit) */
 
+/* Open for inspection (`sift info`): as sift_gguf_open, except that a tensor whose rows are
+ * not whole blocks of its type (which sift_gguf_open refuses, as ggml does) is kept with its
+ * name, type, shape and offset but no data (nb[0] = 0, size 0, data NULL), so the rest of
+ * the file can be shown. The model loader never uses this. */
+sift_gguf *sift__gguf_open_inspect(const char *path, sift_error *err);
+/* How many tensors inspection mode kept without data, and the first one's message. */
+int64_t sift__gguf_problems(const sift_gguf *g, const char **first);
+
 /* The raw file bytes (the mapping or the caller's buffer). */
 const uint8_t *sift__gguf_bytes(const sift_gguf *g);
 

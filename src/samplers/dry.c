@@ -192,7 +192,7 @@ static void dry_apply(sift_sampler *smpl, sift_candidates *cand)
     bool missed = false, changed = false;
     for (uint32_t s = 0; s <= m->mask; s++) {
         const sift_token t = m->key[s];
-        if (t == SIFT_TOKEN_NULL || is_single_token_breaker(ctx, t)) continue;
+        if (t == SIFT__TOKMAP_EMPTY || is_single_token_breaker(ctx, t)) continue;
         int repeat_exp = m->val[s] - ctx->allowed_length;
         if (max_exponent > 0 && repeat_exp > max_exponent) repeat_exp = max_exponent;
         const float penalty = (float)((double)ctx->multiplier * pow((double)ctx->base, (double)repeat_exp));

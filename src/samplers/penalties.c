@@ -61,7 +61,7 @@ static void penalties_apply(sift_sampler *smpl, sift_candidates *cand)
     bool missed = false, changed = false;
     for (uint32_t s = 0; s <= m->mask; s++) {
         const sift_token t = m->key[s];
-        if (t == SIFT_TOKEN_NULL) continue;
+        if (t == SIFT__TOKMAP_EMPTY) continue;
         if (t >= 0 && (size_t)t < cand->size && cand->id[t] == t) {
             penalize(ctx, &cand->logit[t], m->val[s]);
             changed = true;

@@ -13,8 +13,13 @@
 
 #include "sift.h"
 
+/* The empty-slot marker: no token id, not even SIFT_TOKEN_NULL (-1). A sampler may be told
+ * to accept -1 (llama.cpp takes it as a plain key); with -1 as the marker, accept(-1) found
+ * an "empty" slot holding it and incremented a value never written (valgrind saw it). */
+#define SIFT__TOKMAP_EMPTY INT32_MIN
+
 typedef struct sift__tokmap {
-    sift_token *key; /* SIFT_TOKEN_NULL = empty slot */
+    sift_token *key; /* SIFT__TOKMAP_EMPTY = empty slot */
     int32_t *val;
     uint32_t mask;   /* capacity - 1 (capacity is a power of two >= 2 * max keys) */
     uint32_t n;
@@ -33,7 +38,7 @@ static inline int sift__tokmap_init(sift__tokmap *m, size_t max_keys)
     }
     m->mask = (uint32_t)(cap - 1);
     m->n = 0;
-    for (size_t i = 0; i < cap; i++) m->key[i] = SIFT_TOKEN_NULL;
+    for (size_t i = 0; i < cap; i++) m->key[i] = SIFT__TOKMAP_EMPTY;
     return 0;
 }
 
@@ -63,7 +68,7 @@ static inline int sift__tokmap_copy(sift__tokmap *dst, const sift__tokmap *src)
 
 static inline void sift__tokmap_clear(sift__tokmap *m)
 {
-    for (uint32_t i = 0; i <= m->mask; i++) m->key[i] = SIFT_TOKEN_NULL;
+    for (uint32_t i = 0; i <= m->mask; i++) m->key[i] = SIFT__TOKMAP_EMPTY;
     m->n = 0;
 }
 
@@ -73,7 +78,7 @@ static inline uint32_t sift__tokmap_hash(sift_token t) { return (uint32_t)t * 26
 static inline uint32_t sift__tokmap_slot(const sift__tokmap *m, sift_token t)
 {
     uint32_t i = sift__tokmap_hash(t) & m->mask;
-    while (m->key[i] != SIFT_TOKEN_NULL && m->key[i] != t) i = (i + 1) & m->mask;
+    while (m->key[i] != SIFT__TOKMAP_EMPTY && m->key[i] != t) i = (i + 1) & m->mask;
     return i;
 }
 
@@ -106,7 +111,7 @@ static inline int sift__tokmap_reserve(sift__tokmap *m, size_t keys)
     sift__tokmap bigger;
     if (sift__tokmap_init(&bigger, keys) != 0) return m->n + 1 < cap ? 0 : -1;
     for (size_t i = 0; i < cap; i++) {
-        if (m->key[i] == SIFT_TOKEN_NULL) continue;
+        if (m->key[i] == SIFT__TOKMAP_EMPTY) continue;
         const uint32_t j = sift__tokmap_slot(&bigger, m->key[i]);
         bigger.key[j] = m->key[i];
         bigger.val[j] = m->val[i];
@@ -123,11 +128,11 @@ static inline void sift__tokmap_erase(sift__tokmap *m, sift_token t)
     if (m->key[i] != t) return;
     /* backward-shift deletion keeps every probe chain intact */
     for (;;) {
-        m->key[i] = SIFT_TOKEN_NULL;
+        m->key[i] = SIFT__TOKMAP_EMPTY;
         uint32_t j = i;
         for (;;) {
             j = (j + 1) & m->mask;
-            if (m->key[j] == SIFT_TOKEN_NULL) {
+            if (m->key[j] == SIFT__TOKMAP_EMPTY) {
                 m->n--;
                 return;
             }

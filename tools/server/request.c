@@ -93,17 +93,6 @@ static int get_i32(const cJSON *o, const char *name, double lo, double hi, int32
     return r;
 }
 
-static int get_float(const cJSON *o, const char *name, double lo, double hi, float *out, srv_error *e)
-{
-    const cJSON *v = field(o, name);
-    if (!v) return 0;
-    if (!cJSON_IsNumber(v)) return srv_errorf(e, 400, "'%s' must be a number in [%g, %g], got %s", name, lo, hi, jtype(v));
-    if (!isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi)
-        return srv_errorf(e, 400, "'%s' must be a number in [%g, %g], got %.17g", name, lo, hi, v->valuedouble);
-    *out = (float)v->valuedouble;
-    return 0;
-}
-
 static int get_bool(const cJSON *o, const char *name, bool *out, srv_error *e)
 {
     const cJSON *v = field(o, name);
@@ -393,7 +382,7 @@ static int parse_logit_bias(const srv_server *s, const cJSON *root, srv_request 
             if (!cJSON_IsArray(x) || cJSON_GetArraySize(x) != 2)
                 return srv_errorf(e, 400, "'logit_bias[%d]' must be a pair [token id or text, bias], got %s%s", i, jtype(x),
                                   cJSON_IsArray(x) ? " of another length" : "");
-            float b;
+            float b = 0;
             snprintf(where, sizeof where, "logit_bias[%d][1]", i);
             TRY(bias_value(x->child->next, where, &b, e));
             snprintf(where, sizeof where, "logit_bias[%d][0]", i);
@@ -401,7 +390,7 @@ static int parse_logit_bias(const srv_server *s, const cJSON *root, srv_request 
         }
     } else if (cJSON_IsObject(lb)) { /* {"token id or text": bias, ...} (OpenAI's form) */
         for (const cJSON *x = lb->child; x; x = x->next) {
-            float b;
+            float b = 0;
             snprintf(where, sizeof where, "logit_bias.%.40s", x->string);
             TRY(bias_value(x, where, &b, e));
             TRY(bias_target(s, r, NULL, x->string, where, b, e));
@@ -538,45 +527,82 @@ static int parse_grammar(const cJSON *root, srv_kind kind, srv_request *r, srv_e
     return srv_errorf(e, 400, "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got \"%.32s\"", type);
 }
 
+/* A sampling field: its JSON type checked here, its range from libsift's rules (the CLI's
+ * too, sift_sampling_rule_find), so both front ends refuse the same values with one message. */
+static int sp_rule_error(const sift_sampling_rule *rule, double v, srv_error *e)
+{
+    sift_error se = {0};
+    if (sift_sampling_rule_check(rule, v, &se) != SIFT_OK) return srv_errorf(e, 400, "%s", se.msg);
+    return 0;
+}
+
+static int sp_float(const cJSON *o, const char *name, float *out, srv_error *e)
+{
+    const sift_sampling_rule *rule = sift_sampling_rule_find(name);
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v))
+        return srv_errorf(e, 400, "'%s' must be a number in %c%g, %g], got %s", name, rule->lo_open ? '(' : '[', rule->lo,
+                          rule->hi, jtype(v));
+    TRY(sp_rule_error(rule, v->valuedouble, e));
+    *out = (float)v->valuedouble;
+    return 0;
+}
+
+static int sp_i32(const cJSON *o, const char *name, int32_t *out, srv_error *e)
+{
+    const sift_sampling_rule *rule = sift_sampling_rule_find(name);
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v))
+        return srv_errorf(e, 400, "'%s' must be an integer in [%.0f, %.0f], got %s", name, rule->lo, rule->hi, jtype(v));
+    TRY(sp_rule_error(rule, v->valuedouble, e));
+    *out = (int32_t)v->valuedouble;
+    return 0;
+}
+
 static int parse_sampling(const srv_server *s, const cJSON *o, srv_request *r, srv_error *e)
 {
     sift_sampling_params *p = &r->sp;
     const double ctx = s->n_ctx_slot;
-    TRY(get_float(o, "temperature", -10, 100, &p->temp, e));
-    TRY(get_float(o, "dynatemp_range", 0, 100, &p->dynatemp_range, e));
-    TRY(get_float(o, "dynatemp_exponent", 0, 100, &p->dynatemp_exponent, e));
-    TRY(get_i32(o, "top_k", -1, INT32_MAX, &p->top_k, e));
-    TRY(get_float(o, "top_p", 0, 1, &p->top_p, e));
-    TRY(get_float(o, "min_p", 0, 1, &p->min_p, e));
-    TRY(get_float(o, "typical_p", 0, 1, &p->typ_p, e));
-    TRY(get_float(o, "top_n_sigma", -1, 100, &p->top_n_sigma, e));
-    TRY(get_float(o, "xtc_probability", 0, 1, &p->xtc_probability, e));
-    TRY(get_float(o, "xtc_threshold", 0, 1, &p->xtc_threshold, e));
-    TRY(get_float(o, "repeat_penalty", 0, 10, &p->penalty_repeat, e));
-    TRY(get_i32(o, "repeat_last_n", -1, 1 << 24, &p->penalty_last_n, e));
-    TRY(get_float(o, "presence_penalty", -10, 10, &p->penalty_present, e));
-    TRY(get_float(o, "frequency_penalty", -10, 10, &p->penalty_freq, e));
-    TRY(get_float(o, "dry_multiplier", 0, 100, &p->dry_multiplier, e));
-    TRY(get_float(o, "dry_base", 0, 100, &p->dry_base, e));
-    TRY(get_i32(o, "dry_allowed_length", 0, 1 << 24, &p->dry_allowed_length, e));
-    TRY(get_i32(o, "dry_penalty_last_n", -1, 1 << 24, &p->dry_penalty_last_n, e));
-    TRY(get_i32(o, "mirostat", 0, 2, &p->mirostat, e));
-    TRY(get_float(o, "mirostat_tau", 0, 100, &p->mirostat_tau, e));
-    TRY(get_float(o, "mirostat_eta", 0, 10, &p->mirostat_eta, e));
-    TRY(get_float(o, "adaptive_target", -1, 1, &p->adaptive_target, e));
-    TRY(get_float(o, "adaptive_decay", 0, 1, &p->adaptive_decay, e));
-    TRY(get_i32(o, "min_keep", 0, s->n_vocab, &p->min_keep, e));
+    TRY(sp_float(o, "temperature", &p->temp, e));
+    TRY(sp_float(o, "dynatemp_range", &p->dynatemp_range, e));
+    TRY(sp_float(o, "dynatemp_exponent", &p->dynatemp_exponent, e));
+    TRY(sp_i32(o, "top_k", &p->top_k, e));
+    TRY(sp_float(o, "top_p", &p->top_p, e));
+    TRY(sp_float(o, "min_p", &p->min_p, e));
+    TRY(sp_float(o, "typical_p", &p->typ_p, e));
+    TRY(sp_float(o, "top_n_sigma", &p->top_n_sigma, e));
+    TRY(sp_float(o, "xtc_probability", &p->xtc_probability, e));
+    TRY(sp_float(o, "xtc_threshold", &p->xtc_threshold, e));
+    TRY(sp_float(o, "repeat_penalty", &p->penalty_repeat, e));
+    TRY(sp_i32(o, "repeat_last_n", &p->penalty_last_n, e));
+    TRY(sp_float(o, "presence_penalty", &p->penalty_present, e));
+    TRY(sp_float(o, "frequency_penalty", &p->penalty_freq, e));
+    TRY(sp_float(o, "dry_multiplier", &p->dry_multiplier, e));
+    TRY(sp_float(o, "dry_base", &p->dry_base, e));
+    TRY(sp_i32(o, "dry_allowed_length", &p->dry_allowed_length, e));
+    TRY(sp_i32(o, "dry_penalty_last_n", &p->dry_penalty_last_n, e));
+    TRY(sp_i32(o, "mirostat", &p->mirostat, e));
+    TRY(sp_float(o, "mirostat_tau", &p->mirostat_tau, e));
+    TRY(sp_float(o, "mirostat_eta", &p->mirostat_eta, e));
+    TRY(sp_float(o, "adaptive_target", &p->adaptive_target, e));
+    TRY(sp_float(o, "adaptive_decay", &p->adaptive_decay, e));
+    TRY(sp_i32(o, "min_keep", &p->min_keep, e));
     TRY(get_bool(o, "ignore_eos", &p->ignore_eos, e));
     long long seed = -1;
     TRY(get_int(o, "seed", -1, 4294967295.0, &seed, e));
     p->seed = seed < 0 ? SIFT_DEFAULT_SEED : (uint32_t)seed;
-    /* llama-server: -1 windows mean the slot's context; a DRY base below 1 means the default */
-    if (p->penalty_last_n == -1) p->penalty_last_n = (int32_t)ctx;
-    if (p->dry_penalty_last_n == -1) p->dry_penalty_last_n = (int32_t)ctx;
+    /* a DRY base below 1 means the default (llama-server) */
     if (p->dry_base < 1.0f) p->dry_base = sift_sampling_default_params().dry_base;
     TRY(parse_breakers(o, r, e));
     TRY(parse_samplers(o, r, e));
     TRY(parse_logit_bias(s, o, r, e));
+    /* the whole set against libsift's rules (min_keep against the vocabulary), then -1
+     * windows become the slot's context */
+    sift_error se = {0};
+    if (sift_sampling_params_validate(p, s->n_vocab, &se) != SIFT_OK) return srv_errorf(e, 400, "%s", se.msg);
+    sift_sampling_params_set_context(p, (int32_t)ctx);
     return 0;
 }
 

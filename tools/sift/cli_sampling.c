@@ -25,6 +25,26 @@ static int bad(const char *flag, const char *value, const char *why)
     return -1;
 }
 
+/* A value outside libsift's rules: the rule's message, the one the server gives (it names
+ * the flag); flag: a prefix for messages that do not. */
+static int rule_bad(const char *flag, const char *msg)
+{
+    if (flag) fprintf(stderr, "sift: %s: %s\n", flag, msg);
+    else fprintf(stderr, "sift: %s\n", msg);
+    return -1;
+}
+
+int cli_sampling_finish(cli_sampling *cs, int32_t n_vocab, int32_t n_ctx)
+{
+    sift_error err = {0};
+    if (sift_sampling_params_validate(&cs->params, n_vocab, &err) != SIFT_OK) {
+        fprintf(stderr, "sift: %s\n", err.msg);
+        return -1;
+    }
+    sift_sampling_params_set_context(&cs->params, n_ctx);
+    return 0;
+}
+
 typedef enum { F_FLOAT, F_INT } kind;
 
 typedef struct flag_def {
@@ -32,37 +52,36 @@ typedef struct flag_def {
     const char *alt;
     kind k;
     size_t off;
-    long lo, hi; /* F_INT */
     const char *help;
 } flag_def;
 
 #define P(field) offsetof(sift_sampling_params, field)
 static const flag_def defs[] = {
-    {"--top-k", NULL, F_INT, P(top_k), -2147483647L, 2147483647L, "top-k sampling (default 40, <= 0 = off)"},
-    {"--top-p", NULL, F_FLOAT, P(top_p), 0, 0, "top-p sampling (default 0.95, 1.0 = off)"},
-    {"--min-p", NULL, F_FLOAT, P(min_p), 0, 0, "min-p sampling (default 0.05, 0.0 = off)"},
-    {"--typical", "--typical-p", F_FLOAT, P(typ_p), 0, 0, "locally typical sampling p (default 1.0 = off)"},
-    {"--top-nsigma", "--top-n-sigma", F_FLOAT, P(top_n_sigma), 0, 0, "top-n-sigma (default -1 = off)"},
-    {"--xtc-probability", NULL, F_FLOAT, P(xtc_probability), 0, 0, "xtc probability (default 0 = off)"},
-    {"--xtc-threshold", NULL, F_FLOAT, P(xtc_threshold), 0, 0, "xtc threshold (default 0.1, > 0.5 = off)"},
-    {"--temp", NULL, F_FLOAT, P(temp), 0, 0, "temperature (default 0.8)"},
-    {"--dynatemp-range", NULL, F_FLOAT, P(dynatemp_range), 0, 0, "dynamic temperature range (default 0 = off)"},
-    {"--dynatemp-exp", NULL, F_FLOAT, P(dynatemp_exponent), 0, 0, "dynamic temperature exponent (default 1)"},
-    {"--repeat-last-n", NULL, F_INT, P(penalty_last_n), -1, 2147483647L, "penalty window (default 64, 0 = off)"},
-    {"--repeat-penalty", NULL, F_FLOAT, P(penalty_repeat), 0, 0, "repetition penalty (default 1.0 = off)"},
-    {"--presence-penalty", NULL, F_FLOAT, P(penalty_present), 0, 0, "presence penalty (default 0 = off)"},
-    {"--frequency-penalty", NULL, F_FLOAT, P(penalty_freq), 0, 0, "frequency penalty (default 0 = off)"},
-    {"--dry-multiplier", NULL, F_FLOAT, P(dry_multiplier), 0, 0, "DRY multiplier (default 0 = off)"},
-    {"--dry-base", NULL, F_FLOAT, P(dry_base), 0, 0, "DRY base (default 1.75)"},
-    {"--dry-allowed-length", NULL, F_INT, P(dry_allowed_length), -2147483647L, 2147483647L, "DRY allowed length (default 2)"},
-    {"--dry-penalty-last-n", NULL, F_INT, P(dry_penalty_last_n), -1, 2147483647L, "DRY window (default 64, 0 = off)"},
-    {"--mirostat", NULL, F_INT, P(mirostat), 0, 2, "0 = off, 1 = mirostat, 2 = mirostat 2.0"},
-    {"--mirostat-lr", NULL, F_FLOAT, P(mirostat_eta), 0, 0, "mirostat learning rate eta (default 0.1)"},
-    {"--mirostat-ent", NULL, F_FLOAT, P(mirostat_tau), 0, 0, "mirostat target entropy tau (default 5.0)"},
-    {"--min-keep", NULL, F_INT, P(min_keep), 0, 2147483647L, "min tokens kept by top-p/min-p/typical/xtc (default 0)"},
-    {"--adaptive-target", NULL, F_FLOAT, P(adaptive_target), 0, 0, "adaptive-p target (default -1 = off)"},
-    {"--adaptive-decay", NULL, F_FLOAT, P(adaptive_decay), 0, 0, "adaptive-p EMA decay (default 0.9)"},
-    {"--n-probs", NULL, F_INT, P(n_probs), 0, 2147483647L, "report the top N probabilities per token (default 0)"},
+    {"--top-k", NULL, F_INT, P(top_k), "top-k sampling (default 40, <= 0 = off)"},
+    {"--top-p", NULL, F_FLOAT, P(top_p), "top-p sampling (default 0.95, 1.0 = off)"},
+    {"--min-p", NULL, F_FLOAT, P(min_p), "min-p sampling (default 0.05, 0.0 = off)"},
+    {"--typical", "--typical-p", F_FLOAT, P(typ_p), "locally typical sampling p (default 1.0 = off)"},
+    {"--top-nsigma", "--top-n-sigma", F_FLOAT, P(top_n_sigma), "top-n-sigma (default -1 = off)"},
+    {"--xtc-probability", NULL, F_FLOAT, P(xtc_probability), "xtc probability (default 0 = off)"},
+    {"--xtc-threshold", NULL, F_FLOAT, P(xtc_threshold), "xtc threshold (default 0.1, > 0.5 = off)"},
+    {"--temp", NULL, F_FLOAT, P(temp), "temperature (default 0.8)"},
+    {"--dynatemp-range", NULL, F_FLOAT, P(dynatemp_range), "dynamic temperature range (default 0 = off)"},
+    {"--dynatemp-exp", NULL, F_FLOAT, P(dynatemp_exponent), "dynamic temperature exponent (default 1)"},
+    {"--repeat-last-n", NULL, F_INT, P(penalty_last_n), "penalty window (default 64, 0 = off, -1 = context)"},
+    {"--repeat-penalty", NULL, F_FLOAT, P(penalty_repeat), "repetition penalty (default 1.0 = off)"},
+    {"--presence-penalty", NULL, F_FLOAT, P(penalty_present), "presence penalty (default 0 = off)"},
+    {"--frequency-penalty", NULL, F_FLOAT, P(penalty_freq), "frequency penalty (default 0 = off)"},
+    {"--dry-multiplier", NULL, F_FLOAT, P(dry_multiplier), "DRY multiplier (default 0 = off)"},
+    {"--dry-base", NULL, F_FLOAT, P(dry_base), "DRY base (default 1.75)"},
+    {"--dry-allowed-length", NULL, F_INT, P(dry_allowed_length), "DRY allowed length (default 2)"},
+    {"--dry-penalty-last-n", NULL, F_INT, P(dry_penalty_last_n), "DRY window (default 64, 0 = off, -1 = context)"},
+    {"--mirostat", NULL, F_INT, P(mirostat), "0 = off, 1 = mirostat, 2 = mirostat 2.0"},
+    {"--mirostat-lr", NULL, F_FLOAT, P(mirostat_eta), "mirostat learning rate eta (default 0.1)"},
+    {"--mirostat-ent", NULL, F_FLOAT, P(mirostat_tau), "mirostat target entropy tau (default 5.0)"},
+    {"--min-keep", NULL, F_INT, P(min_keep), "min tokens kept by top-p/min-p/typical/xtc (default 0)"},
+    {"--adaptive-target", NULL, F_FLOAT, P(adaptive_target), "adaptive-p target (default -1 = off)"},
+    {"--adaptive-decay", NULL, F_FLOAT, P(adaptive_decay), "adaptive-p EMA decay (default 0.9)"},
+    {"--n-probs", NULL, F_INT, P(n_probs), "refused: the CLI shows no probabilities (--trace does; the server's n_probs)"},
 };
 #undef P
 
@@ -93,15 +112,21 @@ int cli_sampling_flag(cli_sampling *cs, int argc, char **argv, int *i)
     (*i)++;
     cs->any = true;
 
+    if (def && def->off == offsetof(sift_sampling_params, n_probs)) /* llama-cli takes it and shows nothing */
+        return rule_bad(a, "the CLI does not report probabilities (use --trace; the server's n_probs field does)");
     if (def) {
+        /* the type here, the range from libsift's rules (the server's too) */
+        const sift_sampling_rule *rule = sift_sampling_rule_find(def->name);
         char *field = (char *)&cs->params + def->off;
         if (def->k == F_FLOAT) {
             float f;
             if (!cli_parse_float(v, &f)) return bad(a, v, "not a number:");
+            if (rule && sift_sampling_rule_check(rule, f, &err) != SIFT_OK) return rule_bad(NULL, err.msg);
             memcpy(field, &f, sizeof f);
         } else {
             long n;
-            if (!cli_parse_long(v, def->lo, def->hi, &n)) return bad(a, v, "not an integer in range:");
+            if (!cli_parse_long(v, -2147483647L - 1, 2147483647L, &n)) return bad(a, v, "not an integer:");
+            if (rule && sift_sampling_rule_check(rule, (double)n, &err) != SIFT_OK) return rule_bad(NULL, err.msg);
             int32_t n32 = (int32_t)n;
             memcpy(field, &n32, sizeof n32);
         }
@@ -115,11 +140,11 @@ int cli_sampling_flag(cli_sampling *cs, int argc, char **argv, int *i)
         return 1;
     }
     if (!strcmp(a, "--samplers")) {
-        if (sift_sampling_set_samplers(&cs->params, v, &err) != SIFT_OK) return bad(a, v, err.msg);
+        if (sift_sampling_set_samplers(&cs->params, v, &err) != SIFT_OK) return rule_bad(a, err.msg); /* it names the value */
         return 1;
     }
     if (!strcmp(a, "--sampling-seq") || !strcmp(a, "--sampler-seq")) {
-        if (sift_sampling_set_sampler_chars(&cs->params, v, &err) != SIFT_OK) return bad(a, v, err.msg);
+        if (sift_sampling_set_sampler_chars(&cs->params, v, &err) != SIFT_OK) return rule_bad(a, err.msg);
         return 1;
     }
     if (!strcmp(a, "-l") || !strcmp(a, "--logit-bias")) {
@@ -157,7 +182,11 @@ void cli_sampling_help(FILE *f)
     fprintf(f, "  -s, --seed N              RNG seed (default: random; -1 = random)\n");
     fprintf(f, "  --samplers LIST           sampler order, ';'-separated (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)\n");
     fprintf(f, "  --sampling-seq LETTERS    the same as letters (default edskypmxt)\n");
-    for (size_t k = 0; k < sizeof defs / sizeof *defs; k++) fprintf(f, "  %-25s %s\n", defs[k].name, defs[k].help);
+    for (size_t k = 0; k < sizeof defs / sizeof *defs; k++) {
+        char flag[40];
+        snprintf(flag, sizeof flag, "%s %s", defs[k].name, defs[k].k == F_INT ? "N" : "F");
+        fprintf(f, "  %-25s %s\n", flag, defs[k].help);
+    }
     fprintf(f, "  -l, --logit-bias T+B      add B to token T's logit (T-inf bans it); repeatable\n");
     fprintf(f, "  --dry-sequence-breaker S  DRY breaker (repeatable; replaces the defaults; 'none' = no breakers)\n");
     fprintf(f, "  --ignore-eos              ban end-of-generation tokens (needs a model)\n");

@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,15 @@
 #include "cli_sampling.h"
 #include "cli_util.h"
 #include "sift.h"
+
+/* Ctrl-C during generation ends it like any other stop, perf summary included (llama-cli
+ * prints its timings too); a second Ctrl-C is the default action again. */
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig)
+{
+    interrupted = 1;
+    signal(sig, SIG_DFL);
+}
 
 const char sift_cmd_generate_help[] = "generate text from a GGUF model, llama-cli style (also: sift -m MODEL -p PROMPT)";
 
@@ -264,6 +274,9 @@ static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool
             fprintf(stderr, "sift generate: -f: cannot read '%s': %s\n", prompt_file, strerror(errno));
             return 2;
         }
+        /* one trailing newline is the file's end, not the prompt's (llama-cli drops it too) */
+        const size_t len = strlen(o->prompt);
+        if (len && o->prompt[len - 1] == '\n') o->prompt[len - 1] = 0;
     } else {
         o->prompt = strdup(prompt ? prompt : "");
     }
@@ -349,7 +362,9 @@ static void trace_hook(void *user, int32_t index, const sift_sampler *smpl, cons
     sift_token ids[32];
     float probs[32];
     const size_t n = sift_candidates_top(cand, (size_t)ts->top, ids, NULL, probs);
-    fprintf(f, "[trace]   %-12s n=%-6zu", index < 0 ? "(logits)" : sift_sampler_name(smpl), cand->size);
+    /* the row "(logits)" is the stage before any sampler; the numbers are always
+     * probabilities (softmax of what is left), hence "p:" */
+    fprintf(f, "[trace]   %-12s n=%-6zu p:", index < 0 ? "(logits)" : sift_sampler_name(smpl), cand->size);
     for (size_t i = 0; i < n; i++) {
         fprintf(f, " %d:", (int)ids[i]);
         trace_piece(f, ts->vocab, ids[i]);
@@ -517,6 +532,11 @@ int sift_cmd_generate(int argc, char **argv)
             goto done;
         }
     } else {
+        /* libsift's rules, now that the vocabulary is known; -1 windows = the context */
+        if (cli_sampling_finish(&cs, n_vocab, (int32_t)n_ctx_seq)) {
+            rc = 2;
+            goto done;
+        }
         sift_chain_env env = {.n_vocab = n_vocab, .vocab = &view, .eot = eot, .default_seed = SIFT_DEFAULT_SEED};
         chain = sift_chain_from_params(&cs.params, &env, &err);
         if (!chain) {
@@ -594,8 +614,14 @@ int sift_cmd_generate(int argc, char **argv)
     double t_decode = 0;
     const char *stop = "n_predict";
     const double t_g0 = now_ms();
+    interrupted = 0;
+    void (*old_sigint)(int) = signal(SIGINT, on_sigint);
     for (;;) {
         if (o.n_predict >= 0 && n_gen >= o.n_predict) break;
+        if (interrupted) {
+            stop = "interrupt (Ctrl-C)";
+            break;
+        }
         if (cfg) sift_cfg_apply(logits, glogits, n_vocab, o.cfg_scale);
         ts.step = n_gen;
         const sift_token tok = sample_token(grammar, o.grammar.mode, chain, logits, n_vocab);
@@ -647,6 +673,7 @@ int sift_cmd_generate(int argc, char **argv)
         n_past_g++;
     }
     const double t_gen = now_ms() - t_g0;
+    signal(SIGINT, old_sigint == SIG_ERR ? SIG_DFL : old_sigint);
     fputc('\n', stdout);
     fflush(stdout);
 

@@ -206,8 +206,10 @@ static void print_tensors(const sift_gguf *g)
         char shape[64];
         snprintf(shape, sizeof shape, "%6" PRId64 ", %6" PRId64 ", %5" PRId64 ", %5" PRId64, t->ne[0], t->ne[1],
                  t->ne[2], t->ne[3]);
-        printf("%6" PRId64 ":  %12" PRIu64 " | %-28s | %-7s | %12" PRIu64 " | %12" PRIu64 " | %s\n", i + 1, nel, shape,
-               sift_type_name(t->type), t->offset, t->size, t->name);
+        const bool bad = t->nb[0] == 0; /* inspection mode: rows not whole blocks, no data */
+        printf("%6" PRId64 "%s  %12" PRIu64 " | %-28s | %-7s | %12" PRIu64 " | %12" PRIu64 " | %s%s\n", i + 1, bad ? "!" : ":",
+               nel, shape, sift_type_name(t->type), t->offset, t->size, t->name,
+               bad ? "  (rows are not whole blocks: no data)" : "");
         total_el += nel;
         total_bytes += t->size;
         by_count[t->type]++;
@@ -257,7 +259,8 @@ int sift_cmd_info(int argc, char **argv)
         return 2;
     }
     sift_error err = {0};
-    sift_gguf *g = sift_gguf_open(path, &err);
+    /* inspection mode: a file the model loader refuses is still shown, with the problem */
+    sift_gguf *g = sift__gguf_open_inspect(path, &err);
     if (!g) {
         fprintf(stderr, "sift info: %s: %s\n", path, err.msg);
         return 1;
@@ -268,6 +271,15 @@ int sift_cmd_info(int argc, char **argv)
     if (o.show_meta) print_metadata(g, &o);
     print_vocab(g);
     if (o.show_tensors) print_tensors(g);
+    const char *first;
+    const int64_t n_bad = sift__gguf_problems(g, &first);
+    char problem[SIFT_ERROR_MSG_MAX]; /* a copy: the text lives in g */
+    snprintf(problem, sizeof problem, "%s", first ? first : "");
     sift_gguf_close(g);
+    if (n_bad) { /* shown, but not loadable: say so, and exit 1 for scripts */
+        fprintf(stderr, "sift info: %s: PROBLEM: %" PRId64 " tensor%s cannot be read (marked '!' above; sift generate and "
+                "llama.cpp refuse this file); the first: %s\n", path, n_bad, n_bad == 1 ? "" : "s", problem);
+        return 1;
+    }
     return 0;
 }

@@ -22,10 +22,11 @@
  * --time prints the timing (wall µs per step, the chain's fill / sampler time and each
  * sampler's share) to stderr.
  *
- * With a grammar (--grammar, --grammar-file, -j/--json-schema, -jf/--json-schema-file; see
- * cli_grammar.h) and --vocab VOCAB.gguf (whose size must be the logits' n_vocab), each step
- * is sift_grammar_chain_sample(): llama.cpp's rejection strategy, or the grammar first with
- * --grammar-first.
+ * --vocab VOCAB.gguf (whose size must be the logits' n_vocab) gives the chain the token
+ * texts: infill() and DRY's string breakers need them. With a grammar (--grammar,
+ * --grammar-file, -j/--json-schema, -jf/--json-schema-file; see cli_grammar.h), which needs
+ * --vocab, each step is sift_grammar_chain_sample(): llama.cpp's rejection strategy, or the
+ * grammar first with --grammar-first.
  */
 #include <errno.h>
 #include <limits.h>
@@ -59,7 +60,7 @@ static void trace_hook(void *user, int32_t index, const sift_sampler *smpl, cons
             cand->size, cand->sorted ? "sorted" : "unsorted", (cand->flags & SIFT_CAND_PROBS) ? "probs" : "logits");
     if (cand->selected >= 0 && (size_t)cand->selected < cand->size)
         fprintf(ts->out, " selected=%d", (int)cand->id[cand->selected]);
-    fprintf(ts->out, " top:");
+    fprintf(ts->out, " top p:"); /* probabilities, whatever the candidates hold (the column before says) */
     for (size_t i = 0; i < n; i++) fprintf(ts->out, " %d:%.4f", (int)ids[i], probs[i]);
     fputc('\n', ts->out);
 }
@@ -190,38 +191,57 @@ int sift_cmd_replay(int argc, char **argv)
     if (!logits) return 1;
 
     sift_error err = {0};
+    /* --vocab: the vocabulary the logits belong to, for the grammar and for the samplers
+     * that need token texts (infill, DRY's string breakers) */
+    sift_vocab *vocab = NULL;
+    sift_vocab_view view;
+    if (vocab_path) {
+        vocab = sift_vocab_load(vocab_path, &err);
+        const char *why = !vocab ? err.msg : sift_vocab_n_tokens(vocab) != (int32_t)n_vocab ? "size" : NULL;
+        if (!why && sift_vocab_view_get(vocab, &view) != SIFT_OK) why = "cannot read its tokens";
+        if (why) {
+            if (!strcmp(why, "size"))
+                fprintf(stderr, "sift replay: %s has %d tokens, the logits %u\n", vocab_path, sift_vocab_n_tokens(vocab), n_vocab);
+            else
+                fprintf(stderr, "sift replay: %s: %s\n", vocab_path, why);
+            sift_vocab_free(vocab);
+            free(logits);
+            return 1;
+        }
+    }
+    const sift_vocab_view *vview = vocab ? &view : NULL;
+    sift_token eot = SIFT_TOKEN_NULL;
+    if (vocab) eot = sift_vocab_eot(vocab) != SIFT_TOKEN_NULL ? sift_vocab_eot(vocab) : sift_vocab_eos(vocab);
+
     sift_chain *chain;
     if (spec) {
-        sift_chain_env env = {.n_vocab = (int32_t)n_vocab, .vocab = NULL, .eot = SIFT_TOKEN_NULL,
+        sift_chain_env env = {.n_vocab = (int32_t)n_vocab, .vocab = vview, .eot = eot,
                               .default_seed = seed_given ? (uint32_t)seed : 0};
         chain = sift_chain_from_spec(spec, &env, &err);
     } else {
-        sift_chain_env env = {.n_vocab = (int32_t)n_vocab, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 0};
+        /* libsift's rules; -1 windows = the whole replay (its context) */
+        if (cli_sampling_finish(&cs, (int32_t)n_vocab, steps > INT32_MAX ? INT32_MAX : (int32_t)steps)) {
+            sift_vocab_free(vocab);
+            free(logits);
+            return 2;
+        }
+        sift_chain_env env = {.n_vocab = (int32_t)n_vocab, .vocab = vview, .eot = eot, .default_seed = 0};
         chain = sift_chain_from_params(&cs.params, &env, &err);
     }
     if (!chain) {
         fprintf(stderr, "sift replay: %s\n", err.msg);
+        sift_vocab_free(vocab);
         free(logits);
         return spec && err.status == SIFT_E_PARSE ? 2 : 1;
     }
 
-    sift_vocab *vocab = NULL;
     sift_sampler *grammar = NULL;
-    if (cg.flag) {
-        sift_vocab_view view;
-        vocab = sift_vocab_load(vocab_path, &err);
-        if (vocab && sift_vocab_n_tokens(vocab) != (int32_t)n_vocab)
-            fprintf(stderr, "sift replay: %s has %d tokens, the logits %u\n", vocab_path, sift_vocab_n_tokens(vocab), n_vocab);
-        else if (vocab && sift_vocab_view_get(vocab, &view) == SIFT_OK && !(grammar = cli_grammar_sampler(&cg, &view, &err)))
-            fprintf(stderr, "sift replay: %s\n", err.msg);
-        else if (!vocab)
-            fprintf(stderr, "sift replay: %s\n", err.msg);
-        if (!grammar) {
-            sift_vocab_free(vocab);
-            sift_chain_free(chain);
-            free(logits);
-            return 1;
-        }
+    if (cg.flag && !(grammar = cli_grammar_sampler(&cg, &view, &err))) {
+        fprintf(stderr, "sift replay: %s\n", err.msg);
+        sift_vocab_free(vocab);
+        sift_chain_free(chain);
+        free(logits);
+        return 1;
     }
 
     trace_state ts = {stdout, (int)trace_top, 0};
