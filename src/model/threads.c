@@ -39,11 +39,14 @@ typedef struct worker {
 struct sift__pool {
     int n_threads;
     worker *workers; /* [n_threads - 1] */
-    /* the current job */
-    sift__task_fn fn;
-    void *arg;
-    int n_chunks;
-    int n_helpers; /* workers 1..n_helpers may take chunks */
+    /* The current job. Relaxed atomics: a stale worker may read them while the caller writes
+     * the next job (harmless, see the top comment: its CAS then fails), and in C11 such a
+     * read of a plain field is a data race all the same (ThreadSanitizer reports it).
+     * Relaxed loads and stores compile to plain moves on x86. */
+    _Atomic(sift__task_fn) fn;
+    _Atomic(void *) arg;
+    atomic_int n_chunks;
+    atomic_int n_helpers; /* workers 1..n_helpers may take chunks */
     _Atomic uint64_t state;
     atomic_int done;
     atomic_int sleeping;
@@ -60,9 +63,9 @@ static void work(sift__pool *p, uint32_t gen, int thread)
     for (;;) {
         uint64_t s = atomic_load(&p->state);
         if (gen_of(s) != gen) return;
-        const sift__task_fn fn = p->fn;
-        void *const arg = p->arg;
-        const int n = p->n_chunks;
+        const sift__task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+        void *const arg = atomic_load_explicit(&p->arg, memory_order_relaxed);
+        const int n = atomic_load_explicit(&p->n_chunks, memory_order_relaxed);
         const uint32_t c = (uint32_t)s;
         if (c >= (uint32_t)n) return;
         if (!atomic_compare_exchange_weak(&p->state, &s, s + 1)) continue;
@@ -98,7 +101,7 @@ static void *worker_main(void *arg)
     for (;;) {
         seen = wait_job(p, seen);
         if (atomic_load(&p->stop)) break;
-        if (w->index <= p->n_helpers) work(p, seen, w->index);
+        if (w->index <= atomic_load_explicit(&p->n_helpers, memory_order_relaxed)) work(p, seen, w->index);
     }
     return NULL;
 }
@@ -157,10 +160,11 @@ void sift__pool_run(sift__pool *p, int n_threads, int n_chunks, sift__task_fn fn
         for (int c = 0; c < n_chunks; c++) fn(arg, c, n_chunks, 0);
         return;
     }
-    p->fn = fn;
-    p->arg = arg;
-    p->n_chunks = n_chunks;
-    p->n_helpers = (n_threads < p->n_threads ? n_threads : p->n_threads) - 1;
+    atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->arg, arg, memory_order_relaxed);
+    atomic_store_explicit(&p->n_chunks, n_chunks, memory_order_relaxed);
+    atomic_store_explicit(&p->n_helpers, (n_threads < p->n_threads ? n_threads : p->n_threads) - 1,
+                          memory_order_relaxed);
     atomic_store(&p->done, 0);
     const uint32_t gen = gen_of(atomic_load(&p->state)) + 1;
     atomic_store(&p->state, (uint64_t)gen << 32);
