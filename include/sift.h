@@ -1133,7 +1133,13 @@ typedef enum sift_grammar_mode {
 /* One sampling step with a grammar kept outside the chain: fill from logits, sample in the
  * given mode, accept the token into the grammar and the chain, return it (SIFT_TOKEN_NULL
  * when nothing was selected). *refused (may be NULL) says whether the rejection mode had to
- * resample. grammar may be NULL (plain sift_chain_sample). */
+ * resample. grammar may be NULL (plain sift_chain_sample). A token the grammar forbids is
+ * never returned: when the grammar and the chain together leave no token (a grammar no
+ * token of the vocabulary can continue, or a complete grammar whose end-of-generation
+ * tokens the chain suppresses, e.g. with ignore_eos), the result is SIFT_TOKEN_NULL and
+ * nothing is accepted; sift_grammar_sampler_status() then says SIFT_GRAMMAR_ACTIVE (no
+ * token can continue it: an error) or SIFT_GRAMMAR_CAN_END / SIFT_GRAMMAR_DONE (complete:
+ * a stop). */
 SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain *chain, const float *logits,
                                               int32_t n_vocab, sift_grammar_mode mode, bool *refused);
 

@@ -35,3 +35,9 @@ set_tests_properties(json_schema_cli PROPERTIES ENVIRONMENT "${SIFT_TEST_ENV}")
 # modes alternate). Label slow.
 add_test(NAME grammar_generate_model COMMAND grammar_generate --docs 50 --model models/stories260K.gguf)
 set_tests_properties(grammar_generate_model PROPERTIES LABELS slow ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1800)
+
+# grammar_no_token_cli: a grammar that leaves no token never makes `sift generate` sample a
+# forbidden one (issue 12): a stop when the grammar is complete, an error when it is stuck.
+add_test(NAME grammar_no_token_cli COMMAND ${CMAKE_COMMAND} -DSIFT=$<TARGET_FILE:sift>
+         -DMODEL=${SIFT_SHARED_DIR}/models/stories260K.gguf -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/grammar_no_token_cli.cmake)
+set_tests_properties(grammar_no_token_cli PROPERTIES ENVIRONMENT "${SIFT_TEST_ENV}")
