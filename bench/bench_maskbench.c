@@ -14,10 +14,11 @@
  *   verdict  compile error; invalidation error (an invalid instance accepted: the hard
  *            line, counted first); validation error (a valid instance rejected); passing.
  *
- * Isolation: every schema runs in a forked child (the vocabulary, loaded once in the
- * parent, is shared copy-on-write), which writes its result to a temporary file; a child
- * that dies is a crash, one that outlives --timeout is killed and counted as a timeout.
- * --jobs N children run at once (the published method is one thread: --jobs 1).
+ * Isolation: schemas run in forked worker processes (the vocabulary and its grammar trie,
+ * built once in the parent, are shared copy-on-write), one schema at a time each, results
+ * through a temporary file; a worker that dies is a crash for its schema, one that outlives
+ * --timeout on a schema is killed and counted as a timeout, and a fresh worker goes on.
+ * --jobs N workers run at once (the published method is one thread: --jobs 1).
  *
  * json.dumps is re-implemented below on the raw file text (not through a parser that
  * turns numbers into doubles): integers keep every digit, floats print as Python's repr
@@ -439,6 +440,7 @@ typedef struct {
     float *zeros;
     int32_t n_vocab;
     uint32_t schema_flags;
+    uint64_t budget; /* --precompute-budget: 0 = the library's default */
 } bench_ctx;
 
 /* printable excerpt of text around [at, at+len) for a cause line */
@@ -472,7 +474,9 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
     double t0 = now_us(), c0 = cpu_us();
     sift_error err = {0};
     char *gbnf = sift_json_schema_to_grammar(ss, (size_t)(se - ss), bc->schema_flags, &err);
-    sift_sampler *g = gbnf ? sift_sampler_init_grammar(bc->view, gbnf, "root", &err) : NULL;
+    sift_grammar_params gp = sift_grammar_default_params();
+    gp.precompute_budget = bc->budget;
+    sift_sampler *g = gbnf ? sift_sampler_init_grammar_ex(bc->view, gbnf, strlen(gbnf), &gp, &err) : NULL;
     h.ttfm_us = now_us() - t0;
     h.ttfm_cpu_us = cpu_us() - c0;
     free(gbnf);
@@ -587,11 +591,58 @@ typedef struct {
 } item;
 
 typedef struct {
-    pid_t pid;
-    int fd;      /* the child's result file (unlinked temporary) */
-    size_t idx;
+    pid_t pid;   /* a worker process, 0: none */
+    int cmd;     /* write end: schema indices for the worker */
+    int res;     /* read end: one byte per finished schema */
+    int fd;      /* the worker's result file (unlinked temporary), rewritten per schema */
+    long idx;    /* the schema it is on, -1: idle */
     double start;
 } slot;
+
+/* A worker: schemas one at a time from `cmd` (their index), each result into `fd`, then one
+ * byte on `res`. It lives for many schemas so that the copy-on-write faults after fork are
+ * paid once, not inside every schema's TTFM; a crash or a hang ends only the worker. */
+static void worker(bench_ctx *bc, const item *it, int cmd, int res, int fd)
+{
+    int32_t idx;
+    while (read(cmd, &idx, sizeof idx) == (ssize_t)sizeof idx) {
+        if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) _exit(3);
+        run_schema(bc, it[idx].path, fd);
+        char one = 1;
+        if (write(res, &one, 1) != 1) _exit(3);
+    }
+    _exit(0);
+}
+
+static int spawn(slot *w, bench_ctx *bc, const item *it)
+{
+    int pc[2], pr[2];
+    char tmpl[] = "/tmp/sift-maskbench-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0 || pipe(pc) || pipe(pr)) return -1;
+    unlink(tmpl);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        close(pc[1]);
+        close(pr[0]);
+        worker(bc, it, pc[0], pr[1], fd);
+    }
+    close(pc[0]);
+    close(pr[1]);
+    *w = (slot){pid, pc[1], pr[0], fd, -1, 0};
+    return 0;
+}
+
+static void retire(slot *w)
+{
+    close(w->cmd);
+    close(w->res);
+    close(w->fd);
+    w->pid = 0;
+    w->idx = -1;
+}
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 static int cmp_float(const void *a, const void *b)
@@ -754,6 +805,7 @@ static void usage(FILE *f)
             "  --out DIR           one result file per schema\n"
             "  --every N           every Nth schema (sorted by name) only; --limit N: the first N\n"
             "  --filter TEXT       only files whose name contains TEXT\n"
+            "  --precompute-budget N  the grammar sampler's precompute budget (sift_grammar_params)\n"
             "  --llama-conventions llama.cpp's converter conventions (SIFT_JSON_SCHEMA_LLAMA)\n"
             "  --json              the summary as one JSON object\n"
             "  --dump-instances    print every instance text (json.dumps) instead of running\n");
@@ -795,7 +847,7 @@ static int dump_instances(const char *file)
 int sift_bench_maskbench(int argc, char **argv)
 {
     const char *dir = NULL, *vocab_arg = "deepseek-llm", *out_dir = NULL, *filter = NULL;
-    long timeout_s = 30, jobs = 1, every = 1, limit = 0;
+    long timeout_s = 30, jobs = 1, every = 1, limit = 0, budget = 0;
     int as_json = 0, dump = 0;
     uint32_t flags = 0;
     for (int i = 1; i < argc; i++) {
@@ -810,16 +862,18 @@ int sift_bench_maskbench(int argc, char **argv)
             if (!(out_dir = VAL())) return 2;
         } else if (!strcmp(a, "--filter")) {
             if (!(filter = VAL())) return 2;
-        } else if (!strcmp(a, "--timeout") || !strcmp(a, "--jobs") || !strcmp(a, "--every") || !strcmp(a, "--limit")) {
+        } else if (!strcmp(a, "--timeout") || !strcmp(a, "--jobs") || !strcmp(a, "--every") || !strcmp(a, "--limit") ||
+                   !strcmp(a, "--precompute-budget")) {
             const char *v = VAL();
             long x;
-            if (!v || !cli_parse_long(v, !strcmp(a, "--limit") ? 0 : 1, 1000000, &x)) {
+            if (!v || !cli_parse_long(v, !strcmp(a, "--limit") ? 0 : 1, 1L << 40, &x)) {
                 fprintf(stderr, "maskbench: bad value for %s\n", a);
                 return 2;
             }
             if (!strcmp(a, "--timeout")) timeout_s = x;
-            else if (!strcmp(a, "--jobs")) jobs = x;
+            else if (!strcmp(a, "--jobs")) jobs = x < 64 ? x : 64;
             else if (!strcmp(a, "--every")) every = x;
+            else if (!strcmp(a, "--precompute-budget")) budget = x;
             else limit = x;
         } else if (!strcmp(a, "--json")) {
             as_json = 1;
@@ -898,10 +952,20 @@ int sift_bench_maskbench(int argc, char **argv)
     }
     sift_vocab_view view;
     sift_vocab_view_get(vocab, &view);
-    bench_ctx bc = {.vocab = vocab, .view = &view, .n_vocab = sift_vocab_n_tokens(vocab), .schema_flags = flags};
+    bench_ctx bc = {.vocab = vocab, .view = &view, .n_vocab = sift_vocab_n_tokens(vocab), .schema_flags = flags,
+                   .budget = (uint64_t)budget};
     bc.zeros = calloc((size_t)bc.n_vocab, sizeof *bc.zeros);
     if (!bc.zeros || sift_candidates_init(&bc.cand, (size_t)bc.n_vocab) != SIFT_OK) return 1;
     if (out_dir) mkdir(out_dir, 0755);
+    /* Everything that depends only on the vocabulary (its grammar trie) is built once per
+     * process and shared by every grammar sampler over it, as in the server (once per
+     * model): build it here, before the children fork, so that each schema pays only for
+     * its own grammar. */
+    sift_sampler *warm = sift_sampler_init_grammar(&view, "root ::= \"x\"", "root", &err);
+    if (!warm) {
+        fprintf(stderr, "maskbench: %s\n", err.msg);
+        return 1;
+    }
 
     slot *sl = calloc((size_t)jobs, sizeof *sl);
     for (long j = 0; j < jobs; j++) sl[j].pid = 0;
@@ -911,63 +975,70 @@ int sift_bench_maskbench(int argc, char **argv)
     ttfm_cpu = malloc(sizeof *ttfm_cpu * (ni ? ni : 1));
     size_t next = 0, done = 0;
     double t_start = now_us();
+    signal(SIGPIPE, SIG_IGN);
+    for (long j = 0; j < jobs; j++) sl[j].idx = -1;
     while (done < ni) {
-        /* start children */
+        /* hand out schemas; a worker is (re)started when needed */
         for (long j = 0; j < jobs && next < ni; j++) {
-            if (sl[j].pid) continue;
-            char tmpl[] = "/tmp/sift-maskbench-XXXXXX";
-            int fd = mkstemp(tmpl);
-            if (fd < 0) {
-                perror("maskbench: mkstemp");
+            if (sl[j].idx >= 0) continue;
+            if (!sl[j].pid && spawn(&sl[j], &bc, it)) {
+                perror("maskbench: starting a worker");
                 return 1;
             }
-            unlink(tmpl);
-            fflush(NULL);
-            pid_t pid = fork();
-            if (pid < 0) {
-                perror("maskbench: fork");
-                return 1;
+            int32_t k = (int32_t)next;
+            if (write(sl[j].cmd, &k, sizeof k) != (ssize_t)sizeof k) {
+                kill(sl[j].pid, SIGKILL);
+                waitpid(sl[j].pid, NULL, 0);
+                retire(&sl[j]);
+                continue; /* try again with a fresh worker */
             }
-            if (pid == 0) {
-                run_schema(&bc, it[next].path, fd);
-                _exit(0);
+            sl[j].idx = (long)next++;
+            sl[j].start = now_us();
+        }
+        /* wait for a result, a death or a timeout */
+        struct pollfd pf[64];
+        long nj = jobs < 64 ? jobs : 64;
+        for (long j = 0; j < nj; j++) pf[j] = (struct pollfd){sl[j].idx >= 0 ? sl[j].res : -1, POLLIN, 0};
+        poll(pf, (nfds_t)nj, 50);
+        long j = -1;
+        int status = 0, finished = 0, timed_out = 0;
+        for (long q = 0; q < nj && j < 0; q++) {
+            if (sl[q].idx < 0) continue;
+            if (pf[q].revents) {
+                char one;
+                finished = read(sl[q].res, &one, 1) == 1;
+                j = q;
+            } else if (now_us() - sl[q].start > (double)timeout_s * 1e6) {
+                kill(sl[q].pid, SIGKILL);
+                timed_out = 1;
+                j = q;
             }
-            sl[j] = (slot){pid, fd, next, now_us()};
-            next++;
         }
-        /* reap */
-        int status;
-        pid_t pid = waitpid(-1, &status, WNOHANG);
-        if (pid == 0) {
-            double t = now_us();
-            for (long j = 0; j < jobs; j++)
-                if (sl[j].pid && t - sl[j].start > (double)timeout_s * 1e6) kill(sl[j].pid, SIGKILL);
-            struct timespec ts = {0, 200000}; /* 0.2 ms */
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        if (pid < 0) break;
-        long j = 0;
-        while (j < jobs && sl[j].pid != pid) j++;
-        if (j == jobs) continue;
+        if (j < 0) continue;
         item *x = &it[sl[j].idx];
-        double elapsed = now_us() - sl[j].start;
         memset(&x->h, 0, sizeof x->h);
         x->h.test = -1;
-        lseek(sl[j].fd, 0, SEEK_SET);
-        int got = read(sl[j].fd, &x->h, sizeof x->h) == (ssize_t)sizeof x->h;
-        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && elapsed > (double)timeout_s * 1e6) {
-            x->h.kind = R_TIMEOUT;
-            snprintf(x->h.msg, sizeof x->h.msg, "over %ld s", timeout_s);
-        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !got) {
+        if (!finished) { /* the worker died (or was killed): this schema is a crash or a timeout */
+            waitpid(sl[j].pid, &status, 0);
+            if (timed_out) {
+                x->h.kind = R_TIMEOUT;
+                snprintf(x->h.msg, sizeof x->h.msg, "over %ld s", timeout_s);
+            } else {
+                x->h.kind = R_CRASH;
+                if (WIFSIGNALED(status)) snprintf(x->h.msg, sizeof x->h.msg, "signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+                else snprintf(x->h.msg, sizeof x->h.msg, "exit status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            }
+            retire(&sl[j]);
+        } else if (pread(sl[j].fd, &x->h, sizeof x->h, 0) != (ssize_t)sizeof x->h) {
             x->h.kind = R_CRASH;
-            if (WIFSIGNALED(status)) snprintf(x->h.msg, sizeof x->h.msg, "signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-            else snprintf(x->h.msg, sizeof x->h.msg, "exit status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            snprintf(x->h.msg, sizeof x->h.msg, "no result");
         } else {
             /* the masks' times follow the head */
             mask_time buf[2048];
             ssize_t r;
-            while ((r = read(sl[j].fd, buf, sizeof buf)) > 0) {
+            off_t off = (off_t)sizeof x->h;
+            while ((r = pread(sl[j].fd, buf, sizeof buf, off)) > 0) {
+                off += r;
                 size_t k = (size_t)r / sizeof *buf;
                 if (n_all + k > c_all) {
                     c_all = (n_all + k) * 2;
@@ -983,8 +1054,7 @@ int sift_bench_maskbench(int argc, char **argv)
                 ttfm_cpu[n_ttfm++] = (float)x->h.ttfm_cpu_us;
             }
         }
-        close(sl[j].fd);
-        sl[j].pid = 0;
+        if (sl[j].pid) sl[j].idx = -1;
         done++;
         if (out_dir) {
             char op[4096];
@@ -1057,9 +1127,16 @@ int sift_bench_maskbench(int argc, char **argv)
     free(all_cpu);
     free(ttfm);
     free(ttfm_cpu);
+    for (long j = 0; j < jobs; j++)
+        if (sl[j].pid) {
+            int pid = sl[j].pid;
+            retire(&sl[j]); /* EOF on its command pipe: the worker exits */
+            waitpid(pid, NULL, 0);
+        }
     free(sl);
     free(bc.zeros);
     sift_candidates_free(&bc.cand);
+    sift_sampler_free(warm);
     sift_vocab_free(vocab);
     return count[R_INVALIDATION] || count[R_CRASH] ? 1 : 0;
 }
