@@ -1144,7 +1144,9 @@ SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain 
                                               int32_t n_vocab, sift_grammar_mode mode, bool *refused);
 
 /* Convert a JSON schema to GBNF, in the style of llama.cpp's json-schema-to-grammar (rule
- * `root`, whitespace rule `space`). Supported: type (incl. lists of types), properties,
+ * `root`, whitespace rule `space`) but with JSON Schema's semantics: an object's properties
+ * in the schema's order, a missing additionalProperties allowing other keys (see
+ * SIFT_JSON_SCHEMA_LLAMA for llama.cpp's conventions). Supported: type (incl. lists of types), properties,
  * required, additionalProperties, items, prefixItems, minItems/maxItems, enum, const,
  * anyOf/oneOf/allOf, $ref to #/$defs/..., #/definitions/... and #, string formats date,
  * time, date-time, uuid, minLength/maxLength, minimum/maximum/exclusiveMinimum/
@@ -1156,6 +1158,12 @@ SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain 
  * it is ignored and the grammar accepts a superset. Returns a NUL-terminated malloc'd
  * string (free() it) or NULL with err set (SIFT_E_PARSE for malformed JSON). */
 #define SIFT_JSON_SCHEMA_LENIENT 0x1u
+/* llama.cpp's json-schema-to-grammar conventions instead of JSON Schema's, for drop-in users:
+ * required properties first (then the optional ones in schema order), and a missing
+ * additionalProperties read as false (no keys beyond `properties`). By default an object's
+ * properties come in the schema's order and a missing additionalProperties allows any other
+ * key, as JSON Schema says. */
+#define SIFT_JSON_SCHEMA_LLAMA 0x2u
 SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err);
 
 #ifdef __cplusplus
