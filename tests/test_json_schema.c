@@ -454,6 +454,24 @@ static void test_alternatives(void **state)
                 0);
     expect(g, "{\"k\": \"y\", \"v\": 2}", true);
     sift_grammar_free(g);
+    /* enum / const with a type (issue 12): only the values of that type; none is an error */
+    g = convert("{\"type\":\"string\",\"enum\":[\"a\",1,null]}", 0);
+    expect(g, "\"a\"", true);
+    expect(g, "1", false);
+    expect(g, "null", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":[\"integer\",\"null\"],\"enum\":[1,1.5,\"x\",null]}", 0);
+    expect(g, "1", true);
+    expect(g, "null", true);
+    expect(g, "1.5", false);
+    expect(g, "\"x\"", false);
+    sift_grammar_free(g);
+    {
+        sift_error err = {0};
+        const char *none = "{\"type\":\"object\",\"enum\":[\"MODIFIABLE\",\"DELETABLE\"]}";
+        assert_null(sift_json_schema_to_grammar(none, strlen(none), 0, &err));
+        assert_non_null(strstr(err.msg, "matches nothing"));
+    }
     const char *overlap[] = {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}",
                              "{\"oneOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}",
                              "{\"oneOf\":[{\"enum\":[1,2]},{\"enum\":[2,3]}]}"};

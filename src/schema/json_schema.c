@@ -470,6 +470,39 @@ static bool disjoint(conv *c, const cJSON *a, const cJSON *b)
     return false;
 }
 
+/* Does a const / enum value have the schema's `type` (a name or a list)? */
+static bool value_fits(const cJSON *v, const cJSON *type)
+{
+    if (!type) return true;
+    if (cJSON_IsArray(type)) {
+        for (const cJSON *t = type->child; t; t = t->next)
+            if (value_fits(v, t)) return true;
+        return false;
+    }
+    if (!cJSON_IsString(type)) return true;
+    const char *t = type->valuestring;
+    if (!strcmp(t, "integer")) return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 9e15;
+    return (kind_of_type(t) & kind_of_value(v)) != 0;
+}
+
+/* Keywords beside const / enum that would also constrain the listed values: not checked
+ * value by value here, so refused rather than ignored. */
+static bool values_checked(conv *c, const cJSON *s)
+{
+    static const char *const CONSTRAINING[] = {
+        "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "minItems", "maxItems", "items", "prefixItems", "properties", "required", "additionalProperties", "allOf", NULL};
+    if (c->flags & SIFT_JSON_SCHEMA_LENIENT) return true;
+    for (const cJSON *k = s->child; k; k = k->next)
+        if (in_list(CONSTRAINING, k->string) || (!strcmp(k->string, "enum") && cJSON_GetObjectItemCaseSensitive(s, "const"))) {
+            size_t o = path_push(c, k->string);
+            cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' beside const / enum is not checked against the values", k->string);
+            path_pop(c, o);
+            return false;
+        }
+    return true;
+}
+
 /* Keywords beside anyOf / oneOf that do not constrain the value. */
 static bool is_inert(const char *k)
 {
@@ -1476,7 +1509,8 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         path_pop(c, o);
         out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : NULL;
         sift__gbnf_sb_free(&b);
-    } else if (type && cJSON_IsArray(type)) {
+    } else if (type && cJSON_IsArray(type) && !cJSON_GetObjectItemCaseSensitive(s, "const") &&
+               !cJSON_GetObjectItemCaseSensitive(s, "enum")) {
         sift__gbnf_sbuf b = {0};
         int k = 0;
         for (const cJSON *t = type->child; t && c->status == SIFT_OK; t = t->next, k++) {
@@ -1493,26 +1527,38 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : NULL;
         sift__gbnf_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "const")) {
-        if (!check_keywords(c, s, NULL)) goto done;
+        if (!check_keywords(c, s, NULL) || !values_checked(c, s)) goto done;
+        const cJSON *cv = cJSON_GetObjectItemCaseSensitive(s, "const");
+        if (!value_fits(cv, cJSON_GetObjectItemCaseSensitive(s, "type"))) {
+            out = cfail(c, SIFT_E_INVAL, "'const' does not have the schema's type: the schema matches nothing");
+            goto done;
+        }
         sift__gbnf_sbuf b = {0};
-        if (put_json_literal(c, &b, cJSON_GetObjectItemCaseSensitive(s, "const")) && use_builtin(c, "space")) {
+        if (put_json_literal(c, &b, cv) && use_builtin(c, "space")) {
             sift__gbnf_sb_puts(&b, " space");
             out = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
         }
         sift__gbnf_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "enum")) {
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
-        if (!check_keywords(c, s, NULL)) goto done;
+        if (!check_keywords(c, s, NULL) || !values_checked(c, s)) goto done;
         if (!cJSON_IsArray(en) || !cJSON_GetArraySize(en)) {
             out = cfail(c, SIFT_E_INVAL, "'enum' must be a non-empty array");
             goto done;
         }
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(s, "type");
         sift__gbnf_sbuf b = {0};
         sift__gbnf_sb_puts(&b, "(");
         int k = 0;
-        for (const cJSON *v = en->child; v; v = v->next, k++) {
-            if (k) sift__gbnf_sb_puts(&b, " | ");
+        for (const cJSON *v = en->child; v; v = v->next) {
+            if (!value_fits(v, ty)) continue; /* a value of another type is not valid */
+            if (k++) sift__gbnf_sb_puts(&b, " | ");
             if (!put_json_literal(c, &b, v)) break;
+        }
+        if (!k && c->status == SIFT_OK) {
+            sift__gbnf_sb_free(&b);
+            out = cfail(c, SIFT_E_INVAL, "no 'enum' value has the schema's type: the schema matches nothing");
+            goto done;
         }
         sift__gbnf_sb_puts(&b, ") space");
         if (c->status == SIFT_OK && use_builtin(c, "space")) out = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
