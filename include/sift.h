@@ -1158,12 +1158,20 @@ typedef enum sift_grammar_mode {
 /* One sampling step with a grammar kept outside the chain: fill from logits, sample in the
  * given mode, accept the token into the grammar and the chain, return it (SIFT_TOKEN_NULL
  * when nothing was selected). *refused (may be NULL) says whether the rejection mode had to
- * resample. grammar may be NULL (plain sift_chain_sample). */
+ * resample. grammar may be NULL (plain sift_chain_sample). A token the grammar forbids is
+ * never returned: when the grammar and the chain together leave no token (a grammar no
+ * token of the vocabulary can continue, or a complete grammar whose end-of-generation
+ * tokens the chain suppresses, e.g. with ignore_eos), the result is SIFT_TOKEN_NULL and
+ * nothing is accepted; sift_grammar_sampler_status() then says SIFT_GRAMMAR_ACTIVE (no
+ * token can continue it: an error) or SIFT_GRAMMAR_CAN_END / SIFT_GRAMMAR_DONE (complete:
+ * a stop). */
 SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain *chain, const float *logits,
                                               int32_t n_vocab, sift_grammar_mode mode, bool *refused);
 
 /* Convert a JSON schema to GBNF, in the style of llama.cpp's json-schema-to-grammar (rule
- * `root`, whitespace rule `space`). Supported: type (incl. lists of types), properties,
+ * `root`, whitespace rule `space`) but with JSON Schema's semantics: an object's properties
+ * in the schema's order, a missing additionalProperties allowing other keys (see
+ * SIFT_JSON_SCHEMA_LLAMA for llama.cpp's conventions). Supported: type (incl. lists of types), properties,
  * required, additionalProperties, items, prefixItems, minItems/maxItems, enum, const,
  * anyOf/oneOf/allOf, $ref to #/$defs/..., #/definitions/... and #, string formats date,
  * time, date-time, uuid, minLength/maxLength, minimum/maximum/exclusiveMinimum/
@@ -1175,6 +1183,12 @@ SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain 
  * it is ignored and the grammar accepts a superset. Returns a NUL-terminated malloc'd
  * string (free() it) or NULL with err set (SIFT_E_PARSE for malformed JSON). */
 #define SIFT_JSON_SCHEMA_LENIENT 0x1u
+/* llama.cpp's json-schema-to-grammar conventions instead of JSON Schema's, for drop-in users:
+ * required properties first (then the optional ones in schema order), and a missing
+ * additionalProperties read as false (no keys beyond `properties`). By default an object's
+ * properties come in the schema's order and a missing additionalProperties allows any other
+ * key, as JSON Schema says. */
+#define SIFT_JSON_SCHEMA_LLAMA 0x2u
 SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err);
 
 #ifdef __cplusplus

@@ -202,7 +202,7 @@ static void test_features(const char *model)
     check(g_ok, "--grammar: %.*s", (int)(g.out_len ? g.out_len - 1 : 0), g.out);
     run_result j = run("-m", model, "-p", "Once upon a time", "-n", "60", "--seed", "3", "--no-display-prompt", "--log-disable", "-j",
                        "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":10}},"
-                       "\"required\":[\"name\"]}",
+                       "\"required\":[\"name\"],\"additionalProperties\":false}",
                        NULL);
     check(j.rc == 0 && j.out[0] == '{' && strstr(j.out, "\"name\"") && strchr(j.out, '}'), "--json-schema: %.*s",
           (int)(j.out_len ? j.out_len - 1 : 0), j.out);

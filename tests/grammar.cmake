@@ -35,3 +35,22 @@ set_tests_properties(json_schema_cli PROPERTIES ENVIRONMENT "${SIFT_TEST_ENV}")
 # modes alternate). Label slow.
 add_test(NAME grammar_generate_model COMMAND grammar_generate --docs 50 --model models/stories260K.gguf)
 set_tests_properties(grammar_generate_model PROPERTIES LABELS slow ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1800)
+
+# grammar_no_token_cli: a grammar that leaves no token never makes `sift generate` sample a
+# forbidden one (issue 12): a stop when the grammar is complete, an error when it is stuck.
+add_test(NAME grammar_no_token_cli COMMAND ${CMAKE_COMMAND} -DSIFT=$<TARGET_FILE:sift>
+         -DMODEL=${SIFT_SHARED_DIR}/models/stories260K.gguf -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/grammar_no_token_cli.cmake)
+set_tests_properties(grammar_no_token_cli PROPERTIES ENVIRONMENT "${SIFT_TEST_ENV}")
+
+# maskbench_sample: a fixed sample of ~200 real-world schemas (../shared/maskbench) through
+# `sift bench --maskbench`: 0 invalidation errors, 0 crashes (no timings). Label slow.
+# maskbench_dumps: the bench's instance texts equal Python's json.dumps on every public instance.
+add_test(NAME maskbench_sample COMMAND ${CMAKE_COMMAND} -DSIFT=$<TARGET_FILE:sift> -DSHARED=${SIFT_SHARED_DIR}
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/maskbench_sample.cmake)
+set_tests_properties(maskbench_sample PROPERTIES LABELS slow ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1800)
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND AND EXISTS ${SIFT_SHARED_DIR}/maskbench/public.tar.xz)
+  add_test(NAME maskbench_dumps COMMAND ${CMAKE_COMMAND} -E env sh -c
+           "d=\${TMPDIR:-/tmp}/sift-maskbench-`id -u`; test -n \"`ls $d 2>/dev/null | head -1`\" || { mkdir -p $d && tar -xJf ${SIFT_SHARED_DIR}/maskbench/public.tar.xz -C $d; }; ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/maskbench_dumps.py $<TARGET_FILE:sift> $d 7")
+  set_tests_properties(maskbench_dumps PROPERTIES ENVIRONMENT "${SIFT_TEST_ENV}")
+endif()

@@ -319,6 +319,17 @@ def test_grammar(S):
         assert j["stop_type"] == "eos"
 
 
+def test_grammar_no_allowed_token(S):
+    # issue 12: a forbidden token is never sampled. A complete grammar under ignore_eos stops
+    # (the text the grammar allowed, status 200); a grammar no token can continue fails with
+    # a clear 400, not "\u001b" with status 200.
+    for seed in range(3):
+        j = completion(S, prompt="Once", n_predict=5, seed=seed, ignore_eos=True, grammar='root ::= "x" | "y"')
+        assert j["content"] in ("x", "y"), j["content"]
+    st, j = S.post("/completion", dict(prompt="Once", n_predict=5, seed=1, grammar='root ::= "\\x00"'))
+    assert st == 400 and "grammar allows no token" in json.dumps(j), (st, j)
+
+
 def test_json_schema(S):
     schema = {"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}, "required": ["n", "ok"],
               "additionalProperties": False}

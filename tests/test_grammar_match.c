@@ -169,11 +169,31 @@ static void test_chess(void **state)
     check_cases("chess", c, sizeof c / sizeof *c);
 }
 
+/* Regression (issue 12): errors are distinguishable from results. sift_grammar_match used to
+ * return -SIFT_E_NOMEM, which equals SIFT_GRAMMAR_COMPLETE (2), and a NULL grammar read as
+ * "complete" too. */
+static void test_match_errors(void **state)
+{
+    (void)state;
+    size_t off = 77;
+    assert_int_equal(sift_grammar_match(NULL, "x", 1, &off), SIFT_GRAMMAR_ERROR);
+    assert_int_equal(sift_grammar_match(NULL, "", 0, NULL), SIFT_GRAMMAR_ERROR);
+    assert_true(SIFT_GRAMMAR_ERROR != SIFT_GRAMMAR_COMPLETE && SIFT_GRAMMAR_ERROR != SIFT_GRAMMAR_PREFIX &&
+                SIFT_GRAMMAR_ERROR != SIFT_GRAMMAR_REJECTED);
+    assert_true((int)SIFT_GRAMMAR_ERROR < 0);
+    sift_error err = {0};
+    sift_grammar *g = sift_grammar_parse("root ::= \"x\"\n", 13, "root", NULL, &err);
+    assert_non_null(g);
+    assert_int_equal(sift_grammar_match(g, "x", 1, NULL), SIFT_GRAMMAR_COMPLETE);
+    assert_int_equal(sift_grammar_match(g, "y", 1, &off), SIFT_GRAMMAR_REJECTED);
+    sift_grammar_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json), cmocka_unit_test(test_arithmetic), cmocka_unit_test(test_list),
-        cmocka_unit_test(test_c_like), cmocka_unit_test(test_chess),
+        cmocka_unit_test(test_c_like), cmocka_unit_test(test_chess), cmocka_unit_test(test_match_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -300,6 +300,79 @@ static void test_clone_and_chain(void **state)
     gt_vocab_free(&v);
 }
 
+
+/* Regression (issue 12): when the grammar and the chain leave no token, nothing is sampled.
+ * `root ::= "\x00"` (no token can hold a NUL) used to return an arbitrary token with NaN
+ * probabilities; a complete grammar under ignore_eos (EOG biased to -inf) the same. */
+static void test_no_allowed_token(void **state)
+{
+    (void)state;
+    const char *t[] = {"x", "y", "z", "</s>"};
+    uint8_t attr[] = {1, 1, 1, SIFT_TOKEN_ATTR_EOG | SIFT_TOKEN_ATTR_CONTROL};
+    gt_vocab v;
+    gt_vocab_make(&v, t, NULL, attr, 4);
+    float logits[4] = {0.1f, 3.0f, 0.5f, 2.0f};
+    for (int mode = 0; mode < 2; mode++) {
+        const sift_grammar_mode m = mode ? SIFT_GRAMMAR_REJECTION : SIFT_GRAMMAR_FIRST;
+        /* unsatisfiable: no token at all, the grammar stays active (an error for the caller) */
+        sift_sampler *s = make(&v, "root ::= \"\\x00\"\n");
+        sift_chain *chain = sift_chain_new(sift_chain_default_params());
+        assert_int_equal(sift_chain_add(chain, sift_sampler_init_dist(3)), SIFT_OK);
+        assert_int_equal(sift_grammar_chain_sample(s, chain, logits, 4, m, NULL), SIFT_TOKEN_NULL);
+        assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_ACTIVE);
+        sift_chain_free(chain);
+        sift_sampler_free(s);
+
+        /* root ::= "x" | "y" with EOG suppressed: one token, then SIFT_TOKEN_NULL (done) */
+        s = make(&v, "root ::= \"x\" | \"y\"\n");
+        chain = sift_chain_new(sift_chain_default_params());
+        const sift_logit_bias no_eos = {3, -INFINITY};
+        assert_int_equal(sift_chain_add(chain, sift_sampler_init_logit_bias(4, 1, &no_eos)), SIFT_OK);
+        assert_int_equal(sift_chain_add(chain, sift_sampler_init_dist(3)), SIFT_OK);
+        sift_token tok = sift_grammar_chain_sample(s, chain, logits, 4, m, NULL);
+        assert_true(tok == 0 || tok == 1);
+        for (int k = 0; k < 4; k++) assert_int_equal(sift_grammar_chain_sample(s, chain, logits, 4, m, NULL), SIFT_TOKEN_NULL);
+        assert_int_equal(sift_grammar_sampler_status(s), SIFT_GRAMMAR_DONE);
+        sift_chain_free(chain);
+        sift_sampler_free(s);
+    }
+    gt_vocab_free(&v);
+}
+
+
+/* The vocabulary trie is built once per distinct vocabulary and shared (issue 12): equal
+ * views (even separate copies) get the same sift__gx_vocab, a different one its own, and a
+ * grammar sampler over a shared one still masks correctly after the others are gone. */
+static void test_vocab_shared(void **state)
+{
+    (void)state;
+    const char *t[] = {"a", "b", "ab", "</s>"};
+    const char *u[] = {"a", "b", "ba", "</s>"};
+    uint8_t attr[] = {1, 1, 1, SIFT_TOKEN_ATTR_EOG | SIFT_TOKEN_ATTR_CONTROL};
+    gt_vocab v1, v2, w;
+    gt_vocab_make(&v1, t, NULL, attr, 4);
+    gt_vocab_make(&v2, t, NULL, attr, 4);
+    gt_vocab_make(&w, u, NULL, attr, 4);
+    sift_error err = {0};
+    const sift__gx_vocab *a = sift__gx_vocab_acquire(&v1.view, &err), *b = sift__gx_vocab_acquire(&v2.view, &err);
+    const sift__gx_vocab *c = sift__gx_vocab_acquire(&w.view, &err);
+    assert_non_null(a);
+    assert_ptr_equal(a, b);
+    assert_ptr_not_equal(a, c);
+    sift__gx_vocab_release(a);
+    sift__gx_vocab_release(b);
+    sift__gx_vocab_release(c);
+    sift_sampler *s1 = make(&v1, "root ::= \"ab\"\n"), *s2 = make(&v2, "root ::= \"b\"\n");
+    sift_sampler_free(s1);
+    expect_allowed(s2, 4, "0100");
+    sift_sampler_accept(s2, 1);
+    expect_allowed(s2, 4, "0001");
+    sift_sampler_free(s2);
+    gt_vocab_free(&v1);
+    gt_vocab_free(&v2);
+    gt_vocab_free(&w);
+}
+
 /* ---- the engine against the reference matcher ------------------------------------------------ */
 
 static uint64_t rng_next(uint64_t *s)
@@ -608,7 +681,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic_semantics),  cmocka_unit_test(test_utf8_across_tokens),
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
-        cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_mask_vs_reference),
+        cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
+        cmocka_unit_test(test_mask_vs_reference),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
     };

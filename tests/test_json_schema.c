@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "grammar_util.h"
+#include "schema/gbnf_writer.h"
 
 static sift_grammar *convert(const char *schema, uint32_t flags)
 {
@@ -112,19 +113,19 @@ static void test_formats(void **state)
                               0);
     expect(g,
            "{\"d\": \"2024-02-29\", \"t\": \"23:59:01Z\", \"dt\": \"1999-12-31T00:00:00.123+05:30\", "
-           "\"u\": \"123e4567-e89b-12d3-a456-426614174000\", \"e\": \"anything goes\"}",
+           "\"u\": \"123e4567-e89b-12d3-a456-426614174000\", \"e\": \"a@b.co\"}",
            true);
     expect(g,
            "{\"d\": \"2024-13-01\", \"t\": \"23:59:01Z\", \"dt\": \"1999-12-31T00:00:00Z\", "
-           "\"u\": \"123e4567-e89b-12d3-a456-426614174000\", \"e\": \"x\"}",
+           "\"u\": \"123e4567-e89b-12d3-a456-426614174000\", \"e\": \"x@y.z\"}",
            false);
     expect(g,
            "{\"d\": \"2024-01-01\", \"t\": \"24:00:00Z\", \"dt\": \"1999-12-31T00:00:00Z\", "
-           "\"u\": \"123e4567-e89b-12d3-a456-426614174000\", \"e\": \"x\"}",
+           "\"u\": \"123e4567-e89b-12d3-a456-426614174000\", \"e\": \"x@y.z\"}",
            false);
     expect(g,
            "{\"d\": \"2024-01-01\", \"t\": \"12:00:00Z\", \"dt\": \"1999-12-31T00:00:00Z\", "
-           "\"u\": \"123e4567e89b-12d3-a456-426614174000\", \"e\": \"x\"}",
+           "\"u\": \"123e4567e89b-12d3-a456-426614174000\", \"e\": \"x@y.z\"}",
            false);
     sift_grammar_free(g);
 }
@@ -132,11 +133,59 @@ static void test_formats(void **state)
 static void test_objects(void **state)
 {
     (void)state;
-    /* required properties first, then any subset of the optional ones in schema order
-     * (llama.cpp's layout) */
+    /* JSON Schema semantics (the default): the schema's property order, required ones present,
+     * optional ones skipped freely; a missing additionalProperties allows other keys (after the
+     * declared ones), never a declared key again */
     sift_grammar *g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"},"
                               "\"c\":{\"type\":\"integer\"}},\"required\":[\"b\"]}",
                               0);
+    expect(g, "{\"b\": 1}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", true);
+    expect(g, "{\"b\": 2, \"c\": 3}", true);
+    expect(g, "{\"a\": 1, \"b\": 2, \"c\": 3}", true);
+    expect(g, "{\"a\": 1, \"b\": 2, \"c\": 3, \"d\": [null], \"e\": {}}", true);
+    expect(g, "{\"b\": 2, \"x\": 3}", true);
+    expect(g, "{}", false);
+    expect(g, "{\"a\": 1}", false);
+    expect(g, "{\"a\": 1, \"c\": 3}", false);
+    expect(g, "{\"b\": 2, \"a\": 1}", false);        /* order */
+    expect(g, "{\"b\": 2, \"b\": 3}", false);        /* a declared key as an extra */
+    expect(g, "{\"b\": 2, \"c\": \"x\"}", false);    /* its schema */
+    expect(g, "{\"b\": 2, \"x\": 1, \"c\": 3}", false); /* extras after the declared keys */
+    sift_grammar_free(g);
+    /* required names `properties` does not declare: present, any value */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\",\"id\"],"
+                "\"additionalProperties\":false}",
+                0);
+    expect(g, "{\"a\": 1, \"id\": \"x\"}", true);
+    expect(g, "{\"a\": 1}", false);
+    expect(g, "{\"a\": 1, \"id\": 2, \"z\": 3}", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"required\":[\"id\"]}", 0);
+    expect(g, "{\"id\": 1}", true);
+    expect(g, "{\"id\": 1, \"k\": 2}", true);
+    expect(g, "{}", false);
+    expect(g, "{\"k\": 2}", false);
+    sift_grammar_free(g);
+    /* a 2,000-property object converts (chained rules, no nesting) */
+    {
+        sift__gbnf_sbuf big = {0};
+        sift__gbnf_sb_puts(&big, "{\"type\":\"object\",\"properties\":{");
+        for (int i = 0; i < 2000; i++) sift__gbnf_sb_printf(&big, "%s\"p%d\":{\"type\":\"integer\"}", i ? "," : "", i);
+        sift__gbnf_sb_puts(&big, "}}");
+        g = convert(big.s, 0);
+        expect(g, "{\"p0\": 1, \"p1999\": 2, \"zz\": 3}", true);
+        expect(g, "{\"p1999\": 1, \"p0\": 2}", false);
+        sift_grammar_free(g);
+        sift__gbnf_sb_free(&big);
+    }
+
+    /* SIFT_JSON_SCHEMA_LLAMA: required properties first, then any subset of the optional ones
+     * in schema order, no other keys (llama.cpp's layout) */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"},"
+                "\"c\":{\"type\":\"integer\"}},\"required\":[\"b\"]}",
+                SIFT_JSON_SCHEMA_LLAMA);
+    expect(g, "{\"b\": 2, \"x\": 3}", false);
     expect(g, "{\"b\": 1}", true);
     expect(g, "{\"b\": 2, \"a\": 1}", true);
     expect(g, "{\"b\": 2, \"c\": 3}", true);
@@ -145,7 +194,7 @@ static void test_objects(void **state)
     expect(g, "{\"a\": 1, \"b\": 2}", false);
     expect(g, "{\"b\": 2, \"c\": 3, \"a\": 1}", false);
     sift_grammar_free(g);
-    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}}}", 0);
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}}}", SIFT_JSON_SCHEMA_LLAMA);
     expect(g, "{}", true);
     expect(g, "{\"b\": 2}", true);
     expect(g, "{\"a\": 1, \"b\": 2}", true);
@@ -375,6 +424,112 @@ static void test_patterns(void **state)
     check_pattern("^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])$", "0123456789-", 10, 20000, p8);
 }
 
+/* anyOf / oneOf (issue 12): keywords beside the alternatives hold for each of them (they
+ * used to be dropped: any object passed); oneOf converts only when no instance can match two
+ * alternatives, otherwise it is refused (a union would accept such an instance). */
+static void test_alternatives(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},"
+                              "\"anyOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}",
+                              0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"b\": \"x\"}", true);
+    expect(g, "{\"a\": 1, \"b\": \"x\"}", true);
+    expect(g, "{}", false);
+    expect(g, "{\"a\": \"x\"}", false);
+    expect(g, "{\"c\": 1}", false);
+    sift_grammar_free(g);
+    g = convert("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", 0);
+    expect(g, "\"x\"", true);
+    expect(g, "1", true);
+    expect(g, "null", false);
+    sift_grammar_free(g);
+    g = convert("{\"oneOf\":[{\"const\":\"a\"},{\"enum\":[\"b\",1]}]}", 0);
+    expect(g, "\"a\"", true);
+    expect(g, "1", true);
+    sift_grammar_free(g);
+    g = convert("{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"k\":{\"const\":\"x\"}},\"required\":[\"k\"]},"
+                "{\"type\":\"object\",\"properties\":{\"k\":{\"const\":\"y\"},\"v\":{}},\"required\":[\"k\"]}]}",
+                0);
+    expect(g, "{\"k\": \"y\", \"v\": 2}", true);
+    sift_grammar_free(g);
+    /* enum / const with a type (issue 12): only the values of that type; none is an error */
+    g = convert("{\"type\":\"string\",\"enum\":[\"a\",1,null]}", 0);
+    expect(g, "\"a\"", true);
+    expect(g, "1", false);
+    expect(g, "null", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":[\"integer\",\"null\"],\"enum\":[1,1.5,\"x\",null]}", 0);
+    expect(g, "1", true);
+    expect(g, "null", true);
+    expect(g, "1.5", false);
+    expect(g, "\"x\"", false);
+    sift_grammar_free(g);
+    {
+        sift_error err = {0};
+        const char *none = "{\"type\":\"object\",\"enum\":[\"MODIFIABLE\",\"DELETABLE\"]}";
+        assert_null(sift_json_schema_to_grammar(none, strlen(none), 0, &err));
+        assert_non_null(strstr(err.msg, "matches nothing"));
+    }
+    const char *overlap[] = {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}",
+                             "{\"oneOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}",
+                             "{\"oneOf\":[{\"enum\":[1,2]},{\"enum\":[2,3]}]}"};
+    for (int i = 0; i < 3; i++) {
+        sift_error err = {0};
+        char *gb = sift_json_schema_to_grammar(overlap[i], strlen(overlap[i]), 0, &err);
+        if (gb) fail_msg("converted %s:\n%s", overlap[i], gb);
+        assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, "oneOf"));
+    }
+}
+
+typedef struct {
+    const char *format, *value;
+    bool valid;
+} fmt_case;
+
+/* Formats with their real constraints (issue 12): calendar dates (leap years, no 02-31),
+ * and email / uri / hostname / ipv4 as subsets of what validators accept; a standard format
+ * without a grammar is refused, never a plain string. */
+static void test_format_constraints(void **state)
+{
+    (void)state;
+    const fmt_case cases[] = {
+        {"date", "2020-02-29", true},  {"date", "2021-02-29", false}, {"date", "1900-02-29", false},
+        {"date", "2000-02-29", true},  {"date", "2020-02-31", false}, {"date", "2024-02-30", false},
+        {"date", "2020-04-31", false}, {"date", "2020-12-31", true},  {"date", "0000-01-01", false},
+        {"date", "0001-01-01", true},  {"date", "2020-1-01", false},  {"date", "2020-00-10", false},
+        {"date-time", "2020-02-29T10:00:00Z", true}, {"date-time", "2022-02-31T10:00:00Z", false},
+        {"email", "a@b.com", true}, {"email", "a.b+c@x-y.example.org", true}, {"email", "invalid_email", false},
+        {"email", "a..b@x.com", false}, {"email", "@x.com", false}, {"email", "a@b", true},
+        {"ipv4", "1.2.3.4", true}, {"ipv4", "255.255.255.255", true}, {"ipv4", "256.1.1.1", false},
+        {"ipv4", "01.1.1.1", false}, {"ipv4", "1.2.3", false},
+        {"uri", "http://example.com", true}, {"uri", "https://a.b/c?d=e#f", true}, {"uri", "not a url", false},
+        {"uri", "file:example.km", false}, {"uri", ".", false},
+        {"hostname", "example.com", true}, {"hostname", "a-b.c", true}, {"hostname", "-a.com", false},
+        {"hostname", "a b", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char schema[128], inst[128];
+        snprintf(schema, sizeof schema, "{\"type\":\"string\",\"format\":\"%s\"}", cases[i].format);
+        snprintf(inst, sizeof inst, "\"%s\"", cases[i].value);
+        sift_grammar *g = convert(schema, 0);
+        int r = sift_grammar_match(g, inst, strlen(inst), NULL);
+        if ((r == SIFT_GRAMMAR_COMPLETE) != cases[i].valid)
+            fail_msg("format %s, %s: got %d, want %s", cases[i].format, inst, r, cases[i].valid ? "accepted" : "rejected");
+        sift_grammar_free(g);
+    }
+    sift_error err = {0};
+    const char *ipv6 = "{\"type\":\"string\",\"format\":\"ipv6\"}";
+    assert_null(sift_json_schema_to_grammar(ipv6, strlen(ipv6), 0, &err));
+    assert_non_null(strstr(err.msg, "/format: format 'ipv6'"));
+    const char *other = "{\"type\":\"string\",\"format\":\"int32\"}"; /* not a standard format: an annotation */
+    char *gb = sift_json_schema_to_grammar(other, strlen(other), 0, &err);
+    assert_non_null(gb);
+    free(gb);
+}
+
 typedef struct {
     const char *schema, *want; /* want: substring of the error message */
     int status;
@@ -387,7 +542,10 @@ static void test_errors(void **state)
         {"{\"type\":\"array\",\"uniqueItems\":true}", "/uniqueItems: keyword 'uniqueItems'", SIFT_E_UNSUPPORTED},
         {"{\"properties\":{\"a\":{\"not\":{\"type\":\"null\"}}}}", "/properties/a/not:", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"number\",\"minimum\":0}", "/minimum", SIFT_E_UNSUPPORTED},
-        {"{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"]}", "required property 'b'", SIFT_E_UNSUPPORTED},
+        /* issue 12: a limit the grammar cannot meet names its keyword (it used to be "internal
+         * error, the generated grammar does not parse") */
+        {"{\"type\":\"array\",\"minItems\":1000000}", "/minItems: minItems 1000000 exceeds the grammar's repetition limit", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"maxItems\":5000}", "/maxItems: maxItems 5000 exceeds", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"string\",\"pattern\":\"^(a)\\\\1$\"}", "backreferences", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"string\",\"pattern\":\"^(?=a)a$\"}", "lookaround", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"string\",\"pattern\":\"^(|ab)+$\"}", "can match the empty string", SIFT_E_UNSUPPORTED},
@@ -427,7 +585,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
-        cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

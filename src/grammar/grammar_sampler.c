@@ -519,7 +519,19 @@ sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain *chain, c
         }
     }
     if (tok == SIFT_TOKEN_NULL) return tok;
+    /* The grammar and the chain together may leave no token at all (a grammar no token can
+     * continue; a complete grammar whose end-of-generation tokens the chain suppresses, as
+     * --ignore-eos does): every logit is -inf and the pick is arbitrary. A forbidden token
+     * is never returned: SIFT_TOKEN_NULL, and sift_grammar_sampler_status says which. */
+    if (grammar && !sift__gx_pick_allowed(grammar, cand, tok)) return SIFT_TOKEN_NULL;
     if (grammar) sift_sampler_accept(grammar, tok);
     sift_chain_accept(chain, tok);
     return tok;
+}
+
+bool sift__gx_pick_allowed(sift_sampler *grammar, const sift_candidates *cand, sift_token tok)
+{
+    if (cand->selected < 0 || (size_t)cand->selected >= cand->size) return false;
+    if (cand->logit[cand->selected] == -INFINITY || isnan(cand->logit[cand->selected])) return false;
+    return sift_grammar_sampler_allows(grammar, tok);
 }

@@ -94,7 +94,7 @@ struct sift__gx_engine {
     _Atomic int refs;
     pthread_mutex_t lock;
     sift_grammar *g;
-    sift__gx_vocab voc;
+    const sift__gx_vocab *voc; /* shared by every engine of this vocabulary (vocab_cache.c) */
 
     /* walk machinery: suffix stacks over the sentinel, and the DFA over their sets */
     sift__gx_arena wa;
@@ -140,7 +140,7 @@ struct sift__gx_engine {
 
 static inline const uint64_t *dense_bits(const sift__gx_engine *e, int32_t d)
 {
-    return e->dense + (size_t)d * e->voc.n_words;
+    return e->dense + (size_t)d * e->voc->n_words;
 }
 
 /* ---- the DFA over suffix-stack sets -------------------------------------------------------- */
@@ -326,7 +326,7 @@ static inline bool follow_ok(const sift__gx_engine *e, const uint64_t *follow, u
  * nodes to e->esc (both deduplicated by the current stamps). */
 static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift__gx_utf8 u0, const uint64_t *follow)
 {
-    const sift__gx_vocab *v = &e->voc;
+    const sift__gx_vocab *v = e->voc;
     const sift_grammar *g = e->g;
     const sift__gx_trie_node *tn = v->node;
     wframe *wf = e->wf;
@@ -443,7 +443,7 @@ static bool et_put(sift__gx_engine *e, uint32_t parent, uint32_t pos, uint32_t a
  * entry id is held). */
 static void cache_maybe_trim(sift__gx_engine *e)
 {
-    uint64_t bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.n * 4 + (uint64_t)e->n_ent * sizeof(sift__gx_entry);
+    uint64_t bytes = (uint64_t)e->n_dense * e->voc->n_words * 8 + (uint64_t)e->lists.n * 4 + (uint64_t)e->n_ent * sizeof(sift__gx_entry);
     if (bytes < e->cache_limit) return;
     e->n_ent = e->pre_ent;
     e->n_dense = e->pre_dense;
@@ -461,10 +461,10 @@ static void cache_maybe_trim(sift__gx_engine *e)
 
 static int32_t new_dense(sift__gx_engine *e)
 {
-    if (!GX_GROW(e->dense, e->cap_dense, (e->n_dense + 1) * e->voc.n_words)) return -1;
+    if (!GX_GROW(e->dense, e->cap_dense, (e->n_dense + 1) * e->voc->n_words)) return -1;
     /* cap_dense counts words here */
     int32_t d = (int32_t)e->n_dense++;
-    memset(e->dense + (size_t)d * e->voc.n_words, 0, (size_t)e->voc.n_words * sizeof(uint64_t));
+    memset(e->dense + (size_t)d * e->voc->n_words, 0, (size_t)e->voc->n_words * sizeof(uint64_t));
     return d;
 }
 
@@ -482,11 +482,11 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
     }
     sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
-    if (extras > 2ull * e->voc.n_words) {
+    if (extras > 2ull * e->voc->n_words) {
         int32_t d = new_dense(e);
         if (d < 0) return GX_NONE;
-        uint64_t *bits = e->dense + (size_t)d * e->voc.n_words;
-        if (pe.dense >= 0) memcpy(bits, dense_bits(e, pe.dense), (size_t)e->voc.n_words * sizeof *bits);
+        uint64_t *bits = e->dense + (size_t)d * e->voc->n_words;
+        if (pe.dense >= 0) memcpy(bits, dense_bits(e, pe.dense), (size_t)e->voc->n_words * sizeof *bits);
         for (uint32_t k = 0; k < pe.extra_n; k++) sift__gx_bit_set(bits, e->lists.v[pe.extra_off + k]);
         for (uint32_t k = 0; k < n_new; k++) sift__gx_bit_set(bits, e->acc.v[k]);
         ne.dense = d;
@@ -513,8 +513,8 @@ static void begin_computation(sift__gx_engine *e)
 {
     e->acc.n = e->esc.n = 0;
     if (++e->node_epoch == 0) {
-        memset(e->node_stamp, 0, (size_t)e->voc.n_nodes * sizeof *e->node_stamp);
-        memset(e->acc_stamp, 0, (size_t)e->voc.n_nodes * sizeof *e->acc_stamp);
+        memset(e->node_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->node_stamp);
+        memset(e->acc_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->acc_stamp);
         e->node_epoch = 1;
     }
 }
@@ -539,14 +539,14 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
     } else if (u->need == 0) {
         uint32_t t = GX_VAL(el);
         if (GX_TYPE(el) == GX_TOKEN) {
-            if ((int64_t)t < e->voc.n_tokens && sift__gx_bit(e->voc.normal, t) && !sift__gx_u32_push(&e->acc, t)) return GX_NONE;
+            if ((int64_t)t < e->voc->n_tokens && sift__gx_bit(e->voc->normal, t) && !sift__gx_u32_push(&e->acc, t)) return GX_NONE;
         } else { /* TOKEN_NOT: every trie token but t, as a dense set */
             if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
             int32_t d = new_dense(e);
             if (d < 0) return GX_NONE;
-            uint64_t *bits = e->dense + (size_t)d * e->voc.n_words;
-            memcpy(bits, e->voc.normal, (size_t)e->voc.n_words * sizeof *bits);
-            if ((int64_t)t < e->voc.n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
+            uint64_t *bits = e->dense + (size_t)d * e->voc->n_words;
+            memcpy(bits, e->voc->normal, (size_t)e->voc->n_words * sizeof *bits);
+            if ((int64_t)t < e->voc->n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
             e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0};
             id = e->n_ent++;
             return et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
@@ -590,7 +590,7 @@ static void engine_destroy(sift__gx_engine *e)
 {
     if (!e) return;
     sift_grammar_free(e->g);
-    sift__gx_vocab_free(&e->voc);
+    sift__gx_vocab_release(e->voc);
     sift__gx_arena_free(&e->wa);
     sift__gx_free(e->asc);
     sift__gx_free(e->st);
@@ -625,19 +625,22 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     pthread_mutex_init(&e->lock, NULL);
     e->cache_limit = CACHE_BYTES_LIMIT;
     e->g = g;
-    int rc = sift__gx_vocab_build(&e->voc, view, err);
-    if (rc != SIFT_OK) goto fail;
-    if (g->has_tokens && (int64_t)g->max_token >= e->voc.n_tokens) {
+    int rc = SIFT_OK;
+    if (!(e->voc = sift__gx_vocab_acquire(view, err))) {
+        rc = err && err->status ? err->status : SIFT_E_NOMEM;
+        goto fail;
+    }
+    if (g->has_tokens && (int64_t)g->max_token >= e->voc->n_tokens) {
         rc = sift__error_set(err, SIFT_E_INVAL, "grammar names token %u but the vocabulary has %d tokens", g->max_token,
-                            e->voc.n_tokens);
+                            e->voc->n_tokens);
         goto fail;
     }
     rc = sift__gx_arena_init(&e->wa, g);
     if (rc != SIFT_OK) goto nomem;
-    uint32_t depth = e->voc.max_depth + 2;
+    uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
-    e->acc_stamp = sift__gx_calloc(e->voc.n_nodes, sizeof *e->acc_stamp);
-    e->node_stamp = sift__gx_calloc(e->voc.n_nodes, sizeof *e->node_stamp);
+    e->acc_stamp = sift__gx_calloc(e->voc->n_nodes, sizeof *e->acc_stamp);
+    e->node_stamp = sift__gx_calloc(e->voc->n_nodes, sizeof *e->node_stamp);
     e->et_cap = 1024;
     e->et = sift__gx_malloc((size_t)e->et_cap * sizeof *e->et);
     if (!e->wf || !e->acc_stamp || !e->node_stamp || !e->et)
@@ -673,7 +676,7 @@ void sift__gx_engine_release(sift__gx_engine *e)
 }
 
 const sift_grammar *sift__gx_engine_grammar(const sift__gx_engine *e) { return e->g; }
-const sift__gx_vocab *sift__gx_engine_vocab(const sift__gx_engine *e) { return &e->voc; }
+const sift__gx_vocab *sift__gx_engine_vocab(const sift__gx_engine *e) { return e->voc; }
 
 /* Frames that can sit directly below a frame of each rule ("B" sets), for precompute:
  * position p+1 after every REF r that is not at the end of its alternative; for a REF at
@@ -833,7 +836,7 @@ int sift__gx_token_verdict(sift__gx_arena *a, const sift__gx_state *s, const sif
 
 int sift__gx_engine_fill_mask(sift__gx_engine *e, sift__gx_arena *ra, const sift__gx_state *s, uint64_t *mask)
 {
-    uint32_t W = e->voc.n_words;
+    uint32_t W = e->voc->n_words;
     memset(mask, 0, (size_t)W * sizeof *mask);
     pthread_mutex_lock(&e->lock);
     cache_maybe_trim(e);
@@ -866,7 +869,7 @@ int sift__gx_engine_fill_mask(sift__gx_engine *e, sift__gx_arena *ra, const sift
     }
     pthread_mutex_unlock(&e->lock);
     if (sift__gx_state_can_end(s))
-        for (uint32_t k = 0; k < e->voc.n_eog; k++) sift__gx_bit_set(mask, e->voc.eog[k]);
+        for (uint32_t k = 0; k < e->voc->n_eog; k++) sift__gx_bit_set(mask, e->voc->eog[k]);
     return rc;
 }
 
@@ -884,11 +887,11 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->dense_sets = e->n_dense;
     st->dfa_states = e->n_st;
     st->walk_arena_nodes = e->wa.n;
-    st->trie_nodes = e->voc.n_nodes;
+    st->trie_nodes = e->voc->n_nodes;
     st->trie_nodes_walked = e->walked;
-    st->bytes = (uint64_t)e->n_dense * e->voc.n_words * 8 + (uint64_t)e->lists.cap * 4 + (uint64_t)e->cap_ent * sizeof(sift__gx_entry) +
+    st->bytes = (uint64_t)e->n_dense * e->voc->n_words * 8 + (uint64_t)e->lists.cap * 4 + (uint64_t)e->cap_ent * sizeof(sift__gx_entry) +
                 (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
-                (uint64_t)e->voc.n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
+                (uint64_t)e->voc->n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
     st->precompute_ms = e->precompute_ms;
     st->trims = e->trims;
     pthread_mutex_unlock(&e->lock);

@@ -10,7 +10,6 @@
 #include "core/status.h"
 #include "grammar/trie.h"
 
-#define GX_MAX_TOKEN_TEXT 65535u
 
 static int tok_cmp(const sift__gx_vocab *v, uint32_t x, uint32_t y)
 {

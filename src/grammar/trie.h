@@ -48,9 +48,23 @@ typedef struct sift__gx_vocab {
     uint32_t max_depth;
 } sift__gx_vocab;
 
+#define GX_MAX_TOKEN_TEXT 65535u /* a longer token text counts as empty (never allowed) */
+
 /* Build from a view (copies everything it needs). SIFT_OK, SIFT_E_INVAL, SIFT_E_NOMEM. */
 int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_error *err);
 void sift__gx_vocab_free(sift__gx_vocab *v);
+
+/* The shared vocabulary of `view` (vocab_cache.c): built on first use, then shared
+ * read-only by every engine over the same token texts. NULL with err set on failure. */
+const sift__gx_vocab *sift__gx_vocab_acquire(const sift_vocab_view *view, sift_error *err);
+void sift__gx_vocab_release(const sift__gx_vocab *v);
+
+/* The length token t's text has in a sift__gx_vocab built from `view`. */
+static inline uint32_t sift__gx_vocab_view_len(const sift_vocab_view *view, int32_t t)
+{
+    uint32_t len = view->piece_len[t];
+    return len > GX_MAX_TOKEN_TEXT || (len && !view->piece[t]) ? 0 : len;
+}
 
 static inline const uint8_t *sift__gx_vocab_text(const sift__gx_vocab *v, uint32_t t, uint32_t *len)
 {

@@ -15,11 +15,16 @@
  *                        intersected; anything else is an error
  *   $ref                 JSON pointers into this document: #, #/$defs/x, #/definitions/x,
  *                        #/properties/..., recursive references become recursive rules
- *   object               properties in schema order, required first, optional ones in any
- *                        subset keeping their order (llama.cpp's scheme); additionalProperties
- *                        false / true / a schema (extra keys must differ from the declared
- *                        ones). Without additionalProperties no extra keys are generated (as
- *                        llama.cpp's converter; JSON Schema would allow any).
+ *   object               JSON Schema's semantics by default: properties in the schema's order,
+ *                        required ones present, optional ones skipped freely; a missing
+ *                        additionalProperties allows other keys (any value), after the
+ *                        declared ones; additionalProperties false / true / a schema; extra
+ *                        keys always differ from the declared ones; required names that
+ *                        `properties` does not declare are present with any value.
+ *                        SIFT_JSON_SCHEMA_LLAMA: llama.cpp's layout instead (required first,
+ *                        optional ones in any subset keeping their order; a missing
+ *                        additionalProperties generates no extra keys; undeclared required
+ *                        names are an error).
  *   array                items with minItems / maxItems; prefixItems as a tuple (items after
  *                        it only when `items` is a schema; minItems below the tuple's length
  *                        makes its tail optional)
@@ -225,7 +230,25 @@ static const builtin BUILTINS[] = {
     {"array", "\"[\" space ( value (\",\" space value)* )? \"]\" space", {"value", "space"}},
     {"uuid", "\"\\\"\" [0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12} \"\\\"\" space",
      {"space"}},
-    {"date", "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [1-2] [0-9] | \"3\" [0-1] )", {0}},
+    /* calendar dates only (no 2020-02-31, no year 0000): 31-day months, 30-day months,
+     * February to the 28th, and the 29th in leap years (divisible by 4, centuries by 400) */
+    {"date", "date-year \"-\" ( ( \"0\" [13578] | \"1\" [02] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] ) | "
+             "( \"0\" [469] | \"11\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"30\" ) | \"02-\" ( \"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8] ) ) | "
+             "date-leap \"-02-29\"", {"date-year", "date-leap"}},
+    {"date-year", "[1-9] [0-9]{3} | \"0\" ( [1-9] [0-9]{2} | \"0\" ( [1-9] [0-9] | \"0\" [1-9] ) )", {0}},
+    {"date-leap", "[0-9] [0-9] ( \"0\" [48] | [2468] [048] | [13579] [26] ) | ( \"0\" [48] | [2468] [048] | [13579] [26] ) \"00\"", {0}},
+    /* formats as subsets of what every validator accepts (a text the grammar allows is valid;
+     * some valid texts, e.g. quoted local parts or IPv6 hosts, are not generated) */
+    {"email", "\"\\\"\" email-atom ( \".\" email-atom )* \"@\" host-name \"\\\"\" space", {"email-atom", "host-name", "space"}},
+    {"email-atom", "[A-Za-z0-9_%+-]+", {0}},
+    {"host-label", "[A-Za-z0-9] ( [A-Za-z0-9-]{0,60} [A-Za-z0-9] )?", {0}},
+    {"host-name", "( host-label \".\" ){0,3} [A-Za-z] ( [A-Za-z0-9-]{0,60} [A-Za-z0-9] )?", {"host-label"}},
+    {"hostname", "\"\\\"\" host-name \"\\\"\" space", {"host-name", "space"}},
+    {"ipv4-octet", "[0-9] | [1-9] [0-9] | \"1\" [0-9] [0-9] | \"2\" [0-4] [0-9] | \"25\" [0-5]", {0}},
+    {"ipv4", "\"\\\"\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \"\\\"\" space", {"ipv4-octet", "space"}},
+    {"uri-char", "[A-Za-z0-9._~!$&'()*+,;=:@-] | \"%\" [0-9A-Fa-f] [0-9A-Fa-f]", {0}},
+    {"uri", "\"\\\"\" [A-Za-z] [A-Za-z0-9+.-]* \"://\" host-name ( \":\" [0-9]{1,5} )? ( \"/\" uri-char* )* ( \"?\" ( uri-char | \"/\" | \"?\" )* )? "
+            "( \"#\" ( uri-char | \"/\" | \"?\" )* )? \"\\\"\" space", {"host-name", "uri-char", "space"}},
     {"time", "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{3} )? ( \"Z\" | ( \"+\" | \"-\" ) ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )",
      {0}},
     {"date-time", "date \"T\" time", {"date", "time"}},
@@ -308,6 +331,12 @@ static const char *const UNSUPPORTED[] = {
     "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "additionalItems", NULL};
 
+/* Standard formats a validator checks but that have no grammar here: refused, never a
+ * plain string (which would accept invalid values). */
+static const char *const FORMATS_REFUSED[] = {
+    "ipv6", "uri-reference", "iri", "iri-reference", "idn-email", "idn-hostname", "uri-template", "json-pointer",
+    "relative-json-pointer", "regex", "duration", NULL};
+
 static bool in_list(const char *const *l, const char *s)
 {
     for (; *l; l++)
@@ -334,6 +363,222 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
         }
     }
     return true;
+}
+
+static const cJSON *resolve_pointer(conv *c, const char *ref);
+
+/* ---- anyOf / oneOf ---------------------------------------------------------------------------- */
+
+enum { K_OBJ = 1, K_ARR = 2, K_STR = 4, K_NUM = 8, K_BOOL = 16, K_NULL = 32, K_ALL = 63 };
+
+static unsigned kind_of_value(const cJSON *v)
+{
+    if (cJSON_IsObject(v)) return K_OBJ;
+    if (cJSON_IsArray(v)) return K_ARR;
+    if (cJSON_IsString(v)) return K_STR;
+    if (cJSON_IsNumber(v)) return K_NUM;
+    if (cJSON_IsBool(v)) return K_BOOL;
+    return K_NULL;
+}
+
+static unsigned kind_of_type(const char *t)
+{
+    if (!strcmp(t, "object")) return K_OBJ;
+    if (!strcmp(t, "array")) return K_ARR;
+    if (!strcmp(t, "string")) return K_STR;
+    if (!strcmp(t, "number") || !strcmp(t, "integer")) return K_NUM;
+    if (!strcmp(t, "boolean")) return K_BOOL;
+    if (!strcmp(t, "null")) return K_NULL;
+    return K_ALL;
+}
+
+/* The JSON kinds a schema can match, by JSON Schema's meaning (a schema without `type`
+ * matches every kind, whatever its other keywords suggest): an over-approximation. */
+static unsigned schema_kinds(conv *c, const cJSON *s, int depth)
+{
+    if (!cJSON_IsObject(s) || depth > 16) return cJSON_IsFalse(s) ? 0 : K_ALL;
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
+    unsigned k = K_ALL;
+    if (cJSON_IsString(ref) && ref->valuestring[0] == '#') {
+        sift_error saved = c->err ? *c->err : (sift_error){0};
+        int st = c->status;
+        const cJSON *t = resolve_pointer(c, ref->valuestring);
+        c->status = st; /* only a probe: a bad $ref is reported where it is converted */
+        if (c->err) *c->err = saved;
+        if (t) k &= schema_kinds(c, t, depth + 1);
+    }
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(s, "type");
+    if (cJSON_IsString(ty)) k &= kind_of_type(ty->valuestring);
+    else if (cJSON_IsArray(ty)) {
+        unsigned u = 0;
+        for (const cJSON *t = ty->child; t; t = t->next) u |= cJSON_IsString(t) ? kind_of_type(t->valuestring) : K_ALL;
+        k &= u;
+    }
+    const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
+    if (cst) k &= kind_of_value(cst);
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
+    if (cJSON_IsArray(en)) {
+        unsigned u = 0;
+        for (const cJSON *v = en->child; v; v = v->next) u |= kind_of_value(v);
+        k &= u;
+    }
+    return k;
+}
+
+/* The finite set of values a schema allows (its const, or its enum), or NULL. */
+static const cJSON *schema_values(const cJSON *s, bool *single)
+{
+    *single = false;
+    if (!cJSON_IsObject(s)) return NULL;
+    const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
+    *single = cst != NULL;
+    return cst ? cst : cJSON_GetObjectItemCaseSensitive(s, "enum");
+}
+
+static bool values_overlap(const cJSON *a, bool sa, const cJSON *b, bool sb)
+{
+    for (const cJSON *x = sa ? a : a->child; x; x = sa ? NULL : x->next)
+        for (const cJSON *y = sb ? b : b->child; y; y = sb ? NULL : y->next)
+            if (cJSON_Compare(x, y, true)) return true;
+    return false;
+}
+
+/* Can no instance match two alternatives of a oneOf? Proven when their kinds are disjoint,
+ * when both allow only listed values and share none, or (objects) when one property that
+ * both require is a const / enum with no value in common. Otherwise the grammar (a union)
+ * would also accept what matches two of them: refused. */
+static bool disjoint(conv *c, const cJSON *a, const cJSON *b)
+{
+    if (!(schema_kinds(c, a, 0) & schema_kinds(c, b, 0))) return true;
+    bool sa = false, sb = false;
+    const cJSON *va = schema_values(a, &sa), *vb = schema_values(b, &sb);
+    if (va && vb && (sa || cJSON_IsArray(va)) && (sb || cJSON_IsArray(vb))) return !values_overlap(va, sa, vb, sb);
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties"), *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
+    const cJSON *ra = cJSON_GetObjectItemCaseSensitive(a, "required"), *rb = cJSON_GetObjectItemCaseSensitive(b, "required");
+    if (!(schema_kinds(c, a, 0) & schema_kinds(c, b, 0) & ~K_OBJ) && cJSON_IsObject(pa) && cJSON_IsObject(pb)) {
+        for (const cJSON *r = cJSON_IsArray(ra) ? ra->child : NULL; r; r = r->next) {
+            if (!cJSON_IsString(r)) continue;
+            bool in_b = false;
+            for (const cJSON *q = cJSON_IsArray(rb) ? rb->child : NULL; q; q = q->next) in_b |= cJSON_IsString(q) && !strcmp(q->valuestring, r->valuestring);
+            if (!in_b) continue;
+            const cJSON *xa = cJSON_GetObjectItemCaseSensitive(pa, r->valuestring), *xb = cJSON_GetObjectItemCaseSensitive(pb, r->valuestring);
+            bool s1 = false, s2 = false;
+            const cJSON *v1 = schema_values(xa, &s1), *v2 = schema_values(xb, &s2);
+            if (v1 && v2 && (s1 || cJSON_IsArray(v1)) && (s2 || cJSON_IsArray(v2)) && !values_overlap(v1, s1, v2, s2)) return true;
+        }
+    }
+    return false;
+}
+
+/* Does a const / enum value have the schema's `type` (a name or a list)? */
+static bool value_fits(const cJSON *v, const cJSON *type)
+{
+    if (!type) return true;
+    if (cJSON_IsArray(type)) {
+        for (const cJSON *t = type->child; t; t = t->next)
+            if (value_fits(v, t)) return true;
+        return false;
+    }
+    if (!cJSON_IsString(type)) return true;
+    const char *t = type->valuestring;
+    if (!strcmp(t, "integer")) return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 9e15;
+    return (kind_of_type(t) & kind_of_value(v)) != 0;
+}
+
+/* Keywords beside const / enum that would also constrain the listed values: not checked
+ * value by value here, so refused rather than ignored. */
+static bool values_checked(conv *c, const cJSON *s)
+{
+    static const char *const CONSTRAINING[] = {
+        "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "minItems", "maxItems", "items", "prefixItems", "properties", "required", "additionalProperties", "allOf", NULL};
+    if (c->flags & SIFT_JSON_SCHEMA_LENIENT) return true;
+    for (const cJSON *k = s->child; k; k = k->next)
+        if (in_list(CONSTRAINING, k->string) || (!strcmp(k->string, "enum") && cJSON_GetObjectItemCaseSensitive(s, "const"))) {
+            size_t o = path_push(c, k->string);
+            cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' beside const / enum is not checked against the values", k->string);
+            path_pop(c, o);
+            return false;
+        }
+    return true;
+}
+
+/* Keywords beside anyOf / oneOf that do not constrain the value. */
+static bool is_inert(const char *k)
+{
+    return in_list(ANNOTATIONS, k) || !strcmp(k, "anyOf") || !strcmp(k, "oneOf");
+}
+
+/* An alternative together with the keywords beside the anyOf / oneOf (both must hold):
+ * the alternative's keywords plus the siblings', properties merged and required lists
+ * joined. A keyword both sides give differently (other than those) is refused, and so is
+ * additionalProperties on either side when the property sets differ (it would then mean
+ * different things). Returns a new cJSON (the caller deletes it) or NULL with the error set. */
+static cJSON *with_siblings(conv *c, const cJSON *s, const cJSON *alt)
+{
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(alt, "$ref");
+    if (cJSON_IsString(ref) && cJSON_GetArraySize(alt) == 1) {
+        alt = resolve_pointer(c, ref->valuestring);
+        if (!alt) return NULL;
+    }
+    if (cJSON_IsTrue(alt)) alt = NULL;
+    if (alt && !cJSON_IsObject(alt)) return cfail(c, SIFT_E_UNSUPPORTED, "anyOf / oneOf: an alternative beside other keywords must be an object schema"), NULL;
+    cJSON *m = alt ? cJSON_Duplicate(alt, 1) : cJSON_CreateObject();
+    if (!m) return coom(c), NULL;
+    for (const cJSON *k = s->child; k; k = k->next) {
+        if (is_inert(k->string)) continue;
+        cJSON *have = cJSON_GetObjectItemCaseSensitive(m, k->string);
+        if (!have) {
+            if (!cJSON_AddItemToObject(m, k->string, cJSON_Duplicate(k, 1))) goto nomem;
+            continue;
+        }
+        if (cJSON_Compare(have, k, true)) continue;
+        if (!strcmp(k->string, "properties") && cJSON_IsObject(have) && cJSON_IsObject(k)) {
+            for (const cJSON *p = k->child; p; p = p->next) {
+                cJSON *q = cJSON_GetObjectItemCaseSensitive(have, p->string);
+                if (!q) {
+                    if (!cJSON_AddItemToObject(have, p->string, cJSON_Duplicate(p, 1))) goto nomem;
+                } else if (!cJSON_Compare(q, p, true)) {
+                    cJSON *both = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+                    if (!both || !arr) goto nomem;
+                    cJSON_AddItemToArray(arr, cJSON_Duplicate(p, 1));
+                    cJSON_AddItemToArray(arr, cJSON_Duplicate(q, 1));
+                    cJSON_AddItemToObject(both, "allOf", arr);
+                    cJSON_ReplaceItemInObjectCaseSensitive(have, p->string, both);
+                }
+            }
+            continue;
+        }
+        if (!strcmp(k->string, "required") && cJSON_IsArray(have) && cJSON_IsArray(k)) {
+            for (const cJSON *r = k->child; r; r = r->next) cJSON_AddItemToArray(have, cJSON_Duplicate(r, 1));
+            continue;
+        }
+        if (!strcmp(k->string, "type") && cJSON_IsString(have) && cJSON_IsString(k) &&
+            ((!strcmp(have->valuestring, "integer") && !strcmp(k->valuestring, "number")) ||
+             (!strcmp(have->valuestring, "number") && !strcmp(k->valuestring, "integer")))) {
+            cJSON_ReplaceItemInObjectCaseSensitive(m, "type", cJSON_CreateString("integer"));
+            continue;
+        }
+        cJSON_Delete(m);
+        size_t o = path_push(c, k->string);
+        cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' both beside anyOf / oneOf and in an alternative, differently", k->string);
+        path_pop(c, o);
+        return NULL;
+    }
+    /* additionalProperties on either side applies to that side's properties only */
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(s, "properties"), *ap = alt ? cJSON_GetObjectItemCaseSensitive(alt, "properties") : NULL;
+    const cJSON *sa = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
+    const cJSON *aa = alt ? cJSON_GetObjectItemCaseSensitive(alt, "additionalProperties") : NULL;
+    int nsp = sp ? cJSON_GetArraySize(sp) : 0, nap = ap ? cJSON_GetArraySize(ap) : 0;
+    bool differ = (sp || ap) && !(sp && ap && cJSON_Compare(sp, ap, true)) && (nsp || nap);
+    if (differ && ((sa && !cJSON_IsTrue(sa)) || (aa && !cJSON_IsTrue(aa)))) {
+        cJSON_Delete(m);
+        return cfail(c, SIFT_E_UNSUPPORTED, "additionalProperties with anyOf / oneOf alternatives that declare other properties"), NULL;
+    }
+    return m;
+nomem:
+    cJSON_Delete(m);
+    return coom(c), NULL;
 }
 
 static const char *visit(conv *c, const cJSON *s, const char *name, const char *force_type);
@@ -532,17 +777,99 @@ static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, 
     return r;
 }
 
+/* JSON Schema's object, in the schema's property order (what MaskBench and the other
+ * engines generate): every property in its place, the required ones present, optional ones
+ * skipped freely, then additional properties (when allowed) after the declared ones. Two
+ * rules per position keep the commas right without nesting (a 2,000-property schema is
+ * 4,000 small rules, not one expression):
+ *   first_k  nothing written yet, properties k.. to come:  kv_k rest_k+1 (| first_k+1 if optional)
+ *   rest_k   something written:  "," kv_k rest_k+1  (optional: wrapped in ( )?)
+ *   first_n / rest_n: the extras, ( x ("," x)* )? / ("," x)*, or nothing. */
+static const char *ordered_object(conv *c, const char **kv, const bool *req, size_t n, const char *extra_kv,
+                                  const char *rule_name)
+{
+    const char *first = NULL, *rest = NULL;
+    sift__gbnf_sbuf b = {0};
+    char nm[64];
+    bool all_req = !extra_kv;
+    for (size_t k = 0; k < n; k++) all_req &= req[k];
+    if (all_req) { /* a plain sequence */
+        if (!use_builtin(c, "space")) return NULL;
+        sift__gbnf_sb_puts(&b, "\"{\" space ");
+        for (size_t k = 0; k < n; k++) sift__gbnf_sb_printf(&b, "%s%s", k ? " \",\" space " : "", kv[k]);
+        sift__gbnf_sb_puts(&b, n ? " \"}\" space" : "\"}\" space");
+        return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    }
+    if (extra_kv) {
+        sift__gbnf_sb_printf(&b, "( %s ( \",\" space %s )* )?", extra_kv, extra_kv);
+        snprintf(nm, sizeof nm, "p%zu-first", n);
+        char *rn = join_name(rule_name, nm);
+        first = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
+        sift__gx_free(rn);
+        sift__gbnf_sb_free(&b);
+        sift__gbnf_sb_printf(&b, "( \",\" space %s )*", extra_kv);
+        snprintf(nm, sizeof nm, "p%zu-rest", n);
+        rn = join_name(rule_name, nm);
+        rest = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
+        sift__gx_free(rn);
+        sift__gbnf_sb_free(&b);
+    }
+    for (size_t k = n; k-- > 0 && c->status == SIFT_OK;) {
+        /* rest_k (nothing comes before property 0) */
+        const char *nrest = NULL;
+        char *rn;
+        if (k == 0) goto first_k;
+        if (req[k]) sift__gbnf_sb_printf(&b, "\",\" space %s%s%s", kv[k], rest ? " " : "", rest ? rest : "");
+        else sift__gbnf_sb_printf(&b, "( \",\" space %s )?%s%s", kv[k], rest ? " " : "", rest ? rest : "");
+        snprintf(nm, sizeof nm, "p%zu-rest", k);
+        rn = join_name(rule_name, nm);
+        nrest = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
+        sift__gx_free(rn);
+        sift__gbnf_sb_free(&b);
+    first_k:
+        sift__gbnf_sb_printf(&b, "%s%s%s", kv[k], rest ? " " : "", rest ? rest : "");
+        if (!req[k]) sift__gbnf_sb_printf(&b, " | %s", first ? first : "\"\"");
+        snprintf(nm, sizeof nm, "p%zu-first", k);
+        rn = join_name(rule_name, nm);
+        first = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
+        sift__gx_free(rn);
+        sift__gbnf_sb_free(&b);
+        rest = nrest;
+    }
+    if (c->status != SIFT_OK || !use_builtin(c, "space")) return NULL;
+    sift__gbnf_sb_printf(&b, "\"{\" space %s \"}\" space", first ? first : "");
+    return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+}
+
 static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional, const char *name,
                                 const char *rule_name)
 {
-    /* kv rule per property */
-    size_t np = (size_t)cJSON_GetArraySize(props);
-    const char **kv = sift__gx_calloc(np ? np : 1, sizeof *kv);
-    bool *req = sift__gx_calloc(np ? np : 1, sizeof *req);
-    if (!kv || !req) {
+    /* kv rule per property; with JSON Schema semantics a required name that `properties`
+     * does not declare is a property with any value, after the declared ones */
+    const bool llama = (c->flags & SIFT_JSON_SCHEMA_LLAMA) != 0;
+    size_t np = (size_t)cJSON_GetArraySize(props), n_undecl = 0;
+    for (const cJSON *r = required ? required->child : NULL; r && !llama; r = r->next)
+        if (cJSON_IsString(r) && !cJSON_GetObjectItemCaseSensitive(props, r->valuestring)) n_undecl++;
+    size_t n_all = np + n_undecl;
+    const char **kv = sift__gx_calloc(n_all ? n_all : 1, sizeof *kv);
+    const char **names = sift__gx_calloc(n_all ? n_all : 1, sizeof *names);
+    bool *req = sift__gx_calloc(n_all ? n_all : 1, sizeof *req);
+    if (!kv || !req || !names) {
         sift__gx_free(kv);
         sift__gx_free(req);
+        sift__gx_free(names);
         return coom(c);
+    }
+    {
+        size_t k = 0;
+        for (const cJSON *p = props ? props->child : NULL; p; p = p->next) names[k++] = p->string;
+        for (const cJSON *r = required ? required->child : NULL; r && !llama; r = r->next)
+            if (cJSON_IsString(r) && !cJSON_GetObjectItemCaseSensitive(props, r->valuestring)) {
+                bool dup = false;
+                for (size_t q = np; q < k; q++) dup |= !strcmp(names[q], r->valuestring);
+                if (!dup) names[k++] = r->valuestring;
+            }
+        n_all = k;
     }
     size_t i = 0;
     const char *result = NULL;
@@ -575,8 +902,30 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
             if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) req[i] = true;
     }
     path_pop(c, o0);
+    /* required names `properties` does not declare: any value */
+    for (; i < n_all && c->status == SIFT_OK; i++) {
+        const char *vr = use_builtin(c, "value");
+        cJSON *key = cJSON_CreateString(names[i]);
+        sift__gbnf_sbuf b = {0};
+        if (!key || !vr) {
+            cJSON_Delete(key);
+            coom(c);
+            break;
+        }
+        put_json_literal(c, &b, key);
+        cJSON_Delete(key);
+        sift__gbnf_sb_printf(&b, " space \":\" space %s", vr);
+        char *kn = join_name(name, names[i]);
+        char *kn2 = kn ? join_name(kn, "kv") : NULL;
+        kv[i] = kn2 ? add_rule(c, kn2, sift__gbnf_sb_take(&b)) : coom(c);
+        sift__gx_free(kn);
+        sift__gx_free(kn2);
+        sift__gbnf_sb_free(&b);
+        req[i] = true;
+        if (!use_builtin(c, "space")) break;
+    }
     if (c->status != SIFT_OK) goto done;
-    for (const cJSON *r = required ? required->child : NULL; r && !(c->flags & SIFT_JSON_SCHEMA_LENIENT); r = r->next)
+    for (const cJSON *r = required ? required->child : NULL; r && llama && !(c->flags & SIFT_JSON_SCHEMA_LENIENT); r = r->next)
         if (cJSON_IsString(r) && !cJSON_GetObjectItemCaseSensitive(props, r->valuestring)) {
             size_t o = path_push(c, "required");
             cfail(c, SIFT_E_UNSUPPORTED, "required property '%s' is not declared in 'properties'", r->valuestring);
@@ -586,7 +935,10 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
 
     /* additional properties */
     const char *extra_kv = NULL;
-    bool extra = additional && (cJSON_IsTrue(additional) || cJSON_IsObject(additional));
+    /* JSON Schema: a missing additionalProperties allows any other key (llama.cpp's
+     * converter reads it as false) */
+    bool extra = additional ? (cJSON_IsTrue(additional) || cJSON_IsObject(additional)) : !llama;
+    np = n_all;
     if (extra) {
         char *sub = join_name(name, "additional");
         const char *value_rule;
@@ -605,15 +957,15 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         } else if (value_rule) {
             nsnode *t = sift__gx_calloc(1, sizeof *t);
             bool ok = t != NULL;
-            for (const cJSON *p = props->child; p && ok; p = p->next) {
+            for (size_t pi = 0; pi < np && ok; pi++) {
                 nsnode *n = t;
                 sift__gx_utf8 u = {0};
-                for (const unsigned char *q = (const unsigned char *)p->string; *q && ok; q++) {
+                for (const unsigned char *q = (const unsigned char *)names[pi]; *q && ok; q++) {
                     int32_t cp = sift__gx_utf8_feed(&u, *q);
                     if (cp == GX_UTF8_MORE) continue;
                     if (cp == GX_UTF8_BAD || cp < 0x20 || cp == '"' || cp == '\\') {
                         if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-                            cfail(c, SIFT_E_UNSUPPORTED, "property name '%s' (escapes or invalid UTF-8) with additionalProperties", p->string);
+                            cfail(c, SIFT_E_UNSUPPORTED, "property name '%s' (escapes or invalid UTF-8) with additionalProperties", names[pi]);
                             ok = false;
                             break;
                         }
@@ -652,7 +1004,11 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         if (c->status != SIFT_OK) goto done;
     }
 
-    /* "{" required, then optional ones (any subset, in order), then extras */
+    if (!llama) {
+        result = ordered_object(c, kv, req, np, extra ? extra_kv : NULL, rule_name);
+        goto done;
+    }
+    /* llama.cpp's order: "{" required, then optional ones (any subset, in order), then extras */
     sift__gbnf_sbuf b = {0};
     sift__gbnf_sb_puts(&b, "\"{\" space ");
     size_t n_req = 0, n_opt = 0;
@@ -717,6 +1073,7 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
 done:
     sift__gx_free(kv);
     sift__gx_free(req);
+    sift__gx_free(names);
     return result;
 }
 
@@ -832,6 +1189,15 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
     long mn = get_count(c, s, "minItems", 0), mx = get_count(c, s, "maxItems", -1);
     if (mn == -2 || mx == -2) return NULL;
     if (mx >= 0 && mx < mn) return cfail(c, SIFT_E_INVAL, "maxItems is below minItems");
+    /* a grammar repeats an item at most 2000 times (GBNF's limit, llama.cpp's too): name the
+     * keyword rather than fail later with a grammar that does not parse */
+    if (mn > 2000 || mx > 2000) {
+        size_t o = path_push(c, mn > 2000 ? "minItems" : "maxItems");
+        cfail(c, SIFT_E_UNSUPPORTED, "%s %ld exceeds the grammar's repetition limit (2000)", mn > 2000 ? "minItems" : "maxItems",
+              mn > 2000 ? mn : mx);
+        path_pop(c, o);
+        return NULL;
+    }
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
     if (cJSON_IsArray(items) && !prefix) prefix = items, items = NULL; /* draft-07 tuple form */
@@ -942,13 +1308,24 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
         else if (!strcmp(f, "date")) prim = "date-string";
         else if (!strcmp(f, "time")) prim = "time-string";
         else if (!strcmp(f, "date-time")) prim = "date-time-string";
+        else if (!strcmp(f, "email")) prim = "email";
+        else if (!strcmp(f, "hostname")) prim = "hostname";
+        else if (!strcmp(f, "ipv4")) prim = "ipv4";
+        else if (!strcmp(f, "uri")) prim = "uri";
+        else if (in_list(FORMATS_REFUSED, f) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+            size_t o = path_push(c, "format");
+            cfail(c, SIFT_E_UNSUPPORTED, "format '%s' cannot be expressed in a grammar (SIFT_JSON_SCHEMA_LENIENT ignores it)", f);
+            path_pop(c, o);
+            return NULL;
+        }
         if (prim) {
             if (has_len && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
                 return cfail(c, SIFT_E_UNSUPPORTED, "format '%s' together with minLength / maxLength cannot be expressed", f);
             const char *p = use_builtin(c, prim);
             return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
         }
-        /* any other format is an annotation (JSON Schema 2020-12): a plain string */
+        /* any other format (int32, url, path, ...: none of the standard ones) is an annotation
+         * that no validator checks: a plain string */
     }
     long mn = get_count(c, s, "minLength", 0), mx = get_count(c, s, "maxLength", -1);
     if (mn == -2 || mx == -2) return NULL;
@@ -1027,7 +1404,9 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
         const cJSON *props = cJSON_GetObjectItemCaseSensitive(s, "properties");
         const cJSON *ad = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
         if (props && !cJSON_IsObject(props)) return cfail(c, SIFT_E_INVAL, "'properties' must be an object");
-        if (!props && !ad) { /* any object */
+        const cJSON *req = cJSON_GetObjectItemCaseSensitive(s, "required");
+        bool must = req && cJSON_GetArraySize(req) > 0 && !(c->flags & SIFT_JSON_SCHEMA_LLAMA);
+        if (!props && !ad && !must) { /* any object */
             const char *o = use_builtin(c, "object");
             return o ? add_rule(c, rule_name, dupstr(o)) : NULL;
         }
@@ -1090,23 +1469,48 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         }
         sift__gbnf_sbuf b = {0};
         int k = 0;
-        size_t o = path_push(c, cJSON_GetObjectItemCaseSensitive(s, "anyOf") ? "anyOf" : "oneOf");
+        const bool one_of = !cJSON_GetObjectItemCaseSensitive(s, "anyOf");
+        /* keywords beside the alternatives constrain every one of them */
+        bool siblings = false;
+        for (const cJSON *kw = s->child; kw; kw = kw->next) siblings |= !is_inert(kw->string);
+        if (cJSON_GetObjectItemCaseSensitive(s, "anyOf") && cJSON_GetObjectItemCaseSensitive(s, "oneOf") &&
+            !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+            out = cfail(c, SIFT_E_UNSUPPORTED, "anyOf and oneOf together cannot be expressed");
+            goto done;
+        }
+        if (siblings && (c->flags & SIFT_JSON_SCHEMA_LENIENT)) siblings = false; /* llama.cpp: the siblings are ignored */
+        size_t o = path_push(c, one_of ? "oneOf" : "anyOf");
+        cJSON **alts = sift__gx_calloc((size_t)cJSON_GetArraySize(any) + 1, sizeof *alts);
+        if (!alts) coom(c);
         for (const cJSON *alt = any->child; alt && c->status == SIFT_OK; alt = alt->next, k++) {
             char idx[32];
             snprintf(idx, sizeof idx, "%d", k);
             size_t o2 = path_push(c, idx);
+            const cJSON *use = alt;
+            if (siblings) use = alts[k] = with_siblings(c, s, alt);
+            if (use && one_of && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+                for (int j = 0; j < k && c->status == SIFT_OK; j++) {
+                    const cJSON *prev = siblings ? alts[j] : cJSON_GetArrayItem(any, j);
+                    if (!disjoint(c, prev, use))
+                        cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): "
+                                                     "not expressible as a grammar", j, k);
+                }
+            }
             char an[48];
             snprintf(an, sizeof an, "%s%d", *name ? "" : "alternative-", k);
             char *nm = *name ? join_name(name, an) : dupstr(an);
-            const char *r = nm ? visit(c, alt, nm, NULL) : coom(c);
+            const char *r = !use ? NULL : nm ? visit(c, use, nm, NULL) : coom(c);
             sift__gx_free(nm);
             path_pop(c, o2);
             if (r) sift__gbnf_sb_printf(&b, "%s%s", k ? " | " : "", r);
         }
+        for (int j = 0; alts && j < k; j++) cJSON_Delete(alts[j]);
+        sift__gx_free(alts);
         path_pop(c, o);
         out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : NULL;
         sift__gbnf_sb_free(&b);
-    } else if (type && cJSON_IsArray(type)) {
+    } else if (type && cJSON_IsArray(type) && !cJSON_GetObjectItemCaseSensitive(s, "const") &&
+               !cJSON_GetObjectItemCaseSensitive(s, "enum")) {
         sift__gbnf_sbuf b = {0};
         int k = 0;
         for (const cJSON *t = type->child; t && c->status == SIFT_OK; t = t->next, k++) {
@@ -1123,26 +1527,38 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : NULL;
         sift__gbnf_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "const")) {
-        if (!check_keywords(c, s, NULL)) goto done;
+        if (!check_keywords(c, s, NULL) || !values_checked(c, s)) goto done;
+        const cJSON *cv = cJSON_GetObjectItemCaseSensitive(s, "const");
+        if (!value_fits(cv, cJSON_GetObjectItemCaseSensitive(s, "type"))) {
+            out = cfail(c, SIFT_E_INVAL, "'const' does not have the schema's type: the schema matches nothing");
+            goto done;
+        }
         sift__gbnf_sbuf b = {0};
-        if (put_json_literal(c, &b, cJSON_GetObjectItemCaseSensitive(s, "const")) && use_builtin(c, "space")) {
+        if (put_json_literal(c, &b, cv) && use_builtin(c, "space")) {
             sift__gbnf_sb_puts(&b, " space");
             out = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
         }
         sift__gbnf_sb_free(&b);
     } else if (cJSON_GetObjectItemCaseSensitive(s, "enum")) {
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
-        if (!check_keywords(c, s, NULL)) goto done;
+        if (!check_keywords(c, s, NULL) || !values_checked(c, s)) goto done;
         if (!cJSON_IsArray(en) || !cJSON_GetArraySize(en)) {
             out = cfail(c, SIFT_E_INVAL, "'enum' must be a non-empty array");
             goto done;
         }
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(s, "type");
         sift__gbnf_sbuf b = {0};
         sift__gbnf_sb_puts(&b, "(");
         int k = 0;
-        for (const cJSON *v = en->child; v; v = v->next, k++) {
-            if (k) sift__gbnf_sb_puts(&b, " | ");
+        for (const cJSON *v = en->child; v; v = v->next) {
+            if (!value_fits(v, ty)) continue; /* a value of another type is not valid */
+            if (k++) sift__gbnf_sb_puts(&b, " | ");
             if (!put_json_literal(c, &b, v)) break;
+        }
+        if (!k && c->status == SIFT_OK) {
+            sift__gbnf_sb_free(&b);
+            out = cfail(c, SIFT_E_INVAL, "no 'enum' value has the schema's type: the schema matches nothing");
+            goto done;
         }
         sift__gbnf_sb_puts(&b, ") space");
         if (c->status == SIFT_OK && use_builtin(c, "space")) out = add_rule(c, rule_name, sift__gbnf_sb_take(&b));

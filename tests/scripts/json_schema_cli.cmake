@@ -12,7 +12,15 @@ endfunction()
 
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/schema_cli_test.json
      "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":12}},\"required\":[\"n\"]}")
+# JSON Schema's semantics by default: other keys may follow "n"
 run(0 ${SIFT} json-schema-to-grammar --check ${CMAKE_CURRENT_BINARY_DIR}/schema_cli_test.json)
+string(FIND "${OUT}" "root ::= \"{\" space root-p0-first \"}\" space" at0)
+string(FIND "${OUT}" "root-p1-rest ::= ( \",\" space additional-kv )*" at00)
+if(at0 LESS 0 OR at00 LESS 0)
+  message(FATAL_ERROR "unexpected grammar:\n${OUT}")
+endif()
+# --llama: llama.cpp's conventions (a missing additionalProperties is false)
+run(0 ${SIFT} json-schema-to-grammar --llama --check ${CMAKE_CURRENT_BINARY_DIR}/schema_cli_test.json)
 string(FIND "${OUT}" "root ::= \"{\" space n-kv \"}\" space" at1)
 string(FIND "${OUT}" "n ::= ([1-9] | \"1\" [0-2]) space" at2)
 if(at1 LESS 0 OR at2 LESS 0)

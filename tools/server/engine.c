@@ -330,6 +330,11 @@ static sift_token slot_sample(srv_engine *e, slot *sl, const float *logits, floa
         sift_sampler_apply(g, cand);
         if (t->req.trace) stage_add(sl, t->n_stage_names - 1, cand);
         tok = sift_chain_apply(chain, cand);
+        /* the grammar and the chain may leave no token (every logit -inf: the pick is
+         * arbitrary); a forbidden token is never sampled */
+        if (tok != SIFT_TOKEN_NULL && (cand->selected < 0 || cand->logit[cand->selected] == -INFINITY ||
+                                       isnan(cand->logit[cand->selected]) || !sift_grammar_sampler_allows(g, tok)))
+            return SIFT_TOKEN_NULL;
     }
     if (tok == SIFT_TOKEN_NULL) return tok;
     *n_probs = 0;
@@ -405,6 +410,25 @@ static bool publish(srv_engine *e, slot *sl, sift_token tok, float p_sel, size_t
     return ok;
 }
 
+/* End a task without a new token (a complete grammar that may not emit end-of-generation):
+ * the text released so far stands, with what was held back for stop words flushed. */
+static void finish_without_token(slot *sl, srv_stop stop)
+{
+    srv_task *t = sl->task;
+    pthread_mutex_lock(&t->mu);
+    if (sl->gen.n > sl->n_released) utf8_sanitize(&t->text, sl->gen.p + sl->n_released, sl->gen.n - sl->n_released);
+    sl->n_released = sl->gen.n;
+    const double now = srv_now_ms();
+    t->stop = stop;
+    t->stop_word = -1;
+    t->truncated = false;
+    t->t_prompt_ms = sl->t_first - sl->t_start;
+    t->t_gen_ms = now - sl->t_first;
+    t->done = true;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
 typedef enum { DONE_OK, DONE_FAILED, DONE_CANCELLED } done_kind;
 
 /* Count a finished task into the stats (under e->mu); the tokens of a cancelled or failed
@@ -449,6 +473,21 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
     float p_sel = 0;
     size_t n_probs = 0;
     const sift_token tok = slot_sample(e, sl, logits, &p_sel, &n_probs);
+    if (tok == SIFT_TOKEN_NULL && t->grammar) {
+        const sift_grammar_status gs = sift_grammar_sampler_status(t->grammar);
+        if (gs == SIFT_GRAMMAR_CAN_END || gs == SIFT_GRAMMAR_DONE) {
+            /* complete, and its end-of-generation tokens are suppressed (ignore_eos, a
+             * logit bias): nothing more can be generated, the text stands as it is */
+            finish_without_token(sl, SRV_STOP_EOS);
+            stats_task_done(e, sl, DONE_OK);
+        } else {
+            task_fail(t, 400, "the grammar allows no token here: no token of the vocabulary can continue it "
+                              "(or the sampler chain excludes every token it allows)");
+            stats_task_done(e, sl, DONE_FAILED);
+        }
+        slot_release(e, sl);
+        return;
+    }
     if (tok == SIFT_TOKEN_NULL) {
         task_fail(t, 500, "the sampler chain selected no token");
         stats_task_done(e, sl, DONE_FAILED);

@@ -483,12 +483,16 @@ static int parse_stop(const cJSON *root, srv_request *r, srv_error *e)
 /* A JSON schema node -> GBNF in r->grammar. */
 static int schema_grammar(const cJSON *schema, const char *name, srv_request *r, srv_error *e)
 {
+    /* "json_schema_llama": true converts with llama.cpp's conventions (required properties
+     * first, a missing additionalProperties = false) for drop-in clients; the default is
+     * JSON Schema's (the schema's property order, other keys allowed) */
+    uint32_t flags = r->json_schema_llama ? SIFT_JSON_SCHEMA_LLAMA : 0;
     if (!cJSON_IsObject(schema) && !cJSON_IsTrue(schema))
         return srv_errorf(e, 400, "'%s' must be a JSON schema object, got %s", name, jtype(schema));
     char *text = cJSON_PrintUnformatted(schema);
     if (!text) return srv_errorf(e, 500, "out of memory");
     sift_error se = {0};
-    r->grammar = sift_json_schema_to_grammar(text, strlen(text), 0, &se);
+    r->grammar = sift_json_schema_to_grammar(text, strlen(text), flags, &se);
     free(text);
     if (!r->grammar) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'%s': %s", name, se.msg);
     r->grammar_from_schema = true;
@@ -498,6 +502,9 @@ static int schema_grammar(const cJSON *schema, const char *name, srv_request *r,
 static int parse_grammar(const cJSON *root, srv_kind kind, srv_request *r, srv_error *e)
 {
     const cJSON *g = field(root, "grammar"), *js = field(root, "json_schema");
+    const cJSON *jl = field(root, "json_schema_llama");
+    if (jl && !cJSON_IsBool(jl)) return srv_errorf(e, 400, "'json_schema_llama' must be a boolean, got %s", jtype(jl));
+    r->json_schema_llama = cJSON_IsTrue(jl);
     if (g) { /* as llama-server: grammar wins over json_schema */
         if (!cJSON_IsString(g)) return srv_errorf(e, 400, "'grammar' must be a GBNF string, got %s", jtype(g));
         if (*g->valuestring && !(r->grammar = strdup(g->valuestring))) return srv_errorf(e, 500, "out of memory");

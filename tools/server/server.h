@@ -184,6 +184,7 @@ typedef struct srv_request {
     int n_stop;
     char *grammar;             /* GBNF text (from grammar, json_schema or response_format) */
     bool grammar_from_schema;
+    bool json_schema_llama; /* "json_schema_llama": llama.cpp's converter conventions */
     sift_token *prompt;
     int32_t n_prompt;
     char *model;               /* the "model" the client named (echoed by the OpenAI shapes) */

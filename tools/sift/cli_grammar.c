@@ -22,6 +22,8 @@ void cli_grammar_help(FILE *f)
                "  --grammar-file FILE         ... read from a file\n"
                "  -j, --json-schema JSON      ... to a JSON schema (converted to GBNF)\n"
                "  -jf, --json-schema-file FILE\n"
+               "  --json-schema-llama         convert with llama.cpp's conventions (required properties first, a\n"
+               "                              missing additionalProperties = false) instead of JSON Schema's\n"
                "  --grammar-first             apply the grammar to the whole vocabulary before the samplers\n"
                "                              (default: llama.cpp's rejection strategy, grammar only when the pick is refused)\n");
 }
@@ -32,6 +34,10 @@ int cli_grammar_flag(cli_grammar *g, int argc, char **argv, int *i)
     bool file = false, json = false;
     if (!strcmp(a, "--grammar-first")) {
         g->mode = SIFT_GRAMMAR_FIRST;
+        return 1;
+    }
+    if (!strcmp(a, "--json-schema-llama")) {
+        g->json_llama = true;
         return 1;
     }
     if (!strcmp(a, "--grammar")) {
@@ -89,7 +95,7 @@ char *cli_grammar_text(const cli_grammar *g, sift_error *err)
     }
     if (g->json) {
         sift_error e2 = {0};
-        char *gbnf = sift_json_schema_to_grammar(text ? text : g->value, len, 0, &e2);
+        char *gbnf = sift_json_schema_to_grammar(text ? text : g->value, len, g->json_llama ? SIFT_JSON_SCHEMA_LLAMA : 0, &e2);
         free(text);
         if (!gbnf && err) {
             err->status = e2.status;

@@ -31,6 +31,7 @@ typedef struct cli_grammar {
     const char *flag;       /* the flag that gave the grammar (for messages), NULL: none */
     const char *value;      /* its value: text, schema or path (borrowed from argv) */
     bool from_file, json;   /* value is a path; value is a JSON schema */
+    bool json_llama;        /* --json-schema-llama: llama.cpp's converter conventions */
     sift_grammar_mode mode; /* SIFT_GRAMMAR_REJECTION unless --grammar-first */
 } cli_grammar;
 

@@ -625,6 +625,17 @@ int sift_cmd_generate(int argc, char **argv)
         if (cfg) sift_cfg_apply(logits, glogits, n_vocab, o.cfg_scale);
         ts.step = n_gen;
         const sift_token tok = sample_token(grammar, o.grammar.mode, chain, logits, n_vocab);
+        if (tok == SIFT_TOKEN_NULL && grammar) {
+            /* the grammar and the chain left no token: never sample a forbidden one */
+            const sift_grammar_status gs = sift_grammar_sampler_status(grammar);
+            if (gs == SIFT_GRAMMAR_CAN_END || gs == SIFT_GRAMMAR_DONE) {
+                stop = "grammar complete (end of generation suppressed)";
+                break;
+            }
+            fprintf(stderr, "\nsift generate: the grammar allows no token here: no token of the vocabulary can continue it "
+                            "(or the sampler chain excludes every token it allows)\n");
+            goto done;
+        }
         if (tok == SIFT_TOKEN_NULL) {
             fprintf(stderr, "\nsift generate: the chain selected no token (its last sampler must select)\n");
             goto done;
