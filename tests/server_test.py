@@ -972,7 +972,10 @@ def test_drain_on_sigterm():
         t.start()
     started.wait()
     t0 = time.time()
-    while float(re.search(r"^sift_requests_deferred (\S+)$", S.request("GET", "/metrics")[2].decode(), re.M).group(1)) < 4:
+    def held():  # requests in a slot + requests queued: all 8 must be inside before the signal
+        m = S.request("GET", "/metrics")[2].decode()
+        return sum(float(re.search(r"^sift_requests_%s (\S+)$" % k, m, re.M).group(1)) for k in ("processing", "deferred"))
+    while held() < 8:
         assert time.time() - t0 < 10, "the 8 requests did not arrive"
         time.sleep(0.002)
     S.proc.send_signal(signal.SIGTERM)
