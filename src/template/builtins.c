@@ -323,6 +323,7 @@ static tv m_dict(tpl_render *r, tv self, const targs *a, const char *name)
             else if (name[0] == 'v') sift__tv_push(m, l, self.d->v[i]);
             else {
                 tv pair = sift__tv_list(m, 2);
+                pair.l->tuple = true;
                 sift__tv_push(m, pair, self.d->k[i]);
                 sift__tv_push(m, pair, self.d->v[i]);
                 sift__tv_push(m, l, pair);

@@ -335,8 +335,11 @@ static tv apply_filter(tpl_render *r, tscope *s, const tnode *f, tv input)
  * filter of a {% filter %} block or a {% set x | f %}), the given input. */
 static tv eval_filter(tpl_render *r, tscope *s, const tnode *f, tv input)
 {
+    if (++r->edepth > 1500) rfail(r, "RecursionError: filters chained too deeply%s%s", NULL, NULL);
     tv in = !f->a ? input : f->a->kind == N_FILTER ? eval_filter(r, s, f->a, input) : eval(r, s, f->a);
-    return apply_filter(r, s, f, in);
+    tv v = apply_filter(r, s, f, in);
+    r->edepth--;
+    return v;
 }
 
 static tv eval_node(tpl_render *r, tscope *s, const tnode *n);
@@ -369,6 +372,7 @@ static tv eval_node(tpl_render *r, tscope *s, const tnode *n)
     case N_LIST: case N_TUPLE: {
         tv l = sift__tv_list(m, (size_t)n->nkids + 1);
         for (int i = 0; i < n->nkids; i++) sift__tv_push(m, l, eval(r, s, n->kids[i]));
+        l.l->tuple = n->kind == N_TUPLE;
         return l;
     }
     case N_DICT: {
@@ -456,6 +460,7 @@ static tv call_macro(tpl_render *r, tfunc *fn, const tnode *params, const tnode 
     tscope *s = scope_new(r, closure);
     int np = params ? params->nkids : 0;
     tv varargs = sift__tv_list(&r->m, 4), kwargs = sift__tv_dict(&r->m, 4);
+    varargs.l->tuple = true;
     for (int i = 0; i < a->np; i++) {
         if (i < np) sift__tpl_scope_set(r, s, params->kids[i]->name, a->pos[i]);
         else sift__tv_push(&r->m, varargs, a->pos[i]);

@@ -69,7 +69,7 @@ typedef struct tv {
     };
 } tv;
 
-struct tlist { size_t n, cap; tv *v; };
+struct tlist { size_t n, cap; tv *v; bool tuple; /* prints as (a, b) */ };
 struct tdict { size_t n, cap; tv *k, *v; };
 
 typedef struct tpl_render tpl_render;

@@ -83,6 +83,7 @@ tv sift__tv_list(tpl_mem *m, size_t cap)
 {
     tlist *l = sift__tpl_alloc(m->arena, m->fail, sizeof *l);
     l->n = 0;
+    l->tuple = false;
     l->cap = cap ? cap : 4;
     l->v = sift__tpl_alloc(m->arena, m->fail, l->cap * sizeof(tv));
     tv v = {.t = TV_LIST};
@@ -348,12 +349,13 @@ static void write_any(tpl_mem *m, tbuf *b, tv v, bool repr, int depth)
         else sift__tbuf_put(m, b, v.s->p, v.s->n);
         return;
     case TV_LIST:
-        sift__tbuf_put(m, b, "[", 1);
+        sift__tbuf_put(m, b, v.l->tuple ? "(" : "[", 1);
         for (size_t i = 0; i < v.l->n; i++) {
             if (i) sift__tbuf_put(m, b, ", ", 2);
             write_any(m, b, v.l->v[i], true, depth + 1);
         }
-        sift__tbuf_put(m, b, "]", 1);
+        if (v.l->tuple && v.l->n == 1) sift__tbuf_put(m, b, ",", 1);
+        sift__tbuf_put(m, b, v.l->tuple ? ")" : "]", 1);
         return;
     case TV_DICT: case TV_NS:
         if (v.t == TV_NS) sift__tbuf_puts(m, b, "<Namespace ");
