@@ -339,6 +339,7 @@ static tv m_list(tpl_render *r, tv self, const targs *a, const char *name)
     if (!strcmp(name, "index") || !strcmp(name, "count")) {
         tv x = arg(a, 0, NULL, tv_none());
         int64_t c = 0;
+        sift__tpl_charge(r, self.l->n / 16);
         for (size_t i = 0; i < self.l->n; i++)
             if (sift__tv_eq(self.l->v[i], x)) {
                 if (name[0] == 'i') return tv_int((int64_t)i);
@@ -549,6 +550,7 @@ static void sort_values(tpl_render *r, tv *v, tv *keys, size_t n, bool reverse, 
         tv x = v[i], kx = keys[i];
         size_t j = i;
         while (j > 0) {
+            sift__tpl_charge(r, 1);
             int c = cmp_for_sort(r, keys[j - 1], kx, cs);
             if (reverse ? c >= 0 : c <= 0) break;
             v[j] = v[j - 1];
@@ -724,6 +726,7 @@ static tv f_unique(tpl_render *r, tv self, const targs *a)
     tv items = sift__tpl_iterable(r, IN), out = sift__tv_list(&r->m, items.l->n + 1);
     for (size_t i = 0; i < items.l->n; i++) {
         bool seen = false;
+        sift__tpl_charge(r, out.l->n / 16 + 1);
         for (size_t j = 0; j < out.l->n && !seen; j++) seen = sift__tv_eq(out.l->v[j], items.l->v[i]);
         if (!seen) sift__tv_push(&r->m, out, items.l->v[i]);
     }

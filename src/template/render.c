@@ -82,6 +82,13 @@ static void step(tpl_render *r, const tnode *n)
         sift__tpl_fail(&r->fail, SIFT_E_INVAL, "template ran more than %llu steps", (unsigned long long)r->max_steps);
 }
 
+void sift__tpl_charge(tpl_render *r, uint64_t k)
+{
+    r->steps += k;
+    if (r->steps > r->max_steps)
+        sift__tpl_fail(&r->fail, SIFT_E_INVAL, "template ran more than %llu steps", (unsigned long long)r->max_steps);
+}
+
 tv sift__tpl_undefined_error(tpl_render *r, tv u)
 {
     sift__tpl_fail(&r->fail, SIFT_E_INVAL, "UndefinedError: %s", u.why ? u.why : "undefined value");
@@ -213,10 +220,11 @@ static bool contains(tpl_render *r, tv hay, tv needle)
         if (needle.s->n == 0) return true;
         return memmem(hay.s->p, hay.s->n, needle.s->p, needle.s->n) != NULL;
     case TV_LIST:
+        sift__tpl_charge(r, hay.l->n / 16);
         for (size_t i = 0; i < hay.l->n; i++)
             if (sift__tv_eq(hay.l->v[i], needle)) return true;
         return false;
-    case TV_DICT: case TV_NS: return sift__tv_dict_get(hay.d, needle) != NULL;
+    case TV_DICT: case TV_NS: sift__tpl_charge(r, hay.d->n / 16); return sift__tv_dict_get(hay.d, needle) != NULL;
     case TV_UNDEF: return false;
     default: rfail(r, "TypeError: argument of type '%s' is not iterable%s", sift__tv_typename(hay), NULL);
     }
@@ -310,14 +318,16 @@ static tv slice(tpl_render *r, tscope *s, tv obj, const tnode *sl)
     }
     if (obj.t == TV_LIST) {
         tv l = sift__tv_list(m, 4);
-        for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) sift__tv_push(m, l, obj.l->v[i]);
+        for (__int128 i = lo; st > 0 ? i < hi : i > hi; i += st) sift__tv_push(m, l, obj.l->v[(size_t)i]);
         return l;
     }
     tbuf b = {0};
-    for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) {
-        size_t a = sift__utf8_offset(obj.s->p, obj.s->n, (size_t)i), e = sift__utf8_offset(obj.s->p, obj.s->n, (size_t)i + 1);
-        sift__tbuf_put(m, &b, obj.s->p + a, e - a);
-    }
+    size_t *off = sift__tpl_alloc(&r->arena, &r->fail, ((size_t)n + 1) * sizeof *off); /* character starts */
+    for (size_t i = 0, c = 0; i < obj.s->n; i++)
+        if (((unsigned char)obj.s->p[i] & 0xC0) != 0x80) off[c++] = i;
+    off[n] = obj.s->n;
+    for (__int128 i = lo; st > 0 ? i < hi : i > hi; i += st)
+        sift__tbuf_put(m, &b, obj.s->p + off[(size_t)i], off[(size_t)i + 1] - off[(size_t)i]);
     return sift__tbuf_value(m, &b);
 }
 
