@@ -192,6 +192,12 @@ static const tcase CASES[] = {
     {"{{ 5 if x is defined }}|{{ none }}|{{ u }}|{{ true }}",
      "{}",
      1, "|None||True"},
+    {"{{ '%s and %s' % ('a', 1) }}|{{ 'n=%d' % 3 }}|{{ '%s' % [1] }}|{{ 'hello world2x-y (z'|title }}{{ 'hello world2x'.title() }}",
+     "{}",
+     1, "a and 1|n=3|[1]|Hello World2x-Y (ZHello World2X"},
+    {"{{ '%s %s' % ('a',) }}",
+     "{}",
+     0, "TypeError: not enough arguments for format string"},
 };
 
 /* strftime_now pinned to 2024-07-26 00:00 UTC, as render.py pins it. */

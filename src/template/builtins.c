@@ -192,7 +192,9 @@ static tv str_replace(tpl_render *r, tv s, tv old, tv new_, int64_t count)
     return sift__tbuf_value(m, &b);
 }
 
-static tv case_map(tpl_render *r, tv s, int mode) /* 0 lower, 1 upper, 2 capitalize, 3 title */
+/* 0 lower, 1 upper, 2 capitalize, 3 jinja's title filter (words start after blanks and -({[<),
+ * 4 Python's str.title (words start after any uncased character: '2x' -> '2X') */
+static tv case_map(tpl_render *r, tv s, int mode)
 {
     tv o = sift__tv_str(&r->m, s.s->p, s.s->n);
     char *p = ((tstr *)o.s)->p;
@@ -200,10 +202,10 @@ static tv case_map(tpl_render *r, tv s, int mode) /* 0 lower, 1 upper, 2 capital
     for (size_t i = 0; i < o.s->n; i++) {
         char c = p[i];
         bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-        bool up = mode == 1 || (mode == 2 && i == 0) || (mode == 3 && word_start);
+        bool up = mode == 1 || (mode == 2 && i == 0) || (mode >= 3 && word_start);
         if (up && c >= 'a' && c <= 'z') p[i] = (char)(c - 32);
         else if (!up && mode != 1 && c >= 'A' && c <= 'Z') p[i] = (char)(c + 32);
-        word_start = !(alpha || (c >= '0' && c <= '9') || ((unsigned char)c >= 0x80));
+        word_start = mode == 4 ? !(alpha || (unsigned char)c >= 0x80) : (is_pyspace((unsigned char)c) || strchr("-({[<", c) != NULL);
     }
     return o;
 }
@@ -244,7 +246,7 @@ static tv m_str(tpl_render *r, tv self, const targs *a, const char *name)
     if (!strcmp(name, "upper")) return case_map(r, self, 1);
     if (!strcmp(name, "lower")) return case_map(r, self, 0);
     if (!strcmp(name, "capitalize")) return case_map(r, self, 2);
-    if (!strcmp(name, "title")) return case_map(r, self, 3);
+    if (!strcmp(name, "title")) return case_map(r, self, 4);
     if (!strcmp(name, "find") || !strcmp(name, "index") || !strcmp(name, "count") || !strcmp(name, "rfind")) {
         tv x = need_str(r, arg(a, 0, NULL, tv_none()), name);
         if (!strcmp(name, "count")) {
@@ -806,7 +808,8 @@ static tv f_center(tpl_render *r, tv self, const targs *a)
     return sift__tbuf_value(&r->m, &b);
 }
 
-/* The %-operator of Python on strings, for the `format` filter: %s %r %d %i %f %% only. */
+/* The %-operator of Python on strings (`'%s' % x` and the `format` filter): %s %r %d %i %f
+ * %% only. a->pos[0] is the format, the values follow. */
 static tv f_format(tpl_render *r, tv self, const targs *a)
 {
     tv fmt = need_str(r, IN, "format");
@@ -831,7 +834,20 @@ static tv f_format(tpl_render *r, tv self, const targs *a)
             sift__tbuf_puts(&r->m, &b, tmp);
         } else bfail(r, "ValueError: unsupported format character%s%s", NULL, NULL);
     }
+    if (k < a->np) bfail(r, "TypeError: not all arguments converted during string formatting%s%s", NULL, NULL);
     return sift__tbuf_value(&r->m, &b);
+}
+
+tv sift__tpl_percent(tpl_render *r, tv fmt, tv values)
+{
+    targs a = {0};
+    bool many = values.t == TV_LIST && values.l->tuple;
+    a.np = 1 + (many ? (int)values.l->n : 1);
+    a.pos = sift__tpl_alloc(&r->arena, &r->fail, (size_t)a.np * sizeof(tv));
+    a.pos[0] = fmt;
+    if (many) memcpy(a.pos + 1, values.l->v, values.l->n * sizeof(tv));
+    else a.pos[1] = values;
+    return f_format(r, tv_none(), &a);
 }
 
 static tv f_escape(tpl_render *r, tv self, const targs *a)

@@ -140,6 +140,7 @@ static tv arith(tpl_render *r, int op, tv a, tv b)
         sift__tbuf_put(m, &buf, b.s->p, b.s->n);
         return sift__tbuf_value(m, &buf);
     }
+    if (op == OP_MOD && a.t == TV_STR) return sift__tpl_percent(r, a, b);
     if (op == OP_ADD && a.t == TV_LIST && b.t == TV_LIST) {
         tv l = sift__tv_list(m, a.l->n + b.l->n + 1);
         for (size_t i = 0; i < a.l->n; i++) sift__tv_push(m, l, a.l->v[i]);

@@ -202,6 +202,8 @@ void sift__tpl_scope_set(tpl_render *r, tscope *s, const char *name, tv v);
 tv sift__tpl_iterable(tpl_render *r, tv v); /* a list of the items `for` would visit */
 /* Count k steps of work done inside one operation (sorting, scanning a list). */
 void sift__tpl_charge(tpl_render *r, uint64_t k);
+/* Python's `fmt % values` for strings (values: one value or a tuple). */
+tv sift__tpl_percent(tpl_render *r, tv fmt, tv values);
 tv sift__tpl_undefined_error(tpl_render *r, tv u) __attribute__((noreturn));
 
 #endif

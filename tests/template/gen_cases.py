@@ -61,6 +61,8 @@ cases = [
  ("{{ 'abc'.find('c') }}{{ 'a-b'.split('-')|join('+') }}{{ 'x'.join(['a','b']) }}{{ 'Ab1'.isalnum() }}{{ '12'.isdigit() }}", {}),
  ("{% set a, b = [1, 2] %}{{ a }}{{ b }}{% set t = (3, 4) %}{{ t[1] }}", {}),
  ("{{ 5 if x is defined }}|{{ none }}|{{ u }}|{{ true }}", {}),
+ ("{{ '%s and %s' % ('a', 1) }}|{{ 'n=%d' % 3 }}|{{ '%s' % [1] }}|{{ 'hello world2x-y (z'|title }}{{ 'hello world2x'.title() }}", {}),
+ ("{{ '%s %s' % ('a',) }}", {}),
 ]
 out = []
 for t, c in cases:
