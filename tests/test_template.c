@@ -198,6 +198,12 @@ static const tcase CASES[] = {
     {"{{ '%s %s' % ('a',) }}",
      "{}",
      0, "TypeError: not enough arguments for format string"},
+    {"a {% raw %}{{ x }}{% if %}{% endraw %} b\n  {%- raw -%}  r  {%- endraw %}\nc",
+     "{}",
+     1, "a {{ x }}{% if %} brc"},
+    {"{% raw %}never closed",
+     "{}",
+     0, "TemplateSyntaxError: Missing end of raw directive"},
 };
 
 /* strftime_now pinned to 2024-07-26 00:00 UTC, as render.py pins it. */

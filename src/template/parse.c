@@ -265,6 +265,49 @@ static size_t lex_tag(parser *p, const char *s, size_t n, size_t i, int *line, b
     }
 }
 
+/* `{% raw %}...{% endraw %}` starting after the `{%` at s[k]: the body is emitted as text,
+ * verbatim (whitespace control of the tags applies); returns the index after the end tag's
+ * `%}`, or 0 when the tag is not `raw`. */
+static void emit_text(parser *p, const char *s, size_t n, int line);
+static size_t tag_word(const char *s, size_t n, size_t k, const char *word)
+{
+    while (k < n && is_space(s[k])) k++;
+    size_t w = strlen(word);
+    if (k + w > n || memcmp(s + k, word, w) != 0 || (k + w < n && (is_ident0(s[k + w]) || is_digit(s[k + w])))) return 0;
+    k += w;
+    while (k < n && is_space(s[k])) k++;
+    return k;
+}
+
+static size_t raw_block(parser *p, const char *s, size_t n, size_t k, int *line, int *end_mod)
+{
+    size_t q = tag_word(s, n, k, "raw");
+    if (!q) return 0;
+    if (q < n && (s[q] == '-' || s[q] == '+')) q++;
+    if (q + 1 >= n || s[q] != '%' || s[q + 1] != '}') return 0;
+    bool strip_after_open = s[q - 1] == '-';
+    size_t body = q + 2;
+    for (size_t e = body; e + 1 < n; e++) {
+        if (s[e] != '{' || s[e + 1] != '%') continue;
+        size_t t = e + 2;
+        bool strip_before_close = t < n && s[t] == '-';
+        if (t < n && (s[t] == '-' || s[t] == '+')) t++;
+        size_t after = tag_word(s, n, t, "endraw");
+        if (!after) continue;
+        int mod = 0;
+        if (after < n && (s[after] == '-' || s[after] == '+')) mod = s[after++];
+        if (after + 1 >= n || s[after] != '%' || s[after + 1] != '}') continue;
+        size_t b0 = body, b1 = e;
+        if (strip_after_open) while (b0 < b1 && is_space(s[b0])) b0++;
+        if (strip_before_close) while (b1 > b0 && is_space(s[b1 - 1])) b1--;
+        emit_text(p, s + b0, b1 - b0, *line);
+        *line += count_nl(s + k, after + 2 - k);
+        *end_mod = mod;
+        return after + 2;
+    }
+    perr(p, *line, "TemplateSyntaxError: Missing end of raw directive%s", NULL);
+}
+
 static void emit_text(parser *p, const char *s, size_t n, int line)
 {
     if (n == 0) return;
@@ -312,7 +355,11 @@ static void lex(parser *p, const char *s, size_t n)
         line += count_nl(s + i, j - i);
         size_t k = j + 2 + ((mod == '-' || mod == '+') ? 1 : 0);
         int end_mod = 0;
-        if (kind == '#') {
+        size_t raw_end;
+        if (kind == '%' && (raw_end = raw_block(p, s, n, k, &line, &end_mod)) != 0) {
+            i = raw_end;
+            trim_next = end_mod != '+';
+        } else if (kind == '#') {
             /* comment: up to #} */
             size_t e = k;
             while (e + 1 < n && !(s[e] == '#' && s[e + 1] == '}')) e++;

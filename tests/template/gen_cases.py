@@ -63,6 +63,8 @@ cases = [
  ("{{ 5 if x is defined }}|{{ none }}|{{ u }}|{{ true }}", {}),
  ("{{ '%s and %s' % ('a', 1) }}|{{ 'n=%d' % 3 }}|{{ '%s' % [1] }}|{{ 'hello world2x-y (z'|title }}{{ 'hello world2x'.title() }}", {}),
  ("{{ '%s %s' % ('a',) }}", {}),
+ ("a {% raw %}{{ x }}{% if %}{% endraw %} b\n  {%- raw -%}  r  {%- endraw %}\nc", {}),
+ ("{% raw %}never closed", {}),
 ]
 out = []
 for t, c in cases:
