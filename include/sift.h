@@ -1169,7 +1169,8 @@ typedef struct sift_template_options {
     size_t max_memory;   /* bytes of working memory (default 512 MiB) */
     uint64_t max_steps;  /* evaluation steps (default 50 million) */
     int max_depth;       /* nested macro calls and loops (default 100) */
-    int64_t now;         /* strftime_now's clock, Unix seconds UTC; -1 (default): the current time */
+    int64_t now;         /* strftime_now's clock, Unix seconds, shown in UTC; -1 (default): the current
+                            time, shown in local time as transformers' datetime.now() */
     /* transformers' call shape: `tools`, `documents` default to None and
      * `add_generation_prompt` to false when the context does not set them */
     bool chat_defaults;

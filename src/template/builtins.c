@@ -1020,7 +1020,8 @@ static tv g_strftime_now(tpl_render *r, tv self, const targs *a)
     tv fmt = need_str(r, arg(a, 0, "format", tv_none()), "strftime_now");
     time_t t = (time_t)r->now;
     struct tm tm;
-    gmtime_r(&t, &tm);
+    if (r->now_local) localtime_r(&t, &tm);
+    else gmtime_r(&t, &tm);
     char out[512];
     size_t n = fmt.s->n ? strftime(out, sizeof out, fmt.s->p, &tm) : 0;
     return sift__tv_str(&r->m, out, n);

@@ -773,6 +773,7 @@ sift_status sift_template_render(const sift_template *t, const char *context_jso
     r->max_depth = o.max_depth > 0 ? o.max_depth : 100;
     r->max_output = o.max_output ? o.max_output : (size_t)16 << 20;
     r->now = o.now >= 0 ? o.now : (int64_t)time(NULL);
+    r->now_local = o.now < 0;
     r->fail.err = err;
     if (setjmp(r->fail.jb)) {
         sift_status st = r->fail.status;

@@ -187,6 +187,7 @@ struct tpl_render {
     int depth, max_depth, edepth;
     size_t max_output;
     int64_t now;
+    bool now_local; /* the current time, shown in local time as datetime.now() does */
     tscope *globals;
 };
 
