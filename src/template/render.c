@@ -365,89 +365,152 @@ static tv eval(tpl_render *r, tscope *s, const tnode *n)
     return v;
 }
 
-static tv eval_node(tpl_render *r, tscope *s, const tnode *n)
+static tv __attribute__((noinline)) ev_lit(tpl_render *r, tscope *s, const tnode *n)
+{
+    return n->lit;
+}
+
+static tv __attribute__((noinline)) ev_name(tpl_render *r, tscope *s, const tnode *n)
 {
     tpl_mem *m = &r->m;
+    tv *v = scope_find(s, n->name);
+    if (v) return *v;
+    tbuf b = {0};
+    sift__tbuf_puts(m, &b, "'");
+    sift__tbuf_puts(m, &b, n->name);
+    sift__tbuf_puts(m, &b, "' is undefined");
+    return tv_undef(b.p);
+}
+
+static tv __attribute__((noinline)) ev_list(tpl_render *r, tscope *s, const tnode *n)
+{
+    tpl_mem *m = &r->m;
+    tv l = sift__tv_list(m, (size_t)n->nkids + 1);
+    for (int i = 0; i < n->nkids; i++) sift__tv_push(m, l, eval(r, s, n->kids[i]));
+    l.l->tuple = n->kind == N_TUPLE;
+    return l;
+}
+
+static tv __attribute__((noinline)) ev_dict(tpl_render *r, tscope *s, const tnode *n)
+{
+    tpl_mem *m = &r->m;
+    tv d = sift__tv_dict(m, (size_t)n->nkids / 2 + 1);
+    for (int i = 0; i + 1 < n->nkids; i += 2) {
+        tv k = eval(r, s, n->kids[i]);
+        if (k.t == TV_LIST || k.t == TV_DICT || k.t == TV_UNDEF)
+            rfail(r, "TypeError: unhashable type: '%s'%s", sift__tv_typename(k), NULL);
+        sift__tv_dict_set(m, d.d, k, eval(r, s, n->kids[i + 1]));
+    }
+    return d;
+}
+
+static tv __attribute__((noinline)) ev_attr(tpl_render *r, tscope *s, const tnode *n)
+{
+    return sift__tpl_getattr(r, eval(r, s, n->a), n->name);
+}
+
+static tv __attribute__((noinline)) ev_item(tpl_render *r, tscope *s, const tnode *n)
+{
+    tv obj = eval(r, s, n->a);
+    if (n->b->kind == N_SLICE) return slice(r, s, obj, n->b);
+    return subscript(r, obj, eval(r, s, n->b));
+}
+
+static tv __attribute__((noinline)) ev_call(tpl_render *r, tscope *s, const tnode *n)
+{
+    tv fn = eval(r, s, n->a);
+    targs a;
+    eval_args(r, s, n, &a, 0);
+    return sift__tpl_call(r, fn, &a);
+}
+
+static tv __attribute__((noinline)) ev_filter(tpl_render *r, tscope *s, const tnode *n)
+{
+    return eval_filter(r, s, n, tv_none());
+}
+
+static tv __attribute__((noinline)) ev_test(tpl_render *r, tscope *s, const tnode *n)
+{
+    tv v = eval(r, s, n->a);
+    targs a;
+    eval_args(r, s, n, &a, 0);
+    if (n->op & 2) rfail(r, "TemplateRuntimeError: No test named '%s' found.%s", n->name, NULL);
+    bool res = sift__tpl_test(r, n->name, v, &a);
+    return tv_bool(n->op & 1 ? !res : res);
+}
+
+static tv __attribute__((noinline)) ev_unary(tpl_render *r, tscope *s, const tnode *n)
+{
+    tv v = eval(r, s, n->a);
+    if (v.t == TV_UNDEF) sift__tpl_undefined_error(r, v);
+    if (!sift__tv_is_num(v)) rfail(r, "TypeError: bad operand type for unary %s: '%s'", n->op == OP_NEG ? "-" : "+", sift__tv_typename(v));
+    if (n->op == OP_POS) return v.t == TV_BOOL ? tv_int(v.b) : v;
+    if (v.t == TV_FLOAT) return tv_float(-v.f);
+    int64_t x = v.t == TV_BOOL ? v.b : v.i;
+    return tv_int(checked_int(r, -(__int128)x));
+}
+
+static tv __attribute__((noinline)) ev_binop(tpl_render *r, tscope *s, const tnode *n)
+{
+    return arith(r, n->op, eval(r, s, n->a), eval(r, s, n->b));
+}
+
+static tv __attribute__((noinline)) ev_and(tpl_render *r, tscope *s, const tnode *n)
+{
+    tv a = eval(r, s, n->a);
+    return sift__tv_truthy(a) ? eval(r, s, n->b) : a;
+}
+
+static tv __attribute__((noinline)) ev_or(tpl_render *r, tscope *s, const tnode *n)
+{
+    tv a = eval(r, s, n->a);
+    return sift__tv_truthy(a) ? a : eval(r, s, n->b);
+}
+
+static tv __attribute__((noinline)) ev_not(tpl_render *r, tscope *s, const tnode *n)
+{
+    return tv_bool(!sift__tv_truthy(eval(r, s, n->a)));
+}
+
+static tv __attribute__((noinline)) ev_cond(tpl_render *r, tscope *s, const tnode *n)
+{
+    if (sift__tv_truthy(eval(r, s, n->b))) return eval(r, s, n->a);
+    return n->c ? eval(r, s, n->c) : tv_undef("the inline if-expression evaluated to false and no else section was defined.");
+}
+
+static tv __attribute__((noinline)) ev_compare(tpl_render *r, tscope *s, const tnode *n)
+{
+    tv left = eval(r, s, n->a);
+    for (int i = 0; i < n->nkids; i++) {
+        tv right = eval(r, s, n->kids[i]->b);
+        if (!compare(r, n->kids[i]->op, left, right)) return tv_bool(false);
+        left = right;
+    }
+    return tv_bool(true);
+}
+
+/* One small dispatch frame per level of nesting: the work (and its locals) lives in the
+ * functions above, so deep expressions cost little stack even in unoptimised builds. */
+static tv eval_node(tpl_render *r, tscope *s, const tnode *n)
+{
     step(r, n);
     switch (n->kind) {
-    case N_LIT: return n->lit;
-    case N_NAME: {
-        tv *v = scope_find(s, n->name);
-        if (v) return *v;
-        tbuf b = {0};
-        sift__tbuf_puts(m, &b, "'");
-        sift__tbuf_puts(m, &b, n->name);
-        sift__tbuf_puts(m, &b, "' is undefined");
-        return tv_undef(b.p);
-    }
-    case N_LIST: case N_TUPLE: {
-        tv l = sift__tv_list(m, (size_t)n->nkids + 1);
-        for (int i = 0; i < n->nkids; i++) sift__tv_push(m, l, eval(r, s, n->kids[i]));
-        l.l->tuple = n->kind == N_TUPLE;
-        return l;
-    }
-    case N_DICT: {
-        tv d = sift__tv_dict(m, (size_t)n->nkids / 2 + 1);
-        for (int i = 0; i + 1 < n->nkids; i += 2) {
-            tv k = eval(r, s, n->kids[i]);
-            if (k.t == TV_LIST || k.t == TV_DICT || k.t == TV_UNDEF)
-                rfail(r, "TypeError: unhashable type: '%s'%s", sift__tv_typename(k), NULL);
-            sift__tv_dict_set(m, d.d, k, eval(r, s, n->kids[i + 1]));
-        }
-        return d;
-    }
-    case N_ATTR: return sift__tpl_getattr(r, eval(r, s, n->a), n->name);
-    case N_ITEM: {
-        tv obj = eval(r, s, n->a);
-        if (n->b->kind == N_SLICE) return slice(r, s, obj, n->b);
-        return subscript(r, obj, eval(r, s, n->b));
-    }
-    case N_CALL: {
-        tv fn = eval(r, s, n->a);
-        targs a;
-        eval_args(r, s, n, &a, 0);
-        return sift__tpl_call(r, fn, &a);
-    }
-    case N_FILTER: return eval_filter(r, s, n, tv_none());
-    case N_TEST: {
-        tv v = eval(r, s, n->a);
-        targs a;
-        eval_args(r, s, n, &a, 0);
-        if (n->op & 2) rfail(r, "TemplateRuntimeError: No test named '%s' found.%s", n->name, NULL);
-        bool res = sift__tpl_test(r, n->name, v, &a);
-        return tv_bool(n->op & 1 ? !res : res);
-    }
-    case N_UNARY: {
-        tv v = eval(r, s, n->a);
-        if (v.t == TV_UNDEF) sift__tpl_undefined_error(r, v);
-        if (!sift__tv_is_num(v)) rfail(r, "TypeError: bad operand type for unary %s: '%s'", n->op == OP_NEG ? "-" : "+", sift__tv_typename(v));
-        if (n->op == OP_POS) return v.t == TV_BOOL ? tv_int(v.b) : v;
-        if (v.t == TV_FLOAT) return tv_float(-v.f);
-        int64_t x = v.t == TV_BOOL ? v.b : v.i;
-        return tv_int(checked_int(r, -(__int128)x));
-    }
-    case N_BINOP: return arith(r, n->op, eval(r, s, n->a), eval(r, s, n->b));
-    case N_AND: {
-        tv a = eval(r, s, n->a);
-        return sift__tv_truthy(a) ? eval(r, s, n->b) : a;
-    }
-    case N_OR: {
-        tv a = eval(r, s, n->a);
-        return sift__tv_truthy(a) ? a : eval(r, s, n->b);
-    }
-    case N_NOT: return tv_bool(!sift__tv_truthy(eval(r, s, n->a)));
-    case N_COND:
-        if (sift__tv_truthy(eval(r, s, n->b))) return eval(r, s, n->a);
-        return n->c ? eval(r, s, n->c) : tv_undef("the inline if-expression evaluated to false and no else section was defined.");
-    case N_COMPARE: {
-        tv left = eval(r, s, n->a);
-        for (int i = 0; i < n->nkids; i++) {
-            tv right = eval(r, s, n->kids[i]->b);
-            if (!compare(r, n->kids[i]->op, left, right)) return tv_bool(false);
-            left = right;
-        }
-        return tv_bool(true);
-    }
+    case N_LIT: return ev_lit(r, s, n);
+    case N_NAME: return ev_name(r, s, n);
+    case N_LIST: case N_TUPLE: return ev_list(r, s, n);
+    case N_DICT: return ev_dict(r, s, n);
+    case N_ATTR: return ev_attr(r, s, n);
+    case N_ITEM: return ev_item(r, s, n);
+    case N_CALL: return ev_call(r, s, n);
+    case N_FILTER: return ev_filter(r, s, n);
+    case N_TEST: return ev_test(r, s, n);
+    case N_UNARY: return ev_unary(r, s, n);
+    case N_BINOP: return ev_binop(r, s, n);
+    case N_AND: return ev_and(r, s, n);
+    case N_OR: return ev_or(r, s, n);
+    case N_NOT: return ev_not(r, s, n);
+    case N_COND: return ev_cond(r, s, n);
+    case N_COMPARE: return ev_compare(r, s, n);
     default: rfail(r, "internal: cannot evaluate this node%s%s", NULL, NULL);
     }
 }
