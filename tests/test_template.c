@@ -318,6 +318,14 @@ static void test_hostile_templates_end(void **state)
     expect_limit("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", &o);
     expect_limit("{% for a in range(100000) %}{{ 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' }}{% endfor %}", &o);
     expect_limit("{{ 'x' * 100000000 }}", &o);
+    expect_limit("{{ [1] * 100000000 }}", &o);
+    {   /* empty repetitions are instant (the fuzzer found a 10 s '' * 999999999) */
+        sift_error err = {0};
+        char *out = NULL;
+        assert_int_equal(render("{{ '' * 999999999999 }}{{ [] * 999999999999 }}", NULL, &o, &out, &err), SIFT_OK);
+        assert_string_equal(out, "[]");
+        free(out);
+    }
     expect_limit("{{ range(1000000000)|length }}", &o);
     expect_limit("{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", &o);
     expect_limit("{{ 2 ** 100 }}", &o);

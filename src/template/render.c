@@ -150,8 +150,10 @@ static tv arith(tpl_render *r, int op, tv a, tv b)
     if (op == OP_MUL && ((a.t == TV_STR || a.t == TV_LIST) && (b.t == TV_INT || b.t == TV_BOOL))) {
         int64_t k = b.t == TV_BOOL ? b.b : b.i;
         size_t unit = a.t == TV_STR ? a.s->n : a.l->n;
-        if (k > 0 && unit && (uint64_t)k > (uint64_t)(r->max_output / unit + 1))
+        if (k < 0 || unit == 0) k = 0; /* '' * 10**9 is '' at once, not a billion empty copies */
+        if (k > 0 && (uint64_t)k > (uint64_t)(r->max_output / unit + 1))
             rfail(r, "repetition longer than the output limit%s%s", NULL, NULL);
+        sift__tpl_charge(r, (uint64_t)k);
         if (a.t == TV_STR) {
             tbuf buf = {0};
             for (int64_t i = 0; i < k; i++) sift__tbuf_put(m, &buf, a.s->p, a.s->n);
