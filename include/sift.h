@@ -1191,6 +1191,49 @@ SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain 
 #define SIFT_JSON_SCHEMA_LLAMA 0x2u
 SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err);
 
+/* ==== chat templates (Jinja) ==================================================================
+ *
+ * A Jinja engine for chat templates (a GGUF's tokenizer.chat_template): it renders what
+ * Hugging Face transformers' apply_chat_template renders, i.e. Python jinja2 with
+ * trim_blocks, lstrip_blocks, loop controls, raise_exception(msg), strftime_now(fmt) and a
+ * tojson that keeps non-ASCII text (json.dumps with ensure_ascii=False). Output is exact,
+ * byte for byte; where jinja2 raises, rendering fails with the message (and the template
+ * line). Nothing is global: a parsed template is immutable and may be rendered from several
+ * threads at once. Every render is bounded (output bytes, memory, evaluation steps, call
+ * depth): a hostile template ends with an error, never a hang or a crash. */
+typedef struct sift_template sift_template;
+
+typedef struct sift_template_options {
+    size_t max_output;   /* bytes of output (default 16 MiB) */
+    size_t max_memory;   /* bytes of working memory (default 512 MiB) */
+    uint64_t max_steps;  /* evaluation steps (default 50 million) */
+    int max_depth;       /* nested macro calls and loops (default 100) */
+    int64_t now;         /* strftime_now's clock, Unix seconds, shown in UTC; -1 (default): the current
+                            time, shown in local time as transformers' datetime.now() */
+    /* transformers' call shape: `tools`, `documents` default to None and
+     * `add_generation_prompt` to false when the context does not set them */
+    bool chat_defaults;
+} sift_template_options;
+
+/* The defaults above (chat_defaults false). */
+SIFT_API void sift_template_options_init(sift_template_options *opts);
+
+/* Parse a template (UTF-8, len bytes). NULL with err set (SIFT_E_PARSE, the message names
+ * the line: "template line 3: TemplateSyntaxError: ...") on failure. Unknown filters and
+ * tests are parse errors, as in jinja2. */
+SIFT_API sift_template *sift_template_parse(const char *src, size_t len, sift_error *err);
+SIFT_API void sift_template_free(sift_template *tpl);
+
+/* Render with the variables of a JSON object (context_json, context_len bytes; NULL or 0:
+ * none). opts may be NULL (defaults). On success *out is a NUL-terminated malloc'd string
+ * (free() it) of *out_len bytes (out_len may be NULL). On failure (SIFT_E_INVAL for what
+ * jinja2 raises: raise_exception, undefined attributes of undefined values, type errors,
+ * sandbox violations, exceeded limits; SIFT_E_PARSE for malformed context JSON) *out is NULL
+ * and err says what and on which template line. */
+SIFT_API sift_status sift_template_render(const sift_template *tpl, const char *context_json, size_t context_len,
+                                          const sift_template_options *opts, char **out, size_t *out_len,
+                                          sift_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1022,6 +1022,39 @@ def test_llama_server_command_line():
 
 # ---- runner -------------------------------------------------------------------------------------
 
+
+# ---- the model's own Jinja template (--chat-template-file; group J) ----
+CHAT_TEMPLATES = os.path.join(os.environ.get("SIFT_SHARED", os.path.join(os.path.dirname(__file__), "../../shared")), "chat-templates")
+JINJA_TEMPLATE = "qwen2.5-instruct"
+
+
+def jinja_server_args():
+    return ("-np", "2", "-c", "2048", "--chat-template-file", os.path.join(CHAT_TEMPLATES, "templates", JINJA_TEMPLATE + ".jinja"))
+
+
+def test_jinja_apply_template_matches_golden(J):
+    """/apply-template renders the file's template exactly as jinja2 did (the conformance golden)."""
+    ctx = json.load(open(os.path.join(CHAT_TEMPLATES, "contexts", "tool_use.json")))
+    st, j = J.post("/apply-template", {"messages": ctx["messages"], "tools": ctx["tools"]})
+    assert st == 200, j
+    want = open(os.path.join(CHAT_TEMPLATES, "goldens", JINJA_TEMPLATE + "__tool_use.txt"), encoding="utf-8").read()
+    assert j["prompt"] == want, (j["prompt"][:300], want[:300])
+
+
+def test_jinja_props_and_chat(J):
+    p = J.get_json("/props")
+    assert p["chat_template_name"] == "jinja" and "im_start" in p["chat_template"]
+    st, j = J.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "seed": 1})
+    assert st == 200 and j["choices"][0]["message"]["role"] == "assistant", j
+
+
+def test_jinja_template_error_is_400(J):
+    """A message shape the template cannot render (content an object: Qwen's template
+    concatenates it to a string, which jinja2 refuses) is the client's error, with the message."""
+    st, j = J.post("/apply-template", {"messages": [{"role": "user", "content": {"not": "text"}}]})
+    assert st == 400, (st, j)
+    assert "chat template" in json.dumps(j), j
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
@@ -1035,10 +1068,12 @@ def main():
     tests_main = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_argcount == 1 and f.__code__.co_varnames[:1] == ("S",)]
     tests_long = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_argcount == 1 and f.__code__.co_varnames[:1] == ("L",)]
     tests_own = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_argcount == 0]
+    tests_jinja = [(n, f) for n, f in globals().items() if n.startswith("test_") and f.__code__.co_argcount == 1 and f.__code__.co_varnames[:1] == ("J",)]
     passed = failed = 0
     t_all = time.time()
     for args, tests in ((("-np", "4", "-c", "2048"), tests_main),
-                        (("-np", "1", "-c", "16384", "--max-n-predict", "16000", "--max-queue", "1"), tests_long)):
+                        (("-np", "1", "-c", "16384", "--max-n-predict", "16000", "--max-queue", "1"), tests_long),
+                        (jinja_server_args(), tests_jinja)):
         tests = [(n, f) for n, f in tests if ARGS.k in n]
         if not tests:
             continue

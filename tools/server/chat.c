@@ -1,8 +1,12 @@
 /*
  * chat.c - chat templates for /v1/chat/completions and /apply-template.
  *
- * A GGUF carries its chat template as Jinja text (tokenizer.chat_template). sift has no
- * Jinja engine; like llama.cpp's llm_chat_detect_template it recognizes the common
+ * A GGUF carries its chat template as Jinja text (tokenizer.chat_template). That text is
+ * rendered by libsift's Jinja engine (sift_template_*, chat_jinja.c), as
+ * llama-server's --jinja does; `--chat-template-file FILE` gives another one.
+ *
+ * For a model without a template, or when `--chat-template NAME` asks for one, the
+ * built-in templates below are used. Like llama.cpp's llm_chat_detect_template it recognizes the common
  * templates by marker strings in that text ("<|im_start|>" -> chatml, "[INST]" -> llama 2
  * or mistral, "<|start_header_id|>" -> llama 3, ...) and formats the messages with C code
  * that writes exactly what the template would. The checks run in llama.cpp's order, since

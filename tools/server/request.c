@@ -249,6 +249,22 @@ static int parse_prompt(const srv_server *s, const cJSON *p, tokvec *v, srv_erro
 
 /* ---- chat messages --------------------------------------------------------------------------------- */
 
+/* The model's Jinja template: messages are passed as given (objects with a string role;
+ * contents, tool calls and the request's tools are the template's to read). */
+static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON *m, srv_error *e, sbuf *out)
+{
+    int i = 0;
+    for (const cJSON *x = m->child; x; x = x->next, i++) {
+        const cJSON *role = cJSON_IsObject(x) ? field(x, "role") : NULL;
+        if (!role || !cJSON_IsString(role) || !*role->valuestring)
+            return srv_errorf(e, 400, "'messages[%d]' must be an object with a non-empty string 'role'", i);
+    }
+    const cJSON *tools = field(root, "tools");
+    if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools))
+        return srv_errorf(e, 400, "'tools' must be an array, got %s", jtype(tools));
+    return chat_apply_jinja(s, m, tools && cJSON_IsArray(tools) ? tools : NULL, true, out, e);
+}
+
 /* The chat template applied to 'messages' (into out). */
 static int chat_prompt(const srv_server *s, const cJSON *root, sbuf *out, srv_error *e)
 {
@@ -258,6 +274,7 @@ static int chat_prompt(const srv_server *s, const cJSON *root, sbuf *out, srv_er
     const int n = cJSON_GetArraySize(m);
     if (n == 0) return srv_errorf(e, 400, "'messages' must not be empty");
     if (n > SRV_MAX_MESSAGES) return srv_errorf(e, 400, "'messages' has %d messages, more than %d", n, SRV_MAX_MESSAGES);
+    if (s->jinja) return chat_prompt_jinja(s, root, m, e, out);
     chat_msg *msgs = calloc((size_t)n, sizeof *msgs);
     sbuf *parts = calloc((size_t)n, sizeof *parts); /* contents given as arrays of text parts */
     int rc = 0, i = 0;

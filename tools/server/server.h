@@ -136,6 +136,7 @@ typedef struct srv_config {
     int max_n_predict;          /* tokens one request may ask for (and the cap of n_predict = -1) */
     int default_n_predict;      /* n_predict when a request does not say (-1: up to the cap) */
     const char *chat_template;  /* --chat-template NAME (overrides the GGUF's) */
+    const char *chat_template_file; /* --chat-template-file FILE (a Jinja template) */
     sift_isa isa;
     bool log_requests;
     /* exposure (http.c, conns.c; docs/server.md "Exposing the server") */
@@ -222,6 +223,8 @@ typedef struct srv_server {
     sift_token eot;            /* EOT or EOS, for infill */
     int n_ctx_slot;
     char *tmpl_text;           /* tokenizer.chat_template (NULL when absent) */
+    sift_template *jinja;      /* the Jinja template rendered for chats (--chat-template-file, else the GGUF's);
+                                  NULL: the built-in named template `tmpl` */
     chat_tmpl tmpl;            /* the template applied (CHATML when unknown: documented default) */
     bool tmpl_detected;        /* tmpl came from the GGUF (or --chat-template), not the default */
     const char *model_name;    /* --alias, or the model's file name (never its path) */
@@ -234,6 +237,15 @@ typedef struct srv_server {
     atomic_bool draining;      /* SIGTERM/SIGINT seen: /health 503, new work 503, running work finishes */
     atomic_bool drain_abort;   /* a second signal: srv_http_drain returns at once */
 } srv_server;
+
+/* The model's own Jinja template (sift_template_*) applied to a chat request, as
+ * llama-server's --jinja does: the context is the request's messages and tools as given,
+ * add_generation_prompt, and the vocabulary's bos_token/eos_token texts; a leading BOS text
+ * is dropped when the tokenizer adds BOS itself. 0, or 400 with e (jinja2's message, e.g. a
+ * template's raise_exception) / 500. */
+struct cJSON;
+int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const struct cJSON *tools, bool add_assistant,
+                     sbuf *out, srv_error *e);
 
 /* ---- request parsing (request.c) ------------------------------------------------------------- */
 

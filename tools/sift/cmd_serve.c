@@ -42,7 +42,10 @@ static void usage(FILE *f)
             "  -tb, --threads-batch N    threads for steps of more than one token (default: as -t)\n"
             "  -n, --n-predict N         tokens per request when the request does not say (default -1: up to\n"
             "                            --max-n-predict or the end of the slot's context)\n"
-            "  -a, --alias NAME          model name in responses (default: the model's file name)\n"
+            "  -a, --alias NAME          model name in responses (default: the model's file name)
+"
+            "  --chat-template-file FILE a Jinja chat template to render (instead of the GGUF's tokenizer.chat_template)
+"
             "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
             "                            (default: detected from the GGUF, else chatml)\n"
@@ -176,6 +179,9 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         NEEDV();
         if (chat_from_name(v) == CHAT_UNKNOWN) return bad(a, v, "unknown template name (see --help):");
         c->chat_template = v;
+    } else if (IS("--chat-template-file")) {
+        NEEDV();
+        c->chat_template_file = v;
     } else if (IS("--isa")) {
         NEEDV();
         if (!cli_parse_isa(v, &c->isa)) return bad(a, v, "expected auto, scalar, avx2 or avx512, got");
@@ -240,7 +246,7 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
     } else if (IS("-cb") || IS("--cont-batching")) {
         ignored(a, "continuous batching is always on");
     } else if (IS("--jinja")) {
-        ignored(a, "chat templates are recognized from the GGUF's Jinja text by pattern");
+        ignored(a, "the GGUF's Jinja chat template is always rendered (--chat-template NAME picks a built-in one)");
     } else if (IS("-v") || IS("--log-requests") || IS("--verbose")) {
         c->log_requests = true;
     } else {
@@ -412,6 +418,33 @@ static bool drain(srv_http *http, int timeout_s, const sigset_t *sigs)
 }
 #endif
 
+/* The Jinja template for chats: --chat-template-file (which must parse) or the GGUF's. */
+static int load_jinja(srv_server *s, const srv_config *cfg)
+{
+    sift_error err = {0};
+    if (cfg->chat_template_file) {
+        size_t n = 0;
+        char *text = cli_read_file(cfg->chat_template_file, &n);
+        if (!text) {
+            fprintf(stderr, "sift serve: cannot read %s\n", cfg->chat_template_file);
+            return -1;
+        }
+        s->jinja = sift_template_parse(text, n, &err);
+        free(s->tmpl_text);
+        s->tmpl_text = text;
+        if (!s->jinja) {
+            fprintf(stderr, "sift serve: %s: %s\n", cfg->chat_template_file, err.msg);
+            return -1;
+        }
+        return 0;
+    }
+    if (s->tmpl_text) {
+        s->jinja = sift_template_parse(s->tmpl_text, strlen(s->tmpl_text), &err);
+        if (!s->jinja) fprintf(stderr, "sift serve: the model's chat template does not parse (%s); using a built-in one\n", err.msg);
+    }
+    return 0;
+}
+
 int sift_cmd_serve(int argc, char **argv)
 {
     srv_server *s = calloc(1, sizeof *s);
@@ -458,8 +491,14 @@ int sift_cmd_serve(int argc, char **argv)
     s->t_start = time(NULL);
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
 
-    /* the chat template: --chat-template, else the GGUF's when recognized, else chatml */
+    /* the chat template: --chat-template NAME (built in); else --chat-template-file, else the
+     * GGUF's, rendered as Jinja; a GGUF template that does not parse, or none, falls back to
+     * the built-in one it resembles, else chatml */
     s->tmpl_text = read_chat_template(cfg->model_path);
+    if (!cfg->chat_template && load_jinja(s, cfg) != 0) {
+        rc = 2;
+        goto done;
+    }
     s->tmpl = cfg->chat_template ? chat_from_name(cfg->chat_template) : chat_detect(s->tmpl_text);
     s->tmpl_detected = s->tmpl != CHAT_UNKNOWN;
     if (s->tmpl == CHAT_UNKNOWN) s->tmpl = CHAT_CHATML;
@@ -485,7 +524,7 @@ int sift_cmd_serve(int argc, char **argv)
     fprintf(stderr, "sift serve: model %s (%s), vocab %d, %d slots x %d tokens, batch %d, threads %d/%d, chat template %s%s\n",
             cfg->model_path, s->model_desc, s->n_vocab, cfg->n_parallel, s->n_ctx_slot,
             cfg->n_batch > cfg->n_parallel ? cfg->n_batch : cfg->n_parallel, cfg->n_threads, cfg->n_threads_batch,
-            chat_name(s->tmpl), s->tmpl_detected ? "" : " (default)");
+            s->jinja ? "jinja" : chat_name(s->tmpl), s->jinja || s->tmpl_detected ? "" : " (default)");
     fprintf(stderr, "sift serve: loaded in %.0f ms; listening on http://%s:%d\n", srv_now_ms() - t0,
             strchr(cfg->host, ':') ? "[::]" : cfg->host, port);
     fflush(stderr);
@@ -504,6 +543,7 @@ done:
     srv_http_stop(http);        /* waits for the connection threads */
     srv_engine_free(s->engine);
     sift_model_free(s->model);
+    sift_template_free(s->jinja);
     free(s->tmpl_text);
     config_free(&s->cfg);
     free(s);
