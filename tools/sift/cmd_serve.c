@@ -42,10 +42,8 @@ static void usage(FILE *f)
             "  -tb, --threads-batch N    threads for steps of more than one token (default: as -t)\n"
             "  -n, --n-predict N         tokens per request when the request does not say (default -1: up to\n"
             "                            --max-n-predict or the end of the slot's context)\n"
-            "  -a, --alias NAME          model name in responses (default: the model's file name)
-"
-            "  --chat-template-file FILE a Jinja chat template to render (instead of the GGUF's tokenizer.chat_template)
-"
+            "  -a, --alias NAME          model name in responses (default: the model's file name)\n"
+            "  --chat-template-file FILE a Jinja chat template to render (instead of the GGUF's tokenizer.chat_template)\n"
             "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
             "                            (default: detected from the GGUF, else chatml)\n"
