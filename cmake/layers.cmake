@@ -1,6 +1,7 @@
 # The layers of libsift, one CMake library each (docs/architecture.md).
 #
-#   core -> samplers -> grammar -> schema -> gguf -> vocab -> model  (each sees only those before it)
+#   core -> samplers -> grammar -> schema -> gguf -> vocab -> model; template on core
+#   (each sees only the layers it names in CMakeLists.txt, all of them below it)
 #
 # Every layer is an OBJECT library over src/<layer>/*.c. Its internal headers are included
 # as "<layer>/x.h", and a layer's include path holds only itself and the layers it links:
