@@ -938,6 +938,10 @@ int sift_bench_maskbench(int argc, char **argv)
     if (dump) {
         for (size_t i = 0; i < ni; i++)
             if (dump_instances(it[i].path)) fprintf(stderr, "maskbench: cannot read %s\n", it[i].path);
+        for (size_t i = 0; i < ni; i++) free(it[i].path);
+        for (size_t i = 0; i < nn; i++) free(names[i]);
+        free(names);
+        free(it);
         return 0;
     }
     /* vocabulary, loaded once; the children share it */
