@@ -58,20 +58,6 @@ const char sift_bench_grammar_help[] = "grammar sampler µs/token (full mask and
 
 /* ---- helpers ---- */
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static double cpu_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -172,14 +158,14 @@ static int run(sift_sampler *g, sift_sampler *dist, const sift_vocab *vocab, con
         long allowed = -1;
         int rejected = 0;
         sift_token tok;
-        const double s0 = now_us();
+        const double s0 = cli_now_us();
         sift_candidates_fill(cand, x, (size_t)n_vocab);
         if (mode == MODE_FULL) {
-            ca = cpu_us();
-            ta = now_us();
+            ca = cli_thread_cpu_us();
+            ta = cli_now_us();
             sift_sampler_apply(g, cand);
-            tb = now_us();
-            cpu += cpu_us() - ca;
+            tb = cli_now_us();
+            cpu += cli_thread_cpu_us() - ca;
             apply = tb - ta;
             allowed = count_finite(cand);
             if (!allowed) return -1;
@@ -194,20 +180,20 @@ static int run(sift_sampler *g, sift_sampler *dist, const sift_vocab *vocab, con
             one->selected = -1;
             one->sorted = false;
             one->flags = 0;
-            ca = cpu_us();
-            ta = now_us();
+            ca = cli_thread_cpu_us();
+            ta = cli_now_us();
             sift_sampler_apply(g, one);
-            tb = now_us();
-            cpu += cpu_us() - ca;
+            tb = cli_now_us();
+            cpu += cli_thread_cpu_us() - ca;
             apply = tb - ta;
             if (one->logit[0] == -INFINITY) {
                 rejected = 1;
                 sift_candidates_fill(cand, x, (size_t)n_vocab);
-                ca = cpu_us();
-                ta = now_us();
+                ca = cli_thread_cpu_us();
+                ta = cli_now_us();
                 sift_sampler_apply(g, cand);
-                tb = now_us();
-                cpu += cpu_us() - ca;
+                tb = cli_now_us();
+                cpu += cli_thread_cpu_us() - ca;
                 apply += tb - ta;
                 allowed = count_finite(cand);
                 if (!allowed) return -1;
@@ -217,11 +203,11 @@ static int run(sift_sampler *g, sift_sampler *dist, const sift_vocab *vocab, con
         }
         const int eog = sift_vocab_is_eog(vocab, tok);
         const int filled = rec ? cache_entries(g) != entries0 : 0; /* (read outside the timed calls) */
-        ta = now_us();
+        ta = cli_now_us();
         sift_sampler_accept(g, tok);
-        tb = now_us();
+        tb = cli_now_us();
         sift_sampler_accept(dist, tok);
-        const double s1 = now_us();
+        const double s1 = cli_now_us();
         if (rec) rec[t] = (step_rec){apply, tb - ta, s1 - s0, cpu, allowed, eog, rejected, filled, tok};
         if (eog) {
             ++*docs;
@@ -451,9 +437,9 @@ int sift_bench_grammar(int argc, char **argv)
                                 n_peer++;
                             continue;
                         }
-                        double t0 = now_us();
+                        double t0 = cli_now_us();
                         sift_sampler *g = sift_sampler_init_grammar_ex(&view, gtext, glen, NULL, &err);
-                        double init_ms = (now_us() - t0) / 1e3;
+                        double init_ms = (cli_now_us() - t0) / 1e3;
                         if (!g) {
                             fprintf(stderr, "sift bench --grammar: %s: %s\n", gpath, err.msg);
                             rc = 1;

@@ -419,20 +419,6 @@ typedef struct {
     float wall, cpu;
 } mask_time;
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static double cpu_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
 typedef struct {
     const sift_vocab *vocab;
     const sift_vocab_view *view;
@@ -471,14 +457,14 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
         snprintf(h.msg, sizeof h.msg, "cannot read the schema file");
         goto out;
     }
-    double t0 = now_us(), c0 = cpu_us();
+    double t0 = cli_now_us(), c0 = cli_thread_cpu_us();
     sift_error err = {0};
     char *gbnf = sift_json_schema_to_grammar(ss, (size_t)(se - ss), bc->schema_flags, &err);
     sift_grammar_params gp = sift_grammar_default_params();
     gp.precompute_budget = bc->budget;
     sift_sampler *g = gbnf ? sift_sampler_init_grammar_ex(bc->view, gbnf, strlen(gbnf), &gp, &err) : NULL;
-    h.ttfm_us = now_us() - t0;
-    h.ttfm_cpu_us = cpu_us() - c0;
+    h.ttfm_us = cli_now_us() - t0;
+    h.ttfm_cpu_us = cli_thread_cpu_us() - c0;
     free(gbnf);
     if (!g) {
         h.kind = R_COMPILE;
@@ -526,7 +512,7 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
                 size_t off = 0;
                 for (int32_t k = 0; k < n; k++) {
                     sift_candidates_fill(&bc->cand, bc->zeros, (size_t)bc->n_vocab);
-                    double c1 = cpu_us(), t1 = now_us();
+                    double c1 = cli_thread_cpu_us(), t1 = cli_now_us();
                     sift_sampler_apply(g, &bc->cand);
                     sift_token tk = toks[k];
                     int ok = bc->cand.id[tk] == tk ? bc->cand.logit[tk] != -INFINITY : 0;
@@ -534,7 +520,7 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
                         for (size_t i = 0; i < bc->cand.size; i++)
                             if (bc->cand.id[i] == tk) ok = bc->cand.logit[i] != -INFINITY;
                     if (ok) sift_sampler_accept(g, tk);
-                    double dt = now_us() - t1, dc = cpu_us() - c1;
+                    double dt = cli_now_us() - t1, dc = cli_thread_cpu_us() - c1;
                     if (nm == cm) {
                         cm = cm ? cm * 2 : 4096;
                         mask_time *q = realloc(masks, cm * sizeof *masks);
@@ -978,7 +964,7 @@ int sift_bench_maskbench(int argc, char **argv)
     ttfm = malloc(sizeof *ttfm * (ni ? ni : 1));
     ttfm_cpu = malloc(sizeof *ttfm_cpu * (ni ? ni : 1));
     size_t next = 0, done = 0;
-    double t_start = now_us();
+    double t_start = cli_now_us();
     signal(SIGPIPE, SIG_IGN);
     for (long j = 0; j < jobs; j++) sl[j].idx = -1;
     while (done < ni) {
@@ -997,7 +983,7 @@ int sift_bench_maskbench(int argc, char **argv)
                 continue; /* try again with a fresh worker */
             }
             sl[j].idx = (long)next++;
-            sl[j].start = now_us();
+            sl[j].start = cli_now_us();
         }
         /* wait for a result, a death or a timeout */
         struct pollfd pf[64];
@@ -1012,7 +998,7 @@ int sift_bench_maskbench(int argc, char **argv)
                 char one;
                 finished = read(sl[q].res, &one, 1) == 1;
                 j = q;
-            } else if (now_us() - sl[q].start > (double)timeout_s * 1e6) {
+            } else if (cli_now_us() - sl[q].start > (double)timeout_s * 1e6) {
                 kill(sl[q].pid, SIGKILL);
                 timed_out = 1;
                 j = q;
@@ -1102,10 +1088,10 @@ int sift_bench_maskbench(int argc, char **argv)
         for (int k = 0; k < 5; k++) printf("%s\"%s\": %.1f", k ? ", " : "", fn[k], pct(ttfm_cpu, n_ttfm, fq[k]));
         printf("}, \"masks\": %zu, \"load_avg\": %.2f, \"vocab\": ", n_all, la[0]);
         json_str(stdout, vocab_arg);
-        printf(", \"n_vocab\": %d, \"jobs\": %ld, \"wall_s\": %.1f}\n", bc.n_vocab, jobs, (now_us() - t_start) * 1e-6);
+        printf(", \"n_vocab\": %d, \"jobs\": %ld, \"wall_s\": %.1f}\n", bc.n_vocab, jobs, (cli_now_us() - t_start) * 1e-6);
     } else {
         printf("MaskBench: %zu schemas from %s, vocabulary %s (%d tokens), %ld job(s), %.1f s\n\n", ni, data_dir, vocab_arg,
-               bc.n_vocab, jobs, (now_us() - t_start) * 1e-6);
+               bc.n_vocab, jobs, (cli_now_us() - t_start) * 1e-6);
         for (int k = 0; k < R_NKIND; k++)
             printf("  %-20s %6d  %5.1f %%\n", kind_name[k], count[k], ni ? 100.0 * count[k] / (double)ni : 0.0);
         printf("\n  TBM µs (%zu masks):", n_all);

@@ -84,13 +84,6 @@ static sift_chain *build(const cfg *c, int32_t n_vocab)
     return sift_chain_from_params(&p, &env, NULL);
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -115,21 +108,21 @@ static double minimum(const double *v, int n)
 /* One rep of `steps` sift steps; µs per step. */
 static double sift_rep(sift_chain *ch, const float *logits, int32_t nv, long steps, long *next, volatile int32_t *sink)
 {
-    const double t0 = now_us();
+    const double t0 = cli_now_us();
     for (long s = 0; s < steps; s++, (*next)++) *sink ^= sift_chain_sample(ch, logits + (size_t)(*next % BENCH_NVEC) * (size_t)nv, nv);
-    return (now_us() - t0) / (double)steps;
+    return (cli_now_us() - t0) / (double)steps;
 }
 
 /* One rep of the max pass: the best SIMD max kernel over the vectors in turn. */
 static double max_rep(const float *logits, int32_t nv, long steps, volatile float *sink)
 {
     const sift__fk *fk = sift__fk_best();
-    const double t0 = now_us();
+    const double t0 = cli_now_us();
     for (long s = 0; s < steps; s++) {
         bool nan = false;
         *sink += fk->max(logits + (size_t)(s % BENCH_NVEC) * (size_t)nv, (size_t)nv, -INFINITY, &nan);
     }
-    return (now_us() - t0) / (double)steps;
+    return (cli_now_us() - t0) / (double)steps;
 }
 
 /* One peer_bench run (-r 1: its warm-up rep, then one timed rep): fills peer_us[k] for

@@ -32,4 +32,8 @@ char *cli_read_stream(FILE *f, size_t *len);
  * fopen's). len may be NULL. */
 char *cli_read_file(const char *path, size_t *len);
 
+/* Clocks for timings, in microseconds: monotonic wall time, and the calling thread's CPU time. */
+double cli_now_us(void);
+double cli_thread_cpu_us(void);
+
 #endif

@@ -125,13 +125,6 @@ static float *read_logits(const char *path, uint32_t *n_vocab, uint32_t *n_vec)
     return x; /* little-endian host assumed (x86-64, aarch64) */
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
 int sift_cmd_replay(int argc, char **argv)
 {
     const char *path = NULL, *spec = NULL;
@@ -248,7 +241,7 @@ int sift_cmd_replay(int argc, char **argv)
     if (trace) sift_chain_set_trace(chain, trace_hook, &ts);
 
     int rc = 0;
-    const double t0 = now_us();
+    const double t0 = cli_now_us();
     for (long t = 0; t < steps; t++) {
         ts.step = t;
         const float *x = logits + (size_t)(t % n_vec) * n_vocab;
@@ -262,7 +255,7 @@ int sift_cmd_replay(int argc, char **argv)
         if (trace) printf("token %d\n", (int)tok);
         else printf("%d\n", (int)tok);
     }
-    const double t1 = now_us();
+    const double t1 = cli_now_us();
 
     if (timing) {
         char desc[1024];
