@@ -663,15 +663,22 @@ def test_sse_format(S):
 
 # ---- a second server: one slot, a long context, a queue of one ----------------------------------
 
-def test_disconnect_frees_slot(L):
-    """A client that goes away mid-stream frees its slot at once."""
-    s = socket.create_connection(("127.0.0.1", L.port), timeout=30)
+def open_long_stream(srv, n_events):
+    """A streamed /completion of 16000 tokens on its own socket, returned once n_events have arrived
+    (the request is then surely in a slot); the caller closes it to make the client go away."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
     body = json.dumps({"prompt": "Once upon a time", "n_predict": 16000, "ignore_eos": True, "stream": True}).encode()
     s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
               + body)
     got = b""
-    while got.count(b"data: ") < 5:
+    while got.count(b"data: ") < n_events:
         got += s.recv(4096)
+    return s
+
+
+def test_disconnect_frees_slot(L):
+    """A client that goes away mid-stream frees its slot at once."""
+    s = open_long_stream(L, 5)
     slots = L.get_json("/slots")
     assert slots[0]["is_processing"], slots
     t0 = time.time()
@@ -692,13 +699,7 @@ def test_disconnect_frees_slot(L):
 
 def test_queue_full_503(L):
     """-np 1 --max-queue 1: a running request, a waiting one, and the third gets 503 + Retry-After."""
-    s = socket.create_connection(("127.0.0.1", L.port), timeout=30)
-    body = json.dumps({"prompt": "Once upon a time", "n_predict": 16000, "ignore_eos": True, "stream": True}).encode()
-    s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
-              + body)
-    got = b""
-    while got.count(b"data: ") < 3:
-        got += s.recv(4096)
+    s = open_long_stream(L, 3)
     with cf.ThreadPoolExecutor(1) as ex:
         waiting = ex.submit(L.post, "/completion", {"prompt": "Once", "n_predict": 4})
         deadline = time.time() + 5
@@ -716,13 +717,7 @@ def test_queue_full_503(L):
 
 def test_readiness(L):
     """/health?fail_on_no_slot: 503 while the one slot is busy, 200 when it is free; /health stays 200."""
-    s = socket.create_connection(("127.0.0.1", L.port), timeout=30)
-    body = json.dumps({"prompt": "Once upon a time", "n_predict": 16000, "ignore_eos": True, "stream": True}).encode()
-    s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
-              + body)
-    got = b""
-    while got.count(b"data: ") < 3:
-        got += s.recv(4096)
+    s = open_long_stream(L, 3)
     st, hd, data = L.request("GET", "/health?fail_on_no_slot")
     assert st == 503 and json.loads(data)["error"]["message"] == "no slot available", (st, data)
     assert L.request("GET", "/health")[0] == 200
