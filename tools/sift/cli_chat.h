@@ -1,0 +1,34 @@
+/*
+ * cli_chat.h - the conversation of `sift generate -cnv`: its messages and the chat template
+ * that formats them, as llama-cli keeps them (common_chat_format_single).
+ */
+#ifndef SIFT_CLI_CHAT_H
+#define SIFT_CLI_CHAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct cli_chat cli_chat;
+
+/* A conversation formatted by a Jinja template (jinja, len bytes), or when jinja is NULL by
+ * the built-in template called builtin ("chatml", "llama3", ...: the server's names).
+ * bos/eos: the vocabulary's texts of those tokens (the template's bos_token / eos_token);
+ * strip_bos: the tokenizer adds BOS itself, so a BOS text the template writes first is
+ * dropped. NULL with a message in err when the template does not parse or the name is
+ * unknown. */
+cli_chat *cli_chat_new(const char *jinja, size_t len, const char *builtin, const char *bos, const char *eos,
+                       bool strip_bos, char *err, size_t err_size);
+void cli_chat_free(cli_chat *c);
+
+/* Add a message and return the text to feed the model (malloc'd): the whole conversation
+ * rendered with it (and the assistant's opening when add_generation_prompt) minus the
+ * rendering before it, which is already in the KV cache. A newline that ended the earlier
+ * rendering is fed again, since the model's own end-of-turn token stood for that text (what
+ * llama-cli does). NULL with err set when rendering fails. */
+char *cli_chat_add(cli_chat *c, const char *role, const char *content, bool add_generation_prompt, char *err,
+                   size_t err_size);
+
+/* Record a message without rendering it (the assistant's reply: already in the cache). */
+bool cli_chat_push(cli_chat *c, const char *role, const char *content);
+
+#endif
