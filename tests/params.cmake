@@ -47,3 +47,14 @@ add_test(NAME params_ctrl_c
                  $<TARGET_FILE:sift> ${SIFT_PARAMS_MODEL})
 set_tests_properties(params_ctrl_c PROPERTIES LABELS "cli" ENVIRONMENT "${SIFT_TEST_ENV}"
                      PASS_REGULAR_EXPRESSION "sift perf: stopped by interrupt \\(Ctrl-C\\).*sift perf: total")
+
+# Conversation mode through a pseudo-terminal (tests/cli_chat_test.py, Python's pty module):
+# the "> " prompt, a reverse prompt, Ctrl-C stopping a reply, a second one ending the session
+# with the perf summary, Ctrl-D, and -no-cnv's " [end of text]"; stories260K with vLLM's chatml template
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND AND EXISTS ${SIFT_SHARED_DIR}/chat-templates/templates/vllm-template_chatml.jinja)
+  add_test(NAME cli_chat_pty
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli_chat_test.py --sift $<TARGET_FILE:sift>
+                   --model ${SIFT_PARAMS_MODEL} --template ${SIFT_SHARED_DIR}/chat-templates/templates/vllm-template_chatml.jinja)
+  set_tests_properties(cli_chat_pty PROPERTIES LABELS "cli" ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 180)
+endif()

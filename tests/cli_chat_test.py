@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""
+cli_chat_test.py - `sift generate` in conversation mode, driven through a pseudo-terminal as a
+person would drive it (Python's pty module: nothing to install).
+
+A terminal matters here: Ctrl-C is the byte 0x03 typed at the terminal, which the line
+discipline turns into SIGINT for the foreground process, exactly as at a keyboard; the
+prompts and the echoed input are what a user sees. stories260K has no chat template of its
+own, so --chat-template-file gives it a real one from ../shared/chat-templates (its replies
+are meaningless stories, but the turns, the reverse prompt and the signals are what is
+checked), with a fixed seed.
+
+Checked:
+  1. the prompt "> " appears; a user message gets a reply; a reverse prompt ("." here)
+     ends the reply and the prompt comes back; /exit ends the session with the perf summary;
+  2. Ctrl-C during an endless reply stops it and the prompt comes back (the session goes on:
+     a second message gets a reply), Ctrl-C while waiting for input exits with the perf
+     summary (status 130);
+  3. Ctrl-D (EOF) at the prompt ends the session cleanly (status 0);
+  4. -no-cnv with a template: plain generation, " [end of text]" when the model ends it;
+  5. -f - reads the prompt from stdin.
+"""
+import argparse
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+FAILS = 0
+
+
+def check(ok, what):
+    global FAILS
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        FAILS += 1
+
+
+class Term:
+    """sift on a pty: what it printed so far, input typed, waits for text."""
+
+    def __init__(self, argv):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execv(argv[0], argv)
+        self.out = b""
+        self.status = None
+
+    def read(self, timeout):
+        end = time.time() + timeout
+        while time.time() < end:
+            r, _, _ = select.select([self.fd], [], [], max(0.0, end - time.time()))
+            if not r:
+                break
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                return False
+            if not data:
+                return False
+            self.out += data
+            return True
+        return True
+
+    def wait_for(self, pattern, start=0, timeout=30):
+        """Wait until the regex matches the output after byte start; the match's end, or -1."""
+        rx = re.compile(pattern, re.S)
+        end = time.time() + timeout
+        while True:
+            m = rx.search(self.out, start)
+            if m:
+                return m.end()
+            if time.time() > end or not self.read(min(0.5, max(0.0, end - time.time()))):
+                m = rx.search(self.out, start)
+                return m.end() if m else -1
+
+    def send(self, data):
+        os.write(self.fd, data)
+
+    def finish(self, timeout=30):
+        end = time.time() + timeout
+        while time.time() < end:
+            pid, st = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                while self.read(0.2):
+                    pass
+                self.status = os.waitstatus_to_exitcode(st)
+                return self.status
+            self.read(0.2)
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        return None
+
+
+def transcript(t, label):
+    text = t.out.decode("utf-8", "replace").replace("\r\n", "\n")
+    print(f"--- {label} (exit {t.status}) ---\n{text}\n--- end of {label} ---", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sift", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--template", required=True)
+    a = ap.parse_args()
+    base = [a.sift, "generate", "-m", a.model, "--chat-template-file", a.template, "--seed", "42", "-t", "1", "-c", "512"]
+
+    # 1. turns, reverse prompt, /exit
+    t = Term(base + ["-sys", "You are a storyteller.", "-r", ".", "-n", "200"])
+    p = t.wait_for(rb"\n> ")
+    check(p >= 0, "conversation mode waits for the user with '> '")
+    t.send(b"Tell me a story about a cat\r")
+    q = t.wait_for(rb"\.\r?\n> ", p)
+    check(q >= 0, "a reply is generated and the reverse prompt '.' hands control back ('> ' again)")
+    reply = t.out[p:q].decode("utf-8", "replace")
+    check("Tell me a story" in reply and len(reply) > len("Tell me a story about a cat") + 3, "the reply follows the input")
+    t.send(b"And then?\r")
+    r = t.wait_for(rb"\.\r?\n> ", q)
+    check(r >= 0, "a second turn, stopped by the reverse prompt too")
+    t.send(b"/exit\r")
+    st = t.finish()
+    transcript(t, "turns")
+    check(st == 0 and b"sift perf: stopped by /exit" in t.out and b"sift perf: total" in t.out,
+          "/exit ends the session (exit 0) with the perf summary")
+
+    # 2. Ctrl-C stops a reply, not the session; Ctrl-C at the prompt exits with the summary
+    t = Term(base + ["--ignore-eos", "--context-shift", "-n", "-1"])
+    p = t.wait_for(rb"\n> ")
+    t.send(b"Once upon a time\r")
+    p2 = t.wait_for(rb"Once upon a time\r?\n.{40}", p)
+    check(p2 >= 0, "an endless reply is streaming")
+    t.send(b"\x03")
+    q = t.wait_for(rb"\n> ", p2, timeout=10)
+    check(q >= 0, "Ctrl-C stops the reply and gives the prompt back")
+    check(os.waitpid(t.pid, os.WNOHANG)[0] == 0, "the session is still running after one Ctrl-C")
+    t.send(b"The dog\r")
+    q2 = t.wait_for(rb"The dog\r?\n.{20}", q, timeout=20)
+    check(q2 >= 0, "the next message gets a reply")
+    t.send(b"\x03")
+    q3 = t.wait_for(rb"\n> ", q2, timeout=10)
+    t.send(b"\x03")
+    st = t.finish()
+    transcript(t, "ctrl-c")
+    check(q3 >= 0 and st == 130, f"a second Ctrl-C (at the prompt) ends the session: exit {st}")
+    check(re.search(rb"sift perf: stopped by interrupt \(Ctrl-C twice\).*sift perf: total", t.out, re.S) is not None,
+          "  with the perf summary")
+
+    # 3. EOF
+    t = Term(base + ["-n", "16", "-p", "Hello"])
+    p = t.wait_for(rb"\n> ")
+    check(p >= 0, "-p is the first user message, answered before the first '> '")
+    t.send(b"\x04")
+    st = t.finish()
+    transcript(t, "eof")
+    check(st == 0 and b"stopped by end of input (EOF)" in t.out, f"Ctrl-D at the prompt ends the session: exit {st}")
+
+    # 4. -no-cnv: plain text, [end of text] when the model ends it (stories260K rarely does by
+    #    itself: a logit bias on its EOS, token 2, makes it end at once)
+    out = subprocess.run(base + ["-no-cnv", "-p", "Once upon a time", "-n", "20", "-l", "2+1000"], capture_output=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    check(out.returncode == 0 and out.stdout.startswith(b" Once upon a time") and out.stdout.endswith(b" [end of text]\n"),
+          "-no-cnv: plain generation ending in ' [end of text]': %r" % out.stdout[-40:])
+
+    # 5. -f -: the prompt from stdin
+    out = subprocess.run(base + ["-no-cnv", "-f", "-", "-n", "0"], input=b"Once upon a time\n", capture_output=True, timeout=60)
+    check(out.returncode == 0 and out.stdout == b" Once upon a time\n" and b"prompt 5 tokens" in out.stderr,
+          "-f -: the prompt from stdin: %r" % out.stdout)
+
+    print("cli_chat: %s" % ("all passed" if FAILS == 0 else f"{FAILS} failed"))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
