@@ -579,9 +579,17 @@ static int make_chat(const gen_opts *o, const sift_vocab *vocab, cli_chat **c)
             return 2;
         }
     } else if (o->chat_template) {
-        if (chat_from_name(o->chat_template) != CHAT_UNKNOWN) builtin = o->chat_template;
-        else if (!(text = strdup(o->chat_template))) return 1;
-        else len = strlen(text);
+        if (chat_from_name(o->chat_template) != CHAT_UNKNOWN) {
+            builtin = o->chat_template;
+        } else if (!strstr(o->chat_template, "{{") && !strstr(o->chat_template, "{%")) {
+            /* neither a name nor a template: most likely a misspelt name */
+            fprintf(stderr, "sift generate: --chat-template: unknown template name '%s' (chatml, llama3, llama2, "
+                            "mistral-v7, phi3, ... or Jinja text)\n", o->chat_template);
+            return 2;
+        } else if (!(text = strdup(o->chat_template))) {
+            return 1;
+        }
+        if (text) len = strlen(text);
     } else if ((text = gguf_chat_template(o->model))) {
         len = strlen(text);
     } else if (o->conversation == 1) {
