@@ -7,7 +7,11 @@
 // temperature (and a seed), generates, and checks that the streamed text appears (the same
 // text the API gives for the same request), that the request carried the values set, and
 // that the chain inspector shows the stages of a clicked token with probability bars.
-// Saves a screenshot (playground.png) in --out. Prints "N passed, M failed".
+// Then the chat view: a two-turn conversation through /v1/chat/completions (streamed; the
+// system prompt and the earlier turns sent each time), the inspector on an assistant token,
+// the stop button cutting an endless reply short, and tool calls shown from a streamed
+// response (a canned one: the page's rendering of delta.tool_calls is what is tested).
+// Saves screenshots (playground.png, chat.png) in --out. Prints "N passed, M failed".
 import { chromium } from "playwright-core";
 import { spawn } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
@@ -64,7 +68,11 @@ try {
   const pageErrors = [];
   page.on("pageerror", (e) => pageErrors.push(String(e)));
   let sent = null;
-  page.on("request", (r) => { if (r.url().endsWith("/completion") && r.method() === "POST") sent = JSON.parse(r.postData()); });
+  let chatSent = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith("/completion") && r.method() === "POST") sent = JSON.parse(r.postData());
+    if (r.url().endsWith("/v1/chat/completions") && r.method() === "POST") chatSent.push(JSON.parse(r.postData()));
+  });
 
   await page.goto(base + "/");
   await page.waitForSelector("body[data-ready='1']", { timeout: 15000 });
@@ -108,6 +116,91 @@ try {
   check("no page errors", pageErrors.length === 0, pageErrors.join("; "));
   await page.screenshot({ path: join(OUT, "playground.png"), fullPage: false });
   console.log(`screenshot: ${join(OUT, "playground.png")}`);
+
+  // ---- the chat view: two turns (n_predict 24, ignore_eos, seed 42 from above) ----
+  await page.click("#tab-chat");
+  check("chat tab shows the chat view", await page.locator("#chat-input").isVisible() && !(await page.locator("#prompt").isVisible()));
+  await page.fill("#system", "You are a storyteller.");
+  await page.fill("#chat-input", "Tell me about a cat.");
+  await page.click("#send");
+  await page.waitForSelector("#chat-status[data-done='1']", { timeout: 30000 });
+  const t1 = page.locator(".turn.assistant").nth(0).locator(".tok");
+  const n1 = await t1.count();
+  check("turn 1: the assistant's reply streamed in, 24 tokens", n1 === 24, `got ${n1}`);
+  const c1 = chatSent[0] || {};
+  check("turn 1: /v1/chat/completions, streamed, system prompt + user message", c1.stream === true && c1.trace === true &&
+        JSON.stringify(c1.messages) === JSON.stringify([{ role: "system", content: "You are a storyteller." },
+                                                       { role: "user", content: "Tell me about a cat." }]), JSON.stringify(c1));
+  const reply1 = (await t1.allTextContents()).join("");
+  const api1 = await (await fetch(base + "/v1/chat/completions", { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ messages: c1.messages, top_k: 5, temperature: 0.7, seed: 42, n_predict: 24, ignore_eos: true }) })).json();
+  check("turn 1: streamed reply equals the API's (non-streamed) for the same request",
+        reply1.length > 0 && reply1 === api1.choices[0].message.content, `${JSON.stringify(reply1)} vs ${JSON.stringify(api1.choices[0].message.content)}`);
+  await page.fill("#chat-input", "What happened next?");
+  await page.press("#chat-input", "Enter");
+  await page.waitForSelector("#chat-status[data-done='2']", { timeout: 30000 });
+  const c2 = chatSent[1] || { messages: [] };
+  check("turn 2: the whole conversation is sent (system, user, assistant, user)",
+        c2.messages.map((m) => m.role).join(",") === "system,user,assistant,user" && c2.messages[2].content === reply1,
+        JSON.stringify(c2.messages));
+  check("turn 2: a second assistant turn streamed", await page.locator(".turn.assistant").nth(1).locator(".tok").count() === 24);
+  await page.locator(".turn.assistant").nth(1).locator(".tok").nth(3).click();
+  await page.waitForSelector("#insp .stage", { timeout: 5000 });
+  const cnames = await page.locator("#insp .stage .head span:first-child").allTextContents();
+  check("inspector on an assistant token lists the chain's stages", cnames[0] === "(logits)" && cnames.includes("top-k") &&
+        cnames[cnames.length - 1] === "dist", JSON.stringify(cnames));
+  check("  with the chosen token marked", await page.locator("#insp .cand.chosen").count() >= 1 &&
+        await page.locator(".turn.assistant .tok.selected").count() === 1);
+  await page.screenshot({ path: join(OUT, "chat.png"), fullPage: false });
+  console.log(`screenshot: ${join(OUT, "chat.png")}`);
+
+  // the stop button: a long reply (n_predict -1, ignore_eos: until the slot's context is full)
+  // cut short. stories260K writes it in a fraction of a second, faster than a click, so the
+  // page's network is throttled (DevTools' emulation, 8 KB/s: each chunk carries its trace)
+  // and the reply arrives over many seconds, as a big model's would.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Network.enable");
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: 8000, uploadThroughput: -1 });
+  await page.fill("#n_predict", "-1");
+  await page.fill("#chat-input", "Go on forever.");
+  await page.click("#send");
+  const t3 = page.locator(".turn.assistant").nth(2).locator(".tok");
+  await t3.nth(5).waitFor({ timeout: 30000 });
+  check("stop: the button is enabled while streaming", await page.isEnabled("#chat-stop") && await page.isDisabled("#send"));
+  await page.click("#chat-stop");
+  await page.waitForFunction(() => /\(stopped\)/.test(document.querySelector("#chat-status").textContent), null, { timeout: 10000 });
+  const n3 = await t3.count();
+  await page.waitForTimeout(300);
+  check("stop: the reply ends (no more tokens), Send is enabled again", await t3.count() === n3 && n3 >= 6 &&
+        await page.isEnabled("#send") && await page.isDisabled("#chat-stop"), `tokens ${n3} -> ${await t3.count()}`);
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  const partial = await page.evaluate(() => messages[messages.length - 1]);
+  check("stop: the partial reply stays in the conversation", partial.role === "assistant" && partial.content.length > 0);
+
+  // tool calls: a canned stream with OpenAI's tool-call deltas (this server's tool support is
+  // tested by the API tests; here the page's handling of the deltas is)
+  await page.route("**/v1/chat/completions", (route) => {
+    const ev = (o) => `data: ${JSON.stringify(o)}\n\n`;
+    const ch = (delta, fin = null) => ({ object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: fin }] });
+    route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body:
+      ev(ch({ role: "assistant", content: null })) +
+      ev(ch({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "" } }] })) +
+      ev(ch({ tool_calls: [{ index: 0, function: { arguments: "{\"city\": " } }] })) +
+      ev(ch({ tool_calls: [{ index: 0, function: { arguments: "\"Paris\"}" } }] })) +
+      ev(ch({}, "tool_calls")) + "data: [DONE]\n\n" });
+  });
+  await page.locator("details", { has: page.locator("#tools") }).locator("summary").click();
+  await page.fill("#tools", JSON.stringify([{ type: "function", function: { name: "get_weather",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }]));
+  await page.fill("#chat-input", "Weather in Paris?");
+  await page.click("#send");
+  await page.waitForSelector("#chat-status[data-done='3']", { timeout: 10000 });
+  const tc = await page.locator(".turn.assistant .toolcall").allTextContents();
+  check("tool calls: shown from the streamed deltas", tc.length === 1 && tc[0] === 'tool call call_1: get_weather({"city": "Paris"})',
+        JSON.stringify(tc));
+  check("tool calls: the request carried the tools", (chatSent[chatSent.length - 1].tools || []).length === 1);
+  await page.unroute("**/v1/chat/completions");
+  check("no page errors in the chat view", pageErrors.length === 0, pageErrors.join("; "));
 } catch (e) {
   failed++;
   console.log(`FAIL  ${e.stack || e}`);
