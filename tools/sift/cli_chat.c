@@ -84,9 +84,14 @@ bool cli_chat_push(cli_chat *c, const char *role, const char *content)
         if (!m) return false;
         c->msgs = m, c->cap = cap;
     }
+    /* the template's context is JSON: a reply cut inside a character, or odd input bytes,
+     * must not make it unparsable (U+FFFD instead, as the server's stream does) */
+    sbuf clean = {0};
+    utf8_sanitize(&clean, content, strlen(content));
     msg *m = &c->msgs[c->n];
     m->role = strdup(role);
-    m->content = strdup(content);
+    m->content = clean.oom ? NULL : sbuf_strdup(&clean);
+    sbuf_free(&clean);
     if (!m->role || !m->content) {
         free(m->role), free(m->content);
         return false;

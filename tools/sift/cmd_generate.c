@@ -19,6 +19,13 @@
  * in one batch per step, and before sampling the main logits become
  * g + scale * (l - g) on log-softmaxed vectors (sift_cfg_apply).
  *
+ * Conversation mode (-cnv, the default when the model has a chat template or one is given,
+ * as in llama-cli) and -i turn the run into a session: after each reply (ended by an
+ * end-of-generation token, a reverse prompt, -n tokens or Ctrl-C) a line is read from stdin
+ * and fed after what the KV cache holds: a user message through the chat template
+ * (cli_chat.c: only the part of the rendering that is new), or the line itself with
+ * --in-prefix / --in-suffix. /exit, EOF or a Ctrl-C at the prompt ends it.
+ *
  * Output: the prompt (unless --no-display-prompt) and the generated text on stdout,
  * flushed per token; logs, --trace (the chain inspector for every generated token: each
  * sampler's candidate count and top probabilities) and the perf summary on stderr
