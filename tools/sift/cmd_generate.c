@@ -382,13 +382,16 @@ static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool
 
 /* ---- tokens and text ------------------------------------------------------------------------ */
 
-static sift_token *tokenize(const sift_vocab *vocab, const char *text, bool add_special, int32_t *n_out)
+/* parse_special: special tokens' texts are those tokens (a rendered chat template), as
+ * llama-cli parses them; a plain prompt is taken as text, as it always was here */
+static sift_token *tokenize(const sift_vocab *vocab, const char *text, bool add_special, bool parse_special,
+                            int32_t *n_out)
 {
     const size_t len = strlen(text);
     int32_t cap = (int32_t)(len + 8);
     sift_token *toks = malloc((size_t)cap * sizeof *toks);
     if (!toks) return NULL;
-    int32_t n = sift_tokenize(vocab, text, len, toks, cap, add_special, false);
+    int32_t n = sift_tokenize(vocab, text, len, toks, cap, add_special, parse_special);
     if (n < 0 && n != INT32_MIN) {
         cap = -n;
         sift_token *t2 = realloc(toks, (size_t)cap * sizeof *toks);
@@ -397,7 +400,7 @@ static sift_token *tokenize(const sift_vocab *vocab, const char *text, bool add_
             return NULL;
         }
         toks = t2;
-        n = sift_tokenize(vocab, text, len, toks, cap, add_special, false);
+        n = sift_tokenize(vocab, text, len, toks, cap, add_special, parse_special);
     }
     if (n < 0) {
         free(toks);
@@ -722,15 +725,11 @@ static int ingest(gen_run *r, const sift_token *toks, int32_t n)
 /* Tokenize text and ingest it; the special tokens of a rendered chat template are parsed. */
 static int ingest_text(gen_run *r, const char *text, bool first, bool parse_special)
 {
-    const size_t len = strlen(text);
-    if (!len && !first) return 0;
-    int32_t cap = (int32_t)(len + 8), n;
-    sift_token *toks = malloc((size_t)cap * sizeof *toks);
-    if (!toks) return 1;
-    n = sift_tokenize(r->vocab, text, len, toks, cap, first, parse_special);
-    if (n < 0) {
+    if (!*text && !first) return 0;
+    int32_t n = 0;
+    sift_token *toks = tokenize(r->vocab, text, first, parse_special, &n);
+    if (!toks) {
         fprintf(stderr, "\nsift generate: cannot tokenize the input\n");
-        free(toks);
         return 1;
     }
     const int rc = ingest(r, toks, n);
@@ -1115,14 +1114,7 @@ int sift_cmd_generate(int argc, char **argv)
         first_text = strdup(o.prompt);
     }
     int32_t n_prompt = 0, n_neg = 0;
-    prompt = first_text ? tokenize(vocab, first_text, true, &n_prompt) : NULL;
-    if (prompt && cnv) { /* the template's special tokens are tokens (llama-cli parses them) */
-        free(prompt);
-        const size_t len = strlen(first_text);
-        prompt = malloc((len + 8) * sizeof *prompt);
-        n_prompt = prompt ? sift_tokenize(vocab, first_text, len, prompt, (int32_t)len + 8, true, true) : -1;
-        if (n_prompt < 0) free(prompt), prompt = NULL;
-    }
+    prompt = first_text ? tokenize(vocab, first_text, true, cnv, &n_prompt) : NULL;
     if (!prompt) {
         fprintf(stderr, "sift generate: cannot tokenize the prompt\n");
         goto done;
@@ -1132,7 +1124,7 @@ int sift_cmd_generate(int argc, char **argv)
         rc = 2;
         goto done;
     }
-    if (cfg && !(neg = tokenize(vocab, o.neg_owned, true, &n_neg))) {
+    if (cfg && !(neg = tokenize(vocab, o.neg_owned, true, false, &n_neg))) {
         fprintf(stderr, "sift generate: cannot tokenize the negative prompt\n");
         goto done;
     }
