@@ -136,6 +136,7 @@ try {
     body: JSON.stringify({ messages: c1.messages, top_k: 5, temperature: 0.7, seed: 42, n_predict: 24, ignore_eos: true }) })).json();
   check("turn 1: streamed reply equals the API's (non-streamed) for the same request",
         reply1.length > 0 && reply1 === api1.choices[0].message.content, `${JSON.stringify(reply1)} vs ${JSON.stringify(api1.choices[0].message.content)}`);
+  await page.fill("#n_probs", "3"); // turn 2 also asks for the probabilities (OpenAI's logprobs in the chunks)
   await page.fill("#chat-input", "What happened next?");
   await page.press("#chat-input", "Enter");
   await page.waitForSelector("#chat-status[data-done='2']", { timeout: 30000 });
@@ -149,6 +150,8 @@ try {
   const cnames = await page.locator("#insp .stage .head span:first-child").allTextContents();
   check("inspector on an assistant token lists the chain's stages", cnames[0] === "(logits)" && cnames.includes("top-k") &&
         cnames[cnames.length - 1] === "dist", JSON.stringify(cnames));
+  check("  and the n_probs probabilities (3 of them)", await page.locator("#insp .stage.probs .cand").count() === 3 &&
+        (chatSent[1] || {}).n_probs === 3);
   check("  with the chosen token marked", await page.locator("#insp .cand.chosen").count() >= 1 &&
         await page.locator(".turn.assistant .tok.selected").count() === 1);
   await page.screenshot({ path: join(OUT, "chat.png"), fullPage: false });
