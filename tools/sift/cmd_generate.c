@@ -899,8 +899,9 @@ static int session(gen_run *r, cli_chat *chat, bool reply_first, const char **st
                 return 1;
             }
             sbuf_free(&text);
-            /* a reply cut short by Ctrl-C gets the turn's end before the next message */
-            need_eot = cnv && w == STOP_INT;
+            /* a reply cut short (Ctrl-C, as llama-cli; also -n and a reverse prompt, which
+             * llama-cli leaves open) gets the turn's end before the next message */
+            need_eot = cnv && w != STOP_EOG;
             if (w == STOP_EOG && !cnv && o->n_rprompts) {
                 /* llama-cli: after the end of the text, the first reverse prompt, shown and fed */
                 fputs(o->rprompts[0], stdout);
