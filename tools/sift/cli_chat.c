@@ -14,10 +14,12 @@
  */
 #include "cli_chat.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "server/server.h"
 #include "sift.h"
 
@@ -212,4 +214,72 @@ char *cli_chat_add(cli_chat *c, const char *role, const char *content, bool add_
     free(past);
     free(now);
     return d;
+}
+
+/* ---- the template for a model ---------------------------------------------------------------- */
+
+/* tokenizer.chat_template from the GGUF (NULL when absent). */
+static char *gguf_chat_template(const char *path)
+{
+    sift_gguf *g = sift_gguf_open(path, NULL);
+    if (!g) return NULL;
+    const char *t = NULL;
+    char *copy = NULL;
+    if (sift_gguf_get_str(g, "tokenizer.chat_template", &t, NULL) == SIFT_OK && t) copy = strdup(t);
+    sift_gguf_close(g);
+    return copy;
+}
+
+/* The text of a special token ("" when the vocabulary has none). */
+static void special_text(const sift_vocab *vocab, sift_token t, char *buf, int size)
+{
+    buf[0] = 0;
+    if (t == SIFT_TOKEN_NULL) return;
+    const int32_t n = sift_token_to_piece(vocab, t, buf, size - 1, 0, true);
+    buf[n > 0 && n < size ? n : 0] = 0;
+}
+
+int cli_chat_for_model(const char *model_path, const sift_vocab *vocab, const char *file, const char *name, bool force,
+                       cli_chat **c)
+{
+    *c = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    const char *builtin = NULL;
+    if (file) {
+        if (!(text = cli_read_file(file, &len))) {
+            fprintf(stderr, "sift generate: --chat-template-file: cannot read '%s': %s\n", file,
+                    strerror(errno));
+            return 2;
+        }
+    } else if (name) {
+        if (chat_from_name(name) != CHAT_UNKNOWN) {
+            builtin = name;
+        } else if (!strstr(name, "{{") && !strstr(name, "{%")) {
+            /* neither a name nor a template: most likely a misspelt name */
+            fprintf(stderr, "sift generate: --chat-template: unknown template name '%s' (chatml, llama3, llama2, "
+                            "mistral-v7, phi3, ... or Jinja text)\n", name);
+            return 2;
+        } else if (!(text = strdup(name))) {
+            return 1;
+        }
+        if (text) len = strlen(text);
+    } else if ((text = gguf_chat_template(model_path))) {
+        len = strlen(text);
+    } else if (force) {
+        builtin = "chatml"; /* -cnv on a model without a template: llama.cpp's default, chatml */
+    } else {
+        return 0;
+    }
+    char bos[256], eos[256], err[512];
+    special_text(vocab, sift_vocab_bos(vocab), bos, sizeof bos);
+    special_text(vocab, sift_vocab_eos(vocab), eos, sizeof eos);
+    *c = cli_chat_new(text, len, builtin, bos, eos, sift_vocab_add_bos(vocab), err, sizeof err);
+    free(text);
+    if (!*c) {
+        fprintf(stderr, "sift generate: chat template%s%s: %s\n", file ? " " : "",
+                file ? file : "", err);
+        return 2;
+    }
+    return 0;
 }

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sift.h"
+
 typedef struct cli_chat cli_chat;
 
 /* A conversation formatted by a Jinja template (jinja, len bytes), or when jinja is NULL by
@@ -27,6 +29,14 @@ void cli_chat_free(cli_chat *c);
  * llama-cli does). NULL with err set when rendering fails. */
 char *cli_chat_add(cli_chat *c, const char *role, const char *content, bool add_generation_prompt, char *err,
                    size_t err_size);
+
+/* The conversation of a model: its template from --chat-template-file (file), --chat-template
+ * (name: a built-in name, else Jinja text, as llama-cli takes it), or the GGUF's
+ * tokenizer.chat_template; with none of them NULL (and 0), unless force (-cnv), which takes
+ * chatml as llama.cpp does. Nonzero (an exit code, the message on stderr) when the one asked
+ * for cannot be read or parsed. */
+int cli_chat_for_model(const char *model_path, const sift_vocab *vocab, const char *file, const char *name, bool force,
+                       cli_chat **c);
 
 /* Record a message without rendering it (the assistant's reply: already in the cache). */
 bool cli_chat_push(cli_chat *c, const char *role, const char *content);

@@ -45,7 +45,8 @@
 #include "cli_grammar.h"
 #include "cli_sampling.h"
 #include "cli_util.h"
-#include "server/server.h" /* chat_from_name, sbuf: the built-in chat templates */
+#include "generate_opts.h"
+#include "server/server.h" /* sbuf */
 #include "sift.h"
 
 /* Ctrl-C. Without interaction it ends the generation like any other stop, perf summary
@@ -69,315 +70,11 @@ static void on_sigint(int sig)
 
 const char sift_cmd_generate_help[] = "generate text from a GGUF model, llama-cli style (also: sift -m MODEL -p PROMPT)";
 
-typedef struct gen_opts {
-    const char *model;
-    char *prompt;          /* owned (after -f / escapes) */
-    const char *neg_prompt; /* --cfg-negative-prompt */
-    char *neg_owned;
-    float cfg_scale;
-    long n_predict;
-    long n_ctx;
-    long n_batch;
-    long n_keep;
-    int n_threads, n_threads_batch;
-    bool escape, display_prompt, log, trace, context_shift;
-    int trace_top;
-    const char *chain_spec;
-    sift_isa isa;
-    cli_grammar grammar; /* --grammar, -j, ... (cli_grammar.h); the sampler is made in make_grammar */
-    /* interaction (llama-cli's flags) */
-    int conversation;          /* -cnv 1, -no-cnv 0, -1: when there is a chat template */
-    bool interactive, interactive_first, in_prefix_bos, color;
-    const char *system_prompt; /* -sys */
-    char *sys_owned;
-    const char *chat_template, *chat_template_file;
-    const char *in_prefix, *in_suffix;
-    const char **rprompts;     /* -r, repeatable */
-    int n_rprompts;
-} gen_opts;
-
 static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: sift generate -m MODEL.gguf [-p PROMPT | -f FILE] [options]\n"
-            "       sift -m MODEL.gguf -p PROMPT [options]\n\n"
-            "model and context:\n"
-            "  -m, --model FILE          GGUF model (llama, qwen2, qwen3 architectures)\n"
-            "  -p, --prompt TEXT         prompt (default: empty, i.e. BOS only)\n"
-            "  -f, --file FILE           read the prompt from FILE (- : from stdin)\n"
-            "  -e, --escape              process \\n \\t \\r \\\\ \\' \\\" \\xHH in the prompts (default)\n"
-            "  --no-escape               take the prompts literally\n"
-            "  -n, --n-predict N         tokens to generate (default -1: until end of generation or a full context;\n"
-            "                            -2: until the context is full)\n"
-            "  -c, --ctx-size N          context size in tokens (default 0: the model's training context)\n"
-            "  -b, --batch-size N        most tokens per decode call while reading the prompt (default 512)\n"
-            "  -t, --threads N           threads for generation (default %d)\n"
-            "  -tb, --threads-batch N    threads for prompt processing (default: as -t)\n"
-            "  --context-shift           when the context is full, drop half of it after the first --keep tokens\n"
-            "                            and go on (default: stop)\n"
-            "  --keep N                  prompt tokens kept by --context-shift, BOS not counted (default 0; -1 = all)\n"
-            "  --isa NAME                kernels: auto, scalar, avx2, avx512 (default auto)\n\n"
-            "sampler chain:\n"
-            "  --chain SPEC              the exact chain, e.g. \"top_k(40);top_p(0.95,1);temp(0.8);dist(42)\"\n"
-            "                            (replaces the flags below except --seed and --ignore-eos)\n"
-            "  --cfg-negative-prompt T   classifier-free guidance: the negative prompt\n"
-            "  --cfg-scale F             guidance strength (default 1.0 = off)\n"
-            "\n"
-            "output:\n"
-            "  --no-display-prompt       do not print the prompt\n"
-            "  --trace                   print the chain inspector for every generated token (stderr)\n"
-            "  --trace-top K             candidates shown per sampler in --trace (default 5, at most 32)\n"
-            "  --log-disable             no logs and no perf summary on stderr\n"
-            "  --color                   colour the prompt (yellow) and the user's input (green)\n"
-            "  -h, --help                this text\n\n"
-            "conversation and interaction (llama-cli's):\n"
-            "  -cnv, --conversation      chat: each input line is a user message formatted by the chat template and the\n"
-            "                            model replies (default when the model has a chat template or one is given)\n"
-            "  -no-cnv, --no-conversation  plain text generation even when the model has a chat template\n"
-            "  --chat-template-file FILE a Jinja chat template (instead of the GGUF's tokenizer.chat_template)\n"
-            "  --chat-template NAME      a built-in template (chatml, llama3, llama2, mistral-v7, phi3, ...) or Jinja text\n"
-            "  -sys, --system-prompt T   the system message of the conversation\n"
-            "  -i, --interactive         without a chat template: generate, then read lines that continue the text\n"
-            "  -if, --interactive-first  interactive, waiting for input before generating\n"
-            "  -r, --reverse-prompt T    stop generating at T and hand control to the user (repeatable)\n"
-            "  --in-prefix T, --in-suffix T  text put before / after every input line\n"
-            "  --in-prefix-bos           a BOS token before every input line\n"
-            "  (/exit or Ctrl-D ends the session; Ctrl-C stops a reply, a second Ctrl-C ends the session)\n\n",
-            cli_default_threads());
-    cli_grammar_help(f);
-    cli_sampling_help(f);
-}
-
-static int bad(const char *flag, const char *value, const char *why)
-{
-    fprintf(stderr, "sift generate: %s: %s%s%s%s\n", flag, why, value ? " '" : "", value ? value : "", value ? "'" : "");
-    return 2;
-}
-
-/* llama.cpp's string_process_escapes, in place. */
-static void process_escapes(char *s)
-{
-    char *o = s;
-    for (const char *p = s; *p; p++) {
-        if (*p != '\\' || !p[1]) {
-            *o++ = *p;
-            continue;
-        }
-        p++;
-        switch (*p) {
-        case 'n': *o++ = '\n'; break;
-        case 'r': *o++ = '\r'; break;
-        case 't': *o++ = '\t'; break;
-        case '\'': *o++ = '\''; break;
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case 'x': {
-            int v = 0, k = 0;
-            for (; k < 2; k++) {
-                const char c = p[1 + k];
-                const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-                if (d < 0) break;
-                v = v * 16 + d;
-            }
-            if (k == 2) {
-                *o++ = (char)v;
-                p += 2;
-            } else {
-                *o++ = '\\';
-                *o++ = 'x';
-            }
-            break;
-        }
-        default:
-            *o++ = '\\';
-            *o++ = *p;
-        }
-    }
-    *o = 0;
-}
-
-/* 0: parsed; 2: usage error (message printed); -1: --help printed. */
-static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *sampling_flags)
-{
-    const char *prompt = NULL, *prompt_file = NULL;
-    *o = (gen_opts){.cfg_scale = 1.0f, .n_predict = -1, .n_batch = 512, .n_threads = cli_default_threads(),
-                    .escape = true, .display_prompt = true, .log = true, .trace_top = 5, .isa = SIFT_ISA_AUTO,
-                    .conversation = -1};
-    cli_grammar_init(&o->grammar);
-    *sampling_flags = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define IS(x) (!strcmp(a, x))
-#define NEEDV()                                         \
-    do {                                                \
-        if (!v) return bad(a, NULL, "missing value");   \
-        i++;                                            \
-    } while (0)
-        long n;
-        if (IS("-h") || IS("--help")) {
-            usage(stdout);
-            return -1;
-        } else if (IS("-m") || IS("--model")) {
-            NEEDV();
-            o->model = v;
-        } else if (IS("-p") || IS("--prompt")) {
-            NEEDV();
-            prompt = v;
-        } else if (IS("-f") || IS("--file")) {
-            NEEDV();
-            prompt_file = v;
-        } else if (IS("-e") || IS("--escape")) {
-            o->escape = true;
-        } else if (IS("--no-escape")) {
-            o->escape = false;
-        } else if (IS("-n") || IS("--n-predict") || IS("--predict")) {
-            NEEDV();
-            if (!cli_parse_long(v, -2, 1L << 30, &n)) return bad(a, v, "expected an integer >= -2, got");
-            o->n_predict = n;
-        } else if (IS("-c") || IS("--ctx-size")) {
-            NEEDV();
-            if (!cli_parse_long(v, 0, 1L << 24, &n)) return bad(a, v, "expected a context size in [0, 2^24], got");
-            o->n_ctx = n;
-        } else if (IS("-b") || IS("--batch-size") || IS("-ub") || IS("--ubatch-size")) {
-            NEEDV();
-            if (!cli_parse_long(v, 1, 1L << 20, &n)) return bad(a, v, "expected a batch size >= 1, got");
-            o->n_batch = n;
-        } else if (IS("-t") || IS("--threads")) {
-            NEEDV();
-            if (!cli_parse_long(v, 1, 256, &n)) return bad(a, v, "expected a thread count in [1, 256], got");
-            o->n_threads = (int)n;
-        } else if (IS("-tb") || IS("--threads-batch")) {
-            NEEDV();
-            if (!cli_parse_long(v, 1, 256, &n)) return bad(a, v, "expected a thread count in [1, 256], got");
-            o->n_threads_batch = (int)n;
-        } else if (IS("--keep")) {
-            NEEDV();
-            if (!cli_parse_long(v, -1, 1L << 24, &n)) return bad(a, v, "expected an integer >= -1, got");
-            o->n_keep = n;
-        } else if (IS("--context-shift")) {
-            o->context_shift = true;
-        } else if (IS("--no-context-shift")) {
-            o->context_shift = false;
-        } else if (IS("--isa")) {
-            NEEDV();
-            if (!cli_parse_isa(v, &o->isa)) return bad(a, v, "expected auto, scalar, avx2 or avx512, got");
-        } else if (IS("--chain")) {
-            NEEDV();
-            o->chain_spec = v;
-        } else if (IS("--cfg-negative-prompt")) {
-            NEEDV();
-            o->neg_prompt = v;
-        } else if (IS("--cfg-scale")) {
-            NEEDV();
-            char *end;
-            errno = 0;
-            double f = strtod(v, &end);
-            if (end == v || *end || errno || !isfinite(f)) return bad(a, v, "expected a number, got");
-            o->cfg_scale = (float)f;
-        } else if (IS("--no-display-prompt")) {
-            o->display_prompt = false;
-        } else if (IS("--display-prompt")) {
-            o->display_prompt = true;
-        } else if (IS("--log-disable")) {
-            o->log = false;
-        } else if (IS("--trace")) {
-            o->trace = true;
-        } else if (IS("--trace-top")) {
-            NEEDV();
-            if (!cli_parse_long(v, 1, 32, &n)) return bad(a, v, "expected an integer in [1, 32], got");
-            o->trace_top = (int)n;
-        } else if (IS("-no-cnv") || IS("--no-conversation")) {
-            o->conversation = 0;
-        } else if (IS("-cnv") || IS("--conversation")) {
-            o->conversation = 1;
-        } else if (IS("-i") || IS("--interactive")) {
-            o->interactive = true;
-        } else if (IS("-if") || IS("--interactive-first")) {
-            o->interactive = o->interactive_first = true;
-        } else if (IS("-sys") || IS("--system-prompt")) {
-            NEEDV();
-            o->system_prompt = v;
-        } else if (IS("-r") || IS("--reverse-prompt")) {
-            NEEDV();
-            if (!*v) return bad(a, NULL, "the reverse prompt is empty");
-            const char **r = realloc(o->rprompts, (size_t)(o->n_rprompts + 1) * sizeof *r);
-            if (!r) return bad(a, NULL, "out of memory");
-            o->rprompts = r;
-            o->rprompts[o->n_rprompts++] = v;
-        } else if (IS("--in-prefix")) {
-            NEEDV();
-            o->in_prefix = v;
-        } else if (IS("--in-suffix")) {
-            NEEDV();
-            o->in_suffix = v;
-        } else if (IS("--in-prefix-bos")) {
-            o->in_prefix_bos = true;
-        } else if (IS("--color")) {
-            o->color = true;
-        } else if (IS("--chat-template")) {
-            NEEDV();
-            o->chat_template = v;
-        } else if (IS("--chat-template-file")) {
-            NEEDV();
-            o->chat_template_file = v;
-        } else if (IS("--jinja")) {
-            /* llama-cli's switch to the Jinja engine: sift always renders templates with it */
-        } else if ((n = cli_grammar_flag(&o->grammar, argc, argv, &i)) != 0) {
-            if (n < 0) return 2;
-        } else {
-            const int r = cli_sampling_flag(cs, argc, argv, &i);
-            if (r < 0) return 2;
-            if (r == 0) return bad(a, NULL, "unknown option (try --help)");
-            if (!IS("-s") && !IS("--seed") && !IS("--ignore-eos") && !IS("--no-perf")) *sampling_flags = true;
-        }
-#undef IS
-#undef NEEDV
-    }
-    if (!o->model) return bad("-m", NULL, "a model is required");
-    if (prompt && prompt_file) return bad("-f", NULL, "give either -p or -f, not both");
-    if (o->chain_spec && *sampling_flags)
-        return bad("--chain", NULL, "excludes the llama.cpp sampling flags (only --seed and --ignore-eos go with it)");
-    if (!o->n_threads_batch) o->n_threads_batch = o->n_threads;
-    if (o->chat_template && o->chat_template_file)
-        return bad("--chat-template", NULL, "give either --chat-template or --chat-template-file, not both");
-    if (prompt_file && !strcmp(prompt_file, "-")) {
-        /* -f -: the prompt is stdin (whatever follows is then no input for -i: EOF) */
-        size_t len_in = 0;
-        if (!(o->prompt = cli_read_stream(stdin, &len_in))) {
-            fprintf(stderr, "sift generate: -f -: cannot read stdin\n");
-            return 2;
-        }
-        const size_t len = strlen(o->prompt);
-        if (len && o->prompt[len - 1] == '\n') o->prompt[len - 1] = 0;
-    } else if (prompt_file) {
-        if (!(o->prompt = cli_read_file(prompt_file, NULL))) {
-            fprintf(stderr, "sift generate: -f: cannot read '%s': %s\n", prompt_file, strerror(errno));
-            return 2;
-        }
-        /* one trailing newline is the file's end, not the prompt's (llama-cli drops it too) */
-        const size_t len = strlen(o->prompt);
-        if (len && o->prompt[len - 1] == '\n') o->prompt[len - 1] = 0;
-    } else {
-        o->prompt = strdup(prompt ? prompt : "");
-    }
-    if (o->neg_prompt) o->neg_owned = strdup(o->neg_prompt);
-    if (o->system_prompt) o->sys_owned = strdup(o->system_prompt);
-    if (!o->prompt || (o->neg_prompt && !o->neg_owned) || (o->system_prompt && !o->sys_owned))
-        return bad("-p", NULL, "out of memory");
-    if (o->escape) {
-        process_escapes(o->prompt);
-        if (o->neg_owned) process_escapes(o->neg_owned);
-        if (o->sys_owned) process_escapes(o->sys_owned);
-    }
-    return 0;
 }
 
 /* ---- tokens and text ------------------------------------------------------------------------ */
@@ -551,74 +248,6 @@ static int32_t shift_context(sift_context *ctx, int seq, int32_t n_past, int32_t
 #define COL_RESET "\x1b[0m"
 #define COL_PROMPT "\x1b[33m"
 #define COL_USER "\x1b[1m\x1b[32m"
-
-/* tokenizer.chat_template from the GGUF (NULL when absent). */
-static char *gguf_chat_template(const char *path)
-{
-    sift_gguf *g = sift_gguf_open(path, NULL);
-    if (!g) return NULL;
-    const char *t = NULL;
-    char *copy = NULL;
-    if (sift_gguf_get_str(g, "tokenizer.chat_template", &t, NULL) == SIFT_OK && t) copy = strdup(t);
-    sift_gguf_close(g);
-    return copy;
-}
-
-/* The text of a special token ("" when the vocabulary has none). */
-static void special_text(const sift_vocab *vocab, sift_token t, char *buf, int size)
-{
-    buf[0] = 0;
-    if (t == SIFT_TOKEN_NULL) return;
-    const int32_t n = sift_token_to_piece(vocab, t, buf, size - 1, 0, true);
-    buf[n > 0 && n < size ? n : 0] = 0;
-}
-
-/* The chat template of the conversation: --chat-template-file, --chat-template (a built-in
- * name, else Jinja text, as llama-cli takes it), the GGUF's, or none (*c NULL, 0
- * returned). An exit code when one was asked for and does not work. */
-static int make_chat(const gen_opts *o, const sift_vocab *vocab, cli_chat **c)
-{
-    *c = NULL;
-    char *text = NULL;
-    size_t len = 0;
-    const char *builtin = NULL;
-    if (o->chat_template_file) {
-        if (!(text = cli_read_file(o->chat_template_file, &len))) {
-            fprintf(stderr, "sift generate: --chat-template-file: cannot read '%s': %s\n", o->chat_template_file,
-                    strerror(errno));
-            return 2;
-        }
-    } else if (o->chat_template) {
-        if (chat_from_name(o->chat_template) != CHAT_UNKNOWN) {
-            builtin = o->chat_template;
-        } else if (!strstr(o->chat_template, "{{") && !strstr(o->chat_template, "{%")) {
-            /* neither a name nor a template: most likely a misspelt name */
-            fprintf(stderr, "sift generate: --chat-template: unknown template name '%s' (chatml, llama3, llama2, "
-                            "mistral-v7, phi3, ... or Jinja text)\n", o->chat_template);
-            return 2;
-        } else if (!(text = strdup(o->chat_template))) {
-            return 1;
-        }
-        if (text) len = strlen(text);
-    } else if ((text = gguf_chat_template(o->model))) {
-        len = strlen(text);
-    } else if (o->conversation == 1) {
-        builtin = "chatml"; /* -cnv on a model without a template: llama.cpp's default, chatml */
-    } else {
-        return 0;
-    }
-    char bos[256], eos[256], err[512];
-    special_text(vocab, sift_vocab_bos(vocab), bos, sizeof bos);
-    special_text(vocab, sift_vocab_eos(vocab), eos, sizeof eos);
-    *c = cli_chat_new(text, len, builtin, bos, eos, sift_vocab_add_bos(vocab), err, sizeof err);
-    free(text);
-    if (!*c) {
-        fprintf(stderr, "sift generate: chat template%s%s: %s\n", o->chat_template_file ? " " : "",
-                o->chat_template_file ? o->chat_template_file : "", err);
-        return 2;
-    }
-    return 0;
-}
 
 /* One line of input (llama-cli's readline): a line ending in '\' goes on on the next line,
  * keeping the newline. NULL at EOF or when interrupted; the trailing newline removed. */
@@ -941,7 +570,7 @@ static int session(gen_run *r, cli_chat *chat, bool reply_first, const char **st
         }
         if (!cnv && o->in_suffix) fputs(o->in_suffix, stdout);
         fflush(stdout);
-        if (o->escape) process_escapes(line);
+        if (o->escape) gen_process_escapes(line);
         if (o->in_prefix_bos) {
             const sift_token bos = sift_vocab_bos(r->vocab);
             if (bos != SIFT_TOKEN_NULL && ingest(r, &bos, 1)) return free(line), 1;
@@ -980,12 +609,9 @@ int sift_cmd_generate(int argc, char **argv)
     cli_sampling cs;
     cli_sampling_init(&cs);
     bool sampling_flags;
-    const int pr = parse_args(argc, argv, &o, &cs, &sampling_flags);
+    const int pr = gen_parse_args(argc, argv, &o, &cs, &sampling_flags);
     if (pr != 0) {
-        free(o.prompt);
-        free(o.neg_owned);
-        free(o.sys_owned);
-        free(o.rprompts);
+        gen_opts_free(&o);
         return pr < 0 ? 0 : pr;
     }
     const bool cfg = o.neg_owned && o.cfg_scale != 1.0f;
@@ -1013,7 +639,9 @@ int sift_cmd_generate(int argc, char **argv)
     const int32_t n_vocab = info.n_vocab;
 
     /* conversation mode: asked for, or a chat template at hand (llama-cli's default) */
-    if (o.conversation != 0 && (rc = make_chat(&o, vocab, &chat)) != 0) goto done;
+    if (o.conversation != 0 &&
+        (rc = cli_chat_for_model(o.model, vocab, o.chat_template_file, o.chat_template, o.conversation == 1, &chat)) != 0)
+        goto done;
     rc = 1;
     const bool cnv = chat != NULL;
     const bool interactive = cnv || o.interactive;
@@ -1219,9 +847,6 @@ done:
     sift_chain_free(chain);
     sift_context_free(ctx);
     sift_model_free(model);
-    free(o.prompt);
-    free(o.neg_owned);
-    free(o.sys_owned);
-    free(o.rprompts);
+    gen_opts_free(&o);
     return rc;
 }
