@@ -231,6 +231,136 @@ static int64_t int_arg(tpl_render *r, tv v, int64_t def)
     bfail(r, "TypeError: expected an integer, got %s%s", sift__tv_typename(v), NULL);
 }
 
+/* One replacement field's format spec, the subset of Python's mini-language templates use:
+ * [[fill]align][sign][width][.precision][type], type one of s, d, f, F, % or none. Anything
+ * else is refused with a message rather than ignored, so nothing renders differently from
+ * jinja2 without saying so. */
+static void format_spec(tpl_render *r, tbuf *b, tv v, const char *sp, size_t n)
+{
+    tpl_mem *m = &r->m;
+    const char *e = sp + n;
+    char fill = ' ', align = 0, sign = '-', type = 0;
+    int width = 0, prec = -1;
+    if (e - sp >= 2 && sp[1] && strchr("<>^=", sp[1])) { fill = sp[0]; align = sp[1]; sp += 2; }
+    else if (sp < e && *sp && strchr("<>^=", *sp)) align = *sp++;
+    if (sp < e && *sp && strchr("+- ", *sp)) sign = *sp++;
+    if (sp < e && *sp == '0' && !align) { fill = '0'; align = '='; } /* {:05d}: zero padding after the sign */
+    while (sp < e && *sp >= '0' && *sp <= '9' && width < 10000) width = width * 10 + (*sp++ - '0');
+    if (sp < e && *sp == '.') {
+        prec = 0;
+        for (sp++; sp < e && *sp >= '0' && *sp <= '9' && prec < 100; sp++) prec = prec * 10 + (*sp - '0');
+    }
+    if (sp < e) type = *sp++;
+    if (sp != e || (type && !strchr("sdfF%", type)) || width >= 10000 || prec >= 100)
+        bfail(r, "ValueError: this format spec is not supported in str.format%s%s", NULL, NULL);
+    tbuf t = {0};
+    bool num = v.t == TV_INT || v.t == TV_FLOAT || v.t == TV_BOOL;
+    if (type == 's' || (!type && !num)) {
+        if (num && type == 's') bfail(r, "ValueError: Unknown format code 's' for object of type '%s'", sift__tv_typename(v), NULL);
+        tv str = sift__tv_to_str(m, v);
+        size_t len = str.s->n;
+        if (prec >= 0) len = sift__utf8_offset(str.s->p, str.s->n, (size_t)prec);
+        sift__tbuf_put(m, &t, str.s->p, len);
+        if (!align) align = '<';
+    } else {
+        if (!num) bfail(r, "ValueError: Unknown format code '%s' for a %s", (char[2]){type, 0}, sift__tv_typename(v));
+        char tmp[400];
+        double x = sift__tv_num(v);
+        if (type == 'd') {
+            if (v.t == TV_FLOAT) bfail(r, "ValueError: Unknown format code 'd' for object of type 'float'%s%s", NULL, NULL);
+            snprintf(tmp, sizeof tmp, sign == '+' ? "%+lld" : sign == ' ' ? "% lld" : "%lld", (long long)(v.t == TV_BOOL ? v.b : v.i));
+        } else if (type == 'f' || type == 'F' || type == '%') {
+            if (type == '%') x *= 100;
+            snprintf(tmp, sizeof tmp, sign == '+' ? "%+.*f" : sign == ' ' ? "% .*f" : "%.*f", prec < 0 ? 6 : prec, x);
+            if (type == '%') strcat(tmp, "%");
+        } else if (v.t == TV_FLOAT && prec < 0) { /* no type: str() of the number, with the sign */
+            tv str = sift__tv_to_str(m, v);
+            snprintf(tmp, sizeof tmp, "%s%.*s", sign == '+' && x >= 0 ? "+" : sign == ' ' && x >= 0 ? " " : "", (int)str.s->n, str.s->p);
+        } else if (v.t != TV_FLOAT) {
+            snprintf(tmp, sizeof tmp, sign == '+' ? "%+lld" : sign == ' ' ? "% lld" : "%lld", (long long)(v.t == TV_BOOL ? v.b : v.i));
+        } else {
+            bfail(r, "ValueError: this format spec is not supported in str.format%s%s", NULL, NULL);
+        }
+        sift__tbuf_puts(m, &t, tmp);
+        if (!align) align = '>';
+    }
+    size_t chars = t.n ? sift__utf8_len(t.p, t.n) : 0, pad = (size_t)width > chars ? (size_t)width - chars : 0;
+    size_t left = align == '>' || align == '=' ? pad : align == '^' ? pad / 2 : 0;
+    size_t signlen = align == '=' && t.n && (t.p[0] == '-' || t.p[0] == '+' || t.p[0] == ' ') ? 1 : 0;
+    sift__tbuf_put(m, b, t.p, signlen);
+    for (size_t i = 0; i < left; i++) sift__tbuf_put(m, b, &fill, 1);
+    sift__tbuf_put(m, b, t.p + signlen, t.n - signlen);
+    for (size_t i = left; i < pad; i++) sift__tbuf_put(m, b, &fill, 1);
+}
+
+/* Python's str.format for the forms templates use: {} (numbered automatically), {0}, {name},
+ * each with an optional !s or !r conversion and format spec, and {{ / }} for braces. */
+static tv str_format(tpl_render *r, tv self, const targs *a)
+{
+    tpl_mem *m = &r->m;
+    tbuf b = {0};
+    const char *p = self.s->p, *e = p + self.s->n;
+    int next_auto = 0;
+    while (p < e) {
+        const char *q = p;
+        while (q < e && *q != '{' && *q != '}') q++;
+        sift__tbuf_put(m, &b, p, (size_t)(q - p));
+        if (q == e) break;
+        if (q + 1 < e && q[1] == q[0]) { /* {{ or }} */
+            sift__tbuf_put(m, &b, q, 1);
+            p = q + 2;
+            continue;
+        }
+        if (*q == '}') bfail(r, "ValueError: Single '}' encountered in format string%s%s", NULL, NULL);
+        const char *f = q + 1, *fe = f;
+        while (fe < e && *fe != '}' && *fe != '!' && *fe != ':') fe++;
+        char conv = 's';
+        const char *close = fe;
+        if (close < e && *close == '!') {
+            if (close + 1 >= e || (close[1] != 's' && close[1] != 'r')) bfail(r, "ValueError: Unknown conversion specifier%s%s", NULL, NULL);
+            conv = close[1];
+            close += 2;
+        }
+        const char *spec = close;
+        if (close < e && *close == ':') {
+            spec = ++close;
+            while (close < e && *close != '}') close++;
+        }
+        if (close >= e || *close != '}') bfail(r, "ValueError: expected '}' before end of string%s%s", NULL, NULL);
+        tv v;
+        size_t flen = (size_t)(fe - f);
+        if (flen == 0 || (f[0] >= '0' && f[0] <= '9')) {
+            int idx = 0;
+            if (flen == 0) idx = next_auto++;
+            else
+                for (const char *d = f; d < fe; d++) {
+                    if (*d < '0' || *d > '9' || idx > 100000) bfail(r, "ValueError: bad field name in format string%s%s", NULL, NULL);
+                    idx = idx * 10 + (*d - '0');
+                }
+            if (idx >= a->np) bfail(r, "IndexError: tuple index out of range%s%s", NULL, NULL);
+            v = a->pos[idx];
+        } else {
+            int k = 0;
+            while (k < a->nk && !(strlen(a->kname[k]) == flen && memcmp(a->kname[k], f, flen) == 0)) k++;
+            if (k == a->nk) {
+                tv key = sift__tv_str(m, f, flen);
+                bfail(r, "KeyError: '%s'%s", key.s->p, NULL);
+            }
+            v = a->kw[k];
+        }
+        if (conv == 'r') {
+            tbuf rb = {0};
+            sift__tv_write_repr(m, &rb, v);
+            v = sift__tbuf_value(m, &rb);
+        }
+        if (close > spec) format_spec(r, &b, v, spec, (size_t)(close - spec));
+        else if (conv == 'r' || v.t == TV_STR) sift__tbuf_put(m, &b, v.s->p, v.s->n);
+        else sift__tv_write_str(m, &b, v);
+        p = close + 1;
+    }
+    return sift__tbuf_value(m, &b);
+}
+
 static tv m_str(tpl_render *r, tv self, const targs *a, const char *name)
 {
     tpl_mem *m = &r->m;
@@ -301,6 +431,7 @@ static tv m_str(tpl_render *r, tv self, const targs *a, const char *name)
         if (name[2] == 'l' || name[2] == 'u') return tv_bool(any_cased);
         return tv_bool(true);
     }
+    if (!strcmp(name, "format")) return str_format(r, self, a);
     if (!strcmp(name, "removeprefix") || !strcmp(name, "removesuffix")) {
         tv x = need_str(r, arg(a, 0, NULL, tv_none()), name);
         bool end = name[6] == 's';
@@ -357,7 +488,7 @@ static tv method_call(tpl_render *r, tv self, const targs *a);
 
 static const char *const STR_METHODS[] = {"strip", "lstrip", "rstrip", "split", "startswith", "endswith", "replace", "upper",
     "lower", "capitalize", "title", "find", "rfind", "index", "count", "join", "splitlines", "isdigit", "isalpha", "isspace",
-    "isalnum", "islower", "isupper", "removeprefix", "removesuffix", NULL};
+    "isalnum", "islower", "isupper", "removeprefix", "removesuffix", "format", NULL};
 static const char *const DICT_METHODS[] = {"get", "items", "keys", "values", "update", "pop", "popitem", "setdefault", "clear", "copy", NULL};
 static const char *const LIST_METHODS[] = {"index", "count", "append", "pop", "insert", "extend", "remove", "clear", "sort", "reverse", "copy", NULL};
 

@@ -950,7 +950,10 @@ static tnode *parse_for(parser *p, int line)
         n->kids[0] = cond;
         n->nkids = 1;
     }
-    if (is_name(p, "recursive")) perr(p, cur(p)->line, "TemplateSyntaxError: recursive loops are not supported%s", NULL);
+    if (is_name(p, "recursive")) { /* {% for ... recursive %}: the body may call loop(items) */
+        next(p);
+        n->op |= 2;
+    }
     expect_block_end(p);
     const char *ended;
     n->b = parse_body(p, END_FOR, &ended, "for", line);

@@ -593,6 +593,10 @@ tv sift__tpl_call(tpl_render *r, tv fn, const targs *a)
             return call_macro(r, &(tfunc){.name = "caller"}, f->caller_params, f->macro, f->closure, a);
         return call_macro(r, f, f->macro, f->macro->b, f->closure, a);
     }
+    if (fn.t == TV_DICT) { /* a loop object: loop(items) in a recursive for */
+        tv *call = sift__tv_dict_getc(fn.d, "()");
+        if (call && call->t == TV_FUNC) return call->fn->fn(r, call->fn->self, a);
+    }
     rfail(r, "TypeError: '%s' object is not callable%s", sift__tv_typename(fn), NULL);
 }
 
@@ -629,14 +633,71 @@ static tv loop_cycle(tpl_render *r, tv self, const targs *a)
     return a->pos[idx->i % a->np];
 }
 
+/* loop.changed(*values): true on the first call and whenever the values differ from the
+ * previous call's. self is a one-item list shared by every iteration of the loop, holding
+ * the last values (empty until the first call), so the state outlives each loop dict. */
+static tv loop_changed(tpl_render *r, tv self, const targs *a)
+{
+    tv now = sift__tv_list(&r->m, (size_t)a->np + 1);
+    for (int i = 0; i < a->np; i++) sift__tv_push(&r->m, now, a->pos[i]);
+    if (self.l->n == 1 && sift__tv_eq(self.l->v[0], now)) return tv_bool(false);
+    if (self.l->n == 1) self.l->v[0] = now;
+    else sift__tv_push(&r->m, self, now);
+    return tv_bool(true);
+}
+
+static tv bound_fn(tpl_render *r, const char *name, tpl_builtin_fn fn, tv self)
+{
+    tfunc *f = sift__tpl_alloc(&r->arena, &r->fail, sizeof *f);
+    memset(f, 0, sizeof *f);
+    f->name = name;
+    f->fn = fn;
+    f->self = self;
+    tv v = {.t = TV_FUNC};
+    v.fn = f;
+    return v;
+}
+
+static flow run_for(tpl_render *r, tscope *s, const tnode *n, tv seq, int depth);
+
+/* loop(items) inside a recursive loop: the same body over items, one level deeper, rendered
+ * to a string (jinja2 returns the markup rather than writing it in place). self is the list
+ * [this function, depth]: the function carries the for node and the scope the loop was
+ * entered from, as jinja2's closure does. */
+static tv loop_recurse(tpl_render *r, tv self, const targs *a)
+{
+    if (a->np != 1 || a->nk) rfail(r, "TypeError: loop() takes exactly one argument%s%s", NULL, NULL);
+    const tnode *n = self.l->v[0].fn->macro;
+    tscope *s = self.l->v[0].fn->closure;
+    if (++r->depth > r->max_depth) rfail(r, "RecursionError: recursive loop nested more than the limit%s%s", NULL, NULL);
+    tbuf buf = {0}, *saved = r->out;
+    buf.max = r->max_output;
+    r->out = &buf;
+    run_for(r, s, n, a->pos[0], (int)self.l->v[1].i + 1);
+    r->out = saved;
+    r->depth--;
+    return sift__tbuf_value(&r->m, &buf);
+}
+
+static tv loop_not_recursive(tpl_render *r, tv self, const targs *a)
+{
+    (void)self;
+    (void)a;
+    rfail(r, "TypeError: The loop must have the 'recursive' marker to be called recursively.%s%s", NULL, NULL);
+}
+
 static flow exec_for(tpl_render *r, tscope *s, const tnode *n)
 {
-    tv seq = eval(r, s, n->a);
+    return run_for(r, s, n, eval(r, s, n->a), 1);
+}
+
+static flow run_for(tpl_render *r, tscope *s, const tnode *n, tv seq, int depth)
+{
     if (seq.t == TV_NONE || (seq.t != TV_UNDEF && seq.t != TV_LIST && seq.t != TV_DICT && seq.t != TV_STR && seq.t != TV_NS))
         rfail(r, "TypeError: '%s' object is not iterable%s", sift__tv_typename(seq), NULL);
     tv items = sift__tpl_iterable(r, seq);
     tscope *ls = scope_new(r, s);
-    if (n->op) { /* {% for x in xs if cond %}: filter first, so loop.* counts what is kept */
+    if (n->op & 1) { /* {% for x in xs if cond %}: filter first, so loop.* counts what is kept */
         tv kept = sift__tv_list(&r->m, items.l->n + 1);
         for (size_t i = 0; i < items.l->n; i++) {
             assign(r, ls, n->d, items.l->v[i]);
@@ -645,10 +706,20 @@ static flow exec_for(tpl_render *r, tscope *s, const tnode *n)
         items = kept;
     }
     size_t len = items.l->n;
-    tv cycle = {.t = TV_FUNC};
+    tpl_mem *m = &r->m;
+    tv changed = bound_fn(r, "changed", loop_changed, sift__tv_list(m, 1));
+    tv call;
+    if (n->op & 2) {
+        call = bound_fn(r, "loop", loop_recurse, sift__tv_list(m, 2));
+        call.fn->macro = n;
+        call.fn->closure = s;
+        sift__tv_push(m, call.fn->self, call);
+        sift__tv_push(m, call.fn->self, tv_int(depth));
+    } else {
+        call = bound_fn(r, "loop", loop_not_recursive, tv_none());
+    }
     for (size_t i = 0; i < len; i++) {
-        tv loop = sift__tv_dict(&r->m, 12);
-        tpl_mem *m = &r->m;
+        tv loop = sift__tv_dict(m, 16);
         sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "index"), tv_int((int64_t)i + 1));
         sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "index0"), tv_int((int64_t)i));
         sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "revindex"), tv_int((int64_t)(len - i)));
@@ -656,17 +727,14 @@ static flow exec_for(tpl_render *r, tscope *s, const tnode *n)
         sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "first"), tv_bool(i == 0));
         sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "last"), tv_bool(i + 1 == len));
         sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "length"), tv_int((int64_t)len));
-        sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "depth"), tv_int(1));
-        sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "depth0"), tv_int(0));
+        sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "depth"), tv_int(depth));
+        sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "depth0"), tv_int(depth - 1));
         sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "previtem"), i ? items.l->v[i - 1] : tv_undef("there is no previous item"));
         sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "nextitem"), i + 1 < len ? items.l->v[i + 1] : tv_undef("there is no next item"));
-        tfunc *cf = sift__tpl_alloc(&r->arena, &r->fail, sizeof *cf);
-        memset(cf, 0, sizeof *cf);
-        cf->name = "cycle";
-        cf->fn = loop_cycle;
-        cf->self = loop;
-        cycle.fn = cf;
-        sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "cycle"), cycle);
+        sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "cycle"), bound_fn(r, "cycle", loop_cycle, loop));
+        sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "changed"), changed);
+        /* "()" is not a name, so templates reach it only by calling loop(...). */
+        sift__tv_dict_set(m, loop.d, sift__tv_cstr(m, "()"), call);
         sift__tpl_scope_set(r, ls, "loop", loop);
         assign(r, ls, n->d, items.l->v[i]);
         flow f = exec(r, ls, n->b);
