@@ -459,14 +459,11 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
             g[k]->created = g[0]->created;
         }
     }
-    for (int k = 0; k < n; k++) {
-        if (srv_engine_submit(s->engine, g[k]) != 0) {
-            drop_tasks(s, g, k, true);
-            drop_tasks(s, g + k, n - k, false);
-            free(g);
-            srv_errorf(&e, 503, "the server is busy: %d requests are waiting for a slot; retry later", s->cfg.max_queue);
-            return reply_error(c, s, &e);
-        }
+    if (srv_engine_submit_all(s->engine, g, n) != 0) {
+        drop_tasks(s, g, n, false);
+        free(g);
+        srv_errorf(&e, 503, "the server is busy: %d requests are waiting for a slot; retry later", s->cfg.max_queue);
+        return reply_error(c, s, &e);
     }
     const int fd = conn_fd(c);
     if (stream) {

@@ -373,6 +373,9 @@ void srv_engine_stop(srv_engine *e);
 void srv_engine_free(srv_engine *e);
 /* Queue a task (the engine takes its own reference). 0, or 503 when the queue is full. */
 int srv_engine_submit(srv_engine *e, srv_task *t);
+/* Queue the n tasks of one request together (all or none: 503 when they do not all fit),
+ * so that idle slots take them in the same step and twins read their prompt once. */
+int srv_engine_submit_all(srv_engine *e, srv_task *const *g, int n);
 /* The client is gone: the engine drops the task at its next step (queued or running). */
 void srv_engine_cancel(srv_engine *e, srv_task *t);
 
