@@ -1099,7 +1099,7 @@ def test_prompt_arrays(S):
     assert st == 200 and isinstance(a, list) and [x["index"] for x in a] == [0, 1, 2], a
     assert [x["content"] for x in a] == singles
     assert a[1]["tokens_evaluated"] == len(ids)
-    # one prompt in an array is an array of one on /completion (llama-server), n x prompts on /v1
+    # /v1/completions: prompts x n choices, index = prompt * n + choice
     st, j = S.post("/v1/completions", {"prompt": prompts[:2], "max_tokens": 6, "seed": 9, "n": 2})
     assert st == 200 and [c["index"] for c in j["choices"]] == [0, 1, 2, 3], j
     assert j["choices"][0]["text"] == singles[0] and j["choices"][2]["text"] == singles[1]
