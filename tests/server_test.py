@@ -1135,6 +1135,16 @@ def test_chat_logprobs_without_top(S):
     assert all(x["top_logprobs"] == [] and x["logprob"] <= 0 and "token" in x for x in content), content
 
 
+def test_prompt_array_one_slot(L):
+    """One slot, --max-queue 1: two prompts still go (one runs, one waits); three could
+    never be queued at once: a 400 that says so, not a 503 forever."""
+    wait_idle(L)
+    st, a = L.post("/completion", {"prompt": ["Once", "Lily"], "n_predict": 3, "seed": 1})
+    assert st == 200 and [x["index"] for x in a] == [0, 1] and all(x["tokens_predicted"] == 3 for x in a), a
+    st, j = L.post("/completion", {"prompt": ["a", "b", "c"], "n_predict": 3})
+    assert st == 400 and "--max-queue 1 + -np 1" in j["error"]["message"], j
+
+
 def test_embeddings_not_enabled(S):
     for path in ("/embedding", "/embeddings", "/v1/embeddings"):
         st, j = S.post(path, {"input": "hello"})

@@ -772,7 +772,8 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
     e->n_ctx_slot = (int32_t)sift_n_ctx_seq(e->ctx);
     s->n_ctx_slot = e->n_ctx_slot;
     e->q_cap = cfg->max_queue > 0 ? cfg->max_queue : 1;
-    e->queue = calloc((size_t)e->q_cap, sizeof *e->queue);
+    /* room for one request's n choices (at most a task per slot) even past --max-queue */
+    e->queue = calloc((size_t)e->q_cap + (size_t)e->n_slots, sizeof *e->queue);
     e->slots = calloc((size_t)e->n_slots, sizeof *e->slots);
     e->pub = calloc((size_t)e->n_slots, sizeof *e->pub);
     e->share_ids = calloc((size_t)e->n_slots, sizeof *e->share_ids);
@@ -805,7 +806,9 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
 int srv_engine_submit_all(srv_engine *e, srv_task *const *g, int n)
 {
     pthread_mutex_lock(&e->mu);
-    if (e->stop || e->q_n + n > e->q_cap) {
+    /* --max-queue counts waiting tasks; a request's choices (n <= slots) are never refused
+     * for being more than it when nothing waits */
+    if (e->stop || (e->q_n > 0 && e->q_n + n > e->q_cap) || n > e->q_cap + e->n_slots) {
         e->stats.n_rejected++;
         pthread_mutex_unlock(&e->mu);
         return 503;

@@ -439,6 +439,12 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
     if (srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e)) return reply_error(c, s, &e);
     const bool stream = req.stream;
     const int n_cmpl = req.n_cmpl, n = req.n_prompts * req.n_cmpl;
+    if (n > s->cfg.max_queue + s->cfg.n_parallel) { /* could never be queued at once */
+        srv_request_free(&req);
+        srv_errorf(&e, 400, "%d completions in one request, more than the queue and the slots hold (--max-queue %d + -np %d)", n,
+                   s->cfg.max_queue, s->cfg.n_parallel);
+        return reply_error(c, s, &e);
+    }
     srv_task **g = calloc((size_t)n, sizeof *g);
     if (!g) {
         srv_request_free(&req);

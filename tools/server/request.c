@@ -798,7 +798,7 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     if (np < 0) return -np;
     r->n_prompts = np;
     if (r->prompt_index >= np) return srv_errorf(e, 500, "'prompt': no prompt %d", r->prompt_index);
-    if (np * r->n_cmpl > SRV_MAX_PROMPTS)
+    if (np > 1 && np * r->n_cmpl > SRV_MAX_PROMPTS)
         return srv_errorf(e, 400, "%d prompts x 'n' %d = %d completions, more than %d in one request", np, r->n_cmpl,
                           np * r->n_cmpl, SRV_MAX_PROMPTS);
     for (int i = r->prompt_index == 0 ? 0 : r->prompt_index; i < (r->prompt_index == 0 ? np : r->prompt_index + 1); i++) {
