@@ -384,7 +384,7 @@ static void stream_free(void *cls)
     if (!st->final_done) /* the client went away (or a write failed) before the end */
         atomic_fetch_add(&st->s->http.n_disconnects, 1);
     for (int i = 0; i < st->n; i++) {
-        if (!st->final_done && !st->parts[i].final_done) srv_engine_cancel(st->s->engine, st->parts[i].t);
+        if (!st->parts[i].final_done) srv_engine_cancel(st->s->engine, st->parts[i].t); /* (after an error too) */
         srv_task_unref(st->parts[i].t);
     }
     free(st->parts);
