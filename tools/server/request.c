@@ -805,8 +805,8 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
         sift_token *t;
         int32_t n;
         TRY(srv_prompt_at(s, p, "prompt", i, &t, &n, e));
-        char name[32];
-        snprintf(name, sizeof name, np > 1 ? "prompt[%d]" : "prompt", i);
+        char name[32] = "prompt";
+        if (np > 1) snprintf(name, sizeof name, "prompt[%d]", i);
         const int rc = check_prompt_size(s, n, name, e);
         if (rc || i != r->prompt_index) free(t);
         else r->prompt = t, r->n_prompt = n;

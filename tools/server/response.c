@@ -300,7 +300,7 @@ static cJSON *echoed(const srv_server *s, const srv_task *t, const char *txt, si
 
 /* OpenAI's legacy completion logprobs for records [0, n) into lp: tokens, token_logprobs,
  * top_logprobs ({token: logprob}), text_offset (from off0: the echoed prompt's length). */
-static void legacy_logprobs(const srv_server *s, const srv_task *t, const srv_tokrec *recs, size_t n, const srv_prob *probs,
+static void legacy_logprobs(const srv_server *s, const srv_tokrec *recs, size_t n, const srv_prob *probs,
                             size_t probs_from, uint32_t text_from, size_t off0, cJSON *lp)
 {
     cJSON *toks = cJSON_AddArrayToObject(lp, "tokens"), *tlp = cJSON_AddArrayToObject(lp, "token_logprobs");
@@ -326,7 +326,15 @@ static void legacy_logprobs(const srv_server *s, const srv_task *t, const srv_to
         cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(off0 + at)));
         at = r->text_end;
     }
-    (void)t;
+}
+
+/* Bytes of the echoed prompt before a choice's text (0 without echo). */
+static size_t echo_len(const srv_server *s, const srv_task *t)
+{
+    if (!t->req.echo) return 0;
+    size_t n = 0;
+    free(prompt_text(s, t, &n, true));
+    return n;
 }
 
 /* The OpenAI envelope: id, created, model, system_fingerprint, object. */
@@ -421,9 +429,7 @@ static cJSON *oai_choice(const srv_server *s, srv_task *t)
         if (r->n_probs > 0) {
             cJSON *lp = cJSON_AddObjectToObject(c, "logprobs");
             cJSON_AddItemToObject(lp, "content", all_probs(s, t));
-            size_t pn = 0;
-            if (r->echo) free(prompt_text(s, t, &pn, true));
-            legacy_logprobs(s, t, t->recs, t->n_recs, t->probs, 0, 0, pn, lp);
+            legacy_logprobs(s, t->recs, t->n_recs, t->probs, 0, 0, echo_len(s, t), lp);
         } else {
             cJSON_AddNullToObject(c, "logprobs");
         }
@@ -538,9 +544,7 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
                 cJSON *lp = cJSON_AddObjectToObject(c, "logprobs");
                 cJSON *a = cJSON_AddArrayToObject(lp, "content");
                 cJSON_AddItemToArray(a, probs);
-                size_t pn = 0;
-                if (r->echo) free(prompt_text(s, t, &pn, true));
-                legacy_logprobs(s, t, rec, 1, sn->probs, sn->probs_from, (uint32_t)(text_at - txt_n), pn, lp);
+                legacy_logprobs(s, rec, 1, sn->probs, sn->probs_from, (uint32_t)(text_at - txt_n), echo_len(s, t), lp);
             } else {
                 cJSON_AddNullToObject(c, "logprobs");
             }
