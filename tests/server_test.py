@@ -1052,8 +1052,14 @@ def test_n_choices(S):
     for i in range(3):
         st, one = S.post("/v1/completions", dict(body, n=1, seed=42 + i))
         assert st == 200 and one["choices"][0]["text"] == texts[i], (i, one)
-    st, again = S.post("/v1/completions", body)
+    # the three read the prompt once (queued together, twin slots share the batch entries):
+    # the same texts, and two slots' worth of prompt tokens counted as shared
+    wait_idle(S)
+    shared = lambda: float(re.search(r"^sift_prompt_tokens_shared_total (\S+)$", S.request("GET", "/metrics")[2].decode(), re.M).group(1))
+    before = shared()
+    st, again = S.post("/v1/completions", dict(body, cache_prompt=False))
     assert [c["text"] for c in again["choices"]] == texts  # reproducible
+    assert shared() - before == 2 * 5, (before, shared())
     # chat: n choices with messages
     st, j = S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Tell a story."}], "max_tokens": 12,
                                             "n": 2, "seed": 7, **HOT})

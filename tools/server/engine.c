@@ -646,6 +646,7 @@ static void *engine_main(void *arg)
         /* 3. one batch: generating slots first (one token each), then prompt chunks */
         sift_batch_clear(&e->batch);
         int n_busy = 0;
+        long long n_shared = 0;
         for (int i = 0; i < e->n_slots; i++) {
             slot *sl = &e->slots[i];
             sl->batch_idx = -1;
@@ -677,6 +678,7 @@ static void *engine_main(void *arg)
                 if (last) sl->batch_idx = e->batch.n_tokens - 1;
                 sl->n_in_batch++;
             }
+            n_shared += (long long)sl->n_in_batch * (n_ids - 1);
             for (int k = 1; k < n_ids; k++) {
                 slot *o = &e->slots[e->share_ids[k]];
                 o->n_in_batch = sl->n_in_batch;
@@ -698,6 +700,7 @@ static void *engine_main(void *arg)
         e->stats.t_decode_s += (t_dec1 - t_dec0) / 1e3;
         e->stats.n_decode++;
         e->stats.n_busy_slot_steps += n_busy;
+        e->stats.n_prompt_shared += n_shared;
         pthread_mutex_unlock(&e->mu);
         if (st != SIFT_OK) {
             char msg[300];

@@ -749,6 +749,8 @@ char *srv_text_metrics(const srv_server *s)
     metric2(&b, "prompt_tokens_total", "prompt_tokens_total", "counter", "Prompt tokens processed (not counting cached ones).",
             (double)st.n_prompt_tokens);
     metric2(&b, "prompt_seconds_total", "prompt_seconds_total", "counter", "Prompt processing time.", st.t_prompt_s);
+    metric(&b, "prompt_tokens_shared_total", "counter", "Prompt tokens read once for several choices of a request (n > 1).",
+           (double)st.n_prompt_shared);
     metric2(&b, "tokens_predicted_total", "tokens_predicted_total", "counter", "Generated tokens.", (double)st.n_gen_tokens);
     metric2(&b, "tokens_predicted_seconds_total", "tokens_predicted_seconds_total", "counter",
             "Generation time, summed over requests.", st.t_gen_s);

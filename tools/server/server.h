@@ -402,6 +402,7 @@ typedef struct srv_engine_stats {
     double t_prompt_s, t_gen_s;
     long long n_tasks_done, n_tasks_cancelled, n_tasks_failed, n_rejected;
     long long n_tokens_max;    /* high-water mark of one slot's context use */
+    long long n_prompt_shared; /* prompt tokens a slot did not decode: its twin's batch entries held them too */
     double t_decode_s, t_sample_s; /* engine thread: in sift_decode, in sampling + publishing */
     int32_t kv_used;
     srv_hist h_queue, h_ttft, h_tpot; /* queue time, time to first token, time per output token */
