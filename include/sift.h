@@ -999,6 +999,38 @@ SIFT_API float *sift_get_logits_ith(sift_context *ctx, int32_t i);
 SIFT_API float *sift_get_logits(sift_context *ctx);
 SIFT_API int32_t sift_n_outputs(const sift_context *ctx);
 
+/* -- embeddings (llama_set_embeddings, llama_get_embeddings_ith / _seq) --
+ * With embeddings on, a decode also keeps the final hidden state (after the output norm,
+ * the vector the output head multiplies: n_embd floats) of the tokens it outputs.
+ * Pooling (llama_pooling_type) combines each sequence's rows of the batch into one vector:
+ * NONE keeps the rows of the tokens that asked for logits (sift_get_embeddings_ith); MEAN
+ * (their average), CLS (the sequence's first token in the batch) and LAST (its last one)
+ * make every token of the batch an output, skip the output head (no logits then) and give
+ * one vector per sequence (sift_get_embeddings_seq). A pooled sequence must be decoded in
+ * one batch, as in llama.cpp. No normalization: callers normalize (llama-server: L2). */
+typedef enum sift_pooling_type {
+    SIFT_POOLING_TYPE_UNSPECIFIED = -1,
+    SIFT_POOLING_TYPE_NONE = 0,
+    SIFT_POOLING_TYPE_MEAN = 1,
+    SIFT_POOLING_TYPE_CLS = 2,
+    SIFT_POOLING_TYPE_LAST = 3,
+    SIFT_POOLING_TYPE_RANK = 4, /* classifier heads: not supported (SIFT_E_UNSUPPORTED) */
+} sift_pooling_type;
+/* Turn embeddings on or off for the next decodes (llama_set_embeddings), and choose the
+ * pooling (llama_context_params.pooling_type; UNSPECIFIED means NONE: a llama-family model
+ * declares none). SIFT_E_INVAL for an unknown type, SIFT_E_UNSUPPORTED for RANK. Nothing
+ * is allocated: the buffers exist from sift_context_new. */
+SIFT_API sift_status sift_set_embeddings(sift_context *ctx, bool embeddings, sift_pooling_type pooling);
+SIFT_API bool sift_get_embeddings_enabled(const sift_context *ctx);
+SIFT_API sift_pooling_type sift_get_pooling_type(const sift_context *ctx);
+/* The hidden state of batch entry i of the last decode (n_embd floats, borrowed until the
+ * next decode; i < 0 counts from the last output). NULL without embeddings, or when that
+ * entry was not an output. */
+SIFT_API float *sift_get_embeddings_ith(sift_context *ctx, int32_t i);
+/* The pooled vector of sequence seq in the last decode (n_embd floats). NULL with pooling
+ * NONE, without embeddings, or when the last batch had no token of seq. */
+SIFT_API float *sift_get_embeddings_seq(sift_context *ctx, sift_seq_id seq);
+
 /* -- KV cache: sequences (llama_memory_seq_*) -- */
 /* Remove positions [p0, p1) of sequence seq (seq < 0: of every sequence; p0 < 0: from 0;
  * p1 < 0: to the end). Removing a tail lets the sequence go on from p0. SIFT_E_INVAL for a

@@ -30,3 +30,15 @@ endif()
 # test_decode_alloc counts every malloc/calloc/realloc (link-time wrapping) during decode
 # and sampling steps: there must be none.
 target_link_options(test_decode_alloc PRIVATE "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc")
+
+# peer_embeddings: sift_get_embeddings_ith / _seq for pooling none, mean, cls and last against
+# llama.cpp's llama_get_embeddings_ith / _seq on the two shared models (libllama from the peer
+# build, loaded with dlopen). Registered only when the peer library was there at configure time.
+set(SIFT_PEER_LIBDIR "/tmp/sift-peer/package/bins/linux-x64" CACHE PATH "the peer build's libllama folder")
+add_executable(peer_embeddings ${CMAKE_CURRENT_SOURCE_DIR}/peer_embeddings.c)
+target_compile_options(peer_embeddings PRIVATE ${SIFT_WARN})
+target_link_libraries(peer_embeddings PRIVATE sift_static ${CMAKE_DL_LIBS} m)
+if(EXISTS "${SIFT_PEER_LIBDIR}/libllama.v0.5.0.so")
+  add_test(NAME embeddings_peer COMMAND peer_embeddings "${SIFT_PEER_LIBDIR}" "${SIFT_SHARED_DIR}/models")
+  set_tests_properties(embeddings_peer PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}")
+endif()

@@ -470,7 +470,12 @@ MALFORMED = [
     ("prompt_token_out_of_range", "/completion", {"prompt": [1, 99999]}, "'prompt[1]'"),
     ("prompt_token_negative", "/completion", {"prompt": [-3]}, "'prompt[0]'"),
     ("prompt_token_fraction", "/completion", {"prompt": [1, 2.5]}, "'prompt[1]'"),
-    ("prompt_several", "/completion", {"prompt": ["a", "b"]}, "several prompts"),
+    ("prompt_array_object_item", "/completion", {"prompt": ["a", {"x": 1}]}, "'prompt[1]' must be a prompt"),
+    ("prompt_array_nested_array", "/completion", {"prompt": ["a", [1, [2]]]}, "'prompt[1][1]'"),
+    ("prompt_array_bad_token", "/v1/completions", {"prompt": ["a", [1, 99999]]}, "'prompt[1][1]'"),
+    ("prompt_array_empty_item", "/completion", {"prompt": ["a", []]}, "'prompt[1]' is an empty array"),
+    ("prompt_too_many", "/completion", {"prompt": ["a"] * 65}, "at most 64 prompts"),
+    ("prompts_times_n", "/completion", {"prompt": ["a"] * 20, "n": 4}, "more than 64"),
     ("prompt_bool_item", "/completion", {"prompt": [1, True]}, "'prompt[1]'"),
     ("prompt_too_long", "/completion", {"prompt": [5] * 600}, "context size"),
     ("prompt_bad_utf8", "/completion", b'{"prompt": "\xff\xfe"}', "UTF-8"),
@@ -514,8 +519,13 @@ MALFORMED = [
     ("json_schema_unsupported", "/completion", {"prompt": "x", "json_schema": {"type": "string", "not": {}}}, "'json_schema'"),
     ("trace_top_zero", "/completion", {"prompt": "x", "trace": True, "trace_top": 0}, "'trace_top'"),
     ("id_slot_out_of_range", "/completion", {"prompt": "x", "id_slot": 99}, "'id_slot'"),
-    ("oai_n_two", "/v1/completions", {"prompt": "x", "n": 2}, "'n'"),
-    ("oai_echo", "/v1/completions", {"prompt": "x", "echo": True}, "'echo'"),
+    ("oai_n_zero", "/v1/completions", {"prompt": "x", "n": 0}, "'n' must be an integer in [1, 4]"),
+    ("oai_n_beyond_slots", "/v1/completions", {"prompt": "x", "n": 1000}, "'n' must be an integer in [1, 4] (one completion per slot, -np), got 1000"),
+    ("oai_n_fraction", "/v1/completions", {"prompt": "x", "n": 1.5}, "'n'"),
+    ("chat_n_string", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "n": "2"}, "'n'"),
+    ("n_cmpl_beyond_slots", "/completion", {"prompt": "x", "n_cmpl": 5}, "'n_cmpl'"),
+    ("oai_echo_string", "/v1/completions", {"prompt": "x", "echo": "yes"}, "'echo'"),
+    ("chat_echo", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "echo": True}, "'echo'"),
     ("oai_max_tokens_string", "/v1/completions", {"prompt": "x", "max_tokens": "5"}, "'max_tokens'"),
     ("chat_messages_missing", "/v1/chat/completions", {"model": "x"}, "'messages'"),
     ("chat_messages_object", "/v1/chat/completions", {"messages": {"role": "user"}}, "'messages'"),
@@ -1022,6 +1032,181 @@ def test_llama_server_command_line():
 CHAT_TEMPLATES = os.path.join(os.environ.get("SIFT_SHARED", os.path.join(os.path.dirname(__file__), "../../shared")), "chat-templates")
 JINJA_TEMPLATE = "qwen2.5-instruct"
 
+
+
+# ---- the request surface: n, several prompts, echo, logprobs, embeddings --------------------------
+
+HOT = {"temperature": 1.5, "top_k": 0, "top_p": 1.0, "min_p": 0.0}  # choices that differ on stories260K
+
+
+def test_n_choices(S):
+    body = {"prompt": "Once upon a time", "max_tokens": 24, "n": 3, "seed": 42, **HOT}
+    st, j = S.post("/v1/completions", body)
+    assert st == 200, j
+    ch = j["choices"]
+    assert [c["index"] for c in ch] == [0, 1, 2], ch
+    texts = [c["text"] for c in ch]
+    assert len(set(texts)) == 3, texts  # seeds 42, 43, 44: three stories
+    assert j["usage"]["completion_tokens"] == 3 * 24 and j["usage"]["prompt_tokens"] == 5, j["usage"]
+    # choice i is the single completion with seed + i
+    for i in range(3):
+        st, one = S.post("/v1/completions", dict(body, n=1, seed=42 + i))
+        assert st == 200 and one["choices"][0]["text"] == texts[i], (i, one)
+    # the three read the prompt once (queued together, twin slots share the batch entries):
+    # the same texts, and two slots' worth of prompt tokens counted as shared
+    wait_idle(S)
+    shared = lambda: float(re.search(r"^sift_prompt_tokens_shared_total (\S+)$", S.request("GET", "/metrics")[2].decode(), re.M).group(1))
+    before = shared()
+    st, again = S.post("/v1/completions", dict(body, cache_prompt=False))
+    assert [c["text"] for c in again["choices"]] == texts  # reproducible
+    assert shared() - before == 2 * 5, (before, shared())
+    # chat: n choices with messages
+    st, j = S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Tell a story."}], "max_tokens": 12,
+                                            "n": 2, "seed": 7, **HOT})
+    assert st == 200 and [c["index"] for c in j["choices"]] == [0, 1], j
+    assert all(c["message"]["role"] == "assistant" for c in j["choices"])
+    assert j["choices"][0]["message"]["content"] != j["choices"][1]["message"]["content"]
+    # /completion: n_cmpl (llama-server's name) gives an array, seeds seed + i
+    st, a = S.post("/completion", {"prompt": "Once upon a time", "n_predict": 8, "n_cmpl": 2, "seed": 5, **HOT})
+    assert st == 200 and isinstance(a, list) and [x["index"] for x in a] == [0, 1], a
+    assert [x["generation_settings"]["seed_used"] for x in a] == [5, 6]
+
+
+def test_n_choices_stream(S):
+    body = {"messages": [{"role": "user", "content": "Tell a story."}], "max_tokens": 10, "n": 2, "seed": 11, **HOT}
+    st, whole = S.post("/v1/chat/completions", body)
+    assert st == 200
+    ev = S.stream("/v1/chat/completions", dict(body, stream=True, stream_options={"include_usage": True}))
+    assert ev[-1] == "[DONE]" and ev.count("[DONE]") == 1
+    ch = ev[:-1]
+    assert ch[-1]["choices"] == [] and ch[-1]["usage"]["completion_tokens"] == whole["usage"]["completion_tokens"]
+    assert len({e["id"] for e in ch}) == 1
+    for i in range(2):
+        mine = [e["choices"][0] for e in ch[:-1] if e["choices"][0]["index"] == i]
+        assert mine[0]["delta"] == {"role": "assistant", "content": None}
+        assert mine[-1]["finish_reason"] in ("length", "stop")
+        text = "".join(c["delta"].get("content") or "" for c in mine)
+        assert text == whole["choices"][i]["message"]["content"], (i, text)
+    # /v1/completions: the last chunk carries the summed usage
+    ev = S.stream("/v1/completions", {"prompt": "Once", "max_tokens": 5, "n": 2, "seed": 3, "stream": True})
+    assert ev[-1] == "[DONE]"
+    assert {e["choices"][0]["index"] for e in ev[:-1]} == {0, 1}
+    assert ev[-2]["usage"]["completion_tokens"] == 10
+    # /completion: each event has its index, each choice closes with stop: true
+    ev = S.stream("/completion", {"prompt": "Once", "n_predict": 4, "n_cmpl": 2, "seed": 3, "stream": True})
+    assert sorted(e["index"] for e in ev if e["stop"]) == [0, 1]
+
+
+def test_prompt_arrays(S):
+    ids = S.post("/tokenize", {"content": "Lily went", "add_special": True})[1]["tokens"]
+    prompts = ["Once upon a time", ids, [ids[0], "The cat"]]  # a string, ids, ids and text mixed
+    singles = [completion(S, prompt=p, n_predict=6, seed=9)["content"] for p in prompts]
+    st, a = S.post("/completion", {"prompt": prompts, "n_predict": 6, "seed": 9})
+    assert st == 200 and isinstance(a, list) and [x["index"] for x in a] == [0, 1, 2], a
+    assert [x["content"] for x in a] == singles
+    assert a[1]["tokens_evaluated"] == len(ids)
+    # /v1/completions: prompts x n choices, index = prompt * n + choice
+    st, j = S.post("/v1/completions", {"prompt": prompts[:2], "max_tokens": 6, "seed": 9, "n": 2})
+    assert st == 200 and [c["index"] for c in j["choices"]] == [0, 1, 2, 3], j
+    assert j["choices"][0]["text"] == singles[0] and j["choices"][2]["text"] == singles[1]
+    assert j["usage"]["prompt_tokens"] == 5 + len(ids) and j["usage"]["completion_tokens"] == 24
+    # an array of ids alone is one prompt
+    st, o = S.post("/completion", {"prompt": ids, "n_predict": 6, "seed": 9})
+    assert st == 200 and isinstance(o, dict) and o["content"] == singles[1]
+
+
+def test_echo(S):
+    st, j = S.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 6, "seed": 2, "echo": True, "logprobs": 2})
+    assert st == 200, j
+    plain = S.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 6, "seed": 2})[1]["choices"][0]["text"]
+    c = j["choices"][0]
+    assert c["text"] == "Once upon a time" + plain, c["text"]
+    lp = c["logprobs"]
+    n = j["usage"]["completion_tokens"]
+    assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == len(lp["text_offset"]) == n
+    assert lp["text_offset"][0] == len("Once upon a time") and lp["text_offset"] == sorted(lp["text_offset"])
+    assert all(x <= 0 for x in lp["token_logprobs"]) and all(1 <= len(d) <= 2 for d in lp["top_logprobs"])
+    assert "".join(lp["tokens"]) == plain
+    # streamed: the prompt leads the first chunk
+    ev = S.stream("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 6, "seed": 2, "echo": True, "stream": True})
+    assert "".join(e["choices"][0]["text"] for e in ev[:-1]) == c["text"]
+
+
+def test_chat_logprobs_without_top(S):
+    st, j = S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "seed": 1,
+                                            "logprobs": True})
+    assert st == 200, j
+    content = j["choices"][0]["logprobs"]["content"]
+    assert len(content) == j["usage"]["completion_tokens"]
+    assert all(x["top_logprobs"] == [] and x["logprob"] <= 0 and "token" in x for x in content), content
+
+
+def test_prompt_array_one_slot(L):
+    """One slot, --max-queue 1: two prompts still go (one runs, one waits); three could
+    never be queued at once: a 400 that says so, not a 503 forever."""
+    wait_idle(L)
+    st, a = L.post("/completion", {"prompt": ["Once", "Lily"], "n_predict": 3, "seed": 1})
+    assert st == 200 and [x["index"] for x in a] == [0, 1] and all(x["tokens_predicted"] == 3 for x in a), a
+    st, j = L.post("/completion", {"prompt": ["a", "b", "c"], "n_predict": 3})
+    assert st == 400 and "--max-queue 1 + -np 1" in j["error"]["message"], j
+
+
+def test_embeddings_not_enabled(S):
+    for path in ("/embedding", "/embeddings", "/v1/embeddings"):
+        st, j = S.post(path, {"input": "hello"})
+        assert st == 501 and j["error"]["type"] == "not_supported_error" and "--embeddings" in j["error"]["message"], (path, j)
+    p = S.get_json("/props")
+    assert p["embeddings"] is False and p["limits"]["max_n_cmpl"] == 4
+
+
+def test_embeddings_pooling():
+    """--embeddings with each --pooling: the shapes of /embedding and /v1/embeddings, L2
+    normalization, base64, and the pooled vectors against the per-token ones (raw, with
+    embd_normalize -1): mean = their average, cls = the first, last = the last."""
+    import base64
+    import math
+    import struct
+    text = "Once upon a time"
+    rows = None
+    for pooling in ("none", "mean", "cls", "last"):
+        E = Server("--embeddings", "--pooling", pooling, "-np", "1", "-c", "512")
+        try:
+            p = E.get_json("/props")
+            assert p["embeddings"] is True and p["pooling"] == pooling
+            st, j = E.post("/embedding", {"content": text})
+            assert st == 200 and isinstance(j, list) and j[0]["index"] == 0, j
+            if pooling == "none":
+                rows = j[0]["embedding"]
+                assert len(rows) == 5 and all(len(r) == 64 for r in rows)  # BOS + 4 tokens, n_embd 64
+                st, e = E.post("/v1/embeddings", {"input": text})
+                assert st == 400 and "not OAI compatible" in e["error"]["message"], e
+                continue
+            assert len(j[0]["embedding"]) == 1 and len(j[0]["embedding"][0]) == 64
+            assert abs(math.sqrt(sum(x * x for x in j[0]["embedding"][0])) - 1) < 1e-5
+            st, raw = E.post("/embedding", {"content": text, "embd_normalize": -1})
+            v = raw[0]["embedding"][0]
+            want = {"mean": [sum(r[d] for r in rows) / len(rows) for d in range(64)], "cls": rows[0], "last": rows[-1]}[pooling]
+            assert max(abs(a - b) for a, b in zip(v, want)) < 1e-5, pooling
+            ids = E.post("/tokenize", {"content": "Lily", "add_special": True})[1]["tokens"]
+            st, o = E.post("/v1/embeddings", {"input": [text, ids], "model": "x"})
+            assert st == 200 and o["object"] == "list" and [d["index"] for d in o["data"]] == [0, 1], o
+            assert all(d["object"] == "embedding" and len(d["embedding"]) == 64 for d in o["data"])
+            assert o["usage"] == {"prompt_tokens": 5 + len(ids), "total_tokens": 5 + len(ids)}
+            assert max(abs(a - b) for a, b in zip(o["data"][0]["embedding"], j[0]["embedding"][0])) < 1e-7
+            st, b = E.post("/v1/embeddings", {"input": text, "encoding_format": "base64"})
+            dec = struct.unpack("<64f", base64.b64decode(b["data"][0]["embedding"]))
+            assert max(abs(a - b) for a, b in zip(dec, o["data"][0]["embedding"])) < 1e-6
+            for bad, must in (({}, "\"input\" or \"content\""), ({"input": []}, "'input' is an empty array"),
+                              ({"input": [{"a": 1}]}, "'input[0]'"), ({"input": 5}, "'input'"),
+                              ({"input": "x", "encoding_format": "hex"}, "encoding_format"),
+                              ({"input": "x", "embd_normalize": "l2"}, "embd_normalize"),
+                              ({"input": [1, 99999]}, "'input[1]'"), ({"input": "x " * 600}, "too large")):
+                st, e = E.post("/v1/embeddings", bad)
+                assert st == 400 and must in e["error"]["message"], (bad, st, e)
+            # completions still work beside the embeddings
+            assert completion(E, prompt="Once", n_predict=3)["tokens_predicted"] == 3
+        finally:
+            E.stop()
 
 def jinja_server_args():
     return ("-np", "2", "-c", "2048", "--chat-template-file", os.path.join(CHAT_TEMPLATES, "templates", JINJA_TEMPLATE + ".jinja"))

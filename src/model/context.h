@@ -75,6 +75,14 @@ struct sift_context {
     int32_t n_batch_last;  /* n_tokens of the last decode */
     int32_t *out_row;      /* [n_batch]: batch index -> logits row, -1 */
 
+    /* embeddings (sift_set_embeddings): the outputs' hidden states are xn's rows after a
+     * decode (xn holds the output-normed rows the head multiplied); pooled ones per sequence */
+    bool embeddings;
+    int pooling;           /* sift_pooling_type, never UNSPECIFIED */
+    bool embd_valid;       /* the last decode ran with embeddings on */
+    float *embd_seq;       /* [n_seq][n_embd] */
+    uint8_t *embd_seq_ok;  /* [n_seq]: the last batch had tokens of the sequence */
+
     sift_context_perf perf;
 };
 
@@ -90,5 +98,7 @@ static inline float *kv_row(const sift_context *ctx, float *cache, int l, int s,
 void sift__rope_apply(float *x, const float *cs, int n_rot, bool neox);
 /* The cos/sin pairs of position p, computed as ggml's rope cache does. */
 void sift__rope_cache(const sift_model *m, float p, float *cs);
+/* After the forward pass of a decode with embeddings on (embd.c): pool per sequence. */
+void sift__embd_pool(sift_context *ctx);
 
 #endif

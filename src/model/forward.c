@@ -315,6 +315,8 @@ void sift_context_free(sift_context *ctx)
     free(ctx->out_ids);
     free(ctx->out_row);
     free(ctx->logits);
+    free(ctx->embd_seq);
+    free(ctx->embd_seq_ok);
     free(ctx);
 }
 
@@ -434,6 +436,8 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     /* logits for up to n_seq_max rows now; more when a batch asks for more */
     ctx->logits_rows = ctx->n_seq < ctx->n_batch ? ctx->n_seq : ctx->n_batch;
     ctx->logits = xcalloc((size_t)ctx->logits_rows * hp->n_vocab, sizeof(float), &fail);
+    ctx->embd_seq = xcalloc((size_t)ctx->n_seq * E, sizeof(float), &fail);
+    ctx->embd_seq_ok = xcalloc((size_t)ctx->n_seq, 1, &fail);
     if (fail || ensure_threads(ctx) != SIFT_OK) {
         sift_context_free(ctx);
         sift__error_set(err, SIFT_E_NOMEM, "context: out of memory (n_ctx %u, n_batch %u)", n_ctx, p.n_batch);
@@ -475,6 +479,7 @@ static int check_batch(sift_context *ctx, const sift_batch *b, sift_error *err)
     int32_t *next = ctx->seq_next;
     for (int s = 0; s < ctx->n_seq; s++) next[s] = ctx->seqs[s].n;
     int32_t n_out = 0;
+    const bool pooled = ctx->embeddings && ctx->pooling != SIFT_POOLING_TYPE_NONE; /* every token, no logits */
     for (int32_t i = 0; i < n; i++) {
         if (b->token[i] < 0 || b->token[i] >= n_vocab)
             return sift__error_set(err, SIFT_E_INVAL, "decode: token %d at batch index %d is not in [0, %d)", b->token[i], i,
@@ -509,10 +514,10 @@ static int check_batch(sift_context *ctx, const sift_batch *b, sift_error *err)
         }
         ctx->tok_seq[i] = s0;
         ctx->tok_pos[i] = pos;
-        const bool want = b->logits ? b->logits[i] != 0 : i == n - 1;
+        const bool want = pooled || (b->logits ? b->logits[i] != 0 : i == n - 1);
         if (want) ctx->out_ids[n_out++] = i;
     }
-    if (n_out > ctx->logits_rows) {
+    if (!pooled && n_out > ctx->logits_rows) {
         float *lg = realloc(ctx->logits, (size_t)n_out * ctx->model->hp.n_vocab * sizeof(float));
         if (!lg) return sift__error_set(err, SIFT_E_NOMEM, "decode: out of memory for %d rows of logits", n_out);
         ctx->logits = lg;
@@ -667,7 +672,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
 
     /* n == n_outputs here (the last layer kept only them) */
     for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, m->output_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
-    matmul1(ctx, nth, n, ctx->xn, &m->output, ctx->logits, hp->n_vocab);
+    if (!ctx->embeddings || ctx->pooling == SIFT_POOLING_TYPE_NONE) matmul1(ctx, nth, n, ctx->xn, &m->output, ctx->logits, hp->n_vocab);
 }
 
 sift_status sift_decode(sift_context *ctx, const sift_batch *batch, sift_error *err)
@@ -683,6 +688,8 @@ sift_status sift_decode(sift_context *ctx, const sift_batch *batch, sift_error *
     ctx->n_batch_last = n;
     commit_cells(ctx, batch);
     run_layers(ctx, batch, n == 1 ? ctx->n_threads : ctx->n_threads_batch);
+    ctx->embd_valid = ctx->embeddings;
+    if (ctx->embeddings) sift__embd_pool(ctx);
 
     const double ms = (double)(sift__now_ns() - t0) / 1e6;
     if (n > 1) {
@@ -698,7 +705,7 @@ sift_status sift_decode(sift_context *ctx, const sift_batch *batch, sift_error *
 
 float *sift_get_logits_ith(sift_context *ctx, int32_t i)
 {
-    if (!ctx) return NULL;
+    if (!ctx || (ctx->embd_valid && ctx->pooling != SIFT_POOLING_TYPE_NONE)) return NULL; /* pooled: no head ran */
     int32_t row;
     if (i < 0) {
         row = ctx->n_outputs + i;
@@ -713,6 +720,7 @@ float *sift_get_logits_ith(sift_context *ctx, int32_t i)
 
 float *sift_get_logits(sift_context *ctx)
 {
+    if (ctx && ctx->embd_valid && ctx->pooling != SIFT_POOLING_TYPE_NONE) return NULL;
     return ctx && ctx->n_outputs ? ctx->logits : NULL;
 }
 

@@ -11,7 +11,9 @@
  *      so a repeated prompt is not decoded again: llama-server's cache_prompt);
  *   2. drop running tasks whose client went away (the slot is free for the next step);
  *   3. build ONE batch: the last sampled token of every generating slot, then prompt
- *      tokens of slots still reading their prompt, up to n_batch tokens in all;
+ *      tokens of slots still reading their prompt, up to n_batch tokens in all (slots
+ *      reading the same prompt from the same place, the n choices of one request, share
+ *      the entries: each token goes into all their sequences);
  *   4. sift_decode once;
  *   5. for every slot whose logits came out: sample with its chain (and grammar), publish
  *      the token, the visible text, n_probs and the chain trace to the task, and check the
@@ -73,6 +75,7 @@ struct srv_engine {
     srv_server *s;
     sift_context *ctx;
     sift_batch batch;
+    sift_seq_id *share_ids;   /* [n_slots]: the sequences one prompt chunk goes into (twins) */
     slot *slots;
     int n_slots;
     int32_t n_ctx_slot;
@@ -239,6 +242,15 @@ static void trace_hook(void *user, int32_t index, const sift_sampler *smpl, cons
 }
 
 /* ---- slots --------------------------------------------------------------------------------------- */
+
+/* Whether slots a and b would decode the same prompt tokens at the same positions next,
+ * over the same cached history (a slot's cache below i_prompt is its prompt's prefix). */
+static bool same_prompt_at(const slot *a, const slot *b)
+{
+    const srv_request *ra = &a->task->req, *rb = &b->task->req;
+    return a->i_prompt == b->i_prompt && a->n_cache == b->n_cache && ra->n_prompt == rb->n_prompt &&
+           !memcmp(ra->prompt, rb->prompt, (size_t)ra->n_prompt * sizeof *ra->prompt);
+}
 
 static int32_t common_prefix(const sift_token *a, int32_t na, const sift_token *b, int32_t nb)
 {
@@ -634,6 +646,7 @@ static void *engine_main(void *arg)
         /* 3. one batch: generating slots first (one token each), then prompt chunks */
         sift_batch_clear(&e->batch);
         int n_busy = 0;
+        long long n_shared = 0;
         for (int i = 0; i < e->n_slots; i++) {
             slot *sl = &e->slots[i];
             sl->batch_idx = -1;
@@ -646,15 +659,31 @@ static void *engine_main(void *arg)
         }
         for (int i = 0; i < e->n_slots; i++) {
             slot *sl = &e->slots[i];
-            if (sl->state != SLOT_PROMPT) continue;
+            if (sl->state != SLOT_PROMPT || sl->n_in_batch) continue; /* (n_in_batch: read with a twin below) */
             n_busy++;
             const srv_request *r = &sl->task->req;
+            /* twins: slots reading the same prompt from the same place (the n choices of one
+             * request) decode it once, each token listed in all their sequences; the last
+             * token's logits serve them all, each samples with its own chain */
+            int n_ids = 1;
+            e->share_ids[0] = sl->id;
+            for (int k = i + 1; k < e->n_slots; k++) {
+                const slot *o = &e->slots[k];
+                if (o->state == SLOT_PROMPT && same_prompt_at(sl, o)) e->share_ids[n_ids++] = o->id;
+            }
             while (sl->i_prompt + sl->n_in_batch < r->n_prompt && e->batch.n_tokens < n_batch) {
                 const int32_t j = sl->i_prompt + sl->n_in_batch;
                 const bool last = j == r->n_prompt - 1;
-                sift_batch_add(&e->batch, r->prompt[j], sl->n_cache + sl->n_in_batch, &sl->id, 1, last);
+                sift_batch_add(&e->batch, r->prompt[j], sl->n_cache + sl->n_in_batch, e->share_ids, n_ids, last);
                 if (last) sl->batch_idx = e->batch.n_tokens - 1;
                 sl->n_in_batch++;
+            }
+            n_shared += (long long)sl->n_in_batch * (n_ids - 1);
+            for (int k = 1; k < n_ids; k++) {
+                slot *o = &e->slots[e->share_ids[k]];
+                o->n_in_batch = sl->n_in_batch;
+                o->batch_idx = sl->batch_idx;
+                n_busy++;
             }
         }
         if (e->batch.n_tokens == 0) {
@@ -671,6 +700,7 @@ static void *engine_main(void *arg)
         e->stats.t_decode_s += (t_dec1 - t_dec0) / 1e3;
         e->stats.n_decode++;
         e->stats.n_busy_slot_steps += n_busy;
+        e->stats.n_prompt_shared += n_shared;
         pthread_mutex_unlock(&e->mu);
         if (st != SIFT_OK) {
             char msg[300];
@@ -745,10 +775,13 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
     e->n_ctx_slot = (int32_t)sift_n_ctx_seq(e->ctx);
     s->n_ctx_slot = e->n_ctx_slot;
     e->q_cap = cfg->max_queue > 0 ? cfg->max_queue : 1;
-    e->queue = calloc((size_t)e->q_cap, sizeof *e->queue);
+    /* room for one request's n choices (at most a task per slot) even past --max-queue */
+    e->queue = calloc((size_t)e->q_cap + (size_t)e->n_slots, sizeof *e->queue);
     e->slots = calloc((size_t)e->n_slots, sizeof *e->slots);
     e->pub = calloc((size_t)e->n_slots, sizeof *e->pub);
-    bool ok = e->queue && e->slots && e->pub && sift_batch_init(&e->batch, (int32_t)cp.n_batch, 1) == SIFT_OK;
+    e->share_ids = calloc((size_t)e->n_slots, sizeof *e->share_ids);
+    bool ok = e->queue && e->slots && e->pub && e->share_ids &&
+              sift_batch_init(&e->batch, (int32_t)cp.n_batch, e->n_slots) == SIFT_OK;
     for (int i = 0; ok && i < e->n_slots; i++) {
         slot *sl = &e->slots[i];
         sl->id = i;
@@ -773,23 +806,30 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
     return NULL;
 }
 
-int srv_engine_submit(srv_engine *e, srv_task *t)
+int srv_engine_submit_all(srv_engine *e, srv_task *const *g, int n)
 {
     pthread_mutex_lock(&e->mu);
-    if (e->stop || e->q_n >= e->q_cap) {
+    /* --max-queue counts waiting tasks; a request's choices (n <= slots) are never refused
+     * for being more than it when nothing waits */
+    if (e->stop || (e->q_n > 0 && e->q_n + n > e->q_cap) || n > e->q_cap + e->n_slots) {
         e->stats.n_rejected++;
         pthread_mutex_unlock(&e->mu);
         return 503;
     }
-    srv_task_ref(t);
-    t->id = e->next_id++;
-    t->t_submit = srv_now_ms();
-    e->queue[e->q_n++] = t;
+    for (int i = 0; i < n; i++) { /* under one lock: the engine takes them in the same step */
+        srv_task *t = g[i];
+        srv_task_ref(t);
+        t->id = e->next_id++;
+        t->t_submit = srv_now_ms();
+        e->queue[e->q_n++] = t;
+    }
     e->stats.n_queued = e->q_n;
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
     return 0;
 }
+
+int srv_engine_submit(srv_engine *e, srv_task *t) { return srv_engine_submit_all(e, &t, 1); }
 
 void srv_engine_cancel(srv_engine *e, srv_task *t)
 {
@@ -832,6 +872,7 @@ void srv_engine_free(srv_engine *e)
     free(e->slots);
     free(e->queue);
     free(e->pub);
+    free(e->share_ids);
     sift_batch_free(&e->batch);
     sift_context_free(e->ctx);
     pthread_mutex_destroy(&e->mu);

@@ -33,7 +33,8 @@
  *
  * Routes (GET): / (the playground), /health, /v1/health, /props, /slots, /metrics,
  * /v1/models, /models. (POST): /completion, /completions, /v1/completions,
- * /v1/chat/completions, /chat/completions, /tokenize, /detokenize, /apply-template.
+ * /v1/chat/completions, /chat/completions, /tokenize, /detokenize, /apply-template,
+ * /embedding, /embeddings, /v1/embeddings (embeddings.c).
  */
 #ifdef SIFT_HAVE_MHD
 
@@ -239,31 +240,41 @@ static bool wait_task(srv_task *t, int fd, size_t have)
 
 /* ---- SSE streaming ------------------------------------------------------------------------------- */
 
+/* One task of a streamed request: what of it went out already. */
+typedef struct stream_part {
+    srv_task *t;
+    size_t recs_sent, text_sent;
+    bool final_done, role_sent;
+} stream_part;
+
+/* A streamed request: one task, or several (n > 1, several prompts) whose events
+ * interleave, each carrying its index. */
 typedef struct stream_st {
     srv_server *s;
-    srv_task *t;
+    stream_part *parts;
+    srv_task **g;              /* the tasks, in index order (for the closing usage) */
+    int n, n_final;
     int fd;
-    size_t recs_sent, text_sent;
     sbuf out;
     size_t out_off;
-    bool final_done, role_sent;
+    bool final_done;           /* every part closed (or an error ended the stream) */
 } stream_st;
 
-/* Copy the records [st->recs_sent, n_recs) and what they point into (under the task lock),
- * format them as SSE events into st->out. */
-static void stream_format(stream_st *st)
+/* Copy the records [p->recs_sent, n_recs) of one part and what they point into (under the
+ * task lock), format them as SSE events into st->out. */
+static void stream_format(stream_st *st, stream_part *p)
 {
-    srv_task *t = st->t;
+    srv_task *t = p->t;
     srv_snapshot sn = {0};
     bool done, oom = false;
     pthread_mutex_lock(&t->mu);
     done = t->done;
     const size_t n = t->n_recs;
-    if (n > st->recs_sent) {
-        const srv_tokrec *first = &t->recs[st->recs_sent];
-        sn.n_recs = n - st->recs_sent;
-        sn.rec_from = st->recs_sent;
-        sn.text_from = st->text_sent;
+    if (n > p->recs_sent) {
+        const srv_tokrec *first = &t->recs[p->recs_sent];
+        sn.n_recs = n - p->recs_sent;
+        sn.rec_from = p->recs_sent;
+        sn.text_from = p->text_sent;
         sn.text_to = t->recs[n - 1].text_end;
         sn.probs_from = first->probs_off;
         sn.stages_from = first->trace_off;
@@ -293,13 +304,14 @@ static void stream_format(stream_st *st)
         st->final_done = true;
     } else {
         if (sn.n_recs) {
-            srv_sse_tokens(st->s, t, &sn, &st->role_sent, &st->out);
-            st->recs_sent += sn.n_recs;
-            st->text_sent = sn.text_to;
+            srv_sse_tokens(st->s, t, &sn, &p->role_sent, &st->out);
+            p->recs_sent += sn.n_recs;
+            p->text_sent = sn.text_to;
         }
         if (done) { /* every record is in once done is seen under the lock */
-            srv_sse_final(st->s, t, &st->role_sent, &st->out);
-            st->final_done = true;
+            srv_sse_final_group(st->s, t, &p->role_sent, st->g, st->n, st->n_final + 1 == st->n, &st->out);
+            p->final_done = true;
+            if (++st->n_final == st->n) st->final_done = true;
         }
     }
     free(sn.recs);
@@ -307,6 +319,42 @@ static void stream_format(stream_st *st)
     free(sn.probs);
     free(sn.stages);
     free(sn.tops);
+}
+
+static bool part_ready(const stream_part *p)
+{
+    pthread_mutex_lock(&p->t->mu);
+    const bool r = p->t->done || p->t->n_recs > p->recs_sent;
+    pthread_mutex_unlock(&p->t->mu);
+    return r;
+}
+
+/* Block until some open part has output. False when the client went away meanwhile. */
+static bool wait_parts(stream_st *st)
+{
+    if (st->n == 1) return wait_task(st->parts[0].t, st->fd, st->parts[0].recs_sent);
+    for (;;) {
+        stream_part *first = NULL;
+        for (int i = 0; i < st->n; i++) {
+            stream_part *p = &st->parts[i];
+            if (p->final_done) continue;
+            if (part_ready(p)) return true;
+            if (!first) first = p;
+        }
+        if (!first) return true;
+        /* several tasks, one condition variable each: wait on one briefly, then look again */
+        srv_task *t = first->t;
+        pthread_mutex_lock(&t->mu);
+        if (!t->done && t->n_recs <= first->recs_sent) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += 10 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+        }
+        pthread_mutex_unlock(&t->mu);
+        if (client_gone(st->fd)) return false;
+    }
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -323,8 +371,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         }
         st->out.n = st->out_off = 0;
         if (st->final_done) return MHD_CONTENT_READER_END_OF_STREAM;
-        if (!wait_task(st->t, st->fd, st->recs_sent)) return MHD_CONTENT_READER_END_WITH_ERROR; /* cancelled in stream_free */
-        stream_format(st);
+        if (!wait_parts(st)) return MHD_CONTENT_READER_END_WITH_ERROR; /* cancelled in stream_free */
+        for (int i = 0; i < st->n && !st->final_done; i++)
+            if (!st->parts[i].final_done && part_ready(&st->parts[i])) stream_format(st, &st->parts[i]);
         if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
     }
 }
@@ -332,55 +381,115 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void stream_free(void *cls)
 {
     stream_st *st = cls;
-    if (!st->final_done) { /* the client went away (or a write failed) before the end */
-        srv_engine_cancel(st->s->engine, st->t);
+    if (!st->final_done) /* the client went away (or a write failed) before the end */
         atomic_fetch_add(&st->s->http.n_disconnects, 1);
+    for (int i = 0; i < st->n; i++) {
+        if (!st->parts[i].final_done) srv_engine_cancel(st->s->engine, st->parts[i].t); /* (after an error too) */
+        srv_task_unref(st->parts[i].t);
     }
-    srv_task_unref(st->t);
+    free(st->parts);
+    free(st->g);
     sbuf_free(&st->out);
     free(st);
 }
 
 /* ---- completions ------------------------------------------------------------------------------------- */
 
-static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s, srv_kind kind, const conn_req *r)
+/* Cancel (when queued) and release the first n tasks of g. */
+static void drop_tasks(srv_server *s, srv_task **g, int n, bool cancel)
 {
-    srv_error e = {0};
+    for (int i = 0; i < n; i++) {
+        if (cancel) srv_engine_cancel(s->engine, g[i]);
+        srv_task_unref(g[i]);
+    }
+}
+
+/* Task k of a request: its own parse (prompt k / n_cmpl, choice k % n_cmpl; the first was
+ * parsed already into *req0), chain and grammar. NULL with e. */
+static srv_task *make_task(srv_server *s, srv_kind kind, const conn_req *r, int k, srv_request *req0, srv_error *e)
+{
     srv_request req;
-    if (srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e)) return reply_error(c, s, &e);
+    if (k == 0) {
+        req = *req0;
+        memset(req0, 0, sizeof *req0);
+    } else if (srv_parse_completion_at(s, kind, r->body.p ? r->body.p : "", r->body.n, k / req0->n_cmpl, k % req0->n_cmpl,
+                                       &req, e)) {
+        return NULL;
+    }
     sift_chain *chain;
     sift_sampler *grammar;
-    if (srv_build_samplers(s, &req, &chain, &grammar, &e)) {
+    if (srv_build_samplers(s, &req, &chain, &grammar, e)) {
         srv_request_free(&req);
-        return reply_error(c, s, &e);
+        return NULL;
     }
-    const bool stream = req.stream;
     srv_task *t = srv_task_new(&req, chain, grammar);
     if (!t) {
         srv_request_free(&req);
         sift_chain_free(chain);
         sift_sampler_free(grammar);
+        srv_errorf(e, 500, "out of memory");
+    }
+    return t;
+}
+
+static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s, srv_kind kind, const conn_req *r)
+{
+    srv_error e = {0};
+    srv_request req;
+    if (srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e)) return reply_error(c, s, &e);
+    const bool stream = req.stream;
+    const int n_cmpl = req.n_cmpl, n = req.n_prompts * req.n_cmpl;
+    if (n > s->cfg.max_queue + s->cfg.n_parallel) { /* could never be queued at once */
+        srv_request_free(&req);
+        srv_errorf(&e, 400, "%d completions in one request, more than the queue and the slots hold (--max-queue %d + -np %d)", n,
+                   s->cfg.max_queue, s->cfg.n_parallel);
+        return reply_error(c, s, &e);
+    }
+    srv_task **g = calloc((size_t)n, sizeof *g);
+    if (!g) {
+        srv_request_free(&req);
         srv_errorf(&e, 500, "out of memory");
         return reply_error(c, s, &e);
     }
-    if (srv_engine_submit(s->engine, t) != 0) {
-        srv_task_unref(t);
+    for (int k = 0; k < n; k++) {
+        srv_request first = {.n_cmpl = n_cmpl};
+        g[k] = make_task(s, kind, r, k, k == 0 ? &req : &first, &e);
+        if (!g[k]) {
+            if (k == 0) srv_request_free(&req);
+            drop_tasks(s, g, k, false);
+            free(g);
+            return reply_error(c, s, &e);
+        }
+        if (k > 0) { /* one response: one id */
+            memcpy(g[k]->oai_id, g[0]->oai_id, sizeof g[k]->oai_id);
+            g[k]->created = g[0]->created;
+        }
+    }
+    if (srv_engine_submit_all(s->engine, g, n) != 0) {
+        drop_tasks(s, g, n, false);
+        free(g);
         srv_errorf(&e, 503, "the server is busy: %d requests are waiting for a slot; retry later", s->cfg.max_queue);
         return reply_error(c, s, &e);
     }
     const int fd = conn_fd(c);
     if (stream) {
         stream_st *st = calloc(1, sizeof *st);
-        struct MHD_Response *resp =
-            st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_read, st, stream_free) : NULL;
+        stream_part *parts = calloc((size_t)n, sizeof *parts);
+        struct MHD_Response *resp = st && parts ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_read,
+                                                                                    st, stream_free)
+                                                : NULL;
         if (!resp) {
-            srv_engine_cancel(s->engine, t);
-            srv_task_unref(t);
+            drop_tasks(s, g, n, true);
+            free(g);
+            free(parts);
             free(st);
             return MHD_NO;
         }
         st->s = s;
-        st->t = t; /* the stream owns the connection's reference now */
+        st->parts = parts;
+        st->g = g; /* the stream owns the connection's references now */
+        st->n = n;
+        for (int k = 0; k < n; k++) parts[k].t = g[k];
         st->fd = fd;
         common_headers(resp, c, s, "text/event-stream; charset=utf-8");
         MHD_add_response_header(resp, "Cache-Control", "no-cache");
@@ -390,16 +499,22 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
         count_status(s, 200);
         return ret;
     }
-    if (!wait_task(t, fd, SIZE_MAX)) { /* gone: drop the task and close */
-        srv_engine_cancel(s->engine, t);
-        srv_task_unref(t);
-        atomic_fetch_add(&s->http.n_disconnects, 1);
-        return MHD_NO;
+    for (int k = 0; k < n; k++) {
+        if (!wait_task(g[k], fd, SIZE_MAX)) { /* gone: drop the tasks and close */
+            drop_tasks(s, g, n, true);
+            free(g);
+            atomic_fetch_add(&s->http.n_disconnects, 1);
+            return MHD_NO;
+        }
     }
     enum MHD_Result ret;
-    if (t->err.status) ret = reply_error(c, s, &t->err);
-    else ret = reply_json(c, s, 200, srv_json_final(s, t));
-    srv_task_unref(t);
+    const srv_task *failed = NULL;
+    for (int k = 0; k < n && !failed; k++)
+        if (g[k]->err.status) failed = g[k];
+    if (failed) ret = reply_error(c, s, &failed->err);
+    else ret = reply_json(c, s, 200, srv_json_final_group(s, g, n));
+    drop_tasks(s, g, n, false);
+    free(g);
     return ret;
 }
 
@@ -448,6 +563,16 @@ static enum MHD_Result handle_health(struct MHD_Connection *c, srv_server *s)
 
 static bool path_is(const char *url, const char *a) { return !strcmp(url, a); }
 
+static int embd_native(const srv_server *s, const char *b, size_t n, char **out, srv_error *e)
+{
+    return srv_handle_embeddings(s, false, b, n, out, e);
+}
+
+static int embd_oai(const srv_server *s, const char *b, size_t n, char **out, srv_error *e)
+{
+    return srv_handle_embeddings(s, true, b, n, out, e);
+}
+
 static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char *url, const char *method, const conn_req *r)
 {
     const bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
@@ -470,7 +595,8 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     }
     static const char *const gets[] = {"/", "/index.html", "/health", "/v1/health", "/props", "/slots", "/metrics", "/v1/models", "/models"};
     static const char *const posts[] = {"/completion", "/completions", "/v1/completions", "/v1/chat/completions",
-                                        "/chat/completions", "/tokenize", "/detokenize", "/apply-template"};
+                                        "/chat/completions", "/tokenize", "/detokenize", "/apply-template",
+                                        "/embedding", "/embeddings", "/v1/embeddings"};
     bool is_get = false, is_post = false;
     for (size_t i = 0; i < sizeof gets / sizeof *gets; i++) is_get |= path_is(url, gets[i]);
     for (size_t i = 0; i < sizeof posts / sizeof *posts; i++) is_post |= path_is(url, posts[i]);
@@ -523,6 +649,8 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     if (path_is(url, "/v1/chat/completions") || path_is(url, "/chat/completions")) return handle_completion(c, s, SRV_OAI_CHAT, r);
     if (path_is(url, "/tokenize")) return handle_simple(c, s, srv_handle_tokenize, r);
     if (path_is(url, "/detokenize")) return handle_simple(c, s, srv_handle_detokenize, r);
+    if (path_is(url, "/embedding") || path_is(url, "/embeddings")) return handle_simple(c, s, embd_native, r);
+    if (path_is(url, "/v1/embeddings")) return handle_simple(c, s, embd_oai, r);
     return handle_simple(c, s, srv_handle_apply_template, r);
 }
 

@@ -46,6 +46,7 @@ void srv_request_free(srv_request *r)
     free(r->grammar);
     free(r->prompt);
     free(r->model);
+    free(r->echo_text);
     memset(r, 0, sizeof *r);
 }
 
@@ -208,42 +209,77 @@ static int add_text(const srv_server *s, tokvec *v, const char *name, const char
     return ok ? 0 : srv_errorf(e, 500, "out of memory");
 }
 
-/* llama-server's prompt forms: a string; or one sequence of token ids and strings mixed
- * ([12, 34, "text", 56]); a BOS is added when the prompt starts with text. Several prompts
- * in one request (an array of strings or of arrays) are not supported, except an array
- * holding exactly one prompt. */
-static int parse_prompt(const srv_server *s, const cJSON *p, tokvec *v, srv_error *e)
+/* One prompt in llama-server's forms: a string, or one sequence of token ids and strings
+ * mixed ([12, 34, "text", 56]); a BOS is added when the prompt starts with text. name is
+ * the field for messages ("prompt", "prompt[2]", "input"). */
+static int parse_one_prompt(const srv_server *s, const cJSON *p, const char *name, tokvec *v, srv_error *e)
 {
-    if (cJSON_IsString(p)) return add_text(s, v, "prompt", p->valuestring, strlen(p->valuestring), true, e);
-    if (!cJSON_IsArray(p)) return srv_errorf(e, 400, "'prompt' must be a string or an array of token ids and strings, got %s", jtype(p));
-    const int n = cJSON_GetArraySize(p);
-    if (n == 0) return srv_errorf(e, 400, "'prompt' is an empty array");
-    bool any_number = false, any_array = false;
-    for (const cJSON *x = p->child; x; x = x->next) {
-        any_number |= cJSON_IsNumber(x);
-        any_array |= cJSON_IsArray(x);
-    }
-    if (!any_number) { /* llama-server reads this as several prompts */
-        if (n != 1)
-            return srv_errorf(e, 400, "'prompt': several prompts in one request are not supported (got %d); send one request per prompt", n);
-        return parse_prompt(s, p->child, v, e);
-    }
-    if (any_array) return srv_errorf(e, 400, "'prompt': an array of token ids may not contain arrays");
+    if (cJSON_IsString(p)) return add_text(s, v, name, p->valuestring, strlen(p->valuestring), true, e);
+    if (!cJSON_IsArray(p))
+        return srv_errorf(e, 400, "'%s' must be a string or an array of token ids and strings, got %s", name, jtype(p));
+    if (!p->child) return srv_errorf(e, 400, "'%s' is an empty array", name);
     int i = 0;
     for (const cJSON *x = p->child; x; x = x->next, i++) {
         if (cJSON_IsNumber(x)) {
             if (!is_int(x) || x->valuedouble < 0 || x->valuedouble >= s->n_vocab)
-                return srv_errorf(e, 400, "'prompt[%d]' must be a token id in [0, %d), got %.17g", i, s->n_vocab, x->valuedouble);
+                return srv_errorf(e, 400, "'%s[%d]' must be a token id in [0, %d), got %.17g", name, i, s->n_vocab, x->valuedouble);
             const sift_token t = (sift_token)x->valuedouble;
             if (!tv_add(v, &t, 1)) return srv_errorf(e, 500, "out of memory");
         } else if (cJSON_IsString(x)) {
-            char name[32];
-            snprintf(name, sizeof name, "prompt[%d]", i);
-            TRY(add_text(s, v, name, x->valuestring, strlen(x->valuestring), i == 0, e));
+            char where[80];
+            snprintf(where, sizeof where, "%s[%d]", name, i);
+            TRY(add_text(s, v, where, x->valuestring, strlen(x->valuestring), i == 0, e));
         } else {
-            return srv_errorf(e, 400, "'prompt[%d]' must be a token id or a string, got %s", i, jtype(x));
+            return srv_errorf(e, 400, "'%s[%d]' must be a token id or a string, got %s", name, i, jtype(x));
         }
     }
+    return 0;
+}
+
+int srv_prompt_count(const cJSON *p, const char *name, int max, srv_error *e)
+{
+    if (cJSON_IsString(p)) return 1;
+    if (!cJSON_IsArray(p))
+        return -srv_errorf(e, 400, "'%s' must be a string, an array of token ids and strings, or an array of prompts, got %s",
+                           name, jtype(p));
+    const int n = cJSON_GetArraySize(p);
+    if (n == 0) return -srv_errorf(e, 400, "'%s' is an empty array", name);
+    bool any_number = false;
+    for (const cJSON *x = p->child; x; x = x->next) any_number |= cJSON_IsNumber(x);
+    if (any_number) return 1; /* one prompt of ids (and strings) */
+    int i = 0;
+    for (const cJSON *x = p->child; x; x = x->next, i++)
+        if (!cJSON_IsString(x) && !cJSON_IsArray(x))
+            return -srv_errorf(e, 400, "'%s[%d]' must be a prompt (a string or an array of token ids and strings), got %s", name,
+                               i, jtype(x));
+    if (n > max) return -srv_errorf(e, 400, "'%s': at most %d prompts in one request, got %d", name, max, n);
+    return n;
+}
+
+int srv_prompt_at(const srv_server *s, const cJSON *p, const char *name, int index, sift_token **out, int32_t *n_out,
+                  srv_error *e)
+{
+    *out = NULL;
+    *n_out = 0;
+    tokvec v = {0};
+    int rc;
+    bool any_number = false;
+    if (cJSON_IsArray(p))
+        for (const cJSON *x = p->child; x; x = x->next) any_number |= cJSON_IsNumber(x);
+    if (!cJSON_IsArray(p) || any_number) {
+        rc = parse_one_prompt(s, p, name, &v, e);
+    } else {
+        char where[64];
+        snprintf(where, sizeof where, "%s[%d]", name, index);
+        const cJSON *x = cJSON_GetArrayItem(p, index);
+        rc = x ? parse_one_prompt(s, x, where, &v, e) : srv_errorf(e, 500, "'%s': no prompt %d", name, index);
+    }
+    if (rc) {
+        free(v.p);
+        return rc;
+    }
+    *out = v.p;
+    *n_out = v.n;
     return 0;
 }
 
@@ -632,6 +668,20 @@ static int parse_sampling(const srv_server *s, const cJSON *o, srv_request *r, s
 
 /* ---- the request --------------------------------------------------------------------------------- */
 
+static int check_prompt_size(const srv_server *s, int32_t n, const char *name, srv_error *e)
+{
+    if (n == 0) return srv_errorf(e, 400, "'%s' is empty (and the vocabulary adds no BOS)", name);
+    if (n >= s->n_ctx_slot) {
+        srv_errorf(e, 400, "the request exceeds the available context size: %d prompt tokens in '%s', %d per slot (one must be left to generate)",
+                   n, name, s->n_ctx_slot);
+        e->type = "exceed_context_size_error";
+        e->n_prompt_tokens = n;
+        e->n_ctx = s->n_ctx_slot;
+        return 400;
+    }
+    return 0;
+}
+
 static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_request *r, srv_error *e)
 {
     const srv_config *cfg = &s->cfg;
@@ -673,12 +723,18 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     /* probabilities: n_probs (llama-server), logprobs / top_logprobs (OpenAI) */
     TRY(get_i32(o, "n_probs", 0, SRV_MAX_N_PROBS, &r->sp.n_probs, e));
     const cJSON *lp = field(o, "logprobs");
+    r->n_probs_shown = -1;
     if (lp && kind == SRV_OAI_CHAT) {
         if (!cJSON_IsBool(lp)) return srv_errorf(e, 400, "'logprobs' must be a boolean, got %s", jtype(lp));
         if (cJSON_IsTrue(lp)) {
-            int32_t top = 20;
+            /* OpenAI: logprobs alone is the chosen token's logprob, top_logprobs: [] (the
+             * engine still needs one candidate to compute it) */
+            int32_t top = 0;
             TRY(get_i32(o, "top_logprobs", 0, 20, &top, e));
-            if (!field(o, "n_probs")) r->sp.n_probs = top;
+            if (!field(o, "n_probs")) {
+                r->sp.n_probs = top > 0 ? top : 1;
+                r->n_probs_shown = top;
+            }
         } else if (field(o, "top_logprobs")) {
             return srv_errorf(e, 400, "'top_logprobs' requires 'logprobs' to be true");
         }
@@ -691,12 +747,28 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     }
     r->n_probs = r->sp.n_probs;
 
+    /* n choices per prompt: OpenAI's n, llama-server's n_cmpl (which wins); each is a
+     * task of its own, so at most one per slot */
+    r->n_cmpl = 1;
+    {
+        const double max_n = cfg->n_parallel;
+        const cJSON *nc = field(o, "n_cmpl") ? field(o, "n_cmpl") : field(o, "n");
+        const char *nm = field(o, "n_cmpl") ? "n_cmpl" : "n";
+        if (nc && !cJSON_IsNumber(nc))
+            return srv_errorf(e, 400, "'%s' must be an integer in [1, %d] (one completion per slot, -np), got %s", nm,
+                              cfg->n_parallel, jtype(nc));
+        if (nc && (!is_int(nc) || nc->valuedouble < 1 || nc->valuedouble > max_n))
+            return srv_errorf(e, 400, "'%s' must be an integer in [1, %d] (one completion per slot, -np), got %.17g", nm,
+                              cfg->n_parallel, nc->valuedouble);
+        if (nc) r->n_cmpl = (int32_t)nc->valuedouble;
+    }
+    if (kind == SRV_OAI_CMPL) TRY(get_bool(o, "echo", &r->echo, e));
     if (kind != SRV_NATIVE) {
-        long long n = 1;
-        TRY(get_int(o, "n", 1, 1, &n, e));
-        bool echo = false;
-        TRY(get_bool(o, "echo", &echo, e));
-        if (echo) return srv_errorf(e, 400, "'echo' is not supported");
+        if (kind == SRV_OAI_CHAT && field(o, "echo")) {
+            bool echo = false;
+            TRY(get_bool(o, "echo", &echo, e));
+            if (echo) return srv_errorf(e, 400, "'echo' is only for /v1/completions");
+        }
         const char *suffix = NULL;
         TRY(get_string(o, "suffix", &suffix, e));
         if (suffix && *suffix) return srv_errorf(e, 400, "'suffix' is not supported");
@@ -709,40 +781,68 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     TRY(parse_stop(o, r, e));
     TRY(parse_grammar(o, kind, r, e));
 
-    /* the prompt last: the most expensive part */
-    tokvec v = {0};
-    int rc;
+    /* the prompt last: the most expensive part. Several prompts: the first parse (prompt 0)
+     * checks them all, so that a bad one fails the request before any task is queued. */
     if (kind == SRV_OAI_CHAT) {
-        rc = parse_messages(s, o, &v, e);
-    } else {
-        const cJSON *p = field(o, "prompt");
-        rc = p ? parse_prompt(s, p, &v, e) : srv_errorf(e, 400, "'prompt' is required");
+        tokvec v = {0};
+        const int rc = parse_messages(s, o, &v, e);
+        r->prompt = v.p;
+        r->n_prompt = v.n;
+        r->n_prompts = 1;
+        if (rc) return rc;
+        return check_prompt_size(s, r->n_prompt, "messages", e);
     }
-    r->prompt = v.p;
-    r->n_prompt = v.n;
-    if (rc) return rc;
-    if (r->n_prompt == 0)
-        return srv_errorf(e, 400, "'%s' is empty (and the vocabulary adds no BOS)", kind == SRV_OAI_CHAT ? "messages" : "prompt");
-    if (r->n_prompt >= s->n_ctx_slot) {
-        srv_errorf(e, 400, "the request exceeds the available context size: %d prompt tokens, %d per slot (one must be left to generate)",
-                   r->n_prompt, s->n_ctx_slot);
-        e->type = "exceed_context_size_error";
-        e->n_prompt_tokens = r->n_prompt;
-        e->n_ctx = s->n_ctx_slot;
-        return 400;
+    const cJSON *p = field(o, "prompt");
+    if (!p) return srv_errorf(e, 400, "'prompt' is required");
+    const int np = srv_prompt_count(p, "prompt", SRV_MAX_PROMPTS, e);
+    if (np < 0) return -np;
+    r->n_prompts = np;
+    if (r->prompt_index >= np) return srv_errorf(e, 500, "'prompt': no prompt %d", r->prompt_index);
+    if (np > 1 && np * r->n_cmpl > SRV_MAX_PROMPTS)
+        return srv_errorf(e, 400, "%d prompts x 'n' %d = %d completions, more than %d in one request", np, r->n_cmpl,
+                          np * r->n_cmpl, SRV_MAX_PROMPTS);
+    for (int i = r->prompt_index == 0 ? 0 : r->prompt_index; i < (r->prompt_index == 0 ? np : r->prompt_index + 1); i++) {
+        sift_token *t;
+        int32_t n;
+        TRY(srv_prompt_at(s, p, "prompt", i, &t, &n, e));
+        char name[32] = "prompt";
+        if (np > 1) snprintf(name, sizeof name, "prompt[%d]", i);
+        const int rc = check_prompt_size(s, n, name, e);
+        if (rc || i != r->prompt_index) free(t);
+        else r->prompt = t, r->n_prompt = n;
+        if (rc) return rc;
     }
+    /* echo gives a text prompt back as written (detokenizing would add the BOS or the
+     * tokenizer's leading space) */
+    const cJSON *pt = np > 1 ? cJSON_GetArrayItem(p, r->prompt_index) : p;
+    if (r->echo && cJSON_IsString(pt) && !(r->echo_text = strdup(pt->valuestring))) return srv_errorf(e, 500, "out of memory");
+    return 0;
+}
+
+int srv_parse_completion_at(const srv_server *s, srv_kind kind, const char *body, size_t len, int prompt_index, int choice,
+                            srv_request *r, srv_error *e)
+{
+    memset(r, 0, sizeof *r);
+    cJSON *root = parse_object(body, len, e);
+    if (!root) return e->status;
+    r->prompt_index = prompt_index;
+    const int rc = parse_fields(s, kind, root, r, e);
+    cJSON_Delete(root);
+    if (rc) {
+        srv_request_free(r);
+        return rc;
+    }
+    r->choice = choice;
+    r->index = prompt_index * r->n_cmpl + choice;
+    /* choice i of a seeded request samples with seed + i: the same seed would give n copies
+     * of one completion */
+    if (choice > 0 && r->sp.seed != SIFT_DEFAULT_SEED) r->sp.seed = (uint32_t)(r->sp.seed + (uint32_t)choice);
     return 0;
 }
 
 int srv_parse_completion(const srv_server *s, srv_kind kind, const char *body, size_t len, srv_request *r, srv_error *e)
 {
-    memset(r, 0, sizeof *r);
-    cJSON *root = parse_object(body, len, e);
-    if (!root) return e->status;
-    const int rc = parse_fields(s, kind, root, r, e);
-    cJSON_Delete(root);
-    if (rc) srv_request_free(r);
-    return rc;
+    return srv_parse_completion_at(s, kind, body, len, 0, 0, r, e);
 }
 
 int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **chain, sift_sampler **grammar, srv_error *e)

@@ -21,6 +21,15 @@
  * [{"id", "piece", "p"}]}]}: the chain inspector (the logits, then each sampler, and the
  * grammar when it had to step in).
  *
+ * Several completions in one request (n > 1, several prompts) are tasks of their own, each
+ * answered at its "index": /completion gives an array of its objects, the OpenAI shapes one
+ * object whose "choices" hold them all and whose "usage" sums them (the prompt counted once
+ * per prompt); streamed, the events of all of them interleave, each with its index, and the
+ * usage and `[DONE]` close the stream once (srv_sse_final's `last`).
+ * /v1/completions adds OpenAI's legacy logprobs ("tokens", "token_logprobs",
+ * "top_logprobs" as {token: logprob}, "text_offset") beside llama-server's "content"; with
+ * "echo" the prompt text leads each choice (the logprobs cover the generated tokens only).
+ *
  * Errors are {"error": {"code", "message", "type"}} (OpenAI's shape, as llama-server).
  * Everything is built with cJSON and printed unformatted.
  */
@@ -82,7 +91,9 @@ static cJSON *probs_json(const srv_server *s, const srv_task *t, const srv_tokre
     const bool post = t->req.post_sampling_probs;
     cJSON *o = prob_item(s, r->tok, r->p, post);
     cJSON *top = cJSON_AddArrayToObject(o, post ? "top_probs" : "top_logprobs");
-    for (uint32_t i = 0; i < r->n_probs; i++) cJSON_AddItemToArray(top, prob_item(s, probs[i].id, probs[i].p, post));
+    const int32_t shown = t->req.n_probs_shown;
+    const uint32_t n = shown >= 0 && (uint32_t)shown < r->n_probs ? (uint32_t)shown : r->n_probs;
+    for (uint32_t i = 0; i < n; i++) cJSON_AddItemToArray(top, prob_item(s, probs[i].id, probs[i].p, post));
     return o;
 }
 
@@ -221,27 +232,109 @@ static cJSON *timings_json(const srv_task *t)
     return o;
 }
 
-static cJSON *usage_json(const srv_task *t)
+/* Tokens of the tasks of one request: the completions' sum, each prompt once. */
+static cJSON *usage_json_group(srv_task *const *g, int n)
 {
+    long long comp = 0, prompt = 0;
+    for (int i = 0; i < n; i++) {
+        comp += g[i]->n_decoded;
+        if (g[i]->req.choice == 0) prompt += g[i]->req.n_prompt;
+    }
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "completion_tokens", t->n_decoded);
-    cJSON_AddNumberToObject(o, "prompt_tokens", t->req.n_prompt);
-    cJSON_AddNumberToObject(o, "total_tokens", t->n_decoded + t->req.n_prompt);
+    cJSON_AddNumberToObject(o, "completion_tokens", (double)comp);
+    cJSON_AddNumberToObject(o, "prompt_tokens", (double)prompt);
+    cJSON_AddNumberToObject(o, "total_tokens", (double)(comp + prompt));
     return o;
+}
+
+
+/* The prompt as text (malloc'd, *n bytes; NULL on out of memory). echo: as the client
+ * wrote it (without the BOS the tokenizer added, llama.cpp's remove_special), else as the
+ * model read it. */
+static char *prompt_text(const srv_server *s, const srv_task *t, size_t *len, bool echo)
+{
+    if (echo && t->req.echo_text) {
+        *len = strlen(t->req.echo_text);
+        return strdup(t->req.echo_text);
+    }
+    int32_t cap = t->req.n_prompt * 8 + 16;
+    char *buf = malloc((size_t)cap);
+    int32_t n = buf ? sift_detokenize(s->vocab, t->req.prompt, t->req.n_prompt, buf, cap, echo, true) : 0;
+    if (n < 0 && n != INT32_MIN && buf) {
+        cap = -n;
+        char *b2 = realloc(buf, (size_t)cap);
+        if (b2) buf = b2, n = sift_detokenize(s->vocab, t->req.prompt, t->req.n_prompt, buf, cap, echo, true);
+    }
+    *len = n > 0 ? (size_t)n : 0;
+    return buf;
 }
 
 static void add_prompt_text(const srv_server *s, cJSON *o, const srv_task *t)
 {
-    int32_t cap = t->req.n_prompt * 8 + 16;
-    char *buf = malloc((size_t)cap);
-    int32_t n = buf ? sift_detokenize(s->vocab, t->req.prompt, t->req.n_prompt, buf, cap, false, true) : 0;
-    if (n < 0 && n != INT32_MIN && buf) {
-        cap = -n;
-        char *b2 = realloc(buf, (size_t)cap);
-        if (b2) buf = b2, n = sift_detokenize(s->vocab, t->req.prompt, t->req.n_prompt, buf, cap, false, true);
-    }
-    cJSON_AddItemToObject(o, "prompt", str_n(buf, n > 0 ? (size_t)n : 0));
+    size_t n;
+    char *buf = prompt_text(s, t, &n, false);
+    cJSON_AddItemToObject(o, "prompt", str_n(buf, buf ? n : 0));
     free(buf);
+}
+
+/* A text with the prompt before it when the request echoes (/v1/completions). */
+static cJSON *echoed(const srv_server *s, const srv_task *t, const char *txt, size_t n, bool with_prompt)
+{
+    if (!with_prompt || !t->req.echo) return str_n(txt, n);
+    size_t pn;
+    char *p = prompt_text(s, t, &pn, true);
+    if (!p) return str_n(txt, n);
+    char *b = malloc(pn + n + 1);
+    cJSON *o;
+    if (b) {
+        memcpy(b, p, pn);
+        if (n) memcpy(b + pn, txt, n);
+        o = str_n(b, pn + n);
+    } else {
+        o = str_n(txt, n);
+    }
+    free(b);
+    free(p);
+    return o;
+}
+
+/* OpenAI's legacy completion logprobs for records [0, n) into lp: tokens, token_logprobs,
+ * top_logprobs ({token: logprob}), text_offset (from off0: the echoed prompt's length). */
+static void legacy_logprobs(const srv_server *s, const srv_tokrec *recs, size_t n, const srv_prob *probs,
+                            size_t probs_from, uint32_t text_from, size_t off0, cJSON *lp)
+{
+    cJSON *toks = cJSON_AddArrayToObject(lp, "tokens"), *tlp = cJSON_AddArrayToObject(lp, "token_logprobs");
+    cJSON *top = cJSON_AddArrayToObject(lp, "top_logprobs"), *off = cJSON_AddArrayToObject(lp, "text_offset");
+    char buf[512];
+    uint32_t at = text_from;
+    for (size_t i = 0; i < n; i++) {
+        const srv_tokrec *r = &recs[i];
+        int32_t k = piece(s, r->tok, buf, sizeof buf);
+        cJSON_AddItemToArray(toks, str_n(buf, utf8_valid_prefix(buf, (size_t)k)));
+        cJSON_AddItemToArray(tlp, cJSON_CreateNumber(r->p > 0 ? log(r->p) : -FLT_MAX));
+        cJSON *d = cJSON_CreateObject();
+        for (uint32_t j = 0; j < r->n_probs; j++) {
+            const srv_prob *pr = &probs[r->probs_off - probs_from + j];
+            k = piece(s, pr->id, buf, sizeof buf);
+            char key[600];
+            const size_t kn = utf8_valid_prefix(buf, (size_t)k);
+            memcpy(key, buf, kn);
+            key[kn] = 0;
+            if (!cJSON_GetObjectItemCaseSensitive(d, key)) cJSON_AddNumberToObject(d, key, pr->p > 0 ? log(pr->p) : -FLT_MAX);
+        }
+        cJSON_AddItemToArray(top, d);
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(off0 + at)));
+        at = r->text_end;
+    }
+}
+
+/* Bytes of the echoed prompt before a choice's text (0 without echo). */
+static size_t echo_len(const srv_server *s, const srv_task *t)
+{
+    if (!t->req.echo) return 0;
+    size_t n = 0;
+    free(prompt_text(s, t, &n, true));
+    return n;
 }
 
 /* The OpenAI envelope: id, created, model, system_fingerprint, object. */
@@ -301,7 +394,7 @@ static cJSON *native_final(const srv_server *s, srv_task *t, bool with_content)
 {
     const srv_request *r = &t->req;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "index", 0);
+    cJSON_AddNumberToObject(o, "index", r->index);
     if (with_content) cJSON_AddItemToObject(o, "content", str_n(t->text.p, t->text.n));
     else cJSON_AddStringToObject(o, "content", "");
     cJSON *toks = cJSON_AddArrayToObject(o, "tokens");
@@ -325,34 +418,53 @@ static cJSON *native_final(const srv_server *s, srv_task *t, bool with_content)
     return o;
 }
 
-char *srv_json_final(const srv_server *s, srv_task *t)
+/* One OpenAI choice of a finished task. */
+static cJSON *oai_choice(const srv_server *s, srv_task *t)
 {
     const srv_request *r = &t->req;
-    if (r->kind == SRV_NATIVE) return print_free(native_final(s, t, true));
-    cJSON *o = cJSON_CreateObject();
-    cJSON *choices = cJSON_AddArrayToObject(o, "choices");
     cJSON *c = cJSON_CreateObject();
-    cJSON_AddItemToArray(choices, c);
     if (r->kind == SRV_OAI_CMPL) {
-        cJSON_AddItemToObject(c, "text", str_n(t->text.p, t->text.n));
-        cJSON_AddNumberToObject(c, "index", 0);
-        if (r->n_probs > 0) cJSON_AddItemToObject(cJSON_AddObjectToObject(c, "logprobs"), "content", all_probs(s, t));
-        else cJSON_AddNullToObject(c, "logprobs");
+        cJSON_AddItemToObject(c, "text", echoed(s, t, t->text.p, t->text.n, true));
+        cJSON_AddNumberToObject(c, "index", r->index);
+        if (r->n_probs > 0) {
+            cJSON *lp = cJSON_AddObjectToObject(c, "logprobs");
+            cJSON_AddItemToObject(lp, "content", all_probs(s, t));
+            legacy_logprobs(s, t->recs, t->n_recs, t->probs, 0, 0, echo_len(s, t), lp);
+        } else {
+            cJSON_AddNullToObject(c, "logprobs");
+        }
         cJSON_AddStringToObject(c, "finish_reason", finish_reason(t));
     } else {
         cJSON_AddStringToObject(c, "finish_reason", finish_reason(t));
-        cJSON_AddNumberToObject(c, "index", 0);
+        cJSON_AddNumberToObject(c, "index", r->index);
         cJSON *m = cJSON_AddObjectToObject(c, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
         cJSON_AddItemToObject(m, "content", str_n(t->text.p, t->text.n));
         if (r->n_probs > 0) cJSON_AddItemToObject(cJSON_AddObjectToObject(c, "logprobs"), "content", all_probs(s, t));
     }
     if (r->trace) cJSON_AddItemToObject(c, "trace", all_traces(s, t));
-    oai_envelope(s, o, t, r->kind == SRV_OAI_CMPL ? "text_completion" : "chat.completion");
-    cJSON_AddItemToObject(o, "usage", usage_json(t));
-    cJSON_AddItemToObject(o, "timings", timings_json(t));
+    return c;
+}
+
+char *srv_json_final_group(const srv_server *s, srv_task *const *g, int n)
+{
+    const srv_request *r = &g[0]->req;
+    if (r->kind == SRV_NATIVE) {
+        if (n == 1 && r->n_prompts == 1 && r->n_cmpl == 1) return print_free(native_final(s, g[0], true));
+        cJSON *a = cJSON_CreateArray(); /* llama-server: an array of results for several */
+        for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, native_final(s, g[i], true));
+        return print_free(a);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(choices, oai_choice(s, g[i]));
+    oai_envelope(s, o, g[0], r->kind == SRV_OAI_CMPL ? "text_completion" : "chat.completion");
+    cJSON_AddItemToObject(o, "usage", usage_json_group(g, n));
+    cJSON_AddItemToObject(o, "timings", timings_json(g[0]));
     return print_free(o);
 }
+
+char *srv_json_final(const srv_server *s, srv_task *t) { return srv_json_final_group(s, &t, 1); }
 
 /* ---- streaming ------------------------------------------------------------------------------------------ */
 
@@ -376,7 +488,7 @@ static cJSON *chat_chunk(const srv_server *s, const srv_task *t, cJSON *delta, c
     cJSON *c = cJSON_CreateObject();
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
-    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNumberToObject(c, "index", t->req.index);
     cJSON_AddItemToObject(c, "delta", delta);
     cJSON_AddItemToArray(choices, c);
     oai_envelope(s, o, t, "chat.completion.chunk");
@@ -408,7 +520,7 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
                                 : NULL;
         if (r->kind == SRV_NATIVE) {
             cJSON *o = cJSON_CreateObject();
-            cJSON_AddNumberToObject(o, "index", 0);
+            cJSON_AddNumberToObject(o, "index", r->index);
             cJSON_AddItemToObject(o, "content", str_n(txt, txt_n));
             cJSON *toks = cJSON_AddArrayToObject(o, "tokens");
             cJSON_AddItemToArray(toks, cJSON_CreateNumber(rec->tok));
@@ -426,11 +538,13 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
             cJSON *o = cJSON_CreateObject();
             cJSON *choices = cJSON_AddArrayToObject(o, "choices");
             cJSON *c = cJSON_CreateObject();
-            cJSON_AddItemToObject(c, "text", str_n(txt, txt_n));
-            cJSON_AddNumberToObject(c, "index", 0);
+            cJSON_AddItemToObject(c, "text", echoed(s, t, txt, txt_n, index == 0));
+            cJSON_AddNumberToObject(c, "index", r->index);
             if (probs) {
-                cJSON *a = cJSON_AddArrayToObject(cJSON_AddObjectToObject(c, "logprobs"), "content");
+                cJSON *lp = cJSON_AddObjectToObject(c, "logprobs");
+                cJSON *a = cJSON_AddArrayToObject(lp, "content");
                 cJSON_AddItemToArray(a, probs);
+                legacy_logprobs(s, rec, 1, sn->probs, sn->probs_from, (uint32_t)(text_at - txt_n), echo_len(s, t), lp);
             } else {
                 cJSON_AddNullToObject(c, "logprobs");
             }
@@ -458,6 +572,11 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
 
 void srv_sse_final(const srv_server *s, srv_task *t, bool *role_sent, sbuf *out)
 {
+    srv_sse_final_group(s, t, role_sent, &t, 1, true, out);
+}
+
+void srv_sse_final_group(const srv_server *s, srv_task *t, bool *role_sent, srv_task *const *g, int n, bool last, sbuf *out)
+{
     const srv_request *r = &t->req;
     if (t->err.status) {
         srv_sse_error(&t->err, out);
@@ -471,30 +590,32 @@ void srv_sse_final(const srv_server *s, srv_task *t, bool *role_sent, sbuf *out)
         cJSON *o = cJSON_CreateObject();
         cJSON *choices = cJSON_AddArrayToObject(o, "choices");
         cJSON *c = cJSON_CreateObject();
-        cJSON_AddStringToObject(c, "text", "");
-        cJSON_AddNumberToObject(c, "index", 0);
+        cJSON_AddItemToObject(c, "text", echoed(s, t, "", 0, t->n_recs == 0)); /* nothing generated: echo here */
+        cJSON_AddNumberToObject(c, "index", r->index);
         cJSON_AddNullToObject(c, "logprobs");
         cJSON_AddStringToObject(c, "finish_reason", finish_reason(t));
         cJSON_AddItemToArray(choices, c);
         oai_envelope(s, o, t, "text_completion");
-        cJSON_AddItemToObject(o, "usage", usage_json(t));
-        cJSON_AddItemToObject(o, "timings", timings_json(t));
+        if (last) {
+            cJSON_AddItemToObject(o, "usage", usage_json_group(g, n));
+            cJSON_AddItemToObject(o, "timings", timings_json(t));
+        }
         sse_add(out, o);
     } else {
         chat_role(s, t, role_sent, out);
         cJSON *o = chat_chunk(s, t, cJSON_CreateObject(), finish_reason(t));
         if (!r->include_usage) cJSON_AddItemToObject(o, "timings", timings_json(t));
         sse_add(out, o);
-        if (r->include_usage) {
+        if (r->include_usage && last) {
             cJSON *u = cJSON_CreateObject();
             cJSON_AddArrayToObject(u, "choices");
             oai_envelope(s, u, t, "chat.completion.chunk");
-            cJSON_AddItemToObject(u, "usage", usage_json(t));
+            cJSON_AddItemToObject(u, "usage", usage_json_group(g, n));
             cJSON_AddItemToObject(u, "timings", timings_json(t));
             sse_add(out, u);
         }
     }
-    sbuf_adds(out, "data: [DONE]\n\n");
+    if (last) sbuf_adds(out, "data: [DONE]\n\n");
 }
 
 /* ---- server information -------------------------------------------------------------------------------- */
@@ -543,6 +664,11 @@ char *srv_json_props(const srv_server *s)
     cJSON_AddNumberToObject(lim, "max_queue", s->cfg.max_queue);
     cJSON_AddNumberToObject(lim, "max_n_probs", SRV_MAX_N_PROBS);
     cJSON_AddNumberToObject(lim, "max_trace_top", SRV_MAX_TRACE_TOP);
+    cJSON_AddNumberToObject(lim, "max_n_cmpl", s->cfg.n_parallel);          /* n / n_cmpl: one per slot */
+    cJSON_AddNumberToObject(lim, "max_prompts", SRV_MAX_PROMPTS);            /* prompts x n per request */
+    cJSON_AddNumberToObject(lim, "max_embd_inputs", SRV_MAX_EMBD_INPUTS);
+    cJSON_AddBoolToObject(o, "embeddings", s->embd != NULL);                 /* --embeddings */
+    cJSON_AddStringToObject(o, "pooling", srv_pooling_name(s->embd ? srv_embd_pooling(s->embd) : 0));
     return print_free(o);
 }
 
@@ -623,6 +749,8 @@ char *srv_text_metrics(const srv_server *s)
     metric2(&b, "prompt_tokens_total", "prompt_tokens_total", "counter", "Prompt tokens processed (not counting cached ones).",
             (double)st.n_prompt_tokens);
     metric2(&b, "prompt_seconds_total", "prompt_seconds_total", "counter", "Prompt processing time.", st.t_prompt_s);
+    metric(&b, "prompt_tokens_shared_total", "counter", "Prompt tokens read once for several choices of a request (n > 1).",
+           (double)st.n_prompt_shared);
     metric2(&b, "tokens_predicted_total", "tokens_predicted_total", "counter", "Generated tokens.", (double)st.n_gen_tokens);
     metric2(&b, "tokens_predicted_seconds_total", "tokens_predicted_seconds_total", "counter",
             "Generation time, summed over requests.", st.t_gen_s);

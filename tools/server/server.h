@@ -149,6 +149,8 @@ typedef struct srv_config {
     int max_conns_per_client;   /* per client address (0: no cap) */
     int drain_timeout_s;        /* SIGTERM/SIGINT: running requests get this long to finish */
     bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
+    bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
+    int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
     char **owned;               /* strings the options were copied into (environment values, key-file lines) */
     int n_owned;
 } srv_config;
@@ -160,6 +162,8 @@ typedef struct srv_config {
 #define SRV_MAX_STOP_LEN 256
 #define SRV_MAX_LOGIT_BIAS 4096
 #define SRV_MAX_MESSAGES 1024
+#define SRV_MAX_PROMPTS 64     /* prompts x n in one request */
+#define SRV_MAX_EMBD_INPUTS 256 /* inputs in one embeddings request */
 
 /* ---- requests ------------------------------------------------------------------------------ */
 
@@ -189,6 +193,13 @@ typedef struct srv_request {
     sift_token *prompt;
     int32_t n_prompt;
     char *model;               /* the "model" the client named (echoed by the OpenAI shapes) */
+    /* several completions in one request (http.c runs one task each, parsed again with
+     * srv_parse_completion_at): n_prompts prompts x n_cmpl choices; this one is prompt
+     * prompt_index, choice `choice`, answered at index prompt_index * n_cmpl + choice */
+    int32_t n_cmpl, n_prompts, prompt_index, choice, index;
+    bool echo;                 /* /v1/completions: the prompt text before each choice's text */
+    char *echo_text;           /* with echo, a text prompt as written (NULL: the prompt's ids detokenized) */
+    int32_t n_probs_shown;     /* top candidates shown per token (-1: n_probs); chat logprobs alone: 0 */
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -214,6 +225,8 @@ typedef struct srv_http_stats {
 
 typedef struct srv_http srv_http;
 
+typedef struct srv_embd srv_embd;
+
 typedef struct srv_server {
     srv_config cfg;
     sift_model *model;
@@ -231,6 +244,7 @@ typedef struct srv_server {
     char model_desc[128];
     sift_model_info info;
     srv_engine *engine;
+    srv_embd *embd;            /* --embeddings (embeddings.c); NULL without */
     srv_http_stats http;
     time_t t_start;
     srv_http *httpd;           /* for /metrics' connection counters (NULL before the start) */
@@ -253,6 +267,17 @@ int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const st
  * (free with srv_request_free). Returns 0, or the HTTP status with e filled. */
 int srv_parse_completion(const srv_server *s, srv_kind kind, const char *body, size_t len, srv_request *r,
                          srv_error *e);
+/* The same for prompt prompt_index and choice `choice` of a request with several (the
+ * seed of choice i is seed + i when one is given). */
+int srv_parse_completion_at(const srv_server *s, srv_kind kind, const char *body, size_t len, int prompt_index, int choice,
+                            srv_request *r, srv_error *e);
+/* llama-server's prompt forms with several prompts (also the embeddings' input): a string,
+ * one sequence of ids and strings, or an array of those. srv_prompt_count: how many (at
+ * most max), or minus the HTTP status with e. srv_prompt_at: prompt `index` tokenized
+ * (BOS as for a prompt), 0 or the status. name is the field, for messages. */
+int srv_prompt_count(const struct cJSON *p, const char *name, int max, srv_error *e);
+int srv_prompt_at(const srv_server *s, const struct cJSON *p, const char *name, int index, sift_token **out, int32_t *n_out,
+                  srv_error *e);
 /* The chain (and grammar sampler, NULL without a grammar) for a parsed request. */
 int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **chain, sift_sampler **grammar,
                        srv_error *e);
@@ -348,6 +373,9 @@ void srv_engine_stop(srv_engine *e);
 void srv_engine_free(srv_engine *e);
 /* Queue a task (the engine takes its own reference). 0, or 503 when the queue is full. */
 int srv_engine_submit(srv_engine *e, srv_task *t);
+/* Queue the n tasks of one request together (all or none: 503 when they do not all fit),
+ * so that idle slots take them in the same step and twins read their prompt once. */
+int srv_engine_submit_all(srv_engine *e, srv_task *const *g, int n);
 /* The client is gone: the engine drops the task at its next step (queued or running). */
 void srv_engine_cancel(srv_engine *e, srv_task *t);
 
@@ -374,6 +402,7 @@ typedef struct srv_engine_stats {
     double t_prompt_s, t_gen_s;
     long long n_tasks_done, n_tasks_cancelled, n_tasks_failed, n_rejected;
     long long n_tokens_max;    /* high-water mark of one slot's context use */
+    long long n_prompt_shared; /* prompt tokens a slot did not decode: its twin's batch entries held them too */
     double t_decode_s, t_sample_s; /* engine thread: in sift_decode, in sampling + publishing */
     int32_t kv_used;
     srv_hist h_queue, h_ttft, h_tpot; /* queue time, time to first token, time per output token */
@@ -387,6 +416,9 @@ void srv_engine_stats_get(srv_engine *e, srv_engine_stats *st, srv_slot_info *sl
 char *srv_json_error(const srv_error *e);
 /* The whole response of a finished task (non-streaming), in its kind's shape. */
 char *srv_json_final(const srv_server *s, srv_task *t);
+/* The same for the n tasks of one request (n > 1 or several prompts), in index order:
+ * /completion an array of objects, the OpenAI shapes one object with n choices. */
+char *srv_json_final_group(const srv_server *s, srv_task *const *g, int n);
 
 /* Streaming: the SSE events for the tokens [from, to) of a snapshot, then (final) the
  * closing events. Appends "data: ...\n\n" lines to out. */
@@ -408,6 +440,9 @@ typedef struct srv_snapshot {
 void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *snap, bool *role_sent, sbuf *out);
 /* After every token: the closing events (the task is done, so read without its lock). */
 void srv_sse_final(const srv_server *s, srv_task *t, bool *role_sent, sbuf *out);
+/* The same for task t of a request's tasks g[0..n): last (every other one has ended) adds
+ * the usage over all of them and `[DONE]`. */
+void srv_sse_final_group(const srv_server *s, srv_task *t, bool *role_sent, srv_task *const *g, int n, bool last, sbuf *out);
 void srv_sse_error(const srv_error *e, sbuf *out);
 
 char *srv_json_props(const srv_server *s);
@@ -421,6 +456,17 @@ const char *srv_file_name(const char *path);
 int srv_handle_tokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
 int srv_handle_detokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
 int srv_handle_apply_template(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
+
+/* ---- embeddings (embeddings.c) ---------------------------------------------------------------- */
+
+/* The embeddings context (after the engine: it takes the slot's size). NULL and err. */
+srv_embd *srv_embd_new(srv_server *s, sift_error *err);
+void srv_embd_free(srv_embd *m);
+int srv_embd_pooling(const srv_embd *m);
+const char *srv_pooling_name(int pooling);
+/* POST /embedding (oai false: llama-server's shape) and /v1/embeddings: 0 and *out, or the
+ * HTTP status with e (501 without --embeddings). */
+int srv_handle_embeddings(const srv_server *s, bool oai, const char *body, size_t len, char **out, srv_error *e);
 
 /* ---- connection admission and deadlines (conns.c) ------------------------------------------------ */
 

@@ -47,7 +47,10 @@ static void usage(FILE *f)
             "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
             "                            (default: detected from the GGUF, else chatml)\n"
-            "  --isa NAME                kernels: auto, scalar, avx2, avx512 (default auto)\n\n"
+            "  --isa NAME                kernels: auto, scalar, avx2, avx512 (default auto)\n"
+            "  --embeddings              serve /embedding and /v1/embeddings (else 501); completions keep working\n"
+            "  --pooling TYPE            embeddings pooling: none, mean, cls, last (default none, as llama-server for\n"
+            "                            llama-family models)\n\n"
             "exposure:\n"
             "  --api-key KEY             require this key (repeatable): 'Authorization: Bearer KEY' or 'X-Api-Key: KEY';\n"
             "                            /health and the page stay open\n"
@@ -224,6 +227,16 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         NEEDV();
         if (!*v) return bad(a, NULL, "an empty origin");
         if (!list_add(&c->cors_origins, &c->n_cors_origins, v)) return bad(a, NULL, "out of memory");
+    } else if (IS("--embeddings") || IS("--embedding") || IS("--embd")) {
+        c->embeddings = true;
+    } else if (IS("--pooling")) {
+        NEEDV();
+        if (!strcmp(v, "none")) c->pooling = SIFT_POOLING_TYPE_NONE;
+        else if (!strcmp(v, "mean")) c->pooling = SIFT_POOLING_TYPE_MEAN;
+        else if (!strcmp(v, "cls")) c->pooling = SIFT_POOLING_TYPE_CLS;
+        else if (!strcmp(v, "last")) c->pooling = SIFT_POOLING_TYPE_LAST;
+        else if (!strcmp(v, "rank")) return bad(a, v, "not supported (no classifier heads here):");
+        else return bad(a, v, "expected none, mean, cls or last, got");
     } else if (IS("--no-slots")) {
         c->no_slots = true;
     } else if (IS("--no-metrics")) {
@@ -283,6 +296,8 @@ static const env_opt ENV_OPTS[] = {
     {"LLAMA_ARG_N_GPU_LAYERS", "-ngl", NULL, false},
     {"LLAMA_ARG_ENDPOINT_METRICS", "--metrics", "--no-metrics", true},
     {"LLAMA_ARG_ENDPOINT_SLOTS", "--slots", "--no-slots", true},
+    {"LLAMA_ARG_EMBEDDINGS", "--embeddings", NULL, true},
+    {"LLAMA_ARG_POOLING", "--pooling", NULL, false},
     {"SIFT_ARG_MODEL", "--model", NULL, false},
     {"SIFT_ARG_HOST", "--host", NULL, false},
     {"SIFT_ARG_PORT", "--port", NULL, false},
@@ -310,6 +325,8 @@ static const env_opt ENV_OPTS[] = {
     {"SIFT_ARG_SLOTS", "--slots", "--no-slots", true},
     {"SIFT_ARG_METRICS", "--metrics", "--no-metrics", true},
     {"SIFT_ARG_LOG_REQUESTS", "--log-requests", NULL, true},
+    {"SIFT_ARG_EMBEDDINGS", "--embeddings", NULL, true},
+    {"SIFT_ARG_POOLING", "--pooling", NULL, false},
 };
 
 static int parse_env(srv_config *c)
@@ -350,7 +367,8 @@ static int parse_args(int argc, char **argv, srv_config *c)
     *c = (srv_config){.host = "127.0.0.1", .port = 8080, .n_parallel = 4, .n_batch = 512, .n_threads = cli_default_threads(),
                       .timeout_s = 600, .max_connections = 256, .max_queue = 64, .max_body = 1 << 20,
                       .max_n_predict = 4096, .default_n_predict = -1, .isa = SIFT_ISA_AUTO, .header_timeout_s = 10,
-                      .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30};
+                      .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30,
+                      .pooling = SIFT_POOLING_TYPE_UNSPECIFIED};
     int r = parse_env(c);
     for (int i = 1; !r && i < argc; i++) {
         bool used;
@@ -512,6 +530,10 @@ int sift_cmd_serve(int argc, char **argv)
         fprintf(stderr, "sift serve: %s\n", err.msg);
         goto done;
     }
+    if (cfg->embeddings && !(s->embd = srv_embd_new(s, &err))) {
+        fprintf(stderr, "sift serve: embeddings: %s\n", err.msg[0] ? err.msg : "out of memory");
+        goto done;
+    }
     int port = 0;
     char msg[256];
     http = srv_http_start(s, &port, msg, sizeof msg);
@@ -540,6 +562,7 @@ done:
     srv_engine_stop(s->engine); /* running requests fail with 503: their connections can end */
     srv_http_stop(http);        /* waits for the connection threads */
     srv_engine_free(s->engine);
+    srv_embd_free(s->embd);
     sift_model_free(s->model);
     sift_template_free(s->jinja);
     free(s->tmpl_text);
