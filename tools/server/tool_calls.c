@@ -1,0 +1,666 @@
+/*
+ * tool_calls.c - OpenAI tool calling on /v1/chat/completions, as llama-server's --jinja has it.
+ *
+ * Four jobs, all pure (no HTTP, no engine), so tests/server_tools_unit.c drives them alone:
+ *
+ *   the format     which syntax the template's model writes a call in, from the template's
+ *                  text (tc_detect): Hermes/Qwen `<tool_call>{json}</tool_call>`, Llama 3.x
+ *                  `{"name": ..., "parameters": ...}`, Mistral `[TOOL_CALLS][{...}]`, else the
+ *                  generic JSON reply of llama.cpp's common/chat.cpp ({"tool_call": {...}} or
+ *                  {"response": "..."}; the template is then told so by a system message).
+ *   the request    tools, tool_choice (auto, none, required, a named function) and
+ *                  parallel_tool_calls -> tc_spec: the callable names and one grammar for the
+ *                  calls. Each function's call object ({"name": const, "arguments": its
+ *                  parameters schema}) is one branch of an anyOf, converted by libsift's JSON
+ *                  schema converter (llama.cpp's conventions, lenient: a keyword it cannot
+ *                  express widens the grammar instead of failing), then wrapped in the
+ *                  format's syntax under the start rule TC_ROOT. With tool_choice auto the
+ *                  grammar is lazy: it waits for the format's opening (the trigger words); with
+ *                  required or a named function it binds from the first token.
+ *   the messages   assistant tool_calls with string arguments get them parsed into objects
+ *                  (templates `tojson` them; minja's polyfill does the same).
+ *   the reply      text -> content + calls (tc_parse_output), and for streaming how much text
+ *                  is surely content (tc_content_safe). The grammar makes a finished call
+ *                  well-formed; a call cut off by max_tokens parses as no call, and the text
+ *                  comes back as content.
+ */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server.h"
+
+/* ---- the format -------------------------------------------------------------------------------- */
+
+tc_format tc_detect(const char *t)
+{
+    if (!t) return TC_GENERIC;
+    if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
+    if (strstr(t, "<tool_call>")) return TC_HERMES;
+    if (strstr(t, "<|start_header_id|>") &&
+        (strstr(t, "<|python_tag|>") || strstr(t, "\"parameters\"") || strstr(t, "ipython")))
+        return TC_LLAMA3;
+    return TC_GENERIC;
+}
+
+const char *tc_format_name(tc_format f)
+{
+    switch (f) {
+    case TC_HERMES: return "hermes";
+    case TC_LLAMA3: return "llama3";
+    case TC_MISTRAL: return "mistral";
+    default: return "generic";
+    }
+}
+
+static const char *const hermes_triggers[] = {"<tool_call>"};
+static const char *const llama3_triggers[] = {"<|python_tag|>", "{\"name\""};
+static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
+
+static const char *const *format_triggers(tc_format f, int *n)
+{
+    switch (f) {
+    case TC_HERMES: *n = 1; return hermes_triggers;
+    case TC_LLAMA3: *n = 2; return llama3_triggers;
+    case TC_MISTRAL: *n = 1; return mistral_triggers;
+    default: *n = 0; return NULL;
+    }
+}
+
+void tc_caps_json(const char *t, cJSON *caps)
+{
+    const char *s = t ? t : "";
+    const bool calls = strstr(s, "tool_calls") != NULL;
+    cJSON_AddBoolToObject(caps, "supports_system_role", strstr(s, "system") != NULL);
+    cJSON_AddBoolToObject(caps, "supports_tools", strstr(s, "tools") != NULL);
+    cJSON_AddBoolToObject(caps, "supports_tool_calls", calls);
+    cJSON_AddBoolToObject(caps, "supports_tool_responses", strstr(s, "tool_call_id") || strstr(s, "'tool'") || strstr(s, "\"tool\""));
+    cJSON_AddBoolToObject(caps, "supports_parallel_tool_calls",
+                          calls && (strstr(s, "in message.tool_calls") || strstr(s, "in message['tool_calls']") ||
+                                    strstr(s, "in tool_calls") || strstr(s, "[TOOL_CALLS] [")));
+    cJSON_AddStringToObject(caps, "tool_call_format", tc_format_name(tc_detect(t)));
+}
+
+/* ---- the request --------------------------------------------------------------------------------- */
+
+void tc_spec_free(tc_spec *t)
+{
+    if (!t) return;
+    for (int i = 0; i < t->n_triggers; i++) free(t->triggers[i]);
+    free(t->triggers);
+    for (int i = 0; i < t->n_names; i++) free(t->names[i]);
+    free(t->names);
+    free(t->gbnf);
+    sbuf_free(&t->seen);
+    free(t);
+}
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+/* The call object of one function: {"name": const, "<args_key>": parameters}. Hoists the
+ * parameters' $defs / definitions into defs (the combined schema's root), so that their
+ * "#/$defs/..." references still resolve. */
+static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *defs)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "object");
+    cJSON *props = cJSON_AddObjectToObject(o, "properties");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", name);
+    cJSON *p = params ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
+    if (p && cJSON_IsObject(p)) {
+        static const char *const keys[] = {"$defs", "definitions"};
+        for (int k = 0; k < 2; k++) {
+            cJSON *d = cJSON_DetachItemFromObjectCaseSensitive(p, keys[k]);
+            if (!d) continue;
+            cJSON *dst = cJSON_GetObjectItemCaseSensitive(defs, keys[k]);
+            if (!dst) dst = cJSON_AddObjectToObject(defs, keys[k]);
+            while (d->child) {
+                cJSON *x = cJSON_DetachItemViaPointer(d, d->child);
+                if (!get(dst, x->string)) cJSON_AddItemToObject(dst, x->string, x);
+                else cJSON_Delete(x);
+            }
+            cJSON_Delete(d);
+        }
+        /* an empty parameters schema still means an object of arguments */
+        if (!get(p, "type") && !get(p, "anyOf") && !get(p, "oneOf") && !get(p, "$ref")) cJSON_AddStringToObject(p, "type", "object");
+    }
+    cJSON_AddItemToObject(props, args_key, p);
+    cJSON *req = cJSON_AddArrayToObject(o, "required");
+    cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+    cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
+    cJSON_AddBoolToObject(o, "additionalProperties", false);
+    return o;
+}
+
+static int add_name(tc_spec *t, const char *name)
+{
+    char **n = realloc(t->names, (size_t)(t->n_names + 1) * sizeof *n);
+    if (!n) return -1;
+    t->names = n;
+    if (!(n[t->n_names] = strdup(name))) return -1;
+    t->n_names++;
+    return 0;
+}
+
+/* The format's wrapper around the calls' JSON rule `root`. */
+static void wrap_grammar(sbuf *g, tc_format f, bool parallel)
+{
+    switch (f) {
+    case TC_HERMES:
+        sbuf_adds(g, TC_ROOT " ::= x-sift-tc-block");
+        if (parallel) sbuf_adds(g, " (space x-sift-tc-block)*");
+        sbuf_adds(g, "\nx-sift-tc-block ::= \"<tool_call>\" space root space \"</tool_call>\"\n");
+        break;
+    case TC_LLAMA3:
+        sbuf_adds(g, TC_ROOT " ::= \"<|python_tag|>\"? root");
+        if (parallel) sbuf_adds(g, " (space \";\"? space root)*");
+        sbuf_adds(g, "\n");
+        break;
+    case TC_MISTRAL:
+        sbuf_adds(g, TC_ROOT " ::= \"[TOOL_CALLS]\" space \"[\" space root");
+        if (parallel) sbuf_adds(g, " (space \",\" space root)*");
+        sbuf_adds(g, " space \"]\"\n");
+        break;
+    default:
+        sbuf_adds(g, TC_ROOT " ::= root\n");
+        break;
+    }
+}
+
+int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e)
+{
+    *out = NULL;
+    const cJSON *tools = get(root, "tools"), *choice = get(root, "tool_choice"), *par = get(root, "parallel_tool_calls");
+    if (tools && !cJSON_IsNull(tools) && !cJSON_IsArray(tools)) return srv_errorf(e, 400, "'tools' must be an array of tools");
+    if (par && !cJSON_IsNull(par) && !cJSON_IsBool(par)) return srv_errorf(e, 400, "'parallel_tool_calls' must be a boolean");
+    const int n_tools = cJSON_IsArray(tools) ? cJSON_GetArraySize(tools) : 0;
+    /* tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}} */
+    const char *mode = "auto", *only = NULL;
+    if (choice && !cJSON_IsNull(choice)) {
+        if (cJSON_IsString(choice)) {
+            mode = choice->valuestring;
+            if (strcmp(mode, "none") && strcmp(mode, "auto") && strcmp(mode, "required"))
+                return srv_errorf(e, 400, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}, got \"%.64s\"", mode);
+        } else {
+            const cJSON *fn = cJSON_IsObject(choice) ? get(choice, "function") : NULL;
+            const cJSON *nm = cJSON_IsObject(fn) ? get(fn, "name") : NULL;
+            if (!cJSON_IsString(nm) || !*nm->valuestring)
+                return srv_errorf(e, 400, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            only = nm->valuestring;
+            mode = "required";
+        }
+    }
+    if (n_tools == 0) {
+        if (!strcmp(mode, "required")) return srv_errorf(e, 400, "'tool_choice' asks for a tool call, but 'tools' is empty");
+        return 0;
+    }
+    /* every tool is checked, even when tool_choice is none (the template renders them) */
+    int i = 0;
+    for (const cJSON *x = tools->child; x; x = x->next, i++) {
+        const cJSON *type = cJSON_IsObject(x) ? get(x, "type") : NULL;
+        const cJSON *fn = cJSON_IsObject(x) ? get(x, "function") : NULL;
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 || !cJSON_IsObject(fn))
+            return srv_errorf(e, 400, "'tools[%d]' must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}}", i);
+        const cJSON *nm = get(fn, "name"), *params = get(fn, "parameters");
+        if (!cJSON_IsString(nm) || !*nm->valuestring)
+            return srv_errorf(e, 400, "'tools[%d].function.name' must be a non-empty string", i);
+        for (const char *c = nm->valuestring; *c; c++)
+            if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.')
+                return srv_errorf(e, 400, "'tools[%d].function.name' must be letters, digits, '_', '-' or '.', got \"%.64s\"", i, nm->valuestring);
+        if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params))
+            return srv_errorf(e, 400, "'tools[%d].function.parameters' must be a JSON schema object", i);
+        for (const cJSON *y = tools->child; y != x; y = y->next)
+            if (!strcmp(get(get(y, "function"), "name")->valuestring, nm->valuestring))
+                return srv_errorf(e, 400, "'tools[%d].function.name' \"%.64s\" is given twice", i, nm->valuestring);
+    }
+    if (only) {
+        bool found = false;
+        for (const cJSON *x = tools->child; x; x = x->next) found |= !strcmp(get(get(x, "function"), "name")->valuestring, only);
+        if (!found) return srv_errorf(e, 400, "'tool_choice' names the function \"%.64s\", which is not in 'tools'", only);
+    }
+    if (!strcmp(mode, "none")) return 0;
+
+    tc_spec *t = calloc(1, sizeof *t);
+    cJSON *schema = cJSON_CreateObject(), *any = NULL;
+    if (!t || !schema) goto oom;
+    t->format = f;
+    t->parallel = cJSON_IsTrue(par);
+    t->lazy = !strcmp(mode, "auto") && f != TC_GENERIC;
+    int n_trig = 0;
+    const char *const *trig = format_triggers(f, &n_trig);
+    if (n_trig && !(t->triggers = calloc((size_t)n_trig, sizeof *t->triggers))) goto oom;
+    for (int k = 0; k < n_trig; k++)
+        if (!(t->triggers[t->n_triggers++] = strdup(trig[k]))) goto oom;
+
+    /* the calls' JSON: one anyOf branch per callable function */
+    const char *args_key = f == TC_LLAMA3 ? "parameters" : "arguments";
+    any = cJSON_CreateArray();
+    if (!any) goto oom;
+    for (const cJSON *x = tools->child; x; x = x->next) {
+        const cJSON *fn = get(x, "function");
+        const char *name = get(fn, "name")->valuestring;
+        if (only && strcmp(name, only) != 0) continue;
+        const cJSON *params = get(fn, "parameters");
+        if (add_name(t, name)) goto oom;
+        cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema));
+    }
+    cJSON *call = any;
+    if (cJSON_GetArraySize(any) == 1) {
+        call = cJSON_DetachItemFromArray(any, 0);
+        cJSON_Delete(any);
+    } else {
+        cJSON *wrap = cJSON_CreateObject();
+        cJSON_AddItemToObject(wrap, "anyOf", any);
+        call = wrap;
+    }
+    any = NULL;
+    if (f == TC_GENERIC) { /* {"tool_call": call} / {"tool_calls": [call, ...]}, or (auto) {"response": "..."} */
+        cJSON *tc = cJSON_CreateObject();
+        cJSON_AddStringToObject(tc, "type", "object");
+        cJSON *props = cJSON_AddObjectToObject(tc, "properties");
+        cJSON *req = cJSON_AddArrayToObject(tc, "required");
+        if (t->parallel) {
+            cJSON *arr = cJSON_AddObjectToObject(props, "tool_calls");
+            cJSON_AddStringToObject(arr, "type", "array");
+            cJSON_AddItemToObject(arr, "items", call);
+            cJSON_AddNumberToObject(arr, "minItems", 1);
+            cJSON_AddItemToArray(req, cJSON_CreateString("tool_calls"));
+        } else {
+            cJSON_AddItemToObject(props, "tool_call", call);
+            cJSON_AddItemToArray(req, cJSON_CreateString("tool_call"));
+        }
+        cJSON_AddBoolToObject(tc, "additionalProperties", false);
+        call = tc;
+        if (!strcmp(mode, "auto")) {
+            cJSON *resp = cJSON_CreateObject();
+            cJSON_AddStringToObject(resp, "type", "object");
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(resp, "properties"), "response"), "type", "string");
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(resp, "required"), cJSON_CreateString("response"));
+            cJSON_AddBoolToObject(resp, "additionalProperties", false);
+            cJSON *a = cJSON_CreateArray();
+            cJSON_AddItemToArray(a, call);
+            cJSON_AddItemToArray(a, resp);
+            call = cJSON_CreateObject();
+            cJSON_AddItemToObject(call, "anyOf", a);
+        }
+    }
+    /* the combined schema: the call's keywords, beside the hoisted $defs */
+    for (cJSON *k = call->child; k;) {
+        cJSON *next = k->next;
+        cJSON_AddItemToObject(schema, k->string, cJSON_DetachItemViaPointer(call, k));
+        k = next;
+    }
+    cJSON_Delete(call);
+    char *text = cJSON_PrintUnformatted(schema);
+    cJSON_Delete(schema);
+    schema = NULL;
+    if (!text) goto oom;
+    sift_error se = {0};
+    char *g = sift_json_schema_to_grammar(text, strlen(text), SIFT_JSON_SCHEMA_LLAMA | SIFT_JSON_SCHEMA_LENIENT, &se);
+    free(text);
+    if (!g) {
+        tc_spec_free(t);
+        return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'tools': a function's parameters schema: %s", se.msg);
+    }
+    sbuf gb = {0};
+    wrap_grammar(&gb, f, t->parallel);
+    sbuf_adds(&gb, g);
+    free(g);
+    t->gbnf = sbuf_strdup(&gb);
+    sbuf_free(&gb);
+    if (!t->gbnf) goto oom;
+    *out = t;
+    return 0;
+oom:
+    cJSON_Delete(any);
+    cJSON_Delete(schema);
+    tc_spec_free(t);
+    return srv_errorf(e, 500, "out of memory");
+}
+
+/* ---- the messages ------------------------------------------------------------------------------ */
+
+static const char generic_prompt[] =
+    "Respond in JSON. To call a tool, reply {\"tool_call\": {\"name\": <the tool's name>, \"arguments\": <its "
+    "arguments as an object>}}; to answer the user directly, reply {\"response\": <your answer as a string>}.";
+static const char generic_prompt_parallel[] =
+    "Respond in JSON. To call tools, reply {\"tool_calls\": [{\"name\": <a tool's name>, \"arguments\": <its "
+    "arguments as an object>}, ...]}; to answer the user directly, reply {\"response\": <your answer as a string>}.";
+
+cJSON *tc_template_messages(const cJSON *messages, const tc_spec *spec)
+{
+    cJSON *m = cJSON_Duplicate(messages, true);
+    if (!m) return NULL;
+    for (cJSON *x = m->child; x; x = x->next) {
+        cJSON *calls = cJSON_GetObjectItemCaseSensitive(x, "tool_calls");
+        for (cJSON *c = cJSON_IsArray(calls) ? calls->child : NULL; c; c = c->next) {
+            cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+            cJSON *args = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
+            if (!cJSON_IsString(args)) continue;
+            cJSON *obj = cJSON_Parse(args->valuestring);
+            if (obj) cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", obj);
+        }
+    }
+    if (spec && spec->format == TC_GENERIC) {
+        const char *p = spec->parallel ? generic_prompt_parallel : generic_prompt;
+        cJSON *first = m->child;
+        cJSON *role = first ? cJSON_GetObjectItemCaseSensitive(first, "role") : NULL;
+        cJSON *content = first ? cJSON_GetObjectItemCaseSensitive(first, "content") : NULL;
+        if (cJSON_IsString(role) && !strcmp(role->valuestring, "system") && cJSON_IsString(content)) {
+            sbuf b = {0};
+            sbuf_adds(&b, content->valuestring);
+            sbuf_adds(&b, "\n\n");
+            sbuf_adds(&b, p);
+            char *s = sbuf_strdup(&b);
+            sbuf_free(&b);
+            if (s) cJSON_ReplaceItemInObjectCaseSensitive(first, "content", cJSON_CreateString(s));
+            free(s);
+        } else {
+            cJSON *sys = cJSON_CreateObject();
+            cJSON_AddStringToObject(sys, "role", "system");
+            cJSON_AddStringToObject(sys, "content", p);
+            cJSON_InsertItemInArray(m, 0, sys);
+        }
+    }
+    return m;
+}
+
+/* ---- the reply --------------------------------------------------------------------------------- */
+
+void tc_result_free(tc_result *r)
+{
+    free(r->content);
+    for (int i = 0; i < r->n_calls; i++) {
+        free(r->calls[i].name);
+        free(r->calls[i].arguments);
+    }
+    free(r->calls);
+    memset(r, 0, sizeof *r);
+}
+
+/* The earliest call opening in text[0..n) (-1 when none). */
+static long find_start(const tc_spec *spec, const char *text, size_t n)
+{
+    if (spec->format == TC_GENERIC) return n ? 0 : -1;
+    int which = 0;
+    return stop_find(text, n, 0, spec->triggers, spec->n_triggers, &which);
+}
+
+size_t tc_content_safe(const tc_spec *spec, const char *text, size_t n)
+{
+    if (spec->format == TC_GENERIC) return 0; /* the whole reply is JSON: content only once it is complete */
+    const long at = find_start(spec, text, n);
+    if (at >= 0) return (size_t)at;
+    return n - stop_partial(text, n, spec->triggers, spec->n_triggers);
+}
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+static bool has_prefix(const char *p, const char *end, const char *s)
+{
+    const size_t l = strlen(s);
+    return (size_t)(end - p) >= l && !memcmp(p, s, l);
+}
+
+/* One JSON value at p (cJSON needs the bytes terminated: a copy). *next: just after it. */
+static cJSON *parse_json_at(const char *p, const char *end, const char **next)
+{
+    const size_t n = (size_t)(end - p);
+    char *copy = malloc(n + 1);
+    if (!copy) return NULL;
+    memcpy(copy, p, n);
+    copy[n] = 0;
+    const char *stop = NULL;
+    cJSON *v = cJSON_ParseWithLengthOpts(copy, n, &stop, false);
+    if (v) *next = p + (stop - copy);
+    free(copy);
+    return v;
+}
+
+static void make_id(char *id, size_t cap)
+{
+    static atomic_uint counter;
+    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    uint64_t x = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)atomic_fetch_add(&counter, 1) + 1) * 0xD1B54A32D192ED03ull;
+    x ^= (uint64_t)(uintptr_t)id;
+    /* "call_" + 9 alphanumerics: Mistral's templates want at least 9 (and use the last 9) */
+    snprintf(id, cap, "call_");
+    for (size_t i = 5; i < 14 && i + 1 < cap; i++) {
+        x ^= x >> 31;
+        x *= 0xBF58476D1CE4E5B9ull;
+        x ^= x >> 29;
+        id[i] = al[x % (sizeof al - 1)];
+        id[i + 1] = 0;
+    }
+}
+
+static bool known(const tc_spec *spec, const char *name)
+{
+    for (int i = 0; i < spec->n_names; i++)
+        if (!strcmp(spec->names[i], name)) return true;
+    return spec->n_names == 0;
+}
+
+/* A call object {"name", <args_key>} -> res; false when it is not one. */
+static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key, tc_result *res)
+{
+    const cJSON *nm = cJSON_IsObject(o) ? get(o, "name") : NULL;
+    const cJSON *args = cJSON_IsObject(o) ? get(o, args_key) : NULL;
+    if (!args && cJSON_IsObject(o)) args = get(o, "arguments");
+    if (!cJSON_IsString(nm) || !known(spec, nm->valuestring) || !args) return false;
+    cJSON *parsed = NULL;
+    if (cJSON_IsString(args)) args = parsed = cJSON_Parse(args->valuestring);
+    if (!cJSON_IsObject(args)) {
+        cJSON_Delete(parsed);
+        return false;
+    }
+    tc_call *c = realloc(res->calls, (size_t)(res->n_calls + 1) * sizeof *c);
+    if (!c) {
+        cJSON_Delete(parsed);
+        return false;
+    }
+    res->calls = c;
+    c += res->n_calls;
+    memset(c, 0, sizeof *c);
+    c->name = strdup(nm->valuestring);
+    c->arguments = cJSON_PrintUnformatted(args);
+    cJSON_Delete(parsed);
+    if (!c->name || !c->arguments) {
+        free(c->name);
+        free(c->arguments);
+        return false;
+    }
+    make_id(c->id, sizeof c->id);
+    res->n_calls++;
+    return true;
+}
+
+static bool parse_hermes(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    static const char open[] = "<tool_call>", close[] = "</tool_call>";
+    while ((p = skip_ws(p, end)) < end && has_prefix(p, end, open)) {
+        p += sizeof open - 1;
+        const char *next = NULL;
+        cJSON *o = parse_json_at(p, end, &next);
+        if (!o) return false;
+        const bool ok = take_call(spec, o, "arguments", res);
+        cJSON_Delete(o);
+        if (!ok) return false;
+        p = skip_ws(next, end);
+        if (!has_prefix(p, end, close)) return false; /* cut off before its closing tag */
+        p += sizeof close - 1;
+        if (!spec->parallel) break;
+    }
+    return res->n_calls > 0;
+}
+
+static bool parse_llama3(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    p = skip_ws(p, end);
+    if (has_prefix(p, end, "<|python_tag|>")) p += strlen("<|python_tag|>");
+    while ((p = skip_ws(p, end)) < end && *p == '{') {
+        const char *next = NULL;
+        cJSON *o = parse_json_at(p, end, &next);
+        if (!o) return false;
+        const bool ok = take_call(spec, o, "parameters", res);
+        cJSON_Delete(o);
+        if (!ok) return false;
+        p = skip_ws(next, end);
+        if (p < end && *p == ';') p++;
+        if (!spec->parallel) break;
+    }
+    return res->n_calls > 0;
+}
+
+static bool parse_mistral(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    p = skip_ws(p, end);
+    if (!has_prefix(p, end, "[TOOL_CALLS]")) return false;
+    const char *next = NULL;
+    cJSON *a = parse_json_at(p + strlen("[TOOL_CALLS]"), end, &next);
+    if (!a) return false;
+    bool ok = true;
+    if (cJSON_IsObject(a)) ok = take_call(spec, a, "arguments", res);
+    else if (!cJSON_IsArray(a)) ok = false;
+    for (const cJSON *x = cJSON_IsArray(a) ? a->child : NULL; x && ok; x = x->next) ok = take_call(spec, x, "arguments", res);
+    cJSON_Delete(a);
+    return ok && res->n_calls > 0;
+}
+
+/* {"tool_call": call} / {"tool_calls": [...]} -> calls; {"response": "..."} -> content */
+static bool parse_generic(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    const char *next = NULL;
+    cJSON *o = parse_json_at(skip_ws(p, end), end, &next);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return false;
+    }
+    bool ok = false;
+    const cJSON *one = get(o, "tool_call"), *many = get(o, "tool_calls"), *resp = get(o, "response");
+    if (one) {
+        ok = take_call(spec, one, "arguments", res);
+    } else if (cJSON_IsArray(many)) {
+        ok = true;
+        for (const cJSON *x = many->child; x && ok; x = x->next) ok = take_call(spec, x, "arguments", res);
+        ok = ok && res->n_calls > 0;
+    } else if (cJSON_IsString(resp)) {
+        ok = (res->content = strdup(resp->valuestring)) != NULL;
+    }
+    cJSON_Delete(o);
+    return ok;
+}
+
+bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result *res)
+{
+    memset(res, 0, sizeof *res);
+    const long at = find_start(spec, text, n);
+    bool ok = false;
+    if (at >= 0) {
+        const char *p = text + at, *end = text + n;
+        switch (spec->format) {
+        case TC_HERMES: ok = parse_hermes(spec, p, end, res); break;
+        case TC_LLAMA3: ok = parse_llama3(spec, p, end, res); break;
+        case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
+        default: ok = parse_generic(spec, p, end, res); break;
+        }
+    }
+    if (!ok) { /* no (complete) call: all of it is content */
+        tc_result_free(res);
+        if (!n) return true;
+        res->content = malloc(n + 1);
+        if (!res->content) return false;
+        memcpy(res->content, text, n);
+        res->content[n] = 0;
+        return true;
+    }
+    if (res->content || spec->format == TC_GENERIC) return true;
+    size_t k = (size_t)at; /* the text before the first call, without the whitespace that led to it */
+    while (k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
+    if (k && !(res->content = strndup(text, k))) return false;
+    return true;
+}
+
+/* ---- the response's shapes (response.c calls these) ------------------------------------------------- */
+
+static cJSON *call_json(const tc_call *c, int index, bool delta_head)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (index >= 0) cJSON_AddNumberToObject(o, "index", index);
+    cJSON_AddStringToObject(o, "id", c->id);
+    cJSON_AddStringToObject(o, "type", "function");
+    cJSON *fn = cJSON_AddObjectToObject(o, "function");
+    cJSON_AddStringToObject(fn, "name", c->name);
+    cJSON_AddStringToObject(fn, "arguments", delta_head ? "" : c->arguments);
+    return o;
+}
+
+void tc_message_json(const tc_spec *spec, const char *text, size_t n, cJSON *message, const char **finish)
+{
+    tc_result res;
+    if (!tc_parse_output(spec, text ? text : "", text ? n : 0, &res)) {
+        cJSON_AddNullToObject(message, "content");
+        return;
+    }
+    if (res.content) cJSON_AddStringToObject(message, "content", res.content);
+    else if (res.n_calls) cJSON_AddNullToObject(message, "content");
+    else cJSON_AddStringToObject(message, "content", "");
+    if (res.n_calls) {
+        cJSON *a = cJSON_AddArrayToObject(message, "tool_calls");
+        for (int i = 0; i < res.n_calls; i++) cJSON_AddItemToArray(a, call_json(&res.calls[i], -1, false));
+        *finish = "tool_calls";
+    }
+    tc_result_free(&res);
+}
+
+void tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content)
+{
+    sbuf_add(&spec->seen, txt, n);
+    if (spec->seen.oom) return;
+    const size_t safe = tc_content_safe(spec, spec->seen.p, spec->seen.n);
+    if (safe > spec->sent) {
+        /* never split a UTF-8 character: the held part may end inside one */
+        size_t k = safe - utf8_incomplete_tail(spec->seen.p, safe);
+        if (k > spec->sent) {
+            sbuf_add(content, spec->seen.p + spec->sent, k - spec->sent);
+            spec->sent = k;
+        }
+    }
+}
+
+cJSON *tc_stream_final(tc_spec *spec, const char *text, size_t n, const char **finish)
+{
+    cJSON *deltas = cJSON_CreateArray();
+    tc_result res;
+    if (!deltas || !tc_parse_output(spec, text ? text : "", text ? n : 0, &res)) return deltas;
+    const size_t cl = res.content ? strlen(res.content) : 0;
+    if (cl > spec->sent) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "content", res.content + spec->sent);
+        cJSON_AddItemToArray(deltas, d);
+    }
+    /* as OpenAI streams them: the head of each call (index, id, type, name, arguments ""),
+     * then its arguments */
+    for (int i = 0; i < res.n_calls; i++) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), call_json(&res.calls[i], i, true));
+        cJSON_AddItemToArray(deltas, d);
+        d = cJSON_CreateObject();
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "index", i);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(c, "function"), "arguments", res.calls[i].arguments);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), c);
+        cJSON_AddItemToArray(deltas, d);
+    }
+    if (res.n_calls) *finish = "tool_calls";
+    tc_result_free(&res);
+    return deltas;
+}
