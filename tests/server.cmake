@@ -60,3 +60,16 @@ if(MHD_FOUND AND SIFT_CHROMIUM AND SIFT_NODE AND EXISTS ${CMAKE_CURRENT_SOURCE_D
                    --out ${CMAKE_CURRENT_BINARY_DIR}/browser-artifacts)
   set_tests_properties(server_browser PROPERTIES LABELS "server;browser" ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 120)
 endif()
+
+# The official `openai` npm client against `sift serve` (tests/openai_client): chat, streaming,
+# tool calls (auto, required, a named function, the result sent back), n: 2. run.sh installs
+# the client with npm ci into the build folder, or skips (77) without node/npm or the registry.
+if(MHD_FOUND)
+  add_test(NAME server_openai_client
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/openai_client/run.sh $<TARGET_FILE:sift>
+                   ${SIFT_SHARED_DIR}/models/stories260K.gguf
+                   ${SIFT_SHARED_DIR}/chat-templates/templates/qwen2.5-instruct.jinja
+                   ${CMAKE_CURRENT_BINARY_DIR}/openai_client)
+  set_tests_properties(server_openai_client PROPERTIES LABELS "server;npm" ENVIRONMENT "${SIFT_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

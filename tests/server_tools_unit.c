@@ -253,6 +253,12 @@ static void test_hermes(void **state)
                       "\"arguments\": {\"city\": \"Tokyo\", \"days\": 2}}</tool_call>";
     check_grammar(t, two, NULL, 0);
     check_parse(t, two, 2, "get_time", "{}", NULL);
+    /* cut off (max_tokens) in the second call: the first stands */
+    check_parse(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"get_weather\", \"argu",
+                1, "get_time", "{}", NULL);
+    check_parse(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"get_time\", \"arguments\": {}}",
+                1, "get_time", "{}", NULL);
+    check_prefixes(t, two);
     tc_spec_free(t);
 
     /* a named function: only that one */

@@ -483,6 +483,18 @@ static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key,
     return true;
 }
 
+/* Forget the calls from index `keep` on. */
+static void drop_calls(tc_result *res, int keep)
+{
+    while (res->n_calls > keep) {
+        tc_call *c = &res->calls[--res->n_calls];
+        free(c->name);
+        free(c->arguments);
+    }
+}
+
+/* Hermes and Llama 3.x: the calls one after the other; with parallel calls, a reply cut
+ * off (max_tokens) in a later call keeps the complete ones before it. */
 static bool parse_hermes(const tc_spec *spec, const char *p, const char *end, tc_result *res)
 {
     static const char open[] = "<tool_call>", close[] = "</tool_call>";
@@ -490,12 +502,15 @@ static bool parse_hermes(const tc_spec *spec, const char *p, const char *end, tc
         p += sizeof open - 1;
         const char *next = NULL;
         cJSON *o = parse_json_at(p, end, &next);
-        if (!o) return false;
-        const bool ok = take_call(spec, o, "arguments", res);
+        const int had = res->n_calls;
+        const bool ok = o && take_call(spec, o, "arguments", res);
         cJSON_Delete(o);
-        if (!ok) return false;
+        if (!ok) break;
         p = skip_ws(next, end);
-        if (!has_prefix(p, end, close)) return false; /* cut off before its closing tag */
+        if (!has_prefix(p, end, close)) { /* cut off before its closing tag */
+            drop_calls(res, had);
+            break;
+        }
         p += sizeof close - 1;
         if (!spec->parallel) break;
     }
@@ -509,10 +524,9 @@ static bool parse_llama3(const tc_spec *spec, const char *p, const char *end, tc
     while ((p = skip_ws(p, end)) < end && *p == '{') {
         const char *next = NULL;
         cJSON *o = parse_json_at(p, end, &next);
-        if (!o) return false;
-        const bool ok = take_call(spec, o, "parameters", res);
+        const bool ok = o && take_call(spec, o, "parameters", res);
         cJSON_Delete(o);
-        if (!ok) return false;
+        if (!ok) break;
         p = skip_ws(next, end);
         if (p < end && *p == ';') p++;
         if (!spec->parallel) break;
@@ -616,7 +630,7 @@ void tc_message_json(const tc_spec *spec, const char *text, size_t n, cJSON *mes
     if (res.n_calls) {
         cJSON *a = cJSON_AddArrayToObject(message, "tool_calls");
         for (int i = 0; i < res.n_calls; i++) cJSON_AddItemToArray(a, call_json(&res.calls[i], -1, false));
-        *finish = "tool_calls";
+        if (strcmp(*finish, "length") != 0) *finish = "tool_calls"; /* as llama-server: a reply cut off stays "length" */
     }
     tc_result_free(&res);
 }
@@ -660,7 +674,7 @@ cJSON *tc_stream_final(tc_spec *spec, const char *text, size_t n, const char **f
         cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), c);
         cJSON_AddItemToArray(deltas, d);
     }
-    if (res.n_calls) *finish = "tool_calls";
+    if (res.n_calls && strcmp(*finish, "length") != 0) *finish = "tool_calls";
     tc_result_free(&res);
     return deltas;
 }
