@@ -288,6 +288,14 @@ static void test_llama3(void **state)
     check_parse(t, "{\"nombre\": 1}", 0, NULL, NULL, "{\"nombre\": 1}");
     check_prefixes(t, "Hm {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 2}}");
     assert_int_equal(tc_content_safe(t, "ok {\"na", 7), 3);
+    /* the whitespace the grammar allows after the brace */
+    check_parse(t, "{ \"name\" : \"get_time\" , \"parameters\" : { \"zone\" : \"UTC\" } } ", 1, "get_time", "{\"zone\":\"UTC\"}", NULL);
+    check_parse(t, "x {\n  \"name\": \"get_time\", \"parameters\": {}}", 1, "get_time", "{}", "x");
+    assert_int_equal(tc_content_safe(t, "ok { ", 5), 3);
+    assert_int_equal(tc_content_safe(t, "ok {\n \"nam", 10), 3);
+    assert_int_equal(tc_content_safe(t, "ok {x} ", 7), 7);
+    assert_int_equal(tc_content_safe(t, "{a} { \"name\"", 13), 4);
+    assert_non_null(t->pattern);
     tc_spec_free(t);
 }
 
@@ -306,6 +314,9 @@ static void test_mistral(void **state)
     check_parse(t, "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}", 0, NULL, NULL,
                 "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}");
     check_parse(t, "[TOOL_CALLS]\"x\"", 0, NULL, NULL, "[TOOL_CALLS]\"x\"");
+    /* parallel, cut off (max_tokens) in the second call: the first stands */
+    check_parse(t, "[TOOL_CALLS] [ {\"name\": \"get_time\", \"arguments\": {}} , {\"name\": \"get_ti", 1, "get_time", "{}", NULL);
+    check_parse(t, "[TOOL_CALLS] {\"name\": \"get_time\", \"arguments\": {}}", 1, "get_time", "{}", NULL);
     check_prefixes(t, good);
     tc_spec_free(t);
 }
@@ -334,6 +345,8 @@ static void test_generic(void **state)
     check_grammar(t, "{\"tool_calls\": [{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_time\", \"arguments\": {}}]}",
                   no_response, 1);
     check_parse(t, "{\"tool_calls\": [{\"name\": \"get_time\", \"arguments\": {}}]}", 1, "get_time", "{}", NULL);
+    check_parse(t, "{ \"tool_calls\" : [{\"name\": \"get_time\", \"arguments\": {}}, {\"na", 1, "get_time", "{}", NULL);
+    check_prefixes(t, "{\"tool_calls\": [{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_time\", \"arguments\": {}}]}");
     tc_spec_free(t);
 }
 

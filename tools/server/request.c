@@ -782,6 +782,9 @@ int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **c
         gp.lazy = r->tools->lazy;
         gp.trigger_words = (const char *const *)r->tools->triggers;
         gp.n_trigger_words = r->tools->lazy ? (size_t)r->tools->n_triggers : 0;
+        const char *pat[1] = {r->tools->pattern};
+        gp.trigger_patterns = pat;
+        gp.n_trigger_patterns = r->tools->lazy && r->tools->pattern ? 1 : 0;
         *grammar = sift_sampler_init_grammar_ex(&s->view, r->tools->gbnf, strlen(r->tools->gbnf), &gp, &se);
         if (!*grammar) {
             sift_chain_free(*chain);

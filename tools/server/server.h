@@ -227,6 +227,7 @@ typedef struct tc_spec {
     char **names;              /* the callable functions */
     int n_names;
     char *gbnf;                /* the calls' grammar, start rule TC_ROOT */
+    char *pattern;             /* a lazy trigger pattern beside the words (Llama 3.x's `{"name"`), or NULL */
     /* streaming state, touched by the connection's thread only (srv_sse_tokens/final) */
     sbuf seen;                 /* the reply's text so far */
     size_t sent;               /* bytes of it sent as content */

@@ -58,14 +58,17 @@ const char *tc_format_name(tc_format f)
 }
 
 static const char *const hermes_triggers[] = {"<tool_call>"};
-static const char *const llama3_triggers[] = {"<|python_tag|>", "{\"name\""};
+static const char *const llama3_triggers[] = {"<|python_tag|>"};
+/* Llama 3.x's other opening, `{"name"` with the whitespace the grammar's `space` allows
+ * after the brace: a trigger pattern (llama3_open finds the same in replies) */
+#define LLAMA3_PATTERN "\\{(?: |\\n{1,2}[ \\t]{0,20})?\"name\""
 static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
 
 static const char *const *format_triggers(tc_format f, int *n)
 {
     switch (f) {
     case TC_HERMES: *n = 1; return hermes_triggers;
-    case TC_LLAMA3: *n = 2; return llama3_triggers;
+    case TC_LLAMA3: *n = 1; return llama3_triggers;
     case TC_MISTRAL: *n = 1; return mistral_triggers;
     default: *n = 0; return NULL;
     }
@@ -95,6 +98,7 @@ void tc_spec_free(tc_spec *t)
     for (int i = 0; i < t->n_names; i++) free(t->names[i]);
     free(t->names);
     free(t->gbnf);
+    free(t->pattern);
     sbuf_free(&t->seen);
     free(t);
 }
@@ -235,6 +239,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     if (n_trig && !(t->triggers = calloc((size_t)n_trig, sizeof *t->triggers))) goto oom;
     for (int k = 0; k < n_trig; k++)
         if (!(t->triggers[t->n_triggers++] = strdup(trig[k]))) goto oom;
+    if (f == TC_LLAMA3 && !(t->pattern = strdup(LLAMA3_PATTERN))) goto oom;
 
     /* the calls' JSON: one anyOf branch per callable function */
     const char *args_key = f == TC_LLAMA3 ? "parameters" : "arguments";
@@ -382,12 +387,36 @@ void tc_result_free(tc_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Llama 3.x's `{` + whitespace + `"name"` (LLAMA3_PATTERN, with any whitespace) in
+ * text[0..n): its offset, or -1; *partial (may be NULL): the offset of a `{` near the end
+ * that the next tokens may turn into one (n when none). */
+static long llama3_open(const char *text, size_t n, size_t *partial)
+{
+    static const char key[] = "\"name\"";
+    if (partial) *partial = n;
+    for (size_t i = 0; i < n; i++) {
+        if (text[i] != '{') continue;
+        size_t j = i + 1;
+        while (j < n && (text[j] == ' ' || text[j] == '\n' || text[j] == '\t' || text[j] == '\r')) j++;
+        size_t k = 0;
+        while (k < sizeof key - 1 && j + k < n && text[j + k] == key[k]) k++;
+        if (k == sizeof key - 1) return (long)i;
+        if (j + k == n && partial && *partial == n) *partial = i; /* the text ends inside it */
+    }
+    return -1;
+}
+
 /* The earliest call opening in text[0..n) (-1 when none). */
 static long find_start(const tc_spec *spec, const char *text, size_t n)
 {
     if (spec->format == TC_GENERIC) return n ? 0 : -1;
     int which = 0;
-    return stop_find(text, n, 0, spec->triggers, spec->n_triggers, &which);
+    long at = stop_find(text, n, 0, spec->triggers, spec->n_triggers, &which);
+    if (spec->format == TC_LLAMA3) {
+        const long b = llama3_open(text, n, NULL);
+        if (b >= 0 && (at < 0 || b < at)) at = b;
+    }
+    return at;
 }
 
 size_t tc_content_safe(const tc_spec *spec, const char *text, size_t n)
@@ -395,7 +424,13 @@ size_t tc_content_safe(const tc_spec *spec, const char *text, size_t n)
     if (spec->format == TC_GENERIC) return 0; /* the whole reply is JSON: content only once it is complete */
     const long at = find_start(spec, text, n);
     if (at >= 0) return (size_t)at;
-    return n - stop_partial(text, n, spec->triggers, spec->n_triggers);
+    size_t safe = n - stop_partial(text, n, spec->triggers, spec->n_triggers);
+    if (spec->format == TC_LLAMA3) {
+        size_t partial = n;
+        llama3_open(text, n, &partial);
+        if (partial < safe) safe = partial;
+    }
+    return safe;
 }
 
 static const char *skip_ws(const char *p, const char *end)
@@ -534,29 +569,68 @@ static bool parse_llama3(const tc_spec *spec, const char *p, const char *end, tc
     return res->n_calls > 0;
 }
 
+/* A JSON array of calls at p, item by item: with parallel calls, an array cut off
+ * (max_tokens) keeps the complete calls before the cut. */
+static bool parse_call_array(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    p = skip_ws(p, end);
+    if (p >= end || *p != '[') return false;
+    p++;
+    for (;;) {
+        const char *next = NULL;
+        cJSON *o = parse_json_at(skip_ws(p, end), end, &next);
+        const bool ok = o && take_call(spec, o, "arguments", res);
+        cJSON_Delete(o);
+        if (!ok) break;
+        p = skip_ws(next, end);
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < end && *p == ']') return res->n_calls > 0; /* complete */
+        break;
+    }
+    return spec->parallel && res->n_calls > 0;
+}
+
+/* Skip `"key"` and `:` (whitespace around them) at p; NULL when not there. */
+static const char *skip_key(const char *p, const char *end, const char *key)
+{
+    p = skip_ws(p, end);
+    if (p >= end || *p != '"' || !has_prefix(p + 1, end, key)) return NULL;
+    p += 1 + strlen(key);
+    if (p >= end || *p != '"') return NULL;
+    p = skip_ws(p + 1, end);
+    if (p >= end || *p != ':') return NULL;
+    return p + 1;
+}
+
 static bool parse_mistral(const tc_spec *spec, const char *p, const char *end, tc_result *res)
 {
     p = skip_ws(p, end);
     if (!has_prefix(p, end, "[TOOL_CALLS]")) return false;
-    const char *next = NULL;
-    cJSON *a = parse_json_at(p + strlen("[TOOL_CALLS]"), end, &next);
-    if (!a) return false;
-    bool ok = true;
-    if (cJSON_IsObject(a)) ok = take_call(spec, a, "arguments", res);
-    else if (!cJSON_IsArray(a)) ok = false;
-    for (const cJSON *x = cJSON_IsArray(a) ? a->child : NULL; x && ok; x = x->next) ok = take_call(spec, x, "arguments", res);
-    cJSON_Delete(a);
-    return ok && res->n_calls > 0;
+    p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
+    if (p < end && *p == '{') { /* a single call, not in an array */
+        const char *next = NULL;
+        cJSON *o = parse_json_at(p, end, &next);
+        const bool ok = o && take_call(spec, o, "arguments", res);
+        cJSON_Delete(o);
+        return ok;
+    }
+    return parse_call_array(spec, p, end, res);
 }
 
 /* {"tool_call": call} / {"tool_calls": [...]} -> calls; {"response": "..."} -> content */
 static bool parse_generic(const tc_spec *spec, const char *p, const char *end, tc_result *res)
 {
     const char *next = NULL;
-    cJSON *o = parse_json_at(skip_ws(p, end), end, &next);
+    p = skip_ws(p, end);
+    cJSON *o = parse_json_at(p, end, &next);
     if (!cJSON_IsObject(o)) {
         cJSON_Delete(o);
-        return false;
+        /* {"tool_calls": [... cut off: the complete calls stand */
+        const char *a = p < end && *p == '{' ? skip_key(p + 1, end, "tool_calls") : NULL;
+        return a && spec->parallel && parse_call_array(spec, a, end, res);
     }
     bool ok = false;
     const cJSON *one = get(o, "tool_call"), *many = get(o, "tool_calls"), *resp = get(o, "response");
