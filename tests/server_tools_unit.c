@@ -356,7 +356,11 @@ static void test_template_messages(void **state)
     cJSON *m = cJSON_Parse("[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": null, \"tool_calls\": "
                            "[{\"id\": \"call_1\", \"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}}]},"
                            " {\"role\": \"tool\", \"tool_call_id\": \"call_1\", \"content\": \"2\"}]");
-    cJSON *out = tc_template_messages(m, NULL);
+    cJSON *out = tc_template_messages(m, NULL, false); /* as given */
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(out, 1),
+                                                  "tool_calls"), 0), "function"), "arguments")));
+    cJSON_Delete(out);
+    out = tc_template_messages(m, NULL, true);
     cJSON *args = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(out, 1), "tool_calls"), 0),
                                                           "function"),
                                       "arguments");
@@ -366,7 +370,7 @@ static void test_template_messages(void **state)
     cJSON_Delete(out);
     srv_error e;
     tc_spec *t = spec_for(TC_GENERIC, NULL, &e);
-    out = tc_template_messages(m, t);
+    out = tc_template_messages(m, t, true);
     assert_int_equal(cJSON_GetArraySize(out), 4);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(out, 0), "role")->valuestring, "system");
     cJSON_Delete(out);

@@ -265,7 +265,7 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
     if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools))
         return srv_errorf(e, 400, "'tools' must be an array, got %s", jtype(tools));
     /* tool calls' arguments as objects, the generic format's instructions (tool_calls.c) */
-    cJSON *msgs = tc_template_messages(m, spec);
+    cJSON *msgs = tc_template_messages(m, spec, chat_jinja_object_args(s));
     if (!msgs) return srv_errorf(e, 500, "out of memory");
     const int rc = chat_apply_jinja(s, msgs, tools && cJSON_IsArray(tools) ? tools : NULL, true, out, e);
     cJSON_Delete(msgs);

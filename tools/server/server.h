@@ -241,10 +241,11 @@ void tc_spec_free(tc_spec *t);
  * function name, a parameters schema that does not convert). */
 struct cJSON;
 int tc_parse_request(tc_format f, const struct cJSON *root, tc_spec **out, srv_error *e);
-/* The messages as the template gets them: a deep copy where tool_calls' string arguments
- * are parsed into objects (templates `tojson` them, as minja's polyfill gives them), and,
- * for the generic format, a system message that asks for the JSON reply. NULL on OOM. */
-struct cJSON *tc_template_messages(const struct cJSON *messages, const tc_spec *spec);
+/* The messages as the template gets them: a deep copy where, with object_args (the template
+ * `tojson`s arguments: chat_jinja_object_args), tool_calls' string arguments are parsed into
+ * objects, as minja's polyfill does; and, for the generic format, a system message that asks
+ * for the JSON reply. NULL on OOM. */
+struct cJSON *tc_template_messages(const struct cJSON *messages, const tc_spec *spec, bool object_args);
 
 typedef struct tc_call {
     char *name;
@@ -319,6 +320,11 @@ typedef struct srv_server {
 struct cJSON;
 int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const struct cJSON *tools, bool add_assistant,
                      sbuf *out, srv_error *e);
+
+/* Whether the template needs tool calls' arguments as objects (it `tojson`s them: a string
+ * would come out double-encoded), found by rendering a probe call both ways (minja's
+ * requires_object_arguments). Cached per template. */
+bool chat_jinja_object_args(const srv_server *s);
 
 /* ---- request parsing (request.c) ------------------------------------------------------------- */
 

@@ -18,7 +18,8 @@
  *                  grammar is lazy: it waits for the format's opening (the trigger words); with
  *                  required or a named function it binds from the first token.
  *   the messages   assistant tool_calls with string arguments get them parsed into objects
- *                  (templates `tojson` them; minja's polyfill does the same).
+ *                  for templates that `tojson` them (chat_jinja_object_args; minja's
+ *                  polyfill does the same).
  *   the reply      text -> content + calls (tc_parse_output), and for streaming how much text
  *                  is surely content (tc_content_safe). The grammar makes a finished call
  *                  well-formed; a call cut off by max_tokens parses as no call, and the text
@@ -336,11 +337,11 @@ static const char generic_prompt_parallel[] =
     "Respond in JSON. To call tools, reply {\"tool_calls\": [{\"name\": <a tool's name>, \"arguments\": <its "
     "arguments as an object>}, ...]}; to answer the user directly, reply {\"response\": <your answer as a string>}.";
 
-cJSON *tc_template_messages(const cJSON *messages, const tc_spec *spec)
+cJSON *tc_template_messages(const cJSON *messages, const tc_spec *spec, bool object_args)
 {
     cJSON *m = cJSON_Duplicate(messages, true);
     if (!m) return NULL;
-    for (cJSON *x = m->child; x; x = x->next) {
+    for (cJSON *x = object_args ? m->child : NULL; x; x = x->next) {
         cJSON *calls = cJSON_GetObjectItemCaseSensitive(x, "tool_calls");
         for (cJSON *c = cJSON_IsArray(calls) ? calls->child : NULL; c; c = c->next) {
             cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
