@@ -19,8 +19,10 @@
  *               disconnects (which cancel the task and free its slot at once).
  *
  * plus chat.c (chat templates, detected from the GGUF's Jinja text by pattern, as
- * llama.cpp's llm_chat_detect_template does) and stream_text.c (UTF-8 and stop strings for the
- * streamed text).
+ * llama.cpp's llm_chat_detect_template does), chat_jinja.c (the model's own Jinja template),
+ * tool_calls.c (OpenAI tool calling: the template's call format, the calls' grammar, the
+ * reply parsed into tool_calls) and stream_text.c (UTF-8 and stop strings for the streamed
+ * text).
  *
  * A task (srv_task) is the unit shared between a connection thread and the engine thread:
  * the request half is immutable once submitted; the output half (tokens, text, per-token
