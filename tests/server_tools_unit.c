@@ -378,12 +378,56 @@ static void test_template_messages(void **state)
     cJSON_Delete(m);
 }
 
+/* Random replies made of the formats' pieces and stray bytes: every parser, every prefix,
+ * never a crash; calls that come out always carry an object of arguments. */
+static void test_garbage(void **state)
+{
+    (void)state;
+    static const char *const pieces[] = {"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "{\"name\"", "{",
+                                         "}", "[", "]", ",", ":", "\"", "\\", " ", "\n", "\"get_time\"", "\"arguments\"",
+                                         "\"parameters\"", "\"tool_call\"", "\"tool_calls\"", "\"response\"", "{}", "1",
+                                         "\xff", "\xc3", "null", "\"zone\""};
+    const size_t np = sizeof pieces / sizeof *pieces;
+    uint64_t x = 42;
+    srv_error e;
+    for (int f = TC_GENERIC; f <= TC_MISTRAL; f++) {
+        for (int par = 0; par < 2; par++) {
+            tc_spec *t = spec_for((tc_format)f, par ? "\"parallel_tool_calls\": true" : NULL, &e);
+            assert_non_null(t);
+            for (int it = 0; it < 400; it++) {
+                char buf[512];
+                size_t n = 0;
+                for (int k = 0; k < 24; k++) {
+                    x = x * 6364136223846793005ull + 1442695040888963407ull;
+                    const char *p = pieces[(x >> 33) % np];
+                    const size_t l = strlen(p);
+                    if (n + l >= sizeof buf) break;
+                    memcpy(buf + n, p, l);
+                    n += l;
+                }
+                for (size_t k = 0; k <= n; k += 3) {
+                    tc_result r;
+                    assert_true(tc_parse_output(t, buf, k, &r));
+                    for (int i = 0; i < r.n_calls; i++) {
+                        cJSON *a = cJSON_Parse(r.calls[i].arguments);
+                        assert_true(cJSON_IsObject(a));
+                        cJSON_Delete(a);
+                    }
+                    tc_result_free(&r);
+                    assert_true(tc_content_safe(t, buf, k) <= k);
+                }
+            }
+            tc_spec_free(t);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detect),       cmocka_unit_test(test_request_errors), cmocka_unit_test(test_hermes),
         cmocka_unit_test(test_llama3),       cmocka_unit_test(test_mistral),        cmocka_unit_test(test_generic),
-        cmocka_unit_test(test_template_messages),
+        cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
