@@ -513,6 +513,7 @@ static int parse_tools(const srv_server *s, const cJSON *o, srv_request *r, srv_
         return srv_errorf(e, 400, "'tools' need a Jinja chat template (the model's, or --chat-template-file); "
                                   "the built-in template %s has no tool calls", chat_name(s->tmpl));
     TRY(tc_parse_request(tc_detect(s->tmpl_text), o, &r->tools, e));
+    if (r->tools) r->tools->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
     if (r->tools && r->grammar)
         return srv_errorf(e, 400, "'tools' cannot be combined with 'grammar', 'json_schema' or 'response_format' "
                                   "(the tool calls have their grammar)");
@@ -893,6 +894,7 @@ int srv_handle_apply_template(const srv_server *s, const char *body, size_t len,
     sbuf prompt = {0};
     tc_spec *spec = NULL; /* the prompt a chat request with these tools would get */
     int rc = s->jinja ? tc_parse_request(tc_detect(s->tmpl_text), root, &spec, e) : 0;
+    if (spec) spec->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
     if (!rc) rc = chat_prompt(s, root, spec, &prompt, e);
     tc_spec_free(spec);
     if (!rc) {

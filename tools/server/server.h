@@ -224,6 +224,7 @@ typedef struct tc_spec {
     tc_format format;
     bool parallel;             /* several calls allowed */
     bool lazy;                 /* tool_choice auto: the grammar waits for a trigger word */
+    bool no_system;            /* the template has no system role: the generic format's instructions go to the first message */
     char **triggers;           /* the format's call openings (lazy triggers; streamed text is held from them) */
     int n_triggers;
     char **names;              /* the callable functions */

@@ -356,7 +356,7 @@ cJSON *tc_template_messages(const cJSON *messages, const tc_spec *spec, bool obj
         cJSON *first = m->child;
         cJSON *role = first ? cJSON_GetObjectItemCaseSensitive(first, "role") : NULL;
         cJSON *content = first ? cJSON_GetObjectItemCaseSensitive(first, "content") : NULL;
-        if (cJSON_IsString(role) && !strcmp(role->valuestring, "system") && cJSON_IsString(content)) {
+        if (cJSON_IsString(content) && ((cJSON_IsString(role) && !strcmp(role->valuestring, "system")) || spec->no_system)) {
             sbuf b = {0};
             sbuf_adds(&b, content->valuestring);
             sbuf_adds(&b, "\n\n");
@@ -365,7 +365,7 @@ cJSON *tc_template_messages(const cJSON *messages, const tc_spec *spec, bool obj
             sbuf_free(&b);
             if (s) cJSON_ReplaceItemInObjectCaseSensitive(first, "content", cJSON_CreateString(s));
             free(s);
-        } else {
+        } else if (!spec->no_system) {
             cJSON *sys = cJSON_CreateObject();
             cJSON_AddStringToObject(sys, "role", "system");
             cJSON_AddStringToObject(sys, "content", p);
