@@ -378,6 +378,104 @@ static void test_template_messages(void **state)
     cJSON_Delete(m);
 }
 
+/* A vocabulary of the 256 bytes plus an end-of-generation token (256). */
+static char byte_piece[256][1];
+static const char *byte_pieces[257];
+static uint32_t byte_len[257];
+static uint8_t byte_attr[257];
+
+static sift_vocab_view byte_vocab(void)
+{
+    for (int i = 0; i < 256; i++) {
+        byte_piece[i][0] = (char)i;
+        byte_pieces[i] = byte_piece[i];
+        byte_len[i] = 1;
+        byte_attr[i] = SIFT_TOKEN_ATTR_NORMAL;
+    }
+    byte_pieces[256] = "";
+    byte_len[256] = 0;
+    byte_attr[256] = SIFT_TOKEN_ATTR_CONTROL | SIFT_TOKEN_ATTR_EOG;
+    return (sift_vocab_view){.n_tokens = 257, .piece = byte_pieces, .piece_len = byte_len, .attr = byte_attr};
+}
+
+/* The grammar sampler as srv_build_samplers makes it for spec t. */
+static sift_sampler *spec_sampler(const tc_spec *t, const sift_vocab_view *v)
+{
+    sift_grammar_params gp = sift_grammar_default_params();
+    gp.root = TC_ROOT;
+    gp.lazy = t->lazy;
+    gp.trigger_words = (const char *const *)t->triggers;
+    gp.n_trigger_words = t->lazy ? (size_t)t->n_triggers : 0;
+    const char *pat[1] = {t->pattern};
+    gp.trigger_patterns = pat;
+    gp.n_trigger_patterns = t->lazy && t->pattern ? 1 : 0;
+    sift_error err = {0};
+    sift_sampler *g = sift_sampler_init_grammar_ex(v, t->gbnf, strlen(t->gbnf), &gp, &err);
+    if (!g) fail_msg("%s", err.msg);
+    return g;
+}
+
+static void feed(sift_sampler *g, const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        if (!sift_grammar_sampler_allows(g, (unsigned char)*p)) fail_msg("refused '%c' in %s", *p, text);
+        sift_sampler_accept(g, (unsigned char)*p);
+    }
+}
+
+/* The lazy grammar: free text until the opening, then only a well-formed call, then the end;
+ * tool_choice required binds from the first byte. */
+static void test_lazy_grammar(void **state)
+{
+    (void)state;
+    const sift_vocab_view v = byte_vocab();
+    srv_error e;
+    tc_spec *t = spec_for(TC_HERMES, NULL, &e);
+    sift_sampler *g = spec_sampler(t, &v);
+    assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    feed(g, "Any text { at all <tool");
+    assert_true(sift_grammar_sampler_allows(g, 'x')); /* not triggered yet */
+    feed(g, "_call>");
+    assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    assert_false(sift_grammar_sampler_allows(g, 'x'));
+    feed(g, "\n{\"name\": \"get_");
+    assert_false(sift_grammar_sampler_allows(g, 'r')); /* get_rain is no tool */
+    feed(g, "weather\", \"arguments\": {\"city\": \"");
+    assert_false(sift_grammar_sampler_allows(g, 'R')); /* Rome is not in the enum */
+    feed(g, "Tokyo\", \"days\": 7}}\n</tool_call>");
+    assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_DONE);
+    assert_true(sift_grammar_sampler_allows(g, 256));
+    sift_sampler_free(g);
+    tc_spec_free(t);
+
+    t = spec_for(TC_HERMES, "\"tool_choice\": \"required\"", &e);
+    g = spec_sampler(t, &v);
+    assert_false(sift_grammar_sampler_allows(g, 'A'));
+    assert_true(sift_grammar_sampler_allows(g, '<'));
+    sift_sampler_free(g);
+    tc_spec_free(t);
+
+    /* Llama 3.x: the pattern, with the whitespace after the brace */
+    t = spec_for(TC_LLAMA3, NULL, &e);
+    g = spec_sampler(t, &v);
+    feed(g, "Sure { x } { \"name\"");
+    assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    feed(g, ": \"get_time\", \"parameters\": {\"zone\": \"UTC\"}}");
+    assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_ACTIVE);
+    sift_sampler_free(g);
+    tc_spec_free(t);
+
+    /* Mistral */
+    t = spec_for(TC_MISTRAL, NULL, &e);
+    g = spec_sampler(t, &v);
+    feed(g, "Hm. [TOOL_CALLS]");
+    assert_false(sift_grammar_sampler_allows(g, 'x'));
+    feed(g, "[{\"name\": \"get_time\", \"arguments\": {}}]");
+    assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_DONE);
+    sift_sampler_free(g);
+    tc_spec_free(t);
+}
+
 /* Random replies made of the formats' pieces and stray bytes: every parser, every prefix,
  * never a crash; calls that come out always carry an object of arguments. */
 static void test_garbage(void **state)
@@ -428,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_detect),       cmocka_unit_test(test_request_errors), cmocka_unit_test(test_hermes),
         cmocka_unit_test(test_llama3),       cmocka_unit_test(test_mistral),        cmocka_unit_test(test_generic),
         cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_lazy_grammar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
