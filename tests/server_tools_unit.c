@@ -186,6 +186,58 @@ static void check_prefixes(const tc_spec *t, const char *text)
     }
 }
 
+/* Stream `reply` a byte at a time: content_n bytes of content, then per call a head (index,
+ * id, type, name, arguments "") and argument fragments that add up to the arguments of the
+ * reply parsed whole; n_calls calls, finish_reason tool_calls. */
+static void check_stream(tc_spec *t, const char *reply, int n_calls, size_t content_n)
+{
+    sbuf content = {0};
+    cJSON *all = cJSON_CreateArray();
+    int n_frag = 0;
+    for (size_t i = 0; reply[i]; i++) {
+        cJSON *d = tc_stream_text(t, reply + i, 1, &content);
+        while (d && d->child) cJSON_AddItemToArray(all, cJSON_DetachItemViaPointer(d, d->child));
+        cJSON_Delete(d);
+    }
+    n_frag = cJSON_GetArraySize(all);
+    const char *finish = "stop";
+    cJSON *d = tc_stream_final(t, reply, strlen(reply), &finish);
+    while (d && d->child) cJSON_AddItemToArray(all, cJSON_DetachItemViaPointer(d, d->child));
+    cJSON_Delete(d);
+    assert_string_equal(finish, "tool_calls");
+    assert_int_equal(content.n, content_n);
+    tc_result r;
+    assert_true(tc_parse_output(t, reply, strlen(reply), &r));
+    assert_int_equal(r.n_calls, n_calls);
+    for (int k = 0; k < n_calls; k++) {
+        sbuf args = {0};
+        int heads = 0;
+        for (cJSON *x = all->child; x; x = x->next) {
+            cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(x, "tool_calls"), 0);
+            if (!c || cJSON_GetObjectItem(c, "index")->valueint != k) continue;
+            cJSON *fn = cJSON_GetObjectItem(c, "function");
+            if (cJSON_GetObjectItem(c, "id")) {
+                heads++;
+                assert_string_equal(cJSON_GetObjectItem(c, "type")->valuestring, "function");
+                assert_string_equal(cJSON_GetObjectItem(fn, "name")->valuestring, r.calls[k].name);
+                assert_string_equal(cJSON_GetObjectItem(fn, "arguments")->valuestring, "");
+                assert_int_equal(args.n, 0);
+            } else {
+                assert_int_equal(heads, 1);
+                sbuf_adds(&args, cJSON_GetObjectItem(fn, "arguments")->valuestring);
+            }
+        }
+        assert_int_equal(heads, 1);
+        sbuf_add(&args, "", 1);
+        assert_string_equal(args.p, r.calls[k].arguments);
+        sbuf_free(&args);
+    }
+    assert_true(n_frag > 2 * n_calls); /* the arguments came in pieces, before the end */
+    tc_result_free(&r);
+    cJSON_Delete(all);
+    sbuf_free(&content);
+}
+
 static void test_hermes(void **state)
 {
     (void)state;
@@ -227,22 +279,10 @@ static void test_hermes(void **state)
     assert_int_equal(tc_content_safe(t, "Hi <tool", 8), 3);
     assert_int_equal(tc_content_safe(t, "Hi <tool_call>{", 15), 3);
     assert_int_equal(tc_content_safe(t, "Hi <b>", 6), 6);
-    /* the streamed deltas: the content before the call, then the call's head and arguments */
-    sbuf content = {0};
-    const char *reply = "Hi <tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>";
-    for (size_t i = 0; reply[i]; i++) tc_stream_text(t, reply + i, 1, &content);
-    assert_int_equal(content.n, 3);
-    const char *finish = "stop";
-    cJSON *d = tc_stream_final(t, reply, strlen(reply), &finish);
-    assert_string_equal(finish, "tool_calls");
-    assert_int_equal(cJSON_GetArraySize(d), 2);
-    cJSON *head = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(d, 0), "tool_calls"), 0);
-    assert_int_equal(cJSON_GetObjectItem(head, "index")->valueint, 0);
-    assert_string_equal(cJSON_GetObjectItem(head, "type")->valuestring, "function");
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(head, "function"), "name")->valuestring, "get_time");
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(head, "function"), "arguments")->valuestring, "");
-    cJSON_Delete(d);
-    sbuf_free(&content);
+    /* the streamed deltas: the content before the call, then the call's head, then its
+     * arguments as they come; the same call as the reply parsed whole */
+    const char *reply = "Hi <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\",\n \"days\": 3}}\n</tool_call>";
+    check_stream(t, reply, 1, 3);
     tc_spec_free(t);
 
     /* parallel: several blocks */
@@ -259,6 +299,7 @@ static void test_hermes(void **state)
     check_parse(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"get_time\", \"arguments\": {}}",
                 1, "get_time", "{}", NULL);
     check_prefixes(t, two);
+    check_stream(t, two, 2, 0);
     tc_spec_free(t);
 
     /* a named function: only that one */
@@ -296,6 +337,7 @@ static void test_llama3(void **state)
     assert_int_equal(tc_content_safe(t, "ok {x} ", 7), 7);
     assert_int_equal(tc_content_safe(t, "{a} { \"name\"", 13), 4);
     assert_non_null(t->pattern);
+    check_stream(t, "Ok. { \"name\" : \"get_weather\" , \"parameters\" : { \"city\" : \"To kyo\" , \"days\" : 2 } }", 1, 4);
     tc_spec_free(t);
 }
 
@@ -318,6 +360,7 @@ static void test_mistral(void **state)
     check_parse(t, "[TOOL_CALLS] [ {\"name\": \"get_time\", \"arguments\": {}} , {\"name\": \"get_ti", 1, "get_time", "{}", NULL);
     check_parse(t, "[TOOL_CALLS] {\"name\": \"get_time\", \"arguments\": {}}", 1, "get_time", "{}", NULL);
     check_prefixes(t, good);
+    check_stream(t, good, 2, 0);
     tc_spec_free(t);
 }
 

@@ -159,12 +159,13 @@ try {
     const stream = await client.chat.completions.create({ model, messages: user, tools, tool_choice: "required", max_tokens: 200,
                                                           seed: 3, stream: true });
     const acc = [];
-    let finish = null, head = null;
+    let finish = null, head = null, fragments = 0;
     for await (const c of stream) {
       const x = c.choices[0];
       if (!x) continue;
       for (const d of x.delta.tool_calls ?? []) {
         if (!acc[d.index]) { acc[d.index] = { id: d.id, type: d.type, function: { name: d.function?.name, arguments: "" } }; head ??= d; }
+        if (d.function?.arguments) fragments++;
         acc[d.index].function.arguments += d.function?.arguments ?? "";
       }
       if (x.finish_reason) finish = x.finish_reason;
@@ -175,6 +176,7 @@ try {
     const probs = acc.flatMap(callProblems);
     check("stream tool_choice required: finish_reason tool_calls, calls well-formed", finish === "tool_calls" && acc.length === 1 &&
           !probs.length, `${finish} ${probs.join("; ")} ${JSON.stringify(acc)}`);
+    check(`stream tool_choice required: the arguments in fragments as they come (${fragments})`, fragments > 1, "");
     check("stream tool_choice required: the same call as not streamed (same seed)", acc[0]?.function.name === firstCall?.function.name &&
           acc[0]?.function.arguments === firstCall?.function.arguments, JSON.stringify([acc[0], firstCall]));
   }

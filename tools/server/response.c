@@ -447,12 +447,14 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
             sse_add(out, o);
         } else {
             chat_role(s, t, role_sent, out);
-            sbuf held = {0}; /* with tools: only the text that is surely not a call (tool_calls.c) */
-            if (r->tools) tc_stream_text(r->tools, txt, txt_n, &held);
+            sbuf held = {0}; /* with tools: only the text that is surely not a call, then the calls' deltas (tool_calls.c) */
+            cJSON *calls = r->tools ? tc_stream_text(r->tools, txt, txt_n, &held) : NULL;
             const char *ct = r->tools ? held.p : txt;
             const size_t ct_n = r->tools ? held.n : txt_n;
             if (ct_n == 0 && !probs && !trace) { /* nothing new to say (text held back) */
                 sbuf_free(&held);
+                while (calls && calls->child) sse_add(out, chat_chunk(s, t, cJSON_DetachItemViaPointer(calls, calls->child), NULL));
+                cJSON_Delete(calls);
                 continue;
             }
             cJSON *d = cJSON_CreateObject();
@@ -466,6 +468,8 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
             }
             if (trace) cJSON_AddItemToObject(c, "trace", trace);
             sse_add(out, o);
+            while (calls && calls->child) sse_add(out, chat_chunk(s, t, cJSON_DetachItemViaPointer(calls, calls->child), NULL));
+            cJSON_Delete(calls);
         }
     }
 }

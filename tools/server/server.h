@@ -234,7 +234,13 @@ typedef struct tc_spec {
     /* streaming state, touched by the connection's thread only (srv_sse_tokens/final) */
     sbuf seen;                 /* the reply's text so far */
     size_t sent;               /* bytes of it sent as content */
+    struct tc_streamed {       /* the calls whose head went out */
+        char id[32];
+        size_t args_sent;      /* bytes of their (compact) arguments sent */
+    } *streamed;
+    int n_streamed;
 } tc_spec;
+typedef struct tc_streamed tc_streamed;
 #define TC_ROOT "x-sift-tool-calls" /* a name no schema property gives */
 
 void tc_spec_free(tc_spec *t);
@@ -272,10 +278,13 @@ size_t tc_content_safe(const tc_spec *spec, const char *text, size_t n);
 /* A chat reply's message with tool calling: "content" (null beside calls) and "tool_calls";
  * *finish becomes "tool_calls" when there are calls. */
 void tc_message_json(const tc_spec *spec, const char *text, size_t n, struct cJSON *message, const char **finish);
-/* Streaming: take the text a token released; append to content what is surely content. */
-void tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content);
+/* Streaming: take the text a token released; append to content what is surely content;
+ * return the tool-call deltas it completes (a call's head once its name is whole, then its
+ * arguments as they come), NULL when none. */
+struct cJSON *tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content);
 /* Streaming, at the end (text: the whole reply): the deltas still to send, the rest of the
- * content and each call (its head, then its arguments). *finish as tc_message_json. */
+ * content and what is left of each call (its head, then its arguments). *finish as
+ * tc_message_json. */
 struct cJSON *tc_stream_final(tc_spec *spec, const char *text, size_t n, const char **finish);
 /* The template's capabilities as /props' chat_template_caps reports them (detected from its text). */
 void tc_caps_json(const char *tmpl_text, struct cJSON *caps);

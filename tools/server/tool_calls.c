@@ -100,6 +100,7 @@ void tc_spec_free(tc_spec *t)
     free(t->names);
     free(t->gbnf);
     free(t->pattern);
+    free(t->streamed);
     sbuf_free(&t->seen);
     free(t);
 }
@@ -478,6 +479,92 @@ static void make_id(char *id, size_t cap)
     }
 }
 
+/* The end of the JSON value that starts at p (strings and nesting followed; a scalar ends at
+ * a delimiter); NULL when the text ends first. */
+static const char *value_end(const char *p, const char *end)
+{
+    int depth = 0;
+    bool str = false;
+    for (const char *q = p; q < end; q++) {
+        const char c = *q;
+        if (str) {
+            if (c == '\\') q++;
+            else if (c == '"' && (str = false, depth == 0)) return q + 1;
+            continue;
+        }
+        if (c == '"') str = true;
+        else if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') {
+            if (--depth <= 0) return depth == 0 ? q + 1 : (q == p ? NULL : q);
+        } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r')) return q;
+    }
+    return NULL;
+}
+
+/* JSON text p..end without the whitespace outside strings (the arguments as they are
+ * streamed and returned: the model's own text, compact). */
+static void minify(const char *p, const char *end, sbuf *out)
+{
+    bool str = false;
+    const char *run = p;
+    for (const char *q = p; q < end; q++) {
+        if (str) {
+            if (*q == '\\' && q + 1 < end) q++;
+            else if (*q == '"') str = false;
+        } else if (*q == '"') {
+            str = true;
+        } else if (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r') {
+            sbuf_add(out, run, (size_t)(q - run));
+            run = q + 1;
+        }
+    }
+    sbuf_add(out, run, (size_t)(end - run));
+}
+
+/* What a call object's text at p ('{') shows so far: the name (once its string is whole),
+ * the arguments' value (args_end once whole), the object's end. */
+typedef struct call_scan {
+    const char *name, *name_end;
+    const char *args, *args_end;
+    const char *end;
+} call_scan;
+
+static void scan_call(const char *p, const char *end, const char *args_key, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    if (p >= end || *p != '{') return;
+    p++;
+    for (;;) {
+        p = skip_ws(p, end);
+        if (p >= end) return;
+        if (*p == '}') {
+            cs->end = p + 1;
+            return;
+        }
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        const char *k = p, *k_end = *p == '"' ? value_end(p, end) : NULL;
+        if (!k_end) return;
+        p = skip_ws(k_end, end);
+        if (p >= end || *p != ':') return;
+        p = skip_ws(p + 1, end);
+        if (p >= end) return;
+        const char *v = p, *v_end = value_end(p, end);
+        const size_t kl = (size_t)(k_end - k) - 2;
+        if (kl == 4 && !memcmp(k + 1, "name", 4) && v_end && *v == '"') {
+            cs->name = v + 1;
+            cs->name_end = v_end - 1;
+        } else if ((kl == strlen(args_key) && !memcmp(k + 1, args_key, kl)) || (kl == 9 && !memcmp(k + 1, "arguments", 9))) {
+            cs->args = v;
+            cs->args_end = v_end;
+        }
+        if (!v_end) return;
+        p = v_end;
+    }
+}
+
 static bool known(const tc_spec *spec, const char *name)
 {
     for (int i = 0; i < spec->n_names; i++)
@@ -485,8 +572,11 @@ static bool known(const tc_spec *spec, const char *name)
     return spec->n_names == 0;
 }
 
-/* A call object {"name", <args_key>} -> res; false when it is not one. */
-static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key, tc_result *res)
+/* A call object {"name", <args_key>} -> res; false when it is not one. raw..raw_end: its
+ * text, when the reply has it: the arguments are then that text, compact (what streaming
+ * sends); else cJSON's printing. */
+static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key, tc_result *res, const char *raw,
+                      const char *raw_end)
 {
     const cJSON *nm = cJSON_IsObject(o) ? get(o, "name") : NULL;
     const cJSON *args = cJSON_IsObject(o) ? get(o, args_key) : NULL;
@@ -507,7 +597,16 @@ static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key,
     c += res->n_calls;
     memset(c, 0, sizeof *c);
     c->name = strdup(nm->valuestring);
-    c->arguments = cJSON_PrintUnformatted(args);
+    call_scan cs;
+    if (raw) scan_call(raw, raw_end, args_key, &cs);
+    if (raw && !parsed && cs.args && cs.args_end && *cs.args == '{') {
+        sbuf m = {0};
+        minify(cs.args, cs.args_end, &m);
+        c->arguments = sbuf_strdup(&m);
+        sbuf_free(&m);
+    } else {
+        c->arguments = cJSON_PrintUnformatted(args);
+    }
     cJSON_Delete(parsed);
     if (!c->name || !c->arguments) {
         free(c->name);
@@ -535,11 +634,11 @@ static bool parse_hermes(const tc_spec *spec, const char *p, const char *end, tc
 {
     static const char open[] = "<tool_call>", close[] = "</tool_call>";
     while ((p = skip_ws(p, end)) < end && has_prefix(p, end, open)) {
-        p += sizeof open - 1;
+        p = skip_ws(p + sizeof open - 1, end);
         const char *next = NULL;
         cJSON *o = parse_json_at(p, end, &next);
         const int had = res->n_calls;
-        const bool ok = o && take_call(spec, o, "arguments", res);
+        const bool ok = o && take_call(spec, o, "arguments", res, p, next);
         cJSON_Delete(o);
         if (!ok) break;
         p = skip_ws(next, end);
@@ -560,7 +659,7 @@ static bool parse_llama3(const tc_spec *spec, const char *p, const char *end, tc
     while ((p = skip_ws(p, end)) < end && *p == '{') {
         const char *next = NULL;
         cJSON *o = parse_json_at(p, end, &next);
-        const bool ok = o && take_call(spec, o, "parameters", res);
+        const bool ok = o && take_call(spec, o, "parameters", res, p, next);
         cJSON_Delete(o);
         if (!ok) break;
         p = skip_ws(next, end);
@@ -579,8 +678,9 @@ static bool parse_call_array(const tc_spec *spec, const char *p, const char *end
     p++;
     for (;;) {
         const char *next = NULL;
-        cJSON *o = parse_json_at(skip_ws(p, end), end, &next);
-        const bool ok = o && take_call(spec, o, "arguments", res);
+        p = skip_ws(p, end);
+        cJSON *o = parse_json_at(p, end, &next);
+        const bool ok = o && take_call(spec, o, "arguments", res, p, next);
         cJSON_Delete(o);
         if (!ok) break;
         p = skip_ws(next, end);
@@ -614,7 +714,7 @@ static bool parse_mistral(const tc_spec *spec, const char *p, const char *end, t
     if (p < end && *p == '{') { /* a single call, not in an array */
         const char *next = NULL;
         cJSON *o = parse_json_at(p, end, &next);
-        const bool ok = o && take_call(spec, o, "arguments", res);
+        const bool ok = o && take_call(spec, o, "arguments", res, p, next);
         cJSON_Delete(o);
         return ok;
     }
@@ -636,10 +736,10 @@ static bool parse_generic(const tc_spec *spec, const char *p, const char *end, t
     bool ok = false;
     const cJSON *one = get(o, "tool_call"), *many = get(o, "tool_calls"), *resp = get(o, "response");
     if (one) {
-        ok = take_call(spec, one, "arguments", res);
+        ok = take_call(spec, one, "arguments", res, NULL, NULL);
     } else if (cJSON_IsArray(many)) {
         ok = true;
-        for (const cJSON *x = many->child; x && ok; x = x->next) ok = take_call(spec, x, "arguments", res);
+        for (const cJSON *x = many->child; x && ok; x = x->next) ok = take_call(spec, x, "arguments", res, NULL, NULL);
         ok = ok && res->n_calls > 0;
     } else if (cJSON_IsString(resp)) {
         ok = (res->content = strdup(resp->valuestring)) != NULL;
@@ -710,10 +810,97 @@ void tc_message_json(const tc_spec *spec, const char *text, size_t n, cJSON *mes
     tc_result_free(&res);
 }
 
-void tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content)
+static bool known_n(const tc_spec *spec, const char *name, size_t n)
+{
+    for (int i = 0; i < spec->n_names; i++)
+        if (strlen(spec->names[i]) == n && !memcmp(spec->names[i], name, n)) return true;
+    return false;
+}
+
+static cJSON *head_delta(const char *id, int index, const char *name, size_t name_n)
+{
+    cJSON *d = cJSON_CreateObject(), *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", index);
+    cJSON_AddStringToObject(c, "id", id);
+    cJSON_AddStringToObject(c, "type", "function");
+    char *nm = strndup(name, name_n);
+    cJSON *fn = cJSON_AddObjectToObject(c, "function");
+    cJSON_AddStringToObject(fn, "name", nm ? nm : "");
+    cJSON_AddStringToObject(fn, "arguments", "");
+    free(nm);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), c);
+    return d;
+}
+
+static cJSON *args_delta(int index, const char *args, size_t n)
+{
+    cJSON *d = cJSON_CreateObject(), *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", index);
+    char *a = strndup(args, n);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(c, "function"), "arguments", a ? a : "");
+    free(a);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), c);
+    return d;
+}
+
+/* Streaming, the calls as they come: a call's head once its name is whole, then its
+ * arguments as the model writes them (compact). The text from the opening on (at) is
+ * scanned again at each token: cheap next to a token's decode, and stateless but for what
+ * was sent (spec->streamed). The generic format waits for the end. */
+static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
+{
+    const char *p = spec->seen.p + at, *end = spec->seen.p + spec->seen.n;
+    const char *key = spec->format == TC_LLAMA3 ? "parameters" : "arguments";
+    if (spec->format == TC_GENERIC) return;
+    if (spec->format == TC_LLAMA3) {
+        p = skip_ws(p, end);
+        if (has_prefix(p, end, "<|python_tag|>")) p += strlen("<|python_tag|>");
+    } else if (spec->format == TC_MISTRAL) {
+        p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
+        if (p < end && *p == '[') p++;
+    }
+    for (int i = 0;; i++) {
+        p = skip_ws(p, end);
+        if (spec->format == TC_HERMES) {
+            if (!has_prefix(p, end, "<tool_call>")) return;
+            p = skip_ws(p + strlen("<tool_call>"), end);
+        }
+        call_scan cs;
+        scan_call(p, end, key, &cs);
+        if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
+        if (i >= spec->n_streamed) {
+            tc_streamed *st = realloc(spec->streamed, (size_t)(i + 1) * sizeof *st);
+            if (!st) return;
+            spec->streamed = st;
+            memset(&st[i], 0, sizeof st[i]);
+            make_id(st[i].id, sizeof st[i].id);
+            spec->n_streamed = i + 1;
+            cJSON_AddItemToArray(deltas, head_delta(st[i].id, i, cs.name, (size_t)(cs.name_end - cs.name)));
+        }
+        if (cs.args && *cs.args == '{') {
+            sbuf m = {0};
+            minify(cs.args, cs.args_end ? cs.args_end : end, &m);
+            if (!m.oom && m.n > spec->streamed[i].args_sent) {
+                cJSON_AddItemToArray(deltas, args_delta(i, m.p + spec->streamed[i].args_sent, m.n - spec->streamed[i].args_sent));
+                spec->streamed[i].args_sent = m.n;
+            }
+            sbuf_free(&m);
+        }
+        if (!cs.end || !spec->parallel) return;
+        p = skip_ws(cs.end, end);
+        if (spec->format == TC_HERMES) {
+            if (!has_prefix(p, end, "</tool_call>")) return;
+            p += strlen("</tool_call>");
+        } else if (p < end && (*p == ',' || *p == ';')) {
+            p++;
+        }
+    }
+}
+
+cJSON *tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content)
 {
     sbuf_add(&spec->seen, txt, n);
-    if (spec->seen.oom) return;
+    if (spec->seen.oom) return NULL;
     const size_t safe = tc_content_safe(spec, spec->seen.p, spec->seen.n);
     if (safe > spec->sent) {
         /* never split a UTF-8 character: the held part may end inside one */
@@ -723,6 +910,15 @@ void tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content)
             spec->sent = k;
         }
     }
+    const long at = find_start(spec, spec->seen.p, spec->seen.n);
+    if (at < 0 || spec->format == TC_GENERIC) return NULL;
+    cJSON *deltas = cJSON_CreateArray();
+    if (deltas) stream_calls(spec, (size_t)at, deltas);
+    if (deltas && !deltas->child) {
+        cJSON_Delete(deltas);
+        deltas = NULL;
+    }
+    return deltas;
 }
 
 cJSON *tc_stream_final(tc_spec *spec, const char *text, size_t n, const char **finish)
@@ -731,23 +927,27 @@ cJSON *tc_stream_final(tc_spec *spec, const char *text, size_t n, const char **f
     tc_result res;
     if (!deltas || !tc_parse_output(spec, text ? text : "", text ? n : 0, &res)) return deltas;
     const size_t cl = res.content ? strlen(res.content) : 0;
-    if (cl > spec->sent) {
+    /* the rest of the content; none after a call streamed in part (it was cut off) */
+    if (cl > spec->sent && !(spec->n_streamed && !res.n_calls)) {
         cJSON *d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "content", res.content + spec->sent);
         cJSON_AddItemToArray(deltas, d);
     }
     /* as OpenAI streams them: the head of each call (index, id, type, name, arguments ""),
-     * then its arguments */
+     * then its arguments; the rest of what streamed in part */
     for (int i = 0; i < res.n_calls; i++) {
-        cJSON *d = cJSON_CreateObject();
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), call_json(&res.calls[i], i, true));
-        cJSON_AddItemToArray(deltas, d);
-        d = cJSON_CreateObject();
-        cJSON *c = cJSON_CreateObject();
-        cJSON_AddNumberToObject(c, "index", i);
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(c, "function"), "arguments", res.calls[i].arguments);
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), c);
-        cJSON_AddItemToArray(deltas, d);
+        const tc_call *c = &res.calls[i];
+        const size_t al = strlen(c->arguments);
+        size_t sent = 0;
+        if (i < spec->n_streamed) {
+            sent = spec->streamed[i].args_sent;
+            if (sent > al) sent = al;
+        } else {
+            char id[32];
+            make_id(id, sizeof id);
+            cJSON_AddItemToArray(deltas, head_delta(id, i, c->name, strlen(c->name)));
+        }
+        if (al > sent) cJSON_AddItemToArray(deltas, args_delta(i, c->arguments + sent, al - sent));
     }
     if (res.n_calls && strcmp(*finish, "length") != 0) *finish = "tool_calls";
     tc_result_free(&res);
