@@ -16,6 +16,20 @@ if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
   set_tests_properties(memcheck_server_unit PROPERTIES LABELS memcheck ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
 
+# tool calling (tools/server/tool_calls.c): formats, grammars, parsers (label unit)
+add_executable(server_tools_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_tools_unit.c ${PROJECT_SOURCE_DIR}/tools/server/tool_calls.c
+                                 ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c)
+target_include_directories(server_tools_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(server_tools_unit PRIVATE ${SIFT_WARN})
+target_link_libraries(server_tools_unit PRIVATE sift_static PkgConfig::CMOCKA)
+add_test(NAME server_tools_unit COMMAND server_tools_unit)
+set_tests_properties(server_tools_unit PROPERTIES LABELS unit ENVIRONMENT "${SIFT_TEST_ENV}")
+if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
+  add_test(NAME memcheck_server_tools_unit COMMAND ${SIFT_VALGRIND_EXE} --error-exitcode=1 --leak-check=full
+           --errors-for-leak-kinds=definite,indirect --quiet $<TARGET_FILE:server_tools_unit>)
+  set_tests_properties(memcheck_server_tools_unit PROPERTIES LABELS memcheck ENVIRONMENT "${SIFT_TEST_ENV}")
+endif()
+
 find_package(Python3 COMPONENTS Interpreter)
 if(MHD_FOUND AND Python3_Interpreter_FOUND)
   add_test(NAME server_api
@@ -45,4 +59,17 @@ if(MHD_FOUND AND SIFT_CHROMIUM AND SIFT_NODE AND EXISTS ${CMAKE_CURRENT_SOURCE_D
                    --model ${SIFT_SHARED_DIR}/models/stories260K.gguf --chromium ${SIFT_CHROMIUM}
                    --out ${CMAKE_CURRENT_BINARY_DIR}/browser-artifacts)
   set_tests_properties(server_browser PROPERTIES LABELS "server;browser" ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 120)
+endif()
+
+# The official `openai` npm client against `sift serve` (tests/openai_client): chat, streaming,
+# tool calls (auto, required, a named function, the result sent back), n: 2. run.sh installs
+# the client with npm ci into the build folder, or skips (77) without node/npm or the registry.
+if(MHD_FOUND)
+  add_test(NAME server_openai_client
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/openai_client/run.sh $<TARGET_FILE:sift>
+                   ${SIFT_SHARED_DIR}/models/stories260K.gguf
+                   ${SIFT_SHARED_DIR}/chat-templates/templates/qwen2.5-instruct.jinja
+                   ${CMAKE_CURRENT_BINARY_DIR}/openai_client)
+  set_tests_properties(server_openai_client PROPERTIES LABELS "server;npm" ENVIRONMENT "${SIFT_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()

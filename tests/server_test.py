@@ -1213,11 +1213,14 @@ def jinja_server_args():
 
 
 def test_jinja_apply_template_matches_golden(J):
-    """/apply-template renders the file's template exactly as jinja2 did (the conformance golden)."""
-    ctx = json.load(open(os.path.join(CHAT_TEMPLATES, "contexts", "tool_use.json")))
+    """/apply-template renders the file's template exactly as jinja2 did (the conformance golden).
+    The context's tool calls carry their arguments as objects: string arguments are parsed into
+    objects for the template, as llama-server does (tool_calls.c), which jinja2's golden of
+    tool_use.json (string arguments, double-encoded by Qwen's tojson) does not do."""
+    ctx = json.load(open(os.path.join(CHAT_TEMPLATES, "contexts", "tool_call_response.json")))
     st, j = J.post("/apply-template", {"messages": ctx["messages"], "tools": ctx["tools"]})
     assert st == 200, j
-    want = open(os.path.join(CHAT_TEMPLATES, "goldens", JINJA_TEMPLATE + "__tool_use.txt"), encoding="utf-8").read()
+    want = open(os.path.join(CHAT_TEMPLATES, "goldens", JINJA_TEMPLATE + "__tool_call_response.txt"), encoding="utf-8").read()
     assert j["prompt"] == want, (j["prompt"][:300], want[:300])
 
 
@@ -1234,6 +1237,56 @@ def test_jinja_template_error_is_400(J):
     st, j = J.post("/apply-template", {"messages": [{"role": "user", "content": {"not": "text"}}]})
     assert st == 400, (st, j)
     assert "chat template" in json.dumps(j), j
+
+# ---- tool calling (tools/server/tool_calls.c; on the Jinja server, Qwen 2.5's <tool_call> format) ----
+WEATHER_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "additionalProperties": False, "required": ["city", "days"],
+    "properties": {"city": {"type": "string", "enum": ["Paris", "Tokyo"]}, "days": {"type": "integer", "minimum": 1, "maximum": 7}}}}}]
+
+
+def check_weather_call(c):
+    assert c["type"] == "function" and c["id"].startswith("call_") and c["function"]["name"] == "get_weather", c
+    args = json.loads(c["function"]["arguments"])
+    assert set(args) == {"city", "days"} and args["city"] in ("Paris", "Tokyo") and 1 <= args["days"] <= 7, args
+
+
+def test_jinja_tool_call_required(J):
+    """tool_choice required: the grammar binds from the first token; the call comes back parsed."""
+    body = {"messages": [{"role": "user", "content": "Weather?"}], "tools": WEATHER_TOOLS, "tool_choice": "required",
+            "max_tokens": 300, "seed": 3}
+    st, j = J.post("/v1/chat/completions", body)
+    assert st == 200, j
+    ch = j["choices"][0]
+    assert ch["finish_reason"] == "tool_calls" and ch["message"]["content"] is None and len(ch["message"]["tool_calls"]) == 1, j
+    check_weather_call(ch["message"]["tool_calls"][0])
+    ev = J.stream("/v1/chat/completions", dict(body, stream=True))
+    deltas = [e["choices"][0] for e in ev if e != "[DONE]" and e["choices"]]
+    calls = [d["delta"]["tool_calls"][0] for d in deltas if d["delta"].get("tool_calls")]
+    assert calls[0]["index"] == 0 and calls[0]["function"]["arguments"] == "" and calls[0]["id"], calls
+    args = "".join(c["function"].get("arguments", "") for c in calls)
+    assert args == ch["message"]["tool_calls"][0]["function"]["arguments"], (args, j)
+    assert deltas[-1]["finish_reason"] == "tool_calls" and not any(d["delta"].get("content") for d in deltas), deltas
+
+
+def test_jinja_tool_call_messages_and_errors(J):
+    """The tool result goes back through the template; bad tools / tool_choice are 400s."""
+    call = {"id": "call_abcdefghi", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}}
+    msgs = [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_abcdefghi", "content": "{\"temp\": 18}"}]
+    st, j = J.post("/apply-template", {"messages": msgs, "tools": WEATHER_TOOLS})
+    assert st == 200 and '{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}' in j["prompt"], j
+    assert "<tool_response>\n{\"temp\": 18}\n</tool_response>" in j["prompt"], j
+    st, j = J.post("/v1/chat/completions", {"messages": msgs, "tools": WEATHER_TOOLS, "max_tokens": 8, "seed": 1})
+    assert st == 200 and j["choices"][0]["message"]["role"] == "assistant", j
+    for bad, word in ((dict(tool_choice={"type": "function", "function": {"name": "nope"}}), "nope"),
+                      (dict(tool_choice="sometimes"), "tool_choice"),
+                      (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": 3}}]), "parameters"),
+                      (dict(tools=WEATHER_TOOLS, grammar="root ::= \"x\""), "grammar")):
+        st, j = J.post("/v1/chat/completions", dict({"messages": msgs, "tools": WEATHER_TOOLS}, **bad))
+        assert st == 400 and word in j["error"]["message"], (bad, st, j)
+    caps = J.get_json("/props")["chat_template_caps"]
+    assert caps["supports_tool_calls"] and caps["tool_call_format"] == "hermes", caps
+
 
 def main():
     global ARGS

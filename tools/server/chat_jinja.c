@@ -7,6 +7,7 @@
  * JSON and the server's error type, which chat.c (also linked into server_unit) does not.
  */
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,4 +54,71 @@ int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *to
     sbuf_add(out, text + skip, n - skip);
     free(text);
     return out->oom ? srv_errorf(e, 500, "out of memory") : 0;
+}
+
+/* Render the probe: an assistant tool call whose arguments are the JSON text `args` given as
+ * a string (obj false) or as an object. 1: the output shows the arguments as JSON; 0: it
+ * does not; -1: the template raised. */
+static int probe_args(const sift_template *tpl, bool obj)
+{
+    static const char args[] = "{\"code\": \"print('Hello, World!')\"}";
+    cJSON *ctx = cJSON_CreateObject();
+    cJSON *m = cJSON_AddArrayToObject(ctx, "messages");
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddStringToObject(u, "role", "user");
+    cJSON_AddStringToObject(u, "content", "Hey");
+    cJSON_AddItemToArray(m, u);
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "role", "assistant");
+    cJSON_AddStringToObject(a, "content", "");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "id", "call_1___");
+    cJSON_AddStringToObject(c, "type", "function");
+    cJSON *fn = cJSON_AddObjectToObject(c, "function");
+    cJSON_AddStringToObject(fn, "name", "ipython");
+    cJSON_AddItemToObject(fn, "arguments", obj ? cJSON_Parse(args) : cJSON_CreateString(args));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(a, "tool_calls"), c);
+    cJSON_AddItemToArray(m, a);
+    /* the tool too: some templates iterate `tools` unguarded */
+    cJSON *tools = cJSON_Parse("[{\"type\": \"function\", \"function\": {\"name\": \"ipython\", \"description\": \"Runs code.\", "
+                               "\"parameters\": {\"type\": \"object\", \"properties\": {\"code\": {\"type\": \"string\"}}, "
+                               "\"required\": [\"code\"]}}}]");
+    if (tools) cJSON_AddItemToObject(ctx, "tools", tools);
+    cJSON_AddBoolToObject(ctx, "add_generation_prompt", false);
+    cJSON_AddStringToObject(ctx, "bos_token", "");
+    cJSON_AddStringToObject(ctx, "eos_token", "");
+    char *json = cJSON_PrintUnformatted(ctx);
+    cJSON_Delete(ctx);
+    if (!json) return -1;
+    sift_template_options o;
+    sift_template_options_init(&o);
+    o.chat_defaults = true;
+    char *text = NULL;
+    size_t n = 0;
+    sift_error err = {0};
+    const bool ok = sift_template_render(tpl, json, strlen(json), &o, &text, &n, &err) == SIFT_OK;
+    free(json);
+    const int shows = !ok ? -1 : text && strstr(text, "{\"code\": \"print") != NULL;
+    free(text);
+    return shows;
+}
+
+bool chat_jinja_object_args(const srv_server *s)
+{
+    /* what minja's chat template capabilities call requires_object_arguments, found once per
+     * template by rendering a probe both ways: objects when they render and strings raise
+     * (a template that says "parse JSON before..."), or only objects come out as JSON */
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static const sift_template *known;
+    static bool value;
+    if (!s->jinja) return false;
+    pthread_mutex_lock(&mu);
+    if (known != s->jinja) {
+        const int str = probe_args(s->jinja, false), obj = probe_args(s->jinja, true);
+        value = obj >= 0 && (str < 0 || (str == 0 && obj == 1));
+        known = s->jinja;
+    }
+    const bool v = value;
+    pthread_mutex_unlock(&mu);
+    return v;
 }

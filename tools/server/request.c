@@ -47,6 +47,7 @@ void srv_request_free(srv_request *r)
     free(r->prompt);
     free(r->model);
     free(r->echo_text);
+    tc_spec_free(r->tools);
     memset(r, 0, sizeof *r);
 }
 
@@ -287,7 +288,8 @@ int srv_prompt_at(const srv_server *s, const cJSON *p, const char *name, int ind
 
 /* The model's Jinja template: messages are passed as given (objects with a string role;
  * contents, tool calls and the request's tools are the template's to read). */
-static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON *m, srv_error *e, sbuf *out)
+static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON *m, const tc_spec *spec, srv_error *e,
+                             sbuf *out)
 {
     int i = 0;
     for (const cJSON *x = m->child; x; x = x->next, i++) {
@@ -298,11 +300,16 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
     const cJSON *tools = field(root, "tools");
     if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools))
         return srv_errorf(e, 400, "'tools' must be an array, got %s", jtype(tools));
-    return chat_apply_jinja(s, m, tools && cJSON_IsArray(tools) ? tools : NULL, true, out, e);
+    /* tool calls' arguments as objects, the generic format's instructions (tool_calls.c) */
+    cJSON *msgs = tc_template_messages(m, spec, chat_jinja_object_args(s));
+    if (!msgs) return srv_errorf(e, 500, "out of memory");
+    const int rc = chat_apply_jinja(s, msgs, tools && cJSON_IsArray(tools) ? tools : NULL, true, out, e);
+    cJSON_Delete(msgs);
+    return rc;
 }
 
 /* The chat template applied to 'messages' (into out). */
-static int chat_prompt(const srv_server *s, const cJSON *root, sbuf *out, srv_error *e)
+static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *spec, sbuf *out, srv_error *e)
 {
     const cJSON *m = field(root, "messages");
     if (!m) return srv_errorf(e, 400, "'messages' is required");
@@ -310,7 +317,7 @@ static int chat_prompt(const srv_server *s, const cJSON *root, sbuf *out, srv_er
     const int n = cJSON_GetArraySize(m);
     if (n == 0) return srv_errorf(e, 400, "'messages' must not be empty");
     if (n > SRV_MAX_MESSAGES) return srv_errorf(e, 400, "'messages' has %d messages, more than %d", n, SRV_MAX_MESSAGES);
-    if (s->jinja) return chat_prompt_jinja(s, root, m, e, out);
+    if (s->jinja) return chat_prompt_jinja(s, root, m, spec, e, out);
     chat_msg *msgs = calloc((size_t)n, sizeof *msgs);
     sbuf *parts = calloc((size_t)n, sizeof *parts); /* contents given as arrays of text parts */
     int rc = 0, i = 0;
@@ -365,10 +372,10 @@ done:
     return rc;
 }
 
-static int parse_messages(const srv_server *s, const cJSON *root, tokvec *v, srv_error *e)
+static int parse_messages(const srv_server *s, const cJSON *root, const tc_spec *spec, tokvec *v, srv_error *e)
 {
     sbuf prompt = {0};
-    int rc = chat_prompt(s, root, &prompt, e);
+    int rc = chat_prompt(s, root, spec, &prompt, e);
     if (!rc) rc = add_text(s, v, "messages", prompt.p ? prompt.p : "", prompt.n, true, e);
     sbuf_free(&prompt);
     return rc;
@@ -530,6 +537,22 @@ static int parse_stop(const cJSON *root, srv_request *r, srv_error *e)
         snprintf(where, sizeof where, "stop[%d]", i);
         TRY(add_stop(r, x, where, e));
     }
+    return 0;
+}
+
+/* tools / tool_choice / parallel_tool_calls (tool_calls.c): r->tools, whose grammar
+ * srv_build_samplers makes lazy for tool_choice auto. */
+static int parse_tools(const srv_server *s, const cJSON *o, srv_request *r, srv_error *e)
+{
+    const cJSON *tools = field(o, "tools");
+    if (!s->jinja && cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0)
+        return srv_errorf(e, 400, "'tools' need a Jinja chat template (the model's, or --chat-template-file); "
+                                  "the built-in template %s has no tool calls", chat_name(s->tmpl));
+    TRY(tc_parse_request(tc_detect(s->tmpl_text), o, &r->tools, e));
+    if (r->tools) r->tools->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
+    if (r->tools && r->grammar)
+        return srv_errorf(e, 400, "'tools' cannot be combined with 'grammar', 'json_schema' or 'response_format' "
+                                  "(the tool calls have their grammar)");
     return 0;
 }
 
@@ -773,19 +796,20 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
         TRY(get_string(o, "suffix", &suffix, e));
         if (suffix && *suffix) return srv_errorf(e, 400, "'suffix' is not supported");
         const cJSON *tools = field(o, "tools");
-        if (tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0))
-            return srv_errorf(e, 400, "'tools' are not supported by this server");
+        if (kind == SRV_OAI_CMPL && tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0))
+            return srv_errorf(e, 400, "'tools' are for /v1/chat/completions");
     }
 
     TRY(parse_sampling(s, o, r, e));
     TRY(parse_stop(o, r, e));
     TRY(parse_grammar(o, kind, r, e));
+    if (kind == SRV_OAI_CHAT) TRY(parse_tools(s, o, r, e));
 
     /* the prompt last: the most expensive part. Several prompts: the first parse (prompt 0)
      * checks them all, so that a bad one fails the request before any task is queued. */
     if (kind == SRV_OAI_CHAT) {
         tokvec v = {0};
-        const int rc = parse_messages(s, o, &v, e);
+        const int rc = parse_messages(s, o, r->tools, &v, e);
         r->prompt = v.p;
         r->n_prompt = v.n;
         r->n_prompts = 1;
@@ -853,7 +877,22 @@ int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **c
     const sift_chain_env env = {.n_vocab = s->n_vocab, .vocab = &s->view, .eot = s->eot, .default_seed = SIFT_DEFAULT_SEED};
     *chain = sift_chain_from_params(&r->sp, &env, &se);
     if (!*chain) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "sampling parameters: %s", se.msg);
-    if (r->grammar) {
+    if (r->tools) { /* the tool calls' grammar: lazy (waiting for the call's opening) for tool_choice auto */
+        sift_grammar_params gp = sift_grammar_default_params();
+        gp.root = TC_ROOT;
+        gp.lazy = r->tools->lazy;
+        gp.trigger_words = (const char *const *)r->tools->triggers;
+        gp.n_trigger_words = r->tools->lazy ? (size_t)r->tools->n_triggers : 0;
+        const char *pat[1] = {r->tools->pattern};
+        gp.trigger_patterns = pat;
+        gp.n_trigger_patterns = r->tools->lazy && r->tools->pattern ? 1 : 0;
+        *grammar = sift_sampler_init_grammar_ex(&s->view, r->tools->gbnf, strlen(r->tools->gbnf), &gp, &se);
+        if (!*grammar) {
+            sift_chain_free(*chain);
+            *chain = NULL;
+            return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'tools': %s", se.msg);
+        }
+    } else if (r->grammar) {
         *grammar = sift_sampler_init_grammar(&s->view, r->grammar, "root", &se);
         if (!*grammar) {
             sift_chain_free(*chain);
@@ -953,7 +992,11 @@ int srv_handle_apply_template(const srv_server *s, const char *body, size_t len,
     cJSON *root = parse_object(body, len, e);
     if (!root) return e->status;
     sbuf prompt = {0};
-    int rc = chat_prompt(s, root, &prompt, e);
+    tc_spec *spec = NULL; /* the prompt a chat request with these tools would get */
+    int rc = s->jinja ? tc_parse_request(tc_detect(s->tmpl_text), root, &spec, e) : 0;
+    if (spec) spec->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
+    if (!rc) rc = chat_prompt(s, root, spec, &prompt, e);
+    tc_spec_free(spec);
     if (!rc) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "prompt", prompt.p ? prompt.p : "");

@@ -435,11 +435,17 @@ static cJSON *oai_choice(const srv_server *s, srv_task *t)
         }
         cJSON_AddStringToObject(c, "finish_reason", finish_reason(t));
     } else {
-        cJSON_AddStringToObject(c, "finish_reason", finish_reason(t));
+        const char *finish = finish_reason(t);
+        cJSON *fr = cJSON_AddStringToObject(c, "finish_reason", finish);
         cJSON_AddNumberToObject(c, "index", r->index);
         cJSON *m = cJSON_AddObjectToObject(c, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
-        cJSON_AddItemToObject(m, "content", str_n(t->text.p, t->text.n));
+        if (r->tools) { /* content and tool_calls (tool_calls.c) */
+            tc_message_json(r->tools, t->text.p, t->text.n, m, &finish);
+            cJSON_SetValuestring(fr, finish);
+        } else {
+            cJSON_AddItemToObject(m, "content", str_n(t->text.p, t->text.n));
+        }
         if (r->n_probs > 0) cJSON_AddItemToObject(cJSON_AddObjectToObject(c, "logprobs"), "content", all_probs(s, t));
     }
     if (r->trace) cJSON_AddItemToObject(c, "trace", all_traces(s, t));
@@ -555,9 +561,19 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
             sse_add(out, o);
         } else {
             chat_role(s, t, role_sent, out);
-            if (txt_n == 0 && !probs && !trace) continue; /* nothing new to say (text held back) */
+            sbuf held = {0}; /* with tools: only the text that is surely not a call, then the calls' deltas (tool_calls.c) */
+            cJSON *calls = r->tools ? tc_stream_text(r->tools, txt, txt_n, &held) : NULL;
+            const char *ct = r->tools ? held.p : txt;
+            const size_t ct_n = r->tools ? held.n : txt_n;
+            if (ct_n == 0 && !probs && !trace) { /* nothing new to say (text held back) */
+                sbuf_free(&held);
+                while (calls && calls->child) sse_add(out, chat_chunk(s, t, cJSON_DetachItemViaPointer(calls, calls->child), NULL));
+                cJSON_Delete(calls);
+                continue;
+            }
             cJSON *d = cJSON_CreateObject();
-            cJSON_AddItemToObject(d, "content", str_n(txt, txt_n));
+            cJSON_AddItemToObject(d, "content", str_n(ct, ct_n));
+            sbuf_free(&held);
             cJSON *o = chat_chunk(s, t, d, NULL);
             cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
             if (probs) {
@@ -566,6 +582,8 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
             }
             if (trace) cJSON_AddItemToObject(c, "trace", trace);
             sse_add(out, o);
+            while (calls && calls->child) sse_add(out, chat_chunk(s, t, cJSON_DetachItemViaPointer(calls, calls->child), NULL));
+            cJSON_Delete(calls);
         }
     }
 }
@@ -603,7 +621,13 @@ void srv_sse_final_group(const srv_server *s, srv_task *t, bool *role_sent, srv_
         sse_add(out, o);
     } else {
         chat_role(s, t, role_sent, out);
-        cJSON *o = chat_chunk(s, t, cJSON_CreateObject(), finish_reason(t));
+        const char *finish = finish_reason(t);
+        if (r->tools) { /* the content held back, then the calls (tool_calls.c) */
+            cJSON *deltas = tc_stream_final(r->tools, t->text.p, t->text.n, &finish);
+            while (deltas && deltas->child) sse_add(out, chat_chunk(s, t, cJSON_DetachItemViaPointer(deltas, deltas->child), NULL));
+            cJSON_Delete(deltas);
+        }
+        cJSON *o = chat_chunk(s, t, cJSON_CreateObject(), finish);
         if (!r->include_usage) cJSON_AddItemToObject(o, "timings", timings_json(t));
         sse_add(out, o);
         if (r->include_usage && last) {
@@ -651,7 +675,8 @@ char *srv_json_props(const srv_server *s)
     cJSON_AddItemToObject(o, "chat_template", str_n(s->tmpl_text ? s->tmpl_text : "", s->tmpl_text ? strlen(s->tmpl_text) : 0));
     cJSON_AddStringToObject(o, "chat_template_name", s->jinja ? "jinja" : chat_name(s->tmpl));
     cJSON_AddBoolToObject(o, "chat_template_detected", s->jinja || s->tmpl_detected);
-    cJSON_AddObjectToObject(o, "chat_template_caps");
+    cJSON *caps = cJSON_AddObjectToObject(o, "chat_template_caps");
+    if (s->jinja) tc_caps_json(s->tmpl_text, caps); /* detected from the template's text (tool_calls.c) */
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(o, "modalities"), "vision", false);
     cJSON_AddStringToObject(o, "build_info", "sift " SIFT_VERSION_STRING);
     cJSON_AddNumberToObject(o, "n_ctx", s->n_ctx_slot * s->cfg.n_parallel);

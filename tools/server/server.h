@@ -19,8 +19,10 @@
  *               disconnects (which cancel the task and free its slot at once).
  *
  * plus chat.c (chat templates, detected from the GGUF's Jinja text by pattern, as
- * llama.cpp's llm_chat_detect_template does) and stream_text.c (UTF-8 and stop strings for the
- * streamed text).
+ * llama.cpp's llm_chat_detect_template does), chat_jinja.c (the model's own Jinja template),
+ * tool_calls.c (OpenAI tool calling: the template's call format, the calls' grammar, the
+ * reply parsed into tool_calls) and stream_text.c (UTF-8 and stop strings for the streamed
+ * text).
  *
  * A task (srv_task) is the unit shared between a connection thread and the engine thread:
  * the request half is immutable once submitted; the output half (tokens, text, per-token
@@ -200,6 +202,7 @@ typedef struct srv_request {
     bool echo;                 /* /v1/completions: the prompt text before each choice's text */
     char *echo_text;           /* with echo, a text prompt as written (NULL: the prompt's ids detokenized) */
     int32_t n_probs_shown;     /* top candidates shown per token (-1: n_probs); chat logprobs alone: 0 */
+    struct tc_spec *tools;     /* tool calling (tool_calls.c); NULL without */
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -213,6 +216,89 @@ typedef struct srv_error {
 } srv_error;
 
 int srv_errorf(srv_error *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- tool calling (tool_calls.c) ----------------------------------------------------------- */
+
+/* How the template's model writes a tool call (detected from the template's text). */
+typedef enum tc_format {
+    TC_GENERIC = 0, /* no known syntax: the whole reply is JSON, {"tool_call": {...}} or {"response": "..."} */
+    TC_HERMES,      /* Hermes, Qwen 2.5, Qwen 3: <tool_call>{"name", "arguments"}</tool_call> */
+    TC_LLAMA3,      /* Llama 3.x: {"name": ..., "parameters": {...}} (optionally after <|python_tag|>) */
+    TC_MISTRAL,     /* Mistral: [TOOL_CALLS][{"name", "arguments"}, ...] */
+} tc_format;
+
+tc_format tc_detect(const char *tmpl_text);
+const char *tc_format_name(tc_format f);
+
+/* A request's tool calling, as parsed from tools / tool_choice / parallel_tool_calls. */
+typedef struct tc_spec {
+    tc_format format;
+    bool parallel;             /* several calls allowed */
+    bool lazy;                 /* tool_choice auto: the grammar waits for a trigger word */
+    bool no_system;            /* the template has no system role: the generic format's instructions go to the first message */
+    char **triggers;           /* the format's call openings (lazy triggers; streamed text is held from them) */
+    int n_triggers;
+    char **names;              /* the callable functions */
+    int n_names;
+    char *gbnf;                /* the calls' grammar, start rule TC_ROOT */
+    char *pattern;             /* a lazy trigger pattern beside the words (Llama 3.x's `{"name"`), or NULL */
+    /* streaming state, touched by the connection's thread only (srv_sse_tokens/final) */
+    sbuf seen;                 /* the reply's text so far */
+    size_t sent;               /* bytes of it sent as content */
+    struct tc_streamed {       /* the calls whose head went out */
+        char id[32];
+        size_t args_sent;      /* bytes of their (compact) arguments sent */
+    } *streamed;
+    int n_streamed;
+} tc_spec;
+typedef struct tc_streamed tc_streamed;
+#define TC_ROOT "x-sift-tool-calls" /* a name no schema property gives */
+
+void tc_spec_free(tc_spec *t);
+
+/* tools, tool_choice and parallel_tool_calls of a chat request: *out is NULL when no tool
+ * call can come (no tools, or tool_choice "none"). 0, or 400 with e (bad tools, unknown
+ * function name, a parameters schema that does not convert). */
+struct cJSON;
+int tc_parse_request(tc_format f, const struct cJSON *root, tc_spec **out, srv_error *e);
+/* The messages as the template gets them: a deep copy where, with object_args (the template
+ * `tojson`s arguments: chat_jinja_object_args), tool_calls' string arguments are parsed into
+ * objects, as minja's polyfill does; and, for the generic format, a system message that asks
+ * for the JSON reply. NULL on OOM. */
+struct cJSON *tc_template_messages(const struct cJSON *messages, const tc_spec *spec, bool object_args);
+
+typedef struct tc_call {
+    char *name;
+    char *arguments;           /* JSON text (an object) */
+    char id[32];
+} tc_call;
+
+typedef struct tc_result {
+    char *content;             /* the text that is not a call (NULL when empty) */
+    tc_call *calls;
+    int n_calls;
+} tc_result;
+
+/* Parse a reply: its calls, and the text before them as content. A malformed or cut-off
+ * call leaves no call, and the whole text as content. Never fails but on OOM (false). */
+bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result *res);
+void tc_result_free(tc_result *res);
+/* Streaming: how many bytes of text[0..n) are content for sure (before any call opening,
+ * and not a part of one that the next token may complete). */
+size_t tc_content_safe(const tc_spec *spec, const char *text, size_t n);
+/* A chat reply's message with tool calling: "content" (null beside calls) and "tool_calls";
+ * *finish becomes "tool_calls" when there are calls. */
+void tc_message_json(const tc_spec *spec, const char *text, size_t n, struct cJSON *message, const char **finish);
+/* Streaming: take the text a token released; append to content what is surely content;
+ * return the tool-call deltas it completes (a call's head once its name is whole, then its
+ * arguments as they come), NULL when none. */
+struct cJSON *tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content);
+/* Streaming, at the end (text: the whole reply): the deltas still to send, the rest of the
+ * content and what is left of each call (its head, then its arguments). *finish as
+ * tc_message_json. */
+struct cJSON *tc_stream_final(tc_spec *spec, const char *text, size_t n, const char **finish);
+/* The template's capabilities as /props' chat_template_caps reports them (detected from its text). */
+void tc_caps_json(const char *tmpl_text, struct cJSON *caps);
 
 /* ---- the server ---------------------------------------------------------------------------- */
 
@@ -260,6 +346,11 @@ typedef struct srv_server {
 struct cJSON;
 int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const struct cJSON *tools, bool add_assistant,
                      sbuf *out, srv_error *e);
+
+/* Whether the template needs tool calls' arguments as objects (it `tojson`s them: a string
+ * would come out double-encoded), found by rendering a probe call both ways (minja's
+ * requires_object_arguments). Cached per template. */
+bool chat_jinja_object_args(const srv_server *s);
 
 /* ---- request parsing (request.c) ------------------------------------------------------------- */
 

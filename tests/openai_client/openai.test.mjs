@@ -1,0 +1,251 @@
+// sift serve driven by the official `openai` npm client (pinned by package-lock.json).
+//
+//   node openai.test.mjs --sift build/sift --model ../shared/models/stories260K.gguf \
+//        --template ../shared/chat-templates/templates/qwen2.5-instruct.jinja
+//
+// run.sh installs the client (npm ci) beside a copy of this file in the build folder and
+// runs it; CTest registers it as server_openai_client (label npm). Starts `sift serve` on
+// 127.0.0.1 (any free port) with a tools-capable template and checks, through the client:
+// a chat, streamed and not; tool calls with tool_choice auto, required and a named function
+// (stories260K's text is meaningless, but a constrained call must come back well-formed:
+// its name in the tool list, its arguments JSON valid against the function's schema),
+// streamed as tool-call deltas too; the tool result sent back and a final answer; n: 2;
+// and a 400 for a tool_choice naming no tool. Prints each check, then "N passed, M failed".
+import OpenAI from "openai";
+import { spawn } from "node:child_process";
+
+const arg = (name, def) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : def;
+};
+const SIFT = arg("--sift"), MODEL = arg("--model"), TEMPLATE = arg("--template");
+if (!SIFT || !MODEL || !TEMPLATE) {
+  console.error("usage: openai.test.mjs --sift SIFT --model MODEL --template JINJA");
+  process.exit(2);
+}
+
+function startServer() {
+  return new Promise((resolve, reject) => {
+    const p = spawn(SIFT, ["serve", "-m", MODEL, "--chat-template-file", TEMPLATE, "--host", "127.0.0.1", "--port", "0",
+                           "-np", "2", "-c", "4096"], { stdio: ["ignore", "ignore", "pipe"] });
+    let log = "";
+    const timer = setTimeout(() => reject(new Error("server did not start: " + log)), 30000);
+    p.stderr.on("data", (d) => {
+      log += d;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(log);
+      if (m) { clearTimeout(timer); resolve({ proc: p, port: Number(m[1]) }); }
+    });
+    p.on("exit", (code) => reject(new Error(`server exited ${code}: ${log}`)));
+  });
+}
+
+let passed = 0, failed = 0;
+function check(name, cond, detail = "") {
+  if (cond) { passed++; console.log(`ok    ${name}`); }
+  else { failed++; console.log(`FAIL  ${name} ${detail}`); }
+}
+
+// The subset of JSON Schema the test's tools use.
+function validate(schema, v, path = "$") {
+  const errs = [];
+  const type = schema.type;
+  if (schema.enum && !schema.enum.some((x) => JSON.stringify(x) === JSON.stringify(v))) errs.push(`${path}: not in enum`);
+  if (type === "object") {
+    if (typeof v !== "object" || v === null || Array.isArray(v)) return [`${path}: not an object`];
+    for (const k of schema.required ?? []) if (!(k in v)) errs.push(`${path}: missing ${k}`);
+    for (const [k, x] of Object.entries(v)) {
+      const ps = schema.properties?.[k];
+      if (ps) errs.push(...validate(ps, x, `${path}.${k}`));
+      else if (schema.additionalProperties === false) errs.push(`${path}: extra key ${k}`);
+    }
+  } else if (type === "integer") {
+    if (!Number.isInteger(v)) errs.push(`${path}: not an integer`);
+    if (schema.minimum !== undefined && v < schema.minimum) errs.push(`${path}: below minimum`);
+    if (schema.maximum !== undefined && v > schema.maximum) errs.push(`${path}: above maximum`);
+  } else if (type === "string") {
+    if (typeof v !== "string") errs.push(`${path}: not a string`);
+    else if (schema.maxLength !== undefined && [...v].length > schema.maxLength) errs.push(`${path}: too long`);
+  } else if (type === "boolean") {
+    if (typeof v !== "boolean") errs.push(`${path}: not a boolean`);
+  }
+  return errs;
+}
+
+const tools = [
+  { type: "function", function: { name: "get_weather", description: "The weather in a city for some days.",
+    parameters: { type: "object", additionalProperties: false, required: ["city", "days"], properties: {
+      city: { type: "string", enum: ["Paris", "Tokyo", "Lima"] },
+      days: { type: "integer", minimum: 1, maximum: 7 },
+      metric: { type: "boolean" } } } } },
+  { type: "function", function: { name: "get_time", description: "The time in a time zone.",
+    parameters: { type: "object", additionalProperties: false, required: ["zone"], properties: {
+      zone: { type: "string", maxLength: 6 } } } } },
+];
+const schemaOf = Object.fromEntries(tools.map((t) => [t.function.name, t.function.parameters]));
+
+// A call is well-formed: an id, type function, a known name, arguments valid JSON and valid
+// against the function's schema. Returns the problems.
+function callProblems(c) {
+  const p = [];
+  if (typeof c.id !== "string" || !c.id) p.push("no id");
+  if (c.type !== "function") p.push(`type ${c.type}`);
+  const schema = schemaOf[c.function?.name];
+  if (!schema) return [...p, `unknown function ${c.function?.name}`];
+  let args;
+  try { args = JSON.parse(c.function.arguments); } catch (e) { return [...p, `arguments not JSON: ${c.function.arguments}`]; }
+  return [...p, ...validate(schema, args)];
+}
+
+const t0 = Date.now();
+const server = await startServer();
+const client = new OpenAI({ baseURL: `http://127.0.0.1:${server.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
+const model = "stories260K";
+const user = [{ role: "system", content: "You are a helpful assistant." },
+              { role: "user", content: "What is the weather in Paris for the next three days?" }];
+try {
+  // 1. a chat, not streamed and streamed
+  {
+    const r = await client.chat.completions.create({ model, messages: user, max_tokens: 24, seed: 1 });
+    const ch = r.choices[0];
+    check("chat: one choice, assistant message with text", r.choices.length === 1 && ch.message.role === "assistant" &&
+          typeof ch.message.content === "string" && ch.message.content.length > 0, JSON.stringify(r));
+    check("chat: finish_reason stop or length, usage", ["stop", "length"].includes(ch.finish_reason) &&
+          r.usage.completion_tokens > 0 && r.usage.prompt_tokens > 0, JSON.stringify(r));
+    const stream = await client.chat.completions.create({ model, messages: user, max_tokens: 24, seed: 1, stream: true,
+                                                          stream_options: { include_usage: true } });
+    let text = "", roles = 0, finish = null, usage = null, chunks = 0;
+    for await (const c of stream) {
+      chunks++;
+      if (c.usage) usage = c.usage;
+      const x = c.choices[0];
+      if (!x) continue;
+      if (x.delta.role) roles++;
+      if (x.delta.content) text += x.delta.content;
+      if (x.finish_reason) finish = x.finish_reason;
+    }
+    check("chat stream: role once, text, finish_reason, usage", roles === 1 && text.length > 0 && finish !== null &&
+          usage?.completion_tokens > 0, `roles ${roles} text ${JSON.stringify(text)} finish ${finish} chunks ${chunks}`);
+    check("chat stream: the same text as not streamed (same seed)", text === ch.message.content,
+          `${JSON.stringify(text)} vs ${JSON.stringify(ch.message.content)}`);
+  }
+
+  // 2. tool_choice auto: free to answer or call; whatever comes must be well-formed
+  {
+    const r = await client.chat.completions.create({ model, messages: user, tools, tool_choice: "auto", max_tokens: 48, seed: 2 });
+    const ch = r.choices[0];
+    const calls = ch.message.tool_calls ?? [];
+    const ok = calls.length ? ch.finish_reason === "tool_calls" && calls.every((c) => callProblems(c).length === 0)
+                            : typeof ch.message.content === "string" && ["stop", "length"].includes(ch.finish_reason);
+    check(`tool_choice auto: well-formed (${calls.length ? calls.length + " call(s)" : "an answer"})`, ok, JSON.stringify(r));
+  }
+
+  // 3. tool_choice required: a constrained call, well-formed
+  let firstCall = null;
+  {
+    const r = await client.chat.completions.create({ model, messages: user, tools, tool_choice: "required", max_tokens: 200, seed: 3 });
+    const ch = r.choices[0];
+    const calls = ch.message.tool_calls ?? [];
+    check("tool_choice required: finish_reason tool_calls, one call", ch.finish_reason === "tool_calls" && calls.length === 1,
+          JSON.stringify(r));
+    const probs = calls.flatMap(callProblems);
+    check("tool_choice required: name in the tools, arguments valid against its schema", calls.length && !probs.length,
+          probs.join("; ") + " " + JSON.stringify(calls));
+    console.log("      call:", JSON.stringify(calls[0]));
+    firstCall = calls[0];
+  }
+
+  // 4. the same, streamed: tool-call deltas (head with id, type, name, arguments ""; then arguments)
+  {
+    const stream = await client.chat.completions.create({ model, messages: user, tools, tool_choice: "required", max_tokens: 200,
+                                                          seed: 3, stream: true });
+    const acc = [];
+    let finish = null, head = null, fragments = 0;
+    for await (const c of stream) {
+      const x = c.choices[0];
+      if (!x) continue;
+      for (const d of x.delta.tool_calls ?? []) {
+        if (!acc[d.index]) { acc[d.index] = { id: d.id, type: d.type, function: { name: d.function?.name, arguments: "" } }; head ??= d; }
+        if (d.function?.arguments) fragments++;
+        acc[d.index].function.arguments += d.function?.arguments ?? "";
+      }
+      if (x.finish_reason) finish = x.finish_reason;
+    }
+    check("stream tool_choice required: the first delta has index, id, type, name, arguments \"\"",
+          head && head.index === 0 && head.id && head.type === "function" && head.function?.name && head.function?.arguments === "",
+          JSON.stringify(head));
+    const probs = acc.flatMap(callProblems);
+    check("stream tool_choice required: finish_reason tool_calls, calls well-formed", finish === "tool_calls" && acc.length === 1 &&
+          !probs.length, `${finish} ${probs.join("; ")} ${JSON.stringify(acc)}`);
+    check(`stream tool_choice required: the arguments in fragments as they come (${fragments})`, fragments > 1, "");
+    check("stream tool_choice required: the same call as not streamed (same seed)", acc[0]?.function.name === firstCall?.function.name &&
+          acc[0]?.function.arguments === firstCall?.function.arguments, JSON.stringify([acc[0], firstCall]));
+  }
+
+  // 5. a named function
+  {
+    const r = await client.chat.completions.create({ model, messages: user, tools, max_tokens: 200, seed: 4,
+                                                     tool_choice: { type: "function", function: { name: "get_time" } } });
+    const calls = r.choices[0].message.tool_calls ?? [];
+    const probs = calls.flatMap(callProblems);
+    check("named function: one call to get_time, well-formed", r.choices[0].finish_reason === "tool_calls" && calls.length === 1 &&
+          calls[0].function.name === "get_time" && !probs.length, probs.join("; ") + " " + JSON.stringify(r));
+  }
+
+  // 6. parallel_tool_calls with required: one or more calls, all well-formed
+  {
+    const r = await client.chat.completions.create({ model, messages: user, tools, tool_choice: "required", parallel_tool_calls: true,
+                                                     max_tokens: 300, seed: 5 });
+    const calls = r.choices[0].message.tool_calls ?? [];
+    const probs = calls.flatMap(callProblems);
+    const ids = new Set(calls.map((c) => c.id));
+    // (the model may go on calling until max_tokens: then finish_reason is "length", the complete calls stand)
+    check(`parallel_tool_calls: ${calls.length} call(s), well-formed, distinct ids`,
+          ["tool_calls", "length"].includes(r.choices[0].finish_reason) &&
+          calls.length >= 1 && !probs.length && ids.size === calls.length, probs.join("; ") + " " + JSON.stringify(r));
+  }
+
+  // 7. the tool result sent back, then a final answer
+  if (firstCall) {
+    const messages = [...user,
+      { role: "assistant", content: null, tool_calls: [firstCall] },
+      { role: "tool", tool_call_id: firstCall.id, content: JSON.stringify({ temperature: 18, sky: "cloudy" }) }];
+    const r = await client.chat.completions.create({ model, messages, tools, max_tokens: 32, seed: 6 });
+    const ch = r.choices[0];
+    const calls = ch.message.tool_calls ?? [];
+    const ok = calls.length ? calls.every((c) => callProblems(c).length === 0)
+                            : typeof ch.message.content === "string" && ch.message.content.length > 0;
+    check("tool result back: a final answer (or well-formed calls)", ok, JSON.stringify(r));
+    check("tool result back: the call and its result were in the prompt", r.usage.prompt_tokens > 0, JSON.stringify(r.usage));
+    const plain = await client.chat.completions.create({ model, messages: user, tools, max_tokens: 1, seed: 6 });
+    check("tool result back: the prompt grew by the call and the result", r.usage.prompt_tokens > plain.usage.prompt_tokens + 20,
+          `${r.usage.prompt_tokens} vs ${plain.usage.prompt_tokens}`);
+    const r2 = await client.chat.completions.create({ model, messages, tools, tool_choice: "none", max_tokens: 16, seed: 6 });
+    check("tool result back, tool_choice none: an answer, no calls", !r2.choices[0].message.tool_calls?.length &&
+          typeof r2.choices[0].message.content === "string", JSON.stringify(r2));
+  }
+
+  // 8. bad requests are 400s the client reports
+  {
+    let status = 0, msg = "";
+    try {
+      await client.chat.completions.create({ model, messages: user, tools, tool_choice: { type: "function", function: { name: "nope" } } });
+    } catch (e) { status = e.status; msg = e.message; }
+    check("tool_choice naming no tool: 400 with a message", status === 400 && /nope/.test(msg), `${status} ${msg}`);
+  }
+
+  // 9. n: 2 (two choices)
+  {
+    let r = null, err = "";
+    try { r = await client.chat.completions.create({ model, messages: user, max_tokens: 16, n: 2, seed: 7 }); }
+    catch (e) { err = `${e.status} ${e.message}`; }
+    check("n: 2 gives two choices, indexes 0 and 1", r && r.choices.length === 2 &&
+          r.choices.map((c) => c.index).sort().join() === "0,1", err || JSON.stringify(r));
+  }
+} catch (e) {
+  failed++;
+  console.log(`FAIL  unexpected error: ${e.stack || e}`);
+} finally {
+  server.proc.kill("SIGTERM");
+}
+console.log(`${passed} passed, ${failed} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+process.exit(failed ? 1 : 0);

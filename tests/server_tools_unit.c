@@ -1,0 +1,575 @@
+/*
+ * server_tools_unit.c - unit tests of the server's tool calling (tools/server/tool_calls.c;
+ * CTest: server_tools_unit, also under valgrind): the format detected from the real
+ * templates in ../shared/chat-templates; the request's checks (400s); each format's grammar
+ * (it compiles, takes a well-formed call, refuses an unknown function or arguments outside
+ * the schema); each format's parser on good, partial and malformed replies (never a crash,
+ * a malformed call is content, arguments always an object); what streaming holds back; and
+ * the messages the template gets.
+ */
+#include "sift_test.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+/* request.c's, which this test does not link */
+int srv_errorf(srv_error *e, int status, const char *fmt, ...)
+{
+    e->status = status;
+    e->type = "invalid_request_error";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+static const char weather_tools[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather in a city\","
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\", \"enum\": [\"Paris\", \"Tokyo\"]},"
+    " \"days\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 7}}, \"required\": [\"city\", \"days\"]}}},"
+    " {\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": {\"type\": \"object\","
+    " \"properties\": {\"zone\": {\"type\": \"string\"}}}}}]";
+
+/* A spec for format f from a request body {"tools": ..., <extra>}. */
+static tc_spec *spec_for(tc_format f, const char *extra, srv_error *e)
+{
+    char body[4096];
+    snprintf(body, sizeof body, "{\"tools\": %s%s%s}", weather_tools, extra ? ", " : "", extra ? extra : "");
+    cJSON *root = cJSON_Parse(body);
+    assert_non_null(root);
+    tc_spec *t = NULL;
+    memset(e, 0, sizeof *e);
+    tc_parse_request(f, root, &t, e);
+    cJSON_Delete(root);
+    return t;
+}
+
+static char *read_template(const char *name)
+{
+    const char *shared = getenv("SIFT_SHARED");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/chat-templates/templates/%s", shared ? shared : "../shared", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    char *buf = calloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void test_detect(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        tc_format f;
+    } cases[] = {
+        {"qwen2.5-instruct.jinja", TC_HERMES},
+        {"vllm-tool_chat_template_hermes.jinja", TC_HERMES},
+        {"vllm-tool_chat_template_llama3.1_json.jinja", TC_LLAMA3},
+        {"mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja", TC_MISTRAL},
+        {"chatml.jinja", TC_GENERIC},
+        {"llama-2-chat.jinja", TC_GENERIC},
+        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", TC_GENERIC},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *t = read_template(cases[i].file);
+        if (tc_detect(t) != cases[i].f) fail_msg("%s: %s", cases[i].file, tc_format_name(tc_detect(t)));
+        free(t);
+    }
+    assert_int_equal(tc_detect(NULL), TC_GENERIC);
+    char *q = read_template("qwen2.5-instruct.jinja");
+    cJSON *caps = cJSON_CreateObject();
+    tc_caps_json(q, caps);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(caps, "supports_tools")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(caps, "supports_tool_calls")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(caps, "supports_parallel_tool_calls")));
+    assert_string_equal(cJSON_GetObjectItem(caps, "tool_call_format")->valuestring, "hermes");
+    cJSON_Delete(caps);
+    free(q);
+}
+
+static void test_request_errors(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "{\"tools\": {}}",
+        "{\"tools\": [1]}",
+        "{\"tools\": [{\"type\": \"function\"}]}",
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"\"}}]}",
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"a b\"}}]}",
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": 3}}]}",
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, {\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}",
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], \"tool_choice\": \"sometimes\"}",
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"g\"}}}",
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], \"tool_choice\": 7}",
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], \"parallel_tool_calls\": \"yes\"}",
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": {\"$ref\": \"#/$defs/nowhere\"}}}}}]}",
+        "{\"tools\": [], \"tool_choice\": \"required\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cJSON *root = cJSON_Parse(bad[i]);
+        assert_non_null(root);
+        srv_error e = {0};
+        tc_spec *t = NULL;
+        const int rc = tc_parse_request(TC_HERMES, root, &t, &e);
+        if (rc != 400 || t || !e.msg[0]) fail_msg("%s: rc %d", bad[i], rc);
+        cJSON_Delete(root);
+    }
+    /* no tool call can come: no spec, no error */
+    static const char *const none[] = {"{}", "{\"tools\": []}", "{\"tools\": null}",
+                                       "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], \"tool_choice\": \"none\"}"};
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
+        cJSON *root = cJSON_Parse(none[i]);
+        srv_error e = {0};
+        tc_spec *t = NULL;
+        assert_int_equal(tc_parse_request(TC_HERMES, root, &t, &e), 0);
+        assert_null(t);
+        cJSON_Delete(root);
+    }
+}
+
+/* The format's grammar takes `good` whole and refuses every text in bad[]. */
+static void check_grammar(const tc_spec *t, const char *good, const char *const *bad, size_t n_bad)
+{
+    sift_error err = {0};
+    sift_grammar *g = sift_grammar_parse(t->gbnf, strlen(t->gbnf), TC_ROOT, NULL, &err);
+    if (!g) fail_msg("%s\n%s", err.msg, t->gbnf);
+    if (sift_grammar_match(g, good, strlen(good), NULL) != SIFT_GRAMMAR_COMPLETE) fail_msg("refused: %s\n%s", good, t->gbnf);
+    for (size_t i = 0; i < n_bad; i++)
+        if (sift_grammar_match(g, bad[i], strlen(bad[i]), NULL) != SIFT_GRAMMAR_REJECTED) fail_msg("taken: %s", bad[i]);
+    sift_grammar_free(g);
+}
+
+/* Parse `text`: n_calls calls (the first named `name` with `args`), content as given (NULL: none). */
+static void check_parse(const tc_spec *t, const char *text, int n_calls, const char *name, const char *args, const char *content)
+{
+    tc_result r;
+    assert_true(tc_parse_output(t, text, strlen(text), &r));
+    if (r.n_calls != n_calls) fail_msg("%s: %d calls", text, r.n_calls);
+    if (n_calls) {
+        assert_string_equal(r.calls[0].name, name);
+        assert_string_equal(r.calls[0].arguments, args);
+        assert_memory_equal(r.calls[0].id, "call_", 5);
+        assert_int_equal(strlen(r.calls[0].id), 14);
+    }
+    if (content) {
+        if (!r.content || strcmp(r.content, content)) fail_msg("%s: content [%s]", text, r.content ? r.content : "(null)");
+    } else {
+        assert_null(r.content);
+    }
+    tc_result_free(&r);
+}
+
+/* Every prefix of a reply parses without a crash; a call that comes out is whole. */
+static void check_prefixes(const tc_spec *t, const char *text)
+{
+    const size_t n = strlen(text);
+    for (size_t k = 0; k <= n; k++) {
+        tc_result r;
+        assert_true(tc_parse_output(t, text, k, &r));
+        for (int i = 0; i < r.n_calls; i++) {
+            cJSON *a = cJSON_Parse(r.calls[i].arguments);
+            assert_true(cJSON_IsObject(a));
+            cJSON_Delete(a);
+        }
+        if (!r.n_calls && k) assert_int_equal(strlen(r.content), k); /* all of it is content */
+        tc_result_free(&r);
+        (void)tc_content_safe(t, text, k);
+    }
+}
+
+/* Stream `reply` a byte at a time: content_n bytes of content, then per call a head (index,
+ * id, type, name, arguments "") and argument fragments that add up to the arguments of the
+ * reply parsed whole; n_calls calls, finish_reason tool_calls. */
+static void check_stream(tc_spec *t, const char *reply, int n_calls, size_t content_n)
+{
+    sbuf content = {0};
+    cJSON *all = cJSON_CreateArray();
+    int n_frag = 0;
+    for (size_t i = 0; reply[i]; i++) {
+        cJSON *d = tc_stream_text(t, reply + i, 1, &content);
+        while (d && d->child) cJSON_AddItemToArray(all, cJSON_DetachItemViaPointer(d, d->child));
+        cJSON_Delete(d);
+    }
+    n_frag = cJSON_GetArraySize(all);
+    const char *finish = "stop";
+    cJSON *d = tc_stream_final(t, reply, strlen(reply), &finish);
+    while (d && d->child) cJSON_AddItemToArray(all, cJSON_DetachItemViaPointer(d, d->child));
+    cJSON_Delete(d);
+    assert_string_equal(finish, "tool_calls");
+    assert_int_equal(content.n, content_n);
+    tc_result r;
+    assert_true(tc_parse_output(t, reply, strlen(reply), &r));
+    assert_int_equal(r.n_calls, n_calls);
+    for (int k = 0; k < n_calls; k++) {
+        sbuf args = {0};
+        int heads = 0;
+        for (cJSON *x = all->child; x; x = x->next) {
+            cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(x, "tool_calls"), 0);
+            if (!c || cJSON_GetObjectItem(c, "index")->valueint != k) continue;
+            cJSON *fn = cJSON_GetObjectItem(c, "function");
+            if (cJSON_GetObjectItem(c, "id")) {
+                heads++;
+                assert_string_equal(cJSON_GetObjectItem(c, "type")->valuestring, "function");
+                assert_string_equal(cJSON_GetObjectItem(fn, "name")->valuestring, r.calls[k].name);
+                assert_string_equal(cJSON_GetObjectItem(fn, "arguments")->valuestring, "");
+                assert_int_equal(args.n, 0);
+            } else {
+                assert_int_equal(heads, 1);
+                sbuf_adds(&args, cJSON_GetObjectItem(fn, "arguments")->valuestring);
+            }
+        }
+        assert_int_equal(heads, 1);
+        sbuf_add(&args, "", 1);
+        assert_string_equal(args.p, r.calls[k].arguments);
+        sbuf_free(&args);
+    }
+    assert_true(n_frag > 2 * n_calls); /* the arguments came in pieces, before the end */
+    tc_result_free(&r);
+    cJSON_Delete(all);
+    sbuf_free(&content);
+}
+
+static void test_hermes(void **state)
+{
+    (void)state;
+    srv_error e;
+    tc_spec *t = spec_for(TC_HERMES, NULL, &e);
+    assert_non_null(t);
+    assert_true(t->lazy);
+    const char *good = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>";
+    static const char *const bad[] = {
+        "<tool_call>\n{\"name\": \"get_rain\", \"arguments\": {}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", \"days\": 3}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 9}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>",
+    };
+    check_grammar(t, good, bad, sizeof bad / sizeof *bad);
+    check_parse(t, good, 1, "get_weather", "{\"city\":\"Paris\",\"days\":3}", NULL);
+    check_parse(t, "Let me look.\n<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}</tool_call>", 1, "get_time",
+                "{\"zone\":\"UTC\"}", "Let me look.");
+    /* arguments given as a JSON string are taken too */
+    check_parse(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": \"{\\\"zone\\\": \\\"UTC\\\"}\"}</tool_call>", 1, "get_time",
+                "{\"zone\":\"UTC\"}", NULL);
+    /* malformed: everything is content */
+    static const char *const malformed[] = {
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UT",             /* cut off */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}",                          /* no closing tag */
+        "<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call>",                  /* unknown function */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": [1]}</tool_call>",             /* arguments not an object */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": \"not json\"}</tool_call>",
+        "<tool_call>{\"name\": 7, \"arguments\": {}}</tool_call>",
+        "<tool_call>}}}{{{</tool_call>",
+        "<tool_call>",
+        "no call here",
+    };
+    for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) check_parse(t, malformed[i], 0, NULL, NULL, malformed[i]);
+    check_parse(t, "", 0, NULL, NULL, NULL);
+    check_prefixes(t, "Sure. <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\", \"days\": 1}}\n</tool_call>");
+    /* streaming holds the call and a partial opening back */
+    assert_int_equal(tc_content_safe(t, "Hi <tool", 8), 3);
+    assert_int_equal(tc_content_safe(t, "Hi <tool_call>{", 15), 3);
+    assert_int_equal(tc_content_safe(t, "Hi <b>", 6), 6);
+    /* the streamed deltas: the content before the call, then the call's head, then its
+     * arguments as they come; the same call as the reply parsed whole */
+    const char *reply = "Hi <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\",\n \"days\": 3}}\n</tool_call>";
+    check_stream(t, reply, 1, 3);
+    tc_spec_free(t);
+
+    /* parallel: several blocks */
+    t = spec_for(TC_HERMES, "\"parallel_tool_calls\": true, \"tool_choice\": \"required\"", &e);
+    assert_non_null(t);
+    assert_false(t->lazy);
+    const char *two = "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"get_weather\", "
+                      "\"arguments\": {\"city\": \"Tokyo\", \"days\": 2}}</tool_call>";
+    check_grammar(t, two, NULL, 0);
+    check_parse(t, two, 2, "get_time", "{}", NULL);
+    /* cut off (max_tokens) in the second call: the first stands */
+    check_parse(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"get_weather\", \"argu",
+                1, "get_time", "{}", NULL);
+    check_parse(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"get_time\", \"arguments\": {}}",
+                1, "get_time", "{}", NULL);
+    check_prefixes(t, two);
+    check_stream(t, two, 2, 0);
+    tc_spec_free(t);
+
+    /* a named function: only that one */
+    t = spec_for(TC_HERMES, "\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"get_time\"}}", &e);
+    assert_non_null(t);
+    assert_int_equal(t->n_names, 1);
+    static const char *const other[] = {"<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 1}}</tool_call>"};
+    check_grammar(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}</tool_call>", other, 1);
+    tc_spec_free(t);
+}
+
+static void test_llama3(void **state)
+{
+    (void)state;
+    srv_error e;
+    tc_spec *t = spec_for(TC_LLAMA3, NULL, &e);
+    assert_non_null(t);
+    const char *good = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Tokyo\", \"days\": 7}}";
+    static const char *const bad[] = {"{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\", \"days\": 7}}",
+                                      "{\"name\": \"x\", \"parameters\": {}}"};
+    check_grammar(t, good, bad, 2);
+    check_grammar(t, "<|python_tag|>{\"name\": \"get_time\", \"parameters\": {}}", NULL, 0);
+    check_parse(t, good, 1, "get_weather", "{\"city\":\"Tokyo\",\"days\":7}", NULL);
+    check_parse(t, "<|python_tag|>{\"name\": \"get_time\", \"parameters\": {\"zone\": \"UTC\"}}", 1, "get_time", "{\"zone\":\"UTC\"}", NULL);
+    check_parse(t, "I will check. {\"name\": \"get_time\", \"parameters\": {}}", 1, "get_time", "{}", "I will check.");
+    check_parse(t, "{\"name\": \"get_time\", \"parameters\": {", 0, NULL, NULL, "{\"name\": \"get_time\", \"parameters\": {");
+    check_parse(t, "{\"nombre\": 1}", 0, NULL, NULL, "{\"nombre\": 1}");
+    check_prefixes(t, "Hm {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 2}}");
+    assert_int_equal(tc_content_safe(t, "ok {\"na", 7), 3);
+    /* the whitespace the grammar allows after the brace */
+    check_parse(t, "{ \"name\" : \"get_time\" , \"parameters\" : { \"zone\" : \"UTC\" } } ", 1, "get_time", "{\"zone\":\"UTC\"}", NULL);
+    check_parse(t, "x {\n  \"name\": \"get_time\", \"parameters\": {}}", 1, "get_time", "{}", "x");
+    assert_int_equal(tc_content_safe(t, "ok { ", 5), 3);
+    assert_int_equal(tc_content_safe(t, "ok {\n \"nam", 10), 3);
+    assert_int_equal(tc_content_safe(t, "ok {x} ", 7), 7);
+    assert_int_equal(tc_content_safe(t, "{a} { \"name\"", 13), 4);
+    assert_non_null(t->pattern);
+    check_stream(t, "Ok. { \"name\" : \"get_weather\" , \"parameters\" : { \"city\" : \"To kyo\" , \"days\" : 2 } }", 1, 4);
+    tc_spec_free(t);
+}
+
+static void test_mistral(void **state)
+{
+    (void)state;
+    srv_error e;
+    tc_spec *t = spec_for(TC_MISTRAL, "\"parallel_tool_calls\": true", &e);
+    assert_non_null(t);
+    const char *good = "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}, "
+                       "{\"name\": \"get_time\", \"arguments\": {}}]";
+    static const char *const bad[] = {"[TOOL_CALLS]{\"name\": \"get_time\", \"arguments\": {}}", "[TOOL_CALLS][]"};
+    check_grammar(t, good, bad, 2);
+    check_parse(t, good, 2, "get_weather", "{\"city\":\"Paris\",\"days\":2}", NULL);
+    check_parse(t, "[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {}, \"id\": \"abcdefghi\"}]", 1, "get_time", "{}", NULL);
+    check_parse(t, "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}", 0, NULL, NULL,
+                "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}");
+    check_parse(t, "[TOOL_CALLS]\"x\"", 0, NULL, NULL, "[TOOL_CALLS]\"x\"");
+    /* parallel, cut off (max_tokens) in the second call: the first stands */
+    check_parse(t, "[TOOL_CALLS] [ {\"name\": \"get_time\", \"arguments\": {}} , {\"name\": \"get_ti", 1, "get_time", "{}", NULL);
+    check_parse(t, "[TOOL_CALLS] {\"name\": \"get_time\", \"arguments\": {}}", 1, "get_time", "{}", NULL);
+    check_prefixes(t, good);
+    check_stream(t, good, 2, 0);
+    tc_spec_free(t);
+}
+
+static void test_generic(void **state)
+{
+    (void)state;
+    srv_error e;
+    tc_spec *t = spec_for(TC_GENERIC, NULL, &e);
+    assert_non_null(t);
+    assert_false(t->lazy); /* the whole reply is JSON */
+    const char *good = "{\"tool_call\": {\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}}";
+    static const char *const bad[] = {"Hello", "{\"tool_call\": {\"name\": \"get_time\", \"arguments\": {\"zone\": 1}}}"};
+    check_grammar(t, good, bad, 2);
+    check_grammar(t, "{\"response\": \"Hello there\"}", NULL, 0);
+    check_parse(t, good, 1, "get_time", "{\"zone\":\"UTC\"}", NULL);
+    check_parse(t, "{\"response\": \"Hello there\"}", 0, NULL, NULL, "Hello there");
+    check_parse(t, "{\"response\": \"Hel", 0, NULL, NULL, "{\"response\": \"Hel");
+    check_parse(t, "plain text", 0, NULL, NULL, "plain text");
+    check_prefixes(t, good);
+    assert_int_equal(tc_content_safe(t, "{\"resp", 6), 0);
+    tc_spec_free(t);
+    t = spec_for(TC_GENERIC, "\"tool_choice\": \"required\", \"parallel_tool_calls\": true", &e);
+    assert_non_null(t);
+    static const char *const no_response[] = {"{\"response\": \"Hello there\"}"};
+    check_grammar(t, "{\"tool_calls\": [{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_time\", \"arguments\": {}}]}",
+                  no_response, 1);
+    check_parse(t, "{\"tool_calls\": [{\"name\": \"get_time\", \"arguments\": {}}]}", 1, "get_time", "{}", NULL);
+    check_parse(t, "{ \"tool_calls\" : [{\"name\": \"get_time\", \"arguments\": {}}, {\"na", 1, "get_time", "{}", NULL);
+    check_prefixes(t, "{\"tool_calls\": [{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_time\", \"arguments\": {}}]}");
+    tc_spec_free(t);
+}
+
+static void test_template_messages(void **state)
+{
+    (void)state;
+    cJSON *m = cJSON_Parse("[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": null, \"tool_calls\": "
+                           "[{\"id\": \"call_1\", \"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}}]},"
+                           " {\"role\": \"tool\", \"tool_call_id\": \"call_1\", \"content\": \"2\"}]");
+    cJSON *out = tc_template_messages(m, NULL, false); /* as given */
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(out, 1),
+                                                  "tool_calls"), 0), "function"), "arguments")));
+    cJSON_Delete(out);
+    out = tc_template_messages(m, NULL, true);
+    cJSON *args = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(out, 1), "tool_calls"), 0),
+                                                          "function"),
+                                      "arguments");
+    assert_true(cJSON_IsObject(args));
+    assert_int_equal(cJSON_GetObjectItem(args, "a")->valueint, 1);
+    assert_int_equal(cJSON_GetArraySize(out), 3);
+    cJSON_Delete(out);
+    srv_error e;
+    tc_spec *t = spec_for(TC_GENERIC, NULL, &e);
+    out = tc_template_messages(m, t, true);
+    assert_int_equal(cJSON_GetArraySize(out), 4);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(out, 0), "role")->valuestring, "system");
+    cJSON_Delete(out);
+    tc_spec_free(t);
+    cJSON_Delete(m);
+}
+
+/* A vocabulary of the 256 bytes plus an end-of-generation token (256). */
+static char byte_piece[256][1];
+static const char *byte_pieces[257];
+static uint32_t byte_len[257];
+static uint8_t byte_attr[257];
+
+static sift_vocab_view byte_vocab(void)
+{
+    for (int i = 0; i < 256; i++) {
+        byte_piece[i][0] = (char)i;
+        byte_pieces[i] = byte_piece[i];
+        byte_len[i] = 1;
+        byte_attr[i] = SIFT_TOKEN_ATTR_NORMAL;
+    }
+    byte_pieces[256] = "";
+    byte_len[256] = 0;
+    byte_attr[256] = SIFT_TOKEN_ATTR_CONTROL | SIFT_TOKEN_ATTR_EOG;
+    return (sift_vocab_view){.n_tokens = 257, .piece = byte_pieces, .piece_len = byte_len, .attr = byte_attr};
+}
+
+/* The grammar sampler as srv_build_samplers makes it for spec t. */
+static sift_sampler *spec_sampler(const tc_spec *t, const sift_vocab_view *v)
+{
+    sift_grammar_params gp = sift_grammar_default_params();
+    gp.root = TC_ROOT;
+    gp.lazy = t->lazy;
+    gp.trigger_words = (const char *const *)t->triggers;
+    gp.n_trigger_words = t->lazy ? (size_t)t->n_triggers : 0;
+    const char *pat[1] = {t->pattern};
+    gp.trigger_patterns = pat;
+    gp.n_trigger_patterns = t->lazy && t->pattern ? 1 : 0;
+    sift_error err = {0};
+    sift_sampler *g = sift_sampler_init_grammar_ex(v, t->gbnf, strlen(t->gbnf), &gp, &err);
+    if (!g) fail_msg("%s", err.msg);
+    return g;
+}
+
+static void feed(sift_sampler *g, const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        if (!sift_grammar_sampler_allows(g, (unsigned char)*p)) fail_msg("refused '%c' in %s", *p, text);
+        sift_sampler_accept(g, (unsigned char)*p);
+    }
+}
+
+/* The lazy grammar: free text until the opening, then only a well-formed call, then the end;
+ * tool_choice required binds from the first byte. */
+static void test_lazy_grammar(void **state)
+{
+    (void)state;
+    const sift_vocab_view v = byte_vocab();
+    srv_error e;
+    tc_spec *t = spec_for(TC_HERMES, NULL, &e);
+    sift_sampler *g = spec_sampler(t, &v);
+    assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    feed(g, "Any text { at all <tool");
+    assert_true(sift_grammar_sampler_allows(g, 'x')); /* not triggered yet */
+    feed(g, "_call>");
+    assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    assert_false(sift_grammar_sampler_allows(g, 'x'));
+    feed(g, "\n{\"name\": \"get_");
+    assert_false(sift_grammar_sampler_allows(g, 'r')); /* get_rain is no tool */
+    feed(g, "weather\", \"arguments\": {\"city\": \"");
+    assert_false(sift_grammar_sampler_allows(g, 'R')); /* Rome is not in the enum */
+    feed(g, "Tokyo\", \"days\": 7}}\n</tool_call>");
+    assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_DONE);
+    assert_true(sift_grammar_sampler_allows(g, 256));
+    sift_sampler_free(g);
+    tc_spec_free(t);
+
+    t = spec_for(TC_HERMES, "\"tool_choice\": \"required\"", &e);
+    g = spec_sampler(t, &v);
+    assert_false(sift_grammar_sampler_allows(g, 'A'));
+    assert_true(sift_grammar_sampler_allows(g, '<'));
+    sift_sampler_free(g);
+    tc_spec_free(t);
+
+    /* Llama 3.x: the pattern, with the whitespace after the brace */
+    t = spec_for(TC_LLAMA3, NULL, &e);
+    g = spec_sampler(t, &v);
+    feed(g, "Sure { x } { \"name\"");
+    assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    feed(g, ": \"get_time\", \"parameters\": {\"zone\": \"UTC\"}}");
+    assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_ACTIVE);
+    sift_sampler_free(g);
+    tc_spec_free(t);
+
+    /* Mistral */
+    t = spec_for(TC_MISTRAL, NULL, &e);
+    g = spec_sampler(t, &v);
+    feed(g, "Hm. [TOOL_CALLS]");
+    assert_false(sift_grammar_sampler_allows(g, 'x'));
+    feed(g, "[{\"name\": \"get_time\", \"arguments\": {}}]");
+    assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_DONE);
+    sift_sampler_free(g);
+    tc_spec_free(t);
+}
+
+/* Random replies made of the formats' pieces and stray bytes: every parser, every prefix,
+ * never a crash; calls that come out always carry an object of arguments. */
+static void test_garbage(void **state)
+{
+    (void)state;
+    static const char *const pieces[] = {"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "{\"name\"", "{",
+                                         "}", "[", "]", ",", ":", "\"", "\\", " ", "\n", "\"get_time\"", "\"arguments\"",
+                                         "\"parameters\"", "\"tool_call\"", "\"tool_calls\"", "\"response\"", "{}", "1",
+                                         "\xff", "\xc3", "null", "\"zone\""};
+    const size_t np = sizeof pieces / sizeof *pieces;
+    uint64_t x = 42;
+    srv_error e;
+    for (int f = TC_GENERIC; f <= TC_MISTRAL; f++) {
+        for (int par = 0; par < 2; par++) {
+            tc_spec *t = spec_for((tc_format)f, par ? "\"parallel_tool_calls\": true" : NULL, &e);
+            assert_non_null(t);
+            for (int it = 0; it < 400; it++) {
+                char buf[512];
+                size_t n = 0;
+                for (int k = 0; k < 24; k++) {
+                    x = x * 6364136223846793005ull + 1442695040888963407ull;
+                    const char *p = pieces[(x >> 33) % np];
+                    const size_t l = strlen(p);
+                    if (n + l >= sizeof buf) break;
+                    memcpy(buf + n, p, l);
+                    n += l;
+                }
+                for (size_t k = 0; k <= n; k += 3) {
+                    tc_result r;
+                    assert_true(tc_parse_output(t, buf, k, &r));
+                    for (int i = 0; i < r.n_calls; i++) {
+                        cJSON *a = cJSON_Parse(r.calls[i].arguments);
+                        assert_true(cJSON_IsObject(a));
+                        cJSON_Delete(a);
+                    }
+                    tc_result_free(&r);
+                    assert_true(tc_content_safe(t, buf, k) <= k);
+                }
+            }
+            tc_spec_free(t);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detect),       cmocka_unit_test(test_request_errors), cmocka_unit_test(test_hermes),
+        cmocka_unit_test(test_llama3),       cmocka_unit_test(test_mistral),        cmocka_unit_test(test_generic),
+        cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_lazy_grammar),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,955 @@
+/*
+ * tool_calls.c - OpenAI tool calling on /v1/chat/completions, as llama-server's --jinja has it.
+ *
+ * Four jobs, all pure (no HTTP, no engine), so tests/server_tools_unit.c drives them alone:
+ *
+ *   the format     which syntax the template's model writes a call in, from the template's
+ *                  text (tc_detect): Hermes/Qwen `<tool_call>{json}</tool_call>`, Llama 3.x
+ *                  `{"name": ..., "parameters": ...}`, Mistral `[TOOL_CALLS][{...}]`, else the
+ *                  generic JSON reply of llama.cpp's common/chat.cpp ({"tool_call": {...}} or
+ *                  {"response": "..."}; the template is then told so by a system message).
+ *   the request    tools, tool_choice (auto, none, required, a named function) and
+ *                  parallel_tool_calls -> tc_spec: the callable names and one grammar for the
+ *                  calls. Each function's call object ({"name": const, "arguments": its
+ *                  parameters schema}) is one branch of an anyOf, converted by libsift's JSON
+ *                  schema converter (llama.cpp's conventions, lenient: a keyword it cannot
+ *                  express widens the grammar instead of failing), then wrapped in the
+ *                  format's syntax under the start rule TC_ROOT. With tool_choice auto the
+ *                  grammar is lazy: it waits for the format's opening (the trigger words); with
+ *                  required or a named function it binds from the first token.
+ *   the messages   assistant tool_calls with string arguments get them parsed into objects
+ *                  for templates that `tojson` them (chat_jinja_object_args; minja's
+ *                  polyfill does the same).
+ *   the reply      text -> content + calls (tc_parse_output), and for streaming how much text
+ *                  is surely content (tc_content_safe). The grammar makes a finished call
+ *                  well-formed; a call cut off by max_tokens parses as no call, and the text
+ *                  comes back as content.
+ */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server.h"
+
+/* ---- the format -------------------------------------------------------------------------------- */
+
+tc_format tc_detect(const char *t)
+{
+    if (!t) return TC_GENERIC;
+    if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
+    if (strstr(t, "<tool_call>")) return TC_HERMES;
+    if (strstr(t, "<|start_header_id|>") &&
+        (strstr(t, "<|python_tag|>") || strstr(t, "\"parameters\"") || strstr(t, "ipython")))
+        return TC_LLAMA3;
+    return TC_GENERIC;
+}
+
+const char *tc_format_name(tc_format f)
+{
+    switch (f) {
+    case TC_HERMES: return "hermes";
+    case TC_LLAMA3: return "llama3";
+    case TC_MISTRAL: return "mistral";
+    default: return "generic";
+    }
+}
+
+static const char *const hermes_triggers[] = {"<tool_call>"};
+static const char *const llama3_triggers[] = {"<|python_tag|>"};
+/* Llama 3.x's other opening, `{"name"` with the whitespace the grammar's `space` allows
+ * after the brace: a trigger pattern (llama3_open finds the same in replies) */
+#define LLAMA3_PATTERN "\\{(?: |\\n{1,2}[ \\t]{0,20})?\"name\""
+static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
+
+static const char *const *format_triggers(tc_format f, int *n)
+{
+    switch (f) {
+    case TC_HERMES: *n = 1; return hermes_triggers;
+    case TC_LLAMA3: *n = 1; return llama3_triggers;
+    case TC_MISTRAL: *n = 1; return mistral_triggers;
+    default: *n = 0; return NULL;
+    }
+}
+
+void tc_caps_json(const char *t, cJSON *caps)
+{
+    const char *s = t ? t : "";
+    const bool calls = strstr(s, "tool_calls") != NULL;
+    cJSON_AddBoolToObject(caps, "supports_system_role", strstr(s, "system") != NULL);
+    cJSON_AddBoolToObject(caps, "supports_tools", strstr(s, "tools") != NULL);
+    cJSON_AddBoolToObject(caps, "supports_tool_calls", calls);
+    cJSON_AddBoolToObject(caps, "supports_tool_responses", strstr(s, "tool_call_id") || strstr(s, "'tool'") || strstr(s, "\"tool\""));
+    cJSON_AddBoolToObject(caps, "supports_parallel_tool_calls",
+                          calls && (strstr(s, "in message.tool_calls") || strstr(s, "in message['tool_calls']") ||
+                                    strstr(s, "in tool_calls") || strstr(s, "[TOOL_CALLS] [")));
+    cJSON_AddStringToObject(caps, "tool_call_format", tc_format_name(tc_detect(t)));
+}
+
+/* ---- the request --------------------------------------------------------------------------------- */
+
+void tc_spec_free(tc_spec *t)
+{
+    if (!t) return;
+    for (int i = 0; i < t->n_triggers; i++) free(t->triggers[i]);
+    free(t->triggers);
+    for (int i = 0; i < t->n_names; i++) free(t->names[i]);
+    free(t->names);
+    free(t->gbnf);
+    free(t->pattern);
+    free(t->streamed);
+    sbuf_free(&t->seen);
+    free(t);
+}
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+/* The call object of one function: {"name": const, "<args_key>": parameters}. Hoists the
+ * parameters' $defs / definitions into defs (the combined schema's root), so that their
+ * "#/$defs/..." references still resolve. */
+static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *defs)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "object");
+    cJSON *props = cJSON_AddObjectToObject(o, "properties");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", name);
+    cJSON *p = params ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
+    if (p && cJSON_IsObject(p)) {
+        static const char *const keys[] = {"$defs", "definitions"};
+        for (int k = 0; k < 2; k++) {
+            cJSON *d = cJSON_DetachItemFromObjectCaseSensitive(p, keys[k]);
+            if (!d) continue;
+            cJSON *dst = cJSON_GetObjectItemCaseSensitive(defs, keys[k]);
+            if (!dst) dst = cJSON_AddObjectToObject(defs, keys[k]);
+            while (d->child) {
+                cJSON *x = cJSON_DetachItemViaPointer(d, d->child);
+                if (!get(dst, x->string)) cJSON_AddItemToObject(dst, x->string, x);
+                else cJSON_Delete(x);
+            }
+            cJSON_Delete(d);
+        }
+        /* an empty parameters schema still means an object of arguments */
+        if (!get(p, "type") && !get(p, "anyOf") && !get(p, "oneOf") && !get(p, "$ref")) cJSON_AddStringToObject(p, "type", "object");
+    }
+    cJSON_AddItemToObject(props, args_key, p);
+    cJSON *req = cJSON_AddArrayToObject(o, "required");
+    cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+    cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
+    cJSON_AddBoolToObject(o, "additionalProperties", false);
+    return o;
+}
+
+static int add_name(tc_spec *t, const char *name)
+{
+    char **n = realloc(t->names, (size_t)(t->n_names + 1) * sizeof *n);
+    if (!n) return -1;
+    t->names = n;
+    if (!(n[t->n_names] = strdup(name))) return -1;
+    t->n_names++;
+    return 0;
+}
+
+/* The format's wrapper around the calls' JSON rule `root`. */
+static void wrap_grammar(sbuf *g, tc_format f, bool parallel)
+{
+    switch (f) {
+    case TC_HERMES:
+        sbuf_adds(g, TC_ROOT " ::= x-sift-tc-block");
+        if (parallel) sbuf_adds(g, " (space x-sift-tc-block)*");
+        sbuf_adds(g, "\nx-sift-tc-block ::= \"<tool_call>\" space root space \"</tool_call>\"\n");
+        break;
+    case TC_LLAMA3:
+        sbuf_adds(g, TC_ROOT " ::= \"<|python_tag|>\"? root");
+        if (parallel) sbuf_adds(g, " (space \";\"? space root)*");
+        sbuf_adds(g, "\n");
+        break;
+    case TC_MISTRAL:
+        sbuf_adds(g, TC_ROOT " ::= \"[TOOL_CALLS]\" space \"[\" space root");
+        if (parallel) sbuf_adds(g, " (space \",\" space root)*");
+        sbuf_adds(g, " space \"]\"\n");
+        break;
+    default:
+        sbuf_adds(g, TC_ROOT " ::= root\n");
+        break;
+    }
+}
+
+int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e)
+{
+    *out = NULL;
+    const cJSON *tools = get(root, "tools"), *choice = get(root, "tool_choice"), *par = get(root, "parallel_tool_calls");
+    if (tools && !cJSON_IsNull(tools) && !cJSON_IsArray(tools)) return srv_errorf(e, 400, "'tools' must be an array of tools");
+    if (par && !cJSON_IsNull(par) && !cJSON_IsBool(par)) return srv_errorf(e, 400, "'parallel_tool_calls' must be a boolean");
+    const int n_tools = cJSON_IsArray(tools) ? cJSON_GetArraySize(tools) : 0;
+    /* tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}} */
+    const char *mode = "auto", *only = NULL;
+    if (choice && !cJSON_IsNull(choice)) {
+        if (cJSON_IsString(choice)) {
+            mode = choice->valuestring;
+            if (strcmp(mode, "none") && strcmp(mode, "auto") && strcmp(mode, "required"))
+                return srv_errorf(e, 400, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}, got \"%.64s\"", mode);
+        } else {
+            const cJSON *fn = cJSON_IsObject(choice) ? get(choice, "function") : NULL;
+            const cJSON *nm = cJSON_IsObject(fn) ? get(fn, "name") : NULL;
+            if (!cJSON_IsString(nm) || !*nm->valuestring)
+                return srv_errorf(e, 400, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            only = nm->valuestring;
+            mode = "required";
+        }
+    }
+    if (n_tools == 0) {
+        if (!strcmp(mode, "required")) return srv_errorf(e, 400, "'tool_choice' asks for a tool call, but 'tools' is empty");
+        return 0;
+    }
+    /* every tool is checked, even when tool_choice is none (the template renders them) */
+    int i = 0;
+    for (const cJSON *x = tools->child; x; x = x->next, i++) {
+        const cJSON *type = cJSON_IsObject(x) ? get(x, "type") : NULL;
+        const cJSON *fn = cJSON_IsObject(x) ? get(x, "function") : NULL;
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 || !cJSON_IsObject(fn))
+            return srv_errorf(e, 400, "'tools[%d]' must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}}", i);
+        const cJSON *nm = get(fn, "name"), *params = get(fn, "parameters");
+        if (!cJSON_IsString(nm) || !*nm->valuestring)
+            return srv_errorf(e, 400, "'tools[%d].function.name' must be a non-empty string", i);
+        for (const char *c = nm->valuestring; *c; c++)
+            if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.')
+                return srv_errorf(e, 400, "'tools[%d].function.name' must be letters, digits, '_', '-' or '.', got \"%.64s\"", i, nm->valuestring);
+        if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params))
+            return srv_errorf(e, 400, "'tools[%d].function.parameters' must be a JSON schema object", i);
+        for (const cJSON *y = tools->child; y != x; y = y->next)
+            if (!strcmp(get(get(y, "function"), "name")->valuestring, nm->valuestring))
+                return srv_errorf(e, 400, "'tools[%d].function.name' \"%.64s\" is given twice", i, nm->valuestring);
+    }
+    if (only) {
+        bool found = false;
+        for (const cJSON *x = tools->child; x; x = x->next) found |= !strcmp(get(get(x, "function"), "name")->valuestring, only);
+        if (!found) return srv_errorf(e, 400, "'tool_choice' names the function \"%.64s\", which is not in 'tools'", only);
+    }
+    if (!strcmp(mode, "none")) return 0;
+
+    tc_spec *t = calloc(1, sizeof *t);
+    cJSON *schema = cJSON_CreateObject(), *any = NULL;
+    if (!t || !schema) goto oom;
+    t->format = f;
+    t->parallel = cJSON_IsTrue(par);
+    t->lazy = !strcmp(mode, "auto") && f != TC_GENERIC;
+    int n_trig = 0;
+    const char *const *trig = format_triggers(f, &n_trig);
+    if (n_trig && !(t->triggers = calloc((size_t)n_trig, sizeof *t->triggers))) goto oom;
+    for (int k = 0; k < n_trig; k++)
+        if (!(t->triggers[t->n_triggers++] = strdup(trig[k]))) goto oom;
+    if (f == TC_LLAMA3 && !(t->pattern = strdup(LLAMA3_PATTERN))) goto oom;
+
+    /* the calls' JSON: one anyOf branch per callable function */
+    const char *args_key = f == TC_LLAMA3 ? "parameters" : "arguments";
+    any = cJSON_CreateArray();
+    if (!any) goto oom;
+    for (const cJSON *x = tools->child; x; x = x->next) {
+        const cJSON *fn = get(x, "function");
+        const char *name = get(fn, "name")->valuestring;
+        if (only && strcmp(name, only) != 0) continue;
+        const cJSON *params = get(fn, "parameters");
+        if (add_name(t, name)) goto oom;
+        cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema));
+    }
+    cJSON *call = any;
+    if (cJSON_GetArraySize(any) == 1) {
+        call = cJSON_DetachItemFromArray(any, 0);
+        cJSON_Delete(any);
+    } else {
+        cJSON *wrap = cJSON_CreateObject();
+        cJSON_AddItemToObject(wrap, "anyOf", any);
+        call = wrap;
+    }
+    any = NULL;
+    if (f == TC_GENERIC) { /* {"tool_call": call} / {"tool_calls": [call, ...]}, or (auto) {"response": "..."} */
+        cJSON *tc = cJSON_CreateObject();
+        cJSON_AddStringToObject(tc, "type", "object");
+        cJSON *props = cJSON_AddObjectToObject(tc, "properties");
+        cJSON *req = cJSON_AddArrayToObject(tc, "required");
+        if (t->parallel) {
+            cJSON *arr = cJSON_AddObjectToObject(props, "tool_calls");
+            cJSON_AddStringToObject(arr, "type", "array");
+            cJSON_AddItemToObject(arr, "items", call);
+            cJSON_AddNumberToObject(arr, "minItems", 1);
+            cJSON_AddItemToArray(req, cJSON_CreateString("tool_calls"));
+        } else {
+            cJSON_AddItemToObject(props, "tool_call", call);
+            cJSON_AddItemToArray(req, cJSON_CreateString("tool_call"));
+        }
+        cJSON_AddBoolToObject(tc, "additionalProperties", false);
+        call = tc;
+        if (!strcmp(mode, "auto")) {
+            cJSON *resp = cJSON_CreateObject();
+            cJSON_AddStringToObject(resp, "type", "object");
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(resp, "properties"), "response"), "type", "string");
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(resp, "required"), cJSON_CreateString("response"));
+            cJSON_AddBoolToObject(resp, "additionalProperties", false);
+            cJSON *a = cJSON_CreateArray();
+            cJSON_AddItemToArray(a, call);
+            cJSON_AddItemToArray(a, resp);
+            call = cJSON_CreateObject();
+            cJSON_AddItemToObject(call, "anyOf", a);
+        }
+    }
+    /* the combined schema: the call's keywords, beside the hoisted $defs */
+    for (cJSON *k = call->child; k;) {
+        cJSON *next = k->next;
+        cJSON_AddItemToObject(schema, k->string, cJSON_DetachItemViaPointer(call, k));
+        k = next;
+    }
+    cJSON_Delete(call);
+    char *text = cJSON_PrintUnformatted(schema);
+    cJSON_Delete(schema);
+    schema = NULL;
+    if (!text) goto oom;
+    sift_error se = {0};
+    char *g = sift_json_schema_to_grammar(text, strlen(text), SIFT_JSON_SCHEMA_LLAMA | SIFT_JSON_SCHEMA_LENIENT, &se);
+    free(text);
+    if (!g) {
+        tc_spec_free(t);
+        return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'tools': a function's parameters schema: %s", se.msg);
+    }
+    sbuf gb = {0};
+    wrap_grammar(&gb, f, t->parallel);
+    sbuf_adds(&gb, g);
+    free(g);
+    t->gbnf = sbuf_strdup(&gb);
+    sbuf_free(&gb);
+    if (!t->gbnf) goto oom;
+    *out = t;
+    return 0;
+oom:
+    cJSON_Delete(any);
+    cJSON_Delete(schema);
+    tc_spec_free(t);
+    return srv_errorf(e, 500, "out of memory");
+}
+
+/* ---- the messages ------------------------------------------------------------------------------ */
+
+static const char generic_prompt[] =
+    "Respond in JSON. To call a tool, reply {\"tool_call\": {\"name\": <the tool's name>, \"arguments\": <its "
+    "arguments as an object>}}; to answer the user directly, reply {\"response\": <your answer as a string>}.";
+static const char generic_prompt_parallel[] =
+    "Respond in JSON. To call tools, reply {\"tool_calls\": [{\"name\": <a tool's name>, \"arguments\": <its "
+    "arguments as an object>}, ...]}; to answer the user directly, reply {\"response\": <your answer as a string>}.";
+
+cJSON *tc_template_messages(const cJSON *messages, const tc_spec *spec, bool object_args)
+{
+    cJSON *m = cJSON_Duplicate(messages, true);
+    if (!m) return NULL;
+    for (cJSON *x = object_args ? m->child : NULL; x; x = x->next) {
+        cJSON *calls = cJSON_GetObjectItemCaseSensitive(x, "tool_calls");
+        for (cJSON *c = cJSON_IsArray(calls) ? calls->child : NULL; c; c = c->next) {
+            cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+            cJSON *args = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
+            if (!cJSON_IsString(args)) continue;
+            cJSON *obj = cJSON_Parse(args->valuestring);
+            if (obj) cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", obj);
+        }
+    }
+    if (spec && spec->format == TC_GENERIC) {
+        const char *p = spec->parallel ? generic_prompt_parallel : generic_prompt;
+        cJSON *first = m->child;
+        cJSON *role = first ? cJSON_GetObjectItemCaseSensitive(first, "role") : NULL;
+        cJSON *content = first ? cJSON_GetObjectItemCaseSensitive(first, "content") : NULL;
+        if (cJSON_IsString(content) && ((cJSON_IsString(role) && !strcmp(role->valuestring, "system")) || spec->no_system)) {
+            sbuf b = {0};
+            sbuf_adds(&b, content->valuestring);
+            sbuf_adds(&b, "\n\n");
+            sbuf_adds(&b, p);
+            char *s = sbuf_strdup(&b);
+            sbuf_free(&b);
+            if (s) cJSON_ReplaceItemInObjectCaseSensitive(first, "content", cJSON_CreateString(s));
+            free(s);
+        } else if (!spec->no_system) {
+            cJSON *sys = cJSON_CreateObject();
+            cJSON_AddStringToObject(sys, "role", "system");
+            cJSON_AddStringToObject(sys, "content", p);
+            cJSON_InsertItemInArray(m, 0, sys);
+        }
+    }
+    return m;
+}
+
+/* ---- the reply --------------------------------------------------------------------------------- */
+
+void tc_result_free(tc_result *r)
+{
+    free(r->content);
+    for (int i = 0; i < r->n_calls; i++) {
+        free(r->calls[i].name);
+        free(r->calls[i].arguments);
+    }
+    free(r->calls);
+    memset(r, 0, sizeof *r);
+}
+
+/* Llama 3.x's `{` + whitespace + `"name"` (LLAMA3_PATTERN, with any whitespace) in
+ * text[0..n): its offset, or -1; *partial (may be NULL): the offset of a `{` near the end
+ * that the next tokens may turn into one (n when none). */
+static long llama3_open(const char *text, size_t n, size_t *partial)
+{
+    static const char key[] = "\"name\"";
+    if (partial) *partial = n;
+    for (size_t i = 0; i < n; i++) {
+        if (text[i] != '{') continue;
+        size_t j = i + 1;
+        while (j < n && (text[j] == ' ' || text[j] == '\n' || text[j] == '\t' || text[j] == '\r')) j++;
+        size_t k = 0;
+        while (k < sizeof key - 1 && j + k < n && text[j + k] == key[k]) k++;
+        if (k == sizeof key - 1) return (long)i;
+        if (j + k == n && partial && *partial == n) *partial = i; /* the text ends inside it */
+    }
+    return -1;
+}
+
+/* The earliest call opening in text[0..n) (-1 when none). */
+static long find_start(const tc_spec *spec, const char *text, size_t n)
+{
+    if (spec->format == TC_GENERIC) return n ? 0 : -1;
+    int which = 0;
+    long at = stop_find(text, n, 0, spec->triggers, spec->n_triggers, &which);
+    if (spec->format == TC_LLAMA3) {
+        const long b = llama3_open(text, n, NULL);
+        if (b >= 0 && (at < 0 || b < at)) at = b;
+    }
+    return at;
+}
+
+size_t tc_content_safe(const tc_spec *spec, const char *text, size_t n)
+{
+    if (spec->format == TC_GENERIC) return 0; /* the whole reply is JSON: content only once it is complete */
+    const long at = find_start(spec, text, n);
+    if (at >= 0) return (size_t)at;
+    size_t safe = n - stop_partial(text, n, spec->triggers, spec->n_triggers);
+    if (spec->format == TC_LLAMA3) {
+        size_t partial = n;
+        llama3_open(text, n, &partial);
+        if (partial < safe) safe = partial;
+    }
+    return safe;
+}
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+static bool has_prefix(const char *p, const char *end, const char *s)
+{
+    const size_t l = strlen(s);
+    return (size_t)(end - p) >= l && !memcmp(p, s, l);
+}
+
+/* One JSON value at p (cJSON needs the bytes terminated: a copy). *next: just after it. */
+static cJSON *parse_json_at(const char *p, const char *end, const char **next)
+{
+    const size_t n = (size_t)(end - p);
+    char *copy = malloc(n + 1);
+    if (!copy) return NULL;
+    memcpy(copy, p, n);
+    copy[n] = 0;
+    const char *stop = NULL;
+    cJSON *v = cJSON_ParseWithLengthOpts(copy, n, &stop, false);
+    if (v) *next = p + (stop - copy);
+    free(copy);
+    return v;
+}
+
+static void make_id(char *id, size_t cap)
+{
+    static atomic_uint counter;
+    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    uint64_t x = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)atomic_fetch_add(&counter, 1) + 1) * 0xD1B54A32D192ED03ull;
+    x ^= (uint64_t)(uintptr_t)id;
+    /* "call_" + 9 alphanumerics: Mistral's templates want at least 9 (and use the last 9) */
+    snprintf(id, cap, "call_");
+    for (size_t i = 5; i < 14 && i + 1 < cap; i++) {
+        x ^= x >> 31;
+        x *= 0xBF58476D1CE4E5B9ull;
+        x ^= x >> 29;
+        id[i] = al[x % (sizeof al - 1)];
+        id[i + 1] = 0;
+    }
+}
+
+/* The end of the JSON value that starts at p (strings and nesting followed; a scalar ends at
+ * a delimiter); NULL when the text ends first. */
+static const char *value_end(const char *p, const char *end)
+{
+    int depth = 0;
+    bool str = false;
+    for (const char *q = p; q < end; q++) {
+        const char c = *q;
+        if (str) {
+            if (c == '\\') q++;
+            else if (c == '"' && (str = false, depth == 0)) return q + 1;
+            continue;
+        }
+        if (c == '"') str = true;
+        else if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') {
+            if (--depth <= 0) return depth == 0 ? q + 1 : (q == p ? NULL : q);
+        } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r')) return q;
+    }
+    return NULL;
+}
+
+/* JSON text p..end without the whitespace outside strings (the arguments as they are
+ * streamed and returned: the model's own text, compact). */
+static void minify(const char *p, const char *end, sbuf *out)
+{
+    bool str = false;
+    const char *run = p;
+    for (const char *q = p; q < end; q++) {
+        if (str) {
+            if (*q == '\\' && q + 1 < end) q++;
+            else if (*q == '"') str = false;
+        } else if (*q == '"') {
+            str = true;
+        } else if (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r') {
+            sbuf_add(out, run, (size_t)(q - run));
+            run = q + 1;
+        }
+    }
+    sbuf_add(out, run, (size_t)(end - run));
+}
+
+/* What a call object's text at p ('{') shows so far: the name (once its string is whole),
+ * the arguments' value (args_end once whole), the object's end. */
+typedef struct call_scan {
+    const char *name, *name_end;
+    const char *args, *args_end;
+    const char *end;
+} call_scan;
+
+static void scan_call(const char *p, const char *end, const char *args_key, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    if (p >= end || *p != '{') return;
+    p++;
+    for (;;) {
+        p = skip_ws(p, end);
+        if (p >= end) return;
+        if (*p == '}') {
+            cs->end = p + 1;
+            return;
+        }
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        const char *k = p, *k_end = *p == '"' ? value_end(p, end) : NULL;
+        if (!k_end) return;
+        p = skip_ws(k_end, end);
+        if (p >= end || *p != ':') return;
+        p = skip_ws(p + 1, end);
+        if (p >= end) return;
+        const char *v = p, *v_end = value_end(p, end);
+        const size_t kl = (size_t)(k_end - k) - 2;
+        if (kl == 4 && !memcmp(k + 1, "name", 4) && v_end && *v == '"') {
+            cs->name = v + 1;
+            cs->name_end = v_end - 1;
+        } else if ((kl == strlen(args_key) && !memcmp(k + 1, args_key, kl)) || (kl == 9 && !memcmp(k + 1, "arguments", 9))) {
+            cs->args = v;
+            cs->args_end = v_end;
+        }
+        if (!v_end) return;
+        p = v_end;
+    }
+}
+
+static bool known(const tc_spec *spec, const char *name)
+{
+    for (int i = 0; i < spec->n_names; i++)
+        if (!strcmp(spec->names[i], name)) return true;
+    return spec->n_names == 0;
+}
+
+/* A call object {"name", <args_key>} -> res; false when it is not one. raw..raw_end: its
+ * text, when the reply has it: the arguments are then that text, compact (what streaming
+ * sends); else cJSON's printing. */
+static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key, tc_result *res, const char *raw,
+                      const char *raw_end)
+{
+    const cJSON *nm = cJSON_IsObject(o) ? get(o, "name") : NULL;
+    const cJSON *args = cJSON_IsObject(o) ? get(o, args_key) : NULL;
+    if (!args && cJSON_IsObject(o)) args = get(o, "arguments");
+    if (!cJSON_IsString(nm) || !known(spec, nm->valuestring) || !args) return false;
+    cJSON *parsed = NULL;
+    if (cJSON_IsString(args)) args = parsed = cJSON_Parse(args->valuestring);
+    if (!cJSON_IsObject(args)) {
+        cJSON_Delete(parsed);
+        return false;
+    }
+    tc_call *c = realloc(res->calls, (size_t)(res->n_calls + 1) * sizeof *c);
+    if (!c) {
+        cJSON_Delete(parsed);
+        return false;
+    }
+    res->calls = c;
+    c += res->n_calls;
+    memset(c, 0, sizeof *c);
+    c->name = strdup(nm->valuestring);
+    call_scan cs;
+    if (raw) scan_call(raw, raw_end, args_key, &cs);
+    if (raw && !parsed && cs.args && cs.args_end && *cs.args == '{') {
+        sbuf m = {0};
+        minify(cs.args, cs.args_end, &m);
+        c->arguments = sbuf_strdup(&m);
+        sbuf_free(&m);
+    } else {
+        c->arguments = cJSON_PrintUnformatted(args);
+    }
+    cJSON_Delete(parsed);
+    if (!c->name || !c->arguments) {
+        free(c->name);
+        free(c->arguments);
+        return false;
+    }
+    make_id(c->id, sizeof c->id);
+    res->n_calls++;
+    return true;
+}
+
+/* Forget the calls from index `keep` on. */
+static void drop_calls(tc_result *res, int keep)
+{
+    while (res->n_calls > keep) {
+        tc_call *c = &res->calls[--res->n_calls];
+        free(c->name);
+        free(c->arguments);
+    }
+}
+
+/* Hermes and Llama 3.x: the calls one after the other; with parallel calls, a reply cut
+ * off (max_tokens) in a later call keeps the complete ones before it. */
+static bool parse_hermes(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    static const char open[] = "<tool_call>", close[] = "</tool_call>";
+    while ((p = skip_ws(p, end)) < end && has_prefix(p, end, open)) {
+        p = skip_ws(p + sizeof open - 1, end);
+        const char *next = NULL;
+        cJSON *o = parse_json_at(p, end, &next);
+        const int had = res->n_calls;
+        const bool ok = o && take_call(spec, o, "arguments", res, p, next);
+        cJSON_Delete(o);
+        if (!ok) break;
+        p = skip_ws(next, end);
+        if (!has_prefix(p, end, close)) { /* cut off before its closing tag */
+            drop_calls(res, had);
+            break;
+        }
+        p += sizeof close - 1;
+        if (!spec->parallel) break;
+    }
+    return res->n_calls > 0;
+}
+
+static bool parse_llama3(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    p = skip_ws(p, end);
+    if (has_prefix(p, end, "<|python_tag|>")) p += strlen("<|python_tag|>");
+    while ((p = skip_ws(p, end)) < end && *p == '{') {
+        const char *next = NULL;
+        cJSON *o = parse_json_at(p, end, &next);
+        const bool ok = o && take_call(spec, o, "parameters", res, p, next);
+        cJSON_Delete(o);
+        if (!ok) break;
+        p = skip_ws(next, end);
+        if (p < end && *p == ';') p++;
+        if (!spec->parallel) break;
+    }
+    return res->n_calls > 0;
+}
+
+/* A JSON array of calls at p, item by item: with parallel calls, an array cut off
+ * (max_tokens) keeps the complete calls before the cut. */
+static bool parse_call_array(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    p = skip_ws(p, end);
+    if (p >= end || *p != '[') return false;
+    p++;
+    for (;;) {
+        const char *next = NULL;
+        p = skip_ws(p, end);
+        cJSON *o = parse_json_at(p, end, &next);
+        const bool ok = o && take_call(spec, o, "arguments", res, p, next);
+        cJSON_Delete(o);
+        if (!ok) break;
+        p = skip_ws(next, end);
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < end && *p == ']') return res->n_calls > 0; /* complete */
+        break;
+    }
+    return spec->parallel && res->n_calls > 0;
+}
+
+/* Skip `"key"` and `:` (whitespace around them) at p; NULL when not there. */
+static const char *skip_key(const char *p, const char *end, const char *key)
+{
+    p = skip_ws(p, end);
+    if (p >= end || *p != '"' || !has_prefix(p + 1, end, key)) return NULL;
+    p += 1 + strlen(key);
+    if (p >= end || *p != '"') return NULL;
+    p = skip_ws(p + 1, end);
+    if (p >= end || *p != ':') return NULL;
+    return p + 1;
+}
+
+static bool parse_mistral(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    p = skip_ws(p, end);
+    if (!has_prefix(p, end, "[TOOL_CALLS]")) return false;
+    p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
+    if (p < end && *p == '{') { /* a single call, not in an array */
+        const char *next = NULL;
+        cJSON *o = parse_json_at(p, end, &next);
+        const bool ok = o && take_call(spec, o, "arguments", res, p, next);
+        cJSON_Delete(o);
+        return ok;
+    }
+    return parse_call_array(spec, p, end, res);
+}
+
+/* {"tool_call": call} / {"tool_calls": [...]} -> calls; {"response": "..."} -> content */
+static bool parse_generic(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    const char *next = NULL;
+    p = skip_ws(p, end);
+    cJSON *o = parse_json_at(p, end, &next);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        /* {"tool_calls": [... cut off: the complete calls stand */
+        const char *a = p < end && *p == '{' ? skip_key(p + 1, end, "tool_calls") : NULL;
+        return a && spec->parallel && parse_call_array(spec, a, end, res);
+    }
+    bool ok = false;
+    const cJSON *one = get(o, "tool_call"), *many = get(o, "tool_calls"), *resp = get(o, "response");
+    if (one) {
+        ok = take_call(spec, one, "arguments", res, NULL, NULL);
+    } else if (cJSON_IsArray(many)) {
+        ok = true;
+        for (const cJSON *x = many->child; x && ok; x = x->next) ok = take_call(spec, x, "arguments", res, NULL, NULL);
+        ok = ok && res->n_calls > 0;
+    } else if (cJSON_IsString(resp)) {
+        ok = (res->content = strdup(resp->valuestring)) != NULL;
+    }
+    cJSON_Delete(o);
+    return ok;
+}
+
+bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result *res)
+{
+    memset(res, 0, sizeof *res);
+    const long at = find_start(spec, text, n);
+    bool ok = false;
+    if (at >= 0) {
+        const char *p = text + at, *end = text + n;
+        switch (spec->format) {
+        case TC_HERMES: ok = parse_hermes(spec, p, end, res); break;
+        case TC_LLAMA3: ok = parse_llama3(spec, p, end, res); break;
+        case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
+        default: ok = parse_generic(spec, p, end, res); break;
+        }
+    }
+    if (!ok) { /* no (complete) call: all of it is content */
+        tc_result_free(res);
+        if (!n) return true;
+        res->content = malloc(n + 1);
+        if (!res->content) return false;
+        memcpy(res->content, text, n);
+        res->content[n] = 0;
+        return true;
+    }
+    if (res->content || spec->format == TC_GENERIC) return true;
+    size_t k = (size_t)at; /* the text before the first call, without the whitespace that led to it */
+    while (k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
+    if (k && !(res->content = strndup(text, k))) return false;
+    return true;
+}
+
+/* ---- the response's shapes (response.c calls these) ------------------------------------------------- */
+
+static cJSON *call_json(const tc_call *c, int index, bool delta_head)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (index >= 0) cJSON_AddNumberToObject(o, "index", index);
+    cJSON_AddStringToObject(o, "id", c->id);
+    cJSON_AddStringToObject(o, "type", "function");
+    cJSON *fn = cJSON_AddObjectToObject(o, "function");
+    cJSON_AddStringToObject(fn, "name", c->name);
+    cJSON_AddStringToObject(fn, "arguments", delta_head ? "" : c->arguments);
+    return o;
+}
+
+void tc_message_json(const tc_spec *spec, const char *text, size_t n, cJSON *message, const char **finish)
+{
+    tc_result res;
+    if (!tc_parse_output(spec, text ? text : "", text ? n : 0, &res)) {
+        cJSON_AddNullToObject(message, "content");
+        return;
+    }
+    if (res.content) cJSON_AddStringToObject(message, "content", res.content);
+    else if (res.n_calls) cJSON_AddNullToObject(message, "content");
+    else cJSON_AddStringToObject(message, "content", "");
+    if (res.n_calls) {
+        cJSON *a = cJSON_AddArrayToObject(message, "tool_calls");
+        for (int i = 0; i < res.n_calls; i++) cJSON_AddItemToArray(a, call_json(&res.calls[i], -1, false));
+        if (strcmp(*finish, "length") != 0) *finish = "tool_calls"; /* as llama-server: a reply cut off stays "length" */
+    }
+    tc_result_free(&res);
+}
+
+static bool known_n(const tc_spec *spec, const char *name, size_t n)
+{
+    for (int i = 0; i < spec->n_names; i++)
+        if (strlen(spec->names[i]) == n && !memcmp(spec->names[i], name, n)) return true;
+    return false;
+}
+
+static cJSON *head_delta(const char *id, int index, const char *name, size_t name_n)
+{
+    cJSON *d = cJSON_CreateObject(), *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", index);
+    cJSON_AddStringToObject(c, "id", id);
+    cJSON_AddStringToObject(c, "type", "function");
+    char *nm = strndup(name, name_n);
+    cJSON *fn = cJSON_AddObjectToObject(c, "function");
+    cJSON_AddStringToObject(fn, "name", nm ? nm : "");
+    cJSON_AddStringToObject(fn, "arguments", "");
+    free(nm);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), c);
+    return d;
+}
+
+static cJSON *args_delta(int index, const char *args, size_t n)
+{
+    cJSON *d = cJSON_CreateObject(), *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", index);
+    char *a = strndup(args, n);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(c, "function"), "arguments", a ? a : "");
+    free(a);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), c);
+    return d;
+}
+
+/* Streaming, the calls as they come: a call's head once its name is whole, then its
+ * arguments as the model writes them (compact). The text from the opening on (at) is
+ * scanned again at each token: cheap next to a token's decode, and stateless but for what
+ * was sent (spec->streamed). The generic format waits for the end. */
+static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
+{
+    const char *p = spec->seen.p + at, *end = spec->seen.p + spec->seen.n;
+    const char *key = spec->format == TC_LLAMA3 ? "parameters" : "arguments";
+    if (spec->format == TC_GENERIC) return;
+    if (spec->format == TC_LLAMA3) {
+        p = skip_ws(p, end);
+        if (has_prefix(p, end, "<|python_tag|>")) p += strlen("<|python_tag|>");
+    } else if (spec->format == TC_MISTRAL) {
+        p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
+        if (p < end && *p == '[') p++;
+    }
+    for (int i = 0;; i++) {
+        p = skip_ws(p, end);
+        if (spec->format == TC_HERMES) {
+            if (!has_prefix(p, end, "<tool_call>")) return;
+            p = skip_ws(p + strlen("<tool_call>"), end);
+        }
+        call_scan cs;
+        scan_call(p, end, key, &cs);
+        if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
+        if (i >= spec->n_streamed) {
+            tc_streamed *st = realloc(spec->streamed, (size_t)(i + 1) * sizeof *st);
+            if (!st) return;
+            spec->streamed = st;
+            memset(&st[i], 0, sizeof st[i]);
+            make_id(st[i].id, sizeof st[i].id);
+            spec->n_streamed = i + 1;
+            cJSON_AddItemToArray(deltas, head_delta(st[i].id, i, cs.name, (size_t)(cs.name_end - cs.name)));
+        }
+        if (cs.args && *cs.args == '{') {
+            sbuf m = {0};
+            minify(cs.args, cs.args_end ? cs.args_end : end, &m);
+            if (!m.oom && m.n > spec->streamed[i].args_sent) {
+                cJSON_AddItemToArray(deltas, args_delta(i, m.p + spec->streamed[i].args_sent, m.n - spec->streamed[i].args_sent));
+                spec->streamed[i].args_sent = m.n;
+            }
+            sbuf_free(&m);
+        }
+        if (!cs.end || !spec->parallel) return;
+        p = skip_ws(cs.end, end);
+        if (spec->format == TC_HERMES) {
+            if (!has_prefix(p, end, "</tool_call>")) return;
+            p += strlen("</tool_call>");
+        } else if (p < end && (*p == ',' || *p == ';')) {
+            p++;
+        }
+    }
+}
+
+cJSON *tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content)
+{
+    sbuf_add(&spec->seen, txt, n);
+    if (spec->seen.oom) return NULL;
+    const size_t safe = tc_content_safe(spec, spec->seen.p, spec->seen.n);
+    if (safe > spec->sent) {
+        /* never split a UTF-8 character: the held part may end inside one */
+        size_t k = safe - utf8_incomplete_tail(spec->seen.p, safe);
+        if (k > spec->sent) {
+            sbuf_add(content, spec->seen.p + spec->sent, k - spec->sent);
+            spec->sent = k;
+        }
+    }
+    const long at = find_start(spec, spec->seen.p, spec->seen.n);
+    if (at < 0 || spec->format == TC_GENERIC) return NULL;
+    cJSON *deltas = cJSON_CreateArray();
+    if (deltas) stream_calls(spec, (size_t)at, deltas);
+    if (deltas && !deltas->child) {
+        cJSON_Delete(deltas);
+        deltas = NULL;
+    }
+    return deltas;
+}
+
+cJSON *tc_stream_final(tc_spec *spec, const char *text, size_t n, const char **finish)
+{
+    cJSON *deltas = cJSON_CreateArray();
+    tc_result res;
+    if (!deltas || !tc_parse_output(spec, text ? text : "", text ? n : 0, &res)) return deltas;
+    const size_t cl = res.content ? strlen(res.content) : 0;
+    /* the rest of the content; none after a call streamed in part (it was cut off) */
+    if (cl > spec->sent && !(spec->n_streamed && !res.n_calls)) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "content", res.content + spec->sent);
+        cJSON_AddItemToArray(deltas, d);
+    }
+    /* as OpenAI streams them: the head of each call (index, id, type, name, arguments ""),
+     * then its arguments; the rest of what streamed in part */
+    for (int i = 0; i < res.n_calls; i++) {
+        const tc_call *c = &res.calls[i];
+        const size_t al = strlen(c->arguments);
+        size_t sent = 0;
+        if (i < spec->n_streamed) {
+            sent = spec->streamed[i].args_sent;
+            if (sent > al) sent = al;
+        } else {
+            char id[32];
+            make_id(id, sizeof id);
+            cJSON_AddItemToArray(deltas, head_delta(id, i, c->name, strlen(c->name)));
+        }
+        if (al > sent) cJSON_AddItemToArray(deltas, args_delta(i, c->arguments + sent, al - sent));
+    }
+    if (res.n_calls && strcmp(*finish, "length") != 0) *finish = "tool_calls";
+    tc_result_free(&res);
+    return deltas;
+}
