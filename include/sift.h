@@ -1044,10 +1044,23 @@ SIFT_API void sift_context_perf_reset(sift_context *ctx);
  * tied) gets Q6_K when type is a 4/5-bit type, as llama.cpp does, unless keep_output is
  * set. Quantized inputs are dequantized first. general.file_type is updated. *n_converted (may be NULL) receives how many tensors were
  * converted. Errors: as sift_model_load, SIFT_E_INVAL for a type it cannot write, SIFT_E_IO. */
+/* llama-quantize's named mixtures (llama_ftype): the base type plus llama_tensor_get_type's
+ * per-tensor upgrades. Q4_K_M: Q4_K, with Q6_K for the output head and for attn_v and
+ * ffn_down of the layers use_more_bits picks (the first and last eighth, every third
+ * between); Q5_K_M the same on Q5_K; Q4_K_S / Q5_K_S: Q5_K for the first four attn_v and
+ * (Q4_K_S) the first eighth of ffn_down. SIFT_QUANT_MIX_NONE: `type` for every matrix. */
+typedef enum sift_quantize_mix {
+    SIFT_QUANT_MIX_NONE = 0,
+    SIFT_QUANT_MIX_Q4_K_S,
+    SIFT_QUANT_MIX_Q4_K_M,
+    SIFT_QUANT_MIX_Q5_K_S,
+    SIFT_QUANT_MIX_Q5_K_M,
+} sift_quantize_mix;
 typedef struct sift_quantize_params {
     sift_tensor_type type;
     bool keep_output;   /* convert output.weight to `type` as well (no Q6_K upgrade) */
     int32_t n_threads;  /* 0 = one per CPU */
+    sift_quantize_mix mix; /* NONE (default); otherwise `type` must be the mix's base type */
 } sift_quantize_params;
 SIFT_API sift_quantize_params sift_quantize_default_params(void); /* Q8_0 */
 SIFT_API sift_status sift_model_quantize(const char *in_path, const char *out_path, const sift_quantize_params *params,
