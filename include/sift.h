@@ -1034,6 +1034,30 @@ typedef struct sift_context_perf {
 SIFT_API sift_context_perf sift_context_get_perf(const sift_context *ctx);
 SIFT_API void sift_context_perf_reset(sift_context *ctx);
 
+/* -- control vectors -- */
+/* Per-layer vectors added to the residual stream after each layer (llama.cpp's control
+ * vectors, `--control-vector`). A file is a GGUF whose tensors are `direction.<layer>`, F32,
+ * n_embd values each, layer >= 1 (what llama.cpp's cvector-generator writes). Several files,
+ * each times its scale (scales NULL: all 1), are summed, as llama.cpp's common code does.
+ * Errors: the file's (SIFT_E_IO, SIFT_E_FORMAT), SIFT_E_FORMAT for a tensor that is not a
+ * direction, for differing n_embd or non-finite values, SIFT_E_INVAL, SIFT_E_NOMEM. */
+typedef struct sift_control_vector sift_control_vector;
+SIFT_API sift_status sift_control_vector_load(const char *const *paths, const float *scales, int32_t n,
+                                              sift_control_vector **out, sift_error *err);
+/* The summed vectors as llama_set_adapter_cvec takes them: layer 1's n_embd values first,
+ * then layer 2's, ...; len floats in all (borrowed). */
+SIFT_API const float *sift_control_vector_data(const sift_control_vector *cv);
+SIFT_API size_t sift_control_vector_len(const sift_control_vector *cv);
+SIFT_API int32_t sift_control_vector_n_embd(const sift_control_vector *cv);
+SIFT_API void sift_control_vector_free(sift_control_vector *cv);
+/* llama_set_adapter_cvec's semantics: data (len floats, layer 1 first as above; copied) is
+ * added to the residual stream after layer il for il_start <= il <= il_end (0-based layers;
+ * layer 0 never gets one; layers past len get none). data NULL: no vector (the default; it
+ * then costs nothing). SIFT_E_INVAL when n_embd is not the model's or a value is not
+ * finite. Takes effect from the next sift_decode; the KV cache is not recomputed. */
+SIFT_API sift_status sift_context_set_control_vector(sift_context *ctx, const float *data, size_t len, int32_t n_embd,
+                                                     int32_t il_start, int32_t il_end, sift_error *err);
+
 /* -- quantization (`sift quantize`) -- */
 /* Write a copy of the GGUF model at in_path to out_path with its 2-D weight matrices
  * converted to `type` (F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), using

@@ -27,6 +27,22 @@ if(EXISTS "${SIFT_PEER_MODEL_REF}")
   set_tests_properties(model_arch_peer PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
 
+# peer_agree: llama.cpp (the peer's libllama, linked) loads and runs sift's Q4_K_M file
+# (top-1 agreement of the two engines' logits >= 90 %) and applies sift's control vector
+# file with the same result as sift. Only when the peer's library is there at configure time.
+set(SIFT_PEER_LIBDIR "/tmp/sift-peer/package/bins/linux-x64" CACHE PATH "the peer's libllama folder, for peer_agree")
+if(EXISTS "${SIFT_PEER_LIBDIR}/libllama.v0.5.0.so" AND EXISTS "${SIFT_SHARED_DIR}/peer/model_ref_api.h")
+  add_executable(peer_agree ${CMAKE_CURRENT_SOURCE_DIR}/peer_agree.c)
+  target_include_directories(peer_agree PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} "${SIFT_SHARED_DIR}/peer")
+  target_compile_options(peer_agree PRIVATE ${SIFT_WARN})
+  target_link_libraries(peer_agree PRIVATE sift_internal_inc sift_static PkgConfig::CJSON
+                        "${SIFT_PEER_LIBDIR}/libllama.v0.5.0.so" "${SIFT_PEER_LIBDIR}/libggml.v0.5.0.so"
+                        "${SIFT_PEER_LIBDIR}/libggml-base.so")
+  set_target_properties(peer_agree PROPERTIES BUILD_RPATH "${SIFT_PEER_LIBDIR}")
+  add_test(NAME quant_peer_agree COMMAND peer_agree)
+  set_tests_properties(quant_peer_agree PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}")
+endif()
+
 # test_decode_alloc counts every malloc/calloc/realloc (link-time wrapping) during decode
 # and sampling steps: there must be none.
 target_link_options(test_decode_alloc PRIVATE "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc")

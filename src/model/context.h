@@ -76,6 +76,10 @@ struct sift_context {
     int32_t *out_row;      /* [n_batch]: batch index -> logits row, -1 */
 
     sift_context_perf perf;
+
+    /* control vector (cvec.c): [n_layer][E], row 0 zero; NULL when none */
+    float *cvec;
+    int32_t cvec_l0, cvec_l1; /* layers it is added after, inclusive */
 };
 
 /* K or V row of (layer, seq, kv head, dim 0): head_dim rows of n_ctx_seq cells follow. */

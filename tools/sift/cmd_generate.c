@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_cvec.h"
 #include "cli_grammar.h"
 #include "cli_sampling.h"
 #include "cli_util.h"
@@ -66,6 +67,7 @@ typedef struct gen_opts {
     const char *chain_spec;
     sift_isa isa;
     cli_grammar grammar; /* --grammar, -j, ... (cli_grammar.h); the sampler is made in make_grammar */
+    cli_cvec cvec;       /* --control-vector, ... (cli_cvec.h) */
 } gen_opts;
 
 static double now_ms(void)
@@ -111,6 +113,8 @@ static void usage(FILE *f)
             cli_default_threads());
     cli_grammar_help(f);
     cli_sampling_help(f);
+    fprintf(f, "\ncontrol vectors:\n");
+    cli_cvec_help(f);
 }
 
 static int bad(const char *flag, const char *value, const char *why)
@@ -253,6 +257,8 @@ static int parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool
             o->trace_top = (int)n;
         } else if (IS("-no-cnv") || IS("--no-conversation")) {
             /* sift generate is never interactive: accepted for llama-cli command lines */
+        } else if ((n = cli_cvec_flag(&o->cvec, "sift generate", argc, argv, &i)) != 0) {
+            if (n < 0) return 2;
         } else if ((n = cli_grammar_flag(&o->grammar, argc, argv, &i)) != 0) {
             if (n < 0) return 2;
         } else {
@@ -501,6 +507,7 @@ int sift_cmd_generate(int argc, char **argv)
         fprintf(stderr, "sift generate: context: %s\n", err.msg);
         goto done;
     }
+    if (cli_cvec_apply(&o.cvec, ctx, "sift generate") != 0) goto done;
     const double t_load = now_ms() - t_load0;
 
     /* the chain */
