@@ -12,6 +12,12 @@ target_link_libraries(cli_generate PRIVATE PkgConfig::CJSON)
 add_test(NAME cli_generate COMMAND cli_generate $<TARGET_FILE:sift>)
 set_tests_properties(cli_generate PROPERTIES LABELS "model;cli" ENVIRONMENT "${SIFT_TEST_ENV}")
 
+# sift bench --model --depth: attention at depth, tiny figures on stories260K (sift only).
+add_test(NAME bench_model_depth COMMAND sift bench --model --depth 0,64,200 --no-peer -r 1 --n-prompt 8 -n 4
+         -m ${SIFT_SHARED_DIR}/models/stories260K.gguf)
+set_tests_properties(bench_model_depth PROPERTIES LABELS "model;bench" ENVIRONMENT "${SIFT_TEST_ENV}"
+                     PASS_REGULAR_EXPRESSION "sift +1 +200 +8 +4 +[0-9.]+ +[0-9.]+")
+
 # peer_model_arch: qwen2 (QKV bias, neox RoPE), qwen3 (q/k norm, decoupled head size) and a
 # llama with GQA 4:1 and linear RoPE scaling, as random models written at test time, against
 # llama.cpp's own logits (../shared/peer's model_ref). The suite must pass without the peer,
