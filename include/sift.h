@@ -1205,6 +1205,32 @@ typedef enum sift_grammar_mode {
 SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain *chain, const float *logits,
                                               int32_t n_vocab, sift_grammar_mode mode, bool *refused);
 
+/* What sift_chain_sample_ex reports besides the token: the n most probable tokens and the
+ * probability of the one returned (llama-server's n_probs / completion_probabilities). */
+typedef struct sift_sample_probs {
+    int32_t n;          /* in: how many to report (0: none; nothing is computed then) */
+    bool post_sampling; /* in: true: the distribution the chain (and grammar) left, as
+                         * sift_candidates_top gives it; false: softmax of the raw logits
+                         * over the whole vocabulary (llama-server's default) */
+    sift_token *ids;    /* in: room for n ids, best first */
+    float *probs;       /* in: room for n probabilities */
+    int32_t n_out;      /* out: entries written */
+    float p_selected;   /* out: the returned token's probability in the same distribution */
+    bool refused;       /* out: the rejection mode had to resample with the grammar */
+} sift_sample_probs;
+
+/* One sampling step, the way a server slot needs it, through the fast path of
+ * sift_chain_sample: the chain's fast step on the logits when it applies (no copy of the
+ * vocabulary), the grammar (may be NULL) in the given mode as sift_grammar_chain_sample
+ * (same tokens: the rejection mode checks the chain's pick and only then fills, applies the
+ * grammar and samples again), the accept into grammar and chain, and optionally the
+ * probabilities (probs may be NULL). With a trace hook on the chain, the grammar is traced
+ * as sampler index sift_chain_n(chain), smpl = grammar, after it is applied. Returns the
+ * token, or SIFT_TOKEN_NULL as sift_grammar_chain_sample (nothing accepted then). The
+ * logits must stay unchanged until it returns. */
+SIFT_API sift_token sift_chain_sample_ex(sift_chain *chain, sift_sampler *grammar, const float *logits, int32_t n_vocab,
+                                         sift_grammar_mode mode, sift_sample_probs *probs);
+
 /* Convert a JSON schema to GBNF, in the style of llama.cpp's json-schema-to-grammar (rule
  * `root`, whitespace rule `space`) but with JSON Schema's semantics: an object's properties
  * in the schema's order, a missing additionalProperties allowing other keys (see

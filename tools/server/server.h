@@ -375,6 +375,8 @@ typedef struct srv_engine_stats {
     long long n_tasks_done, n_tasks_cancelled, n_tasks_failed, n_rejected;
     long long n_tokens_max;    /* high-water mark of one slot's context use */
     double t_decode_s, t_sample_s; /* engine thread: in sift_decode, in sampling + publishing */
+    double t_sampling_s;       /* engine thread: in the sampling call alone (sift_chain_sample_ex) */
+    long long n_sampled;       /* sampling calls */
     int32_t kv_used;
     srv_hist h_queue, h_ttft, h_tpot; /* queue time, time to first token, time per output token */
 } srv_engine_stats;
