@@ -701,6 +701,20 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
         free(e);
         return NULL;
     }
+    if (cfg->n_cvec > 0) { /* control vectors: loaded once, the context keeps its copy */
+        sift_control_vector *cv = NULL;
+        const int32_t l0 = cfg->cvec_layer_start > 0 ? cfg->cvec_layer_start : 1;
+        const int32_t l1 = cfg->cvec_layer_end > 0 ? cfg->cvec_layer_end : s->info.n_layer;
+        if (sift_control_vector_load(cfg->cvec_paths, cfg->cvec_scales, cfg->n_cvec, &cv, err) != SIFT_OK ||
+            sift_context_set_control_vector(e->ctx, sift_control_vector_data(cv), sift_control_vector_len(cv),
+                                            sift_control_vector_n_embd(cv), l0, l1, err) != SIFT_OK) {
+            sift_control_vector_free(cv);
+            sift_context_free(e->ctx);
+            free(e);
+            return NULL;
+        }
+        sift_control_vector_free(cv);
+    }
     e->n_ctx_slot = (int32_t)sift_n_ctx_seq(e->ctx);
     s->n_ctx_slot = e->n_ctx_slot;
     e->q_cap = cfg->max_queue > 0 ? cfg->max_queue : 1;

@@ -151,6 +151,10 @@ typedef struct srv_config {
     bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
     char **owned;               /* strings the options were copied into (environment values, key-file lines) */
     int n_owned;
+    /* control vectors (--control-vector...): files, scales, layer range (<= 0: 1 .. n_layer) */
+    const char *const *cvec_paths;
+    const float *cvec_scales;
+    int n_cvec, cvec_layer_start, cvec_layer_end;
 } srv_config;
 
 /* Limits that are not flags (docs/server.md lists them). */

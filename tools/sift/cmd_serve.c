@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "server/server.h"
+#include "cli_cvec.h"
 #include "cli_util.h"
 #include "sift.h"
 
@@ -47,7 +48,9 @@ static void usage(FILE *f)
             "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
             "                            (default: detected from the GGUF, else chatml)\n"
-            "  --isa NAME                kernels: auto, scalar, avx2, avx512 (default auto)\n\n"
+            "  --isa NAME                kernels: auto, scalar, avx2, avx512 (default auto)\n"
+            "  --control-vector FILE, --control-vector-scaled FILE SCALE, --control-vector-layer-range START END\n"
+            "                            control vectors for every slot, as sift generate\n\n"
             "exposure:\n"
             "  --api-key KEY             require this key (repeatable): 'Authorization: Bearer KEY' or 'X-Api-Key: KEY';\n"
             "                            /health and the page stay open\n"
@@ -352,13 +355,23 @@ static int parse_args(int argc, char **argv, srv_config *c)
                       .max_n_predict = 4096, .default_n_predict = -1, .isa = SIFT_ISA_AUTO, .header_timeout_s = 10,
                       .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30};
     int r = parse_env(c);
+    static cli_cvec cv; /* --control-vector...: its strings are argv's */
+    cv = (cli_cvec){0};
     for (int i = 1; !r && i < argc; i++) {
         bool used;
+        const int rc = cli_cvec_flag(&cv, "sift serve", argc, argv, &i);
+        if (rc < 0) return 2;
+        if (rc > 0) continue;
         r = parse_opt(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used);
         if (r == 1) r = bad(argv[i], NULL, "unknown option (try --help)");
         i += used;
     }
     if (r) return r;
+    c->cvec_paths = cv.paths;
+    c->cvec_scales = cv.scales;
+    c->n_cvec = cv.n;
+    c->cvec_layer_start = (int)cv.layer_start;
+    c->cvec_layer_end = (int)cv.layer_end;
     if (!c->model_path) return bad("-m", NULL, "a model is required");
     if (!c->n_threads_batch) c->n_threads_batch = c->n_threads;
     if (c->default_n_predict > c->max_n_predict) return bad("-n", NULL, "larger than --max-n-predict");
