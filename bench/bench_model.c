@@ -35,6 +35,10 @@
  * Sequence 0 has the same prompt for every B, so its greedy tokens must be the same
  * whatever the batch size (the runtime's logits do not depend on the batch): a difference
  * is reported as an error.
+ *
+ * --depth LIST measures attention at depth: prompt and generation tokens/s with D tokens
+ * already in the KV cache (depth_model below), next to llama.cpp's peer_generate, which has
+ * no depth option and is emulated (peer_depth below).
  */
 #include <errno.h>
 #include <math.h>
@@ -354,11 +358,164 @@ done:
     return rc;
 }
 
+/* ---- --depth: speed with D tokens already in the KV cache ------------------------------------ */
+
+typedef struct depth_opts {
+    const int *depths, *threads;
+    int n_depths, n_threads, n_prompt, n_gen, reps;
+    const char *peer; /* NULL: sift only */
+    bool csv;
+} depth_opts;
+
+/* Decode tok at positions p0 .. p0+n-1 of sequence 0 in chunks of n_batch, logits for the
+ * last one only. */
+static int decode_run(sift_context *ctx, sift_batch *b, int n_batch, sift_token bos, sift_token fill, int p0, int n)
+{
+    sift_error err = {0};
+    const int s0 = 0;
+    for (int at = 0; at < n; at += n_batch) {
+        sift_batch_clear(b);
+        const int k = n - at < n_batch ? n - at : n_batch;
+        for (int i = 0; i < k; i++)
+            sift_batch_add(b, p0 + at + i == 0 && bos >= 0 ? bos : fill, p0 + at + i, &s0, 1, at + i == n - 1);
+        if (sift_decode(ctx, b, &err) != SIFT_OK) {
+            fprintf(stderr, "sift bench --model --depth: decode at %d: %s\n", p0 + at, err.msg);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* peer_generate at depth D, emulated (it has no depth option): run A decodes D + N prompt
+ * tokens then generates (its generation runs at depth D + N, as sift's below); run B decodes
+ * the D tokens alone; prompt t/s at depth D = N / (time A - time B). Its context is
+ * min(2048, n_ctx_train), so deeper runs are not possible (returns 1). */
+static int peer_depth(const char *peer, const char *path, int nth, int D, int N, int n_gen, rep *r)
+{
+    rep a, b;
+    if (peer_rep(peer, path, nth, D + N, n_gen, &a) != 0) return 1;
+    r->load_ms = a.load_ms;
+    r->tg_tps = a.tg_tps;
+    r->sample_us = a.sample_us;
+    r->pp_tps = a.pp_tps;
+    if (D == 0) return 0;
+    if (peer_rep(peer, path, nth, D, 1, &b) != 0) return 1;
+    const double t = (D + N) / a.pp_tps - D / b.pp_tps;
+    r->pp_tps = t > 0 ? N / t : 0;
+    return 0;
+}
+
+/* The --depth suite on one model: for each depth D, the KV cache is filled with D tokens
+ * (BOS and copies of "the", untimed, once per depth and thread count); each rep removes
+ * what follows them, decodes N prompt tokens at positions D .. D+N-1 in one call (prompt
+ * t/s at depth D), then N_GEN greedy tokens one by one (generation t/s at depth D+N). */
+static int depth_model(const char *path, const depth_opts *o, bool *header)
+{
+    sift_error err = {0};
+    sift_model *model = sift_model_load(path, &err);
+    if (!model) {
+        fprintf(stderr, "sift bench --model: %s: %s\n", path, err.msg);
+        return 1;
+    }
+    sift_model_info info;
+    sift_model_get_info(model, &info);
+    int max_d = 0;
+    for (int i = 0; i < o->n_depths; i++) max_d = o->depths[i] > max_d ? o->depths[i] : max_d;
+    sift_context_params cp = sift_context_default_params();
+    cp.n_ctx = (uint32_t)(max_d + o->n_prompt + o->n_gen);
+    cp.n_batch = (uint32_t)(o->n_prompt > 512 ? o->n_prompt : 512);
+    sift_context *ctx = sift_context_new(model, cp, &err);
+    sift_batch b = {0};
+    sift_chain *chain = NULL;
+    int rc = 1;
+    if (!ctx || sift_batch_init(&b, (int32_t)cp.n_batch, 1) != SIFT_OK) {
+        fprintf(stderr, "sift bench --model --depth: %s: %s\n", path, err.msg);
+        goto done;
+    }
+    sift_chain_env env = {.n_vocab = info.n_vocab, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 42};
+    chain = sift_chain_from_spec("greedy()", &env, &err);
+    if (!chain) goto done;
+    const sift_vocab *vocab = sift_model_vocab(model);
+    sift_token the[16];
+    const int32_t nt = sift_tokenize(vocab, "the", 3, the, 16, false, false);
+    const sift_token fill = nt > 0 ? the[nt - 1] : info.n_vocab / 2, bos = sift_vocab_bos(vocab);
+    const char *name = base_name(path);
+    if (*header) {
+        if (o->csv) printf("model,engine,threads,depth,n_prompt,n_gen,pp_tps,tg_tps,reps\n");
+        else
+            printf("%-26s %-10s %7s %6s %8s %6s %12s %12s\n", "model (median of reps)", "engine", "threads", "depth",
+                   "n_prompt", "n_gen", "prompt t/s", "gen t/s");
+        *header = false;
+    }
+    for (int ti = 0; ti < o->n_threads; ti++) {
+        const int nth = o->threads[ti];
+        sift_set_n_threads(ctx, nth, nth);
+        for (int di = 0; di < o->n_depths; di++) {
+            const int D = o->depths[di], N = o->n_prompt;
+            rep rs[MAX_REPS], rp[MAX_REPS];
+            int n_peer = 0;
+            sift_kv_clear(ctx);
+            if (D > 0 && decode_run(ctx, &b, (int)cp.n_batch, bos, fill, 0, D)) goto done;
+            for (int r = -1; r < o->reps; r++) { /* r = -1: warm-up */
+                sift_kv_seq_rm(ctx, 0, D, -1);
+                double t0 = now_s();
+                if (decode_run(ctx, &b, (int)cp.n_batch, bos, fill, D, N)) goto done;
+                const double t_pp = now_s() - t0;
+                t0 = now_s();
+                for (int i = 0; i < o->n_gen; i++) {
+                    const sift_token tok = sift_chain_sample(chain, sift_get_logits_ith(ctx, -1), info.n_vocab);
+                    sift_batch_clear(&b);
+                    const int s0 = 0;
+                    sift_batch_add(&b, tok, D + N + i, &s0, 1, true);
+                    if (sift_decode(ctx, &b, &err) != SIFT_OK) {
+                        fprintf(stderr, "sift bench --model --depth: generation: %s\n", err.msg);
+                        goto done;
+                    }
+                }
+                if (r < 0) continue;
+                rs[r] = (rep){.pp_tps = N / t_pp, .tg_tps = o->n_gen / (now_s() - t0)};
+                if (o->peer && D + N + o->n_gen <= (info.n_ctx_train < 2048 ? info.n_ctx_train : 2048) &&
+                    peer_depth(o->peer, path, nth, D, N, o->n_gen, &rp[n_peer]) == 0)
+                    n_peer++;
+            }
+            const rep ms = median(rs, o->reps);
+            if (o->csv) printf("%s,sift,%d,%d,%d,%d,%.1f,%.1f,%d\n", name, nth, D, N, o->n_gen, ms.pp_tps, ms.tg_tps, o->reps);
+            else
+                printf("%-26s %-10s %7d %6d %8d %6d %12.1f %12.1f\n", name, "sift", nth, D, N, o->n_gen, ms.pp_tps, ms.tg_tps);
+            if (n_peer) {
+                const rep mp = median(rp, n_peer);
+                if (o->csv)
+                    printf("%s,llama.cpp,%d,%d,%d,%d,%.1f,%.1f,%d\n", name, nth, D, N, o->n_gen, mp.pp_tps, mp.tg_tps, n_peer);
+                else {
+                    /* the emulated prompt figure is a difference of two runs: noise can make it meaningless */
+                    char pp[32], ratio[32];
+                    snprintf(pp, sizeof pp, mp.pp_tps > 0 ? "%.1f" : "n/a", mp.pp_tps);
+                    snprintf(ratio, sizeof ratio, mp.pp_tps > 0 ? "%.2fx" : "n/a", ms.pp_tps / mp.pp_tps);
+                    printf("%-26s %-10s %7d %6d %8d %6d %12s %12.1f\n", name, "llama.cpp", nth, D, N, o->n_gen, pp, mp.tg_tps);
+                    printf("%-26s %-10s %7s %6s %8s %6s %12s %11.2fx\n", name, "sift/llama", "", "", "", "", ratio,
+                           ms.tg_tps / mp.tg_tps);
+                }
+            } else if (o->peer && !o->csv) {
+                printf("%-26s %-10s %7d %6d %8d %6d %12s %12s\n", name, "llama.cpp", nth, D, N, o->n_gen, "n/a", "n/a");
+            }
+            fflush(stdout);
+        }
+    }
+    rc = 0;
+done:
+    sift_chain_free(chain);
+    sift_batch_free(&b);
+    sift_context_free(ctx);
+    sift_model_free(model);
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sift bench --model [-m MODEL.gguf ...] [-t THREADS] [--n-prompt N] [-n N_GEN] [-r REPS]\n"
                "                          [--peer PATH | --no-peer] [--csv | --json]\n"
-               "       sift bench --model --batch 1,2,4,8,16 [-m MODEL.gguf ...] [-t 1,2] [--n-prompt P] [-n STEPS] [-r REPS]\n\n"
+               "       sift bench --model --batch 1,2,4,8,16 [-m MODEL.gguf ...] [-t 1,2] [--n-prompt P] [-n STEPS] [-r REPS]\n"
+               "       sift bench --model --depth 0,1024,4096 [-m MODEL.gguf ...] [-t 1,2] [--n-prompt N] [-n N_GEN] [-r REPS]\n\n"
                "  -m FILE        a model (repeatable; default: the shared stories260K and llama-2-tiny-random)\n"
                "  -t N[,N...]    threads, for both engines (default 1); a list runs each in turn\n"
                "  --n-prompt N   prompt tokens (default 512; with --batch: per sequence, default 32)\n"
@@ -368,7 +525,10 @@ static void usage(FILE *f)
                "  --no-peer      sift only\n"
                "  --batch LIST   instead: the cost of one generation step of B sequences in one decode, for each\n"
                "                 B in LIST (1..%d), against the first B (continuous batching's gain)\n"
-               "  --csv, --json  machine-readable output\n",
+               "  --depth LIST   instead: prompt and generation t/s with D tokens already in the KV cache, for each\n"
+               "                 D in LIST (e.g. 0,1024,4096); llama.cpp's column is emulated with peer_generate\n"
+               "                 (no depth option: D + N prompt tokens minus D), n/a past its 2048-token context\n"
+               "  --csv, --json  machine-readable output (--depth: --csv only)\n",
             MAX_BATCH);
 }
 
@@ -376,7 +536,7 @@ int sift_bench_model(int argc, char **argv)
 {
     const char *models[MAX_MODELS];
     int n_models = 0, n_prompt = 0, n_gen = 0, reps = 5;
-    int threads[MAX_LIST] = {1}, n_threads_list = 1, batches[MAX_LIST], n_batches = 0;
+    int threads[MAX_LIST] = {1}, n_threads_list = 1, batches[MAX_LIST], n_batches = 0, depths[MAX_LIST], n_depths = 0;
     const char *peer = "/tmp/sift-peer/peer_generate";
     bool use_peer = true, csv = false, json = false;
     for (int i = 1; i < argc; i++) {
@@ -393,6 +553,8 @@ int sift_bench_model(int argc, char **argv)
         } else if (!strcmp(a, "-t") && v && (n_threads_list = cli_parse_list(v, 1, 256, threads, MAX_LIST)) > 0) {
             i++;
         } else if (!strcmp(a, "--batch") && v && (n_batches = cli_parse_list(v, 1, MAX_BATCH, batches, MAX_LIST)) > 0) {
+            i++;
+        } else if (!strcmp(a, "--depth") && v && (n_depths = cli_parse_list(v, 0, 1 << 20, depths, MAX_LIST)) > 0) {
             i++;
         } else if (!strcmp(a, "--n-prompt") && num && n >= 1 && n <= 2047) {
             n_prompt = (int)n, i++;
@@ -436,12 +598,23 @@ int sift_bench_model(int argc, char **argv)
             printf("(speed-up/token: the first batch size's time per token over this one's, median of the reps' ratios)\n");
         return rc;
     }
-    if (!n_prompt) n_prompt = 512;
-    if (!n_gen) n_gen = 128;
+    if (!n_prompt) n_prompt = n_depths ? 32 : 512;
+    if (!n_gen) n_gen = n_depths ? 16 : 128;
     if (use_peer && access(peer, X_OK) != 0) {
         fprintf(stderr, "sift bench --model: llama.cpp's peer_generate not found at %s (make -C ../shared/peer): sift only\n",
                 peer);
         use_peer = false;
+    }
+    if (n_depths > 0) {
+        depth_opts o = {.depths = depths, .threads = threads, .n_depths = n_depths, .n_threads = n_threads_list,
+                        .n_prompt = n_prompt, .n_gen = n_gen, .reps = reps, .peer = use_peer ? peer : NULL, .csv = csv};
+        bool header = true;
+        int rc = 0;
+        for (int m = 0; m < n_models && rc == 0; m++) rc = depth_model(models[m], &o, &header);
+        if (!csv && rc == 0 && use_peer)
+            printf("(llama.cpp at depth D: peer_generate has no depth option; prompt t/s = N / (time of D+N prompt "
+                   "tokens - time of D), generation after D+N)\n");
+        return rc;
     }
 
     if (csv) printf("model,engine,threads,n_prompt,n_gen,load_ms,pp_tps,tg_tps,sample_us,reps\n");

@@ -1066,6 +1066,30 @@ typedef struct sift_context_perf {
 SIFT_API sift_context_perf sift_context_get_perf(const sift_context *ctx);
 SIFT_API void sift_context_perf_reset(sift_context *ctx);
 
+/* -- control vectors -- */
+/* Per-layer vectors added to the residual stream after each layer (llama.cpp's control
+ * vectors, `--control-vector`). A file is a GGUF whose tensors are `direction.<layer>`, F32,
+ * n_embd values each, layer >= 1 (what llama.cpp's cvector-generator writes). Several files,
+ * each times its scale (scales NULL: all 1), are summed, as llama.cpp's common code does.
+ * Errors: the file's (SIFT_E_IO, SIFT_E_FORMAT), SIFT_E_FORMAT for a tensor that is not a
+ * direction, for differing n_embd or non-finite values, SIFT_E_INVAL, SIFT_E_NOMEM. */
+typedef struct sift_control_vector sift_control_vector;
+SIFT_API sift_status sift_control_vector_load(const char *const *paths, const float *scales, int32_t n,
+                                              sift_control_vector **out, sift_error *err);
+/* The summed vectors as llama_set_adapter_cvec takes them: layer 1's n_embd values first,
+ * then layer 2's, ...; len floats in all (borrowed). */
+SIFT_API const float *sift_control_vector_data(const sift_control_vector *cv);
+SIFT_API size_t sift_control_vector_len(const sift_control_vector *cv);
+SIFT_API int32_t sift_control_vector_n_embd(const sift_control_vector *cv);
+SIFT_API void sift_control_vector_free(sift_control_vector *cv);
+/* llama_set_adapter_cvec's semantics: data (len floats, layer 1 first as above; copied) is
+ * added to the residual stream after layer il for il_start <= il <= il_end (0-based layers;
+ * layer 0 never gets one; layers past len get none). data NULL: no vector (the default; it
+ * then costs nothing). SIFT_E_INVAL when n_embd is not the model's or a value is not
+ * finite. Takes effect from the next sift_decode; the KV cache is not recomputed. */
+SIFT_API sift_status sift_context_set_control_vector(sift_context *ctx, const float *data, size_t len, int32_t n_embd,
+                                                     int32_t il_start, int32_t il_end, sift_error *err);
+
 /* -- quantization (`sift quantize`) -- */
 /* Write a copy of the GGUF model at in_path to out_path with its 2-D weight matrices
  * converted to `type` (F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), using
@@ -1076,10 +1100,23 @@ SIFT_API void sift_context_perf_reset(sift_context *ctx);
  * tied) gets Q6_K when type is a 4/5-bit type, as llama.cpp does, unless keep_output is
  * set. Quantized inputs are dequantized first. general.file_type is updated. *n_converted (may be NULL) receives how many tensors were
  * converted. Errors: as sift_model_load, SIFT_E_INVAL for a type it cannot write, SIFT_E_IO. */
+/* llama-quantize's named mixtures (llama_ftype): the base type plus llama_tensor_get_type's
+ * per-tensor upgrades. Q4_K_M: Q4_K, with Q6_K for the output head and for attn_v and
+ * ffn_down of the layers use_more_bits picks (the first and last eighth, every third
+ * between); Q5_K_M the same on Q5_K; Q4_K_S / Q5_K_S: Q5_K for the first four attn_v and
+ * (Q4_K_S) the first eighth of ffn_down. SIFT_QUANT_MIX_NONE: `type` for every matrix. */
+typedef enum sift_quantize_mix {
+    SIFT_QUANT_MIX_NONE = 0,
+    SIFT_QUANT_MIX_Q4_K_S,
+    SIFT_QUANT_MIX_Q4_K_M,
+    SIFT_QUANT_MIX_Q5_K_S,
+    SIFT_QUANT_MIX_Q5_K_M,
+} sift_quantize_mix;
 typedef struct sift_quantize_params {
     sift_tensor_type type;
     bool keep_output;   /* convert output.weight to `type` as well (no Q6_K upgrade) */
     int32_t n_threads;  /* 0 = one per CPU */
+    sift_quantize_mix mix; /* NONE (default); otherwise `type` must be the mix's base type */
 } sift_quantize_params;
 SIFT_API sift_quantize_params sift_quantize_default_params(void); /* Q8_0 */
 SIFT_API sift_status sift_model_quantize(const char *in_path, const char *out_path, const sift_quantize_params *params,
@@ -1199,6 +1236,32 @@ typedef enum sift_grammar_mode {
  * a stop). */
 SIFT_API sift_token sift_grammar_chain_sample(sift_sampler *grammar, sift_chain *chain, const float *logits,
                                               int32_t n_vocab, sift_grammar_mode mode, bool *refused);
+
+/* What sift_chain_sample_ex reports besides the token: the n most probable tokens and the
+ * probability of the one returned (llama-server's n_probs / completion_probabilities). */
+typedef struct sift_sample_probs {
+    int32_t n;          /* in: how many to report (0: none; nothing is computed then) */
+    bool post_sampling; /* in: true: the distribution the chain (and grammar) left, as
+                         * sift_candidates_top gives it; false: softmax of the raw logits
+                         * over the whole vocabulary (llama-server's default) */
+    sift_token *ids;    /* in: room for n ids, best first */
+    float *probs;       /* in: room for n probabilities */
+    int32_t n_out;      /* out: entries written */
+    float p_selected;   /* out: the returned token's probability in the same distribution */
+    bool refused;       /* out: the rejection mode had to resample with the grammar */
+} sift_sample_probs;
+
+/* One sampling step, the way a server slot needs it, through the fast path of
+ * sift_chain_sample: the chain's fast step on the logits when it applies (no copy of the
+ * vocabulary), the grammar (may be NULL) in the given mode as sift_grammar_chain_sample
+ * (same tokens: the rejection mode checks the chain's pick and only then fills, applies the
+ * grammar and samples again), the accept into grammar and chain, and optionally the
+ * probabilities (probs may be NULL). With a trace hook on the chain, the grammar is traced
+ * as sampler index sift_chain_n(chain), smpl = grammar, after it is applied. Returns the
+ * token, or SIFT_TOKEN_NULL as sift_grammar_chain_sample (nothing accepted then). The
+ * logits must stay unchanged until it returns. */
+SIFT_API sift_token sift_chain_sample_ex(sift_chain *chain, sift_sampler *grammar, const float *logits, int32_t n_vocab,
+                                         sift_grammar_mode mode, sift_sample_probs *probs);
 
 /* Convert a JSON schema to GBNF, in the style of llama.cpp's json-schema-to-grammar (rule
  * `root`, whitespace rule `space`) but with JSON Schema's semantics: an object's properties

@@ -12,6 +12,12 @@ target_link_libraries(cli_generate PRIVATE PkgConfig::CJSON)
 add_test(NAME cli_generate COMMAND cli_generate $<TARGET_FILE:sift>)
 set_tests_properties(cli_generate PROPERTIES LABELS "model;cli" ENVIRONMENT "${SIFT_TEST_ENV}")
 
+# sift bench --model --depth: attention at depth, tiny figures on stories260K (sift only).
+add_test(NAME bench_model_depth COMMAND sift bench --model --depth 0,64,200 --no-peer -r 1 --n-prompt 8 -n 4
+         -m ${SIFT_SHARED_DIR}/models/stories260K.gguf)
+set_tests_properties(bench_model_depth PROPERTIES LABELS "model;bench" ENVIRONMENT "${SIFT_TEST_ENV}"
+                     PASS_REGULAR_EXPRESSION "sift +1 +200 +8 +4 +[0-9.]+ +[0-9.]+")
+
 # peer_model_arch: qwen2 (QKV bias, neox RoPE), qwen3 (q/k norm, decoupled head size) and a
 # llama with GQA 4:1 and linear RoPE scaling, as random models written at test time, against
 # llama.cpp's own logits (../shared/peer's model_ref). The suite must pass without the peer,
@@ -25,6 +31,22 @@ target_link_libraries(peer_model_arch PRIVATE sift_static)
 if(EXISTS "${SIFT_PEER_MODEL_REF}")
   add_test(NAME model_arch_peer COMMAND peer_model_arch "${SIFT_PEER_MODEL_REF}")
   set_tests_properties(model_arch_peer PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}")
+endif()
+
+# peer_agree: llama.cpp (the peer's libllama, linked) loads and runs sift's Q4_K_M file
+# (top-1 agreement of the two engines' logits >= 90 %) and applies sift's control vector
+# file with the same result as sift. Only when the peer's library is there at configure time.
+set(SIFT_PEER_LIBDIR "/tmp/sift-peer/package/bins/linux-x64" CACHE PATH "the peer's libllama folder, for peer_agree")
+if(EXISTS "${SIFT_PEER_LIBDIR}/libllama.v0.5.0.so" AND EXISTS "${SIFT_SHARED_DIR}/peer/model_ref_api.h")
+  add_executable(peer_agree ${CMAKE_CURRENT_SOURCE_DIR}/peer_agree.c)
+  target_include_directories(peer_agree PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} "${SIFT_SHARED_DIR}/peer")
+  target_compile_options(peer_agree PRIVATE ${SIFT_WARN})
+  target_link_libraries(peer_agree PRIVATE sift_internal_inc sift_static PkgConfig::CJSON
+                        "${SIFT_PEER_LIBDIR}/libllama.v0.5.0.so" "${SIFT_PEER_LIBDIR}/libggml.v0.5.0.so"
+                        "${SIFT_PEER_LIBDIR}/libggml-base.so")
+  set_target_properties(peer_agree PROPERTIES BUILD_RPATH "${SIFT_PEER_LIBDIR}")
+  add_test(NAME quant_peer_agree COMMAND peer_agree)
+  set_tests_properties(quant_peer_agree PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
 
 # test_decode_alloc counts every malloc/calloc/realloc (link-time wrapping) during decode

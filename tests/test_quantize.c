@@ -18,6 +18,8 @@
  *    quantized activations, within 2.5% of the logits' range for every type. Against the
  *    original F32 model (rounding of the weights included, uniform random weights being
  *    the worst case for quantization): Q8_0 2%, Q6_K 4.5%, Q4_K and Q4_0 20%.
+ * 3. llama-quantize's mixtures (Q4_K_M, ...) on an 8-layer 256-wide llama: every tensor's
+ *    type and general.file_type.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -287,6 +289,64 @@ static void test_wide_kquants(void **state)
     sift_model_free(f32);
 }
 
+/* llama-quantize's mixtures on an 8-layer 256-wide llama: use_more_bits picks layers 0, 3,
+ * 6, 7 for Q4_K_M's Q6_K attn_v / ffn_down; Q4_K_S gives attn_v 0..3 and ffn_down 0 Q5_K. */
+static void test_quantize_mixes(void **state)
+{
+    (void)state;
+    char src[1024], f32p[512], dst[512];
+    const mk_spec sp = {.arch = "llama", .n_embd = 256, .n_ff = 512, .n_layer = 8, .n_head = 4, .n_head_kv = 2,
+                        .out_scale = 2.0f, .seed = 5};
+    snprintf(f32p, sizeof f32p, "%s/mix-f32.gguf", tmpdir);
+    assert_int_equal(mk_write_model(f32p, ref_model_path("stories260K", src, sizeof src), &sp), 0);
+    snprintf(dst, sizeof dst, "%s/mix.gguf", tmpdir);
+    const struct {
+        sift_quantize_mix mix;
+        sift_tensor_type base, v_up, down_up;
+        const char *v_layers, *down_layers; /* '1' where the layer is upgraded */
+        uint32_t ftype;
+    } cases[] = {
+        {SIFT_QUANT_MIX_Q4_K_M, SIFT_TYPE_Q4_K, SIFT_TYPE_Q6_K, SIFT_TYPE_Q6_K, "10010011", "10010011", 15},
+        {SIFT_QUANT_MIX_Q5_K_M, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K, SIFT_TYPE_Q6_K, "10010011", "10010011", 17},
+        {SIFT_QUANT_MIX_Q4_K_S, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q5_K, "11110000", "10000000", 14},
+        {SIFT_QUANT_MIX_Q5_K_S, SIFT_TYPE_Q5_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q5_K, "00000000", "00000000", 16},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        sift_quantize_params qp = sift_quantize_default_params();
+        qp.type = cases[c].base;
+        qp.mix = cases[c].mix;
+        assert_int_equal(sift_model_quantize(f32p, dst, &qp, NULL, NULL), SIFT_OK);
+        sift_gguf *g = sift_gguf_open(dst, NULL);
+        assert_non_null(g);
+        uint32_t ft = 0;
+        assert_int_equal(sift_gguf_value_u32(sift_gguf_get(g, "general.file_type"), &ft), SIFT_OK);
+        assert_int_equal(ft, cases[c].ftype);
+        for (int64_t i = 0; i < sift_gguf_n_tensors(g); i++) {
+            const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
+            int il = -1;
+            sscanf(t->name, "blk.%d.", &il);
+            sift_tensor_type want = cases[c].base;
+            if (t->ne[1] == 1) want = SIFT_TYPE_F32;
+            else if (!strcmp(t->name, "output.weight")) want = SIFT_TYPE_Q6_K;
+            else if (strstr(t->name, "attn_v.weight") && cases[c].v_layers[il] == '1') want = cases[c].v_up;
+            else if (strstr(t->name, "ffn_down") && cases[c].down_layers[il] == '1') want = cases[c].down_up;
+            if (t->type != want) fprintf(stderr, "mix %d: %s is %s, expected %s\n", (int)c, t->name, sift_type_name(t->type), sift_type_name(want));
+            assert_int_equal(t->type, want);
+        }
+        sift_gguf_close(g);
+        sift_model *m = sift_model_load(dst, NULL);
+        assert_non_null(m);
+        sift_model_free(m);
+    }
+    /* a mixture on another base type is refused */
+    sift_quantize_params qp = sift_quantize_default_params();
+    qp.type = SIFT_TYPE_Q5_K;
+    qp.mix = SIFT_QUANT_MIX_Q4_K_M;
+    sift_error err = {0};
+    assert_int_equal(sift_model_quantize(f32p, dst, &qp, NULL, &err), SIFT_E_INVAL);
+    assert_non_null(strstr(err.msg, "mixture"));
+}
+
 static void test_quantize_errors(void **state)
 {
     (void)state;
@@ -308,6 +368,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stories_quantized),
         cmocka_unit_test(test_wide_kquants),
+        cmocka_unit_test(test_quantize_mixes),
         cmocka_unit_test(test_quantize_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -34,6 +34,7 @@
  * fill + first sampler counts as that sampler's time. The trace hook runs outside the
  * timed regions.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,17 +299,31 @@ static bool fast_step(sift_chain *chain, const float *logits, size_t n, sift_tok
     return true;
 }
 
-sift_token sift_chain_sample(sift_chain *chain, const float *logits, int32_t n_vocab)
+sift_token sift__chain_pick(sift_chain *chain, const float *logits, int32_t n_vocab)
 {
     sift_token tok;
-    if (chain && logits && n_vocab >= 1 && !chain->trace && fast_step(chain, logits, (size_t)n_vocab, &tok)) {
-        if (tok != SIFT_TOKEN_NULL) sift_chain_accept(chain, tok);
-        return tok;
-    }
+    if (chain && logits && n_vocab >= 1 && !chain->trace && fast_step(chain, logits, (size_t)n_vocab, &tok)) return tok;
     if (sift_chain_fill(chain, logits, n_vocab, NULL) != SIFT_OK) return SIFT_TOKEN_NULL;
-    tok = sift_chain_apply(chain, NULL);
-    if (tok == SIFT_TOKEN_NULL) return SIFT_TOKEN_NULL;
-    sift_chain_accept(chain, tok);
+    return sift_chain_apply(chain, NULL);
+}
+
+float sift__chain_selected_logit(const sift_chain *chain)
+{
+    if (!chain) return NAN;
+    if (chain->lazy.kind) return chain->lazy.pick >= 0 ? chain->lazy.logits[chain->lazy.pick] : NAN;
+    const sift_candidates *c = &chain->cand;
+    return c->selected >= 0 && (size_t)c->selected < c->size ? c->logit[c->selected] : NAN;
+}
+
+void sift__chain_trace(const sift_chain *chain, int32_t index, const sift_sampler *smpl, const sift_candidates *cand)
+{
+    if (chain && chain->trace) chain->trace(chain->trace_user, index, smpl, cand);
+}
+
+sift_token sift_chain_sample(sift_chain *chain, const float *logits, int32_t n_vocab)
+{
+    const sift_token tok = sift__chain_pick(chain, logits, n_vocab);
+    if (tok != SIFT_TOKEN_NULL) sift_chain_accept(chain, tok);
     return tok;
 }
 

@@ -84,6 +84,10 @@ struct sift_context {
     uint8_t *embd_seq_ok;  /* [n_seq]: the last batch had tokens of the sequence */
 
     sift_context_perf perf;
+
+    /* control vector (cvec.c): [n_layer][E], row 0 zero; NULL when none */
+    float *cvec;
+    int32_t cvec_l0, cvec_l1; /* layers it is added after, inclusive */
 };
 
 /* K or V row of (layer, seq, kv head, dim 0): head_dim rows of n_ctx_seq cells follow. */

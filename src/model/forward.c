@@ -10,6 +10,7 @@
  *       rope(q, k) at the token's position; k, v -> the cache of each of the token's sequences
  *       x += attention(q, cache of the token's first sequence, cells 0..pos) Wo
  *       x += (silu(rmsnorm(x) * ffn_norm Wgate) * (... Wup)) Wdown
+ *       x += control vector of the layer, when one is set (cvec.c)
  *   logits = rmsnorm(x) * output_norm Wout
  *
  * Every step is computed for all tokens of the batch before the next one, so each matrix
@@ -317,6 +318,7 @@ void sift_context_free(sift_context *ctx)
     free(ctx->logits);
     free(ctx->embd_seq);
     free(ctx->embd_seq_ok);
+    free(ctx->cvec);
     free(ctx);
 }
 
@@ -668,6 +670,8 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
         matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, ctx->xn, E);
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
+        if (ctx->cvec && l >= ctx->cvec_l0 && l <= ctx->cvec_l1) /* control vector (cvec.c) */
+            for (int t = 0; t < n; t++) add_rows(ctx->x + (size_t)t * E, ctx->cvec + (size_t)l * E, (size_t)E);
     }
 
     /* n == n_outputs here (the last layer kept only them) */

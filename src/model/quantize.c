@@ -6,7 +6,11 @@
  * feed-forward matrices, output head); 1-D tensors (norms, biases, RoPE factors) are copied
  * unchanged. Which type each gets, following llama_tensor_get_type:
  *
- *   - the requested type;
+ *   - the requested type, or for a named mixture (sift_quantize_mix: llama-quantize's
+ *     Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M) the upgrades llama_tensor_get_type gives without an
+ *     importance matrix: attn_v and ffn_down of the layers use_more_bits picks to Q6_K (the
+ *     _M mixes), the first four attn_v to Q5_K and the first eighth of ffn_down to Q5_K
+ *     (Q4_K_S). The layers are counted in file order, as llama.cpp counts them;
  *   - the output head (or the token embedding when the head is tied to it) gets Q6_K when
  *     the requested type has 4 or 5 bits, unless keep_output is set;
  *   - rows that are not a whole number of blocks of that type: K-quants fall back to a
@@ -31,13 +35,21 @@
 
 sift_quantize_params sift_quantize_default_params(void)
 {
-    return (sift_quantize_params){.type = SIFT_TYPE_Q8_0, .keep_output = false, .n_threads = 0};
+    return (sift_quantize_params){.type = SIFT_TYPE_Q8_0, .keep_output = false, .n_threads = 0, .mix = SIFT_QUANT_MIX_NONE};
 }
 
 /* llama.cpp's llama_ftype for a uniform type (the K-quants as their "_S" mixtures, the
- * closest names for "everything in this type"). */
-static int ftype_of(sift_tensor_type t)
+ * closest names for "everything in this type"), or for a named mixture. */
+static int ftype_of(sift_tensor_type t, sift_quantize_mix mix)
 {
+    switch (mix) {
+    case SIFT_QUANT_MIX_Q4_K_S: return t == SIFT_TYPE_Q4_K ? 14 : -1;
+    case SIFT_QUANT_MIX_Q4_K_M: return t == SIFT_TYPE_Q4_K ? 15 : -1;
+    case SIFT_QUANT_MIX_Q5_K_S: return t == SIFT_TYPE_Q5_K ? 16 : -1;
+    case SIFT_QUANT_MIX_Q5_K_M: return t == SIFT_TYPE_Q5_K ? 17 : -1;
+    case SIFT_QUANT_MIX_NONE: break;
+    default: return -1;
+    }
     switch (t) {
     case SIFT_TYPE_F32: return 0;
     case SIFT_TYPE_F16: return 1;
@@ -74,15 +86,50 @@ static bool low_bits(sift_tensor_type t)
            t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q5_K;
 }
 
-/* The type tensor t gets (its own type when it is not a weight matrix). */
-static sift_tensor_type choose(const sift_gguf_tensor *t, bool is_head, const sift_quantize_params *p)
+static bool is_matrix(const sift_gguf_tensor *t)
 {
     const size_t len = strlen(t->name);
-    const bool matrix = t->n_dims >= 2 && t->ne[1] > 1 && t->ne[2] == 1 && t->ne[3] == 1 && len > 7 &&
-                        !strcmp(t->name + len - 7, ".weight");
-    if (!matrix) return t->type;
+    return t->n_dims >= 2 && t->ne[1] > 1 && t->ne[2] == 1 && t->ne[3] == 1 && len > 7 &&
+           !strcmp(t->name + len - 7, ".weight");
+}
+
+/* llama_tensor_get_type's counters: how many attn_v / ffn_down matrices, and how many
+ * were seen so far. */
+typedef struct mix_state {
+    int n_attn_v, i_attn_v, n_ffn_down, i_ffn_down;
+} mix_state;
+
+/* llama-quantize's use_more_bits: the first and last eighth of the layers, and every
+ * third layer between. */
+static bool use_more_bits(int i, int n)
+{
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+/* The type of a non-head matrix under a named mixture (llama_tensor_get_type). */
+static sift_tensor_type mix_type(const char *name, sift_tensor_type want, sift_quantize_mix mix, mix_state *ms)
+{
+    const bool m_mix = mix == SIFT_QUANT_MIX_Q4_K_M || mix == SIFT_QUANT_MIX_Q5_K_M;
+    if (strstr(name, "attn_v.weight")) {
+        if (m_mix && use_more_bits(ms->i_attn_v, ms->n_attn_v)) want = SIFT_TYPE_Q6_K;
+        else if (mix == SIFT_QUANT_MIX_Q4_K_S && ms->i_attn_v < 4) want = SIFT_TYPE_Q5_K;
+        ms->i_attn_v++;
+    } else if (strstr(name, "ffn_down")) {
+        const int i = ms->i_ffn_down, n = ms->n_ffn_down;
+        if (m_mix && use_more_bits(i, n)) want = SIFT_TYPE_Q6_K;
+        else if (mix == SIFT_QUANT_MIX_Q4_K_S && i < n / 8) want = SIFT_TYPE_Q5_K;
+        ms->i_ffn_down++;
+    }
+    return want;
+}
+
+/* The type tensor t gets (its own type when it is not a weight matrix). */
+static sift_tensor_type choose(const sift_gguf_tensor *t, bool is_head, const sift_quantize_params *p, mix_state *ms)
+{
+    if (!is_matrix(t)) return t->type;
     sift_tensor_type want = p->type;
     if (is_head && !p->keep_output && low_bits(want)) want = SIFT_TYPE_Q6_K;
+    else if (!is_head && p->mix != SIFT_QUANT_MIX_NONE) want = mix_type(t->name, want, p->mix, ms);
     while (!fits(want, t->ne[0]) && want != SIFT_TYPE_F32) want = fallback(want);
     return want;
 }
@@ -113,9 +160,10 @@ sift_status sift_model_quantize(const char *in_path, const char *out_path, const
     const sift_quantize_params def = sift_quantize_default_params();
     const sift_quantize_params *p = params ? params : &def;
     if (!in_path || !out_path) return sift__error_set(err, SIFT_E_INVAL, "quantize: no input or output path");
-    if (ftype_of(p->type) < 0 || !sift__type_traits_get(p->type) || !sift__type_traits_get(p->type)->quantize)
-        return sift__error_set(err, SIFT_E_INVAL, "quantize: cannot write type %s",
-                              sift_type_name(p->type) ? sift_type_name(p->type) : "?");
+    if (ftype_of(p->type, p->mix) < 0 || !sift__type_traits_get(p->type) || !sift__type_traits_get(p->type)->quantize)
+        return sift__error_set(err, SIFT_E_INVAL, "quantize: cannot write type %s%s",
+                              sift_type_name(p->type) ? sift_type_name(p->type) : "?",
+                              p->mix != SIFT_QUANT_MIX_NONE ? " with that mixture (Q4_K_* need q4_k, Q5_K_* q5_k)" : "");
     int n_threads = p->n_threads > 0 ? p->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (n_threads < 1) n_threads = 1;
     if (n_threads > SIFT_POOL_MAX_THREADS) n_threads = SIFT_POOL_MAX_THREADS;
@@ -137,14 +185,21 @@ sift_status sift_model_quantize(const char *in_path, const char *out_path, const
         if (sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)) != SIFT_OK)
             rc = sift__error_set(err, SIFT_E_NOMEM, "quantize: cannot copy key '%s'", sift_gguf_key(g, i));
     if (rc) goto done;
-    sift__gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype_of(p->type));
+    sift__gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype_of(p->type, p->mix));
     if (sift__type_traits_get(p->type)->is_quantized) sift__gguf_writer_set_u32(w, "general.quantization_version", 2);
 
     const bool has_output = sift_gguf_find_tensor(g, "output.weight") >= 0;
+    mix_state ms = {0};
+    for (int64_t i = 0; i < nt; i++) {
+        const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
+        if (!is_matrix(t)) continue;
+        ms.n_attn_v += strstr(t->name, "attn_v.weight") != NULL;
+        ms.n_ffn_down += strstr(t->name, "ffn_down") != NULL;
+    }
     for (int64_t i = 0; i < nt && rc == SIFT_OK; i++) {
         const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
         const bool is_head = !strcmp(t->name, "output.weight") || (!has_output && !strcmp(t->name, "token_embd.weight"));
-        const sift_tensor_type to = choose(t, is_head, p);
+        const sift_tensor_type to = choose(t, is_head, p, &ms);
         const void *data = t->data;
         uint64_t size = t->size;
         if (to != t->type) {

@@ -26,10 +26,11 @@
  * prompt was chunked, and each slot samples with its own chain and RNG. The integration
  * test checks exactly that: the same seed gives the same tokens alone and under load.
  *
- * Sampling follows llama.cpp common_sampler_sample with a grammar (the rejection mode of
- * sift_grammar_chain_sample: the chain alone; only if the grammar refuses the pick, refill,
- * apply the grammar, sample again), written out here so that the grammar appears as a
- * stage in the trace.
+ * Sampling is one library call per slot and token, sift_chain_sample_ex: the chain's fast
+ * path (no copy of the vocabulary when the chain starts with greedy, dist, top_k, min_p or
+ * top_p), llama.cpp common_sampler_sample's grammar rejection mode, the n_probs figures;
+ * the grammar appears as a stage in the trace through the chain's trace hook. Its time per
+ * token is /metrics' sift_sampling_us_per_token.
  *
  * Locks: e->mu guards the queue, the stop flag and the public snapshot (stats, slots); a
  * task's mu guards its output. The engine never holds both except to publish. The
@@ -66,7 +67,6 @@ typedef struct slot {
     size_t n_top, cap_top;
     bool trace_oom;
     /* n_probs scratch */
-    sift_candidates raw;      /* raw logits, for llama-server's pre-sampling probabilities */
     sift_token *pid;
     float *pp;
 } slot;
@@ -89,6 +89,8 @@ struct srv_engine {
     int64_t next_id;
     uint64_t tick;
     srv_engine_stats stats;   /* under mu */
+    double t_sampling_ms;     /* engine thread only: time in slot_sample, since the last publish */
+    long long n_sampled;
     srv_slot_info *pub;       /* under mu: the slots as of the last step */
 };
 
@@ -304,66 +306,19 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
 
 /* ---- sampling and publishing ---------------------------------------------------------------------- */
 
-/* Probability of token tok under softmax(logits). */
-static float softmax_at(const float *lg, int32_t n, sift_token tok)
-{
-    float mx = lg[0];
-    for (int32_t i = 1; i < n; i++) mx = lg[i] > mx ? lg[i] : mx;
-    double sum = 0;
-    for (int32_t i = 0; i < n; i++) sum += expf(lg[i] - mx);
-    return (float)((double)expf(lg[tok] - mx) / sum);
-}
-
-/* The probability of the selected candidate under the candidates' current logits. */
-static float cand_selected_p(const sift_candidates *c)
-{
-    if (c->selected < 0 || (size_t)c->selected >= c->size) return 0.0f;
-    if (c->flags & SIFT_CAND_PROBS) return c->p[c->selected];
-    float mx = -INFINITY;
-    for (size_t i = 0; i < c->size; i++) mx = c->logit[i] > mx ? c->logit[i] : mx;
-    double sum = 0;
-    for (size_t i = 0; i < c->size; i++) sum += expf(c->logit[i] - mx);
-    return sum > 0 ? (float)((double)expf(c->logit[c->selected] - mx) / sum) : 0.0f;
-}
-
-/* One sampling step of slot sl on logits; the token (accepted into chain and grammar), or
- * SIFT_TOKEN_NULL. Fills probs (n_probs) as a side effect. */
+/* One sampling step of slot sl on logits: one library call, sift_chain_sample_ex, on the
+ * chain's fast path (the grammar in llama.cpp's rejection mode, the n_probs figures, the
+ * accepts). The token, or SIFT_TOKEN_NULL. Its cost goes to the engine's sampling clock. */
 static sift_token slot_sample(srv_engine *e, slot *sl, const float *logits, float *p_sel, size_t *n_probs)
 {
     srv_task *t = sl->task;
-    const int32_t nv = e->s->n_vocab;
-    sift_chain *chain = t->chain;
-    sift_sampler *g = t->grammar;
-    if (sift_chain_fill(chain, logits, nv, NULL) != SIFT_OK) return SIFT_TOKEN_NULL;
-    sift_candidates *cand = sift_chain_candidates(chain);
-    sift_token tok = sift_chain_apply(chain, cand);
-    if (g && (tok == SIFT_TOKEN_NULL || !sift_grammar_sampler_allows(g, tok))) {
-        if (sift_chain_fill(chain, logits, nv, NULL) != SIFT_OK) return SIFT_TOKEN_NULL;
-        sift_sampler_apply(g, cand);
-        if (t->req.trace) stage_add(sl, t->n_stage_names - 1, cand);
-        tok = sift_chain_apply(chain, cand);
-        /* the grammar and the chain may leave no token (every logit -inf: the pick is
-         * arbitrary); a forbidden token is never sampled */
-        if (tok != SIFT_TOKEN_NULL && (cand->selected < 0 || cand->logit[cand->selected] == -INFINITY ||
-                                       isnan(cand->logit[cand->selected]) || !sift_grammar_sampler_allows(g, tok)))
-            return SIFT_TOKEN_NULL;
-    }
-    if (tok == SIFT_TOKEN_NULL) return tok;
-    *n_probs = 0;
-    *p_sel = 0;
-    const size_t k = (size_t)t->req.n_probs;
-    if (k > 0) {
-        if (t->req.post_sampling_probs) { /* after the chain */
-            *n_probs = sift_candidates_top(cand, k, sl->pid, NULL, sl->pp);
-            *p_sel = cand_selected_p(cand);
-        } else { /* llama-server's default: softmax of the raw logits */
-            sift_candidates_fill(&sl->raw, logits, (size_t)nv);
-            *n_probs = sift_candidates_top(&sl->raw, k, sl->pid, NULL, sl->pp);
-            *p_sel = softmax_at(logits, nv, tok);
-        }
-    }
-    if (g) sift_sampler_accept(g, tok);
-    sift_chain_accept(chain, tok);
+    const double t0 = srv_now_ms();
+    sift_sample_probs pr = {.n = t->req.n_probs, .post_sampling = t->req.post_sampling_probs, .ids = sl->pid, .probs = sl->pp};
+    const sift_token tok = sift_chain_sample_ex(t->chain, t->grammar, logits, e->s->n_vocab, SIFT_GRAMMAR_REJECTION, &pr);
+    e->t_sampling_ms += srv_now_ms() - t0;
+    e->n_sampled++;
+    *n_probs = (size_t)pr.n_out;
+    *p_sel = pr.p_selected;
     return tok;
 }
 
@@ -737,7 +692,11 @@ static void *engine_main(void *arg)
         const double t_smp = srv_now_ms() - t_dec1;
         pthread_mutex_lock(&e->mu);
         e->stats.t_sample_s += t_smp / 1e3;
+        e->stats.t_sampling_s += e->t_sampling_ms / 1e3;
+        e->stats.n_sampled += e->n_sampled;
         pthread_mutex_unlock(&e->mu);
+        e->t_sampling_ms = 0;
+        e->n_sampled = 0;
         publish_snapshot(e, n_busy);
     }
 
@@ -772,6 +731,20 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
         free(e);
         return NULL;
     }
+    if (cfg->n_cvec > 0) { /* control vectors: loaded once, the context keeps its copy */
+        sift_control_vector *cv = NULL;
+        const int32_t l0 = cfg->cvec_layer_start > 0 ? cfg->cvec_layer_start : 1;
+        const int32_t l1 = cfg->cvec_layer_end > 0 ? cfg->cvec_layer_end : s->info.n_layer;
+        if (sift_control_vector_load(cfg->cvec_paths, cfg->cvec_scales, cfg->n_cvec, &cv, err) != SIFT_OK ||
+            sift_context_set_control_vector(e->ctx, sift_control_vector_data(cv), sift_control_vector_len(cv),
+                                            sift_control_vector_n_embd(cv), l0, l1, err) != SIFT_OK) {
+            sift_control_vector_free(cv);
+            sift_context_free(e->ctx);
+            free(e);
+            return NULL;
+        }
+        sift_control_vector_free(cv);
+    }
     e->n_ctx_slot = (int32_t)sift_n_ctx_seq(e->ctx);
     s->n_ctx_slot = e->n_ctx_slot;
     e->q_cap = cfg->max_queue > 0 ? cfg->max_queue : 1;
@@ -789,7 +762,7 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
         sl->cache = malloc((size_t)e->n_ctx_slot * sizeof *sl->cache);
         sl->pid = malloc(SRV_MAX_N_PROBS * sizeof *sl->pid);
         sl->pp = malloc(SRV_MAX_N_PROBS * sizeof *sl->pp);
-        ok = sl->cache && sl->pid && sl->pp && sift_candidates_init(&sl->raw, (size_t)s->n_vocab) == SIFT_OK;
+        ok = sl->cache && sl->pid && sl->pp;
     }
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
@@ -866,7 +839,6 @@ void srv_engine_free(srv_engine *e)
         free(sl->top);
         free(sl->pid);
         free(sl->pp);
-        sift_candidates_free(&sl->raw);
         sbuf_free(&sl->gen);
     }
     free(e->slots);

@@ -792,6 +792,8 @@ char *srv_text_metrics(const srv_server *s)
     metric2(&b, "n_tokens_max", "n_tokens_max", "counter", "High-water mark of one slot's context use.", (double)st.n_tokens_max);
     metric(&b, "engine_decode_seconds_total", "counter", "Engine thread time in sift_decode.", st.t_decode_s);
     metric(&b, "engine_sample_seconds_total", "counter", "Engine thread time sampling and publishing tokens.", st.t_sample_s);
+    metric(&b, "sampling_us_per_token", "gauge", "Average time of one slot's sampling call (sift_chain_sample_ex) per token.",
+           st.n_sampled > 0 ? st.t_sampling_s * 1e6 / (double)st.n_sampled : 0);
     metric2(&b, "kv_cells_used", "kv_cache_tokens", "gauge", "KV cells in use (all slots; includes cached prompts).", st.kv_used);
     metric2(&b, "kv_cache_usage_ratio", "kv_cache_usage_ratio", "gauge", "KV cells in use over all cells.",
             n_ctx > 0 ? st.kv_used / n_ctx : 0);

@@ -155,6 +155,10 @@ typedef struct srv_config {
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
     char **owned;               /* strings the options were copied into (environment values, key-file lines) */
     int n_owned;
+    /* control vectors (--control-vector...): files, scales, layer range (<= 0: 1 .. n_layer) */
+    const char *const *cvec_paths;
+    const float *cvec_scales;
+    int n_cvec, cvec_layer_start, cvec_layer_end;
 } srv_config;
 
 /* Limits that are not flags (docs/server.md lists them). */
@@ -495,6 +499,8 @@ typedef struct srv_engine_stats {
     long long n_tokens_max;    /* high-water mark of one slot's context use */
     long long n_prompt_shared; /* prompt tokens a slot did not decode: its twin's batch entries held them too */
     double t_decode_s, t_sample_s; /* engine thread: in sift_decode, in sampling + publishing */
+    double t_sampling_s;       /* engine thread: in the sampling call alone (sift_chain_sample_ex) */
+    long long n_sampled;       /* sampling calls */
     int32_t kv_used;
     srv_hist h_queue, h_ttft, h_tpot; /* queue time, time to first token, time per output token */
 } srv_engine_stats;

@@ -665,6 +665,7 @@ int sift_cmd_generate(int argc, char **argv)
         fprintf(stderr, "sift generate: context: %s\n", err.msg);
         goto done;
     }
+    if (cli_cvec_apply(&o.cvec, ctx, "sift generate") != 0) goto done;
     const double t_load = now_ms() - t_load0;
 
     /* the chain */

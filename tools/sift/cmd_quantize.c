@@ -4,8 +4,9 @@
  *
  *   sift quantize [--leave-output-tensor] [-t N] IN.gguf OUT.gguf TYPE [N_THREADS]
  *
- * TYPE: f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k (any case). Every matrix
- * gets TYPE (uniformly: sift has no mixtures like Q4_K_M); see sift_model_quantize() in
+ * TYPE: f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k (any case): every matrix
+ * gets TYPE; or one of llama-quantize's names Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (the
+ * per-tensor mixtures of sift_quantize_mix), Q6_K, Q8_0. See sift_model_quantize() in
  * sift.h for the output head's Q6_K, the fallbacks for rows that are not whole blocks, and
  * what stays F32. Prints one line per tensor and the sizes before and after.
  */
@@ -21,16 +22,21 @@ const char sift_cmd_quantize_help[] = "convert a GGUF model's weights to q8_0, q
 static const struct {
     const char *name;
     sift_tensor_type type;
+    sift_quantize_mix mix;
 } type_names[] = {
-    {"f32", SIFT_TYPE_F32},   {"f16", SIFT_TYPE_F16},   {"q8_0", SIFT_TYPE_Q8_0}, {"q4_0", SIFT_TYPE_Q4_0},
-    {"q4_1", SIFT_TYPE_Q4_1}, {"q5_0", SIFT_TYPE_Q5_0}, {"q5_1", SIFT_TYPE_Q5_1}, {"q4_k", SIFT_TYPE_Q4_K},
-    {"q5_k", SIFT_TYPE_Q5_K}, {"q6_k", SIFT_TYPE_Q6_K},
+    {"f32", SIFT_TYPE_F32, 0},   {"f16", SIFT_TYPE_F16, 0},   {"q8_0", SIFT_TYPE_Q8_0, 0}, {"q4_0", SIFT_TYPE_Q4_0, 0},
+    {"q4_1", SIFT_TYPE_Q4_1, 0}, {"q5_0", SIFT_TYPE_Q5_0, 0}, {"q5_1", SIFT_TYPE_Q5_1, 0}, {"q4_k", SIFT_TYPE_Q4_K, 0},
+    {"q5_k", SIFT_TYPE_Q5_K, 0}, {"q6_k", SIFT_TYPE_Q6_K, 0},
+    {"q4_k_s", SIFT_TYPE_Q4_K, SIFT_QUANT_MIX_Q4_K_S}, {"q4_k_m", SIFT_TYPE_Q4_K, SIFT_QUANT_MIX_Q4_K_M},
+    {"q5_k_s", SIFT_TYPE_Q5_K, SIFT_QUANT_MIX_Q5_K_S}, {"q5_k_m", SIFT_TYPE_Q5_K, SIFT_QUANT_MIX_Q5_K_M},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sift quantize [--leave-output-tensor] [-t N] IN.gguf OUT.gguf TYPE [N_THREADS]\n\n"
-               "  TYPE                    f32 f16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k\n"
+               "  TYPE                    f32 f16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k: every matrix TYPE;\n"
+               "                          Q4_K_S Q4_K_M Q5_K_S Q5_K_M: llama-quantize's mixtures (attn_v and\n"
+               "                          ffn_down of some layers at Q5_K / Q6_K); Q6_K, Q8_0 as above\n"
                "  --leave-output-tensor   give the output head TYPE too (default: q6_k for 4/5-bit types)\n"
                "  -t N                    threads (default: one per CPU)\n\n"
                "Rows that are not whole blocks of TYPE get llama.cpp's fallback (q4_k->q5_0, q5_k->q5_1,\n"
@@ -72,7 +78,7 @@ int sift_cmd_quantize(int argc, char **argv)
     if (n_pos < 3) return fprintf(stderr, "sift quantize: expected IN.gguf OUT.gguf TYPE (try --help)\n"), 2;
     bool found = false;
     for (size_t k = 0; k < sizeof type_names / sizeof *type_names; k++)
-        if (!strcasecmp(pos[2], type_names[k].name)) p.type = type_names[k].type, found = true;
+        if (!strcasecmp(pos[2], type_names[k].name)) p.type = type_names[k].type, p.mix = type_names[k].mix, found = true;
     if (!found) return fprintf(stderr, "sift quantize: TYPE: unknown type '%s' (try --help)\n", pos[2]), 2;
     if (n_pos == 4) {
         char *end;
@@ -106,7 +112,9 @@ int sift_cmd_quantize(int argc, char **argv)
                           (!strcmp(tb->name, "token_embd.weight") && sift_gguf_find_tensor(b, "output.weight") < 0);
         const char *why = "";
         if (tb->ne[1] > 1 && tb->type != p.type && (tb->type != ta->type || ta->type != SIFT_TYPE_F32 || tb->ne[0] % 32))
-            why = head && !p.keep_output ? "  (output head)" : "  (rows are not whole blocks of the type)";
+            why = head && !p.keep_output                     ? "  (output head)"
+                  : p.mix && (tb->type == SIFT_TYPE_Q5_K || tb->type == SIFT_TYPE_Q6_K) ? "  (mixture)"
+                                                                   : "  (rows are not whole blocks of the type)";
         printf("[%3lld/%3lld] %-28s [%6lld, %6lld] %-5s -> %-5s %9.3f -> %9.3f KiB%s\n", (long long)i + 1, (long long)nt,
                tb->name, (long long)tb->ne[0], (long long)tb->ne[1], sift_type_name(ta->type), sift_type_name(tb->type),
                ta->size / 1024.0, tb->size / 1024.0, why);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "server/server.h"
+#include "cli_cvec.h"
 #include "cli_util.h"
 #include "sift.h"
 
@@ -50,7 +51,9 @@ static void usage(FILE *f)
             "  --isa NAME                kernels: auto, scalar, avx2, avx512 (default auto)\n"
             "  --embeddings              serve /embedding and /v1/embeddings (else 501); completions keep working\n"
             "  --pooling TYPE            embeddings pooling: none, mean, cls, last (default none, as llama-server for\n"
-            "                            llama-family models)\n\n"
+            "                            llama-family models)\n"
+            "  --control-vector FILE, --control-vector-scaled FILE SCALE, --control-vector-layer-range START END\n"
+            "                            control vectors for every slot, as sift generate\n\n"
             "exposure:\n"
             "  --api-key KEY             require this key (repeatable): 'Authorization: Bearer KEY' or 'X-Api-Key: KEY';\n"
             "                            /health and the page stay open\n"
@@ -370,13 +373,23 @@ static int parse_args(int argc, char **argv, srv_config *c)
                       .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30,
                       .pooling = SIFT_POOLING_TYPE_UNSPECIFIED};
     int r = parse_env(c);
+    static cli_cvec cv; /* --control-vector...: its strings are argv's */
+    cv = (cli_cvec){0};
     for (int i = 1; !r && i < argc; i++) {
         bool used;
+        const int rc = cli_cvec_flag(&cv, "sift serve", argc, argv, &i);
+        if (rc < 0) return 2;
+        if (rc > 0) continue;
         r = parse_opt(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used);
         if (r == 1) r = bad(argv[i], NULL, "unknown option (try --help)");
         i += used;
     }
     if (r) return r;
+    c->cvec_paths = cv.paths;
+    c->cvec_scales = cv.scales;
+    c->n_cvec = cv.n;
+    c->cvec_layer_start = (int)cv.layer_start;
+    c->cvec_layer_end = (int)cv.layer_end;
     if (!c->model_path) return bad("-m", NULL, "a model is required");
     if (!c->n_threads_batch) c->n_threads_batch = c->n_threads;
     if (c->default_n_predict > c->max_n_predict) return bad("-n", NULL, "larger than --max-n-predict");

@@ -64,6 +64,8 @@ static void usage(FILE *f)
             cli_default_threads());
     cli_grammar_help(f);
     cli_sampling_help(f);
+    fprintf(f, "\ncontrol vectors:\n");
+    cli_cvec_help(f);
 }
 
 static int bad(const char *flag, const char *value, const char *why)
@@ -241,6 +243,8 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
             o->chat_template_file = v;
         } else if (IS("--jinja")) {
             /* llama-cli's switch to the Jinja engine: sift always renders templates with it */
+        } else if ((n = cli_cvec_flag(&o->cvec, "sift generate", argc, argv, &i)) != 0) {
+            if (n < 0) return 2;
         } else if ((n = cli_grammar_flag(&o->grammar, argc, argv, &i)) != 0) {
             if (n < 0) return 2;
         } else {

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "cli_cvec.h"
 #include "cli_grammar.h"
 #include "cli_sampling.h"
 #include "sift.h"
@@ -27,6 +28,7 @@ typedef struct gen_opts {
     const char *chain_spec;
     sift_isa isa;
     cli_grammar grammar; /* --grammar, -j, ... (cli_grammar.h); the sampler is made in make_grammar */
+    cli_cvec cvec;       /* --control-vector, ... (cli_cvec.h) */
     /* interaction (llama-cli's flags) */
     int conversation;          /* -cnv 1, -no-cnv 0, -1: when there is a chat template */
     bool interactive, interactive_first, in_prefix_bos, color;
