@@ -77,6 +77,7 @@ typedef struct {
     uint32_t set_off, set_n;     /* walk-arena node ids in `sets` */
     uint32_t live_off;           /* symbols some CLASS top accepts, in `live` */
     uint32_t trans_off;          /* n_syms transitions in `trans` (GX_NONE until first used) */
+    uint8_t loop_known, loop_yes; /* per slice (trie.h): does the state go back to itself on every C_k character? */
 } dfa_state;
 
 /* A walk's state at one trie depth. */
@@ -110,6 +111,8 @@ struct sift__gx_engine {
     uint32_t *st_ht;
     uint32_t st_ht_cap;
     uint32_t lead_lo[256], lead_hi[256];
+    sift__gx_u32vec slice_syms[GX_N_SLICES]; /* the grammar symbols that meet each slice */
+    uint64_t bulk;               /* trie nodes accepted in bulk (slices) instead of walked */
 
     /* the cache */
     sift__gx_entry *ent;
@@ -124,6 +127,8 @@ struct sift__gx_engine {
     wframe *wf;
     uint32_t *node_stamp, node_epoch; /* escapes recorded, per trie node */
     uint32_t *acc_stamp;              /* tokens accepted, per trie node (same epoch) */
+    uint64_t *bulk_bits;              /* tokens accepted in bulk (slices), as a token bitset */
+    bool bulk_used;
     sift__gx_u32vec acc, esc, tmp;
 
     /* scratch of one fill_mask */
@@ -213,6 +218,7 @@ static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
         }
     }
     s->trans_off = GX_NONE;
+    s->loop_known = s->loop_yes = 0;
     e->n_st++;
     if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
         if (!st_ht_grow(e)) return GX_NONE;
@@ -284,6 +290,25 @@ static int32_t dfa_step_ascii(sift__gx_engine *e, uint32_t s, uint8_t b)
     int32_t t = dfa_step(e, s, e->g->ascii_sym[b]);
     if (t >= 0) e->asc[(size_t)s * 128 + b] = t;
     return t;
+}
+
+/* Does state s (live) step to itself on every character of slice k (escaping or not)? Then
+ * a token that continues with C_k characters only is accepted from s whatever they are (see
+ * walk). Exact: every such character lies in a symbol that meets C_k, and the DFA steps by
+ * symbol. Checked once per state; 1 yes, 0 no, -1 out of memory. */
+static int state_loops(sift__gx_engine *e, uint32_t s, uint32_t k)
+{
+    if (e->st[s].loop_known & (1u << k)) return (e->st[s].loop_yes >> k) & 1;
+    bool yes = s != DEAD;
+    const sift__gx_u32vec *ss = &e->slice_syms[k];
+    for (uint32_t q = 0; q < ss->n && yes; q++) {
+        int32_t t = dfa_step(e, s, ss->v[q]);
+        if (t < 0) return -1;
+        yes = (uint32_t)t >> 1 == s;
+    }
+    e->st[s].loop_known |= (uint8_t)(1u << k);
+    if (yes) e->st[s].loop_yes |= (uint8_t)(1u << k);
+    return yes;
 }
 
 static inline bool live_any(const sift__gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
@@ -391,6 +416,29 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
             for (uint32_t k = 0; k < nd.tok_n; k++)
                 if (!sift__gx_u32_push(&e->acc, v->sorted[nd.tok_begin + k])) return SIFT_E_NOMEM;
         }
+        /* a slice: every token below continues with C_k characters, on which ns loops, so
+         * each is accepted (it never dies, and ends in the live state ns): take the subtree's
+         * tokens as they lie in `sorted`, straight into a bitset (they are many: the entry
+         * will be dense). Escapes inside the subtree are not recorded, and need not be: an
+         * escape only lets the levels below accept tokens of its own subtree, which are all
+         * accepted here already (accepted sets are cumulative down the levels). */
+        if (v->slice_all[i] && ns != DEAD && u.need == 0 && nd.end > i + 1) {
+            int lp = 0;
+            for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++)
+                if (v->slice_all[i] >> k & 1) {
+                    lp = state_loops(e, ns, k);
+                    if (lp < 0) return SIFT_E_NOMEM;
+                }
+            if (lp) {
+                uint32_t lo, hi;
+                sift__gx_trie_below(v, i, &lo, &hi);
+                for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+                e->bulk_used = true;
+                e->bulk += nd.end - i - 1;
+                i = nd.end;
+                continue;
+            }
+        }
         wf[d] = (wframe){ns, i, u, nesc, 0};
         i++;
     }
@@ -482,11 +530,16 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
     }
     sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
-    if (extras > 2ull * e->voc->n_words) {
+    if (extras > 2ull * e->voc->n_words || e->bulk_used) {
         int32_t d = new_dense(e);
         if (d < 0) return GX_NONE;
         uint64_t *bits = e->dense + (size_t)d * e->voc->n_words;
         if (pe.dense >= 0) memcpy(bits, dense_bits(e, pe.dense), (size_t)e->voc->n_words * sizeof *bits);
+        if (e->bulk_used) {
+            for (uint32_t w = 0; w < e->voc->n_words; w++) bits[w] |= e->bulk_bits[w];
+            memset(e->bulk_bits, 0, (size_t)e->voc->n_words * sizeof *e->bulk_bits);
+            e->bulk_used = false;
+        }
         for (uint32_t k = 0; k < pe.extra_n; k++) sift__gx_bit_set(bits, e->lists.v[pe.extra_off + k]);
         for (uint32_t k = 0; k < n_new; k++) sift__gx_bit_set(bits, e->acc.v[k]);
         ne.dense = d;
@@ -512,6 +565,10 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 static void begin_computation(sift__gx_engine *e)
 {
     e->acc.n = e->esc.n = 0;
+    if (e->bulk_used) { /* left over by a computation that failed */
+        memset(e->bulk_bits, 0, (size_t)e->voc->n_words * sizeof *e->bulk_bits);
+        e->bulk_used = false;
+    }
     if (++e->node_epoch == 0) {
         memset(e->node_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->node_stamp);
         memset(e->acc_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->acc_stamp);
@@ -604,11 +661,13 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_free(e->et);
     sift__gx_free(e->wf);
     sift__gx_free(e->acc_stamp);
+    sift__gx_free(e->bulk_bits);
     sift__gx_free(e->node_stamp);
     sift__gx_u32_free(&e->acc);
     sift__gx_u32_free(&e->esc);
     sift__gx_u32_free(&e->tmp);
     sift__gx_u32_free(&e->used_dense);
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) sift__gx_u32_free(&e->slice_syms[k]);
     pthread_mutex_destroy(&e->lock);
     sift__gx_free(e);
 }
@@ -640,10 +699,11 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
     e->acc_stamp = sift__gx_calloc(e->voc->n_nodes, sizeof *e->acc_stamp);
+    e->bulk_bits = sift__gx_calloc(e->voc->n_words, sizeof *e->bulk_bits);
     e->node_stamp = sift__gx_calloc(e->voc->n_nodes, sizeof *e->node_stamp);
     e->et_cap = 1024;
     e->et = sift__gx_malloc((size_t)e->et_cap * sizeof *e->et);
-    if (!e->wf || !e->acc_stamp || !e->node_stamp || !e->et)
+    if (!e->wf || !e->acc_stamp || !e->node_stamp || !e->et || !e->bulk_bits)
         goto nomem;
     for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
     e->node_epoch = 1;
@@ -653,6 +713,16 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
         uint32_t lo, hi;
         sift__gx_utf8_range(&u, &lo, &hi);
         sift__gx_syms_in_range(g, lo, hi, &e->lead_lo[b], &e->lead_hi[b]);
+    }
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) {
+        const sift__gx_slice *sl = &sift__gx_slices[k];
+        uint32_t last = GX_NONE;
+        for (uint32_t r = 0; r < sl->n_ranges; r++) {
+            uint32_t s0, s1;
+            sift__gx_syms_in_range(g, sl->ranges[2 * r], sl->ranges[2 * r + 1], &s0, &s1);
+            for (uint32_t q = s0; q <= s1; q++)
+                if (q != last && !sift__gx_u32_push(&e->slice_syms[k], last = q)) goto nomem;
+        }
     }
     /* the pools are never NULL, so that empty sets are still valid pointers */
     if (!GX_GROW(e->sets.v, e->sets.cap, 64) || !GX_GROW(e->lists.v, e->lists.cap, 64) ||
@@ -789,14 +859,14 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
     sift__gx_utf8 none = {0};
     int rc = SIFT_OK;
     uint64_t start = e->walked;
-    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK; p++)
-        if (sift__gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
-    sift__gx_u32vec *below = NULL;
-    if (rc == SIFT_OK) rc = below_sets(g, &below);
     /* work = trie nodes walked + 64 per entry made, so that many cheap entries count too */
     uint32_t ent0 = e->n_ent;
 #define WORK() (e->walked - start + 64ull * (e->n_ent - ent0))
-    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
+    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)
+        if (sift__gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
+    sift__gx_u32vec *below = NULL;
+    if (rc == SIFT_OK && WORK() < budget) rc = below_sets(g, &below);
+    for (uint32_t p = 0; below && p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
         if (GX_TYPE(g->elems[p]) != GX_CLASS) continue;
         uint32_t id = level1(e, p, &none);
         if (id == GX_NONE) {
@@ -894,5 +964,6 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
                 (uint64_t)e->voc->n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
     st->precompute_ms = e->precompute_ms;
     st->trims = e->trims;
+    st->slice_nodes = e->bulk;
     pthread_mutex_unlock(&e->lock);
 }
