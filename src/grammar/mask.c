@@ -126,7 +126,7 @@ struct sift__gx_engine {
     /* scratch of one entry computation */
     wframe *wf;
     uint32_t *node_stamp, node_epoch; /* escapes recorded, per trie node */
-    uint32_t *acc_stamp;              /* tokens accepted, per trie node (same epoch) */
+    uint64_t *seen_bits;              /* make_entry's dedupe of accepted tokens (all zero between uses) */
     uint64_t *bulk_bits;              /* tokens accepted in bulk (slices), as a token bitset */
     bool bulk_used;
     sift__gx_u32vec acc, esc, tmp;
@@ -411,8 +411,10 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
         }
         /* tokens ending here are accepted: a live path (or one that just used the suffix up)
          * consumed all their bytes; an unfinished character was checked above */
-        if (nd.tok_n && e->acc_stamp[i] != e->node_epoch) { /* per node: preorder-sequential */
-            e->acc_stamp[i] = e->node_epoch;
+        /* (two walks of one computation may both reach a node: make_entry drops the repeats,
+         * rather than a stamp per trie node here - a vocabulary-sized array per grammar, and
+         * a cache miss per node in a walk) */
+        if (nd.tok_n) {
             for (uint32_t k = 0; k < nd.tok_n; k++)
                 if (!sift__gx_u32_push(&e->acc, v->sorted[nd.tok_begin + k])) return SIFT_E_NOMEM;
         }
@@ -521,13 +523,16 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 {
     if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
     sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0} : e->ent[parent];
-    /* new tokens not already in the parent's dense set */
+    /* new tokens not already in the parent's dense set, each once */
     uint32_t n_new = 0;
     for (uint32_t k = 0; k < e->acc.n; k++) {
         uint32_t t = e->acc.v[k];
         if (pe.dense >= 0 && sift__gx_bit(dense_bits(e, pe.dense), t)) continue;
+        if (sift__gx_bit(e->seen_bits, t)) continue;
+        sift__gx_bit_set(e->seen_bits, t);
         e->acc.v[n_new++] = t;
     }
+    for (uint32_t k = 0; k < n_new; k++) e->seen_bits[e->acc.v[k] >> 6] = 0;
     sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
     if (extras > 2ull * e->voc->n_words || e->bulk_used) {
@@ -571,7 +576,6 @@ static void begin_computation(sift__gx_engine *e)
     }
     if (++e->node_epoch == 0) {
         memset(e->node_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->node_stamp);
-        memset(e->acc_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->acc_stamp);
         e->node_epoch = 1;
     }
 }
@@ -660,7 +664,7 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_free(e->dense);
     sift__gx_free(e->et);
     sift__gx_free(e->wf);
-    sift__gx_free(e->acc_stamp);
+    sift__gx_free(e->seen_bits);
     sift__gx_free(e->bulk_bits);
     sift__gx_free(e->node_stamp);
     sift__gx_u32_free(&e->acc);
@@ -698,12 +702,12 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     if (rc != SIFT_OK) goto nomem;
     uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
-    e->acc_stamp = sift__gx_calloc(e->voc->n_nodes, sizeof *e->acc_stamp);
+    e->seen_bits = sift__gx_calloc(e->voc->n_words, sizeof *e->seen_bits);
     e->bulk_bits = sift__gx_calloc(e->voc->n_words, sizeof *e->bulk_bits);
     e->node_stamp = sift__gx_calloc(e->voc->n_nodes, sizeof *e->node_stamp);
     e->et_cap = 1024;
     e->et = sift__gx_malloc((size_t)e->et_cap * sizeof *e->et);
-    if (!e->wf || !e->acc_stamp || !e->node_stamp || !e->et || !e->bulk_bits)
+    if (!e->wf || !e->seen_bits || !e->node_stamp || !e->et || !e->bulk_bits)
         goto nomem;
     for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
     e->node_epoch = 1;
