@@ -58,6 +58,10 @@
 #include "grammar/mask.h"
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
+#define DENSE_CHUNK 16u          /* dense bitsets per allocation (205 KB at 102k tokens) */
+#define UNI_UNKNOWN 0xFFFFFFFFu  /* uni_next not computed yet */
+#define UNI_NONE 0xFFFFFFFEu     /* the slice's characters lead to different states, or to DEAD */
+#define UNI_OOM 0xFFFFFFFDu
 #ifndef GX_DFA_UNION_MIN
 #define GX_DFA_UNION_MIN GX_SUCC_UNION_MIN /* see sift__gx_succ_union */
 #endif
@@ -77,7 +81,7 @@ typedef struct {
     uint32_t set_off, set_n;     /* walk-arena node ids in `sets` */
     uint32_t live_off;           /* symbols some CLASS top accepts, in `live` */
     uint32_t trans_off;          /* n_syms transitions in `trans` (GX_NONE until first used) */
-    uint8_t loop_known, loop_yes; /* per slice (trie.h): does the state go back to itself on every C_k character? */
+    uint32_t uni[GX_N_SLICES];   /* per slice (trie.h): the one state every C_k character leads to (see uni_next) */
 } dfa_state;
 
 /* A walk's state at one trie depth. */
@@ -118,8 +122,8 @@ struct sift__gx_engine {
     sift__gx_entry *ent;
     uint32_t n_ent, cap_ent;
     sift__gx_u32vec lists;
-    uint64_t *dense;
-    uint32_t n_dense, cap_dense;
+    uint64_t **dense;            /* chunks of DENSE_CHUNK bitsets: growing never moves (copies) them */
+    uint32_t n_dense, n_chunks, cap_chunks;
     ent_slot *et;
     uint32_t et_cap;
 
@@ -143,9 +147,14 @@ struct sift__gx_engine {
 
 /* ---- small pools --------------------------------------------------------------------------- */
 
+static inline uint64_t *dense_bits_w(const sift__gx_engine *e, int32_t d)
+{
+    return e->dense[(uint32_t)d / DENSE_CHUNK] + (size_t)((uint32_t)d % DENSE_CHUNK) * e->voc->n_words;
+}
+
 static inline const uint64_t *dense_bits(const sift__gx_engine *e, int32_t d)
 {
-    return e->dense + (size_t)d * e->voc->n_words;
+    return e->dense[(uint32_t)d / DENSE_CHUNK] + (size_t)((uint32_t)d % DENSE_CHUNK) * e->voc->n_words;
 }
 
 /* ---- the DFA over suffix-stack sets -------------------------------------------------------- */
@@ -218,7 +227,7 @@ static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
         }
     }
     s->trans_off = GX_NONE;
-    s->loop_known = s->loop_yes = 0;
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) s->uni[k] = UNI_UNKNOWN;
     e->n_st++;
     if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
         if (!st_ht_grow(e)) return GX_NONE;
@@ -292,23 +301,40 @@ static int32_t dfa_step_ascii(sift__gx_engine *e, uint32_t s, uint8_t b)
     return t;
 }
 
-/* Does state s (live) step to itself on every character of slice k (escaping or not)? Then
- * a token that continues with C_k characters only is accepted from s whatever they are (see
- * walk). Exact: every such character lies in a symbol that meets C_k, and the DFA steps by
- * symbol. Checked once per state; 1 yes, 0 no, -1 out of memory. */
-static int state_loops(sift__gx_engine *e, uint32_t s, uint32_t k)
+/* The state that every character of slice k leads to from state s, when it is one live
+ * state whatever the character (escaping or not), else UNI_NONE; memoized per state.
+ * UNI_OOM on out of memory. Exact: every such character lies in a symbol that meets C_k,
+ * and the DFA steps by symbol. */
+static uint32_t uni_next(sift__gx_engine *e, uint32_t s, uint32_t k)
 {
-    if (e->st[s].loop_known & (1u << k)) return (e->st[s].loop_yes >> k) & 1;
-    bool yes = s != DEAD;
+    if (e->st[s].uni[k] != UNI_UNKNOWN) return e->st[s].uni[k];
+    uint32_t to = s == DEAD ? UNI_NONE : UNI_UNKNOWN;
     const sift__gx_u32vec *ss = &e->slice_syms[k];
-    for (uint32_t q = 0; q < ss->n && yes; q++) {
+    for (uint32_t q = 0; q < ss->n && to != UNI_NONE; q++) {
         int32_t t = dfa_step(e, s, ss->v[q]);
-        if (t < 0) return -1;
-        yes = (uint32_t)t >> 1 == s;
+        if (t < 0) return UNI_OOM;
+        uint32_t ns = (uint32_t)t >> 1;
+        to = ns == DEAD || (to != UNI_UNKNOWN && to != ns) ? UNI_NONE : ns;
     }
-    e->st[s].loop_known |= (uint8_t)(1u << k);
-    if (yes) e->st[s].loop_yes |= (uint8_t)(1u << k);
-    return yes;
+    if (to == UNI_UNKNOWN) to = UNI_NONE; /* a slice no symbol meets: never used */
+    e->st[s].uni[k] = to;
+    return to;
+}
+
+/* Is every string of at most `len` characters of slice k accepted from state s (each
+ * prefix leaves a live state)? Then so is every token of a subtree whose slice_len is len
+ * (see walk). len 255 means "255 or more": only a chain that closes into a loop qualifies.
+ * 1 yes, 0 no, -1 out of memory. */
+static int slice_ok(sift__gx_engine *e, uint32_t s, uint32_t k, uint32_t len)
+{
+    for (uint32_t j = 0; j < len || len == 255; j++) {
+        uint32_t t = uni_next(e, s, k);
+        if (t == UNI_OOM) return -1;
+        if (t == UNI_NONE || j >= 255) return 0;
+        if (t == s) return 1; /* a loop: every length */
+        s = t;
+    }
+    return 1;
 }
 
 static inline bool live_any(const sift__gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
@@ -418,8 +444,8 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
             for (uint32_t k = 0; k < nd.tok_n; k++)
                 if (!sift__gx_u32_push(&e->acc, v->sorted[nd.tok_begin + k])) return SIFT_E_NOMEM;
         }
-        /* a slice: every token below continues with C_k characters, on which ns loops, so
-         * each is accepted (it never dies, and ends in the live state ns): take the subtree's
+        /* a slice: every token below continues with at most slice_len C_k characters, along
+         * which ns only reaches live states, so each is accepted: take the subtree's
          * tokens as they lie in `sorted`, straight into a bitset (they are many: the entry
          * will be dense). Escapes inside the subtree are not recorded, and need not be: an
          * escape only lets the levels below accept tokens of its own subtree, which are all
@@ -428,7 +454,7 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
             int lp = 0;
             for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++)
                 if (v->slice_all[i] >> k & 1) {
-                    lp = state_loops(e, ns, k);
+                    lp = slice_ok(e, ns, k, v->slice_len[i]);
                     if (lp < 0) return SIFT_E_NOMEM;
                 }
             if (lp) {
@@ -511,10 +537,16 @@ static void cache_maybe_trim(sift__gx_engine *e)
 
 static int32_t new_dense(sift__gx_engine *e)
 {
-    if (!GX_GROW(e->dense, e->cap_dense, (e->n_dense + 1) * e->voc->n_words)) return -1;
-    /* cap_dense counts words here */
+    /* one chunk at a time: a pool grown by realloc copied megabytes inside a single mask
+     * (a TBM tail of milliseconds) */
+    if (e->n_dense == e->n_chunks * DENSE_CHUNK) {
+        if (!GX_GROW(e->dense, e->cap_chunks, e->n_chunks + 1)) return -1;
+        e->dense[e->n_chunks] = sift__gx_malloc((size_t)DENSE_CHUNK * e->voc->n_words * sizeof(uint64_t));
+        if (!e->dense[e->n_chunks]) return -1;
+        e->n_chunks++;
+    }
     int32_t d = (int32_t)e->n_dense++;
-    memset(e->dense + (size_t)d * e->voc->n_words, 0, (size_t)e->voc->n_words * sizeof(uint64_t));
+    memset(dense_bits_w(e, d), 0, (size_t)e->voc->n_words * sizeof(uint64_t));
     return d;
 }
 
@@ -538,7 +570,7 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
     if (extras > 2ull * e->voc->n_words || e->bulk_used) {
         int32_t d = new_dense(e);
         if (d < 0) return GX_NONE;
-        uint64_t *bits = e->dense + (size_t)d * e->voc->n_words;
+        uint64_t *bits = dense_bits_w(e, d);
         if (pe.dense >= 0) memcpy(bits, dense_bits(e, pe.dense), (size_t)e->voc->n_words * sizeof *bits);
         if (e->bulk_used) {
             for (uint32_t w = 0; w < e->voc->n_words; w++) bits[w] |= e->bulk_bits[w];
@@ -605,7 +637,7 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
             if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
             int32_t d = new_dense(e);
             if (d < 0) return GX_NONE;
-            uint64_t *bits = e->dense + (size_t)d * e->voc->n_words;
+            uint64_t *bits = dense_bits_w(e, d);
             memcpy(bits, e->voc->normal, (size_t)e->voc->n_words * sizeof *bits);
             if ((int64_t)t < e->voc->n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
             e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0};
@@ -661,6 +693,7 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_free(e->st_ht);
     sift__gx_free(e->ent);
     sift__gx_u32_free(&e->lists);
+    for (uint32_t k = 0; k < e->n_chunks; k++) sift__gx_free(e->dense[k]);
     sift__gx_free(e->dense);
     sift__gx_free(e->et);
     sift__gx_free(e->wf);

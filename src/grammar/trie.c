@@ -36,19 +36,24 @@ static bool in_slice(const sift__gx_slice *sl, uint32_t cp)
     return false;
 }
 
-/* good[d] (bit k) := s[d..len) is complete UTF-8 characters of slice k, for d in [0, len]. */
-static void slice_suffixes(const uint8_t *s, uint32_t len, uint8_t *good)
+/* good[d] (bit k) := s[d..len) is complete UTF-8 characters of slice k, for d in [0, len];
+ * chars[d] := how many characters that is (when some bit of good[d] is set; capped at 255). */
+static void slice_suffixes(const uint8_t *s, uint32_t len, uint8_t *good, uint8_t *chars)
 {
     good[len] = (1u << GX_N_SLICES) - 1;
+    chars[len] = 0;
     for (uint32_t d = len; d-- > 0;) {
         good[d] = 0;
+        chars[d] = 0;
         sift__gx_utf8 u = {0};
         for (uint32_t q = d; q < len; q++) {
             int32_t r = sift__gx_utf8_feed(&u, s[q]);
             if (r == GX_UTF8_MORE) continue;
-            if (r >= 0)
+            if (r >= 0) {
                 for (uint32_t k = 0; k < GX_N_SLICES; k++)
                     if (in_slice(&sift__gx_slices[k], (uint32_t)r)) good[d] |= good[q + 1] & (1u << k);
+                chars[d] = chars[q + 1] < 255 ? (uint8_t)(chars[q + 1] + 1) : 255;
+            }
             break;
         }
     }
@@ -64,6 +69,7 @@ void sift__gx_vocab_free(sift__gx_vocab *v)
     sift__gx_free(v->node);
     sift__gx_free(v->sorted);
     sift__gx_free(v->slice_all);
+    sift__gx_free(v->slice_len);
     memset(v, 0, sizeof *v);
 }
 
@@ -161,14 +167,16 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     v->n_sorted = n_trie;
     v->node = sift__gx_calloc(nodes, sizeof *v->node);
     v->slice_all = sift__gx_malloc(nodes);
+    v->slice_len = sift__gx_calloc(nodes, 1);
     /* open[d] = node at depth d on the current path */
     uint32_t *open = sift__gx_malloc(((size_t)v->max_depth + 1) * sizeof *open);
-    uint8_t *good = sift__gx_malloc((size_t)v->max_depth + 1);
-    if (!v->node || !open || !good || !v->slice_all) {
+    uint8_t *good = sift__gx_malloc(2 * ((size_t)v->max_depth + 1));
+    if (!v->node || !open || !good || !v->slice_all || !v->slice_len) {
         sift__gx_free(open);
         sift__gx_free(good);
         goto nomem;
     }
+    uint8_t *chars = good + v->max_depth + 1;
     memset(v->slice_all, (1u << GX_N_SLICES) - 1, nodes);
     open[0] = 0;
     uint32_t path_len = 0, nn = 1;
@@ -186,8 +194,11 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
             open[++path_len] = id;
         }
         uint32_t last = open[len];
-        slice_suffixes(s, len, good);
-        for (uint32_t d = 0; d <= len; d++) v->slice_all[open[d]] &= good[d];
+        slice_suffixes(s, len, good, chars);
+        for (uint32_t d = 0; d <= len; d++) {
+            v->slice_all[open[d]] &= good[d];
+            if (good[d] && chars[d] > v->slice_len[open[d]]) v->slice_len[open[d]] = chars[d];
+        }
         if (v->node[last].tok_n == 0) v->node[last].tok_begin = k;
         if (v->node[last].tok_n == UINT16_MAX) {
             sift__gx_free(open);

@@ -19,8 +19,10 @@
  * token below the node continues its text with complete UTF-8 characters of C_k only. A walk
  * (mask.c) at such a node, in a parser state that goes back to itself on every character of
  * C_k, accepts the whole subtree at once - a contiguous range of `sorted` - instead of
- * stepping through it node by node. Nothing in a slice depends on a grammar, so it is built
- * once with the trie.
+ * stepping through it node by node. slice_len bounds how many characters those tokens
+ * have below the node, so that a state that is not a loop but a chain (a string with a
+ * maxLength: char{0,50}) qualifies too, when the chain is long enough. Nothing in a slice
+ * depends on a grammar, so it is built once with the trie.
  */
 #ifndef SIFT_GRAMMAR_TRIE_H
 #define SIFT_GRAMMAR_TRIE_H
@@ -57,6 +59,7 @@ typedef struct sift__gx_vocab {
     uint32_t n_sorted;
     uint32_t max_depth;
     uint8_t *slice_all;    /* [n_nodes]: bit k = every token below continues with C_k characters only */
+    uint8_t *slice_len;    /* [n_nodes]: the most characters a token has below the node (255: 255 or more) */
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
