@@ -372,6 +372,23 @@ static inline bool follow_ok(const sift__gx_engine *e, const uint64_t *follow, u
     return false;
 }
 
+/* If the whole subtree below trie node i can be taken at once from state ns (a slice, see
+ * walk), take it: 1 taken, 0 not, -1 out of memory. */
+static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns)
+{
+    const sift__gx_vocab *v = e->voc;
+    int lp = 0;
+    for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++)
+        if (v->slice_all[i] >> k & 1) lp = slice_ok(e, ns, k, v->slice_len[i]);
+    if (lp <= 0) return lp;
+    uint32_t lo, hi;
+    sift__gx_trie_below(v, i, &lo, &hi);
+    for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    e->bulk_used = true;
+    e->bulk += v->node[i].end - i - 1;
+    return 1;
+}
+
 /* Walk the trie below node `root` from DFA state s0 (esc0: the suffix was already used up
  * at the root; u0: unfinished UTF-8 at the root). Accepted tokens go to e->acc, escape
  * nodes to e->esc (both deduplicated by the current stamps). */
@@ -384,6 +401,13 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
     uint32_t d0 = tn[root].depth;
     wf[d0] = (wframe){s0, root, u0, esc0, 0};
     uint32_t i = root + 1, stop = tn[root].end;
+    /* the root itself may be a slice: a walk resumed at an escape (child()) then takes its
+     * subtree without visiting even its children - thousands of roots inside a string */
+    if (v->slice_all[root] && s0 != DEAD && u0.need == 0 && stop > i) {
+        int lp = take_slice(e, root, s0);
+        if (lp < 0) return SIFT_E_NOMEM;
+        if (lp) return SIFT_OK;
+    }
     uint64_t visited = 0;
     while (i < stop) {
         visited++;
@@ -451,18 +475,9 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
          * escape only lets the levels below accept tokens of its own subtree, which are all
          * accepted here already (accepted sets are cumulative down the levels). */
         if (v->slice_all[i] && ns != DEAD && u.need == 0 && nd.end > i + 1) {
-            int lp = 0;
-            for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++)
-                if (v->slice_all[i] >> k & 1) {
-                    lp = slice_ok(e, ns, k, v->slice_len[i]);
-                    if (lp < 0) return SIFT_E_NOMEM;
-                }
+            int lp = take_slice(e, i, ns);
+            if (lp < 0) return SIFT_E_NOMEM;
             if (lp) {
-                uint32_t lo, hi;
-                sift__gx_trie_below(v, i, &lo, &hi);
-                for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
-                e->bulk_used = true;
-                e->bulk += nd.end - i - 1;
                 i = nd.end;
                 continue;
             }

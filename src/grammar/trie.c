@@ -36,8 +36,21 @@ static bool in_slice(const sift__gx_slice *sl, uint32_t cp)
     return false;
 }
 
-/* good[d] (bit k) := s[d..len) is complete UTF-8 characters of slice k, for d in [0, len];
- * chars[d] := how many characters that is (when some bit of good[d] is set; capped at 255). */
+static bool slice_meets(const sift__gx_slice *sl, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t r = 0; r < sl->n_ranges; r++)
+        if (lo <= sl->ranges[2 * r + 1] && sl->ranges[2 * r] <= hi) return true;
+    return false;
+}
+
+/* good[d] (bit k) := s[d..len) is UTF-8 characters of slice k, the last of which may be
+ * unfinished if it can still complete to one of the slice; for d in [0, len]. chars[d] :=
+ * how many characters that is, the unfinished one included (when some bit of good[d] is
+ * set; capped at 255). Byte-level vocabularies split characters across tokens, and a
+ * trailing partial character would otherwise clear the flag of every node above it. A
+ * walk accepts such a token exactly when the partial character can still complete to a
+ * class some stack accepts; in a state that steps live on every character of the slice,
+ * every symbol meeting the slice is such a class. */
 static void slice_suffixes(const uint8_t *s, uint32_t len, uint8_t *good, uint8_t *chars)
 {
     good[len] = (1u << GX_N_SLICES) - 1;
@@ -48,7 +61,16 @@ static void slice_suffixes(const uint8_t *s, uint32_t len, uint8_t *good, uint8_
         sift__gx_utf8 u = {0};
         for (uint32_t q = d; q < len; q++) {
             int32_t r = sift__gx_utf8_feed(&u, s[q]);
-            if (r == GX_UTF8_MORE) continue;
+            if (r == GX_UTF8_MORE) {
+                if (q + 1 == len) { /* unfinished at the end of the token */
+                    uint32_t lo, hi;
+                    sift__gx_utf8_range(&u, &lo, &hi);
+                    for (uint32_t k = 0; k < GX_N_SLICES; k++)
+                        if (slice_meets(&sift__gx_slices[k], lo, hi)) good[d] |= (uint8_t)(1u << k);
+                    chars[d] = 1;
+                }
+                continue;
+            }
             if (r >= 0) {
                 for (uint32_t k = 0; k < GX_N_SLICES; k++)
                     if (in_slice(&sift__gx_slices[k], (uint32_t)r)) good[d] |= good[q + 1] & (1u << k);
