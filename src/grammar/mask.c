@@ -37,11 +37,20 @@
  * transitions, so stepping a trie node is one table lookup. UTF-8 is decoded on the way;
  * a lead byte that no live class can complete prunes its subtree.
  *
+ * Slices (trie.h). Inside a JSON string nearly every token is allowed, and walking them one
+ * node at a time was most of what compile and the worst masks cost (perf on MaskBench: one
+ * 211k-node walk per string context). A trie node flagged for slice C_k (the JSON string
+ * character class) has only C_k characters below it; when the DFA state there steps to
+ * one live state on every C_k character, for as many characters as the subtree's tokens
+ * have (a loop for char*, a chain for char{0,n}), every token below is accepted: they are a
+ * contiguous range of `sorted`, taken into a bitset without visiting the subtree.
+ *
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
- * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. Entries for
- * every terminal position and every (position, frame below) pair are precomputed up to a
- * budget when the sampler is made; deeper ones are computed on first use (typically tens of
- * microseconds: they resume few escapes). A warm fill_mask is: per stack a few hash lookups,
+ * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start
+ * state's entries, then entries for terminal positions and (position, frame below) pairs,
+ * are computed when the sampler is made, up to a small budget (a json_schema request should
+ * reach its first mask in about a millisecond); the rest are computed on first use
+ * (typically tens of microseconds: they resume few escapes). A warm fill_mask is: per stack a few hash lookups,
  * OR one bitset (deduplicated), set a few bits. Nothing is allocated once warm. Memory is
  * bounded: past 512 MiB the on-demand entries are dropped (the precomputed ones stay), and
  * the walk DFA is rebuilt when it passes its own limit.
