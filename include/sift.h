@@ -1175,8 +1175,9 @@ SIFT_API sift_grammar_match_result sift_grammar_match(const sift_grammar *g, con
 /* The grammar sampler. `vocab` gives the token texts (copied: the view need not outlive
  * the sampler). An empty or NULL grammar text gives a no-op sampler ("?grammar"), as in
  * llama.cpp. NULL on error (parse errors as sift_grammar_parse; SIFT_E_INVAL for a missing
- * vocabulary or a token id outside it; SIFT_E_NOMEM). Making it precomputes the masks the
- * first two parse levels need (see sift_grammar_params.precompute_budget). */
+ * vocabulary or a token id outside it; SIFT_E_NOMEM). Making it computes what the first mask
+ * needs, and a little more (see sift_grammar_params.precompute_budget); the rest is computed
+ * on first use and cached. */
 SIFT_API sift_sampler *sift_sampler_init_grammar(const sift_vocab_view *vocab, const char *gbnf, const char *root,
                                                  sift_error *err);
 
@@ -1192,7 +1193,8 @@ typedef struct sift_grammar_params {
     const sift_token *trigger_tokens;       /* the grammar starts with that token */
     size_t n_trigger_tokens;
     uint64_t precompute_budget;             /* work done ahead of time (trie nodes walked + 64 per
-                                             * cache entry); 0 = default (64Mi) */
+                                             * cache entry) beyond the first mask; 0 = default
+                                             * (32Ki: about a millisecond) */
 } sift_grammar_params;
 
 /* root "root", not lazy, no triggers, default budget */

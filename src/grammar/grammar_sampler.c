@@ -37,7 +37,12 @@
 #include "grammar/mask_apply.h"
 
 #define SMALL_APPLY 32 /* at most this many candidates: check each one, no bitset */
-#define DEFAULT_PRECOMPUTE_BUDGET ((uint64_t)64 << 20)
+/* Ahead-of-time work beyond the first mask (trie nodes walked, see sift__gx_engine_precompute).
+ * Small on purpose: a json_schema request should pay about a millisecond before its first
+ * mask (issue 12). Everything the first mask needs is computed when the sampler is made
+ * (warm_first_mask); deeper entries are made on first use, which the slices (trie.h) keep
+ * cheap even inside free strings. */
+#define DEFAULT_PRECOMPUTE_BUDGET ((uint64_t)1 << 15)
 
 /* Trigger configuration, immutable and shared by clones. */
 typedef struct {
@@ -447,7 +452,10 @@ sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const c
     grammar_ctx *c = ctx_new(eng, trig, lazy);
     triggers_release(trig);
     sift__gx_engine_release(eng);
-    if (!c || restart(c) != SIFT_OK) {
+    /* the cache entries of the start state, so that the first mask is a cache hit (an
+     * out-of-memory here is not an error: apply falls back, as for any later mask) */
+    if (c && restart(c) == SIFT_OK && !c->dead) (void)sift__gx_engine_fill_mask(c->eng, &c->ra, &c->st, c->mask);
+    if (!c || c->dead) {
         ctx_free(c);
         sift__error_set(err, SIFT_E_NOMEM, "out of memory");
         return NULL;

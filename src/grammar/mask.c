@@ -37,11 +37,20 @@
  * transitions, so stepping a trie node is one table lookup. UTF-8 is decoded on the way;
  * a lead byte that no live class can complete prunes its subtree.
  *
+ * Slices (trie.h). Inside a JSON string nearly every token is allowed, and walking them one
+ * node at a time was most of what compile and the worst masks cost (perf on MaskBench: one
+ * 211k-node walk per string context). A trie node flagged for slice C_k (the JSON string
+ * character class) has only C_k characters below it; when the DFA state there steps to
+ * one live state on every C_k character, for as many characters as the subtree's tokens
+ * have (a loop for char*, a chain for char{0,n}), every token below is accepted: they are a
+ * contiguous range of `sorted`, taken into a bitset without visiting the subtree.
+ *
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
- * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. Entries for
- * every terminal position and every (position, frame below) pair are precomputed up to a
- * budget when the sampler is made; deeper ones are computed on first use (typically tens of
- * microseconds: they resume few escapes). A warm fill_mask is: per stack a few hash lookups,
+ * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start
+ * state's entries, then entries for terminal positions and (position, frame below) pairs,
+ * are computed when the sampler is made, up to a small budget (a json_schema request should
+ * reach its first mask in about a millisecond); the rest are computed on first use
+ * (typically tens of microseconds: they resume few escapes). A warm fill_mask is: per stack a few hash lookups,
  * OR one bitset (deduplicated), set a few bits. Nothing is allocated once warm. Memory is
  * bounded: past 512 MiB the on-demand entries are dropped (the precomputed ones stay), and
  * the walk DFA is rebuilt when it passes its own limit.
@@ -58,6 +67,10 @@
 #include "grammar/mask.h"
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
+#define DENSE_CHUNK 16u          /* dense bitsets per allocation (205 KB at 102k tokens) */
+#define UNI_UNKNOWN 0xFFFFFFFFu  /* uni_next not computed yet */
+#define UNI_NONE 0xFFFFFFFEu     /* the slice's characters lead to different states, or to DEAD */
+#define UNI_OOM 0xFFFFFFFDu
 #ifndef GX_DFA_UNION_MIN
 #define GX_DFA_UNION_MIN GX_SUCC_UNION_MIN /* see sift__gx_succ_union */
 #endif
@@ -77,6 +90,7 @@ typedef struct {
     uint32_t set_off, set_n;     /* walk-arena node ids in `sets` */
     uint32_t live_off;           /* symbols some CLASS top accepts, in `live` */
     uint32_t trans_off;          /* n_syms transitions in `trans` (GX_NONE until first used) */
+    uint32_t uni[GX_N_SLICES];   /* per slice (trie.h): the one state every C_k character leads to (see uni_next) */
 } dfa_state;
 
 /* A walk's state at one trie depth. */
@@ -110,20 +124,24 @@ struct sift__gx_engine {
     uint32_t *st_ht;
     uint32_t st_ht_cap;
     uint32_t lead_lo[256], lead_hi[256];
+    sift__gx_u32vec slice_syms[GX_N_SLICES]; /* the grammar symbols that meet each slice */
+    uint64_t bulk;               /* trie nodes accepted in bulk (slices) instead of walked */
 
     /* the cache */
     sift__gx_entry *ent;
     uint32_t n_ent, cap_ent;
     sift__gx_u32vec lists;
-    uint64_t *dense;
-    uint32_t n_dense, cap_dense;
+    uint64_t **dense;            /* chunks of DENSE_CHUNK bitsets: growing never moves (copies) them */
+    uint32_t n_dense, n_chunks, cap_chunks;
     ent_slot *et;
     uint32_t et_cap;
 
     /* scratch of one entry computation */
     wframe *wf;
     uint32_t *node_stamp, node_epoch; /* escapes recorded, per trie node */
-    uint32_t *acc_stamp;              /* tokens accepted, per trie node (same epoch) */
+    uint64_t *seen_bits;              /* make_entry's dedupe of accepted tokens (all zero between uses) */
+    uint64_t *bulk_bits;              /* tokens accepted in bulk (slices), as a token bitset */
+    bool bulk_used;
     sift__gx_u32vec acc, esc, tmp;
 
     /* scratch of one fill_mask */
@@ -138,9 +156,14 @@ struct sift__gx_engine {
 
 /* ---- small pools --------------------------------------------------------------------------- */
 
+static inline uint64_t *dense_bits_w(const sift__gx_engine *e, int32_t d)
+{
+    return e->dense[(uint32_t)d / DENSE_CHUNK] + (size_t)((uint32_t)d % DENSE_CHUNK) * e->voc->n_words;
+}
+
 static inline const uint64_t *dense_bits(const sift__gx_engine *e, int32_t d)
 {
-    return e->dense + (size_t)d * e->voc->n_words;
+    return e->dense[(uint32_t)d / DENSE_CHUNK] + (size_t)((uint32_t)d % DENSE_CHUNK) * e->voc->n_words;
 }
 
 /* ---- the DFA over suffix-stack sets -------------------------------------------------------- */
@@ -213,6 +236,7 @@ static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
         }
     }
     s->trans_off = GX_NONE;
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) s->uni[k] = UNI_UNKNOWN;
     e->n_st++;
     if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
         if (!st_ht_grow(e)) return GX_NONE;
@@ -286,6 +310,42 @@ static int32_t dfa_step_ascii(sift__gx_engine *e, uint32_t s, uint8_t b)
     return t;
 }
 
+/* The state that every character of slice k leads to from state s, when it is one live
+ * state whatever the character (escaping or not), else UNI_NONE; memoized per state.
+ * UNI_OOM on out of memory. Exact: every such character lies in a symbol that meets C_k,
+ * and the DFA steps by symbol. */
+static uint32_t uni_next(sift__gx_engine *e, uint32_t s, uint32_t k)
+{
+    if (e->st[s].uni[k] != UNI_UNKNOWN) return e->st[s].uni[k];
+    uint32_t to = s == DEAD ? UNI_NONE : UNI_UNKNOWN;
+    const sift__gx_u32vec *ss = &e->slice_syms[k];
+    for (uint32_t q = 0; q < ss->n && to != UNI_NONE; q++) {
+        int32_t t = dfa_step(e, s, ss->v[q]);
+        if (t < 0) return UNI_OOM;
+        uint32_t ns = (uint32_t)t >> 1;
+        to = ns == DEAD || (to != UNI_UNKNOWN && to != ns) ? UNI_NONE : ns;
+    }
+    if (to == UNI_UNKNOWN) to = UNI_NONE; /* a slice no symbol meets: never used */
+    e->st[s].uni[k] = to;
+    return to;
+}
+
+/* Is every string of at most `len` characters of slice k accepted from state s (each
+ * prefix leaves a live state)? Then so is every token of a subtree whose slice_len is len
+ * (see walk). len 255 means "255 or more": only a chain that closes into a loop qualifies.
+ * 1 yes, 0 no, -1 out of memory. */
+static int slice_ok(sift__gx_engine *e, uint32_t s, uint32_t k, uint32_t len)
+{
+    for (uint32_t j = 0; j < len || len == 255; j++) {
+        uint32_t t = uni_next(e, s, k);
+        if (t == UNI_OOM) return -1;
+        if (t == UNI_NONE || j >= 255) return 0;
+        if (t == s) return 1; /* a loop: every length */
+        s = t;
+    }
+    return 1;
+}
+
 static inline bool live_any(const sift__gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
 {
     return sift__gx_bits_any_in(e->live + e->st[s].live_off, s0, s1);
@@ -321,6 +381,23 @@ static inline bool follow_ok(const sift__gx_engine *e, const uint64_t *follow, u
     return false;
 }
 
+/* If the whole subtree below trie node i can be taken at once from state ns (a slice, see
+ * walk), take it: 1 taken, 0 not, -1 out of memory. */
+static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns)
+{
+    const sift__gx_vocab *v = e->voc;
+    int lp = 0;
+    for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++)
+        if (v->slice_all[i] >> k & 1) lp = slice_ok(e, ns, k, v->slice_len[i]);
+    if (lp <= 0) return lp;
+    uint32_t lo, hi;
+    sift__gx_trie_below(v, i, &lo, &hi);
+    for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    e->bulk_used = true;
+    e->bulk += v->node[i].end - i - 1;
+    return 1;
+}
+
 /* Walk the trie below node `root` from DFA state s0 (esc0: the suffix was already used up
  * at the root; u0: unfinished UTF-8 at the root). Accepted tokens go to e->acc, escape
  * nodes to e->esc (both deduplicated by the current stamps). */
@@ -333,6 +410,13 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
     uint32_t d0 = tn[root].depth;
     wf[d0] = (wframe){s0, root, u0, esc0, 0};
     uint32_t i = root + 1, stop = tn[root].end;
+    /* the root itself may be a slice: a walk resumed at an escape (child()) then takes its
+     * subtree without visiting even its children - thousands of roots inside a string */
+    if (v->slice_all[root] && s0 != DEAD && u0.need == 0 && stop > i) {
+        int lp = take_slice(e, root, s0);
+        if (lp < 0) return SIFT_E_NOMEM;
+        if (lp) return SIFT_OK;
+    }
     uint64_t visited = 0;
     while (i < stop) {
         visited++;
@@ -386,10 +470,26 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
         }
         /* tokens ending here are accepted: a live path (or one that just used the suffix up)
          * consumed all their bytes; an unfinished character was checked above */
-        if (nd.tok_n && e->acc_stamp[i] != e->node_epoch) { /* per node: preorder-sequential */
-            e->acc_stamp[i] = e->node_epoch;
+        /* (two walks of one computation may both reach a node: make_entry drops the repeats,
+         * rather than a stamp per trie node here - a vocabulary-sized array per grammar, and
+         * a cache miss per node in a walk) */
+        if (nd.tok_n) {
             for (uint32_t k = 0; k < nd.tok_n; k++)
                 if (!sift__gx_u32_push(&e->acc, v->sorted[nd.tok_begin + k])) return SIFT_E_NOMEM;
+        }
+        /* a slice: every token below continues with at most slice_len C_k characters, along
+         * which ns only reaches live states, so each is accepted: take the subtree's
+         * tokens as they lie in `sorted`, straight into a bitset (they are many: the entry
+         * will be dense). Escapes inside the subtree are not recorded, and need not be: an
+         * escape only lets the levels below accept tokens of its own subtree, which are all
+         * accepted here already (accepted sets are cumulative down the levels). */
+        if (v->slice_all[i] && ns != DEAD && u.need == 0 && nd.end > i + 1) {
+            int lp = take_slice(e, i, ns);
+            if (lp < 0) return SIFT_E_NOMEM;
+            if (lp) {
+                i = nd.end;
+                continue;
+            }
         }
         wf[d] = (wframe){ns, i, u, nesc, 0};
         i++;
@@ -461,10 +561,16 @@ static void cache_maybe_trim(sift__gx_engine *e)
 
 static int32_t new_dense(sift__gx_engine *e)
 {
-    if (!GX_GROW(e->dense, e->cap_dense, (e->n_dense + 1) * e->voc->n_words)) return -1;
-    /* cap_dense counts words here */
+    /* one chunk at a time: a pool grown by realloc copied megabytes inside a single mask
+     * (a TBM tail of milliseconds) */
+    if (e->n_dense == e->n_chunks * DENSE_CHUNK) {
+        if (!GX_GROW(e->dense, e->cap_chunks, e->n_chunks + 1)) return -1;
+        e->dense[e->n_chunks] = sift__gx_malloc((size_t)DENSE_CHUNK * e->voc->n_words * sizeof(uint64_t));
+        if (!e->dense[e->n_chunks]) return -1;
+        e->n_chunks++;
+    }
     int32_t d = (int32_t)e->n_dense++;
-    memset(e->dense + (size_t)d * e->voc->n_words, 0, (size_t)e->voc->n_words * sizeof(uint64_t));
+    memset(dense_bits_w(e, d), 0, (size_t)e->voc->n_words * sizeof(uint64_t));
     return d;
 }
 
@@ -473,20 +579,28 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 {
     if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
     sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0} : e->ent[parent];
-    /* new tokens not already in the parent's dense set */
+    /* new tokens not already in the parent's dense set, each once */
     uint32_t n_new = 0;
     for (uint32_t k = 0; k < e->acc.n; k++) {
         uint32_t t = e->acc.v[k];
         if (pe.dense >= 0 && sift__gx_bit(dense_bits(e, pe.dense), t)) continue;
+        if (sift__gx_bit(e->seen_bits, t)) continue;
+        sift__gx_bit_set(e->seen_bits, t);
         e->acc.v[n_new++] = t;
     }
+    for (uint32_t k = 0; k < n_new; k++) e->seen_bits[e->acc.v[k] >> 6] = 0;
     sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
-    if (extras > 2ull * e->voc->n_words) {
+    if (extras > 2ull * e->voc->n_words || e->bulk_used) {
         int32_t d = new_dense(e);
         if (d < 0) return GX_NONE;
-        uint64_t *bits = e->dense + (size_t)d * e->voc->n_words;
+        uint64_t *bits = dense_bits_w(e, d);
         if (pe.dense >= 0) memcpy(bits, dense_bits(e, pe.dense), (size_t)e->voc->n_words * sizeof *bits);
+        if (e->bulk_used) {
+            for (uint32_t w = 0; w < e->voc->n_words; w++) bits[w] |= e->bulk_bits[w];
+            memset(e->bulk_bits, 0, (size_t)e->voc->n_words * sizeof *e->bulk_bits);
+            e->bulk_used = false;
+        }
         for (uint32_t k = 0; k < pe.extra_n; k++) sift__gx_bit_set(bits, e->lists.v[pe.extra_off + k]);
         for (uint32_t k = 0; k < n_new; k++) sift__gx_bit_set(bits, e->acc.v[k]);
         ne.dense = d;
@@ -512,9 +626,12 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 static void begin_computation(sift__gx_engine *e)
 {
     e->acc.n = e->esc.n = 0;
+    if (e->bulk_used) { /* left over by a computation that failed */
+        memset(e->bulk_bits, 0, (size_t)e->voc->n_words * sizeof *e->bulk_bits);
+        e->bulk_used = false;
+    }
     if (++e->node_epoch == 0) {
         memset(e->node_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->node_stamp);
-        memset(e->acc_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->acc_stamp);
         e->node_epoch = 1;
     }
 }
@@ -544,7 +661,7 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
             if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
             int32_t d = new_dense(e);
             if (d < 0) return GX_NONE;
-            uint64_t *bits = e->dense + (size_t)d * e->voc->n_words;
+            uint64_t *bits = dense_bits_w(e, d);
             memcpy(bits, e->voc->normal, (size_t)e->voc->n_words * sizeof *bits);
             if ((int64_t)t < e->voc->n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
             e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0};
@@ -600,15 +717,18 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_free(e->st_ht);
     sift__gx_free(e->ent);
     sift__gx_u32_free(&e->lists);
+    for (uint32_t k = 0; k < e->n_chunks; k++) sift__gx_free(e->dense[k]);
     sift__gx_free(e->dense);
     sift__gx_free(e->et);
     sift__gx_free(e->wf);
-    sift__gx_free(e->acc_stamp);
+    sift__gx_free(e->seen_bits);
+    sift__gx_free(e->bulk_bits);
     sift__gx_free(e->node_stamp);
     sift__gx_u32_free(&e->acc);
     sift__gx_u32_free(&e->esc);
     sift__gx_u32_free(&e->tmp);
     sift__gx_u32_free(&e->used_dense);
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) sift__gx_u32_free(&e->slice_syms[k]);
     pthread_mutex_destroy(&e->lock);
     sift__gx_free(e);
 }
@@ -639,11 +759,12 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     if (rc != SIFT_OK) goto nomem;
     uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
-    e->acc_stamp = sift__gx_calloc(e->voc->n_nodes, sizeof *e->acc_stamp);
+    e->seen_bits = sift__gx_calloc(e->voc->n_words, sizeof *e->seen_bits);
+    e->bulk_bits = sift__gx_calloc(e->voc->n_words, sizeof *e->bulk_bits);
     e->node_stamp = sift__gx_calloc(e->voc->n_nodes, sizeof *e->node_stamp);
     e->et_cap = 1024;
     e->et = sift__gx_malloc((size_t)e->et_cap * sizeof *e->et);
-    if (!e->wf || !e->acc_stamp || !e->node_stamp || !e->et)
+    if (!e->wf || !e->seen_bits || !e->node_stamp || !e->et || !e->bulk_bits)
         goto nomem;
     for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
     e->node_epoch = 1;
@@ -653,6 +774,16 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
         uint32_t lo, hi;
         sift__gx_utf8_range(&u, &lo, &hi);
         sift__gx_syms_in_range(g, lo, hi, &e->lead_lo[b], &e->lead_hi[b]);
+    }
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) {
+        const sift__gx_slice *sl = &sift__gx_slices[k];
+        uint32_t last = GX_NONE;
+        for (uint32_t r = 0; r < sl->n_ranges; r++) {
+            uint32_t s0, s1;
+            sift__gx_syms_in_range(g, sl->ranges[2 * r], sl->ranges[2 * r + 1], &s0, &s1);
+            for (uint32_t q = s0; q <= s1; q++)
+                if (q != last && !sift__gx_u32_push(&e->slice_syms[k], last = q)) goto nomem;
+        }
     }
     /* the pools are never NULL, so that empty sets are still valid pointers */
     if (!GX_GROW(e->sets.v, e->sets.cap, 64) || !GX_GROW(e->lists.v, e->lists.cap, 64) ||
@@ -789,14 +920,14 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
     sift__gx_utf8 none = {0};
     int rc = SIFT_OK;
     uint64_t start = e->walked;
-    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK; p++)
-        if (sift__gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
-    sift__gx_u32vec *below = NULL;
-    if (rc == SIFT_OK) rc = below_sets(g, &below);
     /* work = trie nodes walked + 64 per entry made, so that many cheap entries count too */
     uint32_t ent0 = e->n_ent;
 #define WORK() (e->walked - start + 64ull * (e->n_ent - ent0))
-    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
+    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)
+        if (sift__gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
+    sift__gx_u32vec *below = NULL;
+    if (rc == SIFT_OK && WORK() < budget) rc = below_sets(g, &below);
+    for (uint32_t p = 0; below && p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
         if (GX_TYPE(g->elems[p]) != GX_CLASS) continue;
         uint32_t id = level1(e, p, &none);
         if (id == GX_NONE) {
@@ -894,5 +1025,6 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
                 (uint64_t)e->voc->n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
     st->precompute_ms = e->precompute_ms;
     st->trims = e->trims;
+    st->slice_nodes = e->bulk;
     pthread_mutex_unlock(&e->lock);
 }

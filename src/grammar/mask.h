@@ -44,6 +44,7 @@ typedef struct sift__gx_engine_stats {
     uint64_t trie_nodes_walked, bytes;
     double precompute_ms;
     uint32_t trims; /* times the on-demand entries were dropped (cache size limit) */
+    uint64_t slice_nodes; /* trie nodes accepted in bulk by the slices (trie.h) instead of walked */
 } sift__gx_engine_stats;
 void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st);
 /* Size past which on-demand entries are dropped (default 512 MiB; tests use tiny ones). */

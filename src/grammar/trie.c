@@ -3,7 +3,9 @@
  *
  * Sort the token ids by text, then emit nodes in one pass: a token shares its first
  * lcp(previous token) bytes with nodes already emitted, so only the rest become new nodes;
- * nodes deeper than that common prefix are closed (their subtree ends here).
+ * nodes deeper than that common prefix are closed (their subtree ends here). The same pass
+ * knows the path of each token (open[]), which is all the slice flags need: a node's flag is
+ * the AND, over the tokens through it, of "the text after this depth is C_k characters".
  */
 #include <stdlib.h>
 
@@ -20,6 +22,65 @@ static int tok_cmp(const sift__gx_vocab *v, uint32_t x, uint32_t y)
     return x < y ? -1 : x > y;
 }
 
+/* JSON string contents without escapes: the converters' char class [^"\\\x7F\x00-\x1F]
+ * (surrogates never decode, so including them changes nothing). */
+static const uint32_t slice_json_char[] = {0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7E, 0x80, 0x10FFFF};
+const sift__gx_slice sift__gx_slices[GX_N_SLICES] = {
+    {slice_json_char, sizeof slice_json_char / sizeof slice_json_char[0] / 2},
+};
+
+static bool in_slice(const sift__gx_slice *sl, uint32_t cp)
+{
+    for (uint32_t r = 0; r < sl->n_ranges; r++)
+        if (cp >= sl->ranges[2 * r] && cp <= sl->ranges[2 * r + 1]) return true;
+    return false;
+}
+
+static bool slice_meets(const sift__gx_slice *sl, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t r = 0; r < sl->n_ranges; r++)
+        if (lo <= sl->ranges[2 * r + 1] && sl->ranges[2 * r] <= hi) return true;
+    return false;
+}
+
+/* good[d] (bit k) := s[d..len) is UTF-8 characters of slice k, the last of which may be
+ * unfinished if it can still complete to one of the slice; for d in [0, len]. chars[d] :=
+ * how many characters that is, the unfinished one included (when some bit of good[d] is
+ * set; capped at 255). Byte-level vocabularies split characters across tokens, and a
+ * trailing partial character would otherwise clear the flag of every node above it. A
+ * walk accepts such a token exactly when the partial character can still complete to a
+ * class some stack accepts; in a state that steps live on every character of the slice,
+ * every symbol meeting the slice is such a class. */
+static void slice_suffixes(const uint8_t *s, uint32_t len, uint8_t *good, uint8_t *chars)
+{
+    good[len] = (1u << GX_N_SLICES) - 1;
+    chars[len] = 0;
+    for (uint32_t d = len; d-- > 0;) {
+        good[d] = 0;
+        chars[d] = 0;
+        sift__gx_utf8 u = {0};
+        for (uint32_t q = d; q < len; q++) {
+            int32_t r = sift__gx_utf8_feed(&u, s[q]);
+            if (r == GX_UTF8_MORE) {
+                if (q + 1 == len) { /* unfinished at the end of the token */
+                    uint32_t lo, hi;
+                    sift__gx_utf8_range(&u, &lo, &hi);
+                    for (uint32_t k = 0; k < GX_N_SLICES; k++)
+                        if (slice_meets(&sift__gx_slices[k], lo, hi)) good[d] |= (uint8_t)(1u << k);
+                    chars[d] = 1;
+                }
+                continue;
+            }
+            if (r >= 0) {
+                for (uint32_t k = 0; k < GX_N_SLICES; k++)
+                    if (in_slice(&sift__gx_slices[k], (uint32_t)r)) good[d] |= good[q + 1] & (1u << k);
+                chars[d] = chars[q + 1] < 255 ? (uint8_t)(chars[q + 1] + 1) : 255;
+            }
+            break;
+        }
+    }
+}
+
 void sift__gx_vocab_free(sift__gx_vocab *v)
 {
     sift__gx_free(v->bytes);
@@ -29,6 +90,8 @@ void sift__gx_vocab_free(sift__gx_vocab *v)
     sift__gx_free(v->eog);
     sift__gx_free(v->node);
     sift__gx_free(v->sorted);
+    sift__gx_free(v->slice_all);
+    sift__gx_free(v->slice_len);
     memset(v, 0, sizeof *v);
 }
 
@@ -123,13 +186,20 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     }
     if (nodes > UINT32_MAX / 2) return sift__gx_free(tmp), sift__error_set(err, SIFT_E_INVAL, "grammar sampler: vocabulary too large");
     v->n_nodes = (uint32_t)nodes;
+    v->n_sorted = n_trie;
     v->node = sift__gx_calloc(nodes, sizeof *v->node);
+    v->slice_all = sift__gx_malloc(nodes);
+    v->slice_len = sift__gx_calloc(nodes, 1);
     /* open[d] = node at depth d on the current path */
     uint32_t *open = sift__gx_malloc(((size_t)v->max_depth + 1) * sizeof *open);
-    if (!v->node || !open) {
+    uint8_t *good = sift__gx_malloc(2 * ((size_t)v->max_depth + 1));
+    if (!v->node || !open || !good || !v->slice_all || !v->slice_len) {
         sift__gx_free(open);
+        sift__gx_free(good);
         goto nomem;
     }
+    uint8_t *chars = good + v->max_depth + 1;
+    memset(v->slice_all, (1u << GX_N_SLICES) - 1, nodes);
     open[0] = 0;
     uint32_t path_len = 0, nn = 1;
     for (uint32_t k = 0; k < n_trie; k++) {
@@ -146,9 +216,15 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
             open[++path_len] = id;
         }
         uint32_t last = open[len];
+        slice_suffixes(s, len, good, chars);
+        for (uint32_t d = 0; d <= len; d++) {
+            v->slice_all[open[d]] &= good[d];
+            if (good[d] && chars[d] > v->slice_len[open[d]]) v->slice_len[open[d]] = chars[d];
+        }
         if (v->node[last].tok_n == 0) v->node[last].tok_begin = k;
         if (v->node[last].tok_n == UINT16_MAX) {
             sift__gx_free(open);
+            sift__gx_free(good);
             sift__gx_free(tmp);
             sift__gx_vocab_free(v);
             return sift__error_set(err, SIFT_E_INVAL, "grammar sampler: more than 65535 tokens share one text");
@@ -158,6 +234,7 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     while (path_len > 0) v->node[open[path_len--]].end = nn;
     v->node[0].end = nn;
     sift__gx_free(open);
+    sift__gx_free(good);
     sift__gx_free(tmp);
     return SIFT_OK;
 nomem:

@@ -12,6 +12,17 @@
  * can end, separately), tokens with an empty text (never allowed, as in llama.cpp) and
  * tokens containing a NUL byte (never allowed: llama.cpp's C-string matching would cut
  * them short).
+ *
+ * Slices (llguidance's idea, made exact here): a few fixed character sets C_k that grammars
+ * spend most of their mask time in - above all the body of a JSON string, where nearly every
+ * token of the vocabulary is allowed. For each trie node, bit k of slice_all says that every
+ * token below the node continues its text with complete UTF-8 characters of C_k only. A walk
+ * (mask.c) at such a node, in a parser state that goes back to itself on every character of
+ * C_k, accepts the whole subtree at once - a contiguous range of `sorted` - instead of
+ * stepping through it node by node. slice_len bounds how many characters those tokens
+ * have below the node, so that a state that is not a loop but a chain (a string with a
+ * maxLength: char{0,50}) qualifies too, when the chain is long enough. Nothing in a slice
+ * depends on a grammar, so it is built once with the trie.
  */
 #ifndef SIFT_GRAMMAR_TRIE_H
 #define SIFT_GRAMMAR_TRIE_H
@@ -45,8 +56,26 @@ typedef struct sift__gx_vocab {
     uint32_t n_nodes;
     sift__gx_trie_node *node;
     uint32_t *sorted;      /* trie tokens sorted by text */
+    uint32_t n_sorted;
     uint32_t max_depth;
+    uint8_t *slice_all;    /* [n_nodes]: bit k = every token below continues with C_k characters only */
+    uint8_t *slice_len;    /* [n_nodes]: the most characters a token has below the node (255: 255 or more) */
 } sift__gx_vocab;
+
+/* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
+#define GX_N_SLICES 1
+typedef struct {
+    const uint32_t *ranges; /* lo, hi, lo, hi, ... */
+    uint32_t n_ranges;
+} sift__gx_slice;
+extern const sift__gx_slice sift__gx_slices[GX_N_SLICES];
+
+/* Tokens strictly below trie node i: sorted[*lo .. *hi). */
+static inline void sift__gx_trie_below(const sift__gx_vocab *v, uint32_t i, uint32_t *lo, uint32_t *hi)
+{
+    *lo = v->node[i].tok_begin + v->node[i].tok_n;
+    *hi = v->node[i].end < v->n_nodes ? v->node[v->node[i].end].tok_begin : v->n_sorted;
+}
 
 #define GX_MAX_TOKEN_TEXT 65535u /* a longer token text counts as empty (never allowed) */
 

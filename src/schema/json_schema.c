@@ -80,6 +80,10 @@ typedef struct {
     int status;
     jrule *rules;
     size_t n_rules, cap_rules;
+    uint32_t *rule_ht;   /* rule index + 1 by name hash (0 = empty): find_rule was a linear
+                          * scan, quadratic in the rules (41 % of a 1.7 MB Kubernetes grammar's
+                          * 190 ms conversion, perf) */
+    size_t rule_ht_cap;
     const char *resolving[JS_MAX_DEPTH]; /* $refs being expanded */
     int n_resolving;
     char path[512]; /* JSON pointer of the node being converted */
@@ -141,11 +145,43 @@ static char *sanitize(const char *name)
     return s;
 }
 
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 static jrule *find_rule(conv *c, const char *name)
 {
-    for (size_t i = 0; i < c->n_rules; i++)
-        if (!strcmp(c->rules[i].name, name)) return &c->rules[i];
-    return NULL;
+    if (!c->rule_ht_cap) return NULL;
+    for (size_t k = name_hash(name) & (c->rule_ht_cap - 1);; k = (k + 1) & (c->rule_ht_cap - 1)) {
+        uint32_t i = c->rule_ht[k];
+        if (!i) return NULL;
+        if (!strcmp(c->rules[i - 1].name, name)) return &c->rules[i - 1];
+    }
+}
+
+/* Index rules[i] by name (rules are only appended; the final sort comes after the last lookup). */
+static bool index_rule(conv *c, size_t i)
+{
+    if ((i + 1) * 2 > c->rule_ht_cap) {
+        size_t nc = c->rule_ht_cap ? c->rule_ht_cap * 2 : 64;
+        uint32_t *t = sift__gx_calloc(nc, sizeof *t);
+        if (!t) return false;
+        sift__gx_free(c->rule_ht);
+        c->rule_ht = t;
+        c->rule_ht_cap = nc;
+        for (size_t j = 0; j < i; j++) {
+            size_t k = name_hash(c->rules[j].name) & (nc - 1);
+            while (t[k]) k = (k + 1) & (nc - 1);
+            t[k] = (uint32_t)j + 1;
+        }
+    }
+    size_t k = name_hash(c->rules[i].name) & (c->rule_ht_cap - 1);
+    while (c->rule_ht[k]) k = (k + 1) & (c->rule_ht_cap - 1);
+    c->rule_ht[k] = (uint32_t)i + 1;
+    return true;
 }
 
 /* Add rule `name ::= body`; an existing rule with the same name and body is reused, a
@@ -192,6 +228,7 @@ static const char *add_rule(conv *c, const char *name, char *body)
         c->cap_rules = nc;
     }
     c->rules[c->n_rules++] = (jrule){cand, body};
+    if (!index_rule(c, c->n_rules - 1)) return coom(c);
     return cand;
 }
 
@@ -1668,6 +1705,7 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
         sift__gx_free(c.rules[i].body);
     }
     sift__gx_free(c.rules);
+    sift__gx_free(c.rule_ht);
     cJSON_Delete(root);
     return out;
 }
