@@ -580,12 +580,82 @@ static void test_errors(void **state)
     sift_grammar_free(g);
 }
 
+/* patternProperties (issue 12): pattern keys take the pattern's schema; the other keys take
+ * additionalProperties, written as the pattern's complement or as a name/prefix trie. */
+static void test_pattern_properties(void **state)
+{
+    (void)state;
+    /* one class pattern, other keys allowed (a missing additionalProperties) */
+    sift_grammar *g = convert("{\"type\":\"object\",\"patternProperties\":{\"^[a-z_]+$\":{\"type\":\"integer\"}}}", 0);
+    expect(g, "{\"ab_c\": 1, \"x\": 2}", true);
+    expect(g, "{\"ab_c\": \"s\"}", false);        /* a pattern key: integer */
+    expect(g, "{\"Ab\": \"s\", \"\": [1]}", true); /* other keys: anything */
+    expect(g, "{\"a b\": null}", true);
+    expect(g, "{\"a\\nb\": null, \"b\": 1}", true);
+    sift_grammar_free(g);
+    /* additionalProperties false, a declared property the pattern does not match */
+    g = convert("{\"type\":\"object\",\"properties\":{\"Id\":{\"type\":\"string\"}},\"required\":[\"Id\"],"
+                "\"patternProperties\":{\"^x-\":{\"type\":\"boolean\"}},\"additionalProperties\":false}", 0);
+    expect(g, "{\"Id\": \"a\", \"x-1\": true, \"x-\": false}", true);
+    expect(g, "{\"Id\": \"a\", \"x-1\": 1}", false);
+    expect(g, "{\"Id\": \"a\", \"y\": true}", false);
+    expect(g, "{\"x-1\": true}", false);
+    sift_grammar_free(g);
+    /* a prefix with other keys allowed: those keys must not start with it */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{}},\"patternProperties\":{\"^x-\":{\"type\":\"boolean\"}}}", 0);
+    expect(g, "{\"a\": 1, \"x\": 1, \"x_\": 2, \"y-1\": 3, \"x-b\": true}", true);
+    expect(g, "{\"x-b\": 1}", false);
+    sift_grammar_free(g);
+    /* .* matches every key: no other keys, every value an integer */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\".*\":{\"type\":\"integer\"}}}", 0);
+    expect(g, "{\"\": 1, \"a b\": 2}", true);
+    expect(g, "{\"a\": \"x\"}", false);
+    sift_grammar_free(g);
+    /* ^.+$: other keys are "" or hold a line break */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\"^.+$\":{\"type\":\"null\"}}}", 0);
+    expect(g, "{\"a\": null, \"\": 1, \"a\\nb\": 2}", true);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+    /* bounded: ^[a-z]{1,3}$ */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\"^[a-z]{2,3}$\":{\"type\":\"null\"}}}", 0);
+    expect(g, "{\"ab\": null, \"abc\": null, \"a\": 1, \"abcd\": 2, \"\": 3, \"aB\": 4}", true);
+    expect(g, "{\"abc\": 1}", false);
+    sift_grammar_free(g);
+    /* literal patterns with different schemas: disjoint keys */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\"^a$\":{\"type\":\"null\"},\"^(b|c)$\":{\"type\":\"boolean\"}},"
+                "\"additionalProperties\":{\"type\":\"integer\"}}", 0);
+    expect(g, "{\"a\": null, \"b\": true, \"c\": false, \"d\": 1, \"ab\": 2}", true);
+    expect(g, "{\"a\": 1}", false);
+    expect(g, "{\"c\": 1}", false);
+    expect(g, "{\"d\": null}", false);
+    sift_grammar_free(g);
+    /* an optional property that no value fits is left out, and stays excluded from the others */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"enum\":[1]},\"b\":{}}}", 0);
+    expect(g, "{\"b\": 1, \"c\": 2}", true);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+    /* what cannot be expressed names the keyword */
+    const char *bad[] = {
+        "{\"type\":\"object\",\"properties\":{\"ab\":{\"type\":\"string\"}},\"patternProperties\":{\"^[a-z]+$\":{\"type\":\"integer\"}}}",
+        "{\"type\":\"object\",\"patternProperties\":{\"^a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}}}",
+        "{\"type\":\"object\",\"patternProperties\":{\"^[a-z]+[0-9]$\":{\"type\":\"integer\"}}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        sift_error err = {0};
+        char *gb = sift_json_schema_to_grammar(bad[i], strlen(bad[i]), 0, &err);
+        if (gb) fail_msg("case %zu converted: %s\n%s", i, bad[i], gb);
+        if (err.status != SIFT_E_UNSUPPORTED || !strstr(err.msg, "patternProperties"))
+            fail_msg("case %zu: status %d message '%s'", i, err.status, err.msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_pattern_properties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,4 +45,14 @@ void sift__gbnf_put_int_range(sift__gbnf_sbuf *b, bool has_min, int64_t min, boo
  * (SIFT_E_UNSUPPORTED "offset N: what", SIFT_E_NOMEM). */
 char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err);
 
+/* patternProperties (pattern_keys.c). The literals of a pattern ^lit$ / ^(a|b|c)$ (exact,
+ * *prefix false) or ^lit (a prefix, *prefix true), decoded, at most `cap` of them: their
+ * count, or -1 when the pattern is not of that form. */
+#define SIFT__PATTERN_LIT_MAX 256
+int sift__schema_pattern_literals(const char *pat, size_t n, char (*out)[SIFT__PATTERN_LIT_MAX], int cap, bool *prefix);
+/* The GBNF expression of the JSON string contents a pattern does not match, `any` naming the
+ * rule of one JSON string character; NULL with *all set when the pattern matches every
+ * string, NULL with err (SIFT_E_UNSUPPORTED, SIFT_E_NOMEM) when it cannot be written. */
+char *sift__schema_pattern_complement(const char *pat, size_t n, const char *any, bool *all, sift_error *err);
+
 #endif

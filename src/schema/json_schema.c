@@ -85,6 +85,7 @@ typedef struct {
     char path[512]; /* JSON pointer of the node being converted */
     size_t path_len;
     int depth;
+    bool unsat; /* the error is "this schema matches nothing" (an optional property may then be left out) */
 } conv;
 
 __attribute__((format(printf, 3, 4))) static const char *cfail(conv *c, int status, const char *fmt, ...)
@@ -327,7 +328,7 @@ static const char *const ANNOTATIONS[] = {
     "$vocabulary", "discriminator", "nullable", "example", NULL};
 static const char *const UNSUPPORTED[] = {
     "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains", "multipleOf",
-    "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired",
+    "propertyNames", "minProperties", "maxProperties", "dependentRequired",
     "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "additionalItems", NULL};
 
@@ -712,7 +713,7 @@ static char *join_name(const char *a, const char *b)
  * and without its flaw of also excluding every proper prefix of a name). */
 typedef struct nsnode {
     uint32_t cp;
-    bool end;
+    bool end, all; /* all: a prefix, every string below is excluded too */
     struct nsnode *kids, *next; /* children sorted by cp */
 } nsnode;
 
@@ -750,6 +751,8 @@ static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, 
     for (const nsnode *k = t->kids; k && c->status == SIFT_OK; k = k->next) {
         char u[8];
         int n = sift__gx_utf8_encode(k->cp, u);
+        sift__gbnf_put_class_char(&rejects, k->cp);
+        if (k->all) continue; /* nothing that goes through k is left */
         if (!first) sift__gbnf_sb_puts(&b, " | ");
         first = false;
         sift__gbnf_put_literal(&b, u, (size_t)n);
@@ -760,7 +763,6 @@ static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, 
         } else {
             sift__gbnf_sb_printf(&b, " %s+", char_rule);
         }
-        sift__gbnf_put_class_char(&rejects, k->cp);
     }
     sift__gbnf_sb_printf(&b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
     sift__gbnf_sb_free(&rejects);
@@ -841,8 +843,329 @@ static const char *ordered_object(conv *c, const char **kv, const bool *req, siz
     return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
-static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional, const char *name,
-                                const char *rule_name)
+
+/* ---- the keys beside the declared properties ---------------------------------------------------- */
+
+typedef struct {
+    const char *s;
+    bool prefix; /* every key that starts with s */
+} keyex;
+
+/* The rule of the JSON string keys that are none of ex[0..n) (`string` when n is 0); NULL
+ * with *none set when no key is left (an empty prefix), NULL with the error set otherwise. */
+static const char *excluded_keys_rule(conv *c, const keyex *ex, size_t n, const char *sub, bool *none)
+{
+    *none = false;
+    if (n == 0) return use_builtin(c, "string");
+    nsnode *t = sift__gx_calloc(1, sizeof *t);
+    bool ok = t != NULL;
+    for (size_t pi = 0; pi < n && ok; pi++) {
+        nsnode *nd = t;
+        sift__gx_utf8 u = {0};
+        for (const unsigned char *q = (const unsigned char *)ex[pi].s; *q && ok; q++) {
+            int32_t cp = sift__gx_utf8_feed(&u, *q);
+            if (cp == GX_UTF8_MORE) continue;
+            if (cp == GX_UTF8_BAD || cp < 0x20 || cp == '"' || cp == '\\') {
+                if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+                    cfail(c, SIFT_E_UNSUPPORTED, "property name '%s' (escapes or invalid UTF-8) with additionalProperties", ex[pi].s);
+                    ok = false;
+                    break;
+                }
+                continue;
+            }
+            if (!(nd = ns_child(nd, (uint32_t)cp))) ok = false;
+        }
+        if (ok) {
+            nd->end = true;
+            nd->all |= ex[pi].prefix;
+        }
+    }
+    const char *key_rule = NULL;
+    if (ok && t->all) {
+        *none = true;
+    } else if (ok) {
+        const char *char_rule = use_builtin(c, "char");
+        char *kn = join_name(sub, "k");
+        if (char_rule && kn && use_builtin(c, "space")) {
+            unsigned counter = 0;
+            const char *body_rule = not_strings_rule(c, t, kn, char_rule, &counter);
+            if (body_rule) {
+                sift__gbnf_sbuf b = {0};
+                sift__gbnf_sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
+                key_rule = add_rule(c, kn, sift__gbnf_sb_take(&b));
+                sift__gbnf_sb_free(&b);
+            }
+        } else if (!kn) {
+            coom(c);
+        }
+        sift__gx_free(kn);
+    } else if (!t) {
+        coom(c);
+    }
+    ns_free(t);
+    return key_rule;
+}
+
+/* The rule `key ":" value` of the other keys additionalProperties allows: keys that are none
+ * of ex[] (or matching key_rule when given), values matching additionalProperties (any value
+ * when it is true or missing). *extra_kv stays NULL when no key is left. */
+static bool other_keys(conv *c, const cJSON *additional, const keyex *ex, size_t n_ex, const char *key_rule,
+                       const char *name, const char **extra_kv)
+{
+    char *sub = join_name(name, "additional");
+    if (!sub) return coom(c), false;
+    bool none = false;
+    if (!key_rule) key_rule = excluded_keys_rule(c, ex, n_ex, sub, &none);
+    const char *value_rule = NULL;
+    if (key_rule && cJSON_IsObject(additional)) {
+        size_t o = path_push(c, "additionalProperties");
+        char *vn = join_name(sub, "value");
+        value_rule = vn ? visit(c, additional, vn, NULL) : coom(c);
+        sift__gx_free(vn);
+        path_pop(c, o);
+    } else if (key_rule) {
+        value_rule = use_builtin(c, "value");
+    }
+    if (key_rule && value_rule) {
+        sift__gbnf_sbuf b = {0};
+        sift__gbnf_sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
+        char *kn = join_name(sub, "kv");
+        *extra_kv = kn ? add_rule(c, kn, sift__gbnf_sb_take(&b)) : coom(c);
+        sift__gx_free(kn);
+        sift__gbnf_sb_free(&b);
+    }
+    sift__gx_free(sub);
+    (void)none;
+    return c->status == SIFT_OK;
+}
+
+/* Does the rule body (a JSON string, as pattern_body writes it) match the JSON text? */
+static bool body_matches(conv *c, const char *body, const char *text)
+{
+    sift__gbnf_sbuf g = {0};
+    sift__gbnf_sb_printf(&g, "root ::= %s\nchar ::= %s\nspace ::= %s\n", body, find_builtin("char")->body, find_builtin("space")->body);
+    if (g.oom) return sift__gbnf_sb_free(&g), coom(c), false;
+    sift_error e2 = {0};
+    sift_grammar *gr = sift_grammar_parse(g.s, g.n, "root", NULL, &e2);
+    sift__gbnf_sb_free(&g);
+    if (!gr) return cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "patternProperties: %s", e2.msg), false;
+    bool m = sift_grammar_match(gr, text, strlen(text), NULL) == SIFT_GRAMMAR_COMPLETE;
+    sift_grammar_free(gr);
+    return m;
+}
+
+static bool is_trivial(const cJSON *s)
+{
+    if (cJSON_IsTrue(s)) return true;
+    if (!cJSON_IsObject(s)) return false;
+    for (const cJSON *k = s->child; k; k = k->next)
+        if (!in_list(ANNOTATIONS, k->string)) return false;
+    return true;
+}
+
+static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+
+#define PP_MAX 64  /* patterns per object */
+#define PP_LITS 32 /* literals per pattern */
+
+typedef struct {
+    const cJSON *schema;
+    const char *pat;
+    char *body;     /* the key rule's body (pattern_body) */
+    int n_lits;     /* -1: not literals */
+    bool prefix;    /* the literals are prefixes */
+    bool all;       /* matches every key */
+    char (*lits)[SIFT__PATTERN_LIT_MAX];
+} ppat;
+
+/* Can no key match both patterns? Proven for literals (names and prefixes that exclude
+ * each other) and for names that the other pattern does not match. */
+static bool keys_disjoint(conv *c, const ppat *a, const ppat *b)
+{
+    if (a->n_lits >= 0 && b->n_lits >= 0) {
+        for (int i = 0; i < a->n_lits; i++)
+            for (int j = 0; j < b->n_lits; j++) {
+                const char *x = a->lits[i], *y = b->lits[j];
+                if (!strcmp(x, y) || (a->prefix && starts_with(y, x)) || (b->prefix && starts_with(x, y))) return false;
+            }
+        return true;
+    }
+    if (a->n_lits < 0 && b->n_lits < 0) return false;
+    const ppat *l = a->n_lits >= 0 ? a : b, *o = a->n_lits >= 0 ? b : a;
+    if (l->prefix) return false;
+    for (int i = 0; i < l->n_lits; i++) {
+        cJSON *js = cJSON_CreateString(l->lits[i]);
+        char *txt = js ? cJSON_PrintUnformatted(js) : NULL;
+        cJSON_Delete(js);
+        if (!txt) return coom(c), false;
+        bool m = body_matches(c, o->body, txt);
+        cJSON_free(txt);
+        if (m || c->status != SIFT_OK) return false;
+    }
+    return true;
+}
+
+/* patternProperties: a key that matches a pattern takes that pattern's value; the other
+ * keys (none of the declared names, matching no pattern) take additionalProperties. Exact,
+ * or refused naming the keyword: a declared name that a pattern matches (both schemas
+ * would apply) unless that pattern's schema allows anything; two patterns with different
+ * schemas that may match one key; other keys whose set has no grammar (pattern_keys.c). */
+static const char *pattern_extras(conv *c, const cJSON *pp, const cJSON *additional, const char **names, size_t n_names,
+                                  const char *name, const char **extra_kv)
+{
+    const bool lenient = (c->flags & SIFT_JSON_SCHEMA_LENIENT) != 0;
+    if (!cJSON_IsObject(pp)) return cfail(c, SIFT_E_INVAL, "'patternProperties' must be an object");
+    size_t n = (size_t)cJSON_GetArraySize(pp);
+    if (n > PP_MAX) return cfail(c, SIFT_E_UNSUPPORTED, "patternProperties: more than %d patterns", PP_MAX);
+    ppat *P = sift__gx_calloc(n, sizeof *P);
+    char (*lits)[SIFT__PATTERN_LIT_MAX] = sift__gx_calloc(n * PP_LITS, sizeof *lits);
+    keyex *ex = sift__gx_calloc(n_names + n * PP_LITS + 1, sizeof *ex);
+    sift__gbnf_sbuf alts = {0};
+    const char *ret = NULL;
+    size_t o0 = path_push(c, "patternProperties");
+    if (!P || !lits || !ex) {
+        coom(c);
+        goto done;
+    }
+    bool any_all = false;
+    size_t k = 0;
+    for (const cJSON *e = pp->child; e && c->status == SIFT_OK; e = e->next, k++) {
+        ppat *q = &P[k];
+        q->schema = e;
+        q->pat = e->string;
+        q->lits = lits + k * PP_LITS;
+        size_t o = path_push(c, e->string);
+        q->body = pattern_body(c, e->string, strlen(e->string));
+        if (!q->body) {
+            path_pop(c, o);
+            break;
+        }
+        q->n_lits = sift__schema_pattern_literals(e->string, strlen(e->string), q->lits, PP_LITS, &q->prefix);
+        if (q->n_lits == 1 && q->prefix && !q->lits[0][0]) q->n_lits = -1; /* "^" */
+        size_t pl = strlen(e->string);
+        bool a_s = pl && e->string[0] == '^', a_e = pl > (size_t)a_s && e->string[pl - 1] == '$' && !(pl >= 2 && e->string[pl - 2] == '\\');
+        q->all = !(a_s && a_e) && body_matches(c, q->body, "\"\"");
+        any_all |= q->all;
+        /* declared names this pattern matches: both schemas apply */
+        bool names_hit = false;
+        for (size_t j = 0; j < n_names && c->status == SIFT_OK; j++) {
+            cJSON *js = cJSON_CreateString(names[j]);
+            char *txt = js ? cJSON_PrintUnformatted(js) : NULL;
+            cJSON_Delete(js);
+            if (!txt) {
+                coom(c);
+                break;
+            }
+            bool m = body_matches(c, q->body, txt);
+            cJSON_free(txt);
+            if (!m) continue;
+            names_hit = true;
+            if (!is_trivial(e) && !lenient)
+                cfail(c, SIFT_E_UNSUPPORTED, "property '%s' also matches this pattern (both schemas would apply): cannot be expressed", names[j]);
+        }
+        /* earlier patterns that may match the same keys with another schema */
+        for (size_t j = 0; j < k && c->status == SIFT_OK; j++)
+            if (!cJSON_Compare(P[j].schema, e, true) && !keys_disjoint(c, &P[j], q) && c->status == SIFT_OK && !lenient)
+                cfail(c, SIFT_E_UNSUPPORTED, "patterns '%s' and '%s' may match one key with different schemas: cannot be expressed", P[j].pat, q->pat);
+        if (c->status != SIFT_OK) {
+            path_pop(c, o);
+            break;
+        }
+        /* the key rule: the pattern, less the declared names it matches */
+        char *sub = join_name(name, "pattern");
+        char idx[32];
+        snprintf(idx, sizeof idx, "%zu", k);
+        char *sn = sub ? join_name(sub, idx) : NULL;
+        const char *key_rule = NULL;
+        if (!sn) coom(c);
+        else if (!names_hit) {
+            char *kn = join_name(sn, "k");
+            key_rule = kn ? add_rule(c, kn, dupstr(q->body)) : coom(c);
+            sift__gx_free(kn);
+        } else if (q->all) {
+            bool none;
+            for (size_t j = 0; j < n_names; j++) ex[j] = (keyex){names[j], false};
+            key_rule = excluded_keys_rule(c, ex, n_names, sn, &none);
+        } else if (!lenient) {
+            cfail(c, SIFT_E_UNSUPPORTED, "a declared property matches this pattern: the other keys it matches cannot be expressed");
+        }
+        char *vn = sn ? join_name(sn, "value") : NULL;
+        const char *value_rule = key_rule && vn ? visit(c, e, vn, NULL) : NULL;
+        if (key_rule && value_rule) sift__gbnf_sb_printf(&alts, "%s%s \":\" space %s", alts.n ? " | " : "", key_rule, value_rule);
+        sift__gx_free(vn);
+        sift__gx_free(sn);
+        sift__gx_free(sub);
+        path_pop(c, o);
+    }
+    path_pop(c, o0);
+    o0 = c->path_len;
+    if (c->status != SIFT_OK) goto done;
+    /* the other keys */
+    bool extra = additional ? (cJSON_IsTrue(additional) || cJSON_IsObject(additional)) : !(c->flags & SIFT_JSON_SCHEMA_LLAMA);
+    if (extra && !any_all) {
+        size_t n_ex = 0, n_other = 0, which = 0;
+        for (size_t j = 0; j < n_names; j++) ex[n_ex++] = (keyex){names[j], false};
+        for (size_t j = 0; j < n; j++) {
+            if (P[j].n_lits < 0) {
+                n_other++;
+                which = j;
+                continue;
+            }
+            for (int l = 0; l < P[j].n_lits; l++) ex[n_ex++] = (keyex){P[j].lits[l], P[j].prefix};
+        }
+        const char *key_rule = NULL;
+        if (n_other == 1 && n_ex == 0) {
+            bool all = false;
+            sift_error e2 = {0};
+            const char *any = use_builtin(c, "char");
+            char *comp = any ? sift__schema_pattern_complement(P[which].pat, strlen(P[which].pat), any, &all, &e2) : NULL;
+            if (comp) {
+                sift__gbnf_sbuf b = {0};
+                sift__gbnf_sb_printf(&b, "\"\\\"\" (%s) \"\\\"\" space", comp);
+                sift__gx_free(comp);
+                char *kn = join_name(name, "additional-k");
+                key_rule = kn ? add_rule(c, kn, sift__gbnf_sb_take(&b)) : coom(c);
+                sift__gx_free(kn);
+                sift__gbnf_sb_free(&b);
+            } else if (!all && c->status == SIFT_OK && !lenient) {
+                size_t o = path_push(c, "patternProperties");
+                size_t o2 = path_push(c, P[which].pat);
+                cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "with additionalProperties allowed: %s", e2.msg);
+                path_pop(c, o2);
+                path_pop(c, o);
+            }
+            if (all) extra = false;
+        } else if (n_other > 0 && !lenient) {
+            size_t o = path_push(c, "patternProperties");
+            cfail(c, SIFT_E_UNSUPPORTED, "with additionalProperties allowed, the keys that match no pattern and no property cannot be expressed");
+            path_pop(c, o);
+        }
+        if (c->status != SIFT_OK) goto done;
+        if (extra) {
+            const char *ok_kv = NULL;
+            if (!other_keys(c, additional, ex, n_ex, key_rule, name, &ok_kv)) goto done;
+            if (ok_kv) sift__gbnf_sb_printf(&alts, "%s%s", alts.n ? " | " : "", ok_kv);
+        }
+    }
+    if (alts.n) {
+        char *kn = join_name(name, "extra-kv");
+        *extra_kv = kn ? add_rule(c, kn, sift__gbnf_sb_take(&alts)) : coom(c);
+        sift__gx_free(kn);
+    }
+    ret = c->status == SIFT_OK ? "" : NULL;
+done:
+    c->path_len = o0;
+    c->path[o0] = 0;
+    for (size_t j = 0; P && j < n; j++) sift__gx_free(P[j].body);
+    sift__gx_free(P);
+    sift__gx_free(lits);
+    sift__gx_free(ex);
+    sift__gbnf_sb_free(&alts);
+    return c->status == SIFT_OK ? ret : NULL;
+}
+
+static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional,
+                                const cJSON *pattern_props, const char *name, const char *rule_name)
 {
     /* kv rule per property; with JSON Schema semantics a required name that `properties`
      * does not declare is a property with any value, after the declared ones */
@@ -877,7 +1200,15 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
     for (const cJSON *p = props ? props->child : NULL; p && c->status == SIFT_OK; p = p->next, i++) {
         size_t o = path_push(c, p->string);
         char *pn = join_name(name, p->string);
+        for (const cJSON *r = required ? required->child : NULL; r; r = r->next)
+            if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) req[i] = true;
+        sift_error saved = c->err ? *c->err : (sift_error){0};
         const char *vr = pn ? visit(c, p, pn, NULL) : coom(c);
+        if (!vr && c->unsat && !req[i]) { /* an optional property no value fits: never present */
+            c->status = SIFT_OK;
+            c->unsat = false;
+            if (c->err) *c->err = saved;
+        }
         if (vr) {
             sift__gbnf_sbuf b = {0};
             cJSON *key = cJSON_CreateString(p->string);
@@ -898,8 +1229,6 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         }
         sift__gx_free(pn);
         path_pop(c, o);
-        for (const cJSON *r = required ? required->child : NULL; r; r = r->next)
-            if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) req[i] = true;
     }
     path_pop(c, o0);
     /* required names `properties` does not declare: any value */
@@ -933,75 +1262,33 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
             goto done;
         }
 
-    /* additional properties */
+    /* additional properties (and patternProperties) */
     const char *extra_kv = NULL;
-    /* JSON Schema: a missing additionalProperties allows any other key (llama.cpp's
-     * converter reads it as false) */
-    bool extra = additional ? (cJSON_IsTrue(additional) || cJSON_IsObject(additional)) : !llama;
     np = n_all;
-    if (extra) {
-        char *sub = join_name(name, "additional");
-        const char *value_rule;
-        if (cJSON_IsObject(additional)) {
-            size_t o = path_push(c, "additionalProperties");
-            char *vn = sub ? join_name(sub, "value") : NULL;
-            value_rule = vn ? visit(c, additional, vn, NULL) : coom(c);
-            sift__gx_free(vn);
-            path_pop(c, o);
-        } else {
-            value_rule = use_builtin(c, "value");
+    bool extra;
+    if (pattern_props && cJSON_GetArraySize(pattern_props) > 0) {
+        if (!pattern_extras(c, pattern_props, additional, names, np, name, &extra_kv)) goto done;
+        extra = extra_kv != NULL;
+    } else {
+        /* JSON Schema: a missing additionalProperties allows any other key (llama.cpp's
+         * converter reads it as false) */
+        extra = additional ? (cJSON_IsTrue(additional) || cJSON_IsObject(additional)) : !llama;
+        keyex *ex = extra ? sift__gx_calloc(np + 1, sizeof *ex) : NULL;
+        if (extra && !ex) {
+            coom(c);
+            goto done;
         }
-        const char *key_rule = NULL;
-        if (value_rule && np == 0) {
-            key_rule = use_builtin(c, "string");
-        } else if (value_rule) {
-            nsnode *t = sift__gx_calloc(1, sizeof *t);
-            bool ok = t != NULL;
-            for (size_t pi = 0; pi < np && ok; pi++) {
-                nsnode *n = t;
-                sift__gx_utf8 u = {0};
-                for (const unsigned char *q = (const unsigned char *)names[pi]; *q && ok; q++) {
-                    int32_t cp = sift__gx_utf8_feed(&u, *q);
-                    if (cp == GX_UTF8_MORE) continue;
-                    if (cp == GX_UTF8_BAD || cp < 0x20 || cp == '"' || cp == '\\') {
-                        if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-                            cfail(c, SIFT_E_UNSUPPORTED, "property name '%s' (escapes or invalid UTF-8) with additionalProperties", names[pi]);
-                            ok = false;
-                            break;
-                        }
-                        continue;
-                    }
-                    if (!(n = ns_child(n, (uint32_t)cp))) ok = false;
-                }
-                if (ok) n->end = true;
-            }
-            const char *char_rule = ok ? use_builtin(c, "char") : NULL;
-            char *kn = sub ? join_name(sub, "k") : NULL;
-            if (ok && char_rule && kn && use_builtin(c, "space")) {
-                unsigned counter = 0;
-                const char *body_rule = not_strings_rule(c, t, kn, char_rule, &counter);
-                if (body_rule) {
-                    sift__gbnf_sbuf b = {0};
-                    sift__gbnf_sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
-                    key_rule = add_rule(c, kn, sift__gbnf_sb_take(&b));
-                    sift__gbnf_sb_free(&b);
-                }
-            } else if (!t || !kn) {
-                coom(c);
-            }
-            sift__gx_free(kn);
-            ns_free(t);
-        }
-        if (key_rule && value_rule) {
-            sift__gbnf_sbuf b = {0};
-            sift__gbnf_sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
-            char *kn = sub ? join_name(sub, "kv") : NULL;
-            extra_kv = kn ? add_rule(c, kn, sift__gbnf_sb_take(&b)) : coom(c);
-            sift__gx_free(kn);
-            sift__gbnf_sb_free(&b);
-        }
-        sift__gx_free(sub);
-        if (c->status != SIFT_OK) goto done;
+        for (size_t q = 0; extra && q < np; q++) ex[q] = (keyex){names[q], false};
+        bool ok = !extra || other_keys(c, additional, ex, np, NULL, name, &extra_kv);
+        sift__gx_free(ex);
+        if (!ok) goto done;
+    }
+    /* optional properties that no value fits are left out */
+    {
+        size_t w = 0;
+        for (i = 0; i < np; i++)
+            if (kv[i]) kv[w] = kv[i], req[w] = req[i], w++;
+        np = w;
     }
 
     if (!llama) {
@@ -1160,7 +1447,7 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
         } else if (!objectish || enums) {
             cfail(c, SIFT_E_UNSUPPORTED, "allOf: only object parts (or one enum) can be merged");
         } else {
-            out = build_object(c, props, req, additional, name, rule_name);
+            out = build_object(c, props, req, additional, NULL, name, rule_name);
         }
     }
     cJSON_Delete(props);
@@ -1171,7 +1458,7 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
 
 static const char *infer_type(const cJSON *s)
 {
-    static const char *const obj[] = {"properties", "additionalProperties", "required", NULL};
+    static const char *const obj[] = {"properties", "additionalProperties", "required", "patternProperties", NULL};
     static const char *const arr[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
     static const char *const str[] = {"pattern", "minLength", "maxLength", "format", NULL};
     static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
@@ -1188,7 +1475,7 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
 {
     long mn = get_count(c, s, "minItems", 0), mx = get_count(c, s, "maxItems", -1);
     if (mn == -2 || mx == -2) return NULL;
-    if (mx >= 0 && mx < mn) return cfail(c, SIFT_E_INVAL, "maxItems is below minItems");
+    if (mx >= 0 && mx < mn) return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "maxItems is below minItems"));
     /* a grammar repeats an item at most 2000 times (GBNF's limit, llama.cpp's too): name the
      * keyword rather than fail later with a grammar that does not parse */
     if (mn > 2000 || mx > 2000) {
@@ -1266,7 +1553,7 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
         const char *item_rule;
         if (items && !cJSON_IsTrue(items)) {
             if (cJSON_IsFalse(items)) {
-                if (mn > 0) return sift__gbnf_sb_free(&b), cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing");
+                if (mn > 0) return sift__gbnf_sb_free(&b), (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing"));
                 mx = 0;
                 item_rule = "value";
             } else {
@@ -1329,7 +1616,7 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
     }
     long mn = get_count(c, s, "minLength", 0), mx = get_count(c, s, "maxLength", -1);
     if (mn == -2 || mx == -2) return NULL;
-    if (mx >= 0 && mx < mn) return cfail(c, SIFT_E_INVAL, "maxLength is below minLength");
+    if (mx >= 0 && mx < mn) return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "maxLength is below minLength"));
     if (mn > 2000 || mx > 2000) return cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2000 (the grammar's repetition limit)");
     const char *ch = use_builtin(c, "char");
     if (!ch) return NULL;
@@ -1388,7 +1675,7 @@ static const char *visit_integer(conv *c, const cJSON *s, const char *rule_name)
         const char *p = use_builtin(c, "integer");
         return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
     }
-    if (has_min && has_max && mn > mx) return cfail(c, SIFT_E_INVAL, "no integer is within minimum..maximum");
+    if (has_min && has_max && mn > mx) return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "no integer is within minimum..maximum"));
     sift__gbnf_sbuf b = {0};
     sift__gbnf_sb_puts(&b, "(");
     sift__gbnf_put_int_range(&b, has_min, mn, has_max, mx);
@@ -1406,11 +1693,13 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
         if (props && !cJSON_IsObject(props)) return cfail(c, SIFT_E_INVAL, "'properties' must be an object");
         const cJSON *req = cJSON_GetObjectItemCaseSensitive(s, "required");
         bool must = req && cJSON_GetArraySize(req) > 0 && !(c->flags & SIFT_JSON_SCHEMA_LLAMA);
-        if (!props && !ad && !must) { /* any object */
+        const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
+        if (!props && !ad && !must && !pp) { /* any object */
             const char *o = use_builtin(c, "object");
             return o ? add_rule(c, rule_name, dupstr(o)) : NULL;
         }
-        return build_object(c, props, cJSON_GetObjectItemCaseSensitive(s, "required"), ad, name, rule_name);
+        return build_object(c, props, cJSON_GetObjectItemCaseSensitive(s, "required"), ad,
+                            cJSON_GetObjectItemCaseSensitive(s, "patternProperties"), name, rule_name);
     }
     if (!strcmp(type, "array")) return visit_array(c, s, name, rule_name);
     if (!strcmp(type, "string")) return visit_string(c, s, rule_name);
@@ -1435,7 +1724,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         goto done;
     }
     if (cJSON_IsFalse(s)) {
-        out = cfail(c, SIFT_E_INVAL, "the schema 'false' matches nothing");
+        out = (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "the schema 'false' matches nothing"));
         goto done;
     }
     if (!cJSON_IsObject(s)) {
@@ -1530,7 +1819,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         if (!check_keywords(c, s, NULL) || !values_checked(c, s)) goto done;
         const cJSON *cv = cJSON_GetObjectItemCaseSensitive(s, "const");
         if (!value_fits(cv, cJSON_GetObjectItemCaseSensitive(s, "type"))) {
-            out = cfail(c, SIFT_E_INVAL, "'const' does not have the schema's type: the schema matches nothing");
+            out = (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "'const' does not have the schema's type: the schema matches nothing"));
             goto done;
         }
         sift__gbnf_sbuf b = {0};
@@ -1557,7 +1846,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         }
         if (!k && c->status == SIFT_OK) {
             sift__gbnf_sb_free(&b);
-            out = cfail(c, SIFT_E_INVAL, "no 'enum' value has the schema's type: the schema matches nothing");
+            out = (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "no 'enum' value has the schema's type: the schema matches nothing"));
             goto done;
         }
         sift__gbnf_sb_puts(&b, ") space");
