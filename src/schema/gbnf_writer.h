@@ -45,6 +45,10 @@ void sift__gbnf_put_int_range(sift__gbnf_sbuf *b, bool has_min, int64_t min, boo
  * (SIFT_E_UNSUPPORTED "offset N: what", SIFT_E_NOMEM). */
 char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err);
 
+/* The JSON numbers x with lo <= x <= hi (< with *_strict; NULL: no bound), the bounds in
+ * plain decimal ("-12.5"), no exponent form (number_range.c); false when none is. */
+bool sift__gbnf_put_number_range(sift__gbnf_sbuf *b, const char *lo, bool lo_strict, const char *hi, bool hi_strict);
+
 /* patternProperties (pattern_keys.c). The literals of a pattern ^lit$ / ^(a|b|c)$ (exact,
  * *prefix false) or ^lit (a prefix, *prefix true), decoded, at most `cap` of them: their
  * count, or -1 when the pattern is not of that form. */

@@ -352,10 +352,6 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
     for (const cJSON *k = s->child; k; k = k->next) {
         const char *key = k->string;
         bool bad = in_list(UNSUPPORTED, key);
-        if (!bad && type && strcmp(type, "integer") &&
-            (!strcmp(key, "minimum") || !strcmp(key, "maximum") || !strcmp(key, "exclusiveMinimum") ||
-             !strcmp(key, "exclusiveMaximum")))
-            bad = !strcmp(type, "number");
         if (bad) {
             size_t o = path_push(c, key);
             cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' cannot be expressed in a grammar (SIFT_JSON_SCHEMA_LENIENT ignores it)", key);
@@ -1683,6 +1679,84 @@ static const char *visit_integer(conv *c, const cJSON *s, const char *rule_name)
     return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
+/* A bound in plain decimal (the shortest text that reads back as the same double). */
+static bool bound_text(double d, char *out, size_t cap)
+{
+    if (!(fabs(d) < 1e15)) return false;
+    for (int p = 1; p <= 17; p++) {
+        char t[64];
+        snprintf(t, sizeof t, "%.*g", p, d);
+        if (strtod(t, NULL) != d) continue;
+        int dec = 0;
+        const char *e = strchr(t, 'e');
+        const char *dot = strchr(t, '.');
+        if (!e && !dot) dec = 0;
+        else if (!e) dec = (int)strlen(dot + 1);
+        else dec = p - 1 - (int)floor(log10(fabs(d)));
+        if (dec < 0) dec = 0;
+        if (dec > 40) return false;
+        snprintf(out, cap, "%.*f", dec, d);
+        if (!strcmp(out, "-0")) snprintf(out, cap, "0");
+        return strtod(out, NULL) == d;
+    }
+    return false;
+}
+
+/* One side of a number's range: minimum / exclusiveMinimum (draft-04's boolean form too),
+ * the tighter of both. */
+static bool number_bound(conv *c, const cJSON *s, bool upper, bool *has, double *v, bool *strict)
+{
+    const cJSON *inc = cJSON_GetObjectItemCaseSensitive(s, upper ? "maximum" : "minimum");
+    const cJSON *exc = cJSON_GetObjectItemCaseSensitive(s, upper ? "exclusiveMaximum" : "exclusiveMinimum");
+    *has = false;
+    *strict = false;
+    if (inc) {
+        if (!cJSON_IsNumber(inc)) {
+            size_t o = path_push(c, inc->string);
+            cfail(c, SIFT_E_INVAL, "'%s' must be a number", inc->string);
+            path_pop(c, o);
+            return false;
+        }
+        *has = true;
+        *v = inc->valuedouble;
+        *strict = cJSON_IsTrue(exc);
+    }
+    if (cJSON_IsNumber(exc)) {
+        double x = exc->valuedouble;
+        if (!*has || (upper ? x <= *v : x >= *v)) *v = x, *strict = true;
+        *has = true;
+    } else if (exc && !cJSON_IsBool(exc)) {
+        size_t o = path_push(c, exc->string);
+        cfail(c, SIFT_E_INVAL, "'%s' must be a number", exc->string);
+        path_pop(c, o);
+        return false;
+    }
+    return true;
+}
+
+static const char *visit_number(conv *c, const cJSON *s, const char *rule_name)
+{
+    bool has_lo, has_hi, lo_s, hi_s;
+    double lo = 0, hi = 0;
+    if (!number_bound(c, s, false, &has_lo, &lo, &lo_s) || !number_bound(c, s, true, &has_hi, &hi, &hi_s)) return NULL;
+    if (!use_builtin(c, "space")) return NULL;
+    if (!has_lo && !has_hi) {
+        const char *p = use_builtin(c, "number");
+        return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
+    }
+    char lt[64], ht[64];
+    if ((has_lo && !bound_text(lo, lt, sizeof lt)) || (has_hi && !bound_text(hi, ht, sizeof ht)))
+        return cfail(c, SIFT_E_UNSUPPORTED, "minimum / maximum beyond +-1e15 or with more than 40 decimals cannot be expressed");
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "(");
+    if (!sift__gbnf_put_number_range(&b, has_lo ? lt : NULL, lo_s, has_hi ? ht : NULL, hi_s)) {
+        sift__gbnf_sb_free(&b);
+        return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "no number is within minimum..maximum: the schema matches nothing"));
+    }
+    sift__gbnf_sb_puts(&b, ") space");
+    return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+}
+
 static const char *visit_typed(conv *c, const cJSON *s, const char *name, const char *rule_name, const char *type)
 {
     if (!check_keywords(c, s, type)) return NULL;
@@ -1704,7 +1778,8 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
     if (!strcmp(type, "array")) return visit_array(c, s, name, rule_name);
     if (!strcmp(type, "string")) return visit_string(c, s, rule_name);
     if (!strcmp(type, "integer")) return visit_integer(c, s, rule_name);
-    if (!strcmp(type, "number") || !strcmp(type, "boolean") || !strcmp(type, "null")) {
+    if (!strcmp(type, "number")) return visit_number(c, s, rule_name);
+    if (!strcmp(type, "boolean") || !strcmp(type, "null")) {
         const char *p = use_builtin(c, type);
         return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
     }
