@@ -715,13 +715,46 @@ static void test_number_ranges(void **state)
             }
 }
 
+/* enum / const: the listed values that validate against the whole schema (issue 12) */
+static void test_finite_values(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"allOf\":[{\"enum\":[1, \"a\", null, 2.5]},{\"not\":{\"type\":\"string\"}},{\"not\":{\"maximum\":2}}]}", 0);
+    expect(g, "2.5", true);
+    expect(g, "2.50", true); /* the same number */
+    expect(g, "1", false);
+    expect(g, "\"a\"", false);
+    expect(g, "null", false); /* {maximum: 2} holds for null (numbers only), so its not fails */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"enum\":[{\"a\":[1, 2]}, \"x\", {\"b\":1}],\"required\":[\"a\"]}", 0);
+    expect(g, "{\"a\": [1, 2]}", true);
+    expect(g, "{\"a\":[1,2]}", true);
+    expect(g, "{\"b\": 1}", false);
+    expect(g, "\"x\"", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"enum\":[\"ab\",\"abc\",\"b\"],\"pattern\":\"^a\",\"maxLength\":2}", 0);
+    expect(g, "\"ab\"", true);
+    expect(g, "\"abc\"", false);
+    expect(g, "\"b\"", false);
+    sift_grammar_free(g);
+    g = convert("{\"const\":3,\"multipleOf\":1.5,\"type\":\"integer\"}", 0);
+    expect(g, "3", true);
+    expect(g, "3.0", true);
+    sift_grammar_free(g);
+    sift_error err = {0};
+    const char *none = "{\"type\":\"object\",\"properties\":{\"a\":{\"const\":1,\"not\":{\"const\":1}}},\"required\":[\"a\"]}";
+    char *gb = sift_json_schema_to_grammar(none, strlen(none), 0, &err);
+    assert_null(gb);
+    assert_non_null(strstr(err.msg, "matches nothing"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges),
+        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,12 @@ char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start
  * plain decimal ("-12.5"), no exponent form (number_range.c); false when none is. */
 bool sift__gbnf_put_number_range(sift__gbnf_sbuf *b, const char *lo, bool lo_strict, const char *hi, bool hi_strict);
 
+/* Does `value` validate against `schema` (value_check.c)? 1 yes, 0 no, -1 not decided here.
+ * resolve: a $ref's target in the document, or NULL. */
+struct cJSON;
+typedef const struct cJSON *(*sift__schema_resolve_fn)(void *ctx, const char *ref);
+int sift__schema_value_valid(const struct cJSON *schema, const struct cJSON *value, sift__schema_resolve_fn resolve, void *ctx);
+
 /* patternProperties (pattern_keys.c). The literals of a pattern ^lit$ / ^(a|b|c)$ (exact,
  * *prefix false) or ^lit (a prefix, *prefix true), decoded, at most `cap` of them: their
  * count, or -1 when the pattern is not of that form. */

@@ -1786,6 +1786,103 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
     return cfail(c, SIFT_E_INVAL, "unknown type '%s'", type);
 }
 
+static const cJSON *vc_resolve(void *ctx, const char *ref)
+{
+    conv *c = ctx;
+    sift_error saved = c->err ? *c->err : (sift_error){0};
+    int st = c->status;
+    const cJSON *t = resolve_pointer(c, ref);
+    c->status = st; /* a probe: a bad $ref is reported where it is converted */
+    if (c->err) *c->err = saved;
+    return t;
+}
+
+/* A JSON value as the grammar of its text: numbers in every decimal spelling of their value
+ * (1, 1.0, 1.00), containers with whitespace where JSON allows it (json.dumps writes ", "
+ * and ": "), keys in the listed order. */
+static bool put_value(conv *c, sift__gbnf_sbuf *b, const cJSON *v)
+{
+    char t[64];
+    if (cJSON_IsNumber(v) && bound_text(v->valuedouble, t, sizeof t)) {
+        sift__gbnf_sb_puts(b, "(");
+        bool ok = sift__gbnf_put_number_range(b, t, false, t, false);
+        sift__gbnf_sb_puts(b, ")");
+        return ok || cfail(c, SIFT_E_INVAL, "internal: number %s", t);
+    }
+    if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+        bool obj = cJSON_IsObject(v);
+        sift__gbnf_sb_puts(b, obj ? "\"{\" space" : "\"[\" space");
+        for (const cJSON *e = v->child; e; e = e->next) {
+            if (e != v->child) sift__gbnf_sb_puts(b, " \",\" space");
+            sift__gbnf_sb_puts(b, " ");
+            if (obj) {
+                cJSON *key = cJSON_CreateString(e->string);
+                if (!key) return coom(c), false;
+                bool ok = put_json_literal(c, b, key);
+                cJSON_Delete(key);
+                if (!ok) return false;
+                sift__gbnf_sb_puts(b, " space \":\" space ");
+            }
+            if (!put_value(c, b, e)) return false;
+            sift__gbnf_sb_puts(b, " space");
+        }
+        sift__gbnf_sb_puts(b, obj ? " \"}\"" : " \"]\"");
+        return true;
+    }
+    return put_json_literal(c, b, v);
+}
+
+/* enum / const (here or in a part of allOf): the listed values that validate against the
+ * whole schema, as literals. false when this does not apply or a value cannot be decided
+ * (the other paths then handle the schema); NULL out with the error set on failure. */
+static bool finite_values(conv *c, const cJSON *s, const char *rule_name, const char **out)
+{
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(s, "const");
+    bool single = vals != NULL;
+    if (!vals) vals = cJSON_GetObjectItemCaseSensitive(s, "enum");
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
+    for (const cJSON *p = cJSON_IsArray(all) ? all->child : NULL; p && !vals; p = p->next) {
+        const cJSON *q = p, *ref = cJSON_GetObjectItemCaseSensitive(p, "$ref");
+        if (cJSON_IsString(ref)) q = vc_resolve(c, ref->valuestring);
+        if (!cJSON_IsObject(q)) continue;
+        vals = cJSON_GetObjectItemCaseSensitive(q, "const");
+        single = vals != NULL;
+        if (!vals) vals = cJSON_GetObjectItemCaseSensitive(q, "enum");
+    }
+    if (!vals || (!single && (!cJSON_IsArray(vals) || !cJSON_GetArraySize(vals)))) return false;
+    bool keep[256];
+    int n = 0;
+    for (const cJSON *v = single ? vals : vals->child; v; v = single ? NULL : v->next, n++) {
+        if (n >= 256) return false;
+        int r = sift__schema_value_valid(s, v, vc_resolve, c);
+        if (r < 0) return false;
+        keep[n] = r == 1;
+    }
+    *out = NULL;
+    if (!use_builtin(c, "space")) return true;
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "(");
+    int k = 0, i = 0;
+    for (const cJSON *v = single ? vals : vals->child; v && c->status == SIFT_OK; v = single ? NULL : v->next, i++) {
+        if (!keep[i]) continue;
+        if (k++) sift__gbnf_sb_puts(&b, " | ");
+        put_value(c, &b, v);
+    }
+    sift__gbnf_sb_puts(&b, ") space");
+    if (c->status != SIFT_OK) {
+        sift__gbnf_sb_free(&b);
+        return true;
+    }
+    if (!k) {
+        sift__gbnf_sb_free(&b);
+        c->unsat = true;
+        cfail(c, SIFT_E_INVAL, "no '%s' value validates against the schema: the schema matches nothing", single ? "const" : "enum");
+        return true;
+    }
+    *out = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    return true;
+}
+
 static const char *visit(conv *c, const cJSON *s, const char *name, const char *force_type)
 {
     if (++c->depth > JS_MAX_DEPTH) {
@@ -1813,6 +1910,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         out = coom(c);
         goto done;
     }
+    if (!force_type && !(c->flags & SIFT_JSON_SCHEMA_LENIENT) && finite_values(c, s, rule_name, &out)) goto done;
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
     const cJSON *any = cJSON_GetObjectItemCaseSensitive(s, "anyOf");
     if (!any) any = cJSON_GetObjectItemCaseSensitive(s, "oneOf");
