@@ -748,13 +748,38 @@ static void test_finite_values(void **state)
     assert_non_null(strstr(err.msg, "matches nothing"));
 }
 
+/* minLength / maxLength above the grammar's 2000 copies: 1000-character chunks (issue 12) */
+static void test_long_strings(void **state)
+{
+    (void)state;
+    const char *schemas[] = {"{\"type\":\"string\",\"minLength\":2500,\"maxLength\":7200}", "{\"type\":\"string\",\"maxLength\":5000}",
+                             "{\"type\":\"string\",\"minLength\":3001}"};
+    const long lens[][6] = {{0, 2499, 2500, 7200, 7201, 4000}, {0, 5000, 5001, 1, 2999, 3000}, {3000, 3001, 9000, 0, 1, 2000}};
+    const bool want[][6] = {{false, false, true, true, false, true}, {true, true, false, true, true, true}, {false, true, true, false, false, false}};
+    char *buf = malloc(9100);
+    assert_non_null(buf);
+    for (int i = 0; i < 3; i++) {
+        sift_grammar *g = convert(schemas[i], 0);
+        for (int k = 0; k < 6; k++) {
+            long n = lens[i][k];
+            buf[0] = '"';
+            for (long j = 0; j < n; j++) buf[1 + j] = (char)(j % 7 ? 'a' : 'x');
+            buf[1 + n] = '"';
+            buf[2 + n] = 0;
+            expect(g, buf, want[i][k]);
+        }
+        sift_grammar_free(g);
+    }
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values),
+        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1569,6 +1569,35 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
     return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
+/* item{mn,mx} beyond the grammar's 2000 copies, without writing them out: a rule of
+ * 1000 items, repeated (max < 0: unbounded; both at most 2,000,000). With Q = r / 1000,
+ * item{0,r} is  chunk{0,Q-1} item{0,999} | chunk{Q} item{0,r mod 1000}:  every count once. */
+#define JS_CHUNK 1000
+static void put_long_repetition(conv *c, sift__gbnf_sbuf *b, const char *item, long mn, long mx)
+{
+    char nm[64], body[128];
+    snprintf(nm, sizeof nm, "%s-%d", item, JS_CHUNK);
+    snprintf(body, sizeof body, "%s{%d}", item, JS_CHUNK);
+    const char *chunk = add_rule(c, nm, dupstr(body));
+    if (!chunk) return;
+    /* item{mn} */
+    if (mn / JS_CHUNK) sift__gbnf_sb_printf(b, "%s{%ld} ", chunk, mn / JS_CHUNK);
+    if (mn % JS_CHUNK) sift__gbnf_sb_printf(b, "%s{%ld} ", item, mn % JS_CHUNK);
+    if (mx < 0) {
+        sift__gbnf_sb_printf(b, "%s*", item);
+        return;
+    }
+    long r = mx - mn, q = r / JS_CHUNK;
+    if (r <= 2000) {
+        sift__gbnf_put_repetition(b, item, 0, r, NULL);
+        if (r == 0) sift__gbnf_sb_puts(b, "\"\"");
+        return;
+    }
+    sift__gbnf_sb_printf(b, "( %s{0,%ld} %s{0,%d} | %s{%ld}", chunk, q - 1, item, JS_CHUNK - 1, chunk, q);
+    if (r % JS_CHUNK) sift__gbnf_sb_printf(b, " %s{0,%ld}", item, r % JS_CHUNK);
+    sift__gbnf_sb_puts(b, " )");
+}
+
 static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
 {
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
@@ -1613,7 +1642,8 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
     long mn = get_count(c, s, "minLength", 0), mx = get_count(c, s, "maxLength", -1);
     if (mn == -2 || mx == -2) return NULL;
     if (mx >= 0 && mx < mn) return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "maxLength is below minLength"));
-    if (mn > 2000 || mx > 2000) return cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2000 (the grammar's repetition limit)");
+    if (mn > 2000000 || mx > 2000000)
+        return cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2,000,000 (1000-character chunks, at most 2000 of them)");
     const char *ch = use_builtin(c, "char");
     if (!ch) return NULL;
     if (!has_len) {
@@ -1622,9 +1652,10 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
     }
     sift__gbnf_sbuf b = {0};
     sift__gbnf_sb_puts(&b, "\"\\\"\" ");
-    sift__gbnf_put_repetition(&b, ch, mn, mx, NULL);
+    if (mn <= 2000 && mx <= 2000) sift__gbnf_put_repetition(&b, ch, mn, mx, NULL);
+    else put_long_repetition(c, &b, ch, mn, mx);
     sift__gbnf_sb_puts(&b, " \"\\\"\" space");
-    return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    return c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : (sift__gbnf_sb_free(&b), (const char *)NULL);
 }
 
 static bool get_int_bound(conv *c, const cJSON *s, const char *key, int64_t adjust, bool *has, int64_t *out)
