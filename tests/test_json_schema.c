@@ -232,8 +232,19 @@ static void test_arrays(void **state)
     sift_grammar_free(g);
     g = convert("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", 0);
     expect(g, "[\"a\", 1]", true);
-    expect(g, "[\"a\"]", false);
-    expect(g, "[\"a\", 1, 2]", false);
+    expect(g, "[\"a\", 1, 2, {}]", true); /* 2020-12: prefixItems alone allows anything after */
+    sift_grammar_free(g);
+    /* draft-07: items as a tuple, additionalItems after it */
+    g = convert("{\"type\":\"array\",\"items\":[{\"type\":\"string\"}],\"additionalItems\":{\"type\":\"integer\"}}", 0);
+    expect(g, "[\"a\", 1, 2]", true);
+    expect(g, "[\"a\", \"b\"]", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"items\":[{\"type\":\"string\"}],\"additionalItems\":false}", 0);
+    expect(g, "[\"a\"]", true);
+    expect(g, "[\"a\", 1]", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"items\":[{\"type\":\"string\"}]}", 0);
+    expect(g, "[\"a\", null]", true);
     sift_grammar_free(g);
     g = convert("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}],\"minItems\":1,"
                 "\"items\":{\"type\":\"boolean\"}}",

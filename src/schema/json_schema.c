@@ -330,7 +330,7 @@ static const char *const UNSUPPORTED[] = {
     "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains", "multipleOf",
     "propertyNames", "minProperties", "maxProperties", "dependentRequired",
     "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-    "$recursiveRef", "additionalItems", NULL};
+    "$recursiveRef", NULL};
 
 /* Standard formats a validator checks but that have no grammar here: refused, never a
  * plain string (which would accept invalid values). */
@@ -444,8 +444,24 @@ static bool values_overlap(const cJSON *a, bool sa, const cJSON *b, bool sb)
  * when both allow only listed values and share none, or (objects) when one property that
  * both require is a const / enum with no value in common. Otherwise the grammar (a union)
  * would also accept what matches two of them: refused. */
+static const cJSON *vc_resolve(void *ctx, const char *ref);
+
+/* a schema that is only a $ref: its target (a few levels), else itself */
+static const cJSON *deref(conv *c, const cJSON *s)
+{
+    for (int i = 0; i < 8 && cJSON_IsObject(s) && cJSON_GetArraySize(s) == 1; i++) {
+        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
+        const cJSON *t = cJSON_IsString(ref) ? vc_resolve(c, ref->valuestring) : NULL;
+        if (!t) break;
+        s = t;
+    }
+    return s;
+}
+
 static bool disjoint(conv *c, const cJSON *a, const cJSON *b)
 {
+    a = deref(c, a);
+    b = deref(c, b);
     if (!(schema_kinds(c, a, 0) & schema_kinds(c, b, 0))) return true;
     bool sa = false, sb = false;
     const cJSON *va = schema_values(a, &sa), *vb = schema_values(b, &sb);
@@ -458,7 +474,7 @@ static bool disjoint(conv *c, const cJSON *a, const cJSON *b)
             bool in_b = false;
             for (const cJSON *q = cJSON_IsArray(rb) ? rb->child : NULL; q; q = q->next) in_b |= cJSON_IsString(q) && !strcmp(q->valuestring, r->valuestring);
             if (!in_b) continue;
-            const cJSON *xa = cJSON_GetObjectItemCaseSensitive(pa, r->valuestring), *xb = cJSON_GetObjectItemCaseSensitive(pb, r->valuestring);
+            const cJSON *xa = deref(c, cJSON_GetObjectItemCaseSensitive(pa, r->valuestring)), *xb = deref(c, cJSON_GetObjectItemCaseSensitive(pb, r->valuestring));
             bool s1 = false, s2 = false;
             const cJSON *v1 = schema_values(xa, &s1), *v2 = schema_values(xb, &s2);
             if (v1 && v2 && (s1 || cJSON_IsArray(v1)) && (s2 || cJSON_IsArray(v2)) && !values_overlap(v1, s1, v2, s2)) return true;
@@ -1467,6 +1483,9 @@ static const char *infer_type(const cJSON *s)
     return NULL;
 }
 
+static const char *visit_array_items(conv *c, const cJSON *s, const char *name, const char *rule_name, const cJSON *items,
+                                     const cJSON *prefix, long mn, long mx);
+
 static const char *visit_array(conv *c, const cJSON *s, const char *name, const char *rule_name)
 {
     long mn = get_count(c, s, "minItems", 0), mx = get_count(c, s, "maxItems", -1);
@@ -1483,7 +1502,24 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
     }
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
-    if (cJSON_IsArray(items) && !prefix) prefix = items, items = NULL; /* draft-07 tuple form */
+    cJSON *any_item = NULL;
+    if (cJSON_IsArray(items) && !prefix) { /* draft-07 tuple form: additionalItems (missing: anything) after it */
+        prefix = items;
+        items = cJSON_GetObjectItemCaseSensitive(s, "additionalItems");
+        if (!items) items = any_item = cJSON_CreateTrue();
+        if (!items) return coom(c);
+    } else if (prefix && !items) { /* 2020-12: prefixItems without items allows anything after */
+        items = any_item = cJSON_CreateTrue();
+        if (!items) return coom(c);
+    }
+    const char *r = visit_array_items(c, s, name, rule_name, items, prefix, mn, mx);
+    cJSON_Delete(any_item);
+    return r;
+}
+
+static const char *visit_array_items(conv *c, const cJSON *s, const char *name, const char *rule_name, const cJSON *items,
+                                     const cJSON *prefix, long mn, long mx)
+{
     if (!use_builtin(c, "space")) return NULL;
     sift__gbnf_sbuf b = {0};
     sift__gbnf_sb_puts(&b, "\"[\" space ");
