@@ -784,13 +784,37 @@ static void test_long_strings(void **state)
     free(buf);
 }
 
+/* pattern ^A{m,n}$ (one atom) together with minLength / maxLength (issue 12) */
+static void test_pattern_length(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"string\",\"pattern\":\"^[a-z0-9-]+$\",\"minLength\":2,\"maxLength\":4}", 0);
+    expect(g, "\"ab\"", true);
+    expect(g, "\"a-9z\"", true);
+    expect(g, "\"a\"", false);
+    expect(g, "\"abcde\"", false);
+    expect(g, "\"aB\"", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"pattern\":\"^\\\\d{3,8}$\",\"maxLength\":5}", 0);
+    expect(g, "\"123\"", true);
+    expect(g, "\"12345\"", true);
+    expect(g, "\"123456\"", false);
+    expect(g, "\"12\"", false);
+    sift_grammar_free(g);
+    sift_error err = {0};
+    const char *s2 = "{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":5}";
+    char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
+    assert_null(gb);
+    assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings),
+        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

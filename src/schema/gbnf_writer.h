@@ -63,6 +63,9 @@ int sift__schema_pattern_literals(const char *pat, size_t n, char (*out)[SIFT__P
 /* The GBNF expression of the JSON string contents a pattern does not match, `any` naming the
  * rule of one JSON string character; NULL with *all set when the pattern matches every
  * string, NULL with err (SIFT_E_UNSUPPORTED, SIFT_E_NOMEM) when it cannot be written. */
+/* The pattern as [^]ATOM QUANT[$] (pattern_keys.c): the atom's text, its bounds (max -1:
+ * unbounded) and anchors; false for any other form. */
+bool sift__schema_pattern_one_atom(const char *pat, size_t n, char *atom, size_t cap, long *min, long *max, bool *a_start, bool *a_end);
 char *sift__schema_pattern_complement(const char *pat, size_t n, const char *any, bool *all, sift_error *err);
 
 #endif

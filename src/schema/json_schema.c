@@ -1642,6 +1642,34 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
     if (!use_builtin(c, "space")) return NULL;
     if (pat) {
         if (!cJSON_IsString(pat)) return cfail(c, SIFT_E_INVAL, "'pattern' must be a string");
+        /* ^A{m,n}$ (one atom) with a length: the atom repeated within both bounds */
+        char atom[256];
+        long pm, px;
+        bool as, ae;
+        if (has_len && !fmt && sift__schema_pattern_one_atom(pat->valuestring, strlen(pat->valuestring), atom, sizeof atom, &pm, &px, &as, &ae) &&
+            as && ae) {
+            long mn = get_count(c, s, "minLength", 0), mx = get_count(c, s, "maxLength", -1);
+            if (mn == -2 || mx == -2) return NULL;
+            if (pm > mn) mn = pm;
+            if (px >= 0 && (mx < 0 || px < mx)) mx = px;
+            if (mx >= 0 && mx < mn)
+                return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "no string matches both 'pattern' and minLength / maxLength"));
+            if (mn > 2000000 || mx > 2000000) return cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2,000,000");
+            sift_error e2 = {0};
+            char *inner = sift__schema_regex_to_gbnf(atom, strlen(atom), &as, &ae, &e2);
+            if (!inner) return cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "pattern, %s", e2.msg);
+            char an[300];
+            snprintf(an, sizeof an, "%s-atom", rule_name);
+            const char *ar = add_rule(c, an, inner);
+            if (!ar) return NULL;
+            sift__gbnf_sbuf b = {0};
+            sift__gbnf_sb_puts(&b, "\"\\\"\" ");
+            if (mn <= 2000 && mx <= 2000) sift__gbnf_put_repetition(&b, ar, mn, mx, NULL);
+            else put_long_repetition(c, &b, ar, mn, mx);
+            if (mx == 0) sift__gbnf_sb_puts(&b, "\"\"");
+            sift__gbnf_sb_puts(&b, " \"\\\"\" space");
+            return c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : (sift__gbnf_sb_free(&b), (const char *)NULL);
+        }
         if ((has_len || fmt) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
             return cfail(c, SIFT_E_UNSUPPORTED, "'pattern' together with minLength / maxLength / format cannot be expressed");
         size_t o = path_push(c, "pattern");

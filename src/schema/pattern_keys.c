@@ -218,3 +218,15 @@ char *sift__schema_pattern_complement(const char *pat, size_t n, const char *any
     if (!out) sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     return out;
 }
+
+bool sift__schema_pattern_one_atom(const char *pat, size_t n, char *atom, size_t cap, long *min, long *max, bool *a_start, bool *a_end)
+{
+    one_atom o;
+    if (!parse_one_atom(pat, n, &o) || strlen(o.atom) + 1 > cap) return false;
+    strcpy(atom, o.atom);
+    *min = o.min;
+    *max = o.max;
+    *a_start = o.a_start;
+    *a_end = o.a_end;
+    return true;
+}
