@@ -808,13 +808,47 @@ static void test_pattern_length(void **state)
     assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
 }
 
+/* minProperties / maxProperties (issue 12): counted when only other keys are allowed;
+ * minProperties 1 beside declared properties: not empty; the rest names the keyword */
+static void test_property_counts(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":2,\"additionalProperties\":{\"type\":\"string\"}}", 0);
+    expect(g, "{}", false);
+    expect(g, "{\"a\": \"x\"}", true);
+    expect(g, "{\"a\": \"x\", \"b\": \"y\"}", true);
+    expect(g, "{\"a\": \"x\", \"b\": \"y\", \"c\": \"z\"}", false);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+    g = convert("{\"minProperties\":2}", 0);
+    expect(g, "{\"a\": 1, \"b\": [2]}", true);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"minProperties\":1,\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}},"
+                "\"additionalProperties\":false}", 0);
+    expect(g, "{}", false);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"b\": 1}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", true);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"minProperties\":1,\"properties\":{\"a\":{\"type\":\"integer\"}}}", 0);
+    expect(g, "{}", false);
+    expect(g, "{\"z\": 1}", true);
+    sift_grammar_free(g);
+    sift_error err = {0};
+    const char *s2 = "{\"type\":\"object\",\"maxProperties\":1,\"properties\":{\"a\":{}}}";
+    char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
+    assert_null(gb);
+    assert_non_null(strstr(err.msg, "maxProperties"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length),
+        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

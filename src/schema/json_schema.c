@@ -328,7 +328,7 @@ static const char *const ANNOTATIONS[] = {
     "$vocabulary", "discriminator", "nullable", "example", NULL};
 static const char *const UNSUPPORTED[] = {
     "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains", "multipleOf",
-    "propertyNames", "minProperties", "maxProperties", "dependentRequired",
+    "propertyNames", "dependentRequired",
     "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", NULL};
 
@@ -800,11 +800,16 @@ static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, 
  *   rest_k   something written:  "," kv_k rest_k+1  (optional: wrapped in ( )?)
  *   first_n / rest_n: the extras, ( x ("," x)* )? / ("," x)*, or nothing. */
 static const char *ordered_object(conv *c, const char **kv, const bool *req, size_t n, const char *extra_kv,
-                                  const char *rule_name)
+                                  const char *rule_name, long min_props, long max_props)
 {
     const char *first = NULL, *rest = NULL;
     sift__gbnf_sbuf b = {0};
     char nm[64];
+    /* min_props at most 1 beside declared properties (max_props unset): "not empty" */
+    bool nonempty = min_props > 0;
+    for (size_t k = 0; k < n; k++) nonempty &= !req[k];
+    if (nonempty && !extra_kv && n == 0)
+        return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "minProperties: no property is allowed: the schema matches nothing"));
     bool all_req = !extra_kv;
     for (size_t k = 0; k < n; k++) all_req &= req[k];
     if (all_req) { /* a plain sequence */
@@ -814,8 +819,16 @@ static const char *ordered_object(conv *c, const char **kv, const bool *req, siz
         sift__gbnf_sb_puts(&b, n ? " \"}\" space" : "\"}\" space");
         return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
     }
+    if (extra_kv && n == 0 && (min_props > 0 || max_props >= 0)) {
+        /* only other keys: min/maxProperties count them */
+        if (!use_builtin(c, "space")) return NULL;
+        sift__gbnf_sb_puts(&b, "\"{\" space ");
+        sift__gbnf_put_repetition(&b, extra_kv, min_props, max_props, "\",\" space");
+        sift__gbnf_sb_puts(&b, " \"}\" space");
+        return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    }
     if (extra_kv) {
-        sift__gbnf_sb_printf(&b, "( %s ( \",\" space %s )* )?", extra_kv, extra_kv);
+        sift__gbnf_sb_printf(&b, nonempty ? "%s ( \",\" space %s )*" : "( %s ( \",\" space %s )* )?", extra_kv, extra_kv);
         snprintf(nm, sizeof nm, "p%zu-first", n);
         char *rn = join_name(rule_name, nm);
         first = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
@@ -842,7 +855,7 @@ static const char *ordered_object(conv *c, const char **kv, const bool *req, siz
         sift__gbnf_sb_free(&b);
     first_k:
         sift__gbnf_sb_printf(&b, "%s%s%s", kv[k], rest ? " " : "", rest ? rest : "");
-        if (!req[k]) sift__gbnf_sb_printf(&b, " | %s", first ? first : "\"\"");
+        if (!req[k] && (first || !nonempty)) sift__gbnf_sb_printf(&b, " | %s", first ? first : "\"\"");
         snprintf(nm, sizeof nm, "p%zu-first", k);
         rn = join_name(rule_name, nm);
         first = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
@@ -1177,7 +1190,7 @@ done:
 }
 
 static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional,
-                                const cJSON *pattern_props, const char *name, const char *rule_name)
+                                const cJSON *pattern_props, const char *name, const char *rule_name, long min_props, long max_props)
 {
     /* kv rule per property; with JSON Schema semantics a required name that `properties`
      * does not declare is a property with any value, after the declared ones */
@@ -1304,7 +1317,7 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
     }
 
     if (!llama) {
-        result = ordered_object(c, kv, req, np, extra ? extra_kv : NULL, rule_name);
+        result = ordered_object(c, kv, req, np, extra ? extra_kv : NULL, rule_name, min_props, max_props);
         goto done;
     }
     /* llama.cpp's order: "{" required, then optional ones (any subset, in order), then extras */
@@ -1459,7 +1472,7 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
         } else if (!objectish || enums) {
             cfail(c, SIFT_E_UNSUPPORTED, "allOf: only object parts (or one enum) can be merged");
         } else {
-            out = build_object(c, props, req, additional, NULL, name, rule_name);
+            out = build_object(c, props, req, additional, NULL, name, rule_name, 0, -1);
         }
     }
     cJSON_Delete(props);
@@ -1470,7 +1483,7 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
 
 static const char *infer_type(const cJSON *s)
 {
-    static const char *const obj[] = {"properties", "additionalProperties", "required", "patternProperties", NULL};
+    static const char *const obj[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties", "maxProperties", NULL};
     static const char *const arr[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
     static const char *const str[] = {"pattern", "minLength", "maxLength", "format", NULL};
     static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
@@ -1863,12 +1876,30 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
         const cJSON *req = cJSON_GetObjectItemCaseSensitive(s, "required");
         bool must = req && cJSON_GetArraySize(req) > 0 && !(c->flags & SIFT_JSON_SCHEMA_LLAMA);
         const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
-        if (!props && !ad && !must && !pp) { /* any object */
+        static const cJSON any_schema = {.type = cJSON_True};
+        bool counted = cJSON_GetObjectItemCaseSensitive(s, "minProperties") || cJSON_GetObjectItemCaseSensitive(s, "maxProperties");
+        if (!props && !ad && !must && !pp && !counted) { /* any object */
             const char *o = use_builtin(c, "object");
             return o ? add_rule(c, rule_name, dupstr(o)) : NULL;
         }
+        long minp = get_count(c, s, "minProperties", 0), maxp = get_count(c, s, "maxProperties", -1);
+        if (minp == -2 || maxp == -2) return NULL;
+        size_t n_decl = (size_t)(props ? cJSON_GetArraySize(props) : 0) + (size_t)(req ? cJSON_GetArraySize(req) : 0);
+        bool only_extras = n_decl == 0 && !pp;
+        if (((maxp >= 0 || minp > 1) && !only_extras) || (c->flags & SIFT_JSON_SCHEMA_LLAMA && (minp > 0 || maxp >= 0))) {
+            if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+                const char *kw = maxp >= 0 ? "maxProperties" : "minProperties";
+                size_t o = path_push(c, kw);
+                cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' beside declared properties cannot be expressed in a grammar", kw);
+                path_pop(c, o);
+                return NULL;
+            }
+            minp = 0, maxp = -1;
+        }
+        if (minp > 2000 || maxp > 2000) return cfail(c, SIFT_E_UNSUPPORTED, "min/maxProperties above 2000");
+        if (only_extras && (minp > 0 || maxp >= 0) && !ad) ad = &any_schema; /* other keys: any value */
         return build_object(c, props, cJSON_GetObjectItemCaseSensitive(s, "required"), ad,
-                            cJSON_GetObjectItemCaseSensitive(s, "patternProperties"), name, rule_name);
+                            cJSON_GetObjectItemCaseSensitive(s, "patternProperties"), name, rule_name, minp, maxp);
     }
     if (!strcmp(type, "array")) return visit_array(c, s, name, rule_name);
     if (!strcmp(type, "string")) return visit_string(c, s, rule_name);
