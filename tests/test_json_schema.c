@@ -835,6 +835,20 @@ static void test_property_counts(void **state)
     expect(g, "{}", false);
     expect(g, "{\"z\": 1}", true);
     sift_grammar_free(g);
+    /* multipleOf 1: the integers; other steps name the keyword */
+    g = convert("{\"type\":[\"number\",\"null\"],\"multipleOf\":1.0,\"minimum\":0}", 0);
+    expect(g, "3", true);
+    expect(g, "null", true);
+    expect(g, "2.5", false);
+    expect(g, "-1", false);
+    sift_grammar_free(g);
+    const char *bad[] = {"{\"multipleOf\":2}", "{\"type\":\"integer\",\"multipleOf\":3}"};
+    for (int i = 0; i < 2; i++) {
+        sift_error e = {0};
+        char *x = sift_json_schema_to_grammar(bad[i], strlen(bad[i]), 0, &e);
+        assert_null(x);
+        assert_non_null(strstr(e.msg, "multipleOf"));
+    }
     sift_error err = {0};
     const char *s2 = "{\"type\":\"object\",\"maxProperties\":1,\"properties\":{\"a\":{}}}";
     char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);

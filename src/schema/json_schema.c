@@ -327,7 +327,7 @@ static const char *const ANNOTATIONS[] = {
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$defs", "definitions", "$anchor",
     "$vocabulary", "discriminator", "nullable", "example", NULL};
 static const char *const UNSUPPORTED[] = {
-    "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains", "multipleOf",
+    "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
     "propertyNames", "dependentRequired",
     "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", NULL};
@@ -1486,7 +1486,7 @@ static const char *infer_type(const cJSON *s)
     static const char *const obj[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties", "maxProperties", NULL};
     static const char *const arr[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
     static const char *const str[] = {"pattern", "minLength", "maxLength", "format", NULL};
-    static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
+    static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
     for (const cJSON *k = s->child; k; k = k->next) {
         if (in_list(obj, k->string)) return "object";
         if (in_list(arr, k->string)) return "array";
@@ -1903,6 +1903,17 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
     }
     if (!strcmp(type, "array")) return visit_array(c, s, name, rule_name);
     if (!strcmp(type, "string")) return visit_string(c, s, rule_name);
+    const cJSON *mul = cJSON_GetObjectItemCaseSensitive(s, "multipleOf");
+    if (mul && (!strcmp(type, "number") || !strcmp(type, "integer"))) {
+        /* multipleOf 1: the integers (bounds as for integers); other steps are refused */
+        if (!(cJSON_IsNumber(mul) && mul->valuedouble == 1.0) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+            size_t o = path_push(c, "multipleOf");
+            cfail(c, SIFT_E_UNSUPPORTED, "keyword 'multipleOf' other than 1 cannot be expressed in a grammar");
+            path_pop(c, o);
+            return NULL;
+        }
+        if (cJSON_IsNumber(mul) && mul->valuedouble == 1.0) return visit_integer(c, s, rule_name);
+    }
     if (!strcmp(type, "integer")) return visit_integer(c, s, rule_name);
     if (!strcmp(type, "number")) return visit_number(c, s, rule_name);
     if (!strcmp(type, "boolean") || !strcmp(type, "null")) {
