@@ -856,13 +856,38 @@ static void test_property_counts(void **state)
     assert_non_null(strstr(err.msg, "maxProperties"));
 }
 
+/* additionalProperties beside anyOf alternatives that declare other properties (issue 12) */
+static void test_any_of_additional(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":false,"
+                              "\"anyOf\":[{\"properties\":{\"b\":{\"type\":\"string\"}}},{\"required\":[\"a\"]}]}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{}", true);
+    expect(g, "{\"a\": 1, \"b\": \"x\"}", false); /* b is an additional property of the outer schema */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":{\"type\":\"string\"},"
+                "\"oneOf\":[{\"properties\":{\"k\":{\"const\":\"x\"}},\"required\":[\"k\"]},{\"properties\":{\"k\":{\"const\":\"y\"}},\"required\":[\"k\"]}]}", 0);
+    expect(g, "{\"k\": \"x\", \"a\": 1}", true); /* the alternative's properties first */
+    expect(g, "{\"k\": \"y\", \"z\": \"s\"}", true);
+    expect(g, "{\"k\": \"z\"}", false);
+    expect(g, "{\"k\": \"y\", \"z\": 1}", false);
+    sift_grammar_free(g);
+    /* every alternative impossible: an error, not an empty grammar */
+    sift_error err = {0};
+    const char *s2 = "{\"type\":\"object\",\"additionalProperties\":false,\"anyOf\":[{\"properties\":{\"b\":{}},\"required\":[\"b\"]}]}";
+    char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
+    assert_null(gb);
+    assert_non_null(strstr(err.msg, "matches nothing"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts),
+        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

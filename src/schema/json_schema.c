@@ -429,7 +429,10 @@ static const cJSON *schema_values(const cJSON *s, bool *single)
     if (!cJSON_IsObject(s)) return NULL;
     const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
     *single = cst != NULL;
-    return cst ? cst : cJSON_GetObjectItemCaseSensitive(s, "enum");
+    const cJSON *v = cst ? cst : cJSON_GetObjectItemCaseSensitive(s, "enum");
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
+    for (const cJSON *p = cJSON_IsArray(all) ? all->child : NULL; p && !v; p = p->next) v = schema_values(p, single);
+    return v; /* a part's values bound the whole allOf */
 }
 
 static bool values_overlap(const cJSON *a, bool sa, const cJSON *b, bool sb)
@@ -585,8 +588,45 @@ static cJSON *with_siblings(conv *c, const cJSON *s, const cJSON *alt)
     int nsp = sp ? cJSON_GetArraySize(sp) : 0, nap = ap ? cJSON_GetArraySize(ap) : 0;
     bool differ = (sp || ap) && !(sp && ap && cJSON_Compare(sp, ap, true)) && (nsp || nap);
     if (differ && ((sa && !cJSON_IsTrue(sa)) || (aa && !cJSON_IsTrue(aa)))) {
-        cJSON_Delete(m);
-        return cfail(c, SIFT_E_UNSUPPORTED, "additionalProperties with anyOf / oneOf alternatives that declare other properties"), NULL;
+        /* a property one side declares is an additional one for the other side: it must
+         * satisfy that side's additionalProperties too (false: it cannot be present); keys
+         * neither declares satisfy both, which is expressed when one of them allows anything */
+        bool s_any = !sa || cJSON_IsTrue(sa), a_any = !aa || cJSON_IsTrue(aa);
+        bool pat = cJSON_GetObjectItemCaseSensitive(s, "patternProperties") || (alt && cJSON_GetObjectItemCaseSensitive(alt, "patternProperties"));
+        if ((!s_any && !a_any && !cJSON_Compare(sa, aa, true)) || pat) {
+            cJSON_Delete(m);
+            return cfail(c, SIFT_E_UNSUPPORTED, "additionalProperties with anyOf / oneOf alternatives that declare other properties"), NULL;
+        }
+        cJSON *mp = cJSON_GetObjectItemCaseSensitive(m, "properties");
+        cJSON *mr = cJSON_GetObjectItemCaseSensitive(m, "required");
+        for (cJSON *p = mp ? mp->child : NULL; p;) {
+            cJSON *next = p->next;
+            bool in_s = sp && cJSON_GetObjectItemCaseSensitive(sp, p->string), in_a = ap && cJSON_GetObjectItemCaseSensitive(ap, p->string);
+            const cJSON *extra = in_a && !in_s && !s_any ? sa : in_s && !in_a && !a_any ? aa : NULL;
+            if (cJSON_IsFalse(extra)) {
+                for (const cJSON *r = cJSON_IsArray(mr) ? mr->child : NULL; r; r = r->next)
+                    if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) {
+                        cJSON_Delete(m);
+                        c->unsat = true;
+                        return cfail(c, SIFT_E_INVAL, "required property '%s' is not allowed by additionalProperties: the alternative matches nothing", p->string), NULL;
+                    }
+                cJSON_DeleteItemFromObjectCaseSensitive(mp, p->string);
+            } else if (extra) {
+                cJSON *both = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+                if (!both || !arr) {
+                    cJSON_Delete(both);
+                    cJSON_Delete(arr);
+                    goto nomem;
+                }
+                cJSON_AddItemToArray(arr, cJSON_Duplicate(p, 1));
+                cJSON_AddItemToArray(arr, cJSON_Duplicate(extra, 1));
+                cJSON_AddItemToObject(both, "allOf", arr);
+                cJSON_ReplaceItemInObjectCaseSensitive(mp, p->string, both);
+            }
+            p = next;
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(m, "additionalProperties");
+        if (!s_any || !a_any) cJSON_AddItemToObject(m, "additionalProperties", cJSON_Duplicate(!s_any ? sa : aa, 1));
     }
     return m;
 nomem:
@@ -2101,11 +2141,21 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             const char *r = !use ? NULL : nm ? visit(c, use, nm, NULL) : coom(c);
             sift__gx_free(nm);
             path_pop(c, o2);
-            if (r) sift__gbnf_sb_printf(&b, "%s%s", k ? " | " : "", r);
+            if (!r && c->unsat) { /* an alternative that matches nothing: left out */
+                c->status = SIFT_OK;
+                c->unsat = false;
+                if (c->err) *c->err = (sift_error){0};
+                continue;
+            }
+            if (r) sift__gbnf_sb_printf(&b, "%s%s", b.n ? " | " : "", r);
         }
         for (int j = 0; alts && j < k; j++) cJSON_Delete(alts[j]);
         sift__gx_free(alts);
         path_pop(c, o);
+        if (c->status == SIFT_OK && !b.n) {
+            c->unsat = true;
+            cfail(c, SIFT_E_INVAL, "no alternative of anyOf / oneOf matches anything: the schema matches nothing");
+        }
         out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : NULL;
         sift__gbnf_sb_free(&b);
     } else if (type && cJSON_IsArray(type) && !cJSON_GetObjectItemCaseSensitive(s, "const") &&
