@@ -9,41 +9,58 @@
  *
  * What is converted (and how):
  *   type                 a name or a list of names (a union)
- *   const, enum          the JSON text of each value, as literals
- *   anyOf, oneOf         a union (oneOf's "exactly one" is not enforced, as in llama.cpp)
+ *   const, enum          the listed values that validate against the whole schema (type, not,
+ *                        allOf, bounds, pattern, ... beside them: value_check.c decides each
+ *                        value, else the keyword is refused), also when the enum sits in a
+ *                        part of allOf; numbers in every decimal spelling of their value,
+ *                        containers with JSON's whitespace
+ *   anyOf, oneOf         a union; oneOf only when its alternatives are proven disjoint (kinds,
+ *                        values, a required const property), else refused; alternatives that
+ *                        match nothing are left out
  *   allOf                objects merged (properties, required, additionalProperties), enums
  *                        intersected; anything else is an error
  *   $ref                 JSON pointers into this document: #, #/$defs/x, #/definitions/x,
  *                        #/properties/..., recursive references become recursive rules
  *   object               JSON Schema's semantics by default: properties in the schema's order,
- *                        required ones present, optional ones skipped freely; a missing
- *                        additionalProperties allows other keys (any value), after the
- *                        declared ones; additionalProperties false / true / a schema; extra
- *                        keys always differ from the declared ones; required names that
- *                        `properties` does not declare are present with any value.
+ *                        required ones present, optional ones skipped freely (and left out
+ *                        when no value fits them); a missing additionalProperties allows
+ *                        other keys (any value), after the declared ones; additionalProperties
+ *                        false / true / a schema; extra keys always differ from the declared
+ *                        ones; required names that `properties` does not declare are present
+ *                        with any value; patternProperties (pattern keys with their schema,
+ *                        the other keys through pattern_keys.c: literal names / prefixes or
+ *                        the complement of a one-atom pattern); minProperties / maxProperties
+ *                        counted when only other keys are allowed, minProperties 1 beside
+ *                        declared ones; additionalProperties beside anyOf alternatives that
+ *                        declare other properties applies to those properties too.
  *                        SIFT_JSON_SCHEMA_LLAMA: llama.cpp's layout instead (required first,
  *                        optional ones in any subset keeping their order; a missing
  *                        additionalProperties generates no extra keys; undeclared required
  *                        names are an error).
- *   array                items with minItems / maxItems; prefixItems as a tuple (items after
- *                        it only when `items` is a schema; minItems below the tuple's length
- *                        makes its tail optional)
- *   string               minLength / maxLength (characters, an escape counts as one);
- *                        format date, time, date-time, uuid (other formats are annotations
- *                        in JSON Schema 2020-12 and are ignored); pattern (below)
+ *   array                items with minItems / maxItems; prefixItems (or draft-07's items
+ *                        array) as a tuple, then `items` (additionalItems in draft-07; missing:
+ *                        any value); minItems below the tuple's length makes its tail optional
+ *   string               minLength / maxLength (characters, an escape counts as one; above
+ *                        2000 as 1000-character chunk rules, up to 2,000,000); format date,
+ *                        time, date-time, uuid, email, hostname, ipv4, uri (other standard
+ *                        formats are refused, non-standard ones are annotations); pattern
+ *                        (below), with a length when it is one atom ^A{m,n}$
  *   integer              minimum / maximum / exclusiveMinimum / exclusiveMaximum, exactly,
  *                        digit by digit; unbounded integers have at most 16 digits (llama.cpp)
- *   number, boolean, null
+ *   number               the same bounds on decimals (number_range.c, no exponent form);
+ *                        multipleOf 1 means the integers
+ *   boolean, null
  * A schema without `type` takes the type its keywords imply (properties -> object, items ->
- * array, pattern / minLength -> string, minimum -> number), else any JSON value. Annotations
- * (title, description, default, examples, $schema, $id, $comment, deprecated, readOnly,
- * writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
+ * array, pattern / minLength -> string, minimum / multipleOf -> number), else any JSON value.
+ * Annotations (title, description, default, examples, $schema, $id, $comment, deprecated,
+ * readOnly, writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
  *
  * Keywords that constrain values but cannot be expressed - not, if/then/else, uniqueItems,
- * contains, multipleOf, patternProperties, propertyNames, min/maxProperties, dependent*,
- * unevaluated*, minimum/maximum on non-integers, $dynamicRef, ... - are errors
- * (SIFT_E_UNSUPPORTED, with the keyword's JSON pointer), so that every text the grammar
- * accepts validates against the schema. With SIFT_JSON_SCHEMA_LENIENT they are ignored and
+ * contains, multipleOf other than 1, propertyNames, min/maxProperties beside declared
+ * properties, dependent*, unevaluated*, $dynamicRef, ... (outside const / enum, where
+ * value_check.c decides them) - are errors (SIFT_E_UNSUPPORTED, with the keyword's JSON
+ * pointer), so that every text the grammar accepts validates against the schema. With
+ * SIFT_JSON_SCHEMA_LENIENT they are ignored and
  * the grammar accepts a superset. Also refused: a $ref cycle that comes back to itself before
  * any value is written ({"$ref": "#"}: the grammar would be left-recursive; the converter
  * parses its own output, so what it returns always parses), invalid UTF-8, raw control
