@@ -153,14 +153,23 @@ static void test_objects(void **state)
     expect(g, "{\"b\": 2, \"c\": \"x\"}", false);    /* its schema */
     expect(g, "{\"b\": 2, \"x\": 1, \"c\": 3}", false); /* extras after the declared keys */
     sift_grammar_free(g);
-    /* required names `properties` does not declare: present, any value */
+    /* required names `properties` does not declare: present, with what additionalProperties
+     * allows (false: nothing, so the schema matches nothing) */
     g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\",\"id\"],"
-                "\"additionalProperties\":false}",
+                "\"additionalProperties\":{\"type\":\"string\"}}",
                 0);
     expect(g, "{\"a\": 1, \"id\": \"x\"}", true);
+    expect(g, "{\"a\": 1, \"id\": 2}", false);
     expect(g, "{\"a\": 1}", false);
-    expect(g, "{\"a\": 1, \"id\": 2, \"z\": 3}", false);
+    expect(g, "{\"a\": 1, \"id\": \"x\", \"z\": 3}", false);
     sift_grammar_free(g);
+    {
+        sift_error e = {0};
+        const char *s2 = "{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"id\"],\"additionalProperties\":false}";
+        char *x = sift_json_schema_to_grammar(s2, strlen(s2), 0, &e);
+        assert_null(x);
+        assert_non_null(strstr(e.msg, "matches nothing"));
+    }
     g = convert("{\"type\":\"object\",\"required\":[\"id\"]}", 0);
     expect(g, "{\"id\": 1}", true);
     expect(g, "{\"id\": 1, \"k\": 2}", true);

@@ -27,7 +27,7 @@
  *                        other keys (any value), after the declared ones; additionalProperties
  *                        false / true / a schema; extra keys always differ from the declared
  *                        ones; required names that `properties` does not declare are present
- *                        with any value; patternProperties (pattern keys with their schema,
+ *                        with what additionalProperties allows; patternProperties (pattern keys with their schema,
  *                        the other keys through pattern_keys.c: literal names / prefixes or
  *                        the complement of a one-atom pattern); minProperties / maxProperties
  *                        counted when only other keys are allowed, minProperties 1 beside
@@ -1313,9 +1313,32 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         path_pop(c, o);
     }
     path_pop(c, o0);
-    /* required names `properties` does not declare: any value */
+    /* required names `properties` does not declare: additional properties, so their value
+     * is what additionalProperties allows (false: none, the object matches nothing); a
+     * pattern of patternProperties could apply too: refused */
+    if (i < n_all && pattern_props && cJSON_GetArraySize(pattern_props) > 0 && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+        size_t o = path_push(c, "required");
+        cfail(c, SIFT_E_UNSUPPORTED, "required property '%s' that only patternProperties may declare cannot be expressed", names[i]);
+        path_pop(c, o);
+    }
+    if (i < n_all && cJSON_IsFalse(additional) && !llama) {
+        c->unsat = c->status == SIFT_OK;
+        size_t o = path_push(c, "required");
+        cfail(c, SIFT_E_INVAL, "required property '%s' is not allowed by additionalProperties false: the schema matches nothing", names[i]);
+        path_pop(c, o);
+    }
     for (; i < n_all && c->status == SIFT_OK; i++) {
-        const char *vr = use_builtin(c, "value");
+        const char *vr;
+        if (cJSON_IsObject(additional)) {
+            size_t o = path_push(c, "additionalProperties");
+            char *vn = join_name(name, "additional-value");
+            vr = vn ? visit(c, additional, vn, NULL) : coom(c);
+            sift__gx_free(vn);
+            path_pop(c, o);
+            if (!vr) break;
+        } else {
+            vr = use_builtin(c, "value");
+        }
         cJSON *key = cJSON_CreateString(names[i]);
         sift__gbnf_sbuf b = {0};
         if (!key || !vr) {
