@@ -648,6 +648,13 @@ static void test_pattern_properties(void **state)
     expect(g, "{\"c\": 1}", false);
     expect(g, "{\"d\": null}", false);
     sift_grammar_free(g);
+    /* prefixes written ^lit.* are disjoint literals too */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\"^a_.*\":{\"type\":\"null\"},\"^b_.*\":{\"type\":\"boolean\"}},"
+                "\"additionalProperties\":false}", 0);
+    expect(g, "{\"a_1\": null, \"b_\": true}", true);
+    expect(g, "{\"a_1\": true}", false);
+    expect(g, "{\"c\": null}", false);
+    sift_grammar_free(g);
     /* an optional property that no value fits is left out, and stays excluded from the others */
     g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"enum\":[1]},\"b\":{}}}", 0);
     expect(g, "{\"b\": 1, \"c\": 2}", true);

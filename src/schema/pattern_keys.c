@@ -58,6 +58,8 @@ int sift__schema_pattern_literals(const char *pat, size_t n, char (*out)[SIFT__P
     *prefix = !end;
     const char *s = pat + 1;
     size_t m = n - 1 - (end ? 1 : 0);
+    /* ^lit.* (no '$'): the ".*" can match nothing, so it is the prefix ^lit */
+    if (!end && m >= 2 && s[m - 2] == '.' && s[m - 1] == '*' && !(m >= 3 && s[m - 3] == '\\')) m -= 2;
     /* ^(a|b|c)$ : the group must span the whole pattern */
     if (m >= 2 && s[0] == '(' && s[m - 1] == ')') {
         const char *in = s + 1;
