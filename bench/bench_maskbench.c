@@ -600,7 +600,10 @@ static void worker(bench_ctx *bc, const item *it, int cmd, int res, int fd)
     _exit(0);
 }
 
-static int spawn(slot *w, bench_ctx *bc, const item *it)
+/* A worker for slot w. The child closes the other slots' pipe ends: a worker started after
+ * another one (a replacement after a timeout) would otherwise hold that one's command pipe
+ * open, and neither would see end-of-file when the run ends (the parent waited forever). */
+static int spawn(slot *w, const slot *all, long n_all, bench_ctx *bc, const item *it)
 {
     int pc[2], pr[2];
     char tmpl[] = "/tmp/sift-maskbench-XXXXXX";
@@ -613,6 +616,12 @@ static int spawn(slot *w, bench_ctx *bc, const item *it)
     if (pid == 0) {
         close(pc[1]);
         close(pr[0]);
+        for (long j = 0; j < n_all; j++)
+            if (&all[j] != w && all[j].pid) {
+                close(all[j].cmd);
+                close(all[j].res);
+                close(all[j].fd);
+            }
         worker(bc, it, pc[0], pr[1], fd);
     }
     close(pc[0]);
@@ -971,7 +980,7 @@ int sift_bench_maskbench(int argc, char **argv)
         /* hand out schemas; a worker is (re)started when needed */
         for (long j = 0; j < jobs && next < ni; j++) {
             if (sl[j].idx >= 0) continue;
-            if (!sl[j].pid && spawn(&sl[j], &bc, it)) {
+            if (!sl[j].pid && spawn(&sl[j], sl, jobs, &bc, it)) {
                 perror("maskbench: starting a worker");
                 return 1;
             }

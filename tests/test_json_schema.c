@@ -153,14 +153,23 @@ static void test_objects(void **state)
     expect(g, "{\"b\": 2, \"c\": \"x\"}", false);    /* its schema */
     expect(g, "{\"b\": 2, \"x\": 1, \"c\": 3}", false); /* extras after the declared keys */
     sift_grammar_free(g);
-    /* required names `properties` does not declare: present, any value */
+    /* required names `properties` does not declare: present, with what additionalProperties
+     * allows (false: nothing, so the schema matches nothing) */
     g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\",\"id\"],"
-                "\"additionalProperties\":false}",
+                "\"additionalProperties\":{\"type\":\"string\"}}",
                 0);
     expect(g, "{\"a\": 1, \"id\": \"x\"}", true);
+    expect(g, "{\"a\": 1, \"id\": 2}", false);
     expect(g, "{\"a\": 1}", false);
-    expect(g, "{\"a\": 1, \"id\": 2, \"z\": 3}", false);
+    expect(g, "{\"a\": 1, \"id\": \"x\", \"z\": 3}", false);
     sift_grammar_free(g);
+    {
+        sift_error e = {0};
+        const char *s2 = "{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"id\"],\"additionalProperties\":false}";
+        char *x = sift_json_schema_to_grammar(s2, strlen(s2), 0, &e);
+        assert_null(x);
+        assert_non_null(strstr(e.msg, "matches nothing"));
+    }
     g = convert("{\"type\":\"object\",\"required\":[\"id\"]}", 0);
     expect(g, "{\"id\": 1}", true);
     expect(g, "{\"id\": 1, \"k\": 2}", true);
@@ -232,8 +241,19 @@ static void test_arrays(void **state)
     sift_grammar_free(g);
     g = convert("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", 0);
     expect(g, "[\"a\", 1]", true);
-    expect(g, "[\"a\"]", false);
-    expect(g, "[\"a\", 1, 2]", false);
+    expect(g, "[\"a\", 1, 2, {}]", true); /* 2020-12: prefixItems alone allows anything after */
+    sift_grammar_free(g);
+    /* draft-07: items as a tuple, additionalItems after it */
+    g = convert("{\"type\":\"array\",\"items\":[{\"type\":\"string\"}],\"additionalItems\":{\"type\":\"integer\"}}", 0);
+    expect(g, "[\"a\", 1, 2]", true);
+    expect(g, "[\"a\", \"b\"]", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"items\":[{\"type\":\"string\"}],\"additionalItems\":false}", 0);
+    expect(g, "[\"a\"]", true);
+    expect(g, "[\"a\", 1]", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"items\":[{\"type\":\"string\"}]}", 0);
+    expect(g, "[\"a\", null]", true);
     sift_grammar_free(g);
     g = convert("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}],\"minItems\":1,"
                 "\"items\":{\"type\":\"boolean\"}}",
@@ -541,7 +561,6 @@ static void test_errors(void **state)
     const err_case cases[] = {
         {"{\"type\":\"array\",\"uniqueItems\":true}", "/uniqueItems: keyword 'uniqueItems'", SIFT_E_UNSUPPORTED},
         {"{\"properties\":{\"a\":{\"not\":{\"type\":\"null\"}}}}", "/properties/a/not:", SIFT_E_UNSUPPORTED},
-        {"{\"type\":\"number\",\"minimum\":0}", "/minimum", SIFT_E_UNSUPPORTED},
         /* issue 12: a limit the grammar cannot meet names its keyword (it used to be "internal
          * error, the generated grammar does not parse") */
         {"{\"type\":\"array\",\"minItems\":1000000}", "/minItems: minItems 1000000 exceeds the grammar's repetition limit", SIFT_E_UNSUPPORTED},
@@ -576,8 +595,306 @@ static void test_errors(void **state)
     /* lenient: the same schemas convert, ignoring what cannot be expressed */
     sift_grammar *g = convert("{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"type\":\"number\",\"minimum\":0}}",
                               SIFT_JSON_SCHEMA_LENIENT);
-    expect(g, "[-1, -1]", true);
+    expect(g, "[1, 1]", true); /* uniqueItems ignored (the bound on numbers is enforced since issue 12) */
     sift_grammar_free(g);
+}
+
+/* patternProperties (issue 12): pattern keys take the pattern's schema; the other keys take
+ * additionalProperties, written as the pattern's complement or as a name/prefix trie. */
+static void test_pattern_properties(void **state)
+{
+    (void)state;
+    /* one class pattern, other keys allowed (a missing additionalProperties) */
+    sift_grammar *g = convert("{\"type\":\"object\",\"patternProperties\":{\"^[a-z_]+$\":{\"type\":\"integer\"}}}", 0);
+    expect(g, "{\"ab_c\": 1, \"x\": 2}", true);
+    expect(g, "{\"ab_c\": \"s\"}", false);        /* a pattern key: integer */
+    expect(g, "{\"Ab\": \"s\", \"\": [1]}", true); /* other keys: anything */
+    expect(g, "{\"a b\": null}", true);
+    expect(g, "{\"a\\nb\": null, \"b\": 1}", true);
+    sift_grammar_free(g);
+    /* additionalProperties false, a declared property the pattern does not match */
+    g = convert("{\"type\":\"object\",\"properties\":{\"Id\":{\"type\":\"string\"}},\"required\":[\"Id\"],"
+                "\"patternProperties\":{\"^x-\":{\"type\":\"boolean\"}},\"additionalProperties\":false}", 0);
+    expect(g, "{\"Id\": \"a\", \"x-1\": true, \"x-\": false}", true);
+    expect(g, "{\"Id\": \"a\", \"x-1\": 1}", false);
+    expect(g, "{\"Id\": \"a\", \"y\": true}", false);
+    expect(g, "{\"x-1\": true}", false);
+    sift_grammar_free(g);
+    /* a prefix with other keys allowed: those keys must not start with it */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{}},\"patternProperties\":{\"^x-\":{\"type\":\"boolean\"}}}", 0);
+    expect(g, "{\"a\": 1, \"x\": 1, \"x_\": 2, \"y-1\": 3, \"x-b\": true}", true);
+    expect(g, "{\"x-b\": 1}", false);
+    sift_grammar_free(g);
+    /* .* matches every key: no other keys, every value an integer */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\".*\":{\"type\":\"integer\"}}}", 0);
+    expect(g, "{\"\": 1, \"a b\": 2}", true);
+    expect(g, "{\"a\": \"x\"}", false);
+    sift_grammar_free(g);
+    /* ^.+$: other keys are "" or hold a line break */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\"^.+$\":{\"type\":\"null\"}}}", 0);
+    expect(g, "{\"a\": null, \"\": 1, \"a\\nb\": 2}", true);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+    /* bounded: ^[a-z]{1,3}$ */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\"^[a-z]{2,3}$\":{\"type\":\"null\"}}}", 0);
+    expect(g, "{\"ab\": null, \"abc\": null, \"a\": 1, \"abcd\": 2, \"\": 3, \"aB\": 4}", true);
+    expect(g, "{\"abc\": 1}", false);
+    sift_grammar_free(g);
+    /* literal patterns with different schemas: disjoint keys */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\"^a$\":{\"type\":\"null\"},\"^(b|c)$\":{\"type\":\"boolean\"}},"
+                "\"additionalProperties\":{\"type\":\"integer\"}}", 0);
+    expect(g, "{\"a\": null, \"b\": true, \"c\": false, \"d\": 1, \"ab\": 2}", true);
+    expect(g, "{\"a\": 1}", false);
+    expect(g, "{\"c\": 1}", false);
+    expect(g, "{\"d\": null}", false);
+    sift_grammar_free(g);
+    /* prefixes written ^lit.* are disjoint literals too */
+    g = convert("{\"type\":\"object\",\"patternProperties\":{\"^a_.*\":{\"type\":\"null\"},\"^b_.*\":{\"type\":\"boolean\"}},"
+                "\"additionalProperties\":false}", 0);
+    expect(g, "{\"a_1\": null, \"b_\": true}", true);
+    expect(g, "{\"a_1\": true}", false);
+    expect(g, "{\"c\": null}", false);
+    sift_grammar_free(g);
+    /* an optional property that no value fits is left out, and stays excluded from the others */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"enum\":[1]},\"b\":{}}}", 0);
+    expect(g, "{\"b\": 1, \"c\": 2}", true);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+    /* what cannot be expressed names the keyword */
+    const char *bad[] = {
+        "{\"type\":\"object\",\"properties\":{\"ab\":{\"type\":\"string\"}},\"patternProperties\":{\"^[a-z]+$\":{\"type\":\"integer\"}}}",
+        "{\"type\":\"object\",\"patternProperties\":{\"^a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}}}",
+        "{\"type\":\"object\",\"patternProperties\":{\"^[a-z]+[0-9]$\":{\"type\":\"integer\"}}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        sift_error err = {0};
+        char *gb = sift_json_schema_to_grammar(bad[i], strlen(bad[i]), 0, &err);
+        if (gb) fail_msg("case %zu converted: %s\n%s", i, bad[i], gb);
+        if (err.status != SIFT_E_UNSUPPORTED || !strstr(err.msg, "patternProperties"))
+            fail_msg("case %zu: status %d message '%s'", i, err.status, err.msg);
+    }
+}
+
+static void expect_number_minus_zero(void)
+{
+    sift_grammar *g = convert("{\"type\":\"number\",\"exclusiveMaximum\":0}", 0);
+    expect(g, "-0", false);
+    expect(g, "-0.0", false);
+    expect(g, "-0.01", true);
+    sift_grammar_free(g);
+}
+
+/* minimum / maximum / exclusive* on numbers (issue 12): every bound pair against many
+ * decimal texts, the grammar's verdict equal to strtod's comparison */
+static void test_number_ranges(void **state)
+{
+    (void)state;
+    expect_number_minus_zero();
+    const char *bounds[] = {"0", "1", "0.5", "-0.5", "-1", "10", "2.25", "-2.25", "0.05", "99.9", "-100", "0.1", "3", NULL};
+    const char *texts[] = {"0", "-0", "0.0", "0.5", "0.50", "0.49", "0.51", "0.05", "0.050", "0.04", "0.06", "1", "1.0", "1.5",
+                           "2", "2.2", "2.25", "2.250", "2.26", "2.3", "3", "3.0", "3.01", "9", "10", "10.0", "10.01", "11",
+                           "99.8", "99.9", "99.90", "99.91", "100", "0.1", "0.09", "0.11", "0.10", "-0.5", "-0.50", "-0.49",
+                           "-0.51", "-1", "-1.0", "-1.5", "-2.25", "-2.26", "-2.24", "-3", "-10", "-99.9", "-100", "-100.0",
+                           "-100.5", "-101", "0.001", "-0.001", "1234.5", "-1234.5", "0.9999", NULL};
+    char schema[256];
+    for (int i = 0; bounds[i]; i++)
+        for (int j = -1; bounds[j < 0 ? 0 : j]; j++)
+            for (int mode = 0; mode < 6; mode++) {
+                /* mode: 0 [lo,hi] 1 (lo,hi) 2 lo only 3 hi only 4 exclusive lo only 5 draft-04 exclusive max */
+                double lo = strtod(bounds[i], NULL), hi = j >= 0 ? strtod(bounds[j], NULL) : 0;
+                if (mode < 2 || mode == 5) {
+                    if (j < 0 || lo > hi) continue;
+                } else if (j >= 0) continue;
+                switch (mode) {
+                case 0: snprintf(schema, sizeof schema, "{\"type\":\"number\",\"minimum\":%s,\"maximum\":%s}", bounds[i], bounds[j]); break;
+                case 1: snprintf(schema, sizeof schema, "{\"type\":\"number\",\"exclusiveMinimum\":%s,\"exclusiveMaximum\":%s}", bounds[i], bounds[j]); break;
+                case 2: snprintf(schema, sizeof schema, "{\"type\":\"number\",\"minimum\":%s}", bounds[i]); break;
+                case 3: snprintf(schema, sizeof schema, "{\"type\":\"number\",\"maximum\":%s}", bounds[i]); break;
+                case 4: snprintf(schema, sizeof schema, "{\"type\":\"number\",\"exclusiveMinimum\":%s}", bounds[i]); break;
+                default: snprintf(schema, sizeof schema, "{\"type\":\"number\",\"minimum\":%s,\"maximum\":%s,\"exclusiveMaximum\":true}", bounds[i], bounds[j]); break;
+                }
+                sift_error err = {0};
+                char *gbnf = sift_json_schema_to_grammar(schema, strlen(schema), 0, &err);
+                bool empty = mode == 1 || mode == 5 ? lo >= hi : false;
+                if (!gbnf) {
+                    if (empty && strstr(err.msg, "matches nothing")) continue;
+                    fail_msg("convert %s: %s", schema, err.msg);
+                }
+                sift_grammar *g = sift_grammar_parse(gbnf, strlen(gbnf), "root", NULL, &err);
+                if (!g) fail_msg("%s: %s\n%s", schema, err.msg, gbnf);
+                for (int k = 0; texts[k]; k++) {
+                    double x = strtod(texts[k], NULL);
+                    if (texts[k][0] == '-' && x == 0) continue; /* "-0": accepted or not, both are right */
+                    bool want;
+                    switch (mode) {
+                    case 0: want = x >= lo && x <= hi; break;
+                    case 1: want = x > lo && x < hi; break;
+                    case 2: want = x >= lo; break;
+                    case 3: want = x <= lo; break;
+                    case 4: want = x > lo; break;
+                    default: want = x >= lo && x < hi; break;
+                    }
+                    int r = sift_grammar_match(g, texts[k], strlen(texts[k]), NULL);
+                    if ((r == SIFT_GRAMMAR_COMPLETE) != want) fail_msg("%s: '%s' got %d, want %d\n%s", schema, texts[k], r, want, gbnf);
+                }
+                sift_grammar_free(g);
+                free(gbnf);
+            }
+}
+
+/* enum / const: the listed values that validate against the whole schema (issue 12) */
+static void test_finite_values(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"allOf\":[{\"enum\":[1, \"a\", null, 2.5]},{\"not\":{\"type\":\"string\"}},{\"not\":{\"maximum\":2}}]}", 0);
+    expect(g, "2.5", true);
+    expect(g, "2.50", true); /* the same number */
+    expect(g, "1", false);
+    expect(g, "\"a\"", false);
+    expect(g, "null", false); /* {maximum: 2} holds for null (numbers only), so its not fails */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"enum\":[{\"a\":[1, 2]}, \"x\", {\"b\":1}],\"required\":[\"a\"]}", 0);
+    expect(g, "{\"a\": [1, 2]}", true);
+    expect(g, "{\"a\":[1,2]}", true);
+    expect(g, "{\"b\": 1}", false);
+    expect(g, "\"x\"", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"enum\":[\"ab\",\"abc\",\"b\"],\"pattern\":\"^a\",\"maxLength\":2}", 0);
+    expect(g, "\"ab\"", true);
+    expect(g, "\"abc\"", false);
+    expect(g, "\"b\"", false);
+    sift_grammar_free(g);
+    g = convert("{\"const\":3,\"multipleOf\":1.5,\"type\":\"integer\"}", 0);
+    expect(g, "3", true);
+    expect(g, "3.0", true);
+    sift_grammar_free(g);
+    sift_error err = {0};
+    const char *none = "{\"type\":\"object\",\"properties\":{\"a\":{\"const\":1,\"not\":{\"const\":1}}},\"required\":[\"a\"]}";
+    char *gb = sift_json_schema_to_grammar(none, strlen(none), 0, &err);
+    assert_null(gb);
+    assert_non_null(strstr(err.msg, "matches nothing"));
+}
+
+/* minLength / maxLength above the grammar's 2000 copies: 1000-character chunks (issue 12) */
+static void test_long_strings(void **state)
+{
+    (void)state;
+    const char *schemas[] = {"{\"type\":\"string\",\"minLength\":2500,\"maxLength\":7200}", "{\"type\":\"string\",\"maxLength\":5000}",
+                             "{\"type\":\"string\",\"minLength\":3001}"};
+    const long lens[][6] = {{0, 2499, 2500, 7200, 7201, 4000}, {0, 5000, 5001, 1, 2999, 3000}, {3000, 3001, 9000, 0, 1, 2000}};
+    const bool want[][6] = {{false, false, true, true, false, true}, {true, true, false, true, true, true}, {false, true, true, false, false, false}};
+    char *buf = malloc(9100);
+    assert_non_null(buf);
+    for (int i = 0; i < 3; i++) {
+        sift_grammar *g = convert(schemas[i], 0);
+        for (int k = 0; k < 6; k++) {
+            long n = lens[i][k];
+            buf[0] = '"';
+            for (long j = 0; j < n; j++) buf[1 + j] = (char)(j % 7 ? 'a' : 'x');
+            buf[1 + n] = '"';
+            buf[2 + n] = 0;
+            expect(g, buf, want[i][k]);
+        }
+        sift_grammar_free(g);
+    }
+    free(buf);
+}
+
+/* pattern ^A{m,n}$ (one atom) together with minLength / maxLength (issue 12) */
+static void test_pattern_length(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"string\",\"pattern\":\"^[a-z0-9-]+$\",\"minLength\":2,\"maxLength\":4}", 0);
+    expect(g, "\"ab\"", true);
+    expect(g, "\"a-9z\"", true);
+    expect(g, "\"a\"", false);
+    expect(g, "\"abcde\"", false);
+    expect(g, "\"aB\"", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"pattern\":\"^\\\\d{3,8}$\",\"maxLength\":5}", 0);
+    expect(g, "\"123\"", true);
+    expect(g, "\"12345\"", true);
+    expect(g, "\"123456\"", false);
+    expect(g, "\"12\"", false);
+    sift_grammar_free(g);
+    sift_error err = {0};
+    const char *s2 = "{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":5}";
+    char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
+    assert_null(gb);
+    assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+}
+
+/* minProperties / maxProperties (issue 12): counted when only other keys are allowed;
+ * minProperties 1 beside declared properties: not empty; the rest names the keyword */
+static void test_property_counts(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"object\",\"minProperties\":1,\"maxProperties\":2,\"additionalProperties\":{\"type\":\"string\"}}", 0);
+    expect(g, "{}", false);
+    expect(g, "{\"a\": \"x\"}", true);
+    expect(g, "{\"a\": \"x\", \"b\": \"y\"}", true);
+    expect(g, "{\"a\": \"x\", \"b\": \"y\", \"c\": \"z\"}", false);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+    g = convert("{\"minProperties\":2}", 0);
+    expect(g, "{\"a\": 1, \"b\": [2]}", true);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"minProperties\":1,\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}},"
+                "\"additionalProperties\":false}", 0);
+    expect(g, "{}", false);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"b\": 1}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", true);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"minProperties\":1,\"properties\":{\"a\":{\"type\":\"integer\"}}}", 0);
+    expect(g, "{}", false);
+    expect(g, "{\"z\": 1}", true);
+    sift_grammar_free(g);
+    /* multipleOf 1: the integers; other steps name the keyword */
+    g = convert("{\"type\":[\"number\",\"null\"],\"multipleOf\":1.0,\"minimum\":0}", 0);
+    expect(g, "3", true);
+    expect(g, "null", true);
+    expect(g, "2.5", false);
+    expect(g, "-1", false);
+    sift_grammar_free(g);
+    const char *bad[] = {"{\"multipleOf\":2}", "{\"type\":\"integer\",\"multipleOf\":3}"};
+    for (int i = 0; i < 2; i++) {
+        sift_error e = {0};
+        char *x = sift_json_schema_to_grammar(bad[i], strlen(bad[i]), 0, &e);
+        assert_null(x);
+        assert_non_null(strstr(e.msg, "multipleOf"));
+    }
+    sift_error err = {0};
+    const char *s2 = "{\"type\":\"object\",\"maxProperties\":1,\"properties\":{\"a\":{}}}";
+    char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
+    assert_null(gb);
+    assert_non_null(strstr(err.msg, "maxProperties"));
+}
+
+/* additionalProperties beside anyOf alternatives that declare other properties (issue 12) */
+static void test_any_of_additional(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":false,"
+                              "\"anyOf\":[{\"properties\":{\"b\":{\"type\":\"string\"}}},{\"required\":[\"a\"]}]}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{}", true);
+    expect(g, "{\"a\": 1, \"b\": \"x\"}", false); /* b is an additional property of the outer schema */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":{\"type\":\"string\"},"
+                "\"oneOf\":[{\"properties\":{\"k\":{\"const\":\"x\"}},\"required\":[\"k\"]},{\"properties\":{\"k\":{\"const\":\"y\"}},\"required\":[\"k\"]}]}", 0);
+    expect(g, "{\"k\": \"x\", \"a\": 1}", true); /* the alternative's properties first */
+    expect(g, "{\"k\": \"y\", \"z\": \"s\"}", true);
+    expect(g, "{\"k\": \"z\"}", false);
+    expect(g, "{\"k\": \"y\", \"z\": 1}", false);
+    sift_grammar_free(g);
+    /* every alternative impossible: an error, not an empty grammar */
+    sift_error err = {0};
+    const char *s2 = "{\"type\":\"object\",\"additionalProperties\":false,\"anyOf\":[{\"properties\":{\"b\":{}},\"required\":[\"b\"]}]}";
+    char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
+    assert_null(gb);
+    assert_non_null(strstr(err.msg, "matches nothing"));
 }
 
 int main(void)
@@ -586,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

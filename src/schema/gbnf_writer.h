@@ -45,4 +45,27 @@ void sift__gbnf_put_int_range(sift__gbnf_sbuf *b, bool has_min, int64_t min, boo
  * (SIFT_E_UNSUPPORTED "offset N: what", SIFT_E_NOMEM). */
 char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err);
 
+/* The JSON numbers x with lo <= x <= hi (< with *_strict; NULL: no bound), the bounds in
+ * plain decimal ("-12.5"), no exponent form (number_range.c); false when none is. */
+bool sift__gbnf_put_number_range(sift__gbnf_sbuf *b, const char *lo, bool lo_strict, const char *hi, bool hi_strict);
+
+/* Does `value` validate against `schema` (value_check.c)? 1 yes, 0 no, -1 not decided here.
+ * resolve: a $ref's target in the document, or NULL. */
+struct cJSON;
+typedef const struct cJSON *(*sift__schema_resolve_fn)(void *ctx, const char *ref);
+int sift__schema_value_valid(const struct cJSON *schema, const struct cJSON *value, sift__schema_resolve_fn resolve, void *ctx);
+
+/* patternProperties (pattern_keys.c). The literals of a pattern ^lit$ / ^(a|b|c)$ (exact,
+ * *prefix false) or ^lit (a prefix, *prefix true), decoded, at most `cap` of them: their
+ * count, or -1 when the pattern is not of that form. */
+#define SIFT__PATTERN_LIT_MAX 256
+int sift__schema_pattern_literals(const char *pat, size_t n, char (*out)[SIFT__PATTERN_LIT_MAX], int cap, bool *prefix);
+/* The GBNF expression of the JSON string contents a pattern does not match, `any` naming the
+ * rule of one JSON string character; NULL with *all set when the pattern matches every
+ * string, NULL with err (SIFT_E_UNSUPPORTED, SIFT_E_NOMEM) when it cannot be written. */
+/* The pattern as [^]ATOM QUANT[$] (pattern_keys.c): the atom's text, its bounds (max -1:
+ * unbounded) and anchors; false for any other form. */
+bool sift__schema_pattern_one_atom(const char *pat, size_t n, char *atom, size_t cap, long *min, long *max, bool *a_start, bool *a_end);
+char *sift__schema_pattern_complement(const char *pat, size_t n, const char *any, bool *all, sift_error *err);
+
 #endif

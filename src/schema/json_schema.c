@@ -9,41 +9,58 @@
  *
  * What is converted (and how):
  *   type                 a name or a list of names (a union)
- *   const, enum          the JSON text of each value, as literals
- *   anyOf, oneOf         a union (oneOf's "exactly one" is not enforced, as in llama.cpp)
+ *   const, enum          the listed values that validate against the whole schema (type, not,
+ *                        allOf, bounds, pattern, ... beside them: value_check.c decides each
+ *                        value, else the keyword is refused), also when the enum sits in a
+ *                        part of allOf; numbers in every decimal spelling of their value,
+ *                        containers with JSON's whitespace
+ *   anyOf, oneOf         a union; oneOf only when its alternatives are proven disjoint (kinds,
+ *                        values, a required const property), else refused; alternatives that
+ *                        match nothing are left out
  *   allOf                objects merged (properties, required, additionalProperties), enums
  *                        intersected; anything else is an error
  *   $ref                 JSON pointers into this document: #, #/$defs/x, #/definitions/x,
  *                        #/properties/..., recursive references become recursive rules
  *   object               JSON Schema's semantics by default: properties in the schema's order,
- *                        required ones present, optional ones skipped freely; a missing
- *                        additionalProperties allows other keys (any value), after the
- *                        declared ones; additionalProperties false / true / a schema; extra
- *                        keys always differ from the declared ones; required names that
- *                        `properties` does not declare are present with any value.
+ *                        required ones present, optional ones skipped freely (and left out
+ *                        when no value fits them); a missing additionalProperties allows
+ *                        other keys (any value), after the declared ones; additionalProperties
+ *                        false / true / a schema; extra keys always differ from the declared
+ *                        ones; required names that `properties` does not declare are present
+ *                        with what additionalProperties allows; patternProperties (pattern keys with their schema,
+ *                        the other keys through pattern_keys.c: literal names / prefixes or
+ *                        the complement of a one-atom pattern); minProperties / maxProperties
+ *                        counted when only other keys are allowed, minProperties 1 beside
+ *                        declared ones; additionalProperties beside anyOf alternatives that
+ *                        declare other properties applies to those properties too.
  *                        SIFT_JSON_SCHEMA_LLAMA: llama.cpp's layout instead (required first,
  *                        optional ones in any subset keeping their order; a missing
  *                        additionalProperties generates no extra keys; undeclared required
  *                        names are an error).
- *   array                items with minItems / maxItems; prefixItems as a tuple (items after
- *                        it only when `items` is a schema; minItems below the tuple's length
- *                        makes its tail optional)
- *   string               minLength / maxLength (characters, an escape counts as one);
- *                        format date, time, date-time, uuid (other formats are annotations
- *                        in JSON Schema 2020-12 and are ignored); pattern (below)
+ *   array                items with minItems / maxItems; prefixItems (or draft-07's items
+ *                        array) as a tuple, then `items` (additionalItems in draft-07; missing:
+ *                        any value); minItems below the tuple's length makes its tail optional
+ *   string               minLength / maxLength (characters, an escape counts as one; above
+ *                        2000 as 1000-character chunk rules, up to 2,000,000); format date,
+ *                        time, date-time, uuid, email, hostname, ipv4, uri (other standard
+ *                        formats are refused, non-standard ones are annotations); pattern
+ *                        (below), with a length when it is one atom ^A{m,n}$
  *   integer              minimum / maximum / exclusiveMinimum / exclusiveMaximum, exactly,
  *                        digit by digit; unbounded integers have at most 16 digits (llama.cpp)
- *   number, boolean, null
+ *   number               the same bounds on decimals (number_range.c, no exponent form);
+ *                        multipleOf 1 means the integers
+ *   boolean, null
  * A schema without `type` takes the type its keywords imply (properties -> object, items ->
- * array, pattern / minLength -> string, minimum -> number), else any JSON value. Annotations
- * (title, description, default, examples, $schema, $id, $comment, deprecated, readOnly,
- * writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
+ * array, pattern / minLength -> string, minimum / multipleOf -> number), else any JSON value.
+ * Annotations (title, description, default, examples, $schema, $id, $comment, deprecated,
+ * readOnly, writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
  *
  * Keywords that constrain values but cannot be expressed - not, if/then/else, uniqueItems,
- * contains, multipleOf, patternProperties, propertyNames, min/maxProperties, dependent*,
- * unevaluated*, minimum/maximum on non-integers, $dynamicRef, ... - are errors
- * (SIFT_E_UNSUPPORTED, with the keyword's JSON pointer), so that every text the grammar
- * accepts validates against the schema. With SIFT_JSON_SCHEMA_LENIENT they are ignored and
+ * contains, multipleOf other than 1, propertyNames, min/maxProperties beside declared
+ * properties, dependent*, unevaluated*, $dynamicRef, ... (outside const / enum, where
+ * value_check.c decides them) - are errors (SIFT_E_UNSUPPORTED, with the keyword's JSON
+ * pointer), so that every text the grammar accepts validates against the schema. With
+ * SIFT_JSON_SCHEMA_LENIENT they are ignored and
  * the grammar accepts a superset. Also refused: a $ref cycle that comes back to itself before
  * any value is written ({"$ref": "#"}: the grammar would be left-recursive; the converter
  * parses its own output, so what it returns always parses), invalid UTF-8, raw control
@@ -89,6 +106,7 @@ typedef struct {
     char path[512]; /* JSON pointer of the node being converted */
     size_t path_len;
     int depth;
+    bool unsat; /* the error is "this schema matches nothing" (an optional property may then be left out) */
 } conv;
 
 __attribute__((format(printf, 3, 4))) static const char *cfail(conv *c, int status, const char *fmt, ...)
@@ -363,10 +381,10 @@ static const char *const ANNOTATIONS[] = {
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$defs", "definitions", "$anchor",
     "$vocabulary", "discriminator", "nullable", "example", NULL};
 static const char *const UNSUPPORTED[] = {
-    "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains", "multipleOf",
-    "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired",
+    "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
+    "propertyNames", "dependentRequired",
     "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-    "$recursiveRef", "additionalItems", NULL};
+    "$recursiveRef", NULL};
 
 /* Standard formats a validator checks but that have no grammar here: refused, never a
  * plain string (which would accept invalid values). */
@@ -388,10 +406,6 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
     for (const cJSON *k = s->child; k; k = k->next) {
         const char *key = k->string;
         bool bad = in_list(UNSUPPORTED, key);
-        if (!bad && type && strcmp(type, "integer") &&
-            (!strcmp(key, "minimum") || !strcmp(key, "maximum") || !strcmp(key, "exclusiveMinimum") ||
-             !strcmp(key, "exclusiveMaximum")))
-            bad = !strcmp(type, "number");
         if (bad) {
             size_t o = path_push(c, key);
             cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' cannot be expressed in a grammar (SIFT_JSON_SCHEMA_LENIENT ignores it)", key);
@@ -469,7 +483,10 @@ static const cJSON *schema_values(const cJSON *s, bool *single)
     if (!cJSON_IsObject(s)) return NULL;
     const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
     *single = cst != NULL;
-    return cst ? cst : cJSON_GetObjectItemCaseSensitive(s, "enum");
+    const cJSON *v = cst ? cst : cJSON_GetObjectItemCaseSensitive(s, "enum");
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
+    for (const cJSON *p = cJSON_IsArray(all) ? all->child : NULL; p && !v; p = p->next) v = schema_values(p, single);
+    return v; /* a part's values bound the whole allOf */
 }
 
 static bool values_overlap(const cJSON *a, bool sa, const cJSON *b, bool sb)
@@ -484,8 +501,24 @@ static bool values_overlap(const cJSON *a, bool sa, const cJSON *b, bool sb)
  * when both allow only listed values and share none, or (objects) when one property that
  * both require is a const / enum with no value in common. Otherwise the grammar (a union)
  * would also accept what matches two of them: refused. */
+static const cJSON *vc_resolve(void *ctx, const char *ref);
+
+/* a schema that is only a $ref: its target (a few levels), else itself */
+static const cJSON *deref(conv *c, const cJSON *s)
+{
+    for (int i = 0; i < 8 && cJSON_IsObject(s) && cJSON_GetArraySize(s) == 1; i++) {
+        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
+        const cJSON *t = cJSON_IsString(ref) ? vc_resolve(c, ref->valuestring) : NULL;
+        if (!t) break;
+        s = t;
+    }
+    return s;
+}
+
 static bool disjoint(conv *c, const cJSON *a, const cJSON *b)
 {
+    a = deref(c, a);
+    b = deref(c, b);
     if (!(schema_kinds(c, a, 0) & schema_kinds(c, b, 0))) return true;
     bool sa = false, sb = false;
     const cJSON *va = schema_values(a, &sa), *vb = schema_values(b, &sb);
@@ -498,7 +531,7 @@ static bool disjoint(conv *c, const cJSON *a, const cJSON *b)
             bool in_b = false;
             for (const cJSON *q = cJSON_IsArray(rb) ? rb->child : NULL; q; q = q->next) in_b |= cJSON_IsString(q) && !strcmp(q->valuestring, r->valuestring);
             if (!in_b) continue;
-            const cJSON *xa = cJSON_GetObjectItemCaseSensitive(pa, r->valuestring), *xb = cJSON_GetObjectItemCaseSensitive(pb, r->valuestring);
+            const cJSON *xa = deref(c, cJSON_GetObjectItemCaseSensitive(pa, r->valuestring)), *xb = deref(c, cJSON_GetObjectItemCaseSensitive(pb, r->valuestring));
             bool s1 = false, s2 = false;
             const cJSON *v1 = schema_values(xa, &s1), *v2 = schema_values(xb, &s2);
             if (v1 && v2 && (s1 || cJSON_IsArray(v1)) && (s2 || cJSON_IsArray(v2)) && !values_overlap(v1, s1, v2, s2)) return true;
@@ -609,8 +642,45 @@ static cJSON *with_siblings(conv *c, const cJSON *s, const cJSON *alt)
     int nsp = sp ? cJSON_GetArraySize(sp) : 0, nap = ap ? cJSON_GetArraySize(ap) : 0;
     bool differ = (sp || ap) && !(sp && ap && cJSON_Compare(sp, ap, true)) && (nsp || nap);
     if (differ && ((sa && !cJSON_IsTrue(sa)) || (aa && !cJSON_IsTrue(aa)))) {
-        cJSON_Delete(m);
-        return cfail(c, SIFT_E_UNSUPPORTED, "additionalProperties with anyOf / oneOf alternatives that declare other properties"), NULL;
+        /* a property one side declares is an additional one for the other side: it must
+         * satisfy that side's additionalProperties too (false: it cannot be present); keys
+         * neither declares satisfy both, which is expressed when one of them allows anything */
+        bool s_any = !sa || cJSON_IsTrue(sa), a_any = !aa || cJSON_IsTrue(aa);
+        bool pat = cJSON_GetObjectItemCaseSensitive(s, "patternProperties") || (alt && cJSON_GetObjectItemCaseSensitive(alt, "patternProperties"));
+        if ((!s_any && !a_any && !cJSON_Compare(sa, aa, true)) || pat) {
+            cJSON_Delete(m);
+            return cfail(c, SIFT_E_UNSUPPORTED, "additionalProperties with anyOf / oneOf alternatives that declare other properties"), NULL;
+        }
+        cJSON *mp = cJSON_GetObjectItemCaseSensitive(m, "properties");
+        cJSON *mr = cJSON_GetObjectItemCaseSensitive(m, "required");
+        for (cJSON *p = mp ? mp->child : NULL; p;) {
+            cJSON *next = p->next;
+            bool in_s = sp && cJSON_GetObjectItemCaseSensitive(sp, p->string), in_a = ap && cJSON_GetObjectItemCaseSensitive(ap, p->string);
+            const cJSON *extra = in_a && !in_s && !s_any ? sa : in_s && !in_a && !a_any ? aa : NULL;
+            if (cJSON_IsFalse(extra)) {
+                for (const cJSON *r = cJSON_IsArray(mr) ? mr->child : NULL; r; r = r->next)
+                    if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) {
+                        cJSON_Delete(m);
+                        c->unsat = true;
+                        return cfail(c, SIFT_E_INVAL, "required property '%s' is not allowed by additionalProperties: the alternative matches nothing", p->string), NULL;
+                    }
+                cJSON_DeleteItemFromObjectCaseSensitive(mp, p->string);
+            } else if (extra) {
+                cJSON *both = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+                if (!both || !arr) {
+                    cJSON_Delete(both);
+                    cJSON_Delete(arr);
+                    goto nomem;
+                }
+                cJSON_AddItemToArray(arr, cJSON_Duplicate(p, 1));
+                cJSON_AddItemToArray(arr, cJSON_Duplicate(extra, 1));
+                cJSON_AddItemToObject(both, "allOf", arr);
+                cJSON_ReplaceItemInObjectCaseSensitive(mp, p->string, both);
+            }
+            p = next;
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(m, "additionalProperties");
+        if (!s_any || !a_any) cJSON_AddItemToObject(m, "additionalProperties", cJSON_Duplicate(!s_any ? sa : aa, 1));
     }
     return m;
 nomem:
@@ -749,7 +819,7 @@ static char *join_name(const char *a, const char *b)
  * and without its flaw of also excluding every proper prefix of a name). */
 typedef struct nsnode {
     uint32_t cp;
-    bool end;
+    bool end, all; /* all: a prefix, every string below is excluded too */
     struct nsnode *kids, *next; /* children sorted by cp */
 } nsnode;
 
@@ -787,6 +857,8 @@ static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, 
     for (const nsnode *k = t->kids; k && c->status == SIFT_OK; k = k->next) {
         char u[8];
         int n = sift__gx_utf8_encode(k->cp, u);
+        sift__gbnf_put_class_char(&rejects, k->cp);
+        if (k->all) continue; /* nothing that goes through k is left */
         if (!first) sift__gbnf_sb_puts(&b, " | ");
         first = false;
         sift__gbnf_put_literal(&b, u, (size_t)n);
@@ -797,7 +869,6 @@ static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, 
         } else {
             sift__gbnf_sb_printf(&b, " %s+", char_rule);
         }
-        sift__gbnf_put_class_char(&rejects, k->cp);
     }
     sift__gbnf_sb_printf(&b, "%s[^\"\\\\\\x00-\\x1F%s] %s*", first ? "" : " | ", rejects.s ? rejects.s : "", char_rule);
     sift__gbnf_sb_free(&rejects);
@@ -823,11 +894,16 @@ static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, 
  *   rest_k   something written:  "," kv_k rest_k+1  (optional: wrapped in ( )?)
  *   first_n / rest_n: the extras, ( x ("," x)* )? / ("," x)*, or nothing. */
 static const char *ordered_object(conv *c, const char **kv, const bool *req, size_t n, const char *extra_kv,
-                                  const char *rule_name)
+                                  const char *rule_name, long min_props, long max_props)
 {
     const char *first = NULL, *rest = NULL;
     sift__gbnf_sbuf b = {0};
     char nm[64];
+    /* min_props at most 1 beside declared properties (max_props unset): "not empty" */
+    bool nonempty = min_props > 0;
+    for (size_t k = 0; k < n; k++) nonempty &= !req[k];
+    if (nonempty && !extra_kv && n == 0)
+        return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "minProperties: no property is allowed: the schema matches nothing"));
     bool all_req = !extra_kv;
     for (size_t k = 0; k < n; k++) all_req &= req[k];
     if (all_req) { /* a plain sequence */
@@ -837,8 +913,16 @@ static const char *ordered_object(conv *c, const char **kv, const bool *req, siz
         sift__gbnf_sb_puts(&b, n ? " \"}\" space" : "\"}\" space");
         return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
     }
+    if (extra_kv && n == 0 && (min_props > 0 || max_props >= 0)) {
+        /* only other keys: min/maxProperties count them */
+        if (!use_builtin(c, "space")) return NULL;
+        sift__gbnf_sb_puts(&b, "\"{\" space ");
+        sift__gbnf_put_repetition(&b, extra_kv, min_props, max_props, "\",\" space");
+        sift__gbnf_sb_puts(&b, " \"}\" space");
+        return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    }
     if (extra_kv) {
-        sift__gbnf_sb_printf(&b, "( %s ( \",\" space %s )* )?", extra_kv, extra_kv);
+        sift__gbnf_sb_printf(&b, nonempty ? "%s ( \",\" space %s )*" : "( %s ( \",\" space %s )* )?", extra_kv, extra_kv);
         snprintf(nm, sizeof nm, "p%zu-first", n);
         char *rn = join_name(rule_name, nm);
         first = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
@@ -865,7 +949,7 @@ static const char *ordered_object(conv *c, const char **kv, const bool *req, siz
         sift__gbnf_sb_free(&b);
     first_k:
         sift__gbnf_sb_printf(&b, "%s%s%s", kv[k], rest ? " " : "", rest ? rest : "");
-        if (!req[k]) sift__gbnf_sb_printf(&b, " | %s", first ? first : "\"\"");
+        if (!req[k] && (first || !nonempty)) sift__gbnf_sb_printf(&b, " | %s", first ? first : "\"\"");
         snprintf(nm, sizeof nm, "p%zu-first", k);
         rn = join_name(rule_name, nm);
         first = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
@@ -878,8 +962,329 @@ static const char *ordered_object(conv *c, const char **kv, const bool *req, siz
     return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
-static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional, const char *name,
-                                const char *rule_name)
+
+/* ---- the keys beside the declared properties ---------------------------------------------------- */
+
+typedef struct {
+    const char *s;
+    bool prefix; /* every key that starts with s */
+} keyex;
+
+/* The rule of the JSON string keys that are none of ex[0..n) (`string` when n is 0); NULL
+ * with *none set when no key is left (an empty prefix), NULL with the error set otherwise. */
+static const char *excluded_keys_rule(conv *c, const keyex *ex, size_t n, const char *sub, bool *none)
+{
+    *none = false;
+    if (n == 0) return use_builtin(c, "string");
+    nsnode *t = sift__gx_calloc(1, sizeof *t);
+    bool ok = t != NULL;
+    for (size_t pi = 0; pi < n && ok; pi++) {
+        nsnode *nd = t;
+        sift__gx_utf8 u = {0};
+        for (const unsigned char *q = (const unsigned char *)ex[pi].s; *q && ok; q++) {
+            int32_t cp = sift__gx_utf8_feed(&u, *q);
+            if (cp == GX_UTF8_MORE) continue;
+            if (cp == GX_UTF8_BAD || cp < 0x20 || cp == '"' || cp == '\\') {
+                if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+                    cfail(c, SIFT_E_UNSUPPORTED, "property name '%s' (escapes or invalid UTF-8) with additionalProperties", ex[pi].s);
+                    ok = false;
+                    break;
+                }
+                continue;
+            }
+            if (!(nd = ns_child(nd, (uint32_t)cp))) ok = false;
+        }
+        if (ok) {
+            nd->end = true;
+            nd->all |= ex[pi].prefix;
+        }
+    }
+    const char *key_rule = NULL;
+    if (ok && t->all) {
+        *none = true;
+    } else if (ok) {
+        const char *char_rule = use_builtin(c, "char");
+        char *kn = join_name(sub, "k");
+        if (char_rule && kn && use_builtin(c, "space")) {
+            unsigned counter = 0;
+            const char *body_rule = not_strings_rule(c, t, kn, char_rule, &counter);
+            if (body_rule) {
+                sift__gbnf_sbuf b = {0};
+                sift__gbnf_sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
+                key_rule = add_rule(c, kn, sift__gbnf_sb_take(&b));
+                sift__gbnf_sb_free(&b);
+            }
+        } else if (!kn) {
+            coom(c);
+        }
+        sift__gx_free(kn);
+    } else if (!t) {
+        coom(c);
+    }
+    ns_free(t);
+    return key_rule;
+}
+
+/* The rule `key ":" value` of the other keys additionalProperties allows: keys that are none
+ * of ex[] (or matching key_rule when given), values matching additionalProperties (any value
+ * when it is true or missing). *extra_kv stays NULL when no key is left. */
+static bool other_keys(conv *c, const cJSON *additional, const keyex *ex, size_t n_ex, const char *key_rule,
+                       const char *name, const char **extra_kv)
+{
+    char *sub = join_name(name, "additional");
+    if (!sub) return coom(c), false;
+    bool none = false;
+    if (!key_rule) key_rule = excluded_keys_rule(c, ex, n_ex, sub, &none);
+    const char *value_rule = NULL;
+    if (key_rule && cJSON_IsObject(additional)) {
+        size_t o = path_push(c, "additionalProperties");
+        char *vn = join_name(sub, "value");
+        value_rule = vn ? visit(c, additional, vn, NULL) : coom(c);
+        sift__gx_free(vn);
+        path_pop(c, o);
+    } else if (key_rule) {
+        value_rule = use_builtin(c, "value");
+    }
+    if (key_rule && value_rule) {
+        sift__gbnf_sbuf b = {0};
+        sift__gbnf_sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
+        char *kn = join_name(sub, "kv");
+        *extra_kv = kn ? add_rule(c, kn, sift__gbnf_sb_take(&b)) : coom(c);
+        sift__gx_free(kn);
+        sift__gbnf_sb_free(&b);
+    }
+    sift__gx_free(sub);
+    (void)none;
+    return c->status == SIFT_OK;
+}
+
+/* Does the rule body (a JSON string, as pattern_body writes it) match the JSON text? */
+static bool body_matches(conv *c, const char *body, const char *text)
+{
+    sift__gbnf_sbuf g = {0};
+    sift__gbnf_sb_printf(&g, "root ::= %s\nchar ::= %s\nspace ::= %s\n", body, find_builtin("char")->body, find_builtin("space")->body);
+    if (g.oom) return sift__gbnf_sb_free(&g), coom(c), false;
+    sift_error e2 = {0};
+    sift_grammar *gr = sift_grammar_parse(g.s, g.n, "root", NULL, &e2);
+    sift__gbnf_sb_free(&g);
+    if (!gr) return cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "patternProperties: %s", e2.msg), false;
+    bool m = sift_grammar_match(gr, text, strlen(text), NULL) == SIFT_GRAMMAR_COMPLETE;
+    sift_grammar_free(gr);
+    return m;
+}
+
+static bool is_trivial(const cJSON *s)
+{
+    if (cJSON_IsTrue(s)) return true;
+    if (!cJSON_IsObject(s)) return false;
+    for (const cJSON *k = s->child; k; k = k->next)
+        if (!in_list(ANNOTATIONS, k->string)) return false;
+    return true;
+}
+
+static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+
+#define PP_MAX 64  /* patterns per object */
+#define PP_LITS 32 /* literals per pattern */
+
+typedef struct {
+    const cJSON *schema;
+    const char *pat;
+    char *body;     /* the key rule's body (pattern_body) */
+    int n_lits;     /* -1: not literals */
+    bool prefix;    /* the literals are prefixes */
+    bool all;       /* matches every key */
+    char (*lits)[SIFT__PATTERN_LIT_MAX];
+} ppat;
+
+/* Can no key match both patterns? Proven for literals (names and prefixes that exclude
+ * each other) and for names that the other pattern does not match. */
+static bool keys_disjoint(conv *c, const ppat *a, const ppat *b)
+{
+    if (a->n_lits >= 0 && b->n_lits >= 0) {
+        for (int i = 0; i < a->n_lits; i++)
+            for (int j = 0; j < b->n_lits; j++) {
+                const char *x = a->lits[i], *y = b->lits[j];
+                if (!strcmp(x, y) || (a->prefix && starts_with(y, x)) || (b->prefix && starts_with(x, y))) return false;
+            }
+        return true;
+    }
+    if (a->n_lits < 0 && b->n_lits < 0) return false;
+    const ppat *l = a->n_lits >= 0 ? a : b, *o = a->n_lits >= 0 ? b : a;
+    if (l->prefix) return false;
+    for (int i = 0; i < l->n_lits; i++) {
+        cJSON *js = cJSON_CreateString(l->lits[i]);
+        char *txt = js ? cJSON_PrintUnformatted(js) : NULL;
+        cJSON_Delete(js);
+        if (!txt) return coom(c), false;
+        bool m = body_matches(c, o->body, txt);
+        cJSON_free(txt);
+        if (m || c->status != SIFT_OK) return false;
+    }
+    return true;
+}
+
+/* patternProperties: a key that matches a pattern takes that pattern's value; the other
+ * keys (none of the declared names, matching no pattern) take additionalProperties. Exact,
+ * or refused naming the keyword: a declared name that a pattern matches (both schemas
+ * would apply) unless that pattern's schema allows anything; two patterns with different
+ * schemas that may match one key; other keys whose set has no grammar (pattern_keys.c). */
+static const char *pattern_extras(conv *c, const cJSON *pp, const cJSON *additional, const char **names, size_t n_names,
+                                  const char *name, const char **extra_kv)
+{
+    const bool lenient = (c->flags & SIFT_JSON_SCHEMA_LENIENT) != 0;
+    if (!cJSON_IsObject(pp)) return cfail(c, SIFT_E_INVAL, "'patternProperties' must be an object");
+    size_t n = (size_t)cJSON_GetArraySize(pp);
+    if (n > PP_MAX) return cfail(c, SIFT_E_UNSUPPORTED, "patternProperties: more than %d patterns", PP_MAX);
+    ppat *P = sift__gx_calloc(n, sizeof *P);
+    char (*lits)[SIFT__PATTERN_LIT_MAX] = sift__gx_calloc(n * PP_LITS, sizeof *lits);
+    keyex *ex = sift__gx_calloc(n_names + n * PP_LITS + 1, sizeof *ex);
+    sift__gbnf_sbuf alts = {0};
+    const char *ret = NULL;
+    size_t o0 = path_push(c, "patternProperties");
+    if (!P || !lits || !ex) {
+        coom(c);
+        goto done;
+    }
+    bool any_all = false;
+    size_t k = 0;
+    for (const cJSON *e = pp->child; e && c->status == SIFT_OK; e = e->next, k++) {
+        ppat *q = &P[k];
+        q->schema = e;
+        q->pat = e->string;
+        q->lits = lits + k * PP_LITS;
+        size_t o = path_push(c, e->string);
+        q->body = pattern_body(c, e->string, strlen(e->string));
+        if (!q->body) {
+            path_pop(c, o);
+            break;
+        }
+        q->n_lits = sift__schema_pattern_literals(e->string, strlen(e->string), q->lits, PP_LITS, &q->prefix);
+        if (q->n_lits == 1 && q->prefix && !q->lits[0][0]) q->n_lits = -1; /* "^" */
+        size_t pl = strlen(e->string);
+        bool a_s = pl && e->string[0] == '^', a_e = pl > (size_t)a_s && e->string[pl - 1] == '$' && !(pl >= 2 && e->string[pl - 2] == '\\');
+        q->all = !(a_s && a_e) && body_matches(c, q->body, "\"\"");
+        any_all |= q->all;
+        /* declared names this pattern matches: both schemas apply */
+        bool names_hit = false;
+        for (size_t j = 0; j < n_names && c->status == SIFT_OK; j++) {
+            cJSON *js = cJSON_CreateString(names[j]);
+            char *txt = js ? cJSON_PrintUnformatted(js) : NULL;
+            cJSON_Delete(js);
+            if (!txt) {
+                coom(c);
+                break;
+            }
+            bool m = body_matches(c, q->body, txt);
+            cJSON_free(txt);
+            if (!m) continue;
+            names_hit = true;
+            if (!is_trivial(e) && !lenient)
+                cfail(c, SIFT_E_UNSUPPORTED, "property '%s' also matches this pattern (both schemas would apply): cannot be expressed", names[j]);
+        }
+        /* earlier patterns that may match the same keys with another schema */
+        for (size_t j = 0; j < k && c->status == SIFT_OK; j++)
+            if (!cJSON_Compare(P[j].schema, e, true) && !keys_disjoint(c, &P[j], q) && c->status == SIFT_OK && !lenient)
+                cfail(c, SIFT_E_UNSUPPORTED, "patterns '%s' and '%s' may match one key with different schemas: cannot be expressed", P[j].pat, q->pat);
+        if (c->status != SIFT_OK) {
+            path_pop(c, o);
+            break;
+        }
+        /* the key rule: the pattern, less the declared names it matches */
+        char *sub = join_name(name, "pattern");
+        char idx[32];
+        snprintf(idx, sizeof idx, "%zu", k);
+        char *sn = sub ? join_name(sub, idx) : NULL;
+        const char *key_rule = NULL;
+        if (!sn) coom(c);
+        else if (!names_hit) {
+            char *kn = join_name(sn, "k");
+            key_rule = kn ? add_rule(c, kn, dupstr(q->body)) : coom(c);
+            sift__gx_free(kn);
+        } else if (q->all) {
+            bool none;
+            for (size_t j = 0; j < n_names; j++) ex[j] = (keyex){names[j], false};
+            key_rule = excluded_keys_rule(c, ex, n_names, sn, &none);
+        } else if (!lenient) {
+            cfail(c, SIFT_E_UNSUPPORTED, "a declared property matches this pattern: the other keys it matches cannot be expressed");
+        }
+        char *vn = sn ? join_name(sn, "value") : NULL;
+        const char *value_rule = key_rule && vn ? visit(c, e, vn, NULL) : NULL;
+        if (key_rule && value_rule) sift__gbnf_sb_printf(&alts, "%s%s \":\" space %s", alts.n ? " | " : "", key_rule, value_rule);
+        sift__gx_free(vn);
+        sift__gx_free(sn);
+        sift__gx_free(sub);
+        path_pop(c, o);
+    }
+    path_pop(c, o0);
+    o0 = c->path_len;
+    if (c->status != SIFT_OK) goto done;
+    /* the other keys */
+    bool extra = additional ? (cJSON_IsTrue(additional) || cJSON_IsObject(additional)) : !(c->flags & SIFT_JSON_SCHEMA_LLAMA);
+    if (extra && !any_all) {
+        size_t n_ex = 0, n_other = 0, which = 0;
+        for (size_t j = 0; j < n_names; j++) ex[n_ex++] = (keyex){names[j], false};
+        for (size_t j = 0; j < n; j++) {
+            if (P[j].n_lits < 0) {
+                n_other++;
+                which = j;
+                continue;
+            }
+            for (int l = 0; l < P[j].n_lits; l++) ex[n_ex++] = (keyex){P[j].lits[l], P[j].prefix};
+        }
+        const char *key_rule = NULL;
+        if (n_other == 1 && n_ex == 0) {
+            bool all = false;
+            sift_error e2 = {0};
+            const char *any = use_builtin(c, "char");
+            char *comp = any ? sift__schema_pattern_complement(P[which].pat, strlen(P[which].pat), any, &all, &e2) : NULL;
+            if (comp) {
+                sift__gbnf_sbuf b = {0};
+                sift__gbnf_sb_printf(&b, "\"\\\"\" (%s) \"\\\"\" space", comp);
+                sift__gx_free(comp);
+                char *kn = join_name(name, "additional-k");
+                key_rule = kn ? add_rule(c, kn, sift__gbnf_sb_take(&b)) : coom(c);
+                sift__gx_free(kn);
+                sift__gbnf_sb_free(&b);
+            } else if (!all && c->status == SIFT_OK && !lenient) {
+                size_t o = path_push(c, "patternProperties");
+                size_t o2 = path_push(c, P[which].pat);
+                cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "with additionalProperties allowed: %s", e2.msg);
+                path_pop(c, o2);
+                path_pop(c, o);
+            }
+            if (all) extra = false;
+        } else if (n_other > 0 && !lenient) {
+            size_t o = path_push(c, "patternProperties");
+            cfail(c, SIFT_E_UNSUPPORTED, "with additionalProperties allowed, the keys that match no pattern and no property cannot be expressed");
+            path_pop(c, o);
+        }
+        if (c->status != SIFT_OK) goto done;
+        if (extra) {
+            const char *ok_kv = NULL;
+            if (!other_keys(c, additional, ex, n_ex, key_rule, name, &ok_kv)) goto done;
+            if (ok_kv) sift__gbnf_sb_printf(&alts, "%s%s", alts.n ? " | " : "", ok_kv);
+        }
+    }
+    if (alts.n) {
+        char *kn = join_name(name, "extra-kv");
+        *extra_kv = kn ? add_rule(c, kn, sift__gbnf_sb_take(&alts)) : coom(c);
+        sift__gx_free(kn);
+    }
+    ret = c->status == SIFT_OK ? "" : NULL;
+done:
+    c->path_len = o0;
+    c->path[o0] = 0;
+    for (size_t j = 0; P && j < n; j++) sift__gx_free(P[j].body);
+    sift__gx_free(P);
+    sift__gx_free(lits);
+    sift__gx_free(ex);
+    sift__gbnf_sb_free(&alts);
+    return c->status == SIFT_OK ? ret : NULL;
+}
+
+static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional,
+                                const cJSON *pattern_props, const char *name, const char *rule_name, long min_props, long max_props)
 {
     /* kv rule per property; with JSON Schema semantics a required name that `properties`
      * does not declare is a property with any value, after the declared ones */
@@ -914,7 +1319,15 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
     for (const cJSON *p = props ? props->child : NULL; p && c->status == SIFT_OK; p = p->next, i++) {
         size_t o = path_push(c, p->string);
         char *pn = join_name(name, p->string);
+        for (const cJSON *r = required ? required->child : NULL; r; r = r->next)
+            if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) req[i] = true;
+        sift_error saved = c->err ? *c->err : (sift_error){0};
         const char *vr = pn ? visit(c, p, pn, NULL) : coom(c);
+        if (!vr && c->unsat && !req[i]) { /* an optional property no value fits: never present */
+            c->status = SIFT_OK;
+            c->unsat = false;
+            if (c->err) *c->err = saved;
+        }
         if (vr) {
             sift__gbnf_sbuf b = {0};
             cJSON *key = cJSON_CreateString(p->string);
@@ -935,13 +1348,34 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         }
         sift__gx_free(pn);
         path_pop(c, o);
-        for (const cJSON *r = required ? required->child : NULL; r; r = r->next)
-            if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) req[i] = true;
     }
     path_pop(c, o0);
-    /* required names `properties` does not declare: any value */
+    /* required names `properties` does not declare: additional properties, so their value
+     * is what additionalProperties allows (false: none, the object matches nothing); a
+     * pattern of patternProperties could apply too: refused */
+    if (i < n_all && pattern_props && cJSON_GetArraySize(pattern_props) > 0 && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+        size_t o = path_push(c, "required");
+        cfail(c, SIFT_E_UNSUPPORTED, "required property '%s' that only patternProperties may declare cannot be expressed", names[i]);
+        path_pop(c, o);
+    }
+    if (i < n_all && cJSON_IsFalse(additional) && !llama) {
+        c->unsat = c->status == SIFT_OK;
+        size_t o = path_push(c, "required");
+        cfail(c, SIFT_E_INVAL, "required property '%s' is not allowed by additionalProperties false: the schema matches nothing", names[i]);
+        path_pop(c, o);
+    }
     for (; i < n_all && c->status == SIFT_OK; i++) {
-        const char *vr = use_builtin(c, "value");
+        const char *vr;
+        if (cJSON_IsObject(additional)) {
+            size_t o = path_push(c, "additionalProperties");
+            char *vn = join_name(name, "additional-value");
+            vr = vn ? visit(c, additional, vn, NULL) : coom(c);
+            sift__gx_free(vn);
+            path_pop(c, o);
+            if (!vr) break;
+        } else {
+            vr = use_builtin(c, "value");
+        }
         cJSON *key = cJSON_CreateString(names[i]);
         sift__gbnf_sbuf b = {0};
         if (!key || !vr) {
@@ -970,79 +1404,37 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
             goto done;
         }
 
-    /* additional properties */
+    /* additional properties (and patternProperties) */
     const char *extra_kv = NULL;
-    /* JSON Schema: a missing additionalProperties allows any other key (llama.cpp's
-     * converter reads it as false) */
-    bool extra = additional ? (cJSON_IsTrue(additional) || cJSON_IsObject(additional)) : !llama;
     np = n_all;
-    if (extra) {
-        char *sub = join_name(name, "additional");
-        const char *value_rule;
-        if (cJSON_IsObject(additional)) {
-            size_t o = path_push(c, "additionalProperties");
-            char *vn = sub ? join_name(sub, "value") : NULL;
-            value_rule = vn ? visit(c, additional, vn, NULL) : coom(c);
-            sift__gx_free(vn);
-            path_pop(c, o);
-        } else {
-            value_rule = use_builtin(c, "value");
+    bool extra;
+    if (pattern_props && cJSON_GetArraySize(pattern_props) > 0) {
+        if (!pattern_extras(c, pattern_props, additional, names, np, name, &extra_kv)) goto done;
+        extra = extra_kv != NULL;
+    } else {
+        /* JSON Schema: a missing additionalProperties allows any other key (llama.cpp's
+         * converter reads it as false) */
+        extra = additional ? (cJSON_IsTrue(additional) || cJSON_IsObject(additional)) : !llama;
+        keyex *ex = extra ? sift__gx_calloc(np + 1, sizeof *ex) : NULL;
+        if (extra && !ex) {
+            coom(c);
+            goto done;
         }
-        const char *key_rule = NULL;
-        if (value_rule && np == 0) {
-            key_rule = use_builtin(c, "string");
-        } else if (value_rule) {
-            nsnode *t = sift__gx_calloc(1, sizeof *t);
-            bool ok = t != NULL;
-            for (size_t pi = 0; pi < np && ok; pi++) {
-                nsnode *n = t;
-                sift__gx_utf8 u = {0};
-                for (const unsigned char *q = (const unsigned char *)names[pi]; *q && ok; q++) {
-                    int32_t cp = sift__gx_utf8_feed(&u, *q);
-                    if (cp == GX_UTF8_MORE) continue;
-                    if (cp == GX_UTF8_BAD || cp < 0x20 || cp == '"' || cp == '\\') {
-                        if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-                            cfail(c, SIFT_E_UNSUPPORTED, "property name '%s' (escapes or invalid UTF-8) with additionalProperties", names[pi]);
-                            ok = false;
-                            break;
-                        }
-                        continue;
-                    }
-                    if (!(n = ns_child(n, (uint32_t)cp))) ok = false;
-                }
-                if (ok) n->end = true;
-            }
-            const char *char_rule = ok ? use_builtin(c, "char") : NULL;
-            char *kn = sub ? join_name(sub, "k") : NULL;
-            if (ok && char_rule && kn && use_builtin(c, "space")) {
-                unsigned counter = 0;
-                const char *body_rule = not_strings_rule(c, t, kn, char_rule, &counter);
-                if (body_rule) {
-                    sift__gbnf_sbuf b = {0};
-                    sift__gbnf_sb_printf(&b, "\"\\\"\" %s%s \"\\\"\" space", body_rule, t->end ? "" : "?");
-                    key_rule = add_rule(c, kn, sift__gbnf_sb_take(&b));
-                    sift__gbnf_sb_free(&b);
-                }
-            } else if (!t || !kn) {
-                coom(c);
-            }
-            sift__gx_free(kn);
-            ns_free(t);
-        }
-        if (key_rule && value_rule) {
-            sift__gbnf_sbuf b = {0};
-            sift__gbnf_sb_printf(&b, "%s \":\" space %s", key_rule, value_rule);
-            char *kn = sub ? join_name(sub, "kv") : NULL;
-            extra_kv = kn ? add_rule(c, kn, sift__gbnf_sb_take(&b)) : coom(c);
-            sift__gx_free(kn);
-            sift__gbnf_sb_free(&b);
-        }
-        sift__gx_free(sub);
-        if (c->status != SIFT_OK) goto done;
+        for (size_t q = 0; extra && q < np; q++) ex[q] = (keyex){names[q], false};
+        bool ok = !extra || other_keys(c, additional, ex, np, NULL, name, &extra_kv);
+        sift__gx_free(ex);
+        if (!ok) goto done;
+    }
+    /* optional properties that no value fits are left out */
+    {
+        size_t w = 0;
+        for (i = 0; i < np; i++)
+            if (kv[i]) kv[w] = kv[i], req[w] = req[i], w++;
+        np = w;
     }
 
     if (!llama) {
-        result = ordered_object(c, kv, req, np, extra ? extra_kv : NULL, rule_name);
+        result = ordered_object(c, kv, req, np, extra ? extra_kv : NULL, rule_name, min_props, max_props);
         goto done;
     }
     /* llama.cpp's order: "{" required, then optional ones (any subset, in order), then extras */
@@ -1197,7 +1589,7 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
         } else if (!objectish || enums) {
             cfail(c, SIFT_E_UNSUPPORTED, "allOf: only object parts (or one enum) can be merged");
         } else {
-            out = build_object(c, props, req, additional, name, rule_name);
+            out = build_object(c, props, req, additional, NULL, name, rule_name, 0, -1);
         }
     }
     cJSON_Delete(props);
@@ -1208,10 +1600,10 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
 
 static const char *infer_type(const cJSON *s)
 {
-    static const char *const obj[] = {"properties", "additionalProperties", "required", NULL};
+    static const char *const obj[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties", "maxProperties", NULL};
     static const char *const arr[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
     static const char *const str[] = {"pattern", "minLength", "maxLength", "format", NULL};
-    static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
+    static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
     for (const cJSON *k = s->child; k; k = k->next) {
         if (in_list(obj, k->string)) return "object";
         if (in_list(arr, k->string)) return "array";
@@ -1221,11 +1613,14 @@ static const char *infer_type(const cJSON *s)
     return NULL;
 }
 
+static const char *visit_array_items(conv *c, const cJSON *s, const char *name, const char *rule_name, const cJSON *items,
+                                     const cJSON *prefix, long mn, long mx);
+
 static const char *visit_array(conv *c, const cJSON *s, const char *name, const char *rule_name)
 {
     long mn = get_count(c, s, "minItems", 0), mx = get_count(c, s, "maxItems", -1);
     if (mn == -2 || mx == -2) return NULL;
-    if (mx >= 0 && mx < mn) return cfail(c, SIFT_E_INVAL, "maxItems is below minItems");
+    if (mx >= 0 && mx < mn) return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "maxItems is below minItems"));
     /* a grammar repeats an item at most 2000 times (GBNF's limit, llama.cpp's too): name the
      * keyword rather than fail later with a grammar that does not parse */
     if (mn > 2000 || mx > 2000) {
@@ -1237,7 +1632,24 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
     }
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
-    if (cJSON_IsArray(items) && !prefix) prefix = items, items = NULL; /* draft-07 tuple form */
+    cJSON *any_item = NULL;
+    if (cJSON_IsArray(items) && !prefix) { /* draft-07 tuple form: additionalItems (missing: anything) after it */
+        prefix = items;
+        items = cJSON_GetObjectItemCaseSensitive(s, "additionalItems");
+        if (!items) items = any_item = cJSON_CreateTrue();
+        if (!items) return coom(c);
+    } else if (prefix && !items) { /* 2020-12: prefixItems without items allows anything after */
+        items = any_item = cJSON_CreateTrue();
+        if (!items) return coom(c);
+    }
+    const char *r = visit_array_items(c, s, name, rule_name, items, prefix, mn, mx);
+    cJSON_Delete(any_item);
+    return r;
+}
+
+static const char *visit_array_items(conv *c, const cJSON *s, const char *name, const char *rule_name, const cJSON *items,
+                                     const cJSON *prefix, long mn, long mx)
+{
     if (!use_builtin(c, "space")) return NULL;
     sift__gbnf_sbuf b = {0};
     sift__gbnf_sb_puts(&b, "\"[\" space ");
@@ -1303,7 +1715,7 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
         const char *item_rule;
         if (items && !cJSON_IsTrue(items)) {
             if (cJSON_IsFalse(items)) {
-                if (mn > 0) return sift__gbnf_sb_free(&b), cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing");
+                if (mn > 0) return sift__gbnf_sb_free(&b), (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "items: false with minItems > 0 matches nothing"));
                 mx = 0;
                 item_rule = "value";
             } else {
@@ -1323,6 +1735,35 @@ static const char *visit_array(conv *c, const cJSON *s, const char *name, const 
     return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
+/* item{mn,mx} beyond the grammar's 2000 copies, without writing them out: a rule of
+ * 1000 items, repeated (max < 0: unbounded; both at most 2,000,000). With Q = r / 1000,
+ * item{0,r} is  chunk{0,Q-1} item{0,999} | chunk{Q} item{0,r mod 1000}:  every count once. */
+#define JS_CHUNK 1000
+static void put_long_repetition(conv *c, sift__gbnf_sbuf *b, const char *item, long mn, long mx)
+{
+    char nm[64], body[128];
+    snprintf(nm, sizeof nm, "%s-%d", item, JS_CHUNK);
+    snprintf(body, sizeof body, "%s{%d}", item, JS_CHUNK);
+    const char *chunk = add_rule(c, nm, dupstr(body));
+    if (!chunk) return;
+    /* item{mn} */
+    if (mn / JS_CHUNK) sift__gbnf_sb_printf(b, "%s{%ld} ", chunk, mn / JS_CHUNK);
+    if (mn % JS_CHUNK) sift__gbnf_sb_printf(b, "%s{%ld} ", item, mn % JS_CHUNK);
+    if (mx < 0) {
+        sift__gbnf_sb_printf(b, "%s*", item);
+        return;
+    }
+    long r = mx - mn, q = r / JS_CHUNK;
+    if (r <= 2000) {
+        sift__gbnf_put_repetition(b, item, 0, r, NULL);
+        if (r == 0) sift__gbnf_sb_puts(b, "\"\"");
+        return;
+    }
+    sift__gbnf_sb_printf(b, "( %s{0,%ld} %s{0,%d} | %s{%ld}", chunk, q - 1, item, JS_CHUNK - 1, chunk, q);
+    if (r % JS_CHUNK) sift__gbnf_sb_printf(b, " %s{0,%ld}", item, r % JS_CHUNK);
+    sift__gbnf_sb_puts(b, " )");
+}
+
 static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
 {
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
@@ -1331,6 +1772,34 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
     if (!use_builtin(c, "space")) return NULL;
     if (pat) {
         if (!cJSON_IsString(pat)) return cfail(c, SIFT_E_INVAL, "'pattern' must be a string");
+        /* ^A{m,n}$ (one atom) with a length: the atom repeated within both bounds */
+        char atom[256];
+        long pm, px;
+        bool as, ae;
+        if (has_len && !fmt && sift__schema_pattern_one_atom(pat->valuestring, strlen(pat->valuestring), atom, sizeof atom, &pm, &px, &as, &ae) &&
+            as && ae) {
+            long mn = get_count(c, s, "minLength", 0), mx = get_count(c, s, "maxLength", -1);
+            if (mn == -2 || mx == -2) return NULL;
+            if (pm > mn) mn = pm;
+            if (px >= 0 && (mx < 0 || px < mx)) mx = px;
+            if (mx >= 0 && mx < mn)
+                return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "no string matches both 'pattern' and minLength / maxLength"));
+            if (mn > 2000000 || mx > 2000000) return cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2,000,000");
+            sift_error e2 = {0};
+            char *inner = sift__schema_regex_to_gbnf(atom, strlen(atom), &as, &ae, &e2);
+            if (!inner) return cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "pattern, %s", e2.msg);
+            char an[300];
+            snprintf(an, sizeof an, "%s-atom", rule_name);
+            const char *ar = add_rule(c, an, inner);
+            if (!ar) return NULL;
+            sift__gbnf_sbuf b = {0};
+            sift__gbnf_sb_puts(&b, "\"\\\"\" ");
+            if (mn <= 2000 && mx <= 2000) sift__gbnf_put_repetition(&b, ar, mn, mx, NULL);
+            else put_long_repetition(c, &b, ar, mn, mx);
+            if (mx == 0) sift__gbnf_sb_puts(&b, "\"\"");
+            sift__gbnf_sb_puts(&b, " \"\\\"\" space");
+            return c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : (sift__gbnf_sb_free(&b), (const char *)NULL);
+        }
         if ((has_len || fmt) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
             return cfail(c, SIFT_E_UNSUPPORTED, "'pattern' together with minLength / maxLength / format cannot be expressed");
         size_t o = path_push(c, "pattern");
@@ -1366,8 +1835,9 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
     }
     long mn = get_count(c, s, "minLength", 0), mx = get_count(c, s, "maxLength", -1);
     if (mn == -2 || mx == -2) return NULL;
-    if (mx >= 0 && mx < mn) return cfail(c, SIFT_E_INVAL, "maxLength is below minLength");
-    if (mn > 2000 || mx > 2000) return cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2000 (the grammar's repetition limit)");
+    if (mx >= 0 && mx < mn) return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "maxLength is below minLength"));
+    if (mn > 2000000 || mx > 2000000)
+        return cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2,000,000 (1000-character chunks, at most 2000 of them)");
     const char *ch = use_builtin(c, "char");
     if (!ch) return NULL;
     if (!has_len) {
@@ -1376,9 +1846,10 @@ static const char *visit_string(conv *c, const cJSON *s, const char *rule_name)
     }
     sift__gbnf_sbuf b = {0};
     sift__gbnf_sb_puts(&b, "\"\\\"\" ");
-    sift__gbnf_put_repetition(&b, ch, mn, mx, NULL);
+    if (mn <= 2000 && mx <= 2000) sift__gbnf_put_repetition(&b, ch, mn, mx, NULL);
+    else put_long_repetition(c, &b, ch, mn, mx);
     sift__gbnf_sb_puts(&b, " \"\\\"\" space");
-    return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    return c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : (sift__gbnf_sb_free(&b), (const char *)NULL);
 }
 
 static bool get_int_bound(conv *c, const cJSON *s, const char *key, int64_t adjust, bool *has, int64_t *out)
@@ -1425,10 +1896,88 @@ static const char *visit_integer(conv *c, const cJSON *s, const char *rule_name)
         const char *p = use_builtin(c, "integer");
         return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
     }
-    if (has_min && has_max && mn > mx) return cfail(c, SIFT_E_INVAL, "no integer is within minimum..maximum");
+    if (has_min && has_max && mn > mx) return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "no integer is within minimum..maximum"));
     sift__gbnf_sbuf b = {0};
     sift__gbnf_sb_puts(&b, "(");
     sift__gbnf_put_int_range(&b, has_min, mn, has_max, mx);
+    sift__gbnf_sb_puts(&b, ") space");
+    return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+}
+
+/* A bound in plain decimal (the shortest text that reads back as the same double). */
+static bool bound_text(double d, char *out, size_t cap)
+{
+    if (!(fabs(d) < 1e15)) return false;
+    for (int p = 1; p <= 17; p++) {
+        char t[64];
+        snprintf(t, sizeof t, "%.*g", p, d);
+        if (strtod(t, NULL) != d) continue;
+        int dec = 0;
+        const char *e = strchr(t, 'e');
+        const char *dot = strchr(t, '.');
+        if (!e && !dot) dec = 0;
+        else if (!e) dec = (int)strlen(dot + 1);
+        else dec = p - 1 - (int)floor(log10(fabs(d)));
+        if (dec < 0) dec = 0;
+        if (dec > 40) return false;
+        snprintf(out, cap, "%.*f", dec, d);
+        if (!strcmp(out, "-0")) snprintf(out, cap, "0");
+        return strtod(out, NULL) == d;
+    }
+    return false;
+}
+
+/* One side of a number's range: minimum / exclusiveMinimum (draft-04's boolean form too),
+ * the tighter of both. */
+static bool number_bound(conv *c, const cJSON *s, bool upper, bool *has, double *v, bool *strict)
+{
+    const cJSON *inc = cJSON_GetObjectItemCaseSensitive(s, upper ? "maximum" : "minimum");
+    const cJSON *exc = cJSON_GetObjectItemCaseSensitive(s, upper ? "exclusiveMaximum" : "exclusiveMinimum");
+    *has = false;
+    *strict = false;
+    if (inc) {
+        if (!cJSON_IsNumber(inc)) {
+            size_t o = path_push(c, inc->string);
+            cfail(c, SIFT_E_INVAL, "'%s' must be a number", inc->string);
+            path_pop(c, o);
+            return false;
+        }
+        *has = true;
+        *v = inc->valuedouble;
+        *strict = cJSON_IsTrue(exc);
+    }
+    if (cJSON_IsNumber(exc)) {
+        double x = exc->valuedouble;
+        if (!*has || (upper ? x <= *v : x >= *v)) *v = x, *strict = true;
+        *has = true;
+    } else if (exc && !cJSON_IsBool(exc)) {
+        size_t o = path_push(c, exc->string);
+        cfail(c, SIFT_E_INVAL, "'%s' must be a number", exc->string);
+        path_pop(c, o);
+        return false;
+    }
+    return true;
+}
+
+static const char *visit_number(conv *c, const cJSON *s, const char *rule_name)
+{
+    bool has_lo, has_hi, lo_s, hi_s;
+    double lo = 0, hi = 0;
+    if (!number_bound(c, s, false, &has_lo, &lo, &lo_s) || !number_bound(c, s, true, &has_hi, &hi, &hi_s)) return NULL;
+    if (!use_builtin(c, "space")) return NULL;
+    if (!has_lo && !has_hi) {
+        const char *p = use_builtin(c, "number");
+        return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
+    }
+    char lt[64], ht[64];
+    if ((has_lo && !bound_text(lo, lt, sizeof lt)) || (has_hi && !bound_text(hi, ht, sizeof ht)))
+        return cfail(c, SIFT_E_UNSUPPORTED, "minimum / maximum beyond +-1e15 or with more than 40 decimals cannot be expressed");
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "(");
+    if (!sift__gbnf_put_number_range(&b, has_lo ? lt : NULL, lo_s, has_hi ? ht : NULL, hi_s)) {
+        sift__gbnf_sb_free(&b);
+        return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "no number is within minimum..maximum: the schema matches nothing"));
+    }
     sift__gbnf_sb_puts(&b, ") space");
     return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
@@ -1443,20 +1992,149 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
         if (props && !cJSON_IsObject(props)) return cfail(c, SIFT_E_INVAL, "'properties' must be an object");
         const cJSON *req = cJSON_GetObjectItemCaseSensitive(s, "required");
         bool must = req && cJSON_GetArraySize(req) > 0 && !(c->flags & SIFT_JSON_SCHEMA_LLAMA);
-        if (!props && !ad && !must) { /* any object */
+        const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
+        static const cJSON any_schema = {.type = cJSON_True};
+        bool counted = cJSON_GetObjectItemCaseSensitive(s, "minProperties") || cJSON_GetObjectItemCaseSensitive(s, "maxProperties");
+        if (!props && !ad && !must && !pp && !counted) { /* any object */
             const char *o = use_builtin(c, "object");
             return o ? add_rule(c, rule_name, dupstr(o)) : NULL;
         }
-        return build_object(c, props, cJSON_GetObjectItemCaseSensitive(s, "required"), ad, name, rule_name);
+        long minp = get_count(c, s, "minProperties", 0), maxp = get_count(c, s, "maxProperties", -1);
+        if (minp == -2 || maxp == -2) return NULL;
+        size_t n_decl = (size_t)(props ? cJSON_GetArraySize(props) : 0) + (size_t)(req ? cJSON_GetArraySize(req) : 0);
+        bool only_extras = n_decl == 0 && !pp;
+        if (((maxp >= 0 || minp > 1) && !only_extras) || (c->flags & SIFT_JSON_SCHEMA_LLAMA && (minp > 0 || maxp >= 0))) {
+            if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+                const char *kw = maxp >= 0 ? "maxProperties" : "minProperties";
+                size_t o = path_push(c, kw);
+                cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' beside declared properties cannot be expressed in a grammar", kw);
+                path_pop(c, o);
+                return NULL;
+            }
+            minp = 0, maxp = -1;
+        }
+        if (minp > 2000 || maxp > 2000) return cfail(c, SIFT_E_UNSUPPORTED, "min/maxProperties above 2000");
+        if (only_extras && (minp > 0 || maxp >= 0) && !ad) ad = &any_schema; /* other keys: any value */
+        return build_object(c, props, cJSON_GetObjectItemCaseSensitive(s, "required"), ad,
+                            cJSON_GetObjectItemCaseSensitive(s, "patternProperties"), name, rule_name, minp, maxp);
     }
     if (!strcmp(type, "array")) return visit_array(c, s, name, rule_name);
     if (!strcmp(type, "string")) return visit_string(c, s, rule_name);
+    const cJSON *mul = cJSON_GetObjectItemCaseSensitive(s, "multipleOf");
+    if (mul && (!strcmp(type, "number") || !strcmp(type, "integer"))) {
+        /* multipleOf 1: the integers (bounds as for integers); other steps are refused */
+        if (!(cJSON_IsNumber(mul) && mul->valuedouble == 1.0) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+            size_t o = path_push(c, "multipleOf");
+            cfail(c, SIFT_E_UNSUPPORTED, "keyword 'multipleOf' other than 1 cannot be expressed in a grammar");
+            path_pop(c, o);
+            return NULL;
+        }
+        if (cJSON_IsNumber(mul) && mul->valuedouble == 1.0) return visit_integer(c, s, rule_name);
+    }
     if (!strcmp(type, "integer")) return visit_integer(c, s, rule_name);
-    if (!strcmp(type, "number") || !strcmp(type, "boolean") || !strcmp(type, "null")) {
+    if (!strcmp(type, "number")) return visit_number(c, s, rule_name);
+    if (!strcmp(type, "boolean") || !strcmp(type, "null")) {
         const char *p = use_builtin(c, type);
         return p ? add_rule(c, rule_name, dupstr(p)) : NULL;
     }
     return cfail(c, SIFT_E_INVAL, "unknown type '%s'", type);
+}
+
+static const cJSON *vc_resolve(void *ctx, const char *ref)
+{
+    conv *c = ctx;
+    sift_error saved = c->err ? *c->err : (sift_error){0};
+    int st = c->status;
+    const cJSON *t = resolve_pointer(c, ref);
+    c->status = st; /* a probe: a bad $ref is reported where it is converted */
+    if (c->err) *c->err = saved;
+    return t;
+}
+
+/* A JSON value as the grammar of its text: numbers in every decimal spelling of their value
+ * (1, 1.0, 1.00), containers with whitespace where JSON allows it (json.dumps writes ", "
+ * and ": "), keys in the listed order. */
+static bool put_value(conv *c, sift__gbnf_sbuf *b, const cJSON *v)
+{
+    char t[64];
+    if (cJSON_IsNumber(v) && bound_text(v->valuedouble, t, sizeof t)) {
+        sift__gbnf_sb_puts(b, "(");
+        bool ok = sift__gbnf_put_number_range(b, t, false, t, false);
+        sift__gbnf_sb_puts(b, ")");
+        return ok || cfail(c, SIFT_E_INVAL, "internal: number %s", t);
+    }
+    if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+        bool obj = cJSON_IsObject(v);
+        sift__gbnf_sb_puts(b, obj ? "\"{\" space" : "\"[\" space");
+        for (const cJSON *e = v->child; e; e = e->next) {
+            if (e != v->child) sift__gbnf_sb_puts(b, " \",\" space");
+            sift__gbnf_sb_puts(b, " ");
+            if (obj) {
+                cJSON *key = cJSON_CreateString(e->string);
+                if (!key) return coom(c), false;
+                bool ok = put_json_literal(c, b, key);
+                cJSON_Delete(key);
+                if (!ok) return false;
+                sift__gbnf_sb_puts(b, " space \":\" space ");
+            }
+            if (!put_value(c, b, e)) return false;
+            sift__gbnf_sb_puts(b, " space");
+        }
+        sift__gbnf_sb_puts(b, obj ? " \"}\"" : " \"]\"");
+        return true;
+    }
+    return put_json_literal(c, b, v);
+}
+
+/* enum / const (here or in a part of allOf): the listed values that validate against the
+ * whole schema, as literals. false when this does not apply or a value cannot be decided
+ * (the other paths then handle the schema); NULL out with the error set on failure. */
+static bool finite_values(conv *c, const cJSON *s, const char *rule_name, const char **out)
+{
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(s, "const");
+    bool single = vals != NULL;
+    if (!vals) vals = cJSON_GetObjectItemCaseSensitive(s, "enum");
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
+    for (const cJSON *p = cJSON_IsArray(all) ? all->child : NULL; p && !vals; p = p->next) {
+        const cJSON *q = p, *ref = cJSON_GetObjectItemCaseSensitive(p, "$ref");
+        if (cJSON_IsString(ref)) q = vc_resolve(c, ref->valuestring);
+        if (!cJSON_IsObject(q)) continue;
+        vals = cJSON_GetObjectItemCaseSensitive(q, "const");
+        single = vals != NULL;
+        if (!vals) vals = cJSON_GetObjectItemCaseSensitive(q, "enum");
+    }
+    if (!vals || (!single && (!cJSON_IsArray(vals) || !cJSON_GetArraySize(vals)))) return false;
+    bool keep[256];
+    int n = 0;
+    for (const cJSON *v = single ? vals : vals->child; v; v = single ? NULL : v->next, n++) {
+        if (n >= 256) return false;
+        int r = sift__schema_value_valid(s, v, vc_resolve, c);
+        if (r < 0) return false;
+        keep[n] = r == 1;
+    }
+    *out = NULL;
+    if (!use_builtin(c, "space")) return true;
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "(");
+    int k = 0, i = 0;
+    for (const cJSON *v = single ? vals : vals->child; v && c->status == SIFT_OK; v = single ? NULL : v->next, i++) {
+        if (!keep[i]) continue;
+        if (k++) sift__gbnf_sb_puts(&b, " | ");
+        put_value(c, &b, v);
+    }
+    sift__gbnf_sb_puts(&b, ") space");
+    if (c->status != SIFT_OK) {
+        sift__gbnf_sb_free(&b);
+        return true;
+    }
+    if (!k) {
+        sift__gbnf_sb_free(&b);
+        c->unsat = true;
+        cfail(c, SIFT_E_INVAL, "no '%s' value validates against the schema: the schema matches nothing", single ? "const" : "enum");
+        return true;
+    }
+    *out = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    return true;
 }
 
 static const char *visit(conv *c, const cJSON *s, const char *name, const char *force_type)
@@ -1472,7 +2150,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         goto done;
     }
     if (cJSON_IsFalse(s)) {
-        out = cfail(c, SIFT_E_INVAL, "the schema 'false' matches nothing");
+        out = (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "the schema 'false' matches nothing"));
         goto done;
     }
     if (!cJSON_IsObject(s)) {
@@ -1486,6 +2164,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         out = coom(c);
         goto done;
     }
+    if (!force_type && !(c->flags & SIFT_JSON_SCHEMA_LENIENT) && finite_values(c, s, rule_name, &out)) goto done;
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
     const cJSON *any = cJSON_GetObjectItemCaseSensitive(s, "anyOf");
     if (!any) any = cJSON_GetObjectItemCaseSensitive(s, "oneOf");
@@ -1539,11 +2218,21 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             const char *r = !use ? NULL : nm ? visit(c, use, nm, NULL) : coom(c);
             sift__gx_free(nm);
             path_pop(c, o2);
-            if (r) sift__gbnf_sb_printf(&b, "%s%s", k ? " | " : "", r);
+            if (!r && c->unsat) { /* an alternative that matches nothing: left out */
+                c->status = SIFT_OK;
+                c->unsat = false;
+                if (c->err) *c->err = (sift_error){0};
+                continue;
+            }
+            if (r) sift__gbnf_sb_printf(&b, "%s%s", b.n ? " | " : "", r);
         }
         for (int j = 0; alts && j < k; j++) cJSON_Delete(alts[j]);
         sift__gx_free(alts);
         path_pop(c, o);
+        if (c->status == SIFT_OK && !b.n) {
+            c->unsat = true;
+            cfail(c, SIFT_E_INVAL, "no alternative of anyOf / oneOf matches anything: the schema matches nothing");
+        }
         out = c->status == SIFT_OK ? add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : NULL;
         sift__gbnf_sb_free(&b);
     } else if (type && cJSON_IsArray(type) && !cJSON_GetObjectItemCaseSensitive(s, "const") &&
@@ -1567,7 +2256,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         if (!check_keywords(c, s, NULL) || !values_checked(c, s)) goto done;
         const cJSON *cv = cJSON_GetObjectItemCaseSensitive(s, "const");
         if (!value_fits(cv, cJSON_GetObjectItemCaseSensitive(s, "type"))) {
-            out = cfail(c, SIFT_E_INVAL, "'const' does not have the schema's type: the schema matches nothing");
+            out = (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "'const' does not have the schema's type: the schema matches nothing"));
             goto done;
         }
         sift__gbnf_sbuf b = {0};
@@ -1594,7 +2283,7 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
         }
         if (!k && c->status == SIFT_OK) {
             sift__gbnf_sb_free(&b);
-            out = cfail(c, SIFT_E_INVAL, "no 'enum' value has the schema's type: the schema matches nothing");
+            out = (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "no 'enum' value has the schema's type: the schema matches nothing"));
             goto done;
         }
         sift__gbnf_sb_puts(&b, ") space");
