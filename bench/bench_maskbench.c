@@ -497,12 +497,15 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
         if (!have || r.bad || inst.oom) {
             snprintf(why, sizeof why, "instance not encodable (json.dumps/encode would raise)");
         } else {
-            int32_t n = sift_tokenize(bc->vocab, inst.p, inst.n, toks, cap_toks, false, false);
+            /* The instance stands for a model's output after its prompt, so it is tokenized as a
+             * continuation: a SentencePiece vocabulary's start-of-text space would put a space
+             * before the JSON that the grammar rightly refuses (BPE vocabularies are unaffected). */
+            int32_t n = sift_tokenize_ex(bc->vocab, inst.p, inst.n, toks, cap_toks, SIFT_TOKENIZE_CONTINUATION);
             if (n < 0 && n != INT32_MIN) {
                 cap_toks = -n;
                 free(toks);
                 toks = malloc(sizeof *toks * (size_t)cap_toks);
-                n = toks ? sift_tokenize(bc->vocab, inst.p, inst.n, toks, cap_toks, false, false) : INT32_MIN;
+                n = toks ? sift_tokenize_ex(bc->vocab, inst.p, inst.n, toks, cap_toks, SIFT_TOKENIZE_CONTINUATION) : INT32_MIN;
             }
             if (n < 0) {
                 snprintf(why, sizeof why, "tokenize failed");

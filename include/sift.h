@@ -820,6 +820,18 @@ SIFT_API uint32_t sift_vocab_token_attr(const sift_vocab *vocab, sift_token toke
 SIFT_API int32_t sift_tokenize(const sift_vocab *vocab, const char *text, size_t len, sift_token *tokens,
                                int32_t cap, bool add_special, bool parse_special);
 
+/* sift_tokenize with its switches as bits, and one more. */
+#define SIFT_TOKENIZE_ADD_SPECIAL 1u   /* add_special */
+#define SIFT_TOKENIZE_PARSE_SPECIAL 2u /* parse_special */
+/* The text continues earlier text (a model's output after its prompt, an instance checked
+ * against a grammar), so it does not start one: SentencePiece vocabularies with
+ * add_space_prefix give the first piece no leading space. llama.cpp has no such switch
+ * (llama_tokenize always treats its text as a start); other vocabularies ignore it. */
+#define SIFT_TOKENIZE_CONTINUATION 4u
+/* As sift_tokenize; INT32_MIN also for unknown flag bits. */
+SIFT_API int32_t sift_tokenize_ex(const sift_vocab *vocab, const char *text, size_t len, sift_token *tokens,
+                                  int32_t cap, uint32_t flags);
+
 /* The text of one token into buf[0..len) (not NUL-terminated). Returns the byte count, or
  * minus the size needed when len is too small; 0 for an id out of range. special = false
  * gives "" for control and unknown tokens; lstrip = n removes up to n leading spaces. */

@@ -227,6 +227,25 @@ static void test_spm(void **state)
     sift_token ids[64];
     int n = tok(v, "<s>a", false, false, ids);
     assert_true(n > 2 && ids[0] == t_sp); /* "▁<s>a" as text: bytes */
+    /* a continuation gets no leading space: "abc" -> bc (-1.5), then a+bc -> "abc" (-5) */
+    n = sift_tokenize_ex(v, "abc", 3, ids, 64, SIFT_TOKENIZE_CONTINUATION);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], t_abc);
+    n = sift_tokenize_ex(v, "a b", 3, ids, 64, SIFT_TOKENIZE_CONTINUATION | SIFT_TOKENIZE_ADD_SPECIAL);
+    assert_int_equal(n, 4);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], t_a);
+    assert_int_equal(ids[2], t_sp);
+    assert_int_equal(ids[3], t_b);
+    /* after a special token the text starts again (llama.cpp's rule), continuation or not */
+    n = sift_tokenize_ex(v, "<s>a", 4, ids, 64, SIFT_TOKENIZE_CONTINUATION | SIFT_TOKENIZE_PARSE_SPECIAL);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[1], t_spa);
+    /* the bits without continuation are sift_tokenize's switches; unknown bits are refused */
+    n = sift_tokenize_ex(v, "abc", 3, ids, 64, SIFT_TOKENIZE_ADD_SPECIAL);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[1], t_spa);
+    assert_int_equal(sift_tokenize_ex(v, "abc", 3, ids, 64, 8u), INT32_MIN);
     /* detokenize: the leading space goes, unless a BOS was removed first */
     sift_token seq[] = {1, t_spa, t_b};
     expect_detok(v, seq, 3, false, false, " ab");

@@ -17,7 +17,8 @@
  *
  * Then per fragment: a token fragment is emitted as is; raw text goes to the SentencePiece
  * session (with a leading space when add_space_prefix is set and the fragment starts the
- * text or follows a special token), the BPE session or the WordPiece session.
+ * text or follows a special token, unless SIFT_TOKENIZE_CONTINUATION says the text goes on
+ * from earlier text), the BPE session or the WordPiece session.
  * add_special adds BOS/EOS as the vocabulary says (WordPiece: always CLS ... SEP).
  */
 #include <stdlib.h>
@@ -159,16 +160,17 @@ static int partition(const sift_vocab *v, const char *text, size_t len, bool par
 
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
-int sift__vocab_tokenize_buf(const sift_vocab *v, const char *text, size_t len, bool add_special,
-                            bool parse_special, sift__tokbuf *out)
+int sift__vocab_tokenize_buf(const sift_vocab *v, const char *text, size_t len, uint32_t flags, sift__tokbuf *out)
 {
+    const bool add_special = flags & SIFT_TOKENIZE_ADD_SPECIAL, parse_special = flags & SIFT_TOKENIZE_PARSE_SPECIAL;
     frag_list frags = {0};
     sift__tok_scratch s = {0};
     int rc = partition(v, text, len, parse_special, &frags);
     if (rc) goto done;
     switch (v->type) {
     case SIFT_VOCAB_SPM: {
-        bool prev_special = true; /* the first fragment gets the leading space */
+        /* the first fragment gets the leading space, unless the text continues earlier text */
+        bool prev_special = !(flags & SIFT_TOKENIZE_CONTINUATION);
         if (add_special && v->add_bos) sift__tokbuf_push(out, v->bos);
         for (size_t i = 0; i < frags.n && !rc; i++) {
             const frag *f = &frags.a[i];
@@ -213,9 +215,16 @@ done:
 int32_t sift_tokenize(const sift_vocab *v, const char *text, size_t len, sift_token *tokens, int32_t cap,
                       bool add_special, bool parse_special)
 {
+    return sift_tokenize_ex(v, text, len, tokens, cap,
+                            (add_special ? SIFT_TOKENIZE_ADD_SPECIAL : 0u) | (parse_special ? SIFT_TOKENIZE_PARSE_SPECIAL : 0u));
+}
+
+int32_t sift_tokenize_ex(const sift_vocab *v, const char *text, size_t len, sift_token *tokens, int32_t cap, uint32_t flags)
+{
     if (!v || (!text && len) || len > INT32_MAX || cap < 0 || (!tokens && cap > 0)) return INT32_MIN;
+    if (flags & ~(uint32_t)(SIFT_TOKENIZE_ADD_SPECIAL | SIFT_TOKENIZE_PARSE_SPECIAL | SIFT_TOKENIZE_CONTINUATION)) return INT32_MIN;
     sift__tokbuf out = {0};
-    int rc = sift__vocab_tokenize_buf(v, text ? text : "", len, add_special, parse_special, &out);
+    int rc = sift__vocab_tokenize_buf(v, text ? text : "", len, flags, &out);
     int32_t result;
     if (rc || out.n >= (size_t)INT32_MAX) {
         result = INT32_MIN;

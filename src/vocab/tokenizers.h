@@ -16,8 +16,8 @@ int sift__spm_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *te
 int sift__bpe_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *text, size_t len, sift__tokbuf *out);
 int sift__wpm_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *text, size_t len, sift__tokbuf *out);
 
-/* The whole of llama.cpp's tokenize (partition + sessions + BOS/EOS) into out. */
-int sift__vocab_tokenize_buf(const sift_vocab *v, const char *text, size_t len, bool add_special,
-                            bool parse_special, sift__tokbuf *out);
+/* The whole of llama.cpp's tokenize (partition + sessions + BOS/EOS) into out;
+ * flags are sift_tokenize_ex's SIFT_TOKENIZE_* bits. */
+int sift__vocab_tokenize_buf(const sift_vocab *v, const char *text, size_t len, uint32_t flags, sift__tokbuf *out);
 
 #endif

@@ -611,7 +611,7 @@ sift_vocab *sift__vocab_build(const sift__vocab_spec *spec, sift_error *err)
         v->nl = v->pad;
     } else {
         sift__tokbuf nl = {0};
-        if ((rc = sift__vocab_tokenize_buf(v, "\n", 1, false, false, &nl))) {
+        if ((rc = sift__vocab_tokenize_buf(v, "\n", 1, 0, &nl))) {
             free(nl.ids);
             FAIL(rc, "tokenizing the newline token failed");
         }
