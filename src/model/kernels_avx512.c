@@ -399,6 +399,7 @@ static float q4_K_one(int64_t n, const sift_block_q4_K *a, const sift_block_q8_K
     const int64_t nb = n / SIFT_QK_K;
     float sum = 0;
     for (int64_t k = 0; k < nb; k += 4) {
+        prefetch_ahead(a + k, 4 * sizeof *a);
         const int nk = nb - k < 4 ? (int)(nb - k) : 4;
         __m512i p[4];
         __m256i pm[4];
@@ -507,6 +508,7 @@ static float q6_K_one(int64_t n, const sift_block_q6_K *a, const sift_block_q8_K
     const int64_t nb = n / SIFT_QK_K;
     float sum = 0;
     for (int64_t k = 0; k < nb; k += 4) {
+        prefetch_ahead(a + k, 4 * sizeof *a);
         const int nk = nb - k < 4 ? (int)(nb - k) : 4;
         __m512i p[4];
         uint16_t hd[4] = {0};

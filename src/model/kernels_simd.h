@@ -167,6 +167,18 @@ static inline __m128 q6k_step(__m128 sum, __m128i sumi, __m128 dw, __m128 dx)
     return _mm_add_ps(sum, _mm_mul_ps(_mm_mul_ps(dw, dx), _mm_cvtepi32_ps(sumi)));
 }
 
+#ifndef SIFT_PF_DIST
+#define SIFT_PF_DIST 2048
+#endif
+/* Generation streams the weights from memory, a row at a time, from file pages: the
+ * hardware prefetcher stops at every 4 KiB page, so the next SIFT_PF_DIST bytes are asked
+ * for explicitly, as many lines as are about to be read. */
+static inline void prefetch_ahead(const void *p, size_t bytes)
+{
+    const char *c = (const char *)p + SIFT_PF_DIST;
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(c + o, _MM_HINT_T0);
+}
+
 /* Prefetch the bytes [k * step, (k + 1) * step) after pf: the next four rows, read at the
  * pace the current four are (four rows read side by side defeat the hardware prefetcher). */
 static inline void prefetch_span(const char *pf, int64_t k, int64_t step)
