@@ -284,7 +284,7 @@ FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const si
             mins[i] = q4k_mins_pairs(sm);
             UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_si256();
         }
-        for (int c = 0; c < 8; c++) {
+        _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
             UNROLL4 for (int i = 0; i < R; i++) {
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(a[i][k].qs + 32 * (c / 2)));
                 const __m256i q = _mm256_and_si256(c & 1 ? _mm256_srli_epi16(raw, 4) : raw, m4);
@@ -405,7 +405,7 @@ FORCE_INLINE void q6_K_tile(int64_t n, const sift_block_q6_K *const *a, const si
                 acc[i][j] = _mm256_sub_epi32(_mm256_setzero_si256(),
                                              _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b[j][k].bsums)), 5));
         }
-        for (int h = 0; h < 2; h++) {
+        UNROLL4 for (int h = 0; h < 2; h++) {
             UNROLL4 for (int i = 0; i < R; i++) {
                 __m256i q[4];
                 unpack_q6_K_half(a[i][k].ql + 64 * h, a[i][k].qh + 32 * h, q);
@@ -437,7 +437,7 @@ FORCE_INLINE __m256i q6_K_block1(const sift_block_q6_K *a, const sift_block_q8_K
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a->scales));
     __m256i acc = _mm256_sub_epi32(_mm256_setzero_si256(),
                                    _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b->bsums)), 5));
-    for (int h = 0; h < 2; h++) {
+    UNROLL4 for (int h = 0; h < 2; h++) {
         __m256i q[4];
         unpack_q6_K_half(a->ql + 64 * h, a->qh + 32 * h, q);
         const __m256i s8 = q6k_scales_half(a->scales, h);

@@ -344,7 +344,7 @@ FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const si
             mins[i] = q4k_mins_pairs(sm);
             UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm512_setzero_si512();
         }
-        for (int g = 0; g < 4; g++) {
+        UNROLL4 for (int g = 0; g < 4; g++) {
             __m512i xv[4];
             UNROLL4 for (int j = 0; j < C; j++) xv[j] = _mm512_loadu_si512((const void *)(b[j][k].qs + 64 * g));
             UNROLL4 for (int i = 0; i < R; i++) {
@@ -461,11 +461,11 @@ FORCE_INLINE void q6_K_tile(int64_t n, const sift_block_q6_K *const *a, const si
                 acc[i][j] = _mm512_zextsi256_si512(_mm256_sub_epi32(
                     _mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16[i], _mm256_loadu_si256((const __m256i *)b[j][k].bsums)), 5)));
         }
-        for (int h = 0; h < 2; h++) {
+        UNROLL4 for (int h = 0; h < 2; h++) {
             UNROLL4 for (int i = 0; i < R; i++) {
                 __m512i q[2];
                 unpack_q6_K_half(a[i][k].ql + 64 * h, a[i][k].qh + 32 * h, q);
-                for (int r = 0; r < 2; r++) {
+                UNROLL4 for (int r = 0; r < 2; r++) {
                     const __m512i s = spread16x4(sc16[i], 2 * h + r);
                     UNROLL4 for (int j = 0; j < C; j++) {
                         const __m512i xv = _mm512_loadu_si512((const void *)(b[j][k].qs + 128 * h + 64 * r));
@@ -492,10 +492,10 @@ FORCE_INLINE __m512i q6_K_block1(const sift_block_q6_K *a, const sift_block_q8_K
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a->scales));
     __m512i acc = _mm512_zextsi256_si512(_mm256_sub_epi32(
         _mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b->bsums)), 5)));
-    for (int h = 0; h < 2; h++) {
+    UNROLL4 for (int h = 0; h < 2; h++) {
         __m512i q[2];
         unpack_q6_K_half(a->ql + 64 * h, a->qh + 32 * h, q);
-        for (int r = 0; r < 2; r++) {
+        UNROLL4 for (int r = 0; r < 2; r++) {
             const __m512i xv = _mm512_loadu_si512((const void *)(b->qs + 128 * h + 64 * r));
             acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(q[r], xv), spread16x4(sc16, 2 * h + r)));
         }
