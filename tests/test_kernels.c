@@ -69,13 +69,15 @@ static void test_dot(void **state)
     assert_non_null(sc);
     const int lens_f[] = {1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 172, 255, 256, 1000, 4096, 4099};
     const int lens_q[] = {32, 64, 96, 160, 256, 512, 768, 2048, 4096};
-    const int lens_k[] = {256, 512, 768, 2048, 4096};
+    /* K-quants: 1 to 3 blocks, and 5 and 7 (the one-column kernels reduce four blocks at a
+     * time: tails of every length) */
+    const int lens_k[] = {256, 512, 768, 1280, 1792, 2048, 4096};
     int checked = 0, gemm_checked = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const sift_tensor_type t = types[ti];
         const sift__act_format af = sift__act_format_of(t);
         const int *lens = t == SIFT_TYPE_F32 || t == SIFT_TYPE_F16 ? lens_f : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q6_K ? lens_k : lens_q;
-        const int nl = t == SIFT_TYPE_F32 || t == SIFT_TYPE_F16 ? 20 : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q6_K ? 5 : 9;
+        const int nl = t == SIFT_TYPE_F32 || t == SIFT_TYPE_F16 ? 20 : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q6_K ? 7 : 9;
         for (int li = 0; li < nl; li++) {
             const int64_t n = lens[li];
             float *wf = malloc((size_t)n * 4), *xf = malloc((size_t)n * 4 * 4), *wd = malloc((size_t)n * 4), *xd = malloc((size_t)n * 4);

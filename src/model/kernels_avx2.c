@@ -210,13 +210,6 @@ static inline __m256i products(__m256i w, __m256i x)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
 }
 
-/* lane i: the sum of p_i's eight lanes */
-static inline __m128i reduce4(__m256i p0, __m256i p1, __m256i p2, __m256i p3)
-{
-    const __m256i c = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
-    return _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
-}
-
 static inline __m128 scales4(uint16_t a, uint16_t b, uint16_t c, uint16_t d)
 {
     return _mm_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, 0, 0, 0, 0));
@@ -265,42 +258,109 @@ static inline __m256i w_q4_0(const sift__block_q4_0 *a)
 QX_0_GEMM(q8_0, sift__block_q8_0)
 QX_0_GEMM(q4_0, sift__block_q4_0)
 
-/* ---- Q4_K against Q8_K -------------------------------------------------------------------------------- */
+/* ---- Q4_K and Q6_K against Q8_K: tiles (kernels_simd.h) ---------------------------------------------- */
 
-FORCE_INLINE void dot_q4_K_n(int64_t n, const sift_block_q4_K *a, const char *x, size_t xs, float *s, const int NC)
+/* 16-bit lanes all holding lane c of a register whose two 128-bit halves both hold eight
+ * 16-bit values (vpshufb broadcasts within each half) */
+static inline __m256i bcast16(__m256i v, int c)
 {
-    float sum[SIFT_DOT_MAX_COLS] = {0};
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
-        int sc[8], m[8];
-        q4k_scales(a[k].scales, sc, m);
-        __m256i lo[4], hi[4];
-        for (int g = 0; g < 4; g++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[k].qs + 32 * g));
-            lo[g] = _mm256_and_si256(q, m4);
-            hi[g] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        }
-        const float d = f16c_to_fp32(a[k].d), dmin = f16c_to_fp32(a[k].dmin);
-        for (int j = 0; j < NC; j++) {
-            const sift_block_q8_K *b = (const sift_block_q8_K *)(x + j * xs) + k;
-            __m256i acc = _mm256_setzero_si256();
-            for (int g = 0; g < 4; g++) {
-                const __m256i p0 = _mm256_maddubs_epi16(lo[g], _mm256_loadu_si256((const __m256i *)(b->qs + 64 * g)));
-                const __m256i p1 = _mm256_maddubs_epi16(hi[g], _mm256_loadu_si256((const __m256i *)(b->qs + 64 * g + 32)));
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, _mm256_set1_epi16((short)sc[2 * g])));
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, _mm256_set1_epi16((short)sc[2 * g + 1])));
-            }
-            int32_t summ = 0;
-            for (int g = 0; g < 8; g++) summ += m[g] * (b->bsums[2 * g] + b->bsums[2 * g + 1]);
-            sum[j] += (d * b->d) * (float)hsum_epi32(acc) - (dmin * b->d) * (float)summ;
-        }
-    }
-    for (int j = 0; j < NC; j++) s[j] = sum[j];
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(2 * c | (2 * c + 1) << 8)));
 }
 
-SIFT__DOT_COLS(dot_q4_K)
+/* R x C pairs (R, C <= 4) of Q4_K rows and Q8_K columns, 32 values (a sub-block) per step:
+ * sub-block 2g is the low nibbles of qs[32g..32g+32), 2g+1 the high ones, against the
+ * activation bytes 64g.. and 64g+32.. */
+FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
+                            const int R, const int C, const char *pf)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();
+    for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
+        prefetch_span(pf, k, 4 * (int64_t)sizeof(sift_block_q4_K));
+        __m256i acc[4][4], sc2[4], mins[4];
+        UNROLL4 for (int i = 0; i < R; i++) {
+            const __m128i sm = q4k_scales_mins(a[i][k].scales);
+            sc2[i] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            mins[i] = q4k_mins_pairs(sm);
+            UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_si256();
+        }
+        _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
+            UNROLL4 for (int i = 0; i < R; i++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(a[i][k].qs + 32 * (c / 2)));
+                const __m256i q = _mm256_and_si256(c & 1 ? _mm256_srli_epi16(raw, 4) : raw, m4);
+                const __m256i s = bcast16(sc2[i], c);
+                UNROLL4 for (int j = 0; j < C; j++) {
+                    const __m256i xv = _mm256_loadu_si256((const __m256i *)(b[j][k].qs + 32 * c));
+                    acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), s));
+                }
+            }
+        }
+        const __m128 dw = halves4(a[0][k].d, a[R > 1][k].d, a[R > 2 ? 2 : 0][k].d, a[R > 3 ? 3 : 0][k].d);
+        const __m128 dmw = halves4(a[0][k].dmin, a[R > 1][k].dmin, a[R > 2 ? 2 : 0][k].dmin, a[R > 3 ? 3 : 0][k].dmin);
+        const __m128 dx = _mm_setr_ps(b[0][k].d, b[C > 1][k].d, b[C > 2 ? 2 : 0][k].d, b[C > 3 ? 3 : 0][k].d);
+        __m256i bs[4];
+        UNROLL4 for (int j = 0; j < C; j++) bs[j] = _mm256_loadu_si256((const __m256i *)b[j][k].bsums);
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) {
+            __m256i pi[4], pm[4];
+            UNROLL4 for (int l = 0; l < 4; l++) {
+                const int q = 4 * g + l, i = q / C, j = q % C;
+                pi[l] = q < R * C ? acc[i][j] : _mm256_setzero_si256();
+                pm[l] = q < R * C ? _mm256_madd_epi16(mins[i], bs[j]) : _mm256_setzero_si256();
+            }
+            sum[g] = q4k_step(sum[g], reduce4(pi[0], pi[1], pi[2], pi[3]), reduce4(pm[0], pm[1], pm[2], pm[3]),
+                              SPREAD_ROWS(dw, g, R, C), SPREAD_ROWS(dmw, g, R, C), SPREAD_COLS(dx, g, R, C));
+        }
+    }
+}
 
-/* ---- Q6_K against Q8_K -------------------------------------------------------------------------------- */
+/* One block of one pair: the scale-weighted products (eight int32 partial sums, returned)
+ * and the mins against the activation sums (eight, in *pm). */
+FORCE_INLINE __m256i q4_K_block1(const sift_block_q4_K *a, const sift_block_q8_K *b, __m256i *pm)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m128i sm = q4k_scales_mins(a->scales);
+    const __m256i sc2 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+    *pm = _mm256_madd_epi16(q4k_mins_pairs(sm), _mm256_loadu_si256((const __m256i *)b->bsums));
+    __m256i acc = _mm256_setzero_si256();
+    UNROLL4 for (int g = 0; g < 4; g++) {
+        const __m256i raw = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * g));
+        const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        const __m256i x0 = _mm256_loadu_si256((const __m256i *)(b->qs + 64 * g));
+        const __m256i x1 = _mm256_loadu_si256((const __m256i *)(b->qs + 64 * g + 32));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), bcast16(sc2, 2 * g)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), bcast16(sc2, 2 * g + 1)));
+    }
+    return acc;
+}
+
+/* One row against one column, four blocks reduced together, their float terms added in
+ * block order. */
+static float q4_K_one(int64_t n, const sift_block_q4_K *a, const sift_block_q8_K *b)
+{
+    const int64_t nb = n / SIFT_QK_K;
+    float sum = 0;
+    for (int64_t k = 0; k < nb; k += 4) {
+        prefetch_ahead(a + k, 4 * sizeof *a);
+        const int nk = nb - k < 4 ? (int)(nb - k) : 4;
+        __m256i p[4], pm[4];
+        uint16_t hd[4] = {0}, hm[4] = {0};
+        float dx[4] = {0};
+        for (int l = 0; l < 4; l++) {
+            if (l < nk) {
+                p[l] = q4_K_block1(a + k + l, b + k + l, &pm[l]);
+                hd[l] = a[k + l].d, hm[l] = a[k + l].dmin, dx[l] = b[k + l].d;
+            } else {
+                p[l] = pm[l] = _mm256_setzero_si256();
+            }
+        }
+        const __m128 t = q4k_terms(reduce4(p[0], p[1], p[2], p[3]), reduce4(pm[0], pm[1], pm[2], pm[3]),
+                                   halves4(hd[0], hd[1], hd[2], hd[3]), halves4(hm[0], hm[1], hm[2], hm[3]), _mm_loadu_ps(dx));
+        sum = add_terms(sum, t, nk);
+    }
+    return sum;
+}
+
+SIFT__GEMM_K(q4_K, sift_block_q4_K, 2)
 
 /* The 4 x 32 six-bit values (0..63) of half h of a Q6_K block, in element order:
  * q[c] holds elements 32c .. 32c+31 of the half. */
@@ -315,33 +375,105 @@ static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256
     q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m2));
 }
 
-FORCE_INLINE void dot_q6_K_n(int64_t n, const sift_block_q6_K *a, const char *x, size_t xs, float *s, const int NC)
+/* sub-block scales 8h..8h+7 of a Q6_K block as 16-bit lanes, in both 128-bit halves; chunk c
+ * (32 values) of half h takes lanes 2c (its first 16 values) and 2c+1 */
+static inline __m256i q6k_scales_half(const int8_t *sc, int h)
 {
-    float sum[SIFT_DOT_MAX_COLS] = {0};
-    for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
-        __m256i q[8], scv[8];
-        unpack_q6_K_half(a[k].ql, a[k].qh, q);
-        unpack_q6_K_half(a[k].ql + 64, a[k].qh + 32, q + 4);
-        /* chunk c (32 elements) spans sub-blocks 2c (its low 16) and 2c+1 (its high 16) */
-        for (int c = 0; c < 8; c++)
-            scv[c] = _mm256_set_m128i(_mm_set1_epi16(a[k].scales[2 * c + 1]), _mm_set1_epi16(a[k].scales[2 * c]));
-        const float d = f16c_to_fp32(a[k].d);
-        for (int j = 0; j < NC; j++) {
-            const sift_block_q8_K *b = (const sift_block_q8_K *)(x + j * xs) + k;
-            __m256i acc = _mm256_setzero_si256();
-            for (int c = 0; c < 8; c++) {
-                const __m256i p = _mm256_maddubs_epi16(q[c], _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c)));
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scv[c]));
-            }
-            int32_t off = 0; /* the -32 of every value, through the activation sums */
-            for (int sb = 0; sb < 16; sb++) off += a[k].scales[sb] * b->bsums[sb];
-            sum[j] += d * b->d * (float)(hsum_epi32(acc) - 32 * off);
-        }
-    }
-    for (int j = 0; j < NC; j++) s[j] = sum[j];
+    return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8 * h))));
 }
 
-SIFT__DOT_COLS(dot_q6_K)
+static inline __m256i q6k_chunk_scales(__m256i s8, int c)
+{
+    const char a = (char)(4 * c), b = (char)(4 * c + 2);
+    return _mm256_shuffle_epi8(s8, _mm256_setr_epi8(a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, b,
+                                                    b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1));
+}
+
+/* R x C pairs of Q6_K rows and Q8_K columns: chunk c (32 values) spans sub-blocks 2c and
+ * 2c+1; the -32 of every value folds in through the activation sums before the reduction. */
+FORCE_INLINE void q6_K_tile(int64_t n, const sift_block_q6_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
+                            const int R, const int C, const char *pf)
+{
+    UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();
+    for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
+        prefetch_span(pf, k, 4 * (int64_t)sizeof(sift_block_q6_K));
+        __m256i acc[4][4];
+        UNROLL4 for (int i = 0; i < R; i++) {
+            const __m128i sc = _mm_loadu_si128((const __m128i *)a[i][k].scales);
+            const __m256i sc16 = _mm256_cvtepi8_epi16(sc);
+            UNROLL4 for (int j = 0; j < C; j++) /* the offset first: acc = -32 * sum_sb sc_sb * bsums_sb */
+                acc[i][j] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                             _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b[j][k].bsums)), 5));
+        }
+        UNROLL4 for (int h = 0; h < 2; h++) {
+            UNROLL4 for (int i = 0; i < R; i++) {
+                __m256i q[4];
+                unpack_q6_K_half(a[i][k].ql + 64 * h, a[i][k].qh + 32 * h, q);
+                const __m256i s8 = q6k_scales_half(a[i][k].scales, h);
+                UNROLL4 for (int c = 0; c < 4; c++) {
+                    const __m256i s = q6k_chunk_scales(s8, c);
+                    UNROLL4 for (int j = 0; j < C; j++) {
+                        const __m256i xv = _mm256_loadu_si256((const __m256i *)(b[j][k].qs + 128 * h + 32 * c));
+                        acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(_mm256_maddubs_epi16(q[c], xv), s));
+                    }
+                }
+            }
+        }
+        const __m128 dw = halves4(a[0][k].d, a[R > 1][k].d, a[R > 2 ? 2 : 0][k].d, a[R > 3 ? 3 : 0][k].d);
+        const __m128 dx = _mm_setr_ps(b[0][k].d, b[C > 1][k].d, b[C > 2 ? 2 : 0][k].d, b[C > 3 ? 3 : 0][k].d);
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) {
+            __m256i pi[4];
+            UNROLL4 for (int l = 0; l < 4; l++) {
+                const int q = 4 * g + l;
+                pi[l] = q < R * C ? acc[q / C][q % C] : _mm256_setzero_si256();
+            }
+            sum[g] = q6k_step(sum[g], reduce4(pi[0], pi[1], pi[2], pi[3]), SPREAD_ROWS(dw, g, R, C), SPREAD_COLS(dx, g, R, C));
+        }
+    }
+}
+
+FORCE_INLINE __m256i q6_K_block1(const sift_block_q6_K *a, const sift_block_q8_K *b)
+{
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a->scales));
+    __m256i acc = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                   _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b->bsums)), 5));
+    UNROLL4 for (int h = 0; h < 2; h++) {
+        __m256i q[4];
+        unpack_q6_K_half(a->ql + 64 * h, a->qh + 32 * h, q);
+        const __m256i s8 = q6k_scales_half(a->scales, h);
+        UNROLL4 for (int c = 0; c < 4; c++) {
+            const __m256i xv = _mm256_loadu_si256((const __m256i *)(b->qs + 128 * h + 32 * c));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(q[c], xv), q6k_chunk_scales(s8, c)));
+        }
+    }
+    return acc;
+}
+
+static float q6_K_one(int64_t n, const sift_block_q6_K *a, const sift_block_q8_K *b)
+{
+    const int64_t nb = n / SIFT_QK_K;
+    float sum = 0;
+    for (int64_t k = 0; k < nb; k += 4) {
+        prefetch_ahead(a + k, 4 * sizeof *a);
+        const int nk = nb - k < 4 ? (int)(nb - k) : 4;
+        __m256i p[4];
+        uint16_t hd[4] = {0};
+        float dx[4] = {0};
+        for (int l = 0; l < 4; l++) {
+            if (l < nk) {
+                p[l] = q6_K_block1(a + k + l, b + k + l);
+                hd[l] = a[k + l].d, dx[l] = b[k + l].d;
+            } else {
+                p[l] = _mm256_setzero_si256();
+            }
+        }
+        const __m128 t = q6k_step(_mm_setzero_ps(), reduce4(p[0], p[1], p[2], p[3]), halves4(hd[0], hd[1], hd[2], hd[3]), _mm_loadu_ps(dx));
+        sum = add_terms(sum, t, nk);
+    }
+    return sum;
+}
+
+SIFT__GEMM_K(q6_K, sift_block_q6_K, 2)
 
 /* ---- one column, many rows (generation) --------------------------------------------------------- */
 
@@ -349,8 +481,6 @@ SIFT__ROWS(dot_f32, float)
 SIFT__ROWS(dot_f16, uint16_t)
 SIFT__ROWS(dot_q8_0, sift__block_q8_0)
 SIFT__ROWS(dot_q4_0, sift__block_q4_0)
-SIFT__ROWS(dot_q4_K, sift_block_q4_K)
-SIFT__ROWS(dot_q6_K, sift_block_q6_K)
 
 /* ---- attention and element-wise ---------------------------------------------------------------------- */
 
@@ -451,10 +581,12 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->rows[SIFT_TYPE_F16] = rows_dot_f16;
     k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
-    k->rows[SIFT_TYPE_Q4_K] = rows_dot_q4_K;
-    k->rows[SIFT_TYPE_Q6_K] = rows_dot_q6_K;
+    k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
+    k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
     k->gemm[SIFT_TYPE_Q8_0] = gemm_q8_0;
     k->gemm[SIFT_TYPE_Q4_0] = gemm_q4_0;
+    k->gemm[SIFT_TYPE_Q4_K] = gemm_q4_K;
+    k->gemm[SIFT_TYPE_Q6_K] = gemm_q6_K;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

@@ -307,50 +307,120 @@ static inline __m256 scales8(uint16_t a0, uint16_t b0, uint16_t c0, uint16_t d0,
 QX_0_TILE(q8_0, sift__block_q8_0)
 QX_0_TILE(q4_0, sift__block_q4_0)
 
-/* ---- Q4_K and Q6_K against Q8_K: 64 values per register ---------------------------------------------- */
+/* ---- Q4_K and Q6_K against Q8_K: tiles of 64 values per register (kernels_simd.h) ------------------ */
 
-/* 16-bit lanes of a register holding the scales of the 32-value quarters:
- * lanes 0-3 scale a, 4-7 b, 8-11 c, 12-15 d in each... laid out per 128-bit lane */
-static inline __m512i scales4(int a, int b, int c, int d)
+/* The exact sums of four pairs' sixteen int32 lanes: lane i of the result is p_i's. */
+static inline __m128i reduce4x16(__m512i p0, __m512i p1, __m512i p2, __m512i p3)
 {
-    return _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a))),
-        _mm256_set_m128i(_mm_set1_epi16((short)d), _mm_set1_epi16((short)c)), 1);
+    const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1), _mm512_unpackhi_epi32(p0, p1));
+    const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(p2, p3), _mm512_unpackhi_epi32(p2, p3));
+    const __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+    const __m256i d = _mm256_add_epi32(_mm512_castsi512_si256(c), _mm512_extracti64x4_epi64(c, 1));
+    return _mm_add_epi32(_mm256_castsi256_si128(d), _mm256_extracti128_si256(d, 1));
 }
 
-FORCE_INLINE void dot_q4_K_n(int64_t n, const sift_block_q4_K *a, const char *x, size_t xs, float *s, const int NC)
+/* 16-bit lanes 0-15 = lane lo of v, 16-31 = lane hi (v: 16 16-bit values) */
+static inline __m512i spread16(__m256i v, int lo, int hi)
 {
-    float sum[SIFT_DOT_MAX_COLS] = {0};
+    const __m512i idx = _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm_set1_epi8((char)hi), _mm_set1_epi8((char)lo)));
+    return _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(v));
+}
+
+/* R x C pairs (R, C <= 4) of Q4_K rows and Q8_K columns. Register g of a row holds sub-block
+ * 2g (the low nibbles of qs[32g..32g+32)) then 2g+1 (the high ones): exactly the activation
+ * bytes 64g .. 64g+63. */
+FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
+                            const int R, const int C, const char *pf)
+{
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();
     for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
-        int sc[8], m[8];
-        q4k_scales(a[k].scales, sc, m);
-        /* register g holds sub-block 2g (low nibbles of qs[32g..]) then 2g+1 (high nibbles):
-         * exactly the activation bytes 64g .. 64g+63 */
-        __m512i q[4], scv[4];
-        for (int g = 0; g < 4; g++) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(a[k].qs + 32 * g));
-            const __m512i r2 = _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
-            q[g] = _mm512_and_si512(r2, m4);
-            scv[g] = scales4(sc[2 * g], sc[2 * g], sc[2 * g + 1], sc[2 * g + 1]);
+        prefetch_span(pf, k, 4 * (int64_t)sizeof(sift_block_q4_K));
+        __m512i acc[4][4];
+        __m256i sc16[4], mins[4];
+        UNROLL4 for (int i = 0; i < R; i++) {
+            const __m128i sm = q4k_scales_mins(a[i][k].scales);
+            sc16[i] = _mm256_cvtepu8_epi16(sm);
+            mins[i] = q4k_mins_pairs(sm);
+            UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm512_setzero_si512();
         }
-        const float d = f16c_to_fp32(a[k].d), dmin = f16c_to_fp32(a[k].dmin);
-        for (int j = 0; j < NC; j++) {
-            const sift_block_q8_K *b = (const sift_block_q8_K *)(x + j * xs) + k;
-            __m512i acc = _mm512_setzero_si512();
-            for (int g = 0; g < 4; g++) {
-                const __m512i p = _mm512_maddubs_epi16(q[g], _mm512_loadu_si512((const void *)(b->qs + 64 * g)));
-                acc = _mm512_add_epi32(acc, _mm512_madd_epi16(p, scv[g]));
+        UNROLL4 for (int g = 0; g < 4; g++) {
+            __m512i xv[4];
+            UNROLL4 for (int j = 0; j < C; j++) xv[j] = _mm512_loadu_si512((const void *)(b[j][k].qs + 64 * g));
+            UNROLL4 for (int i = 0; i < R; i++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(a[i][k].qs + 32 * g));
+                const __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), m4);
+                const __m512i s = spread16(sc16[i], 2 * g, 2 * g + 1);
+                UNROLL4 for (int j = 0; j < C; j++)
+                    acc[i][j] = _mm512_add_epi32(acc[i][j], _mm512_madd_epi16(_mm512_maddubs_epi16(q, xv[j]), s));
             }
-            int32_t summ = 0;
-            for (int g = 0; g < 8; g++) summ += m[g] * (b->bsums[2 * g] + b->bsums[2 * g + 1]);
-            sum[j] += (d * b->d) * (float)_mm512_reduce_add_epi32(acc) - (dmin * b->d) * (float)summ;
+        }
+        const __m128 dw = halves4(a[0][k].d, a[R > 1][k].d, a[R > 2 ? 2 : 0][k].d, a[R > 3 ? 3 : 0][k].d);
+        const __m128 dmw = halves4(a[0][k].dmin, a[R > 1][k].dmin, a[R > 2 ? 2 : 0][k].dmin, a[R > 3 ? 3 : 0][k].dmin);
+        const __m128 dx = _mm_setr_ps(b[0][k].d, b[C > 1][k].d, b[C > 2 ? 2 : 0][k].d, b[C > 3 ? 3 : 0][k].d);
+        __m256i bs[4];
+        UNROLL4 for (int j = 0; j < C; j++) bs[j] = _mm256_loadu_si256((const __m256i *)b[j][k].bsums);
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) {
+            __m512i pi[4];
+            __m256i pm[4];
+            UNROLL4 for (int l = 0; l < 4; l++) {
+                const int q = 4 * g + l, i = q / C, j = q % C;
+                pi[l] = q < R * C ? acc[i][j] : _mm512_setzero_si512();
+                pm[l] = q < R * C ? _mm256_madd_epi16(mins[i], bs[j]) : _mm256_setzero_si256();
+            }
+            sum[g] = q4k_step(sum[g], reduce4x16(pi[0], pi[1], pi[2], pi[3]), reduce4(pm[0], pm[1], pm[2], pm[3]),
+                              SPREAD_ROWS(dw, g, R, C), SPREAD_ROWS(dmw, g, R, C), SPREAD_COLS(dx, g, R, C));
         }
     }
-    for (int j = 0; j < NC; j++) s[j] = sum[j];
 }
 
-SIFT__DOT_COLS(dot_q4_K)
+/* One block of one pair: the scale-weighted products (sixteen int32 partial sums, returned)
+ * and the mins against the activation sums (eight, in *pm). */
+FORCE_INLINE __m512i q4_K_block1(const sift_block_q4_K *a, const sift_block_q8_K *b, __m256i *pm)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m128i sm = q4k_scales_mins(a->scales);
+    const __m256i sc16 = _mm256_cvtepu8_epi16(sm);
+    *pm = _mm256_madd_epi16(q4k_mins_pairs(sm), _mm256_loadu_si256((const __m256i *)b->bsums));
+    __m512i acc = _mm512_setzero_si512();
+    UNROLL4 for (int g = 0; g < 4; g++) {
+        const __m256i raw = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * g));
+        const __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), m4);
+        const __m512i xv = _mm512_loadu_si512((const void *)(b->qs + 64 * g));
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(q, xv), spread16(sc16, 2 * g, 2 * g + 1)));
+    }
+    return acc;
+}
+
+/* One row against one column, four blocks reduced together, their float terms added in
+ * block order. */
+static float q4_K_one(int64_t n, const sift_block_q4_K *a, const sift_block_q8_K *b)
+{
+    const int64_t nb = n / SIFT_QK_K;
+    float sum = 0;
+    for (int64_t k = 0; k < nb; k += 4) {
+        prefetch_ahead(a + k, 4 * sizeof *a);
+        const int nk = nb - k < 4 ? (int)(nb - k) : 4;
+        __m512i p[4];
+        __m256i pm[4];
+        uint16_t hd[4] = {0}, hm[4] = {0};
+        float dx[4] = {0};
+        for (int l = 0; l < 4; l++) {
+            if (l < nk) {
+                p[l] = q4_K_block1(a + k + l, b + k + l, &pm[l]);
+                hd[l] = a[k + l].d, hm[l] = a[k + l].dmin, dx[l] = b[k + l].d;
+            } else {
+                p[l] = _mm512_setzero_si512(), pm[l] = _mm256_setzero_si256();
+            }
+        }
+        const __m128 t = q4k_terms(reduce4x16(p[0], p[1], p[2], p[3]), reduce4(pm[0], pm[1], pm[2], pm[3]),
+                                   halves4(hd[0], hd[1], hd[2], hd[3]), halves4(hm[0], hm[1], hm[2], hm[3]), _mm_loadu_ps(dx));
+        sum = add_terms(sum, t, nk);
+    }
+    return sum;
+}
+
+SIFT__GEMM_K(q4_K, sift_block_q4_K, 4)
 
 /* Half h of a Q6_K block as two registers of 64 six-bit values (0..63) in element order. */
 static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m512i q[2])
@@ -367,39 +437,102 @@ static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m512
     q[1] = _mm512_inserti64x4(_mm512_castsi256_si512(c2), c3, 1);
 }
 
-FORCE_INLINE void dot_q6_K_n(int64_t n, const sift_block_q6_K *a, const char *x, size_t xs, float *s, const int NC)
+/* 16-bit lanes 8s .. 8s+7 = lane 4r+s of v (s < 4): the scales of register r's four sub-blocks */
+static inline __m512i spread16x4(__m256i v, int r)
 {
-    float sum[SIFT_DOT_MAX_COLS] = {0};
-    for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
-        __m512i q[4], scv[4];
-        unpack_q6_K_half(a[k].ql, a[k].qh, q);
-        unpack_q6_K_half(a[k].ql + 64, a[k].qh + 32, q + 2);
-        const int8_t *sc = a[k].scales;
-        for (int r = 0; r < 4; r++) scv[r] = scales4(sc[4 * r], sc[4 * r + 1], sc[4 * r + 2], sc[4 * r + 3]);
-        const float d = f16c_to_fp32(a[k].d);
-        for (int j = 0; j < NC; j++) {
-            const sift_block_q8_K *b = (const sift_block_q8_K *)(x + j * xs) + k;
-            __m512i acc = _mm512_setzero_si512();
-            for (int r = 0; r < 4; r++) {
-                const __m512i p = _mm512_maddubs_epi16(q[r], _mm512_loadu_si512((const void *)(b->qs + 64 * r)));
-                acc = _mm512_add_epi32(acc, _mm512_madd_epi16(p, scv[r]));
-            }
-            int32_t off = 0;
-            for (int sb = 0; sb < 16; sb++) off += sc[sb] * b->bsums[sb];
-            sum[j] += d * b->d * (float)(_mm512_reduce_add_epi32(acc) - 32 * off);
-        }
-    }
-    for (int j = 0; j < NC; j++) s[j] = sum[j];
+    const int64_t one = 0x0101010101010101LL;
+    const __m512i idx = _mm512_cvtepu8_epi16(_mm256_setr_epi64x(one * (4 * r), one * (4 * r + 1), one * (4 * r + 2), one * (4 * r + 3)));
+    return _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(v));
 }
 
-SIFT__DOT_COLS(dot_q6_K)
+/* R x C pairs of Q6_K rows and Q8_K columns; the -32 of every value folds in through the
+ * activation sums before the reduction. */
+FORCE_INLINE void q6_K_tile(int64_t n, const sift_block_q6_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
+                            const int R, const int C, const char *pf)
+{
+    UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();
+    for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
+        prefetch_span(pf, k, 4 * (int64_t)sizeof(sift_block_q6_K));
+        __m512i acc[4][4];
+        __m256i sc16[4];
+        UNROLL4 for (int i = 0; i < R; i++) {
+            sc16[i] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a[i][k].scales));
+            UNROLL4 for (int j = 0; j < C; j++) /* acc = -32 * sum_sb sc_sb * bsums_sb to start with */
+                acc[i][j] = _mm512_zextsi256_si512(_mm256_sub_epi32(
+                    _mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16[i], _mm256_loadu_si256((const __m256i *)b[j][k].bsums)), 5)));
+        }
+        UNROLL4 for (int h = 0; h < 2; h++) {
+            UNROLL4 for (int i = 0; i < R; i++) {
+                __m512i q[2];
+                unpack_q6_K_half(a[i][k].ql + 64 * h, a[i][k].qh + 32 * h, q);
+                UNROLL4 for (int r = 0; r < 2; r++) {
+                    const __m512i s = spread16x4(sc16[i], 2 * h + r);
+                    UNROLL4 for (int j = 0; j < C; j++) {
+                        const __m512i xv = _mm512_loadu_si512((const void *)(b[j][k].qs + 128 * h + 64 * r));
+                        acc[i][j] = _mm512_add_epi32(acc[i][j], _mm512_madd_epi16(_mm512_maddubs_epi16(q[r], xv), s));
+                    }
+                }
+            }
+        }
+        const __m128 dw = halves4(a[0][k].d, a[R > 1][k].d, a[R > 2 ? 2 : 0][k].d, a[R > 3 ? 3 : 0][k].d);
+        const __m128 dx = _mm_setr_ps(b[0][k].d, b[C > 1][k].d, b[C > 2 ? 2 : 0][k].d, b[C > 3 ? 3 : 0][k].d);
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) {
+            __m512i pi[4];
+            UNROLL4 for (int l = 0; l < 4; l++) {
+                const int q = 4 * g + l;
+                pi[l] = q < R * C ? acc[q / C][q % C] : _mm512_setzero_si512();
+            }
+            sum[g] = q6k_step(sum[g], reduce4x16(pi[0], pi[1], pi[2], pi[3]), SPREAD_ROWS(dw, g, R, C), SPREAD_COLS(dx, g, R, C));
+        }
+    }
+}
+
+FORCE_INLINE __m512i q6_K_block1(const sift_block_q6_K *a, const sift_block_q8_K *b)
+{
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a->scales));
+    __m512i acc = _mm512_zextsi256_si512(_mm256_sub_epi32(
+        _mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b->bsums)), 5)));
+    UNROLL4 for (int h = 0; h < 2; h++) {
+        __m512i q[2];
+        unpack_q6_K_half(a->ql + 64 * h, a->qh + 32 * h, q);
+        UNROLL4 for (int r = 0; r < 2; r++) {
+            const __m512i xv = _mm512_loadu_si512((const void *)(b->qs + 128 * h + 64 * r));
+            acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(q[r], xv), spread16x4(sc16, 2 * h + r)));
+        }
+    }
+    return acc;
+}
+
+static float q6_K_one(int64_t n, const sift_block_q6_K *a, const sift_block_q8_K *b)
+{
+    const int64_t nb = n / SIFT_QK_K;
+    float sum = 0;
+    for (int64_t k = 0; k < nb; k += 4) {
+        prefetch_ahead(a + k, 4 * sizeof *a);
+        const int nk = nb - k < 4 ? (int)(nb - k) : 4;
+        __m512i p[4];
+        uint16_t hd[4] = {0};
+        float dx[4] = {0};
+        for (int l = 0; l < 4; l++) {
+            if (l < nk) {
+                p[l] = q6_K_block1(a + k + l, b + k + l);
+                hd[l] = a[k + l].d, dx[l] = b[k + l].d;
+            } else {
+                p[l] = _mm512_setzero_si512();
+            }
+        }
+        const __m128 t = q6k_step(_mm_setzero_ps(), reduce4x16(p[0], p[1], p[2], p[3]), halves4(hd[0], hd[1], hd[2], hd[3]), _mm_loadu_ps(dx));
+        sum = add_terms(sum, t, nk);
+    }
+    return sum;
+}
+
+SIFT__GEMM_K(q6_K, sift_block_q6_K, 4)
 
 /* ---- one column, many rows (generation) --------------------------------------------------------- */
 
 SIFT__ROWS(dot_f32, float)
 SIFT__ROWS(dot_f16, uint16_t)
-SIFT__ROWS(dot_q4_K, sift_block_q4_K)
-SIFT__ROWS(dot_q6_K, sift_block_q6_K)
 
 /* ---- attention and element-wise ------------------------------------------------------------------------ */
 
@@ -482,10 +615,12 @@ void sift__kernels_init_avx512(sift__kernels *k)
     k->rows[SIFT_TYPE_F16] = rows_dot_f16;
     k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
-    k->rows[SIFT_TYPE_Q4_K] = rows_dot_q4_K;
-    k->rows[SIFT_TYPE_Q6_K] = rows_dot_q6_K;
+    k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
+    k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
     k->gemm[SIFT_TYPE_Q8_0] = gemm_q8_0;
     k->gemm[SIFT_TYPE_Q4_0] = gemm_q4_0;
+    k->gemm[SIFT_TYPE_Q4_K] = gemm_q4_K;
+    k->gemm[SIFT_TYPE_Q6_K] = gemm_q6_K;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

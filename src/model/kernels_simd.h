@@ -24,6 +24,14 @@
  *                                which leaves pair (i, j) in lane (i*C + j) % 4 of
  *                                sum[(i*C + j) / 4], and prefetches the next four rows from
  *                                pf when it is not NULL
+ *   SIFT__GEMM_K(X, WBLOCK, CT)  static void gemm_X(...), dot_X and rows_X for a K-quant
+ *                                against Q8_K activations: tiles of 4 weight rows x up to
+ *                                CT activation rows through X_tile(n, a, b, sum, R, C, pf)
+ *                                (pairs numbered as above); the dot kernel is the tile of one
+ *                                row; one row against one column (generation, and the dot
+ *                                kernel's one column) is X_one(n, a, b), which reads the row
+ *                                front to back: four rows read side by side halved the
+ *                                bandwidth from memory that generation lives on
  */
 #ifndef SIFT_MODEL_KERNELS_SIMD_H
 #define SIFT_MODEL_KERNELS_SIMD_H
@@ -33,6 +41,7 @@
 #endif
 
 #include <immintrin.h>
+#include <string.h>
 
 #include "model/kernels.h"
 
@@ -67,6 +76,115 @@ static inline void q4k_scales(const uint8_t *q, int sc[8], int m[8])
         sc[j + 4] = (q[j + 8] & 0xF) | ((q[j] >> 6) << 4);
         m[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
     }
+}
+
+
+/* ---- K-quants against Q8_K ------------------------------------------------------------------
+ *
+ * A (weight row, activation row) pair's dot product is the scalar code's: per 256-value block
+ * an exact integer sum (sum_j scale_j * isum_j; Q4_K also sum_j min_j * bsum_j), then one
+ * float step, accumulated in block order. The integer work is the vector part; what made the
+ * first kernels slow was everything around it, done once per block and per pair: unpacking
+ * the scales in scalar code, a horizontal sum, the mins against the activation sums. Here
+ * scales are unpacked with a few 32-bit operations per row, the block sums of four pairs
+ * are reduced together, and the four pairs' float steps run in the lanes of one register
+ * (each lane doing exactly the scalar operations in their order: bit for bit the scalar
+ * result). The pairs are a tile of weight rows x activation rows, so a weight row is loaded
+ * and unpacked once for all the tile's columns, and a column's scales once for its rows. */
+
+/* Q4_K's twelve packed scale bytes as sixteen: bytes 0-7 the eight 6-bit scales, 8-15 the
+ * eight 6-bit mins (the layout of q4k_scales, four bytes at a time: sc[j+4] takes the low
+ * nibble of byte j+8 and the top two bits of byte j, m[j+4] the high nibble of byte j+8 and
+ * the top two bits of byte j+4). */
+static inline __m128i q4k_scales_mins(const uint8_t *q)
+{
+    uint32_t u[3];
+    memcpy(u, q, sizeof u);
+    const uint32_t six = 0x3f3f3f3fu, four = 0x0f0f0f0fu, two = 0x03030303u;
+    const uint32_t sc_lo = u[0] & six, m_lo = u[1] & six;
+    const uint32_t sc_hi = (u[2] & four) | (((u[0] >> 6) & two) << 4);
+    const uint32_t m_hi = ((u[2] >> 4) & four) | (((u[1] >> 6) & two) << 4);
+    return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+}
+
+/* The mins of q4k_scales_mins as 16-bit lanes m0 m0 m1 m1 .. m7 m7: vpmaddwd with the sixteen
+ * bsums gives eight int32 partial sums of sum_j m_j * (bsums[2j] + bsums[2j+1]). */
+static inline __m256i q4k_mins_pairs(__m128i sm)
+{
+    return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+}
+
+/* lane i: the sum of p_i's eight int32 lanes */
+static inline __m128i reduce4(__m256i p0, __m256i p1, __m256i p2, __m256i p3)
+{
+    const __m256i c = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+    return _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+}
+
+/* Four halves as floats. */
+static inline __m128 halves4(uint16_t a, uint16_t b, uint16_t c, uint16_t d)
+{
+    return _mm_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, 0, 0, 0, 0));
+}
+
+/* Pair numbering of a tile of R x C pairs: lane l of group g is pair q = 4g + l, row q / C,
+ * column q % C (lanes past the last pair use row 0 and column 0; their sums are dropped). */
+#define PAIR_ROW(g, l, R, C) (4 * (g) + (l) < (R) * (C) ? (4 * (g) + (l)) / (C) : 0)
+#define PAIR_COL(g, l, R, C) (4 * (g) + (l) < (R) * (C) ? (4 * (g) + (l)) % (C) : 0)
+
+/* v[row or column of lane l] for the four lanes of group g (v: one value per row or column) */
+#define SPREAD_ROWS(v, g, R, C)                                                                                      \
+    _mm_permutevar_ps(v, _mm_setr_epi32(PAIR_ROW(g, 0, R, C), PAIR_ROW(g, 1, R, C), PAIR_ROW(g, 2, R, C), PAIR_ROW(g, 3, R, C)))
+#define SPREAD_COLS(v, g, R, C)                                                                                      \
+    _mm_permutevar_ps(v, _mm_setr_epi32(PAIR_COL(g, 0, R, C), PAIR_COL(g, 1, R, C), PAIR_COL(g, 2, R, C), PAIR_COL(g, 3, R, C)))
+
+/* The scalar Q4_K float step of four pairs: sum += (dw*dx) * (float)sumi - (dminw*dx) * (float)summ */
+static inline __m128 q4k_step(__m128 sum, __m128i sumi, __m128i summ, __m128 dw, __m128 dminw, __m128 dx)
+{
+    const __m128 d = _mm_mul_ps(dw, dx), dmin = _mm_mul_ps(dminw, dx);
+    return _mm_add_ps(sum, _mm_sub_ps(_mm_mul_ps(d, _mm_cvtepi32_ps(sumi)), _mm_mul_ps(dmin, _mm_cvtepi32_ps(summ))));
+}
+
+/* The same terms for four consecutive blocks of one pair (X_one): lane l is block l's
+ * d*(float)sumi - dmin*(float)summ, which the caller adds in block order. */
+static inline __m128 q4k_terms(__m128i sumi, __m128i summ, __m128 dw, __m128 dminw, __m128 dx)
+{
+    return _mm_sub_ps(_mm_mul_ps(_mm_mul_ps(dw, dx), _mm_cvtepi32_ps(sumi)), _mm_mul_ps(_mm_mul_ps(dminw, dx), _mm_cvtepi32_ps(summ)));
+}
+
+/* sum + t[0] + t[1] + ... + t[nt - 1], in that order (the scalar code's float sum over blocks) */
+static inline float add_terms(float sum, __m128 t, int nt)
+{
+    float v[4];
+    _mm_storeu_ps(v, t);
+    for (int l = 0; l < nt; l++) sum += v[l];
+    return sum;
+}
+
+/* The scalar Q6_K float step of four pairs: sum += dw * dx * (float)sumi */
+static inline __m128 q6k_step(__m128 sum, __m128i sumi, __m128 dw, __m128 dx)
+{
+    return _mm_add_ps(sum, _mm_mul_ps(_mm_mul_ps(dw, dx), _mm_cvtepi32_ps(sumi)));
+}
+
+#ifndef SIFT_PF_DIST
+#define SIFT_PF_DIST 2048
+#endif
+/* Generation streams the weights from memory, a row at a time, from file pages: the
+ * hardware prefetcher stops at every 4 KiB page, so the next SIFT_PF_DIST bytes are asked
+ * for explicitly, as many lines as are about to be read. */
+static inline void prefetch_ahead(const void *p, size_t bytes)
+{
+    const char *c = (const char *)p + SIFT_PF_DIST;
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(c + o, _MM_HINT_T0);
+}
+
+/* Prefetch the bytes [k * step, (k + 1) * step) after pf: the next four rows, read at the
+ * pace the current four are (four rows read side by side defeat the hardware prefetcher). */
+static inline void prefetch_span(const char *pf, int64_t k, int64_t step)
+{
+    if (!pf) return;
+    for (int64_t o = (k * step) & ~(int64_t)63; o < (k + 1) * step; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
 }
 
 #define SIFT__DOT_COLS(NAME)                                                                                         \
@@ -116,6 +234,56 @@ static inline void q4k_scales(const uint8_t *q, int sc[8], int m[8])
                     for (int j = 0; j < nc; j++) out[(c + j) * os + r + i] = v[i * nc + j];                          \
             }                                                                                                        \
         }                                                                                                            \
+    }
+
+/* K-quant tiles: 4 rows x up to CT columns (the last rows repeat as in SIFT__GEMM_4X4), the
+ * dot kernel as one row's tile and generation as tiles of 4 rows x 1 column. */
+#define SIFT__GEMM_K(NAME, WBLOCK, CT)                                                                               \
+    static void gemm_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t xs,    \
+                            int64_t n_cols, float *out, int64_t os)                                                  \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r += 4) {                                                                    \
+            const int nr = n_rows - r < 4 ? (int)(n_rows - r) : 4;                                                   \
+            const WBLOCK *a[4];                                                                                      \
+            for (int i = 0; i < 4; i++) a[i] = (const WBLOCK *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes); \
+            const char *pf = r + 8 <= n_rows ? (const char *)w + (r + 4) * row_bytes : NULL;                        \
+            for (int64_t c = 0; c < n_cols; c += CT) {                                                               \
+                const int nc = n_cols - c < CT ? (int)(n_cols - c) : CT;                                             \
+                const sift_block_q8_K *b[4];                                                                         \
+                for (int j = 0; j < nc; j++) b[j] = (const sift_block_q8_K *)((const char *)x + (c + j) * xs);       \
+                __m128 sum[4];                                                                                       \
+                switch (nc) {                                                                                        \
+                case 1: NAME##_tile(n, a, b, sum, 4, 1, pf); break;                                                  \
+                case 2: NAME##_tile(n, a, b, sum, 4, 2, pf); break;                                                  \
+                case 3: NAME##_tile(n, a, b, sum, 4, CT < 3 ? CT : 3, pf); break;                                    \
+                default: NAME##_tile(n, a, b, sum, 4, CT < 4 ? CT : 4, pf); break;                                   \
+                }                                                                                                    \
+                float v[16];                                                                                         \
+                for (int g = 0; g < nc; g++) _mm_storeu_ps(v + 4 * g, sum[g]);                                       \
+                for (int i = 0; i < nr; i++)                                                                         \
+                    for (int j = 0; j < nc; j++) out[(c + j) * os + r + i] = v[i * nc + j];                          \
+            }                                                                                                        \
+        }                                                                                                            \
+    }                                                                                                                \
+    static void dot_##NAME(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)                  \
+    {                                                                                                                \
+        const WBLOCK *a = w;                                                                                         \
+        const sift_block_q8_K *b[4];                                                                                 \
+        for (int j = 0; j < ncols; j++) b[j] = (const sift_block_q8_K *)((const char *)x + j * xs);                 \
+        __m128 sum[1];                                                                                               \
+        switch (ncols) {                                                                                             \
+        case 1: s[0] = NAME##_one(n, a, b[0]); return;                                                               \
+        case 2: NAME##_tile(n, &a, b, sum, 1, 2, NULL); break;                                                       \
+        case 3: NAME##_tile(n, &a, b, sum, 1, 3, NULL); break;                                                       \
+        default: NAME##_tile(n, &a, b, sum, 1, 4, NULL); break;                                                      \
+        }                                                                                                            \
+        float v[4];                                                                                                  \
+        _mm_storeu_ps(v, sum[0]);                                                                                    \
+        for (int j = 0; j < ncols; j++) s[j] = v[j];                                                                 \
+    }                                                                                                                \
+    static void rows_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)   \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r++) out[r] = NAME##_one(n, (const WBLOCK *)((const char *)w + r * row_bytes), x); \
     }
 
 #endif
