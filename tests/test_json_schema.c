@@ -229,6 +229,73 @@ static void test_objects(void **state)
     sift_grammar_free(g);
 }
 
+/* Refused with a message containing `why`. */
+static void expect_refused(const char *schema, const char *why)
+{
+    sift_error err = {0};
+    char *gbnf = sift_json_schema_to_grammar(schema, strlen(schema), 0, &err);
+    if (gbnf) fail_msg("%s converted, should be refused (%s):\n%s", schema, why, gbnf);
+    if (!strstr(err.msg, why)) fail_msg("%s: message [%s] does not say %s", schema, err.msg, why);
+}
+
+/* allOf is exact: the schema's own keywords beside it hold too, a property declared twice must
+ * satisfy both schemas, and a part's additionalProperties covers the keys it does not declare
+ * (MaskBench found the first two accepting invalid objects). */
+static void test_all_of_exact(void **state)
+{
+    (void)state;
+    /* required beside allOf, the properties in a $ref'd part (Github_easy o65361) */
+    sift_grammar *g = convert("{\"definitions\":{\"e\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+                              "\"code\":{\"type\":\"number\"}}}},\"id\":\"x#\",\"type\":\"object\",\"allOf\":[{\"$ref\":\"#/definitions/e\"}],"
+                              "\"required\":[\"name\",\"code\"]}",
+                              0);
+    expect(g, "{\"name\": \"n\", \"code\": 500}", true);
+    expect(g, "{\"name\": \"n\"}", false);
+    expect(g, "{\"name\": \"n\", \"code\": 1, \"more\": 2}", true); /* additionalProperties absent: allowed */
+    sift_grammar_free(g);
+    /* properties beside allOf, after the part's (coffeelint's braces_spacing) */
+    g = convert("{\"allOf\":[{\"properties\":{\"level\":{\"enum\":[\"error\",\"warn\"]}}}],"
+                "\"properties\":{\"spaces\":{\"type\":\"integer\",\"enum\":[0,1]}}}",
+                0);
+    expect(g, "{\"level\": \"error\", \"spaces\": 1}", true);
+    expect(g, "{\"level\": \"error\", \"spaces\": 2}", false);
+    expect(g, "{\"level\": \"fatal\"}", false);
+    sift_grammar_free(g);
+    /* the same property in two parts: both schemas hold */
+    g = convert("{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\"}},\"required\":[\"x\"]}}},"
+                "{\"properties\":{\"a\":{\"type\":\"object\",\"properties\":{\"y\":{\"type\":\"string\"}},\"required\":[\"y\"]}}}]}",
+                0);
+    expect(g, "{\"a\": {\"x\": 1, \"y\": \"s\"}}", true);
+    expect(g, "{\"a\": {\"x\": 1}}", false);
+    expect(g, "{\"a\": {\"y\": \"s\"}}", false);
+    sift_grammar_free(g);
+    expect_refused("{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"string\"}}},{\"properties\":{\"a\":{\"type\":\"number\"}}}]}",
+                   "only object parts");
+    /* additionalProperties false in one part: the other parts' properties are not allowed */
+    g = convert("{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"string\"}},\"additionalProperties\":false},"
+                "{\"properties\":{\"b\":{\"type\":\"number\"}}}]}",
+                0);
+    expect(g, "{\"a\": \"s\"}", true);
+    expect(g, "{\"b\": 1}", false);
+    expect(g, "{\"a\": \"s\", \"c\": 1}", false);
+    sift_grammar_free(g);
+    expect_refused("{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"string\"}},\"additionalProperties\":false},"
+                   "{\"properties\":{\"b\":{\"type\":\"number\"}},\"required\":[\"b\"]}]}",
+                   "matches nothing");
+    expect_refused("{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"string\"}},\"additionalProperties\":{\"type\":\"number\"}},"
+                   "{\"properties\":{\"b\":{\"type\":\"string\"}}}]}",
+                   "would also cover property 'b'");
+    /* a schema in additionalProperties that covers no other part's key is kept */
+    g = convert("{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"string\"}},\"additionalProperties\":{\"type\":\"number\"}},"
+                "{\"required\":[\"a\"]}]}",
+                0);
+    expect(g, "{\"a\": \"s\", \"z\": 2}", true);
+    expect(g, "{\"a\": \"s\", \"z\": \"t\"}", false);
+    sift_grammar_free(g);
+    /* keywords beside allOf that cannot be merged are named */
+    expect_refused("{\"allOf\":[{\"properties\":{\"a\":{}}}],\"minProperties\":2}", "'minProperties' beside allOf");
+}
+
 static void test_arrays(void **state)
 {
     (void)state;
@@ -903,7 +970,7 @@ int main(void)
         cmocka_unit_test(test_golden_person), cmocka_unit_test(test_types),          cmocka_unit_test(test_formats),
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional),
+        cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -379,7 +379,7 @@ static char *pattern_body(conv *c, const char *pat, size_t n)
 static const char *const ANNOTATIONS[] = {
     "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly",
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$defs", "definitions", "$anchor",
-    "$vocabulary", "discriminator", "nullable", "example", NULL};
+    "$vocabulary", "discriminator", "nullable", "example", "id", NULL};
 static const char *const UNSUPPORTED[] = {
     "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
     "propertyNames", "dependentRequired",
@@ -1506,22 +1506,37 @@ done:
     return result;
 }
 
-/* The keywords of one object-like schema, for allOf merging. */
+/* Is name a key of the object o? */
+static bool has_key(const cJSON *o, const char *name) { return o && cJSON_GetObjectItemCaseSensitive(o, name) != NULL; }
+
+/* allOf: every part must hold, so the parts (and the schema's own keywords beside allOf, which
+ * are one more part) are merged into one object schema. The merge is exact or refused:
+ * - a property declared by several parts with different schemas gets {"allOf": [those]};
+ * - required names add up;
+ * - a part's additionalProperties covers the keys that part does not declare: false drops
+ *   the other parts' properties (a required one makes the schema match nothing), a schema
+ *   there is kept only when no other part declares a key outside that part (else refused);
+ * - enum (one part) and type object; any other keyword in a part is refused, naming it.
+ * llama.cpp's converter merges the parts' properties only; SIFT_JSON_SCHEMA_LLAMA keeps that
+ * reading of the schema's own keywords (they are ignored there). */
 static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const char *rule_name)
 {
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
     if (!cJSON_IsArray(all)) return cfail(c, SIFT_E_INVAL, "'allOf' must be an array");
+    const bool llama = (c->flags & SIFT_JSON_SCHEMA_LLAMA) != 0;
+    const int n_parts = cJSON_GetArraySize(all) + 1;
+    const cJSON **parts = calloc((size_t)n_parts, sizeof *parts);
     cJSON *props = cJSON_CreateObject(), *req = cJSON_CreateArray();
     cJSON *additional = NULL;
     bool objectish = true;
     const cJSON *enums = NULL;
-    int n = 0;
-    if (!props || !req) {
-        cJSON_Delete(props);
-        cJSON_Delete(req);
-        return coom(c);
+    const char *out = NULL;
+    int np = 0;
+    if (!props || !req || !parts) {
+        coom(c);
+        goto done;
     }
-    for (const cJSON *part = all->child; part && c->status == SIFT_OK; part = part->next, n++) {
+    for (const cJSON *part = all->child; part && c->status == SIFT_OK; part = part->next) {
         const cJSON *p = part;
         const cJSON *ref = cJSON_GetObjectItemCaseSensitive(p, "$ref");
         if (cJSON_IsString(ref)) p = resolve_pointer(c, ref->valuestring);
@@ -1529,22 +1544,39 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
             if (p) cfail(c, SIFT_E_UNSUPPORTED, "allOf: every part must be an object schema");
             break;
         }
+        parts[np++] = p;
+    }
+    /* the schema's own keywords last (allOf skipped below): the parts are usually base
+     * schemas, so their properties come first, as a derived class lists its fields */
+    if (!llama && c->status == SIFT_OK) parts[np++] = s;
+    for (int i = 0; i < np && c->status == SIFT_OK; i++) {
+        const cJSON *p = parts[i];
+        const bool self = !llama && p == s;
         const cJSON *pp = cJSON_GetObjectItemCaseSensitive(p, "properties");
         if (pp && !cJSON_IsObject(pp)) {
             cfail(c, SIFT_E_INVAL, "allOf: 'properties' must be an object");
             break;
         }
-        for (const cJSON *q = pp ? pp->child : NULL; q; q = q->next) {
-            cJSON *dup = cJSON_Duplicate(q, 1);
-            if (!dup) {
+        for (const cJSON *q = pp ? pp->child : NULL; q && c->status == SIFT_OK; q = q->next) {
+            cJSON *have = cJSON_GetObjectItemCaseSensitive(props, q->string);
+            if (have && cJSON_Compare(have, q, true)) continue; /* the same schema twice */
+            cJSON *merged;
+            if (have) { /* both must hold: {"allOf": [earlier, this]} */
+                merged = cJSON_CreateObject();
+                cJSON *list = merged ? cJSON_AddArrayToObject(merged, "allOf") : NULL;
+                if (!list || !cJSON_AddItemToArray(list, cJSON_Duplicate(have, 1)) || !cJSON_AddItemToArray(list, cJSON_Duplicate(q, 1))) {
+                    cJSON_Delete(merged);
+                    coom(c);
+                    break;
+                }
+            } else if (!(merged = cJSON_Duplicate(q, 1))) {
                 coom(c);
                 break;
             }
-            bool ok = cJSON_GetObjectItemCaseSensitive(props, q->string)
-                          ? cJSON_ReplaceItemInObjectCaseSensitive(props, q->string, dup)
-                          : cJSON_AddItemToObject(props, q->string, dup);
+            bool ok = have ? cJSON_ReplaceItemInObjectCaseSensitive(props, q->string, merged)
+                           : cJSON_AddItemToObject(props, q->string, merged);
             if (!ok) { /* the item was not taken: it is still ours */
-                cJSON_Delete(dup);
+                cJSON_Delete(merged);
                 coom(c);
                 break;
             }
@@ -1552,16 +1584,12 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
         const cJSON *rq = cJSON_GetObjectItemCaseSensitive(p, "required");
         for (const cJSON *q = rq ? rq->child : NULL; q; q = q->next)
             if (cJSON_IsString(q)) cJSON_AddItemToArray(req, cJSON_CreateString(q->valuestring));
-        const cJSON *ad = cJSON_GetObjectItemCaseSensitive(p, "additionalProperties");
-        if (ad && !additional) additional = cJSON_Duplicate(ad, 1);
-        else if (ad && cJSON_IsFalse(ad)) {
-            cJSON_Delete(additional);
-            additional = cJSON_CreateFalse();
-        }
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(p, "enum");
         if (en) {
-            if (enums) return cJSON_Delete(props), cJSON_Delete(req), cJSON_Delete(additional),
-                              cfail(c, SIFT_E_UNSUPPORTED, "allOf with more than one enum");
+            if (enums) {
+                cfail(c, SIFT_E_UNSUPPORTED, "allOf with more than one enum");
+                break;
+            }
             enums = en;
         }
         const cJSON *ty = cJSON_GetObjectItemCaseSensitive(p, "type");
@@ -1569,17 +1597,51 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
         for (const cJSON *k = p->child; k; k = k->next) {
             const char *kw = k->string;
             if (!strcmp(kw, "properties") || !strcmp(kw, "required") || !strcmp(kw, "additionalProperties") ||
-                !strcmp(kw, "type") || !strcmp(kw, "$ref") || !strcmp(kw, "enum") || in_list(ANNOTATIONS, kw))
+                !strcmp(kw, "type") || (!self && !strcmp(kw, "$ref")) || !strcmp(kw, "enum") || in_list(ANNOTATIONS, kw) ||
+                (self && !strcmp(kw, "allOf")))
                 continue;
             if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-                cJSON_Delete(props);
-                cJSON_Delete(req);
-                cJSON_Delete(additional);
-                return cfail(c, SIFT_E_UNSUPPORTED, "allOf: keyword '%s' in a part cannot be merged", kw);
+                cfail(c, SIFT_E_UNSUPPORTED, "allOf: keyword '%s' %s cannot be merged", kw, self ? "beside allOf" : "in a part");
+                break;
             }
         }
     }
-    const char *out = NULL;
+    /* additionalProperties, part by part: first the closed parts (false), which take away
+     * every key they do not declare, then the parts with a schema there. */
+    for (int pass = 0; pass < 2 && c->status == SIFT_OK; pass++) {
+        for (int i = 0; i < np && c->status == SIFT_OK; i++) {
+            const cJSON *ad = cJSON_GetObjectItemCaseSensitive(parts[i], "additionalProperties");
+            if (!ad || cJSON_IsTrue(ad) || (cJSON_IsObject(ad) && !ad->child)) continue; /* anything */
+            if (cJSON_IsFalse(ad) != (pass == 0)) continue;
+            const cJSON *own = cJSON_GetObjectItemCaseSensitive(parts[i], "properties");
+            for (cJSON *q = props->child, *next; q && c->status == SIFT_OK; q = next) {
+                next = q->next;
+                if (has_key(own, q->string)) continue;
+                if (pass == 1) {
+                    cfail(c, SIFT_E_UNSUPPORTED,
+                          "allOf: one part's additionalProperties would also cover property '%s' of another part", q->string);
+                    break;
+                }
+                for (const cJSON *r = req->child; r; r = r->next)
+                    if (!strcmp(r->valuestring, q->string)) {
+                        c->unsat = true;
+                        cfail(c, SIFT_E_INVAL, "allOf: '%s' is required but a part's additionalProperties false forbids it: the schema matches nothing",
+                              q->string);
+                        break;
+                    }
+                cJSON_DeleteItemFromObjectCaseSensitive(props, q->string);
+            }
+            if (c->status != SIFT_OK) break;
+            if (pass == 0) {
+                cJSON_Delete(additional);
+                additional = cJSON_CreateFalse();
+            } else if (!additional) {
+                additional = cJSON_Duplicate(ad, 1);
+            } else if (!cJSON_IsFalse(additional) && !cJSON_Compare(additional, ad, true)) {
+                cfail(c, SIFT_E_UNSUPPORTED, "allOf: two parts with different additionalProperties schemas");
+            }
+        }
+    }
     if (c->status == SIFT_OK) {
         if (enums && !cJSON_GetArraySize(props)) {
             cJSON *only = cJSON_CreateObject();
@@ -1592,6 +1654,8 @@ static const char *visit_all_of(conv *c, const cJSON *s, const char *name, const
             out = build_object(c, props, req, additional, NULL, name, rule_name, 0, -1);
         }
     }
+done:
+    free(parts);
     cJSON_Delete(props);
     cJSON_Delete(req);
     cJSON_Delete(additional);
