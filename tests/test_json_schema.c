@@ -292,6 +292,13 @@ static void test_all_of_exact(void **state)
     expect(g, "{\"a\": \"s\", \"z\": 2}", true);
     expect(g, "{\"a\": \"s\", \"z\": \"t\"}", false);
     sift_grammar_free(g);
+    /* JSON's exponent may have leading zeros (BFCL_multiple_40: "mu0": 1.256e-06) */
+    g = convert("{\"type\":\"number\"}", 0);
+    expect(g, "1.256e-06", true);
+    expect(g, "2E+00", true);
+    expect(g, "1e", false);
+    expect(g, "01", false);
+    sift_grammar_free(g);
     /* keywords beside allOf that cannot be merged are named */
     expect_refused("{\"allOf\":[{\"properties\":{\"a\":{}}}],\"minProperties\":2}", "'minProperties' beside allOf");
 }

@@ -328,7 +328,12 @@ static const char *use_builtin(conv *c, const char *name)
     if (have) return have->name;
     const builtin *b = find_builtin(name);
     if (!b) return cfail(c, SIFT_E_INVAL, "internal: no built-in rule '%s'", name);
-    const char *r = add_rule(c, name, dupstr(b->body));
+    const char *body = b->body;
+    /* JSON's exponent is any digits ("1e-06" is valid JSON); llama.cpp's rule spells it as an
+     * integral part (no leading zero), which SIFT_JSON_SCHEMA_LLAMA keeps */
+    if (!strcmp(name, "number") && !(c->flags & SIFT_JSON_SCHEMA_LLAMA))
+        body = "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? decimal-part)? space";
+    const char *r = add_rule(c, name, dupstr(body));
     if (!r) return NULL;
     for (int k = 0; k < 3 && b->deps[k]; k++)
         if (!use_builtin(c, b->deps[k])) return NULL;
