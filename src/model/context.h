@@ -102,6 +102,9 @@ static inline float *kv_row(const sift_context *ctx, float *cache, int l, int s,
 void sift__rope_apply(float *x, const float *cs, int n_rot, bool neox);
 /* The cos/sin pairs of position p, computed as ggml's rope cache does. */
 void sift__rope_cache(const sift_model *m, float p, float *cs);
+/* The output row of batch token i of the last decode (i < 0: from the end, as llama.cpp's
+ * getters), or -1 when it has none; the logits and the embeddings getters share it. */
+int32_t sift__output_row(const sift_context *ctx, int32_t i);
 /* After the forward pass of a decode with embeddings on (embd.c): pool per sequence. */
 void sift__embd_pool(sift_context *ctx);
 

@@ -74,16 +74,8 @@ sift_pooling_type sift_get_pooling_type(const sift_context *ctx)
 float *sift_get_embeddings_ith(sift_context *ctx, int32_t i)
 {
     if (!ctx || !ctx->embd_valid) return NULL;
-    int32_t row;
-    if (i < 0) {
-        row = ctx->n_outputs + i;
-        if (row < 0) return NULL;
-    } else {
-        if (i >= ctx->n_batch_last) return NULL;
-        row = ctx->out_row[i];
-        if (row < 0) return NULL;
-    }
-    return ctx->xn + (size_t)row * ctx->model->hp.n_embd;
+    const int32_t row = sift__output_row(ctx, i);
+    return row < 0 ? NULL : ctx->xn + (size_t)row * ctx->model->hp.n_embd;
 }
 
 float *sift_get_embeddings_seq(sift_context *ctx, sift_seq_id seq)

@@ -707,19 +707,17 @@ sift_status sift_decode(sift_context *ctx, const sift_batch *batch, sift_error *
     return SIFT_OK;
 }
 
+int32_t sift__output_row(const sift_context *ctx, int32_t i)
+{
+    if (i < 0) return ctx->n_outputs + i >= 0 ? ctx->n_outputs + i : -1;
+    return i < ctx->n_batch_last ? ctx->out_row[i] : -1;
+}
+
 float *sift_get_logits_ith(sift_context *ctx, int32_t i)
 {
     if (!ctx || (ctx->embd_valid && ctx->pooling != SIFT_POOLING_TYPE_NONE)) return NULL; /* pooled: no head ran */
-    int32_t row;
-    if (i < 0) {
-        row = ctx->n_outputs + i;
-        if (row < 0) return NULL;
-    } else {
-        if (i >= ctx->n_batch_last) return NULL;
-        row = ctx->out_row[i];
-        if (row < 0) return NULL;
-    }
-    return ctx->logits + (size_t)row * ctx->model->hp.n_vocab;
+    const int32_t row = sift__output_row(ctx, i);
+    return row < 0 ? NULL : ctx->logits + (size_t)row * ctx->model->hp.n_vocab;
 }
 
 float *sift_get_logits(sift_context *ctx)
