@@ -472,7 +472,10 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
     sift__gx_engine_stats es;
     sift__gx_engine_get_stats(e, &es);
     if (stress) assert_true(es.trims > 0);
-    if (!strcmp(grammar_name, "json_strings")) assert_true(es.slice_nodes > 0); /* the bulk path ran */
+    if (!strcmp(grammar_name, "json_strings")) {
+        assert_true(es.slice_nodes > 0);      /* the bulk path ran */
+        assert_true(es.loop_sets_reused > 0); /* a char* loop took its parent's loop set (mask.c, loop_set) */
+    }
     print_message("%-10s %d tokens x %d steps: %ld checks, %ld documents%s\n", grammar_name, n_vocab, steps, checked, docs,
                   stress ? " (cache trimmed at every fill, stacks compacted)" : "");
     free(mask);

@@ -84,6 +84,7 @@ typedef struct {
     uint32_t extra_off, extra_n; /* token ids in `lists` */
     uint32_t esc_off, esc_n;     /* trie nodes in `lists` */
     uint32_t key_parent, key_pos, key_aux; /* its key in `et` (to rebuild the table after a trim) */
+    int32_t loop[GX_N_SLICES];   /* dense bitset: the slice-k subtrees of its escapes (see loop_set), -1 not yet */
 } sift__gx_entry;
 
 typedef struct {
@@ -125,6 +126,7 @@ struct sift__gx_engine {
     uint32_t st_ht_cap;
     uint32_t lead_lo[256], lead_hi[256];
     sift__gx_u32vec slice_syms[GX_N_SLICES]; /* the grammar symbols that meet each slice */
+    uint64_t loop_reused;        /* child computations that took a cached loop set (loop_set) */
     uint64_t bulk;               /* trie nodes accepted in bulk (slices) instead of walked */
 
     /* the cache */
@@ -548,6 +550,10 @@ static void cache_maybe_trim(sift__gx_engine *e)
     e->n_ent = e->pre_ent;
     e->n_dense = e->pre_dense;
     e->lists.n = e->pre_lists;
+    /* a precomputed entry may have got its loop set on demand: it is dropped with the rest */
+    for (uint32_t id = 0; id < e->n_ent; id++)
+        for (uint32_t k = 0; k < GX_N_SLICES; k++)
+            if (e->ent[id].loop[k] >= (int32_t)e->pre_dense) e->ent[id].loop[k] = -1;
     for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
     for (uint32_t id = 0; id < e->n_ent; id++) {
         const sift__gx_entry *en = &e->ent[id];
@@ -578,7 +584,7 @@ static int32_t new_dense(sift__gx_engine *e)
 static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 {
     if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
-    sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0} : e->ent[parent];
+    sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0, {0}} : e->ent[parent];
     /* new tokens not already in the parent's dense set, each once */
     uint32_t n_new = 0;
     for (uint32_t k = 0; k < e->acc.n; k++) {
@@ -589,7 +595,8 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
         e->acc.v[n_new++] = t;
     }
     for (uint32_t k = 0; k < n_new; k++) e->seen_bits[e->acc.v[k] >> 6] = 0;
-    sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
+    sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0, {0}};
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) ne.loop[k] = -1;
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
     if (extras > 2ull * e->voc->n_words || e->bulk_used) {
         int32_t d = new_dense(e);
@@ -664,7 +671,8 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
             uint64_t *bits = dense_bits_w(e, d);
             memcpy(bits, e->voc->normal, (size_t)e->voc->n_words * sizeof *bits);
             if ((int64_t)t < e->voc->n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
-            e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0};
+            e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0, {0}};
+            for (uint32_t k = 0; k < GX_N_SLICES; k++) e->ent[e->n_ent].loop[k] = -1;
             id = e->n_ent++;
             return et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
         }
@@ -672,6 +680,33 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
     id = make_entry(e, GX_NONE);
     if (id == GX_NONE || !et_put(e, GX_NONE, pos, key, id)) return GX_NONE;
     return id;
+}
+
+/* Is escape node r taken whole by a walk from any loop state of slice k? (walk's root case) */
+static inline bool loop_root(const sift__gx_vocab *v, uint32_t r, uint32_t k)
+{
+    return (v->slice_all[r] >> k & 1) && v->node[r].end > r + 1;
+}
+
+/* The dense bitset of the tokens below parent's escapes that are loop roots of slice k,
+ * made on first use; -1 on out of memory. */
+static int32_t loop_set(sift__gx_engine *e, uint32_t parent, uint32_t k)
+{
+    if (e->ent[parent].loop[k] >= 0) return e->ent[parent].loop[k];
+    int32_t d = new_dense(e);
+    if (d < 0) return -1;
+    uint64_t *bits = dense_bits_w(e, d);
+    const sift__gx_vocab *v = e->voc;
+    for (uint32_t q = 0; q < e->ent[parent].esc_n; q++) {
+        uint32_t r = e->lists.v[e->ent[parent].esc_off + q];
+        if (!loop_root(v, r, k)) continue;
+        uint32_t lo, hi;
+        sift__gx_trie_below(v, r, &lo, &hi);
+        for (uint32_t t = lo; t < hi; t++) sift__gx_bit_set(bits, v->sorted[t]);
+        e->bulk += v->node[r].end - r - 1;
+    }
+    e->ent[parent].loop[k] = d;
+    return d;
 }
 
 /* The entry one level below `parent`, whose next frame is at position `pos`. */
@@ -690,10 +725,29 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     uint32_t s0 = dfa_intern(e, e->tmp.v, e->tmp.n);
     if (s0 == GX_NONE) return GX_NONE;
     const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
-    sift__gx_entry pe = e->ent[parent];
     sift__gx_utf8 none = {0};
-    for (uint32_t k = 0; k < pe.esc_n; k++) {
+    /* s0 a loop of slice k (a char* inside a string): every escape that is a slice-k node
+     * with children is taken whole (walk's root case: slice_ok is true at once for a loop),
+     * whatever the loop. Their union depends on the parent alone, so it is made once per
+     * parent (loop_set) and OR-ed in, instead of thousands of subtrees and ~95k bits set
+     * one by one in every new string context (MaskBench: most masks over 200 us). */
+    uint32_t lk = GX_N_SLICES;
+    for (uint32_t k = 0; k < GX_N_SLICES && lk == GX_N_SLICES && s0 != DEAD; k++) {
+        uint32_t t = uni_next(e, s0, k);
+        if (t == UNI_OOM) return GX_NONE;
+        if (t == s0) lk = k;
+    }
+    if (lk < GX_N_SLICES) {
+        int32_t d = loop_set(e, parent, lk);
+        if (d < 0) return GX_NONE;
+        const uint64_t *lb = dense_bits(e, d);
+        for (uint32_t w = 0; w < e->voc->n_words; w++) e->bulk_bits[w] |= lb[w];
+        e->bulk_used = true;
+        e->loop_reused++;
+    }
+    for (uint32_t k = 0; k < e->ent[parent].esc_n; k++) {
         uint32_t node = e->lists.v[e->ent[parent].esc_off + k];
+        if (lk < GX_N_SLICES && loop_root(e->voc, node, lk)) continue; /* in the loop set */
         if (walk(e, node, s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
     }
     id = make_entry(e, parent);
@@ -1026,5 +1080,6 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->precompute_ms = e->precompute_ms;
     st->trims = e->trims;
     st->slice_nodes = e->bulk;
+    st->loop_sets_reused = e->loop_reused;
     pthread_mutex_unlock(&e->lock);
 }
