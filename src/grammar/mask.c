@@ -126,6 +126,7 @@ struct sift__gx_engine {
     uint32_t st_ht_cap;
     uint32_t lead_lo[256], lead_hi[256];
     sift__gx_u32vec slice_syms[GX_N_SLICES]; /* the grammar symbols that meet each slice */
+    uint64_t first_taken;        /* root walks that took first_bits (walk) */
     uint64_t loop_reused;        /* child computations that took a cached loop set (loop_set) */
     uint64_t bulk;               /* trie nodes accepted in bulk (slices) instead of walked */
 
@@ -400,6 +401,49 @@ static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns)
     return 1;
 }
 
+#define FIRST_EX_MAX 32u /* excepted ASCII characters of first_loop */
+
+static bool slice_has(uint32_t k, uint32_t cp)
+{
+    const sift__gx_slice *sl = &sift__gx_slices[k];
+    for (uint32_t r = 0; r < sl->n_ranges; r++)
+        if (cp >= sl->ranges[2 * r] && cp <= sl->ranges[2 * r + 1]) return true;
+    return false;
+}
+
+/* The loop L of slice k (uni_next(L) == L) that state s0 steps to on every character of
+ * C_k except the ASCII ones listed in ex[0..*n_ex); UNI_NONE when there is none (or more
+ * than FIRST_EX_MAX exceptions, or a non-ASCII character goes elsewhere), UNI_OOM. */
+static uint32_t first_loop(sift__gx_engine *e, uint32_t s0, uint32_t k, uint8_t *ex, uint32_t *n_ex)
+{
+    const sift_grammar *g = e->g;
+    uint32_t a, b, L = UNI_NONE;
+    sift__gx_syms_in_range(g, 0x80, 0x10FFFF, &a, &b);
+    const sift__gx_u32vec *ss = &e->slice_syms[k];
+    for (uint32_t q = 0; q < ss->n; q++) {
+        if (ss->v[q] < a || ss->v[q] > b) continue; /* ASCII only: below */
+        int32_t t = dfa_step(e, s0, ss->v[q]);
+        if (t < 0) return UNI_OOM;
+        uint32_t ns = (uint32_t)t >> 1;
+        if (ns == DEAD || (L != UNI_NONE && ns != L)) return UNI_NONE;
+        L = ns;
+    }
+    if (L == UNI_NONE) return UNI_NONE;
+    uint32_t t2 = uni_next(e, L, k);
+    if (t2 == UNI_OOM) return UNI_OOM;
+    if (t2 != L) return UNI_NONE;
+    *n_ex = 0;
+    for (uint32_t c = 0; c < 0x80; c++) {
+        if (!slice_has(k, c)) continue;
+        int32_t t = e->asc[(size_t)s0 * 128 + c];
+        if (t < 0 && (t = dfa_step_ascii(e, s0, (uint8_t)c)) < 0) return UNI_OOM;
+        if ((uint32_t)t >> 1 == L) continue;
+        if (*n_ex == FIRST_EX_MAX) return UNI_NONE;
+        ex[(*n_ex)++] = (uint8_t)c;
+    }
+    return L;
+}
+
 /* Walk the trie below node `root` from DFA state s0 (esc0: the suffix was already used up
  * at the root; u0: unfinished UTF-8 at the root). Accepted tokens go to e->acc, escape
  * nodes to e->esc (both deduplicated by the current stamps). */
@@ -418,6 +462,38 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
         int lp = take_slice(e, root, s0);
         if (lp < 0) return SIFT_E_NOMEM;
         if (lp) return SIFT_OK;
+    }
+    /* From the root, in a state that takes every C_k character but a few ASCII ones (the
+     * first letters of declared keys, in a "key but" rule) to one loop L of C_k: every
+     * first-character slice node of C_k reached in L is taken by take_slice (slice_ok is
+     * true at once for a loop). Their tokens are the vocabulary's first_bits less the
+     * subtrees of the excepted characters, OR-ed in here; the walk skips those nodes.
+     * Exact, and ~95k bits set one by one less in each such context (MaskBench: most of
+     * the masks over 200 us). Only while bulk_bits holds nothing else: the exceptions are
+     * cleared from it. */
+    uint32_t first = 0, first_state = DEAD;
+    if (root == 0 && u0.need == 0 && s0 != DEAD && !e->bulk_used) {
+        for (uint32_t k = 0; k < GX_N_SLICES && !first; k++) {
+            uint8_t ex[FIRST_EX_MAX];
+            uint32_t n_ex = 0;
+            uint32_t L = first_loop(e, s0, k, ex, &n_ex);
+            if (L == UNI_OOM) return SIFT_E_NOMEM;
+            if (L == UNI_NONE) continue;
+            const uint64_t *fb = v->first_bits + (size_t)k * v->n_words;
+            for (uint32_t w = 0; w < v->n_words; w++) e->bulk_bits[w] |= fb[w];
+            for (uint32_t c = 1; c < v->n_nodes; c = tn[c].end) { /* the root's children */
+                bool excepted = false;
+                for (uint32_t q = 0; q < n_ex && !excepted; q++) excepted = tn[c].byte == ex[q];
+                if (!excepted || !(v->slice_first[c] >> k & 1)) continue;
+                uint32_t lo, hi;
+                sift__gx_trie_below(v, c, &lo, &hi);
+                for (uint32_t q = lo; q < hi; q++) e->bulk_bits[v->sorted[q] >> 6] &= ~((uint64_t)1 << (v->sorted[q] & 63));
+            }
+            e->bulk_used = true;
+            e->first_taken++;
+            first = 1u << k;
+            first_state = L;
+        }
     }
     uint64_t visited = 0;
     while (i < stop) {
@@ -486,6 +562,11 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
          * escape only lets the levels below accept tokens of its own subtree, which are all
          * accepted here already (accepted sets are cumulative down the levels). */
         if (v->slice_all[i] && ns != DEAD && u.need == 0 && nd.end > i + 1) {
+            if ((v->slice_first[i] & first) && ns == first_state) { /* in first_bits, taken above */
+                e->bulk += nd.end - i - 1;
+                i = nd.end;
+                continue;
+            }
             int lp = take_slice(e, i, ns);
             if (lp < 0) return SIFT_E_NOMEM;
             if (lp) {
@@ -1081,5 +1162,6 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->trims = e->trims;
     st->slice_nodes = e->bulk;
     st->loop_sets_reused = e->loop_reused;
+    st->first_slices = e->first_taken;
     pthread_mutex_unlock(&e->lock);
 }
