@@ -44,6 +44,12 @@
  * one live state on every C_k character, for as many characters as the subtree's tokens
  * have (a loop for char*, a chain for char{0,n}), every token below is accepted: they are a
  * contiguous range of `sorted`, taken into a bitset without visiting the subtree.
+ * Taking thousands of such subtrees bit by bit (through the `sorted` permutation) was itself
+ * a few hundred microseconds per new string context, so two unions are taken whole: a
+ * char* loop resumed at its parent's escapes ORs a loop set cached per parent entry
+ * (loop_set), and a walk from the trie root whose every slice character but a few ASCII
+ * ones leads to one loop ORs the vocabulary's first-character slices (first_loop, trie.h).
+ * What is left of such a mask is walking the non-slice nodes (~8k, cache-miss bound).
  *
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
  * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start
