@@ -385,6 +385,11 @@ static uint64_t rng_next(uint64_t *s)
 
 /* A vocabulary of n random strings over `alphabet` (UTF-8 pieces are cut at random bytes, so
  * some tokens split characters), plus EOG as the last token. */
+/* Tokens that random_vocab puts first, when set (test_mask_slices). */
+static const char *const *fixed_tokens;
+static int n_fixed_tokens;
+static int forced_token = -1; /* taken first in every document, when allowed (test_mask_slices) */
+
 static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n, uint64_t seed)
 {
     size_t al = strlen(alphabet);
@@ -401,6 +406,12 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
             s[i][k] = alphabet[at];
         }
         s[i][len] = 0;
+        if (i < n_fixed_tokens) {
+            len = (int)strlen(fixed_tokens[i]);
+            free(s[i]);
+            s[i] = malloc((size_t)len + 1);
+            memcpy(s[i], fixed_tokens[i], (size_t)len + 1);
+        }
         lens[i] = len;
         attr[i] = SIFT_TOKEN_ATTR_NORMAL;
     }
@@ -416,6 +427,8 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
 
 /* stress: 0 = none; 1 = a tiny cache limit (the on-demand entries are dropped at every fill)
  * and the stack arena compacted every 10 steps */
+static uint64_t slices_first_total; /* root walks that took first_bits (trie.h), over test_mask_slices */
+
 static void differential_ex(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed, int stress)
 {
     size_t gl = 0;
@@ -440,6 +453,7 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
     uint64_t *mask = malloc(vo->n_words * sizeof *mask);
     int *allowed = malloc(sizeof(int) * (size_t)n_vocab);
     long checked = 0, docs = 0;
+    bool doc_start = true;
     for (int step = 0; step < steps; step++) {
         if (stress && step % 10 == 9) assert_int_equal(sift__gx_state_compact(&ra, &st), SIFT_OK);
         assert_int_equal(sift__gx_engine_fill_mask(e, &ra, &st, mask), SIFT_OK);
@@ -460,7 +474,10 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         }
         if (!na) fail_msg("%s step %d: nothing allowed", grammar_name, step);
         int tok = allowed[rng_next(&seed) % (uint64_t)na];
+        if (doc_start && forced_token >= 0 && (mask[forced_token >> 6] >> (forced_token & 63) & 1)) tok = forced_token;
+        doc_start = false;
         if (vo->flags[tok] & GX_TOK_EOG) {
+            doc_start = true;
             docs++;
             assert_int_equal(sift__gx_state_start(&ra, &st), SIFT_OK);
             continue;
@@ -472,7 +489,11 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
     sift__gx_engine_stats es;
     sift__gx_engine_get_stats(e, &es);
     if (stress) assert_true(es.trims > 0);
-    if (!strcmp(grammar_name, "json_strings")) assert_true(es.slice_nodes > 0); /* the bulk path ran */
+    if (!strcmp(grammar_name, "json_strings")) {
+        assert_true(es.slice_nodes > 0);      /* the bulk path ran */
+        assert_true(es.loop_sets_reused > 0); /* a char* loop took its parent's loop set (mask.c, loop_set) */
+        slices_first_total += es.first_slices;
+    }
     print_message("%-10s %d tokens x %d steps: %ld checks, %ld documents%s\n", grammar_name, n_vocab, steps, checked, docs,
                   stress ? " (cache trimmed at every fill, stacks compacted)" : "");
     free(mask);
@@ -518,7 +539,20 @@ static void test_mask_slices(void **state)
 {
     (void)state;
     const char *str_chars = "abcdefghijz> \"\\:{},[]'<u0\x7F\x01\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80xyzqrstABC";
-    for (uint64_t seed = 21; seed < 27; seed++) differential_ex("json_strings", str_chars, 1500, 100, seed, seed == 26);
+    slices_first_total = 0;
+    for (uint64_t seed = 21; seed < 33; seed++) differential_ex("json_strings", str_chars, 1500, 100, seed, seed == 26);
+    print_message("first-character slices taken: %llu\n", (unsigned long long)slices_first_total);
+    /* not-s excludes "Q", which the alphabet lacks: these make the "Q" node a first-character
+     * slice whose subtree the first-character path must leave out (mask.c, first_loop) */
+    static const char *const q_tokens[] = {"{\"k\":y", "Q", "QA", "QAB", "Qrs", "Q\xC3\xA9", "QQ", "Qt"};
+    fixed_tokens = q_tokens;
+    n_fixed_tokens = (int)(sizeof q_tokens / sizeof q_tokens[0]);
+    forced_token = 0; /* into not-s at once */
+    for (uint64_t seed = 40; seed < 46; seed++) differential_ex("json_strings", str_chars, 1500, 100, seed, 0);
+    forced_token = -1;
+    fixed_tokens = NULL;
+    n_fixed_tokens = 0;
+    assert_true(slices_first_total > 0); /* a key-not [^...a] char* took first_bits less its exceptions */
 }
 
 /* Large states: the shared-walk union (sift__gx_succ_union, used above GX_SUCC_UNION_MIN stacks)

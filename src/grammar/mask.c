@@ -44,6 +44,12 @@
  * one live state on every C_k character, for as many characters as the subtree's tokens
  * have (a loop for char*, a chain for char{0,n}), every token below is accepted: they are a
  * contiguous range of `sorted`, taken into a bitset without visiting the subtree.
+ * Taking thousands of such subtrees bit by bit (through the `sorted` permutation) was itself
+ * a few hundred microseconds per new string context, so two unions are taken whole: a
+ * char* loop resumed at its parent's escapes ORs a loop set cached per parent entry
+ * (loop_set), and a walk from the trie root whose every slice character but a few ASCII
+ * ones leads to one loop ORs the vocabulary's first-character slices (first_loop, trie.h).
+ * What is left of such a mask is walking the non-slice nodes (~8k, cache-miss bound).
  *
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
  * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start
@@ -84,6 +90,7 @@ typedef struct {
     uint32_t extra_off, extra_n; /* token ids in `lists` */
     uint32_t esc_off, esc_n;     /* trie nodes in `lists` */
     uint32_t key_parent, key_pos, key_aux; /* its key in `et` (to rebuild the table after a trim) */
+    int32_t loop[GX_N_SLICES];   /* dense bitset: the slice-k subtrees of its escapes (see loop_set), -1 not yet */
 } sift__gx_entry;
 
 typedef struct {
@@ -125,6 +132,8 @@ struct sift__gx_engine {
     uint32_t st_ht_cap;
     uint32_t lead_lo[256], lead_hi[256];
     sift__gx_u32vec slice_syms[GX_N_SLICES]; /* the grammar symbols that meet each slice */
+    uint64_t first_taken;        /* root walks that took first_bits (walk) */
+    uint64_t loop_reused;        /* child computations that took a cached loop set (loop_set) */
     uint64_t bulk;               /* trie nodes accepted in bulk (slices) instead of walked */
 
     /* the cache */
@@ -398,6 +407,49 @@ static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns)
     return 1;
 }
 
+#define FIRST_EX_MAX 32u /* excepted ASCII characters of first_loop */
+
+static bool slice_has(uint32_t k, uint32_t cp)
+{
+    const sift__gx_slice *sl = &sift__gx_slices[k];
+    for (uint32_t r = 0; r < sl->n_ranges; r++)
+        if (cp >= sl->ranges[2 * r] && cp <= sl->ranges[2 * r + 1]) return true;
+    return false;
+}
+
+/* The loop L of slice k (uni_next(L) == L) that state s0 steps to on every character of
+ * C_k except the ASCII ones listed in ex[0..*n_ex); UNI_NONE when there is none (or more
+ * than FIRST_EX_MAX exceptions, or a non-ASCII character goes elsewhere), UNI_OOM. */
+static uint32_t first_loop(sift__gx_engine *e, uint32_t s0, uint32_t k, uint8_t *ex, uint32_t *n_ex)
+{
+    const sift_grammar *g = e->g;
+    uint32_t a, b, L = UNI_NONE;
+    sift__gx_syms_in_range(g, 0x80, 0x10FFFF, &a, &b);
+    const sift__gx_u32vec *ss = &e->slice_syms[k];
+    for (uint32_t q = 0; q < ss->n; q++) {
+        if (ss->v[q] < a || ss->v[q] > b) continue; /* ASCII only: below */
+        int32_t t = dfa_step(e, s0, ss->v[q]);
+        if (t < 0) return UNI_OOM;
+        uint32_t ns = (uint32_t)t >> 1;
+        if (ns == DEAD || (L != UNI_NONE && ns != L)) return UNI_NONE;
+        L = ns;
+    }
+    if (L == UNI_NONE) return UNI_NONE;
+    uint32_t t2 = uni_next(e, L, k);
+    if (t2 == UNI_OOM) return UNI_OOM;
+    if (t2 != L) return UNI_NONE;
+    *n_ex = 0;
+    for (uint32_t c = 0; c < 0x80; c++) {
+        if (!slice_has(k, c)) continue;
+        int32_t t = e->asc[(size_t)s0 * 128 + c];
+        if (t < 0 && (t = dfa_step_ascii(e, s0, (uint8_t)c)) < 0) return UNI_OOM;
+        if ((uint32_t)t >> 1 == L) continue;
+        if (*n_ex == FIRST_EX_MAX) return UNI_NONE;
+        ex[(*n_ex)++] = (uint8_t)c;
+    }
+    return L;
+}
+
 /* Walk the trie below node `root` from DFA state s0 (esc0: the suffix was already used up
  * at the root; u0: unfinished UTF-8 at the root). Accepted tokens go to e->acc, escape
  * nodes to e->esc (both deduplicated by the current stamps). */
@@ -416,6 +468,38 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
         int lp = take_slice(e, root, s0);
         if (lp < 0) return SIFT_E_NOMEM;
         if (lp) return SIFT_OK;
+    }
+    /* From the root, in a state that takes every C_k character but a few ASCII ones (the
+     * first letters of declared keys, in a "key but" rule) to one loop L of C_k: every
+     * first-character slice node of C_k reached in L is taken by take_slice (slice_ok is
+     * true at once for a loop). Their tokens are the vocabulary's first_bits less the
+     * subtrees of the excepted characters, OR-ed in here; the walk skips those nodes.
+     * Exact, and ~95k bits set one by one less in each such context (MaskBench: most of
+     * the masks over 200 us). Only while bulk_bits holds nothing else: the exceptions are
+     * cleared from it. */
+    uint32_t first = 0, first_state = DEAD;
+    if (root == 0 && u0.need == 0 && s0 != DEAD && !e->bulk_used) {
+        for (uint32_t k = 0; k < GX_N_SLICES && !first; k++) {
+            uint8_t ex[FIRST_EX_MAX];
+            uint32_t n_ex = 0;
+            uint32_t L = first_loop(e, s0, k, ex, &n_ex);
+            if (L == UNI_OOM) return SIFT_E_NOMEM;
+            if (L == UNI_NONE) continue;
+            const uint64_t *fb = v->first_bits + (size_t)k * v->n_words;
+            for (uint32_t w = 0; w < v->n_words; w++) e->bulk_bits[w] |= fb[w];
+            for (uint32_t c = 1; c < v->n_nodes; c = tn[c].end) { /* the root's children */
+                bool excepted = false;
+                for (uint32_t q = 0; q < n_ex && !excepted; q++) excepted = tn[c].byte == ex[q];
+                if (!excepted || !(v->slice_first[c] >> k & 1)) continue;
+                uint32_t lo, hi;
+                sift__gx_trie_below(v, c, &lo, &hi);
+                for (uint32_t q = lo; q < hi; q++) e->bulk_bits[v->sorted[q] >> 6] &= ~((uint64_t)1 << (v->sorted[q] & 63));
+            }
+            e->bulk_used = true;
+            e->first_taken++;
+            first = 1u << k;
+            first_state = L;
+        }
     }
     uint64_t visited = 0;
     while (i < stop) {
@@ -484,6 +568,11 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
          * escape only lets the levels below accept tokens of its own subtree, which are all
          * accepted here already (accepted sets are cumulative down the levels). */
         if (v->slice_all[i] && ns != DEAD && u.need == 0 && nd.end > i + 1) {
+            if ((v->slice_first[i] & first) && ns == first_state) { /* in first_bits, taken above */
+                e->bulk += nd.end - i - 1;
+                i = nd.end;
+                continue;
+            }
             int lp = take_slice(e, i, ns);
             if (lp < 0) return SIFT_E_NOMEM;
             if (lp) {
@@ -548,6 +637,10 @@ static void cache_maybe_trim(sift__gx_engine *e)
     e->n_ent = e->pre_ent;
     e->n_dense = e->pre_dense;
     e->lists.n = e->pre_lists;
+    /* a precomputed entry may have got its loop set on demand: it is dropped with the rest */
+    for (uint32_t id = 0; id < e->n_ent; id++)
+        for (uint32_t k = 0; k < GX_N_SLICES; k++)
+            if (e->ent[id].loop[k] >= (int32_t)e->pre_dense) e->ent[id].loop[k] = -1;
     for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
     for (uint32_t id = 0; id < e->n_ent; id++) {
         const sift__gx_entry *en = &e->ent[id];
@@ -578,7 +671,7 @@ static int32_t new_dense(sift__gx_engine *e)
 static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 {
     if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
-    sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0} : e->ent[parent];
+    sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0, {0}} : e->ent[parent];
     /* new tokens not already in the parent's dense set, each once */
     uint32_t n_new = 0;
     for (uint32_t k = 0; k < e->acc.n; k++) {
@@ -589,7 +682,8 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
         e->acc.v[n_new++] = t;
     }
     for (uint32_t k = 0; k < n_new; k++) e->seen_bits[e->acc.v[k] >> 6] = 0;
-    sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0};
+    sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0, {0}};
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) ne.loop[k] = -1;
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
     if (extras > 2ull * e->voc->n_words || e->bulk_used) {
         int32_t d = new_dense(e);
@@ -664,7 +758,8 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
             uint64_t *bits = dense_bits_w(e, d);
             memcpy(bits, e->voc->normal, (size_t)e->voc->n_words * sizeof *bits);
             if ((int64_t)t < e->voc->n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
-            e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0};
+            e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0, {0}};
+            for (uint32_t k = 0; k < GX_N_SLICES; k++) e->ent[e->n_ent].loop[k] = -1;
             id = e->n_ent++;
             return et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
         }
@@ -672,6 +767,33 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
     id = make_entry(e, GX_NONE);
     if (id == GX_NONE || !et_put(e, GX_NONE, pos, key, id)) return GX_NONE;
     return id;
+}
+
+/* Is escape node r taken whole by a walk from any loop state of slice k? (walk's root case) */
+static inline bool loop_root(const sift__gx_vocab *v, uint32_t r, uint32_t k)
+{
+    return (v->slice_all[r] >> k & 1) && v->node[r].end > r + 1;
+}
+
+/* The dense bitset of the tokens below parent's escapes that are loop roots of slice k,
+ * made on first use; -1 on out of memory. */
+static int32_t loop_set(sift__gx_engine *e, uint32_t parent, uint32_t k)
+{
+    if (e->ent[parent].loop[k] >= 0) return e->ent[parent].loop[k];
+    int32_t d = new_dense(e);
+    if (d < 0) return -1;
+    uint64_t *bits = dense_bits_w(e, d);
+    const sift__gx_vocab *v = e->voc;
+    for (uint32_t q = 0; q < e->ent[parent].esc_n; q++) {
+        uint32_t r = e->lists.v[e->ent[parent].esc_off + q];
+        if (!loop_root(v, r, k)) continue;
+        uint32_t lo, hi;
+        sift__gx_trie_below(v, r, &lo, &hi);
+        for (uint32_t t = lo; t < hi; t++) sift__gx_bit_set(bits, v->sorted[t]);
+        e->bulk += v->node[r].end - r - 1;
+    }
+    e->ent[parent].loop[k] = d;
+    return d;
 }
 
 /* The entry one level below `parent`, whose next frame is at position `pos`. */
@@ -690,10 +812,29 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     uint32_t s0 = dfa_intern(e, e->tmp.v, e->tmp.n);
     if (s0 == GX_NONE) return GX_NONE;
     const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
-    sift__gx_entry pe = e->ent[parent];
     sift__gx_utf8 none = {0};
-    for (uint32_t k = 0; k < pe.esc_n; k++) {
+    /* s0 a loop of slice k (a char* inside a string): every escape that is a slice-k node
+     * with children is taken whole (walk's root case: slice_ok is true at once for a loop),
+     * whatever the loop. Their union depends on the parent alone, so it is made once per
+     * parent (loop_set) and OR-ed in, instead of thousands of subtrees and ~95k bits set
+     * one by one in every new string context (MaskBench: most masks over 200 us). */
+    uint32_t lk = GX_N_SLICES;
+    for (uint32_t k = 0; k < GX_N_SLICES && lk == GX_N_SLICES && s0 != DEAD; k++) {
+        uint32_t t = uni_next(e, s0, k);
+        if (t == UNI_OOM) return GX_NONE;
+        if (t == s0) lk = k;
+    }
+    if (lk < GX_N_SLICES) {
+        int32_t d = loop_set(e, parent, lk);
+        if (d < 0) return GX_NONE;
+        const uint64_t *lb = dense_bits(e, d);
+        for (uint32_t w = 0; w < e->voc->n_words; w++) e->bulk_bits[w] |= lb[w];
+        e->bulk_used = true;
+        e->loop_reused++;
+    }
+    for (uint32_t k = 0; k < e->ent[parent].esc_n; k++) {
         uint32_t node = e->lists.v[e->ent[parent].esc_off + k];
+        if (lk < GX_N_SLICES && loop_root(e->voc, node, lk)) continue; /* in the loop set */
         if (walk(e, node, s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
     }
     id = make_entry(e, parent);
@@ -1026,5 +1167,7 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->precompute_ms = e->precompute_ms;
     st->trims = e->trims;
     st->slice_nodes = e->bulk;
+    st->loop_sets_reused = e->loop_reused;
+    st->first_slices = e->first_taken;
     pthread_mutex_unlock(&e->lock);
 }

@@ -92,6 +92,8 @@ void sift__gx_vocab_free(sift__gx_vocab *v)
     sift__gx_free(v->sorted);
     sift__gx_free(v->slice_all);
     sift__gx_free(v->slice_len);
+    sift__gx_free(v->slice_first);
+    sift__gx_free(v->first_bits);
     memset(v, 0, sizeof *v);
 }
 
@@ -129,6 +131,37 @@ static uint32_t common_prefix(const sift__gx_vocab *v, uint32_t k, const uint8_t
         while (lcp < len && lcp < pl && s[lcp] == ps[lcp]) lcp++;
     }
     return lcp;
+}
+
+/* slice_first and first_bits (trie.h). A node's text is the first depth bytes of the token
+ * that made it (sorted[tok_begin]). */
+static int build_first(sift__gx_vocab *v)
+{
+    v->slice_first = sift__gx_calloc(v->n_nodes, 1);
+    v->first_bits = sift__gx_calloc((size_t)GX_N_SLICES * v->n_words, sizeof *v->first_bits);
+    if (!v->slice_first || !v->first_bits) return SIFT_E_NOMEM;
+    for (uint32_t i = 1; i < v->n_nodes; i++) {
+        const sift__gx_trie_node *nd = &v->node[i];
+        if (nd->depth > 4 || !v->slice_all[i] || nd->end <= i + 1) continue;
+        uint32_t len;
+        const uint8_t *s = sift__gx_vocab_text(v, v->sorted[nd->tok_begin], &len);
+        sift__gx_utf8 u = {0};
+        int32_t cp = GX_UTF8_MORE;
+        for (uint32_t d = 0; d < nd->depth && cp == GX_UTF8_MORE; d++) {
+            cp = sift__gx_utf8_feed(&u, s[d]);
+            if (cp >= 0 && d + 1 != nd->depth) cp = GX_UTF8_BAD; /* more than one character */
+        }
+        if (cp < 0) continue;
+        for (uint32_t k = 0; k < GX_N_SLICES; k++) {
+            if (!(v->slice_all[i] >> k & 1) || !in_slice(&sift__gx_slices[k], (uint32_t)cp)) continue;
+            v->slice_first[i] |= (uint8_t)(1u << k);
+            uint32_t lo, hi;
+            sift__gx_trie_below(v, i, &lo, &hi);
+            uint64_t *bits = v->first_bits + (size_t)k * v->n_words;
+            for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(bits, v->sorted[q]);
+        }
+    }
+    return SIFT_OK;
 }
 
 int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_error *err)
@@ -236,6 +269,7 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     sift__gx_free(open);
     sift__gx_free(good);
     sift__gx_free(tmp);
+    if (build_first(v) != SIFT_OK) goto nomem;
     return SIFT_OK;
 nomem:
     sift__gx_free(tmp);

@@ -60,6 +60,12 @@ typedef struct sift__gx_vocab {
     uint32_t max_depth;
     uint8_t *slice_all;    /* [n_nodes]: bit k = every token below continues with C_k characters only */
     uint8_t *slice_len;    /* [n_nodes]: the most characters a token has below the node (255: 255 or more) */
+    /* First-character slices: bit k of slice_first says the node's text is one complete
+     * character of C_k, and it is a slice-k node with tokens below. A walk from the root in a
+     * state that every C_k character takes to one loop of C_k takes all those subtrees (see
+     * walk in mask.c): their tokens are first_bits[k], OR-ed in at once. */
+    uint8_t *slice_first;  /* [n_nodes] */
+    uint64_t *first_bits;  /* [GX_N_SLICES * n_words] */
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
