@@ -665,11 +665,13 @@ static cJSON *with_siblings(conv *c, const cJSON *s, const cJSON *alt)
             if (cJSON_IsFalse(extra)) {
                 for (const cJSON *r = cJSON_IsArray(mr) ? mr->child : NULL; r; r = r->next)
                     if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) {
+                        c->unsat = true; /* the message first: p is m's */
+                        cfail(c, SIFT_E_INVAL, "required property '%s' is not allowed by additionalProperties: the alternative matches nothing", p->string);
                         cJSON_Delete(m);
-                        c->unsat = true;
-                        return cfail(c, SIFT_E_INVAL, "required property '%s' is not allowed by additionalProperties: the alternative matches nothing", p->string), NULL;
+                        return NULL;
                     }
-                cJSON_DeleteItemFromObjectCaseSensitive(mp, p->string);
+                /* by pointer: mp may hold two items of one name, and by name the first goes */
+                cJSON_Delete(cJSON_DetachItemViaPointer(mp, p));
             } else if (extra) {
                 cJSON *both = cJSON_CreateObject(), *arr = cJSON_CreateArray();
                 if (!both || !arr) {
@@ -680,7 +682,13 @@ static cJSON *with_siblings(conv *c, const cJSON *s, const cJSON *alt)
                 cJSON_AddItemToArray(arr, cJSON_Duplicate(p, 1));
                 cJSON_AddItemToArray(arr, cJSON_Duplicate(extra, 1));
                 cJSON_AddItemToObject(both, "allOf", arr);
-                cJSON_ReplaceItemInObjectCaseSensitive(mp, p->string, both);
+                const size_t kl = strlen(p->string) + 1;
+                if (!(both->string = cJSON_malloc(kl))) {
+                    cJSON_Delete(both);
+                    goto nomem;
+                }
+                memcpy(both->string, p->string, kl);
+                cJSON_ReplaceItemViaPointer(mp, p, both);
             }
             p = next;
         }
