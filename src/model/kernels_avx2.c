@@ -333,32 +333,8 @@ FORCE_INLINE __m256i q4_K_block1(const sift_block_q4_K *a, const sift_block_q8_K
     return acc;
 }
 
-/* One row against one column, four blocks reduced together, their float terms added in
- * block order. */
-static float q4_K_one(int64_t n, const sift_block_q4_K *a, const sift_block_q8_K *b)
-{
-    const int64_t nb = n / SIFT_QK_K;
-    float sum = 0;
-    for (int64_t k = 0; k < nb; k += 4) {
-        prefetch_ahead(a + k, 4 * sizeof *a);
-        const int nk = nb - k < 4 ? (int)(nb - k) : 4;
-        __m256i p[4], pm[4];
-        uint16_t hd[4] = {0}, hm[4] = {0};
-        float dx[4] = {0};
-        for (int l = 0; l < 4; l++) {
-            if (l < nk) {
-                p[l] = q4_K_block1(a + k + l, b + k + l, &pm[l]);
-                hd[l] = a[k + l].d, hm[l] = a[k + l].dmin, dx[l] = b[k + l].d;
-            } else {
-                p[l] = pm[l] = _mm256_setzero_si256();
-            }
-        }
-        const __m128 t = q4k_terms(reduce4(p[0], p[1], p[2], p[3]), reduce4(pm[0], pm[1], pm[2], pm[3]),
-                                   halves4(hd[0], hd[1], hd[2], hd[3]), halves4(hm[0], hm[1], hm[2], hm[3]), _mm_loadu_ps(dx));
-        sum = add_terms(sum, t, nk);
-    }
-    return sum;
-}
+/* One row against one column (SIFT__ONE_Q4_K in kernels_simd.h). */
+SIFT__ONE_Q4_K(__m256i, _mm256_setzero_si256(), reduce4)
 
 SIFT__GEMM_K(q4_K, sift_block_q4_K, 2)
 
@@ -449,29 +425,7 @@ FORCE_INLINE __m256i q6_K_block1(const sift_block_q6_K *a, const sift_block_q8_K
     return acc;
 }
 
-static float q6_K_one(int64_t n, const sift_block_q6_K *a, const sift_block_q8_K *b)
-{
-    const int64_t nb = n / SIFT_QK_K;
-    float sum = 0;
-    for (int64_t k = 0; k < nb; k += 4) {
-        prefetch_ahead(a + k, 4 * sizeof *a);
-        const int nk = nb - k < 4 ? (int)(nb - k) : 4;
-        __m256i p[4];
-        uint16_t hd[4] = {0};
-        float dx[4] = {0};
-        for (int l = 0; l < 4; l++) {
-            if (l < nk) {
-                p[l] = q6_K_block1(a + k + l, b + k + l);
-                hd[l] = a[k + l].d, dx[l] = b[k + l].d;
-            } else {
-                p[l] = _mm256_setzero_si256();
-            }
-        }
-        const __m128 t = q6k_step(_mm_setzero_ps(), reduce4(p[0], p[1], p[2], p[3]), halves4(hd[0], hd[1], hd[2], hd[3]), _mm_loadu_ps(dx));
-        sum = add_terms(sum, t, nk);
-    }
-    return sum;
-}
+SIFT__ONE_Q6_K(__m256i, _mm256_setzero_si256(), reduce4)
 
 SIFT__GEMM_K(q6_K, sift_block_q6_K, 2)
 

@@ -286,4 +286,62 @@ static inline void prefetch_span(const char *pf, int64_t k, int64_t step)
         for (int64_t r = 0; r < n_rows; r++) out[r] = NAME##_one(n, (const WBLOCK *)((const char *)w + r * row_bytes), x); \
     }
 
+/* The one-column K-quant loops (generation): one row read front to back, four blocks reduced
+ * together, their float terms added in block order, so the result is the scalar kernel's.
+ * Each ISA file names its block-sum vector type VEC, its zero and REDUCE, the reduction of
+ * four VECs to four int32 lanes; block1 / terms / step helpers are the file's own. */
+#define SIFT__ONE_Q4_K(VEC, ZERO, REDUCE)                                                                           \
+    static float q4_K_one(int64_t n, const sift_block_q4_K *a, const sift_block_q8_K *b)                             \
+    {                                                                                                                \
+        const int64_t nb = n / SIFT_QK_K;                                                                            \
+        float sum = 0;                                                                                               \
+        for (int64_t k = 0; k < nb; k += 4) {                                                                        \
+            prefetch_ahead(a + k, 4 * sizeof *a);                                                                    \
+            const int nk = nb - k < 4 ? (int)(nb - k) : 4;                                                           \
+            VEC p[4];                                                                                                \
+            __m256i pm[4];                                                                                           \
+            uint16_t hd[4] = {0}, hm[4] = {0};                                                                       \
+            float dx[4] = {0};                                                                                       \
+            for (int l = 0; l < 4; l++) {                                                                            \
+                if (l < nk) {                                                                                        \
+                    p[l] = q4_K_block1(a + k + l, b + k + l, &pm[l]);                                                \
+                    hd[l] = a[k + l].d, hm[l] = a[k + l].dmin, dx[l] = b[k + l].d;                                   \
+                } else {                                                                                             \
+                    p[l] = ZERO, pm[l] = _mm256_setzero_si256();                                                     \
+                }                                                                                                    \
+            }                                                                                                        \
+            const __m128 t = q4k_terms(REDUCE(p[0], p[1], p[2], p[3]), reduce4(pm[0], pm[1], pm[2], pm[3]),          \
+                                       halves4(hd[0], hd[1], hd[2], hd[3]), halves4(hm[0], hm[1], hm[2], hm[3]),     \
+                                       _mm_loadu_ps(dx));                                                            \
+            sum = add_terms(sum, t, nk);                                                                             \
+        }                                                                                                            \
+        return sum;                                                                                                  \
+    }
+
+#define SIFT__ONE_Q6_K(VEC, ZERO, REDUCE)                                                                           \
+    static float q6_K_one(int64_t n, const sift_block_q6_K *a, const sift_block_q8_K *b)                             \
+    {                                                                                                                \
+        const int64_t nb = n / SIFT_QK_K;                                                                            \
+        float sum = 0;                                                                                               \
+        for (int64_t k = 0; k < nb; k += 4) {                                                                        \
+            prefetch_ahead(a + k, 4 * sizeof *a);                                                                    \
+            const int nk = nb - k < 4 ? (int)(nb - k) : 4;                                                           \
+            VEC p[4];                                                                                                \
+            uint16_t hd[4] = {0};                                                                                    \
+            float dx[4] = {0};                                                                                       \
+            for (int l = 0; l < 4; l++) {                                                                            \
+                if (l < nk) {                                                                                        \
+                    p[l] = q6_K_block1(a + k + l, b + k + l);                                                        \
+                    hd[l] = a[k + l].d, dx[l] = b[k + l].d;                                                          \
+                } else {                                                                                             \
+                    p[l] = ZERO;                                                                                     \
+                }                                                                                                    \
+            }                                                                                                        \
+            const __m128 t = q6k_step(_mm_setzero_ps(), REDUCE(p[0], p[1], p[2], p[3]),                              \
+                                      halves4(hd[0], hd[1], hd[2], hd[3]), _mm_loadu_ps(dx));                        \
+            sum = add_terms(sum, t, nk);                                                                             \
+        }                                                                                                            \
+        return sum;                                                                                                  \
+    }
+
 #endif
