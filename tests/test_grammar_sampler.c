@@ -620,7 +620,7 @@ static void test_mask_apply_variants(void **state)
 {
     (void)state;
     uint64_t seed = 42;
-    const uint32_t n_tokens = 5000;
+    uint32_t n_tokens = 5000;
     uint64_t mask[(5000 + 63) / 64];
     const size_t size = 4099;
     sift_token *id = malloc(size * sizeof *id);
@@ -628,19 +628,27 @@ static void test_mask_apply_variants(void **state)
     sift__gx_mask_apply_fn best = sift__gx_mask_apply_best();
     bool has_avx2 = sift__cpu_runs(SIFT_ISA_AVX2);
     bool has_avx512 = sift__cpu_runs(SIFT_ISA_AVX512);
-    for (int round = 0; round < 40; round++) {
+    for (int round = 0; round < 56; round++) {
         for (size_t w = 0; w < sizeof mask / sizeof *mask; w++) {
             uint64_t r = rng_next(&seed);
-            mask[w] = round % 4 == 0 ? ~(uint64_t)0 : round % 4 == 1 ? 0 : r;
+            /* all ones, all zeros, random, and random words between all-ones words (the
+             * 64-wide identity path skips an all-ones word: its neighbours must still count) */
+            mask[w] = round % 4 == 0 ? ~(uint64_t)0 : round % 4 == 1 ? 0 : round % 8 == 3 && w % 3 ? ~(uint64_t)0 : r;
         }
-        /* layouts: identity from 0, identity from an offset, shuffled blocks, out of range */
+        /* layouts: identity from 0, identity from an offset, shuffled blocks, out of range,
+         * negative, identity but for two ids swapped inside each 64-block (the SIMD paths
+         * take whole 64-blocks of id[i] == i at once), identity running past n_tokens in
+         * the middle of a 64-block */
+        n_tokens = round % 7 == 6 ? 4070 : 5000;
         for (size_t i = 0; i < size; i++) {
-            switch (round % 5) {
+            switch (round % 7) {
             case 0: id[i] = (sift_token)i; break;
             case 1: id[i] = (sift_token)(i + 7); break;
             case 2: id[i] = (sift_token)(rng_next(&seed) % n_tokens); break;
             case 3: id[i] = (sift_token)(i % 16 == 3 ? n_tokens + i : i); break;
-            default: id[i] = (sift_token)(i % 16 == 5 ? -1 : (int)i); break;
+            case 4: id[i] = (sift_token)(i % 16 == 5 ? -1 : (int)i); break;
+            case 5: id[i] = (sift_token)(i % 64 == 37 ? i + 1 : i % 64 == 38 ? i - 1 : i); break;
+            default: id[i] = (sift_token)i; break;
             }
             l0[i] = l1[i] = l2[i] = (float)(rng_next(&seed) % 1000) / 7.0f;
         }
