@@ -614,6 +614,43 @@ static void test_large_state_union(void **state)
     free(gtext);
 }
 
+/* ---- fill_mask's union of dense sets ----------------------------------------------------------- */
+
+static void test_bits_union(void **state)
+{
+    (void)state;
+    /* nine 3-word sets, set k holding bit k of word 0, bit 2k+1 of word 1 and bit 63-k of
+     * word 2: any union of the first n is worked out by hand below */
+    enum { W = 3, N = 9 };
+    uint64_t sets[N][W];
+    const uint64_t *src[N];
+    for (int k = 0; k < N; k++) {
+        sets[k][0] = (uint64_t)1 << k;
+        sets[k][1] = (uint64_t)1 << (2 * k + 1);
+        sets[k][2] = (uint64_t)1 << (63 - k);
+        src[k] = sets[k];
+    }
+    for (uint32_t n = 0; n <= N; n++) { /* 0, a copy, one pass of 2..4, then passes of three more */
+        uint64_t dst[W] = {0xDEAD, 0xBEEF, 0xF00D}; /* overwritten, not OR-ed into */
+        sift__gx_bits_union(dst, W, src, n);
+        uint64_t want0 = 0, want1 = 0, want2 = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            want0 |= (uint64_t)1 << k;
+            want1 |= (uint64_t)1 << (2 * k + 1);
+            want2 |= (uint64_t)1 << (63 - k);
+        }
+        assert_true(dst[0] == want0 && dst[1] == want1 && dst[2] == want2);
+    }
+    /* n = 6: words 0 = 0x3F, 1 = 0xAAA (bits 1,3,...,11), 2 = the top six bits */
+    uint64_t dst[W];
+    sift__gx_bits_union(dst, W, src, 6);
+    assert_true(dst[0] == 0x3F && dst[1] == 0xAAA && dst[2] == 0xFC00000000000000ull);
+    /* a set named twice counts once */
+    const uint64_t *twice[5] = {sets[2], sets[2], sets[5], sets[2], sets[5]};
+    sift__gx_bits_union(dst, W, twice, 5);
+    assert_true(dst[0] == 0x24 && dst[1] == ((1u << 5) | (1u << 11)) && dst[2] == (((uint64_t)1 << 61) | ((uint64_t)1 << 58)));
+}
+
 /* ---- SIMD masking == scalar ---------------------------------------------------------------- */
 
 static void test_mask_apply_variants(void **state)
@@ -736,7 +773,7 @@ int main(void)
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices),
         cmocka_unit_test(test_large_state_union),
-        cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
+        cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
