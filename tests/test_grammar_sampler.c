@@ -614,13 +614,50 @@ static void test_large_state_union(void **state)
     free(gtext);
 }
 
+/* ---- fill_mask's union of dense sets ----------------------------------------------------------- */
+
+static void test_bits_union(void **state)
+{
+    (void)state;
+    /* nine 3-word sets, set k holding bit k of word 0, bit 2k+1 of word 1 and bit 63-k of
+     * word 2: any union of the first n is worked out by hand below */
+    enum { W = 3, N = 9 };
+    uint64_t sets[N][W];
+    const uint64_t *src[N];
+    for (int k = 0; k < N; k++) {
+        sets[k][0] = (uint64_t)1 << k;
+        sets[k][1] = (uint64_t)1 << (2 * k + 1);
+        sets[k][2] = (uint64_t)1 << (63 - k);
+        src[k] = sets[k];
+    }
+    for (uint32_t n = 0; n <= N; n++) { /* 0, a copy, one pass of 2..4, then passes of three more */
+        uint64_t dst[W] = {0xDEAD, 0xBEEF, 0xF00D}; /* overwritten, not OR-ed into */
+        sift__gx_bits_union(dst, W, src, n);
+        uint64_t want0 = 0, want1 = 0, want2 = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            want0 |= (uint64_t)1 << k;
+            want1 |= (uint64_t)1 << (2 * k + 1);
+            want2 |= (uint64_t)1 << (63 - k);
+        }
+        assert_true(dst[0] == want0 && dst[1] == want1 && dst[2] == want2);
+    }
+    /* n = 6: words 0 = 0x3F, 1 = 0xAAA (bits 1,3,...,11), 2 = the top six bits */
+    uint64_t dst[W];
+    sift__gx_bits_union(dst, W, src, 6);
+    assert_true(dst[0] == 0x3F && dst[1] == 0xAAA && dst[2] == 0xFC00000000000000ull);
+    /* a set named twice counts once */
+    const uint64_t *twice[5] = {sets[2], sets[2], sets[5], sets[2], sets[5]};
+    sift__gx_bits_union(dst, W, twice, 5);
+    assert_true(dst[0] == 0x24 && dst[1] == ((1u << 5) | (1u << 11)) && dst[2] == (((uint64_t)1 << 61) | ((uint64_t)1 << 58)));
+}
+
 /* ---- SIMD masking == scalar ---------------------------------------------------------------- */
 
 static void test_mask_apply_variants(void **state)
 {
     (void)state;
     uint64_t seed = 42;
-    const uint32_t n_tokens = 5000;
+    uint32_t n_tokens = 5000;
     uint64_t mask[(5000 + 63) / 64];
     const size_t size = 4099;
     sift_token *id = malloc(size * sizeof *id);
@@ -628,19 +665,27 @@ static void test_mask_apply_variants(void **state)
     sift__gx_mask_apply_fn best = sift__gx_mask_apply_best();
     bool has_avx2 = sift__cpu_runs(SIFT_ISA_AVX2);
     bool has_avx512 = sift__cpu_runs(SIFT_ISA_AVX512);
-    for (int round = 0; round < 40; round++) {
+    for (int round = 0; round < 56; round++) {
         for (size_t w = 0; w < sizeof mask / sizeof *mask; w++) {
             uint64_t r = rng_next(&seed);
-            mask[w] = round % 4 == 0 ? ~(uint64_t)0 : round % 4 == 1 ? 0 : r;
+            /* all ones, all zeros, random, and random words between all-ones words (the
+             * 64-wide identity path skips an all-ones word: its neighbours must still count) */
+            mask[w] = round % 4 == 0 ? ~(uint64_t)0 : round % 4 == 1 ? 0 : round % 8 == 3 && w % 3 ? ~(uint64_t)0 : r;
         }
-        /* layouts: identity from 0, identity from an offset, shuffled blocks, out of range */
+        /* layouts: identity from 0, identity from an offset, shuffled blocks, out of range,
+         * negative, identity but for two ids swapped inside each 64-block (the SIMD paths
+         * take whole 64-blocks of id[i] == i at once), identity running past n_tokens in
+         * the middle of a 64-block */
+        n_tokens = round % 7 == 6 ? 4070 : 5000;
         for (size_t i = 0; i < size; i++) {
-            switch (round % 5) {
+            switch (round % 7) {
             case 0: id[i] = (sift_token)i; break;
             case 1: id[i] = (sift_token)(i + 7); break;
             case 2: id[i] = (sift_token)(rng_next(&seed) % n_tokens); break;
             case 3: id[i] = (sift_token)(i % 16 == 3 ? n_tokens + i : i); break;
-            default: id[i] = (sift_token)(i % 16 == 5 ? -1 : (int)i); break;
+            case 4: id[i] = (sift_token)(i % 16 == 5 ? -1 : (int)i); break;
+            case 5: id[i] = (sift_token)(i % 64 == 37 ? i + 1 : i % 64 == 38 ? i - 1 : i); break;
+            default: id[i] = (sift_token)i; break;
             }
             l0[i] = l1[i] = l2[i] = (float)(rng_next(&seed) % 1000) / 7.0f;
         }
@@ -728,7 +773,7 @@ int main(void)
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices),
         cmocka_unit_test(test_large_state_union),
-        cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
+        cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

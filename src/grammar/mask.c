@@ -153,8 +153,10 @@ struct sift__gx_engine {
     bool bulk_used;
     sift__gx_u32vec acc, esc, tmp;
 
-    /* scratch of one fill_mask */
-    sift__gx_u32vec used_dense;
+    /* scratch of one fill_mask: the distinct dense sets, the entries with extra tokens */
+    const uint64_t **fill_src;
+    uint32_t n_fill_src, cap_fill_src;
+    sift__gx_u32vec fill_extra;
 
     uint64_t walked;
     double precompute_ms;
@@ -868,7 +870,8 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_u32_free(&e->acc);
     sift__gx_u32_free(&e->esc);
     sift__gx_u32_free(&e->tmp);
-    sift__gx_u32_free(&e->used_dense);
+    sift__gx_free((void *)e->fill_src);
+    sift__gx_u32_free(&e->fill_extra);
     for (uint32_t k = 0; k < GX_N_SLICES; k++) sift__gx_u32_free(&e->slice_syms[k]);
     pthread_mutex_destroy(&e->lock);
     sift__gx_free(e);
@@ -1106,14 +1109,35 @@ int sift__gx_token_verdict(sift__gx_arena *a, const sift__gx_state *s, const sif
     return sift__gx_state_token_check(a, s, t, b, len, t1, t2);
 }
 
+void sift__gx_bits_union(uint64_t *restrict dst, uint32_t W, const uint64_t *const *src, uint32_t n)
+{
+    if (n == 0) {
+        memset(dst, 0, (size_t)W * sizeof *dst);
+        return;
+    }
+    if (n == 1) {
+        memcpy(dst, src[0], (size_t)W * sizeof *dst);
+        return;
+    }
+    /* a missing source repeats the first: OR is idempotent */
+    const uint64_t *s0 = src[0], *s1 = src[1], *s2 = n > 2 ? src[2] : s0, *s3 = n > 3 ? src[3] : s0;
+    for (uint32_t w = 0; w < W; w++) dst[w] = s0[w] | s1[w] | s2[w] | s3[w];
+    for (uint32_t k = 4; k < n; k += 3) {
+        s0 = src[k];
+        s1 = k + 1 < n ? src[k + 1] : s0;
+        s2 = k + 2 < n ? src[k + 2] : s0;
+        for (uint32_t w = 0; w < W; w++) dst[w] |= s0[w] | s1[w] | s2[w];
+    }
+}
+
 int sift__gx_engine_fill_mask(sift__gx_engine *e, sift__gx_arena *ra, const sift__gx_state *s, uint64_t *mask)
 {
-    uint32_t W = e->voc->n_words;
-    memset(mask, 0, (size_t)W * sizeof *mask);
     pthread_mutex_lock(&e->lock);
     cache_maybe_trim(e);
     int rc = SIFT_OK;
-    e->used_dense.n = 0;
+    /* first every stack's entry (their distinct dense sets, and those with extra tokens),
+     * then the mask written once from them */
+    e->n_fill_src = e->fill_extra.n = 0;
     for (uint32_t k = 0; k < s->tops.n; k++) {
         uint32_t n = s->tops.v[k];
         uint32_t id = level1(e, ra->pos[n], &s->utf8);
@@ -1125,19 +1149,27 @@ int sift__gx_engine_fill_mask(sift__gx_engine *e, sift__gx_arena *ra, const sift
         }
         const sift__gx_entry *en = &e->ent[id];
         if (en->dense >= 0) {
+            const uint64_t *d = dense_bits(e, en->dense);
             bool seen = false;
-            for (uint32_t q = 0; q < e->used_dense.n && !seen; q++) seen = e->used_dense.v[q] == (uint32_t)en->dense;
+            for (uint32_t q = 0; q < e->n_fill_src && !seen; q++) seen = e->fill_src[q] == d;
             if (!seen) {
-                if (!sift__gx_u32_push(&e->used_dense, (uint32_t)en->dense)) {
+                if (!GX_GROW(e->fill_src, e->cap_fill_src, e->n_fill_src + 1)) {
                     rc = SIFT_E_NOMEM;
                     break;
                 }
-                const uint64_t *d = dense_bits(e, en->dense);
-                for (uint32_t w = 0; w < W; w++) mask[w] |= d[w];
+                e->fill_src[e->n_fill_src++] = d;
             }
         }
+        if (en->extra_n && !sift__gx_u32_push(&e->fill_extra, id)) {
+            rc = SIFT_E_NOMEM;
+            break;
+        }
+    }
+    sift__gx_bits_union(mask, e->voc->n_words, e->fill_src, e->n_fill_src);
+    for (uint32_t q = 0; q < e->fill_extra.n; q++) {
+        const sift__gx_entry *en = &e->ent[e->fill_extra.v[q]];
         const uint32_t *x = e->lists.v + en->extra_off;
-        for (uint32_t q = 0; q < en->extra_n; q++) sift__gx_bit_set(mask, x[q]);
+        for (uint32_t j = 0; j < en->extra_n; j++) sift__gx_bit_set(mask, x[j]);
     }
     pthread_mutex_unlock(&e->lock);
     if (sift__gx_state_can_end(s))

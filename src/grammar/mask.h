@@ -32,6 +32,11 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget);
 /* mask[0 .. vocab words) := the tokens state `s` (whose stacks live in arena `ra`) allows. */
 int sift__gx_engine_fill_mask(sift__gx_engine *e, sift__gx_arena *ra, const sift__gx_state *s, uint64_t *mask);
 
+/* dst[0 .. W) := the union of the n bitsets src[0 .. n) (all zero when n is 0), written once
+ * (one pass per four sources) rather than cleared and OR-ed set by set: fill_mask's last
+ * step, a fixed cost of every mask. */
+void sift__gx_bits_union(uint64_t *restrict dst, uint32_t W, const uint64_t *const *src, uint32_t n);
+
 /* What the mask's bit for token t must be, found the slow way (one token at a time with the
  * matcher, no cache): end-of-generation tokens follow whether the grammar can end, excluded
  * tokens (empty, NUL inside) are never allowed, the rest must be accepted by state s. 1 yes,

@@ -5,8 +5,10 @@
  * This pass over the candidates is the one O(vocabulary) part of a warm grammar apply, so it
  * has SIMD versions (AVX2, AVX-512) chosen at run time (core/cpu.h). All versions give
  * identical results (tests/test_grammar_sampler.c). The fast path is the common layout right after a fill
- * (id[i] == i), detected block by block: such a block takes its 8 or 16 mask bits directly;
- * any other block looks each id up.
+ * (id[i] == i), detected 64 candidates at a time: such a block takes one mask word directly
+ * (an all-ones word writes nothing); any other block looks each id up. The ids must still be
+ * read (a caller may have reordered them), so the pass costs about reading 4 bytes per
+ * candidate from cache: ~4-9 us at 102,400 tokens, the largest fixed cost of a warm mask.
  */
 #ifndef SIFT_GRAMMAR_MASK_APPLY_H
 #define SIFT_GRAMMAR_MASK_APPLY_H
