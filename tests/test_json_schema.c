@@ -50,7 +50,14 @@ static void test_golden_person(void **state)
         "pets ::= \"[\" space (pets-item (\",\" space pets-item){0,7})? \"]\" space\n"
         "pets-item ::= (\"\\\"cat\\\"\" | \"\\\"dog\\\"\" | \"\\\"fish\\\"\") space\n"
         "pets-kv ::= \"\\\"pets\\\"\" space \":\" space pets\n"
-        "root ::= \"{\" space name-kv \",\" space age-kv \",\" space pets-kv \"}\" space\n"
+        /* any key order, each key once: a rule per set of keys written (bits 1 name, 2 age, 4 pets) */
+        "root ::= \"{\" space ( name-kv root-s1 | age-kv root-s2 | pets-kv root-s4 ) \"}\" space\n"
+        "root-s1 ::= ( \",\" space age-kv root-s3 | \",\" space pets-kv root-s5 )\n"
+        "root-s2 ::= ( \",\" space name-kv root-s3 | \",\" space pets-kv root-s6 )\n"
+        "root-s3 ::= ( \",\" space pets-kv )\n"
+        "root-s4 ::= ( \",\" space name-kv root-s5 | \",\" space age-kv root-s6 )\n"
+        "root-s5 ::= ( \",\" space age-kv )\n"
+        "root-s6 ::= ( \",\" space name-kv )\n"
         "space ::= | \" \" | \"\\n\"{1,2} [ \\t]{0,20}\n";
     sift_error err = {0};
     char *gbnf = sift_json_schema_to_grammar(schema, strlen(schema), 0, &err);
@@ -64,7 +71,10 @@ static void test_golden_person(void **state)
     expect(g, "{\"name\": \"\", \"age\": 1, \"pets\": []}", false);          /* minLength 1 */
     expect(g, "{\"name\": \"T\", \"age\": 1000, \"pets\": []}", false);      /* maximum */
     expect(g, "{\"name\": \"T\", \"age\": 01, \"pets\": []}", false);        /* not JSON */
-    expect(g, "{\"age\": 1, \"name\": \"T\", \"pets\": []}", false);         /* schema order */
+    expect(g, "{\"age\": 1, \"name\": \"T\", \"pets\": []}", true);          /* JSON Schema has no order */
+    expect(g, "{\"pets\": [], \"age\": 1, \"name\": \"T\"}", true);
+    expect(g, "{\"age\": 1, \"name\": \"T\", \"age\": 2, \"pets\": []}", false); /* a key twice */
+    expect(g, "{\"age\": 1, \"pets\": []}", false);                          /* required */
     expect(g, "{\"name\": \"T\", \"age\": 1}", false);                       /* required */
     expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [\"cow\"]}", false);  /* enum */
     expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [], \"x\": 1}", false); /* additionalProperties */
@@ -133,9 +143,9 @@ static void test_formats(void **state)
 static void test_objects(void **state)
 {
     (void)state;
-    /* JSON Schema semantics (the default): the schema's property order, required ones present,
-     * optional ones skipped freely; a missing additionalProperties allows other keys (after the
-     * declared ones), never a declared key again */
+    /* JSON Schema semantics (the default): the declared keys in any order, each at most once,
+     * required ones present, optional ones skipped freely; a missing additionalProperties
+     * allows other keys (anywhere), never a declared key again */
     sift_grammar *g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"},"
                               "\"c\":{\"type\":\"integer\"}},\"required\":[\"b\"]}",
                               0);
@@ -148,10 +158,14 @@ static void test_objects(void **state)
     expect(g, "{}", false);
     expect(g, "{\"a\": 1}", false);
     expect(g, "{\"a\": 1, \"c\": 3}", false);
-    expect(g, "{\"b\": 2, \"a\": 1}", false);        /* order */
-    expect(g, "{\"b\": 2, \"b\": 3}", false);        /* a declared key as an extra */
+    expect(g, "{\"b\": 2, \"a\": 1}", true);         /* any order */
+    expect(g, "{\"c\": 3, \"a\": 1, \"b\": 2}", true);
+    expect(g, "{\"x\": 0, \"c\": 3, \"y\": 1, \"b\": 2, \"z\": 2}", true); /* other keys anywhere */
+    expect(g, "{\"b\": 2, \"b\": 3}", false);        /* a declared key twice */
+    expect(g, "{\"a\": 1, \"b\": 2, \"a\": 3}", false);
+    expect(g, "{\"c\": 3, \"x\": 1, \"a\": 1}", false); /* b is required */
     expect(g, "{\"b\": 2, \"c\": \"x\"}", false);    /* its schema */
-    expect(g, "{\"b\": 2, \"x\": 1, \"c\": 3}", false); /* extras after the declared keys */
+    expect(g, "{\"b\": 2, \"x\": 1, \"c\": 3}", true);
     sift_grammar_free(g);
     /* required names `properties` does not declare: present, with what additionalProperties
      * allows (false: nothing, so the schema matches nothing) */
@@ -184,7 +198,9 @@ static void test_objects(void **state)
         sift__gbnf_sb_puts(&big, "}}");
         g = convert(big.s, 0);
         expect(g, "{\"p0\": 1, \"p1999\": 2, \"zz\": 3}", true);
-        expect(g, "{\"p1999\": 1, \"p0\": 2}", false);
+        expect(g, "{\"p1999\": 1, \"p0\": 2}", false); /* too many keys for any order: the schema's */
+        expect(g, "{\"zz\": 3, \"p0\": 1, \"yy\": 4, \"p1999\": 2}", true); /* other keys anywhere */
+        expect(g, "{\"p0\": 1, \"zz\": 3, \"p0\": 2}", false);
         sift_grammar_free(g);
         sift__gbnf_sb_free(&big);
     }

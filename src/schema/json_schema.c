@@ -21,10 +21,16 @@
  *                        intersected; anything else is an error
  *   $ref                 JSON pointers into this document: #, #/$defs/x, #/definitions/x,
  *                        #/properties/..., recursive references become recursive rules
- *   object               JSON Schema's semantics by default: properties in the schema's order,
- *                        required ones present, optional ones skipped freely (and left out
+ *   object               JSON Schema's semantics by default: the declared properties in any
+ *                        order, each at most once (JSON Schema has no property order), when
+ *                        the object declares at most 8 (a rule per set of keys written,
+ *                        any_order_object; 4096 such rules per schema at most); bigger
+ *                        objects keep the schema's order (a documented departure, as in
+ *                        LLGuidance / XGrammar / llama.cpp: valid objects in another order are
+ *                        rejected, nothing invalid is accepted). Required ones present,
+ *                        optional ones skipped freely (and left out
  *                        when no value fits them); a missing additionalProperties allows
- *                        other keys (any value), after the declared ones; additionalProperties
+ *                        other keys (any value), anywhere between the declared ones; additionalProperties
  *                        false / true / a schema; extra keys always differ from the declared
  *                        ones; required names that `properties` does not declare are present
  *                        with what additionalProperties allows; patternProperties (pattern keys with their schema,
@@ -107,6 +113,7 @@ typedef struct {
     size_t path_len;
     int depth;
     bool unsat; /* the error is "this schema matches nothing" (an optional property may then be left out) */
+    size_t any_order_states; /* rules spent on objects whose keys come in any order (any_order_object) */
 } conv;
 
 __attribute__((format(printf, 3, 4))) static const char *cfail(conv *c, int status, const char *fmt, ...)
@@ -899,17 +906,20 @@ static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, 
 }
 
 /* JSON Schema's object, in the schema's property order (what MaskBench and the other
- * engines generate): every property in its place, the required ones present, optional ones
- * skipped freely, then additional properties (when allowed) after the declared ones. Two
- * rules per position keep the commas right without nesting (a 2,000-property schema is
- * 4,000 small rules, not one expression):
- *   first_k  nothing written yet, properties k.. to come:  kv_k rest_k+1 (| first_k+1 if optional)
- *   rest_k   something written:  "," kv_k rest_k+1  (optional: wrapped in ( )?)
- *   first_n / rest_n: the extras, ( x ("," x)* )? / ("," x)*, or nothing. */
+ * engines generate), for objects too big for any_order_object: every property in its place,
+ * the required ones present, optional ones skipped freely, other keys (when allowed)
+ * anywhere between them. Two rules per position keep the commas right without nesting (a
+ * 2,000-property schema is 4,000 small rules, not one expression); with E = ( "," x )* the
+ * other keys after a declared one:
+ *   first_k  nothing written yet, properties k.. to come:  kv_k E rest_k+1 (| first_k+1 if optional)
+ *   rest_k   something written:  "," kv_k E rest_k+1  (optional: ( "," kv_k E )? rest_k+1)
+ *   object   "{" ( first_0 | x E rest_0 ) "}"   (x: the other keys first)
+ * Other keys never spell a declared one, so each text has one parse. Without declared
+ * properties: ( x ("," x)* )?, or counted by min/maxProperties. */
 static const char *ordered_object(conv *c, const char **kv, const bool *req, size_t n, const char *extra_kv,
                                   const char *rule_name, long min_props, long max_props)
 {
-    const char *first = NULL, *rest = NULL;
+    const char *first = NULL, *rest = NULL, *ext = NULL;
     sift__gbnf_sbuf b = {0};
     char nm[64];
     /* min_props at most 1 beside declared properties (max_props unset): "not empty" */
@@ -919,49 +929,42 @@ static const char *ordered_object(conv *c, const char **kv, const bool *req, siz
         return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "minProperties: no property is allowed: the schema matches nothing"));
     bool all_req = !extra_kv;
     for (size_t k = 0; k < n; k++) all_req &= req[k];
+    if (!use_builtin(c, "space")) return NULL;
     if (all_req) { /* a plain sequence */
-        if (!use_builtin(c, "space")) return NULL;
         sift__gbnf_sb_puts(&b, "\"{\" space ");
         for (size_t k = 0; k < n; k++) sift__gbnf_sb_printf(&b, "%s%s", k ? " \",\" space " : "", kv[k]);
         sift__gbnf_sb_puts(&b, n ? " \"}\" space" : "\"}\" space");
         return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
     }
-    if (extra_kv && n == 0 && (min_props > 0 || max_props >= 0)) {
+    if (extra_kv && n == 0) {
         /* only other keys: min/maxProperties count them */
-        if (!use_builtin(c, "space")) return NULL;
         sift__gbnf_sb_puts(&b, "\"{\" space ");
-        sift__gbnf_put_repetition(&b, extra_kv, min_props, max_props, "\",\" space");
+        if (min_props > 0 || max_props >= 0) sift__gbnf_put_repetition(&b, extra_kv, min_props, max_props, "\",\" space");
+        else sift__gbnf_sb_printf(&b, "( %s ( \",\" space %s )* )?", extra_kv, extra_kv);
         sift__gbnf_sb_puts(&b, " \"}\" space");
         return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
     }
     if (extra_kv) {
-        sift__gbnf_sb_printf(&b, nonempty ? "%s ( \",\" space %s )*" : "( %s ( \",\" space %s )* )?", extra_kv, extra_kv);
-        snprintf(nm, sizeof nm, "p%zu-first", n);
-        char *rn = join_name(rule_name, nm);
-        first = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
-        sift__gx_free(rn);
-        sift__gbnf_sb_free(&b);
         sift__gbnf_sb_printf(&b, "( \",\" space %s )*", extra_kv);
-        snprintf(nm, sizeof nm, "p%zu-rest", n);
-        rn = join_name(rule_name, nm);
-        rest = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
+        char *rn = join_name(rule_name, "extras");
+        ext = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
         sift__gx_free(rn);
         sift__gbnf_sb_free(&b);
     }
     for (size_t k = n; k-- > 0 && c->status == SIFT_OK;) {
-        /* rest_k (nothing comes before property 0) */
+        /* rest_k, also for k = 0 when other keys may come first */
         const char *nrest = NULL;
         char *rn;
-        if (k == 0) goto first_k;
-        if (req[k]) sift__gbnf_sb_printf(&b, "\",\" space %s%s%s", kv[k], rest ? " " : "", rest ? rest : "");
-        else sift__gbnf_sb_printf(&b, "( \",\" space %s )?%s%s", kv[k], rest ? " " : "", rest ? rest : "");
+        if (k == 0 && !ext) goto first_k;
+        if (req[k]) sift__gbnf_sb_printf(&b, "\",\" space %s%s%s%s%s", kv[k], ext ? " " : "", ext ? ext : "", rest ? " " : "", rest ? rest : "");
+        else sift__gbnf_sb_printf(&b, "( \",\" space %s%s%s )?%s%s", kv[k], ext ? " " : "", ext ? ext : "", rest ? " " : "", rest ? rest : "");
         snprintf(nm, sizeof nm, "p%zu-rest", k);
         rn = join_name(rule_name, nm);
         nrest = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
         sift__gx_free(rn);
         sift__gbnf_sb_free(&b);
     first_k:
-        sift__gbnf_sb_printf(&b, "%s%s%s", kv[k], rest ? " " : "", rest ? rest : "");
+        sift__gbnf_sb_printf(&b, "%s%s%s%s%s", kv[k], ext ? " " : "", ext ? ext : "", rest ? " " : "", rest ? rest : "");
         if (!req[k] && (first || !nonempty)) sift__gbnf_sb_printf(&b, " | %s", first ? first : "\"\"");
         snprintf(nm, sizeof nm, "p%zu-first", k);
         rn = join_name(rule_name, nm);
@@ -970,9 +973,95 @@ static const char *ordered_object(conv *c, const char **kv, const bool *req, siz
         sift__gbnf_sb_free(&b);
         rest = nrest;
     }
-    if (c->status != SIFT_OK || !use_builtin(c, "space")) return NULL;
-    sift__gbnf_sb_printf(&b, "\"{\" space %s \"}\" space", first ? first : "");
+    if (c->status != SIFT_OK) return NULL;
+    if (ext) sift__gbnf_sb_printf(&b, "\"{\" space ( %s | %s %s%s%s ) \"}\" space", first, extra_kv, ext, rest ? " " : "", rest ? rest : "");
+    else sift__gbnf_sb_printf(&b, "\"{\" space %s \"}\" space", first ? first : "");
     return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+}
+
+/* JSON Schema has no property order, so the exact grammar of an object takes its declared
+ * keys in any order, each at most once, the required ones all present. A context-free
+ * grammar for that needs a state per set of keys already written (the sets are the
+ * language's Myhill-Nerode classes: no smaller grammar exists), so it is built only for
+ * objects with at most ANY_ORDER_KEYS declared keys, and while the schema's whole budget of
+ * ANY_ORDER_STATES states lasts; bigger objects keep the schema's order (ordered_object: a
+ * documented departure that rejects, never accepts, more). One rule per set S (a bitmask):
+ *   s_S  something written, the keys of S among them:
+ *        x* ( "," kv_i s_{S+i}  for each i not in S, in the schema's order )  -- "?" when S can end
+ * where x* is ( "," extra )* when other keys are allowed (they differ from every declared
+ * key, so they never repeat one). S can end when it holds every required key and, for each
+ * key in it, the keys its dependentRequired names (deps[i], a bitmask; NULL: none). The
+ * object is "{" ( kv_i s_{i} | extra s_0 )? "}", the "?" when the empty object is allowed.
+ * The schema's order comes first among the alternatives. */
+#define ANY_ORDER_KEYS 8
+#define ANY_ORDER_STATES 4096
+
+static bool any_order_fits(conv *c, size_t n)
+{
+    if (n > ANY_ORDER_KEYS || c->any_order_states + ((size_t)1 << n) > ANY_ORDER_STATES) return false;
+    c->any_order_states += (size_t)1 << n;
+    return true;
+}
+
+static const char *any_order_object(conv *c, const char **kv, const bool *req, size_t n, const char *extra_kv,
+                                    const uint32_t *deps, const char *rule_name, bool nonempty)
+{
+    const uint32_t full = (uint32_t)((1u << n) - 1);
+    uint32_t need = 0;
+    for (size_t i = 0; i < n; i++)
+        if (req[i]) need |= 1u << i;
+    const char **st = sift__gx_calloc((size_t)full + 1, sizeof *st);
+    char *xs = NULL;
+    if (!st || !use_builtin(c, "space")) return sift__gx_free(st), st ? NULL : coom(c);
+    if (extra_kv) {
+        size_t len = strlen(extra_kv) + 32;
+        xs = sift__gx_malloc(len);
+        if (!xs) return sift__gx_free(st), coom(c);
+        snprintf(xs, len, "( \",\" space %s )* ", extra_kv);
+    }
+    /* s_S refers to s_{S+i} > S: built from the full set down */
+    for (uint32_t S = full + 1; S-- > 0 && c->status == SIFT_OK;) {
+        bool can_end = (S & need) == need;
+        for (size_t i = 0; i < n && can_end && deps; i++)
+            if (S >> i & 1) can_end = (S & deps[i]) == deps[i];
+        sift__gbnf_sbuf b = {0};
+        sift__gbnf_sb_puts(&b, xs ? xs : "");
+        bool any = false;
+        for (size_t i = 0; i < n; i++) {
+            if (S >> i & 1) continue;
+            const char *next = st[S | 1u << i];
+            sift__gbnf_sb_printf(&b, "%s\",\" space %s%s%s", any ? " | " : "( ", kv[i], next ? " " : "", next ? next : "");
+            any = true;
+        }
+        if (any) sift__gbnf_sb_puts(&b, can_end ? " )?" : " )");
+        if ((!any || S == 0) && !xs) { /* nothing more can come, or s_0 unused: no rule */
+            sift__gbnf_sb_free(&b);
+            continue;
+        }
+        char nm[32];
+        snprintf(nm, sizeof nm, "s%x", (unsigned)S);
+        char *rn = join_name(rule_name, nm);
+        st[S] = rn ? add_rule(c, rn, sift__gbnf_sb_take(&b)) : coom(c);
+        sift__gx_free(rn);
+        sift__gbnf_sb_free(&b);
+    }
+    const char *r = NULL;
+    if (c->status == SIFT_OK) {
+        bool empty_ok = !need && !nonempty;
+        sift__gbnf_sbuf b = {0};
+        sift__gbnf_sb_puts(&b, "\"{\" space ( ");
+        for (size_t i = 0; i < n; i++) {
+            const char *next = st[1u << i];
+            sift__gbnf_sb_printf(&b, "%s%s%s%s", i ? " | " : "", kv[i], next ? " " : "", next ? next : "");
+        }
+        if (extra_kv) sift__gbnf_sb_printf(&b, "%s%s %s", n ? " | " : "", extra_kv, st[0]);
+        sift__gbnf_sb_printf(&b, " )%s \"}\" space", empty_ok ? "?" : "");
+        r = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+        sift__gbnf_sb_free(&b);
+    }
+    sift__gx_free(xs);
+    sift__gx_free(st);
+    return r;
 }
 
 
@@ -1447,7 +1536,14 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
     }
 
     if (!llama) {
-        result = ordered_object(c, kv, req, np, extra ? extra_kv : NULL, rule_name, min_props, max_props);
+        /* any order where it is bounded (min/maxProperties counting only other keys stays ordered) */
+        const char *x = extra ? extra_kv : NULL;
+        bool nonempty = min_props > 0;
+        for (i = 0; i < np; i++) nonempty &= !req[i];
+        if ((np >= 2 || (np == 1 && x)) && max_props < 0 && min_props <= 1 && any_order_fits(c, np))
+            result = any_order_object(c, kv, req, np, x, NULL, rule_name, nonempty);
+        else
+            result = ordered_object(c, kv, req, np, x, rule_name, min_props, max_props);
         goto done;
     }
     /* llama.cpp's order: "{" required, then optional ones (any subset, in order), then extras */
@@ -1689,6 +1785,8 @@ static const char *infer_type(const cJSON *s)
     }
     return NULL;
 }
+
+
 
 static const char *visit_array_items(conv *c, const cJSON *s, const char *name, const char *rule_name, const cJSON *items,
                                      const cJSON *prefix, long mn, long mx);
