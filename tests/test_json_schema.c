@@ -111,6 +111,44 @@ static void test_types(void **state)
     expect(g, "[true]", true);
     expect(g, "\"blue\"", false);
     sift_grammar_free(g);
+    /* no type: a keyword constrains the values of its kind only, the other kinds pass
+     * (MaskBench Github_easy---o63378: {"format": "positiveInteger"} with the value 1) */
+    g = convert("{\"format\": \"positiveInteger\"}", 0);
+    expect(g, "1", true);
+    expect(g, "\"x\"", true);
+    expect(g, "{\"a\": [null]}", true);
+    sift_grammar_free(g);
+    g = convert("{\"format\": \"date\"}", 0);
+    expect(g, "\"2024-02-29\"", true);
+    expect(g, "\"2023-02-29\"", false);
+    expect(g, "\"x\"", false);
+    expect(g, "17", true);
+    expect(g, "[\"x\"]", true);
+    expect(g, "null", true);
+    sift_grammar_free(g);
+    /* Github_medium---o7200: items {"properties": {}} with string items */
+    g = convert("{\"type\": \"array\", \"items\": {\"required\": [], \"properties\": {}}}", 0);
+    expect(g, "[\"reading\", {}, 3]", true);
+    sift_grammar_free(g);
+    g = convert("{\"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"], \"minLength\": 2}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"a\": \"x\"}", false);
+    expect(g, "{}", false);
+    expect(g, "\"ab\"", true);
+    expect(g, "\"a\"", false);
+    expect(g, "2.5", true);
+    expect(g, "true", true);
+    sift_grammar_free(g);
+    /* a kind that matches nothing is left out, the others still pass */
+    g = convert("{\"minLength\": 3, \"maxLength\": 2, \"pattern\": \"^a+$\"}", 0);
+    expect(g, "\"aa\"", false);
+    expect(g, "1", true);
+    sift_grammar_free(g);
+    /* llama.cpp's reading under SIFT_JSON_SCHEMA_LLAMA: the implied type only */
+    g = convert("{\"properties\": {\"a\": {\"type\": \"integer\"}}}", SIFT_JSON_SCHEMA_LLAMA);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "1", false);
+    sift_grammar_free(g);
 }
 
 static void test_formats(void **state)

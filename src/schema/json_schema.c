@@ -56,8 +56,11 @@
  *   number               the same bounds on decimals (number_range.c, no exponent form);
  *                        multipleOf 1 means the integers
  *   boolean, null
- * A schema without `type` takes the type its keywords imply (properties -> object, items ->
- * array, pattern / minLength -> string, minimum / multipleOf -> number), else any JSON value.
+ * A schema without `type`: its keywords constrain the values of their kind only (properties
+ * -> objects, items -> arrays, pattern / minLength / format -> strings, minimum / multipleOf
+ * -> numbers), values of the other kinds pass ({"format": "positiveInteger"} is any value,
+ * {"properties": {...}} also takes 1 or "x"), as JSON Schema says (visit_untyped).
+ * SIFT_JSON_SCHEMA_LLAMA keeps llama.cpp's reading: the type the first such keyword implies.
  * Annotations (title, description, default, examples, $schema, $id, $comment, deprecated,
  * readOnly, writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
  *
@@ -1771,22 +1774,63 @@ done:
     return out;
 }
 
+static const char *const TYPED_OBJ[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties", "maxProperties", NULL};
+static const char *const TYPED_ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
+static const char *const TYPED_STR[] = {"pattern", "minLength", "maxLength", "format", NULL};
+static const char *const TYPED_NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
+
 static const char *infer_type(const cJSON *s)
 {
-    static const char *const obj[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties", "maxProperties", NULL};
-    static const char *const arr[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
-    static const char *const str[] = {"pattern", "minLength", "maxLength", "format", NULL};
-    static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
     for (const cJSON *k = s->child; k; k = k->next) {
-        if (in_list(obj, k->string)) return "object";
-        if (in_list(arr, k->string)) return "array";
-        if (in_list(str, k->string)) return "string";
-        if (in_list(num, k->string)) return "number";
+        if (in_list(TYPED_OBJ, k->string)) return "object";
+        if (in_list(TYPED_ARR, k->string)) return "array";
+        if (in_list(TYPED_STR, k->string)) return "string";
+        if (in_list(TYPED_NUM, k->string)) return "number";
     }
     return NULL;
 }
 
+/* A schema without `type` whose keywords belong to some kinds of value (properties: objects,
+ * items: arrays, pattern / format: strings, minimum: numbers): each keyword constrains values
+ * of its kind only, the other kinds pass ({"format": "positiveInteger"} takes 1; {"items":
+ * {"properties": {}}} takes ["a"]). The union of each kind's rule, a kind that matches
+ * nothing left out. (SIFT_JSON_SCHEMA_LLAMA keeps llama.cpp's reading: the first keyword's
+ * kind only.) */
+static const char *visit_typed(conv *c, const cJSON *s, const char *name, const char *rule_name, const char *type);
 
+static const char *visit_untyped(conv *c, const cJSON *s, const char *name, const char *rule_name)
+{
+    static const char *const kinds[] = {"object", "array", "string", "number"};
+    const char *const *lists[] = {TYPED_OBJ, TYPED_ARR, TYPED_STR, TYPED_NUM};
+    sift__gbnf_sbuf b = {0};
+    for (int k = 0; k < 4 && c->status == SIFT_OK; k++) {
+        bool has = false;
+        for (const cJSON *kw = s->child; kw && !has; kw = kw->next) has = in_list(lists[k], kw->string);
+        const char *r = NULL;
+        if (!has) {
+            r = use_builtin(c, kinds[k]);
+        } else {
+            char *kn = join_name(rule_name, kinds[k]);
+            sift_error saved = c->err ? *c->err : (sift_error){0};
+            r = kn ? visit_typed(c, s, name, kn, kinds[k]) : coom(c);
+            sift__gx_free(kn);
+            if (!r && c->unsat) { /* no value of this kind: the others still pass */
+                c->status = SIFT_OK;
+                c->unsat = false;
+                if (c->err) *c->err = saved;
+                continue;
+            }
+        }
+        if (r) sift__gbnf_sb_printf(&b, "%s%s", b.n ? " | " : "", r);
+    }
+    const char *out = NULL;
+    if (c->status == SIFT_OK && use_builtin(c, "boolean") && use_builtin(c, "null")) {
+        sift__gbnf_sb_printf(&b, "%sboolean | null", b.n ? " | " : "");
+        out = add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    }
+    sift__gbnf_sb_free(&b);
+    return out;
+}
 
 static const char *visit_array_items(conv *c, const cJSON *s, const char *name, const char *rule_name, const cJSON *items,
                                      const cJSON *prefix, long mn, long mx);
@@ -2477,6 +2521,10 @@ static const char *visit(conv *c, const cJSON *s, const char *name, const char *
             t = type->valuestring;
         }
         if (!t) t = infer_type(s);
+        if (!force_type && !type && t && !(c->flags & SIFT_JSON_SCHEMA_LLAMA)) {
+            out = visit_untyped(c, s, name, rule_name);
+            goto done;
+        }
         out = visit_typed(c, s, name, rule_name, t);
     }
 done:
