@@ -868,6 +868,29 @@ static void test_number_ranges(void **state)
                 sift_grammar_free(g);
                 free(gbnf);
             }
+    /* the exponent form where the sign decides (MaskBench Github_hard---o57716: "evalue": 1e-06
+     * with "minimum": 0) */
+    {
+        sift_grammar *g2 = convert("{\"type\": \"number\", \"minimum\": 0}", 0);
+        expect(g2, "1e-06", true);
+        expect(g2, "2.5E+300", true);
+        expect(g2, "0e5", true);
+        expect(g2, "-1e-06", false);
+        expect(g2, "0.5", true);
+        sift_grammar_free(g2);
+        g2 = convert("{\"type\": \"number\", \"exclusiveMinimum\": 0}", 0);
+        expect(g2, "1e-06", false); /* 0e5 would be 0: not offered */
+        expect(g2, "0.5", true);
+        sift_grammar_free(g2);
+        g2 = convert("{\"type\": \"number\", \"maximum\": 3}", 0);
+        expect(g2, "-1.5e+20", true);
+        expect(g2, "1e2", false);
+        expect(g2, "2.5", true);
+        sift_grammar_free(g2);
+        g2 = convert("{\"type\": \"number\", \"minimum\": 0, \"maximum\": 1}", 0);
+        expect(g2, "1e-06", false); /* both bounds: no exponent form (a documented subset) */
+        sift_grammar_free(g2);
+    }
 }
 
 /* enum / const: the listed values that validate against the whole schema (issue 12) */

@@ -53,7 +53,8 @@
  *                        (below), with a length when it is one atom ^A{m,n}$
  *   integer              minimum / maximum / exclusiveMinimum / exclusiveMaximum, exactly,
  *                        digit by digit; unbounded integers have at most 16 digits (llama.cpp)
- *   number               the same bounds on decimals (number_range.c, no exponent form);
+ *   number               the same bounds on decimals (number_range.c; the exponent form only
+ *                        where its sign decides: one bound, 0 on its open side);
  *                        multipleOf 1 means the integers
  *   boolean, null
  * A schema without `type`: its keywords constrain the values of their kind only (properties
@@ -2199,6 +2200,13 @@ static const char *visit_number(conv *c, const cJSON *s, const char *rule_name)
     if (!sift__gbnf_put_number_range(&b, has_lo ? lt : NULL, lo_s, has_hi ? ht : NULL, hi_s)) {
         sift__gbnf_sb_free(&b);
         return (c->unsat = c->status == SIFT_OK, cfail(c, SIFT_E_INVAL, "no number is within minimum..maximum: the schema matches nothing"));
+    }
+    /* the exponent form where its sign alone decides: a bound on one side only, with 0 on the
+     * open side of it ("minimum": 0 takes 1e-06, Python's spelling of 0.000001) */
+    bool pos = has_lo && !has_hi && (lo < 0 || (lo == 0 && !lo_s)), neg = has_hi && !has_lo && (hi > 0 || (hi == 0 && !hi_s));
+    if ((pos || neg) && !(c->flags & SIFT_JSON_SCHEMA_LLAMA)) {
+        if (!use_builtin(c, "integral-part") || !use_builtin(c, "decimal-part")) return sift__gbnf_sb_free(&b), (const char *)NULL;
+        sift__gbnf_sb_printf(&b, " | %sintegral-part (\".\" decimal-part)? [eE] [-+]? decimal-part", neg ? "\"-\" " : "");
     }
     sift__gbnf_sb_puts(&b, ") space");
     return add_rule(c, rule_name, sift__gbnf_sb_take(&b));
