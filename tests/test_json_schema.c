@@ -1021,6 +1021,39 @@ static void test_property_counts(void **state)
     char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
     assert_null(gb);
     assert_non_null(strstr(err.msg, "maxProperties"));
+    /* dependentRequired / dependencies (arrays): tracked with the key sets of any order */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{}},\"dependentRequired\":{\"a\":[\"b\"]}}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"b\": 1}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", true);
+    expect(g, "{\"b\": 2, \"c\": 3, \"a\": 1}", true);
+    expect(g, "{\"a\": 1}", false);
+    expect(g, "{\"a\": 1, \"c\": 3}", false);
+    expect(g, "{\"c\": 3, \"x\": 0, \"a\": 1}", false);
+    expect(g, "{\"c\": 3, \"x\": 0, \"a\": 1, \"b\": null}", true);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependencies\":{\"a\":[\"b\"],\"b\":[\"a\"]},"
+                "\"additionalProperties\":false}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"b\": 1, \"a\": 2}", true);
+    expect(g, "{\"a\": 1}", false);
+    expect(g, "{\"b\": 1}", false);
+    sift_grammar_free(g);
+    /* not a string's keyword: ignored for other types */
+    g = convert("{\"type\":\"string\",\"dependencies\":{\"a\":{\"required\":[\"b\"]}}}", 0);
+    expect(g, "\"x\"", true);
+    sift_grammar_free(g);
+    expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":[\"z\"]}}", "not a declared property");
+    expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":{\"required\":[\"b\"]}}}", "dependencies");
+    expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{}},"
+                   "\"dependentRequired\":{\"a\":[\"b\"]}}", "more than 7");
+    {
+        sift_error e = {0};
+        const char *s3 = "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependentRequired\":{\"a\":[\"b\"]}}";
+        char *x = sift_json_schema_to_grammar(s3, strlen(s3), SIFT_JSON_SCHEMA_LLAMA, &e);
+        assert_null(x);
+        assert_non_null(strstr(e.msg, "dependentRequired"));
+    }
 }
 
 /* additionalProperties beside anyOf alternatives that declare other properties (issue 12) */

@@ -38,7 +38,10 @@
  *                        the complement of a one-atom pattern); minProperties / maxProperties
  *                        counted when only other keys are allowed, minProperties 1 beside
  *                        declared ones; additionalProperties beside anyOf alternatives that
- *                        declare other properties applies to those properties too.
+ *                        declare other properties applies to those properties too;
+ *                        dependentRequired / dependencies (arrays of names) checked with the key
+ *                        sets of any order (object_deps: declared names only, objects of at most
+ *                        7 properties, else refused).
  *                        SIFT_JSON_SCHEMA_LLAMA: llama.cpp's layout instead (required first,
  *                        optional ones in any subset keeping their order; a missing
  *                        additionalProperties generates no extra keys; undeclared required
@@ -67,7 +70,8 @@
  *
  * Keywords that constrain values but cannot be expressed - not, if/then/else, uniqueItems,
  * contains, multipleOf other than 1, propertyNames, min/maxProperties beside declared
- * properties, dependent*, unevaluated*, $dynamicRef, ... (outside const / enum, where
+ * properties, dependentSchemas (and dependencies' schemas), unevaluated*, $dynamicRef, ...
+ * (object keywords are ignored for values of other types; outside const / enum, where
  * value_check.c decides them) - are errors (SIFT_E_UNSUPPORTED, with the keyword's JSON
  * pointer), so that every text the grammar accepts validates against the schema. With
  * SIFT_JSON_SCHEMA_LENIENT they are ignored and
@@ -118,6 +122,7 @@ typedef struct {
     int depth;
     bool unsat; /* the error is "this schema matches nothing" (an optional property may then be left out) */
     size_t any_order_states; /* rules spent on objects whose keys come in any order (any_order_object) */
+    const cJSON *dep_required; /* dependentRequired (or dependencies' arrays) for the next build_object */
 } conv;
 
 __attribute__((format(printf, 3, 4))) static const char *cfail(conv *c, int status, const char *fmt, ...)
@@ -415,6 +420,16 @@ static bool in_list(const char *const *l, const char *s)
     return false;
 }
 
+/* dependentRequired, or draft-07's dependencies when every value is an array of names */
+static bool dep_arrays(const cJSON *k, const char *key)
+{
+    if (strcmp(key, "dependentRequired") && strcmp(key, "dependencies")) return false;
+    if (!cJSON_IsObject(k)) return false;
+    for (const cJSON *e = k->child; e; e = e->next)
+        if (!cJSON_IsArray(e)) return false;
+    return true;
+}
+
 /* strict mode: refuse keywords that constrain values but cannot be expressed */
 static bool check_keywords(conv *c, const cJSON *s, const char *type)
 {
@@ -422,6 +437,9 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
     for (const cJSON *k = s->child; k; k = k->next) {
         const char *key = k->string;
         bool bad = in_list(UNSUPPORTED, key);
+        bool dep = !strcmp(key, "dependentRequired") || !strcmp(key, "dependencies") || !strcmp(key, "dependentSchemas");
+        if (bad && dep && type && strcmp(type, "object")) bad = false; /* they constrain objects only */
+        if (bad && type && !strcmp(type, "object") && dep_arrays(k, key)) bad = false; /* build_object decides */
         if (bad) {
             size_t o = path_push(c, key);
             cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' cannot be expressed in a grammar (SIFT_JSON_SCHEMA_LENIENT ignores it)", key);
@@ -1392,12 +1410,60 @@ done:
     return c->status == SIFT_OK ? ret : NULL;
 }
 
+/* dependentRequired (or dependencies' arrays) {"k": ["a", ...]}: when key k is present, so are
+ * a, ...; as bitmasks over the kept properties (map: declared index -> kept index, -1 when no
+ * value fits it), for any_order_object, which checks them where the object may end. Exact or
+ * refused: every name must be a declared property (other keys are not tracked) and the object
+ * must be small enough for any order; a key that depends on a property no value fits is
+ * refused (it could never be written, a dead end). *deps stays NULL when nothing is left. */
+static bool object_deps(conv *c, const cJSON *dr, const char **names, size_t n_names, const int *map, size_t np, uint32_t **deps)
+{
+    size_t o = path_push(c, dr->string ? dr->string : "dependentRequired");
+    if (np > ANY_ORDER_KEYS || n_names > ANY_ORDER_KEYS) {
+        cfail(c, SIFT_E_UNSUPPORTED, "the object has more than %d properties: the key sets cannot be tracked", ANY_ORDER_KEYS);
+        goto out;
+    }
+    *deps = sift__gx_calloc(np ? np : 1, sizeof **deps);
+    if (!*deps) {
+        coom(c);
+        goto out;
+    }
+    bool any = false;
+    for (const cJSON *e = dr->child; e && c->status == SIFT_OK; e = e->next) {
+        int ki = -1;
+        for (size_t j = 0; j < n_names && ki < 0; j++)
+            if (!strcmp(names[j], e->string)) ki = (int)j;
+        if (ki < 0 || !cJSON_IsArray(e)) {
+            cfail(c, SIFT_E_UNSUPPORTED, "'%s' is not a declared property: other keys are not tracked", e->string);
+            break;
+        }
+        for (const cJSON *t = e->child; t && c->status == SIFT_OK; t = t->next) {
+            int ti = -1;
+            for (size_t j = 0; cJSON_IsString(t) && j < n_names && ti < 0; j++)
+                if (!strcmp(names[j], t->valuestring)) ti = (int)j;
+            if (ti < 0) cfail(c, SIFT_E_UNSUPPORTED, "'%s' depends on a name that is not a declared property", e->string);
+            else if (map[ki] >= 0 && map[ti] < 0) cfail(c, SIFT_E_UNSUPPORTED, "'%s' depends on a property no value fits", e->string);
+            else if (map[ki] >= 0 && map[ti] != map[ki]) (*deps)[map[ki]] |= 1u << map[ti], any = true;
+        }
+    }
+    if (!any) {
+        sift__gx_free(*deps);
+        *deps = NULL;
+    }
+out:
+    path_pop(c, o);
+    return c->status == SIFT_OK;
+}
+
 static const char *build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional,
                                 const cJSON *pattern_props, const char *name, const char *rule_name, long min_props, long max_props)
 {
     /* kv rule per property; with JSON Schema semantics a required name that `properties`
      * does not declare is a property with any value, after the declared ones */
     const bool llama = (c->flags & SIFT_JSON_SCHEMA_LLAMA) != 0;
+    const cJSON *dep_req = c->dep_required; /* taken here, so that no nested object sees it */
+    c->dep_required = NULL;
+    uint32_t *deps = NULL;
     size_t np = (size_t)cJSON_GetArraySize(props), n_undecl = 0;
     for (const cJSON *r = required ? required->child : NULL; r && !llama; r = r->next)
         if (cJSON_IsString(r) && !cJSON_GetObjectItemCaseSensitive(props, r->valuestring)) n_undecl++;
@@ -1536,10 +1602,14 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
     }
     /* optional properties that no value fits are left out */
     {
-        size_t w = 0;
-        for (i = 0; i < np; i++)
+        size_t w = 0, np0 = np;
+        int map[ANY_ORDER_KEYS + 1];
+        for (i = 0; i < np; i++) {
+            if (i <= ANY_ORDER_KEYS) map[i] = kv[i] ? (int)w : -1;
             if (kv[i]) kv[w] = kv[i], req[w] = req[i], w++;
+        }
         np = w;
+        if (dep_req && !llama && !object_deps(c, dep_req, names, np0, map, np, &deps)) goto done;
     }
 
     if (!llama) {
@@ -1548,7 +1618,10 @@ static const char *build_object(conv *c, const cJSON *props, const cJSON *requir
         bool nonempty = min_props > 0;
         for (i = 0; i < np; i++) nonempty &= !req[i];
         if ((np >= 2 || (np == 1 && x)) && max_props < 0 && min_props <= 1 && any_order_fits(c, np))
-            result = any_order_object(c, kv, req, np, x, NULL, rule_name, nonempty);
+            result = any_order_object(c, kv, req, np, x, deps, rule_name, nonempty);
+        else if (deps && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+            result = cfail(c, SIFT_E_UNSUPPORTED, "dependentRequired / dependencies: the object has more than %d properties (or the schema more than %d key-set rules)",
+                           ANY_ORDER_KEYS, ANY_ORDER_STATES);
         else
             result = ordered_object(c, kv, req, np, x, rule_name, min_props, max_props);
         goto done;
@@ -1619,6 +1692,7 @@ done:
     sift__gx_free(kv);
     sift__gx_free(req);
     sift__gx_free(names);
+    sift__gx_free(deps);
     return result;
 }
 
@@ -2225,7 +2299,20 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
         const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
         static const cJSON any_schema = {.type = cJSON_True};
         bool counted = cJSON_GetObjectItemCaseSensitive(s, "minProperties") || cJSON_GetObjectItemCaseSensitive(s, "maxProperties");
-        if (!props && !ad && !must && !pp && !counted) { /* any object */
+        const cJSON *dr = cJSON_GetObjectItemCaseSensitive(s, "dependentRequired");
+        const cJSON *dd = cJSON_GetObjectItemCaseSensitive(s, "dependencies");
+        if (dr && dd && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+            return cfail(c, SIFT_E_UNSUPPORTED, "dependentRequired and dependencies together cannot be expressed");
+        if (!dr) dr = dd;
+        if (c->flags & SIFT_JSON_SCHEMA_LENIENT) dr = NULL;
+        if (dr && (c->flags & SIFT_JSON_SCHEMA_LLAMA)) {
+            size_t o = path_push(c, dr->string);
+            cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' cannot be expressed with llama.cpp's conventions", dr->string);
+            path_pop(c, o);
+            return NULL;
+        }
+        if (dr && cJSON_GetArraySize(dr) == 0) dr = NULL;
+        if (!props && !ad && !must && !pp && !counted && !dr) { /* any object */
             const char *o = use_builtin(c, "object");
             return o ? add_rule(c, rule_name, dupstr(o)) : NULL;
         }
@@ -2245,6 +2332,7 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
         }
         if (minp > 2000 || maxp > 2000) return cfail(c, SIFT_E_UNSUPPORTED, "min/maxProperties above 2000");
         if (only_extras && (minp > 0 || maxp >= 0) && !ad) ad = &any_schema; /* other keys: any value */
+        c->dep_required = dr;
         return build_object(c, props, cJSON_GetObjectItemCaseSensitive(s, "required"), ad,
                             cJSON_GetObjectItemCaseSensitive(s, "patternProperties"), name, rule_name, minp, maxp);
     }
