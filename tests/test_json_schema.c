@@ -570,6 +570,13 @@ static void test_patterns(void **state)
     check_pattern("^[\\^a-]x?\\^$", "^a-x", 4, 3000, NULL); /* '^' and '-' inside classes */
     const char *p8[] = {"2024-01-31", "1999-12-01", NULL};
     check_pattern("^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])$", "0123456789-", 10, 20000, p8);
+    /* anchors bind to one top-level alternative: ^ab|c$ is (^ab)|(c$) (MaskBench
+     * Github_medium---o21850: ^(x\..)|(y\..)|('.*')+$ took only "x.C") */
+    const char *p9[] = {"abzzz", "zzc", "ab", "c", NULL};
+    check_pattern("^ab|c$", "abcz", 5, 20000, p9);
+    check_pattern("^a$|^b|c|d$", "abcdx", 4, 20000, NULL);
+    check_pattern("^(i\\.h\\..)|(i\\.b\\..)|('.*')+$", "ihb.'C", 8, 20000, NULL);
+    check_pattern("[|]x|^y", "|xy", 4, 5000, NULL);
 }
 
 /* anyOf / oneOf (issue 12): keywords beside the alternatives hold for each of them (they
