@@ -50,7 +50,14 @@ static void test_golden_person(void **state)
         "pets ::= \"[\" space (pets-item (\",\" space pets-item){0,7})? \"]\" space\n"
         "pets-item ::= (\"\\\"cat\\\"\" | \"\\\"dog\\\"\" | \"\\\"fish\\\"\") space\n"
         "pets-kv ::= \"\\\"pets\\\"\" space \":\" space pets\n"
-        "root ::= \"{\" space name-kv \",\" space age-kv \",\" space pets-kv \"}\" space\n"
+        /* any key order, each key once: a rule per set of keys written (bits 1 name, 2 age, 4 pets) */
+        "root ::= \"{\" space ( name-kv root-s1 | age-kv root-s2 | pets-kv root-s4 ) \"}\" space\n"
+        "root-s1 ::= ( \",\" space age-kv root-s3 | \",\" space pets-kv root-s5 )\n"
+        "root-s2 ::= ( \",\" space name-kv root-s3 | \",\" space pets-kv root-s6 )\n"
+        "root-s3 ::= ( \",\" space pets-kv )\n"
+        "root-s4 ::= ( \",\" space name-kv root-s5 | \",\" space age-kv root-s6 )\n"
+        "root-s5 ::= ( \",\" space age-kv )\n"
+        "root-s6 ::= ( \",\" space name-kv )\n"
         "space ::= | \" \" | \"\\n\"{1,2} [ \\t]{0,20}\n";
     sift_error err = {0};
     char *gbnf = sift_json_schema_to_grammar(schema, strlen(schema), 0, &err);
@@ -64,7 +71,10 @@ static void test_golden_person(void **state)
     expect(g, "{\"name\": \"\", \"age\": 1, \"pets\": []}", false);          /* minLength 1 */
     expect(g, "{\"name\": \"T\", \"age\": 1000, \"pets\": []}", false);      /* maximum */
     expect(g, "{\"name\": \"T\", \"age\": 01, \"pets\": []}", false);        /* not JSON */
-    expect(g, "{\"age\": 1, \"name\": \"T\", \"pets\": []}", false);         /* schema order */
+    expect(g, "{\"age\": 1, \"name\": \"T\", \"pets\": []}", true);          /* JSON Schema has no order */
+    expect(g, "{\"pets\": [], \"age\": 1, \"name\": \"T\"}", true);
+    expect(g, "{\"age\": 1, \"name\": \"T\", \"age\": 2, \"pets\": []}", false); /* a key twice */
+    expect(g, "{\"age\": 1, \"pets\": []}", false);                          /* required */
     expect(g, "{\"name\": \"T\", \"age\": 1}", false);                       /* required */
     expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [\"cow\"]}", false);  /* enum */
     expect(g, "{\"name\": \"T\", \"age\": 1, \"pets\": [], \"x\": 1}", false); /* additionalProperties */
@@ -101,6 +111,44 @@ static void test_types(void **state)
     expect(g, "[true]", true);
     expect(g, "\"blue\"", false);
     sift_grammar_free(g);
+    /* no type: a keyword constrains the values of its kind only, the other kinds pass
+     * (MaskBench Github_easy---o63378: {"format": "positiveInteger"} with the value 1) */
+    g = convert("{\"format\": \"positiveInteger\"}", 0);
+    expect(g, "1", true);
+    expect(g, "\"x\"", true);
+    expect(g, "{\"a\": [null]}", true);
+    sift_grammar_free(g);
+    g = convert("{\"format\": \"date\"}", 0);
+    expect(g, "\"2024-02-29\"", true);
+    expect(g, "\"2023-02-29\"", false);
+    expect(g, "\"x\"", false);
+    expect(g, "17", true);
+    expect(g, "[\"x\"]", true);
+    expect(g, "null", true);
+    sift_grammar_free(g);
+    /* Github_medium---o7200: items {"properties": {}} with string items */
+    g = convert("{\"type\": \"array\", \"items\": {\"required\": [], \"properties\": {}}}", 0);
+    expect(g, "[\"reading\", {}, 3]", true);
+    sift_grammar_free(g);
+    g = convert("{\"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"], \"minLength\": 2}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"a\": \"x\"}", false);
+    expect(g, "{}", false);
+    expect(g, "\"ab\"", true);
+    expect(g, "\"a\"", false);
+    expect(g, "2.5", true);
+    expect(g, "true", true);
+    sift_grammar_free(g);
+    /* a kind that matches nothing is left out, the others still pass */
+    g = convert("{\"minLength\": 3, \"maxLength\": 2, \"pattern\": \"^a+$\"}", 0);
+    expect(g, "\"aa\"", false);
+    expect(g, "1", true);
+    sift_grammar_free(g);
+    /* llama.cpp's reading under SIFT_JSON_SCHEMA_LLAMA: the implied type only */
+    g = convert("{\"properties\": {\"a\": {\"type\": \"integer\"}}}", SIFT_JSON_SCHEMA_LLAMA);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "1", false);
+    sift_grammar_free(g);
 }
 
 static void test_formats(void **state)
@@ -133,9 +181,9 @@ static void test_formats(void **state)
 static void test_objects(void **state)
 {
     (void)state;
-    /* JSON Schema semantics (the default): the schema's property order, required ones present,
-     * optional ones skipped freely; a missing additionalProperties allows other keys (after the
-     * declared ones), never a declared key again */
+    /* JSON Schema semantics (the default): the declared keys in any order, each at most once,
+     * required ones present, optional ones skipped freely; a missing additionalProperties
+     * allows other keys (anywhere), never a declared key again */
     sift_grammar *g = convert("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"},"
                               "\"c\":{\"type\":\"integer\"}},\"required\":[\"b\"]}",
                               0);
@@ -148,10 +196,14 @@ static void test_objects(void **state)
     expect(g, "{}", false);
     expect(g, "{\"a\": 1}", false);
     expect(g, "{\"a\": 1, \"c\": 3}", false);
-    expect(g, "{\"b\": 2, \"a\": 1}", false);        /* order */
-    expect(g, "{\"b\": 2, \"b\": 3}", false);        /* a declared key as an extra */
+    expect(g, "{\"b\": 2, \"a\": 1}", true);         /* any order */
+    expect(g, "{\"c\": 3, \"a\": 1, \"b\": 2}", true);
+    expect(g, "{\"x\": 0, \"c\": 3, \"y\": 1, \"b\": 2, \"z\": 2}", true); /* other keys anywhere */
+    expect(g, "{\"b\": 2, \"b\": 3}", false);        /* a declared key twice */
+    expect(g, "{\"a\": 1, \"b\": 2, \"a\": 3}", false);
+    expect(g, "{\"c\": 3, \"x\": 1, \"a\": 1}", false); /* b is required */
     expect(g, "{\"b\": 2, \"c\": \"x\"}", false);    /* its schema */
-    expect(g, "{\"b\": 2, \"x\": 1, \"c\": 3}", false); /* extras after the declared keys */
+    expect(g, "{\"b\": 2, \"x\": 1, \"c\": 3}", true);
     sift_grammar_free(g);
     /* required names `properties` does not declare: present, with what additionalProperties
      * allows (false: nothing, so the schema matches nothing) */
@@ -184,7 +236,9 @@ static void test_objects(void **state)
         sift__gbnf_sb_puts(&big, "}}");
         g = convert(big.s, 0);
         expect(g, "{\"p0\": 1, \"p1999\": 2, \"zz\": 3}", true);
-        expect(g, "{\"p1999\": 1, \"p0\": 2}", false);
+        expect(g, "{\"p1999\": 1, \"p0\": 2}", false); /* too many keys for any order: the schema's */
+        expect(g, "{\"zz\": 3, \"p0\": 1, \"yy\": 4, \"p1999\": 2}", true); /* other keys anywhere */
+        expect(g, "{\"p0\": 1, \"zz\": 3, \"p0\": 2}", false);
         sift_grammar_free(g);
         sift__gbnf_sb_free(&big);
     }
@@ -516,6 +570,13 @@ static void test_patterns(void **state)
     check_pattern("^[\\^a-]x?\\^$", "^a-x", 4, 3000, NULL); /* '^' and '-' inside classes */
     const char *p8[] = {"2024-01-31", "1999-12-01", NULL};
     check_pattern("^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])$", "0123456789-", 10, 20000, p8);
+    /* anchors bind to one top-level alternative: ^ab|c$ is (^ab)|(c$) (MaskBench
+     * Github_medium---o21850: ^(x\..)|(y\..)|('.*')+$ took only "x.C") */
+    const char *p9[] = {"abzzz", "zzc", "ab", "c", NULL};
+    check_pattern("^ab|c$", "abcz", 5, 20000, p9);
+    check_pattern("^a$|^b|c|d$", "abcdx", 4, 20000, NULL);
+    check_pattern("^(i\\.h\\..)|(i\\.b\\..)|('.*')+$", "ihb.'C", 8, 20000, NULL);
+    check_pattern("[|]x|^y", "|xy", 4, 5000, NULL);
 }
 
 /* anyOf / oneOf (issue 12): keywords beside the alternatives hold for each of them (they
@@ -814,6 +875,29 @@ static void test_number_ranges(void **state)
                 sift_grammar_free(g);
                 free(gbnf);
             }
+    /* the exponent form where the sign decides (MaskBench Github_hard---o57716: "evalue": 1e-06
+     * with "minimum": 0) */
+    {
+        sift_grammar *g2 = convert("{\"type\": \"number\", \"minimum\": 0}", 0);
+        expect(g2, "1e-06", true);
+        expect(g2, "2.5E+300", true);
+        expect(g2, "0e5", true);
+        expect(g2, "-1e-06", false);
+        expect(g2, "0.5", true);
+        sift_grammar_free(g2);
+        g2 = convert("{\"type\": \"number\", \"exclusiveMinimum\": 0}", 0);
+        expect(g2, "1e-06", false); /* 0e5 would be 0: not offered */
+        expect(g2, "0.5", true);
+        sift_grammar_free(g2);
+        g2 = convert("{\"type\": \"number\", \"maximum\": 3}", 0);
+        expect(g2, "-1.5e+20", true);
+        expect(g2, "1e2", false);
+        expect(g2, "2.5", true);
+        sift_grammar_free(g2);
+        g2 = convert("{\"type\": \"number\", \"minimum\": 0, \"maximum\": 1}", 0);
+        expect(g2, "1e-06", false); /* both bounds: no exponent form (a documented subset) */
+        sift_grammar_free(g2);
+    }
 }
 
 /* enum / const: the listed values that validate against the whole schema (issue 12) */
@@ -944,6 +1028,39 @@ static void test_property_counts(void **state)
     char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
     assert_null(gb);
     assert_non_null(strstr(err.msg, "maxProperties"));
+    /* dependentRequired / dependencies (arrays): tracked with the key sets of any order */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{}},\"dependentRequired\":{\"a\":[\"b\"]}}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"b\": 1}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", true);
+    expect(g, "{\"b\": 2, \"c\": 3, \"a\": 1}", true);
+    expect(g, "{\"a\": 1}", false);
+    expect(g, "{\"a\": 1, \"c\": 3}", false);
+    expect(g, "{\"c\": 3, \"x\": 0, \"a\": 1}", false);
+    expect(g, "{\"c\": 3, \"x\": 0, \"a\": 1, \"b\": null}", true);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependencies\":{\"a\":[\"b\"],\"b\":[\"a\"]},"
+                "\"additionalProperties\":false}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"b\": 1, \"a\": 2}", true);
+    expect(g, "{\"a\": 1}", false);
+    expect(g, "{\"b\": 1}", false);
+    sift_grammar_free(g);
+    /* not a string's keyword: ignored for other types */
+    g = convert("{\"type\":\"string\",\"dependencies\":{\"a\":{\"required\":[\"b\"]}}}", 0);
+    expect(g, "\"x\"", true);
+    sift_grammar_free(g);
+    expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":[\"z\"]}}", "not a declared property");
+    expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":{\"required\":[\"b\"]}}}", "dependencies");
+    expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{}},"
+                   "\"dependentRequired\":{\"a\":[\"b\"]}}", "more than 7");
+    {
+        sift_error e = {0};
+        const char *s3 = "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependentRequired\":{\"a\":[\"b\"]}}";
+        char *x = sift_json_schema_to_grammar(s3, strlen(s3), SIFT_JSON_SCHEMA_LLAMA, &e);
+        assert_null(x);
+        assert_non_null(strstr(e.msg, "dependentRequired"));
+    }
 }
 
 /* additionalProperties beside anyOf alternatives that declare other properties (issue 12) */

@@ -6,7 +6,8 @@
  * punctuation), classes [...] / [^...] with ranges, '.', groups ( ) and (?: ), alternation,
  * quantifiers * + ? {m} {m,} {m,n} (lazy forms mean the same set; a '{' that starts no
  * quantifier is a literal). Refused, with the offset: backreferences, lookaround, \b, named
- * groups, \p{...}, '^' / '$' anywhere but at the ends (the caller handles those), and an
+ * groups, \p{...}, '^' / '$' anywhere but at the ends of the pattern or of a top-level
+ * alternative (the caller handles the pattern's; ^a|b$ is (^a)|(b$)), and an
  * unbounded repetition of something that can match the empty string (it would be a
  * left-recursive rule).
  *
@@ -376,8 +377,92 @@ static bool rx_alt(rx *r, sift__gbnf_sbuf *out, bool *nullable)
     return true;
 }
 
+/* The ends of the top-level alternatives of p[0..n) (outside groups and classes): ends[k] is
+ * where alternative k stops (at a '|' or n); returns their number, 0 when there are more
+ * than cap. */
+static size_t top_alternatives(const char *p, size_t n, size_t *ends, size_t cap)
+{
+    size_t k = 0;
+    int depth = 0;
+    bool cls = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (ch == '\\') {
+            i++;
+        } else if (cls) {
+            cls = ch != ']';
+        } else if (ch == '[') {
+            cls = true;
+            if (i + 1 < n && p[i + 1] == '^') i++;
+            if (i + 1 < n && p[i + 1] == ']') i++; /* a ']' first is a member */
+        } else if (ch == '(') {
+            depth++;
+        } else if (ch == ')') {
+            depth--;
+        } else if (ch == '|' && depth == 0) {
+            if (k == cap) return 0;
+            ends[k++] = i;
+        }
+    }
+    if (k == cap) return 0;
+    ends[k++] = n;
+    return k;
+}
+
+static bool ends_with_dollar(const char *p, size_t n) { return n && p[n - 1] == '$' && !(n >= 2 && p[n - 2] == '\\'); }
+
+/* ECMA-262 anchors bind to one alternative: ^a|b$ is (^a)|(b$), not ^(a|b)$. With top-level
+ * alternatives and an anchor at an end of one of them, each alternative is translated with
+ * its own anchors, an unanchored end taking any characters; the whole is then anchored. */
+static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *err)
+{
+    size_t ends[64];
+    size_t k = top_alternatives(pattern, n, ends, 64);
+    if (k < 2) return NULL;
+    bool anchored = false;
+    for (size_t a = 0, st = 0; a < k; st = ends[a] + 1, a++)
+        anchored |= (ends[a] > st && pattern[st] == '^') || ends_with_dollar(pattern + st, ends[a] - st);
+    if (!anchored) return NULL;
+    sift__gbnf_sbuf any = {0}, out = {0};
+    cpset all = {.neg = true};
+    put_json_chars(&any, &all);
+    sift__gbnf_sb_puts(&any, "*");
+    bool ok = !any.oom;
+    for (size_t a = 0, st = 0; a < k && ok; st = ends[a] + 1, a++) {
+        size_t len = ends[a] - st;
+        bool as = len && pattern[st] == '^';
+        bool ae = len > (size_t)as && ends_with_dollar(pattern + st, len);
+        rx r = {.s = pattern + st + as, .n = len - as - ae, .err = err, .status = SIFT_OK};
+        sift__gbnf_sbuf inner = {0};
+        bool nullable;
+        ok = rx_alt(&r, &inner, &nullable);
+        if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
+        if (ok) sift__gbnf_sb_printf(&out, "%s(%s%s(%s)%s%s)", a ? " | " : "", as ? "" : any.s, as ? "" : " ", inner.s ? inner.s : "\"\"",
+                                     ae ? "" : " ", ae ? "" : any.s);
+        sift__gbnf_sb_free(&inner);
+    }
+    sift__gbnf_sb_free(&any);
+    if (ok && out.oom) {
+        sift__error_set(err, SIFT_E_NOMEM, "out of memory");
+        ok = false;
+    }
+    if (!ok) {
+        sift__gbnf_sb_free(&out);
+        if (!err->status) sift__error_set(err, SIFT_E_INVAL, "pattern");
+        return NULL;
+    }
+    return sift__gbnf_sb_take(&out);
+}
+
 char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err)
 {
+    sift_error e0 = {0};
+    char *per = per_alternative_anchors(pattern, n, err ? err : &e0);
+    if (per) {
+        *anch_start = *anch_end = true;
+        return per;
+    }
+    if (err ? err->status : e0.status) return NULL;
     *anch_start = n && pattern[0] == '^';
     *anch_end = n && pattern[n - 1] == '$' && !(n >= 2 && pattern[n - 2] == '\\') && !(n == 1 && *anch_start);
     rx r = {.s = pattern + *anch_start, .n = n - *anch_start - *anch_end, .err = err, .status = SIFT_OK};
