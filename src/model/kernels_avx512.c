@@ -364,7 +364,7 @@ FORCE_INLINE void q4_K_tile_v(int64_t n, const sift_block_q4_K *const *a, const 
         __m512i acc[4][4];
         __m256i sc16[4], mins[4];
         UNROLL4 for (int i = 0; i < R; i++) {
-            const __m128i sm = q4k_scales_mins(a[i][k].scales);
+            const __m128i sm = q4k_scales_mins(&a[i][k]);
             sc16[i] = _mm256_cvtepu8_epi16(sm);
             mins[i] = q4k_mins_pairs(sm);
             UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm512_setzero_si512();
@@ -404,7 +404,7 @@ FORCE_INLINE void q4_K_tile_v(int64_t n, const sift_block_q4_K *const *a, const 
 FORCE_INLINE __m512i q4_K_block1_v(const sift_block_q4_K *a, const sift_block_q8_K *b, __m256i *pm, const bool VNNI)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m128i sm = q4k_scales_mins(a->scales);
+    const __m128i sm = q4k_scales_mins(a);
     const __m256i sc16 = _mm256_cvtepu8_epi16(sm);
     *pm = _mm256_madd_epi16(q4k_mins_pairs(sm), _mm256_loadu_si256((const __m256i *)b->bsums));
     __m512i acc = _mm512_setzero_si512();
