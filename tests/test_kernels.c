@@ -10,7 +10,7 @@
  *     roundings of the row's magnitude;
  *   - column independence: a column's result is bitwise the same with 1 or 4 columns
  *     (what makes batched decoding give the same logits as token-by-token);
- *   - the one-column row loops (rows) and the tiled products (gemm, rows x columns, the
+ *   - the one-column row loops (rows, and rows_huge for matrices in huge pages) and the tiled products (gemm, rows x columns, the
  *     edges of the tiles included): every value bitwise the dot kernel's for its pair, and
  *     for the integer types bitwise the scalar kernel's;
  *   - attention scores, softmax exp and sum, max, SwiGLU, F16 conversion;
@@ -145,6 +145,15 @@ static void test_dot(void **state)
                     k->dot[t](n, w3 + r * wb, x, ab, 1, &one);
                     assert_memory_equal(&one, &out[r], 4);
                 }
+                /* the huge-page row loop (rows_huge), every row count up to eleven: rows' values */
+                if (k->rows_huge[t])
+                    for (int nr = 1; nr <= NR; nr++) {
+                        float hu[NR + 1];
+                        hu[nr] = -1.0f;
+                        k->rows_huge[t](n, w3, wb, nr, x, hu);
+                        assert_memory_equal(hu, out, (size_t)nr * 4);
+                        assert_true(hu[nr] == -1.0f);
+                    }
                 /* tiles: every (rows, columns) shape up to 11 x 4, each value the dot kernel's
                  * (and the scalar kernel's, for the integer types); out has a stride of NR + 2 */
                 if (!k->gemm[t]) continue;
@@ -351,6 +360,11 @@ static void test_q4_K_scales(void **state)
         float out[COLS][ROWS];
         k->rows[SIFT_TYPE_Q4_K](N, rw, sizeof rw[0], ROWS, rx[0], out[0]);
         assert_memory_equal(out[0], want[0], sizeof out[0]);
+        if (k->rows_huge[SIFT_TYPE_Q4_K]) {
+            memset(out, 0, sizeof out);
+            k->rows_huge[SIFT_TYPE_Q4_K](N, rw, sizeof rw[0], ROWS, rx[0], out[0]);
+            assert_memory_equal(out[0], want[0], sizeof out[0]);
+        }
         if (k->gemm[SIFT_TYPE_Q4_K]) {
             memset(out, 0, sizeof out);
             k->gemm[SIFT_TYPE_Q4_K](N, rw, sizeof rw[0], ROWS, rx, sizeof rx[0], COLS, out[0], ROWS);

@@ -29,6 +29,7 @@ typedef struct sift__weight {
     size_t row_bytes;
     const void *data;
     const char *name;
+    bool huge_pages; /* data is weights.c's copy, asked for in 2 MiB pages */
 } sift__weight;
 
 typedef struct sift__layer {
