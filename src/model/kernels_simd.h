@@ -31,7 +31,9 @@
  *                                row; one row against one column (generation, and the dot
  *                                kernel's one column) is X_one(n, a, b), which reads the row
  *                                front to back: four rows read side by side halved the
- *                                bandwidth from memory that generation lives on
+ *                                bandwidth from memory that generation lives on, from 4 KiB
+ *                                file pages (from weights.c's huge-page copy the tile of four
+ *                                rows by one column is faster: kernels_avx512.c's rows_huge)
  */
 #ifndef SIFT_MODEL_KERNELS_SIMD_H
 #define SIFT_MODEL_KERNELS_SIMD_H
