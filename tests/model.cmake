@@ -64,3 +64,9 @@ if(EXISTS "${SIFT_PEER_LIBDIR}/libllama.v0.5.0.so")
   add_test(NAME embeddings_peer COMMAND peer_embeddings "${SIFT_PEER_LIBDIR}" "${SIFT_SHARED_DIR}/models")
   set_tests_properties(embeddings_peer PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
+
+# The AVX-512 Q4_K kernels exist with and without AVX512-VNNI (kernels_avx512.c); the table
+# takes the VNNI ones where the CPU has them, so test_kernels run once more with them off
+# checks the others too.
+add_test(NAME kernels_no_vnni COMMAND test_kernels)
+set_tests_properties(kernels_no_vnni PROPERTIES LABELS unit ENVIRONMENT "${SIFT_TEST_ENV};SIFT_NO_VNNI=1")

@@ -10,7 +10,7 @@
  *     roundings of the row's magnitude;
  *   - column independence: a column's result is bitwise the same with 1 or 4 columns
  *     (what makes batched decoding give the same logits as token-by-token);
- *   - the one-column row loops (rows) and the tiled products (gemm, rows x columns, the
+ *   - the one-column row loops (rows, and rows_huge for matrices in huge pages) and the tiled products (gemm, rows x columns, the
  *     edges of the tiles included): every value bitwise the dot kernel's for its pair, and
  *     for the integer types bitwise the scalar kernel's;
  *   - attention scores, softmax exp and sum, max, SwiGLU, F16 conversion;
@@ -145,6 +145,15 @@ static void test_dot(void **state)
                     k->dot[t](n, w3 + r * wb, x, ab, 1, &one);
                     assert_memory_equal(&one, &out[r], 4);
                 }
+                /* the huge-page row loop (rows_huge), every row count up to eleven: rows' values */
+                if (k->rows_huge[t])
+                    for (int nr = 1; nr <= NR; nr++) {
+                        float hu[NR + 1];
+                        hu[nr] = -1.0f;
+                        k->rows_huge[t](n, w3, wb, nr, x, hu);
+                        assert_memory_equal(hu, out, (size_t)nr * 4);
+                        assert_true(hu[nr] == -1.0f);
+                    }
                 /* tiles: every (rows, columns) shape up to 11 x 4, each value the dot kernel's
                  * (and the scalar kernel's, for the integer types); out has a stride of NR + 2 */
                 if (!k->gemm[t]) continue;
@@ -272,6 +281,98 @@ static void test_q8_K(void **state)
     for (int i = 0; i < 256; i++) assert_int_equal(b[1].qs[i], 0);
 }
 
+/* Q4_K's packed 6-bit scales, checked by hand and on raw bytes: the SIMD kernels unpack all
+ * twelve bytes at once (kernels_simd.h's q4k_scales_mins), the quantizer only makes some of
+ * the bit patterns, so random bytes in scales[] and qs[] must give, in every kernel of every
+ * ISA (dot with 1..4 columns, rows, gemm), the scalar result bit for bit. */
+static void q4k_block(sift_block_q4_K *blk, const uint8_t scales[12], uint8_t qs, float d, float dmin)
+{
+    blk->d = sift__fp32_to_fp16(d);
+    blk->dmin = sift__fp32_to_fp16(dmin);
+    memcpy(blk->scales, scales, 12);
+    memset(blk->qs, qs, sizeof blk->qs);
+}
+
+static void test_q4_K_scales(void **state)
+{
+    (void)state;
+    /* every value 1 (qs bytes 0x11) against activations of 1 (d = 1, bsums 16):
+     *   block 0, scale bytes all 0xFF: every scale and min is 63:
+     *     sumi = 63 * 256 = 16128, summ = 63 * 256 = 16128, 1 * 16128 - 0.5 * 16128 = 8064;
+     *   block 1, the bytes below: sc = 1 2 3 4 26 44 62 0 (sc[4] = 0x9A & 15 | (0x41 >> 6) << 4
+     *     = 10 | 16, ...), m = 5 6 7 8 9 27 45 63 (m[7] = 0xF0 >> 4 | (0xC8 >> 6) << 4 = 15 | 48):
+     *     sumi = 32 * 142 = 4544, summ = 32 * 170 = 5440, 4544 - 0.5 * 5440 = 1824. */
+    const uint8_t ff[12] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+    const uint8_t mixed[12] = {0x41, 0x82, 0xC3, 0x04, 0x05, 0x46, 0x87, 0xC8, 0x9A, 0xBC, 0xDE, 0xF0};
+    sift_block_q4_K w[2];
+    q4k_block(&w[0], ff, 0x11, 1.0f, 0.5f);
+    q4k_block(&w[1], mixed, 0x11, 1.0f, 0.5f);
+    sift_block_q8_K x[2];
+    for (int k = 0; k < 2; k++) {
+        x[k].d = 1.0f;
+        memset(x[k].qs, 1, sizeof x[k].qs);
+        for (int j = 0; j < 16; j++) x[k].bsums[j] = 16;
+    }
+    for (int isa = SIFT_ISA_SCALAR; isa <= SIFT_ISA_AVX512; isa++) {
+        const sift__kernels *k = sift__kernels_get((sift_isa)isa);
+        if (!k) continue;
+        float s[2];
+        k->dot[SIFT_TYPE_Q4_K](256, &w[0], &x[0], 0, 1, &s[0]);
+        k->dot[SIFT_TYPE_Q4_K](256, &w[1], &x[1], 0, 1, &s[1]);
+        assert_true(s[0] == 8064.0f);
+        assert_true(s[1] == 1824.0f);
+        k->dot[SIFT_TYPE_Q4_K](512, w, x, 0, 1, &s[0]);
+        assert_true(s[0] == 8064.0f + 1824.0f);
+    }
+
+    /* random bytes: 5 rows of 3 blocks (a tile and a tail), 4 columns */
+    enum { NB = 3, N = NB * 256, ROWS = 5, COLS = 4 };
+    sift_block_q4_K rw[ROWS][NB];
+    sift_block_q8_K rx[COLS][NB];
+    for (int r = 0; r < ROWS; r++)
+        for (int b = 0; b < NB; b++) {
+            uint8_t sc[12];
+            for (int i = 0; i < 12; i++) sc[i] = (uint8_t)(urand() * 256);
+            q4k_block(&rw[r][b], sc, 0, (float)(0.01 + urand() * 0.02), (float)(0.01 + urand() * 0.02));
+            for (int i = 0; i < 128; i++) rw[r][b].qs[i] = (uint8_t)(urand() * 256);
+        }
+    float xf[N];
+    for (int c = 0; c < COLS; c++) {
+        for (int i = 0; i < N; i++) xf[i] = frand(2);
+        sift_quantize_row_q8_K(xf, rx[c], N);
+    }
+    const sift__kernels *ref = sift__kernels_get(SIFT_ISA_SCALAR);
+    float want[COLS][ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        float s[COLS];
+        ref->dot[SIFT_TYPE_Q4_K](N, rw[r], rx, sizeof rx[0], COLS, s);
+        for (int c = 0; c < COLS; c++) want[c][r] = s[c];
+    }
+    for (int isa = SIFT_ISA_AVX2; isa <= SIFT_ISA_AVX512; isa++) {
+        const sift__kernels *k = sift__kernels_get((sift_isa)isa);
+        if (!k) continue;
+        for (int r = 0; r < ROWS; r++)
+            for (int nc = 1; nc <= COLS; nc++) {
+                float s[COLS];
+                k->dot[SIFT_TYPE_Q4_K](N, rw[r], rx, sizeof rx[0], nc, s);
+                for (int c = 0; c < nc; c++) assert_memory_equal(&s[c], &want[c][r], 4);
+            }
+        float out[COLS][ROWS];
+        k->rows[SIFT_TYPE_Q4_K](N, rw, sizeof rw[0], ROWS, rx[0], out[0]);
+        assert_memory_equal(out[0], want[0], sizeof out[0]);
+        if (k->rows_huge[SIFT_TYPE_Q4_K]) {
+            memset(out, 0, sizeof out);
+            k->rows_huge[SIFT_TYPE_Q4_K](N, rw, sizeof rw[0], ROWS, rx[0], out[0]);
+            assert_memory_equal(out[0], want[0], sizeof out[0]);
+        }
+        if (k->gemm[SIFT_TYPE_Q4_K]) {
+            memset(out, 0, sizeof out);
+            k->gemm[SIFT_TYPE_Q4_K](N, rw, sizeof rw[0], ROWS, rx, sizeof rx[0], COLS, out[0], ROWS);
+            assert_memory_equal(out, want, sizeof out);
+        }
+    }
+}
+
 int main(void)
 {
     printf("  best ISA on this CPU: %s\n", sift_isa_name(sift_isa_best()));
@@ -279,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_dot),
         cmocka_unit_test(test_attention_and_elementwise),
         cmocka_unit_test(test_q8_K),
+        cmocka_unit_test(test_q4_K_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

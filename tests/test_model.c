@@ -343,6 +343,36 @@ static void test_scalar_kernels(void **state)
     }
 }
 
+/* The matrices are copied at load into huge-page memory (model/weights.c) unless SIFT_MMAP=1
+ * keeps them in the file mapping: the copy moves bytes, never changes one, so the two loads
+ * must give the same logits bit for bit, through the SIMD and the scalar kernels. */
+static void test_weights_mmap_same(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 2; f++) {
+        const int NS = n_steps < 8 ? n_steps : 8, NP = fx[f].ref.n_prompts, NV = fx[f].ref.n_vocab;
+        char path[1024];
+        sift_error err = {0};
+        setenv("SIFT_MMAP", "1", 1);
+        fixture mapped = fx[f];
+        mapped.model = sift_model_load(ref_model_path(fx[f].stem, path, sizeof path), &err);
+        unsetenv("SIFT_MMAP");
+        assert_non_null(mapped.model);
+        for (int scalar = 0; scalar < 2; scalar++) {
+            const sift_isa isa = scalar ? SIFT_ISA_SCALAR : SIFT_ISA_AUTO;
+            float *a = greedy_alone(&fx[f], NS, 1, isa);
+            float *b = greedy_alone(&mapped, NS, 1, isa);
+            const int same = memcmp(a, b, (size_t)NP * NS * NV * 4) == 0;
+            printf("  weights        %-20s %s copied vs file-mapped: %s\n", fx[f].stem, sift_isa_name(scalar ? SIFT_ISA_SCALAR : sift_isa_best()),
+                   same ? "bitwise identical" : "DIFFER");
+            assert_true(same);
+            free(a);
+            free(b);
+        }
+        sift_model_free(mapped.model);
+    }
+}
+
 /* ---- KV cache operations ------------------------------------------------------------------------ */
 
 static void expect_logits(sift_context *ctx, int i, const float *want, int nv, const char *what)
@@ -599,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_batched_sequences),
         cmocka_unit_test(test_threads_bitwise),
         cmocka_unit_test(test_scalar_kernels),
+        cmocka_unit_test(test_weights_mmap_same),
         cmocka_unit_test(test_kv_ops),
         cmocka_unit_test(test_kv_shift),
         cmocka_unit_test(test_decode_errors),

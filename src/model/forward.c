@@ -109,7 +109,9 @@ static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift
     const float *bias = J->bias[wi];
     float s[SIFT_DOT_MAX_COLS];
     if (J->n_tok == 1) { /* generation: the row loop lives in the kernel */
-        J->ctx->k->rows[w->type](w->n_in, (const char *)w->data + r0 * w->row_bytes, w->row_bytes, r1 - r0, act, out + r0);
+        const sift__rows_fn huge = w->huge_pages ? J->ctx->k->rows_huge[w->type] : NULL;
+        (huge ? huge : J->ctx->k->rows[w->type])(w->n_in, (const char *)w->data + r0 * w->row_bytes, w->row_bytes, r1 - r0, act,
+                                                 out + r0);
         if (bias)
             for (int64_t r = r0; r < r1; r++) out[r] += bias[r];
         return;

@@ -91,6 +91,10 @@ typedef struct sift__kernels {
     sift__dot_fn dot[SIFT_TYPE_COUNT];
     sift__rows_fn rows[SIFT_TYPE_COUNT];
     sift__gemm_fn gemm[SIFT_TYPE_COUNT]; /* NULL: the forward pass uses dot, a row at a time */
+    /* rows for a matrix in huge pages (sift__weight.huge_pages): several rows read side by
+     * side, which only pays where the prefetcher is not stopped every 4 KiB; NULL: rows.
+     * Each out[r] equals rows'. */
+    sift__rows_fn rows_huge[SIFT_TYPE_COUNT];
     /* activations F32 -> their format (n a multiple of the format's block) */
     void (*act_convert)(sift__act_format f, const float *x, void *dst, int64_t n);
     /* attention scores for nq query heads sharing one KV head:

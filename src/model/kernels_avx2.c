@@ -279,7 +279,7 @@ FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const si
         prefetch_span(pf, k, 4 * (int64_t)sizeof(sift_block_q4_K));
         __m256i acc[4][4], sc2[4], mins[4];
         UNROLL4 for (int i = 0; i < R; i++) {
-            const __m128i sm = q4k_scales_mins(a[i][k].scales);
+            const __m128i sm = q4k_scales_mins(&a[i][k]);
             sc2[i] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
             mins[i] = q4k_mins_pairs(sm);
             UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_si256();
@@ -318,7 +318,7 @@ FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const si
 FORCE_INLINE __m256i q4_K_block1(const sift_block_q4_K *a, const sift_block_q8_K *b, __m256i *pm)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m128i sm = q4k_scales_mins(a->scales);
+    const __m128i sm = q4k_scales_mins(a);
     const __m256i sc2 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
     *pm = _mm256_madd_epi16(q4k_mins_pairs(sm), _mm256_loadu_si256((const __m256i *)b->bsums));
     __m256i acc = _mm256_setzero_si256();

@@ -20,8 +20,10 @@
  * sift__fp16_to_fp32: a call inside a kernel's loop spills every vector register, which made
  * the Q8_0 kernels three to four times slower.
  */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/kernels_simd.h"
@@ -326,11 +328,34 @@ static inline __m512i spread16(__m256i v, int lo, int hi)
     return _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(v));
 }
 
+/* acc + the pairwise products of the 16-bit lanes of p and s, summed in pairs (vpmaddwd then
+ * vpaddd). With VNNI, vpdpwssd does both in one instruction, without saturation: the same
+ * exact int32 sums. It is written in asm so that this file needs no -mavx512vnni (whose
+ * intrinsic could not be inlined into the kernels compiled without it); the table enters
+ * the VNNI kernels only after a run-time check (use_vnni). */
+FORCE_INLINE __m512i madd_acc(__m512i acc, __m512i p, __m512i s, const bool VNNI)
+{
+    if (!VNNI) return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
+    __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(p), "v"(s));
+    return acc;
+}
+
+/* Whether the Q4_K kernels may use AVX512-VNNI: the CPU has it (CPUID 7.0 ECX bit 11; the
+ * AVX-512 state is already checked by core/cpu.c) and SIFT_NO_VNNI is not set (for
+ * comparisons). */
+static bool use_vnni(void)
+{
+    const char *e = getenv("SIFT_NO_VNNI");
+    if (e && *e && strcmp(e, "0") != 0) return false;
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1);
+}
+
 /* R x C pairs (R, C <= 4) of Q4_K rows and Q8_K columns. Register g of a row holds sub-block
  * 2g (the low nibbles of qs[32g..32g+32)) then 2g+1 (the high ones): exactly the activation
  * bytes 64g .. 64g+63. */
-FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
-                            const int R, const int C, const char *pf)
+FORCE_INLINE void q4_K_tile_v(int64_t n, const sift_block_q4_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
+                              const int R, const int C, const char *pf, const bool VNNI)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();
@@ -339,7 +364,7 @@ FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const si
         __m512i acc[4][4];
         __m256i sc16[4], mins[4];
         UNROLL4 for (int i = 0; i < R; i++) {
-            const __m128i sm = q4k_scales_mins(a[i][k].scales);
+            const __m128i sm = q4k_scales_mins(&a[i][k]);
             sc16[i] = _mm256_cvtepu8_epi16(sm);
             mins[i] = q4k_mins_pairs(sm);
             UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm512_setzero_si512();
@@ -352,7 +377,7 @@ FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const si
                 const __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), m4);
                 const __m512i s = spread16(sc16[i], 2 * g, 2 * g + 1);
                 UNROLL4 for (int j = 0; j < C; j++)
-                    acc[i][j] = _mm512_add_epi32(acc[i][j], _mm512_madd_epi16(_mm512_maddubs_epi16(q, xv[j]), s));
+                    acc[i][j] = madd_acc(acc[i][j], _mm512_maddubs_epi16(q, xv[j]), s, VNNI);
             }
         }
         const __m128 dw = halves4(a[0][k].d, a[R > 1][k].d, a[R > 2 ? 2 : 0][k].d, a[R > 3 ? 3 : 0][k].d);
@@ -376,10 +401,10 @@ FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const si
 
 /* One block of one pair: the scale-weighted products (sixteen int32 partial sums, returned)
  * and the mins against the activation sums (eight, in *pm). */
-FORCE_INLINE __m512i q4_K_block1(const sift_block_q4_K *a, const sift_block_q8_K *b, __m256i *pm)
+FORCE_INLINE __m512i q4_K_block1_v(const sift_block_q4_K *a, const sift_block_q8_K *b, __m256i *pm, const bool VNNI)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m128i sm = q4k_scales_mins(a->scales);
+    const __m128i sm = q4k_scales_mins(a);
     const __m256i sc16 = _mm256_cvtepu8_epi16(sm);
     *pm = _mm256_madd_epi16(q4k_mins_pairs(sm), _mm256_loadu_si256((const __m256i *)b->bsums));
     __m512i acc = _mm512_setzero_si512();
@@ -387,15 +412,59 @@ FORCE_INLINE __m512i q4_K_block1(const sift_block_q4_K *a, const sift_block_q8_K
         const __m256i raw = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * g));
         const __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), m4);
         const __m512i xv = _mm512_loadu_si512((const void *)(b->qs + 64 * g));
-        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(q, xv), spread16(sc16, 2 * g, 2 * g + 1)));
+        acc = madd_acc(acc, _mm512_maddubs_epi16(q, xv), spread16(sc16, 2 * g, 2 * g + 1), VNNI);
     }
     return acc;
+}
+
+/* The kernels twice: with vpmaddwd + vpaddd, and with AVX512-VNNI's vpdpwssd in their place
+ * (the table takes the second where the CPU has VNNI). Each pair of names below is what
+ * kernels_simd.h's drivers call; the drivers are expanded once per variant. */
+FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
+                            const int R, const int C, const char *pf)
+{
+    q4_K_tile_v(n, a, b, sum, R, C, pf, false);
+}
+FORCE_INLINE __m512i q4_K_block1(const sift_block_q4_K *a, const sift_block_q8_K *b, __m256i *pm)
+{
+    return q4_K_block1_v(a, b, pm, false);
 }
 
 /* One row against one column (SIFT__ONE_Q4_K in kernels_simd.h). */
 SIFT__ONE_Q4_K(__m512i, _mm512_setzero_si512(), reduce4x16)
 
 SIFT__GEMM_K(q4_K, sift_block_q4_K, 4)
+
+/* The VNNI variant: the same drivers over the vpdpwssd kernels, under the names _vnni. */
+#define q4_K_one q4_K_vnni_one
+#define q4_K_block1 q4_K_vnni_block1
+FORCE_INLINE void q4_K_vnni_tile(int64_t n, const sift_block_q4_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
+                                 const int R, const int C, const char *pf)
+{
+    q4_K_tile_v(n, a, b, sum, R, C, pf, true);
+}
+FORCE_INLINE __m512i q4_K_vnni_block1(const sift_block_q4_K *a, const sift_block_q8_K *b, __m256i *pm)
+{
+    return q4_K_block1_v(a, b, pm, true);
+}
+SIFT__ONE_Q4_K(__m512i, _mm512_setzero_si512(), reduce4x16)
+#undef q4_K_one
+#undef q4_K_block1
+
+SIFT__GEMM_K(q4_K_vnni, sift_block_q4_K, 4)
+
+/* Generation from huge pages (rows_huge): tiles of four rows against the one column. Per
+ * row and block a third less work than q4_K_one (the activation loads, the mins' sums and
+ * the reduction shared by four rows); from 2 MiB pages the four streams cost nothing, from
+ * 4 KiB file pages they did (q4_K_one reads one row at a time for those). */
+static void rows_huge_q4_K(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
+{
+    gemm_q4_K(n, w, row_bytes, n_rows, x, 0, 1, out, 0);
+}
+static void rows_huge_q4_K_vnni(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
+{
+    gemm_q4_K_vnni(n, w, row_bytes, n_rows, x, 0, 1, out, 0);
+}
 
 /* Half h of a Q6_K block as two registers of 64 six-bit values (0..63) in element order. */
 static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m512i q[2])
@@ -574,6 +643,13 @@ void sift__kernels_init_avx512(sift__kernels *k)
     k->gemm[SIFT_TYPE_Q4_0] = gemm_q4_0;
     k->gemm[SIFT_TYPE_Q4_K] = gemm_q4_K;
     k->gemm[SIFT_TYPE_Q6_K] = gemm_q6_K;
+    k->rows_huge[SIFT_TYPE_Q4_K] = rows_huge_q4_K;
+    if (use_vnni()) {
+        k->dot[SIFT_TYPE_Q4_K] = dot_q4_K_vnni;
+        k->rows[SIFT_TYPE_Q4_K] = rows_q4_K_vnni;
+        k->gemm[SIFT_TYPE_Q4_K] = gemm_q4_K_vnni;
+        k->rows_huge[SIFT_TYPE_Q4_K] = rows_huge_q4_K_vnni;
+    }
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

@@ -31,7 +31,9 @@
  *                                row; one row against one column (generation, and the dot
  *                                kernel's one column) is X_one(n, a, b), which reads the row
  *                                front to back: four rows read side by side halved the
- *                                bandwidth from memory that generation lives on
+ *                                bandwidth from memory that generation lives on, from 4 KiB
+ *                                file pages (from weights.c's huge-page copy the tile of four
+ *                                rows by one column is faster: kernels_avx512.c's rows_huge)
  */
 #ifndef SIFT_MODEL_KERNELS_SIMD_H
 #define SIFT_MODEL_KERNELS_SIMD_H
@@ -41,6 +43,7 @@
 #endif
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "model/kernels.h"
@@ -93,18 +96,27 @@ static inline void q4k_scales(const uint8_t *q, int sc[8], int m[8])
  * and unpacked once for all the tile's columns, and a column's scales once for its rows. */
 
 /* Q4_K's twelve packed scale bytes as sixteen: bytes 0-7 the eight 6-bit scales, 8-15 the
- * eight 6-bit mins (the layout of q4k_scales, four bytes at a time: sc[j+4] takes the low
- * nibble of byte j+8 and the top two bits of byte j, m[j+4] the high nibble of byte j+8 and
- * the top two bits of byte j+4). */
-static inline __m128i q4k_scales_mins(const uint8_t *q)
+ * eight 6-bit mins (the layout of q4k_scales: sc[j] = q[j] & 63 and m[j] = q[j+4] & 63 for
+ * j < 4; sc[j+4] takes the low nibble of q[j+8] and the top two bits of q[j], m[j+4] the
+ * high nibble of q[j+8] and the top two bits of q[j+4]), in eight vector operations rather
+ * than a dozen scalar ones and four inserts (once per row and block: a tenth of a prompt
+ * tile's work). The load takes 16 bytes from the 12 scale bytes on: the last four are the
+ * block's first qs bytes (inside the block, never used).
+ *   a = q[0..3]  q[8..11]  q[4..7]  q[8..11]   (dwords: sc_lo, sc_hi, m_lo, m_hi sources)
+ *   b = 0        q[0..3]   0        q[4..7]    (the bytes whose top two bits are sc_hi's, m_hi's)
+ *   out = (a >> (0, 0, 0, 4 bits per dword) & (63, 15, 63, 15 per byte)) | ((b >> 2) & 0x30)
+ * (a dword shift by 4 brings the next byte's low nibble into a byte's top, which the 15
+ * mask drops; b's 16-bit shift by 2 brings the next byte's bits into bits 6-7, which 0x30
+ * drops). */
+_Static_assert(offsetof(sift_block_q4_K, scales) + 16 <= sizeof(sift_block_q4_K), "q4k_scales_mins reads 16 bytes");
+static inline __m128i q4k_scales_mins(const sift_block_q4_K *blk)
 {
-    uint32_t u[3];
-    memcpy(u, q, sizeof u);
-    const uint32_t six = 0x3f3f3f3fu, four = 0x0f0f0f0fu, two = 0x03030303u;
-    const uint32_t sc_lo = u[0] & six, m_lo = u[1] & six;
-    const uint32_t sc_hi = (u[2] & four) | (((u[0] >> 6) & two) << 4);
-    const uint32_t m_hi = ((u[2] >> 4) & four) | (((u[1] >> 6) & two) << 4);
-    return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+    const __m128i u = _mm_loadu_si128((const __m128i *)blk->scales);
+    const __m128i a = _mm_shuffle_epi8(u, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i b = _mm_shuffle_epi8(u, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
+                                     _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30)));
 }
 
 /* The mins of q4k_scales_mins as 16-bit lanes m0 m0 m1 m1 .. m7 m7: vpmaddwd with the sixteen

@@ -7,8 +7,9 @@
  * the shape the hyperparameters imply and a type sift can multiply. A model that loads can
  * be run: the forward pass does no checking of its own. Messages name the key or tensor.
  *
- * Weight matrices stay in the file mapping (sift_gguf keeps it alive and has already
- * checked that every tensor's bytes lie inside the file). 1-D tensors are converted to F32
+ * Weight matrices point into the file mapping (sift_gguf keeps it alive and has already
+ * checked that every tensor's bytes lie inside the file) until weights.c copies them into
+ * huge pages at the end of the load. 1-D tensors are converted to F32
  * into one owned arena. The vocabulary is built from the same open file.
  */
 #include <inttypes.h>
@@ -303,6 +304,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     }
     if (load_tensors(&ld, ad) != SIFT_OK) goto fail;
     count_params(m);
+    sift__weights_copy(m);
     return m;
 fail:
     sift_model_free(m);
@@ -312,6 +314,7 @@ fail:
 void sift_model_free(sift_model *m)
 {
     if (!m) return;
+    sift__weights_free(m);
     free(m->layers);
     free(m->f32_arena);
     sift_vocab_free(m->vocab);

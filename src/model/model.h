@@ -1,10 +1,15 @@
 /*
  * model.h - what a loaded model is inside (internal; sift.h has the public side).
  *
- * A sift_model points into the memory-mapped GGUF file for every weight matrix (nothing
- * is copied, so loading costs a page-table walk, not a read), and keeps small owned F32
- * copies of the 1-D tensors (norm weights, biases), which the forward pass reads as plain
- * float arrays whatever type the file stored them in.
+ * A sift_model keeps small owned F32 copies of the 1-D tensors (norm weights, biases),
+ * which the forward pass reads as plain float arrays whatever type the file stored them
+ * in. The weight matrices the forward pass multiplies by (every layer's, and the output
+ * matrix when it is not the token embeddings) are copied at load into one anonymous
+ * mapping asked for in transparent huge pages (weights.c: generation streams every weight
+ * byte once per token, and from 4 KiB file pages a third of that time went to TLB misses
+ * and to the hardware prefetcher stopping at each page); SIFT_MMAP=1 in the environment
+ * keeps them in the file mapping instead (nothing copied: loading costs a page-table
+ * walk, not a read). The token embeddings always stay in the file (one row per token).
  */
 #ifndef SIFT_MODEL_MODEL_H
 #define SIFT_MODEL_MODEL_H
@@ -24,6 +29,7 @@ typedef struct sift__weight {
     size_t row_bytes;
     const void *data;
     const char *name;
+    bool huge_pages; /* data is weights.c's copy, asked for in 2 MiB pages */
 } sift__weight;
 
 typedef struct sift__layer {
@@ -56,9 +62,18 @@ struct sift_model {
     bool tied_output;
     sift__layer *layers;   /* [n_layer] */
     float *f32_arena;     /* the owned 1-D tensors */
+    void *wmem;          /* the anonymous copy of the matrices (weights.c), or NULL */
+    size_t wmem_size;
     int64_t n_params;
     uint64_t n_bytes;
     sift_tensor_type main_type;
 };
+
+/* Copy the matrices the forward pass multiplies by into anonymous huge-page memory and
+ * point the weights at the copy (a no-op with SIFT_MMAP=1 or when the memory is refused:
+ * the file mapping serves as before). Frees nothing on failure. */
+void sift__weights_copy(sift_model *m);
+/* Release what sift__weights_copy took. */
+void sift__weights_free(sift_model *m);
 
 #endif
