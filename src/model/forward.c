@@ -261,11 +261,17 @@ static void attn_task(void *arg, int chunk, int n_chunks, int thread)
             const double sum = k->softmax_exp(n, sg, k->max(n, sg));
             const float inv = (float)(1.0 / sum);
             for (int c = 0; c < n; c++) sg[c] *= inv;
-            /* out[d] = sum_c p[c] * V[d][c]: the probabilities as the "weight row" against
-             * up to four V rows at a time */
-            for (int d = 0; d < HD; d += SIFT_DOT_MAX_COLS) {
-                const int nc = HD - d < SIFT_DOT_MAX_COLS ? HD - d : SIFT_DOT_MAX_COLS;
-                k->dot[SIFT_TYPE_F32](n, sg, vt + d * ld, ld * sizeof(float), nc, out + g * HD + d);
+        }
+        /* out[g][d] = sum_c p_g[c] * V[d][c]: V row d as the "weight row" against the
+         * probabilities of up to four heads, so each V row is read once for all of them
+         * (the same sums as p_g against V rows: a column's result never depends on its
+         * neighbours, and the products are the same) */
+        for (int g = 0; g < G; g += SIFT_DOT_MAX_COLS) {
+            const int nc = G - g < SIFT_DOT_MAX_COLS ? G - g : SIFT_DOT_MAX_COLS;
+            float s4[SIFT_DOT_MAX_COLS];
+            for (int d = 0; d < HD; d++) {
+                k->dot[SIFT_TYPE_F32](n, vt + d * ld, scores + g * ld, ld * sizeof(float), nc, s4);
+                for (int j = 0; j < nc; j++) out[(g + j) * HD + d] = s4[j];
             }
         }
     }

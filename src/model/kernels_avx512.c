@@ -340,35 +340,56 @@ SIFT__ROWS(dot_f16, uint16_t)
 
 /* ---- attention and element-wise ------------------------------------------------------------------------ */
 
+/* The scores of NG (<= 4) query heads in one pass over the head's K rows: each row chunk is
+ * loaded once for all of them (attention at depth reads n_head / n_head_kv times less K).
+ * Every score is the same sum as one head alone would compute: over d in order, then
+ * times scale. */
+FORCE_INLINE void attn_scores_g(int n, int hd, const float *q, const float *kt, size_t ld, __m512 vs, float *s,
+                                size_t s_stride, const int NG)
+{
+    int c = 0;
+    for (; c + 64 <= n; c += 64) {
+        __m512 a[4][4];
+        UNROLL4 for (int g = 0; g < NG; g++) UNROLL4 for (int u = 0; u < 4; u++) a[g][u] = _mm512_setzero_ps();
+        for (int d = 0; d < hd; d++) {
+            const float *r = kt + d * ld + c;
+            const __m512 k0 = _mm512_loadu_ps(r), k1 = _mm512_loadu_ps(r + 16), k2 = _mm512_loadu_ps(r + 32),
+                         k3 = _mm512_loadu_ps(r + 48);
+            UNROLL4 for (int g = 0; g < NG; g++) {
+                const __m512 qd = _mm512_set1_ps(q[g * hd + d]);
+                a[g][0] = _mm512_fmadd_ps(qd, k0, a[g][0]);
+                a[g][1] = _mm512_fmadd_ps(qd, k1, a[g][1]);
+                a[g][2] = _mm512_fmadd_ps(qd, k2, a[g][2]);
+                a[g][3] = _mm512_fmadd_ps(qd, k3, a[g][3]);
+            }
+        }
+        UNROLL4 for (int g = 0; g < NG; g++) UNROLL4 for (int u = 0; u < 4; u++)
+            _mm512_storeu_ps(s + g * s_stride + c + 16 * u, _mm512_mul_ps(a[g][u], vs));
+    }
+    for (; c < n; c += 16) { /* the last lanes masked: the same arithmetic per cell */
+        const __mmask16 mk = n - c >= 16 ? (__mmask16)0xFFFF : tail16(n - c);
+        __m512 a[4];
+        UNROLL4 for (int g = 0; g < NG; g++) a[g] = _mm512_setzero_ps();
+        for (int d = 0; d < hd; d++) {
+            const __m512 kv = _mm512_maskz_loadu_ps(mk, kt + d * ld + c);
+            UNROLL4 for (int g = 0; g < NG; g++) a[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d]), kv, a[g]);
+        }
+        UNROLL4 for (int g = 0; g < NG; g++) _mm512_mask_storeu_ps(s + g * s_stride + c, mk, _mm512_mul_ps(a[g], vs));
+    }
+}
+
 static void attn_scores(int n, int hd, int nq, const float *q, const float *kt, size_t ld, float scale, float *s,
                         size_t s_stride)
 {
     const __m512 vs = _mm512_set1_ps(scale);
-    for (int g = 0; g < nq; g++) {
-        const float *qg = q + g * hd;
+    for (int g = 0; g < nq; g += 4) {
+        const float *qg = q + (size_t)g * hd;
         float *sg = s + g * s_stride;
-        int c = 0;
-        for (; c + 64 <= n; c += 64) {
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (int d = 0; d < hd; d++) {
-                const __m512 qd = _mm512_set1_ps(qg[d]);
-                const float *r = kt + d * ld + c;
-                a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r), a0);
-                a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r + 16), a1);
-                a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r + 32), a2);
-                a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r + 48), a3);
-            }
-            _mm512_storeu_ps(sg + c, _mm512_mul_ps(a0, vs));
-            _mm512_storeu_ps(sg + c + 16, _mm512_mul_ps(a1, vs));
-            _mm512_storeu_ps(sg + c + 32, _mm512_mul_ps(a2, vs));
-            _mm512_storeu_ps(sg + c + 48, _mm512_mul_ps(a3, vs));
-        }
-        for (; c < n; c += 16) { /* the last lanes masked: the same arithmetic per cell */
-            const __mmask16 mk = n - c >= 16 ? (__mmask16)0xFFFF : tail16(n - c);
-            __m512 a0 = _mm512_setzero_ps();
-            for (int d = 0; d < hd; d++)
-                a0 = _mm512_fmadd_ps(_mm512_set1_ps(qg[d]), _mm512_maskz_loadu_ps(mk, kt + d * ld + c), a0);
-            _mm512_mask_storeu_ps(sg + c, mk, _mm512_mul_ps(a0, vs));
+        switch (nq - g < 4 ? nq - g : 4) {
+        case 1: attn_scores_g(n, hd, qg, kt, ld, vs, sg, s_stride, 1); break;
+        case 2: attn_scores_g(n, hd, qg, kt, ld, vs, sg, s_stride, 2); break;
+        case 3: attn_scores_g(n, hd, qg, kt, ld, vs, sg, s_stride, 3); break;
+        default: attn_scores_g(n, hd, qg, kt, ld, vs, sg, s_stride, 4); break;
         }
     }
 }
