@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 {
     const char *path = NULL;
     int depths[MAX_DEPTHS], n_depths = 0, nth = 1, N = 32, G = 16, reps = 3;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
         if (!strcmp(a, "-m")) path = v;
@@ -116,7 +116,6 @@ int main(int argc, char **argv)
                 s = e + 1;
             }
         } else return usage();
-        i++;
     }
     if (!path || !n_depths || nth < 1 || N < 1 || G < 1 || reps < 1 || reps > MAX_REPS) return usage();
 
