@@ -37,8 +37,10 @@
  * is reported as an error.
  *
  * --depth LIST measures attention at depth: prompt and generation tokens/s with D tokens
- * already in the KV cache (depth_model below), next to llama.cpp's peer_generate, which has
- * no depth option and is emulated (peer_depth below).
+ * already in the KV cache (depth_model below), next to llama.cpp doing the same steps in
+ * bench/peer_depth.c (built next to sift when the peer library is present; --peer-depth).
+ * Without it the llama.cpp column is emulated with peer_generate, which has no depth option
+ * (peer_depth_emulated below).
  */
 #include <errno.h>
 #include <math.h>
@@ -363,7 +365,8 @@ done:
 typedef struct depth_opts {
     const int *depths, *threads;
     int n_depths, n_threads, n_prompt, n_gen, reps;
-    const char *peer; /* NULL: sift only */
+    const char *peer;       /* NULL: sift only */
+    const char *peer_depth; /* bench/peer_depth.c's program; NULL: peer_generate, emulated */
     bool csv;
 } depth_opts;
 
@@ -390,7 +393,7 @@ static int decode_run(sift_context *ctx, sift_batch *b, int n_batch, sift_token 
  * tokens then generates (its generation runs at depth D + N, as sift's below); run B decodes
  * the D tokens alone; prompt t/s at depth D = N / (time A - time B). Its context is
  * min(2048, n_ctx_train), so deeper runs are not possible (returns 1). */
-static int peer_depth(const char *peer, const char *path, int nth, int D, int N, int n_gen, rep *r)
+static int peer_depth_emulated(const char *peer, const char *path, int nth, int D, int N, int n_gen, rep *r)
 {
     rep a, b;
     if (peer_rep(peer, path, nth, D + N, n_gen, &a) != 0) return 1;
@@ -403,6 +406,27 @@ static int peer_depth(const char *peer, const char *path, int nth, int D, int N,
     const double t = (D + N) / a.pp_tps - D / b.pp_tps;
     r->pp_tps = t > 0 ? N / t : 0;
     return 0;
+}
+
+/* llama.cpp at depth D with bench/peer_depth.c: the same steps as depth_model's, REPS reps
+ * after a warm-up, medians in r. */
+static int peer_depth_run(const char *prog, const char *path, int nth, int D, int N, int n_gen, int reps, rep *r)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' -m '%s' -t %d -d %d --n-prompt %d -n %d -r %d 2>/dev/null", prog, path, nth, D, N, n_gen,
+             reps);
+    FILE *p = popen(cmd, "r");
+    if (!p) return 1;
+    char line[1024];
+    int ok = 0;
+    while (fgets(line, sizeof line, p)) {
+        char name[512];
+        int th, d, np, ng;
+        if (!ok && sscanf(line, "%511[^,],%d,%d,%d,%d,%lf,%lf", name, &th, &d, &np, &ng, &r->pp_tps, &r->tg_tps) == 7 && d == D)
+            ok = 1;
+    }
+    const int st = pclose(p);
+    return ok && st == 0 ? 0 : 1;
 }
 
 /* The --depth suite on one model: for each depth D, the KV cache is filled with D tokens
@@ -474,9 +498,13 @@ static int depth_model(const char *path, const depth_opts *o, bool *header)
                 }
                 if (r < 0) continue;
                 rs[r] = (rep){.pp_tps = N / t_pp, .tg_tps = o->n_gen / (now_s() - t0)};
-                if (o->peer && D + N + o->n_gen <= (info.n_ctx_train < 2048 ? info.n_ctx_train : 2048) &&
-                    peer_depth(o->peer, path, nth, D, N, o->n_gen, &rp[n_peer]) == 0)
+                if (!o->peer_depth && o->peer && D + N + o->n_gen <= (info.n_ctx_train < 2048 ? info.n_ctx_train : 2048) &&
+                    peer_depth_emulated(o->peer, path, nth, D, N, o->n_gen, &rp[n_peer]) == 0)
                     n_peer++;
+            }
+            if (o->peer_depth) { /* one run of the reps, right after sift's */
+                if (peer_depth_run(o->peer_depth, path, nth, D, N, o->n_gen, o->reps, &rp[0]) == 0) n_peer = 1;
+                else fprintf(stderr, "sift bench --model --depth: %s failed on %s at depth %d\n", o->peer_depth, path, D);
             }
             const rep ms = median(rs, o->reps);
             if (o->csv) printf("%s,sift,%d,%d,%d,%d,%.1f,%.1f,%d\n", name, nth, D, N, o->n_gen, ms.pp_tps, ms.tg_tps, o->reps);
@@ -487,7 +515,7 @@ static int depth_model(const char *path, const depth_opts *o, bool *header)
                 if (o->csv)
                     printf("%s,llama.cpp,%d,%d,%d,%d,%.1f,%.1f,%d\n", name, nth, D, N, o->n_gen, mp.pp_tps, mp.tg_tps, n_peer);
                 else {
-                    /* the emulated prompt figure is a difference of two runs: noise can make it meaningless */
+                    /* an emulated prompt figure is a difference of two runs: noise can make it meaningless */
                     char pp[32], ratio[32];
                     snprintf(pp, sizeof pp, mp.pp_tps > 0 ? "%.1f" : "n/a", mp.pp_tps);
                     snprintf(ratio, sizeof ratio, mp.pp_tps > 0 ? "%.2fx" : "n/a", ms.pp_tps / mp.pp_tps);
@@ -495,7 +523,7 @@ static int depth_model(const char *path, const depth_opts *o, bool *header)
                     printf("%-26s %-10s %7s %6s %8s %6s %12s %11.2fx\n", name, "sift/llama", "", "", "", "", ratio,
                            ms.tg_tps / mp.tg_tps);
                 }
-            } else if (o->peer && !o->csv) {
+            } else if ((o->peer || o->peer_depth) && !o->csv) {
                 printf("%-26s %-10s %7d %6d %8d %6d %12s %12s\n", name, "llama.cpp", nth, D, N, o->n_gen, "n/a", "n/a");
             }
             fflush(stdout);
@@ -522,12 +550,13 @@ static void usage(FILE *f)
                "  -n N           generated tokens (default 128; with --batch: steps, default 16)\n"
                "  -r N           reps per engine, interleaved (default 5)\n"
                "  --peer PATH    llama.cpp's peer_generate (default /tmp/sift-peer/peer_generate)\n"
+               "  --peer-depth PATH  llama.cpp at depth for --depth (default: bench/peer_depth.c as built next to sift)\n"
                "  --no-peer      sift only\n"
                "  --batch LIST   instead: the cost of one generation step of B sequences in one decode, for each\n"
                "                 B in LIST (1..%d), against the first B (continuous batching's gain)\n"
                "  --depth LIST   instead: prompt and generation t/s with D tokens already in the KV cache, for each\n"
-               "                 D in LIST (e.g. 0,1024,4096); llama.cpp's column is emulated with peer_generate\n"
-               "                 (no depth option: D + N prompt tokens minus D), n/a past its 2048-token context\n"
+               "                 D in LIST (e.g. 0,1024,4096); llama.cpp's column from peer_depth (the same steps), or\n"
+               "                 without it emulated with peer_generate (D + N prompt tokens minus D, n/a past 2048)\n"
                "  --csv, --json  machine-readable output (--depth: --csv only)\n",
             MAX_BATCH);
 }
@@ -538,6 +567,11 @@ int sift_bench_model(int argc, char **argv)
     int n_models = 0, n_prompt = 0, n_gen = 0, reps = 5;
     int threads[MAX_LIST] = {1}, n_threads_list = 1, batches[MAX_LIST], n_batches = 0, depths[MAX_LIST], n_depths = 0;
     const char *peer = "/tmp/sift-peer/peer_generate";
+#ifdef SIFT_PEER_DEPTH
+    const char *peer_depth = SIFT_PEER_DEPTH;
+#else
+    const char *peer_depth = NULL;
+#endif
     bool use_peer = true, csv = false, json = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -564,8 +598,10 @@ int sift_bench_model(int argc, char **argv)
             reps = (int)n, i++;
         } else if (!strcmp(a, "--peer") && v) {
             peer = v, i++;
+        } else if (!strcmp(a, "--peer-depth") && v) {
+            peer_depth = v, i++;
         } else if (!strcmp(a, "--no-peer")) {
-            use_peer = false;
+            use_peer = false, peer_depth = NULL;
         } else if (!strcmp(a, "--csv")) {
             csv = true;
         } else if (!strcmp(a, "--json")) {
@@ -600,20 +636,30 @@ int sift_bench_model(int argc, char **argv)
     }
     if (!n_prompt) n_prompt = n_depths ? 32 : 512;
     if (!n_gen) n_gen = n_depths ? 16 : 128;
-    if (use_peer && access(peer, X_OK) != 0) {
+    if (use_peer && access(peer, X_OK) != 0 && !(n_depths > 0 && peer_depth)) {
         fprintf(stderr, "sift bench --model: llama.cpp's peer_generate not found at %s (make -C ../shared/peer): sift only\n",
                 peer);
         use_peer = false;
     }
     if (n_depths > 0) {
+        if (peer_depth && access(peer_depth, X_OK) != 0) {
+            fprintf(stderr, "sift bench --model --depth: %s not found: llama.cpp's column emulated with peer_generate\n",
+                    peer_depth);
+            peer_depth = NULL;
+        }
+        if (!peer_depth && use_peer && access(peer, X_OK) != 0) use_peer = false;
+        const bool peer_d = peer_depth != NULL;
         depth_opts o = {.depths = depths, .threads = threads, .n_depths = n_depths, .n_threads = n_threads_list,
-                        .n_prompt = n_prompt, .n_gen = n_gen, .reps = reps, .peer = use_peer ? peer : NULL, .csv = csv};
+                        .n_prompt = n_prompt, .n_gen = n_gen, .reps = reps, .peer = use_peer ? peer : NULL,
+                        .peer_depth = peer_d ? peer_depth : NULL, .csv = csv};
         bool header = true;
         int rc = 0;
         for (int m = 0; m < n_models && rc == 0; m++) rc = depth_model(models[m], &o, &header);
-        if (!csv && rc == 0 && use_peer)
-            printf("(llama.cpp at depth D: peer_generate has no depth option; prompt t/s = N / (time of D+N prompt "
-                   "tokens - time of D), generation after D+N)\n");
+        if (!csv && rc == 0 && peer_d)
+            printf("(llama.cpp at depth D: %s, the same steps as sift's in one process)\n", base_name(peer_depth));
+        else if (!csv && rc == 0 && use_peer)
+            printf("(llama.cpp at depth D: emulated, peer_generate has no depth option; prompt t/s = N / (time of D+N "
+                   "prompt tokens - time of D), generation after D+N)\n");
         return rc;
     }
 

@@ -40,6 +40,7 @@ static void read_cpu(sift__cpu *c)
     c->avx512dq = b & (1u << 17);
     c->avx512bw = b & (1u << 30);
     c->avx512vl = b & (1u << 31);
+    c->avx512vnni = cx & (1u << 11);
 }
 #else
 static void read_cpu(sift__cpu *c) { (void)c; }

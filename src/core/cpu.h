@@ -31,6 +31,7 @@ typedef struct sift__cpu {
     /* CPUID */
     bool avx, fma, f16c, bmi2, avx2;
     bool avx512f, avx512bw, avx512vl, avx512dq;
+    bool avx512vnni; /* not part of a level: the AVX-512 table's Q8_0 / Q4_0 entries (model/kernels.c) */
     /* XGETBV (XCR0), read only when CPUID reports OSXSAVE */
     bool os_ymm; /* the OS saves XMM and YMM state */
     bool os_zmm; /* ... and opmask, ZMM_Hi256 and Hi16_ZMM state */

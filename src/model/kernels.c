@@ -326,6 +326,7 @@ static void swiglu_scalar(int64_t n, const float *g, const float *u, float *out)
 
 static sift__kernels tables[4];
 static bool table_ok[4];
+static sift__kernels avx512_plain; /* the AVX-512 table before the VNNI entries (tests) */
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static void init_scalar(sift__kernels *k)
@@ -366,6 +367,10 @@ static void init_tables(void)
         tables[SIFT_ISA_AVX512].isa = SIFT_ISA_AVX512;
         sift__kernels_init_avx512(&tables[SIFT_ISA_AVX512]);
         table_ok[SIFT_ISA_AVX512] = true;
+        avx512_plain = tables[SIFT_ISA_AVX512];
+        /* VNNI is no level of its own (every AVX-512 CPU since Ice Lake has it, Skylake-X
+         * has not): it replaces the Q8_0 / Q4_0 entries when the CPU has it */
+        if (sift__cpu_get()->avx512vnni) sift__kernels_init_avx512vnni(&tables[SIFT_ISA_AVX512]);
     }
 }
 
@@ -384,6 +389,12 @@ const char *sift_isa_name(sift_isa isa)
     case SIFT_ISA_AVX512: return "avx512";
     }
     return "?";
+}
+
+const sift__kernels *sift__kernels_get_avx512_plain(void)
+{
+    pthread_once(&tables_once, init_tables);
+    return table_ok[SIFT_ISA_AVX512] ? &avx512_plain : NULL;
 }
 
 const sift__kernels *sift__kernels_get(sift_isa isa)

@@ -114,9 +114,15 @@ typedef struct sift__kernels {
  * not built. The tables are static and immutable once made (thread-safe). */
 const sift__kernels *sift__kernels_get(sift_isa isa);
 
-/* Filled in by the ISA files (compiled with -mavx2 / -mavx512*); call only after a CPU check. */
+/* The AVX-512 table without the VNNI Q8_0 / Q4_0 entries (the same as sift__kernels_get's
+ * where the CPU lacks VNNI), so tests check both; NULL without AVX-512. */
+const sift__kernels *sift__kernels_get_avx512_plain(void);
+
+/* Filled in by the ISA files (compiled with -mavx2 / -mavx512*); call only after a CPU check.
+ * init_avx512vnni replaces some entries of an AVX-512 table (CPUs with AVX512_VNNI). */
 void sift__kernels_init_avx2(sift__kernels *k);
 void sift__kernels_init_avx512(sift__kernels *k);
+void sift__kernels_init_avx512vnni(sift__kernels *k);
 
 /* Scalar kernels, exposed for the SIMD files' tails and for tests. */
 void sift__dot_f32_scalar(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s);
