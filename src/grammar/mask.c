@@ -71,6 +71,7 @@
 
 #include "core/status.h"
 #include "grammar/mask.h"
+#include "grammar/pos_equiv.h"
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
 #define DENSE_CHUNK 16u          /* dense bitsets per allocation (205 KB at 102k tokens) */
@@ -116,6 +117,7 @@ struct sift__gx_engine {
     pthread_mutex_t lock;
     sift_grammar *g;
     const sift__gx_vocab *voc; /* shared by every engine of this vocabulary (vocab_cache.c) */
+    uint32_t *rep;             /* [n_elems]: the position entries are keyed and computed by (pos_equiv.h) */
 
     /* walk machinery: suffix stacks over the sentinel, and the DFA over their sets */
     sift__gx_arena wa;
@@ -733,6 +735,7 @@ static void begin_computation(sift__gx_engine *e)
 /* The level-1 entry of a stack whose top is at `pos`, with unfinished UTF-8 `u`. */
 static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
 {
+    pos = e->rep[pos];
     uint32_t key = sift__gx_utf8_key(u);
     uint32_t id = et_find(e, GX_NONE, pos, key);
     if (id != GX_NONE) return id;
@@ -799,6 +802,7 @@ static int32_t loop_set(sift__gx_engine *e, uint32_t parent, uint32_t k)
 /* The entry one level below `parent`, whose next frame is at position `pos`. */
 static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
 {
+    pos = e->rep[pos];
     uint32_t id = et_find(e, parent, pos, 0);
     if (id != GX_NONE) return id;
     if (dfa_maybe_reset(e) != SIFT_OK) return GX_NONE;
@@ -848,6 +852,7 @@ static void engine_destroy(sift__gx_engine *e)
 {
     if (!e) return;
     sift_grammar_free(e->g);
+    sift__gx_free(e->rep);
     sift__gx_vocab_release(e->voc);
     sift__gx_arena_free(&e->wa);
     sift__gx_free(e->asc);
@@ -898,6 +903,7 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     }
     rc = sift__gx_arena_init(&e->wa, g);
     if (rc != SIFT_OK) goto nomem;
+    if (sift__gx_pos_reps(g, &e->rep) != SIFT_OK) goto nomem;
     uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
     e->seen_bits = sift__gx_calloc(e->voc->n_words, sizeof *e->seen_bits);
