@@ -539,7 +539,7 @@ static void test_mask_vs_reference(void **state)
 static void test_mask_slices(void **state)
 {
     (void)state;
-    const char *str_chars = "abcdefghijz> \"\\:{},[]'<u0\x7F\x01\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80xyzqrstABC";
+    const char *str_chars = "abcdefghijz> \"\\:{},[]'<u0\x7F\x01\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80xyzqrstABC~\xE2\x80\xA8";
     slices_first_total = 0;
     for (uint64_t seed = 21; seed < 33; seed++) differential_ex("json_strings", str_chars, 1500, 100, seed, seed == 26);
     print_message("first-character slices taken: %llu\n", (unsigned long long)slices_first_total);

@@ -23,7 +23,11 @@
  *   mask of a whole stack is one entry's set: follow the stack down, level by level, until
  *   an entry has no escapes (or the stack ends; left-over escapes are then rejected).
  *   Entries are keyed (parent entry, frame position) and are shared by every stack with
- *   the same top frames, in any context - which is why they keep paying off.
+ *   the same top frames, in any context - which is why they keep paying off. The position
+ *   is first mapped to its representative (pos_equiv.c): positions whose rest of
+ *   alternative and FOLLOW are equal up to rule names (every string property's own
+ *   "\"" char* "\"" rule) share entries, so a new string context costs a few lookups
+ *   instead of ~3k trie nodes walked per name.
  *
  *   An escape needs a next byte that can follow the rule being left: FOLLOW(rule of the
  *   bottom frame), computed from the grammar (grammar.h). Escapes failing it are dropped at
@@ -50,6 +54,8 @@
  * (loop_set), and a walk from the trie root whose every slice character but a few ASCII
  * ones leads to one loop ORs the vocabulary's first-character slices (first_loop, trie.h).
  * What is left of such a mask is walking the non-slice nodes (~8k, cache-miss bound).
+ * There are two slices (trie.c): C_0 the converters' JSON string character, C_1 the same less
+ * U+2028..2029, the class a regex "." becomes in a string pattern.
  *
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
  * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start
