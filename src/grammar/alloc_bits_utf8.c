@@ -34,6 +34,8 @@ static _Atomic uint64_t g_allocs;
  * page-aligned pointers (malloc never returns those for small blocks, glibc never for its own
  * mappings); a full table falls back to realloc. sift__gx_realloc itself never makes a mapping:
  * its blocks may leave the library (sift_json_schema_to_grammar's text is the caller's to free()).
+ * A freed mapping is kept as a spare (16 of them, 64 MiB at most) for the next big block: its pages
+ * are already faulted in, where a fresh mapping (or a new engine's arrays) faults every page again.
  * Elsewhere everything is plain realloc.
  */
 #if GX_HAVE_MREMAP
@@ -47,6 +49,16 @@ static struct {
 } g_big[GX_BIG_SLOTS];
 static atomic_flag g_big_lock = ATOMIC_FLAG_INIT;
 static uint32_t g_big_n;
+/* freed mappings kept for the next big block (their pages are already faulted in: a new engine's
+ * arrays would otherwise fault every page again), 64 MiB at most */
+#define GX_SPARE_SLOTS 16u
+#define GX_SPARE_BYTES ((size_t)64 << 20)
+static struct {
+    void *p;
+    size_t len;
+} g_spare[GX_SPARE_SLOTS];
+static uint32_t g_spare_n;
+static size_t g_spare_bytes;
 
 static void big_lock(void)
 {
@@ -84,7 +96,27 @@ static void *big_from_heap(void *p, size_t n)
     bool room = g_big_n < GX_BIG_SLOTS;
     big_unlock();
     if (!room) return NULL;
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m = MAP_FAILED;
+    size_t have = 0;
+    big_lock();
+    int32_t bi = -1; /* a spare mapping big enough, else the biggest: resized to len below */
+    for (uint32_t k = 0; k < g_spare_n; k++)
+        if (bi < 0 || (g_spare[k].len >= len && (g_spare[bi].len < len || g_spare[k].len < g_spare[bi].len)) ||
+            (g_spare[bi].len < len && g_spare[k].len > g_spare[bi].len))
+            bi = (int32_t)k;
+    if (bi >= 0) {
+        m = g_spare[bi].p;
+        have = g_spare[bi].len;
+        g_spare_bytes -= have;
+        g_spare[bi] = g_spare[--g_spare_n];
+    }
+    big_unlock();
+    if (m != MAP_FAILED && have != len) {
+        void *r = mremap(m, have, len, MREMAP_MAYMOVE);
+        if (r == MAP_FAILED) munmap(m, have);
+        m = r;
+    }
+    if (m == MAP_FAILED) m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return NULL;
     big_lock();
     if (g_big_n == GX_BIG_SLOTS) {
@@ -181,13 +213,21 @@ void sift__gx_free(void *p)
         big_lock();
         int32_t k = big_find(p);
         size_t len = 0;
+        bool kept = false;
         if (k >= 0) {
             len = g_big[k].len;
             g_big[k] = g_big[--g_big_n];
+            if (g_spare_n < GX_SPARE_SLOTS && g_spare_bytes + len <= GX_SPARE_BYTES) {
+                g_spare[g_spare_n].p = p;
+                g_spare[g_spare_n].len = len;
+                g_spare_n++;
+                g_spare_bytes += len;
+                kept = true;
+            }
         }
         big_unlock();
         if (k >= 0) {
-            munmap(p, len);
+            if (!kept) munmap(p, len);
             return;
         }
     }
