@@ -45,6 +45,7 @@
 
 #include "cli_util.h"
 #include "sift.h"
+#include "grammar/mask.h" /* sift__gx_grammar_sampler_stats / _describe: the slow-mask log */
 
 const char sift_bench_maskbench_help[] = "MaskBench: JSON-Schema compile/validation errors, TTFM and TBM (µs) per real-world schema";
 
@@ -427,6 +428,7 @@ typedef struct {
     int32_t n_vocab;
     uint32_t schema_flags;
     uint64_t budget; /* --precompute-budget: 0 = the library's default */
+    double slow_us;  /* SIFT_MASKBENCH_SLOW=US: log every mask whose CPU time passes US (0: off) */
 } bench_ctx;
 
 /* printable excerpt of text around [at, at+len) for a cause line */
@@ -440,6 +442,27 @@ static void excerpt(char *out, size_t cap, const char *text, size_t at, const ch
     sb_str(&b, "<<");
     snprintf(out, cap, "%s", b.p ? b.p : "");
     free(b.p);
+}
+
+/* SIFT_MASKBENCH_SLOW: one stderr line per mask over the threshold, to find which grammar
+ * situations make the tails - the schema, test and token index, the mask's CPU time, the
+ * trie nodes walked and cache entries made for it, the text before the token, and the
+ * matcher's stacks (sift__gx_grammar_sampler_describe). Called before the token is accepted. */
+static void log_slow(const bench_ctx *bc, const sift_sampler *g, const sift__gx_engine_stats *st0, const char *file, int ti,
+                     int32_t k, double cpu_us, const char *text, size_t off, sift_token tk)
+{
+    if (cpu_us < bc->slow_us) return;
+    sift__gx_engine_stats st1;
+    char state[1024], ctx[160], piece[64];
+    sift__gx_grammar_sampler_stats(g, &st1);
+    sift__gx_grammar_sampler_describe(g, state, sizeof state);
+    int32_t pl = sift_token_to_piece(bc->vocab, tk, piece, sizeof piece - 1, 0, true);
+    piece[pl > 0 ? pl : 0] = 0;
+    excerpt(ctx, sizeof ctx, text, off, piece, strlen(piece));
+    const char *base = strrchr(file, '/');
+    fprintf(stderr, "slow-mask %s test=%d tok=%d cpu_us=%.0f walked=%llu entries=%u dfa=%u | %s | %s\n", base ? base + 1 : file, ti,
+            (int)k, cpu_us, (unsigned long long)(st1.trie_nodes_walked - st0->trie_nodes_walked), st1.entries - st0->entries,
+            st1.dfa_states - st0->dfa_states, ctx, state);
 }
 
 static void run_schema(bench_ctx *bc, const char *file, int out_fd)
@@ -515,8 +538,11 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
                 size_t off = 0;
                 for (int32_t k = 0; k < n; k++) {
                     sift_candidates_fill(&bc->cand, bc->zeros, (size_t)bc->n_vocab);
+                    sift__gx_engine_stats st0;
+                    if (bc->slow_us > 0) sift__gx_grammar_sampler_stats(g, &st0);
                     double c1 = cli_thread_cpu_us(), t1 = cli_now_us();
                     sift_sampler_apply(g, &bc->cand);
+                    if (bc->slow_us > 0) log_slow(bc, g, &st0, file, ti, k, cli_thread_cpu_us() - c1, inst.p, off, toks[k]);
                     sift_token tk = toks[k];
                     int ok = bc->cand.id[tk] == tk ? bc->cand.logit[tk] != -INFINITY : 0;
                     if (bc->cand.id[tk] != tk)
@@ -805,6 +831,8 @@ static void usage(FILE *f)
             "  --filter TEXT       only files whose name contains TEXT\n"
             "  --precompute-budget N  the grammar sampler's precompute budget (sift_grammar_params)\n"
             "  --llama-conventions llama.cpp's converter conventions (SIFT_JSON_SCHEMA_LLAMA)\n"
+            "  SIFT_MASKBENCH_SLOW=US (environment) logs each mask over US microseconds of CPU to stderr\n"
+            "                      (schema, token, trie nodes walked, entries made, the matcher's stacks)\n"
             "  --json              the summary as one JSON object\n"
             "  --dump-instances    print every instance text (json.dumps) instead of running\n");
 }
@@ -956,6 +984,8 @@ int sift_bench_maskbench(int argc, char **argv)
     sift_vocab_view_get(vocab, &view);
     bench_ctx bc = {.vocab = vocab, .view = &view, .n_vocab = sift_vocab_n_tokens(vocab), .schema_flags = flags,
                    .budget = (uint64_t)budget};
+    const char *slow = getenv("SIFT_MASKBENCH_SLOW");
+    if (slow) bc.slow_us = atof(slow);
     bc.zeros = calloc((size_t)bc.n_vocab, sizeof *bc.zeros);
     if (!bc.zeros || sift_candidates_init(&bc.cand, (size_t)bc.n_vocab) != SIFT_OK) return 1;
     if (out_dir) mkdir(out_dir, 0755);

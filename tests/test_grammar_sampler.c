@@ -19,6 +19,7 @@
 #include "core/cpu.h"
 #include "grammar/mask.h"
 #include "grammar/mask_apply.h"
+#include "grammar/pos_equiv.h"
 #include "grammar_util.h"
 
 /* allowed[i] after applying s to the whole vocabulary (uses the bitset path) and to each
@@ -538,7 +539,7 @@ static void test_mask_vs_reference(void **state)
 static void test_mask_slices(void **state)
 {
     (void)state;
-    const char *str_chars = "abcdefghijz> \"\\:{},[]'<u0\x7F\x01\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80xyzqrstABC";
+    const char *str_chars = "abcdefghijz> \"\\:{},[]'<u0\x7F\x01\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80xyzqrstABC~\xE2\x80\xA8";
     slices_first_total = 0;
     for (uint64_t seed = 21; seed < 33; seed++) differential_ex("json_strings", str_chars, 1500, 100, seed, seed == 26);
     print_message("first-character slices taken: %llu\n", (unsigned long long)slices_first_total);
@@ -553,6 +554,69 @@ static void test_mask_slices(void **state)
     fixed_tokens = NULL;
     n_fixed_tokens = 0;
     assert_true(slices_first_total > 0); /* a key-not [^...a] char* took first_bits less its exceptions */
+}
+
+/* The first position of rule `name`'s body. */
+static uint32_t rule_pos(const sift_grammar *g, const char *name)
+{
+    for (uint32_t r = 0; r < g->n_rules; r++)
+        if (!strcmp(g->rule_name[r], name)) return g->rule_start[r];
+    fail_msg("no rule %s", name);
+    return 0;
+}
+
+/* Position equivalence (pos_equiv.c) on equiv_strings.gbnf, worked by hand: a rule
+ * "\"" ch* "\"" is CLASS("), REF(helper of ch*), CLASS("), END. */
+static void test_pos_equiv(void **state)
+{
+    (void)state;
+    size_t gl = 0;
+    char *gtext = gt_grammar_text("equiv_strings", &gl);
+    assert_non_null(gtext);
+    sift_error err = {0};
+    sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    uint32_t *rep = NULL;
+    assert_int_equal(sift__gx_pos_reps(g, &rep), SIFT_OK);
+    uint32_t a = rule_pos(g, "str-a"), b = rule_pos(g, "str-b"), c = rule_pos(g, "str-c"), d = rule_pos(g, "str-d");
+    assert_int_equal(GX_TYPE(g->elems[a + 1]), GX_REF);
+    assert_int_equal(GX_TYPE(g->elems[a + 3]), GX_END);
+    /* str-a and str-b: followed by "," both, ch-a* and ch-b* equivalent helpers */
+    assert_int_equal(rep[b], rep[a]);
+    assert_int_equal(rep[b + 1], rep[a + 1]);
+    assert_int_equal(rep[b + 2], rep[a + 2]);
+    assert_int_equal(rep[b + 3], rep[a + 3]);
+    /* str-c: the same body as str-a (ch-a* itself) but followed by "}" */
+    assert_int_not_equal(rep[c + 1], rep[a + 1]);
+    assert_int_not_equal(rep[c + 2], rep[a + 2]);
+    /* str-d: followed by "|", and ch-d differs: its helper position is apart from all */
+    assert_int_not_equal(rep[d + 1], rep[a + 1]);
+    assert_int_not_equal(rep[d + 1], rep[c + 1]);
+    /* the character rules: ch-a ~ ch-b (same bodies, same FOLLOW: their first characters and
+     * the closing quote); ch-d's first class differs, its second alternative does not, but
+     * its FOLLOW lacks the "q" that ch-a's has */
+    uint32_t ca = rule_pos(g, "ch-a"), cb = rule_pos(g, "ch-b"), cd = rule_pos(g, "ch-d");
+    assert_int_equal(rep[cb], rep[ca]);
+    assert_int_equal(rep[cb + 2], rep[ca + 2]);
+    assert_int_not_equal(rep[cd], rep[ca]);
+    /* a representative is the first of its class, and represents itself */
+    for (uint32_t p = 0; p < g->n_elems; p++) {
+        assert_true(rep[p] <= p);
+        assert_int_equal(rep[rep[p]], rep[p]);
+        assert_true(g->elems[rep[p]] == g->elems[p] || GX_TYPE(g->elems[p]) == GX_REF || sift__gx_is_end(g->elems[p]));
+    }
+    sift__gx_free(rep);
+    sift_grammar_free(g);
+    free(gtext);
+    /* the masks over the shared entries, against the reference matcher */
+    const char *str_chars = "aq\\n\"\"\",,,}}|:abc{[]() \x7F\xC3\xA9";
+    /* every literal character of the grammar as a token, so that no document is stuck */
+    static const char *const lit_tokens[] = {"{", "a:", "b:", "c:", "\"", ",", "}", "[", "|", "]", "(", ")", " ", "a", "q", "\\n", "\",", "\"}", "\xA9", "\xC3\xA9", ":"};
+    fixed_tokens = lit_tokens;
+    n_fixed_tokens = (int)(sizeof lit_tokens / sizeof lit_tokens[0]);
+    for (uint64_t seed = 50; seed < 56; seed++) differential_ex("equiv_strings", str_chars, 400, 200, seed, seed == 53);
+    fixed_tokens = NULL;
+    n_fixed_tokens = 0;
 }
 
 /* Large states: the shared-walk union (sift__gx_succ_union, used above GX_SUCC_UNION_MIN stacks)
@@ -771,7 +835,7 @@ int main(void)
         cmocka_unit_test(test_basic_semantics),  cmocka_unit_test(test_utf8_across_tokens),
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
-        cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices),
+        cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_pos_equiv),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
     };

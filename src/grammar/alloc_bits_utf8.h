@@ -5,6 +5,8 @@
  * Every allocation of the grammar layer goes through sift__gx_malloc/sift__gx_realloc/sift__gx_free so that a
  * test can read sift__gx_alloc_count() before and after a generation step and prove that a warm
  * grammar sampler allocates nothing per token (caches are filled on first use only).
+ * On Linux, blocks that sift__gx_grow/sift__gx_grow_realloc grow past 256 KiB become anonymous mappings
+ * grown by mremap (no copy, huge pages from 2 MiB): see alloc_bits_utf8.c.
  *
  * UTF-8 is decoded strictly (no overlong forms, no surrogates, nothing above U+10FFFF, no
  * stray continuation bytes): a grammar matches code points, and a byte sequence that is not
@@ -25,8 +27,15 @@ void *sift__gx_realloc(void *p, size_t n);
 void sift__gx_free(void *p);
 /* number of sift__gx_malloc/sift__gx_calloc/sift__gx_realloc calls so far in this process (all threads) */
 uint64_t sift__gx_alloc_count(void);
+/* Like sift__gx_realloc, but on Linux a block grown to 256 KiB or more moves into its own mapping,
+ * grown by mremap (not copied): for arrays that grow while a mask is computed. Such a block must be
+ * freed with sift__gx_free (never free()), so it must not leave the library. */
+void *sift__gx_grow_realloc(void *p, size_t n);
+/* how many such mapped blocks are live now (tests: none left after a free) */
+uint32_t sift__gx_big_live(void);
 
-/* Grow *arr (elements of `size` bytes, capacity *cap) to hold at least `need`; false on OOM. */
+/* Grow *arr (elements of `size` bytes, capacity *cap) to hold at least `need`; false on OOM.
+ * Through sift__gx_grow_realloc: free *arr with sift__gx_free only. */
 bool sift__gx_grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
 #define GX_GROW(arr, cap, need) sift__gx_grow((void **)&(arr), &(cap), (need), sizeof *(arr))
 

@@ -30,6 +30,7 @@
 #include <math.h>
 #include <pcre2.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/status.h"
@@ -503,6 +504,29 @@ bool sift__gx_grammar_sampler_stats(const sift_sampler *smpl, sift__gx_engine_st
     const grammar_ctx *c = as_grammar(smpl);
     if (!c) return false;
     sift__gx_engine_get_stats(c->eng, st);
+    return true;
+}
+
+/* A one-line picture of the matcher state for diagnostics (bench --maskbench's slow-mask
+ * log): the number of stacks, then up to four stacks as rule names from the top down (at
+ * most six frames each, "..." when deeper). */
+bool sift__gx_grammar_sampler_describe(const sift_sampler *smpl, char *buf, size_t cap)
+{
+    const grammar_ctx *c = as_grammar(smpl);
+    if (!c || !cap) return false;
+    const sift_grammar *g = sift__gx_engine_grammar(c->eng);
+    size_t n = 0;
+#define PUT(...) (n += (size_t)snprintf(buf + (n < cap ? n : cap - 1), n < cap ? cap - n : 1, __VA_ARGS__))
+    PUT("stacks=%u utf8=%u", c->st.tops.n, (unsigned)c->st.utf8.need);
+    for (uint32_t k = 0; k < c->st.tops.n && k < 4; k++) {
+        uint32_t depth = 0, f = c->st.tops.v[k];
+        for (uint32_t q = f; q; q = c->ra.parent[q]) depth++;
+        PUT(" [d%u", depth);
+        uint32_t shown = 0;
+        for (; f && shown < 6; f = c->ra.parent[f], shown++) PUT(" %s@%u", g->rule_name[g->rule_of[c->ra.pos[f]]], c->ra.pos[f]);
+        PUT("%s]", f ? " ..." : "");
+    }
+#undef PUT
     return true;
 }
 

@@ -23,7 +23,11 @@
  *   mask of a whole stack is one entry's set: follow the stack down, level by level, until
  *   an entry has no escapes (or the stack ends; left-over escapes are then rejected).
  *   Entries are keyed (parent entry, frame position) and are shared by every stack with
- *   the same top frames, in any context - which is why they keep paying off.
+ *   the same top frames, in any context - which is why they keep paying off. The position
+ *   is first mapped to its representative (pos_equiv.c): positions whose rest of
+ *   alternative and FOLLOW are equal up to rule names (every string property's own
+ *   "\"" char* "\"" rule) share entries, so a new string context costs a few lookups
+ *   instead of ~3k trie nodes walked per name.
  *
  *   An escape needs a next byte that can follow the rule being left: FOLLOW(rule of the
  *   bottom frame), computed from the grammar (grammar.h). Escapes failing it are dropped at
@@ -50,6 +54,8 @@
  * (loop_set), and a walk from the trie root whose every slice character but a few ASCII
  * ones leads to one loop ORs the vocabulary's first-character slices (first_loop, trie.h).
  * What is left of such a mask is walking the non-slice nodes (~8k, cache-miss bound).
+ * There are two slices (trie.c): C_0 the converters' JSON string character, C_1 the same less
+ * U+2028..2029, the class a regex "." becomes in a string pattern.
  *
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
  * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start
@@ -71,6 +77,7 @@
 
 #include "core/status.h"
 #include "grammar/mask.h"
+#include "grammar/pos_equiv.h"
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
 #define DENSE_CHUNK 16u          /* dense bitsets per allocation (205 KB at 102k tokens) */
@@ -116,6 +123,7 @@ struct sift__gx_engine {
     pthread_mutex_t lock;
     sift_grammar *g;
     const sift__gx_vocab *voc; /* shared by every engine of this vocabulary (vocab_cache.c) */
+    uint32_t *rep;             /* [n_elems]: the position entries are keyed and computed by (pos_equiv.h) */
 
     /* walk machinery: suffix stacks over the sentinel, and the DFA over their sets */
     sift__gx_arena wa;
@@ -735,6 +743,7 @@ static void begin_computation(sift__gx_engine *e)
 /* The level-1 entry of a stack whose top is at `pos`, with unfinished UTF-8 `u`. */
 static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
 {
+    pos = e->rep[pos];
     uint32_t key = sift__gx_utf8_key(u);
     uint32_t id = et_find(e, GX_NONE, pos, key);
     if (id != GX_NONE) return id;
@@ -801,6 +810,7 @@ static int32_t loop_set(sift__gx_engine *e, uint32_t parent, uint32_t k)
 /* The entry one level below `parent`, whose next frame is at position `pos`. */
 static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
 {
+    pos = e->rep[pos];
     uint32_t id = et_find(e, parent, pos, 0);
     if (id != GX_NONE) return id;
     if (dfa_maybe_reset(e) != SIFT_OK) return GX_NONE;
@@ -850,6 +860,7 @@ static void engine_destroy(sift__gx_engine *e)
 {
     if (!e) return;
     sift_grammar_free(e->g);
+    sift__gx_free(e->rep);
     sift__gx_vocab_release(e->voc);
     sift__gx_arena_free(&e->wa);
     sift__gx_free(e->asc);
@@ -901,6 +912,7 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     }
     rc = sift__gx_arena_init(&e->wa, g);
     if (rc != SIFT_OK) goto nomem;
+    if (sift__gx_pos_reps(g, &e->rep) != SIFT_OK) goto nomem;
     uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
     e->seen_bits = sift__gx_calloc(e->voc->n_words, sizeof *e->seen_bits);

@@ -60,6 +60,10 @@ void sift__gx_engine_set_cache_limit(sift__gx_engine *e, uint64_t bytes);
 /* The engine statistics of a grammar sampler (benchmarks, tests); false if smpl is not one. */
 bool sift__gx_grammar_sampler_stats(const sift_sampler *smpl, sift__gx_engine_stats *st);
 
+/* One line about a grammar sampler's matcher state (stack count, top frames by rule name)
+ * into buf; false if smpl is not one. Diagnostics only. */
+bool sift__gx_grammar_sampler_describe(const sift_sampler *smpl, char *buf, size_t cap);
+
 /* Is the chain's pick `tok` one the grammar really allows? False when the selected logit is
  * -inf (the grammar and the chain left no token: the pick was arbitrary) or the grammar
  * refuses it. */

@@ -19,7 +19,7 @@ static bool arena_reserve(sift__gx_arena *a, uint32_t need)
     while (ncap < need) ncap *= 2;
     uint32_t *p;
 #define GROW_FIELD(f, fill)                                                   \
-    p = sift__gx_realloc(a->f, (size_t)ncap * sizeof *p);                           \
+    p = sift__gx_grow_realloc(a->f, (size_t)ncap * sizeof *p);                      \
     if (!p) return false;                                                     \
     for (uint32_t k = a->cap; k < ncap; k++) p[k] = (fill);                   \
     a->f = p;

@@ -69,7 +69,7 @@ typedef struct sift__gx_vocab {
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
-#define GX_N_SLICES 1
+#define GX_N_SLICES 2 /* C_0 JSON string characters, C_1 the same less U+2028..2029 (trie.c) */
 typedef struct {
     const uint32_t *ranges; /* lo, hi, lo, hi, ... */
     uint32_t n_ranges;
