@@ -25,8 +25,8 @@
  * classes) until no class splits. Recursive helpers (x ::= char x | "") then fall into one
  * class whatever their names. Each round is linear in the grammar: a body is a chain of
  * (element code, rest id) pairs interned in a hash table, so equal rests get equal ids
- * without comparing sequences. If the refinement has not settled after MAX_ROUNDS the
- * mapping is the identity (always exact).
+ * without comparing sequences. If the refinement has not settled after MAX_ROUNDS, or within
+ * MAX_WORK element visits, the mapping is the identity (always exact).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +35,11 @@
 #include "grammar/pos_equiv.h"
 
 #define MAX_ROUNDS 256u
+/* Rounds cost a pass over the whole grammar each, and a long chain of nested rules settles
+ * one level per round: on big schema grammars (100k+ elements, dozens of rounds) that was
+ * 100+ ms of compile time, more than the masks it saves. Past this many element visits in
+ * all the mapping stays the identity, which is always exact. */
+#define MAX_WORK (1u << 21)
 
 typedef struct {
     uint64_t *key; /* (a << 32 | b) + 1, 0 = empty */
@@ -147,7 +152,10 @@ int sift__gx_pos_reps(const sift_grammar *g, uint32_t **out)
     if (rc != SIFT_OK) goto done;
     uint32_t n_cls = 1;
     bool settled = false;
+    uint64_t work = 0;
     for (uint32_t round = 0; round < MAX_ROUNDS && !settled; round++) {
+        work += (uint64_t)g->n_elems + g->n_rules;
+        if (work > MAX_WORK) break;
         uint32_t n = refine(g, cls, ncls, &t, &t2);
         settled = n == n_cls;
         n_cls = n;
