@@ -49,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench_clock.h"
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -63,18 +65,6 @@ typedef struct rep {
     double load_ms, pp_tps, tg_tps, sample_us;
 } rep;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static rep median(const rep *r, int n)
 {
@@ -82,7 +72,7 @@ static rep median(const rep *r, int n)
     rep m;
 #define MED(f)                                   \
     for (int i = 0; i < n; i++) v[i] = r[i].f;   \
-    qsort(v, (size_t)n, sizeof *v, cmp_double);  \
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);  \
     m.f = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     MED(load_ms)
     MED(pp_tps)
@@ -102,7 +92,7 @@ static const char *base_name(const char *p)
 static int sift_rep(const char *path, int n_threads, int n_prompt, int n_gen, sift_token *gen, rep *r)
 {
     sift_error err = {0};
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     sift_model *model = sift_model_load(path, &err);
     if (!model) {
         fprintf(stderr, "sift bench --model: %s: %s\n", path, err.msg);
@@ -120,7 +110,7 @@ static int sift_rep(const char *path, int n_threads, int n_prompt, int n_gen, si
         sift_model_free(model);
         return 1;
     }
-    r->load_ms = (now_s() - t0) * 1e3;
+    r->load_ms = (bench_now_s() - t0) * 1e3;
     int rc = 1;
     sift_chain *chain = NULL;
     sift_batch b = {0};
@@ -138,21 +128,21 @@ static int sift_rep(const char *path, int n_threads, int n_prompt, int n_gen, si
     const int s0 = 0;
     for (int i = 0; i < n_prompt; i++) sift_batch_add(&b, i == 0 && bos >= 0 ? bos : fill, i, &s0, 1, i == n_prompt - 1);
 
-    double ta = now_s();
+    double ta = bench_now_s();
     if (sift_decode(ctx, &b, &err) != SIFT_OK) {
         fprintf(stderr, "sift bench --model: prompt: %s\n", err.msg);
         goto done;
     }
-    r->pp_tps = n_prompt / (now_s() - ta);
+    r->pp_tps = n_prompt / (bench_now_s() - ta);
 
     sift_chain_env env = {.n_vocab = info.n_vocab, .vocab = NULL, .eot = SIFT_TOKEN_NULL, .default_seed = 42};
     chain = sift_chain_from_spec("greedy()", &env, &err);
     if (!chain) goto done;
     double t_sample = 0, t_decode = 0;
     for (int i = 0; i < n_gen; i++) {
-        const double t1 = now_s();
+        const double t1 = bench_now_s();
         const sift_token tok = sift_chain_sample(chain, sift_get_logits_ith(ctx, -1), info.n_vocab);
-        const double t2 = now_s();
+        const double t2 = bench_now_s();
         gen[i] = tok;
         sift_batch_clear(&b);
         sift_batch_add(&b, tok, n_prompt + i, &s0, 1, true);
@@ -161,7 +151,7 @@ static int sift_rep(const char *path, int n_threads, int n_prompt, int n_gen, si
             goto done;
         }
         t_sample += t2 - t1;
-        t_decode += now_s() - t2;
+        t_decode += bench_now_s() - t2;
     }
     r->tg_tps = n_gen / (t_sample + t_decode);
     r->sample_us = t_sample / n_gen * 1e6;
@@ -250,12 +240,12 @@ static int batch_rep(sift_context *ctx, sift_batch *b, int32_t n_vocab, sift_tok
             sift_batch_add(b, t, P + step, &s, 1, true);
             out_idx[s] = s;
         }
-        const double t0 = now_s();
+        const double t0 = bench_now_s();
         if (sift_decode(ctx, b, &err) != SIFT_OK) {
             fprintf(stderr, "sift bench --model: step %d (batch %d): %s\n", step, B, err.msg);
             return 1;
         }
-        *secs += now_s() - t0;
+        *secs += bench_now_s() - t0;
     }
     return 0;
 }
@@ -268,7 +258,7 @@ typedef struct batch_opts {
 
 static double median_of(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -482,10 +472,10 @@ static int depth_model(const char *path, const depth_opts *o, bool *header)
             if (D > 0 && decode_run(ctx, &b, (int)cp.n_batch, bos, fill, 0, D)) goto done;
             for (int r = -1; r < o->reps; r++) { /* r = -1: warm-up */
                 sift_kv_seq_rm(ctx, 0, D, -1);
-                double t0 = now_s();
+                double t0 = bench_now_s();
                 if (decode_run(ctx, &b, (int)cp.n_batch, bos, fill, D, N)) goto done;
-                const double t_pp = now_s() - t0;
-                t0 = now_s();
+                const double t_pp = bench_now_s() - t0;
+                t0 = bench_now_s();
                 for (int i = 0; i < o->n_gen; i++) {
                     const sift_token tok = sift_chain_sample(chain, sift_get_logits_ith(ctx, -1), info.n_vocab);
                     sift_batch_clear(&b);
@@ -497,7 +487,7 @@ static int depth_model(const char *path, const depth_opts *o, bool *header)
                     }
                 }
                 if (r < 0) continue;
-                rs[r] = (rep){.pp_tps = N / t_pp, .tg_tps = o->n_gen / (now_s() - t0)};
+                rs[r] = (rep){.pp_tps = N / t_pp, .tg_tps = o->n_gen / (bench_now_s() - t0)};
                 if (!o->peer_depth && o->peer && D + N + o->n_gen <= (info.n_ctx_train < 2048 ? info.n_ctx_train : 2048) &&
                     peer_depth_emulated(o->peer, path, nth, D, N, o->n_gen, &rp[n_peer]) == 0)
                     n_peer++;

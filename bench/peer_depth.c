@@ -29,6 +29,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
+
 #include "model_ref_api.h"
 #include "peer_backend.h"
 
@@ -44,22 +46,10 @@ static void log_quiet(int level, const char *text, void *ud)
     if (level == 4 /* GGML_LOG_LEVEL_ERROR */) fputs(text, stderr);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -162,10 +152,10 @@ int main(int argc, char **argv)
             rc = decode_range(ctx, &b, bos, fill, at, D - at < (int)n_batch ? D - at : (int)n_batch);
         for (int r = -1; r < reps && !rc; r++) { /* r = -1: warm-up */
             llama_memory_seq_rm(llama_get_memory(ctx), 0, D, -1);
-            double t0 = now_s();
+            double t0 = bench_now_s();
             if ((rc = decode_range(ctx, &b, bos, fill, D, N))) break;
-            const double t_pp = now_s() - t0;
-            t0 = now_s();
+            const double t_pp = bench_now_s() - t0;
+            t0 = bench_now_s();
             for (int i = 0; i < G; i++) {
                 llama_token tok = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
                 b.n_tokens = 1;
@@ -176,7 +166,7 @@ int main(int argc, char **argv)
                 }
                 llama_synchronize(ctx);
             }
-            if (r >= 0) pp[r] = N / t_pp, tg[r] = G / (now_s() - t0);
+            if (r >= 0) pp[r] = N / t_pp, tg[r] = G / (bench_now_s() - t0);
         }
         if (rc) {
             fprintf(stderr, "peer_depth: llama_decode failed at depth %d\n", D);
