@@ -32,6 +32,7 @@ sift__act_format sift__act_format_of(sift_tensor_type type)
     case SIFT_TYPE_Q8_0:
     case SIFT_TYPE_Q4_0: return SIFT_ACT_Q8_0;
     case SIFT_TYPE_Q4_K:
+    case SIFT_TYPE_Q5_K:
     case SIFT_TYPE_Q6_K: return SIFT_ACT_Q8_K;
     default: return SIFT_ACT_NONE;
     }
@@ -198,9 +199,25 @@ static inline void q4k_scale_min(int j, const uint8_t *q, int *sc, int *m)
     }
 }
 
-/* Q4_K: 8 sub-blocks of 32; sub-block 2g holds the low nibbles of qs[32g..32g+32), 2g+1 the
- * high ones; value = d*sc*q - dmin*m. The min part only needs the activation sums
- * (bsums), so per block: d_w*d_x*sum(sc_j*isum_j) - dmin_w*d_x*sum(m_j*bsum_j). */
+/* Q4_K and Q5_K: 8 sub-blocks of 32 values, sub-block j with a 6-bit scale sc_j and min m_j;
+ * value = d*sc*q - dmin*m. The min part only needs the activation sums (bsums), so per
+ * block: d_w*d_x*sum(sc_j*isum_j) - dmin_w*d_x*sum(m_j*bsum_j). q holds the block's 256
+ * unsigned values (0..15, or 0..31 for Q5_K) in element order. */
+static float kmin_block(const uint8_t *scales, uint16_t d, uint16_t dmin, const uint8_t q[SIFT_QK_K],
+                        const sift_block_q8_K *b)
+{
+    int32_t sumi = 0, summ = 0;
+    for (int j = 0; j < 8; j++) {
+        int sc, m, isum = 0;
+        q4k_scale_min(j, scales, &sc, &m);
+        for (int i = 0; i < 32; i++) isum += q[32 * j + i] * b->qs[32 * j + i];
+        sumi += sc * isum;
+        summ += m * (b->bsums[2 * j] + b->bsums[2 * j + 1]);
+    }
+    return sift__fp16_to_fp32(d) * b->d * (float)sumi - sift__fp16_to_fp32(dmin) * b->d * (float)summ;
+}
+
+/* Q4_K: sub-block 2g holds the low nibbles of qs[32g..32g+32), 2g+1 the high ones. */
 static void dot_q4_K(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
 {
     const sift_block_q4_K *a = w;
@@ -209,25 +226,28 @@ static void dot_q4_K(int64_t n, const void *w, const void *x, size_t x_stride, i
         const sift_block_q8_K *b = (const sift_block_q8_K *)((const char *)x + j * x_stride);
         float sum = 0;
         for (int64_t k = 0; k < nb; k++) {
-            int32_t sumi = 0, summ = 0;
-            for (int g = 0; g < 4; g++) {
-                int sc0, m0, sc1, m1;
-                q4k_scale_min(2 * g, a[k].scales, &sc0, &m0);
-                q4k_scale_min(2 * g + 1, a[k].scales, &sc1, &m1);
-                const uint8_t *q = a[k].qs + 32 * g;
-                const int8_t *y = b[k].qs + 64 * g;
-                int lo = 0, hi = 0;
-                for (int i = 0; i < 32; i++) {
-                    lo += (q[i] & 15) * y[i];
-                    hi += (q[i] >> 4) * y[i + 32];
-                }
-                sumi += sc0 * lo + sc1 * hi;
-                summ += m0 * (b[k].bsums[4 * g] + b[k].bsums[4 * g + 1]) +
-                        m1 * (b[k].bsums[4 * g + 2] + b[k].bsums[4 * g + 3]);
-            }
-            const float d = sift__fp16_to_fp32(a[k].d) * b[k].d;
-            const float dmin = sift__fp16_to_fp32(a[k].dmin) * b[k].d;
-            sum += d * (float)sumi - dmin * (float)summ;
+            uint8_t q[SIFT_QK_K];
+            for (int e = 0; e < SIFT_QK_K; e++) q[e] = (uint8_t)((a[k].qs[32 * (e / 64) + e % 32] >> (e % 64 >= 32 ? 4 : 0)) & 15);
+            sum += kmin_block(a[k].scales, a[k].d, a[k].dmin, q, &b[k]);
+        }
+        s[j] = sum;
+    }
+}
+
+/* Q5_K: Q4_K's nibbles plus a fifth bit, bit j of qh[i] for value i of sub-block j. */
+static void dot_q5_K(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    const sift_block_q5_K *a = w;
+    const int64_t nb = n / SIFT_QK_K;
+    for (int j = 0; j < ncols; j++) {
+        const sift_block_q8_K *b = (const sift_block_q8_K *)((const char *)x + j * x_stride);
+        float sum = 0;
+        for (int64_t k = 0; k < nb; k++) {
+            uint8_t q[SIFT_QK_K];
+            for (int e = 0; e < SIFT_QK_K; e++)
+                q[e] = (uint8_t)(((a[k].qs[32 * (e / 64) + e % 32] >> (e % 64 >= 32 ? 4 : 0)) & 15) |
+                                 (((a[k].qh[e % 32] >> (e / 32)) & 1) << 4));
+            sum += kmin_block(a[k].scales, a[k].d, a[k].dmin, q, &b[k]);
         }
         s[j] = sum;
     }
@@ -276,6 +296,7 @@ ROWS(f16)
 ROWS(q8_0)
 ROWS(q4_0)
 ROWS(q4_K)
+ROWS(q5_K)
 ROWS(q6_K)
 #undef ROWS
 static void rows_f32(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
@@ -338,12 +359,14 @@ static void init_scalar(sift__kernels *k)
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
+    k->dot[SIFT_TYPE_Q5_K] = dot_q5_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
     k->rows[SIFT_TYPE_F32] = rows_f32;
     k->rows[SIFT_TYPE_F16] = rows_f16;
     k->rows[SIFT_TYPE_Q8_0] = rows_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_q4_0;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
+    k->rows[SIFT_TYPE_Q5_K] = rows_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
     k->act_convert = sift__act_convert_scalar;
     k->attn_scores = attn_scores_scalar;

@@ -12,7 +12,7 @@
  * alone or with three others; tails that do not fill a vector use masked loads where the
  * arithmetic must match the vector lanes (exp), scalar fmaf otherwise.
  *
- * Integer kernels (Q8_0, Q4_0, Q4_K, Q6_K) multiply bytes with vpmaddubsw (unsigned x
+ * Integer kernels (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) multiply bytes with vpmaddubsw (unsigned x
  * signed; the signed weights of Q8_0/Q4_0 go through the usual sign trick: |w| x
  * sign(w)*x), widen with vpmaddwd, and reduce each block to its exact integer sum before
  * the one float multiply-add per block the scalar code does: the results are bit for bit
@@ -338,6 +338,84 @@ SIFT__ONE_Q4_K(__m256i, _mm256_setzero_si256(), reduce4)
 
 SIFT__GEMM_K(q4_K, sift_block_q4_K, 2)
 
+/* Q5_K: Q4_K's layout plus a fifth bit per value, bit c of qh[i] for value i of sub-block c.
+ * The values are 0..31, so vpmaddubsw's pairs stay far inside 16 bits (2 x 31 x 128). */
+
+_Static_assert(offsetof(sift_block_q5_K, scales) == offsetof(sift_block_q4_K, scales), "Q5_K's scales read as Q4_K's");
+
+/* sub-block c's 32 values: its nibbles (the low ones of qs[32(c/2)..] for even c, the high
+ * ones for odd c) with bit c of each qh byte moved to bit 4 */
+static inline __m256i q5_K_values(const sift_block_q5_K *a, __m256i qh, int c)
+{
+    const __m256i raw = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * (c / 2)));
+    const __m256i nib = _mm256_and_si256(c & 1 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
+    const __m256i hb = c < 4 ? _mm256_slli_epi16(qh, 4 - c) : _mm256_srli_epi16(qh, c - 4);
+    return _mm256_or_si256(nib, _mm256_and_si256(hb, _mm256_set1_epi8(0x10)));
+}
+
+/* R x C pairs (R, C <= 4) of Q5_K rows and Q8_K columns, one sub-block per step (q4_K_tile's
+ * order of operations, so the float steps are the scalar kernel's) */
+FORCE_INLINE void q5_K_tile(int64_t n, const sift_block_q5_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
+                            const int R, const int C, const char *pf)
+{
+    UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();
+    for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
+        prefetch_span(pf, k, 4 * (int64_t)sizeof(sift_block_q5_K));
+        __m256i acc[4][4], sc2[4], mins[4], qh[4];
+        UNROLL4 for (int i = 0; i < R; i++) {
+            const __m128i sm = q4k_scales_mins((const sift_block_q4_K *)(const void *)&a[i][k]);
+            sc2[i] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            mins[i] = q4k_mins_pairs(sm);
+            qh[i] = _mm256_loadu_si256((const __m256i *)a[i][k].qh);
+            UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_si256();
+        }
+        _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
+            UNROLL4 for (int i = 0; i < R; i++) {
+                const __m256i q = q5_K_values(&a[i][k], qh[i], c);
+                const __m256i s = bcast16(sc2[i], c);
+                UNROLL4 for (int j = 0; j < C; j++) {
+                    const __m256i xv = _mm256_loadu_si256((const __m256i *)(b[j][k].qs + 32 * c));
+                    acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), s));
+                }
+            }
+        }
+        const __m128 dw = halves4(a[0][k].d, a[R > 1][k].d, a[R > 2 ? 2 : 0][k].d, a[R > 3 ? 3 : 0][k].d);
+        const __m128 dmw = halves4(a[0][k].dmin, a[R > 1][k].dmin, a[R > 2 ? 2 : 0][k].dmin, a[R > 3 ? 3 : 0][k].dmin);
+        const __m128 dx = _mm_setr_ps(b[0][k].d, b[C > 1][k].d, b[C > 2 ? 2 : 0][k].d, b[C > 3 ? 3 : 0][k].d);
+        __m256i bs[4];
+        UNROLL4 for (int j = 0; j < C; j++) bs[j] = _mm256_loadu_si256((const __m256i *)b[j][k].bsums);
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) {
+            __m256i pi[4], pm[4];
+            UNROLL4 for (int l = 0; l < 4; l++) {
+                const int q = 4 * g + l, i = q / C, j = q % C;
+                pi[l] = q < R * C ? acc[i][j] : _mm256_setzero_si256();
+                pm[l] = q < R * C ? _mm256_madd_epi16(mins[i], bs[j]) : _mm256_setzero_si256();
+            }
+            sum[g] = q4k_step(sum[g], reduce4(pi[0], pi[1], pi[2], pi[3]), reduce4(pm[0], pm[1], pm[2], pm[3]),
+                              SPREAD_ROWS(dw, g, R, C), SPREAD_ROWS(dmw, g, R, C), SPREAD_COLS(dx, g, R, C));
+        }
+    }
+}
+
+/* One block of one pair, as q4_K_block1. */
+FORCE_INLINE __m256i q5_K_block1(const sift_block_q5_K *a, const sift_block_q8_K *b, __m256i *pm)
+{
+    const __m128i sm = q4k_scales_mins((const sift_block_q4_K *)(const void *)a);
+    const __m256i sc2 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)a->qh);
+    *pm = _mm256_madd_epi16(q4k_mins_pairs(sm), _mm256_loadu_si256((const __m256i *)b->bsums));
+    __m256i acc = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
+        const __m256i xv = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(q5_K_values(a, qh, c), xv), bcast16(sc2, c)));
+    }
+    return acc;
+}
+
+SIFT__ONE_KMIN(q5_K, sift_block_q5_K, __m256i, _mm256_setzero_si256(), reduce4)
+
+SIFT__GEMM_K(q5_K, sift_block_q5_K, 2)
+
 /* The 4 x 32 six-bit values (0..63) of half h of a Q6_K block, in element order:
  * q[c] holds elements 32c .. 32c+31 of the half. */
 static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256i q[4])
@@ -530,16 +608,19 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
+    k->dot[SIFT_TYPE_Q5_K] = dot_q5_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
     k->rows[SIFT_TYPE_F32] = rows_dot_f32;
     k->rows[SIFT_TYPE_F16] = rows_dot_f16;
     k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
+    k->rows[SIFT_TYPE_Q5_K] = rows_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
     k->gemm[SIFT_TYPE_Q8_0] = gemm_q8_0;
     k->gemm[SIFT_TYPE_Q4_0] = gemm_q4_0;
     k->gemm[SIFT_TYPE_Q4_K] = gemm_q4_K;
+    k->gemm[SIFT_TYPE_Q5_K] = gemm_q5_K;
     k->gemm[SIFT_TYPE_Q6_K] = gemm_q6_K;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;

@@ -302,8 +302,10 @@ static inline void prefetch_span(const char *pf, int64_t k, int64_t step)
  * together, their float terms added in block order, so the result is the scalar kernel's.
  * Each ISA file names its block-sum vector type VEC, its zero and REDUCE, the reduction of
  * four VECs to four int32 lanes; block1 / terms / step helpers are the file's own. */
-#define SIFT__ONE_Q4_K(VEC, ZERO, REDUCE)                                                                           \
-    static float q4_K_one(int64_t n, const sift_block_q4_K *a, const sift_block_q8_K *b)                             \
+#define SIFT__ONE_Q4_K(VEC, ZERO, REDUCE) SIFT__ONE_KMIN(q4_K, sift_block_q4_K, VEC, ZERO, REDUCE)
+/* the same for any type with Q4_K's scales and mins (Q5_K): NAME_block1 gives a block's sums */
+#define SIFT__ONE_KMIN(NAME, WBLOCK, VEC, ZERO, REDUCE)                                                             \
+    static float NAME##_one(int64_t n, const WBLOCK *a, const sift_block_q8_K *b)                                    \
     {                                                                                                                \
         const int64_t nb = n / SIFT_QK_K;                                                                            \
         float sum = 0;                                                                                               \
@@ -316,7 +318,7 @@ static inline void prefetch_span(const char *pf, int64_t k, int64_t step)
             float dx[4] = {0};                                                                                       \
             for (int l = 0; l < 4; l++) {                                                                            \
                 if (l < nk) {                                                                                        \
-                    p[l] = q4_K_block1(a + k + l, b + k + l, &pm[l]);                                                \
+                    p[l] = NAME##_block1(a + k + l, b + k + l, &pm[l]);                                              \
                     hd[l] = a[k + l].d, hm[l] = a[k + l].dmin, dx[l] = b[k + l].d;                                   \
                 } else {                                                                                             \
                     p[l] = ZERO, pm[l] = _mm256_setzero_si256();                                                     \

@@ -5,7 +5,7 @@
  * token, whatever the runtime does).
  *
  *   sift mkmodel [-o OUT.gguf] [--dim N] [--ff N] [--layers N] [--heads N] [--kv-heads N]
- *                [--type q8_0|q4_0|q4_k|q6_k|f16|f32] [--vocab FILE.gguf] [--ctx N]
+ *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
  *                [--out-scale X] [--seed N]
  *
  * The default is 1024 wide, 8 layers, 16 heads sharing 4 KV heads (GQA), a feed-forward of
@@ -33,7 +33,8 @@ static const struct {
     sift_tensor_type type;
 } type_names[] = {
     {"f32", SIFT_TYPE_F32},   {"f16", SIFT_TYPE_F16},   {"q8_0", SIFT_TYPE_Q8_0},
-    {"q4_0", SIFT_TYPE_Q4_0}, {"q4_k", SIFT_TYPE_Q4_K}, {"q6_k", SIFT_TYPE_Q6_K},
+    {"q4_0", SIFT_TYPE_Q4_0}, {"q4_k", SIFT_TYPE_Q4_K}, {"q5_k", SIFT_TYPE_Q5_K},
+    {"q6_k", SIFT_TYPE_Q6_K}, {"bf16", SIFT_TYPE_BF16},
 };
 
 static void usage(FILE *f)
@@ -45,7 +46,7 @@ static void usage(FILE *f)
                "  --heads N        query heads (default dim/64)\n"
                "  --kv-heads N     key/value heads, dividing --heads (default heads/4: GQA)\n"
                "  --ff N           feed-forward width (default 2.75*dim rounded up to 256)\n"
-               "  --type T         matrices' type: q8_0 (default), q4_0, q4_k, q6_k, f16, f32\n"
+               "  --type T         matrices' type: q8_0 (default), q4_0, q4_k, q5_k, q6_k,\n                   f16, bf16, f32\n"
                "  --vocab FILE     GGUF whose tokenizer is copied (default\n"
                "                   $SIFT_SHARED/models/llama-2-tiny-random.gguf: 32000-token SPM)\n"
                "  --ctx N          context_length (default 2048)\n"
@@ -85,7 +86,7 @@ int sift_cmd_mkmodel(int argc, char **argv)
             bool found = false;
             for (size_t k = 0; k < sizeof type_names / sizeof *type_names; k++)
                 if (!strcasecmp(v, type_names[k].name)) sp.type = type_names[k].type, found = true;
-            if (!found) return bad(a, "expected q8_0, q4_0, q4_k, q6_k, f16 or f32");
+            if (!found) return bad(a, "expected q8_0, q4_0, q4_k, q5_k, q6_k, f16, bf16 or f32");
         } else if (!strcmp(a, "--out-scale")) {
             const float x = strtof(v, &end);
             if (end == v || *end || !(x > 0 && x <= 100)) return bad(a, "expected a number in (0, 100]");
