@@ -2,11 +2,11 @@
  * test_kernels.c - every SIMD kernel against the scalar one, and the scalar ones against
  * the formats' definitions.
  *
- *   - dot products for F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: weights made by the reference
+ *   - dot products for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: weights made by the reference
  *     quantizers, activations by the kernels' converters, many row lengths (tails
  *     included), 1..4 columns. The scalar kernel must match a double-precision dot of the
  *     dequantized rows; the integer kernels (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) of every ISA must
- *     equal the scalar result bit for bit, the float ones (F32, F16) within a few float
+ *     equal the scalar result bit for bit, the float ones (F32, F16, BF16) within a few float
  *     roundings of the row's magnitude;
  *   - column independence: a column's result is bitwise the same with 1 or 4 columns
  *     (what makes batched decoding give the same logits as token-by-token);
@@ -39,7 +39,7 @@ static double urand(void) /* [0, 1) */
 }
 static float frand(float scale) { return (float)((urand() * 2 - 1) * scale); }
 
-static const sift_tensor_type types[] = {SIFT_TYPE_F32, SIFT_TYPE_F16, SIFT_TYPE_Q8_0, SIFT_TYPE_Q4_0, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K};
+static const sift_tensor_type types[] = {SIFT_TYPE_F32, SIFT_TYPE_F16, SIFT_TYPE_BF16, SIFT_TYPE_Q8_0, SIFT_TYPE_Q4_0, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K};
 
 /* The tables to check: scalar, AVX2, AVX-512 as used (with the VNNI Q8_0 / Q4_0 entries
  * where the CPU has them) and the plain AVX-512 one; NULL where the CPU lacks one, or where
@@ -58,7 +58,7 @@ static const char *table_name(int i)
 
 static bool is_int_kernel(sift_tensor_type t)
 {
-    return t != SIFT_TYPE_F32 && t != SIFT_TYPE_F16;
+    return t != SIFT_TYPE_F32 && t != SIFT_TYPE_F16 && t != SIFT_TYPE_BF16;
 }
 
 /* dequantized activation row (the format's definition) */
@@ -67,6 +67,7 @@ static void act_dequant(sift__act_format f, const void *a, float *out, int64_t n
     switch (f) {
     case SIFT_ACT_F32: memcpy(out, a, (size_t)n * 4); break;
     case SIFT_ACT_F16: sift__dequantize_row_f16(a, out, n); break;
+    case SIFT_ACT_BF16: sift__dequantize_row_bf16(a, out, n); break;
     case SIFT_ACT_Q8_0: sift__dequantize_row_q8_0(a, out, n); break;
     case SIFT_ACT_Q8_K: {
         const sift_block_q8_K *b = a;
@@ -91,8 +92,8 @@ static void test_dot(void **state)
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const sift_tensor_type t = types[ti];
         const sift__act_format af = sift__act_format_of(t);
-        const int *lens = t == SIFT_TYPE_F32 || t == SIFT_TYPE_F16 ? lens_f : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q5_K || t == SIFT_TYPE_Q6_K ? lens_k : lens_q;
-        const int nl = t == SIFT_TYPE_F32 || t == SIFT_TYPE_F16 ? 20 : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q5_K || t == SIFT_TYPE_Q6_K ? 7 : 9;
+        const int *lens = !is_int_kernel(t) ? lens_f : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q5_K || t == SIFT_TYPE_Q6_K ? lens_k : lens_q;
+        const int nl = !is_int_kernel(t) ? 20 : t == SIFT_TYPE_Q4_K || t == SIFT_TYPE_Q5_K || t == SIFT_TYPE_Q6_K ? 7 : 9;
         for (int li = 0; li < nl; li++) {
             const int64_t n = lens[li];
             float *wf = malloc((size_t)n * 4), *xf = malloc((size_t)n * 4 * 4), *wd = malloc((size_t)n * 4), *xd = malloc((size_t)n * 4);

@@ -55,8 +55,8 @@ struct sift_context {
     float *att;        /* attention output [n_head * head_dim] */
     float *ffn_g, *ffn_u; /* [n_ff] */
     float *rope;       /* cos, sin per rotated pair [n_rot] */
-    void *act[5];      /* activations converted per sift__act_format (NULL where unused) */
-    size_t act_stride[5];
+    void *act[SIFT_ACT_COUNT];    /* activations converted per sift__act_format (NULL where unused) */
+    size_t act_stride[SIFT_ACT_COUNT];
     int32_t n_thread_slots; /* per-thread scratch below exists for this many threads */
     float *scores;     /* [threads][n_gqa * n_ctx_seq] */
     float *deq;        /* [threads][max n_in]: a dequantized weight row (types without a kernel) */

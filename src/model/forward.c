@@ -187,7 +187,7 @@ static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_
     if (n_tok == 0) return;
     mm_job J = {.ctx = ctx, .n_tok = n_tok, .x = x, .n_w = n_w};
     const int64_t n_in = w[0]->n_in;
-    bool converted[5] = {false};
+    bool converted[SIFT_ACT_COUNT] = {false};
     for (int i = 0; i < n_w; i++) {
         J.w[i] = w[i];
         J.out[i] = out[i];
@@ -341,7 +341,7 @@ void sift_context_free(sift_context *ctx)
     free(ctx->ffn_g);
     free(ctx->ffn_u);
     free(ctx->rope);
-    for (int f = 0; f < 5; f++) free(ctx->act[f]);
+    for (int f = 0; f < SIFT_ACT_COUNT; f++) free(ctx->act[f]);
     free(ctx->scores);
     free(ctx->deq);
     free(ctx->seq_next);
@@ -357,7 +357,7 @@ void sift_context_free(sift_context *ctx)
 }
 
 /* Marks every activation format the model's weights use, with the longest input. */
-static void formats_used(const sift_model *m, int64_t max_in[5])
+static void formats_used(const sift_model *m, int64_t max_in[SIFT_ACT_COUNT])
 {
     const sift__hparams *hp = &m->hp;
     for (int l = 0; l < hp->n_layer; l++) {
@@ -461,9 +461,9 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     ctx->tok_pos = xcalloc(B, sizeof(int32_t), &fail);
     ctx->out_ids = xcalloc(B, sizeof(int32_t), &fail);
     ctx->out_row = xcalloc(B, sizeof(int32_t), &fail);
-    int64_t max_in[5] = {0};
+    int64_t max_in[SIFT_ACT_COUNT] = {0};
     formats_used(m, max_in);
-    for (int f = SIFT_ACT_F16; f <= SIFT_ACT_Q8_K; f++) {
+    for (int f = SIFT_ACT_F16; f < SIFT_ACT_COUNT; f++) {
         if (!max_in[f]) continue;
         ctx->act_stride[f] = sift__act_row_bytes((sift__act_format)f, max_in[f]);
         ctx->act[f] = xcalloc(B, ctx->act_stride[f], &fail);

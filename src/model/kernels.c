@@ -29,6 +29,7 @@ sift__act_format sift__act_format_of(sift_tensor_type type)
     switch (type) {
     case SIFT_TYPE_F32: return SIFT_ACT_F32;
     case SIFT_TYPE_F16: return SIFT_ACT_F16;
+    case SIFT_TYPE_BF16: return SIFT_ACT_BF16;
     case SIFT_TYPE_Q8_0:
     case SIFT_TYPE_Q4_0: return SIFT_ACT_Q8_0;
     case SIFT_TYPE_Q4_K:
@@ -42,7 +43,8 @@ size_t sift__act_row_bytes(sift__act_format f, int64_t n)
 {
     switch (f) {
     case SIFT_ACT_F32: return (size_t)n * sizeof(float);
-    case SIFT_ACT_F16: return (size_t)n * sizeof(uint16_t);
+    case SIFT_ACT_F16:
+    case SIFT_ACT_BF16: return (size_t)n * sizeof(uint16_t);
     case SIFT_ACT_Q8_0: return (size_t)(n / SIFT_QK8_0) * sizeof(sift__block_q8_0);
     case SIFT_ACT_Q8_K: return (size_t)(n / SIFT_QK_K) * sizeof(sift_block_q8_K);
     default: return (size_t)n * sizeof(float);
@@ -113,6 +115,7 @@ void sift__act_convert_scalar(sift__act_format f, const float *x, void *dst, int
         for (int64_t i = 0; i < n; i++) h[i] = sift__fp32_to_fp16(x[i]);
         break;
     }
+    case SIFT_ACT_BF16: sift__quantize_row_bf16(x, dst, n); break;
     case SIFT_ACT_Q8_0: quantize_act_q8_0(x, dst, n); break;
     case SIFT_ACT_Q8_K: sift_quantize_row_q8_K(x, dst, n); break;
     default: memcpy(dst, x, (size_t)n * sizeof(float)); break;
@@ -147,6 +150,19 @@ static void dot_f16(int64_t n, const void *w, const void *x, size_t x_stride, in
         const uint16_t *b = (const uint16_t *)((const char *)x + j * x_stride);
         double sum = 0;
         for (int64_t i = 0; i < n; i++) sum += (double)(sift__fp16_to_fp32(a[i]) * sift__fp16_to_fp32(b[i]));
+        s[j] = (float)sum;
+    }
+}
+
+/* BF16 x BF16 (ggml converts a BF16 matrix's activations to BF16 too): each product is exact
+ * in float (8-bit mantissas), summed in double. */
+static void dot_bf16(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    const uint16_t *a = w;
+    for (int j = 0; j < ncols; j++) {
+        const uint16_t *b = (const uint16_t *)((const char *)x + j * x_stride);
+        double sum = 0;
+        for (int64_t i = 0; i < n; i++) sum += (double)(sift__bf16_to_fp32(a[i]) * sift__bf16_to_fp32(b[i]));
         s[j] = (float)sum;
     }
 }
@@ -293,6 +309,7 @@ static void dot_q6_K(int64_t n, const void *w, const void *x, size_t x_stride, i
         for (int64_t r = 0; r < n_rows; r++) dot_##T(n, (const char *)w + r * row_bytes, x, 0, 1, out + r);          \
     }
 ROWS(f16)
+ROWS(bf16)
 ROWS(q8_0)
 ROWS(q4_0)
 ROWS(q4_K)
@@ -356,6 +373,7 @@ static void init_scalar(sift__kernels *k)
     k->isa = SIFT_ISA_SCALAR;
     k->dot[SIFT_TYPE_F32] = sift__dot_f32_scalar;
     k->dot[SIFT_TYPE_F16] = dot_f16;
+    k->dot[SIFT_TYPE_BF16] = dot_bf16;
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
@@ -363,6 +381,7 @@ static void init_scalar(sift__kernels *k)
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
     k->rows[SIFT_TYPE_F32] = rows_f32;
     k->rows[SIFT_TYPE_F16] = rows_f16;
+    k->rows[SIFT_TYPE_BF16] = rows_bf16;
     k->rows[SIFT_TYPE_Q8_0] = rows_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_q4_0;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;

@@ -11,7 +11,7 @@
  *
  * Weight × activation products work the way ggml's do: activations are first converted,
  * once per matrix product, to the "activation format" of the weight type (F32 stays F32,
- * F16 weights take F16 activations, Q8_0 and Q4_0 take Q8_0, Q4_K and Q6_K take Q8_K), and
+ * F16 weights take F16 activations, BF16 BF16, Q8_0 and Q4_0 take Q8_0, the K-quants Q8_K), and
  * the kernel then computes dot products on the two packed forms. That makes the integer
  * kernels exact up to the final float accumulation, and makes sift's logits for a quantized
  * model close to llama.cpp's own (the same rounding of the activations happens in both).
@@ -58,6 +58,8 @@ typedef enum sift__act_format {
     SIFT_ACT_F16,
     SIFT_ACT_Q8_0,
     SIFT_ACT_Q8_K,
+    SIFT_ACT_BF16,
+    SIFT_ACT_COUNT
 } sift__act_format;
 
 /* The activation format a weight type's kernel takes (SIFT_ACT_NONE: the generic path). */

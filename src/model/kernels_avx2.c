@@ -7,7 +7,7 @@
  * helpers that do not depend on the width are shared with kernels_avx512.c through
  * kernels_simd.h.
  *
- * Float kernels (F32, F16, attention) keep one vector accumulator set per activation
+ * Float kernels (F32, F16, BF16, attention) keep one vector accumulator set per activation
  * column and never mix columns, so a column's result is the same whether it is computed
  * alone or with three others; tails that do not fill a vector use masked loads where the
  * arithmetic must match the vector lanes (exp), scalar fmaf otherwise.
@@ -100,12 +100,29 @@ FORCE_INLINE void dot_f32_n(int64_t n, const float *w, const char *x, size_t xs,
 
 SIFT__DOT_COLS(dot_f32)
 
-/* ---- F16 x F16 ------------------------------------------------------------------------------------ */
+/* ---- F16 x F16 and BF16 x BF16 ----------------------------------------------------------------- */
+
+/* Eight halves as floats: F16 through F16C, BF16 (BF) as the top half of a float. */
+static inline __m256 load8_half(const uint16_t *p, const bool BF)
+{
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    return BF ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+}
+
+static inline float half_to_fp32(uint16_t h, const bool BF)
+{
+    if (!BF) return f16c_to_fp32(h);
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /* Whole 32-value steps in float lanes; the rest as ggml does it: each product (exact in
- * float: 11-bit mantissas) summed in double, here four at a time (the sum of so few exact
- * products is itself exact in double, so the order does not matter). */
-FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC)
+ * float: 11-bit mantissas for F16, 8-bit for BF16) summed in double, here four at a time
+ * (the sum of so few exact products is itself exact in double, so the order does not
+ * matter). */
+FORCE_INLINE void dot_half_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC, const bool BF)
 {
     __m256 acc[SIFT_DOT_MAX_COLS][4];
     __m256d accd[SIFT_DOT_MAX_COLS];
@@ -113,17 +130,16 @@ FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t 
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         __m256 wv[4];
-        for (int k = 0; k < 4; k++) wv[k] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8 * k)));
+        for (int k = 0; k < 4; k++) wv[k] = load8_half(w + i + 8 * k, BF);
         for (int j = 0; j < NC; j++) {
             const uint16_t *xj = (const uint16_t *)(x + j * xs);
-            for (int k = 0; k < 4; k++)
-                acc[j][k] = _mm256_fmadd_ps(wv[k], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xj + i + 8 * k))), acc[j][k]);
+            for (int k = 0; k < 4; k++) acc[j][k] = _mm256_fmadd_ps(wv[k], load8_half(xj + i + 8 * k, BF), acc[j][k]);
         }
     }
     for (; i + 8 <= n; i += 8) {
-        const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
+        const __m256 wv = load8_half(w + i, BF);
         for (int j = 0; j < NC; j++) {
-            const __m256 p = _mm256_mul_ps(wv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)(x + j * xs) + i))));
+            const __m256 p = _mm256_mul_ps(wv, load8_half((const uint16_t *)(x + j * xs) + i, BF));
             accd[j] = _mm256_add_pd(accd[j], _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(p)),
                                                            _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1))));
         }
@@ -133,12 +149,23 @@ FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t 
         double t = n >= 32 ? hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[j][0], acc[j][1]), _mm256_add_ps(acc[j][2], acc[j][3]))) : 0.0;
         __m128d d2 = _mm_add_pd(_mm256_castpd256_pd128(accd[j]), _mm256_extractf128_pd(accd[j], 1));
         t += _mm_cvtsd_f64(_mm_add_sd(d2, _mm_unpackhi_pd(d2, d2)));
-        for (int64_t k = i; k < n; k++) t += (double)(f16c_to_fp32(w[k]) * f16c_to_fp32(xj[k]));
+        for (int64_t k = i; k < n; k++) t += (double)(half_to_fp32(w[k], BF) * half_to_fp32(xj[k], BF));
         s[j] = (float)t;
     }
 }
 
+FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC)
+{
+    dot_half_n(n, w, x, xs, s, NC, false);
+}
+
+FORCE_INLINE void dot_bf16_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC)
+{
+    dot_half_n(n, w, x, xs, s, NC, true);
+}
+
 SIFT__DOT_COLS(dot_f16)
+SIFT__DOT_COLS(dot_bf16)
 
 static void act_convert(sift__act_format f, const float *x, void *dst, int64_t n)
 {
@@ -511,6 +538,7 @@ SIFT__GEMM_K(q6_K, sift_block_q6_K, 2)
 
 SIFT__ROWS(dot_f32, float)
 SIFT__ROWS(dot_f16, uint16_t)
+SIFT__ROWS(dot_bf16, uint16_t)
 SIFT__ROWS(dot_q8_0, sift__block_q8_0)
 SIFT__ROWS(dot_q4_0, sift__block_q4_0)
 
@@ -605,6 +633,7 @@ void sift__kernels_init_avx2(sift__kernels *k)
 {
     k->dot[SIFT_TYPE_F32] = dot_f32;
     k->dot[SIFT_TYPE_F16] = dot_f16;
+    k->dot[SIFT_TYPE_BF16] = dot_bf16;
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
@@ -612,6 +641,7 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
     k->rows[SIFT_TYPE_F32] = rows_dot_f32;
     k->rows[SIFT_TYPE_F16] = rows_dot_f16;
+    k->rows[SIFT_TYPE_BF16] = rows_dot_bf16;
     k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
