@@ -17,6 +17,7 @@
 #include "model/kernels.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -141,30 +142,28 @@ void sift__dot_f32_scalar(int64_t n, const void *w, const void *x, size_t x_stri
     for (int j = 0; j < ncols; j++) s[j] = dot_f32_row(n, w, (const float *)((const char *)x + j * x_stride));
 }
 
-/* F16 x F16: each product is exact in float (11-bit mantissas); summed in double as
- * ggml's scalar path does. */
-static void dot_f16(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+/* F16 x F16 and BF16 x BF16 (ggml converts a BF16 matrix's activations to BF16 too): each
+ * product is exact in float (11- and 8-bit mantissas); summed in double as ggml's scalar
+ * path does. */
+static void dot_half(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s, float (*cvt)(uint16_t))
 {
     const uint16_t *a = w;
     for (int j = 0; j < ncols; j++) {
         const uint16_t *b = (const uint16_t *)((const char *)x + j * x_stride);
         double sum = 0;
-        for (int64_t i = 0; i < n; i++) sum += (double)(sift__fp16_to_fp32(a[i]) * sift__fp16_to_fp32(b[i]));
+        for (int64_t i = 0; i < n; i++) sum += (double)(cvt(a[i]) * cvt(b[i]));
         s[j] = (float)sum;
     }
 }
 
-/* BF16 x BF16 (ggml converts a BF16 matrix's activations to BF16 too): each product is exact
- * in float (8-bit mantissas), summed in double. */
+static void dot_f16(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    dot_half(n, w, x, x_stride, ncols, s, sift__fp16_to_fp32);
+}
+
 static void dot_bf16(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
 {
-    const uint16_t *a = w;
-    for (int j = 0; j < ncols; j++) {
-        const uint16_t *b = (const uint16_t *)((const char *)x + j * x_stride);
-        double sum = 0;
-        for (int64_t i = 0; i < n; i++) sum += (double)(sift__bf16_to_fp32(a[i]) * sift__bf16_to_fp32(b[i]));
-        s[j] = (float)sum;
-    }
+    dot_half(n, w, x, x_stride, ncols, s, sift__bf16_to_fp32);
 }
 
 static void dot_q8_0(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
@@ -217,56 +216,66 @@ static inline void q4k_scale_min(int j, const uint8_t *q, int *sc, int *m)
 
 /* Q4_K and Q5_K: 8 sub-blocks of 32 values, sub-block j with a 6-bit scale sc_j and min m_j;
  * value = d*sc*q - dmin*m. The min part only needs the activation sums (bsums), so per
- * block: d_w*d_x*sum(sc_j*isum_j) - dmin_w*d_x*sum(m_j*bsum_j). q holds the block's 256
- * unsigned values (0..15, or 0..31 for Q5_K) in element order. */
-static float kmin_block(const uint8_t *scales, uint16_t d, uint16_t dmin, const uint8_t q[SIFT_QK_K],
-                        const sift_block_q8_K *b)
+ * block: d_w*d_x*sum(sc_j*isum_j) - dmin_w*d_x*sum(m_j*bsum_j). Both blocks start with d,
+ * dmin and the twelve scale bytes; unpack gives a block's 256 unsigned values (0..15, or
+ * 0..31 for Q5_K) in element order. */
+_Static_assert(offsetof(sift_block_q5_K, d) == offsetof(sift_block_q4_K, d) &&
+                   offsetof(sift_block_q5_K, dmin) == offsetof(sift_block_q4_K, dmin) &&
+                   offsetof(sift_block_q5_K, scales) == offsetof(sift_block_q4_K, scales),
+               "Q4_K and Q5_K blocks share their header");
+typedef void (*kmin_unpack_fn)(const void *blk, uint8_t q[SIFT_QK_K]);
+
+static void dot_kmin(int64_t n, const void *w, size_t block_bytes, kmin_unpack_fn unpack, const void *x, size_t x_stride,
+                     int ncols, float *s)
 {
-    int32_t sumi = 0, summ = 0;
-    for (int j = 0; j < 8; j++) {
-        int sc, m, isum = 0;
-        q4k_scale_min(j, scales, &sc, &m);
-        for (int i = 0; i < 32; i++) isum += q[32 * j + i] * b->qs[32 * j + i];
-        sumi += sc * isum;
-        summ += m * (b->bsums[2 * j] + b->bsums[2 * j + 1]);
+    const int64_t nb = n / SIFT_QK_K;
+    for (int c = 0; c < ncols; c++) {
+        const sift_block_q8_K *b = (const sift_block_q8_K *)((const char *)x + c * x_stride);
+        float sum = 0;
+        for (int64_t k = 0; k < nb; k++) {
+            const uint8_t *blk = (const uint8_t *)w + k * block_bytes;
+            uint16_t d, dmin;
+            memcpy(&d, blk + offsetof(sift_block_q4_K, d), sizeof d);
+            memcpy(&dmin, blk + offsetof(sift_block_q4_K, dmin), sizeof dmin);
+            uint8_t q[SIFT_QK_K];
+            unpack(blk, q);
+            int32_t sumi = 0, summ = 0;
+            for (int j = 0; j < 8; j++) {
+                int sc, m, isum = 0;
+                q4k_scale_min(j, blk + offsetof(sift_block_q4_K, scales), &sc, &m);
+                for (int i = 0; i < 32; i++) isum += q[32 * j + i] * b[k].qs[32 * j + i];
+                sumi += sc * isum;
+                summ += m * (b[k].bsums[2 * j] + b[k].bsums[2 * j + 1]);
+            }
+            sum += sift__fp16_to_fp32(d) * b[k].d * (float)sumi - sift__fp16_to_fp32(dmin) * b[k].d * (float)summ;
+        }
+        s[c] = sum;
     }
-    return sift__fp16_to_fp32(d) * b->d * (float)sumi - sift__fp16_to_fp32(dmin) * b->d * (float)summ;
 }
 
 /* Q4_K: sub-block 2g holds the low nibbles of qs[32g..32g+32), 2g+1 the high ones. */
-static void dot_q4_K(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+static void unpack_q4_K(const void *blk, uint8_t q[SIFT_QK_K])
 {
-    const sift_block_q4_K *a = w;
-    const int64_t nb = n / SIFT_QK_K;
-    for (int j = 0; j < ncols; j++) {
-        const sift_block_q8_K *b = (const sift_block_q8_K *)((const char *)x + j * x_stride);
-        float sum = 0;
-        for (int64_t k = 0; k < nb; k++) {
-            uint8_t q[SIFT_QK_K];
-            for (int e = 0; e < SIFT_QK_K; e++) q[e] = (uint8_t)((a[k].qs[32 * (e / 64) + e % 32] >> (e % 64 >= 32 ? 4 : 0)) & 15);
-            sum += kmin_block(a[k].scales, a[k].d, a[k].dmin, q, &b[k]);
-        }
-        s[j] = sum;
-    }
+    const sift_block_q4_K *a = blk;
+    for (int e = 0; e < SIFT_QK_K; e++) q[e] = (uint8_t)((a->qs[32 * (e / 64) + e % 32] >> (e % 64 >= 32 ? 4 : 0)) & 15);
 }
 
 /* Q5_K: Q4_K's nibbles plus a fifth bit, bit j of qh[i] for value i of sub-block j. */
+static void unpack_q5_K(const void *blk, uint8_t q[SIFT_QK_K])
+{
+    const sift_block_q5_K *a = blk;
+    for (int e = 0; e < SIFT_QK_K; e++)
+        q[e] = (uint8_t)(((a->qs[32 * (e / 64) + e % 32] >> (e % 64 >= 32 ? 4 : 0)) & 15) | (((a->qh[e % 32] >> (e / 32)) & 1) << 4));
+}
+
+static void dot_q4_K(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    dot_kmin(n, w, sizeof(sift_block_q4_K), unpack_q4_K, x, x_stride, ncols, s);
+}
+
 static void dot_q5_K(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
 {
-    const sift_block_q5_K *a = w;
-    const int64_t nb = n / SIFT_QK_K;
-    for (int j = 0; j < ncols; j++) {
-        const sift_block_q8_K *b = (const sift_block_q8_K *)((const char *)x + j * x_stride);
-        float sum = 0;
-        for (int64_t k = 0; k < nb; k++) {
-            uint8_t q[SIFT_QK_K];
-            for (int e = 0; e < SIFT_QK_K; e++)
-                q[e] = (uint8_t)(((a[k].qs[32 * (e / 64) + e % 32] >> (e % 64 >= 32 ? 4 : 0)) & 15) |
-                                 (((a[k].qh[e % 32] >> (e / 32)) & 1) << 4));
-            sum += kmin_block(a[k].scales, a[k].d, a[k].dmin, q, &b[k]);
-        }
-        s[j] = sum;
-    }
+    dot_kmin(n, w, sizeof(sift_block_q5_K), unpack_q5_K, x, x_stride, ncols, s);
 }
 
 /* Q6_K: value e = d * scales[e/16] * (q - 32), q = 4 bits of ql | 2 bits of qh << 4 (see
