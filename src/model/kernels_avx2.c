@@ -100,29 +100,12 @@ FORCE_INLINE void dot_f32_n(int64_t n, const float *w, const char *x, size_t xs,
 
 SIFT__DOT_COLS(dot_f32)
 
-/* ---- F16 x F16 and BF16 x BF16 ----------------------------------------------------------------- */
-
-/* Eight halves as floats: F16 through F16C, BF16 (BF) as the top half of a float. */
-static inline __m256 load8_half(const uint16_t *p, const bool BF)
-{
-    const __m128i h = _mm_loadu_si128((const __m128i *)p);
-    return BF ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
-}
-
-static inline float half_to_fp32(uint16_t h, const bool BF)
-{
-    if (!BF) return f16c_to_fp32(h);
-    const uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+/* ---- F16 x F16 ------------------------------------------------------------------------------------ */
 
 /* Whole 32-value steps in float lanes; the rest as ggml does it: each product (exact in
- * float: 11-bit mantissas for F16, 8-bit for BF16) summed in double, here four at a time
- * (the sum of so few exact products is itself exact in double, so the order does not
- * matter). */
-FORCE_INLINE void dot_half_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC, const bool BF)
+ * float: 11-bit mantissas) summed in double, here four at a time (the sum of so few exact
+ * products is itself exact in double, so the order does not matter). */
+FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC)
 {
     __m256 acc[SIFT_DOT_MAX_COLS][4];
     __m256d accd[SIFT_DOT_MAX_COLS];
@@ -130,16 +113,17 @@ FORCE_INLINE void dot_half_n(int64_t n, const uint16_t *w, const char *x, size_t
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         __m256 wv[4];
-        for (int k = 0; k < 4; k++) wv[k] = load8_half(w + i + 8 * k, BF);
+        for (int k = 0; k < 4; k++) wv[k] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8 * k)));
         for (int j = 0; j < NC; j++) {
             const uint16_t *xj = (const uint16_t *)(x + j * xs);
-            for (int k = 0; k < 4; k++) acc[j][k] = _mm256_fmadd_ps(wv[k], load8_half(xj + i + 8 * k, BF), acc[j][k]);
+            for (int k = 0; k < 4; k++)
+                acc[j][k] = _mm256_fmadd_ps(wv[k], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xj + i + 8 * k))), acc[j][k]);
         }
     }
     for (; i + 8 <= n; i += 8) {
-        const __m256 wv = load8_half(w + i, BF);
+        const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
         for (int j = 0; j < NC; j++) {
-            const __m256 p = _mm256_mul_ps(wv, load8_half((const uint16_t *)(x + j * xs) + i, BF));
+            const __m256 p = _mm256_mul_ps(wv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)(x + j * xs) + i))));
             accd[j] = _mm256_add_pd(accd[j], _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(p)),
                                                            _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1))));
         }
@@ -149,23 +133,113 @@ FORCE_INLINE void dot_half_n(int64_t n, const uint16_t *w, const char *x, size_t
         double t = n >= 32 ? hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[j][0], acc[j][1]), _mm256_add_ps(acc[j][2], acc[j][3]))) : 0.0;
         __m128d d2 = _mm_add_pd(_mm256_castpd256_pd128(accd[j]), _mm256_extractf128_pd(accd[j], 1));
         t += _mm_cvtsd_f64(_mm_add_sd(d2, _mm_unpackhi_pd(d2, d2)));
-        for (int64_t k = i; k < n; k++) t += (double)(half_to_fp32(w[k], BF) * half_to_fp32(xj[k], BF));
+        for (int64_t k = i; k < n; k++) t += (double)(f16c_to_fp32(w[k]) * f16c_to_fp32(xj[k]));
         s[j] = (float)t;
     }
 }
 
-FORCE_INLINE void dot_f16_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC)
-{
-    dot_half_n(n, w, x, xs, s, NC, false);
-}
-
-FORCE_INLINE void dot_bf16_n(int64_t n, const uint16_t *w, const char *x, size_t xs, float *s, const int NC)
-{
-    dot_half_n(n, w, x, xs, s, NC, true);
-}
-
 SIFT__DOT_COLS(dot_f16)
-SIFT__DOT_COLS(dot_bf16)
+
+/* ---- BF16 x BF16 ---------------------------------------------------------------------------------- */
+
+/* A BF16 value is the top half of a float, so sixteen BF16 values in a 256-bit load are two
+ * float vectors for one operation each: the odd elements with the low halves masked off,
+ * the even ones shifted up 16 bits (no widening shuffle, which F16 needs). A pair's sum is
+ * one 8-lane float accumulator over the whole 16-value steps (lane l takes elements 16s+2l
+ * then 16s+2l+1), summed across lanes (hsum_ps), then the last n % 16 products (exact in
+ * float: 8-bit mantissas) in double. That one accumulator per (row, column) pair is what lets
+ * a tile of 4 rows x 3 columns keep every sum in a register and convert each weight and
+ * activation vector once for the whole tile; every kernel below does exactly those
+ * operations per pair, so a pair's value never depends on the tile, the column count or the
+ * row loop it came through. */
+FORCE_INLINE __m256 bf16_even(__m256i v)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+FORCE_INLINE __m256 bf16_odd(__m256i v)
+{
+    return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xFFFF0000u)));
+}
+
+static inline float bf16_fp32(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* R x C pairs (R <= 4, C <= 3): out[i * C + j] = row a[i] . column b[j] */
+FORCE_INLINE void bf16_tile(int64_t n, const uint16_t *const *a, const uint16_t *const *b, float *out, const int R, const int C)
+{
+    __m256 acc[4][3];
+    UNROLL4 for (int i = 0; i < R; i++) UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
+    const int64_t n16 = n & ~(int64_t)15;
+    for (int64_t e = 0; e < n16; e += 16) {
+        __m256i wr[4];
+        UNROLL4 for (int i = 0; i < R; i++) wr[i] = _mm256_loadu_si256((const __m256i *)(a[i] + e));
+        UNROLL4 for (int j = 0; j < C; j++) {
+            const __m256 xv = bf16_even(_mm256_loadu_si256((const __m256i *)(b[j] + e)));
+            UNROLL4 for (int i = 0; i < R; i++) acc[i][j] = _mm256_fmadd_ps(bf16_even(wr[i]), xv, acc[i][j]);
+        }
+        UNROLL4 for (int j = 0; j < C; j++) {
+            const __m256 xv = bf16_odd(_mm256_loadu_si256((const __m256i *)(b[j] + e)));
+            UNROLL4 for (int i = 0; i < R; i++) acc[i][j] = _mm256_fmadd_ps(bf16_odd(wr[i]), xv, acc[i][j]);
+        }
+    }
+    UNROLL4 for (int i = 0; i < R; i++) UNROLL4 for (int j = 0; j < C; j++) {
+        double t = hsum_ps(acc[i][j]);
+        for (int64_t e = n16; e < n; e++) t += (double)(bf16_fp32(a[i][e]) * bf16_fp32(b[j][e]));
+        out[i * C + j] = (float)t;
+    }
+}
+
+static void dot_bf16(int64_t n, const void *w, const void *x, size_t xs, int ncols, float *s)
+{
+    const uint16_t *a[1] = {w}, *b[4];
+    for (int j = 0; j < ncols; j++) b[j] = (const uint16_t *)((const char *)x + j * xs);
+    switch (ncols) {
+    case 1: bf16_tile(n, a, b, s, 1, 1); break;
+    case 2: bf16_tile(n, a, b, s, 1, 2); break;
+    case 3: bf16_tile(n, a, b, s, 1, 3); break;
+    default: bf16_tile(n, a, b, s, 1, 3), bf16_tile(n, a, b + 3, s + 3, 1, 1); break;
+    }
+}
+
+/* rows x columns in tiles of 4 x 3 (the edges as smaller tiles); generation is the tile of
+ * 4 rows x 1 column: four independent sums in flight */
+static void gemm_bf16(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t xs, int64_t n_cols,
+                      float *out, int64_t os)
+{
+    for (int64_t r = 0; r < n_rows; r += 4) {
+        const int nr = n_rows - r < 4 ? (int)(n_rows - r) : 4;
+        const uint16_t *a[4];
+        for (int i = 0; i < nr; i++) a[i] = (const uint16_t *)((const char *)w + (r + i) * row_bytes);
+        for (int64_t c = 0; c < n_cols; c += 3) {
+            const int nc = n_cols - c < 3 ? (int)(n_cols - c) : 3;
+            const uint16_t *b[3];
+            for (int j = 0; j < nc; j++) b[j] = (const uint16_t *)((const char *)x + (c + j) * xs);
+            float v[12];
+#define BF16_TILE_CASE(R, C) \
+    case (R) * 4 + (C): bf16_tile(n, a, b, v, R, C); break;
+            switch (nr * 4 + nc) {
+                BF16_TILE_CASE(1, 1) BF16_TILE_CASE(1, 2) BF16_TILE_CASE(1, 3)
+                BF16_TILE_CASE(2, 1) BF16_TILE_CASE(2, 2) BF16_TILE_CASE(2, 3)
+                BF16_TILE_CASE(3, 1) BF16_TILE_CASE(3, 2) BF16_TILE_CASE(3, 3)
+                BF16_TILE_CASE(4, 1) BF16_TILE_CASE(4, 2) BF16_TILE_CASE(4, 3)
+            default: break;
+            }
+#undef BF16_TILE_CASE
+            for (int i = 0; i < nr; i++)
+                for (int j = 0; j < nc; j++) out[(c + j) * os + r + i] = v[i * nc + j];
+        }
+    }
+}
+
+static void rows_bf16(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
+{
+    gemm_bf16(n, w, row_bytes, n_rows, x, 0, 1, out, 0);
+}
 
 static void act_convert(sift__act_format f, const float *x, void *dst, int64_t n)
 {
@@ -538,7 +612,6 @@ SIFT__GEMM_K(q6_K, sift_block_q6_K, 2)
 
 SIFT__ROWS(dot_f32, float)
 SIFT__ROWS(dot_f16, uint16_t)
-SIFT__ROWS(dot_bf16, uint16_t)
 SIFT__ROWS(dot_q8_0, sift__block_q8_0)
 SIFT__ROWS(dot_q4_0, sift__block_q4_0)
 
@@ -641,7 +714,8 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
     k->rows[SIFT_TYPE_F32] = rows_dot_f32;
     k->rows[SIFT_TYPE_F16] = rows_dot_f16;
-    k->rows[SIFT_TYPE_BF16] = rows_dot_bf16;
+    k->rows[SIFT_TYPE_BF16] = rows_bf16;
+    k->gemm[SIFT_TYPE_BF16] = gemm_bf16;
     k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
