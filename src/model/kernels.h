@@ -24,13 +24,13 @@
  * for bit): batched and unbatched decoding give the same logits.
  *
  * Where a type's per-token work is more than the weight bytes it reads (Q8_0 and Q4_0:
- * reducing every 32-value block to its exact integer sum; Q4_K and Q6_K: unpacking the
+ * reducing every 32-value block to its exact integer sum; the K-quants: unpacking the
  * scales, reducing each 256-value block, the mins against the activation sums), reusing
  * weight rows is not enough: a batch of 8 tokens would still cost nearly 8 tokens. Those
  * types also have a gemm kernel, which takes a tile of rows x columns and shares the
  * per-block work between the pairs of the tile (see kernels_avx512.c, and kernels_simd.h
- * for the K-quants); its results are the dot kernel's, bit for bit, whatever the tile's
- * shape.
+ * for the K-quants; BF16 has one too, kernels_avx2.c); its results are the dot kernel's, bit
+ * for bit, whatever the tile's shape.
  */
 #ifndef SIFT_MODEL_KERNELS_H
 #define SIFT_MODEL_KERNELS_H
