@@ -429,6 +429,7 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
 /* stress: 0 = none; 1 = a tiny cache limit (the on-demand entries are dropped at every fill)
  * and the stack arena compacted every 10 steps */
 static uint64_t slices_first_total; /* root walks that took first_bits (trie.h), over test_mask_slices */
+static uint64_t hosts_slice_total, hosts_loop_first_total; /* over test_mask_host_slice */
 
 static void differential_ex(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed, int stress)
 {
@@ -495,6 +496,10 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         assert_true(es.loop_sets_reused > 0); /* a char* loop took its parent's loop set (mask.c, loop_set) */
         slices_first_total += es.first_slices;
     }
+    if (!strcmp(grammar_name, "hosts")) {
+        hosts_slice_total += es.slice_nodes;
+        hosts_loop_first_total += es.loop_sets_first;
+    }
     print_message("%-10s %d tokens x %d steps: %ld checks, %ld documents%s\n", grammar_name, n_vocab, steps, checked, docs,
                   stress ? " (cache trimmed at every fill, stacks compacted)" : "");
     free(mask);
@@ -554,6 +559,32 @@ static void test_mask_slices(void **state)
     fixed_tokens = NULL;
     n_fixed_tokens = 0;
     assert_true(slices_first_total > 0); /* a key-not [^...a] char* took first_bits less its exceptions */
+}
+
+/* The host name slice (C_2, trie.c) and loop sets made from the first-character slices
+ * (mask.c, loop_set) against the reference matcher: letters, digits and '-' (the slice),
+ * '.', '@', quotes and a few JSON string characters outside it, so that the trie has
+ * host-slice subtrees next to ones that leave a label. */
+static void test_mask_host_slice(void **state)
+{
+    (void)state;
+    const char *host_chars = "abcdefghijklmnopqrstuvwxyzQZ0189-.~_@%+\"'<>[],/ \xC3\xA9";
+    hosts_slice_total = hosts_loop_first_total = 0;
+    for (uint64_t seed = 60; seed < 68; seed++) differential_ex("hosts", host_chars, 1500, 120, seed, seed == 63);
+    /* "q" is not in the alphabet: these make its node a first-character slice that is no
+     * escape of not-q (loop_set clears its subtree from first_bits) */
+    static const char *const q_tokens[] = {"[~", "q", "qa", "qbc", "q~", "qq", "q\xC3\xA9"};
+    fixed_tokens = q_tokens;
+    n_fixed_tokens = (int)(sizeof q_tokens / sizeof q_tokens[0]);
+    forced_token = 0; /* into not-q at once */
+    for (uint64_t seed = 70; seed < 74; seed++) differential_ex("hosts", host_chars, 1500, 60, seed, 0);
+    forced_token = -1;
+    fixed_tokens = NULL;
+    n_fixed_tokens = 0;
+    print_message("hosts: slice nodes %llu, loop sets from first_bits %llu\n", (unsigned long long)hosts_slice_total,
+                  (unsigned long long)hosts_loop_first_total);
+    assert_true(hosts_slice_total > 0);
+    assert_true(hosts_loop_first_total > 0);
 }
 
 /* The first position of rule `name`'s body. */
@@ -835,7 +866,7 @@ int main(void)
         cmocka_unit_test(test_basic_semantics),  cmocka_unit_test(test_utf8_across_tokens),
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
-        cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_pos_equiv),
+        cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
     };

@@ -142,6 +142,7 @@ struct sift__gx_engine {
     sift__gx_u32vec slice_syms[GX_N_SLICES]; /* the grammar symbols that meet each slice */
     uint64_t first_taken;        /* root walks that took first_bits (walk) */
     uint64_t loop_reused;        /* child computations that took a cached loop set (loop_set) */
+    uint64_t loop_first;         /* loop sets made from first_bits (loop_set) */
     uint64_t bulk;               /* trie nodes accepted in bulk (slices) instead of walked */
 
     /* the cache */
@@ -787,7 +788,16 @@ static inline bool loop_root(const sift__gx_vocab *v, uint32_t r, uint32_t k)
 }
 
 /* The dense bitset of the tokens below parent's escapes that are loop roots of slice k,
- * made on first use; -1 on out of memory. */
+ * made on first use; -1 on out of memory.
+ *
+ * The escapes of a one-character class (the JSON string's char, at level 1) are the
+ * vocabulary's first characters, and most of them are first-character slice nodes
+ * (slice_first, trie.h): their subtrees are disjoint and their union is first_bits[k].
+ * Setting their ~95k bits one by one, through the `sorted` permutation, was ~0.5 ms in the
+ * first string of every grammar (MaskBench: one mask per schema, a large part of TBM p99).
+ * When cheaper, the set is made the other way round: first_bits[k], less the subtrees of
+ * the first-character nodes that are not escapes, plus the loop-root escapes that are not
+ * first-character nodes. Exact either way. */
 static int32_t loop_set(sift__gx_engine *e, uint32_t parent, uint32_t k)
 {
     if (e->ent[parent].loop[k] >= 0) return e->ent[parent].loop[k];
@@ -795,14 +805,58 @@ static int32_t loop_set(sift__gx_engine *e, uint32_t parent, uint32_t k)
     if (d < 0) return -1;
     uint64_t *bits = dense_bits_w(e, d);
     const sift__gx_vocab *v = e->voc;
-    for (uint32_t q = 0; q < e->ent[parent].esc_n; q++) {
-        uint32_t r = e->lists.v[e->ent[parent].esc_off + q];
+    const uint32_t *esc = e->lists.v + e->ent[parent].esc_off, n_esc = e->ent[parent].esc_n;
+    /* tokens set one by one either way: all loop-root escapes' subtrees (direct), or the
+     * excepted first nodes' and the other loop roots' (complement) */
+    uint64_t direct = 0, other = 0, excepted = 0, n_first_esc = 0, nodes = 0;
+    for (uint32_t q = 0; q < n_esc; q++) {
+        uint32_t r = esc[q];
         if (!loop_root(v, r, k)) continue;
         uint32_t lo, hi;
         sift__gx_trie_below(v, r, &lo, &hi);
-        for (uint32_t t = lo; t < hi; t++) sift__gx_bit_set(bits, v->sorted[t]);
-        e->bulk += v->node[r].end - r - 1;
+        direct += hi - lo;
+        nodes += v->node[r].end - r - 1;
+        if (v->slice_first[r] >> k & 1) n_first_esc++;
+        else other += hi - lo;
     }
+    bool complement = false;
+    if (n_first_esc * 4 > v->n_first_nodes && direct > other + v->n_words) {
+        /* mark the escapes (an epoch of their own: the entry being made has recorded none yet) */
+        if (++e->node_epoch == 0) {
+            memset(e->node_stamp, 0, (size_t)v->n_nodes * sizeof *e->node_stamp);
+            e->node_epoch = 1;
+        }
+        for (uint32_t q = 0; q < n_esc; q++) e->node_stamp[esc[q]] = e->node_epoch;
+        for (uint32_t q = 0; q < v->n_first_nodes && excepted <= direct; q++) {
+            uint32_t c = v->first_nodes[q], lo, hi;
+            if (!(v->slice_first[c] >> k & 1) || e->node_stamp[c] == e->node_epoch) continue;
+            sift__gx_trie_below(v, c, &lo, &hi);
+            excepted += hi - lo;
+        }
+        complement = excepted + other + v->n_words < direct;
+    }
+    if (complement) {
+        e->loop_first++;
+        memcpy(bits, v->first_bits + (size_t)k * v->n_words, (size_t)v->n_words * sizeof *bits);
+        for (uint32_t q = 0; q < v->n_first_nodes; q++) {
+            uint32_t c = v->first_nodes[q], lo, hi;
+            if (!(v->slice_first[c] >> k & 1) || e->node_stamp[c] == e->node_epoch) continue;
+            sift__gx_trie_below(v, c, &lo, &hi);
+            for (uint32_t t = lo; t < hi; t++) bits[v->sorted[t] >> 6] &= ~((uint64_t)1 << (v->sorted[t] & 63));
+        }
+    }
+    for (uint32_t q = 0; q < n_esc; q++) {
+        uint32_t r = esc[q];
+        if (!loop_root(v, r, k) || (complement && (v->slice_first[r] >> k & 1))) continue;
+        uint32_t lo, hi;
+        sift__gx_trie_below(v, r, &lo, &hi);
+        for (uint32_t t = lo; t < hi; t++) sift__gx_bit_set(bits, v->sorted[t]);
+    }
+    if (complement && ++e->node_epoch == 0) { /* the marks are not escapes of the new entry */
+        memset(e->node_stamp, 0, (size_t)v->n_nodes * sizeof *e->node_stamp);
+        e->node_epoch = 1;
+    }
+    e->bulk += nodes;
     e->ent[parent].loop[k] = d;
     return d;
 }
@@ -1212,6 +1266,7 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->trims = e->trims;
     st->slice_nodes = e->bulk;
     st->loop_sets_reused = e->loop_reused;
+    st->loop_sets_first = e->loop_first;
     st->first_slices = e->first_taken;
     pthread_mutex_unlock(&e->lock);
 }

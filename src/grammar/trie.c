@@ -31,9 +31,18 @@ static const uint32_t slice_json_char[] = {0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7E, 0
  * the whole string part of the trie (MaskBench: 300k-node masks, ~5-20 ms, in pattern
  * strings). */
 static const uint32_t slice_json_dot[] = {0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7E, 0x80, 0x2027, 0x202A, 0x10FFFF};
+/* Host name letters, digits and '-': the label chains of the converters' hostname, email and
+ * uri formats ( [A-Za-z0-9-]{0,60} [A-Za-z0-9] ). Every typed token moves such a chain to a
+ * new grammar position, so nothing is cached across tokens, and each mask walked all the
+ * alphanumeric tokens of the trie (~50k nodes) and resumed ~34k escapes below (the chain
+ * may end after every character): 5-10 ms masks, MaskBench's worst. Inside a label every
+ * character of this class steps the chain alike (a letter also ends it - an escape, which
+ * a slice need not record), so a chain position takes those subtrees whole. */
+static const uint32_t slice_host[] = {0x2D, 0x2D, 0x30, 0x39, 0x41, 0x5A, 0x61, 0x7A};
 const sift__gx_slice sift__gx_slices[GX_N_SLICES] = {
     {slice_json_char, sizeof slice_json_char / sizeof slice_json_char[0] / 2},
     {slice_json_dot, sizeof slice_json_dot / sizeof slice_json_dot[0] / 2},
+    {slice_host, sizeof slice_host / sizeof slice_host[0] / 2},
 };
 
 static bool in_slice(const sift__gx_slice *sl, uint32_t cp)
@@ -100,6 +109,7 @@ void sift__gx_vocab_free(sift__gx_vocab *v)
     sift__gx_free(v->slice_all);
     sift__gx_free(v->slice_len);
     sift__gx_free(v->slice_first);
+    sift__gx_free(v->first_nodes);
     sift__gx_free(v->first_bits);
     memset(v, 0, sizeof *v);
 }
@@ -167,7 +177,13 @@ static int build_first(sift__gx_vocab *v)
             uint64_t *bits = v->first_bits + (size_t)k * v->n_words;
             for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(bits, v->sorted[q]);
         }
+        if (v->slice_first[i]) v->n_first_nodes++;
     }
+    v->first_nodes = sift__gx_malloc(((size_t)v->n_first_nodes + 1) * sizeof *v->first_nodes);
+    if (!v->first_nodes) return SIFT_E_NOMEM;
+    v->n_first_nodes = 0;
+    for (uint32_t i = 1; i < v->n_nodes; i++)
+        if (v->slice_first[i]) v->first_nodes[v->n_first_nodes++] = i;
     return SIFT_OK;
 }
 

@@ -66,10 +66,12 @@ typedef struct sift__gx_vocab {
      * walk in mask.c): their tokens are first_bits[k], OR-ed in at once. */
     uint8_t *slice_first;  /* [n_nodes] */
     uint64_t *first_bits;  /* [GX_N_SLICES * n_words] */
+    uint32_t *first_nodes; /* the nodes with a slice_first bit, in preorder (their subtrees are disjoint) */
+    uint32_t n_first_nodes;
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
-#define GX_N_SLICES 2 /* C_0 JSON string characters, C_1 the same less U+2028..2029 (trie.c) */
+#define GX_N_SLICES 3 /* C_0 JSON string characters, C_1 the same less U+2028..2029, C_2 [A-Za-z0-9-] (trie.c) */
 typedef struct {
     const uint32_t *ranges; /* lo, hi, lo, hi, ... */
     uint32_t n_ranges;
