@@ -27,6 +27,12 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gguf/mkmodel.h"
+#include "model/model.h"
 #include "refdata.h"
 #include "sift.h"
 
@@ -373,6 +379,93 @@ static void test_weights_mmap_same(void **state)
     }
 }
 
+/* A model with 12 MB of matrices: the copy runs in several 4 MiB chunks, on two threads
+ * where there are two CPUs, and chunk edges fall inside matrices. Every copied matrix must
+ * hold its file bytes (those of a SIFT_MMAP=1 load), and sit in the one huge-page block. */
+static void test_weights_copy_chunks(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], vocab[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/q8.gguf", dir);
+    const sift__mkmodel_spec spec = {.arch = "llama", .n_embd = 512, .n_ff = 1536, .n_layer = 4, .n_head = 8,
+                                     .n_head_kv = 4, .type = SIFT_TYPE_Q8_0};
+    sift_error err = {0};
+    assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
+    sift_model *copied = sift_model_load(path, &err);
+    setenv("SIFT_MMAP", "1", 1);
+    sift_model *mapped = sift_model_load(path, &err);
+    unsetenv("SIFT_MMAP");
+    assert_non_null(copied);
+    assert_non_null(mapped);
+    assert_non_null(copied->wmem);
+    assert_null(mapped->wmem);
+    assert_true(copied->wmem_size >= (size_t)12 << 20);
+    int n = 0;
+    size_t bytes = 0;
+    for (int l = 0; l < spec.n_layer; l++) {
+        const sift__layer *A = &copied->layers[l], *B = &mapped->layers[l];
+        const sift__weight *wa[] = {&A->wq, &A->wk, &A->wv, &A->wo, &A->w_gate, &A->w_up, &A->w_down};
+        const sift__weight *wb[] = {&B->wq, &B->wk, &B->wv, &B->wo, &B->w_gate, &B->w_up, &B->w_down};
+        for (int i = 0; i < 7; i++) {
+            const size_t nb = wa[i]->row_bytes * (size_t)wa[i]->n_out;
+            const char *d = wa[i]->data, *mem = copied->wmem;
+            assert_true(wa[i]->huge_pages && !wb[i]->huge_pages);
+            assert_true(d >= mem && d + nb <= mem + copied->wmem_size);
+            assert_memory_equal(d, wb[i]->data, nb);
+            bytes += nb;
+            n++;
+        }
+    }
+    printf("  weights        q8_0 512x1536x4: %d matrices, %zu bytes copied in %zu MiB, equal to the file's\n", n, bytes,
+           copied->wmem_size >> 20);
+    sift_model_free(copied);
+    sift_model_free(mapped);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* The copy's reader: pread as far as the file goes, the mapping's bytes for the rest (a
+ * short read, or no file at all), never a byte wrong. */
+static void test_weights_short_read(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sift_test_model_XXXXXX", full[1100], part[1100];
+    assert_non_null(mkdtemp(dir));
+    snprintf(full, sizeof full, "%s/full", dir);
+    snprintf(part, sizeof part, "%s/part", dir);
+    enum { N = 3 * 4096 + 100, PART = 4096 + 7 };
+    unsigned char *data = malloc(N), *dst = malloc(N);
+    for (int i = 0; i < N; i++) data[i] = (unsigned char)(i * 131 + 7);
+    FILE *f = fopen(full, "wb");
+    assert_int_equal(fwrite(data, 1, N, f), N);
+    fclose(f);
+    f = fopen(part, "wb");
+    assert_int_equal(fwrite(data, 1, PART, f), PART);
+    fclose(f);
+    const int fd_full = open(full, O_RDONLY), fd_part = open(part, O_RDONLY);
+    assert_true(fd_full >= 0 && fd_part >= 0);
+    const char *map = mmap(NULL, N, PROT_READ, MAP_PRIVATE, fd_full, 0);
+    assert_true(map != MAP_FAILED);
+    const int fds[] = {fd_full, fd_part, -1};
+    const uint64_t offs[] = {0, 100, 4000};
+    for (int k = 0; k < 3; k++)
+        for (int o = 0; o < 3; o++) {
+            const size_t n = N - offs[o];
+            memset(dst, 0, N);
+            sift__weights_read((char *)dst, fds[k], offs[o], map + offs[o], n);
+            assert_memory_equal(dst, data + offs[o], n);
+        }
+    munmap((void *)map, N);
+    close(fd_full);
+    close(fd_part);
+    free(data);
+    free(dst);
+    unlink(full);
+    unlink(part);
+    rmdir(dir);
+}
+
 /* ---- KV cache operations ------------------------------------------------------------------------ */
 
 static void expect_logits(sift_context *ctx, int i, const float *want, int nv, const char *what)
@@ -630,6 +723,8 @@ int main(void)
         cmocka_unit_test(test_threads_bitwise),
         cmocka_unit_test(test_scalar_kernels),
         cmocka_unit_test(test_weights_mmap_same),
+        cmocka_unit_test(test_weights_copy_chunks),
+        cmocka_unit_test(test_weights_short_read),
         cmocka_unit_test(test_kv_ops),
         cmocka_unit_test(test_kv_shift),
         cmocka_unit_test(test_decode_errors),

@@ -184,6 +184,7 @@ struct sift_gguf {
     const uint8_t *base;
     uint64_t size;
     void *map; /* non-NULL when sift mapped the file itself */
+    int fd;    /* the mapped file, kept open for sift__gguf_fd (-1 for a caller's buffer) */
     uint32_t version;
     uint32_t alignment;
     uint64_t data_offset;
@@ -677,6 +678,7 @@ void sift_gguf_close(sift_gguf *g)
 {
     if (!g) return;
     if (g->map) munmap(g->map, (size_t)g->size);
+    if (g->fd >= 0) close(g->fd);
     free(g->kv);
     free(g->tensors);
     free(g->kv_hash.slot);
@@ -696,6 +698,7 @@ sift_gguf *sift_gguf_open_buffer(const void *data, size_t size, sift_error *err)
         sift__error_set(err, SIFT_E_NOMEM, "gguf: out of memory");
         return NULL;
     }
+    g->fd = -1;
     g->base = data;
     g->size = size;
     if (parse(g, err) != SIFT_OK) {
@@ -737,17 +740,19 @@ static sift_gguf *open_file(const char *path, bool inspect, sift_error *err)
     }
     void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int mmap_errno = errno;
-    close(fd);
     if (map == MAP_FAILED) {
+        close(fd);
         sift__error_set(err, SIFT_E_IO, "gguf: cannot map '%s': %s", path, strerror(mmap_errno));
         return NULL;
     }
     sift_gguf *g = calloc(1, sizeof *g);
     if (!g) {
         munmap(map, (size_t)sb.st_size);
+        close(fd);
         sift__error_set(err, SIFT_E_NOMEM, "gguf: out of memory");
         return NULL;
     }
+    g->fd = fd;
     g->map = map;
     g->base = map;
     g->size = (uint64_t)sb.st_size;
@@ -766,6 +771,7 @@ uint64_t sift_gguf_file_size(const sift_gguf *g) { return g->size; }
 uint32_t sift_gguf_alignment(const sift_gguf *g) { return g->alignment; }
 uint64_t sift_gguf_data_offset(const sift_gguf *g) { return g->data_offset; }
 const uint8_t *sift__gguf_bytes(const sift_gguf *g) { return g->base; }
+int sift__gguf_fd(const sift_gguf *g) { return g->fd; }
 
 int64_t sift_gguf_n_kv(const sift_gguf *g) { return g->n_kv; }
 

@@ -31,6 +31,9 @@ int64_t sift__gguf_problems(const sift_gguf *g, const char **first);
 
 /* The raw file bytes (the mapping or the caller's buffer). */
 const uint8_t *sift__gguf_bytes(const sift_gguf *g);
+/* The open file behind the mapping (offsets as in sift__gguf_bytes), for reading its bytes
+ * with pread instead of through the mapping; -1 for sift_gguf_open_buffer. Owned by g. */
+int sift__gguf_fd(const sift_gguf *g);
 
 /* ---- writer ---- */
 typedef struct sift__gguf_writer sift__gguf_writer;

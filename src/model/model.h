@@ -73,6 +73,9 @@ struct sift_model {
  * point the weights at the copy (a no-op with SIFT_MMAP=1 or when the memory is refused:
  * the file mapping serves as before). Frees nothing on failure. */
 void sift__weights_copy(sift_model *m);
+/* n bytes of the file at offset off into dst: pread from fd while it reads (fd < 0: not at
+ * all), then from src, the same bytes in the file mapping, for the rest (a short read). */
+void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t n);
 /* Release what sift__weights_copy took. */
 void sift__weights_free(sift_model *m);
 

@@ -8,9 +8,7 @@
  * every page boundary. llama.cpp avoids both by copying (repacking) the weights at load
  * into anonymous memory. Here the matrices the forward pass multiplies by are copied, as
  * they are, into one anonymous mapping that is asked for in transparent huge pages
- * (MADV_HUGEPAGE: THP is commonly 'madvise' only), 2 MiB per TLB entry; the file pages
- * they came from are then dropped from this process's mapping (the page cache keeps them;
- * resident memory stays one copy).
+ * (MADV_HUGEPAGE: THP is commonly 'madvise' only), 2 MiB per TLB entry.
  *
  * The page size changes which generation loop is fastest: from 2 MiB pages a tile of four
  * rows read side by side (sharing each activation load and reduction) streams as fast as
@@ -18,21 +16,38 @@
  * prefetcher. So a copied matrix is marked huge_pages, and the forward pass takes the
  * kernel table's rows_huge loop for it (kernels.h).
  *
+ * The copy is read with pread() from the file straight into the new mapping, 4 MiB at a
+ * time by two threads: nothing of the file is mapped into this process on the way, so
+ * resident memory is one copy (copying through the mapping faulted every 4 KiB file page
+ * in and dropped it again: ~10,000 faults, and as many page-table updates, per 650 MB).
+ * Each chunk is first populated with MADV_POPULATE_WRITE, so a refused allocation is an
+ * error returned here (the copy is given up and the mapping serves), not a fault inside
+ * the read. On a VM that hands freed memory back to the host, touching fresh memory is
+ * the main cost of loading (1-2 ms per MiB here), more than the reads.
+ *
  * The token embeddings stay in the file (one row per token is read, never streamed), and a
  * tied output matrix with them. SIFT_MMAP=1 in the environment skips the copy (loading
  * then costs nothing but the page-table walk, and the model's weights are shared with
- * every other process mapping the file); so does a refused allocation. The copy changes
- * no byte, only the address: every result is the same.
+ * every other process mapping the file); so does a refused allocation. A failed or short
+ * read (a file changed under us, an fd-less buffer model) copies the rest from the mapping.
+ * The copy changes no byte, only the address: every result is the same.
  */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "gguf/gguf.h"
 #include "model/model.h"
 
 #define WEIGHT_ALIGN 4096 /* each matrix starts on a page: rows of a group never share a line */
+#define HUGE_PAGE ((size_t)2 << 20)
+#define CHUNK ((size_t)4 << 20) /* the unit of work of the copy threads (whole huge pages) */
 
 /* Every matrix the forward pass multiplies by, in layer order (n of them into out, at most cap). */
 static int collect(sift_model *m, sift__weight **out, int cap)
@@ -67,43 +82,119 @@ static void drop_file_pages(const void *p, size_t n)
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
+/* The copy in progress: matrix i, n bytes at file offset off (src in the mapping), goes to
+ * mem + at; the threads take CHUNK-sized pieces of mem in turn. */
+typedef struct {
+    const char *src;
+    uint64_t off;
+    size_t at, n;
+} part;
+
+typedef struct {
+    char *mem;
+    size_t size;
+    int n, fd;
+    part *parts;
+    atomic_size_t next; /* the next chunk to take */
+    atomic_bool failed; /* a chunk could not be populated: give the copy up */
+} copy_job;
+
+void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t n)
+{
+    size_t done = 0;
+    while (fd >= 0 && done < n) {
+        const ssize_t r = pread(fd, dst + done, n - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        done += (size_t)r;
+    }
+    if (done < n) {
+        memcpy(dst + done, src + done, n - done);
+        drop_file_pages(src + done, n - done);
+    }
+}
+
+static void *copy_worker(void *arg)
+{
+    copy_job *J = arg;
+    for (;;) {
+        const size_t c = atomic_fetch_add(&J->next, 1), lo = c * CHUNK;
+        if (lo >= J->size || atomic_load(&J->failed)) break;
+        const size_t hi = lo + CHUNK < J->size ? lo + CHUNK : J->size;
+#ifdef MADV_POPULATE_WRITE
+        /* EINVAL: a kernel before 5.14; the reads fault the pages in instead */
+        if (madvise(J->mem + lo, hi - lo, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+            atomic_store(&J->failed, true);
+            break;
+        }
+#endif
+        for (int i = 0; i < J->n; i++) {
+            const part *P = &J->parts[i];
+            const size_t a = P->at > lo ? P->at : lo, b = P->at + P->n < hi ? P->at + P->n : hi;
+            if (a < b) sift__weights_read(J->mem + a, J->fd, P->off + (a - P->at), P->src + (a - P->at), b - a);
+        }
+    }
+    return NULL;
+}
+
+/* A 2 MiB-aligned anonymous mapping of size bytes (a multiple of 2 MiB), in huge pages where
+ * the kernel lends them; NULL if refused. */
+static char *map_huge(size_t size)
+{
+    char *p = mmap(NULL, size + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    const size_t head = round_up((uintptr_t)p, HUGE_PAGE) - (uintptr_t)p;
+    if (head) munmap(p, head);
+    if (HUGE_PAGE - head) munmap(p + head + size, HUGE_PAGE - head);
+    p += head;
+#ifdef MADV_HUGEPAGE
+    madvise(p, size, MADV_HUGEPAGE); /* advice only: small pages still work */
+#endif
+    return p;
+}
+
 void sift__weights_copy(sift_model *m)
 {
     const char *env = getenv("SIFT_MMAP");
     if (env && *env && strcmp(env, "0") != 0) return;
     const int cap = 7 * m->hp.n_layer + 1;
     sift__weight **ws = malloc((size_t)cap * sizeof *ws);
-    if (!ws) return;
-    const int n = collect(m, ws, cap);
+    copy_job J = {.fd = sift__gguf_fd(m->gguf), .parts = malloc((size_t)cap * sizeof *J.parts)};
+    if (!ws || !J.parts) goto done;
+    J.n = collect(m, ws, cap);
+    const uint8_t *base = sift__gguf_bytes(m->gguf);
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += round_up(weight_bytes(ws[i]), WEIGHT_ALIGN);
-    if (total == 0) {
-        free(ws);
-        return;
+    for (int i = 0; i < J.n; i++) {
+        const uint8_t *src = ws[i]->data;
+        J.parts[i] = (part){.src = ws[i]->data, .off = (uint64_t)(src - base), .at = total, .n = weight_bytes(ws[i])};
+        total += round_up(J.parts[i].n, WEIGHT_ALIGN);
     }
-    const size_t huge = (size_t)2 << 20;
-    const size_t size = round_up(total, huge);
-    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) {
-        free(ws);
-        return;
+    if (total == 0) goto done;
+    J.size = round_up(total, HUGE_PAGE);
+    if (!(J.mem = map_huge(J.size))) goto done;
+    atomic_init(&J.next, 0);
+    atomic_init(&J.failed, false);
+    /* a second thread where there is a second CPU: the page clearing and the copies are
+     * memory-bound work that two cores do faster than one */
+    pthread_t helper;
+    const bool two =
+        sysconf(_SC_NPROCESSORS_ONLN) > 1 && J.size > CHUNK && pthread_create(&helper, NULL, copy_worker, &J) == 0;
+    copy_worker(&J);
+    if (two) pthread_join(helper, NULL);
+    if (atomic_load(&J.failed)) {
+        munmap(J.mem, J.size); /* the mapping serves, as with SIFT_MMAP=1 */
+        goto done;
     }
-#ifdef MADV_HUGEPAGE
-    madvise(mem, size, MADV_HUGEPAGE); /* advice only: small pages still work */
-#endif
-    char *dst = mem;
-    for (int i = 0; i < n; i++) {
-        const size_t b = weight_bytes(ws[i]);
-        memcpy(dst, ws[i]->data, b);
-        drop_file_pages(ws[i]->data, b);
-        ws[i]->data = dst;
+    mprotect(J.mem, J.size, PROT_READ); /* shared read-only between contexts, as the file was */
+    for (int i = 0; i < J.n; i++) {
+        ws[i]->data = J.mem + J.parts[i].at;
         ws[i]->huge_pages = true;
-        dst += round_up(b, WEIGHT_ALIGN);
     }
-    mprotect(mem, size, PROT_READ); /* shared read-only between contexts, as the file was */
-    m->wmem = mem;
-    m->wmem_size = size;
+    m->wmem = J.mem;
+    m->wmem_size = J.size;
+done:
     free(ws);
+    free(J.parts);
 }
 
 void sift__weights_free(sift_model *m)
