@@ -208,8 +208,8 @@ SIFT__DOT_COLS(dot_q4_0)
  *
  * Generation (rows_huge, for matrices in weights.c's huge-page copy) takes 8 weight rows x
  * the one column: the column's block is loaded once for eight rows, the eight registers of
- * partial sums are transposed and added in three levels (reduce8: one lane shuffle, two
- * blends and one add per two registers, no vphaddd), and the eight rows' float steps run in
+ * partial sums are transposed and added in three levels (reduce8: two unpacks and an add
+ * per two registers, no vphaddd), and the eight rows' float steps run in
  * the eight lanes of one register, each lane doing the scalar code's two float operations
  * in its order (bit for bit the scalar result). Prompt tiles fold most of the reduction
  * into the products themselves (below). */
@@ -220,20 +220,17 @@ static inline __m256i products(__m256i w, __m256i x)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
 }
 
-/* The three levels of reduce8, each adding two registers into one with a single lane
- * shuffle (the others are blends, which every vector pipe runs; the shuffles, like the
- * byte products, share two). In each 128-bit half: mix32(p, q) -> [p0+p1, q0+q1, p2+p3,
- * q2+q3]; mix64 of two of those -> [p, q, r, s], the half's sums; mix128 -> the low half's
- * four sums from u (its two halves added), the high half's from v. */
+/* The three levels of reduce8. In each 128-bit half: mix32(p, q) -> [p0+p2, q0+q2, p1+p3,
+ * q1+q3]; mix64 of two of those -> [p, q, r, s], the half's sums; mix128 -> the low half's
+ * four sums from u (its two halves added), the high half's from v. (mix32 and mix64 as two
+ * blends, one vpshufd and an add, fewer shuffles, were 5% slower in rows_huge.) */
 static inline __m256i mix32(__m256i p, __m256i q)
 {
-    const __m256i a = _mm256_blend_epi32(p, q, 0xAA), b = _mm256_blend_epi32(q, p, 0xAA);
-    return _mm256_add_epi32(a, _mm256_shuffle_epi32(b, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(p, q), _mm256_unpackhi_epi32(p, q));
 }
 static inline __m256i mix64(__m256i u, __m256i v)
 {
-    const __m256i a = _mm256_blend_epi32(u, v, 0xCC), b = _mm256_blend_epi32(v, u, 0xCC);
-    return _mm256_add_epi32(a, _mm256_shuffle_epi32(b, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(u, v), _mm256_unpackhi_epi64(u, v));
 }
 static inline __m256i mix128(__m256i u, __m256i v)
 {
