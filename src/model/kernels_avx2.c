@@ -207,18 +207,18 @@ SIFT__DOT_COLS(dot_q4_0)
  * registers.
  *
  * Generation (rows_huge, for matrices in weights.c's huge-page copy) takes 8 weight rows x
- * the one column: the column's block is loaded once for eight rows, the eight registers of
- * partial sums are transposed and added in three levels (reduce8: two unpacks and an add
- * per two registers, no vphaddd), and the eight rows' float steps run in
- * the eight lanes of one register, each lane doing the scalar code's two float operations
- * in its order (bit for bit the scalar result). Prompt tiles fold most of the reduction
- * into the products themselves (below). */
-
-/* int32 partial sums of the products of signed bytes w and x (|w| x sign(w)*x) */
-static inline __m256i products(__m256i w, __m256i x)
-{
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
-}
+ * the one column: the column's block is loaded once for eight rows, and made |x| once (the
+ * unsigned side of vpmaddubsw; each weight row takes the column's signs: one vpsignb per
+ * row, not two); the eight registers of partial sums are transposed and added in three
+ * levels (reduce8: two unpacks and an add per two registers, no vphaddd), and the eight
+ * rows' float steps run in the eight lanes of one register, each lane doing the scalar
+ * code's two float operations in its order (bit for bit the scalar result). Prompt tiles
+ * fold most of the reduction into the products themselves (below).
+ *
+ * In both, the weights take the signs of the activations (sign(w, x) times |x|): a weight
+ * byte of -128 would overflow there. Q8_0 from ggml's (and sift's) quantizer never has one
+ * (round(x / (amax / 127)) is within +-127), nor has Q4_0 (-8..7); the activations, from
+ * act_convert, are within +-127 too. */
 
 /* The three levels of reduce8. In each 128-bit half: mix32(p, q) -> [p0+p2, q0+q2, p1+p3,
  * q1+q3]; mix64 of two of those -> [p, q, r, s], the half's sums; mix128 -> the low half's
@@ -272,11 +272,7 @@ static inline __m256i w_q4_0(const sift__block_q4_0 *a)
  *
  * That leaves per pair and block one vpsignb, one vpmaddubsw, one vpmaddwd and one vpaddd
  * (thread CPU time of a 512 x 2048 x 32-column product on Zen 3, per pair and block:
- * Q8_0 1.17 -> 0.81 ns, Q4_0 1.23 -> 0.82 ns, against the 4 x 4 tile with vphaddd).
- *
- * The weights take the signs of the activations (sign(w, x) times |x|): a weight byte of
- * -128 would overflow there, and Q8_0 from ggml's (and sift's) quantizer never has one
- * (round(x / (amax / 127)) is within +-127), nor has Q4_0 (-8..7). */
+ * Q8_0 1.17 -> 0.81 ns, Q4_0 1.23 -> 0.82 ns, against the 4 x 4 tile with vphaddd). */
 
 /* sigma_v */
 FORCE_INLINE __m256i q0_perm(__m256i v, const int p)
@@ -404,9 +400,10 @@ static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_
         __m256 sum = _mm256_setzero_ps();                                                                            \
         for (int64_t k = 0; k < n / 32; k++) {                                                                       \
             prefetch_span(pf, k, 8 * (int64_t)sizeof(WBLOCK));                                                       \
-            const __m256i xv = w_q8_0(b + k);                                                                        \
+            const __m256i xv = w_q8_0(b + k), xa = _mm256_sign_epi8(xv, xv); /* |x|: once for the eight rows */    \
             __m256i p[8];                                                                                            \
-            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) p[i] = products(w_##NAME(a[i] + k), xv);            \
+            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)                                                      \
+                p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w_##NAME(a[i] + k), xv)), _mm256_set1_epi16(1)); \
             const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16((short)a[0][k].d, (short)a[1][k].d, (short)a[2][k].d,    \
                                                              (short)a[3][k].d, (short)a[4][k].d, (short)a[5][k].d,    \
                                                              (short)a[6][k].d, (short)a[7][k].d));                    \
