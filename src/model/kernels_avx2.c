@@ -371,6 +371,11 @@ static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_
                         const WBLOCK *a[4];                                                                          \
                         for (int i = 0; i < 4; i++)                                                                  \
                             a[i] = (const WBLOCK *)((const char *)w + (r + i < n_rows ? r + i : n_rows - 1) * row_bytes); \
+                        if (r + 8 <= n_rows) /* this chunk of the next four rows: strided, the prefetcher misses it */ \
+                            for (int i = 4; i < 8; i++) {                                                            \
+                                const char *p = (const char *)w + (r + i) * row_bytes + k0 * sizeof(WBLOCK);         \
+                                for (int64_t o = 0; o < nk * (int64_t)sizeof(WBLOCK) + 63; o += 64) _mm_prefetch(p + o, _MM_HINT_T0); \
+                            }                                                                                        \
                         for (int kk = 0; kk < nk; kk++)                                                              \
                             for (int i = 0; i < 4; i++) {                                                            \
                                 const float d = f16c_to_fp32(a[i][k0 + kk].d);                                       \
