@@ -253,6 +253,56 @@ static inline __m256i w_q4_0(const sift__block_q4_0 *a)
     return unpack_q4_0(a->qs);
 }
 
+/* Products of few columns (2 to 7 tokens: small batches, speculative drafts), where the
+ * prompt tiles below would spend more on preparing their columns and rows' scales than on
+ * the products (and a quad of columns holding two): 4 x 4 tiles over the whole rows, each
+ * weight row's bytes loaded once for its columns, four pairs' block sums reduced together
+ * (reduce4) and their float steps in the four lanes of one register. */
+static inline __m128 scales4(uint16_t a, uint16_t b, uint16_t c, uint16_t d)
+{
+    return _mm_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, 0, 0, 0, 0));
+}
+
+/* int32 partial sums of the products of signed bytes w and x (|w| x sign(w)*x) */
+static inline __m256i products(__m256i w, __m256i x)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
+}
+
+/* NAME##s_tile (R x C pairs over the whole rows), and gemm_NAME##s, the shared 4 x 4 driver over it */
+#define QX_0_GEMM_FEW(NAME, WBLOCK)                                                                                  \
+    FORCE_INLINE void NAME##s_tile(int64_t n, const WBLOCK *const *a, const sift__block_q8_0 *const *b, __m128 *sum,   \
+                                   const int R, const int C, const char *pf)                                        \
+    {                                                                                                                \
+        __m128 acc[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};                   \
+        for (int64_t k = 0; k < n / 32; k++) {                                                                       \
+            if (pf) /* the next four rows, 4 x 34 bytes per block: 3 lines */                                       \
+                for (int l = 0; l < 3; l++) _mm_prefetch(pf + k * 192 + 64 * l, _MM_HINT_T0);                        \
+            __m256i xv[4], wv[4];                                                                                    \
+            uint16_t hx[4] = {0}, hw[4] = {0};                                                                       \
+            UNROLL4 for (int j = 0; j < C; j++) xv[j] = w_q8_0(b[j] + k), hx[j] = b[j][k].d;                        \
+            UNROLL4 for (int i = 0; i < R; i++) wv[i] = w_##NAME(a[i] + k), hw[i] = a[i][k].d;                      \
+            const __m128 dxv = scales4(hx[0], hx[1], hx[2], hx[3]), dwv = scales4(hw[0], hw[1], hw[2], hw[3]);       \
+            UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) {                                                     \
+                __m256i p[4];                                                                                        \
+                int iw[4], ix[4];                                                                                    \
+                UNROLL4 for (int l = 0; l < 4; l++) {                                                               \
+                    const int q = 4 * g + l;                                                                         \
+                    iw[l] = q < R * C ? q / C : 0, ix[l] = q < R * C ? q % C : 0;                                    \
+                    p[l] = q < R * C ? products(wv[q / C], xv[q % C]) : _mm256_setzero_si256();                     \
+                }                                                                                                    \
+                const __m128 dw = _mm_permutevar_ps(dwv, _mm_setr_epi32(iw[0], iw[1], iw[2], iw[3]));               \
+                const __m128 dx = _mm_permutevar_ps(dxv, _mm_setr_epi32(ix[0], ix[1], ix[2], ix[3]));               \
+                acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(_mm_cvtepi32_ps(reduce4(p[0], p[1], p[2], p[3])), _mm_mul_ps(dw, dx))); \
+            }                                                                                                        \
+        }                                                                                                            \
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = acc[g];                                          \
+    }                                                                                                                \
+    SIFT__GEMM_4X4(NAME##s, WBLOCK)
+
+QX_0_GEMM_FEW(q8_0, sift__block_q8_0)
+QX_0_GEMM_FEW(q4_0, sift__block_q4_0)
+
 /* ---- prompt tiles: the first level of the reduction folded into the products ----------------
  *
  * A block's dot product does not depend on the order of its 32 products, so a row and a
@@ -346,6 +396,10 @@ static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_
     static void gemm_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t xs,    \
                             int64_t n_cols, float *out, int64_t os)                                                  \
     {                                                                                                                \
+        if (n_cols < 8) {                                                                                            \
+            gemm_##NAME##s(n, w, row_bytes, n_rows, x, xs, n_cols, out, os);                                         \
+            return;                                                                                                  \
+        }                                                                                                            \
         const int64_t nb = n / 32;                                                                                   \
         q0_xprep xp[Q0_CQ][Q0_KC];                                                                                   \
         float xsc[Q0_CQ][4 * Q0_KC], ws[16 * Q0_KC];                                                                 \
