@@ -320,6 +320,10 @@ QX_0_GEMM_FEW(q4_0, sift__block_q4_0)
  * the quad's four columns (Q4_0's, with its unpacking, are made once per row group and
  * block and shared by all the quads: there that was faster, for Q8_0 it was not).
  *
+ * Q4_0 needs no vpsignb at all: its stored nibbles q (0..15, the value plus 8) are already
+ * the unsigned side of vpmaddubsw (2 x 15 x 127 cannot saturate), and sum (q - 8) x is
+ * sum q x - 8 sum x, the column's byte sums made once with the prepared columns.
+ *
  * That leaves per pair and block one vpsignb, one vpmaddubsw, one vpmaddwd and one vpaddd
  * (thread CPU time of a 512 x 2048 x 32-column product on Zen 3, per pair and block:
  * Q8_0 1.17 -> 0.81 ns, Q4_0 1.23 -> 0.82 ns, against the 4 x 4 tile with vphaddd). */
@@ -335,18 +339,19 @@ FORCE_INLINE __m256i q0_perm(__m256i v, const int p)
     }
 }
 
-/* A column quad's block, prepared: mix_v and |mix_v| for v = 0..3 (256 bytes) */
+/* A column quad's block, prepared: mix_v and |mix_v| for v = 0..3, and 8 x each column's
+ * byte sum in lanes j and 4 + j (Q4_0's offset, below; 288 bytes) */
 typedef struct {
-    __m256i m[4], a[4];
+    __m256i m[4], a[4], c;
 } q0_xprep;
 
-#define Q0_KC 16 /* blocks per chunk of the prepared columns (16 x 8 x 256 bytes = 32 KiB on the stack) */
+#define Q0_KC 16 /* blocks per chunk of the prepared columns (16 x 8 x 288 bytes = 36 KiB on the stack) */
 #define Q0_CQ 8  /* column quads per chunk */
 #define Q0_RG 8  /* row groups of four per row block (the sums kept across the chunks of blocks) */
 
 /* Blocks [k0, k0 + nk) of the column quad at b (missing columns repeat the last one) into
- * xp[0..nk) and their scales into xs[4 * kk + j]. */
-static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_xprep *xp, float *xs)
+ * xp[0..nk) and their scales into xs[4 * kk + j] (the byte sums c only if sums). */
+static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_xprep *xp, float *xs, bool sums)
 {
     for (int kk = 0; kk < nk; kk++) {
         const int64_t k = k0 + kk;
@@ -358,14 +363,25 @@ static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_
             const __m256i m = _mm256_blend_epi32(lo, hi, 0xCC);
             xp[kk].m[v] = m, xp[kk].a[v] = _mm256_sign_epi8(m, m);
         }
+        if (!sums) continue;
+        __m256i t[4];
+        UNROLL4 for (int j = 0; j < 4; j++) t[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x[j]), _mm256_set1_epi16(1));
+        xp[kk].c = _mm256_broadcastsi128_si256(_mm_slli_epi32(reduce4(t[0], t[1], t[2], t[3]), 3));
     }
+}
+
+/* Q4_0's values unsigned (0..15, the stored nibbles: the value plus 8), as unpack_q4_0 lays them out */
+static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
+{
+    const __m128i b = _mm_loadu_si128((const __m128i *)a->qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
 }
 
 /* NAME_quad: blocks [0, nk) of 4 rows (a, from block k0) x a prepared column quad (xp, xs)
  * added into acc (acc[0]: rows 0 and 1, acc[1]: rows 2 and 3; lane 4h + j: row 2g + h,
  * column j), with the rows' scales ws[8 * (2 * kk + g) ..] spread to those lanes;
  * NAME_rows8: blocks of 8 rows x 1 column; gemm_NAME and rows_huge_NAME drive them. */
-#define QX_0_TILES(NAME, WBLOCK, WPREP)                                                                                   \
+#define QX_0_TILES(NAME, WBLOCK, WPREP, WROW)                                                                                 \
     FORCE_INLINE void NAME##_quad(const WBLOCK *const *a, int64_t k0, const __m256i *wp, int nk, const q0_xprep *xp,  \
                                   const float *xs, const float *ws, __m256 *acc, const bool PREP)                   \
     {                                                                                                                \
@@ -376,17 +392,19 @@ static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_
                 const __m256i w = PREP ? _mm256_setzero_si256() : w_##NAME(a[i] + k0 + kk);                          \
                 __m256i s = _mm256_setzero_si256();                                                                  \
                 UNROLL4 for (int v = 0; v < 4; v++) {                                                               \
-                    const __m256i wv = PREP ? wp[16 * kk + 4 * i + v] : q0_perm(w, v);                               \
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(xp[kk].a[v], _mm256_sign_epi8(wv, xp[kk].m[v])), \
-                                                              _mm256_set1_epi16(1)));                                \
+                    /* Q4_0 (PREP): the unsigned nibbles against the signed activations, no vpsignb */                \
+                    const __m256i p = PREP ? _mm256_maddubs_epi16(wp[16 * kk + 4 * i + v], xp[kk].m[v])                 \
+                                           : _mm256_maddubs_epi16(xp[kk].a[v], _mm256_sign_epi8(q0_perm(w, v), xp[kk].m[v])); \
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));                             \
                 }                                                                                                    \
                 r[i] = s;                                                                                            \
             }                                                                                                        \
             const __m256 dx = _mm256_broadcast_ps((const __m128 *)(xs + 4 * kk));                                    \
-            acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(mix128(r[0], r[1])),                          \
-                                                     _mm256_mul_ps(_mm256_loadu_ps(ws + 16 * kk), dx)));            \
-            acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_cvtepi32_ps(mix128(r[2], r[3])),                          \
-                                                     _mm256_mul_ps(_mm256_loadu_ps(ws + 16 * kk + 8), dx)));        \
+            __m256i i0 = mix128(r[0], r[1]), i1 = mix128(r[2], r[3]);                                                \
+            if (PREP) /* sum (q - 8) x = sum q x - 8 sum x */                                                       \
+                i0 = _mm256_sub_epi32(i0, xp[kk].c), i1 = _mm256_sub_epi32(i1, xp[kk].c);                            \
+            acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(_mm256_loadu_ps(ws + 16 * kk), dx))); \
+            acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(_mm256_loadu_ps(ws + 16 * kk + 8), dx))); \
         }                                                                                                            \
         acc[0] = acc0, acc[1] = acc1;                                                                                \
     }                                                                                                                \
@@ -419,7 +437,7 @@ static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_
                     for (int q = 0; q < nq; q++) acc[g][q][0] = acc[g][q][1] = _mm256_setzero_ps();                  \
                 for (int64_t k0 = 0; k0 < nb; k0 += Q0_KC) {                                                         \
                     const int nk = (int)(nb - k0 < Q0_KC ? nb - k0 : Q0_KC);                                         \
-                    for (int q = 0; q < nq; q++) q0_prepare(b[q], k0, nk, xp[q], xsc[q]);                            \
+                    for (int q = 0; q < nq; q++) q0_prepare(b[q], k0, nk, xp[q], xsc[q], WPREP);                            \
                     for (int g = 0; g < ng; g++) {                                                                   \
                         const int64_t r = r0 + 4 * g;                                                                \
                         const WBLOCK *a[4];                                                                          \
@@ -435,7 +453,7 @@ static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_
                                 const float d = f16c_to_fp32(a[i][k0 + kk].d);                                       \
                                 for (int l = 0; l < 4; l++) ws[16 * kk + 8 * (i / 2) + 4 * (i % 2) + l] = d;         \
                                 if (WPREP) {                                                                         \
-                                    const __m256i wv = w_##NAME(a[i] + k0 + kk);                                     \
+                                    const __m256i wv = WROW(a[i] + k0 + kk);                                         \
                                     UNROLL4 for (int v = 0; v < 4; v++) wp[16 * kk + 4 * i + v] = q0_perm(wv, v);   \
                                 }                                                                                    \
                             }                                                                                        \
@@ -489,8 +507,8 @@ static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_
         }                                                                                                            \
     }
 
-QX_0_TILES(q8_0, sift__block_q8_0, false)
-QX_0_TILES(q4_0, sift__block_q4_0, true)
+QX_0_TILES(q8_0, sift__block_q8_0, false, w_q8_0)
+QX_0_TILES(q4_0, sift__block_q4_0, true, w_q4_0u)
 
 /* ---- Q4_K and Q6_K against Q8_K: tiles (kernels_simd.h) ---------------------------------------------- */
 
