@@ -14,7 +14,7 @@
  *
  * Integer kernels (Q8_0, Q4_0, Q4_K, Q6_K) multiply bytes with vpmaddubsw (unsigned x
  * signed; the signed weights of Q8_0/Q4_0 go through the usual sign trick: |w| x
- * sign(w)*x), widen with vpmaddwd, and reduce each block to its exact integer sum before
+ * sign(w)*x, or |x| x sign(x)*w in their tiles), widen with vpmaddwd, and reduce each block to its exact integer sum before
  * the one float multiply-add per block the scalar code does: the results are bit for bit
  * those of the scalar kernels, which tests/test_kernels.c checks.
  *
@@ -215,8 +215,8 @@ SIFT__DOT_COLS(dot_q4_0)
  * code's two float operations in its order (bit for bit the scalar result). Prompt tiles
  * fold most of the reduction into the products themselves (below).
  *
- * In both, the weights take the signs of the activations (sign(w, x) times |x|): a weight
- * byte of -128 would overflow there. Q8_0 from ggml's (and sift's) quantizer never has one
+ * Where the weights take the signs of the activations (sign(w, x) times |x|: both, but
+ * Q4_0's prompt tiles), a weight byte of -128 would overflow. Q8_0 from ggml's (and sift's) quantizer never has one
  * (round(x / (amax / 127)) is within +-127), nor has Q4_0 (-8..7); the activations, from
  * act_convert, are within +-127 too. */
 
