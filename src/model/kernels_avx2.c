@@ -479,13 +479,23 @@ static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
             prefetch_span(pf, k, 8 * (int64_t)sizeof(WBLOCK));                                                       \
             const __m256i xv = w_q8_0(b + k), xa = _mm256_sign_epi8(xv, xv); /* |x|: once for the eight rows */    \
             __m256i p[8];                                                                                            \
-            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)                                                      \
-                p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w_##NAME(a[i] + k), xv)), _mm256_set1_epi16(1)); \
+            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) /* Q4_0: unsigned nibbles x x, as in the tiles */   \
+                p[i] = _mm256_madd_epi16(WPREP ? _mm256_maddubs_epi16(WROW(a[i] + k), xv)                            \
+                                               : _mm256_maddubs_epi16(xa, _mm256_sign_epi8(w_##NAME(a[i] + k), xv)), \
+                                         _mm256_set1_epi16(1));                                                      \
+            __m256i is = reduce8(p);                                                                                 \
+            if (WPREP) { /* - 8 x the column's byte sum, in every lane */                                           \
+                __m256i t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), _mm256_set1_epi16(1));  \
+                t = _mm256_add_epi32(t, _mm256_permute2x128_si256(t, t, 1));                                         \
+                t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));                           \
+                t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));                           \
+                is = _mm256_sub_epi32(is, _mm256_slli_epi32(t, 3));                                                  \
+            }                                                                                                        \
             const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16((short)a[0][k].d, (short)a[1][k].d, (short)a[2][k].d,    \
                                                              (short)a[3][k].d, (short)a[4][k].d, (short)a[5][k].d,    \
                                                              (short)a[6][k].d, (short)a[7][k].d));                    \
             const __m256 dx = _mm256_set1_ps(f16c_to_fp32(b[k].d));                                                  \
-            sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8(p)), _mm256_mul_ps(dw, dx)));          \
+            sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, dx)));                  \
         }                                                                                                            \
         return sum;                                                                                                  \
     }                                                                                                                \
