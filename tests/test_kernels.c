@@ -393,7 +393,8 @@ static void test_q4_K_scales(void **state)
  * of their own (the AVX2 Q8_0 / Q4_0 one: 32 rows, 32 columns and 16 blocks at a time, its
  * sums carried across the blocks' chunks), which the shapes of test_dot (up to 11 x 4) do
  * not reach. 75 rows x 70 columns of 17, 33 and 50 blocks (every chunk boundary with a
- * tail), every value bitwise the dot kernel's for its pair (and the scalar one's). */
+ * tail) and a few smaller windows, every value bitwise the dot kernel's for its pair (and
+ * the scalar one's). */
 static void test_gemm_big(void **state)
 {
     (void)state;
@@ -421,9 +422,11 @@ static void test_gemm_big(void **state)
             for (int isa = 0; isa < N_TABLES; isa++) {
                 const sift__kernels *k = table_at(isa);
                 if (!k || !k->gemm[t]) continue;
-                /* the whole, and an inner window (rows 5.., columns 3..) with its own edges */
-                for (int win = 0; win < 2; win++) {
-                    const int r0 = win ? 5 : 0, c0 = win ? 3 : 0, nr = win ? 61 : NR, nc = win ? 66 : NC;
+                /* the whole, an inner window (rows 5.., columns 3..) with its own edges, and
+                 * fewer rows than a tile with just enough columns for the big tiles (8, 9) */
+                static const int wins[4][4] = {{0, 0, NR, NC}, {5, 3, 61, 66}, {7, 1, 3, 9}, {2, 4, 1, 8}};
+                for (int win = 0; win < 4; win++) {
+                    const int r0 = wins[win][0], c0 = wins[win][1], nr = wins[win][2], nc = wins[win][3];
                     for (int i = 0; i < NC * OS; i++) g[i] = -1.0f;
                     k->gemm[t](n, w + r0 * wb, wb, nr, x + c0 * ab, ab, nc, g, OS);
                     for (int c = 0; c < NC; c++)
