@@ -12,7 +12,8 @@
  *     (what makes batched decoding give the same logits as token-by-token);
  *   - the one-column row loops (rows, and rows_huge for matrices in huge pages) and the tiled products (gemm, rows x columns, the
  *     edges of the tiles included): every value bitwise the dot kernel's for its pair, and
- *     for the integer types bitwise the scalar kernel's;
+ *     for the integer types bitwise the scalar kernel's; and big products (75 x 70, past the
+ *     chunks a gemm kernel blocks its rows, columns and row length in);
  *   - attention scores, softmax exp and sum, max, SwiGLU, F16 conversion;
  *   - the Q8_K activation quantizer against its definition.
  */
@@ -389,6 +390,71 @@ static void test_q4_K_scales(void **state)
     }
 }
 
+/* Big tiled products: the gemm kernels may block rows, columns and the row length in chunks
+ * of their own (the AVX2 Q8_0 / Q4_0 one: 32 rows, 32 columns and 16 blocks at a time, its
+ * sums carried across the blocks' chunks), which the shapes of test_dot (up to 11 x 4) do
+ * not reach. 75 rows x 70 columns of 17, 33 and 50 blocks (every chunk boundary with a
+ * tail) and a few smaller windows, every value bitwise the dot kernel's for its pair (and
+ * the scalar one's). */
+static void test_gemm_big(void **state)
+{
+    (void)state;
+    const sift__kernels *sc = sift__kernels_get(SIFT_ISA_SCALAR);
+    enum { NR = 75, NC = 70, OS = NR + 3 };
+    const int64_t lens[] = {17 * 32, 33 * 32, 50 * 32};
+    int checked = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const sift_tensor_type t = types[ti];
+        if (t != SIFT_TYPE_Q8_0 && t != SIFT_TYPE_Q4_0) continue; /* (the K-quants' rows are 256 long) */
+        const sift__act_format af = sift__act_format_of(t);
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+            const int64_t n = lens[li];
+            const size_t wb = sift__type_row_bytes(t, n), ab = sift__act_row_bytes(af, n);
+            char *w = malloc(NR * wb), *x = malloc(NC * ab);
+            float *f = malloc((size_t)n * sizeof *f), *g = malloc((size_t)NC * OS * sizeof *g);
+            for (int r = 0; r < NR; r++) {
+                for (int64_t i = 0; i < n; i++) f[i] = frand(1.0f) * (i % 29 == 0 ? 6.0f : 1.0f);
+                sift__quantize_row(t, f, w + r * wb, n);
+            }
+            for (int c = 0; c < NC; c++) {
+                for (int64_t i = 0; i < n; i++) f[i] = frand(2.0f);
+                sc->act_convert(af, f, x + c * ab, n);
+            }
+            for (int isa = 0; isa < N_TABLES; isa++) {
+                const sift__kernels *k = table_at(isa);
+                if (!k || !k->gemm[t]) continue;
+                /* the whole, an inner window (rows 5.., columns 3..) with its own edges, and
+                 * fewer rows than a tile with just enough columns for the big tiles (8, 9) */
+                static const int wins[4][4] = {{0, 0, NR, NC}, {5, 3, 61, 66}, {7, 1, 3, 9}, {2, 4, 1, 8}};
+                for (int win = 0; win < 4; win++) {
+                    const int r0 = wins[win][0], c0 = wins[win][1], nr = wins[win][2], nc = wins[win][3];
+                    for (int i = 0; i < NC * OS; i++) g[i] = -1.0f;
+                    k->gemm[t](n, w + r0 * wb, wb, nr, x + c0 * ab, ab, nc, g, OS);
+                    for (int c = 0; c < NC; c++)
+                        for (int r = 0; r < OS; r++) {
+                            const float v = g[c * OS + r];
+                            if (c >= nc || r >= nr) {
+                                assert_true(v == -1.0f);
+                                continue;
+                            }
+                            float one, ref;
+                            k->dot[t](n, w + (r0 + r) * wb, x + (c0 + c) * ab, ab, 1, &one);
+                            sc->dot[t](n, w + (r0 + r) * wb, x + (c0 + c) * ab, ab, 1, &ref);
+                            if (memcmp(&one, &v, 4) != 0 || memcmp(&ref, &v, 4) != 0) {
+                                fprintf(stderr, "%s %s n=%lld gemm %dx%d: (%d, %d) %.9g, dot %.9g, scalar %.9g\n", table_name(isa),
+                                        sift_type_name(t), (long long)n, nr, nc, r, c, v, one, ref);
+                                fail();
+                            }
+                            checked++;
+                        }
+                }
+            }
+            free(w), free(x), free(f), free(g);
+        }
+    }
+    printf("  big tiled products: %d values checked\n", checked);
+}
+
 int main(void)
 {
     printf("  best ISA on this CPU: %s\n", sift_isa_name(sift_isa_best()));
@@ -397,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_attention_and_elementwise),
         cmocka_unit_test(test_q8_K),
         cmocka_unit_test(test_q4_K_scales),
+        cmocka_unit_test(test_gemm_big),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

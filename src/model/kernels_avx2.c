@@ -14,7 +14,7 @@
  *
  * Integer kernels (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) multiply bytes with vpmaddubsw (unsigned x
  * signed; the signed weights of Q8_0/Q4_0 go through the usual sign trick: |w| x
- * sign(w)*x), widen with vpmaddwd, and reduce each block to its exact integer sum before
+ * sign(w)*x, or |x| x sign(x)*w in their tiles), widen with vpmaddwd, and reduce each block to its exact integer sum before
  * the one float multiply-add per block the scalar code does: the results are bit for bit
  * those of the scalar kernels, which tests/test_kernels.c checks.
  *
@@ -297,23 +297,51 @@ FORCE_INLINE void dot_q4_0_n(int64_t n, const sift__block_q4_0 *a, const char *x
 
 SIFT__DOT_COLS(dot_q4_0)
 
-/* Tiles of weight rows x activation rows (the forward pass's matrix products for batches):
- * as in kernels_avx512.c, the expensive part of the scalar code's per-block step is reducing
- * the block's products to their exact integer sum, so four (row, column) pairs are reduced
- * together (reduce4: 4 block sums in 5 instructions instead of 4 horizontal sums), and their
- * float steps run in the four lanes of one register, each lane doing exactly the scalar
- * code's operations in its order. A tile of R rows x C columns (R, C <= 4) numbers its
- * pairs q = i*C + j and puts them four to a group (lane l of sum[g] is pair 4g + l). */
+/* Tiles of weight rows x activation rows: the forward pass's matrix products for batches
+ * (gemm) and generation's many rows against one column (rows_huge), AVX2 without VNNI. The
+ * scalar code's per-block step is (float)isum * (dw * dx) added to the pair's float sum,
+ * so each block of each (row, column) pair must be reduced to its exact integer sum isum
+ * before the float step. That reduction, not the byte products, was most of the work: per
+ * pair the products are three instructions (vpsignb, vpmaddubsw, vpmaddwd), while the
+ * earlier 4 x 4 tile reduced its pairs four at a time with three vphaddd (two cycles each
+ * on AMD's Zen 3: as much again as the products), and ran their float steps in 128-bit
+ * registers.
+ *
+ * Generation (rows_huge, for matrices in weights.c's huge-page copy) takes 8 weight rows x
+ * the one column: the column's block is loaded once for eight rows, and made |x| once (the
+ * unsigned side of vpmaddubsw; each weight row takes the column's signs: one vpsignb per
+ * row, not two); the eight registers of partial sums are transposed and added in three
+ * levels (reduce8: two unpacks and an add per two registers, no vphaddd), and the eight
+ * rows' float steps run in the eight lanes of one register, each lane doing the scalar
+ * code's two float operations in its order (bit for bit the scalar result). Prompt tiles
+ * fold most of the reduction into the products themselves (below).
+ *
+ * Where the weights take the signs of the activations (sign(w, x) times |x|: both, but
+ * Q4_0's prompt tiles), a weight byte of -128 would overflow. Q8_0 from ggml's (and sift's) quantizer never has one
+ * (round(x / (amax / 127)) is within +-127), nor has Q4_0 (-8..7); the activations, from
+ * act_convert, are within +-127 too. */
 
-/* int32 partial sums of the products of signed bytes w and x (|w| x sign(w)*x) */
-static inline __m256i products(__m256i w, __m256i x)
+/* The three levels of reduce8. In each 128-bit half: mix32(p, q) -> [p0+p2, q0+q2, p1+p3,
+ * q1+q3]; mix64 of two of those -> [p, q, r, s], the half's sums; mix128 -> the low half's
+ * four sums from u (its two halves added), the high half's from v. (mix32 and mix64 as two
+ * blends, one vpshufd and an add, fewer shuffles, were 5% slower in rows_huge.) */
+static inline __m256i mix32(__m256i p, __m256i q)
 {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(p, q), _mm256_unpackhi_epi32(p, q));
+}
+static inline __m256i mix64(__m256i u, __m256i v)
+{
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(u, v), _mm256_unpackhi_epi64(u, v));
+}
+static inline __m256i mix128(__m256i u, __m256i v)
+{
+    return _mm256_add_epi32(_mm256_blend_epi32(u, v, 0xF0), _mm256_permute2x128_si256(u, v, 0x21));
 }
 
-static inline __m128 scales4(uint16_t a, uint16_t b, uint16_t c, uint16_t d)
+/* lane l: the sum of p[l]'s eight int32 lanes */
+FORCE_INLINE __m256i reduce8(const __m256i p[8])
 {
-    return _mm_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, 0, 0, 0, 0));
+    return mix128(mix64(mix32(p[0], p[1]), mix32(p[2], p[3])), mix64(mix32(p[4], p[5]), mix32(p[6], p[7])));
 }
 
 static inline __m256i w_q8_0(const sift__block_q8_0 *a)
@@ -326,12 +354,28 @@ static inline __m256i w_q4_0(const sift__block_q4_0 *a)
     return unpack_q4_0(a->qs);
 }
 
-/* NAME_tile (R x C pairs over the whole rows), and gemm_NAME, the shared 4 x 4 driver over it */
-#define QX_0_GEMM(NAME, WBLOCK)                                                                                      \
-    FORCE_INLINE void NAME##_tile(int64_t n, const WBLOCK *const *a, const sift__block_q8_0 *const *b, __m128 *sum,    \
-                                  const int R, const int C, const char *pf)                                         \
+/* Products of few columns (2 to 7 tokens: small batches, speculative drafts), where the
+ * prompt tiles below would spend more on preparing their columns and rows' scales than on
+ * the products (and a quad of columns holding two): 4 x 4 tiles over the whole rows, each
+ * weight row's bytes loaded once for its columns, four pairs' block sums reduced together
+ * (reduce4) and their float steps in the four lanes of one register. */
+static inline __m128 scales4(uint16_t a, uint16_t b, uint16_t c, uint16_t d)
+{
+    return _mm_cvtph_ps(_mm_setr_epi16((short)a, (short)b, (short)c, (short)d, 0, 0, 0, 0));
+}
+
+/* int32 partial sums of the products of signed bytes w and x (|w| x sign(w)*x) */
+static inline __m256i products(__m256i w, __m256i x)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
+}
+
+/* NAME##s_tile (R x C pairs over the whole rows), and gemm_NAME##s, the shared 4 x 4 driver over it */
+#define QX_0_GEMM_FEW(NAME, WBLOCK)                                                                                  \
+    FORCE_INLINE void NAME##s_tile(int64_t n, const WBLOCK *const *a, const sift__block_q8_0 *const *b, __m128 *sum,   \
+                                   const int R, const int C, const char *pf)                                        \
     {                                                                                                                \
-        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();                                \
+        __m128 acc[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};                   \
         for (int64_t k = 0; k < n / 32; k++) {                                                                       \
             if (pf) /* the next four rows, 4 x 34 bytes per block: 3 lines */                                       \
                 for (int l = 0; l < 3; l++) _mm_prefetch(pf + k * 192 + 64 * l, _MM_HINT_T0);                        \
@@ -350,14 +394,232 @@ static inline __m256i w_q4_0(const sift__block_q4_0 *a)
                 }                                                                                                    \
                 const __m128 dw = _mm_permutevar_ps(dwv, _mm_setr_epi32(iw[0], iw[1], iw[2], iw[3]));               \
                 const __m128 dx = _mm_permutevar_ps(dxv, _mm_setr_epi32(ix[0], ix[1], ix[2], ix[3]));               \
-                sum[g] = _mm_add_ps(sum[g], _mm_mul_ps(_mm_cvtepi32_ps(reduce4(p[0], p[1], p[2], p[3])), _mm_mul_ps(dw, dx))); \
+                acc[g] = _mm_add_ps(acc[g], _mm_mul_ps(_mm_cvtepi32_ps(reduce4(p[0], p[1], p[2], p[3])), _mm_mul_ps(dw, dx))); \
+            }                                                                                                        \
+        }                                                                                                            \
+        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = acc[g];                                          \
+    }                                                                                                                \
+    SIFT__GEMM_4X4(NAME##s, WBLOCK)
+
+QX_0_GEMM_FEW(q8_0, sift__block_q8_0)
+QX_0_GEMM_FEW(q4_0, sift__block_q4_0)
+
+/* ---- prompt tiles: the first level of the reduction folded into the products ----------------
+ *
+ * A block's dot product does not depend on the order of its 32 products, so a row and a
+ * column may both be permuted, as long as the same way. sigma_v (v = 0..3) permutes the
+ * four 32-bit slots of each 128-bit half: slot s <- slot s ^ v. For a quad of columns
+ * x0..x3, mix_v takes slot s of each half from sigma_v(x_s): one register holding, in slot
+ * s, four bytes of column s. Against sigma_v(w) (the row, permuted the same way) the
+ * products of mix_v, widened to int32, hold in slot s a partial sum of pair (w, x_s), and
+ * summed over v = 0..3 every slot of every column has been met once: slot s of each half
+ * holds pair (w, x_s)'s sum over that half. So four pairs' block sums come out of the four
+ * products' sums with no shuffle of the products at all; mix128 then adds the halves of
+ * two rows (one lane shuffle for eight pairs). The permuted and mixed columns, and their
+ * absolute values (the unsigned side of vpmaddubsw), are made once per column quad and
+ * block and shared by every row; a row's three permutations are three vpshufd, shared by
+ * the quad's four columns (Q4_0's, with its unpacking, are made once per row group and
+ * block and shared by all the quads: there that was faster, for Q8_0 it was not).
+ *
+ * Q4_0 needs no vpsignb at all: its stored nibbles q (0..15, the value plus 8) are already
+ * the unsigned side of vpmaddubsw (2 x 15 x 127 cannot saturate), and sum (q - 8) x is
+ * sum q x - 8 sum x, the column's byte sums made once with the prepared columns.
+ *
+ * That leaves per pair and block one vpsignb, one vpmaddubsw, one vpmaddwd and one vpaddd
+ * (thread CPU time of a 512 x 2048 x 32-column product on Zen 3, per pair and block:
+ * Q8_0 1.17 -> 0.81 ns, Q4_0 1.23 -> 0.82 ns, against the 4 x 4 tile with vphaddd). */
+
+/* sigma_v */
+FORCE_INLINE __m256i q0_perm(__m256i v, const int p)
+{
+    switch (p) {
+    case 0: return v;
+    case 1: return _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1));
+    case 2: return _mm256_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2));
+    default: return _mm256_shuffle_epi32(v, _MM_SHUFFLE(0, 1, 2, 3));
+    }
+}
+
+/* A column quad's block, prepared: mix_v and |mix_v| for v = 0..3, and 8 x each column's
+ * byte sum in lanes j and 4 + j (Q4_0's offset, below; 288 bytes) */
+typedef struct {
+    __m256i m[4], a[4], c;
+} q0_xprep;
+
+#define Q0_KC 16 /* blocks per chunk of the prepared columns (16 x 8 x 288 bytes = 36 KiB on the stack) */
+#define Q0_CQ 8  /* column quads per chunk */
+#define Q0_RG 8  /* row groups of four per row block (the sums kept across the chunks of blocks) */
+
+/* Blocks [k0, k0 + nk) of the column quad at b (missing columns repeat the last one) into
+ * xp[0..nk) and their scales into xs[4 * kk + j] (the byte sums c only if sums). */
+static void q0_prepare(const sift__block_q8_0 *const *b, int64_t k0, int nk, q0_xprep *xp, float *xs, bool sums)
+{
+    for (int kk = 0; kk < nk; kk++) {
+        const int64_t k = k0 + kk;
+        __m256i x[4];
+        UNROLL4 for (int j = 0; j < 4; j++) x[j] = _mm256_loadu_si256((const __m256i *)b[j][k].qs), xs[4 * kk + j] = f16c_to_fp32(b[j][k].d);
+        UNROLL4 for (int v = 0; v < 4; v++) {
+            const __m256i lo = _mm256_blend_epi32(q0_perm(x[0], v), q0_perm(x[1], v), 0x22);
+            const __m256i hi = _mm256_blend_epi32(q0_perm(x[2], v), q0_perm(x[3], v), 0x88);
+            const __m256i m = _mm256_blend_epi32(lo, hi, 0xCC);
+            xp[kk].m[v] = m, xp[kk].a[v] = _mm256_sign_epi8(m, m);
+        }
+        if (!sums) continue;
+        __m256i t[4];
+        UNROLL4 for (int j = 0; j < 4; j++) t[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x[j]), _mm256_set1_epi16(1));
+        xp[kk].c = _mm256_broadcastsi128_si256(_mm_slli_epi32(reduce4(t[0], t[1], t[2], t[3]), 3));
+    }
+}
+
+/* Q4_0's values unsigned (0..15, the stored nibbles: the value plus 8), as unpack_q4_0 lays them out */
+static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
+{
+    const __m128i b = _mm_loadu_si128((const __m128i *)a->qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
+}
+
+/* NAME_quad: blocks [0, nk) of 4 rows (a, from block k0) x a prepared column quad (xp, xs)
+ * added into acc (acc[0]: rows 0 and 1, acc[1]: rows 2 and 3; lane 4h + j: row 2g + h,
+ * column j), with the rows' scales ws[8 * (2 * kk + g) ..] spread to those lanes;
+ * NAME_rows8: blocks of 8 rows x 1 column; gemm_NAME and rows_huge_NAME drive them. */
+#define QX_0_TILES(NAME, WBLOCK, WPREP, WROW)                                                                                 \
+    FORCE_INLINE void NAME##_quad(const WBLOCK *const *a, int64_t k0, const __m256i *wp, int nk, const q0_xprep *xp,  \
+                                  const float *xs, const float *ws, __m256 *acc, const bool PREP)                   \
+    {                                                                                                                \
+        __m256 acc0 = acc[0], acc1 = acc[1];                                                                         \
+        for (int kk = 0; kk < nk; kk++) {                                                                            \
+            __m256i r[4];                                                                                            \
+            UNROLL4 for (int i = 0; i < 4; i++) {                                                                   \
+                const __m256i w = PREP ? _mm256_setzero_si256() : w_##NAME(a[i] + k0 + kk);                          \
+                __m256i s = _mm256_setzero_si256();                                                                  \
+                UNROLL4 for (int v = 0; v < 4; v++) {                                                               \
+                    /* Q4_0 (PREP): the unsigned nibbles against the signed activations, no vpsignb */                \
+                    const __m256i p = PREP ? _mm256_maddubs_epi16(wp[16 * kk + 4 * i + v], xp[kk].m[v])                 \
+                                           : _mm256_maddubs_epi16(xp[kk].a[v], _mm256_sign_epi8(q0_perm(w, v), xp[kk].m[v])); \
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));                             \
+                }                                                                                                    \
+                r[i] = s;                                                                                            \
+            }                                                                                                        \
+            const __m256 dx = _mm256_broadcast_ps((const __m128 *)(xs + 4 * kk));                                    \
+            __m256i i0 = mix128(r[0], r[1]), i1 = mix128(r[2], r[3]);                                                \
+            if (PREP) /* sum (q - 8) x = sum q x - 8 sum x */                                                       \
+                i0 = _mm256_sub_epi32(i0, xp[kk].c), i1 = _mm256_sub_epi32(i1, xp[kk].c);                            \
+            acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(_mm256_loadu_ps(ws + 16 * kk), dx))); \
+            acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(_mm256_loadu_ps(ws + 16 * kk + 8), dx))); \
+        }                                                                                                            \
+        acc[0] = acc0, acc[1] = acc1;                                                                                \
+    }                                                                                                                \
+    /* Column chunks of Q0_CQ quads; in each, row blocks of Q0_RG groups of 4 rows; in each, chunks of                \
+     * Q0_KC blocks: the columns' chunk prepared once for the row block, then every (row group, quad) tile            \
+     * of the block over it. Missing rows repeat the last one, missing columns too (computed, dropped). */           \
+    static void gemm_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t xs,    \
+                            int64_t n_cols, float *out, int64_t os)                                                  \
+    {                                                                                                                \
+        if (n_cols < 8) {                                                                                            \
+            gemm_##NAME##s(n, w, row_bytes, n_rows, x, xs, n_cols, out, os);                                         \
+            return;                                                                                                  \
+        }                                                                                                            \
+        const int64_t nb = n / 32;                                                                                   \
+        q0_xprep xp[Q0_CQ][Q0_KC];                                                                                   \
+        float xsc[Q0_CQ][4 * Q0_KC], ws[16 * Q0_KC];                                                                 \
+        __m256i wp[16 * Q0_KC]; /* the row group's four rows, permuted four ways, per block */                       \
+        __m256 acc[Q0_RG][Q0_CQ][2];                                                                                 \
+        for (int64_t c0 = 0; c0 < n_cols; c0 += 4 * Q0_CQ) {                                                         \
+            const int nq = (int)((n_cols - c0 + 3) / 4 < Q0_CQ ? (n_cols - c0 + 3) / 4 : Q0_CQ);                     \
+            const sift__block_q8_0 *b[Q0_CQ][4];                                                                     \
+            for (int q = 0; q < nq; q++)                                                                             \
+                for (int j = 0; j < 4; j++) {                                                                        \
+                    const int64_t c = c0 + 4 * q + j < n_cols ? c0 + 4 * q + j : n_cols - 1;                         \
+                    b[q][j] = (const sift__block_q8_0 *)((const char *)x + c * xs);                                  \
+                }                                                                                                    \
+            for (int64_t r0 = 0; r0 < n_rows; r0 += 4 * Q0_RG) {                                                     \
+                const int ng = (int)((n_rows - r0 + 3) / 4 < Q0_RG ? (n_rows - r0 + 3) / 4 : Q0_RG);                 \
+                for (int g = 0; g < ng; g++)                                                                         \
+                    for (int q = 0; q < nq; q++) acc[g][q][0] = acc[g][q][1] = _mm256_setzero_ps();                  \
+                for (int64_t k0 = 0; k0 < nb; k0 += Q0_KC) {                                                         \
+                    const int nk = (int)(nb - k0 < Q0_KC ? nb - k0 : Q0_KC);                                         \
+                    for (int q = 0; q < nq; q++) q0_prepare(b[q], k0, nk, xp[q], xsc[q], WPREP);                            \
+                    for (int g = 0; g < ng; g++) {                                                                   \
+                        const int64_t r = r0 + 4 * g;                                                                \
+                        const WBLOCK *a[4];                                                                          \
+                        for (int i = 0; i < 4; i++)                                                                  \
+                            a[i] = (const WBLOCK *)((const char *)w + (r + i < n_rows ? r + i : n_rows - 1) * row_bytes); \
+                        if (r + 8 <= n_rows) /* this chunk of the next four rows: strided, the prefetcher misses it */ \
+                            for (int i = 4; i < 8; i++) {                                                            \
+                                const char *p = (const char *)w + (r + i) * row_bytes + k0 * sizeof(WBLOCK);         \
+                                for (int64_t o = 0; o < nk * (int64_t)sizeof(WBLOCK) + 63; o += 64) _mm_prefetch(p + o, _MM_HINT_T0); \
+                            }                                                                                        \
+                        for (int kk = 0; kk < nk; kk++)                                                              \
+                            for (int i = 0; i < 4; i++) {                                                            \
+                                const float d = f16c_to_fp32(a[i][k0 + kk].d);                                       \
+                                for (int l = 0; l < 4; l++) ws[16 * kk + 8 * (i / 2) + 4 * (i % 2) + l] = d;         \
+                                if (WPREP) {                                                                         \
+                                    const __m256i wv = WROW(a[i] + k0 + kk);                                         \
+                                    UNROLL4 for (int v = 0; v < 4; v++) wp[16 * kk + 4 * i + v] = q0_perm(wv, v);   \
+                                }                                                                                    \
+                            }                                                                                        \
+                        for (int q = 0; q < nq; q++) NAME##_quad(a, k0, wp, nk, xp[q], xsc[q], ws, acc[g][q], WPREP); \
+                    }                                                                                                \
+                }                                                                                                    \
+                for (int g = 0; g < ng; g++)                                                                         \
+                    for (int q = 0; q < nq; q++) {                                                                   \
+                        float v[16];                                                                                 \
+                        _mm256_storeu_ps(v, acc[g][q][0]);                                                           \
+                        _mm256_storeu_ps(v + 8, acc[g][q][1]);                                                       \
+                        for (int i = 0; i < 4 && r0 + 4 * g + i < n_rows; i++)                                       \
+                            for (int j = 0; j < 4 && c0 + 4 * q + j < n_cols; j++)                                   \
+                                out[(c0 + 4 * q + j) * os + r0 + 4 * g + i] = v[4 * i + j];                          \
+                    }                                                                                                \
             }                                                                                                        \
         }                                                                                                            \
     }                                                                                                                \
-    SIFT__GEMM_4X4(NAME, WBLOCK)
+    FORCE_INLINE __m256 NAME##_rows8(int64_t n, const WBLOCK *const *a, const sift__block_q8_0 *b, const char *pf)    \
+    {                                                                                                                \
+        __m256 sum = _mm256_setzero_ps();                                                                            \
+        for (int64_t k = 0; k < n / 32; k++) {                                                                       \
+            prefetch_span(pf, k, 8 * (int64_t)sizeof(WBLOCK));                                                       \
+            const __m256i xv = w_q8_0(b + k), xa = _mm256_sign_epi8(xv, xv); /* |x|: once for the eight rows */    \
+            __m256i p[8];                                                                                            \
+            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) /* Q4_0: unsigned nibbles x x, as in the tiles */   \
+                p[i] = _mm256_madd_epi16(WPREP ? _mm256_maddubs_epi16(WROW(a[i] + k), xv)                            \
+                                               : _mm256_maddubs_epi16(xa, _mm256_sign_epi8(w_##NAME(a[i] + k), xv)), \
+                                         _mm256_set1_epi16(1));                                                      \
+            __m256i is = reduce8(p);                                                                                 \
+            if (WPREP) { /* - 8 x the column's byte sum, in every lane */                                           \
+                __m256i t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), _mm256_set1_epi16(1));  \
+                t = _mm256_add_epi32(t, _mm256_permute2x128_si256(t, t, 1));                                         \
+                t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));                           \
+                t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));                           \
+                is = _mm256_sub_epi32(is, _mm256_slli_epi32(t, 3));                                                  \
+            }                                                                                                        \
+            const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16((short)a[0][k].d, (short)a[1][k].d, (short)a[2][k].d,    \
+                                                             (short)a[3][k].d, (short)a[4][k].d, (short)a[5][k].d,    \
+                                                             (short)a[6][k].d, (short)a[7][k].d));                    \
+            const __m256 dx = _mm256_set1_ps(f16c_to_fp32(b[k].d));                                                  \
+            sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, dx)));                  \
+        }                                                                                                            \
+        return sum;                                                                                                  \
+    }                                                                                                                \
+    static void rows_huge_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out) \
+    {                                                                                                                \
+        for (int64_t r = 0; r < n_rows; r += 8) {                                                                    \
+            const int nr = n_rows - r < 8 ? (int)(n_rows - r) : 8;                                                   \
+            const WBLOCK *a[8];                                                                                      \
+            for (int i = 0; i < 8; i++) a[i] = (const WBLOCK *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes); \
+            const char *pf = r + 16 <= n_rows ? (const char *)w + (r + 8) * row_bytes : NULL;                       \
+            const __m256 sum = NAME##_rows8(n, a, x, pf);                                                            \
+            if (nr == 8) {                                                                                           \
+                _mm256_storeu_ps(out + r, sum);                                                                      \
+            } else {                                                                                                 \
+                float v[8];                                                                                          \
+                _mm256_storeu_ps(v, sum);                                                                            \
+                memcpy(out + r, v, (size_t)nr * sizeof *v);                                                          \
+            }                                                                                                        \
+        }                                                                                                            \
+    }
 
-QX_0_GEMM(q8_0, sift__block_q8_0)
-QX_0_GEMM(q4_0, sift__block_q4_0)
+QX_0_TILES(q8_0, sift__block_q8_0, false, w_q8_0)
+QX_0_TILES(q4_0, sift__block_q4_0, true, w_q4_0u)
 
 /* ---- Q4_K and Q6_K against Q8_K: tiles (kernels_simd.h) ---------------------------------------------- */
 
@@ -726,6 +988,8 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->gemm[SIFT_TYPE_Q4_K] = gemm_q4_K;
     k->gemm[SIFT_TYPE_Q5_K] = gemm_q5_K;
     k->gemm[SIFT_TYPE_Q6_K] = gemm_q6_K;
+    k->rows_huge[SIFT_TYPE_Q8_0] = rows_huge_q8_0;
+    k->rows_huge[SIFT_TYPE_Q4_0] = rows_huge_q4_0;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;
