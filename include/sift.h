@@ -531,6 +531,11 @@ typedef struct sift_vocab_view {
      * (or the negative number needed when cap is too small). May be NULL. */
     int32_t (*tokenize)(void *ctx, const char *text, size_t len, sift_token *out, int32_t cap);
     void *tokenize_ctx;
+    /* 0, or a number naming these exact token texts and attributes for the life of the
+     * process: no other content ever gets it (sift_vocab_view_get gives each loaded
+     * vocabulary its own). Grammar samplers then recognize a vocabulary they have already
+     * prepared without comparing every token text. A hand-made view leaves it 0. */
+    uint64_t identity;
 } sift_vocab_view;
 
 /* ==== GGUF =================================================================================

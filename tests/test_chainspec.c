@@ -126,7 +126,7 @@ static int32_t toy_tokenize(void *ctx, const char *text, size_t len, sift_token 
     }
     return n;
 }
-static const sift_vocab_view toy = {6, toy_piece, toy_len, toy_attr, toy_tokenize, NULL};
+static const sift_vocab_view toy = {6, toy_piece, toy_len, toy_attr, toy_tokenize, NULL, 0};
 
 static void test_vocab_items(void **state)
 {

@@ -360,6 +360,26 @@ static void test_vocab_shared(void **state)
     assert_non_null(a);
     assert_ptr_equal(a, b);
     assert_ptr_not_equal(a, c);
+    /* identities (sift_vocab_view.identity): a view naming one is found by it alone, not by
+     * its texts - the texts of a named view are not even read (here: w's texts under v2's
+     * identity, a view that breaks the contract, to show which one decides) */
+    v1.view.identity = 5;
+    v2.view.identity = 6;
+    const sift__gx_vocab *a5 = sift__gx_vocab_acquire(&v1.view, &err); /* by contents: slot a, now "5" */
+    const sift__gx_vocab *a6 = sift__gx_vocab_acquire(&v2.view, &err); /* by contents: slot a, now "6" */
+    w.view.identity = 6;
+    const sift__gx_vocab *c6 = sift__gx_vocab_acquire(&w.view, &err);
+    w.view.identity = 7;
+    const sift__gx_vocab *c7 = sift__gx_vocab_acquire(&w.view, &err); /* by contents: slot c */
+    assert_ptr_equal(a5, a);
+    assert_ptr_equal(a6, a);
+    assert_ptr_equal(c6, a);
+    assert_ptr_equal(c7, c);
+    sift__gx_vocab_release(a5);
+    sift__gx_vocab_release(a6);
+    sift__gx_vocab_release(c6);
+    sift__gx_vocab_release(c7);
+    v1.view.identity = v2.view.identity = w.view.identity = 0;
     sift__gx_vocab_release(a);
     sift__gx_vocab_release(b);
     sift__gx_vocab_release(c);

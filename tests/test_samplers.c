@@ -651,7 +651,7 @@ static sift_vocab_view toy_vocab(void)
         toy_attr[t] = SIFT_TOKEN_ATTR_NORMAL;
     }
     toy_attr[10] = SIFT_TOKEN_ATTR_CONTROL | SIFT_TOKEN_ATTR_EOG;
-    sift_vocab_view v = {TOY_N, toy_piece, toy_len, toy_attr, toy_tokenize, NULL};
+    sift_vocab_view v = {TOY_N, toy_piece, toy_len, toy_attr, toy_tokenize, NULL, 0};
     return v;
 }
 

@@ -695,6 +695,16 @@ static void test_api_edges(void **state)
     assert_int_equal(view.attr[3], SIFT_TOKEN_ATTR_BYTE);
     assert_int_equal(view.tokenize(view.tokenize_ctx, "a", 1, ids, 8), 1);
     assert_int_equal(ids[0], t_spa);
+    /* the identity: nonzero, the same for every view of this vocabulary, another for a
+     * second vocabulary built from the same metadata (identity is per object, never reused) */
+    sift_vocab_view again;
+    assert_int_equal(sift_vocab_view_get(v, &again), SIFT_OK);
+    assert_true(view.identity != 0);
+    assert_true(again.identity == view.identity);
+    sift_vocab *v2 = build(&s, "llama", NULL, NULL);
+    assert_int_equal(sift_vocab_view_get(v2, &again), SIFT_OK);
+    assert_true(again.identity != 0 && again.identity != view.identity);
+    sift_vocab_free(v2);
     assert_int_equal(sift_vocab_view_get(NULL, &view), SIFT_E_INVAL);
     sift_vocab_free(v);
     sift_vocab_free(NULL);

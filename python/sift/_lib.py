@@ -59,6 +59,7 @@ typedef struct sift_vocab_view {
     const uint8_t *attr;
     int32_t (*tokenize)(void *ctx, const char *text, size_t len, sift_token *out, int32_t cap);
     void *tokenize_ctx;
+    uint64_t identity;
 } sift_vocab_view;
 
 typedef struct sift_chain_env {

@@ -11,7 +11,9 @@
  * Identity is by content, not by pointer: a view is matched against a cached vocabulary by
  * comparing its texts and end-of-generation flags (a linear pass, early out on the first
  * difference, sequential when the view's texts are contiguous), so a vocabulary freed and
- * another loaded at the same address can never be confused. The most recently used entry keeps one extra reference,
+ * another loaded at the same address can never be confused. A view from sift_vocab_view_get
+ * also carries an identity (a number its vocabulary alone has, for the life of the process):
+ * a slot remembers the identity it was last seen with, and a view naming it is a hit at once. The most recently used entry keeps one extra reference,
  * so a server between requests (no grammar alive) does not rebuild it for the next one;
  * at most SLOTS distinct vocabularies stay cached, the oldest unreferenced one leaves first.
  */
@@ -25,8 +27,9 @@
 
 typedef struct {
     sift__gx_vocab *v;
-    int refs;       /* engines holding it, plus one while it is the sticky entry */
-    uint64_t stamp; /* last use */
+    int refs;          /* engines holding it, plus one while it is the sticky entry */
+    uint64_t stamp;    /* last use */
+    uint64_t identity; /* the view identity last seen with these contents (0: none) */
 } slot;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,15 +97,25 @@ const sift__gx_vocab *sift__gx_vocab_acquire(const sift_vocab_view *view, sift_e
         return NULL;
     }
     pthread_mutex_lock(&lock);
-    for (int k = 0; k < SLOTS; k++)
+    /* a view that names its contents (sift_vocab_view.identity) is found without reading
+     * them: the comparison below reads every token text, ~330 us per grammar on a 102k
+     * vocabulary (MaskBench: an eighth of the median time to first mask) */
+    int hit = -1;
+    for (int k = 0; k < SLOTS && view->identity && hit < 0; k++)
+        if (slots[k].v && slots[k].identity == view->identity && slots[k].v->n_tokens == view->n_tokens) hit = k;
+    for (int k = 0; k < SLOTS && hit < 0; k++)
         if (slots[k].v && same_vocab(slots[k].v, view)) {
-            slots[k].refs++;
-            slots[k].stamp = ++clock_ticks;
-            make_sticky(k);
-            const sift__gx_vocab *v = slots[k].v;
-            pthread_mutex_unlock(&lock);
-            return v;
+            hit = k;
+            if (view->identity) slots[k].identity = view->identity;
         }
+    if (hit >= 0) {
+        slots[hit].refs++;
+        slots[hit].stamp = ++clock_ticks;
+        make_sticky(hit);
+        const sift__gx_vocab *v = slots[hit].v;
+        pthread_mutex_unlock(&lock);
+        return v;
+    }
     pthread_mutex_unlock(&lock);
     /* build outside the lock (tens of milliseconds); a racing builder of the same
      * vocabulary only costs a duplicate, the first one stored is kept */
@@ -131,7 +144,7 @@ const sift__gx_vocab *sift__gx_vocab_acquire(const sift_vocab_view *view, sift_e
         pthread_mutex_unlock(&lock);
         return nv;
     }
-    slots[k] = (slot){nv, 1, ++clock_ticks};
+    slots[k] = (slot){nv, 1, ++clock_ticks, view->identity};
     make_sticky(k);
     pthread_mutex_unlock(&lock);
     return nv;

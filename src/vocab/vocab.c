@@ -18,6 +18,7 @@
 #include "vocab/tokenizers.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -682,6 +683,10 @@ sift_vocab *sift__vocab_build(const sift__vocab_spec *spec, sift_error *err)
         if (sift_vocab_is_eog(v, t)) f |= SIFT_TOKEN_ATTR_EOG;
         v->view_attr[t] = f;
     }
+    /* never 0 (a hand-made view's "none"), never reused: the vocabulary is immutable from
+     * here on, so the number names its view's contents for as long as the process lives */
+    static _Atomic uint64_t identities;
+    v->identity = atomic_fetch_add(&identities, 1) + 1;
     return v;
 #undef FAIL
 fail:
@@ -764,5 +769,6 @@ sift_status sift_vocab_view_get(const sift_vocab *v, sift_vocab_view *view)
     view->attr = v->view_attr;
     view->tokenize = view_tokenize;
     view->tokenize_ctx = (void *)v;
+    view->identity = v->identity;
     return SIFT_OK;
 }

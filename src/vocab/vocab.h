@@ -110,6 +110,7 @@ struct sift_vocab {
     uint32_t *piece_off, *piece_len;
     const char **piece_ptr; /* for sift_vocab_view */
     uint8_t *view_attr;     /* SIFT_TOKEN_ATTR_* for sift_vocab_view */
+    uint64_t identity;      /* sift_vocab_view.identity: unique per vocabulary built in this process */
 
     sift_token bos, eos, eot, eom, unk, sep, pad, mask, nl;
     sift_token fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
