@@ -390,7 +390,7 @@ static void test_q4_K_scales(void **state)
 }
 
 /* The x8 layout of Q4_K (model/repack.h): packing and taking a row's block back out give
- * the same bytes; every table's gemm_x8 over a repacked matrix gives, for every row range
+ * the same bytes, and the tables' packers pack as the reference does; every table's gemm_x8 over a repacked matrix gives, for every row range
  * (groups cut at either end, the plain rows after the last group) and column count, the
  * scalar dot kernel's value on the plain rows bit for bit, and writes nothing else. The
  * weights are random bytes (every 6-bit scale and min), and one row of all-15 values with
@@ -428,7 +428,7 @@ static void test_q4_K_x8(void **state)
         }
         /* the packing is a permutation of the bytes, undone by sift__q4_K_x8_get */
         for (int r = 0; r < ROWS; r++) memcpy(packed + r * nb, plain[r], rb);
-        sift__q4_K_x8_repack(packed, n, rb, ROWS, tmp);
+        sift__q4_K_x8_repack(packed, n, rb, ROWS, tmp, sift__q4_K_x8_pack_group);
         for (int g = 0; g < ROWS / 8 * 8; g += 8)
             for (int b = 0; b < nb; b++)
                 for (int r = 0; r < 8; r++) {
@@ -437,6 +437,14 @@ static void test_q4_K_x8(void **state)
                     assert_memory_equal(&back, &plain[g + r][b], sizeof back);
                 }
         for (int r = ROWS / 8 * 8; r < ROWS; r++) assert_memory_equal(packed + r * nb, plain[r], rb);
+        for (int isa = 0; isa < N_TABLES; isa++) { /* the tables' packers: the reference's bytes */
+            const sift__kernels *k = table_at(isa);
+            if (!k || !k->x8_pack[SIFT_TYPE_Q4_K]) continue;
+            static sift_block_q4_K again[ROWS * MAXNB];
+            for (int r = 0; r < ROWS; r++) memcpy(again + r * nb, plain[r], rb);
+            sift__q4_K_x8_repack(again, n, rb, ROWS, tmp, k->x8_pack[SIFT_TYPE_Q4_K]);
+            assert_memory_equal(again, packed, ROWS * rb);
+        }
         float want[COLS][ROWS];
         for (int r = 0; r < ROWS; r++)
             for (int c = 0; c < COLS; c++) ref->dot[SIFT_TYPE_Q4_K](n, plain[r], x[c], xs, 1, &want[c][r]);

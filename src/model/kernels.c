@@ -401,7 +401,7 @@ static void init_tables(void)
         tables[SIFT_ISA_AVX512].isa = SIFT_ISA_AVX512;
         sift__kernels_init_avx512(&tables[SIFT_ISA_AVX512]);
         /* its Q4_K kernels are tuned for the plain layout (and read the x8 one with AVX2's) */
-        tables[SIFT_ISA_AVX512].repack[SIFT_TYPE_Q4_K] = false;
+        tables[SIFT_ISA_AVX512].x8_pack[SIFT_TYPE_Q4_K] = NULL;
         table_ok[SIFT_ISA_AVX512] = true;
         avx512_plain = tables[SIFT_ISA_AVX512];
         /* VNNI is no level of its own (every AVX-512 CPU since Ice Lake has it, Skylake-X

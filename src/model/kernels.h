@@ -35,7 +35,6 @@
 #ifndef SIFT_MODEL_KERNELS_H
 #define SIFT_MODEL_KERNELS_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -105,9 +104,10 @@ typedef struct sift__kernels {
      * Each out[r] equals rows'. */
     sift__rows_fn rows_huge[SIFT_TYPE_COUNT];
     /* products with matrices in the x8 layout (repack.h; every table has the Q4_K entry), and
-     * whether the loader should make that layout when this is the best table of the CPU */
+     * the packer the loader makes that layout with when this is the best table of the CPU
+     * (NULL: keep the plain layout); each does what sift__q4_K_x8_pack_group does */
     sift__gemm_x8_fn gemm_x8[SIFT_TYPE_COUNT];
-    bool repack[SIFT_TYPE_COUNT];
+    void (*x8_pack[SIFT_TYPE_COUNT])(const void *rows, size_t row_bytes, int64_t nb, void *dst);
     /* activations F32 -> their format (n a multiple of the format's block) */
     void (*act_convert)(sift__act_format f, const float *x, void *dst, int64_t n);
     /* attention scores for nq query heads sharing one KV head:

@@ -444,6 +444,74 @@ FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift
 }
 
 
+/* The packing of repack.h with vector shuffles (the load does it once per model, over every
+ * Q4_K weight: the scalar packer tripled the time of a load). Quants: the 32-byte chunk g of
+ * the eight rows is an 8 x 8 transpose of 32-bit words (word t of row r to lane r of word
+ * t), then nibble moves; scales: q4k_scales_mins per row, then an 8 x 16 byte transpose. */
+static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+    for (int64_t k = 0; k < nb; k++) {
+        const sift_block_q4_K *src[8];
+        for (int r = 0; r < 8; r++) src[r] = (const sift_block_q4_K *)((const char *)rows + r * row_bytes) + k;
+        sift_block_q4_Kx8 *o = (sift_block_q4_Kx8 *)dst + k;
+        for (int r = 0; r < 8; r++) o->d[r] = src[r]->d, o->dmin[r] = src[r]->dmin;
+        UNROLL4 for (int g = 0; g < 4; g++) {
+            __m256i q[8], t[8], u[8], w[8];
+            for (int r = 0; r < 8; r++) q[r] = _mm256_loadu_si256((const __m256i *)(src[r]->qs + 32 * g));
+            for (int r = 0; r < 8; r += 2) {
+                t[r] = _mm256_unpacklo_epi32(q[r], q[r + 1]);
+                t[r + 1] = _mm256_unpackhi_epi32(q[r], q[r + 1]);
+            }
+            for (int h = 0; h < 8; h += 4) { /* u[h + i]: words i and 4 + i of rows h .. h+3 */
+                u[h] = _mm256_unpacklo_epi64(t[h], t[h + 2]);
+                u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
+                u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);
+                u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
+            }
+            for (int i = 0; i < 4; i++) { /* w[i]: word i of the eight rows; w[4 + i]: word 4 + i */
+                w[i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x20);
+                w[4 + i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x31);
+            }
+            for (int i = 0; i < 4; i++) { /* sub-block 2g: low nibbles; 2g + 1: high nibbles */
+                const __m256i a = w[i], c = w[4 + i];
+                const __m256i lo = _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(c, m4), 4));
+                const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_andnot_si256(m4, c));
+                _mm256_storeu_si256((__m256i *)(o->qs + 32 * (4 * (2 * g) + i)), lo);
+                _mm256_storeu_si256((__m256i *)(o->qs + 32 * (4 * (2 * g + 1) + i)), hi);
+            }
+        }
+        /* rows' (sc0..7, m0..7) to bytes 8j + r: byte pairs, then words, then dwords */
+        __m128i v[8], a[8], b[8];
+        for (int r = 0; r < 8; r++) v[r] = q4k_scales_mins(src[r]);
+        for (int r = 0; r < 8; r += 2) {
+            a[r] = _mm_unpacklo_epi8(v[r], v[r + 1]);     /* sc_j of rows r, r+1 */
+            a[r + 1] = _mm_unpackhi_epi8(v[r], v[r + 1]); /* m_j */
+        }
+        for (int h = 0; h < 2; h++) { /* h = 0: scales, 1: mins; b[4h + ..]: j 0-3 / 4-7 of rows 0-3 / 4-7 */
+            b[4 * h] = _mm_unpacklo_epi16(a[h], a[2 + h]);
+            b[4 * h + 1] = _mm_unpackhi_epi16(a[h], a[2 + h]);
+            b[4 * h + 2] = _mm_unpacklo_epi16(a[4 + h], a[6 + h]);
+            b[4 * h + 3] = _mm_unpackhi_epi16(a[4 + h], a[6 + h]);
+        }
+        __m256i x03[2], x47[2]; /* [scales, mins]: bytes 8j + r, j 0-3 and 4-7 */
+        for (int h = 0; h < 2; h++) {
+            x03[h] = _mm256_set_m128i(_mm_unpackhi_epi32(b[4 * h], b[4 * h + 2]), _mm_unpacklo_epi32(b[4 * h], b[4 * h + 2]));
+            x47[h] = _mm256_set_m128i(_mm_unpackhi_epi32(b[4 * h + 1], b[4 * h + 3]), _mm_unpacklo_epi32(b[4 * h + 1], b[4 * h + 3]));
+        }
+        const __m256i sl = _mm256_or_si256(_mm256_and_si256(x03[0], m4), _mm256_slli_epi16(_mm256_and_si256(x47[0], m4), 4));
+        const __m256i ml = _mm256_or_si256(_mm256_and_si256(x03[1], m4), _mm256_slli_epi16(_mm256_and_si256(x47[1], m4), 4));
+        const __m256i top = _mm256_or_si256(
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x03[0], 4), m3),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(x47[0], 4), m3), 2)),
+            _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(x03[1], 4), m3), 4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(x47[1], 4), m3), 6)));
+        _mm256_storeu_si256((__m256i *)o->sl, sl);
+        _mm256_storeu_si256((__m256i *)o->ml, ml);
+        _mm256_storeu_si256((__m256i *)o->hi, top);
+    }
+}
+
 /* Groups of eight rows x SIFT_X8_CT columns; a group cut by r0 or r1 is computed whole and
  * stored in part; the plain rows at the end go to the 4-row tiles. */
 static void gemm_x8_q4_K(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
@@ -684,7 +752,7 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->gemm[SIFT_TYPE_Q4_K] = gemm_q4_K;
     k->gemm[SIFT_TYPE_Q6_K] = gemm_q6_K;
     k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
-    k->repack[SIFT_TYPE_Q4_K] = true;
+    k->x8_pack[SIFT_TYPE_Q4_K] = x8_pack_q4_K;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

@@ -88,18 +88,22 @@ void sift__q4_K_x8_get(const sift_block_q4_Kx8 *src, int r, sift_block_q4_K *dst
         for (int i = 0; i < 32; i++) dst->qs[32 * g + i] = (uint8_t)(v[64 * g + i] | v[64 * g + 32 + i] << 4);
 }
 
-void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp)
+void sift__q4_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst)
 {
-    const int64_t nb = n_in / SIFT_QK_K;
+    for (int64_t k = 0; k < nb; k++) {
+        const sift_block_q4_K *src[8];
+        for (int r = 0; r < 8; r++) src[r] = (const sift_block_q4_K *)((const char *)rows + r * row_bytes) + k;
+        sift__q4_K_x8_pack(src, (sift_block_q4_Kx8 *)dst + k);
+    }
+}
+
+void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,
+                          void (*pack)(const void *, size_t, int64_t, void *))
+{
     for (int64_t g = 0; g + 8 <= n_rows; g += 8) {
         char *grp = (char *)data + g * row_bytes;
         memcpy(tmp, grp, 8 * row_bytes);
-        sift_block_q4_Kx8 *dst = (sift_block_q4_Kx8 *)grp;
-        for (int64_t k = 0; k < nb; k++) {
-            const sift_block_q4_K *src[8];
-            for (int r = 0; r < 8; r++) src[r] = (const sift_block_q4_K *)((const char *)tmp + r * row_bytes) + k;
-            sift__q4_K_x8_pack(src, dst + k);
-        }
+        pack(tmp, row_bytes, n_in / SIFT_QK_K, grp);
     }
 }
 
@@ -107,7 +111,7 @@ void sift__weights_repack(sift_model *m)
 {
     if (!m->wmem) return;
     const sift__kernels *k = sift__kernels_get(SIFT_ISA_AUTO);
-    if (!k || !k->repack[SIFT_TYPE_Q4_K]) return;
+    if (!k || !k->x8_pack[SIFT_TYPE_Q4_K]) return;
     sift__weight *ws[7];
     void *tmp = NULL;
     size_t tmp_bytes = 0;
@@ -134,7 +138,7 @@ void sift__weights_repack(sift_model *m)
                 if (mprotect(m->wmem, m->wmem_size, PROT_READ | PROT_WRITE) != 0) goto done;
                 writable = true;
             }
-            sift__q4_K_x8_repack((void *)w->data, w->n_in, w->row_bytes, w->n_out, tmp);
+            sift__q4_K_x8_repack((void *)w->data, w->n_in, w->row_bytes, w->n_out, tmp, k->x8_pack[SIFT_TYPE_Q4_K]);
             w->x8 = true;
         }
     }

@@ -16,13 +16,14 @@
  * A matrix keeps its size and its row_bytes: the first n_out / 8 * 8 rows are groups,
  * group g at data + 8g * row_bytes holding its n_in / 256 x8 blocks in order; the last
  * n_out % 8 rows stay as they were. Only weights.c's private copy is repacked, and only
- * where the best kernel table asks for it (sift__kernels.repack); every table has a
+ * where the best kernel table asks for it (sift__kernels.x8_pack); every table has a
  * gemm_x8 entry reading the layout (the scalar one through sift__q4_K_x8_get), so contexts
  * of any ISA share the model. Results are bit for bit those of the plain layout.
  */
 #ifndef SIFT_MODEL_REPACK_H
 #define SIFT_MODEL_REPACK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gguf/ggml_types.h"
@@ -47,8 +48,13 @@ _Static_assert(sizeof(sift_block_q4_Kx8) == 8 * sizeof(sift_block_q4_K), "an x8 
 void sift__q4_K_x8_pack(const sift_block_q4_K *const src[8], sift_block_q4_Kx8 *dst);
 /* Row r's block back out of an x8 block (the exact inverse of the packing). */
 void sift__q4_K_x8_get(const sift_block_q4_Kx8 *src, int r, sift_block_q4_K *dst);
+/* Eight rows of nb blocks each (row r at rows + r * row_bytes) as nb x8 blocks at dst (not
+ * overlapping them): the reference for the kernel tables' x8_pack. */
+void sift__q4_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst);
 /* Rearrange the first n_rows / 8 * 8 rows of a Q4_K matrix (n_in values per row, rows
- * row_bytes apart) into groups in place; tmp holds 8 * row_bytes bytes. */
-void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp);
+ * row_bytes apart) into groups in place with pack (sift__q4_K_x8_pack_group or a table's
+ * x8_pack); tmp holds 8 * row_bytes bytes. */
+void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,
+                          void (*pack)(const void *, size_t, int64_t, void *));
 
 #endif
