@@ -369,7 +369,7 @@ FORCE_INLINE void q4kx8_scales(const sift_block_q4_Kx8 *a, __m256i *sc03, __m256
  * in lane r: vpmaddwd with a lane's two 16-bit partial sums scales both. */
 static inline __m256i q4kx8_scale(__m256i v, int q)
 {
-    const __m256i rep = _mm256_permute4x64_epi64(v, q * 0x55);
+    const __m256i rep = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q, 2 * q + 1));
     return _mm256_shuffle_epi8(rep, _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1, 4, -1, 5, -1, 5,
                                                      -1, 6, -1, 6, -1, 7, -1, 7, -1));
 }
@@ -378,7 +378,8 @@ static inline __m256i q4kx8_scale(__m256i v, int q)
  * m03 for p < 2, m47 else; h = p % 2), for vpmaddwd with the pair's activation sums. */
 static inline __m256i q4kx8_mins(__m256i v, int h)
 {
-    const __m256i rep = _mm256_permute4x64_epi64(v, h ? 0xEE : 0x44);
+    const int b = 4 * h;
+    const __m256i rep = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(b, b + 1, b + 2, b + 3, b, b + 1, b + 2, b + 3));
     return _mm256_shuffle_epi8(rep, _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1, 4, -1, 12, -1, 5, -1, 13,
                                                      -1, 6, -1, 14, -1, 7, -1, 15, -1));
 }
