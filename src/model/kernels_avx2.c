@@ -18,6 +18,13 @@
  * the one float multiply-add per block the scalar code does: the results are bit for bit
  * those of the scalar kernels, which tests/test_kernels.c checks.
  *
+ * Q4_K matrices that the load has regrouped eight rows at a time (repack.h: the table's
+ * x8_pack asks for it) go through gemm_x8 for prompts and generation alike: with a row per
+ * 32-bit lane there is nothing to reduce across lanes, and a sub-block's products are summed
+ * in 16 bits before the one multiply by its scale (9 multiplies per 256 values and pair
+ * against the plain tile's 16), which is what AVX2's sixteen registers could not afford in
+ * the plain layout's 4 x 2 tiles.
+ *
  * exp: Cephes' expf (range reduction by ln 2 in two parts, degree-5 polynomial), within
  * about 1 ulp of libm; inputs below -88.38 give 0, above 88.38 give infinity.
  */
