@@ -12,7 +12,9 @@
  *     columns and an edge of two), with 1 and 2 threads, and once more with one prompt
  *     still being read in chunks while the others generate (as `sift serve` mixes them).
  *
- * The logits of every sequence at every step must be bitwise those of its run alone.
+ * The logits of every sequence at every step must be bitwise those of its run alone, and
+ * the runs alone the same with the matrices left in the file mapping (SIFT_MMAP=1) as with
+ * the load's copy (where Q4_K's rows are regrouped for the AVX2 kernels, model/repack.h).
  *
  * Under valgrind only Q8_0 and Q4_0 run (the gemm kernels; the other types' paths are the
  * shared models' and test_model's), and fewer sampling steps.
@@ -190,6 +192,19 @@ static void test_batched_equals_alone(void **state)
         float *alone = malloc((size_t)NSEQ * NSTEP * nv * sizeof(float));
         sift_token toks[NSEQ][NSTEP];
         run_alone(m, nv, alone, toks);
+        /* the copied matrices (Q4_K's rearranged into row groups where the CPU's kernels
+         * ask for it, model/repack.h) against the file's own bytes: the same logits */
+        setenv("SIFT_MMAP", "1", 1);
+        sift_model *mm = make_model(types[t].name, &sp);
+        unsetenv("SIFT_MMAP");
+        float *mapped = malloc((size_t)NSEQ * NSTEP * nv * sizeof(float));
+        sift_token mtoks[NSEQ][NSTEP];
+        run_alone(mm, nv, mapped, mtoks);
+        const bool same = memcmp(mapped, alone, (size_t)NSEQ * NSTEP * nv * sizeof(float)) == 0;
+        printf("  %-5s copied vs file-mapped weights: %s\n", types[t].name, same ? "bitwise identical" : "DIFFER");
+        assert_true(same);
+        free(mapped);
+        sift_model_free(mm);
         const int d1 = run_together(m, nv, 1, false, alone, toks);
         const int d2 = run_together(m, nv, 2, false, alone, toks);
         const int dc = run_together(m, nv, 2, true, alone, toks);

@@ -29,6 +29,7 @@
 
 #include "gguf/ggml_types.h"
 #include "model/kernels.h"
+#include "model/repack.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static double urand(void) /* [0, 1) */
@@ -455,6 +456,96 @@ static void test_gemm_big(void **state)
     printf("  big tiled products: %d values checked\n", checked);
 }
 
+/* The x8 layout of Q4_K (model/repack.h): packing and taking a row's block back out give
+ * the same bytes, and the tables' packers pack as the reference does; every table's gemm_x8 over a repacked matrix gives, for every row range
+ * (groups cut at either end, the plain rows after the last group) and column count, the
+ * scalar dot kernel's value on the plain rows bit for bit, and writes nothing else. The
+ * weights are random bytes (every 6-bit scale and min), and one row of all-15 values with
+ * the largest scales meets a column of all -128 activations (the 16-bit partial sums at
+ * their bound). */
+static void test_q4_K_x8(void **state)
+{
+    (void)state;
+    enum { ROWS = 19, COLS = 9, MAXNB = 5 };
+    const int nbs[] = {1, 3, 5};
+    const sift__kernels *ref = sift__kernels_get(SIFT_ISA_SCALAR);
+    static sift_block_q4_K plain[ROWS][MAXNB], packed[ROWS * MAXNB], tmp[8 * MAXNB]; /* packed: rows rb apart */
+    static sift_block_q8_K x[COLS][MAXNB];
+    int checked = 0;
+    for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+        const int nb = nbs[ni], n = nb * 256;
+        const size_t rb = (size_t)nb * sizeof(sift_block_q4_K), xs = sizeof x[0];
+        for (int r = 0; r < ROWS; r++)
+            for (int b = 0; b < nb; b++) {
+                uint8_t *p = (uint8_t *)&plain[r][b];
+                for (size_t i = 0; i < sizeof plain[r][b]; i++) p[i] = (uint8_t)(urand() * 256);
+                plain[r][b].d = sift__fp32_to_fp16((float)(0.001 + urand() * 0.01));
+                plain[r][b].dmin = sift__fp32_to_fp16((float)(0.001 + urand() * 0.01));
+                if (r == 5) memset(plain[r][b].scales, 0xFF, sizeof plain[r][b].scales), memset(plain[r][b].qs, 0xFF, 128);
+            }
+        float xf[MAXNB * 256];
+        for (int c = 0; c < COLS; c++) {
+            for (int i = 0; i < n; i++) xf[i] = frand(2);
+            sift_quantize_row_q8_K(xf, x[c], n);
+        }
+        for (int b = 0; b < nb; b++) { /* column 2: every activation -128 */
+            x[2][b].d = 0.01f;
+            memset(x[2][b].qs, 0x80, sizeof x[2][b].qs);
+            for (int j = 0; j < 16; j++) x[2][b].bsums[j] = -2048;
+        }
+        /* the packing is a permutation of the bytes, undone by sift__q4_K_x8_get */
+        for (int r = 0; r < ROWS; r++) memcpy(packed + r * nb, plain[r], rb);
+        sift__q4_K_x8_repack(packed, n, rb, ROWS, tmp, sift__q4_K_x8_pack_group);
+        for (int g = 0; g < ROWS / 8 * 8; g += 8)
+            for (int b = 0; b < nb; b++)
+                for (int r = 0; r < 8; r++) {
+                    sift_block_q4_K back;
+                    sift__q4_K_x8_get((const sift_block_q4_Kx8 *)(packed + g * nb) + b, r, &back);
+                    assert_memory_equal(&back, &plain[g + r][b], sizeof back);
+                }
+        for (int r = ROWS / 8 * 8; r < ROWS; r++) assert_memory_equal(packed + r * nb, plain[r], rb);
+        for (int isa = 0; isa < N_TABLES; isa++) { /* the tables' packers: the reference's bytes */
+            const sift__kernels *k = table_at(isa);
+            if (!k || !k->x8_pack[SIFT_TYPE_Q4_K]) continue;
+            static sift_block_q4_K again[ROWS * MAXNB];
+            for (int r = 0; r < ROWS; r++) memcpy(again + r * nb, plain[r], rb);
+            sift__q4_K_x8_repack(again, n, rb, ROWS, tmp, k->x8_pack[SIFT_TYPE_Q4_K]);
+            assert_memory_equal(again, packed, ROWS * rb);
+        }
+        float want[COLS][ROWS];
+        for (int r = 0; r < ROWS; r++)
+            for (int c = 0; c < COLS; c++) ref->dot[SIFT_TYPE_Q4_K](n, plain[r], x[c], xs, 1, &want[c][r]);
+        for (int isa = 0; isa < N_TABLES; isa++) {
+            const sift__kernels *k = table_at(isa);
+            if (!k) continue;
+            assert_non_null(k->gemm_x8[SIFT_TYPE_Q4_K]);
+            const int r0s[] = {0, 3, 8, 11, 16, 17};
+            for (size_t ri = 0; ri < sizeof r0s / sizeof *r0s; ri++)
+                for (int r1 = r0s[ri] + 1; r1 <= ROWS; r1++)
+                    for (int nc = 1; nc <= COLS; nc += (r1 == ROWS ? 1 : 4)) {
+                        const int r0 = r0s[ri], os = ROWS + 2;
+                        float out[COLS * (ROWS + 2)];
+                        for (int i = 0; i < COLS * os; i++) out[i] = -1.0f;
+                        k->gemm_x8[SIFT_TYPE_Q4_K](n, packed, rb, ROWS, r0, r1, x, xs, nc, out, os);
+                        for (int c = 0; c < COLS; c++)
+                            for (int i = 0; i < os; i++) {
+                                const float v = out[c * os + i];
+                                if (c >= nc || i >= r1 - r0) {
+                                    assert_true(v == -1.0f);
+                                } else if (memcmp(&v, &want[c][r0 + i], 4) != 0) {
+                                    fprintf(stderr, "%s Q4_K x8 n=%d rows [%d, %d) x %d: (%d, %d) %.9g, scalar %.9g\n",
+                                            table_name(isa), n, r0, r1, nc, r0 + i, c, v, want[c][r0 + i]);
+                                    fail();
+                                } else {
+                                    checked++;
+                                }
+                            }
+                    }
+        }
+    }
+    printf("  Q4_K x8 layout: %d results checked\n", checked);
+}
+
 int main(void)
 {
     printf("  best ISA on this CPU: %s\n", sift_isa_name(sift_isa_best()));
@@ -464,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_q8_K),
         cmocka_unit_test(test_q4_K_scales),
         cmocka_unit_test(test_gemm_big),
+        cmocka_unit_test(test_q4_K_x8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -111,6 +111,13 @@ static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift
     const int64_t os = J->out_stride[wi];
     const float *bias = J->bias[wi];
     float s[SIFT_DOT_MAX_COLS];
+    if (w->x8) { /* rows in groups (repack.h): one kernel for every token count */
+        J->ctx->k->gemm_x8[w->type](w->n_in, w->data, w->row_bytes, w->n_out, r0, r1, act, as, J->n_tok, out + r0, os);
+        if (bias)
+            for (int t = 0; t < J->n_tok; t++)
+                for (int64_t r = r0; r < r1; r++) out[t * os + r] += bias[r];
+        return;
+    }
     if (J->n_tok == 1) { /* generation: the row loop lives in the kernel */
         const sift__rows_fn huge = w->huge_pages ? J->ctx->k->rows_huge[w->type] : NULL;
         (huge ? huge : J->ctx->k->rows[w->type])(w->n_in, (const char *)w->data + r0 * w->row_bytes, w->row_bytes, r1 - r0, act,

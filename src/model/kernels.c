@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/cpu.h"
+#include "model/repack.h"
 
 /* ---- activation formats -------------------------------------------------------------- */
 
@@ -278,6 +279,38 @@ static void dot_q5_K(int64_t n, const void *w, const void *x, size_t x_stride, i
     dot_kmin(n, w, sizeof(sift_block_q5_K), unpack_q5_K, x, x_stride, ncols, s);
 }
 
+/* Q4_K in the x8 layout (repack.h): each row's block taken back out of its group, then the
+ * block's dot product as above. The scalar code's sum over blocks starts at 0 and adds each
+ * block's term; a term computed alone is 0 + term, which equals term except that -0 becomes
+ * +0, and adding +0 or -0 to a sum that starts at +0 gives the same sums: bit for bit. */
+static void gemm_x8_q4_K(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
+                         size_t xs, int64_t n_cols, float *out, int64_t os)
+{
+    const int64_t nb = n / SIFT_QK_K, n8 = n_out / 8 * 8;
+    for (int64_t r = r0; r < r1; r++) {
+        const char *row = (const char *)w + r * row_bytes;
+        for (int64_t c = 0; c < n_cols; c += SIFT_DOT_MAX_COLS) {
+            const int nc = n_cols - c < SIFT_DOT_MAX_COLS ? (int)(n_cols - c) : SIFT_DOT_MAX_COLS;
+            const char *xc = (const char *)x + c * xs;
+            float s[SIFT_DOT_MAX_COLS];
+            if (r >= n8) {
+                dot_q4_K(n, row, xc, xs, nc, s);
+            } else {
+                const sift_block_q4_Kx8 *grp = (const sift_block_q4_Kx8 *)((const char *)w + r / 8 * 8 * row_bytes);
+                for (int j = 0; j < nc; j++) s[j] = 0;
+                for (int64_t k = 0; k < nb; k++) {
+                    sift_block_q4_K blk;
+                    float t[SIFT_DOT_MAX_COLS];
+                    sift__q4_K_x8_get(grp + k, (int)(r % 8), &blk);
+                    dot_q4_K(SIFT_QK_K, &blk, xc + k * sizeof(sift_block_q8_K), xs, nc, t);
+                    for (int j = 0; j < nc; j++) s[j] += t[j];
+                }
+            }
+            for (int j = 0; j < nc; j++) out[(c + j) * os + r - r0] = s[j];
+        }
+    }
+}
+
 /* Q6_K: value e = d * scales[e/16] * (q - 32), q = 4 bits of ql | 2 bits of qh << 4 (see
  * ggml_types.c for the layout); -32 folds into the activation sums. */
 static void dot_q6_K(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
@@ -396,6 +429,7 @@ static void init_scalar(sift__kernels *k)
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
     k->rows[SIFT_TYPE_Q5_K] = rows_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
+    k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
     k->act_convert = sift__act_convert_scalar;
     k->attn_scores = attn_scores_scalar;
     k->softmax_exp = softmax_exp_scalar;
@@ -417,6 +451,8 @@ static void init_tables(void)
         tables[SIFT_ISA_AVX512] = tables[SIFT_ISA_AVX2];
         tables[SIFT_ISA_AVX512].isa = SIFT_ISA_AVX512;
         sift__kernels_init_avx512(&tables[SIFT_ISA_AVX512]);
+        /* its Q4_K kernels are tuned for the plain layout (and read the x8 one with AVX2's) */
+        tables[SIFT_ISA_AVX512].x8_pack[SIFT_TYPE_Q4_K] = NULL;
         table_ok[SIFT_ISA_AVX512] = true;
         avx512_plain = tables[SIFT_ISA_AVX512];
         /* VNNI is no level of its own (every AVX-512 CPU since Ice Lake has it, Skylake-X

@@ -87,6 +87,14 @@ typedef void (*sift__rows_fn)(int64_t n, const void *w, size_t row_bytes, int64_
 typedef void (*sift__gemm_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, size_t x_stride,
                              int64_t n_cols, float *out, int64_t out_stride);
 
+/* out[c * out_stride + r - r0] = dot(weight row r, activation row c) for r0 <= r < r1, c < n_cols,
+ * over a whole Q4_K matrix of n_out rows in the x8 layout of repack.h (w its first row):
+ * the gemm of a matrix whose row groups are interleaved (r0 and r1 need not fall on a group;
+ * the last n_out % 8 rows are plain). n_cols == 1 is generation. Each out value equals the
+ * dot kernel's on the plain rows, bit for bit. */
+typedef void (*sift__gemm_x8_fn)(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1,
+                                 const void *x, size_t x_stride, int64_t n_cols, float *out, int64_t out_stride);
+
 typedef struct sift__kernels {
     sift_isa isa;
     /* weight-type kernels, indexed by sift_tensor_type; NULL where the type has none */
@@ -97,6 +105,11 @@ typedef struct sift__kernels {
      * side, which only pays where the prefetcher is not stopped every 4 KiB; NULL: rows.
      * Each out[r] equals rows'. */
     sift__rows_fn rows_huge[SIFT_TYPE_COUNT];
+    /* products with matrices in the x8 layout (repack.h; every table has the Q4_K entry), and
+     * the packer the loader makes that layout with when this is the best table of the CPU
+     * (NULL: keep the plain layout); each does what sift__q4_K_x8_pack_group does */
+    sift__gemm_x8_fn gemm_x8[SIFT_TYPE_COUNT];
+    void (*x8_pack[SIFT_TYPE_COUNT])(const void *rows, size_t row_bytes, int64_t nb, void *dst);
     /* activations F32 -> their format (n a multiple of the format's block) */
     void (*act_convert)(sift__act_format f, const float *x, void *dst, int64_t n);
     /* attention scores for nq query heads sharing one KV head:

@@ -18,6 +18,13 @@
  * the one float multiply-add per block the scalar code does: the results are bit for bit
  * those of the scalar kernels, which tests/test_kernels.c checks.
  *
+ * Q4_K matrices that the load has regrouped eight rows at a time (repack.h: the table's
+ * x8_pack asks for it) go through gemm_x8 for prompts and generation alike: with a row per
+ * 32-bit lane there is nothing to reduce across lanes, and a sub-block's products are summed
+ * in 16 bits before the one multiply by its scale (9 multiplies per 256 values and pair
+ * against the plain tile's 16), which is what AVX2's sixteen registers could not afford in
+ * the plain layout's 4 x 2 tiles.
+ *
  * exp: Cephes' expf (range reduction by ln 2 in two parts, degree-5 polynomial), within
  * about 1 ulp of libm; inputs below -88.38 give 0, above 88.38 give infinity.
  */
@@ -26,6 +33,7 @@
 #include <string.h>
 
 #include "model/kernels_simd.h"
+#include "model/repack.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -779,6 +787,216 @@ SIFT__ONE_KMIN(q5_K, sift_block_q5_K, __m256i, _mm256_setzero_si256(), reduce4)
 
 SIFT__GEMM_K(q5_K, sift_block_q5_K, 2)
 
+/* ---- Q4_K in the x8 layout (repack.h): eight rows in the eight lanes ----------------------------- */
+
+#ifndef SIFT_X8_CT
+#define SIFT_X8_CT 4
+#endif
+/* Generation streams the groups front to back, one block of eight rows (1152 bytes) per
+ * step: asking for the lines two blocks ahead took it from ~12.8 to ~10.1 ns per row-block
+ * (huge pages, thread CPU time), near this machine's plain read rate. */
+#ifndef SIFT_X8_PF
+#define SIFT_X8_PF 2304
+#endif
+
+/* The 6-bit scales and mins of an x8 block as bytes 8j + r (row r, sub-block j): sub-blocks
+ * 0-3 in *sc03 / *m03, 4-7 in *sc47 / *m47 (sl, ml hold the low four bits, hi the top two). */
+FORCE_INLINE void q4kx8_scales(const sift_block_q4_Kx8 *a, __m256i *sc03, __m256i *sc47, __m256i *m03, __m256i *m47)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i l = _mm256_loadu_si256((const __m256i *)a->sl), ml = _mm256_loadu_si256((const __m256i *)a->ml);
+    const __m256i h = _mm256_loadu_si256((const __m256i *)a->hi);
+    /* (16-bit shifts: the bits carried in from the neighbouring byte fall outside 0x30) */
+    *sc03 = _mm256_or_si256(_mm256_and_si256(l, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+    *sc47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+    *m03 = _mm256_or_si256(_mm256_and_si256(ml, m4), _mm256_and_si256(h, m30));
+    *m47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ml, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+}
+
+/* Sub-block j's scales (j = 4 * (v is sc47) + q) as 32-bit lanes (sc, sc) in 16 bits, row r
+ * in lane r: vpmaddwd with a lane's two 16-bit partial sums scales both. */
+static inline __m256i q4kx8_scale(__m256i v, int q)
+{
+    const __m256i rep = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q, 2 * q + 1));
+    return _mm256_shuffle_epi8(rep, _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1, 4, -1, 5, -1, 5,
+                                                     -1, 6, -1, 6, -1, 7, -1, 7, -1));
+}
+
+/* The mins of sub-blocks 2p and 2p+1 as 32-bit lanes (m[2p][r], m[2p+1][r]) in 16 bits (v is
+ * m03 for p < 2, m47 else; h = p % 2), for vpmaddwd with the pair's activation sums. */
+static inline __m256i q4kx8_mins(__m256i v, int h)
+{
+    const int b = 4 * h;
+    const __m256i rep = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(b, b + 1, b + 2, b + 3, b, b + 1, b + 2, b + 3));
+    return _mm256_shuffle_epi8(rep, _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1, 4, -1, 12, -1, 5, -1, 13,
+                                                     -1, 6, -1, 14, -1, 7, -1, 15, -1));
+}
+
+/* four activation bytes in every 32-bit lane */
+static inline __m256i bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* Eight rows (one group, nb x8 blocks) x C columns: sum[j] lane r = row r against column j.
+ * Per sub-block and column the eight vpmaddubsw results are summed in 16 bits (each at most
+ * 2 * 15 * 128 = 3840 in magnitude, eight of them 30720: exact) before the one vpmaddwd by
+ * the scale; the block's integer sums are then the scalar code's, and each lane does the
+ * scalar float step. */
+FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift_block_q8_K *const *b, __m256 *sum, const int C)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    UNROLL4 for (int j = 0; j < C; j++) sum[j] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) {
+        const sift_block_q4_Kx8 *blk = a + k;
+#if SIFT_X8_PF
+        if (C == 1) /* (generation) */
+            for (int l = 0; l < (int)sizeof *blk; l += 64) _mm_prefetch((const char *)blk + SIFT_X8_PF + l, _MM_HINT_T0);
+#endif
+        __m256i sc03, sc47, m03, m47, acc[4], scv[8];
+        q4kx8_scales(blk, &sc03, &sc47, &m03, &m47);
+        _Pragma("GCC unroll 8") for (int s = 0; s < 8; s++) scv[s] = q4kx8_scale(s < 4 ? sc03 : sc47, s % 4);
+        UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 1") for (int s = 0; s < 8; s++) {
+            __m256i p16[4];
+            UNROLL4 for (int t = 0; t < 4; t++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * (4 * s + t)));
+                const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                UNROLL4 for (int j = 0; j < C; j++) {
+                    const int8_t *xq = b[j][k].qs + 32 * s + 4 * t;
+                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xq)), _mm256_maddubs_epi16(hi, bcast4(xq + 16)));
+                    p16[j] = t ? _mm256_add_epi16(p16[j], p) : p;
+                }
+            }
+            UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(p16[j], scv[s]));
+        }
+        const __m256i mp0 = q4kx8_mins(m03, 0), mp1 = q4kx8_mins(m03, 1), mp2 = q4kx8_mins(m47, 0), mp3 = q4kx8_mins(m47, 1);
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk->d));
+        const __m256 dmw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk->dmin));
+        UNROLL4 for (int j = 0; j < C; j++) {
+            /* bsums[2i] + bsums[2i+1] for the eight sub-blocks i, then each pair of them in every lane */
+            const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b[j][k].bsums),
+                                              _mm_loadu_si128((const __m128i *)(b[j][k].bsums + 8)));
+            const __m256i bsw = _mm256_castsi128_si256(bs);
+            __m256i summ = _mm256_madd_epi16(mp0, _mm256_permutevar8x32_epi32(bsw, _mm256_set1_epi32(0)));
+            summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mp1, _mm256_permutevar8x32_epi32(bsw, _mm256_set1_epi32(1))));
+            summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mp2, _mm256_permutevar8x32_epi32(bsw, _mm256_set1_epi32(2))));
+            summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mp3, _mm256_permutevar8x32_epi32(bsw, _mm256_set1_epi32(3))));
+            const __m256 dx = _mm256_set1_ps(b[j][k].d);
+            const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
+            sum[j] = _mm256_add_ps(sum[j], _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(acc[j])),
+                                                         _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summ))));
+        }
+    }
+}
+
+
+/* The packing of repack.h with vector shuffles (the load does it once per model, over every
+ * Q4_K weight: the scalar packer tripled the time of a load). Quants: the 32-byte chunk g of
+ * the eight rows is an 8 x 8 transpose of 32-bit words (word t of row r to lane r of word
+ * t), then nibble moves; scales: q4k_scales_mins per row, then an 8 x 16 byte transpose. */
+static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+    for (int64_t k = 0; k < nb; k++) {
+        const sift_block_q4_K *src[8];
+        for (int r = 0; r < 8; r++) src[r] = (const sift_block_q4_K *)((const char *)rows + r * row_bytes) + k;
+        sift_block_q4_Kx8 *o = (sift_block_q4_Kx8 *)dst + k;
+        for (int r = 0; r < 8; r++) o->d[r] = src[r]->d, o->dmin[r] = src[r]->dmin;
+        UNROLL4 for (int g = 0; g < 4; g++) {
+            __m256i q[8], t[8], u[8], w[8];
+            for (int r = 0; r < 8; r++) q[r] = _mm256_loadu_si256((const __m256i *)(src[r]->qs + 32 * g));
+            for (int r = 0; r < 8; r += 2) {
+                t[r] = _mm256_unpacklo_epi32(q[r], q[r + 1]);
+                t[r + 1] = _mm256_unpackhi_epi32(q[r], q[r + 1]);
+            }
+            for (int h = 0; h < 8; h += 4) { /* u[h + i]: words i and 4 + i of rows h .. h+3 */
+                u[h] = _mm256_unpacklo_epi64(t[h], t[h + 2]);
+                u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
+                u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);
+                u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
+            }
+            for (int i = 0; i < 4; i++) { /* w[i]: word i of the eight rows; w[4 + i]: word 4 + i */
+                w[i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x20);
+                w[4 + i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x31);
+            }
+            for (int i = 0; i < 4; i++) { /* sub-block 2g: low nibbles; 2g + 1: high nibbles */
+                const __m256i a = w[i], c = w[4 + i];
+                const __m256i lo = _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(c, m4), 4));
+                const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_andnot_si256(m4, c));
+                _mm256_storeu_si256((__m256i *)(o->qs + 32 * (4 * (2 * g) + i)), lo);
+                _mm256_storeu_si256((__m256i *)(o->qs + 32 * (4 * (2 * g + 1) + i)), hi);
+            }
+        }
+        /* rows' (sc0..7, m0..7) to bytes 8j + r: byte pairs, then words, then dwords */
+        __m128i v[8], a[8], b[8];
+        for (int r = 0; r < 8; r++) v[r] = q4k_scales_mins(src[r]);
+        for (int r = 0; r < 8; r += 2) {
+            a[r] = _mm_unpacklo_epi8(v[r], v[r + 1]);     /* sc_j of rows r, r+1 */
+            a[r + 1] = _mm_unpackhi_epi8(v[r], v[r + 1]); /* m_j */
+        }
+        for (int h = 0; h < 2; h++) { /* h = 0: scales, 1: mins; b[4h + ..]: j 0-3 / 4-7 of rows 0-3 / 4-7 */
+            b[4 * h] = _mm_unpacklo_epi16(a[h], a[2 + h]);
+            b[4 * h + 1] = _mm_unpackhi_epi16(a[h], a[2 + h]);
+            b[4 * h + 2] = _mm_unpacklo_epi16(a[4 + h], a[6 + h]);
+            b[4 * h + 3] = _mm_unpackhi_epi16(a[4 + h], a[6 + h]);
+        }
+        __m256i x03[2], x47[2]; /* [scales, mins]: bytes 8j + r, j 0-3 and 4-7 */
+        for (int h = 0; h < 2; h++) {
+            x03[h] = _mm256_set_m128i(_mm_unpackhi_epi32(b[4 * h], b[4 * h + 2]), _mm_unpacklo_epi32(b[4 * h], b[4 * h + 2]));
+            x47[h] = _mm256_set_m128i(_mm_unpackhi_epi32(b[4 * h + 1], b[4 * h + 3]), _mm_unpacklo_epi32(b[4 * h + 1], b[4 * h + 3]));
+        }
+        const __m256i sl = _mm256_or_si256(_mm256_and_si256(x03[0], m4), _mm256_slli_epi16(_mm256_and_si256(x47[0], m4), 4));
+        const __m256i ml = _mm256_or_si256(_mm256_and_si256(x03[1], m4), _mm256_slli_epi16(_mm256_and_si256(x47[1], m4), 4));
+        const __m256i top = _mm256_or_si256(
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x03[0], 4), m3),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(x47[0], 4), m3), 2)),
+            _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(x03[1], 4), m3), 4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(x47[1], 4), m3), 6)));
+        _mm256_storeu_si256((__m256i *)o->sl, sl);
+        _mm256_storeu_si256((__m256i *)o->ml, ml);
+        _mm256_storeu_si256((__m256i *)o->hi, top);
+    }
+}
+
+/* Groups of eight rows x SIFT_X8_CT columns; a group cut by r0 or r1 is computed whole and
+ * stored in part; the plain rows at the end go to the 4-row tiles. */
+static void gemm_x8_q4_K(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
+                         size_t xs, int64_t n_cols, float *out, int64_t os)
+{
+    const int64_t nb = n / SIFT_QK_K, n8 = n_out / 8 * 8;
+    for (int64_t g = r0 / 8 * 8; g < r1 && g < n8; g += 8) {
+        const sift_block_q4_Kx8 *a = (const sift_block_q4_Kx8 *)((const char *)w + g * row_bytes);
+        const int lo = g < r0 ? (int)(r0 - g) : 0, hi = g + 8 > r1 ? (int)(r1 - g) : 8;
+        for (int64_t c = 0; c < n_cols; c += SIFT_X8_CT) {
+            const int nc = n_cols - c < SIFT_X8_CT ? (int)(n_cols - c) : SIFT_X8_CT;
+            const sift_block_q8_K *b[4];
+            for (int j = 0; j < nc; j++) b[j] = (const sift_block_q8_K *)((const char *)x + (c + j) * xs);
+            __m256 sum[4];
+            switch (nc) {
+            case 1: q4_Kx8_tile(nb, a, b, sum, 1); break;
+            case 2: q4_Kx8_tile(nb, a, b, sum, SIFT_X8_CT < 2 ? SIFT_X8_CT : 2); break;
+            case 3: q4_Kx8_tile(nb, a, b, sum, SIFT_X8_CT < 3 ? SIFT_X8_CT : 3); break;
+            default: q4_Kx8_tile(nb, a, b, sum, SIFT_X8_CT < 4 ? SIFT_X8_CT : 4); break;
+            }
+            for (int j = 0; j < nc; j++) {
+                float *o = out + (c + j) * os;
+                if (lo == 0 && hi == 8) {
+                    _mm256_storeu_ps(o + (g - r0), sum[j]);
+                } else {
+                    float v[8];
+                    _mm256_storeu_ps(v, sum[j]);
+                    for (int i = lo; i < hi; i++) o[g + i - r0] = v[i];
+                }
+            }
+        }
+    }
+    const int64_t t0 = r0 > n8 ? r0 : n8;
+    if (t0 < r1) gemm_q4_K(n, (const char *)w + t0 * row_bytes, row_bytes, r1 - t0, x, xs, n_cols, out + (t0 - r0), os);
+}
+
 /* The 4 x 32 six-bit values (0..63) of half h of a Q6_K block, in element order:
  * q[c] holds elements 32c .. 32c+31 of the half. */
 static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256i q[4])
@@ -990,6 +1208,8 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->gemm[SIFT_TYPE_Q6_K] = gemm_q6_K;
     k->rows_huge[SIFT_TYPE_Q8_0] = rows_huge_q8_0;
     k->rows_huge[SIFT_TYPE_Q4_0] = rows_huge_q4_0;
+    k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
+    k->x8_pack[SIFT_TYPE_Q4_K] = x8_pack_q4_K;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

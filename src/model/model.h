@@ -30,6 +30,7 @@ typedef struct sift__weight {
     const void *data;
     const char *name;
     bool huge_pages; /* data is weights.c's copy, asked for in 2 MiB pages */
+    bool x8;         /* rows in groups of eight (repack.h): only kernels' gemm_x8 reads it */
 } sift__weight;
 
 typedef struct sift__layer {
@@ -78,5 +79,8 @@ void sift__weights_copy(sift_model *m);
 void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t n);
 /* Release what sift__weights_copy took. */
 void sift__weights_free(sift_model *m);
+/* Rearrange the copied matrices whose type the CPU's best kernel table wants in the x8
+ * layout (repack.c); after sift__weights_copy, a no-op where nothing was copied. */
+void sift__weights_repack(sift_model *m);
 
 #endif

@@ -1,0 +1,148 @@
+/*
+ * repack.c - the x8 layout of Q4_K matrices (repack.h): packing at load, and one row's
+ * block back out of a group (for the scalar kernels and the tests).
+ *
+ * The packing runs once per model load over every Q4_K matrix of weights.c's copy, a group
+ * of eight rows at a time through a small buffer (the group is copied aside, then written
+ * back rearranged), so it costs one more pass over memory the copy has just warmed, and no
+ * second copy of the weights.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "model/kernels.h"
+#include "model/model.h"
+#include "model/repack.h"
+
+/* The 6-bit scale and min of sub-block j of a block (ggml's get_scale_min_k4). */
+static void scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+static uint32_t load32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+void sift__q4_K_x8_pack(const sift_block_q4_K *const src[8], sift_block_q4_Kx8 *dst)
+{
+    for (int r = 0; r < 8; r++) {
+        const sift_block_q4_K *b = src[r];
+        dst->d[r] = b->d;
+        dst->dmin[r] = b->dmin;
+        uint8_t sc[8], m[8];
+        for (int j = 0; j < 8; j++) scale_min(j, b->scales, &sc[j], &m[j]);
+        for (int j = 0; j < 4; j++) {
+            dst->sl[8 * j + r] = (uint8_t)((sc[j] & 15) | (sc[j + 4] & 15) << 4);
+            dst->ml[8 * j + r] = (uint8_t)((m[j] & 15) | (m[j + 4] & 15) << 4);
+            dst->hi[8 * j + r] = (uint8_t)(sc[j] >> 4 | (sc[j + 4] >> 4) << 2 | (m[j] >> 4) << 4 | (m[j + 4] >> 4) << 6);
+        }
+        /* sub-block s = 2g + h is nibble h of qs[32g .. 32g+32): the four values 4t.. of the
+         * x8 word are nibble h of bytes 32g + 4t.., the four values 16 + 4t.. of bytes
+         * 32g + 16 + 4t.. (four bytes at a time, in 32-bit words) */
+        for (int s = 0; s < 8; s++)
+            for (int t = 0; t < 4; t++) {
+                const uint32_t a = load32(b->qs + 32 * (s / 2) + 4 * t), c = load32(b->qs + 32 * (s / 2) + 16 + 4 * t);
+                const uint32_t v = s % 2 ? ((a >> 4) & 0x0F0F0F0Fu) | (c & 0xF0F0F0F0u) : (a & 0x0F0F0F0Fu) | (c & 0x0F0F0F0Fu) << 4;
+                memcpy(dst->qs + 32 * (4 * s + t) + 4 * r, &v, sizeof v);
+            }
+    }
+}
+
+void sift__q4_K_x8_get(const sift_block_q4_Kx8 *src, int r, sift_block_q4_K *dst)
+{
+    dst->d = src->d[r];
+    dst->dmin = src->dmin[r];
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 4; j++) {
+        const uint8_t h = src->hi[8 * j + r];
+        sc[j] = (uint8_t)((src->sl[8 * j + r] & 15) | (h & 3) << 4);
+        sc[j + 4] = (uint8_t)((src->sl[8 * j + r] >> 4) | (h >> 2 & 3) << 4);
+        m[j] = (uint8_t)((src->ml[8 * j + r] & 15) | (h >> 4 & 3) << 4);
+        m[j + 4] = (uint8_t)((src->ml[8 * j + r] >> 4) | (h >> 6) << 4);
+    }
+    for (int j = 0; j < 4; j++) { /* the inverse of scale_min: every bit of the 12 bytes is set */
+        dst->scales[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        dst->scales[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+        dst->scales[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+    }
+    uint8_t v[SIFT_QK_K];
+    for (int s = 0; s < 8; s++)
+        for (int t = 0; t < 4; t++)
+            for (int u = 0; u < 4; u++) {
+                const uint8_t byte = src->qs[32 * (4 * s + t) + 4 * r + u];
+                v[32 * s + 4 * t + u] = byte & 15;
+                v[32 * s + 16 + 4 * t + u] = byte >> 4;
+            }
+    for (int g = 0; g < 4; g++)
+        for (int i = 0; i < 32; i++) dst->qs[32 * g + i] = (uint8_t)(v[64 * g + i] | v[64 * g + 32 + i] << 4);
+}
+
+void sift__q4_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    for (int64_t k = 0; k < nb; k++) {
+        const sift_block_q4_K *src[8];
+        for (int r = 0; r < 8; r++) src[r] = (const sift_block_q4_K *)((const char *)rows + r * row_bytes) + k;
+        sift__q4_K_x8_pack(src, (sift_block_q4_Kx8 *)dst + k);
+    }
+}
+
+void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,
+                          void (*pack)(const void *, size_t, int64_t, void *))
+{
+    for (int64_t g = 0; g + 8 <= n_rows; g += 8) {
+        char *grp = (char *)data + g * row_bytes;
+        memcpy(tmp, grp, 8 * row_bytes);
+        pack(tmp, row_bytes, n_in / SIFT_QK_K, grp);
+    }
+}
+
+void sift__weights_repack(sift_model *m)
+{
+    if (!m->wmem) return;
+    const sift__kernels *k = sift__kernels_get(SIFT_ISA_AUTO);
+    if (!k || !k->x8_pack[SIFT_TYPE_Q4_K]) return;
+    sift__weight *ws[7];
+    void *tmp = NULL;
+    size_t tmp_bytes = 0;
+    bool writable = false;
+    for (int l = 0; l <= m->hp.n_layer; l++) {
+        int n = 0;
+        if (l < m->hp.n_layer) {
+            sift__layer *L = &m->layers[l];
+            sift__weight *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+            for (size_t i = 0; i < sizeof lw / sizeof *lw; i++) ws[n++] = lw[i];
+        } else if (!m->tied_output) {
+            ws[n++] = &m->output;
+        }
+        for (int i = 0; i < n; i++) {
+            sift__weight *w = ws[i];
+            if (!w->data || !w->huge_pages || w->type != SIFT_TYPE_Q4_K || w->n_out < 8) continue;
+            if (w->row_bytes != (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K)) continue;
+            if (8 * w->row_bytes > tmp_bytes) {
+                void *t = realloc(tmp, 8 * w->row_bytes);
+                if (!t) goto done;
+                tmp = t, tmp_bytes = 8 * w->row_bytes;
+            }
+            if (!writable) {
+                if (mprotect(m->wmem, m->wmem_size, PROT_READ | PROT_WRITE) != 0) goto done;
+                writable = true;
+            }
+            sift__q4_K_x8_repack((void *)w->data, w->n_in, w->row_bytes, w->n_out, tmp, k->x8_pack[SIFT_TYPE_Q4_K]);
+            w->x8 = true;
+        }
+    }
+done:
+    if (writable) mprotect(m->wmem, m->wmem_size, PROT_READ);
+    free(tmp);
+}

@@ -1,0 +1,60 @@
+/*
+ * repack.h - Q4_K matrices in groups of eight rows (the "x8" layout), made at load.
+ *
+ * In the file's layout a Q4_K row is a run of 144-byte blocks, and a kernel working on one
+ * row at a time must reduce every block's products horizontally, unpack the packed scales
+ * of each row in turn, and (for prompts) can keep only a 4 x 2 tile of (row, token) sums
+ * in AVX2's sixteen registers. In the x8 layout block k of rows 8g .. 8g+7 is one
+ * 1152-byte sift_block_q4_Kx8 (the same bytes as the eight blocks, rearranged): every
+ * 32-byte load of quants holds four consecutive values of each of the eight rows, so one
+ * vector lane is one row from the first multiply to the final float step: no horizontal
+ * sums, the eight rows' float steps in one register, the scales of eight rows unpacked by
+ * a dozen vector operations, and a sub-block's eight partial products summed in 16 bits
+ * before the one multiply by its scale (llama.cpp's AVX2 path repacks Q4_K for the same
+ * reasons, into its block_q4_Kx8).
+ *
+ * A matrix keeps its size and its row_bytes: the first n_out / 8 * 8 rows are groups,
+ * group g at data + 8g * row_bytes holding its n_in / 256 x8 blocks in order; the last
+ * n_out % 8 rows stay as they were. Only weights.c's private copy is repacked, and only
+ * where the best kernel table asks for it (sift__kernels.x8_pack); every table has a
+ * gemm_x8 entry reading the layout (the scalar one through sift__q4_K_x8_get), so contexts
+ * of any ISA share the model. Results are bit for bit those of the plain layout.
+ */
+#ifndef SIFT_MODEL_REPACK_H
+#define SIFT_MODEL_REPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/ggml_types.h"
+
+/* Block k of eight Q4_K rows. With sc[j][r] / m[j][r] the 6-bit scale / min of sub-block j
+ * (32 values) of row r, and q[r][i] the 4-bit value i of row r's block:
+ *   sl[8j + r] = (sc[j][r] & 15) | (sc[j + 4][r] & 15) << 4       (j < 4)
+ *   ml[8j + r] = the same for the mins
+ *   hi[8j + r] = sc[j][r] >> 4 | (sc[j + 4][r] >> 4) << 2 | (m[j][r] >> 4) << 4 | (m[j + 4][r] >> 4) << 6
+ *   qs[32 (4s + t) + 4r + u] = q[r][32s + 4t + u] | q[r][32s + 16 + 4t + u] << 4   (s < 8, t, u < 4)
+ * so the low nibbles of the 32 bytes at qs + 32 (4s + t) are values 4t .. 4t+3 of sub-block
+ * s of the eight rows, four to a 32-bit lane, and the high nibbles values 16 + 4t .. 19 + 4t. */
+typedef struct {
+    uint16_t d[8], dmin[8];
+    uint8_t sl[32], ml[32], hi[32];
+    uint8_t qs[1024];
+} sift_block_q4_Kx8;
+
+_Static_assert(sizeof(sift_block_q4_Kx8) == 8 * sizeof(sift_block_q4_K), "an x8 block is eight blocks rearranged");
+
+/* Block k of rows 8g .. 8g+7 (src[r] the rows' k-th blocks) into the x8 block dst. */
+void sift__q4_K_x8_pack(const sift_block_q4_K *const src[8], sift_block_q4_Kx8 *dst);
+/* Row r's block back out of an x8 block (the exact inverse of the packing). */
+void sift__q4_K_x8_get(const sift_block_q4_Kx8 *src, int r, sift_block_q4_K *dst);
+/* Eight rows of nb blocks each (row r at rows + r * row_bytes) as nb x8 blocks at dst (not
+ * overlapping them): the reference for the kernel tables' x8_pack. */
+void sift__q4_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst);
+/* Rearrange the first n_rows / 8 * 8 rows of a Q4_K matrix (n_in values per row, rows
+ * row_bytes apart) into groups in place with pack (sift__q4_K_x8_pack_group or a table's
+ * x8_pack); tmp holds 8 * row_bytes bytes. */
+void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,
+                          void (*pack)(const void *, size_t, int64_t, void *));
+
+#endif
