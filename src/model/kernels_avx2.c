@@ -638,27 +638,49 @@ static inline __m256i bcast16(__m256i v, int c)
     return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(2 * c | (2 * c + 1) << 8)));
 }
 
-/* R x C pairs (R, C <= 4) of Q4_K rows and Q8_K columns, 32 values (a sub-block) per step:
- * sub-block 2g is the low nibbles of qs[32g..32g+32), 2g+1 the high ones, against the
- * activation bytes 64g.. and 64g+32.. */
-FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
-                            const int R, const int C, const char *pf)
+/* R x C pairs (R, C <= 4) of Q4_K or Q5_K (Q5) rows and Q8_K columns, 32 values (a sub-block)
+ * per step: sub-block 2g is the low nibbles of qs[32g..32g+32), 2g+1 the high ones (for Q5_K
+ * with bit c of each qh byte as bit 4), against the activation bytes 32c... The two blocks
+ * share their header (d, dmin, the twelve scale bytes), so rows are taken as bytes, BB apart
+ * per block. */
+_Static_assert(offsetof(sift_block_q5_K, d) == offsetof(sift_block_q4_K, d) &&
+                   offsetof(sift_block_q5_K, dmin) == offsetof(sift_block_q4_K, dmin) &&
+                   offsetof(sift_block_q5_K, scales) == offsetof(sift_block_q4_K, scales),
+               "Q4_K and Q5_K blocks share their header");
+static inline uint16_t kmin_half(const uint8_t *blk, size_t off)
+{
+    uint16_t h;
+    memcpy(&h, blk + off, sizeof h);
+    return h;
+}
+
+FORCE_INLINE void kmin_tile(int64_t n, const uint8_t *const *a, const size_t BB, const bool Q5, const sift_block_q8_K *const *b,
+                            __m128 *sum, const int R, const int C, const char *pf)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const size_t QS = Q5 ? offsetof(sift_block_q5_K, qs) : offsetof(sift_block_q4_K, qs), D = offsetof(sift_block_q4_K, d),
+                 DMIN = offsetof(sift_block_q4_K, dmin);
     UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();
     for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
-        prefetch_span(pf, k, 4 * (int64_t)sizeof(sift_block_q4_K));
-        __m256i acc[4][4], sc2[4], mins[4];
+        prefetch_span(pf, k, 4 * (int64_t)BB);
+        const uint8_t *blk[4];
+        UNROLL4 for (int i = 0; i < 4; i++) blk[i] = a[i < R ? i : 0] + k * BB;
+        __m256i acc[4][4], sc2[4], mins[4], qh[4];
         UNROLL4 for (int i = 0; i < R; i++) {
-            const __m128i sm = q4k_scales_mins(&a[i][k]);
+            const __m128i sm = q4k_scales_mins((const sift_block_q4_K *)(const void *)blk[i]);
             sc2[i] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
             mins[i] = q4k_mins_pairs(sm);
+            if (Q5) qh[i] = _mm256_loadu_si256((const __m256i *)(blk[i] + offsetof(sift_block_q5_K, qh)));
             UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_si256();
         }
         _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
             UNROLL4 for (int i = 0; i < R; i++) {
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(a[i][k].qs + 32 * (c / 2)));
-                const __m256i q = _mm256_and_si256(c & 1 ? _mm256_srli_epi16(raw, 4) : raw, m4);
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(blk[i] + QS + 32 * (c / 2)));
+                __m256i q = _mm256_and_si256(c & 1 ? _mm256_srli_epi16(raw, 4) : raw, m4);
+                if (Q5) {
+                    const __m256i hb = c < 4 ? _mm256_slli_epi16(qh[i], 4 - c) : _mm256_srli_epi16(qh[i], c - 4);
+                    q = _mm256_or_si256(q, _mm256_and_si256(hb, _mm256_set1_epi8(0x10)));
+                }
                 const __m256i s = bcast16(sc2[i], c);
                 UNROLL4 for (int j = 0; j < C; j++) {
                     const __m256i xv = _mm256_loadu_si256((const __m256i *)(b[j][k].qs + 32 * c));
@@ -666,8 +688,8 @@ FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const si
                 }
             }
         }
-        const __m128 dw = halves4(a[0][k].d, a[R > 1][k].d, a[R > 2 ? 2 : 0][k].d, a[R > 3 ? 3 : 0][k].d);
-        const __m128 dmw = halves4(a[0][k].dmin, a[R > 1][k].dmin, a[R > 2 ? 2 : 0][k].dmin, a[R > 3 ? 3 : 0][k].dmin);
+        const __m128 dw = halves4(kmin_half(blk[0], D), kmin_half(blk[1], D), kmin_half(blk[2], D), kmin_half(blk[3], D));
+        const __m128 dmw = halves4(kmin_half(blk[0], DMIN), kmin_half(blk[1], DMIN), kmin_half(blk[2], DMIN), kmin_half(blk[3], DMIN));
         const __m128 dx = _mm_setr_ps(b[0][k].d, b[C > 1][k].d, b[C > 2 ? 2 : 0][k].d, b[C > 3 ? 3 : 0][k].d);
         __m256i bs[4];
         UNROLL4 for (int j = 0; j < C; j++) bs[j] = _mm256_loadu_si256((const __m256i *)b[j][k].bsums);
@@ -682,6 +704,14 @@ FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const si
                               SPREAD_ROWS(dw, g, R, C), SPREAD_ROWS(dmw, g, R, C), SPREAD_COLS(dx, g, R, C));
         }
     }
+}
+
+FORCE_INLINE void q4_K_tile(int64_t n, const sift_block_q4_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
+                            const int R, const int C, const char *pf)
+{
+    const uint8_t *rows[4];
+    UNROLL4 for (int i = 0; i < R; i++) rows[i] = (const uint8_t *)a[i];
+    kmin_tile(n, rows, sizeof(sift_block_q4_K), false, b, sum, R, C, pf);
 }
 
 /* One block of one pair: the scale-weighted products (eight int32 partial sums, returned)
@@ -712,8 +742,6 @@ SIFT__GEMM_K(q4_K, sift_block_q4_K, 2)
 /* Q5_K: Q4_K's layout plus a fifth bit per value, bit c of qh[i] for value i of sub-block c.
  * The values are 0..31, so vpmaddubsw's pairs stay far inside 16 bits (2 x 31 x 128). */
 
-_Static_assert(offsetof(sift_block_q5_K, scales) == offsetof(sift_block_q4_K, scales), "Q5_K's scales read as Q4_K's");
-
 /* sub-block c's 32 values: its nibbles (the low ones of qs[32(c/2)..] for even c, the high
  * ones for odd c) with bit c of each qh byte moved to bit 4 */
 static inline __m256i q5_K_values(const sift_block_q5_K *a, __m256i qh, int c)
@@ -724,48 +752,14 @@ static inline __m256i q5_K_values(const sift_block_q5_K *a, __m256i qh, int c)
     return _mm256_or_si256(nib, _mm256_and_si256(hb, _mm256_set1_epi8(0x10)));
 }
 
-/* R x C pairs (R, C <= 4) of Q5_K rows and Q8_K columns, one sub-block per step (q4_K_tile's
- * order of operations, so the float steps are the scalar kernel's) */
+/* R x C pairs of Q5_K rows and Q8_K columns (kmin_tile: q4_K_tile's order of operations, so
+ * the float steps are the scalar kernel's) */
 FORCE_INLINE void q5_K_tile(int64_t n, const sift_block_q5_K *const *a, const sift_block_q8_K *const *b, __m128 *sum,
                             const int R, const int C, const char *pf)
 {
-    UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) sum[g] = _mm_setzero_ps();
-    for (int64_t k = 0; k < n / SIFT_QK_K; k++) {
-        prefetch_span(pf, k, 4 * (int64_t)sizeof(sift_block_q5_K));
-        __m256i acc[4][4], sc2[4], mins[4], qh[4];
-        UNROLL4 for (int i = 0; i < R; i++) {
-            const __m128i sm = q4k_scales_mins((const sift_block_q4_K *)(const void *)&a[i][k]);
-            sc2[i] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-            mins[i] = q4k_mins_pairs(sm);
-            qh[i] = _mm256_loadu_si256((const __m256i *)a[i][k].qh);
-            UNROLL4 for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_si256();
-        }
-        _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
-            UNROLL4 for (int i = 0; i < R; i++) {
-                const __m256i q = q5_K_values(&a[i][k], qh[i], c);
-                const __m256i s = bcast16(sc2[i], c);
-                UNROLL4 for (int j = 0; j < C; j++) {
-                    const __m256i xv = _mm256_loadu_si256((const __m256i *)(b[j][k].qs + 32 * c));
-                    acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), s));
-                }
-            }
-        }
-        const __m128 dw = halves4(a[0][k].d, a[R > 1][k].d, a[R > 2 ? 2 : 0][k].d, a[R > 3 ? 3 : 0][k].d);
-        const __m128 dmw = halves4(a[0][k].dmin, a[R > 1][k].dmin, a[R > 2 ? 2 : 0][k].dmin, a[R > 3 ? 3 : 0][k].dmin);
-        const __m128 dx = _mm_setr_ps(b[0][k].d, b[C > 1][k].d, b[C > 2 ? 2 : 0][k].d, b[C > 3 ? 3 : 0][k].d);
-        __m256i bs[4];
-        UNROLL4 for (int j = 0; j < C; j++) bs[j] = _mm256_loadu_si256((const __m256i *)b[j][k].bsums);
-        UNROLL4 for (int g = 0; g < (R * C + 3) / 4; g++) {
-            __m256i pi[4], pm[4];
-            UNROLL4 for (int l = 0; l < 4; l++) {
-                const int q = 4 * g + l, i = q / C, j = q % C;
-                pi[l] = q < R * C ? acc[i][j] : _mm256_setzero_si256();
-                pm[l] = q < R * C ? _mm256_madd_epi16(mins[i], bs[j]) : _mm256_setzero_si256();
-            }
-            sum[g] = q4k_step(sum[g], reduce4(pi[0], pi[1], pi[2], pi[3]), reduce4(pm[0], pm[1], pm[2], pm[3]),
-                              SPREAD_ROWS(dw, g, R, C), SPREAD_ROWS(dmw, g, R, C), SPREAD_COLS(dx, g, R, C));
-        }
-    }
+    const uint8_t *rows[4];
+    UNROLL4 for (int i = 0; i < R; i++) rows[i] = (const uint8_t *)a[i];
+    kmin_tile(n, rows, sizeof(sift_block_q5_K), true, b, sum, R, C, pf);
 }
 
 /* One block of one pair, as q4_K_block1. */
