@@ -101,6 +101,14 @@ typedef struct mm_job {
     int64_t n_rows;          /* sum of the weights' n_out */
 } mm_job;
 
+/* out[t * os + r] += bias[r] for the rows [r0, r1) of every token (nothing without a bias) */
+static void add_bias_rows(float *out, int64_t os, int n_tok, int64_t r0, int64_t r1, const float *bias)
+{
+    if (!bias) return;
+    for (int t = 0; t < n_tok; t++)
+        for (int64_t r = r0; r < r1; r++) out[t * os + r] += bias[r];
+}
+
 /* Rows [r0, r1) of weight w against all tokens, with a dot kernel. */
 static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift__dot_fn dot)
 {
@@ -113,25 +121,20 @@ static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift
     float s[SIFT_DOT_MAX_COLS];
     if (w->x8) { /* rows in groups (repack.h): one kernel for every token count */
         J->ctx->k->gemm_x8[w->type](w->n_in, w->data, w->row_bytes, w->n_out, r0, r1, act, as, J->n_tok, out + r0, os);
-        if (bias)
-            for (int t = 0; t < J->n_tok; t++)
-                for (int64_t r = r0; r < r1; r++) out[t * os + r] += bias[r];
+        add_bias_rows(out, os, J->n_tok, r0, r1, bias);
         return;
     }
     if (J->n_tok == 1) { /* generation: the row loop lives in the kernel */
         const sift__rows_fn huge = w->huge_pages ? J->ctx->k->rows_huge[w->type] : NULL;
         (huge ? huge : J->ctx->k->rows[w->type])(w->n_in, (const char *)w->data + r0 * w->row_bytes, w->row_bytes, r1 - r0, act,
                                                  out + r0);
-        if (bias)
-            for (int64_t r = r0; r < r1; r++) out[r] += bias[r];
+        add_bias_rows(out, os, 1, r0, r1, bias);
         return;
     }
     const sift__gemm_fn gemm = J->ctx->k->gemm[w->type];
     if (gemm) { /* the kernel tiles rows x tokens itself */
         gemm(w->n_in, (const char *)w->data + r0 * w->row_bytes, w->row_bytes, r1 - r0, act, as, J->n_tok, out + r0, os);
-        if (bias)
-            for (int t = 0; t < J->n_tok; t++)
-                for (int64_t r = r0; r < r1; r++) out[t * os + r] += bias[r];
+        add_bias_rows(out, os, J->n_tok, r0, r1, bias);
         return;
     }
     for (int64_t rb = r0; rb < r1; rb += MM_ROW_BLOCK) {
