@@ -544,10 +544,14 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
                     sift_sampler_apply(g, &bc->cand);
                     if (bc->slow_us > 0) log_slow(bc, g, &st0, file, ti, k, cli_thread_cpu_us() - c1, inst.p, off, toks[k]);
                     sift_token tk = toks[k];
-                    int ok = bc->cand.id[tk] == tk ? bc->cand.logit[tk] != -INFINITY : 0;
-                    if (bc->cand.id[tk] != tk)
-                        for (size_t i = 0; i < bc->cand.size; i++)
-                            if (bc->cand.id[i] == tk) ok = bc->cand.logit[i] != -INFINITY;
+                    /* allowed: among the candidates left (a sparse mask removes the banned
+                     * ones, so a position says nothing), with a logit other than -inf */
+                    const sift_candidates *cd = &bc->cand;
+                    int ok = 0;
+                    if ((size_t)tk < cd->size && cd->id[tk] == tk) ok = cd->logit[tk] != -INFINITY;
+                    else
+                        for (size_t i = 0; i < cd->size; i++)
+                            if (cd->id[i] == tk) ok = cd->logit[i] != -INFINITY;
                     if (ok) sift_sampler_accept(g, tk);
                     double dt = cli_now_us() - t1, dc = cli_thread_cpu_us() - c1;
                     if (nm == cm) {

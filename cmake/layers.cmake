@@ -22,8 +22,8 @@
 # compiles the same sources again): files named *_avx2.c / *_avx512.c / *_avx512vnni.c get them, and must
 # only be entered after the run-time CPU check of src/core/cpu.c. Source properties are per
 # directory, so every directory that compiles these files calls this.
-set(SIFT_ISA_AVX2_FLAGS "-mavx2;-mfma;-mf16c;-mbmi2")
-set(SIFT_ISA_AVX512_FLAGS "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c;-mbmi2")
+set(SIFT_ISA_AVX2_FLAGS "-mavx2;-mfma;-mf16c;-mpopcnt;-mbmi;-mbmi2")
+set(SIFT_ISA_AVX512_FLAGS "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c;-mpopcnt;-mbmi;-mbmi2")
 set(SIFT_ISA_AVX512VNNI_FLAGS "${SIFT_ISA_AVX512_FLAGS};-mavx512vnni")
 function(sift_isa_flags)
   foreach(f IN LISTS ARGN)

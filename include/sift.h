@@ -109,6 +109,13 @@ typedef struct sift_candidates {
 
 /* p[0..size) holds softmax(logit[0..size)) of the current logits (sums to 1 within 1e-5). */
 #define SIFT_CAND_PROBS 0x1u
+/* id[i] == i for every i < size: the layout sift_candidates_fill() leaves, which lets the
+ * grammar sampler work from its token bitset without reading the 4 bytes per token of ids.
+ * Only the fill sets it; the library clears it after any sampler's apply that does not
+ * declare the layout kept (the built-in samplers that only rewrite logits may). Code of
+ * yours that permutes or rewrites ids between a fill and an apply must clear it too, as it
+ * must clear SIFT_CAND_PROBS when it changes logits. */
+#define SIFT_CAND_IDENTITY 0x2u
 
 /* Allocate arrays (and workspace) for `capacity` entries; size 0, nothing selected.
  * Free with sift_candidates_free(). Errors: SIFT_E_INVAL (capacity 0), SIFT_E_NOMEM. */
@@ -116,8 +123,8 @@ SIFT_API sift_status sift_candidates_init(sift_candidates *cand, size_t capacity
 /* Free what sift_candidates_init() allocated and zero the struct (NULL-safe). */
 SIFT_API void sift_candidates_free(sift_candidates *cand);
 /* The start of a sampling step: id[i] = i, logit[i] = logits[i] for i < n, size n,
- * unsorted, nothing selected, no probabilities (and the arrays as allocated, when a
- * sampler advanced them). SIFT_E_INVAL when n > capacity. */
+ * unsorted, nothing selected, flags SIFT_CAND_IDENTITY only (no probabilities), and the
+ * arrays as allocated, when a sampler advanced them. SIFT_E_INVAL when n > capacity. */
 SIFT_API sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, size_t n);
 /* Make p[0..size) valid for the current logits (a softmax with a double-precision sum,
  * only when the flags say the probabilities are stale) and return cand->p. */
@@ -1147,8 +1154,8 @@ SIFT_API sift_status sift_model_quantize(const char *in_path, const char *out_pa
  * `<[id]>` / `<text>` and their negations `!<...>`).
  *
  * sift_grammar is the parsed, checked grammar (undefined rules, a missing root and left
- * recursion are errors with line:column). The grammar sampler follows llama.cpp: apply sets
- * the logit of every candidate whose text cannot continue the grammar to -inf; end-of-
+ * recursion are errors with line:column). The grammar sampler follows llama.cpp: apply bans
+ * every candidate whose text cannot continue the grammar; end-of-
  * generation tokens are allowed exactly when the grammar can end; accept advances the parse
  * by the chosen token's bytes (a UTF-8 character split over tokens is fine). It differs
  * deliberately where llama.cpp is unsafe or inconsistent: text must be valid UTF-8
@@ -1158,6 +1165,14 @@ SIFT_API sift_status sift_model_quantize(const char *in_path, const char *out_pa
  * element matches only at a token boundary (llama.cpp's apply and accept disagree inside a
  * token); `<text>` names the token whose text is exactly "<text>" (a control or user-defined
  * one preferred) rather than going through the tokenizer.
+ *
+ * How apply bans: llama.cpp sets a banned candidate's logit to -inf. sift does too, except
+ * when the candidates are in the fill's layout (SIFT_CAND_IDENTITY) and at most one token
+ * in eight is allowed: then it removes the banned ones, keeping the others in their order
+ * and shrinking size, which no later sampler can tell from -inf entries (they have
+ * probability 0) and which spares writing -inf over the whole vocabulary. Look tokens up
+ * through id[], never by position, or set sift_grammar_params.keep_banned for llama.cpp's
+ * layout. A mask that allows no candidate at all always leaves them all -inf.
  *
  * Speed: the sampler keeps a byte trie of the vocabulary and caches, per parser stack
  * suffix, the set of tokens that suffix accepts whatever lies below it (XGrammar's
@@ -1212,6 +1227,9 @@ typedef struct sift_grammar_params {
     uint64_t precompute_budget;             /* work done ahead of time (trie nodes walked + 64 per
                                              * cache entry) beyond the first mask; 0 = default
                                              * (32Ki: about a millisecond) */
+    bool keep_banned;                       /* llama.cpp's layout: forbidden candidates stay, with
+                                             * logit -inf, and size never changes (by default a
+                                             * sparse mask removes them; see the sampler above) */
 } sift_grammar_params;
 
 /* root "root", not lazy, no triggers, default budget */

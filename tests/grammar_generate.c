@@ -247,10 +247,11 @@ static int run_case(const char *vocab_name, const sift_vocab *vocab, const sift_
             const double *e = ew + vec * (size_t)n;
             sift_candidates_fill(&c, x, (size_t)n);
             sift_sampler_apply(s, &c);
-            /* inverse CDF over what the grammar left (c.id[i] == i: the grammar only masks) */
+            /* inverse CDF over what the grammar left (a sparse mask removes the banned
+             * candidates, a dense one gives them -inf: go through c.id either way) */
             double sum = 0;
             for (size_t i = 0; i < c.size; i++)
-                if (c.logit[i] != -INFINITY) sum += e[i] * (closer[i] ? boost : 1.0);
+                if (c.logit[i] != -INFINITY) sum += e[c.id[i]] * (closer[c.id[i]] ? boost : 1.0);
             if (sum == 0) {
                 fprintf(stderr, "%s/%s doc %d step %d: the grammar allows nothing\n", vocab_name, gc->name, d, steps);
                 failures++;
@@ -261,7 +262,7 @@ static int run_case(const char *vocab_name, const sift_vocab *vocab, const sift_
             for (size_t i = 0; i < c.size; i++) {
                 if (c.logit[i] == -INFINITY) continue;
                 pick = i;
-                r -= e[i] * (closer[i] ? boost : 1.0);
+                r -= e[c.id[i]] * (closer[c.id[i]] ? boost : 1.0);
                 if (r < 0) break;
             }
             sift_token tok = c.id[pick];

@@ -113,7 +113,7 @@ static void test_init_fill_free(void **state)
     assert_int_equal(c.size, 4);
     assert_int_equal(c.selected, -1);
     assert_false(c.sorted);
-    assert_int_equal(c.flags, 0);
+    assert_int_equal(c.flags, SIFT_CAND_IDENTITY); /* id[i] == i, no probabilities */
     for (int i = 0; i < 4; i++) {
         assert_int_equal(c.id[i], i);
         assert_true(c.logit[i] == x[i]);
@@ -229,7 +229,7 @@ static void test_top_inspection(void **state)
     const double z = 1 + exp(3) * 2 + exp(1) + exp(2);
     assert_float_near(pr[0], exp(3) / z, 1e-6);
     assert_float_near(pr[2], exp(2) / z, 1e-6);
-    assert_int_equal(c.flags, 0); /* never modifies */
+    assert_int_equal(c.flags, SIFT_CAND_IDENTITY); /* never modifies */
     assert_int_equal(sift_candidates_top(&c, 100, ids, NULL, NULL), 6);
     assert_int_equal(ids[5], 4);
     /* more than the on-stack buffer */

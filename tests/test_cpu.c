@@ -108,10 +108,13 @@ static void test_users_follow_the_check(void **state)
     const sift__fk *v[4];
     assert_int_equal(sift__fk_all(v, 4), best == SIFT_ISA_AVX512 ? 3 : best == SIFT_ISA_AVX2 ? 2 : 1);
     /* the grammar mask pass */
-    const sift__gx_mask_apply_fn want = best == SIFT_ISA_AVX512 ? sift__gx_mask_apply_avx512
-                                        : best == SIFT_ISA_AVX2 ? sift__gx_mask_apply_avx2
-                                                                : sift__gx_mask_apply_scalar;
-    assert_true(sift__gx_mask_apply_best() == want);
+    const sift__gx_mask_ops *want = best == SIFT_ISA_AVX512 ? &sift__gx_mask_ops_avx512
+                                    : best == SIFT_ISA_AVX2 ? &sift__gx_mask_ops_avx2
+                                                            : &sift__gx_mask_ops_scalar;
+    assert_true(sift__gx_mask_ops_best() == want);
+    assert_true(want->apply == (best == SIFT_ISA_AVX512 ? sift__gx_mask_apply_avx512
+                                : best == SIFT_ISA_AVX2 ? sift__gx_mask_apply_avx2
+                                                        : sift__gx_mask_apply_scalar));
 }
 
 int main(void)

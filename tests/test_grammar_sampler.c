@@ -777,7 +777,7 @@ static void test_mask_apply_variants(void **state)
     const size_t size = 4099;
     sift_token *id = malloc(size * sizeof *id);
     float *l0 = malloc(size * sizeof *l0), *l1 = malloc(size * sizeof *l1), *l2 = malloc(size * sizeof *l2);
-    sift__gx_mask_apply_fn best = sift__gx_mask_apply_best();
+    sift__gx_mask_apply_fn best = sift__gx_mask_ops_best()->apply;
     bool has_avx2 = sift__cpu_runs(SIFT_ISA_AVX2);
     bool has_avx512 = sift__cpu_runs(SIFT_ISA_AVX512);
     for (int round = 0; round < 56; round++) {
@@ -804,25 +804,46 @@ static void test_mask_apply_variants(void **state)
             }
             l0[i] = l1[i] = l2[i] = (float)(rng_next(&seed) % 1000) / 7.0f;
         }
-        size_t k0 = sift__gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
-        size_t k1 = best(id, l1, size, mask, n_tokens);
+        /* the caller may vouch for the identity layout (SIFT_CAND_IDENTITY): then no id is
+         * read, and the result must be the one the ids give */
+        const bool ident = round % 7 == 0;
+        size_t k0 = sift__gx_mask_apply_scalar(id, l0, size, mask, n_tokens, false);
+        size_t k1 = best(id, l1, size, mask, n_tokens, false);
         assert_int_equal(k0, k1);
         assert_memory_equal(l0, l1, size * sizeof *l0);
-        if (has_avx2) {
-            memcpy(l2, l1, size * sizeof *l2);
-            for (size_t i = 0; i < size; i++) l2[i] = (float)i;
-            memcpy(l0, l2, size * sizeof *l0);
-            size_t a = sift__gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
-            size_t b = sift__gx_mask_apply_avx2(id, l2, size, mask, n_tokens);
-            assert_int_equal(a, b);
-            assert_memory_equal(l0, l2, size * sizeof *l0);
+        for (int v = 0; v < 3; v++) {
+            sift__gx_mask_apply_fn f = v == 0 ? sift__gx_mask_apply_scalar : v == 1 ? sift__gx_mask_apply_avx2 : sift__gx_mask_apply_avx512;
+            if ((v == 1 && !has_avx2) || (v == 2 && !has_avx512)) continue;
+            for (int vi = 0; vi <= (int)ident; vi++) {
+                for (size_t i = 0; i < size; i++) l2[i] = l0[i] = (float)i;
+                size_t a = sift__gx_mask_apply_scalar(id, l0, size, mask, n_tokens, false);
+                size_t b = f(id, l2, size, mask, n_tokens, vi == 1);
+                assert_int_equal(a, b);
+                assert_memory_equal(l0, l2, size * sizeof *l0);
+            }
         }
-        if (has_avx512) {
-            for (size_t i = 0; i < size; i++) l2[i] = l0[i] = (float)i;
-            size_t a = sift__gx_mask_apply_scalar(id, l0, size, mask, n_tokens);
-            size_t b = sift__gx_mask_apply_avx512(id, l2, size, mask, n_tokens);
-            assert_int_equal(a, b);
-            assert_memory_equal(l0, l2, size * sizeof *l0);
+        if (ident) {
+            /* the removal, at each level this CPU runs: the allowed candidates, in order, and
+             * their count */
+            for (int v = 0; v < 3; v++) {
+                const sift__gx_mask_ops *ops = v == 0 ? &sift__gx_mask_ops_scalar : v == 1 ? &sift__gx_mask_ops_avx2 : &sift__gx_mask_ops_avx512;
+                if ((v == 1 && !has_avx2) || (v == 2 && !has_avx512)) continue;
+                for (size_t i = 0; i < size; i++) l2[i] = l0[i] = (float)(i * 3 % 1001);
+                sift_token *id2 = malloc(size * sizeof *id2);
+                for (size_t i = 0; i < size; i++) id2[i] = (sift_token)i;
+                size_t n = ops->compact(id2, l2, size, mask);
+                assert_int_equal(n, ops->count(mask, size));
+                size_t j = 0;
+                for (size_t t = 0; t < size; t++)
+                    if ((mask[t >> 6] >> (t & 63)) & 1) {
+                        assert_true(j < n);
+                        assert_int_equal(id2[j], (sift_token)t);
+                        assert_true(l2[j] == l0[t]);
+                        j++;
+                    }
+                assert_int_equal(j, n);
+                free(id2);
+            }
         }
     }
     free(id);

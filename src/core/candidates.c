@@ -114,7 +114,7 @@ sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, siz
     cand->size = n;
     cand->selected = -1;
     cand->sorted = false;
-    cand->flags = 0;
+    cand->flags = SIFT_CAND_IDENTITY;
     return SIFT_OK;
 }
 

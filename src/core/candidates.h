@@ -50,6 +50,20 @@ struct sift_workspace {
     double *blk;        /* [cap / SIFT__BLK + 2] dist's block sums (core/fast.c) */
 };
 
+/* Set by a sampler's apply that left the ids as it found them: the wrapper that called it
+ * (sift__sampler_run) then keeps SIFT_CAND_IDENTITY, and clears this bit. Any apply that
+ * does not set it loses SIFT_CAND_IDENTITY, so a sampler (a user's too) that knows nothing
+ * of the flag can never leave a false claim behind. */
+#define SIFT__CAND_IDS_KEPT 0x80000000u
+
+/* Every sampler's apply goes through here (sift_sampler_apply, the chain's loops). */
+static inline void sift__sampler_run(sift_sampler *s, sift_candidates *c)
+{
+    s->iface->apply(s, c);
+    if (c->flags & SIFT__CAND_IDS_KEPT) c->flags &= ~SIFT__CAND_IDS_KEPT;
+    else c->flags &= ~SIFT_CAND_IDENTITY;
+}
+
 sift_workspace *sift__ws_new(size_t cap);
 void sift__ws_free(sift_workspace *ws);
 

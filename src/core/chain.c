@@ -178,12 +178,12 @@ sift_token sift_chain_apply(sift_chain *chain, sift_candidates *cand)
         sift_sampler *s = chain->smpl[i];
         if (perf) {
             const int64_t t0 = sift__now_ns();
-            s->iface->apply(s, cand);
+            sift__sampler_run(s, cand);
             const int64_t dt = sift__now_ns() - t0;
             chain->t_smpl_ns[i] += dt;
             chain->t_total_ns += dt;
         } else {
-            s->iface->apply(s, cand);
+            sift__sampler_run(s, cand);
         }
         if (chain->trace) chain->trace(chain->trace_user, i, s, cand);
     }
@@ -229,6 +229,7 @@ static void materialize(sift_chain *chain)
     } else {
         c->selected = chain->lazy.pick;
     }
+    c->flags &= ~SIFT_CAND_IDENTITY; /* as greedy's / dist's apply leaves it on the general path */
     chain->lazy.kind = 0;
 }
 
@@ -287,12 +288,12 @@ static bool fast_step(sift_chain *chain, const float *logits, size_t n, sift_tok
         sift_sampler *s = chain->smpl[i];
         if (perf) {
             const int64_t t1 = sift__now_ns();
-            s->iface->apply(s, c);
+            sift__sampler_run(s, c);
             const int64_t dt = sift__now_ns() - t1;
             chain->t_smpl_ns[i] += dt;
             chain->t_total_ns += dt;
         } else {
-            s->iface->apply(s, c);
+            sift__sampler_run(s, c);
         }
     }
     *tok = sift_candidates_selected(c);

@@ -25,6 +25,7 @@ static void read_cpu(sift__cpu *c)
     unsigned a, b, cx, d;
     if (!__get_cpuid(1, &a, &b, &cx, &d)) return;
     c->fma = cx & (1u << 12);
+    c->popcnt = cx & (1u << 23);
     c->avx = cx & (1u << 28);
     c->f16c = cx & (1u << 29);
     if (cx & (1u << 27)) { /* OSXSAVE: XGETBV may be executed */
@@ -34,6 +35,7 @@ static void read_cpu(sift__cpu *c)
         c->os_zmm = (xlo & 0xe6) == 0xe6; /* and opmask, ZMM_Hi256, Hi16_ZMM */
     }
     if (!__get_cpuid_count(7, 0, &a, &b, &cx, &d)) return; /* (checks the highest leaf first) */
+    c->bmi1 = b & (1u << 3);
     c->avx2 = b & (1u << 5);
     c->bmi2 = b & (1u << 8);
     c->avx512f = b & (1u << 16);
@@ -49,7 +51,7 @@ static void read_cpu(sift__cpu *c) { (void)c; }
 /* The levels are the flag sets of sift_isa_flags(): AVX-512 includes all of AVX2's. */
 static sift_isa best_level(const sift__cpu *c)
 {
-    const bool avx2 = c->avx && c->avx2 && c->fma && c->f16c && c->bmi2 && c->os_ymm;
+    const bool avx2 = c->avx && c->avx2 && c->fma && c->f16c && c->bmi1 && c->bmi2 && c->popcnt && c->os_ymm;
     const bool avx512 = avx2 && c->avx512f && c->avx512bw && c->avx512vl && c->avx512dq && c->os_zmm;
     return avx512 ? SIFT_ISA_AVX512 : avx2 ? SIFT_ISA_AVX2 : SIFT_ISA_SCALAR;
 }

@@ -4,7 +4,7 @@
  * grammar mask pass, grammar/mask_apply.c; the model's kernel tables, model/kernels.c).
  *
  * Why one check, and why this strict: the build compiles every *_avx2.c file with
- * -mavx2 -mfma -mf16c -mbmi2 and every *_avx512.c file with those plus
+ * -mavx2 -mfma -mf16c -mpopcnt -mbmi -mbmi2 and every *_avx512.c file with those plus
  * -mavx512f/bw/vl/dq (sift_isa_flags() in cmake/layers.cmake), and the compiler may use
  * any of those instructions anywhere in such a file, not only where an intrinsic names
  * one. So a level counts as present only when every feature of its flag set is, and when
@@ -29,7 +29,7 @@
 
 typedef struct sift__cpu {
     /* CPUID */
-    bool avx, fma, f16c, bmi2, avx2;
+    bool avx, fma, f16c, popcnt, bmi1, bmi2, avx2;
     bool avx512f, avx512bw, avx512vl, avx512dq;
     bool avx512vnni; /* not part of a level: the AVX-512 table's Q8_0 / Q4_0 entries (model/kernels.c) */
     /* XGETBV (XCR0), read only when CPUID reports OSXSAVE */

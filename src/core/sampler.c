@@ -40,13 +40,13 @@ void sift_sampler_apply(sift_sampler *smpl, sift_candidates *cand)
     if (!smpl || !cand) return;
     sift_workspace *own = cand->ws;
     if (own && own->cap >= cand->size) {
-        smpl->iface->apply(smpl, cand);
+        sift__sampler_run(smpl, cand);
         return;
     }
     /* lend scratch memory for this call (user-built candidates) */
     sift_workspace *tmp = sift__ws_new(cand->size ? cand->size : 1);
     cand->ws = tmp;
-    smpl->iface->apply(smpl, cand);
+    sift__sampler_run(smpl, cand);
     cand->ws = own;
     sift__ws_free(tmp);
 }

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/candidates.h" /* SIFT__CAND_IDS_KEPT */
 #include "core/status.h"
 #include "grammar/mask.h"
 #include "grammar/mask_apply.h"
@@ -67,11 +68,12 @@ typedef struct {
 typedef struct {
     sift__gx_engine *eng;
     triggers *trig;
-    sift__gx_mask_apply_fn apply_mask;
+    const sift__gx_mask_ops *mops; /* the masking pass at this CPU's level */
     sift__gx_arena ra;
     sift__gx_state st, t1, t2, t3;
     uint64_t *mask;
     bool lazy, awaiting, dead;
+    bool keep_banned; /* sift_grammar_params.keep_banned: never remove, always -inf */
     /* lazy: output collected while waiting */
     char *buf;
     size_t buf_n, buf_cap;
@@ -230,10 +232,20 @@ static const char *g_name(const sift_sampler *s)
     return "grammar";
 }
 
+/* Remove banned candidates rather than write -inf over them when at most 1 in COMPACT_DIV
+ * tokens is allowed (mask_apply.h): the removal costs about 12 bytes moved per allowed
+ * token, the -inf pass about 4 bytes written per banned one plus the reads of every mask
+ * word, so the removal wins well before this point; the margin keeps dense masks (free
+ * strings) on the pass that writes nothing for allowed tokens. */
+#define COMPACT_DIV 8
+
 static void g_apply(sift_sampler *s, sift_candidates *cand)
 {
     grammar_ctx *c = s->ctx;
-    if (c->awaiting || !cand->size) return;
+    if (c->awaiting || !cand->size) {
+        cand->flags |= SIFT__CAND_IDS_KEPT;
+        return;
+    }
     const sift__gx_vocab *v = sift__gx_engine_vocab(c->eng);
     size_t kept;
     if (cand->size <= SMALL_APPLY) {
@@ -254,8 +266,20 @@ static void g_apply(sift_sampler *s, sift_candidates *cand)
             cand->sorted = false;
             return;
         }
-        kept = c->apply_mask(cand->id, cand->logit, cand->size, c->mask, (uint32_t)v->n_tokens);
+        const bool ident = (cand->flags & SIFT_CAND_IDENTITY) && cand->size <= (size_t)v->n_tokens;
+        if (ident && !c->keep_banned && cand->selected < 0) {
+            const size_t n_ok = c->mops->count(c->mask, cand->size);
+            /* never down to nothing: a mask no candidate passes keeps llama.cpp's all -inf
+             * array, which the callers' "no token left" checks read (sample_ex.c) */
+            if (n_ok > 0 && n_ok <= cand->size / COMPACT_DIV) {
+                cand->size = c->mops->compact(cand->id, cand->logit, cand->size, c->mask);
+                sift_candidates_logits_changed(cand); /* p was not moved; the order was kept */
+                return;
+            }
+        }
+        kept = c->mops->apply(cand->id, cand->logit, cand->size, c->mask, (uint32_t)v->n_tokens, ident);
     }
+    cand->flags |= SIFT__CAND_IDS_KEPT;
     if (kept < cand->size) {
         sift_candidates_logits_changed(cand);
         cand->sorted = false; /* -inf in the middle breaks a descending order */
@@ -351,7 +375,7 @@ static grammar_ctx *ctx_new(sift__gx_engine *eng, triggers *trig, bool lazy)
     c->trig = trig;
     if (trig) atomic_fetch_add(&trig->refs, 1);
     c->lazy = lazy;
-    c->apply_mask = sift__gx_mask_apply_best();
+    c->mops = sift__gx_mask_ops_best();
     const sift__gx_vocab *v = sift__gx_engine_vocab(eng);
     c->mask = sift__gx_malloc((size_t)v->n_words * sizeof *c->mask);
     if (!c->mask || sift__gx_arena_init(&c->ra, sift__gx_engine_grammar(eng)) != SIFT_OK) goto fail;
@@ -378,6 +402,7 @@ static sift_sampler *g_clone(const sift_sampler *s)
     const grammar_ctx *o = s->ctx;
     grammar_ctx *c = ctx_new(o->eng, o->trig, o->lazy);
     if (!c) return NULL;
+    c->keep_banned = o->keep_banned;
     /* the parse state: same stacks in a copy of the arena */
     bool ok = sift__gx_arena_copy(&c->ra, &o->ra) == SIFT_OK && sift__gx_state_copy(&c->st, &o->st) == SIFT_OK;
     c->awaiting = o->awaiting;
@@ -451,6 +476,7 @@ sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const c
         return NULL;
     }
     grammar_ctx *c = ctx_new(eng, trig, lazy);
+    if (c) c->keep_banned = params->keep_banned;
     triggers_release(trig);
     sift__gx_engine_release(eng);
     /* the cache entries of the start state, so that the first mask is a cache hit (an

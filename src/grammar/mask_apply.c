@@ -8,11 +8,12 @@
 #include "core/cpu.h"
 #include "grammar/mask_apply.h"
 
-size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens)
+size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
+                                  bool ident)
 {
     size_t kept = 0;
     for (size_t i = 0; i < size; i++) {
-        uint32_t t = (uint32_t)id[i];
+        uint32_t t = ident ? (uint32_t)i : (uint32_t)id[i];
         bool ok = t < n_tokens && ((mask[t >> 6] >> (t & 63)) & 1);
         if (!ok) logit[i] = -INFINITY;
         kept += ok;
@@ -20,11 +21,18 @@ size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t siz
     return kept;
 }
 
-sift__gx_mask_apply_fn sift__gx_mask_apply_best(void)
+static size_t count_scalar(const uint64_t *mask, size_t size) { return sift__gx_mask_count_impl(mask, size); }
+static size_t compact_scalar(sift_token *id, float *logit, size_t size, const uint64_t *mask)
+{
+    return sift__gx_mask_compact_impl(id, logit, size, mask);
+}
+const sift__gx_mask_ops sift__gx_mask_ops_scalar = {sift__gx_mask_apply_scalar, count_scalar, compact_scalar};
+
+const sift__gx_mask_ops *sift__gx_mask_ops_best(void)
 {
     switch (sift__cpu_get()->best) {
-    case SIFT_ISA_AVX512: return sift__gx_mask_apply_avx512;
-    case SIFT_ISA_AVX2: return sift__gx_mask_apply_avx2;
-    default: return sift__gx_mask_apply_scalar;
+    case SIFT_ISA_AVX512: return &sift__gx_mask_ops_avx512;
+    case SIFT_ISA_AVX2: return &sift__gx_mask_ops_avx2;
+    default: return &sift__gx_mask_ops_scalar;
     }
 }

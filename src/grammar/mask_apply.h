@@ -1,14 +1,22 @@
 /*
- * mask_apply.h - apply a token bitset to a candidates array: every candidate whose id is not
- * in the set gets logit -inf.
+ * mask_apply.h - apply a token bitset to a candidates array.
  *
- * This pass over the candidates is the one O(vocabulary) part of a warm grammar apply, so it
- * has SIMD versions (AVX2, AVX-512) chosen at run time (core/cpu.h). All versions give
- * identical results (tests/test_grammar_sampler.c). The fast path is the common layout right after a fill
- * (id[i] == i), detected 64 candidates at a time: such a block takes one mask word directly
- * (an all-ones word writes nothing); any other block looks each id up. The ids must still be
- * read (a caller may have reordered them), so the pass costs about reading 4 bytes per
- * candidate from cache: ~4-9 us at 102,400 tokens, the largest fixed cost of a warm mask.
+ * Two ways, chosen per call by the grammar sampler (grammar_sampler.c):
+ *
+ *   remove   the allowed candidates move to the front, in their order, and size shrinks to
+ *            their number. Only for the fill's layout (id[i] == i, SIFT_CAND_IDENTITY) and a
+ *            sparse mask: the pass then walks the set bits of the mask alone (12.8 KB at
+ *            102,400 tokens) and touches one id and one logit per allowed token, where the
+ *            in-place pass below must write -inf over most of a 400 KB logit array. Under a
+ *            JSON grammar most positions allow a few dozen tokens, and the rest of the chain
+ *            then works on those alone.
+ *   -inf     every candidate whose id is not in the set gets logit -inf, in place (llama.cpp's
+ *            layout, and the cheaper way when most tokens are allowed: an all-ones mask word
+ *            writes nothing). This pass has SIMD versions (AVX2, AVX-512) chosen at run time
+ *            (core/cpu.h); all give identical results (tests/test_grammar_sampler.c). With
+ *            `ident` the caller vouches for the fill's layout and the ids are not read; else
+ *            that layout is still detected 64 candidates at a time (one mask word per block),
+ *            and any other block looks each id up.
  */
 #ifndef SIFT_GRAMMAR_MASK_APPLY_H
 #define SIFT_GRAMMAR_MASK_APPLY_H
@@ -18,16 +26,62 @@
 
 #include "sift.h"
 
-/* ids >= n_tokens (or negative) count as not allowed. Returns the number of candidates
+/* The -inf pass. ids >= n_tokens (or negative) count as not allowed. `ident`: id[i] == i
+ * for every i < size <= n_tokens (then id is not read). Returns the number of candidates
  * that were allowed. */
 typedef size_t (*sift__gx_mask_apply_fn)(const sift_token *id, float *logit, size_t size, const uint64_t *mask,
-                                   uint32_t n_tokens);
+                                   uint32_t n_tokens, bool ident);
 
-size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens);
-size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens);
-size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens);
+size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
+                                  bool ident);
+size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
+                                bool ident);
+size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
+                                  bool ident);
+
+/* How many of tokens [0, size) the mask allows. */
+typedef size_t (*sift__gx_mask_count_fn)(const uint64_t *mask, size_t size);
+/* The removal, for candidates in the fill's layout (id[i] == i for i < size): the allowed
+ * ones move to the front in id order (id[j] = t, logit[j] = logit[t]; p is not moved).
+ * Returns their number, the new size. */
+typedef size_t (*sift__gx_mask_compact_fn)(sift_token *id, float *logit, size_t size, const uint64_t *mask);
+
+/* The three, as one CPU level runs them. count and compact are the portable code below
+ * compiled at each level: what they need is POPCNT and TZCNT, which plain x86-64 lacks
+ * (there __builtin_popcountll is a libgcc call, ~5 us per 102,400-token mask). */
+typedef struct {
+    sift__gx_mask_apply_fn apply;
+    sift__gx_mask_count_fn count;
+    sift__gx_mask_compact_fn compact;
+} sift__gx_mask_ops;
+
+extern const sift__gx_mask_ops sift__gx_mask_ops_scalar, sift__gx_mask_ops_avx2, sift__gx_mask_ops_avx512;
 
 /* The best version this CPU runs. */
-sift__gx_mask_apply_fn sift__gx_mask_apply_best(void);
+const sift__gx_mask_ops *sift__gx_mask_ops_best(void);
+
+static inline size_t sift__gx_mask_count_impl(const uint64_t *mask, size_t size)
+{
+    size_t n = 0, w = 0;
+    for (; (w + 1) * 64 <= size; w++) n += (size_t)__builtin_popcountll(mask[w]);
+    if (size & 63) n += (size_t)__builtin_popcountll(mask[w] & (((uint64_t)1 << (size & 63)) - 1));
+    return n;
+}
+
+static inline size_t sift__gx_mask_compact_impl(sift_token *id, float *logit, size_t size, const uint64_t *mask)
+{
+    /* t >= j throughout, so moving forward in place never overwrites a logit still to read */
+    size_t j = 0;
+    for (size_t w = 0; w * 64 < size; w++) {
+        uint64_t bits = mask[w];
+        if ((w + 1) * 64 > size) bits &= ((uint64_t)1 << (size & 63)) - 1;
+        for (; bits; bits &= bits - 1, j++) {
+            const size_t t = w * 64 + (size_t)__builtin_ctzll(bits);
+            id[j] = (sift_token)t;
+            logit[j] = logit[t];
+        }
+    }
+    return j;
+}
 
 #endif

@@ -9,6 +9,7 @@
  * and stores them back. Not vmaskmovps: on AMD's Zen cores a masked store is microcoded,
  * about ten cycles each, and with 12,800 of them per 102,400-token mask it was most of a
  * mask's time (MaskBench TBM p50 65 us on Zen 3). Other blocks look ids up one by one.
+ * With `ident` the caller vouches for the fill's layout and no id is read at all.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -23,7 +24,15 @@ static inline size_t apply_one(const sift_token *id, float *logit, size_t k, con
     return ok;
 }
 
-size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens)
+static inline size_t apply_ident(float *logit, size_t k, const uint64_t *mask)
+{
+    bool ok = (mask[k >> 6] >> (k & 63)) & 1;
+    if (!ok) logit[k] = -INFINITY;
+    return ok;
+}
+
+size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
+                                bool ident)
 {
     const __m256i bitsel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     const __m256i step8 = _mm256_set1_epi32(8);
@@ -32,11 +41,15 @@ size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size,
     size_t kept = 0, i = 0;
     size_t ident_end = size < n_tokens ? size : n_tokens; /* identity blocks hold valid ids only */
     for (; i + 64 <= ident_end; i += 64) {
-        __m256i d = _mm256_setzero_si256(), w = want;
-        for (size_t j = 0; j < 64; j += 8, w = _mm256_add_epi32(w, step8))
-            d = _mm256_or_si256(d, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(id + i + j)), w));
-        want = w;
-        if (_mm256_testz_si256(d, d)) {
+        bool block_ident = ident;
+        if (!ident) {
+            __m256i d = _mm256_setzero_si256(), w = want;
+            for (size_t j = 0; j < 64; j += 8, w = _mm256_add_epi32(w, step8))
+                d = _mm256_or_si256(d, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(id + i + j)), w));
+            want = w;
+            block_ident = _mm256_testz_si256(d, d);
+        }
+        if (block_ident) {
             uint64_t bits = mask[i >> 6];
             kept += (size_t)__builtin_popcountll(bits);
             if (bits == ~(uint64_t)0) continue;
@@ -55,6 +68,13 @@ size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size,
         }
         for (size_t k = i; k < i + 64; k++) kept += apply_one(id, logit, k, mask, n_tokens);
     }
-    for (; i < size; i++) kept += apply_one(id, logit, i, mask, n_tokens);
+    for (; i < size; i++) kept += ident ? apply_ident(logit, i, mask) : apply_one(id, logit, i, mask, n_tokens);
     return kept;
 }
+
+static size_t count_avx2(const uint64_t *mask, size_t size) { return sift__gx_mask_count_impl(mask, size); }
+static size_t compact_avx2(sift_token *id, float *logit, size_t size, const uint64_t *mask)
+{
+    return sift__gx_mask_compact_impl(id, logit, size, mask);
+}
+const sift__gx_mask_ops sift__gx_mask_ops_avx2 = {sift__gx_mask_apply_avx2, count_avx2, compact_avx2};

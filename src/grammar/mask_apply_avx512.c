@@ -11,6 +11,7 @@
  * grammar mask: per 16 ids a scalar load, a compare and a branch made it ~9 us (MaskBench,
  * half the median TBM); the 64-wide loop streams the ids at close to the cache's rate.
  * Any other block (sorted, truncated or shifted arrays) looks each id up with a gather.
+ * With `ident` the caller vouches for the fill's layout and no id is read at all.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -30,7 +31,8 @@ static inline size_t apply16_any(const sift_token *id, float *logit, const uint6
     return (size_t)__builtin_popcount(ok);
 }
 
-size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens)
+size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
+                                  bool ident)
 {
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
     const __m512i step16 = _mm512_set1_epi32(16), step64 = _mm512_set1_epi32(64);
@@ -39,13 +41,17 @@ size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t siz
     /* identity blocks lie below n_tokens (i + 64 <= n_tokens), so every id there is valid */
     size_t ident_end = size < n_tokens ? size : n_tokens;
     for (; i + 64 <= ident_end; i += 64, want = _mm512_add_epi32(want, step64)) {
-        __m512i w1 = _mm512_add_epi32(want, step16), w2 = _mm512_add_epi32(w1, step16), w3 = _mm512_add_epi32(w2, step16);
-        __m512i d0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(id + i)), want);
-        __m512i d1 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(id + i + 16)), w1);
-        __m512i d2 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(id + i + 32)), w2);
-        __m512i d3 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(id + i + 48)), w3);
-        __m512i d = _mm512_or_si512(_mm512_or_si512(d0, d1), _mm512_or_si512(d2, d3));
-        if (_mm512_test_epi32_mask(d, d) == 0) {
+        bool block_ident = ident;
+        if (!ident) {
+            __m512i w1 = _mm512_add_epi32(want, step16), w2 = _mm512_add_epi32(w1, step16), w3 = _mm512_add_epi32(w2, step16);
+            __m512i d0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(id + i)), want);
+            __m512i d1 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(id + i + 16)), w1);
+            __m512i d2 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(id + i + 32)), w2);
+            __m512i d3 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(id + i + 48)), w3);
+            __m512i d = _mm512_or_si512(_mm512_or_si512(d0, d1), _mm512_or_si512(d2, d3));
+            block_ident = _mm512_test_epi32_mask(d, d) == 0;
+        }
+        if (block_ident) {
             uint64_t bits = mask[i >> 6];
             kept += (size_t)__builtin_popcountll(bits);
             if (bits == ~(uint64_t)0) continue;
@@ -58,12 +64,20 @@ size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t siz
         }
         for (size_t k = i; k < i + 64; k += 16) kept += apply16_any(id + k, logit + k, mask, n_tokens);
     }
-    for (; i + 16 <= size; i += 16) kept += apply16_any(id + i, logit + i, mask, n_tokens);
+    if (!ident)
+        for (; i + 16 <= size; i += 16) kept += apply16_any(id + i, logit + i, mask, n_tokens);
     for (; i < size; i++) {
-        uint32_t t = (uint32_t)id[i];
+        uint32_t t = ident ? (uint32_t)i : (uint32_t)id[i];
         bool ok = t < n_tokens && ((mask[t >> 6] >> (t & 63)) & 1);
         if (!ok) logit[i] = -INFINITY;
         kept += ok;
     }
     return kept;
 }
+
+static size_t count_avx512(const uint64_t *mask, size_t size) { return sift__gx_mask_count_impl(mask, size); }
+static size_t compact_avx512(sift_token *id, float *logit, size_t size, const uint64_t *mask)
+{
+    return sift__gx_mask_compact_impl(id, logit, size, mask);
+}
+const sift__gx_mask_ops sift__gx_mask_ops_avx512 = {sift__gx_mask_apply_avx512, count_avx512, compact_avx512};
