@@ -852,6 +852,123 @@ static void test_mask_apply_variants(void **state)
     free(l2);
 }
 
+/* ---- the two ways apply bans (mask_apply.h) ------------------------------------------------- */
+
+/* A user's sampler that reverses the candidates (ids and logits): it knows nothing of
+ * SIFT_CAND_IDENTITY, so the library must drop the flag after it. */
+static void reverse_apply(sift_sampler *smpl, sift_candidates *c)
+{
+    (void)smpl;
+    for (size_t i = 0, j = c->size - 1; i < j; i++, j--) {
+        sift_token t = c->id[i];
+        c->id[i] = c->id[j];
+        c->id[j] = t;
+        float l = c->logit[i];
+        c->logit[i] = c->logit[j];
+        c->logit[j] = l;
+    }
+}
+
+/* The survivors (id -> logit) of a candidates array, as a dense table (NAN = not there). */
+static size_t survivors(const sift_candidates *c, float *tab, int n)
+{
+    size_t k = 0;
+    for (int t = 0; t < n; t++) tab[t] = NAN;
+    for (size_t i = 0; i < c->size; i++)
+        if (c->logit[i] != -INFINITY) {
+            assert_true(isnan(tab[c->id[i]])); /* each token once */
+            tab[c->id[i]] = c->logit[i];
+            k++;
+        }
+    return k;
+}
+
+/* Removal (default), -inf in place (keep_banned) and a permuted array (ids read one by one)
+ * leave the same tokens with the same logits at every step of a JSON walk; the removal keeps
+ * id order and happens exactly for masks that allow some but at most 1 in 8 tokens. */
+static void test_apply_layouts(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    size_t gl = 0;
+    char *gtext = gt_grammar_text("json", &gl);
+    gt_vocab v;
+    char **store;
+    random_vocab(&v, &store, "{}[],:\"\\ \n0123456789.-+eEtrufalsn\xC3\xA9", N, 17);
+    sift_grammar_params p = sift_grammar_default_params();
+    sift_error err = {0};
+    sift_sampler *g[3];
+    for (int k = 0; k < 3; k++) {
+        p.keep_banned = k == 1;
+        g[k] = sift_sampler_init_grammar_ex(&v.view, gtext, gl, &p, &err);
+        assert_non_null(g[k]);
+    }
+    static const sift_sampler_i rev_iface = {.apply = reverse_apply};
+    sift_sampler *rev = sift_sampler_init(&rev_iface, NULL);
+    sift_candidates c;
+    assert_int_equal(sift_candidates_init(&c, N), SIFT_OK);
+    float *logits = malloc(N * sizeof *logits), *tab[3];
+    for (int k = 0; k < 3; k++) tab[k] = malloc(N * sizeof *tab[k]);
+    uint64_t seed = 9;
+    int removed = 0, in_place = 0;
+    for (int step = 0; step < 300; step++) {
+        for (int i = 0; i < N; i++) logits[i] = (float)(rng_next(&seed) % 1000) / 100.0f;
+        size_t n_ok[3];
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(sift_candidates_fill(&c, logits, N), SIFT_OK);
+            assert_true(c.flags & SIFT_CAND_IDENTITY);
+            if (k == 2) {
+                sift_sampler_apply(rev, &c);
+                assert_false(c.flags & SIFT_CAND_IDENTITY); /* the library dropped it */
+            }
+            sift_sampler_apply(g[k], &c);
+            n_ok[k] = survivors(&c, tab[k], N);
+            for (int t = 0; t < N; t++) assert_true(isnan(tab[k][t]) || tab[k][t] == logits[t]);
+            if (k == 0) {
+                const bool sparse = n_ok[0] > 0 && n_ok[0] <= N / 8;
+                if (sparse) { /* removed: only survivors, in id order */
+                    removed++;
+                    assert_int_equal(c.size, n_ok[0]);
+                    for (size_t i = 1; i < c.size; i++) assert_true(c.id[i - 1] < c.id[i]);
+                    assert_false(c.flags & SIFT_CAND_IDENTITY);
+                } else { /* in place: the fill's layout, still vouched for */
+                    in_place++;
+                    assert_int_equal(c.size, N);
+                    assert_true(c.flags & SIFT_CAND_IDENTITY);
+                }
+            } else if (k == 1) {
+                assert_int_equal(c.size, N);
+                for (int i = 0; i < N; i++) assert_int_equal(c.id[i], i);
+            }
+        }
+        assert_int_equal(n_ok[0], n_ok[1]);
+        assert_int_equal(n_ok[0], n_ok[2]);
+        assert_memory_equal(tab[0], tab[1], N * sizeof *tab[0]);
+        assert_memory_equal(tab[0], tab[2], N * sizeof *tab[0]);
+        /* go on with a survivor, the same one for all three; restart after the end */
+        assert_true(n_ok[0] > 0);
+        int pick = -1;
+        for (uint64_t r = rng_next(&seed) % n_ok[0]; pick < N - 1;)
+            if (!isnan(tab[0][++pick]) && r-- == 0) break;
+        for (int k = 0; k < 3; k++) {
+            sift_sampler_accept(g[k], pick);
+            if (v.attr[pick] & SIFT_TOKEN_ATTR_EOG) sift_sampler_reset(g[k]);
+        }
+    }
+    assert_true(removed > 20 && in_place > 20); /* both ways were exercised */
+    for (int k = 0; k < 3; k++) {
+        free(tab[k]);
+        sift_sampler_free(g[k]);
+    }
+    free(logits);
+    sift_sampler_free(rev);
+    sift_candidates_free(&c);
+    for (int i = 0; i < N; i++) free(store[i]);
+    free(store);
+    gt_vocab_free(&v);
+    free(gtext);
+}
+
 /* ---- no allocation once warm ------------------------------------------------------------------ */
 
 static void test_no_allocation_when_warm(void **state)
@@ -909,7 +1026,8 @@ int main(void)
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
         cmocka_unit_test(test_large_state_union),
-        cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
+        cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_apply_layouts),
+        cmocka_unit_test(test_no_allocation_when_warm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
