@@ -268,7 +268,7 @@ static void g_apply(sift_sampler *s, sift_candidates *cand)
         }
         const bool ident = (cand->flags & SIFT_CAND_IDENTITY) && cand->size <= (size_t)v->n_tokens;
         if (ident && !c->keep_banned && cand->selected < 0) {
-            const size_t n_ok = c->mops->count(c->mask, cand->size);
+            const size_t n_ok = c->mops->count(c->mask, cand->size, cand->size / COMPACT_DIV);
             /* never down to nothing: a mask no candidate passes keeps llama.cpp's all -inf
              * array, which the callers' "no token left" checks read (sample_ex.c) */
             if (n_ok > 0 && n_ok <= cand->size / COMPACT_DIV) {

@@ -21,7 +21,10 @@ size_t sift__gx_mask_apply_scalar(const sift_token *id, float *logit, size_t siz
     return kept;
 }
 
-static size_t count_scalar(const uint64_t *mask, size_t size) { return sift__gx_mask_count_impl(mask, size); }
+static size_t count_scalar(const uint64_t *mask, size_t size, size_t limit)
+{
+    return sift__gx_mask_count_impl(mask, size, limit);
+}
 static size_t compact_scalar(sift_token *id, float *logit, size_t size, const uint64_t *mask)
 {
     return sift__gx_mask_compact_impl(id, logit, size, mask);

@@ -39,8 +39,9 @@ size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size,
 size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
                                   bool ident);
 
-/* How many of tokens [0, size) the mask allows. */
-typedef size_t (*sift__gx_mask_count_fn)(const uint64_t *mask, size_t size);
+/* How many of tokens [0, size) the mask allows - or, once that passes `limit`, any number
+ * above it (a dense mask stops after a few hundred words). */
+typedef size_t (*sift__gx_mask_count_fn)(const uint64_t *mask, size_t size, size_t limit);
 /* The removal, for candidates in the fill's layout (id[i] == i for i < size): the allowed
  * ones move to the front in id order (id[j] = t, logit[j] = logit[t]; p is not moved).
  * Returns their number, the new size. */
@@ -60,10 +61,13 @@ extern const sift__gx_mask_ops sift__gx_mask_ops_scalar, sift__gx_mask_ops_avx2,
 /* The best version this CPU runs. */
 const sift__gx_mask_ops *sift__gx_mask_ops_best(void);
 
-static inline size_t sift__gx_mask_count_impl(const uint64_t *mask, size_t size)
+static inline size_t sift__gx_mask_count_impl(const uint64_t *mask, size_t size, size_t limit)
 {
     size_t n = 0, w = 0;
-    for (; (w + 1) * 64 <= size; w++) n += (size_t)__builtin_popcountll(mask[w]);
+    for (; (w + 1) * 64 <= size; w++) {
+        n += (size_t)__builtin_popcountll(mask[w]);
+        if ((w & 15) == 15 && n > limit) return n;
+    }
     if (size & 63) n += (size_t)__builtin_popcountll(mask[w] & (((uint64_t)1 << (size & 63)) - 1));
     return n;
 }

@@ -72,7 +72,10 @@ size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size,
     return kept;
 }
 
-static size_t count_avx2(const uint64_t *mask, size_t size) { return sift__gx_mask_count_impl(mask, size); }
+static size_t count_avx2(const uint64_t *mask, size_t size, size_t limit)
+{
+    return sift__gx_mask_count_impl(mask, size, limit);
+}
 static size_t compact_avx2(sift_token *id, float *logit, size_t size, const uint64_t *mask)
 {
     return sift__gx_mask_compact_impl(id, logit, size, mask);
