@@ -670,6 +670,40 @@ static void test_pos_equiv(void **state)
     n_fixed_tokens = 0;
 }
 
+/* Position equivalence on a grammar with a long chain (a string with maxLength 1,500: 1,500
+ * nested helpers that the refinement splits one level per round): the rounds run on a worklist
+ * (pos_equiv.c, refine_classes), so it settles and the two free strings still share their
+ * positions - with a full pass per round it gave up (the identity) on such grammars. */
+static void test_pos_equiv_long_chain(void **state)
+{
+    (void)state;
+    static const char gtext[] = "root ::= a \",\" b \",\" c\n"
+                                "a ::= \"\\\"\" ch-a* \"\\\"\"\n"
+                                "b ::= \"\\\"\" ch-b* \"\\\"\"\n"
+                                "c ::= \"\\\"\" ch-a{0,1500} \"\\\"\"\n"
+                                "ch-a ::= [a-z] | \"\\\\\" [nt]\n"
+                                "ch-b ::= [a-z] | \"\\\\\" [nt]\n";
+    sift_error err = {0};
+    sift_grammar *g = sift_grammar_parse(gtext, sizeof gtext - 1, NULL, NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    assert_true(g->n_rules > 1500);
+    uint32_t *rep = NULL;
+    assert_int_equal(sift__gx_pos_reps(g, &rep), SIFT_OK);
+    uint32_t a = rule_pos(g, "a"), b = rule_pos(g, "b"), ca = rule_pos(g, "ch-a"), cb = rule_pos(g, "ch-b");
+    assert_int_equal(rep[b + 1], rep[a + 1]); /* the helpers of ch-a* and ch-b* */
+    assert_int_equal(rep[b + 2], rep[a + 2]);
+    assert_int_equal(rep[cb], rep[ca]);
+    /* the chain's helpers are apart from the loop's and from each other: ch-a{0,1500} is one
+     * rule per remaining length, all different */
+    uint32_t n_chain_reps = 0;
+    for (uint32_t r = 0; r < g->n_rules; r++)
+        if (!strncmp(g->rule_name[r], "c_", 2) && rep[g->rule_start[r]] == g->rule_start[r]) n_chain_reps++;
+    assert_true(n_chain_reps >= 1499);
+    for (uint32_t p = 0; p < g->n_elems; p++) assert_int_equal(rep[rep[p]], rep[p]);
+    sift__gx_free(rep);
+    sift_grammar_free(g);
+}
+
 /* Large states: the shared-walk union (sift__gx_succ_union, used above GX_SUCC_UNION_MIN stacks)
  * equals the merge of the memoized per-stack successor lists. */
 static void test_large_state_union(void **state)
@@ -887,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
+        cmocka_unit_test(test_pos_equiv_long_chain),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
     };
