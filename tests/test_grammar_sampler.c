@@ -450,6 +450,7 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
  * and the stack arena compacted every 10 steps */
 static uint64_t slices_first_total; /* root walks that took first_bits (trie.h), over test_mask_slices */
 static uint64_t hosts_slice_total, hosts_loop_first_total; /* over test_mask_host_slice */
+static uint64_t root_walks_total; /* over test_mask_key_exclusion */
 
 static void differential_ex(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed, int stress)
 {
@@ -516,6 +517,7 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         assert_true(es.loop_sets_reused > 0); /* a char* loop took its parent's loop set (mask.c, loop_set) */
         slices_first_total += es.first_slices;
     }
+    if (!strcmp(grammar_name, "key_exclusion")) root_walks_total += es.root_walks_reused;
     if (!strcmp(grammar_name, "hosts")) {
         hosts_slice_total += es.slice_nodes;
         hosts_loop_first_total += es.loop_sets_first;
@@ -605,6 +607,26 @@ static void test_mask_host_slice(void **state)
                   (unsigned long long)hosts_loop_first_total);
     assert_true(hosts_slice_total > 0);
     assert_true(hosts_loop_first_total > 0);
+}
+
+/* Key exclusions (mask.c, root_walk_take): the root walks of the [^...x] char* classes,
+ * made from one remembered walk in their common char* loop less the root children where
+ * the class and the loop differ (DEL, the excluded letter), against the reference matcher.
+ * The alphabet has the keys' letters, quotes and backslashes (subtrees no slice takes: the
+ * walk that is remembered), DEL and non-ASCII characters. */
+static void test_mask_key_exclusion(void **state)
+{
+    (void)state;
+    const char *key_chars = "nametypxz\"\"\\:{},[] \x7F\xC3\xA9\xE2\x82\xAC";
+    static const char *const key_tokens[] = {"{\"", "\"", "\":", "name", "na", "nap", "ty", "n", "t", "e", "p", "y", "\x7F", "\x7F" "a"};
+    fixed_tokens = key_tokens;
+    n_fixed_tokens = (int)(sizeof key_tokens / sizeof key_tokens[0]);
+    root_walks_total = 0;
+    for (uint64_t seed = 80; seed < 88; seed++) differential_ex("key_exclusion", key_chars, 1500, 120, seed, seed == 83);
+    fixed_tokens = NULL;
+    n_fixed_tokens = 0;
+    print_message("key exclusions: root walks made from a remembered one %llu\n", (unsigned long long)root_walks_total);
+    assert_true(root_walks_total > 0);
 }
 
 /* The first position of rule `name`'s body. */
@@ -921,7 +943,7 @@ int main(void)
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
-        cmocka_unit_test(test_pos_equiv_long_chain),
+        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_pos_equiv_long_chain),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_no_allocation_when_warm),
     };

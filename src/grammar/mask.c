@@ -53,7 +53,10 @@
  * char* loop resumed at its parent's escapes ORs a loop set cached per parent entry
  * (loop_set), and a walk from the trie root whose every slice character but a few ASCII
  * ones leads to one loop ORs the vocabulary's first-character slices (first_loop, trie.h).
- * What is left of such a mask is walking the non-slice nodes (~8k, cache-miss bound).
+ * What is left of such a mask is walking the non-slice nodes (~8k, cache-miss bound); when
+ * the root state is a key-exclusion class that steps to a loop L on all but a few first
+ * characters, that walk is made once per L and taken less those characters' subtrees
+ * (root_walk_take; the walk arena names frames by representative, so L is one state).
  * There are two slices (trie.c): C_0 the converters' JSON string character, C_1 the same less
  * U+2028..2029, the class a regex "." becomes in a string pattern.
  *
@@ -118,6 +121,15 @@ typedef struct {
     uint32_t parent, pos, aux, id; /* id == GX_NONE: empty slot */
 } ent_slot;
 
+/* A walk from the trie root in a loop state L, remembered (see root_walk_take). */
+typedef struct {
+    uint32_t state;         /* L */
+    const uint64_t *follow; /* the FOLLOW set its escapes passed (compared by content) */
+    uint64_t *bits;         /* the tokens it accepted */
+    uint32_t *esc, n_esc;   /* its escape nodes, in preorder */
+} root_walk;
+#define ROOT_WALKS_MAX 64u  /* per DFA: 13 KB each at 102k tokens */
+
 struct sift__gx_engine {
     _Atomic int refs;
     pthread_mutex_t lock;
@@ -144,6 +156,10 @@ struct sift__gx_engine {
     uint64_t loop_reused;        /* child computations that took a cached loop set (loop_set) */
     uint64_t loop_first;         /* loop sets made from first_bits (loop_set) */
     uint64_t bulk;               /* trie nodes accepted in bulk (slices) instead of walked */
+    root_walk *rw;               /* root walks remembered (root_walk_take), valid with the DFA */
+    uint32_t n_rw, cap_rw;
+    bool rw_building;
+    uint64_t rw_reused;          /* root walks that took a remembered one */
 
     /* the cache */
     sift__gx_entry *ent;
@@ -379,6 +395,15 @@ static bool partial_possible(const sift__gx_engine *e, uint32_t s, const sift__g
     return live_any(e, s, s0, s1);
 }
 
+static void root_walks_free(sift__gx_engine *e)
+{
+    for (uint32_t k = 0; k < e->n_rw; k++) {
+        sift__gx_free(e->rw[k].bits);
+        sift__gx_free(e->rw[k].esc);
+    }
+    e->n_rw = 0;
+}
+
 /* Drop the DFA and the walk arena (between entry computations) when they grow too big. */
 static int dfa_maybe_reset(sift__gx_engine *e)
 {
@@ -386,6 +411,7 @@ static int dfa_maybe_reset(sift__gx_engine *e)
                      (uint64_t)e->wa.cap * 20 + (uint64_t)e->wa.pool.cap * 4 + (uint64_t)e->asc_cap * 4;
     if (bytes < DFA_BYTES_LIMIT) return SIFT_OK;
     sift__gx_arena_clear(&e->wa);
+    root_walks_free(e); /* keyed by DFA states */
     e->n_st = 0;
     e->sets.n = e->live_n = e->trans_n = 0;
     memset(e->st_ht, 0xFF, (size_t)e->st_ht_cap * sizeof *e->st_ht);
@@ -461,6 +487,115 @@ static uint32_t first_loop(sift__gx_engine *e, uint32_t s0, uint32_t k, uint8_t 
     return L;
 }
 
+static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift__gx_utf8 u0, const uint64_t *follow);
+
+static void next_node_epoch(sift__gx_engine *e)
+{
+    if (++e->node_epoch == 0) {
+        memset(e->node_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->node_stamp);
+        e->node_epoch = 1;
+    }
+}
+
+/* The walk from the trie root in state s0, when s0 steps to loop L on nearly every first
+ * character, made from a remembered walk in L: 1 done (cov[b]: the root children of first
+ * byte b it covered, for walk to skip), 0 not, -1 out of memory.
+ *
+ * Why. A key-exclusion rule (json_schema.c: "any key but the declared ones") is a chain of
+ * small rules, each "one declared key's next character, or any other character then
+ * char*": a class like [^"\\\x00-\x1FC] followed by a loop. Every such class is a new
+ * level-1 entry, walked from the root: ~6.6k trie nodes (the tokens holding a quote or a
+ * backslash, which no slice takes) for what is, but for one excluded first character, the
+ * same walk each time - and each new key character of a generated key met a new one
+ * (MaskBench: the largest group of masks over 300 us). Since the walk arena names frames by
+ * representative (stacks.h), those loops are one DFA state L, so the walk in L is made once
+ * per (L, FOLLOW) and each class takes it less the subtrees where s0 and L differ.
+ *
+ * Exact: below a root child of first byte b, a walk depends only on the state, escape flag
+ * and UTF-8 left after b, i.e. on the transition on b; where s0's equals L's (every ASCII b
+ * compared, the non-ASCII symbols all at once: a lead byte leaves the state as it is until
+ * the character completes), the subtree's tokens and escapes are L's. The other children
+ * are cleared from the copy and walked from s0 (walk skips the covered ones). */
+static int root_walk_take(sift__gx_engine *e, uint32_t s0, uint32_t L, const uint64_t *follow, bool *cov)
+{
+    const sift__gx_vocab *v = e->voc;
+    const sift_grammar *g = e->g;
+    const sift__gx_trie_node *tn = v->node;
+    uint32_t a, b;
+    sift__gx_syms_in_range(g, 0x80, 0x10FFFF, &a, &b);
+    for (uint32_t q = a; q <= b; q++) {
+        int32_t t0 = dfa_step(e, s0, q), t1 = dfa_step(e, L, q);
+        if (t0 < 0 || t1 < 0) return -1;
+        if (t0 != t1) return 0;
+    }
+    uint64_t uncovered = 0;
+    for (uint32_t c = 1; c < v->n_nodes; c = tn[c].end) {
+        uint8_t by = tn[c].byte;
+        bool same = true;
+        if (by < 0x80) {
+            int32_t t0 = e->asc[(size_t)s0 * 128 + by], t1 = e->asc[(size_t)L * 128 + by];
+            if (t0 < 0 && (t0 = dfa_step_ascii(e, s0, by)) < 0) return -1;
+            if (t1 < 0 && (t1 = dfa_step_ascii(e, L, by)) < 0) return -1;
+            same = t0 == t1;
+        }
+        cov[by] = same;
+        if (!same) uncovered += tn[c].end - c;
+    }
+    if (uncovered * 4 > v->n_nodes) return 0; /* mostly a walk of its own */
+    uint32_t W = v->n_words, sw = g->sym_words;
+    root_walk *rw = NULL;
+    for (uint32_t k = 0; k < e->n_rw && !rw; k++)
+        if (e->rw[k].state == L && (e->rw[k].follow == follow || !memcmp(e->rw[k].follow, follow, (size_t)sw * sizeof *follow)))
+            rw = &e->rw[k];
+    if (!rw) {
+        if (e->n_rw == ROOT_WALKS_MAX || !GX_GROW(e->rw, e->cap_rw, e->n_rw + 1)) return e->n_rw == ROOT_WALKS_MAX ? 0 : -1;
+        root_walk nw = {L, follow, sift__gx_malloc((size_t)W * sizeof(uint64_t)), NULL, 0};
+        if (!nw.bits) return -1;
+        /* the computation has nothing yet (walk checked): make L's walk in its place */
+        sift__gx_utf8 none = {0};
+        e->rw_building = true;
+        int rc = walk(e, 0, L, false, none, follow);
+        e->rw_building = false;
+        if (rc == SIFT_OK && e->esc.n && !(nw.esc = sift__gx_malloc((size_t)e->esc.n * sizeof *nw.esc))) rc = SIFT_E_NOMEM;
+        if (rc != SIFT_OK) {
+            sift__gx_free(nw.bits);
+            return -1;
+        }
+        if (e->bulk_used) memcpy(nw.bits, e->bulk_bits, (size_t)W * sizeof *nw.bits);
+        else memset(nw.bits, 0, (size_t)W * sizeof *nw.bits);
+        for (uint32_t k = 0; k < e->acc.n; k++) sift__gx_bit_set(nw.bits, e->acc.v[k]);
+        if (e->esc.n) {
+            memcpy(nw.esc, e->esc.v, (size_t)e->esc.n * sizeof *nw.esc);
+            qsort(nw.esc, e->esc.n, sizeof *nw.esc, cmp_u32);
+        }
+        nw.n_esc = e->esc.n;
+        e->acc.n = e->esc.n = 0;
+        e->bulk_used = false;
+        next_node_epoch(e);
+        e->rw[e->n_rw++] = nw;
+        rw = &e->rw[e->n_rw - 1];
+    }
+    e->rw_reused++;
+    memcpy(e->bulk_bits, rw->bits, (size_t)W * sizeof *e->bulk_bits);
+    e->bulk_used = true;
+    uint32_t q = 0;
+    for (uint32_t c = 1; c < v->n_nodes; c = tn[c].end) {
+        bool in = cov[tn[c].byte];
+        if (!in) { /* the tokens of c's subtree (c's own too) are walked from s0 instead */
+            uint32_t lo, hi;
+            sift__gx_trie_below(v, c, &lo, &hi);
+            for (uint32_t t = tn[c].tok_begin; t < hi; t++) e->bulk_bits[v->sorted[t] >> 6] &= ~((uint64_t)1 << (v->sorted[t] & 63));
+        }
+        for (; q < rw->n_esc && rw->esc[q] < tn[c].end; q++) {
+            uint32_t x = rw->esc[q];
+            if (!in || e->node_stamp[x] == e->node_epoch) continue;
+            e->node_stamp[x] = e->node_epoch;
+            if (!sift__gx_u32_push(&e->esc, x)) return -1;
+        }
+    }
+    return 1;
+}
+
 /* Walk the trie below node `root` from DFA state s0 (esc0: the suffix was already used up
  * at the root; u0: unfinished UTF-8 at the root). Accepted tokens go to e->acc, escape
  * nodes to e->esc (both deduplicated by the current stamps). */
@@ -489,13 +624,23 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
      * the masks over 200 us). Only while bulk_bits holds nothing else: the exceptions are
      * cleared from it. */
     uint32_t first = 0, first_state = DEAD;
-    if (root == 0 && u0.need == 0 && s0 != DEAD && !e->bulk_used) {
-        for (uint32_t k = 0; k < GX_N_SLICES && !first; k++) {
+    bool cov[256], memo = false;
+    if (root == 0 && u0.need == 0 && s0 != DEAD && !esc0 && !e->bulk_used) {
+        for (uint32_t k = 0; k < GX_N_SLICES && !first && !memo; k++) {
             uint8_t ex[FIRST_EX_MAX];
             uint32_t n_ex = 0;
             uint32_t L = first_loop(e, s0, k, ex, &n_ex);
             if (L == UNI_OOM) return SIFT_E_NOMEM;
             if (L == UNI_NONE) continue;
+            if (L != s0 && !e->rw_building) { /* a key-exclusion class: L's walk, remembered */
+                int r = root_walk_take(e, s0, L, follow, cov);
+                if (r < 0) return SIFT_E_NOMEM;
+                wf[d0] = (wframe){s0, root, u0, esc0, 0}; /* L's walk, if made now, used the frames */
+                if (r > 0) {
+                    memo = true;
+                    break;
+                }
+            }
             const uint64_t *fb = v->first_bits + (size_t)k * v->n_words;
             for (uint32_t w = 0; w < v->n_words; w++) e->bulk_bits[w] |= fb[w];
             for (uint32_t c = 1; c < v->n_nodes; c = tn[c].end) { /* the root's children */
@@ -518,6 +663,10 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
         const sift__gx_trie_node nd = tn[i];
         const uint32_t d = nd.depth;
         const uint8_t b = nd.byte;
+        if (memo && d == 1 && cov[b]) { /* taken from L's walk (root_walk_take) */
+            i = nd.end;
+            continue;
+        }
         wframe *pf = &wf[d - 1];
         if (pf->esc && !pf->rec && follow_ok(e, follow, b)) {
             pf->rec = 1;
@@ -918,6 +1067,8 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_vocab_release(e->voc);
     sift__gx_arena_free(&e->wa);
     sift__gx_free(e->asc);
+    root_walks_free(e);
+    sift__gx_free(e->rw);
     sift__gx_free(e->st);
     sift__gx_u32_free(&e->sets);
     sift__gx_free(e->live);
@@ -967,6 +1118,7 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     rc = sift__gx_arena_init(&e->wa, g);
     if (rc != SIFT_OK) goto nomem;
     if (sift__gx_pos_reps(g, &e->rep) != SIFT_OK) goto nomem;
+    e->wa.rep = e->rep;
     uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
     e->seen_bits = sift__gx_calloc(e->voc->n_words, sizeof *e->seen_bits);
@@ -1261,12 +1413,14 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->trie_nodes_walked = e->walked;
     st->bytes = (uint64_t)e->n_dense * e->voc->n_words * 8 + (uint64_t)e->lists.cap * 4 + (uint64_t)e->cap_ent * sizeof(sift__gx_entry) +
                 (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
-                (uint64_t)e->voc->n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
+                (uint64_t)e->voc->n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4 +
+                (uint64_t)e->n_rw * e->voc->n_words * 8;
     st->precompute_ms = e->precompute_ms;
     st->trims = e->trims;
     st->slice_nodes = e->bulk;
     st->loop_sets_reused = e->loop_reused;
     st->loop_sets_first = e->loop_first;
     st->first_slices = e->first_taken;
+    st->root_walks_reused = e->rw_reused;
     pthread_mutex_unlock(&e->lock);
 }
