@@ -451,6 +451,7 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
 static uint64_t slices_first_total; /* root walks that took first_bits (trie.h), over test_mask_slices */
 static uint64_t hosts_slice_total, hosts_loop_first_total; /* over test_mask_host_slice */
 static uint64_t root_walks_total; /* over test_mask_key_exclusion */
+static uint64_t chain_takes_total; /* over test_mask_slices */
 
 static void differential_ex(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed, int stress)
 {
@@ -516,6 +517,7 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         assert_true(es.slice_nodes > 0);      /* the bulk path ran */
         assert_true(es.loop_sets_reused > 0); /* a char* loop took its parent's loop set (mask.c, loop_set) */
         slices_first_total += es.first_slices;
+        chain_takes_total += es.chain_takes;
     }
     if (!strcmp(grammar_name, "key_exclusion")) root_walks_total += es.root_walks_reused;
     if (!strcmp(grammar_name, "hosts")) {
@@ -567,7 +569,7 @@ static void test_mask_slices(void **state)
 {
     (void)state;
     const char *str_chars = "abcdefghijz> \"\\:{},[]'<u0\x7F\x01\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80xyzqrstABC~\xE2\x80\xA8";
-    slices_first_total = 0;
+    slices_first_total = chain_takes_total = 0;
     for (uint64_t seed = 21; seed < 33; seed++) differential_ex("json_strings", str_chars, 1500, 100, seed, seed == 26);
     print_message("first-character slices taken: %llu\n", (unsigned long long)slices_first_total);
     /* not-s excludes "Q", which the alphabet lacks: these make the "Q" node a first-character
@@ -581,6 +583,8 @@ static void test_mask_slices(void **state)
     fixed_tokens = NULL;
     n_fixed_tokens = 0;
     assert_true(slices_first_total > 0); /* a key-not [^...a] char* took first_bits less its exceptions */
+    print_message("subtrees taken up to a chain's length: %llu\n", (unsigned long long)chain_takes_total);
+    assert_true(chain_takes_total > 0); /* char{0,3} took the subtrees' tokens of at most 1..3 characters */
 }
 
 /* The host name slice (C_2, trie.c) and loop sets made from the first-character slices

@@ -87,6 +87,8 @@
 #define UNI_UNKNOWN 0xFFFFFFFFu  /* uni_next not computed yet */
 #define UNI_NONE 0xFFFFFFFEu     /* the slice's characters lead to different states, or to DEAD */
 #define UNI_OOM 0xFFFFFFFDu
+#define CHAIN_UNKNOWN 0xFF       /* dfa_state.chain not computed yet */
+#define CHAIN_NONE 0xFE          /* not a chain of slice characters that ends dead */
 #ifndef GX_DFA_UNION_MIN
 #define GX_DFA_UNION_MIN GX_SUCC_UNION_MIN /* see sift__gx_succ_union */
 #endif
@@ -108,6 +110,7 @@ typedef struct {
     uint32_t live_off;           /* symbols some CLASS top accepts, in `live` */
     uint32_t trans_off;          /* n_syms transitions in `trans` (GX_NONE until first used) */
     uint32_t uni[GX_N_SLICES];   /* per slice (trie.h): the one state every C_k character leads to (see uni_next) */
+    uint8_t chain[GX_N_SLICES];  /* per slice: its chain length (chain_len), CHAIN_UNKNOWN / CHAIN_NONE */
 } dfa_state;
 
 /* A walk's state at one trie depth. */
@@ -160,6 +163,9 @@ struct sift__gx_engine {
     uint32_t n_rw, cap_rw;
     bool rw_building;
     uint64_t rw_reused;          /* root walks that took a remembered one */
+    uint64_t chain_taken;        /* subtrees taken up to a chain's length (take_slice) */
+    const uint64_t *fd_follow;   /* follow_disjoint's memo: the set, and bit k: no C_k symbol in it */
+    uint8_t fd_bits;
 
     /* the cache */
     sift__gx_entry *ent;
@@ -272,7 +278,10 @@ static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
         }
     }
     s->trans_off = GX_NONE;
-    for (uint32_t k = 0; k < GX_N_SLICES; k++) s->uni[k] = UNI_UNKNOWN;
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) {
+        s->uni[k] = UNI_UNKNOWN;
+        s->chain[k] = CHAIN_UNKNOWN;
+    }
     e->n_st++;
     if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
         if (!st_ht_grow(e)) return GX_NONE;
@@ -382,6 +391,52 @@ static int slice_ok(sift__gx_engine *e, uint32_t s, uint32_t k, uint32_t len)
     return 1;
 }
 
+/* The length j of the chain of slice k from state s: a string of C_k characters is accepted
+ * from s exactly when it has at most j characters - uni_next steps to live states, and at
+ * the chain's end every C_k character either dies (DEAD) or, every one, uses the suffix up
+ * and then dies (one more then) - a string with maxLength, j characters before its end. CHAIN_NONE
+ * when s is not such a chain (a loop, a fork, longer than 253), -1 out of memory. Memoized
+ * per state (every state along the chain gets its own). */
+static int chain_len(sift__gx_engine *e, uint32_t s, uint32_t k)
+{
+    uint32_t path[256], n = 0, t = s;
+    int r = CHAIN_NONE;
+    for (;;) {
+        if (e->st[t].chain[k] != CHAIN_UNKNOWN) {
+            r = e->st[t].chain[k];
+            break;
+        }
+        if (n == 254 || t == DEAD) break; /* too long, or dead already: none */
+        path[n++] = t;
+        uint32_t u = uni_next(e, t, k);
+        if (u == UNI_OOM) return -1;
+        if (u == t) break; /* a loop: slice_ok takes it */
+        if (u == UNI_NONE) { /* the end of the chain: every C_k character dies here, or every one ends it */
+            const sift__gx_u32vec *ss = &e->slice_syms[k];
+            bool die = ss->n > 0, end = ss->n > 0;
+            for (uint32_t q = 0; q < ss->n && (die || end); q++) {
+                int32_t x = dfa_step(e, t, ss->v[q]);
+                if (x < 0) return -1;
+                die &= x == (int32_t)(DEAD << 1);    /* a token with this character is rejected */
+                end &= x == (int32_t)(DEAD << 1 | 1); /* accepted if it ends with it (the suffix used up) */
+            }
+            if (die || end) {
+                r = end;
+                e->st[t].chain[k] = (uint8_t)r;
+                n--;
+            }
+            break;
+        }
+        t = u;
+    }
+    /* path[q] is n - q steps before a state of chain length r */
+    for (uint32_t q = n; q-- > 0;) {
+        if (r != CHAIN_NONE) r = r + 1 < CHAIN_NONE ? r + 1 : CHAIN_NONE;
+        e->st[path[q]].chain[k] = (uint8_t)r;
+    }
+    return e->st[s].chain[k];
+}
+
 static inline bool live_any(const sift__gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
 {
     return sift__gx_bits_any_in(e->live + e->st[s].live_off, s0, s1);
@@ -427,20 +482,62 @@ static inline bool follow_ok(const sift__gx_engine *e, const uint64_t *follow, u
     return false;
 }
 
+/* Has FOLLOW set `follow` no symbol of slice k? (1-entry memo per engine: a walk keeps its set) */
+static bool follow_disjoint(sift__gx_engine *e, const uint64_t *follow, uint32_t k)
+{
+    if (e->fd_follow != follow) {
+        e->fd_follow = follow;
+        e->fd_bits = 0;
+        for (uint32_t j = 0; j < GX_N_SLICES; j++) {
+            bool dis = true;
+            for (uint32_t q = 0; q < e->slice_syms[j].n && dis; q++) dis = !sift__gx_bit(follow, e->slice_syms[j].v[q]);
+            e->fd_bits |= (uint8_t)(dis << j);
+        }
+    }
+    return e->fd_bits >> k & 1;
+}
+
 /* If the whole subtree below trie node i can be taken at once from state ns (a slice, see
- * walk), take it: 1 taken, 0 not, -1 out of memory. */
-static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns)
+ * walk), take it: 1 taken, 0 not, -1 out of memory.
+ *
+ * A chain shorter than the subtree's tokens (a string with maxLength, j characters before
+ * its end: chain_len) takes the subtree's tokens of at most j characters below i: each of
+ * their prefixes leaves a live state, and a longer token dies at its (j+1)-th character.
+ * Only when FOLLOW has no C_k character: an escape inside the subtree (the string may end
+ * there) could then lead nowhere, so none is recorded. One pass over the subtree's tokens
+ * (their character counts, trie.h) instead of walking its nodes - short maxLength strings
+ * walked 50k-140k nodes per mask (MaskBench: most of the masks over 1 ms). */
+static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_t *follow)
 {
     const sift__gx_vocab *v = e->voc;
     int lp = 0;
+    uint32_t lo, hi, lim = UINT32_MAX;
     for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++)
         if (v->slice_all[i] >> k & 1) lp = slice_ok(e, ns, k, v->slice_len[i]);
+    if (lp < 0) return lp;
+    for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++) {
+        if (!(v->slice_all[i] >> k & 1) || !follow_disjoint(e, follow, k)) continue;
+        int j = chain_len(e, ns, k);
+        if (j < 0) return -1;
+        if (j == CHAIN_NONE) continue;
+        /* the characters of node i's text: those of a token below, to depth(i) */
+        uint32_t len;
+        const uint8_t *t = sift__gx_vocab_text(v, v->sorted[v->node[i].tok_begin], &len);
+        lim = (uint32_t)j;
+        for (uint32_t d = 0; d < v->node[i].depth; d++) lim += (t[d] & 0xC0) != 0x80;
+        lp = 1;
+    }
     if (lp <= 0) return lp;
-    uint32_t lo, hi;
     sift__gx_trie_below(v, i, &lo, &hi);
-    for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    if (lim == UINT32_MAX) {
+        for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    } else {
+        for (uint32_t q = lo; q < hi; q++)
+            if (v->sorted_chars[q] <= lim) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    }
     e->bulk_used = true;
     e->bulk += v->node[i].end - i - 1;
+    e->chain_taken += lim != UINT32_MAX;
     return 1;
 }
 
@@ -611,7 +708,7 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
     /* the root itself may be a slice: a walk resumed at an escape (child()) then takes its
      * subtree without visiting even its children - thousands of roots inside a string */
     if (v->slice_all[root] && s0 != DEAD && u0.need == 0 && stop > i) {
-        int lp = take_slice(e, root, s0);
+        int lp = take_slice(e, root, s0, follow);
         if (lp < 0) return SIFT_E_NOMEM;
         if (lp) return SIFT_OK;
     }
@@ -736,7 +833,7 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
                 i = nd.end;
                 continue;
             }
-            int lp = take_slice(e, i, ns);
+            int lp = take_slice(e, i, ns, follow);
             if (lp < 0) return SIFT_E_NOMEM;
             if (lp) {
                 i = nd.end;
@@ -1425,5 +1522,6 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->loop_sets_first = e->loop_first;
     st->first_slices = e->first_taken;
     st->root_walks_reused = e->rw_reused;
+    st->chain_takes = e->chain_taken;
     pthread_mutex_unlock(&e->lock);
 }
