@@ -622,7 +622,7 @@ static void test_mask_key_exclusion(void **state)
 {
     (void)state;
     const char *key_chars = "nametypxz\"\"\\:{},[] \x7F\xC3\xA9\xE2\x82\xAC";
-    static const char *const key_tokens[] = {"{\"", "\"", "\":", "name", "na", "nap", "ty", "n", "t", "e", "p", "y", "\x7F", "\x7F" "a"};
+    static const char *const key_tokens[] = {"{\"", "\"", "\":", "name", "na", "nap", "ty", "n", "t", "e", "p", "y", "\x7F", "\177a"};
     fixed_tokens = key_tokens;
     n_fixed_tokens = (int)(sizeof key_tokens / sizeof key_tokens[0]);
     root_walks_total = 0;
