@@ -450,6 +450,8 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
  * and the stack arena compacted every 10 steps */
 static uint64_t slices_first_total; /* root walks that took first_bits (trie.h), over test_mask_slices */
 static uint64_t hosts_slice_total, hosts_loop_first_total; /* over test_mask_host_slice */
+static uint64_t root_walks_total; /* over test_mask_key_exclusion */
+static uint64_t chain_takes_total; /* over test_mask_slices */
 
 static void differential_ex(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed, int stress)
 {
@@ -515,7 +517,9 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         assert_true(es.slice_nodes > 0);      /* the bulk path ran */
         assert_true(es.loop_sets_reused > 0); /* a char* loop took its parent's loop set (mask.c, loop_set) */
         slices_first_total += es.first_slices;
+        chain_takes_total += es.chain_takes;
     }
+    if (!strcmp(grammar_name, "key_exclusion")) root_walks_total += es.root_walks_reused;
     if (!strcmp(grammar_name, "hosts")) {
         hosts_slice_total += es.slice_nodes;
         hosts_loop_first_total += es.loop_sets_first;
@@ -565,7 +569,7 @@ static void test_mask_slices(void **state)
 {
     (void)state;
     const char *str_chars = "abcdefghijz> \"\\:{},[]'<u0\x7F\x01\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80xyzqrstABC~\xE2\x80\xA8";
-    slices_first_total = 0;
+    slices_first_total = chain_takes_total = 0;
     for (uint64_t seed = 21; seed < 33; seed++) differential_ex("json_strings", str_chars, 1500, 100, seed, seed == 26);
     print_message("first-character slices taken: %llu\n", (unsigned long long)slices_first_total);
     /* not-s excludes "Q", which the alphabet lacks: these make the "Q" node a first-character
@@ -579,6 +583,8 @@ static void test_mask_slices(void **state)
     fixed_tokens = NULL;
     n_fixed_tokens = 0;
     assert_true(slices_first_total > 0); /* a key-not [^...a] char* took first_bits less its exceptions */
+    print_message("subtrees taken up to a chain's length: %llu\n", (unsigned long long)chain_takes_total);
+    assert_true(chain_takes_total > 0); /* char{0,3} took the subtrees' tokens of at most 1..3 characters */
 }
 
 /* The host name slice (C_2, trie.c) and loop sets made from the first-character slices
@@ -605,6 +611,26 @@ static void test_mask_host_slice(void **state)
                   (unsigned long long)hosts_loop_first_total);
     assert_true(hosts_slice_total > 0);
     assert_true(hosts_loop_first_total > 0);
+}
+
+/* Key exclusions (mask.c, root_walk_take): the root walks of the [^...x] char* classes,
+ * made from one remembered walk in their common char* loop less the root children where
+ * the class and the loop differ (DEL, the excluded letter), against the reference matcher.
+ * The alphabet has the keys' letters, quotes and backslashes (subtrees no slice takes: the
+ * walk that is remembered), DEL and non-ASCII characters. */
+static void test_mask_key_exclusion(void **state)
+{
+    (void)state;
+    const char *key_chars = "nametypxz\"\"\\:{},[] \x7F\xC3\xA9\xE2\x82\xAC";
+    static const char *const key_tokens[] = {"{\"", "\"", "\":", "name", "na", "nap", "ty", "n", "t", "e", "p", "y", "\x7F", "\177a"};
+    fixed_tokens = key_tokens;
+    n_fixed_tokens = (int)(sizeof key_tokens / sizeof key_tokens[0]);
+    root_walks_total = 0;
+    for (uint64_t seed = 80; seed < 88; seed++) differential_ex("key_exclusion", key_chars, 1500, 120, seed, seed == 83);
+    fixed_tokens = NULL;
+    n_fixed_tokens = 0;
+    print_message("key exclusions: root walks made from a remembered one %llu\n", (unsigned long long)root_walks_total);
+    assert_true(root_walks_total > 0);
 }
 
 /* The first position of rule `name`'s body. */
@@ -668,6 +694,40 @@ static void test_pos_equiv(void **state)
     for (uint64_t seed = 50; seed < 56; seed++) differential_ex("equiv_strings", str_chars, 400, 200, seed, seed == 53);
     fixed_tokens = NULL;
     n_fixed_tokens = 0;
+}
+
+/* Position equivalence on a grammar with a long chain (a string with maxLength 1,500: 1,500
+ * nested helpers that the refinement splits one level per round): the rounds run on a worklist
+ * (pos_equiv.c, refine_classes), so it settles and the two free strings still share their
+ * positions - with a full pass per round it gave up (the identity) on such grammars. */
+static void test_pos_equiv_long_chain(void **state)
+{
+    (void)state;
+    static const char gtext[] = "root ::= a \",\" b \",\" c\n"
+                                "a ::= \"\\\"\" ch-a* \"\\\"\"\n"
+                                "b ::= \"\\\"\" ch-b* \"\\\"\"\n"
+                                "c ::= \"\\\"\" ch-a{0,1500} \"\\\"\"\n"
+                                "ch-a ::= [a-z] | \"\\\\\" [nt]\n"
+                                "ch-b ::= [a-z] | \"\\\\\" [nt]\n";
+    sift_error err = {0};
+    sift_grammar *g = sift_grammar_parse(gtext, sizeof gtext - 1, NULL, NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    assert_true(g->n_rules > 1500);
+    uint32_t *rep = NULL;
+    assert_int_equal(sift__gx_pos_reps(g, &rep), SIFT_OK);
+    uint32_t a = rule_pos(g, "a"), b = rule_pos(g, "b"), ca = rule_pos(g, "ch-a"), cb = rule_pos(g, "ch-b");
+    assert_int_equal(rep[b + 1], rep[a + 1]); /* the helpers of ch-a* and ch-b* */
+    assert_int_equal(rep[b + 2], rep[a + 2]);
+    assert_int_equal(rep[cb], rep[ca]);
+    /* the chain's helpers are apart from the loop's and from each other: ch-a{0,1500} is one
+     * rule per remaining length, all different */
+    uint32_t n_chain_reps = 0;
+    for (uint32_t r = 0; r < g->n_rules; r++)
+        if (!strncmp(g->rule_name[r], "c_", 2) && rep[g->rule_start[r]] == g->rule_start[r]) n_chain_reps++;
+    assert_true(n_chain_reps >= 1499);
+    for (uint32_t p = 0; p < g->n_elems; p++) assert_int_equal(rep[rep[p]], rep[p]);
+    sift__gx_free(rep);
+    sift_grammar_free(g);
 }
 
 /* Large states: the shared-walk union (sift__gx_succ_union, used above GX_SUCC_UNION_MIN stacks)
@@ -1027,6 +1087,7 @@ int main(void)
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
+        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_pos_equiv_long_chain),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_apply_layouts),
         cmocka_unit_test(test_no_allocation_when_warm),

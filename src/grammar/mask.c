@@ -53,7 +53,10 @@
  * char* loop resumed at its parent's escapes ORs a loop set cached per parent entry
  * (loop_set), and a walk from the trie root whose every slice character but a few ASCII
  * ones leads to one loop ORs the vocabulary's first-character slices (first_loop, trie.h).
- * What is left of such a mask is walking the non-slice nodes (~8k, cache-miss bound).
+ * What is left of such a mask is walking the non-slice nodes (~8k, cache-miss bound); when
+ * the root state is a key-exclusion class that steps to a loop L on all but a few first
+ * characters, that walk is made once per L and taken less those characters' subtrees
+ * (root_walk_take; the walk arena names frames by representative, so L is one state).
  * There are two slices (trie.c): C_0 the converters' JSON string character, C_1 the same less
  * U+2028..2029, the class a regex "." becomes in a string pattern.
  *
@@ -84,6 +87,8 @@
 #define UNI_UNKNOWN 0xFFFFFFFFu  /* uni_next not computed yet */
 #define UNI_NONE 0xFFFFFFFEu     /* the slice's characters lead to different states, or to DEAD */
 #define UNI_OOM 0xFFFFFFFDu
+#define CHAIN_UNKNOWN 0xFF       /* dfa_state.chain not computed yet */
+#define CHAIN_NONE 0xFE          /* not a chain of slice characters that ends dead */
 #ifndef GX_DFA_UNION_MIN
 #define GX_DFA_UNION_MIN GX_SUCC_UNION_MIN /* see sift__gx_succ_union */
 #endif
@@ -105,6 +110,7 @@ typedef struct {
     uint32_t live_off;           /* symbols some CLASS top accepts, in `live` */
     uint32_t trans_off;          /* n_syms transitions in `trans` (GX_NONE until first used) */
     uint32_t uni[GX_N_SLICES];   /* per slice (trie.h): the one state every C_k character leads to (see uni_next) */
+    uint8_t chain[GX_N_SLICES];  /* per slice: its chain length (chain_len), CHAIN_UNKNOWN / CHAIN_NONE */
 } dfa_state;
 
 /* A walk's state at one trie depth. */
@@ -117,6 +123,15 @@ typedef struct {
 typedef struct {
     uint32_t parent, pos, aux, id; /* id == GX_NONE: empty slot */
 } ent_slot;
+
+/* A walk from the trie root in a loop state L, remembered (see root_walk_take). */
+typedef struct {
+    uint32_t state;         /* L */
+    const uint64_t *follow; /* the FOLLOW set its escapes passed (compared by content) */
+    uint64_t *bits;         /* the tokens it accepted */
+    uint32_t *esc, n_esc;   /* its escape nodes, in preorder */
+} root_walk;
+#define ROOT_WALKS_MAX 64u  /* per DFA: 13 KB each at 102k tokens */
 
 struct sift__gx_engine {
     _Atomic int refs;
@@ -144,6 +159,13 @@ struct sift__gx_engine {
     uint64_t loop_reused;        /* child computations that took a cached loop set (loop_set) */
     uint64_t loop_first;         /* loop sets made from first_bits (loop_set) */
     uint64_t bulk;               /* trie nodes accepted in bulk (slices) instead of walked */
+    root_walk *rw;               /* root walks remembered (root_walk_take), valid with the DFA */
+    uint32_t n_rw, cap_rw;
+    bool rw_building;
+    uint64_t rw_reused;          /* root walks that took a remembered one */
+    uint64_t chain_taken;        /* subtrees taken up to a chain's length (take_slice) */
+    const uint64_t *fd_follow;   /* follow_disjoint's memo: the set, and bit k: no C_k symbol in it */
+    uint8_t fd_bits;
 
     /* the cache */
     sift__gx_entry *ent;
@@ -256,7 +278,10 @@ static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
         }
     }
     s->trans_off = GX_NONE;
-    for (uint32_t k = 0; k < GX_N_SLICES; k++) s->uni[k] = UNI_UNKNOWN;
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) {
+        s->uni[k] = UNI_UNKNOWN;
+        s->chain[k] = CHAIN_UNKNOWN;
+    }
     e->n_st++;
     if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
         if (!st_ht_grow(e)) return GX_NONE;
@@ -366,6 +391,52 @@ static int slice_ok(sift__gx_engine *e, uint32_t s, uint32_t k, uint32_t len)
     return 1;
 }
 
+/* The length j of the chain of slice k from state s: a string of C_k characters is accepted
+ * from s exactly when it has at most j characters - uni_next steps to live states, and at
+ * the chain's end every C_k character either dies (DEAD) or, every one, uses the suffix up
+ * and then dies (one more then) - a string with maxLength, j characters before its end. CHAIN_NONE
+ * when s is not such a chain (a loop, a fork, longer than 253), -1 out of memory. Memoized
+ * per state (every state along the chain gets its own). */
+static int chain_len(sift__gx_engine *e, uint32_t s, uint32_t k)
+{
+    uint32_t path[256], n = 0, t = s;
+    int r = CHAIN_NONE;
+    for (;;) {
+        if (e->st[t].chain[k] != CHAIN_UNKNOWN) {
+            r = e->st[t].chain[k];
+            break;
+        }
+        if (n == 254 || t == DEAD) break; /* too long, or dead already: none */
+        path[n++] = t;
+        uint32_t u = uni_next(e, t, k);
+        if (u == UNI_OOM) return -1;
+        if (u == t) break; /* a loop: slice_ok takes it */
+        if (u == UNI_NONE) { /* the end of the chain: every C_k character dies here, or every one ends it */
+            const sift__gx_u32vec *ss = &e->slice_syms[k];
+            bool die = ss->n > 0, end = ss->n > 0;
+            for (uint32_t q = 0; q < ss->n && (die || end); q++) {
+                int32_t x = dfa_step(e, t, ss->v[q]);
+                if (x < 0) return -1;
+                die &= x == (int32_t)(DEAD << 1);    /* a token with this character is rejected */
+                end &= x == (int32_t)(DEAD << 1 | 1); /* accepted if it ends with it (the suffix used up) */
+            }
+            if (die || end) {
+                r = end;
+                e->st[t].chain[k] = (uint8_t)r;
+                n--;
+            }
+            break;
+        }
+        t = u;
+    }
+    /* path[q] is n - q steps before a state of chain length r */
+    for (uint32_t q = n; q-- > 0;) {
+        if (r != CHAIN_NONE) r = r + 1 < CHAIN_NONE ? r + 1 : CHAIN_NONE;
+        e->st[path[q]].chain[k] = (uint8_t)r;
+    }
+    return e->st[s].chain[k];
+}
+
 static inline bool live_any(const sift__gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
 {
     return sift__gx_bits_any_in(e->live + e->st[s].live_off, s0, s1);
@@ -379,6 +450,15 @@ static bool partial_possible(const sift__gx_engine *e, uint32_t s, const sift__g
     return live_any(e, s, s0, s1);
 }
 
+static void root_walks_free(sift__gx_engine *e)
+{
+    for (uint32_t k = 0; k < e->n_rw; k++) {
+        sift__gx_free(e->rw[k].bits);
+        sift__gx_free(e->rw[k].esc);
+    }
+    e->n_rw = 0;
+}
+
 /* Drop the DFA and the walk arena (between entry computations) when they grow too big. */
 static int dfa_maybe_reset(sift__gx_engine *e)
 {
@@ -386,6 +466,7 @@ static int dfa_maybe_reset(sift__gx_engine *e)
                      (uint64_t)e->wa.cap * 20 + (uint64_t)e->wa.pool.cap * 4 + (uint64_t)e->asc_cap * 4;
     if (bytes < DFA_BYTES_LIMIT) return SIFT_OK;
     sift__gx_arena_clear(&e->wa);
+    root_walks_free(e); /* keyed by DFA states */
     e->n_st = 0;
     e->sets.n = e->live_n = e->trans_n = 0;
     memset(e->st_ht, 0xFF, (size_t)e->st_ht_cap * sizeof *e->st_ht);
@@ -401,20 +482,62 @@ static inline bool follow_ok(const sift__gx_engine *e, const uint64_t *follow, u
     return false;
 }
 
+/* Has FOLLOW set `follow` no symbol of slice k? (1-entry memo per engine: a walk keeps its set) */
+static bool follow_disjoint(sift__gx_engine *e, const uint64_t *follow, uint32_t k)
+{
+    if (e->fd_follow != follow) {
+        e->fd_follow = follow;
+        e->fd_bits = 0;
+        for (uint32_t j = 0; j < GX_N_SLICES; j++) {
+            bool dis = true;
+            for (uint32_t q = 0; q < e->slice_syms[j].n && dis; q++) dis = !sift__gx_bit(follow, e->slice_syms[j].v[q]);
+            e->fd_bits |= (uint8_t)(dis << j);
+        }
+    }
+    return e->fd_bits >> k & 1;
+}
+
 /* If the whole subtree below trie node i can be taken at once from state ns (a slice, see
- * walk), take it: 1 taken, 0 not, -1 out of memory. */
-static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns)
+ * walk), take it: 1 taken, 0 not, -1 out of memory.
+ *
+ * A chain shorter than the subtree's tokens (a string with maxLength, j characters before
+ * its end: chain_len) takes the subtree's tokens of at most j characters below i: each of
+ * their prefixes leaves a live state, and a longer token dies at its (j+1)-th character.
+ * Only when FOLLOW has no C_k character: an escape inside the subtree (the string may end
+ * there) could then lead nowhere, so none is recorded. One pass over the subtree's tokens
+ * (their character counts, trie.h) instead of walking its nodes - short maxLength strings
+ * walked 50k-140k nodes per mask (MaskBench: most of the masks over 1 ms). */
+static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_t *follow)
 {
     const sift__gx_vocab *v = e->voc;
     int lp = 0;
+    uint32_t lo, hi, lim = UINT32_MAX;
     for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++)
         if (v->slice_all[i] >> k & 1) lp = slice_ok(e, ns, k, v->slice_len[i]);
+    if (lp < 0) return lp;
+    for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++) {
+        if (!(v->slice_all[i] >> k & 1) || !follow_disjoint(e, follow, k)) continue;
+        int j = chain_len(e, ns, k);
+        if (j < 0) return -1;
+        if (j == CHAIN_NONE) continue;
+        /* the characters of node i's text: those of a token below, to depth(i) */
+        uint32_t len;
+        const uint8_t *t = sift__gx_vocab_text(v, v->sorted[v->node[i].tok_begin], &len);
+        lim = (uint32_t)j;
+        for (uint32_t d = 0; d < v->node[i].depth; d++) lim += (t[d] & 0xC0) != 0x80;
+        lp = 1;
+    }
     if (lp <= 0) return lp;
-    uint32_t lo, hi;
     sift__gx_trie_below(v, i, &lo, &hi);
-    for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    if (lim == UINT32_MAX) {
+        for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    } else {
+        for (uint32_t q = lo; q < hi; q++)
+            if (v->sorted_chars[q] <= lim) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    }
     e->bulk_used = true;
     e->bulk += v->node[i].end - i - 1;
+    e->chain_taken += lim != UINT32_MAX;
     return 1;
 }
 
@@ -461,6 +584,115 @@ static uint32_t first_loop(sift__gx_engine *e, uint32_t s0, uint32_t k, uint8_t 
     return L;
 }
 
+static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift__gx_utf8 u0, const uint64_t *follow);
+
+static void next_node_epoch(sift__gx_engine *e)
+{
+    if (++e->node_epoch == 0) {
+        memset(e->node_stamp, 0, (size_t)e->voc->n_nodes * sizeof *e->node_stamp);
+        e->node_epoch = 1;
+    }
+}
+
+/* The walk from the trie root in state s0, when s0 steps to loop L on nearly every first
+ * character, made from a remembered walk in L: 1 done (cov[b]: the root children of first
+ * byte b it covered, for walk to skip), 0 not, -1 out of memory.
+ *
+ * Why. A key-exclusion rule (json_schema.c: "any key but the declared ones") is a chain of
+ * small rules, each "one declared key's next character, or any other character then
+ * char*": a class like [^"\\\x00-\x1FC] followed by a loop. Every such class is a new
+ * level-1 entry, walked from the root: ~6.6k trie nodes (the tokens holding a quote or a
+ * backslash, which no slice takes) for what is, but for one excluded first character, the
+ * same walk each time - and each new key character of a generated key met a new one
+ * (MaskBench: the largest group of masks over 300 us). Since the walk arena names frames by
+ * representative (stacks.h), those loops are one DFA state L, so the walk in L is made once
+ * per (L, FOLLOW) and each class takes it less the subtrees where s0 and L differ.
+ *
+ * Exact: below a root child of first byte b, a walk depends only on the state, escape flag
+ * and UTF-8 left after b, i.e. on the transition on b; where s0's equals L's (every ASCII b
+ * compared, the non-ASCII symbols all at once: a lead byte leaves the state as it is until
+ * the character completes), the subtree's tokens and escapes are L's. The other children
+ * are cleared from the copy and walked from s0 (walk skips the covered ones). */
+static int root_walk_take(sift__gx_engine *e, uint32_t s0, uint32_t L, const uint64_t *follow, bool *cov)
+{
+    const sift__gx_vocab *v = e->voc;
+    const sift_grammar *g = e->g;
+    const sift__gx_trie_node *tn = v->node;
+    uint32_t a, b;
+    sift__gx_syms_in_range(g, 0x80, 0x10FFFF, &a, &b);
+    for (uint32_t q = a; q <= b; q++) {
+        int32_t t0 = dfa_step(e, s0, q), t1 = dfa_step(e, L, q);
+        if (t0 < 0 || t1 < 0) return -1;
+        if (t0 != t1) return 0;
+    }
+    uint64_t uncovered = 0;
+    for (uint32_t c = 1; c < v->n_nodes; c = tn[c].end) {
+        uint8_t by = tn[c].byte;
+        bool same = true;
+        if (by < 0x80) {
+            int32_t t0 = e->asc[(size_t)s0 * 128 + by], t1 = e->asc[(size_t)L * 128 + by];
+            if (t0 < 0 && (t0 = dfa_step_ascii(e, s0, by)) < 0) return -1;
+            if (t1 < 0 && (t1 = dfa_step_ascii(e, L, by)) < 0) return -1;
+            same = t0 == t1;
+        }
+        cov[by] = same;
+        if (!same) uncovered += tn[c].end - c;
+    }
+    if (uncovered * 4 > v->n_nodes) return 0; /* mostly a walk of its own */
+    uint32_t W = v->n_words, sw = g->sym_words;
+    root_walk *rw = NULL;
+    for (uint32_t k = 0; k < e->n_rw && !rw; k++)
+        if (e->rw[k].state == L && (e->rw[k].follow == follow || !memcmp(e->rw[k].follow, follow, (size_t)sw * sizeof *follow)))
+            rw = &e->rw[k];
+    if (!rw) {
+        if (e->n_rw == ROOT_WALKS_MAX || !GX_GROW(e->rw, e->cap_rw, e->n_rw + 1)) return e->n_rw == ROOT_WALKS_MAX ? 0 : -1;
+        root_walk nw = {L, follow, sift__gx_malloc((size_t)W * sizeof(uint64_t)), NULL, 0};
+        if (!nw.bits) return -1;
+        /* the computation has nothing yet (walk checked): make L's walk in its place */
+        sift__gx_utf8 none = {0};
+        e->rw_building = true;
+        int rc = walk(e, 0, L, false, none, follow);
+        e->rw_building = false;
+        if (rc == SIFT_OK && e->esc.n && !(nw.esc = sift__gx_malloc((size_t)e->esc.n * sizeof *nw.esc))) rc = SIFT_E_NOMEM;
+        if (rc != SIFT_OK) {
+            sift__gx_free(nw.bits);
+            return -1;
+        }
+        if (e->bulk_used) memcpy(nw.bits, e->bulk_bits, (size_t)W * sizeof *nw.bits);
+        else memset(nw.bits, 0, (size_t)W * sizeof *nw.bits);
+        for (uint32_t k = 0; k < e->acc.n; k++) sift__gx_bit_set(nw.bits, e->acc.v[k]);
+        if (e->esc.n) {
+            memcpy(nw.esc, e->esc.v, (size_t)e->esc.n * sizeof *nw.esc);
+            qsort(nw.esc, e->esc.n, sizeof *nw.esc, cmp_u32);
+        }
+        nw.n_esc = e->esc.n;
+        e->acc.n = e->esc.n = 0;
+        e->bulk_used = false;
+        next_node_epoch(e);
+        e->rw[e->n_rw++] = nw;
+        rw = &e->rw[e->n_rw - 1];
+    }
+    e->rw_reused++;
+    memcpy(e->bulk_bits, rw->bits, (size_t)W * sizeof *e->bulk_bits);
+    e->bulk_used = true;
+    uint32_t q = 0;
+    for (uint32_t c = 1; c < v->n_nodes; c = tn[c].end) {
+        bool in = cov[tn[c].byte];
+        if (!in) { /* the tokens of c's subtree (c's own too) are walked from s0 instead */
+            uint32_t lo, hi;
+            sift__gx_trie_below(v, c, &lo, &hi);
+            for (uint32_t t = tn[c].tok_begin; t < hi; t++) e->bulk_bits[v->sorted[t] >> 6] &= ~((uint64_t)1 << (v->sorted[t] & 63));
+        }
+        for (; q < rw->n_esc && rw->esc[q] < tn[c].end; q++) {
+            uint32_t x = rw->esc[q];
+            if (!in || e->node_stamp[x] == e->node_epoch) continue;
+            e->node_stamp[x] = e->node_epoch;
+            if (!sift__gx_u32_push(&e->esc, x)) return -1;
+        }
+    }
+    return 1;
+}
+
 /* Walk the trie below node `root` from DFA state s0 (esc0: the suffix was already used up
  * at the root; u0: unfinished UTF-8 at the root). Accepted tokens go to e->acc, escape
  * nodes to e->esc (both deduplicated by the current stamps). */
@@ -476,7 +708,7 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
     /* the root itself may be a slice: a walk resumed at an escape (child()) then takes its
      * subtree without visiting even its children - thousands of roots inside a string */
     if (v->slice_all[root] && s0 != DEAD && u0.need == 0 && stop > i) {
-        int lp = take_slice(e, root, s0);
+        int lp = take_slice(e, root, s0, follow);
         if (lp < 0) return SIFT_E_NOMEM;
         if (lp) return SIFT_OK;
     }
@@ -489,13 +721,23 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
      * the masks over 200 us). Only while bulk_bits holds nothing else: the exceptions are
      * cleared from it. */
     uint32_t first = 0, first_state = DEAD;
-    if (root == 0 && u0.need == 0 && s0 != DEAD && !e->bulk_used) {
-        for (uint32_t k = 0; k < GX_N_SLICES && !first; k++) {
+    bool cov[256], memo = false;
+    if (root == 0 && u0.need == 0 && s0 != DEAD && !esc0 && !e->bulk_used) {
+        for (uint32_t k = 0; k < GX_N_SLICES && !first && !memo; k++) {
             uint8_t ex[FIRST_EX_MAX];
             uint32_t n_ex = 0;
             uint32_t L = first_loop(e, s0, k, ex, &n_ex);
             if (L == UNI_OOM) return SIFT_E_NOMEM;
             if (L == UNI_NONE) continue;
+            if (L != s0 && !e->rw_building) { /* a key-exclusion class: L's walk, remembered */
+                int r = root_walk_take(e, s0, L, follow, cov);
+                if (r < 0) return SIFT_E_NOMEM;
+                wf[d0] = (wframe){s0, root, u0, esc0, 0}; /* L's walk, if made now, used the frames */
+                if (r > 0) {
+                    memo = true;
+                    break;
+                }
+            }
             const uint64_t *fb = v->first_bits + (size_t)k * v->n_words;
             for (uint32_t w = 0; w < v->n_words; w++) e->bulk_bits[w] |= fb[w];
             for (uint32_t c = 1; c < v->n_nodes; c = tn[c].end) { /* the root's children */
@@ -518,6 +760,10 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
         const sift__gx_trie_node nd = tn[i];
         const uint32_t d = nd.depth;
         const uint8_t b = nd.byte;
+        if (memo && d == 1 && cov[b]) { /* taken from L's walk (root_walk_take) */
+            i = nd.end;
+            continue;
+        }
         wframe *pf = &wf[d - 1];
         if (pf->esc && !pf->rec && follow_ok(e, follow, b)) {
             pf->rec = 1;
@@ -528,7 +774,10 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
         }
         const uint32_t s = pf->state;
         if (s == DEAD) {
-            i = nd.end;
+            /* a dead frame's children only matter for its escape: once it is recorded (or
+             * cannot be) the other children are skipped at once - after a one-character
+             * class (char's level-1 entry) that is ~10k second-level nodes less */
+            i = pf->esc && !pf->rec ? nd.end : tn[pf->node].end;
             continue;
         }
         sift__gx_utf8 u = pf->u;
@@ -584,7 +833,7 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
                 i = nd.end;
                 continue;
             }
-            int lp = take_slice(e, i, ns);
+            int lp = take_slice(e, i, ns, follow);
             if (lp < 0) return SIFT_E_NOMEM;
             if (lp) {
                 i = nd.end;
@@ -918,6 +1167,8 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_vocab_release(e->voc);
     sift__gx_arena_free(&e->wa);
     sift__gx_free(e->asc);
+    root_walks_free(e);
+    sift__gx_free(e->rw);
     sift__gx_free(e->st);
     sift__gx_u32_free(&e->sets);
     sift__gx_free(e->live);
@@ -967,6 +1218,7 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     rc = sift__gx_arena_init(&e->wa, g);
     if (rc != SIFT_OK) goto nomem;
     if (sift__gx_pos_reps(g, &e->rep) != SIFT_OK) goto nomem;
+    e->wa.rep = e->rep;
     uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
     e->seen_bits = sift__gx_calloc(e->voc->n_words, sizeof *e->seen_bits);
@@ -1261,12 +1513,15 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->trie_nodes_walked = e->walked;
     st->bytes = (uint64_t)e->n_dense * e->voc->n_words * 8 + (uint64_t)e->lists.cap * 4 + (uint64_t)e->cap_ent * sizeof(sift__gx_entry) +
                 (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
-                (uint64_t)e->voc->n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
+                (uint64_t)e->voc->n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4 +
+                (uint64_t)e->n_rw * e->voc->n_words * 8;
     st->precompute_ms = e->precompute_ms;
     st->trims = e->trims;
     st->slice_nodes = e->bulk;
     st->loop_sets_reused = e->loop_reused;
     st->loop_sets_first = e->loop_first;
     st->first_slices = e->first_taken;
+    st->root_walks_reused = e->rw_reused;
+    st->chain_takes = e->chain_taken;
     pthread_mutex_unlock(&e->lock);
 }

@@ -81,6 +81,7 @@ int sift__gx_arena_copy(sift__gx_arena *dst, const sift__gx_arena *src)
     sift__gx_arena_free(dst);
     dst->g = src->g;
     dst->max_nodes = src->max_nodes;
+    dst->rep = src->rep;
     if (!arena_reserve(dst, src->cap) || !(dst->ht = sift__gx_malloc((size_t)src->ht_cap * sizeof *dst->ht))) {
         sift__gx_arena_free(dst);
         return SIFT_E_NOMEM;
@@ -124,6 +125,7 @@ int sift__gx_state_compact(sift__gx_arena *a, sift__gx_state *s)
     sift__gx_arena fresh;
     int rc = sift__gx_arena_init(&fresh, a->g);
     if (rc != SIFT_OK) return rc;
+    fresh.rep = a->rep;
     fresh.max_nodes = a->max_nodes;
     sift__gx_u32vec chain = {0};
     for (uint32_t k = 0; k < s->tops.n && rc == SIFT_OK; k++) {
@@ -147,6 +149,7 @@ int sift__gx_state_compact(sift__gx_arena *a, sift__gx_state *s)
 
 uint32_t sift__gx_node(sift__gx_arena *a, uint32_t pos, uint32_t parent)
 {
+    if (a->rep) pos = a->rep[pos];
     uint32_t mask = a->ht_cap - 1;
     uint32_t k = (uint32_t)sift__gx_hash2(pos, parent) & mask;
     for (uint32_t id; (id = a->ht[k]) != 0; k = (k + 1) & mask)

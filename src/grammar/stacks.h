@@ -42,6 +42,11 @@ typedef struct sift__gx_arena {
     sift__gx_u32vec work;       /* closure work stack */
     sift__gx_u32vec scratch;    /* sift__gx_state_start's closure output */
     uint64_t max_nodes;   /* growth cap; exceeding it is an out-of-memory error */
+    /* NULL, or a map of every position to its representative (pos_equiv.h): node (p, parent)
+     * is then made as (rep[p], parent). For the mask engine's walk arena only: equivalent
+     * frames accept the same continuations, so its stack sets - the walk DFA's states - come
+     * out equal for contexts that differ only in rule names. A matcher keeps real positions. */
+    const uint32_t *rep;
 } sift__gx_arena;
 
 int sift__gx_arena_init(sift__gx_arena *a, const sift_grammar *g);

@@ -108,6 +108,7 @@ void sift__gx_vocab_free(sift__gx_vocab *v)
     sift__gx_free(v->sorted);
     sift__gx_free(v->slice_all);
     sift__gx_free(v->slice_len);
+    sift__gx_free(v->sorted_chars);
     sift__gx_free(v->slice_first);
     sift__gx_free(v->first_nodes);
     sift__gx_free(v->first_bits);
@@ -246,10 +247,11 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     v->node = sift__gx_calloc(nodes, sizeof *v->node);
     v->slice_all = sift__gx_malloc(nodes);
     v->slice_len = sift__gx_calloc(nodes, 1);
+    v->sorted_chars = sift__gx_malloc(((size_t)n_trie + 1) * sizeof *v->sorted_chars);
     /* open[d] = node at depth d on the current path */
     uint32_t *open = sift__gx_malloc(((size_t)v->max_depth + 1) * sizeof *open);
     uint8_t *good = sift__gx_malloc(2 * ((size_t)v->max_depth + 1));
-    if (!v->node || !open || !good || !v->slice_all || !v->slice_len) {
+    if (!v->node || !open || !good || !v->slice_all || !v->slice_len || !v->sorted_chars) {
         sift__gx_free(open);
         sift__gx_free(good);
         goto nomem;
@@ -272,6 +274,9 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
             open[++path_len] = id;
         }
         uint32_t last = open[len];
+        uint32_t nc = 0;
+        for (uint32_t d = 0; d < len; d++) nc += (s[d] & 0xC0) != 0x80;
+        v->sorted_chars[k] = (uint16_t)(nc < UINT16_MAX ? nc : UINT16_MAX);
         slice_suffixes(s, len, good, chars);
         for (uint32_t d = 0; d <= len; d++) {
             v->slice_all[open[d]] &= good[d];

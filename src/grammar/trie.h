@@ -60,6 +60,7 @@ typedef struct sift__gx_vocab {
     uint32_t max_depth;
     uint8_t *slice_all;    /* [n_nodes]: bit k = every token below continues with C_k characters only */
     uint8_t *slice_len;    /* [n_nodes]: the most characters a token has below the node (255: 255 or more) */
+    uint16_t *sorted_chars; /* [n_sorted]: the UTF-8 characters (bytes but continuation bytes) of sorted[q]'s text, at most 65535 */
     /* First-character slices: bit k of slice_first says the node's text is one complete
      * character of C_k, and it is a slice-k node with tokens below. A walk from the root in a
      * state that every C_k character takes to one loop of C_k takes all those subtrees (see
