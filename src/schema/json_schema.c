@@ -2695,7 +2695,13 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     if (c.status == SIFT_OK) {
         qsort(c.rules, c.n_rules, sizeof *c.rules, cmp_rule);
         sift__gbnf_sbuf b = {0};
-        for (size_t i = 0; i < c.n_rules; i++) sift__gbnf_sb_printf(&b, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
+        /* puts, not printf: vfprintf copied the (MB-sized, on big schemas) text slowly */
+        for (size_t i = 0; i < c.n_rules; i++) {
+            sift__gbnf_sb_puts(&b, c.rules[i].name);
+            sift__gbnf_sb_putn(&b, " ::= ", 5);
+            sift__gbnf_sb_puts(&b, c.rules[i].body);
+            sift__gbnf_sb_putn(&b, "\n", 1);
+        }
         out = sift__gbnf_sb_take(&b);
         if (!out) sift__error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", SIFT__GBNF_TEXT_MAX);
         /* what this converter returns always parses: the one way it cannot is a $ref cycle
