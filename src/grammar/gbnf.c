@@ -306,9 +306,19 @@ static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
 /* A fresh helper rule "base_N" (N = its id, as in llama.cpp). */
 static uint32_t helper_rule(gbnf_parser *p, const char *base, size_t at)
 {
+    /* as snprintf("%.100s_%u") would write it (snprintf was a tenth of parsing) */
     char buf[160];
-    int len = snprintf(buf, sizeof buf, "%.100s_%u", base, p->n_rules);
-    return rule_id(p, buf, (size_t)len, at);
+    const char *z = memchr(base, 0, 100);
+    size_t len = z ? (size_t)(z - base) : 100;
+    memcpy(buf, base, len);
+    buf[len++] = '_';
+    char digits[16];
+    size_t nd = 0;
+    uint32_t v = p->n_rules;
+    do digits[nd++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (nd) buf[len++] = digits[--nd];
+    return rule_id(p, buf, len, at);
 }
 
 static bool count_elems(gbnf_parser *p, uint64_t add, size_t at)
