@@ -79,6 +79,8 @@ struct sift_grammar {
 static inline uint32_t sift__gx_sym_of(const sift_grammar *g, uint32_t cp)
 {
     if (cp < 128) return g->ascii_sym[cp];
+    /* the top symbol first: in a JSON grammar it holds most of Unicode (CJK tokens) */
+    if (cp >= g->sym_lo[g->n_syms - 1]) return g->n_syms - 1;
     uint32_t lo = 0, hi = g->n_syms; /* sym_lo[lo] <= cp < sym_lo[hi] */
     while (hi - lo > 1) {
         uint32_t mid = (lo + hi) / 2;

@@ -19,14 +19,25 @@
  *   - their alternatives' rests are element by element equal, terminals exactly, a REF
  *     equal when the referenced rules are equivalent, and
  *   - the FOLLOW sets of their rules are equal.
- * Rule equivalence is the coarsest one under which equivalent rules have equal bodies
- * (alternatives in order, REFs by class): a bisimulation, found by partition refinement
- * from "all rules alike", re-classing each rule by (its class, its body under the current
- * classes) until no class splits. Recursive helpers (x ::= char x | "") then fall into one
- * class whatever their names. A body is a chain of (element code, rest id) pairs interned
- * in a hash table, so equal rests get equal ids without comparing sequences; the rounds
- * re-examine only the rules whose callees changed class (refine_classes). If the refinement
- * has not settled within MAX_WORK element visits, the mapping is the identity (always exact).
+ * Rule equivalence: rules are equivalent when their bodies (alternatives in order) are
+ * equal with REFs taken by class - a bisimulation, so that recursive helpers
+ * (x ::= char x | "") fall into one class whatever their names. The classes are found in one
+ * pass over the rules' call graph, callees first (Tarjan's strongly connected components):
+ *   - a rule outside any cycle takes the class of its body: a chain of (element code, rest
+ *     id) pairs interned in a hash table, so equal bodies get equal ids without comparing
+ *     sequences; a REF is coded by its callee's class, already known;
+ *   - the rules of a cycle are refined among themselves (partition refinement from "all
+ *     alike", a REF into the cycle coded by its local class) until no class splits; a cycle
+ *     that ends as one class is keyed by its body with the self-references as one mark, so
+ *     that equal helpers in different cycles share a class; otherwise its classes are new.
+ *     Each class's body with every REF by global class is then registered too, so that a
+ *     rule outside cycles with that body joins it.
+ * Every class so made holds rules whose bodies are equal under the classes, which is all
+ * exactness needs (it may be finer than the coarsest such partition in rare cases, never
+ * coarser). The former way, global rounds of refinement until nothing split, settled one
+ * call level per round: dozens of passes over 100k-element schema grammars (tens of ms of
+ * compile), and past a work limit it gave up to the identity. A cycle that needs more than
+ * MAX_CYCLE_WORK element visits keeps one class per rule (exact too).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,28 +45,24 @@
 #include "core/status.h"
 #include "grammar/pos_equiv.h"
 
-/* A long chain of nested rules settles one level per round. Full rounds (a pass over the
- * whole grammar each) made that 100+ ms of compile time on big schema grammars, so they
- * stopped at this many element visits - and most grammars with a maxLength string got the
- * identity (MaskBench, every 10th schema: 15 of 491, those with the most slow masks). The
- * worklist rounds cost what changes; the bound stays, for pathological grammars. */
-#define MAX_WORK (1u << 21)
+#define MAX_CYCLE_WORK (1u << 20)
+#define LREF 6u /* element type, in chains only: a REF into the cycle being refined, by local class */
 
 typedef struct {
     uint64_t *key; /* (a << 32 | b) + 1, 0 = empty */
-    uint32_t *id;
+    uint32_t *val;
     uint32_t cap, n;
 } pair_tab;
 
 static bool tab_init(pair_tab *t, uint32_t want)
 {
-    uint32_t cap = 1024;
+    uint32_t cap = 16;
     while (cap < want * 2u) cap *= 2;
     t->key = sift__gx_calloc(cap, sizeof *t->key);
-    t->id = sift__gx_malloc((size_t)cap * sizeof *t->id);
+    t->val = sift__gx_malloc((size_t)cap * sizeof *t->val);
     t->cap = cap;
     t->n = 0;
-    return t->key && t->id;
+    return t->key && t->val;
 }
 
 static void tab_clear(pair_tab *t)
@@ -67,50 +74,47 @@ static void tab_clear(pair_tab *t)
 static void tab_free(pair_tab *t)
 {
     sift__gx_free(t->key);
-    sift__gx_free(t->id);
+    sift__gx_free(t->val);
 }
 
 static bool tab_grow(pair_tab *t)
 {
-    pair_tab n = {0};
-    if (!tab_init(&n, t->cap)) {
-        tab_free(&n);
+    pair_tab nt;
+    if (!tab_init(&nt, t->cap)) {
+        tab_free(&nt);
         return false;
     }
     for (uint32_t q = 0; q < t->cap; q++) {
         if (!t->key[q]) continue;
-        uint32_t r = (uint32_t)sift__gx_mix64(t->key[q]) & (n.cap - 1);
-        while (n.key[r]) r = (r + 1) & (n.cap - 1);
-        n.key[r] = t->key[q];
-        n.id[r] = t->id[q];
+        uint32_t k = (uint32_t)sift__gx_mix64(t->key[q]) & (nt.cap - 1);
+        while (nt.key[k]) k = (k + 1) & (nt.cap - 1);
+        nt.key[k] = t->key[q];
+        nt.val[k] = t->val[q];
     }
-    n.n = t->n;
+    nt.n = t->n;
     tab_free(t);
-    *t = n;
+    *t = nt;
     return true;
 }
 
-/* The id of pair (a, b): 0, 1, 2, ... in order of first appearance; GX_NONE when out of
- * memory (the table grows: the refinement keeps its pairs across rounds). */
-static uint32_t tab_intern(pair_tab *t, uint32_t a, uint32_t b)
+/* The value of pair (a, b); a new pair gets v. GX_NONE when out of memory. */
+static uint32_t tab_put(pair_tab *t, uint32_t a, uint32_t b, uint32_t v)
 {
-    if ((uint64_t)(t->n + 1) * 2 > t->cap && !tab_grow(t)) return GX_NONE;
+    if ((t->n + 1) * 2 > t->cap && !tab_grow(t)) return GX_NONE;
     uint64_t k = (((uint64_t)a << 32) | b) + 1;
     uint32_t q = (uint32_t)sift__gx_mix64(k) & (t->cap - 1);
     for (; t->key[q]; q = (q + 1) & (t->cap - 1))
-        if (t->key[q] == k) return t->id[q];
+        if (t->key[q] == k) return t->val[q];
     t->key[q] = k;
-    t->id[q] = t->n;
-    return t->n++;
+    t->val[q] = v;
+    t->n++;
+    return v;
 }
 
-#define REST_END GX_NONE /* the id "after the last element" of a chain */
+/* The id of pair (a, b): 0, 1, 2, ... in order of first appearance. */
+static inline uint32_t tab_intern(pair_tab *t, uint32_t a, uint32_t b) { return tab_put(t, a, b, t->n); }
 
-/* The code of element `el` under rule classes `cls`: terminals as they are, a REF by class. */
-static inline uint32_t elem_code(uint32_t el, const uint32_t *cls)
-{
-    return GX_TYPE(el) == GX_REF ? GX_MAKE(GX_REF, cls[GX_VAL(el)]) : el;
-}
+#define REST_END (GX_NONE - 1) /* the id "after the last element" of a chain (GX_NONE: out of memory) */
 
 /* Per rule, an id of its FOLLOW set: equal sets, equal ids. */
 static int follow_ids(const sift_grammar *g, uint32_t *fid)
@@ -142,197 +146,247 @@ static int follow_ids(const sift_grammar *g, uint32_t *fid)
     return SIFT_OK;
 }
 
-/* *id := the rest id of rule r's body (alternatives in order, REFs by class) under `cls`:
- * equal bodies, equal ids (REST_END for an empty body). False when out of memory. */
-static bool body_id(const sift_grammar *g, uint32_t r, const uint32_t *cls, pair_tab *t, uint64_t *work, uint32_t *id)
+/* The rule classes (see the top of the file). */
+typedef struct {
+    const sift_grammar *g;
+    uint32_t *end;      /* [n_rules]: the END element of each rule */
+    uint32_t *cls;      /* [n_rules]: class, GX_NONE until known */
+    uint32_t *lcl, *nl; /* [n_rules]: local class inside the cycle being refined (its members only) */
+    uint32_t *scc;      /* [n_rules]: id of the cycle a rule is in (its members only), else GX_NONE */
+    uint32_t n_cls;
+    pair_tab chain;     /* (element code, rest) -> rest id */
+    pair_tab body;      /* (0, global body rest) or (1, cycle body rest) -> class */
+    pair_tab sig;       /* (local class, rest) -> new local class */
+} classes;
+
+/* The rest id of rule r's body. A REF into cycle `in` (GX_NONE: none) by local class, or,
+ * when `self` is a class, as LREF 0 if the callee is of that class; any other by class. */
+static uint32_t body_rest(classes *c, uint32_t r, uint32_t in, uint32_t self)
 {
-    uint32_t end = g->rule_start[r];
-    while (GX_TYPE(g->elems[end]) != GX_END) end++;
-    *work += end - g->rule_start[r] + 1;
+    const sift_grammar *g = c->g;
     uint32_t rest = REST_END;
-    for (uint32_t p = end; p-- > g->rule_start[r];)
-        if ((rest = tab_intern(t, elem_code(g->elems[p], cls), rest)) == GX_NONE) return false;
-    *id = rest;
-    return true;
+    for (uint32_t p = c->end[r]; p-- > g->rule_start[r] && rest != GX_NONE;) {
+        uint32_t el = g->elems[p];
+        if (GX_TYPE(el) == GX_REF) {
+            uint32_t t = GX_VAL(el);
+            if (in == GX_NONE || c->scc[t] != in) el = GX_MAKE(GX_REF, c->cls[t]);
+            else if (self == GX_NONE) el = GX_MAKE(LREF, c->lcl[t]);
+            else el = c->cls[t] == self ? GX_MAKE(LREF, 0) : GX_MAKE(GX_REF, c->cls[t]);
+        }
+        rest = tab_intern(&c->chain, el, rest);
+    }
+    return rest;
 }
 
-/* The coarsest rule equivalence (see the top): Moore's partition refinement, run on a
- * worklist. A class keeps its id while its members' bodies stay equal to the body it was
- * formed with (csig); a round re-examines only the rules that refer to a rule whose class
- * changed in the round before, and moves those whose body differs now into new classes
- * (one per old class and new body). The same fixpoint as refining every rule every round,
- * in work proportional to what changes: a string with maxLength 1,000 is a chain of 1,000
- * nested helpers that splits one level per round (~1,000 rounds), which the full rounds
- * could not afford and gave up on - leaving every string of such grammars unshared.
- * SIFT_OK with *settled, or SIFT_E_NOMEM. */
-static int refine_classes(const sift_grammar *g, uint32_t *cls, bool *settled)
+static uint32_t body_work(const classes *c, const uint32_t *m, uint32_t k)
 {
-    *settled = false;
-    const uint32_t R = g->n_rules;
-    uint32_t *head = sift__gx_calloc((size_t)R + 2, sizeof *head); /* callers of each rule (CSR) */
-    sift__gx_u32vec csig = {0}; /* per class id: the body of its members (see the rounds) */
-    sift__gx_u32vec cnt = {0}, dcnt = {0}; /* per class id: members, members in this round */
-    uint32_t *stamp = sift__gx_calloc((size_t)R + 1, sizeof *stamp);
-    uint32_t *body = sift__gx_malloc(((size_t)R + 1) * sizeof *body);
-    sift__gx_u32vec dirty = {0}, next = {0}, moved = {0};
-    uint32_t *adj = NULL, n_edges = 0;
-    pair_tab t = {0}, split = {0};
+    uint64_t w = 0;
+    for (uint32_t j = 0; j < k; j++) w += c->end[m[j]] - c->g->rule_start[m[j]] + 1;
+    return w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+}
+
+/* Classes of the rules m[0 .. k), a strongly connected component whose callees outside it
+ * all have classes. `cyclic`: it calls itself. SIFT_OK or SIFT_E_NOMEM. */
+static int classify_scc(classes *c, const uint32_t *m, uint32_t k, bool cyclic, uint32_t id)
+{
+    if (!cyclic) {
+        uint32_t rest = body_rest(c, m[0], GX_NONE, GX_NONE);
+        uint32_t cl = rest == GX_NONE ? GX_NONE : tab_put(&c->body, 0, rest, c->n_cls);
+        if (cl == GX_NONE) return SIFT_E_NOMEM;
+        if (cl == c->n_cls) c->n_cls++;
+        c->cls[m[0]] = cl;
+        return SIFT_OK;
+    }
+    for (uint32_t j = 0; j < k; j++) {
+        c->scc[m[j]] = id;
+        c->lcl[m[j]] = 0;
+    }
+    uint32_t n_local = 1, rest0 = GX_NONE;
+    uint64_t work = 0, per_round = body_work(c, m, k);
+    bool settled = false;
+    while (!settled) {
+        work += per_round;
+        if (work > MAX_CYCLE_WORK) break;
+        tab_clear(&c->sig);
+        for (uint32_t j = 0; j < k; j++) {
+            uint32_t rest = body_rest(c, m[j], id, GX_NONE);
+            uint32_t s = rest == GX_NONE ? GX_NONE : tab_intern(&c->sig, c->lcl[m[j]], rest);
+            if (s == GX_NONE) return SIFT_E_NOMEM;
+            c->nl[m[j]] = s;
+            if (j == 0) rest0 = rest;
+        }
+        settled = c->sig.n == n_local;
+        n_local = c->sig.n;
+        for (uint32_t j = 0; j < k; j++) c->lcl[m[j]] = c->nl[m[j]];
+        if (k == 1) settled = true; /* one rule: one class */
+    }
+    if (!settled) {
+        /* one class per rule: exact, and no more work */
+        for (uint32_t j = 0; j < k; j++) c->lcl[m[j]] = j;
+        n_local = k;
+    }
+    if (n_local == 1) {
+        /* one class: keyed by its body with the self-references marked alike (LREF 0) */
+        uint32_t cl = tab_put(&c->body, 1, rest0, c->n_cls);
+        if (cl == GX_NONE) return SIFT_E_NOMEM;
+        if (cl == c->n_cls) c->n_cls++;
+        for (uint32_t j = 0; j < k; j++) c->cls[m[j]] = cl;
+    } else {
+        for (uint32_t j = 0; j < k; j++) c->cls[m[j]] = c->n_cls + c->lcl[m[j]];
+        c->n_cls += n_local;
+    }
+    /* each class's body by global classes, for the rules outside cycles that have it, and
+     * (several classes) with the class's own members as LREF 0, for a later cycle of one
+     * class with that body - one member per class: the members' bodies are equal */
+    for (uint32_t j = 0; j < k; j++) {
+        if (c->lcl[m[j]] == GX_NONE) continue;
+        uint32_t rest = body_rest(c, m[j], GX_NONE, GX_NONE);
+        if (rest == GX_NONE || tab_put(&c->body, 0, rest, c->cls[m[j]]) == GX_NONE) return SIFT_E_NOMEM;
+        if (n_local > 1) {
+            rest = body_rest(c, m[j], id, c->cls[m[j]]);
+            if (rest == GX_NONE || tab_put(&c->body, 1, rest, c->cls[m[j]]) == GX_NONE) return SIFT_E_NOMEM;
+        }
+        uint32_t l = c->lcl[m[j]];
+        for (uint32_t q = j; q < k; q++)
+            if (c->lcl[m[q]] == l) c->lcl[m[q]] = GX_NONE;
+    }
+    for (uint32_t j = 0; j < k; j++) c->scc[m[j]] = GX_NONE;
+    return SIFT_OK;
+}
+
+/* Tarjan's strongly connected components over the REF graph, iteratively; each component is
+ * classified as it completes (its callees have completed before it). */
+static int rule_classes(classes *c)
+{
+    const sift_grammar *g = c->g;
+    uint32_t n = g->n_rules;
+    uint32_t *index = sift__gx_malloc(((size_t)n + 1) * sizeof *index);
+    uint32_t *low = sift__gx_malloc(((size_t)n + 1) * sizeof *low);
+    uint32_t *stk = sift__gx_malloc(((size_t)n + 1) * sizeof *stk);   /* Tarjan's stack */
+    uint32_t *fr = sift__gx_malloc(((size_t)n + 1) * sizeof *fr);     /* DFS frames: rule */
+    uint32_t *fp = sift__gx_malloc(((size_t)n + 1) * sizeof *fp);     /* DFS frames: next element */
+    uint8_t *on = sift__gx_calloc((size_t)n + 1, 1);
     int rc = SIFT_E_NOMEM;
-    if (!head || !stamp || !body || !tab_init(&t, g->n_elems + 1) || !tab_init(&split, 64)) goto done;
-    for (uint32_t p = 0; p < g->n_elems; p++)
-        if (GX_TYPE(g->elems[p]) == GX_REF && GX_VAL(g->elems[p]) < R) head[GX_VAL(g->elems[p]) + 2]++, n_edges++;
-    for (uint32_t r = 0; r < R; r++) head[r + 2] += head[r + 1];
-    adj = sift__gx_malloc(((size_t)n_edges + 1) * sizeof *adj);
-    if (!adj) goto done;
-    for (uint32_t r = 0; r < R; r++) {
-        for (uint32_t p = g->rule_start[r]; GX_TYPE(g->elems[p]) != GX_END; p++)
-            if (GX_TYPE(g->elems[p]) == GX_REF && GX_VAL(g->elems[p]) < R) adj[head[GX_VAL(g->elems[p]) + 1]++] = r;
-    }
-    /* now callers of x are adj[head[x] .. head[x + 1]) */
-    uint32_t epoch = 0;
-    /* every rule starts in class 0 */
-    if (!sift__gx_u32_push(&csig, GX_NONE - 1) || !sift__gx_u32_push(&cnt, R) || !sift__gx_u32_push(&dcnt, 0)) goto done;
-    for (uint32_t r = 0; r < R; r++) {
-        cls[r] = 0;
-        if (!sift__gx_u32_push(&dirty, r)) goto done;
-    }
-    uint64_t work = 0;
-    while (dirty.n) {
-        if (work > MAX_WORK) {
-            rc = SIFT_OK; /* not settled: the caller keeps the identity */
-            goto done;
-        }
-        /* bodies under the classes as they were at the start of the round */
-        for (uint32_t k = 0; k < dirty.n; k++)
-            if (!body_id(g, dirty.v[k], cls, &t, &work, &body[dirty.v[k]])) goto done;
-        /* the body a class keeps: its untouched members' (csig, unchanged since: none of their
-         * callees moved), or when every member is in the round, the first one's */
-        for (uint32_t k = 0; k < dirty.n; k++) dcnt.v[cls[dirty.v[k]]]++;
-        for (uint32_t k = 0; k < dirty.n; k++) {
-            uint32_t r = dirty.v[k], c = cls[r];
-            if (dcnt.v[c] == cnt.v[c]) {
-                csig.v[c] = body[r];
-                dcnt.v[c] = 0; /* set once: the next member sees 0 != cnt */
-            }
-        }
-        for (uint32_t k = 0; k < dirty.n; k++) dcnt.v[cls[dirty.v[k]]] = 0;
-        /* then the moves: a rule whose body is not its class's joins the class of (old class,
-         * body), made this round */
-        split.n = 0;
-        memset(split.key, 0, (size_t)split.cap * sizeof *split.key);
-        moved.n = 0;
-        uint32_t base = csig.n;
-        for (uint32_t k = 0; k < dirty.n; k++) {
-            uint32_t r = dirty.v[k];
-            if (body[r] == csig.v[cls[r]]) continue;
-            uint32_t nc = tab_intern(&split, cls[r], body[r]);
-            if (nc == GX_NONE) goto done;
-            nc += base;
-            if (nc == csig.n && (!sift__gx_u32_push(&csig, body[r]) || !sift__gx_u32_push(&cnt, 0) || !sift__gx_u32_push(&dcnt, 0)))
-                goto done;
-            cnt.v[cls[r]]--;
-            cnt.v[nc]++;
-            cls[r] = nc;
-            if (!sift__gx_u32_push(&moved, r)) goto done;
-        }
-        next.n = 0;
-        epoch++;
-        for (uint32_t k = 0; k < moved.n; k++) {
-            uint32_t x = moved.v[k];
-            for (uint32_t q = head[x]; q < head[x + 1]; q++) {
-                uint32_t c = adj[q];
-                if (stamp[c] == epoch) continue;
-                stamp[c] = epoch;
-                if (!sift__gx_u32_push(&next, c)) goto done;
-            }
-            work += head[x + 1] - head[x];
-        }
-        sift__gx_u32vec tmp = dirty;
-        dirty = next;
-        next = tmp;
-    }
-    *settled = true;
+    if (!index || !low || !stk || !fr || !fp || !on) goto done;
+    memset(index, 0xFF, (size_t)n * sizeof *index);
+    uint32_t next = 0, sp = 0, n_scc = 0;
     rc = SIFT_OK;
+    for (uint32_t r0 = 0; r0 < n && rc == SIFT_OK; r0++) {
+        if (index[r0] != GX_NONE) continue;
+        uint32_t fsp = 0;
+        index[r0] = low[r0] = next++;
+        stk[sp++] = r0;
+        on[r0] = 1;
+        fr[fsp] = r0;
+        fp[fsp++] = g->rule_start[r0];
+        while (fsp && rc == SIFT_OK) {
+            uint32_t v = fr[fsp - 1], p = fp[fsp - 1];
+            while (p < c->end[v] && GX_TYPE(g->elems[p]) != GX_REF) p++;
+            if (p < c->end[v]) {
+                fp[fsp - 1] = p + 1;
+                uint32_t w = GX_VAL(g->elems[p]);
+                if (index[w] == GX_NONE) {
+                    index[w] = low[w] = next++;
+                    stk[sp++] = w;
+                    on[w] = 1;
+                    fr[fsp] = w;
+                    fp[fsp++] = g->rule_start[w];
+                } else if (on[w] && index[w] < low[v]) {
+                    low[v] = index[w];
+                }
+                continue;
+            }
+            fsp--;
+            if (fsp && low[v] < low[fr[fsp - 1]]) low[fr[fsp - 1]] = low[v];
+            if (low[v] != index[v]) continue;
+            uint32_t top = sp;
+            do on[stk[--sp]] = 0;
+            while (stk[sp] != v);
+            uint32_t k = top - sp;
+            bool cyclic = k > 1;
+            for (uint32_t q = g->rule_start[v]; !cyclic && q < c->end[v]; q++)
+                cyclic = GX_TYPE(g->elems[q]) == GX_REF && GX_VAL(g->elems[q]) == v;
+            rc = classify_scc(c, stk + sp, k, cyclic, n_scc++);
+        }
+    }
 done:
-    sift__gx_free(head);
-    sift__gx_u32_free(&csig);
-    sift__gx_u32_free(&cnt);
-    sift__gx_u32_free(&dcnt);
-    sift__gx_free(stamp);
-    sift__gx_free(body);
-    sift__gx_free(adj);
-    sift__gx_u32_free(&dirty);
-    sift__gx_u32_free(&next);
-    sift__gx_u32_free(&moved);
-    tab_free(&t);
-    tab_free(&split);
+    sift__gx_free(index);
+    sift__gx_free(low);
+    sift__gx_free(stk);
+    sift__gx_free(fr);
+    sift__gx_free(fp);
+    sift__gx_free(on);
     return rc;
 }
 
 int sift__gx_pos_reps(const sift_grammar *g, uint32_t **out)
 {
     *out = NULL;
+    size_t nr = (size_t)g->n_rules + 1;
     uint32_t *rep = sift__gx_malloc(((size_t)g->n_elems + 1) * sizeof *rep);
-    uint32_t *cls = sift__gx_calloc((size_t)g->n_rules + 1, sizeof *cls);
-    uint32_t *fid = sift__gx_malloc(((size_t)g->n_rules + 1) * sizeof *fid);
-    pair_tab t = {0};
+    uint32_t *fid = sift__gx_malloc(nr * sizeof *fid);
+    uint32_t *first = NULL, *sid = NULL;
+    classes c = {.g = g};
+    c.end = sift__gx_malloc(nr * sizeof *c.end);
+    c.cls = sift__gx_malloc(nr * sizeof *c.cls);
+    c.lcl = sift__gx_malloc(nr * sizeof *c.lcl);
+    c.nl = sift__gx_malloc(nr * sizeof *c.nl);
+    c.scc = sift__gx_malloc(nr * sizeof *c.scc);
     int rc = SIFT_E_NOMEM;
-    if (!rep || !cls || !fid || !tab_init(&t, g->n_elems + 1)) goto done;
+    if (!rep || !fid || !c.end || !c.cls || !c.lcl || !c.nl || !c.scc || !tab_init(&c.chain, g->n_elems + 1) ||
+        !tab_init(&c.body, g->n_rules + 1) || !tab_init(&c.sig, 8))
+        goto done;
     for (uint32_t p = 0; p < g->n_elems; p++) rep[p] = p;
+    for (uint32_t r = 0; r < g->n_rules; r++) {
+        uint32_t end = g->rule_start[r];
+        while (GX_TYPE(g->elems[end]) != GX_END) end++;
+        c.end[r] = end;
+        c.cls[r] = GX_NONE;
+        c.scc[r] = GX_NONE;
+    }
     rc = follow_ids(g, fid);
+    if (rc == SIFT_OK) rc = rule_classes(&c);
     if (rc != SIFT_OK) goto done;
-    bool settled = false;
-    rc = refine_classes(g, cls, &settled);
-    if (rc != SIFT_OK) goto done;
-    if (settled) {
-        /* rest ids of every position, the end of an alternative coded by its FOLLOW id; the
-         * first position with a given id represents it */
-        tab_clear(&t);
-        uint32_t *first = sift__gx_malloc(((size_t)g->n_elems + 1) * sizeof *first);
-        if (!first) {
-            rc = SIFT_E_NOMEM;
-            goto done;
+    /* rest ids of every position, the end of an alternative coded by its FOLLOW id; the
+     * first position with a given id represents it */
+    rc = SIFT_E_NOMEM;
+    tab_clear(&c.chain);
+    first = sift__gx_malloc(((size_t)g->n_elems + 1) * sizeof *first);
+    sid = sift__gx_malloc(((size_t)g->n_elems + 1) * sizeof *sid);
+    if (!first || !sid) goto done;
+    memset(first, 0xFF, ((size_t)g->n_elems + 1) * sizeof *first);
+    memset(sid, 0xFF, ((size_t)g->n_elems + 1) * sizeof *sid);
+    for (uint32_t r = 0; r < g->n_rules; r++) {
+        uint32_t rest = REST_END;
+        for (uint32_t p = c.end[r] + 1; p-- > g->rule_start[r];) {
+            uint32_t el = g->elems[p];
+            if (GX_TYPE(el) == GX_REF) el = GX_MAKE(GX_REF, c.cls[GX_VAL(el)]);
+            rest = sift__gx_is_end(el) ? tab_intern(&c.chain, GX_MAKE(GX_END, fid[r]), REST_END) : tab_intern(&c.chain, el, rest);
+            if (rest == GX_NONE) goto done;
+            sid[p] = rest;
         }
-        memset(first, 0xFF, ((size_t)g->n_elems + 1) * sizeof *first);
-        uint32_t *sid = sift__gx_malloc(((size_t)g->n_elems + 1) * sizeof *sid);
-        if (!sid) {
-            sift__gx_free(first);
-            rc = SIFT_E_NOMEM;
-            goto done;
-        }
-        memset(sid, 0xFF, ((size_t)g->n_elems + 1) * sizeof *sid);
-        for (uint32_t r = 0; r < g->n_rules; r++) {
-            uint32_t end = g->rule_start[r];
-            while (GX_TYPE(g->elems[end]) != GX_END) end++;
-            uint32_t rest = REST_END;
-            for (uint32_t p = end + 1; p-- > g->rule_start[r];) {
-                uint32_t el = g->elems[p];
-                rest = sift__gx_is_end(el) ? tab_intern(&t, GX_MAKE(GX_END, fid[r]), REST_END) : tab_intern(&t, elem_code(el, cls), rest);
-                if (rest == GX_NONE) { /* out of memory (the table is sized for every pair: never) */
-                    sift__gx_free(sid);
-                    sift__gx_free(first);
-                    rc = SIFT_E_NOMEM;
-                    goto done;
-                }
-                sid[p] = rest;
-            }
-        }
-        /* in position order, so that a representative is the first of its class */
-        for (uint32_t p = 0; p < g->n_elems; p++) {
-            if (sid[p] == GX_NONE) continue; /* not inside a rule: stays itself */
-            if (first[sid[p]] == GX_NONE) first[sid[p]] = p;
-            rep[p] = first[sid[p]];
-        }
-        sift__gx_free(sid);
-        sift__gx_free(first);
+    }
+    /* in position order, so that a representative is the first of its class */
+    for (uint32_t p = 0; p < g->n_elems; p++) {
+        if (sid[p] == GX_NONE) continue; /* not inside a rule: stays itself */
+        if (first[sid[p]] == GX_NONE) first[sid[p]] = p;
+        rep[p] = first[sid[p]];
     }
     *out = rep;
     rep = NULL;
     rc = SIFT_OK;
 done:
     sift__gx_free(rep);
-    sift__gx_free(cls);
     sift__gx_free(fid);
-    tab_free(&t);
+    sift__gx_free(first);
+    sift__gx_free(sid);
+    sift__gx_free(c.end);
+    sift__gx_free(c.cls);
+    sift__gx_free(c.lcl);
+    sift__gx_free(c.nl);
+    sift__gx_free(c.scc);
+    tab_free(&c.chain);
+    tab_free(&c.body);
+    tab_free(&c.sig);
     return rc;
 }

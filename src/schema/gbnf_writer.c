@@ -31,10 +31,58 @@ void sift__gbnf_sb_putn(sift__gbnf_sbuf *b, const char *s, size_t n)
     b->s[b->n] = 0;
 }
 void sift__gbnf_sb_puts(sift__gbnf_sbuf *b, const char *s) { sift__gbnf_sb_putn(b, s, strlen(s)); }
+/* A format of text, "%s" and "%%" only (nearly every one the converter writes): its
+ * strings appended as they are - vsnprintf was ~10% of converting a schema. Not when an
+ * argument lies in b's own text (appending could move it). */
+static bool sb_cat(sift__gbnf_sbuf *b, const char *fmt, va_list ap)
+{
+    enum { MAX_ARGS = 16 };
+    const char *arg[MAX_ARGS];
+    uint32_t n_arg = 0;
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%') continue;
+        if (f[1] == '%') {
+            f++;
+            continue;
+        }
+        if (f[1] != 's' || n_arg == MAX_ARGS) return false;
+        f++;
+        n_arg++;
+    }
+    va_list aq;
+    va_copy(aq, ap);
+    for (uint32_t k = 0; k < n_arg; k++) {
+        const char *a = va_arg(aq, const char *);
+        arg[k] = a ? a : "(null)";
+        if (b->s && arg[k] >= b->s && arg[k] < b->s + b->cap) {
+            va_end(aq);
+            return false;
+        }
+    }
+    va_end(aq);
+    uint32_t k = 0;
+    const char *run = fmt;
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%') continue;
+        sift__gbnf_sb_putn(b, run, (size_t)(f - run));
+        if (f[1] == '%') sift__gbnf_sb_putn(b, "%", 1);
+        else sift__gbnf_sb_puts(b, arg[k++]);
+        run = ++f + 1;
+    }
+    sift__gbnf_sb_putn(b, run, strlen(run));
+    return true;
+}
+
 void sift__gbnf_sb_printf(sift__gbnf_sbuf *b, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap;
+    va_start(ap, fmt);
+    if (sb_cat(b, fmt, ap)) {
+        va_end(ap);
+        return;
+    }
+    va_end(ap);
     va_start(ap, fmt);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
