@@ -111,6 +111,7 @@ typedef struct {
     uint32_t trans_off;          /* n_syms transitions in `trans` (GX_NONE until first used) */
     uint32_t uni[GX_N_SLICES];   /* per slice (trie.h): the one state every C_k character leads to (see uni_next) */
     uint8_t chain[GX_N_SLICES];  /* per slice: its chain length (chain_len), CHAIN_UNKNOWN / CHAIN_NONE */
+    uint64_t loop_in[2], loop_out[2]; /* ASCII bytes known to step the state to itself / elsewhere (class_take) */
 } dfa_state;
 
 /* A walk's state at one trie depth. */
@@ -166,6 +167,9 @@ struct sift__gx_engine {
     uint64_t chain_taken;        /* subtrees taken up to a chain's length (take_slice) */
     const uint64_t *fd_follow;   /* follow_disjoint's memo: the set, and bit k: no C_k symbol in it */
     uint8_t fd_bits;
+    const uint64_t *fa_follow;   /* follow_ascii's memo: the set, and its ASCII bytes */
+    uint64_t fa_bytes[2];
+    uint64_t class_taken;        /* subtrees taken by a grammar class (class_take) */
 
     /* the cache */
     sift__gx_entry *ent;
@@ -282,6 +286,7 @@ static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
         s->uni[k] = UNI_UNKNOWN;
         s->chain[k] = CHAIN_UNKNOWN;
     }
+    s->loop_in[0] = s->loop_in[1] = s->loop_out[0] = s->loop_out[1] = 0;
     e->n_st++;
     if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
         if (!st_ht_grow(e)) return GX_NONE;
@@ -541,6 +546,112 @@ static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_
     return 1;
 }
 
+/* The ASCII bytes that FOLLOW set `follow` lets an escape continue with (1-entry memo). */
+static const uint64_t *follow_ascii(sift__gx_engine *e, const uint64_t *follow)
+{
+    if (e->fa_follow != follow) {
+        e->fa_follow = follow;
+        e->fa_bytes[0] = e->fa_bytes[1] = 0;
+        for (uint32_t b = 1; b < 0x80; b++)
+            if (sift__gx_bit(follow, e->g->ascii_sym[b])) e->fa_bytes[b >> 6] |= (uint64_t)1 << (b & 63);
+    }
+    return e->fa_bytes;
+}
+
+/* The ASCII transition of state s on byte b (memoized in the byte row); -1 out of memory. */
+static inline int32_t step_ascii(sift__gx_engine *e, uint32_t s, uint32_t b)
+{
+    int32_t t = e->asc[(size_t)s * 128 + b];
+    return t >= 0 ? t : dfa_step_ascii(e, s, (uint8_t)b);
+}
+
+#define CLASS_CHAIN_MIN 16u /* subtree nodes below which class_take does not try a chain */
+
+/* Class slices: take the whole subtree below trie node i from state ns when the grammar's
+ * own character class lets every token below through - 1 taken, 0 not, -1 out of memory.
+ *
+ * Why. The fixed slices (trie.h) cover the JSON string and host name classes only; a regex
+ * `pattern` becomes a GBNF loop over its own class ([a-zA-Z0-9_]+, [a-z0-9._-]*) or a
+ * bounded run ([0-9a-fA-F]{8}), and a walk in such a state stepped through every
+ * alphanumeric token of the trie (MaskBench: 30k-1M nodes per mask, most masks over 1 ms).
+ * The vocabulary knows the bytes below each node (below_bytes, one set for any class), so
+ * no pass per class is needed: ns's loop bytes (those that step it to itself) are learnt
+ * lazily per DFA state, and a subtree whose bytes are all ASCII loop bytes is accepted whole
+ * - every prefix of every token below stays in ns. Escapes inside it are not recorded, as
+ * for the slices: they would only let lower levels accept tokens of the subtree.
+ *
+ * Otherwise, a chain: every byte below steps ns to one state, and that state to one
+ * state, ... (a bounded repetition). If the chain loops, or outlasts the subtree's longest
+ * token, every token is accepted; if after j steps every byte below dies (or every one
+ * uses the suffix up and then dies: j + 1), the tokens of at most j characters below are.
+ * Only when FOLLOW has none of those bytes: an escape inside the subtree could then lead
+ * nowhere, so ignoring escapes loses no token (take_slice's chain rule). Exact. */
+static int class_take(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_t *follow)
+{
+    const sift__gx_vocab *v = e->voc;
+    const uint64_t b0 = v->below_bytes[i][0], b1 = v->below_bytes[i][1];
+    if (b0 & 1) return 0; /* a byte >= 0x80 below */
+    dfa_state *st = &e->st[ns];
+    bool loop = !((b0 & st->loop_out[0]) | (b1 & st->loop_out[1]));
+    for (uint32_t w = 0; w < 2 && loop; w++) {
+        uint64_t rem = (w ? b1 : b0) & ~e->st[ns].loop_in[w];
+        for (; rem && loop; rem &= rem - 1) {
+            uint32_t b = w * 64 + (uint32_t)__builtin_ctzll(rem);
+            int32_t t = step_ascii(e, ns, b);
+            if (t < 0) return -1;
+            st = &e->st[ns]; /* dfa_step may have moved the states */
+            loop = (uint32_t)t >> 1 == ns;
+            if (loop) st->loop_in[w] |= (uint64_t)1 << (b & 63);
+            else st->loop_out[w] |= (uint64_t)1 << (b & 63);
+        }
+    }
+    uint32_t lim = UINT32_MAX;
+    if (!loop) {
+        const sift__gx_trie_node *nd = &v->node[i];
+        const uint64_t *fa = follow_ascii(e, follow);
+        if (nd->end - i < CLASS_CHAIN_MIN || (b0 & fa[0]) || (b1 & fa[1])) return 0;
+        uint32_t s = ns, j = 0;
+        for (; j < v->below_len[i] && j < 255; j++) {
+            int32_t common = -1;
+            for (uint32_t w = 0; w < 2; w++) {
+                for (uint64_t rem = w ? b1 : b0; rem; rem &= rem - 1) {
+                    int32_t t = step_ascii(e, s, w * 64 + (uint32_t)__builtin_ctzll(rem));
+                    if (t < 0) return -1;
+                    if ((uint32_t)t >> 1 != DEAD) t &= ~1; /* escapes lead nowhere (FOLLOW checked) */
+                    if (common >= 0 && t != common) return 0;
+                    common = t;
+                }
+            }
+            if (common < 0) return 0;
+            if ((uint32_t)common >> 1 == DEAD) {
+                lim = j + ((uint32_t)common & 1);
+                break;
+            }
+            if ((uint32_t)common >> 1 == s) break; /* a loop: every token */
+            s = (uint32_t)common >> 1;
+        }
+        if (j == 255) return 0;
+        if (lim != UINT32_MAX) { /* count node i's own characters, as sorted_chars does */
+            uint32_t len;
+            const uint8_t *t = sift__gx_vocab_text(v, v->sorted[nd->tok_begin], &len);
+            for (uint32_t d = 0; d < nd->depth; d++) lim += (t[d] & 0xC0) != 0x80;
+        }
+    }
+    uint32_t lo, hi;
+    sift__gx_trie_below(v, i, &lo, &hi);
+    if (lim == UINT32_MAX) {
+        for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    } else {
+        for (uint32_t q = lo; q < hi; q++)
+            if (v->sorted_chars[q] <= lim) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    }
+    e->bulk_used = true;
+    e->bulk += v->node[i].end - i - 1;
+    e->class_taken++;
+    e->chain_taken += lim != UINT32_MAX;
+    return 1;
+}
+
 #define FIRST_EX_MAX 32u /* excepted ASCII characters of first_loop */
 
 static bool slice_has(uint32_t k, uint32_t cp)
@@ -707,8 +818,9 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
     uint32_t i = root + 1, stop = tn[root].end;
     /* the root itself may be a slice: a walk resumed at an escape (child()) then takes its
      * subtree without visiting even its children - thousands of roots inside a string */
-    if (v->slice_all[root] && s0 != DEAD && u0.need == 0 && stop > i) {
-        int lp = take_slice(e, root, s0, follow);
+    if (s0 != DEAD && u0.need == 0 && stop > i) {
+        int lp = v->slice_all[root] ? take_slice(e, root, s0, follow) : 0;
+        if (!lp) lp = class_take(e, root, s0, follow);
         if (lp < 0) return SIFT_E_NOMEM;
         if (lp) return SIFT_OK;
     }
@@ -834,6 +946,14 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
                 continue;
             }
             int lp = take_slice(e, i, ns, follow);
+            if (lp < 0) return SIFT_E_NOMEM;
+            if (lp) {
+                i = nd.end;
+                continue;
+            }
+        }
+        if (ns != DEAD && u.need == 0 && nd.end > i + 1) { /* a grammar class (class_take) */
+            int lp = class_take(e, i, ns, follow);
             if (lp < 0) return SIFT_E_NOMEM;
             if (lp) {
                 i = nd.end;
@@ -1523,5 +1643,6 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->first_slices = e->first_taken;
     st->root_walks_reused = e->rw_reused;
     st->chain_takes = e->chain_taken;
+    st->class_takes = e->class_taken;
     pthread_mutex_unlock(&e->lock);
 }

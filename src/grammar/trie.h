@@ -69,6 +69,14 @@ typedef struct sift__gx_vocab {
     uint64_t *first_bits;  /* [GX_N_SLICES * n_words] */
     uint32_t *first_nodes; /* the nodes with a slice_first bit, in preorder (their subtrees are disjoint) */
     uint32_t n_first_nodes;
+    /* Class slices (mask.c, class_take): the bytes of the token texts strictly below each
+     * node, as a 128-bit ASCII set whose bit 0 (NUL, never in the trie) stands for "some
+     * byte >= 0x80", and the most bytes a token has below the node (255: 255 or more). With
+     * them a walk in a state that loops (or runs a chain) on a grammar's own class - a
+     * regex [a-zA-Z0-9_]+ or [0-9a-f]{8} - takes a subtree whole when its bytes are a subset,
+     * without a pass over the trie per class. */
+    uint64_t (*below_bytes)[2]; /* [n_nodes] */
+    uint8_t *below_len;         /* [n_nodes] */
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
