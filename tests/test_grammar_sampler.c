@@ -646,7 +646,7 @@ static void test_mask_key_exclusion(void **state)
 static void test_mask_class_slices(void **state)
 {
     (void)state;
-    const char *class_chars = "0123456789abcdefABCDEFgqXZ_-./\"'<>(){}[],\xC3\xA9";
+    const char *class_chars = "0123456789abcdefABCDEFgqXZ_-./\"'<>(){}[],`|\xC3\xA9\xE2\x82\xAC\xE2\x80\xA8\x7F";
     class_takes_total = class_chains_total = 0;
     for (uint64_t seed = 90; seed < 98; seed++) differential_ex("classes", class_chars, 1500, 120, seed, seed == 93);
     print_message("classes: subtrees taken %llu, up to a run's length %llu\n", (unsigned long long)class_takes_total,

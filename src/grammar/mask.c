@@ -112,6 +112,7 @@ typedef struct {
     uint32_t uni[GX_N_SLICES];   /* per slice (trie.h): the one state every C_k character leads to (see uni_next) */
     uint8_t chain[GX_N_SLICES];  /* per slice: its chain length (chain_len), CHAIN_UNKNOWN / CHAIN_NONE */
     uint64_t loop_in[2], loop_out[2]; /* ASCII bytes known to step the state to itself / elsewhere (class_take) */
+    uint8_t hi_known, hi_loop;   /* bit k: known / true that every non-ASCII character of C_k steps it to itself */
 } dfa_state;
 
 /* A walk's state at one trie depth. */
@@ -287,6 +288,7 @@ static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
         s->chain[k] = CHAIN_UNKNOWN;
     }
     s->loop_in[0] = s->loop_in[1] = s->loop_out[0] = s->loop_out[1] = 0;
+    s->hi_known = s->hi_loop = 0;
     e->n_st++;
     if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
         if (!st_ht_grow(e)) return GX_NONE;
@@ -565,6 +567,26 @@ static inline int32_t step_ascii(sift__gx_engine *e, uint32_t s, uint32_t b)
     return t >= 0 ? t : dfa_step_ascii(e, s, (uint8_t)b);
 }
 
+/* Does every non-ASCII character of slice k step state s to itself? 1 yes, 0 no, -1 out of
+ * memory; memoized per state. Exact: such a character lies in a symbol that meets C_k. */
+static int hi_loops(sift__gx_engine *e, uint32_t s, uint32_t k)
+{
+    if (e->st[s].hi_known >> k & 1) return e->st[s].hi_loop >> k & 1;
+    uint32_t a, b;
+    sift__gx_syms_in_range(e->g, 0x80, 0x10FFFF, &a, &b);
+    bool yes = true;
+    const sift__gx_u32vec *ss = &e->slice_syms[k];
+    for (uint32_t q = 0; q < ss->n && yes; q++) {
+        if (ss->v[q] < a || ss->v[q] > b) continue;
+        int32_t t = dfa_step(e, s, ss->v[q]);
+        if (t < 0) return -1;
+        yes = (uint32_t)t >> 1 == s;
+    }
+    e->st[s].hi_known |= (uint8_t)(1u << k);
+    e->st[s].hi_loop |= (uint8_t)((unsigned)yes << k);
+    return yes;
+}
+
 #define CLASS_CHAIN_MIN 16u /* subtree nodes below which class_take does not try a chain */
 
 /* Class slices: take the whole subtree below trie node i from state ns when the grammar's
@@ -589,10 +611,19 @@ static inline int32_t step_ascii(sift__gx_engine *e, uint32_t s, uint32_t b)
 static int class_take(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_t *follow)
 {
     const sift__gx_vocab *v = e->voc;
-    const uint64_t b0 = v->below_bytes[i][0], b1 = v->below_bytes[i][1];
-    if (b0 & 1) return 0; /* a byte >= 0x80 below */
+    const uint64_t b0 = v->below_bytes[i][0] & ~(uint64_t)1, b1 = v->below_bytes[i][1];
+    const bool high = v->below_bytes[i][0] & 1; /* a byte >= 0x80 below */
     dfa_state *st = &e->st[ns];
     bool loop = !((b0 & st->loop_out[0]) | (b1 & st->loop_out[1]));
+    if (high) {
+        /* non-ASCII below: a loop only, over characters that are well formed and of C_0 (or
+         * C_1) by the slice flags, each of which steps ns to itself (hi_loops) */
+        int h = 0;
+        for (uint32_t k = 0; k < 2 && loop && h == 0; k++)
+            if (v->slice_all[i] >> k & 1) h = hi_loops(e, ns, k);
+        if (h < 0) return -1;
+        if (!h) return 0;
+    }
     for (uint32_t w = 0; w < 2 && loop; w++) {
         uint64_t rem = (w ? b1 : b0) & ~e->st[ns].loop_in[w];
         for (; rem && loop; rem &= rem - 1) {
@@ -606,6 +637,7 @@ static int class_take(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_
         }
     }
     uint32_t lim = UINT32_MAX;
+    if (!loop && high) return 0;
     if (!loop) {
         const sift__gx_trie_node *nd = &v->node[i];
         const uint64_t *fa = follow_ascii(e, follow);
