@@ -171,6 +171,7 @@ struct sift__gx_engine {
     const uint64_t *fa_follow;   /* follow_ascii's memo: the set, and its ASCII bytes */
     uint64_t fa_bytes[2];
     uint64_t class_taken;        /* subtrees taken by a grammar class (class_take) */
+    uint64_t chain_first;        /* child entries that took first-character chain tokens at once (child) */
 
     /* the cache */
     sift__gx_entry *ent;
@@ -1299,9 +1300,42 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
         e->bulk_used = true;
         e->loop_reused++;
     }
+    /* s0 the head of a chain of C_0 (a string with maxLength: char{0,n}, j characters
+     * left), FOLLOW disjoint from C_0: below each first-character escape (slice_first, one
+     * character), take_slice would take the tokens of at most j + 1 characters - ~95k
+     * tokens tested one by one at every chain position, i.e. after every token typed in such
+     * a string (MaskBench: most masks of 500-800 us). They are the parent's loop set (its
+     * loop-root escapes' subtrees, cached) with first_bits[0] of at most j + 1 characters
+     * (len_bits, or less the longer tokens of long_first), OR-ed in at once. That is exact
+     * for the first-character escapes, which are then not walked, and a subset of what the
+     * other escapes accept (below a deeper escape a token may have j + its depth's
+     * characters), which are walked as before. */
+    bool chain_first = false;
+    if (lk == GX_N_SLICES && s0 != DEAD && follow_disjoint(e, follow, 0)) {
+        int j = chain_len(e, s0, 0);
+        if (j < 0) return GX_NONE;
+        if (j != CHAIN_NONE) {
+            int32_t d = loop_set(e, parent, 0);
+            if (d < 0) return GX_NONE;
+            const sift__gx_vocab *v = e->voc;
+            const uint64_t *lb = dense_bits(e, d);
+            uint32_t lim = (uint32_t)j + 1, W = v->n_words;
+            const uint64_t *fb = lim <= GX_FIRST_LEN_MAX ? v->len_bits + (size_t)lim * W : v->first_bits;
+            for (uint32_t w = 0; w < W; w++) e->bulk_bits[w] |= lb[w] & fb[w];
+            for (uint32_t q = 0; lim > GX_FIRST_LEN_MAX && q < v->n_long_first && v->long_first[2 * q + 1] > lim; q++) {
+                uint32_t t = v->long_first[2 * q];
+                e->bulk_bits[t >> 6] &= ~((uint64_t)1 << (t & 63)); /* no other set is in bulk_bits yet */
+            }
+            e->bulk_used = true;
+            e->chain_taken++;
+            e->chain_first++;
+            chain_first = true;
+        }
+    }
     for (uint32_t k = 0; k < e->ent[parent].esc_n; k++) {
         uint32_t node = e->lists.v[e->ent[parent].esc_off + k];
         if (lk < GX_N_SLICES && loop_root(e->voc, node, lk)) continue; /* in the loop set */
+        if (chain_first && (e->voc->slice_first[node] & 1)) continue;  /* taken above */
         if (walk(e, node, s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
     }
     id = make_entry(e, parent);
@@ -1676,5 +1710,6 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->root_walks_reused = e->rw_reused;
     st->chain_takes = e->chain_taken;
     st->class_takes = e->class_taken;
+    st->chain_firsts = e->chain_first;
     pthread_mutex_unlock(&e->lock);
 }

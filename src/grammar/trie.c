@@ -114,6 +114,8 @@ void sift__gx_vocab_free(sift__gx_vocab *v)
     sift__gx_free(v->first_bits);
     sift__gx_free(v->below_bytes);
     sift__gx_free(v->below_len);
+    sift__gx_free(v->len_bits);
+    sift__gx_free(v->long_first);
     memset(v, 0, sizeof *v);
 }
 
@@ -169,6 +171,12 @@ static void close_node(sift__gx_vocab *v, const uint32_t *open, uint32_t d, uint
     if (l > v->below_len[p]) v->below_len[p] = (uint8_t)(l < 255 ? l : 255);
 }
 
+static int cmp_longer(const void *a, const void *b)
+{
+    uint32_t x = ((const uint32_t *)a)[1], y = ((const uint32_t *)b)[1];
+    return x > y ? -1 : x < y;
+}
+
 /* slice_first and first_bits (trie.h). A node's text is the first depth bytes of the token
  * that made it (sorted[tok_begin]). */
 static int build_first(sift__gx_vocab *v)
@@ -198,6 +206,28 @@ static int build_first(sift__gx_vocab *v)
         }
         if (v->slice_first[i]) v->n_first_nodes++;
     }
+    /* len_bits and long_first from first_bits[0] */
+    v->len_bits = sift__gx_calloc((size_t)(GX_FIRST_LEN_MAX + 1) * v->n_words, sizeof *v->len_bits);
+    if (!v->len_bits) return SIFT_E_NOMEM;
+    uint32_t n_long = 0;
+    for (uint32_t q = 0; q < v->n_sorted; q++) {
+        uint32_t t = v->sorted[q];
+        if (!sift__gx_bit(v->first_bits, t)) continue;
+        if (v->sorted_chars[q] <= GX_FIRST_LEN_MAX) sift__gx_bit_set(v->len_bits + (size_t)v->sorted_chars[q] * v->n_words, t);
+        else n_long++;
+    }
+    for (uint32_t l = 1; l <= GX_FIRST_LEN_MAX; l++)
+        for (uint32_t w = 0; w < v->n_words; w++) v->len_bits[(size_t)l * v->n_words + w] |= v->len_bits[(size_t)(l - 1) * v->n_words + w];
+    v->long_first = sift__gx_malloc(((size_t)n_long + 1) * 2 * sizeof *v->long_first);
+    if (!v->long_first) return SIFT_E_NOMEM;
+    for (uint32_t q = 0; q < v->n_sorted; q++) {
+        uint32_t t = v->sorted[q];
+        if (!sift__gx_bit(v->first_bits, t) || v->sorted_chars[q] <= GX_FIRST_LEN_MAX) continue;
+        v->long_first[2 * v->n_long_first] = t;
+        v->long_first[2 * v->n_long_first + 1] = v->sorted_chars[q];
+        v->n_long_first++;
+    }
+    qsort(v->long_first, v->n_long_first, 2 * sizeof *v->long_first, cmp_longer); /* longest first */
     v->first_nodes = sift__gx_malloc(((size_t)v->n_first_nodes + 1) * sizeof *v->first_nodes);
     if (!v->first_nodes) return SIFT_E_NOMEM;
     v->n_first_nodes = 0;

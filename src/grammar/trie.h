@@ -76,6 +76,12 @@ typedef struct sift__gx_vocab {
      * regex [a-zA-Z0-9_]+ or [0-9a-f]{8} - takes a subtree whole when its bytes are a subset,
      * without a pass over the trie per class. */
     uint64_t (*below_bytes)[2]; /* [n_nodes] */
+    /* first_bits[0] by length (mask.c, walk's first-character chain): len_bits[L] holds its
+     * tokens of at most L characters (L <= GX_FIRST_LEN_MAX); long_first its longer ones,
+     * with their character counts, longest first. */
+    uint64_t *len_bits;         /* [(GX_FIRST_LEN_MAX + 1) * n_words] */
+    uint32_t *long_first;       /* token, chars, token, chars, ... */
+    uint32_t n_long_first;
     uint8_t *below_len;         /* [n_nodes] */
 } sift__gx_vocab;
 
@@ -94,7 +100,8 @@ static inline void sift__gx_trie_below(const sift__gx_vocab *v, uint32_t i, uint
     *hi = v->node[i].end < v->n_nodes ? v->node[v->node[i].end].tok_begin : v->n_sorted;
 }
 
-#define GX_MAX_TOKEN_TEXT 65535u /* a longer token text counts as empty (never allowed) */
+#define GX_MAX_TOKEN_TEXT 65535u
+#define GX_FIRST_LEN_MAX 24u /* a longer token text counts as empty (never allowed) */
 
 /* Build from a view (copies everything it needs). SIFT_OK, SIFT_E_INVAL, SIFT_E_NOMEM. */
 int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_error *err);
