@@ -653,13 +653,13 @@ static void test_mask_class_slices(void **state)
     /* long tokens for char{0,28}: the lengths around the characters left matter */
     /* 'm' is not in the alphabet: its node is a first-character slice with these tokens of
      * 1 to 31 characters below, around the 28 left at the string's start */
-    static const char *const long_tokens[] = {"[~\"", "[~\"a", "m", "mn", "mnopqrstuvwxyz0123456789ab", "mnopqrstuvwxyz0123456789abc",
+    static const char *const long_tokens[] = {"[~\"", "[~\"a", "[~'0123456789", "[~'012345678", "m", "mn", "mnopqrstuvwxyz0123456789ab", "mnopqrstuvwxyz0123456789abc",
                                               "mnopqrstuvwxyz0123456789abcd", "mnopqrstuvwxyz0123456789abcde", "mnopqrstuvwxyz0123456789abcdef",
                                               "mnopqrstuvwxyz0123456789abcdeff", "mnopqrstuvwxyz0123456789abcd\xC3\xA9", "~\"", "\"]", "\",", "\\", "\\u00e9"};
     fixed_tokens = long_tokens;
     n_fixed_tokens = (int)(sizeof long_tokens / sizeof long_tokens[0]);
     for (uint64_t seed = 100; seed < 112; seed++) {
-        forced_token = (int)(seed % 2); /* into the string at once */
+        forced_token = (int)(seed % 4); /* into a string at once (char{0,40}: 30 or 31 characters left) */
         differential_ex("classes", class_chars, 1500, 60, seed, 0);
     }
     forced_token = -1;

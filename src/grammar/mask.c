@@ -1309,17 +1309,22 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
      * (len_bits, or less the longer tokens of long_first), OR-ed in at once. That is exact
      * for the first-character escapes, which are then not walked, and a subset of what the
      * other escapes accept (below a deeper escape a token may have j + its depth's
-     * characters), which are walked as before. */
+     * characters), which are walked as before. A chain longer than every first-character
+     * token (maxLength 256: chain_len gives up past 253) takes all of them, whatever FOLLOW
+     * (slice_ok, as take_slice's first rule). */
     bool chain_first = false;
-    if (lk == GX_N_SLICES && s0 != DEAD && follow_disjoint(e, follow, 0)) {
-        int j = chain_len(e, s0, 0);
-        if (j < 0) return GX_NONE;
-        if (j != CHAIN_NONE) {
+    if (lk == GX_N_SLICES && s0 != DEAD) {
+        const uint32_t maxc = e->voc->n_long_first ? e->voc->long_first[1] : GX_FIRST_LEN_MAX;
+        int all = maxc <= 255 ? slice_ok(e, s0, 0, maxc - 1) : 0;
+        int j = all || !follow_disjoint(e, follow, 0) ? CHAIN_NONE : chain_len(e, s0, 0);
+        if (all < 0 || j < 0) return GX_NONE;
+        if (all || j != CHAIN_NONE) {
+            uint32_t lim = all ? maxc + 1 : (uint32_t)j + 1; /* all: nothing is cleared below */
             int32_t d = loop_set(e, parent, 0);
             if (d < 0) return GX_NONE;
             const sift__gx_vocab *v = e->voc;
             const uint64_t *lb = dense_bits(e, d);
-            uint32_t lim = (uint32_t)j + 1, W = v->n_words;
+            uint32_t W = v->n_words;
             const uint64_t *fb = lim <= GX_FIRST_LEN_MAX ? v->len_bits + (size_t)lim * W : v->first_bits;
             for (uint32_t w = 0; w < W; w++) e->bulk_bits[w] |= lb[w] & fb[w];
             for (uint32_t q = 0; lim > GX_FIRST_LEN_MAX && q < v->n_long_first && v->long_first[2 * q + 1] > lim; q++) {
