@@ -57,8 +57,18 @@
  * the root state is a key-exclusion class that steps to a loop L on all but a few first
  * characters, that walk is made once per L and taken less those characters' subtrees
  * (root_walk_take; the walk arena names frames by representative, so L is one state).
- * There are two slices (trie.c): C_0 the converters' JSON string character, C_1 the same less
- * U+2028..2029, the class a regex "." becomes in a string pattern.
+ * There are three slices (trie.c): C_0 the converters' JSON string character, C_1 the same less
+ * U+2028..2029, the class a regex "." becomes in a string pattern, C_2 host name characters.
+ * A string with maxLength is a chain of C_0: its child entries take their first-character
+ * tokens of at most the characters left as one AND of the loop set with a by-length copy of
+ * first_bits (child), not ~95k tokens tested one by one after every typed token.
+ *
+ * Class slices (class_take). A regex `pattern` loops over its own class ([a-zA-Z0-9_]+,
+ * [^/]*) or runs a bounded one ([0-9a-f]{8}); no fixed slice covers those. The trie keeps the
+ * bytes below each node (trie.h), and each DFA state learns lazily which ASCII bytes step it
+ * to itself: a subtree whose bytes all do (non-ASCII ones through the C_0 / C_1 flags) is
+ * taken whole, and a uniform chain takes its tokens up to the chain's length. Nothing is
+ * computed per class or per grammar up front.
  *
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
  * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start

@@ -22,7 +22,8 @@
  * stepping through it node by node. slice_len bounds how many characters those tokens
  * have below the node, so that a state that is not a loop but a chain (a string with a
  * maxLength: char{0,50}) qualifies too, when the chain is long enough. Nothing in a slice
- * depends on a grammar, so it is built once with the trie.
+ * depends on a grammar, so it is built once with the trie. For a grammar's own classes the
+ * trie keeps the bytes below each node instead (below_bytes): one set serves every class.
  */
 #ifndef SIFT_GRAMMAR_TRIE_H
 #define SIFT_GRAMMAR_TRIE_H
