@@ -452,6 +452,7 @@ static uint64_t slices_first_total; /* root walks that took first_bits (trie.h),
 static uint64_t hosts_slice_total, hosts_loop_first_total; /* over test_mask_host_slice */
 static uint64_t root_walks_total; /* over test_mask_key_exclusion */
 static uint64_t chain_takes_total; /* over test_mask_slices */
+static uint64_t class_takes_total, class_chains_total, chain_firsts_total; /* over test_mask_class_slices */
 
 static void differential_ex(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed, int stress)
 {
@@ -520,6 +521,11 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         chain_takes_total += es.chain_takes;
     }
     if (!strcmp(grammar_name, "key_exclusion")) root_walks_total += es.root_walks_reused;
+    if (!strcmp(grammar_name, "classes")) {
+        class_takes_total += es.class_takes;
+        class_chains_total += es.chain_takes;
+        chain_firsts_total += es.chain_firsts;
+    }
     if (!strcmp(grammar_name, "hosts")) {
         hosts_slice_total += es.slice_nodes;
         hosts_loop_first_total += es.loop_sets_first;
@@ -631,6 +637,40 @@ static void test_mask_key_exclusion(void **state)
     n_fixed_tokens = 0;
     print_message("key exclusions: root walks made from a remembered one %llu\n", (unsigned long long)root_walks_total);
     assert_true(root_walks_total > 0);
+}
+
+/* Class slices (mask.c, class_take): subtrees taken whole by a grammar's own loop class or
+ * up to a bounded run's length, against the reference matcher. The alphabet has the
+ * classes' letters and digits, letters outside the hex class (g, q, X, Z), the delimiters
+ * and a non-ASCII character, so that the trie has subtrees of each class next to ones
+ * that leave it. */
+static void test_mask_class_slices(void **state)
+{
+    (void)state;
+    const char *class_chars = "0123456789abcdefABCDEFgqXZ_-./\"'<>(){}[],`|\xC3\xA9\xE2\x82\xAC\xE2\x80\xA8\x7F";
+    class_takes_total = class_chains_total = chain_firsts_total = 0;
+    for (uint64_t seed = 90; seed < 98; seed++) differential_ex("classes", class_chars, 1500, 120, seed, seed == 93);
+    /* long tokens for char{0,28}: the lengths around the characters left matter */
+    /* 'm' is not in the alphabet: its node is a first-character slice with these tokens of
+     * 1 to 31 characters below, around the 28 left at the string's start */
+    static const char *const long_tokens[] = {"[~\"", "[~\"a", "[~'0123456789", "[~'012345678", "m", "mn", "mnopqrstuvwxyz0123456789ab", "mnopqrstuvwxyz0123456789abc",
+                                              "mnopqrstuvwxyz0123456789abcd", "mnopqrstuvwxyz0123456789abcde", "mnopqrstuvwxyz0123456789abcdef",
+                                              "mnopqrstuvwxyz0123456789abcdeff", "mnopqrstuvwxyz0123456789abcd\xC3\xA9", "~\"", "\"]", "\",", "\\", "\\u00e9"};
+    fixed_tokens = long_tokens;
+    n_fixed_tokens = (int)(sizeof long_tokens / sizeof long_tokens[0]);
+    for (uint64_t seed = 100; seed < 112; seed++) {
+        forced_token = (int)(seed % 4); /* into a string at once (char{0,40}: 30 or 31 characters left) */
+        differential_ex("classes", class_chars, 1500, 60, seed, 0);
+    }
+    forced_token = -1;
+    fixed_tokens = NULL;
+    n_fixed_tokens = 0;
+    print_message("classes: first-character chain sets %llu\n", (unsigned long long)chain_firsts_total);
+    assert_true(chain_firsts_total > 0);
+    print_message("classes: subtrees taken %llu, up to a run's length %llu\n", (unsigned long long)class_takes_total,
+                  (unsigned long long)class_chains_total);
+    assert_true(class_takes_total > 0);
+    assert_true(class_chains_total > 0);
 }
 
 /* The first position of rule `name`'s body. */
@@ -1087,7 +1127,7 @@ int main(void)
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
-        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_pos_equiv_long_chain),
+        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_mask_class_slices), cmocka_unit_test(test_pos_equiv_long_chain),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_apply_layouts),
         cmocka_unit_test(test_no_allocation_when_warm),

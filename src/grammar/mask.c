@@ -57,8 +57,18 @@
  * the root state is a key-exclusion class that steps to a loop L on all but a few first
  * characters, that walk is made once per L and taken less those characters' subtrees
  * (root_walk_take; the walk arena names frames by representative, so L is one state).
- * There are two slices (trie.c): C_0 the converters' JSON string character, C_1 the same less
- * U+2028..2029, the class a regex "." becomes in a string pattern.
+ * There are three slices (trie.c): C_0 the converters' JSON string character, C_1 the same less
+ * U+2028..2029, the class a regex "." becomes in a string pattern, C_2 host name characters.
+ * A string with maxLength is a chain of C_0: its child entries take their first-character
+ * tokens of at most the characters left as one AND of the loop set with a by-length copy of
+ * first_bits (child), not ~95k tokens tested one by one after every typed token.
+ *
+ * Class slices (class_take). A regex `pattern` loops over its own class ([a-zA-Z0-9_]+,
+ * [^/]*) or runs a bounded one ([0-9a-f]{8}); no fixed slice covers those. The trie keeps the
+ * bytes below each node (trie.h), and each DFA state learns lazily which ASCII bytes step it
+ * to itself: a subtree whose bytes all do (non-ASCII ones through the C_0 / C_1 flags) is
+ * taken whole, and a uniform chain takes its tokens up to the chain's length. Nothing is
+ * computed per class or per grammar up front.
  *
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
  * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start
@@ -111,6 +121,8 @@ typedef struct {
     uint32_t trans_off;          /* n_syms transitions in `trans` (GX_NONE until first used) */
     uint32_t uni[GX_N_SLICES];   /* per slice (trie.h): the one state every C_k character leads to (see uni_next) */
     uint8_t chain[GX_N_SLICES];  /* per slice: its chain length (chain_len), CHAIN_UNKNOWN / CHAIN_NONE */
+    uint64_t loop_in[2], loop_out[2]; /* ASCII bytes known to step the state to itself / elsewhere (class_take) */
+    uint8_t hi_known, hi_loop;   /* bit k: known / true that every non-ASCII character of C_k steps it to itself */
 } dfa_state;
 
 /* A walk's state at one trie depth. */
@@ -166,6 +178,10 @@ struct sift__gx_engine {
     uint64_t chain_taken;        /* subtrees taken up to a chain's length (take_slice) */
     const uint64_t *fd_follow;   /* follow_disjoint's memo: the set, and bit k: no C_k symbol in it */
     uint8_t fd_bits;
+    const uint64_t *fa_follow;   /* follow_ascii's memo: the set, and its ASCII bytes */
+    uint64_t fa_bytes[2];
+    uint64_t class_taken;        /* subtrees taken by a grammar class (class_take) */
+    uint64_t chain_first;        /* child entries that took first-character chain tokens at once (child) */
 
     /* the cache */
     sift__gx_entry *ent;
@@ -282,6 +298,8 @@ static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
         s->uni[k] = UNI_UNKNOWN;
         s->chain[k] = CHAIN_UNKNOWN;
     }
+    s->loop_in[0] = s->loop_in[1] = s->loop_out[0] = s->loop_out[1] = 0;
+    s->hi_known = s->hi_loop = 0;
     e->n_st++;
     if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
         if (!st_ht_grow(e)) return GX_NONE;
@@ -541,6 +559,142 @@ static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_
     return 1;
 }
 
+/* The ASCII bytes that FOLLOW set `follow` lets an escape continue with (1-entry memo). */
+static const uint64_t *follow_ascii(sift__gx_engine *e, const uint64_t *follow)
+{
+    if (e->fa_follow != follow) {
+        e->fa_follow = follow;
+        e->fa_bytes[0] = e->fa_bytes[1] = 0;
+        for (uint32_t b = 1; b < 0x80; b++)
+            if (sift__gx_bit(follow, e->g->ascii_sym[b])) e->fa_bytes[b >> 6] |= (uint64_t)1 << (b & 63);
+    }
+    return e->fa_bytes;
+}
+
+/* The ASCII transition of state s on byte b (memoized in the byte row); -1 out of memory. */
+static inline int32_t step_ascii(sift__gx_engine *e, uint32_t s, uint32_t b)
+{
+    int32_t t = e->asc[(size_t)s * 128 + b];
+    return t >= 0 ? t : dfa_step_ascii(e, s, (uint8_t)b);
+}
+
+/* Does every non-ASCII character of slice k step state s to itself? 1 yes, 0 no, -1 out of
+ * memory; memoized per state. Exact: such a character lies in a symbol that meets C_k. */
+static int hi_loops(sift__gx_engine *e, uint32_t s, uint32_t k)
+{
+    if (e->st[s].hi_known >> k & 1) return e->st[s].hi_loop >> k & 1;
+    uint32_t a, b;
+    sift__gx_syms_in_range(e->g, 0x80, 0x10FFFF, &a, &b);
+    bool yes = true;
+    const sift__gx_u32vec *ss = &e->slice_syms[k];
+    for (uint32_t q = 0; q < ss->n && yes; q++) {
+        if (ss->v[q] < a || ss->v[q] > b) continue;
+        int32_t t = dfa_step(e, s, ss->v[q]);
+        if (t < 0) return -1;
+        yes = (uint32_t)t >> 1 == s;
+    }
+    e->st[s].hi_known |= (uint8_t)(1u << k);
+    e->st[s].hi_loop |= (uint8_t)((unsigned)yes << k);
+    return yes;
+}
+
+#define CLASS_CHAIN_MIN 16u /* subtree nodes below which class_take does not try a chain */
+
+/* Class slices: take the whole subtree below trie node i from state ns when the grammar's
+ * own character class lets every token below through - 1 taken, 0 not, -1 out of memory.
+ *
+ * Why. The fixed slices (trie.h) cover the JSON string and host name classes only; a regex
+ * `pattern` becomes a GBNF loop over its own class ([a-zA-Z0-9_]+, [a-z0-9._-]*) or a
+ * bounded run ([0-9a-fA-F]{8}), and a walk in such a state stepped through every
+ * alphanumeric token of the trie (MaskBench: 30k-1M nodes per mask, most masks over 1 ms).
+ * The vocabulary knows the bytes below each node (below_bytes, one set for any class), so
+ * no pass per class is needed: ns's loop bytes (those that step it to itself) are learnt
+ * lazily per DFA state, and a subtree whose bytes are all ASCII loop bytes is accepted whole
+ * - every prefix of every token below stays in ns. Escapes inside it are not recorded, as
+ * for the slices: they would only let lower levels accept tokens of the subtree.
+ *
+ * Otherwise, a chain: every byte below steps ns to one state, and that state to one
+ * state, ... (a bounded repetition). If the chain loops, or outlasts the subtree's longest
+ * token, every token is accepted; if after j steps every byte below dies (or every one
+ * uses the suffix up and then dies: j + 1), the tokens of at most j characters below are.
+ * Only when FOLLOW has none of those bytes: an escape inside the subtree could then lead
+ * nowhere, so ignoring escapes loses no token (take_slice's chain rule). Exact. */
+static int class_take(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_t *follow)
+{
+    const sift__gx_vocab *v = e->voc;
+    const uint64_t b0 = v->below_bytes[i][0] & ~(uint64_t)1, b1 = v->below_bytes[i][1];
+    const bool high = v->below_bytes[i][0] & 1; /* a byte >= 0x80 below */
+    dfa_state *st = &e->st[ns];
+    bool loop = !((b0 & st->loop_out[0]) | (b1 & st->loop_out[1]));
+    if (high) {
+        /* non-ASCII below: a loop only, over characters that are well formed and of C_0 (or
+         * C_1) by the slice flags, each of which steps ns to itself (hi_loops) */
+        int h = 0;
+        for (uint32_t k = 0; k < 2 && loop && h == 0; k++)
+            if (v->slice_all[i] >> k & 1) h = hi_loops(e, ns, k);
+        if (h < 0) return -1;
+        if (!h) return 0;
+    }
+    for (uint32_t w = 0; w < 2 && loop; w++) {
+        uint64_t rem = (w ? b1 : b0) & ~e->st[ns].loop_in[w];
+        for (; rem && loop; rem &= rem - 1) {
+            uint32_t b = w * 64 + (uint32_t)__builtin_ctzll(rem);
+            int32_t t = step_ascii(e, ns, b);
+            if (t < 0) return -1;
+            st = &e->st[ns]; /* dfa_step may have moved the states */
+            loop = (uint32_t)t >> 1 == ns;
+            if (loop) st->loop_in[w] |= (uint64_t)1 << (b & 63);
+            else st->loop_out[w] |= (uint64_t)1 << (b & 63);
+        }
+    }
+    uint32_t lim = UINT32_MAX;
+    if (!loop && high) return 0;
+    if (!loop) {
+        const sift__gx_trie_node *nd = &v->node[i];
+        const uint64_t *fa = follow_ascii(e, follow);
+        if (nd->end - i < CLASS_CHAIN_MIN || (b0 & fa[0]) || (b1 & fa[1])) return 0;
+        uint32_t s = ns, j = 0;
+        for (; j < v->below_len[i] && j < 255; j++) {
+            int32_t common = -1;
+            for (uint32_t w = 0; w < 2; w++) {
+                for (uint64_t rem = w ? b1 : b0; rem; rem &= rem - 1) {
+                    int32_t t = step_ascii(e, s, w * 64 + (uint32_t)__builtin_ctzll(rem));
+                    if (t < 0) return -1;
+                    if ((uint32_t)t >> 1 != DEAD) t &= ~1; /* escapes lead nowhere (FOLLOW checked) */
+                    if (common >= 0 && t != common) return 0;
+                    common = t;
+                }
+            }
+            if (common < 0) return 0;
+            if ((uint32_t)common >> 1 == DEAD) {
+                lim = j + ((uint32_t)common & 1);
+                break;
+            }
+            if ((uint32_t)common >> 1 == s) break; /* a loop: every token */
+            s = (uint32_t)common >> 1;
+        }
+        if (j == 255) return 0;
+        if (lim != UINT32_MAX) { /* count node i's own characters, as sorted_chars does */
+            uint32_t len;
+            const uint8_t *t = sift__gx_vocab_text(v, v->sorted[nd->tok_begin], &len);
+            for (uint32_t d = 0; d < nd->depth; d++) lim += (t[d] & 0xC0) != 0x80;
+        }
+    }
+    uint32_t lo, hi;
+    sift__gx_trie_below(v, i, &lo, &hi);
+    if (lim == UINT32_MAX) {
+        for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    } else {
+        for (uint32_t q = lo; q < hi; q++)
+            if (v->sorted_chars[q] <= lim) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    }
+    e->bulk_used = true;
+    e->bulk += v->node[i].end - i - 1;
+    e->class_taken++;
+    e->chain_taken += lim != UINT32_MAX;
+    return 1;
+}
+
 #define FIRST_EX_MAX 32u /* excepted ASCII characters of first_loop */
 
 static bool slice_has(uint32_t k, uint32_t cp)
@@ -707,8 +861,9 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
     uint32_t i = root + 1, stop = tn[root].end;
     /* the root itself may be a slice: a walk resumed at an escape (child()) then takes its
      * subtree without visiting even its children - thousands of roots inside a string */
-    if (v->slice_all[root] && s0 != DEAD && u0.need == 0 && stop > i) {
-        int lp = take_slice(e, root, s0, follow);
+    if (s0 != DEAD && u0.need == 0 && stop > i) {
+        int lp = v->slice_all[root] ? take_slice(e, root, s0, follow) : 0;
+        if (!lp) lp = class_take(e, root, s0, follow);
         if (lp < 0) return SIFT_E_NOMEM;
         if (lp) return SIFT_OK;
     }
@@ -834,6 +989,14 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
                 continue;
             }
             int lp = take_slice(e, i, ns, follow);
+            if (lp < 0) return SIFT_E_NOMEM;
+            if (lp) {
+                i = nd.end;
+                continue;
+            }
+        }
+        if (ns != DEAD && u.need == 0 && nd.end > i + 1) { /* a grammar class (class_take) */
+            int lp = class_take(e, i, ns, follow);
             if (lp < 0) return SIFT_E_NOMEM;
             if (lp) {
                 i = nd.end;
@@ -1147,12 +1310,49 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
         e->bulk_used = true;
         e->loop_reused++;
     }
+    /* s0 the head of a chain of C_0 (a string with maxLength: char{0,n}, j characters
+     * left), FOLLOW disjoint from C_0: below each first-character escape (slice_first, one
+     * character), take_slice would take the tokens of at most j + 1 characters - ~95k
+     * tokens tested one by one at every chain position, i.e. after every token typed in such
+     * a string (MaskBench: most masks of 500-800 us). They are the parent's loop set (its
+     * loop-root escapes' subtrees, cached) with first_bits[0] of at most j + 1 characters
+     * (len_bits, or less the longer tokens of long_first), OR-ed in at once. That is exact
+     * for the first-character escapes, which are then not walked, and a subset of what the
+     * other escapes accept (below a deeper escape a token may have j + its depth's
+     * characters), which are walked as before. A chain longer than every first-character
+     * token (maxLength 256: chain_len gives up past 253) takes all of them, whatever FOLLOW
+     * (slice_ok, as take_slice's first rule). */
+    bool chain_first = false;
+    if (lk == GX_N_SLICES && s0 != DEAD) {
+        const uint32_t maxc = e->voc->n_long_first ? e->voc->long_first[1] : GX_FIRST_LEN_MAX;
+        int all = maxc <= 255 ? slice_ok(e, s0, 0, maxc - 1) : 0;
+        int j = all || !follow_disjoint(e, follow, 0) ? CHAIN_NONE : chain_len(e, s0, 0);
+        if (all < 0 || j < 0) return GX_NONE;
+        if (all || j != CHAIN_NONE) {
+            uint32_t lim = all ? maxc + 1 : (uint32_t)j + 1; /* all: nothing is cleared below */
+            int32_t d = loop_set(e, parent, 0);
+            if (d < 0) return GX_NONE;
+            const sift__gx_vocab *v = e->voc;
+            const uint64_t *lb = dense_bits(e, d);
+            uint32_t W = v->n_words;
+            const uint64_t *fb = lim <= GX_FIRST_LEN_MAX ? v->len_bits + (size_t)lim * W : v->first_bits;
+            for (uint32_t w = 0; w < W; w++) e->bulk_bits[w] |= lb[w] & fb[w];
+            for (uint32_t q = 0; lim > GX_FIRST_LEN_MAX && q < v->n_long_first && v->long_first[2 * q + 1] > lim; q++) {
+                uint32_t t = v->long_first[2 * q];
+                e->bulk_bits[t >> 6] &= ~((uint64_t)1 << (t & 63)); /* no other set is in bulk_bits yet */
+            }
+            e->bulk_used = true;
+            e->chain_taken++;
+            e->chain_first++;
+            chain_first = true;
+        }
+    }
     for (uint32_t k = 0; k < e->ent[parent].esc_n; k++) {
         uint32_t node = e->lists.v[e->ent[parent].esc_off + k];
         if (lk < GX_N_SLICES && loop_root(e->voc, node, lk)) continue; /* in the loop set */
+        if (chain_first && (e->voc->slice_first[node] & 1)) continue;  /* taken above */
         /* a leaf has nothing below it to walk: most escapes of a one-character class are
-         * (2.2k in a JSON string's char), and the calls alone were ~150 us per new string
-         * context */
+         * (2.2k in a JSON string's char) */
         if (e->voc->node[node].end == node + 1) continue;
         if (walk(e, node, s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
     }
@@ -1527,5 +1727,7 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->first_slices = e->first_taken;
     st->root_walks_reused = e->rw_reused;
     st->chain_takes = e->chain_taken;
+    st->class_takes = e->class_taken;
+    st->chain_firsts = e->chain_first;
     pthread_mutex_unlock(&e->lock);
 }

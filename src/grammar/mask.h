@@ -55,6 +55,8 @@ typedef struct sift__gx_engine_stats {
     uint64_t loop_sets_first;  /* loop sets made from the first-character slices, less exceptions (mask.c, loop_set) */
     uint64_t root_walks_reused; /* root walks made from a remembered one in their loop state (mask.c, root_walk_take) */
     uint64_t chain_takes;       /* subtrees taken up to a maxLength chain's length (mask.c, take_slice) */
+    uint64_t chain_firsts;      /* child entries that took a maxLength chain's first-character tokens at once (mask.c, child) */
+    uint64_t class_takes;       /* subtrees taken whole by a grammar's own character class (mask.c, class_take) */
 } sift__gx_engine_stats;
 void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st);
 /* Size past which on-demand entries are dropped (default 512 MiB; tests use tiny ones). */

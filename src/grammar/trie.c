@@ -112,6 +112,10 @@ void sift__gx_vocab_free(sift__gx_vocab *v)
     sift__gx_free(v->slice_first);
     sift__gx_free(v->first_nodes);
     sift__gx_free(v->first_bits);
+    sift__gx_free(v->below_bytes);
+    sift__gx_free(v->below_len);
+    sift__gx_free(v->len_bits);
+    sift__gx_free(v->long_first);
     memset(v, 0, sizeof *v);
 }
 
@@ -151,6 +155,28 @@ static uint32_t common_prefix(const sift__gx_vocab *v, uint32_t k, const uint8_t
     return lcp;
 }
 
+/* Close the node at depth d of the current path (its subtree ends before node nn): its byte
+ * and the bytes below it go into its parent's below_bytes, its depth of bytes below plus one
+ * into the parent's below_len (trie.h). */
+static void close_node(sift__gx_vocab *v, const uint32_t *open, uint32_t d, uint32_t nn)
+{
+    uint32_t c = open[d], p = open[d - 1];
+    uint8_t b = v->node[c].byte;
+    v->node[c].end = nn;
+    v->below_bytes[p][0] |= v->below_bytes[c][0];
+    v->below_bytes[p][1] |= v->below_bytes[c][1];
+    if (b < 0x80) v->below_bytes[p][b >> 6] |= (uint64_t)1 << (b & 63);
+    else v->below_bytes[p][0] |= 1;
+    uint32_t l = (uint32_t)v->below_len[c] + 1;
+    if (l > v->below_len[p]) v->below_len[p] = (uint8_t)(l < 255 ? l : 255);
+}
+
+static int cmp_longer(const void *a, const void *b)
+{
+    uint32_t x = ((const uint32_t *)a)[1], y = ((const uint32_t *)b)[1];
+    return x > y ? -1 : x < y;
+}
+
 /* slice_first and first_bits (trie.h). A node's text is the first depth bytes of the token
  * that made it (sorted[tok_begin]). */
 static int build_first(sift__gx_vocab *v)
@@ -180,6 +206,28 @@ static int build_first(sift__gx_vocab *v)
         }
         if (v->slice_first[i]) v->n_first_nodes++;
     }
+    /* len_bits and long_first from first_bits[0] */
+    v->len_bits = sift__gx_calloc((size_t)(GX_FIRST_LEN_MAX + 1) * v->n_words, sizeof *v->len_bits);
+    if (!v->len_bits) return SIFT_E_NOMEM;
+    uint32_t n_long = 0;
+    for (uint32_t q = 0; q < v->n_sorted; q++) {
+        uint32_t t = v->sorted[q];
+        if (!sift__gx_bit(v->first_bits, t)) continue;
+        if (v->sorted_chars[q] <= GX_FIRST_LEN_MAX) sift__gx_bit_set(v->len_bits + (size_t)v->sorted_chars[q] * v->n_words, t);
+        else n_long++;
+    }
+    for (uint32_t l = 1; l <= GX_FIRST_LEN_MAX; l++)
+        for (uint32_t w = 0; w < v->n_words; w++) v->len_bits[(size_t)l * v->n_words + w] |= v->len_bits[(size_t)(l - 1) * v->n_words + w];
+    v->long_first = sift__gx_malloc(((size_t)n_long + 1) * 2 * sizeof *v->long_first);
+    if (!v->long_first) return SIFT_E_NOMEM;
+    for (uint32_t q = 0; q < v->n_sorted; q++) {
+        uint32_t t = v->sorted[q];
+        if (!sift__gx_bit(v->first_bits, t) || v->sorted_chars[q] <= GX_FIRST_LEN_MAX) continue;
+        v->long_first[2 * v->n_long_first] = t;
+        v->long_first[2 * v->n_long_first + 1] = v->sorted_chars[q];
+        v->n_long_first++;
+    }
+    qsort(v->long_first, v->n_long_first, 2 * sizeof *v->long_first, cmp_longer); /* longest first */
     v->first_nodes = sift__gx_malloc(((size_t)v->n_first_nodes + 1) * sizeof *v->first_nodes);
     if (!v->first_nodes) return SIFT_E_NOMEM;
     v->n_first_nodes = 0;
@@ -248,10 +296,12 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     v->slice_all = sift__gx_malloc(nodes);
     v->slice_len = sift__gx_calloc(nodes, 1);
     v->sorted_chars = sift__gx_malloc(((size_t)n_trie + 1) * sizeof *v->sorted_chars);
+    v->below_bytes = sift__gx_calloc(nodes, sizeof *v->below_bytes);
+    v->below_len = sift__gx_calloc(nodes, 1);
     /* open[d] = node at depth d on the current path */
     uint32_t *open = sift__gx_malloc(((size_t)v->max_depth + 1) * sizeof *open);
     uint8_t *good = sift__gx_malloc(2 * ((size_t)v->max_depth + 1));
-    if (!v->node || !open || !good || !v->slice_all || !v->slice_len || !v->sorted_chars) {
+    if (!v->node || !open || !good || !v->slice_all || !v->slice_len || !v->sorted_chars || !v->below_bytes || !v->below_len) {
         sift__gx_free(open);
         sift__gx_free(good);
         goto nomem;
@@ -265,7 +315,7 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
         const uint8_t *s = sift__gx_vocab_text(v, v->sorted[k], &len);
         const uint32_t lcp = common_prefix(v, k, s, len);
         /* close the nodes of the previous path deeper than lcp */
-        while (path_len > lcp) v->node[open[path_len--]].end = nn;
+        while (path_len > lcp) close_node(v, open, path_len--, nn);
         for (uint32_t d = lcp; d < len; d++) {
             uint32_t id = nn++;
             v->node[id].byte = s[d];
@@ -292,7 +342,7 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
         }
         v->node[last].tok_n++;
     }
-    while (path_len > 0) v->node[open[path_len--]].end = nn;
+    while (path_len > 0) close_node(v, open, path_len--, nn);
     v->node[0].end = nn;
     sift__gx_free(open);
     sift__gx_free(good);

@@ -22,7 +22,8 @@
  * stepping through it node by node. slice_len bounds how many characters those tokens
  * have below the node, so that a state that is not a loop but a chain (a string with a
  * maxLength: char{0,50}) qualifies too, when the chain is long enough. Nothing in a slice
- * depends on a grammar, so it is built once with the trie.
+ * depends on a grammar, so it is built once with the trie. For a grammar's own classes the
+ * trie keeps the bytes below each node instead (below_bytes): one set serves every class.
  */
 #ifndef SIFT_GRAMMAR_TRIE_H
 #define SIFT_GRAMMAR_TRIE_H
@@ -69,6 +70,20 @@ typedef struct sift__gx_vocab {
     uint64_t *first_bits;  /* [GX_N_SLICES * n_words] */
     uint32_t *first_nodes; /* the nodes with a slice_first bit, in preorder (their subtrees are disjoint) */
     uint32_t n_first_nodes;
+    /* Class slices (mask.c, class_take): the bytes of the token texts strictly below each
+     * node, as a 128-bit ASCII set whose bit 0 (NUL, never in the trie) stands for "some
+     * byte >= 0x80", and the most bytes a token has below the node (255: 255 or more). With
+     * them a walk in a state that loops (or runs a chain) on a grammar's own class - a
+     * regex [a-zA-Z0-9_]+ or [0-9a-f]{8} - takes a subtree whole when its bytes are a subset,
+     * without a pass over the trie per class. */
+    uint64_t (*below_bytes)[2]; /* [n_nodes] */
+    /* first_bits[0] by length (mask.c, walk's first-character chain): len_bits[L] holds its
+     * tokens of at most L characters (L <= GX_FIRST_LEN_MAX); long_first its longer ones,
+     * with their character counts, longest first. */
+    uint64_t *len_bits;         /* [(GX_FIRST_LEN_MAX + 1) * n_words] */
+    uint32_t *long_first;       /* token, chars, token, chars, ... */
+    uint32_t n_long_first;
+    uint8_t *below_len;         /* [n_nodes] */
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
@@ -86,7 +101,8 @@ static inline void sift__gx_trie_below(const sift__gx_vocab *v, uint32_t i, uint
     *hi = v->node[i].end < v->n_nodes ? v->node[v->node[i].end].tok_begin : v->n_sorted;
 }
 
-#define GX_MAX_TOKEN_TEXT 65535u /* a longer token text counts as empty (never allowed) */
+#define GX_MAX_TOKEN_TEXT 65535u
+#define GX_FIRST_LEN_MAX 24u /* a longer token text counts as empty (never allowed) */
 
 /* Build from a view (copies everything it needs). SIFT_OK, SIFT_E_INVAL, SIFT_E_NOMEM. */
 int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_error *err);
