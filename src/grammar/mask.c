@@ -515,6 +515,24 @@ static bool follow_disjoint(sift__gx_engine *e, const uint64_t *follow, uint32_t
     return e->fd_bits >> k & 1;
 }
 
+/* Take the tokens below trie node i into bulk_bits: all of them, or (lim != UINT32_MAX)
+ * those of at most lim characters (sorted_chars). */
+static void take_below(sift__gx_engine *e, uint32_t i, uint32_t lim)
+{
+    const sift__gx_vocab *v = e->voc;
+    uint32_t lo, hi;
+    sift__gx_trie_below(v, i, &lo, &hi);
+    if (lim == UINT32_MAX) {
+        for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    } else {
+        for (uint32_t q = lo; q < hi; q++)
+            if (v->sorted_chars[q] <= lim) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+    }
+    e->bulk_used = true;
+    e->bulk += v->node[i].end - i - 1;
+    e->chain_taken += lim != UINT32_MAX;
+}
+
 /* If the whole subtree below trie node i can be taken at once from state ns (a slice, see
  * walk), take it: 1 taken, 0 not, -1 out of memory.
  *
@@ -529,7 +547,7 @@ static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_
 {
     const sift__gx_vocab *v = e->voc;
     int lp = 0;
-    uint32_t lo, hi, lim = UINT32_MAX;
+    uint32_t lim = UINT32_MAX;
     for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++)
         if (v->slice_all[i] >> k & 1) lp = slice_ok(e, ns, k, v->slice_len[i]);
     if (lp < 0) return lp;
@@ -546,16 +564,7 @@ static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_
         lp = 1;
     }
     if (lp <= 0) return lp;
-    sift__gx_trie_below(v, i, &lo, &hi);
-    if (lim == UINT32_MAX) {
-        for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
-    } else {
-        for (uint32_t q = lo; q < hi; q++)
-            if (v->sorted_chars[q] <= lim) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
-    }
-    e->bulk_used = true;
-    e->bulk += v->node[i].end - i - 1;
-    e->chain_taken += lim != UINT32_MAX;
+    take_below(e, i, lim);
     return 1;
 }
 
@@ -680,18 +689,8 @@ static int class_take(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_
             for (uint32_t d = 0; d < nd->depth; d++) lim += (t[d] & 0xC0) != 0x80;
         }
     }
-    uint32_t lo, hi;
-    sift__gx_trie_below(v, i, &lo, &hi);
-    if (lim == UINT32_MAX) {
-        for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
-    } else {
-        for (uint32_t q = lo; q < hi; q++)
-            if (v->sorted_chars[q] <= lim) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
-    }
-    e->bulk_used = true;
-    e->bulk += v->node[i].end - i - 1;
+    take_below(e, i, lim);
     e->class_taken++;
-    e->chain_taken += lim != UINT32_MAX;
     return 1;
 }
 
