@@ -546,6 +546,20 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
     free(gtext);
 }
 
+/* differential_ex over seeds [from, to) with `tokens` first in the vocabulary and the first
+ * of them taken at the start of every document (into the rule they were made for). */
+static void differential_forced(const char *grammar_name, const char *alphabet, const char *const *tokens, size_t n_tokens,
+                                uint64_t from, uint64_t to, int steps)
+{
+    fixed_tokens = tokens;
+    n_fixed_tokens = (int)n_tokens;
+    forced_token = 0;
+    for (uint64_t seed = from; seed < to; seed++) differential_ex(grammar_name, alphabet, 1500, steps, seed, 0);
+    forced_token = -1;
+    fixed_tokens = NULL;
+    n_fixed_tokens = 0;
+}
+
 static void differential(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed)
 {
     differential_ex(grammar_name, alphabet, n_vocab, steps, seed, 0);
@@ -581,13 +595,7 @@ static void test_mask_slices(void **state)
     /* not-s excludes "Q", which the alphabet lacks: these make the "Q" node a first-character
      * slice whose subtree the first-character path must leave out (mask.c, first_loop) */
     static const char *const q_tokens[] = {"{\"k\":y", "Q", "QA", "QAB", "Qrs", "Q\xC3\xA9", "QQ", "Qt"};
-    fixed_tokens = q_tokens;
-    n_fixed_tokens = (int)(sizeof q_tokens / sizeof q_tokens[0]);
-    forced_token = 0; /* into not-s at once */
-    for (uint64_t seed = 40; seed < 46; seed++) differential_ex("json_strings", str_chars, 1500, 100, seed, 0);
-    forced_token = -1;
-    fixed_tokens = NULL;
-    n_fixed_tokens = 0;
+    differential_forced("json_strings", str_chars, q_tokens, sizeof q_tokens / sizeof q_tokens[0], 40, 46, 100);
     assert_true(slices_first_total > 0); /* a key-not [^...a] char* took first_bits less its exceptions */
     print_message("subtrees taken up to a chain's length: %llu\n", (unsigned long long)chain_takes_total);
     assert_true(chain_takes_total > 0); /* char{0,3} took the subtrees' tokens of at most 1..3 characters */
@@ -606,13 +614,7 @@ static void test_mask_host_slice(void **state)
     /* "q" is not in the alphabet: these make its node a first-character slice that is no
      * escape of not-q (loop_set clears its subtree from first_bits) */
     static const char *const q_tokens[] = {"[~", "q", "qa", "qbc", "q~", "qq", "q\xC3\xA9"};
-    fixed_tokens = q_tokens;
-    n_fixed_tokens = (int)(sizeof q_tokens / sizeof q_tokens[0]);
-    forced_token = 0; /* into not-q at once */
-    for (uint64_t seed = 70; seed < 74; seed++) differential_ex("hosts", host_chars, 1500, 60, seed, 0);
-    forced_token = -1;
-    fixed_tokens = NULL;
-    n_fixed_tokens = 0;
+    differential_forced("hosts", host_chars, q_tokens, sizeof q_tokens / sizeof q_tokens[0], 70, 74, 60);
     print_message("hosts: slice nodes %llu, loop sets from first_bits %llu\n", (unsigned long long)hosts_slice_total,
                   (unsigned long long)hosts_loop_first_total);
     assert_true(hosts_slice_total > 0);
