@@ -366,7 +366,7 @@ static void ctx_free(grammar_ctx *c)
 
 static void g_free(sift_sampler *s) { ctx_free(s->ctx); }
 
-static grammar_ctx *ctx_new(sift__gx_engine *eng, triggers *trig, bool lazy)
+static grammar_ctx *ctx_new(sift__gx_engine *eng, triggers *trig, bool lazy, bool keep_banned)
 {
     grammar_ctx *c = sift__gx_calloc(1, sizeof *c);
     if (!c) return NULL;
@@ -375,6 +375,7 @@ static grammar_ctx *ctx_new(sift__gx_engine *eng, triggers *trig, bool lazy)
     c->trig = trig;
     if (trig) atomic_fetch_add(&trig->refs, 1);
     c->lazy = lazy;
+    c->keep_banned = keep_banned;
     c->mops = sift__gx_mask_ops_best();
     const sift__gx_vocab *v = sift__gx_engine_vocab(eng);
     c->mask = sift__gx_malloc((size_t)v->n_words * sizeof *c->mask);
@@ -400,9 +401,8 @@ static const sift_sampler_i grammar_iface = {
 static sift_sampler *g_clone(const sift_sampler *s)
 {
     const grammar_ctx *o = s->ctx;
-    grammar_ctx *c = ctx_new(o->eng, o->trig, o->lazy);
+    grammar_ctx *c = ctx_new(o->eng, o->trig, o->lazy, o->keep_banned);
     if (!c) return NULL;
-    c->keep_banned = o->keep_banned;
     /* the parse state: same stacks in a copy of the arena */
     bool ok = sift__gx_arena_copy(&c->ra, &o->ra) == SIFT_OK && sift__gx_state_copy(&c->st, &o->st) == SIFT_OK;
     c->awaiting = o->awaiting;
@@ -475,8 +475,7 @@ sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const c
         sift__gx_engine_release(eng);
         return NULL;
     }
-    grammar_ctx *c = ctx_new(eng, trig, lazy);
-    if (c) c->keep_banned = params->keep_banned;
+    grammar_ctx *c = ctx_new(eng, trig, lazy, params->keep_banned);
     triggers_release(trig);
     sift__gx_engine_release(eng);
     /* the cache entries of the start state, so that the first mask is a cache hit (an
