@@ -450,7 +450,7 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
  * and the stack arena compacted every 10 steps */
 static uint64_t slices_first_total; /* root walks that took first_bits (trie.h), over test_mask_slices */
 static uint64_t hosts_slice_total, hosts_loop_first_total; /* over test_mask_host_slice */
-static uint64_t root_walks_total; /* over test_mask_key_exclusion */
+static uint64_t root_walks_total, peered_total; /* over test_mask_key_exclusion */
 static uint64_t chain_takes_total; /* over test_mask_slices */
 static uint64_t class_takes_total, class_chains_total, chain_firsts_total; /* over test_mask_class_slices */
 
@@ -520,7 +520,10 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         slices_first_total += es.first_slices;
         chain_takes_total += es.chain_takes;
     }
-    if (!strcmp(grammar_name, "key_exclusion")) root_walks_total += es.root_walks_reused;
+    if (!strcmp(grammar_name, "key_exclusion")) {
+        root_walks_total += es.root_walks_reused;
+        peered_total += es.peered;
+    }
     if (!strcmp(grammar_name, "classes")) {
         class_takes_total += es.class_takes;
         class_chains_total += es.chain_takes;
@@ -623,7 +626,8 @@ static void test_mask_host_slice(void **state)
 
 /* Key exclusions (mask.c, root_walk_take): the root walks of the [^...x] char* classes,
  * made from one remembered walk in their common char* loop less the root children where
- * the class and the loop differ (DEL, the excluded letter), against the reference matcher.
+ * the class and the loop differ (DEL, the excluded letter), and the levels below them made
+ * from the loop's own (mask.c, child_peered), against the reference matcher.
  * The alphabet has the keys' letters, quotes and backslashes (subtrees no slice takes: the
  * walk that is remembered), DEL and non-ASCII characters. */
 static void test_mask_key_exclusion(void **state)
@@ -633,12 +637,15 @@ static void test_mask_key_exclusion(void **state)
     static const char *const key_tokens[] = {"{\"", "\"", "\":", "name", "na", "nap", "ty", "n", "t", "e", "p", "y", "\x7F", "\177a"};
     fixed_tokens = key_tokens;
     n_fixed_tokens = (int)(sizeof key_tokens / sizeof key_tokens[0]);
-    root_walks_total = 0;
+    root_walks_total = peered_total = 0;
     for (uint64_t seed = 80; seed < 88; seed++) differential_ex("key_exclusion", key_chars, 1500, 120, seed, seed == 83);
     fixed_tokens = NULL;
     n_fixed_tokens = 0;
     print_message("key exclusions: root walks made from a remembered one %llu\n", (unsigned long long)root_walks_total);
     assert_true(root_walks_total > 0);
+    /* the classes' child entries were made from their loop's (child_peered) */
+    print_message("key exclusions: child entries from a peer %llu\n", (unsigned long long)peered_total);
+    assert_true(peered_total > 0);
 }
 
 /* Class slices (mask.c, class_take): subtrees taken whole by a grammar's own loop class or

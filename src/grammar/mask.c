@@ -56,7 +56,10 @@
  * What is left of such a mask is walking the non-slice nodes (~8k, cache-miss bound); when
  * the root state is a key-exclusion class that steps to a loop L on all but a few first
  * characters, that walk is made once per L and taken less those characters' subtrees
- * (root_walk_take; the walk arena names frames by representative, so L is one state).
+ * (root_walk_take; the walk arena names frames by representative, so L is one state). Such
+ * an entry keeps only its own escapes, below those characters, and names L's walk as its
+ * peer: each level below it is the one below L's, made once, less and plus those subtrees
+ * (child_peered). A walk from the root reads only the first bytes its state can take.
  * There are three slices (trie.c): C_0 the converters' JSON string character, C_1 the same less
  * U+2028..2029, the class a regex "." becomes in a string pattern, C_2 host name characters.
  * A string with maxLength is a chain of C_0: its child entries take their first-character
@@ -113,6 +116,10 @@ typedef struct {
     uint32_t esc_off, esc_n;     /* trie nodes in `lists` */
     uint32_t key_parent, key_pos, key_aux; /* its key in `et` (to rebuild the table after a trim) */
     int32_t loop[GX_N_SLICES];   /* dense bitset: the slice-k subtrees of its escapes (see loop_set), -1 not yet */
+    /* A peered entry (see child_peered) equals entry `peer` outside the trie subtrees of the
+     * first bytes in `dbytes`; its own escapes (esc_*) are those inside them only. */
+    uint32_t peer;               /* GX_NONE: none */
+    uint64_t dbytes[4];
 } sift__gx_entry;
 
 typedef struct {
@@ -140,10 +147,10 @@ typedef struct {
 typedef struct {
     uint32_t state;         /* L */
     const uint64_t *follow; /* the FOLLOW set its escapes passed (compared by content) */
-    uint64_t *bits;         /* the tokens it accepted */
-    uint32_t *esc, n_esc;   /* its escape nodes, in preorder */
+    uint32_t ent;           /* the walk as an entry (unkeyed: a peer, see child_peered); its escapes in preorder */
 } root_walk;
-#define ROOT_WALKS_MAX 64u  /* per DFA: 13 KB each at 102k tokens */
+#define ROOT_WALKS_MAX 64u  /* per DFA */
+#define PEER_KEY_POS 0xFFFFFFFEu /* the table key (GX_NONE, PEER_KEY_POS, id) of a root walk's entry */
 
 struct sift__gx_engine {
     _Atomic int refs;
@@ -174,6 +181,14 @@ struct sift__gx_engine {
     root_walk *rw;               /* root walks remembered (root_walk_take), valid with the DFA */
     uint32_t n_rw, cap_rw;
     bool rw_building;
+    uint32_t rw_peer;            /* set by root_walk_take for level1: the entry the walk is peered to */
+    uint64_t rw_dbytes[4];       /* and the first bytes walked on their own */
+    uint64_t peered;             /* child entries made from their peer's (child_peered) */
+    uint64_t root_skipped;       /* first bytes a root walk skipped unread (walk) */
+    uint32_t rootc[256];         /* root_children */
+    uint32_t rootl[256], n_rootl;
+    uint8_t rootb[256];
+    bool rootc_ok;
     uint64_t rw_reused;          /* root walks that took a remembered one */
     uint64_t chain_taken;        /* subtrees taken up to a chain's length (take_slice) */
     const uint64_t *fd_follow;   /* follow_disjoint's memo: the set, and bit k: no C_k symbol in it */
@@ -468,14 +483,7 @@ static bool partial_possible(const sift__gx_engine *e, uint32_t s, const sift__g
     return live_any(e, s, s0, s1);
 }
 
-static void root_walks_free(sift__gx_engine *e)
-{
-    for (uint32_t k = 0; k < e->n_rw; k++) {
-        sift__gx_free(e->rw[k].bits);
-        sift__gx_free(e->rw[k].esc);
-    }
-    e->n_rw = 0;
-}
+static void root_walks_free(sift__gx_engine *e) { e->n_rw = 0; }
 
 /* Drop the DFA and the walk arena (between entry computations) when they grow too big. */
 static int dfa_maybe_reset(sift__gx_engine *e)
@@ -738,6 +746,29 @@ static uint32_t first_loop(sift__gx_engine *e, uint32_t s0, uint32_t k, uint8_t 
 }
 
 static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift__gx_utf8 u0, const uint64_t *follow);
+static uint32_t make_entry(sift__gx_engine *e, uint32_t parent);
+static bool et_put(sift__gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux, uint32_t id);
+
+/* The root's children (the first bytes of the vocabulary): by byte (GX_NONE: none) and in
+ * preorder, made on first use. */
+static void root_children_make(sift__gx_engine *e)
+{
+    if (e->rootc_ok) return;
+    const sift__gx_trie_node *tn = e->voc->node;
+    for (uint32_t b = 0; b < 256; b++) e->rootc[b] = GX_NONE;
+    e->n_rootl = 0;
+    for (uint32_t c = 1; c < e->voc->n_nodes; c = tn[c].end) {
+        e->rootc[tn[c].byte] = c;
+        e->rootb[e->n_rootl] = tn[c].byte;
+        e->rootl[e->n_rootl++] = c;
+    }
+    e->rootc_ok = true;
+}
+static const uint32_t *root_children(sift__gx_engine *e)
+{
+    root_children_make(e);
+    return e->rootc;
+}
 
 static void next_node_epoch(sift__gx_engine *e)
 {
@@ -792,57 +823,46 @@ static int root_walk_take(sift__gx_engine *e, uint32_t s0, uint32_t L, const uin
         if (!same) uncovered += tn[c].end - c;
     }
     if (uncovered * 4 > v->n_nodes) return 0; /* mostly a walk of its own */
-    uint32_t W = v->n_words, sw = g->sym_words;
+    uint32_t sw = g->sym_words;
     root_walk *rw = NULL;
     for (uint32_t k = 0; k < e->n_rw && !rw; k++)
         if (e->rw[k].state == L && (e->rw[k].follow == follow || !memcmp(e->rw[k].follow, follow, (size_t)sw * sizeof *follow)))
             rw = &e->rw[k];
     if (!rw) {
         if (e->n_rw == ROOT_WALKS_MAX || !GX_GROW(e->rw, e->cap_rw, e->n_rw + 1)) return e->n_rw == ROOT_WALKS_MAX ? 0 : -1;
-        root_walk nw = {L, follow, sift__gx_malloc((size_t)W * sizeof(uint64_t)), NULL, 0};
-        if (!nw.bits) return -1;
-        /* the computation has nothing yet (walk checked): make L's walk in its place */
+        /* the computation has nothing yet (walk checked): make L's walk in its place, as an
+         * entry of its own (escapes in preorder), then start the computation over */
         sift__gx_utf8 none = {0};
         e->rw_building = true;
         int rc = walk(e, 0, L, false, none, follow);
         e->rw_building = false;
-        if (rc == SIFT_OK && e->esc.n && !(nw.esc = sift__gx_malloc((size_t)e->esc.n * sizeof *nw.esc))) rc = SIFT_E_NOMEM;
-        if (rc != SIFT_OK) {
-            sift__gx_free(nw.bits);
-            return -1;
-        }
-        if (e->bulk_used) memcpy(nw.bits, e->bulk_bits, (size_t)W * sizeof *nw.bits);
-        else memset(nw.bits, 0, (size_t)W * sizeof *nw.bits);
-        for (uint32_t k = 0; k < e->acc.n; k++) sift__gx_bit_set(nw.bits, e->acc.v[k]);
-        if (e->esc.n) {
-            memcpy(nw.esc, e->esc.v, (size_t)e->esc.n * sizeof *nw.esc);
-            qsort(nw.esc, e->esc.n, sizeof *nw.esc, cmp_u32);
-        }
-        nw.n_esc = e->esc.n;
+        if (rc != SIFT_OK) return -1;
+        if (e->esc.n > 1) qsort(e->esc.v, e->esc.n, sizeof *e->esc.v, cmp_u32);
+        uint32_t id = make_entry(e, GX_NONE);
+        if (id == GX_NONE || !et_put(e, GX_NONE, PEER_KEY_POS, id, id)) return -1;
         e->acc.n = e->esc.n = 0;
-        e->bulk_used = false;
         next_node_epoch(e);
-        e->rw[e->n_rw++] = nw;
+        e->rw[e->n_rw++] = (root_walk){L, follow, id};
         rw = &e->rw[e->n_rw - 1];
     }
     e->rw_reused++;
-    memcpy(e->bulk_bits, rw->bits, (size_t)W * sizeof *e->bulk_bits);
+    /* the computation is L's walk but below the uncovered first bytes (walked from s0 by
+     * the caller): its tokens here, its escapes left with L's entry (a peer: child_peered) */
+    const sift__gx_entry *B = &e->ent[rw->ent];
+    if (B->dense >= 0) memcpy(e->bulk_bits, dense_bits(e, B->dense), (size_t)v->n_words * sizeof *e->bulk_bits);
+    else memset(e->bulk_bits, 0, (size_t)v->n_words * sizeof *e->bulk_bits);
+    for (uint32_t k = 0; k < B->extra_n; k++) sift__gx_bit_set(e->bulk_bits, e->lists.v[B->extra_off + k]);
     e->bulk_used = true;
-    uint32_t q = 0;
+    memset(e->rw_dbytes, 0, sizeof e->rw_dbytes);
     for (uint32_t c = 1; c < v->n_nodes; c = tn[c].end) {
-        bool in = cov[tn[c].byte];
-        if (!in) { /* the tokens of c's subtree (c's own too) are walked from s0 instead */
-            uint32_t lo, hi;
-            sift__gx_trie_below(v, c, &lo, &hi);
-            for (uint32_t t = tn[c].tok_begin; t < hi; t++) e->bulk_bits[v->sorted[t] >> 6] &= ~((uint64_t)1 << (v->sorted[t] & 63));
-        }
-        for (; q < rw->n_esc && rw->esc[q] < tn[c].end; q++) {
-            uint32_t x = rw->esc[q];
-            if (!in || e->node_stamp[x] == e->node_epoch) continue;
-            e->node_stamp[x] = e->node_epoch;
-            if (!sift__gx_u32_push(&e->esc, x)) return -1;
-        }
+        if (cov[tn[c].byte]) continue;
+        /* the tokens of c's subtree (c's own too) are walked from s0 instead */
+        uint32_t lo, hi;
+        sift__gx_trie_below(v, c, &lo, &hi);
+        for (uint32_t t = tn[c].tok_begin; t < hi; t++) e->bulk_bits[v->sorted[t] >> 6] &= ~((uint64_t)1 << (v->sorted[t] & 63));
+        e->rw_dbytes[tn[c].byte >> 6] |= (uint64_t)1 << (tn[c].byte & 63);
     }
+    e->rw_peer = rw->ent;
     return 1;
 }
 
@@ -908,8 +928,32 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
             first_state = L;
         }
     }
+    /* From the root, the first bytes s0 cannot take are skipped without reading their nodes:
+     * one cache miss each, and a class as small as a literal's first character would read
+     * all ~260 of them (most level-1 entries: TTFM's precompute, the ~100 key positions of a
+     * large object's first mask). Exact: a byte no top class of s0 accepts steps to DEAD
+     * without an escape (dfa_step), and a lead byte no live class can complete is pruned
+     * the same way below. */
+    uint32_t q_rc = UINT32_MAX;
+    bool rlive[256];
+    if (root == 0 && !esc0 && u0.need == 0 && s0 != DEAD) {
+        root_children_make(e);
+        const uint64_t *live = e->live + e->st[s0].live_off;
+        for (uint32_t q = 0; q < e->n_rootl; q++) {
+            uint8_t b = e->rootb[q];
+            rlive[q] = b < 0x80 ? sift__gx_bit(live, g->ascii_sym[b]) : b >= 0xC2 && b <= 0xF4 && live_any(e, s0, e->lead_lo[b], e->lead_hi[b]);
+        }
+        q_rc = 0;
+    }
     uint64_t visited = 0;
     while (i < stop) {
+        if (q_rc < e->n_rootl && i == e->rootl[q_rc]) { /* a first byte */
+            if (!rlive[q_rc++]) {
+                e->root_skipped++;
+                i = q_rc < e->n_rootl ? e->rootl[q_rc] : stop;
+                continue;
+            }
+        }
         visited++;
         const sift__gx_trie_node nd = tn[i];
         const uint32_t d = nd.depth;
@@ -1064,6 +1108,7 @@ static void cache_maybe_trim(sift__gx_engine *e)
         for (uint32_t k = 0; k < GX_N_SLICES; k++)
             if (e->ent[id].loop[k] >= (int32_t)e->pre_dense) e->ent[id].loop[k] = -1;
     for (uint32_t k = 0; k < e->et_cap; k++) e->et[k].id = GX_NONE;
+    e->n_rw = 0; /* their entries may be gone */
     for (uint32_t id = 0; id < e->n_ent; id++) {
         const sift__gx_entry *en = &e->ent[id];
         uint32_t mask = e->et_cap - 1;
@@ -1072,6 +1117,13 @@ static void cache_maybe_trim(sift__gx_engine *e)
         e->et[k] = (ent_slot){en->key_parent, en->key_pos, en->key_aux, id};
     }
     e->trims++;
+}
+
+/* Has entry id escapes, its own or (peered) its peer's? */
+static inline bool has_esc(const sift__gx_engine *e, uint32_t id)
+{
+    const sift__gx_entry *en = &e->ent[id];
+    return en->esc_n || (en->peer != GX_NONE && e->ent[en->peer].esc_n);
 }
 
 static int32_t new_dense(sift__gx_engine *e)
@@ -1093,7 +1145,7 @@ static int32_t new_dense(sift__gx_engine *e)
 static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 {
     if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
-    sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0, {0}} : e->ent[parent];
+    sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}} : e->ent[parent];
     /* new tokens not already in the parent's dense set, each once */
     uint32_t n_new = 0;
     for (uint32_t k = 0; k < e->acc.n; k++) {
@@ -1104,7 +1156,7 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
         e->acc.v[n_new++] = t;
     }
     for (uint32_t k = 0; k < n_new; k++) e->seen_bits[e->acc.v[k] >> 6] = 0;
-    sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0, {0}};
+    sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}};
     for (uint32_t k = 0; k < GX_N_SLICES; k++) ne.loop[k] = -1;
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
     if (extras > 2ull * e->voc->n_words || e->bulk_used) {
@@ -1142,6 +1194,7 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 static void begin_computation(sift__gx_engine *e)
 {
     e->acc.n = e->esc.n = 0;
+    e->rw_peer = GX_NONE;
     if (e->bulk_used) { /* left over by a computation that failed */
         memset(e->bulk_bits, 0, (size_t)e->voc->n_words * sizeof *e->bulk_bits);
         e->bulk_used = false;
@@ -1181,7 +1234,7 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
             uint64_t *bits = dense_bits_w(e, d);
             memcpy(bits, e->voc->normal, (size_t)e->voc->n_words * sizeof *bits);
             if ((int64_t)t < e->voc->n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
-            e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0, {0}};
+            e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}};
             for (uint32_t k = 0; k < GX_N_SLICES; k++) e->ent[e->n_ent].loop[k] = -1;
             id = e->n_ent++;
             return et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
@@ -1189,6 +1242,10 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
     }
     id = make_entry(e, GX_NONE);
     if (id == GX_NONE || !et_put(e, GX_NONE, pos, key, id)) return GX_NONE;
+    if (e->rw_peer != GX_NONE) { /* made from a root walk in a loop (root_walk_take) */
+        e->ent[id].peer = e->rw_peer;
+        memcpy(e->ent[id].dbytes, e->rw_dbytes, sizeof e->rw_dbytes);
+    }
     return id;
 }
 
@@ -1272,6 +1329,93 @@ static int32_t loop_set(sift__gx_engine *e, uint32_t parent, uint32_t k)
     return d;
 }
 
+static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos);
+
+/* child() of a peered parent X (peer P, first bytes D).
+ *
+ * Why. A key-exclusion class (root_walk_take) is a level-1 entry that is its loop L's walk
+ * but below a few first bytes, so it held L's ~6.6k escapes (the tokens holding a quote)
+ * with them; each of the entries below it resumed them all again (~150 us a level), for
+ * every class - every new character of a generated key. Now such an entry keeps only its
+ * own escapes, below D, and names L's walk (an entry too) as its peer.
+ *
+ * Exact, by locality: resuming an escape x walks x's subtree only, so what a child entry
+ * holds below a first byte b (its tokens and escapes there) depends only on what its parent
+ * holds below b, and on pos. X equals P outside D's subtrees, so child(X, pos) equals
+ * child(P, pos) there - computed once, shared by every class peered to P - and is walked
+ * below D from X's own escapes. The result is peered to child(P, pos) with the same D, level
+ * after level (a peer has no peer itself: child(P, pos) takes the normal path). */
+static uint32_t child_peered(sift__gx_engine *e, uint32_t parent, uint32_t pos)
+{
+    uint32_t pc = child(e, e->ent[parent].peer, pos);
+    if (pc == GX_NONE) return GX_NONE;
+    const sift_grammar *g = e->g;
+    const sift__gx_vocab *v = e->voc;
+    const sift__gx_trie_node *tn = v->node;
+    /* child(P) used the scratch: set up this computation again */
+    begin_computation(e);
+    bool bottom = false;
+    e->tmp.n = 0;
+    if (sift__gx_closure(&e->wa, pos, 0, &e->tmp, &bottom) != SIFT_OK) return GX_NONE;
+    if (e->tmp.n > 1) qsort(e->tmp.v, e->tmp.n, sizeof *e->tmp.v, cmp_u32);
+    uint32_t s0 = dfa_intern(e, e->tmp.v, e->tmp.n);
+    if (s0 == GX_NONE) return GX_NONE;
+    const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
+    sift__gx_utf8 none = {0};
+    for (uint32_t k = 0; k < e->ent[parent].esc_n; k++) { /* X's own escapes: all below D */
+        uint32_t node = e->lists.v[e->ent[parent].esc_off + k];
+        if (tn[node].end == node + 1) continue; /* a leaf: nothing below */
+        if (walk(e, node, s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
+    }
+    if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
+    int32_t d = new_dense(e);
+    if (d < 0) return GX_NONE;
+    uint64_t *bits = dense_bits_w(e, d);
+    const sift__gx_entry pe = e->ent[parent], ce = e->ent[pc];
+    const uint32_t W = v->n_words;
+    /* child(P)'s tokens, X's below D instead (accepted sets are cumulative), then the new */
+    if (ce.dense >= 0) memcpy(bits, dense_bits(e, ce.dense), (size_t)W * sizeof *bits);
+    for (uint32_t k = 0; k < ce.extra_n; k++) sift__gx_bit_set(bits, e->lists.v[ce.extra_off + k]);
+    const uint32_t *rc = root_children(e);
+    const uint64_t *xb = pe.dense >= 0 ? dense_bits(e, pe.dense) : NULL;
+    for (uint32_t b = 0; b < 256; b++) {
+        if (!(pe.dbytes[b >> 6] >> (b & 63) & 1) || rc[b] == GX_NONE) continue;
+        uint32_t lo, hi;
+        sift__gx_trie_below(v, rc[b], &lo, &hi);
+        for (uint32_t q = tn[rc[b]].tok_begin; q < hi; q++) {
+            uint32_t t = v->sorted[q];
+            if (xb && sift__gx_bit(xb, t)) sift__gx_bit_set(bits, t);
+            else bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
+        }
+    }
+    for (uint32_t k = 0; k < pe.extra_n; k++) { /* X's listed tokens: below D, or in child(P)'s already */
+        uint32_t t = e->lists.v[pe.extra_off + k], len;
+        const uint8_t *txt = sift__gx_vocab_text(v, t, &len);
+        if (len && (pe.dbytes[txt[0] >> 6] >> (txt[0] & 63) & 1)) sift__gx_bit_set(bits, t);
+    }
+    if (e->bulk_used) {
+        for (uint32_t w = 0; w < W; w++) bits[w] |= e->bulk_bits[w];
+        memset(e->bulk_bits, 0, (size_t)W * sizeof *e->bulk_bits);
+        e->bulk_used = false;
+    }
+    for (uint32_t k = 0; k < e->acc.n; k++) sift__gx_bit_set(bits, e->acc.v[k]);
+    sift__gx_entry ne = {d, 0, 0, 0, 0, 0, 0, 0, {0}, pc, {0}};
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) ne.loop[k] = -1;
+    memcpy(ne.dbytes, pe.dbytes, sizeof ne.dbytes);
+    if (e->esc.n) {
+        if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + e->esc.n)) return GX_NONE;
+        ne.esc_off = e->lists.n;
+        memcpy(e->lists.v + e->lists.n, e->esc.v, (size_t)e->esc.n * sizeof(uint32_t));
+        e->lists.n += e->esc.n;
+        ne.esc_n = e->esc.n;
+    }
+    e->ent[e->n_ent] = ne;
+    uint32_t id = e->n_ent++;
+    e->peered++;
+    if (!et_put(e, parent, pos, 0, id)) return GX_NONE;
+    return id;
+}
+
 /* The entry one level below `parent`, whose next frame is at position `pos`. */
 static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
 {
@@ -1285,6 +1429,7 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     bool bottom = false;
     e->tmp.n = 0;
     if (sift__gx_closure(&e->wa, pos, 0, &e->tmp, &bottom) != SIFT_OK) return GX_NONE;
+    if (e->ent[parent].peer != GX_NONE) return child_peered(e, parent, pos);
     if (e->tmp.n > 1) qsort(e->tmp.v, e->tmp.n, sizeof *e->tmp.v, cmp_u32);
     uint32_t s0 = dfa_intern(e, e->tmp.v, e->tmp.n);
     if (s0 == GX_NONE) return GX_NONE;
@@ -1584,10 +1729,11 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
     const sift_grammar *g = e->g;
     sift__gx_utf8 none = {0};
     int rc = SIFT_OK;
-    uint64_t start = e->walked;
+    uint64_t start = e->walked + e->root_skipped;
     /* work = trie nodes walked + 64 per entry made, so that many cheap entries count too */
     uint32_t ent0 = e->n_ent;
-#define WORK() (e->walked - start + 64ull * (e->n_ent - ent0))
+    /* (first bytes skipped unread count as walked: the budget was set when they were read) */
+#define WORK() (e->walked + e->root_skipped - start + 64ull * (e->n_ent - ent0))
     for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)
         if (sift__gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
     sift__gx_u32vec *below = NULL;
@@ -1599,7 +1745,7 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
             rc = SIFT_E_NOMEM;
             break;
         }
-        if (!e->ent[id].esc_n) continue;
+        if (!has_esc(e, id)) continue;
         const sift__gx_u32vec *bs = &below[g->rule_of[p]];
         for (uint32_t k = 0; k < bs->n && WORK() < budget; k++)
             if (child(e, id, bs->v[k]) == GX_NONE) {
@@ -1662,7 +1808,7 @@ int sift__gx_engine_fill_mask(sift__gx_engine *e, sift__gx_arena *ra, const sift
     for (uint32_t k = 0; k < s->tops.n; k++) {
         uint32_t n = s->tops.v[k];
         uint32_t id = level1(e, ra->pos[n], &s->utf8);
-        for (uint32_t f = ra->parent[n]; id != GX_NONE && e->ent[id].esc_n && f; f = ra->parent[f])
+        for (uint32_t f = ra->parent[n]; id != GX_NONE && has_esc(e, id) && f; f = ra->parent[f])
             id = child(e, id, ra->pos[f]);
         if (id == GX_NONE) {
             rc = SIFT_E_NOMEM;
@@ -1716,8 +1862,7 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->trie_nodes_walked = e->walked;
     st->bytes = (uint64_t)e->n_dense * e->voc->n_words * 8 + (uint64_t)e->lists.cap * 4 + (uint64_t)e->cap_ent * sizeof(sift__gx_entry) +
                 (uint64_t)e->sets.cap * 4 + (uint64_t)e->trans_cap * 4 + (uint64_t)e->live_cap * 8 +
-                (uint64_t)e->voc->n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4 +
-                (uint64_t)e->n_rw * e->voc->n_words * 8;
+                (uint64_t)e->voc->n_nodes * sizeof(sift__gx_trie_node) + (uint64_t)e->wa.cap * 20 + (uint64_t)e->asc_cap * 4;
     st->precompute_ms = e->precompute_ms;
     st->trims = e->trims;
     st->slice_nodes = e->bulk;
@@ -1728,5 +1873,6 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->chain_takes = e->chain_taken;
     st->class_takes = e->class_taken;
     st->chain_firsts = e->chain_first;
+    st->peered = e->peered;
     pthread_mutex_unlock(&e->lock);
 }
