@@ -93,6 +93,7 @@
 
 #include "core/status.h"
 #include "grammar/mask.h"
+#include "grammar/mask_apply.h"
 #include "grammar/pos_equiv.h"
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
@@ -225,6 +226,7 @@ struct sift__gx_engine {
     uint32_t pre_ent, pre_dense, pre_lists; /* watermarks after precompute */
     uint32_t trims;
     uint64_t cache_limit;                   /* CACHE_BYTES_LIMIT (tests lower it) */
+    const sift__gx_mask_ops *mops;          /* its count: make_entry's small bulk sets */
 };
 
 /* ---- small pools --------------------------------------------------------------------------- */
@@ -1159,26 +1161,45 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
     sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}};
     for (uint32_t k = 0; k < GX_N_SLICES; k++) ne.loop[k] = -1;
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
-    if (extras > 2ull * e->voc->n_words || e->bulk_used) {
+    /* A bulk set of a few tokens (a class_take or chain of a handful, a key-exclusion
+     * literal's subtree) is listed, not kept dense: fill_mask ORs every dense set of a
+     * position in full (12.8 KB each at 102k tokens), and an object's key position has
+     * dozens of such entries (MaskBench: most of the union time). */
+    uint32_t n_bulk = 0;
+    const uint32_t W = e->voc->n_words, list_max = W / 2;
+    bool bulk_listed = false;
+    if (e->bulk_used && pe.dense < 0 && extras <= list_max) {
+        n_bulk = (uint32_t)e->mops->count(e->bulk_bits, (size_t)W * 64, list_max);
+        bulk_listed = extras + n_bulk <= list_max;
+    }
+    if (!bulk_listed && (extras > 2ull * W || e->bulk_used)) {
         int32_t d = new_dense(e);
         if (d < 0) return GX_NONE;
         uint64_t *bits = dense_bits_w(e, d);
-        if (pe.dense >= 0) memcpy(bits, dense_bits(e, pe.dense), (size_t)e->voc->n_words * sizeof *bits);
+        if (pe.dense >= 0) memcpy(bits, dense_bits(e, pe.dense), (size_t)W * sizeof *bits);
         if (e->bulk_used) {
-            for (uint32_t w = 0; w < e->voc->n_words; w++) bits[w] |= e->bulk_bits[w];
-            memset(e->bulk_bits, 0, (size_t)e->voc->n_words * sizeof *e->bulk_bits);
+            for (uint32_t w = 0; w < W; w++) bits[w] |= e->bulk_bits[w];
+            memset(e->bulk_bits, 0, (size_t)W * sizeof *e->bulk_bits);
             e->bulk_used = false;
         }
         for (uint32_t k = 0; k < pe.extra_n; k++) sift__gx_bit_set(bits, e->lists.v[pe.extra_off + k]);
         for (uint32_t k = 0; k < n_new; k++) sift__gx_bit_set(bits, e->acc.v[k]);
         ne.dense = d;
-    } else if (extras) {
-        if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + (uint32_t)extras)) return GX_NONE;
+    } else if (extras || n_bulk) {
+        /* (a bulk token may be listed twice, once from acc: fill_mask sets its bit twice) */
+        if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + (uint32_t)extras + n_bulk)) return GX_NONE;
         ne.extra_off = e->lists.n;
-        if (pe.extra_n) memcpy(e->lists.v + e->lists.n, e->lists.v + pe.extra_off, (size_t)pe.extra_n * sizeof(uint32_t));
-        if (n_new) memcpy(e->lists.v + e->lists.n + pe.extra_n, e->acc.v, (size_t)n_new * sizeof(uint32_t));
-        e->lists.n += (uint32_t)extras;
-        ne.extra_n = (uint32_t)extras;
+        uint32_t *x = e->lists.v + e->lists.n;
+        if (pe.extra_n) memcpy(x, e->lists.v + pe.extra_off, (size_t)pe.extra_n * sizeof(uint32_t));
+        if (n_new) memcpy(x + pe.extra_n, e->acc.v, (size_t)n_new * sizeof(uint32_t));
+        uint32_t n = (uint32_t)extras;
+        for (uint32_t w = 0; w < W && n < extras + n_bulk; w++) {
+            for (uint64_t b = e->bulk_bits[w]; b; b &= b - 1) x[n++] = w * 64 + (uint32_t)__builtin_ctzll(b);
+            e->bulk_bits[w] = 0;
+        }
+        e->bulk_used = false; /* (the words past the last token were zero) */
+        e->lists.n += n;
+        ne.extra_n = n;
     }
     if (e->esc.n) {
         if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + e->esc.n)) return GX_NONE;
@@ -1551,6 +1572,7 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     }
     atomic_init(&e->refs, 1);
     pthread_mutex_init(&e->lock, NULL);
+    e->mops = sift__gx_mask_ops_best();
     e->cache_limit = CACHE_BYTES_LIMIT;
     e->g = g;
     int rc = SIFT_OK;
