@@ -186,6 +186,9 @@ struct sift__gx_engine {
     uint8_t *c0_memo;            /* per entry id: 0 unknown, 1 / 2 its escapes do / do not cover c0_first (c0_parent) */
     uint32_t c0_memo_cap, c0_memo_trims;
     uint64_t quiet_taken, c0_taken; /* takes by a quiet chain (chain_quiet), C_0 sets taken (child) */
+    struct { uint32_t off[GX_N_SLICES + 2], n[GX_N_SLICES + 2]; } *wl_at; /* per entry id: walk_list's lists (off GX_NONE: not made) */
+    uint32_t wl_cap, wl_trims;
+    sift__gx_u32vec wl;
     uint32_t c0_lim, c0_epoch;   /* C_0 tokens of 2..c0_lim characters in bulk_bits while node_epoch == c0_epoch (take_below) */
 
     /* the cache */
@@ -631,6 +634,8 @@ static bool c0_covered(const sift__gx_engine *e, uint32_t i, uint32_t lim)
     return n + v->slice_len[i] <= e->c0_lim;
 }
 
+#define TAKE_LIST_MAX 32u /* take_below: subtrees of at most this many tokens go to the list */
+
 /* Take the tokens below trie node i into bulk_bits: all of them, or (lim != UINT32_MAX)
  * those of at most lim characters (sorted_chars). Nothing to do when child's C_0 set has
  * them already (c0_covered): inside a string with maxLength that was ~50k tokens set one
@@ -645,13 +650,20 @@ static void take_below(sift__gx_engine *e, uint32_t i, uint32_t lim)
     }
     uint32_t lo, hi;
     sift__gx_trie_below(v, i, &lo, &hi);
-    if (lim == UINT32_MAX) {
+    if (hi - lo <= TAKE_LIST_MAX && GX_GROW(e->acc.v, e->acc.cap, e->acc.n + (hi - lo))) {
+        /* a few tokens: into the list, so that an entry that takes nothing more stays a
+         * list over its parent's set (bulk_bits makes it a dense set of its own, which
+         * fill_mask then ORs too - the chains inside keys of a key-exclusion rule) */
+        for (uint32_t q = lo; q < hi; q++)
+            if (lim == UINT32_MAX || v->sorted_chars[q] <= lim) e->acc.v[e->acc.n++] = v->sorted[q];
+    } else if (lim == UINT32_MAX) {
         for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+        e->bulk_used = true;
     } else {
         for (uint32_t q = lo; q < hi; q++)
             if (v->sorted_chars[q] <= lim) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+        e->bulk_used = true;
     }
-    e->bulk_used = true;
     e->bulk += v->node[i].end - i - 1;
     e->chain_taken += lim != UINT32_MAX;
 }
@@ -1440,6 +1452,47 @@ static int c0_parent(sift__gx_engine *e, uint32_t parent)
     return all;
 }
 
+/* The escapes of entry `parent` that child walks in mode m, as wl.v[*off .. *off + *n):
+ * m < GX_N_SLICES a loop of slice m (the loop roots are in the loop set), m == GX_N_SLICES
+ * a first-character chain (the slice_first[0] escapes are taken at once), m ==
+ * GX_N_SLICES + 1 neither; leaves never (nothing below them to walk: most escapes of a
+ * one-character class are, 2.2k in a JSON string's char). 0, -1 out of memory. Made once
+ * per parent and mode (dropped with the entries, cache_maybe_trim): filtering the escapes
+ * read three flags of ~2.2k scattered trie nodes, cache misses all, in every child entry
+ * of a string (MaskBench: ~100 us of a maxLength chain position's entry). */
+static int walk_list(sift__gx_engine *e, uint32_t parent, uint32_t m, uint32_t *off, uint32_t *n)
+{
+    if (e->wl_trims != e->trims) {
+        if (e->wl_at) memset(e->wl_at, 0xFF, (size_t)e->wl_cap * sizeof *e->wl_at);
+        e->wl.n = 0;
+        e->wl_trims = e->trims;
+    }
+    if (parent >= e->wl_cap) {
+        uint32_t old = e->wl_cap;
+        if (!GX_GROW(e->wl_at, e->wl_cap, parent + 1)) return -1;
+        memset(e->wl_at + old, 0xFF, (size_t)(e->wl_cap - old) * sizeof *e->wl_at);
+    }
+    if (e->wl_at[parent].off[m] == GX_NONE) {
+        const sift__gx_vocab *v = e->voc;
+        const uint32_t n_esc = e->ent[parent].esc_n;
+        if (!GX_GROW(e->wl.v, e->wl.cap, e->wl.n + n_esc + 1)) return -1;
+        const uint32_t *esc = e->lists.v + e->ent[parent].esc_off;
+        uint32_t at = e->wl.n;
+        for (uint32_t k = 0; k < n_esc; k++) {
+            uint32_t node = esc[k];
+            if (m < GX_N_SLICES && loop_root(v, node, m)) continue;
+            if (m == GX_N_SLICES && (v->slice_first[node] & 1)) continue;
+            if (v->node[node].end == node + 1) continue;
+            e->wl.v[e->wl.n++] = node;
+        }
+        e->wl_at[parent].off[m] = at;
+        e->wl_at[parent].n[m] = e->wl.n - at;
+    }
+    *off = e->wl_at[parent].off[m];
+    *n = e->wl_at[parent].n[m];
+    return 0;
+}
+
 /* The entry one level below `parent`, whose next frame is at position `pos`. */
 static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
 {
@@ -1492,6 +1545,24 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
      * token (maxLength 256: chain_len gives up past 253) takes all of them, whatever FOLLOW
      * (slice_ok, as take_slice's first rule). */
     bool chain_first = false;
+    /* s0 a loop of C_0 (char*): every C_0 token whose first character is an escape of the
+     * parent is accepted, not only those below loop-root escapes (the loop set). When the
+     * escapes hold every such first character (c0_parent), c0_bits is OR-ed in too, and
+     * the walks below the first characters that are not slice_first (some token goes on
+     * with a quote or a backslash) find their C_0 subtrees taken already (take_below,
+     * c0_covered) - ~50k tokens set one by one less in every new free-string context
+     * (MaskBench: ~100-200 us of most child entries of a string's char*). */
+    if (lk == 0) {
+        int c0 = c0_parent(e, parent);
+        if (c0 < 0) return GX_NONE;
+        if (c0) {
+            const sift__gx_vocab *v = e->voc;
+            for (uint32_t w = 0; w < v->n_words; w++) e->bulk_bits[w] |= v->c0_bits[w];
+            e->c0_lim = UINT32_MAX;
+            e->c0_epoch = e->node_epoch;
+            e->c0_taken++;
+        }
+    }
     if (lk == GX_N_SLICES && s0 != DEAD) {
         const uint32_t maxc = e->voc->n_long_first ? e->voc->long_first[1] : GX_FIRST_LEN_MAX;
         int all = maxc <= 255 ? slice_ok(e, s0, 0, maxc - 1) : 0;
@@ -1528,7 +1599,10 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
             const sift__gx_vocab *v = e->voc;
             uint32_t W = v->n_words;
             const uint64_t *cb = clim <= GX_FIRST_LEN_MAX ? v->c0_len_bits + (size_t)clim * W : v->c0_bits;
-            for (uint32_t w = 0; w < W; w++) e->bulk_bits[w] |= cb[w];
+            if (clim >= 2) { /* (one character: no C_0 token; the entry may stay a list) */
+                for (uint32_t w = 0; w < W; w++) e->bulk_bits[w] |= cb[w];
+                e->bulk_used = true;
+            }
             for (uint32_t q = 0; clim > GX_FIRST_LEN_MAX && q < v->n_c0_long && v->c0_long[2 * q + 1] > clim; q++) {
                 uint32_t t = v->c0_long[2 * q];
                 e->bulk_bits[t >> 6] &= ~((uint64_t)1 << (t & 63)); /* no other set is in bulk_bits yet */
@@ -1536,7 +1610,6 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
             e->c0_lim = clim;
             e->c0_epoch = e->node_epoch;
             e->c0_taken++;
-            e->bulk_used = true;
             e->chain_taken++;
             e->chain_first++;
             chain_first = true;
@@ -1559,15 +1632,12 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
             chain_first = true;
         }
     }
-    for (uint32_t k = 0; k < e->ent[parent].esc_n; k++) {
-        uint32_t node = e->lists.v[e->ent[parent].esc_off + k];
-        if (lk < GX_N_SLICES && loop_root(e->voc, node, lk)) continue; /* in the loop set */
-        if (chain_first && (e->voc->slice_first[node] & 1)) continue;  /* taken above */
-        /* a leaf has nothing below it to walk: most escapes of a one-character class are
-         * (2.2k in a JSON string's char) */
-        if (e->voc->node[node].end == node + 1) continue;
-        if (walk(e, node, s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
-    }
+    /* the escapes to walk: those walk_list keeps for this mode (none of them is in the
+     * loop set or taken above, none is a leaf) */
+    uint32_t wl_off, wl_n;
+    if (walk_list(e, parent, lk < GX_N_SLICES ? lk : chain_first ? GX_N_SLICES : GX_N_SLICES + 1, &wl_off, &wl_n) < 0) return GX_NONE;
+    for (uint32_t k = 0; k < wl_n; k++)
+        if (walk(e, e->wl.v[wl_off + k], s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
     e->c0_epoch = 0; /* the C_0 set is this entry's only */
     id = make_entry(e, parent);
     if (id == GX_NONE || !et_put(e, parent, pos, 0, id)) return GX_NONE;
@@ -1601,6 +1671,8 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_free(e->bulk_bits);
     sift__gx_free(e->node_stamp);
     sift__gx_free(e->c0_memo);
+    sift__gx_free(e->wl_at);
+    sift__gx_u32_free(&e->wl);
     sift__gx_u32_free(&e->acc);
     sift__gx_u32_free(&e->esc);
     sift__gx_u32_free(&e->tmp);
