@@ -61,7 +61,11 @@
  * U+2028..2029, the class a regex "." becomes in a string pattern, C_2 host name characters.
  * A string with maxLength is a chain of C_0: its child entries take their first-character
  * tokens of at most the characters left as one AND of the loop set with a by-length copy of
- * first_bits (child), not ~95k tokens tested one by one after every typed token.
+ * first_bits (child), not ~95k tokens tested one by one after every typed token. When the
+ * parent's escapes hold every first character, the set is wider: all C_0 tokens of the
+ * characters left (c0_len_bits, trie.h), and the walks below the other first characters
+ * find those subtrees taken. The chain rules need no FOLLOW condition when the chain never
+ * escapes (chain_quiet: an exact-length string, whose rule ends only at its closing quote).
  *
  * Class slices (class_take). A regex `pattern` loops over its own class ([a-zA-Z0-9_]+,
  * [^/]*) or runs a bounded one ([0-9a-f]{8}); no fixed slice covers those. The trie keeps the
