@@ -453,6 +453,7 @@ static uint64_t hosts_slice_total, hosts_loop_first_total; /* over test_mask_hos
 static uint64_t root_walks_total, peered_total; /* over test_mask_key_exclusion */
 static uint64_t chain_takes_total; /* over test_mask_slices */
 static uint64_t class_takes_total, class_chains_total, chain_firsts_total; /* over test_mask_class_slices */
+static uint64_t quiet_chains_total, c0_sets_total; /* over test_mask_exact_strings */
 
 static void differential_ex(const char *grammar_name, const char *alphabet, int n_vocab, int steps, uint64_t seed, int stress)
 {
@@ -528,6 +529,10 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         class_takes_total += es.class_takes;
         class_chains_total += es.chain_takes;
         chain_firsts_total += es.chain_firsts;
+    }
+    if (!strcmp(grammar_name, "exact_strings")) {
+        quiet_chains_total += es.quiet_chains;
+        c0_sets_total += es.c0_sets;
     }
     if (!strcmp(grammar_name, "hosts")) {
         hosts_slice_total += es.slice_nodes;
@@ -680,6 +685,43 @@ static void test_mask_class_slices(void **state)
                   (unsigned long long)class_chains_total);
     assert_true(class_takes_total > 0);
     assert_true(class_chains_total > 0);
+}
+
+/* Strings with a length bound in the rule that closes them (exact_strings.gbnf): chain
+ * takes allowed because the chain never escapes, though FOLLOW holds string characters
+ * (mask.c, chain_quiet), and the C_0 tokens of a chain's length taken by child entries at
+ * once (c0_len_bits, take_below skipping their subtrees), against the reference matcher.
+ * The alphabet has string characters, quotes and backslashes (first characters that are no
+ * slice_first: some token goes on with a quote), the closers' 'z', non-ASCII characters,
+ * DEL and a control character; the fixed tokens open each string at once, go on after an
+ * escape (inner's, pq's) past the chain's length, and have 23 to 33 characters around
+ * char{30}'s and char{2,40}'s lengths. */
+static void test_mask_exact_strings(void **state)
+{
+    (void)state;
+    const char *chars = "abcdefxyz0189 ,.:{}\"\\u#~<$()\xC3\xA9\xE2\x82\xAC\x7F\x01";
+    static const char *const tokens[] = {"{\"", "{#\"", "{~\"", "{<\"", "{$\"", "{(", "{%", "{^", "{&", "\"", "\",", "\"}", "z)",
+                                         "abcdez)", "bcdez),", "abz)", "ab,(abcd", "xy,(abcdef", "ab}", "abcde\"", "abcd\",", "q", "qbcdez)",
+                                         "qbcdefz)", "qbz)", "qr", "qr,(abcd", "qr,(abcdef", "qrs}", "q,(abcd", "q,(ab",
+                                         "mnopqrstuvwxyz0123456789a", "mnopqrstuvwxyz0123456789ab", "mnopqrstuvwxyz0123456789abcdef",
+                                         "abcdefghijklmnopqrstuvwxyz0123", "abcdefghijklmnopqrstuvwxyz01234", "abcdefghijklmnopqrstuvwxyz01234\"",
+                                         "abcdefghijklmnopqrstuvw", "abcde", "abcdef", "abcd\"", "a\xC3\xA9\xE2\x82\254bcdefghijklmnopqrstuvwxyz012", /* octal: no concatenation */
+                                         "0123456789012345678901234567890123", "01234"};
+    fixed_tokens = tokens;
+    n_fixed_tokens = (int)(sizeof tokens / sizeof tokens[0]);
+    quiet_chains_total = c0_sets_total = 0;
+    for (uint64_t seed = 120; seed < 138; seed++) {
+        forced_token = (int)(seed % 9); /* into one of the strings at once */
+        differential_ex("exact_strings", chars, 1500, 80, seed, seed == 125);
+    }
+    forced_token = -1;
+    for (uint64_t seed = 138; seed < 142; seed++) differential_ex("exact_strings", chars, 1500, 120, seed, 0);
+    fixed_tokens = NULL;
+    n_fixed_tokens = 0;
+    print_message("exact strings: quiet chain takes %llu, C_0 sets %llu\n", (unsigned long long)quiet_chains_total,
+                  (unsigned long long)c0_sets_total);
+    assert_true(quiet_chains_total > 0);
+    assert_true(c0_sets_total > 0);
 }
 
 /* The first position of rule `name`'s body. */
@@ -1136,7 +1178,7 @@ int main(void)
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
-        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_mask_class_slices), cmocka_unit_test(test_pos_equiv_long_chain),
+        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_mask_class_slices), cmocka_unit_test(test_mask_exact_strings), cmocka_unit_test(test_pos_equiv_long_chain),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_apply_layouts),
         cmocka_unit_test(test_no_allocation_when_warm),

@@ -64,7 +64,11 @@
  * U+2028..2029, the class a regex "." becomes in a string pattern, C_2 host name characters.
  * A string with maxLength is a chain of C_0: its child entries take their first-character
  * tokens of at most the characters left as one AND of the loop set with a by-length copy of
- * first_bits (child), not ~95k tokens tested one by one after every typed token.
+ * first_bits (child), not ~95k tokens tested one by one after every typed token. When the
+ * parent's escapes hold every first character, the set is wider: all C_0 tokens of the
+ * characters left (c0_len_bits, trie.h), and the walks below the other first characters
+ * find those subtrees taken. The chain rules need no FOLLOW condition when the chain never
+ * escapes (chain_quiet: an exact-length string, whose rule ends only at its closing quote).
  *
  * Class slices (class_take). A regex `pattern` loops over its own class ([a-zA-Z0-9_]+,
  * [^/]*) or runs a bounded one ([0-9a-f]{8}); no fixed slice covers those. The trie keeps the
@@ -131,6 +135,7 @@ typedef struct {
     uint8_t chain[GX_N_SLICES];  /* per slice: its chain length (chain_len), CHAIN_UNKNOWN / CHAIN_NONE */
     uint64_t loop_in[2], loop_out[2]; /* ASCII bytes known to step the state to itself / elsewhere (class_take) */
     uint8_t hi_known, hi_loop;   /* bit k: known / true that every non-ASCII character of C_k steps it to itself */
+    uint8_t quiet_known, quiet;  /* bit k: known / true that its chain of C_k never escapes (chain_quiet) */
 } dfa_state;
 
 /* A walk's state at one trie depth. */
@@ -198,6 +203,13 @@ struct sift__gx_engine {
     uint64_t fa_bytes[2];
     uint64_t class_taken;        /* subtrees taken by a grammar class (class_take) */
     uint64_t chain_first;        /* child entries that took first-character chain tokens at once (child) */
+    uint8_t *c0_memo;            /* per entry id: 0 unknown, 1 / 2 its escapes do / do not cover c0_first (c0_parent) */
+    uint32_t c0_memo_cap, c0_memo_trims;
+    uint64_t quiet_taken, c0_taken; /* takes by a quiet chain (chain_quiet), C_0 sets taken (child) */
+    struct { uint32_t off[GX_N_SLICES + 2], n[GX_N_SLICES + 2]; } *wl_at; /* per entry id: walk_list's lists (off GX_NONE: not made) */
+    uint32_t wl_cap, wl_trims;
+    sift__gx_u32vec wl;
+    uint32_t c0_lim, c0_epoch;   /* C_0 tokens of 2..c0_lim characters in bulk_bits while node_epoch == c0_epoch (take_below) */
 
     /* the cache */
     sift__gx_entry *ent;
@@ -317,6 +329,7 @@ static uint32_t dfa_intern(sift__gx_engine *e, const uint32_t *v, uint32_t n)
     }
     s->loop_in[0] = s->loop_in[1] = s->loop_out[0] = s->loop_out[1] = 0;
     s->hi_known = s->hi_loop = 0;
+    s->quiet_known = s->quiet = 0;
     e->n_st++;
     if ((uint64_t)e->n_st * 2 > e->st_ht_cap) {
         if (!st_ht_grow(e)) return GX_NONE;
@@ -390,6 +403,44 @@ static int32_t dfa_step_ascii(sift__gx_engine *e, uint32_t s, uint8_t b)
     return t;
 }
 
+/* Fill state s's transitions on the symbols of slice k, one dfa_step per distinct set of
+ * its stacks that accept the symbol: 0, -1 out of memory. A transition depends on nothing
+ * else (dfa_step unions the successors of exactly those stacks), and inside a string every
+ * stack of a state accepts all of C_k's ~30-60 symbols or none of them - so a chain of new
+ * states (a string with maxLength 255: ~100 of them, run by slice_ok and chain_len at
+ * the first token of the string) costs one step per state, not one per symbol (MaskBench:
+ * ~1 ms at such a first token). States of more than 64 stacks step symbol by symbol. */
+static int slice_row(sift__gx_engine *e, uint32_t s, uint32_t k)
+{
+    const sift__gx_u32vec *ss = &e->slice_syms[k];
+    if (e->st[s].set_n > 64 || ss->n < 2) return 0;
+    enum { SIG_MAX = 8 };
+    uint64_t sig[SIG_MAX];
+    int32_t to[SIG_MAX];
+    uint32_t n_sig = 0;
+    for (uint32_t q = 0; q < ss->n; q++) {
+        const uint32_t sym = ss->v[q];
+        if (e->st[s].trans_off != GX_NONE && e->trans[e->st[s].trans_off + sym] >= 0) continue;
+        uint64_t m = 0;
+        const uint32_t *set = e->sets.v + e->st[s].set_off;
+        for (uint32_t x = 0; x < e->st[s].set_n; x++)
+            if (sift__gx_elem_accepts_sym(e->g, e->g->elems[e->wa.pos[set[x]]], sym)) m |= (uint64_t)1 << x;
+        uint32_t f = 0;
+        while (f < n_sig && sig[f] != m) f++;
+        if (f < n_sig) {
+            e->trans[e->st[s].trans_off + sym] = to[f]; /* the row exists: made by to[f]'s step */
+            continue;
+        }
+        int32_t t = dfa_step(e, s, sym);
+        if (t < 0) return -1;
+        if (n_sig < SIG_MAX) {
+            sig[n_sig] = m;
+            to[n_sig++] = t;
+        }
+    }
+    return 0;
+}
+
 /* The state that every character of slice k leads to from state s, when it is one live
  * state whatever the character (escaping or not), else UNI_NONE; memoized per state.
  * UNI_OOM on out of memory. Exact: every such character lies in a symbol that meets C_k,
@@ -397,6 +448,7 @@ static int32_t dfa_step_ascii(sift__gx_engine *e, uint32_t s, uint8_t b)
 static uint32_t uni_next(sift__gx_engine *e, uint32_t s, uint32_t k)
 {
     if (e->st[s].uni[k] != UNI_UNKNOWN) return e->st[s].uni[k];
+    if (s != DEAD && slice_row(e, s, k) < 0) return UNI_OOM;
     uint32_t to = s == DEAD ? UNI_NONE : UNI_UNKNOWN;
     const sift__gx_u32vec *ss = &e->slice_syms[k];
     for (uint32_t q = 0; q < ss->n && to != UNI_NONE; q++) {
@@ -472,6 +524,60 @@ static int chain_len(sift__gx_engine *e, uint32_t s, uint32_t k)
     return e->st[s].chain[k];
 }
 
+/* Is state s the head of a chain of slice k (chain_len) none of whose steps, on any C_k
+ * symbol, uses the suffix up - down to and including its end, where every C_k character must
+ * then die (chain length r = 0 there, not "ends it": that one escapes)? 1 yes, 0 no, -1 out
+ * of memory. Memoized per state, like chain_len (every state along the chain gets its own).
+ *
+ * Why. The chain rules (take_slice, child's first-character chain) ignore the escapes inside
+ * the subtree they take, which is exact only if no escape there can lead anywhere; they
+ * asked that FOLLOW have no C_k character. An exact-length string puts its whole text,
+ * closing quote included, in one rule (token ::= "\"" char char ... "\"" space): FOLLOW
+ * holds ',' and '}', but the rule cannot end before the quote, so no C_k character there
+ * ever escapes - and every typed token landed on a new chain position that walked 3k-25k
+ * nodes (MaskBench: 400-900 us per mask). With a quiet chain no frame below the subtree's
+ * root has the escape bit (walk records an escape only at a frame that has it), the tokens
+ * of at most j characters are accepted at this level, and the longer ones die at their
+ * (j+1)-th character with no escape: nothing is lost, whatever FOLLOW. The root's own
+ * escape bit is the caller's to check. */
+static int chain_quiet(sift__gx_engine *e, uint32_t s, uint32_t k)
+{
+    uint32_t path[256], n = 0, t = s;
+    int r = 0;
+    int j = chain_len(e, s, k);
+    if (j < 0) return -1;
+    if (j == CHAIN_NONE) return 0;
+    const sift__gx_u32vec *ss = &e->slice_syms[k];
+    for (;;) {
+        if (e->st[t].quiet_known >> k & 1) {
+            r = e->st[t].quiet >> k & 1;
+            break;
+        }
+        path[n++] = t;
+        bool q = true;
+        for (uint32_t x = 0; x < ss->n && q; x++) {
+            int32_t y = dfa_step(e, t, ss->v[x]);
+            if (y < 0) return -1;
+            q = !(y & 1);
+        }
+        if (!q) break; /* r = 0: an escape at t */
+        uint32_t u = uni_next(e, t, k);
+        if (u == UNI_OOM) return -1;
+        if (u == UNI_NONE) { /* the chain's end, where every C_k character died (no escape bit) */
+            r = 1;
+            break;
+        }
+        if (n == 255 || u == t) break; /* not a chain (chain_len said it is: not reached) */
+        t = u;
+    }
+    /* every state on the path is quiet exactly when the rest of the chain is */
+    for (uint32_t q = 0; q < n; q++) {
+        e->st[path[q]].quiet_known |= (uint8_t)(1u << k);
+        e->st[path[q]].quiet |= (uint8_t)((unsigned)r << k);
+    }
+    return r;
+}
+
 static inline bool live_any(const sift__gx_engine *e, uint32_t s, uint32_t s0, uint32_t s1)
 {
     return sift__gx_bits_any_in(e->live + e->st[s].live_off, s0, s1);
@@ -525,20 +631,53 @@ static bool follow_disjoint(sift__gx_engine *e, const uint64_t *follow, uint32_t
     return e->fd_bits >> k & 1;
 }
 
+/* Are the tokens below trie node i of at most lim characters (all: UINT32_MAX) in the C_0
+ * set child put in bulk_bits (c0_lim, see child)? They are when they are C_0 tokens of 2
+ * to c0_lim characters: every token below i continues with C_0 characters (slice_all),
+ * node i's own text is one or more complete C_0 characters, and they have at most c0_lim. */
+static bool c0_covered(const sift__gx_engine *e, uint32_t i, uint32_t lim)
+{
+    const sift__gx_vocab *v = e->voc;
+    if (e->c0_epoch != e->node_epoch || !(v->slice_all[i] & 1) || !v->c0_node[i]) return false;
+    if (e->c0_lim == UINT32_MAX) return true;
+    if (lim != UINT32_MAX) return lim <= e->c0_lim;
+    if (v->slice_len[i] == 255) return false;
+    uint32_t len, n = 0; /* node i's characters, as sorted_chars counts them */
+    const uint8_t *t = sift__gx_vocab_text(v, v->sorted[v->node[i].tok_begin], &len);
+    for (uint32_t d = 0; d < v->node[i].depth; d++) n += (t[d] & 0xC0) != 0x80;
+    return n + v->slice_len[i] <= e->c0_lim;
+}
+
+#define TAKE_LIST_MAX 32u /* take_below: subtrees of at most this many tokens go to the list */
+
 /* Take the tokens below trie node i into bulk_bits: all of them, or (lim != UINT32_MAX)
- * those of at most lim characters (sorted_chars). */
+ * those of at most lim characters (sorted_chars). Nothing to do when child's C_0 set has
+ * them already (c0_covered): inside a string with maxLength that was ~50k tokens set one
+ * by one per chain position, below the first characters that are not slice_first. */
 static void take_below(sift__gx_engine *e, uint32_t i, uint32_t lim)
 {
     const sift__gx_vocab *v = e->voc;
+    if (c0_covered(e, i, lim)) {
+        e->bulk += v->node[i].end - i - 1;
+        e->chain_taken += lim != UINT32_MAX;
+        return;
+    }
     uint32_t lo, hi;
     sift__gx_trie_below(v, i, &lo, &hi);
-    if (lim == UINT32_MAX) {
+    if (hi - lo <= TAKE_LIST_MAX && GX_GROW(e->acc.v, e->acc.cap, e->acc.n + (hi - lo))) {
+        /* a few tokens: into the list, so that an entry that takes nothing more stays a
+         * list over its parent's set (bulk_bits makes it a dense set of its own, which
+         * fill_mask then ORs too - the chains inside keys of a key-exclusion rule) */
+        for (uint32_t q = lo; q < hi; q++)
+            if (lim == UINT32_MAX || v->sorted_chars[q] <= lim) e->acc.v[e->acc.n++] = v->sorted[q];
+    } else if (lim == UINT32_MAX) {
         for (uint32_t q = lo; q < hi; q++) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+        e->bulk_used = true;
     } else {
         for (uint32_t q = lo; q < hi; q++)
             if (v->sorted_chars[q] <= lim) sift__gx_bit_set(e->bulk_bits, v->sorted[q]);
+        e->bulk_used = true;
     }
-    e->bulk_used = true;
     e->bulk += v->node[i].end - i - 1;
     e->chain_taken += lim != UINT32_MAX;
 }
@@ -550,10 +689,14 @@ static void take_below(sift__gx_engine *e, uint32_t i, uint32_t lim)
  * its end: chain_len) takes the subtree's tokens of at most j characters below i: each of
  * their prefixes leaves a live state, and a longer token dies at its (j+1)-th character.
  * Only when FOLLOW has no C_k character: an escape inside the subtree (the string may end
- * there) could then lead nowhere, so none is recorded. One pass over the subtree's tokens
- * (their character counts, trie.h) instead of walking its nodes - short maxLength strings
- * walked 50k-140k nodes per mask (MaskBench: most of the masks over 1 ms). */
-static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_t *follow)
+ * there) could then lead nowhere, so none is recorded. Or when no escape can happen inside
+ * the subtree at all: the chain is quiet (chain_quiet: an exact-length string, which ends
+ * only at its closing quote) and node i itself did not use the suffix up (esc, the escape
+ * bit of the step into i: walk would record i as an escape before one of its children).
+ * One pass over the subtree's tokens (their character counts, trie.h) instead of walking
+ * its nodes - short maxLength strings walked 50k-140k nodes per mask (MaskBench: most of
+ * the masks over 1 ms). */
+static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns, bool esc, const uint64_t *follow)
 {
     const sift__gx_vocab *v = e->voc;
     int lp = 0;
@@ -562,10 +705,16 @@ static int take_slice(sift__gx_engine *e, uint32_t i, uint32_t ns, const uint64_
         if (v->slice_all[i] >> k & 1) lp = slice_ok(e, ns, k, v->slice_len[i]);
     if (lp < 0) return lp;
     for (uint32_t k = 0; k < GX_N_SLICES && !lp; k++) {
-        if (!(v->slice_all[i] >> k & 1) || !follow_disjoint(e, follow, k)) continue;
+        if (!(v->slice_all[i] >> k & 1)) continue;
         int j = chain_len(e, ns, k);
         if (j < 0) return -1;
         if (j == CHAIN_NONE) continue;
+        if (!follow_disjoint(e, follow, k)) {
+            int q = esc ? 0 : chain_quiet(e, ns, k);
+            if (q < 0) return -1;
+            if (!q) continue;
+            e->quiet_taken++;
+        }
         /* the characters of node i's text: those of a token below, to depth(i) */
         uint32_t len;
         const uint8_t *t = sift__gx_vocab_text(v, v->sorted[v->node[i].tok_begin], &len);
@@ -883,7 +1032,7 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
     /* the root itself may be a slice: a walk resumed at an escape (child()) then takes its
      * subtree without visiting even its children - thousands of roots inside a string */
     if (s0 != DEAD && u0.need == 0 && stop > i) {
-        int lp = v->slice_all[root] ? take_slice(e, root, s0, follow) : 0;
+        int lp = v->slice_all[root] ? take_slice(e, root, s0, esc0, follow) : 0;
         if (!lp) lp = class_take(e, root, s0, follow);
         if (lp < 0) return SIFT_E_NOMEM;
         if (lp) return SIFT_OK;
@@ -1033,7 +1182,7 @@ static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift_
                 i = nd.end;
                 continue;
             }
-            int lp = take_slice(e, i, ns, follow);
+            int lp = take_slice(e, i, ns, nesc, follow);
             if (lp < 0) return SIFT_E_NOMEM;
             if (lp) {
                 i = nd.end;
@@ -1437,6 +1586,82 @@ static uint32_t child_peered(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     return id;
 }
 
+/* Is every first-character node of the vocabulary's C_0 tokens (c0_first, trie.h) an escape
+ * of entry `parent`? 1 yes, 0 no, -1 out of memory; memoized per entry (the memo is dropped
+ * with the entries, cache_maybe_trim). True of a JSON string's char class at level 1, whose
+ * escapes are every first character its FOLLOW (more characters) lets go on. */
+static int c0_parent(sift__gx_engine *e, uint32_t parent)
+{
+    if (e->c0_memo_trims != e->trims) {
+        if (e->c0_memo) memset(e->c0_memo, 0, e->c0_memo_cap);
+        e->c0_memo_trims = e->trims;
+    }
+    if (parent >= e->c0_memo_cap) {
+        uint32_t old = e->c0_memo_cap;
+        if (!GX_GROW(e->c0_memo, e->c0_memo_cap, parent + 1)) return -1;
+        memset(e->c0_memo + old, 0, e->c0_memo_cap - old);
+    }
+    if (e->c0_memo[parent]) return e->c0_memo[parent] == 1;
+    const sift__gx_vocab *v = e->voc;
+    const uint32_t *esc = e->lists.v + e->ent[parent].esc_off, n_esc = e->ent[parent].esc_n;
+    bool all = n_esc >= v->n_c0_first;
+    if (all) { /* mark the escapes, an epoch of their own (as loop_set: none is recorded yet) */
+        if (++e->node_epoch == 0) {
+            memset(e->node_stamp, 0, (size_t)v->n_nodes * sizeof *e->node_stamp);
+            e->node_epoch = 1;
+        }
+        for (uint32_t q = 0; q < n_esc; q++) e->node_stamp[esc[q]] = e->node_epoch;
+        for (uint32_t q = 0; q < v->n_c0_first && all; q++) all = e->node_stamp[v->c0_first[q]] == e->node_epoch;
+        if (++e->node_epoch == 0) {
+            memset(e->node_stamp, 0, (size_t)v->n_nodes * sizeof *e->node_stamp);
+            e->node_epoch = 1;
+        }
+    }
+    e->c0_memo[parent] = all ? 1 : 2;
+    return all;
+}
+
+/* The escapes of entry `parent` that child walks in mode m, as wl.v[*off .. *off + *n):
+ * m < GX_N_SLICES a loop of slice m (the loop roots are in the loop set), m == GX_N_SLICES
+ * a first-character chain (the slice_first[0] escapes are taken at once), m ==
+ * GX_N_SLICES + 1 neither; leaves never (nothing below them to walk: most escapes of a
+ * one-character class are, 2.2k in a JSON string's char). 0, -1 out of memory. Made once
+ * per parent and mode (dropped with the entries, cache_maybe_trim): filtering the escapes
+ * read three flags of ~2.2k scattered trie nodes, cache misses all, in every child entry
+ * of a string (MaskBench: ~100 us of a maxLength chain position's entry). */
+static int walk_list(sift__gx_engine *e, uint32_t parent, uint32_t m, uint32_t *off, uint32_t *n)
+{
+    if (e->wl_trims != e->trims) {
+        if (e->wl_at) memset(e->wl_at, 0xFF, (size_t)e->wl_cap * sizeof *e->wl_at);
+        e->wl.n = 0;
+        e->wl_trims = e->trims;
+    }
+    if (parent >= e->wl_cap) {
+        uint32_t old = e->wl_cap;
+        if (!GX_GROW(e->wl_at, e->wl_cap, parent + 1)) return -1;
+        memset(e->wl_at + old, 0xFF, (size_t)(e->wl_cap - old) * sizeof *e->wl_at);
+    }
+    if (e->wl_at[parent].off[m] == GX_NONE) {
+        const sift__gx_vocab *v = e->voc;
+        const uint32_t n_esc = e->ent[parent].esc_n;
+        if (!GX_GROW(e->wl.v, e->wl.cap, e->wl.n + n_esc + 1)) return -1;
+        const uint32_t *esc = e->lists.v + e->ent[parent].esc_off;
+        uint32_t at = e->wl.n;
+        for (uint32_t k = 0; k < n_esc; k++) {
+            uint32_t node = esc[k];
+            if (m < GX_N_SLICES && loop_root(v, node, m)) continue;
+            if (m == GX_N_SLICES && (v->slice_first[node] & 1)) continue;
+            if (v->node[node].end == node + 1) continue;
+            e->wl.v[e->wl.n++] = node;
+        }
+        e->wl_at[parent].off[m] = at;
+        e->wl_at[parent].n[m] = e->wl.n - at;
+    }
+    *off = e->wl_at[parent].off[m];
+    *n = e->wl_at[parent].n[m];
+    return 0;
+}
+
 /* The entry one level below `parent`, whose next frame is at position `pos`. */
 static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
 {
@@ -1476,7 +1701,9 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
         e->loop_reused++;
     }
     /* s0 the head of a chain of C_0 (a string with maxLength: char{0,n}, j characters
-     * left), FOLLOW disjoint from C_0: below each first-character escape (slice_first, one
+     * left), FOLLOW disjoint from C_0 or the chain quiet and s0 not escaped (take_slice's
+     * rule; `bottom` is the escape bit every escape root is walked with): below each
+     * first-character escape (slice_first, one
      * character), take_slice would take the tokens of at most j + 1 characters - ~95k
      * tokens tested one by one at every chain position, i.e. after every token typed in such
      * a string (MaskBench: most masks of 500-800 us). They are the parent's loop set (its
@@ -1488,12 +1715,75 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
      * token (maxLength 256: chain_len gives up past 253) takes all of them, whatever FOLLOW
      * (slice_ok, as take_slice's first rule). */
     bool chain_first = false;
+    /* s0 a loop of C_0 (char*): every C_0 token whose first character is an escape of the
+     * parent is accepted, not only those below loop-root escapes (the loop set). When the
+     * escapes hold every such first character (c0_parent), c0_bits is OR-ed in too, and
+     * the walks below the first characters that are not slice_first (some token goes on
+     * with a quote or a backslash) find their C_0 subtrees taken already (take_below,
+     * c0_covered) - ~50k tokens set one by one less in every new free-string context
+     * (MaskBench: ~100-200 us of most child entries of a string's char*). */
+    if (lk == 0) {
+        int c0 = c0_parent(e, parent);
+        if (c0 < 0) return GX_NONE;
+        if (c0) {
+            const sift__gx_vocab *v = e->voc;
+            for (uint32_t w = 0; w < v->n_words; w++) e->bulk_bits[w] |= v->c0_bits[w];
+            e->c0_lim = UINT32_MAX;
+            e->c0_epoch = e->node_epoch;
+            e->c0_taken++;
+        }
+    }
     if (lk == GX_N_SLICES && s0 != DEAD) {
         const uint32_t maxc = e->voc->n_long_first ? e->voc->long_first[1] : GX_FIRST_LEN_MAX;
         int all = maxc <= 255 ? slice_ok(e, s0, 0, maxc - 1) : 0;
-        int j = all || !follow_disjoint(e, follow, 0) ? CHAIN_NONE : chain_len(e, s0, 0);
+        int j = all ? CHAIN_NONE : chain_len(e, s0, 0);
         if (all < 0 || j < 0) return GX_NONE;
+        if (j != CHAIN_NONE && !follow_disjoint(e, follow, 0)) { /* or a quiet chain (take_slice) */
+            int q = bottom ? 0 : chain_quiet(e, s0, 0);
+            if (q < 0) return GX_NONE;
+            if (!q) j = CHAIN_NONE;
+            else e->quiet_taken++;
+        }
+        /* Wider, when the parent's escapes hold every first character of a C_0 token
+         * (c0_parent): all the vocabulary's C_0 tokens of 2 to j + 1 characters (c0_len_bits,
+         * trie.h), first_bits[0]'s and those below first characters that are not slice_first
+         * ('a' is not: some token goes on a" or a\\). Each of them is accepted from its first
+         * character's escape, as above; the walks below the other first characters then
+         * find the C_0 subtrees they reach at depth j + 1 taken already (take_below,
+         * c0_covered: ~50k tokens set one by one less per chain position). */
+        uint32_t clim = 0;
         if (all || j != CHAIN_NONE) {
+            int c0 = c0_parent(e, parent);
+            if (c0 < 0) return GX_NONE;
+            const sift__gx_vocab *v = e->voc;
+            if (c0 && j != CHAIN_NONE) {
+                clim = (uint32_t)j + 1;
+            } else if (c0) {
+                const uint32_t cmax = v->n_c0_long ? v->c0_long[1] : GX_FIRST_LEN_MAX;
+                int ac = cmax <= 255 ? slice_ok(e, s0, 0, cmax - 1) : 0;
+                if (ac < 0) return GX_NONE;
+                if (ac) clim = UINT32_MAX;
+            }
+        }
+        if (clim) {
+            const sift__gx_vocab *v = e->voc;
+            uint32_t W = v->n_words;
+            const uint64_t *cb = clim <= GX_FIRST_LEN_MAX ? v->c0_len_bits + (size_t)clim * W : v->c0_bits;
+            if (clim >= 2) { /* (one character: no C_0 token; the entry may stay a list) */
+                for (uint32_t w = 0; w < W; w++) e->bulk_bits[w] |= cb[w];
+                e->bulk_used = true;
+            }
+            for (uint32_t q = 0; clim > GX_FIRST_LEN_MAX && q < v->n_c0_long && v->c0_long[2 * q + 1] > clim; q++) {
+                uint32_t t = v->c0_long[2 * q];
+                e->bulk_bits[t >> 6] &= ~((uint64_t)1 << (t & 63)); /* no other set is in bulk_bits yet */
+            }
+            e->c0_lim = clim;
+            e->c0_epoch = e->node_epoch;
+            e->c0_taken++;
+            e->chain_taken++;
+            e->chain_first++;
+            chain_first = true;
+        } else if (all || j != CHAIN_NONE) {
             uint32_t lim = all ? maxc + 1 : (uint32_t)j + 1; /* all: nothing is cleared below */
             int32_t d = loop_set(e, parent, 0);
             if (d < 0) return GX_NONE;
@@ -1512,15 +1802,13 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
             chain_first = true;
         }
     }
-    for (uint32_t k = 0; k < e->ent[parent].esc_n; k++) {
-        uint32_t node = e->lists.v[e->ent[parent].esc_off + k];
-        if (lk < GX_N_SLICES && loop_root(e->voc, node, lk)) continue; /* in the loop set */
-        if (chain_first && (e->voc->slice_first[node] & 1)) continue;  /* taken above */
-        /* a leaf has nothing below it to walk: most escapes of a one-character class are
-         * (2.2k in a JSON string's char) */
-        if (e->voc->node[node].end == node + 1) continue;
-        if (walk(e, node, s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
-    }
+    /* the escapes to walk: those walk_list keeps for this mode (none of them is in the
+     * loop set or taken above, none is a leaf) */
+    uint32_t wl_off, wl_n;
+    if (walk_list(e, parent, lk < GX_N_SLICES ? lk : chain_first ? GX_N_SLICES : GX_N_SLICES + 1, &wl_off, &wl_n) < 0) return GX_NONE;
+    for (uint32_t k = 0; k < wl_n; k++)
+        if (walk(e, e->wl.v[wl_off + k], s0, bottom, none, follow) != SIFT_OK) return GX_NONE;
+    e->c0_epoch = 0; /* the C_0 set is this entry's only */
     id = make_entry(e, parent);
     if (id == GX_NONE || !et_put(e, parent, pos, 0, id)) return GX_NONE;
     return id;
@@ -1552,6 +1840,9 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_free(e->seen_bits);
     sift__gx_free(e->bulk_bits);
     sift__gx_free(e->node_stamp);
+    sift__gx_free(e->c0_memo);
+    sift__gx_free(e->wl_at);
+    sift__gx_u32_free(&e->wl);
     sift__gx_u32_free(&e->acc);
     sift__gx_u32_free(&e->esc);
     sift__gx_u32_free(&e->tmp);
@@ -1896,5 +2187,7 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->class_takes = e->class_taken;
     st->chain_firsts = e->chain_first;
     st->peered = e->peered;
+    st->quiet_chains = e->quiet_taken;
+    st->c0_sets = e->c0_taken;
     pthread_mutex_unlock(&e->lock);
 }

@@ -116,6 +116,11 @@ void sift__gx_vocab_free(sift__gx_vocab *v)
     sift__gx_free(v->below_len);
     sift__gx_free(v->len_bits);
     sift__gx_free(v->long_first);
+    sift__gx_free(v->c0_len_bits);
+    sift__gx_free(v->c0_bits);
+    sift__gx_free(v->c0_long);
+    sift__gx_free(v->c0_first);
+    sift__gx_free(v->c0_node);
     memset(v, 0, sizeof *v);
 }
 
@@ -236,6 +241,82 @@ static int build_first(sift__gx_vocab *v)
     return SIFT_OK;
 }
 
+/* c0_len_bits, c0_long and c0_first (trie.h) from c0_bits, which the trie's own pass set
+ * (slice_suffixes' good[0], bit 0). */
+static int build_c0(sift__gx_vocab *v)
+{
+    size_t W = v->n_words;
+    v->c0_len_bits = sift__gx_calloc((size_t)(GX_FIRST_LEN_MAX + 1) * W, sizeof *v->c0_len_bits);
+    if (!v->c0_len_bits) return SIFT_E_NOMEM;
+    uint32_t n_long = 0, n_first = 0, last_first = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        n_long = n_first = last_first = 0;
+        uint8_t last_text[4] = {0};
+        for (uint32_t q = 0; q < v->n_sorted; q++) {
+            uint32_t t = v->sorted[q], len;
+            const uint8_t *s = sift__gx_vocab_text(v, t, &len);
+            if (!sift__gx_bit(v->c0_bits, t)) continue;
+            uint32_t fl = s[0] < 0x80 ? 1 : s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+            /* the node of its first character: the previous one's (sorted by text), or found
+             * by walking down from the root */
+            uint32_t c = last_first;
+            if (!c || v->node[c].depth != fl || memcmp(last_text, s, fl)) {
+                c = 0;
+                for (uint32_t d = 0; d < fl; d++) { /* the child of c with byte s[d] */
+                    uint32_t x = c + 1;
+                    while (v->node[x].byte != s[d]) x = v->node[x].end;
+                    c = x;
+                }
+                memcpy(last_text, s, fl);
+            }
+            if (pass == 0) {
+                if (v->sorted_chars[q] <= GX_FIRST_LEN_MAX) sift__gx_bit_set(v->c0_len_bits + (size_t)v->sorted_chars[q] * W, t);
+            } else {
+                if (v->sorted_chars[q] > GX_FIRST_LEN_MAX) {
+                    v->c0_long[2 * n_long] = t;
+                    v->c0_long[2 * n_long + 1] = v->sorted_chars[q];
+                }
+                if (c != last_first) v->c0_first[n_first] = c;
+            }
+            n_long += v->sorted_chars[q] > GX_FIRST_LEN_MAX;
+            n_first += c != last_first;
+            last_first = c;
+        }
+        if (pass == 0) {
+            v->c0_long = sift__gx_malloc(((size_t)n_long + 1) * 2 * sizeof *v->c0_long);
+            v->c0_first = sift__gx_malloc(((size_t)n_first + 1) * sizeof *v->c0_first);
+            if (!v->c0_long || !v->c0_first) return SIFT_E_NOMEM;
+        }
+    }
+    v->n_c0_long = n_long;
+    v->n_c0_first = n_first;
+    /* c0_node: decode the path down the preorder, one decoder state per depth */
+    v->c0_node = sift__gx_calloc(v->n_nodes, 1);
+    sift__gx_utf8 *du = sift__gx_malloc(((size_t)v->max_depth + 1) * sizeof *du);
+    uint8_t *dok = sift__gx_malloc((size_t)v->max_depth + 1); /* the path to depth d is C_0 so far (maybe unfinished) */
+    if (!v->c0_node || !du || !dok) {
+        sift__gx_free(du);
+        sift__gx_free(dok);
+        return SIFT_E_NOMEM;
+    }
+    du[0] = (sift__gx_utf8){0};
+    dok[0] = 1;
+    for (uint32_t i = 1; i < v->n_nodes; i++) {
+        uint32_t d = v->node[i].depth;
+        sift__gx_utf8 u = du[d - 1];
+        int32_t r = dok[d - 1] ? sift__gx_utf8_feed(&u, v->node[i].byte) : GX_UTF8_BAD;
+        dok[d] = r == GX_UTF8_MORE || (r >= 0 && in_slice(&sift__gx_slices[0], (uint32_t)r));
+        du[d] = u;
+        v->c0_node[i] = dok[d] && r >= 0;
+    }
+    sift__gx_free(du);
+    sift__gx_free(dok);
+    qsort(v->c0_long, v->n_c0_long, 2 * sizeof *v->c0_long, cmp_longer); /* longest first */
+    for (uint32_t l = 1; l <= GX_FIRST_LEN_MAX; l++)
+        for (uint32_t w = 0; w < W; w++) v->c0_len_bits[(size_t)l * W + w] |= v->c0_len_bits[(size_t)(l - 1) * W + w];
+    return SIFT_OK;
+}
+
 int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_error *err)
 {
     memset(v, 0, sizeof *v);
@@ -298,10 +379,11 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     v->sorted_chars = sift__gx_malloc(((size_t)n_trie + 1) * sizeof *v->sorted_chars);
     v->below_bytes = sift__gx_calloc(nodes, sizeof *v->below_bytes);
     v->below_len = sift__gx_calloc(nodes, 1);
+    v->c0_bits = sift__gx_calloc(v->n_words, sizeof *v->c0_bits);
     /* open[d] = node at depth d on the current path */
     uint32_t *open = sift__gx_malloc(((size_t)v->max_depth + 1) * sizeof *open);
     uint8_t *good = sift__gx_malloc(2 * ((size_t)v->max_depth + 1));
-    if (!v->node || !open || !good || !v->slice_all || !v->slice_len || !v->sorted_chars || !v->below_bytes || !v->below_len) {
+    if (!v->node || !open || !good || !v->slice_all || !v->slice_len || !v->sorted_chars || !v->below_bytes || !v->below_len || !v->c0_bits) {
         sift__gx_free(open);
         sift__gx_free(good);
         goto nomem;
@@ -328,6 +410,7 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
         for (uint32_t d = 0; d < len; d++) nc += (s[d] & 0xC0) != 0x80;
         v->sorted_chars[k] = (uint16_t)(nc < UINT16_MAX ? nc : UINT16_MAX);
         slice_suffixes(s, len, good, chars);
+        if ((good[0] & 1) && nc >= 2) sift__gx_bit_set(v->c0_bits, v->sorted[k]); /* a C_0 token (build_c0) */
         for (uint32_t d = 0; d <= len; d++) {
             v->slice_all[open[d]] &= good[d];
             if (good[d] && chars[d] > v->slice_len[open[d]]) v->slice_len[open[d]] = chars[d];
@@ -347,7 +430,7 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     sift__gx_free(open);
     sift__gx_free(good);
     sift__gx_free(tmp);
-    if (build_first(v) != SIFT_OK) goto nomem;
+    if (build_first(v) != SIFT_OK || build_c0(v) != SIFT_OK) goto nomem;
     return SIFT_OK;
 nomem:
     sift__gx_free(tmp);

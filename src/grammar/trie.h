@@ -84,6 +84,21 @@ typedef struct sift__gx_vocab {
     uint32_t *long_first;       /* token, chars, token, chars, ... */
     uint32_t n_long_first;
     uint8_t *below_len;         /* [n_nodes] */
+    /* The tokens of C_0 characters only (the last one may be unfinished, as for slice_all),
+     * of at least two characters, whatever their first character's node (mask.c, child's
+     * first-character chain): c0_len_bits[L] those of at most L characters (L <=
+     * GX_FIRST_LEN_MAX), c0_bits all of them, c0_long the longer ones with their character
+     * counts, longest first, c0_first the nodes of their first characters (preorder, each
+     * once), and c0_node the nodes whose text is one or more C_0 characters. first_bits[0]
+     * is the part of them below a slice_first node; the rest lie below first characters
+     * that some other token continues with a quote or a backslash. */
+    uint64_t *c0_len_bits;      /* [(GX_FIRST_LEN_MAX + 1) * n_words] */
+    uint64_t *c0_bits;          /* [n_words] */
+    uint32_t *c0_long;          /* token, chars, token, chars, ... */
+    uint32_t n_c0_long;
+    uint32_t *c0_first;
+    uint32_t n_c0_first;
+    uint8_t *c0_node;           /* [n_nodes]: 1 = the node's text is one or more complete C_0 characters */
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
