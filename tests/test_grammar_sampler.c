@@ -451,6 +451,7 @@ static void random_vocab(gt_vocab *v, char ***store, const char *alphabet, int n
 static uint64_t slices_first_total; /* root walks that took first_bits (trie.h), over test_mask_slices */
 static uint64_t hosts_slice_total, hosts_loop_first_total; /* over test_mask_host_slice */
 static uint64_t root_walks_total, peered_total; /* over test_mask_key_exclusion */
+static uint64_t shared_hits_total; /* over every run (test_mask_shared) */
 static uint64_t chain_takes_total; /* over test_mask_slices */
 static uint64_t class_takes_total, class_chains_total, chain_firsts_total; /* over test_mask_class_slices */
 static uint64_t quiet_chains_total, c0_sets_total; /* over test_mask_exact_strings */
@@ -521,6 +522,7 @@ static void differential_ex(const char *grammar_name, const char *alphabet, int 
         slices_first_total += es.first_slices;
         chain_takes_total += es.chain_takes;
     }
+    shared_hits_total += es.shared_hits;
     if (!strcmp(grammar_name, "key_exclusion")) {
         root_walks_total += es.root_walks_reused;
         peered_total += es.peered;
@@ -651,6 +653,22 @@ static void test_mask_key_exclusion(void **state)
     /* the classes' child entries were made from their loop's (child_peered) */
     print_message("key exclusions: child entries from a peer %llu\n", (unsigned long long)peered_total);
     assert_true(peered_total > 0);
+}
+
+/* The vocabulary's share (share.h): grammars with the same JSON string pieces (their char
+ * rule, char* loops, key-exclusion loops) but other rules, rule numbers and symbol
+ * partitions run one after another over one vocabulary, so each copies the entries the
+ * earlier ones made instead of walking them - against the reference matcher. */
+static void test_mask_shared(void **state)
+{
+    (void)state;
+    const char *chars = "abcnametypz \"\\:{},[]u0\x7F\xC3\xA9\xE2\x82\xAC";
+    static const char *const grammars[] = {"json_strings", "key_exclusion", "classes", "exact_strings", "hosts"};
+    shared_hits_total = 0;
+    for (uint64_t seed = 90; seed < 93; seed++)
+        for (size_t k = 0; k < sizeof grammars / sizeof grammars[0]; k++) differential_ex(grammars[k], chars, 1200, 60, seed, 0);
+    print_message("entries copied from the share: %llu\n", (unsigned long long)shared_hits_total);
+    assert_true(shared_hits_total > 0);
 }
 
 /* Class slices (mask.c, class_take): subtrees taken whole by a grammar's own loop class or
@@ -1178,7 +1196,7 @@ int main(void)
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
-        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_mask_class_slices), cmocka_unit_test(test_mask_exact_strings), cmocka_unit_test(test_pos_equiv_long_chain),
+        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_mask_shared), cmocka_unit_test(test_mask_class_slices), cmocka_unit_test(test_mask_exact_strings), cmocka_unit_test(test_pos_equiv_long_chain),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_apply_layouts),
         cmocka_unit_test(test_no_allocation_when_warm),

@@ -99,6 +99,7 @@
 #include "grammar/mask.h"
 #include "grammar/mask_apply.h"
 #include "grammar/pos_equiv.h"
+#include "grammar/share.h"
 
 #define DEAD 0u                  /* DFA state of the empty stack set */
 #define DENSE_CHUNK 16u          /* dense bitsets per allocation (205 KB at 102k tokens) */
@@ -125,6 +126,7 @@ typedef struct {
      * first bytes in `dbytes`; its own escapes (esc_*) are those inside them only. */
     uint32_t peer;               /* GX_NONE: none */
     uint64_t dbytes[4];
+    uint32_t sid;                /* its record in the vocabulary's share (share.h), GX_NONE: none */
 } sift__gx_entry;
 
 typedef struct {
@@ -191,6 +193,9 @@ struct sift__gx_engine {
     uint64_t rw_dbytes[4];       /* and the first bytes walked on their own */
     uint64_t peered;             /* child entries made from their peer's (child_peered) */
     uint64_t root_skipped;       /* first bytes a root walk skipped unread (walk) */
+    sift__gx_u32vec ck, cq, cbuf, coff; /* canon_*: the key, its rule queue, per-stack buffers */
+    uint32_t *crule;                    /* [n_rules]: canonical number + 1 of a rule met (0: not yet) */
+    uint64_t shared_hits, shared_puts;
     uint32_t rootc[256];         /* root_children */
     uint32_t rootl[256], n_rootl;
     uint8_t rootb[256];
@@ -898,6 +903,187 @@ static uint32_t first_loop(sift__gx_engine *e, uint32_t s0, uint32_t k, uint8_t 
 
 static int walk(sift__gx_engine *e, uint32_t root, uint32_t s0, bool esc0, sift__gx_utf8 u0, const uint64_t *follow);
 static uint32_t make_entry(sift__gx_engine *e, uint32_t parent);
+static int32_t new_dense(sift__gx_engine *e);
+
+/* ---- sharing across grammars (share.h) ------------------------------------------------------ */
+
+/* A key describes what an entry's walk depends on, in terms no grammar owns: the frames'
+ * rest of alternative and every rule they reach (rules numbered in the order met, classes
+ * as their code point ranges, tokens by id), and the FOLLOW set that kept escapes, as code
+ * point ranges - a walk reads a grammar only through these (its symbols and DFA states
+ * are its own way of stepping through them). A stack set (a DFA state) is its stacks'
+ * descriptions, each numbered on its own, sorted. Too large a description (a frame that
+ * reaches a whole schema) is not shared: CANON_MAX words. */
+#define CANON_MAX 1024u
+#define SHARE_CLASS_MIN 128u /* code points of a class whose level-1 entry is shared */
+enum { CK_LEVEL1 = 0xC0DE0001u, CK_CHILD, CK_ROOTWALK };
+enum { CT_REF = 0xC7000001u, CT_CLASS, CT_TOKEN, CT_TOKEN_NOT, CT_END, CT_RULE, CT_FRAME, CT_FOLLOW, CT_STACK };
+
+static bool canon_put(sift__gx_engine *e, sift__gx_u32vec *o, uint32_t x)
+{
+    (void)e;
+    return o->n < CANON_MAX && sift__gx_u32_push(o, x);
+}
+
+/* The rest of an alternative from position p, into o; rules met are queued. */
+static bool canon_elems(sift__gx_engine *e, sift__gx_u32vec *o, uint32_t p)
+{
+    const sift_grammar *g = e->g;
+    for (;; p++) {
+        uint32_t el = g->elems[p], v = GX_VAL(el);
+        switch (GX_TYPE(el)) {
+        case GX_END:
+        case GX_ALT:
+            return canon_put(e, o, CT_END);
+        case GX_REF:
+            if (!e->crule[v]) {
+                if (!sift__gx_u32_push(&e->cq, v)) return false;
+                e->crule[v] = e->cq.n;
+            }
+            if (!canon_put(e, o, CT_REF) || !canon_put(e, o, e->crule[v] - 1)) return false;
+            break;
+        case GX_CLASS: {
+            uint32_t lo = g->class_off[v], hi = g->class_off[v + 1];
+            if (!canon_put(e, o, CT_CLASS) || !canon_put(e, o, hi - lo)) return false;
+            for (uint32_t k = lo; k < hi; k++)
+                if (!canon_put(e, o, g->ranges[k])) return false;
+            break;
+        }
+        default:
+            if (!canon_put(e, o, GX_TYPE(el) == GX_TOKEN ? CT_TOKEN : CT_TOKEN_NOT) || !canon_put(e, o, v)) return false;
+        }
+    }
+}
+
+/* Every rule queued (and those they queue), whole, into o; then the numbering is reset. */
+static bool canon_rules(sift__gx_engine *e, sift__gx_u32vec *o)
+{
+    const sift_grammar *g = e->g;
+    bool ok = true;
+    for (uint32_t q = 0; q < e->cq.n && ok; q++) {
+        uint32_t r = e->cq.v[q], p = g->rule_start[r];
+        ok = canon_put(e, o, CT_RULE) && canon_put(e, o, q);
+        for (;;) {
+            if (!ok || !(ok = canon_elems(e, o, p))) break;
+            while (!sift__gx_is_end(g->elems[p])) p++;
+            if (GX_TYPE(g->elems[p]) == GX_END) break;
+            p++;
+        }
+    }
+    for (uint32_t q = 0; q < e->cq.n; q++) e->crule[e->cq.v[q]] = 0;
+    e->cq.n = 0;
+    return ok;
+}
+
+/* One suffix stack (walk-arena node n down to the sentinel), numbered on its own, into o. */
+static bool canon_stack(sift__gx_engine *e, sift__gx_u32vec *o, uint32_t n)
+{
+    bool ok = canon_put(e, o, CT_STACK);
+    for (; ok && n; n = e->wa.parent[n]) ok = canon_put(e, o, CT_FRAME) && canon_elems(e, o, e->wa.pos[n]);
+    if (!ok) { /* reset the numbering */
+        for (uint32_t q = 0; q < e->cq.n; q++) e->crule[e->cq.v[q]] = 0;
+        e->cq.n = 0;
+        return false;
+    }
+    return canon_rules(e, o);
+}
+
+/* FOLLOW set `follow` as merged code point ranges, into e->ck. */
+static bool canon_follow(sift__gx_engine *e, const uint64_t *follow)
+{
+    const sift_grammar *g = e->g;
+    if (!canon_put(e, &e->ck, CT_FOLLOW)) return false;
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (uint32_t q = 0; q < g->n_syms; q++) {
+        if (!sift__gx_bit(follow, q)) continue;
+        uint32_t a = g->sym_lo[q], b = g->sym_lo[q + 1] - 1;
+        if (lo != UINT32_MAX && a == hi + 1) {
+            hi = b;
+            continue;
+        }
+        if (lo != UINT32_MAX && (!canon_put(e, &e->ck, lo) || !canon_put(e, &e->ck, hi))) return false;
+        lo = a;
+        hi = b;
+    }
+    if (lo != UINT32_MAX && (!canon_put(e, &e->ck, lo) || !canon_put(e, &e->ck, hi))) return false;
+    return canon_put(e, &e->ck, CT_END);
+}
+
+/* Stack descriptions (offset, length) pairs a and b in base: a < b? */
+static bool stack_less(const uint32_t *base, const uint32_t *a, const uint32_t *b)
+{
+    for (uint32_t k = 0; k < a[1] && k < b[1]; k++)
+        if (base[a[0] + k] != base[b[0] + k]) return base[a[0] + k] < base[b[0] + k];
+    return a[1] < b[1];
+}
+
+/* The key of a walk from the stacks of `nodes` (walk-arena ids) with FOLLOW `follow`, after
+ * `head` (tag, then what the caller adds: the unfinished UTF-8 key, the parent's record),
+ * into e->ck; false when it is too large to share. */
+static bool canon_key(sift__gx_engine *e, const uint32_t *head, uint32_t n_head, const uint32_t *nodes, uint32_t n_nodes,
+                      const uint64_t *follow)
+{
+    e->ck.n = e->cbuf.n = e->coff.n = 0;
+    for (uint32_t k = 0; k < n_head; k++)
+        if (!canon_put(e, &e->ck, head[k])) return false;
+    for (uint32_t k = 0; k < n_nodes; k++) {
+        uint32_t at = e->cbuf.n;
+        if (!canon_stack(e, &e->cbuf, nodes[k])) return false;
+        if (!sift__gx_u32_push(&e->coff, at) || !sift__gx_u32_push(&e->coff, e->cbuf.n - at)) return false;
+    }
+    for (uint32_t k = 1; k < n_nodes; k++) /* (a few stacks: insertion sort) */
+        for (uint32_t j = k; j > 0 && stack_less(e->cbuf.v, e->coff.v + 2 * j, e->coff.v + 2 * (j - 1)); j--) {
+            uint32_t t0 = e->coff.v[2 * j], t1 = e->coff.v[2 * j + 1];
+            e->coff.v[2 * j] = e->coff.v[2 * j - 2];
+            e->coff.v[2 * j + 1] = e->coff.v[2 * j - 1];
+            e->coff.v[2 * j - 2] = t0;
+            e->coff.v[2 * j - 1] = t1;
+        }
+    for (uint32_t k = 0; k < n_nodes; k++)
+        for (uint32_t q = 0; q < e->coff.v[2 * k + 1]; q++)
+            if (!canon_put(e, &e->ck, e->cbuf.v[e->coff.v[2 * k] + q])) return false;
+    return canon_follow(e, follow);
+}
+
+/* A new entry holding a shared record's content; GX_NONE on out of memory. */
+static uint32_t entry_from_shared(sift__gx_engine *e, const sift__gx_shared *sh, uint32_t sid)
+{
+    if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
+    sift__gx_entry ne = {-1, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}, sid};
+    for (uint32_t k = 0; k < GX_N_SLICES; k++) ne.loop[k] = -1;
+    if (sh->dense) {
+        int32_t d = new_dense(e);
+        if (d < 0) return GX_NONE;
+        memcpy(dense_bits_w(e, d), sh->dense, (size_t)e->voc->n_words * sizeof(uint64_t));
+        ne.dense = d;
+    }
+    if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + sh->n_extra + sh->n_esc)) return GX_NONE;
+    ne.extra_off = e->lists.n;
+    ne.extra_n = sh->n_extra;
+    if (sh->n_extra) memcpy(e->lists.v + e->lists.n, sh->extra, (size_t)sh->n_extra * sizeof(uint32_t));
+    e->lists.n += sh->n_extra;
+    ne.esc_off = e->lists.n;
+    ne.esc_n = sh->n_esc;
+    if (sh->n_esc) memcpy(e->lists.v + e->lists.n, sh->esc, (size_t)sh->n_esc * sizeof(uint32_t));
+    e->lists.n += sh->n_esc;
+    e->ent[e->n_ent] = ne;
+    e->shared_hits++;
+    return e->n_ent++;
+}
+
+/* Share entry id (made from nothing but the walk e->ck describes) under e->ck. */
+static void entry_share(sift__gx_engine *e, uint32_t id)
+{
+    const sift__gx_entry *en = &e->ent[id];
+    if (en->peer != GX_NONE) return; /* its escapes are not all its own */
+    sift__gx_shared sh = {en->dense >= 0 ? dense_bits(e, en->dense) : NULL, e->lists.v + en->extra_off, e->lists.v + en->esc_off,
+                          en->extra_n, en->esc_n};
+    uint32_t sid = sift__gx_share_put(e->voc->share, e->ck.v, e->ck.n, &sh);
+    if (sid != UINT32_MAX) {
+        e->ent[id].sid = sid;
+        e->shared_puts++;
+    }
+}
 static bool et_put(sift__gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux, uint32_t id);
 
 /* The root's children (the first bytes of the vocabulary): by byte (GX_NONE: none) and in
@@ -983,13 +1169,21 @@ static int root_walk_take(sift__gx_engine *e, uint32_t s0, uint32_t L, const uin
         if (e->n_rw == ROOT_WALKS_MAX || !GX_GROW(e->rw, e->cap_rw, e->n_rw + 1)) return e->n_rw == ROOT_WALKS_MAX ? 0 : -1;
         /* the computation has nothing yet (walk checked): make L's walk in its place, as an
          * entry of its own (escapes in preorder), then start the computation over */
-        sift__gx_utf8 none = {0};
-        e->rw_building = true;
-        int rc = walk(e, 0, L, false, none, follow);
-        e->rw_building = false;
-        if (rc != SIFT_OK) return -1;
-        if (e->esc.n > 1) qsort(e->esc.v, e->esc.n, sizeof *e->esc.v, cmp_u32);
-        uint32_t id = make_entry(e, GX_NONE);
+        const uint32_t head = CK_ROOTWALK;
+        bool keyed = canon_key(e, &head, 1, e->sets.v + e->st[L].set_off, e->st[L].set_n, follow);
+        sift__gx_shared sh;
+        uint32_t sid = keyed ? sift__gx_share_find(e->voc->share, e->ck.v, e->ck.n, &sh) : UINT32_MAX, id;
+        if (sid != UINT32_MAX) {
+            id = entry_from_shared(e, &sh, sid);
+        } else {
+            sift__gx_utf8 none = {0};
+            e->rw_building = true;
+            int rc = walk(e, 0, L, false, none, follow);
+            e->rw_building = false;
+            if (rc != SIFT_OK) return -1;
+            id = make_entry(e, GX_NONE);
+            if (id != GX_NONE && keyed) entry_share(e, id);
+        }
         if (id == GX_NONE || !et_put(e, GX_NONE, PEER_KEY_POS, id, id)) return -1;
         e->acc.n = e->esc.n = 0;
         next_node_epoch(e);
@@ -1296,7 +1490,7 @@ static int32_t new_dense(sift__gx_engine *e)
 static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
 {
     if (!GX_GROW(e->ent, e->cap_ent, e->n_ent + 1)) return GX_NONE;
-    sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}} : e->ent[parent];
+    sift__gx_entry pe = parent == GX_NONE ? (sift__gx_entry){-1, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}, GX_NONE} : e->ent[parent];
     /* new tokens not already in the parent's dense set, each once */
     uint32_t n_new = 0;
     for (uint32_t k = 0; k < e->acc.n; k++) {
@@ -1307,7 +1501,7 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
         e->acc.v[n_new++] = t;
     }
     for (uint32_t k = 0; k < n_new; k++) e->seen_bits[e->acc.v[k] >> 6] = 0;
-    sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}};
+    sift__gx_entry ne = {pe.dense, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}, GX_NONE};
     for (uint32_t k = 0; k < GX_N_SLICES; k++) ne.loop[k] = -1;
     uint64_t extras = (uint64_t)pe.extra_n + n_new;
     /* A bulk set of a few tokens (a class_take or chain of a handful, a key-exclusion
@@ -1386,12 +1580,26 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
     const sift_grammar *g = e->g;
     uint32_t el = g->elems[pos];
     begin_computation(e);
+    uint32_t node = GX_NONE;
+    const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
+    const uint32_t head[2] = {CK_LEVEL1, key};
     if (GX_TYPE(el) == GX_CLASS) {
-        uint32_t node = sift__gx_node(&e->wa, pos, 0);
-        if (node == GX_NONE) return GX_NONE;
-        uint32_t s0 = dfa_intern(e, &node, 1);
+        uint32_t nd = sift__gx_node(&e->wa, pos, 0);
+        if (nd == GX_NONE) return GX_NONE;
+        /* only a large class is worth a key: a literal's walk is one first byte's subtree
+         * (the root skip in walk), cheaper than describing its rule (to the whole schema) */
+        uint64_t cps = 0;
+        for (uint32_t k = g->class_off[GX_VAL(el)]; k < g->class_off[GX_VAL(el) + 1]; k += 2) cps += g->ranges[k + 1] - g->ranges[k] + 1;
+        if (cps >= SHARE_CLASS_MIN) node = nd;
+        sift__gx_shared sh;
+        uint32_t sid;
+        if (node != GX_NONE && canon_key(e, head, 2, &node, 1, follow) &&
+            (sid = sift__gx_share_find(e->voc->share, e->ck.v, e->ck.n, &sh)) != UINT32_MAX) {
+            id = entry_from_shared(e, &sh, sid);
+            return id != GX_NONE && et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
+        }
+        uint32_t s0 = dfa_intern(e, &nd, 1);
         if (s0 == GX_NONE) return GX_NONE;
-        const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
         if (walk(e, 0, s0, false, *u, follow) != SIFT_OK) return GX_NONE;
     } else if (u->need == 0) {
         uint32_t t = GX_VAL(el);
@@ -1404,7 +1612,7 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
             uint64_t *bits = dense_bits_w(e, d);
             memcpy(bits, e->voc->normal, (size_t)e->voc->n_words * sizeof *bits);
             if ((int64_t)t < e->voc->n_tokens) bits[t >> 6] &= ~((uint64_t)1 << (t & 63));
-            e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}};
+            e->ent[e->n_ent] = (sift__gx_entry){d, 0, 0, 0, 0, 0, 0, 0, {0}, GX_NONE, {0}, GX_NONE};
             for (uint32_t k = 0; k < GX_N_SLICES; k++) e->ent[e->n_ent].loop[k] = -1;
             id = e->n_ent++;
             return et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
@@ -1415,6 +1623,8 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
     if (e->rw_peer != GX_NONE) { /* made from a root walk in a loop (root_walk_take) */
         e->ent[id].peer = e->rw_peer;
         memcpy(e->ent[id].dbytes, e->rw_dbytes, sizeof e->rw_dbytes);
+    } else if (node != GX_NONE && canon_key(e, head, 2, &node, 1, follow)) { /* (a root walk's key may have replaced it) */
+        entry_share(e, id);
     }
     return id;
 }
@@ -1569,7 +1779,7 @@ static uint32_t child_peered(sift__gx_engine *e, uint32_t parent, uint32_t pos)
         e->bulk_used = false;
     }
     for (uint32_t k = 0; k < e->acc.n; k++) sift__gx_bit_set(bits, e->acc.v[k]);
-    sift__gx_entry ne = {d, 0, 0, 0, 0, 0, 0, 0, {0}, pc, {0}};
+    sift__gx_entry ne = {d, 0, 0, 0, 0, 0, 0, 0, {0}, pc, {0}, GX_NONE};
     for (uint32_t k = 0; k < GX_N_SLICES; k++) ne.loop[k] = -1;
     memcpy(ne.dbytes, pe.dbytes, sizeof ne.dbytes);
     if (e->esc.n) {
@@ -1669,17 +1879,29 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     uint32_t id = et_find(e, parent, pos, 0);
     if (id != GX_NONE) return id;
     if (dfa_maybe_reset(e) != SIFT_OK) return GX_NONE;
+    if (e->ent[parent].peer != GX_NONE) return child_peered(e, parent, pos);
     const sift_grammar *g = e->g;
     begin_computation(e);
     /* the frame alone over the sentinel */
     bool bottom = false;
     e->tmp.n = 0;
     if (sift__gx_closure(&e->wa, pos, 0, &e->tmp, &bottom) != SIFT_OK) return GX_NONE;
-    if (e->ent[parent].peer != GX_NONE) return child_peered(e, parent, pos);
+    /* below a shared entry, the frame alone decides: look for it in the share */
+    uint32_t head[2] = {CK_CHILD, e->ent[parent].sid}, fnode = GX_NONE;
+    const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
+    if (head[1] != GX_NONE) {
+        fnode = sift__gx_node(&e->wa, pos, 0);
+        if (fnode == GX_NONE) return GX_NONE;
+        sift__gx_shared sh;
+        uint32_t sid;
+        if (canon_key(e, head, 2, &fnode, 1, follow) && (sid = sift__gx_share_find(e->voc->share, e->ck.v, e->ck.n, &sh)) != UINT32_MAX) {
+            id = entry_from_shared(e, &sh, sid);
+            return id != GX_NONE && et_put(e, parent, pos, 0, id) ? id : GX_NONE;
+        }
+    }
     if (e->tmp.n > 1) qsort(e->tmp.v, e->tmp.n, sizeof *e->tmp.v, cmp_u32);
     uint32_t s0 = dfa_intern(e, e->tmp.v, e->tmp.n);
     if (s0 == GX_NONE) return GX_NONE;
-    const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
     sift__gx_utf8 none = {0};
     /* s0 a loop of slice k (a char* inside a string): every escape that is a slice-k node
      * with children is taken whole (walk's root case: slice_ok is true at once for a loop),
@@ -1811,6 +2033,7 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     e->c0_epoch = 0; /* the C_0 set is this entry's only */
     id = make_entry(e, parent);
     if (id == GX_NONE || !et_put(e, parent, pos, 0, id)) return GX_NONE;
+    if (fnode != GX_NONE && canon_key(e, head, 2, &fnode, 1, follow)) entry_share(e, id);
     return id;
 }
 
@@ -1846,6 +2069,11 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_u32_free(&e->acc);
     sift__gx_u32_free(&e->esc);
     sift__gx_u32_free(&e->tmp);
+    sift__gx_u32_free(&e->ck);
+    sift__gx_u32_free(&e->cq);
+    sift__gx_u32_free(&e->cbuf);
+    sift__gx_u32_free(&e->coff);
+    sift__gx_free(e->crule);
     sift__gx_free((void *)e->fill_src);
     sift__gx_u32_free(&e->fill_extra);
     for (uint32_t k = 0; k < GX_N_SLICES; k++) sift__gx_u32_free(&e->slice_syms[k]);
@@ -1879,6 +2107,7 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     rc = sift__gx_arena_init(&e->wa, g);
     if (rc != SIFT_OK) goto nomem;
     if (sift__gx_pos_reps(g, &e->rep) != SIFT_OK) goto nomem;
+    if (!(e->crule = sift__gx_calloc(g->n_rules + 1, sizeof *e->crule))) goto nomem;
     e->wa.rep = e->rep;
     uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
@@ -2187,6 +2416,8 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->class_takes = e->class_taken;
     st->chain_firsts = e->chain_first;
     st->peered = e->peered;
+    st->shared_hits = e->shared_hits;
+    st->shared_puts = e->shared_puts;
     st->quiet_chains = e->quiet_taken;
     st->c0_sets = e->c0_taken;
     pthread_mutex_unlock(&e->lock);

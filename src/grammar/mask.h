@@ -58,6 +58,8 @@ typedef struct sift__gx_engine_stats {
     uint64_t chain_firsts;      /* child entries that took a maxLength chain's first-character tokens at once (mask.c, child) */
     uint64_t class_takes;       /* subtrees taken whole by a grammar's own character class (mask.c, class_take) */
     uint64_t peered;            /* child entries made from a peer's (key exclusions: mask.c, child_peered) */
+    uint64_t shared_hits;       /* entries copied from the vocabulary's share (share.h) instead of walked */
+    uint64_t shared_puts;       /* entries this engine added to it */
     uint64_t quiet_chains;      /* chain takes allowed by a chain that never escapes, FOLLOW meeting C_k (mask.c, chain_quiet) */
     uint64_t c0_sets;           /* child entries that took the vocabulary's C_0 tokens by length (mask.c, child, c0_len_bits) */
 } sift__gx_engine_stats;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "core/status.h"
+#include "grammar/share.h"
 #include "grammar/trie.h"
 
 
@@ -121,6 +122,7 @@ void sift__gx_vocab_free(sift__gx_vocab *v)
     sift__gx_free(v->c0_long);
     sift__gx_free(v->c0_first);
     sift__gx_free(v->c0_node);
+    sift__gx_share_free(v->share);
     memset(v, 0, sizeof *v);
 }
 
@@ -431,6 +433,7 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     sift__gx_free(good);
     sift__gx_free(tmp);
     if (build_first(v) != SIFT_OK || build_c0(v) != SIFT_OK) goto nomem;
+    if (!(v->share = sift__gx_share_new(v->n_words))) goto nomem;
     return SIFT_OK;
 nomem:
     sift__gx_free(tmp);

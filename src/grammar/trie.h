@@ -99,6 +99,9 @@ typedef struct sift__gx_vocab {
     uint32_t *c0_first;
     uint32_t n_c0_first;
     uint8_t *c0_node;           /* [n_nodes]: 1 = the node's text is one or more complete C_0 characters */
+    /* Mask entries that do not depend on the grammar, shared by every engine of this
+     * vocabulary (share.h; mutable behind its own lock, unlike the rest). */
+    struct sift__gx_share *share;
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
