@@ -26,7 +26,12 @@
  * '"', '\\' and control characters, separators ", " and ": ".
  *
  *   sift bench --maskbench DIR [--vocab NAME|FILE] [--timeout S] [--jobs N] [--out DIR]
- *              [--every N] [--limit N] [--filter TEXT] [--json] [--llama-conventions]
+ *              [--every N] [--limit N] [--filter TEXT] [--json] [--llama-conventions] [--no-share]
+ *
+ * A worker runs many schemas over one vocabulary, as a server runs many requests over one
+ * model, so the mask entries every grammar has in common (grammar/share.h: the JSON string
+ * pieces) are computed by the first schema that needs them and copied by the next ones.
+ * --no-share turns that off (each schema then computes them itself).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -835,6 +840,7 @@ static void usage(FILE *f)
             "  --filter TEXT       only files whose name contains TEXT\n"
             "  --precompute-budget N  the grammar sampler's precompute budget (sift_grammar_params)\n"
             "  --llama-conventions llama.cpp's converter conventions (SIFT_JSON_SCHEMA_LLAMA)\n"
+            "  --no-share          no mask entries shared between schemas (grammar/share.h)\n"
             "  SIFT_MASKBENCH_SLOW=US (environment) logs each mask over US microseconds of CPU to stderr\n"
             "                      (schema, token, trie nodes walked, entries made, the matcher's stacks)\n"
             "  --json              the summary as one JSON object\n"
@@ -909,6 +915,8 @@ int sift_bench_maskbench(int argc, char **argv)
             as_json = 1;
         } else if (!strcmp(a, "--dump-instances")) {
             dump = 1;
+        } else if (!strcmp(a, "--no-share")) {
+            setenv("SIFT_GX_SHARE_MB", "0", 1); /* read when the vocabulary is built, below */
         } else if (!strcmp(a, "--llama-conventions")) {
 #ifdef SIFT_JSON_SCHEMA_LLAMA
             flags |= SIFT_JSON_SCHEMA_LLAMA;

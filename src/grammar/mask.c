@@ -87,6 +87,11 @@
  * bounded: past 512 MiB the on-demand entries are dropped (the precomputed ones stay), and
  * the walk DFA is rebuilt when it passes its own limit.
  *
+ * Sharing (share.h). Entries that depend on nothing but the vocabulary and the grammar text
+ * they walked - a JSON string's char class, its char* loop, a key-exclusion loop's root walk
+ * and the levels below them - are found by a canonical key in the vocabulary's share, made
+ * by the first engine that needed them and copied by every later one (canon_*).
+ *
  * Concurrency: one mutex per engine around cache reads and updates; clones of a sampler
  * share the engine. The matcher state stays in the sampler.
  */
