@@ -1469,6 +1469,18 @@ static void cache_maybe_trim(sift__gx_engine *e)
     e->trims++;
 }
 
+/* The computation's escapes (e->esc) become entry ne's, in `lists`; false on out of memory. */
+static bool keep_escapes(sift__gx_engine *e, sift__gx_entry *ne)
+{
+    if (!e->esc.n) return true;
+    if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + e->esc.n)) return false;
+    ne->esc_off = e->lists.n;
+    memcpy(e->lists.v + e->lists.n, e->esc.v, (size_t)e->esc.n * sizeof(uint32_t));
+    e->lists.n += e->esc.n;
+    ne->esc_n = e->esc.n;
+    return true;
+}
+
 /* Has entry id escapes, its own or (peered) its peer's? */
 static inline bool has_esc(const sift__gx_engine *e, uint32_t id)
 {
@@ -1549,13 +1561,7 @@ static uint32_t make_entry(sift__gx_engine *e, uint32_t parent)
         e->lists.n += n;
         ne.extra_n = n;
     }
-    if (e->esc.n) {
-        if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + e->esc.n)) return GX_NONE;
-        ne.esc_off = e->lists.n;
-        memcpy(e->lists.v + e->lists.n, e->esc.v, (size_t)e->esc.n * sizeof(uint32_t));
-        e->lists.n += e->esc.n;
-        ne.esc_n = e->esc.n;
-    }
+    if (!keep_escapes(e, &ne)) return GX_NONE;
     e->ent[e->n_ent] = ne;
     return e->n_ent++;
 }
@@ -1787,13 +1793,7 @@ static uint32_t child_peered(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     sift__gx_entry ne = {d, 0, 0, 0, 0, 0, 0, 0, {0}, pc, {0}, GX_NONE};
     for (uint32_t k = 0; k < GX_N_SLICES; k++) ne.loop[k] = -1;
     memcpy(ne.dbytes, pe.dbytes, sizeof ne.dbytes);
-    if (e->esc.n) {
-        if (!GX_GROW(e->lists.v, e->lists.cap, e->lists.n + e->esc.n)) return GX_NONE;
-        ne.esc_off = e->lists.n;
-        memcpy(e->lists.v + e->lists.n, e->esc.v, (size_t)e->esc.n * sizeof(uint32_t));
-        e->lists.n += e->esc.n;
-        ne.esc_n = e->esc.n;
-    }
+    if (!keep_escapes(e, &ne)) return GX_NONE;
     e->ent[e->n_ent] = ne;
     uint32_t id = e->n_ent++;
     e->peered++;
