@@ -57,6 +57,7 @@ typedef struct sift__gx_engine_stats {
     uint64_t chain_takes;       /* subtrees taken up to a maxLength chain's length (mask.c, take_slice) */
     uint64_t chain_firsts;      /* child entries that took a maxLength chain's first-character tokens at once (mask.c, child) */
     uint64_t class_takes;       /* subtrees taken whole by a grammar's own character class (mask.c, class_take) */
+    uint64_t narrow_walks;      /* level-1 walks of an ASCII class that visited only its root children (mask.c, level1_narrow) */
 } sift__gx_engine_stats;
 void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st);
 /* Size past which on-demand entries are dropped (default 512 MiB; tests use tiny ones). */

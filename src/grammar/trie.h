@@ -84,6 +84,10 @@ typedef struct sift__gx_vocab {
     uint32_t *long_first;       /* token, chars, token, chars, ... */
     uint32_t n_long_first;
     uint8_t *below_len;         /* [n_nodes] */
+    /* The root's child for each first byte, 0 where no token starts with it: a level-1 walk
+     * for a class of a few characters (a literal's, most of a json_schema grammar's) visits
+     * only those children instead of the root's ~250 (mask.c, level1_narrow). */
+    uint32_t root_child[256];
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
