@@ -73,7 +73,8 @@
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
  * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start
  * state's entries, then entries for terminal positions and (position, frame below) pairs,
- * are computed when the sampler is made, up to a small budget (a json_schema request should
+ * the dearest on demand first (sift__gx_engine_precompute), are computed when the sampler
+ * is made, up to a small budget (a json_schema request should
  * reach its first mask in about a millisecond); the rest are computed on first use
  * (typically tens of microseconds: they resume few escapes). A warm fill_mask is: per stack a few hash lookups,
  * OR one bitset (deduplicated), set a few bits. Nothing is allocated once warm. Memory is
@@ -1618,6 +1619,21 @@ static int below_sets(const sift_grammar *g, sift__gx_u32vec **out)
     return SIFT_OK;
 }
 
+/* Does position p hold a class of ASCII characters only (sa..sb: the symbols of U+0080..)?
+ * Its level-1 entry is then cheap whenever it is needed (level1_narrow). */
+static bool ascii_class(const sift_grammar *g, uint32_t p, uint32_t sa, uint32_t sb)
+{
+    uint32_t el = g->elems[p];
+    return GX_TYPE(el) == GX_CLASS && !sift__gx_bits_any_in(sift__gx_class_bits(g, GX_VAL(el)), sa, sb);
+}
+
+/* What the budget buys, most expensive on demand first: the level-1 entries of the
+ * terminals but the ASCII classes (a JSON string's char, a key exclusion, a pattern's class:
+ * a walk of thousands of trie nodes each, the mask that first needs one costs 0.2-1 ms),
+ * then the entries below those classes, then the ASCII classes' level-1 entries (a literal's
+ * character: tens of nodes, a few microseconds on demand). In grammar order the literals came
+ * first and used most of the budget of a median json_schema grammar (MaskBench: ~56 of them),
+ * leaving the expensive entries to the masks. */
 int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
 {
     struct timespec t0, t1;
@@ -1630,12 +1646,14 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
     /* work = trie nodes walked + 64 per entry made, so that many cheap entries count too */
     uint32_t ent0 = e->n_ent;
 #define WORK() (e->walked - start + 64ull * (e->n_ent - ent0))
+    uint32_t sa, sb;
+    sift__gx_syms_in_range(g, 0x80, 0x10FFFF, &sa, &sb);
     for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)
-        if (sift__gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
+        if (sift__gx_is_terminal(g->elems[p]) && !ascii_class(g, p, sa, sb) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
     sift__gx_u32vec *below = NULL;
     if (rc == SIFT_OK && WORK() < budget) rc = below_sets(g, &below);
     for (uint32_t p = 0; below && p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
-        if (GX_TYPE(g->elems[p]) != GX_CLASS) continue;
+        if (GX_TYPE(g->elems[p]) != GX_CLASS || ascii_class(g, p, sa, sb)) continue;
         uint32_t id = level1(e, p, &none);
         if (id == GX_NONE) {
             rc = SIFT_E_NOMEM;
@@ -1649,6 +1667,8 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
                 break;
             }
     }
+    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)
+        if (ascii_class(g, p, sa, sb) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
     if (below) {
         for (uint32_t r = 0; r < g->n_rules; r++) sift__gx_u32_free(&below[r]);
         sift__gx_free(below);

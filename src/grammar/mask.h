@@ -24,9 +24,10 @@ void sift__gx_engine_release(sift__gx_engine *e);
 const sift_grammar *sift__gx_engine_grammar(const sift__gx_engine *e);
 const sift__gx_vocab *sift__gx_engine_vocab(const sift__gx_engine *e);
 
-/* Precompute the cache entries every parse can need at its first two levels (all terminal
- * positions, and each with every frame that can sit directly below it), until `budget`
- * trie nodes have been walked. Later misses are computed on demand. */
+/* Precompute the cache entries every parse can need at its first two levels (the terminal
+ * positions but ASCII classes, each class of those with every frame that can sit directly
+ * below it, then the ASCII classes: the dearest on demand first), until `budget` work (trie
+ * nodes walked, 64 per entry) is spent. Later misses are computed on demand. */
 int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget);
 
 /* mask[0 .. vocab words) := the tokens state `s` (whose stacks live in arena `ra`) allows. */
