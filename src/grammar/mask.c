@@ -80,7 +80,8 @@
  * Storage. An accepted set is a dense bitset (shared by the entries below it) plus a short
  * list of extra token ids, whichever is smaller; escapes are lists of trie nodes. The start
  * state's entries, then entries for terminal positions and (position, frame below) pairs,
- * are computed when the sampler is made, up to a small budget (a json_schema request should
+ * the dearest on demand first (sift__gx_engine_precompute), are computed when the sampler
+ * is made, up to a small budget (a json_schema request should
  * reach its first mask in about a millisecond); the rest are computed on first use
  * (typically tens of microseconds: they resume few escapes). A warm fill_mask is: per stack a few hash lookups,
  * OR one bitset (deduplicated), set a few bits. Nothing is allocated once warm. Memory is
@@ -201,8 +202,7 @@ struct sift__gx_engine {
     sift__gx_u32vec ck, cq, cbuf, coff; /* canon_*: the key, its rule queue, per-stack buffers */
     uint32_t *crule;                    /* [n_rules]: canonical number + 1 of a rule met (0: not yet) */
     uint64_t shared_hits, shared_puts;
-    uint32_t rootc[256];         /* root_children */
-    uint32_t rootl[256], n_rootl;
+    uint32_t rootl[256], n_rootl;   /* root_children_make */
     uint8_t rootb[256];
     bool rootc_ok;
     uint64_t rw_reused;          /* root walks that took a remembered one */
@@ -249,6 +249,7 @@ struct sift__gx_engine {
     uint32_t trims;
     uint64_t cache_limit;                   /* CACHE_BYTES_LIMIT (tests lower it) */
     const sift__gx_mask_ops *mops;          /* its count: make_entry's small bulk sets */
+    uint64_t narrow;                        /* level-1 walks that visited only their class's root children (level1_narrow) */
 };
 
 /* ---- small pools --------------------------------------------------------------------------- */
@@ -1091,25 +1092,18 @@ static void entry_share(sift__gx_engine *e, uint32_t id)
 }
 static bool et_put(sift__gx_engine *e, uint32_t parent, uint32_t pos, uint32_t aux, uint32_t id);
 
-/* The root's children (the first bytes of the vocabulary): by byte (GX_NONE: none) and in
- * preorder, made on first use. */
+/* The root's children (the vocabulary's first bytes) in preorder, with their bytes, made on
+ * first use from root_child (trie.h): the root's children are in byte order. */
 static void root_children_make(sift__gx_engine *e)
 {
     if (e->rootc_ok) return;
-    const sift__gx_trie_node *tn = e->voc->node;
-    for (uint32_t b = 0; b < 256; b++) e->rootc[b] = GX_NONE;
     e->n_rootl = 0;
-    for (uint32_t c = 1; c < e->voc->n_nodes; c = tn[c].end) {
-        e->rootc[tn[c].byte] = c;
-        e->rootb[e->n_rootl] = tn[c].byte;
-        e->rootl[e->n_rootl++] = c;
+    for (uint32_t b = 0; b < 256; b++) {
+        if (!e->voc->root_child[b]) continue;
+        e->rootb[e->n_rootl] = (uint8_t)b;
+        e->rootl[e->n_rootl++] = e->voc->root_child[b];
     }
     e->rootc_ok = true;
-}
-static const uint32_t *root_children(sift__gx_engine *e)
-{
-    root_children_make(e);
-    return e->rootc;
 }
 
 static void next_node_epoch(sift__gx_engine *e)
@@ -1580,6 +1574,46 @@ static void begin_computation(sift__gx_engine *e)
     }
 }
 
+/* walk(e, 0, s0, false, none, follow) for s0 a class that no lead byte can start, visiting
+ * only the root's children whose byte the class holds: 1 done, 0 not such a class, -1 out
+ * of memory.
+ *
+ * Why. A json_schema grammar is mostly literals (keys, punctuation), one single-character
+ * class per position, and its level-1 entries were most of the precompute (MaskBench, the
+ * median schema: ~56 such entries of ~15 us, ~0.85 ms of its ~1.7 ms to the first mask).
+ * Each walked the root's ~250 children, a cold trie node and a DFA step each, to find the
+ * one or two that live. Exact: from the root a byte the class does not hold steps s0 to
+ * DEAD without using the frame up (walk skips its subtree at once), and with no lead byte
+ * live the root is the plain loop of walk (first_loop needs C_k's non-ASCII characters
+ * live); a kept child is processed as walk's loop does it, and walk resumed there does the
+ * rest (its root case is the loop's slice case). Children are visited in byte order, the
+ * trie's: the same tokens and escapes, in the same order. */
+static int level1_narrow(sift__gx_engine *e, uint32_t s0, const uint64_t *follow)
+{
+    const sift__gx_vocab *v = e->voc;
+    const sift_grammar *g = e->g;
+    for (uint32_t b = 0xC2; b <= 0xF4; b++)
+        if (live_any(e, s0, e->lead_lo[b], e->lead_hi[b])) return 0;
+    for (uint32_t b = 1; b < 0x80; b++) {
+        uint32_t c = v->root_child[b];
+        /* (the live sets move as states are made: read through e each time) */
+        if (!c || !sift__gx_bit(e->live + e->st[s0].live_off, g->ascii_sym[b])) continue;
+        e->walked++;
+        int32_t t = e->asc[(size_t)s0 * 128 + b];
+        if (t < 0 && (t = dfa_step_ascii(e, s0, (uint8_t)b)) < 0) return -1;
+        uint32_t ns = (uint32_t)t >> 1;
+        bool nesc = t & 1;
+        if (ns == DEAD && !nesc) continue;
+        const sift__gx_trie_node *nd = &v->node[c];
+        for (uint32_t k = 0; k < nd->tok_n; k++)
+            if (!sift__gx_u32_push(&e->acc, v->sorted[nd->tok_begin + k])) return -1;
+        sift__gx_utf8 none = {0};
+        if (walk(e, c, ns, nesc, none, follow) != SIFT_OK) return -1;
+    }
+    e->narrow++;
+    return 1;
+}
+
 /* The level-1 entry of a stack whose top is at `pos`, with unfinished UTF-8 `u`. */
 static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
 {
@@ -1611,7 +1645,8 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
         }
         uint32_t s0 = dfa_intern(e, &nd, 1);
         if (s0 == GX_NONE) return GX_NONE;
-        if (walk(e, 0, s0, false, *u, follow) != SIFT_OK) return GX_NONE;
+        int nr = u->need == 0 ? level1_narrow(e, s0, follow) : 0;
+        if (nr < 0 || (!nr && walk(e, 0, s0, false, *u, follow) != SIFT_OK)) return GX_NONE;
     } else if (u->need == 0) {
         uint32_t t = GX_VAL(el);
         if (GX_TYPE(el) == GX_TOKEN) {
@@ -1767,10 +1802,10 @@ static uint32_t child_peered(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     /* child(P)'s tokens, X's below D instead (accepted sets are cumulative), then the new */
     if (ce.dense >= 0) memcpy(bits, dense_bits(e, ce.dense), (size_t)W * sizeof *bits);
     for (uint32_t k = 0; k < ce.extra_n; k++) sift__gx_bit_set(bits, e->lists.v[ce.extra_off + k]);
-    const uint32_t *rc = root_children(e);
+    const uint32_t *rc = v->root_child;
     const uint64_t *xb = pe.dense >= 0 ? dense_bits(e, pe.dense) : NULL;
     for (uint32_t b = 0; b < 256; b++) {
-        if (!(pe.dbytes[b >> 6] >> (b & 63) & 1) || rc[b] == GX_NONE) continue;
+        if (!(pe.dbytes[b >> 6] >> (b & 63) & 1) || !rc[b]) continue;
         uint32_t lo, hi;
         sift__gx_trie_below(v, rc[b], &lo, &hi);
         for (uint32_t q = tn[rc[b]].tok_begin; q < hi; q++) {
@@ -2268,6 +2303,21 @@ static int below_sets(const sift_grammar *g, sift__gx_u32vec **out)
     return SIFT_OK;
 }
 
+/* Does position p hold a class of ASCII characters only (sa..sb: the symbols of U+0080..)?
+ * Its level-1 entry is then cheap whenever it is needed (level1_narrow). */
+static bool ascii_class(const sift_grammar *g, uint32_t p, uint32_t sa, uint32_t sb)
+{
+    uint32_t el = g->elems[p];
+    return GX_TYPE(el) == GX_CLASS && !sift__gx_bits_any_in(sift__gx_class_bits(g, GX_VAL(el)), sa, sb);
+}
+
+/* What the budget buys, most expensive on demand first: the level-1 entries of the
+ * terminals but the ASCII classes (a JSON string's char, a key exclusion, a pattern's class:
+ * a walk of thousands of trie nodes each, the mask that first needs one costs 0.2-1 ms),
+ * then the entries below those classes, then the ASCII classes' level-1 entries (a literal's
+ * character: tens of nodes, a few microseconds on demand). In grammar order the literals came
+ * first and used most of the budget of a median json_schema grammar (MaskBench: ~56 of them),
+ * leaving the expensive entries to the masks. */
 int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
 {
     struct timespec t0, t1;
@@ -2281,12 +2331,14 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
     uint32_t ent0 = e->n_ent;
     /* (first bytes skipped unread count as walked: the budget was set when they were read) */
 #define WORK() (e->walked + e->root_skipped - start + 64ull * (e->n_ent - ent0))
+    uint32_t sa, sb;
+    sift__gx_syms_in_range(g, 0x80, 0x10FFFF, &sa, &sb);
     for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)
-        if (sift__gx_is_terminal(g->elems[p]) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
+        if (sift__gx_is_terminal(g->elems[p]) && !ascii_class(g, p, sa, sb) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
     sift__gx_u32vec *below = NULL;
     if (rc == SIFT_OK && WORK() < budget) rc = below_sets(g, &below);
     for (uint32_t p = 0; below && p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
-        if (GX_TYPE(g->elems[p]) != GX_CLASS) continue;
+        if (GX_TYPE(g->elems[p]) != GX_CLASS || ascii_class(g, p, sa, sb)) continue;
         uint32_t id = level1(e, p, &none);
         if (id == GX_NONE) {
             rc = SIFT_E_NOMEM;
@@ -2300,6 +2352,8 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
                 break;
             }
     }
+    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)
+        if (ascii_class(g, p, sa, sb) && level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
     if (below) {
         for (uint32_t r = 0; r < g->n_rules; r++) sift__gx_u32_free(&below[r]);
         sift__gx_free(below);
@@ -2425,5 +2479,6 @@ void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st)
     st->shared_puts = e->shared_puts;
     st->quiet_chains = e->quiet_taken;
     st->c0_sets = e->c0_taken;
+    st->narrow_walks = e->narrow;
     pthread_mutex_unlock(&e->lock);
 }

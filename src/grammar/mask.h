@@ -24,9 +24,10 @@ void sift__gx_engine_release(sift__gx_engine *e);
 const sift_grammar *sift__gx_engine_grammar(const sift__gx_engine *e);
 const sift__gx_vocab *sift__gx_engine_vocab(const sift__gx_engine *e);
 
-/* Precompute the cache entries every parse can need at its first two levels (all terminal
- * positions, and each with every frame that can sit directly below it), until `budget`
- * trie nodes have been walked. Later misses are computed on demand. */
+/* Precompute the cache entries every parse can need at its first two levels (the terminal
+ * positions but ASCII classes, each class of those with every frame that can sit directly
+ * below it, then the ASCII classes: the dearest on demand first), until `budget` work (trie
+ * nodes walked, 64 per entry) is spent. Later misses are computed on demand. */
 int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget);
 
 /* mask[0 .. vocab words) := the tokens state `s` (whose stacks live in arena `ra`) allows. */
@@ -62,6 +63,7 @@ typedef struct sift__gx_engine_stats {
     uint64_t shared_puts;       /* entries this engine added to it */
     uint64_t quiet_chains;      /* chain takes allowed by a chain that never escapes, FOLLOW meeting C_k (mask.c, chain_quiet) */
     uint64_t c0_sets;           /* child entries that took the vocabulary's C_0 tokens by length (mask.c, child, c0_len_bits) */
+    uint64_t narrow_walks;      /* level-1 walks of an ASCII class that visited only its root children (mask.c, level1_narrow) */
 } sift__gx_engine_stats;
 void sift__gx_engine_get_stats(sift__gx_engine *e, sift__gx_engine_stats *st);
 /* Size past which on-demand entries are dropped (default 512 MiB; tests use tiny ones). */

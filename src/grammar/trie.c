@@ -429,6 +429,7 @@ int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_er
     }
     while (path_len > 0) close_node(v, open, path_len--, nn);
     v->node[0].end = nn;
+    for (uint32_t c = 1; c < nn; c = v->node[c].end) v->root_child[v->node[c].byte] = c;
     sift__gx_free(open);
     sift__gx_free(good);
     sift__gx_free(tmp);

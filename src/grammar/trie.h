@@ -102,6 +102,10 @@ typedef struct sift__gx_vocab {
     /* Mask entries that do not depend on the grammar, shared by every engine of this
      * vocabulary (share.h; mutable behind its own lock, unlike the rest). */
     struct sift__gx_share *share;
+    /* The root's child for each first byte, 0 where no token starts with it: a level-1 walk
+     * for a class of a few characters (a literal's, most of a json_schema grammar's) visits
+     * only those children instead of the root's ~250 (mask.c, level1_narrow). */
+    uint32_t root_child[256];
 } sift__gx_vocab;
 
 /* The slices: sorted, disjoint code point ranges [lo, hi] per slice. */
