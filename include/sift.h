@@ -1226,7 +1226,7 @@ typedef struct sift_grammar_params {
     size_t n_trigger_tokens;
     uint64_t precompute_budget;             /* work done ahead of time (trie nodes walked + 64 per
                                              * cache entry) beyond the first mask; 0 = default
-                                             * (12Ki: well under a millisecond) */
+                                             * (20Ki: about a millisecond) */
     bool keep_banned;                       /* llama.cpp's layout: forbidden candidates stay, with
                                              * logit -inf, and size never changes (by default a
                                              * sparse mask removes them; see the sampler above) */

@@ -43,10 +43,12 @@
  * Small on purpose: a json_schema request should pay about a millisecond before its first
  * mask (issue 12). Everything the first mask needs is computed when the sampler is made
  * (warm_first_mask); deeper entries are made on first use, which the slices (trie.h) keep
- * cheap even inside free strings. 12Ki since the budget goes to the entries dearest on
- * demand first (sift__gx_engine_precompute): fewer slow masks than 32Ki in grammar order
- * did, for ~0.6 ms less to the first mask at the median (MaskBench). */
-#define DEFAULT_PRECOMPUTE_BUDGET ((uint64_t)3 << 12)
+ * cheap even inside free strings. The budget goes to the entries dearest on demand first
+ * (sift__gx_engine_precompute), and an entry copied from the vocabulary's share (share.h)
+ * counts the walk it saved. MaskBench, every 5th schema, by budget (TTFM p50 / TBM p99.9):
+ * 12Ki 0.62-0.77 ms / 401-506 us, 24Ki 1.12-1.73 ms / 358-434 us, 48Ki 2.1-2.6 ms / 287-392 us:
+ * 20Ki keeps both well inside their targets (2 ms, 500 us). */
+#define DEFAULT_PRECOMPUTE_BUDGET ((uint64_t)5 << 12)
 
 /* Trigger configuration, immutable and shared by clones. */
 typedef struct {

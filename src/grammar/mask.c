@@ -200,8 +200,12 @@ struct sift__gx_engine {
     uint64_t peered;             /* child entries made from their peer's (child_peered) */
     uint64_t root_skipped;       /* first bytes a root walk skipped unread (walk) */
     sift__gx_u32vec ck, cq, cbuf, coff; /* canon_*: the key, its rule queue, per-stack buffers */
+    uint32_t canon_max;                 /* the size bound of the key being made */
+    uint8_t *canon_big;                 /* [n_elems]: 1 = the frame at this position is too large to share */
     uint32_t *crule;                    /* [n_rules]: canonical number + 1 of a rule met (0: not yet) */
     uint64_t shared_hits, shared_puts;
+    uint64_t shared_work;               /* the work of the entries copied (precompute's budget counts it) */
+    uint64_t comp_work0;                /* walked + root_skipped when the current computation began */
     uint32_t rootl[256], n_rootl;   /* root_children_make */
     uint8_t rootb[256];
     bool rootc_ok;
@@ -919,8 +923,11 @@ static int32_t new_dense(sift__gx_engine *e);
  * point ranges - a walk reads a grammar only through these (its symbols and DFA states
  * are its own way of stepping through them). A stack set (a DFA state) is its stacks'
  * descriptions, each numbered on its own, sorted. Too large a description (a frame that
- * reaches a whole schema) is not shared: CANON_MAX words. */
-#define CANON_MAX 1024u
+ * reaches a whole schema) is not shared: past CANON_FRAME words for one frame (a string's
+ * char* loop and its char rule take ~80), CANON_STATES for a root walk's stack set; a frame
+ * found too large is remembered (canon_big), so that it costs its description once. */
+#define CANON_FRAME 256u
+#define CANON_STATES 1024u
 #define SHARE_CLASS_MIN 128u /* code points of a class whose level-1 entry is shared */
 enum { CK_LEVEL1 = 0xC0DE0001u, CK_CHILD, CK_ROOTWALK };
 enum { CT_REF = 0xC7000001u, CT_CLASS, CT_TOKEN, CT_TOKEN_NOT, CT_END, CT_RULE, CT_FRAME, CT_FOLLOW, CT_STACK };
@@ -928,7 +935,7 @@ enum { CT_REF = 0xC7000001u, CT_CLASS, CT_TOKEN, CT_TOKEN_NOT, CT_END, CT_RULE, 
 static bool canon_put(sift__gx_engine *e, sift__gx_u32vec *o, uint32_t x)
 {
     (void)e;
-    return o->n < CANON_MAX && sift__gx_u32_push(o, x);
+    return o->n < e->canon_max && sift__gx_u32_push(o, x);
 }
 
 /* The rest of an alternative from position p, into o; rules met are queued. */
@@ -1029,6 +1036,7 @@ static bool stack_less(const uint32_t *base, const uint32_t *a, const uint32_t *
 static bool canon_key(sift__gx_engine *e, const uint32_t *head, uint32_t n_head, const uint32_t *nodes, uint32_t n_nodes,
                       const uint64_t *follow)
 {
+    e->canon_max = n_nodes == 1 ? CANON_FRAME : CANON_STATES;
     e->ck.n = e->cbuf.n = e->coff.n = 0;
     for (uint32_t k = 0; k < n_head; k++)
         if (!canon_put(e, &e->ck, head[k])) return false;
@@ -1074,16 +1082,17 @@ static uint32_t entry_from_shared(sift__gx_engine *e, const sift__gx_shared *sh,
     e->lists.n += sh->n_esc;
     e->ent[e->n_ent] = ne;
     e->shared_hits++;
+    e->shared_work += sh->work;
     return e->n_ent++;
 }
 
 /* Share entry id (made from nothing but the walk e->ck describes) under e->ck. */
-static void entry_share(sift__gx_engine *e, uint32_t id)
+static void entry_share(sift__gx_engine *e, uint32_t id, uint64_t work)
 {
     const sift__gx_entry *en = &e->ent[id];
     if (en->peer != GX_NONE) return; /* its escapes are not all its own */
     sift__gx_shared sh = {en->dense >= 0 ? dense_bits(e, en->dense) : NULL, e->lists.v + en->extra_off, e->lists.v + en->esc_off,
-                          en->extra_n, en->esc_n};
+                          en->extra_n, en->esc_n, (uint32_t)(work < UINT32_MAX ? work : UINT32_MAX)};
     uint32_t sid = sift__gx_share_put(e->voc->share, e->ck.v, e->ck.n, &sh);
     if (sid != UINT32_MAX) {
         e->ent[id].sid = sid;
@@ -1176,12 +1185,13 @@ static int root_walk_take(sift__gx_engine *e, uint32_t s0, uint32_t L, const uin
             id = entry_from_shared(e, &sh, sid);
         } else {
             sift__gx_utf8 none = {0};
+            uint64_t w0 = e->walked + e->root_skipped;
             e->rw_building = true;
             int rc = walk(e, 0, L, false, none, follow);
             e->rw_building = false;
             if (rc != SIFT_OK) return -1;
             id = make_entry(e, GX_NONE);
-            if (id != GX_NONE && keyed) entry_share(e, id);
+            if (id != GX_NONE && keyed) entry_share(e, id, e->walked + e->root_skipped - w0);
         }
         if (id == GX_NONE || !et_put(e, GX_NONE, PEER_KEY_POS, id, id)) return -1;
         e->acc.n = e->esc.n = 0;
@@ -1564,6 +1574,7 @@ static void begin_computation(sift__gx_engine *e)
 {
     e->acc.n = e->esc.n = 0;
     e->rw_peer = GX_NONE;
+    e->comp_work0 = e->walked + e->root_skipped;
     if (e->bulk_used) { /* left over by a computation that failed */
         memset(e->bulk_bits, 0, (size_t)e->voc->n_words * sizeof *e->bulk_bits);
         e->bulk_used = false;
@@ -1635,11 +1646,14 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
          * (the root skip in walk), cheaper than describing its rule (to the whole schema) */
         uint64_t cps = 0;
         for (uint32_t k = g->class_off[GX_VAL(el)]; k < g->class_off[GX_VAL(el) + 1]; k += 2) cps += g->ranges[k + 1] - g->ranges[k] + 1;
-        if (cps >= SHARE_CLASS_MIN) node = nd;
+        if (cps >= SHARE_CLASS_MIN && !e->canon_big[pos]) node = nd;
         sift__gx_shared sh;
         uint32_t sid;
-        if (node != GX_NONE && canon_key(e, head, 2, &node, 1, follow) &&
-            (sid = sift__gx_share_find(e->voc->share, e->ck.v, e->ck.n, &sh)) != UINT32_MAX) {
+        if (node != GX_NONE && !canon_key(e, head, 2, &node, 1, follow)) {
+            e->canon_big[pos] = 1;
+            node = GX_NONE;
+        }
+        if (node != GX_NONE && (sid = sift__gx_share_find(e->voc->share, e->ck.v, e->ck.n, &sh)) != UINT32_MAX) {
             id = entry_from_shared(e, &sh, sid);
             return id != GX_NONE && et_put(e, GX_NONE, pos, key, id) ? id : GX_NONE;
         }
@@ -1670,7 +1684,7 @@ static uint32_t level1(sift__gx_engine *e, uint32_t pos, const sift__gx_utf8 *u)
         e->ent[id].peer = e->rw_peer;
         memcpy(e->ent[id].dbytes, e->rw_dbytes, sizeof e->rw_dbytes);
     } else if (node != GX_NONE && canon_key(e, head, 2, &node, 1, follow)) { /* (a root walk's key may have replaced it) */
-        entry_share(e, id);
+        entry_share(e, id, e->walked + e->root_skipped - e->comp_work0);
     }
     return id;
 }
@@ -1929,12 +1943,15 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     /* below a shared entry, the frame alone decides: look for it in the share */
     uint32_t head[2] = {CK_CHILD, e->ent[parent].sid}, fnode = GX_NONE;
     const uint64_t *follow = g->rule_follow + (size_t)g->rule_of[pos] * g->sym_words;
-    if (head[1] != GX_NONE) {
+    if (head[1] != GX_NONE && !e->canon_big[pos]) {
         fnode = sift__gx_node(&e->wa, pos, 0);
         if (fnode == GX_NONE) return GX_NONE;
         sift__gx_shared sh;
         uint32_t sid;
-        if (canon_key(e, head, 2, &fnode, 1, follow) && (sid = sift__gx_share_find(e->voc->share, e->ck.v, e->ck.n, &sh)) != UINT32_MAX) {
+        if (!canon_key(e, head, 2, &fnode, 1, follow)) {
+            e->canon_big[pos] = 1;
+            fnode = GX_NONE;
+        } else if ((sid = sift__gx_share_find(e->voc->share, e->ck.v, e->ck.n, &sh)) != UINT32_MAX) {
             id = entry_from_shared(e, &sh, sid);
             return id != GX_NONE && et_put(e, parent, pos, 0, id) ? id : GX_NONE;
         }
@@ -2073,7 +2090,7 @@ static uint32_t child(sift__gx_engine *e, uint32_t parent, uint32_t pos)
     e->c0_epoch = 0; /* the C_0 set is this entry's only */
     id = make_entry(e, parent);
     if (id == GX_NONE || !et_put(e, parent, pos, 0, id)) return GX_NONE;
-    if (fnode != GX_NONE && canon_key(e, head, 2, &fnode, 1, follow)) entry_share(e, id);
+    if (fnode != GX_NONE && canon_key(e, head, 2, &fnode, 1, follow)) entry_share(e, id, e->walked + e->root_skipped - e->comp_work0);
     return id;
 }
 
@@ -2114,6 +2131,7 @@ static void engine_destroy(sift__gx_engine *e)
     sift__gx_u32_free(&e->cbuf);
     sift__gx_u32_free(&e->coff);
     sift__gx_free(e->crule);
+    sift__gx_free(e->canon_big);
     sift__gx_free((void *)e->fill_src);
     sift__gx_u32_free(&e->fill_extra);
     for (uint32_t k = 0; k < GX_N_SLICES; k++) sift__gx_u32_free(&e->slice_syms[k]);
@@ -2148,6 +2166,7 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     if (rc != SIFT_OK) goto nomem;
     if (sift__gx_pos_reps(g, &e->rep) != SIFT_OK) goto nomem;
     if (!(e->crule = sift__gx_calloc(g->n_rules + 1, sizeof *e->crule))) goto nomem;
+    if (!(e->canon_big = sift__gx_calloc(g->n_elems + 1, 1))) goto nomem;
     e->wa.rep = e->rep;
     uint32_t depth = e->voc->max_depth + 2;
     e->wf = sift__gx_malloc(depth * sizeof *e->wf);
@@ -2326,11 +2345,12 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
     const sift_grammar *g = e->g;
     sift__gx_utf8 none = {0};
     int rc = SIFT_OK;
-    uint64_t start = e->walked + e->root_skipped;
+    uint64_t start = e->walked + e->root_skipped + e->shared_work;
     /* work = trie nodes walked + 64 per entry made, so that many cheap entries count too */
     uint32_t ent0 = e->n_ent;
-    /* (first bytes skipped unread count as walked: the budget was set when they were read) */
-#define WORK() (e->walked + e->root_skipped - start + 64ull * (e->n_ent - ent0))
+    /* (first bytes skipped unread count as walked, and copied entries as the walks they saved:
+     * the budget was set when they were walked) */
+#define WORK() (e->walked + e->root_skipped + e->shared_work - start + 64ull * (e->n_ent - ent0))
     uint32_t sa, sb;
     sift__gx_syms_in_range(g, 0x80, 0x10FFFF, &sa, &sb);
     for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)

@@ -124,7 +124,7 @@ uint32_t sift__gx_share_put(sift__gx_share *s, const uint32_t *key, uint32_t n, 
     uint64_t *blk = sift__gx_malloc(size ? size : 1);
     if (!blk) goto out;
     uint32_t *u = (uint32_t *)(blk + words);
-    record r = {h, n, u, blk, {NULL, NULL, NULL, in->n_extra, in->n_esc}};
+    record r = {h, n, u, blk, {NULL, NULL, NULL, in->n_extra, in->n_esc, in->work}};
     if (words) {
         memcpy(blk, in->dense, words * 8);
         r.e.dense = blk;

@@ -29,6 +29,7 @@ typedef struct {
     const uint64_t *dense;
     const uint32_t *extra, *esc;
     uint32_t n_extra, n_esc;
+    uint32_t work; /* what computing it cost (trie nodes): a copy still counts it against budgets */
 } sift__gx_shared;
 
 sift__gx_share *sift__gx_share_new(uint32_t n_words);
