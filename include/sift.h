@@ -942,14 +942,17 @@ SIFT_API int32_t sift_model_n_vocab(const sift_model *model);
 /* "llama 292.8K F32" (arch, parameter count, main type) into buf; snprintf-like. */
 SIFT_API int sift_model_desc(const sift_model *model, char *buf, size_t cap);
 
-/* Which kernels a context uses. AUTO takes the best this CPU supports. */
+/* Which kernels a context uses. AUTO takes the best this CPU supports. The x86-64 levels
+ * exist in an x86-64 build, the aarch64 ones in an aarch64 build; SCALAR everywhere. */
 typedef enum sift_isa {
     SIFT_ISA_AUTO = 0,
     SIFT_ISA_SCALAR = 1, /* portable C, the reference the SIMD kernels are tested against */
-    SIFT_ISA_AVX2 = 2,   /* AVX2 + FMA + F16C + BMI2 */
-    SIFT_ISA_AVX512 = 3, /* AVX-512 F/BW/VL/DQ, and all of AVX2's */
+    SIFT_ISA_AVX2 = 2,   /* x86-64: AVX2 + FMA + F16C + BMI2 */
+    SIFT_ISA_AVX512 = 3, /* x86-64: AVX-512 F/BW/VL/DQ, and all of AVX2's */
+    SIFT_ISA_NEON = 4,   /* aarch64: Advanced SIMD (ARMv8.0, every aarch64 CPU) */
+    SIFT_ISA_NEON_DOTPROD = 5, /* aarch64: NEON + SDOT/UDOT (ARMv8.2 dotprod; i8mm used where present) */
 } sift_isa;
-/* The best ISA this CPU supports, and a name for one ("avx512", ...). */
+/* The best ISA this CPU supports, and a name for one ("avx512", "neon-dotprod", ...). */
 SIFT_API sift_isa sift_isa_best(void);
 SIFT_API const char *sift_isa_name(sift_isa isa);
 

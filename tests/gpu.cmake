@@ -31,7 +31,7 @@ endif()
 # semantics, deadlock and shared-memory overrun checks). It runs the kernels' parallel
 # mechanics on machines without a GPU; what it cannot show is in tests/cuda_emu/README.md.
 # Not in sanitizer builds (the emulator's coroutines switch stacks under ASan's feet).
-if(NOT SIFT_SANITIZE)
+if(NOT SIFT_SANITIZE AND NOT CMAKE_CROSSCOMPILING) # (the emulator is host C++)
   include(CheckLanguage)
   check_language(CXX)
   if(CMAKE_CXX_COMPILER)

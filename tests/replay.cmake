@@ -4,6 +4,9 @@
 # One CTest test per stream (replay_<vocab>_<chain>); tests/replay_diff.cmake runs the
 # command and compares byte for byte, naming the first differing step.
 set(SIFT_REPLAY_REF "${SIFT_SHARED_DIR}/reference/sampling")
+# in a cross build the script runs sift under the emulator (CMake applies it only to a
+# COMMAND that names a target, not to one inside a script)
+string(REPLACE ";" "$<SEMICOLON>" SIFT_REPLAY_EMU "${CMAKE_CROSSCOMPILING_EMULATOR}")
 set(SIFT_REPLAY_CHAINS
   "greedy|greedy()"
   "dist_s42|dist(42)"
@@ -28,7 +31,7 @@ foreach(vocab 32000 151936)
     string(SUBSTRING "${entry}" ${from} -1 spec)
     string(REPLACE "%" "$<SEMICOLON>" spec "${spec}") # ';' survives add_test this way
     add_test(NAME replay_${vocab}_${name}
-             COMMAND ${CMAKE_COMMAND} -DSIFT=$<TARGET_FILE:sift>
+             COMMAND ${CMAKE_COMMAND} -DSIFT=$<TARGET_FILE:sift> "-DEMU=${SIFT_REPLAY_EMU}"
                      -DLOGITS=${SIFT_REPLAY_REF}/logits_v${vocab}.bin
                      -DEXPECT=${SIFT_REPLAY_REF}/v${vocab}/${name}.txt
                      "-DSPEC=${spec}" -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/replay_diff.cmake)
@@ -45,7 +48,7 @@ endforeach()
 
 # The same default chain built the llama.cpp way (common's defaults, --seed 42).
 add_test(NAME replay_32000_default_s42_flags
-         COMMAND ${CMAKE_COMMAND} -DSIFT=$<TARGET_FILE:sift>
+         COMMAND ${CMAKE_COMMAND} -DSIFT=$<TARGET_FILE:sift> "-DEMU=${SIFT_REPLAY_EMU}"
                  -DLOGITS=${SIFT_REPLAY_REF}/logits_v32000.bin
                  -DEXPECT=${SIFT_REPLAY_REF}/v32000/default_s42.txt
                  "-DFLAGS=--seed;42" -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/replay_diff.cmake)

@@ -954,8 +954,15 @@ static void test_mask_apply_variants(void **state)
     sift_token *id = malloc(size * sizeof *id);
     float *l0 = malloc(size * sizeof *l0), *l1 = malloc(size * sizeof *l1), *l2 = malloc(size * sizeof *l2);
     sift__gx_mask_apply_fn best = sift__gx_mask_ops_best()->apply;
-    bool has_avx2 = sift__cpu_runs(SIFT_ISA_AVX2);
-    bool has_avx512 = sift__cpu_runs(SIFT_ISA_AVX512);
+    /* every level this build has and this CPU runs, the portable one first */
+    const sift__gx_mask_ops *level[3] = {&sift__gx_mask_ops_scalar};
+    int n_levels = 1;
+#if defined(__x86_64__)
+    if (sift__cpu_runs(SIFT_ISA_AVX2)) level[n_levels++] = &sift__gx_mask_ops_avx2;
+    if (sift__cpu_runs(SIFT_ISA_AVX512)) level[n_levels++] = &sift__gx_mask_ops_avx512;
+#elif defined(__aarch64__)
+    level[n_levels++] = &sift__gx_mask_ops_neon;
+#endif
     for (int round = 0; round < 56; round++) {
         for (size_t w = 0; w < sizeof mask / sizeof *mask; w++) {
             uint64_t r = rng_next(&seed);
@@ -987,9 +994,8 @@ static void test_mask_apply_variants(void **state)
         size_t k1 = best(id, l1, size, mask, n_tokens, false);
         assert_int_equal(k0, k1);
         assert_memory_equal(l0, l1, size * sizeof *l0);
-        for (int v = 0; v < 3; v++) {
-            sift__gx_mask_apply_fn f = v == 0 ? sift__gx_mask_apply_scalar : v == 1 ? sift__gx_mask_apply_avx2 : sift__gx_mask_apply_avx512;
-            if ((v == 1 && !has_avx2) || (v == 2 && !has_avx512)) continue;
+        for (int v = 0; v < n_levels; v++) {
+            sift__gx_mask_apply_fn f = level[v]->apply;
             for (int vi = 0; vi <= (int)ident; vi++) {
                 for (size_t i = 0; i < size; i++) l2[i] = l0[i] = (float)i;
                 size_t a = sift__gx_mask_apply_scalar(id, l0, size, mask, n_tokens, false);
@@ -1001,9 +1007,8 @@ static void test_mask_apply_variants(void **state)
         if (ident) {
             /* the removal, at each level this CPU runs: the allowed candidates, in order, and
              * their count */
-            for (int v = 0; v < 3; v++) {
-                const sift__gx_mask_ops *ops = v == 0 ? &sift__gx_mask_ops_scalar : v == 1 ? &sift__gx_mask_ops_avx2 : &sift__gx_mask_ops_avx512;
-                if ((v == 1 && !has_avx2) || (v == 2 && !has_avx512)) continue;
+            for (int v = 0; v < n_levels; v++) {
+                const sift__gx_mask_ops *ops = level[v];
                 for (size_t i = 0; i < size; i++) l2[i] = l0[i] = (float)(i * 3 % 1001);
                 sift_token *id2 = malloc(size * sizeof *id2);
                 for (size_t i = 0; i < size; i++) id2[i] = (sift_token)i;

@@ -43,19 +43,27 @@ static float frand(float scale) { return (float)((urand() * 2 - 1) * scale); }
 
 static const sift_tensor_type types[] = {SIFT_TYPE_F32, SIFT_TYPE_F16, SIFT_TYPE_BF16, SIFT_TYPE_Q8_0, SIFT_TYPE_Q4_0, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K};
 
-/* The tables to check: scalar, AVX2, AVX-512 as used (with the VNNI Q8_0 / Q4_0 entries
- * where the CPU has them) and the plain AVX-512 one; NULL where the CPU lacks one, or where
- * the plain table is the one in use. */
+/* The SIMD levels of this build's architecture, lower first (either may be missing on this CPU). */
+#if defined(__aarch64__)
+static const sift_isa simd_isas[2] = {SIFT_ISA_NEON, SIFT_ISA_NEON_DOTPROD};
+#else
+static const sift_isa simd_isas[2] = {SIFT_ISA_AVX2, SIFT_ISA_AVX512};
+#endif
+
+/* The tables to check: scalar, the two SIMD levels (AVX-512 as used, with the VNNI Q8_0 /
+ * Q4_0 entries where the CPU has them) and the plain AVX-512 one; NULL where the CPU lacks
+ * one, or where the plain table is the one in use. */
 enum { N_TABLES = 4 };
 static const sift__kernels *table_at(int i)
 {
-    if (i < 3) return sift__kernels_get((sift_isa)(SIFT_ISA_SCALAR + i));
+    if (i == 0) return sift__kernels_get(SIFT_ISA_SCALAR);
+    if (i < 3) return sift__kernels_get(simd_isas[i - 1]);
     const sift__kernels *plain = sift__kernels_get_avx512_plain(), *used = sift__kernels_get(SIFT_ISA_AVX512);
     return plain && used && memcmp(plain, used, sizeof *plain) != 0 ? plain : NULL;
 }
 static const char *table_name(int i)
 {
-    return i < 3 ? sift_isa_name((sift_isa)(SIFT_ISA_SCALAR + i)) : "avx512-plain";
+    return i == 0 ? "scalar" : i < 3 ? sift_isa_name(simd_isas[i - 1]) : "avx512-plain";
 }
 
 static bool is_int_kernel(sift_tensor_type t)
@@ -212,7 +220,8 @@ static void test_attention_and_elementwise(void **state)
     const sift__kernels *sc = sift__kernels_get(SIFT_ISA_SCALAR);
     const int ns[] = {1, 5, 8, 15, 16, 17, 31, 33, 64, 65, 100, 513};
     const int hds[] = {4, 8, 64, 128};
-    for (int isa = SIFT_ISA_AVX2; isa <= SIFT_ISA_AVX512; isa++) {
+    for (int li = 0; li < 2; li++) {
+        const int isa = (int)simd_isas[li];
         const sift__kernels *k = sift__kernels_get((sift_isa)isa);
         if (!k) {
             printf("  %s: not supported by this CPU, skipped\n", sift_isa_name((sift_isa)isa));
@@ -331,7 +340,8 @@ static void test_q4_K_scales(void **state)
         memset(x[k].qs, 1, sizeof x[k].qs);
         for (int j = 0; j < 16; j++) x[k].bsums[j] = 16;
     }
-    for (int isa = SIFT_ISA_SCALAR; isa <= SIFT_ISA_AVX512; isa++) {
+    for (int li = -1; li < 2; li++) {
+        const int isa = li < 0 ? (int)SIFT_ISA_SCALAR : (int)simd_isas[li];
         const sift__kernels *k = sift__kernels_get((sift_isa)isa);
         if (!k) continue;
         float s[2];
@@ -366,7 +376,8 @@ static void test_q4_K_scales(void **state)
         ref->dot[SIFT_TYPE_Q4_K](N, rw[r], rx, sizeof rx[0], COLS, s);
         for (int c = 0; c < COLS; c++) want[c][r] = s[c];
     }
-    for (int isa = SIFT_ISA_AVX2; isa <= SIFT_ISA_AVX512; isa++) {
+    for (int li = 0; li < 2; li++) {
+        const int isa = (int)simd_isas[li];
         const sift__kernels *k = sift__kernels_get((sift_isa)isa);
         if (!k) continue;
         for (int r = 0; r < ROWS; r++)

@@ -231,7 +231,8 @@ static void test_wide_kquants(void **state)
     float *a = malloc((size_t)n * nv * 4), *b = malloc((size_t)n * nv * 4);
     prompt_logits(f32, toks, n, a);
     double lo = a[0], hi = a[0];
-    for (int i = 0; i < n * nv; i++) lo = fmin(lo, a[i]), hi = fmax(hi, a[i]);
+    /* (no fmin / fmax in these loops: gcc 12 for aarch64 stops with an internal error vectorising them) */
+    for (int i = 0; i < n * nv; i++) lo = a[i] < lo ? a[i] : lo, hi = a[i] > hi ? a[i] : hi;
     const struct {
         const char *name;
         sift_tensor_type type, head;
@@ -262,7 +263,7 @@ static void test_wide_kquants(void **state)
         prompt_logits(q, toks, n, b);
         double d = 0;
         int same = 0;
-        for (int i = 0; i < n * nv; i++) d = fmax(d, fabs(a[i] - b[i]));
+        for (int i = 0; i < n * nv; i++) d = fabs(a[i] - b[i]) > d ? fabs(a[i] - b[i]) : d;
         for (int t = 0; t < n; t++) same += argmax(a + t * nv, nv) == argmax(b + t * nv, nv);
         /* its twin: the same (rounded) weights dequantized to F32; what is left between the
          * two is the kernels' work on quantized activations */
@@ -275,7 +276,7 @@ static void test_wide_kquants(void **state)
         float *tw = malloc((size_t)n * nv * 4);
         prompt_logits(twin, toks, n, tw);
         double dt = 0;
-        for (int i = 0; i < n * nv; i++) dt = fmax(dt, fabs(tw[i] - b[i]));
+        for (int i = 0; i < n * nv; i++) dt = fabs(tw[i] - b[i]) > dt ? fabs(tw[i] - b[i]) : dt;
         printf("  wide llama (256-wide rows) %-5s: logits vs its dequantized-F32 twin max|delta| = %.4f = %.2f%% of the range "
                "(tolerance %.1f%%); vs the original F32 %.4f = %.1f%% (tolerance %.0f%%), argmax agrees at %d/%d\n",
                cases[c].name, dt, 100 * dt / (hi - lo), 100 * cases[c].tol_twin, d, 100 * d / (hi - lo), 100 * cases[c].tol, same, n);

@@ -5,6 +5,9 @@
  * nothing about the OS's consent to save the wide registers, which only XGETBV tells.
  * XGETBV itself is only executed when CPUID reports OSXSAVE (without it the instruction
  * faults).
+ *
+ * aarch64: getauxval's HWCAP bits on Linux (the kernel's reading of the ID registers, which
+ * user space may not read itself on every kernel), sysctlbyname on macOS.
  */
 #include "core/cpu.h"
 
@@ -14,6 +17,19 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1UL << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20)
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1UL << 13)
+#endif
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 static sift__cpu cpu;
@@ -44,17 +60,54 @@ static void read_cpu(sift__cpu *c)
     c->avx512vl = b & (1u << 31);
     c->avx512vnni = cx & (1u << 11);
 }
+#elif defined(__aarch64__) && defined(__linux__)
+static void read_cpu(sift__cpu *c)
+{
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    c->neon = hw & HWCAP_ASIMD;
+    c->dotprod = c->neon && (hw & HWCAP_ASIMDDP);
+    c->i8mm = c->dotprod && (hw2 & HWCAP2_I8MM);
+}
+#elif defined(__aarch64__) && defined(__APPLE__)
+static bool sysctl_flag(const char *name)
+{
+    int v = 0;
+    size_t len = sizeof v;
+    return sysctlbyname(name, &v, &len, NULL, 0) == 0 && v != 0;
+}
+static void read_cpu(sift__cpu *c)
+{
+    c->neon = true;
+    c->dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+    c->i8mm = c->dotprod && sysctl_flag("hw.optional.arm.FEAT_I8MM");
+}
+#elif defined(__aarch64__)
+static void read_cpu(sift__cpu *c) { c->neon = true; /* part of the architecture; nothing else can be asked */ }
 #else
 static void read_cpu(sift__cpu *c) { (void)c; }
 #endif
 
-/* The levels are the flag sets of sift_isa_flags(): AVX-512 includes all of AVX2's. */
+/* The levels are the flag sets of sift_isa_flags(): AVX-512 includes all of AVX2's, NEON with
+ * dotprod all of NEON's. */
 static sift_isa best_level(const sift__cpu *c)
 {
+#if defined(__aarch64__)
+    return c->dotprod ? SIFT_ISA_NEON_DOTPROD : c->neon ? SIFT_ISA_NEON : SIFT_ISA_SCALAR;
+#else
     const bool avx2 = c->avx && c->avx2 && c->fma && c->f16c && c->bmi1 && c->bmi2 && c->popcnt && c->os_ymm;
     const bool avx512 = avx2 && c->avx512f && c->avx512bw && c->avx512vl && c->avx512dq && c->os_zmm;
     return avx512 ? SIFT_ISA_AVX512 : avx2 ? SIFT_ISA_AVX2 : SIFT_ISA_SCALAR;
+#endif
 }
+
+/* The first level of this architecture's chain (the levels above SCALAR, in order). */
+#if defined(__aarch64__)
+#define FIRST_LEVEL SIFT_ISA_NEON
+#define LAST_LEVEL SIFT_ISA_NEON_DOTPROD
+#else
+#define FIRST_LEVEL SIFT_ISA_AVX2
+#define LAST_LEVEL SIFT_ISA_AVX512
+#endif
 
 static void init_cpu(void)
 {
@@ -71,14 +124,22 @@ const sift__cpu *sift__cpu_get(void)
 
 bool sift__cpu_runs(sift_isa isa)
 {
-    /* the enum's order is the levels' order: SCALAR < AVX2 < AVX512 */
-    return isa == SIFT_ISA_AUTO || (isa >= SIFT_ISA_SCALAR && isa <= sift__cpu_get()->best);
+    /* each architecture's levels are consecutive in the enum, in order: SCALAR < AVX2 <
+     * AVX512, SCALAR < NEON < NEON_DOTPROD; another architecture's never run */
+    if (isa == SIFT_ISA_AUTO || isa == SIFT_ISA_SCALAR) return true;
+    return isa >= FIRST_LEVEL && isa <= LAST_LEVEL && isa <= sift__cpu_get()->best;
 }
 
 sift_isa sift__cpu_best_env(const char *var)
 {
     const sift_isa best = sift__cpu_get()->best;
     const char *v = var ? getenv(var) : NULL;
-    const sift_isa cap = !v ? SIFT_ISA_AVX512 : !strcmp(v, "scalar") ? SIFT_ISA_SCALAR : !strcmp(v, "avx2") ? SIFT_ISA_AVX2 : SIFT_ISA_AVX512;
+    sift_isa cap = LAST_LEVEL;
+    if (v && !strcmp(v, "scalar")) cap = SIFT_ISA_SCALAR;
+#if defined(__aarch64__)
+    else if (v && !strcmp(v, "neon")) cap = SIFT_ISA_NEON;
+#else
+    else if (v && !strcmp(v, "avx2")) cap = SIFT_ISA_AVX2;
+#endif
     return best < cap ? best : cap;
 }

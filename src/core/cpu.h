@@ -13,10 +13,19 @@
  * (__builtin_cpu_supports("avx2") alone, for one), which could enter an F16C or BMI2
  * instruction on a CPU without it, or AVX on an OS that does not save YMM.
  *
- * CPUID and XGETBV run once (pthread_once; safe from any thread). Off x86-64 every feature
- * is false and the level is SIFT_ISA_SCALAR.
+ * CPUID and XGETBV run once (pthread_once; safe from any thread).
  *
- * Overrides stay where they were: SIFT_FASTK=scalar|avx2 lowers the sampler fast paths
+ * aarch64: NEON (Advanced SIMD) is part of the architecture, so SIFT_ISA_NEON is always
+ * there; SIFT_ISA_NEON_DOTPROD needs SDOT/UDOT (the *_neon_dotprod.c files are compiled with
+ * -march=armv8.2-a+dotprod), and i8mm (SMMLA, *_neon_i8mm.c) is no level of its own but
+ * replaces the prompt tiles of the dotprod table where the CPU has it, as VNNI does on
+ * AVX-512. On Linux the features come from getauxval(AT_HWCAP / AT_HWCAP2), which the
+ * kernel fills from the ID registers; on macOS from sysctlbyname("hw.optional.arm.FEAT_*")
+ * (every Apple M-series core has dotprod; that path is not tested here). Elsewhere
+ * (another OS, another architecture) every feature is false and the level is
+ * SIFT_ISA_SCALAR, or SIFT_ISA_NEON on an aarch64 OS this file cannot ask.
+ *
+ * Overrides stay where they were: SIFT_FASTK=scalar|avx2|neon lowers the sampler fast paths
  * (sift__cpu_best_env), and a context's sift_context_params.isa (the CLI's --isa) picks
  * the model's kernels among the levels sift__cpu_runs() allows.
  */
@@ -35,8 +44,11 @@ typedef struct sift__cpu {
     /* XGETBV (XCR0), read only when CPUID reports OSXSAVE */
     bool os_ymm; /* the OS saves XMM and YMM state */
     bool os_zmm; /* ... and opmask, ZMM_Hi256 and Hi16_ZMM state */
-    /* the highest level whose whole flag set the CPU and OS run:
-     * SIFT_ISA_AVX512, SIFT_ISA_AVX2 or SIFT_ISA_SCALAR */
+    /* aarch64 (HWCAPs): Advanced SIMD, SDOT/UDOT, SMMLA/UMMLA */
+    bool neon, dotprod, i8mm;
+    /* the highest level whose whole flag set the CPU and OS run: SIFT_ISA_AVX512,
+     * SIFT_ISA_AVX2 or SIFT_ISA_SCALAR on x86-64; SIFT_ISA_NEON_DOTPROD or SIFT_ISA_NEON on
+     * aarch64 */
     sift_isa best;
 } sift__cpu;
 
@@ -47,7 +59,7 @@ const sift__cpu *sift__cpu_get(void);
 bool sift__cpu_runs(sift_isa isa);
 
 /* The best level, lowered to the one named by the environment variable `var` when it is
- * set to "scalar" or "avx2" (another value, or none, lowers nothing). The variable is
+ * set to "scalar", "avx2" or "neon" (another value, or none, lowers nothing). The variable is
  * read at each call; callers that choose once per process call this once. */
 sift_isa sift__cpu_best_env(const char *var);
 

@@ -6,7 +6,7 @@
  * plain loops in the same order of operations, so a variant can be checked against them
  * bit for bit. The choice is made once per process (pthread_once): the best level the CPU
  * and OS run (core/cpu.c: AVX-512, else AVX2, with the whole flag set each file is compiled
- * with), lowered by SIFT_FASTK=scalar|avx2 when set.
+ * with; NEON on aarch64), lowered by SIFT_FASTK=scalar|avx2|neon when set.
  * The chosen variant's exp_exact is then probed against libm's expf; if a single probe
  * differs (another libm, a build without FMA contraction) the variant keeps its other
  * kernels but exp_exact calls expf.
@@ -282,7 +282,14 @@ static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 /* The variant of a level (the enum's order is the levels' order). */
 static const sift__fk *variant_of(sift_isa isa)
 {
-    return isa == SIFT_ISA_AVX512 ? &sift__fk_avx512 : isa == SIFT_ISA_AVX2 ? &sift__fk_avx2 : &sift__fk_scalar;
+#if defined(__x86_64__)
+    if (isa == SIFT_ISA_AVX512) return &sift__fk_avx512;
+    if (isa == SIFT_ISA_AVX2) return &sift__fk_avx2;
+#elif defined(__aarch64__)
+    if (isa == SIFT_ISA_NEON || isa == SIFT_ISA_NEON_DOTPROD) return &sift__fk_neon; /* (no byte dot products here) */
+#endif
+    (void)isa;
+    return &sift__fk_scalar;
 }
 
 static void choose(void)
@@ -304,8 +311,12 @@ const sift__fk *sift__fk_best(void)
 int sift__fk_all(const sift__fk **out, int cap)
 {
     int n = 0;
+#if defined(__x86_64__)
     if (n < cap && sift__cpu_runs(SIFT_ISA_AVX512)) out[n++] = &sift__fk_avx512;
     if (n < cap && sift__cpu_runs(SIFT_ISA_AVX2)) out[n++] = &sift__fk_avx2;
+#elif defined(__aarch64__)
+    if (n < cap && sift__cpu_runs(SIFT_ISA_NEON)) out[n++] = &sift__fk_neon;
+#endif
     if (n < cap) out[n++] = &sift__fk_scalar;
     return n;
 }

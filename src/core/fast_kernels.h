@@ -1,7 +1,8 @@
 /*
  * fast_kernels.h - the SIMD kernels behind the chain's fast paths (core/fast.c), with a portable
- * scalar version of each, chosen once per process at run time (AVX-512, AVX2 or scalar, as
- * core/cpu.h finds them; SIFT_FASTK=scalar|avx2 in the environment forces a lower level).
+ * scalar version of each, chosen once per process at run time (AVX-512, AVX2 or scalar on
+ * x86-64, NEON or scalar on aarch64, as core/cpu.h finds them; SIFT_FASTK=scalar|avx2|neon
+ * in the environment forces a lower level).
  *
  * Every kernel reads a raw `const float *` logit vector (the caller's, never copied) and
  * has one of two kinds of contract:
@@ -43,7 +44,7 @@
 #define SIFT__APPROX_SUM_EPS 2.5e-6
 
 typedef struct sift__fk {
-    const char *name; /* "avx512", "avx2", "scalar" */
+    const char *name; /* "avx512", "avx2", "neon", "scalar" */
 
     /* m = init; for each x[i]: m = m < x[i] ? x[i] : m (NaN never wins). *nan |= any NaN. */
     float (*max)(const float *x, size_t n, float init, bool *nan);
@@ -109,6 +110,8 @@ extern const sift__fk sift__fk_scalar;
 #if defined(__x86_64__)
 extern const sift__fk sift__fk_avx2;
 extern const sift__fk sift__fk_avx512;
+#elif defined(__aarch64__)
+extern const sift__fk sift__fk_neon;
 #endif
 
 /* glibc's expf data (e_exp2f_data.c, N = 32) and constants, as used by its __expf_fma */

@@ -34,8 +34,13 @@ const sift__gx_mask_ops sift__gx_mask_ops_scalar = {sift__gx_mask_apply_scalar, 
 const sift__gx_mask_ops *sift__gx_mask_ops_best(void)
 {
     switch (sift__cpu_get()->best) {
+#if defined(__x86_64__)
     case SIFT_ISA_AVX512: return &sift__gx_mask_ops_avx512;
     case SIFT_ISA_AVX2: return &sift__gx_mask_ops_avx2;
+#elif defined(__aarch64__)
+    case SIFT_ISA_NEON:
+    case SIFT_ISA_NEON_DOTPROD: return &sift__gx_mask_ops_neon;
+#endif
     default: return &sift__gx_mask_ops_scalar;
     }
 }

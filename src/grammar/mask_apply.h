@@ -12,7 +12,7 @@
  *            then works on those alone.
  *   -inf     every candidate whose id is not in the set gets logit -inf, in place (llama.cpp's
  *            layout, and the cheaper way when most tokens are allowed: an all-ones mask word
- *            writes nothing). This pass has SIMD versions (AVX2, AVX-512) chosen at run time
+ *            writes nothing). This pass has SIMD versions (AVX2, AVX-512; NEON on aarch64) chosen at run time
  *            (core/cpu.h); all give identical results (tests/test_grammar_sampler.c). With
  *            `ident` the caller vouches for the fill's layout and the ids are not read; else
  *            that layout is still detected 64 candidates at a time (one mask word per block),
@@ -38,6 +38,8 @@ size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size,
                                 bool ident);
 size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
                                   bool ident);
+size_t sift__gx_mask_apply_neon(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
+                                bool ident);
 
 /* How many of tokens [0, size) the mask allows - or, once that passes `limit`, any number
  * above it (a dense mask stops after a few hundred words). */
@@ -56,7 +58,9 @@ typedef struct {
     sift__gx_mask_compact_fn compact;
 } sift__gx_mask_ops;
 
+/* (the AVX ones exist only in an x86-64 build, the NEON one only in an aarch64 one) */
 extern const sift__gx_mask_ops sift__gx_mask_ops_scalar, sift__gx_mask_ops_avx2, sift__gx_mask_ops_avx512;
+extern const sift__gx_mask_ops sift__gx_mask_ops_neon;
 
 /* The best version this CPU runs. */
 const sift__gx_mask_ops *sift__gx_mask_ops_best(void);

@@ -8,11 +8,12 @@
  * (F16 dot products, the softmax sum), so does this, which keeps sift within a rounding of
  * llama.cpp on the F16 test model, whose greedy margins go down to 5e-6.
  *
- * Choosing a table: sift__kernels_get() builds the three tables once (pthread_once). The
- * AVX2 and AVX-512 tables are copies of the scalar one with the entries their files
- * implement replaced; they are only built when core/cpu.c says the CPU and OS run every
- * instruction of the file's flag set, because the compiler may use those instructions
- * anywhere in the *_avx2.c / *_avx512.c files.
+ * Choosing a table: sift__kernels_get() builds the tables once (pthread_once). The AVX2 and
+ * AVX-512 tables (x86-64), and the NEON and NEON-dotprod ones (aarch64), are copies of the
+ * table below them with the entries their files implement replaced; they are only built
+ * when core/cpu.c says the CPU and OS run every instruction of the file's flag set, because
+ * the compiler may use those instructions anywhere in the *_avx2.c / *_avx512.c /
+ * *_neon_dotprod.c files.
  */
 #include "model/kernels.h"
 
@@ -404,8 +405,9 @@ static void swiglu_scalar(int64_t n, const float *g, const float *u, float *out)
 
 /* ---- the tables -------------------------------------------------------------------------------- */
 
-static sift__kernels tables[4];
-static bool table_ok[4];
+#define N_ISA (SIFT_ISA_NEON_DOTPROD + 1)
+static sift__kernels tables[N_ISA];
+static bool table_ok[N_ISA];
 static sift__kernels avx512_plain; /* the AVX-512 table before the VNNI entries (tests) */
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
@@ -441,6 +443,7 @@ static void init_tables(void)
 {
     init_scalar(&tables[SIFT_ISA_SCALAR]);
     table_ok[SIFT_ISA_SCALAR] = true;
+#if defined(__x86_64__)
     if (sift__cpu_runs(SIFT_ISA_AVX2)) {
         tables[SIFT_ISA_AVX2] = tables[SIFT_ISA_SCALAR];
         tables[SIFT_ISA_AVX2].isa = SIFT_ISA_AVX2;
@@ -459,12 +462,28 @@ static void init_tables(void)
          * has not): it replaces the Q8_0 / Q4_0 entries when the CPU has it */
         if (sift__cpu_get()->avx512vnni) sift__kernels_init_avx512vnni(&tables[SIFT_ISA_AVX512]);
     }
+#elif defined(__aarch64__)
+    if (sift__cpu_runs(SIFT_ISA_NEON)) {
+        tables[SIFT_ISA_NEON] = tables[SIFT_ISA_SCALAR];
+        tables[SIFT_ISA_NEON].isa = SIFT_ISA_NEON;
+        sift__kernels_init_neon(&tables[SIFT_ISA_NEON]);
+        table_ok[SIFT_ISA_NEON] = true;
+    }
+    if (sift__cpu_runs(SIFT_ISA_NEON_DOTPROD)) {
+        tables[SIFT_ISA_NEON_DOTPROD] = tables[SIFT_ISA_NEON];
+        tables[SIFT_ISA_NEON_DOTPROD].isa = SIFT_ISA_NEON_DOTPROD;
+        sift__kernels_init_neon_dotprod(&tables[SIFT_ISA_NEON_DOTPROD]);
+        table_ok[SIFT_ISA_NEON_DOTPROD] = true;
+    }
+#endif
 }
 
 sift_isa sift_isa_best(void)
 {
     pthread_once(&tables_once, init_tables);
-    return table_ok[SIFT_ISA_AVX512] ? SIFT_ISA_AVX512 : table_ok[SIFT_ISA_AVX2] ? SIFT_ISA_AVX2 : SIFT_ISA_SCALAR;
+    for (int i = N_ISA - 1; i > SIFT_ISA_SCALAR; i--)
+        if (table_ok[i]) return (sift_isa)i;
+    return SIFT_ISA_SCALAR;
 }
 
 const char *sift_isa_name(sift_isa isa)
@@ -474,6 +493,8 @@ const char *sift_isa_name(sift_isa isa)
     case SIFT_ISA_SCALAR: return "scalar";
     case SIFT_ISA_AVX2: return "avx2";
     case SIFT_ISA_AVX512: return "avx512";
+    case SIFT_ISA_NEON: return "neon";
+    case SIFT_ISA_NEON_DOTPROD: return "neon-dotprod";
     }
     return "?";
 }
@@ -488,6 +509,6 @@ const sift__kernels *sift__kernels_get(sift_isa isa)
 {
     pthread_once(&tables_once, init_tables);
     if (isa == SIFT_ISA_AUTO) isa = sift_isa_best();
-    if ((int)isa < 1 || (int)isa > 3 || !table_ok[isa]) return NULL;
+    if ((int)isa < 1 || (int)isa >= N_ISA || !table_ok[isa]) return NULL;
     return &tables[isa];
 }

@@ -138,6 +138,11 @@ const sift__kernels *sift__kernels_get_avx512_plain(void);
 void sift__kernels_init_avx2(sift__kernels *k);
 void sift__kernels_init_avx512(sift__kernels *k);
 void sift__kernels_init_avx512vnni(sift__kernels *k);
+/* aarch64: init_neon (ARMv8.0 NEON, every aarch64 CPU) over a copy of the scalar table,
+ * init_neon_dotprod (SDOT) over a copy of the NEON one; the latter also takes the i8mm
+ * (SMMLA) prompt tiles where the CPU has them and SIFT_NO_I8MM is not set. */
+void sift__kernels_init_neon(sift__kernels *k);
+void sift__kernels_init_neon_dotprod(sift__kernels *k);
 
 /* Scalar kernels, exposed for the SIMD files' tails and for tests. */
 void sift__dot_f32_scalar(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s);

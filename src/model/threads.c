@@ -20,7 +20,14 @@
  */
 #include "model/threads.h"
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield" ::: "memory") /* the spin-wait hint */
+#else
+#define cpu_relax() ((void)0)
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -81,7 +88,7 @@ static uint32_t wait_job(sift__pool *p, uint32_t seen)
     for (unsigned spins = 0;; spins++) {
         const uint32_t g = gen_of(atomic_load(&p->state));
         if (g != seen || atomic_load(&p->stop)) return g;
-        _mm_pause();
+        cpu_relax();
         if ((spins & 63) == 63 && sift__now_ns() - t0 > SIFT_POOL_SPIN_US * 1000LL) break;
     }
     pthread_mutex_lock(&p->mu);
@@ -176,7 +183,7 @@ void sift__pool_run(sift__pool *p, int n_threads, int n_chunks, sift__task_fn fn
     work(p, gen, 0);
     /* a worker may still be inside its last chunk */
     for (unsigned spins = 0; atomic_load(&p->done) < n_chunks; spins++) {
-        if (spins < 4096) _mm_pause();
+        if (spins < 4096) cpu_relax();
         else sched_yield();
     }
 }

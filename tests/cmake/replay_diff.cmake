@@ -1,10 +1,11 @@
 # Run `sift replay` (SPEC as --chain, or FLAGS as llama.cpp sampling flags) over LOGITS for
 # 256 steps and compare its output with EXPECT; on a difference, name the first step.
+# EMU: the cross build's emulator command (empty in a native build).
 if(DEFINED SPEC) # quoted: the spec's ';' stay inside one argument
-  execute_process(COMMAND ${SIFT} replay --logits ${LOGITS} --steps 256 --chain "${SPEC}"
+  execute_process(COMMAND ${EMU} ${SIFT} replay --logits ${LOGITS} --steps 256 --chain "${SPEC}"
                   OUTPUT_VARIABLE got ERROR_VARIABLE err RESULT_VARIABLE rc)
 else()
-  execute_process(COMMAND ${SIFT} replay --logits ${LOGITS} --steps 256 ${FLAGS}
+  execute_process(COMMAND ${EMU} ${SIFT} replay --logits ${LOGITS} --steps 256 ${FLAGS}
                   OUTPUT_VARIABLE got ERROR_VARIABLE err RESULT_VARIABLE rc)
 endif()
 if(NOT rc EQUAL 0)

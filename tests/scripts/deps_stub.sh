@@ -2,8 +2,9 @@
 # scripts/deps's install branch, which CI never reaches on its own (its packages are
 # already installed): run it with stand-ins for dpkg-query, apt-get, sudo and id first on
 # the PATH, as on a bare machine, and check what it would run.
-#   1. root, nothing installed: `apt-get update`, then `apt-get install -y` of every package
-#      with DEBIAN_FRONTEND=noninteractive in apt-get's environment, no sudo
+#   1. root, nothing installed: `dpkg --add-architecture arm64` (the aarch64 pass's arm64
+#      libraries), `apt-get update`, then `apt-get install -y` of every package with
+#      DEBIAN_FRONTEND=noninteractive in apt-get's environment, no sudo
 #   2. a user, nothing installed: the same through sudo
 #   3. everything installed: no apt-get at all
 #   4. a half-installed package counts as missing
@@ -19,11 +20,13 @@ stub dpkg-query 'p=${!#}; if grep -qx -- "$p" "'"$work"'/installed" 2>/dev/null;
 elif grep -qx -- "$p" "'"$work"'/half" 2>/dev/null; then printf "install ok half-installed"
 else echo "dpkg-query: no packages found matching $p" >&2; exit 1; fi'
 stub apt-get 'echo "apt-get DEBIAN_FRONTEND=${DEBIAN_FRONTEND:-unset} $*" >>"'"$log"'"'
+# dpkg: no foreign architecture yet (a bare machine); anything else is logged
+stub dpkg '[ "$1" = --print-foreign-architectures ] && exit 0; echo "dpkg $*" >>"'"$log"'"'
 stub sudo 'echo "sudo" >>"'"$log"'"; exec "$@"'
 stub id 'if [ "$1" = -u ]; then echo "${STUB_UID:-0}"; else /usr/bin/id "$@"; fi'
 mapfile -t pkgs < <(bash "$src/scripts/deps" --list)
 ((${#pkgs[@]} > 5)) || fail "scripts/deps --list printed ${#pkgs[@]} packages"
-for p in python3-numpy python3-pytest python3-cffi cmake libcmocka-dev; do
+for p in python3-numpy python3-pytest python3-cffi cmake libcmocka-dev gcc-aarch64-linux-gnu qemu-user libpcre2-dev:arm64; do
   printf '%s\n' "${pkgs[@]}" | grep -qx "$p" || fail "$p is not in scripts/deps"
 done
 deps() { : >"$log"; env -u DEBIAN_FRONTEND PATH="$work/bin:$PATH" STUB_UID="$1" bash "$src/scripts/deps" >/dev/null 2>&1 \
@@ -31,17 +34,18 @@ deps() { : >"$log"; env -u DEBIAN_FRONTEND PATH="$work/bin:$PATH" STUB_UID="$1" 
 
 # 1. root on a bare machine
 deps 0
-expect="apt-get DEBIAN_FRONTEND=unset update
+expect="dpkg --add-architecture arm64
+apt-get DEBIAN_FRONTEND=unset update
 apt-get DEBIAN_FRONTEND=noninteractive install -y ${pkgs[*]}"
 [ "$(cat "$log")" = "$expect" ] || fail "as root, expected:
 $expect"
-echo "ok: root, bare: apt-get update + install -y of ${#pkgs[@]} packages, noninteractive, no sudo"
+echo "ok: root, bare: dpkg --add-architecture arm64, apt-get update + install -y of ${#pkgs[@]} packages, noninteractive, no sudo"
 
 # 2. a user on a bare machine
 deps 1000
-[ "$(grep -c '^sudo$' "$log")" = 2 ] || fail "as a user, expected apt-get twice through sudo"
+[ "$(grep -c '^sudo$' "$log")" = 3 ] || fail "as a user, expected dpkg and apt-get twice through sudo"
 grep -q "^apt-get DEBIAN_FRONTEND=noninteractive install -y ${pkgs[*]}\$" "$log" || fail "as a user, no install line"
-echo "ok: user, bare: both apt-get runs through sudo"
+echo "ok: user, bare: dpkg and both apt-get runs through sudo"
 
 # 3. everything installed
 printf '%s\n' "${pkgs[@]}" >"$work/installed"

@@ -48,7 +48,8 @@ bool cli_parse_isa(const char *s, sift_isa *out)
     static const struct {
         const char *name;
         sift_isa isa;
-    } names[] = {{"auto", SIFT_ISA_AUTO}, {"scalar", SIFT_ISA_SCALAR}, {"avx2", SIFT_ISA_AVX2}, {"avx512", SIFT_ISA_AVX512}};
+    } names[] = {{"auto", SIFT_ISA_AUTO}, {"scalar", SIFT_ISA_SCALAR}, {"avx2", SIFT_ISA_AVX2}, {"avx512", SIFT_ISA_AVX512},
+                 {"neon", SIFT_ISA_NEON}, {"neon-dotprod", SIFT_ISA_NEON_DOTPROD}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(s, names[i].name)) {
             *out = names[i].isa;

@@ -48,7 +48,7 @@ static void usage(FILE *f)
             "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
             "                            (default: detected from the GGUF, else chatml)\n"
-            "  --isa NAME                kernels: auto, scalar, avx2, avx512 (default auto)\n"
+            "  --isa NAME                kernels: auto, scalar, avx2, avx512, neon, neon-dotprod (default auto)\n"
             "  --embeddings              serve /embedding and /v1/embeddings (else 501); completions keep working\n"
             "  --pooling TYPE            embeddings pooling: none, mean, cls, last (default none, as llama-server for\n"
             "                            llama-family models)\n"
@@ -404,6 +404,7 @@ static void config_free(srv_config *c)
     free(c->cors_origins);
 }
 
+#ifdef SIFT_HAVE_MHD /* (a build without libmicrohttpd has no server to load templates for) */
 /* tokenizer.chat_template from the GGUF (NULL when absent). */
 static char *read_chat_template(const char *path)
 {
@@ -416,7 +417,6 @@ static char *read_chat_template(const char *path)
     return copy;
 }
 
-#ifdef SIFT_HAVE_MHD
 typedef struct drain_arg {
     srv_http *http;
     int timeout_s;
@@ -445,7 +445,6 @@ static bool drain(srv_http *http, int timeout_s, const sigset_t *sigs)
     pthread_join(th, NULL);
     return atomic_load(&d.ok);
 }
-#endif
 
 /* The Jinja template for chats: --chat-template-file (which must parse) or the GGUF's. */
 static int load_jinja(srv_server *s, const srv_config *cfg)
@@ -473,6 +472,7 @@ static int load_jinja(srv_server *s, const srv_config *cfg)
     }
     return 0;
 }
+#endif
 
 int sift_cmd_serve(int argc, char **argv)
 {

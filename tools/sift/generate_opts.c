@@ -34,7 +34,7 @@ static void usage(FILE *f)
             "  --context-shift           when the context is full, drop half of it after the first --keep tokens\n"
             "                            and go on (default: stop)\n"
             "  --keep N                  prompt tokens kept by --context-shift, BOS not counted (default 0; -1 = all)\n"
-            "  --isa NAME                kernels: auto, scalar, avx2, avx512 (default auto)\n\n"
+            "  --isa NAME                kernels: auto, scalar, avx2, avx512, neon, neon-dotprod (default auto)\n\n"
             "sampler chain:\n"
             "  --chain SPEC              the exact chain, e.g. \"top_k(40);top_p(0.95,1);temp(0.8);dist(42)\"\n"
             "                            (replaces the flags below except --seed and --ignore-eos)\n"
