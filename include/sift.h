@@ -1192,7 +1192,8 @@ SIFT_API void sift_grammar_free(sift_grammar *g);
 
 /* Result of matching a text against a grammar. */
 typedef enum sift_grammar_match_result {
-    SIFT_GRAMMAR_ERROR = -1,   /* NULL grammar, or out of memory: nothing was decided */
+    SIFT_GRAMMAR_ERROR = -1,   /* NULL grammar, out of memory, or more than SIFT_GRAMMAR_MAX_STACKS parse
+                                  stacks at once: nothing was decided */
     SIFT_GRAMMAR_REJECTED = 0, /* some byte cannot continue the grammar (see *fail_offset) */
     SIFT_GRAMMAR_PREFIX = 1,   /* valid so far, but the grammar cannot end here */
     SIFT_GRAMMAR_COMPLETE = 2, /* a complete sentence (longer ones may exist too) */
@@ -1201,7 +1202,8 @@ typedef enum sift_grammar_match_result {
 /* Match `text` from the start rule, byte by byte. On SIFT_GRAMMAR_REJECTED, *fail_offset
  * (if not NULL) is the offset of the first byte that could not be taken (text.len when the
  * text ends inside a UTF-8 character the grammar cannot complete). Token references never
- * match text. SIFT_GRAMMAR_ERROR for a NULL grammar or on allocation failure. */
+ * match text. SIFT_GRAMMAR_ERROR for a NULL grammar, on allocation failure or past
+ * SIFT_GRAMMAR_MAX_STACKS. */
 SIFT_API sift_grammar_match_result sift_grammar_match(const sift_grammar *g, const char *text, size_t len, size_t *fail_offset);
 
 /* The grammar sampler. `vocab` gives the token texts (copied: the view need not outlive
@@ -1250,7 +1252,15 @@ typedef enum sift_grammar_status {
     SIFT_GRAMMAR_DONE = 2,             /* complete: only EOG is allowed */
     SIFT_GRAMMAR_AWAITING_TRIGGER = 3, /* lazy, not triggered yet: no constraint */
     SIFT_GRAMMAR_DEAD = 4,             /* a token it could not take was accepted: only EOG is allowed */
+    SIFT_GRAMMAR_OVER_LIMIT = 5,       /* its parse stacks outgrew SIFT_GRAMMAR_MAX_STACKS (an exponentially
+                                          ambiguous grammar): no token is allowed, the generation must end
+                                          with an error that names the limit */
 } sift_grammar_status;
+/* The most parse stacks a grammar may have alive at once (llama.cpp's stacks: one per way
+ * the text so far can be parsed). Unambiguous grammars (JSON, JSON schemas) have a few; an
+ * ambiguous one such as x{0,1000} up to about a thousand; a_i ::= a_{i+1} a_{i+1} | [a-z]
+ * nested 20 deep 2^20, which would cost minutes per token. */
+#define SIFT_GRAMMAR_MAX_STACKS 16384
 SIFT_API sift_grammar_status sift_grammar_sampler_status(const sift_sampler *smpl);
 
 /* How a grammar combines with a chain (llama.cpp's grammar_first flag). */
