@@ -17,18 +17,6 @@
 
 #include "server/server.h"
 
-/* request.c's, which this test does not link */
-int srv_errorf(srv_error *e, int status, const char *fmt, ...)
-{
-    e->status = status;
-    e->type = "invalid_request_error";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
 static const char weather_tools[] =
     "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather in a city\","
     " \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\", \"enum\": [\"Paris\", \"Tokyo\"]},"
