@@ -184,10 +184,16 @@ static tv arith(tpl_render *r, int op, tv a, tv b)
         if (k > 0 && (uint64_t)k > (uint64_t)(r->max_output / unit + 1))
             rfail(r, "repetition longer than the output limit%s%s", NULL, NULL);
         sift__tpl_charge(r, (uint64_t)k);
-        if (a.t == TV_STR) {
-            tbuf buf = {0};
-            for (int64_t i = 0; i < k; i++) sift__tbuf_put(m, &buf, a.s->p, a.s->n);
-            return sift__tbuf_value(m, &buf);
+        if (a.t == TV_STR) { /* built at its size: a 16 MiB result holds 16 MiB, not a doubling buffer and a copy */
+            const size_t n = unit * (size_t)k;
+            sift__tpl_mem_charge_bytes(m, n);
+            tstr *t = sift__tpl_alloc(&r->arena, &r->fail, sizeof *t + n + 1);
+            t->n = n;
+            for (int64_t i = 0; i < k; i++) memcpy(t->p + (size_t)i * unit, a.s->p, unit);
+            t->p[n] = 0;
+            tv v = {.t = TV_STR};
+            v.s = t;
+            return v;
         }
         tv l = sift__tv_list(m, 4);
         for (int64_t i = 0; i < k; i++)
