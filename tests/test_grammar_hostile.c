@@ -18,6 +18,7 @@
 
 #include "grammar_util.h"
 #include "sift.h"
+#include "slow.h"
 
 static double cpu_now(void)
 {
@@ -51,7 +52,7 @@ static void test_match_bounded(void **state)
     assert_int_equal(sift_grammar_match(g, s, 64, NULL), SIFT_GRAMMAR_ERROR); /* over the limit: undecided */
     const double cpu = cpu_now() - t0;
     print_message("  match of 64 bytes: %.3f s CPU\n", cpu);
-    assert_true(cpu < 1.0);
+    if (!SLOW()) assert_true(cpu < 1.0);
     /* short texts are still decided */
     assert_int_equal(sift_grammar_match(g, "ab", 2, NULL), SIFT_GRAMMAR_COMPLETE);
     assert_int_equal(sift_grammar_match(g, "a1", 2, NULL), SIFT_GRAMMAR_REJECTED);
@@ -98,7 +99,7 @@ static void test_sampler_over_limit(void **state)
     const double cpu = cpu_now() - t0;
     print_message("  over the limit after %d tokens, %.3f s CPU\n", steps, cpu);
     assert_int_equal(st, SIFT_GRAMMAR_OVER_LIMIT);
-    assert_true(cpu < 1.0);
+    if (!SLOW()) assert_true(cpu < 1.0);
     /* over the limit, nothing is allowed, not even the end */
     for (int k = 0; k < 6; k++) assert_false(sift_grammar_sampler_allows(s, k));
     /* reset starts afresh */

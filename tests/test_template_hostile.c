@@ -24,26 +24,7 @@
 #include <cmocka.h>
 
 #include "sift.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#define SLOW() (SANITIZED || RUNNING_ON_VALGRIND)
-#endif
-#endif
-#ifndef SLOW
-#define SLOW() SANITIZED
-#endif
+#include "slow.h"
 
 /* The acceptance bounds (sanitizer and valgrind runs check the outcome, not the clock). */
 #define MAX_CPU_S 1.0
