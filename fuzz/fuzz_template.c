@@ -8,7 +8,10 @@
  *   - parse or refuse with a message (never crash);
  *   - render or fail with a message, within small limits (steps, output, memory), so an
  *     endless loop or runaway recursion is an error, not a timeout;
- *   - on success return exactly out_len bytes, NUL-terminated; on failure no output.
+ *   - on success return exactly out_len bytes, NUL-terminated; on failure no output;
+ *   - take at most 1 s of CPU (issue 26: work is charged, not nodes, so a render that
+ *     spins inside one operation - a comparison, a string scan - is a bug this flags; run
+ *     with -timeout above 1 so this check, with its message, fires first).
  * Each template is rendered twice (with transformers' defaults and without) to cover both
  * paths of the variables.
  */
@@ -16,8 +19,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sift.h"
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static const char CHAT[] =
     "{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Hi \\u00e9\"},"
@@ -41,7 +52,14 @@ static void render_once(const sift_template *t, const char *ctx, size_t clen, bo
     sift_error err = {0};
     char *out = (char *)1;
     size_t len = 0;
+    const double t0 = cpu_now();
     sift_status st = sift_template_render(t, ctx, clen, &o, &out, &len, &err);
+    const double cpu = cpu_now() - t0;
+    if (cpu > 1.0) {
+        fprintf(stderr, "fuzz_template: one render took %.2f s of CPU (more than 1 s): %s\n", cpu,
+                st == SIFT_OK ? "rendered" : err.msg);
+        abort();
+    }
     if (st == SIFT_OK) {
         if (!out || out[len] != 0) abort();
         free(out);

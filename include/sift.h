@@ -1195,7 +1195,8 @@ SIFT_API void sift_grammar_free(sift_grammar *g);
 
 /* Result of matching a text against a grammar. */
 typedef enum sift_grammar_match_result {
-    SIFT_GRAMMAR_ERROR = -1,   /* NULL grammar, or out of memory: nothing was decided */
+    SIFT_GRAMMAR_ERROR = -1,   /* NULL grammar, out of memory, or more than SIFT_GRAMMAR_MAX_STACKS parse
+                                  stacks at once: nothing was decided */
     SIFT_GRAMMAR_REJECTED = 0, /* some byte cannot continue the grammar (see *fail_offset) */
     SIFT_GRAMMAR_PREFIX = 1,   /* valid so far, but the grammar cannot end here */
     SIFT_GRAMMAR_COMPLETE = 2, /* a complete sentence (longer ones may exist too) */
@@ -1204,7 +1205,8 @@ typedef enum sift_grammar_match_result {
 /* Match `text` from the start rule, byte by byte. On SIFT_GRAMMAR_REJECTED, *fail_offset
  * (if not NULL) is the offset of the first byte that could not be taken (text.len when the
  * text ends inside a UTF-8 character the grammar cannot complete). Token references never
- * match text. SIFT_GRAMMAR_ERROR for a NULL grammar or on allocation failure. */
+ * match text. SIFT_GRAMMAR_ERROR for a NULL grammar, on allocation failure or past
+ * SIFT_GRAMMAR_MAX_STACKS. */
 SIFT_API sift_grammar_match_result sift_grammar_match(const sift_grammar *g, const char *text, size_t len, size_t *fail_offset);
 
 /* The grammar sampler. `vocab` gives the token texts (copied: the view need not outlive
@@ -1253,7 +1255,15 @@ typedef enum sift_grammar_status {
     SIFT_GRAMMAR_DONE = 2,             /* complete: only EOG is allowed */
     SIFT_GRAMMAR_AWAITING_TRIGGER = 3, /* lazy, not triggered yet: no constraint */
     SIFT_GRAMMAR_DEAD = 4,             /* a token it could not take was accepted: only EOG is allowed */
+    SIFT_GRAMMAR_OVER_LIMIT = 5,       /* its parse stacks outgrew SIFT_GRAMMAR_MAX_STACKS (an exponentially
+                                          ambiguous grammar): no token is allowed, the generation must end
+                                          with an error that names the limit */
 } sift_grammar_status;
+/* The most parse stacks a grammar may have alive at once (llama.cpp's stacks: one per way
+ * the text so far can be parsed). Unambiguous grammars (JSON, JSON schemas) have a few; an
+ * ambiguous one such as x{0,1000} up to about a thousand; a_i ::= a_{i+1} a_{i+1} | [a-z]
+ * nested 20 deep 2^20, which would cost minutes per token. */
+#define SIFT_GRAMMAR_MAX_STACKS 16384
 SIFT_API sift_grammar_status sift_grammar_sampler_status(const sift_sampler *smpl);
 
 /* How a grammar combines with a chain (llama.cpp's grammar_first flag). */
@@ -1335,8 +1345,22 @@ SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint3
  * byte for byte; where jinja2 raises, rendering fails with the message (and the template
  * line). Nothing is global: a parsed template is immutable and may be rendered from several
  * threads at once. Every render is bounded (output bytes, memory, evaluation steps, call
- * depth): a hostile template ends with an error, never a hang or a crash. */
+ * depth, and optionally wall-clock time and a memory budget shared with other renders): a
+ * hostile template ends with an error, never a hang or a crash. Steps count work, not
+ * nodes: each node is a step, and so is each element a comparison visits and each 8 bytes
+ * a string operation reads or writes. */
 typedef struct sift_template sift_template;
+
+/* A memory budget shared by renders (a server's, so that N renders at once stay under one
+ * cap). Thread-safe; free it after the last render that uses it. */
+typedef struct sift_template_pool sift_template_pool;
+SIFT_API sift_template_pool *sift_template_pool_new(size_t max_bytes);
+SIFT_API void sift_template_pool_free(sift_template_pool *pool);
+SIFT_API size_t sift_template_pool_used(const sift_template_pool *pool); /* bytes held by renders now */
+
+/* The most keys one JSON object of a render's context may have: a larger one is refused
+ * ("context JSON: an object has more than 16384 keys"). */
+#define SIFT_TEMPLATE_MAX_KEYS 16384
 
 typedef struct sift_template_options {
     size_t max_output;   /* bytes of output (default 16 MiB) */
@@ -1348,6 +1372,13 @@ typedef struct sift_template_options {
     /* transformers' call shape: `tools`, `documents` default to None and
      * `add_generation_prompt` to false when the context does not set them */
     bool chat_defaults;
+    uint32_t max_time_ms;  /* wall-clock limit, checked inside loops and long operations (default 0: none) */
+    /* Polled every few thousand steps (with the clock): returning true abandons the render
+     * with SIFT_E_STATE, e.g. when the client that asked for it went away. NULL: never. */
+    bool (*abort_cb)(void *data);
+    void *abort_data;
+    sift_template_pool *pool; /* memory shared with other renders (NULL: only max_memory applies);
+                                 when it is spent the render fails with SIFT_E_NOMEM */
 } sift_template_options;
 
 /* The defaults above (chat_defaults false). */
@@ -1363,7 +1394,8 @@ SIFT_API void sift_template_free(sift_template *tpl);
  * none). opts may be NULL (defaults). On success *out is a NUL-terminated malloc'd string
  * (free() it) of *out_len bytes (out_len may be NULL). On failure (SIFT_E_INVAL for what
  * jinja2 raises: raise_exception, undefined attributes of undefined values, type errors,
- * sandbox violations, exceeded limits; SIFT_E_PARSE for malformed context JSON) *out is NULL
+ * sandbox violations, exceeded limits; SIFT_E_PARSE for malformed context JSON; SIFT_E_NOMEM
+ * when max_memory or the pool is spent; SIFT_E_STATE when abort_cb said stop) *out is NULL
  * and err says what and on which template line. */
 SIFT_API sift_status sift_template_render(const sift_template *tpl, const char *context_json, size_t context_len,
                                           const sift_template_options *opts, char **out, size_t *out_len,

@@ -330,6 +330,38 @@ def test_grammar_no_allowed_token(S):
     assert st == 400 and "grammar allows no token" in json.dumps(j), (st, j)
 
 
+def exponential_grammar(levels=20):
+    """a_i ::= a_{i+1} a_{i+1} | [a-z]: 2^levels ways to parse a text (issue 26: 478 bytes at 20)."""
+    rules = ["root ::= a0"] + [f"a{i} ::= a{i + 1} a{i + 1} | [a-z]" for i in range(levels)] + [f"a{levels} ::= [a-z]"]
+    return "\n".join(rules) + "\n"
+
+
+def test_exponential_grammar_400(S):
+    """issue 26: the parse stacks of an exponentially ambiguous grammar stop at SIFT_GRAMMAR_MAX_STACKS
+    with a 400 naming the limit (it was 12 minutes of CPU and 2 GB on the engine thread); a
+    request beside it keeps its latency."""
+    g = exponential_grammar()
+    assert len(g) == 478
+    t0 = time.time()
+    st, j = S.post("/completion", dict(prompt="Once", n_predict=64, seed=1, ignore_eos=True, grammar=g))
+    took = time.time() - t0
+    assert st == 400 and "SIFT_GRAMMAR_MAX_STACKS" in json.dumps(j), (st, j)
+    assert took < 5, took
+    res = {}
+
+    def attack():
+        res["attack"] = S.post("/completion", dict(prompt="Once", n_predict=64, seed=2, ignore_eos=True, grammar=g))[0]
+
+    th = threading.Thread(target=attack)
+    th.start()
+    t0 = time.time()
+    j = completion(S, prompt="Once upon a time", n_predict=8, seed=1)
+    took = time.time() - t0
+    th.join()
+    assert j["tokens_predicted"] == 8 and took < 3, (j, took)
+    assert res["attack"] == 400, res
+
+
 def test_json_schema(S):
     schema = {"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}, "required": ["n", "ok"],
               "additionalProperties": False}
@@ -1237,6 +1269,50 @@ def test_jinja_template_error_is_400(J):
     st, j = J.post("/apply-template", {"messages": [{"role": "user", "content": {"not": "text"}}]})
     assert st == 400, (st, j)
     assert "chat template" in json.dumps(j), j
+
+def test_hostile_chat_template():
+    """issue 26: a chat template that compares a list sharing itself 64 levels deep (2^64 steps,
+    spinning forever under a global lock before) gets a 400 within a second, holds no lock (a
+    second request is answered beside it), and a render over --template-memory gets 413."""
+    import tempfile
+    deep = ("{% set ns = namespace(a=[1], b=[1]) %}{% for i in range(64) %}{% set ns.a = [ns.a, ns.a] %}"
+            "{% set ns.b = [ns.b, ns.b] %}{% endfor %}{% if messages[0].content == 'spin' %}{{ ns.a == ns.b }}{% endif %}"
+            "{% if messages[0].content == 'grow' %}{% set g = namespace(s='x') %}{% for i in range(40) %}"
+            "{% set g.s = g.s ~ g.s %}{% endfor %}{% endif %}"
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
+        f.write(deep)
+        path = f.name
+    S = Server("-np", "2", "-c", "1024", "--chat-template-file", path, "--template-memory", "33554432")
+    try:
+        res = {}
+
+        def spin():
+            t0 = time.time()
+            res["spin"] = S.post("/apply-template", {"messages": [{"role": "user", "content": "spin"}]}) + (time.time() - t0,)
+
+        th = threading.Thread(target=spin)
+        th.start()
+        t0 = time.time()
+        st, j = S.post("/apply-template", {"messages": [{"role": "user", "content": "hi"}]})
+        took = time.time() - t0
+        th.join()
+        assert st == 200 and j["prompt"].startswith("<|im_start|>user\nhi"), (st, j)
+        assert took < 2, took
+        st, j, spin_took = res["spin"]
+        assert st == 400 and "steps" in json.dumps(j), (st, j)
+        assert spin_took < 5, spin_took
+        st, j = S.post("/apply-template", {"messages": [{"role": "user", "content": "grow"}]})
+        assert st == 413 and "memory" in json.dumps(j), (st, j)
+        # a message with more keys than SIFT_TEMPLATE_MAX_KEYS is refused, not rendered quadratically
+        msg = {"role": "user", "content": "hi"}
+        msg.update({f"k{i}": 1 for i in range(20000)})
+        t0 = time.time()
+        st, j = S.post("/apply-template", {"messages": [msg]})
+        assert st == 400 and "16384 keys" in json.dumps(j) and time.time() - t0 < 5, (st, j)
+    finally:
+        S.stop()
+
 
 # ---- tool calling (tools/server/tool_calls.c; on the Jinja server, Qwen 2.5's <tool_call> format) ----
 WEATHER_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {

@@ -717,6 +717,9 @@ static void test_errors(void **state)
         {"{\"$ref\":\"#\"}", "$ref cycle", SIFT_E_UNSUPPORTED},                                   /* fuzz */
         {"{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"null\"}]}", "$ref cycle", SIFT_E_UNSUPPORTED},
         {"{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}", "$ref cycle", SIFT_E_UNSUPPORTED},
+        /* issue 26: nested repetitions the GBNF parser refuses are a limit, not an "internal error" */
+        {"{\"properties\":{\"x\":{\"$ref\":\"#\"},\"s\":{\"type\":\"string\",\"pattern\":\"^(a{0,1000}){0,1000}$\"}}}",
+         "over a limit of the GBNF parser (", SIFT_E_UNSUPPORTED},
         {"{\"enum\":[\"a\\u0000b\"]}", "\\u0000", SIFT_E_UNSUPPORTED},
         {"{\"const\":\"a\tb\"}", "control character 0x09", SIFT_E_PARSE},
     };

@@ -77,6 +77,7 @@ typedef struct {
     sift__gx_state st, t1, t2, t3;
     uint64_t *mask;
     bool lazy, awaiting, dead;
+    bool over; /* the parse stacks outgrew GX_MAX_STACKS: nothing is allowed (dead is set too) */
     bool keep_banned; /* sift_grammar_params.keep_banned: never remove, always -inf */
     /* lazy: output collected while waiting */
     char *buf;
@@ -202,8 +203,11 @@ static bool token_allowed(grammar_ctx *c, sift_token tok)
 {
     const sift__gx_vocab *v = sift__gx_engine_vocab(c->eng);
     if (tok < 0 || tok >= v->n_tokens) return false;
+    if (c->over) return false; /* over a limit: the generation ends with an error, not a token */
     if (c->dead) return (v->flags[tok] & GX_TOK_EOG) != 0; /* a dead grammar only lets generation end */
-    return sift__gx_token_verdict(&c->ra, &c->st, v, (uint32_t)tok, &c->t1, &c->t2) == 1; /* unknown: no */
+    const int r = sift__gx_token_verdict(&c->ra, &c->st, v, (uint32_t)tok, &c->t1, &c->t2);
+    if (r == GX_E_STACKS) c->over = c->dead = true; /* the token's text multiplies the stacks past the limit */
+    return r == 1; /* unknown: no */
 }
 
 #define ARENA_COMPACT_NODES (1u << 20) /* rebuild the stack arena past this many nodes */
@@ -211,20 +215,23 @@ static bool token_allowed(grammar_ctx *c, sift_token tok)
 static void feed_token(grammar_ctx *c, sift_token tok, const uint8_t *bytes, size_t len)
 {
     if (c->dead) return;
-    if (sift__gx_state_accept_token(&c->ra, &c->st, (uint32_t)tok, bytes, len, &c->t1, &c->t2, &c->t3) != SIFT_OK) c->dead = true;
+    const int rc = sift__gx_state_accept_token(&c->ra, &c->st, (uint32_t)tok, bytes, len, &c->t1, &c->t2, &c->t3);
+    if (rc != SIFT_OK) c->dead = true;
+    if (rc == GX_E_STACKS) c->over = true;
     /* a very long generation keeps creating stacks; keep only the live ones now and then */
     if (!c->dead && c->ra.n > ARENA_COMPACT_NODES && sift__gx_state_compact(&c->ra, &c->st) != SIFT_OK) c->dead = true;
 }
 
 static int restart(grammar_ctx *c)
 {
-    c->dead = false;
+    c->dead = c->over = false;
     c->awaiting = c->lazy;
     c->buf_n = c->n_toks = 0;
     /* the real-stack arena only grows with distinct stacks; start afresh if it got big */
     if (c->ra.n > (1u << 20)) sift__gx_arena_clear(&c->ra);
     int rc = sift__gx_state_start(&c->ra, &c->st);
     if (rc != SIFT_OK) c->dead = true;
+    if (rc == GX_E_STACKS) c->over = true;
     return rc;
 }
 
@@ -259,9 +266,9 @@ static void g_apply(sift_sampler *s, sift_candidates *cand)
             else cand->logit[i] = -INFINITY;
         }
     } else {
-        if (c->dead) { /* only EOG */
+        if (c->dead) { /* only EOG (over a limit: nothing) */
             memset(c->mask, 0, (size_t)v->n_words * sizeof *c->mask);
-            for (uint32_t k = 0; k < v->n_eog; k++) c->mask[v->eog[k] >> 6] |= (uint64_t)1 << (v->eog[k] & 63);
+            for (uint32_t k = 0; k < v->n_eog && !c->over; k++) c->mask[v->eog[k] >> 6] |= (uint64_t)1 << (v->eog[k] & 63);
         } else if (sift__gx_engine_fill_mask(c->eng, &c->ra, &c->st, c->mask) != SIFT_OK) {
             /* out of memory in the cache: fall back to checking every candidate */
             for (size_t i = 0; i < cand->size; i++)
@@ -411,6 +418,7 @@ static sift_sampler *g_clone(const sift_sampler *s)
     bool ok = sift__gx_arena_copy(&c->ra, &o->ra) == SIFT_OK && sift__gx_state_copy(&c->st, &o->st) == SIFT_OK;
     c->awaiting = o->awaiting;
     c->dead = o->dead;
+    c->over = o->over;
     if (ok && o->buf_n) {
         c->buf = sift__gx_malloc(o->buf_cap);
         c->toks = sift__gx_malloc(o->cap_toks * sizeof *c->toks);
@@ -485,6 +493,12 @@ sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const c
     /* the cache entries of the start state, so that the first mask is a cache hit (an
      * out-of-memory here is not an error: apply falls back, as for any later mask) */
     if (c && restart(c) == SIFT_OK && !c->dead) (void)sift__gx_engine_fill_mask(c->eng, &c->ra, &c->st, c->mask);
+    if (c && c->over) {
+        ctx_free(c);
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "grammar: its start has more than %d parse stacks (SIFT_GRAMMAR_MAX_STACKS); "
+                        "it is too ambiguous", GX_MAX_STACKS);
+        return NULL;
+    }
     if (!c || c->dead) {
         ctx_free(c);
         sift__error_set(err, SIFT_E_NOMEM, "out of memory");
@@ -523,6 +537,7 @@ sift_grammar_status sift_grammar_sampler_status(const sift_sampler *smpl)
     const grammar_ctx *c = as_grammar(smpl);
     if (!c) return SIFT_GRAMMAR_ACTIVE;
     if (c->awaiting) return SIFT_GRAMMAR_AWAITING_TRIGGER;
+    if (c->over) return SIFT_GRAMMAR_OVER_LIMIT;
     if (c->dead) return SIFT_GRAMMAR_DEAD;
     if (sift__gx_state_can_end(&c->st)) return c->st.tops.n ? SIFT_GRAMMAR_CAN_END : SIFT_GRAMMAR_DONE;
     return SIFT_GRAMMAR_ACTIVE;

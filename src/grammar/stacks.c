@@ -325,6 +325,7 @@ int sift__gx_state_start(sift__gx_arena *a, sift__gx_state *s)
         if (GX_TYPE(g->elems[alt]) == GX_END) break;
         alt++;
     }
+    if (rc == SIFT_OK && s->tops.n > GX_MAX_STACKS) rc = GX_E_STACKS;
     return rc;
 }
 
@@ -341,7 +342,8 @@ int sift__gx_state_step(sift__gx_arena *a, const sift__gx_state *in, uint32_t cp
         for (uint32_t k = 0; k < in->tops.n; k++)
             if (sift__gx_elem_accepts_sym(g, g->elems[a->pos[in->tops.v[k]]], sym) && !sift__gx_u32_push(acc, in->tops.v[k]))
                 return SIFT_E_NOMEM;
-        return sift__gx_succ_union(a, acc->v, acc->n, &out->tops, &out->can_end);
+        int rc = sift__gx_succ_union(a, acc->v, acc->n, &out->tops, &out->can_end);
+        return rc == SIFT_OK && out->tops.n > GX_MAX_STACKS ? GX_E_STACKS : rc;
     }
     /* compute (memoize) the successor lists first: sift__gx_succ may run closures */
     for (uint32_t k = 0; k < in->tops.n; k++) {
@@ -363,7 +365,7 @@ int sift__gx_state_step(sift__gx_arena *a, const sift__gx_state *in, uint32_t cp
         for (uint32_t q = 0; q < c; q++)
             if (sift__gx_mark_add(a, s[q]) && !sift__gx_u32_push(&out->tops, s[q])) return SIFT_E_NOMEM;
     }
-    return SIFT_OK;
+    return out->tops.n > GX_MAX_STACKS ? GX_E_STACKS : SIFT_OK;
 }
 
 bool sift__gx_state_partial_ok(const sift__gx_arena *a, const sift__gx_state *s)
@@ -465,7 +467,7 @@ int sift__gx_state_accept_token(sift__gx_arena *a, sift__gx_state *s, uint32_t t
     }
     size_t fail;
     rc = n ? sift__gx_state_feed(a, s, bytes, n, t1, t2, &fail) : SIFT_E_INVAL;
-    if (rc == SIFT_E_NOMEM) return rc;
+    if (rc != SIFT_OK && rc != SIFT_E_INVAL) return rc; /* out of memory, too many stacks */
     bool by_text = rc == SIFT_OK;
     if (!by_text && !by_id) return SIFT_E_INVAL;
     /* A text that ends inside a character and an id match would disagree on the UTF-8
@@ -519,7 +521,7 @@ sift_grammar_match_result sift_grammar_match(const sift_grammar *g, const char *
     int rc = sift__gx_state_start(&a, &s);
     size_t fail = 0;
     if (rc == SIFT_OK) rc = sift__gx_state_feed(&a, &s, (const uint8_t *)text, len, &t1, &t2, &fail);
-    if (rc == SIFT_E_NOMEM) {
+    if (rc == SIFT_E_NOMEM || rc == GX_E_STACKS) {
         result = SIFT_GRAMMAR_ERROR;
     } else if (rc != SIFT_OK) {
         result = SIFT_GRAMMAR_REJECTED;

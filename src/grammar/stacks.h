@@ -28,6 +28,13 @@
 
 #define GX_NONE UINT32_MAX
 
+/* The most parse stacks a matcher state may hold (SIFT_GRAMMAR_MAX_STACKS, sift.h). An
+ * ambiguous grammar such as a_i ::= a_{i+1} a_{i+1} | [a-z] multiplies its stacks with every
+ * character (2^20 for 20 levels: minutes of CPU and gigabytes per token); past this bound a
+ * step fails with GX_E_STACKS instead, so one grammar's work per character stays bounded. */
+#define GX_MAX_STACKS SIFT_GRAMMAR_MAX_STACKS
+#define GX_E_STACKS SIFT_E_UNSUPPORTED
+
 typedef struct sift__gx_arena {
     const sift_grammar *g;
     uint32_t n, cap;      /* nodes [0, n); node 0 is the bottom */

@@ -2719,6 +2719,11 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
         if (out && need_check && !check) {
             if (e2.status == SIFT_E_PARSE && strstr(e2.msg, "left recursion"))
                 sift__error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: a $ref cycle refers back to itself before any value is written (%s)", e2.msg);
+            else if (e2.status == SIFT_E_PARSE && (strstr(e2.msg, "nested repetitions") || strstr(e2.msg, "too large") ||
+                                                   strstr(e2.msg, "too many") || strstr(e2.msg, "too complex")))
+                /* a schema whose counts multiply (maxItems inside maxItems inside maxLength) is
+                 * valid, only over the grammar parser's limits: say which, not "internal error" */
+                sift__error_set(err, SIFT_E_UNSUPPORTED, "JSON schema: its grammar is over a limit of the GBNF parser (%s)", e2.msg);
             else
                 sift__error_set(err, e2.status ? e2.status : SIFT_E_NOMEM, "JSON schema: internal error, the generated grammar does not parse: %s", e2.msg);
             sift__gx_free(out);

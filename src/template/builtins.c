@@ -219,10 +219,25 @@ static bool starts_ends(tpl_render *r, tv s, tv x, bool end)
     }
     need_str(r, x, end ? "endswith" : "startswith");
     if (x.s->n > s.s->n) return false;
+    sift__tpl_charge(r, x.s->n / TPL_BYTES_PER_STEP + 1);
     return memcmp(s.s->p + (end ? s.s->n - x.s->n : 0), x.s->p, x.s->n) == 0;
 }
 
 /* ---- methods ----------------------------------------------------------------------------------- */
+/* str.rfind: the first match of the reversed needle in the reversed text, so the search is
+ * memmem's linear one rather than a memcmp at every position from the end (quadratic). */
+static const char *last_occurrence(tpl_render *r, const tstr *hay, const tstr *needle)
+{
+    if (needle->n > hay->n) return NULL;
+    if (needle->n == 0) return hay->p + hay->n;
+    char *h = sift__tpl_alloc(&r->arena, &r->fail, hay->n + needle->n);
+    char *nd = h + hay->n;
+    for (size_t i = 0; i < hay->n; i++) h[i] = hay->p[hay->n - 1 - i];
+    for (size_t i = 0; i < needle->n; i++) nd[i] = needle->p[needle->n - 1 - i];
+    const char *f = memmem(h, hay->n, nd, needle->n);
+    return f ? hay->p + (hay->n - (size_t)(f - h) - needle->n) : NULL;
+}
+
 static int64_t int_arg(tpl_render *r, tv v, int64_t def)
 {
     if (!has(v) || v.t == TV_NONE) return def;
@@ -259,7 +274,7 @@ static void format_spec(tpl_render *r, tbuf *b, tv v, const char *sp, size_t n)
         if (num && type == 's') bfail(r, "ValueError: Unknown format code 's' for object of type '%s'", sift__tv_typename(v), NULL);
         tv str = sift__tv_to_str(m, v);
         size_t len = str.s->n;
-        if (prec >= 0) len = sift__utf8_offset(str.s->p, str.s->n, (size_t)prec);
+        if (prec >= 0) len = sift__utf8_offset(&r->m, str.s->p, str.s->n, (size_t)prec);
         sift__tbuf_put(m, &t, str.s->p, len);
         if (!align) align = '<';
     } else {
@@ -284,7 +299,7 @@ static void format_spec(tpl_render *r, tbuf *b, tv v, const char *sp, size_t n)
         sift__tbuf_puts(m, &t, tmp);
         if (!align) align = '>';
     }
-    size_t chars = t.n ? sift__utf8_len(t.p, t.n) : 0, pad = (size_t)width > chars ? (size_t)width - chars : 0;
+    size_t chars = t.n ? sift__utf8_len(&r->m, t.p, t.n) : 0, pad = (size_t)width > chars ? (size_t)width - chars : 0;
     size_t left = align == '>' || align == '=' ? pad : align == '^' ? pad / 2 : 0;
     size_t signlen = align == '=' && t.n && (t.p[0] == '-' || t.p[0] == '+' || t.p[0] == ' ') ? 1 : 0;
     sift__tbuf_put(m, b, t.p, signlen);
@@ -381,19 +396,17 @@ static tv m_str(tpl_render *r, tv self, const targs *a, const char *name)
         tv x = need_str(r, arg(a, 0, NULL, tv_none()), name);
         if (!strcmp(name, "count")) {
             int64_t c = 0;
-            if (x.s->n == 0) return tv_int((int64_t)sift__utf8_len(self.s->p, self.s->n) + 1);
+            if (x.s->n == 0) return tv_int((int64_t)sift__utf8_len(&r->m, self.s->p, self.s->n) + 1);
+            sift__tpl_charge(r, self.s->n / TPL_BYTES_PER_STEP + 1);
             for (const char *p = self.s->p; (p = memmem(p, self.s->n - (size_t)(p - self.s->p), x.s->p, x.s->n)); p += x.s->n) c++;
             return tv_int(c);
         }
         const char *f = NULL;
-        if (name[0] == 'r') {
-            for (size_t i = self.s->n + 1; i-- > 0;)
-                if (i + x.s->n <= self.s->n && memcmp(self.s->p + i, x.s->p, x.s->n) == 0) { f = self.s->p + i; break; }
-        } else {
-            f = x.s->n == 0 ? self.s->p : memmem(self.s->p, self.s->n, x.s->p, x.s->n);
-        }
+        sift__tpl_charge(r, self.s->n / TPL_BYTES_PER_STEP + 1);
+        if (name[0] == 'r') f = last_occurrence(r, self.s, x.s);
+        else f = x.s->n == 0 ? self.s->p : memmem(self.s->p, self.s->n, x.s->p, x.s->n);
         if (!f && name[0] == 'i') bfail(r, "ValueError: substring not found%s%s", NULL, NULL);
-        return tv_int(f ? (int64_t)sift__utf8_len(self.s->p, (size_t)(f - self.s->p)) : -1);
+        return tv_int(f ? (int64_t)sift__utf8_len(&r->m, self.s->p, (size_t)(f - self.s->p)) : -1);
     }
     if (!strcmp(name, "join")) {
         tv items = sift__tpl_iterable(r, arg(a, 0, NULL, tv_none()));
@@ -446,7 +459,7 @@ static tv m_dict(tpl_render *r, tv self, const targs *a, const char *name)
 {
     tpl_mem *m = &r->m;
     if (!strcmp(name, "get")) {
-        tv *v = sift__tv_dict_get(self.d, arg(a, 0, NULL, tv_none()));
+        tv *v = sift__tv_dict_get(&r->m, self.d, arg(a, 0, NULL, tv_none()));
         return v ? *v : arg(a, 1, NULL, tv_none());
     }
     if (!strcmp(name, "items") || !strcmp(name, "keys") || !strcmp(name, "values")) {
@@ -474,7 +487,7 @@ static tv m_list(tpl_render *r, tv self, const targs *a, const char *name)
         int64_t c = 0;
         sift__tpl_charge(r, self.l->n / 16);
         for (size_t i = 0; i < self.l->n; i++)
-            if (sift__tv_eq(self.l->v[i], x)) {
+            if (sift__tv_eq(&r->m, self.l->v[i], x)) {
                 if (name[0] == 'i') return tv_int((int64_t)i);
                 c++;
             }
@@ -553,7 +566,7 @@ tv sift__tpl_getattr(tpl_render *r, tv obj, const char *name)
 static tv f_length(tpl_render *r, tv self, const targs *a)
 {
     switch (IN.t) {
-    case TV_STR: return tv_int((int64_t)sift__utf8_len(IN.s->p, IN.s->n));
+    case TV_STR: return tv_int((int64_t)sift__utf8_len(&r->m, IN.s->p, IN.s->n));
     case TV_LIST: return tv_int((int64_t)IN.l->n);
     case TV_DICT: case TV_NS: return tv_int((int64_t)IN.d->n);
     case TV_UNDEF: return tv_int(0);
@@ -860,7 +873,7 @@ static tv f_unique(tpl_render *r, tv self, const targs *a)
     for (size_t i = 0; i < items.l->n; i++) {
         bool seen = false;
         sift__tpl_charge(r, out.l->n / 16 + 1);
-        for (size_t j = 0; j < out.l->n && !seen; j++) seen = sift__tv_eq(out.l->v[j], items.l->v[i]);
+        for (size_t j = 0; j < out.l->n && !seen; j++) seen = sift__tv_eq(&r->m, out.l->v[j], items.l->v[i]);
         if (!seen) sift__tv_push(&r->m, out, items.l->v[i]);
     }
     return out;
@@ -928,7 +941,7 @@ static tv f_wordcount(tpl_render *r, tv self, const targs *a)
 static tv f_center(tpl_render *r, tv self, const targs *a)
 {
     tv s = sift__tv_to_str(&r->m, IN);
-    int64_t w = int_arg(r, arg(a, 1, "width", tv_int(80)), 80), len = (int64_t)sift__utf8_len(s.s->p, s.s->n);
+    int64_t w = int_arg(r, arg(a, 1, "width", tv_int(80)), 80), len = (int64_t)sift__utf8_len(&r->m, s.s->p, s.s->n);
     if (w > 4096) w = 4096;
     if (w <= len) return s;
     int64_t left = (w - len) / 2 + ((w - len) & w & 1), right = w - len - left;
@@ -1065,7 +1078,7 @@ bool sift__tpl_test(tpl_render *r, const char *name, tv v, const targs *a)
     if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
         if (v.t != TV_STR) return false;
         tv c = case_map(r, v, name[0] == 'l' ? 0 : 1);
-        return sift__tv_eq(c, v);
+        return sift__tv_eq(&r->m, c, v);
     }
     if (!strcmp(name, "even") || !strcmp(name, "odd") || !strcmp(name, "divisibleby")) {
         if (v.t != TV_INT && v.t != TV_BOOL) bfail(r, "TypeError: test '%s' needs an integer%s", name, NULL);
@@ -1080,14 +1093,14 @@ bool sift__tpl_test(tpl_render *r, const char *name, tv v, const targs *a)
         if (x.t == TV_STR) return v.t == TV_STR && (v.s->n == 0 || memmem(x.s->p, x.s->n, v.s->p, v.s->n));
         if (x.t == TV_LIST) {
             for (size_t i = 0; i < x.l->n; i++)
-                if (sift__tv_eq(x.l->v[i], v)) return true;
+                if (sift__tv_eq(&r->m, x.l->v[i], v)) return true;
             return false;
         }
-        if (x.t == TV_DICT || x.t == TV_NS) return sift__tv_dict_get(x.d, v) != NULL;
+        if (x.t == TV_DICT || x.t == TV_NS) return sift__tv_dict_get(&r->m, x.d, v) != NULL;
         bfail(r, "TypeError: argument of type '%s' is not iterable%s", sift__tv_typename(x), NULL);
     }
-    if (!strcmp(name, "eq") || !strcmp(name, "equalto") || !strcmp(name, "==")) return sift__tv_eq(v, x);
-    if (!strcmp(name, "ne") || !strcmp(name, "!=")) return !sift__tv_eq(v, x);
+    if (!strcmp(name, "eq") || !strcmp(name, "equalto") || !strcmp(name, "==")) return sift__tv_eq(&r->m, v, x);
+    if (!strcmp(name, "ne") || !strcmp(name, "!=")) return !sift__tv_eq(&r->m, v, x);
     if (!strcmp(name, "sameas")) {
         if (v.t != x.t) return false;
         if (v.t == TV_NONE || v.t == TV_UNDEF) return true;

@@ -1165,6 +1165,7 @@ sift_status sift__tpl_parse(tpl_parsed *out, const char *src, size_t len, sift_e
     out->arena.head = NULL;
     out->arena.used = 0;
     out->arena.limit = (size_t)256 << 20;
+    out->arena.pool = NULL;
     out->root = NULL;
     parser p = {0};
     p.m.arena = &out->arena;

@@ -67,26 +67,56 @@ void sift__tpl_scope_set(tpl_render *r, tscope *s, const char *name, tv v)
     s->vals[s->n++] = v;
 }
 
-static tv *scope_find(tscope *s, const char *name)
+static tv *scope_find(const tpl_render *r, tscope *s, const char *name)
 {
-    for (; s; s = s->parent)
+    for (; s; s = s->parent) {
+        if (s == r->globals && r->ctx) { /* the context's variables, hashed: it may have many */
+            tv *v = sift__tv_dict_getc(r->ctx, name);
+            if (v) return v;
+        }
         for (int i = s->n - 1; i >= 0; i--)
             if (!strcmp(s->names[i], name)) return &s->vals[i];
+    }
     return NULL;
+}
+
+/* The clock and the abort callback are looked at every POLL_STEPS steps: often enough that a
+ * deadline or a cancel ends a render within a millisecond or so, rarely enough to cost nothing. */
+#define POLL_STEPS 4096
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void __attribute__((noinline)) poll_limits(tpl_render *r)
+{
+    if (r->steps > r->max_steps)
+        sift__tpl_fail(&r->fail, SIFT_E_INVAL, "template ran more than %llu steps", (unsigned long long)r->max_steps);
+    r->next_poll = r->steps + POLL_STEPS < r->max_steps + 1 ? r->steps + POLL_STEPS : r->max_steps + 1;
+    if (r->abort_cb && r->abort_cb(r->abort_data))
+        sift__tpl_fail(&r->fail, SIFT_E_STATE, "render abandoned (its request was cancelled)");
+    if (r->deadline_ns && now_ns() > r->deadline_ns)
+        sift__tpl_fail(&r->fail, SIFT_E_INVAL, "template ran longer than %u ms", (unsigned)r->max_time_ms);
 }
 
 static void step(tpl_render *r, const tnode *n)
 {
     r->fail.line = n->line;
-    if (++r->steps > r->max_steps)
-        sift__tpl_fail(&r->fail, SIFT_E_INVAL, "template ran more than %llu steps", (unsigned long long)r->max_steps);
+    if (++r->steps >= r->next_poll) poll_limits(r);
 }
 
 void sift__tpl_charge(tpl_render *r, uint64_t k)
 {
     r->steps += k;
-    if (r->steps > r->max_steps)
-        sift__tpl_fail(&r->fail, SIFT_E_INVAL, "template ran more than %llu steps", (unsigned long long)r->max_steps);
+    if (r->steps >= r->next_poll) poll_limits(r);
+}
+
+void sift__tpl_mem_charge(tpl_mem *m, uint64_t k)
+{
+    if (m->r) sift__tpl_charge(m->r, k);
 }
 
 tv sift__tpl_undefined_error(tpl_render *r, tv u)
@@ -154,10 +184,16 @@ static tv arith(tpl_render *r, int op, tv a, tv b)
         if (k > 0 && (uint64_t)k > (uint64_t)(r->max_output / unit + 1))
             rfail(r, "repetition longer than the output limit%s%s", NULL, NULL);
         sift__tpl_charge(r, (uint64_t)k);
-        if (a.t == TV_STR) {
-            tbuf buf = {0};
-            for (int64_t i = 0; i < k; i++) sift__tbuf_put(m, &buf, a.s->p, a.s->n);
-            return sift__tbuf_value(m, &buf);
+        if (a.t == TV_STR) { /* built at its size: a 16 MiB result holds 16 MiB, not a doubling buffer and a copy */
+            const size_t n = unit * (size_t)k;
+            sift__tpl_mem_charge_bytes(m, n);
+            tstr *t = sift__tpl_alloc(&r->arena, &r->fail, sizeof *t + n + 1);
+            t->n = n;
+            for (int64_t i = 0; i < k; i++) memcpy(t->p + (size_t)i * unit, a.s->p, unit);
+            t->p[n] = 0;
+            tv v = {.t = TV_STR};
+            v.s = t;
+            return v;
         }
         tv l = sift__tv_list(m, 4);
         for (int64_t i = 0; i < k; i++)
@@ -221,13 +257,13 @@ static bool contains(tpl_render *r, tv hay, tv needle)
     case TV_STR:
         if (needle.t != TV_STR) rfail(r, "TypeError: 'in <string>' requires string as left operand, not %s", sift__tv_typename(needle), NULL);
         if (needle.s->n == 0) return true;
+        sift__tpl_charge(r, hay.s->n / TPL_BYTES_PER_STEP + 1);
         return memmem(hay.s->p, hay.s->n, needle.s->p, needle.s->n) != NULL;
     case TV_LIST:
-        sift__tpl_charge(r, hay.l->n / 16);
         for (size_t i = 0; i < hay.l->n; i++)
-            if (sift__tv_eq(hay.l->v[i], needle)) return true;
+            if (sift__tv_eq(&r->m, hay.l->v[i], needle)) return true;
         return false;
-    case TV_DICT: case TV_NS: sift__tpl_charge(r, hay.d->n / 16); return sift__tv_dict_get(hay.d, needle) != NULL;
+    case TV_DICT: case TV_NS: return sift__tv_dict_get(&r->m, hay.d, needle) != NULL;
     case TV_UNDEF: return false;
     default: rfail(r, "TypeError: argument of type '%s' is not iterable%s", sift__tv_typename(hay), NULL);
     }
@@ -236,8 +272,8 @@ static bool contains(tpl_render *r, tv hay, tv needle)
 static bool compare(tpl_render *r, int op, tv a, tv b)
 {
     switch (op) {
-    case OP_EQ: return sift__tv_eq(a, b);
-    case OP_NE: return !sift__tv_eq(a, b);
+    case OP_EQ: return sift__tv_eq(&r->m, a, b);
+    case OP_NE: return !sift__tv_eq(&r->m, a, b);
     case OP_IN: return contains(r, b, a);
     case OP_NOTIN: return !contains(r, b, a);
     default: break;
@@ -261,7 +297,7 @@ static tv subscript(tpl_render *r, tv obj, tv key)
     char why[160];
     if (obj.t == TV_UNDEF) sift__tpl_undefined_error(r, obj);
     if (obj.t == TV_DICT || obj.t == TV_NS) {
-        tv *v = sift__tv_dict_get(obj.d, key);
+        tv *v = sift__tv_dict_get(&r->m, obj.d, key);
         if (v) return *v;
         if (key.t == TV_STR && obj.t == TV_DICT) return sift__tpl_getattr(r, obj, key.s->p);
         tbuf b = {0};
@@ -271,7 +307,7 @@ static tv subscript(tpl_render *r, tv obj, tv key)
     }
     if (obj.t == TV_LIST || obj.t == TV_STR) {
         if (key.t == TV_STR) return sift__tpl_getattr(r, obj, key.s->p);
-        int64_t n = obj.t == TV_LIST ? (int64_t)obj.l->n : (int64_t)sift__utf8_len(obj.s->p, obj.s->n);
+        int64_t n = obj.t == TV_LIST ? (int64_t)obj.l->n : (int64_t)sift__utf8_len(&r->m, obj.s->p, obj.s->n);
         int64_t i = to_index(r, key, obj.t == TV_LIST ? "list" : "string");
         if (i < 0) i += n;
         if (i < 0 || i >= n) {
@@ -281,7 +317,7 @@ static tv subscript(tpl_render *r, tv obj, tv key)
             return tv_undef(w);
         }
         if (obj.t == TV_LIST) return obj.l->v[i];
-        size_t a = sift__utf8_offset(obj.s->p, obj.s->n, (size_t)i), b = sift__utf8_offset(obj.s->p, obj.s->n, (size_t)i + 1);
+        size_t a = sift__utf8_offset(&r->m, obj.s->p, obj.s->n, (size_t)i), b = sift__utf8_offset(&r->m, obj.s->p, obj.s->n, (size_t)i + 1);
         return sift__tv_str(m, obj.s->p + a, b - a);
     }
     tbuf b = {0};
@@ -297,7 +333,7 @@ static tv slice(tpl_render *r, tscope *s, tv obj, const tnode *sl)
     tpl_mem *m = &r->m;
     if (obj.t == TV_UNDEF) sift__tpl_undefined_error(r, obj);
     if (obj.t != TV_LIST && obj.t != TV_STR) rfail(r, "TypeError: '%s' object is not subscriptable%s", sift__tv_typename(obj), NULL);
-    int64_t n = obj.t == TV_LIST ? (int64_t)obj.l->n : (int64_t)sift__utf8_len(obj.s->p, obj.s->n);
+    int64_t n = obj.t == TV_LIST ? (int64_t)obj.l->n : (int64_t)sift__utf8_len(&r->m, obj.s->p, obj.s->n);
     tv vs = sl->a ? eval(r, s, sl->a) : tv_none(), ve = sl->b ? eval(r, s, sl->b) : tv_none(), vt = sl->c ? eval(r, s, sl->c) : tv_none();
     int64_t st = vt.t == TV_NONE ? 1 : to_index(r, vt, "slice");
     if (st == 0) rfail(r, "ValueError: slice step cannot be zero%s%s", NULL, NULL);
@@ -375,7 +411,7 @@ static tv __attribute__((noinline)) ev_lit(tpl_render *r, tscope *s, const tnode
 static tv __attribute__((noinline)) ev_name(tpl_render *r, tscope *s, const tnode *n)
 {
     tpl_mem *m = &r->m;
-    tv *v = scope_find(s, n->name);
+    tv *v = scope_find(r, s, n->name);
     if (v) return *v;
     tbuf b = {0};
     sift__tbuf_puts(m, &b, "'");
@@ -640,7 +676,7 @@ static tv loop_changed(tpl_render *r, tv self, const targs *a)
 {
     tv now = sift__tv_list(&r->m, (size_t)a->np + 1);
     for (int i = 0; i < a->np; i++) sift__tv_push(&r->m, now, a->pos[i]);
-    if (self.l->n == 1 && sift__tv_eq(self.l->v[0], now)) return tv_bool(false);
+    if (self.l->n == 1 && sift__tv_eq(&r->m, self.l->v[0], now)) return tv_bool(false);
     if (self.l->n == 1) self.l->v[0] = now;
     else sift__tv_push(&r->m, self, now);
     return tv_bool(true);
@@ -865,8 +901,7 @@ static void render_run(tpl_render *r, const sift_template *t, const char *contex
     if (context_json && context_len) {
         tv ctx = sift__tv_from_json(&r->m, context_json, context_len);
         if (ctx.t != TV_DICT) rfail(r, "context JSON: not an object%s%s", NULL, NULL);
-        for (size_t i = 0; i < ctx.d->n; i++)
-            if (ctx.d->k[i].t == TV_STR) sift__tpl_scope_set(r, globals, ctx.d->k[i].s->p, ctx.d->v[i]);
+        r->ctx = ctx.d; /* looked up before the globals, as if set over them */
     }
     tscope *top = scope_new(r, globals);
     tbuf buf = {0};
@@ -902,7 +937,14 @@ sift_status sift_template_render(const sift_template *t, const char *context_jso
     r->arena.limit = o.max_memory ? o.max_memory : (size_t)512 << 20;
     r->m.arena = &r->arena;
     r->m.fail = &r->fail;
+    r->m.r = r;
+    r->arena.pool = o.pool;
+    r->abort_cb = o.abort_cb;
+    r->abort_data = o.abort_data;
+    r->max_time_ms = o.max_time_ms;
+    if (o.max_time_ms) r->deadline_ns = now_ns() + (uint64_t)o.max_time_ms * 1000000u;
     r->max_steps = o.max_steps ? o.max_steps : 50000000;
+    r->next_poll = POLL_STEPS < r->max_steps + 1 ? POLL_STEPS : r->max_steps + 1;
     r->max_depth = o.max_depth > 0 ? o.max_depth : 100;
     r->max_output = o.max_output ? o.max_output : (size_t)16 << 20;
     r->now = o.now >= 0 ? o.now : (int64_t)time(NULL);

@@ -25,11 +25,14 @@
 
 #include "sift.h"
 
+typedef struct tpl_render tpl_render;
+
 /* ---- arena ------------------------------------------------------------------------------- */
 typedef struct tpl_chunk tpl_chunk;
 typedef struct tpl_arena {
     tpl_chunk *head;
     size_t used, limit; /* bytes taken from malloc, and the most allowed */
+    sift_template_pool *pool; /* a budget shared with other renders (NULL: none); `used` is reserved from it */
 } tpl_arena;
 
 /* The failure context: where to jump and what went wrong. */
@@ -70,9 +73,12 @@ typedef struct tv {
 } tv;
 
 struct tlist { size_t n, cap; tv *v; bool tuple; /* prints as (a, b) */ };
-struct tdict { size_t n, cap; tv *k, *v; };
+/* Keys in insertion order (k, v, and each key's hash in h); from TDICT_INDEX_MIN keys on, an
+ * open-addressing index (slots: entry + 1, 0 empty) finds a key without a scan, so a client's
+ * message with many keys costs a linear render, not a quadratic one. */
+struct tdict { size_t n, cap; tv *k, *v; uint32_t *h, *slots; size_t nslots; };
+#define TDICT_INDEX_MIN 8
 
-typedef struct tpl_render tpl_render;
 typedef struct tnode tnode;
 typedef struct tscope tscope;
 
@@ -102,20 +108,31 @@ static inline tv tv_bool(bool b) { tv v = {.t = TV_BOOL}; v.b = b; return v; }
 static inline tv tv_int(int64_t i) { tv v = {.t = TV_INT}; v.i = i; return v; }
 static inline tv tv_float(double f) { tv v = {.t = TV_FLOAT}; v.f = f; return v; }
 
-/* The memory and failure context every value operation needs. */
-typedef struct tpl_mem { tpl_arena *arena; tpl_fail *fail; } tpl_mem;
+/* The memory and failure context every value operation needs, and the render its work is
+ * charged to (NULL while parsing: nothing is charged). */
+typedef struct tpl_mem { tpl_arena *arena; tpl_fail *fail; tpl_render *r; } tpl_mem;
+
+/* Work on bytes (comparing, scanning, copying strings) costs one step per this many bytes, so
+ * `s|length` on a 16 MiB string is two million steps, not one. */
+#define TPL_BYTES_PER_STEP 8
+/* Count work done inside one value operation (no-op without a render). */
+void sift__tpl_mem_charge(tpl_mem *m, uint64_t steps);
+static inline void sift__tpl_mem_charge_bytes(tpl_mem *m, size_t n) { sift__tpl_mem_charge(m, n / TPL_BYTES_PER_STEP + 1); }
 
 tv sift__tv_str(tpl_mem *m, const char *p, size_t n);
 tv sift__tv_cstr(tpl_mem *m, const char *p);
 tv sift__tv_list(tpl_mem *m, size_t cap);
 tv sift__tv_dict(tpl_mem *m, size_t cap);
 void sift__tv_push(tpl_mem *m, tv list, tv item);
-tv *sift__tv_dict_get(const tdict *d, tv key);
+tv *sift__tv_dict_get(tpl_mem *m, const tdict *d, tv key);
 tv *sift__tv_dict_getc(const tdict *d, const char *key);
 void sift__tv_dict_set(tpl_mem *m, tdict *d, tv key, tv val);
 
 bool sift__tv_truthy(tv v);
-bool sift__tv_eq(tv a, tv b);
+/* Python's ==, charged one step per element visited (and per TPL_BYTES_PER_STEP bytes); the
+ * same list, dict or string compared with itself is equal at once (Python's identity rule for
+ * containers), which is what keeps a list sharing itself 64 levels deep from being 2^64 work. */
+bool sift__tv_eq(tpl_mem *m, tv a, tv b);
 /* <0, 0, >0; fails (TypeError) for values Python cannot order. */
 int sift__tv_cmp(tpl_mem *m, tv a, tv b);
 const char *sift__tv_typename(tv v);
@@ -141,8 +158,8 @@ void sift__tv_write_json(tpl_mem *m, tbuf *b, tv v, const tjson_opts *o, int dep
 tv sift__tv_from_json(tpl_mem *m, const char *p, size_t n);
 
 /* UTF-8 helpers: characters in a string; byte offset of character i. */
-size_t sift__utf8_len(const char *p, size_t n);
-size_t sift__utf8_offset(const char *p, size_t n, size_t ci);
+size_t sift__utf8_len(tpl_mem *m, const char *p, size_t n);
+size_t sift__utf8_offset(tpl_mem *m, const char *p, size_t n, size_t ci);
 
 /* ---- syntax tree ------------------------------------------------------------------------- */
 typedef enum {
@@ -184,11 +201,17 @@ struct tpl_render {
     tpl_fail fail;
     tbuf *out;
     uint64_t steps, max_steps;
+    uint64_t next_poll;       /* steps at which the clock and the abort callback are next looked at */
+    uint64_t deadline_ns;     /* CLOCK_MONOTONIC; 0: none */
+    uint32_t max_time_ms;
+    bool (*abort_cb)(void *data);
+    void *abort_data;
     int depth, max_depth, edepth;
     size_t max_output;
     int64_t now;
     bool now_local; /* the current time, shown in local time as datetime.now() does */
     tscope *globals;
+    const tdict *ctx; /* the context JSON's object: its keys are variables */
 };
 
 /* Builtins (builtins.c). */

@@ -9,6 +9,7 @@
  * read by this file's own parser rather than through doubles.
  */
 #include <limits.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +18,40 @@
 
 #include "template/tpl.h"
 
+#define SIFT_STR_(x) #x
+#define SIFT_STR(x) SIFT_STR_(x)
+
 struct tpl_chunk { tpl_chunk *next; size_t size, used; max_align_t data[]; };
+
+/* The memory budget every render of a server shares: each arena chunk is reserved here before
+ * it is malloc'd and given back when the arena is freed, so N renders at once use at most
+ * `limit` bytes together rather than N times the per-render limit. */
+struct sift_template_pool { _Atomic size_t used; size_t limit; };
+
+sift_template_pool *sift_template_pool_new(size_t max_bytes)
+{
+    sift_template_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    atomic_init(&p->used, 0);
+    p->limit = max_bytes;
+    return p;
+}
+
+void sift_template_pool_free(sift_template_pool *p) { free(p); }
+
+size_t sift_template_pool_used(const sift_template_pool *p)
+{
+    return p ? atomic_load(&((sift_template_pool *)p)->used) : 0;
+}
+
+static bool pool_reserve(sift_template_pool *p, size_t n)
+{
+    size_t u = atomic_load(&p->used);
+    do {
+        if (n > p->limit || u > p->limit - n) return false;
+    } while (!atomic_compare_exchange_weak(&p->used, &u, u + n));
+    return true;
+}
 
 void *sift__tpl_alloc(tpl_arena *a, tpl_fail *f, size_t n)
 {
@@ -28,8 +62,14 @@ void *sift__tpl_alloc(tpl_arena *a, tpl_fail *f, size_t n)
         size_t size = n > 65536 ? n : 65536;
         if (n > a->limit || a->used + size + sizeof *c > a->limit)
             sift__tpl_fail(f, SIFT_E_NOMEM, "template memory limit (%zu bytes) exceeded", a->limit);
+        if (a->pool && !pool_reserve(a->pool, size + sizeof *c))
+            sift__tpl_fail(f, SIFT_E_NOMEM, "the server's template memory budget (%zu bytes, shared by all renders) is spent",
+                           a->pool->limit);
         c = malloc(sizeof *c + size);
-        if (!c) sift__tpl_fail(f, SIFT_E_NOMEM, "out of memory");
+        if (!c) {
+            if (a->pool) atomic_fetch_sub(&a->pool->used, size + sizeof *c);
+            sift__tpl_fail(f, SIFT_E_NOMEM, "out of memory");
+        }
         c->size = size;
         c->used = 0;
         c->next = a->head;
@@ -49,6 +89,7 @@ void sift__tpl_arena_free(tpl_arena *a)
         free(c);
         c = n;
     }
+    if (a->pool) atomic_fetch_sub(&a->pool->used, a->used);
     a->head = NULL;
     a->used = 0;
 }
@@ -68,6 +109,7 @@ void sift__tpl_fail(tpl_fail *f, sift_status st, const char *fmt, ...)
 /* ---- strings, lists, dicts ----------------------------------------------------------------- */
 tv sift__tv_str(tpl_mem *m, const char *p, size_t n)
 {
+    sift__tpl_mem_charge_bytes(m, n);
     tstr *s = sift__tpl_alloc(m->arena, m->fail, sizeof *s + n + 1);
     s->n = n;
     if (n) memcpy(s->p, p, n);
@@ -94,10 +136,11 @@ tv sift__tv_list(tpl_mem *m, size_t cap)
 tv sift__tv_dict(tpl_mem *m, size_t cap)
 {
     tdict *d = sift__tpl_alloc(m->arena, m->fail, sizeof *d);
-    d->n = 0;
+    memset(d, 0, sizeof *d);
     d->cap = cap ? cap : 4;
     d->k = sift__tpl_alloc(m->arena, m->fail, d->cap * sizeof(tv));
     d->v = sift__tpl_alloc(m->arena, m->fail, d->cap * sizeof(tv));
+    d->h = sift__tpl_alloc(m->arena, m->fail, d->cap * sizeof(uint32_t));
     tv v = {.t = TV_DICT};
     v.d = d;
     return v;
@@ -107,6 +150,7 @@ void sift__tv_push(tpl_mem *m, tv list, tv item)
 {
     tlist *l = list.l;
     if (l->n == l->cap) {
+        sift__tpl_mem_charge(m, l->n / 4 + 1);
         tv *nv = sift__tpl_alloc(m->arena, m->fail, 2 * l->cap * sizeof(tv));
         memcpy(nv, l->v, l->n * sizeof(tv));
         l->v = nv;
@@ -115,39 +159,120 @@ void sift__tv_push(tpl_mem *m, tv list, tv item)
     l->v[l->n++] = item;
 }
 
-tv *sift__tv_dict_get(const tdict *d, tv key)
+static uint32_t mix64(uint64_t x)
 {
-    for (size_t i = 0; i < d->n; i++)
-        if (sift__tv_eq(d->k[i], key)) return &d->v[i];
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+static uint32_t hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ULL;
+    return mix64(h);
+}
+
+/* Equal keys hash alike under Python's == (1, 1.0 and True are one key); lists and dicts,
+ * which Python cannot hash, share one hash per type and are told apart by ==. */
+static uint32_t key_hash(tpl_mem *m, tv k)
+{
+    switch (k.t) {
+    case TV_STR: sift__tpl_mem_charge_bytes(m, k.s->n); return hash_bytes(k.s->p, k.s->n);
+    case TV_BOOL: return mix64((uint64_t)k.b);
+    case TV_INT: return mix64((uint64_t)k.i);
+    case TV_FLOAT:
+        if (k.f >= -9.2e18 && k.f <= 9.2e18 && k.f == (double)(int64_t)k.f) return mix64((uint64_t)(int64_t)k.f);
+        {
+            uint64_t bits;
+            memcpy(&bits, &k.f, sizeof bits);
+            return mix64(bits ^ 0x5bd1e995u);
+        }
+    default: return mix64(0x1000u + (uint64_t)k.t);
+    }
+}
+
+static void index_put(tdict *d, size_t i)
+{
+    size_t mask = d->nslots - 1, s = d->h[i] & mask;
+    while (d->slots[s]) s = (s + 1) & mask;
+    d->slots[s] = (uint32_t)(i + 1);
+}
+
+static void index_build(tpl_mem *m, tdict *d, size_t nslots)
+{
+    sift__tpl_mem_charge(m, nslots / 4 + 1);
+    d->slots = sift__tpl_alloc(m->arena, m->fail, nslots * sizeof(uint32_t));
+    memset(d->slots, 0, nslots * sizeof(uint32_t));
+    d->nslots = nslots;
+    for (size_t i = 0; i < d->n; i++) index_put(d, i);
+}
+
+static tv *dict_find(tpl_mem *m, const tdict *d, tv key, uint32_t h)
+{
+    if (!d->slots) {
+        for (size_t i = 0; i < d->n; i++)
+            if (d->h[i] == h && sift__tv_eq(m, d->k[i], key)) return &d->v[i];
+        return NULL;
+    }
+    size_t mask = d->nslots - 1;
+    for (size_t s = h & mask; d->slots[s]; s = (s + 1) & mask) {
+        size_t i = d->slots[s] - 1;
+        if (d->h[i] == h && sift__tv_eq(m, d->k[i], key)) return &d->v[i];
+    }
     return NULL;
 }
+
+tv *sift__tv_dict_get(tpl_mem *m, const tdict *d, tv key) { return dict_find(m, d, key, key_hash(m, key)); }
 
 tv *sift__tv_dict_getc(const tdict *d, const char *key)
 {
     size_t n = strlen(key);
-    for (size_t i = 0; i < d->n; i++)
-        if (d->k[i].t == TV_STR && d->k[i].s->n == n && memcmp(d->k[i].s->p, key, n) == 0) return &d->v[i];
+    const uint32_t h = hash_bytes(key, n);
+    if (!d->slots) {
+        for (size_t i = 0; i < d->n; i++)
+            if (d->h[i] == h && d->k[i].t == TV_STR && d->k[i].s->n == n && memcmp(d->k[i].s->p, key, n) == 0)
+                return &d->v[i];
+        return NULL;
+    }
+    size_t mask = d->nslots - 1;
+    for (size_t s = h & mask; d->slots[s]; s = (s + 1) & mask) {
+        size_t i = d->slots[s] - 1;
+        if (d->h[i] == h && d->k[i].t == TV_STR && d->k[i].s->n == n && memcmp(d->k[i].s->p, key, n) == 0)
+            return &d->v[i];
+    }
     return NULL;
 }
 
 void sift__tv_dict_set(tpl_mem *m, tdict *d, tv key, tv val)
 {
-    tv *old = sift__tv_dict_get(d, key);
+    const uint32_t h = key_hash(m, key);
+    tv *old = dict_find(m, d, key, h);
     if (old) {
         *old = val;
         return;
     }
     if (d->n == d->cap) {
+        sift__tpl_mem_charge(m, d->n / 2 + 1);
         tv *nk = sift__tpl_alloc(m->arena, m->fail, 2 * d->cap * sizeof(tv));
         tv *nv = sift__tpl_alloc(m->arena, m->fail, 2 * d->cap * sizeof(tv));
+        uint32_t *nh = sift__tpl_alloc(m->arena, m->fail, 2 * d->cap * sizeof(uint32_t));
         memcpy(nk, d->k, d->n * sizeof(tv));
         memcpy(nv, d->v, d->n * sizeof(tv));
+        memcpy(nh, d->h, d->n * sizeof(uint32_t));
         d->k = nk;
         d->v = nv;
+        d->h = nh;
         d->cap *= 2;
     }
     d->k[d->n] = key;
-    d->v[d->n++] = val;
+    d->v[d->n] = val;
+    d->h[d->n++] = h;
+    if (d->slots && d->n * 4 <= d->nslots * 3) index_put(d, d->n - 1);
+    else if (d->n >= TDICT_INDEX_MIN) index_build(m, d, d->nslots ? d->nslots * 2 : 32);
 }
 
 /* ---- Python semantics ---------------------------------------------------------------------- */
@@ -172,14 +297,17 @@ bool sift__tv_truthy(tv v)
     }
 }
 
-static bool eq_depth(tv a, tv b, int depth);
-bool sift__tv_eq(tv a, tv b) { return eq_depth(a, b, 0); }
+static bool eq_depth(tpl_mem *m, tv a, tv b, int depth);
+bool sift__tv_eq(tpl_mem *m, tv a, tv b) { return eq_depth(m, a, b, 0); }
 
 /* Values built at run time can nest without bound ({% set ns.x = [ns.x] %} in a loop):
- * past 400 levels they compare unequal rather than exhaust the stack. */
-static bool eq_depth(tv a, tv b, int depth)
+ * past 400 levels they compare unequal rather than exhaust the stack. Each element visited
+ * is a step, so equal-but-distinct structures that share themselves (a DAG of 2^64 paths)
+ * end at the step budget; the same object met on both sides is equal without a visit. */
+static bool eq_depth(tpl_mem *m, tv a, tv b, int depth)
 {
     if (depth > 400) return false;
+    sift__tpl_mem_charge(m, 1);
     if (sift__tv_is_num(a) && sift__tv_is_num(b)) {
         if (a.t != TV_FLOAT && b.t != TV_FLOAT)
             return (a.t == TV_BOOL ? a.b : a.i) == (b.t == TV_BOOL ? b.b : b.i);
@@ -188,17 +316,23 @@ static bool eq_depth(tv a, tv b, int depth)
     if (a.t != b.t) return false;
     switch (a.t) {
     case TV_UNDEF: case TV_NONE: return true;
-    case TV_STR: return a.s->n == b.s->n && memcmp(a.s->p, b.s->p, a.s->n) == 0;
+    case TV_STR:
+        if (a.s->n != b.s->n) return false;
+        if (a.s == b.s) return true;
+        sift__tpl_mem_charge_bytes(m, a.s->n);
+        return memcmp(a.s->p, b.s->p, a.s->n) == 0;
     case TV_LIST:
+        if (a.l == b.l) return true;
         if (a.l->n != b.l->n) return false;
         for (size_t i = 0; i < a.l->n; i++)
-            if (!eq_depth(a.l->v[i], b.l->v[i], depth + 1)) return false;
+            if (!eq_depth(m, a.l->v[i], b.l->v[i], depth + 1)) return false;
         return true;
     case TV_DICT:
+        if (a.d == b.d) return true;
         if (a.d->n != b.d->n) return false;
         for (size_t i = 0; i < a.d->n; i++) {
-            tv *o = sift__tv_dict_get(b.d, a.d->k[i]);
-            if (!o || !eq_depth(a.d->v[i], *o, depth + 1)) return false;
+            tv *o = dict_find(m, b.d, a.d->k[i], a.d->h[i]);
+            if (!o || !eq_depth(m, a.d->v[i], *o, depth + 1)) return false;
         }
         return true;
     default: return a.d == b.d;
@@ -218,6 +352,7 @@ int sift__tv_cmp(tpl_mem *m, tv a, tv b) { return cmp_depth(m, a, b, 0); }
 static int cmp_depth(tpl_mem *m, tv a, tv b, int depth)
 {
     if (depth > 400) sift__tpl_fail(m->fail, SIFT_E_INVAL, "RecursionError: values nested too deeply to compare");
+    sift__tpl_mem_charge(m, 1);
     if (sift__tv_is_num(a) && sift__tv_is_num(b)) {
         if (a.t != TV_FLOAT && b.t != TV_FLOAT) {
             int64_t x = a.t == TV_BOOL ? a.b : a.i, y = b.t == TV_BOOL ? b.b : b.i;
@@ -228,13 +363,15 @@ static int cmp_depth(tpl_mem *m, tv a, tv b, int depth)
     }
     if (a.t == TV_STR && b.t == TV_STR) {
         size_t n = a.s->n < b.s->n ? a.s->n : b.s->n;
+        sift__tpl_mem_charge_bytes(m, n);
         int c = memcmp(a.s->p, b.s->p, n);
         if (c) return c;
         return (a.s->n > b.s->n) - (a.s->n < b.s->n);
     }
     if (a.t == TV_LIST && b.t == TV_LIST) {
+        if (a.l == b.l) return 0;
         for (size_t i = 0; i < a.l->n && i < b.l->n; i++) {
-            if (sift__tv_eq(a.l->v[i], b.l->v[i])) continue;
+            if (sift__tv_eq(m, a.l->v[i], b.l->v[i])) continue;
             return cmp_depth(m, a.l->v[i], b.l->v[i], depth + 1);
         }
         return (a.l->n > b.l->n) - (a.l->n < b.l->n);
@@ -252,6 +389,7 @@ void sift__tbuf_put(tpl_mem *m, tbuf *b, const char *p, size_t n)
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1) cap *= 2;
+        sift__tpl_mem_charge_bytes(m, cap);
         char *np = sift__tpl_alloc(m->arena, m->fail, cap);
         if (b->n) memcpy(np, b->p, b->n);
         b->p = np;
@@ -388,24 +526,26 @@ tv sift__tv_to_str(tpl_mem *m, tv v)
 }
 
 /* ---- UTF-8 ------------------------------------------------------------------------------------ */
-size_t sift__utf8_len(const char *p, size_t n)
+size_t sift__utf8_len(tpl_mem *m, const char *p, size_t n)
 {
+    sift__tpl_mem_charge_bytes(m, n);
     size_t c = 0;
     for (size_t i = 0; i < n; i++)
         if (((unsigned char)p[i] & 0xC0) != 0x80) c++;
     return c;
 }
 
-size_t sift__utf8_offset(const char *p, size_t n, size_t ci)
+size_t sift__utf8_offset(tpl_mem *m, const char *p, size_t n, size_t ci)
 {
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t c = 0, i = 0;
+    for (; i < n; i++) {
         if (((unsigned char)p[i] & 0xC0) != 0x80) {
-            if (c == ci) return i;
+            if (c == ci) break;
             c++;
         }
     }
-    return n;
+    sift__tpl_mem_charge_bytes(m, i);
+    return i;
 }
 
 static uint32_t utf8_decode(const unsigned char *p, size_t n, size_t *len)
@@ -639,6 +779,7 @@ static tv jvalue(jp *j)
                 j->p++;
                 tv v = jvalue(j);
                 sift__tv_dict_set(j->m, r.d, k, v);
+                if (r.d->n > SIFT_TEMPLATE_MAX_KEYS) jfail(j, "an object has more than " SIFT_STR(SIFT_TEMPLATE_MAX_KEYS) " keys");
                 jws(j);
                 if (j->p < j->end && *j->p == ',') { j->p++; continue; }
                 if (j->p < j->end && *j->p == '}') { j->p++; break; }

@@ -5,9 +5,15 @@
  * tools) as they came, add_generation_prompt, and the BOS/EOS texts; so does this. It is a
  * file of its own, apart from chat.c's built-in templates, because it needs the request's
  * JSON and the server's error type, which chat.c (also linked into server_unit) does not.
+ *
+ * A template comes with a downloaded model, so it is treated as hostile: every render runs
+ * under the server's budgets (--template-timeout wall clock, --template-memory shared by all
+ * renders at once), is abandoned when its request is cancelled (the flag the HTTP thread
+ * names with chat_jinja_set_cancel) or the drain gives up, and holds no lock, so a slow
+ * render stalls only its own request.
  */
 #include <cjson/cJSON.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +27,39 @@ static void token_text(const srv_server *s, sift_token t, char *buf, size_t size
     int32_t n = sift_token_to_piece(s->vocab, t, buf, (int32_t)size - 1, 0, true);
     buf[n > 0 && n < (int32_t)size ? n : 0] = 0;
 }
+
+/* The cancel flag of the request this thread is parsing (NULL: none). Thread-local because
+ * the render runs on the HTTP thread that parses the request, deep below the handler that
+ * knows the connection; the handler sets it around the parse. */
+static _Thread_local const atomic_bool *tls_cancel;
+
+void chat_jinja_set_cancel(const atomic_bool *flag) { tls_cancel = flag; }
+
+typedef struct render_ctl { const srv_server *s; const atomic_bool *cancel; } render_ctl;
+
+static bool render_abort(void *data)
+{
+    const render_ctl *c = data;
+    return (c->cancel && atomic_load(c->cancel)) || atomic_load(&c->s->drain_abort);
+}
+
+/* The server's budgets on a render (time: timeout_ms, or the configured one when 0). */
+static void render_options(const srv_server *s, sift_template_options *o, render_ctl *ctl, uint32_t timeout_ms)
+{
+    sift_template_options_init(o);
+    o->chat_defaults = true;
+    o->max_time_ms = timeout_ms ? timeout_ms : (uint32_t)s->cfg.template_timeout_ms;
+    o->pool = s->tpool;
+    if (s->cfg.template_memory && o->max_memory > s->cfg.template_memory) o->max_memory = s->cfg.template_memory;
+    ctl->s = s;
+    ctl->cancel = tls_cancel;
+    o->abort_cb = render_abort;
+    o->abort_data = ctl;
+}
+
+/* A failed render's HTTP status: over a memory budget 413, abandoned 503, else what the
+ * template raised (or a limit it ran into) 400. */
+static int render_status(sift_status st) { return st == SIFT_E_NOMEM ? 413 : st == SIFT_E_STATE ? 503 : 400; }
 
 int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *tools, bool add_assistant, sbuf *out,
                      srv_error *e)
@@ -39,15 +78,14 @@ int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *to
     cJSON_Delete(ctx);
     if (!json) return srv_errorf(e, 500, "out of memory");
     sift_template_options o;
-    sift_template_options_init(&o);
-    o.chat_defaults = true;
+    render_ctl ctl;
+    render_options(s, &o, &ctl, 0);
     char *text = NULL;
     size_t n = 0;
     sift_error err = {0};
     sift_status st = sift_template_render(s->jinja, json, strlen(json), &o, &text, &n, &err);
     free(json);
-    if (st != SIFT_OK)
-        return srv_errorf(e, st == SIFT_E_NOMEM ? 500 : 400, "chat template: %s", err.msg);
+    if (st != SIFT_OK) return srv_errorf(e, render_status(st), "chat template: %s", err.msg);
     /* the template writes BOS itself; the tokenizer would add a second one (llama.cpp drops it too) */
     size_t skip = 0, bl = strlen(bos);
     if (bl && sift_vocab_add_bos(s->vocab) && n >= bl && memcmp(text, bos, bl) == 0) skip = bl;
@@ -56,10 +94,14 @@ int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *to
     return out->oom ? srv_errorf(e, 500, "out of memory") : 0;
 }
 
+/* The probe renders a two-message chat: a template that needs longer is hostile or broken,
+ * and the server should start without waiting on it. */
+#define PROBE_TIMEOUT_MS 1000
+
 /* Render the probe: an assistant tool call whose arguments are the JSON text `args` given as
  * a string (obj false) or as an object. 1: the output shows the arguments as JSON; 0: it
  * does not; -1: the template raised. */
-static int probe_args(const sift_template *tpl, bool obj)
+static int probe_args(const srv_server *s, bool obj)
 {
     static const char args[] = "{\"code\": \"print('Hello, World!')\"}";
     cJSON *ctx = cJSON_CreateObject();
@@ -91,34 +133,26 @@ static int probe_args(const sift_template *tpl, bool obj)
     cJSON_Delete(ctx);
     if (!json) return -1;
     sift_template_options o;
-    sift_template_options_init(&o);
-    o.chat_defaults = true;
+    render_ctl ctl;
+    render_options(s, &o, &ctl, PROBE_TIMEOUT_MS);
     char *text = NULL;
     size_t n = 0;
     sift_error err = {0};
-    const bool ok = sift_template_render(tpl, json, strlen(json), &o, &text, &n, &err) == SIFT_OK;
+    const bool ok = sift_template_render(s->jinja, json, strlen(json), &o, &text, &n, &err) == SIFT_OK;
     free(json);
     const int shows = !ok ? -1 : text && strstr(text, "{\"code\": \"print") != NULL;
     free(text);
     return shows;
 }
 
-bool chat_jinja_object_args(const srv_server *s)
+bool chat_jinja_probe_object_args(const srv_server *s)
 {
     /* what minja's chat template capabilities call requires_object_arguments, found once per
-     * template by rendering a probe both ways: objects when they render and strings raise
-     * (a template that says "parse JSON before..."), or only objects come out as JSON */
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static const sift_template *known;
-    static bool value;
+     * template (at load) by rendering a probe both ways: objects when they render and strings
+     * raise (a template that says "parse JSON before..."), or only objects come out as JSON */
     if (!s->jinja) return false;
-    pthread_mutex_lock(&mu);
-    if (known != s->jinja) {
-        const int str = probe_args(s->jinja, false), obj = probe_args(s->jinja, true);
-        value = obj >= 0 && (str < 0 || (str == 0 && obj == 1));
-        known = s->jinja;
-    }
-    const bool v = value;
-    pthread_mutex_unlock(&mu);
-    return v;
+    const int str = probe_args(s, false), obj = probe_args(s, true);
+    return obj >= 0 && (str < 0 || (str == 0 && obj == 1));
 }
+
+bool chat_jinja_object_args(const srv_server *s) { return s->jinja && s->jinja_object_args; }

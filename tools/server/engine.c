@@ -447,6 +447,12 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
              * logit bias): nothing more can be generated, the text stands as it is */
             finish_without_token(sl, SRV_STOP_EOS);
             stats_task_done(e, sl, DONE_OK);
+        } else if (gs == SIFT_GRAMMAR_OVER_LIMIT) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "the grammar has more than %d parse stacks at once (SIFT_GRAMMAR_MAX_STACKS): "
+                                      "it is too ambiguous to follow", SIFT_GRAMMAR_MAX_STACKS);
+            task_fail(t, 400, msg);
+            stats_task_done(e, sl, DONE_FAILED);
         } else {
             task_fail(t, 400, "the grammar allows no token here: no token of the vocabulary can continue it "
                               "(or the sampler chain excludes every token it allows)");

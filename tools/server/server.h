@@ -150,6 +150,9 @@ typedef struct srv_config {
     int body_timeout_s;         /* the body must arrive within this once the headers are in (default 30) */
     int max_conns_per_client;   /* per client address (0: no cap) */
     int drain_timeout_s;        /* SIGTERM/SIGINT: running requests get this long to finish */
+    size_t template_memory;     /* --template-memory: bytes all chat-template renders may hold at once (and
+                                   each one at most); more -> 413 (default 1 GiB; 0: per render 512 MiB only) */
+    int template_timeout_ms;    /* --template-timeout: wall-clock limit of one render (default 5000; 0: none) */
     bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
@@ -328,6 +331,8 @@ typedef struct srv_server {
     char *tmpl_text;           /* tokenizer.chat_template (NULL when absent) */
     sift_template *jinja;      /* the Jinja template rendered for chats (--chat-template-file, else the GGUF's);
                                   NULL: the built-in named template `tmpl` */
+    bool jinja_object_args;    /* chat_jinja_probe_object_args(jinja), found at load */
+    sift_template_pool *tpool; /* the renders' shared memory budget (cfg.template_memory; NULL: none) */
     chat_tmpl tmpl;            /* the template applied (CHATML when unknown: documented default) */
     bool tmpl_detected;        /* tmpl came from the GGUF (or --chat-template), not the default */
     const char *model_name;    /* --alias, or the model's file name (never its path) */
@@ -353,8 +358,15 @@ int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const st
 
 /* Whether the template needs tool calls' arguments as objects (it `tojson`s them: a string
  * would come out double-encoded), found by rendering a probe call both ways (minja's
- * requires_object_arguments). Cached per template. */
+ * requires_object_arguments): chat_jinja_probe_object_args once, when the template is loaded
+ * (into s->jinja_object_args); chat_jinja_object_args reads the answer, without a lock. */
+bool chat_jinja_probe_object_args(const srv_server *s);
 bool chat_jinja_object_args(const srv_server *s);
+
+/* Renders abandon themselves (503, "render abandoned") when the flag is set: the HTTP thread
+ * names its request's flag here before parsing a request (NULL after), and sets the flag when
+ * the client goes away or the drain deadline passes. s->drain_abort stops every render too. */
+void chat_jinja_set_cancel(const atomic_bool *flag);
 
 /* ---- request parsing (request.c) ------------------------------------------------------------- */
 

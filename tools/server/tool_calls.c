@@ -502,18 +502,30 @@ static const char *value_end(const char *p, const char *end)
 }
 
 /* JSON text p..end without the whitespace outside strings (the arguments as they are
- * streamed and returned: the model's own text, compact). */
+ * streamed and returned: the model's own text, compact). cJSON, which checked the call,
+ * takes raw control bytes inside strings and any byte up to ' ' as whitespace; JSON does
+ * not, and a client's parser would refuse the arguments: outside strings they are dropped
+ * like whitespace, inside they become \u00XX escapes. Byte by byte, so a longer text's
+ * output extends a shorter one's (what streaming sends stays a prefix). */
 static void minify(const char *p, const char *end, sbuf *out)
 {
     bool str = false;
     const char *run = p;
     for (const char *q = p; q < end; q++) {
+        const unsigned char c = (unsigned char)*q;
         if (str) {
-            if (*q == '\\' && q + 1 < end) q++;
-            else if (*q == '"') str = false;
-        } else if (*q == '"') {
+            if (c == '\\' && q + 1 < end && (unsigned char)q[1] >= 0x20) q++;
+            else if (c == '"') str = false;
+            else if (c < 0x20) {
+                char esc[8];
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+                sbuf_add(out, run, (size_t)(q - run));
+                sbuf_add(out, esc, 6);
+                run = q + 1;
+            }
+        } else if (c == '"') {
             str = true;
-        } else if (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r') {
+        } else if (c <= 0x20) {
             sbuf_add(out, run, (size_t)(q - run));
             run = q + 1;
         }

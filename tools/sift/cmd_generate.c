@@ -404,6 +404,12 @@ static stop_why reply(gen_run *r, sbuf *out)
                 why = STOP_GRAMMAR;
                 break;
             }
+            if (gs == SIFT_GRAMMAR_OVER_LIMIT) {
+                fprintf(stderr, "\nsift generate: the grammar has more than %d parse stacks at once (SIFT_GRAMMAR_MAX_STACKS): "
+                                "it is too ambiguous to follow\n", SIFT_GRAMMAR_MAX_STACKS);
+                why = STOP_ERROR;
+                break;
+            }
             fprintf(stderr, "\nsift generate: the grammar allows no token here: no token of the vocabulary can continue it "
                             "(or the sampler chain excludes every token it allows)\n");
             why = STOP_ERROR;

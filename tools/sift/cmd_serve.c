@@ -70,7 +70,10 @@ static void usage(FILE *f)
             "  --max-queue N             requests waiting for a slot; more get 503 + Retry-After (default 64)\n"
             "  --max-body BYTES          request body size; more get 413 (default 1048576)\n"
             "  --max-n-predict N         the most tokens one request may ask for (default 4096)\n"
-            "  --drain-timeout N         on SIGTERM/SIGINT, running requests get N seconds to finish (default 30)\n\n"
+            "  --drain-timeout N         on SIGTERM/SIGINT, running requests get N seconds to finish (default 30)\n"
+            "  --template-memory BYTES   memory all chat-template renders may hold at once, and one at most; a request\n"
+            "                            over it gets 413 (default 1073741824; 0 = 512 MiB per render, no shared cap)\n"
+            "  --template-timeout MS     wall-clock limit of one chat-template render; over it 400 (default 5000; 0 = none)\n\n"
             "  -v, --log-requests        one line per request on stderr\n"
             "  -h, --help                this text\n\n"
             "llama-server flags that mean nothing here are accepted with a note: -ngl N, -fa [on|off|auto], --mlock,\n"
@@ -201,6 +204,12 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
     } else if (IS("--drain-timeout")) {
         INTV(0, 86400, "seconds in [0, 86400]");
         c->drain_timeout_s = (int)n;
+    } else if (IS("--template-memory")) {
+        INTV(0, 1L << 40, "bytes in [0, 2^40]");
+        c->template_memory = (size_t)n;
+    } else if (IS("--template-timeout")) {
+        INTV(0, 3600000, "milliseconds in [0, 3600000]");
+        c->template_timeout_ms = (int)n;
     } else if (IS("--max-connections")) {
         INTV(1, 100000, "a count in [1, 100000]");
         c->max_connections = (int)n;
@@ -320,6 +329,8 @@ static const env_opt ENV_OPTS[] = {
     {"SIFT_ARG_HEADER_TIMEOUT", "--header-timeout", NULL, false},
     {"SIFT_ARG_BODY_TIMEOUT", "--body-timeout", NULL, false},
     {"SIFT_ARG_DRAIN_TIMEOUT", "--drain-timeout", NULL, false},
+    {"SIFT_ARG_TEMPLATE_MEMORY", "--template-memory", NULL, false},
+    {"SIFT_ARG_TEMPLATE_TIMEOUT", "--template-timeout", NULL, false},
     {"SIFT_ARG_MAX_CONNECTIONS", "--max-connections", NULL, false},
     {"SIFT_ARG_MAX_CONNECTIONS_PER_CLIENT", "--max-connections-per-client", NULL, false},
     {"SIFT_ARG_MAX_QUEUE", "--max-queue", NULL, false},
@@ -371,7 +382,7 @@ static int parse_args(int argc, char **argv, srv_config *c)
                       .timeout_s = 600, .max_connections = 256, .max_queue = 64, .max_body = 1 << 20,
                       .max_n_predict = 4096, .default_n_predict = -1, .isa = SIFT_ISA_AUTO, .header_timeout_s = 10,
                       .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30,
-                      .pooling = SIFT_POOLING_TYPE_UNSPECIFIED};
+                      .template_memory = (size_t)1 << 30, .template_timeout_ms = 5000, .pooling = SIFT_POOLING_TYPE_UNSPECIFIED};
     int r = parse_env(c);
     static cli_cvec cv; /* --control-vector...: its strings are argv's */
     cv = (cli_cvec){0};
@@ -528,6 +539,11 @@ int sift_cmd_serve(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    if (cfg->template_memory && !(s->tpool = sift_template_pool_new(cfg->template_memory))) {
+        rc = 1;
+        goto done;
+    }
+    s->jinja_object_args = chat_jinja_probe_object_args(s); /* after the pool: the probes render under the budgets */
     s->tmpl = cfg->chat_template ? chat_from_name(cfg->chat_template) : chat_detect(s->tmpl_text);
     s->tmpl_detected = s->tmpl != CHAT_UNKNOWN;
     if (s->tmpl == CHAT_UNKNOWN) s->tmpl = CHAT_CHATML;
@@ -578,6 +594,7 @@ done:
     srv_embd_free(s->embd);
     sift_model_free(s->model);
     sift_template_free(s->jinja);
+    sift_template_pool_free(s->tpool);
     free(s->tmpl_text);
     config_free(&s->cfg);
     free(s);
