@@ -444,11 +444,11 @@ def test_body_limit(S):
         s.close()
         return resp
     # Content-Length over the limit: refused before the body is read
-    resp = raw(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n")
+    resp = raw(b"POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n")
     assert resp.startswith(b"HTTP/1.1 413"), resp[:80]
     # chunked upload without Content-Length, past the limit: read and dropped, then 413
     piece = b"a" * 65536
-    resp = raw(b"POST /completion HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n",
+    resp = raw(b"POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n",
                [b"%x\r\n" % len(piece) + piece + b"\r\n"] * 20 + [b"0\r\n\r\n"])
     assert resp.startswith(b"HTTP/1.1 413"), resp[:80]
     # just under the limit is fine (a 400 for the content, not a 413)
@@ -647,7 +647,7 @@ def test_sse_format(S):
     """Raw bytes: chunked transfer, `data: ` lines separated by blank lines."""
     s = socket.create_connection(("127.0.0.1", S.port), timeout=30)
     body = json.dumps({"prompt": "Once", "n_predict": 3, "stream": True}).encode()
-    s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+    s.sendall(b"POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
               b"Connection: close\r\n\r\n" % len(body) + body)
     raw = b""
     while True:
@@ -678,7 +678,7 @@ def open_long_stream(srv, n_events):
     (the request is then surely in a slot); the caller closes it to make the client go away."""
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
     body = json.dumps({"prompt": "Once upon a time", "n_predict": 16000, "ignore_eos": True, "stream": True}).encode()
-    s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    s.sendall(b"POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
               + body)
     got = b""
     while got.count(b"data: ") < n_events:
@@ -778,7 +778,8 @@ def test_api_keys():
     OpenAI shape; /health and the page open; --no-slots / --no-metrics."""
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".keys", delete=False) as f:
-        f.write("# keys\n\n  file-key-1  \nfile-key-2\n")
+        long_key = "L" * 4095 + "abc"  # issue 26: read in 4,095-byte pieces, "abc" became a key of its own
+        f.write("# keys\n\n  file-key-1  \nfile-key-2\n" + long_key + "\n")
         path = f.name
     S = Server("--api-key", "k-one", "--api-key", "k-two,k-three", "--api-key-file", path, "--no-slots", "--no-metrics")
     try:
@@ -791,8 +792,9 @@ def test_api_keys():
                   {"X-Api-Key": "file-key-1"}, {"Authorization": "Bearer file-key-2"}):
             st, hd, data = S.request("POST", "/completion", body, dict(h, **{"Content-Type": "application/json"}))
             assert st == 200 and json.loads(data)["tokens_predicted"] == 3, (h, st, data)
+        assert S.request("GET", "/props", headers={"X-Api-Key": long_key})[0] == 200
         for h in ({"Authorization": "Bearer k-on"}, {"Authorization": "Bearer k-one2"}, {"Authorization": "Basic k-one"},
-                  {"X-Api-Key": ""}, {"Authorization": "Bearer # keys"}):
+                  {"X-Api-Key": ""}, {"Authorization": "Bearer # keys"}, {"X-Api-Key": "abc"}, {"X-Api-Key": "L" * 4095}):
             assert S.request("POST", "/completion", body, h)[0] == 401, h
         for path_ in ("/props", "/v1/models", "/slots", "/metrics"):
             assert S.request("GET", path_)[0] == 401, path_
@@ -801,7 +803,7 @@ def test_api_keys():
         assert S.request("GET", "/props", headers=key)[0] == 200
         assert S.request("GET", "/slots", headers=key)[0] == 404 and S.request("GET", "/metrics", headers=key)[0] == 404
         # a refused upload is not read: 401 on the headers, even with a body that never comes
-        st, hd, data = raw_request(S.port, b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n")
+        st, hd, data = raw_request(S.port, b"POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 900000\r\n\r\n")
         assert st == 401
     finally:
         S.stop()
@@ -815,11 +817,40 @@ def test_cors(S):
     evil = {"Origin": "http://evil.example", "Content-Type": "text/plain"}
     st, hd, data = S.request("POST", "/completion", json.dumps({"prompt": "Once", "n_predict": 2}), evil)
     assert st == 403 and "Access-Control-Allow-Origin" not in hd and json.loads(data)["error"]["type"] == "permission_error"
-    st, hd, data = S.request("GET", "/props", headers={"Origin": "http://evil.example"})
-    assert st == 200 and "Access-Control-Allow-Origin" not in hd
+    for path_ in ("/props", "/slots", "/metrics", "/v1/models"):  # GETs too (issue 26: /props and /slots were open)
+        st, hd, data = S.request("GET", path_, headers={"Origin": "http://evil.example"})
+        assert st == 403 and "Access-Control-Allow-Origin" not in hd, (path_, st)
     same = {"Origin": f"http://127.0.0.1:{S.port}", "Content-Type": "application/json"}
     st, hd, data = S.request("POST", "/completion", {"prompt": "Once", "n_predict": 2}, same)
     assert st == 200 and "Access-Control-Allow-Origin" not in hd
+
+
+def test_dns_rebinding(S):
+    """A rebinding page (its name resolved to 127.0.0.1) sends its own Host and a matching
+    Origin: the Origin check alone passes it, the Host allowlist does not, on every method."""
+    evil = {"Host": "rebind.example:%d" % S.port, "Origin": "http://rebind.example:%d" % S.port,
+            "Content-Type": "application/json"}
+    for method, path_, body in (("POST", "/completion", {"prompt": "Once", "n_predict": 2}), ("GET", "/props", None),
+                                ("GET", "/slots", None), ("POST", "/apply-template", {"messages": []})):
+        st, hd, data = S.request(method, path_, body, evil)
+        assert st == 403 and "is not a name of this server" in json.loads(data)["error"]["message"], (path_, st, data)
+    for host in ("localhost", "LOCALHOST.", "app.localhost", "127.0.0.1", "[::1]", "10.1.2.3"):
+        st, _, _ = S.request("GET", "/props", headers={"Host": "%s:%d" % (host, S.port)})
+        assert st == 200, (host, st)
+    st, _, _ = S.request("GET", "/props", headers={"Host": "127.0.0.1.evil.example"})
+    assert st == 403
+
+
+def test_allowed_hosts():
+    """--allowed-hosts: a name and a domain (with its subdomains) pass; others still get 403."""
+    S = Server("--allowed-hosts", "llm.lan,.corp.example")
+    try:
+        for host, want in (("llm.lan", 200), ("LLM.LAN:8080", 200), ("corp.example", 200), ("a.b.corp.example", 200),
+                           ("evilcorp.example", 403), ("llm.lan.evil", 403)):
+            st = S.request("GET", "/props", headers={"Host": host})[0]
+            assert st == want, (host, st)
+    finally:
+        S.stop()
 
 
 def test_cors_origin():
@@ -894,10 +925,10 @@ def test_per_client_cap():
         busy = []
         for _ in range(2):
             c = socket.create_connection(("127.0.0.1", S.port), timeout=10)
-            c.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            c.sendall(b"POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
             busy.append(c)
         time.sleep(0.3)
-        st, hd, data = raw_request(S.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        st, hd, data = raw_request(S.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert st == 503 and b"too many connections" in data, (st, data)
         for c in busy:
             c.close()
@@ -918,7 +949,7 @@ def test_slow_client_deadlines():
     """A client sending its request one byte per second is closed at the header deadline
     (--header-timeout 2), though it is never silent for the idle timeout (600 s); a body
     trickled the same way is closed at the body deadline (--body-timeout 2)."""
-    S = Server("--header-timeout", "2", "--body-timeout", "2")
+    S = Server("--header-timeout", "2", "--body-timeout", "2", "--min-body-rate", "0")
     try:
         def trickle(prefix, data):
             c = socket.create_connection(("127.0.0.1", S.port), timeout=10)
@@ -936,7 +967,7 @@ def test_slow_client_deadlines():
             c.close()
             return dt
         dt_head = trickle(b"", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow\r\n\r\n")
-        dt_body = trickle(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n", b'{"prompt": "Once upon a time", "n": 1}')
+        dt_body = trickle(b"POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\n", b'{"prompt": "Once upon a time", "n": 1}')
         assert 1.5 <= dt_head <= 4.0, dt_head
         assert 1.5 <= dt_body <= 4.0, dt_body
         m = S.request("GET", "/metrics")[2].decode()
@@ -959,7 +990,7 @@ def test_drain_on_sigterm():
         c = socket.create_connection(("127.0.0.1", S.port), timeout=60)
         body = json.dumps({"prompt": "Once upon a time", "n_predict": n, "ignore_eos": True, "stream": True,
                            "seed": i}).encode()
-        c.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+        c.sendall(b"POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
                   b"Connection: close\r\n\r\n" % len(body) + body)
         started.wait()
         raw = b""

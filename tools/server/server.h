@@ -150,6 +150,12 @@ typedef struct srv_config {
     int body_timeout_s;         /* the body must arrive within this once the headers are in (default 30) */
     int max_conns_per_client;   /* per client address (0: no cap) */
     int drain_timeout_s;        /* SIGTERM/SIGINT: running requests get this long to finish */
+    char **allowed_hosts;       /* --allowed-hosts: Host names accepted beside loopback names, IP literals
+                                   and --host ("*": any); the DNS-rebinding check (http.c) */
+    int n_allowed_hosts;
+    int min_body_rate;          /* --min-body-rate: bytes/s a body must average after a grace period (0: off) */
+    size_t max_body_in_flight;  /* --max-body-in-flight: request body bytes buffered by all connections together */
+    size_t max_probs_bytes;     /* --max-probs-bytes: n_probs + trace output of all requests together (estimated) */
     bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
@@ -170,6 +176,10 @@ typedef struct srv_config {
 #define SRV_MAX_MESSAGES 1024
 #define SRV_MAX_PROMPTS 64     /* prompts x n in one request */
 #define SRV_MAX_EMBD_INPUTS 256 /* inputs in one embeddings request */
+#define SRV_MAX_QUERY 4096     /* bytes of a URL's query string; more (or more arguments) -> 414 */
+#define SRV_MAX_QUERY_ARGS 64
+#define SRV_PROBS_ENTRY_BYTES 256 /* what one top-candidate entry (n_probs or trace) is counted as against
+                                     --max-probs-bytes: about its cost as JSON in memory */
 
 /* ---- requests ------------------------------------------------------------------------------ */
 
@@ -311,6 +321,8 @@ typedef struct srv_engine srv_engine;
 /* HTTP-side counters (/metrics); the engine keeps its own. */
 typedef struct srv_http_stats {
     atomic_llong n_requests, n_2xx, n_400, n_401_403, n_404, n_413, n_429_503, n_5xx, n_disconnects;
+    atomic_llong probs_bytes;    /* --max-probs-bytes reserved by the requests in flight */
+    atomic_llong body_bytes;     /* --max-body-in-flight reserved by the uploads in flight */
 } srv_http_stats;
 
 typedef struct srv_http srv_http;
@@ -574,23 +586,27 @@ typedef enum srv_conn_phase {
 } srv_conn_phase;
 
 typedef struct srv_conn_stats {
-    long long n_accepted, n_refused, n_evicted, n_header_timeouts, n_body_timeouts;
+    long long n_accepted, n_refused, n_evicted, n_header_timeouts, n_body_timeouts, n_slow_bodies;
     int n_open, n_busy;
 } srv_conn_stats;
 
 typedef struct srv_conns srv_conns;
-/* max_conns in all, per_client per client address (0: no cap), deadlines in ms. kill_fd
- * closes a connection from outside its thread (NULL: shutdown(2)). */
-srv_conns *srv_conns_new(int max_conns, int per_client, double header_ms, double body_ms, void (*kill_fd)(int fd));
+/* max_conns in all, per_client per client address (IPv6: per /64; 0: no cap), deadlines in
+ * ms, min_rate the body's least average pace in bytes/s (0: none). kill_fd closes a
+ * connection from outside its thread (NULL: shutdown(2)). */
+srv_conns *srv_conns_new(int max_conns, int per_client, double header_ms, double body_ms, int min_rate, void (*kill_fd)(int fd));
 void srv_conns_free(srv_conns *c);
 /* Table entries for max_conns (live ones plus those shut down but not closed yet). */
 int srv_conns_capacity(int max_conns);
 /* A new connection: true to admit it (it starts in WAIT), false to refuse it. Makes room by
  * closing a waiting connection (the client's own at the per-client cap): an answered one
- * first, else a fresh one older than a grace period (conns.c says why). */
+ * first, else a fresh one older than a grace period, else the slowest upload (conns.c says
+ * why). */
 bool srv_conns_admit(srv_conns *c, int fd, const struct sockaddr *addr, double now_ms);
 void srv_conns_set_phase(srv_conns *c, int fd, srv_conn_phase p, double now_ms);
 void srv_conns_closed(srv_conns *c, int fd);
+/* n more bytes of the body arrived on fd (for --min-body-rate and the slowest upload). */
+void srv_conns_body_bytes(srv_conns *c, int fd, size_t n);
 /* Close the connections past their phase's deadline; how many. */
 int srv_conns_reap(srv_conns *c, double now_ms);
 void srv_conns_stats(srv_conns *c, srv_conn_stats *st);

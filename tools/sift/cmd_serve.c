@@ -59,6 +59,9 @@ static void usage(FILE *f)
             "                            /health and the page stay open\n"
             "  --api-key-file FILE       keys, one per line (blank lines and # comments skipped)\n"
             "  --cors-origin ORIGIN      allow this web origin (repeatable; * = any). Default: none, same-origin only\n"
+            "  --allowed-hosts NAMES     Host names this server answers to beside localhost, IP literals and --host\n"
+            "                            (comma-separated, repeatable; .example.com = the domain and its subdomains;\n"
+            "                            * = any). Others get 403: the DNS-rebinding defence\n"
             "  --no-slots, --no-metrics  turn /slots or /metrics off (404)\n\n"
             "limits:\n"
             "  -to, --timeout N          close connections silent for N seconds (default 600)\n"
@@ -69,6 +72,13 @@ static void usage(FILE *f)
             "                            per client address (default 32; 0 = no cap, e.g. behind a load balancer)\n"
             "  --max-queue N             requests waiting for a slot; more get 503 + Retry-After (default 64)\n"
             "  --max-body BYTES          request body size; more get 413 (default 1048576)\n"
+            "  --max-body-in-flight BYTES\n"
+            "                            request body bytes all uploads together may hold; past it 503 (default 67108864)\n"
+            "  --min-body-rate BYTES     a body must average this many bytes/s after 2 s, else its connection is\n"
+            "                            closed (default 1024; 0 = off)\n"
+            "  --max-probs-bytes BYTES   n_probs + trace output of the requests in flight, counted as 256 bytes per\n"
+            "                            top-candidate entry of the worst case; a request alone over it gets 400,\n"
+            "                            together with others 503 (default 268435456)\n"
             "  --max-n-predict N         the most tokens one request may ask for (default 4096)\n"
             "  --drain-timeout N         on SIGTERM/SIGINT, running requests get N seconds to finish (default 30)\n\n"
             "  -v, --log-requests        one line per request on stderr\n"
@@ -103,25 +113,37 @@ static int read_key_file(srv_config *c, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) return bad("--api-key-file", path, "cannot open");
-    char line[4096];
+    /* getline, not a fixed buffer: a key longer than the buffer would come back in pieces,
+     * and its tail would become a key of its own */
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
     int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        char *a = line, *z = line + strlen(line);
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        if (memchr(line, 0, (size_t)len)) {
+            free(line);
+            fclose(f);
+            return bad("--api-key-file", path, "a NUL byte in");
+        }
+        char *a = line, *z = line + len;
         while (*a == ' ' || *a == '\t') a++;
         while (z > a && (z[-1] == '\n' || z[-1] == '\r' || z[-1] == ' ' || z[-1] == '\t')) *--z = 0;
         if (!*a || *a == '#') continue;
         char *k = strdup(a);
         if (!k || !list_add(&c->owned, &c->n_owned, k)) {
             free(k);
+            free(line);
             fclose(f);
             return bad("--api-key-file", path, "out of memory reading");
         }
         if (!list_add(&c->api_keys, &c->n_api_keys, k)) {
+            free(line);
             fclose(f);
             return bad("--api-key-file", path, "out of memory reading");
         }
         n++;
     }
+    free(line);
     fclose(f);
     if (!n) return bad("--api-key-file", path, "no key in");
     return 0;
@@ -213,6 +235,20 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
     } else if (IS("--max-body")) {
         INTV(64, 1L << 30, "bytes in [64, 2^30]");
         c->max_body = (size_t)n;
+    } else if (IS("--max-body-in-flight")) {
+        INTV(64, 1L << 40, "bytes in [64, 2^40]");
+        c->max_body_in_flight = (size_t)n;
+    } else if (IS("--min-body-rate")) {
+        INTV(0, 1L << 30, "bytes/s in [0, 2^30]");
+        c->min_body_rate = (int)n;
+    } else if (IS("--max-probs-bytes")) {
+        INTV(0, 1L << 40, "bytes in [0, 2^40]");
+        c->max_probs_bytes = (size_t)n;
+    } else if (IS("--allowed-hosts")) {
+        NEEDV();
+        for (char *k = strtok(v, ","); k; k = strtok(NULL, ","))
+            if (*k && !list_add(&c->allowed_hosts, &c->n_allowed_hosts, k)) return bad(a, NULL, "out of memory");
+        if (!c->n_allowed_hosts) return bad(a, NULL, "an empty list");
     } else if (IS("--max-n-predict")) {
         INTV(1, 1L << 24, "an integer in [1, 2^24]");
         c->max_n_predict = (int)n;
@@ -325,6 +361,10 @@ static const env_opt ENV_OPTS[] = {
     {"SIFT_ARG_MAX_QUEUE", "--max-queue", NULL, false},
     {"SIFT_ARG_MAX_BODY", "--max-body", NULL, false},
     {"SIFT_ARG_MAX_N_PREDICT", "--max-n-predict", NULL, false},
+    {"SIFT_ARG_MAX_BODY_IN_FLIGHT", "--max-body-in-flight", NULL, false},
+    {"SIFT_ARG_MIN_BODY_RATE", "--min-body-rate", NULL, false},
+    {"SIFT_ARG_MAX_PROBS_BYTES", "--max-probs-bytes", NULL, false},
+    {"SIFT_ARG_ALLOWED_HOSTS", "--allowed-hosts", NULL, false},
     {"SIFT_ARG_SLOTS", "--slots", "--no-slots", true},
     {"SIFT_ARG_METRICS", "--metrics", "--no-metrics", true},
     {"SIFT_ARG_LOG_REQUESTS", "--log-requests", NULL, true},
@@ -371,6 +411,7 @@ static int parse_args(int argc, char **argv, srv_config *c)
                       .timeout_s = 600, .max_connections = 256, .max_queue = 64, .max_body = 1 << 20,
                       .max_n_predict = 4096, .default_n_predict = -1, .isa = SIFT_ISA_AUTO, .header_timeout_s = 10,
                       .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30,
+                      .max_body_in_flight = 64u << 20, .min_body_rate = 1024, .max_probs_bytes = 256u << 20,
                       .pooling = SIFT_POOLING_TYPE_UNSPECIFIED};
     int r = parse_env(c);
     static cli_cvec cv; /* --control-vector...: its strings are argv's */
@@ -402,6 +443,7 @@ static void config_free(srv_config *c)
     free(c->owned);
     free(c->api_keys);
     free(c->cors_origins);
+    free(c->allowed_hosts);
 }
 
 /* tokenizer.chat_template from the GGUF (NULL when absent). */
