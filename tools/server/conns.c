@@ -30,7 +30,10 @@
  * kept-alive connection between requests, or one the client has closed and whose thread
  * has not noticed yet), oldest first; else a fresh one that has sent no complete head for
  * GRACE_MS, oldest first; else the slowest upload (BODY, the lowest average rate) that has
- * been at it for GRACE_MS: a trickled body is given up for a client that has a request. A fresh connection younger than that is never closed: its request
+ * been at it for GRACE_MS, or for SLOW_EVICT_MS when it is behind --min-body-rate's pace
+ * already: a trickled body is given up for a client that has a request. (Without that
+ * second rule, uploads that reconnect in waves are all younger than GRACE_MS a third of the
+ * time, and a third of the legitimate requests are refused.) A fresh connection younger than that is never closed: its request
  * may be on its way (under load a head can take a while to be read), and closing it would
  * drop a valid request. So idle and slow connections delay nobody for more than GRACE_MS.
  *
@@ -56,6 +59,8 @@
 /* How long a body may arrive at any pace before --min-body-rate applies (ms): a client's
  * first packets and TCP's slow start. */
 #define RATE_GRACE_MS 2000.0
+/* An upload behind that pace may be given up for a new connection after this (ms). */
+#define SLOW_EVICT_MS 100.0
 
 typedef struct centry {
     int fd;                  /* -1: free */
@@ -160,9 +165,12 @@ static centry *victim(srv_conns *c, bool by_client, int fam, const unsigned char
         if (x->fd < 0 || x->doomed || x->phase == SRV_CONN_BUSY) continue;
         if (by_client && (x->family != fam || memcmp(x->addr, key, 16))) continue;
         if (x->phase == SRV_CONN_BODY) {
+            /* behind --min-body-rate's pace already (a body sent with its head is complete
+             * long before SLOW_EVICT_MS), or past the grace period without one */
             const double dt = now - x->t_phase;
             const double rate = (double)x->body_bytes / (dt > 1 ? dt : 1);
-            if (dt >= c->grace_ms && (!slow || rate < slow_rate)) slow = x, slow_rate = rate;
+            const bool behind = c->min_rate > 0 && dt >= SLOW_EVICT_MS && (double)x->body_bytes < c->min_rate * dt / 1e3;
+            if ((behind || dt >= c->grace_ms) && (!slow || rate < slow_rate)) slow = x, slow_rate = rate;
         } else if (x->served) {
             if (!served || x->t_phase < served->t_phase) served = x;
         } else if (now - x->t_phase >= c->grace_ms) {

@@ -1154,6 +1154,17 @@ bool srv_http_drain(srv_http *h, int drain_timeout_s)
     }
 }
 
+bool srv_http_flush(srv_http *h, double t_end)
+{
+    for (;;) {
+        srv_conn_stats cs;
+        srv_conns_stats(h->conns, &cs);
+        if (cs.n_busy == 0) return true;
+        if (srv_now_ms() >= t_end) return false;
+        poll(NULL, 0, 5);
+    }
+}
+
 srv_server *srv_http_server(srv_http *h) { return h->s; }
 
 void srv_http_conn_stats(srv_http *h, srv_conn_stats *st)

@@ -352,6 +352,8 @@ typedef struct srv_server {
     srv_http *httpd;           /* for /metrics' connection counters (NULL before the start) */
     atomic_bool draining;      /* SIGTERM/SIGINT seen: /health 503, new work 503, running work finishes */
     atomic_bool drain_abort;   /* a second signal: srv_http_drain returns at once */
+    atomic_bool stop_work;     /* the drain's deadline passed: long work (a template render, a grammar) should
+                                  give up; the hook a per-request cancel flag can watch */
 } srv_server;
 
 /* The model's own Jinja template (sift_template_*) applied to a chat request, as
@@ -624,6 +626,10 @@ void srv_http_stop(srv_http *h);
  * is queued, running or still sending its response, or drain_timeout_s passed. Returns
  * whether everything finished. */
 bool srv_http_drain(srv_http *h, int drain_timeout_s);
+/* After srv_engine_stop failed what was left: wait until every connection has sent its
+ * answer (a stream its closing error event), or until t_end (srv_now_ms). Returns whether
+ * all did. */
+bool srv_http_flush(srv_http *h, double t_end);
 void srv_http_conn_stats(srv_http *h, srv_conn_stats *st);
 srv_server *srv_http_server(srv_http *h);
 

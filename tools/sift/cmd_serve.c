@@ -12,6 +12,7 @@
  * taken by sigwait() here, so no handler runs inside the engine or libmicrohttpd.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <strings.h>
@@ -459,6 +460,11 @@ static char *read_chat_template(const char *path)
 }
 
 #ifdef SIFT_HAVE_MHD
+/* After the drain's deadline: the failed requests' answers get LAST_WORDS_MS to go out; the
+ * process exits at WATCHDOG_MS at the latest (both under the 1 s docs/server.md promises). */
+#define LAST_WORDS_MS 600.0
+#define WATCHDOG_MS 900.0
+
 typedef struct drain_arg {
     srv_http *http;
     int timeout_s;
@@ -471,6 +477,25 @@ static void *drain_main(void *p)
     atomic_store(&d->ok, srv_http_drain(d->http, d->timeout_s));
     atomic_store(&d->done, true);
     kill(getpid(), SIGTERM); /* wake the sigwait below */
+    return NULL;
+}
+
+/* The last resort of a shutdown: whatever still runs at the drain's deadline (a template
+ * render that does not stop, a grammar step, a connection thread the daemon cannot join),
+ * the process is gone by then. _exit: the other threads may hold any lock. */
+static double watchdog_at;
+
+static void *watchdog_main(void *p)
+{
+    (void)p;
+    for (;;) {
+        const double left = watchdog_at - srv_now_ms();
+        if (left <= 0) break;
+        poll(NULL, 0, left > 1000 ? 1000 : (int)left + 1);
+    }
+    fprintf(stderr, "sift serve: shutdown did not finish by --drain-timeout + 1 s (work that does not stop): exiting now\n");
+    fflush(stderr);
+    _exit(0);
     return NULL;
 }
 
@@ -610,8 +635,21 @@ int sift_cmd_serve(int argc, char **argv)
     fprintf(stderr, "sift serve: %s: draining (new work gets 503; running requests have %d s to finish)\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->drain_timeout_s);
     fflush(stderr);
-    if (drain(http, cfg->drain_timeout_s, &sigs)) fprintf(stderr, "sift serve: drained, shutting down\n");
+    const bool drained = drain(http, cfg->drain_timeout_s, &sigs);
+    /* the deadline (or a second signal): what is still queued or running fails with 503, each
+     * connection gets LAST_WORDS_MS to send that (a stream its error event, so that no stream
+     * ends without a closing event), and the process is gone within a second of the deadline
+     * whatever does not stop */
+    const double t_stop = srv_now_ms();
+    watchdog_at = t_stop + WATCHDOG_MS;
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, watchdog_main, NULL) == 0) pthread_detach(wd);
+    atomic_store(&s->stop_work, true);
+    if (drained) fprintf(stderr, "sift serve: drained, shutting down\n");
     else fprintf(stderr, "sift serve: drain cut short (timeout or a second signal): failing what still runs with 503\n");
+    srv_engine_stop(s->engine);
+    if (!drained && !srv_http_flush(http, t_stop + LAST_WORDS_MS))
+        fprintf(stderr, "sift serve: some connections did not take their last answer in time\n");
     rc = 0;
 done:
     srv_engine_stop(s->engine); /* running requests fail with 503: their connections can end */
