@@ -524,6 +524,29 @@ static srv_task *make_task(srv_server *s, srv_kind kind, const conn_req *r, int 
     return t;
 }
 
+/* A place among the --max-renders Jinja renders that may run at once: a chat request with the
+ * model's own template renders it while it is parsed, on its connection's thread, and a
+ * template's render is bounded in work but not in CPU share: two clients chatting with a
+ * template that spends its whole budget keep two cores busy, and on a two-core machine the
+ * engine then decodes for everybody at a third of its speed. Waits up to RENDER_WAIT_MS;
+ * false when no place came (503). */
+#define RENDER_WAIT_MS 10000.0
+static bool render_enter(srv_server *s, srv_kind kind)
+{
+    if (kind != SRV_OAI_CHAT || !s->jinja) return true;
+    const double t_end = srv_now_ms() + RENDER_WAIT_MS;
+    while (!budget_take(&s->http.renders, 1, s->cfg.max_renders > 0 ? s->cfg.max_renders : 1)) {
+        if (srv_now_ms() >= t_end || atomic_load(&s->draining)) return false;
+        poll(NULL, 0, 5);
+    }
+    return true;
+}
+
+static void render_leave(srv_server *s, srv_kind kind)
+{
+    if (kind == SRV_OAI_CHAT && s->jinja) atomic_fetch_sub(&s->http.renders, 1);
+}
+
 /* What task t's n_probs and trace output is counted as against --max-probs-bytes: its worst
  * case (every token it may generate) of top-candidate entries, SRV_PROBS_ENTRY_BYTES each. */
 static long long probs_cost(const srv_server *s, const srv_task *t)
@@ -539,10 +562,18 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
 {
     srv_error e = {0};
     srv_request req;
-    if (srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e)) return reply_error(c, s, &e);
+    if (!render_enter(s, kind)) {
+        srv_errorf(&e, 503, "the server is rendering its most chat templates at once (--max-renders %d); retry later",
+                   s->cfg.max_renders);
+        return reply_error(c, s, &e);
+    }
+    const int rc = srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e);
+    if (rc) render_leave(s, kind);
+    if (rc) return reply_error(c, s, &e);
     const bool stream = req.stream;
     const int n_cmpl = req.n_cmpl, n = req.n_prompts * req.n_cmpl;
     if (n > s->cfg.max_queue + s->cfg.n_parallel) { /* could never be queued at once */
+        render_leave(s, kind);
         srv_request_free(&req);
         srv_errorf(&e, 400, "%d completions in one request, more than the queue and the slots hold (--max-queue %d + -np %d)", n,
                    s->cfg.max_queue, s->cfg.n_parallel);
@@ -550,14 +581,16 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
     }
     srv_task **g = calloc((size_t)n, sizeof *g);
     if (!g) {
+        render_leave(s, kind);
         srv_request_free(&req);
         srv_errorf(&e, 500, "out of memory");
         return reply_error(c, s, &e);
     }
     for (int k = 0; k < n; k++) {
         srv_request first = {.n_cmpl = n_cmpl};
-        g[k] = make_task(s, kind, r, k, k == 0 ? &req : &first, &e);
+        g[k] = make_task(s, kind, r, k, k == 0 ? &req : &first, &e); /* (k > 0 renders again) */
         if (!g[k]) {
+            render_leave(s, kind);
             if (k == 0) srv_request_free(&req);
             drop_tasks(s, g, k, false);
             free(g);
@@ -568,6 +601,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
             g[k]->created = g[0]->created;
         }
     }
+    render_leave(s, kind);
     long long cost = 0;
     for (int k = 0; k < n; k++) cost += probs_cost(s, g[k]);
     const long long budget = (long long)s->cfg.max_probs_bytes;

@@ -156,6 +156,7 @@ typedef struct srv_config {
     int min_body_rate;          /* --min-body-rate: bytes/s a body must average after a grace period (0: off) */
     size_t max_body_in_flight;  /* --max-body-in-flight: request body bytes buffered by all connections together */
     size_t max_probs_bytes;     /* --max-probs-bytes: n_probs + trace output of all requests together (estimated) */
+    int max_renders;            /* --max-renders: Jinja chat template renders at once (others wait, then 503) */
     bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
@@ -323,6 +324,7 @@ typedef struct srv_http_stats {
     atomic_llong n_requests, n_2xx, n_400, n_401_403, n_404, n_413, n_429_503, n_5xx, n_disconnects;
     atomic_llong probs_bytes;    /* --max-probs-bytes reserved by the requests in flight */
     atomic_llong body_bytes;     /* --max-body-in-flight reserved by the uploads in flight */
+    atomic_llong renders;        /* Jinja renders running (--max-renders) */
 } srv_http_stats;
 
 typedef struct srv_http srv_http;

@@ -80,6 +80,8 @@ static void usage(FILE *f)
             "  --max-probs-bytes BYTES   n_probs + trace output of the requests in flight, counted as 256 bytes per\n"
             "                            top-candidate entry of the worst case; a request alone over it gets 400,\n"
             "                            together with others 503 (default 268435456)\n"
+            "  --max-renders N           Jinja chat template renders at once; more wait up to 10 s, then 503\n"
+            "                            (default: half the CPUs, at least 1)\n"
             "  --max-n-predict N         the most tokens one request may ask for (default 4096)\n"
             "  --drain-timeout N         on SIGTERM/SIGINT, running requests get N seconds to finish (default 30)\n\n"
             "  -v, --log-requests        one line per request on stderr\n"
@@ -242,6 +244,9 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
     } else if (IS("--min-body-rate")) {
         INTV(0, 1L << 30, "bytes/s in [0, 2^30]");
         c->min_body_rate = (int)n;
+    } else if (IS("--max-renders")) {
+        INTV(1, 1024, "a count in [1, 1024]");
+        c->max_renders = (int)n;
     } else if (IS("--max-probs-bytes")) {
         INTV(0, 1L << 40, "bytes in [0, 2^40]");
         c->max_probs_bytes = (size_t)n;
@@ -365,6 +370,7 @@ static const env_opt ENV_OPTS[] = {
     {"SIFT_ARG_MAX_BODY_IN_FLIGHT", "--max-body-in-flight", NULL, false},
     {"SIFT_ARG_MIN_BODY_RATE", "--min-body-rate", NULL, false},
     {"SIFT_ARG_MAX_PROBS_BYTES", "--max-probs-bytes", NULL, false},
+    {"SIFT_ARG_MAX_RENDERS", "--max-renders", NULL, false},
     {"SIFT_ARG_ALLOWED_HOSTS", "--allowed-hosts", NULL, false},
     {"SIFT_ARG_SLOTS", "--slots", "--no-slots", true},
     {"SIFT_ARG_METRICS", "--metrics", "--no-metrics", true},
@@ -434,6 +440,10 @@ static int parse_args(int argc, char **argv, srv_config *c)
     c->cvec_layer_end = (int)cv.layer_end;
     if (!c->model_path) return bad("-m", NULL, "a model is required");
     if (!c->n_threads_batch) c->n_threads_batch = c->n_threads;
+    if (!c->max_renders) { /* half the CPUs: the other half stays the engine's */
+        const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        c->max_renders = ncpu >= 4 ? (int)(ncpu / 2) : 1;
+    }
     if (c->default_n_predict > c->max_n_predict) return bad("-n", NULL, "larger than --max-n-predict");
     return 0;
 }
