@@ -1093,7 +1093,7 @@ def test_per_client_cap():
     """--max-connections-per-client 2: two requests mid-upload fill it and a third connection is
     refused (503); with two idle connections instead (older than the 1 s grace), a third gets in
     and the older idle one goes."""
-    S = Server("--max-connections-per-client", "2", "--body-timeout", "30")
+    S = Server("--max-connections-per-client", "2", "--body-timeout", "30", "--min-body-rate", "0")  # (slow uploads: test_slow_uploads_evicted)
     try:
         busy = []
         for _ in range(2):
