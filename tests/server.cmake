@@ -43,6 +43,11 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_drain.py --sift $<TARGET_FILE:sift>
                    --model ${SIFT_SHARED_DIR}/models/stories260K.gguf --runs 2 --drain-timeout 1)
   set_tests_properties(server_drain PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 120)
+  # the same with the engine inside an exponential grammar's step at the deadline (about 2 s)
+  add_test(NAME server_drain_stuck
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_drain.py --sift $<TARGET_FILE:sift>
+                   --model ${SIFT_SHARED_DIR}/models/stories260K.gguf --runs 1 --drain-timeout 1 --stuck)
+  set_tests_properties(server_drain_stuck PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 120)
   # docs/scale-out.md's recipe, run as written: two replicas behind HAProxy (Debian's haproxy,
   # scripts/deps), one SIGKILLed under load (about 3 s, 40 s under ASan; 240 requests, 127.0.0.1 only)
   find_program(SIFT_HAPROXY haproxy PATHS /usr/sbin /usr/local/sbin)

@@ -9,6 +9,10 @@ server holds all of them, sends SIGTERM and then checks:
     last `data:` event is complete: a final result ("stop": true) or an error object;
   - the process exits 0 within T + 1 s of the signal.
 
+With --stuck the first stream carries an exponential grammar (20 levels of a ::= b b | [a-z]),
+so the engine may be inside one endless step at the deadline: its slots' tasks are failed
+from outside, and the watchdog ends the process.
+
 usage: server_drain.py --sift build/sift --model ../shared/models/stories260K.gguf
                        [--runs 100] [--streams 60] [--drain-timeout 2]
 Prints one line per run and a summary; exit status 1 on any failure. 127.0.0.1 only.
@@ -24,9 +28,14 @@ import threading
 import time
 
 
-def read_stream(port, i, out, started):
-    body = json.dumps({"prompt": "Once upon a time", "n_predict": 3000, "ignore_eos": True, "stream": True,
-                       "seed": i}).encode()
+EXP_GRAMMAR = "root ::= a0\n" + "".join("a%d ::= a%d a%d | [a-z]\n" % (i, i + 1, i + 1) for i in range(20)) + "a20 ::= [a-z]\n"
+
+
+def read_stream(port, i, out, started, stuck=False):
+    req = {"prompt": "Once upon a time", "n_predict": 3000, "ignore_eos": True, "stream": True, "seed": i}
+    if stuck:  # a grammar whose parse stacks double at each of 20 levels: the engine's step may not end
+        req.update(n_predict=8, grammar=EXP_GRAMMAR)
+    body = json.dumps(req).encode()
     raw = b""
     try:
         c = socket.create_connection(("127.0.0.1", port), timeout=30)
@@ -90,7 +99,8 @@ def one_run(args, k):
     threading.Thread(target=lambda: [log.append(l) for l in proc.stderr], daemon=True).start()
     out = [None] * args.streams
     started = threading.Semaphore(0)
-    ths = [threading.Thread(target=read_stream, args=(port, i, out, started)) for i in range(args.streams)]
+    ths = [threading.Thread(target=read_stream, args=(port, i, out, started, args.stuck and i == 0))
+           for i in range(args.streams)]
     for t in ths:
         t.start()
     for _ in ths:
@@ -145,6 +155,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--streams", type=int, default=60)
     ap.add_argument("--drain-timeout", type=int, default=1)
+    ap.add_argument("--stuck", action="store_true",
+                    help="the first stream asks for an exponential grammar: the engine may be inside one step at the deadline")
     args = ap.parse_args()
     n_ok, worst = 0, 0.0
     for k in range(args.runs):

@@ -481,6 +481,10 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err);
 /* Stop the thread; every queued or running task fails with 503 (their connections finish).
  * The engine stays valid for srv_engine_cancel / stats until srv_engine_free. */
 void srv_engine_stop(srv_engine *e);
+/* The same, but waiting for the thread only until t_end (srv_now_ms): then the tasks still in
+ * slots fail with 503 from here (their connections can answer) and false is returned; the
+ * thread is joined by srv_engine_stop / srv_engine_free later. */
+bool srv_engine_stop_by(srv_engine *e, double t_end);
 void srv_engine_free(srv_engine *e);
 /* Queue a task (the engine takes its own reference). 0, or 503 when the queue is full. */
 int srv_engine_submit(srv_engine *e, srv_task *t);

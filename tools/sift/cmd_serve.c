@@ -472,6 +472,7 @@ static char *read_chat_template(const char *path)
 #ifdef SIFT_HAVE_MHD
 /* After the drain's deadline: the failed requests' answers get LAST_WORDS_MS to go out; the
  * process exits at WATCHDOG_MS at the latest (both under the 1 s docs/server.md promises). */
+#define ENGINE_STOP_MS 200.0 /* the engine's current step may end by then; else its tasks fail from outside */
 #define LAST_WORDS_MS 600.0
 #define WATCHDOG_MS 900.0
 
@@ -657,7 +658,7 @@ int sift_cmd_serve(int argc, char **argv)
     atomic_store(&s->stop_work, true);
     if (drained) fprintf(stderr, "sift serve: drained, shutting down\n");
     else fprintf(stderr, "sift serve: drain cut short (timeout or a second signal): failing what still runs with 503\n");
-    srv_engine_stop(s->engine);
+    srv_engine_stop_by(s->engine, t_stop + ENGINE_STOP_MS);
     if (!drained && !srv_http_flush(http, t_stop + LAST_WORDS_MS))
         fprintf(stderr, "sift serve: some connections did not take their last answer in time\n");
     rc = 0;
