@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gguf/gguf.h"
 #include "server/server.h"
 
 const char sift_bench_server_help[] = "load test of sift serve on loopback: N clients, M requests (some malformed), -np 1 vs 8";
@@ -58,6 +59,7 @@ typedef struct lt_cfg {
     double time_limit_s;
     double rss_limit_mb;
     bool json;
+    const char *extra[8];      /* more `sift serve` flags (--hostile), NULL-terminated */
 } lt_cfg;
 
 typedef struct lt_result {
@@ -116,9 +118,14 @@ static bool server_start(const lt_cfg *c, int np, server_proc *sp)
         dup2(pfd[1], 2);
         close(pfd[0]);
         close(pfd[1]);
-        execl(self, "sift", "serve", "-m", c->model, "--host", "127.0.0.1", "--port", "0", "-np", np_s, "-c", ctx_s,
-              "--max-queue", q_s, "--max-n-predict", "100000", /* every client is 127.0.0.1: no per-client cap */
-              "--max-connections-per-client", "0", c->threads ? "-t" : NULL, t_s, (char *)NULL);
+        const char *av[40] = {"sift", "serve", "-m", c->model, "--host", "127.0.0.1", "--port", "0", "-np", np_s, "-c", ctx_s,
+                              "--max-queue", q_s, "--max-n-predict", "100000"};
+        int k = 16;
+        if (!c->extra[0]) av[k++] = "--max-connections-per-client", av[k++] = "0"; /* every client is 127.0.0.1 */
+        for (int i = 0; i < 8 && c->extra[i]; i++) av[k++] = c->extra[i];
+        if (c->threads) av[k++] = "-t", av[k++] = t_s;
+        av[k] = NULL;
+        execv(self, (char *const *)av);
         _exit(127);
     }
     close(pfd[1]);
@@ -169,6 +176,8 @@ static double rss_mb(pid_t pid, const char *key)
 typedef struct conn {
     int fd;
     int port;
+    uint32_t src;              /* source address (host order; 0: 127.0.0.1) */
+    int timeout_ms;            /* receive timeout (0: none) */
     char buf[1 << 16];
     size_t n, off;
 } conn;
@@ -179,6 +188,18 @@ static int conn_open(conn *c)
     if (c->fd < 0) return -1;
     const int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (c->timeout_ms) {
+        struct timeval tv = {.tv_sec = c->timeout_ms / 1000, .tv_usec = (c->timeout_ms % 1000) * 1000};
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+    if (c->src) {
+        struct sockaddr_in b = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(c->src)};
+        if (bind(c->fd, (struct sockaddr *)&b, sizeof b) != 0) {
+            close(c->fd);
+            c->fd = -1;
+            return -1;
+        }
+    }
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->port), .sin_addr.s_addr = htonl(0x7f000001)};
     if (connect(c->fd, (struct sockaddr *)&a, sizeof a) != 0) {
         close(c->fd);
@@ -533,6 +554,272 @@ static bool run_one(const lt_cfg *c, int np, lt_result *res)
     return true;
 }
 
+/* ---- --hostile: a combined attack while a legitimate client measures -------------------------------- */
+
+/* A chat template that spends the whole render budget of CPU (seconds) on every chat
+ * request: 7,000 x 7,000 empty loop turns. Written into a copy of the model's GGUF as
+ * tokenizer.chat_template, where a downloaded model carries it. */
+static const char hostile_template[] =
+    "{%- for i in range(7000) -%}{%- for j in range(7000) -%}{%- endfor -%}{%- endfor -%}"
+    "{%- for m in messages -%}{{ m.content }}{%- endfor -%}";
+
+/* 20 levels of a_i ::= a_{i+1} a_{i+1} | [a-z]: the parse stacks double at every level. */
+static char *exp_grammar_request(void)
+{
+    sbuf g = {0};
+    sbuf_adds(&g, "root ::= a0\n");
+    for (int i = 0; i < 20; i++) sbuf_printf(&g, "a%d ::= a%d a%d | [a-z]\n", i, i + 1, i + 1);
+    sbuf_adds(&g, "a20 ::= [a-z]\n");
+    char *gt = sbuf_strdup(&g);
+    sbuf_free(&g);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "prompt", "Once");
+    cJSON_AddNumberToObject(o, "n_predict", 8);
+    cJSON_AddStringToObject(o, "grammar", gt ? gt : "");
+    free(gt);
+    char *r = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return r;
+}
+
+/* Copy the GGUF at src to dst with tokenizer.chat_template replaced. */
+static bool write_hostile_gguf(const char *src, const char *dst)
+{
+    sift_error err = {0};
+    sift_gguf *g = sift_gguf_open(src, &err);
+    if (!g) return false;
+    sift__gguf_writer *w = sift__gguf_writer_new();
+    bool ok = w != NULL;
+    for (int64_t i = 0; ok && i < sift_gguf_n_kv(g); i++)
+        ok = sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i)) == SIFT_OK;
+    ok = ok && sift__gguf_writer_set_str(w, "tokenizer.chat_template", hostile_template) == SIFT_OK;
+    for (int64_t i = 0; ok && i < sift_gguf_n_tensors(g); i++) {
+        const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
+        ok = sift__gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &err) == SIFT_OK;
+    }
+    ok = ok && sift__gguf_writer_write_file(w, dst, &err) == SIFT_OK;
+    sift__gguf_writer_free(w);
+    sift_gguf_close(g);
+    return ok;
+}
+
+typedef struct hostile_sh {
+    int port;
+    atomic_bool stop;
+    atomic_long n_slow_conns, n_chat, n_grammar, n_amp, n_amp_400;
+} hostile_sh;
+
+typedef struct slow_arg {
+    hostile_sh *sh;
+    uint32_t src; /* 127.0.0.x */
+} slow_arg;
+
+/* Slow uploads from one address: up to 20 connections, each sending its head and then one
+ * body byte a second; a closed one is opened again. Bounded by sh->stop. */
+static void *slow_main(void *arg)
+{
+    slow_arg *a = arg;
+    hostile_sh *sh = a->sh;
+    enum { K = 20 };
+    int fds[K];
+    for (int i = 0; i < K; i++) fds[i] = -1;
+    static const char head[] = "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                               "Content-Length: 100000\r\n\r\n{";
+    while (!atomic_load(&sh->stop)) {
+        for (int i = 0; i < K && !atomic_load(&sh->stop); i++) {
+            if (fds[i] >= 0 && send(fds[i], " ", 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1) continue;
+            if (fds[i] >= 0) close(fds[i]);
+            conn c = {.fd = -1, .port = sh->port, .src = a->src};
+            fds[i] = -1;
+            if (conn_open(&c) != 0) continue;
+            if (send(c.fd, head, sizeof head - 1, MSG_NOSIGNAL) != (ssize_t)sizeof head - 1) {
+                close(c.fd);
+                continue;
+            }
+            fds[i] = c.fd;
+            atomic_fetch_add(&sh->n_slow_conns, 1);
+        }
+        for (int t = 0; t < 10 && !atomic_load(&sh->stop); t++) poll(NULL, 0, 100);
+    }
+    for (int i = 0; i < K; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    return NULL;
+}
+
+typedef struct req_arg {
+    hostile_sh *sh;
+    const char *path, *body;
+    atomic_long *count, *count_400;
+    int pause_ms;
+} req_arg;
+
+/* One request after another (a 10 s receive timeout each), until sh->stop. */
+static void *req_main(void *arg)
+{
+    req_arg *a = arg;
+    conn *c = calloc(1, sizeof *c);
+    sbuf out = {0};
+    while (c && !atomic_load(&a->sh->stop)) {
+        c->fd = -1;
+        c->port = a->sh->port;
+        c->timeout_ms = 10000;
+        int st = 0;
+        const int r = http_do(c, "POST", a->path, a->body, &st, &out);
+        conn_close(c);
+        atomic_fetch_add(a->count, 1);
+        if (r == 0 && st == 400 && a->count_400) atomic_fetch_add(a->count_400, 1);
+        if (a->pause_ms) poll(NULL, 0, a->pause_ms);
+    }
+    sbuf_free(&out);
+    free(c);
+    return NULL;
+}
+
+/* The legitimate client: n requests one after another on a fresh connection each, for
+ * `limit_s` seconds at most; their latencies (ms, -1 for a failure or no time left) into lat. */
+static void legit_run(int port, int n, int n_predict, double *lat, double limit_s)
+{
+    conn *c = calloc(1, sizeof *c);
+    sbuf out = {0};
+    const double t_end = now_s() + limit_s;
+    for (int i = 0; i < n; i++) lat[i] = -1;
+    for (int i = 0; c && i < n && now_s() < t_end; i++) {
+        char body[160];
+        snprintf(body, sizeof body, "{\"prompt\": \"Once upon a time\", \"n_predict\": %d, \"ignore_eos\": true, \"seed\": %d}",
+                 n_predict, i);
+        c->fd = -1;
+        c->port = port;
+        c->timeout_ms = 10000;
+        int st = 0;
+        const double t0 = now_s();
+        const int r = http_do(c, "POST", "/completion", body, &st, &out);
+        lat[i] = r == 0 && st == 200 ? 1e3 * (now_s() - t0) : -1;
+        conn_close(c);
+        poll(NULL, 0, 20);
+    }
+    sbuf_free(&out);
+    free(c);
+}
+
+static double pct(const double *v, int n, double q)
+{
+    double *s = malloc((size_t)n * sizeof *s);
+    if (!s) return 0;
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    const double r = s[(int)(q * (n - 1) + 0.5)];
+    free(s);
+    return r;
+}
+
+static int hostile_main(lt_cfg *c, int n_legit, const char *attacks)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/sift-hostile-%d.gguf", (int)getpid());
+    if (!write_hostile_gguf(c->model, path)) {
+        fprintf(stderr, "sift bench --server --hostile: cannot write %s from %s\n", path, c->model);
+        return 1;
+    }
+    lt_cfg hc = *c;
+    hc.model = path;
+    hc.clients = 8;
+    hc.ctx_per_slot = 4096; /* room for the amplification request's 4,000 tokens, as in issue 26 */
+    hc.extra[0] = "--header-timeout";
+    hc.extra[1] = "10";
+    server_proc sp;
+    if (!server_start(&hc, 4, &sp)) {
+        unlink(path);
+        return 1;
+    }
+    hostile_sh sh = {.port = sp.port};
+    double *idle = calloc((size_t)n_legit, sizeof *idle), *att = calloc((size_t)n_legit, sizeof *att);
+    if (!idle || !att) return 1;
+    legit_run(sp.port, n_legit, c->n_predict, idle, 120); /* the idle figures first */
+    fprintf(stderr, "sift bench --server --hostile: idle run done; attacking\n");
+
+    char *grammar_body = exp_grammar_request();
+    static const char amp_body[] = "{\"prompt\": \"Once upon a time\", \"n_predict\": 4000, \"ignore_eos\": true, \"n_probs\": 100, "
+                                   "\"trace\": true, \"trace_top\": 64}";
+    static const char chat_body[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 4}";
+    pthread_t th[32];
+    int n_th = 0;
+    slow_arg sa[16];
+    for (int i = 0; i < 16 && strstr(attacks, "slow"); i++) {
+        sa[i] = (slow_arg){.sh = &sh, .src = 0x7f000002u + (uint32_t)i}; /* 127.0.0.2 .. 127.0.0.17 */
+        pthread_create(&th[n_th++], NULL, slow_main, &sa[i]);
+    }
+    req_arg ra[] = {
+        {.sh = &sh, .path = "/v1/chat/completions", .body = chat_body, .count = &sh.n_chat},
+        {.sh = &sh, .path = "/v1/chat/completions", .body = chat_body, .count = &sh.n_chat},
+        {.sh = &sh, .path = "/completion", .body = grammar_body, .count = &sh.n_grammar},
+        {.sh = &sh, .path = "/completion", .body = amp_body, .count = &sh.n_amp, .count_400 = &sh.n_amp_400, .pause_ms = 20},
+        {.sh = &sh, .path = "/completion", .body = amp_body, .count = &sh.n_amp, .count_400 = &sh.n_amp_400, .pause_ms = 20},
+    };
+    static const char *const ra_kind[] = {"template", "template", "grammar", "amp", "amp"};
+    for (size_t i = 0; i < sizeof ra / sizeof *ra; i++)
+        if (strstr(attacks, ra_kind[i])) pthread_create(&th[n_th++], NULL, req_main, &ra[i]);
+    poll(NULL, 0, 3000); /* the attack in full swing: the slow uploads past the rate grace */
+    const double t_att = now_s();
+    legit_run(sp.port, n_legit, c->n_predict, att, 120);
+    const double att_s = now_s() - t_att;
+    fprintf(stderr, "sift bench --server --hostile: measured under attack; stopping the attack\n");
+    atomic_store(&sh.stop, true);
+    for (int i = 0; i < n_th; i++) pthread_join(th[i], NULL);
+
+    conn mc = {.fd = -1, .port = sp.port};
+    sbuf m = {0};
+    int st = 0;
+    double slow_closed = -1, evicted = -1;
+    if (http_do(&mc, "GET", "/metrics", "", &st, &m) == 0 && st == 200 && m.p) {
+        const char *x = strstr(m.p, "phase=\"slow_body\"} ");
+        if (x) slow_closed = atof(x + 19);
+        x = strstr(m.p, "\nsift_connections_evicted_total ");
+        if (x) evicted = atof(x + 32);
+    }
+    conn_close(&mc);
+    sbuf_free(&m);
+    const bool alive = waitpid(sp.pid, &st, WNOHANG) == 0;
+    const double t_sig = now_s();
+    int exit_st = -1;
+    if (alive) {
+        kill(sp.pid, SIGTERM);
+        waitpid(sp.pid, &st, 0);
+        exit_st = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    const double exit_s = now_s() - t_sig;
+    pthread_join(sp.drain, NULL);
+    close(sp.err_fd);
+    unlink(path);
+
+    int n_idle_ok = 0, n_ok = 0, n_within = 0;
+    double idle_ok[1024], att_ok[1024];
+    for (int i = 0; i < n_legit; i++) {
+        if (idle[i] >= 0) idle_ok[n_idle_ok++] = idle[i];
+        if (att[i] >= 0) att_ok[n_ok++] = att[i];
+    }
+    const double idle_p50 = n_idle_ok ? pct(idle_ok, n_idle_ok, 0.5) : 0, idle_p99 = n_idle_ok ? pct(idle_ok, n_idle_ok, 0.99) : 0;
+    for (int i = 0; i < n_ok; i++) n_within += att_ok[i] <= 3 * idle_p50;
+    const double share = 100.0 * n_within / n_legit;
+    printf("sift bench --server --hostile: %s with a slow chat template, -np 4; attacks %s\n"
+           "attack: slow uploads from 16 addresses (127.0.0.2-17, %ld connections opened), %ld chat renders of the template, "
+           "%ld exponential-grammar requests, %ld amplification requests (%ld answered 400)\n"
+           "server: %.0f slow bodies closed (--min-body-rate), %.0f connections given up for new ones\n"
+           "legitimate client (%d requests of %d tokens): idle p50 %.1f ms, p99 %.1f ms; under attack %d answered, p50 %.1f ms, "
+           "p99 %.1f ms (%.1f s)\n"
+           "answered within 3x the idle p50 (%.1f ms): %d/%d = %.1f%% (target >= 95%%)\n"
+           "server alive after the attack: %s; exit %d %.2f s after SIGTERM\n",
+           c->model, attacks, atomic_load(&sh.n_slow_conns), atomic_load(&sh.n_chat), atomic_load(&sh.n_grammar), atomic_load(&sh.n_amp),
+           atomic_load(&sh.n_amp_400), slow_closed, evicted, n_legit, c->n_predict, idle_p50, idle_p99, n_ok,
+           n_ok ? pct(att_ok, n_ok, 0.5) : 0, n_ok ? pct(att_ok, n_ok, 0.99) : 0, att_s, 3 * idle_p50, n_within, n_legit, share,
+           alive ? "yes" : "NO", exit_st, exit_s);
+    free(grammar_body);
+    free(idle);
+    free(att);
+    const bool pass = alive && exit_st == 0 && share >= 95.0;
+    printf("%s\n", pass ? "PASS" : "FAIL");
+    return pass ? 0 : 1;
+}
+
 static bool run_passed(const lt_cfg *c, const lt_result *r)
 {
     return !r->crashed && !r->timed_out && r->server_exit == 0 && r->n_ok == r->n_valid && r->n_bad_ok == r->n_malformed &&
@@ -553,11 +840,18 @@ static void usage(FILE *f)
             "  --threads N        the server's -t (default: its own default)\n"
             "  --time-limit S     seconds one run may take (default 300)\n"
             "  --rss-limit-mb N   the server's RSS must stay below (default 1024)\n"
-            "  --json             one JSON object per run instead of the table\n");
+            "  --json             one JSON object per run instead of the table\n"
+            "  --hostile          instead: a combined attack (slow uploads from 16 loopback addresses, a slow chat\n"
+            "                     template in a copy of the GGUF, an exponential grammar, amplification requests)\n"
+            "                     while one legitimate client sends --requests requests (use e.g. 60); passes when\n"
+            "                     >= 95%% of them are answered within 3x their idle p50 latency\n"
+            "  --attacks LIST     with --hostile: which (default slow,template,grammar,amp)\n");
 }
 
 int sift_bench_server(int argc, char **argv)
 {
+    bool hostile = false;
+    const char *attacks = "slow,template,grammar,amp";
     lt_cfg c = {.clients = 64, .requests = 2000, .bad_every = 10, .n_predict = 32, .ctx_per_slot = 256, .np = {1, 8}, .n_np = 2,
                 .reps = 1, .time_limit_s = 300, .rss_limit_mb = 1024};
     for (int i = 1; i < argc; i++) {
@@ -568,6 +862,10 @@ int sift_bench_server(int argc, char **argv)
             return 0;
         } else if (IS("--json")) {
             c.json = true;
+        } else if (IS("--hostile")) {
+            hostile = true;
+        } else if (IS("--attacks") && v) {
+            attacks = argv[++i];
         } else if (!v) {
             fprintf(stderr, "sift bench --server: %s: missing value (or unknown option)\n", a);
             return 2;
@@ -610,6 +908,7 @@ int sift_bench_server(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    if (hostile) return hostile_main(&c, c.requests < 1000 ? c.requests : 1000, attacks);
     lt_result res[8 * 16];
     bool all_ok = true;
     int n_pass = 0;

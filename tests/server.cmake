@@ -36,6 +36,18 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_test.py --sift $<TARGET_FILE:sift>
                    --model ${SIFT_SHARED_DIR}/models/stories260K.gguf)
   set_tests_properties(server_api PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
+  # SIGTERM with 60 queued streams (issue 26): every stream ends with a complete event and the
+  # process exits within --drain-timeout + 1 s; 2 runs here (about 4 s), the 100-run check is
+  # `tests/server_drain.py --runs 100` (docs/server.md)
+  add_test(NAME server_drain
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_drain.py --sift $<TARGET_FILE:sift>
+                   --model ${SIFT_SHARED_DIR}/models/stories260K.gguf --runs 2 --drain-timeout 1)
+  set_tests_properties(server_drain PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 120)
+  # the same with the engine inside an exponential grammar's step at the deadline (about 2 s)
+  add_test(NAME server_drain_stuck
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_drain.py --sift $<TARGET_FILE:sift>
+                   --model ${SIFT_SHARED_DIR}/models/stories260K.gguf --runs 1 --drain-timeout 1 --stuck)
+  set_tests_properties(server_drain_stuck PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 120)
   # docs/scale-out.md's recipe, run as written: two replicas behind HAProxy (Debian's haproxy,
   # scripts/deps), one SIGKILLed under load (about 3 s, 40 s under ASan; 240 requests, 127.0.0.1 only)
   find_program(SIFT_HAPROXY haproxy PATHS /usr/sbin /usr/local/sbin)

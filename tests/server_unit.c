@@ -217,7 +217,7 @@ static void test_conns_per_client(void **state)
 {
     (void)state;
     n_killed = 0;
-    srv_conns *c = srv_conns_new(100, 2, 10000, 30000, fake_kill);
+    srv_conns *c = srv_conns_new(100, 2, 10000, 30000, 0, fake_kill);
     assert_non_null(c);
     assert_true(admit(c, 10, "10.0.0.1", 0));
     assert_true(admit(c, 11, "10.0.0.1", 100));
@@ -229,7 +229,7 @@ static void test_conns_per_client(void **state)
     srv_conns_closed(c, 10);
     /* both of the client's connections busy: the next one is refused, nobody is closed */
     srv_conns_set_phase(c, 11, SRV_CONN_BUSY, 5100);
-    srv_conns_set_phase(c, 12, SRV_CONN_BODY, 5100);
+    srv_conns_set_phase(c, 12, SRV_CONN_BODY, 8500); /* an upload younger than the grace period */
     assert_false(admit(c, 13, "10.0.0.1", 9000));
     assert_int_equal(n_killed, 1);
     /* the same client over IPv6 as ::ffff:10.0.0.1 counts as the same address */
@@ -249,7 +249,7 @@ static void test_conns_global_cap(void **state)
 {
     (void)state;
     n_killed = 0;
-    srv_conns *c = srv_conns_new(3, 0, 10000, 30000, fake_kill);
+    srv_conns *c = srv_conns_new(3, 0, 10000, 30000, 0, fake_kill);
     assert_true(admit(c, 1, "10.0.0.1", 0));
     assert_true(admit(c, 2, "10.0.0.2", 100));
     assert_true(admit(c, 3, "10.0.0.3", 200));
@@ -273,7 +273,7 @@ static void test_conns_deadlines(void **state)
 {
     (void)state;
     n_killed = 0;
-    srv_conns *c = srv_conns_new(10, 0, 1000, 2000, fake_kill);
+    srv_conns *c = srv_conns_new(10, 0, 1000, 2000, 0, fake_kill);
     assert_true(admit(c, 1, "10.0.0.1", 0));    /* head due by 1000 */
     assert_true(admit(c, 2, "10.0.0.1", 0));
     assert_true(admit(c, 3, "10.0.0.1", 0));
@@ -303,7 +303,7 @@ static void test_conns_grace(void **state)
 {
     (void)state;
     n_killed = 0;
-    srv_conns *c = srv_conns_new(100, 2, 10000, 30000, fake_kill); /* grace: 1 s */
+    srv_conns *c = srv_conns_new(100, 2, 10000, 30000, 0, fake_kill); /* grace: 1 s */
     assert_true(admit(c, 1, "10.0.0.1", 0));
     assert_true(admit(c, 2, "10.0.0.1", 500));
     assert_false(admit(c, 3, "10.0.0.1", 900)); /* both younger than 1 s: refused, nobody closed */
@@ -326,7 +326,7 @@ static void test_conns_capacity(void **state)
 {
     (void)state;
     n_killed = 0;
-    srv_conns *c = srv_conns_new(1, 0, 1000, 1000, fake_kill);
+    srv_conns *c = srv_conns_new(1, 0, 1000, 1000, 0, fake_kill);
     const int cap = srv_conns_capacity(1);
     int admitted = 0;
     for (int fd = 0; fd < cap + 10; fd++) admitted += admit(c, 100 + fd, "10.0.0.1", 1000.0 * fd);
@@ -334,6 +334,54 @@ static void test_conns_capacity(void **state)
     assert_int_equal(n_killed, cap - 1); /* each new one made the previous give way */
     srv_conns_closed(c, 100);
     assert_true(admit(c, 500, "10.0.0.1", 1e9));
+    srv_conns_free(c);
+}
+
+/* --min-body-rate: a body trickled below the pace is closed after the rate grace period (2 s);
+ * a full table gives up its slowest upload for a new connection; IPv6 clients count per /64 */
+static void test_conns_slow_bodies(void **state)
+{
+    (void)state;
+    n_killed = 0;
+    srv_conns *c = srv_conns_new(3, 0, 10000, 30000, 100, fake_kill);
+    assert_true(admit(c, 1, "10.0.0.1", 0));
+    assert_true(admit(c, 2, "10.0.0.2", 0));
+    assert_true(admit(c, 3, "10.0.0.3", 0));
+    srv_conns_set_phase(c, 1, SRV_CONN_BODY, 0);
+    srv_conns_set_phase(c, 2, SRV_CONN_BODY, 0);
+    srv_conns_set_phase(c, 3, SRV_CONN_BUSY, 0);
+    srv_conns_body_bytes(c, 1, 1000); /* 1000 B: on pace for 10 s at 100 B/s */
+    srv_conns_body_bytes(c, 2, 150);  /* 150 B: on pace for 1.5 s only */
+    assert_int_equal(srv_conns_reap(c, 1900), 0); /* inside the 2 s grace: any pace */
+    /* full (3 of 3): the slowest upload (2) gives way, though both are BODY */
+    assert_true(admit(c, 4, "10.0.0.4", 1900));
+    assert_int_equal(n_killed, 1);
+    assert_int_equal(killed[0], 2);
+    srv_conns_closed(c, 2);
+    assert_int_equal(srv_conns_reap(c, 5000), 0);  /* 1000 B in 5 s: 200 B/s */
+    assert_int_equal(srv_conns_reap(c, 10100), 1); /* 1000 B in 10.1 s: under 100 B/s */
+    assert_int_equal(killed[1], 1);
+    srv_conn_stats st;
+    srv_conns_stats(c, &st);
+    assert_int_equal(st.n_slow_bodies, 1);
+    assert_int_equal(st.n_evicted, 1);
+    srv_conns_free(c);
+
+    /* IPv6: 2001:db8::1 and 2001:db8::ffff share a /64 (one client); 2001:db8:0:1::1 does not */
+    n_killed = 0;
+    c = srv_conns_new(100, 1, 10000, 30000, 0, fake_kill);
+    const char *ips[] = {"2001:db8::1", "2001:db8::ffff", "2001:db8:0:1::1"};
+    bool ok[3];
+    for (int i = 0; i < 3; i++) {
+        struct sockaddr_in6 a = {.sin6_family = AF_INET6};
+        inet_pton(AF_INET6, ips[i], &a.sin6_addr);
+        srv_conns_set_phase(c, 10 + i - 1, SRV_CONN_BUSY, 0); /* the previous one busy: no room to make */
+        ok[i] = srv_conns_admit(c, 10 + i, (struct sockaddr *)&a, 0);
+        srv_conns_set_phase(c, 10 + i, SRV_CONN_BUSY, 0);
+    }
+    assert_true(ok[0]);
+    assert_false(ok[1]);
+    assert_true(ok[2]);
     srv_conns_free(c);
 }
 
@@ -350,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_conns_deadlines),
         cmocka_unit_test(test_conns_grace),
         cmocka_unit_test(test_conns_capacity),
+        cmocka_unit_test(test_conns_slow_bodies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

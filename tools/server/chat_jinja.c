@@ -8,8 +8,8 @@
  *
  * A template comes with a downloaded model, so it is treated as hostile: every render runs
  * under the server's budgets (--template-timeout wall clock, --template-memory shared by all
- * renders at once), is abandoned when its request is cancelled (the flag the HTTP thread
- * names with chat_jinja_set_cancel) or the drain gives up, and holds no lock, so a slow
+ * renders at once), is abandoned when its client goes away (the connection the HTTP thread
+ * names with chat_jinja_set_client) or the drain gives up, and holds no lock, so a slow
  * render stalls only its own request.
  */
 #include <cjson/cJSON.h>
@@ -28,19 +28,21 @@ static void token_text(const srv_server *s, sift_token t, char *buf, size_t size
     buf[n > 0 && n < (int32_t)size ? n : 0] = 0;
 }
 
-/* The cancel flag of the request this thread is parsing (NULL: none). Thread-local because
- * the render runs on the HTTP thread that parses the request, deep below the handler that
- * knows the connection; the handler sets it around the parse. */
-static _Thread_local const atomic_bool *tls_cancel;
+/* The connection of the request this thread is parsing (-1: none). Thread-local because the
+ * render runs on the HTTP thread that parses the request, deep below the handler that knows
+ * the connection; the handler sets it around the parse. A render stops when that client goes
+ * away (polled with the other limits, every few thousand steps), at a second signal, or at the
+ * drain's deadline. */
+static _Thread_local int tls_client_fd = -1;
 
-void chat_jinja_set_cancel(const atomic_bool *flag) { tls_cancel = flag; }
+void chat_jinja_set_client(int fd) { tls_client_fd = fd; }
 
-typedef struct render_ctl { const srv_server *s; const atomic_bool *cancel; } render_ctl;
+typedef struct render_ctl { const srv_server *s; int fd; } render_ctl;
 
 static bool render_abort(void *data)
 {
     const render_ctl *c = data;
-    return (c->cancel && atomic_load(c->cancel)) || atomic_load(&c->s->drain_abort);
+    return atomic_load(&c->s->drain_abort) || atomic_load(&c->s->stop_work) || srv_client_gone(c->fd);
 }
 
 /* The server's budgets on a render (time: timeout_ms, or the configured one when 0). */
@@ -52,7 +54,7 @@ static void render_options(const srv_server *s, sift_template_options *o, render
     o->pool = s->tpool;
     if (s->cfg.template_memory && o->max_memory > s->cfg.template_memory) o->max_memory = s->cfg.template_memory;
     ctl->s = s;
-    ctl->cancel = tls_cancel;
+    ctl->fd = tls_client_fd;
     o->abort_cb = render_abort;
     o->abort_data = ctl;
 }

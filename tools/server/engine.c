@@ -37,6 +37,7 @@
  * connection threads only ever read a task's output and set its cancelled flag.
  */
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,8 @@ struct srv_engine {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     srv_task **queue;         /* waiting tasks, FIFO, at most cfg.max_queue */
+    srv_task **running;       /* under mu: the task of each slot (srv_engine_stop_by fails them when the
+                                 thread does not stop in time) */
     int q_n, q_cap;
     bool stop;
     int64_t next_id;
@@ -264,6 +267,9 @@ static int32_t common_prefix(const sift_token *a, int32_t na, const sift_token *
 static void slot_release(srv_engine *e, slot *sl)
 {
     srv_task *t = sl->task;
+    pthread_mutex_lock(&e->mu);
+    e->running[sl->id] = NULL;
+    pthread_mutex_unlock(&e->mu);
     if (t) {
         sift_chain_set_trace(t->chain, NULL, NULL);
         srv_task_unref(t);
@@ -543,6 +549,7 @@ static int take_queue(srv_engine *e, slot **started)
         }
         if (best) {
             best->task = t; /* claimed; slot_start runs outside the lock */
+            e->running[best->id] = t;
             started[n_started++] = best;
         } else {
             e->queue[w++] = t;
@@ -759,7 +766,8 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
     e->slots = calloc((size_t)e->n_slots, sizeof *e->slots);
     e->pub = calloc((size_t)e->n_slots, sizeof *e->pub);
     e->share_ids = calloc((size_t)e->n_slots, sizeof *e->share_ids);
-    bool ok = e->queue && e->slots && e->pub && e->share_ids &&
+    e->running = calloc((size_t)e->n_slots, sizeof *e->running);
+    bool ok = e->queue && e->slots && e->pub && e->share_ids && e->running &&
               sift_batch_init(&e->batch, (int32_t)cp.n_batch, e->n_slots) == SIFT_OK;
     for (int i = 0; ok && i < e->n_slots; i++) {
         slot *sl = &e->slots[i];
@@ -818,9 +826,9 @@ void srv_engine_cancel(srv_engine *e, srv_task *t)
     pthread_mutex_unlock(&e->mu);
 }
 
-void srv_engine_stop(srv_engine *e)
+bool srv_engine_stop_by(srv_engine *e, double t_end)
 {
-    if (!e) return;
+    if (!e) return true;
     pthread_mutex_lock(&e->mu);
     e->stop = true;
     for (int i = 0; i < e->q_n; i++) {
@@ -830,6 +838,27 @@ void srv_engine_stop(srv_engine *e)
     e->q_n = 0;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
+    if (!e->thread_started) return true;
+    /* the thread stops after its current step; a step that does not end (a grammar's work)
+     * leaves its slots' tasks to be failed from here, so that their clients get an answer */
+    while (pthread_tryjoin_np(e->thread, NULL) != 0) {
+        if (srv_now_ms() >= t_end) {
+            pthread_mutex_lock(&e->mu);
+            for (int i = 0; i < e->n_slots; i++)
+                if (e->running[i]) task_fail(e->running[i], 503, "the server is shutting down");
+            pthread_mutex_unlock(&e->mu);
+            return false;
+        }
+        poll(NULL, 0, 2);
+    }
+    e->thread_started = false;
+    return true;
+}
+
+void srv_engine_stop(srv_engine *e)
+{
+    if (!e) return;
+    srv_engine_stop_by(e, INFINITY);
     if (e->thread_started) pthread_join(e->thread, NULL);
     e->thread_started = false;
 }
@@ -851,6 +880,7 @@ void srv_engine_free(srv_engine *e)
     free(e->queue);
     free(e->pub);
     free(e->share_ids);
+    free(e->running);
     sift_batch_free(&e->batch);
     sift_context_free(e->ctx);
     pthread_mutex_destroy(&e->mu);

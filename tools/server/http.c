@@ -23,13 +23,38 @@
  * libmicrohttpd with MHD_add_connection) so that conns.c decides first: a cap per client
  * address, idle connections given up for new ones, and deadlines for a request's head and
  * body that a client trickling bytes cannot stretch (the acceptor's poll wakes every 200 ms
- * to enforce them). --api-key: every endpoint but /health and the page wants the key, as
+ * to enforce them). A connection refused there gets a readable 503: the answer, then the
+ * write side shut and what the client still sends read and dropped for a moment (closing a
+ * socket with unread input sends a reset, which can destroy the answer before the client
+ * reads it). --api-key: every endpoint but /health and the page wants the key, as
  * `Authorization: Bearer KEY` or `X-Api-Key: KEY` (401 otherwise, checked on the headers,
- * before the body is read). CORS: no Access-Control-* headers unless --cors-origin names
- * the request's Origin (or is `*`), and a POST from a foreign Origin is refused with 403:
- * without that a web page could still make the server generate (a "simple" cross-origin
- * POST runs, only its answer is hidden). Draining (SIGTERM): new work and /health get 503
- * with Connection: close, running requests finish (srv_http_drain).
+ * before the body is read).
+ *
+ * Browsers (checked on the headers of every request, every method, before the key): the
+ * Host header must name this server: a loopback name (localhost, *.localhost), an IP
+ * literal, the --host name, or one of --allowed-hosts (else 403). That stops DNS
+ * rebinding, where a web page's own name is made to resolve to 127.0.0.1: its requests
+ * then carry its Origin AND its Host, so comparing the two proves nothing, but its Host is
+ * a name this server does not answer to. An IP literal cannot be rebound, so any is
+ * accepted (a LAN client of --host 0.0.0.0 uses one). CORS: no Access-Control-* headers
+ * unless --cors-origin names the request's Origin (or is `*`), and a request from a
+ * foreign Origin (not the Host it was sent to) is refused with 403, GETs such as /props
+ * and /slots too: without that a web page could still make the server generate (a
+ * "simple" cross-origin POST runs, only its answer is hidden).
+ *
+ * Framing: two Content-Length headers that differ, or Content-Length beside
+ * Transfer-Encoding, get 400 (a proxy in front may frame the request the other way: the
+ * request smuggling shape); a query string longer than SRV_MAX_QUERY bytes or with more
+ * than SRV_MAX_QUERY_ARGS arguments gets 414 (cut before libmicrohttpd parses it, which at
+ * 500 arguments runs out of its connection memory and closes without an answer).
+ *
+ * Budgets (server-wide): --max-body-in-flight caps the body bytes all uploads buffer
+ * together (a request's Content-Length is reserved on its headers; past the budget, 503
+ * with Retry-After); --max-probs-bytes caps the n_probs and trace output of the requests
+ * in flight, estimated as SRV_PROBS_ENTRY_BYTES per top-candidate entry of the worst case
+ * (a request alone over it: 400 naming the fields; together with the others: 503).
+ * Draining (SIGTERM): new work and /health get 503 with Connection: close, running
+ * requests finish (srv_http_drain).
  *
  * Routes (GET): / (the playground), /health, /v1/health, /props, /slots, /metrics,
  * /v1/models, /models. (POST): /completion, /completions, /v1/completions,
@@ -39,6 +64,7 @@
 #ifdef SIFT_HAVE_MHD
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -64,10 +90,15 @@ struct srv_http {
     atomic_bool stop;
 };
 
-/* Per-request state (MHD's con_cls): the body being uploaded. */
+/* Per-request state (MHD's con_cls, made by on_uri when the request line is in): the body
+ * being uploaded. */
 typedef struct conn_req {
     sbuf body;
     bool too_big;
+    bool headers_done;       /* on_request saw the headers */
+    bool uri_too_long;       /* the query string was over SRV_MAX_QUERY / SRV_MAX_QUERY_ARGS (cut) */
+    bool body_busy;          /* a chunked body went over --max-body-in-flight */
+    long long body_reserved; /* bytes reserved against --max-body-in-flight */
     double t0;
 } conn_req;
 
@@ -122,6 +153,55 @@ static bool foreign_origin(const srv_server *s, struct MHD_Connection *c)
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     const char *rest = !strncmp(origin, "http://", 7) ? origin + 7 : !strncmp(origin, "https://", 8) ? origin + 8 : NULL;
     return !(host && rest && !strcasecmp(rest, host));
+}
+
+/* The name of a Host header value (lower-cased into out, port and brackets dropped, a
+ * trailing dot too); false when it is not a plausible name. */
+static bool host_name(const char *host, char *out, size_t cap)
+{
+    const char *a = host, *z;
+    if (*a == '[') { /* [v6]:port */
+        z = strchr(++a, ']');
+        if (!z) return false;
+    } else {
+        z = strchr(a, ':');
+        if (!z) z = a + strlen(a);
+    }
+    size_t n = (size_t)(z - a);
+    if (n && a[n - 1] == '.') n--;
+    if (!n || n >= cap) return false;
+    for (size_t i = 0; i < n; i++) out[i] = (char)tolower((unsigned char)a[i]);
+    out[n] = 0;
+    return true;
+}
+
+/* Whether name ends with the label suffix (".localhost" matches "a.localhost"). */
+static bool ends_with(const char *name, const char *suffix)
+{
+    const size_t n = strlen(name), k = strlen(suffix);
+    return n > k && !strcmp(name + n - k, suffix);
+}
+
+/* Whether the Host header names this server (the DNS-rebinding check; the file's top says
+ * why): no Host (HTTP/1.0, not a browser), a loopback name, an IP literal, --host, or one of
+ * --allowed-hosts (a name, ".example.com" for the domain and its subdomains, or "*"). */
+static bool host_allowed(const srv_server *s, struct MHD_Connection *c)
+{
+    const srv_config *cfg = &s->cfg;
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!host) return true;
+    char name[256];
+    if (!host_name(host, name, sizeof name)) return false;
+    unsigned char ip[16];
+    if (inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1) return true;
+    if (!strcmp(name, "localhost") || ends_with(name, ".localhost")) return true;
+    if (cfg->host && !strcasecmp(cfg->host, name)) return true;
+    for (int i = 0; i < cfg->n_allowed_hosts; i++) {
+        const char *h = cfg->allowed_hosts[i];
+        if (!strcmp(h, "*") || !strcasecmp(h, name)) return true;
+        if (h[0] == '.' && (!strcasecmp(h + 1, name) || ends_with(name, h))) return true;
+    }
+    return false;
 }
 
 /* Equal strings, in time that depends on the lengths only (a key is not guessed byte by byte
@@ -202,6 +282,16 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, srv_server *s, cons
     return reply(c, s, e->status, "application/json; charset=utf-8", srv_json_error(e), e->status == 503 ? "1" : NULL);
 }
 
+/* Reserve n bytes against budget `cap` in *used; false (nothing reserved) when over it. */
+static bool budget_take(atomic_llong *used, long long n, long long cap)
+{
+    long long cur = atomic_load(used);
+    do {
+        if (cur + n > cap) return false;
+    } while (!atomic_compare_exchange_weak(used, &cur, cur + n));
+    return true;
+}
+
 /* ---- waiting for the engine ----------------------------------------------------------------------- */
 
 static int conn_fd(struct MHD_Connection *c)
@@ -210,8 +300,8 @@ static int conn_fd(struct MHD_Connection *c)
     return ci ? ci->connect_fd : -1;
 }
 
-/* Whether the peer closed (or reset) the connection. */
-static bool client_gone(int fd)
+/* Whether the peer closed (or reset) the connection (server.h). */
+bool srv_client_gone(int fd)
 {
     if (fd < 0) return false;
     struct pollfd p = {.fd = fd, .events = POLLRDHUP};
@@ -229,7 +319,7 @@ static bool wait_task(srv_task *t, int fd, size_t have)
         ts.tv_nsec += 50 * 1000000L;
         if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&t->cv, &t->mu, &ts);
-        if (!t->done && t->n_recs <= have && client_gone(fd)) {
+        if (!t->done && t->n_recs <= have && srv_client_gone(fd)) {
             pthread_mutex_unlock(&t->mu);
             return false;
         }
@@ -258,6 +348,7 @@ typedef struct stream_st {
     sbuf out;
     size_t out_off;
     bool final_done;           /* every part closed (or an error ended the stream) */
+    long long probs_reserved;  /* --max-probs-bytes held until the stream ends */
 } stream_st;
 
 /* Copy the records [p->recs_sent, n_recs) of one part and what they point into (under the
@@ -353,7 +444,7 @@ static bool wait_parts(stream_st *st)
             pthread_cond_timedwait(&t->cv, &t->mu, &ts);
         }
         pthread_mutex_unlock(&t->mu);
-        if (client_gone(st->fd)) return false;
+        if (srv_client_gone(st->fd)) return false;
     }
 }
 
@@ -387,6 +478,7 @@ static void stream_free(void *cls)
         if (!st->parts[i].final_done) srv_engine_cancel(st->s->engine, st->parts[i].t); /* (after an error too) */
         srv_task_unref(st->parts[i].t);
     }
+    atomic_fetch_sub(&st->s->http.probs_bytes, st->probs_reserved);
     free(st->parts);
     free(st->g);
     sbuf_free(&st->out);
@@ -432,14 +524,58 @@ static srv_task *make_task(srv_server *s, srv_kind kind, const conn_req *r, int 
     return t;
 }
 
+/* A place among the --max-renders Jinja renders that may run at once: a chat request with the
+ * model's own template renders it while it is parsed, on its connection's thread, and a
+ * template's render is bounded in work but not in CPU share: two clients chatting with a
+ * template that spends its whole budget keep two cores busy, and on a two-core machine the
+ * engine then decodes for everybody at a third of its speed. Waits up to RENDER_WAIT_MS;
+ * false when no place came (503). */
+#define RENDER_WAIT_MS 10000.0
+static bool render_enter(srv_server *s, srv_kind kind)
+{
+    if (kind != SRV_OAI_CHAT || !s->jinja) return true;
+    const double t_end = srv_now_ms() + RENDER_WAIT_MS;
+    while (!budget_take(&s->http.renders, 1, s->cfg.max_renders > 0 ? s->cfg.max_renders : 1)) {
+        if (srv_now_ms() >= t_end || atomic_load(&s->draining)) return false;
+        poll(NULL, 0, 5);
+    }
+    return true;
+}
+
+static void render_leave(srv_server *s, srv_kind kind)
+{
+    if (kind == SRV_OAI_CHAT && s->jinja) atomic_fetch_sub(&s->http.renders, 1);
+}
+
+/* What task t's n_probs and trace output is counted as against --max-probs-bytes: its worst
+ * case (every token it may generate) of top-candidate entries, SRV_PROBS_ENTRY_BYTES each. */
+static long long probs_cost(const srv_server *s, const srv_task *t)
+{
+    const srv_request *q = &t->req;
+    const long long per_token = q->n_probs + (q->trace ? (long long)(q->trace_top + 1) * t->n_stage_names : 0);
+    long long n_tok = q->n_predict >= 0 ? q->n_predict : s->cfg.max_n_predict;
+    if (n_tok > s->n_ctx_slot) n_tok = s->n_ctx_slot;
+    return per_token * n_tok * SRV_PROBS_ENTRY_BYTES;
+}
+
 static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s, srv_kind kind, const conn_req *r)
 {
     srv_error e = {0};
     srv_request req;
-    if (srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e)) return reply_error(c, s, &e);
+    if (!render_enter(s, kind)) {
+        srv_errorf(&e, 503, "the server is rendering its most chat templates at once (--max-renders %d); retry later",
+                   s->cfg.max_renders);
+        return reply_error(c, s, &e);
+    }
+    chat_jinja_set_client(conn_fd(c)); /* a render stops if this client goes away */
+    const int rc = srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e);
+    chat_jinja_set_client(-1);
+    if (rc) render_leave(s, kind);
+    if (rc) return reply_error(c, s, &e);
     const bool stream = req.stream;
     const int n_cmpl = req.n_cmpl, n = req.n_prompts * req.n_cmpl;
     if (n > s->cfg.max_queue + s->cfg.n_parallel) { /* could never be queued at once */
+        render_leave(s, kind);
         srv_request_free(&req);
         srv_errorf(&e, 400, "%d completions in one request, more than the queue and the slots hold (--max-queue %d + -np %d)", n,
                    s->cfg.max_queue, s->cfg.n_parallel);
@@ -447,14 +583,16 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
     }
     srv_task **g = calloc((size_t)n, sizeof *g);
     if (!g) {
+        render_leave(s, kind);
         srv_request_free(&req);
         srv_errorf(&e, 500, "out of memory");
         return reply_error(c, s, &e);
     }
     for (int k = 0; k < n; k++) {
         srv_request first = {.n_cmpl = n_cmpl};
-        g[k] = make_task(s, kind, r, k, k == 0 ? &req : &first, &e);
+        g[k] = make_task(s, kind, r, k, k == 0 ? &req : &first, &e); /* (k > 0 renders again) */
         if (!g[k]) {
+            render_leave(s, kind);
             if (k == 0) srv_request_free(&req);
             drop_tasks(s, g, k, false);
             free(g);
@@ -465,7 +603,24 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
             g[k]->created = g[0]->created;
         }
     }
+    render_leave(s, kind);
+    long long cost = 0;
+    for (int k = 0; k < n; k++) cost += probs_cost(s, g[k]);
+    const long long budget = (long long)s->cfg.max_probs_bytes;
+    if (cost > budget || (cost && !budget_take(&s->http.probs_bytes, cost, budget))) {
+        drop_tasks(s, g, n, false);
+        free(g);
+        if (cost > budget)
+            srv_errorf(&e, 400,
+                       "n_probs and trace output of up to %lld MiB (tokens x (n_probs + trace stages x trace_top) x %d bytes) is "
+                       "more than the server allows (--max-probs-bytes %lld MiB): ask for fewer tokens, n_probs or trace_top",
+                       cost >> 20, SRV_PROBS_ENTRY_BYTES, budget >> 20);
+        else
+            srv_errorf(&e, 503, "the server is producing its most n_probs and trace output already (--max-probs-bytes); retry later");
+        return reply_error(c, s, &e);
+    }
     if (srv_engine_submit_all(s->engine, g, n) != 0) {
+        atomic_fetch_sub(&s->http.probs_bytes, cost);
         drop_tasks(s, g, n, false);
         free(g);
         srv_errorf(&e, 503, "the server is busy: %d requests are waiting for a slot; retry later", s->cfg.max_queue);
@@ -479,6 +634,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
                                                                                     st, stream_free)
                                                 : NULL;
         if (!resp) {
+            atomic_fetch_sub(&s->http.probs_bytes, cost);
             drop_tasks(s, g, n, true);
             free(g);
             free(parts);
@@ -486,6 +642,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
             return MHD_NO;
         }
         st->s = s;
+        st->probs_reserved = cost;
         st->parts = parts;
         st->g = g; /* the stream owns the connection's references now */
         st->n = n;
@@ -501,6 +658,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
     }
     for (int k = 0; k < n; k++) {
         if (!wait_task(g[k], fd, SIZE_MAX)) { /* gone: drop the tasks and close */
+            atomic_fetch_sub(&s->http.probs_bytes, cost);
             drop_tasks(s, g, n, true);
             free(g);
             atomic_fetch_add(&s->http.n_disconnects, 1);
@@ -513,6 +671,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
         if (g[k]->err.status) failed = g[k];
     if (failed) ret = reply_error(c, s, &failed->err);
     else ret = reply_json(c, s, 200, srv_json_final_group(s, g, n));
+    atomic_fetch_sub(&s->http.probs_bytes, cost);
     drop_tasks(s, g, n, false);
     free(g);
     return ret;
@@ -634,12 +793,6 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
         if (path_is(url, "/metrics")) return reply(c, s, 200, "text/plain; version=0.0.4", srv_text_metrics(s), NULL);
         return reply_json(c, s, 200, srv_json_models(s));
     }
-    if (foreign_origin(s, c)) { /* a web page of another site: not even a "simple" POST runs */
-        srv_errorf(&e, 403, "requests from origin %.200s are not allowed (--cors-origin)",
-                   MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
-        e.type = "permission_error";
-        return reply_error(c, s, &e);
-    }
     if (atomic_load(&s->draining)) {
         srv_errorf(&e, 503, "the server is shutting down; retry on another replica");
         return reply_error(c, s, &e);
@@ -654,6 +807,118 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     return handle_simple(c, s, srv_handle_apply_template, r);
 }
 
+/* The request line is in (MHD_OPTION_URI_LOG_CALLBACK, called before libmicrohttpd parses
+ * the query string): the request's state, and a query string over the limits cut to nothing
+ * (uri points into MHD's own, writable, line buffer; the '?' it finds stays, so the byte
+ * after it ends the arguments) and remembered for a 414. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls, (void)c;
+    conn_req *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->t0 = srv_now_ms();
+    const char *q = uri ? strchr(uri, '?') : NULL;
+    if (q) {
+        size_t n_args = 1;
+        const char *p = q + 1;
+        for (; *p && *p != ' '; p++) n_args += *p == '&' || *p == ';';
+        if ((size_t)(p - q - 1) > SRV_MAX_QUERY || n_args > SRV_MAX_QUERY_ARGS) {
+            ((char *)q)[1] = 0;
+            r->uri_too_long = true;
+        }
+    }
+    return r;
+}
+
+/* Release a request's --max-body-in-flight reservation. */
+static void body_release(srv_server *s, conn_req *r)
+{
+    if (r->body_reserved) atomic_fetch_sub(&s->http.body_bytes, r->body_reserved);
+    r->body_reserved = 0;
+}
+
+typedef struct framing {
+    const char *cl;   /* the first Content-Length */
+    bool cl_conflict; /* another one that differs */
+    bool te;          /* Transfer-Encoding present */
+} framing;
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    framing *f = cls;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (!f->cl) f->cl = value;
+        else if (strcmp(f->cl, value)) f->cl_conflict = true;
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->te = true;
+    }
+    return MHD_YES;
+}
+
+/* A refusal on the headers (the body is never read; MHD closes the connection after it). */
+static enum MHD_Result refuse_head(struct MHD_Connection *c, srv_server *s, conn_req *r, const char *method, const char *url,
+                                   srv_error *e)
+{
+    r->too_big = true;
+    const enum MHD_Result ret = reply_error(c, s, e);
+    log_request(s, method, url, e->status, r);
+    return ret;
+}
+
+/* The checks on a request's headers, before any of its body is read: 0 to go on, else the
+ * status with e filled. */
+static int check_head(srv_http *h, struct MHD_Connection *c, const char *url, const char *method, conn_req *r, srv_error *e)
+{
+    srv_server *s = h->s;
+    if (!host_allowed(s, c)) {
+        srv_errorf(e, 403, "Host %.200s is not a name of this server (--allowed-hosts)",
+                   MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST));
+        e->type = "permission_error";
+        return 403;
+    }
+    if (strcmp(method, "OPTIONS") && foreign_origin(s, c)) { /* a web page of another site: not even a GET */
+        srv_errorf(e, 403, "requests from origin %.200s are not allowed (--cors-origin)",
+                   MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+        e->type = "permission_error";
+        return 403;
+    }
+    if (r->uri_too_long) {
+        srv_errorf(e, 414, "the query string is longer than %d bytes or has more than %d arguments", SRV_MAX_QUERY,
+                   SRV_MAX_QUERY_ARGS);
+        e->type = "invalid_request_error";
+        return 414;
+    }
+    framing f = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+    char *end = NULL;
+    const unsigned long long cl = f.cl ? strtoull(f.cl, &end, 10) : 0;
+    if (f.cl_conflict || (f.cl && f.te) || (f.cl && (end == f.cl || *end))) {
+        srv_errorf(e, 400, "%s", f.cl_conflict ? "two different Content-Length headers"
+                                 : f.te       ? "Content-Length and Transfer-Encoding together"
+                                              : "a Content-Length that is not a number");
+        e->type = "invalid_request_error";
+        return 400;
+    }
+    if (strcmp(method, "OPTIONS") && !open_path(url) && !key_ok(s, c)) {
+        srv_errorf(e, 401, "Invalid API Key");
+        e->type = "authentication_error";
+        return 401;
+    }
+    if (cl > s->cfg.max_body) {
+        srv_errorf(e, 413, "the request body is larger than %zu bytes (--max-body)", s->cfg.max_body);
+        return 413;
+    }
+    if (cl && !budget_take(&s->http.body_bytes, (long long)cl, (long long)s->cfg.max_body_in_flight)) {
+        srv_errorf(e, 503, "the server is receiving %zu bytes of request bodies already (--max-body-in-flight); retry later",
+                   s->cfg.max_body_in_flight);
+        return 503;
+    }
+    r->body_reserved = (long long)cl;
+    (void)h;
+    return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -661,40 +926,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     srv_http *h = cls;
     srv_server *s = h->s;
     conn_req *r = *con_cls;
-    if (!r) { /* first call: headers only */
-        r = calloc(1, sizeof *r);
-        if (!r) return MHD_NO;
-        r->t0 = srv_now_ms();
-        *con_cls = r;
-        srv_conns_set_phase(h->conns, conn_fd(c), SRV_CONN_BODY, r->t0);
-        if (strcmp(method, "OPTIONS") && !open_path(url) && !key_ok(s, c)) {
-            /* refused on the headers: the body is never read (MHD closes the connection) */
-            r->too_big = true;
-            srv_error e = {0};
-            srv_errorf(&e, 401, "Invalid API Key");
-            e.type = "authentication_error";
-            const enum MHD_Result ret = reply_error(c, s, &e);
-            log_request(s, method, url, 401, r);
-            return ret;
-        }
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
-            /* refuse before reading: MHD closes the connection after this response */
-            r->too_big = true;
-            srv_error e = {0};
-            srv_errorf(&e, 413, "the request body is larger than %zu bytes (--max-body)", s->cfg.max_body);
-            const enum MHD_Result ret = reply_error(c, s, &e);
-            log_request(s, method, url, 413, r);
-            return ret;
-        }
+    if (!r) return MHD_NO; /* on_uri ran out of memory */
+    if (!r->headers_done) { /* first call: headers only */
+        r->headers_done = true;
+        srv_conns_set_phase(h->conns, conn_fd(c), SRV_CONN_BODY, srv_now_ms());
+        srv_error e = {0};
+        if (check_head(h, c, url, method, r, &e)) return refuse_head(c, s, r, method, url, &e);
         return MHD_YES;
     }
     if (*upload_size) { /* a piece of the body */
-        if (!r->too_big) {
+        srv_conns_body_bytes(h->conns, conn_fd(c), *upload_size);
+        if (!r->too_big && !r->body_busy) {
+            /* a chunked body (no Content-Length) reserves as it comes */
+            const long long over = (long long)(r->body.n + *upload_size) - r->body_reserved;
             if (r->body.n + *upload_size > s->cfg.max_body) {
                 r->too_big = true;
                 sbuf_free(&r->body);
+            } else if (over > 0 && !budget_take(&s->http.body_bytes, over, (long long)s->cfg.max_body_in_flight)) {
+                r->body_busy = true;
+                sbuf_free(&r->body);
             } else {
+                if (over > 0) r->body_reserved += over;
                 sbuf_add(&r->body, upload, *upload_size);
             }
         }
@@ -705,6 +957,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (r->body.oom) {
         srv_error e = {0};
         srv_errorf(&e, 500, "out of memory reading the request");
+        return reply_error(c, s, &e);
+    }
+    if (r->body_busy) {
+        srv_error e = {0};
+        srv_errorf(&e, 503, "the server is receiving %zu bytes of request bodies already (--max-body-in-flight); retry later",
+                   s->cfg.max_body_in_flight);
         return reply_error(c, s, &e);
     }
     last_status = 0;
@@ -719,6 +977,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     srv_http *h = cls;
     conn_req *r = *con_cls;
     if (r) {
+        body_release(h->s, r);
         sbuf_free(&r->body);
         free(r);
         *con_cls = NULL;
@@ -738,8 +997,23 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 /* ---- accepting -------------------------------------------------------------------------------------- */
 
-/* A connection conns.c would not admit: one short answer, then close. */
-static void refuse(int fd)
+/* Refused connections being closed gently (acceptor thread only): the answer is sent and
+ * the write side shut; what the client still sends is read and dropped until it closes,
+ * LINGER_MS pass or LINGER_BYTES came, and only then is the socket closed. Closing at once
+ * with the request unread sends a reset, and a reset can reach the client before it has
+ * read the 503 (the kernel drops the answer). */
+#define LINGER_MAX 128
+#define LINGER_MS 500.0
+#define LINGER_BYTES 65536
+
+typedef struct linger_fd {
+    int fd;
+    double t_end;
+    size_t n_read;
+} linger_fd;
+
+/* A connection conns.c would not admit: one short answer, then a gentle close. */
+static void refuse(linger_fd *lg, int *n_lg, int fd)
 {
 #define REFUSED_BODY                                                                                      \
     "{\"error\":{\"code\":503,\"message\":\"too many connections from this address or in all; retry later\"," \
@@ -752,17 +1026,48 @@ static void refuse(int fd)
 #undef REFUSED_BODY
     ssize_t w = send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)w;
-    close(fd);
+    shutdown(fd, SHUT_WR);
+    if (*n_lg >= LINGER_MAX) { /* too many lingering already: close (a reset, at worst) */
+        close(fd);
+        return;
+    }
+    lg[(*n_lg)++] = (linger_fd){.fd = fd, .t_end = srv_now_ms() + LINGER_MS};
+}
+
+/* Read and drop what the lingering connections sent; close those done. */
+static void linger_step(linger_fd *lg, int *n_lg, const struct pollfd *p, double now)
+{
+    int w = 0;
+    for (int i = 0; i < *n_lg; i++) {
+        linger_fd *x = &lg[i];
+        bool done = now >= x->t_end;
+        if (!done && (p[i].revents & (POLLIN | POLLHUP | POLLERR | POLLRDHUP))) {
+            char buf[4096];
+            const ssize_t k = recv(x->fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (k > 0) x->n_read += (size_t)k;
+            done = k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR) || x->n_read >= LINGER_BYTES;
+        }
+        if (done) close(x->fd);
+        else lg[w++] = *x;
+    }
+    *n_lg = w;
 }
 
 static void *acceptor_main(void *arg)
 {
     srv_http *h = arg;
-    struct pollfd p[2] = {{.fd = h->lfd, .events = POLLIN}, {.fd = h->wake[0], .events = POLLIN}};
+    linger_fd lg[LINGER_MAX];
+    int n_lg = 0;
+    struct pollfd p[2 + LINGER_MAX];
     while (!atomic_load(&h->stop)) {
-        const int n = poll(p, 2, 200);
-        srv_conns_reap(h->conns, srv_now_ms());
-        if (n <= 0 || (p[1].revents & POLLIN)) continue;
+        p[0] = (struct pollfd){.fd = h->lfd, .events = POLLIN};
+        p[1] = (struct pollfd){.fd = h->wake[0], .events = POLLIN};
+        for (int i = 0; i < n_lg; i++) p[2 + i] = (struct pollfd){.fd = lg[i].fd, .events = POLLIN | POLLRDHUP};
+        const int n = poll(p, 2 + (nfds_t)n_lg, n_lg ? 50 : 200);
+        const double now = srv_now_ms();
+        srv_conns_reap(h->conns, now);
+        if (n_lg) linger_step(lg, &n_lg, p + 2, now);
+        if (n <= 0 || (p[1].revents & POLLIN) || !(p[0].revents & POLLIN)) continue;
         for (int k = 0; k < 256 && !atomic_load(&h->stop); k++) { /* take what the backlog holds */
             struct sockaddr_storage ss;
             socklen_t sl = sizeof ss;
@@ -772,12 +1077,13 @@ static void *acceptor_main(void *arg)
                 break;
             }
             if (!srv_conns_admit(h->conns, fd, (struct sockaddr *)&ss, srv_now_ms())) {
-                refuse(fd);
+                refuse(lg, &n_lg, fd);
                 continue;
             }
             if (MHD_add_connection(h->d, fd, (struct sockaddr *)&ss, sl) != MHD_YES) srv_conns_closed(h->conns, fd); /* MHD closed it */
         }
     }
+    for (int i = 0; i < n_lg; i++) close(lg[i].fd);
     return NULL;
 }
 
@@ -831,7 +1137,7 @@ srv_http *srv_http_start(srv_server *s, int *port_out, char *errbuf, size_t errc
     h->s = s;
     h->lfd = h->wake[0] = h->wake[1] = -1;
     h->conns = srv_conns_new(cfg->max_connections, cfg->max_conns_per_client, 1e3 * cfg->header_timeout_s,
-                             1e3 * cfg->body_timeout_s, NULL);
+                             1e3 * cfg->body_timeout_s, cfg->min_body_rate, NULL);
     if (!h->conns || pipe2(h->wake, O_CLOEXEC) != 0) {
         snprintf(errbuf, errcap, "out of memory");
         srv_http_stop(h);
@@ -847,6 +1153,7 @@ srv_http *srv_http_start(srv_server *s, int *port_out, char *errbuf, size_t errc
     h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv_conns_capacity(cfg->max_connections),
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
                             MHD_OPTION_END);
     if (!h->d) {
         snprintf(errbuf, errcap, "cannot start the HTTP daemon");
@@ -880,6 +1187,17 @@ bool srv_http_drain(srv_http *h, int drain_timeout_s)
         if (cs.n_busy == 0 && es.n_busy == 0 && es.n_queued == 0) return true;
         if (srv_now_ms() >= t_end || atomic_load(&s->drain_abort)) return false;
         poll(NULL, 0, 20);
+    }
+}
+
+bool srv_http_flush(srv_http *h, double t_end)
+{
+    for (;;) {
+        srv_conn_stats cs;
+        srv_conns_stats(h->conns, &cs);
+        if (cs.n_busy == 0) return true;
+        if (srv_now_ms() >= t_end) return false;
+        poll(NULL, 0, 5);
     }
 }
 

@@ -818,9 +818,11 @@ char *srv_text_metrics(const srv_server *s)
     metric(&b, "connections_accepted_total", "counter", "Client connections admitted.", (double)cs.n_accepted);
     metric(&b, "connections_refused_total", "counter", "Connections refused at a connection cap (all busy).", (double)cs.n_refused);
     metric(&b, "connections_evicted_total", "counter", "Idle connections closed to admit new ones at a cap.", (double)cs.n_evicted);
-    sbuf_printf(&b, "# HELP sift_connections_timed_out_total Connections closed at the header or body deadline.\n"
+    sbuf_printf(&b, "# HELP sift_connections_timed_out_total Connections closed at the header or body deadline, or for a "
+                    "body slower than --min-body-rate.\n"
                     "# TYPE sift_connections_timed_out_total counter\n");
     sbuf_printf(&b, "sift_connections_timed_out_total{phase=\"header\"} %lld\n", cs.n_header_timeouts);
     sbuf_printf(&b, "sift_connections_timed_out_total{phase=\"body\"} %lld\n", cs.n_body_timeouts);
+    sbuf_printf(&b, "sift_connections_timed_out_total{phase=\"slow_body\"} %lld\n", cs.n_slow_bodies);
     return b.oom ? (sbuf_free(&b), NULL) : b.p;
 }

@@ -153,6 +153,13 @@ typedef struct srv_config {
     size_t template_memory;     /* --template-memory: bytes all chat-template renders may hold at once (and
                                    each one at most); more -> 413 (default 1 GiB; 0: per render 512 MiB only) */
     int template_timeout_ms;    /* --template-timeout: wall-clock limit of one render (default 5000; 0: none) */
+    char **allowed_hosts;       /* --allowed-hosts: Host names accepted beside loopback names, IP literals
+                                   and --host ("*": any); the DNS-rebinding check (http.c) */
+    int n_allowed_hosts;
+    int min_body_rate;          /* --min-body-rate: bytes/s a body must average after a grace period (0: off) */
+    size_t max_body_in_flight;  /* --max-body-in-flight: request body bytes buffered by all connections together */
+    size_t max_probs_bytes;     /* --max-probs-bytes: n_probs + trace output of all requests together (estimated) */
+    int max_renders;            /* --max-renders: Jinja chat template renders at once (others wait, then 503) */
     bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
@@ -173,6 +180,10 @@ typedef struct srv_config {
 #define SRV_MAX_MESSAGES 1024
 #define SRV_MAX_PROMPTS 64     /* prompts x n in one request */
 #define SRV_MAX_EMBD_INPUTS 256 /* inputs in one embeddings request */
+#define SRV_MAX_QUERY 4096     /* bytes of a URL's query string; more (or more arguments) -> 414 */
+#define SRV_MAX_QUERY_ARGS 64
+#define SRV_PROBS_ENTRY_BYTES 256 /* what one top-candidate entry (n_probs or trace) is counted as against
+                                     --max-probs-bytes: about its cost as JSON in memory */
 
 /* ---- requests ------------------------------------------------------------------------------ */
 
@@ -314,6 +325,9 @@ typedef struct srv_engine srv_engine;
 /* HTTP-side counters (/metrics); the engine keeps its own. */
 typedef struct srv_http_stats {
     atomic_llong n_requests, n_2xx, n_400, n_401_403, n_404, n_413, n_429_503, n_5xx, n_disconnects;
+    atomic_llong probs_bytes;    /* --max-probs-bytes reserved by the requests in flight */
+    atomic_llong body_bytes;     /* --max-body-in-flight reserved by the uploads in flight */
+    atomic_llong renders;        /* Jinja renders running (--max-renders) */
 } srv_http_stats;
 
 typedef struct srv_http srv_http;
@@ -345,6 +359,8 @@ typedef struct srv_server {
     srv_http *httpd;           /* for /metrics' connection counters (NULL before the start) */
     atomic_bool draining;      /* SIGTERM/SIGINT seen: /health 503, new work 503, running work finishes */
     atomic_bool drain_abort;   /* a second signal: srv_http_drain returns at once */
+    atomic_bool stop_work;     /* the drain's deadline passed: long work (a template render, a grammar) should
+                                  give up; the hook a per-request cancel flag can watch */
 } srv_server;
 
 /* The model's own Jinja template (sift_template_*) applied to a chat request, as
@@ -363,10 +379,12 @@ int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const st
 bool chat_jinja_probe_object_args(const srv_server *s);
 bool chat_jinja_object_args(const srv_server *s);
 
-/* Renders abandon themselves (503, "render abandoned") when the flag is set: the HTTP thread
- * names its request's flag here before parsing a request (NULL after), and sets the flag when
- * the client goes away or the drain deadline passes. s->drain_abort stops every render too. */
-void chat_jinja_set_cancel(const atomic_bool *flag);
+/* Renders abandon themselves (503, "render abandoned") when their client goes away: the HTTP
+ * thread names its request's connection here before parsing a request (-1 after). The drain's
+ * deadline (s->stop_work) and a second signal (s->drain_abort) stop every render too. */
+void chat_jinja_set_client(int fd);
+/* Whether the peer of connection fd closed or reset it (false for fd < 0). */
+bool srv_client_gone(int fd);
 
 /* ---- request parsing (request.c) ------------------------------------------------------------- */
 
@@ -477,6 +495,10 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err);
 /* Stop the thread; every queued or running task fails with 503 (their connections finish).
  * The engine stays valid for srv_engine_cancel / stats until srv_engine_free. */
 void srv_engine_stop(srv_engine *e);
+/* The same, but waiting for the thread only until t_end (srv_now_ms): then the tasks still in
+ * slots fail with 503 from here (their connections can answer) and false is returned; the
+ * thread is joined by srv_engine_stop / srv_engine_free later. */
+bool srv_engine_stop_by(srv_engine *e, double t_end);
 void srv_engine_free(srv_engine *e);
 /* Queue a task (the engine takes its own reference). 0, or 503 when the queue is full. */
 int srv_engine_submit(srv_engine *e, srv_task *t);
@@ -586,23 +608,27 @@ typedef enum srv_conn_phase {
 } srv_conn_phase;
 
 typedef struct srv_conn_stats {
-    long long n_accepted, n_refused, n_evicted, n_header_timeouts, n_body_timeouts;
+    long long n_accepted, n_refused, n_evicted, n_header_timeouts, n_body_timeouts, n_slow_bodies;
     int n_open, n_busy;
 } srv_conn_stats;
 
 typedef struct srv_conns srv_conns;
-/* max_conns in all, per_client per client address (0: no cap), deadlines in ms. kill_fd
- * closes a connection from outside its thread (NULL: shutdown(2)). */
-srv_conns *srv_conns_new(int max_conns, int per_client, double header_ms, double body_ms, void (*kill_fd)(int fd));
+/* max_conns in all, per_client per client address (IPv6: per /64; 0: no cap), deadlines in
+ * ms, min_rate the body's least average pace in bytes/s (0: none). kill_fd closes a
+ * connection from outside its thread (NULL: shutdown(2)). */
+srv_conns *srv_conns_new(int max_conns, int per_client, double header_ms, double body_ms, int min_rate, void (*kill_fd)(int fd));
 void srv_conns_free(srv_conns *c);
 /* Table entries for max_conns (live ones plus those shut down but not closed yet). */
 int srv_conns_capacity(int max_conns);
 /* A new connection: true to admit it (it starts in WAIT), false to refuse it. Makes room by
  * closing a waiting connection (the client's own at the per-client cap): an answered one
- * first, else a fresh one older than a grace period (conns.c says why). */
+ * first, else a fresh one older than a grace period, else the slowest upload (conns.c says
+ * why). */
 bool srv_conns_admit(srv_conns *c, int fd, const struct sockaddr *addr, double now_ms);
 void srv_conns_set_phase(srv_conns *c, int fd, srv_conn_phase p, double now_ms);
 void srv_conns_closed(srv_conns *c, int fd);
+/* n more bytes of the body arrived on fd (for --min-body-rate and the slowest upload). */
+void srv_conns_body_bytes(srv_conns *c, int fd, size_t n);
 /* Close the connections past their phase's deadline; how many. */
 int srv_conns_reap(srv_conns *c, double now_ms);
 void srv_conns_stats(srv_conns *c, srv_conn_stats *st);
@@ -620,6 +646,10 @@ void srv_http_stop(srv_http *h);
  * is queued, running or still sending its response, or drain_timeout_s passed. Returns
  * whether everything finished. */
 bool srv_http_drain(srv_http *h, int drain_timeout_s);
+/* After srv_engine_stop failed what was left: wait until every connection has sent its
+ * answer (a stream its closing error event), or until t_end (srv_now_ms). Returns whether
+ * all did. */
+bool srv_http_flush(srv_http *h, double t_end);
 void srv_http_conn_stats(srv_http *h, srv_conn_stats *st);
 srv_server *srv_http_server(srv_http *h);
 

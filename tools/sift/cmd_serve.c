@@ -12,6 +12,7 @@
  * taken by sigwait() here, so no handler runs inside the engine or libmicrohttpd.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <strings.h>
@@ -59,6 +60,9 @@ static void usage(FILE *f)
             "                            /health and the page stay open\n"
             "  --api-key-file FILE       keys, one per line (blank lines and # comments skipped)\n"
             "  --cors-origin ORIGIN      allow this web origin (repeatable; * = any). Default: none, same-origin only\n"
+            "  --allowed-hosts NAMES     Host names this server answers to beside localhost, IP literals and --host\n"
+            "                            (comma-separated, repeatable; .example.com = the domain and its subdomains;\n"
+            "                            * = any). Others get 403: the DNS-rebinding defence\n"
             "  --no-slots, --no-metrics  turn /slots or /metrics off (404)\n\n"
             "limits:\n"
             "  -to, --timeout N          close connections silent for N seconds (default 600)\n"
@@ -69,6 +73,15 @@ static void usage(FILE *f)
             "                            per client address (default 32; 0 = no cap, e.g. behind a load balancer)\n"
             "  --max-queue N             requests waiting for a slot; more get 503 + Retry-After (default 64)\n"
             "  --max-body BYTES          request body size; more get 413 (default 1048576)\n"
+            "  --max-body-in-flight BYTES\n"
+            "                            request body bytes all uploads together may hold; past it 503 (default 67108864)\n"
+            "  --min-body-rate BYTES     a body must average this many bytes/s after 2 s, else its connection is\n"
+            "                            closed (default 1024; 0 = off)\n"
+            "  --max-probs-bytes BYTES   n_probs + trace output of the requests in flight, counted as 256 bytes per\n"
+            "                            top-candidate entry of the worst case; a request alone over it gets 400,\n"
+            "                            together with others 503 (default 268435456)\n"
+            "  --max-renders N           Jinja chat template renders at once; more wait up to 10 s, then 503\n"
+            "                            (default: half the CPUs, at least 1)\n"
             "  --max-n-predict N         the most tokens one request may ask for (default 4096)\n"
             "  --drain-timeout N         on SIGTERM/SIGINT, running requests get N seconds to finish (default 30)\n"
             "  --template-memory BYTES   memory all chat-template renders may hold at once, and one at most; a request\n"
@@ -106,25 +119,37 @@ static int read_key_file(srv_config *c, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) return bad("--api-key-file", path, "cannot open");
-    char line[4096];
+    /* getline, not a fixed buffer: a key longer than the buffer would come back in pieces,
+     * and its tail would become a key of its own */
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
     int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        char *a = line, *z = line + strlen(line);
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        if (memchr(line, 0, (size_t)len)) {
+            free(line);
+            fclose(f);
+            return bad("--api-key-file", path, "a NUL byte in");
+        }
+        char *a = line, *z = line + len;
         while (*a == ' ' || *a == '\t') a++;
         while (z > a && (z[-1] == '\n' || z[-1] == '\r' || z[-1] == ' ' || z[-1] == '\t')) *--z = 0;
         if (!*a || *a == '#') continue;
         char *k = strdup(a);
         if (!k || !list_add(&c->owned, &c->n_owned, k)) {
             free(k);
+            free(line);
             fclose(f);
             return bad("--api-key-file", path, "out of memory reading");
         }
         if (!list_add(&c->api_keys, &c->n_api_keys, k)) {
+            free(line);
             fclose(f);
             return bad("--api-key-file", path, "out of memory reading");
         }
         n++;
     }
+    free(line);
     fclose(f);
     if (!n) return bad("--api-key-file", path, "no key in");
     return 0;
@@ -222,6 +247,23 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
     } else if (IS("--max-body")) {
         INTV(64, 1L << 30, "bytes in [64, 2^30]");
         c->max_body = (size_t)n;
+    } else if (IS("--max-body-in-flight")) {
+        INTV(64, 1L << 40, "bytes in [64, 2^40]");
+        c->max_body_in_flight = (size_t)n;
+    } else if (IS("--min-body-rate")) {
+        INTV(0, 1L << 30, "bytes/s in [0, 2^30]");
+        c->min_body_rate = (int)n;
+    } else if (IS("--max-renders")) {
+        INTV(1, 1024, "a count in [1, 1024]");
+        c->max_renders = (int)n;
+    } else if (IS("--max-probs-bytes")) {
+        INTV(0, 1L << 40, "bytes in [0, 2^40]");
+        c->max_probs_bytes = (size_t)n;
+    } else if (IS("--allowed-hosts")) {
+        NEEDV();
+        for (char *k = strtok(v, ","); k; k = strtok(NULL, ","))
+            if (*k && !list_add(&c->allowed_hosts, &c->n_allowed_hosts, k)) return bad(a, NULL, "out of memory");
+        if (!c->n_allowed_hosts) return bad(a, NULL, "an empty list");
     } else if (IS("--max-n-predict")) {
         INTV(1, 1L << 24, "an integer in [1, 2^24]");
         c->max_n_predict = (int)n;
@@ -336,6 +378,11 @@ static const env_opt ENV_OPTS[] = {
     {"SIFT_ARG_MAX_QUEUE", "--max-queue", NULL, false},
     {"SIFT_ARG_MAX_BODY", "--max-body", NULL, false},
     {"SIFT_ARG_MAX_N_PREDICT", "--max-n-predict", NULL, false},
+    {"SIFT_ARG_MAX_BODY_IN_FLIGHT", "--max-body-in-flight", NULL, false},
+    {"SIFT_ARG_MIN_BODY_RATE", "--min-body-rate", NULL, false},
+    {"SIFT_ARG_MAX_PROBS_BYTES", "--max-probs-bytes", NULL, false},
+    {"SIFT_ARG_MAX_RENDERS", "--max-renders", NULL, false},
+    {"SIFT_ARG_ALLOWED_HOSTS", "--allowed-hosts", NULL, false},
     {"SIFT_ARG_SLOTS", "--slots", "--no-slots", true},
     {"SIFT_ARG_METRICS", "--metrics", "--no-metrics", true},
     {"SIFT_ARG_LOG_REQUESTS", "--log-requests", NULL, true},
@@ -382,7 +429,9 @@ static int parse_args(int argc, char **argv, srv_config *c)
                       .timeout_s = 600, .max_connections = 256, .max_queue = 64, .max_body = 1 << 20,
                       .max_n_predict = 4096, .default_n_predict = -1, .isa = SIFT_ISA_AUTO, .header_timeout_s = 10,
                       .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30,
-                      .template_memory = (size_t)1 << 30, .template_timeout_ms = 5000, .pooling = SIFT_POOLING_TYPE_UNSPECIFIED};
+                      .template_memory = (size_t)1 << 30, .template_timeout_ms = 5000,
+                      .max_body_in_flight = 64u << 20, .min_body_rate = 1024, .max_probs_bytes = 256u << 20,
+                      .pooling = SIFT_POOLING_TYPE_UNSPECIFIED};
     int r = parse_env(c);
     static cli_cvec cv; /* --control-vector...: its strings are argv's */
     cv = (cli_cvec){0};
@@ -403,6 +452,10 @@ static int parse_args(int argc, char **argv, srv_config *c)
     c->cvec_layer_end = (int)cv.layer_end;
     if (!c->model_path) return bad("-m", NULL, "a model is required");
     if (!c->n_threads_batch) c->n_threads_batch = c->n_threads;
+    if (!c->max_renders) { /* half the CPUs: the other half stays the engine's */
+        const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        c->max_renders = ncpu >= 4 ? (int)(ncpu / 2) : 1;
+    }
     if (c->default_n_predict > c->max_n_predict) return bad("-n", NULL, "larger than --max-n-predict");
     return 0;
 }
@@ -413,6 +466,7 @@ static void config_free(srv_config *c)
     free(c->owned);
     free(c->api_keys);
     free(c->cors_origins);
+    free(c->allowed_hosts);
 }
 
 #ifdef SIFT_HAVE_MHD /* (a build without libmicrohttpd has no server to load templates for) */
@@ -428,6 +482,12 @@ static char *read_chat_template(const char *path)
     return copy;
 }
 
+/* After the drain's deadline: the failed requests' answers get LAST_WORDS_MS to go out; the
+ * process exits at WATCHDOG_MS at the latest (both under the 1 s docs/server.md promises). */
+#define ENGINE_STOP_MS 200.0 /* the engine's current step may end by then; else its tasks fail from outside */
+#define LAST_WORDS_MS 600.0
+#define WATCHDOG_MS 900.0
+
 typedef struct drain_arg {
     srv_http *http;
     int timeout_s;
@@ -440,6 +500,25 @@ static void *drain_main(void *p)
     atomic_store(&d->ok, srv_http_drain(d->http, d->timeout_s));
     atomic_store(&d->done, true);
     kill(getpid(), SIGTERM); /* wake the sigwait below */
+    return NULL;
+}
+
+/* The last resort of a shutdown: whatever still runs at the drain's deadline (a template
+ * render that does not stop, a grammar step, a connection thread the daemon cannot join),
+ * the process is gone by then. _exit: the other threads may hold any lock. */
+static double watchdog_at;
+
+static void *watchdog_main(void *p)
+{
+    (void)p;
+    for (;;) {
+        const double left = watchdog_at - srv_now_ms();
+        if (left <= 0) break;
+        poll(NULL, 0, left > 1000 ? 1000 : (int)left + 1);
+    }
+    fprintf(stderr, "sift serve: shutdown did not finish by --drain-timeout + 1 s (work that does not stop): exiting now\n");
+    fflush(stderr);
+    _exit(0);
     return NULL;
 }
 
@@ -584,8 +663,21 @@ int sift_cmd_serve(int argc, char **argv)
     fprintf(stderr, "sift serve: %s: draining (new work gets 503; running requests have %d s to finish)\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->drain_timeout_s);
     fflush(stderr);
-    if (drain(http, cfg->drain_timeout_s, &sigs)) fprintf(stderr, "sift serve: drained, shutting down\n");
+    const bool drained = drain(http, cfg->drain_timeout_s, &sigs);
+    /* the deadline (or a second signal): what is still queued or running fails with 503, each
+     * connection gets LAST_WORDS_MS to send that (a stream its error event, so that no stream
+     * ends without a closing event), and the process is gone within a second of the deadline
+     * whatever does not stop */
+    const double t_stop = srv_now_ms();
+    watchdog_at = t_stop + WATCHDOG_MS;
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, watchdog_main, NULL) == 0) pthread_detach(wd);
+    atomic_store(&s->stop_work, true);
+    if (drained) fprintf(stderr, "sift serve: drained, shutting down\n");
     else fprintf(stderr, "sift serve: drain cut short (timeout or a second signal): failing what still runs with 503\n");
+    srv_engine_stop_by(s->engine, t_stop + ENGINE_STOP_MS);
+    if (!drained && !srv_http_flush(http, t_stop + LAST_WORDS_MS))
+        fprintf(stderr, "sift serve: some connections did not take their last answer in time\n");
     rc = 0;
 done:
     srv_engine_stop(s->engine); /* running requests fail with 503: their connections can end */
