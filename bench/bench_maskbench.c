@@ -4,7 +4,7 @@
  * so that the figures compare with the published LLGuidance / XGrammar / llama.cpp rows.
  *
  * Per schema file ({"schema": ..., "tests": [{"data": ..., "valid": ...}, ...]}):
- *   compile  sift_json_schema_to_grammar + the grammar sampler           [timed: TTFM]
+ *   compile  sift_grammar_compile_json_schema + the grammar sampler      [timed: TTFM]
  *   test     instance = Python's json.dumps(data, indent=None, ensure_ascii=False),
  *            tokenized without special tokens; for each token: fill a full-vocabulary
  *            candidate array (untimed), [timed: TBM] sift_sampler_apply + check the token
@@ -432,7 +432,7 @@ typedef struct {
     float *zeros;
     int32_t n_vocab;
     uint32_t schema_flags;
-    uint64_t budget; /* --precompute-budget: 0 = the library's default */
+    sift_grammar_compiler *compiler; /* the vocabulary's trie and shared entries, built before the workers fork */
     double slow_us;  /* SIFT_MASKBENCH_SLOW=US: log every mask whose CPU time passes US (0: off) */
 } bench_ctx;
 
@@ -487,13 +487,11 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
     }
     double t0 = cli_now_us(), c0 = cli_thread_cpu_us();
     sift_error err = {0};
-    char *gbnf = sift_json_schema_to_grammar(ss, (size_t)(se - ss), bc->schema_flags, &err);
-    sift_grammar_params gp = sift_grammar_default_params();
-    gp.precompute_budget = bc->budget;
-    sift_sampler *g = gbnf ? sift_sampler_init_grammar_ex(bc->view, gbnf, strlen(gbnf), &gp, &err) : NULL;
+    sift_compiled_grammar *cg = sift_grammar_compile_json_schema(bc->compiler, ss, (size_t)(se - ss), bc->schema_flags, &err);
+    sift_sampler *g = cg ? sift_sampler_init_grammar_compiled(cg, NULL, &err) : NULL;
     h.ttfm_us = cli_now_us() - t0;
     h.ttfm_cpu_us = cli_thread_cpu_us() - c0;
-    free(gbnf);
+    sift_compiled_grammar_free(cg); /* the sampler holds its own reference */
     if (!g) {
         h.kind = R_COMPILE;
         snprintf(h.msg, sizeof h.msg, "%s", err.msg[0] ? err.msg : sift_status_str(err.status));
@@ -885,6 +883,7 @@ int sift_bench_maskbench(int argc, char **argv)
     const char *dir = NULL, *vocab_arg = "deepseek-llm", *out_dir = NULL, *filter = NULL;
     long timeout_s = 30, jobs = 1, every = 1, limit = 0, budget = 0;
     int as_json = 0, dump = 0;
+    sift_grammar_compiler_params cp = sift_grammar_compiler_default_params();
     uint32_t flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -916,7 +915,7 @@ int sift_bench_maskbench(int argc, char **argv)
         } else if (!strcmp(a, "--dump-instances")) {
             dump = 1;
         } else if (!strcmp(a, "--no-share")) {
-            setenv("SIFT_GX_SHARE_MB", "0", 1); /* read when the vocabulary is built, below */
+            cp.no_share = true;
         } else if (!strcmp(a, "--llama-conventions")) {
 #ifdef SIFT_JSON_SCHEMA_LLAMA
             flags |= SIFT_JSON_SCHEMA_LLAMA;
@@ -994,19 +993,20 @@ int sift_bench_maskbench(int argc, char **argv)
     }
     sift_vocab_view view;
     sift_vocab_view_get(vocab, &view);
-    bench_ctx bc = {.vocab = vocab, .view = &view, .n_vocab = sift_vocab_n_tokens(vocab), .schema_flags = flags,
-                   .budget = (uint64_t)budget};
+    bench_ctx bc = {.vocab = vocab, .view = &view, .n_vocab = sift_vocab_n_tokens(vocab), .schema_flags = flags};
     const char *slow = getenv("SIFT_MASKBENCH_SLOW");
     if (slow) bc.slow_us = atof(slow);
     bc.zeros = calloc((size_t)bc.n_vocab, sizeof *bc.zeros);
     if (!bc.zeros || sift_candidates_init(&bc.cand, (size_t)bc.n_vocab) != SIFT_OK) return 1;
     if (out_dir) mkdir(out_dir, 0755);
     /* Everything that depends only on the vocabulary (its grammar trie) is built once per
-     * process and shared by every grammar sampler over it, as in the server (once per
+     * process and shared by every grammar over it, as in the server (one compiler per
      * model): build it here, before the children fork, so that each schema pays only for
-     * its own grammar. */
-    sift_sampler *warm = sift_sampler_init_grammar(&view, "root ::= \"x\"", "root", &err);
-    if (!warm) {
+     * its own grammar. Every schema is compiled (no cache: TTFM is what compiling costs). */
+    cp.precompute_budget = (uint64_t)budget;
+    cp.no_cache = true;
+    bc.compiler = sift_grammar_compiler_new(&view, &cp, &err);
+    if (!bc.compiler) {
         fprintf(stderr, "maskbench: %s\n", err.msg);
         return 1;
     }
@@ -1180,7 +1180,7 @@ int sift_bench_maskbench(int argc, char **argv)
     free(sl);
     free(bc.zeros);
     sift_candidates_free(&bc.cand);
-    sift_sampler_free(warm);
+    sift_grammar_compiler_free(bc.compiler);
     sift_vocab_free(vocab);
     return count[R_INVALIDATION] || count[R_CRASH] ? 1 : 0;
 }

@@ -102,6 +102,7 @@
 #include <time.h>
 
 #include "core/status.h"
+#include "grammar/compiler.h"
 #include "grammar/mask_internal.h"
 
 /* ---- public (internal) API ----------------------------------------------------------------- */
@@ -111,7 +112,7 @@ static void engine_destroy(sift__gx_engine *e)
     if (!e) return;
     sift_grammar_free(e->g);
     sift__gx_free(e->rep);
-    sift__gx_vocab_release(e->voc);
+    sift__gx_compiler_release(e->comp);
     sift__gx_arena_free(&e->wa);
     sift__gx_free(e->asc);
     sift__gx_root_walks_free(e);
@@ -152,6 +153,19 @@ static void engine_destroy(sift__gx_engine *e)
 int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab_view *view, sift_error *err)
 {
     *out = NULL;
+    sift_grammar_compiler *c = sift__gx_compiler_acquire(view, err);
+    if (!c) {
+        sift_grammar_free(g);
+        return err && err->status ? err->status : SIFT_E_NOMEM;
+    }
+    int rc = sift__gx_engine_new_in(out, g, c, err);
+    sift__gx_compiler_release(c);
+    return rc;
+}
+
+int sift__gx_engine_new_in(sift__gx_engine **out, sift_grammar *g, sift_grammar_compiler *comp, sift_error *err)
+{
+    *out = NULL;
     sift__gx_engine *e = sift__gx_calloc(1, sizeof *e);
     if (!e) {
         sift_grammar_free(g);
@@ -163,10 +177,9 @@ int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab
     e->cache_limit = CACHE_BYTES_LIMIT;
     e->g = g;
     int rc = SIFT_OK;
-    if (!(e->voc = sift__gx_vocab_acquire(view, err))) {
-        rc = err && err->status ? err->status : SIFT_E_NOMEM;
-        goto fail;
-    }
+    sift__gx_compiler_retain(comp);
+    e->comp = comp;
+    e->voc = sift__gx_compiler_vocab(comp);
     if (g->has_tokens && (int64_t)g->max_token >= e->voc->n_tokens) {
         rc = sift__error_set(err, SIFT_E_INVAL, "grammar names token %u but the vocabulary has %d tokens", g->max_token,
                             e->voc->n_tokens);

@@ -85,7 +85,8 @@ struct sift__gx_engine {
     _Atomic int refs;
     pthread_mutex_t lock;
     sift_grammar *g;
-    const sift__gx_vocab *voc; /* shared by every engine of this vocabulary (vocab_cache.c) */
+    sift_grammar_compiler *comp; /* held: it owns the vocabulary (compiler.c) */
+    const sift__gx_vocab *voc; /* the compiler's, shared by every engine of it */
     uint32_t *rep;             /* [n_elems]: the position entries are keyed and computed by (pos_equiv.h) */
 
     /* walk machinery: suffix stacks over the sentinel, and the DFA over their sets */
