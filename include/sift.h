@@ -1295,6 +1295,8 @@ SIFT_API sift_compiled_grammar *sift_grammar_compile(sift_grammar_compiler *c, c
 SIFT_API void sift_compiled_grammar_free(sift_compiled_grammar *g);
 /* Another reference to g (for another owner); g itself. */
 SIFT_API sift_compiled_grammar *sift_compiled_grammar_ref(sift_compiled_grammar *g);
+/* The GBNF text g was compiled from (a JSON schema's: its conversion); lives as long as g. */
+SIFT_API const char *sift_compiled_grammar_gbnf(const sift_compiled_grammar *g);
 
 /* A grammar sampler over a compiled grammar (which it references: the caller may free its
  * own). Of params only lazy, the triggers and keep_banned apply (the root and the budget

@@ -78,6 +78,7 @@ struct sift_grammar_compiler {
 struct sift_compiled_grammar {
     _Atomic int refs;
     sift__gx_engine *eng;
+    char *gbnf; /* the text it was compiled from (NULL for the legacy entry points: not kept) */
 };
 
 sift_grammar_compiler_params sift_grammar_compiler_default_params(void)
@@ -171,6 +172,7 @@ void sift_compiled_grammar_free(sift_compiled_grammar *g)
 {
     if (!g || atomic_fetch_sub(&g->refs, 1) != 1) return;
     sift__gx_engine_release(g->eng);
+    sift__gx_free(g->gbnf);
     sift__gx_free(g);
 }
 
@@ -181,6 +183,8 @@ sift_compiled_grammar *sift_compiled_grammar_ref(sift_compiled_grammar *g)
 }
 
 sift__gx_engine *sift__gx_compiled_engine(const sift_compiled_grammar *cg) { return cg->eng; }
+
+const char *sift_compiled_grammar_gbnf(const sift_compiled_grammar *g) { return g && g->gbnf ? g->gbnf : ""; }
 
 static void slot_clear(cache_slot *s)
 {
@@ -258,16 +262,23 @@ sift_compiled_grammar *sift__gx_compiler_find(sift_grammar_compiler *c, int kind
     return cg;
 }
 
-sift_compiled_grammar *sift__gx_compiler_build(sift_grammar_compiler *c, sift_grammar *g, uint64_t budget, sift_error *err)
+sift_compiled_grammar *sift__gx_compiler_build(sift_grammar_compiler *c, sift_grammar *g, const char *gbnf, size_t len,
+                                               uint64_t budget, sift_error *err)
 {
     sift_compiled_grammar *cg = sift__gx_calloc(1, sizeof *cg);
-    if (!cg) {
+    if (cg && gbnf && (cg->gbnf = sift__gx_malloc(len + 1))) {
+        memcpy(cg->gbnf, gbnf, len);
+        cg->gbnf[len] = 0;
+    }
+    if (!cg || (gbnf && !cg->gbnf)) {
+        if (cg) sift__gx_free(cg);
         sift_grammar_free(g);
         sift__error_set(err, SIFT_E_NOMEM, "out of memory");
         return NULL;
     }
     atomic_init(&cg->refs, 1);
     if (sift__gx_engine_new_in(&cg->eng, g, c, err) != SIFT_OK) {
+        sift__gx_free(cg->gbnf);
         sift__gx_free(cg);
         return NULL;
     }
@@ -343,6 +354,6 @@ sift_compiled_grammar *sift_grammar_compile(sift_grammar_compiler *c, const char
     if (cg) return cg;
     sift_grammar *g = sift_grammar_parse(gbnf, len, root, &c->view, err);
     if (!g) return NULL;
-    if (!(cg = sift__gx_compiler_build(c, g, 0, err))) return NULL;
+    if (!(cg = sift__gx_compiler_build(c, g, gbnf, len, 0, err))) return NULL;
     return sift__gx_compiler_keep(c, GX_KIND_GBNF, 0, root, gbnf, len, cg);
 }

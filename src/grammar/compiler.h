@@ -24,9 +24,11 @@ void sift__gx_compiler_release(sift_grammar_compiler *c);
  * counted), or NULL (not counted: the caller compiles and files it with _keep). */
 sift_compiled_grammar *sift__gx_compiler_find(sift_grammar_compiler *c, int kind, uint32_t flags, const char *root,
                                               const char *text, size_t len);
-/* Compile the parsed grammar g (taken, also on failure): engine, precompute with `budget`.
- * Not cached; counted as a compile. NULL with err. */
-sift_compiled_grammar *sift__gx_compiler_build(sift_grammar_compiler *c, sift_grammar *g, uint64_t budget, sift_error *err);
+/* Compile the parsed grammar g (taken, also on failure): engine, precompute with `budget` (0:
+ * the compiler's), and a copy of its text gbnf[0..len) when not NULL. Not cached; counted as
+ * a compile. NULL with err. */
+sift_compiled_grammar *sift__gx_compiler_build(sift_grammar_compiler *c, sift_grammar *g, const char *gbnf, size_t len,
+                                               uint64_t budget, sift_error *err);
 /* File cg (its reference taken) under the key and return a reference to what the cache
  * holds for it: cg, or the grammar another thread filed first (cg is then dropped). */
 sift_compiled_grammar *sift__gx_compiler_keep(sift_grammar_compiler *c, int kind, uint32_t flags, const char *root,

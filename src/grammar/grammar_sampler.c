@@ -497,7 +497,7 @@ sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const c
         sift_grammar_free(g);
         return NULL;
     }
-    sift_compiled_grammar *cg = sift__gx_compiler_build(comp, g, params->precompute_budget, err);
+    sift_compiled_grammar *cg = sift__gx_compiler_build(comp, g, NULL, 0, params->precompute_budget, err);
     sift__gx_compiler_release(comp);
     if (!cg) return NULL;
     sift_sampler *s = sampler_over(sift__gx_compiled_engine(cg), params, err);

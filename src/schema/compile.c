@@ -23,9 +23,10 @@ sift_compiled_grammar *sift_grammar_compile_json_schema(sift_grammar_compiler *c
     if (cg) return cg;
     char *gbnf = sift_json_schema_to_grammar(schema, len, flags, err);
     if (!gbnf) return NULL;
-    sift_grammar *g = sift_grammar_parse(gbnf, strlen(gbnf), "root", sift__gx_compiler_view(c), err);
+    const size_t n = strlen(gbnf);
+    sift_grammar *g = sift_grammar_parse(gbnf, n, "root", sift__gx_compiler_view(c), err);
+    cg = g ? sift__gx_compiler_build(c, g, gbnf, n, 0, err) : NULL;
     free(gbnf);
-    if (!g) return NULL;
-    if (!(cg = sift__gx_compiler_build(c, g, 0, err))) return NULL;
+    if (!cg) return NULL;
     return sift__gx_compiler_keep(c, GX_KIND_JSON_SCHEMA, flags, NULL, schema, len, cg);
 }
