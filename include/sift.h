@@ -1178,7 +1178,8 @@ SIFT_API sift_status sift_model_quantize(const char *in_path, const char *out_pa
  * suffix, the set of tokens that suffix accepts whatever lies below it (XGrammar's
  * "context-independent" tokens, refined level by level); a warm apply is a few bitset ORs
  * plus one pass over the candidates, and allocates nothing. See src/grammar/mask.c. Clones
- * of a grammar sampler share these caches (thread-safe); a fresh sampler rebuilds them.
+ * of a grammar sampler, and every sampler over one sift_compiled_grammar, share these caches
+ * (thread-safe); sift_sampler_init_grammar* compiles afresh (see the grammar compiler below).
  */
 typedef struct sift_grammar sift_grammar;
 
