@@ -4,7 +4,7 @@
  * so that the figures compare with the published LLGuidance / XGrammar / llama.cpp rows.
  *
  * Per schema file ({"schema": ..., "tests": [{"data": ..., "valid": ...}, ...]}):
- *   compile  sift_json_schema_to_grammar + the grammar sampler           [timed: TTFM]
+ *   compile  sift_grammar_compile_json_schema + the grammar sampler      [timed: TTFM]
  *   test     instance = Python's json.dumps(data, indent=None, ensure_ascii=False),
  *            tokenized without special tokens; for each token: fill a full-vocabulary
  *            candidate array (untimed), [timed: TBM] sift_sampler_apply + check the token
@@ -416,6 +416,7 @@ static const char *const kind_name[R_NKIND] = {"passing", "compile_error", "vali
 typedef struct {
     int32_t kind, n_tests, n_tokens, test; /* test: the failing test's index */
     double ttfm_us, ttfm_cpu_us;
+    double ttfm_hit_us; /* --repeat: the same schema compiled again (a cache hit) and its first mask; < 0: not run */
     char msg[512];
 } result_head;
 
@@ -432,7 +433,8 @@ typedef struct {
     float *zeros;
     int32_t n_vocab;
     uint32_t schema_flags;
-    uint64_t budget; /* --precompute-budget: 0 = the library's default */
+    sift_grammar_compiler *compiler; /* the vocabulary's trie and shared entries, built before the workers fork */
+    bool repeat;                     /* --repeat: time a second compile of each schema (the compiler's cache) */
     double slow_us;  /* SIFT_MASKBENCH_SLOW=US: log every mask whose CPU time passes US (0: off) */
 } bench_ctx;
 
@@ -487,13 +489,20 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
     }
     double t0 = cli_now_us(), c0 = cli_thread_cpu_us();
     sift_error err = {0};
-    char *gbnf = sift_json_schema_to_grammar(ss, (size_t)(se - ss), bc->schema_flags, &err);
-    sift_grammar_params gp = sift_grammar_default_params();
-    gp.precompute_budget = bc->budget;
-    sift_sampler *g = gbnf ? sift_sampler_init_grammar_ex(bc->view, gbnf, strlen(gbnf), &gp, &err) : NULL;
+    sift_compiled_grammar *cg = sift_grammar_compile_json_schema(bc->compiler, ss, (size_t)(se - ss), bc->schema_flags, &err);
+    sift_sampler *g = cg ? sift_sampler_init_grammar_compiled(cg, NULL, &err) : NULL;
     h.ttfm_us = cli_now_us() - t0;
     h.ttfm_cpu_us = cli_thread_cpu_us() - c0;
-    free(gbnf);
+    sift_compiled_grammar_free(cg); /* the sampler holds its own reference */
+    h.ttfm_hit_us = -1;
+    if (g && bc->repeat) { /* what a server's second request with this schema pays before its first mask */
+        double t1 = cli_now_us();
+        sift_compiled_grammar *cg2 = sift_grammar_compile_json_schema(bc->compiler, ss, (size_t)(se - ss), bc->schema_flags, &err);
+        sift_sampler *g2 = cg2 ? sift_sampler_init_grammar_compiled(cg2, NULL, &err) : NULL;
+        if (g2) h.ttfm_hit_us = cli_now_us() - t1;
+        sift_sampler_free(g2);
+        sift_compiled_grammar_free(cg2);
+    }
     if (!g) {
         h.kind = R_COMPILE;
         snprintf(h.msg, sizeof h.msg, "%s", err.msg[0] ? err.msg : sift_status_str(err.status));
@@ -841,6 +850,8 @@ static void usage(FILE *f)
             "  --precompute-budget N  the grammar sampler's precompute budget (sift_grammar_params)\n"
             "  --llama-conventions llama.cpp's converter conventions (SIFT_JSON_SCHEMA_LLAMA)\n"
             "  --no-share          no mask entries shared between schemas (grammar/share.h)\n"
+            "  --repeat            compile each schema twice, the second time from the compiler's cache, and\n"
+            "                      report that TTFM (ttfm_hit_us: a repeated schema in a server)\n"
             "  SIFT_MASKBENCH_SLOW=US (environment) logs each mask over US microseconds of CPU to stderr\n"
             "                      (schema, token, trie nodes walked, entries made, the matcher's stacks)\n"
             "  --json              the summary as one JSON object\n"
@@ -885,6 +896,8 @@ int sift_bench_maskbench(int argc, char **argv)
     const char *dir = NULL, *vocab_arg = "deepseek-llm", *out_dir = NULL, *filter = NULL;
     long timeout_s = 30, jobs = 1, every = 1, limit = 0, budget = 0;
     int as_json = 0, dump = 0;
+    sift_grammar_compiler_params cp = sift_grammar_compiler_default_params();
+    bool repeat = false;
     uint32_t flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -915,8 +928,10 @@ int sift_bench_maskbench(int argc, char **argv)
             as_json = 1;
         } else if (!strcmp(a, "--dump-instances")) {
             dump = 1;
+        } else if (!strcmp(a, "--repeat")) {
+            repeat = true;
         } else if (!strcmp(a, "--no-share")) {
-            setenv("SIFT_GX_SHARE_MB", "0", 1); /* read when the vocabulary is built, below */
+            cp.no_share = true;
         } else if (!strcmp(a, "--llama-conventions")) {
 #ifdef SIFT_JSON_SCHEMA_LLAMA
             flags |= SIFT_JSON_SCHEMA_LLAMA;
@@ -994,19 +1009,22 @@ int sift_bench_maskbench(int argc, char **argv)
     }
     sift_vocab_view view;
     sift_vocab_view_get(vocab, &view);
-    bench_ctx bc = {.vocab = vocab, .view = &view, .n_vocab = sift_vocab_n_tokens(vocab), .schema_flags = flags,
-                   .budget = (uint64_t)budget};
+    bench_ctx bc = {.vocab = vocab, .view = &view, .n_vocab = sift_vocab_n_tokens(vocab), .schema_flags = flags};
     const char *slow = getenv("SIFT_MASKBENCH_SLOW");
     if (slow) bc.slow_us = atof(slow);
     bc.zeros = calloc((size_t)bc.n_vocab, sizeof *bc.zeros);
     if (!bc.zeros || sift_candidates_init(&bc.cand, (size_t)bc.n_vocab) != SIFT_OK) return 1;
     if (out_dir) mkdir(out_dir, 0755);
     /* Everything that depends only on the vocabulary (its grammar trie) is built once per
-     * process and shared by every grammar sampler over it, as in the server (once per
+     * process and shared by every grammar over it, as in the server (one compiler per
      * model): build it here, before the children fork, so that each schema pays only for
-     * its own grammar. */
-    sift_sampler *warm = sift_sampler_init_grammar(&view, "root ::= \"x\"", "root", &err);
-    if (!warm) {
+     * its own grammar. Every schema is compiled (no cache: TTFM is what compiling costs). */
+    cp.precompute_budget = (uint64_t)budget;
+    cp.no_cache = !repeat;
+    cp.cache_grammars = 1; /* --repeat: the schema just compiled, nothing older */
+    bc.repeat = repeat;
+    bc.compiler = sift_grammar_compiler_new(&view, &cp, &err);
+    if (!bc.compiler) {
         fprintf(stderr, "maskbench: %s\n", err.msg);
         return 1;
     }
@@ -1017,6 +1035,8 @@ int sift_bench_maskbench(int argc, char **argv)
     size_t n_all = 0, c_all = 0, n_ttfm = 0;
     ttfm = malloc(sizeof *ttfm * (ni ? ni : 1));
     ttfm_cpu = malloc(sizeof *ttfm_cpu * (ni ? ni : 1));
+    float *ttfm_hit = malloc(sizeof *ttfm_hit * (ni ? ni : 1));
+    size_t n_hit = 0;
     size_t next = 0, done = 0;
     double t_start = cli_now_us();
     signal(SIGPIPE, SIG_IGN);
@@ -1096,6 +1116,7 @@ int sift_bench_maskbench(int argc, char **argv)
             if (x->h.kind != R_COMPILE) {
                 ttfm[n_ttfm] = (float)x->h.ttfm_us;
                 ttfm_cpu[n_ttfm++] = (float)x->h.ttfm_cpu_us;
+                if (x->h.ttfm_hit_us > 0) ttfm_hit[n_hit++] = (float)x->h.ttfm_hit_us;
             }
         }
         if (sl[j].pid) sl[j].idx = -1;
@@ -1123,6 +1144,7 @@ int sift_bench_maskbench(int argc, char **argv)
     qsort(ttfm, n_ttfm, sizeof *ttfm, cmp_float);
     qsort(all_cpu, n_all, sizeof *all_cpu, cmp_float);
     qsort(ttfm_cpu, n_ttfm, sizeof *ttfm_cpu, cmp_float);
+    qsort(ttfm_hit, n_hit, sizeof *ttfm_hit, cmp_float);
     double la[3] = {0, 0, 0};
     if (getloadavg(la, 3) < 0) la[0] = -1;
     static const double tq[] = {0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0};
@@ -1140,6 +1162,10 @@ int sift_bench_maskbench(int argc, char **argv)
         for (int k = 0; k < 8; k++) printf("%s\"%s\": %.1f", k ? ", " : "", tn[k], pct(all_cpu, n_all, tq[k]));
         printf("}, \"ttfm_cpu_us\": {");
         for (int k = 0; k < 5; k++) printf("%s\"%s\": %.1f", k ? ", " : "", fn[k], pct(ttfm_cpu, n_ttfm, fq[k]));
+        if (repeat) {
+            printf("}, \"ttfm_hit_us\": {");
+            for (int k = 0; k < 5; k++) printf("%s\"%s\": %.1f", k ? ", " : "", fn[k], pct(ttfm_hit, n_hit, fq[k]));
+        }
         printf("}, \"masks\": %zu, \"load_avg\": %.2f, \"vocab\": ", n_all, la[0]);
         json_str(stdout, vocab_arg);
         printf(", \"n_vocab\": %d, \"jobs\": %ld, \"wall_s\": %.1f}\n", bc.n_vocab, jobs, (cli_now_us() - t_start) * 1e-6);
@@ -1156,6 +1182,10 @@ int sift_bench_maskbench(int argc, char **argv)
         for (int k = 0; k < 8; k++) printf("  %s %.1f", tn[k], pct(all_cpu, n_all, tq[k]));
         printf("\n  TTFM CPU µs:");
         for (int k = 0; k < 5; k++) printf("  %s %.0f", fn[k], pct(ttfm_cpu, n_ttfm, fq[k]));
+        if (repeat) {
+            printf("\n  TTFM µs, the same schema again (compiler cache hit, %zu schemas):", n_hit);
+            for (int k = 0; k < 5; k++) printf("  %s %.1f", fn[k], pct(ttfm_hit, n_hit, fq[k]));
+        }
         printf("\n  load average %.2f (wall-clock times count the time the thread waited for a CPU)\n", la[0]);
         print_causes(it, ni, R_COMPILE, 25);
         print_causes(it, ni, R_INVALIDATION, 40);
@@ -1171,6 +1201,7 @@ int sift_bench_maskbench(int argc, char **argv)
     free(all_cpu);
     free(ttfm);
     free(ttfm_cpu);
+    free(ttfm_hit);
     for (long j = 0; j < jobs; j++)
         if (sl[j].pid) {
             int pid = sl[j].pid;
@@ -1180,7 +1211,7 @@ int sift_bench_maskbench(int argc, char **argv)
     free(sl);
     free(bc.zeros);
     sift_candidates_free(&bc.cand);
-    sift_sampler_free(warm);
+    sift_grammar_compiler_free(bc.compiler);
     sift_vocab_free(vocab);
     return count[R_INVALIDATION] || count[R_CRASH] ? 1 : 0;
 }

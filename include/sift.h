@@ -1181,7 +1181,8 @@ SIFT_API sift_status sift_model_quantize(const char *in_path, const char *out_pa
  * suffix, the set of tokens that suffix accepts whatever lies below it (XGrammar's
  * "context-independent" tokens, refined level by level); a warm apply is a few bitset ORs
  * plus one pass over the candidates, and allocates nothing. See src/grammar/mask.c. Clones
- * of a grammar sampler share these caches (thread-safe); a fresh sampler rebuilds them.
+ * of a grammar sampler, and every sampler over one sift_compiled_grammar, share these caches
+ * (thread-safe); sift_sampler_init_grammar* compiles afresh (see the grammar compiler below).
  */
 typedef struct sift_grammar sift_grammar;
 
@@ -1243,6 +1244,72 @@ SIFT_API sift_grammar_params sift_grammar_default_params(void);
  * patterns that do not compile are SIFT_E_PARSE errors. */
 SIFT_API sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const char *gbnf, size_t len,
                                                     const sift_grammar_params *params, sift_error *err);
+
+/* ---- the grammar compiler -------------------------------------------------------------------
+ *
+ * What a grammar costs before its first mask is compiling it: parsing, and the mask engine's
+ * per-grammar caches (see src/grammar/compiler.c). A sift_grammar_compiler, one per
+ * vocabulary, owns what every grammar of that vocabulary shares - the token trie (built once,
+ * tens of milliseconds at 100k tokens), the grammar-independent mask entries, the precompute
+ * budget - and a cache of compiled grammars keyed by (kind, text, options): the same grammar
+ * or JSON schema compiled again is a lookup. A sift_compiled_grammar is immutable in what it
+ * accepts and is shared by any number of samplers, threads and requests (reference counted;
+ * the token sets it learns on the way are cached inside it, behind a lock). The grammar
+ * sampler made from it is the per-sequence matcher: parse state, lazy triggers, the mask
+ * buffer. (XGrammar's GrammarCompiler / CompiledGrammar / GrammarMatcher and llguidance's
+ * ParserFactory have this shape.)
+ *
+ * Ownership: sift_grammar_compile* returns a reference the caller frees with
+ * sift_compiled_grammar_free; a sampler takes its own. sift_grammar_compiler_free drops the
+ * caller's handle and the cache; grammars and samplers still alive keep what they use. */
+typedef struct sift_grammar_compiler sift_grammar_compiler;
+typedef struct sift_compiled_grammar sift_compiled_grammar;
+
+typedef struct sift_grammar_compiler_params {
+    uint64_t precompute_budget; /* work done ahead per compiled grammar (as sift_grammar_params.
+                                 * precompute_budget); 0 = default (20Ki: about a millisecond) */
+    uint32_t cache_grammars;    /* compiled grammars kept for reuse (least recently used leave
+                                 * first); 0 = default 32; samplers keep theirs alive regardless */
+    bool no_cache;              /* compile every time (nothing kept) */
+    uint64_t share_bytes;       /* bound on the mask entries shared across grammars; 0 = default
+                                 * (64 MiB) */
+    bool no_share;              /* share nothing across grammars (measurements: what the share buys) */
+} sift_grammar_compiler_params;
+
+typedef struct sift_grammar_compiler_stats {
+    uint64_t compiles;      /* grammars compiled (cache misses that parsed and prepared a grammar) */
+    uint64_t cache_hits;    /* sift_grammar_compile* calls answered from the cache */
+    uint64_t evictions;     /* compiled grammars dropped from the cache (least recently used) */
+    uint32_t cached;        /* compiled grammars in the cache now */
+} sift_grammar_compiler_stats;
+
+/* budget 0 (default), cache of 32, sharing on with its default bound */
+SIFT_API sift_grammar_compiler_params sift_grammar_compiler_default_params(void);
+/* A compiler for `vocab` (its token texts and attributes are copied: the view need not
+ * outlive it). params NULL: defaults. NULL on error: SIFT_E_INVAL for an empty view,
+ * SIFT_E_NOMEM. Thread-safe: any thread may compile with it at any time. */
+SIFT_API sift_grammar_compiler *sift_grammar_compiler_new(const sift_vocab_view *vocab,
+                                                          const sift_grammar_compiler_params *params, sift_error *err);
+SIFT_API void sift_grammar_compiler_free(sift_grammar_compiler *c);
+SIFT_API void sift_grammar_compiler_get_stats(const sift_grammar_compiler *c, sift_grammar_compiler_stats *st);
+
+/* Compile `len` bytes of GBNF with start rule `root` (NULL: "root"), or take it from the
+ * cache. NULL on error: as sift_grammar_parse; SIFT_E_INVAL for an empty text or a token id
+ * outside the vocabulary; SIFT_E_NOMEM. (JSON schemas: sift_grammar_compile_json_schema.) */
+SIFT_API sift_compiled_grammar *sift_grammar_compile(sift_grammar_compiler *c, const char *gbnf, size_t len,
+                                                     const char *root, sift_error *err);
+SIFT_API void sift_compiled_grammar_free(sift_compiled_grammar *g);
+/* Another reference to g (for another owner); g itself. */
+SIFT_API sift_compiled_grammar *sift_compiled_grammar_ref(sift_compiled_grammar *g);
+/* The GBNF text g was compiled from (a JSON schema's: its conversion); lives as long as g. */
+SIFT_API const char *sift_compiled_grammar_gbnf(const sift_compiled_grammar *g);
+
+/* A grammar sampler over a compiled grammar (which it references: the caller may free its
+ * own). Of params only lazy, the triggers and keep_banned apply (the root and the budget
+ * were the compiler's); NULL: defaults. NULL on error (bad trigger pattern: SIFT_E_PARSE;
+ * SIFT_E_NOMEM). Made in microseconds when the grammar's first mask is cached. */
+SIFT_API sift_sampler *sift_sampler_init_grammar_compiled(sift_compiled_grammar *g, const sift_grammar_params *params,
+                                                          sift_error *err);
 
 /* Would the grammar sampler allow `token` next? (The rejection strategy's check: a few
  * bytes through the parse stacks, no mask.) True for any token while a lazy grammar
@@ -1335,6 +1402,12 @@ SIFT_API sift_token sift_chain_sample_ex(sift_chain *chain, sift_sampler *gramma
  * key, as JSON Schema says. */
 #define SIFT_JSON_SCHEMA_LLAMA 0x2u
 SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err);
+/* A JSON schema (`len` bytes of JSON, `flags` as above) compiled with compiler c, or taken
+ * from its cache (keyed by the schema text and flags): the conversion, the GBNF parse and the
+ * mask engine's preparation happen once per distinct schema. Errors as
+ * sift_json_schema_to_grammar. Free with sift_compiled_grammar_free. */
+SIFT_API sift_compiled_grammar *sift_grammar_compile_json_schema(sift_grammar_compiler *c, const char *schema, size_t len,
+                                                                 uint32_t flags, sift_error *err);
 
 /* ==== chat templates (Jinja) ==================================================================
  *

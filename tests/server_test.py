@@ -373,6 +373,29 @@ def test_json_schema(S):
     assert st == 200 and set(json.loads(c["choices"][0]["message"]["content"])) == {"n", "ok"}
 
 
+def test_grammar_compiled_once(S):
+    """issue 32: a request with n = 4 and a json_schema compiles the schema once (the four
+    choices share it), and the same schema in a later request is a cache hit; /metrics and
+    /props count both."""
+    metric = lambda name: float(re.search(r"^sift_%s (\S+)$" % name, S.request("GET", "/metrics")[2].decode(), re.M).group(1))
+    schema = {"title": "compiled once %.6f" % time.time(), "type": "object", "properties": {"a": {"type": "boolean"}},
+              "required": ["a"], "additionalProperties": False}
+    body = {"prompt": "Once", "max_tokens": 16, "n": 4, "seed": 1,
+            "response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}
+    c0, h0 = metric("grammar_compiles_total"), metric("grammar_cache_hits_total")
+    st, j = S.post("/v1/completions", body)
+    assert st == 200 and len(j["choices"]) == 4, j
+    assert all(c["text"].startswith("{") for c in j["choices"]), j["choices"]
+    c1, h1 = metric("grammar_compiles_total"), metric("grammar_cache_hits_total")
+    assert (c1 - c0, h1 - h0) == (1, 3), (c0, c1, h0, h1)
+    st, j = S.post("/v1/completions", dict(body, n=1))
+    assert st == 200, j
+    c2, h2 = metric("grammar_compiles_total"), metric("grammar_cache_hits_total")
+    assert (c2 - c1, h2 - h1) == (0, 1), (c1, c2, h1, h2)
+    g = S.get_json("/props")["grammar_compiler"]
+    assert g["compiles"] >= c2 and g["cache_hits"] >= h2 and g["cached"] >= 1, g
+
+
 def test_logit_bias(S):
     g = completion(S, prompt="Once upon a time", n_predict=1, temperature=0, n_probs=2, post_sampling_probs=False)
     first = g["completion_probabilities"][0]["id"]

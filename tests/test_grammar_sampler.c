@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "core/cpu.h"
+#include "grammar/compiler.h"
 #include "grammar/mask.h"
 #include "grammar/mask_apply.h"
 #include "grammar/pos_equiv.h"
@@ -341,8 +342,93 @@ static void test_no_allowed_token(void **state)
 }
 
 
+/* The grammar compiler (compiler.c): one GBNF or schema text compiles once and is then a
+ * cache hit (the same compiled grammar), samplers over it are independent matchers, the
+ * cache keeps the least recently used out first, and the compiler may be freed before the
+ * samplers and grammars made with it. */
+static void test_compiler(void **state)
+{
+    (void)state;
+    const char *t[] = {"a", "b", "ab", "{", "}", "\"", "x", "</s>"};
+    uint8_t attr[] = {1, 1, 1, 1, 1, 1, 1, SIFT_TOKEN_ATTR_EOG | SIFT_TOKEN_ATTR_CONTROL};
+    gt_vocab v;
+    gt_vocab_make(&v, t, NULL, attr, 8);
+    sift_error err = {0};
+    sift_grammar_compiler_params p = sift_grammar_compiler_default_params();
+    p.cache_grammars = 2;
+    sift_grammar_compiler *c = sift_grammar_compiler_new(&v.view, &p, &err);
+    assert_non_null(c);
+    const char *ab = "root ::= \"a\" \"b\"*\n";
+    sift_compiled_grammar *g1 = sift_grammar_compile(c, ab, strlen(ab), NULL, &err);
+    sift_compiled_grammar *g2 = sift_grammar_compile(c, ab, strlen(ab), "root", &err);
+    assert_non_null(g1);
+    assert_ptr_equal(g1, g2);
+    sift_grammar_compiler_stats st;
+    sift_grammar_compiler_get_stats(c, &st);
+    assert_int_equal(st.compiles, 1);
+    assert_int_equal(st.cache_hits, 1);
+    assert_int_equal(st.cached, 1);
+    /* two matchers over one grammar: each has its own parse state */
+    sift_sampler *s1 = sift_sampler_init_grammar_compiled(g1, NULL, &err), *s2 = sift_sampler_init_grammar_compiled(g2, NULL, &err);
+    assert_non_null(s1);
+    assert_non_null(s2);
+    expect_allowed(s1, 8, "10100000");
+    sift_sampler_accept(s1, 0);
+    expect_allowed(s1, 8, "01000001");
+    expect_allowed(s2, 8, "10100000");
+    /* another root is another key; a JSON schema is keyed by its text and flags */
+    const char *two = "root ::= x\nx ::= \"x\"\n";
+    sift_compiled_grammar *gx = sift_grammar_compile(c, two, strlen(two), "x", &err);
+    assert_non_null(gx);
+    assert_ptr_not_equal(gx, g1);
+    const char *schema = "{\"type\": \"object\", \"additionalProperties\": false}";
+    sift_compiled_grammar *j1 = sift_grammar_compile_json_schema(c, schema, strlen(schema), 0, &err);
+    assert_non_null(j1);
+    sift_grammar_compiler_get_stats(c, &st);
+    assert_int_equal(st.compiles, 3);
+    assert_int_equal(st.evictions, 1); /* two slots: the least recently used (ab) left */
+    sift_compiled_grammar *j2 = sift_grammar_compile_json_schema(c, schema, strlen(schema), 0, &err);
+    assert_ptr_equal(j1, j2);
+    sift_compiled_grammar *j3 = sift_grammar_compile_json_schema(c, schema, strlen(schema), SIFT_JSON_SCHEMA_LLAMA, &err);
+    assert_non_null(j3);
+    assert_ptr_not_equal(j1, j3);
+    sift_sampler *sj = sift_sampler_init_grammar_compiled(j1, NULL, &err);
+    assert_non_null(sj);
+    expect_allowed(sj, 8, "00010000");
+    /* errors are values; an evicted grammar lives on in its samplers; the compiler may go first */
+    assert_null(sift_grammar_compile(c, "root ::= (", 10, NULL, &err));
+    assert_int_equal(err.status, SIFT_E_PARSE);
+    assert_null(sift_grammar_compile_json_schema(c, "{", 1, 0, &err));
+    assert_null(sift_grammar_compile(c, "", 0, NULL, &err));
+    assert_int_equal(err.status, SIFT_E_INVAL);
+    sift_compiled_grammar *g3 = sift_grammar_compile(c, ab, strlen(ab), NULL, &err); /* evicted above: compiled again */
+    assert_ptr_not_equal(g3, NULL);
+    sift_grammar_compiler_get_stats(c, &st);
+    assert_int_equal(st.compiles, 5);
+    assert_int_equal(st.cache_hits, 2);
+    sift_grammar_compiler_free(c);
+    sift_compiled_grammar_free(g1);
+    sift_compiled_grammar_free(g2);
+    sift_compiled_grammar_free(g3);
+    sift_compiled_grammar_free(gx);
+    sift_compiled_grammar_free(j1);
+    sift_compiled_grammar_free(j2);
+    sift_compiled_grammar_free(j3);
+    sift_sampler_accept(s1, 1);
+    expect_allowed(s1, 8, "01000001");
+    sift_sampler *s3 = sift_sampler_clone(s2);
+    sift_sampler_free(s1);
+    sift_sampler_free(s2);
+    sift_sampler_accept(sj, 3);
+    expect_allowed(sj, 8, "00001000");
+    expect_allowed(s3, 8, "10100000");
+    sift_sampler_free(sj);
+    sift_sampler_free(s3);
+    gt_vocab_free(&v);
+}
+
 /* The vocabulary trie is built once per distinct vocabulary and shared (issue 12): equal
- * views (even separate copies) get the same sift__gx_vocab, a different one its own, and a
+ * views (even separate copies) get the same default compiler (vocab_cache.c), a different one its own, and a
  * grammar sampler over a shared one still masks correctly after the others are gone. */
 static void test_vocab_shared(void **state)
 {
@@ -355,8 +441,8 @@ static void test_vocab_shared(void **state)
     gt_vocab_make(&v2, t, NULL, attr, 4);
     gt_vocab_make(&w, u, NULL, attr, 4);
     sift_error err = {0};
-    const sift__gx_vocab *a = sift__gx_vocab_acquire(&v1.view, &err), *b = sift__gx_vocab_acquire(&v2.view, &err);
-    const sift__gx_vocab *c = sift__gx_vocab_acquire(&w.view, &err);
+    sift_grammar_compiler *a = sift__gx_compiler_acquire(&v1.view, &err), *b = sift__gx_compiler_acquire(&v2.view, &err);
+    sift_grammar_compiler *c = sift__gx_compiler_acquire(&w.view, &err);
     assert_non_null(a);
     assert_ptr_equal(a, b);
     assert_ptr_not_equal(a, c);
@@ -365,24 +451,24 @@ static void test_vocab_shared(void **state)
      * identity, a view that breaks the contract, to show which one decides) */
     v1.view.identity = 5;
     v2.view.identity = 6;
-    const sift__gx_vocab *a5 = sift__gx_vocab_acquire(&v1.view, &err); /* by contents: slot a, now "5" */
-    const sift__gx_vocab *a6 = sift__gx_vocab_acquire(&v2.view, &err); /* by contents: slot a, now "6" */
+    sift_grammar_compiler *a5 = sift__gx_compiler_acquire(&v1.view, &err); /* by contents: slot a, now "5" */
+    sift_grammar_compiler *a6 = sift__gx_compiler_acquire(&v2.view, &err); /* by contents: slot a, now "6" */
     w.view.identity = 6;
-    const sift__gx_vocab *c6 = sift__gx_vocab_acquire(&w.view, &err);
+    sift_grammar_compiler *c6 = sift__gx_compiler_acquire(&w.view, &err);
     w.view.identity = 7;
-    const sift__gx_vocab *c7 = sift__gx_vocab_acquire(&w.view, &err); /* by contents: slot c */
+    sift_grammar_compiler *c7 = sift__gx_compiler_acquire(&w.view, &err); /* by contents: slot c */
     assert_ptr_equal(a5, a);
     assert_ptr_equal(a6, a);
     assert_ptr_equal(c6, a);
     assert_ptr_equal(c7, c);
-    sift__gx_vocab_release(a5);
-    sift__gx_vocab_release(a6);
-    sift__gx_vocab_release(c6);
-    sift__gx_vocab_release(c7);
+    sift__gx_compiler_release(a5);
+    sift__gx_compiler_release(a6);
+    sift__gx_compiler_release(c6);
+    sift__gx_compiler_release(c7);
     v1.view.identity = v2.view.identity = w.view.identity = 0;
-    sift__gx_vocab_release(a);
-    sift__gx_vocab_release(b);
-    sift__gx_vocab_release(c);
+    sift__gx_compiler_release(a);
+    sift__gx_compiler_release(b);
+    sift__gx_compiler_release(c);
     sift_sampler *s1 = make(&v1, "root ::= \"ab\"\n"), *s2 = make(&v2, "root ::= \"b\"\n");
     sift_sampler_free(s1);
     expect_allowed(s2, 4, "0100");
@@ -1206,7 +1292,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic_semantics),  cmocka_unit_test(test_utf8_across_tokens),
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
-        cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared),
+        cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared), cmocka_unit_test(test_compiler),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
         cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_mask_shared), cmocka_unit_test(test_mask_class_slices), cmocka_unit_test(test_mask_exact_strings), cmocka_unit_test(test_pos_equiv_long_chain),
         cmocka_unit_test(test_large_state_union),

@@ -280,7 +280,7 @@ static int naive_spm(const sift_vocab *v, const char *text, bool prefix, sift_to
     }
     size_t start[512], len[512], n = 0;
     for (size_t i = 0; i < k;) {
-        size_t l = sift__utf8_len((uint8_t)esc[i]);
+        size_t l = sift__utf8_seq_len((uint8_t)esc[i]);
         if (l > k - i) l = k - i;
         start[n] = i;
         len[n++] = l;

@@ -35,20 +35,11 @@
 
 #include "core/candidates.h" /* SIFT__CAND_IDS_KEPT */
 #include "core/status.h"
+#include "grammar/compiler.h"
 #include "grammar/mask.h"
 #include "grammar/mask_apply.h"
 
 #define SMALL_APPLY 32 /* at most this many candidates: check each one, no bitset */
-/* Ahead-of-time work beyond the first mask (trie nodes walked, see sift__gx_engine_precompute).
- * Small on purpose: a json_schema request should pay about a millisecond before its first
- * mask (issue 12). Everything the first mask needs is computed when the sampler is made
- * (warm_first_mask); deeper entries are made on first use, which the slices (trie.h) keep
- * cheap even inside free strings. The budget goes to the entries dearest on demand first
- * (sift__gx_engine_precompute), and an entry copied from the vocabulary's share (share.h)
- * counts the walk it saved. MaskBench, every 5th schema, by budget (TTFM p50 / TBM p99.9):
- * 12Ki 0.62-0.77 ms / 401-506 us, 24Ki 1.12-1.73 ms / 358-434 us, 48Ki 2.1-2.6 ms / 287-392 us:
- * 20Ki keeps both well inside their targets (2 ms, 500 us). */
-#define DEFAULT_PRECOMPUTE_BUDGET ((uint64_t)5 << 12)
 
 /* Trigger configuration, immutable and shared by clones. */
 typedef struct {
@@ -460,38 +451,16 @@ static void noop_apply(sift_sampler *s, sift_candidates *c)
 }
 static const sift_sampler_i noop_iface = {.name = noop_name, .apply = noop_apply};
 
-sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const char *gbnf, size_t len,
-                                           const sift_grammar_params *params, sift_error *err)
+/* A sampler over engine eng (the caller keeps its reference): triggers, the matcher state,
+ * and the start state's cache entries, so that the first mask is a cache hit (an
+ * out-of-memory there is not an error: apply falls back, as for any later mask). */
+static sift_sampler *sampler_over(sift__gx_engine *eng, const sift_grammar_params *params, sift_error *err)
 {
-    sift_grammar_params dp = sift_grammar_default_params();
-    if (!params) params = &dp;
-    if (!gbnf || len == 0) return sift_sampler_init(&noop_iface, NULL);
-    if (!vocab || vocab->n_tokens <= 0) {
-        sift__error_set(err, SIFT_E_INVAL, "grammar sampler: a vocabulary is required");
-        return NULL;
-    }
-    sift_grammar *g = sift_grammar_parse(gbnf, len, params->root ? params->root : "root", vocab, err);
-    if (!g) return NULL;
-    sift__gx_engine *eng;
-    if (sift__gx_engine_new(&eng, g, vocab, err) != SIFT_OK) return NULL;
     triggers *trig = NULL;
     bool lazy = params->lazy;
-    if (lazy && triggers_new(&trig, params, vocab->n_tokens, err) != SIFT_OK) {
-        sift__gx_engine_release(eng);
-        return NULL;
-    }
-    uint64_t budget = params->precompute_budget ? params->precompute_budget : DEFAULT_PRECOMPUTE_BUDGET;
-    if (sift__gx_engine_precompute(eng, budget) != SIFT_OK) {
-        sift__error_set(err, SIFT_E_NOMEM, "out of memory precomputing grammar masks");
-        triggers_release(trig);
-        sift__gx_engine_release(eng);
-        return NULL;
-    }
+    if (lazy && triggers_new(&trig, params, sift__gx_engine_vocab(eng)->n_tokens, err) != SIFT_OK) return NULL;
     grammar_ctx *c = ctx_new(eng, trig, lazy, params->keep_banned);
     triggers_release(trig);
-    sift__gx_engine_release(eng);
-    /* the cache entries of the start state, so that the first mask is a cache hit (an
-     * out-of-memory here is not an error: apply falls back, as for any later mask) */
     if (c && restart(c) == SIFT_OK && !c->dead) (void)sift__gx_engine_fill_mask(c->eng, &c->ra, &c->st, c->mask);
     if (c && c->over) {
         ctx_free(c);
@@ -509,6 +478,44 @@ sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const c
         ctx_free(c);
         sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     }
+    return s;
+}
+
+sift_sampler *sift_sampler_init_grammar_compiled(sift_compiled_grammar *g, const sift_grammar_params *params,
+                                                 sift_error *err)
+{
+    if (!g) {
+        sift__error_set(err, SIFT_E_INVAL, "grammar sampler: no compiled grammar");
+        return NULL;
+    }
+    sift_grammar_params dp = sift_grammar_default_params();
+    return sampler_over(sift__gx_compiled_engine(g), params ? params : &dp, err);
+}
+
+/* The legacy entry point: the process's default compiler for the view (vocab_cache.c), this
+ * grammar compiled for this sampler alone (with the caller's budget), as it always was. */
+sift_sampler *sift_sampler_init_grammar_ex(const sift_vocab_view *vocab, const char *gbnf, size_t len,
+                                           const sift_grammar_params *params, sift_error *err)
+{
+    sift_grammar_params dp = sift_grammar_default_params();
+    if (!params) params = &dp;
+    if (!gbnf || len == 0) return sift_sampler_init(&noop_iface, NULL);
+    if (!vocab || vocab->n_tokens <= 0) {
+        sift__error_set(err, SIFT_E_INVAL, "grammar sampler: a vocabulary is required");
+        return NULL;
+    }
+    sift_grammar *g = sift_grammar_parse(gbnf, len, params->root ? params->root : "root", vocab, err);
+    if (!g) return NULL;
+    sift_grammar_compiler *comp = sift__gx_compiler_acquire(vocab, err);
+    if (!comp) {
+        sift_grammar_free(g);
+        return NULL;
+    }
+    sift_compiled_grammar *cg = sift__gx_compiler_build(comp, g, NULL, 0, params->precompute_budget, err);
+    sift__gx_compiler_release(comp);
+    if (!cg) return NULL;
+    sift_sampler *s = sampler_over(sift__gx_compiled_engine(cg), params, err);
+    sift_compiled_grammar_free(cg);
     return s;
 }
 

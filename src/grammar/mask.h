@@ -16,7 +16,10 @@
 typedef struct sift__gx_engine sift__gx_engine;
 
 /* Build an engine for grammar g (the engine takes ownership of g, also on failure) over the
- * vocabulary `view`. Token ids named by the grammar must be < view->n_tokens. */
+ * vocabulary of compiler c (compiler.h; the engine holds c). Token ids named by the grammar
+ * must be < its n_tokens. */
+int sift__gx_engine_new_in(sift__gx_engine **out, sift_grammar *g, sift_grammar_compiler *c, sift_error *err);
+/* The same over the process's default compiler for `view` (tests, fuzzers). */
 int sift__gx_engine_new(sift__gx_engine **out, sift_grammar *g, const sift_vocab_view *view, sift_error *err);
 void sift__gx_engine_retain(sift__gx_engine *e);
 void sift__gx_engine_release(sift__gx_engine *e);

@@ -39,9 +39,6 @@ sift__gx_share *sift__gx_share_new(uint32_t n_words)
     pthread_mutex_init(&s->lock, NULL);
     s->n_words = n_words;
     s->limit = SHARE_BYTES_LIMIT;
-    /* SIFT_GX_SHARE_MB: another bound in MiB, 0 for none shared (sift bench --maskbench --no-share) */
-    const char *mb = getenv("SIFT_GX_SHARE_MB");
-    if (mb && *mb) s->limit = (uint64_t)strtoull(mb, NULL, 10) << 20;
     return s;
 }
 

@@ -130,11 +130,6 @@ static inline void sift__gx_trie_below(const sift__gx_vocab *v, uint32_t i, uint
 int sift__gx_vocab_build(sift__gx_vocab *v, const sift_vocab_view *view, sift_error *err);
 void sift__gx_vocab_free(sift__gx_vocab *v);
 
-/* The shared vocabulary of `view` (vocab_cache.c): built on first use, then shared
- * read-only by every engine over the same token texts. NULL with err set on failure. */
-const sift__gx_vocab *sift__gx_vocab_acquire(const sift_vocab_view *view, sift_error *err);
-void sift__gx_vocab_release(const sift__gx_vocab *v);
-
 /* The length token t's text has in a sift__gx_vocab built from `view`. */
 static inline uint32_t sift__gx_vocab_view_len(const sift_vocab_view *view, int32_t t)
 {

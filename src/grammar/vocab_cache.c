@@ -1,33 +1,34 @@
 /*
- * vocab_cache.c - one grammar vocabulary (token texts, flags, the preorder trie) per
- * distinct vocabulary in the process, shared read-only by every grammar engine over it.
+ * vocab_cache.c - the legacy entry points' grammar compilers: one per distinct vocabulary
+ * in the process, kept for the next grammar (sift_sampler_init_grammar*, engines made from
+ * a view). Code that controls its memory makes its own compiler (sift_grammar_compiler_new,
+ * compiler.c) with its own parameters and cache; this is only what a caller that passes a
+ * bare view gets.
  *
  * Why: building the trie sorts and walks every token text (25 ms on a 102k vocabulary),
  * which used to be redone for every grammar - most of what a json_schema request cost
- * before its first mask. Nothing in it depends on the grammar, so it is built once: the
- * engines of one vocabulary (in the server, every request of one model) hold references to
- * the same sift__gx_vocab.
+ * before its first mask. Nothing in it depends on the grammar, so it is built once per
+ * compiler, and every engine of that compiler holds a reference to it.
  *
  * Identity is by content, not by pointer: a view is matched against a cached vocabulary by
  * comparing its texts and end-of-generation flags (a linear pass, early out on the first
  * difference, sequential when the view's texts are contiguous), so a vocabulary freed and
  * another loaded at the same address can never be confused. A view from sift_vocab_view_get
  * also carries an identity (a number its vocabulary alone has, for the life of the process):
- * a slot remembers the identity it was last seen with, and a view naming it is a hit at once. The most recently used entry keeps one extra reference,
- * so a server between requests (no grammar alive) does not rebuild it for the next one;
- * at most SLOTS distinct vocabularies stay cached, the oldest unreferenced one leaves first.
+ * a slot remembers the identity it was last seen with, and a view naming it is a hit at once.
+ * At most SLOTS compilers are kept; a new vocabulary replaces the least recently used one
+ * (whose engines keep it alive as long as they need it).
  */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "core/status.h"
-#include "grammar/trie.h"
+#include "grammar/compiler.h"
 
 #define SLOTS 4
 
 typedef struct {
-    sift__gx_vocab *v;
-    int refs;          /* engines holding it, plus one while it is the sticky entry */
+    sift_grammar_compiler *c; /* the slot's reference */
     uint64_t stamp;    /* last use */
     uint64_t identity; /* the view identity last seen with these contents (0: none) */
 } slot;
@@ -35,7 +36,6 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static slot slots[SLOTS];
 static uint64_t clock_ticks;
-static int sticky = -1;
 
 /* The texts of `view` laid out as v->bytes is (token after token, no gaps: what
  * sift_vocab_view_get gives) and equal to it: one sequential pass over three arrays and a
@@ -75,22 +75,7 @@ static bool same_vocab(const sift__gx_vocab *v, const sift_vocab_view *view)
     return true;
 }
 
-static void drop(int k)
-{
-    sift__gx_vocab_free(slots[k].v);
-    sift__gx_free(slots[k].v);
-    slots[k] = (slot){0};
-}
-
-static void make_sticky(int k)
-{
-    if (sticky == k) return;
-    if (sticky >= 0 && --slots[sticky].refs == 0) drop(sticky);
-    sticky = k;
-    slots[k].refs++;
-}
-
-const sift__gx_vocab *sift__gx_vocab_acquire(const sift_vocab_view *view, sift_error *err)
+sift_grammar_compiler *sift__gx_compiler_acquire(const sift_vocab_view *view, sift_error *err)
 {
     if (!view || view->n_tokens <= 0 || !view->piece || !view->piece_len) {
         sift__error_set(err, SIFT_E_INVAL, "grammar sampler: the vocabulary view is empty");
@@ -102,67 +87,41 @@ const sift__gx_vocab *sift__gx_vocab_acquire(const sift_vocab_view *view, sift_e
      * vocabulary (MaskBench: an eighth of the median time to first mask) */
     int hit = -1;
     for (int k = 0; k < SLOTS && view->identity && hit < 0; k++)
-        if (slots[k].v && slots[k].identity == view->identity && slots[k].v->n_tokens == view->n_tokens) hit = k;
+        if (slots[k].c && slots[k].identity == view->identity && sift__gx_compiler_vocab(slots[k].c)->n_tokens == view->n_tokens)
+            hit = k;
     for (int k = 0; k < SLOTS && hit < 0; k++)
-        if (slots[k].v && same_vocab(slots[k].v, view)) {
+        if (slots[k].c && same_vocab(sift__gx_compiler_vocab(slots[k].c), view)) {
             hit = k;
             if (view->identity) slots[k].identity = view->identity;
         }
     if (hit >= 0) {
-        slots[hit].refs++;
         slots[hit].stamp = ++clock_ticks;
-        make_sticky(hit);
-        const sift__gx_vocab *v = slots[hit].v;
+        sift_grammar_compiler *c = slots[hit].c;
+        sift__gx_compiler_retain(c);
         pthread_mutex_unlock(&lock);
-        return v;
+        return c;
     }
     pthread_mutex_unlock(&lock);
     /* build outside the lock (tens of milliseconds); a racing builder of the same
-     * vocabulary only costs a duplicate, the first one stored is kept */
-    sift__gx_vocab *nv = sift__gx_calloc(1, sizeof *nv);
-    if (!nv) {
-        sift__error_set(err, SIFT_E_NOMEM, "out of memory");
-        return NULL;
-    }
-    if (sift__gx_vocab_build(nv, view, err) != SIFT_OK) {
-        sift__gx_free(nv);
-        return NULL;
-    }
+     * vocabulary only costs a duplicate. Its grammars are not cached: the legacy entry
+     * points compile every grammar, with the caller's budget. */
+    sift_grammar_compiler_params p = sift_grammar_compiler_default_params();
+    p.no_cache = true;
+    sift_grammar_compiler *nc = sift__gx_compiler_make(view, &p, err);
+    if (!nc) return NULL;
     pthread_mutex_lock(&lock);
-    int k = -1;
-    for (int i = 0; i < SLOTS && k < 0; i++)
-        if (!slots[i].v) k = i;
-    if (k < 0) { /* evict the least recently used entry no engine holds (only the sticky ref) */
-        for (int i = 0; i < SLOTS; i++)
-            if (slots[i].refs <= (i == sticky) && (k < 0 || slots[i].stamp < slots[k].stamp)) k = i;
-        if (k >= 0) {
-            if (k == sticky) sticky = -1;
-            drop(k);
+    int k = 0; /* a free slot, or the least recently used one (its users keep their reference) */
+    for (int i = 0; i < SLOTS; i++) {
+        if (!slots[i].c) {
+            k = i;
+            break;
         }
+        if (slots[i].stamp < slots[k].stamp) k = i;
     }
-    if (k < 0) { /* every slot in use: this one is private to its engine */
-        pthread_mutex_unlock(&lock);
-        return nv;
-    }
-    slots[k] = (slot){nv, 1, ++clock_ticks, view->identity};
-    make_sticky(k);
+    sift_grammar_compiler *old = slots[k].c;
+    slots[k] = (slot){nc, ++clock_ticks, view->identity};
+    sift__gx_compiler_retain(nc); /* the caller's; the slot keeps the first */
     pthread_mutex_unlock(&lock);
-    return nv;
-}
-
-void sift__gx_vocab_release(const sift__gx_vocab *v)
-{
-    if (!v) return;
-    pthread_mutex_lock(&lock);
-    for (int k = 0; k < SLOTS; k++)
-        if (slots[k].v == v) {
-            if (--slots[k].refs == 0) drop(k);
-            pthread_mutex_unlock(&lock);
-            return;
-        }
-    pthread_mutex_unlock(&lock);
-    /* a private one */
-    sift__gx_vocab *m = (sift__gx_vocab *)v;
-    sift__gx_vocab_free(m);
-    sift__gx_free(m);
+    sift__gx_compiler_release(old);
+    return nc;
 }

@@ -133,7 +133,7 @@ int sift__spm_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *te
     spm_sym *sym = s->sym;
     int32_t n = 0;
     for (size_t off = 0; off < elen;) {
-        size_t cl = sift__utf8_len((uint8_t)e[off]);
+        size_t cl = sift__utf8_seq_len((uint8_t)e[off]);
         if (cl > elen - off) cl = elen - off;
         sym[n] = (spm_sym){(uint32_t)off, (uint32_t)cl, n - 1, off + cl == elen ? -1 : n + 1};
         off += cl;

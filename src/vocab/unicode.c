@@ -11,33 +11,6 @@
 
 #include <stdbool.h>
 
-size_t sift__utf8_encode(uint32_t cpt, char out[4])
-{
-    if (cpt <= 0x7F) {
-        out[0] = (char)cpt;
-        return 1;
-    }
-    if (cpt <= 0x7FF) {
-        out[0] = (char)(0xC0 | (cpt >> 6));
-        out[1] = (char)(0x80 | (cpt & 0x3F));
-        return 2;
-    }
-    if (cpt <= 0xFFFF) {
-        out[0] = (char)(0xE0 | (cpt >> 12));
-        out[1] = (char)(0x80 | ((cpt >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cpt & 0x3F));
-        return 3;
-    }
-    if (cpt <= 0x10FFFF) {
-        out[0] = (char)(0xF0 | (cpt >> 18));
-        out[1] = (char)(0x80 | ((cpt >> 12) & 0x3F));
-        out[2] = (char)(0x80 | ((cpt >> 6) & 0x3F));
-        out[3] = (char)(0x80 | (cpt & 0x3F));
-        return 4;
-    }
-    return sift__utf8_encode(SIFT_UNICODE_REPLACEMENT, out);
-}
-
 size_t sift__utf8_to_cpts(const char *s, size_t n, uint32_t *cpts)
 {
     const uint8_t *p = (const uint8_t *)s;

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/utf8.h"
+
 #define SIFT_U_NUMBER     0x001u /* \p{N} */
 #define SIFT_U_LETTER     0x002u /* \p{L} */
 #define SIFT_U_SEPARATOR  0x004u /* \p{Z} */
@@ -35,48 +37,8 @@
 #define SIFT_U_UNDEFINED  0x100u /* unassigned (Cn) */
 /* A code point above 0x10FFFF (or a position outside the text) has flags 0. */
 
-#define SIFT_UNICODE_REPLACEMENT 0xFFFDu
-
-/* Decode one code point at s[0..n) (n >= 1); *adv = bytes consumed (>= 1). */
-static inline uint32_t sift__utf8_decode(const uint8_t *s, size_t n, size_t *adv)
-{
-    uint8_t b0 = s[0];
-    if (b0 < 0x80) {
-        *adv = 1;
-        return b0;
-    }
-    *adv = 1;
-    if (!(b0 & 0x40)) return SIFT_UNICODE_REPLACEMENT; /* continuation byte */
-    if (!(b0 & 0x20)) {
-        if (n < 2 || (s[1] & 0xC0) != 0x80) return SIFT_UNICODE_REPLACEMENT;
-        *adv = 2;
-        return ((uint32_t)(b0 & 0x1F) << 6) | (s[1] & 0x3F);
-    }
-    if (!(b0 & 0x10)) {
-        if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return SIFT_UNICODE_REPLACEMENT;
-        *adv = 3;
-        return ((uint32_t)(b0 & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-    }
-    if (!(b0 & 0x08)) {
-        if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
-            return SIFT_UNICODE_REPLACEMENT;
-        *adv = 4;
-        return ((uint32_t)(b0 & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-               ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-    }
-    return SIFT_UNICODE_REPLACEMENT; /* F8..FF */
-}
-
-/* Bytes in a UTF-8 sequence by its first byte, as llama.cpp's unicode_len_utf8 (1 for
- * continuation bytes and F8..FF: no validation; SentencePiece splits text this way). */
-static inline size_t sift__utf8_len(uint8_t b0)
-{
-    static const uint8_t len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return len[b0 >> 4];
-}
-
-/* Encode cpt into out[0..4); returns the byte count. Values above 0x10FFFF give U+FFFD. */
-size_t sift__utf8_encode(uint32_t cpt, char out[4]);
+/* UTF-8 decode / encode / sequence length: core/utf8.h (one home for every layer). */
+#define SIFT_UNICODE_REPLACEMENT SIFT__UTF8_REPLACEMENT
 
 /* Decode all of s[0..n) with sift__utf8_decode into cpts (room for n values); returns the count. */
 size_t sift__utf8_to_cpts(const char *s, size_t n, uint32_t *cpts);

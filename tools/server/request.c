@@ -31,7 +31,7 @@ void srv_request_free(srv_request *r)
     free(r->bias);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->stop);
-    free(r->grammar);
+    sift_compiled_grammar_free(r->cgrammar);
     free(r->prompt);
     free(r->model);
     free(r->echo_text);
@@ -538,14 +538,17 @@ static int parse_tools(const srv_server *s, const cJSON *o, srv_request *r, srv_
                                   "the built-in template %s has no tool calls", chat_name(s->tmpl));
     TRY(tc_parse_request(tc_detect(s->tmpl_text), o, &r->tools, e));
     if (r->tools) r->tools->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
-    if (r->tools && r->grammar)
+    if (r->tools && r->cgrammar)
         return srv_errorf(e, 400, "'tools' cannot be combined with 'grammar', 'json_schema' or 'response_format' "
                                   "(the tool calls have their grammar)");
     return 0;
 }
 
-/* A JSON schema node -> GBNF in r->grammar. */
-static int schema_grammar(const cJSON *schema, const char *name, srv_request *r, srv_error *e)
+/* A JSON schema node, compiled into r->cgrammar by the server's compiler. Its text is made
+ * once (cJSON -> text: the compiler's cache key); a schema seen before (another request, or
+ * this request's other choices) is a cache hit and is not converted again, and on a miss the
+ * converter's GBNF is parsed once, by the compiler - no text goes through a second parse. */
+static int schema_grammar(const srv_server *s, const cJSON *schema, const char *name, srv_request *r, srv_error *e)
 {
     /* "json_schema_llama": true converts with llama.cpp's conventions (required properties
      * first, a missing additionalProperties = false) for drop-in clients; the default is
@@ -556,14 +559,14 @@ static int schema_grammar(const cJSON *schema, const char *name, srv_request *r,
     char *text = cJSON_PrintUnformatted(schema);
     if (!text) return srv_errorf(e, 500, "out of memory");
     sift_error se = {0};
-    r->grammar = sift_json_schema_to_grammar(text, strlen(text), flags, &se);
+    r->cgrammar = sift_grammar_compile_json_schema(s->gcomp, text, strlen(text), flags, &se);
     free(text);
-    if (!r->grammar) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'%s': %s", name, se.msg);
+    if (!r->cgrammar) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'%s': %s", name, se.msg);
     r->grammar_from_schema = true;
     return 0;
 }
 
-static int parse_grammar(const cJSON *root, srv_kind kind, srv_request *r, srv_error *e)
+static int parse_grammar(const srv_server *s, const cJSON *root, srv_kind kind, srv_request *r, srv_error *e)
 {
     const cJSON *g = field(root, "grammar"), *js = field(root, "json_schema");
     const cJSON *jl = field(root, "json_schema_llama");
@@ -571,10 +574,13 @@ static int parse_grammar(const cJSON *root, srv_kind kind, srv_request *r, srv_e
     r->json_schema_llama = cJSON_IsTrue(jl);
     if (g) { /* as llama-server: grammar wins over json_schema */
         if (!cJSON_IsString(g)) return srv_errorf(e, 400, "'grammar' must be a GBNF string, got %s", jtype(g));
-        if (*g->valuestring && !(r->grammar = strdup(g->valuestring))) return srv_errorf(e, 500, "out of memory");
+        if (!*g->valuestring) return 0;
+        sift_error se = {0};
+        r->cgrammar = sift_grammar_compile(s->gcomp, g->valuestring, strlen(g->valuestring), "root", &se);
+        if (!r->cgrammar) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'grammar': %s", se.msg);
         return 0;
     }
-    if (js) return schema_grammar(js, "json_schema", r, e);
+    if (js) return schema_grammar(s, js, "json_schema", r, e);
     const cJSON *rf = kind != SRV_NATIVE ? field(root, "response_format") : NULL;
     if (!rf) return 0;
     if (!cJSON_IsObject(rf)) return srv_errorf(e, 400, "'response_format' must be an object, got %s", jtype(rf));
@@ -583,9 +589,9 @@ static int parse_grammar(const cJSON *root, srv_kind kind, srv_request *r, srv_e
     if (!strcmp(type, "text")) return 0;
     if (!strcmp(type, "json_object")) {
         const cJSON *schema = field(rf, "schema");
-        if (schema) return schema_grammar(schema, "response_format.schema", r, e);
+        if (schema) return schema_grammar(s, schema, "response_format.schema", r, e);
         cJSON *any = cJSON_CreateObject(); /* any JSON value, as llama-server */
-        const int rc = any ? schema_grammar(any, "response_format", r, e) : srv_errorf(e, 500, "out of memory");
+        const int rc = any ? schema_grammar(s, any, "response_format", r, e) : srv_errorf(e, 500, "out of memory");
         cJSON_Delete(any);
         return rc;
     }
@@ -593,7 +599,7 @@ static int parse_grammar(const cJSON *root, srv_kind kind, srv_request *r, srv_e
         const cJSON *wrap = field(rf, "json_schema");
         const cJSON *schema = wrap && cJSON_IsObject(wrap) ? field(wrap, "schema") : NULL;
         if (!schema) return srv_errorf(e, 400, "'response_format.json_schema.schema' is required for type json_schema");
-        return schema_grammar(schema, "response_format.json_schema.schema", r, e);
+        return schema_grammar(s, schema, "response_format.json_schema.schema", r, e);
     }
     return srv_errorf(e, 400, "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got \"%.32s\"", type);
 }
@@ -790,7 +796,7 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
 
     TRY(parse_sampling(s, o, r, e));
     TRY(parse_stop(o, r, e));
-    TRY(parse_grammar(o, kind, r, e));
+    TRY(parse_grammar(s, o, kind, r, e));
     if (kind == SRV_OAI_CHAT) TRY(parse_tools(s, o, r, e));
 
     /* the prompt last: the most expensive part. Several prompts: the first parse (prompt 0)
@@ -874,14 +880,16 @@ int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **c
         const char *pat[1] = {r->tools->pattern};
         gp.trigger_patterns = pat;
         gp.n_trigger_patterns = r->tools->lazy && r->tools->pattern ? 1 : 0;
-        *grammar = sift_sampler_init_grammar_ex(&s->view, r->tools->gbnf, strlen(r->tools->gbnf), &gp, &se);
+        sift_compiled_grammar *cg = sift_grammar_compile(s->gcomp, r->tools->gbnf, strlen(r->tools->gbnf), TC_ROOT, &se);
+        *grammar = cg ? sift_sampler_init_grammar_compiled(cg, &gp, &se) : NULL;
+        sift_compiled_grammar_free(cg);
         if (!*grammar) {
             sift_chain_free(*chain);
             *chain = NULL;
             return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'tools': %s", se.msg);
         }
-    } else if (r->grammar) {
-        *grammar = sift_sampler_init_grammar(&s->view, r->grammar, "root", &se);
+    } else if (r->cgrammar) {
+        *grammar = sift_sampler_init_grammar_compiled(r->cgrammar, NULL, &se);
         if (!*grammar) {
             sift_chain_free(*chain);
             *chain = NULL;

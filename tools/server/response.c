@@ -201,7 +201,7 @@ static cJSON *settings_json(const srv_server *s, const srv_request *r, const srv
     }
     cJSON_AddNumberToObject(o, "n_probs", r->n_probs);
     cJSON_AddNumberToObject(o, "min_keep", p->min_keep);
-    cJSON_AddStringToObject(o, "grammar", r->grammar ? r->grammar : "");
+    cJSON_AddStringToObject(o, "grammar", r->cgrammar ? sift_compiled_grammar_gbnf(r->cgrammar) : "");
     cJSON *sm = cJSON_AddArrayToObject(o, "samplers");
     for (int i = 0; i < p->n_samplers; i++) cJSON_AddItemToArray(sm, cJSON_CreateString(sift_sampler_type_name(p->samplers[i])));
     if (t) {
@@ -693,6 +693,13 @@ char *srv_json_props(const srv_server *s)
     cJSON_AddNumberToObject(lim, "max_prompts", SRV_MAX_PROMPTS);            /* prompts x n per request */
     cJSON_AddNumberToObject(lim, "max_embd_inputs", SRV_MAX_EMBD_INPUTS);
     cJSON_AddBoolToObject(o, "embeddings", s->embd != NULL);                 /* --embeddings */
+    sift_grammar_compiler_stats gs;
+    sift_grammar_compiler_get_stats(s->gcomp, &gs);
+    cJSON *gj = cJSON_AddObjectToObject(o, "grammar_compiler");
+    cJSON_AddNumberToObject(gj, "compiles", (double)gs.compiles);
+    cJSON_AddNumberToObject(gj, "cache_hits", (double)gs.cache_hits);
+    cJSON_AddNumberToObject(gj, "evictions", (double)gs.evictions);
+    cJSON_AddNumberToObject(gj, "cached", gs.cached);
     cJSON_AddStringToObject(o, "pooling", srv_pooling_name(s->embd ? srv_embd_pooling(s->embd) : 0));
     return print_free(o);
 }
@@ -798,6 +805,14 @@ char *srv_text_metrics(const srv_server *s)
     metric2(&b, "kv_cache_usage_ratio", "kv_cache_usage_ratio", "gauge", "KV cells in use over all cells.",
             n_ctx > 0 ? st.kv_used / n_ctx : 0);
     metric(&b, "requests_completed_total", "counter", "Completions that ran to their end.", (double)st.n_tasks_done);
+    sift_grammar_compiler_stats gs;
+    sift_grammar_compiler_get_stats(s->gcomp, &gs);
+    metric(&b, "grammar_compiles_total", "counter", "Grammars and JSON schemas compiled (cache misses).", (double)gs.compiles);
+    metric(&b, "grammar_cache_hits_total", "counter", "Grammars and JSON schemas found compiled (repeated, or a request's other choices).",
+           (double)gs.cache_hits);
+    metric(&b, "grammar_cache_evictions_total", "counter", "Compiled grammars dropped from the cache (least recently used).",
+           (double)gs.evictions);
+    metric(&b, "grammar_cached", "gauge", "Compiled grammars in the cache.", gs.cached);
     metric(&b, "requests_cancelled_total", "counter", "Completions whose client went away.", (double)st.n_tasks_cancelled);
     metric(&b, "requests_failed_total", "counter", "Completions that failed while generating.", (double)st.n_tasks_failed);
     metric(&b, "requests_rejected_total", "counter", "Completions refused with 503 (queue full).", (double)st.n_rejected);

@@ -207,7 +207,8 @@ typedef struct srv_request {
     int32_t id_slot;           /* -1: any */
     char **stop;
     int n_stop;
-    char *grammar;             /* GBNF text (from grammar, json_schema or response_format) */
+    sift_compiled_grammar *cgrammar; /* grammar, json_schema or response_format, compiled by the
+                                        server's compiler: a repeated grammar, or the n choices, share it */
     bool grammar_from_schema;
     bool json_schema_llama; /* "json_schema_llama": llama.cpp's converter conventions */
     sift_token *prompt;
@@ -339,6 +340,7 @@ typedef struct srv_server {
     sift_model *model;
     const sift_vocab *vocab;
     sift_vocab_view view;
+    sift_grammar_compiler *gcomp; /* the model's grammar compiler: trie, shared entries, compiled grammars */
     int32_t n_vocab;
     sift_token eot;            /* EOT or EOS, for infill */
     int n_ctx_slot;

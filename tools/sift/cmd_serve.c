@@ -603,6 +603,11 @@ int sift_cmd_serve(int argc, char **argv)
     s->vocab = sift_model_vocab(s->model);
     s->n_vocab = s->info.n_vocab;
     sift_vocab_view_get(s->vocab, &s->view);
+    /* one grammar compiler for the model: the trie is built now, not in the first request */
+    if (!(s->gcomp = sift_grammar_compiler_new(&s->view, NULL, &err))) {
+        fprintf(stderr, "sift serve: grammar compiler: %s\n", err.msg);
+        goto done;
+    }
     s->eot = sift_vocab_eot(s->vocab);
     if (s->eot == SIFT_TOKEN_NULL) s->eot = sift_vocab_eos(s->vocab);
     s->model_name = cfg->alias ? cfg->alias : srv_file_name(cfg->model_path); /* never the path: it tells the file system */
@@ -684,6 +689,7 @@ done:
     srv_http_stop(http);        /* waits for the connection threads */
     srv_engine_free(s->engine);
     srv_embd_free(s->embd);
+    sift_grammar_compiler_free(s->gcomp);
     sift_model_free(s->model);
     sift_template_free(s->jinja);
     sift_template_pool_free(s->tpool);
