@@ -677,7 +677,11 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
     const cJSON *any = cJSON_GetObjectItemCaseSensitive(s, "anyOf");
     if (!any) any = cJSON_GetObjectItemCaseSensitive(s, "oneOf");
     const cJSON *type = force_type ? NULL : cJSON_GetObjectItemCaseSensitive(s, "type");
-    if (ref) {
+    const bool ref_alone = ref && (c->ref_overrides || (c->flags & SIFT_JSON_SCHEMA_LENIENT) || !sift__js_ref_has_siblings(s));
+    if (ref && !ref_alone) {
+        /* 2019-09 and later: the target and the keywords beside $ref must all hold */
+        if (check_keywords(c, s, NULL)) out = sift__js_visit_all_of(c, s, name, rule_name);
+    } else if (ref) {
         if (!cJSON_IsString(ref)) {
             out = sift__js_cfail(c, SIFT_E_INVAL, "'$ref' must be a string");
             goto done;
@@ -874,6 +878,12 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
             return NULL;
         }
     conv c = {.root = root, .flags = flags, .err = err, .status = SIFT_OK};
+    /* the dialect decides what $ref means beside other keywords: draft-07 and earlier
+     * ignore them, 2019-09 and later (the default) apply them too */
+    const cJSON *dialect = cJSON_GetObjectItemCaseSensitive(root, "$schema");
+    if (cJSON_IsString(dialect))
+        for (const char *const *d = (const char *const[]){"draft-03", "draft-04", "draft-06", "draft-07", NULL}; *d; d++)
+            c.ref_overrides |= strstr(dialect->valuestring, *d) != NULL;
     const char *top = sift__js_visit(&c, root, "", NULL);
     char *out = NULL;
     if (top && c.status == SIFT_OK) {

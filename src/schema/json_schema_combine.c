@@ -399,23 +399,215 @@ const char *sift__js_visit_ref(conv *c, const char *ref)
 /* Is name a key of the object o? */
 static bool has_key(const cJSON *o, const char *name) { return o && cJSON_GetObjectItemCaseSensitive(o, name) != NULL; }
 
-/* allOf: every part must hold, so the parts (and the schema's own keywords beside allOf, which
- * are one more part) are merged into one object schema. The merge is exact or refused:
+/* ---- allOf, and $ref beside other keywords ------------------------------------------------------ */
+
+/* Does s have keywords beside $ref that constrain values? From 2019-09 on, $ref is an
+ * applicator like the others ({"$ref": "#/$defs/a", "maxItems": 2} means both), so such a
+ * schema is converted as the allOf of its target and its own keywords. */
+bool sift__js_ref_has_siblings(const cJSON *s)
+{
+    for (const cJSON *k = s->child; k; k = k->next)
+        if (strcmp(k->string, "$ref") && !sift__js_in_list(sift__js_annotations, k->string)) return true;
+    return false;
+}
+
+#define FLAT_MAX 64   /* atomic parts of one allOf */
+#define FLAT_DEPTH 16 /* $ref / allOf steps followed while flattening */
+
+/* The atomic parts of schema p (every one must hold), appended to parts[*n]: the parts of
+ * its allOf, then its $ref's target (followed through chains: a part that is only a $ref
+ * to a $ref is its final target's keywords, not "anything"), then p itself when `own` and
+ * it has keywords of its own (the merge skips its $ref and allOf). In draft-07 and earlier
+ * a $ref overrides the keywords beside it, so p then stands for its target alone. `true`
+ * adds nothing; `false` makes the schema match nothing. */
+static bool flatten(conv *c, const cJSON *p, const cJSON **parts, int *n, bool own, int depth)
+{
+    if (depth > FLAT_DEPTH) return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "allOf / $ref nested too deep to merge"), false;
+    if (cJSON_IsTrue(p)) return true;
+    if (cJSON_IsFalse(p)) {
+        c->unsat = c->status == SIFT_OK;
+        return sift__js_cfail(c, SIFT_E_INVAL, "allOf: a part is 'false': the schema matches nothing"), false;
+    }
+    if (!cJSON_IsObject(p)) return sift__js_cfail(c, SIFT_E_INVAL, "allOf: every part must be a schema"), false;
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(p, "$ref");
+    if (ref && !cJSON_IsString(ref)) return sift__js_cfail(c, SIFT_E_INVAL, "'$ref' must be a string"), false;
+    if (ref && c->ref_overrides) {
+        const cJSON *t = sift__js_resolve_pointer(c, ref->valuestring);
+        return t && flatten(c, t, parts, n, true, depth + 1);
+    }
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(p, "allOf");
+    if (all && (!cJSON_IsArray(all) || !all->child)) return sift__js_cfail(c, SIFT_E_INVAL, "'allOf' must be a non-empty array"), false;
+    for (const cJSON *q = all ? all->child : NULL; q; q = q->next)
+        if (!flatten(c, q, parts, n, true, depth + 1)) return false;
+    if (ref) {
+        const cJSON *t = sift__js_resolve_pointer(c, ref->valuestring);
+        if (!t || !flatten(c, t, parts, n, true, depth + 1)) return false;
+    }
+    if (!own) return true;
+    for (const cJSON *k = p->child; k; k = k->next) {
+        if (!strcmp(k->string, "$ref") || !strcmp(k->string, "allOf") || sift__js_in_list(sift__js_annotations, k->string)) continue;
+        if (*n == FLAT_MAX) return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "allOf: more than %d parts", FLAT_MAX), false;
+        parts[(*n)++] = p;
+        break;
+    }
+    return true;
+}
+
+/* Keywords whose meaning depends on others beside them: when one part has a dependent one
+ * (FAM_*_DEP), no other part may have any of its family, else the plain merge would change
+ * its meaning (additionalProperties covers the keys *its* schema does not declare; items
+ * follows *its* prefixItems). The object merge (below) handles additionalProperties. */
+static const char *const FAM_OBJ[] = {"properties", "patternProperties", "additionalProperties", "unevaluatedProperties", NULL};
+static const char *const FAM_OBJ_DEP[] = {"patternProperties", "additionalProperties", "unevaluatedProperties", NULL};
+static const char *const FAM_ARR[] = {"prefixItems", "items", "additionalItems", "unevaluatedItems", "contains", "minContains", "maxContains", NULL};
+static const char *const FAM_ARR_DEP[] = {"items", "additionalItems", "unevaluatedItems", "minContains", "maxContains", NULL};
+static const char *const LOWER[] = {"minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum", NULL};
+static const char *const UPPER[] = {"maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum", NULL};
+static const char *const TYPE_NAMES[] = {"null", "boolean", "object", "array", "number", "string", "integer", NULL};
+enum { T_NUMBER = 1u << 4, T_INTEGER = 1u << 6 };
+
+static bool part_has(const cJSON *p, const char *const *l)
+{
+    for (const cJSON *k = p->child; k; k = k->next)
+        if (sift__js_in_list(l, k->string)) return true;
+    return false;
+}
+
+/* A type keyword as a set of TYPE_NAMES bits; false when it is not a valid one. */
+static bool type_set(const cJSON *t, unsigned *out)
+{
+    *out = 0;
+    const cJSON *one = cJSON_IsString(t) ? t : NULL;
+    if (!one && !cJSON_IsArray(t)) return false;
+    for (const cJSON *e = one ? one : t->child; e; e = one ? NULL : e->next) {
+        int i = 0;
+        while (TYPE_NAMES[i] && (!cJSON_IsString(e) || strcmp(TYPE_NAMES[i], e->valuestring))) i++;
+        if (!TYPE_NAMES[i]) return false;
+        *out |= 1u << i;
+    }
+    return true;
+}
+
+/* Both type keywords as one (integer is within number); NULL when a is not valid. */
+static cJSON *type_meet(conv *c, const cJSON *a, const cJSON *b)
+{
+    unsigned x, y;
+    if (!type_set(a, &x) || !type_set(b, &y)) return NULL;
+    unsigned m = x & y;
+    if (((x & T_NUMBER) && (y & T_INTEGER)) || ((y & T_NUMBER) && (x & T_INTEGER))) m |= T_INTEGER;
+    if (m & T_NUMBER) m &= ~T_INTEGER;
+    cJSON *out = cJSON_CreateArray();
+    for (int i = 0; out && TYPE_NAMES[i]; i++)
+        if ((m & (1u << i)) && !cJSON_AddItemToArray(out, cJSON_CreateString(TYPE_NAMES[i]))) {
+            cJSON_Delete(out);
+            out = NULL;
+        }
+    if (!out) sift__js_coom(c);
+    return out;
+}
+
+/* The parts as one schema, when each keyword comes from one part or merges exactly: equal
+ * values; type (the intersection; empty: nothing matches); required (the union); lower
+ * bounds (the largest) and upper ones (the smallest); properties ({"allOf": [both]} per
+ * name). NULL without an error when some keyword does not merge so (the object merge
+ * below then decides), NULL with one on a failure. */
+static cJSON *merge_flat(conv *c, const cJSON **parts, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (i != j && ((part_has(parts[i], FAM_OBJ_DEP) && part_has(parts[j], FAM_OBJ)) ||
+                           (part_has(parts[i], FAM_ARR_DEP) && part_has(parts[j], FAM_ARR))))
+                return NULL;
+    cJSON *m = cJSON_CreateObject();
+    if (!m) return sift__js_coom(c), NULL;
+    for (int i = 0; i < n; i++) {
+        for (const cJSON *k = parts[i]->child; k; k = k->next) {
+            const char *kw = k->string;
+            if (!strcmp(kw, "$ref") || !strcmp(kw, "allOf") || sift__js_in_list(sift__js_annotations, kw)) continue;
+            /* draft-04's boolean exclusiveMinimum / exclusiveMaximum change the minimum /
+             * maximum beside them: only within one part */
+            if (n > 1 && (!strcmp(kw, "exclusiveMinimum") || !strcmp(kw, "exclusiveMaximum")) && cJSON_IsBool(k)) goto no;
+            cJSON *have = cJSON_GetObjectItemCaseSensitive(m, kw);
+            cJSON *nv = NULL;
+            if (!have) {
+                nv = cJSON_Duplicate(k, 1);
+                if (!nv || !cJSON_AddItemToObject(m, kw, nv)) goto nomem;
+                continue;
+            }
+            if (cJSON_Compare(have, k, true)) continue;
+            if (!strcmp(kw, "type")) {
+                if (!(nv = type_meet(c, have, k))) goto no;
+                if (!nv->child) {
+                    cJSON_Delete(nv);
+                    cJSON_Delete(m);
+                    c->unsat = c->status == SIFT_OK;
+                    return sift__js_cfail(c, SIFT_E_INVAL, "allOf: the parts have no type in common: the schema matches nothing"), NULL;
+                }
+            } else if (!strcmp(kw, "required") && cJSON_IsArray(have) && cJSON_IsArray(k)) {
+                for (const cJSON *r = k->child; r; r = r->next) {
+                    bool dup = false;
+                    for (const cJSON *h = have->child; h && !dup; h = h->next) dup = cJSON_Compare(h, r, true);
+                    if (!dup && !cJSON_AddItemToArray(have, cJSON_Duplicate(r, 1))) goto nomem;
+                }
+                continue;
+            } else if ((sift__js_in_list(LOWER, kw) || sift__js_in_list(UPPER, kw)) && cJSON_IsNumber(have) && cJSON_IsNumber(k)) {
+                bool lower = sift__js_in_list(LOWER, kw);
+                if (lower ? k->valuedouble > have->valuedouble : k->valuedouble < have->valuedouble) nv = cJSON_Duplicate(k, 1);
+                else continue;
+            } else if (!strcmp(kw, "properties") && cJSON_IsObject(have) && cJSON_IsObject(k)) {
+                for (const cJSON *q = k->child; q; q = q->next) {
+                    cJSON *hq = cJSON_GetObjectItemCaseSensitive(have, q->string);
+                    if (hq && cJSON_Compare(hq, q, true)) continue;
+                    cJSON *pv = NULL;
+                    if (hq) {
+                        pv = cJSON_CreateObject();
+                        cJSON *list = pv ? cJSON_AddArrayToObject(pv, "allOf") : NULL;
+                        if (!list || !cJSON_AddItemToArray(list, cJSON_Duplicate(hq, 1)) || !cJSON_AddItemToArray(list, cJSON_Duplicate(q, 1))) {
+                            cJSON_Delete(pv);
+                            goto nomem;
+                        }
+                    } else if (!(pv = cJSON_Duplicate(q, 1))) {
+                        goto nomem;
+                    }
+                    if (!(hq ? cJSON_ReplaceItemInObjectCaseSensitive(have, q->string, pv) : cJSON_AddItemToObject(have, q->string, pv))) {
+                        cJSON_Delete(pv);
+                        goto nomem;
+                    }
+                }
+                continue;
+            } else {
+                goto no;
+            }
+            if (!nv || !cJSON_ReplaceItemInObjectCaseSensitive(m, kw, nv)) {
+                cJSON_Delete(nv);
+                goto nomem;
+            }
+        }
+    }
+    return m;
+nomem:
+    cJSON_Delete(m);
+    return sift__js_coom(c), NULL;
+no:
+    cJSON_Delete(m);
+    return NULL;
+}
+
+/* allOf (and $ref beside other keywords): every part must hold. The parts are flattened
+ * (flatten) and merged into one schema: first keyword by keyword (merge_flat), else as
+ * objects, exactly or refused:
  * - a property declared by several parts with different schemas gets {"allOf": [those]};
  * - required names add up;
  * - a part's additionalProperties covers the keys that part does not declare: false drops
  *   the other parts' properties (a required one makes the schema match nothing), a schema
- *   there is kept only when no other part declares a key outside that part (else refused);
+ *   there also holds for the other parts' properties ({"allOf": [theirs, it]});
  * - enum (one part) and type object; any other keyword in a part is refused, naming it.
  * llama.cpp's converter merges the parts' properties only; SIFT_JSON_SCHEMA_LLAMA keeps that
  * reading of the schema's own keywords (they are ignored there). */
 const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, const char *rule_name)
 {
-    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
-    if (!cJSON_IsArray(all)) return sift__js_cfail(c, SIFT_E_INVAL, "'allOf' must be an array");
     const bool llama = (c->flags & SIFT_JSON_SCHEMA_LLAMA) != 0;
-    const int n_parts = cJSON_GetArraySize(all) + 1;
-    const cJSON **parts = calloc((size_t)n_parts, sizeof *parts);
+    const cJSON **parts = calloc(FLAT_MAX, sizeof *parts);
     cJSON *props = cJSON_CreateObject(), *req = cJSON_CreateArray();
     cJSON *additional = NULL;
     bool objectish = true;
@@ -426,22 +618,18 @@ const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, con
         sift__js_coom(c);
         goto done;
     }
-    for (const cJSON *part = all->child; part && c->status == SIFT_OK; part = part->next) {
-        const cJSON *p = part;
-        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(p, "$ref");
-        if (cJSON_IsString(ref)) p = sift__js_resolve_pointer(c, ref->valuestring);
-        if (!p || !cJSON_IsObject(p)) {
-            if (p) sift__js_cfail(c, SIFT_E_UNSUPPORTED, "allOf: every part must be an object schema");
-            break;
-        }
-        parts[np++] = p;
+    /* the schema's own keywords last: the parts are usually base schemas, so their
+     * properties come first, as a derived class lists its fields */
+    if (!flatten(c, s, parts, &np, !llama, 0)) goto done;
+    cJSON *flat = merge_flat(c, parts, np);
+    if (flat) {
+        out = sift__js_visit(c, flat, name, NULL);
+        cJSON_Delete(flat);
+        goto done;
     }
-    /* the schema's own keywords last (allOf skipped below): the parts are usually base
-     * schemas, so their properties come first, as a derived class lists its fields */
-    if (!llama && c->status == SIFT_OK) parts[np++] = s;
     for (int i = 0; i < np && c->status == SIFT_OK; i++) {
         const cJSON *p = parts[i];
-        const bool self = !llama && p == s;
+        const bool self = p == s;
         const cJSON *pp = cJSON_GetObjectItemCaseSensitive(p, "properties");
         if (pp && !cJSON_IsObject(pp)) {
             sift__js_cfail(c, SIFT_E_INVAL, "allOf: 'properties' must be an object");
@@ -487,8 +675,8 @@ const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, con
         for (const cJSON *k = p->child; k; k = k->next) {
             const char *kw = k->string;
             if (!strcmp(kw, "properties") || !strcmp(kw, "required") || !strcmp(kw, "additionalProperties") ||
-                !strcmp(kw, "type") || (!self && !strcmp(kw, "$ref")) || !strcmp(kw, "enum") || sift__js_in_list(sift__js_annotations, kw) ||
-                (self && !strcmp(kw, "allOf")))
+                !strcmp(kw, "type") || !strcmp(kw, "$ref") || !strcmp(kw, "enum") || sift__js_in_list(sift__js_annotations, kw) ||
+                !strcmp(kw, "allOf"))
                 continue;
             if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
                 sift__js_cfail(c, SIFT_E_UNSUPPORTED, "allOf: keyword '%s' %s cannot be merged", kw, self ? "beside allOf" : "in a part");
@@ -507,10 +695,15 @@ const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, con
             for (cJSON *q = props->child, *next; q && c->status == SIFT_OK; q = next) {
                 next = q->next;
                 if (has_key(own, q->string)) continue;
-                if (pass == 1) {
-                    sift__js_cfail(c, SIFT_E_UNSUPPORTED,
-                          "allOf: one part's additionalProperties would also cover property '%s' of another part", q->string);
-                    break;
+                if (pass == 1) { /* that part's additionalProperties holds for this key too */
+                    cJSON *both = cJSON_CreateObject();
+                    cJSON *list = both ? cJSON_AddArrayToObject(both, "allOf") : NULL;
+                    if (!list || !cJSON_AddItemToArray(list, cJSON_Duplicate(q, 1)) || !cJSON_AddItemToArray(list, cJSON_Duplicate(ad, 1)) ||
+                        !cJSON_ReplaceItemInObjectCaseSensitive(props, q->string, both)) {
+                        cJSON_Delete(both);
+                        sift__js_coom(c);
+                    }
+                    continue;
                 }
                 for (const cJSON *r = req->child; r; r = r->next)
                     if (!strcmp(r->valuestring, q->string)) {

@@ -45,6 +45,7 @@ typedef struct {
     int depth;
     bool unsat; /* the error is "this schema matches nothing" (an optional property may then be left out) */
     size_t any_order_states; /* rules spent on objects whose keys come in any order (any_order_object) */
+    bool ref_overrides;        /* draft-07 and earlier ($schema): $ref overrides the keywords beside it */
     const cJSON *dep_required; /* dependentRequired (or dependencies' arrays) for the next build_object */
 } conv;
 
@@ -82,6 +83,7 @@ bool sift__js_is_inert(const char *k);
 cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt);
 const cJSON *sift__js_resolve_pointer(conv *c, const char *ref);
 const char *sift__js_visit_ref(conv *c, const char *ref);
+bool sift__js_ref_has_siblings(const cJSON *s);
 const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, const char *rule_name);
 
 /* json_schema_object.c */
