@@ -33,7 +33,7 @@
  * '"', '\\' and control characters, separators ", " and ": ".
  *
  *   sift bench --maskbench DIR [--vocab NAME|FILE] [--timeout S] [--jobs N] [--out DIR]
- *              [--every N] [--limit N] [--filter TEXT] [--json] [--llama-conventions] [--no-share]
+ *              [--every N] [--limit N] [--filter TEXT] [--json] [--llama-conventions] [--draft7] [--no-share]
  *
  * A worker runs many schemas over one vocabulary, as a server runs many requests over one
  * model, so the mask entries every grammar has in common (grammar/share.h: the JSON string
@@ -862,6 +862,7 @@ static void usage(FILE *f)
             "  --filter TEXT       only files whose name contains TEXT\n"
             "  --precompute-budget N  the grammar sampler's precompute budget (sift_grammar_params)\n"
             "  --llama-conventions llama.cpp's converter conventions (SIFT_JSON_SCHEMA_LLAMA)\n"
+            "  --draft7            schemas without $schema are draft-07 (SIFT_JSON_SCHEMA_DRAFT7; default 2020-12)\n"
             "  --no-share          no mask entries shared between schemas (grammar/share.h)\n"
             "  SIFT_MASKBENCH_SLOW=US (environment) logs each mask over US microseconds of CPU to stderr\n"
             "                      (schema, token, trie nodes walked, entries made, the matcher's stacks)\n"
@@ -939,6 +940,8 @@ int sift_bench_maskbench(int argc, char **argv)
             dump = 1;
         } else if (!strcmp(a, "--no-share")) {
             setenv("SIFT_GX_SHARE_MB", "0", 1); /* read when the vocabulary is built, below */
+        } else if (!strcmp(a, "--draft7")) {
+            flags |= SIFT_JSON_SCHEMA_DRAFT7;
         } else if (!strcmp(a, "--llama-conventions")) {
 #ifdef SIFT_JSON_SCHEMA_LLAMA
             flags |= SIFT_JSON_SCHEMA_LLAMA;

@@ -1321,6 +1321,11 @@ SIFT_API sift_token sift_chain_sample_ex(sift_chain *chain, sift_sampler *gramma
  * properties come in the schema's order and a missing additionalProperties allows any other
  * key, as JSON Schema says. */
 #define SIFT_JSON_SCHEMA_LLAMA 0x2u
+/* The dialect of a schema without "$schema" (by default: draft 2020-12). With this flag it
+ * is draft-07: a $ref overrides the keywords beside it (2019-09 and later apply both),
+ * contentMediaType / contentEncoding are assertions (refused in strict mode). A "$schema"
+ * naming a draft always decides. */
+#define SIFT_JSON_SCHEMA_DRAFT7 0x4u
 SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err);
 
 /* ==== chat templates (Jinja) ==================================================================

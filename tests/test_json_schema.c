@@ -389,6 +389,33 @@ static void test_all_of_exact(void **state)
     sift_grammar_free(g);
 }
 
+/* ECMA-262's \\s takes every Unicode space (JSON-Schema-Test-Suite optional/ecmascript-regex);
+ * format hostname generates no A-label ("xn--...": its IDNA rules are not a grammar) and
+ * keeps the lengths (optional/format/hostname). */
+static void test_ecma_space_hostname(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"string\",\"pattern\":\"^\\\\S$\"}", 0);
+    static const char *const spaces[] = {" ", "\t", "\u00a0", "\u1680", "\u2003", "\u200a", "\u2029", "\u202f", "\u205f", "\u3000", "\ufeff"};
+    for (size_t i = 0; i < sizeof spaces / sizeof *spaces; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "\"%s\"", spaces[i]);
+        expect(g, text, false);
+    }
+    expect(g, "\"\u2013\"", true);
+    expect(g, "\"x\"", true);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"format\":\"hostname\"}", 0);
+    expect(g, "\"www.example.com\"", true);
+    expect(g, "\"a--b.com\"", true);
+    expect(g, "\"xn--X\"", false);
+    expect(g, "\"XN--aa---o47jg78q\"", false);
+    expect(g, "\"ab--c.com\"", false);
+    expect(g, "\"-host\"", false);
+    expect(g, "\"host-\"", false);
+    sift_grammar_free(g);
+}
+
 /* $ref beside other keywords: from 2019-09 on (and by default) both hold; in draft-07 and
  * earlier ($schema says which) the $ref overrides them (JSON-Schema-Test-Suite ref.json). */
 static void test_ref_siblings(void **state)
@@ -1149,7 +1176,7 @@ int main(void)
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
-        cmocka_unit_test(test_ref_siblings),
+        cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -279,8 +279,15 @@ static const builtin BUILTINS[] = {
      * some valid texts, e.g. quoted local parts or IPv6 hosts, are not generated) */
     {"email", "\"\\\"\" email-atom ( \".\" email-atom )* \"@\" host-name \"\\\"\" space", {"email-atom", "host-name", "space"}},
     {"email-atom", "[A-Za-z0-9_%+-]+", {0}},
-    {"host-label", "[A-Za-z0-9] ( [A-Za-z0-9-]{0,60} [A-Za-z0-9] )?", {0}},
-    {"host-name", "( host-label \".\" ){0,3} [A-Za-z] ( [A-Za-z0-9-]{0,60} [A-Za-z0-9] )?", {"host-label"}},
+    /* host names: LDH labels of at most 63 characters, no hyphen first or last, and none with
+     * "--" in its 3rd and 4th characters (RFC 5891 reserves those for A-labels, "xn--...",
+     * whose IDNA rules no grammar can check: they are not generated); at most 4 labels, the
+     * last starting with a letter and at most 61 long, so the name has at most 253 */
+    {"host-label", "[A-Za-z0-9] ( [A-Za-z0-9] | [A-Za-z0-9-] host-tail )?", {"host-tail"}},
+    {"host-tail", "[A-Za-z0-9] ( [A-Za-z0-9-]{0,59} [A-Za-z0-9] )? | \"-\" [A-Za-z0-9] ( [A-Za-z0-9-]{0,58} [A-Za-z0-9] )?", {0}},
+    {"host-top", "[A-Za-z] ( [A-Za-z0-9] | [A-Za-z0-9-] host-top-tail )?", {"host-top-tail"}},
+    {"host-top-tail", "[A-Za-z0-9] ( [A-Za-z0-9-]{0,57} [A-Za-z0-9] )? | \"-\" [A-Za-z0-9] ( [A-Za-z0-9-]{0,56} [A-Za-z0-9] )?", {0}},
+    {"host-name", "( host-label \".\" ){0,3} host-top", {"host-label", "host-top"}},
     {"hostname", "\"\\\"\" host-name \"\\\"\" space", {"host-name", "space"}},
     {"ipv4-octet", "[0-9] | [1-9] [0-9] | \"1\" [0-9] [0-9] | \"2\" [0-4] [0-9] | \"25\" [0-5]", {0}},
     {"ipv4", "\"\\\"\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \"\\\"\" space", {"ipv4-octet", "space"}},
@@ -407,6 +414,9 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
         bool dep = !strcmp(key, "dependentRequired") || !strcmp(key, "dependencies") || !strcmp(key, "dependentSchemas");
         if (bad && dep && type && strcmp(type, "object")) bad = false; /* they constrain objects only */
         if (bad && type && !strcmp(type, "object") && dep_arrays(k, key)) bad = false; /* build_object decides */
+        /* draft-07 and earlier let validators check contentMediaType / contentEncoding (the
+         * suite's optional tests do); later drafts made them annotations */
+        if (c->ref_overrides && (!strcmp(key, "contentMediaType") || !strcmp(key, "contentEncoding"))) bad = true;
         if (bad) {
             size_t o = sift__js_path_push(c, key);
             sift__js_cfail(c, SIFT_E_UNSUPPORTED, "keyword '%s' cannot be expressed in a grammar (SIFT_JSON_SCHEMA_LENIENT ignores it)", key);
@@ -884,6 +894,7 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     if (cJSON_IsString(dialect))
         for (const char *const *d = (const char *const[]){"draft-03", "draft-04", "draft-06", "draft-07", NULL}; *d; d++)
             c.ref_overrides |= strstr(dialect->valuestring, *d) != NULL;
+    else c.ref_overrides = (flags & SIFT_JSON_SCHEMA_DRAFT7) != 0;
     const char *top = sift__js_visit(&c, root, "", NULL);
     char *out = NULL;
     if (top && c.status == SIFT_OK) {
