@@ -255,7 +255,7 @@ static const builtin BUILTINS[] = {
     {"integral-part", "[0] | [1-9] [0-9]{0,15}", {0}},
     {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
      {"integral-part", "decimal-part", "space"}},
-    {"integer", "(\"-\"? integral-part) space", {"integral-part", "space"}},
+    {"integer", "(\"-\"? integral-part) (\".\" \"0\"+)? space", {"integral-part", "space"}},
     /* llama.cpp's char, except that a \u escape is a UTF-16 code unit that is not a surrogate,
      * or a high + low surrogate pair (one character): lone surrogates are refused by strict
      * JSON parsers */
@@ -572,10 +572,67 @@ const cJSON *sift__js_vc_resolve(void *ctx, const char *ref)
 /* A JSON value as the grammar of its text: numbers in every decimal spelling of their value
  * (1, 1.0, 1.00), containers with whitespace where JSON allows it (json.dumps writes ", "
  * and ": "), keys in the listed order. */
+/* A number of more than 15 significant digits (a double cannot hold it) from its text,
+ * exactly: the plain decimal of its value, an integer also with ".0..." (JSON Schema: the
+ * same number), a fraction also with trailing zeros. No exponent form is written (a
+ * subset). Also for any number when `always` (one whose double has no plain decimal: 1e400).
+ * Returns 0 when the text is not such a number, -1 on an error. */
+static int put_exact_number(conv *c, sift__gbnf_sbuf *b, const char *t, bool always)
+{
+    const bool neg = *t == '-';
+    if (neg) t++;
+    char digs[512];
+    size_t nd = 0;
+    long pt = -1; /* the decimal point's place among digs */
+    for (; *t && *t != 'e' && *t != 'E'; t++) {
+        if (*t == '.') pt = (long)nd;
+        else if (nd + 1 < sizeof digs) digs[nd++] = *t;
+        else return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "a number of more than %zu digits", sizeof digs - 1), -1;
+    }
+    if (pt < 0) pt = (long)nd;
+    if (*t) {
+        char *end;
+        long x = strtol(t + 1, &end, 10);
+        if (*end || x > 400 || x < -400) return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "a number's exponent beyond 400"), -1;
+        pt += x;
+    }
+    size_t lo = 0, hi = nd; /* drop leading and trailing zeros */
+    while (lo < hi && digs[lo] == '0') lo++, pt--;
+    while (hi > lo && digs[hi - 1] == '0') hi--;
+    if (hi - lo <= 15 && !always) return 0;
+    if (lo == hi) pt = 1, lo = hi = 0; /* zero */
+    char out[1400];
+    size_t o = 0;
+    if (neg) out[o++] = '-';
+    long n = (long)(hi - lo);
+    if (pt <= 0) {
+        out[o++] = '0';
+        out[o++] = '.';
+        for (long i = 0; i < -pt; i++) out[o++] = '0';
+        for (long i = 0; i < n; i++) out[o++] = digs[lo + (size_t)i];
+    } else {
+        for (long i = 0; i < pt; i++) out[o++] = i < n ? digs[lo + (size_t)i] : '0';
+        if (pt < n) {
+            out[o++] = '.';
+            for (long i = pt; i < n; i++) out[o++] = digs[lo + (size_t)i];
+        }
+    }
+    sift__gbnf_sb_puts(b, "(");
+    sift__gbnf_put_literal(b, out, o);
+    sift__gbnf_sb_puts(b, pt < n ? " \"0\"*)" : " (\".\" \"0\"+)?)");
+    return 1;
+}
+
 static bool put_value(conv *c, sift__gbnf_sbuf *b, const cJSON *v)
 {
     char t[64];
-    if (cJSON_IsNumber(v) && sift__js_bound_text(v->valuedouble, t, sizeof t)) {
+    const bool plain = cJSON_IsNumber(v) && sift__js_bound_text(v->valuedouble, t, sizeof t);
+    if (cJSON_IsNumber(v) && v->valuestring) { /* beyond a double (or its plain decimal): the text */
+        int r = put_exact_number(c, b, v->valuestring, !plain);
+        if (r) return r > 0;
+    }
+    if (cJSON_IsNumber(v) && !plain) return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "a number value without its exact text");
+    if (plain) {
         sift__gbnf_sb_puts(b, "(");
         bool ok = sift__gbnf_put_number_range(b, t, false, t, false);
         sift__gbnf_sb_puts(b, ")");
@@ -836,6 +893,53 @@ done:
     return c->status == SIFT_OK ? out : NULL;
 }
 
+/* cJSON keeps numbers as doubles: 9007199254740993 and 9007199254740992 are one double. The
+ * exact text of each number is kept in its node's (otherwise unused) valuestring, which
+ * cJSON_Duplicate copies and cJSON_Delete frees: the schema's numbers come in document
+ * order both in the text and in a depth-first walk of the tree. */
+static const char *next_number(const char *p, const char *e, size_t *n)
+{
+    while (p < e) {
+        if (*p == '"') {
+            for (p++; p < e && *p != '"'; p++)
+                if (*p == '\\') p++;
+            p++;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            const char *q = p;
+            while (q < e && strchr("+-.eE0123456789", *q)) q++;
+            *n = (size_t)(q - p);
+            return p;
+        } else {
+            p++;
+        }
+    }
+    return NULL;
+}
+
+static bool attach_walk(cJSON *v, const char **p, const char *e)
+{
+    for (; v; v = v->next) {
+        if (cJSON_IsNumber(v)) {
+            size_t n = 0;
+            const char *t = next_number(*p, e, &n);
+            if (!t) return true; /* cannot happen for text cJSON parsed; then no exact text */
+            *p = t + n;
+            if (!(v->valuestring = malloc(n + 1))) return false;
+            memcpy(v->valuestring, t, n);
+            v->valuestring[n] = 0;
+        } else if ((cJSON_IsArray(v) || cJSON_IsObject(v)) && !attach_walk(v->child, p, e)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool attach_number_texts(cJSON *root, const char *text, size_t len)
+{
+    const char *p = text;
+    return attach_walk(root, &p, text + len);
+}
+
 static int cmp_rule(const void *a, const void *b) { return strcmp(((const jrule *)a)->name, ((const jrule *)b)->name); }
 
 char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err)
@@ -887,6 +991,11 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
             sift__error_set(err, SIFT_E_PARSE, "JSON schema: unexpected text after the value at offset %zu", (size_t)(p - schema));
             return NULL;
         }
+    if (!attach_number_texts(root, schema, len)) {
+        cJSON_Delete(root);
+        sift__error_set(err, SIFT_E_NOMEM, "out of memory");
+        return NULL;
+    }
     conv c = {.root = root, .flags = flags, .err = err, .status = SIFT_OK};
     /* the dialect decides what $ref means beside other keywords: draft-07 and earlier
      * ignore them, 2019-09 and later (the default) apply them too */
@@ -895,6 +1004,7 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
         for (const char *const *d = (const char *const[]){"draft-03", "draft-04", "draft-06", "draft-07", NULL}; *d; d++)
             c.ref_overrides |= strstr(dialect->valuestring, *d) != NULL;
     else c.ref_overrides = (flags & SIFT_JSON_SCHEMA_DRAFT7) != 0;
+    c.draft4 = cJSON_IsString(dialect) && (strstr(dialect->valuestring, "draft-04") || strstr(dialect->valuestring, "draft-03"));
     const char *top = sift__js_visit(&c, root, "", NULL);
     char *out = NULL;
     if (top && c.status == SIFT_OK) {
