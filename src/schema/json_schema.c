@@ -428,7 +428,8 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
 }
 
 
-static const char *const TYPED_OBJ[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties", "maxProperties", NULL};
+static const char *const TYPED_OBJ[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties",
+                                        "maxProperties", "dependentRequired", NULL};
 static const char *const TYPED_ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
 static const char *const TYPED_STR[] = {"pattern", "minLength", "maxLength", "format", NULL};
 static const char *const TYPED_NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
@@ -732,6 +733,19 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
         out = sift__js_cfail(c, SIFT_E_INVAL, "a schema must be an object or a boolean");
         goto done;
     }
+    bool unsat = false;
+    cJSON *simple = sift__js_simplify(c, s, &unsat);
+    if (unsat) {
+        out = (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "'not' of a schema that matches everything: the schema matches nothing"));
+        goto done;
+    }
+    if (simple) {
+        c->depth--;
+        out = sift__js_visit(c, simple, name, force_type);
+        cJSON_Delete(simple);
+        return out;
+    }
+    if (c->status != SIFT_OK) goto done;
     if (!*name) rule_name = sift__js_dupstr("root");
     else if (is_reserved(name)) rule_name = sift__js_join_name(name, "");
     else rule_name = sift__js_dupstr(name);

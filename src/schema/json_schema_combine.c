@@ -593,6 +593,92 @@ no:
     return NULL;
 }
 
+/* ---- rewrites before the visit: keywords that are no-ops, or another keyword in disguise ------- */
+
+static bool only_annotations_and(const cJSON *s, const char *key)
+{
+    for (const cJSON *k = s->child; k; k = k->next)
+        if ((!key || strcmp(k->string, key)) && !sift__js_in_list(sift__js_annotations, k->string)) return false;
+    return true;
+}
+
+/* s rewritten without keywords that say nothing or say what another keyword says, or NULL
+ * when nothing applies (s is then visited as it is); *unsat when s matches nothing:
+ * - uniqueItems false; if without then / else; then / else without if: no constraint;
+ * - not: `not false` nothing; `not true` / `not {}` everything (the schema matches nothing);
+ *   `not {"not": S}` is S (an allOf part); `not {"type": T}` the other types (a type
+ *   keyword beside it meets them), unless T excludes integers but not numbers (the
+ *   non-integers are no type). Any other `not` stays (and is refused). */
+cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
+{
+    *unsat = false;
+    const cJSON *uq = cJSON_GetObjectItemCaseSensitive(s, "uniqueItems");
+    const cJSON *iff = cJSON_GetObjectItemCaseSensitive(s, "if");
+    const cJSON *thn = cJSON_GetObjectItemCaseSensitive(s, "then"), *els = cJSON_GetObjectItemCaseSensitive(s, "else");
+    const cJSON *nt = cJSON_GetObjectItemCaseSensitive(s, "not");
+    bool drop_uq = cJSON_IsFalse(uq), drop_if = iff && !thn && !els, drop_te = !iff && (thn || els);
+    bool not_ok = false;
+    unsigned tset = 0;
+    if (nt) {
+        if (cJSON_IsFalse(nt)) not_ok = true;
+        else if (cJSON_IsTrue(nt) || (cJSON_IsObject(nt) && only_annotations_and(nt, NULL))) return *unsat = true, NULL;
+        else if (cJSON_IsObject(nt) && only_annotations_and(nt, "not") && cJSON_GetObjectItemCaseSensitive(nt, "not")) not_ok = true;
+        else if (cJSON_IsObject(nt) && only_annotations_and(nt, "type") && type_set(cJSON_GetObjectItemCaseSensitive(nt, "type"), &tset)) {
+            if (tset & T_NUMBER) tset |= T_INTEGER;
+            not_ok = !((tset & T_INTEGER) && !(tset & T_NUMBER));
+        }
+    }
+    if (!drop_uq && !drop_if && !drop_te && !not_ok) return NULL;
+    cJSON *m = cJSON_Duplicate(s, 1);
+    if (!m) return sift__js_coom(c), NULL;
+    if (drop_uq) cJSON_DeleteItemFromObjectCaseSensitive(m, "uniqueItems");
+    if (drop_if) cJSON_DeleteItemFromObjectCaseSensitive(m, "if");
+    if (drop_te) cJSON_DeleteItemFromObjectCaseSensitive(m, "then"), cJSON_DeleteItemFromObjectCaseSensitive(m, "else");
+    if (not_ok) {
+        cJSON *sub = cJSON_DetachItemFromObjectCaseSensitive(m, "not");
+        if (cJSON_IsObject(sub) && cJSON_GetObjectItemCaseSensitive(sub, "not")) {
+            cJSON *inner = cJSON_DetachItemFromObjectCaseSensitive(sub, "not");
+            cJSON *all = cJSON_GetObjectItemCaseSensitive(m, "allOf");
+            if (!all) all = cJSON_AddArrayToObject(m, "allOf");
+            if (!cJSON_IsArray(all) || !cJSON_AddItemToArray(all, inner)) {
+                cJSON_Delete(inner);
+                cJSON_Delete(sub);
+                cJSON_Delete(m);
+                return sift__js_coom(c), NULL;
+            }
+        } else if (cJSON_IsObject(sub)) {
+            cJSON *other = cJSON_CreateArray();
+            for (int i = 0; other && TYPE_NAMES[i]; i++)
+                if (!(tset & (1u << i)) && !cJSON_AddItemToArray(other, cJSON_CreateString(TYPE_NAMES[i]))) {
+                    cJSON_Delete(other);
+                    other = NULL;
+                }
+            const cJSON *have = cJSON_GetObjectItemCaseSensitive(m, "type");
+            cJSON *t = !other ? NULL : have ? type_meet(c, have, other) : cJSON_Duplicate(other, 1);
+            cJSON_Delete(other);
+            if (!t) {
+                cJSON_Delete(sub);
+                cJSON_Delete(m);
+                return have ? NULL : (sift__js_coom(c), NULL); /* an invalid type beside: visited as it is */
+            }
+            if (!t->child) {
+                cJSON_Delete(t);
+                cJSON_Delete(sub);
+                cJSON_Delete(m);
+                return *unsat = true, NULL;
+            }
+            if (!(have ? cJSON_ReplaceItemInObjectCaseSensitive(m, "type", t) : cJSON_AddItemToObject(m, "type", t))) {
+                cJSON_Delete(t);
+                cJSON_Delete(sub);
+                cJSON_Delete(m);
+                return sift__js_coom(c), NULL;
+            }
+        }
+        cJSON_Delete(sub);
+    }
+    return m;
+}
+
 /* allOf (and $ref beside other keywords): every part must hold. The parts are flattened
  * (flatten) and merged into one schema: first keyword by keyword (merge_flat), else as
  * objects, exactly or refused:

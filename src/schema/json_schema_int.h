@@ -85,6 +85,7 @@ cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt);
 const cJSON *sift__js_resolve_pointer(conv *c, const char *ref);
 const char *sift__js_visit_ref(conv *c, const char *ref);
 bool sift__js_ref_has_siblings(const cJSON *s);
+cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat);
 const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, const char *rule_name);
 
 /* json_schema_object.c */
