@@ -733,8 +733,8 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
         out = sift__js_cfail(c, SIFT_E_INVAL, "a schema must be an object or a boolean");
         goto done;
     }
-    bool unsat = false;
-    cJSON *simple = sift__js_simplify(c, s, &unsat);
+    bool unsat = false; /* lenient: llama.cpp's reading, where these keywords are ignored */
+    cJSON *simple = (c->flags & SIFT_JSON_SCHEMA_LENIENT) ? NULL : sift__js_simplify(c, s, &unsat);
     if (unsat) {
         out = (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "'not' of a schema that matches everything: the schema matches nothing"));
         goto done;
