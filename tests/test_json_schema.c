@@ -501,7 +501,17 @@ static void test_arrays(void **state)
     g = convert("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", 0);
     expect(g, "[\"a\", 1]", true);
     expect(g, "[\"a\", 1, 2, {}]", true); /* 2020-12: prefixItems alone allows anything after */
+    expect(g, "[\"a\"]", true);           /* a tuple may end early (no minItems) */
+    expect(g, "[]", true);
+    expect(g, "[1]", false);
     sift_grammar_free(g);
+    /* an item that matches nothing ends the array before it */
+    g = convert("{\"type\":\"array\",\"prefixItems\":[true,false]}", 0);
+    expect(g, "[1]", true);
+    expect(g, "[]", true);
+    expect(g, "[1, \"foo\"]", false);
+    sift_grammar_free(g);
+    expect_refused("{\"type\":\"array\",\"prefixItems\":[true,false],\"minItems\":2}", "matches nothing");
     /* draft-07: items as a tuple, additionalItems after it */
     g = convert("{\"type\":\"array\",\"items\":[{\"type\":\"string\"}],\"additionalItems\":{\"type\":\"integer\"}}", 0);
     expect(g, "[\"a\", 1, 2]", true);

@@ -70,6 +70,18 @@ static const char *visit_array_items(conv *c, const cJSON *s, const char *name, 
             tr[k] = nm ? sift__js_visit(c, it, nm, NULL) : sift__js_coom(c);
             sift__gx_free(nm);
             sift__js_path_pop(c, o2);
+            if (!tr[k] && c->unsat) { /* no value fits item k: the array ends before it */
+                c->status = SIFT_OK;
+                c->unsat = false;
+                if (c->err) *c->err = (sift_error){0};
+                if (mn > k) {
+                    c->unsat = true;
+                    sift__js_cfail(c, SIFT_E_INVAL, "prefixItems: item %ld matches nothing but minItems needs it", k);
+                }
+                np = k;
+                mx = k;
+                break;
+            }
         }
         sift__js_path_pop(c, o);
         bool more = items && !cJSON_IsFalse(items) && (mx < 0 || mx > np);
@@ -86,8 +98,9 @@ static const char *visit_array_items(conv *c, const cJSON *s, const char *name, 
             sift__gbnf_sb_free(&b);
             return NULL;
         }
-        /* required prefix: the first min(np, max(mn, np if no minItems)) items */
-        long need = cJSON_GetObjectItemCaseSensitive(s, "minItems") ? (mn < np ? mn : np) : np;
+        /* required prefix: the first min(np, minItems) items, a tuple may end early (JSON
+         * Schema); llama.cpp's conventions require the whole tuple when minItems is absent */
+        long need = (c->flags & SIFT_JSON_SCHEMA_LLAMA) && !cJSON_GetObjectItemCaseSensitive(s, "minItems") ? np : (mn < np ? mn : np);
         if (mx >= 0 && mx < np) np = mx;
         if (need > np) need = np;
         for (k = 0; k < need; k++) sift__gbnf_sb_printf(&b, "%s%s", k ? " \",\" space " : "", tr[k]);
