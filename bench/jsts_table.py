@@ -7,9 +7,13 @@ groups with a valid instance rejected, groups with an invalid instance accepted 
 method: every token allowed, a prefix counts) and the same judged as whole texts (the grammar
 must be able to end after the last token); then the mean pass fraction over the keyword files
 of draft2020-12 (JSONSchemaBench's figure), and per optional format the invalid instances
-accepted. Exit status 1 when any invalid instance is accepted in draft2020-12 or draft7.
+accepted. Exit status 1 when any invalid instance is accepted as a whole text (any suite), or
+the mean pass fraction is below --min-mean. (An invalid instance accepted only as a prefix, as
+`1.1` under exclusiveMinimum 1.1 where `1.11` may follow, is inherent to judging prefixes: it
+is listed, not failed.) The ctest `jsts_suite` runs it.
 
-  python3 bench/jsts_table.py [--sift build/sift] [--jsts build/jsts/jsts] [--jobs 2] [--keep DIR]
+  python3 bench/jsts_table.py [--sift build/sift] [--jsts build/jsts/jsts] [--tar JSTS.tar.xz]
+                              [--jobs 2] [--keep DIR] [--min-mean F] [--verbose]
 """
 import argparse, collections, json, os, subprocess, sys, tempfile
 
@@ -35,7 +39,13 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", help="keep the per-group results here")
     ap.add_argument("--verbose", action="store_true", help="list the groups with an invalid instance accepted")
+    ap.add_argument("--tar", help="extract this jsts.tar.xz into the parent of --jsts first (when --jsts is missing)")
+    ap.add_argument("--min-mean", type=float, default=0.0, help="fail below this mean pass fraction (draft2020-12)")
     a = ap.parse_args()
+    if a.tar and not os.path.isdir(a.jsts):
+        parent = os.path.dirname(os.path.normpath(a.jsts))
+        os.makedirs(parent, exist_ok=True)
+        subprocess.run(["tar", "-xJf", a.tar, "-C", parent], check=True)
     tmp = a.keep or tempfile.mkdtemp(prefix="jsts-")
     bad = 0
     print("| suite | groups | passing | compile errors | valid rejected | invalid accepted (prefix) | invalid accepted (whole) | valid only as prefix |")
@@ -54,8 +64,7 @@ def main():
         pv = sum(r.get("prefix_only_valid", 0) for r in res.values())
         print(f"| {suite} | {len(res)} | {c['passing']} | {c['compile_error']} | {c['validation_error']} | "
               f"{c['invalidation_error']} | {inv_whole} | {pv} |")
-        if suite in ("draft2020-12", "draft7"):
-            bad += c["invalidation_error"] + inv_whole
+        bad += inv_whole
         if a.verbose:
             for n, r in sorted(res.items()):
                 if "invalidation_error" in (r["result"], r.get("result_whole")):
@@ -68,7 +77,11 @@ def main():
                 formats[f"{suite}: {kw[16:]}"] += 1
     if per_kw:
         fr = {k: sum(v) / len(v) for k, v in per_kw.items()}
-        print(f"\ndraft2020-12: mean pass fraction over its {len(fr)} keyword files: {sum(fr.values()) / len(fr):.3f}")
+        mean = sum(fr.values()) / len(fr)
+        print(f"\ndraft2020-12: mean pass fraction over its {len(fr)} keyword files: {mean:.3f}")
+        if mean < a.min_mean:
+            print(f"below --min-mean {a.min_mean}")
+            bad += 1
     if formats:
         print("optional format groups with an invalid instance accepted: " + ", ".join(f"{k} {v}" for k, v in sorted(formats.items())))
     else:
