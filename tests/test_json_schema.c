@@ -41,7 +41,7 @@ static void test_golden_person(void **state)
         "\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":999},\"pets\":{\"type\":\"array\",\"maxItems\":8,"
         "\"items\":{\"enum\":[\"cat\",\"dog\",\"fish\"]}}},\"required\":[\"name\",\"age\",\"pets\"],\"additionalProperties\":false}";
     const char *want =
-        "age ::= ([0-9] | ([1-9] [0-9]) | ([1-9] [0-9]{2})) (\".\" \"0\"+)? space\n"
+        "age ::= ([0-9] | ([1-9] [0-9]) | ([1-9] [0-9]{2})) space\n"
         "age-kv ::= \"\\\"age\\\"\" space \":\" space age\n"
         "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | "
         "[dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F]{2}))\n"
@@ -71,7 +71,7 @@ static void test_golden_person(void **state)
     expect(g, "{\"name\": \"\", \"age\": 1, \"pets\": []}", false);          /* minLength 1 */
     expect(g, "{\"name\": \"T\", \"age\": 1000, \"pets\": []}", false);      /* maximum */
     expect(g, "{\"name\": \"T\", \"age\": 01, \"pets\": []}", false);        /* not JSON */
-    expect(g, "{\"name\": \"T\", \"age\": 42.0, \"pets\": []}", true);     /* 42.0 is an integer */
+    expect(g, "{\"name\": \"T\", \"age\": 42.0, \"pets\": []}", false);    /* valid, but not generated (see docs/fidelity.md) */
     expect(g, "{\"name\": \"T\", \"age\": 42.5, \"pets\": []}", false);
     expect(g, "{\"age\": 1, \"name\": \"T\", \"pets\": []}", true);          /* JSON Schema has no order */
     expect(g, "{\"pets\": [], \"age\": 1, \"name\": \"T\"}", true);

@@ -255,7 +255,7 @@ static const builtin BUILTINS[] = {
     {"integral-part", "[0] | [1-9] [0-9]{0,15}", {0}},
     {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
      {"integral-part", "decimal-part", "space"}},
-    {"integer", "(\"-\"? integral-part) (\".\" \"0\"+)? space", {"integral-part", "space"}},
+    {"integer", "(\"-\"? integral-part) space", {"integral-part", "space"}},
     /* llama.cpp's char, except that a \u escape is a UTF-16 code unit that is not a surrogate,
      * or a high + low surrogate pair (one character): lone surrogates are refused by strict
      * JSON parsers */
@@ -1018,7 +1018,6 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
         for (const char *const *d = (const char *const[]){"draft-03", "draft-04", "draft-06", "draft-07", NULL}; *d; d++)
             c.ref_overrides |= strstr(dialect->valuestring, *d) != NULL;
     else c.ref_overrides = (flags & SIFT_JSON_SCHEMA_DRAFT7) != 0;
-    c.draft4 = cJSON_IsString(dialect) && (strstr(dialect->valuestring, "draft-04") || strstr(dialect->valuestring, "draft-03"));
     const char *top = sift__js_visit(&c, root, "", NULL);
     char *out = NULL;
     if (top && c.status == SIFT_OK) {

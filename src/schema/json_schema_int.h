@@ -46,7 +46,6 @@ typedef struct {
     bool unsat; /* the error is "this schema matches nothing" (an optional property may then be left out) */
     size_t any_order_states; /* rules spent on objects whose keys come in any order (any_order_object) */
     bool ref_overrides;        /* draft-07 and earlier ($schema): $ref overrides the keywords beside it */
-    bool draft4;               /* draft-04 or earlier ($schema): 1.0 is not an integer */
     const cJSON *dep_required; /* dependentRequired (or dependencies' arrays) for the next build_object */
 } conv;
 

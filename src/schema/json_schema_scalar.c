@@ -172,14 +172,6 @@ const char *sift__js_visit_integer(conv *c, const cJSON *s, const char *rule_nam
     if (cJSON_IsTrue(em) && has_min) mn++;
     if (cJSON_IsTrue(eM) && has_max) mx--;
     if (!sift__js_use_builtin(c, "space")) return NULL;
-    /* 1.0 is an integer from draft-06 on (draft-04: a number without a fraction part); not
-     * written with llama.cpp's conventions, whose integers have no fraction */
-    const bool plain = c->draft4 || (c->flags & SIFT_JSON_SCHEMA_LLAMA);
-    const char *point_zero = plain ? "" : " (\".\" \"0\"+)?";
-    if (!has_min && !has_max && plain) {
-        const char *p = sift__js_use_builtin(c, "integral-part");
-        return p ? sift__js_add_rule(c, rule_name, sift__js_dupstr("(\"-\"? integral-part) space")) : NULL;
-    }
     if (!has_min && !has_max) {
         const char *p = sift__js_use_builtin(c, "integer");
         return p ? sift__js_add_rule(c, rule_name, sift__js_dupstr(p)) : NULL;
@@ -188,7 +180,7 @@ const char *sift__js_visit_integer(conv *c, const cJSON *s, const char *rule_nam
     sift__gbnf_sbuf b = {0};
     sift__gbnf_sb_puts(&b, "(");
     sift__gbnf_put_int_range(&b, has_min, mn, has_max, mx);
-    sift__gbnf_sb_printf(&b, ")%s space", point_zero);
+    sift__gbnf_sb_puts(&b, ") space");
     return sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
