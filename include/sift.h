@@ -1307,7 +1307,7 @@ SIFT_API sift_token sift_chain_sample_ex(sift_chain *chain, sift_sampler *gramma
  * required, additionalProperties, items, prefixItems, minItems/maxItems, enum, const,
  * anyOf/oneOf/allOf, $ref to #/$defs/..., #/definitions/... and #, string formats date,
  * time, date-time, uuid, minLength/maxLength, minimum/maximum/exclusiveMinimum/
- * exclusiveMaximum for integers, pattern (a regex subset: see src/grammar/json_schema.c).
+ * exclusiveMaximum for integers, pattern (a regex subset: see src/schema/regex_to_gbnf.c).
  * Annotations (title, description, default, examples, $schema, $id, $comment, ...) are
  * ignored. A keyword that would constrain the value but cannot be expressed (not, if/then/
  * else, uniqueItems, multipleOf, number bounds, ...) is an error (SIFT_E_UNSUPPORTED naming

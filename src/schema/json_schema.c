@@ -17,10 +17,15 @@
  *   anyOf, oneOf         a union; oneOf only when its alternatives are proven disjoint (kinds,
  *                        values, a required const property), else refused; alternatives that
  *                        match nothing are left out
- *   allOf                objects merged (properties, required, additionalProperties), enums
- *                        intersected; anything else is an error
+ *   allOf                the parts flattened through $ref chains and nested allOf, then merged
+ *                        keyword by keyword (types meet, bounds tighten, required joins,
+ *                        properties per name) or as objects (additionalProperties per part),
+ *                        enums intersected; anything else is an error (json_schema_combine.c)
  *   $ref                 JSON pointers into this document: #, #/$defs/x, #/definitions/x,
- *                        #/properties/..., recursive references become recursive rules
+ *                        #/properties/..., recursive references become recursive rules; beside
+ *                        other keywords it is one more allOf part (2019-09 on, the default), or
+ *                        overrides them ("$schema" draft-07 or earlier, SIFT_JSON_SCHEMA_DRAFT7)
+ *   not, uniqueItems, if rewritten when they are no-ops or another keyword (sift__js_simplify)
  *   object               JSON Schema's semantics by default: the declared properties in any
  *                        order, each at most once (JSON Schema has no property order), when
  *                        the object declares at most 7 (a rule per set of keys written,
@@ -55,7 +60,9 @@
  *                        formats are refused, non-standard ones are annotations); pattern
  *                        (below), with a length when it is one atom ^A{m,n}$
  *   integer              minimum / maximum / exclusiveMinimum / exclusiveMaximum, exactly,
- *                        digit by digit; unbounded integers have at most 16 digits (llama.cpp)
+ *                        digit by digit; unbounded integers have at most 16 digits (llama.cpp);
+ *                        no ".0" fraction is generated (valid, but clients read a float)
+ *   numbers in const / enum  from their text when a double cannot hold them (attach_number_texts)
  *   number               the same bounds on decimals (number_range.c; the exponent form only
  *                        where its sign decides: one bound, 0 on its open side);
  *                        multipleOf 1 means the integers
