@@ -13,6 +13,13 @@
  *            end-of-text check: a valid prefix is "accepted".)
  *   verdict  compile error; invalidation error (an invalid instance accepted: the hard
  *            line, counted first); validation error (a valid instance rejected); passing.
+ *   whole    beside MaskBench's verdict, the same verdict with the end-of-text check: an
+ *            instance is accepted as a whole text only when the grammar may end after its
+ *            last token (sift_grammar_sampler_status). `1.1` under exclusiveMinimum 1.1 is
+ *            accepted by MaskBench's method (1.11 could follow) but not as a whole text.
+ *            Instances accepted only as a prefix are counted apart (valid ones among them
+ *            are a grammar that cannot end where it should; invalid ones are MaskBench
+ *            invalidation errors that generation could never produce).
  *
  * Isolation: schemas run in forked worker processes (the vocabulary and its grammar trie,
  * built once in the parent, are shared copy-on-write), one schema at a time each, results
@@ -26,7 +33,7 @@
  * '"', '\\' and control characters, separators ", " and ": ".
  *
  *   sift bench --maskbench DIR [--vocab NAME|FILE] [--timeout S] [--jobs N] [--out DIR]
- *              [--every N] [--limit N] [--filter TEXT] [--json] [--llama-conventions] [--no-share]
+ *              [--every N] [--limit N] [--filter TEXT] [--json] [--llama-conventions] [--draft7] [--no-share]
  *
  * A worker runs many schemas over one vocabulary, as a server runs many requests over one
  * model, so the mask entries every grammar has in common (grammar/share.h: the JSON string
@@ -415,6 +422,8 @@ static const char *const kind_name[R_NKIND] = {"passing", "compile_error", "vali
 
 typedef struct {
     int32_t kind, n_tests, n_tokens, test; /* test: the failing test's index */
+    int32_t kind_whole;                    /* the verdict when accepting needs the end of text too */
+    int32_t prefix_valid, prefix_invalid;  /* instances accepted only as a prefix, by validity */
     double ttfm_us, ttfm_cpu_us;
     double ttfm_hit_us; /* --repeat: the same schema compiled again (a cache hit) and its first mask; < 0: not run */
     char msg[512];
@@ -513,7 +522,7 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
     sbuf inst = {0};
     sift_token *toks = NULL;
     int32_t cap_toks = 0;
-    int verdict = R_PASS;
+    int verdict = R_PASS, verdict_whole = R_PASS;
     char vmsg[512] = "";
     int vtest = -1;
     for (int ti = 0;; ti++) {
@@ -588,6 +597,17 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
                 }
             }
         }
+        int whole = 0;
+        if (accepted) {
+            sift_grammar_status st = sift_grammar_sampler_status(g);
+            whole = st == SIFT_GRAMMAR_CAN_END || st == SIFT_GRAMMAR_DONE;
+            if (!whole) {
+                if (valid) h.prefix_valid++;
+                else h.prefix_invalid++;
+            }
+        }
+        if (whole && !valid) verdict_whole = R_INVALIDATION;
+        else if (!whole && valid && verdict_whole == R_PASS) verdict_whole = R_VALIDATION;
         if (accepted && !valid && verdict != R_INVALIDATION) {
             verdict = R_INVALIDATION;
             vtest = ti;
@@ -602,9 +622,11 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
     free(inst.p);
     sift_sampler_free(g);
     h.kind = verdict;
+    h.kind_whole = verdict_whole;
     h.test = vtest;
     snprintf(h.msg, sizeof h.msg, "%s", vmsg);
 out:
+    if (h.kind == R_COMPILE || h.kind == R_CRASH) h.kind_whole = h.kind;
     free(txt);
     if (write(out_fd, &h, sizeof h) != (ssize_t)sizeof h) _exit(3);
     size_t off = 0;
@@ -849,6 +871,7 @@ static void usage(FILE *f)
             "  --filter TEXT       only files whose name contains TEXT\n"
             "  --precompute-budget N  the grammar sampler's precompute budget (sift_grammar_params)\n"
             "  --llama-conventions llama.cpp's converter conventions (SIFT_JSON_SCHEMA_LLAMA)\n"
+            "  --draft7            schemas without $schema are draft-07 (SIFT_JSON_SCHEMA_DRAFT7; default 2020-12)\n"
             "  --no-share          no mask entries shared between schemas (grammar/share.h)\n"
             "  --repeat            compile each schema twice, the second time from the compiler's cache, and\n"
             "                      report that TTFM (ttfm_hit_us: a repeated schema in a server)\n"
@@ -932,6 +955,8 @@ int sift_bench_maskbench(int argc, char **argv)
             repeat = true;
         } else if (!strcmp(a, "--no-share")) {
             cp.no_share = true;
+        } else if (!strcmp(a, "--draft7")) {
+            flags |= SIFT_JSON_SCHEMA_DRAFT7;
         } else if (!strcmp(a, "--llama-conventions")) {
 #ifdef SIFT_JSON_SCHEMA_LLAMA
             flags |= SIFT_JSON_SCHEMA_LLAMA;
@@ -1127,8 +1152,11 @@ int sift_bench_maskbench(int argc, char **argv)
             if (f) {
                 fprintf(f, "{\"id\": ");
                 json_str(f, x->name);
-                fprintf(f, ", \"result\": \"%s\", \"ttfm_us\": %.1f, \"num_tests\": %d, \"num_tokens\": %d, \"test\": %d, \"message\": ",
-                        kind_name[x->h.kind], x->h.ttfm_us, x->h.n_tests, x->h.n_tokens, x->h.test);
+                fprintf(f,
+                        ", \"result\": \"%s\", \"result_whole\": \"%s\", \"prefix_only_valid\": %d, \"prefix_only_invalid\": %d, "
+                        "\"ttfm_us\": %.1f, \"num_tests\": %d, \"num_tokens\": %d, \"test\": %d, \"message\": ",
+                        kind_name[x->h.kind], kind_name[x->h.kind_whole], x->h.prefix_valid, x->h.prefix_invalid, x->h.ttfm_us,
+                        x->h.n_tests, x->h.n_tokens, x->h.test);
                 json_str(f, x->h.msg);
                 fprintf(f, "}\n");
                 fclose(f);
@@ -1138,8 +1166,14 @@ int sift_bench_maskbench(int argc, char **argv)
     }
     if (!as_json && isatty(2)) fprintf(stderr, "\r");
 
-    int count[R_NKIND] = {0};
-    for (size_t i = 0; i < ni; i++) count[it[i].h.kind]++;
+    int count[R_NKIND] = {0}, count_whole[R_NKIND] = {0}, prefix_valid = 0, prefix_invalid = 0;
+    for (size_t i = 0; i < ni; i++) {
+        count[it[i].h.kind]++;
+        /* a timeout or crash has no whole-text verdict of its own */
+        count_whole[it[i].h.kind == R_TIMEOUT || it[i].h.kind == R_CRASH ? it[i].h.kind : it[i].h.kind_whole]++;
+        prefix_valid += it[i].h.prefix_valid;
+        prefix_invalid += it[i].h.prefix_invalid;
+    }
     qsort(all, n_all, sizeof *all, cmp_float);
     qsort(ttfm, n_ttfm, sizeof *ttfm, cmp_float);
     qsort(all_cpu, n_all, sizeof *all_cpu, cmp_float);
@@ -1166,14 +1200,19 @@ int sift_bench_maskbench(int argc, char **argv)
             printf("}, \"ttfm_hit_us\": {");
             for (int k = 0; k < 5; k++) printf("%s\"%s\": %.1f", k ? ", " : "", fn[k], pct(ttfm_hit, n_hit, fq[k]));
         }
-        printf("}, \"masks\": %zu, \"load_avg\": %.2f, \"vocab\": ", n_all, la[0]);
+        printf("}, \"whole_text\": {");
+        for (int k = 0; k < R_NKIND; k++) printf("%s\"%s\": %d", k ? ", " : "", kind_name[k], count_whole[k]);
+        printf("}, \"prefix_only_valid\": %d, \"prefix_only_invalid\": %d", prefix_valid, prefix_invalid);
+        printf(", \"masks\": %zu, \"load_avg\": %.2f, \"vocab\": ", n_all, la[0]);
         json_str(stdout, vocab_arg);
         printf(", \"n_vocab\": %d, \"jobs\": %ld, \"wall_s\": %.1f}\n", bc.n_vocab, jobs, (cli_now_us() - t_start) * 1e-6);
     } else {
         printf("MaskBench: %zu schemas from %s, vocabulary %s (%d tokens), %ld job(s), %.1f s\n\n", ni, data_dir, vocab_arg,
                bc.n_vocab, jobs, (cli_now_us() - t_start) * 1e-6);
+        printf("  %-20s %6s  %7s   %s\n", "", "", "", "as whole texts (end-of-text check)");
         for (int k = 0; k < R_NKIND; k++)
-            printf("  %-20s %6d  %5.1f %%\n", kind_name[k], count[k], ni ? 100.0 * count[k] / (double)ni : 0.0);
+            printf("  %-20s %6d  %5.1f %%   %6d\n", kind_name[k], count[k], ni ? 100.0 * count[k] / (double)ni : 0.0, count_whole[k]);
+        printf("  instances accepted only as a prefix: %d valid, %d invalid\n", prefix_valid, prefix_invalid);
         printf("\n  TBM µs (%zu masks):", n_all);
         for (int k = 0; k < 8; k++) printf("  %s %.1f", tn[k], pct(all, n_all, tq[k]));
         printf("\n  TTFM µs (%zu schemas):", n_ttfm);
@@ -1213,5 +1252,5 @@ int sift_bench_maskbench(int argc, char **argv)
     sift_candidates_free(&bc.cand);
     sift_grammar_compiler_free(bc.compiler);
     sift_vocab_free(vocab);
-    return count[R_INVALIDATION] || count[R_CRASH] ? 1 : 0;
+    return count[R_INVALIDATION] || count_whole[R_INVALIDATION] || count[R_CRASH] ? 1 : 0;
 }

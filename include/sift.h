@@ -1387,7 +1387,7 @@ SIFT_API sift_token sift_chain_sample_ex(sift_chain *chain, sift_sampler *gramma
  * required, additionalProperties, items, prefixItems, minItems/maxItems, enum, const,
  * anyOf/oneOf/allOf, $ref to #/$defs/..., #/definitions/... and #, string formats date,
  * time, date-time, uuid, minLength/maxLength, minimum/maximum/exclusiveMinimum/
- * exclusiveMaximum for integers, pattern (a regex subset: see src/grammar/json_schema.c).
+ * exclusiveMaximum for integers, pattern (a regex subset: see src/schema/regex_to_gbnf.c).
  * Annotations (title, description, default, examples, $schema, $id, $comment, ...) are
  * ignored. A keyword that would constrain the value but cannot be expressed (not, if/then/
  * else, uniqueItems, multipleOf, number bounds, ...) is an error (SIFT_E_UNSUPPORTED naming
@@ -1401,6 +1401,11 @@ SIFT_API sift_token sift_chain_sample_ex(sift_chain *chain, sift_sampler *gramma
  * properties come in the schema's order and a missing additionalProperties allows any other
  * key, as JSON Schema says. */
 #define SIFT_JSON_SCHEMA_LLAMA 0x2u
+/* The dialect of a schema without "$schema" (by default: draft 2020-12). With this flag it
+ * is draft-07: a $ref overrides the keywords beside it (2019-09 and later apply both),
+ * contentMediaType / contentEncoding are assertions (refused in strict mode). A "$schema"
+ * naming a draft always decides. */
+#define SIFT_JSON_SCHEMA_DRAFT7 0x4u
 SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags, sift_error *err);
 /* A JSON schema (`len` bytes of JSON, `flags` as above) compiled with compiler c, or taken
  * from its cache (keyed by the schema text and flags): the conversion, the GBNF parse and the

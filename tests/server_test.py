@@ -373,6 +373,19 @@ def test_json_schema(S):
     assert st == 200 and set(json.loads(c["choices"][0]["message"]["content"])) == {"n", "ok"}
 
 
+def test_json_object_is_an_object(S):
+    """issue 32: response_format json_object means a JSON object, as OpenAI defines it (the
+    model's output must start with "{" and parse to a dict), for several seeds."""
+    for seed in range(4):
+        st, c = S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 48,
+                                                "seed": seed, "temperature": 1.0, "response_format": {"type": "json_object"}})
+        assert st == 200, c
+        text = c["choices"][0]["message"]["content"]
+        assert text.lstrip().startswith("{"), text
+        if c["choices"][0]["finish_reason"] == "stop":
+            assert isinstance(json.loads(text), dict), text
+
+
 def test_grammar_compiled_once(S):
     """issue 32: a request with n = 4 and a json_schema compiles the schema once (the four
     choices share it), and the same schema in a later request is a cache hit; /metrics and

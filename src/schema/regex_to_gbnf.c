@@ -148,6 +148,16 @@ static bool rx_char(rx *r, uint32_t *cp)
     return rx_fail(r, "invalid UTF-8");
 }
 
+/* ECMA-262's \s: WhiteSpace (TAB, VT, FF, ZWNBSP and every Unicode Zs space: U+0020,
+ * U+00A0, U+1680, U+2000..U+200A, U+202F, U+205F, U+3000) and LineTerminator (LF, CR,
+ * U+2028, U+2029). */
+static void add_space(cpset *cs)
+{
+    static const uint32_t r[][2] = {{'\t', '\r'},     {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+                                    {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) cps_add(cs, r[i][0], r[i][1]);
+}
+
 /* An escape after '\' (r->i past the backslash): a single code point (*cp, returns 1) or a
  * class into *cs (returns 2); 0 on error. */
 static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
@@ -159,8 +169,8 @@ static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
     case 'D': cs->neg = true; cps_add(cs, '0', '9'); return 2;
     case 'w': cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
     case 'W': cs->neg = true; cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
-    case 's': cps_add(cs, '\t', '\r'); cps_add(cs, ' ', ' '); cps_add(cs, 0xA0, 0xA0); cps_add(cs, 0x2028, 0x2029); cps_add(cs, 0xFEFF, 0xFEFF); return 2;
-    case 'S': cs->neg = true; cps_add(cs, '\t', '\r'); cps_add(cs, ' ', ' '); cps_add(cs, 0xA0, 0xA0); cps_add(cs, 0x2028, 0x2029); cps_add(cs, 0xFEFF, 0xFEFF); return 2;
+    case 's': add_space(cs); return 2;
+    case 'S': cs->neg = true; add_space(cs); return 2;
     case 't': *cp = '\t'; return 1;
     case 'n': *cp = '\n'; return 1;
     case 'r': *cp = '\r'; return 1;

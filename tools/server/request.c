@@ -590,9 +590,12 @@ static int parse_grammar(const srv_server *s, const cJSON *root, srv_kind kind, 
     if (!strcmp(type, "json_object")) {
         const cJSON *schema = field(rf, "schema");
         if (schema) return schema_grammar(s, schema, "response_format.schema", r, e);
-        cJSON *any = cJSON_CreateObject(); /* any JSON value, as llama-server */
-        const int rc = any ? schema_grammar(s, any, "response_format", r, e) : srv_errorf(e, 500, "out of memory");
-        cJSON_Delete(any);
+        /* OpenAI's json_object mode means a JSON object (llama-server accepts any value; a client
+         * that asked for an object and parses one must get one) */
+        cJSON *obj = cJSON_CreateObject();
+        if (obj && !cJSON_AddStringToObject(obj, "type", "object")) cJSON_Delete(obj), obj = NULL;
+        const int rc = obj ? schema_grammar(s, obj, "response_format", r, e) : srv_errorf(e, 500, "out of memory");
+        cJSON_Delete(obj);
         return rc;
     }
     if (!strcmp(type, "json_schema")) {

@@ -22,7 +22,7 @@ void cli_grammar_help(FILE *f)
                "  --grammar-file FILE         ... read from a file\n"
                "  -j, --json-schema JSON      ... to a JSON schema (converted to GBNF)\n"
                "  -jf, --json-schema-file FILE\n"
-               "  --json-schema-llama         convert with llama.cpp's conventions (required properties first, a\n"
+               "  --json-schema-llama         (or --llama-conventions) convert with llama.cpp's conventions (required properties first, a\n"
                "                              missing additionalProperties = false) instead of JSON Schema's\n"
                "  --grammar-first             apply the grammar to the whole vocabulary before the samplers\n"
                "                              (default: llama.cpp's rejection strategy, grammar only when the pick is refused)\n");
@@ -36,7 +36,7 @@ int cli_grammar_flag(cli_grammar *g, int argc, char **argv, int *i)
         g->mode = SIFT_GRAMMAR_FIRST;
         return 1;
     }
-    if (!strcmp(a, "--json-schema-llama")) {
+    if (!strcmp(a, "--json-schema-llama") || !strcmp(a, "--llama-conventions")) {
         g->json_llama = true;
         return 1;
     }

@@ -22,9 +22,10 @@ const char sift_cmd_json_schema_to_grammar_help[] = "convert a JSON schema to a 
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: sift json-schema-to-grammar [--lenient] [--llama] [--check] [SCHEMA.json | - | -e JSON]\n"
+    fprintf(f, "usage: sift json-schema-to-grammar [--lenient] [--llama] [--draft7] [--check] [SCHEMA.json | - | -e JSON]\n"
                "  --llama     llama.cpp's conventions: required properties first, a missing additionalProperties\n"
                "              is false (default: JSON Schema's: the schema's order, other keys allowed)\n"
+               "  --draft7    a schema without $schema is draft-07 ($ref overrides its siblings; default 2020-12)\n"
                "  --lenient   ignore keywords a grammar cannot express (not, uniqueItems, ...) instead of failing\n"
                "  --check     parse the resulting grammar too (exit 1 if it does not parse)\n"
                "  -e JSON     the schema on the command line\n");
@@ -44,6 +45,8 @@ int sift_cmd_json_schema_to_grammar(int argc, char **argv)
             flags |= SIFT_JSON_SCHEMA_LENIENT;
         } else if (!strcmp(a, "--llama")) {
             flags |= SIFT_JSON_SCHEMA_LLAMA;
+        } else if (!strcmp(a, "--draft7")) {
+            flags |= SIFT_JSON_SCHEMA_DRAFT7;
         } else if (!strcmp(a, "--check")) {
             check = true;
         } else if (!strcmp(a, "-e") || !strcmp(a, "--schema")) {

@@ -1,0 +1,104 @@
+/*
+ * json_schema_int.h - what the files of the JSON schema converter share: the converter's
+ * state (conv), its rule table and built-in rules, and the visitors of each keyword family.
+ * json_schema.c is the driver (the rule table, built-ins, keyword checks, visit: the dispatch
+ * by type, enum / const); json_schema_combine.c anyOf / oneOf / $ref / allOf;
+ * json_schema_object.c objects; json_schema_array.c arrays and tuples; json_schema_scalar.c
+ * strings, formats, integers and numbers. Internal to src/schema.
+ */
+#ifndef SIFT_SCHEMA_JSON_SCHEMA_INT_H
+#define SIFT_SCHEMA_JSON_SCHEMA_INT_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "grammar/alloc_bits_utf8.h"
+#include "schema/gbnf_writer.h"
+#include "sift.h"
+
+#define JS_MAX_DEPTH 256 /* nested schemas */
+
+
+typedef struct {
+    char *name, *body;
+} jrule;
+
+typedef struct {
+    const cJSON *root;
+    uint32_t flags;
+    sift_error *err;
+    int status;
+    jrule *rules;
+    size_t n_rules, cap_rules;
+    uint32_t *rule_ht;   /* rule index + 1 by name hash (0 = empty): find_rule was a linear
+                          * scan, quadratic in the rules (41 % of a 1.7 MB Kubernetes grammar's
+                          * 190 ms conversion, perf) */
+    size_t rule_ht_cap;
+    const char *resolving[JS_MAX_DEPTH]; /* $refs being expanded */
+    int n_resolving;
+    bool ref_cycle; /* a $ref came back to one being expanded: the output may be left-recursive */
+    char path[512]; /* JSON pointer of the node being converted */
+    size_t path_len;
+    int depth;
+    bool unsat; /* the error is "this schema matches nothing" (an optional property may then be left out) */
+    size_t any_order_states; /* rules spent on objects whose keys come in any order (any_order_object) */
+    bool ref_overrides;        /* draft-07 and earlier ($schema): $ref overrides the keywords beside it */
+    const cJSON *dep_required; /* dependentRequired (or dependencies' arrays) for the next build_object */
+} conv;
+
+typedef struct {
+    const char *name, *body, *deps[3];
+} builtin;
+
+/* annotations (ignored) and standard formats without a grammar here (refused), NULL-terminated */
+extern const char *const sift__js_annotations[];
+extern const char *const sift__js_formats_refused[];
+
+
+/* json_schema.c */
+__attribute__((format(printf, 3, 4))) const char *sift__js_cfail(conv *c, int status, const char *fmt, ...);
+const char *sift__js_coom(conv *c);
+size_t sift__js_path_push(conv *c, const char *seg);
+void sift__js_path_pop(conv *c, size_t old);
+char *sift__js_sanitize(const char *name);
+jrule *sift__js_find_rule(conv *c, const char *name);
+const char *sift__js_add_rule(conv *c, const char *name, char *body);
+char *sift__js_dupstr(const char *s);
+const builtin *sift__js_find_builtin(const char *name);
+const char *sift__js_use_builtin(conv *c, const char *name);
+bool sift__js_put_json_literal(conv *c, sift__gbnf_sbuf *b, const cJSON *v);
+char *sift__js_pattern_body(conv *c, const char *pat, size_t n);
+bool sift__js_in_list(const char *const *l, const char *s);
+const cJSON *sift__js_vc_resolve(void *ctx, const char *ref);
+const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char *force_type);
+
+/* json_schema_combine.c */
+bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b);
+bool sift__js_value_fits(const cJSON *v, const cJSON *type);
+bool sift__js_values_checked(conv *c, const cJSON *s);
+bool sift__js_is_inert(const char *k);
+cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt);
+const cJSON *sift__js_resolve_pointer(conv *c, const char *ref);
+const char *sift__js_visit_ref(conv *c, const char *ref);
+bool sift__js_ref_has_siblings(const cJSON *s);
+cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat);
+const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, const char *rule_name);
+
+/* json_schema_object.c */
+long sift__js_get_count(conv *c, const cJSON *s, const char *key, long dflt);
+char *sift__js_join_name(const char *a, const char *b);
+const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional, const cJSON *pattern_props, const char *name, const char *rule_name, long min_props, long max_props);
+
+/* json_schema_array.c */
+const char *sift__js_visit_array(conv *c, const cJSON *s, const char *name, const char *rule_name);
+
+/* json_schema_scalar.c */
+const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name);
+const char *sift__js_visit_integer(conv *c, const cJSON *s, const char *rule_name);
+bool sift__js_bound_text(double d, char *out, size_t cap);
+const char *sift__js_visit_number(conv *c, const cJSON *s, const char *rule_name);
+
+#endif

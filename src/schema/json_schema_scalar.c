@@ -1,0 +1,270 @@
+/*
+ * json_schema_scalar.c - strings and numbers for the JSON schema converter: strings with
+ * min/maxLength (long ones through chunk rules), formats (exact grammars or refused by name)
+ * and patterns (regex_to_gbnf.c); integers digit by digit within their bounds
+ * (gbnf_writer.c's integer ranges) and decimals within theirs (number_range.c).
+ * These keywords leave the grammar's structure alone and only shape one value's text, so
+ * they share a file; see json_schema.c for the whole converter's design.
+ */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/json_schema_int.h"
+
+/* item{mn,mx} beyond the grammar's 2000 copies, without writing them out: a rule of
+ * 1000 items, repeated (max < 0: unbounded; both at most 2,000,000). With Q = r / 1000,
+ * item{0,r} is  chunk{0,Q-1} item{0,999} | chunk{Q} item{0,r mod 1000}:  every count once. */
+#define JS_CHUNK 1000
+static void put_long_repetition(conv *c, sift__gbnf_sbuf *b, const char *item, long mn, long mx)
+{
+    char nm[64], body[128];
+    snprintf(nm, sizeof nm, "%s-%d", item, JS_CHUNK);
+    snprintf(body, sizeof body, "%s{%d}", item, JS_CHUNK);
+    const char *chunk = sift__js_add_rule(c, nm, sift__js_dupstr(body));
+    if (!chunk) return;
+    /* item{mn} */
+    if (mn / JS_CHUNK) sift__gbnf_sb_printf(b, "%s{%ld} ", chunk, mn / JS_CHUNK);
+    if (mn % JS_CHUNK) sift__gbnf_sb_printf(b, "%s{%ld} ", item, mn % JS_CHUNK);
+    if (mx < 0) {
+        sift__gbnf_sb_printf(b, "%s*", item);
+        return;
+    }
+    long r = mx - mn, q = r / JS_CHUNK;
+    if (r <= 2000) {
+        sift__gbnf_put_repetition(b, item, 0, r, NULL);
+        if (r == 0) sift__gbnf_sb_puts(b, "\"\"");
+        return;
+    }
+    sift__gbnf_sb_printf(b, "( %s{0,%ld} %s{0,%d} | %s{%ld}", chunk, q - 1, item, JS_CHUNK - 1, chunk, q);
+    if (r % JS_CHUNK) sift__gbnf_sb_printf(b, " %s{0,%ld}", item, r % JS_CHUNK);
+    sift__gbnf_sb_puts(b, " )");
+}
+
+const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name)
+{
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(s, "format");
+    bool has_len = cJSON_GetObjectItemCaseSensitive(s, "minLength") || cJSON_GetObjectItemCaseSensitive(s, "maxLength");
+    if (!sift__js_use_builtin(c, "space")) return NULL;
+    if (pat) {
+        if (!cJSON_IsString(pat)) return sift__js_cfail(c, SIFT_E_INVAL, "'pattern' must be a string");
+        /* ^A{m,n}$ (one atom) with a length: the atom repeated within both bounds */
+        char atom[256];
+        long pm, px;
+        bool as, ae;
+        if (has_len && !fmt && sift__schema_pattern_one_atom(pat->valuestring, strlen(pat->valuestring), atom, sizeof atom, &pm, &px, &as, &ae) &&
+            as && ae) {
+            long mn = sift__js_get_count(c, s, "minLength", 0), mx = sift__js_get_count(c, s, "maxLength", -1);
+            if (mn == -2 || mx == -2) return NULL;
+            if (pm > mn) mn = pm;
+            if (px >= 0 && (mx < 0 || px < mx)) mx = px;
+            if (mx >= 0 && mx < mn)
+                return (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "no string matches both 'pattern' and minLength / maxLength"));
+            if (mn > 2000000 || mx > 2000000) return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2,000,000");
+            sift_error e2 = {0};
+            char *inner = sift__schema_regex_to_gbnf(atom, strlen(atom), &as, &ae, &e2);
+            if (!inner) return sift__js_cfail(c, e2.status ? e2.status : SIFT_E_NOMEM, "pattern, %s", e2.msg);
+            char an[300];
+            snprintf(an, sizeof an, "%s-atom", rule_name);
+            const char *ar = sift__js_add_rule(c, an, inner);
+            if (!ar) return NULL;
+            sift__gbnf_sbuf b = {0};
+            sift__gbnf_sb_puts(&b, "\"\\\"\" ");
+            if (mn <= 2000 && mx <= 2000) sift__gbnf_put_repetition(&b, ar, mn, mx, NULL);
+            else put_long_repetition(c, &b, ar, mn, mx);
+            if (mx == 0) sift__gbnf_sb_puts(&b, "\"\"");
+            sift__gbnf_sb_puts(&b, " \"\\\"\" space");
+            return c->status == SIFT_OK ? sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : (sift__gbnf_sb_free(&b), (const char *)NULL);
+        }
+        if ((has_len || fmt) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+            return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "'pattern' together with minLength / maxLength / format cannot be expressed");
+        size_t o = sift__js_path_push(c, "pattern");
+        char *body = sift__js_pattern_body(c, pat->valuestring, strlen(pat->valuestring));
+        sift__js_path_pop(c, o);
+        return body ? sift__js_add_rule(c, rule_name, body) : NULL;
+    }
+    if (cJSON_IsString(fmt)) {
+        const char *f = fmt->valuestring;
+        const char *prim = NULL;
+        if (!strncmp(f, "uuid", 4) && (!f[4] || (f[4] >= '1' && f[4] <= '5' && !f[5]))) prim = "uuid";
+        else if (!strcmp(f, "date")) prim = "date-string";
+        else if (!strcmp(f, "time")) prim = "time-string";
+        else if (!strcmp(f, "date-time")) prim = "date-time-string";
+        else if (!strcmp(f, "email")) prim = "email";
+        else if (!strcmp(f, "hostname")) prim = "hostname";
+        else if (!strcmp(f, "ipv4")) prim = "ipv4";
+        else if (!strcmp(f, "uri")) prim = "uri";
+        else if (sift__js_in_list(sift__js_formats_refused, f) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+            size_t o = sift__js_path_push(c, "format");
+            sift__js_cfail(c, SIFT_E_UNSUPPORTED, "format '%s' cannot be expressed in a grammar (SIFT_JSON_SCHEMA_LENIENT ignores it)", f);
+            sift__js_path_pop(c, o);
+            return NULL;
+        }
+        if (prim) {
+            if (has_len && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+                return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "format '%s' together with minLength / maxLength cannot be expressed", f);
+            const char *p = sift__js_use_builtin(c, prim);
+            return p ? sift__js_add_rule(c, rule_name, sift__js_dupstr(p)) : NULL;
+        }
+        /* any other format (int32, url, path, ...: none of the standard ones) is an annotation
+         * that no validator checks: a plain string */
+    }
+    long mn = sift__js_get_count(c, s, "minLength", 0), mx = sift__js_get_count(c, s, "maxLength", -1);
+    if (mn == -2 || mx == -2) return NULL;
+    if (mx >= 0 && mx < mn) return (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "maxLength is below minLength"));
+    if (mn > 2000000 || mx > 2000000)
+        return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "minLength / maxLength above 2,000,000 (1000-character chunks, at most 2000 of them)");
+    const char *ch = sift__js_use_builtin(c, "char");
+    if (!ch) return NULL;
+    if (!has_len) {
+        const char *str = sift__js_use_builtin(c, "string");
+        return str ? sift__js_add_rule(c, rule_name, sift__js_dupstr(str)) : NULL;
+    }
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "\"\\\"\" ");
+    if (mn <= 2000 && mx <= 2000) sift__gbnf_put_repetition(&b, ch, mn, mx, NULL);
+    else put_long_repetition(c, &b, ch, mn, mx);
+    sift__gbnf_sb_puts(&b, " \"\\\"\" space");
+    return c->status == SIFT_OK ? sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : (sift__gbnf_sb_free(&b), (const char *)NULL);
+}
+
+static bool get_int_bound(conv *c, const cJSON *s, const char *key, int64_t adjust, bool *has, int64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
+    if (!v) return true;
+    if (cJSON_IsBool(v)) return true; /* draft-04 boolean exclusive* flags: handled by the caller */
+    if (!cJSON_IsNumber(v) || fabs(v->valuedouble) > 9.0e15) {
+        size_t o = sift__js_path_push(c, key);
+        sift__js_cfail(c, SIFT_E_UNSUPPORTED, "'%s' must be a number within +-9e15", key);
+        sift__js_path_pop(c, o);
+        return false;
+    }
+    double d = v->valuedouble;
+    /* integer bounds of a possibly fractional limit */
+    int64_t k;
+    if (adjust > 0) k = (int64_t)floor(d) + 1;       /* exclusiveMinimum: > d */
+    else if (adjust < 0) k = (int64_t)ceil(d) - 1;   /* exclusiveMaximum: < d */
+    else if (!strcmp(key, "minimum")) k = (int64_t)ceil(d);
+    else k = (int64_t)floor(d);
+    if (*has) { /* both minimum and exclusiveMinimum: the tighter */
+        if (!strncmp(key, "exclusiveMin", 12) || !strcmp(key, "minimum")) k = k > *out ? k : *out;
+        else k = k < *out ? k : *out;
+    }
+    *has = true;
+    *out = k;
+    return true;
+}
+
+const char *sift__js_visit_integer(conv *c, const cJSON *s, const char *rule_name)
+{
+    bool has_min = false, has_max = false;
+    int64_t mn = 0, mx = 0;
+    if (!get_int_bound(c, s, "minimum", 0, &has_min, &mn) || !get_int_bound(c, s, "exclusiveMinimum", 1, &has_min, &mn) ||
+        !get_int_bound(c, s, "maximum", 0, &has_max, &mx) || !get_int_bound(c, s, "exclusiveMaximum", -1, &has_max, &mx))
+        return NULL;
+    /* draft-04: exclusiveMinimum / exclusiveMaximum as booleans modifying minimum / maximum */
+    const cJSON *em = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMinimum");
+    const cJSON *eM = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMaximum");
+    if (cJSON_IsTrue(em) && has_min) mn++;
+    if (cJSON_IsTrue(eM) && has_max) mx--;
+    if (!sift__js_use_builtin(c, "space")) return NULL;
+    if (!has_min && !has_max) {
+        const char *p = sift__js_use_builtin(c, "integer");
+        return p ? sift__js_add_rule(c, rule_name, sift__js_dupstr(p)) : NULL;
+    }
+    if (has_min && has_max && mn > mx) return (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "no integer is within minimum..maximum"));
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "(");
+    sift__gbnf_put_int_range(&b, has_min, mn, has_max, mx);
+    sift__gbnf_sb_puts(&b, ") space");
+    return sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+}
+
+/* A bound in plain decimal (the shortest text that reads back as the same double). */
+bool sift__js_bound_text(double d, char *out, size_t cap)
+{
+    if (!(fabs(d) < 1e15)) return false;
+    for (int p = 1; p <= 17; p++) {
+        char t[64];
+        snprintf(t, sizeof t, "%.*g", p, d);
+        if (strtod(t, NULL) != d) continue;
+        int dec = 0;
+        const char *e = strchr(t, 'e');
+        const char *dot = strchr(t, '.');
+        if (!e && !dot) dec = 0;
+        else if (!e) dec = (int)strlen(dot + 1);
+        else dec = p - 1 - (int)floor(log10(fabs(d)));
+        if (dec < 0) dec = 0;
+        if (dec > 40) return false;
+        snprintf(out, cap, "%.*f", dec, d);
+        if (!strcmp(out, "-0")) snprintf(out, cap, "0");
+        return strtod(out, NULL) == d;
+    }
+    return false;
+}
+
+/* One side of a number's range: minimum / exclusiveMinimum (draft-04's boolean form too),
+ * the tighter of both. */
+static bool number_bound(conv *c, const cJSON *s, bool upper, bool *has, double *v, bool *strict)
+{
+    const cJSON *inc = cJSON_GetObjectItemCaseSensitive(s, upper ? "maximum" : "minimum");
+    const cJSON *exc = cJSON_GetObjectItemCaseSensitive(s, upper ? "exclusiveMaximum" : "exclusiveMinimum");
+    *has = false;
+    *strict = false;
+    if (inc) {
+        if (!cJSON_IsNumber(inc)) {
+            size_t o = sift__js_path_push(c, inc->string);
+            sift__js_cfail(c, SIFT_E_INVAL, "'%s' must be a number", inc->string);
+            sift__js_path_pop(c, o);
+            return false;
+        }
+        *has = true;
+        *v = inc->valuedouble;
+        *strict = cJSON_IsTrue(exc);
+    }
+    if (cJSON_IsNumber(exc)) {
+        double x = exc->valuedouble;
+        if (!*has || (upper ? x <= *v : x >= *v)) *v = x, *strict = true;
+        *has = true;
+    } else if (exc && !cJSON_IsBool(exc)) {
+        size_t o = sift__js_path_push(c, exc->string);
+        sift__js_cfail(c, SIFT_E_INVAL, "'%s' must be a number", exc->string);
+        sift__js_path_pop(c, o);
+        return false;
+    }
+    return true;
+}
+
+const char *sift__js_visit_number(conv *c, const cJSON *s, const char *rule_name)
+{
+    bool has_lo, has_hi, lo_s, hi_s;
+    double lo = 0, hi = 0;
+    if (!number_bound(c, s, false, &has_lo, &lo, &lo_s) || !number_bound(c, s, true, &has_hi, &hi, &hi_s)) return NULL;
+    if (!sift__js_use_builtin(c, "space")) return NULL;
+    if (!has_lo && !has_hi) {
+        const char *p = sift__js_use_builtin(c, "number");
+        return p ? sift__js_add_rule(c, rule_name, sift__js_dupstr(p)) : NULL;
+    }
+    char lt[64], ht[64];
+    if ((has_lo && !sift__js_bound_text(lo, lt, sizeof lt)) || (has_hi && !sift__js_bound_text(hi, ht, sizeof ht)))
+        return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "minimum / maximum beyond +-1e15 or with more than 40 decimals cannot be expressed");
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_puts(&b, "(");
+    if (!sift__gbnf_put_number_range(&b, has_lo ? lt : NULL, lo_s, has_hi ? ht : NULL, hi_s)) {
+        sift__gbnf_sb_free(&b);
+        return (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "no number is within minimum..maximum: the schema matches nothing"));
+    }
+    /* the exponent form where its sign alone decides: a bound on one side only, with 0 on the
+     * open side of it ("minimum": 0 takes 1e-06, Python's spelling of 0.000001) */
+    bool pos = has_lo && !has_hi && (lo < 0 || (lo == 0 && !lo_s)), neg = has_hi && !has_lo && (hi > 0 || (hi == 0 && !hi_s));
+    if ((pos || neg) && !(c->flags & SIFT_JSON_SCHEMA_LLAMA)) {
+        if (!sift__js_use_builtin(c, "integral-part") || !sift__js_use_builtin(c, "decimal-part")) return sift__gbnf_sb_free(&b), (const char *)NULL;
+        sift__gbnf_sb_printf(&b, " | %sintegral-part (\".\" decimal-part)? [eE] [-+]? decimal-part", neg ? "\"-\" " : "");
+    }
+    sift__gbnf_sb_puts(&b, ") space");
+    return sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+}
