@@ -349,39 +349,45 @@ static void test_scalar_kernels(void **state)
     }
 }
 
-/* The matrices are copied at load into huge-page memory (model/weights.c) unless SIFT_MMAP=1
- * keeps them in the file mapping: the copy moves bytes, never changes one, so the two loads
- * must give the same logits bit for bit, through the SIMD and the scalar kernels. */
+/* The matrices are placed at load (model/weights.c): mapped in place, or copied into
+ * huge-page memory (and repacked where that pays). SIFT_MMAP=1 maps all of them, SIFT_COPY=1
+ * copies all of them: placement moves bytes, never changes a result, so every load must give
+ * the same logits bit for bit as the default one, through the SIMD and the scalar kernels. */
 static void test_weights_mmap_same(void **state)
 {
     (void)state;
-    for (int f = 0; f < 2; f++) {
-        const int NS = n_steps < 8 ? n_steps : 8, NP = fx[f].ref.n_prompts, NV = fx[f].ref.n_vocab;
-        char path[1024];
-        sift_error err = {0};
-        setenv("SIFT_MMAP", "1", 1);
-        fixture mapped = fx[f];
-        mapped.model = sift_model_load(ref_model_path(fx[f].stem, path, sizeof path), &err);
-        unsetenv("SIFT_MMAP");
-        assert_non_null(mapped.model);
-        for (int scalar = 0; scalar < 2; scalar++) {
-            const sift_isa isa = scalar ? SIFT_ISA_SCALAR : SIFT_ISA_AUTO;
-            float *a = greedy_alone(&fx[f], NS, 1, isa);
-            float *b = greedy_alone(&mapped, NS, 1, isa);
-            const int same = memcmp(a, b, (size_t)NP * NS * NV * 4) == 0;
-            printf("  weights        %-20s %s copied vs file-mapped: %s\n", fx[f].stem, sift_isa_name(scalar ? SIFT_ISA_SCALAR : sift_isa_best()),
-                   same ? "bitwise identical" : "DIFFER");
-            assert_true(same);
-            free(a);
-            free(b);
+    static const char *const envs[] = {"SIFT_MMAP", "SIFT_COPY"};
+    for (int f = 0; f < 2; f++)
+        for (int e = 0; e < 2; e++) {
+            const int NS = n_steps < 8 ? n_steps : 8, NP = fx[f].ref.n_prompts, NV = fx[f].ref.n_vocab;
+            char path[1024];
+            sift_error err = {0};
+            setenv(envs[e], "1", 1);
+            fixture placed = fx[f];
+            placed.model = sift_model_load(ref_model_path(fx[f].stem, path, sizeof path), &err);
+            unsetenv(envs[e]);
+            assert_non_null(placed.model);
+            for (int scalar = 0; scalar < 2; scalar++) {
+                const sift_isa isa = scalar ? SIFT_ISA_SCALAR : SIFT_ISA_AUTO;
+                float *a = greedy_alone(&fx[f], NS, 1, isa);
+                float *b = greedy_alone(&placed, NS, 1, isa);
+                const int same = memcmp(a, b, (size_t)NP * NS * NV * 4) == 0;
+                printf("  weights        %-20s %s default vs %s=1: %s\n", fx[f].stem,
+                       sift_isa_name(scalar ? SIFT_ISA_SCALAR : sift_isa_best()), envs[e],
+                       same ? "bitwise identical" : "DIFFER");
+                assert_true(same);
+                free(a);
+                free(b);
+            }
+            sift_model_free(placed.model);
         }
-        sift_model_free(mapped.model);
-    }
 }
 
-/* A model with 12 MB of matrices: the copy runs in several 4 MiB chunks, on two threads
- * where there are two CPUs, and chunk edges fall inside matrices. Every copied matrix must
- * hold its file bytes (those of a SIFT_MMAP=1 load), and sit in the one huge-page block. */
+/* A model with 12 MB of matrices, copied (SIFT_COPY=1): the copy runs in several 4 MiB
+ * chunks, on two threads where there are two CPUs, and chunk edges fall inside matrices.
+ * Every copied matrix must hold its file bytes (those of a SIFT_MMAP=1 load), and sit in
+ * the one huge-page block. A default load maps Q8_0 in place (no kernel reads another
+ * layout of it): nothing copied. */
 static void test_weights_copy_chunks(void **state)
 {
     (void)state;
@@ -392,12 +398,19 @@ static void test_weights_copy_chunks(void **state)
                                      .n_head_kv = 4, .type = SIFT_TYPE_Q8_0};
     sift_error err = {0};
     assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
+    setenv("SIFT_COPY", "1", 1);
     sift_model *copied = sift_model_load(path, &err);
+    unsetenv("SIFT_COPY");
     setenv("SIFT_MMAP", "1", 1);
     sift_model *mapped = sift_model_load(path, &err);
     unsetenv("SIFT_MMAP");
+    sift_model *placed = sift_model_load(path, &err);
     assert_non_null(copied);
     assert_non_null(mapped);
+    assert_non_null(placed);
+    assert_null(placed->wmem);
+    assert_false(placed->layers[0].wq.huge_pages);
+    sift_model_free(placed);
     assert_non_null(copied->wmem);
     assert_null(mapped->wmem);
     assert_true(copied->wmem_size >= (size_t)12 << 20);

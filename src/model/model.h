@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model/kernels.h"
 #include "sift.h"
 
 #define SIFT_MAX_HEAD_DIM 1024 /* largest head size accepted (real models: 64..256) */
@@ -68,19 +69,24 @@ struct sift_model {
     int64_t n_params;
     uint64_t n_bytes;
     sift_tensor_type main_type;
+    /* the kernels of contexts with --isa auto: for each weight type, the tables measured
+     * fastest on this CPU (choose.c), chosen at load */
+    sift__kernels k_auto;
 };
 
-/* Copy the matrices the forward pass multiplies by into anonymous huge-page memory and
- * point the weights at the copy (a no-op with SIFT_MMAP=1 or when the memory is refused:
- * the file mapping serves as before). Frees nothing on failure. */
-void sift__weights_copy(sift_model *m);
+/* Choose the kernels (m->k_auto) for the weight types the model uses, then place the
+ * matrices: those k_auto wants in the x8 layout are copied into anonymous huge-page memory
+ * and repacked, the rest are used in place from the file mapping (weights.c). SIFT_MMAP=1
+ * maps everything (no repack), SIFT_COPY=1 copies everything (the layout of old). A
+ * refused allocation leaves the mapping serving. Frees nothing on failure. */
+void sift__weights_place(sift_model *m);
 /* n bytes of the file at offset off into dst: pread from fd while it reads (fd < 0: not at
  * all), then from src, the same bytes in the file mapping, for the rest (a short read). */
 void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t n);
-/* Release what sift__weights_copy took. */
+/* Release what sift__weights_place took. */
 void sift__weights_free(sift_model *m);
-/* Rearrange the copied matrices whose type the CPU's best kernel table wants in the x8
- * layout (repack.c); after sift__weights_copy, a no-op where nothing was copied. */
+/* Rearrange the copied matrices whose type k_auto wants in the x8 layout (repack.c);
+ * after the copy, a no-op where nothing was copied. */
 void sift__weights_repack(sift_model *m);
 
 #endif

@@ -110,8 +110,8 @@ void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_
 void sift__weights_repack(sift_model *m)
 {
     if (!m->wmem) return;
-    const sift__kernels *k = sift__kernels_get(SIFT_ISA_AUTO);
-    if (!k || !k->x8_pack[SIFT_TYPE_Q4_K]) return;
+    const sift__kernels *k = &m->k_auto;
+    if (!k->x8_pack[SIFT_TYPE_Q4_K]) return;
     sift__weight *ws[7];
     void *tmp = NULL;
     size_t tmp_bytes = 0;

@@ -153,15 +153,18 @@ static char *map_huge(size_t size)
     return p;
 }
 
-void sift__weights_copy(sift_model *m)
+/* Copy the matrices marked in sel (all of them with all) into one huge-page block; returns
+ * without a copy when the memory is refused. */
+static void copy_matrices(sift_model *m, bool all)
 {
-    const char *env = getenv("SIFT_MMAP");
-    if (env && *env && strcmp(env, "0") != 0) return;
     const int cap = 7 * m->hp.n_layer + 1;
     sift__weight **ws = malloc((size_t)cap * sizeof *ws);
     copy_job J = {.fd = sift__gguf_fd(m->gguf), .parts = malloc((size_t)cap * sizeof *J.parts)};
     if (!ws || !J.parts) goto done;
-    J.n = collect(m, ws, cap);
+    const int n_all = collect(m, ws, cap);
+    J.n = 0;
+    for (int i = 0; i < n_all; i++) /* the rest stays in the file mapping */
+        if (all || m->k_auto.x8_pack[ws[i]->type]) ws[J.n++] = ws[i];
     const uint8_t *base = sift__gguf_bytes(m->gguf);
     size_t total = 0;
     for (int i = 0; i < J.n; i++) {
@@ -195,6 +198,39 @@ void sift__weights_copy(sift_model *m)
 done:
     free(ws);
     free(J.parts);
+}
+
+static bool env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+void sift__weights_place(sift_model *m)
+{
+    const bool map_all = env_set("SIFT_MMAP"), copy_all = !map_all && env_set("SIFT_COPY");
+    bool used[SIFT_TYPE_COUNT] = {false};
+    const int cap = 7 * m->hp.n_layer + 1;
+    sift__weight **ws = malloc((size_t)cap * sizeof *ws);
+    const int n = ws ? collect(m, ws, cap) : 0;
+    for (int i = 0; i < n; i++)
+        if ((int)ws[i]->type >= 0 && ws[i]->type < SIFT_TYPE_COUNT) used[ws[i]->type] = true;
+    if (m->output.data && (int)m->output.type >= 0 && m->output.type < SIFT_TYPE_COUNT) used[m->output.type] = true;
+    sift__kernels_choose(used, copy_all, &m->k_auto);
+    if (map_all) memset(m->k_auto.x8_pack, 0, sizeof m->k_auto.x8_pack);
+    if (!map_all) copy_matrices(m, copy_all);
+    sift__weights_repack(m);
+#ifdef MADV_POPULATE_READ
+    /* the mapped matrices' page tables now, as llama.cpp's MAP_POPULATE does, rather than one
+     * fault per 4 KiB page inside the first decode (the file is in the page cache) */
+    for (int i = 0; i < n; i++)
+        if (!ws[i]->huge_pages) {
+            const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+            const uintptr_t a = (uintptr_t)ws[i]->data / pg * pg, b = (uintptr_t)ws[i]->data + weight_bytes(ws[i]);
+            (void)madvise((void *)a, b - a, MADV_POPULATE_READ); /* advice: EINVAL before 5.14 */
+        }
+#endif
+    free(ws);
 }
 
 void sift__weights_free(sift_model *m)
