@@ -27,9 +27,13 @@
  * The x8 layout (Q4_K): the probe also decides whether repacking pays on this CPU. The
  * repacked layout is read by gemm_x8 for every token count, so it is chosen when the mean
  * of its generation and prompt times, each relative to the best plain table's, is below
- * 1 - PROBE_MARGIN; the loader then repacks (repack.c). Every choice is exact: all tables
- * give the same results bit for bit (tests/test_kernels.c), so the choice changes speed
- * only.
+ * 1 - PROBE_MARGIN; the loader then repacks (repack.c).
+ *
+ * Results: every entry of one table gives the same numbers bit for bit (a token's logits do
+ * not depend on its batch), and tables of different levels agree within rounding
+ * (tests/test_kernels.c). So generation and prompts take different tables only where the
+ * two give the same numbers on the probe, bit for bit; otherwise one table serves both, the
+ * best over the two. The x8 layout is read by one gemm_x8 for every token count.
  */
 #include <math.h>
 #include <pthread.h>
@@ -198,9 +202,7 @@ static void probe_times(const probe_data *d, const sift__kernel_way *ways, int n
         }
 }
 
-/* The index of the fastest way among those with x8 == want_x8 (-1: none); ways are in
- * rising level order, and a later one must beat the best so far by PROBE_MARGIN. */
-static int fastest(const sift__kernel_way *ways, const double *ns, int n, bool want_x8)
+int sift__kernel_fastest(const sift__kernel_way *ways, const double *ns, int n, bool want_x8)
 {
     int best = -1;
     for (int i = 0; i < n; i++) {
@@ -210,6 +212,18 @@ static int fastest(const sift__kernel_way *ways, const double *ns, int n, bool w
     return best;
 }
 
+/* Do ways a (generation) and b (prompt) give the same numbers, bit for bit, on the probe?
+ * Within a table every entry does (kernels.h); across tables the float sums may be
+ * ordered differently, and a token must not get other logits when it comes in a batch. */
+static bool same_results(const probe_data *d, const sift__kernel_way *a, const sift__kernel_way *b)
+{
+    float ga[PROBE_ROWS];
+    probe_run(d, a, false, false);
+    memcpy(ga, d->out, sizeof ga);
+    probe_run(d, b, true, false);
+    return memcmp(ga, d->out, sizeof ga) == 0; /* column 0 of the tile: the same activations */
+}
+
 int sift__kernel_measure(sift_tensor_type t, bool huge, bool with_scalar, int reps, sift__kernel_way *ways, int cap,
                          double *gen, double *prompt, sift__kernel_choice *choice)
 {
@@ -217,17 +231,27 @@ int sift__kernel_measure(sift_tensor_type t, bool huge, bool with_scalar, int re
     const int n = sift__kernel_ways(t, with_scalar, ways, cap);
     if (n == 0 || !probe_make(t, &d)) return 0;
     probe_times(&d, ways, n, huge, reps, gen, prompt);
-    probe_free(&d);
     /* the choice is made among the SIMD tables: scalar only where nothing else runs */
     int first = 0;
     while (first < n - 1 && ways[first].k->isa == SIFT_ISA_SCALAR) first++;
-    const int g = first + fastest(ways + first, gen + first, n - first, false);
-    const int p = first + fastest(ways + first, prompt + first, n - first, false);
-    const int x = fastest(ways + first, gen + first, n - first, true);
+    int g = first + sift__kernel_fastest(ways + first, gen + first, n - first, false);
+    int p = first + sift__kernel_fastest(ways + first, prompt + first, n - first, false);
+    if (g != p && !same_results(&d, &ways[g], &ways[p])) {
+        /* one table for both, the best over the two (relative to each's fastest) */
+        int one = -1;
+        double best = INFINITY;
+        for (int i = first; i < n; i++) {
+            const double rel = gen[i] / gen[g] + prompt[i] / prompt[p];
+            if (!ways[i].x8 && rel < best) best = rel, one = i;
+        }
+        g = p = one;
+    }
+    probe_free(&d);
+    const int x = sift__kernel_fastest(ways + first, gen + first, n - first, true);
     *choice = (sift__kernel_choice){.gen = ways[g].k, .prompt = ways[p].k};
     if (x >= 0) {
         /* the x8 way's table for both; the best x8 prompt is among the same tables */
-        const int xi = first + x, xp = first + fastest(ways + first, prompt + first, n - first, true);
+        const int xi = first + x, xp = first + sift__kernel_fastest(ways + first, prompt + first, n - first, true);
         const double rel = (gen[xi] / gen[g] + prompt[xp] / prompt[p]) / 2;
         if (rel < 1 - PROBE_MARGIN) choice->x8 = ways[xi].k;
     }

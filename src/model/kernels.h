@@ -156,6 +156,10 @@ int sift__kernel_ways(sift_tensor_type t, bool with_scalar, sift__kernel_way *ou
  * of ways (0: the type has no probe). */
 int sift__kernel_measure(sift_tensor_type t, bool huge, bool with_scalar, int reps, sift__kernel_way *ways, int cap,
                          double *gen, double *prompt, sift__kernel_choice *choice);
+/* The index of the fastest of ways[0..n) with x8 == want_x8 by the times ns (-1: none); ways
+ * are in rising level order, and a later one must beat the best so far by 3 % to be
+ * taken (equal times keep the lower level). */
+int sift__kernel_fastest(const sift__kernel_way *ways, const double *ns, int n, bool want_x8);
 /* *out = the best level's table with, for each type marked in used, the entries of the
  * tables measured fastest for it (measured on the first call per type and process, then
  * remembered); x8_pack[t] is set only where the x8 layout measured faster. */
