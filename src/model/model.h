@@ -3,14 +3,11 @@
  *
  * A sift_model keeps small owned F32 copies of the 1-D tensors (norm weights, biases),
  * which the forward pass reads as plain float arrays whatever type the file stored them
- * in. The weight matrices the forward pass multiplies by (every layer's, and the output
- * matrix when it is not the token embeddings) are copied at load into one anonymous
- * mapping asked for in transparent huge pages (weights.c: generation streams every weight
- * byte once per token, and from 4 KiB file pages a third of that time went to TLB misses
- * and to the hardware prefetcher stopping at each page); SIFT_MMAP=1 in the environment
- * keeps them in the file mapping instead (nothing copied: loading costs a page-table
- * walk, not a read). The token embeddings always stay in the file (one row per token).
- */
+ * in. The weight matrices the forward pass multiplies by are used in place from the file
+ * mapping, except those whose chosen kernel reads a repacked layout (Q4_K x8 where the
+ * load-time probe finds it faster), which are copied into huge-page memory and repacked
+ * (weights.c; SIFT_COPY=1 copies all of them, SIFT_MMAP=1 none). The token embeddings
+ * always stay in the file (one row per token). */
 #ifndef SIFT_MODEL_MODEL_H
 #define SIFT_MODEL_MODEL_H
 
@@ -85,8 +82,5 @@ void sift__weights_place(sift_model *m);
 void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t n);
 /* Release what sift__weights_place took. */
 void sift__weights_free(sift_model *m);
-/* Rearrange the copied matrices whose type k_auto wants in the x8 layout (repack.c);
- * after the copy, a no-op where nothing was copied. */
-void sift__weights_repack(sift_model *m);
 
 #endif
