@@ -12,6 +12,12 @@ target_link_libraries(cli_generate PRIVATE PkgConfig::CJSON)
 add_test(NAME cli_generate COMMAND cli_generate $<TARGET_FILE:sift>)
 set_tests_properties(cli_generate PROPERTIES LABELS "model;cli" ENVIRONMENT "${SIFT_TEST_ENV}")
 
+# sift bench --kernels: every table x type timed once, the load's choice and the probe's cost
+# printed (figures not checked: the machine may be busy).
+add_test(NAME bench_kernels COMMAND sift bench --kernels -r 1)
+set_tests_properties(bench_kernels PROPERTIES LABELS "model;bench" ENVIRONMENT "${SIFT_TEST_ENV}"
+                     PASS_REGULAR_EXPRESSION "q4_K +chosen: gen [a-z0-9-]+ .*worst chosen/fastest: [0-9.]+x")
+
 # sift bench --model --depth: attention at depth, tiny figures on stories260K (sift only).
 add_test(NAME bench_model_depth COMMAND sift bench --model --depth 0,64,200 --no-peer -r 1 --n-prompt 8 -n 4
          -m ${SIFT_SHARED_DIR}/models/stories260K.gguf)

@@ -557,6 +557,49 @@ static void test_q4_K_x8(void **state)
     printf("  Q4_K x8 layout: %d results checked\n", checked);
 }
 
+/* The choice by measurement (model/choose.c). The rule, on made-up times: a higher level is
+ * taken only when it measures at least 3 % faster, so an AVX-512 table that is slower (as
+ * the AVX-512 Q4_K one was on Zen 4) or merely as fast stays out; x8 ways are chosen among
+ * themselves. Then the probe on this CPU: every type has ways, only tables the CPU runs,
+ * and each choice names one of them. */
+static void test_choice(void **state)
+{
+    (void)state;
+    sift__kernels lo = {.isa = SIFT_ISA_AVX2}, hi = {.isa = SIFT_ISA_AVX512};
+    const sift__kernel_way ways[] = {{&lo, false, "avx2"}, {&lo, true, "avx2-x8"}, {&hi, false, "avx512"}};
+    const double slower[] = {100, 50, 200}, same[] = {100, 50, 98}, faster[] = {100, 50, 90}, inf[] = {100, 50, INFINITY};
+    assert_int_equal(sift__kernel_fastest(ways, slower, 3, false), 0);
+    assert_int_equal(sift__kernel_fastest(ways, same, 3, false), 0);
+    assert_int_equal(sift__kernel_fastest(ways, faster, 3, false), 2);
+    assert_int_equal(sift__kernel_fastest(ways, inf, 3, false), 0);
+    assert_int_equal(sift__kernel_fastest(ways, faster, 3, true), 1);
+    assert_int_equal(sift__kernel_fastest(ways, faster, 1, true), -1);
+
+    bool used[SIFT_TYPE_COUNT] = {false};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        sift__kernel_way w[8];
+        double gen[8], prompt[8];
+        sift__kernel_choice c = {NULL, NULL, NULL};
+        const int n = sift__kernel_measure(types[i], false, true, 2, w, 8, gen, prompt, &c);
+        assert_true(n >= 1);
+        for (int j = 0; j < n; j++) {
+            assert_ptr_equal(sift__kernels_get(w[j].k->isa) == NULL, false);
+            assert_true(gen[j] > 0 && prompt[j] > 0);
+        }
+        assert_non_null(c.gen);
+        assert_non_null(c.prompt);
+        assert_non_null(sift__kernels_get(c.gen->isa));
+        assert_non_null(sift__kernels_get(c.prompt->isa));
+        used[types[i]] = true;
+    }
+    sift__kernels k;
+    sift__kernels_choose(used, false, &k);
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        assert_non_null(k.rows[types[i]]);
+        assert_non_null(k.dot[types[i]]);
+    }
+}
+
 int main(void)
 {
     printf("  best ISA on this CPU: %s\n", sift_isa_name(sift_isa_best()));
@@ -567,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_q4_K_scales),
         cmocka_unit_test(test_gemm_big),
         cmocka_unit_test(test_q4_K_x8),
+        cmocka_unit_test(test_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,7 @@
 
 #include "gguf/mkmodel.h"
 #include "model/model.h"
+#include "model/repack.h"
 #include "refdata.h"
 #include "sift.h"
 
@@ -349,39 +350,45 @@ static void test_scalar_kernels(void **state)
     }
 }
 
-/* The matrices are copied at load into huge-page memory (model/weights.c) unless SIFT_MMAP=1
- * keeps them in the file mapping: the copy moves bytes, never changes one, so the two loads
- * must give the same logits bit for bit, through the SIMD and the scalar kernels. */
+/* The matrices are placed at load (model/weights.c): mapped in place, or copied into
+ * huge-page memory (and repacked where that pays). SIFT_MMAP=1 maps all of them, SIFT_COPY=1
+ * copies all of them: placement moves bytes, never changes a result, so every load must give
+ * the same logits bit for bit as the default one, through the SIMD and the scalar kernels. */
 static void test_weights_mmap_same(void **state)
 {
     (void)state;
-    for (int f = 0; f < 2; f++) {
-        const int NS = n_steps < 8 ? n_steps : 8, NP = fx[f].ref.n_prompts, NV = fx[f].ref.n_vocab;
-        char path[1024];
-        sift_error err = {0};
-        setenv("SIFT_MMAP", "1", 1);
-        fixture mapped = fx[f];
-        mapped.model = sift_model_load(ref_model_path(fx[f].stem, path, sizeof path), &err);
-        unsetenv("SIFT_MMAP");
-        assert_non_null(mapped.model);
-        for (int scalar = 0; scalar < 2; scalar++) {
-            const sift_isa isa = scalar ? SIFT_ISA_SCALAR : SIFT_ISA_AUTO;
-            float *a = greedy_alone(&fx[f], NS, 1, isa);
-            float *b = greedy_alone(&mapped, NS, 1, isa);
-            const int same = memcmp(a, b, (size_t)NP * NS * NV * 4) == 0;
-            printf("  weights        %-20s %s copied vs file-mapped: %s\n", fx[f].stem, sift_isa_name(scalar ? SIFT_ISA_SCALAR : sift_isa_best()),
-                   same ? "bitwise identical" : "DIFFER");
-            assert_true(same);
-            free(a);
-            free(b);
+    static const char *const envs[] = {"SIFT_MMAP", "SIFT_COPY"};
+    for (int f = 0; f < 2; f++)
+        for (int e = 0; e < 2; e++) {
+            const int NS = n_steps < 8 ? n_steps : 8, NP = fx[f].ref.n_prompts, NV = fx[f].ref.n_vocab;
+            char path[1024];
+            sift_error err = {0};
+            setenv(envs[e], "1", 1);
+            fixture placed = fx[f];
+            placed.model = sift_model_load(ref_model_path(fx[f].stem, path, sizeof path), &err);
+            unsetenv(envs[e]);
+            assert_non_null(placed.model);
+            for (int scalar = 0; scalar < 2; scalar++) {
+                const sift_isa isa = scalar ? SIFT_ISA_SCALAR : SIFT_ISA_AUTO;
+                float *a = greedy_alone(&fx[f], NS, 1, isa);
+                float *b = greedy_alone(&placed, NS, 1, isa);
+                const int same = memcmp(a, b, (size_t)NP * NS * NV * 4) == 0;
+                printf("  weights        %-20s %s default vs %s=1: %s\n", fx[f].stem,
+                       sift_isa_name(scalar ? SIFT_ISA_SCALAR : sift_isa_best()), envs[e],
+                       same ? "bitwise identical" : "DIFFER");
+                assert_true(same);
+                free(a);
+                free(b);
+            }
+            sift_model_free(placed.model);
         }
-        sift_model_free(mapped.model);
-    }
 }
 
-/* A model with 12 MB of matrices: the copy runs in several 4 MiB chunks, on two threads
- * where there are two CPUs, and chunk edges fall inside matrices. Every copied matrix must
- * hold its file bytes (those of a SIFT_MMAP=1 load), and sit in the one huge-page block. */
+/* A model with 12 MB of matrices, copied (SIFT_COPY=1): the copy runs in several 4 MiB
+ * chunks, on two threads where there are two CPUs, and chunk edges fall inside matrices.
+ * Every copied matrix must hold its file bytes (those of a SIFT_MMAP=1 load), and sit in
+ * the one huge-page block. A default load maps Q8_0 in place (no kernel reads another
+ * layout of it): nothing copied. */
 static void test_weights_copy_chunks(void **state)
 {
     (void)state;
@@ -392,12 +399,19 @@ static void test_weights_copy_chunks(void **state)
                                      .n_head_kv = 4, .type = SIFT_TYPE_Q8_0};
     sift_error err = {0};
     assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
+    setenv("SIFT_COPY", "1", 1);
     sift_model *copied = sift_model_load(path, &err);
+    unsetenv("SIFT_COPY");
     setenv("SIFT_MMAP", "1", 1);
     sift_model *mapped = sift_model_load(path, &err);
     unsetenv("SIFT_MMAP");
+    sift_model *placed = sift_model_load(path, &err);
     assert_non_null(copied);
     assert_non_null(mapped);
+    assert_non_null(placed);
+    assert_null(placed->wmem);
+    assert_false(placed->layers[0].wq.huge_pages);
+    sift_model_free(placed);
     assert_non_null(copied->wmem);
     assert_null(mapped->wmem);
     assert_true(copied->wmem_size >= (size_t)12 << 20);
@@ -420,6 +434,84 @@ static void test_weights_copy_chunks(void **state)
     printf("  weights        q8_0 512x1536x4: %d matrices, %zu bytes copied in %zu MiB, equal to the file's\n", n, bytes,
            copied->wmem_size >> 20);
     sift_model_free(copied);
+    sift_model_free(mapped);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A Q4_K model (7 MB of matrices, two 4 MiB chunks, groups straddling the chunk edge):
+ * where the probe chose the x8 layout, the matrices are packed while they are copied; every
+ * row read back out of its group (sift__q4_K_x8_get) must be the file's row, and the logits
+ * of a decode must be those of the file-mapped model, bit for bit. Where the probe keeps
+ * the plain layout, the matrices stay mapped (checked the same way). */
+static void test_weights_pack_on_copy(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], vocab[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/q4k.gguf", dir);
+    const sift__mkmodel_spec spec = {.arch = "llama", .n_embd = 512, .n_ff = 1536, .n_layer = 4, .n_head = 8,
+                                     .n_head_kv = 4, .type = SIFT_TYPE_Q4_K};
+    sift_error err = {0};
+    assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
+    sift_model *placed = sift_model_load(path, &err);
+    setenv("SIFT_MMAP", "1", 1);
+    sift_model *mapped = sift_model_load(path, &err);
+    unsetenv("SIFT_MMAP");
+    assert_non_null(placed);
+    assert_non_null(mapped);
+    int n_x8 = 0, n = 0;
+    for (int l = 0; l < spec.n_layer; l++) {
+        const sift__layer *A = &placed->layers[l], *B = &mapped->layers[l];
+        const sift__weight *wa[] = {&A->wq, &A->wk, &A->wv, &A->wo, &A->w_gate, &A->w_up, &A->w_down};
+        const sift__weight *wb[] = {&B->wq, &B->wk, &B->wv, &B->wo, &B->w_gate, &B->w_up, &B->w_down};
+        for (int i = 0; i < 7; i++, n++) {
+            assert_true(wa[i]->x8 == (placed->k_auto.x8_pack[SIFT_TYPE_Q4_K] != NULL));
+            assert_true(wa[i]->huge_pages == wa[i]->x8);
+            if (!wa[i]->x8) {
+                assert_ptr_equal(wa[i]->data, wb[i]->data);
+                continue;
+            }
+            n_x8++;
+            const int64_t nb = wa[i]->n_in / SIFT_QK_K;
+            for (int64_t r = 0; r < wa[i]->n_out; r++) {
+                const sift_block_q4_Kx8 *g = (const sift_block_q4_Kx8 *)((const char *)wa[i]->data + r / 8 * 8 * wa[i]->row_bytes);
+                const sift_block_q4_K *want = (const sift_block_q4_K *)((const char *)wb[i]->data + r * wa[i]->row_bytes);
+                for (int64_t k = 0; k < nb; k++) {
+                    sift_block_q4_K got;
+                    sift__q4_K_x8_get(&g[k], (int)(r % 8), &got);
+                    assert_memory_equal(&got, &want[k], sizeof got);
+                }
+            }
+        }
+    }
+    /* one decode of a few tokens through each: the same logits */
+    float *lg[2] = {NULL, NULL};
+    sift_model *ms[2] = {placed, mapped};
+    const sift_token toks[] = {1, 17, 42, 99, 3};
+    const sift_seq_id seq = 0;
+    for (int v = 0; v < 2; v++) {
+        sift_context_params cp = sift_context_default_params();
+        cp.n_ctx = 64;
+        cp.n_batch = 8;
+        sift_context *ctx = sift_context_new(ms[v], cp, &err);
+        assert_non_null(ctx);
+        sift_batch b;
+        assert_int_equal(sift_batch_init(&b, 5, 1), SIFT_OK);
+        for (int i = 0; i < 5; i++) assert_int_equal(sift_batch_add(&b, toks[i], i, &seq, 1, i == 4), SIFT_OK);
+        assert_int_equal(sift_decode(ctx, &b, &err), SIFT_OK);
+        sift_batch_free(&b);
+        const int nv = sift_model_n_vocab(ms[v]);
+        lg[v] = malloc((size_t)nv * sizeof(float));
+        memcpy(lg[v], sift_get_logits_ith(ctx, -1), (size_t)nv * sizeof(float));
+        sift_context_free(ctx);
+    }
+    assert_memory_equal(lg[0], lg[1], (size_t)sift_model_n_vocab(placed) * sizeof(float));
+    printf("  weights        q4_K 512x1536x4: %d of %d matrices packed x8 while copied, rows and logits equal to the file's\n",
+           n_x8, n);
+    free(lg[0]);
+    free(lg[1]);
+    sift_model_free(placed);
     sift_model_free(mapped);
     unlink(path);
     rmdir(dir);
@@ -724,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_scalar_kernels),
         cmocka_unit_test(test_weights_mmap_same),
         cmocka_unit_test(test_weights_copy_chunks),
+        cmocka_unit_test(test_weights_pack_on_copy),
         cmocka_unit_test(test_weights_short_read),
         cmocka_unit_test(test_kv_ops),
         cmocka_unit_test(test_kv_shift),

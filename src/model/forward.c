@@ -429,7 +429,8 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
         sift__error_set(err, SIFT_E_INVAL, "context: thread counts must be in [1, %d]", SIFT_POOL_MAX_THREADS);
         return NULL;
     }
-    const sift__kernels *k = sift__kernels_get(p.isa);
+    /* auto: the tables measured fastest per weight type at load (choose.c) */
+    const sift__kernels *k = p.isa == SIFT_ISA_AUTO ? &m->k_auto : sift__kernels_get(p.isa);
     if (!k) {
         sift__error_set(err, SIFT_E_UNSUPPORTED, "context: this CPU does not support %s", sift_isa_name(p.isa));
         return NULL;

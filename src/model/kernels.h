@@ -35,6 +35,7 @@
 #ifndef SIFT_MODEL_KERNELS_H
 #define SIFT_MODEL_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -132,6 +133,37 @@ const sift__kernels *sift__kernels_get(sift_isa isa);
 /* The AVX-512 table without the VNNI Q8_0 / Q4_0 entries (the same as sift__kernels_get's
  * where the CPU lacks VNNI), so tests check both; NULL without AVX-512. */
 const sift__kernels *sift__kernels_get_avx512_plain(void);
+
+/* Choosing a table per weight type by measurement (choose.c). A way is a table, reading
+ * the plain layout or (x8) the x8 layout of repack.h through its gemm_x8. */
+typedef struct sift__kernel_way {
+    const sift__kernels *k;
+    bool x8;
+    const char *name;
+} sift__kernel_way;
+
+/* The tables chosen for one type: gen (one token), prompt (tiles of tokens), and x8, the
+ * table whose gemm_x8 reads a repacked matrix, or NULL where repacking does not pay. */
+typedef struct sift__kernel_choice {
+    const sift__kernels *gen, *prompt, *x8;
+} sift__kernel_choice;
+
+/* The ways type t can run on this CPU, in rising level order (scalar only if asked). */
+int sift__kernel_ways(sift_tensor_type t, bool with_scalar, sift__kernel_way *out, int cap);
+/* Time every way of type t (rows_huge for generation where huge) on the probe matrix: ns
+ * per row-block (8 rows x 2048 values) per token, min of reps runs, into gen[i] and
+ * prompt[i]; *choice as the loader would choose (among the SIMD ways). Returns the number
+ * of ways (0: the type has no probe). */
+int sift__kernel_measure(sift_tensor_type t, bool huge, bool with_scalar, int reps, sift__kernel_way *ways, int cap,
+                         double *gen, double *prompt, sift__kernel_choice *choice);
+/* The index of the fastest of ways[0..n) with x8 == want_x8 by the times ns (-1: none); ways
+ * are in rising level order, and a later one must beat the best so far by 3 % to be
+ * taken (equal times keep the lower level). */
+int sift__kernel_fastest(const sift__kernel_way *ways, const double *ns, int n, bool want_x8);
+/* *out = the best level's table with, for each type marked in used, the entries of the
+ * tables measured fastest for it (measured on the first call per type and process, then
+ * remembered); x8_pack[t] is set only where the x8 layout measured faster. */
+void sift__kernels_choose(const bool used[SIFT_TYPE_COUNT], bool huge, sift__kernels *out);
 
 /* Filled in by the ISA files (compiled with -mavx2 / -mavx512*); call only after a CPU check.
  * init_avx512vnni replaces some entries of an AVX-512 table (CPUs with AVX512_VNNI). */

@@ -304,8 +304,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     }
     if (load_tensors(&ld, ad) != SIFT_OK) goto fail;
     count_params(m);
-    sift__weights_copy(m);
-    sift__weights_repack(m);
+    sift__weights_place(m);
     return m;
 fail:
     sift_model_free(m);

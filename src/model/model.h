@@ -3,20 +3,18 @@
  *
  * A sift_model keeps small owned F32 copies of the 1-D tensors (norm weights, biases),
  * which the forward pass reads as plain float arrays whatever type the file stored them
- * in. The weight matrices the forward pass multiplies by (every layer's, and the output
- * matrix when it is not the token embeddings) are copied at load into one anonymous
- * mapping asked for in transparent huge pages (weights.c: generation streams every weight
- * byte once per token, and from 4 KiB file pages a third of that time went to TLB misses
- * and to the hardware prefetcher stopping at each page); SIFT_MMAP=1 in the environment
- * keeps them in the file mapping instead (nothing copied: loading costs a page-table
- * walk, not a read). The token embeddings always stay in the file (one row per token).
- */
+ * in. The weight matrices the forward pass multiplies by are used in place from the file
+ * mapping, except those whose chosen kernel reads a repacked layout (Q4_K x8 where the
+ * load-time probe finds it faster), which are copied into huge-page memory and repacked
+ * (weights.c; SIFT_COPY=1 copies all of them, SIFT_MMAP=1 none). The token embeddings
+ * always stay in the file (one row per token). */
 #ifndef SIFT_MODEL_MODEL_H
 #define SIFT_MODEL_MODEL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model/kernels.h"
 #include "sift.h"
 
 #define SIFT_MAX_HEAD_DIM 1024 /* largest head size accepted (real models: 64..256) */
@@ -68,19 +66,21 @@ struct sift_model {
     int64_t n_params;
     uint64_t n_bytes;
     sift_tensor_type main_type;
+    /* the kernels of contexts with --isa auto: for each weight type, the tables measured
+     * fastest on this CPU (choose.c), chosen at load */
+    sift__kernels k_auto;
 };
 
-/* Copy the matrices the forward pass multiplies by into anonymous huge-page memory and
- * point the weights at the copy (a no-op with SIFT_MMAP=1 or when the memory is refused:
- * the file mapping serves as before). Frees nothing on failure. */
-void sift__weights_copy(sift_model *m);
+/* Choose the kernels (m->k_auto) for the weight types the model uses, then place the
+ * matrices: those k_auto wants in the x8 layout are copied into anonymous huge-page memory
+ * and repacked, the rest are used in place from the file mapping (weights.c). SIFT_MMAP=1
+ * maps everything (no repack), SIFT_COPY=1 copies everything (the layout of old). A
+ * refused allocation leaves the mapping serving. Frees nothing on failure. */
+void sift__weights_place(sift_model *m);
 /* n bytes of the file at offset off into dst: pread from fd while it reads (fd < 0: not at
  * all), then from src, the same bytes in the file mapping, for the rest (a short read). */
 void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t n);
-/* Release what sift__weights_copy took. */
+/* Release what sift__weights_place took. */
 void sift__weights_free(sift_model *m);
-/* Rearrange the copied matrices whose type the CPU's best kernel table wants in the x8
- * layout (repack.c); after sift__weights_copy, a no-op where nothing was copied. */
-void sift__weights_repack(sift_model *m);
 
 #endif

@@ -2,17 +2,15 @@
  * repack.c - the x8 layout of Q4_K matrices (repack.h): packing at load, and one row's
  * block back out of a group (for the scalar kernels and the tests).
  *
- * The packing runs once per model load over every Q4_K matrix of weights.c's copy, a group
- * of eight rows at a time through a small buffer (the group is copied aside, then written
- * back rearranged), so it costs one more pass over memory the copy has just warmed, and no
- * second copy of the weights.
+ * The packing runs once per model load, inside weights.c's copy: each group of eight rows
+ * is read from the file into a small buffer and packed from there into its place, so the
+ * layout costs no pass over memory beyond the copy itself. sift__q4_K_x8_repack does the
+ * same in place (tests).
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "model/kernels.h"
-#include "model/model.h"
 #include "model/repack.h"
 
 /* The 6-bit scale and min of sub-block j of a block (ggml's get_scale_min_k4). */
@@ -105,44 +103,4 @@ void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_
         memcpy(tmp, grp, 8 * row_bytes);
         pack(tmp, row_bytes, n_in / SIFT_QK_K, grp);
     }
-}
-
-void sift__weights_repack(sift_model *m)
-{
-    if (!m->wmem) return;
-    const sift__kernels *k = sift__kernels_get(SIFT_ISA_AUTO);
-    if (!k || !k->x8_pack[SIFT_TYPE_Q4_K]) return;
-    sift__weight *ws[7];
-    void *tmp = NULL;
-    size_t tmp_bytes = 0;
-    bool writable = false;
-    for (int l = 0; l <= m->hp.n_layer; l++) {
-        int n = 0;
-        if (l < m->hp.n_layer) {
-            sift__layer *L = &m->layers[l];
-            sift__weight *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-            for (size_t i = 0; i < sizeof lw / sizeof *lw; i++) ws[n++] = lw[i];
-        } else if (!m->tied_output) {
-            ws[n++] = &m->output;
-        }
-        for (int i = 0; i < n; i++) {
-            sift__weight *w = ws[i];
-            if (!w->data || !w->huge_pages || w->type != SIFT_TYPE_Q4_K || w->n_out < 8) continue;
-            if (w->row_bytes != (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K)) continue;
-            if (8 * w->row_bytes > tmp_bytes) {
-                void *t = realloc(tmp, 8 * w->row_bytes);
-                if (!t) goto done;
-                tmp = t, tmp_bytes = 8 * w->row_bytes;
-            }
-            if (!writable) {
-                if (mprotect(m->wmem, m->wmem_size, PROT_READ | PROT_WRITE) != 0) goto done;
-                writable = true;
-            }
-            sift__q4_K_x8_repack((void *)w->data, w->n_in, w->row_bytes, w->n_out, tmp, k->x8_pack[SIFT_TYPE_Q4_K]);
-            w->x8 = true;
-        }
-    }
-done:
-    if (writable) mprotect(m->wmem, m->wmem_size, PROT_READ);
-    free(tmp);
 }

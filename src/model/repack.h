@@ -16,7 +16,8 @@
  * A matrix keeps its size and its row_bytes: the first n_out / 8 * 8 rows are groups,
  * group g at data + 8g * row_bytes holding its n_in / 256 x8 blocks in order; the last
  * n_out % 8 rows stay as they were. Only weights.c's private copy is repacked, and only
- * where the best kernel table asks for it (sift__kernels.x8_pack); every table has a
+ * where the load-time probe measures the layout faster (model/choose.c sets the model's
+ * k_auto.x8_pack); every table has a
  * gemm_x8 entry reading the layout (the scalar one through sift__q4_K_x8_get), so contexts
  * of any ISA share the model. Results are bit for bit those of the plain layout.
  */

@@ -1,36 +1,34 @@
 /*
  * weights.c - where the weight matrices live while a model runs.
  *
- * Generation reads every weight byte once per token, so the memory the matrices sit in
- * matters as much as the kernels: straight from the file mapping, each 4 KiB page-cache
- * page is a TLB entry of its own (a 350 MB model is ~85,000 of them, far more than the
- * TLB holds, so nearly every page costs a page walk), and the hardware prefetcher stops at
- * every page boundary. llama.cpp avoids both by copying (repacking) the weights at load
- * into anonymous memory. Here the matrices the forward pass multiplies by are copied, as
- * they are, into one anonymous mapping that is asked for in transparent huge pages
- * (MADV_HUGEPAGE: THP is commonly 'madvise' only), 2 MiB per TLB entry.
+ * A matrix is used in place, from the mapping of the GGUF file, wherever its file layout is
+ * what its kernel reads: loading then costs the page-table entries of the page cache's
+ * pages (populated at load with MADV_POPULATE_READ, as llama.cpp's MAP_POPULATE does, so
+ * the first decode takes no faults), the weights are shared with every other process that
+ * maps the file, and resident memory is one copy. Only the matrices whose chosen kernel
+ * reads another layout (Q4_K in the x8 layout of repack.h, where the load-time probe
+ * measures it faster: model/choose.c) are copied into one anonymous mapping, asked for in
+ * transparent huge pages, and repacked there.
  *
- * The page size changes which generation loop is fastest: from 2 MiB pages a tile of four
- * rows read side by side (sharing each activation load and reduction) streams as fast as
- * one row at a time and costs far less work; from 4 KiB pages the four streams defeat the
- * prefetcher. So a copied matrix is marked huge_pages, and the forward pass takes the
- * kernel table's rows_huge loop for it (kernels.h).
+ * Why not copy everything (the old rule): the copy bought 2 MiB pages (one TLB entry per
+ * 2 MiB instead of per 4 KiB page, and a hardware prefetcher not stopped at every 4 KiB),
+ * but on a VM that hands freed memory back to the host touching fresh memory costs 1-2 ms
+ * per MiB, far more than the reads: a 650 MB Q8_0 model took 0.3 to 4 s to load against
+ * llama.cpp's 0.4 s, while generation from the mapping measured within noise of the copy
+ * (docs/performance.md has the figures). SIFT_COPY=1 in the environment copies every matrix
+ * as before (generation then takes the kernels' rows_huge loops, which read several rows
+ * side by side: from 4 KiB pages those streams defeat the prefetcher, so mapped matrices
+ * take the one-row loops); SIFT_MMAP=1 copies nothing and repacks nothing.
  *
  * The copy is read with pread() from the file straight into the new mapping, 4 MiB at a
- * time by two threads: nothing of the file is mapped into this process on the way, so
- * resident memory is one copy (copying through the mapping faulted every 4 KiB file page
- * in and dropped it again: ~10,000 faults, and as many page-table updates, per 650 MB).
- * Each chunk is first populated with MADV_POPULATE_WRITE, so a refused allocation is an
- * error returned here (the copy is given up and the mapping serves), not a fault inside
- * the read. On a VM that hands freed memory back to the host, touching fresh memory is
- * the main cost of loading (1-2 ms per MiB here), more than the reads.
- *
- * The token embeddings stay in the file (one row per token is read, never streamed), and a
- * tied output matrix with them. SIFT_MMAP=1 in the environment skips the copy (loading
- * then costs nothing but the page-table walk, and the model's weights are shared with
- * every other process mapping the file); so does a refused allocation. A failed or short
- * read (a file changed under us, an fd-less buffer model) copies the rest from the mapping.
- * The copy changes no byte, only the address: every result is the same.
+ * time by two threads: nothing of the file is mapped into this process on the way (copying
+ * through the mapping faulted every 4 KiB file page in and dropped it again). Each chunk is
+ * first populated with MADV_POPULATE_WRITE, so a refused allocation is an error returned
+ * here (the copy is given up and the mapping serves), not a fault inside the read. A failed
+ * or short read (a file changed under us, an fd-less buffer model) copies the rest from the
+ * mapping. The token embeddings stay in the file (one row per token is read, never
+ * streamed), and a tied output matrix with them. Placement changes no result, only where
+ * the bytes are (and, repacked, their order: the x8 kernels give the plain ones' numbers).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -44,6 +42,7 @@
 
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "model/repack.h"
 
 #define WEIGHT_ALIGN 4096 /* each matrix starts on a page: rows of a group never share a line */
 #define HUGE_PAGE ((size_t)2 << 20)
@@ -83,12 +82,19 @@ static void drop_file_pages(const void *p, size_t n)
 }
 
 /* The copy in progress: matrix i, n bytes at file offset off (src in the mapping), goes to
- * mem + at; the threads take CHUNK-sized pieces of mem in turn. */
+ * mem + at; the threads take CHUNK-sized pieces of mem in turn. A part with pack has its
+ * first n_groups groups of eight rows (group bytes each) rearranged on the way by pack
+ * (repack.h's x8 layout), nb blocks per row; a group belongs to the chunk it starts in. */
 typedef struct {
     const char *src;
     uint64_t off;
     size_t at, n;
+    void (*pack)(const void *rows, size_t row_bytes, int64_t nb, void *dst);
+    size_t row_bytes, group;
+    int64_t nb, n_groups;
 } part;
+
+#define PACK_BATCH ((size_t)256 << 10) /* bytes of groups read at once before packing */
 
 typedef struct {
     char *mem;
@@ -114,9 +120,31 @@ void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t
     }
 }
 
+/* The groups of part P that start in [lo, hi): read from the file a batch at a time into
+ * buf (cap bytes, at least one group), packed from there into place. */
+static void pack_groups(const copy_job *J, const part *P, size_t lo, size_t hi, char *buf, size_t cap)
+{
+    const size_t G = P->group;
+    int64_t g = lo > P->at ? (int64_t)((lo - P->at + G - 1) / G) : 0;
+    int64_t g1 = hi > P->at ? (int64_t)((hi - P->at + G - 1) / G) : 0;
+    if (g1 > P->n_groups) g1 = P->n_groups;
+    const int64_t per = (int64_t)(cap / G);
+    while (g < g1) {
+        const int64_t k = g1 - g < per ? g1 - g : per;
+        const size_t o = (size_t)g * G;
+        sift__weights_read(buf, J->fd, P->off + o, P->src + o, (size_t)k * G);
+        for (int64_t i = 0; i < k; i++) P->pack(buf + i * G, P->row_bytes, P->nb, J->mem + P->at + o + i * G);
+        g += k;
+    }
+}
+
 static void *copy_worker(void *arg)
 {
     copy_job *J = arg;
+    size_t cap = PACK_BATCH;
+    for (int i = 0; i < J->n; i++)
+        if (J->parts[i].pack && J->parts[i].group > cap) cap = J->parts[i].group;
+    char *buf = NULL;
     for (;;) {
         const size_t c = atomic_fetch_add(&J->next, 1), lo = c * CHUNK;
         if (lo >= J->size || atomic_load(&J->failed)) break;
@@ -130,10 +158,20 @@ static void *copy_worker(void *arg)
 #endif
         for (int i = 0; i < J->n; i++) {
             const part *P = &J->parts[i];
-            const size_t a = P->at > lo ? P->at : lo, b = P->at + P->n < hi ? P->at + P->n : hi;
+            size_t plain = P->at; /* the plain bytes start here: after the groups */
+            if (P->pack) {
+                if (!buf && !(buf = malloc(cap))) {
+                    atomic_store(&J->failed, true);
+                    break;
+                }
+                pack_groups(J, P, lo, hi, buf, cap);
+                plain += (size_t)P->n_groups * P->group;
+            }
+            const size_t a = plain > lo ? plain : lo, b = P->at + P->n < hi ? P->at + P->n : hi;
             if (a < b) sift__weights_read(J->mem + a, J->fd, P->off + (a - P->at), P->src + (a - P->at), b - a);
         }
     }
+    free(buf);
     return NULL;
 }
 
@@ -153,21 +191,38 @@ static char *map_huge(size_t size)
     return p;
 }
 
-void sift__weights_copy(sift_model *m)
+/* Is w to be read in the x8 layout (k_auto packs its type, and it is whole Q4_K blocks)? */
+static bool x8_packable(const sift_model *m, const sift__weight *w)
 {
-    const char *env = getenv("SIFT_MMAP");
-    if (env && *env && strcmp(env, "0") != 0) return;
+    return m->k_auto.x8_pack[w->type] && w->type == SIFT_TYPE_Q4_K && w->n_out >= 8 &&
+           w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
+}
+
+/* Copy the matrices k_auto reads in the x8 layout (all of them with all) into one huge-page
+ * block, packing those on the way; returns without a copy when the memory is refused. */
+static void copy_matrices(sift_model *m, bool all)
+{
     const int cap = 7 * m->hp.n_layer + 1;
     sift__weight **ws = malloc((size_t)cap * sizeof *ws);
     copy_job J = {.fd = sift__gguf_fd(m->gguf), .parts = malloc((size_t)cap * sizeof *J.parts)};
     if (!ws || !J.parts) goto done;
-    J.n = collect(m, ws, cap);
+    const int n_all = collect(m, ws, cap);
+    J.n = 0;
+    for (int i = 0; i < n_all; i++) /* the rest stays in the file mapping */
+        if (all || x8_packable(m, ws[i])) ws[J.n++] = ws[i];
     const uint8_t *base = sift__gguf_bytes(m->gguf);
     size_t total = 0;
     for (int i = 0; i < J.n; i++) {
         const uint8_t *src = ws[i]->data;
         J.parts[i] = (part){.src = ws[i]->data, .off = (uint64_t)(src - base), .at = total, .n = weight_bytes(ws[i])};
         total += round_up(J.parts[i].n, WEIGHT_ALIGN);
+        if (x8_packable(m, ws[i])) {
+            J.parts[i].pack = m->k_auto.x8_pack[ws[i]->type];
+            J.parts[i].row_bytes = ws[i]->row_bytes;
+            J.parts[i].group = 8 * ws[i]->row_bytes;
+            J.parts[i].nb = ws[i]->n_in / SIFT_QK_K;
+            J.parts[i].n_groups = ws[i]->n_out / 8;
+        }
     }
     if (total == 0) goto done;
     J.size = round_up(total, HUGE_PAGE);
@@ -189,12 +244,45 @@ void sift__weights_copy(sift_model *m)
     for (int i = 0; i < J.n; i++) {
         ws[i]->data = J.mem + J.parts[i].at;
         ws[i]->huge_pages = true;
+        ws[i]->x8 = J.parts[i].pack != NULL;
     }
     m->wmem = J.mem;
     m->wmem_size = J.size;
 done:
     free(ws);
     free(J.parts);
+}
+
+static bool env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+void sift__weights_place(sift_model *m)
+{
+    const bool map_all = env_set("SIFT_MMAP"), copy_all = !map_all && env_set("SIFT_COPY");
+    bool used[SIFT_TYPE_COUNT] = {false};
+    const int cap = 7 * m->hp.n_layer + 1;
+    sift__weight **ws = malloc((size_t)cap * sizeof *ws);
+    const int n = ws ? collect(m, ws, cap) : 0;
+    for (int i = 0; i < n; i++)
+        if ((int)ws[i]->type >= 0 && ws[i]->type < SIFT_TYPE_COUNT) used[ws[i]->type] = true;
+    if (m->output.data && (int)m->output.type >= 0 && m->output.type < SIFT_TYPE_COUNT) used[m->output.type] = true;
+    sift__kernels_choose(used, copy_all, &m->k_auto);
+    if (map_all) memset(m->k_auto.x8_pack, 0, sizeof m->k_auto.x8_pack);
+    if (!map_all) copy_matrices(m, copy_all);
+#ifdef MADV_POPULATE_READ
+    /* the mapped matrices' page tables now, as llama.cpp's MAP_POPULATE does, rather than one
+     * fault per 4 KiB page inside the first decode (the file is in the page cache) */
+    for (int i = 0; i < n; i++)
+        if (!ws[i]->huge_pages) {
+            const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+            const uintptr_t a = (uintptr_t)ws[i]->data / pg * pg, b = (uintptr_t)ws[i]->data + weight_bytes(ws[i]);
+            (void)madvise((void *)a, b - a, MADV_POPULATE_READ); /* advice: EINVAL before 5.14 */
+        }
+#endif
+    free(ws);
 }
 
 void sift__weights_free(sift_model *m)
