@@ -1523,7 +1523,10 @@ def test_hostile_chat_template():
     with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
         f.write(deep)
         path = f.name
-    S = Server("-np", "2", "-c", "1024", "--chat-template-file", path, "--template-memory", "33554432")
+    # (the step budget ends the spin in well under a second in a normal build; under the
+    # sanitizers the wall-clock limit may come first: either is the budget doing its job)
+    S = Server("-np", "2", "-c", "1024", "--chat-template-file", path, "--template-memory", "33554432",
+               "--template-timeout", "3000")
     try:
         res = {}
 
@@ -1540,7 +1543,7 @@ def test_hostile_chat_template():
         assert st == 200 and j["prompt"].startswith("<|im_start|>user\nhi"), (st, j)
         assert took < 2, took
         st, j, spin_took = res["spin"]
-        assert st == 400 and "steps" in json.dumps(j), (st, j)
+        assert st == 400 and ("steps" in json.dumps(j) or "longer than 3000 ms" in json.dumps(j)), (st, j)
         assert spin_took < 5, spin_took
         st, j = S.post("/apply-template", {"messages": [{"role": "user", "content": "grow"}]})
         assert st == 413 and "memory" in json.dumps(j), (st, j)
