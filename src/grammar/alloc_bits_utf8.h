@@ -144,8 +144,5 @@ static inline uint32_t sift__gx_utf8_key(const sift__gx_utf8 *u)
     return ((uint32_t)u->need << 28) | ((uint32_t)u->have << 24) | (u->value & 0x1FFFFF);
 }
 
-/* Encode cp as UTF-8 into out (>= 4 bytes); returns the length (core/utf8.h; U+FFFD above
- * U+10FFFF). */
-static inline int sift__gx_utf8_encode(uint32_t cp, char *out) { return (int)sift__utf8_encode(cp, out); }
 
 #endif

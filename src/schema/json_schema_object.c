@@ -80,12 +80,12 @@ static const char *not_strings_rule(conv *c, const nsnode *t, const char *base, 
     bool first = true;
     for (const nsnode *k = t->kids; k && c->status == SIFT_OK; k = k->next) {
         char u[8];
-        int n = sift__gx_utf8_encode(k->cp, u);
+        const size_t n = sift__utf8_encode(k->cp, u); /* core/utf8.h */
         sift__gbnf_put_class_char(&rejects, k->cp);
         if (k->all) continue; /* nothing that goes through k is left */
         if (!first) sift__gbnf_sb_puts(&b, " | ");
         first = false;
-        sift__gbnf_put_literal(&b, u, (size_t)n);
+        sift__gbnf_put_literal(&b, u, n);
         if (k->kids) {
             const char *sub = not_strings_rule(c, k, base, char_rule, counter);
             if (!sub) break;
