@@ -563,13 +563,15 @@ static const char hostile_template[] =
     "{%- for i in range(7000) -%}{%- for j in range(7000) -%}{%- endfor -%}{%- endfor -%}"
     "{%- for m in messages -%}{{ m.content }}{%- endfor -%}";
 
-/* 20 levels of a_i ::= a_{i+1} a_{i+1} | [a-z]: the parse stacks double at every level. */
+/* 20 levels of a_i ::= a_{i+1} a_{i+1} | [a-z]: the parse stacks double at every level. The
+ * text ends in a comment "# %ld" that req_main numbers, so each request is a new grammar to
+ * the server (no compiled-grammar cache hit: an attacker varies the text). */
 static char *exp_grammar_request(void)
 {
     sbuf g = {0};
     sbuf_adds(&g, "root ::= a0\n");
     for (int i = 0; i < 20; i++) sbuf_printf(&g, "a%d ::= a%d a%d | [a-z]\n", i, i + 1, i + 1);
-    sbuf_adds(&g, "a20 ::= [a-z]\n");
+    sbuf_adds(&g, "a20 ::= [a-z]\n# %ld\n");
     char *gt = sbuf_strdup(&g);
     sbuf_free(&g);
     cJSON *o = cJSON_CreateObject();
@@ -649,6 +651,7 @@ static void *slow_main(void *arg)
 typedef struct req_arg {
     hostile_sh *sh;
     const char *path, *body;
+    bool numbered; /* body is a format with one %ld: the request's number */
     atomic_long *count, *count_400;
     int pause_ms;
 } req_arg;
@@ -664,9 +667,16 @@ static void *req_main(void *arg)
         c->port = a->sh->port;
         c->timeout_ms = 10000;
         int st = 0;
-        const int r = http_do(c, "POST", a->path, a->body, &st, &out);
+        const long k = atomic_fetch_add(a->count, 1);
+        char *body = NULL;
+        if (a->numbered) {
+            const int len = snprintf(NULL, 0, a->body, k);
+            if (len < 0 || !(body = malloc((size_t)len + 1))) break;
+            snprintf(body, (size_t)len + 1, a->body, k);
+        }
+        const int r = http_do(c, "POST", a->path, body ? body : a->body, &st, &out);
+        free(body);
         conn_close(c);
-        atomic_fetch_add(a->count, 1);
         if (r == 0 && st == 400 && a->count_400) atomic_fetch_add(a->count_400, 1);
         if (a->pause_ms) poll(NULL, 0, a->pause_ms);
     }
@@ -751,7 +761,7 @@ static int hostile_main(lt_cfg *c, int n_legit, const char *attacks)
     req_arg ra[] = {
         {.sh = &sh, .path = "/v1/chat/completions", .body = chat_body, .count = &sh.n_chat},
         {.sh = &sh, .path = "/v1/chat/completions", .body = chat_body, .count = &sh.n_chat},
-        {.sh = &sh, .path = "/completion", .body = grammar_body, .count = &sh.n_grammar},
+        {.sh = &sh, .path = "/completion", .body = grammar_body, .numbered = true, .count = &sh.n_grammar},
         {.sh = &sh, .path = "/completion", .body = amp_body, .count = &sh.n_amp, .count_400 = &sh.n_amp_400, .pause_ms = 20},
         {.sh = &sh, .path = "/completion", .body = amp_body, .count = &sh.n_amp, .count_400 = &sh.n_amp_400, .pause_ms = 20},
     };

@@ -43,7 +43,7 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_drain.py --sift $<TARGET_FILE:sift>
                    --model ${SIFT_SHARED_DIR}/models/stories260K.gguf --runs 2 --drain-timeout 1)
   set_tests_properties(server_drain PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 120)
-  # the same with the engine inside an exponential grammar's step at the deadline (about 2 s)
+  # the same with an exponential grammar's request among the streams: refused when compiled (about 2 s)
   add_test(NAME server_drain_stuck
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_drain.py --sift $<TARGET_FILE:sift>
                    --model ${SIFT_SHARED_DIR}/models/stories260K.gguf --runs 1 --drain-timeout 1 --stuck)

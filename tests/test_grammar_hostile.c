@@ -2,7 +2,8 @@
  * test_grammar_hostile.c - a 478-byte grammar whose parse stacks multiply with every
  * character (a_i ::= a_{i+1} a_{i+1} | [a-z], 20 levels: 2^20 ways to parse a text) ends
  * with an error that names SIFT_GRAMMAR_MAX_STACKS within 1 s of CPU (issue 26; before, a
- * generation of 64 tokens took 12 minutes of CPU and 2 GB). Ambiguous grammars under the
+ * generation of 64 tokens took 12 minutes of CPU and 2 GB): refused when it is compiled, and
+ * where the compile-time probe cannot see it (behind a long literal), at run time. Ambiguous grammars under the
  * limit (x{0,1000}-like, up to about a thousand stacks) still work.
  */
 #include <setjmp.h>
@@ -66,9 +67,9 @@ static void test_match_bounded(void **state)
     sift_grammar_free(g);
 }
 
-/* Sampling: the stacks outgrow the limit after a few letters; the sampler then allows
- * nothing and says SIFT_GRAMMAR_OVER_LIMIT (the server answers 400 naming the limit). */
-static void test_sampler_over_limit(void **state)
+/* The compile-time probe (sift__gx_stacks_probe): the exponential grammar is refused when it
+ * is compiled - before a slot is taken, in milliseconds - with an error naming the limit. */
+static void test_refused_at_compile(void **state)
 {
     (void)state;
     const char *t[] = {"a", "b", "ab", "abcd", "abcdefgh", "</s>"};
@@ -77,6 +78,47 @@ static void test_sampler_over_limit(void **state)
     gt_vocab v;
     gt_vocab_make(&v, t, NULL, attr, 6);
     char *text = exponential(20);
+    sift_error err = {0};
+    const double t0 = cpu_now();
+    sift_sampler *s = sift_sampler_init_grammar(&v.view, text, "root", &err);
+    const double cpu = cpu_now() - t0;
+    print_message("  refused in %.4f s CPU: %s\n", cpu, err.msg);
+    assert_null(s);
+    assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "SIFT_GRAMMAR_MAX_STACKS"));
+    if (!SLOW()) assert_true(cpu < 0.25);
+    /* the same through a compiler */
+    sift_grammar_compiler *comp = sift_grammar_compiler_new(&v.view, NULL, &err);
+    assert_non_null(comp);
+    memset(&err, 0, sizeof err);
+    assert_null(sift_grammar_compile(comp, text, strlen(text), "root", &err));
+    assert_non_null(strstr(err.msg, "SIFT_GRAMMAR_MAX_STACKS"));
+    /* ambiguity under the limit compiles: x? eight times, then y */
+    const char *opt = "root ::= \"x\"? \"x\"? \"x\"? \"x\"? \"x\"? \"x\"? \"x\"? \"x\"? \"y\"\n";
+    sift_compiled_grammar *cg = sift_grammar_compile(comp, opt, strlen(opt), "root", &err);
+    assert_non_null(cg);
+    sift_compiled_grammar_free(cg);
+    sift_grammar_compiler_free(comp);
+    free(text);
+    gt_vocab_free(&v);
+}
+
+/* Sampling, the run-time bound: behind a literal longer than the probe looks (72 letters),
+ * the stacks outgrow the limit after a few more letters; the sampler then allows nothing and
+ * says SIFT_GRAMMAR_OVER_LIMIT (the server answers 400 naming the limit). */
+static void test_sampler_over_limit(void **state)
+{
+    (void)state;
+    const char *t[] = {"a", "b", "ab", "abcd", "abcdefgh", "</s>"};
+    uint8_t attr[6] = {SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL,
+                       SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_CONTROL | SIFT_TOKEN_ATTR_EOG};
+    gt_vocab v;
+    gt_vocab_make(&v, t, NULL, attr, 6);
+    char *exp = exponential(20);
+    char *text = malloc(strlen(exp) + 128);
+    sprintf(text, "root ::= \"abcdefghabcdefghabcdefghabcdefghabcdefghabcdefghabcdefghabcdefghabcdefgh\" a0\n%s",
+            exp + strlen("root ::= a0\n"));
+    free(exp);
     sift_error err = {0};
     const double t0 = cpu_now();
     sift_sampler *s = sift_sampler_init_grammar(&v.view, text, "root", &err);
@@ -115,6 +157,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_match_bounded),
+        cmocka_unit_test(test_refused_at_compile),
         cmocka_unit_test(test_sampler_over_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,6 +37,7 @@
 #include "core/status.h"
 #include "grammar/compiler.h"
 #include "grammar/share.h"
+#include "grammar/stacks.h"
 
 #define DEFAULT_CACHE_GRAMMARS 32u
 /* Ahead-of-time work beyond the first mask (trie nodes walked, see sift__gx_engine_precompute).
@@ -49,6 +50,14 @@
  * / TBM p99.9): 12Ki 0.62-0.77 ms / 401-506 us, 24Ki 1.12-1.73 ms / 358-434 us, 48Ki 2.1-2.6
  * ms / 287-392 us: 20Ki keeps both well inside their targets (2 ms, 500 us). */
 #define DEFAULT_PRECOMPUTE_BUDGET ((uint64_t)5 << 12)
+
+/* The ambiguity probe before anything else is built (stacks.h, sift__gx_stacks_probe): 64
+ * characters along the most ambiguous path, at most 2^20 stacks stepped (a few ms for the
+ * worst grammar, microseconds for the usual ones). A grammar that multiplies its stacks is
+ * then refused by its compile - a 400 before a slot is taken - instead of failing on the
+ * engine thread at its first token, a step that costs every other slot its time. */
+#define PROBE_DEPTH 64
+#define PROBE_WORK ((uint64_t)1 << 20)
 
 typedef struct {
     int kind;
@@ -277,6 +286,19 @@ sift_compiled_grammar *sift__gx_compiler_build(sift_grammar_compiler *c, sift_gr
         return NULL;
     }
     atomic_init(&cg->refs, 1);
+    uint32_t peak = 0;
+    const int probe = sift__gx_stacks_probe(g, PROBE_DEPTH, PROBE_WORK, &peak);
+    if (probe != SIFT_OK) {
+        if (probe == GX_E_STACKS)
+            sift__error_set(err, SIFT_E_UNSUPPORTED, "grammar: some text of at most %d characters needs more than %d parse "
+                            "stacks (SIFT_GRAMMAR_MAX_STACKS): the grammar is too ambiguous to follow", PROBE_DEPTH, GX_MAX_STACKS);
+        else
+            sift__error_set(err, SIFT_E_NOMEM, "out of memory");
+        sift_grammar_free(g);
+        sift__gx_free(cg->gbnf);
+        sift__gx_free(cg);
+        return NULL;
+    }
     if (sift__gx_engine_new_in(&cg->eng, g, c, err) != SIFT_OK) {
         sift__gx_free(cg->gbnf);
         sift__gx_free(cg);

@@ -538,3 +538,48 @@ sift_grammar_match_result sift_grammar_match(const sift_grammar *g, const char *
     sift__gx_arena_free(&a);
     return result;
 }
+
+/* ---- the compile-time ambiguity probe ---- */
+
+int sift__gx_stacks_probe(const sift_grammar *g, uint32_t depth, uint64_t work, uint32_t *peak)
+{
+    sift__gx_arena a;
+    sift__gx_state cur = {0}, next = {0}, best = {0};
+    uint64_t *syms = NULL;
+    *peak = 0;
+    if (sift__gx_arena_init(&a, g) != SIFT_OK) return SIFT_E_NOMEM;
+    int rc = sift__gx_state_start(&a, &cur);
+    if (rc == SIFT_OK && !(syms = sift__gx_calloc(g->sym_words ? g->sym_words : 1, sizeof *syms))) rc = SIFT_E_NOMEM;
+    *peak = cur.tops.n;
+    for (uint32_t d = 0; rc == SIFT_OK && d < depth && cur.tops.n > 0 && work > 0; d++) {
+        /* the symbols some top can match; each stands for its first code point */
+        memset(syms, 0, (size_t)g->sym_words * sizeof *syms);
+        for (uint32_t k = 0; k < cur.tops.n; k++) {
+            const uint32_t e = g->elems[a.pos[cur.tops.v[k]]];
+            if (GX_TYPE(e) != GX_CLASS) continue;
+            const uint64_t *bits = sift__gx_class_bits(g, GX_VAL(e));
+            for (uint32_t w = 0; w < g->sym_words; w++) syms[w] |= bits[w];
+        }
+        best.tops.n = 0;
+        for (uint32_t w = 0; rc == SIFT_OK && w < g->sym_words; w++)
+            for (uint64_t m = syms[w]; m && rc == SIFT_OK; m &= m - 1) {
+                const uint32_t s = w * 64 + (uint32_t)__builtin_ctzll(m);
+                const uint32_t cp = g->sym_lo[s];
+                if (cp >= 0xD800 && cp < 0xE000) continue; /* no surrogate is a character */
+                work = work > cur.tops.n ? work - cur.tops.n : 0;
+                rc = sift__gx_state_step(&a, &cur, cp, &next);
+                if (next.tops.n > *peak) *peak = next.tops.n;
+                if (rc == SIFT_OK && next.tops.n > best.tops.n) rc = sift__gx_state_copy(&best, &next);
+                if (work == 0) break;
+            }
+        sift__gx_state swap = cur; /* the most ambiguous successor goes on */
+        cur = best;
+        best = swap;
+    }
+    sift__gx_free(syms);
+    sift__gx_state_free(&cur);
+    sift__gx_state_free(&next);
+    sift__gx_state_free(&best);
+    sift__gx_arena_free(&a);
+    return rc;
+}

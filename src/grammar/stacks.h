@@ -127,6 +127,15 @@ bool sift__gx_state_token_ok(sift__gx_arena *a, const sift__gx_state *s, uint32_
 /* Rebuild arena `a` with only the stacks of state `s` (ids in s are rewritten); the memos
  * are recomputed on demand. For matchers whose arena grew large over a long generation. */
 int sift__gx_state_compact(sift__gx_arena *a, sift__gx_state *s);
+/* The compile-time ambiguity check: from the start state, step `depth` characters, each time
+ * by the symbol whose successor state holds the most stacks (every symbol some top can match
+ * is tried; `work` bounds the stacks stepped in all). GX_E_STACKS when a step passes
+ * GX_MAX_STACKS - some text the grammar reads as a prefix needs more stacks than a matcher
+ * may hold, so a generation could fail there - else SIFT_OK (or SIFT_E_NOMEM); *peak is the
+ * most stacks seen. Greedy, so it finds the exponential grammars (each step multiplies the
+ * stacks whatever the character) and leaves the rest to the run-time bound. */
+int sift__gx_stacks_probe(const sift_grammar *g, uint32_t depth, uint64_t work, uint32_t *peak);
+
 static inline bool sift__gx_state_dead(const sift__gx_state *s) { return s->tops.n == 0 && !s->can_end; }
 /* The grammar may end here (some stack empty, no unfinished character). */
 static inline bool sift__gx_state_can_end(const sift__gx_state *s) { return s->can_end && s->utf8.need == 0; }

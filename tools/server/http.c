@@ -67,6 +67,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
@@ -76,6 +77,10 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#endif
 
 #include "server/server.h"
 
@@ -547,6 +552,39 @@ static void render_leave(srv_server *s, srv_kind kind)
     if (kind == SRV_OAI_CHAT && s->jinja) atomic_fetch_sub(&s->http.renders, 1);
 }
 
+/* A render runs at background priority: its thread's nice value goes up by RENDER_NICE for
+ * the render and back after it. --max-renders bounds how many cores renders take; this makes
+ * the engine thread win the core a render shares with it (weights 1024 against 110 at +10),
+ * so a template that spends its whole budget costs the other slots little of their speed.
+ * Linux threads have their own nice values (setpriority on the thread id); elsewhere this is
+ * a no-op. Going back down needs CAP_SYS_NICE or an RLIMIT_NICE that allows it: without, the
+ * connection's thread stays niced, which only slows that connection's own HTTP work. Returns
+ * the value to restore, or INT_MIN when nothing was changed. */
+#define RENDER_NICE 10
+static int render_nice(bool on)
+{
+#ifdef __linux__
+    if (!on) return INT_MIN;
+    const id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    const int was = getpriority(PRIO_PROCESS, tid);
+    if (errno || setpriority(PRIO_PROCESS, tid, was + RENDER_NICE) != 0) return INT_MIN;
+    return was;
+#else
+    (void)on;
+    return INT_MIN;
+#endif
+}
+
+static void render_unnice(int was)
+{
+#ifdef __linux__
+    if (was != INT_MIN) (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), was);
+#else
+    (void)was;
+#endif
+}
+
 /* What task t's n_probs and trace output is counted as against --max-probs-bytes: its worst
  * case (every token it may generate) of top-candidate entries, SRV_PROBS_ENTRY_BYTES each. */
 static long long probs_cost(const srv_server *s, const srv_task *t)
@@ -568,7 +606,9 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
         return reply_error(c, s, &e);
     }
     chat_jinja_set_client(conn_fd(c)); /* a render stops if this client goes away */
+    const int was_nice = render_nice(kind == SRV_OAI_CHAT && s->jinja);
     const int rc = srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e);
+    render_unnice(was_nice);
     chat_jinja_set_client(-1);
     if (rc) render_leave(s, kind);
     if (rc) return reply_error(c, s, &e);
