@@ -86,8 +86,11 @@ static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_k
 
 static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
 {
-    if (!sp->arch || (strcmp(sp->arch, "llama") && strcmp(sp->arch, "qwen2") && strcmp(sp->arch, "qwen3")))
-        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2 or qwen3",
+    static const char *const known[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3"};
+    bool ok = false;
+    for (size_t i = 0; sp->arch && i < sizeof known / sizeof *known; i++) ok |= !strcmp(sp->arch, known[i]);
+    if (!ok)
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, gemma2 or gemma3",
                               sp->arch ? sp->arch : "(null)");
 #define RANGE(f, lo, hi)                                                                                           \
     if (sp->f < (lo) || sp->f > (hi))                                                                              \
@@ -113,6 +116,14 @@ static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
     return SIFT_OK;
 }
 
+/* The optional tensors an architecture requires (llama.cpp refuses the file without them). */
+static bool wants_bias(const sift__mkmodel_spec *sp) { return sp->bias || !strcmp(sp->arch, "qwen2"); }
+static bool wants_qk_norm(const sift__mkmodel_spec *sp)
+{
+    return sp->qk_norm || !strcmp(sp->arch, "qwen3") || !strcmp(sp->arch, "gemma3");
+}
+static bool wants_post_norms(const sift__mkmodel_spec *sp) { return !strncmp(sp->arch, "gemma", 5); }
+
 uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_vocab)
 {
     const int64_t E = sp->n_embd, F = sp->n_ff, HD = sp->head_dim ? sp->head_dim : sp->n_embd / (sp->n_head ? sp->n_head : 1);
@@ -122,7 +133,8 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
     uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + (sp->tied ? 0 : MAT(E, n_vocab));
     if (sp->rope_freqs) b += (uint64_t)HD / 2 * 4;
     const uint64_t per_layer = MAT(E, Q) + 2 * MAT(E, KV) + MAT(Q, E) + 2 * MAT(E, F) + MAT(F, E) + (uint64_t)E * 8 +
-                               (sp->bias ? (uint64_t)(Q + 2 * KV) * 4 : 0) + (sp->qk_norm ? (uint64_t)HD * 8 : 0);
+                               (wants_bias(sp) ? (uint64_t)(Q + 2 * KV) * 4 : 0) + (wants_qk_norm(sp) ? (uint64_t)HD * 8 : 0) +
+                               (wants_post_norms(sp) ? (uint64_t)E * 8 : 0);
 #undef MAT
     return b + per_layer * (uint64_t)sp->n_layer;
 }
@@ -140,7 +152,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         return sift__error_set(err, SIFT_E_FORMAT, "mkmodel: %s has no tokenizer.ggml.tokens", vocab_src);
     }
 
-    mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 16 * sp->n_layer, .err = err};
+    mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 18 * sp->n_layer, .err = err};
     S.w = sift__gguf_writer_new();
     S.bufs = calloc((size_t)S.cap, sizeof *S.bufs);
     S.names = calloc((size_t)S.cap, sizeof *S.names);
@@ -169,6 +181,9 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         sift__gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear");
         sift__gguf_writer_set_f32(w, KEY("rope.scaling.factor"), sp->rope_linear);
     }
+    if (sp->n_swa > 0) sift__gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)sp->n_swa);
+    if (sp->attn_softcap > 0) sift__gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), sp->attn_softcap);
+    if (sp->final_softcap > 0) sift__gguf_writer_set_f32(w, KEY("final_logit_softcapping"), sp->final_softcap);
 #undef KEY
     for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
         if (!strncmp(sift_gguf_key(g, i), "tokenizer.", 10)) sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
@@ -188,12 +203,12 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         T(N("attn_q.weight"), E, Q, MK_MATRIX)
         T(N("attn_k.weight"), E, KV, MK_MATRIX)
         T(N("attn_v.weight"), E, KV, MK_MATRIX)
-        if (sp->bias) {
+        if (wants_bias(sp)) {
             T(N("attn_q.bias"), Q, 1, MK_BIAS)
             T(N("attn_k.bias"), KV, 1, MK_BIAS)
             T(N("attn_v.bias"), KV, 1, MK_BIAS)
         }
-        if (sp->qk_norm) {
+        if (wants_qk_norm(sp)) {
             T(N("attn_q_norm.weight"), HD, 1, MK_NORM)
             T(N("attn_k_norm.weight"), HD, 1, MK_NORM)
         }
@@ -202,6 +217,10 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         T(N("ffn_gate.weight"), E, F, MK_MATRIX)
         T(N("ffn_up.weight"), E, F, MK_MATRIX)
         T(N("ffn_down.weight"), F, E, MK_MATRIX)
+        if (wants_post_norms(sp)) {
+            T(N("post_attention_norm.weight"), E, 1, MK_NORM)
+            T(N("post_ffw_norm.weight"), E, 1, MK_NORM)
+        }
 #undef N
     }
 #undef T

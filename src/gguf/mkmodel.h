@@ -32,7 +32,9 @@
 #include "sift.h"
 
 typedef struct sift__mkmodel_spec {
-    const char *arch;        /* "llama", "qwen2", "qwen3" */
+    const char *arch;        /* "llama", "qwen2", "qwen3", "gemma2", "gemma3" (the tensors an
+                                architecture requires are written whatever the flags below say:
+                                qwen2's biases, qwen3's and gemma3's q/k norms, gemma's post norms) */
     int n_embd, n_ff, n_layer, n_head, n_head_kv;
     int head_dim;            /* 0: n_embd / n_head (no key_length key) */
     int n_ctx_train;         /* <arch>.context_length; 0: 1024 */
@@ -45,6 +47,9 @@ typedef struct sift__mkmodel_spec {
     float out_scale;         /* multiplies the output head's weights (logit spread) */
     uint64_t seed;           /* 0: 1 */
     sift_tensor_type type;   /* the matrices' type (SIFT_TYPE_F32 = 0 by default) */
+    int n_swa;               /* <arch>.attention.sliding_window; 0: key absent */
+    float attn_softcap;      /* <arch>.attn_logit_softcapping; 0: key absent */
+    float final_softcap;     /* <arch>.final_logit_softcapping; 0: key absent */
 } sift__mkmodel_spec;
 
 /* Write the model to path; vocab_src is a GGUF whose tokenizer.* pairs are copied.

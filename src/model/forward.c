@@ -41,6 +41,7 @@
 
 #include "core/perf.h"
 #include "core/status.h"
+#include "gguf/ggml_types.h"
 #include "model/context.h"
 
 /* ---- small row operations (cheap next to the products; plain C) ---------------------------- */
@@ -54,14 +55,16 @@ static void rmsnorm(const float *x, const float *w, float *y, int n, float eps)
     for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
 }
 
-void sift__rope_cache(const sift_model *m, float p, float *cs)
+void sift__rope_cache(const sift_model *m, float p, bool swa, float *cs)
 {
     const sift__hparams *hp = &m->hp;
-    const float theta_scale = powf(hp->rope_freq_base, -2.0f / (float)hp->n_rot);
+    const float base = swa ? hp->rope_freq_base_swa : hp->rope_freq_base;
+    const float scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale;
+    const float theta_scale = powf(base, -2.0f / (float)hp->n_rot);
     float theta = p;
     for (int i = 0; i < hp->n_rot / 2; i++) {
         const float ff = m->rope_freqs ? m->rope_freqs[i] : 1.0f;
-        const float t = hp->rope_freq_scale * (theta / ff);
+        const float t = scale * (theta / ff);
         cs[2 * i] = cosf(t);
         cs[2 * i + 1] = sinf(t);
         theta *= theta_scale;
@@ -251,25 +254,33 @@ static void attn_task(void *arg, int chunk, int n_chunks, int thread)
     const sift__hparams *hp = &ctx->model->hp;
     const int HD = hp->head_dim, NKV = hp->n_head_kv, G = hp->n_head / hp->n_head_kv, Q = hp->n_head * HD;
     const size_t ld = (size_t)ctx->n_ctx_seq;
-    const float scale = 1.0f / sqrtf((float)HD);
+    /* gemma scales the queries instead (heads_norm_rope), then the scores by 1 */
+    const float scale = hp->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)HD);
+    const bool swa = ctx->model->layers[J->layer].swa;
+    const float cap = hp->attn_softcap, inv_cap = cap > 0 ? 1.0f / cap : 0;
     float *scores = ctx->scores + (size_t)thread * G * ld;
 
     const int64_t n_items = (int64_t)J->n_tok * NKV;
     for (int64_t it = n_items * chunk / n_chunks; it < n_items * (chunk + 1) / n_chunks; it++) {
         const int t = (int)(it / NKV), h = (int)(it % NKV);
-        const int s = ctx->tok_seq[t], n = ctx->tok_pos[t] + 1;
+        const int s = ctx->tok_seq[t], end = ctx->tok_pos[t] + 1;
+        /* a sliding-window layer sees cells end - n_swa .. end - 1 (llama.cpp's standard
+         * window: masked where pos - cell >= n_swa); the others every cell up to its own */
+        const int c0 = swa && end > hp->n_swa ? end - hp->n_swa : 0, n = end - c0;
         const kv_seq *sq = &ctx->seqs[s];
-        const float *kt = kv_row(ctx, ctx->k_cache, J->layer, s, h);
-        const float *vt = kv_row(ctx, ctx->v_cache, J->layer, s, h);
+        const float *kt = kv_row(ctx, ctx->k_cache, J->layer, s, h) + c0;
+        const float *vt = kv_row(ctx, ctx->v_cache, J->layer, s, h) + c0;
         const float *q = ctx->q + (size_t)t * Q + (size_t)h * G * HD;
         float *out = ctx->att + (size_t)t * Q + (size_t)h * G * HD;
 
         k->attn_scores(n, HD, G, q, kt, ld, scale, scores, ld);
         for (int g = 0; g < G; g++) {
             float *sg = scores + g * ld;
+            if (cap > 0) /* gemma2: cap * tanh(score / cap), as three ggml ops */
+                for (int c = 0; c < n; c++) sg[c] = tanhf(sg[c] * inv_cap) * cap;
             if (sq->n_holes)
                 for (int c = 0; c < n; c++)
-                    if (!sq->valid[c]) sg[c] = -INFINITY;
+                    if (!sq->valid[c0 + c]) sg[c] = -INFINITY;
             const double sum = k->softmax_exp(n, sg, k->max(n, sg));
             const float inv = (float)(1.0 / sum);
             for (int c = 0; c < n; c++) sg[c] *= inv;
@@ -351,6 +362,7 @@ void sift_context_free(sift_context *ctx)
     free(ctx->ffn_g);
     free(ctx->ffn_u);
     free(ctx->rope);
+    free(ctx->rope_swa);
     for (int f = 0; f < SIFT_ACT_COUNT; f++) free(ctx->act[f]);
     free(ctx->scores);
     free(ctx->deq);
@@ -467,6 +479,8 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     ctx->ffn_g = xcalloc(B * F, sizeof(float), &fail);
     ctx->ffn_u = xcalloc(B * F, sizeof(float), &fail);
     ctx->rope = xcalloc(B * (size_t)(hp->n_rot ? hp->n_rot : 2), sizeof(float), &fail);
+    if (hp->rope_freq_base_swa != hp->rope_freq_base || hp->rope_freq_scale_swa != hp->rope_freq_scale)
+        ctx->rope_swa = xcalloc(B * (size_t)(hp->n_rot ? hp->n_rot : 2), sizeof(float), &fail);
     ctx->seq_next = xcalloc((size_t)ctx->n_seq, sizeof(int32_t), &fail);
     ctx->tok_seq = xcalloc(B, sizeof(int32_t), &fail);
     ctx->tok_pos = xcalloc(B, sizeof(int32_t), &fail);
@@ -615,8 +629,9 @@ static void store_kv(sift_context *ctx, const sift_batch *b, int l)
             }
 }
 
-/* Per-head RMSNorm (qwen3) and RoPE of n vectors of n_heads heads each. */
-static void heads_norm_rope(sift_context *ctx, float *v, int n, int n_heads, const float *norm, const float *rope)
+/* Per-head RMSNorm (qwen3, gemma3) and RoPE of n vectors of n_heads heads each, then a
+ * scale (gemma's queries; 0: none). */
+static void heads_norm_rope(sift_context *ctx, float *v, int n, int n_heads, const float *norm, const float *rope, float scale)
 {
     const sift__hparams *hp = &ctx->model->hp;
     const int HD = hp->head_dim;
@@ -625,7 +640,20 @@ static void heads_norm_rope(sift_context *ctx, float *v, int n, int n_heads, con
             float *x = v + ((size_t)t * n_heads + h) * HD;
             if (norm) rmsnorm(x, norm, x, HD, hp->rms_eps);
             if (hp->n_rot) sift__rope_apply(x, rope + (size_t)t * hp->n_rot, hp->n_rot, hp->rope_neox);
+            if (scale > 0)
+                for (int d = 0; d < HD; d++) x[d] *= scale;
         }
+}
+
+/* gate = gelu(gate) * up with ggml's fp16 GELU table (model.c, gelu_table). */
+static void geglu(int64_t n, float *g, const float *u, const uint16_t *tbl)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        if (x <= -10.0f) g[i] = 0.0f;
+        else if (x >= 10.0f) g[i] = x * u[i];
+        else g[i] = sift__fp16_to_fp32(tbl[sift__fp32_to_fp16(x)]) * u[i];
+    }
 }
 
 /* Keep only the output tokens' rows (out_ids ascending, so in place is safe). */
@@ -642,6 +670,7 @@ static void compact_outputs(sift_context *ctx)
     compact_rows(ctx->x, hp->n_embd, ctx->out_ids, n);
     compact_rows(ctx->xn, hp->n_embd, ctx->out_ids, n);
     compact_rows(ctx->rope, hp->n_rot, ctx->out_ids, n);
+    if (ctx->rope_swa) compact_rows(ctx->rope_swa, hp->n_rot, ctx->out_ids, n);
     for (int j = 0; j < n; j++) {
         ctx->tok_seq[j] = ctx->tok_seq[ctx->out_ids[j]];
         ctx->tok_pos[j] = ctx->tok_pos[ctx->out_ids[j]];
@@ -662,9 +691,14 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
 
     for (int t = 0; t < n; t++) {
         const sift__weight *te = &m->tok_embd;
-        sift__type_traits_get(te->type)->dequantize((const char *)te->data + (size_t)b->token[t] * te->row_bytes,
-                                                   ctx->x + (size_t)t * E, E);
-        if (hp->n_rot) sift__rope_cache(m, (float)ctx->tok_pos[t], ctx->rope + (size_t)t * hp->n_rot);
+        float *xt = ctx->x + (size_t)t * E;
+        sift__type_traits_get(te->type)->dequantize((const char *)te->data + (size_t)b->token[t] * te->row_bytes, xt, E);
+        if (hp->embd_scale) {
+            const float sc = sqrtf((float)E);
+            for (int i = 0; i < E; i++) xt[i] *= sc;
+        }
+        if (hp->n_rot) sift__rope_cache(m, (float)ctx->tok_pos[t], false, ctx->rope + (size_t)t * hp->n_rot);
+        if (hp->n_rot && ctx->rope_swa) sift__rope_cache(m, (float)ctx->tok_pos[t], true, ctx->rope_swa + (size_t)t * hp->n_rot);
     }
 
     for (int l = 0; l < hp->n_layer; l++) {
@@ -682,7 +716,8 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             const float *bias[3] = {L->bk, L->bv, L->bq};
             matmul(ctx, nth, n, ctx->xn, prune ? 2 : 3, w, out, os, bias);
         }
-        heads_norm_rope(ctx, ctx->kk, n, hp->n_head_kv, L->k_norm, ctx->rope);
+        const float *rope = L->swa && ctx->rope_swa ? ctx->rope_swa : ctx->rope;
+        heads_norm_rope(ctx, ctx->kk, n, hp->n_head_kv, L->k_norm, rope, 0);
         store_kv(ctx, b, l);
         if (prune) {
             compact_outputs(ctx);
@@ -694,7 +729,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             matmul(ctx, nth, n, ctx->xn, 1, w, out, os, bias);
         }
         if (n == 0) break;
-        heads_norm_rope(ctx, ctx->q, n, hp->n_head, L->q_norm, ctx->rope);
+        heads_norm_rope(ctx, ctx->q, n, hp->n_head, L->q_norm, rope, hp->q_scale);
 
         attn_job aj = {ctx, l, n};
         {
@@ -704,6 +739,8 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             sift__pool_run(ctx->pool, par, items < 4 * par ? items : 4 * par, attn_task, &aj);
         }
         matmul1(ctx, nth, n, ctx->att, &L->wo, ctx->xn, E); /* xn is free again: reuse it */
+        if (L->attn_post_norm)
+            for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->attn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
 
         for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
@@ -713,8 +750,11 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             const int64_t os[2] = {F, F};
             matmul(ctx, nth, n, ctx->xn, 2, w, out, os, NULL);
         }
-        ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
+        if (hp->gelu) geglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, m->gelu_f16);
+        else ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
         matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, ctx->xn, E);
+        if (L->ffn_post_norm)
+            for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->ffn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
         if (ctx->cvec && l >= ctx->cvec_l0 && l <= ctx->cvec_l1) /* control vector (cvec.c) */
             for (int t = 0; t < n; t++) add_rows(ctx->x + (size_t)t * E, ctx->cvec + (size_t)l * E, (size_t)E);
@@ -722,7 +762,13 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
 
     /* n == n_outputs here (the last layer kept only them) */
     for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, m->output_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
-    if (!ctx->embeddings || ctx->pooling == SIFT_POOLING_TYPE_NONE) matmul1(ctx, nth, n, ctx->xn, &m->output, ctx->logits, hp->n_vocab);
+    if (!ctx->embeddings || ctx->pooling == SIFT_POOLING_TYPE_NONE) {
+        matmul1(ctx, nth, n, ctx->xn, &m->output, ctx->logits, hp->n_vocab);
+        if (hp->final_softcap > 0) { /* gemma2: cap * tanh(logit / cap) */
+            const float cap = hp->final_softcap, inv = 1.0f / cap;
+            for (size_t i = 0; i < (size_t)n * hp->n_vocab; i++) ctx->logits[i] = tanhf(ctx->logits[i] * inv) * cap;
+        }
+    }
 }
 
 sift_status sift_decode(sift_context *ctx, const sift_batch *batch, sift_error *err)

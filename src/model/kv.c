@@ -112,15 +112,17 @@ static void rotate_keys(sift_context *ctx, int s, sift_pos c0, sift_pos c1, sift
 {
     const sift__hparams *hp = &ctx->model->hp;
     if (!hp->n_rot || delta == 0) return;
-    float cs[SIFT_MAX_HEAD_DIM], vec[SIFT_MAX_HEAD_DIM]; /* n_rot <= head_dim <= SIFT_MAX_HEAD_DIM (model.c) */
-    sift__rope_cache(ctx->model, (float)delta, cs);
+    float cs[SIFT_MAX_HEAD_DIM], cs_swa[SIFT_MAX_HEAD_DIM], vec[SIFT_MAX_HEAD_DIM]; /* n_rot <= head_dim <= SIFT_MAX_HEAD_DIM (model.c) */
+    sift__rope_cache(ctx->model, (float)delta, false, cs);
+    sift__rope_cache(ctx->model, (float)delta, true, cs_swa);
     const size_t ld = (size_t)ctx->n_ctx_seq;
     for (int l = 0; l < hp->n_layer; l++)
         for (int h = 0; h < hp->n_head_kv; h++) {
+            const float *r = ctx->model->layers[l].swa ? cs_swa : cs;
             float *kt = kv_row(ctx, ctx->k_cache, l, s, h);
             for (sift_pos c = c0; c < c1; c++) {
                 for (int d = 0; d < hp->head_dim; d++) vec[d] = kt[d * ld + c];
-                sift__rope_apply(vec, cs, hp->n_rot, hp->rope_neox);
+                sift__rope_apply(vec, r, hp->n_rot, hp->rope_neox);
                 for (int d = 0; d < hp->head_dim; d++) kt[d * ld + c] = vec[d];
             }
         }

@@ -27,13 +27,20 @@ typedef struct arch_desc {
     const char *name;
     bool rope_neox;
     bool qkv_bias;   /* biases required (qwen2); optional for the others */
-    bool qk_norm;    /* per-head q/k RMSNorm (qwen3) */
+    bool qk_norm;    /* per-head q/k RMSNorm (qwen3, gemma3) */
+    bool gemma;      /* embeddings x sqrt(n_embd), GELU FFN, post-attention and post-FFN norms,
+                        queries scaled after RoPE */
+    int swa_pattern; /* layer il slides when il % pattern < pattern - 1 (llama.cpp's
+                        set_swa_pattern): every other layer for gemma2, 5 of 6 for gemma3 */
+    int size_27b;    /* the block count llama.cpp reads as the 27B model (its query scale differs) */
 } arch_desc;
 
 static const arch_desc archs[] = {
-    {"llama", false, false, false},
-    {"qwen2", true, true, false},
-    {"qwen3", true, false, true},
+    {"llama", false, false, false, false, 0, 0},
+    {"qwen2", true, true, false, false, 0, 0},
+    {"qwen3", true, false, true, false, 0, 0},
+    {"gemma2", true, false, false, true, 2, 46},
+    {"gemma3", true, false, true, true, 6, 62},
 };
 
 /* ---- metadata -------------------------------------------------------------------------- */
@@ -137,9 +144,58 @@ static int read_hparams(loader *ld)
         if (!(factor > 0)) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope scaling factor %g", factor);
         hp->rope_freq_scale = 1.0f / factor;
     }
+    hp->rope_freq_base_swa = hp->rope_freq_base;
+    hp->rope_freq_scale_swa = hp->rope_freq_scale;
+    if ((rc = get_float(ld, "rope.freq_base_swa", false, hp->rope_freq_base, &hp->rope_freq_base_swa))) return rc;
     const sift_gguf_value *nv = sift_gguf_get(ld->m->gguf, "general.name");
     hp->name = nv && sift_gguf_value_str(nv, NULL) ? sift_gguf_value_str(nv, NULL) : "";
     return SIFT_OK;
+}
+
+/* gemma2 / gemma3, as llama.cpp reads them (llama-model.cpp): gemma2 always slides (window
+ * 4096 unless the file says) and soft-caps scores (50) and logits (30); gemma3 slides when
+ * the file has a window, with RoPE base 10000 unscaled on those layers, and caps logits
+ * only without one. Queries are scaled by 1/sqrt(head_dim), or 1/sqrt(n_embd/n_head) for
+ * the 27B models (told apart by their block count, as llama.cpp does). */
+static int read_gemma(loader *ld, const arch_desc *ad)
+{
+    sift__hparams *hp = &ld->m->hp;
+    int rc;
+    const bool g2 = !strcmp(ad->name, "gemma2");
+    char key[128];
+    const bool has_swa = sift_gguf_get(ld->m->gguf, akey(ld, "attention.sliding_window", key, sizeof key)) != NULL;
+    if ((rc = get_int(ld, "attention.sliding_window", false, g2 ? 4096 : 0, 0, INT32_MAX, &hp->n_swa))) return rc;
+    if (!g2 && !(has_swa && hp->n_swa > 0)) hp->n_swa = 0;
+    if (g2 && hp->n_swa < 1)
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %s is %d (gemma2 slides on every other layer)", key, hp->n_swa);
+    if (g2) {
+        if ((rc = get_float(ld, "attn_logit_softcapping", false, 50.0f, &hp->attn_softcap))) return rc;
+        if ((rc = get_float(ld, "final_logit_softcapping", false, 30.0f, &hp->final_softcap))) return rc;
+    } else {
+        float cap = 0;
+        if ((rc = get_float(ld, "final_logit_softcapping", false, 0.0f, &cap))) return rc;
+        hp->final_softcap = hp->n_swa > 0 ? 0 : cap; /* llama.cpp's sliding-window graph does not cap */
+        if (hp->n_swa > 0) hp->rope_freq_base_swa = 10000.0f, hp->rope_freq_scale_swa = 1.0f;
+    }
+    if (hp->attn_softcap < 0 || hp->final_softcap < 0)
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: a negative logit soft-cap");
+    hp->q_scale = hp->n_layer == ad->size_27b ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head)) : 1.0f / sqrtf((float)hp->head_dim);
+    hp->embd_scale = true;
+    hp->gelu = true;
+    return SIFT_OK;
+}
+
+/* ggml's GELU as its CPU backend computes it (GGML_GELU_FP16): the input rounded to fp16,
+ * a table of fp16 results of the tanh form, 0 below -10 and x itself above 10. */
+static uint16_t *gelu_table(void)
+{
+    uint16_t *t = malloc(65536 * sizeof *t);
+    if (!t) return NULL;
+    for (uint32_t i = 0; i < 65536; i++) {
+        const float x = sift__fp16_to_fp32((uint16_t)i);
+        t[i] = sift__fp32_to_fp16(0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x))));
+    }
+    return t;
 }
 
 /* ---- tensors ------------------------------------------------------------------------------- */
@@ -203,7 +259,7 @@ static int load_tensors(loader *ld, const arch_desc *ad)
     const int64_t F = hp->n_ff, V = hp->n_vocab, HD = hp->head_dim;
     int rc;
 
-    const int64_t arena_n = E + hp->n_rot / 2 + (int64_t)hp->n_layer * (2 * E + Q + 2 * KV + 2 * HD);
+    const int64_t arena_n = E + hp->n_rot / 2 + (int64_t)hp->n_layer * (4 * E + Q + 2 * KV + 2 * HD);
     m->f32_arena = malloc((size_t)arena_n * sizeof(float));
     if (!m->f32_arena) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
     ld->arena = m->f32_arena;
@@ -242,6 +298,11 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         if ((rc = get_weight(ld, NAME("ffn_gate.weight"), E, F, true, &L->w_gate))) return rc;
         if ((rc = get_weight(ld, NAME("ffn_up.weight"), E, F, true, &L->w_up))) return rc;
         if ((rc = get_weight(ld, NAME("ffn_down.weight"), F, E, true, &L->w_down))) return rc;
+        if (ad->gemma) {
+            if ((rc = get_vec(ld, NAME("post_attention_norm.weight"), E, true, &L->attn_post_norm))) return rc;
+            if ((rc = get_vec(ld, NAME("post_ffw_norm.weight"), E, true, &L->ffn_post_norm))) return rc;
+        }
+        L->swa = hp->n_swa > 0 && ad->swa_pattern > 0 && l % ad->swa_pattern < ad->swa_pattern - 1;
 #undef NAME
     }
     return SIFT_OK;
@@ -287,12 +348,18 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
     if (!ad) {
-        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3)", ld.arch);
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, gemma2, gemma3)",
+                        ld.arch);
         goto fail;
     }
     snprintf(m->hp.arch, sizeof m->hp.arch, "%s", ad->name);
     m->hp.rope_neox = ad->rope_neox;
     if (read_hparams(&ld) != SIFT_OK) goto fail;
+    if (ad->gemma && read_gemma(&ld, ad) != SIFT_OK) goto fail;
+    if (m->hp.gelu && !(m->gelu_f16 = gelu_table())) {
+        sift__error_set(err, SIFT_E_NOMEM, "model: out of memory");
+        goto fail;
+    }
 
     if (!(m->vocab = sift_vocab_from_gguf(m->gguf, err))) goto fail;
     m->hp.n_vocab = sift_vocab_n_tokens(m->vocab);
@@ -317,6 +384,7 @@ void sift_model_free(sift_model *m)
     sift__weights_free(m);
     free(m->layers);
     free(m->f32_arena);
+    free(m->gelu_f16);
     sift_vocab_free(m->vocab);
     sift_gguf_close(m->gguf);
     free(m);

@@ -38,6 +38,9 @@ typedef struct sift__layer {
     const float *q_norm, *k_norm;    /* qwen3 per-head RMSNorm weights [head_dim], or NULL */
     const float *ffn_norm;           /* [n_embd] */
     sift__weight w_gate, w_up, w_down;
+    const float *attn_post_norm;     /* gemma: RMSNorm of the attention output before the residual, or NULL */
+    const float *ffn_post_norm;      /* gemma: the same for the feed-forward output, or NULL */
+    bool swa;                        /* a sliding-window layer (hp.n_swa cells back; its own RoPE base) */
 } sift__layer;
 
 typedef struct sift__hparams {
@@ -48,6 +51,16 @@ typedef struct sift__hparams {
     float rope_freq_base;
     float rope_freq_scale;
     bool rope_neox;
+    /* gemma2 / gemma3 (0 or false elsewhere) */
+    int32_t n_swa;               /* sliding window: a query sees the n_swa positions up to its own */
+    float rope_freq_base_swa;    /* the sliding-window layers' RoPE (gemma3: 10000, unscaled) */
+    float rope_freq_scale_swa;
+    float attn_softcap;          /* scores become cap * tanh(score / cap) before the softmax */
+    float final_softcap;         /* the same for the logits */
+    float q_scale;               /* queries are multiplied by this after RoPE, and the scores are not
+                                    scaled again; 0: the usual 1/sqrt(head_dim) on the scores */
+    bool embd_scale;             /* token embeddings times sqrt(n_embd) */
+    bool gelu;                   /* GELU (tanh form, as ggml's fp16 table) gates the FFN instead of SiLU */
 } sift__hparams;
 
 struct sift_model {
@@ -69,6 +82,8 @@ struct sift_model {
     /* the kernels of contexts with --isa auto: for each weight type, the tables measured
      * fastest on this CPU (choose.c), chosen at load */
     sift__kernels k_auto;
+    /* ggml's GELU table for the gelu FFN: for every fp16 input, the fp16 of gelu(x) */
+    uint16_t *gelu_f16;
 };
 
 /* Choose the kernels (m->k_auto) for the weight types the model uses, then place the

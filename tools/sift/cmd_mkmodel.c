@@ -4,7 +4,8 @@
  * shared test models are 1 MB and smaller, so on them a batch of 8 tokens costs 8 times one
  * token, whatever the runtime does).
  *
- *   sift mkmodel [-o OUT.gguf] [--dim N] [--ff N] [--layers N] [--heads N] [--kv-heads N]
+ *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|gemma2|gemma3] [--dim N] [--ff N]
+ *                [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--swa N]
  *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
  *                [--out-scale X] [--seed N]
  *
@@ -26,7 +27,7 @@
 #include "gguf/mkmodel.h"
 #include "sift.h"
 
-const char sift_cmd_mkmodel_help[] = "write a random llama model of a chosen shape (benchmarks: weights bigger than the caches)";
+const char sift_cmd_mkmodel_help[] = "write a random model of a chosen architecture and shape (tests, benchmarks)";
 
 static const struct {
     const char *name;
@@ -41,6 +42,12 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: sift mkmodel [-o OUT.gguf] [shape options]\n\n"
                "  -o FILE          output (default /tmp/sift-synth-DIMxLAYERS-TYPE.gguf)\n"
+               "  --arch A         llama (default), qwen2, qwen3, gemma2 or gemma3: each with the\n"
+               "                   tensors and keys its architecture has (qwen2 biases, q/k norms,\n"
+               "                   gemma's post norms, sliding window, soft-caps)\n"
+               "  --head-dim N     head size when it is not dim/heads (the key_length key)\n"
+               "  --swa N          sliding window in positions (gemma2/gemma3; default 4096 for gemma2,\n"
+               "                   none for gemma3)\n"
                "  --dim N          embedding width (default 1024)\n"
                "  --layers N       blocks (default 8)\n"
                "  --heads N        query heads (default dim/64)\n"
@@ -80,6 +87,12 @@ int sift_cmd_mkmodel(int argc, char **argv)
         long long lo = 1, hi = 1 << 16;
         if (!strcmp(a, "-o")) {
             out = v;
+        } else if (!strcmp(a, "--arch")) {
+            sp.arch = v;
+        } else if (!strcmp(a, "--head-dim")) {
+            field = &sp.head_dim, hi = 1024;
+        } else if (!strcmp(a, "--swa")) {
+            field = &sp.n_swa, hi = 1 << 24;
         } else if (!strcmp(a, "--vocab")) {
             vocab = v;
         } else if (!strcmp(a, "--type")) {
@@ -121,9 +134,9 @@ int sift_cmd_mkmodel(int argc, char **argv)
     if (!sp.n_head) sp.n_head = sp.n_embd / 64 > 0 ? sp.n_embd / 64 : 1;
     if (!sp.n_head_kv) sp.n_head_kv = sp.n_head % 4 == 0 ? sp.n_head / 4 : sp.n_head;
     if (!sp.n_ff) sp.n_ff = (sp.n_embd * 11 / 4 + 255) / 256 * 256;
-    if (sp.n_embd % sp.n_head) return bad("--heads", "must divide --dim");
+    if (!sp.head_dim && sp.n_embd % sp.n_head) return bad("--heads", "must divide --dim (or give --head-dim)");
     if (sp.n_head % sp.n_head_kv) return bad("--kv-heads", "must divide --heads");
-    if ((sp.n_embd / sp.n_head) % 2) return bad("--heads", "dim/heads must be even (RoPE rotates pairs)");
+    if ((sp.head_dim ? sp.head_dim : sp.n_embd / sp.n_head) % 2) return bad("--heads", "the head size must be even (RoPE rotates pairs)");
 
     char vocab_buf[1024], out_buf[1024];
     if (!vocab) {
@@ -141,13 +154,13 @@ int sift_cmd_mkmodel(int argc, char **argv)
     if (!vg) return fprintf(stderr, "sift mkmodel: --vocab: %s\n", err.msg), 1;
     const int64_t n_vocab = sift_gguf_array_n(sift_gguf_get(vg, "tokenizer.ggml.tokens"));
     sift_gguf_close(vg);
-    const int hd = sp.n_embd / sp.n_head;
+    const int hd = sp.head_dim ? sp.head_dim : sp.n_embd / sp.n_head;
     const double params = (double)n_vocab * sp.n_embd * 2 +
-                          (double)sp.n_layer * ((double)sp.n_embd * (2.0 * sp.n_embd + 2.0 * sp.n_head_kv * hd) +
+                          (double)sp.n_layer * ((double)sp.n_embd * (2.0 * sp.n_head * hd + 2.0 * sp.n_head_kv * hd) +
                                                 3.0 * sp.n_embd * sp.n_ff);
-    printf("sift mkmodel: llama, dim %d, %d layers, %d heads (%d KV, head size %d), ff %d, vocab %lld, %s: "
+    printf("sift mkmodel: %s, dim %d, %d layers, %d heads (%d KV, head size %d), ff %d, vocab %lld, %s: "
            "%.1f M parameters, ~%.1f MB\n",
-           sp.n_embd, sp.n_layer, sp.n_head, sp.n_head_kv, hd, sp.n_ff, (long long)n_vocab, sift_type_name(sp.type),
+           sp.arch, sp.n_embd, sp.n_layer, sp.n_head, sp.n_head_kv, hd, sp.n_ff, (long long)n_vocab, sift_type_name(sp.type),
            params / 1e6, (double)sift__mkmodel_tensor_bytes(&sp, n_vocab) / 1e6);
     fflush(stdout);
     struct timespec t0, t1;
