@@ -13,6 +13,8 @@
  *          decoupled
  *   gemma3 q/k norms, a window of 8 on 5 layers of 6 with RoPE base 10000 there, base 1e6
  *          with linear scaling x8 on the global layer
+ *   granite embedding x12, residual x0.22, score scale 1/64, logits / 8
+ *   smollm3 no RoPE on every 4th layer
  *
  * Checks per model and prompt: prompt logits max |delta| <= 1e-4 (F32 weights: the
  * stories260K tolerance), and the greedy ids: decoding llama.cpp's continuation
@@ -105,7 +107,7 @@ static void check_model(const char *dir, const char *stem, const char *path, boo
             }
             const bool logits_ok = d <= (gelu_table ? 5e-3 : 1e-4);
             const bool ok = logits_ok && wrong == 0;
-            printf("%s %-6s %-5s %3d tokens: prompt logits max|delta| %.3g (%d/%d rows over 1e-4); greedy %d/%d ids identical "
+            printf("%s %-7s %-5s %3d tokens: prompt logits max|delta| %.3g (%d/%d rows over 1e-4); greedy %d/%d ids identical "
                    "(%d near-ties)\n",
                    ok ? "ok  " : "FAIL", stem, rp->id, rp->n_tokens, d, rows_over, n_rows, same, rp->n_gen, ties);
             failures += !ok;
@@ -142,6 +144,10 @@ int main(int argc, char **argv)
                     .n_swa = 8, .tied = true, .out_scale = 4, .seed = 14}, true},
         {"gemma3", {.arch = "gemma3", .n_embd = 64, .n_ff = 128, .n_layer = 6, .n_head = 4, .n_head_kv = 1, .head_dim = 32,
                     .freq_base = 1e6f, .rope_linear = 8, .n_swa = 8, .tied = true, .out_scale = 4, .seed = 15}, true},
+        {"granite", {.arch = "granite", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e4f,
+                     .tied = true, .out_scale = 4, .seed = 16}, false},
+        {"smollm3", {.arch = "smollm3", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 1, .freq_base = 5e6f,
+                     .out_scale = 4, .seed = 17}, false},
     };
     enum { N_MODELS = sizeof models / sizeof *models };
     char cmd[8192];

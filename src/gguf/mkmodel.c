@@ -86,11 +86,11 @@ static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_k
 
 static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
 {
-    static const char *const known[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3"};
+    static const char *const known[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite", "smollm3"};
     bool ok = false;
     for (size_t i = 0; sp->arch && i < sizeof known / sizeof *known; i++) ok |= !strcmp(sp->arch, known[i]);
     if (!ok)
-        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, gemma2 or gemma3",
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, gemma2, gemma3, granite or smollm3",
                               sp->arch ? sp->arch : "(null)");
 #define RANGE(f, lo, hi)                                                                                           \
     if (sp->f < (lo) || sp->f > (hi))                                                                              \
@@ -184,6 +184,12 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     if (sp->n_swa > 0) sift__gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)sp->n_swa);
     if (sp->attn_softcap > 0) sift__gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), sp->attn_softcap);
     if (sp->final_softcap > 0) sift__gguf_writer_set_f32(w, KEY("final_logit_softcapping"), sp->final_softcap);
+    if (!strcmp(sp->arch, "granite")) { /* multipliers of granite-3.x's order (its 2B: 12, 0.22, 1/64, 8) */
+        sift__gguf_writer_set_f32(w, KEY("embedding_scale"), 12.0f);
+        sift__gguf_writer_set_f32(w, KEY("residual_scale"), 0.22f);
+        sift__gguf_writer_set_f32(w, KEY("attention.scale"), 0.015625f);
+        sift__gguf_writer_set_f32(w, KEY("logit_scale"), 8.0f);
+    }
 #undef KEY
     for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
         if (!strncmp(sift_gguf_key(g, i), "tokenizer.", 10)) sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));

@@ -32,7 +32,8 @@
 #include "sift.h"
 
 typedef struct sift__mkmodel_spec {
-    const char *arch;        /* "llama", "qwen2", "qwen3", "gemma2", "gemma3" (the tensors an
+    const char *arch;        /* "llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite" (with fixed
+                                multipliers), "smollm3" (the tensors an
                                 architecture requires are written whatever the flags below say:
                                 qwen2's biases, qwen3's and gemma3's q/k norms, gemma's post norms) */
     int n_embd, n_ff, n_layer, n_head, n_head_kv;

@@ -255,7 +255,7 @@ static void attn_task(void *arg, int chunk, int n_chunks, int thread)
     const int HD = hp->head_dim, NKV = hp->n_head_kv, G = hp->n_head / hp->n_head_kv, Q = hp->n_head * HD;
     const size_t ld = (size_t)ctx->n_ctx_seq;
     /* gemma scales the queries instead (heads_norm_rope), then the scores by 1 */
-    const float scale = hp->q_scale > 0 ? 1.0f : 1.0f / sqrtf((float)HD);
+    const float scale = hp->q_scale > 0 ? 1.0f : hp->kq_scale > 0 ? hp->kq_scale : 1.0f / sqrtf((float)HD);
     const bool swa = ctx->model->layers[J->layer].swa;
     const float cap = hp->attn_softcap, inv_cap = cap > 0 ? 1.0f / cap : 0;
     float *scores = ctx->scores + (size_t)thread * G * ld;
@@ -629,8 +629,8 @@ static void store_kv(sift_context *ctx, const sift_batch *b, int l)
             }
 }
 
-/* Per-head RMSNorm (qwen3, gemma3) and RoPE of n vectors of n_heads heads each, then a
- * scale (gemma's queries; 0: none). */
+/* Per-head RMSNorm (qwen3, gemma3) and RoPE (rope NULL: none) of n vectors of n_heads heads
+ * each, then a scale (gemma's queries; 0: none). */
 static void heads_norm_rope(sift_context *ctx, float *v, int n, int n_heads, const float *norm, const float *rope, float scale)
 {
     const sift__hparams *hp = &ctx->model->hp;
@@ -639,7 +639,7 @@ static void heads_norm_rope(sift_context *ctx, float *v, int n, int n_heads, con
         for (int h = 0; h < n_heads; h++) {
             float *x = v + ((size_t)t * n_heads + h) * HD;
             if (norm) rmsnorm(x, norm, x, HD, hp->rms_eps);
-            if (hp->n_rot) sift__rope_apply(x, rope + (size_t)t * hp->n_rot, hp->n_rot, hp->rope_neox);
+            if (hp->n_rot && rope) sift__rope_apply(x, rope + (size_t)t * hp->n_rot, hp->n_rot, hp->rope_neox);
             if (scale > 0)
                 for (int d = 0; d < HD; d++) x[d] *= scale;
         }
@@ -682,6 +682,11 @@ static void add_rows(float *x, const float *y, size_t n)
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+static void scale_rows(float *x, size_t n, float s)
+{
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
 static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
 {
     const sift_model *m = ctx->model;
@@ -693,10 +698,8 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         const sift__weight *te = &m->tok_embd;
         float *xt = ctx->x + (size_t)t * E;
         sift__type_traits_get(te->type)->dequantize((const char *)te->data + (size_t)b->token[t] * te->row_bytes, xt, E);
-        if (hp->embd_scale) {
-            const float sc = sqrtf((float)E);
-            for (int i = 0; i < E; i++) xt[i] *= sc;
-        }
+        if (hp->embd_mult != 0)
+            for (int i = 0; i < E; i++) xt[i] *= hp->embd_mult;
         if (hp->n_rot) sift__rope_cache(m, (float)ctx->tok_pos[t], false, ctx->rope + (size_t)t * hp->n_rot);
         if (hp->n_rot && ctx->rope_swa) sift__rope_cache(m, (float)ctx->tok_pos[t], true, ctx->rope_swa + (size_t)t * hp->n_rot);
     }
@@ -716,7 +719,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             const float *bias[3] = {L->bk, L->bv, L->bq};
             matmul(ctx, nth, n, ctx->xn, prune ? 2 : 3, w, out, os, bias);
         }
-        const float *rope = L->swa && ctx->rope_swa ? ctx->rope_swa : ctx->rope;
+        const float *rope = L->nope ? NULL : L->swa && ctx->rope_swa ? ctx->rope_swa : ctx->rope;
         heads_norm_rope(ctx, ctx->kk, n, hp->n_head_kv, L->k_norm, rope, 0);
         store_kv(ctx, b, l);
         if (prune) {
@@ -741,6 +744,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         matmul1(ctx, nth, n, ctx->att, &L->wo, ctx->xn, E); /* xn is free again: reuse it */
         if (L->attn_post_norm)
             for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->attn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
+        if (hp->residual_scale != 0) scale_rows(ctx->xn, (size_t)n * E, hp->residual_scale);
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
 
         for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
@@ -755,6 +759,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, ctx->xn, E);
         if (L->ffn_post_norm)
             for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->ffn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
+        if (hp->residual_scale != 0) scale_rows(ctx->xn, (size_t)n * E, hp->residual_scale);
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
         if (ctx->cvec && l >= ctx->cvec_l0 && l <= ctx->cvec_l1) /* control vector (cvec.c) */
             for (int t = 0; t < n; t++) add_rows(ctx->x + (size_t)t * E, ctx->cvec + (size_t)l * E, (size_t)E);
@@ -764,6 +769,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
     for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, m->output_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
     if (!ctx->embeddings || ctx->pooling == SIFT_POOLING_TYPE_NONE) {
         matmul1(ctx, nth, n, ctx->xn, &m->output, ctx->logits, hp->n_vocab);
+        if (hp->logit_scale != 0) scale_rows(ctx->logits, (size_t)n * hp->n_vocab, 1.0f / hp->logit_scale); /* granite */
         if (hp->final_softcap > 0) { /* gemma2: cap * tanh(logit / cap) */
             const float cap = hp->final_softcap, inv = 1.0f / cap;
             for (size_t i = 0; i < (size_t)n * hp->n_vocab; i++) ctx->logits[i] = tanhf(ctx->logits[i] * inv) * cap;

@@ -117,7 +117,7 @@ static void rotate_keys(sift_context *ctx, int s, sift_pos c0, sift_pos c1, sift
     sift__rope_cache(ctx->model, (float)delta, true, cs_swa);
     const size_t ld = (size_t)ctx->n_ctx_seq;
     for (int l = 0; l < hp->n_layer; l++)
-        for (int h = 0; h < hp->n_head_kv; h++) {
+        for (int h = 0; h < hp->n_head_kv && !ctx->model->layers[l].nope; h++) { /* a layer without RoPE keeps its keys */
             const float *r = ctx->model->layers[l].swa ? cs_swa : cs;
             float *kt = kv_row(ctx, ctx->k_cache, l, s, h);
             for (sift_pos c = c0; c < c1; c++) {

@@ -33,14 +33,18 @@ typedef struct arch_desc {
     int swa_pattern; /* layer il slides when il % pattern < pattern - 1 (llama.cpp's
                         set_swa_pattern): every other layer for gemma2, 5 of 6 for gemma3 */
     int size_27b;    /* the block count llama.cpp reads as the 27B model (its query scale differs) */
+    bool granite;    /* embedding, residual, attention and logit multipliers */
+    int nope_step;   /* layer il has no RoPE when (il + 1) % step == 0 (smollm3: 4); 0: none */
 } arch_desc;
 
 static const arch_desc archs[] = {
-    {"llama", false, false, false, false, 0, 0},
-    {"qwen2", true, true, false, false, 0, 0},
-    {"qwen3", true, false, true, false, 0, 0},
-    {"gemma2", true, false, false, true, 2, 46},
-    {"gemma3", true, false, true, true, 6, 62},
+    {"llama", false, false, false, false, 0, 0, false, 0},
+    {"qwen2", true, true, false, false, 0, 0, false, 0},
+    {"qwen3", true, false, true, false, 0, 0, false, 0},
+    {"gemma2", true, false, false, true, 2, 46, false, 0},
+    {"gemma3", true, false, true, true, 6, 62, false, 0},
+    {"granite", false, false, false, false, 0, 0, true, 0},
+    {"smollm3", false, false, false, false, 0, 0, false, 4},
 };
 
 /* ---- metadata -------------------------------------------------------------------------- */
@@ -51,6 +55,7 @@ typedef struct loader {
     const char *arch;
     float *arena;      /* next free float of the 1-D arena */
     float *arena_end;
+    bool rope;         /* RoPE on (granite can turn it off) */
 } loader;
 
 /* "{arch}.suffix" */
@@ -180,8 +185,27 @@ static int read_gemma(loader *ld, const arch_desc *ad)
     if (hp->attn_softcap < 0 || hp->final_softcap < 0)
         return sift__error_set(ld->err, SIFT_E_FORMAT, "model: a negative logit soft-cap");
     hp->q_scale = hp->n_layer == ad->size_27b ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head)) : 1.0f / sqrtf((float)hp->head_dim);
-    hp->embd_scale = true;
+    hp->embd_mult = sqrtf((float)hp->n_embd);
     hp->gelu = true;
+    return SIFT_OK;
+}
+
+/* granite's multipliers (llama.cpp: logit_scale required, the others optional; a model
+ * whose rope.scaling.finetuned is false runs without RoPE). */
+static int read_granite(loader *ld, bool *rope)
+{
+    sift__hparams *hp = &ld->m->hp;
+    int rc;
+    if ((rc = get_float(ld, "logit_scale", true, 0, &hp->logit_scale))) return rc;
+    if ((rc = get_float(ld, "residual_scale", false, 0, &hp->residual_scale))) return rc;
+    if ((rc = get_float(ld, "embedding_scale", false, 0, &hp->embd_mult))) return rc;
+    if ((rc = get_float(ld, "attention.scale", false, 0, &hp->kq_scale))) return rc;
+    if (hp->logit_scale == 0) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %s.logit_scale is 0", ld->arch);
+    char key[128];
+    const sift_gguf_value *v = sift_gguf_get(ld->m->gguf, akey(ld, "rope.scaling.finetuned", key, sizeof key));
+    *rope = true;
+    if (v && sift_gguf_value_bool(v, rope) != SIFT_OK)
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not a bool", key);
     return SIFT_OK;
 }
 
@@ -303,6 +327,15 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_vec(ld, NAME("post_ffw_norm.weight"), E, true, &L->ffn_post_norm))) return rc;
         }
         L->swa = hp->n_swa > 0 && ad->swa_pattern > 0 && l % ad->swa_pattern < ad->swa_pattern - 1;
+        L->nope = !ld->rope || (ad->nope_step > 0 && (l + 1) % ad->nope_step == 0);
+        /* biases the forward pass has no place for: refused, never ignored */
+        static const char *const unused[] = {"attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias", "attn_qkv.weight"};
+        for (size_t k = 0; k < sizeof unused / sizeof *unused; k++) {
+            snprintf(n, sizeof n, "blk.%d.%s", l, unused[k]);
+            if (sift_gguf_tensor_by_name(m->gguf, n))
+                return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' is not supported (separate Q/K/V without "
+                                       "output or FFN biases)", n);
+        }
 #undef NAME
     }
     return SIFT_OK;
@@ -335,7 +368,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
         sift__error_set(err, SIFT_E_NOMEM, "model: out of memory");
         return NULL;
     }
-    loader ld = {.m = m, .err = err};
+    loader ld = {.m = m, .err = err, .rope = true};
     if (!(m->gguf = sift_gguf_open(path, err))) goto fail;
 
     const sift_gguf_value *av = sift_gguf_get(m->gguf, "general.architecture");
@@ -348,7 +381,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
     if (!ad) {
-        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, gemma2, gemma3)",
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, gemma2, gemma3, granite, smollm3)",
                         ld.arch);
         goto fail;
     }
@@ -356,6 +389,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     m->hp.rope_neox = ad->rope_neox;
     if (read_hparams(&ld) != SIFT_OK) goto fail;
     if (ad->gemma && read_gemma(&ld, ad) != SIFT_OK) goto fail;
+    if (ad->granite && read_granite(&ld, &ld.rope) != SIFT_OK) goto fail;
     if (m->hp.gelu && !(m->gelu_f16 = gelu_table())) {
         sift__error_set(err, SIFT_E_NOMEM, "model: out of memory");
         goto fail;

@@ -41,6 +41,7 @@ typedef struct sift__layer {
     const float *attn_post_norm;     /* gemma: RMSNorm of the attention output before the residual, or NULL */
     const float *ffn_post_norm;      /* gemma: the same for the feed-forward output, or NULL */
     bool swa;                        /* a sliding-window layer (hp.n_swa cells back; its own RoPE base) */
+    bool nope;                       /* no RoPE on this layer (smollm3's every 4th; granite without rope) */
 } sift__layer;
 
 typedef struct sift__hparams {
@@ -59,7 +60,11 @@ typedef struct sift__hparams {
     float final_softcap;         /* the same for the logits */
     float q_scale;               /* queries are multiplied by this after RoPE, and the scores are not
                                     scaled again; 0: the usual 1/sqrt(head_dim) on the scores */
-    bool embd_scale;             /* token embeddings times sqrt(n_embd) */
+    float embd_mult;             /* token embeddings times this (gemma: sqrt(n_embd); granite:
+                                    embedding_scale); 0: not scaled */
+    float kq_scale;              /* the scores' scale (granite's attention.scale); 0: 1/sqrt(head_dim) */
+    float residual_scale;        /* granite: each block's output times this before the residual add */
+    float logit_scale;           /* granite: the logits divided by this; 0: not */
     bool gelu;                   /* GELU (tanh form, as ggml's fp16 table) gates the FFN instead of SiLU */
 } sift__hparams;
 
