@@ -15,6 +15,9 @@
  *          with linear scaling x8 on the global layer
  *   granite embedding x12, residual x0.22, score scale 1/64, logits / 8
  *   smollm3 no RoPE on every 4th layer
+ *   phi3   fused attn_qkv and gate-up, queries scaled after RoPE; LongRoPE with its long
+ *          factors (the context is over the original 256) and attn_factor 1.19
+ *   phi3s  the same with the short factors (original context 4096: the context is under it)
  *
  * Checks per model and prompt: prompt logits max |delta| <= 1e-4 (F32 weights: the
  * stories260K tolerance), and the greedy ids: decoding llama.cpp's continuation
@@ -148,6 +151,10 @@ int main(int argc, char **argv)
                      .tied = true, .out_scale = 4, .seed = 16}, false},
         {"smollm3", {.arch = "smollm3", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 1, .freq_base = 5e6f,
                      .out_scale = 4, .seed = 17}, false},
+        {"phi3", {.arch = "phi3", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 4, .freq_base = 1e4f,
+                  .longrope_orig = 256, .out_scale = 4, .seed = 18}, false},
+        {"phi3s", {.arch = "phi3", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e4f,
+                   .longrope_orig = 4096, .tied = true, .out_scale = 4, .seed = 19}, false},
     };
     enum { N_MODELS = sizeof models / sizeof *models };
     char cmd[8192];

@@ -86,11 +86,11 @@ static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_k
 
 static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
 {
-    static const char *const known[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite", "smollm3"};
+    static const char *const known[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite", "smollm3", "phi3"};
     bool ok = false;
     for (size_t i = 0; sp->arch && i < sizeof known / sizeof *known; i++) ok |= !strcmp(sp->arch, known[i]);
     if (!ok)
-        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, gemma2, gemma3, granite or smollm3",
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, gemma2, gemma3, granite, smollm3 or phi3",
                               sp->arch ? sp->arch : "(null)");
 #define RANGE(f, lo, hi)                                                                                           \
     if (sp->f < (lo) || sp->f > (hi))                                                                              \
@@ -132,6 +132,7 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
 #define MAT(n0, n1) ((sift__type_row_bytes(sp->type, (n0)) ? sift__type_row_bytes(sp->type, (n0)) : (uint64_t)(n0) * 4) * (uint64_t)(n1))
     uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + (sp->tied ? 0 : MAT(E, n_vocab));
     if (sp->rope_freqs) b += (uint64_t)HD / 2 * 4;
+    if (sp->longrope_orig > 0) b += (uint64_t)HD * 4;
     const uint64_t per_layer = MAT(E, Q) + 2 * MAT(E, KV) + MAT(Q, E) + 2 * MAT(E, F) + MAT(F, E) + (uint64_t)E * 8 +
                                (wants_bias(sp) ? (uint64_t)(Q + 2 * KV) * 4 : 0) + (wants_qk_norm(sp) ? (uint64_t)HD * 8 : 0) +
                                (wants_post_norms(sp) ? (uint64_t)E * 8 : 0);
@@ -184,6 +185,11 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     if (sp->n_swa > 0) sift__gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)sp->n_swa);
     if (sp->attn_softcap > 0) sift__gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), sp->attn_softcap);
     if (sp->final_softcap > 0) sift__gguf_writer_set_f32(w, KEY("final_logit_softcapping"), sp->final_softcap);
+    if (sp->longrope_orig > 0) {
+        sift__gguf_writer_set_str(w, KEY("rope.scaling.type"), "longrope");
+        sift__gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)sp->longrope_orig);
+        sift__gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), 1.19f);
+    }
     if (!strcmp(sp->arch, "granite")) { /* multipliers of granite-3.x's order (its 2B: 12, 0.22, 1/64, 8) */
         sift__gguf_writer_set_f32(w, KEY("embedding_scale"), 12.0f);
         sift__gguf_writer_set_f32(w, KEY("residual_scale"), 0.22f);
@@ -201,14 +207,23 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     T("token_embd.weight", E, n_vocab, MK_MATRIX)
     T("output_norm.weight", E, 1, MK_NORM)
     if (sp->rope_freqs) T("rope_freqs.weight", HD / 2, 1, MK_ROPE_FREQS)
+    if (sp->longrope_orig > 0) {
+        T("rope_factors_long.weight", HD / 2, 1, MK_ROPE_FREQS)
+        T("rope_factors_short.weight", HD / 2, 1, MK_ROPE_FREQS)
+    }
+    const bool fused = !strcmp(sp->arch, "phi3");
     if (!sp->tied) T("output.weight", E, n_vocab, MK_HEAD)
     for (int l = 0; l < sp->n_layer; l++) {
         char n[SIFT_GGUF_MAX_NAME];
 #define N(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
         T(N("attn_norm.weight"), E, 1, MK_NORM)
-        T(N("attn_q.weight"), E, Q, MK_MATRIX)
-        T(N("attn_k.weight"), E, KV, MK_MATRIX)
-        T(N("attn_v.weight"), E, KV, MK_MATRIX)
+        if (fused) {
+            T(N("attn_qkv.weight"), E, Q + 2 * KV, MK_MATRIX)
+        } else {
+            T(N("attn_q.weight"), E, Q, MK_MATRIX)
+            T(N("attn_k.weight"), E, KV, MK_MATRIX)
+            T(N("attn_v.weight"), E, KV, MK_MATRIX)
+        }
         if (wants_bias(sp)) {
             T(N("attn_q.bias"), Q, 1, MK_BIAS)
             T(N("attn_k.bias"), KV, 1, MK_BIAS)
@@ -220,8 +235,12 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         }
         T(N("attn_output.weight"), Q, E, MK_MATRIX)
         T(N("ffn_norm.weight"), E, 1, MK_NORM)
-        T(N("ffn_gate.weight"), E, F, MK_MATRIX)
-        T(N("ffn_up.weight"), E, F, MK_MATRIX)
+        if (fused) {
+            T(N("ffn_up.weight"), E, 2 * F, MK_MATRIX) /* gate rows, then up rows */
+        } else {
+            T(N("ffn_gate.weight"), E, F, MK_MATRIX)
+            T(N("ffn_up.weight"), E, F, MK_MATRIX)
+        }
         T(N("ffn_down.weight"), F, E, MK_MATRIX)
         if (wants_post_norms(sp)) {
             T(N("post_attention_norm.weight"), E, 1, MK_NORM)

@@ -56,6 +56,8 @@ struct sift_context {
     float *ffn_g, *ffn_u; /* [n_ff] */
     float *rope;       /* cos, sin per rotated pair [n_rot] */
     float *rope_swa;   /* the same with the sliding-window layers' base and scale (gemma3), or NULL */
+    const float *rope_factors; /* the model's RoPE divisors for this context's size (llama 3.1's, or
+                                  LongRoPE's long or short set), or NULL */
     void *act[SIFT_ACT_COUNT];    /* activations converted per sift__act_format (NULL where unused) */
     size_t act_stride[SIFT_ACT_COUNT];
     int32_t n_thread_slots; /* per-thread scratch below exists for this many threads */
@@ -102,8 +104,8 @@ static inline float *kv_row(const sift_context *ctx, float *cache, int l, int s,
  * to re-rotate shifted keys). */
 void sift__rope_apply(float *x, const float *cs, int n_rot, bool neox);
 /* The cos/sin pairs of position p, computed as ggml's rope cache does; swa: with the
- * sliding-window layers' base and scale. */
-void sift__rope_cache(const sift_model *m, float p, bool swa, float *cs);
+ * sliding-window layers' base and scale; factors: per-frequency divisors or NULL. */
+void sift__rope_cache(const sift_model *m, const float *factors, float p, bool swa, float *cs);
 /* The output row of batch token i of the last decode (i < 0: from the end, as llama.cpp's
  * getters), or -1 when it has none; the logits and the embeddings getters share it. */
 int32_t sift__output_row(const sift_context *ctx, int32_t i);

@@ -55,7 +55,7 @@ static void rmsnorm(const float *x, const float *w, float *y, int n, float eps)
     for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
 }
 
-void sift__rope_cache(const sift_model *m, float p, bool swa, float *cs)
+void sift__rope_cache(const sift_model *m, const float *factors, float p, bool swa, float *cs)
 {
     const sift__hparams *hp = &m->hp;
     const float base = swa ? hp->rope_freq_base_swa : hp->rope_freq_base;
@@ -63,10 +63,10 @@ void sift__rope_cache(const sift_model *m, float p, bool swa, float *cs)
     const float theta_scale = powf(base, -2.0f / (float)hp->n_rot);
     float theta = p;
     for (int i = 0; i < hp->n_rot / 2; i++) {
-        const float ff = m->rope_freqs ? m->rope_freqs[i] : 1.0f;
+        const float ff = factors ? factors[i] : 1.0f;
         const float t = scale * (theta / ff);
-        cs[2 * i] = cosf(t);
-        cs[2 * i + 1] = sinf(t);
+        cs[2 * i] = cosf(t) * hp->rope_attn_factor;
+        cs[2 * i + 1] = sinf(t) * hp->rope_attn_factor;
         theta *= theta_scale;
     }
 }
@@ -456,6 +456,9 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     ctx->k = k;
     ctx->n_seq = (int32_t)p.n_seq_max;
     ctx->n_ctx_seq = (int32_t)(n_ctx / p.n_seq_max);
+    /* llama.cpp's choice (llama_model::get_rope_factors): llama 3.1's divisors, else LongRoPE's
+     * long set when a sequence may hold more than the original context, else the short set */
+    ctx->rope_factors = m->rope_freqs ? m->rope_freqs : ctx->n_ctx_seq > m->hp.n_ctx_orig ? m->rope_long : m->rope_short;
     ctx->n_ctx = ctx->n_ctx_seq * ctx->n_seq;
     ctx->n_batch = (int32_t)p.n_batch;
     const int cpus = cpus_online();
@@ -700,8 +703,8 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         sift__type_traits_get(te->type)->dequantize((const char *)te->data + (size_t)b->token[t] * te->row_bytes, xt, E);
         if (hp->embd_mult != 0)
             for (int i = 0; i < E; i++) xt[i] *= hp->embd_mult;
-        if (hp->n_rot) sift__rope_cache(m, (float)ctx->tok_pos[t], false, ctx->rope + (size_t)t * hp->n_rot);
-        if (hp->n_rot && ctx->rope_swa) sift__rope_cache(m, (float)ctx->tok_pos[t], true, ctx->rope_swa + (size_t)t * hp->n_rot);
+        if (hp->n_rot) sift__rope_cache(m, ctx->rope_factors, (float)ctx->tok_pos[t], false, ctx->rope + (size_t)t * hp->n_rot);
+        if (hp->n_rot && ctx->rope_swa) sift__rope_cache(m, ctx->rope_factors, (float)ctx->tok_pos[t], true, ctx->rope_swa + (size_t)t * hp->n_rot);
     }
 
     for (int l = 0; l < hp->n_layer; l++) {

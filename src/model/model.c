@@ -34,17 +34,20 @@ typedef struct arch_desc {
                         set_swa_pattern): every other layer for gemma2, 5 of 6 for gemma3 */
     int size_27b;    /* the block count llama.cpp reads as the 27B model (its query scale differs) */
     bool granite;    /* embedding, residual, attention and logit multipliers */
+    bool fused;      /* phi3: attn_qkv (Q, K, V rows in one matrix) and ffn_up holding gate then up;
+                        queries scaled by 1/sqrt(head_dim) after RoPE */
     int nope_step;   /* layer il has no RoPE when (il + 1) % step == 0 (smollm3: 4); 0: none */
 } arch_desc;
 
 static const arch_desc archs[] = {
-    {"llama", false, false, false, false, 0, 0, false, 0},
-    {"qwen2", true, true, false, false, 0, 0, false, 0},
-    {"qwen3", true, false, true, false, 0, 0, false, 0},
-    {"gemma2", true, false, false, true, 2, 46, false, 0},
-    {"gemma3", true, false, true, true, 6, 62, false, 0},
-    {"granite", false, false, false, false, 0, 0, true, 0},
-    {"smollm3", false, false, false, false, 0, 0, false, 4},
+    {"llama", false, false, false, false, 0, 0, false, false, 0},
+    {"qwen2", true, true, false, false, 0, 0, false, false, 0},
+    {"qwen3", true, false, true, false, 0, 0, false, false, 0},
+    {"gemma2", true, false, false, true, 2, 46, false, false, 0},
+    {"gemma3", true, false, true, true, 6, 62, false, false, 0},
+    {"granite", false, false, false, false, 0, 0, true, false, 0},
+    {"smollm3", false, false, false, false, 0, 0, false, false, 4},
+    {"phi3", true, false, false, false, 0, 0, false, true, 0},
 };
 
 /* ---- metadata -------------------------------------------------------------------------- */
@@ -133,7 +136,8 @@ static int read_hparams(loader *ld)
     if (!(hp->rope_freq_base > 0))
         return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope.freq_base %g is not positive", hp->rope_freq_base);
 
-    /* RoPE scaling: none or linear (positions divided by the factor). */
+    /* RoPE scaling: none, linear (positions divided by the factor), or longrope (per-frequency
+     * divisors, a long and a short set, chosen by context size: load_tensors, forward.c). */
     char key[128];
     const char *type = NULL;
     const sift_gguf_value *tv = sift_gguf_get(ld->m->gguf, akey(ld, "rope.scaling.type", key, sizeof key));
@@ -143,12 +147,16 @@ static int read_hparams(loader *ld)
     if ((rc = get_float(ld, "rope.scaling.factor", false, 0.0f, &factor))) return rc;
     if (factor == 0 && (rc = get_float(ld, "rope.scale_linear", false, 0.0f, &factor))) return rc; /* older files */
     hp->rope_freq_scale = 1.0f;
-    if (type && strcmp(type, "none") != 0 && strcmp(type, "linear") != 0)
-        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: rope scaling '%s' is not supported (none, linear)", type);
+    if (type && strcmp(type, "none") != 0 && strcmp(type, "linear") != 0 && strcmp(type, "longrope") != 0)
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: rope scaling '%s' is not supported (none, linear, longrope)",
+                               type);
     if ((!type || !strcmp(type, "linear")) && factor != 0) {
         if (!(factor > 0)) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope scaling factor %g", factor);
         hp->rope_freq_scale = 1.0f / factor;
     }
+    if (type && !strcmp(type, "longrope") && factor != 0) hp->rope_freq_scale = 1.0f / factor;
+    if ((rc = get_int(ld, "rope.scaling.original_context_length", false, hp->n_ctx_train, 1, INT32_MAX, &hp->n_ctx_orig))) return rc;
+    if ((rc = get_float(ld, "rope.scaling.attn_factor", false, 1.0f, &hp->rope_attn_factor))) return rc;
     hp->rope_freq_base_swa = hp->rope_freq_base;
     hp->rope_freq_scale_swa = hp->rope_freq_scale;
     if ((rc = get_float(ld, "rope.freq_base_swa", false, hp->rope_freq_base, &hp->rope_freq_base_swa))) return rc;
@@ -253,6 +261,25 @@ static int get_weight(loader *ld, const char *name, int64_t n_in, int64_t n_out,
     return SIFT_OK;
 }
 
+/* Consecutive row ranges of one matrix as separate weights (phi3's attn_qkv and ffn_up): the
+ * rows of part k follow those of part k - 1, n_out[k] each, read in place. */
+static int get_fused(loader *ld, const char *name, int64_t n_in, const int64_t *n_out, int n_parts, sift__weight **out)
+{
+    int64_t total = 0;
+    for (int k = 0; k < n_parts; k++) total += n_out[k];
+    sift__weight whole;
+    int rc = get_weight(ld, name, n_in, total, true, &whole);
+    if (rc) return rc;
+    int64_t r0 = 0;
+    for (int k = 0; k < n_parts; k++) {
+        *out[k] = whole;
+        out[k]->n_out = n_out[k];
+        out[k]->data = (const char *)whole.data + (size_t)r0 * whole.row_bytes;
+        r0 += n_out[k];
+    }
+    return SIFT_OK;
+}
+
 /* A 1-D tensor of n values, converted to F32 in the arena (NULL when absent and optional). */
 static int get_vec(loader *ld, const char *name, int64_t n, bool required, const float **out)
 {
@@ -283,7 +310,7 @@ static int load_tensors(loader *ld, const arch_desc *ad)
     const int64_t F = hp->n_ff, V = hp->n_vocab, HD = hp->head_dim;
     int rc;
 
-    const int64_t arena_n = E + hp->n_rot / 2 + (int64_t)hp->n_layer * (4 * E + Q + 2 * KV + 2 * HD);
+    const int64_t arena_n = E + 3 * (hp->n_rot / 2) + (int64_t)hp->n_layer * (4 * E + Q + 2 * KV + 2 * HD);
     m->f32_arena = malloc((size_t)arena_n * sizeof(float));
     if (!m->f32_arena) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
     ld->arena = m->f32_arena;
@@ -297,6 +324,10 @@ static int load_tensors(loader *ld, const arch_desc *ad)
     if ((rc = get_weight(ld, "output.weight", E, V, false, &m->output))) return rc;
     /* llama 3.1's per-frequency RoPE divisors (theta_i / f_i) */
     if (hp->n_rot > 0 && (rc = get_vec(ld, "rope_freqs.weight", hp->n_rot / 2, false, &m->rope_freqs))) return rc;
+    if (hp->n_rot > 0 && (rc = get_vec(ld, "rope_factors_long.weight", hp->n_rot / 2, false, &m->rope_long))) return rc;
+    if (hp->n_rot > 0 && (rc = get_vec(ld, "rope_factors_short.weight", hp->n_rot / 2, false, &m->rope_short))) return rc;
+    if (sift_gguf_tensor_by_name(m->gguf, "output.bias"))
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor 'output.bias' is not supported");
     m->tied_output = m->output.data == NULL;
     if (m->tied_output) m->output = m->tok_embd;
 
@@ -307,9 +338,15 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         char n[96];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
         if ((rc = get_vec(ld, NAME("attn_norm.weight"), E, true, &L->attn_norm))) return rc;
-        if ((rc = get_weight(ld, NAME("attn_q.weight"), E, Q, true, &L->wq))) return rc;
-        if ((rc = get_weight(ld, NAME("attn_k.weight"), E, KV, true, &L->wk))) return rc;
-        if ((rc = get_weight(ld, NAME("attn_v.weight"), E, KV, true, &L->wv))) return rc;
+        if (ad->fused && sift_gguf_tensor_by_name(m->gguf, NAME("attn_qkv.weight"))) {
+            const int64_t rows[3] = {Q, KV, KV};
+            sift__weight *parts[3] = {&L->wq, &L->wk, &L->wv};
+            if ((rc = get_fused(ld, n, E, rows, 3, parts))) return rc;
+        } else {
+            if ((rc = get_weight(ld, NAME("attn_q.weight"), E, Q, true, &L->wq))) return rc;
+            if ((rc = get_weight(ld, NAME("attn_k.weight"), E, KV, true, &L->wk))) return rc;
+            if ((rc = get_weight(ld, NAME("attn_v.weight"), E, KV, true, &L->wv))) return rc;
+        }
         if ((rc = get_weight(ld, NAME("attn_output.weight"), Q, E, true, &L->wo))) return rc;
         if ((rc = get_vec(ld, NAME("attn_q.bias"), Q, ad->qkv_bias, &L->bq))) return rc;
         if ((rc = get_vec(ld, NAME("attn_k.bias"), KV, ad->qkv_bias, &L->bk))) return rc;
@@ -319,8 +356,14 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_vec(ld, NAME("attn_k_norm.weight"), HD, true, &L->k_norm))) return rc;
         }
         if ((rc = get_vec(ld, NAME("ffn_norm.weight"), E, true, &L->ffn_norm))) return rc;
-        if ((rc = get_weight(ld, NAME("ffn_gate.weight"), E, F, true, &L->w_gate))) return rc;
-        if ((rc = get_weight(ld, NAME("ffn_up.weight"), E, F, true, &L->w_up))) return rc;
+        if (ad->fused && !sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate.weight"))) {
+            const int64_t rows[2] = {F, F}; /* ggml_swiglu: silu(first half) * second half */
+            sift__weight *parts[2] = {&L->w_gate, &L->w_up};
+            if ((rc = get_fused(ld, NAME("ffn_up.weight"), E, rows, 2, parts))) return rc;
+        } else {
+            if ((rc = get_weight(ld, NAME("ffn_gate.weight"), E, F, true, &L->w_gate))) return rc;
+            if ((rc = get_weight(ld, NAME("ffn_up.weight"), E, F, true, &L->w_up))) return rc;
+        }
         if ((rc = get_weight(ld, NAME("ffn_down.weight"), F, E, true, &L->w_down))) return rc;
         if (ad->gemma) {
             if ((rc = get_vec(ld, NAME("post_attention_norm.weight"), E, true, &L->attn_post_norm))) return rc;
@@ -330,7 +373,7 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         L->nope = !ld->rope || (ad->nope_step > 0 && (l + 1) % ad->nope_step == 0);
         /* biases the forward pass has no place for: refused, never ignored */
         static const char *const unused[] = {"attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias", "attn_qkv.weight"};
-        for (size_t k = 0; k < sizeof unused / sizeof *unused; k++) {
+        for (size_t k = 0; k < sizeof unused / sizeof *unused - (ad->fused ? 1 : 0); k++) {
             snprintf(n, sizeof n, "blk.%d.%s", l, unused[k]);
             if (sift_gguf_tensor_by_name(m->gguf, n))
                 return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' is not supported (separate Q/K/V without "
@@ -381,7 +424,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
     if (!ad) {
-        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, gemma2, gemma3, granite, smollm3)",
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, gemma2, gemma3, granite, smollm3, phi3)",
                         ld.arch);
         goto fail;
     }
@@ -390,6 +433,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     if (read_hparams(&ld) != SIFT_OK) goto fail;
     if (ad->gemma && read_gemma(&ld, ad) != SIFT_OK) goto fail;
     if (ad->granite && read_granite(&ld, &ld.rope) != SIFT_OK) goto fail;
+    if (ad->fused) m->hp.q_scale = 1.0f / sqrtf((float)m->hp.head_dim); /* phi3 scales Q after RoPE */
     if (m->hp.gelu && !(m->gelu_f16 = gelu_table())) {
         sift__error_set(err, SIFT_E_NOMEM, "model: out of memory");
         goto fail;

@@ -65,6 +65,8 @@ typedef struct sift__hparams {
     float kq_scale;              /* the scores' scale (granite's attention.scale); 0: 1/sqrt(head_dim) */
     float residual_scale;        /* granite: each block's output times this before the residual add */
     float logit_scale;           /* granite: the logits divided by this; 0: not */
+    int32_t n_ctx_orig;          /* rope.scaling.original_context_length (LongRoPE's switch) */
+    float rope_attn_factor;      /* rope.scaling.attn_factor: cos and sin times this (LongRoPE); 1 */
     bool gelu;                   /* GELU (tanh form, as ggml's fp16 table) gates the FFN instead of SiLU */
 } sift__hparams;
 
@@ -75,6 +77,8 @@ struct sift_model {
     sift__weight tok_embd; /* n_vocab rows of n_embd */
     const float *output_norm;
     const float *rope_freqs; /* [n_rot/2] frequency divisors (llama 3.1), or NULL */
+    const float *rope_long, *rope_short; /* LongRoPE's divisors (phi3): long when a context holds more
+                                            than hp.n_ctx_orig positions per sequence, else short */
     sift__weight output;   /* == tok_embd when tied */
     bool tied_output;
     sift__layer *layers;   /* [n_layer] */

@@ -4,7 +4,7 @@
  * shared test models are 1 MB and smaller, so on them a batch of 8 tokens costs 8 times one
  * token, whatever the runtime does).
  *
- *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|gemma2|gemma3|granite|smollm3] [--dim N] [--ff N]
+ *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|gemma2|gemma3|granite|smollm3|phi3] [--dim N] [--ff N]
  *                [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--swa N]
  *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
  *                [--out-scale X] [--seed N]
@@ -42,10 +42,10 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: sift mkmodel [-o OUT.gguf] [shape options]\n\n"
                "  -o FILE          output (default /tmp/sift-synth-DIMxLAYERS-TYPE.gguf)\n"
-               "  --arch A         llama (default), qwen2, qwen3, gemma2, gemma3, granite or smollm3:\n"
+               "  --arch A         llama (default), qwen2, qwen3, gemma2, gemma3, granite, smollm3, phi3:\n"
                "                   each with the tensors and keys its architecture has (qwen2 biases,\n"
                "                   q/k norms, gemma's post norms, sliding window, soft-caps, granite's\n"
-               "                   multipliers)\n"
+               "                   multipliers, phi3's fused QKV and gate-up)\n"
                "  --head-dim N     head size when it is not dim/heads (the key_length key)\n"
                "  --swa N          sliding window in positions (gemma2/gemma3; default 4096 for gemma2,\n"
                "                   none for gemma3)\n"
