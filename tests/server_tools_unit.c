@@ -533,6 +533,61 @@ static void test_control_bytes(void **state)
     tc_spec_free(t);
 }
 
+/* A spec for format f from a request body given whole. */
+static tc_spec *spec_body(tc_format f, const char *body)
+{
+    cJSON *root = cJSON_Parse(body);
+    assert_non_null(root);
+    tc_spec *t = NULL;
+    srv_error e = {0};
+    if (tc_parse_request(f, root, &t, &e)) fail_msg("%d %s", e.status, e.msg);
+    cJSON_Delete(root);
+    assert_non_null(t);
+    return t;
+}
+
+/* Each tool's schema stands alone (issue 27): two tools that both define "$defs/x" each get
+ * their own; "#" and "#/properties/..." inside a tool's parameters mean that tool's parameters. */
+static void test_schema_namespaces(void **state)
+{
+    (void)state;
+    tc_spec *t = spec_body(TC_HERMES,
+        "{\"tool_choice\": \"required\", \"tools\": ["
+        "{\"type\": \"function\", \"function\": {\"name\": \"a\", \"parameters\": {\"type\": \"object\","
+        " \"properties\": {\"v\": {\"$ref\": \"#/$defs/x\"}}, \"required\": [\"v\"], \"$defs\": {\"x\": {\"type\": \"integer\"}}}}},"
+        "{\"type\": \"function\", \"function\": {\"name\": \"b\", \"parameters\": {\"type\": \"object\","
+        " \"properties\": {\"v\": {\"$ref\": \"#/$defs/x\"}}, \"required\": [\"v\"], \"$defs\": {\"x\": {\"type\": \"string\", \"enum\": [\"hi\"]}}}}}]}");
+    static const char *const bad[] = {
+        "<tool_call>{\"name\": \"a\", \"arguments\": {\"v\": \"hi\"}}</tool_call>",
+        "<tool_call>{\"name\": \"b\", \"arguments\": {\"v\": 1}}</tool_call>",
+    };
+    check_grammar(t, "<tool_call>{\"name\": \"a\", \"arguments\": {\"v\": 12}}</tool_call>", bad, 2);
+    check_grammar(t, "<tool_call>{\"name\": \"b\", \"arguments\": {\"v\": \"hi\"}}</tool_call>", NULL, 0);
+    tc_spec_free(t);
+
+    /* "#": a recursive tree of the tool's own arguments, not the call object around them */
+    t = spec_body(TC_HERMES,
+        "{\"tool_choice\": \"required\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"tree\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"label\": {\"type\": \"string\"}, \"kids\": {\"type\": \"array\", \"items\": {\"$ref\": \"#\"}}},"
+        " \"required\": [\"label\"], \"additionalProperties\": false}}}]}");
+    static const char *const bad_tree[] = {
+        "<tool_call>{\"name\": \"tree\", \"arguments\": {\"label\": \"r\", \"kids\": [{\"name\": \"tree\", \"arguments\": {\"label\": \"k\"}}]}}</tool_call>",
+    };
+    check_grammar(t, "<tool_call>{\"name\": \"tree\", \"arguments\": {\"label\": \"r\", \"kids\": [{\"label\": \"k\", \"kids\": []}]}}</tool_call>",
+                  bad_tree, 1);
+    tc_spec_free(t);
+
+    /* "#/properties/...": a pointer into the tool's own parameters; a "$ref" inside const is data */
+    t = spec_body(TC_HERMES,
+        "{\"tool_choice\": \"required\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"move\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"from\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 9}, \"to\": "
+        "{\"$ref\": \"#/properties/from\"}, \"tag\": {\"const\": {\"$ref\": \"#\"}}}, \"required\": [\"from\", \"to\"], \"additionalProperties\": false}}}]}");
+    static const char *const bad_move[] = {"<tool_call>{\"name\": \"move\", \"arguments\": {\"from\": 1, \"to\": 12}}</tool_call>"};
+    check_grammar(t, "<tool_call>{\"name\": \"move\", \"arguments\": {\"from\": 1, \"to\": 2}}</tool_call>", bad_move, 1);
+    check_grammar(t, "<tool_call>{\"name\": \"move\", \"arguments\": {\"from\": 1, \"to\": 2, \"tag\": {\"$ref\":\"#\"}}}</tool_call>", NULL, 0);
+    tc_spec_free(t);
+}
+
 static void test_garbage(void **state)
 {
     (void)state;
@@ -582,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_llama3),       cmocka_unit_test(test_mistral),        cmocka_unit_test(test_generic),
         cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
+        cmocka_unit_test(test_schema_namespaces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,34 +107,62 @@ void tc_spec_free(tc_spec *t)
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
-/* The call object of one function: {"name": const, "<args_key>": parameters}. Hoists the
- * parameters' $defs / definitions into defs (the combined schema's root), so that their
- * "#/$defs/..." references still resolve. */
-static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *defs)
+/* Every "$ref" inside one tool's parameters that points into its own document ("#",
+ * "#/$defs/Item", "#/properties/a") made to point into the combined schema, where those
+ * parameters now live at `base` ("#/$defs/x-sift-tool-3"). Literal data (const, enum,
+ * default, examples) is left alone: an object there is a value, not a schema. */
+static bool rebase_refs(cJSON *node, const char *base)
+{
+    for (cJSON *k = node ? node->child : NULL; k; k = k->next) {
+        if (k->string && (!strcmp(k->string, "const") || !strcmp(k->string, "enum") || !strcmp(k->string, "default") ||
+                          !strcmp(k->string, "examples")))
+            continue;
+        if (k->string && !strcmp(k->string, "$ref") && cJSON_IsString(k) && k->valuestring[0] == '#') {
+            sbuf b = {0};
+            sbuf_adds(&b, base);
+            sbuf_adds(&b, k->valuestring + 1);
+            char *r = sbuf_strdup(&b);
+            sbuf_free(&b);
+            if (!r || !cJSON_SetValuestring(k, r)) {
+                free(r);
+                return false;
+            }
+            free(r);
+        } else if ((cJSON_IsObject(k) || cJSON_IsArray(k)) && !rebase_refs(k, base)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The call object of one function (the index-th tool): {"name": const, "<args_key>":
+ * parameters}. Each tool's schema stands alone: its parameters go whole into the combined
+ * schema's $defs under a name of their own ("x-sift-tool-<index>"), their own $defs and
+ * definitions still inside them, and their references are rebased there; so two tools that
+ * both define "Item" each get their own, and "#" or "#/properties/..." inside a tool's
+ * parameters mean that tool's parameters (not the wrapper call object). */
+static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *root, int index)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "object");
     cJSON *props = cJSON_AddObjectToObject(o, "properties");
     cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", name);
     cJSON *p = params ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
+    char key[32], base[48];
+    snprintf(key, sizeof key, "x-sift-tool-%d", index);
+    snprintf(base, sizeof base, "#/$defs/%s", key);
     if (p && cJSON_IsObject(p)) {
-        static const char *const keys[] = {"$defs", "definitions"};
-        for (int k = 0; k < 2; k++) {
-            cJSON *d = cJSON_DetachItemFromObjectCaseSensitive(p, keys[k]);
-            if (!d) continue;
-            cJSON *dst = cJSON_GetObjectItemCaseSensitive(defs, keys[k]);
-            if (!dst) dst = cJSON_AddObjectToObject(defs, keys[k]);
-            while (d->child) {
-                cJSON *x = cJSON_DetachItemViaPointer(d, d->child);
-                if (!get(dst, x->string)) cJSON_AddItemToObject(dst, x->string, x);
-                else cJSON_Delete(x);
-            }
-            cJSON_Delete(d);
-        }
         /* an empty parameters schema still means an object of arguments */
         if (!get(p, "type") && !get(p, "anyOf") && !get(p, "oneOf") && !get(p, "$ref")) cJSON_AddStringToObject(p, "type", "object");
+        if (!rebase_refs(p, base)) {
+            cJSON_Delete(p);
+            p = NULL;
+        }
     }
-    cJSON_AddItemToObject(props, args_key, p);
+    cJSON *defs = cJSON_GetObjectItemCaseSensitive(root, "$defs");
+    if (!defs) defs = cJSON_AddObjectToObject(root, "$defs");
+    if (p) cJSON_AddItemToObject(defs, key, p);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, args_key), "$ref", base);
     cJSON *req = cJSON_AddArrayToObject(o, "required");
     cJSON_AddItemToArray(req, cJSON_CreateString("name"));
     cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
@@ -247,13 +275,14 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     const char *args_key = f == TC_LLAMA3 ? "parameters" : "arguments";
     any = cJSON_CreateArray();
     if (!any) goto oom;
-    for (const cJSON *x = tools->child; x; x = x->next) {
+    int ti = 0;
+    for (const cJSON *x = tools->child; x; x = x->next, ti++) {
         const cJSON *fn = get(x, "function");
         const char *name = get(fn, "name")->valuestring;
         if (only && strcmp(name, only) != 0) continue;
         const cJSON *params = get(fn, "parameters");
         if (add_name(t, name)) goto oom;
-        cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema));
+        cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema, ti));
     }
     cJSON *call = any;
     if (cJSON_GetArraySize(any) == 1) {
