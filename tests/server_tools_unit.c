@@ -588,6 +588,50 @@ static void test_schema_namespaces(void **state)
     tc_spec_free(t);
 }
 
+/* Calls that close (issue 27): the whitespace between tokens of a call is bounded (one space,
+ * or a newline and at most 4 blanks), the closing markup follows the call directly and the
+ * grammar ends there; under tool_choice required, tc_budget holds free strings to a quarter
+ * of the token budget (a call then fits, whatever the model writes). */
+static void test_calls_close(void **state)
+{
+    (void)state;
+    srv_error e;
+    tc_spec *t = spec_for(TC_HERMES, "\"tool_choice\": \"required\"", &e);
+    assert_non_null(t);
+    static const char *const bad[] = {
+        "<tool_call>\n\n{\"name\": \"get_time\", \"arguments\": {}}</tool_call>",               /* two newlines */
+        "<tool_call>{\"name\":      \"get_time\", \"arguments\": {}}</tool_call>",             /* a run of blanks */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}\n     </tool_call>",            /* 5 blanks of indent */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call> ",                  /* nothing after the call */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call><tool_call>",
+    };
+    check_grammar(t, "<tool_call>\n{\"name\": \"get_time\",\n    \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>", bad, sizeof bad / sizeof *bad);
+    /* no budget (or a large one): strings as long as the model likes */
+    char longcall[600];
+    snprintf(longcall, sizeof longcall, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"%0300d\"}}</tool_call>", 7);
+    check_grammar(t, longcall, NULL, 0);
+    tc_budget(t, TC_BUDGET_FREE);
+    check_grammar(t, longcall, NULL, 0);
+    /* max_tokens 120: at most 30 characters a string */
+    tc_budget(t, 120);
+    static const char *const too_long[] = {"<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"0123456789012345678901234567890\"}}</tool_call>"};
+    check_grammar(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"012345678901234567890123456789\"}}</tool_call>", too_long, 1);
+    /* a tiny budget still leaves 8 */
+    tc_budget(t, 10);
+    check_grammar(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"01234567\"}}</tool_call>", NULL, 0);
+    tc_spec_free(t);
+    /* tool_choice auto (lazy: the call may start anywhere): no bound */
+    t = spec_for(TC_HERMES, NULL, &e);
+    tc_budget(t, 120);
+    check_grammar(t, longcall, NULL, 0);
+    tc_spec_free(t);
+    /* Mistral: the array closes right after the last call */
+    t = spec_for(TC_MISTRAL, "\"tool_choice\": \"required\"", &e);
+    static const char *const bad_m[] = {"[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}}]\n"};
+    check_grammar(t, "[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {}} ]", bad_m, 1);
+    tc_spec_free(t);
+}
+
 static void test_garbage(void **state)
 {
     (void)state;
@@ -637,7 +681,7 @@ int main(void)
         cmocka_unit_test(test_llama3),       cmocka_unit_test(test_mistral),        cmocka_unit_test(test_generic),
         cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
-        cmocka_unit_test(test_schema_namespaces),
+        cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,10 +24,10 @@ if (!SIFT || !MODEL || !TEMPLATE) {
   process.exit(2);
 }
 
-function startServer() {
+function startServer(template = TEMPLATE, extra = []) {
   return new Promise((resolve, reject) => {
-    const p = spawn(SIFT, ["serve", "-m", MODEL, "--chat-template-file", TEMPLATE, "--host", "127.0.0.1", "--port", "0",
-                           "-np", "2", "-c", "4096"], { stdio: ["ignore", "ignore", "pipe"] });
+    const p = spawn(SIFT, ["serve", "-m", MODEL, "--chat-template-file", template, "--host", "127.0.0.1", "--port", "0",
+                           "-np", "2", "-c", "4096", ...extra], { stdio: ["ignore", "ignore", "pipe"] });
     let log = "";
     const timer = setTimeout(() => reject(new Error("server did not start: " + log)), 30000);
     p.stderr.on("data", (d) => {
@@ -240,6 +240,34 @@ try {
     catch (e) { err = `${e.status} ${e.message}`; }
     check("n: 2 gives two choices, indexes 0 and 1", r && r.choices.length === 2 &&
           r.choices.map((c) => c.index).sort().join() === "0,1", err || JSON.stringify(r));
+  }
+
+  // 10. calls that close (issue 27): tool_choice required, max_tokens 120, a free-form string
+  // argument, under each format's template (Hermes, Llama 3.1 JSON, Mistral): the call must
+  // end within the budget (finish_reason tool_calls), its arguments parse and fit the schema
+  {
+    const dir = TEMPLATE.replace(/[^/]*$/, "");
+    const free = [{ type: "function", function: { name: "get_weather", description: "The weather in a city.",
+      parameters: { type: "object", required: ["city", "days"], properties: { city: { type: "string" }, days: { type: "integer" } } } } }];
+    schemaOf.get_weather_free = free[0].function.parameters;
+    for (const t of ["vllm-tool_chat_template_hermes.jinja", "vllm-tool_chat_template_llama3.1_json.jinja",
+                     "vllm-tool_chat_template_mistral.jinja"]) {
+      const srv = await startServer(dir + t);
+      const cl = new OpenAI({ baseURL: `http://127.0.0.1:${srv.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
+      try {
+        let good = 0;
+        const bad = [];
+        for (const seed of [1, 2, 3]) {
+          const r = await cl.chat.completions.create({ model, messages: [{ role: "user", content: "What is the weather in Paris?" }],
+                                                       tools: free, tool_choice: "required", max_tokens: 120, seed });
+          const ch = r.choices[0], calls = ch.message.tool_calls ?? [];
+          const probs = calls.flatMap((c) => callProblems({ ...c, function: { ...c.function, name: "get_weather_free" } }));
+          if (ch.finish_reason === "tool_calls" && calls.length === 1 && calls[0].function.name === "get_weather" && !probs.length) good++;
+          else bad.push(JSON.stringify(ch));
+        }
+        check(`${t}, tool_choice required, max_tokens 120: 3 of 3 calls close, arguments fit the schema`, good === 3, bad.join(" "));
+      } finally { srv.proc.kill("SIGTERM"); }
+    }
   }
 } catch (e) {
   failed++;

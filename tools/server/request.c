@@ -538,6 +538,7 @@ static int parse_tools(const srv_server *s, const cJSON *o, srv_request *r, srv_
                                   "the built-in template %s has no tool calls", chat_name(s->tmpl));
     TRY(tc_parse_request(tc_detect(s->tmpl_text), o, &r->tools, e));
     if (r->tools) r->tools->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
+    tc_budget(r->tools, r->n_predict);
     if (r->tools && r->cgrammar)
         return srv_errorf(e, 400, "'tools' cannot be combined with 'grammar', 'json_schema' or 'response_format' "
                                   "(the tool calls have their grammar)");

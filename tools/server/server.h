@@ -280,6 +280,12 @@ void tc_spec_free(tc_spec *t);
  * function name, a parameters schema that does not convert). */
 struct cJSON;
 int tc_parse_request(tc_format f, const struct cJSON *root, tc_spec **out, srv_error *e);
+/* Calls that close within the request's token budget: where the grammar binds from the first
+ * token (tool_choice required or a named function) and n_predict is below TC_BUDGET_FREE,
+ * free-form strings in the calls are held to n_predict / 4 characters (at least 8), so a call
+ * fits the budget with room for its markup. */
+#define TC_BUDGET_FREE 4096
+void tc_budget(tc_spec *t, int n_predict);
 /* The messages as the template gets them: a deep copy where, with object_args (the template
  * `tojson`s arguments: chat_jinja_object_args), tool_calls' string arguments are parsed into
  * objects, as minja's polyfill does; and, for the generic format, a system message that asks

@@ -20,6 +20,10 @@
  *   the messages   assistant tool_calls with string arguments get them parsed into objects
  *                  for templates that `tojson` them (chat_jinja_object_args; minja's
  *                  polyfill does the same).
+ *   the bounds     whitespace between JSON tokens bounded tighter than llama.cpp's space, the
+ *                  closing markup right after the call, and (tc_budget) free strings held to
+ *                  a quarter of max_tokens when the grammar binds from the first token: a
+ *                  constrained call closes within the budget even on a tiny model.
  *   the reply      text -> content + calls (tc_parse_output), and for streaming how much text
  *                  is surely content (tc_content_safe). The grammar makes a finished call
  *                  well-formed; a call cut off by max_tokens parses as no call, and the text
@@ -187,22 +191,53 @@ static void wrap_grammar(sbuf *g, tc_format f, bool parallel)
     case TC_HERMES:
         sbuf_adds(g, TC_ROOT " ::= x-sift-tc-block");
         if (parallel) sbuf_adds(g, " (space x-sift-tc-block)*");
-        sbuf_adds(g, "\nx-sift-tc-block ::= \"<tool_call>\" space root space \"</tool_call>\"\n");
+        sbuf_adds(g, "\nx-sift-tc-block ::= \"<tool_call>\" space root \"</tool_call>\"\n");
         break;
     case TC_LLAMA3:
         sbuf_adds(g, TC_ROOT " ::= \"<|python_tag|>\"? root");
-        if (parallel) sbuf_adds(g, " (space \";\"? space root)*");
+        if (parallel) sbuf_adds(g, " (\";\"? space root)*");
         sbuf_adds(g, "\n");
         break;
     case TC_MISTRAL:
         sbuf_adds(g, TC_ROOT " ::= \"[TOOL_CALLS]\" space \"[\" space root");
-        if (parallel) sbuf_adds(g, " (space \",\" space root)*");
-        sbuf_adds(g, " space \"]\"\n");
+        if (parallel) sbuf_adds(g, " (\",\" space root)*");
+        sbuf_adds(g, " \"]\"\n");
         break;
     default:
         sbuf_adds(g, TC_ROOT " ::= root\n");
         break;
     }
+}
+
+/* gbnf with the body of rule `name` replaced (the converter writes each rule on a line of its
+ * own, "name ::= body"), appended to g. */
+static void add_replacing(sbuf *g, const char *gbnf, const char *name, const char *body)
+{
+    const size_t nl_ = strlen(name);
+    for (const char *p = gbnf; *p;) {
+        const char *nl = strchr(p, '\n');
+        const size_t n = nl ? (size_t)(nl - p + 1) : strlen(p);
+        if (!strncmp(p, name, nl_) && !strncmp(p + nl_, " ::= ", 5)) {
+            sbuf_printf(g, "%s ::= %s\n", name, body);
+        } else {
+            sbuf_add(g, p, n);
+        }
+        p += n;
+    }
+}
+
+void tc_budget(tc_spec *t, int n_predict)
+{
+    if (!t || t->lazy || n_predict <= 0 || n_predict >= TC_BUDGET_FREE) return;
+    char body[64];
+    snprintf(body, sizeof body, "\"\\\"\" char{0,%d} \"\\\"\" space", n_predict / 4 > 8 ? n_predict / 4 : 8);
+    sbuf g = {0};
+    add_replacing(&g, t->gbnf, "string", body);
+    char *s = sbuf_strdup(&g);
+    sbuf_free(&g);
+    if (!s) return; /* out of memory: the unbounded grammar stays, still correct */
+    free(t->gbnf);
+    t->gbnf = s;
 }
 
 int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e)
@@ -344,7 +379,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     }
     sbuf gb = {0};
     wrap_grammar(&gb, f, t->parallel);
-    sbuf_adds(&gb, g);
+    add_replacing(&gb, g, "space", "| \" \" | \"\\n\" [ \\t]{0,4}");
     free(g);
     t->gbnf = sbuf_strdup(&gb);
     sbuf_free(&gb);
