@@ -1607,6 +1607,89 @@ def test_jinja_tool_call_messages_and_errors(J):
     assert caps["supports_tool_calls"] and caps["tool_call_format"] == "hermes", caps
 
 
+def _template_server(text):
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
+        f.write(text)
+        path = f.name
+    return Server("-np", "1", "-c", "1024", "--chat-template-file", path), path
+
+
+# Phi-3 mini's first template: it renders user and assistant turns only (a system message is dropped)
+NO_SYSTEM_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') %}{{'<|user|>' + '\\n' + "
+                      "message['content'] + '<|end|>' + '\\n' + '<|assistant|>' + '\\n'}}{% elif (message['role'] == 'assistant') %}"
+                      "{{message['content'] + '<|end|>' + '\\n'}}{% endif %}{% endfor %}")
+# a template that iterates over content parts (as multimodal templates do)
+TYPED_TEMPLATE = ("{% for m in messages %}<{{ m.role }}>{% for p in m.content %}{% if p.type == 'text' %}[{{ p.text }}]{% endif %}"
+                  "{% endfor %}</{{ m.role }}>{% endfor %}")
+
+
+def test_content_parts():
+    """issue 27: OpenAI's content parts. Text parts become one string (newline-joined, as
+    llama-server does) for templates that print content as a string; a template that iterates
+    over parts gets the list (and a string content as a list of one part); an image or audio
+    part is a 400 naming it."""
+    parts = [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}]
+    for name in ("qwen2.5-instruct", "llama-3-instruct", "vllm-tool_chat_template_hermes", "phi-3"):
+        S = Server("-np", "1", "-c", "2048", "--chat-template-file", os.path.join(CHAT_TEMPLATES, "templates", name + ".jinja"))
+        try:
+            assert S.get_json("/props")["chat_template_caps"]["requires_typed_content"] is False
+            st, a = S.post("/apply-template", {"messages": [{"role": "user", "content": parts}]})
+            st2, b = S.post("/apply-template", {"messages": [{"role": "user", "content": "Hi\nthere"}]})
+            assert st == 200 and st2 == 200 and a["prompt"] == b["prompt"], (name, a, b)
+            assert "'type'" not in a["prompt"], a
+            for bad, kind in (({"type": "image_url", "image_url": {"url": "data:,"}}, "image part (\"image_url\")"),
+                              ({"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}, "audio part (\"input_audio\")"),
+                              ({"type": "video"}, "type \"video\"")):
+                st, e = S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": [parts[0], bad]}], "max_tokens": 2})
+                assert st == 400 and "'messages[0].content[1]'" in e["error"]["message"] and kind in e["error"]["message"], (name, e)
+            st, j = S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": parts}], "max_tokens": 3, "seed": 1})
+            assert st == 200 and j["choices"][0]["message"]["role"] == "assistant", j
+        finally:
+            S.stop()
+    S, path = _template_server(TYPED_TEMPLATE)
+    try:
+        assert S.get_json("/props")["chat_template_caps"]["requires_typed_content"] is True
+        st, j = S.post("/apply-template", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": parts}]})
+        assert st == 200 and j["prompt"] == "<system>[Be brief.]</system><user>[Hi][there]</user>", j
+    finally:
+        S.stop()
+        os.unlink(path)
+
+
+def test_system_role_fallback():
+    """issue 27: a template that drops system messages (Phi-3 mini's first one) is found by a
+    probe at load (/props supports_system_role false); the system text then goes at the start
+    of the first user message, newline-joined (minja's polyfill, as llama.cpp does). Templates
+    that show the system message are left alone."""
+    S, path = _template_server(NO_SYSTEM_TEMPLATE)
+    try:
+        assert S.get_json("/props")["chat_template_caps"]["supports_system_role"] is False
+        st, j = S.post("/apply-template", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "system", "content": "Be kind."},
+                                                        {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"},
+                                                        {"role": "user", "content": "Bye"}]})
+        assert st == 200 and j["prompt"] == "<|user|>\nBe brief.\nBe kind.\nHi<|end|>\n<|assistant|>\nYo<|end|>\n<|user|>\nBye<|end|>\n<|assistant|>\n", j
+        # text parts of a system message, and a system message before an assistant turn: a user turn of its own
+        st, j = S.post("/apply-template", {"messages": [{"role": "system", "content": [{"type": "text", "text": "Sys"}]},
+                                                        {"role": "assistant", "content": "Yo"}, {"role": "user", "content": "Hi"}]})
+        assert st == 200 and j["prompt"] == "<|user|>\nSys<|end|>\n<|assistant|>\nYo<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\n", j
+        st, j = S.post("/v1/chat/completions", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+                                                "max_tokens": 3, "seed": 1})
+        assert st == 200 and j["usage"]["prompt_tokens"] > S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}],
+                                                                                           "max_tokens": 1})[1]["usage"]["prompt_tokens"], j
+    finally:
+        S.stop()
+        os.unlink(path)
+    for name in ("phi-3", "qwen2.5-instruct"):
+        S = Server("-np", "1", "-c", "2048", "--chat-template-file", os.path.join(CHAT_TEMPLATES, "templates", name + ".jinja"))
+        try:
+            assert S.get_json("/props")["chat_template_caps"]["supports_system_role"] is True
+            st, j = S.post("/apply-template", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]})
+            assert st == 200 and "Be brief.<|" in j["prompt"] and "Be brief.\nHi" not in j["prompt"], j
+        finally:
+            S.stop()
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

@@ -242,7 +242,25 @@ try {
           r.choices.map((c) => c.index).sort().join() === "0,1", err || JSON.stringify(r));
   }
 
-  // 10. calls that close (issue 27): tool_choice required, max_tokens 120, a free-form string
+  // 10. content parts (issue 27): text parts flattened as llama-server does (the same prompt
+  // as the joined string), an image part a 400 the client reports
+  {
+    const parts = [{ type: "text", text: "What is the weather" }, { type: "text", text: "in Paris?" }];
+    const a = await client.chat.completions.create({ model, messages: [{ role: "user", content: parts }], max_tokens: 4, seed: 8 });
+    const b = await client.chat.completions.create({ model, messages: [{ role: "user", content: "What is the weather\nin Paris?" }],
+                                                     max_tokens: 4, seed: 8 });
+    check("content parts: the same prompt and reply as the newline-joined string",
+          a.usage.prompt_tokens === b.usage.prompt_tokens && a.choices[0].message.content === b.choices[0].message.content,
+          JSON.stringify([a.usage, b.usage]));
+    let status = 0, msg = "";
+    try {
+      await client.chat.completions.create({ model, max_tokens: 4, messages: [{ role: "user", content: [parts[0],
+        { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }] }] });
+    } catch (e) { status = e.status; msg = e.message; }
+    check("content parts: an image part is a 400 naming it", status === 400 && /content\[1\].*image/.test(msg), `${status} ${msg}`);
+  }
+
+  // 11. calls that close (issue 27): tool_choice required, max_tokens 120, a free-form string
   // argument, under each format's template (Hermes, Llama 3.1 JSON, Mistral): the call must
   // end within the budget (finish_reason tool_calls), its arguments parse and fit the schema
   {

@@ -288,10 +288,19 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
     const cJSON *tools = field(root, "tools");
     if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools))
         return srv_errorf(e, 400, "'tools' must be an array, got %s", jtype(tools));
-    /* tool calls' arguments as objects, the generic format's instructions (tool_calls.c) */
-    cJSON *msgs = tc_template_messages(m, spec, chat_jinja_object_args(s));
-    if (!msgs) return srv_errorf(e, 500, "out of memory");
-    const int rc = chat_apply_jinja(s, msgs, tools && cJSON_IsArray(tools) ? tools : NULL, true, out, e);
+    /* content parts flattened (chat_jinja.c), tool calls' arguments as objects, the generic
+     * format's instructions (tool_calls.c), then the system role's fallback */
+    cJSON *flat = cJSON_Duplicate(m, true);
+    if (!flat) return srv_errorf(e, 500, "out of memory");
+    int rc = chat_jinja_flatten(s, flat, e);
+    cJSON *msgs = rc ? NULL : tc_template_messages(flat, spec, chat_jinja_object_args(s));
+    cJSON_Delete(flat);
+    if (rc) return rc;
+    if (!msgs || (!s->jinja_system_role && chat_jinja_system_fallback(msgs))) {
+        cJSON_Delete(msgs);
+        return srv_errorf(e, 500, "out of memory");
+    }
+    rc = chat_apply_jinja(s, msgs, tools && cJSON_IsArray(tools) ? tools : NULL, true, out, e);
     cJSON_Delete(msgs);
     return rc;
 }
@@ -329,18 +338,7 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
         } else if (cJSON_IsString(content)) {
             msgs[i].content = content->valuestring;
         } else if (cJSON_IsArray(content)) {
-            int j = 0;
-            for (const cJSON *part = content->child; part; part = part->next, j++) {
-                const cJSON *type = cJSON_IsObject(part) ? field(part, "type") : NULL;
-                const cJSON *text = cJSON_IsObject(part) ? field(part, "text") : NULL;
-                if (!type || !cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !text ||
-                    !cJSON_IsString(text)) {
-                    rc = srv_errorf(e, 400, "'messages[%d].content[%d]' must be {\"type\": \"text\", \"text\": \"...\"} (only text parts are supported)", i, j);
-                    goto done;
-                }
-                if (j) sbuf_adds(&parts[i], "\n");
-                sbuf_adds(&parts[i], text->valuestring);
-            }
+            if ((rc = chat_content_text(content, i, &parts[i], e))) goto done;
             msgs[i].content = parts[i].p ? parts[i].p : "";
         } else {
             rc = srv_errorf(e, 400, "'messages[%d].content' must be a string or an array of text parts, got %s", i, jtype(content));
@@ -537,7 +535,7 @@ static int parse_tools(const srv_server *s, const cJSON *o, srv_request *r, srv_
         return srv_errorf(e, 400, "'tools' need a Jinja chat template (the model's, or --chat-template-file); "
                                   "the built-in template %s has no tool calls", chat_name(s->tmpl));
     TRY(tc_parse_request(tc_detect(s->tmpl_text), o, &r->tools, e));
-    if (r->tools) r->tools->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
+    if (r->tools) r->tools->no_system = !s->jinja_system_role;
     tc_budget(r->tools, r->n_predict);
     if (r->tools && r->cgrammar)
         return srv_errorf(e, 400, "'tools' cannot be combined with 'grammar', 'json_schema' or 'response_format' "
@@ -994,7 +992,7 @@ int srv_handle_apply_template(const srv_server *s, const char *body, size_t len,
     sbuf prompt = {0};
     tc_spec *spec = NULL; /* the prompt a chat request with these tools would get */
     int rc = s->jinja ? tc_parse_request(tc_detect(s->tmpl_text), root, &spec, e) : 0;
-    if (spec) spec->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
+    if (spec) spec->no_system = !s->jinja_system_role;
     if (!rc) rc = chat_prompt(s, root, spec, &prompt, e);
     tc_spec_free(spec);
     if (!rc) {

@@ -676,7 +676,13 @@ char *srv_json_props(const srv_server *s)
     cJSON_AddStringToObject(o, "chat_template_name", s->jinja ? "jinja" : chat_name(s->tmpl));
     cJSON_AddBoolToObject(o, "chat_template_detected", s->jinja || s->tmpl_detected);
     cJSON *caps = cJSON_AddObjectToObject(o, "chat_template_caps");
-    if (s->jinja) tc_caps_json(s->tmpl_text, caps); /* detected from the template's text (tool_calls.c) */
+    if (s->jinja) {
+        tc_caps_json(s->tmpl_text, caps); /* detected from the template's text (tool_calls.c) */
+        /* these two rendered by probes at load (chat_jinja_probe_caps, minja's way) */
+        cJSON_ReplaceItemInObjectCaseSensitive(caps, "supports_system_role", cJSON_CreateBool(s->jinja_system_role));
+        cJSON_AddBoolToObject(caps, "requires_typed_content", s->jinja_typed_content);
+        cJSON_AddBoolToObject(caps, "requires_object_arguments", s->jinja_object_args);
+    }
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(o, "modalities"), "vision", false);
     cJSON_AddStringToObject(o, "build_info", "sift " SIFT_VERSION_STRING);
     cJSON_AddNumberToObject(o, "n_ctx", s->n_ctx_slot * s->cfg.n_parallel);

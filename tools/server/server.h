@@ -354,6 +354,8 @@ typedef struct srv_server {
     sift_template *jinja;      /* the Jinja template rendered for chats (--chat-template-file, else the GGUF's);
                                   NULL: the built-in named template `tmpl` */
     bool jinja_object_args;    /* chat_jinja_probe_object_args(jinja), found at load */
+    bool jinja_typed_content;  /* the template iterates over content parts (chat_jinja_probe_caps) */
+    bool jinja_system_role;    /* the template shows a system message's text (chat_jinja_probe_caps) */
     sift_template_pool *tpool; /* the renders' shared memory budget (cfg.template_memory; NULL: none) */
     chat_tmpl tmpl;            /* the template applied (CHATML when unknown: documented default) */
     bool tmpl_detected;        /* tmpl came from the GGUF (or --chat-template), not the default */
@@ -385,6 +387,19 @@ int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const st
  * requires_object_arguments): chat_jinja_probe_object_args once, when the template is loaded
  * (into s->jinja_object_args); chat_jinja_object_args reads the answer, without a lock. */
 bool chat_jinja_probe_object_args(const srv_server *s);
+/* All the template's capabilities, found once at load by rendering probes as minja does:
+ * jinja_object_args, jinja_typed_content (a string content does not come out, a list of text
+ * parts does) and jinja_system_role (a system message's text comes out). */
+void chat_jinja_probe_caps(srv_server *s);
+/* The text parts of a content list (appended to out, newline-joined as llama.cpp does; out
+ * may be NULL to only check them). 400 naming the part for an image, audio or other part. */
+int chat_content_text(const struct cJSON *content, int i, sbuf *out, srv_error *e);
+/* In msgs (a copy the template will get): content lists of text parts become one string,
+ * as llama-server does, unless the template iterates over parts (jinja_typed_content). */
+int chat_jinja_flatten(const srv_server *s, struct cJSON *msgs, srv_error *e);
+/* For a template without a system role: the system messages' text goes at the start of the
+ * next user message (minja's polyfill). -1 out of memory. */
+int chat_jinja_system_fallback(struct cJSON *msgs);
 bool chat_jinja_object_args(const srv_server *s);
 
 /* Renders abandon themselves (503, "render abandoned") when their client goes away: the HTTP

@@ -627,7 +627,7 @@ int sift_cmd_serve(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    s->jinja_object_args = chat_jinja_probe_object_args(s); /* after the pool: the probes render under the budgets */
+    chat_jinja_probe_caps(s); /* after the pool: the probes render under the budgets */
     s->tmpl = cfg->chat_template ? chat_from_name(cfg->chat_template) : chat_detect(s->tmpl_text);
     s->tmpl_detected = s->tmpl != CHAT_UNKNOWN;
     if (s->tmpl == CHAT_UNKNOWN) s->tmpl = CHAT_CHATML;
