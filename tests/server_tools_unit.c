@@ -632,6 +632,99 @@ static void test_calls_close(void **state)
     tc_spec_free(t);
 }
 
+/* Reasoning (reasoning.c): the reply split into reasoning and content as llama.cpp's
+ * try_parse_reasoning does; the streamed deltas, at every cut of the text into pieces, add up
+ * to exactly the final fields; the grammar wrapper starts the grammar after the thinking. */
+static void check_split(rs_format f, bool forced, const char *text, const char *reasoning, const char *content)
+{
+    rs_spec r = {.format = f, .forced_open = forced};
+    rs_split sp;
+    const size_t n = strlen(text);
+    rs_split_text(&r, text, n, false, &sp);
+    if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
+        fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
+    if (sp.c1 - sp.c0 != strlen(content) || memcmp(text + sp.c0, content, sp.c1 - sp.c0))
+        fail_msg("[%s]: content [%.*s]", text, (int)(sp.c1 - sp.c0), text + sp.c0);
+    /* streamed in pieces of every size: the deltas add up to the same */
+    for (size_t step = 1; step <= n; step++) {
+        rs_spec st = {.format = f, .forced_open = forced};
+        sbuf rr = {0}, cc = {0};
+        for (size_t i = 0; i < n; i += step) rs_stream(&st, text + i, i + step <= n ? step : n - i, &rr, &cc);
+        rs_stream_final(&st, text, n, &rr, &cc);
+        if (rr.n != strlen(reasoning) || (rr.n && memcmp(rr.p, reasoning, rr.n))) fail_msg("[%s] step %zu: streamed reasoning [%.*s]", text, step, (int)rr.n, rr.p);
+        if (cc.n != strlen(content) || (cc.n && memcmp(cc.p, content, cc.n))) fail_msg("[%s] step %zu: streamed content [%.*s]", text, step, (int)cc.n, cc.p);
+        sbuf_free(&rr);
+        sbuf_free(&cc);
+        sbuf_free(&st.seen);
+    }
+}
+
+static void test_reasoning(void **state)
+{
+    (void)state;
+    rs_format f;
+    assert_int_equal(rs_format_parse("deepseek", &f), 0);
+    assert_int_equal(f, RS_DEEPSEEK);
+    assert_int_equal(rs_format_parse("deepseek-legacy", &f), 0);
+    assert_int_equal(f, RS_DEEPSEEK_LEGACY);
+    assert_int_equal(rs_format_parse("none", &f), 0);
+    assert_int_equal(f, RS_NONE);
+    assert_int_equal(rs_format_parse("auto", &f), 0);
+    assert_int_equal(f, RS_AUTO);
+    assert_int_equal(rs_format_parse("r1", &f), -1);
+    /* the outputs of llama.cpp's tests/test-chat.cpp (DeepSeek R1 and Hermes with thinking) */
+    check_split(RS_DEEPSEEK, false, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?");
+    check_split(RS_DEEPSEEK, true, "I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?");
+    check_split(RS_DEEPSEEK, false, "  <think>\n  Let me see.\n</think>\n\n  The answer is 4.", "Let me see.", "The answer is 4.");
+    check_split(RS_AUTO, false, "<think>a < b </thi ok</think>x", "a < b </thi ok", "x");
+    /* none: all content, tags and all */
+    check_split(RS_NONE, false, "<think>I'm\nthinking</think>Hello", "", "<think>I'm\nthinking</think>Hello");
+    /* legacy: reasoning_content, and the whole text stays content */
+    check_split(RS_DEEPSEEK_LEGACY, false, "<think>I'm thinking</think>Hello", "I'm thinking", "<think>I'm thinking</think>Hello");
+    /* no thinking: all content; thinking later in the reply is content */
+    check_split(RS_DEEPSEEK, false, "Hello <think>x</think>", "", "Hello <think>x</think>");
+    check_split(RS_DEEPSEEK, false, "<thin", "", "<thin");
+    check_split(RS_DEEPSEEK, false, "", "", "");
+    /* thinking that never closes (cut off, or never ended): all reasoning, no content (llama.cpp) */
+    check_split(RS_DEEPSEEK, false, "<think>I'm thinking and thinking", "I'm thinking and thinking", "");
+    check_split(RS_DEEPSEEK, true, "I'm thinking </thi", "I'm thinking </thi", "");
+    check_split(RS_DEEPSEEK, true, "</think>", "", "");
+    check_split(RS_DEEPSEEK, true, "</think>\n\n{\"a\": 1}", "", "{\"a\": 1}");
+    assert_true(rs_prompt_forced_open("<|Assistant|><think>\n", 21));
+    assert_false(rs_prompt_forced_open("<think>\n\n</think>\n\n", 19));
+    assert_false(rs_prompt_forced_open("", 0));
+
+    /* the grammar after the thinking: free text without "</think>", the tag, then the start rule */
+    const char *root = NULL;
+    char *g = rs_wrap_grammar("root ::= \"{\" [0-9]+ \"}\"\n", "root", true, &root);
+    assert_non_null(g);
+    assert_string_equal(root, RS_ROOT);
+    sift_error err = {0};
+    sift_grammar *gr = sift_grammar_parse(g, strlen(g), root, NULL, &err);
+    if (!gr) fail_msg("%s\n%s", err.msg, g);
+    static const char *const good[] = {"</think>{1}", "hmm</think>\n{12}", "a < b, </thi</think>{3}", "<<</think>{4}",
+                                       "x</think</think>{5}", "</ think></think>{6}"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        if (sift_grammar_match(gr, good[i], strlen(good[i]), NULL) != SIFT_GRAMMAR_COMPLETE) fail_msg("refused %s", good[i]);
+    /* (forced open: "{1}" alone is still thinking) */
+    assert_int_equal(sift_grammar_match(gr, "{1}", 3, NULL), SIFT_GRAMMAR_PREFIX);
+    static const char *const bad[] = {"a</think>b</think>{1}", "a</think>{x}", "</think>     {1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (sift_grammar_match(gr, bad[i], strlen(bad[i]), NULL) != SIFT_GRAMMAR_REJECTED) fail_msg("taken %s", bad[i]);
+    assert_int_equal(sift_grammar_match(gr, "still thinking <", 16, NULL), SIFT_GRAMMAR_PREFIX);
+    sift_grammar_free(gr);
+    free(g);
+    /* optional thinking (the model may think first, or answer at once) */
+    g = rs_wrap_grammar("root ::= \"{\" [0-9]+ \"}\"\n", "root", false, &root);
+    gr = sift_grammar_parse(g, strlen(g), root, NULL, &err);
+    assert_non_null(gr);
+    assert_int_equal(sift_grammar_match(gr, "{1}", 3, NULL), SIFT_GRAMMAR_COMPLETE);
+    assert_int_equal(sift_grammar_match(gr, "<think>ok</think>{1}", 20, NULL), SIFT_GRAMMAR_COMPLETE);
+    assert_int_equal(sift_grammar_match(gr, "ok</think>{1}", 13, NULL), SIFT_GRAMMAR_REJECTED);
+    sift_grammar_free(gr);
+    free(g);
+}
+
 static void test_garbage(void **state)
 {
     (void)state;
@@ -681,7 +774,7 @@ int main(void)
         cmocka_unit_test(test_llama3),       cmocka_unit_test(test_mistral),        cmocka_unit_test(test_generic),
         cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
-        cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close),
+        cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

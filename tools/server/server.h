@@ -236,6 +236,41 @@ typedef struct srv_error {
 
 int srv_errorf(srv_error *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* ---- reasoning (reasoning.c) ------------------------------------------------------------------ */
+
+/* --reasoning-format / "reasoning_format": none leaves <think>...</think> in the content;
+ * deepseek (and auto, the default, as llama-server) moves it to reasoning_content;
+ * deepseek-legacy fills reasoning_content and leaves the whole text in the content too. */
+typedef enum rs_format { RS_AUTO = 0, RS_NONE, RS_DEEPSEEK, RS_DEEPSEEK_LEGACY } rs_format;
+int rs_format_parse(const char *s, rs_format *out); /* 0, or -1 for an unknown name */
+
+/* A chat request's reasoning: how to split the reply, and the streaming state. */
+typedef struct rs_spec {
+    rs_format format;
+    bool forced_open;          /* the rendered prompt ends inside <think> (rs_prompt_forced_open) */
+    sbuf seen;                 /* streaming: the reply so far */
+    size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
+} rs_spec;
+void rs_spec_free(rs_spec *r);
+bool rs_prompt_forced_open(const char *prompt, size_t n);
+
+/* Where the reasoning [r0, r1) and the content [c0, c1) of text t[0..n) are; partial: the
+ * reply is still coming (what may change is held back: both ranges only ever grow). */
+typedef struct rs_split {
+    size_t r0, r1, c0, c1;
+    bool thinking, closed;     /* the reply thinks; its thinking ended */
+} rs_split;
+void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_split *out);
+/* Streaming: the new text txt -> what grew of the reasoning and of the content (appended). */
+void rs_stream(rs_spec *r, const char *txt, size_t n, sbuf *reasoning, sbuf *content);
+/* The end of the stream: the rest of both, from the whole text. */
+void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sbuf *content);
+/* A grammar (start rule `root`) that starts after the thinking ends: free text without
+ * "</think>", the tag, then root; the thinking optional unless forced_open. *new_root: the
+ * start rule of the result (malloc'd; NULL when out of memory). */
+#define RS_ROOT "x-sift-think-root"
+char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root);
+
 /* ---- tool calling (tool_calls.c) ----------------------------------------------------------- */
 
 /* How the template's model writes a tool call (detected from the template's text). */
