@@ -1690,6 +1690,80 @@ def test_system_role_fallback():
             S.stop()
 
 
+# Qwen 3's way: thinking unless enable_thinking is false (then an empty thought is in the prompt)
+THINKING_TEMPLATE = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                     "{%- if add_generation_prompt %}<|im_start|>assistant\n{% if enable_thinking is defined and "
+                     "enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}")
+
+
+def _stream_fields(S, body):
+    ev = S.stream("/v1/chat/completions", dict(body, stream=True))
+    r = "".join(e["choices"][0]["delta"].get("reasoning_content") or "" for e in ev if e != "[DONE]" and e["choices"])
+    c = "".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e != "[DONE]" and e["choices"])
+    fin = [e["choices"][0]["finish_reason"] for e in ev if e != "[DONE]" and e["choices"] and e["choices"][0]["finish_reason"]]
+    return r, c, fin
+
+
+def test_reasoning():
+    """issue 27: a thinking model's reasoning apart (llama-server's --reasoning-format). DeepSeek
+    R1's template opens the thinking in the prompt: stories260K's reply never closes it, so all of
+    it is reasoning_content (llama.cpp's rule for unclosed thinking) and the content is empty;
+    reasoning_format none leaves it in the content. Streamed, the reasoning_content and content
+    deltas add up to the same. --reasoning-budget forces </think> after N thinking tokens, and
+    a json_schema's grammar starts after it: the content is the JSON."""
+    r1 = os.path.join(CHAT_TEMPLATES, "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja")
+    msgs = [{"role": "user", "content": "Hi"}]
+    S = Server("-np", "1", "-c", "1024", "--chat-template-file", r1)
+    try:
+        body = {"messages": msgs, "max_tokens": 16, "seed": 1}
+        st, j = S.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and m["content"] == "" and len(m["reasoning_content"]) > 10, j
+        st, raw = S.post("/v1/chat/completions", dict(body, reasoning_format="none"))
+        assert "reasoning_content" not in raw["choices"][0]["message"] and raw["choices"][0]["message"]["content"].strip() == m["reasoning_content"], raw
+        r, c, fin = _stream_fields(S, body)
+        assert r == m["reasoning_content"] and c == "" and fin == ["length"], (r, c, fin)
+        st, e = S.post("/v1/chat/completions", dict(body, reasoning_format="r1"))
+        assert st == 400 and "reasoning_format" in e["error"]["message"], e
+    finally:
+        S.stop()
+    S = Server("-np", "1", "-c", "1024", "--chat-template-file", r1, "--reasoning-budget", "6")
+    try:
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}
+        body = {"messages": msgs, "max_tokens": 60, "seed": 1, "json_schema": schema}
+        st, j = S.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and j["choices"][0]["finish_reason"] == "stop" and m["reasoning_content"], j
+        assert isinstance(json.loads(m["content"])["a"], int), j
+        ids = S.post("/tokenize", {"content": m["reasoning_content"]})[1]["tokens"]
+        assert len(ids) <= 6, (ids, m)  # (the stripped thought: at most the budget's tokens)
+        r, c, fin = _stream_fields(S, body)
+        assert r == m["reasoning_content"] and c == m["content"] and fin == ["stop"], (r, c, fin, m)
+    finally:
+        S.stop()
+    # enable_thinking through chat_template_kwargs (request), --chat-template-kwargs and --reasoning (server)
+    S, path = _template_server(THINKING_TEMPLATE)
+    try:
+        st, j = S.post("/apply-template", {"messages": msgs})
+        assert st == 200 and j["prompt"].endswith("<|im_start|>assistant\n"), j
+        st, j = S.post("/apply-template", {"messages": msgs, "chat_template_kwargs": {"enable_thinking": False}})
+        assert st == 200 and j["prompt"].endswith("<think>\n\n</think>\n\n"), j
+        st, e = S.post("/v1/chat/completions", {"messages": msgs, "chat_template_kwargs": "x"})
+        assert st == 400 and "chat_template_kwargs" in e["error"]["message"], e
+    finally:
+        S.stop()
+    for flags in (("--reasoning", "off"), ("--chat-template-kwargs", '{"enable_thinking": false}')):
+        S = Server("-np", "1", "-c", "1024", "--chat-template-file", path, *flags)
+        try:
+            st, j = S.post("/apply-template", {"messages": msgs})
+            assert st == 200 and j["prompt"].endswith("<think>\n\n</think>\n\n"), (flags, j)
+            st, j = S.post("/apply-template", {"messages": msgs, "chat_template_kwargs": {"enable_thinking": True}})
+            assert st == 200 and j["prompt"].endswith("assistant\n"), (flags, j)
+        finally:
+            S.stop()
+    os.unlink(path)
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

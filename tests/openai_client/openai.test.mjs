@@ -10,7 +10,10 @@
 // (stories260K's text is meaningless, but a constrained call must come back well-formed:
 // its name in the tool list, its arguments JSON valid against the function's schema),
 // streamed as tool-call deltas too; the tool result sent back and a final answer; n: 2;
-// and a 400 for a tool_choice naming no tool. Prints each check, then "N passed, M failed".
+// and a 400 for a tool_choice naming no tool; content parts; tool_choice required with
+// max_tokens 120 under the Hermes, Llama 3.1 JSON and Mistral templates (issue 27: calls that
+// close); a thinking template's reasoning_content, streamed and not. Prints each check, then
+// "N passed, M failed".
 import OpenAI from "openai";
 import { spawn } from "node:child_process";
 
@@ -286,6 +289,37 @@ try {
         check(`${t}, tool_choice required, max_tokens 120: 3 of 3 calls close, arguments fit the schema`, good === 3, bad.join(" "));
       } finally { srv.proc.kill("SIGTERM"); }
     }
+  }
+
+  // 12. a thinking template (DeepSeek R1's, which opens <think> in the prompt) with
+  // --reasoning-budget 6: reasoning_content apart from the content (the client passes the
+  // extra field through), streamed as reasoning_content deltas that add up to the same, and a
+  // json_schema'd answer after the thinking
+  {
+    const dir = TEMPLATE.replace(/[^/]*$/, "");
+    const srv = await startServer(dir + "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ["--reasoning-budget", "6"]);
+    const cl = new OpenAI({ baseURL: `http://127.0.0.1:${srv.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
+    try {
+      const body = { model, messages: [{ role: "user", content: "Hi" }], max_tokens: 60, seed: 1,
+                     response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "object",
+                       properties: { a: { type: "integer" } }, required: ["a"], additionalProperties: false } } } };
+      const r = await cl.chat.completions.create(body);
+      const m = r.choices[0].message;
+      let parsed = null;
+      try { parsed = JSON.parse(m.content); } catch (e) { /* reported below */ }
+      check("thinking template: reasoning_content apart, the content the schema's JSON after it",
+            typeof m.reasoning_content === "string" && m.reasoning_content.length > 0 && Number.isInteger(parsed?.a) &&
+            r.choices[0].finish_reason === "stop", JSON.stringify(r.choices[0]));
+      const stream = await cl.chat.completions.create({ ...body, stream: true });
+      let rs = "", ct = "", nr = 0;
+      for await (const c of stream) {
+        const d = c.choices[0]?.delta ?? {};
+        if (d.reasoning_content) { rs += d.reasoning_content; nr++; }
+        if (d.content) ct += d.content;
+      }
+      check(`thinking template, streamed: reasoning_content deltas (${nr}) and content add up to the same`,
+            nr > 1 && rs === m.reasoning_content && ct === m.content, JSON.stringify([rs, ct, m]));
+    } finally { srv.proc.kill("SIGTERM"); }
   }
 } catch (e) {
   failed++;

@@ -14,6 +14,7 @@
  */
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,8 +64,36 @@ static void render_options(const srv_server *s, sift_template_options *o, render
  * template raised (or a limit it ran into) 400. */
 static int render_status(sift_status st) { return st == SIFT_E_NOMEM ? 413 : st == SIFT_E_STATE ? 503 : 400; }
 
-int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *tools, bool add_assistant, sbuf *out,
-                     srv_error *e)
+int chat_jinja_set_kwargs(srv_server *s, const char *json, int reasoning)
+{
+    cJSON_Delete(s->template_kwargs);
+    s->template_kwargs = NULL;
+    if (!json && reasoning < 0) return 0;
+    cJSON *k = json ? cJSON_Parse(json) : cJSON_CreateObject();
+    if (!cJSON_IsObject(k)) {
+        fprintf(stderr, "sift serve: --chat-template-kwargs: expected a JSON object, got %.64s\n", json ? json : "");
+        cJSON_Delete(k);
+        return -1;
+    }
+    if (reasoning >= 0) { /* --reasoning on|off: the template's enable_thinking (llama-server's way) */
+        cJSON_DeleteItemFromObjectCaseSensitive(k, "enable_thinking");
+        cJSON_AddBoolToObject(k, "enable_thinking", reasoning == 1);
+    }
+    s->template_kwargs = k;
+    return 0;
+}
+
+/* The variables of kw set at the top of the template's context (over what is there). */
+static void add_kwargs(cJSON *ctx, const cJSON *kw)
+{
+    for (const cJSON *k = kw ? kw->child : NULL; k; k = k->next) {
+        cJSON_DeleteItemFromObjectCaseSensitive(ctx, k->string);
+        cJSON_AddItemToObject(ctx, k->string, cJSON_Duplicate(k, true));
+    }
+}
+
+int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *tools, const cJSON *kwargs, bool add_assistant,
+                     sbuf *out, srv_error *e)
 {
     char bos[256], eos[256];
     token_text(s, sift_vocab_bos(s->vocab), bos, sizeof bos);
@@ -76,6 +105,9 @@ int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *to
     cJSON_AddBoolToObject(ctx, "add_generation_prompt", add_assistant);
     cJSON_AddStringToObject(ctx, "bos_token", bos);
     cJSON_AddStringToObject(ctx, "eos_token", eos);
+    /* chat_template_kwargs: the server's (--chat-template-kwargs, --reasoning), then the request's */
+    add_kwargs(ctx, s->template_kwargs);
+    add_kwargs(ctx, kwargs);
     char *json = cJSON_PrintUnformatted(ctx);
     cJSON_Delete(ctx);
     if (!json) return srv_errorf(e, 500, "out of memory");

@@ -162,7 +162,6 @@ static void add_think_body(sbuf *g)
 char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root)
 {
     sbuf g = {0};
-    *new_root = RS_ROOT;
     /* ws after the tag: what the model writes before its answer (bounded, as JSON's space) */
     if (forced_open) sbuf_printf(&g, RS_ROOT " ::= x-sift-think-0 \"</think>\" x-sift-think-ws %s\n", root);
     else sbuf_printf(&g, RS_ROOT " ::= ( \"<think>\" x-sift-think-0 \"</think>\" x-sift-think-ws )? %s\n", root);
@@ -171,5 +170,6 @@ char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, cons
     sbuf_adds(&g, gbnf);
     char *out = sbuf_strdup(&g);
     sbuf_free(&g);
+    if (out) *new_root = RS_ROOT;
     return out;
 }

@@ -139,6 +139,10 @@ typedef struct srv_config {
     int default_n_predict;      /* n_predict when a request does not say (-1: up to the cap) */
     const char *chat_template;  /* --chat-template NAME (overrides the GGUF's) */
     const char *chat_template_file; /* --chat-template-file FILE (a Jinja template) */
+    int reasoning_format;       /* --reasoning-format: rs_format (default auto) */
+    int reasoning;              /* --reasoning on|off|auto: 1, 0, -1 (on/off set enable_thinking for the template) */
+    int reasoning_budget;       /* --reasoning-budget: thinking tokens before </think> is forced (-1: no limit) */
+    const char *chat_template_kwargs; /* --chat-template-kwargs JSON: extra template variables (an object) */
     sift_isa isa;
     bool log_requests;
     /* exposure (http.c, conns.c; docs/server.md "Exposing the server") */
@@ -222,6 +226,12 @@ typedef struct srv_request {
     char *echo_text;           /* with echo, a text prompt as written (NULL: the prompt's ids detokenized) */
     int32_t n_probs_shown;     /* top candidates shown per token (-1: n_probs); chat logprobs alone: 0 */
     struct tc_spec *tools;     /* tool calling (tool_calls.c); NULL without */
+    struct rs_spec *rs;        /* a chat's reasoning (reasoning.c); NULL with reasoning_format none */
+    char *gbnf_pending;        /* a chat's grammar / json_schema as GBNF (start rule "root"), compiled once
+                                  the prompt shows whether the reply may think (then wrapped, rs_wrap_grammar) */
+    bool tools_after_think;    /* the tools' grammar starts after the thinking (srv_build_samplers) */
+    bool think_forced_open;    /* the prompt left the thinking open */
+    int32_t reasoning_budget;  /* thinking tokens before </think> is forced (-1: no limit) */
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -296,6 +306,7 @@ typedef struct tc_spec {
     int n_names;
     char *gbnf;                /* the calls' grammar, start rule TC_ROOT */
     char *pattern;             /* a lazy trigger pattern beside the words (Llama 3.x's `{"name"`), or NULL */
+    char *think_pattern;       /* (reasoning) the triggers as one pattern that skips the thinking, or NULL */
     /* streaming state, touched by the connection's thread only (srv_sse_tokens/final) */
     sbuf seen;                 /* the reply's text so far */
     size_t sent;               /* bytes of it sent as content */
@@ -321,6 +332,9 @@ int tc_parse_request(tc_format f, const struct cJSON *root, tc_spec **out, srv_e
  * fits the budget with room for its markup. */
 #define TC_BUDGET_FREE 4096
 void tc_budget(tc_spec *t, int n_predict);
+/* A reply that may think first (reasoning.c): the lazy grammar's triggers as one pattern that
+ * only fires after the thinking (t->think_pattern; forced_open: the prompt opened it). -1: out of memory. */
+int tc_think_trigger(tc_spec *t, bool forced_open);
 /* The messages as the template gets them: a deep copy where, with object_args (the template
  * `tojson`s arguments: chat_jinja_object_args), tool_calls' string arguments are parsed into
  * objects, as minja's polyfill does; and, for the generic format, a system message that asks
@@ -391,6 +405,7 @@ typedef struct srv_server {
     bool jinja_object_args;    /* chat_jinja_probe_object_args(jinja), found at load */
     bool jinja_typed_content;  /* the template iterates over content parts (chat_jinja_probe_caps) */
     bool jinja_system_role;    /* the template shows a system message's text (chat_jinja_probe_caps) */
+    struct cJSON *template_kwargs; /* --chat-template-kwargs (and --reasoning on/off's enable_thinking), parsed */
     sift_template_pool *tpool; /* the renders' shared memory budget (cfg.template_memory; NULL: none) */
     chat_tmpl tmpl;            /* the template applied (CHATML when unknown: documented default) */
     bool tmpl_detected;        /* tmpl came from the GGUF (or --chat-template), not the default */
@@ -414,7 +429,7 @@ typedef struct srv_server {
  * is dropped when the tokenizer adds BOS itself. 0, or 400 with e (jinja2's message, e.g. a
  * template's raise_exception) / 500. */
 struct cJSON;
-int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const struct cJSON *tools, bool add_assistant,
+int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const struct cJSON *tools, const struct cJSON *kwargs, bool add_assistant,
                      sbuf *out, srv_error *e);
 
 /* Whether the template needs tool calls' arguments as objects (it `tojson`s them: a string
@@ -426,6 +441,10 @@ bool chat_jinja_probe_object_args(const srv_server *s);
  * jinja_object_args, jinja_typed_content (a string content does not come out, a list of text
  * parts does) and jinja_system_role (a system message's text comes out). */
 void chat_jinja_probe_caps(srv_server *s);
+/* The server's template variables (s->template_kwargs): --chat-template-kwargs (a JSON object;
+ * anything else is an error printed on stderr, -1), with --reasoning on/off (reasoning 1/0)
+ * setting enable_thinking as llama-server does. (NULL, -1) frees them. */
+int chat_jinja_set_kwargs(srv_server *s, const char *json, int reasoning);
 /* The text parts of a content list (appended to out, newline-joined as llama.cpp does; out
  * may be NULL to only check them). 400 naming the part for an image, audio or other part. */
 int chat_content_text(const struct cJSON *content, int i, sbuf *out, srv_error *e);

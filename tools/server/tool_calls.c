@@ -66,7 +66,7 @@ static const char *const hermes_triggers[] = {"<tool_call>"};
 static const char *const llama3_triggers[] = {"<|python_tag|>"};
 /* Llama 3.x's other opening, `{"name"` with the whitespace the grammar's `space` allows
  * after the brace: a trigger pattern (llama3_open finds the same in replies) */
-#define LLAMA3_PATTERN "\\{(?: |\\n{1,2}[ \\t]{0,20})?\"name\""
+#define LLAMA3_PATTERN "\\{(?: |\\n[ \\t]{0,4})?\"name\""
 static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
 
 static const char *const *format_triggers(tc_format f, int *n)
@@ -104,6 +104,7 @@ void tc_spec_free(tc_spec *t)
     free(t->names);
     free(t->gbnf);
     free(t->pattern);
+    free(t->think_pattern);
     free(t->streamed);
     sbuf_free(&t->seen);
     free(t);
@@ -391,6 +392,31 @@ oom:
     cJSON_Delete(schema);
     tc_spec_free(t);
     return srv_errorf(e, 500, "out of memory");
+}
+
+int tc_think_trigger(tc_spec *t, bool forced_open)
+{
+    sbuf p = {0};
+    /* past the thinking: after its closing tag (the prompt opened it), or after a <think>...</think>
+     * at the start, or anywhere in a reply that does not start thinking */
+    sbuf_adds(&p, forced_open ? "^[\\s\\S]*?</think>[\\s\\S]*?("
+                              : "^(?:\\s*<think>[\\s\\S]*?</think>|(?!\\s*<think>))[\\s\\S]*?(");
+    for (int i = 0; i < t->n_triggers; i++) {
+        if (i) sbuf_adds(&p, "|");
+        for (const char *c = t->triggers[i]; *c; c++) {
+            if (strchr("\\^$.|?*+()[]{}", *c)) sbuf_add(&p, "\\", 1);
+            sbuf_add(&p, c, 1);
+        }
+    }
+    if (t->pattern) {
+        if (t->n_triggers) sbuf_adds(&p, "|");
+        sbuf_adds(&p, t->pattern);
+    }
+    sbuf_adds(&p, ")");
+    free(t->think_pattern);
+    t->think_pattern = sbuf_strdup(&p);
+    sbuf_free(&p);
+    return t->think_pattern ? 0 : -1;
 }
 
 /* ---- the messages ------------------------------------------------------------------------------ */
