@@ -440,6 +440,11 @@ static sift_sampler *spec_sampler(const tc_spec *t, const sift_vocab_view *v)
     const char *pat[1] = {t->pattern};
     gp.trigger_patterns = pat;
     gp.n_trigger_patterns = t->lazy && t->pattern ? 1 : 0;
+    if (t->lazy && t->think_pattern) { /* as srv_build_samplers */
+        pat[0] = t->think_pattern;
+        gp.n_trigger_words = 0;
+        gp.n_trigger_patterns = 1;
+    }
     sift_error err = {0};
     sift_sampler *g = sift_sampler_init_grammar_ex(v, t->gbnf, strlen(t->gbnf), &gp, &err);
     if (!g) fail_msg("%s", err.msg);
@@ -503,6 +508,46 @@ static void test_lazy_grammar(void **state)
     assert_false(sift_grammar_sampler_allows(g, 'x'));
     feed(g, "[{\"name\": \"get_time\", \"arguments\": {}}]");
     assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_DONE);
+    sift_sampler_free(g);
+    tc_spec_free(t);
+}
+
+/* Reasoning and tool_choice auto (issue 27): the lazy grammar's triggers fire only after the
+ * thinking (tc_think_trigger): a <tool_call> written while thinking is no call. */
+static void test_think_trigger(void **state)
+{
+    (void)state;
+    const sift_vocab_view v = byte_vocab();
+    srv_error e;
+    for (int forced = 0; forced < 2; forced++) {
+        tc_spec *t = spec_for(TC_HERMES, NULL, &e);
+        assert_int_equal(tc_think_trigger(t, forced), 0);
+        sift_sampler *g = spec_sampler(t, &v);
+        feed(g, forced ? "let me call <tool_call> maybe" : "<think>let me call <tool_call> maybe");
+        assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+        feed(g, "</think>\nSure. <tool_call>");
+        assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+        assert_false(sift_grammar_sampler_allows(g, 'x'));
+        feed(g, "{\"name\": \"get_time\", \"arguments\": {}}</tool_call>");
+        assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_DONE);
+        sift_sampler_free(g);
+        tc_spec_free(t);
+    }
+    /* a reply that does not think: the call anywhere, as without reasoning */
+    tc_spec *t = spec_for(TC_MISTRAL, NULL, &e);
+    assert_int_equal(tc_think_trigger(t, false), 0);
+    sift_sampler *g = spec_sampler(t, &v);
+    feed(g, "Hm. [TOOL_CALLS]");
+    assert_false(sift_grammar_sampler_allows(g, 'x'));
+    sift_sampler_free(g);
+    tc_spec_free(t);
+    /* Llama 3.x: its `{"name"` pattern after the thinking */
+    t = spec_for(TC_LLAMA3, NULL, &e);
+    assert_int_equal(tc_think_trigger(t, true), 0);
+    g = spec_sampler(t, &v);
+    feed(g, "{\"name\" is a key</think> { \"name\"");
+    assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    feed(g, ": \"get_time\", \"parameters\": {}}");
     sift_sampler_free(g);
     tc_spec_free(t);
 }
@@ -775,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
         cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
+        cmocka_unit_test(test_think_trigger),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
