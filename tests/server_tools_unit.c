@@ -770,17 +770,97 @@ static void test_reasoning(void **state)
     free(g);
 }
 
+/* The model outputs of llama.cpp's tests/test-chat.cpp (ggml-org/llama.cpp, the DeepSeek R1,
+ * Hermes 2 Pro, Llama 3.1 and Mistral Nemo cases, with its special_function tool): they parse
+ * to the tool calls, content and reasoning llama.cpp expects there. */
+#define SPECIAL_FUNCTION "{\"type\": \"function\", \"function\": {\"name\": \"special_function\", \"description\": \"I'm special\"," \
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"arg1\": {\"type\": \"integer\", \"description\": \"The arg.\"}}, \"required\": [\"arg1\"]}}}"
+static const char r1_call[] = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n"
+                              "```json\n{\"arg1\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+
+/* reasoning split (format f, forced open or not), then the tool-call parse of the rest */
+static void check_reply(tc_spec *t, rs_format f, bool forced, const char *text, const char *reasoning, const char *content, const char *args)
+{
+    rs_spec r = {.format = f, .forced_open = forced};
+    rs_split sp;
+    rs_split_text(&r, text, strlen(text), false, &sp);
+    if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
+        fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
+    check_parse(t, text + sp.c0, args ? 1 : 0, args ? "special_function" : NULL, args, content);
+}
+
+static void test_llama_cpp_outputs(void **state)
+{
+    (void)state;
+    char *tm = read_template("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja");
+    assert_int_equal(tc_detect(tm), TC_DEEPSEEK_R1);
+    free(tm);
+    tm = read_template("vllm-tool_chat_template_deepseekv3.jinja");
+    assert_int_equal(tc_detect(tm), TC_DEEPSEEK_R1);
+    free(tm);
+    tc_spec *t = spec_body(TC_DEEPSEEK_R1, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->lazy);
+    /* message_assist_call */
+    check_reply(t, RS_NONE, false, r1_call, "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_NONE, false, "<｜tool▁calls｜>function<｜tool▁sep｜>special_function\n```json\n{\"arg1\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                "", NULL, "{\"arg1\":1}");
+    /* message_assist_call_thoughts_unparsed (reasoning none) and message_assist_call_thoughts (deepseek) */
+    char buf[1024];
+    snprintf(buf, sizeof buf, "<think>I'm\nthinking</think>\n\n%s", r1_call);
+    check_reply(t, RS_NONE, false, buf, "", "<think>I'm\nthinking</think>\n\n", "{\"arg1\":1}");
+    check_reply(t, RS_DEEPSEEK, false, buf, "I'm\nthinking", NULL, "{\"arg1\":1}");
+    /* message_assist, message_assist_thoughts, _unopened_unparsed, and forced open */
+    check_reply(t, RS_DEEPSEEK, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_NONE, false, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "", "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, "I'm\nthinking</think>Hello, world!\nWhat's up?", "", "I'm\nthinking</think>Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, true, "I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, true, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "<think>I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    /* forced open and cut off (is_partial): all reasoning */
+    check_reply(t, RS_DEEPSEEK, true, "I need to remember the correct syntax. It starts with <｜tool▁calls▁begin｜> and ends with",
+                "I need to remember the correct syntax. It starts with <｜tool▁calls▁begin｜> and ends with", NULL, NULL);
+    /* the grammar takes llama.cpp's test_templates output; a call cut off is no call */
+    check_grammar(t, r1_call, NULL, 0);
+    check_parse(t, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n```json\n{\"arg1\": 1}",
+                0, NULL, NULL, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n```json\n{\"arg1\": 1}");
+    check_prefixes(t, r1_call);
+    check_stream(t, r1_call, 1, 0);
+    tc_spec_free(t);
+    t = spec_body(TC_DEEPSEEK_R1, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad[] = {"<｜tool▁calls▁begin｜>function<｜tool▁sep｜>special_function\n```json\n{\"arg1\": \"x\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                                      "<｜tool▁calls▁begin｜>function<｜tool▁sep｜>other\n```json\n{\"arg1\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                                      "Hello"};
+    check_grammar(t, r1_call, bad, 3);
+    tc_spec_free(t);
+
+    /* Hermes 2 Pro, Llama 3.1, Mistral Nemo: message_assist_call as those tests write it */
+    t = spec_body(TC_HERMES, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    check_reply(t, RS_NONE, false, "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool_call>", "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_DEEPSEEK, false, "<think>I'm\nthinking</think><tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool_call>",
+                "I'm\nthinking", NULL, "{\"arg1\":1}");
+    tc_spec_free(t);
+    t = spec_body(TC_LLAMA3, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    check_reply(t, RS_NONE, false, "{\"name\": \"special_function\", \"parameters\": {\"arg1\": 1}}", "", NULL, "{\"arg1\":1}");
+    tc_spec_free(t);
+    t = spec_body(TC_MISTRAL, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    check_reply(t, RS_NONE, false, "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}, \"id\": \"123456789\"}]", "", NULL,
+                "{\"arg1\":1}");
+    tc_spec_free(t);
+}
+
 static void test_garbage(void **state)
 {
     (void)state;
     static const char *const pieces[] = {"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "{\"name\"", "{",
                                          "}", "[", "]", ",", ":", "\"", "\\", " ", "\n", "\"get_time\"", "\"arguments\"",
                                          "\"parameters\"", "\"tool_call\"", "\"tool_calls\"", "\"response\"", "{}", "1",
-                                         "\xff", "\xc3", "null", "\"zone\""};
+                                         "\xff", "\xc3", "null", "\"zone\"",
+                                         "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>", "get_time\n```json\n",
+                                         "```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "\n"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;
-    for (int f = TC_GENERIC; f <= TC_MISTRAL; f++) {
+    for (int f = TC_GENERIC; f <= TC_DEEPSEEK_R1; f++) {
         for (int par = 0; par < 2; par++) {
             tc_spec *t = spec_for((tc_format)f, par ? "\"parallel_tool_calls\": true" : NULL, &e);
             assert_non_null(t);
@@ -820,7 +900,7 @@ int main(void)
         cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
         cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
-        cmocka_unit_test(test_think_trigger),
+        cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,9 +41,17 @@
 
 /* ---- the format -------------------------------------------------------------------------------- */
 
+/* DeepSeek R1's markup (full-width bars, U+2581 for the spaces) */
+#define R1_CALLS_BEGIN "<｜tool▁calls▁begin｜>"
+#define R1_CALLS_END "<｜tool▁calls▁end｜>"
+#define R1_CALL_BEGIN "<｜tool▁call▁begin｜>"
+#define R1_CALL_END "<｜tool▁call▁end｜>"
+#define R1_SEP "<｜tool▁sep｜>"
+
 tc_format tc_detect(const char *t)
 {
     if (!t) return TC_GENERIC;
+    if (strstr(t, R1_CALLS_BEGIN)) return TC_DEEPSEEK_R1; /* llama.cpp's test: the tool calls' opening token */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
     if (strstr(t, "<|start_header_id|>") &&
@@ -58,6 +66,7 @@ const char *tc_format_name(tc_format f)
     case TC_HERMES: return "hermes";
     case TC_LLAMA3: return "llama3";
     case TC_MISTRAL: return "mistral";
+    case TC_DEEPSEEK_R1: return "deepseek-r1";
     default: return "generic";
     }
 }
@@ -68,6 +77,11 @@ static const char *const llama3_triggers[] = {"<|python_tag|>"};
  * after the brace: a trigger pattern (llama3_open finds the same in replies) */
 #define LLAMA3_PATTERN "\\{(?: |\\n[ \\t]{0,4})?\"name\""
 static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
+/* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
+static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
+                                          "<｜tool calls begin｜>",
+                                          "<｜tool\\_calls\\_begin｜>",
+                                          "<｜tool▁calls｜>"};
 
 static const char *const *format_triggers(tc_format f, int *n)
 {
@@ -75,6 +89,7 @@ static const char *const *format_triggers(tc_format f, int *n)
     case TC_HERMES: *n = 1; return hermes_triggers;
     case TC_LLAMA3: *n = 1; return llama3_triggers;
     case TC_MISTRAL: *n = 1; return mistral_triggers;
+    case TC_DEEPSEEK_R1: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
     default: *n = 0; return NULL;
     }
 }
@@ -140,22 +155,17 @@ static bool rebase_refs(cJSON *node, const char *base)
     return true;
 }
 
-/* The call object of one function (the index-th tool): {"name": const, "<args_key>":
- * parameters}. Each tool's schema stands alone: its parameters go whole into the combined
- * schema's $defs under a name of their own ("x-sift-tool-<index>"), their own $defs and
- * definitions still inside them, and their references are rebased there; so two tools that
- * both define "Item" each get their own, and "#" or "#/properties/..." inside a tool's
- * parameters mean that tool's parameters (not the wrapper call object). */
-static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *root, int index)
+/* Each tool's schema stands alone: its parameters go whole into the combined schema's $defs
+ * under a name of their own ("x-sift-tool-<index>"), their own $defs and definitions still
+ * inside them, and their references are rebased there; so two tools that both define "Item"
+ * each get their own, and "#" or "#/properties/..." inside a tool's parameters mean that
+ * tool's parameters (not the wrapper around them). base (cap >= 48): the pointer to them. */
+static void store_params(const cJSON *params, cJSON *root, int index, char *base, size_t cap)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "type", "object");
-    cJSON *props = cJSON_AddObjectToObject(o, "properties");
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", name);
     cJSON *p = params ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
-    char key[32], base[48];
+    char key[32];
     snprintf(key, sizeof key, "x-sift-tool-%d", index);
-    snprintf(base, sizeof base, "#/$defs/%s", key);
+    snprintf(base, cap, "#/$defs/%s", key);
     if (p && cJSON_IsObject(p)) {
         /* an empty parameters schema still means an object of arguments */
         if (!get(p, "type") && !get(p, "anyOf") && !get(p, "oneOf") && !get(p, "$ref")) cJSON_AddStringToObject(p, "type", "object");
@@ -167,6 +177,18 @@ static cJSON *call_schema(const char *name, const cJSON *params, const char *arg
     cJSON *defs = cJSON_GetObjectItemCaseSensitive(root, "$defs");
     if (!defs) defs = cJSON_AddObjectToObject(root, "$defs");
     if (p) cJSON_AddItemToObject(defs, key, p);
+}
+
+/* The call object of one function (the index-th tool): {"name": const, "<args_key>":
+ * parameters}, the parameters stored apart (store_params). */
+static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *root, int index)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "object");
+    cJSON *props = cJSON_AddObjectToObject(o, "properties");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", name);
+    char base[48];
+    store_params(params, root, index, base, sizeof base);
     cJSON_AddStringToObject(cJSON_AddObjectToObject(props, args_key), "$ref", base);
     cJSON *req = cJSON_AddArrayToObject(o, "required");
     cJSON_AddItemToArray(req, cJSON_CreateString("name"));
@@ -185,10 +207,12 @@ static int add_name(tc_spec *t, const char *name)
     return 0;
 }
 
-/* The format's wrapper around the calls' JSON rule `root`. */
-static void wrap_grammar(sbuf *g, tc_format f, bool parallel)
+/* The format's wrapper around the calls' JSON rule `root` (DeepSeek R1: around each
+ * function's arguments rule, x-sift-args-<i>). */
+static void wrap_grammar(sbuf *g, const tc_spec *t)
 {
-    switch (f) {
+    const bool parallel = t->parallel;
+    switch (t->format) {
     case TC_HERMES:
         sbuf_adds(g, TC_ROOT " ::= x-sift-tc-block");
         if (parallel) sbuf_adds(g, " (space x-sift-tc-block)*");
@@ -203,6 +227,15 @@ static void wrap_grammar(sbuf *g, tc_format f, bool parallel)
         sbuf_adds(g, TC_ROOT " ::= \"[TOOL_CALLS]\" space \"[\" space root");
         if (parallel) sbuf_adds(g, " (\",\" space root)*");
         sbuf_adds(g, " \"]\"\n");
+        break;
+    case TC_DEEPSEEK_R1:
+        /* as llama.cpp's: any of the openings, the calls, the closing; a call's "begin" token optional */
+        sbuf_adds(g, TC_ROOT " ::= (");
+        for (int i = 0; i < t->n_triggers; i++) sbuf_printf(g, "%s\"%s\"", i ? " | " : " ", i == 3 ? "<｜tool\\\\_calls\\\\_begin｜>" : t->triggers[i]);
+        sbuf_printf(g, " ) x-sift-r1-call%s \"" R1_CALLS_END "\"\n", parallel ? "+" : "");
+        sbuf_adds(g, "x-sift-r1-call ::= \"" R1_CALL_BEGIN "\"? \"function" R1_SEP "\" (");
+        for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s\\n```json\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        sbuf_adds(g, " ) \"```" R1_CALL_END "\"\n");
         break;
     default:
         sbuf_adds(g, TC_ROOT " ::= root\n");
@@ -311,6 +344,15 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     const char *args_key = f == TC_LLAMA3 ? "parameters" : "arguments";
     any = cJSON_CreateArray();
     if (!any) goto oom;
+    /* DeepSeek R1 writes each call's name in its markup and only the arguments as JSON: an
+     * object whose properties x-sift-args-<i> are the functions' parameters gives each its
+     * own rule of that name (the converter names a property's rule after it) */
+    cJSON *r1_props = NULL, *r1_req = NULL;
+    if (f == TC_DEEPSEEK_R1) {
+        cJSON_AddStringToObject(schema, "type", "object");
+        r1_props = cJSON_AddObjectToObject(schema, "properties");
+        r1_req = cJSON_AddArrayToObject(schema, "required");
+    }
     int ti = 0;
     for (const cJSON *x = tools->child; x; x = x->next, ti++) {
         const cJSON *fn = get(x, "function");
@@ -318,10 +360,23 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
         if (only && strcmp(name, only) != 0) continue;
         const cJSON *params = get(fn, "parameters");
         if (add_name(t, name)) goto oom;
+        if (f == TC_DEEPSEEK_R1) {
+            char base[48], prop[32];
+            store_params(cJSON_IsObject(params) ? params : NULL, schema, ti, base, sizeof base);
+            snprintf(prop, sizeof prop, "x-sift-args-%d", t->n_names - 1);
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(r1_props, prop), "$ref", base);
+            cJSON_AddItemToArray(r1_req, cJSON_CreateString(prop));
+            continue;
+        }
         cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema, ti));
     }
+    if (f == TC_DEEPSEEK_R1) { /* no call object: the schema is complete */
+        cJSON_Delete(any);
+        any = cJSON_CreateObject();
+    }
     cJSON *call = any;
-    if (cJSON_GetArraySize(any) == 1) {
+    if (f == TC_DEEPSEEK_R1) { /* (an empty object: nothing to add to the schema) */
+    } else if (cJSON_GetArraySize(any) == 1) {
         call = cJSON_DetachItemFromArray(any, 0);
         cJSON_Delete(any);
     } else {
@@ -379,7 +434,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
         return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'tools': a function's parameters schema: %s", se.msg);
     }
     sbuf gb = {0};
-    wrap_grammar(&gb, f, t->parallel);
+    wrap_grammar(&gb, t);
     add_replacing(&gb, g, "space", "| \" \" | \"\\n\" [ \\t]{0,4}");
     free(g);
     t->gbnf = sbuf_strdup(&gb);
@@ -674,9 +729,47 @@ static bool known(const tc_spec *spec, const char *name)
     return spec->n_names == 0;
 }
 
+static bool known_n(const tc_spec *spec, const char *name, size_t n)
+{
+    for (int i = 0; i < spec->n_names; i++)
+        if (strlen(spec->names[i]) == n && !memcmp(spec->names[i], name, n)) return true;
+    return false;
+}
+
 /* A call object {"name", <args_key>} -> res; false when it is not one. raw..raw_end: its
  * text, when the reply has it: the arguments are then that text, compact (what streaming
  * sends); else cJSON's printing. */
+/* A call into res: name (name_n bytes) and its arguments' JSON text args..args_end, compact
+ * (or `printed`, cJSON's printing, when the text is not the model's). Takes printed. */
+static bool push_call(tc_result *res, const char *name, size_t name_n, const char *args, const char *args_end, char *printed)
+{
+    tc_call *c = realloc(res->calls, (size_t)(res->n_calls + 1) * sizeof *c);
+    if (!c) {
+        free(printed);
+        return false;
+    }
+    res->calls = c;
+    c += res->n_calls;
+    memset(c, 0, sizeof *c);
+    c->name = strndup(name, name_n);
+    if (printed) {
+        c->arguments = printed;
+    } else {
+        sbuf m = {0};
+        minify(args, args_end, &m);
+        c->arguments = sbuf_strdup(&m);
+        sbuf_free(&m);
+    }
+    if (!c->name || !c->arguments) {
+        free(c->name);
+        free(c->arguments);
+        return false;
+    }
+    make_id(c->id, sizeof c->id);
+    res->n_calls++;
+    return true;
+}
+
 static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key, tc_result *res, const char *raw,
                       const char *raw_end)
 {
@@ -690,34 +783,68 @@ static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key,
         cJSON_Delete(parsed);
         return false;
     }
-    tc_call *c = realloc(res->calls, (size_t)(res->n_calls + 1) * sizeof *c);
-    if (!c) {
-        cJSON_Delete(parsed);
-        return false;
-    }
-    res->calls = c;
-    c += res->n_calls;
-    memset(c, 0, sizeof *c);
-    c->name = strdup(nm->valuestring);
     call_scan cs;
     if (raw) scan_call(raw, raw_end, args_key, &cs);
-    if (raw && !parsed && cs.args && cs.args_end && *cs.args == '{') {
-        sbuf m = {0};
-        minify(cs.args, cs.args_end, &m);
-        c->arguments = sbuf_strdup(&m);
-        sbuf_free(&m);
-    } else {
-        c->arguments = cJSON_PrintUnformatted(args);
-    }
+    const bool own_text = raw && !parsed && cs.args && cs.args_end && *cs.args == '{';
+    char *printed = own_text ? NULL : cJSON_PrintUnformatted(args);
     cJSON_Delete(parsed);
-    if (!c->name || !c->arguments) {
-        free(c->name);
-        free(c->arguments);
-        return false;
+    if (!own_text && !printed) return false;
+    return push_call(res, nm->valuestring, strlen(nm->valuestring), own_text ? cs.args : NULL, own_text ? cs.args_end : NULL,
+                     printed);
+}
+
+/* DeepSeek R1: one call at p, "[<｜tool▁call▁begin｜>]function<｜tool▁sep｜>NAME\n```json\n
+ * {args}\n```<｜tool▁call▁end｜>": the name once its line is whole, the arguments' value,
+ * the end after the call's closing token (each NULL until the text has it). */
+static void r1_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    p = skip_ws(p, end);
+    if (has_prefix(p, end, R1_CALL_BEGIN)) p += strlen(R1_CALL_BEGIN);
+    if (!has_prefix(p, end, "function" R1_SEP)) return;
+    p += strlen("function" R1_SEP);
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) return;
+    cs->name = p;
+    cs->name_end = nl;
+    p = nl + 1;
+    if (!has_prefix(p, end, "```json\n")) return;
+    p = skip_ws(p + strlen("```json\n"), end);
+    if (p >= end) return;
+    cs->args = p;
+    if (!(cs->args_end = value_end(p, end))) return;
+    p = skip_ws(cs->args_end, end);
+    if (!has_prefix(p, end, "```")) return;
+    p = skip_ws(p + 3, end);
+    if (has_prefix(p, end, R1_CALL_END)) cs->end = p + strlen(R1_CALL_END);
+}
+
+/* p at one of the format's openings: just after it (p when none). */
+static const char *skip_trigger(const tc_spec *spec, const char *p, const char *end)
+{
+    for (int i = 0; i < spec->n_triggers; i++)
+        if (has_prefix(p, end, spec->triggers[i])) return p + strlen(spec->triggers[i]);
+    return p;
+}
+
+/* DeepSeek R1's calls, each complete up to its closing token (the calls' closing token may
+ * be missing, as llama.cpp allows); with parallel calls, a reply cut off keeps the complete
+ * ones before the cut. */
+static bool parse_r1(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    p = skip_trigger(spec, p, end);
+    for (;;) {
+        call_scan cs;
+        r1_scan(p, end, &cs);
+        if (!cs.end || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name)) || *cs.args != '{') break;
+        const char *next = NULL;
+        cJSON *o = parse_json_at(cs.args, cs.args_end, &next);
+        const bool ok = cJSON_IsObject(o) && push_call(res, cs.name, (size_t)(cs.name_end - cs.name), cs.args, cs.args_end, NULL);
+        cJSON_Delete(o);
+        if (!ok || !spec->parallel) break;
+        p = cs.end;
     }
-    make_id(c->id, sizeof c->id);
-    res->n_calls++;
-    return true;
+    return res->n_calls > 0;
 }
 
 /* Forget the calls from index `keep` on. */
@@ -861,6 +988,7 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         case TC_HERMES: ok = parse_hermes(spec, p, end, res); break;
         case TC_LLAMA3: ok = parse_llama3(spec, p, end, res); break;
         case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
+        case TC_DEEPSEEK_R1: ok = parse_r1(spec, p, end, res); break;
         default: ok = parse_generic(spec, p, end, res); break;
         }
     }
@@ -874,8 +1002,9 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         return true;
     }
     if (res->content || spec->format == TC_GENERIC) return true;
-    size_t k = (size_t)at; /* the text before the first call, without the whitespace that led to it */
-    while (k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
+    size_t k = (size_t)at; /* the text before the first call, without the whitespace that led to it
+                            * (DeepSeek R1: as written, as llama.cpp keeps it) */
+    while (spec->format != TC_DEEPSEEK_R1 && k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
     if (k && !(res->content = strndup(text, k))) return false;
     return true;
 }
@@ -912,12 +1041,6 @@ void tc_message_json(const tc_spec *spec, const char *text, size_t n, cJSON *mes
     tc_result_free(&res);
 }
 
-static bool known_n(const tc_spec *spec, const char *name, size_t n)
-{
-    for (int i = 0; i < spec->n_names; i++)
-        if (strlen(spec->names[i]) == n && !memcmp(spec->names[i], name, n)) return true;
-    return false;
-}
 
 static cJSON *head_delta(const char *id, int index, const char *name, size_t name_n)
 {
@@ -960,6 +1083,8 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
     } else if (spec->format == TC_MISTRAL) {
         p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
         if (p < end && *p == '[') p++;
+    } else if (spec->format == TC_DEEPSEEK_R1) {
+        p = skip_trigger(spec, p, end);
     }
     for (int i = 0;; i++) {
         p = skip_ws(p, end);
@@ -968,7 +1093,8 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
             p = skip_ws(p + strlen("<tool_call>"), end);
         }
         call_scan cs;
-        scan_call(p, end, key, &cs);
+        if (spec->format == TC_DEEPSEEK_R1) r1_scan(p, end, &cs);
+        else scan_call(p, end, key, &cs);
         if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
         if (i >= spec->n_streamed) {
             tc_streamed *st = realloc(spec->streamed, (size_t)(i + 1) * sizeof *st);
