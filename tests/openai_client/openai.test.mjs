@@ -271,42 +271,34 @@ try {
     const free = [{ type: "function", function: { name: "get_weather", description: "The weather in a city.",
       parameters: { type: "object", required: ["city", "days"], properties: { city: { type: "string" }, days: { type: "integer" } } } } }];
     schemaOf.get_weather_free = free[0].function.parameters;
-    for (const t of ["vllm-tool_chat_template_hermes.jinja", "vllm-tool_chat_template_llama3.1_json.jinja",
-                     "vllm-tool_chat_template_mistral.jinja"]) {
-      const srv = await startServer(dir + t);
+    // 3 seeds under template t (server flags extra): each reply must be one call that closes
+    // within max_tokens and fits the schema (and, with thinking, has reasoning_content)
+    const closes = async (t, extra, maxTokens, label, thinking = false) => {
+      const srv = await startServer(dir + t, extra);
       const cl = new OpenAI({ baseURL: `http://127.0.0.1:${srv.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
       try {
         let good = 0;
         const bad = [];
         for (const seed of [1, 2, 3]) {
           const r = await cl.chat.completions.create({ model, messages: [{ role: "user", content: "What is the weather in Paris?" }],
-                                                       tools: free, tool_choice: "required", max_tokens: 120, seed });
+                                                       tools: free, tool_choice: "required", max_tokens: maxTokens, seed });
           const ch = r.choices[0], calls = ch.message.tool_calls ?? [];
           const probs = calls.flatMap((c) => callProblems({ ...c, function: { ...c.function, name: "get_weather_free" } }));
-          if (ch.finish_reason === "tool_calls" && calls.length === 1 && calls[0].function.name === "get_weather" && !probs.length) good++;
+          if (ch.finish_reason === "tool_calls" && calls.length === 1 && calls[0].function.name === "get_weather" && !probs.length &&
+              (!thinking || ch.message.reasoning_content)) good++;
           else bad.push(JSON.stringify(ch));
         }
-        check(`${t}, tool_choice required, max_tokens 120: 3 of 3 calls close, arguments fit the schema`, good === 3, bad.join(" "));
+        check(`${label}: 3 of 3 calls close, arguments fit the schema`, good === 3, bad.join(" "));
       } finally { srv.proc.kill("SIGTERM"); }
-    }
+    };
+    for (const t of ["vllm-tool_chat_template_hermes.jinja", "vllm-tool_chat_template_llama3.1_json.jinja",
+                     "vllm-tool_chat_template_mistral.jinja"])
+      await closes(t, [], 120, `${t}, tool_choice required, max_tokens 120`);
     // a new format: DeepSeek R1's native calls, after a thought cut by --reasoning-budget 8.
     // (max_tokens 300: the markup alone, "<｜tool▁calls▁begin｜>function<｜tool▁sep｜>...```json ...
     // ```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", is about 100 of stories260K's byte-sized tokens)
-    const srv = await startServer(dir + "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ["--reasoning-budget", "8"]);
-    const cl = new OpenAI({ baseURL: `http://127.0.0.1:${srv.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
-    try {
-      let good = 0;
-      const bad = [];
-      for (const seed of [1, 2, 3]) {
-        const r = await cl.chat.completions.create({ model, messages: [{ role: "user", content: "What is the weather in Paris?" }],
-                                                     tools: free, tool_choice: "required", max_tokens: 300, seed });
-        const ch = r.choices[0], calls = ch.message.tool_calls ?? [];
-        const probs = calls.flatMap((c) => callProblems({ ...c, function: { ...c.function, name: "get_weather_free" } }));
-        if (ch.finish_reason === "tool_calls" && calls.length === 1 && ch.message.reasoning_content && !probs.length) good++;
-        else bad.push(JSON.stringify(ch));
-      }
-      check("DeepSeek R1 template (native calls), thinking then tool_choice required: 3 of 3 calls close and fit", good === 3, bad.join(" "));
-    } finally { srv.proc.kill("SIGTERM"); }
+    await closes("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ["--reasoning-budget", "8"], 300,
+                 "DeepSeek R1 template (native calls), thinking then tool_choice required, max_tokens 300", true);
   }
 
   // 12. a thinking template (DeepSeek R1's, which opens <think> in the prompt) with
