@@ -495,6 +495,7 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
     sift_token tok;
     if (sl->i_forced < sl->n_forced) { /* the reasoning budget's closing tag: forced, not sampled */
         tok = sl->forced[sl->i_forced++];
+        sl->n_st = sl->n_top = 0; /* no sampling step: no trace stages for this token */
         sift_chain_accept(t->chain, tok);
         if (t->grammar) sift_sampler_accept(t->grammar, tok);
         p_sel = 1;
