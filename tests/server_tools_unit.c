@@ -833,6 +833,31 @@ static void test_llama_cpp_outputs(void **state)
     check_grammar(t, r1_call, bad, 3);
     tc_spec_free(t);
 
+    /* Functionary v3.1 (llama.cpp's copy of meetkai's template, in ../shared/llama-server-tests) */
+    {
+        const char *shared = getenv("SIFT_SHARED");
+        char path[1024];
+        snprintf(path, sizeof path, "%s/llama-server-tests/models/templates/meetkai-functionary-medium-v3.1.jinja", shared ? shared : "../shared");
+        FILE *f = fopen(path, "rb");
+        if (!f) fail_msg("cannot open %s", path);
+        char *fb = calloc(1, 1 << 20);
+        fb[fread(fb, 1, (1 << 20) - 1, f)] = 0;
+        fclose(f);
+        assert_int_equal(tc_detect(fb), TC_FUNCTIONARY_V31);
+        free(fb);
+    }
+    t = spec_body(TC_FUNCTIONARY_V31, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    check_reply(t, RS_NONE, false, "<function=special_function>{\"arg1\": 1}</function>", "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_grammar(t, "<function=special_function>{\"arg1\": 1}</function>", NULL, 0);
+    check_prefixes(t, "Sure. <function=special_function>{\"arg1\": 1}</function>");
+    check_stream(t, "<function=special_function>{\"arg1\": 12}</function>", 1, 0);
+    tc_spec_free(t);
+    t = spec_body(TC_FUNCTIONARY_V31, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad31[] = {"<function=special_function>{\"arg1\": \"x\"}</function>", "<function=other>{}</function>"};
+    check_grammar(t, "<function=special_function>{\"arg1\": 1}</function>", bad31, 2);
+    tc_spec_free(t);
+
     /* Hermes 2 Pro, Llama 3.1, Mistral Nemo: message_assist_call as those tests write it */
     t = spec_body(TC_HERMES, "{\"tools\": [" SPECIAL_FUNCTION "]}");
     check_reply(t, RS_NONE, false, "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool_call>", "", NULL, "{\"arg1\":1}");
@@ -856,7 +881,7 @@ static void test_garbage(void **state)
                                          "\"parameters\"", "\"tool_call\"", "\"tool_calls\"", "\"response\"", "{}", "1",
                                          "\xff", "\xc3", "null", "\"zone\"",
                                          "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>", "get_time\n```json\n",
-                                         "```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "\n"};
+                                         "```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "\n", "<function=get_time>", "</function>"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;

@@ -294,6 +294,9 @@ try {
     for (const t of ["vllm-tool_chat_template_hermes.jinja", "vllm-tool_chat_template_llama3.1_json.jinja",
                      "vllm-tool_chat_template_mistral.jinja"])
       await closes(t, [], 120, `${t}, tool_choice required, max_tokens 120`);
+    // a new format: Functionary v3.1's <function=NAME>{...}</function> (llama.cpp's copy of the template)
+    await closes("../../llama-server-tests/models/templates/meetkai-functionary-medium-v3.1.jinja", [], 120,
+                 "Functionary v3.1 template, tool_choice required, max_tokens 120");
     // a new format: DeepSeek R1's native calls, after a thought cut by --reasoning-budget 8.
     // (max_tokens 300: the markup alone, "<｜tool▁calls▁begin｜>function<｜tool▁sep｜>...```json ...
     // ```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", is about 100 of stories260K's byte-sized tokens)

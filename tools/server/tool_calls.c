@@ -52,6 +52,7 @@ tc_format tc_detect(const char *t)
 {
     if (!t) return TC_GENERIC;
     if (strstr(t, R1_CALLS_BEGIN)) return TC_DEEPSEEK_R1; /* llama.cpp's test: the tool calls' opening token */
+    if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
     if (strstr(t, "<|start_header_id|>") &&
@@ -67,6 +68,7 @@ const char *tc_format_name(tc_format f)
     case TC_LLAMA3: return "llama3";
     case TC_MISTRAL: return "mistral";
     case TC_DEEPSEEK_R1: return "deepseek-r1";
+    case TC_FUNCTIONARY_V31: return "functionary-v3.1";
     default: return "generic";
     }
 }
@@ -77,6 +79,7 @@ static const char *const llama3_triggers[] = {"<|python_tag|>"};
  * after the brace: a trigger pattern (llama3_open finds the same in replies) */
 #define LLAMA3_PATTERN "\\{(?: |\\n[ \\t]{0,4})?\"name\""
 static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
+static const char *const fn31_triggers[] = {"<function="};
 /* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
 static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
                                           "<｜tool calls begin｜>",
@@ -90,6 +93,7 @@ static const char *const *format_triggers(tc_format f, int *n)
     case TC_LLAMA3: *n = 1; return llama3_triggers;
     case TC_MISTRAL: *n = 1; return mistral_triggers;
     case TC_DEEPSEEK_R1: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
+    case TC_FUNCTIONARY_V31: *n = 1; return fn31_triggers;
     default: *n = 0; return NULL;
     }
 }
@@ -228,6 +232,11 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         if (parallel) sbuf_adds(g, " (\",\" space root)*");
         sbuf_adds(g, " \"]\"\n");
         break;
+    case TC_FUNCTIONARY_V31: /* <function=NAME>{args}</function>, one after the other */
+        sbuf_printf(g, TC_ROOT " ::= x-sift-fn-call%s\nx-sift-fn-call ::= \"<function=\" (", parallel ? "+" : "");
+        for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s>\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        sbuf_adds(g, " ) \"</function>\"\n");
+        break;
     case TC_DEEPSEEK_R1:
         /* as llama.cpp's: any of the openings, the calls, the closing; a call's "begin" token optional */
         sbuf_adds(g, TC_ROOT " ::= (");
@@ -344,11 +353,12 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     const char *args_key = f == TC_LLAMA3 ? "parameters" : "arguments";
     any = cJSON_CreateArray();
     if (!any) goto oom;
-    /* DeepSeek R1 writes each call's name in its markup and only the arguments as JSON: an
+    /* DeepSeek R1 and Functionary write each call's name in its markup and only the arguments as JSON: an
      * object whose properties x-sift-args-<i> are the functions' parameters gives each its
      * own rule of that name (the converter names a property's rule after it) */
     cJSON *r1_props = NULL, *r1_req = NULL;
-    if (f == TC_DEEPSEEK_R1) {
+    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31; /* a rule per function's arguments */
+    if (per_fn) {
         cJSON_AddStringToObject(schema, "type", "object");
         r1_props = cJSON_AddObjectToObject(schema, "properties");
         r1_req = cJSON_AddArrayToObject(schema, "required");
@@ -360,7 +370,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
         if (only && strcmp(name, only) != 0) continue;
         const cJSON *params = get(fn, "parameters");
         if (add_name(t, name)) goto oom;
-        if (f == TC_DEEPSEEK_R1) {
+        if (per_fn) {
             char base[48], prop[32];
             store_params(cJSON_IsObject(params) ? params : NULL, schema, ti, base, sizeof base);
             snprintf(prop, sizeof prop, "x-sift-args-%d", t->n_names - 1);
@@ -370,12 +380,12 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
         }
         cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema, ti));
     }
-    if (f == TC_DEEPSEEK_R1) { /* no call object: the schema is complete */
+    if (per_fn) { /* no call object: the schema is complete */
         cJSON_Delete(any);
         any = cJSON_CreateObject();
     }
     cJSON *call = any;
-    if (f == TC_DEEPSEEK_R1) { /* (an empty object: nothing to add to the schema) */
+    if (per_fn) { /* (an empty object: nothing to add to the schema) */
     } else if (cJSON_GetArraySize(any) == 1) {
         call = cJSON_DetachItemFromArray(any, 0);
         cJSON_Delete(any);
@@ -819,6 +829,32 @@ static void r1_scan(const char *p, const char *end, call_scan *cs)
     if (has_prefix(p, end, R1_CALL_END)) cs->end = p + strlen(R1_CALL_END);
 }
 
+/* Functionary v3.1: one call at p, "<function=NAME>{args}</function>". */
+static void fn31_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    p = skip_ws(p, end);
+    if (!has_prefix(p, end, "<function=")) return;
+    p += strlen("<function=");
+    const char *gt = memchr(p, '>', (size_t)(end - p));
+    if (!gt) return;
+    cs->name = p;
+    cs->name_end = gt;
+    p = skip_ws(gt + 1, end);
+    if (p >= end) return;
+    cs->args = p;
+    if (!(cs->args_end = value_end(p, end))) return;
+    p = skip_ws(cs->args_end, end);
+    if (has_prefix(p, end, "</function>")) cs->end = p + strlen("</function>");
+}
+
+/* The call at p in a format that names the function in its markup (R1, Functionary v3.1). */
+static void markup_scan(const tc_spec *spec, const char *p, const char *end, call_scan *cs)
+{
+    if (spec->format == TC_DEEPSEEK_R1) r1_scan(p, end, cs);
+    else fn31_scan(p, end, cs);
+}
+
 /* p at one of the format's openings: just after it (p when none). */
 static const char *skip_trigger(const tc_spec *spec, const char *p, const char *end)
 {
@@ -827,15 +863,15 @@ static const char *skip_trigger(const tc_spec *spec, const char *p, const char *
     return p;
 }
 
-/* DeepSeek R1's calls, each complete up to its closing token (the calls' closing token may
- * be missing, as llama.cpp allows); with parallel calls, a reply cut off keeps the complete
- * ones before the cut. */
-static bool parse_r1(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+/* DeepSeek R1's and Functionary v3.1's calls, each complete up to its closing token (R1's
+ * calls' closing token may be missing, as llama.cpp allows); with parallel calls, a reply
+ * cut off keeps the complete ones before the cut. */
+static bool parse_markup(const tc_spec *spec, const char *p, const char *end, tc_result *res)
 {
-    p = skip_trigger(spec, p, end);
+    if (spec->format == TC_DEEPSEEK_R1) p = skip_trigger(spec, p, end);
     for (;;) {
         call_scan cs;
-        r1_scan(p, end, &cs);
+        markup_scan(spec, p, end, &cs);
         if (!cs.end || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name)) || *cs.args != '{') break;
         const char *next = NULL;
         cJSON *o = parse_json_at(cs.args, cs.args_end, &next);
@@ -988,7 +1024,8 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         case TC_HERMES: ok = parse_hermes(spec, p, end, res); break;
         case TC_LLAMA3: ok = parse_llama3(spec, p, end, res); break;
         case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
-        case TC_DEEPSEEK_R1: ok = parse_r1(spec, p, end, res); break;
+        case TC_DEEPSEEK_R1:
+        case TC_FUNCTIONARY_V31: ok = parse_markup(spec, p, end, res); break;
         default: ok = parse_generic(spec, p, end, res); break;
         }
     }
@@ -1093,7 +1130,7 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
             p = skip_ws(p + strlen("<tool_call>"), end);
         }
         call_scan cs;
-        if (spec->format == TC_DEEPSEEK_R1) r1_scan(p, end, &cs);
+        if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31) markup_scan(spec, p, end, &cs);
         else scan_call(p, end, key, &cs);
         if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
         if (i >= spec->n_streamed) {
