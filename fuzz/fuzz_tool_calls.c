@@ -109,8 +109,9 @@ static void reply(tc_format f, bool parallel, const char *text, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || size > 1 << 16) return 0;
-    const tc_format formats[] = {TC_HERMES, TC_LLAMA3, TC_MISTRAL, TC_GENERIC};
-    const tc_format f = formats[data[0] & 3];
+    const tc_format formats[] = {TC_HERMES, TC_LLAMA3, TC_MISTRAL, TC_GENERIC, TC_DEEPSEEK_R1, TC_FUNCTIONARY_V31};
+    /* bits 0-1: the first four; with both set, bit 4 (R1) and bit 5 (Functionary v3.1) */
+    const tc_format f = formats[(data[0] & 3) != 3 || !(data[0] & 0x10) ? data[0] & 3 : 4 + ((data[0] >> 5) & 1)];
     const bool parallel = (data[0] >> 2) & 1;
     const char *text = (const char *)data + 1;
     const size_t n = size - 1;

@@ -16,8 +16,9 @@ if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
   set_tests_properties(memcheck_server_unit PROPERTIES LABELS memcheck ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
 
-# tool calling (tools/server/tool_calls.c): formats, grammars, parsers (label unit)
+# tool calling and reasoning (tools/server/tool_calls.c, reasoning.c): formats, grammars, parsers (label unit)
 add_executable(server_tools_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_tools_unit.c ${PROJECT_SOURCE_DIR}/tools/server/tool_calls.c
+                                 ${PROJECT_SOURCE_DIR}/tools/server/reasoning.c
                                  ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c)
 target_include_directories(server_tools_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(server_tools_unit PRIVATE ${SIFT_WARN})

@@ -1632,6 +1632,163 @@ def test_jinja_tool_call_messages_and_errors(J):
     assert caps["supports_tool_calls"] and caps["tool_call_format"] == "hermes", caps
 
 
+def _template_server(text):
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
+        f.write(text)
+        path = f.name
+    return Server("-np", "1", "-c", "1024", "--chat-template-file", path), path
+
+
+# Phi-3 mini's first template: it renders user and assistant turns only (a system message is dropped)
+NO_SYSTEM_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') %}{{'<|user|>' + '\\n' + "
+                      "message['content'] + '<|end|>' + '\\n' + '<|assistant|>' + '\\n'}}{% elif (message['role'] == 'assistant') %}"
+                      "{{message['content'] + '<|end|>' + '\\n'}}{% endif %}{% endfor %}")
+# a template that iterates over content parts (as multimodal templates do)
+TYPED_TEMPLATE = ("{% for m in messages %}<{{ m.role }}>{% for p in m.content %}{% if p.type == 'text' %}[{{ p.text }}]{% endif %}"
+                  "{% endfor %}</{{ m.role }}>{% endfor %}")
+
+
+def test_content_parts():
+    """issue 27: OpenAI's content parts. Text parts become one string (newline-joined, as
+    llama-server does) for templates that print content as a string; a template that iterates
+    over parts gets the list (and a string content as a list of one part); an image or audio
+    part is a 400 naming it."""
+    parts = [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}]
+    for name in ("qwen2.5-instruct", "llama-3-instruct", "vllm-tool_chat_template_hermes", "phi-3"):
+        S = Server("-np", "1", "-c", "2048", "--chat-template-file", os.path.join(CHAT_TEMPLATES, "templates", name + ".jinja"))
+        try:
+            assert S.get_json("/props")["chat_template_caps"]["requires_typed_content"] is False
+            st, a = S.post("/apply-template", {"messages": [{"role": "user", "content": parts}]})
+            st2, b = S.post("/apply-template", {"messages": [{"role": "user", "content": "Hi\nthere"}]})
+            assert st == 200 and st2 == 200 and a["prompt"] == b["prompt"], (name, a, b)
+            assert "'type'" not in a["prompt"], a
+            for bad, kind in (({"type": "image_url", "image_url": {"url": "data:,"}}, "image part (\"image_url\")"),
+                              ({"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}, "audio part (\"input_audio\")"),
+                              ({"type": "video"}, "type \"video\"")):
+                st, e = S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": [parts[0], bad]}], "max_tokens": 2})
+                assert st == 400 and "'messages[0].content[1]'" in e["error"]["message"] and kind in e["error"]["message"], (name, e)
+            st, j = S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": parts}], "max_tokens": 3, "seed": 1})
+            assert st == 200 and j["choices"][0]["message"]["role"] == "assistant", j
+        finally:
+            S.stop()
+    S, path = _template_server(TYPED_TEMPLATE)
+    try:
+        assert S.get_json("/props")["chat_template_caps"]["requires_typed_content"] is True
+        st, j = S.post("/apply-template", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": parts}]})
+        assert st == 200 and j["prompt"] == "<system>[Be brief.]</system><user>[Hi][there]</user>", j
+    finally:
+        S.stop()
+        os.unlink(path)
+
+
+def test_system_role_fallback():
+    """issue 27: a template that drops system messages (Phi-3 mini's first one) is found by a
+    probe at load (/props supports_system_role false); the system text then goes at the start
+    of the first user message, newline-joined (minja's polyfill, as llama.cpp does). Templates
+    that show the system message are left alone."""
+    S, path = _template_server(NO_SYSTEM_TEMPLATE)
+    try:
+        assert S.get_json("/props")["chat_template_caps"]["supports_system_role"] is False
+        st, j = S.post("/apply-template", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "system", "content": "Be kind."},
+                                                        {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"},
+                                                        {"role": "user", "content": "Bye"}]})
+        assert st == 200 and j["prompt"] == "<|user|>\nBe brief.\nBe kind.\nHi<|end|>\n<|assistant|>\nYo<|end|>\n<|user|>\nBye<|end|>\n<|assistant|>\n", j
+        # text parts of a system message, and a system message before an assistant turn: a user turn of its own
+        st, j = S.post("/apply-template", {"messages": [{"role": "system", "content": [{"type": "text", "text": "Sys"}]},
+                                                        {"role": "assistant", "content": "Yo"}, {"role": "user", "content": "Hi"}]})
+        assert st == 200 and j["prompt"] == "<|user|>\nSys<|end|>\n<|assistant|>\nYo<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\n", j
+        st, j = S.post("/v1/chat/completions", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+                                                "max_tokens": 3, "seed": 1})
+        assert st == 200 and j["usage"]["prompt_tokens"] > S.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}],
+                                                                                           "max_tokens": 1})[1]["usage"]["prompt_tokens"], j
+    finally:
+        S.stop()
+        os.unlink(path)
+    for name in ("phi-3", "qwen2.5-instruct"):
+        S = Server("-np", "1", "-c", "2048", "--chat-template-file", os.path.join(CHAT_TEMPLATES, "templates", name + ".jinja"))
+        try:
+            assert S.get_json("/props")["chat_template_caps"]["supports_system_role"] is True
+            st, j = S.post("/apply-template", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]})
+            assert st == 200 and "Be brief.<|" in j["prompt"] and "Be brief.\nHi" not in j["prompt"], j
+        finally:
+            S.stop()
+
+
+# Qwen 3's way: thinking unless enable_thinking is false (then an empty thought is in the prompt)
+THINKING_TEMPLATE = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                     "{%- if add_generation_prompt %}<|im_start|>assistant\n{% if enable_thinking is defined and "
+                     "enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}")
+
+
+def _stream_fields(S, body):
+    ev = S.stream("/v1/chat/completions", dict(body, stream=True))
+    r = "".join(e["choices"][0]["delta"].get("reasoning_content") or "" for e in ev if e != "[DONE]" and e["choices"])
+    c = "".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e != "[DONE]" and e["choices"])
+    fin = [e["choices"][0]["finish_reason"] for e in ev if e != "[DONE]" and e["choices"] and e["choices"][0]["finish_reason"]]
+    return r, c, fin
+
+
+def test_reasoning():
+    """issue 27: a thinking model's reasoning apart (llama-server's --reasoning-format). DeepSeek
+    R1's template opens the thinking in the prompt: stories260K's reply never closes it, so all of
+    it is reasoning_content (llama.cpp's rule for unclosed thinking) and the content is empty;
+    reasoning_format none leaves it in the content. Streamed, the reasoning_content and content
+    deltas add up to the same. --reasoning-budget forces </think> after N thinking tokens, and
+    a json_schema's grammar starts after it: the content is the JSON."""
+    r1 = os.path.join(CHAT_TEMPLATES, "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja")
+    msgs = [{"role": "user", "content": "Hi"}]
+    S = Server("-np", "1", "-c", "1024", "--chat-template-file", r1)
+    try:
+        body = {"messages": msgs, "max_tokens": 16, "seed": 1}
+        st, j = S.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and m["content"] == "" and len(m["reasoning_content"]) > 10, j
+        st, raw = S.post("/v1/chat/completions", dict(body, reasoning_format="none"))
+        assert "reasoning_content" not in raw["choices"][0]["message"] and raw["choices"][0]["message"]["content"].strip() == m["reasoning_content"], raw
+        r, c, fin = _stream_fields(S, body)
+        assert r == m["reasoning_content"] and c == "" and fin == ["length"], (r, c, fin)
+        st, e = S.post("/v1/chat/completions", dict(body, reasoning_format="r1"))
+        assert st == 400 and "reasoning_format" in e["error"]["message"], e
+    finally:
+        S.stop()
+    S = Server("-np", "1", "-c", "1024", "--chat-template-file", r1, "--reasoning-budget", "6")
+    try:
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}
+        body = {"messages": msgs, "max_tokens": 60, "seed": 1, "json_schema": schema}
+        st, j = S.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and j["choices"][0]["finish_reason"] == "stop" and m["reasoning_content"], j
+        assert isinstance(json.loads(m["content"])["a"], int), j
+        ids = S.post("/tokenize", {"content": m["reasoning_content"]})[1]["tokens"]
+        assert len(ids) <= 6, (ids, m)  # (the stripped thought: at most the budget's tokens)
+        r, c, fin = _stream_fields(S, body)
+        assert r == m["reasoning_content"] and c == m["content"] and fin == ["stop"], (r, c, fin, m)
+    finally:
+        S.stop()
+    # enable_thinking through chat_template_kwargs (request), --chat-template-kwargs and --reasoning (server)
+    S, path = _template_server(THINKING_TEMPLATE)
+    try:
+        st, j = S.post("/apply-template", {"messages": msgs})
+        assert st == 200 and j["prompt"].endswith("<|im_start|>assistant\n"), j
+        st, j = S.post("/apply-template", {"messages": msgs, "chat_template_kwargs": {"enable_thinking": False}})
+        assert st == 200 and j["prompt"].endswith("<think>\n\n</think>\n\n"), j
+        st, e = S.post("/v1/chat/completions", {"messages": msgs, "chat_template_kwargs": "x"})
+        assert st == 400 and "chat_template_kwargs" in e["error"]["message"], e
+    finally:
+        S.stop()
+    for flags in (("--reasoning", "off"), ("--chat-template-kwargs", '{"enable_thinking": false}')):
+        S = Server("-np", "1", "-c", "1024", "--chat-template-file", path, *flags)
+        try:
+            st, j = S.post("/apply-template", {"messages": msgs})
+            assert st == 200 and j["prompt"].endswith("<think>\n\n</think>\n\n"), (flags, j)
+            st, j = S.post("/apply-template", {"messages": msgs, "chat_template_kwargs": {"enable_thinking": True}})
+            assert st == 200 and j["prompt"].endswith("assistant\n"), (flags, j)
+        finally:
+            S.stop()
+    os.unlink(path)
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

@@ -440,6 +440,11 @@ static sift_sampler *spec_sampler(const tc_spec *t, const sift_vocab_view *v)
     const char *pat[1] = {t->pattern};
     gp.trigger_patterns = pat;
     gp.n_trigger_patterns = t->lazy && t->pattern ? 1 : 0;
+    if (t->lazy && t->think_pattern) { /* as srv_build_samplers */
+        pat[0] = t->think_pattern;
+        gp.n_trigger_words = 0;
+        gp.n_trigger_patterns = 1;
+    }
     sift_error err = {0};
     sift_sampler *g = sift_sampler_init_grammar_ex(v, t->gbnf, strlen(t->gbnf), &gp, &err);
     if (!g) fail_msg("%s", err.msg);
@@ -507,6 +512,46 @@ static void test_lazy_grammar(void **state)
     tc_spec_free(t);
 }
 
+/* Reasoning and tool_choice auto (issue 27): the lazy grammar's triggers fire only after the
+ * thinking (tc_think_trigger): a <tool_call> written while thinking is no call. */
+static void test_think_trigger(void **state)
+{
+    (void)state;
+    const sift_vocab_view v = byte_vocab();
+    srv_error e;
+    for (int forced = 0; forced < 2; forced++) {
+        tc_spec *t = spec_for(TC_HERMES, NULL, &e);
+        assert_int_equal(tc_think_trigger(t, forced), 0);
+        sift_sampler *g = spec_sampler(t, &v);
+        feed(g, forced ? "let me call <tool_call> maybe" : "<think>let me call <tool_call> maybe");
+        assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+        feed(g, "</think>\nSure. <tool_call>");
+        assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+        assert_false(sift_grammar_sampler_allows(g, 'x'));
+        feed(g, "{\"name\": \"get_time\", \"arguments\": {}}</tool_call>");
+        assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_DONE);
+        sift_sampler_free(g);
+        tc_spec_free(t);
+    }
+    /* a reply that does not think: the call anywhere, as without reasoning */
+    tc_spec *t = spec_for(TC_MISTRAL, NULL, &e);
+    assert_int_equal(tc_think_trigger(t, false), 0);
+    sift_sampler *g = spec_sampler(t, &v);
+    feed(g, "Hm. [TOOL_CALLS]");
+    assert_false(sift_grammar_sampler_allows(g, 'x'));
+    sift_sampler_free(g);
+    tc_spec_free(t);
+    /* Llama 3.x: its `{"name"` pattern after the thinking */
+    t = spec_for(TC_LLAMA3, NULL, &e);
+    assert_int_equal(tc_think_trigger(t, true), 0);
+    g = spec_sampler(t, &v);
+    feed(g, "{\"name\" is a key</think> { \"name\"");
+    assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+    feed(g, ": \"get_time\", \"parameters\": {}}");
+    sift_sampler_free(g);
+    tc_spec_free(t);
+}
+
 /* Random replies made of the formats' pieces and stray bytes: every parser, every prefix,
  * never a crash; calls that come out always carry an object of arguments. */
 /* issue 26: raw control bytes the model wrote (cJSON takes them inside strings, and any byte
@@ -533,17 +578,314 @@ static void test_control_bytes(void **state)
     tc_spec_free(t);
 }
 
+/* A spec for format f from a request body given whole. */
+static tc_spec *spec_body(tc_format f, const char *body)
+{
+    cJSON *root = cJSON_Parse(body);
+    assert_non_null(root);
+    tc_spec *t = NULL;
+    srv_error e = {0};
+    if (tc_parse_request(f, root, &t, &e)) fail_msg("%d %s", e.status, e.msg);
+    cJSON_Delete(root);
+    assert_non_null(t);
+    return t;
+}
+
+/* Each tool's schema stands alone (issue 27): two tools that both define "$defs/x" each get
+ * their own; "#" and "#/properties/..." inside a tool's parameters mean that tool's parameters. */
+static void test_schema_namespaces(void **state)
+{
+    (void)state;
+    tc_spec *t = spec_body(TC_HERMES,
+        "{\"tool_choice\": \"required\", \"tools\": ["
+        "{\"type\": \"function\", \"function\": {\"name\": \"a\", \"parameters\": {\"type\": \"object\","
+        " \"properties\": {\"v\": {\"$ref\": \"#/$defs/x\"}}, \"required\": [\"v\"], \"$defs\": {\"x\": {\"type\": \"integer\"}}}}},"
+        "{\"type\": \"function\", \"function\": {\"name\": \"b\", \"parameters\": {\"type\": \"object\","
+        " \"properties\": {\"v\": {\"$ref\": \"#/$defs/x\"}}, \"required\": [\"v\"], \"$defs\": {\"x\": {\"type\": \"string\", \"enum\": [\"hi\"]}}}}}]}");
+    static const char *const bad[] = {
+        "<tool_call>{\"name\": \"a\", \"arguments\": {\"v\": \"hi\"}}</tool_call>",
+        "<tool_call>{\"name\": \"b\", \"arguments\": {\"v\": 1}}</tool_call>",
+    };
+    check_grammar(t, "<tool_call>{\"name\": \"a\", \"arguments\": {\"v\": 12}}</tool_call>", bad, 2);
+    check_grammar(t, "<tool_call>{\"name\": \"b\", \"arguments\": {\"v\": \"hi\"}}</tool_call>", NULL, 0);
+    tc_spec_free(t);
+
+    /* "#": a recursive tree of the tool's own arguments, not the call object around them */
+    t = spec_body(TC_HERMES,
+        "{\"tool_choice\": \"required\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"tree\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"label\": {\"type\": \"string\"}, \"kids\": {\"type\": \"array\", \"items\": {\"$ref\": \"#\"}}},"
+        " \"required\": [\"label\"], \"additionalProperties\": false}}}]}");
+    static const char *const bad_tree[] = {
+        "<tool_call>{\"name\": \"tree\", \"arguments\": {\"label\": \"r\", \"kids\": [{\"name\": \"tree\", \"arguments\": {\"label\": \"k\"}}]}}</tool_call>",
+    };
+    check_grammar(t, "<tool_call>{\"name\": \"tree\", \"arguments\": {\"label\": \"r\", \"kids\": [{\"label\": \"k\", \"kids\": []}]}}</tool_call>",
+                  bad_tree, 1);
+    tc_spec_free(t);
+
+    /* "#/properties/...": a pointer into the tool's own parameters; a "$ref" inside const is data */
+    t = spec_body(TC_HERMES,
+        "{\"tool_choice\": \"required\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"move\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"from\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 9}, \"to\": "
+        "{\"$ref\": \"#/properties/from\"}, \"tag\": {\"const\": {\"$ref\": \"#\"}}}, \"required\": [\"from\", \"to\"], \"additionalProperties\": false}}}]}");
+    static const char *const bad_move[] = {"<tool_call>{\"name\": \"move\", \"arguments\": {\"from\": 1, \"to\": 12}}</tool_call>"};
+    check_grammar(t, "<tool_call>{\"name\": \"move\", \"arguments\": {\"from\": 1, \"to\": 2}}</tool_call>", bad_move, 1);
+    check_grammar(t, "<tool_call>{\"name\": \"move\", \"arguments\": {\"from\": 1, \"to\": 2, \"tag\": {\"$ref\":\"#\"}}}</tool_call>", NULL, 0);
+    tc_spec_free(t);
+}
+
+/* Calls that close (issue 27): the whitespace between tokens of a call is bounded (one space,
+ * or a newline and at most 4 blanks), the closing markup follows the call directly and the
+ * grammar ends there; under tool_choice required, tc_budget holds free strings to a quarter
+ * of the token budget (a call then fits, whatever the model writes). */
+static void test_calls_close(void **state)
+{
+    (void)state;
+    srv_error e;
+    tc_spec *t = spec_for(TC_HERMES, "\"tool_choice\": \"required\"", &e);
+    assert_non_null(t);
+    static const char *const bad[] = {
+        "<tool_call>\n\n{\"name\": \"get_time\", \"arguments\": {}}</tool_call>",               /* two newlines */
+        "<tool_call>{\"name\":      \"get_time\", \"arguments\": {}}</tool_call>",             /* a run of blanks */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}\n     </tool_call>",            /* 5 blanks of indent */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call> ",                  /* nothing after the call */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call><tool_call>",
+    };
+    check_grammar(t, "<tool_call>\n{\"name\": \"get_time\",\n    \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>", bad, sizeof bad / sizeof *bad);
+    /* no budget (or a large one): strings as long as the model likes */
+    char longcall[600];
+    snprintf(longcall, sizeof longcall, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"%0300d\"}}</tool_call>", 7);
+    check_grammar(t, longcall, NULL, 0);
+    tc_budget(t, TC_BUDGET_FREE);
+    check_grammar(t, longcall, NULL, 0);
+    /* max_tokens 120: at most 30 characters a string */
+    tc_budget(t, 120);
+    static const char *const too_long[] = {"<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"0123456789012345678901234567890\"}}</tool_call>"};
+    check_grammar(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"012345678901234567890123456789\"}}</tool_call>", too_long, 1);
+    /* a tiny budget still leaves 8 */
+    tc_budget(t, 10);
+    check_grammar(t, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"01234567\"}}</tool_call>", NULL, 0);
+    tc_spec_free(t);
+    /* tool_choice auto (lazy: the call may start anywhere): no bound */
+    t = spec_for(TC_HERMES, NULL, &e);
+    tc_budget(t, 120);
+    check_grammar(t, longcall, NULL, 0);
+    tc_spec_free(t);
+    /* Mistral: the array closes right after the last call */
+    t = spec_for(TC_MISTRAL, "\"tool_choice\": \"required\"", &e);
+    static const char *const bad_m[] = {"[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}}]\n"};
+    check_grammar(t, "[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {}} ]", bad_m, 1);
+    tc_spec_free(t);
+}
+
+/* Reasoning (reasoning.c): the reply split into reasoning and content as llama.cpp's
+ * try_parse_reasoning does; the streamed deltas, at every cut of the text into pieces, add up
+ * to exactly the final fields; the grammar wrapper starts the grammar after the thinking. */
+static void check_split(rs_format f, bool forced, const char *text, const char *reasoning, const char *content)
+{
+    rs_spec r = {.format = f, .forced_open = forced};
+    rs_split sp;
+    const size_t n = strlen(text);
+    rs_split_text(&r, text, n, false, &sp);
+    if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
+        fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
+    if (sp.c1 - sp.c0 != strlen(content) || memcmp(text + sp.c0, content, sp.c1 - sp.c0))
+        fail_msg("[%s]: content [%.*s]", text, (int)(sp.c1 - sp.c0), text + sp.c0);
+    /* streamed in pieces of every size: the deltas add up to the same */
+    for (size_t step = 1; step <= n; step++) {
+        rs_spec st = {.format = f, .forced_open = forced};
+        sbuf rr = {0}, cc = {0};
+        for (size_t i = 0; i < n; i += step) rs_stream(&st, text + i, i + step <= n ? step : n - i, &rr, &cc);
+        rs_stream_final(&st, text, n, &rr, &cc);
+        if (rr.n != strlen(reasoning) || (rr.n && memcmp(rr.p, reasoning, rr.n))) fail_msg("[%s] step %zu: streamed reasoning [%.*s]", text, step, (int)rr.n, rr.p);
+        if (cc.n != strlen(content) || (cc.n && memcmp(cc.p, content, cc.n))) fail_msg("[%s] step %zu: streamed content [%.*s]", text, step, (int)cc.n, cc.p);
+        sbuf_free(&rr);
+        sbuf_free(&cc);
+        sbuf_free(&st.seen);
+    }
+}
+
+static void test_reasoning(void **state)
+{
+    (void)state;
+    rs_format f;
+    assert_int_equal(rs_format_parse("deepseek", &f), 0);
+    assert_int_equal(f, RS_DEEPSEEK);
+    assert_int_equal(rs_format_parse("deepseek-legacy", &f), 0);
+    assert_int_equal(f, RS_DEEPSEEK_LEGACY);
+    assert_int_equal(rs_format_parse("none", &f), 0);
+    assert_int_equal(f, RS_NONE);
+    assert_int_equal(rs_format_parse("auto", &f), 0);
+    assert_int_equal(f, RS_AUTO);
+    assert_int_equal(rs_format_parse("r1", &f), -1);
+    /* the outputs of llama.cpp's tests/test-chat.cpp (DeepSeek R1 and Hermes with thinking) */
+    check_split(RS_DEEPSEEK, false, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?");
+    check_split(RS_DEEPSEEK, true, "I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?");
+    check_split(RS_DEEPSEEK, false, "  <think>\n  Let me see.\n</think>\n\n  The answer is 4.", "Let me see.", "The answer is 4.");
+    check_split(RS_AUTO, false, "<think>a < b </thi ok</think>x", "a < b </thi ok", "x");
+    /* none: all content, tags and all */
+    check_split(RS_NONE, false, "<think>I'm\nthinking</think>Hello", "", "<think>I'm\nthinking</think>Hello");
+    /* legacy: reasoning_content, and the whole text stays content */
+    check_split(RS_DEEPSEEK_LEGACY, false, "<think>I'm thinking</think>Hello", "I'm thinking", "<think>I'm thinking</think>Hello");
+    /* no thinking: all content; thinking later in the reply is content */
+    check_split(RS_DEEPSEEK, false, "Hello <think>x</think>", "", "Hello <think>x</think>");
+    check_split(RS_DEEPSEEK, false, "<thin", "", "<thin");
+    check_split(RS_DEEPSEEK, false, "", "", "");
+    /* thinking that never closes (cut off, or never ended): all reasoning, no content (llama.cpp) */
+    check_split(RS_DEEPSEEK, false, "<think>I'm thinking and thinking", "I'm thinking and thinking", "");
+    check_split(RS_DEEPSEEK, true, "I'm thinking </thi", "I'm thinking </thi", "");
+    check_split(RS_DEEPSEEK, true, "</think>", "", "");
+    check_split(RS_DEEPSEEK, true, "</think>\n\n{\"a\": 1}", "", "{\"a\": 1}");
+    assert_true(rs_prompt_forced_open("<|Assistant|><think>\n", 21));
+    assert_false(rs_prompt_forced_open("<think>\n\n</think>\n\n", 19));
+    assert_false(rs_prompt_forced_open("", 0));
+
+    /* the grammar after the thinking: free text without "</think>", the tag, then the start rule */
+    const char *root = NULL;
+    char *g = rs_wrap_grammar("root ::= \"{\" [0-9]+ \"}\"\n", "root", true, &root);
+    assert_non_null(g);
+    assert_string_equal(root, RS_ROOT);
+    sift_error err = {0};
+    sift_grammar *gr = sift_grammar_parse(g, strlen(g), root, NULL, &err);
+    if (!gr) fail_msg("%s\n%s", err.msg, g);
+    static const char *const good[] = {"</think>{1}", "hmm</think>\n{12}", "a < b, </thi</think>{3}", "<<</think>{4}",
+                                       "x</think</think>{5}", "</ think></think>{6}"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        if (sift_grammar_match(gr, good[i], strlen(good[i]), NULL) != SIFT_GRAMMAR_COMPLETE) fail_msg("refused %s", good[i]);
+    /* (forced open: "{1}" alone is still thinking) */
+    assert_int_equal(sift_grammar_match(gr, "{1}", 3, NULL), SIFT_GRAMMAR_PREFIX);
+    static const char *const bad[] = {"a</think>b</think>{1}", "a</think>{x}", "</think>     {1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (sift_grammar_match(gr, bad[i], strlen(bad[i]), NULL) != SIFT_GRAMMAR_REJECTED) fail_msg("taken %s", bad[i]);
+    assert_int_equal(sift_grammar_match(gr, "still thinking <", 16, NULL), SIFT_GRAMMAR_PREFIX);
+    sift_grammar_free(gr);
+    free(g);
+    /* optional thinking (the model may think first, or answer at once) */
+    g = rs_wrap_grammar("root ::= \"{\" [0-9]+ \"}\"\n", "root", false, &root);
+    gr = sift_grammar_parse(g, strlen(g), root, NULL, &err);
+    assert_non_null(gr);
+    assert_int_equal(sift_grammar_match(gr, "{1}", 3, NULL), SIFT_GRAMMAR_COMPLETE);
+    assert_int_equal(sift_grammar_match(gr, "<think>ok</think>{1}", 20, NULL), SIFT_GRAMMAR_COMPLETE);
+    assert_int_equal(sift_grammar_match(gr, "ok</think>{1}", 13, NULL), SIFT_GRAMMAR_REJECTED);
+    sift_grammar_free(gr);
+    free(g);
+}
+
+/* The model outputs of llama.cpp's tests/test-chat.cpp (ggml-org/llama.cpp, the DeepSeek R1,
+ * Hermes 2 Pro, Llama 3.1 and Mistral Nemo cases, with its special_function tool): they parse
+ * to the tool calls, content and reasoning llama.cpp expects there. */
+#define SPECIAL_FUNCTION "{\"type\": \"function\", \"function\": {\"name\": \"special_function\", \"description\": \"I'm special\"," \
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"arg1\": {\"type\": \"integer\", \"description\": \"The arg.\"}}, \"required\": [\"arg1\"]}}}"
+static const char r1_call[] = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n"
+                              "```json\n{\"arg1\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+
+/* reasoning split (format f, forced open or not), then the tool-call parse of the rest */
+static void check_reply(tc_spec *t, rs_format f, bool forced, const char *text, const char *reasoning, const char *content, const char *args)
+{
+    rs_spec r = {.format = f, .forced_open = forced};
+    rs_split sp;
+    rs_split_text(&r, text, strlen(text), false, &sp);
+    if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
+        fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
+    check_parse(t, text + sp.c0, args ? 1 : 0, args ? "special_function" : NULL, args, content);
+}
+
+static void test_llama_cpp_outputs(void **state)
+{
+    (void)state;
+    char *tm = read_template("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja");
+    assert_int_equal(tc_detect(tm), TC_DEEPSEEK_R1);
+    free(tm);
+    tm = read_template("vllm-tool_chat_template_deepseekv3.jinja");
+    assert_int_equal(tc_detect(tm), TC_DEEPSEEK_R1);
+    free(tm);
+    tc_spec *t = spec_body(TC_DEEPSEEK_R1, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->lazy);
+    /* message_assist_call */
+    check_reply(t, RS_NONE, false, r1_call, "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_NONE, false, "<｜tool▁calls｜>function<｜tool▁sep｜>special_function\n```json\n{\"arg1\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                "", NULL, "{\"arg1\":1}");
+    /* message_assist_call_thoughts_unparsed (reasoning none) and message_assist_call_thoughts (deepseek) */
+    char buf[1024];
+    snprintf(buf, sizeof buf, "<think>I'm\nthinking</think>\n\n%s", r1_call);
+    check_reply(t, RS_NONE, false, buf, "", "<think>I'm\nthinking</think>\n\n", "{\"arg1\":1}");
+    check_reply(t, RS_DEEPSEEK, false, buf, "I'm\nthinking", NULL, "{\"arg1\":1}");
+    /* message_assist, message_assist_thoughts, _unopened_unparsed, and forced open */
+    check_reply(t, RS_DEEPSEEK, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_NONE, false, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "", "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, "I'm\nthinking</think>Hello, world!\nWhat's up?", "", "I'm\nthinking</think>Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, true, "I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, true, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "<think>I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    /* forced open and cut off (is_partial): all reasoning */
+    check_reply(t, RS_DEEPSEEK, true, "I need to remember the correct syntax. It starts with <｜tool▁calls▁begin｜> and ends with",
+                "I need to remember the correct syntax. It starts with <｜tool▁calls▁begin｜> and ends with", NULL, NULL);
+    /* the grammar takes llama.cpp's test_templates output; a call cut off is no call */
+    check_grammar(t, r1_call, NULL, 0);
+    check_parse(t, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n```json\n{\"arg1\": 1}",
+                0, NULL, NULL, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n```json\n{\"arg1\": 1}");
+    check_prefixes(t, r1_call);
+    check_stream(t, r1_call, 1, 0);
+    tc_spec_free(t);
+    t = spec_body(TC_DEEPSEEK_R1, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad[] = {"<｜tool▁calls▁begin｜>function<｜tool▁sep｜>special_function\n```json\n{\"arg1\": \"x\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                                      "<｜tool▁calls▁begin｜>function<｜tool▁sep｜>other\n```json\n{\"arg1\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                                      "Hello"};
+    check_grammar(t, r1_call, bad, 3);
+    tc_spec_free(t);
+
+    /* Functionary v3.1 (llama.cpp's copy of meetkai's template, in ../shared/llama-server-tests) */
+    {
+        const char *shared = getenv("SIFT_SHARED");
+        char path[1024];
+        snprintf(path, sizeof path, "%s/llama-server-tests/models/templates/meetkai-functionary-medium-v3.1.jinja", shared ? shared : "../shared");
+        FILE *f = fopen(path, "rb");
+        if (!f) fail_msg("cannot open %s", path);
+        char *fb = calloc(1, 1 << 20);
+        fb[fread(fb, 1, (1 << 20) - 1, f)] = 0;
+        fclose(f);
+        assert_int_equal(tc_detect(fb), TC_FUNCTIONARY_V31);
+        free(fb);
+    }
+    t = spec_body(TC_FUNCTIONARY_V31, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    check_reply(t, RS_NONE, false, "<function=special_function>{\"arg1\": 1}</function>", "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_grammar(t, "<function=special_function>{\"arg1\": 1}</function>", NULL, 0);
+    check_prefixes(t, "Sure. <function=special_function>{\"arg1\": 1}</function>");
+    check_stream(t, "<function=special_function>{\"arg1\": 12}</function>", 1, 0);
+    tc_spec_free(t);
+    t = spec_body(TC_FUNCTIONARY_V31, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad31[] = {"<function=special_function>{\"arg1\": \"x\"}</function>", "<function=other>{}</function>"};
+    check_grammar(t, "<function=special_function>{\"arg1\": 1}</function>", bad31, 2);
+    tc_spec_free(t);
+
+    /* Hermes 2 Pro, Llama 3.1, Mistral Nemo: message_assist_call as those tests write it */
+    t = spec_body(TC_HERMES, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    check_reply(t, RS_NONE, false, "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool_call>", "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_DEEPSEEK, false, "<think>I'm\nthinking</think><tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool_call>",
+                "I'm\nthinking", NULL, "{\"arg1\":1}");
+    tc_spec_free(t);
+    t = spec_body(TC_LLAMA3, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    check_reply(t, RS_NONE, false, "{\"name\": \"special_function\", \"parameters\": {\"arg1\": 1}}", "", NULL, "{\"arg1\":1}");
+    tc_spec_free(t);
+    t = spec_body(TC_MISTRAL, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    check_reply(t, RS_NONE, false, "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}, \"id\": \"123456789\"}]", "", NULL,
+                "{\"arg1\":1}");
+    tc_spec_free(t);
+}
+
 static void test_garbage(void **state)
 {
     (void)state;
     static const char *const pieces[] = {"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "{\"name\"", "{",
                                          "}", "[", "]", ",", ":", "\"", "\\", " ", "\n", "\"get_time\"", "\"arguments\"",
                                          "\"parameters\"", "\"tool_call\"", "\"tool_calls\"", "\"response\"", "{}", "1",
-                                         "\xff", "\xc3", "null", "\"zone\""};
+                                         "\xff", "\xc3", "null", "\"zone\"",
+                                         "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>", "get_time\n```json\n",
+                                         "```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "\n", "<function=get_time>", "</function>"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;
-    for (int f = TC_GENERIC; f <= TC_MISTRAL; f++) {
+    for (int f = TC_GENERIC; f <= TC_DEEPSEEK_R1; f++) {
         for (int par = 0; par < 2; par++) {
             tc_spec *t = spec_for((tc_format)f, par ? "\"parallel_tool_calls\": true" : NULL, &e);
             assert_non_null(t);
@@ -582,6 +924,8 @@ int main(void)
         cmocka_unit_test(test_llama3),       cmocka_unit_test(test_mistral),        cmocka_unit_test(test_generic),
         cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
+        cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
+        cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

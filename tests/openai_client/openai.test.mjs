@@ -10,7 +10,10 @@
 // (stories260K's text is meaningless, but a constrained call must come back well-formed:
 // its name in the tool list, its arguments JSON valid against the function's schema),
 // streamed as tool-call deltas too; the tool result sent back and a final answer; n: 2;
-// and a 400 for a tool_choice naming no tool. Prints each check, then "N passed, M failed".
+// and a 400 for a tool_choice naming no tool; content parts; tool_choice required with
+// max_tokens 120 under the Hermes, Llama 3.1 JSON and Mistral templates (issue 27: calls that
+// close); a thinking template's reasoning_content, streamed and not. Prints each check, then
+// "N passed, M failed".
 import OpenAI from "openai";
 import { spawn } from "node:child_process";
 
@@ -24,10 +27,10 @@ if (!SIFT || !MODEL || !TEMPLATE) {
   process.exit(2);
 }
 
-function startServer() {
+function startServer(template = TEMPLATE, extra = []) {
   return new Promise((resolve, reject) => {
-    const p = spawn(SIFT, ["serve", "-m", MODEL, "--chat-template-file", TEMPLATE, "--host", "127.0.0.1", "--port", "0",
-                           "-np", "2", "-c", "4096"], { stdio: ["ignore", "ignore", "pipe"] });
+    const p = spawn(SIFT, ["serve", "-m", MODEL, "--chat-template-file", template, "--host", "127.0.0.1", "--port", "0",
+                           "-np", "2", "-c", "4096", ...extra], { stdio: ["ignore", "ignore", "pipe"] });
     let log = "";
     const timer = setTimeout(() => reject(new Error("server did not start: " + log)), 30000);
     p.stderr.on("data", (d) => {
@@ -240,6 +243,96 @@ try {
     catch (e) { err = `${e.status} ${e.message}`; }
     check("n: 2 gives two choices, indexes 0 and 1", r && r.choices.length === 2 &&
           r.choices.map((c) => c.index).sort().join() === "0,1", err || JSON.stringify(r));
+  }
+
+  // 10. content parts (issue 27): text parts flattened as llama-server does (the same prompt
+  // as the joined string), an image part a 400 the client reports
+  {
+    const parts = [{ type: "text", text: "What is the weather" }, { type: "text", text: "in Paris?" }];
+    const a = await client.chat.completions.create({ model, messages: [{ role: "user", content: parts }], max_tokens: 4, seed: 8 });
+    const b = await client.chat.completions.create({ model, messages: [{ role: "user", content: "What is the weather\nin Paris?" }],
+                                                     max_tokens: 4, seed: 8 });
+    check("content parts: the same prompt and reply as the newline-joined string",
+          a.usage.prompt_tokens === b.usage.prompt_tokens && a.choices[0].message.content === b.choices[0].message.content,
+          JSON.stringify([a.usage, b.usage]));
+    let status = 0, msg = "";
+    try {
+      await client.chat.completions.create({ model, max_tokens: 4, messages: [{ role: "user", content: [parts[0],
+        { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }] }] });
+    } catch (e) { status = e.status; msg = e.message; }
+    check("content parts: an image part is a 400 naming it", status === 400 && /content\[1\].*image/.test(msg), `${status} ${msg}`);
+  }
+
+  // 11. calls that close (issue 27): tool_choice required, max_tokens 120, a free-form string
+  // argument, under each format's template (Hermes, Llama 3.1 JSON, Mistral): the call must
+  // end within the budget (finish_reason tool_calls), its arguments parse and fit the schema
+  {
+    const dir = TEMPLATE.replace(/[^/]*$/, "");
+    const free = [{ type: "function", function: { name: "get_weather", description: "The weather in a city.",
+      parameters: { type: "object", required: ["city", "days"], properties: { city: { type: "string" }, days: { type: "integer" } } } } }];
+    schemaOf.get_weather_free = free[0].function.parameters;
+    // 3 seeds under template t (server flags extra): each reply must be one call that closes
+    // within max_tokens and fits the schema (and, with thinking, has reasoning_content)
+    const closes = async (t, extra, maxTokens, label, thinking = false) => {
+      const srv = await startServer(dir + t, extra);
+      const cl = new OpenAI({ baseURL: `http://127.0.0.1:${srv.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
+      try {
+        let good = 0;
+        const bad = [];
+        for (const seed of [1, 2, 3]) {
+          const r = await cl.chat.completions.create({ model, messages: [{ role: "user", content: "What is the weather in Paris?" }],
+                                                       tools: free, tool_choice: "required", max_tokens: maxTokens, seed });
+          const ch = r.choices[0], calls = ch.message.tool_calls ?? [];
+          const probs = calls.flatMap((c) => callProblems({ ...c, function: { ...c.function, name: "get_weather_free" } }));
+          if (ch.finish_reason === "tool_calls" && calls.length === 1 && calls[0].function.name === "get_weather" && !probs.length &&
+              (!thinking || ch.message.reasoning_content)) good++;
+          else bad.push(JSON.stringify(ch));
+        }
+        check(`${label}: 3 of 3 calls close, arguments fit the schema`, good === 3, bad.join(" "));
+      } finally { srv.proc.kill("SIGTERM"); }
+    };
+    for (const t of ["vllm-tool_chat_template_hermes.jinja", "vllm-tool_chat_template_llama3.1_json.jinja",
+                     "vllm-tool_chat_template_mistral.jinja"])
+      await closes(t, [], 120, `${t}, tool_choice required, max_tokens 120`);
+    // a new format: Functionary v3.1's <function=NAME>{...}</function> (llama.cpp's copy of the template)
+    await closes("../../llama-server-tests/models/templates/meetkai-functionary-medium-v3.1.jinja", [], 120,
+                 "Functionary v3.1 template, tool_choice required, max_tokens 120");
+    // a new format: DeepSeek R1's native calls, after a thought cut by --reasoning-budget 8.
+    // (max_tokens 300: the markup alone, "<｜tool▁calls▁begin｜>function<｜tool▁sep｜>...```json ...
+    // ```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", is about 100 of stories260K's byte-sized tokens)
+    await closes("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ["--reasoning-budget", "8"], 300,
+                 "DeepSeek R1 template (native calls), thinking then tool_choice required, max_tokens 300", true);
+  }
+
+  // 12. a thinking template (DeepSeek R1's, which opens <think> in the prompt) with
+  // --reasoning-budget 6: reasoning_content apart from the content (the client passes the
+  // extra field through), streamed as reasoning_content deltas that add up to the same, and a
+  // json_schema'd answer after the thinking
+  {
+    const dir = TEMPLATE.replace(/[^/]*$/, "");
+    const srv = await startServer(dir + "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ["--reasoning-budget", "6"]);
+    const cl = new OpenAI({ baseURL: `http://127.0.0.1:${srv.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
+    try {
+      const body = { model, messages: [{ role: "user", content: "Hi" }], max_tokens: 60, seed: 1,
+                     response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "object",
+                       properties: { a: { type: "integer" } }, required: ["a"], additionalProperties: false } } } };
+      const r = await cl.chat.completions.create(body);
+      const m = r.choices[0].message;
+      let parsed = null;
+      try { parsed = JSON.parse(m.content); } catch (e) { /* reported below */ }
+      check("thinking template: reasoning_content apart, the content the schema's JSON after it",
+            typeof m.reasoning_content === "string" && m.reasoning_content.length > 0 && Number.isInteger(parsed?.a) &&
+            r.choices[0].finish_reason === "stop", JSON.stringify(r.choices[0]));
+      const stream = await cl.chat.completions.create({ ...body, stream: true });
+      let rs = "", ct = "", nr = 0;
+      for await (const c of stream) {
+        const d = c.choices[0]?.delta ?? {};
+        if (d.reasoning_content) { rs += d.reasoning_content; nr++; }
+        if (d.content) ct += d.content;
+      }
+      check(`thinking template, streamed: reasoning_content deltas (${nr}) and content add up to the same`,
+            nr > 1 && rs === m.reasoning_content && ct === m.content, JSON.stringify([rs, ct, m]));
+    } finally { srv.proc.kill("SIGTERM"); }
   }
 } catch (e) {
   failed++;

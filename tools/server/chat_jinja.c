@@ -14,6 +14,7 @@
  */
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,8 +64,36 @@ static void render_options(const srv_server *s, sift_template_options *o, render
  * template raised (or a limit it ran into) 400. */
 static int render_status(sift_status st) { return st == SIFT_E_NOMEM ? 413 : st == SIFT_E_STATE ? 503 : 400; }
 
-int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *tools, bool add_assistant, sbuf *out,
-                     srv_error *e)
+int chat_jinja_set_kwargs(srv_server *s, const char *json, int reasoning)
+{
+    cJSON_Delete(s->template_kwargs);
+    s->template_kwargs = NULL;
+    if (!json && reasoning < 0) return 0;
+    cJSON *k = json ? cJSON_Parse(json) : cJSON_CreateObject();
+    if (!cJSON_IsObject(k)) {
+        fprintf(stderr, "sift serve: --chat-template-kwargs: expected a JSON object, got %.64s\n", json ? json : "");
+        cJSON_Delete(k);
+        return -1;
+    }
+    if (reasoning >= 0) { /* --reasoning on|off: the template's enable_thinking (llama-server's way) */
+        cJSON_DeleteItemFromObjectCaseSensitive(k, "enable_thinking");
+        cJSON_AddBoolToObject(k, "enable_thinking", reasoning == 1);
+    }
+    s->template_kwargs = k;
+    return 0;
+}
+
+/* The variables of kw set at the top of the template's context (over what is there). */
+static void add_kwargs(cJSON *ctx, const cJSON *kw)
+{
+    for (const cJSON *k = kw ? kw->child : NULL; k; k = k->next) {
+        cJSON_DeleteItemFromObjectCaseSensitive(ctx, k->string);
+        cJSON_AddItemToObject(ctx, k->string, cJSON_Duplicate(k, true));
+    }
+}
+
+int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *tools, const cJSON *kwargs, bool add_assistant,
+                     sbuf *out, srv_error *e)
 {
     char bos[256], eos[256];
     token_text(s, sift_vocab_bos(s->vocab), bos, sizeof bos);
@@ -76,6 +105,9 @@ int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *to
     cJSON_AddBoolToObject(ctx, "add_generation_prompt", add_assistant);
     cJSON_AddStringToObject(ctx, "bos_token", bos);
     cJSON_AddStringToObject(ctx, "eos_token", eos);
+    /* chat_template_kwargs: the server's (--chat-template-kwargs, --reasoning), then the request's */
+    add_kwargs(ctx, s->template_kwargs);
+    add_kwargs(ctx, kwargs);
     char *json = cJSON_PrintUnformatted(ctx);
     cJSON_Delete(ctx);
     if (!json) return srv_errorf(e, 500, "out of memory");
@@ -99,6 +131,30 @@ int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *to
 /* The probe renders a two-message chat: a template that needs longer is hostile or broken,
  * and the server should start without waiting on it. */
 #define PROBE_TIMEOUT_MS 1000
+
+/* Render a probe context under the probe's budget: the output (the caller frees it), or NULL
+ * when the template raised. Takes ctx. */
+static char *probe_render(const srv_server *s, cJSON *ctx)
+{
+    cJSON_AddStringToObject(ctx, "bos_token", "");
+    cJSON_AddStringToObject(ctx, "eos_token", "");
+    char *json = cJSON_PrintUnformatted(ctx);
+    cJSON_Delete(ctx);
+    if (!json) return NULL;
+    sift_template_options o;
+    render_ctl ctl;
+    render_options(s, &o, &ctl, PROBE_TIMEOUT_MS);
+    char *text = NULL;
+    size_t n = 0;
+    sift_error err = {0};
+    const bool ok = sift_template_render(s->jinja, json, strlen(json), &o, &text, &n, &err) == SIFT_OK;
+    free(json);
+    if (!ok) {
+        free(text);
+        return NULL;
+    }
+    return text ? text : strdup("");
+}
 
 /* Render the probe: an assistant tool call whose arguments are the JSON text `args` given as
  * a string (obj false) or as an object. 1: the output shows the arguments as JSON; 0: it
@@ -129,22 +185,51 @@ static int probe_args(const srv_server *s, bool obj)
                                "\"required\": [\"code\"]}}}]");
     if (tools) cJSON_AddItemToObject(ctx, "tools", tools);
     cJSON_AddBoolToObject(ctx, "add_generation_prompt", false);
-    cJSON_AddStringToObject(ctx, "bos_token", "");
-    cJSON_AddStringToObject(ctx, "eos_token", "");
-    char *json = cJSON_PrintUnformatted(ctx);
-    cJSON_Delete(ctx);
-    if (!json) return -1;
-    sift_template_options o;
-    render_ctl ctl;
-    render_options(s, &o, &ctl, PROBE_TIMEOUT_MS);
-    char *text = NULL;
-    size_t n = 0;
-    sift_error err = {0};
-    const bool ok = sift_template_render(s->jinja, json, strlen(json), &o, &text, &n, &err) == SIFT_OK;
-    free(json);
-    const int shows = !ok ? -1 : text && strstr(text, "{\"code\": \"print") != NULL;
+    char *text = probe_render(s, ctx);
+    const int shows = !text ? -1 : strstr(text, "{\"code\": \"print") != NULL;
     free(text);
     return shows;
+}
+
+/* A message {"role": role, "content": text}, the content as a list of one text part when typed. */
+static cJSON *probe_msg(const char *role, const char *text, bool typed)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", role);
+    if (typed) {
+        cJSON *part = cJSON_CreateObject();
+        cJSON_AddStringToObject(part, "type", "text");
+        cJSON_AddStringToObject(part, "text", text);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(m, "content"), part);
+    } else {
+        cJSON_AddStringToObject(m, "content", text);
+    }
+    return m;
+}
+
+/* Does the output of [system: sys?, user] show `needle` (the user's text, or the system's)? */
+static bool probe_shows(const srv_server *s, const char *sys, bool typed, const char *needle)
+{
+    cJSON *ctx = cJSON_CreateObject();
+    cJSON *m = cJSON_AddArrayToObject(ctx, "messages");
+    if (sys) cJSON_AddItemToArray(m, probe_msg("system", sys, typed));
+    cJSON_AddItemToArray(m, probe_msg("user", "<User Needle>", typed));
+    cJSON_AddBoolToObject(ctx, "add_generation_prompt", false);
+    char *text = probe_render(s, ctx);
+    const bool shows = text && strstr(text, needle);
+    free(text);
+    return shows;
+}
+
+void chat_jinja_probe_caps(srv_server *s)
+{
+    s->jinja_object_args = chat_jinja_probe_object_args(s);
+    if (!s->jinja) return;
+    /* minja's chat template capabilities, found the same way: a template requires typed
+     * content when a string content does not come out and a list of text parts does; it
+     * supports the system role when a system message's text comes out */
+    s->jinja_typed_content = !probe_shows(s, NULL, false, "<User Needle>") && probe_shows(s, NULL, true, "<User Needle>");
+    s->jinja_system_role = probe_shows(s, "<System Needle>", s->jinja_typed_content, "<System Needle>");
 }
 
 bool chat_jinja_probe_object_args(const srv_server *s)
@@ -158,3 +243,131 @@ bool chat_jinja_probe_object_args(const srv_server *s)
 }
 
 bool chat_jinja_object_args(const srv_server *s) { return s->jinja && s->jinja_object_args; }
+
+/* ---- the messages as the template gets them ---------------------------------------------------- */
+
+int chat_content_text(const cJSON *content, int i, sbuf *out, srv_error *e)
+{
+    int j = 0;
+    for (const cJSON *part = content->child; part; part = part->next, j++) {
+        const cJSON *type = cJSON_IsObject(part) ? cJSON_GetObjectItemCaseSensitive(part, "type") : NULL;
+        const cJSON *text = cJSON_IsObject(part) ? cJSON_GetObjectItemCaseSensitive(part, "text") : NULL;
+        if (!cJSON_IsString(type))
+            return srv_errorf(e, 400, "'messages[%d].content[%d]' must be a content part {\"type\": \"text\", \"text\": \"...\"}", i, j);
+        const char *t = type->valuestring;
+        if (!strcmp(t, "image_url") || !strcmp(t, "image") || !strcmp(t, "input_image"))
+            return srv_errorf(e, 400, "'messages[%d].content[%d]' is an image part (\"%s\"): this server has no image input, only text parts", i, j, t);
+        if (!strcmp(t, "input_audio") || !strcmp(t, "audio"))
+            return srv_errorf(e, 400, "'messages[%d].content[%d]' is an audio part (\"%s\"): this server has no audio input, only text parts", i, j, t);
+        if (strcmp(t, "text") != 0)
+            return srv_errorf(e, 400, "'messages[%d].content[%d]' has type \"%.32s\": only text parts are supported", i, j, t);
+        if (!cJSON_IsString(text))
+            return srv_errorf(e, 400, "'messages[%d].content[%d].text' must be a string", i, j);
+        /* llama.cpp joins the text parts with a newline */
+        if (out && j) sbuf_adds(out, "\n");
+        if (out) sbuf_adds(out, text->valuestring);
+    }
+    return 0;
+}
+
+int chat_jinja_flatten(const srv_server *s, cJSON *msgs, srv_error *e)
+{
+    int i = 0;
+    for (cJSON *x = msgs->child; x; x = x->next, i++) {
+        cJSON *content = cJSON_GetObjectItemCaseSensitive(x, "content");
+        /* a template that iterates over parts keeps the list (checked all the same), and a
+         * string becomes a list of one text part (as minja gives it) */
+        const bool keep = s->jinja_typed_content;
+        if (keep && cJSON_IsString(content)) {
+            cJSON *list = cJSON_CreateArray(), *part = cJSON_CreateObject();
+            cJSON_AddStringToObject(part, "type", "text");
+            cJSON_AddStringToObject(part, "text", content->valuestring);
+            cJSON_AddItemToArray(list, part);
+            if (!cJSON_ReplaceItemInObjectCaseSensitive(x, "content", list)) {
+                cJSON_Delete(list);
+                return srv_errorf(e, 500, "out of memory");
+            }
+            continue;
+        }
+        if (!cJSON_IsArray(content)) continue;
+        sbuf b = {0};
+        int rc = chat_content_text(content, i, keep ? NULL : &b, e);
+        if (!rc && !keep) {
+            cJSON *str = cJSON_CreateString(b.p ? b.p : "");
+            if (b.oom || !str || !cJSON_ReplaceItemInObjectCaseSensitive(x, "content", str)) {
+                cJSON_Delete(str);
+                rc = srv_errorf(e, 500, "out of memory");
+            }
+        }
+        sbuf_free(&b);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The text of a message's content (a string, or a list's text parts), appended to b. */
+static void content_text(const cJSON *content, sbuf *b)
+{
+    if (cJSON_IsString(content)) sbuf_adds(b, content->valuestring);
+    else if (cJSON_IsArray(content)) {
+        srv_error e; /* the parts were checked before */
+        chat_content_text(content, 0, b, &e);
+    }
+}
+
+/* A new message {"role": "user", "content": text}. */
+static cJSON *user_msg(const char *text)
+{
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddStringToObject(u, "role", "user");
+    cJSON_AddStringToObject(u, "content", text);
+    return u;
+}
+
+int chat_jinja_system_fallback(cJSON *msgs)
+{
+    /* minja's polyfill: system texts (newline-joined) go before the next user message's text,
+     * after a newline; when another role comes first, they become a user message of their own */
+    sbuf sys = {0};
+    bool pending = false;
+    int i = 0;
+    for (cJSON *x = msgs->child; x; i++) {
+        cJSON *next = x->next;
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(x, "role");
+        const char *r = cJSON_IsString(role) ? role->valuestring : "";
+        if (!strcmp(r, "system")) {
+            if (pending) sbuf_adds(&sys, "\n");
+            content_text(cJSON_GetObjectItemCaseSensitive(x, "content"), &sys);
+            pending = true;
+            cJSON_Delete(cJSON_DetachItemViaPointer(msgs, x));
+            i--;
+        } else if (pending) {
+            const char *st = sys.p ? sys.p : "";
+            cJSON *content = cJSON_GetObjectItemCaseSensitive(x, "content");
+            if (!strcmp(r, "user") && cJSON_IsArray(content)) { /* a typed-content template: a text part in front */
+                cJSON *part = cJSON_CreateObject();
+                cJSON_AddStringToObject(part, "type", "text");
+                cJSON_AddStringToObject(part, "text", st);
+                cJSON_InsertItemInArray(content, 0, part);
+            } else if (!strcmp(r, "user")) {
+                if (cJSON_IsString(content) && *content->valuestring) {
+                    sbuf_adds(&sys, "\n");
+                    sbuf_adds(&sys, content->valuestring);
+                    st = sys.p ? sys.p : "";
+                }
+                cJSON_ReplaceItemInObjectCaseSensitive(x, "content", cJSON_CreateString(st));
+            } else {
+                cJSON_InsertItemInArray(msgs, i, user_msg(st));
+                i++;
+            }
+            sys.n = 0;
+            if (sys.p) sys.p[0] = 0;
+            pending = false;
+        }
+        x = next;
+    }
+    if (pending) cJSON_AddItemToArray(msgs, user_msg(sys.p ? sys.p : "")); /* only system messages */
+    const bool oom = sys.oom;
+    sbuf_free(&sys);
+    return oom ? -1 : 0;
+}

@@ -70,7 +70,15 @@ typedef struct slot {
     /* n_probs scratch */
     sift_token *pid;
     float *pp;
+    /* --reasoning-budget (think_step): where the reply is in its thinking, the thinking tokens
+     * so far, and the closing tag's tokens being forced */
+    int think;                /* THINK_UNKNOWN, THINK_IN, THINK_OUT */
+    int32_t n_think;
+    sift_token *forced;
+    int32_t n_forced, i_forced;
 } slot;
+
+enum { THINK_UNKNOWN, THINK_IN, THINK_OUT };
 
 struct srv_engine {
     srv_server *s;
@@ -279,6 +287,9 @@ static void slot_release(srv_engine *e, slot *sl)
     sl->batch_idx = -1;
     sl->n_in_batch = 0;
     sbuf_free(&sl->gen);
+    free(sl->forced);
+    sl->forced = NULL;
+    sl->n_forced = sl->i_forced = 0;
     sl->last_used = ++e->tick;
 }
 
@@ -302,6 +313,9 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
     sl->t_start = srv_now_ms();
     sl->t_first = 0;
     sl->trace_oom = false;
+    /* a reasoning budget counts from the first token when the prompt opened the thinking */
+    sl->think = !r->rs || r->reasoning_budget < 0 ? THINK_OUT : r->think_forced_open ? THINK_IN : THINK_UNKNOWN;
+    sl->n_think = 0;
     if (r->trace) sift_chain_set_trace(t->chain, trace_hook, sl);
     pthread_mutex_lock(&t->mu);
     t->started = true;
@@ -326,6 +340,38 @@ static sift_token slot_sample(srv_engine *e, slot *sl, const float *logits, floa
     *n_probs = (size_t)pr.n_out;
     *p_sel = pr.p_selected;
     return tok;
+}
+
+/* --reasoning-budget, as llama-server's: after the budget's thinking tokens, the tokens of
+ * "\n</think>\n" are forced one per step (the grammar, if any, starts after the thinking and
+ * takes them: reasoning.c). Called before each sampling step: where the generated text stands
+ * (the opening <think> at the start, or forced open by the prompt; the closing tag), and the
+ * forced tokens queued once the budget is spent. */
+static void think_step(srv_engine *e, slot *sl)
+{
+    const srv_request *r = &sl->task->req;
+    static const char open[] = "<think>", close[] = "</think>";
+    if (sl->think == THINK_OUT || sl->n_forced) return;
+    const char *g = sl->gen.p ? sl->gen.p : "";
+    if (sl->think == THINK_UNKNOWN) {
+        size_t i = 0;
+        while (i < sl->gen.n && (g[i] == ' ' || g[i] == '\n' || g[i] == '\t' || g[i] == '\r')) i++;
+        const size_t rem = sl->gen.n - i;
+        if (rem >= sizeof open - 1 && !memcmp(g + i, open, sizeof open - 1)) sl->think = THINK_IN;
+        else if (rem && memcmp(g + i, open, rem < sizeof open - 1 ? rem : sizeof open - 1) != 0) sl->think = THINK_OUT;
+        if (sl->think != THINK_IN) return;
+    }
+    if (sl->gen.n >= sizeof close - 1 && memmem(g, sl->gen.n, close, sizeof close - 1)) {
+        sl->think = THINK_OUT; /* the model closed it */
+        return;
+    }
+    if (sl->n_think < r->reasoning_budget) return;
+    static const char end[] = "\n</think>\n";
+    int32_t n = 0;
+    sl->forced = srv_tokenize(e->s, end, sizeof end - 1, false, true, &n);
+    sl->n_forced = sl->forced ? n : 0;
+    sl->i_forced = 0;
+    sl->think = THINK_OUT;
 }
 
 /* Publish a sampled token: the record, the text released by it, probabilities, trace; and
@@ -445,7 +491,18 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
     }
     float p_sel = 0;
     size_t n_probs = 0;
-    const sift_token tok = slot_sample(e, sl, logits, &p_sel, &n_probs);
+    think_step(e, sl);
+    sift_token tok;
+    if (sl->i_forced < sl->n_forced) { /* the reasoning budget's closing tag: forced, not sampled */
+        tok = sl->forced[sl->i_forced++];
+        sl->n_st = sl->n_top = 0; /* no sampling step: no trace stages for this token */
+        sift_chain_accept(t->chain, tok);
+        if (t->grammar) sift_sampler_accept(t->grammar, tok);
+        p_sel = 1;
+    } else {
+        tok = slot_sample(e, sl, logits, &p_sel, &n_probs);
+        if (sl->think == THINK_IN) sl->n_think++;
+    }
     if (tok == SIFT_TOKEN_NULL && t->grammar) {
         const sift_grammar_status gs = sift_grammar_sampler_status(t->grammar);
         if (gs == SIFT_GRAMMAR_CAN_END || gs == SIFT_GRAMMAR_DONE) {

@@ -36,6 +36,8 @@ void srv_request_free(srv_request *r)
     free(r->model);
     free(r->echo_text);
     tc_spec_free(r->tools);
+    rs_spec_free(r->rs);
+    free(r->gbnf_pending);
     memset(r, 0, sizeof *r);
 }
 
@@ -288,10 +290,22 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
     const cJSON *tools = field(root, "tools");
     if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools))
         return srv_errorf(e, 400, "'tools' must be an array, got %s", jtype(tools));
-    /* tool calls' arguments as objects, the generic format's instructions (tool_calls.c) */
-    cJSON *msgs = tc_template_messages(m, spec, chat_jinja_object_args(s));
-    if (!msgs) return srv_errorf(e, 500, "out of memory");
-    const int rc = chat_apply_jinja(s, msgs, tools && cJSON_IsArray(tools) ? tools : NULL, true, out, e);
+    const cJSON *kwargs = field(root, "chat_template_kwargs");
+    if (kwargs && !cJSON_IsObject(kwargs) && !cJSON_IsNull(kwargs))
+        return srv_errorf(e, 400, "'chat_template_kwargs' must be an object of template variables, got %s", jtype(kwargs));
+    /* content parts flattened (chat_jinja.c), tool calls' arguments as objects, the generic
+     * format's instructions (tool_calls.c), then the system role's fallback */
+    cJSON *flat = cJSON_Duplicate(m, true);
+    if (!flat) return srv_errorf(e, 500, "out of memory");
+    int rc = chat_jinja_flatten(s, flat, e);
+    cJSON *msgs = rc ? NULL : tc_template_messages(flat, spec, chat_jinja_object_args(s));
+    cJSON_Delete(flat);
+    if (rc) return rc;
+    if (!msgs || (!s->jinja_system_role && chat_jinja_system_fallback(msgs))) {
+        cJSON_Delete(msgs);
+        return srv_errorf(e, 500, "out of memory");
+    }
+    rc = chat_apply_jinja(s, msgs, tools && cJSON_IsArray(tools) ? tools : NULL, cJSON_IsObject(kwargs) ? kwargs : NULL, true, out, e);
     cJSON_Delete(msgs);
     return rc;
 }
@@ -329,18 +343,7 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
         } else if (cJSON_IsString(content)) {
             msgs[i].content = content->valuestring;
         } else if (cJSON_IsArray(content)) {
-            int j = 0;
-            for (const cJSON *part = content->child; part; part = part->next, j++) {
-                const cJSON *type = cJSON_IsObject(part) ? field(part, "type") : NULL;
-                const cJSON *text = cJSON_IsObject(part) ? field(part, "text") : NULL;
-                if (!type || !cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !text ||
-                    !cJSON_IsString(text)) {
-                    rc = srv_errorf(e, 400, "'messages[%d].content[%d]' must be {\"type\": \"text\", \"text\": \"...\"} (only text parts are supported)", i, j);
-                    goto done;
-                }
-                if (j) sbuf_adds(&parts[i], "\n");
-                sbuf_adds(&parts[i], text->valuestring);
-            }
+            if ((rc = chat_content_text(content, i, &parts[i], e))) goto done;
             msgs[i].content = parts[i].p ? parts[i].p : "";
         } else {
             rc = srv_errorf(e, 400, "'messages[%d].content' must be a string or an array of text parts, got %s", i, jtype(content));
@@ -360,10 +363,13 @@ done:
     return rc;
 }
 
-static int parse_messages(const srv_server *s, const cJSON *root, const tc_spec *spec, tokvec *v, srv_error *e)
+static int parse_messages(const srv_server *s, const cJSON *root, srv_request *r, tokvec *v, srv_error *e)
 {
     sbuf prompt = {0};
-    int rc = chat_prompt(s, root, spec, &prompt, e);
+    int rc = chat_prompt(s, root, r->tools, &prompt, e);
+    /* a prompt that ends inside <think> (DeepSeek R1's generation prompt): the reply starts thinking */
+    if (!rc && prompt.p) r->think_forced_open = rs_prompt_forced_open(prompt.p, prompt.n);
+    if (!rc && r->rs) r->rs->forced_open = r->think_forced_open;
     if (!rc) rc = add_text(s, v, "messages", prompt.p ? prompt.p : "", prompt.n, true, e);
     sbuf_free(&prompt);
     return rc;
@@ -537,8 +543,9 @@ static int parse_tools(const srv_server *s, const cJSON *o, srv_request *r, srv_
         return srv_errorf(e, 400, "'tools' need a Jinja chat template (the model's, or --chat-template-file); "
                                   "the built-in template %s has no tool calls", chat_name(s->tmpl));
     TRY(tc_parse_request(tc_detect(s->tmpl_text), o, &r->tools, e));
-    if (r->tools) r->tools->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
-    if (r->tools && r->cgrammar)
+    if (r->tools) r->tools->no_system = !s->jinja_system_role;
+    tc_budget(r->tools, r->n_predict);
+    if (r->tools && (r->cgrammar || r->gbnf_pending))
         return srv_errorf(e, 400, "'tools' cannot be combined with 'grammar', 'json_schema' or 'response_format' "
                                   "(the tool calls have their grammar)");
     return 0;
@@ -559,6 +566,13 @@ static int schema_grammar(const srv_server *s, const cJSON *schema, const char *
     char *text = cJSON_PrintUnformatted(schema);
     if (!text) return srv_errorf(e, 500, "out of memory");
     sift_error se = {0};
+    if (r->rs) { /* a chat that may think: GBNF now, compiled once the prompt is known (finish_grammar) */
+        r->gbnf_pending = sift_json_schema_to_grammar(text, strlen(text), flags, &se);
+        free(text);
+        if (!r->gbnf_pending) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'%s': %s", name, se.msg);
+        r->grammar_from_schema = true;
+        return 0;
+    }
     r->cgrammar = sift_grammar_compile_json_schema(s->gcomp, text, strlen(text), flags, &se);
     free(text);
     if (!r->cgrammar) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'%s': %s", name, se.msg);
@@ -575,6 +589,10 @@ static int parse_grammar(const srv_server *s, const cJSON *root, srv_kind kind, 
     if (g) { /* as llama-server: grammar wins over json_schema */
         if (!cJSON_IsString(g)) return srv_errorf(e, 400, "'grammar' must be a GBNF string, got %s", jtype(g));
         if (!*g->valuestring) return 0;
+        if (r->rs) { /* compiled once the prompt is known (finish_grammar) */
+            if (!(r->gbnf_pending = strdup(g->valuestring))) return srv_errorf(e, 500, "out of memory");
+            return 0;
+        }
         sift_error se = {0};
         r->cgrammar = sift_grammar_compile(s->gcomp, g->valuestring, strlen(g->valuestring), "root", &se);
         if (!r->cgrammar) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'grammar': %s", se.msg);
@@ -702,6 +720,50 @@ static int check_prompt_size(const srv_server *s, int32_t n, const char *name, s
     return 0;
 }
 
+/* reasoning_format (the server's --reasoning-format unless the request says), for chats:
+ * r->rs, the reply's split into reasoning_content and content (reasoning.c). */
+static int parse_reasoning(const srv_server *s, const cJSON *o, srv_request *r, srv_error *e)
+{
+    rs_format f = (rs_format)s->cfg.reasoning_format;
+    const char *name = NULL;
+    TRY(get_string(o, "reasoning_format", &name, e));
+    if (name && rs_format_parse(name, &f))
+        return srv_errorf(e, 400, "'reasoning_format' must be \"none\", \"deepseek\", \"deepseek-legacy\" or \"auto\", got \"%.32s\"", name);
+    r->reasoning_budget = s->cfg.reasoning_budget;
+    if (f == RS_NONE) return 0;
+    if (!(r->rs = calloc(1, sizeof *r->rs))) return srv_errorf(e, 500, "out of memory");
+    r->rs->format = f;
+    return 0;
+}
+
+/* May the reply think before its answer? The prompt left the thinking open, or the template
+ * knows the <think> tag. */
+static bool may_think(const srv_server *s, const srv_request *r)
+{
+    return r->rs && (r->think_forced_open || (s->tmpl_text && strstr(s->tmpl_text, "<think>")));
+}
+
+/* Once the prompt is known: a grammar (tools, grammar, json_schema) that starts after the
+ * thinking when the reply may think (rs_wrap_grammar), else as given. */
+static int finish_grammar(const srv_server *s, srv_request *r, srv_error *e)
+{
+    const bool think = may_think(s, r);
+    if (r->tools && think && !r->tools->lazy) r->tools_after_think = true;
+    if (r->tools && think && r->tools->lazy && tc_think_trigger(r->tools, r->think_forced_open))
+        return srv_errorf(e, 500, "out of memory");
+    if (!r->gbnf_pending) return 0;
+    const char *root = "root";
+    char *text = think ? rs_wrap_grammar(r->gbnf_pending, "root", r->think_forced_open, &root) : NULL;
+    if (think && !text) return srv_errorf(e, 500, "out of memory");
+    const char *g = text ? text : r->gbnf_pending;
+    sift_error se = {0};
+    r->cgrammar = sift_grammar_compile(s->gcomp, g, strlen(g), root, &se);
+    free(text);
+    if (!r->cgrammar)
+        return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'%s': %s", r->grammar_from_schema ? "json_schema" : "grammar", se.msg);
+    return 0;
+}
+
 static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_request *r, srv_error *e)
 {
     const srv_config *cfg = &s->cfg;
@@ -799,6 +861,7 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
 
     TRY(parse_sampling(s, o, r, e));
     TRY(parse_stop(o, r, e));
+    if (kind == SRV_OAI_CHAT) TRY(parse_reasoning(s, o, r, e));
     TRY(parse_grammar(s, o, kind, r, e));
     if (kind == SRV_OAI_CHAT) TRY(parse_tools(s, o, r, e));
 
@@ -806,11 +869,12 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
      * checks them all, so that a bad one fails the request before any task is queued. */
     if (kind == SRV_OAI_CHAT) {
         tokvec v = {0};
-        const int rc = parse_messages(s, o, r->tools, &v, e);
+        const int rc = parse_messages(s, o, r, &v, e);
         r->prompt = v.p;
         r->n_prompt = v.n;
         r->n_prompts = 1;
         if (rc) return rc;
+        TRY(finish_grammar(s, r, e));
         return check_prompt_size(s, r->n_prompt, "messages", e);
     }
     const cJSON *p = field(o, "prompt");
@@ -883,7 +947,16 @@ int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **c
         const char *pat[1] = {r->tools->pattern};
         gp.trigger_patterns = pat;
         gp.n_trigger_patterns = r->tools->lazy && r->tools->pattern ? 1 : 0;
-        sift_compiled_grammar *cg = sift_grammar_compile(s->gcomp, r->tools->gbnf, strlen(r->tools->gbnf), TC_ROOT, &se);
+        if (r->tools->lazy && r->tools->think_pattern) { /* (reasoning) one pattern past the thinking */
+            pat[0] = r->tools->think_pattern;
+            gp.n_trigger_words = 0;
+            gp.n_trigger_patterns = 1;
+        }
+        /* (reasoning) a call from the first token, after the thinking */
+        char *wrapped = r->tools_after_think ? rs_wrap_grammar(r->tools->gbnf, TC_ROOT, r->think_forced_open, &gp.root) : NULL;
+        const char *gt = wrapped ? wrapped : r->tools->gbnf;
+        sift_compiled_grammar *cg = sift_grammar_compile(s->gcomp, gt, strlen(gt), gp.root, &se);
+        free(wrapped);
         *grammar = cg ? sift_sampler_init_grammar_compiled(cg, &gp, &se) : NULL;
         sift_compiled_grammar_free(cg);
         if (!*grammar) {
@@ -993,7 +1066,7 @@ int srv_handle_apply_template(const srv_server *s, const char *body, size_t len,
     sbuf prompt = {0};
     tc_spec *spec = NULL; /* the prompt a chat request with these tools would get */
     int rc = s->jinja ? tc_parse_request(tc_detect(s->tmpl_text), root, &spec, e) : 0;
-    if (spec) spec->no_system = !s->tmpl_text || !strstr(s->tmpl_text, "system");
+    if (spec) spec->no_system = !s->jinja_system_role;
     if (!rc) rc = chat_prompt(s, root, spec, &prompt, e);
     tc_spec_free(spec);
     if (!rc) {

@@ -418,6 +418,14 @@ static cJSON *native_final(const srv_server *s, srv_task *t, bool with_content)
     return o;
 }
 
+/* A stream delta {"reasoning_content": text} (llama-server's field). */
+static cJSON *reasoning_delta(const char *p, size_t n)
+{
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddItemToObject(d, "reasoning_content", str_n(p, n));
+    return d;
+}
+
 /* One OpenAI choice of a finished task. */
 static cJSON *oai_choice(const srv_server *s, srv_task *t)
 {
@@ -440,11 +448,20 @@ static cJSON *oai_choice(const srv_server *s, srv_task *t)
         cJSON_AddNumberToObject(c, "index", r->index);
         cJSON *m = cJSON_AddObjectToObject(c, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
+        const char *text = t->text.p ? t->text.p : "";
+        size_t text_n = t->text.n;
+        if (r->rs) { /* the thinking apart: reasoning_content, and the rest is the reply (reasoning.c) */
+            rs_split sp;
+            rs_split_text(r->rs, text, text_n, false, &sp);
+            if (sp.r1 > sp.r0) cJSON_AddItemToObject(m, "reasoning_content", str_n(text + sp.r0, sp.r1 - sp.r0));
+            text += sp.c0;
+            text_n = sp.c1 - sp.c0;
+        }
         if (r->tools) { /* content and tool_calls (tool_calls.c) */
-            tc_message_json(r->tools, t->text.p, t->text.n, m, &finish);
+            tc_message_json(r->tools, text, text_n, m, &finish);
             cJSON_SetValuestring(fr, finish);
         } else {
-            cJSON_AddItemToObject(m, "content", str_n(t->text.p, t->text.n));
+            cJSON_AddItemToObject(m, "content", str_n(text, text_n));
         }
         if (r->n_probs > 0) cJSON_AddItemToObject(cJSON_AddObjectToObject(c, "logprobs"), "content", all_probs(s, t));
     }
@@ -518,7 +535,7 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
     for (size_t i = 0; i < sn->n_recs; i++) {
         const srv_tokrec *rec = &sn->recs[i];
         const char *txt = sn->text + (text_at - sn->text_from);
-        const size_t txt_n = rec->text_end - text_at;
+        size_t txt_n = rec->text_end - text_at;
         text_at = rec->text_end;
         const size_t index = sn->rec_from + i;
         cJSON *probs = r->n_probs > 0 ? probs_json(s, t, rec, sn->probs + (rec->probs_off - sn->probs_from)) : NULL;
@@ -561,12 +578,22 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
             sse_add(out, o);
         } else {
             chat_role(s, t, role_sent, out);
+            /* with reasoning: its deltas first, then the reply's text goes on below (reasoning.c) */
+            sbuf rs_r = {0}, rs_c = {0};
+            if (r->rs) {
+                rs_stream(r->rs, txt, txt_n, &rs_r, &rs_c);
+                if (rs_r.n) sse_add(out, chat_chunk(s, t, reasoning_delta(rs_r.p, rs_r.n), NULL));
+                txt = rs_c.p ? rs_c.p : "";
+                txt_n = rs_c.n;
+            }
             sbuf held = {0}; /* with tools: only the text that is surely not a call, then the calls' deltas (tool_calls.c) */
             cJSON *calls = r->tools ? tc_stream_text(r->tools, txt, txt_n, &held) : NULL;
             const char *ct = r->tools ? held.p : txt;
             const size_t ct_n = r->tools ? held.n : txt_n;
             if (ct_n == 0 && !probs && !trace) { /* nothing new to say (text held back) */
                 sbuf_free(&held);
+                sbuf_free(&rs_r);
+                sbuf_free(&rs_c);
                 while (calls && calls->child) sse_add(out, chat_chunk(s, t, cJSON_DetachItemViaPointer(calls, calls->child), NULL));
                 cJSON_Delete(calls);
                 continue;
@@ -574,6 +601,8 @@ void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bo
             cJSON *d = cJSON_CreateObject();
             cJSON_AddItemToObject(d, "content", str_n(ct, ct_n));
             sbuf_free(&held);
+            sbuf_free(&rs_r);
+            sbuf_free(&rs_c);
             cJSON *o = chat_chunk(s, t, d, NULL);
             cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
             if (probs) {
@@ -622,8 +651,26 @@ void srv_sse_final_group(const srv_server *s, srv_task *t, bool *role_sent, srv_
     } else {
         chat_role(s, t, role_sent, out);
         const char *finish = finish_reason(t);
+        const char *text = t->text.p ? t->text.p : "";
+        size_t text_n = t->text.n;
+        if (r->rs) { /* the reasoning held back; the reply's text is what follows it */
+            sbuf rr = {0}, cc = {0};
+            rs_stream_final(r->rs, text, text_n, &rr, &cc);
+            if (rr.n) sse_add(out, chat_chunk(s, t, reasoning_delta(rr.p, rr.n), NULL));
+            if (cc.n && !r->tools) {
+                cJSON *d = cJSON_CreateObject();
+                cJSON_AddItemToObject(d, "content", str_n(cc.p, cc.n));
+                sse_add(out, chat_chunk(s, t, d, NULL));
+            }
+            sbuf_free(&rr);
+            sbuf_free(&cc);
+            rs_split sp;
+            rs_split_text(r->rs, text, text_n, false, &sp);
+            text += sp.c0;
+            text_n = sp.c1 - sp.c0;
+        }
         if (r->tools) { /* the content held back, then the calls (tool_calls.c) */
-            cJSON *deltas = tc_stream_final(r->tools, t->text.p, t->text.n, &finish);
+            cJSON *deltas = tc_stream_final(r->tools, text, text_n, &finish);
             while (deltas && deltas->child) sse_add(out, chat_chunk(s, t, cJSON_DetachItemViaPointer(deltas, deltas->child), NULL));
             cJSON_Delete(deltas);
         }
@@ -676,7 +723,13 @@ char *srv_json_props(const srv_server *s)
     cJSON_AddStringToObject(o, "chat_template_name", s->jinja ? "jinja" : chat_name(s->tmpl));
     cJSON_AddBoolToObject(o, "chat_template_detected", s->jinja || s->tmpl_detected);
     cJSON *caps = cJSON_AddObjectToObject(o, "chat_template_caps");
-    if (s->jinja) tc_caps_json(s->tmpl_text, caps); /* detected from the template's text (tool_calls.c) */
+    if (s->jinja) {
+        tc_caps_json(s->tmpl_text, caps); /* detected from the template's text (tool_calls.c) */
+        /* these two rendered by probes at load (chat_jinja_probe_caps, minja's way) */
+        cJSON_ReplaceItemInObjectCaseSensitive(caps, "supports_system_role", cJSON_CreateBool(s->jinja_system_role));
+        cJSON_AddBoolToObject(caps, "requires_typed_content", s->jinja_typed_content);
+        cJSON_AddBoolToObject(caps, "requires_object_arguments", s->jinja_object_args);
+    }
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(o, "modalities"), "vision", false);
     cJSON_AddStringToObject(o, "build_info", "sift " SIFT_VERSION_STRING);
     cJSON_AddNumberToObject(o, "n_ctx", s->n_ctx_slot * s->cfg.n_parallel);

@@ -139,6 +139,10 @@ typedef struct srv_config {
     int default_n_predict;      /* n_predict when a request does not say (-1: up to the cap) */
     const char *chat_template;  /* --chat-template NAME (overrides the GGUF's) */
     const char *chat_template_file; /* --chat-template-file FILE (a Jinja template) */
+    int reasoning_format;       /* --reasoning-format: rs_format (default auto) */
+    int reasoning;              /* --reasoning on|off|auto: 1, 0, -1 (on/off set enable_thinking for the template) */
+    int reasoning_budget;       /* --reasoning-budget: thinking tokens before </think> is forced (-1: no limit) */
+    const char *chat_template_kwargs; /* --chat-template-kwargs JSON: extra template variables (an object) */
     sift_isa isa;
     bool log_requests;
     /* exposure (http.c, conns.c; docs/server.md "Exposing the server") */
@@ -222,6 +226,12 @@ typedef struct srv_request {
     char *echo_text;           /* with echo, a text prompt as written (NULL: the prompt's ids detokenized) */
     int32_t n_probs_shown;     /* top candidates shown per token (-1: n_probs); chat logprobs alone: 0 */
     struct tc_spec *tools;     /* tool calling (tool_calls.c); NULL without */
+    struct rs_spec *rs;        /* a chat's reasoning (reasoning.c); NULL with reasoning_format none */
+    char *gbnf_pending;        /* a chat's grammar / json_schema as GBNF (start rule "root"), compiled once
+                                  the prompt shows whether the reply may think (then wrapped, rs_wrap_grammar) */
+    bool tools_after_think;    /* the tools' grammar starts after the thinking (srv_build_samplers) */
+    bool think_forced_open;    /* the prompt left the thinking open */
+    int32_t reasoning_budget;  /* thinking tokens before </think> is forced (-1: no limit) */
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -236,6 +246,41 @@ typedef struct srv_error {
 
 int srv_errorf(srv_error *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* ---- reasoning (reasoning.c) ------------------------------------------------------------------ */
+
+/* --reasoning-format / "reasoning_format": none leaves <think>...</think> in the content;
+ * deepseek (and auto, the default, as llama-server) moves it to reasoning_content;
+ * deepseek-legacy fills reasoning_content and leaves the whole text in the content too. */
+typedef enum rs_format { RS_AUTO = 0, RS_NONE, RS_DEEPSEEK, RS_DEEPSEEK_LEGACY } rs_format;
+int rs_format_parse(const char *s, rs_format *out); /* 0, or -1 for an unknown name */
+
+/* A chat request's reasoning: how to split the reply, and the streaming state. */
+typedef struct rs_spec {
+    rs_format format;
+    bool forced_open;          /* the rendered prompt ends inside <think> (rs_prompt_forced_open) */
+    sbuf seen;                 /* streaming: the reply so far */
+    size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
+} rs_spec;
+void rs_spec_free(rs_spec *r);
+bool rs_prompt_forced_open(const char *prompt, size_t n);
+
+/* Where the reasoning [r0, r1) and the content [c0, c1) of text t[0..n) are; partial: the
+ * reply is still coming (what may change is held back: both ranges only ever grow). */
+typedef struct rs_split {
+    size_t r0, r1, c0, c1;
+    bool thinking, closed;     /* the reply thinks; its thinking ended */
+} rs_split;
+void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_split *out);
+/* Streaming: the new text txt -> what grew of the reasoning and of the content (appended). */
+void rs_stream(rs_spec *r, const char *txt, size_t n, sbuf *reasoning, sbuf *content);
+/* The end of the stream: the rest of both, from the whole text. */
+void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sbuf *content);
+/* A grammar (start rule `root`) that starts after the thinking ends: free text without
+ * "</think>", the tag, then root; the thinking optional unless forced_open. *new_root: the
+ * start rule of the result (malloc'd; NULL when out of memory). */
+#define RS_ROOT "x-sift-think-root"
+char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root);
+
 /* ---- tool calling (tool_calls.c) ----------------------------------------------------------- */
 
 /* How the template's model writes a tool call (detected from the template's text). */
@@ -244,6 +289,8 @@ typedef enum tc_format {
     TC_HERMES,      /* Hermes, Qwen 2.5, Qwen 3: <tool_call>{"name", "arguments"}</tool_call> */
     TC_LLAMA3,      /* Llama 3.x: {"name": ..., "parameters": {...}} (optionally after <|python_tag|>) */
     TC_MISTRAL,     /* Mistral: [TOOL_CALLS][{"name", "arguments"}, ...] */
+    TC_FUNCTIONARY_V31, /* Functionary v3.1 (Llama 3.1): <function=NAME>{args}</function> */
+    TC_DEEPSEEK_R1, /* DeepSeek R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{args}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
 } tc_format;
 
 tc_format tc_detect(const char *tmpl_text);
@@ -261,6 +308,7 @@ typedef struct tc_spec {
     int n_names;
     char *gbnf;                /* the calls' grammar, start rule TC_ROOT */
     char *pattern;             /* a lazy trigger pattern beside the words (Llama 3.x's `{"name"`), or NULL */
+    char *think_pattern;       /* (reasoning) the triggers as one pattern that skips the thinking, or NULL */
     /* streaming state, touched by the connection's thread only (srv_sse_tokens/final) */
     sbuf seen;                 /* the reply's text so far */
     size_t sent;               /* bytes of it sent as content */
@@ -280,6 +328,15 @@ void tc_spec_free(tc_spec *t);
  * function name, a parameters schema that does not convert). */
 struct cJSON;
 int tc_parse_request(tc_format f, const struct cJSON *root, tc_spec **out, srv_error *e);
+/* Calls that close within the request's token budget: where the grammar binds from the first
+ * token (tool_choice required or a named function) and n_predict is below TC_BUDGET_FREE,
+ * free-form strings in the calls are held to n_predict / 4 characters (at least 8), so a call
+ * fits the budget with room for its markup. */
+#define TC_BUDGET_FREE 4096
+void tc_budget(tc_spec *t, int n_predict);
+/* A reply that may think first (reasoning.c): the lazy grammar's triggers as one pattern that
+ * only fires after the thinking (t->think_pattern; forced_open: the prompt opened it). -1: out of memory. */
+int tc_think_trigger(tc_spec *t, bool forced_open);
 /* The messages as the template gets them: a deep copy where, with object_args (the template
  * `tojson`s arguments: chat_jinja_object_args), tool_calls' string arguments are parsed into
  * objects, as minja's polyfill does; and, for the generic format, a system message that asks
@@ -348,6 +405,9 @@ typedef struct srv_server {
     sift_template *jinja;      /* the Jinja template rendered for chats (--chat-template-file, else the GGUF's);
                                   NULL: the built-in named template `tmpl` */
     bool jinja_object_args;    /* chat_jinja_probe_object_args(jinja), found at load */
+    bool jinja_typed_content;  /* the template iterates over content parts (chat_jinja_probe_caps) */
+    bool jinja_system_role;    /* the template shows a system message's text (chat_jinja_probe_caps) */
+    struct cJSON *template_kwargs; /* --chat-template-kwargs (and --reasoning on/off's enable_thinking), parsed */
     sift_template_pool *tpool; /* the renders' shared memory budget (cfg.template_memory; NULL: none) */
     chat_tmpl tmpl;            /* the template applied (CHATML when unknown: documented default) */
     bool tmpl_detected;        /* tmpl came from the GGUF (or --chat-template), not the default */
@@ -371,7 +431,7 @@ typedef struct srv_server {
  * is dropped when the tokenizer adds BOS itself. 0, or 400 with e (jinja2's message, e.g. a
  * template's raise_exception) / 500. */
 struct cJSON;
-int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const struct cJSON *tools, bool add_assistant,
+int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const struct cJSON *tools, const struct cJSON *kwargs, bool add_assistant,
                      sbuf *out, srv_error *e);
 
 /* Whether the template needs tool calls' arguments as objects (it `tojson`s them: a string
@@ -379,6 +439,23 @@ int chat_apply_jinja(const srv_server *s, const struct cJSON *messages, const st
  * requires_object_arguments): chat_jinja_probe_object_args once, when the template is loaded
  * (into s->jinja_object_args); chat_jinja_object_args reads the answer, without a lock. */
 bool chat_jinja_probe_object_args(const srv_server *s);
+/* All the template's capabilities, found once at load by rendering probes as minja does:
+ * jinja_object_args, jinja_typed_content (a string content does not come out, a list of text
+ * parts does) and jinja_system_role (a system message's text comes out). */
+void chat_jinja_probe_caps(srv_server *s);
+/* The server's template variables (s->template_kwargs): --chat-template-kwargs (a JSON object;
+ * anything else is an error printed on stderr, -1), with --reasoning on/off (reasoning 1/0)
+ * setting enable_thinking as llama-server does. (NULL, -1) frees them. */
+int chat_jinja_set_kwargs(srv_server *s, const char *json, int reasoning);
+/* The text parts of a content list (appended to out, newline-joined as llama.cpp does; out
+ * may be NULL to only check them). 400 naming the part for an image, audio or other part. */
+int chat_content_text(const struct cJSON *content, int i, sbuf *out, srv_error *e);
+/* In msgs (a copy the template will get): content lists of text parts become one string,
+ * as llama-server does, unless the template iterates over parts (jinja_typed_content). */
+int chat_jinja_flatten(const srv_server *s, struct cJSON *msgs, srv_error *e);
+/* For a template without a system role: the system messages' text goes at the start of the
+ * next user message (minja's polyfill). -1 out of memory. */
+int chat_jinja_system_fallback(struct cJSON *msgs);
 bool chat_jinja_object_args(const srv_server *s);
 
 /* Renders abandon themselves (503, "render abandoned") when their client goes away: the HTTP

@@ -20,6 +20,10 @@
  *   the messages   assistant tool_calls with string arguments get them parsed into objects
  *                  for templates that `tojson` them (chat_jinja_object_args; minja's
  *                  polyfill does the same).
+ *   the bounds     whitespace between JSON tokens bounded tighter than llama.cpp's space, the
+ *                  closing markup right after the call, and (tc_budget) free strings held to
+ *                  a quarter of max_tokens when the grammar binds from the first token: a
+ *                  constrained call closes within the budget even on a tiny model.
  *   the reply      text -> content + calls (tc_parse_output), and for streaming how much text
  *                  is surely content (tc_content_safe). The grammar makes a finished call
  *                  well-formed; a call cut off by max_tokens parses as no call, and the text
@@ -37,9 +41,18 @@
 
 /* ---- the format -------------------------------------------------------------------------------- */
 
+/* DeepSeek R1's markup (full-width bars, U+2581 for the spaces) */
+#define R1_CALLS_BEGIN "<｜tool▁calls▁begin｜>"
+#define R1_CALLS_END "<｜tool▁calls▁end｜>"
+#define R1_CALL_BEGIN "<｜tool▁call▁begin｜>"
+#define R1_CALL_END "<｜tool▁call▁end｜>"
+#define R1_SEP "<｜tool▁sep｜>"
+
 tc_format tc_detect(const char *t)
 {
     if (!t) return TC_GENERIC;
+    if (strstr(t, R1_CALLS_BEGIN)) return TC_DEEPSEEK_R1; /* llama.cpp's test: the tool calls' opening token */
+    if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
     if (strstr(t, "<|start_header_id|>") &&
@@ -54,6 +67,8 @@ const char *tc_format_name(tc_format f)
     case TC_HERMES: return "hermes";
     case TC_LLAMA3: return "llama3";
     case TC_MISTRAL: return "mistral";
+    case TC_DEEPSEEK_R1: return "deepseek-r1";
+    case TC_FUNCTIONARY_V31: return "functionary-v3.1";
     default: return "generic";
     }
 }
@@ -62,8 +77,14 @@ static const char *const hermes_triggers[] = {"<tool_call>"};
 static const char *const llama3_triggers[] = {"<|python_tag|>"};
 /* Llama 3.x's other opening, `{"name"` with the whitespace the grammar's `space` allows
  * after the brace: a trigger pattern (llama3_open finds the same in replies) */
-#define LLAMA3_PATTERN "\\{(?: |\\n{1,2}[ \\t]{0,20})?\"name\""
+#define LLAMA3_PATTERN "\\{(?: |\\n[ \\t]{0,4})?\"name\""
 static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
+static const char *const fn31_triggers[] = {"<function="};
+/* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
+static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
+                                          "<｜tool calls begin｜>",
+                                          "<｜tool\\_calls\\_begin｜>",
+                                          "<｜tool▁calls｜>"};
 
 static const char *const *format_triggers(tc_format f, int *n)
 {
@@ -71,6 +92,8 @@ static const char *const *format_triggers(tc_format f, int *n)
     case TC_HERMES: *n = 1; return hermes_triggers;
     case TC_LLAMA3: *n = 1; return llama3_triggers;
     case TC_MISTRAL: *n = 1; return mistral_triggers;
+    case TC_DEEPSEEK_R1: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
+    case TC_FUNCTIONARY_V31: *n = 1; return fn31_triggers;
     default: *n = 0; return NULL;
     }
 }
@@ -100,6 +123,7 @@ void tc_spec_free(tc_spec *t)
     free(t->names);
     free(t->gbnf);
     free(t->pattern);
+    free(t->think_pattern);
     free(t->streamed);
     sbuf_free(&t->seen);
     free(t);
@@ -107,34 +131,69 @@ void tc_spec_free(tc_spec *t)
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
-/* The call object of one function: {"name": const, "<args_key>": parameters}. Hoists the
- * parameters' $defs / definitions into defs (the combined schema's root), so that their
- * "#/$defs/..." references still resolve. */
-static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *defs)
+/* Every "$ref" inside one tool's parameters that points into its own document ("#",
+ * "#/$defs/Item", "#/properties/a") made to point into the combined schema, where those
+ * parameters now live at `base` ("#/$defs/x-sift-tool-3"). Literal data (const, enum,
+ * default, examples) is left alone: an object there is a value, not a schema. */
+static bool rebase_refs(cJSON *node, const char *base)
+{
+    for (cJSON *k = node ? node->child : NULL; k; k = k->next) {
+        if (k->string && (!strcmp(k->string, "const") || !strcmp(k->string, "enum") || !strcmp(k->string, "default") ||
+                          !strcmp(k->string, "examples")))
+            continue;
+        if (k->string && !strcmp(k->string, "$ref") && cJSON_IsString(k) && k->valuestring[0] == '#') {
+            sbuf b = {0};
+            sbuf_adds(&b, base);
+            sbuf_adds(&b, k->valuestring + 1);
+            char *r = sbuf_strdup(&b);
+            sbuf_free(&b);
+            if (!r || !cJSON_SetValuestring(k, r)) {
+                free(r);
+                return false;
+            }
+            free(r);
+        } else if ((cJSON_IsObject(k) || cJSON_IsArray(k)) && !rebase_refs(k, base)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Each tool's schema stands alone: its parameters go whole into the combined schema's $defs
+ * under a name of their own ("x-sift-tool-<index>"), their own $defs and definitions still
+ * inside them, and their references are rebased there; so two tools that both define "Item"
+ * each get their own, and "#" or "#/properties/..." inside a tool's parameters mean that
+ * tool's parameters (not the wrapper around them). base (cap >= 48): the pointer to them. */
+static void store_params(const cJSON *params, cJSON *root, int index, char *base, size_t cap)
+{
+    cJSON *p = params ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
+    char key[32];
+    snprintf(key, sizeof key, "x-sift-tool-%d", index);
+    snprintf(base, cap, "#/$defs/%s", key);
+    if (p && cJSON_IsObject(p)) {
+        /* an empty parameters schema still means an object of arguments */
+        if (!get(p, "type") && !get(p, "anyOf") && !get(p, "oneOf") && !get(p, "$ref")) cJSON_AddStringToObject(p, "type", "object");
+        if (!rebase_refs(p, base)) {
+            cJSON_Delete(p);
+            p = NULL;
+        }
+    }
+    cJSON *defs = cJSON_GetObjectItemCaseSensitive(root, "$defs");
+    if (!defs) defs = cJSON_AddObjectToObject(root, "$defs");
+    if (p) cJSON_AddItemToObject(defs, key, p);
+}
+
+/* The call object of one function (the index-th tool): {"name": const, "<args_key>":
+ * parameters}, the parameters stored apart (store_params). */
+static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *root, int index)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "object");
     cJSON *props = cJSON_AddObjectToObject(o, "properties");
     cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", name);
-    cJSON *p = params ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
-    if (p && cJSON_IsObject(p)) {
-        static const char *const keys[] = {"$defs", "definitions"};
-        for (int k = 0; k < 2; k++) {
-            cJSON *d = cJSON_DetachItemFromObjectCaseSensitive(p, keys[k]);
-            if (!d) continue;
-            cJSON *dst = cJSON_GetObjectItemCaseSensitive(defs, keys[k]);
-            if (!dst) dst = cJSON_AddObjectToObject(defs, keys[k]);
-            while (d->child) {
-                cJSON *x = cJSON_DetachItemViaPointer(d, d->child);
-                if (!get(dst, x->string)) cJSON_AddItemToObject(dst, x->string, x);
-                else cJSON_Delete(x);
-            }
-            cJSON_Delete(d);
-        }
-        /* an empty parameters schema still means an object of arguments */
-        if (!get(p, "type") && !get(p, "anyOf") && !get(p, "oneOf") && !get(p, "$ref")) cJSON_AddStringToObject(p, "type", "object");
-    }
-    cJSON_AddItemToObject(props, args_key, p);
+    char base[48];
+    store_params(params, root, index, base, sizeof base);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, args_key), "$ref", base);
     cJSON *req = cJSON_AddArrayToObject(o, "required");
     cJSON_AddItemToArray(req, cJSON_CreateString("name"));
     cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
@@ -152,29 +211,76 @@ static int add_name(tc_spec *t, const char *name)
     return 0;
 }
 
-/* The format's wrapper around the calls' JSON rule `root`. */
-static void wrap_grammar(sbuf *g, tc_format f, bool parallel)
+/* The format's wrapper around the calls' JSON rule `root` (DeepSeek R1: around each
+ * function's arguments rule, x-sift-args-<i>). */
+static void wrap_grammar(sbuf *g, const tc_spec *t)
 {
-    switch (f) {
+    const bool parallel = t->parallel;
+    switch (t->format) {
     case TC_HERMES:
         sbuf_adds(g, TC_ROOT " ::= x-sift-tc-block");
         if (parallel) sbuf_adds(g, " (space x-sift-tc-block)*");
-        sbuf_adds(g, "\nx-sift-tc-block ::= \"<tool_call>\" space root space \"</tool_call>\"\n");
+        sbuf_adds(g, "\nx-sift-tc-block ::= \"<tool_call>\" space root \"</tool_call>\"\n");
         break;
     case TC_LLAMA3:
         sbuf_adds(g, TC_ROOT " ::= \"<|python_tag|>\"? root");
-        if (parallel) sbuf_adds(g, " (space \";\"? space root)*");
+        if (parallel) sbuf_adds(g, " (\";\"? space root)*");
         sbuf_adds(g, "\n");
         break;
     case TC_MISTRAL:
         sbuf_adds(g, TC_ROOT " ::= \"[TOOL_CALLS]\" space \"[\" space root");
-        if (parallel) sbuf_adds(g, " (space \",\" space root)*");
-        sbuf_adds(g, " space \"]\"\n");
+        if (parallel) sbuf_adds(g, " (\",\" space root)*");
+        sbuf_adds(g, " \"]\"\n");
+        break;
+    case TC_FUNCTIONARY_V31: /* <function=NAME>{args}</function>, one after the other */
+        sbuf_printf(g, TC_ROOT " ::= x-sift-fn-call%s\nx-sift-fn-call ::= \"<function=\" (", parallel ? "+" : "");
+        for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s>\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        sbuf_adds(g, " ) \"</function>\"\n");
+        break;
+    case TC_DEEPSEEK_R1:
+        /* as llama.cpp's: any of the openings, the calls, the closing; a call's "begin" token optional */
+        sbuf_adds(g, TC_ROOT " ::= (");
+        for (int i = 0; i < t->n_triggers; i++) sbuf_printf(g, "%s\"%s\"", i ? " | " : " ", i == 3 ? "<｜tool\\\\_calls\\\\_begin｜>" : t->triggers[i]);
+        sbuf_printf(g, " ) x-sift-r1-call%s \"" R1_CALLS_END "\"\n", parallel ? "+" : "");
+        sbuf_adds(g, "x-sift-r1-call ::= \"" R1_CALL_BEGIN "\"? \"function" R1_SEP "\" (");
+        for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s\\n```json\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        sbuf_adds(g, " ) \"```" R1_CALL_END "\"\n");
         break;
     default:
         sbuf_adds(g, TC_ROOT " ::= root\n");
         break;
     }
+}
+
+/* gbnf with the body of rule `name` replaced (the converter writes each rule on a line of its
+ * own, "name ::= body"), appended to g. */
+static void add_replacing(sbuf *g, const char *gbnf, const char *name, const char *body)
+{
+    const size_t nl_ = strlen(name);
+    for (const char *p = gbnf; *p;) {
+        const char *nl = strchr(p, '\n');
+        const size_t n = nl ? (size_t)(nl - p + 1) : strlen(p);
+        if (!strncmp(p, name, nl_) && !strncmp(p + nl_, " ::= ", 5)) {
+            sbuf_printf(g, "%s ::= %s\n", name, body);
+        } else {
+            sbuf_add(g, p, n);
+        }
+        p += n;
+    }
+}
+
+void tc_budget(tc_spec *t, int n_predict)
+{
+    if (!t || t->lazy || n_predict <= 0 || n_predict >= TC_BUDGET_FREE) return;
+    char body[64];
+    snprintf(body, sizeof body, "\"\\\"\" char{0,%d} \"\\\"\" space", n_predict / 4 > 8 ? n_predict / 4 : 8);
+    sbuf g = {0};
+    add_replacing(&g, t->gbnf, "string", body);
+    char *s = sbuf_strdup(&g);
+    sbuf_free(&g);
+    if (!s) return; /* out of memory: the unbounded grammar stays, still correct */
+    free(t->gbnf);
+    t->gbnf = s;
 }
 
 int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e)
@@ -247,16 +353,40 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     const char *args_key = f == TC_LLAMA3 ? "parameters" : "arguments";
     any = cJSON_CreateArray();
     if (!any) goto oom;
-    for (const cJSON *x = tools->child; x; x = x->next) {
+    /* DeepSeek R1 and Functionary write each call's name in its markup and only the arguments as JSON: an
+     * object whose properties x-sift-args-<i> are the functions' parameters gives each its
+     * own rule of that name (the converter names a property's rule after it) */
+    cJSON *r1_props = NULL, *r1_req = NULL;
+    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31; /* a rule per function's arguments */
+    if (per_fn) {
+        cJSON_AddStringToObject(schema, "type", "object");
+        r1_props = cJSON_AddObjectToObject(schema, "properties");
+        r1_req = cJSON_AddArrayToObject(schema, "required");
+    }
+    int ti = 0;
+    for (const cJSON *x = tools->child; x; x = x->next, ti++) {
         const cJSON *fn = get(x, "function");
         const char *name = get(fn, "name")->valuestring;
         if (only && strcmp(name, only) != 0) continue;
         const cJSON *params = get(fn, "parameters");
         if (add_name(t, name)) goto oom;
-        cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema));
+        if (per_fn) {
+            char base[48], prop[32];
+            store_params(cJSON_IsObject(params) ? params : NULL, schema, ti, base, sizeof base);
+            snprintf(prop, sizeof prop, "x-sift-args-%d", t->n_names - 1);
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(r1_props, prop), "$ref", base);
+            cJSON_AddItemToArray(r1_req, cJSON_CreateString(prop));
+            continue;
+        }
+        cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema, ti));
+    }
+    if (per_fn) { /* no call object: the schema is complete */
+        cJSON_Delete(any);
+        any = cJSON_CreateObject();
     }
     cJSON *call = any;
-    if (cJSON_GetArraySize(any) == 1) {
+    if (per_fn) { /* (an empty object: nothing to add to the schema) */
+    } else if (cJSON_GetArraySize(any) == 1) {
         call = cJSON_DetachItemFromArray(any, 0);
         cJSON_Delete(any);
     } else {
@@ -314,8 +444,8 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
         return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'tools': a function's parameters schema: %s", se.msg);
     }
     sbuf gb = {0};
-    wrap_grammar(&gb, f, t->parallel);
-    sbuf_adds(&gb, g);
+    wrap_grammar(&gb, t);
+    add_replacing(&gb, g, "space", "| \" \" | \"\\n\" [ \\t]{0,4}");
     free(g);
     t->gbnf = sbuf_strdup(&gb);
     sbuf_free(&gb);
@@ -327,6 +457,31 @@ oom:
     cJSON_Delete(schema);
     tc_spec_free(t);
     return srv_errorf(e, 500, "out of memory");
+}
+
+int tc_think_trigger(tc_spec *t, bool forced_open)
+{
+    sbuf p = {0};
+    /* past the thinking: after its closing tag (the prompt opened it), or after a <think>...</think>
+     * at the start, or anywhere in a reply that does not start thinking */
+    sbuf_adds(&p, forced_open ? "^[\\s\\S]*?</think>[\\s\\S]*?("
+                              : "^(?:\\s*<think>[\\s\\S]*?</think>|(?!\\s*<think>))[\\s\\S]*?(");
+    for (int i = 0; i < t->n_triggers; i++) {
+        if (i) sbuf_adds(&p, "|");
+        for (const char *c = t->triggers[i]; *c; c++) {
+            if (strchr("\\^$.|?*+()[]{}", *c)) sbuf_add(&p, "\\", 1);
+            sbuf_add(&p, c, 1);
+        }
+    }
+    if (t->pattern) {
+        if (t->n_triggers) sbuf_adds(&p, "|");
+        sbuf_adds(&p, t->pattern);
+    }
+    sbuf_adds(&p, ")");
+    free(t->think_pattern);
+    t->think_pattern = sbuf_strdup(&p);
+    sbuf_free(&p);
+    return t->think_pattern ? 0 : -1;
 }
 
 /* ---- the messages ------------------------------------------------------------------------------ */
@@ -584,9 +739,47 @@ static bool known(const tc_spec *spec, const char *name)
     return spec->n_names == 0;
 }
 
+static bool known_n(const tc_spec *spec, const char *name, size_t n)
+{
+    for (int i = 0; i < spec->n_names; i++)
+        if (strlen(spec->names[i]) == n && !memcmp(spec->names[i], name, n)) return true;
+    return false;
+}
+
 /* A call object {"name", <args_key>} -> res; false when it is not one. raw..raw_end: its
  * text, when the reply has it: the arguments are then that text, compact (what streaming
  * sends); else cJSON's printing. */
+/* A call into res: name (name_n bytes) and its arguments' JSON text args..args_end, compact
+ * (or `printed`, cJSON's printing, when the text is not the model's). Takes printed. */
+static bool push_call(tc_result *res, const char *name, size_t name_n, const char *args, const char *args_end, char *printed)
+{
+    tc_call *c = realloc(res->calls, (size_t)(res->n_calls + 1) * sizeof *c);
+    if (!c) {
+        free(printed);
+        return false;
+    }
+    res->calls = c;
+    c += res->n_calls;
+    memset(c, 0, sizeof *c);
+    c->name = strndup(name, name_n);
+    if (printed) {
+        c->arguments = printed;
+    } else {
+        sbuf m = {0};
+        minify(args, args_end, &m);
+        c->arguments = sbuf_strdup(&m);
+        sbuf_free(&m);
+    }
+    if (!c->name || !c->arguments) {
+        free(c->name);
+        free(c->arguments);
+        return false;
+    }
+    make_id(c->id, sizeof c->id);
+    res->n_calls++;
+    return true;
+}
+
 static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key, tc_result *res, const char *raw,
                       const char *raw_end)
 {
@@ -600,34 +793,94 @@ static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key,
         cJSON_Delete(parsed);
         return false;
     }
-    tc_call *c = realloc(res->calls, (size_t)(res->n_calls + 1) * sizeof *c);
-    if (!c) {
-        cJSON_Delete(parsed);
-        return false;
-    }
-    res->calls = c;
-    c += res->n_calls;
-    memset(c, 0, sizeof *c);
-    c->name = strdup(nm->valuestring);
     call_scan cs;
     if (raw) scan_call(raw, raw_end, args_key, &cs);
-    if (raw && !parsed && cs.args && cs.args_end && *cs.args == '{') {
-        sbuf m = {0};
-        minify(cs.args, cs.args_end, &m);
-        c->arguments = sbuf_strdup(&m);
-        sbuf_free(&m);
-    } else {
-        c->arguments = cJSON_PrintUnformatted(args);
-    }
+    const bool own_text = raw && !parsed && cs.args && cs.args_end && *cs.args == '{';
+    char *printed = own_text ? NULL : cJSON_PrintUnformatted(args);
     cJSON_Delete(parsed);
-    if (!c->name || !c->arguments) {
-        free(c->name);
-        free(c->arguments);
-        return false;
+    if (!own_text && !printed) return false;
+    return push_call(res, nm->valuestring, strlen(nm->valuestring), own_text ? cs.args : NULL, own_text ? cs.args_end : NULL,
+                     printed);
+}
+
+/* DeepSeek R1: one call at p, "[<｜tool▁call▁begin｜>]function<｜tool▁sep｜>NAME\n```json\n
+ * {args}\n```<｜tool▁call▁end｜>": the name once its line is whole, the arguments' value,
+ * the end after the call's closing token (each NULL until the text has it). */
+static void r1_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    p = skip_ws(p, end);
+    if (has_prefix(p, end, R1_CALL_BEGIN)) p += strlen(R1_CALL_BEGIN);
+    if (!has_prefix(p, end, "function" R1_SEP)) return;
+    p += strlen("function" R1_SEP);
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) return;
+    cs->name = p;
+    cs->name_end = nl;
+    p = nl + 1;
+    if (!has_prefix(p, end, "```json\n")) return;
+    p = skip_ws(p + strlen("```json\n"), end);
+    if (p >= end) return;
+    cs->args = p;
+    if (!(cs->args_end = value_end(p, end))) return;
+    p = skip_ws(cs->args_end, end);
+    if (!has_prefix(p, end, "```")) return;
+    p = skip_ws(p + 3, end);
+    if (has_prefix(p, end, R1_CALL_END)) cs->end = p + strlen(R1_CALL_END);
+}
+
+/* Functionary v3.1: one call at p, "<function=NAME>{args}</function>". */
+static void fn31_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    p = skip_ws(p, end);
+    if (!has_prefix(p, end, "<function=")) return;
+    p += strlen("<function=");
+    const char *gt = memchr(p, '>', (size_t)(end - p));
+    if (!gt) return;
+    cs->name = p;
+    cs->name_end = gt;
+    p = skip_ws(gt + 1, end);
+    if (p >= end) return;
+    cs->args = p;
+    if (!(cs->args_end = value_end(p, end))) return;
+    p = skip_ws(cs->args_end, end);
+    if (has_prefix(p, end, "</function>")) cs->end = p + strlen("</function>");
+}
+
+/* The call at p in a format that names the function in its markup (R1, Functionary v3.1). */
+static void markup_scan(const tc_spec *spec, const char *p, const char *end, call_scan *cs)
+{
+    if (spec->format == TC_DEEPSEEK_R1) r1_scan(p, end, cs);
+    else fn31_scan(p, end, cs);
+}
+
+/* p at one of the format's openings: just after it (p when none). */
+static const char *skip_trigger(const tc_spec *spec, const char *p, const char *end)
+{
+    for (int i = 0; i < spec->n_triggers; i++)
+        if (has_prefix(p, end, spec->triggers[i])) return p + strlen(spec->triggers[i]);
+    return p;
+}
+
+/* DeepSeek R1's and Functionary v3.1's calls, each complete up to its closing token (R1's
+ * calls' closing token may be missing, as llama.cpp allows); with parallel calls, a reply
+ * cut off keeps the complete ones before the cut. */
+static bool parse_markup(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    if (spec->format == TC_DEEPSEEK_R1) p = skip_trigger(spec, p, end);
+    for (;;) {
+        call_scan cs;
+        markup_scan(spec, p, end, &cs);
+        if (!cs.end || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name)) || *cs.args != '{') break;
+        const char *next = NULL;
+        cJSON *o = parse_json_at(cs.args, cs.args_end, &next);
+        const bool ok = cJSON_IsObject(o) && push_call(res, cs.name, (size_t)(cs.name_end - cs.name), cs.args, cs.args_end, NULL);
+        cJSON_Delete(o);
+        if (!ok || !spec->parallel) break;
+        p = cs.end;
     }
-    make_id(c->id, sizeof c->id);
-    res->n_calls++;
-    return true;
+    return res->n_calls > 0;
 }
 
 /* Forget the calls from index `keep` on. */
@@ -771,6 +1024,8 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         case TC_HERMES: ok = parse_hermes(spec, p, end, res); break;
         case TC_LLAMA3: ok = parse_llama3(spec, p, end, res); break;
         case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
+        case TC_DEEPSEEK_R1:
+        case TC_FUNCTIONARY_V31: ok = parse_markup(spec, p, end, res); break;
         default: ok = parse_generic(spec, p, end, res); break;
         }
     }
@@ -784,8 +1039,9 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         return true;
     }
     if (res->content || spec->format == TC_GENERIC) return true;
-    size_t k = (size_t)at; /* the text before the first call, without the whitespace that led to it */
-    while (k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
+    size_t k = (size_t)at; /* the text before the first call, without the whitespace that led to it
+                            * (DeepSeek R1: as written, as llama.cpp keeps it) */
+    while (spec->format != TC_DEEPSEEK_R1 && k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
     if (k && !(res->content = strndup(text, k))) return false;
     return true;
 }
@@ -822,12 +1078,6 @@ void tc_message_json(const tc_spec *spec, const char *text, size_t n, cJSON *mes
     tc_result_free(&res);
 }
 
-static bool known_n(const tc_spec *spec, const char *name, size_t n)
-{
-    for (int i = 0; i < spec->n_names; i++)
-        if (strlen(spec->names[i]) == n && !memcmp(spec->names[i], name, n)) return true;
-    return false;
-}
 
 static cJSON *head_delta(const char *id, int index, const char *name, size_t name_n)
 {
@@ -870,6 +1120,8 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
     } else if (spec->format == TC_MISTRAL) {
         p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
         if (p < end && *p == '[') p++;
+    } else if (spec->format == TC_DEEPSEEK_R1) {
+        p = skip_trigger(spec, p, end);
     }
     for (int i = 0;; i++) {
         p = skip_ws(p, end);
@@ -878,7 +1130,8 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
             p = skip_ws(p + strlen("<tool_call>"), end);
         }
         call_scan cs;
-        scan_call(p, end, key, &cs);
+        if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31) markup_scan(spec, p, end, &cs);
+        else scan_call(p, end, key, &cs);
         if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
         if (i >= spec->n_streamed) {
             tc_streamed *st = realloc(spec->streamed, (size_t)(i + 1) * sizeof *st);

@@ -49,6 +49,11 @@ static void usage(FILE *f)
             "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
             "                            (default: detected from the GGUF, else chatml)\n"
+            "  --reasoning-format F      none, deepseek, deepseek-legacy or auto (default): <think>...</think> in the\n"
+            "                            reply goes to reasoning_content (none: stays in content)\n"
+            "  -rea, --reasoning on|off|auto  thinking on or off for templates that read enable_thinking (default auto)\n"
+            "  --reasoning-budget N      thinking tokens before </think> is forced (-1: no limit, default; 0: at once)\n"
+            "  --chat-template-kwargs JSON  extra variables for the chat template, e.g. '{\"enable_thinking\": false}'\n"
             "  --isa NAME                kernels: auto, scalar, avx2, avx512, neon, neon-dotprod (default auto)\n"
             "  --embeddings              serve /embedding and /v1/embeddings (else 501); completions keep working\n"
             "  --pooling TYPE            embeddings pooling: none, mean, cls, last (default none, as llama-server for\n"
@@ -214,6 +219,23 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
     } else if (IS("--chat-template-file")) {
         NEEDV();
         c->chat_template_file = v;
+    } else if (IS("--reasoning-format")) {
+        NEEDV();
+        rs_format f;
+        if (rs_format_parse(v, &f)) return bad(a, v, "expected none, deepseek, deepseek-legacy or auto, got");
+        c->reasoning_format = (int)f;
+    } else if (IS("-rea") || IS("--reasoning")) {
+        NEEDV();
+        if (!strcmp(v, "on") || !strcmp(v, "enabled") || !strcmp(v, "true") || !strcmp(v, "1")) c->reasoning = 1;
+        else if (!strcmp(v, "off") || !strcmp(v, "disabled") || !strcmp(v, "false") || !strcmp(v, "0")) c->reasoning = 0;
+        else if (!strcmp(v, "auto") || !strcmp(v, "-1")) c->reasoning = -1;
+        else return bad(a, v, "expected on, off or auto, got");
+    } else if (IS("--reasoning-budget")) {
+        INTV(-1, 1L << 24, "-1 (no limit), 0 (end at once) or a token count");
+        c->reasoning_budget = (int)n;
+    } else if (IS("--chat-template-kwargs")) {
+        NEEDV();
+        c->chat_template_kwargs = v;
     } else if (IS("--isa")) {
         NEEDV();
         if (!cli_parse_isa(v, &c->isa)) return bad(a, v, "expected auto, scalar, avx2 or avx512, got");
@@ -344,6 +366,10 @@ static const env_opt ENV_OPTS[] = {
     {"LLAMA_ARG_N_PREDICT", "--n-predict", NULL, false},
     {"LLAMA_ARG_ALIAS", "--alias", NULL, false},
     {"LLAMA_ARG_CHAT_TEMPLATE", "--chat-template", NULL, false},
+    {"LLAMA_ARG_REASONING_FORMAT", "--reasoning-format", NULL, false},
+    {"LLAMA_ARG_REASONING", "--reasoning", NULL, false},
+    {"LLAMA_ARG_THINK_BUDGET", "--reasoning-budget", NULL, false},
+    {"LLAMA_ARG_CHAT_TEMPLATE_KWARGS", "--chat-template-kwargs", NULL, false},
     {"LLAMA_ARG_TIMEOUT", "--timeout", NULL, false},
     {"LLAMA_API_KEY", "--api-key", NULL, false},
     {"LLAMA_ARG_API_KEY_FILE", "--api-key-file", NULL, false},
@@ -364,6 +390,10 @@ static const env_opt ENV_OPTS[] = {
     {"SIFT_ARG_ALIAS", "--alias", NULL, false},
     {"SIFT_ARG_CHAT_TEMPLATE", "--chat-template", NULL, false},
     {"SIFT_ARG_ISA", "--isa", NULL, false},
+    {"SIFT_ARG_REASONING_FORMAT", "--reasoning-format", NULL, false},
+    {"SIFT_ARG_REASONING", "--reasoning", NULL, false},
+    {"SIFT_ARG_REASONING_BUDGET", "--reasoning-budget", NULL, false},
+    {"SIFT_ARG_CHAT_TEMPLATE_KWARGS", "--chat-template-kwargs", NULL, false},
     {"SIFT_ARG_API_KEY", "--api-key", NULL, false},
     {"SIFT_ARG_API_KEY_FILE", "--api-key-file", NULL, false},
     {"SIFT_ARG_CORS_ORIGIN", "--cors-origin", NULL, false},
@@ -431,7 +461,7 @@ static int parse_args(int argc, char **argv, srv_config *c)
                       .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30,
                       .template_memory = (size_t)1 << 30, .template_timeout_ms = 5000,
                       .max_body_in_flight = 64u << 20, .min_body_rate = 1024, .max_probs_bytes = 256u << 20,
-                      .pooling = SIFT_POOLING_TYPE_UNSPECIFIED};
+                      .pooling = SIFT_POOLING_TYPE_UNSPECIFIED, .reasoning = -1, .reasoning_budget = -1};
     int r = parse_env(c);
     static cli_cvec cv; /* --control-vector...: its strings are argv's */
     cv = (cli_cvec){0};
@@ -627,7 +657,11 @@ int sift_cmd_serve(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    s->jinja_object_args = chat_jinja_probe_object_args(s); /* after the pool: the probes render under the budgets */
+    if (chat_jinja_set_kwargs(s, cfg->chat_template_kwargs, cfg->reasoning) != 0) {
+        rc = 2;
+        goto done;
+    }
+    chat_jinja_probe_caps(s); /* after the pool: the probes render under the budgets */
     s->tmpl = cfg->chat_template ? chat_from_name(cfg->chat_template) : chat_detect(s->tmpl_text);
     s->tmpl_detected = s->tmpl != CHAT_UNKNOWN;
     if (s->tmpl == CHAT_UNKNOWN) s->tmpl = CHAT_CHATML;
@@ -692,6 +726,7 @@ done:
     sift_grammar_compiler_free(s->gcomp);
     sift_model_free(s->model);
     sift_template_free(s->jinja);
+    chat_jinja_set_kwargs(s, NULL, -1);
     sift_template_pool_free(s->tpool);
     free(s->tmpl_text);
     config_free(&s->cfg);

@@ -1,0 +1,175 @@
+/*
+ * reasoning.c - a thinking model's reasoning, apart from its answer, as llama-server's
+ * --reasoning-format has it.
+ *
+ * Thinking models (DeepSeek R1, Qwen 3, QwQ, ...) write `<think>...</think>` before the answer.
+ * With a reasoning format other than none, the text between the tags becomes the message's
+ * `reasoning_content` (stream deltas too) and the rest its `content`; the tool-call parser and
+ * a grammar only ever see the rest. The rules are llama.cpp's (common/chat-parser.cpp,
+ * try_parse_reasoning):
+ *   - the reasoning opens with `<think>` at the start of the reply (after whitespace), or is
+ *     already open when the rendered prompt ends inside it ("forced open": DeepSeek R1's
+ *     template ends its generation prompt with `<think>\n`);
+ *   - it ends at the first `</think>`; the whitespace after the tag is dropped, and the
+ *     reasoning is stripped of the whitespace around it;
+ *   - thinking that never closes (cut off by max_tokens, or a model that never ends it) is
+ *     all reasoning, and the content is empty;
+ *   - `deepseek-legacy` also leaves the whole text, tags included, in the content.
+ *
+ * Streaming splits the text seen so far again at each token (cheap next to a decode) and
+ * sends what grew: text that may still change (a possible `<think>` at the start, a
+ * possible `</think>` or whitespace at the end of the reasoning, whitespace after the tag)
+ * is held back, so the deltas add up to exactly the non-streamed fields.
+ *
+ * The grammar side (rs_wrap_grammar): a grammar-constrained reply (tools, json_schema,
+ * grammar) starts after the thinking ends: the request's grammar gets a free-text prefix
+ * that cannot contain `</think>`, then the tag, then the original start rule; optional when
+ * the model may or may not think, required when the prompt left the thinking open.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+static const char OPEN[] = "<think>", CLOSE[] = "</think>";
+#define OPEN_N (sizeof OPEN - 1)
+#define CLOSE_N (sizeof CLOSE - 1)
+
+int rs_format_parse(const char *s, rs_format *out)
+{
+    static const struct {
+        const char *name;
+        rs_format f;
+    } names[] = {{"none", RS_NONE}, {"deepseek", RS_DEEPSEEK}, {"deepseek-legacy", RS_DEEPSEEK_LEGACY}, {"auto", RS_AUTO}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (s && !strcmp(s, names[i].name)) {
+            *out = names[i].f;
+            return 0;
+        }
+    return -1;
+}
+
+static bool ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+bool rs_prompt_forced_open(const char *prompt, size_t n)
+{
+    while (n && ws(prompt[n - 1])) n--;
+    return n >= OPEN_N && !memcmp(prompt + n - OPEN_N, OPEN, OPEN_N);
+}
+
+/* The length of the longest suffix of t[0..n) that is a proper prefix of CLOSE. */
+static size_t close_partial(const char *t, size_t n)
+{
+    for (size_t k = CLOSE_N - 1; k > 0; k--)
+        if (n >= k && !memcmp(t + n - k, CLOSE, k)) return k;
+    return 0;
+}
+
+static const char *find_close(const char *t, size_t from, size_t n)
+{
+    for (size_t i = from; i + CLOSE_N <= n; i++)
+        if (t[i] == '<' && !memcmp(t + i, CLOSE, CLOSE_N)) return t + i;
+    return NULL;
+}
+
+void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_split *out)
+{
+    memset(out, 0, sizeof *out);
+    out->c1 = n; /* by default all of it is content */
+    if (!r || r->format == RS_NONE) return;
+    size_t p = 0;
+    if (!r->forced_open) {
+        size_t q = 0;
+        while (q < n && ws(t[q])) q++;
+        const size_t rem = n - q;
+        if (rem < OPEN_N && !memcmp(t + q, OPEN, rem)) { /* maybe the opening, still coming */
+            if (partial) out->c1 = 0;
+            return;
+        }
+        if (memcmp(t + q, OPEN, OPEN_N) != 0) return; /* no reasoning */
+        p = q + OPEN_N;
+    }
+    out->thinking = true;
+    const char *e = find_close(t, p, n);
+    size_t r0 = p, r1;
+    if (e) {
+        r1 = (size_t)(e - t);
+        size_t c = r1 + CLOSE_N;
+        while (c < n && ws(t[c])) c++;
+        out->c0 = c;
+        out->closed = true;
+    } else { /* open: all reasoning so far (a partial closing tag held back) */
+        r1 = partial ? n - close_partial(t + p, n - p) : n;
+        out->c0 = n;
+    }
+    while (r0 < r1 && ws(t[r0])) r0++;
+    while (r1 > r0 && ws(t[r1 - 1])) r1--;
+    out->r0 = r0;
+    out->r1 = r1;
+    if (r->format == RS_DEEPSEEK_LEGACY) out->c0 = 0; /* the whole text stays content too */
+}
+
+void rs_spec_free(rs_spec *r)
+{
+    if (!r) return;
+    sbuf_free(&r->seen);
+    free(r);
+}
+
+void rs_stream(rs_spec *r, const char *txt, size_t n, sbuf *reasoning, sbuf *content)
+{
+    sbuf_add(&r->seen, txt, n);
+    if (r->seen.oom) return;
+    rs_split sp;
+    rs_split_text(r, r->seen.p, r->seen.n, true, &sp);
+    if (sp.r1 > sp.r0 && sp.r1 - sp.r0 > r->r_sent) {
+        sbuf_add(reasoning, r->seen.p + sp.r0 + r->r_sent, sp.r1 - sp.r0 - r->r_sent);
+        r->r_sent = sp.r1 - sp.r0;
+    }
+    if (sp.c1 > sp.c0 && sp.c1 - sp.c0 > r->c_sent) {
+        sbuf_add(content, r->seen.p + sp.c0 + r->c_sent, sp.c1 - sp.c0 - r->c_sent);
+        r->c_sent = sp.c1 - sp.c0;
+    }
+}
+
+void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sbuf *content)
+{
+    rs_split sp;
+    rs_split_text(r, text, n, false, &sp);
+    if (sp.r1 - sp.r0 > r->r_sent) sbuf_add(reasoning, text + sp.r0 + r->r_sent, sp.r1 - sp.r0 - r->r_sent);
+    if (sp.c1 - sp.c0 > r->c_sent) sbuf_add(content, text + sp.c0 + r->c_sent, sp.c1 - sp.c0 - r->c_sent);
+    r->r_sent = sp.r1 - sp.r0;
+    r->c_sent = sp.c1 - sp.c0;
+}
+
+/* The free text of a thought: any text without "</think>" in it, as GBNF: the DFA over how
+ * much of the tag the text ends with, one rule per state (x-sift-think-k: the last k bytes
+ * are the tag's first k), right-recursive (a tail reference: the parse stacks do not grow).
+ * The body may end in any state: "</thi" + "</think>" has its first tag at the end. */
+static void add_think_body(sbuf *g)
+{
+    for (size_t k = 0; k < CLOSE_N; k++) {
+        sbuf_printf(g, "x-sift-think-%zu ::= \"\"", k);
+        if (k + 1 < CLOSE_N) sbuf_printf(g, " | \"%c\" x-sift-think-%zu", CLOSE[k], k + 1);
+        if (k > 0) sbuf_adds(g, " | \"<\" x-sift-think-1");
+        if (k == 0) sbuf_adds(g, " | [^<] x-sift-think-0\n");
+        else sbuf_printf(g, " | [^%c<] x-sift-think-0\n", CLOSE[k]);
+    }
+}
+
+char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root)
+{
+    sbuf g = {0};
+    /* ws after the tag: what the model writes before its answer (bounded, as JSON's space) */
+    if (forced_open) sbuf_printf(&g, RS_ROOT " ::= x-sift-think-0 \"</think>\" x-sift-think-ws %s\n", root);
+    else sbuf_printf(&g, RS_ROOT " ::= ( \"<think>\" x-sift-think-0 \"</think>\" x-sift-think-ws )? %s\n", root);
+    sbuf_adds(&g, "x-sift-think-ws ::= [ \\t\\n]{0,4}\n");
+    add_think_body(&g);
+    sbuf_adds(&g, gbnf);
+    char *out = sbuf_strdup(&g);
+    sbuf_free(&g);
+    if (out) *new_root = RS_ROOT;
+    return out;
+}
