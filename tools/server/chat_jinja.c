@@ -355,7 +355,11 @@ int chat_jinja_system_fallback(cJSON *msgs)
                     sbuf_adds(&sys, content->valuestring);
                     st = sys.p ? sys.p : "";
                 }
-                cJSON_ReplaceItemInObjectCaseSensitive(x, "content", cJSON_CreateString(st));
+                cJSON *text = cJSON_CreateString(st);
+                /* no "content" to replace (a message without one): add it, never leak it */
+                if (text && (content ? !cJSON_ReplaceItemInObjectCaseSensitive(x, "content", text)
+                                     : !cJSON_AddItemToObject(x, "content", text)))
+                    cJSON_Delete(text);
             } else {
                 cJSON_InsertItemInArray(msgs, i, user_msg(st));
                 i++;
