@@ -18,6 +18,7 @@
  *   phi3   fused attn_qkv and gate-up, queries scaled after RoPE; LongRoPE with its long
  *          factors (the context is over the original 256) and attn_factor 1.19
  *   phi3s  the same with the short factors (original context 4096: the context is under it)
+ *   qwen3moe 8 experts of width 48, 2 used per token (softmax router, top-2, renormalized)
  *
  * Checks per model and prompt: prompt logits max |delta| <= 1e-4 (F32 weights: the
  * stories260K tolerance), and the greedy ids: decoding llama.cpp's continuation
@@ -110,7 +111,7 @@ static void check_model(const char *dir, const char *stem, const char *path, boo
             }
             const bool logits_ok = d <= (gelu_table ? 5e-3 : 1e-4);
             const bool ok = logits_ok && wrong == 0;
-            printf("%s %-7s %-5s %3d tokens: prompt logits max|delta| %.3g (%d/%d rows over 1e-4); greedy %d/%d ids identical "
+            printf("%s %-8s %-5s %3d tokens: prompt logits max|delta| %.3g (%d/%d rows over 1e-4); greedy %d/%d ids identical "
                    "(%d near-ties)\n",
                    ok ? "ok  " : "FAIL", stem, rp->id, rp->n_tokens, d, rows_over, n_rows, same, rp->n_gen, ties);
             failures += !ok;
@@ -155,6 +156,8 @@ int main(int argc, char **argv)
                   .longrope_orig = 256, .out_scale = 4, .seed = 18}, false},
         {"phi3s", {.arch = "phi3", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e4f,
                    .longrope_orig = 4096, .tied = true, .out_scale = 4, .seed = 19}, false},
+        {"qwen3moe", {.arch = "qwen3moe", .n_embd = 64, .n_ff = 96, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
+                      .freq_base = 1e6f, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 48, .out_scale = 4, .seed = 20}, false},
     };
     enum { N_MODELS = sizeof models / sizeof *models };
     char cmd[8192];

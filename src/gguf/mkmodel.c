@@ -38,10 +38,11 @@ typedef struct mk_state {
     sift_error *err;
 } mk_state;
 
-static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_kind kind)
+/* An n0 x n1 tensor, or a stack of n2 of them (experts: ne = n0, n1, n2). */
+static int mk_tensor3(mk_state *S, const char *name, int64_t n0, int64_t n1, int64_t n2, mk_kind kind)
 {
     if (S->n == S->cap) return sift__error_set(S->err, SIFT_E_INVAL, "mkmodel: too many tensors");
-    const size_t n = (size_t)(n0 * n1);
+    const size_t n = (size_t)(n0 * n1 * n2);
     float *d = malloc(n * sizeof(float));
     if (!d) return sift__error_set(S->err, SIFT_E_NOMEM, "mkmodel: out of memory for %s (%zu values)", name, n);
     const float sc = 1.7f / sqrtf((float)n0), out_scale = S->sp->out_scale;
@@ -60,13 +61,14 @@ static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_k
     uint64_t size = (uint64_t)n * sizeof(float);
     const sift_tensor_type want = S->sp->type;
     const uint64_t row_bytes = sift__type_row_bytes(want, n0);
+    const int64_t rows = n1 * n2;
     if ((kind == MK_MATRIX || kind == MK_HEAD) && n1 > 1 && want != SIFT_TYPE_F32 && row_bytes) {
-        char *q = malloc((size_t)(row_bytes * (uint64_t)n1));
+        char *q = malloc((size_t)(row_bytes * (uint64_t)rows));
         if (!q) {
             free(d);
             return sift__error_set(S->err, SIFT_E_NOMEM, "mkmodel: out of memory for %s", name);
         }
-        for (int64_t r = 0; r < n1; r++) {
+        for (int64_t r = 0; r < rows; r++) {
             const int rc = sift__quantize_row(want, d + r * n0, q + (size_t)(r * (int64_t)row_bytes), n0);
             if (rc != SIFT_OK) {
                 free(q);
@@ -75,22 +77,27 @@ static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_k
             }
         }
         free(d);
-        data = q, type = want, size = row_bytes * (uint64_t)n1;
+        data = q, type = want, size = row_bytes * (uint64_t)rows;
     }
     S->bufs[S->n] = data;
     snprintf(S->names[S->n], SIFT_GGUF_MAX_NAME, "%s", name);
-    const int64_t ne[2] = {n0, n1};
+    const int64_t ne[3] = {n0, n1, n2};
     S->n++;
-    return sift__gguf_writer_add_tensor(S->w, S->names[S->n - 1], type, n1 == 1 ? 1 : 2, ne, data, size, S->err);
+    return sift__gguf_writer_add_tensor(S->w, S->names[S->n - 1], type, n2 > 1 ? 3 : n1 == 1 ? 1 : 2, ne, data, size, S->err);
+}
+
+static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_kind kind)
+{
+    return mk_tensor3(S, name, n0, n1, 1, kind);
 }
 
 static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
 {
-    static const char *const known[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite", "smollm3", "phi3"};
+    static const char *const known[] = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "granite", "smollm3", "phi3"};
     bool ok = false;
     for (size_t i = 0; sp->arch && i < sizeof known / sizeof *known; i++) ok |= !strcmp(sp->arch, known[i]);
     if (!ok)
-        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, gemma2, gemma3, granite, smollm3 or phi3",
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3 or phi3",
                               sp->arch ? sp->arch : "(null)");
 #define RANGE(f, lo, hi)                                                                                           \
     if (sp->f < (lo) || sp->f > (hi))                                                                              \
@@ -120,8 +127,9 @@ static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
 static bool wants_bias(const sift__mkmodel_spec *sp) { return sp->bias || !strcmp(sp->arch, "qwen2"); }
 static bool wants_qk_norm(const sift__mkmodel_spec *sp)
 {
-    return sp->qk_norm || !strcmp(sp->arch, "qwen3") || !strcmp(sp->arch, "gemma3");
+    return sp->qk_norm || !strcmp(sp->arch, "qwen3") || !strcmp(sp->arch, "qwen3moe") || !strcmp(sp->arch, "gemma3");
 }
+static bool is_moe(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen3moe"); }
 static bool wants_post_norms(const sift__mkmodel_spec *sp) { return !strncmp(sp->arch, "gemma", 5); }
 
 uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_vocab)
@@ -133,7 +141,9 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
     uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + (sp->tied ? 0 : MAT(E, n_vocab));
     if (sp->rope_freqs) b += (uint64_t)HD / 2 * 4;
     if (sp->longrope_orig > 0) b += (uint64_t)HD * 4;
-    const uint64_t per_layer = MAT(E, Q) + 2 * MAT(E, KV) + MAT(Q, E) + 2 * MAT(E, F) + MAT(F, E) + (uint64_t)E * 8 +
+    const int64_t NE = sp->n_expert > 0 ? sp->n_expert : 8, FE = sp->n_ff_exp > 0 ? sp->n_ff_exp : F;
+    const uint64_t ffn = is_moe(sp) ? MAT(E, NE) * 1 + (2 * MAT(E, FE) + MAT(FE, E)) * (uint64_t)NE : 2 * MAT(E, F) + MAT(F, E);
+    const uint64_t per_layer = MAT(E, Q) + 2 * MAT(E, KV) + MAT(Q, E) + ffn + (uint64_t)E * 8 +
                                (wants_bias(sp) ? (uint64_t)(Q + 2 * KV) * 4 : 0) + (wants_qk_norm(sp) ? (uint64_t)HD * 8 : 0) +
                                (wants_post_norms(sp) ? (uint64_t)E * 8 : 0);
 #undef MAT
@@ -190,6 +200,13 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         sift__gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)sp->longrope_orig);
         sift__gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), 1.19f);
     }
+    const int n_exp = sp->n_expert > 0 ? sp->n_expert : 8, n_used = sp->n_expert_used > 0 ? sp->n_expert_used : 2;
+    const int n_ff_exp = sp->n_ff_exp > 0 ? sp->n_ff_exp : sp->n_ff;
+    if (is_moe(sp)) {
+        sift__gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)n_exp);
+        sift__gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)n_used);
+        sift__gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)n_ff_exp);
+    }
     if (!strcmp(sp->arch, "granite")) { /* multipliers of granite-3.x's order (its 2B: 12, 0.22, 1/64, 8) */
         sift__gguf_writer_set_f32(w, KEY("embedding_scale"), 12.0f);
         sift__gguf_writer_set_f32(w, KEY("residual_scale"), 0.22f);
@@ -235,13 +252,18 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         }
         T(N("attn_output.weight"), Q, E, MK_MATRIX)
         T(N("ffn_norm.weight"), E, 1, MK_NORM)
-        if (fused) {
+        if (is_moe(sp)) {
+            T(N("ffn_gate_inp.weight"), E, n_exp, MK_MATRIX)
+            if ((rc = mk_tensor3(&S, N("ffn_gate_exps.weight"), E, n_ff_exp, n_exp, MK_MATRIX)) != SIFT_OK) goto done;
+            if ((rc = mk_tensor3(&S, N("ffn_up_exps.weight"), E, n_ff_exp, n_exp, MK_MATRIX)) != SIFT_OK) goto done;
+            if ((rc = mk_tensor3(&S, N("ffn_down_exps.weight"), n_ff_exp, E, n_exp, MK_MATRIX)) != SIFT_OK) goto done;
+        } else if (fused) {
             T(N("ffn_up.weight"), E, 2 * F, MK_MATRIX) /* gate rows, then up rows */
         } else {
             T(N("ffn_gate.weight"), E, F, MK_MATRIX)
             T(N("ffn_up.weight"), E, F, MK_MATRIX)
         }
-        T(N("ffn_down.weight"), F, E, MK_MATRIX)
+        if (!is_moe(sp)) T(N("ffn_down.weight"), F, E, MK_MATRIX)
         if (wants_post_norms(sp)) {
             T(N("post_attention_norm.weight"), E, 1, MK_NORM)
             T(N("post_ffw_norm.weight"), E, 1, MK_NORM)

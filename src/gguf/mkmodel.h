@@ -33,7 +33,7 @@
 
 typedef struct sift__mkmodel_spec {
     const char *arch;        /* "llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite" (with fixed
-                                multipliers), "smollm3", "phi3" (fused attn_qkv and gate-up) (the tensors an
+                                multipliers), "smollm3", "phi3" (fused attn_qkv and gate-up), "qwen3moe" (the tensors an
                                 architecture requires are written whatever the flags below say:
                                 qwen2's biases, qwen3's and gemma3's q/k norms, gemma's post norms) */
     int n_embd, n_ff, n_layer, n_head, n_head_kv;
@@ -51,6 +51,8 @@ typedef struct sift__mkmodel_spec {
     int n_swa;               /* <arch>.attention.sliding_window; 0: key absent */
     float attn_softcap;      /* <arch>.attn_logit_softcapping; 0: key absent */
     float final_softcap;     /* <arch>.final_logit_softcapping; 0: key absent */
+    int n_expert, n_expert_used, n_ff_exp; /* qwen3moe: experts (default 8), used per token (2), their
+                                FFN width (n_ff); every layer routed */
     int longrope_orig;       /* > 0: LongRoPE (rope.scaling.type longrope, this original context,
                                 attn_factor 1.19, rope_factors_long/short tensors) */
 } sift__mkmodel_spec;

@@ -54,6 +54,11 @@ struct sift_context {
     float *kk, *vv;    /* new keys and values [n_head_kv * head_dim] */
     float *att;        /* attention output [n_head * head_dim] */
     float *ffn_g, *ffn_u; /* [n_ff] */
+    /* MoE scratch (NULL for dense models): router probabilities [n_batch][n_expert], each
+     * token's chosen experts and weights [n_batch][n_expert_used], an expert's gathered
+     * inputs [n_batch][n_embd] and outputs per (token, slot) [n_batch][n_expert_used][n_embd] */
+    float *moe_p, *moe_w, *moe_x, *moe_g, *moe_u, *moe_o, *moe_out;
+    int32_t *moe_sel, *moe_tok;
     float *rope;       /* cos, sin per rotated pair [n_rot] */
     float *rope_swa;   /* the same with the sliding-window layers' base and scale (gemma3), or NULL */
     const float *rope_factors; /* the model's RoPE divisors for this context's size (llama 3.1's, or

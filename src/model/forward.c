@@ -236,6 +236,86 @@ static void matmul1(sift_context *ctx, int nth, int n_tok, const float *x, const
     matmul(ctx, nth, n_tok, x, 1, &w, &out, &out_stride, NULL);
 }
 
+/* ---- mixture of experts ----------------------------------------------------------------------- */
+
+/* Expert e of a stacked expert tensor: its n_out rows, in place. */
+static sift__weight expert_view(const sift__weight *w, int e, int64_t n_out)
+{
+    sift__weight v = *w;
+    v.n_out = n_out;
+    v.data = (const char *)w->data + (size_t)e * (size_t)n_out * w->row_bytes;
+    return v;
+}
+
+/* The MoE feed-forward of n tokens (xn in, out [n][E]), as llama.cpp's build_moe_ffn with
+ * softmax gating: router logits -> softmax -> the n_expert_used most probable experts
+ * (descending) -> their probabilities, renormalized when the model says; each expert then
+ * runs once over the tokens routed to it (its rows read once per batch, not once per token),
+ * and a token's output is the weighted sum over its slots in slot order. */
+static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *xn, float *out)
+{
+    const sift__hparams *hp = &ctx->model->hp;
+    const int E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FE = hp->n_ff_exp;
+    matmul1(ctx, nth, n, xn, &L->w_router, ctx->moe_p, NE);
+    for (int t = 0; t < n; t++) {
+        float *p = ctx->moe_p + (size_t)t * NE;
+        const double sum = ctx->k->softmax_exp(NE, p, ctx->k->max(NE, p));
+        const float inv = (float)(1.0 / sum);
+        for (int e = 0; e < NE; e++) p[e] *= inv;
+        int32_t *sel = ctx->moe_sel + (size_t)t * K;
+        float *w = ctx->moe_w + (size_t)t * K;
+        for (int k = 0; k < K; k++) { /* selection: K is small (2..8) */
+            int best = -1;
+            for (int e = 0; e < NE; e++) {
+                bool taken = false;
+                for (int j = 0; j < k; j++) taken |= sel[j] == e;
+                if (!taken && (best < 0 || p[e] > p[best])) best = e;
+            }
+            sel[k] = best;
+            w[k] = p[best];
+        }
+        if (hp->moe_norm_w) {
+            double ws = 0;
+            for (int k = 0; k < K; k++) ws += w[k];
+            const float wsum = (float)ws;
+            for (int k = 0; k < K; k++) w[k] /= wsum;
+        }
+    }
+    for (int e = 0; e < NE; e++) {
+        int cnt = 0; /* the (token, slot) pairs routed to e */
+        for (int t = 0; t < n; t++)
+            for (int k = 0; k < K; k++)
+                if (ctx->moe_sel[(size_t)t * K + k] == e) {
+                    ctx->moe_tok[cnt] = t * K + k;
+                    memcpy(ctx->moe_x + (size_t)cnt * E, xn + (size_t)t * E, (size_t)E * sizeof(float));
+                    cnt++;
+                }
+        if (!cnt) continue;
+        const sift__weight g = expert_view(&L->w_gate_exps, e, FE), u = expert_view(&L->w_up_exps, e, FE),
+                           d = expert_view(&L->w_down_exps, e, E);
+        const sift__weight *w[2] = {&g, &u};
+        float *o[2] = {ctx->moe_g, ctx->moe_u};
+        const int64_t os[2] = {FE, FE};
+        matmul(ctx, nth, cnt, ctx->moe_x, 2, w, o, os, NULL);
+        ctx->k->swiglu((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u, ctx->moe_g);
+        matmul1(ctx, nth, cnt, ctx->moe_g, &d, ctx->moe_o, E);
+        for (int j = 0; j < cnt; j++) { /* weighted, into the (token, slot) row */
+            const int ts = ctx->moe_tok[j];
+            const float wt = ctx->moe_w[ts];
+            const float *src = ctx->moe_o + (size_t)j * E;
+            float *dst = ctx->moe_out + (size_t)ts * E;
+            for (int i = 0; i < E; i++) dst[i] = src[i] * wt;
+        }
+    }
+    for (int t = 0; t < n; t++) {
+        float *dst = out + (size_t)t * E;
+        const float *src = ctx->moe_out + (size_t)t * K * E;
+        memcpy(dst, src, (size_t)E * sizeof(float));
+        for (int k = 1; k < K; k++)
+            for (int i = 0; i < E; i++) dst[i] += src[(size_t)k * E + i];
+    }
+}
+
 /* ---- attention -------------------------------------------------------------------------------- */
 
 typedef struct attn_job {
@@ -361,6 +441,15 @@ void sift_context_free(sift_context *ctx)
     free(ctx->att);
     free(ctx->ffn_g);
     free(ctx->ffn_u);
+    free(ctx->moe_p);
+    free(ctx->moe_w);
+    free(ctx->moe_x);
+    free(ctx->moe_g);
+    free(ctx->moe_u);
+    free(ctx->moe_o);
+    free(ctx->moe_out);
+    free(ctx->moe_sel);
+    free(ctx->moe_tok);
     free(ctx->rope);
     free(ctx->rope_swa);
     for (int f = 0; f < SIFT_ACT_COUNT; f++) free(ctx->act[f]);
@@ -384,7 +473,9 @@ static void formats_used(const sift_model *m, int64_t max_in[SIFT_ACT_COUNT])
     const sift__hparams *hp = &m->hp;
     for (int l = 0; l < hp->n_layer; l++) {
         const sift__layer *L = &m->layers[l];
-        const sift__weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        const sift__weight *ws[] = {&L->wq,       &L->wk,          &L->wv,        &L->wo,         &L->w_gate,
+                                    &L->w_up,     &L->w_down,      &L->w_router,  &L->w_gate_exps, &L->w_up_exps,
+                                    &L->w_down_exps};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
             const sift__act_format f = sift__act_format_of(ws[i]->type);
             if (ws[i]->n_in > max_in[f]) max_in[f] = ws[i]->n_in;
@@ -481,6 +572,18 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     ctx->att = xcalloc(B * Q, sizeof(float), &fail);
     ctx->ffn_g = xcalloc(B * F, sizeof(float), &fail);
     ctx->ffn_u = xcalloc(B * F, sizeof(float), &fail);
+    if (hp->n_expert > 0) {
+        const size_t NE = (size_t)hp->n_expert, K = (size_t)hp->n_expert_used, FE = (size_t)hp->n_ff_exp;
+        ctx->moe_p = xcalloc(B * NE, sizeof(float), &fail);
+        ctx->moe_w = xcalloc(B * K, sizeof(float), &fail);
+        ctx->moe_sel = xcalloc(B * K, sizeof(int32_t), &fail);
+        ctx->moe_tok = xcalloc(B * K, sizeof(int32_t), &fail);
+        ctx->moe_x = xcalloc(B * E, sizeof(float), &fail);
+        ctx->moe_g = xcalloc(B * FE, sizeof(float), &fail);
+        ctx->moe_u = xcalloc(B * FE, sizeof(float), &fail);
+        ctx->moe_o = xcalloc(B * E, sizeof(float), &fail);
+        ctx->moe_out = xcalloc(B * K * E, sizeof(float), &fail);
+    }
     ctx->rope = xcalloc(B * (size_t)(hp->n_rot ? hp->n_rot : 2), sizeof(float), &fail);
     if (hp->rope_freq_base_swa != hp->rope_freq_base || hp->rope_freq_scale_swa != hp->rope_freq_scale)
         ctx->rope_swa = xcalloc(B * (size_t)(hp->n_rot ? hp->n_rot : 2), sizeof(float), &fail);
@@ -751,15 +854,17 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
 
         for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
-        {
+        if (L->w_router.data) {
+            moe_ffn(ctx, nth, n, L, ctx->xn, ctx->xn); /* the inputs are gathered before out is written */
+        } else {
             const sift__weight *w[2] = {&L->w_gate, &L->w_up};
             float *out[2] = {ctx->ffn_g, ctx->ffn_u};
             const int64_t os[2] = {F, F};
             matmul(ctx, nth, n, ctx->xn, 2, w, out, os, NULL);
+            if (hp->gelu) geglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, m->gelu_f16);
+            else ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
+            matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, ctx->xn, E);
         }
-        if (hp->gelu) geglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, m->gelu_f16);
-        else ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
-        matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, ctx->xn, E);
         if (L->ffn_post_norm)
             for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->ffn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
         if (hp->residual_scale != 0) scale_rows(ctx->xn, (size_t)n * E, hp->residual_scale);

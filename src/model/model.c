@@ -37,17 +37,20 @@ typedef struct arch_desc {
     bool fused;      /* phi3: attn_qkv (Q, K, V rows in one matrix) and ffn_up holding gate then up;
                         queries scaled by 1/sqrt(head_dim) after RoPE */
     int nope_step;   /* layer il has no RoPE when (il + 1) % step == 0 (smollm3: 4); 0: none */
+    bool moe;        /* experts (qwen3moe): a layer with ffn_gate_inp routes each token to
+                        expert_used_count of expert_count FFNs, softmax-gated, renormalized */
 } arch_desc;
 
 static const arch_desc archs[] = {
-    {"llama", false, false, false, false, 0, 0, false, false, 0},
-    {"qwen2", true, true, false, false, 0, 0, false, false, 0},
-    {"qwen3", true, false, true, false, 0, 0, false, false, 0},
-    {"gemma2", true, false, false, true, 2, 46, false, false, 0},
-    {"gemma3", true, false, true, true, 6, 62, false, false, 0},
-    {"granite", false, false, false, false, 0, 0, true, false, 0},
-    {"smollm3", false, false, false, false, 0, 0, false, false, 4},
-    {"phi3", true, false, false, false, 0, 0, false, true, 0},
+    {"llama", false, false, false, false, 0, 0, false, false, 0, false},
+    {"qwen2", true, true, false, false, 0, 0, false, false, 0, false},
+    {"qwen3", true, false, true, false, 0, 0, false, false, 0, false},
+    {"gemma2", true, false, false, true, 2, 46, false, false, 0, false},
+    {"gemma3", true, false, true, true, 6, 62, false, false, 0, false},
+    {"granite", false, false, false, false, 0, 0, true, false, 0, false},
+    {"smollm3", false, false, false, false, 0, 0, false, false, 4, false},
+    {"phi3", true, false, false, false, 0, 0, false, true, 0, false},
+    {"qwen3moe", true, false, true, false, 0, 0, false, false, 0, true},
 };
 
 /* ---- metadata -------------------------------------------------------------------------- */
@@ -261,6 +264,32 @@ static int get_weight(loader *ld, const char *name, int64_t n_in, int64_t n_out,
     return SIFT_OK;
 }
 
+/* A stack of n_exp matrices [n_in x n_out] (ne = n_in, n_out, n_exp) as one weight of
+ * n_out * n_exp rows: expert e is rows e * n_out .. (forward.c, expert_view). */
+static int get_experts(loader *ld, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp, sift__weight *w)
+{
+    const sift_gguf_tensor *t = sift_gguf_tensor_by_name(ld->m->gguf, name);
+    memset(w, 0, sizeof *w);
+    if (!t) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s'", name);
+    if (t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != n_exp || t->ne[3] != 1)
+        return sift__error_set(ld->err, SIFT_E_FORMAT,
+                               "model: tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                               "], expected [%" PRId64 ", %" PRId64 ", %" PRId64 "]",
+                               name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], n_in, n_out, n_exp);
+    if (!type_runnable(t->type))
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' has type %s, which sift cannot multiply", name,
+                               sift_type_name(t->type) ? sift_type_name(t->type) : "?");
+    if ((size_t)t->nb[2] != (size_t)t->nb[1] * (size_t)n_out)
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' is not stored expert after expert", name);
+    w->type = t->type;
+    w->n_in = n_in;
+    w->n_out = n_out * n_exp;
+    w->row_bytes = (size_t)t->nb[1];
+    w->data = t->data;
+    w->name = t->name;
+    return SIFT_OK;
+}
+
 /* Consecutive row ranges of one matrix as separate weights (phi3's attn_qkv and ffn_up): the
  * rows of part k follow those of part k - 1, n_out[k] each, read in place. */
 static int get_fused(loader *ld, const char *name, int64_t n_in, const int64_t *n_out, int n_parts, sift__weight **out)
@@ -356,7 +385,13 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_vec(ld, NAME("attn_k_norm.weight"), HD, true, &L->k_norm))) return rc;
         }
         if ((rc = get_vec(ld, NAME("ffn_norm.weight"), E, true, &L->ffn_norm))) return rc;
-        if (ad->fused && !sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate.weight"))) {
+        if (ad->moe && sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_inp.weight"))) {
+            const int64_t NE = hp->n_expert, FE = hp->n_ff_exp;
+            if ((rc = get_weight(ld, NAME("ffn_gate_inp.weight"), E, NE, true, &L->w_router))) return rc;
+            if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
+            if ((rc = get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps))) return rc;
+            if ((rc = get_experts(ld, NAME("ffn_down_exps.weight"), FE, E, NE, &L->w_down_exps))) return rc;
+        } else if (ad->fused && !sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate.weight"))) {
             const int64_t rows[2] = {F, F}; /* ggml_swiglu: silu(first half) * second half */
             sift__weight *parts[2] = {&L->w_gate, &L->w_up};
             if ((rc = get_fused(ld, NAME("ffn_up.weight"), E, rows, 2, parts))) return rc;
@@ -364,7 +399,7 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_weight(ld, NAME("ffn_gate.weight"), E, F, true, &L->w_gate))) return rc;
             if ((rc = get_weight(ld, NAME("ffn_up.weight"), E, F, true, &L->w_up))) return rc;
         }
-        if ((rc = get_weight(ld, NAME("ffn_down.weight"), F, E, true, &L->w_down))) return rc;
+        if (!L->w_router.data && (rc = get_weight(ld, NAME("ffn_down.weight"), F, E, true, &L->w_down))) return rc;
         if (ad->gemma) {
             if ((rc = get_vec(ld, NAME("post_attention_norm.weight"), E, true, &L->attn_post_norm))) return rc;
             if ((rc = get_vec(ld, NAME("post_ffw_norm.weight"), E, true, &L->ffn_post_norm))) return rc;
@@ -424,7 +459,8 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
     if (!ad) {
-        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, gemma2, gemma3, granite, smollm3, phi3)",
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, "
+                        "phi3)",
                         ld.arch);
         goto fail;
     }
@@ -434,6 +470,18 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     if (ad->gemma && read_gemma(&ld, ad) != SIFT_OK) goto fail;
     if (ad->granite && read_granite(&ld, &ld.rope) != SIFT_OK) goto fail;
     if (ad->fused) m->hp.q_scale = 1.0f / sqrtf((float)m->hp.head_dim); /* phi3 scales Q after RoPE */
+    if (ad->moe) {
+        sift__hparams *hp = &m->hp;
+        if (get_int(&ld, "expert_count", true, 0, 1, 4096, &hp->n_expert) ||
+            get_int(&ld, "expert_used_count", true, 0, 1, 4096, &hp->n_expert_used) ||
+            get_int(&ld, "expert_feed_forward_length", true, 0, 1, 1 << 24, &hp->n_ff_exp))
+            goto fail;
+        if (hp->n_expert_used > hp->n_expert) {
+            sift__error_set(err, SIFT_E_FORMAT, "model: %d experts used of %d", hp->n_expert_used, hp->n_expert);
+            goto fail;
+        }
+        hp->moe_norm_w = true; /* qwen3moe: norm_topk_prob, as llama.cpp builds it */
+    }
     if (m->hp.gelu && !(m->gelu_f16 = gelu_table())) {
         sift__error_set(err, SIFT_E_NOMEM, "model: out of memory");
         goto fail;

@@ -42,6 +42,10 @@ typedef struct sift__layer {
     const float *ffn_post_norm;      /* gemma: the same for the feed-forward output, or NULL */
     bool swa;                        /* a sliding-window layer (hp.n_swa cells back; its own RoPE base) */
     bool nope;                       /* no RoPE on this layer (smollm3's every 4th; granite without rope) */
+    /* mixture of experts (qwen3moe), instead of w_gate/w_up/w_down when w_router.data is set:
+     * the router [n_embd -> n_expert], and each expert's matrices as row ranges of one tensor
+     * (expert e: rows e*n_ff_exp .. of gate/up, e*n_embd .. of down), read in place */
+    sift__weight w_router, w_gate_exps, w_up_exps, w_down_exps;
 } sift__layer;
 
 typedef struct sift__hparams {
@@ -66,6 +70,8 @@ typedef struct sift__hparams {
     float residual_scale;        /* granite: each block's output times this before the residual add */
     float logit_scale;           /* granite: the logits divided by this; 0: not */
     int32_t n_ctx_orig;          /* rope.scaling.original_context_length (LongRoPE's switch) */
+    int32_t n_expert, n_expert_used, n_ff_exp; /* MoE: experts, used per token, their FFN width */
+    bool moe_norm_w;             /* the used experts' router probabilities renormalized to sum 1 */
     float rope_attn_factor;      /* rope.scaling.attn_factor: cos and sin times this (LongRoPE); 1 */
     bool gelu;                   /* GELU (tanh form, as ggml's fp16 table) gates the FFN instead of SiLU */
 } sift__hparams;

@@ -269,6 +269,12 @@ void sift__weights_place(sift_model *m)
     for (int i = 0; i < n; i++)
         if ((int)ws[i]->type >= 0 && ws[i]->type < SIFT_TYPE_COUNT) used[ws[i]->type] = true;
     if (m->output.data && (int)m->output.type >= 0 && m->output.type < SIFT_TYPE_COUNT) used[m->output.type] = true;
+    for (int l = 0; l < m->hp.n_layer; l++) { /* experts stay in the mapping (forward.c reads them as row ranges) */
+        const sift__layer *L = &m->layers[l];
+        const sift__weight *ex[] = {&L->w_router, &L->w_gate_exps, &L->w_up_exps, &L->w_down_exps};
+        for (size_t i = 0; i < sizeof ex / sizeof *ex; i++)
+            if (ex[i]->data && (int)ex[i]->type >= 0 && ex[i]->type < SIFT_TYPE_COUNT) used[ex[i]->type] = true;
+    }
     sift__kernels_choose(used, copy_all, &m->k_auto);
     if (map_all) memset(m->k_auto.x8_pack, 0, sizeof m->k_auto.x8_pack);
     if (!map_all) copy_matrices(m, copy_all);

@@ -4,7 +4,8 @@
  * shared test models are 1 MB and smaller, so on them a batch of 8 tokens costs 8 times one
  * token, whatever the runtime does).
  *
- *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|gemma2|gemma3|granite|smollm3|phi3] [--dim N] [--ff N]
+ *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|qwen3moe|gemma2|gemma3|granite|smollm3|phi3]
+ *                [--experts N] [--experts-used K] [--ff-exp N] [--dim N] [--ff N]
  *                [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--swa N]
  *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
  *                [--out-scale X] [--seed N]
@@ -42,11 +43,15 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: sift mkmodel [-o OUT.gguf] [shape options]\n\n"
                "  -o FILE          output (default /tmp/sift-synth-DIMxLAYERS-TYPE.gguf)\n"
-               "  --arch A         llama (default), qwen2, qwen3, gemma2, gemma3, granite, smollm3, phi3:\n"
+               "  --arch A         llama (default), qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3,\n"
+               "                   phi3:\n"
                "                   each with the tensors and keys its architecture has (qwen2 biases,\n"
                "                   q/k norms, gemma's post norms, sliding window, soft-caps, granite's\n"
                "                   multipliers, phi3's fused QKV and gate-up)\n"
                "  --head-dim N     head size when it is not dim/heads (the key_length key)\n"
+               "  --experts N      qwen3moe: experts per layer (default 8)\n"
+               "  --experts-used K qwen3moe: experts each token is routed to (default 2)\n"
+               "  --ff-exp N       qwen3moe: each expert's feed-forward width (default --ff)\n"
                "  --swa N          sliding window in positions (gemma2/gemma3; default 4096 for gemma2,\n"
                "                   none for gemma3)\n"
                "  --dim N          embedding width (default 1024)\n"
@@ -92,6 +97,12 @@ int sift_cmd_mkmodel(int argc, char **argv)
             sp.arch = v;
         } else if (!strcmp(a, "--head-dim")) {
             field = &sp.head_dim, hi = 1024;
+        } else if (!strcmp(a, "--experts")) {
+            field = &sp.n_expert, hi = 4096;
+        } else if (!strcmp(a, "--experts-used")) {
+            field = &sp.n_expert_used, hi = 4096;
+        } else if (!strcmp(a, "--ff-exp")) {
+            field = &sp.n_ff_exp, hi = 1 << 18;
         } else if (!strcmp(a, "--swa")) {
             field = &sp.n_swa, hi = 1 << 24;
         } else if (!strcmp(a, "--vocab")) {
