@@ -18,6 +18,7 @@
  *   phi3   fused attn_qkv and gate-up, queries scaled after RoPE; LongRoPE with its long
  *          factors (the context is over the original 256) and attn_factor 1.19
  *   phi3s  the same with the short factors (original context 4096: the context is under it)
+ *   yarn   qwen2 with YaRN x4 (original context 256, llama.cpp's defaults: ext 1, beta 32/1)
  *   qwen3moe 8 experts of width 48, 2 used per token (softmax router, top-2, renormalized)
  *
  * Checks per model and prompt: prompt logits max |delta| <= 1e-4 (F32 weights: the
@@ -156,6 +157,8 @@ int main(int argc, char **argv)
                   .longrope_orig = 256, .out_scale = 4, .seed = 18}, false},
         {"phi3s", {.arch = "phi3", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e4f,
                    .longrope_orig = 4096, .tied = true, .out_scale = 4, .seed = 19}, false},
+        {"yarn", {.arch = "qwen2", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e6f,
+                  .rope_yarn = 4, .tied = true, .out_scale = 4, .seed = 21}, false},
         {"qwen3moe", {.arch = "qwen3moe", .n_embd = 64, .n_ff = 96, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
                       .freq_base = 1e6f, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 48, .out_scale = 4, .seed = 20}, false},
     };

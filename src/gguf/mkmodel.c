@@ -195,6 +195,12 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     if (sp->n_swa > 0) sift__gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)sp->n_swa);
     if (sp->attn_softcap > 0) sift__gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), sp->attn_softcap);
     if (sp->final_softcap > 0) sift__gguf_writer_set_f32(w, KEY("final_logit_softcapping"), sp->final_softcap);
+    if (sp->rope_yarn > 0) {
+        sift__gguf_writer_set_str(w, KEY("rope.scaling.type"), "yarn");
+        sift__gguf_writer_set_f32(w, KEY("rope.scaling.factor"), sp->rope_yarn);
+        sift__gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
+                                  (uint32_t)((sp->n_ctx_train ? sp->n_ctx_train : 1024) / sp->rope_yarn));
+    }
     if (sp->longrope_orig > 0) {
         sift__gguf_writer_set_str(w, KEY("rope.scaling.type"), "longrope");
         sift__gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)sp->longrope_orig);

@@ -53,6 +53,8 @@ typedef struct sift__mkmodel_spec {
     float final_softcap;     /* <arch>.final_logit_softcapping; 0: key absent */
     int n_expert, n_expert_used, n_ff_exp; /* qwen3moe: experts (default 8), used per token (2), their
                                 FFN width (n_ff); every layer routed */
+    float rope_yarn;         /* > 0: rope.scaling.type yarn with this factor, original context
+                                n_ctx_train / factor */
     int longrope_orig;       /* > 0: LongRoPE (rope.scaling.type longrope, this original context,
                                 attn_factor 1.19, rope_factors_long/short tensors) */
 } sift__mkmodel_spec;

@@ -109,8 +109,10 @@ static inline float *kv_row(const sift_context *ctx, float *cache, int l, int s,
  * to re-rotate shifted keys). */
 void sift__rope_apply(float *x, const float *cs, int n_rot, bool neox);
 /* The cos/sin pairs of position p, computed as ggml's rope cache does; swa: with the
- * sliding-window layers' base and scale; factors: per-frequency divisors or NULL. */
-void sift__rope_cache(const sift_model *m, const float *factors, float p, bool swa, float *cs);
+ * sliding-window layers' base and scale; factors: per-frequency divisors or NULL;
+ * magnitude: times the YaRN / LongRoPE attention factor (a rotation of cached keys by a
+ * position delta must not scale them again). */
+void sift__rope_cache(const sift_model *m, const float *factors, float p, bool swa, bool magnitude, float *cs);
 /* The output row of batch token i of the last decode (i < 0: from the end, as llama.cpp's
  * getters), or -1 when it has none; the logits and the embeddings getters share it. */
 int32_t sift__output_row(const sift_context *ctx, int32_t i);

@@ -55,18 +55,55 @@ static void rmsnorm(const float *x, const float *w, float *y, int n, float eps)
     for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
 }
 
-void sift__rope_cache(const sift_model *m, const float *factors, float p, bool swa, float *cs)
+/* ggml's YaRN correction dimension: where the rotation of frequency pair i completes
+ * n_ctx_orig / beta turns. */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float beta, float base)
+{
+    return (float)n_dims * logf((float)n_ctx_orig / (beta * 2 * 3.14159265358979323846f)) / (2 * logf(base));
+}
+
+/* llama.cpp's YaRN magnitude (llama_context's yarn_attn_factor, which cancels the factor
+ * ggml's rope applies itself, times that factor): 1 + 0.1 ln(factor), or with a log
+ * multiplier the ratio of the two mscales times it. */
+static float yarn_mscale(const sift__hparams *hp, float freq_scale)
+{
+    const float factor = 1.0f / freq_scale;
+    const float internal = 1.0f + 0.1f * logf(factor); /* ggml: mscale *= 1 + 0.1 ln(1/freq_scale) */
+    float a = 1.0f;
+    if (hp->yarn_log_mul != 0.0f) {
+        const float ms = factor <= 1.0f ? 1.0f : 0.1f * 1.0f * logf(factor) + 1.0f;
+        const float ms_all = factor <= 1.0f ? 1.0f : 0.1f * hp->yarn_log_mul * logf(factor) + 1.0f;
+        a = ms / ms_all * (1.0f / (1.0f + 0.1f * logf(factor)));
+    }
+    return a * hp->rope_attn_factor * internal;
+}
+
+void sift__rope_cache(const sift_model *m, const float *factors, float p, bool swa, bool magnitude, float *cs)
 {
     const sift__hparams *hp = &m->hp;
     const float base = swa ? hp->rope_freq_base_swa : hp->rope_freq_base;
     const float scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale;
     const float theta_scale = powf(base, -2.0f / (float)hp->n_rot);
+    const bool yarn = hp->rope_yarn && hp->yarn_ext_factor != 0.0f;
+    float lo = 0, hi = 0, mscale = hp->rope_attn_factor;
+    if (yarn) { /* ggml_rope_yarn_corr_dims */
+        lo = fmaxf(0.0f, floorf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_fast, base)));
+        hi = fminf((float)(hp->n_rot - 1), ceilf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, base)));
+        mscale = yarn_mscale(hp, scale);
+    }
+    if (!magnitude) mscale = 1.0f;
     float theta = p;
     for (int i = 0; i < hp->n_rot / 2; i++) {
         const float ff = factors ? factors[i] : 1.0f;
-        const float t = scale * (theta / ff);
-        cs[2 * i] = cosf(t) * hp->rope_attn_factor;
-        cs[2 * i + 1] = sinf(t) * hp->rope_attn_factor;
+        const float extrap = theta / ff;
+        float t = scale * extrap;
+        if (yarn) { /* between interpolation and extrapolation by a ramp over the pairs */
+            const float y = ((float)i - lo) / fmaxf(0.001f, hi - lo);
+            const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * hp->yarn_ext_factor;
+            t = t * (1.0f - mix) + extrap * mix;
+        }
+        cs[2 * i] = cosf(t) * mscale;
+        cs[2 * i + 1] = sinf(t) * mscale;
         theta *= theta_scale;
     }
 }
@@ -549,7 +586,8 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     ctx->n_ctx_seq = (int32_t)(n_ctx / p.n_seq_max);
     /* llama.cpp's choice (llama_model::get_rope_factors): llama 3.1's divisors, else LongRoPE's
      * long set when a sequence may hold more than the original context, else the short set */
-    ctx->rope_factors = m->rope_freqs ? m->rope_freqs : ctx->n_ctx_seq > m->hp.n_ctx_orig ? m->rope_long : m->rope_short;
+    const int32_t n_ctx_seq_padded = (ctx->n_ctx_seq + 255) / 256 * 256; /* llama.cpp pads it to 256 */
+    ctx->rope_factors = m->rope_freqs ? m->rope_freqs : n_ctx_seq_padded > m->hp.n_ctx_orig ? m->rope_long : m->rope_short;
     ctx->n_ctx = ctx->n_ctx_seq * ctx->n_seq;
     ctx->n_batch = (int32_t)p.n_batch;
     const int cpus = cpus_online();
@@ -806,8 +844,8 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         sift__type_traits_get(te->type)->dequantize((const char *)te->data + (size_t)b->token[t] * te->row_bytes, xt, E);
         if (hp->embd_mult != 0)
             for (int i = 0; i < E; i++) xt[i] *= hp->embd_mult;
-        if (hp->n_rot) sift__rope_cache(m, ctx->rope_factors, (float)ctx->tok_pos[t], false, ctx->rope + (size_t)t * hp->n_rot);
-        if (hp->n_rot && ctx->rope_swa) sift__rope_cache(m, ctx->rope_factors, (float)ctx->tok_pos[t], true, ctx->rope_swa + (size_t)t * hp->n_rot);
+        if (hp->n_rot) sift__rope_cache(m, ctx->rope_factors, (float)ctx->tok_pos[t], false, true, ctx->rope + (size_t)t * hp->n_rot);
+        if (hp->n_rot && ctx->rope_swa) sift__rope_cache(m, ctx->rope_factors, (float)ctx->tok_pos[t], true, true, ctx->rope_swa + (size_t)t * hp->n_rot);
     }
 
     for (int l = 0; l < hp->n_layer; l++) {

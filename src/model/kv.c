@@ -113,8 +113,8 @@ static void rotate_keys(sift_context *ctx, int s, sift_pos c0, sift_pos c1, sift
     const sift__hparams *hp = &ctx->model->hp;
     if (!hp->n_rot || delta == 0) return;
     float cs[SIFT_MAX_HEAD_DIM], cs_swa[SIFT_MAX_HEAD_DIM], vec[SIFT_MAX_HEAD_DIM]; /* n_rot <= head_dim <= SIFT_MAX_HEAD_DIM (model.c) */
-    sift__rope_cache(ctx->model, ctx->rope_factors, (float)delta, false, cs);
-    sift__rope_cache(ctx->model, ctx->rope_factors, (float)delta, true, cs_swa);
+    sift__rope_cache(ctx->model, ctx->rope_factors, (float)delta, false, false, cs);
+    sift__rope_cache(ctx->model, ctx->rope_factors, (float)delta, true, false, cs_swa);
     const size_t ld = (size_t)ctx->n_ctx_seq;
     for (int l = 0; l < hp->n_layer; l++)
         for (int h = 0; h < hp->n_head_kv && !ctx->model->layers[l].nope; h++) { /* a layer without RoPE keeps its keys */

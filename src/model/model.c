@@ -150,14 +150,26 @@ static int read_hparams(loader *ld)
     if ((rc = get_float(ld, "rope.scaling.factor", false, 0.0f, &factor))) return rc;
     if (factor == 0 && (rc = get_float(ld, "rope.scale_linear", false, 0.0f, &factor))) return rc; /* older files */
     hp->rope_freq_scale = 1.0f;
-    if (type && strcmp(type, "none") != 0 && strcmp(type, "linear") != 0 && strcmp(type, "longrope") != 0)
-        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: rope scaling '%s' is not supported (none, linear, longrope)",
-                               type);
+    if (type && strcmp(type, "none") != 0 && strcmp(type, "linear") != 0 && strcmp(type, "longrope") != 0 &&
+        strcmp(type, "yarn") != 0)
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED,
+                               "model: rope scaling '%s' is not supported (none, linear, yarn, longrope)", type);
     if ((!type || !strcmp(type, "linear")) && factor != 0) {
         if (!(factor > 0)) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope scaling factor %g", factor);
         hp->rope_freq_scale = 1.0f / factor;
     }
-    if (type && !strcmp(type, "longrope") && factor != 0) hp->rope_freq_scale = 1.0f / factor;
+    if (type && (!strcmp(type, "longrope") || !strcmp(type, "yarn")) && factor != 0) {
+        if (!(factor > 0)) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope scaling factor %g", factor);
+        hp->rope_freq_scale = 1.0f / factor;
+    }
+    if (type && !strcmp(type, "yarn")) { /* llama.cpp's defaults: ext 1, beta 32 / 1, no log multiplier */
+        hp->rope_yarn = true;
+        if ((rc = get_float(ld, "rope.scaling.yarn_ext_factor", false, 1.0f, &hp->yarn_ext_factor))) return rc;
+        if ((rc = get_float(ld, "rope.scaling.yarn_beta_fast", false, 32.0f, &hp->yarn_beta_fast))) return rc;
+        if ((rc = get_float(ld, "rope.scaling.yarn_beta_slow", false, 1.0f, &hp->yarn_beta_slow))) return rc;
+        if ((rc = get_float(ld, "rope.scaling.yarn_log_multiplier", false, 0.0f, &hp->yarn_log_mul))) return rc;
+        if (hp->yarn_ext_factor < 0) hp->yarn_ext_factor = 1.0f;
+    }
     if ((rc = get_int(ld, "rope.scaling.original_context_length", false, hp->n_ctx_train, 1, INT32_MAX, &hp->n_ctx_orig))) return rc;
     if ((rc = get_float(ld, "rope.scaling.attn_factor", false, 1.0f, &hp->rope_attn_factor))) return rc;
     hp->rope_freq_base_swa = hp->rope_freq_base;

@@ -73,6 +73,9 @@ typedef struct sift__hparams {
     int32_t n_expert, n_expert_used, n_ff_exp; /* MoE: experts, used per token, their FFN width */
     bool moe_norm_w;             /* the used experts' router probabilities renormalized to sum 1 */
     float rope_attn_factor;      /* rope.scaling.attn_factor: cos and sin times this (LongRoPE); 1 */
+    bool rope_yarn;              /* YaRN: frequencies between interpolation and extrapolation by
+                                    a ramp over the correction dimensions, magnitude scaled */
+    float yarn_ext_factor, yarn_beta_fast, yarn_beta_slow, yarn_log_mul;
     bool gelu;                   /* GELU (tanh form, as ggml's fp16 table) gates the FFN instead of SiLU */
 } sift__hparams;
 
