@@ -941,6 +941,9 @@ SIFT_API const sift_vocab *sift_model_vocab(const sift_model *model);
 SIFT_API int32_t sift_model_n_vocab(const sift_model *model);
 /* "llama 292.8K F32" (arch, parameter count, main type) into buf; snprintf-like. */
 SIFT_API int sift_model_desc(const sift_model *model, char *buf, size_t cap);
+/* What sift runs for a general.architecture name ("gemma3": "sliding-window layers (5 of 6,
+ * own RoPE base), q/k RMSNorm, ..."), a static string; NULL when sift cannot run it. */
+SIFT_API const char *sift_arch_features(const char *arch);
 
 /* Which kernels a context uses. AUTO takes the best this CPU supports. The x86-64 levels
  * exist in an x86-64 build, the aarch64 ones in an aarch64 build; SCALAR everywhere. */

@@ -25,6 +25,7 @@
 
 typedef struct arch_desc {
     const char *name;
+    const char *features; /* for `sift info` (sift_arch_features) */
     bool rope_neox;
     bool qkv_bias;   /* biases required (qwen2); optional for the others */
     bool qk_norm;    /* per-head q/k RMSNorm (qwen3, gemma3) */
@@ -41,17 +42,34 @@ typedef struct arch_desc {
                         expert_used_count of expert_count FFNs, softmax-gated, renormalized */
 } arch_desc;
 
+/* Designated, so that a new field cannot shift the others. */
 static const arch_desc archs[] = {
-    {"llama", false, false, false, false, 0, 0, false, false, 0, false},
-    {"qwen2", true, true, false, false, 0, 0, false, false, 0, false},
-    {"qwen3", true, false, true, false, 0, 0, false, false, 0, false},
-    {"gemma2", true, false, false, true, 2, 46, false, false, 0, false},
-    {"gemma3", true, false, true, true, 6, 62, false, false, 0, false},
-    {"granite", false, false, false, false, 0, 0, true, false, 0, false},
-    {"smollm3", false, false, false, false, 0, 0, false, false, 4, false},
-    {"phi3", true, false, false, false, 0, 0, false, true, 0, false},
-    {"qwen3moe", true, false, true, false, 0, 0, false, false, 0, true},
+    {.name = "llama",
+     .features = "RMSNorm, SwiGLU, RoPE (normal; linear, yarn, llama 3.1 rope_freqs), GQA, optional Q/K/V biases"},
+    {.name = "qwen2", .rope_neox = true, .qkv_bias = true,
+     .features = "llama + Q/K/V biases, neox RoPE"},
+    {.name = "qwen3", .rope_neox = true, .qk_norm = true,
+     .features = "llama + per-head q/k RMSNorm, neox RoPE, head size apart from n_embd/n_head"},
+    {.name = "gemma2", .rope_neox = true, .gemma = true, .swa_pattern = 2, .size_27b = 46,
+     .features = "embeddings x sqrt(n_embd), GELU (ggml fp16 table), post-attention and post-FFN norms, sliding window on every other layer, score soft-cap, logit soft-cap, queries scaled after RoPE"},
+    {.name = "gemma3", .rope_neox = true, .qk_norm = true, .gemma = true, .swa_pattern = 6, .size_27b = 62,
+     .features = "gemma2 without soft-caps + q/k RMSNorm, sliding window on 5 of 6 layers with RoPE base 10000"},
+    {.name = "granite", .granite = true,
+     .features = "llama + embedding, residual, attention and logit multipliers"},
+    {.name = "smollm3", .nope_step = 4,
+     .features = "llama without RoPE on every 4th layer"},
+    {.name = "phi3", .rope_neox = true, .fused = true,
+     .features = "fused attn_qkv and gate-up tensors, neox RoPE, LongRoPE (long/short factors by context size)"},
+    {.name = "qwen3moe", .rope_neox = true, .qk_norm = true, .moe = true,
+     .features = "qwen3 attention + mixture of experts (softmax router, top-k, renormalized)"},
 };
+
+const char *sift_arch_features(const char *arch)
+{
+    for (size_t i = 0; arch && i < sizeof archs / sizeof *archs; i++)
+        if (!strcmp(archs[i].name, arch)) return archs[i].features;
+    return NULL;
+}
 
 /* ---- metadata -------------------------------------------------------------------------- */
 

@@ -269,6 +269,11 @@ int sift_cmd_info(int argc, char **argv)
            sift_gguf_version(g), sift_gguf_file_size(g), sift_gguf_alignment(g), sift_gguf_data_offset(g));
     printf("%" PRId64 " metadata pairs, %" PRId64 " tensors\n", sift_gguf_n_kv(g), sift_gguf_n_tensors(g));
     if (o.show_meta) print_metadata(g, &o);
+    const char *arch = sift_gguf_value_str(sift_gguf_get(g, "general.architecture"), NULL);
+    if (arch) {
+        const char *feat = sift_arch_features(arch);
+        printf("\narchitecture: %s (%s)\n", arch, feat ? feat : "sift cannot run it");
+    }
     print_vocab(g);
     if (o.show_tensors) print_tensors(g);
     const char *first;
