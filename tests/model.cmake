@@ -39,6 +39,15 @@ if(EXISTS "${SIFT_PEER_MODEL_REF}")
   set_tests_properties(model_arch_peer PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
 
+# peer_generate_arch: every architecture (tiny mkmodel shapes, F32/Q8_0/Q4_K) generates the
+# same 16 greedy tokens with `sift generate` as with llama.cpp's peer_generate (about 10 s).
+set(SIFT_PEER_GENERATE "/tmp/sift-peer/peer_generate" CACHE FILEPATH "llama.cpp's peer_generate, for peer_generate_arch")
+if(EXISTS "${SIFT_PEER_GENERATE}")
+  add_test(NAME peer_generate_arch COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/peer_generate_arch.sh $<TARGET_FILE:sift>
+                                           "${SIFT_PEER_GENERATE}" ${SIFT_SHARED_DIR})
+  set_tests_properties(peer_generate_arch PROPERTIES LABELS "peer;model" ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
+endif()
+
 # peer_agree: llama.cpp (the peer's libllama, linked) loads and runs sift's Q4_K_M file
 # (top-1 agreement of the two engines' logits >= 90 %) and applies sift's control vector
 # file with the same result as sift. Only when the peer's library is there at configure time.

@@ -138,7 +138,7 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
     const int64_t Q = sp->n_head * HD, KV = sp->n_head_kv * HD;
     /* bytes of an n0 x n1 matrix in the requested type, or F32 where rows are not whole blocks */
 #define MAT(n0, n1) ((sift__type_row_bytes(sp->type, (n0)) ? sift__type_row_bytes(sp->type, (n0)) : (uint64_t)(n0) * 4) * (uint64_t)(n1))
-    uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + (sp->tied ? 0 : MAT(E, n_vocab));
+    uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + (sp->tied || wants_post_norms(sp) ? 0 : MAT(E, n_vocab));
     if (sp->rope_freqs) b += (uint64_t)HD / 2 * 4;
     if (sp->longrope_orig > 0) b += (uint64_t)HD * 4;
     const int64_t NE = sp->n_expert > 0 ? sp->n_expert : 8, FE = sp->n_ff_exp > 0 ? sp->n_ff_exp : F;
@@ -235,7 +235,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         T("rope_factors_short.weight", HD / 2, 1, MK_ROPE_FREQS)
     }
     const bool fused = !strcmp(sp->arch, "phi3");
-    if (!sp->tied) T("output.weight", E, n_vocab, MK_HEAD)
+    if (!sp->tied && !wants_post_norms(sp)) T("output.weight", E, n_vocab, MK_HEAD) /* gemma: always tied */
     for (int l = 0; l < sp->n_layer; l++) {
         char n[SIFT_GGUF_MAX_NAME];
 #define N(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# peer_generate_arch.sh - issue 28's CLI check: for every architecture sift runs, a random
+# model of `sift mkmodel`'s tiny shape (--dim 256 --layers 4 --heads 4 --kv-heads 2 --ff 512)
+# in F32, Q8_0 and Q4_K must give the same 16 greedy tokens from `sift generate --temp 0 -t 1`
+# as llama.cpp's own peer_generate (../shared/peer) on the same file. The vocabulary is
+# stories260K's (512 tokens), so the files stay small.
+# usage: peer_generate_arch.sh SIFT PEER_GENERATE SHARED_DIR
+set -u
+sift=$1 peer=$2 shared=$3
+dir=$(mktemp -d /tmp/sift_peer_gen_arch_XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+fail=0 n=0
+for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 granite smollm3 phi3; do
+    for type in f32 q8_0 q4_k; do
+        f=$dir/$arch-$type.gguf
+        if ! "$sift" mkmodel --arch "$arch" --dim 256 --layers 4 --heads 4 --kv-heads 2 --ff 512 --type "$type" \
+                --vocab "$shared/models/stories260K.gguf" -o "$f" >/dev/null; then
+            echo "FAIL $arch $type: mkmodel"; fail=1; continue
+        fi
+        # the generated text (peer_generate -v prints it between two "---" lines; sift
+        # generate prints the prompt, then the text)
+        want=$("$peer" -m "$f" -p "Once upon a time" -n 16 -t 1 -r 1 --no-warmup -v 2>&1 >/dev/null | sed -n '/^---$/{n;p;q}')
+        got=$("$sift" generate -m "$f" -p "Once upon a time" -n 16 --temp 0 -t 1 2>/dev/null | tr -d '\n')
+        got=${got# Once upon a time}
+        n=$((n + 1))
+        if [ -n "$want" ] && [ "$want" = "$got" ]; then
+            echo "ok   $arch $type: $want"
+        else
+            echo "FAIL $arch $type: llama.cpp [$want] sift [$got]"; fail=1
+        fi
+    done
+done
+echo "$n models; $([ $fail = 0 ] && echo 'all identical to llama.cpp' || echo FAILED)"
+exit $fail
