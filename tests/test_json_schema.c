@@ -1194,7 +1194,21 @@ static void test_property_counts(void **state)
     g = convert("{\"type\":\"string\",\"dependencies\":{\"a\":{\"required\":[\"b\"]}}}", 0);
     expect(g, "\"x\"", true);
     sift_grammar_free(g);
-    expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":[\"z\"]}}", "not a declared property");
+    /* names it mentions that `properties` does not declare: tracked as optional additional
+     * properties (their value: additionalProperties'), every other key still allowed */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":[\"z\"]},"
+                "\"additionalProperties\":{\"type\":\"integer\"}}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"z\": 1, \"q\": 2}", true);
+    expect(g, "{\"a\": \"s\", \"z\": 1}", true);
+    expect(g, "{\"q\": 2, \"a\": null}", false);
+    expect(g, "{\"a\": 1, \"z\": \"s\"}", false);
+    sift_grammar_free(g);
+    g = convert("{\"dependentRequired\":{\"quux\":[\"foo\",\"bar\"]}}", 0);
+    expect(g, "{\"foo\": 1, \"quux\": 2, \"bar\": 3}", true);
+    expect(g, "{\"foo\": 1, \"quux\": 2}", false);
+    expect(g, "[\"quux\"]", true);
+    sift_grammar_free(g);
     expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":{\"required\":[\"b\"]}}}", "dependencies");
     expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{}},"
                    "\"dependentRequired\":{\"a\":[\"b\"]}}", "more than 7");

@@ -45,8 +45,9 @@
  *                        declared ones; additionalProperties beside anyOf alternatives that
  *                        declare other properties applies to those properties too;
  *                        dependentRequired / dependencies (arrays of names) checked with the key
- *                        sets of any order (object_deps: declared names only, objects of at most
- *                        7 properties, else refused).
+ *                        sets of any order (object_deps: names `properties` does not declare
+ *                        are tracked as optional additional properties; objects of at most 7
+ *                        tracked properties, else refused).
  *                        SIFT_JSON_SCHEMA_LLAMA: llama.cpp's layout instead (required first,
  *                        optional ones in any subset keeping their order; a missing
  *                        additionalProperties generates no extra keys; undeclared required
@@ -436,7 +437,7 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
 
 
 static const char *const TYPED_OBJ[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties",
-                                        "maxProperties", "dependentRequired", NULL};
+                                        "maxProperties", "dependentRequired", "dependencies", NULL};
 static const char *const TYPED_ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
 static const char *const TYPED_STR[] = {"pattern", "minLength", "maxLength", "format", NULL};
 static const char *const TYPED_NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};

@@ -649,7 +649,9 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
     size_t np = (size_t)cJSON_GetArraySize(props), n_undecl = 0;
     for (const cJSON *r = required ? required->child : NULL; r && !llama; r = r->next)
         if (cJSON_IsString(r) && !cJSON_GetObjectItemCaseSensitive(props, r->valuestring)) n_undecl++;
-    size_t n_all = np + n_undecl;
+    for (const cJSON *e = dep_req ? dep_req->child : NULL; e && !llama; e = e->next)
+        n_undecl += 1 + (size_t)cJSON_GetArraySize(e);
+    size_t n_all = np + n_undecl, n_named_req;
     const char **kv = sift__gx_calloc(n_all ? n_all : 1, sizeof *kv);
     const char **names = sift__gx_calloc(n_all ? n_all : 1, sizeof *names);
     bool *req = sift__gx_calloc(n_all ? n_all : 1, sizeof *req);
@@ -667,6 +669,17 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
                 bool dup = false;
                 for (size_t q = np; q < k; q++) dup |= !strcmp(names[q], r->valuestring);
                 if (!dup) names[k++] = r->valuestring;
+            }
+        n_named_req = k;
+        /* names dependentRequired mentions that neither `properties` nor `required` has:
+         * optional additional properties, tracked like declared ones (their value is what
+         * additionalProperties allows), so that the key sets can be checked */
+        for (const cJSON *e = dep_req ? dep_req->child : NULL; e && !llama; e = e->next)
+            for (const cJSON *t = e; t; t = t == e ? e->child : t->next) {
+                const char *nm = t == e ? e->string : cJSON_IsString(t) ? t->valuestring : NULL;
+                bool dup = !nm;
+                for (size_t q = 0; q < k && !dup; q++) dup = !strcmp(names[q], nm);
+                if (!dup) names[k++] = nm;
             }
         n_all = k;
     }
@@ -711,11 +724,11 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
      * is what additionalProperties allows (false: none, the object matches nothing); a
      * pattern of patternProperties could apply too: refused */
     if (i < n_all && pattern_props && cJSON_GetArraySize(pattern_props) > 0 && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-        size_t o = sift__js_path_push(c, "required");
-        sift__js_cfail(c, SIFT_E_UNSUPPORTED, "required property '%s' that only patternProperties may declare cannot be expressed", names[i]);
+        size_t o = sift__js_path_push(c, i < n_named_req ? "required" : "dependentRequired");
+        sift__js_cfail(c, SIFT_E_UNSUPPORTED, "property '%s' that only patternProperties may declare cannot be expressed", names[i]);
         sift__js_path_pop(c, o);
     }
-    if (i < n_all && cJSON_IsFalse(additional) && !llama) {
+    if (i < n_named_req && cJSON_IsFalse(additional) && !llama) {
         c->unsat = c->status == SIFT_OK;
         size_t o = sift__js_path_push(c, "required");
         sift__js_cfail(c, SIFT_E_INVAL, "required property '%s' is not allowed by additionalProperties false: the schema matches nothing", names[i]);
@@ -723,6 +736,7 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
     }
     for (; i < n_all && c->status == SIFT_OK; i++) {
         const char *vr;
+        if (i >= n_named_req && cJSON_IsFalse(additional)) continue; /* a dependency name no key may be */
         if (cJSON_IsObject(additional)) {
             size_t o = sift__js_path_push(c, "additionalProperties");
             char *vn = sift__js_join_name(name, "additional-value");
@@ -749,7 +763,7 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
         sift__gx_free(kn);
         sift__gx_free(kn2);
         sift__gbnf_sb_free(&b);
-        req[i] = true;
+        req[i] = i < n_named_req;
         if (!sift__js_use_builtin(c, "space")) break;
     }
     if (c->status != SIFT_OK) goto done;
