@@ -1246,6 +1246,30 @@ static void test_any_of_additional(void **state)
     assert_non_null(strstr(err.msg, "matches nothing"));
 }
 
+/* propertyNames: the keys through the (string) schema, the values through additionalProperties;
+ * refused beside declared properties (the key sets would need intersecting). */
+static void test_property_names(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"object\",\"propertyNames\":{\"maxLength\":3},\"additionalProperties\":{\"type\":\"integer\"}}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"abc\": 1, \"\\n\": 2}", true);
+    expect(g, "{\"abcd\": 1}", false);
+    expect(g, "{\"ab\": \"x\"}", false);
+    sift_grammar_free(g);
+    /* untyped: objects are checked, the other kinds pass; a key no string fits leaves {} */
+    g = convert("{\"propertyNames\":{\"const\":5}}", 0);
+    expect(g, "{}", true);
+    expect(g, "[1]", true);
+    expect(g, "{\"5\": 1}", false);
+    sift_grammar_free(g);
+    g = convert("{\"propertyNames\":{\"enum\":[\"a\",\"bb\"]}}", 0);
+    expect(g, "{\"bb\": [], \"a\": null}", true);
+    expect(g, "{\"b\": 1}", false);
+    sift_grammar_free(g);
+    expect_refused("{\"properties\":{\"a\":{}},\"propertyNames\":{\"maxLength\":1}}", "propertyNames beside 'properties'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1254,7 +1278,7 @@ int main(void)
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
-        cmocka_unit_test(test_simplified_keywords),
+        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

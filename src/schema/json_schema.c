@@ -47,7 +47,8 @@
  *                        dependentRequired / dependencies (arrays of names) checked with the key
  *                        sets of any order (object_deps: names `properties` does not declare
  *                        are tracked as optional additional properties; objects of at most 7
- *                        tracked properties, else refused).
+ *                        tracked properties, else refused); propertyNames (the key rule,
+ *                        on its own: sift__js_visit_property_names).
  *                        SIFT_JSON_SCHEMA_LLAMA: llama.cpp's layout instead (required first,
  *                        optional ones in any subset keeping their order; a missing
  *                        additionalProperties generates no extra keys; undeclared required
@@ -77,7 +78,7 @@
  * readOnly, writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
  *
  * Keywords that constrain values but cannot be expressed - not, if/then/else, uniqueItems,
- * contains, multipleOf other than 1, propertyNames, min/maxProperties beside declared
+ * contains, multipleOf other than 1, propertyNames beside declared properties, min/maxProperties beside declared
  * properties, dependentSchemas (and dependencies' schemas), unevaluated*, $dynamicRef, ...
  * (object keywords are ignored for values of other types; outside const / enum, where
  * value_check.c decides them) - are errors (SIFT_E_UNSUPPORTED, with the keyword's JSON
@@ -385,7 +386,7 @@ const char *const sift__js_annotations[] = {
     "$vocabulary", "discriminator", "nullable", "example", "id", NULL};
 static const char *const UNSUPPORTED[] = {
     "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
-    "propertyNames", "dependentRequired",
+    "dependentRequired",
     "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", NULL};
 
@@ -437,7 +438,7 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
 
 
 static const char *const TYPED_OBJ[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties",
-                                        "maxProperties", "dependentRequired", "dependencies", NULL};
+                                        "maxProperties", "dependentRequired", "dependencies", "propertyNames", NULL};
 static const char *const TYPED_ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
 static const char *const TYPED_STR[] = {"pattern", "minLength", "maxLength", "format", NULL};
 static const char *const TYPED_NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
@@ -500,6 +501,9 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
     if (!check_keywords(c, s, type)) return NULL;
     if (!type) return sift__js_use_builtin(c, "value") ? sift__js_add_rule(c, rule_name, sift__js_dupstr("value")) : NULL;
     if (!strcmp(type, "object")) {
+        const cJSON *pnames = cJSON_GetObjectItemCaseSensitive(s, "propertyNames");
+        if (pnames && !cJSON_IsTrue(pnames) && !(cJSON_IsObject(pnames) && !pnames->child) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+            return sift__js_visit_property_names(c, s, name, rule_name);
         const cJSON *props = cJSON_GetObjectItemCaseSensitive(s, "properties");
         const cJSON *ad = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
         if (props && !cJSON_IsObject(props)) return sift__js_cfail(c, SIFT_E_INVAL, "'properties' must be an object");

@@ -90,6 +90,7 @@ const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, con
 /* json_schema_object.c */
 long sift__js_get_count(conv *c, const cJSON *s, const char *key, long dflt);
 char *sift__js_join_name(const char *a, const char *b);
+const char *sift__js_visit_property_names(conv *c, const cJSON *s, const char *name, const char *rule_name);
 const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional, const cJSON *pattern_props, const char *name, const char *rule_name, long min_props, long max_props);
 
 /* json_schema_array.c */

@@ -891,3 +891,70 @@ done:
     sift__gx_free(deps);
     return result;
 }
+
+/* propertyNames: every key validates against its schema (keys are strings, so the schema is
+ * read as {"allOf": [{"type": "string"}, propertyNames]}: a const 5 or {"minimum": 1} says
+ * nothing a key could satisfy or break); the key rule then replaces `string` in the object,
+ * values as additionalProperties says. Exact on its own; beside declared properties,
+ * patternProperties, required, dependentRequired or min/maxProperties (which would need the
+ * key set intersected with the pattern) it is refused. Keys that validate against no string
+ * schema leave the empty object. */
+const char *sift__js_visit_property_names(conv *c, const cJSON *s, const char *name, const char *rule_name)
+{
+    static const char *const beside[] = {"properties", "patternProperties", "required", "dependentRequired", "dependencies",
+                                         "minProperties", "maxProperties", NULL};
+    const cJSON *pn = cJSON_GetObjectItemCaseSensitive(s, "propertyNames");
+    const cJSON *ad = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
+    for (const char *const *k = beside; *k; k++)
+        if (cJSON_GetObjectItemCaseSensitive(s, *k)) {
+            size_t o = sift__js_path_push(c, "propertyNames");
+            sift__js_cfail(c, SIFT_E_UNSUPPORTED, "propertyNames beside '%s' cannot be expressed in a grammar", *k);
+            sift__js_path_pop(c, o);
+            return NULL;
+        }
+    if (!sift__js_use_builtin(c, "space")) return NULL;
+    const char *key = NULL, *val = NULL;
+    char *kn = sift__js_join_name(name, "key"), *vn = sift__js_join_name(name, "additional-value");
+    cJSON *wrap = cJSON_CreateObject(), *list = wrap ? cJSON_AddArrayToObject(wrap, "allOf") : NULL;
+    cJSON *str = cJSON_CreateObject(), *dup = cJSON_Duplicate(pn, 1);
+    bool taken = kn && vn && str && dup && list && cJSON_AddStringToObject(str, "type", "string") && cJSON_AddItemToArray(list, str);
+    if (!taken) cJSON_Delete(str); /* list owns it once added */
+    if (!taken || !cJSON_AddItemToArray(list, dup)) {
+        cJSON_Delete(dup);
+        sift__js_coom(c);
+        goto out;
+    }
+    size_t o = sift__js_path_push(c, "propertyNames");
+    sift_error saved = c->err ? *c->err : (sift_error){0};
+    key = sift__js_visit(c, wrap, kn, NULL);
+    sift__js_path_pop(c, o);
+    if (!key && c->unsat) { /* no key validates: only {} */
+        c->status = SIFT_OK;
+        c->unsat = false;
+        if (c->err) *c->err = saved;
+    }
+    if (c->status != SIFT_OK) goto out;
+    if (key && !cJSON_IsFalse(ad)) {
+        o = sift__js_path_push(c, "additionalProperties");
+        val = cJSON_IsObject(ad) ? sift__js_visit(c, ad, vn, NULL) : sift__js_use_builtin(c, "value");
+        sift__js_path_pop(c, o);
+        if (!val && c->unsat) { /* no value fits: no key can be written */
+            c->status = SIFT_OK;
+            c->unsat = false;
+            if (c->err) *c->err = saved;
+        }
+        if (c->status != SIFT_OK) goto out;
+    }
+    sift__gbnf_sbuf b = {0};
+    if (key && val)
+        sift__gbnf_sb_printf(&b, "\"{\" space ( %s \":\" space %s (\",\" space %s \":\" space %s)* )? \"}\" space", key, val, key, val);
+    else
+        sift__gbnf_sb_puts(&b, "\"{\" space \"}\" space");
+    key = sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    sift__gbnf_sb_free(&b);
+out:
+    cJSON_Delete(wrap);
+    sift__gx_free(kn);
+    sift__gx_free(vn);
+    return c->status == SIFT_OK ? key : NULL;
+}
