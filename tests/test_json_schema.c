@@ -1160,7 +1160,8 @@ static void test_property_counts(void **state)
     expect(g, "2.5", false);
     expect(g, "-1", false);
     sift_grammar_free(g);
-    const char *bad[] = {"{\"multipleOf\":2}", "{\"type\":\"integer\",\"multipleOf\":3}"};
+    /* other steps beside a bound are refused (test_multiple_of: on their own) */
+    const char *bad[] = {"{\"multipleOf\":2,\"maximum\":9}", "{\"type\":\"integer\",\"multipleOf\":3,\"minimum\":1}"};
     for (int i = 0; i < 2; i++) {
         sift_error e = {0};
         char *x = sift_json_schema_to_grammar(bad[i], strlen(bad[i]), 0, &e);
@@ -1270,6 +1271,48 @@ static void test_property_names(void **state)
     expect_refused("{\"properties\":{\"a\":{}},\"propertyNames\":{\"maxLength\":1}}", "propertyNames beside 'properties'");
 }
 
+/* multipleOf: random decimal texts against exact integer arithmetic (x = N / 10^f is a
+ * multiple of q = M / 10^s when N 10^s is divisible by M 10^f); integers need x whole. */
+static void test_multiple_of(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *q;
+        long long m;
+        int s;
+    } qs[] = {{"2", 2, 0}, {"1.5", 15, 1}, {"0.25", 25, 2}, {"7", 7, 0}, {"0.01", 1, 2}, {"12", 12, 0}};
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (size_t qi = 0; qi < sizeof qs / sizeof *qs; qi++)
+        for (int integer = 0; integer < 2; integer++) {
+            char schema[96];
+            snprintf(schema, sizeof schema, "{\"type\":\"%s\",\"multipleOf\":%s}", integer ? "integer" : "number", qs[qi].q);
+            sift_grammar *g = convert(schema, 0);
+            int n_valid = 0;
+            for (int it = 0; it < 3000; it++) {
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                long long ip = (long long)(rng % 100000) >> (rng >> 40 & 15), fr = (long long)(rng >> 20 & 0xfffff) % 1000;
+                int nf = (int)(rng >> 50 & 3); /* decimals: 0..3, leading zeros kept */
+                char txt[48];
+                long long nn = ip, p10 = 1;
+                for (int k = 0; k < nf; k++) nn *= 10, p10 *= 10;
+                long long fv = fr % p10;
+                nn += fv;
+                if (nf) snprintf(txt, sizeof txt, "%s%lld.%0*lld", rng >> 63 ? "-" : "", ip, nf, fv);
+                else snprintf(txt, sizeof txt, "%s%lld", rng >> 63 ? "-" : "", ip);
+                long long s10 = 1;
+                for (int k = 0; k < qs[qi].s; k++) s10 *= 10;
+                bool valid = (nn * s10) % (qs[qi].m * p10) == 0 && (!integer || !nf);
+                n_valid += valid;
+                expect(g, txt, valid);
+            }
+            assert_true(n_valid > 20); /* the valid side was exercised too */
+            expect(g, "1e2", false); /* no exponent form is generated */
+            sift_grammar_free(g);
+        }
+    expect_refused("{\"multipleOf\":2,\"minimum\":0}", "beside 'minimum'");
+    expect_refused("{\"multipleOf\":0.123456789}", "more than 2048");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1278,7 +1321,7 @@ int main(void)
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
-        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names),
+        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,8 @@
  *   numbers in const / enum  from their text when a double cannot hold them (attach_number_texts)
  *   number               the same bounds on decimals (number_range.c; the exponent form only
  *                        where its sign decides: one bound, 0 on its open side);
- *                        multipleOf 1 means the integers
+ *                        multipleOf 1 means the integers; other steps without bounds digit by
+ *                        digit, the residue mod the step (sift__js_visit_multiple_of)
  *   boolean, null
  * A schema without `type`: its keywords constrain the values of their kind only (properties
  * -> objects, items -> arrays, pattern / minLength / format -> strings, minimum / multipleOf
@@ -78,7 +79,7 @@
  * readOnly, writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
  *
  * Keywords that constrain values but cannot be expressed - not, if/then/else, uniqueItems,
- * contains, multipleOf other than 1, propertyNames beside declared properties, min/maxProperties beside declared
+ * contains, multipleOf other than 1 beside bounds, propertyNames beside declared properties, min/maxProperties beside declared
  * properties, dependentSchemas (and dependencies' schemas), unevaluated*, $dynamicRef, ...
  * (object keywords are ignored for values of other types; outside const / enum, where
  * value_check.c decides them) - are errors (SIFT_E_UNSUPPORTED, with the keyword's JSON
@@ -553,13 +554,9 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
     if (!strcmp(type, "string")) return sift__js_visit_string(c, s, rule_name);
     const cJSON *mul = cJSON_GetObjectItemCaseSensitive(s, "multipleOf");
     if (mul && (!strcmp(type, "number") || !strcmp(type, "integer"))) {
-        /* multipleOf 1: the integers (bounds as for integers); other steps are refused */
-        if (!(cJSON_IsNumber(mul) && mul->valuedouble == 1.0) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-            size_t o = sift__js_path_push(c, "multipleOf");
-            sift__js_cfail(c, SIFT_E_UNSUPPORTED, "keyword 'multipleOf' other than 1 cannot be expressed in a grammar");
-            sift__js_path_pop(c, o);
-            return NULL;
-        }
+        /* multipleOf 1: the integers (bounds as for integers); other steps digit by digit */
+        if (!(cJSON_IsNumber(mul) && mul->valuedouble == 1.0) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+            return sift__js_visit_multiple_of(c, s, mul, !strcmp(type, "integer"), rule_name);
         if (cJSON_IsNumber(mul) && mul->valuedouble == 1.0) return sift__js_visit_integer(c, s, rule_name);
     }
     if (!strcmp(type, "integer")) return sift__js_visit_integer(c, s, rule_name);

@@ -101,5 +101,6 @@ const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name
 const char *sift__js_visit_integer(conv *c, const cJSON *s, const char *rule_name);
 bool sift__js_bound_text(double d, char *out, size_t cap);
 const char *sift__js_visit_number(conv *c, const cJSON *s, const char *rule_name);
+const char *sift__js_visit_multiple_of(conv *c, const cJSON *s, const cJSON *mul, bool integer, const char *rule_name);
 
 #endif
