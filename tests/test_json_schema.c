@@ -1313,6 +1313,33 @@ static void test_multiple_of(void **state)
     expect_refused("{\"multipleOf\":0.123456789}", "more than 2048");
 }
 
+/* contains / minContains: n witnesses among items that all match `items`; refused beside
+ * maxContains / maxItems (counting or a complement). */
+static void test_contains(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"contains\":{\"minimum\":5}}", 0);
+    expect(g, "[5]", true);
+    expect(g, "[1, 2, 7, 3]", true);
+    expect(g, "[]", false);
+    expect(g, "[1, 2]", false);
+    expect(g, "[1, 6.5]", false); /* the witness must be an item too */
+    sift_grammar_free(g);
+    g = convert("{\"contains\":{\"const\":\"x\"},\"minContains\":2}", 0);
+    expect(g, "[\"x\", 1, \"x\"]", true);
+    expect(g, "[\"x\", 1]", false);
+    expect(g, "{\"a\": 1}", true); /* not an array: contains says nothing */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"contains\":{\"const\":1},\"minContains\":0}", 0);
+    expect(g, "[]", true);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"maxContains\":1}", 0); /* without contains: nothing */
+    expect(g, "[1, 1]", true);
+    sift_grammar_free(g);
+    expect_refused("{\"type\":\"array\",\"contains\":{\"const\":1},\"maxContains\":2}", "maxContains");
+    expect_refused("{\"type\":\"array\",\"contains\":{\"const\":1},\"maxItems\":2}", "beside 'maxItems'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1321,7 +1348,7 @@ int main(void)
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
-        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of),
+        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,7 +55,8 @@
  *                        names are an error).
  *   array                items with minItems / maxItems; prefixItems (or draft-07's items
  *                        array) as a tuple, then `items` (additionalItems in draft-07; missing:
- *                        any value); minItems below the tuple's length makes its tail optional
+ *                        any value); minItems below the tuple's length makes its tail optional;
+ *                        contains / minContains as witnesses among the items (visit_contains)
  *   string               minLength / maxLength (characters, an escape counts as one; above
  *                        2000 as 1000-character chunk rules, up to 2,000,000); format date,
  *                        time, date-time, uuid, email, hostname, ipv4, uri (other standard
@@ -79,7 +80,7 @@
  * readOnly, writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
  *
  * Keywords that constrain values but cannot be expressed - not, if/then/else, uniqueItems,
- * contains, multipleOf other than 1 beside bounds, propertyNames beside declared properties, min/maxProperties beside declared
+ * maxContains, contains beside maxItems / a tuple, multipleOf other than 1 beside bounds, propertyNames beside declared properties, min/maxProperties beside declared
  * properties, dependentSchemas (and dependencies' schemas), unevaluated*, $dynamicRef, ...
  * (object keywords are ignored for values of other types; outside const / enum, where
  * value_check.c decides them) - are errors (SIFT_E_UNSUPPORTED, with the keyword's JSON
@@ -386,7 +387,7 @@ const char *const sift__js_annotations[] = {
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$defs", "definitions", "$anchor",
     "$vocabulary", "discriminator", "nullable", "example", "id", NULL};
 static const char *const UNSUPPORTED[] = {
-    "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
+    "not", "if", "then", "else", "uniqueItems", "maxContains",
     "dependentRequired",
     "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", NULL};
@@ -424,6 +425,7 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
         bool dep = !strcmp(key, "dependentRequired") || !strcmp(key, "dependencies") || !strcmp(key, "dependentSchemas");
         if (bad && dep && type && strcmp(type, "object")) bad = false; /* they constrain objects only */
         if (bad && type && !strcmp(type, "object") && dep_arrays(k, key)) bad = false; /* build_object decides */
+        if (bad && !strcmp(key, "maxContains") && !cJSON_GetObjectItemCaseSensitive(s, "contains")) bad = false; /* says nothing alone */
         /* draft-07 and earlier let validators check contentMediaType / contentEncoding (the
          * suite's optional tests do); later drafts made them annotations */
         if (c->ref_overrides && (!strcmp(key, "contentMediaType") || !strcmp(key, "contentEncoding"))) bad = true;
@@ -440,7 +442,7 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
 
 static const char *const TYPED_OBJ[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties",
                                         "maxProperties", "dependentRequired", "dependencies", "propertyNames", NULL};
-static const char *const TYPED_ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
+static const char *const TYPED_ARR[] = {"items", "prefixItems", "minItems", "maxItems", "contains", NULL};
 static const char *const TYPED_STR[] = {"pattern", "minLength", "maxLength", "format", NULL};
 static const char *const TYPED_NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
 
