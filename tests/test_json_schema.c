@@ -1340,6 +1340,32 @@ static void test_contains(void **state)
     expect_refused("{\"type\":\"array\",\"contains\":{\"const\":1},\"maxItems\":2}", "beside 'maxItems'");
 }
 
+/* unevaluatedProperties / unevaluatedItems without an in-place applicator are additionalProperties
+ * / items; beside one, the keys another part evaluates must not be lost (refused or stricter). */
+static void test_unevaluated(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"properties\":{\"a\":{}},\"patternProperties\":{\"^x\":{}},\"unevaluatedProperties\":{\"type\":\"integer\"}}", 0);
+    expect(g, "{\"a\": \"s\", \"xy\": \"s\", \"b\": 1}", true);
+    expect(g, "{\"b\": \"s\"}", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"}],\"unevaluatedItems\":false}", 0);
+    expect(g, "[\"s\"]", true);
+    expect(g, "[\"s\", 1]", false);
+    sift_grammar_free(g);
+    /* a part's unevaluatedProperties sees only its own part: {"a": 1} is invalid here */
+    sift_error err = {0};
+    const char *s1 = "{\"allOf\":[{\"unevaluatedProperties\":false},{\"properties\":{\"a\":{}}}]}";
+    char *gb = sift_json_schema_to_grammar(s1, strlen(s1), 0, &err);
+    if (gb) {
+        sift_grammar *g2 = sift_grammar_parse(gb, strlen(gb), "root", NULL, &err);
+        assert_non_null(g2);
+        expect(g2, "{\"a\": 1}", false);
+        sift_grammar_free(g2);
+        free(gb);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1348,7 +1374,7 @@ int main(void)
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
-        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains),
+        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

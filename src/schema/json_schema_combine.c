@@ -605,6 +605,9 @@ static bool only_annotations_and(const cJSON *s, const char *key)
 /* s rewritten without keywords that say nothing or say what another keyword says, or NULL
  * when nothing applies (s is then visited as it is); *unsat when s matches nothing:
  * - uniqueItems false; if without then / else; then / else without if: no constraint;
+ * - unevaluatedProperties / unevaluatedItems without an in-place applicator beside them:
+ *   additionalProperties / items (nothing else evaluates those keys / items; dropped when
+ *   that keyword is there, which evaluates every other one);
  * - not: `not false` nothing; `not true` / `not {}` everything (the schema matches nothing);
  *   `not {"not": S}` is S (an allOf part); `not {"type": T}` the other types (a type
  *   keyword beside it meets them), unless T excludes integers but not numbers (the
@@ -628,9 +631,28 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
             not_ok = !((tset & T_INTEGER) && !(tset & T_NUMBER));
         }
     }
-    if (!drop_uq && !drop_if && !drop_te && !not_ok) return NULL;
+    /* unevaluatedProperties / unevaluatedItems with no in-place applicator beside them: the
+     * keys (items) nothing else evaluated are exactly additionalProperties' (items') */
+    static const char *const applicators[] = {"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef",
+                                              "$recursiveRef", "dependentSchemas", "dependencies", NULL};
+    bool in_place = c->ref_overrides; /* draft-07 and earlier: unevaluated* is no keyword (refused) */
+    for (const cJSON *k = s->child; k && !in_place; k = k->next) in_place = sift__js_in_list(applicators, k->string);
+    bool ue_p = !in_place && cJSON_GetObjectItemCaseSensitive(s, "unevaluatedProperties");
+    bool ue_i = !in_place && cJSON_GetObjectItemCaseSensitive(s, "unevaluatedItems") && !cJSON_GetObjectItemCaseSensitive(s, "contains");
+    if (!drop_uq && !drop_if && !drop_te && !not_ok && !ue_p && !ue_i) return NULL;
     cJSON *m = cJSON_Duplicate(s, 1);
     if (!m) return sift__js_coom(c), NULL;
+    if (ue_p) {
+        cJSON *u = cJSON_DetachItemFromObjectCaseSensitive(m, "unevaluatedProperties");
+        if (cJSON_GetObjectItemCaseSensitive(m, "additionalProperties")) cJSON_Delete(u);
+        else cJSON_AddItemToObject(m, "additionalProperties", u);
+    }
+    if (ue_i) { /* after a tuple (prefixItems, or 2019-09's items array): the items past it */
+        cJSON *u = cJSON_DetachItemFromObjectCaseSensitive(m, "unevaluatedItems");
+        const char *into = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "items")) ? "additionalItems" : "items";
+        if (cJSON_GetObjectItemCaseSensitive(m, into)) cJSON_Delete(u);
+        else cJSON_AddItemToObject(m, into, u);
+    }
     if (drop_uq) cJSON_DeleteItemFromObjectCaseSensitive(m, "uniqueItems");
     if (drop_if) cJSON_DeleteItemFromObjectCaseSensitive(m, "if");
     if (drop_te) cJSON_DeleteItemFromObjectCaseSensitive(m, "then"), cJSON_DeleteItemFromObjectCaseSensitive(m, "else");
