@@ -1366,6 +1366,36 @@ static void test_unevaluated(void **state)
     }
 }
 
+/* oneOf told apart: untyped object-only alternatives are objects (every other value matches
+ * them all), a key one requires and the other forbids, literal patterns, and alternatives that
+ * only require keys taken away from the others (the key absent); else refused. */
+static void test_one_of_apart(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"oneOf\":[{\"required\":[\"a\",\"c\"]},{\"required\":[\"b\"]}]}", 0);
+    expect(g, "{\"a\": 1, \"c\": 2}", true);
+    expect(g, "{\"b\": 1, \"x\": 2}", true);
+    expect(g, "{\"b\": 1, \"a\": 2}", true); /* c is missing: only the second matches */
+    expect(g, "{\"a\": 1, \"b\": 2, \"c\": 3}", false);
+    expect(g, "{}", false);
+    expect(g, "\"s\"", false); /* matches both */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"oneOf\":[{\"properties\":{\"t\":{\"type\":\"string\",\"pattern\":\"^ALIAS$\"},\"v\":{}},\"required\":[\"t\"]},"
+                "{\"properties\":{\"t\":{\"type\":\"string\",\"pattern\":\"^BLANK$\"}},\"required\":[\"t\"]}]}", 0);
+    expect(g, "{\"t\": \"ALIAS\", \"v\": 1}", true);
+    expect(g, "{\"t\": \"BLANK\"}", true);
+    expect(g, "{\"t\": \"OTHER\"}", false);
+    sift_grammar_free(g);
+    g = convert("{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"x\":{}},\"additionalProperties\":false},"
+                "{\"type\":\"object\",\"required\":[\"y\"]}]}", 0);
+    expect(g, "{\"x\": 1}", true);
+    expect(g, "{\"y\": 1, \"x\": 1}", true);
+    expect(g, "{}", true);
+    sift_grammar_free(g);
+    expect_refused("{\"oneOf\":[{\"type\":\"string\"},{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}", "may both match");
+    expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\"}}},{\"required\":[\"b\"]}]}", "may both match");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1374,7 +1404,7 @@ int main(void)
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
-        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated),
+        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated), cmocka_unit_test(test_one_of_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

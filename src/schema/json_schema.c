@@ -800,22 +800,26 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
         }
         if (siblings && (c->flags & SIFT_JSON_SCHEMA_LENIENT)) siblings = false; /* llama.cpp: the siblings are ignored */
         size_t o = sift__js_path_push(c, one_of ? "oneOf" : "anyOf");
-        cJSON **alts = sift__gx_calloc((size_t)cJSON_GetArraySize(any) + 1, sizeof *alts);
+        int n_alt = cJSON_GetArraySize(any);
+        cJSON **alts = sift__gx_calloc((size_t)n_alt + 1, sizeof *alts);
         if (!alts) sift__js_coom(c);
-        for (const cJSON *alt = any->child; alt && c->status == SIFT_OK; alt = alt->next, k++) {
+        cJSON *pieces = NULL; /* oneOf: as a union of pieces no value matches twice */
+        if (one_of && alts && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+            const cJSON **uses = sift__gx_calloc((size_t)n_alt + 1, sizeof *uses);
+            if (!uses) sift__js_coom(c);
+            for (const cJSON *alt = any->child; uses && alt && c->status == SIFT_OK; alt = alt->next, k++)
+                uses[k] = siblings ? (alts[k] = sift__js_with_siblings(c, s, alt)) : alt;
+            if (uses && c->status == SIFT_OK) pieces = sift__js_one_of_pieces(c, uses, n_alt);
+            sift__gx_free(uses);
+            siblings = false; /* merged into the pieces */
+            k = 0;
+        }
+        for (const cJSON *alt = pieces ? pieces->child : any->child; alt && c->status == SIFT_OK; alt = alt->next, k++) {
             char idx[32];
             snprintf(idx, sizeof idx, "%d", k);
             size_t o2 = sift__js_path_push(c, idx);
             const cJSON *use = alt;
             if (siblings) use = alts[k] = sift__js_with_siblings(c, s, alt);
-            if (use && one_of && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-                for (int j = 0; j < k && c->status == SIFT_OK; j++) {
-                    const cJSON *prev = siblings ? alts[j] : cJSON_GetArrayItem(any, j);
-                    if (!sift__js_disjoint(c, prev, use))
-                        sift__js_cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): "
-                                                     "not expressible as a grammar", j, k);
-                }
-            }
             char an[48];
             snprintf(an, sizeof an, "%s%d", *name ? "" : "alternative-", k);
             char *nm = *name ? sift__js_join_name(name, an) : sift__js_dupstr(an);
@@ -830,8 +834,9 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
             }
             if (r) sift__gbnf_sb_printf(&b, "%s%s", b.n ? " | " : "", r);
         }
-        for (int j = 0; alts && j < k; j++) cJSON_Delete(alts[j]);
+        for (int j = 0; alts && j < n_alt; j++) cJSON_Delete(alts[j]);
         sift__gx_free(alts);
+        cJSON_Delete(pieces);
         sift__js_path_pop(c, o);
         if (c->status == SIFT_OK && !b.n) {
             c->unsat = true;

@@ -96,9 +96,11 @@ static bool values_overlap(const cJSON *a, bool sa, const cJSON *b, bool sb)
 }
 
 /* Can no instance match two alternatives of a oneOf? Proven when their kinds are disjoint,
- * when both allow only listed values and share none, or (objects) when one property that
- * both require is a const / enum with no value in common. Otherwise the grammar (a union)
- * would also accept what matches two of them: refused. */
+ * when both allow only listed values (or, strings only, literal patterns ^a$) and share none,
+ * or (objects only) when one requires a key the other forbids, or one property that both
+ * require has values that cannot overlap (the same question, a few levels down). Otherwise
+ * the grammar (a union) would also accept what matches two of them (sift__js_one_of_pieces
+ * may still tell them apart). */
 
 /* a schema that is only a $ref: its target (a few levels), else itself */
 static const cJSON *deref(conv *c, const cJSON *s)
@@ -112,30 +114,70 @@ static const cJSON *deref(conv *c, const cJSON *s)
     return s;
 }
 
-bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b)
+/* a requires key k / forbids it (declared false, or additionalProperties false without
+ * declaring it and without patternProperties) */
+static bool requires_key(const cJSON *s, const char *k)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(s, "required");
+    for (const cJSON *q = cJSON_IsArray(r) ? r->child : NULL; q; q = q->next)
+        if (cJSON_IsString(q) && !strcmp(q->valuestring, k)) return true;
+    return false;
+}
+
+static bool forbids_key(const cJSON *s, const char *k)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(s, "properties");
+    const cJSON *x = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, k) : NULL;
+    if (x) return cJSON_IsFalse(x);
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
+    return cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s, "additionalProperties")) && !(cJSON_IsObject(pp) && pp->child);
+}
+
+/* the strings a pattern ^lit$ (or ^(a|b)$) allows, decoded: their count, -1 when not that form */
+static int literal_strings(const cJSON *s, char (*out)[SIFT__PATTERN_LIT_MAX], int cap)
+{
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
+    bool prefix = true;
+    if (!cJSON_IsString(pat)) return -1;
+    int n = sift__schema_pattern_literals(pat->valuestring, strlen(pat->valuestring), out, cap, &prefix);
+    return n < 0 || prefix ? -1 : n;
+}
+
+static bool disjoint_d(conv *c, const cJSON *a, const cJSON *b, int depth)
 {
     a = deref(c, a);
     b = deref(c, b);
-    if (!(schema_kinds(c, a, 0) & schema_kinds(c, b, 0))) return true;
+    unsigned both = schema_kinds(c, a, 0) & schema_kinds(c, b, 0);
+    if (!both) return true;
     bool sa = false, sb = false;
     const cJSON *va = schema_values(a, &sa), *vb = schema_values(b, &sb);
     if (va && vb && (sa || cJSON_IsArray(va)) && (sb || cJSON_IsArray(vb))) return !values_overlap(va, sa, vb, sb);
-    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties"), *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
+    if (both == K_STR) { /* strings only: two literal patterns with no string in common */
+        char la[8][SIFT__PATTERN_LIT_MAX], lb[8][SIFT__PATTERN_LIT_MAX];
+        int na = literal_strings(a, la, 8), nb = na < 0 ? -1 : literal_strings(b, lb, 8);
+        bool common = na < 0 || nb < 0;
+        for (int i = 0; i < na && !common; i++)
+            for (int j = 0; j < nb && !common; j++) common = !strcmp(la[i], lb[j]);
+        if (!common) return true;
+    }
+    if (both != K_OBJ || depth > 4) return false;
+    /* objects: a key one requires and the other forbids, or one both require whose values
+     * cannot overlap */
     const cJSON *ra = cJSON_GetObjectItemCaseSensitive(a, "required"), *rb = cJSON_GetObjectItemCaseSensitive(b, "required");
-    if (!(schema_kinds(c, a, 0) & schema_kinds(c, b, 0) & ~K_OBJ) && cJSON_IsObject(pa) && cJSON_IsObject(pb)) {
-        for (const cJSON *r = cJSON_IsArray(ra) ? ra->child : NULL; r; r = r->next) {
-            if (!cJSON_IsString(r)) continue;
-            bool in_b = false;
-            for (const cJSON *q = cJSON_IsArray(rb) ? rb->child : NULL; q; q = q->next) in_b |= cJSON_IsString(q) && !strcmp(q->valuestring, r->valuestring);
-            if (!in_b) continue;
-            const cJSON *xa = deref(c, cJSON_GetObjectItemCaseSensitive(pa, r->valuestring)), *xb = deref(c, cJSON_GetObjectItemCaseSensitive(pb, r->valuestring));
-            bool s1 = false, s2 = false;
-            const cJSON *v1 = schema_values(xa, &s1), *v2 = schema_values(xb, &s2);
-            if (v1 && v2 && (s1 || cJSON_IsArray(v1)) && (s2 || cJSON_IsArray(v2)) && !values_overlap(v1, s1, v2, s2)) return true;
-        }
+    for (const cJSON *r = cJSON_IsArray(ra) ? ra->child : NULL; r; r = r->next)
+        if (cJSON_IsString(r) && forbids_key(b, r->valuestring)) return true;
+    for (const cJSON *r = cJSON_IsArray(rb) ? rb->child : NULL; r; r = r->next)
+        if (cJSON_IsString(r) && forbids_key(a, r->valuestring)) return true;
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties"), *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
+    for (const cJSON *r = cJSON_IsArray(ra) ? ra->child : NULL; r && cJSON_IsObject(pa) && cJSON_IsObject(pb); r = r->next) {
+        if (!cJSON_IsString(r) || !requires_key(b, r->valuestring)) continue;
+        const cJSON *xa = cJSON_GetObjectItemCaseSensitive(pa, r->valuestring), *xb = cJSON_GetObjectItemCaseSensitive(pb, r->valuestring);
+        if (xa && xb && disjoint_d(c, xa, xb, depth + 1)) return true;
     }
     return false;
 }
+
+bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b) { return disjoint_d(c, a, b, 0); }
 
 /* Does a const / enum value have the schema's `type` (a name or a list)? */
 bool sift__js_value_fits(const cJSON *v, const cJSON *type)
@@ -851,4 +893,110 @@ done:
     cJSON_Delete(req);
     cJSON_Delete(additional);
     return out;
+}
+
+/* ---- oneOf: alternatives told apart ------------------------------------------------------------ */
+
+static bool is_type_object(const cJSON *s)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "type");
+    return cJSON_IsString(t) && !strcmp(t->valuestring, "object");
+}
+
+/* untyped, with object keywords only: every value that is not an object matches it */
+static bool untyped_object_only(const cJSON *s)
+{
+    static const char *const obj[] = {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
+                                      "maxProperties", "dependentRequired", "propertyNames", NULL};
+    if (!cJSON_IsObject(s) || !s->child) return false;
+    for (const cJSON *k = s->child; k; k = k->next)
+        if (!sift__js_in_list(obj, k->string) && !sift__js_in_list(sift__js_annotations, k->string)) return false;
+    return true;
+}
+
+/* {"type": "object", "required": [k, ...]} with properties that say nothing about their
+ * values: its complement among objects is "one of those keys is absent", exactly */
+static bool required_only(const cJSON *s)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(s, "required");
+    if (!is_type_object(s) || !cJSON_IsArray(r) || !r->child || cJSON_GetArraySize(r) > 4) return false;
+    for (const cJSON *k = s->child; k; k = k->next) {
+        if (!strcmp(k->string, "type") || !strcmp(k->string, "required") || sift__js_in_list(sift__js_annotations, k->string)) continue;
+        if (strcmp(k->string, "properties") || !cJSON_IsObject(k)) return false;
+        for (const cJSON *p = k->child; p; p = p->next) {
+            bool trivial = cJSON_IsTrue(p);
+            for (const cJSON *q = cJSON_IsObject(p) ? p->child : NULL; q && (trivial = sift__js_in_list(sift__js_annotations, q->string)); q = q->next) {}
+            if (cJSON_IsObject(p) && !p->child) trivial = true;
+            if (!trivial) return false;
+        }
+    }
+    for (const cJSON *q = r->child; q; q = q->next)
+        if (!cJSON_IsString(q)) return false;
+    return true;
+}
+
+#define ONE_OF_PIECES 16
+/* oneOf as a union of pieces that no value matches twice, exactly, or NULL with the error:
+ * - two or more alternatives, all untyped with object keywords only: every other value
+ *   matches them all, so only objects can match exactly one: each gets "type": "object";
+ * - alternatives i and j proven disjoint (sift__js_disjoint) stay as they are;
+ * - else, when j is only "these keys are required" (required_only), i's values that match j
+ *   are taken away: i becomes one piece per key of j, with that key absent (declared false);
+ *   beyond ONE_OF_PIECES pieces, or when neither holds: refused.
+ * alts[] are the alternatives (with the keywords beside the oneOf already merged in). */
+cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
+{
+    cJSON *out = cJSON_CreateArray(), **cur = calloc((size_t)n + 1, sizeof *cur);
+    int untyped = 0;
+    for (int i = 0; i < n; i++) untyped += untyped_object_only(deref(c, alts[i]));
+    for (int i = 0; out && cur && i < n; i++) {
+        const cJSON *a = deref(c, alts[i]);
+        cur[i] = cJSON_Duplicate(a, 1);
+        if (!cur[i]) goto nomem;
+        if (untyped == n && n >= 2 && !cJSON_AddStringToObject(cur[i], "type", "object")) goto nomem;
+    }
+    if (!out || !cur) goto nomem;
+    for (int i = 0; i < n && c->status == SIFT_OK; i++) {
+        cJSON *pieces = cJSON_CreateArray();
+        if (!pieces || !cJSON_AddItemToArray(pieces, cJSON_Duplicate(cur[i], 1))) {
+            cJSON_Delete(pieces);
+            goto nomem;
+        }
+        for (int j = 0; j < n && c->status == SIFT_OK; j++) {
+            if (j == i || sift__js_disjoint(c, cur[i], cur[j])) continue;
+            const cJSON *req = cJSON_GetObjectItemCaseSensitive(cur[j], "required");
+            if (!is_type_object(cur[i]) || !required_only(cur[j]) || cJSON_GetArraySize(pieces) * cJSON_GetArraySize(req) > ONE_OF_PIECES) {
+                sift__js_cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): not expressible as a grammar",
+                               i < j ? i : j, i < j ? j : i);
+                break;
+            }
+            cJSON *next = cJSON_CreateArray();
+            for (const cJSON *p = pieces->child; next && p; p = p->next)
+                for (const cJSON *k = req->child; next && k; k = k->next) {
+                    if (requires_key(p, k->valuestring)) continue; /* it matches j whenever it matches */
+                    cJSON *q = cJSON_Duplicate(p, 1), *props = q ? cJSON_GetObjectItemCaseSensitive(q, "properties") : NULL;
+                    if (q && !props) props = cJSON_AddObjectToObject(q, "properties");
+                    if (props) cJSON_DeleteItemFromObjectCaseSensitive(props, k->valuestring);
+                    if (!props || !cJSON_AddItemToObject(props, k->valuestring, cJSON_CreateFalse()) || !cJSON_AddItemToArray(next, q)) {
+                        cJSON_Delete(q);
+                        cJSON_Delete(next);
+                        next = NULL;
+                    }
+                }
+            cJSON_Delete(pieces);
+            pieces = next;
+            if (!pieces) goto nomem;
+        }
+        while (pieces && pieces->child) cJSON_AddItemToArray(out, cJSON_DetachItemViaPointer(pieces, pieces->child));
+        cJSON_Delete(pieces);
+    }
+    for (int i = 0; i < n; i++) cJSON_Delete(cur[i]);
+    free(cur);
+    if (c->status != SIFT_OK) return cJSON_Delete(out), NULL;
+    return out;
+nomem:
+    for (int i = 0; cur && i < n; i++) cJSON_Delete(cur[i]);
+    free(cur);
+    cJSON_Delete(out);
+    return sift__js_coom(c), NULL;
 }

@@ -77,6 +77,7 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
 
 /* json_schema_combine.c */
 bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b);
+cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n);
 bool sift__js_value_fits(const cJSON *v, const cJSON *type);
 bool sift__js_values_checked(conv *c, const cJSON *s);
 bool sift__js_is_inert(const char *k);
