@@ -1392,6 +1392,28 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"y\": 1, \"x\": 1}", true);
     expect(g, "{}", true);
     sift_grammar_free(g);
+    /* not {"required": [...]}: an object without one of the keys */
+    g = convert("{\"not\":{\"required\":[\"a\",\"b\"]},\"properties\":{\"a\":{\"type\":\"integer\"}}}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"b\": \"x\", \"c\": 2}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", false);
+    expect(g, "3", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"properties\":{\"r\":{\"type\":\"number\"},\"l\":{\"type\":\"number\"}},"
+                "\"oneOf\":[{\"not\":{\"required\":[\"r\"]},\"required\":[\"l\"]},{\"not\":{\"required\":[\"l\"]},\"required\":[\"r\"]}]}", 0);
+    expect(g, "{\"l\": 1}", true);
+    expect(g, "{\"r\": 1}", true);
+    expect(g, "{\"r\": 1, \"l\": 2}", false);
+    expect(g, "{}", false);
+    sift_grammar_free(g);
+    /* siblings merged into both: what they add is said by both, so the key test is exact */
+    g = convert("{\"type\":\"object\",\"properties\":{\"p\":{\"type\":\"string\"},\"q\":{\"type\":\"integer\"}},"
+                "\"oneOf\":[{\"required\":[\"p\"]},{\"required\":[\"q\"]}]}", 0);
+    expect(g, "{\"p\": \"s\"}", true);
+    expect(g, "{\"q\": 1, \"z\": 0}", true);
+    expect(g, "{\"p\": \"s\", \"q\": 1}", false);
+    expect(g, "{\"p\": 1}", false);
+    sift_grammar_free(g);
     expect_refused("{\"oneOf\":[{\"type\":\"string\"},{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}", "may both match");
     expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\"}}},{\"required\":[\"b\"]}]}", "may both match");
 }

@@ -653,7 +653,48 @@ static bool only_annotations_and(const cJSON *s, const char *key)
  * - not: `not false` nothing; `not true` / `not {}` everything (the schema matches nothing);
  *   `not {"not": S}` is S (an allOf part); `not {"type": T}` the other types (a type
  *   keyword beside it meets them), unless T excludes integers but not numbers (the
- *   non-integers are no type). Any other `not` stays (and is refused). */
+ *   non-integers are no type); `not {"required": [k, ...]}` an object without one of the
+ *   keys (not_required). Any other `not` stays (and is refused). */
+/* a non-empty list of at most 4 names */
+static bool required_keys(const cJSON *nt)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(nt, "required");
+    if (!cJSON_IsArray(r) || !r->child || cJSON_GetArraySize(r) > 4) return false;
+    for (const cJSON *q = r->child; q; q = q->next)
+        if (!cJSON_IsString(q)) return false;
+    return true;
+}
+
+/* m's `not {"required": [k, ...]}` (non-objects match the required list, so the not takes
+ * them away): an object where one of the keys is absent, the key declared false (one key),
+ * or anyOf one piece per key. */
+static bool not_required(conv *c, cJSON *m, bool *unsat)
+{
+    cJSON *sub = cJSON_DetachItemFromObjectCaseSensitive(m, "not");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(sub, "required");
+    const cJSON *have = cJSON_GetObjectItemCaseSensitive(m, "type");
+    cJSON *obj = cJSON_CreateString("object"), *t = !obj ? NULL : have ? type_meet(c, have, obj) : cJSON_CreateString("object");
+    cJSON_Delete(obj);
+    bool ok = t != NULL;
+    if (ok && cJSON_IsArray(t) && !t->child) *unsat = true, ok = false;
+    if (ok && !(have ? cJSON_ReplaceItemInObjectCaseSensitive(m, "type", t) : cJSON_AddItemToObject(m, "type", t))) ok = false;
+    else t = NULL;
+    cJSON *alts = ok && cJSON_GetArraySize(r) > 1 ? cJSON_AddArrayToObject(m, "anyOf") : NULL;
+    for (const cJSON *q = ok ? r->child : NULL; q && ok; q = q->next) {
+        cJSON *piece = alts ? cJSON_CreateObject() : m;
+        cJSON *props = piece ? cJSON_GetObjectItemCaseSensitive(piece, "properties") : NULL;
+        if (piece && !props) props = cJSON_AddObjectToObject(piece, "properties");
+        if (props) cJSON_DeleteItemFromObjectCaseSensitive(props, q->valuestring);
+        ok = props && cJSON_AddItemToObject(props, q->valuestring, cJSON_CreateFalse()) && (!alts || cJSON_AddItemToArray(alts, piece));
+        if (!ok && alts) cJSON_Delete(piece);
+        if (!alts && requires_key(m, q->valuestring)) *unsat = true, ok = false;
+    }
+    if (!ok && !*unsat && c->status == SIFT_OK) sift__js_coom(c);
+    cJSON_Delete(t);
+    cJSON_Delete(sub);
+    return ok;
+}
+
 cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
 {
     *unsat = false;
@@ -662,12 +703,15 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
     const cJSON *thn = cJSON_GetObjectItemCaseSensitive(s, "then"), *els = cJSON_GetObjectItemCaseSensitive(s, "else");
     const cJSON *nt = cJSON_GetObjectItemCaseSensitive(s, "not");
     bool drop_uq = cJSON_IsFalse(uq), drop_if = iff && !thn && !els, drop_te = !iff && (thn || els);
-    bool not_ok = false;
+    bool not_ok = false, not_req = false;
     unsigned tset = 0;
     if (nt) {
         if (cJSON_IsFalse(nt)) not_ok = true;
         else if (cJSON_IsTrue(nt) || (cJSON_IsObject(nt) && only_annotations_and(nt, NULL))) return *unsat = true, NULL;
         else if (cJSON_IsObject(nt) && only_annotations_and(nt, "not") && cJSON_GetObjectItemCaseSensitive(nt, "not")) not_ok = true;
+        else if (cJSON_IsObject(nt) && only_annotations_and(nt, "required") && required_keys(nt) && !cJSON_GetObjectItemCaseSensitive(s, "anyOf") &&
+                 !cJSON_GetObjectItemCaseSensitive(s, "oneOf"))
+            not_req = true;
         else if (cJSON_IsObject(nt) && only_annotations_and(nt, "type") && type_set(cJSON_GetObjectItemCaseSensitive(nt, "type"), &tset)) {
             if (tset & T_NUMBER) tset |= T_INTEGER;
             not_ok = !((tset & T_INTEGER) && !(tset & T_NUMBER));
@@ -681,9 +725,13 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
     for (const cJSON *k = s->child; k && !in_place; k = k->next) in_place = sift__js_in_list(applicators, k->string);
     bool ue_p = !in_place && cJSON_GetObjectItemCaseSensitive(s, "unevaluatedProperties");
     bool ue_i = !in_place && cJSON_GetObjectItemCaseSensitive(s, "unevaluatedItems") && !cJSON_GetObjectItemCaseSensitive(s, "contains");
-    if (!drop_uq && !drop_if && !drop_te && !not_ok && !ue_p && !ue_i) return NULL;
+    if (!drop_uq && !drop_if && !drop_te && !not_ok && !ue_p && !ue_i && !not_req) return NULL;
     cJSON *m = cJSON_Duplicate(s, 1);
     if (!m) return sift__js_coom(c), NULL;
+    if (not_req && !not_required(c, m, unsat)) {
+        cJSON_Delete(m);
+        return NULL; /* unsat, or out of memory (the error is set) */
+    }
     if (ue_p) {
         cJSON *u = cJSON_DetachItemFromObjectCaseSensitive(m, "unevaluatedProperties");
         if (cJSON_GetObjectItemCaseSensitive(m, "additionalProperties")) cJSON_Delete(u);
@@ -914,24 +962,36 @@ static bool untyped_object_only(const cJSON *s)
     return true;
 }
 
-/* {"type": "object", "required": [k, ...]} with properties that say nothing about their
- * values: its complement among objects is "one of those keys is absent", exactly */
-static bool required_only(const cJSON *s)
+/* b is "object, these keys are required" and whatever else it says, a says too (the same
+ * keyword, the same property schema, or a property schema that says nothing): among a's
+ * values, those not matching b are exactly those where one of b's required keys is absent */
+static bool excludable(const cJSON *a, const cJSON *b)
 {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(s, "required");
-    if (!is_type_object(s) || !cJSON_IsArray(r) || !r->child || cJSON_GetArraySize(r) > 4) return false;
-    for (const cJSON *k = s->child; k; k = k->next) {
-        if (!strcmp(k->string, "type") || !strcmp(k->string, "required") || sift__js_in_list(sift__js_annotations, k->string)) continue;
-        if (strcmp(k->string, "properties") || !cJSON_IsObject(k)) return false;
-        for (const cJSON *p = k->child; p; p = p->next) {
-            bool trivial = cJSON_IsTrue(p);
-            for (const cJSON *q = cJSON_IsObject(p) ? p->child : NULL; q && (trivial = sift__js_in_list(sift__js_annotations, q->string)); q = q->next) {}
-            if (cJSON_IsObject(p) && !p->child) trivial = true;
-            if (!trivial) return false;
-        }
-    }
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(b, "required");
+    if (!is_type_object(a) || !is_type_object(b) || !cJSON_IsArray(r) || !r->child || cJSON_GetArraySize(r) > 4) return false;
     for (const cJSON *q = r->child; q; q = q->next)
         if (!cJSON_IsString(q)) return false;
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties");
+    for (const cJSON *k = b->child; k; k = k->next) {
+        if (!strcmp(k->string, "type") || !strcmp(k->string, "required") || sift__js_in_list(sift__js_annotations, k->string)) continue;
+        if (!strcmp(k->string, "properties") && cJSON_IsObject(k)) {
+            for (const cJSON *p = k->child; p; p = p->next) {
+                bool trivial = cJSON_IsTrue(p) || (cJSON_IsObject(p) && !p->child);
+                const cJSON *x = cJSON_IsObject(pa) ? cJSON_GetObjectItemCaseSensitive(pa, p->string) : NULL;
+                if (!trivial && !(x && cJSON_Compare(x, p, true))) return false;
+            }
+            continue;
+        }
+        const cJSON *same = cJSON_GetObjectItemCaseSensitive(a, k->string);
+        if (!same || !cJSON_Compare(same, k, true)) return false;
+        /* additionalProperties covers the keys b does not declare: a must declare no others */
+        if (!strcmp(k->string, "additionalProperties")) {
+            const cJSON *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
+            for (const cJSON *p = cJSON_IsObject(pa) ? pa->child : NULL; p; p = p->next)
+                if (!cJSON_IsObject(pb) || !cJSON_GetObjectItemCaseSensitive(pb, p->string)) return false;
+        }
+        if (!strcmp(k->string, "patternProperties")) return false;
+    }
     return true;
 }
 
@@ -940,8 +1000,9 @@ static bool required_only(const cJSON *s)
  * - two or more alternatives, all untyped with object keywords only: every other value
  *   matches them all, so only objects can match exactly one: each gets "type": "object";
  * - alternatives i and j proven disjoint (sift__js_disjoint) stay as they are;
- * - else, when j is only "these keys are required" (required_only), i's values that match j
- *   are taken away: i becomes one piece per key of j, with that key absent (declared false);
+ * - else, when j is "these keys are required" and says nothing else that i does not say
+ *   (excludable), i's values that match j are taken away: i becomes one piece per key of
+ *   j, with that key absent (declared false);
  *   beyond ONE_OF_PIECES pieces, or when neither holds: refused.
  * alts[] are the alternatives (with the keywords beside the oneOf already merged in). */
 cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
@@ -954,18 +1015,23 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
         cur[i] = cJSON_Duplicate(a, 1);
         if (!cur[i]) goto nomem;
         if (untyped == n && n >= 2 && !cJSON_AddStringToObject(cur[i], "type", "object")) goto nomem;
+        bool none = false; /* simplified first (a `not` that says "key absent"), so that they compare */
+        cJSON *sm = sift__js_simplify(c, cur[i], &none);
+        if (c->status != SIFT_OK) goto fail;
+        if (sm || none) cJSON_Delete(cur[i]), cur[i] = sm; /* NULL: matches nothing, left out */
     }
     if (!out || !cur) goto nomem;
     for (int i = 0; i < n && c->status == SIFT_OK; i++) {
+        if (!cur[i]) continue;
         cJSON *pieces = cJSON_CreateArray();
         if (!pieces || !cJSON_AddItemToArray(pieces, cJSON_Duplicate(cur[i], 1))) {
             cJSON_Delete(pieces);
             goto nomem;
         }
         for (int j = 0; j < n && c->status == SIFT_OK; j++) {
-            if (j == i || sift__js_disjoint(c, cur[i], cur[j])) continue;
+            if (j == i || !cur[j] || sift__js_disjoint(c, cur[i], cur[j])) continue;
             const cJSON *req = cJSON_GetObjectItemCaseSensitive(cur[j], "required");
-            if (!is_type_object(cur[i]) || !required_only(cur[j]) || cJSON_GetArraySize(pieces) * cJSON_GetArraySize(req) > ONE_OF_PIECES) {
+            if (!excludable(cur[i], cur[j]) || cJSON_GetArraySize(pieces) * cJSON_GetArraySize(req) > ONE_OF_PIECES) {
                 sift__js_cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): not expressible as a grammar",
                                i < j ? i : j, i < j ? j : i);
                 break;
@@ -995,8 +1061,10 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
     if (c->status != SIFT_OK) return cJSON_Delete(out), NULL;
     return out;
 nomem:
+    sift__js_coom(c);
+fail:
     for (int i = 0; cur && i < n; i++) cJSON_Delete(cur[i]);
     free(cur);
     cJSON_Delete(out);
-    return sift__js_coom(c), NULL;
+    return NULL;
 }
