@@ -65,3 +65,16 @@ if(Python3_FOUND AND EXISTS ${SIFT_SHARED_DIR}/jsonschema-suite/jsts.tar.xz)
            --jsts ${CMAKE_CURRENT_BINARY_DIR}/jsts/jsts --tar ${SIFT_SHARED_DIR}/jsonschema-suite/jsts.tar.xz --jobs 2 --min-mean 0.60)
   set_tests_properties(jsts_suite PROPERTIES ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 600)
 endif()
+
+# llama_grammar_cases: llama.cpp's own grammar tests (test-grammar-integration.cpp,
+# test-json-schema-to-grammar.cpp) from their data (tests/data/llama_grammar_tests.json, made by
+# tests/scripts/llama_grammar_tests.py): every passing / failing string and compile verdict
+# agrees, except the differences listed in tests/data/llama_grammar_differences.json
+# (docs/fidelity.md). Under a second.
+add_executable(llama_grammar_cases ${CMAKE_CURRENT_SOURCE_DIR}/llama_grammar_cases.c)
+target_include_directories(llama_grammar_cases PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(llama_grammar_cases PRIVATE sift_internal_inc)
+target_compile_options(llama_grammar_cases PRIVATE ${SIFT_WARN})
+target_link_libraries(llama_grammar_cases PRIVATE sift_static PkgConfig::CJSON m)
+add_test(NAME llama_grammar_cases COMMAND llama_grammar_cases)
+set_tests_properties(llama_grammar_cases PROPERTIES ENVIRONMENT "${SIFT_TEST_ENV}")

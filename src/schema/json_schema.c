@@ -502,7 +502,15 @@ static const char *visit_untyped(conv *c, const cJSON *s, const char *name, cons
 static const char *visit_typed(conv *c, const cJSON *s, const char *name, const char *rule_name, const char *type)
 {
     if (!check_keywords(c, s, type)) return NULL;
-    if (!type) return sift__js_use_builtin(c, "value") ? sift__js_add_rule(c, rule_name, sift__js_dupstr("value")) : NULL;
+    if (!type) {
+        /* {} is any value (JSON Schema); llama.cpp's converter reads a schema without keywords as
+         * an object, and so does SIFT_JSON_SCHEMA_LLAMA */
+        bool bare = true;
+        for (const cJSON *k = s->child; k && bare; k = k->next) bare = sift__js_in_list(sift__js_annotations, k->string);
+        const char *any = (c->flags & SIFT_JSON_SCHEMA_LLAMA) && bare ? "object" : "value";
+        const char *r = sift__js_use_builtin(c, any);
+        return r ? sift__js_add_rule(c, rule_name, sift__js_dupstr(r)) : NULL;
+    }
     if (!strcmp(type, "object")) {
         const cJSON *pnames = cJSON_GetObjectItemCaseSensitive(s, "propertyNames");
         if (pnames && !cJSON_IsTrue(pnames) && !(cJSON_IsObject(pnames) && !pnames->child) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
