@@ -1252,6 +1252,14 @@ static void test_any_of_additional(void **state)
 static void test_property_names(void **state)
 {
     (void)state;
+    /* pattern with lengths its strings always have: the lengths say nothing more */
+    sift_grammar *gp = convert("{\"type\":\"string\",\"pattern\":\"^(ab|c)x?$\",\"minLength\":1,\"maxLength\":3}", 0);
+    expect(gp, "\"abx\"", true);
+    expect(gp, "\"c\"", true);
+    expect(gp, "\"abxx\"", false);
+    sift_grammar_free(gp);
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^(ab|c)x?$\",\"minLength\":2}", "together with minLength");
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^ab\",\"maxLength\":9}", "together with minLength");
     sift_grammar *g = convert("{\"type\":\"object\",\"propertyNames\":{\"maxLength\":3},\"additionalProperties\":{\"type\":\"integer\"}}", 0);
     expect(g, "{}", true);
     expect(g, "{\"abc\": 1, \"\\n\": 2}", true);

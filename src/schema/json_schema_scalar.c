@@ -80,6 +80,13 @@ const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name
             sift__gbnf_sb_puts(&b, " \"\\\"\" space");
             return c->status == SIFT_OK ? sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : (sift__gbnf_sb_free(&b), (const char *)NULL);
         }
+        /* lengths the pattern's own strings always have say nothing more */
+        long plo, phi;
+        if (has_len && !fmt && sift__schema_pattern_lengths(pat->valuestring, strlen(pat->valuestring), &plo, &phi)) {
+            long mn = sift__js_get_count(c, s, "minLength", 0), mx = sift__js_get_count(c, s, "maxLength", -1);
+            if (mn == -2 || mx == -2) return NULL;
+            if (plo >= mn && (mx < 0 || (phi >= 0 && phi <= mx))) has_len = false;
+        }
         if ((has_len || fmt) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
             return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "'pattern' together with minLength / maxLength / format cannot be expressed");
         size_t o = sift__js_path_push(c, "pattern");

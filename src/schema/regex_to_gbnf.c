@@ -33,6 +33,16 @@ typedef struct {
     int status;
 } rx;
 
+/* The lengths (in characters) an expression can match: lo..hi, hi < 0 unbounded; lo == 0 is
+ * "nullable". Capped far above any length a schema names. */
+typedef struct {
+    long lo, hi;
+} rxlen;
+#define RX_LEN_CAP 1000000000L
+
+static long len_add(long a, long b) { return a < 0 || b < 0 ? -1 : a + b > RX_LEN_CAP ? RX_LEN_CAP : a + b; }
+static long len_mul(long a, long m) { return a < 0 || m < 0 ? (a == 0 ? 0 : -1) : a * m > RX_LEN_CAP ? RX_LEN_CAP : a * m; }
+
 /* A set of code points as sorted ranges (for classes). */
 typedef struct {
     uint32_t r[2 * 64];
@@ -190,7 +200,7 @@ static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
     }
 }
 
-static bool rx_alt(rx *r, sift__gbnf_sbuf *out, bool *nullable);
+static bool rx_alt(rx *r, sift__gbnf_sbuf *out, rxlen *len);
 
 /* [...] (r->i past '[') */
 static bool rx_class(rx *r, cpset *cs)
@@ -239,12 +249,12 @@ static bool rx_class(rx *r, cpset *cs)
 }
 
 /* one atom with its quantifier, appended to out; *nullable: it can match the empty string */
-static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
+static bool rx_atom(rx *r, sift__gbnf_sbuf *out, rxlen *len)
 {
     sift__gbnf_sbuf atom = {0};
     char ch = r->s[r->i];
     bool ok = true;
-    *nullable = false;
+    *len = (rxlen){1, 1};
     if (ch == '(') {
         r->i++;
         if (r->i < r->n && r->s[r->i] == '?') {
@@ -253,7 +263,7 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
         }
         if (++r->depth > RX_MAX_DEPTH) return rx_fail(r, "groups nested too deep");
         sift__gbnf_sb_puts(&atom, "(");
-        ok = rx_alt(r, &atom, nullable);
+        ok = rx_alt(r, &atom, len);
         r->depth--;
         if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = rx_fail(r, "missing ')'");
         if (ok) r->i++;
@@ -332,12 +342,12 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
         } else break;
         r->i++;
         if (r->i < r->n && r->s[r->i] == '?') r->i++;
-        if (mx < 0 && *nullable) {
+        if (mx < 0 && len->lo == 0) {
             /* X* with X able to match nothing would be a left-recursive grammar rule */
             sift__gbnf_sb_free(&atom);
             return rx_fail(r, "unbounded repetition of an expression that can match the empty string");
         }
-        if (mn == 0) *nullable = true;
+        *len = (rxlen){len_mul(len->lo, mn), len_mul(len->hi, mx)};
         sift__gbnf_sbuf rep = {0};
         sift__gbnf_sbuf grp = {0};
         sift__gbnf_sb_puts(&grp, "(");
@@ -358,31 +368,32 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
     return true;
 }
 
-static bool rx_seq(rx *r, sift__gbnf_sbuf *out, bool *nullable)
+static bool rx_seq(rx *r, sift__gbnf_sbuf *out, rxlen *len)
 {
     bool first = true;
-    *nullable = true;
+    *len = (rxlen){0, 0};
     while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
         if (r->s[r->i] == '^' || r->s[r->i] == '$') return rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
         if (!first) sift__gbnf_sb_puts(out, " ");
         first = false;
-        bool an;
-        if (!rx_atom(r, out, &an)) return false;
-        *nullable &= an;
+        rxlen al;
+        if (!rx_atom(r, out, &al)) return false;
+        *len = (rxlen){len_add(len->lo, al.lo), len_add(len->hi, al.hi)};
     }
     if (first) sift__gbnf_sb_puts(out, "\"\"");
     return true;
 }
 
-static bool rx_alt(rx *r, sift__gbnf_sbuf *out, bool *nullable)
+static bool rx_alt(rx *r, sift__gbnf_sbuf *out, rxlen *len)
 {
-    if (!rx_seq(r, out, nullable)) return false;
+    if (!rx_seq(r, out, len)) return false;
     while (r->i < r->n && r->s[r->i] == '|') {
         r->i++;
         sift__gbnf_sb_puts(out, " | ");
-        bool sn;
-        if (!rx_seq(r, out, &sn)) return false;
-        *nullable |= sn;
+        rxlen sl;
+        if (!rx_seq(r, out, &sl)) return false;
+        if (sl.lo < len->lo) len->lo = sl.lo;
+        if (len->hi >= 0 && (sl.hi < 0 || sl.hi > len->hi)) len->hi = sl.hi;
     }
     return true;
 }
@@ -424,7 +435,7 @@ static bool ends_with_dollar(const char *p, size_t n) { return n && p[n - 1] == 
 /* ECMA-262 anchors bind to one alternative: ^a|b$ is (^a)|(b$), not ^(a|b)$. With top-level
  * alternatives and an anchor at an end of one of them, each alternative is translated with
  * its own anchors, an unanchored end taking any characters; the whole is then anchored. */
-static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *err)
+static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *err, rxlen *whole)
 {
     size_t ends[64];
     size_t k = top_alternatives(pattern, n, ends, 64);
@@ -444,9 +455,12 @@ static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *
         bool ae = len > (size_t)as && ends_with_dollar(pattern + st, len);
         rx r = {.s = pattern + st + as, .n = len - as - ae, .err = err, .status = SIFT_OK};
         sift__gbnf_sbuf inner = {0};
-        bool nullable;
-        ok = rx_alt(&r, &inner, &nullable);
+        rxlen al;
+        ok = rx_alt(&r, &inner, &al);
         if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
+        if (!(as && ae)) al.hi = -1; /* any characters at an open end */
+        if (a == 0 || al.lo < whole->lo) whole->lo = al.lo;
+        if (a == 0 || (whole->hi >= 0 && (al.hi < 0 || al.hi > whole->hi))) whole->hi = al.hi;
         if (ok) sift__gbnf_sb_printf(&out, "%s(%s%s(%s)%s%s)", a ? " | " : "", as ? "" : any.s, as ? "" : " ", inner.s ? inner.s : "\"\"",
                                      ae ? "" : " ", ae ? "" : any.s);
         sift__gbnf_sb_free(&inner);
@@ -464,10 +478,10 @@ static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *
     return sift__gbnf_sb_take(&out);
 }
 
-char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err)
+static char *convert(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err, rxlen *len)
 {
     sift_error e0 = {0};
-    char *per = per_alternative_anchors(pattern, n, err ? err : &e0);
+    char *per = per_alternative_anchors(pattern, n, err ? err : &e0, len);
     if (per) {
         *anch_start = *anch_end = true;
         return per;
@@ -477,9 +491,9 @@ char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start
     *anch_end = n && pattern[n - 1] == '$' && !(n >= 2 && pattern[n - 2] == '\\') && !(n == 1 && *anch_start);
     rx r = {.s = pattern + *anch_start, .n = n - *anch_start - *anch_end, .err = err, .status = SIFT_OK};
     sift__gbnf_sbuf out = {0};
-    bool nullable;
-    bool ok = rx_alt(&r, &out, &nullable);
+    bool ok = rx_alt(&r, &out, len);
     if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
+    if (!*anch_start || !*anch_end) len->hi = -1; /* a match inside a longer string */
     if (ok && out.oom) {
         sift__error_set(err, SIFT_E_NOMEM, "out of memory");
         ok = false;
@@ -489,4 +503,22 @@ char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start
         return NULL;
     }
     return sift__gbnf_sb_take(&out);
+}
+
+char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err)
+{
+    rxlen len;
+    return convert(pattern, n, anch_start, anch_end, err, &len);
+}
+
+bool sift__schema_pattern_lengths(const char *pattern, size_t n, long *lo, long *hi)
+{
+    rxlen len = {0, -1};
+    bool as, ae;
+    sift_error e = {0};
+    char *g = convert(pattern, n, &as, &ae, &e, &len);
+    bool ok = g != NULL;
+    sift__gx_free(g);
+    *lo = len.lo, *hi = len.hi;
+    return ok;
 }
