@@ -1252,6 +1252,16 @@ static void test_any_of_additional(void **state)
 static void test_property_names(void **state)
 {
     (void)state;
+    /* {}: any JSON value (JSON Schema), anywhere; llama.cpp's conventions read it as an object */
+    sift_grammar *ge = convert("{}", 0);
+    expect(ge, "1", true);
+    expect(ge, "[\"x\", {}]", true);
+    expect(ge, "{\"a\": null}", true);
+    sift_grammar_free(ge);
+    ge = convert("{\"type\":\"array\",\"items\":{\"description\":\"anything\"}}", SIFT_JSON_SCHEMA_LLAMA);
+    expect(ge, "[{}, {\"a\": 1}]", true);
+    expect(ge, "[1]", false);
+    sift_grammar_free(ge);
     /* pattern with lengths its strings always have: the lengths say nothing more */
     sift_grammar *gp = convert("{\"type\":\"string\",\"pattern\":\"^(ab|c)x?$\",\"minLength\":1,\"maxLength\":3}", 0);
     expect(gp, "\"abx\"", true);
