@@ -769,9 +769,23 @@ static void test_alternatives(void **state)
         assert_non_null(strstr(err.msg, "matches nothing"));
     }
     const char *overlap[] = {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}",
-                             "{\"oneOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}",
-                             "{\"oneOf\":[{\"enum\":[1,2]},{\"enum\":[2,3]}]}"};
-    for (int i = 0; i < 3; i++) {
+                             "{\"oneOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}"};
+    /* listed values: those that match exactly one alternative (value_check.c decides) */
+    sift_grammar *ge = convert("{\"oneOf\":[{\"enum\":[1,2,\"x\"]},{\"enum\":[2,3]},{\"type\":\"boolean\"}]}", 0);
+    expect(ge, "1", true);
+    expect(ge, "3", true);
+    expect(ge, "2", false);
+    expect(ge, "\"x\"", true);
+    expect(ge, "true", true);
+    sift_grammar_free(ge);
+    /* arrays whose items cannot overlap share only [] */
+    ge = convert("{\"oneOf\":[{\"type\":\"array\",\"items\":{\"type\":\"number\"}},{\"type\":\"array\",\"items\":{\"type\":\"string\"}}]}", 0);
+    expect(ge, "[1, 2]", true);
+    expect(ge, "[\"a\"]", true);
+    expect(ge, "[]", false);
+    expect(ge, "[1, \"a\"]", false);
+    sift_grammar_free(ge);
+    for (int i = 0; i < 2; i++) {
         sift_error err = {0};
         char *gb = sift_json_schema_to_grammar(overlap[i], strlen(overlap[i]), 0, &err);
         if (gb) fail_msg("converted %s:\n%s", overlap[i], gb);

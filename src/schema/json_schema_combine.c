@@ -143,6 +143,12 @@ static int literal_strings(const cJSON *s, char (*out)[SIFT__PATTERN_LIT_MAX], i
     return n < 0 || prefix ? -1 : n;
 }
 
+static bool nonempty_array(const cJSON *s)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(s, "minItems");
+    return cJSON_IsNumber(m) && m->valuedouble >= 1;
+}
+
 static bool disjoint_d(conv *c, const cJSON *a, const cJSON *b, int depth)
 {
     a = deref(c, a);
@@ -152,6 +158,20 @@ static bool disjoint_d(conv *c, const cJSON *a, const cJSON *b, int depth)
     bool sa = false, sb = false;
     const cJSON *va = schema_values(a, &sa), *vb = schema_values(b, &sb);
     if (va && vb && (sa || cJSON_IsArray(va)) && (sb || cJSON_IsArray(vb))) return !values_overlap(va, sa, vb, sb);
+    /* listed values that validate against the other schema (as value_check.c decides): none */
+    for (int side = 0; side < 2; side++) {
+        const cJSON *v = side ? vb : va, *self = side ? b : a, *other = side ? a : b;
+        bool single = side ? sb : sa, apart = v && (single || cJSON_IsArray(v));
+        for (const cJSON *x = !apart ? NULL : single ? v : v->child; x && apart; x = single ? NULL : x->next)
+            apart = sift__schema_value_valid(self, x, sift__js_vc_resolve, c) == 0 || sift__schema_value_valid(other, x, sift__js_vc_resolve, c) == 0;
+        if (apart) return true;
+    }
+    /* arrays only, each with at least one item, whose items cannot overlap */
+    const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, "items"), *ib = cJSON_GetObjectItemCaseSensitive(b, "items");
+    if (both == K_ARR && cJSON_IsObject(ia) && cJSON_IsObject(ib) && nonempty_array(a) && nonempty_array(b) &&
+        !cJSON_GetObjectItemCaseSensitive(a, "prefixItems") &&
+        !cJSON_GetObjectItemCaseSensitive(b, "prefixItems") && depth <= 4 && disjoint_d(c, ia, ib, depth + 1))
+        return true;
     if (both == K_STR) { /* strings only: two literal patterns with no string in common */
         char la[8][SIFT__PATTERN_LIT_MAX], lb[8][SIFT__PATTERN_LIT_MAX];
         int na = literal_strings(a, la, 8), nb = na < 0 ? -1 : literal_strings(b, lb, 8);
@@ -995,6 +1015,48 @@ static bool excludable(const cJSON *a, const cJSON *b)
     return true;
 }
 
+/* i lists its values (const / enum): its piece is those that validate against it and against
+ * no other alternative (value_check.c decides each). 1 when done (out has the piece, or
+ * nothing when no value is left), 0 when this does not apply or a value is not decided,
+ * -1 out of memory. */
+static int finite_piece(conv *c, cJSON *const *cur, int n, int i, cJSON *out)
+{
+    bool single = false;
+    const cJSON *vals = schema_values(cur[i], &single);
+    if (!vals || (!single && !cJSON_IsArray(vals))) return 0;
+    cJSON *keep = cJSON_CreateArray();
+    if (!keep) return -1;
+    for (const cJSON *v = single ? vals : vals->child; v; v = single ? NULL : v->next) {
+        int r = sift__schema_value_valid(cur[i], v, sift__js_vc_resolve, c);
+        for (int j = 0; j < n && r == 1; j++)
+            if (j != i && cur[j]) {
+                int rj = sift__schema_value_valid(cur[j], v, sift__js_vc_resolve, c);
+                r = rj == 0 ? 1 : rj == 1 ? 0 : -1;
+            }
+        if (r < 0) return cJSON_Delete(keep), 0;
+        if (r == 1 && !cJSON_AddItemToArray(keep, cJSON_Duplicate(v, 1))) return cJSON_Delete(keep), -1;
+    }
+    if (!keep->child) return cJSON_Delete(keep), 1;
+    cJSON *piece = cJSON_CreateObject();
+    if (!piece || !cJSON_AddItemToObject(piece, "enum", keep)) {
+        cJSON_Delete(piece);
+        cJSON_Delete(keep);
+        return -1;
+    }
+    return cJSON_AddItemToArray(out, piece) ? 1 : (cJSON_Delete(piece), -1);
+}
+
+/* arrays only on both sides, items that cannot overlap, b taking []: [] is all they share */
+static bool empty_array_only(conv *c, const cJSON *a, const cJSON *b)
+{
+    const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, "items"), *ib = cJSON_GetObjectItemCaseSensitive(b, "items");
+    static const char *const tuple[] = {"prefixItems", "contains", "minContains", NULL};
+    for (const char *const *k = tuple; *k; k++)
+        if (cJSON_GetObjectItemCaseSensitive(a, *k) || cJSON_GetObjectItemCaseSensitive(b, *k)) return false;
+    return schema_kinds(c, a, 0) == K_ARR && schema_kinds(c, b, 0) == K_ARR && cJSON_IsObject(ia) && cJSON_IsObject(ib) && !nonempty_array(b) &&
+           sift__js_disjoint(c, ia, ib);
+}
+
 #define ONE_OF_PIECES 16
 /* oneOf as a union of pieces that no value matches twice, exactly, or NULL with the error:
  * - two or more alternatives, all untyped with object keywords only: every other value
@@ -1023,6 +1085,9 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
     if (!out || !cur) goto nomem;
     for (int i = 0; i < n && c->status == SIFT_OK; i++) {
         if (!cur[i]) continue;
+        int fv = finite_piece(c, cur, n, i, out);
+        if (fv < 0) goto nomem;
+        if (fv) continue;
         cJSON *pieces = cJSON_CreateArray();
         if (!pieces || !cJSON_AddItemToArray(pieces, cJSON_Duplicate(cur[i], 1))) {
             cJSON_Delete(pieces);
@@ -1030,6 +1095,12 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
         }
         for (int j = 0; j < n && c->status == SIFT_OK; j++) {
             if (j == i || !cur[j] || sift__js_disjoint(c, cur[i], cur[j])) continue;
+            if (empty_array_only(c, cur[i], cur[j])) { /* both take [], nothing else: i's pieces do not */
+                for (cJSON *p = pieces->child; p; p = p->next)
+                    if (!nonempty_array(p) && !(cJSON_DeleteItemFromObjectCaseSensitive(p, "minItems"), cJSON_AddNumberToObject(p, "minItems", 1)))
+                        goto nomem_pieces;
+                continue;
+            }
             const cJSON *req = cJSON_GetObjectItemCaseSensitive(cur[j], "required");
             if (!excludable(cur[i], cur[j]) || cJSON_GetArraySize(pieces) * cJSON_GetArraySize(req) > ONE_OF_PIECES) {
                 sift__js_cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): not expressible as a grammar",
@@ -1055,6 +1126,10 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
         }
         while (pieces && pieces->child) cJSON_AddItemToArray(out, cJSON_DetachItemViaPointer(pieces, pieces->child));
         cJSON_Delete(pieces);
+        continue;
+    nomem_pieces:
+        cJSON_Delete(pieces);
+        goto nomem;
     }
     for (int i = 0; i < n; i++) cJSON_Delete(cur[i]);
     free(cur);
