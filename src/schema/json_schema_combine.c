@@ -1070,19 +1070,22 @@ static bool empty_array_only(conv *c, const cJSON *a, const cJSON *b)
 cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
 {
     cJSON *out = cJSON_CreateArray(), **cur = calloc((size_t)n + 1, sizeof *cur);
+    bool *same = calloc((size_t)n + 1, sizeof *same); /* cur[i] says what alts[i] says, as written */
     int untyped = 0;
     for (int i = 0; i < n; i++) untyped += untyped_object_only(deref(c, alts[i]));
-    for (int i = 0; out && cur && i < n; i++) {
+    for (int i = 0; out && cur && same && i < n; i++) {
         const cJSON *a = deref(c, alts[i]);
         cur[i] = cJSON_Duplicate(a, 1);
         if (!cur[i]) goto nomem;
-        if (untyped == n && n >= 2 && !cJSON_AddStringToObject(cur[i], "type", "object")) goto nomem;
+        bool wrap = untyped == n && n >= 2;
+        if (wrap && !cJSON_AddStringToObject(cur[i], "type", "object")) goto nomem;
         bool none = false; /* simplified first (a `not` that says "key absent"), so that they compare */
         cJSON *sm = sift__js_simplify(c, cur[i], &none);
         if (c->status != SIFT_OK) goto fail;
         if (sm || none) cJSON_Delete(cur[i]), cur[i] = sm; /* NULL: matches nothing, left out */
+        same[i] = !wrap && !sm && !none;
     }
-    if (!out || !cur) goto nomem;
+    if (!out || !cur || !same) goto nomem;
     for (int i = 0; i < n && c->status == SIFT_OK; i++) {
         if (!cur[i]) continue;
         int fv = finite_piece(c, cur, n, i, out);
@@ -1093,8 +1096,10 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
             cJSON_Delete(pieces);
             goto nomem;
         }
+        bool touched = false; /* untouched: the alternative as written (a $ref stays one, for recursion) */
         for (int j = 0; j < n && c->status == SIFT_OK; j++) {
             if (j == i || !cur[j] || sift__js_disjoint(c, cur[i], cur[j])) continue;
+            touched = true;
             if (empty_array_only(c, cur[i], cur[j])) { /* both take [], nothing else: i's pieces do not */
                 for (cJSON *p = pieces->child; p; p = p->next)
                     if (!nonempty_array(p) && !(cJSON_DeleteItemFromObjectCaseSensitive(p, "minItems"), cJSON_AddNumberToObject(p, "minItems", 1)))
@@ -1124,6 +1129,11 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
             pieces = next;
             if (!pieces) goto nomem;
         }
+        if (pieces && !touched && same[i] && c->status == SIFT_OK) {
+            cJSON_Delete(pieces);
+            pieces = cJSON_CreateArray();
+            if (!pieces || !cJSON_AddItemToArray(pieces, cJSON_Duplicate(alts[i], 1))) goto nomem_pieces;
+        }
         while (pieces && pieces->child) cJSON_AddItemToArray(out, cJSON_DetachItemViaPointer(pieces, pieces->child));
         cJSON_Delete(pieces);
         continue;
@@ -1133,6 +1143,7 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
     }
     for (int i = 0; i < n; i++) cJSON_Delete(cur[i]);
     free(cur);
+    free(same);
     if (c->status != SIFT_OK) return cJSON_Delete(out), NULL;
     return out;
 nomem:
@@ -1140,6 +1151,7 @@ nomem:
 fail:
     for (int i = 0; cur && i < n; i++) cJSON_Delete(cur[i]);
     free(cur);
+    free(same);
     cJSON_Delete(out);
     return NULL;
 }
