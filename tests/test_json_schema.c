@@ -613,8 +613,9 @@ static uint64_t rng(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-/* pattern: the grammar accepts "<s>" (as a JSON string) exactly when PCRE2 matches s */
-static void check_pattern(const char *pattern, const char *alphabet, int max_len, int tries, const char *const *pos)
+/* pattern (with minLength / maxLength when min_kw / max_kw >= 0): the grammar accepts "<s>" (as
+ * a JSON string) exactly when PCRE2 matches s and its length is within them */
+static void check_pattern_len(const char *pattern, const char *alphabet, int max_len, int tries, const char *const *pos, long min_kw, long max_kw)
 {
     char schema[512];
     char esc[256];
@@ -624,7 +625,10 @@ static void check_pattern(const char *pattern, const char *alphabet, int max_len
         esc[k++] = *p;
     }
     esc[k] = 0;
-    snprintf(schema, sizeof schema, "{\"type\":\"string\",\"pattern\":\"%s\"}", esc);
+    int sn = snprintf(schema, sizeof schema, "{\"type\":\"string\",\"pattern\":\"%s\"", esc);
+    if (min_kw >= 0) sn += snprintf(schema + sn, sizeof schema - (size_t)sn, ",\"minLength\":%ld", min_kw);
+    if (max_kw >= 0) sn += snprintf(schema + sn, sizeof schema - (size_t)sn, ",\"maxLength\":%ld", max_kw);
+    snprintf(schema + sn, sizeof schema - (size_t)sn, "}");
     sift_grammar *g = convert(schema, 0);
     int ec;
     PCRE2_SIZE eo;
@@ -663,7 +667,7 @@ static void check_pattern(const char *pattern, const char *alphabet, int max_len
             for (int i = 0; i < len; i++) s[i] = alphabet[rng(&seed) % al];
         }
         s[len] = 0;
-        bool want = pcre2_match(re, (PCRE2_SPTR)s, (size_t)len, 0, 0, md, NULL) >= 0;
+        bool want = pcre2_match(re, (PCRE2_SPTR)s, (size_t)len, 0, 0, md, NULL) >= 0 && len >= min_kw && (max_kw < 0 || len <= max_kw);
         /* the instance: s as a JSON string (escape '"' and '\\') */
         char inst[512];
         size_t q = 0;
@@ -689,10 +693,31 @@ static void check_pattern(const char *pattern, const char *alphabet, int max_len
         if ((r == SIFT_GRAMMAR_COMPLETE) != want) fail_msg("pattern /%s/ on '%s': pcre2 %d, grammar %d", pattern, s, want, r);
         matched += want;
     }
-    print_message("/%s/: %d of %d random strings match\n", pattern, matched, tries);
+    print_message("/%s/ (length %ld..%ld): %d of %d random strings match\n", pattern, min_kw, max_kw, matched, tries);
     pcre2_match_data_free(md);
     pcre2_code_free(re);
     sift_grammar_free(g);
+}
+
+static void check_pattern(const char *pattern, const char *alphabet, int max_len, int tries, const char *const *pos)
+{
+    check_pattern_len(pattern, alphabet, max_len, tries, pos, -1, -1);
+}
+
+/* a pattern with one repeated character beside minLength / maxLength: that repetition takes
+ * what the length leaves (sift__schema_regex_bounded), exactly */
+static void test_pattern_bounded(void **state)
+{
+    (void)state;
+    const char *p1[] = {"ab1", "ab12", "ab123", NULL};
+    check_pattern_len("^ab[0-9]+$", "ab019x", 8, 4000, p1, 3, 5);
+    const char *p2[] = {"x", "xyz", "x__", NULL};
+    check_pattern_len("^[a-z][^ ]*$", "xyz_ 0", 9, 4000, p2, 2, 6);
+    const char *p3[] = {"aa", "a-b", NULL};
+    check_pattern_len("^([a-z-]*)$", "ab-_", 7, 3000, p3, 1, 4);
+    check_pattern_len("^(q(w)[0-9]{2,})$", "qw09", 8, 3000, NULL, 0, 5);
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^ab[0-9]+$\",\"maxLength\":2}", "no string matches");
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^a+b+$\",\"maxLength\":4}", "together with minLength");
 }
 
 static void test_patterns(void **state)
@@ -1133,8 +1158,14 @@ static void test_pattern_length(void **state)
     expect(g, "\"123456\"", false);
     expect(g, "\"12\"", false);
     sift_grammar_free(g);
+    /* one repeated character takes what the length leaves (test_pattern_bounded) */
+    g = convert("{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":5}", 0);
+    expect(g, "\"aaaab\"", true);
+    expect(g, "\"aaaaab\"", false);
+    expect(g, "\"b\"", false);
+    sift_grammar_free(g);
     sift_error err = {0};
-    const char *s2 = "{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":5}";
+    const char *s2 = "{\"type\":\"string\",\"pattern\":\"^a+b+$\",\"maxLength\":5}";
     char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
     assert_null(gb);
     assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
@@ -1458,7 +1489,7 @@ int main(void)
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
-        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated), cmocka_unit_test(test_one_of_apart),
+        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated), cmocka_unit_test(test_one_of_apart), cmocka_unit_test(test_pattern_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,6 +47,9 @@ char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start
 /* The lengths (characters) of the strings a pattern matches, as a whole string: lo..hi (hi < 0:
  * unbounded; an unanchored end makes it unbounded); false when the pattern is not converted. */
 bool sift__schema_pattern_lengths(const char *pattern, size_t n, long *lo, long *hi);
+/* An anchored pattern with one variable-length atom, a repeated character, with a length lo..hi:
+ * the GBNF of the strings of both (regex_to_gbnf.c); NULL without an error when not that form. */
+char *sift__schema_regex_bounded(const char *pattern, size_t n, long lo, long hi, sift_error *err);
 
 /* The JSON numbers x with lo <= x <= hi (< with *_strict; NULL: no bound), the bounds in
  * plain decimal ("-12.5"), no exponent form (number_range.c); false when none is. */

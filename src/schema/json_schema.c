@@ -61,7 +61,9 @@
  *                        2000 as 1000-character chunk rules, up to 2,000,000); format date,
  *                        time, date-time, uuid, email, hostname, ipv4, uri (other standard
  *                        formats are refused, non-standard ones are annotations); pattern
- *                        (below), with a length when it is one atom ^A{m,n}$
+ *                        (below), with a length when it is one atom ^A{m,n}$, when its strings
+ *                        always have that length, or when one repeated character of an anchored
+ *                        pattern can take what the length leaves (sift__schema_regex_bounded)
  *   integer              minimum / maximum / exclusiveMinimum / exclusiveMaximum, exactly,
  *                        digit by digit; unbounded integers have at most 16 digits (llama.cpp);
  *                        no ".0" fraction is generated (valid, but clients read a float)

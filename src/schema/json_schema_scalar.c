@@ -86,6 +86,17 @@ const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name
             long mn = sift__js_get_count(c, s, "minLength", 0), mx = sift__js_get_count(c, s, "maxLength", -1);
             if (mn == -2 || mx == -2) return NULL;
             if (plo >= mn && (mx < 0 || (phi >= 0 && phi <= mx))) has_len = false;
+            /* else one repeated character of the pattern may take what the length leaves */
+            sift_error e3 = {0};
+            char *bounded = has_len ? sift__schema_regex_bounded(pat->valuestring, strlen(pat->valuestring), mn, mx, &e3) : NULL;
+            if (bounded) {
+                sift__gbnf_sbuf b = {0};
+                sift__gbnf_sb_printf(&b, "\"\\\"\" (%s) \"\\\"\" space", bounded);
+                sift__gx_free(bounded);
+                return b.oom ? (sift__gbnf_sb_free(&b), sift__js_coom(c)) : sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+            }
+            if (e3.status == SIFT_E_INVAL) return (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "pattern, %s", e3.msg));
+            if (e3.status) return sift__js_cfail(c, e3.status, "pattern, %s", e3.msg);
         }
         if ((has_len || fmt) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
             return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "'pattern' together with minLength / maxLength / format cannot be expressed");

@@ -11,6 +11,10 @@
  * unbounded repetition of something that can match the empty string (it would be a
  * left-recursive rule).
  *
+ * Beside the grammar, the conversion measures the lengths the pattern's strings can have
+ * (rxlen), so that minLength / maxLength are either implied (sift__schema_pattern_lengths) or
+ * folded into the one repeated character of an anchored pattern (sift__schema_regex_bounded).
+ *
  * Characters are written in their canonical JSON encoding: a set of characters becomes the
  * class of those that appear raw in a JSON string plus the escapes of '"', '\' and the
  * control characters it contains (\t, \n, ... or \u00XX). The grammar accepts what a JSON
@@ -31,6 +35,10 @@ typedef struct {
     int depth;
     sift_error *err;
     int status;
+    /* the last atom read: its text before quantifiers, their number, the last one's bounds */
+    sift__gbnf_sbuf last_inner;
+    int last_nq;
+    long last_mn, last_mx, last_inner_lo, last_inner_hi;
 } rx;
 
 /* The lengths (in characters) an expression can match: lo..hi, hi < 0 unbounded; lo == 0 is
@@ -308,6 +316,11 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, rxlen *len)
         return false;
     }
     /* quantifiers (several may follow: a{2}{3}); lazy '?' is the same language */
+    int nq = 0;
+    long q_mn = 1, q_mx = 1;
+    rxlen inner_len = *len;
+    sift__gbnf_sbuf inner = {0};
+    sift__gbnf_sb_putn(&inner, atom.s ? atom.s : "", atom.n);
     while (r->i < r->n) {
         char q = r->s[r->i];
         long mn, mx;
@@ -332,10 +345,12 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, rxlen *len)
             if (j >= r->n || r->s[j] != '}') break;
             if (mn > 2000 || mx > 2000) {
                 sift__gbnf_sb_free(&atom);
+                sift__gbnf_sb_free(&inner);
                 return rx_fail(r, "repetition count above 2000");
             }
             if (mx >= 0 && mx < mn) {
                 sift__gbnf_sb_free(&atom);
+                sift__gbnf_sb_free(&inner);
                 return rx_fail(r, "repetition {m,n} with n < m");
             }
             r->i = j;
@@ -345,9 +360,11 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, rxlen *len)
         if (mx < 0 && len->lo == 0) {
             /* X* with X able to match nothing would be a left-recursive grammar rule */
             sift__gbnf_sb_free(&atom);
+            sift__gbnf_sb_free(&inner);
             return rx_fail(r, "unbounded repetition of an expression that can match the empty string");
         }
         *len = (rxlen){len_mul(len->lo, mn), len_mul(len->hi, mx)};
+        nq++, q_mn = mn, q_mx = mx;
         sift__gbnf_sbuf rep = {0};
         sift__gbnf_sbuf grp = {0};
         sift__gbnf_sb_puts(&grp, "(");
@@ -359,8 +376,11 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, rxlen *len)
         atom = rep;
     }
     sift__gbnf_sb_putn(out, atom.s ? atom.s : "", atom.n);
-    bool oom = atom.oom;
+    bool oom = atom.oom || inner.oom;
     sift__gbnf_sb_free(&atom);
+    sift__gbnf_sb_free(&r->last_inner);
+    r->last_inner = inner;
+    r->last_nq = nq, r->last_mn = q_mn, r->last_mx = q_mx, r->last_inner_lo = inner_len.lo, r->last_inner_hi = inner_len.hi;
     if (oom) {
         if (r->status == SIFT_OK) r->status = sift__error_set(r->err, SIFT_E_NOMEM, "out of memory");
         return false;
@@ -457,6 +477,7 @@ static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *
         sift__gbnf_sbuf inner = {0};
         rxlen al;
         ok = rx_alt(&r, &inner, &al);
+        sift__gbnf_sb_free(&r.last_inner);
         if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
         if (!(as && ae)) al.hi = -1; /* any characters at an open end */
         if (a == 0 || al.lo < whole->lo) whole->lo = al.lo;
@@ -492,6 +513,7 @@ static char *convert(const char *pattern, size_t n, bool *anch_start, bool *anch
     rx r = {.s = pattern + *anch_start, .n = n - *anch_start - *anch_end, .err = err, .status = SIFT_OK};
     sift__gbnf_sbuf out = {0};
     bool ok = rx_alt(&r, &out, len);
+    sift__gbnf_sb_free(&r.last_inner);
     if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
     if (!*anch_start || !*anch_end) len->hi = -1; /* a match inside a longer string */
     if (ok && out.oom) {
@@ -521,4 +543,108 @@ bool sift__schema_pattern_lengths(const char *pattern, size_t n, long *lo, long 
     sift__gx_free(g);
     *lo = len.lo, *hi = len.hi;
     return ok;
+}
+
+/* An anchored pattern ^...$ whose atoms (at the top, inside one enclosing group) all have a
+ * fixed length but one, a single character repeated (X{m,n}, X*, X+), together with a length
+ * lo..hi (hi < 0: none): that atom's count takes what the length leaves, the rest as written:
+ * the strings of both, exactly. NULL without an error when the pattern is not of that form,
+ * NULL with one when no string fits (SIFT_E_INVAL) or on a failure. */
+char *sift__schema_regex_bounded(const char *pattern, size_t n, long lo, long hi, sift_error *err)
+{
+    if (n < 2 || pattern[0] != '^' || !ends_with_dollar(pattern, n)) return NULL;
+    const char *b = pattern + 1;
+    size_t bn = n - 2;
+    size_t ends[2];
+    if (top_alternatives(b, bn, ends, 2) != 1) return NULL;
+    /* one group around everything: its inside (a top-level '|' in it would mean alternatives) */
+    while (bn >= 2 && b[0] == '(' && b[bn - 1] == ')' && !(bn >= 3 && b[1] == '?')) {
+        int depth = 0;
+        size_t k = 0;
+        for (; k < bn; k++) {
+            if (b[k] == '\\') k++;
+            else if (b[k] == '[') { /* skip a class */
+                for (k++; k < bn && b[k] != ']'; k++)
+                    if (b[k] == '\\') k++;
+            } else if (b[k] == '(') depth++;
+            else if (b[k] == ')' && --depth == 0) break;
+        }
+        if (k != bn - 1 || top_alternatives(b + 1, bn - 2, ends, 2) != 1) break;
+        b++, bn -= 2;
+    }
+    rx r = {.s = b, .n = bn, .err = err, .status = SIFT_OK};
+    sift__gbnf_sbuf out = {0}, var_inner = {0};
+    long fixed = 0, var_mn = 0, var_mx = 0;
+    int n_var = 0, at = -1, k = 0;
+    bool ok = true;
+    char **texts = NULL;
+    size_t cap = 0;
+    for (; ok && r.i < r.n; k++) {
+        if (r.s[r.i] == '^' || r.s[r.i] == '$' || r.s[r.i] == '|' || r.s[r.i] == ')') {
+            ok = false;
+            break;
+        }
+        sift__gbnf_sbuf one = {0};
+        rxlen al;
+        if (!rx_atom(&r, &one, &al)) {
+            sift__gbnf_sb_free(&one);
+            ok = false;
+            break;
+        }
+        if ((size_t)k == cap) {
+            char **t2 = sift__gx_realloc(texts, (cap = cap ? cap * 2 : 8) * sizeof *texts);
+            if (!t2) {
+                sift__gbnf_sb_free(&one);
+                ok = false;
+                break;
+            }
+            texts = t2;
+        }
+        texts[k] = sift__gbnf_sb_take(&one);
+        if (al.lo == al.hi) {
+            fixed = len_add(fixed, al.lo);
+        } else if (++n_var == 1 && r.last_nq == 1 && r.last_inner_lo == 1 && r.last_inner_hi == 1) {
+            at = k, var_mn = r.last_mn, var_mx = r.last_mx;
+            sift__gbnf_sb_free(&var_inner);
+            var_inner = r.last_inner;
+            r.last_inner = (sift__gbnf_sbuf){0};
+        } else {
+            ok = false;
+        }
+    }
+    sift__gbnf_sb_free(&r.last_inner);
+    char *res = NULL;
+    if (ok && n_var == 1 && at >= 0 && err && !err->status) {
+        long mn = lo - fixed > var_mn ? lo - fixed : var_mn;
+        long mx = hi < 0 ? var_mx : var_mx < 0 || hi - fixed < var_mx ? hi - fixed : var_mx;
+        if ((hi >= 0 && hi - fixed < 0) || (mx >= 0 && mx < mn)) { /* hi - fixed < 0 is no room, not "unbounded" */
+            sift__error_set(err, SIFT_E_INVAL, "no string matches both the pattern and the length");
+        } else if (mn > 2000 || mx > 2000) {
+            sift__error_set(err, SIFT_E_UNSUPPORTED, "the pattern's repetition with the length needs more than 2000 copies");
+        } else {
+            for (int i = 0; i < k; i++) {
+                if (i) sift__gbnf_sb_puts(&out, " ");
+                if (i != at) {
+                    sift__gbnf_sb_puts(&out, texts[i] ? texts[i] : "");
+                    continue;
+                }
+                sift__gbnf_sbuf grp = {0};
+                sift__gbnf_sb_printf(&grp, "(%s)", var_inner.s ? var_inner.s : "");
+                sift__gbnf_put_repetition(&out, grp.s ? grp.s : "()", mn, mx, NULL);
+                if (mx == 0) sift__gbnf_sb_puts(&out, "\"\"");
+                sift__gbnf_sb_free(&grp);
+            }
+            if (out.oom) sift__error_set(err, SIFT_E_NOMEM, "out of memory");
+            else res = sift__gbnf_sb_take(&out);
+        }
+    } else if (err && err->status == SIFT_E_NOMEM) {
+        res = NULL;
+    } else if (err) {
+        *err = (sift_error){0}; /* not of this form: the caller refuses the pattern with its length */
+    }
+    for (int i = 0; i < k; i++) sift__gx_free(texts ? texts[i] : NULL);
+    sift__gx_free(texts);
+    sift__gbnf_sb_free(&out);
+    sift__gbnf_sb_free(&var_inner);
+    return res;
 }
