@@ -1477,6 +1477,17 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"p\": \"s\", \"q\": 1}", false);
     expect(g, "{\"p\": 1}", false);
     sift_grammar_free(g);
+    /* a discriminator both declare but neither requires: present, it tells them apart */
+    g = convert("{\"type\":\"object\",\"properties\":{\"r\":{\"type\":\"number\"},\"l\":{\"type\":\"number\"},\"w\":{\"type\":\"number\"}},"
+                "\"oneOf\":[{\"properties\":{\"shape\":{\"enum\":[\"circle\"]}},\"required\":[\"r\"]},"
+                "{\"properties\":{\"shape\":{\"enum\":[\"rect\"]}},\"required\":[\"l\",\"w\"]}]}", 0);
+    expect(g, "{\"r\": 1}", true);
+    expect(g, "{\"r\": 1, \"l\": 2, \"w\": 3}", false);
+    expect(g, "{\"r\": 1, \"l\": 2, \"w\": 3, \"shape\": \"circle\"}", true);
+    expect(g, "{\"l\": 2, \"shape\": \"rect\", \"w\": 3}", true);
+    expect(g, "{\"shape\": \"circle\"}", false);
+    expect(g, "{\"r\": 1, \"shape\": \"rect\"}", false);
+    sift_grammar_free(g);
     expect_refused("{\"oneOf\":[{\"type\":\"string\"},{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}", "may both match");
     expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\"}}},{\"required\":[\"b\"]}]}", "may both match");
 }

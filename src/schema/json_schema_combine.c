@@ -189,11 +189,13 @@ static bool disjoint_d(conv *c, const cJSON *a, const cJSON *b, int depth)
     for (const cJSON *r = cJSON_IsArray(rb) ? rb->child : NULL; r; r = r->next)
         if (cJSON_IsString(r) && forbids_key(a, r->valuestring)) return true;
     const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties"), *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
-    for (const cJSON *r = cJSON_IsArray(ra) ? ra->child : NULL; r && cJSON_IsObject(pa) && cJSON_IsObject(pb); r = r->next) {
-        if (!cJSON_IsString(r) || !requires_key(b, r->valuestring)) continue;
-        const cJSON *xa = cJSON_GetObjectItemCaseSensitive(pa, r->valuestring), *xb = cJSON_GetObjectItemCaseSensitive(pb, r->valuestring);
-        if (xa && xb && disjoint_d(c, xa, xb, depth + 1)) return true;
-    }
+    /* a key one of them requires: its value must fit both property schemas */
+    for (int side = 0; side < 2 && cJSON_IsObject(pa) && cJSON_IsObject(pb); side++)
+        for (const cJSON *r = cJSON_IsArray(side ? rb : ra) ? (side ? rb : ra)->child : NULL; r; r = r->next) {
+            if (!cJSON_IsString(r)) continue;
+            const cJSON *xa = cJSON_GetObjectItemCaseSensitive(pa, r->valuestring), *xb = cJSON_GetObjectItemCaseSensitive(pb, r->valuestring);
+            if (xa && xb && disjoint_d(c, xa, xb, depth + 1)) return true;
+        }
     return false;
 }
 
@@ -983,9 +985,11 @@ static bool untyped_object_only(const cJSON *s)
 }
 
 /* b is "object, these keys are required" and whatever else it says, a says too (the same
- * keyword, the same property schema, or a property schema that says nothing): among a's
- * values, those not matching b are exactly those where one of b's required keys is absent */
-static bool excludable(const cJSON *a, const cJSON *b)
+ * keyword, the same property schema, or a property schema that says nothing), but for
+ * properties whose values in a never fit b (their names go to `present`): among a's values,
+ * those not matching b are exactly those where one of b's required keys is absent or one of
+ * those properties is present */
+static bool excludable(conv *c, const cJSON *a, const cJSON *b, cJSON *present)
 {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(b, "required");
     if (!is_type_object(a) || !is_type_object(b) || !cJSON_IsArray(r) || !r->child || cJSON_GetArraySize(r) > 4) return false;
@@ -998,7 +1002,9 @@ static bool excludable(const cJSON *a, const cJSON *b)
             for (const cJSON *p = k->child; p; p = p->next) {
                 bool trivial = cJSON_IsTrue(p) || (cJSON_IsObject(p) && !p->child);
                 const cJSON *x = cJSON_IsObject(pa) ? cJSON_GetObjectItemCaseSensitive(pa, p->string) : NULL;
-                if (!trivial && !(x && cJSON_Compare(x, p, true))) return false;
+                if (trivial || (x && cJSON_Compare(x, p, true))) continue;
+                /* a's values for it never fit b's: present, it takes a's value away from b */
+                if (!x || !disjoint_d(c, x, p, 1) || !cJSON_AddItemToArray(present, cJSON_CreateString(p->string))) return false;
             }
             continue;
         }
@@ -1107,13 +1113,32 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
                 continue;
             }
             const cJSON *req = cJSON_GetObjectItemCaseSensitive(cur[j], "required");
-            if (!excludable(cur[i], cur[j]) || cJSON_GetArraySize(pieces) * cJSON_GetArraySize(req) > ONE_OF_PIECES) {
+            cJSON *present = cJSON_CreateArray();
+            if (!present) goto nomem_pieces;
+            if (!excludable(c, cur[i], cur[j], present) ||
+                cJSON_GetArraySize(pieces) * (cJSON_GetArraySize(req) + cJSON_GetArraySize(present)) > ONE_OF_PIECES) {
+                cJSON_Delete(present);
                 sift__js_cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): not expressible as a grammar",
                                i < j ? i : j, i < j ? j : i);
                 break;
             }
             cJSON *next = cJSON_CreateArray();
-            for (const cJSON *p = pieces->child; next && p; p = p->next)
+            for (const cJSON *p = pieces->child; next && p; p = p->next) {
+                bool apart = false; /* p requires one of them: never matches j */
+                for (const cJSON *q = present->child; q && !apart; q = q->next) apart = requires_key(p, q->valuestring);
+                if (apart) {
+                    if (!cJSON_AddItemToArray(next, cJSON_Duplicate(p, 1))) cJSON_Delete(next), next = NULL;
+                    continue;
+                }
+                for (const cJSON *q = present->child; next && q; q = q->next) { /* one of them present */
+                    cJSON *d = cJSON_Duplicate(p, 1), *rq = d ? cJSON_GetObjectItemCaseSensitive(d, "required") : NULL;
+                    if (d && !rq) rq = cJSON_AddArrayToObject(d, "required");
+                    if (!rq || !cJSON_AddItemToArray(rq, cJSON_CreateString(q->valuestring)) || !cJSON_AddItemToArray(next, d)) {
+                        cJSON_Delete(d);
+                        cJSON_Delete(next);
+                        next = NULL;
+                    }
+                }
                 for (const cJSON *k = req->child; next && k; k = k->next) {
                     if (requires_key(p, k->valuestring)) continue; /* it matches j whenever it matches */
                     cJSON *q = cJSON_Duplicate(p, 1), *props = q ? cJSON_GetObjectItemCaseSensitive(q, "properties") : NULL;
@@ -1125,6 +1150,8 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
                         next = NULL;
                     }
                 }
+            }
+            cJSON_Delete(present);
             cJSON_Delete(pieces);
             pieces = next;
             if (!pieces) goto nomem;
