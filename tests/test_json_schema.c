@@ -1372,7 +1372,15 @@ static void test_multiple_of(void **state)
             expect(g, "1e2", false); /* no exponent form is generated */
             sift_grammar_free(g);
         }
-    expect_refused("{\"multipleOf\":2,\"minimum\":0}", "beside 'minimum'");
+    expect_refused("{\"multipleOf\":2,\"minimum\":1}", "beside 'minimum'");
+    expect_refused("{\"multipleOf\":2,\"minimum\":0,\"maximum\":9}", "beside 'maximum'");
+    sift_grammar *g = convert("{\"type\":\"number\",\"multipleOf\":0.01,\"minimum\":0}", 0); /* money */
+    expect(g, "12.34", true);
+    expect(g, "0.5", true);
+    expect(g, "7", true);
+    expect(g, "1.234", false);
+    expect(g, "-1.5", false);
+    sift_grammar_free(g);
     expect_refused("{\"multipleOf\":0.123456789}", "more than 2048");
 }
 

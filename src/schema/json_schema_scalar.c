@@ -287,7 +287,7 @@ const char *sift__js_visit_number(conv *c, const cJSON *s, const char *rule_name
     return sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
-/* multipleOf q (no bounds beside it): q = M / 10^s in lowest terms, and x is a multiple of q
+/* multipleOf q (no bounds beside it but "minimum": 0): q = M / 10^s in lowest terms, and x is a multiple of q
  * when V = x * 10^s is an integer with V mod M = 0. The digits of x feed V's residue mod M
  * one at a time (r -> 10 r + d), through the integer part and the first s decimals; later
  * decimals must be 0, and a text that stops after k < s decimals ends when r * 10^(s-k) is
@@ -325,8 +325,11 @@ const char *sift__js_visit_multiple_of(conv *c, const cJSON *s, const cJSON *mul
     size_t o = sift__js_path_push(c, "multipleOf");
     const char *out = NULL;
     char t[64];
+    /* "minimum": 0 alone: the same texts without a sign (a "-0" is left out, a subset) */
+    const cJSON *lo0 = cJSON_GetObjectItemCaseSensitive(s, "minimum");
+    const bool unsigned_only = cJSON_IsNumber(lo0) && lo0->valuedouble == 0;
     for (const char *const *k = bounds; *k; k++)
-        if (cJSON_GetObjectItemCaseSensitive(s, *k)) {
+        if (cJSON_GetObjectItemCaseSensitive(s, *k) && !(unsigned_only && !strcmp(*k, "minimum"))) {
             sift__js_cfail(c, SIFT_E_UNSUPPORTED, "multipleOf other than 1 beside '%s' cannot be expressed in a grammar", *k);
             goto out;
         }
@@ -394,7 +397,7 @@ const char *sift__js_visit_multiple_of(conv *c, const cJSON *s, const cJSON *mul
     }
     /* the sign, then 0 (residue 0, no more integer digits: its decimals only) or 1-9 */
     b.n = 0;
-    sift__gbnf_sb_puts(&b, "\"-\"? (\"0\"");
+    sift__gbnf_sb_puts(&b, unsigned_only ? "(\"0\"" : "\"-\"? (\"0\"");
     if (!integer) {
         sift__gbnf_sbuf z = {0};
         int za = m.S > 0 ? mult_steps(&m, &z, 0, 0, 1, "\".\" ", pfx, 0) : (sift__gbnf_sb_puts(&z, "\".\" [0]+"), 1);
