@@ -1485,6 +1485,12 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"p\": \"s\", \"q\": 1}", false);
     expect(g, "{\"p\": 1}", false);
     sift_grammar_free(g);
+    /* a type beside the oneOf meets each alternative's; one with none in common is left out */
+    g = convert("{\"type\":[\"object\",\"null\"],\"oneOf\":[{\"type\":\"string\"},{\"type\":[\"object\",\"string\"],\"required\":[\"a\"]}]}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "\"s\"", false);
+    expect(g, "null", false);
+    sift_grammar_free(g);
     /* a discriminator both declare but neither requires: present, it tells them apart */
     g = convert("{\"type\":\"object\",\"properties\":{\"r\":{\"type\":\"number\"},\"l\":{\"type\":\"number\"},\"w\":{\"type\":\"number\"}},"
                 "\"oneOf\":[{\"properties\":{\"shape\":{\"enum\":[\"circle\"]}},\"required\":[\"r\"]},"

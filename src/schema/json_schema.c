@@ -817,8 +817,14 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
         if (one_of && alts && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
             const cJSON **uses = sift__gx_calloc((size_t)n_alt + 1, sizeof *uses);
             if (!uses) sift__js_coom(c);
-            for (const cJSON *alt = any->child; uses && alt && c->status == SIFT_OK; alt = alt->next, k++)
+            for (const cJSON *alt = any->child; uses && alt && c->status == SIFT_OK; alt = alt->next, k++) {
                 uses[k] = siblings ? (alts[k] = sift__js_with_siblings(c, s, alt)) : alt;
+                if (!uses[k] && c->unsat) { /* matches nothing with the keywords beside it: left out */
+                    c->status = SIFT_OK;
+                    c->unsat = false;
+                    if (c->err) *c->err = (sift_error){0};
+                }
+            }
             if (uses && c->status == SIFT_OK) pieces = sift__js_one_of_pieces(c, uses, n_alt);
             sift__gx_free(uses);
             siblings = false; /* merged into the pieces */

@@ -241,10 +241,12 @@ bool sift__js_is_inert(const char *k)
 }
 
 /* An alternative together with the keywords beside the anyOf / oneOf (both must hold):
- * the alternative's keywords plus the siblings', properties merged and required lists
- * joined. A keyword both sides give differently (other than those) is refused, and so is
+ * the alternative's keywords plus the siblings', properties merged, required lists joined,
+ * types met. A keyword both sides give differently (other than those) is refused, and so is
  * additionalProperties on either side when the property sets differ (it would then mean
  * different things). Returns a new cJSON (the caller deletes it) or NULL with the error set. */
+static cJSON *type_meet(conv *c, const cJSON *a, const cJSON *b);
+
 cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt)
 {
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(alt, "$ref");
@@ -284,11 +286,16 @@ cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt)
             for (const cJSON *r = k->child; r; r = r->next) cJSON_AddItemToArray(have, cJSON_Duplicate(r, 1));
             continue;
         }
-        if (!strcmp(k->string, "type") && cJSON_IsString(have) && cJSON_IsString(k) &&
-            ((!strcmp(have->valuestring, "integer") && !strcmp(k->valuestring, "number")) ||
-             (!strcmp(have->valuestring, "number") && !strcmp(k->valuestring, "integer")))) {
-            cJSON_ReplaceItemInObjectCaseSensitive(m, "type", cJSON_CreateString("integer"));
-            continue;
+        if (!strcmp(k->string, "type")) { /* both hold: the types in common (none: nothing matches) */
+            cJSON *t = type_meet(c, have, k);
+            if (t && !t->child) {
+                cJSON_Delete(t);
+                cJSON_Delete(m);
+                c->unsat = true;
+                return sift__js_cfail(c, SIFT_E_INVAL, "the alternative has no type in common with the keywords beside it: it matches nothing"), NULL;
+            }
+            if (t && cJSON_ReplaceItemInObjectCaseSensitive(m, "type", t)) continue;
+            cJSON_Delete(t);
         }
         cJSON_Delete(m);
         size_t o = sift__js_path_push(c, k->string);
@@ -1077,13 +1084,14 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
 {
     cJSON *out = cJSON_CreateArray(), **cur = calloc((size_t)n + 1, sizeof *cur);
     bool *same = calloc((size_t)n + 1, sizeof *same); /* cur[i] says what alts[i] says, as written */
-    int untyped = 0;
-    for (int i = 0; i < n; i++) untyped += untyped_object_only(deref(c, alts[i]));
+    int untyped = 0, n_some = 0; /* a NULL alternative matches nothing */
+    for (int i = 0; i < n; i++) untyped += alts[i] && untyped_object_only(deref(c, alts[i])), n_some += alts[i] != NULL;
     for (int i = 0; out && cur && same && i < n; i++) {
+        if (!alts[i]) continue;
         const cJSON *a = deref(c, alts[i]);
         cur[i] = cJSON_Duplicate(a, 1);
         if (!cur[i]) goto nomem;
-        bool wrap = untyped == n && n >= 2;
+        bool wrap = untyped == n_some && n_some >= 2;
         if (wrap && !cJSON_AddStringToObject(cur[i], "type", "object")) goto nomem;
         bool none = false; /* simplified first (a `not` that says "key absent"), so that they compare */
         cJSON *sm = sift__js_simplify(c, cur[i], &none);
