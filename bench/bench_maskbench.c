@@ -9,17 +9,22 @@
  *            tokenized without special tokens; for each token: fill a full-vocabulary
  *            candidate array (untimed), [timed: TBM] sift_sampler_apply + check the token
  *            kept its logit + sift_sampler_accept; stop at the first refused token.
- *            (MaskBench's runner times compute_mask + commit_token together, and has no
- *            end-of-text check: a valid prefix is "accepted".)
+ *            (MaskBench's runner times compute_mask + commit_token together.)
  *   verdict  compile error; invalidation error (an invalid instance accepted: the hard
  *            line, counted first); validation error (a valid instance rejected); passing.
- *   whole    beside MaskBench's verdict, the same verdict with the end-of-text check: an
+ *            A valid instance is accepted when every token was allowed (a valid prefix
+ *            counts, as in MaskBench's published method). An invalid instance whose every
+ *            token was allowed but after which the grammar cannot end (end of text masked,
+ *            a continuation forced) is rejected, as MaskBench's reference runner counts it
+ *            (llguidance sample_parser json_stats: "we forced EOS"): only top-level numbers
+ *            are not self-delimiting, and `1.1` under exclusiveMinimum 1.1 (or `0` under
+ *            exclusiveMinimum 0) is a prefix of a valid `1.11` (`0.5`) that an exact grammar
+ *            must allow, yet generation can never stop there.
+ *   whole    beside that verdict, the same with the end-of-text check on both sides: an
  *            instance is accepted as a whole text only when the grammar may end after its
- *            last token (sift_grammar_sampler_status). `1.1` under exclusiveMinimum 1.1 is
- *            accepted by MaskBench's method (1.11 could follow) but not as a whole text.
- *            Instances accepted only as a prefix are counted apart (valid ones among them
- *            are a grammar that cannot end where it should; invalid ones are MaskBench
- *            invalidation errors that generation could never produce).
+ *            last token (sift_grammar_sampler_status). Instances accepted only as a prefix
+ *            are counted apart (valid ones among them are a grammar that cannot end where
+ *            it should; invalid ones are the forced continuations above).
  *
  * Isolation: schemas run in forked worker processes (the vocabulary and its grammar trie,
  * built once in the parent, are shared copy-on-write), one schema at a time each, results
@@ -597,10 +602,11 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
                 }
             }
         }
-        int whole = 0;
+        int whole = 0, forced = 0;
         if (accepted) {
             sift_grammar_status st = sift_grammar_sampler_status(g);
             whole = st == SIFT_GRAMMAR_CAN_END || st == SIFT_GRAMMAR_DONE;
+            forced = st == SIFT_GRAMMAR_ACTIVE; /* end of text masked, a continuation forced */
             if (!whole) {
                 if (valid) h.prefix_valid++;
                 else h.prefix_invalid++;
@@ -608,7 +614,8 @@ static void run_schema(bench_ctx *bc, const char *file, int out_fd)
         }
         if (whole && !valid) verdict_whole = R_INVALIDATION;
         else if (!whole && valid && verdict_whole == R_PASS) verdict_whole = R_VALIDATION;
-        if (accepted && !valid && verdict != R_INVALIDATION) {
+        /* an invalid prefix the grammar forces on (it cannot end there) is no false accept */
+        if (accepted && !valid && !forced && verdict != R_INVALIDATION) {
             verdict = R_INVALIDATION;
             vtest = ti;
             snprintf(vmsg, sizeof vmsg, "accepted: %.400s", inst.p ? inst.p : "");

@@ -613,8 +613,9 @@ static uint64_t rng(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-/* pattern: the grammar accepts "<s>" (as a JSON string) exactly when PCRE2 matches s */
-static void check_pattern(const char *pattern, const char *alphabet, int max_len, int tries, const char *const *pos)
+/* pattern (with minLength / maxLength when min_kw / max_kw >= 0): the grammar accepts "<s>" (as
+ * a JSON string) exactly when PCRE2 matches s and its length is within them */
+static void check_pattern_len(const char *pattern, const char *alphabet, int max_len, int tries, const char *const *pos, long min_kw, long max_kw)
 {
     char schema[512];
     char esc[256];
@@ -624,7 +625,10 @@ static void check_pattern(const char *pattern, const char *alphabet, int max_len
         esc[k++] = *p;
     }
     esc[k] = 0;
-    snprintf(schema, sizeof schema, "{\"type\":\"string\",\"pattern\":\"%s\"}", esc);
+    int sn = snprintf(schema, sizeof schema, "{\"type\":\"string\",\"pattern\":\"%s\"", esc);
+    if (min_kw >= 0) sn += snprintf(schema + sn, sizeof schema - (size_t)sn, ",\"minLength\":%ld", min_kw);
+    if (max_kw >= 0) sn += snprintf(schema + sn, sizeof schema - (size_t)sn, ",\"maxLength\":%ld", max_kw);
+    snprintf(schema + sn, sizeof schema - (size_t)sn, "}");
     sift_grammar *g = convert(schema, 0);
     int ec;
     PCRE2_SIZE eo;
@@ -663,7 +667,7 @@ static void check_pattern(const char *pattern, const char *alphabet, int max_len
             for (int i = 0; i < len; i++) s[i] = alphabet[rng(&seed) % al];
         }
         s[len] = 0;
-        bool want = pcre2_match(re, (PCRE2_SPTR)s, (size_t)len, 0, 0, md, NULL) >= 0;
+        bool want = pcre2_match(re, (PCRE2_SPTR)s, (size_t)len, 0, 0, md, NULL) >= 0 && len >= min_kw && (max_kw < 0 || len <= max_kw);
         /* the instance: s as a JSON string (escape '"' and '\\') */
         char inst[512];
         size_t q = 0;
@@ -689,10 +693,31 @@ static void check_pattern(const char *pattern, const char *alphabet, int max_len
         if ((r == SIFT_GRAMMAR_COMPLETE) != want) fail_msg("pattern /%s/ on '%s': pcre2 %d, grammar %d", pattern, s, want, r);
         matched += want;
     }
-    print_message("/%s/: %d of %d random strings match\n", pattern, matched, tries);
+    print_message("/%s/ (length %ld..%ld): %d of %d random strings match\n", pattern, min_kw, max_kw, matched, tries);
     pcre2_match_data_free(md);
     pcre2_code_free(re);
     sift_grammar_free(g);
+}
+
+static void check_pattern(const char *pattern, const char *alphabet, int max_len, int tries, const char *const *pos)
+{
+    check_pattern_len(pattern, alphabet, max_len, tries, pos, -1, -1);
+}
+
+/* a pattern with one repeated character beside minLength / maxLength: that repetition takes
+ * what the length leaves (sift__schema_regex_bounded), exactly */
+static void test_pattern_bounded(void **state)
+{
+    (void)state;
+    const char *p1[] = {"ab1", "ab12", "ab123", NULL};
+    check_pattern_len("^ab[0-9]+$", "ab019x", 8, 4000, p1, 3, 5);
+    const char *p2[] = {"x", "xyz", "x__", NULL};
+    check_pattern_len("^[a-z][^ ]*$", "xyz_ 0", 9, 4000, p2, 2, 6);
+    const char *p3[] = {"aa", "a-b", NULL};
+    check_pattern_len("^([a-z-]*)$", "ab-_", 7, 3000, p3, 1, 4);
+    check_pattern_len("^(q(w)[0-9]{2,})$", "qw09", 8, 3000, NULL, 0, 5);
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^ab[0-9]+$\",\"maxLength\":2}", "no string matches");
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^a+b+$\",\"maxLength\":4}", "together with minLength");
 }
 
 static void test_patterns(void **state)
@@ -769,9 +794,23 @@ static void test_alternatives(void **state)
         assert_non_null(strstr(err.msg, "matches nothing"));
     }
     const char *overlap[] = {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}",
-                             "{\"oneOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}",
-                             "{\"oneOf\":[{\"enum\":[1,2]},{\"enum\":[2,3]}]}"};
-    for (int i = 0; i < 3; i++) {
+                             "{\"oneOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}"};
+    /* listed values: those that match exactly one alternative (value_check.c decides) */
+    sift_grammar *ge = convert("{\"oneOf\":[{\"enum\":[1,2,\"x\"]},{\"enum\":[2,3]},{\"type\":\"boolean\"}]}", 0);
+    expect(ge, "1", true);
+    expect(ge, "3", true);
+    expect(ge, "2", false);
+    expect(ge, "\"x\"", true);
+    expect(ge, "true", true);
+    sift_grammar_free(ge);
+    /* arrays whose items cannot overlap share only [] */
+    ge = convert("{\"oneOf\":[{\"type\":\"array\",\"items\":{\"type\":\"number\"}},{\"type\":\"array\",\"items\":{\"type\":\"string\"}}]}", 0);
+    expect(ge, "[1, 2]", true);
+    expect(ge, "[\"a\"]", true);
+    expect(ge, "[]", false);
+    expect(ge, "[1, \"a\"]", false);
+    sift_grammar_free(ge);
+    for (int i = 0; i < 2; i++) {
         sift_error err = {0};
         char *gb = sift_json_schema_to_grammar(overlap[i], strlen(overlap[i]), 0, &err);
         if (gb) fail_msg("converted %s:\n%s", overlap[i], gb);
@@ -1119,8 +1158,14 @@ static void test_pattern_length(void **state)
     expect(g, "\"123456\"", false);
     expect(g, "\"12\"", false);
     sift_grammar_free(g);
+    /* one repeated character takes what the length leaves (test_pattern_bounded) */
+    g = convert("{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":5}", 0);
+    expect(g, "\"aaaab\"", true);
+    expect(g, "\"aaaaab\"", false);
+    expect(g, "\"b\"", false);
+    sift_grammar_free(g);
     sift_error err = {0};
-    const char *s2 = "{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":5}";
+    const char *s2 = "{\"type\":\"string\",\"pattern\":\"^a+b+$\",\"maxLength\":5}";
     char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
     assert_null(gb);
     assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
@@ -1160,7 +1205,8 @@ static void test_property_counts(void **state)
     expect(g, "2.5", false);
     expect(g, "-1", false);
     sift_grammar_free(g);
-    const char *bad[] = {"{\"multipleOf\":2}", "{\"type\":\"integer\",\"multipleOf\":3}"};
+    /* other steps beside a bound are refused (test_multiple_of: on their own) */
+    const char *bad[] = {"{\"multipleOf\":2,\"maximum\":9}", "{\"type\":\"integer\",\"multipleOf\":3,\"minimum\":1}"};
     for (int i = 0; i < 2; i++) {
         sift_error e = {0};
         char *x = sift_json_schema_to_grammar(bad[i], strlen(bad[i]), 0, &e);
@@ -1194,7 +1240,21 @@ static void test_property_counts(void **state)
     g = convert("{\"type\":\"string\",\"dependencies\":{\"a\":{\"required\":[\"b\"]}}}", 0);
     expect(g, "\"x\"", true);
     sift_grammar_free(g);
-    expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":[\"z\"]}}", "not a declared property");
+    /* names it mentions that `properties` does not declare: tracked as optional additional
+     * properties (their value: additionalProperties'), every other key still allowed */
+    g = convert("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":[\"z\"]},"
+                "\"additionalProperties\":{\"type\":\"integer\"}}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"z\": 1, \"q\": 2}", true);
+    expect(g, "{\"a\": \"s\", \"z\": 1}", true);
+    expect(g, "{\"q\": 2, \"a\": null}", false);
+    expect(g, "{\"a\": 1, \"z\": \"s\"}", false);
+    sift_grammar_free(g);
+    g = convert("{\"dependentRequired\":{\"quux\":[\"foo\",\"bar\"]}}", 0);
+    expect(g, "{\"foo\": 1, \"quux\": 2, \"bar\": 3}", true);
+    expect(g, "{\"foo\": 1, \"quux\": 2}", false);
+    expect(g, "[\"quux\"]", true);
+    sift_grammar_free(g);
     expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":{\"required\":[\"b\"]}}}", "dependencies");
     expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{}},"
                    "\"dependentRequired\":{\"a\":[\"b\"]}}", "more than 7");
@@ -1232,6 +1292,220 @@ static void test_any_of_additional(void **state)
     assert_non_null(strstr(err.msg, "matches nothing"));
 }
 
+/* propertyNames: the keys through the (string) schema, the values through additionalProperties;
+ * refused beside declared properties (the key sets would need intersecting). */
+static void test_property_names(void **state)
+{
+    (void)state;
+    /* {}: any JSON value (JSON Schema), anywhere; llama.cpp's conventions read it as an object */
+    sift_grammar *ge = convert("{}", 0);
+    expect(ge, "1", true);
+    expect(ge, "[\"x\", {}]", true);
+    expect(ge, "{\"a\": null}", true);
+    sift_grammar_free(ge);
+    ge = convert("{\"type\":\"array\",\"items\":{\"description\":\"anything\"}}", SIFT_JSON_SCHEMA_LLAMA);
+    expect(ge, "[{}, {\"a\": 1}]", true);
+    expect(ge, "[1]", false);
+    sift_grammar_free(ge);
+    /* pattern with lengths its strings always have: the lengths say nothing more */
+    sift_grammar *gp = convert("{\"type\":\"string\",\"pattern\":\"^(ab|c)x?$\",\"minLength\":1,\"maxLength\":3}", 0);
+    expect(gp, "\"abx\"", true);
+    expect(gp, "\"c\"", true);
+    expect(gp, "\"abxx\"", false);
+    sift_grammar_free(gp);
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^(ab|c)x?$\",\"minLength\":2}", "together with minLength");
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^ab\",\"maxLength\":9}", "together with minLength");
+    sift_grammar *g = convert("{\"type\":\"object\",\"propertyNames\":{\"maxLength\":3},\"additionalProperties\":{\"type\":\"integer\"}}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"abc\": 1, \"\\n\": 2}", true);
+    expect(g, "{\"abcd\": 1}", false);
+    expect(g, "{\"ab\": \"x\"}", false);
+    sift_grammar_free(g);
+    /* untyped: objects are checked, the other kinds pass; a key no string fits leaves {} */
+    g = convert("{\"propertyNames\":{\"const\":5}}", 0);
+    expect(g, "{}", true);
+    expect(g, "[1]", true);
+    expect(g, "{\"5\": 1}", false);
+    sift_grammar_free(g);
+    g = convert("{\"propertyNames\":{\"enum\":[\"a\",\"bb\"]}}", 0);
+    expect(g, "{\"bb\": [], \"a\": null}", true);
+    expect(g, "{\"b\": 1}", false);
+    sift_grammar_free(g);
+    expect_refused("{\"properties\":{\"a\":{}},\"propertyNames\":{\"maxLength\":1}}", "propertyNames beside 'properties'");
+}
+
+/* multipleOf: random decimal texts against exact integer arithmetic (x = N / 10^f is a
+ * multiple of q = M / 10^s when N 10^s is divisible by M 10^f); integers need x whole. */
+static void test_multiple_of(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *q;
+        long long m;
+        int s;
+    } qs[] = {{"2", 2, 0}, {"1.5", 15, 1}, {"0.25", 25, 2}, {"7", 7, 0}, {"0.01", 1, 2}, {"12", 12, 0}};
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (size_t qi = 0; qi < sizeof qs / sizeof *qs; qi++)
+        for (int integer = 0; integer < 2; integer++) {
+            char schema[96];
+            snprintf(schema, sizeof schema, "{\"type\":\"%s\",\"multipleOf\":%s}", integer ? "integer" : "number", qs[qi].q);
+            sift_grammar *g = convert(schema, 0);
+            int n_valid = 0;
+            for (int it = 0; it < 3000; it++) {
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                long long ip = (long long)(rng % 100000) >> (rng >> 40 & 15), fr = (long long)(rng >> 20 & 0xfffff) % 1000;
+                int nf = (int)(rng >> 50 & 3); /* decimals: 0..3, leading zeros kept */
+                char txt[48];
+                long long nn = ip, p10 = 1;
+                for (int k = 0; k < nf; k++) nn *= 10, p10 *= 10;
+                long long fv = fr % p10;
+                nn += fv;
+                if (nf) snprintf(txt, sizeof txt, "%s%lld.%0*lld", rng >> 63 ? "-" : "", ip, nf, fv);
+                else snprintf(txt, sizeof txt, "%s%lld", rng >> 63 ? "-" : "", ip);
+                long long s10 = 1;
+                for (int k = 0; k < qs[qi].s; k++) s10 *= 10;
+                bool valid = (nn * s10) % (qs[qi].m * p10) == 0 && (!integer || !nf);
+                n_valid += valid;
+                expect(g, txt, valid);
+            }
+            assert_true(n_valid > 20); /* the valid side was exercised too */
+            expect(g, "1e2", false); /* no exponent form is generated */
+            sift_grammar_free(g);
+        }
+    expect_refused("{\"multipleOf\":2,\"minimum\":1}", "beside 'minimum'");
+    expect_refused("{\"multipleOf\":2,\"minimum\":0,\"maximum\":9}", "beside 'maximum'");
+    sift_grammar *g = convert("{\"type\":\"number\",\"multipleOf\":0.01,\"minimum\":0}", 0); /* money */
+    expect(g, "12.34", true);
+    expect(g, "0.5", true);
+    expect(g, "7", true);
+    expect(g, "1.234", false);
+    expect(g, "-1.5", false);
+    sift_grammar_free(g);
+    expect_refused("{\"multipleOf\":0.123456789}", "more than 2048");
+}
+
+/* contains / minContains: n witnesses among items that all match `items`; refused beside
+ * maxContains / maxItems (counting or a complement). */
+static void test_contains(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"contains\":{\"minimum\":5}}", 0);
+    expect(g, "[5]", true);
+    expect(g, "[1, 2, 7, 3]", true);
+    expect(g, "[]", false);
+    expect(g, "[1, 2]", false);
+    expect(g, "[1, 6.5]", false); /* the witness must be an item too */
+    sift_grammar_free(g);
+    g = convert("{\"contains\":{\"const\":\"x\"},\"minContains\":2}", 0);
+    expect(g, "[\"x\", 1, \"x\"]", true);
+    expect(g, "[\"x\", 1]", false);
+    expect(g, "{\"a\": 1}", true); /* not an array: contains says nothing */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"contains\":{\"const\":1},\"minContains\":0}", 0);
+    expect(g, "[]", true);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"maxContains\":1}", 0); /* without contains: nothing */
+    expect(g, "[1, 1]", true);
+    sift_grammar_free(g);
+    expect_refused("{\"type\":\"array\",\"contains\":{\"const\":1},\"maxContains\":2}", "maxContains");
+    expect_refused("{\"type\":\"array\",\"contains\":{\"const\":1},\"maxItems\":2}", "beside 'maxItems'");
+}
+
+/* unevaluatedProperties / unevaluatedItems without an in-place applicator are additionalProperties
+ * / items; beside one, the keys another part evaluates must not be lost (refused or stricter). */
+static void test_unevaluated(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"properties\":{\"a\":{}},\"patternProperties\":{\"^x\":{}},\"unevaluatedProperties\":{\"type\":\"integer\"}}", 0);
+    expect(g, "{\"a\": \"s\", \"xy\": \"s\", \"b\": 1}", true);
+    expect(g, "{\"b\": \"s\"}", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"}],\"unevaluatedItems\":false}", 0);
+    expect(g, "[\"s\"]", true);
+    expect(g, "[\"s\", 1]", false);
+    sift_grammar_free(g);
+    /* a part's unevaluatedProperties sees only its own part: {"a": 1} is invalid here */
+    sift_error err = {0};
+    const char *s1 = "{\"allOf\":[{\"unevaluatedProperties\":false},{\"properties\":{\"a\":{}}}]}";
+    char *gb = sift_json_schema_to_grammar(s1, strlen(s1), 0, &err);
+    if (gb) {
+        sift_grammar *g2 = sift_grammar_parse(gb, strlen(gb), "root", NULL, &err);
+        assert_non_null(g2);
+        expect(g2, "{\"a\": 1}", false);
+        sift_grammar_free(g2);
+        free(gb);
+    }
+}
+
+/* oneOf told apart: untyped object-only alternatives are objects (every other value matches
+ * them all), a key one requires and the other forbids, literal patterns, and alternatives that
+ * only require keys taken away from the others (the key absent); else refused. */
+static void test_one_of_apart(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"oneOf\":[{\"required\":[\"a\",\"c\"]},{\"required\":[\"b\"]}]}", 0);
+    expect(g, "{\"a\": 1, \"c\": 2}", true);
+    expect(g, "{\"b\": 1, \"x\": 2}", true);
+    expect(g, "{\"b\": 1, \"a\": 2}", true); /* c is missing: only the second matches */
+    expect(g, "{\"a\": 1, \"b\": 2, \"c\": 3}", false);
+    expect(g, "{}", false);
+    expect(g, "\"s\"", false); /* matches both */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"oneOf\":[{\"properties\":{\"t\":{\"type\":\"string\",\"pattern\":\"^ALIAS$\"},\"v\":{}},\"required\":[\"t\"]},"
+                "{\"properties\":{\"t\":{\"type\":\"string\",\"pattern\":\"^BLANK$\"}},\"required\":[\"t\"]}]}", 0);
+    expect(g, "{\"t\": \"ALIAS\", \"v\": 1}", true);
+    expect(g, "{\"t\": \"BLANK\"}", true);
+    expect(g, "{\"t\": \"OTHER\"}", false);
+    sift_grammar_free(g);
+    g = convert("{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"x\":{}},\"additionalProperties\":false},"
+                "{\"type\":\"object\",\"required\":[\"y\"]}]}", 0);
+    expect(g, "{\"x\": 1}", true);
+    expect(g, "{\"y\": 1, \"x\": 1}", true);
+    expect(g, "{}", true);
+    sift_grammar_free(g);
+    /* not {"required": [...]}: an object without one of the keys */
+    g = convert("{\"not\":{\"required\":[\"a\",\"b\"]},\"properties\":{\"a\":{\"type\":\"integer\"}}}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"b\": \"x\", \"c\": 2}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", false);
+    expect(g, "3", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"object\",\"properties\":{\"r\":{\"type\":\"number\"},\"l\":{\"type\":\"number\"}},"
+                "\"oneOf\":[{\"not\":{\"required\":[\"r\"]},\"required\":[\"l\"]},{\"not\":{\"required\":[\"l\"]},\"required\":[\"r\"]}]}", 0);
+    expect(g, "{\"l\": 1}", true);
+    expect(g, "{\"r\": 1}", true);
+    expect(g, "{\"r\": 1, \"l\": 2}", false);
+    expect(g, "{}", false);
+    sift_grammar_free(g);
+    /* siblings merged into both: what they add is said by both, so the key test is exact */
+    g = convert("{\"type\":\"object\",\"properties\":{\"p\":{\"type\":\"string\"},\"q\":{\"type\":\"integer\"}},"
+                "\"oneOf\":[{\"required\":[\"p\"]},{\"required\":[\"q\"]}]}", 0);
+    expect(g, "{\"p\": \"s\"}", true);
+    expect(g, "{\"q\": 1, \"z\": 0}", true);
+    expect(g, "{\"p\": \"s\", \"q\": 1}", false);
+    expect(g, "{\"p\": 1}", false);
+    sift_grammar_free(g);
+    /* a type beside the oneOf meets each alternative's; one with none in common is left out */
+    g = convert("{\"type\":[\"object\",\"null\"],\"oneOf\":[{\"type\":\"string\"},{\"type\":[\"object\",\"string\"],\"required\":[\"a\"]}]}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "\"s\"", false);
+    expect(g, "null", false);
+    sift_grammar_free(g);
+    /* a discriminator both declare but neither requires: present, it tells them apart */
+    g = convert("{\"type\":\"object\",\"properties\":{\"r\":{\"type\":\"number\"},\"l\":{\"type\":\"number\"},\"w\":{\"type\":\"number\"}},"
+                "\"oneOf\":[{\"properties\":{\"shape\":{\"enum\":[\"circle\"]}},\"required\":[\"r\"]},"
+                "{\"properties\":{\"shape\":{\"enum\":[\"rect\"]}},\"required\":[\"l\",\"w\"]}]}", 0);
+    expect(g, "{\"r\": 1}", true);
+    expect(g, "{\"r\": 1, \"l\": 2, \"w\": 3}", false);
+    expect(g, "{\"r\": 1, \"l\": 2, \"w\": 3, \"shape\": \"circle\"}", true);
+    expect(g, "{\"l\": 2, \"shape\": \"rect\", \"w\": 3}", true);
+    expect(g, "{\"shape\": \"circle\"}", false);
+    expect(g, "{\"r\": 1, \"shape\": \"rect\"}", false);
+    sift_grammar_free(g);
+    expect_refused("{\"oneOf\":[{\"type\":\"string\"},{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}", "may both match");
+    expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\"}}},{\"required\":[\"b\"]}]}", "may both match");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1240,7 +1514,7 @@ int main(void)
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
-        cmocka_unit_test(test_simplified_keywords),
+        cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated), cmocka_unit_test(test_one_of_apart), cmocka_unit_test(test_pattern_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,12 @@ void sift__gbnf_put_int_range(sift__gbnf_sbuf *b, bool has_min, int64_t min, boo
  * the pattern began with '^' / ended with '$'. Returns malloc'd text, or NULL with err
  * (SIFT_E_UNSUPPORTED "offset N: what", SIFT_E_NOMEM). */
 char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err);
+/* The lengths (characters) of the strings a pattern matches, as a whole string: lo..hi (hi < 0:
+ * unbounded; an unanchored end makes it unbounded); false when the pattern is not converted. */
+bool sift__schema_pattern_lengths(const char *pattern, size_t n, long *lo, long *hi);
+/* An anchored pattern with one variable-length atom, a repeated character, with a length lo..hi:
+ * the GBNF of the strings of both (regex_to_gbnf.c); NULL without an error when not that form. */
+char *sift__schema_regex_bounded(const char *pattern, size_t n, long lo, long hi, sift_error *err);
 
 /* The JSON numbers x with lo <= x <= hi (< with *_strict; NULL: no bound), the bounds in
  * plain decimal ("-12.5"), no exponent form (number_range.c); false when none is. */

@@ -45,27 +45,33 @@
  *                        declared ones; additionalProperties beside anyOf alternatives that
  *                        declare other properties applies to those properties too;
  *                        dependentRequired / dependencies (arrays of names) checked with the key
- *                        sets of any order (object_deps: declared names only, objects of at most
- *                        7 properties, else refused).
+ *                        sets of any order (object_deps: names `properties` does not declare
+ *                        are tracked as optional additional properties; objects of at most 7
+ *                        tracked properties, else refused); propertyNames (the key rule,
+ *                        on its own: sift__js_visit_property_names).
  *                        SIFT_JSON_SCHEMA_LLAMA: llama.cpp's layout instead (required first,
  *                        optional ones in any subset keeping their order; a missing
  *                        additionalProperties generates no extra keys; undeclared required
  *                        names are an error).
  *   array                items with minItems / maxItems; prefixItems (or draft-07's items
  *                        array) as a tuple, then `items` (additionalItems in draft-07; missing:
- *                        any value); minItems below the tuple's length makes its tail optional
+ *                        any value); minItems below the tuple's length makes its tail optional;
+ *                        contains / minContains as witnesses among the items (visit_contains)
  *   string               minLength / maxLength (characters, an escape counts as one; above
  *                        2000 as 1000-character chunk rules, up to 2,000,000); format date,
  *                        time, date-time, uuid, email, hostname, ipv4, uri (other standard
  *                        formats are refused, non-standard ones are annotations); pattern
- *                        (below), with a length when it is one atom ^A{m,n}$
+ *                        (below), with a length when it is one atom ^A{m,n}$, when its strings
+ *                        always have that length, or when one repeated character of an anchored
+ *                        pattern can take what the length leaves (sift__schema_regex_bounded)
  *   integer              minimum / maximum / exclusiveMinimum / exclusiveMaximum, exactly,
  *                        digit by digit; unbounded integers have at most 16 digits (llama.cpp);
  *                        no ".0" fraction is generated (valid, but clients read a float)
  *   numbers in const / enum  from their text when a double cannot hold them (attach_number_texts)
  *   number               the same bounds on decimals (number_range.c; the exponent form only
  *                        where its sign decides: one bound, 0 on its open side);
- *                        multipleOf 1 means the integers
+ *                        multipleOf 1 means the integers; other steps without bounds digit by
+ *                        digit, the residue mod the step (sift__js_visit_multiple_of)
  *   boolean, null
  * A schema without `type`: its keywords constrain the values of their kind only (properties
  * -> objects, items -> arrays, pattern / minLength / format -> strings, minimum / multipleOf
@@ -76,7 +82,7 @@
  * readOnly, writeOnly, content*) and unknown keywords are ignored, as JSON Schema says.
  *
  * Keywords that constrain values but cannot be expressed - not, if/then/else, uniqueItems,
- * contains, multipleOf other than 1, propertyNames, min/maxProperties beside declared
+ * maxContains, contains beside maxItems / a tuple, multipleOf other than 1 beside bounds, propertyNames beside declared properties, min/maxProperties beside declared
  * properties, dependentSchemas (and dependencies' schemas), unevaluated*, $dynamicRef, ...
  * (object keywords are ignored for values of other types; outside const / enum, where
  * value_check.c decides them) - are errors (SIFT_E_UNSUPPORTED, with the keyword's JSON
@@ -383,8 +389,8 @@ const char *const sift__js_annotations[] = {
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$defs", "definitions", "$anchor",
     "$vocabulary", "discriminator", "nullable", "example", "id", NULL};
 static const char *const UNSUPPORTED[] = {
-    "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
-    "propertyNames", "dependentRequired",
+    "not", "if", "then", "else", "uniqueItems", "maxContains",
+    "dependentRequired",
     "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", NULL};
 
@@ -421,6 +427,7 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
         bool dep = !strcmp(key, "dependentRequired") || !strcmp(key, "dependencies") || !strcmp(key, "dependentSchemas");
         if (bad && dep && type && strcmp(type, "object")) bad = false; /* they constrain objects only */
         if (bad && type && !strcmp(type, "object") && dep_arrays(k, key)) bad = false; /* build_object decides */
+        if (bad && !strcmp(key, "maxContains") && !cJSON_GetObjectItemCaseSensitive(s, "contains")) bad = false; /* says nothing alone */
         /* draft-07 and earlier let validators check contentMediaType / contentEncoding (the
          * suite's optional tests do); later drafts made them annotations */
         if (c->ref_overrides && (!strcmp(key, "contentMediaType") || !strcmp(key, "contentEncoding"))) bad = true;
@@ -436,8 +443,8 @@ static bool check_keywords(conv *c, const cJSON *s, const char *type)
 
 
 static const char *const TYPED_OBJ[] = {"properties", "additionalProperties", "required", "patternProperties", "minProperties",
-                                        "maxProperties", "dependentRequired", NULL};
-static const char *const TYPED_ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
+                                        "maxProperties", "dependentRequired", "dependencies", "propertyNames", NULL};
+static const char *const TYPED_ARR[] = {"items", "prefixItems", "minItems", "maxItems", "contains", NULL};
 static const char *const TYPED_STR[] = {"pattern", "minLength", "maxLength", "format", NULL};
 static const char *const TYPED_NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
 
@@ -497,8 +504,19 @@ static const char *visit_untyped(conv *c, const cJSON *s, const char *name, cons
 static const char *visit_typed(conv *c, const cJSON *s, const char *name, const char *rule_name, const char *type)
 {
     if (!check_keywords(c, s, type)) return NULL;
-    if (!type) return sift__js_use_builtin(c, "value") ? sift__js_add_rule(c, rule_name, sift__js_dupstr("value")) : NULL;
+    if (!type) {
+        /* {} is any value (JSON Schema); llama.cpp's converter reads a schema without keywords as
+         * an object, and so does SIFT_JSON_SCHEMA_LLAMA */
+        bool bare = true;
+        for (const cJSON *k = s->child; k && bare; k = k->next) bare = sift__js_in_list(sift__js_annotations, k->string);
+        const char *any = (c->flags & SIFT_JSON_SCHEMA_LLAMA) && bare ? "object" : "value";
+        const char *r = sift__js_use_builtin(c, any);
+        return r ? sift__js_add_rule(c, rule_name, sift__js_dupstr(r)) : NULL;
+    }
     if (!strcmp(type, "object")) {
+        const cJSON *pnames = cJSON_GetObjectItemCaseSensitive(s, "propertyNames");
+        if (pnames && !cJSON_IsTrue(pnames) && !(cJSON_IsObject(pnames) && !pnames->child) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+            return sift__js_visit_property_names(c, s, name, rule_name);
         const cJSON *props = cJSON_GetObjectItemCaseSensitive(s, "properties");
         const cJSON *ad = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
         if (props && !cJSON_IsObject(props)) return sift__js_cfail(c, SIFT_E_INVAL, "'properties' must be an object");
@@ -548,13 +566,9 @@ static const char *visit_typed(conv *c, const cJSON *s, const char *name, const 
     if (!strcmp(type, "string")) return sift__js_visit_string(c, s, rule_name);
     const cJSON *mul = cJSON_GetObjectItemCaseSensitive(s, "multipleOf");
     if (mul && (!strcmp(type, "number") || !strcmp(type, "integer"))) {
-        /* multipleOf 1: the integers (bounds as for integers); other steps are refused */
-        if (!(cJSON_IsNumber(mul) && mul->valuedouble == 1.0) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-            size_t o = sift__js_path_push(c, "multipleOf");
-            sift__js_cfail(c, SIFT_E_UNSUPPORTED, "keyword 'multipleOf' other than 1 cannot be expressed in a grammar");
-            sift__js_path_pop(c, o);
-            return NULL;
-        }
+        /* multipleOf 1: the integers (bounds as for integers); other steps digit by digit */
+        if (!(cJSON_IsNumber(mul) && mul->valuedouble == 1.0) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
+            return sift__js_visit_multiple_of(c, s, mul, !strcmp(type, "integer"), rule_name);
         if (cJSON_IsNumber(mul) && mul->valuedouble == 1.0) return sift__js_visit_integer(c, s, rule_name);
     }
     if (!strcmp(type, "integer")) return sift__js_visit_integer(c, s, rule_name);
@@ -796,22 +810,32 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
         }
         if (siblings && (c->flags & SIFT_JSON_SCHEMA_LENIENT)) siblings = false; /* llama.cpp: the siblings are ignored */
         size_t o = sift__js_path_push(c, one_of ? "oneOf" : "anyOf");
-        cJSON **alts = sift__gx_calloc((size_t)cJSON_GetArraySize(any) + 1, sizeof *alts);
+        int n_alt = cJSON_GetArraySize(any);
+        cJSON **alts = sift__gx_calloc((size_t)n_alt + 1, sizeof *alts);
         if (!alts) sift__js_coom(c);
-        for (const cJSON *alt = any->child; alt && c->status == SIFT_OK; alt = alt->next, k++) {
+        cJSON *pieces = NULL; /* oneOf: as a union of pieces no value matches twice */
+        if (one_of && alts && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+            const cJSON **uses = sift__gx_calloc((size_t)n_alt + 1, sizeof *uses);
+            if (!uses) sift__js_coom(c);
+            for (const cJSON *alt = any->child; uses && alt && c->status == SIFT_OK; alt = alt->next, k++) {
+                uses[k] = siblings ? (alts[k] = sift__js_with_siblings(c, s, alt)) : alt;
+                if (!uses[k] && c->unsat) { /* matches nothing with the keywords beside it: left out */
+                    c->status = SIFT_OK;
+                    c->unsat = false;
+                    if (c->err) *c->err = (sift_error){0};
+                }
+            }
+            if (uses && c->status == SIFT_OK) pieces = sift__js_one_of_pieces(c, uses, n_alt);
+            sift__gx_free(uses);
+            siblings = false; /* merged into the pieces */
+            k = 0;
+        }
+        for (const cJSON *alt = pieces ? pieces->child : any->child; alt && c->status == SIFT_OK; alt = alt->next, k++) {
             char idx[32];
             snprintf(idx, sizeof idx, "%d", k);
             size_t o2 = sift__js_path_push(c, idx);
             const cJSON *use = alt;
             if (siblings) use = alts[k] = sift__js_with_siblings(c, s, alt);
-            if (use && one_of && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-                for (int j = 0; j < k && c->status == SIFT_OK; j++) {
-                    const cJSON *prev = siblings ? alts[j] : cJSON_GetArrayItem(any, j);
-                    if (!sift__js_disjoint(c, prev, use))
-                        sift__js_cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): "
-                                                     "not expressible as a grammar", j, k);
-                }
-            }
             char an[48];
             snprintf(an, sizeof an, "%s%d", *name ? "" : "alternative-", k);
             char *nm = *name ? sift__js_join_name(name, an) : sift__js_dupstr(an);
@@ -826,8 +850,9 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
             }
             if (r) sift__gbnf_sb_printf(&b, "%s%s", b.n ? " | " : "", r);
         }
-        for (int j = 0; alts && j < k; j++) cJSON_Delete(alts[j]);
+        for (int j = 0; alts && j < n_alt; j++) cJSON_Delete(alts[j]);
         sift__gx_free(alts);
+        cJSON_Delete(pieces);
         sift__js_path_pop(c, o);
         if (c->status == SIFT_OK && !b.n) {
             c->unsat = true;

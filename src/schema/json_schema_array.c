@@ -16,6 +16,61 @@
 static const char *visit_array_items(conv *c, const cJSON *s, const char *name, const char *rule_name, const cJSON *items,
                                      const cJSON *prefix, long mn, long mx);
 
+/* contains (with minContains n, default 1): some n items validate against contains (and, as
+ * every item, against items). With I the items' rule and W = {"allOf": [items, contains]}'s,
+ * the array is  I* W (I* W){n-1} I*  (commas between): exact, each witness in its own
+ * place. Refused by name beside what would need counting or a complement: maxContains,
+ * maxItems, minItems above n, a tuple (prefixItems / an items array); n at most 8. n = 0:
+ * contains says nothing. */
+#define JS_MAX_CONTAINS 8
+static const char *visit_contains(conv *c, const cJSON *s, const char *name, const char *rule_name, const cJSON *contains, long mn, long mx)
+{
+    static const char *const beside[] = {"maxContains", "prefixItems", "maxItems", NULL};
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
+    long need = sift__js_get_count(c, s, "minContains", 1);
+    const char *bad = NULL;
+    for (const char *const *k = beside; *k && !bad; k++)
+        if (cJSON_GetObjectItemCaseSensitive(s, *k)) bad = *k;
+    if (cJSON_IsArray(items)) bad = "items";
+    if (need == -2) return NULL;
+    if (!bad && need == 0) return visit_array_items(c, s, name, rule_name, items, NULL, mn, mx);
+    if (!bad && mn > need) bad = "minItems";
+    if (bad || need > JS_MAX_CONTAINS) {
+        size_t o = sift__js_path_push(c, "contains");
+        if (bad) sift__js_cfail(c, SIFT_E_UNSUPPORTED, "contains beside '%s' cannot be expressed in a grammar", bad);
+        else sift__js_cfail(c, SIFT_E_UNSUPPORTED, "minContains above %d cannot be expressed in a grammar", JS_MAX_CONTAINS);
+        sift__js_path_pop(c, o);
+        return NULL;
+    }
+    const char *ir = NULL, *wr = NULL;
+    char *in = sift__js_join_name(name, "item"), *wn = sift__js_join_name(name, "contains");
+    cJSON *w = cJSON_CreateObject(), *list = w ? cJSON_AddArrayToObject(w, "allOf") : NULL;
+    if (!in || !wn || !list || (items && !cJSON_AddItemToArray(list, cJSON_Duplicate(items, 1))) ||
+        !cJSON_AddItemToArray(list, cJSON_Duplicate(contains, 1))) {
+        sift__js_coom(c);
+        goto out;
+    }
+    size_t o = sift__js_path_push(c, "items");
+    ir = !items || cJSON_IsTrue(items) ? sift__js_use_builtin(c, "value") : sift__js_visit(c, items, in, NULL);
+    sift__js_path_pop(c, o);
+    o = sift__js_path_push(c, "contains");
+    if (ir) wr = sift__js_visit(c, w, wn, NULL);
+    sift__js_path_pop(c, o);
+    if (!wr || !sift__js_use_builtin(c, "space")) goto out; /* no item can be a witness: unsat, as the visit says */
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_printf(&b, "\"[\" space (%s \",\" space)* %s", ir, wr);
+    for (long k = 1; k < need; k++) sift__gbnf_sb_printf(&b, " \",\" space (%s \",\" space)* %s", ir, wr);
+    sift__gbnf_sb_printf(&b, " (\",\" space %s)* \"]\" space", ir);
+    wr = sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    sift__gbnf_sb_free(&b);
+out:
+    (void)mx;
+    cJSON_Delete(w);
+    sift__gx_free(in);
+    sift__gx_free(wn);
+    return c->status == SIFT_OK ? wr : NULL;
+}
+
 const char *sift__js_visit_array(conv *c, const cJSON *s, const char *name, const char *rule_name)
 {
     long mn = sift__js_get_count(c, s, "minItems", 0), mx = sift__js_get_count(c, s, "maxItems", -1);
@@ -32,6 +87,8 @@ const char *sift__js_visit_array(conv *c, const cJSON *s, const char *name, cons
     }
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
+    const cJSON *contains = cJSON_GetObjectItemCaseSensitive(s, "contains");
+    if (contains && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) return visit_contains(c, s, name, rule_name, contains, mn, mx);
     cJSON *any_item = NULL;
     if (cJSON_IsArray(items) && !prefix) { /* draft-07 tuple form: additionalItems (missing: anything) after it */
         prefix = items;

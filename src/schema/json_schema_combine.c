@@ -96,9 +96,11 @@ static bool values_overlap(const cJSON *a, bool sa, const cJSON *b, bool sb)
 }
 
 /* Can no instance match two alternatives of a oneOf? Proven when their kinds are disjoint,
- * when both allow only listed values and share none, or (objects) when one property that
- * both require is a const / enum with no value in common. Otherwise the grammar (a union)
- * would also accept what matches two of them: refused. */
+ * when both allow only listed values (or, strings only, literal patterns ^a$) and share none,
+ * or (objects only) when one requires a key the other forbids, or one property that both
+ * require has values that cannot overlap (the same question, a few levels down). Otherwise
+ * the grammar (a union) would also accept what matches two of them (sift__js_one_of_pieces
+ * may still tell them apart). */
 
 /* a schema that is only a $ref: its target (a few levels), else itself */
 static const cJSON *deref(conv *c, const cJSON *s)
@@ -112,30 +114,92 @@ static const cJSON *deref(conv *c, const cJSON *s)
     return s;
 }
 
-bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b)
+/* a requires key k / forbids it (declared false, or additionalProperties false without
+ * declaring it and without patternProperties) */
+static bool requires_key(const cJSON *s, const char *k)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(s, "required");
+    for (const cJSON *q = cJSON_IsArray(r) ? r->child : NULL; q; q = q->next)
+        if (cJSON_IsString(q) && !strcmp(q->valuestring, k)) return true;
+    return false;
+}
+
+static bool forbids_key(const cJSON *s, const char *k)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(s, "properties");
+    const cJSON *x = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, k) : NULL;
+    if (x) return cJSON_IsFalse(x);
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
+    return cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s, "additionalProperties")) && !(cJSON_IsObject(pp) && pp->child);
+}
+
+/* the strings a pattern ^lit$ (or ^(a|b)$) allows, decoded: their count, -1 when not that form */
+static int literal_strings(const cJSON *s, char (*out)[SIFT__PATTERN_LIT_MAX], int cap)
+{
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
+    bool prefix = true;
+    if (!cJSON_IsString(pat)) return -1;
+    int n = sift__schema_pattern_literals(pat->valuestring, strlen(pat->valuestring), out, cap, &prefix);
+    return n < 0 || prefix ? -1 : n;
+}
+
+static bool nonempty_array(const cJSON *s)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(s, "minItems");
+    return cJSON_IsNumber(m) && m->valuedouble >= 1;
+}
+
+static bool disjoint_d(conv *c, const cJSON *a, const cJSON *b, int depth)
 {
     a = deref(c, a);
     b = deref(c, b);
-    if (!(schema_kinds(c, a, 0) & schema_kinds(c, b, 0))) return true;
+    unsigned both = schema_kinds(c, a, 0) & schema_kinds(c, b, 0);
+    if (!both) return true;
     bool sa = false, sb = false;
     const cJSON *va = schema_values(a, &sa), *vb = schema_values(b, &sb);
     if (va && vb && (sa || cJSON_IsArray(va)) && (sb || cJSON_IsArray(vb))) return !values_overlap(va, sa, vb, sb);
-    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties"), *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
-    const cJSON *ra = cJSON_GetObjectItemCaseSensitive(a, "required"), *rb = cJSON_GetObjectItemCaseSensitive(b, "required");
-    if (!(schema_kinds(c, a, 0) & schema_kinds(c, b, 0) & ~K_OBJ) && cJSON_IsObject(pa) && cJSON_IsObject(pb)) {
-        for (const cJSON *r = cJSON_IsArray(ra) ? ra->child : NULL; r; r = r->next) {
-            if (!cJSON_IsString(r)) continue;
-            bool in_b = false;
-            for (const cJSON *q = cJSON_IsArray(rb) ? rb->child : NULL; q; q = q->next) in_b |= cJSON_IsString(q) && !strcmp(q->valuestring, r->valuestring);
-            if (!in_b) continue;
-            const cJSON *xa = deref(c, cJSON_GetObjectItemCaseSensitive(pa, r->valuestring)), *xb = deref(c, cJSON_GetObjectItemCaseSensitive(pb, r->valuestring));
-            bool s1 = false, s2 = false;
-            const cJSON *v1 = schema_values(xa, &s1), *v2 = schema_values(xb, &s2);
-            if (v1 && v2 && (s1 || cJSON_IsArray(v1)) && (s2 || cJSON_IsArray(v2)) && !values_overlap(v1, s1, v2, s2)) return true;
-        }
+    /* listed values that validate against the other schema (as value_check.c decides): none */
+    for (int side = 0; side < 2; side++) {
+        const cJSON *v = side ? vb : va, *self = side ? b : a, *other = side ? a : b;
+        bool single = side ? sb : sa, apart = v && (single || cJSON_IsArray(v));
+        for (const cJSON *x = !apart ? NULL : single ? v : v->child; x && apart; x = single ? NULL : x->next)
+            apart = sift__schema_value_valid(self, x, sift__js_vc_resolve, c) == 0 || sift__schema_value_valid(other, x, sift__js_vc_resolve, c) == 0;
+        if (apart) return true;
     }
+    /* arrays only, each with at least one item, whose items cannot overlap */
+    const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, "items"), *ib = cJSON_GetObjectItemCaseSensitive(b, "items");
+    if (both == K_ARR && cJSON_IsObject(ia) && cJSON_IsObject(ib) && nonempty_array(a) && nonempty_array(b) &&
+        !cJSON_GetObjectItemCaseSensitive(a, "prefixItems") &&
+        !cJSON_GetObjectItemCaseSensitive(b, "prefixItems") && depth <= 4 && disjoint_d(c, ia, ib, depth + 1))
+        return true;
+    if (both == K_STR) { /* strings only: two literal patterns with no string in common */
+        char la[8][SIFT__PATTERN_LIT_MAX], lb[8][SIFT__PATTERN_LIT_MAX];
+        int na = literal_strings(a, la, 8), nb = na < 0 ? -1 : literal_strings(b, lb, 8);
+        bool common = na < 0 || nb < 0;
+        for (int i = 0; i < na && !common; i++)
+            for (int j = 0; j < nb && !common; j++) common = !strcmp(la[i], lb[j]);
+        if (!common) return true;
+    }
+    if (both != K_OBJ || depth > 4) return false;
+    /* objects: a key one requires and the other forbids, or one both require whose values
+     * cannot overlap */
+    const cJSON *ra = cJSON_GetObjectItemCaseSensitive(a, "required"), *rb = cJSON_GetObjectItemCaseSensitive(b, "required");
+    for (const cJSON *r = cJSON_IsArray(ra) ? ra->child : NULL; r; r = r->next)
+        if (cJSON_IsString(r) && forbids_key(b, r->valuestring)) return true;
+    for (const cJSON *r = cJSON_IsArray(rb) ? rb->child : NULL; r; r = r->next)
+        if (cJSON_IsString(r) && forbids_key(a, r->valuestring)) return true;
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties"), *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
+    /* a key one of them requires: its value must fit both property schemas */
+    for (int side = 0; side < 2 && cJSON_IsObject(pa) && cJSON_IsObject(pb); side++)
+        for (const cJSON *r = cJSON_IsArray(side ? rb : ra) ? (side ? rb : ra)->child : NULL; r; r = r->next) {
+            if (!cJSON_IsString(r)) continue;
+            const cJSON *xa = cJSON_GetObjectItemCaseSensitive(pa, r->valuestring), *xb = cJSON_GetObjectItemCaseSensitive(pb, r->valuestring);
+            if (xa && xb && disjoint_d(c, xa, xb, depth + 1)) return true;
+        }
     return false;
 }
+
+bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b) { return disjoint_d(c, a, b, 0); }
 
 /* Does a const / enum value have the schema's `type` (a name or a list)? */
 bool sift__js_value_fits(const cJSON *v, const cJSON *type)
@@ -177,10 +241,12 @@ bool sift__js_is_inert(const char *k)
 }
 
 /* An alternative together with the keywords beside the anyOf / oneOf (both must hold):
- * the alternative's keywords plus the siblings', properties merged and required lists
- * joined. A keyword both sides give differently (other than those) is refused, and so is
+ * the alternative's keywords plus the siblings', properties merged, required lists joined,
+ * types met. A keyword both sides give differently (other than those) is refused, and so is
  * additionalProperties on either side when the property sets differ (it would then mean
  * different things). Returns a new cJSON (the caller deletes it) or NULL with the error set. */
+static cJSON *type_meet(conv *c, const cJSON *a, const cJSON *b);
+
 cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt)
 {
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(alt, "$ref");
@@ -220,11 +286,16 @@ cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt)
             for (const cJSON *r = k->child; r; r = r->next) cJSON_AddItemToArray(have, cJSON_Duplicate(r, 1));
             continue;
         }
-        if (!strcmp(k->string, "type") && cJSON_IsString(have) && cJSON_IsString(k) &&
-            ((!strcmp(have->valuestring, "integer") && !strcmp(k->valuestring, "number")) ||
-             (!strcmp(have->valuestring, "number") && !strcmp(k->valuestring, "integer")))) {
-            cJSON_ReplaceItemInObjectCaseSensitive(m, "type", cJSON_CreateString("integer"));
-            continue;
+        if (!strcmp(k->string, "type")) { /* both hold: the types in common (none: nothing matches) */
+            cJSON *t = type_meet(c, have, k);
+            if (t && !t->child) {
+                cJSON_Delete(t);
+                cJSON_Delete(m);
+                c->unsat = true;
+                return sift__js_cfail(c, SIFT_E_INVAL, "the alternative has no type in common with the keywords beside it: it matches nothing"), NULL;
+            }
+            if (t && cJSON_ReplaceItemInObjectCaseSensitive(m, "type", t)) continue;
+            cJSON_Delete(t);
         }
         cJSON_Delete(m);
         size_t o = sift__js_path_push(c, k->string);
@@ -605,10 +676,54 @@ static bool only_annotations_and(const cJSON *s, const char *key)
 /* s rewritten without keywords that say nothing or say what another keyword says, or NULL
  * when nothing applies (s is then visited as it is); *unsat when s matches nothing:
  * - uniqueItems false; if without then / else; then / else without if: no constraint;
+ * - unevaluatedProperties / unevaluatedItems without an in-place applicator beside them:
+ *   additionalProperties / items (nothing else evaluates those keys / items; dropped when
+ *   that keyword is there, which evaluates every other one);
  * - not: `not false` nothing; `not true` / `not {}` everything (the schema matches nothing);
  *   `not {"not": S}` is S (an allOf part); `not {"type": T}` the other types (a type
  *   keyword beside it meets them), unless T excludes integers but not numbers (the
- *   non-integers are no type). Any other `not` stays (and is refused). */
+ *   non-integers are no type); `not {"required": [k, ...]}` an object without one of the
+ *   keys (not_required). Any other `not` stays (and is refused). */
+/* a non-empty list of at most 4 names */
+static bool required_keys(const cJSON *nt)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(nt, "required");
+    if (!cJSON_IsArray(r) || !r->child || cJSON_GetArraySize(r) > 4) return false;
+    for (const cJSON *q = r->child; q; q = q->next)
+        if (!cJSON_IsString(q)) return false;
+    return true;
+}
+
+/* m's `not {"required": [k, ...]}` (non-objects match the required list, so the not takes
+ * them away): an object where one of the keys is absent, the key declared false (one key),
+ * or anyOf one piece per key. */
+static bool not_required(conv *c, cJSON *m, bool *unsat)
+{
+    cJSON *sub = cJSON_DetachItemFromObjectCaseSensitive(m, "not");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(sub, "required");
+    const cJSON *have = cJSON_GetObjectItemCaseSensitive(m, "type");
+    cJSON *obj = cJSON_CreateString("object"), *t = !obj ? NULL : have ? type_meet(c, have, obj) : cJSON_CreateString("object");
+    cJSON_Delete(obj);
+    bool ok = t != NULL;
+    if (ok && cJSON_IsArray(t) && !t->child) *unsat = true, ok = false;
+    if (ok && !(have ? cJSON_ReplaceItemInObjectCaseSensitive(m, "type", t) : cJSON_AddItemToObject(m, "type", t))) ok = false;
+    else t = NULL;
+    cJSON *alts = ok && cJSON_GetArraySize(r) > 1 ? cJSON_AddArrayToObject(m, "anyOf") : NULL;
+    for (const cJSON *q = ok ? r->child : NULL; q && ok; q = q->next) {
+        cJSON *piece = alts ? cJSON_CreateObject() : m;
+        cJSON *props = piece ? cJSON_GetObjectItemCaseSensitive(piece, "properties") : NULL;
+        if (piece && !props) props = cJSON_AddObjectToObject(piece, "properties");
+        if (props) cJSON_DeleteItemFromObjectCaseSensitive(props, q->valuestring);
+        ok = props && cJSON_AddItemToObject(props, q->valuestring, cJSON_CreateFalse()) && (!alts || cJSON_AddItemToArray(alts, piece));
+        if (!ok && alts) cJSON_Delete(piece);
+        if (!alts && requires_key(m, q->valuestring)) *unsat = true, ok = false;
+    }
+    if (!ok && !*unsat && c->status == SIFT_OK) sift__js_coom(c);
+    cJSON_Delete(t);
+    cJSON_Delete(sub);
+    return ok;
+}
+
 cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
 {
     *unsat = false;
@@ -617,20 +732,46 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
     const cJSON *thn = cJSON_GetObjectItemCaseSensitive(s, "then"), *els = cJSON_GetObjectItemCaseSensitive(s, "else");
     const cJSON *nt = cJSON_GetObjectItemCaseSensitive(s, "not");
     bool drop_uq = cJSON_IsFalse(uq), drop_if = iff && !thn && !els, drop_te = !iff && (thn || els);
-    bool not_ok = false;
+    bool not_ok = false, not_req = false;
     unsigned tset = 0;
     if (nt) {
         if (cJSON_IsFalse(nt)) not_ok = true;
         else if (cJSON_IsTrue(nt) || (cJSON_IsObject(nt) && only_annotations_and(nt, NULL))) return *unsat = true, NULL;
         else if (cJSON_IsObject(nt) && only_annotations_and(nt, "not") && cJSON_GetObjectItemCaseSensitive(nt, "not")) not_ok = true;
+        else if (cJSON_IsObject(nt) && only_annotations_and(nt, "required") && required_keys(nt) && !cJSON_GetObjectItemCaseSensitive(s, "anyOf") &&
+                 !cJSON_GetObjectItemCaseSensitive(s, "oneOf"))
+            not_req = true;
         else if (cJSON_IsObject(nt) && only_annotations_and(nt, "type") && type_set(cJSON_GetObjectItemCaseSensitive(nt, "type"), &tset)) {
             if (tset & T_NUMBER) tset |= T_INTEGER;
             not_ok = !((tset & T_INTEGER) && !(tset & T_NUMBER));
         }
     }
-    if (!drop_uq && !drop_if && !drop_te && !not_ok) return NULL;
+    /* unevaluatedProperties / unevaluatedItems with no in-place applicator beside them: the
+     * keys (items) nothing else evaluated are exactly additionalProperties' (items') */
+    static const char *const applicators[] = {"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef",
+                                              "$recursiveRef", "dependentSchemas", "dependencies", NULL};
+    bool in_place = c->ref_overrides; /* draft-07 and earlier: unevaluated* is no keyword (refused) */
+    for (const cJSON *k = s->child; k && !in_place; k = k->next) in_place = sift__js_in_list(applicators, k->string);
+    bool ue_p = !in_place && cJSON_GetObjectItemCaseSensitive(s, "unevaluatedProperties");
+    bool ue_i = !in_place && cJSON_GetObjectItemCaseSensitive(s, "unevaluatedItems") && !cJSON_GetObjectItemCaseSensitive(s, "contains");
+    if (!drop_uq && !drop_if && !drop_te && !not_ok && !ue_p && !ue_i && !not_req) return NULL;
     cJSON *m = cJSON_Duplicate(s, 1);
     if (!m) return sift__js_coom(c), NULL;
+    if (not_req && !not_required(c, m, unsat)) {
+        cJSON_Delete(m);
+        return NULL; /* unsat, or out of memory (the error is set) */
+    }
+    if (ue_p) {
+        cJSON *u = cJSON_DetachItemFromObjectCaseSensitive(m, "unevaluatedProperties");
+        if (cJSON_GetObjectItemCaseSensitive(m, "additionalProperties")) cJSON_Delete(u);
+        else cJSON_AddItemToObject(m, "additionalProperties", u);
+    }
+    if (ue_i) { /* after a tuple (prefixItems, or 2019-09's items array): the items past it */
+        cJSON *u = cJSON_DetachItemFromObjectCaseSensitive(m, "unevaluatedItems");
+        const char *into = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "items")) ? "additionalItems" : "items";
+        if (cJSON_GetObjectItemCaseSensitive(m, into)) cJSON_Delete(u);
+        else cJSON_AddItemToObject(m, into, u);
+    }
     if (drop_uq) cJSON_DeleteItemFromObjectCaseSensitive(m, "uniqueItems");
     if (drop_if) cJSON_DeleteItemFromObjectCaseSensitive(m, "if");
     if (drop_te) cJSON_DeleteItemFromObjectCaseSensitive(m, "then"), cJSON_DeleteItemFromObjectCaseSensitive(m, "else");
@@ -829,4 +970,223 @@ done:
     cJSON_Delete(req);
     cJSON_Delete(additional);
     return out;
+}
+
+/* ---- oneOf: alternatives told apart ------------------------------------------------------------ */
+
+static bool is_type_object(const cJSON *s)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "type");
+    return cJSON_IsString(t) && !strcmp(t->valuestring, "object");
+}
+
+/* untyped, with object keywords only: every value that is not an object matches it */
+static bool untyped_object_only(const cJSON *s)
+{
+    static const char *const obj[] = {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
+                                      "maxProperties", "dependentRequired", "propertyNames", NULL};
+    if (!cJSON_IsObject(s) || !s->child) return false;
+    for (const cJSON *k = s->child; k; k = k->next)
+        if (!sift__js_in_list(obj, k->string) && !sift__js_in_list(sift__js_annotations, k->string)) return false;
+    return true;
+}
+
+/* b is "object, these keys are required" and whatever else it says, a says too (the same
+ * keyword, the same property schema, or a property schema that says nothing), but for
+ * properties whose values in a never fit b (their names go to `present`): among a's values,
+ * those not matching b are exactly those where one of b's required keys is absent or one of
+ * those properties is present */
+static bool excludable(conv *c, const cJSON *a, const cJSON *b, cJSON *present)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(b, "required");
+    if (!is_type_object(a) || !is_type_object(b) || !cJSON_IsArray(r) || !r->child || cJSON_GetArraySize(r) > 4) return false;
+    for (const cJSON *q = r->child; q; q = q->next)
+        if (!cJSON_IsString(q)) return false;
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties");
+    for (const cJSON *k = b->child; k; k = k->next) {
+        if (!strcmp(k->string, "type") || !strcmp(k->string, "required") || sift__js_in_list(sift__js_annotations, k->string)) continue;
+        if (!strcmp(k->string, "properties") && cJSON_IsObject(k)) {
+            for (const cJSON *p = k->child; p; p = p->next) {
+                bool trivial = cJSON_IsTrue(p) || (cJSON_IsObject(p) && !p->child);
+                const cJSON *x = cJSON_IsObject(pa) ? cJSON_GetObjectItemCaseSensitive(pa, p->string) : NULL;
+                if (trivial || (x && cJSON_Compare(x, p, true))) continue;
+                /* a's values for it never fit b's: present, it takes a's value away from b */
+                if (!x || !disjoint_d(c, x, p, 1) || !cJSON_AddItemToArray(present, cJSON_CreateString(p->string))) return false;
+            }
+            continue;
+        }
+        const cJSON *same = cJSON_GetObjectItemCaseSensitive(a, k->string);
+        if (!same || !cJSON_Compare(same, k, true)) return false;
+        /* additionalProperties covers the keys b does not declare: a must declare no others */
+        if (!strcmp(k->string, "additionalProperties")) {
+            const cJSON *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
+            for (const cJSON *p = cJSON_IsObject(pa) ? pa->child : NULL; p; p = p->next)
+                if (!cJSON_IsObject(pb) || !cJSON_GetObjectItemCaseSensitive(pb, p->string)) return false;
+        }
+        if (!strcmp(k->string, "patternProperties")) return false;
+    }
+    return true;
+}
+
+/* i lists its values (const / enum): its piece is those that validate against it and against
+ * no other alternative (value_check.c decides each). 1 when done (out has the piece, or
+ * nothing when no value is left), 0 when this does not apply or a value is not decided,
+ * -1 out of memory. */
+static int finite_piece(conv *c, cJSON *const *cur, int n, int i, cJSON *out)
+{
+    bool single = false;
+    const cJSON *vals = schema_values(cur[i], &single);
+    if (!vals || (!single && !cJSON_IsArray(vals))) return 0;
+    cJSON *keep = cJSON_CreateArray();
+    if (!keep) return -1;
+    for (const cJSON *v = single ? vals : vals->child; v; v = single ? NULL : v->next) {
+        int r = sift__schema_value_valid(cur[i], v, sift__js_vc_resolve, c);
+        for (int j = 0; j < n && r == 1; j++)
+            if (j != i && cur[j]) {
+                int rj = sift__schema_value_valid(cur[j], v, sift__js_vc_resolve, c);
+                r = rj == 0 ? 1 : rj == 1 ? 0 : -1;
+            }
+        if (r < 0) return cJSON_Delete(keep), 0;
+        if (r == 1 && !cJSON_AddItemToArray(keep, cJSON_Duplicate(v, 1))) return cJSON_Delete(keep), -1;
+    }
+    if (!keep->child) return cJSON_Delete(keep), 1;
+    cJSON *piece = cJSON_CreateObject();
+    if (!piece || !cJSON_AddItemToObject(piece, "enum", keep)) {
+        cJSON_Delete(piece);
+        cJSON_Delete(keep);
+        return -1;
+    }
+    return cJSON_AddItemToArray(out, piece) ? 1 : (cJSON_Delete(piece), -1);
+}
+
+/* arrays only on both sides, items that cannot overlap, b taking []: [] is all they share */
+static bool empty_array_only(conv *c, const cJSON *a, const cJSON *b)
+{
+    const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, "items"), *ib = cJSON_GetObjectItemCaseSensitive(b, "items");
+    static const char *const tuple[] = {"prefixItems", "contains", "minContains", NULL};
+    for (const char *const *k = tuple; *k; k++)
+        if (cJSON_GetObjectItemCaseSensitive(a, *k) || cJSON_GetObjectItemCaseSensitive(b, *k)) return false;
+    return schema_kinds(c, a, 0) == K_ARR && schema_kinds(c, b, 0) == K_ARR && cJSON_IsObject(ia) && cJSON_IsObject(ib) && !nonempty_array(b) &&
+           sift__js_disjoint(c, ia, ib);
+}
+
+#define ONE_OF_PIECES 16
+/* oneOf as a union of pieces that no value matches twice, exactly, or NULL with the error:
+ * - two or more alternatives, all untyped with object keywords only: every other value
+ *   matches them all, so only objects can match exactly one: each gets "type": "object";
+ * - alternatives i and j proven disjoint (sift__js_disjoint) stay as they are;
+ * - else, when j is "these keys are required" and says nothing else that i does not say
+ *   (excludable), i's values that match j are taken away: i becomes one piece per key of
+ *   j, with that key absent (declared false);
+ *   beyond ONE_OF_PIECES pieces, or when neither holds: refused.
+ * alts[] are the alternatives (with the keywords beside the oneOf already merged in). */
+cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
+{
+    cJSON *out = cJSON_CreateArray(), **cur = calloc((size_t)n + 1, sizeof *cur);
+    bool *same = calloc((size_t)n + 1, sizeof *same); /* cur[i] says what alts[i] says, as written */
+    int untyped = 0, n_some = 0; /* a NULL alternative matches nothing */
+    for (int i = 0; i < n; i++) untyped += alts[i] && untyped_object_only(deref(c, alts[i])), n_some += alts[i] != NULL;
+    for (int i = 0; out && cur && same && i < n; i++) {
+        if (!alts[i]) continue;
+        const cJSON *a = deref(c, alts[i]);
+        cur[i] = cJSON_Duplicate(a, 1);
+        if (!cur[i]) goto nomem;
+        bool wrap = untyped == n_some && n_some >= 2;
+        if (wrap && !cJSON_AddStringToObject(cur[i], "type", "object")) goto nomem;
+        bool none = false; /* simplified first (a `not` that says "key absent"), so that they compare */
+        cJSON *sm = sift__js_simplify(c, cur[i], &none);
+        if (c->status != SIFT_OK) goto fail;
+        if (sm || none) cJSON_Delete(cur[i]), cur[i] = sm; /* NULL: matches nothing, left out */
+        same[i] = !wrap && !sm && !none;
+    }
+    if (!out || !cur || !same) goto nomem;
+    for (int i = 0; i < n && c->status == SIFT_OK; i++) {
+        if (!cur[i]) continue;
+        int fv = finite_piece(c, cur, n, i, out);
+        if (fv < 0) goto nomem;
+        if (fv) continue;
+        cJSON *pieces = cJSON_CreateArray();
+        if (!pieces || !cJSON_AddItemToArray(pieces, cJSON_Duplicate(cur[i], 1))) {
+            cJSON_Delete(pieces);
+            goto nomem;
+        }
+        bool touched = false; /* untouched: the alternative as written (a $ref stays one, for recursion) */
+        for (int j = 0; j < n && c->status == SIFT_OK; j++) {
+            if (j == i || !cur[j] || sift__js_disjoint(c, cur[i], cur[j])) continue;
+            touched = true;
+            if (empty_array_only(c, cur[i], cur[j])) { /* both take [], nothing else: i's pieces do not */
+                for (cJSON *p = pieces->child; p; p = p->next)
+                    if (!nonempty_array(p) && !(cJSON_DeleteItemFromObjectCaseSensitive(p, "minItems"), cJSON_AddNumberToObject(p, "minItems", 1)))
+                        goto nomem_pieces;
+                continue;
+            }
+            const cJSON *req = cJSON_GetObjectItemCaseSensitive(cur[j], "required");
+            cJSON *present = cJSON_CreateArray();
+            if (!present) goto nomem_pieces;
+            if (!excludable(c, cur[i], cur[j], present) ||
+                cJSON_GetArraySize(pieces) * (cJSON_GetArraySize(req) + cJSON_GetArraySize(present)) > ONE_OF_PIECES) {
+                cJSON_Delete(present);
+                sift__js_cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): not expressible as a grammar",
+                               i < j ? i : j, i < j ? j : i);
+                break;
+            }
+            cJSON *next = cJSON_CreateArray();
+            for (const cJSON *p = pieces->child; next && p; p = p->next) {
+                bool apart = false; /* p requires one of them: never matches j */
+                for (const cJSON *q = present->child; q && !apart; q = q->next) apart = requires_key(p, q->valuestring);
+                if (apart) {
+                    if (!cJSON_AddItemToArray(next, cJSON_Duplicate(p, 1))) cJSON_Delete(next), next = NULL;
+                    continue;
+                }
+                for (const cJSON *q = present->child; next && q; q = q->next) { /* one of them present */
+                    cJSON *d = cJSON_Duplicate(p, 1), *rq = d ? cJSON_GetObjectItemCaseSensitive(d, "required") : NULL;
+                    if (d && !rq) rq = cJSON_AddArrayToObject(d, "required");
+                    if (!rq || !cJSON_AddItemToArray(rq, cJSON_CreateString(q->valuestring)) || !cJSON_AddItemToArray(next, d)) {
+                        cJSON_Delete(d);
+                        cJSON_Delete(next);
+                        next = NULL;
+                    }
+                }
+                for (const cJSON *k = req->child; next && k; k = k->next) {
+                    if (requires_key(p, k->valuestring)) continue; /* it matches j whenever it matches */
+                    cJSON *q = cJSON_Duplicate(p, 1), *props = q ? cJSON_GetObjectItemCaseSensitive(q, "properties") : NULL;
+                    if (q && !props) props = cJSON_AddObjectToObject(q, "properties");
+                    if (props) cJSON_DeleteItemFromObjectCaseSensitive(props, k->valuestring);
+                    if (!props || !cJSON_AddItemToObject(props, k->valuestring, cJSON_CreateFalse()) || !cJSON_AddItemToArray(next, q)) {
+                        cJSON_Delete(q);
+                        cJSON_Delete(next);
+                        next = NULL;
+                    }
+                }
+            }
+            cJSON_Delete(present);
+            cJSON_Delete(pieces);
+            pieces = next;
+            if (!pieces) goto nomem;
+        }
+        if (pieces && !touched && same[i] && c->status == SIFT_OK) {
+            cJSON_Delete(pieces);
+            pieces = cJSON_CreateArray();
+            if (!pieces || !cJSON_AddItemToArray(pieces, cJSON_Duplicate(alts[i], 1))) goto nomem_pieces;
+        }
+        while (pieces && pieces->child) cJSON_AddItemToArray(out, cJSON_DetachItemViaPointer(pieces, pieces->child));
+        cJSON_Delete(pieces);
+        continue;
+    nomem_pieces:
+        cJSON_Delete(pieces);
+        goto nomem;
+    }
+    for (int i = 0; i < n; i++) cJSON_Delete(cur[i]);
+    free(cur);
+    free(same);
+    if (c->status != SIFT_OK) return cJSON_Delete(out), NULL;
+    return out;
+nomem:
+    sift__js_coom(c);
+fail:
+    for (int i = 0; cur && i < n; i++) cJSON_Delete(cur[i]);
+    free(cur);
+    free(same);
+    cJSON_Delete(out);
+    return NULL;
 }

@@ -77,6 +77,7 @@ const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char
 
 /* json_schema_combine.c */
 bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b);
+cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n);
 bool sift__js_value_fits(const cJSON *v, const cJSON *type);
 bool sift__js_values_checked(conv *c, const cJSON *s);
 bool sift__js_is_inert(const char *k);
@@ -90,6 +91,7 @@ const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, con
 /* json_schema_object.c */
 long sift__js_get_count(conv *c, const cJSON *s, const char *key, long dflt);
 char *sift__js_join_name(const char *a, const char *b);
+const char *sift__js_visit_property_names(conv *c, const cJSON *s, const char *name, const char *rule_name);
 const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional, const cJSON *pattern_props, const char *name, const char *rule_name, long min_props, long max_props);
 
 /* json_schema_array.c */
@@ -100,5 +102,6 @@ const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name
 const char *sift__js_visit_integer(conv *c, const cJSON *s, const char *rule_name);
 bool sift__js_bound_text(double d, char *out, size_t cap);
 const char *sift__js_visit_number(conv *c, const cJSON *s, const char *rule_name);
+const char *sift__js_visit_multiple_of(conv *c, const cJSON *s, const cJSON *mul, bool integer, const char *rule_name);
 
 #endif

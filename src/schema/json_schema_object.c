@@ -649,7 +649,9 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
     size_t np = (size_t)cJSON_GetArraySize(props), n_undecl = 0;
     for (const cJSON *r = required ? required->child : NULL; r && !llama; r = r->next)
         if (cJSON_IsString(r) && !cJSON_GetObjectItemCaseSensitive(props, r->valuestring)) n_undecl++;
-    size_t n_all = np + n_undecl;
+    for (const cJSON *e = dep_req ? dep_req->child : NULL; e && !llama; e = e->next)
+        n_undecl += 1 + (size_t)cJSON_GetArraySize(e);
+    size_t n_all = np + n_undecl, n_named_req;
     const char **kv = sift__gx_calloc(n_all ? n_all : 1, sizeof *kv);
     const char **names = sift__gx_calloc(n_all ? n_all : 1, sizeof *names);
     bool *req = sift__gx_calloc(n_all ? n_all : 1, sizeof *req);
@@ -667,6 +669,17 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
                 bool dup = false;
                 for (size_t q = np; q < k; q++) dup |= !strcmp(names[q], r->valuestring);
                 if (!dup) names[k++] = r->valuestring;
+            }
+        n_named_req = k;
+        /* names dependentRequired mentions that neither `properties` nor `required` has:
+         * optional additional properties, tracked like declared ones (their value is what
+         * additionalProperties allows), so that the key sets can be checked */
+        for (const cJSON *e = dep_req ? dep_req->child : NULL; e && !llama; e = e->next)
+            for (const cJSON *t = e; t; t = t == e ? e->child : t->next) {
+                const char *nm = t == e ? e->string : cJSON_IsString(t) ? t->valuestring : NULL;
+                bool dup = !nm;
+                for (size_t q = 0; q < k && !dup; q++) dup = !strcmp(names[q], nm);
+                if (!dup) names[k++] = nm;
             }
         n_all = k;
     }
@@ -711,11 +724,11 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
      * is what additionalProperties allows (false: none, the object matches nothing); a
      * pattern of patternProperties could apply too: refused */
     if (i < n_all && pattern_props && cJSON_GetArraySize(pattern_props) > 0 && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
-        size_t o = sift__js_path_push(c, "required");
-        sift__js_cfail(c, SIFT_E_UNSUPPORTED, "required property '%s' that only patternProperties may declare cannot be expressed", names[i]);
+        size_t o = sift__js_path_push(c, i < n_named_req ? "required" : "dependentRequired");
+        sift__js_cfail(c, SIFT_E_UNSUPPORTED, "property '%s' that only patternProperties may declare cannot be expressed", names[i]);
         sift__js_path_pop(c, o);
     }
-    if (i < n_all && cJSON_IsFalse(additional) && !llama) {
+    if (i < n_named_req && cJSON_IsFalse(additional) && !llama) {
         c->unsat = c->status == SIFT_OK;
         size_t o = sift__js_path_push(c, "required");
         sift__js_cfail(c, SIFT_E_INVAL, "required property '%s' is not allowed by additionalProperties false: the schema matches nothing", names[i]);
@@ -723,6 +736,7 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
     }
     for (; i < n_all && c->status == SIFT_OK; i++) {
         const char *vr;
+        if (i >= n_named_req && cJSON_IsFalse(additional)) continue; /* a dependency name no key may be */
         if (cJSON_IsObject(additional)) {
             size_t o = sift__js_path_push(c, "additionalProperties");
             char *vn = sift__js_join_name(name, "additional-value");
@@ -749,7 +763,7 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
         sift__gx_free(kn);
         sift__gx_free(kn2);
         sift__gbnf_sb_free(&b);
-        req[i] = true;
+        req[i] = i < n_named_req;
         if (!sift__js_use_builtin(c, "space")) break;
     }
     if (c->status != SIFT_OK) goto done;
@@ -876,4 +890,71 @@ done:
     sift__gx_free(names);
     sift__gx_free(deps);
     return result;
+}
+
+/* propertyNames: every key validates against its schema (keys are strings, so the schema is
+ * read as {"allOf": [{"type": "string"}, propertyNames]}: a const 5 or {"minimum": 1} says
+ * nothing a key could satisfy or break); the key rule then replaces `string` in the object,
+ * values as additionalProperties says. Exact on its own; beside declared properties,
+ * patternProperties, required, dependentRequired or min/maxProperties (which would need the
+ * key set intersected with the pattern) it is refused. Keys that validate against no string
+ * schema leave the empty object. */
+const char *sift__js_visit_property_names(conv *c, const cJSON *s, const char *name, const char *rule_name)
+{
+    static const char *const beside[] = {"properties", "patternProperties", "required", "dependentRequired", "dependencies",
+                                         "minProperties", "maxProperties", NULL};
+    const cJSON *pn = cJSON_GetObjectItemCaseSensitive(s, "propertyNames");
+    const cJSON *ad = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
+    for (const char *const *k = beside; *k; k++)
+        if (cJSON_GetObjectItemCaseSensitive(s, *k)) {
+            size_t o = sift__js_path_push(c, "propertyNames");
+            sift__js_cfail(c, SIFT_E_UNSUPPORTED, "propertyNames beside '%s' cannot be expressed in a grammar", *k);
+            sift__js_path_pop(c, o);
+            return NULL;
+        }
+    if (!sift__js_use_builtin(c, "space")) return NULL;
+    const char *key = NULL, *val = NULL;
+    char *kn = sift__js_join_name(name, "key"), *vn = sift__js_join_name(name, "additional-value");
+    cJSON *wrap = cJSON_CreateObject(), *list = wrap ? cJSON_AddArrayToObject(wrap, "allOf") : NULL;
+    cJSON *str = cJSON_CreateObject(), *dup = cJSON_Duplicate(pn, 1);
+    bool taken = kn && vn && str && dup && list && cJSON_AddStringToObject(str, "type", "string") && cJSON_AddItemToArray(list, str);
+    if (!taken) cJSON_Delete(str); /* list owns it once added */
+    if (!taken || !cJSON_AddItemToArray(list, dup)) {
+        cJSON_Delete(dup);
+        sift__js_coom(c);
+        goto out;
+    }
+    size_t o = sift__js_path_push(c, "propertyNames");
+    sift_error saved = c->err ? *c->err : (sift_error){0};
+    key = sift__js_visit(c, wrap, kn, NULL);
+    sift__js_path_pop(c, o);
+    if (!key && c->unsat) { /* no key validates: only {} */
+        c->status = SIFT_OK;
+        c->unsat = false;
+        if (c->err) *c->err = saved;
+    }
+    if (c->status != SIFT_OK) goto out;
+    if (key && !cJSON_IsFalse(ad)) {
+        o = sift__js_path_push(c, "additionalProperties");
+        val = cJSON_IsObject(ad) ? sift__js_visit(c, ad, vn, NULL) : sift__js_use_builtin(c, "value");
+        sift__js_path_pop(c, o);
+        if (!val && c->unsat) { /* no value fits: no key can be written */
+            c->status = SIFT_OK;
+            c->unsat = false;
+            if (c->err) *c->err = saved;
+        }
+        if (c->status != SIFT_OK) goto out;
+    }
+    sift__gbnf_sbuf b = {0};
+    if (key && val)
+        sift__gbnf_sb_printf(&b, "\"{\" space ( %s \":\" space %s (\",\" space %s \":\" space %s)* )? \"}\" space", key, val, key, val);
+    else
+        sift__gbnf_sb_puts(&b, "\"{\" space \"}\" space");
+    key = sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    sift__gbnf_sb_free(&b);
+out:
+    cJSON_Delete(wrap);
+    sift__gx_free(kn);
+    sift__gx_free(vn);
+    return c->status == SIFT_OK ? key : NULL;
 }

@@ -80,6 +80,24 @@ const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name
             sift__gbnf_sb_puts(&b, " \"\\\"\" space");
             return c->status == SIFT_OK ? sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b)) : (sift__gbnf_sb_free(&b), (const char *)NULL);
         }
+        /* lengths the pattern's own strings always have say nothing more */
+        long plo, phi;
+        if (has_len && !fmt && sift__schema_pattern_lengths(pat->valuestring, strlen(pat->valuestring), &plo, &phi)) {
+            long mn = sift__js_get_count(c, s, "minLength", 0), mx = sift__js_get_count(c, s, "maxLength", -1);
+            if (mn == -2 || mx == -2) return NULL;
+            if (plo >= mn && (mx < 0 || (phi >= 0 && phi <= mx))) has_len = false;
+            /* else one repeated character of the pattern may take what the length leaves */
+            sift_error e3 = {0};
+            char *bounded = has_len ? sift__schema_regex_bounded(pat->valuestring, strlen(pat->valuestring), mn, mx, &e3) : NULL;
+            if (bounded) {
+                sift__gbnf_sbuf b = {0};
+                sift__gbnf_sb_printf(&b, "\"\\\"\" (%s) \"\\\"\" space", bounded);
+                sift__gx_free(bounded);
+                return b.oom ? (sift__gbnf_sb_free(&b), sift__js_coom(c)) : sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+            }
+            if (e3.status == SIFT_E_INVAL) return (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "pattern, %s", e3.msg));
+            if (e3.status) return sift__js_cfail(c, e3.status, "pattern, %s", e3.msg);
+        }
         if ((has_len || fmt) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
             return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "'pattern' together with minLength / maxLength / format cannot be expressed");
         size_t o = sift__js_path_push(c, "pattern");
@@ -267,4 +285,136 @@ const char *sift__js_visit_number(conv *c, const cJSON *s, const char *rule_name
     }
     sift__gbnf_sb_puts(&b, ") space");
     return sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+}
+
+/* multipleOf q (no bounds beside it but "minimum": 0): q = M / 10^s in lowest terms, and x is a multiple of q
+ * when V = x * 10^s is an integer with V mod M = 0. The digits of x feed V's residue mod M
+ * one at a time (r -> 10 r + d), through the integer part and the first s decimals; later
+ * decimals must be 0, and a text that stops after k < s decimals ends when r * 10^(s-k) is
+ * 0 mod M. A right-linear grammar with a rule per (decimals read, residue) that can still
+ * reach an end (the others are left out: no dead ends). Integers (`integer`) need x itself
+ * whole: the multiples of M / gcd(M, 10^s), without a fraction (as integers are written
+ * here). No exponent form is generated (a subset). At most JS_MULT_STATES rules, else
+ * refused. */
+#define JS_MULT_STATES 2048
+
+typedef struct {
+    size_t M, S;
+    unsigned char *live; /* per state k * M + r: 0 dead, 1 live, 2 live and may end */
+} mult;
+
+/* the steps out of state (k, r) to live states, as "[digits] P<state>" alternatives */
+static int mult_steps(const mult *m, sift__gbnf_sbuf *b, size_t k, size_t r, size_t to_k, const char *lead, const char *pfx, int alts)
+{
+    for (size_t tg = 0; tg < m->M; tg++) {
+        if (!m->live[to_k * m->M + tg]) continue;
+        char cls[11];
+        size_t nc = 0;
+        for (int d = 0; d < 10; d++)
+            if ((r * 10 + (size_t)d) % m->M == tg) cls[nc++] = (char)('0' + d);
+        cls[nc] = 0;
+        if (nc) sift__gbnf_sb_printf(b, "%s%s[%s] %s%zu", alts++ ? " | " : "", lead, cls, pfx, to_k * m->M + tg);
+    }
+    (void)k;
+    return alts;
+}
+
+const char *sift__js_visit_multiple_of(conv *c, const cJSON *s, const cJSON *mul, bool integer, const char *rule_name)
+{
+    static const char *const bounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
+    size_t o = sift__js_path_push(c, "multipleOf");
+    const char *out = NULL;
+    char t[64];
+    /* "minimum": 0 alone: the same texts without a sign (a "-0" is left out, a subset) */
+    const cJSON *lo0 = cJSON_GetObjectItemCaseSensitive(s, "minimum");
+    const bool unsigned_only = cJSON_IsNumber(lo0) && lo0->valuedouble == 0;
+    for (const char *const *k = bounds; *k; k++)
+        if (cJSON_GetObjectItemCaseSensitive(s, *k) && !(unsigned_only && !strcmp(*k, "minimum"))) {
+            sift__js_cfail(c, SIFT_E_UNSUPPORTED, "multipleOf other than 1 beside '%s' cannot be expressed in a grammar", *k);
+            goto out;
+        }
+    if (!cJSON_IsNumber(mul) || !(mul->valuedouble > 0)) {
+        sift__js_cfail(c, SIFT_E_INVAL, "'multipleOf' must be a number above 0");
+        goto out;
+    }
+    unsigned long long mm = 0;
+    long sc = 0;
+    bool frac = false, big = !sift__js_bound_text(mul->valuedouble, t, sizeof t);
+    for (const char *p = t; !big && *p; p++) {
+        if (*p == '.') frac = true;
+        else if (mm > 100000000ull) big = true;
+        else mm = mm * 10 + (unsigned long long)(*p - '0'), sc += frac;
+    }
+    while (!big && sc > 0 && mm % 10 == 0) mm /= 10, sc--;
+    for (; integer && sc > 0; sc--) mm /= mm % 10 == 0 ? 10 : mm % 5 == 0 ? 5 : mm % 2 == 0 ? 2 : 1; /* / gcd(M, 10^s) */
+    if (big || mm == 0 || (unsigned long long)(sc + 1) * mm > JS_MULT_STATES) {
+        sift__js_cfail(c, SIFT_E_UNSUPPORTED, "multipleOf %s needs more than %d grammar rules", big ? "" : t, JS_MULT_STATES);
+        goto out;
+    }
+    mult m = {(size_t)mm, (size_t)sc, NULL};
+    const size_t n = (m.S + 1) * m.M;
+    m.live = sift__gx_calloc(n, 1);
+    sift__gbnf_sbuf b = {0};
+    char pfx[300], nm[340];
+    if (!m.live || !sift__js_use_builtin(c, "space")) goto done;
+    /* a fresh rule-name prefix, so that add_rule keeps the names the rules refer to */
+    for (int i = 0;; i++) {
+        snprintf(pfx, sizeof pfx, i ? "%s-m%d-" : "%s-m", rule_name, i);
+        snprintf(nm, sizeof nm, "%s0", pfx);
+        if (!sift__js_find_rule(c, nm)) break;
+    }
+    for (size_t k = 0; k <= m.S; k++)
+        for (size_t r = 0; r < m.M; r++) {
+            size_t v = r;
+            for (size_t j = k; j < m.S; j++) v = v * 10 % m.M;
+            m.live[k * m.M + r] = v == 0 ? 2 : 0;
+        }
+    for (bool more = true; more;) { /* live: some step reaches a live state */
+        more = false;
+        for (size_t st = 0; st < n; st++) {
+            size_t k = st / m.M, r = st % m.M;
+            if (m.live[st] || (k == m.S && k > 0)) continue; /* after s decimals: zeros only */
+            for (int d = 0; d < 10 && !m.live[st]; d++) {
+                size_t r2 = (r * 10 + (size_t)d) % m.M;
+                if ((k == 0 && m.live[r2]) || (k < m.S && m.live[(k + 1) * m.M + r2])) m.live[st] = 1;
+            }
+            more |= m.live[st] != 0;
+        }
+    }
+    for (size_t st = 0; st < n && c->status == SIFT_OK; st++) {
+        if (!m.live[st]) continue;
+        size_t k = st / m.M, r = st % m.M;
+        b.n = 0;
+        int alts = 0;
+        if (k == m.S && k > 0) alts = (sift__gbnf_sb_puts(&b, "[0]*"), 1);
+        else alts = mult_steps(&m, &b, k, r, k ? k + 1 : 0, "", pfx, 0);
+        if (k == 0 && !integer && m.S > 0) alts = mult_steps(&m, &b, k, r, 1, "\".\" ", pfx, alts);
+        if (k == 0 && !integer && m.S == 0 && r == 0) sift__gbnf_sb_printf(&b, "%s\".\" [0]+", alts++ ? " | " : "");
+        if (m.live[st] == 2 && !(k == m.S && k > 0)) sift__gbnf_sb_printf(&b, "%s\"\"", alts++ ? " | " : "");
+        snprintf(nm, sizeof nm, "%s%zu", pfx, st);
+        if (b.oom) sift__js_coom(c);
+        else sift__js_add_rule(c, nm, sift__js_dupstr(b.s ? b.s : "\"\""));
+    }
+    /* the sign, then 0 (residue 0, no more integer digits: its decimals only) or 1-9 */
+    b.n = 0;
+    sift__gbnf_sb_puts(&b, unsigned_only ? "(\"0\"" : "\"-\"? (\"0\"");
+    if (!integer) {
+        sift__gbnf_sbuf z = {0};
+        int za = m.S > 0 ? mult_steps(&m, &z, 0, 0, 1, "\".\" ", pfx, 0) : (sift__gbnf_sb_puts(&z, "\".\" [0]+"), 1);
+        if (za && z.s) sift__gbnf_sb_printf(&b, " (%s)?", z.s);
+        if (z.oom) b.oom = true;
+        sift__gbnf_sb_free(&z);
+    }
+    for (int d = 1; d < 10; d++)
+        if (m.live[(size_t)d % m.M]) sift__gbnf_sb_printf(&b, " | \"%d\" %s%zu", d, pfx, (size_t)d % m.M);
+    sift__gbnf_sb_puts(&b, ") space");
+    if (b.oom) sift__js_coom(c);
+    else if (c->status == SIFT_OK) out = sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+done:
+    if (!m.live && c->status == SIFT_OK) sift__js_coom(c);
+    sift__gx_free(m.live);
+    sift__gbnf_sb_free(&b);
+out:
+    sift__js_path_pop(c, o);
+    return c->status == SIFT_OK ? out : NULL;
 }

@@ -11,6 +11,10 @@
  * unbounded repetition of something that can match the empty string (it would be a
  * left-recursive rule).
  *
+ * Beside the grammar, the conversion measures the lengths the pattern's strings can have
+ * (rxlen), so that minLength / maxLength are either implied (sift__schema_pattern_lengths) or
+ * folded into the one repeated character of an anchored pattern (sift__schema_regex_bounded).
+ *
  * Characters are written in their canonical JSON encoding: a set of characters becomes the
  * class of those that appear raw in a JSON string plus the escapes of '"', '\' and the
  * control characters it contains (\t, \n, ... or \u00XX). The grammar accepts what a JSON
@@ -31,7 +35,21 @@ typedef struct {
     int depth;
     sift_error *err;
     int status;
+    /* the last atom read: its text before quantifiers, their number, the last one's bounds */
+    sift__gbnf_sbuf last_inner;
+    int last_nq;
+    long last_mn, last_mx, last_inner_lo, last_inner_hi;
 } rx;
+
+/* The lengths (in characters) an expression can match: lo..hi, hi < 0 unbounded; lo == 0 is
+ * "nullable". Capped far above any length a schema names. */
+typedef struct {
+    long lo, hi;
+} rxlen;
+#define RX_LEN_CAP 1000000000L
+
+static long len_add(long a, long b) { return a < 0 || b < 0 ? -1 : a + b > RX_LEN_CAP ? RX_LEN_CAP : a + b; }
+static long len_mul(long a, long m) { return a < 0 || m < 0 ? (a == 0 ? 0 : -1) : a * m > RX_LEN_CAP ? RX_LEN_CAP : a * m; }
 
 /* A set of code points as sorted ranges (for classes). */
 typedef struct {
@@ -190,7 +208,7 @@ static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
     }
 }
 
-static bool rx_alt(rx *r, sift__gbnf_sbuf *out, bool *nullable);
+static bool rx_alt(rx *r, sift__gbnf_sbuf *out, rxlen *len);
 
 /* [...] (r->i past '[') */
 static bool rx_class(rx *r, cpset *cs)
@@ -239,12 +257,12 @@ static bool rx_class(rx *r, cpset *cs)
 }
 
 /* one atom with its quantifier, appended to out; *nullable: it can match the empty string */
-static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
+static bool rx_atom(rx *r, sift__gbnf_sbuf *out, rxlen *len)
 {
     sift__gbnf_sbuf atom = {0};
     char ch = r->s[r->i];
     bool ok = true;
-    *nullable = false;
+    *len = (rxlen){1, 1};
     if (ch == '(') {
         r->i++;
         if (r->i < r->n && r->s[r->i] == '?') {
@@ -253,7 +271,7 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
         }
         if (++r->depth > RX_MAX_DEPTH) return rx_fail(r, "groups nested too deep");
         sift__gbnf_sb_puts(&atom, "(");
-        ok = rx_alt(r, &atom, nullable);
+        ok = rx_alt(r, &atom, len);
         r->depth--;
         if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = rx_fail(r, "missing ')'");
         if (ok) r->i++;
@@ -298,6 +316,11 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
         return false;
     }
     /* quantifiers (several may follow: a{2}{3}); lazy '?' is the same language */
+    int nq = 0;
+    long q_mn = 1, q_mx = 1;
+    rxlen inner_len = *len;
+    sift__gbnf_sbuf inner = {0};
+    sift__gbnf_sb_putn(&inner, atom.s ? atom.s : "", atom.n);
     while (r->i < r->n) {
         char q = r->s[r->i];
         long mn, mx;
@@ -322,22 +345,26 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
             if (j >= r->n || r->s[j] != '}') break;
             if (mn > 2000 || mx > 2000) {
                 sift__gbnf_sb_free(&atom);
+                sift__gbnf_sb_free(&inner);
                 return rx_fail(r, "repetition count above 2000");
             }
             if (mx >= 0 && mx < mn) {
                 sift__gbnf_sb_free(&atom);
+                sift__gbnf_sb_free(&inner);
                 return rx_fail(r, "repetition {m,n} with n < m");
             }
             r->i = j;
         } else break;
         r->i++;
         if (r->i < r->n && r->s[r->i] == '?') r->i++;
-        if (mx < 0 && *nullable) {
+        if (mx < 0 && len->lo == 0) {
             /* X* with X able to match nothing would be a left-recursive grammar rule */
             sift__gbnf_sb_free(&atom);
+            sift__gbnf_sb_free(&inner);
             return rx_fail(r, "unbounded repetition of an expression that can match the empty string");
         }
-        if (mn == 0) *nullable = true;
+        *len = (rxlen){len_mul(len->lo, mn), len_mul(len->hi, mx)};
+        nq++, q_mn = mn, q_mx = mx;
         sift__gbnf_sbuf rep = {0};
         sift__gbnf_sbuf grp = {0};
         sift__gbnf_sb_puts(&grp, "(");
@@ -349,8 +376,11 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
         atom = rep;
     }
     sift__gbnf_sb_putn(out, atom.s ? atom.s : "", atom.n);
-    bool oom = atom.oom;
+    bool oom = atom.oom || inner.oom;
     sift__gbnf_sb_free(&atom);
+    sift__gbnf_sb_free(&r->last_inner);
+    r->last_inner = inner;
+    r->last_nq = nq, r->last_mn = q_mn, r->last_mx = q_mx, r->last_inner_lo = inner_len.lo, r->last_inner_hi = inner_len.hi;
     if (oom) {
         if (r->status == SIFT_OK) r->status = sift__error_set(r->err, SIFT_E_NOMEM, "out of memory");
         return false;
@@ -358,31 +388,32 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, bool *nullable)
     return true;
 }
 
-static bool rx_seq(rx *r, sift__gbnf_sbuf *out, bool *nullable)
+static bool rx_seq(rx *r, sift__gbnf_sbuf *out, rxlen *len)
 {
     bool first = true;
-    *nullable = true;
+    *len = (rxlen){0, 0};
     while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
         if (r->s[r->i] == '^' || r->s[r->i] == '$') return rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
         if (!first) sift__gbnf_sb_puts(out, " ");
         first = false;
-        bool an;
-        if (!rx_atom(r, out, &an)) return false;
-        *nullable &= an;
+        rxlen al;
+        if (!rx_atom(r, out, &al)) return false;
+        *len = (rxlen){len_add(len->lo, al.lo), len_add(len->hi, al.hi)};
     }
     if (first) sift__gbnf_sb_puts(out, "\"\"");
     return true;
 }
 
-static bool rx_alt(rx *r, sift__gbnf_sbuf *out, bool *nullable)
+static bool rx_alt(rx *r, sift__gbnf_sbuf *out, rxlen *len)
 {
-    if (!rx_seq(r, out, nullable)) return false;
+    if (!rx_seq(r, out, len)) return false;
     while (r->i < r->n && r->s[r->i] == '|') {
         r->i++;
         sift__gbnf_sb_puts(out, " | ");
-        bool sn;
-        if (!rx_seq(r, out, &sn)) return false;
-        *nullable |= sn;
+        rxlen sl;
+        if (!rx_seq(r, out, &sl)) return false;
+        if (sl.lo < len->lo) len->lo = sl.lo;
+        if (len->hi >= 0 && (sl.hi < 0 || sl.hi > len->hi)) len->hi = sl.hi;
     }
     return true;
 }
@@ -424,7 +455,7 @@ static bool ends_with_dollar(const char *p, size_t n) { return n && p[n - 1] == 
 /* ECMA-262 anchors bind to one alternative: ^a|b$ is (^a)|(b$), not ^(a|b)$. With top-level
  * alternatives and an anchor at an end of one of them, each alternative is translated with
  * its own anchors, an unanchored end taking any characters; the whole is then anchored. */
-static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *err)
+static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *err, rxlen *whole)
 {
     size_t ends[64];
     size_t k = top_alternatives(pattern, n, ends, 64);
@@ -444,9 +475,13 @@ static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *
         bool ae = len > (size_t)as && ends_with_dollar(pattern + st, len);
         rx r = {.s = pattern + st + as, .n = len - as - ae, .err = err, .status = SIFT_OK};
         sift__gbnf_sbuf inner = {0};
-        bool nullable;
-        ok = rx_alt(&r, &inner, &nullable);
+        rxlen al;
+        ok = rx_alt(&r, &inner, &al);
+        sift__gbnf_sb_free(&r.last_inner);
         if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
+        if (!(as && ae)) al.hi = -1; /* any characters at an open end */
+        if (a == 0 || al.lo < whole->lo) whole->lo = al.lo;
+        if (a == 0 || (whole->hi >= 0 && (al.hi < 0 || al.hi > whole->hi))) whole->hi = al.hi;
         if (ok) sift__gbnf_sb_printf(&out, "%s(%s%s(%s)%s%s)", a ? " | " : "", as ? "" : any.s, as ? "" : " ", inner.s ? inner.s : "\"\"",
                                      ae ? "" : " ", ae ? "" : any.s);
         sift__gbnf_sb_free(&inner);
@@ -464,10 +499,10 @@ static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *
     return sift__gbnf_sb_take(&out);
 }
 
-char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err)
+static char *convert(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err, rxlen *len)
 {
     sift_error e0 = {0};
-    char *per = per_alternative_anchors(pattern, n, err ? err : &e0);
+    char *per = per_alternative_anchors(pattern, n, err ? err : &e0, len);
     if (per) {
         *anch_start = *anch_end = true;
         return per;
@@ -477,9 +512,10 @@ char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start
     *anch_end = n && pattern[n - 1] == '$' && !(n >= 2 && pattern[n - 2] == '\\') && !(n == 1 && *anch_start);
     rx r = {.s = pattern + *anch_start, .n = n - *anch_start - *anch_end, .err = err, .status = SIFT_OK};
     sift__gbnf_sbuf out = {0};
-    bool nullable;
-    bool ok = rx_alt(&r, &out, &nullable);
+    bool ok = rx_alt(&r, &out, len);
+    sift__gbnf_sb_free(&r.last_inner);
     if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
+    if (!*anch_start || !*anch_end) len->hi = -1; /* a match inside a longer string */
     if (ok && out.oom) {
         sift__error_set(err, SIFT_E_NOMEM, "out of memory");
         ok = false;
@@ -489,4 +525,126 @@ char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start
         return NULL;
     }
     return sift__gbnf_sb_take(&out);
+}
+
+char *sift__schema_regex_to_gbnf(const char *pattern, size_t n, bool *anch_start, bool *anch_end, sift_error *err)
+{
+    rxlen len;
+    return convert(pattern, n, anch_start, anch_end, err, &len);
+}
+
+bool sift__schema_pattern_lengths(const char *pattern, size_t n, long *lo, long *hi)
+{
+    rxlen len = {0, -1};
+    bool as, ae;
+    sift_error e = {0};
+    char *g = convert(pattern, n, &as, &ae, &e, &len);
+    bool ok = g != NULL;
+    sift__gx_free(g);
+    *lo = len.lo, *hi = len.hi;
+    return ok;
+}
+
+/* An anchored pattern ^...$ whose atoms (at the top, inside one enclosing group) all have a
+ * fixed length but one, a single character repeated (X{m,n}, X*, X+), together with a length
+ * lo..hi (hi < 0: none): that atom's count takes what the length leaves, the rest as written:
+ * the strings of both, exactly. NULL without an error when the pattern is not of that form,
+ * NULL with one when no string fits (SIFT_E_INVAL) or on a failure. */
+char *sift__schema_regex_bounded(const char *pattern, size_t n, long lo, long hi, sift_error *err)
+{
+    if (n < 2 || pattern[0] != '^' || !ends_with_dollar(pattern, n)) return NULL;
+    const char *b = pattern + 1;
+    size_t bn = n - 2;
+    size_t ends[2];
+    if (top_alternatives(b, bn, ends, 2) != 1) return NULL;
+    /* one group around everything: its inside (a top-level '|' in it would mean alternatives) */
+    while (bn >= 2 && b[0] == '(' && b[bn - 1] == ')' && !(bn >= 3 && b[1] == '?')) {
+        int depth = 0;
+        size_t k = 0;
+        for (; k < bn; k++) {
+            if (b[k] == '\\') k++;
+            else if (b[k] == '[') { /* skip a class */
+                for (k++; k < bn && b[k] != ']'; k++)
+                    if (b[k] == '\\') k++;
+            } else if (b[k] == '(') depth++;
+            else if (b[k] == ')' && --depth == 0) break;
+        }
+        if (k != bn - 1 || top_alternatives(b + 1, bn - 2, ends, 2) != 1) break;
+        b++, bn -= 2;
+    }
+    rx r = {.s = b, .n = bn, .err = err, .status = SIFT_OK};
+    sift__gbnf_sbuf out = {0}, var_inner = {0};
+    long fixed = 0, var_mn = 0, var_mx = 0;
+    int n_var = 0, at = -1, k = 0;
+    bool ok = true;
+    char **texts = NULL;
+    size_t cap = 0;
+    for (; ok && r.i < r.n; k++) {
+        if (r.s[r.i] == '^' || r.s[r.i] == '$' || r.s[r.i] == '|' || r.s[r.i] == ')') {
+            ok = false;
+            break;
+        }
+        sift__gbnf_sbuf one = {0};
+        rxlen al;
+        if (!rx_atom(&r, &one, &al)) {
+            sift__gbnf_sb_free(&one);
+            ok = false;
+            break;
+        }
+        if ((size_t)k == cap) {
+            char **t2 = sift__gx_realloc(texts, (cap = cap ? cap * 2 : 8) * sizeof *texts);
+            if (!t2) {
+                sift__gbnf_sb_free(&one);
+                ok = false;
+                break;
+            }
+            texts = t2;
+        }
+        texts[k] = sift__gbnf_sb_take(&one);
+        if (al.lo == al.hi) {
+            fixed = len_add(fixed, al.lo);
+        } else if (++n_var == 1 && r.last_nq == 1 && r.last_inner_lo == 1 && r.last_inner_hi == 1) {
+            at = k, var_mn = r.last_mn, var_mx = r.last_mx;
+            sift__gbnf_sb_free(&var_inner);
+            var_inner = r.last_inner;
+            r.last_inner = (sift__gbnf_sbuf){0};
+        } else {
+            ok = false;
+        }
+    }
+    sift__gbnf_sb_free(&r.last_inner);
+    char *res = NULL;
+    if (ok && n_var == 1 && at >= 0 && err && !err->status) {
+        long mn = lo - fixed > var_mn ? lo - fixed : var_mn;
+        long mx = hi < 0 ? var_mx : var_mx < 0 || hi - fixed < var_mx ? hi - fixed : var_mx;
+        if ((hi >= 0 && hi - fixed < 0) || (mx >= 0 && mx < mn)) { /* hi - fixed < 0 is no room, not "unbounded" */
+            sift__error_set(err, SIFT_E_INVAL, "no string matches both the pattern and the length");
+        } else if (mn > 2000 || mx > 2000) {
+            sift__error_set(err, SIFT_E_UNSUPPORTED, "the pattern's repetition with the length needs more than 2000 copies");
+        } else {
+            for (int i = 0; i < k; i++) {
+                if (i) sift__gbnf_sb_puts(&out, " ");
+                if (i != at) {
+                    sift__gbnf_sb_puts(&out, texts[i] ? texts[i] : "");
+                    continue;
+                }
+                sift__gbnf_sbuf grp = {0};
+                sift__gbnf_sb_printf(&grp, "(%s)", var_inner.s ? var_inner.s : "");
+                sift__gbnf_put_repetition(&out, grp.s ? grp.s : "()", mn, mx, NULL);
+                if (mx == 0) sift__gbnf_sb_puts(&out, "\"\"");
+                sift__gbnf_sb_free(&grp);
+            }
+            if (out.oom) sift__error_set(err, SIFT_E_NOMEM, "out of memory");
+            else res = sift__gbnf_sb_take(&out);
+        }
+    } else if (err && err->status == SIFT_E_NOMEM) {
+        res = NULL;
+    } else if (err) {
+        *err = (sift_error){0}; /* not of this form: the caller refuses the pattern with its length */
+    }
+    for (int i = 0; i < k; i++) sift__gx_free(texts ? texts[i] : NULL);
+    sift__gx_free(texts);
+    sift__gbnf_sb_free(&out);
+    sift__gbnf_sb_free(&var_inner);
+    return res;
 }
