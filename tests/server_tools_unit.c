@@ -65,7 +65,7 @@ static void test_detect(void **state)
         {"mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja", TC_MISTRAL},
         {"chatml.jinja", TC_GENERIC},
         {"llama-2-chat.jinja", TC_GENERIC},
-        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", TC_GENERIC},
+        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", TC_COMMAND_R7B},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *t = read_template(cases[i].file);
@@ -220,7 +220,7 @@ static void check_stream(tc_spec *t, const char *reply, int n_calls, size_t cont
         assert_string_equal(args.p, r.calls[k].arguments);
         sbuf_free(&args);
     }
-    assert_true(n_frag > 2 * n_calls); /* the arguments came in pieces, before the end */
+    if (!(n_frag > 2 * n_calls)) fail_msg("%s: %d fragments before the end", reply, n_frag); /* the arguments came in pieces, before the end */
     tc_result_free(&r);
     cJSON_Delete(all);
     sbuf_free(&content);
@@ -773,6 +773,8 @@ static void test_reasoning(void **state)
 /* The model outputs of llama.cpp's tests/test-chat.cpp (ggml-org/llama.cpp, the DeepSeek R1,
  * Hermes 2 Pro, Llama 3.1 and Mistral Nemo cases, with its special_function tool): they parse
  * to the tool calls, content and reasoning llama.cpp expects there. */
+#define PYTHON_FUNCTION "{\"type\": \"function\", \"function\": {\"name\": \"python\", \"description\": \"an ipython interpreter\"," \
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"code\": {\"type\": \"string\", \"description\": \"Python code to execute.\"}}, \"required\": [\"code\"]}}}"
 #define SPECIAL_FUNCTION "{\"type\": \"function\", \"function\": {\"name\": \"special_function\", \"description\": \"I'm special\"," \
     " \"parameters\": {\"type\": \"object\", \"properties\": {\"arg1\": {\"type\": \"integer\", \"description\": \"The arg.\"}}, \"required\": [\"arg1\"]}}}"
 static const char r1_call[] = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n"
@@ -782,11 +784,160 @@ static const char r1_call[] = "<｜tool▁calls▁begin｜><｜tool▁call▁beg
 static void check_reply(tc_spec *t, rs_format f, bool forced, const char *text, const char *reasoning, const char *content, const char *args)
 {
     rs_spec r = {.format = f, .forced_open = forced};
+    rs_set_tags(&r, t->format);
     rs_split sp;
     rs_split_text(&r, text, strlen(text), false, &sp);
     if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
         fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
     check_parse(t, text + sp.c0, args ? 1 : 0, args ? "special_function" : NULL, args, content);
+}
+
+/* A template from llama.cpp's server tests (../shared/llama-server-tests/models/templates) */
+static char *read_server_template(const char *name)
+{
+    const char *shared = getenv("SIFT_SHARED");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/llama-server-tests/models/templates/%s", shared ? shared : "../shared", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    char *buf = calloc(1, 1 << 20);
+    buf[fread(buf, 1, (1 << 20) - 1, f)] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Forget a spec's streaming state: the next stream starts afresh. */
+static void stream_reset(tc_spec *t)
+{
+    sbuf_free(&t->seen);
+    t->sent = 0;
+    free(t->streamed);
+    t->streamed = NULL;
+    t->n_streamed = 0;
+}
+
+/* Stream `text` a byte at a time (after the reasoning split of format f): the content and
+ * the reasoning that come out, and the number of call heads. */
+static void stream_reply(tc_spec *t, rs_format f, const char *text, const char *reasoning, const char *content, int n_heads)
+{
+    rs_spec r = {.format = f};
+    rs_set_tags(&r, t->format);
+    stream_reset(t);
+    sbuf rr = {0}, cc = {0}, rc = {0};
+    int heads = 0;
+    const size_t n = strlen(text);
+    for (size_t i = 0; i < n; i++) {
+        sbuf_free(&rc);
+        rs_stream(&r, text + i, 1, &rr, &rc);
+        cJSON *d = rc.n ? tc_stream_text(t, rc.p, rc.n, &cc) : NULL;
+        for (cJSON *x = d ? d->child : NULL; x; x = x->next) {
+            cJSON *id = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(x, "tool_calls"), 0), "id");
+            if (id && t->format == TC_COMMAND_R7B) assert_string_equal(id->valuestring, "0"); /* the model's own */
+            heads += id != NULL;
+        }
+        cJSON_Delete(d);
+    }
+    sbuf_add(&rr, "", 1);
+    sbuf_add(&cc, "", 1);
+    assert_string_equal(rr.p, reasoning);
+    assert_string_equal(cc.p, content);
+    assert_int_equal(heads, n_heads);
+    sbuf_free(&rr);
+    sbuf_free(&cc);
+    sbuf_free(&rc);
+    sbuf_free(&r.seen);
+    stream_reset(t);
+}
+
+/* Command R7B and Functionary v3.2: the model outputs of llama.cpp's tests/test-chat.cpp
+ * (test_template_output_parsers, the version with COMMON_CHAT_FORMAT_COMMAND_R7B and
+ * COMMON_CHAT_FORMAT_FUNCTIONARY_V3_2; the v3.2 ">>>" spellings from its later peg_tester). */
+static void test_llama_cpp_outputs_2(void **state)
+{
+    (void)state;
+    char *tm = read_template("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja");
+    assert_int_equal(tc_detect(tm), TC_COMMAND_R7B);
+    free(tm);
+    tc_spec *t = spec_body(TC_COMMAND_R7B, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->lazy);
+    static const char r7b_call[] = "<|START_ACTION|>[\n"
+                                   "    {\"tool_call_id\": \"0\", \"tool_name\": \"special_function\", \"parameters\": {\"arg1\": 1}}\n"
+                                   "]<|END_ACTION|>";
+    static const char resp[] = "<|START_RESPONSE|>Hello, world!\nWhat's up?<|END_RESPONSE|>";
+    static const char think_resp[] = "<|START_THINKING|>I'm thinking<|END_THINKING|><|START_RESPONSE|>Hello, world!\nWhat's up?<|END_RESPONSE|>";
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_NONE, false, resp, "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, think_resp, "I'm thinking", "Hello, world!\nWhat's up?", NULL);
+    /* message_assist_thoughts_unparsed_r7b */
+    check_reply(t, RS_NONE, false, think_resp, "", "<|START_THINKING|>I'm thinking<|END_THINKING|>Hello, world!\nWhat's up?", NULL);
+    /* message_assist_thoughts_call_idx: the model's id "0" kept */
+    char buf[1024];
+    snprintf(buf, sizeof buf, "<|START_THINKING|>I'm\nthinking<|END_THINKING|>%s", r7b_call);
+    {
+        rs_spec r = {.format = RS_DEEPSEEK};
+        rs_set_tags(&r, TC_COMMAND_R7B);
+        rs_split sp;
+        rs_split_text(&r, buf, strlen(buf), false, &sp);
+        assert_int_equal(sp.r1 - sp.r0, strlen("I'm\nthinking"));
+        tc_result res;
+        assert_true(tc_parse_output(t, buf + sp.c0, strlen(buf + sp.c0), &res));
+        assert_int_equal(res.n_calls, 1);
+        assert_null(res.content);
+        assert_string_equal(res.calls[0].name, "special_function");
+        assert_string_equal(res.calls[0].arguments, "{\"arg1\":1}");
+        assert_string_equal(res.calls[0].id, "0");
+        tc_result_free(&res);
+    }
+    /* message_assist_thoughts_no_content: cut off inside the call (is_partial), streamed */
+    stream_reply(t, RS_DEEPSEEK, "<|START_THINKING|>I'm\nthinking<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"special",
+                 "I'm\nthinking", "", 0);
+    stream_reply(t, RS_DEEPSEEK, think_resp, "I'm thinking", "Hello, world!\nWhat's up?", 0);
+    stream_reply(t, RS_NONE, resp, "", "Hello, world!\nWhat's up?", 0);
+    stream_reply(t, RS_DEEPSEEK, buf, "I'm\nthinking", "", 1);
+    tc_spec_free(t);
+    /* test_templates: the delta after empty thoughts, from the trigger on, in the grammar (auto and required) */
+    for (int req = 0; req < 2; req++) {
+        t = spec_body(TC_COMMAND_R7B, req ? "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}"
+                                          : "{\"tools\": [" SPECIAL_FUNCTION "]}");
+        static const char *const bad[] = {"<|START_ACTION|>[{\"tool_call_id\": \"x\", \"tool_name\": \"special_function\", \"parameters\": {\"arg1\": 1}}]<|END_ACTION|>",
+                                          "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"other\", \"parameters\": {\"arg1\": 1}}]<|END_ACTION|>",
+                                          "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"special_function\", \"parameters\": {\"arg1\": \"1\"}}]<|END_ACTION|>"};
+        check_grammar(t, r7b_call, bad, 3);
+        check_prefixes(t, r7b_call);
+        check_stream(t, r7b_call, 1, 0);
+        tc_spec_free(t);
+    }
+
+    /* Functionary v3.2 (the prompt ends with ">>>": the reply starts with its recipient) */
+    tm = read_server_template("meetkai-functionary-medium-v3.2.jinja");
+    assert_int_equal(tc_detect(tm), TC_FUNCTIONARY_V32);
+    free(tm);
+    t = spec_body(TC_FUNCTIONARY_V32, "{\"tools\": [" SPECIAL_FUNCTION ", " PYTHON_FUNCTION "]}");
+    assert_true(t->lazy);
+    assert_non_null(t->pattern);
+    check_parse(t, "all\nHello, world!\nnono\nWhat's up?\n>>>special_function\n{\"arg1\": 1}\n", 1, "special_function", "{\"arg1\":1}",
+                "Hello, world!\nnono\nWhat's up?");
+    check_parse(t, "all\nHello, world!\nnono\nWhat's up?>>>special_function\n{\"arg1\": 1}\n", 1, "special_function", "{\"arg1\":1}",
+                "Hello, world!\nnono\nWhat's up?");
+    check_parse(t, "python\n# This is a program:\nprint('hey')", 1, "python", "{\"code\":\"# This is a program:\\nprint('hey')\"}", NULL);
+    check_parse(t, "special_function\n{\"arg1\": 1} \n                    ", 1, "special_function", "{\"arg1\":1}", NULL);
+    check_parse(t, "all\nHello, world!\nWhat's up?", 0, NULL, NULL, "Hello, world!\nWhat's up?");
+    check_parse(t, ">>>all\nHello, world!\nWhat's up?", 0, NULL, NULL, "Hello, world!\nWhat's up?");
+    check_parse(t, ">>>special_function\n{\"arg1\": 1}", 1, "special_function", "{\"arg1\":1}", NULL);
+    stream_reply(t, RS_NONE, "all\nHello, world!\nnono\nWhat's up?\n>>>special_function\n{\"arg1\": 1}\n", "", "Hello, world!\nnono\nWhat's up?", 1);
+    stream_reply(t, RS_NONE, "all\nHello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", 0);
+    check_prefixes(t, "special_function\n{\"arg1\": 1}");
+    check_stream(t, "special_function\n{\"arg1\": 12}", 1, 0);
+    /* from the lazy trigger ">>>special_function\n" on */
+    check_grammar(t, ">>>special_function\n{\"arg1\": 1}", NULL, 0);
+    tc_spec_free(t);
+    t = spec_body(TC_FUNCTIONARY_V32, "{\"tool_choice\": \"required\", \"parallel_tool_calls\": true, \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad32[] = {"all\nHello", "special_function\n{\"arg1\": \"x\"}", "other\n{}"};
+    check_grammar(t, "special_function\n{\"arg1\": 1}", bad32, 3);
+    check_grammar(t, "special_function\n{\"arg1\": 1}\n>>>special_function\n{\"arg1\": 2}", NULL, 0);
+    check_parse(t, "special_function\n{\"arg1\": 1}\n>>>special_function\n{\"arg1\": 2}", 2, "special_function", "{\"arg1\":1}", NULL);
+    check_stream(t, "special_function\n{\"arg1\": 1}\n>>>special_function\n{\"arg1\": 2}", 2, 0);
+    tc_spec_free(t);
 }
 
 static void test_llama_cpp_outputs(void **state)
@@ -881,11 +1032,13 @@ static void test_garbage(void **state)
                                          "\"parameters\"", "\"tool_call\"", "\"tool_calls\"", "\"response\"", "{}", "1",
                                          "\xff", "\xc3", "null", "\"zone\"",
                                          "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>", "get_time\n```json\n",
-                                         "```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "\n", "<function=get_time>", "</function>"};
+                                         "```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "\n", "<function=get_time>", "</function>",
+                                         "<|START_ACTION|>", "<|END_ACTION|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "\"tool_name\"",
+                                         "\"tool_call_id\"", ">>>", "all\n", "get_time\n", ">>>get_weather\n"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;
-    for (int f = TC_GENERIC; f <= TC_DEEPSEEK_R1; f++) {
+    for (int f = TC_GENERIC; f <= TC_FORMAT_LAST; f++) {
         for (int par = 0; par < 2; par++) {
             tc_spec *t = spec_for((tc_format)f, par ? "\"parallel_tool_calls\": true" : NULL, &e);
             assert_non_null(t);
@@ -925,7 +1078,7 @@ int main(void)
         cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
         cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
-        cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs),
+        cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs), cmocka_unit_test(test_llama_cpp_outputs_2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

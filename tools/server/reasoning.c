@@ -16,6 +16,9 @@
  *     all reasoning, and the content is empty;
  *   - `deepseek-legacy` also leaves the whole text, tags included, in the content.
  *
+ * Command R7B writes its thoughts between <|START_THINKING|> and <|END_THINKING|>: the same
+ * rules with those tags (rs_set_tags; llama.cpp's try_parse_reasoning with R7B's tags).
+ *
  * Streaming splits the text seen so far again at each token (cheap next to a decode) and
  * sends what grew: text that may still change (a possible `<think>` at the start, a
  * possible `</think>` or whitespace at the end of the reasoning, whitespace after the tag)
@@ -36,6 +39,14 @@
 static const char OPEN[] = "<think>", CLOSE[] = "</think>";
 #define OPEN_N (sizeof OPEN - 1)
 #define CLOSE_N (sizeof CLOSE - 1)
+
+void rs_set_tags(rs_spec *r, int format)
+{
+    if (r && format == TC_COMMAND_R7B) {
+        r->open = "<|START_THINKING|>";
+        r->close = "<|END_THINKING|>";
+    }
+}
 
 int rs_format_parse(const char *s, rs_format *out)
 {
@@ -59,18 +70,20 @@ bool rs_prompt_forced_open(const char *prompt, size_t n)
     return n >= OPEN_N && !memcmp(prompt + n - OPEN_N, OPEN, OPEN_N);
 }
 
-/* The length of the longest suffix of t[0..n) that is a proper prefix of CLOSE. */
-static size_t close_partial(const char *t, size_t n)
+/* The length of the longest suffix of t[0..n) that is a proper prefix of the tag. */
+static size_t close_partial(const char *t, size_t n, const char *tag)
 {
-    for (size_t k = CLOSE_N - 1; k > 0; k--)
-        if (n >= k && !memcmp(t + n - k, CLOSE, k)) return k;
+    const size_t tn = strlen(tag);
+    for (size_t k = tn - 1; k > 0; k--)
+        if (n >= k && !memcmp(t + n - k, tag, k)) return k;
     return 0;
 }
 
-static const char *find_close(const char *t, size_t from, size_t n)
+static const char *find_close(const char *t, size_t from, size_t n, const char *tag)
 {
-    for (size_t i = from; i + CLOSE_N <= n; i++)
-        if (t[i] == '<' && !memcmp(t + i, CLOSE, CLOSE_N)) return t + i;
+    const size_t tn = strlen(tag);
+    for (size_t i = from; i + tn <= n; i++)
+        if (t[i] == tag[0] && !memcmp(t + i, tag, tn)) return t + i;
     return NULL;
 }
 
@@ -79,29 +92,31 @@ void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_s
     memset(out, 0, sizeof *out);
     out->c1 = n; /* by default all of it is content */
     if (!r || r->format == RS_NONE) return;
+    const char *open = r->open ? r->open : OPEN, *close = r->close ? r->close : CLOSE;
+    const size_t open_n = strlen(open);
     size_t p = 0;
     if (!r->forced_open) {
         size_t q = 0;
         while (q < n && ws(t[q])) q++;
         const size_t rem = n - q;
-        if (rem < OPEN_N && !memcmp(t + q, OPEN, rem)) { /* maybe the opening, still coming */
+        if (rem < open_n && !memcmp(t + q, open, rem)) { /* maybe the opening, still coming */
             if (partial) out->c1 = 0;
             return;
         }
-        if (memcmp(t + q, OPEN, OPEN_N) != 0) return; /* no reasoning */
-        p = q + OPEN_N;
+        if (memcmp(t + q, open, open_n) != 0) return; /* no reasoning */
+        p = q + open_n;
     }
     out->thinking = true;
-    const char *e = find_close(t, p, n);
+    const char *e = find_close(t, p, n, close);
     size_t r0 = p, r1;
     if (e) {
         r1 = (size_t)(e - t);
-        size_t c = r1 + CLOSE_N;
+        size_t c = r1 + strlen(close);
         while (c < n && ws(t[c])) c++;
         out->c0 = c;
         out->closed = true;
     } else { /* open: all reasoning so far (a partial closing tag held back) */
-        r1 = partial ? n - close_partial(t + p, n - p) : n;
+        r1 = partial ? n - close_partial(t + p, n - p, close) : n;
         out->c0 = n;
     }
     while (r0 < r1 && ws(t[r0])) r0++;

@@ -257,6 +257,7 @@ int rs_format_parse(const char *s, rs_format *out); /* 0, or -1 for an unknown n
 /* A chat request's reasoning: how to split the reply, and the streaming state. */
 typedef struct rs_spec {
     rs_format format;
+    const char *open, *close;  /* the thinking's tags (static strings); NULL: <think> and </think> */
     bool forced_open;          /* the rendered prompt ends inside <think> (rs_prompt_forced_open) */
     sbuf seen;                 /* streaming: the reply so far */
     size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
@@ -280,6 +281,9 @@ void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sb
  * start rule of the result (malloc'd; NULL when out of memory). */
 #define RS_ROOT "x-sift-think-root"
 char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root);
+/* The thinking's tags of a template whose tool-call format has its own (Command R7B's
+ * <|START_THINKING|>...<|END_THINKING|>); else leaves r's (NULL: <think>). */
+void rs_set_tags(rs_spec *r, int format);
 
 /* ---- tool calling (tool_calls.c) ----------------------------------------------------------- */
 
@@ -291,6 +295,11 @@ typedef enum tc_format {
     TC_MISTRAL,     /* Mistral: [TOOL_CALLS][{"name", "arguments"}, ...] */
     TC_FUNCTIONARY_V31, /* Functionary v3.1 (Llama 3.1): <function=NAME>{args}</function> */
     TC_DEEPSEEK_R1, /* DeepSeek R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{args}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
+    TC_COMMAND_R7B, /* Command R7B: <|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}, ...]<|END_ACTION|>;
+                     * an answer in <|START_RESPONSE|>...<|END_RESPONSE|>, thoughts in <|START_THINKING|>...<|END_THINKING|> */
+    TC_FUNCTIONARY_V32, /* Functionary v3.2: the prompt ends with ">>>", the reply names its recipient: all\n<content>,
+                         * NAME\n{args}, then >>>NAME\n{args} ... */
+    TC_FORMAT_LAST = TC_FUNCTIONARY_V32
 } tc_format;
 
 tc_format tc_detect(const char *tmpl_text);

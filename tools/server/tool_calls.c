@@ -5,9 +5,12 @@
  *
  *   the format     which syntax the template's model writes a call in, from the template's
  *                  text (tc_detect): Hermes/Qwen `<tool_call>{json}</tool_call>`, Llama 3.x
- *                  `{"name": ..., "parameters": ...}`, Mistral `[TOOL_CALLS][{...}]`, else the
- *                  generic JSON reply of llama.cpp's common/chat.cpp ({"tool_call": {...}} or
- *                  {"response": "..."}; the template is then told so by a system message).
+ *                  `{"name": ..., "parameters": ...}`, Mistral `[TOOL_CALLS][{...}]`, DeepSeek
+ *                  R1, Functionary v3.1 and v3.2, Command R7B, else the generic JSON reply of
+ *                  llama.cpp's common/chat.cpp ({"tool_call": {...}} or {"response": "..."};
+ *                  the template is then told so by a system message). Two formats wrap their
+ *                  content too (Command R7B's <|START_RESPONSE|>, Functionary v3.2's "all\n"
+ *                  recipient): their content is not a prefix of the reply (content_of).
  *   the request    tools, tool_choice (auto, none, required, a named function) and
  *                  parallel_tool_calls -> tc_spec: the callable names and one grammar for the
  *                  calls. Each function's call object ({"name": const, "arguments": its
@@ -48,10 +51,22 @@
 #define R1_CALL_END "<｜tool▁call▁end｜>"
 #define R1_SEP "<｜tool▁sep｜>"
 
+/* Command R7B's markup */
+#define R7B_ACTION "<|START_ACTION|>"
+#define R7B_ACTION_END "<|END_ACTION|>"
+#define R7B_RESPONSE "<|START_RESPONSE|>"
+#define R7B_RESPONSE_END "<|END_RESPONSE|>"
+/* Functionary v3.2's recipient line for content */
+#define FN32_ALL "all\n"
+
 tc_format tc_detect(const char *t)
 {
     if (!t) return TC_GENERIC;
+    /* in llama.cpp's order (common/chat.cpp, before its autoparser): each test a marker only that
+     * model's template writes */
     if (strstr(t, R1_CALLS_BEGIN)) return TC_DEEPSEEK_R1; /* llama.cpp's test: the tool calls' opening token */
+    if (strstr(t, "<|END_THINKING|>" R7B_ACTION)) return TC_COMMAND_R7B;
+    if (strstr(t, ">>>all")) return TC_FUNCTIONARY_V32;
     if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
@@ -69,6 +84,8 @@ const char *tc_format_name(tc_format f)
     case TC_MISTRAL: return "mistral";
     case TC_DEEPSEEK_R1: return "deepseek-r1";
     case TC_FUNCTIONARY_V31: return "functionary-v3.1";
+    case TC_COMMAND_R7B: return "command-r7b";
+    case TC_FUNCTIONARY_V32: return "functionary-v3.2";
     default: return "generic";
     }
 }
@@ -80,6 +97,7 @@ static const char *const llama3_triggers[] = {"<|python_tag|>"};
 #define LLAMA3_PATTERN "\\{(?: |\\n[ \\t]{0,4})?\"name\""
 static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
 static const char *const fn31_triggers[] = {"<function="};
+static const char *const r7b_triggers[] = {R7B_ACTION};
 /* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
 static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
                                           "<｜tool calls begin｜>",
@@ -94,7 +112,8 @@ static const char *const *format_triggers(tc_format f, int *n)
     case TC_MISTRAL: *n = 1; return mistral_triggers;
     case TC_DEEPSEEK_R1: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
     case TC_FUNCTIONARY_V31: *n = 1; return fn31_triggers;
-    default: *n = 0; return NULL;
+    case TC_COMMAND_R7B: *n = 1; return r7b_triggers;
+    default: *n = 0; return NULL; /* (Functionary v3.2's are its functions' names: tc_parse_request) */
     }
 }
 
@@ -184,18 +203,26 @@ static void store_params(const cJSON *params, cJSON *root, int index, char *base
 }
 
 /* The call object of one function (the index-th tool): {"name": const, "<args_key>":
- * parameters}, the parameters stored apart (store_params). */
-static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *root, int index)
+ * parameters}, the parameters stored apart (store_params). Command R7B's: {"tool_call_id":
+ * digits, "tool_name": const, "parameters": ...}, as llama.cpp's grammar has it. */
+static cJSON *call_schema(tc_format f, const char *name, const cJSON *params, const char *args_key, cJSON *root, int index)
 {
+    const char *name_key = f == TC_COMMAND_R7B ? "tool_name" : "name";
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "object");
     cJSON *props = cJSON_AddObjectToObject(o, "properties");
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", name);
+    cJSON *req = cJSON_AddArrayToObject(o, "required");
+    if (f == TC_COMMAND_R7B) {
+        cJSON *id = cJSON_AddObjectToObject(props, "tool_call_id");
+        cJSON_AddStringToObject(id, "type", "string");
+        cJSON_AddStringToObject(id, "pattern", "^[0-9]{1,10}$");
+        cJSON_AddItemToArray(req, cJSON_CreateString("tool_call_id"));
+    }
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, name_key), "const", name);
     char base[48];
     store_params(params, root, index, base, sizeof base);
     cJSON_AddStringToObject(cJSON_AddObjectToObject(props, args_key), "$ref", base);
-    cJSON *req = cJSON_AddArrayToObject(o, "required");
-    cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+    cJSON_AddItemToArray(req, cJSON_CreateString(name_key));
     cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
     cJSON_AddBoolToObject(o, "additionalProperties", false);
     return o;
@@ -236,6 +263,18 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         sbuf_printf(g, TC_ROOT " ::= x-sift-fn-call%s\nx-sift-fn-call ::= \"<function=\" (", parallel ? "+" : "");
         for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s>\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
         sbuf_adds(g, " ) \"</function>\"\n");
+        break;
+    case TC_COMMAND_R7B: /* as llama.cpp's: a JSON array of call objects between the action tags */
+        sbuf_adds(g, TC_ROOT " ::= \"" R7B_ACTION "[\" space root");
+        if (parallel) sbuf_adds(g, " (\",\" space root)*");
+        sbuf_adds(g, " \"]" R7B_ACTION_END "\"\n");
+        break;
+    case TC_FUNCTIONARY_V32:
+        /* NAME\n{args} right after the prompt's ">>>" (or, lazy, from the trigger ">>>NAME\n"),
+         * then with parallel calls >>>NAME\n{args} again */
+        sbuf_printf(g, TC_ROOT " ::= \">>>\"? x-sift-fn32-call%s\nx-sift-fn32-call ::= (", parallel ? " (\">>>\" x-sift-fn32-call)*" : "");
+        for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        sbuf_adds(g, " )\n");
         break;
     case TC_DEEPSEEK_R1:
         /* as llama.cpp's: any of the openings, the calls, the closing; a call's "begin" token optional */
@@ -281,6 +320,37 @@ void tc_budget(tc_spec *t, int n_predict)
     if (!s) return; /* out of memory: the unbounded grammar stays, still correct */
     free(t->gbnf);
     t->gbnf = s;
+}
+
+/* Functionary v3.2's lazy triggers, from the callable names: ">>>NAME\n" anywhere, and
+ * "NAME\n" as the reply's first line (the prompt ended with ">>>"), as llama.cpp's. -1: OOM. */
+static int fn32_triggers(tc_spec *t)
+{
+    char **tr = calloc((size_t)t->n_names + 1, sizeof *tr);
+    if (!tr) return -1;
+    t->triggers = tr;
+    sbuf p = {0};
+    sbuf_adds(&p, "^((?:");
+    for (int i = 0; i < t->n_names; i++) {
+        sbuf w = {0};
+        sbuf_printf(&w, ">>>%s\n", t->names[i]);
+        if (!(tr[t->n_triggers] = sbuf_strdup(&w))) {
+            sbuf_free(&w);
+            sbuf_free(&p);
+            return -1;
+        }
+        t->n_triggers++;
+        sbuf_free(&w);
+        if (i) sbuf_adds(&p, "|");
+        for (const char *c = t->names[i]; *c; c++) {
+            if (*c == '.' || *c == '-') sbuf_add(&p, "\\", 1);
+            sbuf_add(&p, c, 1);
+        }
+    }
+    sbuf_adds(&p, ")\\n)");
+    t->pattern = sbuf_strdup(&p);
+    sbuf_free(&p);
+    return t->pattern ? 0 : -1;
 }
 
 int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e)
@@ -350,14 +420,14 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     if (f == TC_LLAMA3 && !(t->pattern = strdup(LLAMA3_PATTERN))) goto oom;
 
     /* the calls' JSON: one anyOf branch per callable function */
-    const char *args_key = f == TC_LLAMA3 ? "parameters" : "arguments";
+    const char *args_key = f == TC_LLAMA3 || f == TC_COMMAND_R7B ? "parameters" : "arguments";
     any = cJSON_CreateArray();
     if (!any) goto oom;
     /* DeepSeek R1 and Functionary write each call's name in its markup and only the arguments as JSON: an
      * object whose properties x-sift-args-<i> are the functions' parameters gives each its
      * own rule of that name (the converter names a property's rule after it) */
     cJSON *r1_props = NULL, *r1_req = NULL;
-    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31; /* a rule per function's arguments */
+    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31 || f == TC_FUNCTIONARY_V32; /* a rule per function's arguments */
     if (per_fn) {
         cJSON_AddStringToObject(schema, "type", "object");
         r1_props = cJSON_AddObjectToObject(schema, "properties");
@@ -378,8 +448,9 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
             cJSON_AddItemToArray(r1_req, cJSON_CreateString(prop));
             continue;
         }
-        cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema, ti));
+        cJSON_AddItemToArray(any, call_schema(f, name, cJSON_IsObject(params) ? params : NULL, args_key, schema, ti));
     }
+    if (f == TC_FUNCTIONARY_V32 && fn32_triggers(t)) goto oom;
     if (per_fn) { /* no call object: the schema is complete */
         cJSON_Delete(any);
         any = cJSON_CreateObject();
@@ -563,6 +634,19 @@ static long llama3_open(const char *text, size_t n, size_t *partial)
     return -1;
 }
 
+/* Functionary v3.2: does the reply open with a call, "NAME\n" for a callable NAME (the prompt
+ * ended with ">>>")? *maybe (may be NULL): the text so far is a part of one. */
+static bool fn32_first(const tc_spec *spec, const char *text, size_t n, bool *maybe)
+{
+    if (maybe) *maybe = false;
+    for (int i = 0; i < spec->n_names; i++) {
+        const size_t l = strlen(spec->names[i]);
+        if (n > l && !memcmp(text, spec->names[i], l) && text[l] == '\n') return true;
+        if (maybe && n <= l && !memcmp(text, spec->names[i], n)) *maybe = true;
+    }
+    return false;
+}
+
 /* The earliest call opening in text[0..n) (-1 when none). */
 static long find_start(const tc_spec *spec, const char *text, size_t n)
 {
@@ -573,6 +657,7 @@ static long find_start(const tc_spec *spec, const char *text, size_t n)
         const long b = llama3_open(text, n, NULL);
         if (b >= 0 && (at < 0 || b < at)) at = b;
     }
+    if (spec->format == TC_FUNCTIONARY_V32 && fn32_first(spec, text, n, NULL)) at = 0;
     return at;
 }
 
@@ -582,6 +667,12 @@ size_t tc_content_safe(const tc_spec *spec, const char *text, size_t n)
     const long at = find_start(spec, text, n);
     if (at >= 0) return (size_t)at;
     size_t safe = n - stop_partial(text, n, spec->triggers, spec->n_triggers);
+    if (spec->format == TC_FUNCTIONARY_V32) {
+        bool maybe;
+        fn32_first(spec, text, n, &maybe);
+        if (maybe || (n < sizeof FN32_ALL - 1 && !memcmp(text, FN32_ALL, n)) || (n < sizeof FN32_ALL + 2 && !memcmp(text, ">>>" FN32_ALL, n)))
+            return 0; /* the recipient line is still coming */
+    }
     if (spec->format == TC_LLAMA3) {
         size_t partial = n;
         llama3_open(text, n, &partial);
@@ -692,12 +783,14 @@ static void minify(const char *p, const char *end, sbuf *out)
  * the arguments' value (args_end once whole), the object's end. */
 typedef struct call_scan {
     const char *name, *name_end;
+    const char *id, *id_end;   /* Command R7B's "tool_call_id" string (its text, unescaped if plain) */
     const char *args, *args_end;
     const char *end;
 } call_scan;
 
-static void scan_call(const char *p, const char *end, const char *args_key, call_scan *cs)
+static void scan_call(const char *p, const char *end, const char *name_key, const char *args_key, call_scan *cs)
 {
+    const size_t nk = strlen(name_key);
     memset(cs, 0, sizeof *cs);
     if (p >= end || *p != '{') return;
     p++;
@@ -720,7 +813,10 @@ static void scan_call(const char *p, const char *end, const char *args_key, call
         if (p >= end) return;
         const char *v = p, *v_end = value_end(p, end);
         const size_t kl = (size_t)(k_end - k) - 2;
-        if (kl == 4 && !memcmp(k + 1, "name", 4) && v_end && *v == '"') {
+        if (kl == 12 && !memcmp(k + 1, "tool_call_id", 12) && v_end && *v == '"') {
+            cs->id = v + 1;
+            cs->id_end = v_end - 1;
+        } else if (kl == nk && !memcmp(k + 1, name_key, nk) && v_end && *v == '"') {
             cs->name = v + 1;
             cs->name_end = v_end - 1;
         } else if ((kl == strlen(args_key) && !memcmp(k + 1, args_key, kl)) || (kl == 9 && !memcmp(k + 1, "arguments", 9))) {
@@ -783,7 +879,8 @@ static bool push_call(tc_result *res, const char *name, size_t name_n, const cha
 static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key, tc_result *res, const char *raw,
                       const char *raw_end)
 {
-    const cJSON *nm = cJSON_IsObject(o) ? get(o, "name") : NULL;
+    const char *name_key = spec->format == TC_COMMAND_R7B ? "tool_name" : "name";
+    const cJSON *nm = cJSON_IsObject(o) ? get(o, name_key) : NULL;
     const cJSON *args = cJSON_IsObject(o) ? get(o, args_key) : NULL;
     if (!args && cJSON_IsObject(o)) args = get(o, "arguments");
     if (!cJSON_IsString(nm) || !known(spec, nm->valuestring) || !args) return false;
@@ -794,13 +891,19 @@ static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key,
         return false;
     }
     call_scan cs;
-    if (raw) scan_call(raw, raw_end, args_key, &cs);
+    if (raw) scan_call(raw, raw_end, name_key, args_key, &cs);
     const bool own_text = raw && !parsed && cs.args && cs.args_end && *cs.args == '{';
     char *printed = own_text ? NULL : cJSON_PrintUnformatted(args);
     cJSON_Delete(parsed);
     if (!own_text && !printed) return false;
-    return push_call(res, nm->valuestring, strlen(nm->valuestring), own_text ? cs.args : NULL, own_text ? cs.args_end : NULL,
-                     printed);
+    if (!push_call(res, nm->valuestring, strlen(nm->valuestring), own_text ? cs.args : NULL, own_text ? cs.args_end : NULL,
+                   printed))
+        return false;
+    /* Command R7B numbers its calls: the id is the model's, as llama.cpp keeps it */
+    const cJSON *id = spec->format == TC_COMMAND_R7B ? get(o, "tool_call_id") : NULL;
+    tc_call *c = &res->calls[res->n_calls - 1];
+    if (cJSON_IsString(id) && id->valuestring[0] && strlen(id->valuestring) < sizeof c->id) strcpy(c->id, id->valuestring);
+    return true;
 }
 
 /* DeepSeek R1: one call at p, "[<｜tool▁call▁begin｜>]function<｜tool▁sep｜>NAME\n```json\n
@@ -848,10 +951,27 @@ static void fn31_scan(const char *p, const char *end, call_scan *cs)
     if (has_prefix(p, end, "</function>")) cs->end = p + strlen("</function>");
 }
 
-/* The call at p in a format that names the function in its markup (R1, Functionary v3.1). */
+/* Functionary v3.2: one call at p, "[>>>]NAME\n{args}": it ends with its arguments (only
+ * whitespace, or the next ">>>", follows). */
+static void fn32_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    if (has_prefix(p, end, ">>>")) p += 3;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) return;
+    cs->name = p;
+    cs->name_end = nl;
+    p = skip_ws(nl + 1, end);
+    if (p >= end) return;
+    cs->args = p;
+    if ((cs->args_end = value_end(p, end))) cs->end = cs->args_end;
+}
+
+/* The call at p in a format that names the function in its markup (R1, Functionary v3.1, v3.2). */
 static void markup_scan(const tc_spec *spec, const char *p, const char *end, call_scan *cs)
 {
     if (spec->format == TC_DEEPSEEK_R1) r1_scan(p, end, cs);
+    else if (spec->format == TC_FUNCTIONARY_V32) fn32_scan(p, end, cs);
     else fn31_scan(p, end, cs);
 }
 
@@ -881,6 +1001,103 @@ static bool parse_markup(const tc_spec *spec, const char *p, const char *end, tc
         p = cs.end;
     }
     return res->n_calls > 0;
+}
+
+/* Functionary v3.2's calls from p (the reply's start, or a ">>>"): NAME\n{args}, and after
+ * whitespace >>>NAME\n{args} again with parallel calls. A call to "python" may be raw code
+ * (the rest of the reply), taken as {"code": ...} as llama.cpp does (allow_raw_python). */
+static bool parse_fn32(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    for (bool first = true;; first = false) {
+        p = skip_ws(p, end);
+        if (!first && !has_prefix(p, end, ">>>")) break;
+        call_scan cs;
+        fn32_scan(p, end, &cs);
+        if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) break;
+        const size_t nl = (size_t)(cs.name_end - cs.name);
+        if (!cs.args || *cs.args != '{') {
+            if (nl != 6 || memcmp(cs.name, "python", 6) != 0) break;
+            const char *code = cs.name_end + 1;
+            cJSON *o = cJSON_CreateObject();
+            char *c = strndup(code, (size_t)(end - code));
+            char *printed = o && c && cJSON_AddStringToObject(o, "code", c) ? cJSON_PrintUnformatted(o) : NULL;
+            cJSON_Delete(o);
+            free(c);
+            if (printed) push_call(res, cs.name, nl, NULL, NULL, printed);
+            break;
+        }
+        const char *next = NULL;
+        cJSON *o = parse_json_at(cs.args, end, &next);
+        const bool ok = cJSON_IsObject(o) && push_call(res, cs.name, nl, cs.args, next, NULL);
+        cJSON_Delete(o);
+        if (!ok || !spec->parallel) break;
+        p = next;
+    }
+    return res->n_calls > 0;
+}
+
+/* Command R7B: <|START_ACTION|> and a JSON array of {"tool_call_id", "tool_name",
+ * "parameters"}, closed by <|END_ACTION|>; with parallel calls, a reply cut off keeps the
+ * complete ones. */
+static bool parse_r7b(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    p = skip_ws(p, end);
+    if (!has_prefix(p, end, R7B_ACTION)) return false;
+    p = skip_ws(p + strlen(R7B_ACTION), end);
+    if (p >= end || *p != '[') return false;
+    for (p++;;) {
+        const char *next = NULL;
+        p = skip_ws(p, end);
+        cJSON *o = parse_json_at(p, end, &next);
+        const bool ok = o && take_call(spec, o, "parameters", res, p, next);
+        cJSON_Delete(o);
+        if (!ok) break;
+        p = skip_ws(next, end);
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < end && *p == ']' && has_prefix(skip_ws(p + 1, end), end, R7B_ACTION_END)) return res->n_calls > 0;
+        break;
+    }
+    return spec->parallel && res->n_calls > 0;
+}
+
+/* The content of a reply in the formats that wrap it (Command R7B, Functionary v3.2), as
+ * llama.cpp's parsers give it, into out; partial: the reply is still coming, and what may
+ * still change is held back (what comes out only ever grows). at: the first call (-1: none).
+ *   Command R7B: the text before the call or the answer, then the answer inside
+ *   <|START_RESPONSE|>...<|END_RESPONSE|> (the rest of the reply when not closed).
+ *   Functionary v3.2: the text after the "[>>>]all\n" recipient line, up to the first call,
+ *   without the whitespace before the call. */
+static void content_of(const tc_spec *spec, const char *t, size_t n, bool partial, long at, sbuf *out)
+{
+    size_t end = at >= 0 ? (size_t)at : n;
+    if (at < 0 && partial) end = tc_content_safe(spec, t, n);
+    if (spec->format == TC_FUNCTIONARY_V32) {
+        size_t c0 = 0;
+        if (n >= sizeof FN32_ALL - 1 && !memcmp(t, FN32_ALL, sizeof FN32_ALL - 1)) c0 = sizeof FN32_ALL - 1;
+        else if (n >= sizeof FN32_ALL + 2 && !memcmp(t, ">>>" FN32_ALL, sizeof FN32_ALL + 2)) c0 = sizeof FN32_ALL + 2; /* (a prompt without ">>>") */
+        if (end < c0) end = c0;
+        if (at >= 0 || partial) /* the whitespace before a call is not content: hold it */
+            while (end > c0 && (t[end - 1] == ' ' || t[end - 1] == '\n' || t[end - 1] == '\t' || t[end - 1] == '\r')) end--;
+        sbuf_add(out, t + c0, end - c0);
+        return;
+    }
+    static char resp0[] = R7B_RESPONSE, resp_end0[] = R7B_RESPONSE_END; /* (stop_find's type; never written) */
+    char *const resp[] = {resp0}, *const resp_end[] = {resp_end0};
+    int which = 0;
+    const long r = stop_find(t, end, 0, resp, 1, &which);
+    if (r < 0) {
+        sbuf_add(out, t, partial ? end - stop_partial(t, end, resp, 1) : end);
+        return;
+    }
+    sbuf_add(out, t, (size_t)r);
+    const size_t a0 = (size_t)r + strlen(R7B_RESPONSE);
+    const long e = stop_find(t, end, a0, resp_end, 1, &which);
+    size_t a1 = e >= 0 ? (size_t)e : end;
+    if (e < 0 && partial) a1 -= stop_partial(t + a0, end - a0, resp_end, 1);
+    sbuf_add(out, t + a0, a1 - a0);
 }
 
 /* Forget the calls from index `keep` on. */
@@ -1026,8 +1243,27 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
         case TC_DEEPSEEK_R1:
         case TC_FUNCTIONARY_V31: ok = parse_markup(spec, p, end, res); break;
+        case TC_COMMAND_R7B: ok = parse_r7b(spec, p, end, res); break;
+        case TC_FUNCTIONARY_V32: ok = parse_fn32(spec, p, end, res); break;
         default: ok = parse_generic(spec, p, end, res); break;
         }
+    }
+    if (spec->format == TC_COMMAND_R7B || spec->format == TC_FUNCTIONARY_V32) { /* content wrapped in the format's markup */
+        if (!ok) tc_result_free(res);
+        sbuf c = {0};
+        content_of(spec, text, n, false, ok ? at : -1, &c);
+        if (c.oom) {
+            sbuf_free(&c);
+            tc_result_free(res);
+            return false;
+        }
+        if (c.n && !(res->content = sbuf_strdup(&c))) {
+            sbuf_free(&c);
+            tc_result_free(res);
+            return false;
+        }
+        sbuf_free(&c);
+        return true;
     }
     if (!ok) { /* no (complete) call: all of it is content */
         tc_result_free(res);
@@ -1112,7 +1348,7 @@ static cJSON *args_delta(int index, const char *args, size_t n)
 static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
 {
     const char *p = spec->seen.p + at, *end = spec->seen.p + spec->seen.n;
-    const char *key = spec->format == TC_LLAMA3 ? "parameters" : "arguments";
+    const char *key = spec->format == TC_LLAMA3 || spec->format == TC_COMMAND_R7B ? "parameters" : "arguments";
     if (spec->format == TC_GENERIC) return;
     if (spec->format == TC_LLAMA3) {
         p = skip_ws(p, end);
@@ -1122,6 +1358,10 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
         if (p < end && *p == '[') p++;
     } else if (spec->format == TC_DEEPSEEK_R1) {
         p = skip_trigger(spec, p, end);
+    } else if (spec->format == TC_COMMAND_R7B) {
+        p = skip_ws(p + strlen(R7B_ACTION), end);
+        if (p >= end || *p != '[') return;
+        p++;
     }
     for (int i = 0;; i++) {
         p = skip_ws(p, end);
@@ -1129,9 +1369,11 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
             if (!has_prefix(p, end, "<tool_call>")) return;
             p = skip_ws(p + strlen("<tool_call>"), end);
         }
+        if (spec->format == TC_FUNCTIONARY_V32 && i && !has_prefix(p, end, ">>>")) return;
         call_scan cs;
-        if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31) markup_scan(spec, p, end, &cs);
-        else scan_call(p, end, key, &cs);
+        if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31 || spec->format == TC_FUNCTIONARY_V32)
+            markup_scan(spec, p, end, &cs);
+        else scan_call(p, end, spec->format == TC_COMMAND_R7B ? "tool_name" : "name", key, &cs);
         if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
         if (i >= spec->n_streamed) {
             tc_streamed *st = realloc(spec->streamed, (size_t)(i + 1) * sizeof *st);
@@ -1139,6 +1381,12 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
             spec->streamed = st;
             memset(&st[i], 0, sizeof st[i]);
             make_id(st[i].id, sizeof st[i].id);
+            /* Command R7B's own id (its key comes before the name), as the whole reply's parse keeps it */
+            const size_t il = cs.id ? (size_t)(cs.id_end - cs.id) : 0;
+            if (spec->format == TC_COMMAND_R7B && il && il < sizeof st[i].id && !memchr(cs.id, '\\', il)) {
+                memcpy(st[i].id, cs.id, il);
+                st[i].id[il] = 0;
+            }
             spec->n_streamed = i + 1;
             cJSON_AddItemToArray(deltas, head_delta(st[i].id, i, cs.name, (size_t)(cs.name_end - cs.name)));
         }
@@ -1167,7 +1415,17 @@ cJSON *tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content)
     sbuf_add(&spec->seen, txt, n);
     if (spec->seen.oom) return NULL;
     const size_t safe = tc_content_safe(spec, spec->seen.p, spec->seen.n);
-    if (safe > spec->sent) {
+    if (spec->format == TC_COMMAND_R7B || spec->format == TC_FUNCTIONARY_V32) {
+        /* content wrapped in markup: what content_of gives so far (sent: its bytes sent) */
+        sbuf c = {0};
+        content_of(spec, spec->seen.p, spec->seen.n, true, find_start(spec, spec->seen.p, spec->seen.n), &c);
+        const size_t k = c.oom ? 0 : c.n - utf8_incomplete_tail(c.p, c.n);
+        if (k > spec->sent) {
+            sbuf_add(content, c.p + spec->sent, k - spec->sent);
+            spec->sent = k;
+        }
+        sbuf_free(&c);
+    } else if (safe > spec->sent) {
         /* never split a UTF-8 character: the held part may end inside one */
         size_t k = safe - utf8_incomplete_tail(spec->seen.p, safe);
         if (k > spec->sent) {
@@ -1208,9 +1466,7 @@ cJSON *tc_stream_final(tc_spec *spec, const char *text, size_t n, const char **f
             sent = spec->streamed[i].args_sent;
             if (sent > al) sent = al;
         } else {
-            char id[32];
-            make_id(id, sizeof id);
-            cJSON_AddItemToArray(deltas, head_delta(id, i, c->name, strlen(c->name)));
+            cJSON_AddItemToArray(deltas, head_delta(c->id, i, c->name, strlen(c->name)));
         }
         if (al > sent) cJSON_AddItemToArray(deltas, args_delta(i, c->arguments + sent, al - sent));
     }
