@@ -1034,7 +1034,9 @@ static void test_garbage(void **state)
                                          "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>", "get_time\n```json\n",
                                          "```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "\n", "<function=get_time>", "</function>",
                                          "<|START_ACTION|>", "<|END_ACTION|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "\"tool_name\"",
-                                         "\"tool_call_id\"", ">>>", "all\n", "get_time\n", ">>>get_weather\n"};
+                                         "\"tool_call_id\"", ">>>", "all\n", "get_time\n", ">>>get_weather\n",
+                                         "<|tool_calls_section_begin|>", "<|tool_call_begin|>functions.get_time:0", "<|tool_call_argument_begin|>",
+                                         "<|tool_call_end|>", "<|tool_calls_section_end|>", ":1"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;
@@ -1070,6 +1072,127 @@ static void test_garbage(void **state)
     }
 }
 
+/* Reasoning split (format f), then the calls: n of them, named names[i] with args[i] (compact)
+ * and the model's ids[i]; content as given (NULL: none). */
+static void check_calls(tc_spec *t, rs_format f, const char *text, const char *reasoning, const char *content, int n,
+                        const char *const *names, const char *const *args, const char *const *ids)
+{
+    rs_spec r = {.format = f};
+    rs_set_tags(&r, t->format);
+    rs_split sp;
+    rs_split_text(&r, text, strlen(text), false, &sp);
+    if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
+        fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
+    tc_result res;
+    assert_true(tc_parse_output(t, text + sp.c0, strlen(text + sp.c0), &res));
+    if (res.n_calls != n) fail_msg("[%s]: %d calls", text, res.n_calls);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(res.calls[i].name, names[i]);
+        assert_string_equal(res.calls[i].arguments, args[i]);
+        assert_string_equal(res.calls[i].id, ids[i]);
+    }
+    if (content) assert_string_equal(res.content ? res.content : "", content);
+    else assert_null(res.content);
+    tc_result_free(&res);
+}
+
+#define OPT_FUNCTION "{\"type\": \"function\", \"function\": {\"name\": \"special_function_with_opt\", \"parameters\": {\"type\": \"object\"," \
+    " \"properties\": {\"arg1\": {\"type\": \"integer\"}, \"arg2\": {\"type\": \"integer\"}}, \"required\": [\"arg1\"]}}}"
+
+/* Kimi K2: the model outputs of llama.cpp's tests/test-chat.cpp (its Kimi-K2-Thinking peg_tester
+ * cases, ids "functions.NAME:IDX" as it expects them). */
+static void test_llama_cpp_outputs_kimi(void **state)
+{
+    (void)state;
+    static const char *const kimi_templates[] = {"Kimi-K2-Thinking.jinja", "moonshotai-Kimi-K2-Thinking.jinja"};
+    for (size_t i = 0; i < 2; i++) {
+        char *tm = read_template(kimi_templates[i]);
+        if (tc_detect(tm) != TC_KIMI_K2) fail_msg("%s: %s", kimi_templates[i], tc_format_name(tc_detect(tm)));
+        free(tm);
+    }
+    static const char *const server_kimi[] = {"Kimi-K2-Instruct.jinja", "moonshotai-Kimi-K2.jinja"};
+    for (size_t i = 0; i < 2; i++) {
+        char *tm = read_server_template(server_kimi[i]);
+        if (tc_detect(tm) != TC_KIMI_K2) fail_msg("%s: %s", server_kimi[i], tc_format_name(tc_detect(tm)));
+        free(tm);
+    }
+#define KIMI_ONE "<|tool_calls_section_begin|><|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|><|tool_calls_section_end|>"
+    static const char *const sf[] = {"special_function"}, *const a1[] = {"{\"arg1\":1}"}, *const id0[] = {"functions.special_function:0"};
+    tc_spec *t = spec_body(TC_KIMI_K2, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->lazy);
+    check_calls(t, RS_DEEPSEEK, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", 0, NULL, NULL, NULL);
+    check_calls(t, RS_DEEPSEEK, KIMI_ONE, "", NULL, 1, sf, a1, id0);
+    check_calls(t, RS_DEEPSEEK, "<think>I'm thinking about this</think>" KIMI_ONE, "I'm thinking about this", NULL, 1, sf, a1, id0);
+    check_calls(t, RS_DEEPSEEK, "Hello, world!\nWhat's up?" KIMI_ONE, "", "Hello, world!\nWhat's up?", 1, sf, a1, id0);
+    /* the partial call (streaming): a head, no content */
+    stream_reply(t, RS_DEEPSEEK, "<|tool_calls_section_begin|><|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": ",
+                 "", "", 1);
+    stream_reply(t, RS_DEEPSEEK, "<think>I'm thinking about this</think>Hi" KIMI_ONE, "I'm thinking about this", "Hi", 1);
+    check_grammar(t, KIMI_ONE, NULL, 0);
+    check_prefixes(t, KIMI_ONE);
+    check_stream(t, KIMI_ONE, 1, 0);
+    tc_spec_free(t);
+
+    t = spec_body(TC_KIMI_K2, "{\"parallel_tool_calls\": true, \"tools\": [" SPECIAL_FUNCTION ", " OPT_FUNCTION ", " PYTHON_FUNCTION "]}");
+    static const char two[] = "<|tool_calls_section_begin|>"
+                              "<|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|>"
+                              "<|tool_call_begin|>functions.special_function_with_opt:1<|tool_call_argument_begin|>{\"arg1\": 1, \"arg2\": 2}<|tool_call_end|>"
+                              "<|tool_calls_section_end|>";
+    static const char *const n2[] = {"special_function", "special_function_with_opt"}, *const a2[] = {"{\"arg1\":1}", "{\"arg1\":1,\"arg2\":2}"},
+                      *const i2[] = {"functions.special_function:0", "functions.special_function_with_opt:1"};
+    check_calls(t, RS_DEEPSEEK, two, "", NULL, 2, n2, a2, i2);
+    check_grammar(t, two, NULL, 0);
+    check_stream(t, two, 2, 0);
+    static const char *const np[] = {"special_function", "python"}, *const ap[] = {"{\"arg1\":1}", "{\"code\":\"print('hey')\"}"},
+                      *const ip[] = {"functions.special_function:0", "functions.python:1"};
+    check_calls(t, RS_DEEPSEEK,
+                "<think>I need to call two functions</think><|tool_calls_section_begin|>"
+                "<|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|>"
+                "<|tool_call_begin|>functions.python:1<|tool_call_argument_begin|>{\"code\": \"print('hey')\"}<|tool_call_end|>"
+                "<|tool_calls_section_end|>",
+                "I need to call two functions", NULL, 2, np, ap, ip);
+    /* the calls inside the thinking, which never closes: with the section markers, then without any end markers */
+    check_calls(t, RS_DEEPSEEK,
+                "<think>I need to call two functions<|tool_calls_section_begin|>"
+                "<|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|>"
+                "<|tool_call_begin|>functions.python:1<|tool_call_argument_begin|>{\"code\": \"print('hey')\"}<|tool_call_end|>"
+                "<|tool_calls_section_end|>",
+                "I need to call two functions", NULL, 2, np, ap, ip);
+    static const char bare[] = "<think>I need to call two functions"
+                               "<|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}"
+                               "<|tool_call_begin|>functions.python:1<|tool_call_argument_begin|>{\"code\": \"print('hey')\"}";
+    check_calls(t, RS_DEEPSEEK, bare, "I need to call two functions", NULL, 2, np, ap, ip);
+    stream_reply(t, RS_DEEPSEEK, bare, "I need to call two functions", "", 2);
+    static const char *const py[] = {"python"}, *const apy[] = {"{\"code\":\"def hello():\\n    print(\\\"Hello, world!\\\")\\n\\nhello()\"}"},
+                      *const ipy[] = {"functions.python:0"};
+    check_calls(t, RS_DEEPSEEK,
+                "<|tool_calls_section_begin|><|tool_call_begin|>functions.python:0<|tool_call_argument_begin|>"
+                "{\"code\": \"def hello():\\n    print(\\\"Hello, world!\\\")\\n\\nhello()\"}<|tool_call_end|><|tool_calls_section_end|>",
+                "", NULL, 1, py, apy, ipy);
+    tc_spec_free(t);
+
+    /* "Real life test - execute_command": no markers around the call, no end */
+    t = spec_body(TC_KIMI_K2, "{\"parallel_tool_calls\": true, \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"execute_command\","
+                              " \"parameters\": {\"type\": \"object\", \"properties\": {\"command\": {\"type\": \"string\"}, \"cwd\": {\"type\": \"string\"},"
+                              " \"timeout\": {\"type\": \"integer\"}}, \"required\": [\"command\"]}}}]}");
+    static const char *const ec[] = {"execute_command"}, *const aec[] = {"{\"command\":\"ls -lah\",\"cwd\":\"/home/jarvis/development/exllamav3\",\"timeout\":10}"},
+                      *const iec[] = {"functions.execute_command:0"};
+    check_calls(t, RS_DEEPSEEK,
+                "<|tool_call_begin|>functions.execute_command:0<|tool_call_argument_begin|>{\"command\": \"ls -lah\", \"cwd\": \"/home/jarvis/development/exllamav3\", \"timeout\": 10}",
+                "", NULL, 1, ec, aec, iec);
+    tc_spec_free(t);
+
+    /* required: the call from the first token, closed */
+    t = spec_body(TC_KIMI_K2, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const badk[] = {
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_calls_section_end|>",
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.other:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|><|tool_calls_section_end|>",
+        "Hello"};
+    check_grammar(t, KIMI_ONE, badk, 3);
+    tc_spec_free(t);
+#undef KIMI_ONE
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1079,6 +1202,7 @@ int main(void)
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
         cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs), cmocka_unit_test(test_llama_cpp_outputs_2),
+        cmocka_unit_test(test_llama_cpp_outputs_kimi),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,9 @@
  *   - `deepseek-legacy` also leaves the whole text, tags included, in the content.
  *
  * Command R7B writes its thoughts between <|START_THINKING|> and <|END_THINKING|>: the same
- * rules with those tags (rs_set_tags; llama.cpp's try_parse_reasoning with R7B's tags).
+ * rules with those tags (rs_set_tags; llama.cpp's try_parse_reasoning with R7B's tags). Kimi K2
+ * may call a tool from inside its thinking without closing it: its calls' markup ends the
+ * reasoning there, and the content (the calls) starts at it, as llama.cpp's Kimi parser has it.
  *
  * Streaming splits the text seen so far again at each token (cheap next to a decode) and
  * sends what grew: text that may still change (a possible `<think>` at the start, a
@@ -45,6 +47,10 @@ void rs_set_tags(rs_spec *r, int format)
     if (r && format == TC_COMMAND_R7B) {
         r->open = "<|START_THINKING|>";
         r->close = "<|END_THINKING|>";
+    }
+    if (r && format == TC_KIMI_K2) { /* Kimi K2 may call a tool from inside its thinking, never closing it */
+        r->cut[0] = "<|tool_calls_section_begin|>";
+        r->cut[1] = "<|tool_call_begin|>";
     }
 }
 
@@ -109,14 +115,29 @@ void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_s
     out->thinking = true;
     const char *e = find_close(t, p, n, close);
     size_t r0 = p, r1;
-    if (e) {
+    const char *cut = NULL; /* the earliest markup that ends the thinking unclosed, before any closing tag */
+    for (int i = 0; i < 2; i++) {
+        const char *c = r->cut[i] ? find_close(t, p, n, r->cut[i]) : NULL;
+        if (c && (!e || c < e) && (!cut || c < cut)) cut = c;
+    }
+    if (cut) {
+        r1 = (size_t)(cut - t);
+        out->c0 = r1;
+        out->closed = true;
+    } else if (e) {
         r1 = (size_t)(e - t);
         size_t c = r1 + strlen(close);
         while (c < n && ws(t[c])) c++;
         out->c0 = c;
         out->closed = true;
     } else { /* open: all reasoning so far (a partial closing tag held back) */
-        r1 = partial ? n - close_partial(t + p, n - p, close) : n;
+        r1 = n;
+        if (partial) { /* a partial closing tag, or a partial markup that would end it, held back */
+            size_t k = close_partial(t + p, n - p, close);
+            for (int i = 0; i < 2; i++)
+                if (r->cut[i] && close_partial(t + p, n - p, r->cut[i]) > k) k = close_partial(t + p, n - p, r->cut[i]);
+            r1 = n - k;
+        }
         out->c0 = n;
     }
     while (r0 < r1 && ws(t[r0])) r0++;

@@ -258,6 +258,7 @@ int rs_format_parse(const char *s, rs_format *out); /* 0, or -1 for an unknown n
 typedef struct rs_spec {
     rs_format format;
     const char *open, *close;  /* the thinking's tags (static strings); NULL: <think> and </think> */
+    const char *cut[2];        /* markup that ends the thinking unclosed, the content starting at it (Kimi K2's calls), or NULL */
     bool forced_open;          /* the rendered prompt ends inside <think> (rs_prompt_forced_open) */
     sbuf seen;                 /* streaming: the reply so far */
     size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
@@ -299,7 +300,9 @@ typedef enum tc_format {
                      * an answer in <|START_RESPONSE|>...<|END_RESPONSE|>, thoughts in <|START_THINKING|>...<|END_THINKING|> */
     TC_FUNCTIONARY_V32, /* Functionary v3.2: the prompt ends with ">>>", the reply names its recipient: all\n<content>,
                          * NAME\n{args}, then >>>NAME\n{args} ... */
-    TC_FORMAT_LAST = TC_FUNCTIONARY_V32
+    TC_KIMI_K2,     /* Kimi K2: [<|tool_calls_section_begin|>]<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{args}
+                     * [<|tool_call_end|>] ... [<|tool_calls_section_end|>]; the call's id is "functions.NAME:IDX" */
+    TC_FORMAT_LAST = TC_KIMI_K2
 } tc_format;
 
 tc_format tc_detect(const char *tmpl_text);
@@ -322,7 +325,7 @@ typedef struct tc_spec {
     sbuf seen;                 /* the reply's text so far */
     size_t sent;               /* bytes of it sent as content */
     struct tc_streamed {       /* the calls whose head went out */
-        char id[32];
+        char id[96];
         size_t args_sent;      /* bytes of their (compact) arguments sent */
     } *streamed;
     int n_streamed;
@@ -355,7 +358,7 @@ struct cJSON *tc_template_messages(const struct cJSON *messages, const tc_spec *
 typedef struct tc_call {
     char *name;
     char *arguments;           /* JSON text (an object) */
-    char id[32];
+    char id[96];               /* "call_" + 9 alphanumerics, or the model's own (Command R7B's, Kimi K2's) */
 } tc_call;
 
 typedef struct tc_result {

@@ -56,6 +56,12 @@
 #define R7B_ACTION_END "<|END_ACTION|>"
 #define R7B_RESPONSE "<|START_RESPONSE|>"
 #define R7B_RESPONSE_END "<|END_RESPONSE|>"
+/* Kimi K2's markup */
+#define KIMI_SECTION "<|tool_calls_section_begin|>"
+#define KIMI_SECTION_END "<|tool_calls_section_end|>"
+#define KIMI_CALL "<|tool_call_begin|>"
+#define KIMI_ARGS "<|tool_call_argument_begin|>"
+#define KIMI_CALL_END "<|tool_call_end|>"
 /* Functionary v3.2's recipient line for content */
 #define FN32_ALL "all\n"
 
@@ -67,6 +73,7 @@ tc_format tc_detect(const char *t)
     if (strstr(t, R1_CALLS_BEGIN)) return TC_DEEPSEEK_R1; /* llama.cpp's test: the tool calls' opening token */
     if (strstr(t, "<|END_THINKING|>" R7B_ACTION)) return TC_COMMAND_R7B;
     if (strstr(t, ">>>all")) return TC_FUNCTIONARY_V32;
+    if (strstr(t, KIMI_SECTION) && strstr(t, KIMI_CALL)) return TC_KIMI_K2;
     if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
@@ -86,6 +93,7 @@ const char *tc_format_name(tc_format f)
     case TC_FUNCTIONARY_V31: return "functionary-v3.1";
     case TC_COMMAND_R7B: return "command-r7b";
     case TC_FUNCTIONARY_V32: return "functionary-v3.2";
+    case TC_KIMI_K2: return "kimi-k2";
     default: return "generic";
     }
 }
@@ -98,6 +106,7 @@ static const char *const llama3_triggers[] = {"<|python_tag|>"};
 static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
 static const char *const fn31_triggers[] = {"<function="};
 static const char *const r7b_triggers[] = {R7B_ACTION};
+static const char *const kimi_triggers[] = {KIMI_SECTION, KIMI_CALL};
 /* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
 static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
                                           "<｜tool calls begin｜>",
@@ -113,6 +122,7 @@ static const char *const *format_triggers(tc_format f, int *n)
     case TC_DEEPSEEK_R1: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
     case TC_FUNCTIONARY_V31: *n = 1; return fn31_triggers;
     case TC_COMMAND_R7B: *n = 1; return r7b_triggers;
+    case TC_KIMI_K2: *n = 2; return kimi_triggers;
     default: *n = 0; return NULL; /* (Functionary v3.2's are its functions' names: tc_parse_request) */
     }
 }
@@ -276,6 +286,14 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
         sbuf_adds(g, " )\n");
         break;
+    case TC_KIMI_K2:
+        /* as llama.cpp's, the id "functions.NAME:IDX" written by the model; each call and the section closed */
+        sbuf_printf(g, TC_ROOT " ::= \"" KIMI_SECTION "\"? x-sift-kimi-call%s \"" KIMI_SECTION_END "\"\n", parallel ? "+" : "");
+        sbuf_adds(g, "x-sift-kimi-call ::= \"" KIMI_CALL "functions.\" (");
+        for (int i = 0; i < t->n_names; i++)
+            sbuf_printf(g, "%s\"%s:\" [0-9]{1,6} \"" KIMI_ARGS "\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        sbuf_adds(g, " ) \"" KIMI_CALL_END "\"\n");
+        break;
     case TC_DEEPSEEK_R1:
         /* as llama.cpp's: any of the openings, the calls, the closing; a call's "begin" token optional */
         sbuf_adds(g, TC_ROOT " ::= (");
@@ -427,7 +445,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
      * object whose properties x-sift-args-<i> are the functions' parameters gives each its
      * own rule of that name (the converter names a property's rule after it) */
     cJSON *r1_props = NULL, *r1_req = NULL;
-    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31 || f == TC_FUNCTIONARY_V32; /* a rule per function's arguments */
+    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31 || f == TC_FUNCTIONARY_V32 || f == TC_KIMI_K2; /* a rule per function's arguments */
     if (per_fn) {
         cJSON_AddStringToObject(schema, "type", "object");
         r1_props = cJSON_AddObjectToObject(schema, "properties");
@@ -876,6 +894,15 @@ static bool push_call(tc_result *res, const char *name, size_t name_n, const cha
     return true;
 }
 
+/* The model's own id for call c (id..id_end), when it fits and is plain text; else c keeps its own. */
+static void own_id(tc_call *c, const char *id, const char *id_end)
+{
+    const size_t il = (size_t)(id_end - id);
+    if (!il || il >= sizeof c->id || memchr(id, '\\', il) || memchr(id, '"', il)) return;
+    memcpy(c->id, id, il);
+    c->id[il] = 0;
+}
+
 static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key, tc_result *res, const char *raw,
                       const char *raw_end)
 {
@@ -899,10 +926,9 @@ static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key,
     if (!push_call(res, nm->valuestring, strlen(nm->valuestring), own_text ? cs.args : NULL, own_text ? cs.args_end : NULL,
                    printed))
         return false;
-    /* Command R7B numbers its calls: the id is the model's, as llama.cpp keeps it */
-    const cJSON *id = spec->format == TC_COMMAND_R7B ? get(o, "tool_call_id") : NULL;
-    tc_call *c = &res->calls[res->n_calls - 1];
-    if (cJSON_IsString(id) && id->valuestring[0] && strlen(id->valuestring) < sizeof c->id) strcpy(c->id, id->valuestring);
+    /* Command R7B numbers its calls: the id is the model's, as llama.cpp keeps it (its text, as
+     * streaming sends it) */
+    if (spec->format == TC_COMMAND_R7B && raw && cs.id) own_id(&res->calls[res->n_calls - 1], cs.id, cs.id_end);
     return true;
 }
 
@@ -967,11 +993,40 @@ static void fn32_scan(const char *p, const char *end, call_scan *cs)
     if ((cs->args_end = value_end(p, end))) cs->end = cs->args_end;
 }
 
-/* The call at p in a format that names the function in its markup (R1, Functionary v3.1, v3.2). */
+/* Kimi K2: one call at p, "[<|tool_calls_section_begin|>]<|tool_call_begin|>functions.NAME:IDX
+ * <|tool_call_argument_begin|>{args}[<|tool_call_end|>]": the id is "functions.NAME:IDX"; the
+ * call's closing token may be missing, as llama.cpp allows. */
+static void kimi_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    p = skip_ws(p, end);
+    if (has_prefix(p, end, KIMI_SECTION)) p = skip_ws(p + strlen(KIMI_SECTION), end);
+    if (!has_prefix(p, end, KIMI_CALL "functions.")) return;
+    const char *id = p + strlen(KIMI_CALL);
+    p += strlen(KIMI_CALL "functions.");
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+    if (!colon) return;
+    const char *q = colon + 1;
+    while (q < end && *q >= '0' && *q <= '9') q++;
+    if (q == colon + 1 || !has_prefix(q, end, KIMI_ARGS)) return;
+    cs->name = p;
+    cs->name_end = colon;
+    cs->id = id;
+    cs->id_end = q;
+    p = skip_ws(q + strlen(KIMI_ARGS), end);
+    if (p >= end) return;
+    cs->args = p;
+    if (!(cs->args_end = value_end(p, end))) return;
+    p = skip_ws(cs->args_end, end);
+    cs->end = has_prefix(p, end, KIMI_CALL_END) ? p + strlen(KIMI_CALL_END) : cs->args_end;
+}
+
+/* The call at p in a format that names the function in its markup (R1, Functionary v3.1, v3.2, Kimi K2). */
 static void markup_scan(const tc_spec *spec, const char *p, const char *end, call_scan *cs)
 {
     if (spec->format == TC_DEEPSEEK_R1) r1_scan(p, end, cs);
     else if (spec->format == TC_FUNCTIONARY_V32) fn32_scan(p, end, cs);
+    else if (spec->format == TC_KIMI_K2) kimi_scan(p, end, cs);
     else fn31_scan(p, end, cs);
 }
 
@@ -983,7 +1038,7 @@ static const char *skip_trigger(const tc_spec *spec, const char *p, const char *
     return p;
 }
 
-/* DeepSeek R1's and Functionary v3.1's calls, each complete up to its closing token (R1's
+/* DeepSeek R1's, Functionary v3.1's and Kimi K2's calls, each complete up to its closing token (R1's
  * calls' closing token may be missing, as llama.cpp allows); with parallel calls, a reply
  * cut off keeps the complete ones before the cut. */
 static bool parse_markup(const tc_spec *spec, const char *p, const char *end, tc_result *res)
@@ -997,6 +1052,7 @@ static bool parse_markup(const tc_spec *spec, const char *p, const char *end, tc
         cJSON *o = parse_json_at(cs.args, cs.args_end, &next);
         const bool ok = cJSON_IsObject(o) && push_call(res, cs.name, (size_t)(cs.name_end - cs.name), cs.args, cs.args_end, NULL);
         cJSON_Delete(o);
+        if (ok && cs.id) own_id(&res->calls[res->n_calls - 1], cs.id, cs.id_end); /* Kimi K2's "functions.NAME:IDX" */
         if (!ok || !spec->parallel) break;
         p = cs.end;
     }
@@ -1242,6 +1298,7 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         case TC_LLAMA3: ok = parse_llama3(spec, p, end, res); break;
         case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
         case TC_DEEPSEEK_R1:
+        case TC_KIMI_K2:
         case TC_FUNCTIONARY_V31: ok = parse_markup(spec, p, end, res); break;
         case TC_COMMAND_R7B: ok = parse_r7b(spec, p, end, res); break;
         case TC_FUNCTIONARY_V32: ok = parse_fn32(spec, p, end, res); break;
@@ -1371,7 +1428,8 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
         }
         if (spec->format == TC_FUNCTIONARY_V32 && i && !has_prefix(p, end, ">>>")) return;
         call_scan cs;
-        if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31 || spec->format == TC_FUNCTIONARY_V32)
+        if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31 || spec->format == TC_FUNCTIONARY_V32 ||
+            spec->format == TC_KIMI_K2)
             markup_scan(spec, p, end, &cs);
         else scan_call(p, end, spec->format == TC_COMMAND_R7B ? "tool_name" : "name", key, &cs);
         if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
@@ -1381,11 +1439,13 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
             spec->streamed = st;
             memset(&st[i], 0, sizeof st[i]);
             make_id(st[i].id, sizeof st[i].id);
-            /* Command R7B's own id (its key comes before the name), as the whole reply's parse keeps it */
-            const size_t il = cs.id ? (size_t)(cs.id_end - cs.id) : 0;
-            if (spec->format == TC_COMMAND_R7B && il && il < sizeof st[i].id && !memchr(cs.id, '\\', il)) {
-                memcpy(st[i].id, cs.id, il);
-                st[i].id[il] = 0;
+            /* the model's own id (Command R7B's comes before the name, Kimi K2's is the name's
+             * markup), as the whole reply's parse keeps it */
+            if (cs.id) {
+                tc_call tmp;
+                memcpy(tmp.id, st[i].id, sizeof tmp.id);
+                own_id(&tmp, cs.id, cs.id_end);
+                memcpy(st[i].id, tmp.id, sizeof st[i].id);
             }
             spec->n_streamed = i + 1;
             cJSON_AddItemToArray(deltas, head_delta(st[i].id, i, cs.name, (size_t)(cs.name_end - cs.name)));
