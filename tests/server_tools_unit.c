@@ -1036,7 +1036,7 @@ static void test_garbage(void **state)
                                          "<|START_ACTION|>", "<|END_ACTION|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "\"tool_name\"",
                                          "\"tool_call_id\"", ">>>", "all\n", "get_time\n", ">>>get_weather\n",
                                          "<|tool_calls_section_begin|>", "<|tool_call_begin|>functions.get_time:0", "<|tool_call_argument_begin|>",
-                                         "<|tool_call_end|>", "<|tool_calls_section_end|>", ":1"};
+                                         "<|tool_call_end|>", "<|tool_calls_section_end|>", ":1", "get_time<｜tool▁sep｜>"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;
@@ -1193,6 +1193,85 @@ static void test_llama_cpp_outputs_kimi(void **state)
 #undef KIMI_ONE
 }
 
+#define GET_TIME "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": {\"type\": \"object\"," \
+    " \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}"
+#define GET_WEATHER "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\"," \
+    " \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}"
+
+/* DeepSeek V3.1: the model outputs of llama.cpp's tests/test-chat.cpp (its
+ * deepseek-ai-DeepSeek-V3.1.jinja peg_tester cases; thinking forced open by the prompt's <think>). */
+static void test_llama_cpp_outputs_v31(void **state)
+{
+    (void)state;
+    char *tm = read_server_template("deepseek-ai-DeepSeek-V3.1.jinja");
+    assert_int_equal(tc_detect(tm), TC_DEEPSEEK_V31);
+    free(tm);
+    tc_spec *t = spec_body(TC_DEEPSEEK_V31, "{\"tools\": [" GET_TIME "]}");
+    static const char one[] = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"XYZCITY\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    static const char *const gt[] = {"get_time"}, *const ax[] = {"{\"city\":\"XYZCITY\"}"};
+    tc_result res;
+    assert_true(tc_parse_output(t, one, strlen(one), &res));
+    assert_int_equal(res.n_calls, 1);
+    assert_null(res.content);
+    assert_string_equal(res.calls[0].name, gt[0]);
+    assert_string_equal(res.calls[0].arguments, ax[0]);
+    tc_result_free(&res);
+    check_grammar(t, one, NULL, 0);
+    check_prefixes(t, one);
+    check_stream(t, one, 1, 0);
+    /* forced open: the reasoning, then the call */
+    {
+        static const char txt[] = "REASONING</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"Tokyo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+        rs_spec r = {.format = RS_DEEPSEEK, .forced_open = true};
+        rs_split sp;
+        rs_split_text(&r, txt, strlen(txt), false, &sp);
+        assert_int_equal(sp.r1 - sp.r0, 9);
+        assert_memory_equal(txt + sp.r0, "REASONING", 9);
+        assert_true(tc_parse_output(t, txt + sp.c0, strlen(txt + sp.c0), &res));
+        assert_int_equal(res.n_calls, 1);
+        assert_null(res.content);
+        assert_string_equal(res.calls[0].arguments, "{\"city\":\"Tokyo\"}");
+        tc_result_free(&res);
+    }
+    /* "CONTENT", no thinking */
+    assert_true(tc_parse_output(t, "CONTENT", 7, &res));
+    assert_int_equal(res.n_calls, 0);
+    assert_string_equal(res.content, "CONTENT");
+    tc_result_free(&res);
+    /* "REASONING</think>\nCONTENT": content CONTENT (llama.cpp's newest parser keeps a "\n" at the
+     * end of that reasoning, "REASONING\n"; ours strips the whitespace around reasoning as its
+     * classic try_parse_reasoning did) */
+    {
+        rs_spec r = {.format = RS_DEEPSEEK, .forced_open = true};
+        rs_split sp;
+        rs_split_text(&r, "REASONING</think>\nCONTENT", 25, false, &sp);
+        assert_int_equal(sp.c1 - sp.c0, 7);
+        assert_int_equal(sp.r1 - sp.r0, 9);
+    }
+    tc_spec_free(t);
+    /* parallel: content, then two calls */
+    t = spec_body(TC_DEEPSEEK_V31, "{\"parallel_tool_calls\": true, \"tools\": [" GET_TIME ", " GET_WEATHER "]}");
+    static const char two[] = "CONTENT<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜>"
+                              "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    assert_true(tc_parse_output(t, two, strlen(two), &res));
+    assert_int_equal(res.n_calls, 2);
+    assert_string_equal(res.content, "CONTENT");
+    assert_string_equal(res.calls[0].name, "get_time");
+    assert_string_equal(res.calls[1].name, "get_weather");
+    assert_string_equal(res.calls[1].arguments, "{\"city\":\"Paris\"}");
+    tc_result_free(&res);
+    check_grammar(t, two + 7, NULL, 0);
+    check_stream(t, two, 2, 7);
+    tc_spec_free(t);
+    t = spec_body(TC_DEEPSEEK_V31, "{\"tool_choice\": \"required\", \"tools\": [" GET_TIME "]}");
+    static const char *const bad[] = {
+        "<｜tool▁calls▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{\"city\": \"x\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"x\"}<｜tool▁calls▁end｜>"};
+    check_grammar(t, one, bad, 3);
+    tc_spec_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1202,7 +1281,7 @@ int main(void)
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
         cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs), cmocka_unit_test(test_llama_cpp_outputs_2),
-        cmocka_unit_test(test_llama_cpp_outputs_kimi),
+        cmocka_unit_test(test_llama_cpp_outputs_kimi), cmocka_unit_test(test_llama_cpp_outputs_v31),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -302,7 +302,8 @@ typedef enum tc_format {
                          * NAME\n{args}, then >>>NAME\n{args} ... */
     TC_KIMI_K2,     /* Kimi K2: [<|tool_calls_section_begin|>]<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{args}
                      * [<|tool_call_end|>] ... [<|tool_calls_section_end|>]; the call's id is "functions.NAME:IDX" */
-    TC_FORMAT_LAST = TC_KIMI_K2
+    TC_DEEPSEEK_V31, /* DeepSeek V3.1: <｜tool▁calls▁begin｜>[<｜tool▁call▁begin｜>]NAME<｜tool▁sep｜>{args}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
+    TC_FORMAT_LAST = TC_DEEPSEEK_V31
 } tc_format;
 
 tc_format tc_detect(const char *tmpl_text);

@@ -70,6 +70,7 @@ tc_format tc_detect(const char *t)
     if (!t) return TC_GENERIC;
     /* in llama.cpp's order (common/chat.cpp, before its autoparser): each test a marker only that
      * model's template writes */
+    if (strstr(t, "message['prefix'] is defined and message['prefix'] and thinking")) return TC_DEEPSEEK_V31; /* (before R1's) */
     if (strstr(t, R1_CALLS_BEGIN)) return TC_DEEPSEEK_R1; /* llama.cpp's test: the tool calls' opening token */
     if (strstr(t, "<|END_THINKING|>" R7B_ACTION)) return TC_COMMAND_R7B;
     if (strstr(t, ">>>all")) return TC_FUNCTIONARY_V32;
@@ -94,6 +95,7 @@ const char *tc_format_name(tc_format f)
     case TC_COMMAND_R7B: return "command-r7b";
     case TC_FUNCTIONARY_V32: return "functionary-v3.2";
     case TC_KIMI_K2: return "kimi-k2";
+    case TC_DEEPSEEK_V31: return "deepseek-v3.1";
     default: return "generic";
     }
 }
@@ -119,7 +121,8 @@ static const char *const *format_triggers(tc_format f, int *n)
     case TC_HERMES: *n = 1; return hermes_triggers;
     case TC_LLAMA3: *n = 1; return llama3_triggers;
     case TC_MISTRAL: *n = 1; return mistral_triggers;
-    case TC_DEEPSEEK_R1: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
+    case TC_DEEPSEEK_R1:
+    case TC_DEEPSEEK_V31: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
     case TC_FUNCTIONARY_V31: *n = 1; return fn31_triggers;
     case TC_COMMAND_R7B: *n = 1; return r7b_triggers;
     case TC_KIMI_K2: *n = 2; return kimi_triggers;
@@ -295,13 +298,20 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         sbuf_adds(g, " ) \"" KIMI_CALL_END "\"\n");
         break;
     case TC_DEEPSEEK_R1:
-        /* as llama.cpp's: any of the openings, the calls, the closing; a call's "begin" token optional */
+    case TC_DEEPSEEK_V31:
+        /* as llama.cpp's: any of the openings, the calls, the closing; a call's "begin" token optional;
+         * R1 writes "function<sep>NAME" and fenced JSON, V3.1 "NAME<sep>" and the JSON */
         sbuf_adds(g, TC_ROOT " ::= (");
         for (int i = 0; i < t->n_triggers; i++) sbuf_printf(g, "%s\"%s\"", i ? " | " : " ", i == 3 ? "<｜tool\\\\_calls\\\\_begin｜>" : t->triggers[i]);
         sbuf_printf(g, " ) x-sift-r1-call%s \"" R1_CALLS_END "\"\n", parallel ? "+" : "");
-        sbuf_adds(g, "x-sift-r1-call ::= \"" R1_CALL_BEGIN "\"? \"function" R1_SEP "\" (");
-        for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s\\n```json\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
-        sbuf_adds(g, " ) \"```" R1_CALL_END "\"\n");
+        sbuf_adds(g, "x-sift-r1-call ::= \"" R1_CALL_BEGIN "\"? ");
+        if (t->format == TC_DEEPSEEK_R1) sbuf_adds(g, "\"function" R1_SEP "\" ");
+        sbuf_adds(g, "(");
+        for (int i = 0; i < t->n_names; i++) {
+            if (t->format == TC_DEEPSEEK_R1) sbuf_printf(g, "%s\"%s\\n```json\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+            else sbuf_printf(g, "%s\"%s" R1_SEP "\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        }
+        sbuf_printf(g, " ) \"%s" R1_CALL_END "\"\n", t->format == TC_DEEPSEEK_R1 ? "```" : "");
         break;
     default:
         sbuf_adds(g, TC_ROOT " ::= root\n");
@@ -445,7 +455,8 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
      * object whose properties x-sift-args-<i> are the functions' parameters gives each its
      * own rule of that name (the converter names a property's rule after it) */
     cJSON *r1_props = NULL, *r1_req = NULL;
-    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31 || f == TC_FUNCTIONARY_V32 || f == TC_KIMI_K2; /* a rule per function's arguments */
+    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31 || f == TC_FUNCTIONARY_V32 || f == TC_KIMI_K2 ||
+                        f == TC_DEEPSEEK_V31; /* a rule per function's arguments */
     if (per_fn) {
         cJSON_AddStringToObject(schema, "type", "object");
         r1_props = cJSON_AddObjectToObject(schema, "properties");
@@ -958,6 +969,25 @@ static void r1_scan(const char *p, const char *end, call_scan *cs)
     if (has_prefix(p, end, R1_CALL_END)) cs->end = p + strlen(R1_CALL_END);
 }
 
+/* DeepSeek V3.1: one call at p, "[<｜tool▁call▁begin｜>]NAME<｜tool▁sep｜>{args}<｜tool▁call▁end｜>". */
+static void v31_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    p = skip_ws(p, end);
+    if (has_prefix(p, end, R1_CALL_BEGIN)) p += strlen(R1_CALL_BEGIN);
+    const char *name = p;
+    while (p < end && *p != '\n' && *p != '<' && !has_prefix(p, end, R1_SEP)) p++;
+    if (p == name || !has_prefix(p, end, R1_SEP)) return;
+    cs->name = name;
+    cs->name_end = p;
+    p = skip_ws(p + strlen(R1_SEP), end);
+    if (p >= end) return;
+    cs->args = p;
+    if (!(cs->args_end = value_end(p, end))) return;
+    p = skip_ws(cs->args_end, end);
+    if (has_prefix(p, end, R1_CALL_END)) cs->end = p + strlen(R1_CALL_END);
+}
+
 /* Functionary v3.1: one call at p, "<function=NAME>{args}</function>". */
 static void fn31_scan(const char *p, const char *end, call_scan *cs)
 {
@@ -1027,6 +1057,7 @@ static void markup_scan(const tc_spec *spec, const char *p, const char *end, cal
     if (spec->format == TC_DEEPSEEK_R1) r1_scan(p, end, cs);
     else if (spec->format == TC_FUNCTIONARY_V32) fn32_scan(p, end, cs);
     else if (spec->format == TC_KIMI_K2) kimi_scan(p, end, cs);
+    else if (spec->format == TC_DEEPSEEK_V31) v31_scan(p, end, cs);
     else fn31_scan(p, end, cs);
 }
 
@@ -1043,7 +1074,7 @@ static const char *skip_trigger(const tc_spec *spec, const char *p, const char *
  * cut off keeps the complete ones before the cut. */
 static bool parse_markup(const tc_spec *spec, const char *p, const char *end, tc_result *res)
 {
-    if (spec->format == TC_DEEPSEEK_R1) p = skip_trigger(spec, p, end);
+    if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_DEEPSEEK_V31) p = skip_trigger(spec, p, end);
     for (;;) {
         call_scan cs;
         markup_scan(spec, p, end, &cs);
@@ -1298,6 +1329,7 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         case TC_LLAMA3: ok = parse_llama3(spec, p, end, res); break;
         case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
         case TC_DEEPSEEK_R1:
+        case TC_DEEPSEEK_V31:
         case TC_KIMI_K2:
         case TC_FUNCTIONARY_V31: ok = parse_markup(spec, p, end, res); break;
         case TC_COMMAND_R7B: ok = parse_r7b(spec, p, end, res); break;
@@ -1334,7 +1366,7 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
     if (res->content || spec->format == TC_GENERIC) return true;
     size_t k = (size_t)at; /* the text before the first call, without the whitespace that led to it
                             * (DeepSeek R1: as written, as llama.cpp keeps it) */
-    while (spec->format != TC_DEEPSEEK_R1 && k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
+    while (spec->format != TC_DEEPSEEK_R1 && spec->format != TC_DEEPSEEK_V31 && k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
     if (k && !(res->content = strndup(text, k))) return false;
     return true;
 }
@@ -1413,7 +1445,7 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
     } else if (spec->format == TC_MISTRAL) {
         p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
         if (p < end && *p == '[') p++;
-    } else if (spec->format == TC_DEEPSEEK_R1) {
+    } else if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_DEEPSEEK_V31) {
         p = skip_trigger(spec, p, end);
     } else if (spec->format == TC_COMMAND_R7B) {
         p = skip_ws(p + strlen(R7B_ACTION), end);
@@ -1429,7 +1461,7 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
         if (spec->format == TC_FUNCTIONARY_V32 && i && !has_prefix(p, end, ">>>")) return;
         call_scan cs;
         if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31 || spec->format == TC_FUNCTIONARY_V32 ||
-            spec->format == TC_KIMI_K2)
+            spec->format == TC_KIMI_K2 || spec->format == TC_DEEPSEEK_V31)
             markup_scan(spec, p, end, &cs);
         else scan_call(p, end, spec->format == TC_COMMAND_R7B ? "tool_name" : "name", key, &cs);
         if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
