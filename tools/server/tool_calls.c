@@ -1126,28 +1126,13 @@ static bool parse_fn32(const tc_spec *spec, const char *p, const char *end, tc_r
 /* Command R7B: <|START_ACTION|> and a JSON array of {"tool_call_id", "tool_name",
  * "parameters"}, closed by <|END_ACTION|>; with parallel calls, a reply cut off keeps the
  * complete ones. */
+static bool parse_call_array(const tc_spec *spec, const char *p, const char *end, const char *args_key, const char *close,
+                             tc_result *res);
 static bool parse_r7b(const tc_spec *spec, const char *p, const char *end, tc_result *res)
 {
     p = skip_ws(p, end);
     if (!has_prefix(p, end, R7B_ACTION)) return false;
-    p = skip_ws(p + strlen(R7B_ACTION), end);
-    if (p >= end || *p != '[') return false;
-    for (p++;;) {
-        const char *next = NULL;
-        p = skip_ws(p, end);
-        cJSON *o = parse_json_at(p, end, &next);
-        const bool ok = o && take_call(spec, o, "parameters", res, p, next);
-        cJSON_Delete(o);
-        if (!ok) break;
-        p = skip_ws(next, end);
-        if (p < end && *p == ',') {
-            p++;
-            continue;
-        }
-        if (p < end && *p == ']' && has_prefix(skip_ws(p + 1, end), end, R7B_ACTION_END)) return res->n_calls > 0;
-        break;
-    }
-    return spec->parallel && res->n_calls > 0;
+    return parse_call_array(spec, p + strlen(R7B_ACTION), end, "parameters", R7B_ACTION_END, res);
 }
 
 /* The content of a reply in the formats that wrap it (Command R7B, Functionary v3.2), as
@@ -1238,9 +1223,11 @@ static bool parse_llama3(const tc_spec *spec, const char *p, const char *end, tc
     return res->n_calls > 0;
 }
 
-/* A JSON array of calls at p, item by item: with parallel calls, an array cut off
- * (max_tokens) keeps the complete calls before the cut. */
-static bool parse_call_array(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+/* A JSON array of calls at p, item by item (their arguments under args_key; the array
+ * followed by `close` when not NULL): with parallel calls, an array cut off (max_tokens)
+ * keeps the complete calls before the cut. */
+static bool parse_call_array(const tc_spec *spec, const char *p, const char *end, const char *args_key, const char *close,
+                             tc_result *res)
 {
     p = skip_ws(p, end);
     if (p >= end || *p != '[') return false;
@@ -1249,7 +1236,7 @@ static bool parse_call_array(const tc_spec *spec, const char *p, const char *end
         const char *next = NULL;
         p = skip_ws(p, end);
         cJSON *o = parse_json_at(p, end, &next);
-        const bool ok = o && take_call(spec, o, "arguments", res, p, next);
+        const bool ok = o && take_call(spec, o, args_key, res, p, next);
         cJSON_Delete(o);
         if (!ok) break;
         p = skip_ws(next, end);
@@ -1257,7 +1244,7 @@ static bool parse_call_array(const tc_spec *spec, const char *p, const char *end
             p++;
             continue;
         }
-        if (p < end && *p == ']') return res->n_calls > 0; /* complete */
+        if (p < end && *p == ']' && (!close || has_prefix(skip_ws(p + 1, end), end, close))) return res->n_calls > 0; /* complete */
         break;
     }
     return spec->parallel && res->n_calls > 0;
@@ -1287,7 +1274,7 @@ static bool parse_mistral(const tc_spec *spec, const char *p, const char *end, t
         cJSON_Delete(o);
         return ok;
     }
-    return parse_call_array(spec, p, end, res);
+    return parse_call_array(spec, p, end, "arguments", NULL, res);
 }
 
 /* {"tool_call": call} / {"tool_calls": [...]} -> calls; {"response": "..."} -> content */
@@ -1300,7 +1287,7 @@ static bool parse_generic(const tc_spec *spec, const char *p, const char *end, t
         cJSON_Delete(o);
         /* {"tool_calls": [... cut off: the complete calls stand */
         const char *a = p < end && *p == '{' ? skip_key(p + 1, end, "tool_calls") : NULL;
-        return a && spec->parallel && parse_call_array(spec, a, end, res);
+        return a && spec->parallel && parse_call_array(spec, a, end, "arguments", NULL, res);
     }
     bool ok = false;
     const cJSON *one = get(o, "tool_call"), *many = get(o, "tool_calls"), *resp = get(o, "response");
