@@ -1036,7 +1036,8 @@ static void test_garbage(void **state)
                                          "<|START_ACTION|>", "<|END_ACTION|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "\"tool_name\"",
                                          "\"tool_call_id\"", ">>>", "all\n", "get_time\n", ">>>get_weather\n",
                                          "<|tool_calls_section_begin|>", "<|tool_call_begin|>functions.get_time:0", "<|tool_call_argument_begin|>",
-                                         "<|tool_call_end|>", "<|tool_calls_section_end|>", ":1", "get_time<｜tool▁sep｜>"};
+                                         "<|tool_call_end|>", "<|tool_calls_section_end|>", ":1", "get_time<｜tool▁sep｜>",
+                                         "<tool_call>get_time\n", "<arg_key>zone</arg_key>", "<arg_value>UTC</arg_value>", "<arg_key>", "</arg_value>"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;
@@ -1272,6 +1273,87 @@ static void test_llama_cpp_outputs_v31(void **state)
     tc_spec_free(t);
 }
 
+/* GLM 4.5/4.6/4.7: the model outputs of llama.cpp's tests/test-chat.cpp (its GLM-4.6 and
+ * GLM-4.7-Flash peg_tester cases; 4.7 writes no newlines between the tags, and its prompt
+ * opens the thinking). glm_4_5.jinja's detection too. */
+static void test_llama_cpp_outputs_glm(void **state)
+{
+    (void)state;
+    char *tm = read_template("glm_4_5.jinja");
+    assert_int_equal(tc_detect(tm), TC_GLM45);
+    free(tm);
+    static const char *const glm[] = {"GLM-4.6.jinja", "GLM-4.7-Flash.jinja"};
+    for (size_t i = 0; i < 2; i++) {
+        tm = read_server_template(glm[i]);
+        if (tc_detect(tm) != TC_GLM45) fail_msg("%s: %s", glm[i], tc_format_name(tc_detect(tm)));
+        free(tm);
+    }
+    static const char nl[] = "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>1</arg_value>\n</tool_call>";
+    static const char flat[] = "<tool_call>special_function<arg_key>arg1</arg_key><arg_value>1</arg_value></tool_call>";
+    tc_spec *t = spec_body(TC_GLM45, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->lazy);
+    check_reply(t, RS_NONE, false, nl, "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_NONE, false, flat, "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, true, "I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    char buf[512];
+    snprintf(buf, sizeof buf, "I'm\nthinking</think>%s", flat);
+    check_reply(t, RS_DEEPSEEK, true, buf, "I'm\nthinking", NULL, "{\"arg1\":1}");
+    /* a call cut off before </tool_call> is no call */
+    check_parse(t, "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>1</arg_value>", 0, NULL, NULL,
+                "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>1</arg_value>");
+    check_grammar(t, nl, NULL, 0);
+    check_grammar(t, flat, NULL, 0);
+    check_prefixes(t, nl);
+    /* streamed: the content as it comes, the call whole at the end */
+    stream_reply(t, RS_NONE, "Hi\n<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>12</arg_value>\n</tool_call>", "", "Hi\n", 0);
+    {
+        const char *finish = "stop";
+        cJSON *d = tc_stream_final(t, nl, strlen(nl), &finish);
+        assert_int_equal(cJSON_GetArraySize(d), 2); /* the head, then the arguments */
+        cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(d, 1), "tool_calls"), 0);
+        assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "function"), "arguments")->valuestring, "{\"arg1\":1}");
+        assert_string_equal(finish, "tool_calls");
+        cJSON_Delete(d);
+        stream_reset(t);
+    }
+    tc_spec_free(t);
+
+    /* parallel, an optional argument */
+    t = spec_body(TC_GLM45, "{\"parallel_tool_calls\": true, \"tools\": [" SPECIAL_FUNCTION ", " OPT_FUNCTION "]}");
+    static const char two[] = "<tool_call>special_function<arg_key>arg1</arg_key><arg_value>1</arg_value></tool_call>"
+                              "<tool_call>special_function_with_opt<arg_key>arg1</arg_key><arg_value>1</arg_value>"
+                              "<arg_key>arg2</arg_key><arg_value>2</arg_value></tool_call>";
+    static const char *const n2[] = {"special_function", "special_function_with_opt"}, *const a2[] = {"{\"arg1\":1}", "{\"arg1\":1,\"arg2\":2}"},
+                      *const i2[] = {NULL, NULL};
+    {
+        tc_result res;
+        assert_true(tc_parse_output(t, two, strlen(two), &res));
+        assert_int_equal(res.n_calls, 2);
+        for (int i = 0; i < 2; i++) {
+            assert_string_equal(res.calls[i].name, n2[i]);
+            assert_string_equal(res.calls[i].arguments, a2[i]);
+            assert_null(i2[i]);
+        }
+        tc_result_free(&res);
+    }
+    check_grammar(t, two, NULL, 0);
+    tc_spec_free(t);
+
+    /* a string argument is written raw (digits stay a string), others as JSON; required binds */
+    t = spec_body(TC_GLM45, "{\"tool_choice\": \"required\", \"tools\": [" GET_TIME ", " SPECIAL_FUNCTION "]}");
+    check_parse(t, "<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>123</arg_value>\n</tool_call>", 1, "get_time", "{\"city\":\"123\"}", NULL);
+    check_parse(t, "<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>Paris \"x\"\nnext</arg_value>\n</tool_call>", 1, "get_time",
+                "{\"city\":\"Paris \\\"x\\\"\\nnext\"}", NULL);
+    static const char *const badg[] = {
+        "<tool_call>special_function\n</tool_call>",                                                    /* arg1 is required */
+        "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>\"x\"</arg_value>\n</tool_call>", /* an integer */
+        "<tool_call>other\n</tool_call>",
+        "<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>a</arg_value>b</arg_value>\n</tool_call>"};
+    check_grammar(t, "<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>Paris </arg_value\n</arg_value>\n</tool_call>", badg, 4);
+    tc_spec_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1282,6 +1364,7 @@ int main(void)
         cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs), cmocka_unit_test(test_llama_cpp_outputs_2),
         cmocka_unit_test(test_llama_cpp_outputs_kimi), cmocka_unit_test(test_llama_cpp_outputs_v31),
+        cmocka_unit_test(test_llama_cpp_outputs_glm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,18 +180,19 @@ void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sb
     r->c_sent = sp.c1 - sp.c0;
 }
 
-/* The free text of a thought: any text without "</think>" in it, as GBNF: the DFA over how
- * much of the tag the text ends with, one rule per state (x-sift-think-k: the last k bytes
- * are the tag's first k), right-recursive (a tail reference: the parse stacks do not grow).
- * The body may end in any state: "</thi" + "</think>" has its first tag at the end. */
-static void add_think_body(sbuf *g)
+/* Free text without the tag in it (a thought without "</think>"), as GBNF: the DFA over how
+ * much of the tag the text ends with, one rule per state (<prefix>-k: the last k bytes are
+ * the tag's first k), right-recursive (a tail reference: the parse stacks do not grow). The
+ * body may end in any state: "</thi" + "</think>" has its first tag at the end. */
+void rs_gbnf_without(sbuf *g, const char *prefix, const char *tag)
 {
-    for (size_t k = 0; k < CLOSE_N; k++) {
-        sbuf_printf(g, "x-sift-think-%zu ::= \"\"", k);
-        if (k + 1 < CLOSE_N) sbuf_printf(g, " | \"%c\" x-sift-think-%zu", CLOSE[k], k + 1);
-        if (k > 0) sbuf_adds(g, " | \"<\" x-sift-think-1");
-        if (k == 0) sbuf_adds(g, " | [^<] x-sift-think-0\n");
-        else sbuf_printf(g, " | [^%c<] x-sift-think-0\n", CLOSE[k]);
+    const size_t n = strlen(tag);
+    for (size_t k = 0; k < n; k++) {
+        sbuf_printf(g, "%s-%zu ::= \"\"", prefix, k);
+        if (k + 1 < n) sbuf_printf(g, " | \"%c\" %s-%zu", tag[k], prefix, k + 1);
+        if (k > 0) sbuf_printf(g, " | \"<\" %s-1", prefix);
+        if (k == 0) sbuf_printf(g, " | [^<] %s-0\n", prefix);
+        else sbuf_printf(g, " | [^%c<] %s-0\n", tag[k], prefix);
     }
 }
 
@@ -202,7 +203,7 @@ char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, cons
     if (forced_open) sbuf_printf(&g, RS_ROOT " ::= x-sift-think-0 \"</think>\" x-sift-think-ws %s\n", root);
     else sbuf_printf(&g, RS_ROOT " ::= ( \"<think>\" x-sift-think-0 \"</think>\" x-sift-think-ws )? %s\n", root);
     sbuf_adds(&g, "x-sift-think-ws ::= [ \\t\\n]{0,4}\n");
-    add_think_body(&g);
+    rs_gbnf_without(&g, "x-sift-think", CLOSE);
     sbuf_adds(&g, gbnf);
     char *out = sbuf_strdup(&g);
     sbuf_free(&g);

@@ -282,6 +282,9 @@ void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sb
  * start rule of the result (malloc'd; NULL when out of memory). */
 #define RS_ROOT "x-sift-think-root"
 char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root);
+/* GBNF rules <prefix>-0 .. <prefix>-<len-1>: any text without `tag` in it (tag starts with '<'
+ * and holds no other '<'); start rule <prefix>-0. */
+void rs_gbnf_without(sbuf *g, const char *prefix, const char *tag);
 /* The thinking's tags of a template whose tool-call format has its own (Command R7B's
  * <|START_THINKING|>...<|END_THINKING|>); else leaves r's (NULL: <think>). */
 void rs_set_tags(rs_spec *r, int format);
@@ -303,7 +306,9 @@ typedef enum tc_format {
     TC_KIMI_K2,     /* Kimi K2: [<|tool_calls_section_begin|>]<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{args}
                      * [<|tool_call_end|>] ... [<|tool_calls_section_end|>]; the call's id is "functions.NAME:IDX" */
     TC_DEEPSEEK_V31, /* DeepSeek V3.1: <｜tool▁calls▁begin｜>[<｜tool▁call▁begin｜>]NAME<｜tool▁sep｜>{args}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
-    TC_FORMAT_LAST = TC_DEEPSEEK_V31
+    TC_GLM45,       /* GLM 4.5/4.6/4.7: <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n...</tool_call>,
+                     * a string argument's value raw, any other's JSON */
+    TC_FORMAT_LAST = TC_GLM45
 } tc_format;
 
 tc_format tc_detect(const char *tmpl_text);
@@ -322,6 +327,7 @@ typedef struct tc_spec {
     char *gbnf;                /* the calls' grammar, start rule TC_ROOT */
     char *pattern;             /* a lazy trigger pattern beside the words (Llama 3.x's `{"name"`), or NULL */
     char *think_pattern;       /* (reasoning) the triggers as one pattern that skips the thinking, or NULL */
+    struct cJSON *params;      /* GLM 4.5: each callable function's parameters schema by name (its values' types) */
     /* streaming state, touched by the connection's thread only (srv_sse_tokens/final) */
     sbuf seen;                 /* the reply's text so far */
     size_t sent;               /* bytes of it sent as content */

@@ -75,6 +75,7 @@ tc_format tc_detect(const char *t)
     if (strstr(t, "<|END_THINKING|>" R7B_ACTION)) return TC_COMMAND_R7B;
     if (strstr(t, ">>>all")) return TC_FUNCTIONARY_V32;
     if (strstr(t, KIMI_SECTION) && strstr(t, KIMI_CALL)) return TC_KIMI_K2;
+    if (strstr(t, "<arg_key>")) return TC_GLM45; /* (before Hermes': it writes <tool_call> too) */
     if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
@@ -96,6 +97,7 @@ const char *tc_format_name(tc_format f)
     case TC_FUNCTIONARY_V32: return "functionary-v3.2";
     case TC_KIMI_K2: return "kimi-k2";
     case TC_DEEPSEEK_V31: return "deepseek-v3.1";
+    case TC_GLM45: return "glm-4.5";
     default: return "generic";
     }
 }
@@ -118,7 +120,8 @@ static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<ï½œtool_calls_beginï
 static const char *const *format_triggers(tc_format f, int *n)
 {
     switch (f) {
-    case TC_HERMES: *n = 1; return hermes_triggers;
+    case TC_HERMES:
+    case TC_GLM45: *n = 1; return hermes_triggers;
     case TC_LLAMA3: *n = 1; return llama3_triggers;
     case TC_MISTRAL: *n = 1; return mistral_triggers;
     case TC_DEEPSEEK_R1:
@@ -156,6 +159,7 @@ void tc_spec_free(tc_spec *t)
     free(t->gbnf);
     free(t->pattern);
     free(t->think_pattern);
+    cJSON_Delete(t->params);
     free(t->streamed);
     sbuf_free(&t->seen);
     free(t);
@@ -251,6 +255,92 @@ static int add_name(tc_spec *t, const char *name)
     return 0;
 }
 
+/* GLM 4.5: is this argument's value written raw (a string), not as JSON? */
+static bool glm_raw(const cJSON *prop)
+{
+    const cJSON *ty = cJSON_IsObject(prop) ? cJSON_GetObjectItemCaseSensitive(prop, "type") : NULL;
+    return cJSON_IsString(ty) && !strcmp(ty->valuestring, "string");
+}
+
+/* GLM 4.5: each non-string property j of the index-th function's parameters (stored at base)
+ * as the schema property x-sift-glm-<index>-<j> (a $ref to it: its own grammar rule). -1: OOM. */
+static int glm_arg_rules(const cJSON *params, const char *base, int index, cJSON *props, cJSON *req)
+{
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(params, "properties");
+    int j = 0;
+    for (const cJSON *k = cJSON_IsObject(pp) ? pp->child : NULL; k; k = k->next, j++) {
+        if (glm_raw(k)) continue;
+        sbuf ref = {0};
+        sbuf_printf(&ref, "%s/properties/", base);
+        for (const char *c = k->string; *c; c++) { /* a JSON pointer's escapes */
+            if (*c == '~') sbuf_adds(&ref, "~0");
+            else if (*c == '/') sbuf_adds(&ref, "~1");
+            else sbuf_add(&ref, c, 1);
+        }
+        char prop[48];
+        snprintf(prop, sizeof prop, "x-sift-glm-%d-%d", index, j);
+        char *r = sbuf_strdup(&ref);
+        sbuf_free(&ref);
+        if (!r) return -1;
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(props, prop), "$ref", r);
+        cJSON_AddItemToArray(req, cJSON_CreateString(prop));
+        free(r);
+    }
+    return 0;
+}
+
+/* A GBNF string literal of s (quotes, backslashes and control bytes escaped). */
+static void gbnf_lit(sbuf *g, const char *s)
+{
+    sbuf_add(g, "\"", 1);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') sbuf_printf(g, "\\%c", *c);
+        else if (*c < 0x20) sbuf_printf(g, "\\x%02x", *c);
+        else sbuf_add(g, c, 1);
+    }
+    sbuf_add(g, "\"", 1);
+}
+
+/* GLM 4.5's calls: per function, the required arguments in the schema's order, then each
+ * optional one or not, as llama.cpp's grammar has them; a string's value raw (no
+ * </arg_value> in it), any other's JSON; a function without properties takes any keys. */
+static void glm_grammar(sbuf *g, const tc_spec *t)
+{
+    sbuf_printf(g, TC_ROOT " ::= x-sift-glm-tc%s\n", t->parallel ? " (x-sift-glm-nl x-sift-glm-tc)*" : "");
+    sbuf_adds(g, "x-sift-glm-nl ::= [\\n]?\nx-sift-glm-tc ::= \"<tool_call>\" (");
+    for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%sx-sift-glm-call-%d", i ? " | " : " ", i);
+    sbuf_adds(g, " ) \"</tool_call>\"\n");
+    rs_gbnf_without(g, "x-sift-glm-raw", "</arg_value>");
+    for (int i = 0; i < t->n_names; i++) {
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(t->params, t->names[i]);
+        const cJSON *pp = cJSON_GetObjectItemCaseSensitive(params, "properties");
+        const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
+        sbuf_printf(g, "x-sift-glm-call-%d ::= ", i);
+        gbnf_lit(g, t->names[i]);
+        sbuf_adds(g, " x-sift-glm-nl");
+        if (!cJSON_IsObject(pp) || !pp->child) { /* any keys, raw values */
+            sbuf_adds(g, " (\"<arg_key>\" [^<]+ \"</arg_key>\" x-sift-glm-nl \"<arg_value>\" x-sift-glm-raw-0 \"</arg_value>\" x-sift-glm-nl)*\n");
+            continue;
+        }
+        for (int pass = 0; pass < 2; pass++) { /* required, then optional */
+            int j = 0;
+            for (const cJSON *k = pp->child; k; k = k->next, j++) {
+                bool required = false;
+                for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r; r = r->next)
+                    required |= cJSON_IsString(r) && !strcmp(r->valuestring, k->string);
+                if (required != (pass == 0)) continue;
+                sbuf_adds(g, pass ? " (\"<arg_key>\" " : " \"<arg_key>\" ");
+                gbnf_lit(g, k->string);
+                sbuf_adds(g, " \"</arg_key>\" x-sift-glm-nl \"<arg_value>\" ");
+                if (glm_raw(k)) sbuf_adds(g, "x-sift-glm-raw-0");
+                else sbuf_printf(g, "x-sift-glm-%d-%d", i, j);
+                sbuf_adds(g, pass ? " \"</arg_value>\" x-sift-glm-nl)?" : " \"</arg_value>\" x-sift-glm-nl");
+            }
+        }
+        sbuf_adds(g, "\n");
+    }
+}
+
 /* The format's wrapper around the calls' JSON rule `root` (DeepSeek R1: around each
  * function's arguments rule, x-sift-args-<i>). */
 static void wrap_grammar(sbuf *g, const tc_spec *t)
@@ -289,6 +379,7 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
         sbuf_adds(g, " )\n");
         break;
+    case TC_GLM45: glm_grammar(g, t); break;
     case TC_KIMI_K2:
         /* as llama.cpp's, the id "functions.NAME:IDX" written by the model; each call and the section closed */
         sbuf_printf(g, TC_ROOT " ::= \"" KIMI_SECTION "\"? x-sift-kimi-call%s \"" KIMI_SECTION_END "\"\n", parallel ? "+" : "");
@@ -456,7 +547,8 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
      * own rule of that name (the converter names a property's rule after it) */
     cJSON *r1_props = NULL, *r1_req = NULL;
     const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31 || f == TC_FUNCTIONARY_V32 || f == TC_KIMI_K2 ||
-                        f == TC_DEEPSEEK_V31; /* a rule per function's arguments */
+                        f == TC_DEEPSEEK_V31 || f == TC_GLM45; /* a rule per function's arguments */
+    if (f == TC_GLM45 && !(t->params = cJSON_CreateObject())) goto oom;
     if (per_fn) {
         cJSON_AddStringToObject(schema, "type", "object");
         r1_props = cJSON_AddObjectToObject(schema, "properties");
@@ -469,6 +561,15 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
         if (only && strcmp(name, only) != 0) continue;
         const cJSON *params = get(fn, "parameters");
         if (add_name(t, name)) goto oom;
+        if (f == TC_GLM45) { /* a rule per non-string argument (x-sift-glm-<i>-<j>); the values' types kept */
+            char base[48];
+            store_params(cJSON_IsObject(params) ? params : NULL, schema, ti, base, sizeof base);
+            cJSON *dup = cJSON_IsObject(params) ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
+            if (!dup) goto oom;
+            cJSON_AddItemToObject(t->params, name, dup);
+            if (glm_arg_rules(dup, base, t->n_names - 1, r1_props, r1_req)) goto oom;
+            continue;
+        }
         if (per_fn) {
             char base[48], prop[32];
             store_params(cJSON_IsObject(params) ? params : NULL, schema, ti, base, sizeof base);
@@ -1123,6 +1224,71 @@ static bool parse_fn32(const tc_spec *spec, const char *p, const char *end, tc_r
     return res->n_calls > 0;
 }
 
+/* GLM 4.5's calls: <tool_call>NAME, then <arg_key>K</arg_key> <arg_value>V</arg_value> pairs,
+ * </tool_call>; a value is the string as written when the function's schema types that
+ * argument "string", else its JSON (the string as written when it is not JSON), as llama.cpp
+ * reads them. A call cut off before </tool_call> is no call. */
+static bool parse_glm(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    static const char open[] = "<tool_call>", close[] = "</tool_call>";
+    while ((p = skip_ws(p, end)) < end && has_prefix(p, end, open)) {
+        p += sizeof open - 1;
+        const char *name = p;
+        while (p < end && *p != '\n' && *p != '<') p++;
+        const char *name_end = p;
+        while (name_end > name && (name_end[-1] == ' ' || name_end[-1] == '\t' || name_end[-1] == '\r')) name_end--;
+        if (!known_n(spec, name, (size_t)(name_end - name))) break;
+        char *nm = strndup(name, (size_t)(name_end - name));
+        const cJSON *pp = nm ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(spec->params, nm), "properties") : NULL;
+        cJSON *args = cJSON_CreateObject();
+        bool closed = false;
+        while (args && nm) {
+            p = skip_ws(p, end);
+            if (has_prefix(p, end, close)) {
+                p += sizeof close - 1;
+                closed = true;
+                break;
+            }
+            if (!has_prefix(p, end, "<arg_key>")) break;
+            const char *k = p + 9;
+            const char *ke = k;
+            while (ke < end && !has_prefix(ke, end, "</arg_key>")) ke++;
+            if (ke >= end) break;
+            p = skip_ws(ke + 10, end);
+            if (!has_prefix(p, end, "<arg_value>")) break;
+            const char *v = p + 11, *ve = v;
+            while (ve < end && !has_prefix(ve, end, "</arg_value>")) ve++;
+            if (ve >= end) break;
+            p = ve + 12;
+            char *key = strndup(k, (size_t)(ke - k)), *val = strndup(v, (size_t)(ve - v));
+            cJSON *jv = NULL;
+            if (key && val && !glm_raw(cJSON_GetObjectItemCaseSensitive(pp, key))) {
+                const char *vs = skip_ws(val, val + strlen(val)), *vn = NULL;
+                jv = parse_json_at(vs, val + strlen(val), &vn);
+                if (jv && skip_ws(vn, val + strlen(val)) != val + strlen(val)) { /* more than one value: the text */
+                    cJSON_Delete(jv);
+                    jv = NULL;
+                }
+            }
+            if (!jv && val) jv = cJSON_CreateString(val);
+            if (key && jv) {
+                cJSON_DeleteItemFromObjectCaseSensitive(args, key);
+                cJSON_AddItemToObject(args, key, jv);
+            } else {
+                cJSON_Delete(jv);
+            }
+            free(key);
+            free(val);
+        }
+        char *printed = closed && args ? cJSON_PrintUnformatted(args) : NULL;
+        cJSON_Delete(args);
+        const bool ok = printed && push_call(res, nm, strlen(nm), NULL, NULL, printed);
+        free(nm);
+        if (!ok || !spec->parallel) break;
+    }
+    return res->n_calls > 0;
+}
+
 /* Command R7B: <|START_ACTION|> and a JSON array of {"tool_call_id", "tool_name",
  * "parameters"}, closed by <|END_ACTION|>; with parallel calls, a reply cut off keeps the
  * complete ones. */
@@ -1320,6 +1486,7 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         case TC_KIMI_K2:
         case TC_FUNCTIONARY_V31: ok = parse_markup(spec, p, end, res); break;
         case TC_COMMAND_R7B: ok = parse_r7b(spec, p, end, res); break;
+        case TC_GLM45: ok = parse_glm(spec, p, end, res); break;
         case TC_FUNCTIONARY_V32: ok = parse_fn32(spec, p, end, res); break;
         default: ok = parse_generic(spec, p, end, res); break;
         }
@@ -1425,7 +1592,7 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
 {
     const char *p = spec->seen.p + at, *end = spec->seen.p + spec->seen.n;
     const char *key = spec->format == TC_LLAMA3 || spec->format == TC_COMMAND_R7B ? "parameters" : "arguments";
-    if (spec->format == TC_GENERIC) return;
+    if (spec->format == TC_GENERIC || spec->format == TC_GLM45) return; /* (GLM's arguments are not the model's JSON: whole, at the end) */
     if (spec->format == TC_LLAMA3) {
         p = skip_ws(p, end);
         if (has_prefix(p, end, "<|python_tag|>")) p += strlen("<|python_tag|>");
