@@ -1037,7 +1037,8 @@ static void test_garbage(void **state)
                                          "\"tool_call_id\"", ">>>", "all\n", "get_time\n", ">>>get_weather\n",
                                          "<|tool_calls_section_begin|>", "<|tool_call_begin|>functions.get_time:0", "<|tool_call_argument_begin|>",
                                          "<|tool_call_end|>", "<|tool_calls_section_end|>", ":1", "get_time<｜tool▁sep｜>",
-                                         "<tool_call>get_time\n", "<arg_key>zone</arg_key>", "<arg_value>UTC</arg_value>", "<arg_key>", "</arg_value>"};
+                                         "<tool_call>get_time\n", "<arg_key>zone</arg_key>", "<arg_value>UTC</arg_value>", "<arg_key>", "</arg_value>",
+                                         "<function=get_time>", "<parameter=zone>", "</parameter>", "</function>"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;
@@ -1354,6 +1355,73 @@ static void test_llama_cpp_outputs_glm(void **state)
     tc_spec_free(t);
 }
 
+/* Qwen3-Coder (and Qwen 3.5's template): the model outputs of llama.cpp's tests/test-chat.cpp
+ * (its Qwen3-Coder peg_tester cases). */
+static void test_llama_cpp_outputs_qwen3_coder(void **state)
+{
+    (void)state;
+    static const char *const q[] = {"Qwen3-Coder.jinja", "Qwen3.5-4B.jinja"};
+    for (size_t i = 0; i < 2; i++) {
+        char *tm = read_server_template(q[i]);
+        if (tc_detect(tm) != TC_QWEN3_CODER) fail_msg("%s: %s", q[i], tc_format_name(tc_detect(tm)));
+        free(tm);
+    }
+    static const char one[] = "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>";
+    tc_spec *t = spec_body(TC_QWEN3_CODER, "{\"parallel_tool_calls\": true, \"tools\": [" SPECIAL_FUNCTION ", " OPT_FUNCTION ", " PYTHON_FUNCTION ","
+                                           " {\"type\": \"function\", \"function\": {\"name\": \"html\", \"parameters\": {\"type\": \"object\","
+                                           " \"properties\": {\"markup\": {\"type\": \"string\"}}, \"required\": [\"markup\"]}}},"
+                                           " {\"type\": \"function\", \"function\": {\"name\": \"todo_list\", \"parameters\": {\"type\": \"object\","
+                                           " \"properties\": {\"todos\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"properties\":"
+                                           " {\"item\": {\"type\": \"string\"}, \"selected\": {\"type\": \"boolean\"}}}}}, \"required\": [\"todos\"]}}},"
+                                           " {\"type\": \"function\", \"function\": {\"name\": \"tool_2req_4opt\", \"parameters\": {\"type\": \"object\","
+                                           " \"properties\": {\"req1\": {\"type\": \"string\"}, \"req2\": {\"type\": \"integer\"}, \"opt1\": {\"type\": \"string\"},"
+                                           " \"opt2\": {\"type\": \"integer\"}, \"opt3\": {\"type\": \"string\"}, \"opt4\": {\"type\": \"integer\"}},"
+                                           " \"required\": [\"req1\", \"req2\"]}}}]}");
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_NONE, false, one, "", NULL, "{\"arg1\":1}");
+    static const char two[] = "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>\n"
+                              "<tool_call>\n<function=special_function_with_opt>\n<parameter=arg1>\n1\n</parameter>\n<parameter=arg2>\n2\n</parameter>\n"
+                              "</function>\n</tool_call>";
+    static const struct {
+        const char *text, *name, *args;
+    } cases[] = {
+        {"<tool_call>\n<function=python>\n<parameter=code>\ndef hello():\n    print(\"Hello, world!\")\n\nhello()\n</parameter>\n</function>\n</tool_call>",
+         "python", "{\"code\":\"def hello():\\n    print(\\\"Hello, world!\\\")\\n\\nhello()\"}"},
+        {"<tool_call>\n<function=python>\n<parameter=code>\n格\n</parameter>\n</function>\n</tool_call>", "python", "{\"code\":\"格\"}"},
+        {"<tool_call>\n<function=html>\n<parameter=markup>\n<html>\n <head>\n  <title>Hello!</title>\n </head>\n</html>\n</parameter>\n</function>\n</tool_call>",
+         "html", "{\"markup\":\"<html>\\n <head>\\n  <title>Hello!</title>\\n </head>\\n</html>\"}"},
+        {"<tool_call>\n<function=todo_list>\n<parameter=todos>\n[{\"item\": \"Check stuff\", \"selected\": false}, {\"item\": \"Prepare stuff\", \"selected\": true}]\n"
+         "</parameter>\n</function>\n</tool_call>",
+         "todo_list", "{\"todos\":[{\"item\":\"Check stuff\",\"selected\":false},{\"item\":\"Prepare stuff\",\"selected\":true}]}"},
+        {"<tool_call>\n<function=tool_2req_4opt>\n<parameter=req1>\nhello\n</parameter>\n<parameter=req2>\n42\n</parameter>\n"
+         "<parameter=opt4>\n100\n</parameter>\n<parameter=opt2>\n200\n</parameter>\n</function>\n</tool_call>",
+         "tool_2req_4opt", "{\"req1\":\"hello\",\"req2\":42,\"opt4\":100,\"opt2\":200}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        check_parse(t, cases[i].text, 1, cases[i].name, cases[i].args, NULL);
+        check_grammar(t, cases[i].text, NULL, 0); /* (the optional arguments in any order) */
+    }
+    {
+        tc_result res;
+        assert_true(tc_parse_output(t, two, strlen(two), &res));
+        assert_int_equal(res.n_calls, 2);
+        assert_string_equal(res.calls[1].name, "special_function_with_opt");
+        assert_string_equal(res.calls[1].arguments, "{\"arg1\":1,\"arg2\":2}");
+        tc_result_free(&res);
+    }
+    check_grammar(t, two, NULL, 0);
+    check_prefixes(t, two);
+    stream_reply(t, RS_NONE, "Sure.\n" "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>",
+                 "", "Sure.\n", 0);
+    tc_spec_free(t);
+    t = spec_body(TC_QWEN3_CODER, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad[] = {"<tool_call>\n<function=special_function>\n</function>\n</tool_call>",
+                                      "<tool_call>\n<function=special_function>\n<parameter=arg1>\nx\n</parameter>\n</function>\n</tool_call>",
+                                      "Hello"};
+    check_grammar(t, one, bad, 3);
+    tc_spec_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1364,7 +1432,7 @@ int main(void)
         cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs), cmocka_unit_test(test_llama_cpp_outputs_2),
         cmocka_unit_test(test_llama_cpp_outputs_kimi), cmocka_unit_test(test_llama_cpp_outputs_v31),
-        cmocka_unit_test(test_llama_cpp_outputs_glm),
+        cmocka_unit_test(test_llama_cpp_outputs_glm), cmocka_unit_test(test_llama_cpp_outputs_qwen3_coder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

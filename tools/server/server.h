@@ -308,7 +308,9 @@ typedef enum tc_format {
     TC_DEEPSEEK_V31, /* DeepSeek V3.1: <｜tool▁calls▁begin｜>[<｜tool▁call▁begin｜>]NAME<｜tool▁sep｜>{args}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
     TC_GLM45,       /* GLM 4.5/4.6/4.7: <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n...</tool_call>,
                      * a string argument's value raw, any other's JSON */
-    TC_FORMAT_LAST = TC_GLM45
+    TC_QWEN3_CODER, /* Qwen3-Coder, Qwen 3.5: <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n...</function>\n</tool_call>,
+                     * values as GLM 4.5's */
+    TC_FORMAT_LAST = TC_QWEN3_CODER
 } tc_format;
 
 tc_format tc_detect(const char *tmpl_text);

@@ -76,6 +76,7 @@ tc_format tc_detect(const char *t)
     if (strstr(t, ">>>all")) return TC_FUNCTIONARY_V32;
     if (strstr(t, KIMI_SECTION) && strstr(t, KIMI_CALL)) return TC_KIMI_K2;
     if (strstr(t, "<arg_key>")) return TC_GLM45; /* (before Hermes': it writes <tool_call> too) */
+    if (strstr(t, "<tool_call>") && strstr(t, "<function=") && strstr(t, "<parameter=")) return TC_QWEN3_CODER; /* (as well) */
     if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
@@ -98,6 +99,7 @@ const char *tc_format_name(tc_format f)
     case TC_KIMI_K2: return "kimi-k2";
     case TC_DEEPSEEK_V31: return "deepseek-v3.1";
     case TC_GLM45: return "glm-4.5";
+    case TC_QWEN3_CODER: return "qwen3-coder";
     default: return "generic";
     }
 }
@@ -121,7 +123,8 @@ static const char *const *format_triggers(tc_format f, int *n)
 {
     switch (f) {
     case TC_HERMES:
-    case TC_GLM45: *n = 1; return hermes_triggers;
+    case TC_GLM45:
+    case TC_QWEN3_CODER: *n = 1; return hermes_triggers;
     case TC_LLAMA3: *n = 1; return llama3_triggers;
     case TC_MISTRAL: *n = 1; return mistral_triggers;
     case TC_DEEPSEEK_R1:
@@ -301,41 +304,103 @@ static void gbnf_lit(sbuf *g, const char *s)
     sbuf_add(g, "\"", 1);
 }
 
-/* GLM 4.5's calls: per function, the required arguments in the schema's order, then each
- * optional one or not, as llama.cpp's grammar has them; a string's value raw (no
- * </arg_value> in it), any other's JSON; a function without properties takes any keys. */
-static void glm_grammar(sbuf *g, const tc_spec *t)
+/* The two formats that write each argument in markup of its own, its value raw or JSON:
+ *   GLM 4.5      <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n...</tool_call>
+ *   Qwen3-Coder  <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n...</function>\n</tool_call>
+ * A value is raw text where the function's schema types the argument "string", else JSON. */
+typedef struct xml_style {
+    const char *open;                 /* the call's opening, then (after whitespace) open2, then the name */
+    const char *open2;
+    const char *name_end;             /* after the name ("": the name ends at a newline or '<') */
+    const char *key_open, *key_close; /* around an argument's name */
+    const char *value_open;           /* after whitespace, before the value ("": none) */
+    const char *value_close;
+    const char *close, *close2;       /* the call's closing, in two parts (whitespace between) */
+    const char *key_chars;            /* GBNF class of a name not in the schema */
+    bool trim_nl;                     /* one newline at each end of a value is markup */
+} xml_style;
+static const xml_style glm_style = {"<tool_call>", "", "", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "", "</tool_call>", "[^<]", false};
+static const xml_style qwen_style = {"<tool_call>", "<function=", ">", "<parameter=", ">", "", "</parameter>", "</function>", "</tool_call>", "[^>\\n]", true};
+
+static const xml_style *xml_style_of(tc_format f) { return f == TC_GLM45 ? &glm_style : &qwen_style; }
+
+/* One argument's markup in GBNF, its value's rule `val` (the name's literal already written). */
+static void xml_piece_tail(sbuf *g, const xml_style *st, const char *val)
 {
-    sbuf_printf(g, TC_ROOT " ::= x-sift-glm-tc%s\n", t->parallel ? " (x-sift-glm-nl x-sift-glm-tc)*" : "");
-    sbuf_adds(g, "x-sift-glm-nl ::= [\\n]?\nx-sift-glm-tc ::= \"<tool_call>\" (");
-    for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%sx-sift-glm-call-%d", i ? " | " : " ", i);
-    sbuf_adds(g, " ) \"</tool_call>\"\n");
-    rs_gbnf_without(g, "x-sift-glm-raw", "</arg_value>");
+    sbuf_adds(g, " ");
+    gbnf_lit(g, st->key_close);
+    sbuf_adds(g, " x-sift-xml-nl ");
+    if (*st->value_open) {
+        gbnf_lit(g, st->value_open);
+        sbuf_adds(g, " ");
+    }
+    sbuf_printf(g, "%s x-sift-xml-nl ", val);
+    gbnf_lit(g, st->value_close);
+    sbuf_adds(g, " x-sift-xml-nl");
+}
+
+/* The calls' grammar: per function, the required arguments in the schema's order, then the
+ * optional ones in any order (llama.cpp's takes them so); a string's value raw (without the
+ * value's closing tag), any other's JSON (rule x-sift-glm-<i>-<j>); a function without
+ * properties takes any names with raw values. */
+static void xml_grammar(sbuf *g, const tc_spec *t)
+{
+    const xml_style *st = xml_style_of(t->format);
+    sbuf_printf(g, TC_ROOT " ::= x-sift-xml-tc%s\n", t->parallel ? " (x-sift-xml-nl x-sift-xml-tc)*" : "");
+    sbuf_adds(g, "x-sift-xml-nl ::= [\\n]?\nx-sift-xml-tc ::= ");
+    gbnf_lit(g, st->open);
+    if (*st->open2) {
+        sbuf_adds(g, " x-sift-xml-nl ");
+        gbnf_lit(g, st->open2);
+    }
+    sbuf_adds(g, " (");
+    for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%sx-sift-xml-call-%d", i ? " | " : " ", i);
+    sbuf_adds(g, " ) ");
+    if (*st->close) {
+        gbnf_lit(g, st->close);
+        sbuf_adds(g, " x-sift-xml-nl ");
+    }
+    gbnf_lit(g, st->close2);
+    sbuf_adds(g, "\n");
+    rs_gbnf_without(g, "x-sift-xml-raw", st->value_close);
     for (int i = 0; i < t->n_names; i++) {
         const cJSON *params = cJSON_GetObjectItemCaseSensitive(t->params, t->names[i]);
         const cJSON *pp = cJSON_GetObjectItemCaseSensitive(params, "properties");
         const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
-        sbuf_printf(g, "x-sift-glm-call-%d ::= ", i);
+        sbuf_printf(g, "x-sift-xml-call-%d ::= ", i);
         gbnf_lit(g, t->names[i]);
-        sbuf_adds(g, " x-sift-glm-nl");
-        if (!cJSON_IsObject(pp) || !pp->child) { /* any keys, raw values */
-            sbuf_adds(g, " (\"<arg_key>\" [^<]+ \"</arg_key>\" x-sift-glm-nl \"<arg_value>\" x-sift-glm-raw-0 \"</arg_value>\" x-sift-glm-nl)*\n");
+        if (*st->name_end) {
+            sbuf_adds(g, " ");
+            gbnf_lit(g, st->name_end);
+        }
+        sbuf_adds(g, " x-sift-xml-nl");
+        if (!cJSON_IsObject(pp) || !pp->child) { /* any names, raw values */
+            sbuf_adds(g, " (");
+            gbnf_lit(g, st->key_open);
+            sbuf_printf(g, " %s+", st->key_chars);
+            xml_piece_tail(g, st, "x-sift-xml-raw-0");
+            sbuf_adds(g, ")*\n");
             continue;
         }
         for (int pass = 0; pass < 2; pass++) { /* required, then optional */
-            int j = 0;
+            int j = 0, n_opt = 0;
             for (const cJSON *k = pp->child; k; k = k->next, j++) {
                 bool required = false;
                 for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r; r = r->next)
                     required |= cJSON_IsString(r) && !strcmp(r->valuestring, k->string);
                 if (required != (pass == 0)) continue;
-                sbuf_adds(g, pass ? " (\"<arg_key>\" " : " \"<arg_key>\" ");
+                sbuf_adds(g, pass ? (n_opt++ ? " | " : " (") : " ");
+                sbuf_adds(g, "(");
+                gbnf_lit(g, st->key_open);
+                sbuf_adds(g, " ");
                 gbnf_lit(g, k->string);
-                sbuf_adds(g, " \"</arg_key>\" x-sift-glm-nl \"<arg_value>\" ");
-                if (glm_raw(k)) sbuf_adds(g, "x-sift-glm-raw-0");
-                else sbuf_printf(g, "x-sift-glm-%d-%d", i, j);
-                sbuf_adds(g, pass ? " \"</arg_value>\" x-sift-glm-nl)?" : " \"</arg_value>\" x-sift-glm-nl");
+                char val[48];
+                if (glm_raw(k)) snprintf(val, sizeof val, "x-sift-xml-raw-0");
+                else snprintf(val, sizeof val, "x-sift-glm-%d-%d", i, j);
+                xml_piece_tail(g, st, val);
+                sbuf_adds(g, ")");
             }
+            if (pass && n_opt) sbuf_adds(g, " )*");
         }
         sbuf_adds(g, "\n");
     }
@@ -379,7 +444,8 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
         sbuf_adds(g, " )\n");
         break;
-    case TC_GLM45: glm_grammar(g, t); break;
+    case TC_GLM45:
+    case TC_QWEN3_CODER: xml_grammar(g, t); break;
     case TC_KIMI_K2:
         /* as llama.cpp's, the id "functions.NAME:IDX" written by the model; each call and the section closed */
         sbuf_printf(g, TC_ROOT " ::= \"" KIMI_SECTION "\"? x-sift-kimi-call%s \"" KIMI_SECTION_END "\"\n", parallel ? "+" : "");
@@ -547,8 +613,9 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
      * own rule of that name (the converter names a property's rule after it) */
     cJSON *r1_props = NULL, *r1_req = NULL;
     const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31 || f == TC_FUNCTIONARY_V32 || f == TC_KIMI_K2 ||
-                        f == TC_DEEPSEEK_V31 || f == TC_GLM45; /* a rule per function's arguments */
-    if (f == TC_GLM45 && !(t->params = cJSON_CreateObject())) goto oom;
+                        f == TC_DEEPSEEK_V31 || f == TC_GLM45 || f == TC_QWEN3_CODER; /* a rule per function's arguments */
+    const bool xml = f == TC_GLM45 || f == TC_QWEN3_CODER;
+    if (xml && !(t->params = cJSON_CreateObject())) goto oom;
     if (per_fn) {
         cJSON_AddStringToObject(schema, "type", "object");
         r1_props = cJSON_AddObjectToObject(schema, "properties");
@@ -561,7 +628,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
         if (only && strcmp(name, only) != 0) continue;
         const cJSON *params = get(fn, "parameters");
         if (add_name(t, name)) goto oom;
-        if (f == TC_GLM45) { /* a rule per non-string argument (x-sift-glm-<i>-<j>); the values' types kept */
+        if (xml) { /* a rule per non-string argument (x-sift-glm-<i>-<j>); the values' types kept */
             char base[48];
             store_params(cJSON_IsObject(params) ? params : NULL, schema, ti, base, sizeof base);
             cJSON *dup = cJSON_IsObject(params) ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
@@ -1224,18 +1291,52 @@ static bool parse_fn32(const tc_spec *spec, const char *p, const char *end, tc_r
     return res->n_calls > 0;
 }
 
-/* GLM 4.5's calls: <tool_call>NAME, then <arg_key>K</arg_key> <arg_value>V</arg_value> pairs,
- * </tool_call>; a value is the string as written when the function's schema types that
- * argument "string", else its JSON (the string as written when it is not JSON), as llama.cpp
- * reads them. A call cut off before </tool_call> is no call. */
-static bool parse_glm(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+/* p at prefix (after whitespace when ws): just after it, or NULL. "" always matches. */
+static const char *xml_expect(const char *p, const char *end, const char *prefix, bool ws)
 {
-    static const char open[] = "<tool_call>", close[] = "</tool_call>";
-    while ((p = skip_ws(p, end)) < end && has_prefix(p, end, open)) {
-        p += sizeof open - 1;
-        const char *name = p;
-        while (p < end && *p != '\n' && *p != '<') p++;
-        const char *name_end = p;
+    if (!*prefix) return p;
+    if (ws) p = skip_ws(p, end);
+    return has_prefix(p, end, prefix) ? p + strlen(prefix) : NULL;
+}
+
+/* The first `tag` at or after p, or NULL. */
+static const char *xml_find(const char *p, const char *end, const char *tag)
+{
+    while (p < end && !has_prefix(p, end, tag)) p++;
+    return p < end ? p : NULL;
+}
+
+/* One argument's value text v..ve as its JSON: the text itself when the schema types the
+ * argument "string" (or the text is not one JSON value), else the value it spells. */
+static cJSON *xml_value(const cJSON *prop, const char *v, const char *ve)
+{
+    if (!glm_raw(prop)) {
+        const char *vs = skip_ws(v, ve), *vn = NULL;
+        cJSON *jv = vs < ve ? parse_json_at(vs, ve, &vn) : NULL;
+        if (jv && skip_ws(vn, ve) == ve) return jv;
+        cJSON_Delete(jv);
+    }
+    char *t = strndup(v, (size_t)(ve - v));
+    cJSON *s = t ? cJSON_CreateString(t) : NULL;
+    free(t);
+    return s;
+}
+
+/* GLM 4.5's and Qwen3-Coder's calls (xml_style), as llama.cpp reads them; a call cut off
+ * before its closing is no call. */
+static bool parse_xml(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    const xml_style *st = xml_style_of(spec->format);
+    for (;;) {
+        if (!(p = xml_expect(p, end, st->open, true)) || !(p = xml_expect(p, end, st->open2, true))) break;
+        const char *name = p, *name_end;
+        if (*st->name_end) {
+            if (!(name_end = xml_find(p, end, st->name_end))) break;
+            p = name_end + strlen(st->name_end);
+        } else {
+            while (p < end && *p != '\n' && *p != '<') p++;
+            name_end = p;
+        }
         while (name_end > name && (name_end[-1] == ' ' || name_end[-1] == '\t' || name_end[-1] == '\r')) name_end--;
         if (!known_n(spec, name, (size_t)(name_end - name))) break;
         char *nm = strndup(name, (size_t)(name_end - name));
@@ -1243,34 +1344,21 @@ static bool parse_glm(const tc_spec *spec, const char *p, const char *end, tc_re
         cJSON *args = cJSON_CreateObject();
         bool closed = false;
         while (args && nm) {
-            p = skip_ws(p, end);
-            if (has_prefix(p, end, close)) {
-                p += sizeof close - 1;
+            const char *c = xml_expect(p, end, st->close, true);
+            if (c && (c = xml_expect(c, end, st->close2, true))) {
+                p = c;
                 closed = true;
                 break;
             }
-            if (!has_prefix(p, end, "<arg_key>")) break;
-            const char *k = p + 9;
-            const char *ke = k;
-            while (ke < end && !has_prefix(ke, end, "</arg_key>")) ke++;
-            if (ke >= end) break;
-            p = skip_ws(ke + 10, end);
-            if (!has_prefix(p, end, "<arg_value>")) break;
-            const char *v = p + 11, *ve = v;
-            while (ve < end && !has_prefix(ve, end, "</arg_value>")) ve++;
-            if (ve >= end) break;
-            p = ve + 12;
-            char *key = strndup(k, (size_t)(ke - k)), *val = strndup(v, (size_t)(ve - v));
-            cJSON *jv = NULL;
-            if (key && val && !glm_raw(cJSON_GetObjectItemCaseSensitive(pp, key))) {
-                const char *vs = skip_ws(val, val + strlen(val)), *vn = NULL;
-                jv = parse_json_at(vs, val + strlen(val), &vn);
-                if (jv && skip_ws(vn, val + strlen(val)) != val + strlen(val)) { /* more than one value: the text */
-                    cJSON_Delete(jv);
-                    jv = NULL;
-                }
-            }
-            if (!jv && val) jv = cJSON_CreateString(val);
+            const char *k = xml_expect(p, end, st->key_open, true), *ke = k ? xml_find(k, end, st->key_close) : NULL;
+            const char *v = ke ? xml_expect(ke + strlen(st->key_close), end, st->value_open, true) : NULL;
+            const char *ve = v ? xml_find(v, end, st->value_close) : NULL;
+            if (!ve) break;
+            p = ve + strlen(st->value_close);
+            if (st->trim_nl && v < ve && *v == '\n') v++;
+            if (st->trim_nl && ve > v && ve[-1] == '\n') ve--;
+            char *key = strndup(k, (size_t)(ke - k));
+            cJSON *jv = key ? xml_value(cJSON_GetObjectItemCaseSensitive(pp, key), v, ve) : NULL;
             if (key && jv) {
                 cJSON_DeleteItemFromObjectCaseSensitive(args, key);
                 cJSON_AddItemToObject(args, key, jv);
@@ -1278,7 +1366,6 @@ static bool parse_glm(const tc_spec *spec, const char *p, const char *end, tc_re
                 cJSON_Delete(jv);
             }
             free(key);
-            free(val);
         }
         char *printed = closed && args ? cJSON_PrintUnformatted(args) : NULL;
         cJSON_Delete(args);
@@ -1486,7 +1573,8 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         case TC_KIMI_K2:
         case TC_FUNCTIONARY_V31: ok = parse_markup(spec, p, end, res); break;
         case TC_COMMAND_R7B: ok = parse_r7b(spec, p, end, res); break;
-        case TC_GLM45: ok = parse_glm(spec, p, end, res); break;
+        case TC_GLM45:
+        case TC_QWEN3_CODER: ok = parse_xml(spec, p, end, res); break;
         case TC_FUNCTIONARY_V32: ok = parse_fn32(spec, p, end, res); break;
         default: ok = parse_generic(spec, p, end, res); break;
         }
@@ -1592,7 +1680,8 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
 {
     const char *p = spec->seen.p + at, *end = spec->seen.p + spec->seen.n;
     const char *key = spec->format == TC_LLAMA3 || spec->format == TC_COMMAND_R7B ? "parameters" : "arguments";
-    if (spec->format == TC_GENERIC || spec->format == TC_GLM45) return; /* (GLM's arguments are not the model's JSON: whole, at the end) */
+    /* (GLM's and Qwen3-Coder's arguments are not the model's JSON: whole, at the end) */
+    if (spec->format == TC_GENERIC || spec->format == TC_GLM45 || spec->format == TC_QWEN3_CODER) return;
     if (spec->format == TC_LLAMA3) {
         p = skip_ws(p, end);
         if (has_prefix(p, end, "<|python_tag|>")) p += strlen("<|python_tag|>");
