@@ -789,7 +789,9 @@ static void check_reply(tc_spec *t, rs_format f, bool forced, const char *text, 
     rs_split_text(&r, text, strlen(text), false, &sp);
     if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
         fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
-    check_parse(t, text + sp.c0, args ? 1 : 0, args ? "special_function" : NULL, args, content);
+    char *rest = strndup(text + sp.c0, sp.c1 - sp.c0); /* the reply without its thinking, as response.c hands it on */
+    check_parse(t, rest, args ? 1 : 0, args ? "special_function" : NULL, args, content);
+    free(rest);
 }
 
 /* A template from llama.cpp's server tests (../shared/llama-server-tests/models/templates) */
@@ -1038,7 +1040,7 @@ static void test_garbage(void **state)
                                          "<|tool_calls_section_begin|>", "<|tool_call_begin|>functions.get_time:0", "<|tool_call_argument_begin|>",
                                          "<|tool_call_end|>", "<|tool_calls_section_end|>", ":1", "get_time<｜tool▁sep｜>",
                                          "<tool_call>get_time\n", "<arg_key>zone</arg_key>", "<arg_value>UTC</arg_value>", "<arg_key>", "</arg_value>",
-                                         "<function=get_time>", "<parameter=zone>", "</parameter>", "</function>"};
+                                         "<function=get_time>", "<parameter=zone>", "</parameter>", "</function>", "<|tool_call|>"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;
@@ -1086,7 +1088,7 @@ static void check_calls(tc_spec *t, rs_format f, const char *text, const char *r
     if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
         fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
     tc_result res;
-    assert_true(tc_parse_output(t, text + sp.c0, strlen(text + sp.c0), &res));
+    assert_true(tc_parse_output(t, text + sp.c0, sp.c1 - sp.c0, &res));
     if (res.n_calls != n) fail_msg("[%s]: %d calls", text, res.n_calls);
     for (int i = 0; i < n; i++) {
         assert_string_equal(res.calls[i].name, names[i]);
@@ -1422,6 +1424,44 @@ static void test_llama_cpp_outputs_qwen3_coder(void **state)
     tc_spec_free(t);
 }
 
+/* Granite 3.x: the model outputs of llama.cpp's tests/test-chat.cpp (its
+ * ibm-granite-granite-3.3-2B-Instruct cases with COMMON_CHAT_FORMAT_GRANITE). */
+static void test_llama_cpp_outputs_granite(void **state)
+{
+    (void)state;
+    char *tm = read_template("granite-3.0-instruct.jinja");
+    assert_int_equal(tc_detect(tm), TC_GRANITE);
+    free(tm);
+    tm = read_server_template("ibm-granite-granite-3.3-2B-Instruct.jinja");
+    assert_int_equal(tc_detect(tm), TC_GRANITE);
+    free(tm);
+    tc_spec *t = spec_body(TC_GRANITE, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char call[] = "<|tool_call|>[{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}]";
+    static const char wrapped[] = "<think>I'm\nthinking</think><response>Hello, world!\nWhat's up?</response>";
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, wrapped, "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_NONE, false, wrapped, "", wrapped, NULL);
+    check_reply(t, RS_NONE, false, call, "", NULL, "{\"arg1\":1}");
+    char buf[512];
+    snprintf(buf, sizeof buf, "<think>I'm\nthinking</think>%s", call);
+    check_reply(t, RS_DEEPSEEK, false, buf, "I'm\nthinking", NULL, "{\"arg1\":1}");
+    /* streamed a byte at a time: the answer inside <response> as it comes ("<think" alone: nothing yet) */
+    stream_reply(t, RS_DEEPSEEK, wrapped, "I'm\nthinking", "Hello, world!\nWhat's up?", 0);
+    stream_reply(t, RS_DEEPSEEK, "<think>I'm\nthinking</think><response>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", 0);
+    stream_reply(t, RS_DEEPSEEK, "<think", "", "", 0);
+    stream_reply(t, RS_DEEPSEEK, "<think>I'm\nthinking</think><response", "I'm\nthinking", "", 0);
+    check_grammar(t, call, NULL, 0);
+    check_prefixes(t, call);
+    check_stream(t, call, 1, 0);
+    tc_spec_free(t);
+    t = spec_body(TC_GRANITE, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad[] = {"[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}]",
+                                      "<|tool_call|>[{\"name\": \"special_function\", \"arguments\": {\"arg1\": \"1\"}}]"};
+    check_grammar(t, call, bad, 2);
+    tc_spec_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1433,6 +1473,7 @@ int main(void)
         cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs), cmocka_unit_test(test_llama_cpp_outputs_2),
         cmocka_unit_test(test_llama_cpp_outputs_kimi), cmocka_unit_test(test_llama_cpp_outputs_v31),
         cmocka_unit_test(test_llama_cpp_outputs_glm), cmocka_unit_test(test_llama_cpp_outputs_qwen3_coder),
+        cmocka_unit_test(test_llama_cpp_outputs_granite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

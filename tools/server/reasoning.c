@@ -20,6 +20,8 @@
  * rules with those tags (rs_set_tags; llama.cpp's try_parse_reasoning with R7B's tags). Kimi K2
  * may call a tool from inside its thinking without closing it: its calls' markup ends the
  * reasoning there, and the content (the calls) starts at it, as llama.cpp's Kimi parser has it.
+ * Granite wraps the answer after its thinking in <response>...</response>: the content is
+ * inside the tags.
  *
  * Streaming splits the text seen so far again at each token (cheap next to a decode) and
  * sends what grew: text that may still change (a possible `<think>` at the start, a
@@ -47,6 +49,10 @@ void rs_set_tags(rs_spec *r, int format)
     if (r && format == TC_COMMAND_R7B) {
         r->open = "<|START_THINKING|>";
         r->close = "<|END_THINKING|>";
+    }
+    if (r && format == TC_GRANITE) { /* its answer after the thinking is wrapped */
+        r->resp[0] = "<response>";
+        r->resp[1] = "</response>";
     }
     if (r && format == TC_KIMI_K2) { /* Kimi K2 may call a tool from inside its thinking, never closing it */
         r->cut[0] = "<|tool_calls_section_begin|>";
@@ -130,6 +136,16 @@ void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_s
         while (c < n && ws(t[c])) c++;
         out->c0 = c;
         out->closed = true;
+        if (r->resp[0]) { /* Granite: <response>answer</response> after the thinking, as llama.cpp's parser takes it */
+            const size_t ro = strlen(r->resp[0]), rem = n - c;
+            if (rem >= ro && !memcmp(t + c, r->resp[0], ro)) {
+                out->c0 = c + ro;
+                const char *rc = find_close(t, out->c0, n, r->resp[1]);
+                out->c1 = rc ? (size_t)(rc - t) : partial ? n - close_partial(t + out->c0, n - out->c0, r->resp[1]) : n;
+            } else if (partial && rem < ro && !memcmp(t + c, r->resp[0], rem)) {
+                out->c1 = c; /* maybe the opening, still coming */
+            }
+        }
     } else { /* open: all reasoning so far (a partial closing tag held back) */
         r1 = n;
         if (partial) { /* a partial closing tag, or a partial markup that would end it, held back */

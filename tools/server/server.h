@@ -259,6 +259,7 @@ typedef struct rs_spec {
     rs_format format;
     const char *open, *close;  /* the thinking's tags (static strings); NULL: <think> and </think> */
     const char *cut[2];        /* markup that ends the thinking unclosed, the content starting at it (Kimi K2's calls), or NULL */
+    const char *resp[2];       /* tags around the answer after the thinking (Granite's <response>), or NULL */
     bool forced_open;          /* the rendered prompt ends inside <think> (rs_prompt_forced_open) */
     sbuf seen;                 /* streaming: the reply so far */
     size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
@@ -310,7 +311,8 @@ typedef enum tc_format {
                      * a string argument's value raw, any other's JSON */
     TC_QWEN3_CODER, /* Qwen3-Coder, Qwen 3.5: <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n...</function>\n</tool_call>,
                      * values as GLM 4.5's */
-    TC_FORMAT_LAST = TC_QWEN3_CODER
+    TC_GRANITE,     /* Granite 3.x: <|tool_call|>[{"name", "arguments"}, ...]; after the thinking, the answer in <response>...</response> */
+    TC_FORMAT_LAST = TC_GRANITE
 } tc_format;
 
 tc_format tc_detect(const char *tmpl_text);

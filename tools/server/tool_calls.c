@@ -75,6 +75,7 @@ tc_format tc_detect(const char *t)
     if (strstr(t, "<|END_THINKING|>" R7B_ACTION)) return TC_COMMAND_R7B;
     if (strstr(t, ">>>all")) return TC_FUNCTIONARY_V32;
     if (strstr(t, KIMI_SECTION) && strstr(t, KIMI_CALL)) return TC_KIMI_K2;
+    if (strstr(t, "<|start_of_role|>") && strstr(t, "<|tool_call|>")) return TC_GRANITE;
     if (strstr(t, "<arg_key>")) return TC_GLM45; /* (before Hermes': it writes <tool_call> too) */
     if (strstr(t, "<tool_call>") && strstr(t, "<function=") && strstr(t, "<parameter=")) return TC_QWEN3_CODER; /* (as well) */
     if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
@@ -100,6 +101,7 @@ const char *tc_format_name(tc_format f)
     case TC_DEEPSEEK_V31: return "deepseek-v3.1";
     case TC_GLM45: return "glm-4.5";
     case TC_QWEN3_CODER: return "qwen3-coder";
+    case TC_GRANITE: return "granite";
     default: return "generic";
     }
 }
@@ -112,6 +114,7 @@ static const char *const llama3_triggers[] = {"<|python_tag|>"};
 static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
 static const char *const fn31_triggers[] = {"<function="};
 static const char *const r7b_triggers[] = {R7B_ACTION};
+static const char *const granite_triggers[] = {"<|tool_call|>"};
 static const char *const kimi_triggers[] = {KIMI_SECTION, KIMI_CALL};
 /* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
 static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
@@ -131,6 +134,7 @@ static const char *const *format_triggers(tc_format f, int *n)
     case TC_DEEPSEEK_V31: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
     case TC_FUNCTIONARY_V31: *n = 1; return fn31_triggers;
     case TC_COMMAND_R7B: *n = 1; return r7b_triggers;
+    case TC_GRANITE: *n = 1; return granite_triggers;
     case TC_KIMI_K2: *n = 2; return kimi_triggers;
     default: *n = 0; return NULL; /* (Functionary v3.2's are its functions' names: tc_parse_request) */
     }
@@ -423,7 +427,8 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         sbuf_adds(g, "\n");
         break;
     case TC_MISTRAL:
-        sbuf_adds(g, TC_ROOT " ::= \"[TOOL_CALLS]\" space \"[\" space root");
+    case TC_GRANITE: /* (Granite's opening instead of Mistral's) */
+        sbuf_printf(g, TC_ROOT " ::= \"%s\" space \"[\" space root", t->format == TC_GRANITE ? "<|tool_call|>" : "[TOOL_CALLS]");
         if (parallel) sbuf_adds(g, " (\",\" space root)*");
         sbuf_adds(g, " \"]\"\n");
         break;
@@ -1517,9 +1522,10 @@ static const char *skip_key(const char *p, const char *end, const char *key)
 
 static bool parse_mistral(const tc_spec *spec, const char *p, const char *end, tc_result *res)
 {
+    const char *open = spec->triggers[0]; /* [TOOL_CALLS], or Granite's <|tool_call|> */
     p = skip_ws(p, end);
-    if (!has_prefix(p, end, "[TOOL_CALLS]")) return false;
-    p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
+    if (!has_prefix(p, end, open)) return false;
+    p = skip_ws(p + strlen(open), end);
     if (p < end && *p == '{') { /* a single call, not in an array */
         const char *next = NULL;
         cJSON *o = parse_json_at(p, end, &next);
@@ -1567,7 +1573,8 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         switch (spec->format) {
         case TC_HERMES: ok = parse_hermes(spec, p, end, res); break;
         case TC_LLAMA3: ok = parse_llama3(spec, p, end, res); break;
-        case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
+        case TC_MISTRAL:
+        case TC_GRANITE: ok = parse_mistral(spec, p, end, res); break;
         case TC_DEEPSEEK_R1:
         case TC_DEEPSEEK_V31:
         case TC_KIMI_K2:
@@ -1685,8 +1692,8 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
     if (spec->format == TC_LLAMA3) {
         p = skip_ws(p, end);
         if (has_prefix(p, end, "<|python_tag|>")) p += strlen("<|python_tag|>");
-    } else if (spec->format == TC_MISTRAL) {
-        p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
+    } else if (spec->format == TC_MISTRAL || spec->format == TC_GRANITE) {
+        p = skip_ws(p + strlen(spec->triggers[0]), end);
         if (p < end && *p == '[') p++;
     } else if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_DEEPSEEK_V31) {
         p = skip_trigger(spec, p, end);
