@@ -3,7 +3,8 @@
  * the request side (tools, tool_choice -> a spec and its grammar) and the reply side (a
  * model's text -> content and calls, whole and streamed).
  *
- * One input. Its first byte picks the format (hermes, llama3, mistral, generic) and whether
+ * One input. Its first byte picks the format (hermes, llama3, mistral, generic, deepseek-r1,
+ * functionary v3.1, command-r7b, functionary v3.2, kimi-k2, deepseek-v3.1, glm-4.5, qwen3-coder, granite) and whether
  * calls may come in parallel; the rest is
  *   - a request body when it starts with '{': parsed by tc_parse_request, which must accept
  *     (then its grammar must parse) or refuse with a 4xx and a message;
@@ -109,9 +110,14 @@ static void reply(tc_format f, bool parallel, const char *text, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || size > 1 << 16) return 0;
-    const tc_format formats[] = {TC_HERMES, TC_LLAMA3, TC_MISTRAL, TC_GENERIC, TC_DEEPSEEK_R1, TC_FUNCTIONARY_V31};
-    /* bits 0-1: the first four; with both set, bit 4 (R1) and bit 5 (Functionary v3.1) */
-    const tc_format f = formats[(data[0] & 3) != 3 || !(data[0] & 0x10) ? data[0] & 3 : 4 + ((data[0] >> 5) & 1)];
+    const tc_format formats[] = {TC_HERMES,      TC_LLAMA3,          TC_MISTRAL,     TC_GENERIC,         TC_DEEPSEEK_R1,
+                                 TC_FUNCTIONARY_V31, TC_COMMAND_R7B, TC_FUNCTIONARY_V32, TC_KIMI_K2, TC_DEEPSEEK_V31,
+                                 TC_GLM45, TC_QWEN3_CODER, TC_GRANITE};
+    /* bits 0-1: the first four; with both set and bit 4, bits 5-7 pick R1, Functionary v3.1,
+     * Command R7B, Functionary v3.2, Kimi K2, DeepSeek V3.1, GLM 4.5 or Qwen3-Coder; with both
+     * set, bit 4 clear and bit 7 set, Granite */
+    const int both = (data[0] & 3) == 3, hi = (data[0] & 0x10) != 0;
+    const tc_format f = formats[!both ? data[0] & 3 : hi ? 4 + ((data[0] >> 5) & 7) : (data[0] & 0x80) ? 12 : 3];
     const bool parallel = (data[0] >> 2) & 1;
     const char *text = (const char *)data + 1;
     const size_t n = size - 1;

@@ -65,7 +65,7 @@ static void test_detect(void **state)
         {"mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja", TC_MISTRAL},
         {"chatml.jinja", TC_GENERIC},
         {"llama-2-chat.jinja", TC_GENERIC},
-        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", TC_GENERIC},
+        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", TC_COMMAND_R7B},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *t = read_template(cases[i].file);
@@ -220,7 +220,7 @@ static void check_stream(tc_spec *t, const char *reply, int n_calls, size_t cont
         assert_string_equal(args.p, r.calls[k].arguments);
         sbuf_free(&args);
     }
-    assert_true(n_frag > 2 * n_calls); /* the arguments came in pieces, before the end */
+    if (!(n_frag > 2 * n_calls)) fail_msg("%s: %d fragments before the end", reply, n_frag); /* the arguments came in pieces, before the end */
     tc_result_free(&r);
     cJSON_Delete(all);
     sbuf_free(&content);
@@ -773,6 +773,8 @@ static void test_reasoning(void **state)
 /* The model outputs of llama.cpp's tests/test-chat.cpp (ggml-org/llama.cpp, the DeepSeek R1,
  * Hermes 2 Pro, Llama 3.1 and Mistral Nemo cases, with its special_function tool): they parse
  * to the tool calls, content and reasoning llama.cpp expects there. */
+#define PYTHON_FUNCTION "{\"type\": \"function\", \"function\": {\"name\": \"python\", \"description\": \"an ipython interpreter\"," \
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"code\": {\"type\": \"string\", \"description\": \"Python code to execute.\"}}, \"required\": [\"code\"]}}}"
 #define SPECIAL_FUNCTION "{\"type\": \"function\", \"function\": {\"name\": \"special_function\", \"description\": \"I'm special\"," \
     " \"parameters\": {\"type\": \"object\", \"properties\": {\"arg1\": {\"type\": \"integer\", \"description\": \"The arg.\"}}, \"required\": [\"arg1\"]}}}"
 static const char r1_call[] = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n"
@@ -782,11 +784,162 @@ static const char r1_call[] = "<｜tool▁calls▁begin｜><｜tool▁call▁beg
 static void check_reply(tc_spec *t, rs_format f, bool forced, const char *text, const char *reasoning, const char *content, const char *args)
 {
     rs_spec r = {.format = f, .forced_open = forced};
+    rs_set_tags(&r, t->format);
     rs_split sp;
     rs_split_text(&r, text, strlen(text), false, &sp);
     if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
         fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
-    check_parse(t, text + sp.c0, args ? 1 : 0, args ? "special_function" : NULL, args, content);
+    char *rest = strndup(text + sp.c0, sp.c1 - sp.c0); /* the reply without its thinking, as response.c hands it on */
+    check_parse(t, rest, args ? 1 : 0, args ? "special_function" : NULL, args, content);
+    free(rest);
+}
+
+/* A template from llama.cpp's server tests (../shared/llama-server-tests/models/templates) */
+static char *read_server_template(const char *name)
+{
+    const char *shared = getenv("SIFT_SHARED");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/llama-server-tests/models/templates/%s", shared ? shared : "../shared", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    char *buf = calloc(1, 1 << 20);
+    buf[fread(buf, 1, (1 << 20) - 1, f)] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Forget a spec's streaming state: the next stream starts afresh. */
+static void stream_reset(tc_spec *t)
+{
+    sbuf_free(&t->seen);
+    t->sent = 0;
+    free(t->streamed);
+    t->streamed = NULL;
+    t->n_streamed = 0;
+}
+
+/* Stream `text` a byte at a time (after the reasoning split of format f): the content and
+ * the reasoning that come out, and the number of call heads. */
+static void stream_reply(tc_spec *t, rs_format f, const char *text, const char *reasoning, const char *content, int n_heads)
+{
+    rs_spec r = {.format = f};
+    rs_set_tags(&r, t->format);
+    stream_reset(t);
+    sbuf rr = {0}, cc = {0}, rc = {0};
+    int heads = 0;
+    const size_t n = strlen(text);
+    for (size_t i = 0; i < n; i++) {
+        sbuf_free(&rc);
+        rs_stream(&r, text + i, 1, &rr, &rc);
+        cJSON *d = rc.n ? tc_stream_text(t, rc.p, rc.n, &cc) : NULL;
+        for (cJSON *x = d ? d->child : NULL; x; x = x->next) {
+            cJSON *id = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(x, "tool_calls"), 0), "id");
+            if (id && t->format == TC_COMMAND_R7B) assert_string_equal(id->valuestring, "0"); /* the model's own */
+            heads += id != NULL;
+        }
+        cJSON_Delete(d);
+    }
+    sbuf_add(&rr, "", 1);
+    sbuf_add(&cc, "", 1);
+    assert_string_equal(rr.p, reasoning);
+    assert_string_equal(cc.p, content);
+    assert_int_equal(heads, n_heads);
+    sbuf_free(&rr);
+    sbuf_free(&cc);
+    sbuf_free(&rc);
+    sbuf_free(&r.seen);
+    stream_reset(t);
+}
+
+/* Command R7B and Functionary v3.2: the model outputs of llama.cpp's tests/test-chat.cpp
+ * (test_template_output_parsers, the version with COMMON_CHAT_FORMAT_COMMAND_R7B and
+ * COMMON_CHAT_FORMAT_FUNCTIONARY_V3_2; the v3.2 ">>>" spellings from its later peg_tester). */
+static void test_llama_cpp_outputs_2(void **state)
+{
+    (void)state;
+    char *tm = read_template("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja");
+    assert_int_equal(tc_detect(tm), TC_COMMAND_R7B);
+    free(tm);
+    tc_spec *t = spec_body(TC_COMMAND_R7B, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->lazy);
+    static const char r7b_call[] = "<|START_ACTION|>[\n"
+                                   "    {\"tool_call_id\": \"0\", \"tool_name\": \"special_function\", \"parameters\": {\"arg1\": 1}}\n"
+                                   "]<|END_ACTION|>";
+    static const char resp[] = "<|START_RESPONSE|>Hello, world!\nWhat's up?<|END_RESPONSE|>";
+    static const char think_resp[] = "<|START_THINKING|>I'm thinking<|END_THINKING|><|START_RESPONSE|>Hello, world!\nWhat's up?<|END_RESPONSE|>";
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_NONE, false, resp, "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, think_resp, "I'm thinking", "Hello, world!\nWhat's up?", NULL);
+    /* message_assist_thoughts_unparsed_r7b */
+    check_reply(t, RS_NONE, false, think_resp, "", "<|START_THINKING|>I'm thinking<|END_THINKING|>Hello, world!\nWhat's up?", NULL);
+    /* message_assist_thoughts_call_idx: the model's id "0" kept */
+    char buf[1024];
+    snprintf(buf, sizeof buf, "<|START_THINKING|>I'm\nthinking<|END_THINKING|>%s", r7b_call);
+    {
+        rs_spec r = {.format = RS_DEEPSEEK};
+        rs_set_tags(&r, TC_COMMAND_R7B);
+        rs_split sp;
+        rs_split_text(&r, buf, strlen(buf), false, &sp);
+        assert_int_equal(sp.r1 - sp.r0, strlen("I'm\nthinking"));
+        tc_result res;
+        assert_true(tc_parse_output(t, buf + sp.c0, strlen(buf + sp.c0), &res));
+        assert_int_equal(res.n_calls, 1);
+        assert_null(res.content);
+        assert_string_equal(res.calls[0].name, "special_function");
+        assert_string_equal(res.calls[0].arguments, "{\"arg1\":1}");
+        assert_string_equal(res.calls[0].id, "0");
+        tc_result_free(&res);
+    }
+    /* message_assist_thoughts_no_content: cut off inside the call (is_partial), streamed */
+    stream_reply(t, RS_DEEPSEEK, "<|START_THINKING|>I'm\nthinking<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"special",
+                 "I'm\nthinking", "", 0);
+    stream_reply(t, RS_DEEPSEEK, think_resp, "I'm thinking", "Hello, world!\nWhat's up?", 0);
+    stream_reply(t, RS_NONE, resp, "", "Hello, world!\nWhat's up?", 0);
+    stream_reply(t, RS_DEEPSEEK, buf, "I'm\nthinking", "", 1);
+    tc_spec_free(t);
+    /* test_templates: the delta after empty thoughts, from the trigger on, in the grammar (auto and required) */
+    for (int req = 0; req < 2; req++) {
+        t = spec_body(TC_COMMAND_R7B, req ? "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}"
+                                          : "{\"tools\": [" SPECIAL_FUNCTION "]}");
+        static const char *const bad[] = {"<|START_ACTION|>[{\"tool_call_id\": \"x\", \"tool_name\": \"special_function\", \"parameters\": {\"arg1\": 1}}]<|END_ACTION|>",
+                                          "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"other\", \"parameters\": {\"arg1\": 1}}]<|END_ACTION|>",
+                                          "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"special_function\", \"parameters\": {\"arg1\": \"1\"}}]<|END_ACTION|>"};
+        check_grammar(t, r7b_call, bad, 3);
+        check_prefixes(t, r7b_call);
+        check_stream(t, r7b_call, 1, 0);
+        tc_spec_free(t);
+    }
+
+    /* Functionary v3.2 (the prompt ends with ">>>": the reply starts with its recipient) */
+    tm = read_server_template("meetkai-functionary-medium-v3.2.jinja");
+    assert_int_equal(tc_detect(tm), TC_FUNCTIONARY_V32);
+    free(tm);
+    t = spec_body(TC_FUNCTIONARY_V32, "{\"tools\": [" SPECIAL_FUNCTION ", " PYTHON_FUNCTION "]}");
+    assert_true(t->lazy);
+    assert_non_null(t->pattern);
+    check_parse(t, "all\nHello, world!\nnono\nWhat's up?\n>>>special_function\n{\"arg1\": 1}\n", 1, "special_function", "{\"arg1\":1}",
+                "Hello, world!\nnono\nWhat's up?");
+    check_parse(t, "all\nHello, world!\nnono\nWhat's up?>>>special_function\n{\"arg1\": 1}\n", 1, "special_function", "{\"arg1\":1}",
+                "Hello, world!\nnono\nWhat's up?");
+    check_parse(t, "python\n# This is a program:\nprint('hey')", 1, "python", "{\"code\":\"# This is a program:\\nprint('hey')\"}", NULL);
+    check_parse(t, "special_function\n{\"arg1\": 1} \n                    ", 1, "special_function", "{\"arg1\":1}", NULL);
+    check_parse(t, "all\nHello, world!\nWhat's up?", 0, NULL, NULL, "Hello, world!\nWhat's up?");
+    check_parse(t, ">>>all\nHello, world!\nWhat's up?", 0, NULL, NULL, "Hello, world!\nWhat's up?");
+    check_parse(t, ">>>special_function\n{\"arg1\": 1}", 1, "special_function", "{\"arg1\":1}", NULL);
+    stream_reply(t, RS_NONE, "all\nHello, world!\nnono\nWhat's up?\n>>>special_function\n{\"arg1\": 1}\n", "", "Hello, world!\nnono\nWhat's up?", 1);
+    stream_reply(t, RS_NONE, "all\nHello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", 0);
+    check_prefixes(t, "special_function\n{\"arg1\": 1}");
+    check_stream(t, "special_function\n{\"arg1\": 12}", 1, 0);
+    /* from the lazy trigger ">>>special_function\n" on */
+    check_grammar(t, ">>>special_function\n{\"arg1\": 1}", NULL, 0);
+    tc_spec_free(t);
+    t = spec_body(TC_FUNCTIONARY_V32, "{\"tool_choice\": \"required\", \"parallel_tool_calls\": true, \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad32[] = {"all\nHello", "special_function\n{\"arg1\": \"x\"}", "other\n{}"};
+    check_grammar(t, "special_function\n{\"arg1\": 1}", bad32, 3);
+    check_grammar(t, "special_function\n{\"arg1\": 1}\n>>>special_function\n{\"arg1\": 2}", NULL, 0);
+    check_parse(t, "special_function\n{\"arg1\": 1}\n>>>special_function\n{\"arg1\": 2}", 2, "special_function", "{\"arg1\":1}", NULL);
+    check_stream(t, "special_function\n{\"arg1\": 1}\n>>>special_function\n{\"arg1\": 2}", 2, 0);
+    tc_spec_free(t);
 }
 
 static void test_llama_cpp_outputs(void **state)
@@ -881,11 +1034,17 @@ static void test_garbage(void **state)
                                          "\"parameters\"", "\"tool_call\"", "\"tool_calls\"", "\"response\"", "{}", "1",
                                          "\xff", "\xc3", "null", "\"zone\"",
                                          "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>", "get_time\n```json\n",
-                                         "```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "\n", "<function=get_time>", "</function>"};
+                                         "```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "\n", "<function=get_time>", "</function>",
+                                         "<|START_ACTION|>", "<|END_ACTION|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "\"tool_name\"",
+                                         "\"tool_call_id\"", ">>>", "all\n", "get_time\n", ">>>get_weather\n",
+                                         "<|tool_calls_section_begin|>", "<|tool_call_begin|>functions.get_time:0", "<|tool_call_argument_begin|>",
+                                         "<|tool_call_end|>", "<|tool_calls_section_end|>", ":1", "get_time<｜tool▁sep｜>",
+                                         "<tool_call>get_time\n", "<arg_key>zone</arg_key>", "<arg_value>UTC</arg_value>", "<arg_key>", "</arg_value>",
+                                         "<function=get_time>", "<parameter=zone>", "</parameter>", "</function>", "<|tool_call|>"};
     const size_t np = sizeof pieces / sizeof *pieces;
     uint64_t x = 42;
     srv_error e;
-    for (int f = TC_GENERIC; f <= TC_DEEPSEEK_R1; f++) {
+    for (int f = TC_GENERIC; f <= TC_FORMAT_LAST; f++) {
         for (int par = 0; par < 2; par++) {
             tc_spec *t = spec_for((tc_format)f, par ? "\"parallel_tool_calls\": true" : NULL, &e);
             assert_non_null(t);
@@ -917,6 +1076,392 @@ static void test_garbage(void **state)
     }
 }
 
+/* Reasoning split (format f), then the calls: n of them, named names[i] with args[i] (compact)
+ * and the model's ids[i]; content as given (NULL: none). */
+static void check_calls(tc_spec *t, rs_format f, const char *text, const char *reasoning, const char *content, int n,
+                        const char *const *names, const char *const *args, const char *const *ids)
+{
+    rs_spec r = {.format = f};
+    rs_set_tags(&r, t->format);
+    rs_split sp;
+    rs_split_text(&r, text, strlen(text), false, &sp);
+    if (sp.r1 - sp.r0 != strlen(reasoning) || memcmp(text + sp.r0, reasoning, sp.r1 - sp.r0))
+        fail_msg("[%s]: reasoning [%.*s]", text, (int)(sp.r1 - sp.r0), text + sp.r0);
+    tc_result res;
+    assert_true(tc_parse_output(t, text + sp.c0, sp.c1 - sp.c0, &res));
+    if (res.n_calls != n) fail_msg("[%s]: %d calls", text, res.n_calls);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(res.calls[i].name, names[i]);
+        assert_string_equal(res.calls[i].arguments, args[i]);
+        assert_string_equal(res.calls[i].id, ids[i]);
+    }
+    if (content) assert_string_equal(res.content ? res.content : "", content);
+    else assert_null(res.content);
+    tc_result_free(&res);
+}
+
+#define OPT_FUNCTION "{\"type\": \"function\", \"function\": {\"name\": \"special_function_with_opt\", \"parameters\": {\"type\": \"object\"," \
+    " \"properties\": {\"arg1\": {\"type\": \"integer\"}, \"arg2\": {\"type\": \"integer\"}}, \"required\": [\"arg1\"]}}}"
+
+/* Kimi K2: the model outputs of llama.cpp's tests/test-chat.cpp (its Kimi-K2-Thinking peg_tester
+ * cases, ids "functions.NAME:IDX" as it expects them). */
+static void test_llama_cpp_outputs_kimi(void **state)
+{
+    (void)state;
+    static const char *const kimi_templates[] = {"Kimi-K2-Thinking.jinja", "moonshotai-Kimi-K2-Thinking.jinja"};
+    for (size_t i = 0; i < 2; i++) {
+        char *tm = read_template(kimi_templates[i]);
+        if (tc_detect(tm) != TC_KIMI_K2) fail_msg("%s: %s", kimi_templates[i], tc_format_name(tc_detect(tm)));
+        free(tm);
+    }
+    static const char *const server_kimi[] = {"Kimi-K2-Instruct.jinja", "moonshotai-Kimi-K2.jinja"};
+    for (size_t i = 0; i < 2; i++) {
+        char *tm = read_server_template(server_kimi[i]);
+        if (tc_detect(tm) != TC_KIMI_K2) fail_msg("%s: %s", server_kimi[i], tc_format_name(tc_detect(tm)));
+        free(tm);
+    }
+#define KIMI_ONE "<|tool_calls_section_begin|><|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|><|tool_calls_section_end|>"
+    static const char *const sf[] = {"special_function"}, *const a1[] = {"{\"arg1\":1}"}, *const id0[] = {"functions.special_function:0"};
+    tc_spec *t = spec_body(TC_KIMI_K2, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->lazy);
+    check_calls(t, RS_DEEPSEEK, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", 0, NULL, NULL, NULL);
+    check_calls(t, RS_DEEPSEEK, KIMI_ONE, "", NULL, 1, sf, a1, id0);
+    check_calls(t, RS_DEEPSEEK, "<think>I'm thinking about this</think>" KIMI_ONE, "I'm thinking about this", NULL, 1, sf, a1, id0);
+    check_calls(t, RS_DEEPSEEK, "Hello, world!\nWhat's up?" KIMI_ONE, "", "Hello, world!\nWhat's up?", 1, sf, a1, id0);
+    /* the partial call (streaming): a head, no content */
+    stream_reply(t, RS_DEEPSEEK, "<|tool_calls_section_begin|><|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": ",
+                 "", "", 1);
+    stream_reply(t, RS_DEEPSEEK, "<think>I'm thinking about this</think>Hi" KIMI_ONE, "I'm thinking about this", "Hi", 1);
+    check_grammar(t, KIMI_ONE, NULL, 0);
+    check_prefixes(t, KIMI_ONE);
+    check_stream(t, KIMI_ONE, 1, 0);
+    tc_spec_free(t);
+
+    t = spec_body(TC_KIMI_K2, "{\"parallel_tool_calls\": true, \"tools\": [" SPECIAL_FUNCTION ", " OPT_FUNCTION ", " PYTHON_FUNCTION "]}");
+    static const char two[] = "<|tool_calls_section_begin|>"
+                              "<|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|>"
+                              "<|tool_call_begin|>functions.special_function_with_opt:1<|tool_call_argument_begin|>{\"arg1\": 1, \"arg2\": 2}<|tool_call_end|>"
+                              "<|tool_calls_section_end|>";
+    static const char *const n2[] = {"special_function", "special_function_with_opt"}, *const a2[] = {"{\"arg1\":1}", "{\"arg1\":1,\"arg2\":2}"},
+                      *const i2[] = {"functions.special_function:0", "functions.special_function_with_opt:1"};
+    check_calls(t, RS_DEEPSEEK, two, "", NULL, 2, n2, a2, i2);
+    check_grammar(t, two, NULL, 0);
+    check_stream(t, two, 2, 0);
+    static const char *const np[] = {"special_function", "python"}, *const ap[] = {"{\"arg1\":1}", "{\"code\":\"print('hey')\"}"},
+                      *const ip[] = {"functions.special_function:0", "functions.python:1"};
+    check_calls(t, RS_DEEPSEEK,
+                "<think>I need to call two functions</think><|tool_calls_section_begin|>"
+                "<|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|>"
+                "<|tool_call_begin|>functions.python:1<|tool_call_argument_begin|>{\"code\": \"print('hey')\"}<|tool_call_end|>"
+                "<|tool_calls_section_end|>",
+                "I need to call two functions", NULL, 2, np, ap, ip);
+    /* the calls inside the thinking, which never closes: with the section markers, then without any end markers */
+    check_calls(t, RS_DEEPSEEK,
+                "<think>I need to call two functions<|tool_calls_section_begin|>"
+                "<|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|>"
+                "<|tool_call_begin|>functions.python:1<|tool_call_argument_begin|>{\"code\": \"print('hey')\"}<|tool_call_end|>"
+                "<|tool_calls_section_end|>",
+                "I need to call two functions", NULL, 2, np, ap, ip);
+    static const char bare[] = "<think>I need to call two functions"
+                               "<|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}"
+                               "<|tool_call_begin|>functions.python:1<|tool_call_argument_begin|>{\"code\": \"print('hey')\"}";
+    check_calls(t, RS_DEEPSEEK, bare, "I need to call two functions", NULL, 2, np, ap, ip);
+    stream_reply(t, RS_DEEPSEEK, bare, "I need to call two functions", "", 2);
+    static const char *const py[] = {"python"}, *const apy[] = {"{\"code\":\"def hello():\\n    print(\\\"Hello, world!\\\")\\n\\nhello()\"}"},
+                      *const ipy[] = {"functions.python:0"};
+    check_calls(t, RS_DEEPSEEK,
+                "<|tool_calls_section_begin|><|tool_call_begin|>functions.python:0<|tool_call_argument_begin|>"
+                "{\"code\": \"def hello():\\n    print(\\\"Hello, world!\\\")\\n\\nhello()\"}<|tool_call_end|><|tool_calls_section_end|>",
+                "", NULL, 1, py, apy, ipy);
+    tc_spec_free(t);
+
+    /* "Real life test - execute_command": no markers around the call, no end */
+    t = spec_body(TC_KIMI_K2, "{\"parallel_tool_calls\": true, \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"execute_command\","
+                              " \"parameters\": {\"type\": \"object\", \"properties\": {\"command\": {\"type\": \"string\"}, \"cwd\": {\"type\": \"string\"},"
+                              " \"timeout\": {\"type\": \"integer\"}}, \"required\": [\"command\"]}}}]}");
+    static const char *const ec[] = {"execute_command"}, *const aec[] = {"{\"command\":\"ls -lah\",\"cwd\":\"/home/jarvis/development/exllamav3\",\"timeout\":10}"},
+                      *const iec[] = {"functions.execute_command:0"};
+    check_calls(t, RS_DEEPSEEK,
+                "<|tool_call_begin|>functions.execute_command:0<|tool_call_argument_begin|>{\"command\": \"ls -lah\", \"cwd\": \"/home/jarvis/development/exllamav3\", \"timeout\": 10}",
+                "", NULL, 1, ec, aec, iec);
+    tc_spec_free(t);
+
+    /* required: the call from the first token, closed */
+    t = spec_body(TC_KIMI_K2, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const badk[] = {
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.special_function:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_calls_section_end|>",
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.other:0<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_end|><|tool_calls_section_end|>",
+        "Hello"};
+    check_grammar(t, KIMI_ONE, badk, 3);
+    tc_spec_free(t);
+#undef KIMI_ONE
+}
+
+#define GET_TIME "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": {\"type\": \"object\"," \
+    " \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}"
+#define GET_WEATHER "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\"," \
+    " \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}"
+
+/* DeepSeek V3.1: the model outputs of llama.cpp's tests/test-chat.cpp (its
+ * deepseek-ai-DeepSeek-V3.1.jinja peg_tester cases; thinking forced open by the prompt's <think>). */
+static void test_llama_cpp_outputs_v31(void **state)
+{
+    (void)state;
+    char *tm = read_server_template("deepseek-ai-DeepSeek-V3.1.jinja");
+    assert_int_equal(tc_detect(tm), TC_DEEPSEEK_V31);
+    free(tm);
+    tc_spec *t = spec_body(TC_DEEPSEEK_V31, "{\"tools\": [" GET_TIME "]}");
+    static const char one[] = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"XYZCITY\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    static const char *const gt[] = {"get_time"}, *const ax[] = {"{\"city\":\"XYZCITY\"}"};
+    tc_result res;
+    assert_true(tc_parse_output(t, one, strlen(one), &res));
+    assert_int_equal(res.n_calls, 1);
+    assert_null(res.content);
+    assert_string_equal(res.calls[0].name, gt[0]);
+    assert_string_equal(res.calls[0].arguments, ax[0]);
+    tc_result_free(&res);
+    check_grammar(t, one, NULL, 0);
+    check_prefixes(t, one);
+    check_stream(t, one, 1, 0);
+    /* forced open: the reasoning, then the call */
+    {
+        static const char txt[] = "REASONING</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"Tokyo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+        rs_spec r = {.format = RS_DEEPSEEK, .forced_open = true};
+        rs_split sp;
+        rs_split_text(&r, txt, strlen(txt), false, &sp);
+        assert_int_equal(sp.r1 - sp.r0, 9);
+        assert_memory_equal(txt + sp.r0, "REASONING", 9);
+        assert_true(tc_parse_output(t, txt + sp.c0, strlen(txt + sp.c0), &res));
+        assert_int_equal(res.n_calls, 1);
+        assert_null(res.content);
+        assert_string_equal(res.calls[0].arguments, "{\"city\":\"Tokyo\"}");
+        tc_result_free(&res);
+    }
+    /* "CONTENT", no thinking */
+    assert_true(tc_parse_output(t, "CONTENT", 7, &res));
+    assert_int_equal(res.n_calls, 0);
+    assert_string_equal(res.content, "CONTENT");
+    tc_result_free(&res);
+    /* "REASONING</think>\nCONTENT": content CONTENT (llama.cpp's newest parser keeps a "\n" at the
+     * end of that reasoning, "REASONING\n"; ours strips the whitespace around reasoning as its
+     * classic try_parse_reasoning did) */
+    {
+        rs_spec r = {.format = RS_DEEPSEEK, .forced_open = true};
+        rs_split sp;
+        rs_split_text(&r, "REASONING</think>\nCONTENT", 25, false, &sp);
+        assert_int_equal(sp.c1 - sp.c0, 7);
+        assert_int_equal(sp.r1 - sp.r0, 9);
+    }
+    tc_spec_free(t);
+    /* parallel: content, then two calls */
+    t = spec_body(TC_DEEPSEEK_V31, "{\"parallel_tool_calls\": true, \"tools\": [" GET_TIME ", " GET_WEATHER "]}");
+    static const char two[] = "CONTENT<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜>"
+                              "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    assert_true(tc_parse_output(t, two, strlen(two), &res));
+    assert_int_equal(res.n_calls, 2);
+    assert_string_equal(res.content, "CONTENT");
+    assert_string_equal(res.calls[0].name, "get_time");
+    assert_string_equal(res.calls[1].name, "get_weather");
+    assert_string_equal(res.calls[1].arguments, "{\"city\":\"Paris\"}");
+    tc_result_free(&res);
+    check_grammar(t, two + 7, NULL, 0);
+    check_stream(t, two, 2, 7);
+    tc_spec_free(t);
+    t = spec_body(TC_DEEPSEEK_V31, "{\"tool_choice\": \"required\", \"tools\": [" GET_TIME "]}");
+    static const char *const bad[] = {
+        "<｜tool▁calls▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{\"city\": \"x\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"x\"}<｜tool▁calls▁end｜>"};
+    check_grammar(t, one, bad, 3);
+    tc_spec_free(t);
+}
+
+/* GLM 4.5/4.6/4.7: the model outputs of llama.cpp's tests/test-chat.cpp (its GLM-4.6 and
+ * GLM-4.7-Flash peg_tester cases; 4.7 writes no newlines between the tags, and its prompt
+ * opens the thinking). glm_4_5.jinja's detection too. */
+static void test_llama_cpp_outputs_glm(void **state)
+{
+    (void)state;
+    char *tm = read_template("glm_4_5.jinja");
+    assert_int_equal(tc_detect(tm), TC_GLM45);
+    free(tm);
+    static const char *const glm[] = {"GLM-4.6.jinja", "GLM-4.7-Flash.jinja"};
+    for (size_t i = 0; i < 2; i++) {
+        tm = read_server_template(glm[i]);
+        if (tc_detect(tm) != TC_GLM45) fail_msg("%s: %s", glm[i], tc_format_name(tc_detect(tm)));
+        free(tm);
+    }
+    static const char nl[] = "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>1</arg_value>\n</tool_call>";
+    static const char flat[] = "<tool_call>special_function<arg_key>arg1</arg_key><arg_value>1</arg_value></tool_call>";
+    tc_spec *t = spec_body(TC_GLM45, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->lazy);
+    check_reply(t, RS_NONE, false, nl, "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_NONE, false, flat, "", NULL, "{\"arg1\":1}");
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, true, "I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    char buf[512];
+    snprintf(buf, sizeof buf, "I'm\nthinking</think>%s", flat);
+    check_reply(t, RS_DEEPSEEK, true, buf, "I'm\nthinking", NULL, "{\"arg1\":1}");
+    /* a call cut off before </tool_call> is no call */
+    check_parse(t, "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>1</arg_value>", 0, NULL, NULL,
+                "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>1</arg_value>");
+    check_grammar(t, nl, NULL, 0);
+    check_grammar(t, flat, NULL, 0);
+    check_prefixes(t, nl);
+    /* streamed: the content as it comes, the call whole at the end */
+    stream_reply(t, RS_NONE, "Hi\n<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>12</arg_value>\n</tool_call>", "", "Hi\n", 0);
+    {
+        const char *finish = "stop";
+        cJSON *d = tc_stream_final(t, nl, strlen(nl), &finish);
+        assert_int_equal(cJSON_GetArraySize(d), 2); /* the head, then the arguments */
+        cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(d, 1), "tool_calls"), 0);
+        assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "function"), "arguments")->valuestring, "{\"arg1\":1}");
+        assert_string_equal(finish, "tool_calls");
+        cJSON_Delete(d);
+        stream_reset(t);
+    }
+    tc_spec_free(t);
+
+    /* parallel, an optional argument */
+    t = spec_body(TC_GLM45, "{\"parallel_tool_calls\": true, \"tools\": [" SPECIAL_FUNCTION ", " OPT_FUNCTION "]}");
+    static const char two[] = "<tool_call>special_function<arg_key>arg1</arg_key><arg_value>1</arg_value></tool_call>"
+                              "<tool_call>special_function_with_opt<arg_key>arg1</arg_key><arg_value>1</arg_value>"
+                              "<arg_key>arg2</arg_key><arg_value>2</arg_value></tool_call>";
+    static const char *const n2[] = {"special_function", "special_function_with_opt"}, *const a2[] = {"{\"arg1\":1}", "{\"arg1\":1,\"arg2\":2}"},
+                      *const i2[] = {NULL, NULL};
+    {
+        tc_result res;
+        assert_true(tc_parse_output(t, two, strlen(two), &res));
+        assert_int_equal(res.n_calls, 2);
+        for (int i = 0; i < 2; i++) {
+            assert_string_equal(res.calls[i].name, n2[i]);
+            assert_string_equal(res.calls[i].arguments, a2[i]);
+            assert_null(i2[i]);
+        }
+        tc_result_free(&res);
+    }
+    check_grammar(t, two, NULL, 0);
+    tc_spec_free(t);
+
+    /* a string argument is written raw (digits stay a string), others as JSON; required binds */
+    t = spec_body(TC_GLM45, "{\"tool_choice\": \"required\", \"tools\": [" GET_TIME ", " SPECIAL_FUNCTION "]}");
+    check_parse(t, "<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>123</arg_value>\n</tool_call>", 1, "get_time", "{\"city\":\"123\"}", NULL);
+    check_parse(t, "<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>Paris \"x\"\nnext</arg_value>\n</tool_call>", 1, "get_time",
+                "{\"city\":\"Paris \\\"x\\\"\\nnext\"}", NULL);
+    static const char *const badg[] = {
+        "<tool_call>special_function\n</tool_call>",                                                    /* arg1 is required */
+        "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>\"x\"</arg_value>\n</tool_call>", /* an integer */
+        "<tool_call>other\n</tool_call>",
+        "<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>a</arg_value>b</arg_value>\n</tool_call>"};
+    check_grammar(t, "<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>Paris </arg_value\n</arg_value>\n</tool_call>", badg, 4);
+    tc_spec_free(t);
+}
+
+/* Qwen3-Coder (and Qwen 3.5's template): the model outputs of llama.cpp's tests/test-chat.cpp
+ * (its Qwen3-Coder peg_tester cases). */
+static void test_llama_cpp_outputs_qwen3_coder(void **state)
+{
+    (void)state;
+    static const char *const q[] = {"Qwen3-Coder.jinja", "Qwen3.5-4B.jinja"};
+    for (size_t i = 0; i < 2; i++) {
+        char *tm = read_server_template(q[i]);
+        if (tc_detect(tm) != TC_QWEN3_CODER) fail_msg("%s: %s", q[i], tc_format_name(tc_detect(tm)));
+        free(tm);
+    }
+    static const char one[] = "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>";
+    tc_spec *t = spec_body(TC_QWEN3_CODER, "{\"parallel_tool_calls\": true, \"tools\": [" SPECIAL_FUNCTION ", " OPT_FUNCTION ", " PYTHON_FUNCTION ","
+                                           " {\"type\": \"function\", \"function\": {\"name\": \"html\", \"parameters\": {\"type\": \"object\","
+                                           " \"properties\": {\"markup\": {\"type\": \"string\"}}, \"required\": [\"markup\"]}}},"
+                                           " {\"type\": \"function\", \"function\": {\"name\": \"todo_list\", \"parameters\": {\"type\": \"object\","
+                                           " \"properties\": {\"todos\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"properties\":"
+                                           " {\"item\": {\"type\": \"string\"}, \"selected\": {\"type\": \"boolean\"}}}}}, \"required\": [\"todos\"]}}},"
+                                           " {\"type\": \"function\", \"function\": {\"name\": \"tool_2req_4opt\", \"parameters\": {\"type\": \"object\","
+                                           " \"properties\": {\"req1\": {\"type\": \"string\"}, \"req2\": {\"type\": \"integer\"}, \"opt1\": {\"type\": \"string\"},"
+                                           " \"opt2\": {\"type\": \"integer\"}, \"opt3\": {\"type\": \"string\"}, \"opt4\": {\"type\": \"integer\"}},"
+                                           " \"required\": [\"req1\", \"req2\"]}}}]}");
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_NONE, false, one, "", NULL, "{\"arg1\":1}");
+    static const char two[] = "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>\n"
+                              "<tool_call>\n<function=special_function_with_opt>\n<parameter=arg1>\n1\n</parameter>\n<parameter=arg2>\n2\n</parameter>\n"
+                              "</function>\n</tool_call>";
+    static const struct {
+        const char *text, *name, *args;
+    } cases[] = {
+        {"<tool_call>\n<function=python>\n<parameter=code>\ndef hello():\n    print(\"Hello, world!\")\n\nhello()\n</parameter>\n</function>\n</tool_call>",
+         "python", "{\"code\":\"def hello():\\n    print(\\\"Hello, world!\\\")\\n\\nhello()\"}"},
+        {"<tool_call>\n<function=python>\n<parameter=code>\n格\n</parameter>\n</function>\n</tool_call>", "python", "{\"code\":\"格\"}"},
+        {"<tool_call>\n<function=html>\n<parameter=markup>\n<html>\n <head>\n  <title>Hello!</title>\n </head>\n</html>\n</parameter>\n</function>\n</tool_call>",
+         "html", "{\"markup\":\"<html>\\n <head>\\n  <title>Hello!</title>\\n </head>\\n</html>\"}"},
+        {"<tool_call>\n<function=todo_list>\n<parameter=todos>\n[{\"item\": \"Check stuff\", \"selected\": false}, {\"item\": \"Prepare stuff\", \"selected\": true}]\n"
+         "</parameter>\n</function>\n</tool_call>",
+         "todo_list", "{\"todos\":[{\"item\":\"Check stuff\",\"selected\":false},{\"item\":\"Prepare stuff\",\"selected\":true}]}"},
+        {"<tool_call>\n<function=tool_2req_4opt>\n<parameter=req1>\nhello\n</parameter>\n<parameter=req2>\n42\n</parameter>\n"
+         "<parameter=opt4>\n100\n</parameter>\n<parameter=opt2>\n200\n</parameter>\n</function>\n</tool_call>",
+         "tool_2req_4opt", "{\"req1\":\"hello\",\"req2\":42,\"opt4\":100,\"opt2\":200}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        check_parse(t, cases[i].text, 1, cases[i].name, cases[i].args, NULL);
+        check_grammar(t, cases[i].text, NULL, 0); /* (the optional arguments in any order) */
+    }
+    {
+        tc_result res;
+        assert_true(tc_parse_output(t, two, strlen(two), &res));
+        assert_int_equal(res.n_calls, 2);
+        assert_string_equal(res.calls[1].name, "special_function_with_opt");
+        assert_string_equal(res.calls[1].arguments, "{\"arg1\":1,\"arg2\":2}");
+        tc_result_free(&res);
+    }
+    check_grammar(t, two, NULL, 0);
+    check_prefixes(t, two);
+    stream_reply(t, RS_NONE, "Sure.\n" "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>",
+                 "", "Sure.\n", 0);
+    tc_spec_free(t);
+    t = spec_body(TC_QWEN3_CODER, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad[] = {"<tool_call>\n<function=special_function>\n</function>\n</tool_call>",
+                                      "<tool_call>\n<function=special_function>\n<parameter=arg1>\nx\n</parameter>\n</function>\n</tool_call>",
+                                      "Hello"};
+    check_grammar(t, one, bad, 3);
+    tc_spec_free(t);
+}
+
+/* Granite 3.x: the model outputs of llama.cpp's tests/test-chat.cpp (its
+ * ibm-granite-granite-3.3-2B-Instruct cases with COMMON_CHAT_FORMAT_GRANITE). */
+static void test_llama_cpp_outputs_granite(void **state)
+{
+    (void)state;
+    char *tm = read_template("granite-3.0-instruct.jinja");
+    assert_int_equal(tc_detect(tm), TC_GRANITE);
+    free(tm);
+    tm = read_server_template("ibm-granite-granite-3.3-2B-Instruct.jinja");
+    assert_int_equal(tc_detect(tm), TC_GRANITE);
+    free(tm);
+    tc_spec *t = spec_body(TC_GRANITE, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char call[] = "<|tool_call|>[{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}]";
+    static const char wrapped[] = "<think>I'm\nthinking</think><response>Hello, world!\nWhat's up?</response>";
+    check_reply(t, RS_NONE, false, "Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, "<think>I'm\nthinking</think>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_DEEPSEEK, false, wrapped, "I'm\nthinking", "Hello, world!\nWhat's up?", NULL);
+    check_reply(t, RS_NONE, false, wrapped, "", wrapped, NULL);
+    check_reply(t, RS_NONE, false, call, "", NULL, "{\"arg1\":1}");
+    char buf[512];
+    snprintf(buf, sizeof buf, "<think>I'm\nthinking</think>%s", call);
+    check_reply(t, RS_DEEPSEEK, false, buf, "I'm\nthinking", NULL, "{\"arg1\":1}");
+    /* streamed a byte at a time: the answer inside <response> as it comes ("<think" alone: nothing yet) */
+    stream_reply(t, RS_DEEPSEEK, wrapped, "I'm\nthinking", "Hello, world!\nWhat's up?", 0);
+    stream_reply(t, RS_DEEPSEEK, "<think>I'm\nthinking</think><response>Hello, world!\nWhat's up?", "I'm\nthinking", "Hello, world!\nWhat's up?", 0);
+    stream_reply(t, RS_DEEPSEEK, "<think", "", "", 0);
+    stream_reply(t, RS_DEEPSEEK, "<think>I'm\nthinking</think><response", "I'm\nthinking", "", 0);
+    check_grammar(t, call, NULL, 0);
+    check_prefixes(t, call);
+    check_stream(t, call, 1, 0);
+    tc_spec_free(t);
+    t = spec_body(TC_GRANITE, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad[] = {"[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}]",
+                                      "<|tool_call|>[{\"name\": \"special_function\", \"arguments\": {\"arg1\": \"1\"}}]"};
+    check_grammar(t, call, bad, 2);
+    tc_spec_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -925,7 +1470,10 @@ int main(void)
         cmocka_unit_test(test_template_messages), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_lazy_grammar), cmocka_unit_test(test_control_bytes),
         cmocka_unit_test(test_schema_namespaces), cmocka_unit_test(test_calls_close), cmocka_unit_test(test_reasoning),
-        cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs),
+        cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs), cmocka_unit_test(test_llama_cpp_outputs_2),
+        cmocka_unit_test(test_llama_cpp_outputs_kimi), cmocka_unit_test(test_llama_cpp_outputs_v31),
+        cmocka_unit_test(test_llama_cpp_outputs_glm), cmocka_unit_test(test_llama_cpp_outputs_qwen3_coder),
+        cmocka_unit_test(test_llama_cpp_outputs_granite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -733,6 +733,7 @@ static int parse_reasoning(const srv_server *s, const cJSON *o, srv_request *r, 
     if (f == RS_NONE) return 0;
     if (!(r->rs = calloc(1, sizeof *r->rs))) return srv_errorf(e, 500, "out of memory");
     r->rs->format = f;
+    if (s->jinja) rs_set_tags(r->rs, tc_detect(s->tmpl_text)); /* Command R7B thinks in its own tags */
     return 0;
 }
 

@@ -257,6 +257,9 @@ int rs_format_parse(const char *s, rs_format *out); /* 0, or -1 for an unknown n
 /* A chat request's reasoning: how to split the reply, and the streaming state. */
 typedef struct rs_spec {
     rs_format format;
+    const char *open, *close;  /* the thinking's tags (static strings); NULL: <think> and </think> */
+    const char *cut[2];        /* markup that ends the thinking unclosed, the content starting at it (Kimi K2's calls), or NULL */
+    const char *resp[2];       /* tags around the answer after the thinking (Granite's <response>), or NULL */
     bool forced_open;          /* the rendered prompt ends inside <think> (rs_prompt_forced_open) */
     sbuf seen;                 /* streaming: the reply so far */
     size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
@@ -280,6 +283,12 @@ void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sb
  * start rule of the result (malloc'd; NULL when out of memory). */
 #define RS_ROOT "x-sift-think-root"
 char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root);
+/* GBNF rules <prefix>-0 .. <prefix>-<len-1>: any text without `tag` in it (tag starts with '<'
+ * and holds no other '<'); start rule <prefix>-0. */
+void rs_gbnf_without(sbuf *g, const char *prefix, const char *tag);
+/* The thinking's tags of a template whose tool-call format has its own (Command R7B's
+ * <|START_THINKING|>...<|END_THINKING|>); else leaves r's (NULL: <think>). */
+void rs_set_tags(rs_spec *r, int format);
 
 /* ---- tool calling (tool_calls.c) ----------------------------------------------------------- */
 
@@ -291,6 +300,19 @@ typedef enum tc_format {
     TC_MISTRAL,     /* Mistral: [TOOL_CALLS][{"name", "arguments"}, ...] */
     TC_FUNCTIONARY_V31, /* Functionary v3.1 (Llama 3.1): <function=NAME>{args}</function> */
     TC_DEEPSEEK_R1, /* DeepSeek R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{args}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
+    TC_COMMAND_R7B, /* Command R7B: <|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}, ...]<|END_ACTION|>;
+                     * an answer in <|START_RESPONSE|>...<|END_RESPONSE|>, thoughts in <|START_THINKING|>...<|END_THINKING|> */
+    TC_FUNCTIONARY_V32, /* Functionary v3.2: the prompt ends with ">>>", the reply names its recipient: all\n<content>,
+                         * NAME\n{args}, then >>>NAME\n{args} ... */
+    TC_KIMI_K2,     /* Kimi K2: [<|tool_calls_section_begin|>]<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{args}
+                     * [<|tool_call_end|>] ... [<|tool_calls_section_end|>]; the call's id is "functions.NAME:IDX" */
+    TC_DEEPSEEK_V31, /* DeepSeek V3.1: <｜tool▁calls▁begin｜>[<｜tool▁call▁begin｜>]NAME<｜tool▁sep｜>{args}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
+    TC_GLM45,       /* GLM 4.5/4.6/4.7: <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n...</tool_call>,
+                     * a string argument's value raw, any other's JSON */
+    TC_QWEN3_CODER, /* Qwen3-Coder, Qwen 3.5: <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n...</function>\n</tool_call>,
+                     * values as GLM 4.5's */
+    TC_GRANITE,     /* Granite 3.x: <|tool_call|>[{"name", "arguments"}, ...]; after the thinking, the answer in <response>...</response> */
+    TC_FORMAT_LAST = TC_GRANITE
 } tc_format;
 
 tc_format tc_detect(const char *tmpl_text);
@@ -309,11 +331,12 @@ typedef struct tc_spec {
     char *gbnf;                /* the calls' grammar, start rule TC_ROOT */
     char *pattern;             /* a lazy trigger pattern beside the words (Llama 3.x's `{"name"`), or NULL */
     char *think_pattern;       /* (reasoning) the triggers as one pattern that skips the thinking, or NULL */
+    struct cJSON *params;      /* GLM 4.5: each callable function's parameters schema by name (its values' types) */
     /* streaming state, touched by the connection's thread only (srv_sse_tokens/final) */
     sbuf seen;                 /* the reply's text so far */
     size_t sent;               /* bytes of it sent as content */
     struct tc_streamed {       /* the calls whose head went out */
-        char id[32];
+        char id[96];
         size_t args_sent;      /* bytes of their (compact) arguments sent */
     } *streamed;
     int n_streamed;
@@ -346,7 +369,7 @@ struct cJSON *tc_template_messages(const struct cJSON *messages, const tc_spec *
 typedef struct tc_call {
     char *name;
     char *arguments;           /* JSON text (an object) */
-    char id[32];
+    char id[96];               /* "call_" + 9 alphanumerics, or the model's own (Command R7B's, Kimi K2's) */
 } tc_call;
 
 typedef struct tc_result {

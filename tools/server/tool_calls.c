@@ -5,9 +5,12 @@
  *
  *   the format     which syntax the template's model writes a call in, from the template's
  *                  text (tc_detect): Hermes/Qwen `<tool_call>{json}</tool_call>`, Llama 3.x
- *                  `{"name": ..., "parameters": ...}`, Mistral `[TOOL_CALLS][{...}]`, else the
- *                  generic JSON reply of llama.cpp's common/chat.cpp ({"tool_call": {...}} or
- *                  {"response": "..."}; the template is then told so by a system message).
+ *                  `{"name": ..., "parameters": ...}`, Mistral `[TOOL_CALLS][{...}]`, DeepSeek
+ *                  R1, Functionary v3.1 and v3.2, Command R7B, else the generic JSON reply of
+ *                  llama.cpp's common/chat.cpp ({"tool_call": {...}} or {"response": "..."};
+ *                  the template is then told so by a system message). Two formats wrap their
+ *                  content too (Command R7B's <|START_RESPONSE|>, Functionary v3.2's "all\n"
+ *                  recipient): their content is not a prefix of the reply (content_of).
  *   the request    tools, tool_choice (auto, none, required, a named function) and
  *                  parallel_tool_calls -> tc_spec: the callable names and one grammar for the
  *                  calls. Each function's call object ({"name": const, "arguments": its
@@ -48,10 +51,33 @@
 #define R1_CALL_END "<｜tool▁call▁end｜>"
 #define R1_SEP "<｜tool▁sep｜>"
 
+/* Command R7B's markup */
+#define R7B_ACTION "<|START_ACTION|>"
+#define R7B_ACTION_END "<|END_ACTION|>"
+#define R7B_RESPONSE "<|START_RESPONSE|>"
+#define R7B_RESPONSE_END "<|END_RESPONSE|>"
+/* Kimi K2's markup */
+#define KIMI_SECTION "<|tool_calls_section_begin|>"
+#define KIMI_SECTION_END "<|tool_calls_section_end|>"
+#define KIMI_CALL "<|tool_call_begin|>"
+#define KIMI_ARGS "<|tool_call_argument_begin|>"
+#define KIMI_CALL_END "<|tool_call_end|>"
+/* Functionary v3.2's recipient line for content */
+#define FN32_ALL "all\n"
+
 tc_format tc_detect(const char *t)
 {
     if (!t) return TC_GENERIC;
+    /* in llama.cpp's order (common/chat.cpp, before its autoparser): each test a marker only that
+     * model's template writes */
+    if (strstr(t, "message['prefix'] is defined and message['prefix'] and thinking")) return TC_DEEPSEEK_V31; /* (before R1's) */
     if (strstr(t, R1_CALLS_BEGIN)) return TC_DEEPSEEK_R1; /* llama.cpp's test: the tool calls' opening token */
+    if (strstr(t, "<|END_THINKING|>" R7B_ACTION)) return TC_COMMAND_R7B;
+    if (strstr(t, ">>>all")) return TC_FUNCTIONARY_V32;
+    if (strstr(t, KIMI_SECTION) && strstr(t, KIMI_CALL)) return TC_KIMI_K2;
+    if (strstr(t, "<|start_of_role|>") && strstr(t, "<|tool_call|>")) return TC_GRANITE;
+    if (strstr(t, "<arg_key>")) return TC_GLM45; /* (before Hermes': it writes <tool_call> too) */
+    if (strstr(t, "<tool_call>") && strstr(t, "<function=") && strstr(t, "<parameter=")) return TC_QWEN3_CODER; /* (as well) */
     if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
@@ -69,6 +95,13 @@ const char *tc_format_name(tc_format f)
     case TC_MISTRAL: return "mistral";
     case TC_DEEPSEEK_R1: return "deepseek-r1";
     case TC_FUNCTIONARY_V31: return "functionary-v3.1";
+    case TC_COMMAND_R7B: return "command-r7b";
+    case TC_FUNCTIONARY_V32: return "functionary-v3.2";
+    case TC_KIMI_K2: return "kimi-k2";
+    case TC_DEEPSEEK_V31: return "deepseek-v3.1";
+    case TC_GLM45: return "glm-4.5";
+    case TC_QWEN3_CODER: return "qwen3-coder";
+    case TC_GRANITE: return "granite";
     default: return "generic";
     }
 }
@@ -80,6 +113,9 @@ static const char *const llama3_triggers[] = {"<|python_tag|>"};
 #define LLAMA3_PATTERN "\\{(?: |\\n[ \\t]{0,4})?\"name\""
 static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
 static const char *const fn31_triggers[] = {"<function="};
+static const char *const r7b_triggers[] = {R7B_ACTION};
+static const char *const granite_triggers[] = {"<|tool_call|>"};
+static const char *const kimi_triggers[] = {KIMI_SECTION, KIMI_CALL};
 /* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
 static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
                                           "<｜tool calls begin｜>",
@@ -89,12 +125,18 @@ static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin�
 static const char *const *format_triggers(tc_format f, int *n)
 {
     switch (f) {
-    case TC_HERMES: *n = 1; return hermes_triggers;
+    case TC_HERMES:
+    case TC_GLM45:
+    case TC_QWEN3_CODER: *n = 1; return hermes_triggers;
     case TC_LLAMA3: *n = 1; return llama3_triggers;
     case TC_MISTRAL: *n = 1; return mistral_triggers;
-    case TC_DEEPSEEK_R1: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
+    case TC_DEEPSEEK_R1:
+    case TC_DEEPSEEK_V31: *n = (int)(sizeof r1_triggers / sizeof *r1_triggers); return r1_triggers;
     case TC_FUNCTIONARY_V31: *n = 1; return fn31_triggers;
-    default: *n = 0; return NULL;
+    case TC_COMMAND_R7B: *n = 1; return r7b_triggers;
+    case TC_GRANITE: *n = 1; return granite_triggers;
+    case TC_KIMI_K2: *n = 2; return kimi_triggers;
+    default: *n = 0; return NULL; /* (Functionary v3.2's are its functions' names: tc_parse_request) */
     }
 }
 
@@ -124,6 +166,7 @@ void tc_spec_free(tc_spec *t)
     free(t->gbnf);
     free(t->pattern);
     free(t->think_pattern);
+    cJSON_Delete(t->params);
     free(t->streamed);
     sbuf_free(&t->seen);
     free(t);
@@ -184,18 +227,26 @@ static void store_params(const cJSON *params, cJSON *root, int index, char *base
 }
 
 /* The call object of one function (the index-th tool): {"name": const, "<args_key>":
- * parameters}, the parameters stored apart (store_params). */
-static cJSON *call_schema(const char *name, const cJSON *params, const char *args_key, cJSON *root, int index)
+ * parameters}, the parameters stored apart (store_params). Command R7B's: {"tool_call_id":
+ * digits, "tool_name": const, "parameters": ...}, as llama.cpp's grammar has it. */
+static cJSON *call_schema(tc_format f, const char *name, const cJSON *params, const char *args_key, cJSON *root, int index)
 {
+    const char *name_key = f == TC_COMMAND_R7B ? "tool_name" : "name";
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "object");
     cJSON *props = cJSON_AddObjectToObject(o, "properties");
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", name);
+    cJSON *req = cJSON_AddArrayToObject(o, "required");
+    if (f == TC_COMMAND_R7B) {
+        cJSON *id = cJSON_AddObjectToObject(props, "tool_call_id");
+        cJSON_AddStringToObject(id, "type", "string");
+        cJSON_AddStringToObject(id, "pattern", "^[0-9]{1,10}$");
+        cJSON_AddItemToArray(req, cJSON_CreateString("tool_call_id"));
+    }
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, name_key), "const", name);
     char base[48];
     store_params(params, root, index, base, sizeof base);
     cJSON_AddStringToObject(cJSON_AddObjectToObject(props, args_key), "$ref", base);
-    cJSON *req = cJSON_AddArrayToObject(o, "required");
-    cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+    cJSON_AddItemToArray(req, cJSON_CreateString(name_key));
     cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
     cJSON_AddBoolToObject(o, "additionalProperties", false);
     return o;
@@ -209,6 +260,154 @@ static int add_name(tc_spec *t, const char *name)
     if (!(n[t->n_names] = strdup(name))) return -1;
     t->n_names++;
     return 0;
+}
+
+/* GLM 4.5: is this argument's value written raw (a string), not as JSON? */
+static bool glm_raw(const cJSON *prop)
+{
+    const cJSON *ty = cJSON_IsObject(prop) ? cJSON_GetObjectItemCaseSensitive(prop, "type") : NULL;
+    return cJSON_IsString(ty) && !strcmp(ty->valuestring, "string");
+}
+
+/* GLM 4.5: each non-string property j of the index-th function's parameters (stored at base)
+ * as the schema property x-sift-glm-<index>-<j> (a $ref to it: its own grammar rule). -1: OOM. */
+static int glm_arg_rules(const cJSON *params, const char *base, int index, cJSON *props, cJSON *req)
+{
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(params, "properties");
+    int j = 0;
+    for (const cJSON *k = cJSON_IsObject(pp) ? pp->child : NULL; k; k = k->next, j++) {
+        if (glm_raw(k)) continue;
+        sbuf ref = {0};
+        sbuf_printf(&ref, "%s/properties/", base);
+        for (const char *c = k->string; *c; c++) { /* a JSON pointer's escapes */
+            if (*c == '~') sbuf_adds(&ref, "~0");
+            else if (*c == '/') sbuf_adds(&ref, "~1");
+            else sbuf_add(&ref, c, 1);
+        }
+        char prop[48];
+        snprintf(prop, sizeof prop, "x-sift-glm-%d-%d", index, j);
+        char *r = sbuf_strdup(&ref);
+        sbuf_free(&ref);
+        if (!r) return -1;
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(props, prop), "$ref", r);
+        cJSON_AddItemToArray(req, cJSON_CreateString(prop));
+        free(r);
+    }
+    return 0;
+}
+
+/* A GBNF string literal of s (quotes, backslashes and control bytes escaped). */
+static void gbnf_lit(sbuf *g, const char *s)
+{
+    sbuf_add(g, "\"", 1);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') sbuf_printf(g, "\\%c", *c);
+        else if (*c < 0x20) sbuf_printf(g, "\\x%02x", *c);
+        else sbuf_add(g, c, 1);
+    }
+    sbuf_add(g, "\"", 1);
+}
+
+/* The two formats that write each argument in markup of its own, its value raw or JSON:
+ *   GLM 4.5      <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n...</tool_call>
+ *   Qwen3-Coder  <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n...</function>\n</tool_call>
+ * A value is raw text where the function's schema types the argument "string", else JSON. */
+typedef struct xml_style {
+    const char *open;                 /* the call's opening, then (after whitespace) open2, then the name */
+    const char *open2;
+    const char *name_end;             /* after the name ("": the name ends at a newline or '<') */
+    const char *key_open, *key_close; /* around an argument's name */
+    const char *value_open;           /* after whitespace, before the value ("": none) */
+    const char *value_close;
+    const char *close, *close2;       /* the call's closing, in two parts (whitespace between) */
+    const char *key_chars;            /* GBNF class of a name not in the schema */
+    bool trim_nl;                     /* one newline at each end of a value is markup */
+} xml_style;
+static const xml_style glm_style = {"<tool_call>", "", "", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "", "</tool_call>", "[^<]", false};
+static const xml_style qwen_style = {"<tool_call>", "<function=", ">", "<parameter=", ">", "", "</parameter>", "</function>", "</tool_call>", "[^>\\n]", true};
+
+static const xml_style *xml_style_of(tc_format f) { return f == TC_GLM45 ? &glm_style : &qwen_style; }
+
+/* One argument's markup in GBNF, its value's rule `val` (the name's literal already written). */
+static void xml_piece_tail(sbuf *g, const xml_style *st, const char *val)
+{
+    sbuf_adds(g, " ");
+    gbnf_lit(g, st->key_close);
+    sbuf_adds(g, " x-sift-xml-nl ");
+    if (*st->value_open) {
+        gbnf_lit(g, st->value_open);
+        sbuf_adds(g, " ");
+    }
+    sbuf_printf(g, "%s x-sift-xml-nl ", val);
+    gbnf_lit(g, st->value_close);
+    sbuf_adds(g, " x-sift-xml-nl");
+}
+
+/* The calls' grammar: per function, the required arguments in the schema's order, then the
+ * optional ones in any order (llama.cpp's takes them so); a string's value raw (without the
+ * value's closing tag), any other's JSON (rule x-sift-glm-<i>-<j>); a function without
+ * properties takes any names with raw values. */
+static void xml_grammar(sbuf *g, const tc_spec *t)
+{
+    const xml_style *st = xml_style_of(t->format);
+    sbuf_printf(g, TC_ROOT " ::= x-sift-xml-tc%s\n", t->parallel ? " (x-sift-xml-nl x-sift-xml-tc)*" : "");
+    sbuf_adds(g, "x-sift-xml-nl ::= [\\n]?\nx-sift-xml-tc ::= ");
+    gbnf_lit(g, st->open);
+    if (*st->open2) {
+        sbuf_adds(g, " x-sift-xml-nl ");
+        gbnf_lit(g, st->open2);
+    }
+    sbuf_adds(g, " (");
+    for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%sx-sift-xml-call-%d", i ? " | " : " ", i);
+    sbuf_adds(g, " ) ");
+    if (*st->close) {
+        gbnf_lit(g, st->close);
+        sbuf_adds(g, " x-sift-xml-nl ");
+    }
+    gbnf_lit(g, st->close2);
+    sbuf_adds(g, "\n");
+    rs_gbnf_without(g, "x-sift-xml-raw", st->value_close);
+    for (int i = 0; i < t->n_names; i++) {
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(t->params, t->names[i]);
+        const cJSON *pp = cJSON_GetObjectItemCaseSensitive(params, "properties");
+        const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
+        sbuf_printf(g, "x-sift-xml-call-%d ::= ", i);
+        gbnf_lit(g, t->names[i]);
+        if (*st->name_end) {
+            sbuf_adds(g, " ");
+            gbnf_lit(g, st->name_end);
+        }
+        sbuf_adds(g, " x-sift-xml-nl");
+        if (!cJSON_IsObject(pp) || !pp->child) { /* any names, raw values */
+            sbuf_adds(g, " (");
+            gbnf_lit(g, st->key_open);
+            sbuf_printf(g, " %s+", st->key_chars);
+            xml_piece_tail(g, st, "x-sift-xml-raw-0");
+            sbuf_adds(g, ")*\n");
+            continue;
+        }
+        for (int pass = 0; pass < 2; pass++) { /* required, then optional */
+            int j = 0, n_opt = 0;
+            for (const cJSON *k = pp->child; k; k = k->next, j++) {
+                bool required = false;
+                for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r; r = r->next)
+                    required |= cJSON_IsString(r) && !strcmp(r->valuestring, k->string);
+                if (required != (pass == 0)) continue;
+                sbuf_adds(g, pass ? (n_opt++ ? " | " : " (") : " ");
+                sbuf_adds(g, "(");
+                gbnf_lit(g, st->key_open);
+                sbuf_adds(g, " ");
+                gbnf_lit(g, k->string);
+                char val[48];
+                if (glm_raw(k)) snprintf(val, sizeof val, "x-sift-xml-raw-0");
+                else snprintf(val, sizeof val, "x-sift-glm-%d-%d", i, j);
+                xml_piece_tail(g, st, val);
+                sbuf_adds(g, ")");
+            }
+            if (pass && n_opt) sbuf_adds(g, " )*");
+        }
+        sbuf_adds(g, "\n");
+    }
 }
 
 /* The format's wrapper around the calls' JSON rule `root` (DeepSeek R1: around each
@@ -228,7 +427,8 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         sbuf_adds(g, "\n");
         break;
     case TC_MISTRAL:
-        sbuf_adds(g, TC_ROOT " ::= \"[TOOL_CALLS]\" space \"[\" space root");
+    case TC_GRANITE: /* (Granite's opening instead of Mistral's) */
+        sbuf_printf(g, TC_ROOT " ::= \"%s\" space \"[\" space root", t->format == TC_GRANITE ? "<|tool_call|>" : "[TOOL_CALLS]");
         if (parallel) sbuf_adds(g, " (\",\" space root)*");
         sbuf_adds(g, " \"]\"\n");
         break;
@@ -237,14 +437,43 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s>\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
         sbuf_adds(g, " ) \"</function>\"\n");
         break;
+    case TC_COMMAND_R7B: /* as llama.cpp's: a JSON array of call objects between the action tags */
+        sbuf_adds(g, TC_ROOT " ::= \"" R7B_ACTION "[\" space root");
+        if (parallel) sbuf_adds(g, " (\",\" space root)*");
+        sbuf_adds(g, " \"]" R7B_ACTION_END "\"\n");
+        break;
+    case TC_FUNCTIONARY_V32:
+        /* NAME\n{args} right after the prompt's ">>>" (or, lazy, from the trigger ">>>NAME\n"),
+         * then with parallel calls >>>NAME\n{args} again */
+        sbuf_printf(g, TC_ROOT " ::= \">>>\"? x-sift-fn32-call%s\nx-sift-fn32-call ::= (", parallel ? " (\">>>\" x-sift-fn32-call)*" : "");
+        for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        sbuf_adds(g, " )\n");
+        break;
+    case TC_GLM45:
+    case TC_QWEN3_CODER: xml_grammar(g, t); break;
+    case TC_KIMI_K2:
+        /* as llama.cpp's, the id "functions.NAME:IDX" written by the model; each call and the section closed */
+        sbuf_printf(g, TC_ROOT " ::= \"" KIMI_SECTION "\"? x-sift-kimi-call%s \"" KIMI_SECTION_END "\"\n", parallel ? "+" : "");
+        sbuf_adds(g, "x-sift-kimi-call ::= \"" KIMI_CALL "functions.\" (");
+        for (int i = 0; i < t->n_names; i++)
+            sbuf_printf(g, "%s\"%s:\" [0-9]{1,6} \"" KIMI_ARGS "\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        sbuf_adds(g, " ) \"" KIMI_CALL_END "\"\n");
+        break;
     case TC_DEEPSEEK_R1:
-        /* as llama.cpp's: any of the openings, the calls, the closing; a call's "begin" token optional */
+    case TC_DEEPSEEK_V31:
+        /* as llama.cpp's: any of the openings, the calls, the closing; a call's "begin" token optional;
+         * R1 writes "function<sep>NAME" and fenced JSON, V3.1 "NAME<sep>" and the JSON */
         sbuf_adds(g, TC_ROOT " ::= (");
         for (int i = 0; i < t->n_triggers; i++) sbuf_printf(g, "%s\"%s\"", i ? " | " : " ", i == 3 ? "<｜tool\\\\_calls\\\\_begin｜>" : t->triggers[i]);
         sbuf_printf(g, " ) x-sift-r1-call%s \"" R1_CALLS_END "\"\n", parallel ? "+" : "");
-        sbuf_adds(g, "x-sift-r1-call ::= \"" R1_CALL_BEGIN "\"? \"function" R1_SEP "\" (");
-        for (int i = 0; i < t->n_names; i++) sbuf_printf(g, "%s\"%s\\n```json\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
-        sbuf_adds(g, " ) \"```" R1_CALL_END "\"\n");
+        sbuf_adds(g, "x-sift-r1-call ::= \"" R1_CALL_BEGIN "\"? ");
+        if (t->format == TC_DEEPSEEK_R1) sbuf_adds(g, "\"function" R1_SEP "\" ");
+        sbuf_adds(g, "(");
+        for (int i = 0; i < t->n_names; i++) {
+            if (t->format == TC_DEEPSEEK_R1) sbuf_printf(g, "%s\"%s\\n```json\\n\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+            else sbuf_printf(g, "%s\"%s" R1_SEP "\" x-sift-args-%d", i ? " | " : " ", t->names[i], i);
+        }
+        sbuf_printf(g, " ) \"%s" R1_CALL_END "\"\n", t->format == TC_DEEPSEEK_R1 ? "```" : "");
         break;
     default:
         sbuf_adds(g, TC_ROOT " ::= root\n");
@@ -281,6 +510,37 @@ void tc_budget(tc_spec *t, int n_predict)
     if (!s) return; /* out of memory: the unbounded grammar stays, still correct */
     free(t->gbnf);
     t->gbnf = s;
+}
+
+/* Functionary v3.2's lazy triggers, from the callable names: ">>>NAME\n" anywhere, and
+ * "NAME\n" as the reply's first line (the prompt ended with ">>>"), as llama.cpp's. -1: OOM. */
+static int fn32_triggers(tc_spec *t)
+{
+    char **tr = calloc((size_t)t->n_names + 1, sizeof *tr);
+    if (!tr) return -1;
+    t->triggers = tr;
+    sbuf p = {0};
+    sbuf_adds(&p, "^((?:");
+    for (int i = 0; i < t->n_names; i++) {
+        sbuf w = {0};
+        sbuf_printf(&w, ">>>%s\n", t->names[i]);
+        if (!(tr[t->n_triggers] = sbuf_strdup(&w))) {
+            sbuf_free(&w);
+            sbuf_free(&p);
+            return -1;
+        }
+        t->n_triggers++;
+        sbuf_free(&w);
+        if (i) sbuf_adds(&p, "|");
+        for (const char *c = t->names[i]; *c; c++) {
+            if (*c == '.' || *c == '-') sbuf_add(&p, "\\", 1);
+            sbuf_add(&p, c, 1);
+        }
+    }
+    sbuf_adds(&p, ")\\n)");
+    t->pattern = sbuf_strdup(&p);
+    sbuf_free(&p);
+    return t->pattern ? 0 : -1;
 }
 
 int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e)
@@ -350,14 +610,17 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     if (f == TC_LLAMA3 && !(t->pattern = strdup(LLAMA3_PATTERN))) goto oom;
 
     /* the calls' JSON: one anyOf branch per callable function */
-    const char *args_key = f == TC_LLAMA3 ? "parameters" : "arguments";
+    const char *args_key = f == TC_LLAMA3 || f == TC_COMMAND_R7B ? "parameters" : "arguments";
     any = cJSON_CreateArray();
     if (!any) goto oom;
     /* DeepSeek R1 and Functionary write each call's name in its markup and only the arguments as JSON: an
      * object whose properties x-sift-args-<i> are the functions' parameters gives each its
      * own rule of that name (the converter names a property's rule after it) */
     cJSON *r1_props = NULL, *r1_req = NULL;
-    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31; /* a rule per function's arguments */
+    const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31 || f == TC_FUNCTIONARY_V32 || f == TC_KIMI_K2 ||
+                        f == TC_DEEPSEEK_V31 || f == TC_GLM45 || f == TC_QWEN3_CODER; /* a rule per function's arguments */
+    const bool xml = f == TC_GLM45 || f == TC_QWEN3_CODER;
+    if (xml && !(t->params = cJSON_CreateObject())) goto oom;
     if (per_fn) {
         cJSON_AddStringToObject(schema, "type", "object");
         r1_props = cJSON_AddObjectToObject(schema, "properties");
@@ -370,6 +633,15 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
         if (only && strcmp(name, only) != 0) continue;
         const cJSON *params = get(fn, "parameters");
         if (add_name(t, name)) goto oom;
+        if (xml) { /* a rule per non-string argument (x-sift-glm-<i>-<j>); the values' types kept */
+            char base[48];
+            store_params(cJSON_IsObject(params) ? params : NULL, schema, ti, base, sizeof base);
+            cJSON *dup = cJSON_IsObject(params) ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
+            if (!dup) goto oom;
+            cJSON_AddItemToObject(t->params, name, dup);
+            if (glm_arg_rules(dup, base, t->n_names - 1, r1_props, r1_req)) goto oom;
+            continue;
+        }
         if (per_fn) {
             char base[48], prop[32];
             store_params(cJSON_IsObject(params) ? params : NULL, schema, ti, base, sizeof base);
@@ -378,8 +650,9 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
             cJSON_AddItemToArray(r1_req, cJSON_CreateString(prop));
             continue;
         }
-        cJSON_AddItemToArray(any, call_schema(name, cJSON_IsObject(params) ? params : NULL, args_key, schema, ti));
+        cJSON_AddItemToArray(any, call_schema(f, name, cJSON_IsObject(params) ? params : NULL, args_key, schema, ti));
     }
+    if (f == TC_FUNCTIONARY_V32 && fn32_triggers(t)) goto oom;
     if (per_fn) { /* no call object: the schema is complete */
         cJSON_Delete(any);
         any = cJSON_CreateObject();
@@ -563,6 +836,19 @@ static long llama3_open(const char *text, size_t n, size_t *partial)
     return -1;
 }
 
+/* Functionary v3.2: does the reply open with a call, "NAME\n" for a callable NAME (the prompt
+ * ended with ">>>")? *maybe (may be NULL): the text so far is a part of one. */
+static bool fn32_first(const tc_spec *spec, const char *text, size_t n, bool *maybe)
+{
+    if (maybe) *maybe = false;
+    for (int i = 0; i < spec->n_names; i++) {
+        const size_t l = strlen(spec->names[i]);
+        if (n > l && !memcmp(text, spec->names[i], l) && text[l] == '\n') return true;
+        if (maybe && n <= l && !memcmp(text, spec->names[i], n)) *maybe = true;
+    }
+    return false;
+}
+
 /* The earliest call opening in text[0..n) (-1 when none). */
 static long find_start(const tc_spec *spec, const char *text, size_t n)
 {
@@ -573,6 +859,7 @@ static long find_start(const tc_spec *spec, const char *text, size_t n)
         const long b = llama3_open(text, n, NULL);
         if (b >= 0 && (at < 0 || b < at)) at = b;
     }
+    if (spec->format == TC_FUNCTIONARY_V32 && fn32_first(spec, text, n, NULL)) at = 0;
     return at;
 }
 
@@ -582,6 +869,12 @@ size_t tc_content_safe(const tc_spec *spec, const char *text, size_t n)
     const long at = find_start(spec, text, n);
     if (at >= 0) return (size_t)at;
     size_t safe = n - stop_partial(text, n, spec->triggers, spec->n_triggers);
+    if (spec->format == TC_FUNCTIONARY_V32) {
+        bool maybe;
+        fn32_first(spec, text, n, &maybe);
+        if (maybe || (n < sizeof FN32_ALL - 1 && !memcmp(text, FN32_ALL, n)) || (n < sizeof FN32_ALL + 2 && !memcmp(text, ">>>" FN32_ALL, n)))
+            return 0; /* the recipient line is still coming */
+    }
     if (spec->format == TC_LLAMA3) {
         size_t partial = n;
         llama3_open(text, n, &partial);
@@ -692,12 +985,14 @@ static void minify(const char *p, const char *end, sbuf *out)
  * the arguments' value (args_end once whole), the object's end. */
 typedef struct call_scan {
     const char *name, *name_end;
+    const char *id, *id_end;   /* Command R7B's "tool_call_id" string (its text, unescaped if plain) */
     const char *args, *args_end;
     const char *end;
 } call_scan;
 
-static void scan_call(const char *p, const char *end, const char *args_key, call_scan *cs)
+static void scan_call(const char *p, const char *end, const char *name_key, const char *args_key, call_scan *cs)
 {
+    const size_t nk = strlen(name_key);
     memset(cs, 0, sizeof *cs);
     if (p >= end || *p != '{') return;
     p++;
@@ -720,7 +1015,10 @@ static void scan_call(const char *p, const char *end, const char *args_key, call
         if (p >= end) return;
         const char *v = p, *v_end = value_end(p, end);
         const size_t kl = (size_t)(k_end - k) - 2;
-        if (kl == 4 && !memcmp(k + 1, "name", 4) && v_end && *v == '"') {
+        if (kl == 12 && !memcmp(k + 1, "tool_call_id", 12) && v_end && *v == '"') {
+            cs->id = v + 1;
+            cs->id_end = v_end - 1;
+        } else if (kl == nk && !memcmp(k + 1, name_key, nk) && v_end && *v == '"') {
             cs->name = v + 1;
             cs->name_end = v_end - 1;
         } else if ((kl == strlen(args_key) && !memcmp(k + 1, args_key, kl)) || (kl == 9 && !memcmp(k + 1, "arguments", 9))) {
@@ -780,10 +1078,20 @@ static bool push_call(tc_result *res, const char *name, size_t name_n, const cha
     return true;
 }
 
+/* The model's own id for call c (id..id_end), when it fits and is plain text; else c keeps its own. */
+static void own_id(tc_call *c, const char *id, const char *id_end)
+{
+    const size_t il = (size_t)(id_end - id);
+    if (!il || il >= sizeof c->id || memchr(id, '\\', il) || memchr(id, '"', il)) return;
+    memcpy(c->id, id, il);
+    c->id[il] = 0;
+}
+
 static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key, tc_result *res, const char *raw,
                       const char *raw_end)
 {
-    const cJSON *nm = cJSON_IsObject(o) ? get(o, "name") : NULL;
+    const char *name_key = spec->format == TC_COMMAND_R7B ? "tool_name" : "name";
+    const cJSON *nm = cJSON_IsObject(o) ? get(o, name_key) : NULL;
     const cJSON *args = cJSON_IsObject(o) ? get(o, args_key) : NULL;
     if (!args && cJSON_IsObject(o)) args = get(o, "arguments");
     if (!cJSON_IsString(nm) || !known(spec, nm->valuestring) || !args) return false;
@@ -794,13 +1102,18 @@ static bool take_call(const tc_spec *spec, const cJSON *o, const char *args_key,
         return false;
     }
     call_scan cs;
-    if (raw) scan_call(raw, raw_end, args_key, &cs);
+    if (raw) scan_call(raw, raw_end, name_key, args_key, &cs);
     const bool own_text = raw && !parsed && cs.args && cs.args_end && *cs.args == '{';
     char *printed = own_text ? NULL : cJSON_PrintUnformatted(args);
     cJSON_Delete(parsed);
     if (!own_text && !printed) return false;
-    return push_call(res, nm->valuestring, strlen(nm->valuestring), own_text ? cs.args : NULL, own_text ? cs.args_end : NULL,
-                     printed);
+    if (!push_call(res, nm->valuestring, strlen(nm->valuestring), own_text ? cs.args : NULL, own_text ? cs.args_end : NULL,
+                   printed))
+        return false;
+    /* Command R7B numbers its calls: the id is the model's, as llama.cpp keeps it (its text, as
+     * streaming sends it) */
+    if (spec->format == TC_COMMAND_R7B && raw && cs.id) own_id(&res->calls[res->n_calls - 1], cs.id, cs.id_end);
+    return true;
 }
 
 /* DeepSeek R1: one call at p, "[<｜tool▁call▁begin｜>]function<｜tool▁sep｜>NAME\n```json\n
@@ -829,6 +1142,25 @@ static void r1_scan(const char *p, const char *end, call_scan *cs)
     if (has_prefix(p, end, R1_CALL_END)) cs->end = p + strlen(R1_CALL_END);
 }
 
+/* DeepSeek V3.1: one call at p, "[<｜tool▁call▁begin｜>]NAME<｜tool▁sep｜>{args}<｜tool▁call▁end｜>". */
+static void v31_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    p = skip_ws(p, end);
+    if (has_prefix(p, end, R1_CALL_BEGIN)) p += strlen(R1_CALL_BEGIN);
+    const char *name = p;
+    while (p < end && *p != '\n' && *p != '<' && !has_prefix(p, end, R1_SEP)) p++;
+    if (p == name || !has_prefix(p, end, R1_SEP)) return;
+    cs->name = name;
+    cs->name_end = p;
+    p = skip_ws(p + strlen(R1_SEP), end);
+    if (p >= end) return;
+    cs->args = p;
+    if (!(cs->args_end = value_end(p, end))) return;
+    p = skip_ws(cs->args_end, end);
+    if (has_prefix(p, end, R1_CALL_END)) cs->end = p + strlen(R1_CALL_END);
+}
+
 /* Functionary v3.1: one call at p, "<function=NAME>{args}</function>". */
 static void fn31_scan(const char *p, const char *end, call_scan *cs)
 {
@@ -848,10 +1180,57 @@ static void fn31_scan(const char *p, const char *end, call_scan *cs)
     if (has_prefix(p, end, "</function>")) cs->end = p + strlen("</function>");
 }
 
-/* The call at p in a format that names the function in its markup (R1, Functionary v3.1). */
+/* Functionary v3.2: one call at p, "[>>>]NAME\n{args}": it ends with its arguments (only
+ * whitespace, or the next ">>>", follows). */
+static void fn32_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    if (has_prefix(p, end, ">>>")) p += 3;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) return;
+    cs->name = p;
+    cs->name_end = nl;
+    p = skip_ws(nl + 1, end);
+    if (p >= end) return;
+    cs->args = p;
+    if ((cs->args_end = value_end(p, end))) cs->end = cs->args_end;
+}
+
+/* Kimi K2: one call at p, "[<|tool_calls_section_begin|>]<|tool_call_begin|>functions.NAME:IDX
+ * <|tool_call_argument_begin|>{args}[<|tool_call_end|>]": the id is "functions.NAME:IDX"; the
+ * call's closing token may be missing, as llama.cpp allows. */
+static void kimi_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    p = skip_ws(p, end);
+    if (has_prefix(p, end, KIMI_SECTION)) p = skip_ws(p + strlen(KIMI_SECTION), end);
+    if (!has_prefix(p, end, KIMI_CALL "functions.")) return;
+    const char *id = p + strlen(KIMI_CALL);
+    p += strlen(KIMI_CALL "functions.");
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+    if (!colon) return;
+    const char *q = colon + 1;
+    while (q < end && *q >= '0' && *q <= '9') q++;
+    if (q == colon + 1 || !has_prefix(q, end, KIMI_ARGS)) return;
+    cs->name = p;
+    cs->name_end = colon;
+    cs->id = id;
+    cs->id_end = q;
+    p = skip_ws(q + strlen(KIMI_ARGS), end);
+    if (p >= end) return;
+    cs->args = p;
+    if (!(cs->args_end = value_end(p, end))) return;
+    p = skip_ws(cs->args_end, end);
+    cs->end = has_prefix(p, end, KIMI_CALL_END) ? p + strlen(KIMI_CALL_END) : cs->args_end;
+}
+
+/* The call at p in a format that names the function in its markup (R1, Functionary v3.1, v3.2, Kimi K2). */
 static void markup_scan(const tc_spec *spec, const char *p, const char *end, call_scan *cs)
 {
     if (spec->format == TC_DEEPSEEK_R1) r1_scan(p, end, cs);
+    else if (spec->format == TC_FUNCTIONARY_V32) fn32_scan(p, end, cs);
+    else if (spec->format == TC_KIMI_K2) kimi_scan(p, end, cs);
+    else if (spec->format == TC_DEEPSEEK_V31) v31_scan(p, end, cs);
     else fn31_scan(p, end, cs);
 }
 
@@ -863,12 +1242,12 @@ static const char *skip_trigger(const tc_spec *spec, const char *p, const char *
     return p;
 }
 
-/* DeepSeek R1's and Functionary v3.1's calls, each complete up to its closing token (R1's
+/* DeepSeek R1's, Functionary v3.1's and Kimi K2's calls, each complete up to its closing token (R1's
  * calls' closing token may be missing, as llama.cpp allows); with parallel calls, a reply
  * cut off keeps the complete ones before the cut. */
 static bool parse_markup(const tc_spec *spec, const char *p, const char *end, tc_result *res)
 {
-    if (spec->format == TC_DEEPSEEK_R1) p = skip_trigger(spec, p, end);
+    if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_DEEPSEEK_V31) p = skip_trigger(spec, p, end);
     for (;;) {
         call_scan cs;
         markup_scan(spec, p, end, &cs);
@@ -877,10 +1256,178 @@ static bool parse_markup(const tc_spec *spec, const char *p, const char *end, tc
         cJSON *o = parse_json_at(cs.args, cs.args_end, &next);
         const bool ok = cJSON_IsObject(o) && push_call(res, cs.name, (size_t)(cs.name_end - cs.name), cs.args, cs.args_end, NULL);
         cJSON_Delete(o);
+        if (ok && cs.id) own_id(&res->calls[res->n_calls - 1], cs.id, cs.id_end); /* Kimi K2's "functions.NAME:IDX" */
         if (!ok || !spec->parallel) break;
         p = cs.end;
     }
     return res->n_calls > 0;
+}
+
+/* Functionary v3.2's calls from p (the reply's start, or a ">>>"): NAME\n{args}, and after
+ * whitespace >>>NAME\n{args} again with parallel calls. A call to "python" may be raw code
+ * (the rest of the reply), taken as {"code": ...} as llama.cpp does (allow_raw_python). */
+static bool parse_fn32(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    for (bool first = true;; first = false) {
+        p = skip_ws(p, end);
+        if (!first && !has_prefix(p, end, ">>>")) break;
+        call_scan cs;
+        fn32_scan(p, end, &cs);
+        if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) break;
+        const size_t nl = (size_t)(cs.name_end - cs.name);
+        if (!cs.args || *cs.args != '{') {
+            if (nl != 6 || memcmp(cs.name, "python", 6) != 0) break;
+            const char *code = cs.name_end + 1;
+            cJSON *o = cJSON_CreateObject();
+            char *c = strndup(code, (size_t)(end - code));
+            char *printed = o && c && cJSON_AddStringToObject(o, "code", c) ? cJSON_PrintUnformatted(o) : NULL;
+            cJSON_Delete(o);
+            free(c);
+            if (printed) push_call(res, cs.name, nl, NULL, NULL, printed);
+            break;
+        }
+        const char *next = NULL;
+        cJSON *o = parse_json_at(cs.args, end, &next);
+        const bool ok = cJSON_IsObject(o) && push_call(res, cs.name, nl, cs.args, next, NULL);
+        cJSON_Delete(o);
+        if (!ok || !spec->parallel) break;
+        p = next;
+    }
+    return res->n_calls > 0;
+}
+
+/* p at prefix (after whitespace when ws): just after it, or NULL. "" always matches. */
+static const char *xml_expect(const char *p, const char *end, const char *prefix, bool ws)
+{
+    if (!*prefix) return p;
+    if (ws) p = skip_ws(p, end);
+    return has_prefix(p, end, prefix) ? p + strlen(prefix) : NULL;
+}
+
+/* The first `tag` at or after p, or NULL. */
+static const char *xml_find(const char *p, const char *end, const char *tag)
+{
+    while (p < end && !has_prefix(p, end, tag)) p++;
+    return p < end ? p : NULL;
+}
+
+/* One argument's value text v..ve as its JSON: the text itself when the schema types the
+ * argument "string" (or the text is not one JSON value), else the value it spells. */
+static cJSON *xml_value(const cJSON *prop, const char *v, const char *ve)
+{
+    if (!glm_raw(prop)) {
+        const char *vs = skip_ws(v, ve), *vn = NULL;
+        cJSON *jv = vs < ve ? parse_json_at(vs, ve, &vn) : NULL;
+        if (jv && skip_ws(vn, ve) == ve) return jv;
+        cJSON_Delete(jv);
+    }
+    char *t = strndup(v, (size_t)(ve - v));
+    cJSON *s = t ? cJSON_CreateString(t) : NULL;
+    free(t);
+    return s;
+}
+
+/* GLM 4.5's and Qwen3-Coder's calls (xml_style), as llama.cpp reads them; a call cut off
+ * before its closing is no call. */
+static bool parse_xml(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    const xml_style *st = xml_style_of(spec->format);
+    for (;;) {
+        if (!(p = xml_expect(p, end, st->open, true)) || !(p = xml_expect(p, end, st->open2, true))) break;
+        const char *name = p, *name_end;
+        if (*st->name_end) {
+            if (!(name_end = xml_find(p, end, st->name_end))) break;
+            p = name_end + strlen(st->name_end);
+        } else {
+            while (p < end && *p != '\n' && *p != '<') p++;
+            name_end = p;
+        }
+        while (name_end > name && (name_end[-1] == ' ' || name_end[-1] == '\t' || name_end[-1] == '\r')) name_end--;
+        if (!known_n(spec, name, (size_t)(name_end - name))) break;
+        char *nm = strndup(name, (size_t)(name_end - name));
+        const cJSON *pp = nm ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(spec->params, nm), "properties") : NULL;
+        cJSON *args = cJSON_CreateObject();
+        bool closed = false;
+        while (args && nm) {
+            const char *c = xml_expect(p, end, st->close, true);
+            if (c && (c = xml_expect(c, end, st->close2, true))) {
+                p = c;
+                closed = true;
+                break;
+            }
+            const char *k = xml_expect(p, end, st->key_open, true), *ke = k ? xml_find(k, end, st->key_close) : NULL;
+            const char *v = ke ? xml_expect(ke + strlen(st->key_close), end, st->value_open, true) : NULL;
+            const char *ve = v ? xml_find(v, end, st->value_close) : NULL;
+            if (!ve) break;
+            p = ve + strlen(st->value_close);
+            if (st->trim_nl && v < ve && *v == '\n') v++;
+            if (st->trim_nl && ve > v && ve[-1] == '\n') ve--;
+            char *key = strndup(k, (size_t)(ke - k));
+            cJSON *jv = key ? xml_value(cJSON_GetObjectItemCaseSensitive(pp, key), v, ve) : NULL;
+            if (key && jv) {
+                cJSON_DeleteItemFromObjectCaseSensitive(args, key);
+                cJSON_AddItemToObject(args, key, jv);
+            } else {
+                cJSON_Delete(jv);
+            }
+            free(key);
+        }
+        char *printed = closed && args ? cJSON_PrintUnformatted(args) : NULL;
+        cJSON_Delete(args);
+        const bool ok = printed && push_call(res, nm, strlen(nm), NULL, NULL, printed);
+        free(nm);
+        if (!ok || !spec->parallel) break;
+    }
+    return res->n_calls > 0;
+}
+
+/* Command R7B: <|START_ACTION|> and a JSON array of {"tool_call_id", "tool_name",
+ * "parameters"}, closed by <|END_ACTION|>; with parallel calls, a reply cut off keeps the
+ * complete ones. */
+static bool parse_call_array(const tc_spec *spec, const char *p, const char *end, const char *args_key, const char *close,
+                             tc_result *res);
+static bool parse_r7b(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+{
+    p = skip_ws(p, end);
+    if (!has_prefix(p, end, R7B_ACTION)) return false;
+    return parse_call_array(spec, p + strlen(R7B_ACTION), end, "parameters", R7B_ACTION_END, res);
+}
+
+/* The content of a reply in the formats that wrap it (Command R7B, Functionary v3.2), as
+ * llama.cpp's parsers give it, into out; partial: the reply is still coming, and what may
+ * still change is held back (what comes out only ever grows). at: the first call (-1: none).
+ *   Command R7B: the text before the call or the answer, then the answer inside
+ *   <|START_RESPONSE|>...<|END_RESPONSE|> (the rest of the reply when not closed).
+ *   Functionary v3.2: the text after the "[>>>]all\n" recipient line, up to the first call,
+ *   without the whitespace before the call. */
+static void content_of(const tc_spec *spec, const char *t, size_t n, bool partial, long at, sbuf *out)
+{
+    size_t end = at >= 0 ? (size_t)at : n;
+    if (at < 0 && partial) end = tc_content_safe(spec, t, n);
+    if (spec->format == TC_FUNCTIONARY_V32) {
+        size_t c0 = 0;
+        if (n >= sizeof FN32_ALL - 1 && !memcmp(t, FN32_ALL, sizeof FN32_ALL - 1)) c0 = sizeof FN32_ALL - 1;
+        else if (n >= sizeof FN32_ALL + 2 && !memcmp(t, ">>>" FN32_ALL, sizeof FN32_ALL + 2)) c0 = sizeof FN32_ALL + 2; /* (a prompt without ">>>") */
+        if (end < c0) end = c0;
+        if (at >= 0 || partial) /* the whitespace before a call is not content: hold it */
+            while (end > c0 && (t[end - 1] == ' ' || t[end - 1] == '\n' || t[end - 1] == '\t' || t[end - 1] == '\r')) end--;
+        sbuf_add(out, t + c0, end - c0);
+        return;
+    }
+    static char resp0[] = R7B_RESPONSE, resp_end0[] = R7B_RESPONSE_END; /* (stop_find's type; never written) */
+    char *const resp[] = {resp0}, *const resp_end[] = {resp_end0};
+    int which = 0;
+    const long r = stop_find(t, end, 0, resp, 1, &which);
+    if (r < 0) {
+        sbuf_add(out, t, partial ? end - stop_partial(t, end, resp, 1) : end);
+        return;
+    }
+    sbuf_add(out, t, (size_t)r);
+    const size_t a0 = (size_t)r + strlen(R7B_RESPONSE);
+    const long e = stop_find(t, end, a0, resp_end, 1, &which);
+    size_t a1 = e >= 0 ? (size_t)e : end;
+    if (e < 0 && partial) a1 -= stop_partial(t + a0, end - a0, resp_end, 1);
+    sbuf_add(out, t + a0, a1 - a0);
 }
 
 /* Forget the calls from index `keep` on. */
@@ -934,9 +1481,11 @@ static bool parse_llama3(const tc_spec *spec, const char *p, const char *end, tc
     return res->n_calls > 0;
 }
 
-/* A JSON array of calls at p, item by item: with parallel calls, an array cut off
- * (max_tokens) keeps the complete calls before the cut. */
-static bool parse_call_array(const tc_spec *spec, const char *p, const char *end, tc_result *res)
+/* A JSON array of calls at p, item by item (their arguments under args_key; the array
+ * followed by `close` when not NULL): with parallel calls, an array cut off (max_tokens)
+ * keeps the complete calls before the cut. */
+static bool parse_call_array(const tc_spec *spec, const char *p, const char *end, const char *args_key, const char *close,
+                             tc_result *res)
 {
     p = skip_ws(p, end);
     if (p >= end || *p != '[') return false;
@@ -945,7 +1494,7 @@ static bool parse_call_array(const tc_spec *spec, const char *p, const char *end
         const char *next = NULL;
         p = skip_ws(p, end);
         cJSON *o = parse_json_at(p, end, &next);
-        const bool ok = o && take_call(spec, o, "arguments", res, p, next);
+        const bool ok = o && take_call(spec, o, args_key, res, p, next);
         cJSON_Delete(o);
         if (!ok) break;
         p = skip_ws(next, end);
@@ -953,7 +1502,7 @@ static bool parse_call_array(const tc_spec *spec, const char *p, const char *end
             p++;
             continue;
         }
-        if (p < end && *p == ']') return res->n_calls > 0; /* complete */
+        if (p < end && *p == ']' && (!close || has_prefix(skip_ws(p + 1, end), end, close))) return res->n_calls > 0; /* complete */
         break;
     }
     return spec->parallel && res->n_calls > 0;
@@ -973,9 +1522,10 @@ static const char *skip_key(const char *p, const char *end, const char *key)
 
 static bool parse_mistral(const tc_spec *spec, const char *p, const char *end, tc_result *res)
 {
+    const char *open = spec->triggers[0]; /* [TOOL_CALLS], or Granite's <|tool_call|> */
     p = skip_ws(p, end);
-    if (!has_prefix(p, end, "[TOOL_CALLS]")) return false;
-    p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
+    if (!has_prefix(p, end, open)) return false;
+    p = skip_ws(p + strlen(open), end);
     if (p < end && *p == '{') { /* a single call, not in an array */
         const char *next = NULL;
         cJSON *o = parse_json_at(p, end, &next);
@@ -983,7 +1533,7 @@ static bool parse_mistral(const tc_spec *spec, const char *p, const char *end, t
         cJSON_Delete(o);
         return ok;
     }
-    return parse_call_array(spec, p, end, res);
+    return parse_call_array(spec, p, end, "arguments", NULL, res);
 }
 
 /* {"tool_call": call} / {"tool_calls": [...]} -> calls; {"response": "..."} -> content */
@@ -996,7 +1546,7 @@ static bool parse_generic(const tc_spec *spec, const char *p, const char *end, t
         cJSON_Delete(o);
         /* {"tool_calls": [... cut off: the complete calls stand */
         const char *a = p < end && *p == '{' ? skip_key(p + 1, end, "tool_calls") : NULL;
-        return a && spec->parallel && parse_call_array(spec, a, end, res);
+        return a && spec->parallel && parse_call_array(spec, a, end, "arguments", NULL, res);
     }
     bool ok = false;
     const cJSON *one = get(o, "tool_call"), *many = get(o, "tool_calls"), *resp = get(o, "response");
@@ -1023,11 +1573,35 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         switch (spec->format) {
         case TC_HERMES: ok = parse_hermes(spec, p, end, res); break;
         case TC_LLAMA3: ok = parse_llama3(spec, p, end, res); break;
-        case TC_MISTRAL: ok = parse_mistral(spec, p, end, res); break;
+        case TC_MISTRAL:
+        case TC_GRANITE: ok = parse_mistral(spec, p, end, res); break;
         case TC_DEEPSEEK_R1:
+        case TC_DEEPSEEK_V31:
+        case TC_KIMI_K2:
         case TC_FUNCTIONARY_V31: ok = parse_markup(spec, p, end, res); break;
+        case TC_COMMAND_R7B: ok = parse_r7b(spec, p, end, res); break;
+        case TC_GLM45:
+        case TC_QWEN3_CODER: ok = parse_xml(spec, p, end, res); break;
+        case TC_FUNCTIONARY_V32: ok = parse_fn32(spec, p, end, res); break;
         default: ok = parse_generic(spec, p, end, res); break;
         }
+    }
+    if (spec->format == TC_COMMAND_R7B || spec->format == TC_FUNCTIONARY_V32) { /* content wrapped in the format's markup */
+        if (!ok) tc_result_free(res);
+        sbuf c = {0};
+        content_of(spec, text, n, false, ok ? at : -1, &c);
+        if (c.oom) {
+            sbuf_free(&c);
+            tc_result_free(res);
+            return false;
+        }
+        if (c.n && !(res->content = sbuf_strdup(&c))) {
+            sbuf_free(&c);
+            tc_result_free(res);
+            return false;
+        }
+        sbuf_free(&c);
+        return true;
     }
     if (!ok) { /* no (complete) call: all of it is content */
         tc_result_free(res);
@@ -1041,7 +1615,7 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
     if (res->content || spec->format == TC_GENERIC) return true;
     size_t k = (size_t)at; /* the text before the first call, without the whitespace that led to it
                             * (DeepSeek R1: as written, as llama.cpp keeps it) */
-    while (spec->format != TC_DEEPSEEK_R1 && k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
+    while (spec->format != TC_DEEPSEEK_R1 && spec->format != TC_DEEPSEEK_V31 && k && (text[k - 1] == ' ' || text[k - 1] == '\n' || text[k - 1] == '\t' || text[k - 1] == '\r')) k--;
     if (k && !(res->content = strndup(text, k))) return false;
     return true;
 }
@@ -1112,16 +1686,21 @@ static cJSON *args_delta(int index, const char *args, size_t n)
 static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
 {
     const char *p = spec->seen.p + at, *end = spec->seen.p + spec->seen.n;
-    const char *key = spec->format == TC_LLAMA3 ? "parameters" : "arguments";
-    if (spec->format == TC_GENERIC) return;
+    const char *key = spec->format == TC_LLAMA3 || spec->format == TC_COMMAND_R7B ? "parameters" : "arguments";
+    /* (GLM's and Qwen3-Coder's arguments are not the model's JSON: whole, at the end) */
+    if (spec->format == TC_GENERIC || spec->format == TC_GLM45 || spec->format == TC_QWEN3_CODER) return;
     if (spec->format == TC_LLAMA3) {
         p = skip_ws(p, end);
         if (has_prefix(p, end, "<|python_tag|>")) p += strlen("<|python_tag|>");
-    } else if (spec->format == TC_MISTRAL) {
-        p = skip_ws(p + strlen("[TOOL_CALLS]"), end);
+    } else if (spec->format == TC_MISTRAL || spec->format == TC_GRANITE) {
+        p = skip_ws(p + strlen(spec->triggers[0]), end);
         if (p < end && *p == '[') p++;
-    } else if (spec->format == TC_DEEPSEEK_R1) {
+    } else if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_DEEPSEEK_V31) {
         p = skip_trigger(spec, p, end);
+    } else if (spec->format == TC_COMMAND_R7B) {
+        p = skip_ws(p + strlen(R7B_ACTION), end);
+        if (p >= end || *p != '[') return;
+        p++;
     }
     for (int i = 0;; i++) {
         p = skip_ws(p, end);
@@ -1129,9 +1708,12 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
             if (!has_prefix(p, end, "<tool_call>")) return;
             p = skip_ws(p + strlen("<tool_call>"), end);
         }
+        if (spec->format == TC_FUNCTIONARY_V32 && i && !has_prefix(p, end, ">>>")) return;
         call_scan cs;
-        if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31) markup_scan(spec, p, end, &cs);
-        else scan_call(p, end, key, &cs);
+        if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31 || spec->format == TC_FUNCTIONARY_V32 ||
+            spec->format == TC_KIMI_K2 || spec->format == TC_DEEPSEEK_V31)
+            markup_scan(spec, p, end, &cs);
+        else scan_call(p, end, spec->format == TC_COMMAND_R7B ? "tool_name" : "name", key, &cs);
         if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
         if (i >= spec->n_streamed) {
             tc_streamed *st = realloc(spec->streamed, (size_t)(i + 1) * sizeof *st);
@@ -1139,6 +1721,14 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
             spec->streamed = st;
             memset(&st[i], 0, sizeof st[i]);
             make_id(st[i].id, sizeof st[i].id);
+            /* the model's own id (Command R7B's comes before the name, Kimi K2's is the name's
+             * markup), as the whole reply's parse keeps it */
+            if (cs.id) {
+                tc_call tmp;
+                memcpy(tmp.id, st[i].id, sizeof tmp.id);
+                own_id(&tmp, cs.id, cs.id_end);
+                memcpy(st[i].id, tmp.id, sizeof st[i].id);
+            }
             spec->n_streamed = i + 1;
             cJSON_AddItemToArray(deltas, head_delta(st[i].id, i, cs.name, (size_t)(cs.name_end - cs.name)));
         }
@@ -1167,7 +1757,17 @@ cJSON *tc_stream_text(tc_spec *spec, const char *txt, size_t n, sbuf *content)
     sbuf_add(&spec->seen, txt, n);
     if (spec->seen.oom) return NULL;
     const size_t safe = tc_content_safe(spec, spec->seen.p, spec->seen.n);
-    if (safe > spec->sent) {
+    if (spec->format == TC_COMMAND_R7B || spec->format == TC_FUNCTIONARY_V32) {
+        /* content wrapped in markup: what content_of gives so far (sent: its bytes sent) */
+        sbuf c = {0};
+        content_of(spec, spec->seen.p, spec->seen.n, true, find_start(spec, spec->seen.p, spec->seen.n), &c);
+        const size_t k = c.oom ? 0 : c.n - utf8_incomplete_tail(c.p, c.n);
+        if (k > spec->sent) {
+            sbuf_add(content, c.p + spec->sent, k - spec->sent);
+            spec->sent = k;
+        }
+        sbuf_free(&c);
+    } else if (safe > spec->sent) {
         /* never split a UTF-8 character: the held part may end inside one */
         size_t k = safe - utf8_incomplete_tail(spec->seen.p, safe);
         if (k > spec->sent) {
@@ -1208,9 +1808,7 @@ cJSON *tc_stream_final(tc_spec *spec, const char *text, size_t n, const char **f
             sent = spec->streamed[i].args_sent;
             if (sent > al) sent = al;
         } else {
-            char id[32];
-            make_id(id, sizeof id);
-            cJSON_AddItemToArray(deltas, head_delta(id, i, c->name, strlen(c->name)));
+            cJSON_AddItemToArray(deltas, head_delta(c->id, i, c->name, strlen(c->name)));
         }
         if (al > sent) cJSON_AddItemToArray(deltas, args_delta(i, c->arguments + sent, al - sent));
     }
