@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_compat.h"
 #include "cli_util.h"
 
 static void usage(FILE *f)
@@ -46,7 +47,8 @@ static void usage(FILE *f)
             "  --trace                   print the chain inspector for every generated token (stderr)\n"
             "  --trace-top K             candidates shown per sampler in --trace (default 5, at most 32)\n"
             "  --log-disable             no logs and no perf summary on stderr\n"
-            "  --color                   colour the prompt (yellow) and the user's input (green)\n"
+            "  -co, --color [on|off]     colour the prompt (yellow) and the user's input (green)\n"
+            "  -sp, --special            print special (control) tokens' texts too\n"
             "  -h, --help                this text\n\n"
             "conversation and interaction (llama-cli's):\n"
             "  -cnv, --conversation      chat: each input line is a user message formatted by the chat template and the\n"
@@ -55,6 +57,7 @@ static void usage(FILE *f)
             "  --chat-template-file FILE a Jinja chat template (instead of the GGUF's tokenizer.chat_template)\n"
             "  --chat-template NAME      a built-in template (chatml, llama3, llama2, mistral-v7, phi3, ...) or Jinja text\n"
             "  -sys, --system-prompt T   the system message of the conversation\n"
+            "  -st, --single-turn        conversation: one reply, then exit (to -p, else to the first input line)\n"
             "  -i, --interactive         without a chat template: generate, then read lines that continue the text\n"
             "  -if, --interactive-first  interactive, waiting for input before generating\n"
             "  -r, --reverse-prompt T    stop generating at T and hand control to the user (repeatable)\n"
@@ -66,6 +69,9 @@ static void usage(FILE *f)
     cli_sampling_help(f);
     fprintf(f, "\ncontrol vectors:\n");
     cli_cvec_help(f);
+    fprintf(f, "\nLong options may be spelt with '_' for '-' (--repeat_penalty), as llama.cpp reads them.\n"
+               "llama-cli flags accepted with a note because they change nothing here:\n");
+    cli_compat_help(f, CLI_COMPAT_GENERATE);
 }
 
 static int bad(const char *flag, const char *value, const char *why)
@@ -126,6 +132,7 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
     cli_grammar_init(&o->grammar);
     *sampling_flags = false;
     for (int i = 1; i < argc; i++) {
+        cli_compat_normalize(argv[i]); /* --repeat_penalty = --repeat-penalty, as llama.cpp reads it */
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define IS(x) (!strcmp(a, x))
@@ -233,8 +240,18 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
             o->in_suffix = v;
         } else if (IS("--in-prefix-bos")) {
             o->in_prefix_bos = true;
-        } else if (IS("--color")) {
-            o->color = true;
+        } else if (IS("-co") || IS("--color")) {
+            /* llama.cpp's --color takes an optional on/off/auto now */
+            if (v && (!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto"))) {
+                i++;
+                o->color = strcmp(v, "off") != 0;
+            } else {
+                o->color = true;
+            }
+        } else if (IS("-st") || IS("--single-turn")) {
+            o->single_turn = true;
+        } else if (IS("-sp") || IS("--special")) {
+            o->special = true;
         } else if (IS("--chat-template")) {
             NEEDV();
             o->chat_template = v;
@@ -243,6 +260,8 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
             o->chat_template_file = v;
         } else if (IS("--jinja")) {
             /* llama-cli's switch to the Jinja engine: sift always renders templates with it */
+        } else if ((n = cli_compat_flag("sift generate", CLI_COMPAT_GENERATE, argc, argv, &i)) != 0) {
+            if (n < 0) return 2;
         } else if ((n = cli_cvec_flag(&o->cvec, "sift generate", argc, argv, &i)) != 0) {
             if (n < 0) return 2;
         } else if ((n = cli_grammar_flag(&o->grammar, argc, argv, &i)) != 0) {
