@@ -61,7 +61,8 @@ static void usage(FILE *f)
             "  -i, --interactive         without a chat template: generate, then read lines that continue the text\n"
             "  -if, --interactive-first  interactive, waiting for input before generating\n"
             "  -r, --reverse-prompt T    stop generating at T and hand control to the user (repeatable)\n"
-            "  --in-prefix T, --in-suffix T  text put before / after every input line\n"
+            "  --in-prefix T, --in-suffix T  text put before / after every input line (either one turns the\n"
+            "                            default conversation mode off, as llama-cli's template is then disabled)\n"
             "  --in-prefix-bos           a BOS token before every input line\n"
             "  (/exit or Ctrl-D ends the session; Ctrl-C stops a reply, a second Ctrl-C ends the session)\n\n",
             cli_default_threads());
@@ -280,6 +281,9 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
     if (o->chain_spec && *sampling_flags)
         return bad("--chain", NULL, "excludes the llama.cpp sampling flags (only --seed and --ignore-eos go with it)");
     if (!o->n_threads_batch) o->n_threads_batch = o->n_threads;
+    /* llama.cpp: --in-prefix / --in-suffix disable the chat template, so without -cnv the
+     * session is plain interactive text (the reverse-prompt chats of its README) */
+    if (o->conversation == -1 && (o->in_prefix || o->in_suffix)) o->conversation = 0;
     if (o->chat_template && o->chat_template_file)
         return bad("--chat-template", NULL, "give either --chat-template or --chat-template-file, not both");
     if (prompt_file && !strcmp(prompt_file, "-")) {
