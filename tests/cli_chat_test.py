@@ -25,7 +25,8 @@ Checked:
   7. -st (--single-turn): one reply to -p, then exit without a prompt;
   8. llama-cli spellings: --temperature, --repeat_penalty give the same text as --temp and
      --repeat-penalty; -ngl, -fa on, --no-warmup are taken with a note each;
-  9. -cnv on a model without a template says chatml is used, not "the model's".
+  9. -cnv on a model without a template says chatml is used, not "the model's";
+ 10. -sysf FILE gives the conversation -sys with the file's text gives.
 """
 import tempfile
 import argparse
@@ -217,6 +218,18 @@ def main():
     out = subprocess.run(plain + ["-cnv", "-st", "-p", "Hi", "-n", "4"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     check(out.returncode == 0 and b"chat template: chatml (the model has none)" in out.stderr,
           "-cnv on a model without a template: the banner says chatml: %r" % out.stderr[:400])
+
+    # 10. -sysf: the system message from a file, the same conversation as -sys with its text
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("You are a storyteller.\n")
+        sysf = f.name
+    one = subprocess.run(base + ["-st", "-sys", "You are a storyteller.", "-p", "Hi", "-n", "12", "--verbose-prompt"],
+                         capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    two = subprocess.run(base + ["-st", "-sysf", sysf, "-p", "Hi", "-n", "12"], capture_output=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    os.unlink(sysf)
+    check(one.returncode == 0 and one.stdout == two.stdout and b"You are a storyteller." in one.stdout,
+          "-sysf FILE = -sys TEXT: %r" % two.stdout[:80])
 
     print("cli_chat: %s" % ("all passed" if FAILS == 0 else f"{FAILS} failed"))
     return 1 if FAILS else 0

@@ -8,7 +8,9 @@ The table lives in docs/cli.md between the markers <!-- dropin:begin --> and
 sift gives, and the first line sift prints (stderr's first line; stdout's when stderr is
 empty). This script runs every row and fails when a status or a first line differs from the
 table, or when anything says "unknown option". --write rewrites the table from the runs
-(after a change that moves a first line on purpose).
+(after a change that moves a first line on purpose). The same goes for the lists of flags
+taken with a note (between <!-- compat:begin --> and <!-- compat:end -->): they must be what
+`sift generate --help` and `sift serve --help` print from tools/common/cli_compat.c.
 
 How a llama.cpp line becomes a sift line:
   - llama-cli / llama-completion -> `sift generate`, llama-server -> `sift serve`;
@@ -34,6 +36,7 @@ import tempfile
 import time
 
 BEGIN, END = "<!-- dropin:begin -->", "<!-- dropin:end -->"
+CBEGIN, CEND = "<!-- compat:begin -->", "<!-- compat:end -->"
 TIMEOUT = 30
 
 # llama.cpp's prompts/chat-with-bob.txt in our own words: the prompt ends with the reverse prompt
@@ -119,6 +122,17 @@ def render(rows):
     return "\n".join(out)
 
 
+def compat_lists(sift):
+    """The no-effect flags each command's --help lists (cli_compat_help's lines at its end)."""
+    out = []
+    for cmd in ("generate", "serve"):
+        text = subprocess.run([sift, cmd, "--help"], capture_output=True, text=True, timeout=TIMEOUT).stdout
+        tail = text[text.index("accepted with a note"):].splitlines()[1:]
+        names = " ".join(l.strip() for l in tail if l.startswith("  ")).split()
+        out.append(f"- `{cmd}`: " + ", ".join(f"`{n}`" for n in names))
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sift", required=True)
@@ -158,10 +172,16 @@ def main():
             print(("FAIL " if bad else "ok   ") + f"{r['n']:2d} exit {st}: sift {' '.join(argv[:1])} ... | {first[:100]}"
                   + ("".join(f"\n       {x}" for x in bad)), flush=True)
             fails += bool(bad)
+    compat = compat_lists(a.sift)
+    i, j = doc.index(CBEGIN) + len(CBEGIN), doc.index(CEND)
+    if not a.write and doc[i:j].strip() != compat:
+        print("FAIL the lists of flags taken with a note in docs/cli.md are not what --help prints (run with --write)")
+        fails += 1
     if a.write:
+        doc = doc[:i] + "\n" + compat + "\n" + doc[j:]
         i, j = doc.index(BEGIN) + len(BEGIN), doc.index(END)
         open(a.doc, "w", encoding="utf-8").write(doc[:i] + "\n" + render(rows) + "\n" + doc[j:])
-        print(f"wrote {len(rows)} rows to {a.doc}")
+        print(f"wrote {len(rows)} rows and the flag lists to {a.doc}")
     print(f"{len(rows)} llama.cpp command lines in {time.time() - t0:.1f} s: " + ("all as the table says" if not fails else f"{fails} failed"))
     return 1 if fails else 0
 

@@ -64,6 +64,7 @@ static const compat_flag FLAGS[] = {
     {{"--verbose-prompt", NULL, NULL}, V_NONE, GEN, "sift tokenize shows the prompt's tokens"},
     {{"--simple-io", NULL, NULL}, V_NONE, GEN, "input is read line by line already"},
     {{"-lv", "--verbosity", "--log-verbosity"}, V_ONE, GEN | SRV, "log levels are not selectable"},
+    {{"-v", "--verbose", "--log-verbose"}, V_NONE, GEN, "log levels are not selectable"},
     {{"--log-file", NULL, NULL}, V_ONE, GEN | SRV, "logs go to stderr"},
     {{"--log-colors", NULL, NULL}, V_ONOFF, GEN | SRV, "logs are plain text"},
     {{"--log-prefix", NULL, NULL}, V_NONE, GEN | SRV, "logs are plain text"},

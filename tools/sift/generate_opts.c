@@ -57,6 +57,7 @@ static void usage(FILE *f)
             "  --chat-template-file FILE a Jinja chat template (instead of the GGUF's tokenizer.chat_template)\n"
             "  --chat-template NAME      a built-in template (chatml, llama3, llama2, mistral-v7, phi3, ...) or Jinja text\n"
             "  -sys, --system-prompt T   the system message of the conversation\n"
+            "  -sysf, --system-prompt-file FILE  the system message from a file\n"
             "  -st, --single-turn        conversation: one reply, then exit (to -p, else to the first input line)\n"
             "  -i, --interactive         without a chat template: generate, then read lines that continue the text\n"
             "  -if, --interactive-first  interactive, waiting for input before generating\n"
@@ -126,7 +127,7 @@ void gen_process_escapes(char *s)
 /* 0: parsed; 2: usage error (message printed); -1: --help printed. */
 int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *sampling_flags)
 {
-    const char *prompt = NULL, *prompt_file = NULL;
+    const char *prompt = NULL, *prompt_file = NULL, *system_file = NULL;
     *o = (gen_opts){.cfg_scale = 1.0f, .n_predict = -1, .n_batch = 512, .n_threads = cli_default_threads(),
                     .escape = true, .display_prompt = true, .log = true, .trace_top = 5, .isa = SIFT_ISA_AUTO,
                     .conversation = -1};
@@ -226,6 +227,9 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
         } else if (IS("-sys") || IS("--system-prompt")) {
             NEEDV();
             o->system_prompt = v;
+        } else if (IS("-sysf") || IS("--system-prompt-file")) {
+            NEEDV();
+            system_file = v;
         } else if (IS("-r") || IS("--reverse-prompt")) {
             NEEDV();
             if (!*v) return bad(a, NULL, "the reverse prompt is empty");
@@ -307,7 +311,19 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
         o->prompt = strdup(prompt ? prompt : "");
     }
     if (o->neg_prompt) o->neg_owned = strdup(o->neg_prompt);
-    if (o->system_prompt) o->sys_owned = strdup(o->system_prompt);
+    if (system_file && o->system_prompt) return bad("-sysf", NULL, "give either -sys or -sysf, not both");
+    if (system_file) {
+        /* llama-cli's -sysf: the file's text, one trailing newline dropped as for -f */
+        if (!(o->sys_owned = cli_read_file(system_file, NULL))) {
+            fprintf(stderr, "sift generate: -sysf: cannot read '%s': %s\n", system_file, strerror(errno));
+            return 2;
+        }
+        const size_t len = strlen(o->sys_owned);
+        if (len && o->sys_owned[len - 1] == '\n') o->sys_owned[len - 1] = 0;
+        o->system_prompt = o->sys_owned;
+    } else if (o->system_prompt) {
+        o->sys_owned = strdup(o->system_prompt);
+    }
     if (!o->prompt || (o->neg_prompt && !o->neg_owned) || (o->system_prompt && !o->sys_owned))
         return bad("-p", NULL, "out of memory");
     if (o->escape) {
