@@ -18,8 +18,17 @@ Checked:
      summary (status 130);
   3. Ctrl-D (EOF) at the prompt ends the session cleanly (status 0);
   4. -no-cnv with a template: plain generation, " [end of text]" when the model ends it;
-  5. -f - reads the prompt from stdin.
+  5. -f - reads the prompt from stdin;
+  6. llama-cli's chat-with-bob flow (issue 29): -i -r "User:" -f FILE whose prompt ends with
+     "User:" waits for input at once (it used to write the user's turn itself), then
+     --in-prefix / --in-suffix frame the typed line;
+  7. -st (--single-turn): one reply to -p, then exit without a prompt;
+  8. llama-cli spellings: --temperature, --repeat_penalty give the same text as --temp and
+     --repeat-penalty; -ngl, -fa on, --no-warmup are taken with a note each;
+  9. -cnv on a model without a template says chatml is used, not "the model's";
+ 10. -sysf FILE gives the conversation -sys with the file's text gives.
 """
+import tempfile
 import argparse
 import os
 import pty
@@ -169,6 +178,58 @@ def main():
     out = subprocess.run(base + ["-no-cnv", "-f", "-", "-n", "0"], input=b"Once upon a time\n", capture_output=True, timeout=60)
     check(out.returncode == 0 and out.stdout == b" Once upon a time\n" and b"prompt 5 tokens" in out.stderr,
           "-f -: the prompt from stdin: %r" % out.stdout)
+
+    # 6. chat-with-bob: the prompt ends with the reverse prompt, so the user speaks first
+    plain = [a.sift, "generate", "-m", a.model, "--seed", "42", "-t", "1", "-c", "512"]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("Bob is a helpful assistant.\n\nUser: Hello, Bob.\nBob: Hello. How may I help you today?\nUser:\n")
+        bob = f.name
+    t = Term(plain + ["-i", "-r", "User:", "-f", bob, "--in-prefix", " ", "--in-suffix", "Bob:", "-n", "24"])
+    p = t.wait_for(rb"help you today\?\r?\nUser: ")
+    check(p >= 0, "-i -r 'User:' -f: the prompt is shown, ending with 'User:' and the --in-prefix")
+    t.read(1.5)
+    check(t.out[p:].strip() == b"", "  and nothing is generated before the user types (got %r)" % t.out[p:p + 60])
+    t.send(b"What is a cat?\r")
+    q = t.wait_for(rb"What is a cat\?\r?\nBob:", p, timeout=20)
+    check(q >= 0, "  the typed line is followed by the --in-suffix 'Bob:'")
+    r = t.wait_for(rb"User:", q, timeout=20)
+    t.send(b"\x04")
+    st = t.finish()
+    transcript(t, "chat-with-bob")
+    check(q >= 0 and (r >= 0 or b"stopped by" in t.out) and st == 0, f"  then the model answers and the session ends on EOF: exit {st}")
+    os.unlink(bob)
+
+    # 7. -st: one reply to -p, then exit (no '> ')
+    out = subprocess.run(base + ["-st", "-p", "Hello", "-n", "8"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    check(out.returncode == 0 and b"> " not in out.stdout and b"stopped by single turn (-st)" in out.stderr,
+          "-st: one reply, then exit 0: %r" % out.stderr[-120:])
+
+    # 8. llama-cli spellings and flags that change nothing here
+    ref = subprocess.run(plain + ["-no-cnv", "-p", "Once upon a time", "-n", "16", "--temp", "0.7", "--repeat-penalty", "1.3"],
+                         capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    out = subprocess.run(plain + ["-no-cnv", "-p", "Once upon a time", "-n", "16", "--temperature", "0.7", "--repeat_penalty", "1.3",
+                                  "-ngl", "99", "-fa", "on", "--no-warmup"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    notes = [l for l in out.stderr.decode().splitlines() if "note:" in l]
+    check(out.returncode == 0 and out.stdout == ref.stdout and len(ref.stdout) > 20,
+          "--temperature / --repeat_penalty = --temp / --repeat-penalty: %r" % out.stdout[:60])
+    check(len(notes) == 3 and all("ignored (" in l for l in notes), "-ngl 99, -fa on, --no-warmup: a note each: %r" % notes)
+
+    # 9. the banner names the template really used
+    out = subprocess.run(plain + ["-cnv", "-st", "-p", "Hi", "-n", "4"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    check(out.returncode == 0 and b"chat template: chatml (the model has none)" in out.stderr,
+          "-cnv on a model without a template: the banner says chatml: %r" % out.stderr[:400])
+
+    # 10. -sysf: the system message from a file, the same conversation as -sys with its text
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("You are a storyteller.\n")
+        sysf = f.name
+    one = subprocess.run(base + ["-st", "-sys", "You are a storyteller.", "-p", "Hi", "-n", "12", "--verbose-prompt"],
+                         capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    two = subprocess.run(base + ["-st", "-sysf", sysf, "-p", "Hi", "-n", "12"], capture_output=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    os.unlink(sysf)
+    check(one.returncode == 0 and one.stdout == two.stdout and b"You are a storyteller." in one.stdout,
+          "-sysf FILE = -sys TEXT: %r" % two.stdout[:80])
 
     print("cli_chat: %s" % ("all passed" if FAILS == 0 else f"{FAILS} failed"))
     return 1 if FAILS else 0

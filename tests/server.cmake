@@ -37,6 +37,13 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_test.py --sift $<TARGET_FILE:sift>
                    --model ${SIFT_SHARED_DIR}/models/stories260K.gguf)
   set_tests_properties(server_api PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
+  # issue 29: 42 command lines from llama.cpp's READMEs (llama-completion, llama-server) run
+  # against sift generate / serve; each exit status and first line as docs/cli.md's table
+  # says, none "unknown option" (about 4 s)
+  add_test(NAME dropin_cmdlines
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/dropin_cmdlines.py --sift $<TARGET_FILE:sift>
+                   --models ${SIFT_SHARED_DIR}/models --doc ${PROJECT_SOURCE_DIR}/docs/cli.md)
+  set_tests_properties(dropin_cmdlines PROPERTIES LABELS "cli;server" ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
   # SIGTERM with 60 queued streams (issue 26): every stream ends with a complete event and the
   # process exits within --drain-timeout + 1 s; 2 runs here (about 4 s), the 100-run check is
   # `tests/server_drain.py --runs 100` (docs/server.md)

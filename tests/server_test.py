@@ -159,6 +159,8 @@ def test_models(S):
 def test_slots(S):
     s = S.get_json("/slots")
     assert len(s) == 4 and all(not x["is_processing"] for x in s)
+    # each slot its own id, also before a request has run (every one said "id": 0)
+    assert [x["id"] for x in s] == [0, 1, 2, 3] and all(x["id_task"] == -1 for x in s), s
 
 
 def test_metrics(S):
@@ -277,8 +279,11 @@ def test_stop_string(S):
 
 
 def test_n_probs(S):
-    j = completion(S, prompt="Once upon a time", n_predict=8, seed=5, n_probs=3, ignore_eos=True,
-                   post_sampling_probs=False)  # llama-server's raw-logit logprobs
+    # the default, as current llama-server writes it: logprob / top_logprobs of the model's
+    # distribution (was prob / top_probs here until llama-server's format was followed)
+    j = completion(S, prompt="Once upon a time", n_predict=8, seed=5, n_probs=3, ignore_eos=True)
+    assert j["completion_probabilities"] == completion(
+        S, prompt="Once upon a time", n_predict=8, seed=5, n_probs=3, ignore_eos=True, post_sampling_probs=False)["completion_probabilities"]
     cp = j["completion_probabilities"]
     assert len(cp) == 8
     for e in cp:
@@ -287,9 +292,12 @@ def test_n_probs(S):
         lps = [x["logprob"] for x in tops]
         assert lps == sorted(lps, reverse=True) and all(lp <= 0 for lp in lps)
         assert e["logprob"] <= 0 and bytes(e["bytes"]).decode(errors="replace") == e["token"]
-    # the default: probabilities after the chain, of what the samplers left (top_k 2: two summing to 1)
-    j = completion(S, prompt="Once upon a time", n_predict=6, seed=5, n_probs=5, top_k=2)
+    for e in cp:
+        assert set(e) == {"id", "token", "bytes", "logprob", "top_logprobs"}, e
+    # post_sampling_probs: probabilities after the chain, of what the samplers left (top_k 2: two summing to 1)
+    j = completion(S, prompt="Once upon a time", n_predict=6, seed=5, n_probs=5, top_k=2, post_sampling_probs=True)
     for e in j["completion_probabilities"]:
+        assert set(e) == {"id", "token", "bytes", "prob", "top_probs"}, e
         ps = [x["prob"] for x in e["top_probs"]]
         assert 1 <= len(ps) <= 2 and abs(sum(ps) - 1) < 1e-5 and 0 < e["prob"] <= 1
 
@@ -1320,6 +1328,33 @@ def test_llama_server_command_line():
     bad = subprocess.run([ARGS.sift, "serve", "-m", ARGS.model], capture_output=True, text=True, timeout=30,
                          env=dict(os.environ, LLAMA_ARG_CTX_SIZE="big"))
     assert bad.returncode == 2 and "LLAMA_ARG_CTX_SIZE" in bad.stderr, bad.stderr
+
+
+def test_llama_server_sampling_defaults():
+    """Issue 29: llama-server's sampling flags (--temp, --top-k, --top_p, --min-p, --seed,
+    --repeat-penalty, --samplers) are the defaults of requests that do not set the field; a
+    request's own field still wins. The flags that change nothing here start with a note each."""
+    flags = ["--temp", "0.5", "--top-k", "7", "--top_p", "0.9", "--min-p", "0.2", "--seed", "77", "--repeat-penalty", "1.25",
+             "--samplers", "top_k;min_p;temperature"]
+    noop = ["--no-webui", "--threads-http", "4", "--log-disable", "--cache-reuse", "256", "--kv-unified", "-ctk", "f16",
+            "-ctv", "f16", "--sleep-idle-seconds", "30", "--tags", "x", "--no-warmup", "-fa"]
+    S = Server(*flags, *noop)
+    try:
+        g = completion(S, prompt="Once", n_predict=4)["generation_settings"]
+        assert (g["temperature"], g["top_k"], g["seed"], g["samplers"]) == (0.5, 7, 77, ["top_k", "min_p", "temperature"]), g
+        assert abs(g["top_p"] - 0.9) < 1e-6 and abs(g["min_p"] - 0.2) < 1e-6 and g["repeat_penalty"] == 1.25, g
+        d = S.get_json("/props")["default_generation_settings"]["params"]
+        assert (d["temperature"], d["top_k"], d["seed"]) == (0.5, 7, 77), d
+        # the server's seed gives the same text each time; a request's own fields win
+        assert completion(S, prompt="Once", n_predict=8)["content"] == completion(S, prompt="Once", n_predict=8)["content"]
+        o = completion(S, prompt="Once", n_predict=4, temperature=1.5, top_k=3, seed=5)["generation_settings"]
+        assert (o["temperature"], o["top_k"], o["seed"]) == (1.5, 3, 5), o
+        notes = [l for l in S.log if "note:" in l]
+        assert len(notes) == 11 and all("ignored (" in l for l in notes), notes
+    finally:
+        S.stop()
+    bad = subprocess.run([ARGS.sift, "serve", "-m", ARGS.model, "--temp", "hot"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "--temp" in bad.stderr, bad.stderr
 
 
 # ---- runner -------------------------------------------------------------------------------------

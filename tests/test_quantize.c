@@ -20,6 +20,9 @@
  *    the worst case for quantization): Q8_0 2%, Q6_K 4.5%, Q4_K and Q4_0 20%.
  * 3. llama-quantize's mixtures (Q4_K_M, ...) on an 8-layer 256-wide llama: every tensor's
  *    type and general.file_type.
+ * 4. llama-2-tiny-random (F16 matrices with rows of 8, no 32-block type fits) to Q8_0: its
+ *    F16 matrices stay F16, byte for byte, as llama-quantize leaves them (they became F32,
+ *    doubling the file, issue 29); ffn_down (rows of 32) becomes Q8_0; the model still runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -364,6 +367,49 @@ static void test_quantize_errors(void **state)
     printf("  errors: %s\n", err.msg);
 }
 
+static void test_f16_kept(void **state)
+{
+    (void)state;
+    char src[1024], dst[512];
+    ref_model_path("llama-2-tiny-random", src, sizeof src);
+    if (access(src, R_OK) != 0) skip();
+    snprintf(dst, sizeof dst, "%s/tiny-q8.gguf", tmpdir);
+    sift_quantize_params qp = sift_quantize_default_params();
+    qp.type = SIFT_TYPE_Q8_0;
+    qp.n_threads = 1;
+    int64_t n_conv = -1;
+    sift_error err = {0};
+    assert_int_equal(sift_model_quantize(src, dst, &qp, &n_conv, &err), SIFT_OK);
+    sift_gguf *a = sift_gguf_open(src, NULL), *b = sift_gguf_open(dst, NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(sift_gguf_n_tensors(a), sift_gguf_n_tensors(b));
+    int n_f16 = 0, n_q8 = 0;
+    for (int64_t i = 0; i < sift_gguf_n_tensors(a); i++) {
+        const sift_gguf_tensor *ta = sift_gguf_tensor_at(a, i), *tb = sift_gguf_tensor_at(b, i);
+        assert_string_equal(ta->name, tb->name);
+        if (ta->type == SIFT_TYPE_F16 && ta->ne[0] % 32) {
+            assert_int_equal(tb->type, SIFT_TYPE_F16);
+            assert_int_equal(ta->size, tb->size);
+            assert_memory_equal(ta->data, tb->data, ta->size);
+            n_f16++;
+        } else if (ta->type == SIFT_TYPE_F16) {
+            assert_int_equal(tb->type, SIFT_TYPE_Q8_0);
+            n_q8++;
+        } else {
+            assert_int_equal(tb->type, ta->type); /* the F32 norms */
+        }
+    }
+    assert_int_equal(n_f16, 8); /* token_embd, attn_q/k/v/output, ffn_gate/up, output */
+    assert_int_equal(n_q8, 1);  /* ffn_down: rows of 32 */
+    sift_gguf_close(a);
+    sift_gguf_close(b);
+    sift_model *m = sift_model_load(dst, &err);
+    assert_non_null(m);
+    sift_model_free(m);
+    printf("  llama-2-tiny-random to q8_0: %d F16 matrices kept, %d to Q8_0 (%lld converted)\n", n_f16, n_q8, (long long)n_conv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -371,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_wide_kquants),
         cmocka_unit_test(test_quantize_mixes),
         cmocka_unit_test(test_quantize_errors),
+        cmocka_unit_test(test_f16_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

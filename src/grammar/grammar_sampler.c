@@ -30,6 +30,7 @@
 #include <math.h>
 #include <pcre2.h>
 #include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -558,6 +559,19 @@ bool sift__gx_grammar_sampler_stats(const sift_sampler *smpl, sift__gx_engine_st
     return true;
 }
 
+/* Append to buf[0 .. cap) at *n, cut at the end (the count goes on, as snprintf's). A function
+ * with vsnprintf, not a snprintf macro: the cut is the point here, and gcc's Release
+ * -Wformat-truncation flags every snprintf whose output can be cut. */
+static void put(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const int w = vsnprintf(buf + (*n < cap ? *n : cap - 1), *n < cap ? cap - *n : 1, fmt, ap);
+    va_end(ap);
+    if (w > 0) *n += (size_t)w;
+}
+
 /* A one-line picture of the matcher state for diagnostics (bench --maskbench's slow-mask
  * log): the number of stacks, then up to four stacks as rule names from the top down (at
  * most six frames each, "..." when deeper). */
@@ -567,7 +581,7 @@ bool sift__gx_grammar_sampler_describe(const sift_sampler *smpl, char *buf, size
     if (!c || !cap) return false;
     const sift_grammar *g = sift__gx_engine_grammar(c->eng);
     size_t n = 0;
-#define PUT(...) (n += (size_t)snprintf(buf + (n < cap ? n : cap - 1), n < cap ? cap - n : 1, __VA_ARGS__))
+#define PUT(...) put(buf, cap, &n, __VA_ARGS__)
     PUT("stacks=%u utf8=%u", c->st.tops.n, (unsigned)c->st.utf8.need);
     for (uint32_t k = 0; k < c->st.tops.n && k < 4; k++) {
         uint32_t depth = 0, f = c->st.tops.v[k];

@@ -15,8 +15,8 @@
  *     the requested type has 4 or 5 bits, unless keep_output is set;
  *   - rows that are not a whole number of blocks of that type: K-quants fall back to a
  *     32-value type (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0); when even that does not
- *     fit (stories260K's ffn_down has rows of 172) the tensor stays F32, where llama.cpp
- *     would write F16.
+ *     fit (stories260K's ffn_down has rows of 172) an F16 tensor stays F16 and any other
+ *     becomes F32, where llama.cpp would write F16.
  *
  * Each row is dequantized to F32 (a no-op for F32 sources) and quantized with the
  * reference quantizers of ggml_types.c, which are byte-identical to ggml's *_ref functions
@@ -131,6 +131,9 @@ static sift_tensor_type choose(const sift_gguf_tensor *t, bool is_head, const si
     if (is_head && !p->keep_output && low_bits(want)) want = SIFT_TYPE_Q6_K;
     else if (!is_head && p->mix != SIFT_QUANT_MIX_NONE) want = mix_type(t->name, want, p->mix, ms);
     while (!fits(want, t->ne[0]) && want != SIFT_TYPE_F32) want = fallback(want);
+    /* no quantized type fits the rows: an F16 matrix stays F16 (as llama-quantize leaves
+     * it), rather than doubling to F32 (llama-2-tiny-random's rows of 8: 0.98 -> 1.96 MiB) */
+    if (want == SIFT_TYPE_F32 && t->type == SIFT_TYPE_F16) want = SIFT_TYPE_F16;
     return want;
 }
 

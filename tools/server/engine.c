@@ -829,6 +829,7 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
     for (int i = 0; ok && i < e->n_slots; i++) {
         slot *sl = &e->slots[i];
         sl->id = i;
+        e->pub[i] = (srv_slot_info){.id = i, .id_task = -1}; /* what /slots shows before the first step */
         sl->batch_idx = -1;
         sl->cache = malloc((size_t)e->n_ctx_slot * sizeof *sl->cache);
         sl->pid = malloc(SRV_MAX_N_PROBS * sizeof *sl->pid);

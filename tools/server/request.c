@@ -688,7 +688,7 @@ static int parse_sampling(const srv_server *s, const cJSON *o, srv_request *r, s
     TRY(sp_float(o, "adaptive_decay", &p->adaptive_decay, e));
     TRY(sp_i32(o, "min_keep", &p->min_keep, e));
     TRY(get_bool(o, "ignore_eos", &p->ignore_eos, e));
-    long long seed = -1;
+    long long seed = p->seed == SIFT_DEFAULT_SEED ? -1 : (long long)p->seed; /* the server's --seed unless given */
     TRY(get_int(o, "seed", -1, 4294967295.0, &seed, e));
     p->seed = seed < 0 ? SIFT_DEFAULT_SEED : (uint32_t)seed;
     /* a DRY base below 1 means the default (llama-server) */
@@ -769,7 +769,7 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
 {
     const srv_config *cfg = &s->cfg;
     r->kind = kind;
-    r->sp = sift_sampling_default_params();
+    r->sp = cfg->sampling ? *cfg->sampling : sift_sampling_default_params();
     r->n_predict = cfg->default_n_predict;
     r->cache_prompt = true;
     r->id_slot = -1;
@@ -783,10 +783,10 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     TRY(get_bool(o, "cache_prompt", &r->cache_prompt, e));
     TRY(get_bool(o, "return_tokens", &r->return_tokens, e));
     TRY(get_bool(o, "timings_per_token", &r->timings_per_token, e));
-    /* n_probs on /completion reports the probabilities after the chain by default (what the
-     * samplers left); "post_sampling_probs": false gives llama-server's raw-logit logprobs.
-     * The OpenAI endpoints keep OpenAI's meaning: logprobs of the model's distribution. */
-    r->post_sampling_probs = kind == SRV_NATIVE;
+    /* n_probs reports llama-server's logprob / top_logprobs of the model's distribution by
+     * default (as current llama-server does, so that scripts written for it read the same
+     * fields); "post_sampling_probs": true gives prob / top_probs after the chain instead. */
+    r->post_sampling_probs = false;
     TRY(get_bool(o, "post_sampling_probs", &r->post_sampling_probs, e));
     TRY(get_bool(o, "trace", &r->trace, e));
     TRY(get_i32(o, "trace_top", 1, SRV_MAX_TRACE_TOP, &r->trace_top, e));

@@ -700,7 +700,7 @@ const char *srv_file_name(const char *path)
 char *srv_json_props(const srv_server *s)
 {
     srv_request def = {0};
-    def.sp = sift_sampling_default_params();
+    def.sp = s->cfg.sampling ? *s->cfg.sampling : sift_sampling_default_params(); /* serve's --temp, ... */
     def.n_predict = s->cfg.default_n_predict;
     def.cache_prompt = true;
     def.stream = false;

@@ -173,6 +173,10 @@ typedef struct srv_config {
     const char *const *cvec_paths;
     const float *cvec_scales;
     int n_cvec, cvec_layer_start, cvec_layer_end;
+    /* --temp, --top-k, ... (llama-server's sampling flags): what a request that does not give a
+     * field gets (NULL: libsift's defaults). Checked without the vocabulary at start; each
+     * request checks its whole set against the vocabulary as for its own fields. */
+    const sift_sampling_params *sampling;
 } srv_config;
 
 /* Limits that are not flags (docs/server.md lists them). */

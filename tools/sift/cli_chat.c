@@ -32,6 +32,7 @@ struct cli_chat {
     chat_tmpl builtin;
     char *bos, *eos;
     bool strip_bos;
+    char source[160]; /* what the banner names: the file, the name, "the model's", ... */
     msg *msgs;
     size_t n, cap;
 };
@@ -245,16 +246,18 @@ int cli_chat_for_model(const char *model_path, const sift_vocab *vocab, const ch
     *c = NULL;
     char *text = NULL;
     size_t len = 0;
-    const char *builtin = NULL;
+    const char *builtin = NULL, *source = "the model's";
     if (file) {
+        source = file;
         if (!(text = cli_read_file(file, &len))) {
             fprintf(stderr, "sift generate: --chat-template-file: cannot read '%s': %s\n", file,
                     strerror(errno));
             return 2;
         }
     } else if (name) {
+        source = "--chat-template";
         if (chat_from_name(name) != CHAT_UNKNOWN) {
-            builtin = name;
+            builtin = source = name;
         } else if (!strstr(name, "{{") && !strstr(name, "{%")) {
             /* neither a name nor a template: most likely a misspelt name */
             fprintf(stderr, "sift generate: --chat-template: unknown template name '%s' (chatml, llama3, llama2, "
@@ -268,6 +271,7 @@ int cli_chat_for_model(const char *model_path, const sift_vocab *vocab, const ch
         len = strlen(text);
     } else if (force) {
         builtin = "chatml"; /* -cnv on a model without a template: llama.cpp's default, chatml */
+        source = "chatml (the model has none)";
     } else {
         return 0;
     }
@@ -281,5 +285,8 @@ int cli_chat_for_model(const char *model_path, const sift_vocab *vocab, const ch
                 file ? file : "", err);
         return 2;
     }
+    snprintf((*c)->source, sizeof (*c)->source, "%s", source);
     return 0;
 }
+
+const char *cli_chat_source(const cli_chat *c) { return c->source; }

@@ -38,6 +38,10 @@ char *cli_chat_add(cli_chat *c, const char *role, const char *content, bool add_
 int cli_chat_for_model(const char *model_path, const sift_vocab *vocab, const char *file, const char *name, bool force,
                        cli_chat **c);
 
+/* Where the template of cli_chat_for_model came from, for the banner: the file, the built-in
+ * name, "--chat-template" (Jinja text), "the model's" or "chatml (the model has none)". */
+const char *cli_chat_source(const cli_chat *c);
+
 /* Record a message without rendering it (the assistant's reply: already in the cache). */
 bool cli_chat_push(cli_chat *c, const char *role, const char *content);
 

@@ -64,7 +64,7 @@ static const flag_def defs[] = {
     {"--top-nsigma", "--top-n-sigma", F_FLOAT, P(top_n_sigma), "top-n-sigma (default -1 = off)"},
     {"--xtc-probability", NULL, F_FLOAT, P(xtc_probability), "xtc probability (default 0 = off)"},
     {"--xtc-threshold", NULL, F_FLOAT, P(xtc_threshold), "xtc threshold (default 0.1, > 0.5 = off)"},
-    {"--temp", NULL, F_FLOAT, P(temp), "temperature (default 0.8)"},
+    {"--temp", "--temperature", F_FLOAT, P(temp), "temperature (default 0.8)"},
     {"--dynatemp-range", NULL, F_FLOAT, P(dynatemp_range), "dynamic temperature range (default 0 = off)"},
     {"--dynatemp-exp", NULL, F_FLOAT, P(dynatemp_exponent), "dynamic temperature exponent (default 1)"},
     {"--repeat-last-n", NULL, F_INT, P(penalty_last_n), "penalty window (default 64, 0 = off, -1 = context)"},

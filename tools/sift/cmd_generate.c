@@ -114,10 +114,10 @@ static int piece(const sift_vocab *vocab, sift_token t, char *buf, int cap, bool
     return n < 0 ? 0 : n;
 }
 
-static void print_piece(const sift_vocab *vocab, sift_token t)
+static void print_piece(const sift_vocab *vocab, sift_token t, bool special)
 {
     char buf[256];
-    const int n = piece(vocab, t, buf, sizeof buf, false);
+    const int n = piece(vocab, t, buf, sizeof buf, special);
     fwrite(buf, 1, (size_t)n, stdout);
 }
 
@@ -428,7 +428,7 @@ static stop_why reply(gen_run *r, sbuf *out)
             break;
         }
         char buf[256];
-        const int np = piece(r->vocab, tok, buf, sizeof buf, false);
+        const int np = piece(r->vocab, tok, buf, sizeof buf, o->special);
         fwrite(buf, 1, (size_t)np, stdout);
         fflush(stdout);
         const size_t before = text.n;
@@ -544,6 +544,10 @@ static int session(gen_run *r, cli_chat *chat, bool reply_first, const char **st
             }
             if (w == STOP_CTX) {
                 *stop = stop_name(w);
+                return 0;
+            }
+            if (o->single_turn && cnv) { /* -st: llama-cli exits after its first reply */
+                *stop = "single turn (-st)";
                 return 0;
             }
         }
@@ -748,6 +752,10 @@ int sift_cmd_generate(int argc, char **argv)
         free(user);
     } else {
         first_text = strdup(o.prompt);
+        /* llama-cli: a prompt that ends with a reverse prompt hands control to the user at
+         * once (the chat-with-bob scripts end their prompt with "User:") */
+        const size_t len = first_text ? strlen(first_text) : 0;
+        if (o.interactive && len && rprompt_found(&o, first_text, len, len - 1)) reply_first = false;
     }
     int32_t n_prompt = 0, n_neg = 0;
     prompt = first_text ? tokenize(vocab, first_text, true, cnv, &n_prompt) : NULL;
@@ -782,7 +790,7 @@ int sift_cmd_generate(int argc, char **argv)
         if (cfg) fprintf(stderr, "sift: guidance scale %.2f, negative prompt %d tokens\n", o.cfg_scale, n_neg);
         if (cnv)
             fprintf(stderr, "sift: conversation mode (chat template: %s); /exit or Ctrl-D ends it, Ctrl-C stops a reply\n",
-                    o.chat_template_file ? o.chat_template_file : o.chat_template ? o.chat_template : "the model's");
+                    cli_chat_source(chat));
         else if (interactive)
             fprintf(stderr, "sift: interactive mode; /exit or Ctrl-D ends it, Ctrl-C stops the generation\n");
         fprintf(stderr, "sift: prompt %d tokens, generating %ld\n\n", n_prompt, o.n_predict);
@@ -799,7 +807,7 @@ int sift_cmd_generate(int argc, char **argv)
 
     if (o.display_prompt) {
         if (o.color) fputs(COL_PROMPT, stdout);
-        for (int32_t i = 0; i < n_prompt; i++) print_piece(vocab, prompt[i]);
+        for (int32_t i = 0; i < n_prompt; i++) print_piece(vocab, prompt[i], o.special);
         if (o.color) fputs(COL_RESET, stdout);
         fflush(stdout);
     }

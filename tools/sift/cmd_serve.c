@@ -23,7 +23,9 @@
 #include <unistd.h>
 
 #include "server/server.h"
+#include "cli_compat.h"
 #include "cli_cvec.h"
+#include "cli_sampling.h"
 #include "cli_util.h"
 #include "sift.h"
 
@@ -94,11 +96,14 @@ static void usage(FILE *f)
             "  --template-timeout MS     wall-clock limit of one chat-template render; over it 400 (default 5000; 0 = none)\n\n"
             "  -v, --log-requests        one line per request on stderr\n"
             "  -h, --help                this text\n\n"
-            "llama-server flags that mean nothing here are accepted with a note: -ngl N, -fa [on|off|auto], --mlock,\n"
-            "--no-mmap, -cb, --cont-batching, --metrics, --slots, --jinja. Every option can also come from the\n"
-            "environment: LLAMA_ARG_* as llama-server names them (LLAMA_ARG_CTX_SIZE, LLAMA_API_KEY, ...) or SIFT_ARG_*\n"
-            "(the long option's name: SIFT_ARG_MAX_QUEUE=8); the command line wins.\n\n"
-            "Endpoints, fields and limits: docs/server.md. Replicas behind a balancer: docs/scale-out.md.\n");
+            "sampling defaults: llama-server's sampling flags (--temp, --top-k, --top-p, --min-p, --seed, --repeat-penalty,\n"
+            "--samplers, ... as in `sift generate --help`) set the values of requests that do not give their own.\n\n"
+            "Every option can also come from the environment: LLAMA_ARG_* as llama-server names them (LLAMA_ARG_CTX_SIZE,\n"
+            "LLAMA_API_KEY, ...) or SIFT_ARG_* (the long option's name: SIFT_ARG_MAX_QUEUE=8); the command line wins.\n"
+            "Long options may be spelt with '_' for '-' (--repeat_penalty), as llama.cpp reads them.\n\n"
+            "Endpoints, fields and limits: docs/server.md. Replicas behind a balancer: docs/scale-out.md.\n\n"
+            "llama-server flags accepted with a note because they change nothing here (also --metrics, --slots, --jinja):\n");
+    cli_compat_help(f, CLI_COMPAT_SERVE);
 }
 
 static int bad(const char *flag, const char *value, const char *why)
@@ -322,16 +327,6 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
     } else if (IS("--metrics")) {
         c->no_metrics = false;
         ignored(a, "/metrics is always on unless --no-metrics");
-    } else if (IS("-ngl") || IS("--gpu-layers") || IS("--n-gpu-layers")) {
-        NEEDV();
-        ignored(a, "sift serve decodes on the CPU");
-    } else if (IS("-fa") || IS("--flash-attn")) {
-        if (v && (!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto"))) *used = true;
-        ignored(a, "no flash-attention kernels here");
-    } else if (IS("--mlock") || IS("--no-mmap")) {
-        ignored(a, "the model is read into memory as a whole");
-    } else if (IS("-cb") || IS("--cont-batching")) {
-        ignored(a, "continuous batching is always on");
     } else if (IS("--jinja")) {
         ignored(a, "the GGUF's Jinja chat template is always rendered (--chat-template NAME picks a built-in one)");
     } else if (IS("-v") || IS("--log-requests") || IS("--verbose")) {
@@ -374,6 +369,14 @@ static const env_opt ENV_OPTS[] = {
     {"LLAMA_API_KEY", "--api-key", NULL, false},
     {"LLAMA_ARG_API_KEY_FILE", "--api-key-file", NULL, false},
     {"LLAMA_ARG_N_GPU_LAYERS", "-ngl", NULL, false},
+    {"LLAMA_ARG_TEMPERATURE", "--temp", NULL, false},
+    {"LLAMA_ARG_REPEAT_PENALTY", "--repeat-penalty", NULL, false},
+    {"LLAMA_ARG_PRESENCE_PENALTY", "--presence-penalty", NULL, false},
+    {"LLAMA_ARG_FREQUENCY_PENALTY", "--frequency-penalty", NULL, false},
+    {"LLAMA_ARG_TOP_K", "--top-k", NULL, false},
+    {"LLAMA_ARG_TOP_P", "--top-p", NULL, false},
+    {"LLAMA_ARG_MIN_P", "--min-p", NULL, false},
+    {"LLAMA_ARG_SEED", "--seed", NULL, false},
     {"LLAMA_ARG_ENDPOINT_METRICS", "--metrics", "--no-metrics", true},
     {"LLAMA_ARG_ENDPOINT_SLOTS", "--slots", "--no-slots", true},
     {"LLAMA_ARG_EMBEDDINGS", "--embeddings", NULL, true},
@@ -420,6 +423,25 @@ static const env_opt ENV_OPTS[] = {
     {"SIFT_ARG_POOLING", "--pooling", NULL, false},
 };
 
+/* The option at argv[*i] (its value consumed, *i advanced): control vectors, the sampling
+ * defaults, the llama-server flags that change nothing here (cli_compat.c), then the server's
+ * own. 0 parsed, 1 unknown, 2 usage error (message printed), -1 help printed. */
+static cli_cvec serve_cv;           /* --control-vector...: its strings are argv's */
+static cli_sampling serve_sampling; /* --temp, --top-k, ...: the requests' defaults */
+
+static int take_opt(srv_config *c, int argc, char **argv, int *i)
+{
+    cli_compat_normalize(argv[*i]);
+    int r = cli_cvec_flag(&serve_cv, "sift serve", argc, argv, i);
+    if (r) return r < 0 ? 2 : 0;
+    if ((r = cli_sampling_flag(&serve_sampling, argc, argv, i)) != 0) return r < 0 ? 2 : 0;
+    if ((r = cli_compat_flag("sift serve", CLI_COMPAT_SERVE, argc, argv, i)) != 0) return r < 0 ? 2 : 0;
+    bool used;
+    r = parse_opt(c, argv[*i], *i + 1 < argc ? argv[*i + 1] : NULL, &used);
+    *i += used;
+    return r;
+}
+
 static int parse_env(srv_config *c)
 {
     for (size_t i = 0; i < sizeof ENV_OPTS / sizeof *ENV_OPTS; i++) {
@@ -441,9 +463,11 @@ static int parse_env(srv_config *c)
                 return bad(o->env, NULL, "out of memory");
             }
         }
-        bool used;
-        const int r = parse_opt(c, flag, arg, &used);
-        if (r) {
+        char name[64];
+        snprintf(name, sizeof name, "%s", flag); /* take_opt normalizes the option word in place */
+        char *av[2] = {name, arg};
+        int j = 0;
+        if (take_opt(c, arg ? 2 : 1, av, &j)) {
             fprintf(stderr, "sift serve: (from the environment variable %s)\n", o->env);
             return 2;
         }
@@ -462,24 +486,29 @@ static int parse_args(int argc, char **argv, srv_config *c)
                       .template_memory = (size_t)1 << 30, .template_timeout_ms = 5000,
                       .max_body_in_flight = 64u << 20, .min_body_rate = 1024, .max_probs_bytes = 256u << 20,
                       .pooling = SIFT_POOLING_TYPE_UNSPECIFIED, .reasoning = -1, .reasoning_budget = -1};
+    serve_cv = (cli_cvec){0};
+    cli_sampling_init(&serve_sampling);
     int r = parse_env(c);
-    static cli_cvec cv; /* --control-vector...: its strings are argv's */
-    cv = (cli_cvec){0};
     for (int i = 1; !r && i < argc; i++) {
-        bool used;
-        const int rc = cli_cvec_flag(&cv, "sift serve", argc, argv, &i);
-        if (rc < 0) return 2;
-        if (rc > 0) continue;
-        r = parse_opt(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used);
+        r = take_opt(c, argc, argv, &i);
         if (r == 1) r = bad(argv[i], NULL, "unknown option (try --help)");
-        i += used;
     }
     if (r) return r;
-    c->cvec_paths = cv.paths;
-    c->cvec_scales = cv.scales;
-    c->n_cvec = cv.n;
-    c->cvec_layer_start = (int)cv.layer_start;
-    c->cvec_layer_end = (int)cv.layer_end;
+    if (serve_sampling.any) {
+        /* the rules that need no model now (a bad value ends the start, not every request);
+         * the vocabulary checks and -1 windows per request, as for a request's own fields */
+        sift_error err = {0};
+        if (sift_sampling_params_validate(&serve_sampling.params, 0, &err) != SIFT_OK) {
+            fprintf(stderr, "sift serve: %s\n", err.msg);
+            return 2;
+        }
+        c->sampling = &serve_sampling.params;
+    }
+    c->cvec_paths = serve_cv.paths;
+    c->cvec_scales = serve_cv.scales;
+    c->n_cvec = serve_cv.n;
+    c->cvec_layer_start = (int)serve_cv.layer_start;
+    c->cvec_layer_end = (int)serve_cv.layer_end;
     if (!c->model_path) return bad("-m", NULL, "a model is required");
     if (!c->n_threads_batch) c->n_threads_batch = c->n_threads;
     if (!c->max_renders) { /* half the CPUs: the other half stays the engine's */

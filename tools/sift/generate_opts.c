@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_compat.h"
 #include "cli_util.h"
 
 static void usage(FILE *f)
@@ -46,7 +47,8 @@ static void usage(FILE *f)
             "  --trace                   print the chain inspector for every generated token (stderr)\n"
             "  --trace-top K             candidates shown per sampler in --trace (default 5, at most 32)\n"
             "  --log-disable             no logs and no perf summary on stderr\n"
-            "  --color                   colour the prompt (yellow) and the user's input (green)\n"
+            "  -co, --color [on|off]     colour the prompt (yellow) and the user's input (green)\n"
+            "  -sp, --special            print special (control) tokens' texts too\n"
             "  -h, --help                this text\n\n"
             "conversation and interaction (llama-cli's):\n"
             "  -cnv, --conversation      chat: each input line is a user message formatted by the chat template and the\n"
@@ -55,10 +57,13 @@ static void usage(FILE *f)
             "  --chat-template-file FILE a Jinja chat template (instead of the GGUF's tokenizer.chat_template)\n"
             "  --chat-template NAME      a built-in template (chatml, llama3, llama2, mistral-v7, phi3, ...) or Jinja text\n"
             "  -sys, --system-prompt T   the system message of the conversation\n"
+            "  -sysf, --system-prompt-file FILE  the system message from a file\n"
+            "  -st, --single-turn        conversation: one reply, then exit (to -p, else to the first input line)\n"
             "  -i, --interactive         without a chat template: generate, then read lines that continue the text\n"
             "  -if, --interactive-first  interactive, waiting for input before generating\n"
             "  -r, --reverse-prompt T    stop generating at T and hand control to the user (repeatable)\n"
-            "  --in-prefix T, --in-suffix T  text put before / after every input line\n"
+            "  --in-prefix T, --in-suffix T  text put before / after every input line (either one turns the\n"
+            "                            default conversation mode off, as llama-cli's template is then disabled)\n"
             "  --in-prefix-bos           a BOS token before every input line\n"
             "  (/exit or Ctrl-D ends the session; Ctrl-C stops a reply, a second Ctrl-C ends the session)\n\n",
             cli_default_threads());
@@ -66,6 +71,9 @@ static void usage(FILE *f)
     cli_sampling_help(f);
     fprintf(f, "\ncontrol vectors:\n");
     cli_cvec_help(f);
+    fprintf(f, "\nLong options may be spelt with '_' for '-' (--repeat_penalty), as llama.cpp reads them.\n"
+               "llama-cli flags accepted with a note because they change nothing here:\n");
+    cli_compat_help(f, CLI_COMPAT_GENERATE);
 }
 
 static int bad(const char *flag, const char *value, const char *why)
@@ -119,13 +127,14 @@ void gen_process_escapes(char *s)
 /* 0: parsed; 2: usage error (message printed); -1: --help printed. */
 int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *sampling_flags)
 {
-    const char *prompt = NULL, *prompt_file = NULL;
+    const char *prompt = NULL, *prompt_file = NULL, *system_file = NULL;
     *o = (gen_opts){.cfg_scale = 1.0f, .n_predict = -1, .n_batch = 512, .n_threads = cli_default_threads(),
                     .escape = true, .display_prompt = true, .log = true, .trace_top = 5, .isa = SIFT_ISA_AUTO,
                     .conversation = -1};
     cli_grammar_init(&o->grammar);
     *sampling_flags = false;
     for (int i = 1; i < argc; i++) {
+        cli_compat_normalize(argv[i]); /* --repeat_penalty = --repeat-penalty, as llama.cpp reads it */
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define IS(x) (!strcmp(a, x))
@@ -218,6 +227,9 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
         } else if (IS("-sys") || IS("--system-prompt")) {
             NEEDV();
             o->system_prompt = v;
+        } else if (IS("-sysf") || IS("--system-prompt-file")) {
+            NEEDV();
+            system_file = v;
         } else if (IS("-r") || IS("--reverse-prompt")) {
             NEEDV();
             if (!*v) return bad(a, NULL, "the reverse prompt is empty");
@@ -233,8 +245,18 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
             o->in_suffix = v;
         } else if (IS("--in-prefix-bos")) {
             o->in_prefix_bos = true;
-        } else if (IS("--color")) {
-            o->color = true;
+        } else if (IS("-co") || IS("--color")) {
+            /* llama.cpp's --color takes an optional on/off/auto now */
+            if (v && (!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto"))) {
+                i++;
+                o->color = strcmp(v, "off") != 0;
+            } else {
+                o->color = true;
+            }
+        } else if (IS("-st") || IS("--single-turn")) {
+            o->single_turn = true;
+        } else if (IS("-sp") || IS("--special")) {
+            o->special = true;
         } else if (IS("--chat-template")) {
             NEEDV();
             o->chat_template = v;
@@ -243,6 +265,8 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
             o->chat_template_file = v;
         } else if (IS("--jinja")) {
             /* llama-cli's switch to the Jinja engine: sift always renders templates with it */
+        } else if ((n = cli_compat_flag("sift generate", CLI_COMPAT_GENERATE, argc, argv, &i)) != 0) {
+            if (n < 0) return 2;
         } else if ((n = cli_cvec_flag(&o->cvec, "sift generate", argc, argv, &i)) != 0) {
             if (n < 0) return 2;
         } else if ((n = cli_grammar_flag(&o->grammar, argc, argv, &i)) != 0) {
@@ -261,6 +285,9 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
     if (o->chain_spec && *sampling_flags)
         return bad("--chain", NULL, "excludes the llama.cpp sampling flags (only --seed and --ignore-eos go with it)");
     if (!o->n_threads_batch) o->n_threads_batch = o->n_threads;
+    /* llama.cpp: --in-prefix / --in-suffix disable the chat template, so without -cnv the
+     * session is plain interactive text (the reverse-prompt chats of its README) */
+    if (o->conversation == -1 && (o->in_prefix || o->in_suffix)) o->conversation = 0;
     if (o->chat_template && o->chat_template_file)
         return bad("--chat-template", NULL, "give either --chat-template or --chat-template-file, not both");
     if (prompt_file && !strcmp(prompt_file, "-")) {
@@ -284,7 +311,19 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
         o->prompt = strdup(prompt ? prompt : "");
     }
     if (o->neg_prompt) o->neg_owned = strdup(o->neg_prompt);
-    if (o->system_prompt) o->sys_owned = strdup(o->system_prompt);
+    if (system_file && o->system_prompt) return bad("-sysf", NULL, "give either -sys or -sysf, not both");
+    if (system_file) {
+        /* llama-cli's -sysf: the file's text, one trailing newline dropped as for -f */
+        if (!(o->sys_owned = cli_read_file(system_file, NULL))) {
+            fprintf(stderr, "sift generate: -sysf: cannot read '%s': %s\n", system_file, strerror(errno));
+            return 2;
+        }
+        const size_t len = strlen(o->sys_owned);
+        if (len && o->sys_owned[len - 1] == '\n') o->sys_owned[len - 1] = 0;
+        o->system_prompt = o->sys_owned;
+    } else if (o->system_prompt) {
+        o->sys_owned = strdup(o->system_prompt);
+    }
     if (!o->prompt || (o->neg_prompt && !o->neg_owned) || (o->system_prompt && !o->sys_owned))
         return bad("-p", NULL, "out of memory");
     if (o->escape) {

@@ -32,6 +32,8 @@ typedef struct gen_opts {
     /* interaction (llama-cli's flags) */
     int conversation;          /* -cnv 1, -no-cnv 0, -1: when there is a chat template */
     bool interactive, interactive_first, in_prefix_bos, color;
+    bool single_turn;          /* -st: one reply in conversation mode, then exit */
+    bool special;              /* -sp: special tokens' texts are printed */
     const char *system_prompt; /* -sys */
     char *sys_owned;
     const char *chat_template, *chat_template_file;
