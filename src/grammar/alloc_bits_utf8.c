@@ -19,6 +19,26 @@
 
 static _Atomic uint64_t g_allocs;
 
+/* Under LeakSanitizer our mappings are roots: a block that only a mapped array points to (the
+ * share's records, for one) is alive, not leaked - LSan scans the heap, stacks and globals,
+ * never anonymous mappings. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define GX_LSAN 1
+#endif
+#endif
+#if !defined(GX_LSAN) && defined(__SANITIZE_ADDRESS__)
+#define GX_LSAN 1
+#endif
+#if defined(GX_LSAN) && GX_HAVE_MREMAP
+#include <sanitizer/lsan_interface.h>
+#define LSAN_ROOT(p, n) __lsan_register_root_region((p), (n))
+#define LSAN_UNROOT(p, n) __lsan_unregister_root_region((p), (n))
+#else
+#define LSAN_ROOT(p, n) ((void)(p), (void)(n))
+#define LSAN_UNROOT(p, n) ((void)(p), (void)(n))
+#endif
+
 /*
  * Big growable blocks (Linux). Arrays of the mask engine (entries, DFA states, stack arena, lists)
  * grow during a mask computation; realloc of a megabyte block on the brk heap copied it (and
@@ -128,6 +148,7 @@ static void *big_from_heap(void *p, size_t n)
     g_big[g_big_n].len = len;
     g_big_n++;
     big_unlock();
+    LSAN_ROOT(m, len);
     big_advise(m, len);
     if (p) {
         size_t old = malloc_usable_size(p);
@@ -151,6 +172,8 @@ static void *big_realloc(void *p, size_t old, size_t n)
     if (len == old) return p;
     void *m = mremap(p, old, len, MREMAP_MAYMOVE);
     if (m == MAP_FAILED) return NULL;
+    LSAN_UNROOT(p, old);
+    LSAN_ROOT(m, len);
     big_lock();
     int32_t k = big_find(p); /* found again: another thread's free may have moved the slot */
     g_big[k].p = m;
@@ -227,6 +250,7 @@ void sift__gx_free(void *p)
         }
         big_unlock();
         if (k >= 0) {
+            LSAN_UNROOT(p, len);
             if (!kept) munmap(p, len);
             return;
         }
