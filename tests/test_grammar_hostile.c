@@ -67,16 +67,22 @@ static void test_match_bounded(void **state)
     sift_grammar_free(g);
 }
 
+/* Six tokens: letters up to eight long, and an end-of-generation one. */
+static void letters_vocab(gt_vocab *v)
+{
+    static const char *t[] = {"a", "b", "ab", "abcd", "abcdefgh", "</s>"};
+    uint8_t attr[6] = {SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL,
+                       SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_CONTROL | SIFT_TOKEN_ATTR_EOG};
+    gt_vocab_make(v, t, NULL, attr, 6);
+}
+
 /* The compile-time probe (sift__gx_stacks_probe): the exponential grammar is refused when it
  * is compiled - before a slot is taken, in milliseconds - with an error naming the limit. */
 static void test_refused_at_compile(void **state)
 {
     (void)state;
-    const char *t[] = {"a", "b", "ab", "abcd", "abcdefgh", "</s>"};
-    uint8_t attr[6] = {SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL,
-                       SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_CONTROL | SIFT_TOKEN_ATTR_EOG};
     gt_vocab v;
-    gt_vocab_make(&v, t, NULL, attr, 6);
+    letters_vocab(&v);
     char *text = exponential(20);
     sift_error err = {0};
     const double t0 = cpu_now();
@@ -109,11 +115,8 @@ static void test_refused_at_compile(void **state)
 static void test_sampler_over_limit(void **state)
 {
     (void)state;
-    const char *t[] = {"a", "b", "ab", "abcd", "abcdefgh", "</s>"};
-    uint8_t attr[6] = {SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_NORMAL,
-                       SIFT_TOKEN_ATTR_NORMAL, SIFT_TOKEN_ATTR_CONTROL | SIFT_TOKEN_ATTR_EOG};
     gt_vocab v;
-    gt_vocab_make(&v, t, NULL, attr, 6);
+    letters_vocab(&v);
     char *exp = exponential(20);
     char *text = malloc(strlen(exp) + 128);
     sprintf(text, "root ::= \"abcdefghabcdefghabcdefghabcdefghabcdefghabcdefghabcdefghabcdefghabcdefgh\" a0\n%s",
