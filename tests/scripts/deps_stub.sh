@@ -27,7 +27,9 @@ stub id 'if [ "$1" = -u ]; then echo "${STUB_UID:-0}"; else /usr/bin/id "$@"; fi
 mapfile -t pkgs < <(bash "$src/scripts/deps" --list)
 ((${#pkgs[@]} > 5)) || fail "scripts/deps --list printed ${#pkgs[@]} packages"
 for p in python3-numpy python3-pytest python3-cffi cmake libcmocka-dev gcc-aarch64-linux-gnu qemu-user libpcre2-dev:arm64; do
-  printf '%s\n' "${pkgs[@]}" | grep -qx "$p" || fail "$p is not in scripts/deps"
+  # (a here-string, not a pipe: grep -q quits at the first match, and with pipefail the
+  # printf it cut off would fail the check now and then)
+  grep -qx -- "$p" <<<"$(printf '%s\n' "${pkgs[@]}")" || fail "$p is not in scripts/deps"
 done
 deps() { : >"$log"; env -u DEBIAN_FRONTEND PATH="$work/bin:$PATH" STUB_UID="$1" bash "$src/scripts/deps" >/dev/null 2>&1 \
   || fail "scripts/deps exited $? (uid $1)"; }
