@@ -685,9 +685,22 @@ static void *req_main(void *arg)
     return NULL;
 }
 
+/* The server's own time for a /completion answer: timings.prompt_ms + predicted_ms (ms, from
+ * the slot's start to the last token), or -1. */
+static double engine_ms(const sbuf *b)
+{
+    cJSON *j = cJSON_ParseWithLength(b->p ? b->p : "", b->n);
+    const cJSON *t = cJSON_GetObjectItem(j, "timings");
+    const cJSON *p = cJSON_GetObjectItem(t, "prompt_ms"), *g = cJSON_GetObjectItem(t, "predicted_ms");
+    const double ms = cJSON_IsNumber(p) && cJSON_IsNumber(g) ? p->valuedouble + g->valuedouble : -1;
+    cJSON_Delete(j);
+    return ms;
+}
+
 /* The legitimate client: n requests one after another on a fresh connection each, for
- * `limit_s` seconds at most; their latencies (ms, -1 for a failure or no time left) into lat. */
-static void legit_run(int port, int n, int n_predict, double *lat, double limit_s)
+ * `limit_s` seconds at most; their latencies (ms, -1 for a failure or no time left) into lat,
+ * the engine's part of each (engine_ms) into eng. */
+static void legit_run(int port, int n, int n_predict, double *lat, double *eng, double limit_s)
 {
     conn *c = calloc(1, sizeof *c);
     sbuf out = {0};
@@ -704,6 +717,7 @@ static void legit_run(int port, int n, int n_predict, double *lat, double limit_
         const double t0 = now_s();
         const int r = http_do(c, "POST", "/completion", body, &st, &out);
         lat[i] = r == 0 && st == 200 ? 1e3 * (now_s() - t0) : -1;
+        eng[i] = r == 0 && st == 200 ? engine_ms(&out) : -1;
         conn_close(c);
         poll(NULL, 0, 20);
     }
@@ -743,8 +757,9 @@ static int hostile_main(lt_cfg *c, int n_legit, const char *attacks)
     }
     hostile_sh sh = {.port = sp.port};
     double *idle = calloc((size_t)n_legit, sizeof *idle), *att = calloc((size_t)n_legit, sizeof *att);
-    if (!idle || !att) return 1;
-    legit_run(sp.port, n_legit, c->n_predict, idle, 120); /* the idle figures first */
+    double *eng = calloc((size_t)n_legit, sizeof *eng);
+    if (!idle || !att || !eng) return 1;
+    legit_run(sp.port, n_legit, c->n_predict, idle, eng, 120); /* the idle figures first */
     fprintf(stderr, "sift bench --server --hostile: idle run done; attacking\n");
 
     char *grammar_body = exp_grammar_request();
@@ -770,7 +785,7 @@ static int hostile_main(lt_cfg *c, int n_legit, const char *attacks)
         if (strstr(attacks, ra_kind[i])) pthread_create(&th[n_th++], NULL, req_main, &ra[i]);
     poll(NULL, 0, 3000); /* the attack in full swing: the slow uploads past the rate grace */
     const double t_att = now_s();
-    legit_run(sp.port, n_legit, c->n_predict, att, 120);
+    legit_run(sp.port, n_legit, c->n_predict, att, eng, 120);
     const double att_s = now_s() - t_att;
     fprintf(stderr, "sift bench --server --hostile: measured under attack; stopping the attack\n");
     atomic_store(&sh.stop, true);
@@ -810,6 +825,12 @@ static int hostile_main(lt_cfg *c, int n_legit, const char *attacks)
     const double idle_p50 = n_idle_ok ? pct(idle_ok, n_idle_ok, 0.5) : 0, idle_p99 = n_idle_ok ? pct(idle_ok, n_idle_ok, 0.99) : 0;
     for (int i = 0; i < n_ok; i++) n_within += att_ok[i] <= 3 * idle_p50;
     const double share = 100.0 * n_within / n_legit;
+    /* where the late answers' time went: in the engine (a slot's prompt and tokens), or
+     * outside it (HTTP, the queue, the scheduler) */
+    double late_eng[1024], late_rest[1024];
+    int n_late = 0;
+    for (int i = 0; i < n_legit; i++)
+        if (att[i] > 3 * idle_p50 && eng[i] >= 0) late_eng[n_late] = eng[i], late_rest[n_late++] = att[i] - eng[i];
     printf("sift bench --server --hostile: %s with a slow chat template, -np 4; attacks %s\n"
            "attack: slow uploads from 16 addresses (127.0.0.2-17, %ld connections opened), %ld chat renders of the template, "
            "%ld exponential-grammar requests, %ld amplification requests (%ld answered 400)\n"
@@ -817,14 +838,18 @@ static int hostile_main(lt_cfg *c, int n_legit, const char *attacks)
            "legitimate client (%d requests of %d tokens): idle p50 %.1f ms, p99 %.1f ms; under attack %d answered, p50 %.1f ms, "
            "p99 %.1f ms (%.1f s)\n"
            "answered within 3x the idle p50 (%.1f ms): %d/%d = %.1f%% (target >= 95%%)\n"
+           "the %d answered later: in the engine p50 %.1f ms, max %.1f ms; outside it (HTTP, queue, scheduling) p50 %.1f ms, max %.1f ms\n"
            "server alive after the attack: %s; exit %d %.2f s after SIGTERM\n",
            c->model, attacks, atomic_load(&sh.n_slow_conns), atomic_load(&sh.n_chat), atomic_load(&sh.n_grammar), atomic_load(&sh.n_amp),
            atomic_load(&sh.n_amp_400), slow_closed, evicted, n_legit, c->n_predict, idle_p50, idle_p99, n_ok,
-           n_ok ? pct(att_ok, n_ok, 0.5) : 0, n_ok ? pct(att_ok, n_ok, 0.99) : 0, att_s, 3 * idle_p50, n_within, n_legit, share,
+           n_ok ? pct(att_ok, n_ok, 0.5) : 0, n_ok ? pct(att_ok, n_ok, 0.99) : 0, att_s, 3 * idle_p50, n_within, n_legit, share, n_late,
+           n_late ? pct(late_eng, n_late, 0.5) : 0, n_late ? pct(late_eng, n_late, 1) : 0, n_late ? pct(late_rest, n_late, 0.5) : 0,
+           n_late ? pct(late_rest, n_late, 1) : 0,
            alive ? "yes" : "NO", exit_st, exit_s);
     free(grammar_body);
     free(idle);
     free(att);
+    free(eng);
     const bool pass = alive && exit_st == 0 && share >= 95.0;
     printf("%s\n", pass ? "PASS" : "FAIL");
     return pass ? 0 : 1;

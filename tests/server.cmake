@@ -19,7 +19,7 @@ endif()
 # tool calling and reasoning (tools/server/tool_calls.c, reasoning.c): formats, grammars, parsers (label unit)
 add_executable(server_tools_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_tools_unit.c ${PROJECT_SOURCE_DIR}/tools/server/tool_calls.c
                                  ${PROJECT_SOURCE_DIR}/tools/server/reasoning.c
-                                 ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c)
+                                 ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c ${PROJECT_SOURCE_DIR}/tools/server/prio.c)
 target_include_directories(server_tools_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(server_tools_unit PRIVATE ${SIFT_WARN})
 target_link_libraries(server_tools_unit PRIVATE sift_static PkgConfig::CMOCKA)

@@ -1586,7 +1586,7 @@ def test_hostile_chat_template():
     # (the step budget ends the spin in well under a second in a normal build; under the
     # sanitizers the wall-clock limit may come first: either is the budget doing its job)
     S = Server("-np", "2", "-c", "1024", "--chat-template-file", path, "--template-memory", "33554432",
-               "--template-timeout", "3000")
+               "--template-timeout", "3000", "--max-renders", "2")
     try:
         res = {}
 
@@ -1594,12 +1594,39 @@ def test_hostile_chat_template():
             t0 = time.time()
             res["spin"] = S.post("/apply-template", {"messages": [{"role": "user", "content": "spin"}]}) + (time.time() - t0,)
 
+        def nice_of(path):
+            with open(path) as f:
+                return int(f.read().rsplit(")", 1)[1].split()[16])
+
+        def niced_threads():  # (Linux) the server's threads 10 above its own nice: renders in the background (prio.c)
+            n, base = 0, nice_of(f"/proc/{S.proc.pid}/stat")
+            for tid in os.listdir(f"/proc/{S.proc.pid}/task"):
+                try:
+                    n += nice_of(f"/proc/{S.proc.pid}/task/{tid}/stat") == base + 10
+                except OSError:
+                    pass
+            return n
+
+        seen = []
+
+        def watch():
+            while th.is_alive():
+                seen.append(niced_threads())
+                time.sleep(0.005)
+
         th = threading.Thread(target=spin)
         th.start()
+        wt = threading.Thread(target=watch)
+        wt.start()
         t0 = time.time()
         st, j = S.post("/apply-template", {"messages": [{"role": "user", "content": "hi"}]})
         took = time.time() - t0
         th.join()
+        wt.join()
+        niced = max(seen, default=0)
+        if sys.platform.startswith("linux") and nice_of(f"/proc/{S.proc.pid}/stat") <= 9:  # (room for +10)
+            assert niced >= 1, niced  # (the "hi" render is niced too while it runs)
+            assert niced_threads() == 0  # back to normal priority once answered
         assert st == 200 and j["prompt"].startswith("<|im_start|>user\nhi"), (st, j)
         assert took < 2, took
         st, j, spin_took = res["spin"]

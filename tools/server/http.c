@@ -77,10 +77,6 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#endif
 
 #include "server/server.h"
 
@@ -552,39 +548,6 @@ static void render_leave(srv_server *s, srv_kind kind)
     if (kind == SRV_OAI_CHAT && s->jinja) atomic_fetch_sub(&s->http.renders, 1);
 }
 
-/* A render runs at background priority: its thread's nice value goes up by RENDER_NICE for
- * the render and back after it. --max-renders bounds how many cores renders take; this makes
- * the engine thread win the core a render shares with it (weights 1024 against 110 at +10),
- * so a template that spends its whole budget costs the other slots little of their speed.
- * Linux threads have their own nice values (setpriority on the thread id); elsewhere this is
- * a no-op. Going back down needs CAP_SYS_NICE or an RLIMIT_NICE that allows it: without, the
- * connection's thread stays niced, which only slows that connection's own HTTP work. Returns
- * the value to restore, or INT_MIN when nothing was changed. */
-#define RENDER_NICE 10
-static int render_nice(bool on)
-{
-#ifdef __linux__
-    if (!on) return INT_MIN;
-    const id_t tid = (id_t)syscall(SYS_gettid);
-    errno = 0;
-    const int was = getpriority(PRIO_PROCESS, tid);
-    if (errno || setpriority(PRIO_PROCESS, tid, was + RENDER_NICE) != 0) return INT_MIN;
-    return was;
-#else
-    (void)on;
-    return INT_MIN;
-#endif
-}
-
-static void render_unnice(int was)
-{
-#ifdef __linux__
-    if (was != INT_MIN) (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), was);
-#else
-    (void)was;
-#endif
-}
-
 /* What task t's n_probs and trace output is counted as against --max-probs-bytes: its worst
  * case (every token it may generate) of top-candidate entries, SRV_PROBS_ENTRY_BYTES each. */
 static long long probs_cost(const srv_server *s, const srv_task *t)
@@ -606,9 +569,8 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
         return reply_error(c, s, &e);
     }
     chat_jinja_set_client(conn_fd(c)); /* a render stops if this client goes away */
-    const int was_nice = render_nice(kind == SRV_OAI_CHAT && s->jinja);
+    if (kind == SRV_OAI_CHAT && s->jinja) srv_prio_background(); /* the model file's code (prio.c); restored by on_request */
     const int rc = srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e);
-    render_unnice(was_nice);
     chat_jinja_set_client(-1);
     if (rc) render_leave(s, kind);
     if (rc) return reply_error(c, s, &e);
@@ -644,6 +606,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
         }
     }
     render_leave(s, kind);
+    srv_prio_restore(); /* before waiting on the engine: a background thread must hold no lock the engine takes */
     long long cost = 0;
     for (int k = 0; k < n; k++) cost += probs_cost(s, g[k]);
     const long long budget = (long long)s->cfg.max_probs_bytes;
@@ -725,6 +688,24 @@ static enum MHD_Result handle_simple(struct MHD_Connection *c, srv_server *s, si
     char *out = NULL;
     if (fn(s, r->body.p ? r->body.p : "", r->body.n, &out, &e)) return reply_error(c, s, &e);
     return reply_json(c, s, 200, out);
+}
+
+/* /apply-template renders the chat template as a chat request does: one of the --max-renders
+ * places, and the background priority (prio.c) with a Jinja template. */
+static enum MHD_Result handle_apply_template(struct MHD_Connection *c, srv_server *s, const conn_req *r)
+{
+    if (!render_enter(s, SRV_OAI_CHAT)) {
+        srv_error e = {0};
+        srv_errorf(&e, 503, "the server is rendering its most chat templates at once (--max-renders %d); retry later",
+                   s->cfg.max_renders);
+        return reply_error(c, s, &e);
+    }
+    chat_jinja_set_client(conn_fd(c)); /* a render stops if this client goes away */
+    if (s->jinja) srv_prio_background();
+    const enum MHD_Result ret = handle_simple(c, s, srv_handle_apply_template, r);
+    chat_jinja_set_client(-1);
+    render_leave(s, SRV_OAI_CHAT);
+    return ret;
 }
 
 /* ---- health and readiness ---------------------------------------------------------------------------- */
@@ -844,7 +825,7 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     if (path_is(url, "/detokenize")) return handle_simple(c, s, srv_handle_detokenize, r);
     if (path_is(url, "/embedding") || path_is(url, "/embeddings")) return handle_simple(c, s, embd_native, r);
     if (path_is(url, "/v1/embeddings")) return handle_simple(c, s, embd_oai, r);
-    return handle_simple(c, s, srv_handle_apply_template, r);
+    return handle_apply_template(c, s, r);
 }
 
 /* The request line is in (MHD_OPTION_URI_LOG_CALLBACK, called before libmicrohttpd parses
@@ -1007,6 +988,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     last_status = 0;
     const enum MHD_Result ret = route(c, s, url, method, r);
+    srv_prio_restore(); /* a handler may have gone into the background (prio.c) */
     log_request(s, method, url, ret == MHD_YES ? last_status : 499, r);
     return ret;
 }

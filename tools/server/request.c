@@ -566,6 +566,7 @@ static int schema_grammar(const srv_server *s, const cJSON *schema, const char *
     char *text = cJSON_PrintUnformatted(schema);
     if (!text) return srv_errorf(e, 500, "out of memory");
     sift_error se = {0};
+    srv_prio_background(); /* the client sets the cost of what follows (prio.c) */
     if (r->rs) { /* a chat that may think: GBNF now, compiled once the prompt is known (finish_grammar) */
         r->gbnf_pending = sift_json_schema_to_grammar(text, strlen(text), flags, &se);
         free(text);
@@ -594,6 +595,7 @@ static int parse_grammar(const srv_server *s, const cJSON *root, srv_kind kind, 
             return 0;
         }
         sift_error se = {0};
+        srv_prio_background();
         r->cgrammar = sift_grammar_compile(s->gcomp, g->valuestring, strlen(g->valuestring), "root", &se);
         if (!r->cgrammar) return srv_errorf(e, se.status == SIFT_E_NOMEM ? 500 : 400, "'grammar': %s", se.msg);
         return 0;
@@ -758,6 +760,7 @@ static int finish_grammar(const srv_server *s, srv_request *r, srv_error *e)
     if (think && !text) return srv_errorf(e, 500, "out of memory");
     const char *g = text ? text : r->gbnf_pending;
     sift_error se = {0};
+    srv_prio_background();
     r->cgrammar = sift_grammar_compile(s->gcomp, g, strlen(g), root, &se);
     free(text);
     if (!r->cgrammar)
@@ -956,6 +959,7 @@ int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **c
         /* (reasoning) a call from the first token, after the thinking */
         char *wrapped = r->tools_after_think ? rs_wrap_grammar(r->tools->gbnf, TC_ROOT, r->think_forced_open, &gp.root) : NULL;
         const char *gt = wrapped ? wrapped : r->tools->gbnf;
+        srv_prio_background();
         sift_compiled_grammar *cg = sift_grammar_compile(s->gcomp, gt, strlen(gt), gp.root, &se);
         free(wrapped);
         *grammar = cg ? sift_sampler_init_grammar_compiled(cg, &gp, &se) : NULL;

@@ -739,6 +739,21 @@ void srv_conns_body_bytes(srv_conns *c, int fd, size_t n);
 int srv_conns_reap(srv_conns *c, double now_ms);
 void srv_conns_stats(srv_conns *c, srv_conn_stats *st);
 
+/* ---- background priority for client-controlled work (prio.c) ----------------------------------- */
+
+typedef enum srv_prio_mode {
+    SRV_PRIO_OFF = 0, /* not on this system, or turned off */
+    SRV_PRIO_NICE,    /* nice +10 */
+} srv_prio_mode;
+
+/* Once, before the first connection: which background this process can use (prio.c). */
+srv_prio_mode srv_prio_init(bool enable);
+/* This thread into the background, just before work whose cost the client controls (a
+ * render, a grammar or schema compile); idempotent. */
+void srv_prio_background(void);
+/* This thread back to normal priority, if it went into the background; idempotent. */
+void srv_prio_restore(void);
+
 /* ---- HTTP (http.c) ------------------------------------------------------------------------- */
 
 /* The embedded web page (generated at build time from tools/server/public/index.html). */

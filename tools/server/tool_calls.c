@@ -710,6 +710,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     schema = NULL;
     if (!text) goto oom;
     sift_error se = {0};
+    srv_prio_background(); /* the client sets the cost of what follows (prio.c) */
     char *g = sift_json_schema_to_grammar(text, strlen(text), SIFT_JSON_SCHEMA_LLAMA | SIFT_JSON_SCHEMA_LENIENT, &se);
     free(text);
     if (!g) {

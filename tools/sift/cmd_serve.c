@@ -712,6 +712,7 @@ int sift_cmd_serve(int argc, char **argv)
     }
     int port = 0;
     char msg[256];
+    const srv_prio_mode prio = srv_prio_init(true); /* before the first connection thread */
     http = srv_http_start(s, &port, msg, sizeof msg);
     if (!http) {
         fprintf(stderr, "sift serve: %s\n", msg);
@@ -721,6 +722,7 @@ int sift_cmd_serve(int argc, char **argv)
             cfg->model_path, s->model_desc, s->n_vocab, cfg->n_parallel, s->n_ctx_slot,
             cfg->n_batch > cfg->n_parallel ? cfg->n_batch : cfg->n_parallel, cfg->n_threads, cfg->n_threads_batch,
             s->jinja ? "jinja" : chat_name(s->tmpl), s->jinja || s->tmpl_detected ? "" : " (default)");
+    if (prio == SRV_PRIO_NICE) fprintf(stderr, "sift serve: chat-template renders and grammar compiles run at nice +10\n");
     fprintf(stderr, "sift serve: loaded in %.0f ms; listening on http://%s:%d\n", srv_now_ms() - t0,
             strchr(cfg->host, ':') ? "[::]" : cfg->host, port);
     fflush(stderr);
