@@ -165,6 +165,7 @@ typedef struct srv_config {
     size_t max_probs_bytes;     /* --max-probs-bytes: n_probs + trace output of all requests together (estimated) */
     int max_renders;            /* --max-renders: Jinja chat template renders at once (others wait, then 503) */
     bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
+    bool no_jinja;              /* --no-jinja: chats use the built-in template the GGUF's resembles */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
     char **owned;               /* strings the options were copied into (environment values, key-file lines) */

@@ -94,6 +94,8 @@ static void usage(FILE *f)
             "  --template-memory BYTES   memory all chat-template renders may hold at once, and one at most; a request\n"
             "                            over it gets 413 (default 1073741824; 0 = 512 MiB per render, no shared cap)\n"
             "  --template-timeout MS     wall-clock limit of one chat-template render; over it 400 (default 5000; 0 = none)\n\n"
+            "  --jinja / --no-jinja      chats render the GGUF's (or --chat-template-file's) Jinja template (default), or\n"
+            "                            the built-in template it resembles, as llama-server's --no-jinja does\n"
             "  -v, --log-requests        one line per request on stderr\n"
             "  -h, --help                this text\n\n"
             "sampling defaults: llama-server's sampling flags (--temp, --top-k, --top-p, --min-p, --seed, --repeat-penalty,\n"
@@ -102,7 +104,7 @@ static void usage(FILE *f)
             "LLAMA_API_KEY, ...) or SIFT_ARG_* (the long option's name: SIFT_ARG_MAX_QUEUE=8); the command line wins.\n"
             "Long options may be spelt with '_' for '-' (--repeat_penalty), as llama.cpp reads them.\n\n"
             "Endpoints, fields and limits: docs/server.md. Replicas behind a balancer: docs/scale-out.md.\n\n"
-            "llama-server flags accepted with a note because they change nothing here (also --metrics, --slots, --jinja):\n");
+            "llama-server flags accepted with a note because they change nothing here (also --metrics, --slots):\n");
     cli_compat_help(f, CLI_COMPAT_SERVE);
 }
 
@@ -328,7 +330,9 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         c->no_metrics = false;
         ignored(a, "/metrics is always on unless --no-metrics");
     } else if (IS("--jinja")) {
-        ignored(a, "the GGUF's Jinja chat template is always rendered (--chat-template NAME picks a built-in one)");
+        c->no_jinja = false;
+    } else if (IS("--no-jinja")) {
+        c->no_jinja = true;
     } else if (IS("-v") || IS("--log-requests") || IS("--verbose")) {
         c->log_requests = true;
     } else {
@@ -678,7 +682,18 @@ int sift_cmd_serve(int argc, char **argv)
      * GGUF's, rendered as Jinja; a GGUF template that does not parse, or none, falls back to
      * the built-in one it resembles, else chatml */
     s->tmpl_text = read_chat_template(cfg->model_path);
-    if (!cfg->chat_template && load_jinja(s, cfg) != 0) {
+    if (cfg->no_jinja && cfg->chat_template_file) { /* (llama-server: the file picks a built-in template) */
+        size_t n = 0;
+        char *text = cli_read_file(cfg->chat_template_file, &n);
+        if (!text) {
+            fprintf(stderr, "sift serve: cannot read %s\n", cfg->chat_template_file);
+            rc = 2;
+            goto done;
+        }
+        free(s->tmpl_text);
+        s->tmpl_text = text;
+    }
+    if (!cfg->chat_template && !cfg->no_jinja && load_jinja(s, cfg) != 0) {
         rc = 2;
         goto done;
     }

@@ -1,0 +1,74 @@
+"""pytest plugin: llama.cpp's own server test suite (../shared/llama-server-tests) against `sift serve`.
+
+Loaded with `-p sift_adapter` by tests/llama_server_suite/run.py, which copies the suite to a
+scratch directory first (it is never copied into this repository). The suite's utils.py starts
+the binary named by LLAMA_SERVER_BIN_PATH with llama-server's flags and asks it to download its
+models from Hugging Face. Nothing is downloaded here, so this plugin:
+
+- points LLAMA_SERVER_BIN_PATH at `sift-as-llama-server` (beside this file), which turns
+  `--hf-repo/--hf-file` into `--model` with a local file and passes every other flag to
+  `sift serve` as it is: a flag sift does not take fails the test, as it would fail a user;
+- skips, with the reason, a test whose server needs a model we do not have (MODELS below),
+  and the tests that build an OpenAI *Python* client (Debian 12 has no `openai` package; the
+  official npm client is tested in tests/openai_client instead);
+- makes ServerPreset.load_all (the suite's download step) a no-op, and stubs `wget`, which
+  only the download helper uses.
+
+Nothing here changes what a test asserts.
+"""
+import os
+import sys
+import types
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED_MODELS = os.environ.get("SIFT_SHARED_MODELS", os.path.join(HERE, "..", "..", "..", "shared", "models"))
+
+# (hf repo, hf file) -> a local GGUF; None as the file matches any file of the repo
+MODELS = {
+    ("ggml-org/test-model-stories260K", None): "stories260K.gguf",
+    ("ggml-org/models", "tinyllamas/stories260K.gguf"): "stories260K.gguf",
+}
+
+
+def local_model(repo, file):
+    name = MODELS.get((repo, file)) or MODELS.get((repo, None))
+    path = os.path.join(SHARED_MODELS, name) if name else None
+    return path if path and os.path.exists(path) else None
+
+
+# `from openai import OpenAI` at a test module's top: importable, and skips the test that uses it
+class _NoOpenAI:
+    def __init__(self, *a, **k):
+        pytest.skip("needs the openai Python package (not in Debian 12)")
+
+
+sys.modules.setdefault("openai", types.SimpleNamespace(OpenAI=_NoOpenAI))
+sys.modules.setdefault("wget", types.SimpleNamespace(download=lambda *a, **k: pytest.skip("needs a download")))
+
+
+def pytest_configure(config):
+    os.environ["LLAMA_SERVER_BIN_PATH"] = os.path.join(HERE, "sift-as-llama-server")
+    import utils  # the suite's own, from its directory (rootdir)
+
+    utils.ServerPreset.load_all = staticmethod(lambda: None)
+    start = utils.ServerProcess.start
+
+    def start_local(self, *a, **k):
+        if self.model_file is None and (self.model_hf_repo or self.model_hf_file):
+            path = local_model(self.model_hf_repo, self.model_hf_file)
+            if path is None:
+                pytest.skip(f"needs model {self.model_hf_repo} {self.model_hf_file or ''} (not in ../shared/models)".rstrip())
+            os.environ["SIFT_SUITE_MODEL"] = path
+        elif self.model_file is None and not self.models_dir and not self.models_preset:
+            pytest.skip("router mode without a model (needs --models-dir models we do not have)")
+        if self.model_draft:
+            pytest.skip(f"needs draft model {self.model_draft}")
+        if self.mmproj_url:
+            pytest.skip("needs a vision projector (mmproj)")
+        if self.lora_files:
+            pytest.skip("needs LoRA adapters we do not have")
+        return start(self, *a, **k)
+
+    utils.ServerProcess.start = start_local
