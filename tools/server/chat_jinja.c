@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/server.h"
 
@@ -68,19 +69,51 @@ int chat_jinja_set_kwargs(srv_server *s, const char *json, int reasoning)
 {
     cJSON_Delete(s->template_kwargs);
     s->template_kwargs = NULL;
-    if (!json && reasoning < 0) return 0;
     cJSON *k = json ? cJSON_Parse(json) : cJSON_CreateObject();
     if (!cJSON_IsObject(k)) {
         fprintf(stderr, "sift serve: --chat-template-kwargs: expected a JSON object, got %.64s\n", json ? json : "");
         cJSON_Delete(k);
         return -1;
     }
-    if (reasoning >= 0) { /* --reasoning on|off: the template's enable_thinking (llama-server's way) */
+    /* --reasoning on|off|auto: the template's enable_thinking, as llama-server sets it: true
+     * unless thinking is off (auto leaves thinking to the model, and a template such as
+     * DeepSeek R1's closes the thought at once when the variable is missing) */
+    if (!cJSON_HasObjectItem(k, "enable_thinking") || reasoning >= 0) {
         cJSON_DeleteItemFromObjectCaseSensitive(k, "enable_thinking");
-        cJSON_AddBoolToObject(k, "enable_thinking", reasoning == 1);
+        cJSON_AddBoolToObject(k, "enable_thinking", reasoning != 0);
     }
     s->template_kwargs = k;
     return 0;
+}
+
+/* What llama.cpp's chat code adds to the context of some templates (common/chat.cpp): Llama
+ * 3.x's date_string, Firefunction v2's datetime and functions; today in local time, as
+ * llama.cpp's format_time. Set before the kwargs, which may override them. */
+static void add_format_context(const srv_server *s, cJSON *ctx, const cJSON *tools)
+{
+    const char *t = s->tmpl_text;
+    if (!t || (!strstr(t, "date_string") && !strstr(t, " functools["))) return;
+    const time_t now = time(NULL);
+    struct tm tm;
+    char buf[64];
+    if (!localtime_r(&now, &tm)) return;
+    if (strstr(t, " functools[")) {
+        strftime(buf, sizeof buf, "%b %d %Y %H:%M:%S GMT", &tm);
+        cJSON_AddStringToObject(ctx, "datetime", buf);
+        char *fn = tools && cJSON_GetArraySize(tools) > 0 ? cJSON_Print(tools) : NULL;
+        /* as llama.cpp's tools.dump(2): cJSON indents with tabs and writes ":\t"; a raw tab is
+         * never inside a JSON string (it is escaped there) */
+        sbuf d = {0};
+        for (const char *c = fn; c && *c; c++)
+            if (*c != '\t') sbuf_add(&d, c, 1);
+            else sbuf_adds(&d, c > fn && c[-1] == ':' ? " " : "  ");
+        cJSON_AddStringToObject(ctx, "functions", d.p && !d.oom ? d.p : "");
+        sbuf_free(&d);
+        free(fn);
+    } else if (tc_detect(t) == TC_LLAMA3) {
+        strftime(buf, sizeof buf, "%d %b %Y", &tm);
+        cJSON_AddStringToObject(ctx, "date_string", buf);
+    }
 }
 
 /* The variables of kw set at the top of the template's context (over what is there). */
@@ -105,6 +138,7 @@ int chat_apply_jinja(const srv_server *s, const cJSON *messages, const cJSON *to
     cJSON_AddBoolToObject(ctx, "add_generation_prompt", add_assistant);
     cJSON_AddStringToObject(ctx, "bos_token", bos);
     cJSON_AddStringToObject(ctx, "eos_token", eos);
+    add_format_context(s, ctx, tools);
     /* chat_template_kwargs: the server's (--chat-template-kwargs, --reasoning), then the request's */
     add_kwargs(ctx, s->template_kwargs);
     add_kwargs(ctx, kwargs);

@@ -293,6 +293,8 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
     const cJSON *kwargs = field(root, "chat_template_kwargs");
     if (kwargs && !cJSON_IsObject(kwargs) && !cJSON_IsNull(kwargs))
         return srv_errorf(e, 400, "'chat_template_kwargs' must be an object of template variables, got %s", jtype(kwargs));
+    const cJSON *agp = field(root, "add_generation_prompt"); /* (llama-server: default true) */
+    if (agp && !cJSON_IsBool(agp)) return srv_errorf(e, 400, "'add_generation_prompt' must be a boolean, got %s", jtype(agp));
     /* content parts flattened (chat_jinja.c), tool calls' arguments as objects, the generic
      * format's instructions (tool_calls.c), then the system role's fallback */
     cJSON *flat = cJSON_Duplicate(m, true);
@@ -305,7 +307,8 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
         cJSON_Delete(msgs);
         return srv_errorf(e, 500, "out of memory");
     }
-    rc = chat_apply_jinja(s, msgs, tools && cJSON_IsArray(tools) ? tools : NULL, cJSON_IsObject(kwargs) ? kwargs : NULL, true, out, e);
+    rc = chat_apply_jinja(s, msgs, tools && cJSON_IsArray(tools) ? tools : NULL, cJSON_IsObject(kwargs) ? kwargs : NULL,
+                          !cJSON_IsFalse(agp), out, e);
     cJSON_Delete(msgs);
     return rc;
 }

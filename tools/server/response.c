@@ -342,7 +342,7 @@ static void oai_envelope(const srv_server *s, cJSON *o, const srv_task *t, const
 {
     cJSON_AddNumberToObject(o, "created", (double)t->created);
     cJSON_AddStringToObject(o, "model", model_of(s, t));
-    cJSON_AddStringToObject(o, "system_fingerprint", "sift-" SIFT_VERSION_STRING);
+    cJSON_AddStringToObject(o, "system_fingerprint", "b" SIFT_VERSION_STRING "-sift"); /* llama-server: b<build>-<commit> */
     cJSON_AddStringToObject(o, "object", object);
     cJSON_AddStringToObject(o, "id", t->oai_id);
 }
@@ -484,6 +484,9 @@ char *srv_json_final_group(const srv_server *s, srv_task *const *g, int n)
     oai_envelope(s, o, g[0], r->kind == SRV_OAI_CMPL ? "text_completion" : "chat.completion");
     cJSON_AddItemToObject(o, "usage", usage_json_group(g, n));
     cJSON_AddItemToObject(o, "timings", timings_json(g[0]));
+    /* (-v) llama-server's debugging copy of the first result in its own shape, with the
+     * prompt as the model saw it */
+    if (s->cfg.log_requests) cJSON_AddItemToObject(o, "__verbose", native_final(s, g[0], true));
     return print_free(o);
 }
 
