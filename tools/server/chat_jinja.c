@@ -65,6 +65,12 @@ static void render_options(const srv_server *s, sift_template_options *o, render
  * template raised (or a limit it ran into) 400. */
 static int render_status(sift_status st) { return st == SIFT_E_NOMEM ? 413 : st == SIFT_E_STATE ? 503 : 400; }
 
+void chat_jinja_free_kwargs(srv_server *s)
+{
+    cJSON_Delete(s->template_kwargs);
+    s->template_kwargs = NULL;
+}
+
 int chat_jinja_set_kwargs(srv_server *s, const char *json, int reasoning)
 {
     cJSON_Delete(s->template_kwargs);

@@ -232,10 +232,12 @@ static bool key_ok(const srv_server *s, struct MHD_Connection *c)
     return ok;
 }
 
-/* /health and the page are open, as in llama-server (a balancer's health check carries no key). */
+/* /health, the model list and the page are open, as in llama-server (a balancer's health
+ * check carries no key; a client lists the models before it is configured). */
 static bool open_path(const char *url)
 {
-    return !strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/") || !strcmp(url, "/index.html");
+    return !strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/") || !strcmp(url, "/index.html") ||
+           !strcmp(url, "/models") || !strcmp(url, "/v1/models");
 }
 
 static void common_headers(struct MHD_Response *resp, struct MHD_Connection *c, srv_server *s, const char *ctype)
@@ -768,9 +770,9 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
             MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Content-Type, Authorization, X-Api-Key");
             MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
         }
-        const enum MHD_Result ret = MHD_queue_response(c, 204, resp);
+        const enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp); /* (llama-server: 200) */
         MHD_destroy_response(resp);
-        count_status(s, 204);
+        count_status(s, 200);
         return ret;
     }
     static const char *const gets[] = {"/", "/index.html", "/health", "/v1/health", "/props", "/slots", "/metrics", "/v1/models", "/models"};
@@ -794,6 +796,10 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
         return reply_error(c, s, &e);
     }
     if (is_get) {
+        if ((path_is(url, "/") || path_is(url, "/index.html")) && s->cfg.no_webui) {
+            srv_errorf(&e, 404, "the web page is turned off (--no-webui)");
+            return reply_error(c, s, &e);
+        }
         if (path_is(url, "/") || path_is(url, "/index.html")) {
             struct MHD_Response *resp =
                 MHD_create_response_from_buffer(srv_index_html_len, (void *)srv_index_html, MHD_RESPMEM_PERSISTENT);
@@ -807,7 +813,8 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
         if (path_is(url, "/health") || path_is(url, "/v1/health")) return handle_health(c, s);
         if (path_is(url, "/props")) return reply_json(c, s, 200, srv_json_props(s));
         if ((path_is(url, "/slots") && s->cfg.no_slots) || (path_is(url, "/metrics") && s->cfg.no_metrics)) {
-            srv_errorf(&e, 404, "%s is turned off (--no-%s)", url, url + 1);
+            srv_errorf(&e, 501, "this server does not serve %s (--no-%s)", url, url + 1); /* (llama-server: 501) */
+            e.type = "not_supported_error";
             return reply_error(c, s, &e);
         }
         if (path_is(url, "/slots")) return reply_json(c, s, 200, srv_json_slots(s));

@@ -278,8 +278,8 @@ int srv_prompt_at(const srv_server *s, const cJSON *p, const char *name, int ind
 
 /* The model's Jinja template: messages are passed as given (objects with a string role;
  * contents, tool calls and the request's tools are the template's to read). */
-static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON *m, const tc_spec *spec, srv_error *e,
-                             sbuf *out)
+static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON *m, bool add_gen, const tc_spec *spec,
+                             srv_error *e, sbuf *out)
 {
     int i = 0;
     for (const cJSON *x = m->child; x; x = x->next, i++) {
@@ -293,8 +293,6 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
     const cJSON *kwargs = field(root, "chat_template_kwargs");
     if (kwargs && !cJSON_IsObject(kwargs) && !cJSON_IsNull(kwargs))
         return srv_errorf(e, 400, "'chat_template_kwargs' must be an object of template variables, got %s", jtype(kwargs));
-    const cJSON *agp = field(root, "add_generation_prompt"); /* (llama-server: default true) */
-    if (agp && !cJSON_IsBool(agp)) return srv_errorf(e, 400, "'add_generation_prompt' must be a boolean, got %s", jtype(agp));
     /* content parts flattened (chat_jinja.c), tool calls' arguments as objects, the generic
      * format's instructions (tool_calls.c), then the system role's fallback */
     cJSON *flat = cJSON_Duplicate(m, true);
@@ -308,23 +306,19 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
         return srv_errorf(e, 500, "out of memory");
     }
     rc = chat_apply_jinja(s, msgs, tools && cJSON_IsArray(tools) ? tools : NULL, cJSON_IsObject(kwargs) ? kwargs : NULL,
-                          !cJSON_IsFalse(agp), out, e);
+                          add_gen, out, e);
     cJSON_Delete(msgs);
     return rc;
 }
 
-/* The chat template applied to 'messages' (into out). */
-static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *spec, sbuf *out, srv_error *e)
+/* The chat template applied to the n messages m (into out), with the assistant's opening
+ * after them when add_gen. */
+static int chat_prompt_msgs(const srv_server *s, const cJSON *root, const cJSON *m, int n, bool add_gen, const tc_spec *spec,
+                            sbuf *out, srv_error *e)
 {
-    const cJSON *m = field(root, "messages");
-    if (!m) return srv_errorf(e, 400, "'messages' is required");
-    if (!cJSON_IsArray(m)) return srv_errorf(e, 400, "'messages' must be an array of messages, got %s", jtype(m));
-    const int n = cJSON_GetArraySize(m);
-    if (n == 0) return srv_errorf(e, 400, "'messages' must not be empty");
-    if (n > SRV_MAX_MESSAGES) return srv_errorf(e, 400, "'messages' has %d messages, more than %d", n, SRV_MAX_MESSAGES);
-    if (s->jinja) return chat_prompt_jinja(s, root, m, spec, e, out);
-    chat_msg *msgs = calloc((size_t)n, sizeof *msgs);
-    sbuf *parts = calloc((size_t)n, sizeof *parts); /* contents given as arrays of text parts */
+    if (s->jinja) return chat_prompt_jinja(s, root, m, add_gen, spec, e, out);
+    chat_msg *msgs = calloc((size_t)(n ? n : 1), sizeof *msgs);
+    sbuf *parts = calloc((size_t)(n ? n : 1), sizeof *parts); /* contents given as arrays of text parts */
     int rc = 0, i = 0;
     if (!msgs || !parts) {
         rc = srv_errorf(e, 500, "out of memory");
@@ -357,12 +351,61 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
             goto done;
         }
     }
-    chat_apply(s->tmpl, msgs, (size_t)n, true, out);
+    chat_apply(s->tmpl, msgs, (size_t)n, add_gen, out);
     if (out->oom) rc = srv_errorf(e, 500, "out of memory");
 done:
     for (int k = 0; parts && k < n; k++) sbuf_free(&parts[k]);
     free(parts);
     free(msgs);
+    return rc;
+}
+
+static bool is_role(const cJSON *msg, const char *role)
+{
+    const cJSON *r = cJSON_IsObject(msg) ? field(msg, "role") : NULL;
+    return cJSON_IsString(r) && !strcmp(r->valuestring, role);
+}
+
+/* The chat template applied to 'messages' (into out). As llama-server does, a last assistant
+ * message is the start of the reply (a prefill): the messages before it are rendered with
+ * the assistant's opening, and its text follows as it is. continue_final_message (vLLM's
+ * name) says the same and excludes add_generation_prompt (default true). */
+static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *spec, sbuf *out, srv_error *e)
+{
+    const cJSON *m = field(root, "messages");
+    if (!m) return srv_errorf(e, 400, "'messages' is required");
+    if (!cJSON_IsArray(m)) return srv_errorf(e, 400, "'messages' must be an array of messages, got %s", jtype(m));
+    const int n = cJSON_GetArraySize(m);
+    if (n == 0) return srv_errorf(e, 400, "'messages' must not be empty");
+    if (n > SRV_MAX_MESSAGES) return srv_errorf(e, 400, "'messages' has %d messages, more than %d", n, SRV_MAX_MESSAGES);
+    const cJSON *agp = field(root, "add_generation_prompt"), *cfm = field(root, "continue_final_message");
+    if (agp && !cJSON_IsBool(agp)) return srv_errorf(e, 400, "'add_generation_prompt' must be a boolean, got %s", jtype(agp));
+    if (cfm && !cJSON_IsBool(cfm)) return srv_errorf(e, 400, "'continue_final_message' must be a boolean, got %s", jtype(cfm));
+    if (cJSON_IsTrue(agp) && cJSON_IsTrue(cfm))
+        return srv_errorf(e, 400, "'continue_final_message' and 'add_generation_prompt' cannot both be true");
+    const cJSON *last = cJSON_GetArrayItem(m, n - 1);
+    if (!is_role(last, "assistant")) return chat_prompt_msgs(s, root, m, n, !cJSON_IsFalse(agp), spec, out, e);
+    if (n >= 2 && is_role(cJSON_GetArrayItem(m, n - 2), "assistant"))
+        return srv_errorf(e, 400, "'messages' ends with 2 assistant messages: only the last may be a prefill of the reply");
+    const cJSON *content = field(last, "content");
+    sbuf pre = {0};
+    int rc = 0;
+    if (cJSON_IsArray(content) && !(rc = chat_content_text(content, n - 1, NULL, e))) /* (checked) */
+        for (const cJSON *part = content->child; part; part = part->next) /* a prefill's parts join without a separator */
+            sbuf_adds(&pre, cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
+    else if (cJSON_IsString(content)) sbuf_adds(&pre, content->valuestring);
+    else if (content && !cJSON_IsNull(content))
+        rc = srv_errorf(e, 400, "'messages[%d].content' must be a string or an array of text parts, got %s", n - 1, jtype(content));
+    cJSON *head = rc ? NULL : cJSON_Duplicate(m, true);
+    if (!rc && !head) rc = srv_errorf(e, 500, "out of memory");
+    if (!rc) {
+        cJSON_DeleteItemFromArray(head, n - 1);
+        rc = chat_prompt_msgs(s, root, head, n - 1, true, spec, out, e);
+    }
+    if (!rc && pre.n) sbuf_add(out, pre.p, pre.n);
+    if (!rc && (pre.oom || out->oom)) rc = srv_errorf(e, 500, "out of memory");
+    cJSON_Delete(head);
+    sbuf_free(&pre);
     return rc;
 }
 

@@ -235,15 +235,16 @@ static cJSON *timings_json(const srv_task *t)
 /* Tokens of the tasks of one request: the completions' sum, each prompt once. */
 static cJSON *usage_json_group(srv_task *const *g, int n)
 {
-    long long comp = 0, prompt = 0;
+    long long comp = 0, prompt = 0, cached = 0;
     for (int i = 0; i < n; i++) {
         comp += g[i]->n_decoded;
-        if (g[i]->req.choice == 0) prompt += g[i]->req.n_prompt;
+        if (g[i]->req.choice == 0) prompt += g[i]->req.n_prompt, cached += g[i]->n_cached;
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "completion_tokens", (double)comp);
     cJSON_AddNumberToObject(o, "prompt_tokens", (double)prompt);
     cJSON_AddNumberToObject(o, "total_tokens", (double)(comp + prompt));
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "prompt_tokens_details"), "cached_tokens", (double)cached);
     return o;
 }
 
@@ -786,6 +787,43 @@ char *srv_json_slots(const srv_server *s)
     return print_free(a);
 }
 
+/* a before b in byte order (a prefix first), for names of lengths na and nb */
+static bool name_before(const char *a, size_t na, const char *b, size_t nb)
+{
+    const int c = memcmp(a, b, na < nb ? na : nb);
+    return c < 0 || (c == 0 && na < nb);
+}
+
+char *srv_first_name(const char *list)
+{
+    const char *best = NULL;
+    size_t best_n = 0;
+    for (const char *p = list;;) {
+        const char *c = strchr(p, ',');
+        const size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n && (!best || name_before(p, n, best, best_n))) best = p, best_n = n;
+        if (!c) break;
+        p = c + 1;
+    }
+    if (!best) best = list, best_n = strlen(list);
+    char *r = malloc(best_n + 1);
+    if (r) memcpy(r, best, best_n), r[best_n] = 0;
+    return r;
+}
+
+/* A comma-separated list as a JSON array of its non-empty names. */
+static cJSON *name_list(const char *list)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (const char *p = list; p && *p;) {
+        const char *c = strchr(p, ',');
+        const size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n) cJSON_AddItemToArray(a, str_n(p, n));
+        p = c ? c + 1 : p + n;
+    }
+    return a;
+}
+
 char *srv_json_models(const srv_server *s)
 {
     cJSON *o = cJSON_CreateObject();
@@ -796,6 +834,8 @@ char *srv_json_models(const srv_server *s)
     cJSON_AddStringToObject(m, "object", "model");
     cJSON_AddNumberToObject(m, "created", (double)s->t_start);
     cJSON_AddStringToObject(m, "owned_by", "sift");
+    cJSON_AddItemToObject(m, "aliases", name_list(s->cfg.alias ? s->cfg.alias : s->model_name));
+    cJSON_AddItemToObject(m, "tags", name_list(s->cfg.tags));
     cJSON *meta = cJSON_AddObjectToObject(m, "meta");
     cJSON_AddNumberToObject(meta, "vocab_type", sift_vocab_get_type(s->vocab));
     cJSON_AddNumberToObject(meta, "n_vocab", s->n_vocab);

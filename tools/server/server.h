@@ -166,6 +166,8 @@ typedef struct srv_config {
     int max_renders;            /* --max-renders: Jinja chat template renders at once (others wait, then 503) */
     bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
     bool no_jinja;              /* --no-jinja: chats use the built-in template the GGUF's resembles */
+    bool no_webui;              /* --no-webui: / answers 404 */
+    const char *tags;           /* --tags a,b: the model's tags in /models */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
     char **owned;               /* strings the options were copied into (environment values, key-file lines) */
@@ -439,7 +441,8 @@ typedef struct srv_server {
     sift_template_pool *tpool; /* the renders' shared memory budget (cfg.template_memory; NULL: none) */
     chat_tmpl tmpl;            /* the template applied (CHATML when unknown: documented default) */
     bool tmpl_detected;        /* tmpl came from the GGUF (or --chat-template), not the default */
-    const char *model_name;    /* --alias, or the model's file name (never its path) */
+    const char *model_name;    /* --alias (the first of several in sort order), or the model's file name (never its path) */
+    char *model_name_own;      /* (model_name when it was made from --alias; freed with the server) */
     char model_desc[128];
     sift_model_info info;
     srv_engine *engine;
@@ -472,9 +475,10 @@ bool chat_jinja_probe_object_args(const srv_server *s);
  * parts does) and jinja_system_role (a system message's text comes out). */
 void chat_jinja_probe_caps(srv_server *s);
 /* The server's template variables (s->template_kwargs): --chat-template-kwargs (a JSON object;
- * anything else is an error printed on stderr, -1), with --reasoning on/off (reasoning 1/0)
- * setting enable_thinking as llama-server does. (NULL, -1) frees them. */
+ * anything else is an error printed on stderr, -1), with enable_thinking as llama-server sets
+ * it: false for --reasoning off (reasoning 0), else true unless the kwargs say. */
 int chat_jinja_set_kwargs(srv_server *s, const char *json, int reasoning);
+void chat_jinja_free_kwargs(srv_server *s);
 /* The text parts of a content list (appended to out, newline-joined as llama.cpp does; out
  * may be NULL to only check them). 400 naming the part for an image, audio or other part. */
 int chat_content_text(const struct cJSON *content, int i, sbuf *out, srv_error *e);
@@ -739,6 +743,10 @@ void srv_conns_body_bytes(srv_conns *c, int fd, size_t n);
 /* Close the connections past their phase's deadline; how many. */
 int srv_conns_reap(srv_conns *c, double now_ms);
 void srv_conns_stats(srv_conns *c, srv_conn_stats *st);
+
+/* The first in byte order of a comma-separated list of names (--alias a,b), as a new
+ * string; NULL when out of memory. (response.c) */
+char *srv_first_name(const char *list);
 
 /* ---- background priority for client-controlled work (prio.c) ----------------------------------- */
 

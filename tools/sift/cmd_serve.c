@@ -46,7 +46,9 @@ static void usage(FILE *f)
             "  -tb, --threads-batch N    threads for steps of more than one token (default: as -t)\n"
             "  -n, --n-predict N         tokens per request when the request does not say (default -1: up to\n"
             "                            --max-n-predict or the end of the slot's context)\n"
-            "  -a, --alias NAME          model name in responses (default: the model's file name)\n"
+            "  -a, --alias NAME[,NAME]   the model's names (default: its file name); the first in sort order is its id\n"
+            "  --tags TAG[,TAG]          the model's tags, listed in /models\n"
+            "  --no-webui                / answers 404 instead of the web page\n"
             "  --chat-template-file FILE a Jinja chat template to render (instead of the GGUF's tokenizer.chat_template)\n"
             "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
@@ -333,6 +335,13 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         c->no_jinja = false;
     } else if (IS("--no-jinja")) {
         c->no_jinja = true;
+    } else if (IS("--no-webui")) {
+        c->no_webui = true;
+    } else if (IS("--webui")) {
+        c->no_webui = false;
+    } else if (IS("--tags")) {
+        NEEDV();
+        c->tags = v;
     } else if (IS("-v") || IS("--log-requests") || IS("--verbose")) {
         c->log_requests = true;
     } else {
@@ -673,7 +682,14 @@ int sift_cmd_serve(int argc, char **argv)
     }
     s->eot = sift_vocab_eot(s->vocab);
     if (s->eot == SIFT_TOKEN_NULL) s->eot = sift_vocab_eos(s->vocab);
-    s->model_name = cfg->alias ? cfg->alias : srv_file_name(cfg->model_path); /* never the path: it tells the file system */
+    /* never the path: it tells the file system; of several aliases, the first in sort order
+     * (llama-server's std::set) */
+    s->model_name = srv_file_name(cfg->model_path);
+    if (cfg->alias) {
+        free(s->model_name_own);
+        s->model_name = s->model_name_own = srv_first_name(cfg->alias);
+        if (!s->model_name) goto done;
+    }
     sift_model_desc(s->model, s->model_desc, sizeof s->model_desc);
     s->t_start = time(NULL);
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
@@ -772,7 +788,8 @@ done:
     sift_grammar_compiler_free(s->gcomp);
     sift_model_free(s->model);
     sift_template_free(s->jinja);
-    chat_jinja_set_kwargs(s, NULL, -1);
+    free(s->model_name_own);
+    chat_jinja_free_kwargs(s);
     sift_template_pool_free(s->tpool);
     free(s->tmpl_text);
     config_free(&s->cfg);
