@@ -34,7 +34,7 @@ static const compat_flag FLAGS[] = {
     {{"--no-warmup", NULL, NULL}, V_NONE, GEN | SRV, "there is no warm-up run to skip"},
     {{"-ctk", "--cache-type-k", NULL}, V_ONE, GEN | SRV, "the KV cache is always F32"},
     {{"-ctv", "--cache-type-v", NULL}, V_ONE, GEN | SRV, "the KV cache is always F32"},
-    {{"-kvu", "--kv-unified", NULL}, V_NONE, GEN | SRV, "one KV buffer is shared by the sequences already"},
+    {{"-kvu", "--kv-unified", NULL}, V_NONE, GEN, "one sequence: nothing to share"},
     {{"-dt", "--defrag-thold", NULL}, V_ONE, GEN | SRV, "the KV cache is per sequence; nothing to defragment"},
     {{"--swa-full", NULL, NULL}, V_NONE, GEN | SRV, "the KV cache keeps every cell already"},
     {{"--prio", NULL, NULL}, V_ONE, GEN | SRV, "threads run at the process's priority"},

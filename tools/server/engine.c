@@ -791,7 +791,9 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
     e->n_slots = cfg->n_parallel;
     sift_context_params cp = sift_context_default_params();
     cp.n_seq_max = (uint32_t)cfg->n_parallel;
-    cp.n_ctx = (uint32_t)cfg->n_ctx;
+    /* (--kv-unified: llama-server's slots share one pool of -c cells; sift's have one cache
+     * each, so each gets the whole -c) */
+    cp.n_ctx = (uint32_t)cfg->n_ctx * (cfg->kv_unified ? (uint32_t)cfg->n_parallel : 1u);
     cp.n_batch = (uint32_t)(cfg->n_batch > cfg->n_parallel ? cfg->n_batch : cfg->n_parallel);
     cp.n_threads = cfg->n_threads;
     cp.n_threads_batch = cfg->n_threads_batch;

@@ -167,6 +167,7 @@ typedef struct srv_config {
     bool no_slots, no_metrics;  /* --no-slots / --no-metrics: those endpoints answer 404 */
     bool no_jinja;              /* --no-jinja: chats use the built-in template the GGUF's resembles */
     bool no_webui;              /* --no-webui: / answers 404 */
+    bool kv_unified;            /* --kv-unified: every slot may fill the whole -c (np x c cells) */
     const char *tags;           /* --tags a,b: the model's tags in /models */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */

@@ -49,6 +49,8 @@ static void usage(FILE *f)
             "  -a, --alias NAME[,NAME]   the model's names (default: its file name); the first in sort order is its id\n"
             "  --tags TAG[,TAG]          the model's tags, listed in /models\n"
             "  --no-webui                / answers 404 instead of the web page\n"
+            "  -kvu, --kv-unified        every slot may use the whole -c, as with llama-server's unified KV cache\n"
+            "                            (sift keeps a cache per slot: -np x -c cells in all)\n"
             "  --chat-template-file FILE a Jinja chat template to render (instead of the GGUF's tokenizer.chat_template)\n"
             "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
@@ -335,6 +337,8 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         c->no_jinja = false;
     } else if (IS("--no-jinja")) {
         c->no_jinja = true;
+    } else if (IS("-kvu") || IS("--kv-unified")) {
+        c->kv_unified = true;
     } else if (IS("--no-webui")) {
         c->no_webui = true;
     } else if (IS("--webui")) {
@@ -727,7 +731,7 @@ int sift_cmd_serve(int argc, char **argv)
     if (s->tmpl == CHAT_UNKNOWN) s->tmpl = CHAT_CHATML;
 
     if (cfg->n_ctx == 0) cfg->n_ctx = s->info.n_ctx_train;
-    if (cfg->n_ctx / cfg->n_parallel < 4) {
+    if (!cfg->kv_unified && cfg->n_ctx / cfg->n_parallel < 4) {
         fprintf(stderr, "sift serve: -c %d over -np %d slots leaves fewer than 4 cells per slot\n", cfg->n_ctx, cfg->n_parallel);
         rc = 2;
         goto done;
