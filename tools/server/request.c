@@ -38,6 +38,7 @@ void srv_request_free(srv_request *r)
     tc_spec_free(r->tools);
     rs_spec_free(r->rs);
     free(r->gbnf_pending);
+    free(r->response_fields);
     memset(r, 0, sizeof *r);
 }
 
@@ -205,9 +206,17 @@ static int add_text(const srv_server *s, tokvec *v, const char *name, const char
  * the field for messages ("prompt", "prompt[2]", "input"). */
 static int parse_one_prompt(const srv_server *s, const cJSON *p, const char *name, tokvec *v, srv_error *e)
 {
+    if (cJSON_IsObject(p)) { /* llama-server's multimodal form: {"prompt_string": ..., "multimodal_data": [...]} */
+        const cJSON *ps = field(p, "prompt_string"), *mm = field(p, "multimodal_data");
+        if (mm && !cJSON_IsNull(mm) && !(cJSON_IsArray(mm) && !mm->child))
+            return srv_errorf(e, 400, "'%s.multimodal_data': this server has no multimodal input, only text", name);
+        if (!cJSON_IsString(ps)) return srv_errorf(e, 400, "'%s.prompt_string' must be a string", name);
+        return add_text(s, v, name, ps->valuestring, strlen(ps->valuestring), true, e);
+    }
     if (cJSON_IsString(p)) return add_text(s, v, name, p->valuestring, strlen(p->valuestring), true, e);
     if (!cJSON_IsArray(p))
-        return srv_errorf(e, 400, "'%s' must be a string or an array of token ids and strings, got %s", name, jtype(p));
+        return srv_errorf(e, 400, "'%s' must be a string, {\"prompt_string\": ...} or an array of token ids and strings, got %s",
+                          name, jtype(p));
     if (!p->child) return srv_errorf(e, 400, "'%s' is an empty array", name);
     int i = 0;
     for (const cJSON *x = p->child; x; x = x->next, i++) {
@@ -229,7 +238,7 @@ static int parse_one_prompt(const srv_server *s, const cJSON *p, const char *nam
 
 int srv_prompt_count(const cJSON *p, const char *name, int max, srv_error *e)
 {
-    if (cJSON_IsString(p)) return 1;
+    if (cJSON_IsString(p) || cJSON_IsObject(p)) return 1;
     if (!cJSON_IsArray(p))
         return -srv_errorf(e, 400, "'%s' must be a string, an array of token ids and strings, or an array of prompts, got %s",
                            name, jtype(p));
@@ -240,9 +249,9 @@ int srv_prompt_count(const cJSON *p, const char *name, int max, srv_error *e)
     if (any_number) return 1; /* one prompt of ids (and strings) */
     int i = 0;
     for (const cJSON *x = p->child; x; x = x->next, i++)
-        if (!cJSON_IsString(x) && !cJSON_IsArray(x))
-            return -srv_errorf(e, 400, "'%s[%d]' must be a prompt (a string or an array of token ids and strings), got %s", name,
-                               i, jtype(x));
+        if (!cJSON_IsString(x) && !cJSON_IsArray(x) && !cJSON_IsObject(x))
+            return -srv_errorf(e, 400, "'%s[%d]' must be a prompt (a string, {\"prompt_string\": ...} or an array of token ids "
+                               "and strings), got %s", name, i, jtype(x));
     if (n > max) return -srv_errorf(e, 400, "'%s': at most %d prompts in one request, got %d", name, max, n);
     return n;
 }
@@ -419,6 +428,26 @@ static int parse_messages(const srv_server *s, const cJSON *root, srv_request *r
     if (!rc) rc = add_text(s, v, "messages", prompt.p ? prompt.p : "", prompt.n, true, e);
     sbuf_free(&prompt);
     return rc;
+}
+
+/* response_fields (llama-server's /completion): the answer keeps only these fields, each a
+ * path into it ("generation_settings/n_predict"), under the path as its key. Kept as the
+ * array's JSON text; response.c applies it. */
+#define SRV_MAX_RESPONSE_FIELDS 64
+static int parse_response_fields(const cJSON *o, srv_request *r, srv_error *e)
+{
+    const cJSON *f = field(o, "response_fields");
+    if (!f || cJSON_IsNull(f)) return 0;
+    if (!cJSON_IsArray(f)) return srv_errorf(e, 400, "'response_fields' must be an array of field paths, got %s", jtype(f));
+    const int n = cJSON_GetArraySize(f);
+    if (n > SRV_MAX_RESPONSE_FIELDS)
+        return srv_errorf(e, 400, "'response_fields' has %d entries, more than %d", n, SRV_MAX_RESPONSE_FIELDS);
+    int i = 0;
+    for (const cJSON *x = f->child; x; x = x->next, i++)
+        if (!cJSON_IsString(x) || strlen(x->valuestring) > 256)
+            return srv_errorf(e, 400, "'response_fields[%d]' must be a field path of at most 256 bytes", i);
+    if (n && !(r->response_fields = cJSON_PrintUnformatted(f))) return srv_errorf(e, 500, "out of memory");
+    return 0;
 }
 
 /* ---- sampling fields -------------------------------------------------------------------------------- */
@@ -851,6 +880,8 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     TRY(get_i32(o, "max_tokens", -1, maxp, &r->n_predict, e));
     TRY(get_i32(o, "max_completion_tokens", -1, maxp, &r->n_predict, e));
     TRY(get_i32(o, "n_predict", -1, maxp, &r->n_predict, e));
+
+    TRY(parse_response_fields(o, r, e));
 
     /* probabilities: n_probs (llama-server), logprobs / top_logprobs (OpenAI) */
     TRY(get_i32(o, "n_probs", 0, SRV_MAX_N_PROBS, &r->sp.n_probs, e));

@@ -470,13 +470,38 @@ static cJSON *oai_choice(const srv_server *s, srv_task *t)
     return c;
 }
 
+/* full with only the fields t's response_fields names, each under its path (llama-server's
+ * json_get_nested_values); a path that leads nowhere is left out. Takes full. */
+static cJSON *pick_fields(const srv_task *t, cJSON *full)
+{
+    cJSON *paths = t->req.response_fields ? cJSON_Parse(t->req.response_fields) : NULL;
+    if (!paths) return full;
+    cJSON *o = cJSON_CreateObject();
+    for (const cJSON *p = paths->child; p; p = p->next) {
+        const cJSON *at = full;
+        char seg[257];
+        for (const char *q = p->valuestring; at && *q;) {
+            const char *slash = strchr(q, '/');
+            const size_t n = slash ? (size_t)(slash - q) : strlen(q);
+            memcpy(seg, q, n < sizeof seg ? n : sizeof seg - 1);
+            seg[n < sizeof seg ? n : sizeof seg - 1] = 0;
+            at = cJSON_IsObject(at) ? cJSON_GetObjectItemCaseSensitive(at, seg) : NULL;
+            q = slash ? slash + 1 : q + n;
+        }
+        if (at && at != full) cJSON_AddItemToObject(o, p->valuestring, cJSON_Duplicate(at, true));
+    }
+    cJSON_Delete(paths);
+    cJSON_Delete(full);
+    return o;
+}
+
 char *srv_json_final_group(const srv_server *s, srv_task *const *g, int n)
 {
     const srv_request *r = &g[0]->req;
     if (r->kind == SRV_NATIVE) {
-        if (n == 1 && r->n_prompts == 1 && r->n_cmpl == 1) return print_free(native_final(s, g[0], true));
+        if (n == 1 && r->n_prompts == 1 && r->n_cmpl == 1) return print_free(pick_fields(g[0], native_final(s, g[0], true)));
         cJSON *a = cJSON_CreateArray(); /* llama-server: an array of results for several */
-        for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, native_final(s, g[i], true));
+        for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, pick_fields(g[i], native_final(s, g[i], true)));
         return print_free(a);
     }
     cJSON *o = cJSON_CreateObject();

@@ -240,6 +240,7 @@ typedef struct srv_request {
     bool tools_after_think;    /* the tools' grammar starts after the thinking (srv_build_samplers) */
     bool think_forced_open;    /* the prompt left the thinking open */
     int32_t reasoning_budget;  /* thinking tokens before </think> is forced (-1: no limit) */
+    char *response_fields;     /* /completion's response_fields as a JSON array (NULL: every field) */
 } srv_request;
 
 void srv_request_free(srv_request *r);
