@@ -490,6 +490,29 @@ def test_oai_chat(S):
     assert text == c["message"]["content"]
 
 
+def test_llama_server_shapes(S):
+    """llama-server's request and answer shapes: response_fields (paths as keys), an object
+    prompt {"prompt_string"}, a last assistant message as the reply's prefill, ignore_eos's
+    EOG biases (null = -inf) in generation_settings, cached_tokens in usage."""
+    st, j = S.post("/completion", {"prompt": "Once upon", "n_predict": 4, "response_fields": ["content", "generation_settings/n_predict", "nope/x"]})
+    assert st == 200 and set(j) == {"content", "generation_settings/n_predict"} and j["generation_settings/n_predict"] == 4, j
+    st, a = S.post("/completion", {"prompt": {"prompt_string": "Once upon"}, "n_predict": 4, "temperature": 0})
+    st2, b = S.post("/completion", {"prompt": "Once upon", "n_predict": 4, "temperature": 0})
+    assert st == st2 == 200 and a["content"] == b["content"], (a, b)
+    msgs = [{"role": "user", "content": "Tell"}]
+    st, full = S.post("/apply-template", {"messages": msgs})
+    st2, pre = S.post("/apply-template", {"messages": msgs + [{"role": "assistant", "content": [{"type": "text", "text": "Wh"}, {"type": "text", "text": "ill"}]}]})
+    assert st == st2 == 200 and pre["prompt"] == full["prompt"] + "Whill", (full, pre)
+    st, nogen = S.post("/apply-template", {"messages": msgs, "add_generation_prompt": False})
+    assert st == 200 and full["prompt"].startswith(nogen["prompt"]) and len(nogen["prompt"]) < len(full["prompt"]), (nogen, full)
+    st, j = S.post("/completion", {"prompt": "Once", "n_predict": 2, "ignore_eos": True})
+    lb = j["generation_settings"]["logit_bias"]
+    assert st == 200 and lb and all(e["bias"] is None for e in lb), lb
+    st, j = S.post("/v1/chat/completions", {"messages": msgs, "max_tokens": 2})
+    assert st == 200 and "cached_tokens" in j["usage"]["prompt_tokens_details"], j
+    assert j["system_fingerprint"].startswith("b"), j
+
+
 def test_errors_misc(S):
     st, hd, data = S.request("GET", "/nope")
     assert st == 404 and json.loads(data)["error"]["type"] == "not_found_error"
@@ -543,10 +566,16 @@ MALFORMED = [
     ("prompt_missing", "/completion", {"n_predict": 4}, "'prompt' is required"),
     ("prompt_number", "/completion", {"prompt": 5}, "'prompt'"),
     ("prompt_object", "/completion", {"prompt": {"a": 1}}, "'prompt'"),
+    ("prompt_multimodal", "/completion", {"prompt": {"prompt_string": "x", "multimodal_data": ["iVBO"]}}, "'prompt'"),
+    ("response_fields", "/completion", {"prompt": "x", "response_fields": "content"}, "'response_fields'"),
+    ("continue_and_generation_prompt", "/v1/chat/completions", {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}],
+                                                                "add_generation_prompt": True, "continue_final_message": True}, "'continue_final_message'"),
+    ("two_assistant_prefills", "/v1/chat/completions", {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                                                                     {"role": "assistant", "content": "c"}]}, "'messages'"),
     ("prompt_token_out_of_range", "/completion", {"prompt": [1, 99999]}, "'prompt[1]'"),
     ("prompt_token_negative", "/completion", {"prompt": [-3]}, "'prompt[0]'"),
     ("prompt_token_fraction", "/completion", {"prompt": [1, 2.5]}, "'prompt[1]'"),
-    ("prompt_array_object_item", "/completion", {"prompt": ["a", {"x": 1}]}, "'prompt[1]' must be a prompt"),
+    ("prompt_array_object_item", "/completion", {"prompt": ["a", {"x": 1}]}, "'prompt[1]'"),
     ("prompt_array_nested_array", "/completion", {"prompt": ["a", [1, [2]]]}, "'prompt[1][1]'"),
     ("prompt_array_bad_token", "/v1/completions", {"prompt": ["a", [1, 99999]]}, "'prompt[1][1]'"),
     ("prompt_array_empty_item", "/completion", {"prompt": ["a", []]}, "'prompt[1]' is an empty array"),

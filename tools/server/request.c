@@ -209,8 +209,8 @@ static int parse_one_prompt(const srv_server *s, const cJSON *p, const char *nam
     if (cJSON_IsObject(p)) { /* llama-server's multimodal form: {"prompt_string": ..., "multimodal_data": [...]} */
         const cJSON *ps = field(p, "prompt_string"), *mm = field(p, "multimodal_data");
         if (mm && !cJSON_IsNull(mm) && !(cJSON_IsArray(mm) && !mm->child))
-            return srv_errorf(e, 400, "'%s.multimodal_data': this server has no multimodal input, only text", name);
-        if (!cJSON_IsString(ps)) return srv_errorf(e, 400, "'%s.prompt_string' must be a string", name);
+            return srv_errorf(e, 400, "'%s': multimodal_data given, but this server has no multimodal input, only text", name);
+        if (!cJSON_IsString(ps)) return srv_errorf(e, 400, "'%s': an object prompt needs a string 'prompt_string'", name);
         return add_text(s, v, name, ps->valuestring, strlen(ps->valuestring), true, e);
     }
     if (cJSON_IsString(p)) return add_text(s, v, name, p->valuestring, strlen(p->valuestring), true, e);

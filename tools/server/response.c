@@ -191,14 +191,23 @@ static cJSON *settings_json(const srv_server *s, const srv_request *r, const srv
     cJSON_AddNumberToObject(o, "n_discard", 0);
     cJSON_AddBoolToObject(o, "ignore_eos", p->ignore_eos);
     cJSON_AddBoolToObject(o, "stream", r->stream);
+    /* -inf is null, as llama-server's JSON writes it; with ignore_eos, every end-of-generation
+     * token's -inf too (what the chain applies) */
     cJSON *lb = cJSON_AddArrayToObject(o, "logit_bias");
     for (size_t i = 0; i < r->n_bias; i++) {
         cJSON *b = cJSON_CreateObject();
-        if (isinf(r->bias[i].bias)) cJSON_AddFalseToObject(b, "bias");
+        if (isinf(r->bias[i].bias)) cJSON_AddNullToObject(b, "bias");
         else cJSON_AddNumberToObject(b, "bias", r->bias[i].bias);
         cJSON_AddNumberToObject(b, "token", r->bias[i].token);
         cJSON_AddItemToArray(lb, b);
     }
+    for (sift_token tok = 0; p->ignore_eos && tok < s->n_vocab; tok++)
+        if (sift_vocab_is_eog(s->vocab, tok)) {
+            cJSON *b = cJSON_CreateObject();
+            cJSON_AddNullToObject(b, "bias");
+            cJSON_AddNumberToObject(b, "token", tok);
+            cJSON_AddItemToArray(lb, b);
+        }
     cJSON_AddNumberToObject(o, "n_probs", r->n_probs);
     cJSON_AddNumberToObject(o, "min_keep", p->min_keep);
     cJSON_AddStringToObject(o, "grammar", r->cgrammar ? sift_compiled_grammar_gbnf(r->cgrammar) : "");
