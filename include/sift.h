@@ -1085,6 +1085,19 @@ SIFT_API sift_pos sift_kv_seq_pos_max(const sift_context *ctx, sift_seq_id seq);
 /* Cells in use, over every sequence. */
 SIFT_API int32_t sift_kv_n_used(const sift_context *ctx);
 
+/* -- one sequence's state in a file (llama_state_seq_save_file / _load_file) -- */
+/* Write sequence seq's KV cells and the n_tokens token ids they hold (the caller's record,
+ * at most sift_n_ctx_seq) to path. Returns the bytes written, 0 on error (err says why). */
+SIFT_API size_t sift_state_seq_save_file(sift_context *ctx, const char *path, sift_seq_id seq, const sift_token *tokens,
+                                         size_t n_tokens, sift_error *err);
+/* Replace sequence seq's cells with a file written by sift_state_seq_save_file for a model of
+ * the same shape; its token ids go to tokens_out (room for cap), their count to
+ * *n_tokens_out. Returns the bytes read, 0 on error: a file that is not one, from another
+ * model, with counts past the context, or of the wrong size leaves the sequence unchanged
+ * (SIFT_E_FORMAT; SIFT_E_INVAL for too small a cap); a read error in the cells empties it. */
+SIFT_API size_t sift_state_seq_load_file(sift_context *ctx, const char *path, sift_seq_id seq, sift_token *tokens_out, size_t cap,
+                                         size_t *n_tokens_out, sift_error *err);
+
 /* -- perf (llama_perf_context) -- */
 typedef struct sift_context_perf {
     double t_prompt_ms;  /* time in decodes of more than one token */

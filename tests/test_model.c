@@ -640,6 +640,89 @@ static void test_kv_ops(void **state)
     free(want);
 }
 
+/* A file for sift_state_seq_load_file: bytes as given. */
+static void write_bytes(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+/* One sequence's state to a file and back (sift_state_seq_save_file / _load_file): the
+ * restored sequence, in another slot of another context, continues with the same logits bit
+ * for bit; a corrupt file (wrong magic, cut, one byte longer, another model's shape, a token
+ * id out of the vocabulary) is refused and leaves the sequence as it was. */
+static void test_state_seq_file(void **state)
+{
+    (void)state;
+    const fixture *F = &fx[0];
+    const ref_prompt *rp = &F->ref.prompts[F->ref.n_prompts == 2 ? 1 : 2];
+    const int nv = F->ref.n_vocab, n = rp->n_tokens;
+    char path[] = "/tmp/sift-state-XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    sift_context *a = mkctx(F->model, 2, 1, SIFT_ISA_AUTO), *b = mkctx(F->model, 3, 1, SIFT_ISA_AUTO);
+    decode_prompt(a, rp, 1);
+    sift_error err = {0};
+    const size_t wrote = sift_state_seq_save_file(a, path, 1, rp->tokens, (size_t)n, &err);
+    assert_true(wrote > 0);
+    sift_token toks[512];
+    size_t nt = 0;
+    assert_int_equal(sift_state_seq_load_file(b, path, 2, toks, 512, &nt, &err), wrote);
+    assert_int_equal(nt, n);
+    assert_memory_equal(toks, rp->tokens, (size_t)n * sizeof *toks);
+    assert_int_equal(sift_kv_seq_pos_max(b, 2), n - 1);
+    /* the next token in both: the same logits */
+    sift_batch bt;
+    sift_batch_init(&bt, 4, 1);
+    int s1 = 1, s2 = 2;
+    sift_batch_add(&bt, rp->greedy[0], n, &s1, 1, true);
+    assert_int_equal(sift_decode(a, &bt, NULL), SIFT_OK);
+    float *want = malloc((size_t)nv * 4);
+    memcpy(want, sift_get_logits_ith(a, 0), (size_t)nv * 4);
+    sift_batch_clear(&bt);
+    sift_batch_add(&bt, rp->greedy[0], n, &s2, 1, true);
+    assert_int_equal(sift_decode(b, &bt, NULL), SIFT_OK);
+    expect_logits(b, 0, want, nv, "restored sequence");
+
+    /* corrupt files: each refused, sequence 2 of b unchanged */
+    FILE *f = fopen(path, "rb");
+    unsigned char *good = malloc(wrote + 1);
+    assert_int_equal(fread(good, 1, wrote, f), wrote);
+    fclose(f);
+    unsigned char *bad = malloc(wrote + 1);
+    struct { size_t len; size_t at; unsigned char val; const char *what; } cases[] = {
+        {wrote, 0, 'X', "magic"},      {wrote - 1, (size_t)-1, 0, "truncated"}, {wrote + 1, wrote, 0, "longer"},
+        {wrote, 8, 0x7f, "shape"},     {wrote, 28 + 3, 0x7f, "token id"},      {wrote, 24, 0xff, "token count"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        memcpy(bad, good, wrote);
+        bad[wrote] = 0;
+        if (cases[i].at != (size_t)-1) bad[cases[i].at] = cases[i].val;
+        write_bytes(path, bad, cases[i].len);
+        err = (sift_error){0};
+        assert_int_equal(sift_state_seq_load_file(b, path, 2, toks, 512, &nt, &err), 0);
+        if (err.status != SIFT_E_FORMAT) fprintf(stderr, "%s: %d %s\n", cases[i].what, err.status, err.msg);
+        assert_int_equal(err.status, SIFT_E_FORMAT);
+        assert_int_equal(sift_kv_seq_pos_max(b, 2), n); /* (the prompt and the one token after it) */
+    }
+    write_bytes(path, good, wrote); /* a buffer too small */
+    assert_int_equal(sift_state_seq_load_file(b, path, 0, toks, (size_t)n - 1, &nt, &err), 0);
+    assert_int_equal(err.status, SIFT_E_INVAL);
+    assert_int_equal(sift_state_seq_load_file(b, "/nonexistent/x", 0, toks, 512, &nt, &err), 0);
+    assert_int_equal(err.status, SIFT_E_IO);
+    assert_int_equal(sift_state_seq_save_file(b, path, 7, NULL, 0, &err), 0);
+    unlink(path);
+    free(good);
+    free(bad);
+    free(want);
+    sift_batch_free(&bt);
+    sift_context_free(a);
+    sift_context_free(b);
+}
+
 /* Shifting positions (sift_kv_seq_add). Attention with RoPE depends only on relative
  * positions, so a prompt decoded at positions 100.. and then moved back by 100 must behave
  * like the same prompt decoded at 0.., up to the rounding of rotating the keys twice. Then
@@ -822,6 +905,7 @@ int main(void)
         cmocka_unit_test(test_weights_short_read),
         cmocka_unit_test(test_kv_ops),
         cmocka_unit_test(test_kv_shift),
+        cmocka_unit_test(test_state_seq_file),
         cmocka_unit_test(test_decode_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
