@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -1599,6 +1600,55 @@ def test_jinja_template_error_is_400(J):
     st, j = J.post("/apply-template", {"messages": [{"role": "user", "content": {"not": "text"}}]})
     assert st == 400, (st, j)
     assert "chat template" in json.dumps(j), j
+
+def test_slot_save_restore_across_restart():
+    """issue 29: a slot saved, the server restarted, the slot restored (into another slot)
+    continues with the same tokens as the first server, reading only the new part of the
+    prompt; file names cannot leave --slot-save-path; a corrupt or missing file is refused."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="sift-slots-")
+    first = {"prompt": "Once upon a time, a little girl named Lily", "n_predict": 16, "temperature": 0, "id_slot": 0, "cache_prompt": True}
+    more = dict(first, prompt=first["prompt"] + " went to the park")
+    S = Server("-np", "2", "-c", "1024", "--slot-save-path", d)
+    try:
+        st, a = S.post("/completion", first)
+        assert st == 200 and a["timings"]["prompt_n"] > 8, a
+        st, sv = S.post("/slots/0?action=save", {"filename": "lily.bin"})
+        assert st == 200 and sv["n_saved"] == a["tokens_evaluated"] + 15 and sv["n_written"] > 0, sv
+        st, want = S.post("/completion", more)
+        assert st == 200, want
+        for bad in ("../x", "/etc/passwd", ".hidden", "a/b", "", 7):
+            st, j = S.post("/slots/0?action=save", {"filename": bad})
+            assert st == 400 and "filename" in j["error"]["message"], (bad, st, j)
+        assert S.post("/slots/0?action=fly", {"filename": "x"})[0] == 400
+        assert S.post("/slots/9?action=erase", {})[0] == 400
+        st, j = S.post("/slots/1?action=restore", {"filename": "missing.bin"})
+        assert st == 404, (st, j)
+        with open(os.path.join(d, "junk.bin"), "wb") as f:
+            f.write(b"SIFTSEQ1" + b"\0" * 40)
+        st, j = S.post("/slots/1?action=restore", {"filename": "junk.bin"})
+        assert st == 400, (st, j)
+    finally:
+        S.stop()
+    S = Server("-np", "2", "-c", "1024", "--slot-save-path", d)
+    try:
+        st, rs = S.post("/slots/1?action=restore", {"filename": "lily.bin"})
+        assert st == 200 and rs["n_restored"] == sv["n_saved"] and rs["n_read"] == sv["n_written"], rs
+        st, got = S.post("/completion", dict(more, id_slot=1))
+        assert st == 200 and got["content"] == want["content"], (got, want)
+        assert got["timings"]["prompt_n"] < 8 and got["timings"]["cache_n"] > 8, got["timings"]  # only the new words were read
+        st, er = S.post("/slots/1?action=erase", {})
+        assert st == 200 and er["n_erased"] > 0, er
+    finally:
+        S.stop()
+    S = Server("-np", "1")  # no --slot-save-path: save and restore are off
+    try:
+        st, j = S.post("/slots/0?action=save", {"filename": "x.bin"})
+        assert st == 501 and j["error"]["type"] == "not_supported_error", (st, j)
+    finally:
+        S.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
 
 def test_hostile_chat_template():
     """issue 26: a chat template that compares a list sharing itself 64 levels deep (2^64 steps,

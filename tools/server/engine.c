@@ -103,7 +103,20 @@ struct srv_engine {
     double t_sampling_ms;     /* engine thread only: time in slot_sample, since the last publish */
     long long n_sampled;
     srv_slot_info *pub;       /* under mu: the slots as of the last step */
+    struct slot_op *op;       /* under mu: a slot action waiting for this thread (srv_engine_slot_action) */
 };
+
+/* A slot action (save, restore, erase), posted by a connection thread and run by the engine
+ * thread between two steps: the engine owns the context and the slots' token records. */
+typedef struct slot_op {
+    srv_slot_action action;
+    int slot;
+    const char *path;
+    bool taken, done;         /* under mu */
+    pthread_cond_t cv;        /* done */
+    srv_slot_result res;
+    srv_error err;
+} slot_op;
 
 double srv_now_ms(void)
 {
@@ -636,6 +649,45 @@ static void publish_snapshot(srv_engine *e, int n_busy)
     pthread_mutex_unlock(&e->mu);
 }
 
+/* Run op on the engine thread: the slot must be idle. Save writes its cells and cached
+ * tokens; restore replaces them (the file must hold a token per cell); erase empties them. */
+static void run_slot_op(srv_engine *e, slot_op *op)
+{
+    slot *sl = &e->slots[op->slot];
+    sift_error err = {0};
+    const double t0 = srv_now_ms();
+    if (sl->task) {
+        srv_errorf(&op->err, 503, "slot %d is busy with a request; retry when it is idle", op->slot);
+        return;
+    }
+    if (op->action == SRV_SLOT_ERASE) {
+        op->res.n_tokens = sl->n_cache;
+        sift_kv_seq_rm(e->ctx, sl->id, -1, -1);
+        sl->n_cache = 0;
+    } else if (op->action == SRV_SLOT_SAVE) {
+        op->res.n_bytes = sift_state_seq_save_file(e->ctx, op->path, sl->id, sl->cache, (size_t)sl->n_cache, &err);
+        op->res.n_tokens = sl->n_cache;
+        if (!op->res.n_bytes) srv_errorf(&op->err, 500, "slot %d: %s", op->slot, err.msg);
+    } else {
+        size_t nt = 0;
+        op->res.n_bytes = sift_state_seq_load_file(e->ctx, op->path, sl->id, sl->cache, (size_t)e->n_ctx_slot, &nt, &err);
+        if (op->res.n_bytes && sift_kv_seq_pos_max(e->ctx, sl->id) + 1 != (sift_pos)nt) { /* cells and tokens disagree */
+            op->res.n_bytes = 0;
+            snprintf(err.msg, sizeof err.msg, "the file's cells do not match its %zu tokens", nt);
+            err.status = SIFT_E_FORMAT;
+        }
+        if (!op->res.n_bytes) {
+            sift_kv_seq_rm(e->ctx, sl->id, -1, -1); /* (a refused file leaves the cells, but the tokens may be half read) */
+            sl->n_cache = 0;
+            srv_errorf(&op->err, err.status == SIFT_E_IO ? 404 : 400, "slot %d: %s", op->slot, err.msg);
+        } else {
+            sl->n_cache = (int32_t)nt;
+            op->res.n_tokens = (long long)nt;
+        }
+    }
+    op->res.ms = srv_now_ms() - t0;
+}
+
 static void *engine_main(void *arg)
 {
     srv_engine *e = arg;
@@ -647,7 +699,7 @@ static void *engine_main(void *arg)
         for (;;) {
             bool active = false;
             for (int i = 0; i < e->n_slots; i++) active |= e->slots[i].task != NULL;
-            if (e->stop || active || e->q_n > 0) break;
+            if (e->stop || active || e->q_n > 0 || (e->op && !e->op->taken)) break;
             pthread_cond_wait(&e->cv, &e->mu);
         }
         if (e->stop) {
@@ -655,8 +707,17 @@ static void *engine_main(void *arg)
             break;
         }
         const int n_started = started ? take_queue(e, started) : 0;
+        slot_op *op = e->op && !e->op->taken ? e->op : NULL;
+        if (op) op->taken = true;
         pthread_mutex_unlock(&e->mu);
         for (int i = 0; i < n_started; i++) slot_start(e, started[i], started[i]->task);
+        if (op) {
+            run_slot_op(e, op);
+            pthread_mutex_lock(&e->mu);
+            op->done = true;
+            pthread_cond_signal(&op->cv);
+            pthread_mutex_unlock(&e->mu);
+        }
 
         /* 2. clients that went away */
         for (int i = 0; i < e->n_slots; i++) {
@@ -877,6 +938,40 @@ int srv_engine_submit_all(srv_engine *e, srv_task *const *g, int n)
 }
 
 int srv_engine_submit(srv_engine *e, srv_task *t) { return srv_engine_submit_all(e, &t, 1); }
+
+int srv_engine_slot_action(srv_engine *e, int id, srv_slot_action action, const char *path, srv_slot_result *res, srv_error *err)
+{
+    if (id < 0 || id >= e->n_slots) return srv_errorf(err, 400, "no slot %d (the slots are 0 to %d)", id, e->n_slots - 1);
+    slot_op op = {.action = action, .slot = id, .path = path};
+    pthread_cond_init(&op.cv, NULL);
+    pthread_mutex_lock(&e->mu);
+    if (e->stop || e->op) {
+        pthread_mutex_unlock(&e->mu);
+        pthread_cond_destroy(&op.cv);
+        return srv_errorf(err, 503, e->stop ? "the server is shutting down" : "another slot action is running; retry");
+    }
+    e->op = &op;
+    pthread_cond_signal(&e->cv);
+    /* once the engine took it, it finishes it (file I/O, no decode): wait for that; before,
+     * a stopping engine never will */
+    while (!op.done && !(e->stop && !op.taken)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&op.cv, &e->mu, &ts);
+    }
+    e->op = NULL;
+    pthread_mutex_unlock(&e->mu);
+    pthread_cond_destroy(&op.cv);
+    if (!op.done) return srv_errorf(err, 503, "the server is shutting down");
+    if (op.err.status) {
+        *err = op.err;
+        return op.err.status;
+    }
+    *res = op.res;
+    return 0;
+}
 
 void srv_engine_cancel(srv_engine *e, srv_task *t)
 {

@@ -710,6 +710,43 @@ static enum MHD_Result handle_apply_template(struct MHD_Connection *c, srv_serve
     return ret;
 }
 
+/* POST /slots/N?action=save|restore|erase (llama-server's slot persistence): save writes the
+ * slot's KV cells and tokens to --slot-save-path/FILENAME, restore reads them back (into any
+ * slot, of a server with the same model), erase empties the slot's cache. As in llama-server,
+ * --no-slots turns off GET /slots only; save and restore need --slot-save-path. */
+static enum MHD_Result handle_slot_action(struct MHD_Connection *c, srv_server *s, const char *id, const conn_req *r)
+{
+    srv_error e = {0};
+    char *end = NULL;
+    const long slot = strtol(id, &end, 10);
+    if (!isdigit((unsigned char)id[0]) || *end || slot >= s->cfg.n_parallel) {
+        srv_errorf(&e, 400, "no slot '%.32s' (the slots are 0 to %d)", id, s->cfg.n_parallel - 1);
+        return reply_error(c, s, &e);
+    }
+    const char *action = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "action");
+    srv_slot_action a;
+    if (action && !strcmp(action, "save")) a = SRV_SLOT_SAVE;
+    else if (action && !strcmp(action, "restore")) a = SRV_SLOT_RESTORE;
+    else if (action && !strcmp(action, "erase")) a = SRV_SLOT_ERASE;
+    else {
+        srv_errorf(&e, 400, "'action' must be save, restore or erase, got '%.32s'", action ? action : "");
+        return reply_error(c, s, &e);
+    }
+    char path[4096] = "", fname[256] = "";
+    if (a != SRV_SLOT_ERASE) {
+        if (!s->cfg.slot_save_path) {
+            srv_errorf(&e, 501, "slot save and restore need --slot-save-path");
+            e.type = "not_supported_error";
+            return reply_error(c, s, &e);
+        }
+        if (srv_parse_slot_file(r->body.p ? r->body.p : "", r->body.n, fname, sizeof fname, &e)) return reply_error(c, s, &e);
+        snprintf(path, sizeof path, "%s/%s", s->cfg.slot_save_path, fname);
+    }
+    srv_slot_result res = {0};
+    if (srv_engine_slot_action(s->engine, (int)slot, a, path, &res, &e)) return reply_error(c, s, &e);
+    return reply_json(c, s, 200, srv_json_slot_action((int)slot, a, fname, &res));
+}
+
 /* ---- health and readiness ---------------------------------------------------------------------------- */
 
 static enum MHD_Result has_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -782,6 +819,7 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     bool is_get = false, is_post = false;
     for (size_t i = 0; i < sizeof gets / sizeof *gets; i++) is_get |= path_is(url, gets[i]);
     for (size_t i = 0; i < sizeof posts / sizeof *posts; i++) is_post |= path_is(url, posts[i]);
+    is_post |= !strncmp(url, "/slots/", 7); /* /slots/N?action=save|restore|erase */
     if (!is_get && !is_post) {
         srv_errorf(&e, 404, "no endpoint %.200s", url);
         return reply_error(c, s, &e);
@@ -825,6 +863,7 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
         srv_errorf(&e, 503, "the server is shutting down; retry on another replica");
         return reply_error(c, s, &e);
     }
+    if (!strncmp(url, "/slots/", 7)) return handle_slot_action(c, s, url + 7, r);
     if (path_is(url, "/completion") || path_is(url, "/completions")) return handle_completion(c, s, SRV_NATIVE, r);
     if (path_is(url, "/v1/completions")) return handle_completion(c, s, SRV_OAI_CMPL, r);
     if (path_is(url, "/v1/chat/completions") || path_is(url, "/chat/completions")) return handle_completion(c, s, SRV_OAI_CHAT, r);

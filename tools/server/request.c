@@ -18,6 +18,7 @@
  * without ever touching a slot.
  */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1055,6 +1056,33 @@ int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **c
                               r->grammar_from_schema ? "json_schema" : "grammar", se.msg);
         }
     }
+    return 0;
+}
+
+/* ---- POST /slots/N?action=save|restore: the file name ------------------------------------------ */
+
+/* A name for a file in --slot-save-path: letters, digits, '.', '_' and '-', not starting
+ * with a dot, at most 200 bytes: nothing that reaches another directory. */
+static bool slot_file_name_ok(const char *n)
+{
+    const size_t len = strlen(n);
+    if (!len || len > 200 || n[0] == '.') return false;
+    for (const char *p = n; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-') return false;
+    return true;
+}
+
+int srv_parse_slot_file(const char *body, size_t len, char *out, size_t cap, srv_error *e)
+{
+    cJSON *root = parse_object(body, len, e);
+    if (!root) return e->status;
+    const cJSON *fn = field(root, "filename");
+    const bool ok = cJSON_IsString(fn) && slot_file_name_ok(fn->valuestring) && strlen(fn->valuestring) < cap;
+    if (ok) snprintf(out, cap, "%s", fn->valuestring);
+    cJSON_Delete(root);
+    if (!ok)
+        return srv_errorf(e, 400, "'filename' must be a file name of letters, digits, '.', '_' and '-' (no directory), "
+                                  "not starting with '.'");
     return 0;
 }
 

@@ -828,6 +828,22 @@ static bool name_before(const char *a, size_t na, const char *b, size_t nb)
     return c < 0 || (c == 0 && na < nb);
 }
 
+char *srv_json_slot_action(int slot, srv_slot_action a, const char *file, const srv_slot_result *res)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id_slot", slot);
+    if (a == SRV_SLOT_ERASE) {
+        cJSON_AddNumberToObject(o, "n_erased", (double)res->n_tokens);
+        return print_free(o);
+    }
+    const bool save = a == SRV_SLOT_SAVE;
+    cJSON_AddStringToObject(o, "filename", file);
+    cJSON_AddNumberToObject(o, save ? "n_saved" : "n_restored", (double)res->n_tokens);
+    cJSON_AddNumberToObject(o, save ? "n_written" : "n_read", (double)res->n_bytes);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "timings"), save ? "save_ms" : "restore_ms", res->ms);
+    return print_free(o);
+}
+
 char *srv_first_name(const char *list)
 {
     const char *best = NULL;

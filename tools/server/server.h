@@ -168,6 +168,7 @@ typedef struct srv_config {
     bool no_jinja;              /* --no-jinja: chats use the built-in template the GGUF's resembles */
     bool no_webui;              /* --no-webui: / answers 404 */
     bool kv_unified;            /* --kv-unified: every slot may fill the whole -c (np x c cells) */
+    const char *slot_save_path; /* --slot-save-path DIR: where slot save and restore files live (NULL: no save/restore) */
     const char *tags;           /* --tags a,b: the model's tags in /models */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
@@ -618,6 +619,17 @@ int srv_engine_submit(srv_engine *e, srv_task *t);
 /* Queue the n tasks of one request together (all or none: 503 when they do not all fit),
  * so that idle slots take them in the same step and twins read their prompt once. */
 int srv_engine_submit_all(srv_engine *e, srv_task *const *g, int n);
+/* A slot action (POST /slots/N?action=...), run by the engine thread between steps on an
+ * idle slot: save its KV cells and tokens to path, restore them from path (the slot's
+ * prompt cache then starts from them), or erase them. 0 with res, or an HTTP status with
+ * err (503 while the slot is busy). */
+typedef enum srv_slot_action { SRV_SLOT_SAVE, SRV_SLOT_RESTORE, SRV_SLOT_ERASE } srv_slot_action;
+typedef struct srv_slot_result {
+    long long n_tokens;        /* saved, restored or erased */
+    size_t n_bytes;            /* written or read */
+    double ms;
+} srv_slot_result;
+int srv_engine_slot_action(srv_engine *e, int slot, srv_slot_action action, const char *path, srv_slot_result *res, srv_error *err);
 /* The client is gone: the engine drops the task at its next step (queued or running). */
 void srv_engine_cancel(srv_engine *e, srv_task *t);
 
@@ -745,6 +757,12 @@ void srv_conns_body_bytes(srv_conns *c, int fd, size_t n);
 /* Close the connections past their phase's deadline; how many. */
 int srv_conns_reap(srv_conns *c, double now_ms);
 void srv_conns_stats(srv_conns *c, srv_conn_stats *st);
+
+/* POST /slots/N?action=save|restore: the body's "filename" (a plain file name, checked) into
+ * out; 0, or 400 with e. (request.c) */
+int srv_parse_slot_file(const char *body, size_t len, char *out, size_t cap, srv_error *e);
+/* The answer to a slot action, as llama-server writes it. (response.c) */
+char *srv_json_slot_action(int slot, srv_slot_action a, const char *file, const srv_slot_result *res);
 
 /* The first in byte order of a comma-separated list of names (--alias a,b), as a new
  * string; NULL when out of memory. (response.c) */
