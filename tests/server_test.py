@@ -1650,6 +1650,29 @@ def test_slot_save_restore_across_restart():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_context_shift():
+    """--context-shift: a reply longer than the slot's context goes on past it (old tokens
+    dropped, the rest moved back), truncated; without, it stops when prompt + reply fill the
+    slot, as llama-server (8 + 120 = 128 cells)."""
+    body = {"prompt": "Once upon a time", "n_predict": 200, "temperature": 0, "ignore_eos": True}
+    S = Server("-np", "1", "-c", "128", "--context-shift")
+    try:
+        st, j = S.post("/completion", body)
+        assert st == 200 and j["tokens_predicted"] == 200 and j["truncated"] is True, j
+        st, j = S.post("/completion", dict(body, n_keep=-1, n_discard=16))
+        assert st == 200 and j["tokens_predicted"] == 200 and j["generation_settings"]["n_discard"] == 16, j
+        st, j = S.post("/completion", dict(body, n_predict=16))
+        assert st == 200 and j["tokens_predicted"] == 16 and j["truncated"] is False, j
+    finally:
+        S.stop()
+    S = Server("-np", "1", "-c", "128")
+    try:
+        st, j = S.post("/completion", body)
+        assert st == 200 and j["truncated"] is True and j["tokens_evaluated"] + j["tokens_predicted"] == 128, j
+    finally:
+        S.stop()
+
+
 def test_hostile_chat_template():
     """issue 26: a chat template that compares a list sharing itself 64 levels deep (2^64 steps,
     spinning forever under a global lock before) gets a 400 within a second, holds no lock (a

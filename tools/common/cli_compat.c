@@ -75,8 +75,6 @@ static const compat_flag FLAGS[] = {
     {{"--cache-ram", "-cram", NULL}, V_ONE, SRV, "no host-memory prompt cache beyond the slots"},
     {{"-ctxcp", "--ctx-checkpoints", "--swa-checkpoints"}, V_ONE, SRV, "no context checkpoints"},
     {{"--sleep-idle-seconds", NULL, NULL}, V_ONE, SRV, "the model stays loaded"},
-    {{"--no-context-shift", NULL, NULL}, V_NONE, SRV, "context shift is off in sift serve already"},
-    {{"--context-shift", NULL, NULL}, V_NONE, SRV, "not implemented in sift serve: a request stops at its slot's context"},
     {{"-cb", "--cont-batching", NULL}, V_NONE, SRV, "continuous batching is always on"},
     {{"--ui", "--no-ui", NULL}, V_NONE, SRV, "the playground is a static page; it serves nothing else"},
     {{"-no-kvu", "--no-kv-unified", NULL}, V_NONE, SRV, "the KV buffer layout is fixed"},

@@ -76,6 +76,7 @@ typedef struct slot {
     int32_t n_think;
     sift_token *forced;
     int32_t n_forced, i_forced;
+    bool shifted;             /* --context-shift moved this request's cells at least once */
 } slot;
 
 enum { THINK_UNKNOWN, THINK_IN, THINK_OUT };
@@ -326,6 +327,7 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
     sl->t_start = srv_now_ms();
     sl->t_first = 0;
     sl->trace_oom = false;
+    sl->shifted = false;
     /* a reasoning budget counts from the first token when the prompt opened the thinking */
     sl->think = !r->rs || r->reasoning_budget < 0 ? THINK_OUT : r->think_forced_open ? THINK_IN : THINK_UNKNOWN;
     sl->n_think = 0;
@@ -342,6 +344,32 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
 /* One sampling step of slot sl on logits: one library call, sift_chain_sample_ex, on the
  * chain's fast path (the grammar in llama.cpp's rejection mode, the n_probs figures, the
  * accepts). The token, or SIFT_TOKEN_NULL. Its cost goes to the engine's sampling clock. */
+
+/* llama-server's context shift (--context-shift), when the next token would have no cell:
+ * keep the first n_keep tokens (the request's; -1: the whole prompt; the BOS counted in, as
+ * llama-server), drop the next n_discard (the request's, else half of the rest), and move
+ * the remainder back: its keys are rotated to their new positions (sift_kv_seq_add), and the
+ * reply goes on. false when nothing can be dropped. */
+static bool ctx_shift(srv_engine *e, slot *sl)
+{
+    const srv_request *r = &sl->task->req;
+    int32_t n_keep = r->n_keep < 0 ? r->n_prompt : r->n_keep;
+    if (sift_vocab_add_bos(e->s->vocab)) n_keep += 1;
+    if (n_keep > e->n_ctx_slot - 4) n_keep = e->n_ctx_slot - 4;
+    if (n_keep < 0) n_keep = 0;
+    const int32_t n_left = sl->n_cache - n_keep;
+    int32_t n_discard = r->n_discard > 0 ? r->n_discard : n_left / 2;
+    if (n_discard > n_left) n_discard = n_left;
+    if (n_discard <= 0) return false;
+    if (sift_kv_seq_rm(e->ctx, sl->id, n_keep, n_keep + n_discard) != SIFT_OK ||
+        sift_kv_seq_add(e->ctx, sl->id, n_keep + n_discard, sl->n_cache, -n_discard) != SIFT_OK)
+        return false;
+    memmove(sl->cache + n_keep, sl->cache + n_keep + n_discard, (size_t)(sl->n_cache - n_keep - n_discard) * sizeof *sl->cache);
+    sl->n_cache -= n_discard;
+    sl->shifted = true;
+    return true;
+}
+
 static sift_token slot_sample(srv_engine *e, slot *sl, const float *logits, float *p_sel, size_t *n_probs)
 {
     srv_task *t = sl->task;
@@ -570,7 +598,11 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
         }
     }
     if (stop == SRV_STOP_NONE && sl->n_decoded >= sl->n_limit) stop = SRV_STOP_LIMIT;
-    if (stop == SRV_STOP_NONE && sl->n_cache >= e->n_ctx_slot) stop = SRV_STOP_LIMIT, truncated = true;
+    /* the slot's context is full once the next token has no cell after it (llama-server
+     * stops at prompt + generated = the slot's context); --context-shift makes room instead */
+    if (stop == SRV_STOP_NONE && sl->n_cache + 1 >= e->n_ctx_slot && !(e->s->cfg.ctx_shift && ctx_shift(e, sl)))
+        stop = SRV_STOP_LIMIT, truncated = true;
+    truncated |= sl->shifted;
     /* the text this token releases */
     size_t upto = sl->gen.n;
     if (stop == SRV_STOP_NONE) {

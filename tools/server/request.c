@@ -883,6 +883,8 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     TRY(get_i32(o, "n_predict", -1, maxp, &r->n_predict, e));
 
     TRY(parse_response_fields(o, r, e));
+    TRY(get_i32(o, "n_keep", -1, maxp, &r->n_keep, e));
+    TRY(get_i32(o, "n_discard", 0, maxp, &r->n_discard, e));
 
     /* probabilities: n_probs (llama-server), logprobs / top_logprobs (OpenAI) */
     TRY(get_i32(o, "n_probs", 0, SRV_MAX_N_PROBS, &r->sp.n_probs, e));

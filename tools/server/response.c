@@ -187,8 +187,8 @@ static cJSON *settings_json(const srv_server *s, const srv_request *r, const srv
     for (int i = 0; i < r->n_stop; i++) cJSON_AddItemToArray(stop, cJSON_CreateString(r->stop[i]));
     cJSON_AddNumberToObject(o, "max_tokens", r->n_predict);
     cJSON_AddNumberToObject(o, "n_predict", r->n_predict);
-    cJSON_AddNumberToObject(o, "n_keep", 0);
-    cJSON_AddNumberToObject(o, "n_discard", 0);
+    cJSON_AddNumberToObject(o, "n_keep", r->n_keep);
+    cJSON_AddNumberToObject(o, "n_discard", r->n_discard);
     cJSON_AddBoolToObject(o, "ignore_eos", p->ignore_eos);
     cJSON_AddBoolToObject(o, "stream", r->stream);
     /* -inf is null, as llama-server's JSON writes it; with ignore_eos, every end-of-generation

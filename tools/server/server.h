@@ -169,6 +169,7 @@ typedef struct srv_config {
     bool no_webui;              /* --no-webui: / answers 404 */
     bool kv_unified;            /* --kv-unified: every slot may fill the whole -c (np x c cells) */
     const char *slot_save_path; /* --slot-save-path DIR: where slot save and restore files live (NULL: no save/restore) */
+    bool ctx_shift;             /* --context-shift: a full slot drops old tokens and goes on (llama-server's) */
     const char *tags;           /* --tags a,b: the model's tags in /models */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
@@ -242,6 +243,8 @@ typedef struct srv_request {
     bool think_forced_open;    /* the prompt left the thinking open */
     int32_t reasoning_budget;  /* thinking tokens before </think> is forced (-1: no limit) */
     char *response_fields;     /* /completion's response_fields as a JSON array (NULL: every field) */
+    int32_t n_keep;            /* --context-shift: prompt tokens kept (-1: all of them) */
+    int32_t n_discard;         /* --context-shift: tokens dropped at a time (0: half of what is not kept) */
 } srv_request;
 
 void srv_request_free(srv_request *r);

@@ -50,6 +50,8 @@ static void usage(FILE *f)
             "  --tags TAG[,TAG]          the model's tags, listed in /models\n"
             "  --no-webui                / answers 404 instead of the web page\n"
             "  --slot-save-path DIR      where POST /slots/N?action=save|restore keep their files (off without)\n"
+            "  --context-shift           a full slot drops old tokens (a request's n_keep / n_discard) and goes on,\n"
+            "                            as llama-server's (default off: the reply stops, truncated)\n"
             "  -kvu, --kv-unified        every slot may use the whole -c, as with llama-server's unified KV cache\n"
             "                            (sift keeps a cache per slot: -np x -c cells in all)\n"
             "  --chat-template-file FILE a Jinja chat template to render (instead of the GGUF's tokenizer.chat_template)\n"
@@ -338,6 +340,10 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         c->no_jinja = false;
     } else if (IS("--no-jinja")) {
         c->no_jinja = true;
+    } else if (IS("--context-shift")) {
+        c->ctx_shift = true;
+    } else if (IS("--no-context-shift")) {
+        c->ctx_shift = false;
     } else if (IS("--slot-save-path")) {
         NEEDV();
         c->slot_save_path = v;
@@ -413,6 +419,7 @@ static const env_opt ENV_OPTS[] = {
     {"SIFT_ARG_N_PREDICT", "--n-predict", NULL, false},
     {"SIFT_ARG_ALIAS", "--alias", NULL, false},
     {"LLAMA_ARG_SLOT_SAVE_PATH", "--slot-save-path", NULL, false},
+    {"LLAMA_ARG_CONTEXT_SHIFT", "--context-shift", "--no-context-shift", true},
     {"SIFT_ARG_CHAT_TEMPLATE", "--chat-template", NULL, false},
     {"SIFT_ARG_ISA", "--isa", NULL, false},
     {"SIFT_ARG_REASONING_FORMAT", "--reasoning-format", NULL, false},
