@@ -341,10 +341,6 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
 
 /* ---- sampling and publishing ---------------------------------------------------------------------- */
 
-/* One sampling step of slot sl on logits: one library call, sift_chain_sample_ex, on the
- * chain's fast path (the grammar in llama.cpp's rejection mode, the n_probs figures, the
- * accepts). The token, or SIFT_TOKEN_NULL. Its cost goes to the engine's sampling clock. */
-
 /* llama-server's context shift (--context-shift), when the next token would have no cell:
  * keep the first n_keep tokens (the request's; -1: the whole prompt; the BOS counted in, as
  * llama-server), drop the next n_discard (the request's, else half of the rest), and move
@@ -370,6 +366,9 @@ static bool ctx_shift(srv_engine *e, slot *sl)
     return true;
 }
 
+/* One sampling step of slot sl on logits: one library call, sift_chain_sample_ex, on the
+ * chain's fast path (the grammar in llama.cpp's rejection mode, the n_probs figures, the
+ * accepts). The token, or SIFT_TOKEN_NULL. Its cost goes to the engine's sampling clock. */
 static sift_token slot_sample(srv_engine *e, slot *sl, const float *logits, float *p_sel, size_t *n_probs)
 {
     srv_task *t = sl->task;
