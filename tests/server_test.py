@@ -1650,6 +1650,26 @@ def test_slot_save_restore_across_restart():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_return_progress():
+    """return_progress: a stream reports the prompt's progress once when a slot takes it and
+    once per chunk read (-b 16), as llama-server; a repeated prompt starts from its cache."""
+    S = Server("-np", "1", "-b", "16")
+    try:
+        body = {"prompt": "Once upon a time there was a little girl named Lily who liked to play in the park with her dog",
+                "n_predict": 2, "stream": True, "return_progress": True, "cache_prompt": True}
+        for rep in range(2):
+            ev = [e for e in S.stream("/completion", body) if e != "[DONE]"]
+            pr = [e["prompt_progress"] for e in ev if "prompt_progress" in e]
+            total = pr[0]["total"]
+            assert pr[0]["cache"] == pr[0]["processed"] and pr[-1]["processed"] == total, pr
+            assert all(b["processed"] > a["processed"] for a, b in zip(pr, pr[1:])), pr
+            assert len(pr) == 1 + -(-(total - pr[0]["cache"]) // 16), (rep, pr)
+            assert (pr[0]["cache"] > 0) == (rep == 1), pr
+            assert "".join(e.get("content", "") for e in ev if "prompt_progress" not in e), ev
+    finally:
+        S.stop()
+
+
 def test_context_shift():
     """--context-shift: a reply longer than the slot's context goes on past it (old tokens
     dropped, the rest moved back), truncated; without, it stops when prompt + reply fill the

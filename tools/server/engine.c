@@ -206,6 +206,7 @@ void srv_task_unref(srv_task *t)
     free(t->probs);
     free(t->stages);
     free(t->tops);
+    free(t->prog);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t);
@@ -308,6 +309,21 @@ static void slot_release(srv_engine *e, slot *sl)
 }
 
 /* Put task t into idle slot sl: reuse the cached prefix, drop the rest of the cells. */
+/* return_progress (a stream's): one report when the slot takes the prompt (what the cache
+ * holds), then one after each chunk of it is read, as llama-server sends them. */
+static void report_progress(slot *sl)
+{
+    srv_task *t = sl->task;
+    if (!t->req.return_progress || !t->req.stream) return;
+    pthread_mutex_lock(&t->mu);
+    if (grow((void **)&t->prog, &t->cap_prog, t->n_prog, 1, sizeof *t->prog)) {
+        t->prog[t->n_prog++] = (srv_progress){.total = t->req.n_prompt, .cache = t->n_cached, .processed = sl->i_prompt,
+                                              .ms = srv_now_ms() - sl->t_start};
+        pthread_cond_broadcast(&t->cv);
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
 static void slot_start(srv_engine *e, slot *sl, srv_task *t)
 {
     const srv_request *r = &t->req;
@@ -337,6 +353,7 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
     t->id_slot = sl->id;
     t->n_cached = keep;
     pthread_mutex_unlock(&t->mu);
+    report_progress(sl);
 }
 
 /* ---- sampling and publishing ---------------------------------------------------------------------- */
@@ -846,6 +863,7 @@ static void *engine_main(void *arg)
                 memcpy(sl->cache + sl->n_cache, sl->task->req.prompt + sl->i_prompt, (size_t)sl->n_in_batch * sizeof(sift_token));
                 sl->n_cache += sl->n_in_batch;
                 sl->i_prompt += sl->n_in_batch;
+                report_progress(sl);
             }
             if (sl->batch_idx >= 0) slot_step(e, sl, sift_get_logits_ith(e->ctx, sl->batch_idx));
         }

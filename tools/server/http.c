@@ -316,13 +316,13 @@ bool srv_client_gone(int fd)
 static bool wait_task(srv_task *t, int fd, size_t have)
 {
     pthread_mutex_lock(&t->mu);
-    while (!t->done && t->n_recs <= have) {
+    while (!t->done && t->n_recs + t->n_prog <= have) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 50 * 1000000L;
         if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&t->cv, &t->mu, &ts);
-        if (!t->done && t->n_recs <= have && srv_client_gone(fd)) {
+        if (!t->done && t->n_recs + t->n_prog <= have && srv_client_gone(fd)) {
             pthread_mutex_unlock(&t->mu);
             return false;
         }
@@ -336,7 +336,7 @@ static bool wait_task(srv_task *t, int fd, size_t have)
 /* One task of a streamed request: what of it went out already. */
 typedef struct stream_part {
     srv_task *t;
-    size_t recs_sent, text_sent;
+    size_t recs_sent, text_sent, prog_sent;
     bool final_done, role_sent;
 } stream_part;
 
@@ -361,8 +361,13 @@ static void stream_format(stream_st *st, stream_part *p)
     srv_task *t = p->t;
     srv_snapshot sn = {0};
     bool done, oom = false;
+    srv_progress prog[8];
+    size_t n_prog = 0;
     pthread_mutex_lock(&t->mu);
     done = t->done;
+    while (p->prog_sent + n_prog < t->n_prog && n_prog < sizeof prog / sizeof *prog) /* (the rest next time) */
+        prog[n_prog] = t->prog[p->prog_sent + n_prog], n_prog++;
+    if (p->prog_sent + n_prog < t->n_prog) done = false;
     const size_t n = t->n_recs;
     if (n > p->recs_sent) {
         const srv_tokrec *first = &t->recs[p->recs_sent];
@@ -397,6 +402,8 @@ static void stream_format(stream_st *st, stream_part *p)
         srv_sse_error(&e, &st->out);
         st->final_done = true;
     } else {
+        for (size_t i = 0; i < n_prog; i++) srv_sse_progress(st->s, t, &prog[i], &st->out);
+        p->prog_sent += n_prog;
         if (sn.n_recs) {
             srv_sse_tokens(st->s, t, &sn, &p->role_sent, &st->out);
             p->recs_sent += sn.n_recs;
@@ -418,7 +425,7 @@ static void stream_format(stream_st *st, stream_part *p)
 static bool part_ready(const stream_part *p)
 {
     pthread_mutex_lock(&p->t->mu);
-    const bool r = p->t->done || p->t->n_recs > p->recs_sent;
+    const bool r = p->t->done || p->t->n_recs > p->recs_sent || p->t->n_prog > p->prog_sent;
     pthread_mutex_unlock(&p->t->mu);
     return r;
 }
@@ -426,7 +433,7 @@ static bool part_ready(const stream_part *p)
 /* Block until some open part has output. False when the client went away meanwhile. */
 static bool wait_parts(stream_st *st)
 {
-    if (st->n == 1) return wait_task(st->parts[0].t, st->fd, st->parts[0].recs_sent);
+    if (st->n == 1) return wait_task(st->parts[0].t, st->fd, st->parts[0].recs_sent + st->parts[0].prog_sent);
     for (;;) {
         stream_part *first = NULL;
         for (int i = 0; i < st->n; i++) {
@@ -439,7 +446,7 @@ static bool wait_parts(stream_st *st)
         /* several tasks, one condition variable each: wait on one briefly, then look again */
         srv_task *t = first->t;
         pthread_mutex_lock(&t->mu);
-        if (!t->done && t->n_recs <= first->recs_sent) {
+        if (!t->done && t->n_recs <= first->recs_sent && t->n_prog <= first->prog_sent) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             ts.tv_nsec += 10 * 1000000L;

@@ -862,6 +862,7 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     TRY(get_bool(o, "cache_prompt", &r->cache_prompt, e));
     TRY(get_bool(o, "return_tokens", &r->return_tokens, e));
     TRY(get_bool(o, "timings_per_token", &r->timings_per_token, e));
+    TRY(get_bool(o, "return_progress", &r->return_progress, e));
     /* n_probs reports llama-server's logprob / top_logprobs of the model's distribution by
      * default (as current llama-server does, so that scripts written for it read the same
      * fields); "post_sampling_probs": true gives prob / top_probs after the chain instead. */

@@ -566,6 +566,25 @@ static void chat_role(const srv_server *s, const srv_task *t, bool *role_sent, s
     *role_sent = true;
 }
 
+void srv_sse_progress(const srv_server *s, const srv_task *t, const srv_progress *pr, sbuf *out)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (t->req.kind == SRV_NATIVE) {
+        cJSON_AddNumberToObject(o, "index", t->req.index);
+        cJSON_AddStringToObject(o, "content", "");
+        cJSON_AddBoolToObject(o, "stop", false);
+    } else {
+        cJSON_AddArrayToObject(o, "choices");
+        oai_envelope(s, o, t, t->req.kind == SRV_OAI_CHAT ? "chat.completion.chunk" : "text_completion");
+    }
+    cJSON *p = cJSON_AddObjectToObject(o, "prompt_progress");
+    cJSON_AddNumberToObject(p, "total", pr->total);
+    cJSON_AddNumberToObject(p, "cache", pr->cache);
+    cJSON_AddNumberToObject(p, "processed", pr->processed);
+    cJSON_AddNumberToObject(p, "time_ms", pr->ms);
+    sse_add(out, o);
+}
+
 void srv_sse_tokens(const srv_server *s, srv_task *t, const srv_snapshot *sn, bool *role_sent, sbuf *out)
 {
     const srv_request *r = &t->req;

@@ -245,6 +245,7 @@ typedef struct srv_request {
     char *response_fields;     /* /completion's response_fields as a JSON array (NULL: every field) */
     int32_t n_keep;            /* --context-shift: prompt tokens kept (-1: all of them) */
     int32_t n_discard;         /* --context-shift: tokens dropped at a time (0: half of what is not kept) */
+    bool return_progress;      /* a stream reports the prompt's progress (srv_progress) */
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -561,6 +562,13 @@ typedef struct srv_stage {
     uint32_t top_off, n_top;   /* task->tops[top_off .. + n_top): best candidates, with probabilities */
 } srv_stage;
 
+/* One report of a prompt's progress (return_progress): prompt tokens in all, found in the
+ * slot's cache, read so far (the cached ones counted), and ms since the slot took it. */
+typedef struct srv_progress {
+    int32_t total, cache, processed;
+    double ms;
+} srv_progress;
+
 typedef struct srv_task {
     atomic_int refs;
     atomic_bool cancelled;     /* the client went away: the engine frees the slot */
@@ -599,6 +607,8 @@ typedef struct srv_task {
     double t_prompt_ms, t_gen_ms;
     int32_t n_decoded;
     double t_submit;           /* srv_now_ms() when queued (queue time, time to first token) */
+    srv_progress *prog;        /* return_progress: the prompt's progress reports, one per chunk read */
+    size_t n_prog, cap_prog;
 } srv_task;
 
 /* A task for a parsed request: takes ownership of *req (zeroed), chain and grammar.
@@ -703,6 +713,8 @@ void srv_sse_final(const srv_server *s, srv_task *t, bool *role_sent, sbuf *out)
  * the usage over all of them and `[DONE]`. */
 void srv_sse_final_group(const srv_server *s, srv_task *t, bool *role_sent, srv_task *const *g, int n, bool last, sbuf *out);
 void srv_sse_error(const srv_error *e, sbuf *out);
+/* A prompt-progress chunk (return_progress), llama-server's "prompt_progress". */
+void srv_sse_progress(const srv_server *s, const srv_task *t, const srv_progress *pr, sbuf *out);
 
 char *srv_json_props(const srv_server *s);
 char *srv_json_slots(const srv_server *s);
