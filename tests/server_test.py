@@ -1650,6 +1650,20 @@ def test_slot_save_restore_across_restart():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_chat_template_text():
+    """--chat-template with a template's own text (no built-in name): rendered as Jinja, as
+    llama-server does; one that does not parse stops the start (exit 2) with its error."""
+    S = Server("-np", "1", "--chat-template", "[{{ messages[0].content }}]")
+    try:
+        st, j = S.post("/apply-template", {"messages": [{"role": "user", "content": "hi"}]})
+        assert st == 200 and j["prompt"] == "[hi]", j
+    finally:
+        S.stop()
+    bad = subprocess.run([ARGS.sift, "serve", "-m", ARGS.model, "--chat-template", "{% if %}"], capture_output=True, text=True,
+                         timeout=30)
+    assert bad.returncode == 2 and "--chat-template" in bad.stderr, bad.stderr
+
+
 def test_return_progress():
     """return_progress: a stream reports the prompt's progress once when a slot takes it and
     once per chunk read (-b 16), as llama-server; a repeated prompt starts from its cache."""

@@ -139,6 +139,7 @@ typedef struct srv_config {
     int default_n_predict;      /* n_predict when a request does not say (-1: up to the cap) */
     const char *chat_template;  /* --chat-template NAME (overrides the GGUF's) */
     const char *chat_template_file; /* --chat-template-file FILE (a Jinja template) */
+    const char *chat_template_text; /* --chat-template TEXT that names no built-in template: a Jinja template's text */
     int reasoning_format;       /* --reasoning-format: rs_format (default auto) */
     int reasoning;              /* --reasoning on|off|auto: 1, 0, -1 (on/off set enable_thinking for the template) */
     int reasoning_budget;       /* --reasoning-budget: thinking tokens before </think> is forced (-1: no limit) */

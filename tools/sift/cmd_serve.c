@@ -55,9 +55,9 @@ static void usage(FILE *f)
             "  -kvu, --kv-unified        every slot may use the whole -c, as with llama-server's unified KV cache\n"
             "                            (sift keeps a cache per slot: -np x -c cells in all)\n"
             "  --chat-template-file FILE a Jinja chat template to render (instead of the GGUF's tokenizer.chat_template)\n"
-            "  --chat-template NAME      chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
+            "  --chat-template NAME|TEXT chat template by name (chatml, llama2, llama2-sys, mistral-v1, mistral-v3,\n"
             "                            mistral-v7, llama3, phi3, phi4, zephyr, gemma, vicuna, deepseek, command-r, ...)\n"
-            "                            (default: detected from the GGUF, else chatml)\n"
+            "                            or a Jinja template's own text (default: detected from the GGUF, else chatml)\n"
             "  --reasoning-format F      none, deepseek, deepseek-legacy or auto (default): <think>...</think> in the\n"
             "                            reply goes to reasoning_content (none: stays in content)\n"
             "  -rea, --reasoning on|off|auto  thinking on or off for templates that read enable_thinking (default auto)\n"
@@ -228,8 +228,9 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         c->alias = v;
     } else if (IS("--chat-template")) {
         NEEDV();
-        if (chat_from_name(v) == CHAT_UNKNOWN) return bad(a, v, "unknown template name (see --help):");
-        c->chat_template = v;
+        /* a built-in name, else the template's own text (llama-server: JINJA_TEMPLATE) */
+        if (chat_from_name(v) == CHAT_UNKNOWN) c->chat_template_text = v, c->chat_template = NULL;
+        else c->chat_template = v, c->chat_template_text = NULL;
     } else if (IS("--chat-template-file")) {
         NEEDV();
         c->chat_template_file = v;
@@ -646,6 +647,10 @@ static int load_jinja(srv_server *s, const srv_config *cfg)
     }
     if (s->tmpl_text) {
         s->jinja = sift_template_parse(s->tmpl_text, strlen(s->tmpl_text), &err);
+        if (!s->jinja && cfg->chat_template_text) { /* the user's own: an error, as a --chat-template-file's */
+            fprintf(stderr, "sift serve: --chat-template: %s\n", err.msg);
+            return -1;
+        }
         if (!s->jinja) fprintf(stderr, "sift serve: the model's chat template does not parse (%s); using a built-in one\n", err.msg);
     }
     return 0;
@@ -714,6 +719,10 @@ int sift_cmd_serve(int argc, char **argv)
      * GGUF's, rendered as Jinja; a GGUF template that does not parse, or none, falls back to
      * the built-in one it resembles, else chatml */
     s->tmpl_text = read_chat_template(cfg->model_path);
+    if (cfg->chat_template_text) { /* --chat-template with a template's text */
+        free(s->tmpl_text);
+        if (!(s->tmpl_text = strdup(cfg->chat_template_text))) goto done;
+    }
     if (cfg->no_jinja && cfg->chat_template_file) { /* (llama-server: the file picks a built-in template) */
         size_t n = 0;
         char *text = cli_read_file(cfg->chat_template_file, &n);
