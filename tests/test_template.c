@@ -90,6 +90,10 @@ static const tcase CASES[] = {
     {"{{ ms|selectattr('role', 'equalto', 'user')|map(attribute='c')|join }}|{{ ms|rejectattr('role', 'eq', 'user')|list|length }}|{{ ms|map(attribute='role')|list }}|{{ ms|selectattr('x')|list }}",
      "{\"ms\": [{\"role\": \"user\", \"c\": \"a\"}, {\"role\": \"bot\", \"c\": \"b\", \"x\": 1}, {\"role\": \"user\", \"c\": \"c\"}]}",
      1, "ac|1|['user', 'bot', 'user']|[{'role': 'bot', 'c': 'b', 'x': 1}]"},
+    /* none filtered is an empty sequence, as llama.cpp's engine (Functionary v3.1's none tools) */
+    {"{{ n|selectattr('type', 'equalto', 'x')|list|length }}{{ n|rejectattr('t')|list }}{{ n|select|list }}{{ n|map(attribute='a')|list }}",
+     "{\"n\": null}",
+     1, "0[][][]"},
     {"{{ u|default('D') }}{{ n|default('D') }}{{ ''|default('D', true) }}{{ u|d('E') }}{{ '12'|int + 1 }}{{ 'x'|int }}{{ '1.5'|float }}{{ 3|string + 'a' }}{{ -3|abs }}{{ 2.567|round(2) }}",
      "{\"n\": null}",
      1, "DNoneDE1301.53a32.57"},

@@ -750,9 +750,12 @@ static tv f_reverse(tpl_render *r, tv self, const targs *a)
     return l;
 }
 
-/* select/reject/selectattr/rejectattr: the test (default: truthiness) on each item or attribute. */
+/* select/reject/selectattr/rejectattr: the test (default: truthiness) on each item or attribute.
+ * none is an empty sequence here and in map, as llama.cpp's engine takes it (jinja2 raises):
+ * Functionary v3.1's template filters `tools`, which it sets to none when a chat has none. */
 static tv select_common(tpl_render *r, const targs *a, bool attr, bool keep)
 {
+    if (IN.t == TV_NONE) return sift__tv_list(&r->m, 1);
     tv items = sift__tpl_iterable(r, IN), out = sift__tv_list(&r->m, items.l->n + 1);
     int ti = attr ? 2 : 1;
     tv at = attr ? arg(a, 1, NULL, tv_none()) : tv_none();
@@ -779,6 +782,7 @@ static tv f_reject(tpl_render *r, tv self, const targs *a) { return select_commo
 
 static tv f_map(tpl_render *r, tv self, const targs *a)
 {
+    if (IN.t == TV_NONE) return sift__tv_list(&r->m, 1); /* (as select_common) */
     tv items = sift__tpl_iterable(r, IN), out = sift__tv_list(&r->m, items.l->n + 1);
     tv at = arg(a, -1, "attribute", undef_none());
     if (has(at)) {
