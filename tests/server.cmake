@@ -105,3 +105,16 @@ if(MHD_FOUND)
   set_tests_properties(server_openai_client PROPERTIES LABELS "server;npm" ENVIRONMENT "${SIFT_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# The official Anthropic npm client (@anthropic-ai/sdk) against `sift serve`'s /v1/messages
+# (tests/anthropic_client): a message, streaming, count_tokens, tool use and the result sent
+# back, stop_sequences, a 400. Installed and skipped as the openai client test is.
+if(MHD_FOUND)
+  add_test(NAME server_anthropic_client
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/anthropic_client/run.sh $<TARGET_FILE:sift>
+                   ${SIFT_SHARED_DIR}/models/stories260K.gguf
+                   ${SIFT_SHARED_DIR}/chat-templates/templates/qwen2.5-instruct.jinja
+                   ${CMAKE_CURRENT_BINARY_DIR}/anthropic_client)
+  set_tests_properties(server_anthropic_client PROPERTIES LABELS "server;npm" ENVIRONMENT "${SIFT_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
