@@ -882,6 +882,10 @@ def test_api_keys():
         err = json.loads(data)["error"]
         assert st == 401 and err == {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}, (st, data)
         assert hd.get("WWW-Authenticate") == "Bearer"
+        st, hd, data = S.request("POST", "/v1/messages", {"max_tokens": 1, "messages": []})  # (Anthropic's shape there)
+        assert st == 401 and json.loads(data) == {"type": "error", "error": {"type": "authentication_error", "message": "Invalid API Key"}}, data
+        st, hd, data = S.request("POST", "/v1/messages", {"max_tokens": 1, "messages": []}, {"X-Api-Key": "k-two", "Content-Type": "application/json"})
+        assert st == 200 and json.loads(data)["type"] == "message", data  # (the Anthropic SDK sends x-api-key)
         for h in ({"Authorization": "Bearer k-one"}, {"Authorization": "bearer k-three"}, {"X-Api-Key": "k-two"},
                   {"X-Api-Key": "file-key-1"}, {"Authorization": "Bearer file-key-2"}):
             st, hd, data = S.request("POST", "/completion", body, dict(h, **{"Content-Type": "application/json"}))
@@ -1933,6 +1937,20 @@ def test_anthropic_count_tokens(S):
     assert st == 200 and j["usage"]["input_tokens"] + j["usage"]["cache_read_input_tokens"] == c["input_tokens"], (c, j)
     st, c2 = S.post("/v1/messages/count_tokens", {"model": "x", "system": "You are a helpful assistant.", "messages": msgs})
     assert st == 200 and c2["input_tokens"] > c["input_tokens"], (c, c2)
+
+
+def test_anthropic_billing_header_cached(S):
+    """Claude Code's system prompt starts with a billing header whose cch= hash is new on every
+    request: made constant, so the second request reuses the first one's prompt from the cache."""
+    def body(cch):
+        return {"max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}],
+                "system": [{"type": "text", "text": f"x-anthropic-billing-header: cc_version=2.1.101.e51; cc_entrypoint=cli; cch={cch};"},
+                           {"type": "text", "text": "You are a coding agent with a long system prompt, " * 8}]}
+    st, a = S.post("/v1/messages", body("a5145"))
+    st2, b = S.post("/v1/messages", body("0b9e2"))
+    n = a["usage"]["input_tokens"] + a["usage"]["cache_read_input_tokens"]
+    assert st == st2 == 200 and b["usage"]["input_tokens"] + b["usage"]["cache_read_input_tokens"] == n, (a, b)
+    assert b["usage"]["cache_read_input_tokens"] >= n - 2, (a, b)
 
 
 def test_anthropic_errors(S):

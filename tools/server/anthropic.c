@@ -15,7 +15,8 @@
  * leaves room, and Anthropic's documentation where llama-server is looser.
  *
  * The request:
- *   system (a string, or text blocks, concatenated as llama-server does) -> a system message;
+ *   system (a string, or text blocks, concatenated as llama-server does) -> a system message
+ *   (Claude Code's per-request billing hash made constant, so that the prompt cache works);
  *   messages -> chat messages, block by block, in order: text blocks -> text parts; an
  *   assistant's tool_use blocks -> its tool_calls (input -> the arguments' JSON text), its
  *   thinking blocks -> reasoning_content (which templates such as Qwen3's render back);
@@ -91,9 +92,34 @@ static bool pass(const cJSON *in, const char *name, cJSON *out)
 
 /* ---- the request -------------------------------------------------------------------------------- */
 
+/* Claude Code starts its system prompt with "x-anthropic-billing-header: ...; cch=XXXXX;", the
+ * cch value new on every request: left as it is, no two requests share a prompt prefix and the
+ * slot's cache is never reused. The value is made constant (same length) in the system text
+ * [p, p + n) that starts with the header, as llama-server does. */
+static void billing_header_constant(char *p, size_t n)
+{
+    static const char head[] = "x-anthropic-billing-header:";
+    if (n < sizeof head - 1 || memcmp(p, head, sizeof head - 1)) return;
+    for (char *c = p + sizeof head - 1; c + 4 <= p + n; c++) {
+        if (memcmp(c, "cch=", 4)) continue;
+        char *v = c + 4, *end = v;
+        while (end < p + n && *end != ';' && end - v <= 32) end++;
+        if (end < p + n && *end == ';') memset(v, 'f', (size_t)(end - v));
+        return;
+    }
+}
+
+/* Append a text (system: the billing header made constant). */
+static void add_text(sbuf *out, const char *text, bool system)
+{
+    const size_t at = out->n;
+    sbuf_adds(out, text);
+    if (system && !out->oom) billing_header_constant(out->p + at, out->n - at);
+}
+
 /* The text of a block list made of text blocks only (system, tool_result content): appended
  * to out. where names the field for the message. */
-static int text_blocks(const cJSON *a, const char *where, sbuf *out, srv_error *e)
+static int text_blocks(const cJSON *a, const char *where, bool system, sbuf *out, srv_error *e)
 {
     int i = 0;
     for (const cJSON *b = a->child; b; b = b->next, i++) {
@@ -105,20 +131,20 @@ static int text_blocks(const cJSON *a, const char *where, sbuf *out, srv_error *
         if (strcmp(t, "text")) return srv_errorf(e, 400, "'%s[%d]' must be a text block, got type \"%.32s\"", where, i, t);
         const cJSON *text = get(b, "text");
         if (!cJSON_IsString(text)) return srv_errorf(e, 400, "'%s[%d].text' must be a string, got %s", where, i, text ? jtype(text) : "nothing");
-        sbuf_adds(out, text->valuestring);
+        add_text(out, text->valuestring, system);
     }
     return 0;
 }
 
 /* A string, or a list of text blocks, as one text (NULL value: ""). */
-static int text_of(const cJSON *v, const char *where, sbuf *out, srv_error *e)
+static int text_of(const cJSON *v, const char *where, bool system, sbuf *out, srv_error *e)
 {
     if (!v) return 0;
     if (cJSON_IsString(v)) {
-        sbuf_adds(out, v->valuestring);
+        add_text(out, v->valuestring, system);
         return 0;
     }
-    if (cJSON_IsArray(v)) return text_blocks(v, where, out, e);
+    if (cJSON_IsArray(v)) return text_blocks(v, where, system, out, e);
     return srv_errorf(e, 400, "'%s' must be a string or an array of text blocks, got %s", where, jtype(v));
 }
 
@@ -153,7 +179,7 @@ static int tool_result(const cJSON *b, const char *where, cJSON *msgs, srv_error
     char w[96];
     snprintf(w, sizeof w, "%s.content", where);
     sbuf text = {0};
-    const int rc = text_of(get(b, "content"), w, &text, e);
+    const int rc = text_of(get(b, "content"), w, false, &text, e);
     cJSON *m = rc ? NULL : add_message(msgs, "tool");
     const bool ok = m && cJSON_AddStringToObject(m, "tool_call_id", id->valuestring) &&
                     cJSON_AddStringToObject(m, "content", text.p ? text.p : "") && !text.oom;
@@ -255,7 +281,7 @@ static int convert_messages(const cJSON *in, cJSON *out, srv_error *e)
     const cJSON *sys = get(in, "system");
     if (sys) {
         sbuf text = {0};
-        const int rc = text_of(sys, "system", &text, e);
+        const int rc = text_of(sys, "system", true, &text, e);
         cJSON *m = rc ? NULL : add_message(msgs, "system");
         const bool ok = m && cJSON_AddStringToObject(m, "content", text.p ? text.p : "") && !text.oom;
         sbuf_free(&text);
