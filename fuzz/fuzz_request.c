@@ -1,11 +1,12 @@
 /*
  * fuzz_request.c - libFuzzer target for the server's request parsing (tools/server/request.c
  * and what it calls: chat.c, chat_jinja.c, tool_calls.c): the JSON bodies of /completion,
- * /v1/completions, /v1/chat/completions, /tokenize, /detokenize and /apply-template, as a
- * client sends them. (The HTTP framing itself - request line, headers, chunks - is
+ * /v1/completions, /v1/chat/completions, /tokenize, /detokenize and /apply-template, and
+ * Anthropic's /v1/messages and /v1/messages/count_tokens (anthropic.c), as a client sends them. (The HTTP framing itself - request line, headers, chunks - is
  * libmicrohttpd's; the server's own checks on it are tested in tests/server_test.py.)
  *
- * One input: its first byte picks the endpoint, the rest is the body. The server is the real
+ * One input: its first byte picks the endpoint (0xF0 and up: Anthropic's, even /v1/messages, odd
+ * count_tokens), the rest is the body. The server is the real
  * one minus its threads: stories260K (../shared/models, or $SIFT_FUZZ_MODEL), its grammar
  * compiler, a Jinja chatml template with a render memory pool. Every body must be accepted
  * (then its samplers must build: what the HTTP layer does next) or refused with a 4xx or 5xx
@@ -81,13 +82,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     srv_error e = {0};
     char *out = NULL;
     int rc;
-    switch (data[0] % 6) {
+    const bool anth = data[0] >= 0xF0;
+    switch (anth ? 0 : data[0] % 6) {
     case 0:
     case 1:
     case 2: {
         srv_request r;
         memset(&r, 0, sizeof r);
-        rc = srv_parse_completion(&S, (srv_kind)(data[0] % 3), body, n, &r, &e);
+        const srv_kind kind = anth ? (data[0] & 1 ? SRV_ANTH_COUNT : SRV_ANTH_MSG) : (srv_kind)(data[0] % 3);
+        rc = srv_parse_completion(&S, kind, body, n, &r, &e);
         if (rc) {
             check_refusal(rc, &e);
             return 0;

@@ -31,6 +31,20 @@ if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
   set_tests_properties(memcheck_server_tools_unit PROPERTIES LABELS memcheck ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
 
+# Anthropic's Messages API adapter (tools/server/anthropic.c): the request conversion, its 400s,
+# the stream converter on OpenAI chunks no small model produces (label unit)
+add_executable(server_anthropic_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_anthropic_unit.c)
+target_include_directories(server_anthropic_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(server_anthropic_unit PRIVATE ${SIFT_WARN})
+target_link_libraries(server_anthropic_unit PRIVATE sift_server sift_static PkgConfig::CMOCKA)
+add_test(NAME server_anthropic_unit COMMAND server_anthropic_unit)
+set_tests_properties(server_anthropic_unit PROPERTIES LABELS unit ENVIRONMENT "${SIFT_TEST_ENV}")
+if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
+  add_test(NAME memcheck_server_anthropic_unit COMMAND ${SIFT_VALGRIND_EXE} --error-exitcode=1 --leak-check=full
+           --errors-for-leak-kinds=definite,indirect --quiet $<TARGET_FILE:server_anthropic_unit>)
+  set_tests_properties(memcheck_server_anthropic_unit PROPERTIES LABELS memcheck ENVIRONMENT "${SIFT_TEST_ENV}")
+endif()
+
 find_package(Python3 COMPONENTS Interpreter)
 if(MHD_FOUND AND Python3_Interpreter_FOUND)
   add_test(NAME server_api
@@ -103,5 +117,18 @@ if(MHD_FOUND)
                    ${SIFT_SHARED_DIR}/chat-templates/templates/qwen2.5-instruct.jinja
                    ${CMAKE_CURRENT_BINARY_DIR}/openai_client)
   set_tests_properties(server_openai_client PROPERTIES LABELS "server;npm" ENVIRONMENT "${SIFT_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
+
+# The official Anthropic npm client (@anthropic-ai/sdk) against `sift serve`'s /v1/messages
+# (tests/anthropic_client): a message, streaming, count_tokens, tool use and the result sent
+# back, stop_sequences, a 400. Installed and skipped as the openai client test is.
+if(MHD_FOUND)
+  add_test(NAME server_anthropic_client
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/anthropic_client/run.sh $<TARGET_FILE:sift>
+                   ${SIFT_SHARED_DIR}/models/stories260K.gguf
+                   ${SIFT_SHARED_DIR}/chat-templates/templates/qwen2.5-instruct.jinja
+                   ${CMAKE_CURRENT_BINARY_DIR}/anthropic_client)
+  set_tests_properties(server_anthropic_client PROPERTIES LABELS "server;npm" ENVIRONMENT "${SIFT_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()

@@ -912,6 +912,10 @@ def test_api_keys():
         err = json.loads(data)["error"]
         assert st == 401 and err == {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}, (st, data)
         assert hd.get("WWW-Authenticate") == "Bearer"
+        st, hd, data = S.request("POST", "/v1/messages", {"max_tokens": 1, "messages": []})  # (Anthropic's shape there)
+        assert st == 401 and json.loads(data) == {"type": "error", "error": {"type": "authentication_error", "message": "Invalid API Key"}}, data
+        st, hd, data = S.request("POST", "/v1/messages", {"max_tokens": 1, "messages": []}, {"X-Api-Key": "k-two", "Content-Type": "application/json"})
+        assert st == 200 and json.loads(data)["type"] == "message", data  # (the Anthropic SDK sends x-api-key)
         for h in ({"Authorization": "Bearer k-one"}, {"Authorization": "bearer k-three"}, {"X-Api-Key": "k-two"},
                   {"X-Api-Key": "file-key-1"}, {"Authorization": "Bearer file-key-2"}):
             st, hd, data = S.request("POST", "/completion", body, dict(h, **{"Content-Type": "application/json"}))
@@ -1986,6 +1990,191 @@ def test_reasoning():
         finally:
             S.stop()
     os.unlink(path)
+
+
+# ---- Anthropic's Messages API (tools/server/anthropic.c) ----------------------------------------
+
+def anth_events(srv, body):
+    """POST /v1/messages with stream: true; the (event name, data) pairs as sent."""
+    c = srv.conn()
+    c.request("POST", "/v1/messages", body=json.dumps(dict(body, stream=True)), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200 and r.getheader("Content-Type").startswith("text/event-stream"), (r.status, r.read())
+    raw = r.read().decode()
+    c.close()
+    out = []
+    for ev in raw.split("\n\n"):
+        if not ev.strip():
+            continue
+        lines = ev.split("\n")
+        assert len(lines) == 2 and lines[0].startswith("event: ") and lines[1].startswith("data: "), ev
+        data = json.loads(lines[1][6:])
+        assert data["type"] == lines[0][7:], ev
+        out.append(data)
+    return out
+
+
+def test_anthropic_messages(S):
+    """/v1/messages is the chat completion it converts to: the same text for the same seed, the
+    same token counts, in Anthropic's shape (content blocks, stop_reason, usage, no timings);
+    a stop sequence that ends the reply comes back as stop_reason stop_sequence."""
+    body = {"model": "claude-x", "max_tokens": 16, "seed": 5, "system": [{"type": "text", "text": "You tell "}, {"type": "text", "text": "stories."}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Tell one."}]}]}
+    st, j = S.post("/v1/messages", body)
+    assert st == 200, j
+    assert set(j) == {"id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage"}, j
+    assert j["type"] == "message" and j["role"] == "assistant" and j["id"].startswith("msg_") and j["model"] == "claude-x", j
+    assert [b["type"] for b in j["content"]] == ["text"] and j["stop_reason"] in ("end_turn", "max_tokens"), j
+    chat = {"model": "claude-x", "max_tokens": 16, "seed": 5, "messages": [{"role": "system", "content": "You tell stories."},
+                                                                         {"role": "user", "content": [{"type": "text", "text": "Tell one."}]}]}
+    st, o = S.post("/v1/chat/completions", chat)
+    assert st == 200 and j["content"][0]["text"] == o["choices"][0]["message"]["content"], (j, o)
+    u = j["usage"]
+    assert u["input_tokens"] + u["cache_read_input_tokens"] == o["usage"]["prompt_tokens"] and u["input_tokens"] >= 1, (u, o["usage"])
+    assert u["output_tokens"] == o["usage"]["completion_tokens"] > 0, (u, o["usage"])
+    assert j["stop_reason"] == {"length": "max_tokens", "stop": "end_turn"}[o["choices"][0]["finish_reason"]], (j, o)
+    words = j["content"][0]["text"].split()
+    assert len(words) >= 2, j
+    st, k = S.post("/v1/messages", dict(body, stop_sequences=["zzqx", words[1]]))
+    assert st == 200 and k["stop_reason"] == "stop_sequence" and k["stop_sequence"] == words[1], k
+    assert words[1] not in k["content"][0]["text"], k
+    # an empty conversation is one empty user turn; the reply still has a content block
+    st, k = S.post("/v1/messages", {"max_tokens": 4, "messages": []})
+    assert st == 200 and k["content"] and k["content"][0]["type"] == "text", k
+
+
+def test_anthropic_stream(S):
+    """The event stream: message_start, one text block (start, text_delta..., stop) at index 0,
+    message_delta with the stop_reason and output_tokens, message_stop; each `event:` names its
+    data's type, and the deltas add up to the non-streamed reply."""
+    body = {"max_tokens": 12, "seed": 9, "messages": [{"role": "user", "content": "Hello"}]}
+    st, j = S.post("/v1/messages", body)
+    assert st == 200, j
+    ev = anth_events(S, body)
+    types = [e["type"] for e in ev]
+    assert types[0] == "message_start" and types[1] == "content_block_start" and types[-3:] == ["content_block_stop", "message_delta", "message_stop"], types
+    assert set(types[2:-3]) == {"content_block_delta"}, types
+    m = ev[0]["message"]
+    assert m["content"] == [] and m["role"] == "assistant" and m["id"].startswith("msg_") and m["stop_reason"] is None, m
+    assert m["usage"]["input_tokens"] + m["usage"]["cache_read_input_tokens"] == j["usage"]["input_tokens"] + j["usage"]["cache_read_input_tokens"], (m, j)
+    assert ev[1]["index"] == 0 and ev[1]["content_block"] == {"type": "text", "text": ""} and ev[-3]["index"] == 0, ev
+    assert all(e["index"] == 0 and e["delta"]["type"] == "text_delta" for e in ev[2:-3]), ev
+    assert "".join(e["delta"]["text"] for e in ev[2:-3]) == j["content"][0]["text"], (ev, j)
+    assert ev[-2]["delta"]["stop_reason"] == j["stop_reason"] and ev[-2]["usage"]["output_tokens"] == j["usage"]["output_tokens"], (ev[-2], j)
+    assert not any("timings" in e for e in ev), ev
+
+
+def test_anthropic_count_tokens(S):
+    """count_tokens: {"input_tokens": N}, N the prompt a /v1/messages request reads (the system
+    prompt counted), without max_tokens."""
+    msgs = [{"role": "user", "content": "Hello world"}, {"role": "assistant", "content": "Hi."}, {"role": "user", "content": "More"}]
+    st, c = S.post("/v1/messages/count_tokens", {"model": "x", "messages": msgs})
+    assert st == 200 and set(c) == {"input_tokens"} and c["input_tokens"] > 0, c
+    st, j = S.post("/v1/messages", {"max_tokens": 1, "messages": msgs})
+    assert st == 200 and j["usage"]["input_tokens"] + j["usage"]["cache_read_input_tokens"] == c["input_tokens"], (c, j)
+    st, c2 = S.post("/v1/messages/count_tokens", {"model": "x", "system": "You are a helpful assistant.", "messages": msgs})
+    assert st == 200 and c2["input_tokens"] > c["input_tokens"], (c, c2)
+
+
+def test_anthropic_billing_header_cached(S):
+    """Claude Code's system prompt starts with a billing header whose cch= hash is new on every
+    request: made constant, so the second request reuses the first one's prompt from the cache."""
+    def body(cch):
+        return {"max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}],
+                "system": [{"type": "text", "text": f"x-anthropic-billing-header: cc_version=2.1.101.e51; cc_entrypoint=cli; cch={cch};"},
+                           {"type": "text", "text": "You are a coding agent with a long system prompt, " * 8}]}
+    st, a = S.post("/v1/messages", body("a5145"))
+    st2, b = S.post("/v1/messages", body("0b9e2"))
+    n = a["usage"]["input_tokens"] + a["usage"]["cache_read_input_tokens"]
+    assert st == st2 == 200 and b["usage"]["input_tokens"] + b["usage"]["cache_read_input_tokens"] == n, (a, b)
+    assert b["usage"]["cache_read_input_tokens"] >= n - 2, (a, b)
+
+
+def test_anthropic_errors(S):
+    """Malformed Messages requests: 400 naming the field, in Anthropic's error shape; the other
+    statuses on these paths too (405), and the OpenAI endpoints keep theirs."""
+    user = [{"role": "user", "content": "Hi"}]
+    bad = [({"max_tokens": 5}, "'messages' is required"),
+           ({"messages": "Hi"}, "'messages' must be an array"),
+           ({"messages": [3]}, "'messages[0]' must be an object"),
+           ({"messages": [{"role": "system", "content": "x"}]}, "'messages[0].role'"),
+           ({"messages": [{"role": "user"}]}, "'messages[0].content'"),
+           ({"messages": [{"role": "user", "content": [{"text": "x"}]}]}, "'messages[0].content[0]'"),
+           ({"messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]}, "'messages[0].content[0].text'"),
+           ({"messages": [{"role": "user", "content": [{"type": "video"}]}]}, "unknown block type"),
+           ({"messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]}]},
+            "image input is not supported"),
+           ({"messages": [{"role": "user", "content": [{"type": "tool_use", "name": "f", "input": {}}]}]}, "tool_use block in a user message"),
+           ({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": 3}]}]}, "'messages[0].content[0].input'"),
+           ({"messages": [{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}]}, "tool_use_id"),
+           ({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": 3}]}]}, "'messages[0].content[0].content'"),
+           ({"messages": user, "system": 3}, "'system'"),
+           ({"messages": user, "system": [{"type": "image"}]}, "'system[0]'"),
+           ({"messages": user, "tools": {}}, "'tools' must be an array"),
+           ({"messages": user, "tools": [{"name": "f", "input_schema": 3}]}, "'tools[0].input_schema'"),
+           ({"messages": user, "tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "server tool"),
+           ({"messages": user, "tool_choice": "auto"}, "'tool_choice'"),
+           ({"messages": user, "stop_sequences": "END"}, "'stop_sequences'"),
+           ({"messages": user, "stop_sequences": ["a", 1]}, "'stop_sequences[1]'"),
+           ({"messages": user, "thinking": {"type": "sometimes"}}, "'thinking'"),
+           ({"messages": user, "metadata": "u1"}, "'metadata'"),
+           ({"messages": user, "max_tokens": "5"}, "'max_tokens'"),
+           ({"messages": user, "temperature": "hot"}, "'temperature'"),
+           ({"messages": user, "top_k": -5}, "'top_k'")]
+    for body, word in bad:
+        for path in ("/v1/messages", "/v1/messages/count_tokens")[:1 if "max_tokens" in body else 2]:  # (counting reads no max_tokens)
+            st, j = S.post(path, body)
+            assert st == 400 and j["type"] == "error" and j["error"]["type"] == "invalid_request_error", (path, body, st, j)
+            assert word in j["error"]["message"], (path, body, word, j)
+    st, hd, data = S.request("POST", "/v1/messages", "{nope")
+    assert st == 400 and json.loads(data)["error"]["type"] == "invalid_request_error", data
+    st, hd, data = S.request("GET", "/v1/messages")
+    assert st == 405 and json.loads(data)["type"] == "error", data
+    st, j = S.post("/v1/chat/completions", {"messages": "Hi"})
+    assert st == 400 and "type" not in j and j["error"]["code"] == 400, j
+
+
+def test_jinja_anthropic_tools(J):
+    """Tools through /v1/messages (Qwen 2.5's template, its <tool_call> format): tool_choice any
+    -> a tool_use block whose input fits the schema, stop_reason tool_use; streamed: a tool_use
+    block (id, name) and input_json_delta pieces that add up to the same input; a tool_result
+    goes back into the prompt as the tool's message."""
+    tools = [{"name": "get_weather", "description": "Weather", "input_schema": WEATHER_TOOLS[0]["function"]["parameters"]}]
+    body = {"max_tokens": 300, "seed": 3, "tools": tools, "tool_choice": {"type": "any"}, "messages": [{"role": "user", "content": "Weather?"}]}
+    st, j = J.post("/v1/messages", body)
+    assert st == 200 and j["stop_reason"] == "tool_use", j
+    uses = [b for b in j["content"] if b["type"] == "tool_use"]
+    assert len(uses) == 1 and uses[0]["name"] == "get_weather" and uses[0]["id"], j
+    args = uses[0]["input"]
+    assert set(args) == {"city", "days"} and args["city"] in ("Paris", "Tokyo") and 1 <= args["days"] <= 7, args
+    ev = anth_events(J, body)
+    starts = [e for e in ev if e["type"] == "content_block_start"]
+    assert [e["index"] for e in starts] == list(range(len(starts))), starts
+    assert sorted(e["index"] for e in ev if e["type"] == "content_block_stop") == list(range(len(starts))), ev
+    tool = [e for e in starts if e["content_block"]["type"] == "tool_use"]
+    assert len(tool) == 1 and tool[0]["content_block"]["name"] == "get_weather" and tool[0]["content_block"]["id"], starts
+    pieces = [e["delta"]["partial_json"] for e in ev if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta"]
+    assert json.loads("".join(pieces)) == args and all(e["index"] == tool[0]["index"] for e in ev
+                                                      if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta"), (pieces, args)
+    assert [e for e in ev if e["type"] == "message_delta"][0]["delta"]["stop_reason"] == "tool_use", ev
+    # the round trip: the call and its result (with text beside it) render as the template's tool messages
+    hist = [{"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "Let me look."},
+                                              {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris", "days": 2}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "18 C"}]},
+                                         {"type": "text", "text": "Thanks"}]}]
+    st, j = J.post("/v1/messages", {"max_tokens": 8, "seed": 1, "tools": tools, "messages": hist})
+    assert st == 200 and j["content"], j
+    oai = [{"role": "user", "content": "Weather?"},
+           {"role": "assistant", "content": [{"type": "text", "text": "Let me look."}], "tool_calls": [
+               {"id": "toolu_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"days\":2}"}}]},
+           {"role": "tool", "tool_call_id": "toolu_1", "content": "18 C"}, {"role": "user", "content": [{"type": "text", "text": "Thanks"}]}]
+    oai_tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": tools[0]["input_schema"]}}]
+    st, p = J.post("/apply-template", {"messages": oai, "tools": oai_tools})
+    assert st == 200 and "<tool_response>\n18 C\n</tool_response>" in p["prompt"], p
+    st, c = J.post("/v1/messages/count_tokens", {"tools": tools, "messages": hist})
+    n = len(J.post("/tokenize", {"content": p["prompt"], "add_special": True})[1]["tokens"])
+    assert st == 200 and c["input_tokens"] == n, (c, n, p)
 
 
 def main():

@@ -59,7 +59,9 @@
  * Routes (GET): / (the playground), /health, /v1/health, /props, /slots, /metrics,
  * /v1/models, /models. (POST): /completion, /completions, /v1/completions,
  * /v1/chat/completions, /chat/completions, /tokenize, /detokenize, /apply-template,
- * /embedding, /embeddings, /v1/embeddings (embeddings.c).
+ * /embedding, /embeddings, /v1/embeddings (embeddings.c), /v1/messages and
+ * /v1/messages/count_tokens (Anthropic's API, anthropic.c: its answers, errors included, in
+ * Anthropic's shapes).
  */
 #ifdef SIFT_HAVE_MHD
 
@@ -108,6 +110,8 @@ typedef struct conn_req {
 /* The status of the response this connection's thread queued last (one thread per
  * connection: a thread-local is the connection's), for the request log. */
 static _Thread_local int last_status;
+/* The request on this connection's thread is on Anthropic's paths: errors in its shape. */
+static _Thread_local bool anth_errors;
 
 static void count_status(srv_server *s, int status)
 {
@@ -282,7 +286,8 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, srv_server *s, int s
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, srv_server *s, const srv_error *e)
 {
-    return reply(c, s, e->status, "application/json; charset=utf-8", srv_json_error(e), e->status == 503 ? "1" : NULL);
+    return reply(c, s, e->status, "application/json; charset=utf-8", anth_errors ? srv_anth_json_error(e) : srv_json_error(e),
+                 e->status == 503 ? "1" : NULL);
 }
 
 /* Reserve n bytes against budget `cap` in *used; false (nothing reserved) when over it. */
@@ -338,6 +343,7 @@ typedef struct stream_part {
     srv_task *t;
     size_t recs_sent, text_sent, prog_sent;
     bool final_done, role_sent;
+    srv_anth_stream *anth;     /* /v1/messages: the OpenAI chunks converted to Anthropic's events */
 } stream_part;
 
 /* A streamed request: one task, or several (n > 1, several prompts) whose events
@@ -359,6 +365,7 @@ typedef struct stream_st {
 static void stream_format(stream_st *st, stream_part *p)
 {
     srv_task *t = p->t;
+    sbuf *dst = p->anth ? srv_anth_stream_input(p->anth) : &st->out;
     srv_snapshot sn = {0};
     bool done, oom = false;
     srv_progress prog[8];
@@ -399,22 +406,23 @@ static void stream_format(stream_st *st, stream_part *p)
     if (oom) {
         srv_error e;
         srv_errorf(&e, 500, "out of memory while streaming");
-        srv_sse_error(&e, &st->out);
+        srv_sse_error(&e, dst);
         st->final_done = true;
     } else {
         for (size_t i = 0; i < n_prog; i++) srv_sse_progress(st->s, t, &prog[i], &st->out);
         p->prog_sent += n_prog;
         if (sn.n_recs) {
-            srv_sse_tokens(st->s, t, &sn, &p->role_sent, &st->out);
+            srv_sse_tokens(st->s, t, &sn, &p->role_sent, dst);
             p->recs_sent += sn.n_recs;
             p->text_sent = sn.text_to;
         }
         if (done) { /* every record is in once done is seen under the lock */
-            srv_sse_final_group(st->s, t, &p->role_sent, st->g, st->n, st->n_final + 1 == st->n, &st->out);
+            srv_sse_final_group(st->s, t, &p->role_sent, st->g, st->n, st->n_final + 1 == st->n, dst);
             p->final_done = true;
             if (++st->n_final == st->n) st->final_done = true;
         }
     }
+    if (p->anth) srv_anth_sse(st->s, p->anth, t, &st->out);
     free(sn.recs);
     free(sn.text);
     free(sn.probs);
@@ -487,6 +495,7 @@ static void stream_free(void *cls)
     for (int i = 0; i < st->n; i++) {
         if (!st->parts[i].final_done) srv_engine_cancel(st->s->engine, st->parts[i].t); /* (after an error too) */
         srv_task_unref(st->parts[i].t);
+        srv_anth_stream_free(st->parts[i].anth);
     }
     atomic_fetch_sub(&st->s->http.probs_bytes, st->probs_reserved);
     free(st->parts);
@@ -543,7 +552,7 @@ static srv_task *make_task(srv_server *s, srv_kind kind, const conn_req *r, int 
 #define RENDER_WAIT_MS 10000.0
 static bool render_enter(srv_server *s, srv_kind kind)
 {
-    if (kind != SRV_OAI_CHAT || !s->jinja) return true;
+    if ((kind != SRV_OAI_CHAT && kind != SRV_ANTH_MSG) || !s->jinja) return true;
     const double t_end = srv_now_ms() + RENDER_WAIT_MS;
     while (!budget_take(&s->http.renders, 1, s->cfg.max_renders > 0 ? s->cfg.max_renders : 1)) {
         if (srv_now_ms() >= t_end || atomic_load(&s->draining)) return false;
@@ -554,7 +563,7 @@ static bool render_enter(srv_server *s, srv_kind kind)
 
 static void render_leave(srv_server *s, srv_kind kind)
 {
-    if (kind == SRV_OAI_CHAT && s->jinja) atomic_fetch_sub(&s->http.renders, 1);
+    if ((kind == SRV_OAI_CHAT || kind == SRV_ANTH_MSG) && s->jinja) atomic_fetch_sub(&s->http.renders, 1);
 }
 
 /* What task t's n_probs and trace output is counted as against --max-probs-bytes: its worst
@@ -578,7 +587,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
         return reply_error(c, s, &e);
     }
     chat_jinja_set_client(conn_fd(c)); /* a render stops if this client goes away */
-    if (kind == SRV_OAI_CHAT && s->jinja) srv_prio_background(); /* the model file's code (prio.c); restored by on_request */
+    if ((kind == SRV_OAI_CHAT || kind == SRV_ANTH_MSG) && s->jinja) srv_prio_background(); /* the model file's code (prio.c); restored by on_request */
     const int rc = srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e);
     chat_jinja_set_client(-1);
     if (rc) render_leave(s, kind);
@@ -642,6 +651,10 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
     if (stream) {
         stream_st *st = calloc(1, sizeof *st);
         stream_part *parts = calloc((size_t)n, sizeof *parts);
+        if (parts && kind == SRV_ANTH_MSG && !(parts[0].anth = srv_anth_stream_new())) { /* (one task: no n there) */
+            free(parts);
+            parts = NULL;
+        }
         struct MHD_Response *resp = st && parts ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_read,
                                                                                     st, stream_free)
                                                 : NULL;
@@ -649,6 +662,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
             atomic_fetch_sub(&s->http.probs_bytes, cost);
             drop_tasks(s, g, n, true);
             free(g);
+            if (parts) srv_anth_stream_free(parts[0].anth);
             free(parts);
             free(st);
             return MHD_NO;
@@ -682,7 +696,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
     for (int k = 0; k < n && !failed; k++)
         if (g[k]->err.status) failed = g[k];
     if (failed) ret = reply_error(c, s, &failed->err);
-    else ret = reply_json(c, s, 200, srv_json_final_group(s, g, n));
+    else ret = reply_json(c, s, 200, kind == SRV_ANTH_MSG ? srv_anth_json_final(s, g[0]) : srv_json_final_group(s, g, n));
     atomic_fetch_sub(&s->http.probs_bytes, cost);
     drop_tasks(s, g, n, false);
     free(g);
@@ -699,9 +713,10 @@ static enum MHD_Result handle_simple(struct MHD_Connection *c, srv_server *s, si
     return reply_json(c, s, 200, out);
 }
 
-/* /apply-template renders the chat template as a chat request does: one of the --max-renders
- * places, and the background priority (prio.c) with a Jinja template. */
-static enum MHD_Result handle_apply_template(struct MHD_Connection *c, srv_server *s, const conn_req *r)
+/* /apply-template (and /v1/messages/count_tokens) render the chat template as a chat request
+ * does: one of the --max-renders places, and the background priority (prio.c) with a Jinja
+ * template. */
+static enum MHD_Result handle_render(struct MHD_Connection *c, srv_server *s, simple_handler fn, const conn_req *r)
 {
     if (!render_enter(s, SRV_OAI_CHAT)) {
         srv_error e = {0};
@@ -711,7 +726,7 @@ static enum MHD_Result handle_apply_template(struct MHD_Connection *c, srv_serve
     }
     chat_jinja_set_client(conn_fd(c)); /* a render stops if this client goes away */
     if (s->jinja) srv_prio_background();
-    const enum MHD_Result ret = handle_simple(c, s, srv_handle_apply_template, r);
+    const enum MHD_Result ret = handle_simple(c, s, fn, r);
     chat_jinja_set_client(-1);
     render_leave(s, SRV_OAI_CHAT);
     return ret;
@@ -822,7 +837,8 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     static const char *const gets[] = {"/", "/index.html", "/health", "/v1/health", "/props", "/slots", "/metrics", "/v1/models", "/models"};
     static const char *const posts[] = {"/completion", "/completions", "/v1/completions", "/v1/chat/completions",
                                         "/chat/completions", "/tokenize", "/detokenize", "/apply-template",
-                                        "/embedding", "/embeddings", "/v1/embeddings"};
+                                        "/embedding", "/embeddings", "/v1/embeddings", "/v1/messages",
+                                        "/v1/messages/count_tokens"};
     bool is_get = false, is_post = false;
     for (size_t i = 0; i < sizeof gets / sizeof *gets; i++) is_get |= path_is(url, gets[i]);
     for (size_t i = 0; i < sizeof posts / sizeof *posts; i++) is_post |= path_is(url, posts[i]);
@@ -878,7 +894,9 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     if (path_is(url, "/detokenize")) return handle_simple(c, s, srv_handle_detokenize, r);
     if (path_is(url, "/embedding") || path_is(url, "/embeddings")) return handle_simple(c, s, embd_native, r);
     if (path_is(url, "/v1/embeddings")) return handle_simple(c, s, embd_oai, r);
-    return handle_apply_template(c, s, r);
+    if (path_is(url, "/v1/messages")) return handle_completion(c, s, SRV_ANTH_MSG, r);
+    if (path_is(url, "/v1/messages/count_tokens")) return handle_render(c, s, srv_handle_count_tokens, r);
+    return handle_render(c, s, srv_handle_apply_template, r);
 }
 
 /* The request line is in (MHD_OPTION_URI_LOG_CALLBACK, called before libmicrohttpd parses
@@ -1000,6 +1018,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     srv_http *h = cls;
     srv_server *s = h->s;
     conn_req *r = *con_cls;
+    anth_errors = !strcmp(url, "/v1/messages") || !strcmp(url, "/v1/messages/count_tokens");
     if (!r) return MHD_NO; /* on_uri ran out of memory */
     if (!r->headers_done) { /* first call: headers only */
         r->headers_done = true;

@@ -995,6 +995,12 @@ int srv_parse_completion_at(const srv_server *s, srv_kind kind, const char *body
     memset(r, 0, sizeof *r);
     cJSON *root = parse_object(body, len, e);
     if (!root) return e->status;
+    if (kind == SRV_ANTH_MSG || kind == SRV_ANTH_COUNT) { /* Anthropic's Messages API: the chat it means (anthropic.c) */
+        cJSON *chat = srv_anth_request(root, kind == SRV_ANTH_COUNT, e);
+        cJSON_Delete(root);
+        if (!(root = chat)) return e->status;
+        kind = SRV_OAI_CHAT;
+    }
     r->prompt_index = prompt_index;
     const int rc = parse_fields(s, kind, root, r, e);
     cJSON_Delete(root);

@@ -206,6 +206,8 @@ typedef enum srv_kind {
     SRV_NATIVE = 0, /* POST /completion */
     SRV_OAI_CMPL,   /* POST /v1/completions */
     SRV_OAI_CHAT,   /* POST /v1/chat/completions */
+    SRV_ANTH_MSG,   /* POST /v1/messages (anthropic.c): parsed as the chat it converts to (kind SRV_OAI_CHAT) */
+    SRV_ANTH_COUNT, /* POST /v1/messages/count_tokens: the same without max_tokens and stream */
 } srv_kind;
 
 typedef struct srv_request {
@@ -728,6 +730,25 @@ const char *srv_file_name(const char *path);
 int srv_handle_tokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
 int srv_handle_detokenize(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
 int srv_handle_apply_template(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
+
+/* ---- Anthropic's Messages API (anthropic.c) ------------------------------------------------------ */
+
+/* A /v1/messages body (parsed) -> the /v1/chat/completions body it means (count_only: without
+ * max_tokens and stream, for count_tokens). NULL with a 400 naming the Anthropic field. */
+struct cJSON *srv_anth_request(const struct cJSON *in, bool count_only, srv_error *e);
+/* The whole reply of a finished chat task as an Anthropic message (NULL: out of memory). */
+char *srv_anth_json_final(const srv_server *s, srv_task *t);
+/* {"type": "error", "error": {"type", "message"}}, the type from the status. */
+char *srv_anth_json_error(const srv_error *e);
+/* A stream's converter: the task's OpenAI chunks (srv_sse_* into srv_anth_stream_input) ->
+ * Anthropic's events (srv_anth_sse appends them to out and empties the input). */
+typedef struct srv_anth_stream srv_anth_stream;
+srv_anth_stream *srv_anth_stream_new(void);
+void srv_anth_stream_free(srv_anth_stream *st);
+sbuf *srv_anth_stream_input(srv_anth_stream *st);
+void srv_anth_sse(const srv_server *s, srv_anth_stream *st, srv_task *t, sbuf *out);
+/* POST /v1/messages/count_tokens: {"input_tokens": N}, the prompt the request would read. */
+int srv_handle_count_tokens(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
 
 /* ---- embeddings (embeddings.c) ---------------------------------------------------------------- */
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The anthropic-client test (CTest: server_anthropic_client, label npm):
+#   run.sh SIFT MODEL TEMPLATE WORKDIR
+# installs the official Anthropic npm client (@anthropic-ai/sdk), pinned by package-lock.json,
+# with `npm ci` into WORKDIR (the build folder; again only when the lock changed), copies the
+# test beside it and runs it against `sift serve -m MODEL --chat-template-file TEMPLATE`. Exits 77 (CTest's
+# SKIP_RETURN_CODE) when node or npm is missing, or npm ci cannot reach the registry.
+set -euo pipefail
+SIFT=$1 MODEL=$2 TEMPLATE=$3 WORK=$4
+HERE="$(cd "$(dirname "$0")" && pwd)"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "SKIP: node or npm not found (the anthropic client test needs both)"; exit 77
+fi
+mkdir -p "$WORK"
+if ! cmp -s "$HERE/package-lock.json" "$WORK/package-lock.json" || [ ! -d "$WORK/node_modules/@anthropic-ai/sdk" ]; then
+  cp "$HERE/package.json" "$HERE/package-lock.json" "$WORK/"
+  if ! (cd "$WORK" && npm ci --no-audit --no-fund --loglevel=error); then
+    rm -f "$WORK/package-lock.json"
+    echo "SKIP: npm ci failed (no access to the npm registry?)"; exit 77
+  fi
+fi
+cp "$HERE/anthropic.test.mjs" "$WORK/"
+exec node "$WORK/anthropic.test.mjs" --sift "$SIFT" --model "$MODEL" --template "$TEMPLATE"
