@@ -646,7 +646,7 @@ MALFORMED = [
     ("chat_response_format_type", "/v1/chat/completions",
      {"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "xml"}}, "'response_format.type'"),
     ("chat_tools", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]},
-     "'tools'"),
+     "'tools[0]'"),
     ("tokenize_content_missing", "/tokenize", {"text": "x"}, "'content'"),
     ("tokenize_content_number", "/tokenize", {"content": 5}, "'content'"),
     ("detokenize_bad_token", "/detokenize", {"tokens": [1, "x"]}, "'tokens[1]'"),

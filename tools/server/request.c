@@ -294,8 +294,13 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
     int i = 0;
     for (const cJSON *x = m->child; x; x = x->next, i++) {
         const cJSON *role = cJSON_IsObject(x) ? field(x, "role") : NULL;
+        if (!cJSON_IsObject(x)) return srv_errorf(e, 400, "'messages[%d]' must be an object with a 'role', got %s", i, jtype(x));
         if (!role || !cJSON_IsString(role) || !*role->valuestring)
-            return srv_errorf(e, 400, "'messages[%d]' must be an object with a non-empty string 'role'", i);
+            return srv_errorf(e, 400, "'messages[%d].role' must be a non-empty string, got %s", i, role ? jtype(role) : "nothing");
+        const cJSON *content = field(x, "content"); /* (an object is the template's to read) */
+        if (cJSON_IsNumber(content) || cJSON_IsBool(content))
+            return srv_errorf(e, 400, "'messages[%d].content' must be a string, an array of content parts or null, got %s", i,
+                              jtype(content));
     }
     const cJSON *tools = field(root, "tools");
     if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools))

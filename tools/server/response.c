@@ -777,8 +777,8 @@ char *srv_json_props(const srv_server *s)
     cJSON_AddStringToObject(o, "model_alias", s->model_name);
     cJSON_AddStringToObject(o, "model_desc", s->model_desc);
     cJSON_AddItemToObject(o, "chat_template", str_n(s->tmpl_text ? s->tmpl_text : "", s->tmpl_text ? strlen(s->tmpl_text) : 0));
-    cJSON_AddStringToObject(o, "chat_template_name", s->jinja ? "jinja" : chat_name(s->tmpl));
-    cJSON_AddBoolToObject(o, "chat_template_detected", s->jinja || s->tmpl_detected);
+    cJSON_AddStringToObject(o, "chat_template_name", s->jinja && !s->tmpl_fallback ? "jinja" : chat_name(s->tmpl));
+    cJSON_AddBoolToObject(o, "chat_template_detected", (s->jinja && !s->tmpl_fallback) || s->tmpl_detected);
     cJSON *caps = cJSON_AddObjectToObject(o, "chat_template_caps");
     if (s->jinja) {
         tc_caps_json(s->tmpl_text, caps); /* detected from the template's text (tool_calls.c) */

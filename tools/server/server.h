@@ -453,6 +453,7 @@ typedef struct srv_server {
     bool tmpl_detected;        /* tmpl came from the GGUF (or --chat-template), not the default */
     const char *model_name;    /* --alias (the first of several in sort order), or the model's file name (never its path) */
     char *model_name_own;      /* (model_name when it was made from --alias; freed with the server) */
+    bool tmpl_fallback;        /* the model has no chat template: llama.cpp's chatml as Jinja stands in */
     char model_desc[128];
     sift_model_info info;
     srv_engine *engine;

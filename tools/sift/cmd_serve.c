@@ -625,7 +625,18 @@ static bool drain(srv_http *http, int timeout_s, const sigset_t *sigs)
     return atomic_load(&d.ok);
 }
 
-/* The Jinja template for chats: --chat-template-file (which must parse) or the GGUF's. */
+/* llama.cpp's chatml as Jinja (common/chat.cpp's CHATML_TEMPLATE_SRC): what a model without a
+ * template of its own is rendered with, so tools and the Jinja-only features work there too. */
+static const char CHATML_JINJA[] =
+    "{%- for message in messages -%}\n"
+    "  {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' -}}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "  {{- '<|im_start|>assistant\\n' -}}\n"
+    "{%- endif -%}";
+
+/* The Jinja template for chats: --chat-template-file (which must parse), the GGUF's, else
+ * llama.cpp's chatml. */
 static int load_jinja(srv_server *s, const srv_config *cfg)
 {
     sift_error err = {0};
@@ -645,6 +656,8 @@ static int load_jinja(srv_server *s, const srv_config *cfg)
         }
         return 0;
     }
+    if (!s->tmpl_text && !(s->tmpl_text = strdup(CHATML_JINJA))) return -1;
+    s->tmpl_fallback = !strcmp(s->tmpl_text, CHATML_JINJA);
     if (s->tmpl_text) {
         s->jinja = sift_template_parse(s->tmpl_text, strlen(s->tmpl_text), &err);
         if (!s->jinja && cfg->chat_template_text) { /* the user's own: an error, as a --chat-template-file's */
@@ -748,7 +761,7 @@ int sift_cmd_serve(int argc, char **argv)
     }
     chat_jinja_probe_caps(s); /* after the pool: the probes render under the budgets */
     s->tmpl = cfg->chat_template ? chat_from_name(cfg->chat_template) : chat_detect(s->tmpl_text);
-    s->tmpl_detected = s->tmpl != CHAT_UNKNOWN;
+    s->tmpl_detected = s->tmpl != CHAT_UNKNOWN && !s->tmpl_fallback;
     if (s->tmpl == CHAT_UNKNOWN) s->tmpl = CHAT_CHATML;
 
     if (cfg->n_ctx == 0) cfg->n_ctx = s->info.n_ctx_train;
