@@ -717,7 +717,34 @@ static void test_pattern_bounded(void **state)
     check_pattern_len("^([a-z-]*)$", "ab-_", 7, 3000, p3, 1, 4);
     check_pattern_len("^(q(w)[0-9]{2,})$", "qw09", 8, 3000, NULL, 0, 5);
     expect_refused("{\"type\":\"string\",\"pattern\":\"^ab[0-9]+$\",\"maxLength\":2}", "no string matches");
-    expect_refused("{\"type\":\"string\",\"pattern\":\"^a+b+$\",\"maxLength\":4}", "together with minLength");
+    check_pattern_len("^a+b+$", "abc", 6, 3000, NULL, -1, 4); /* two repetitions: regex_length.c */
+}
+
+/* pattern with minLength / maxLength that no single repetition can take (regex_length.c: an
+ * automaton of the pattern whose states count characters), against PCRE2 */
+static void test_pattern_length_automaton(void **state)
+{
+    (void)state;
+    /* four groups share the length: a:b::c (6) fits 8, abc:de:f:gh (11) does not */
+    const char *p1[] = {"a:b::c", "ab:c.d:e:f", "a1:-.:x:y", NULL};
+    check_pattern_len("^([a-z0-9-]+):([a-z0-9\\.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$", "ab1:.-", 12, 6000, p1, 0, 8);
+    /* unanchored: ten digits somewhere, and exactly ten characters in all */
+    const char *p2[] = {"0123456789", "01234567a9", NULL};
+    check_pattern_len("[0-9]{10,10}", "0123456789a", 12, 6000, p2, 10, 10);
+    /* a minimum only: the counter stops at 3 ("3 or more") */
+    const char *p3[] = {"ab", "ab-c", "abc-d0", NULL};
+    check_pattern_len("^[a-z]+(?:-[a-z0-9]+)*$", "ab-0", 9, 6000, p3, 3, -1);
+    /* top-level alternatives with their own anchors, and a nullable loop */
+    check_pattern_len("^a|b$", "abc", 6, 3000, NULL, 2, 4);
+    check_pattern_len("^(a*b*)*$", "abc", 7, 3000, NULL, 1, 5);
+    check_pattern_len("^(?:\\S+\\s+){0,3}\\S+$", "ab \t", 14, 6000, NULL, 0, 10);
+    check_pattern_len("\\d{2}-?\\d{0,4}", "01-x", 9, 6000, NULL, 2, 6);
+    check_pattern_len("^(ab|c)x?$", "abcx", 5, 3000, NULL, 2, -1);
+    check_pattern_len("^ab", "abc", 11, 3000, NULL, -1, 9);
+    /* no string has both: the schema matches nothing */
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^(ab|cd)+$\",\"minLength\":3,\"maxLength\":3}", "no string matches");
+    /* an anchor inside a group is still refused with the length */
+    expect_refused("{\"type\":\"string\",\"pattern\":\"^$|(^a+$)\",\"maxLength\":3}", "together with minLength");
 }
 
 static void test_patterns(void **state)
@@ -1164,11 +1191,13 @@ static void test_pattern_length(void **state)
     expect(g, "\"aaaaab\"", false);
     expect(g, "\"b\"", false);
     sift_grammar_free(g);
-    sift_error err = {0};
-    const char *s2 = "{\"type\":\"string\",\"pattern\":\"^a+b+$\",\"maxLength\":5}";
-    char *gb = sift_json_schema_to_grammar(s2, strlen(s2), 0, &err);
-    assert_null(gb);
-    assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+    /* two repetitions share the length: the counting automaton (regex_length.c) */
+    g = convert("{\"type\":\"string\",\"pattern\":\"^a+b+$\",\"maxLength\":5}", 0);
+    expect(g, "\"aabbb\"", true);
+    expect(g, "\"ab\"", true);
+    expect(g, "\"aabbbb\"", false);
+    expect(g, "\"aa\"", false);
+    sift_grammar_free(g);
 }
 
 /* minProperties / maxProperties (issue 12): counted when only other keys are allowed;
@@ -1313,8 +1342,6 @@ static void test_property_names(void **state)
     expect(gp, "\"c\"", true);
     expect(gp, "\"abxx\"", false);
     sift_grammar_free(gp);
-    expect_refused("{\"type\":\"string\",\"pattern\":\"^(ab|c)x?$\",\"minLength\":2}", "together with minLength");
-    expect_refused("{\"type\":\"string\",\"pattern\":\"^ab\",\"maxLength\":9}", "together with minLength");
     sift_grammar *g = convert("{\"type\":\"object\",\"propertyNames\":{\"maxLength\":3},\"additionalProperties\":{\"type\":\"integer\"}}", 0);
     expect(g, "{}", true);
     expect(g, "{\"abc\": 1, \"\\n\": 2}", true);
@@ -1515,6 +1542,7 @@ int main(void)
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
         cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated), cmocka_unit_test(test_one_of_apart), cmocka_unit_test(test_pattern_bounded),
+        cmocka_unit_test(test_pattern_length_automaton),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

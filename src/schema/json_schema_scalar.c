@@ -96,7 +96,15 @@ const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name
                 return b.oom ? (sift__gbnf_sb_free(&b), sift__js_coom(c)) : sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
             }
             if (e3.status == SIFT_E_INVAL) return (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "pattern, %s", e3.msg));
-            if (e3.status) return sift__js_cfail(c, e3.status, "pattern, %s", e3.msg);
+            if (e3.status && e3.status != SIFT_E_UNSUPPORTED) return sift__js_cfail(c, e3.status, "pattern, %s", e3.msg);
+        }
+        /* else an automaton of the pattern that counts characters (regex_length.c) */
+        if (has_len && !fmt) {
+            long mn = sift__js_get_count(c, s, "minLength", 0), mx = sift__js_get_count(c, s, "maxLength", -1);
+            if (mn == -2 || mx == -2) return NULL;
+            bool handled = false;
+            const char *r = sift__js_pattern_with_length(c, pat->valuestring, strlen(pat->valuestring), mn, mx, rule_name, &handled);
+            if (handled || c->status != SIFT_OK) return r;
         }
         if ((has_len || fmt) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
             return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "'pattern' together with minLength / maxLength / format cannot be expressed");
