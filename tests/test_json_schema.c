@@ -743,6 +743,27 @@ static void test_pattern_length_automaton(void **state)
     check_pattern_len("^ab", "abc", 11, 3000, NULL, -1, 9);
     /* no string has both: the schema matches nothing */
     expect_refused("{\"type\":\"string\",\"pattern\":\"^(ab|cd)+$\",\"minLength\":3,\"maxLength\":3}", "no string matches");
+    /* formats with a length: said nothing more when every string of the format fits it */
+    sift_grammar *g = convert("{\"type\":\"string\",\"format\":\"date-time\",\"minLength\":1,\"maxLength\":40}", 0);
+    expect(g, "\"2024-02-29T23:59:59.123+01:00\"", true);
+    expect(g, "\"2023-02-29T23:59:59Z\"", false);
+    sift_grammar_free(g);
+    /* email with maxLength 318 or more: the local part is kept to RFC 5321's 64 characters */
+    char mail[200], local65[70];
+    memset(local65, 'a', 65);
+    local65[65] = 0;
+    g = convert("{\"type\":\"string\",\"format\":\"email\",\"maxLength\":1024}", 0);
+    expect(g, "\"first.last+tag@example.com\"", true);
+    expect(g, "\"a@b\"", true);
+    expect(g, "\"first..last@example.com\"", false);
+    expect(g, "\".a@example.com\"", false);
+    snprintf(mail, sizeof mail, "\"%.64s@example.com\"", local65);
+    expect(g, mail, true);
+    snprintf(mail, sizeof mail, "\"%s@example.com\"", local65);
+    expect(g, mail, false);
+    sift_grammar_free(g);
+    expect_refused("{\"type\":\"string\",\"format\":\"email\",\"maxLength\":100}", "format 'email' together with minLength");
+    expect_refused("{\"type\":\"string\",\"format\":\"uri\",\"minLength\":7}", "format 'uri' together with minLength");
     /* an anchor inside a group is still refused with the length */
     expect_refused("{\"type\":\"string\",\"pattern\":\"^$|(^a+$)\",\"maxLength\":3}", "together with minLength");
 }

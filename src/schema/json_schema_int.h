@@ -105,7 +105,8 @@ const char *sift__js_visit_number(conv *c, const cJSON *s, const char *rule_name
 const char *sift__js_visit_multiple_of(conv *c, const cJSON *s, const cJSON *mul, bool integer, const char *rule_name);
 
 /* regex_length.c: a pattern with minLength / maxLength (mx < 0: none) as rules counting the
- * characters; *handled false (and no error) when the pattern or the counts are beyond it */
-const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, long mn, long mx, const char *rule_name, bool *handled);
+ * characters, a JSON string (quoted) or its inside only; *handled false (and no error) when
+ * the pattern or the counts are beyond it */
+const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, long mn, long mx, const char *rule_name, bool quoted, bool *handled);
 
 #endif

@@ -267,8 +267,14 @@ static bool class_rule(conv *c, const gl *g, int q, const char *ch, const char *
         sift__gbnf_sbuf b = {0};
         sift__put_json_chars(&b, &g->cls[q]);
         if (b.oom) return sift__gbnf_sb_free(&b), sift__js_coom(c), false;
+        int same = 0; /* the first position with this class names the rule: one rule per class */
+        const cpset *a = &g->cls[q];
+        for (; same < q; same++) {
+            const cpset *o = &g->cls[same];
+            if (o->n == a->n && o->neg == a->neg && !memcmp(o->r, a->r, 2 * (size_t)a->n * sizeof *a->r)) break;
+        }
         char nm[300];
-        snprintf(nm, sizeof nm, "%s-c%d", rule_name, q);
+        snprintf(nm, sizeof nm, "%s-c%d", rule_name, same);
         cr = sift__js_add_rule(c, nm, sift__gbnf_sb_take(&b));
     }
     if (cr && !(*out = sift__js_dupstr(cr))) sift__js_coom(c);
@@ -278,7 +284,7 @@ static bool class_rule(conv *c, const gl *g, int q, const char *ch, const char *
 /* the automaton's successors of state p (npos: the start state) */
 static const pset *succ(const gl *g, const frag *whole, int p) { return p == g->npos ? &whole->first : &g->follow[p]; }
 
-const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, long mn, long mx, const char *rule_name, bool *handled)
+const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, long mn, long mx, const char *rule_name, bool quoted, bool *handled)
 {
     *handled = false;
     sift_error e = {0};
@@ -344,7 +350,7 @@ const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, lon
     bool open_end = false;
     for (int k = 0; k < GL_MAX_POS / 64; k++) open_end |= g.any[k] != 0;
     const char *ch = open_end ? sift__js_use_builtin(c, "char") : "";
-    if (!ch || !sift__js_use_builtin(c, "space")) goto done;
+    if (!ch || (quoted && !sift__js_use_builtin(c, "space"))) goto done;
     /* the rules, with placeholder bodies that name them (no two alike: add_rule would share) */
     for (long s = 0; s < ns; s++) {
         if (st[s] != 2) continue;
@@ -378,7 +384,8 @@ const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, lon
 #undef ACCEPTS
     {
         sift__gbnf_sbuf b = {0};
-        sift__gbnf_sb_printf(&b, "\"\\\"\" %s \"\\\"\" space", names[g.npos]);
+        if (quoted) sift__gbnf_sb_printf(&b, "\"\\\"\" %s \"\\\"\" space", names[g.npos]);
+        else sift__gbnf_sb_puts(&b, names[g.npos]);
         out = b.oom ? (sift__gbnf_sb_free(&b), sift__js_coom(c)) : sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
     }
     goto done;
