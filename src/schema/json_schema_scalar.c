@@ -150,6 +150,18 @@ const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name
         size_t o = sift__js_path_push(c, "pattern");
         char *body = sift__js_pattern_body(c, pat->valuestring, strlen(pat->valuestring));
         sift__js_path_pop(c, o);
+        if (!body && c->status == SIFT_E_UNSUPPORTED && !has_len && !fmt) {
+            /* X* with X able to match nothing (a left-recursive rule as one GBNF expression)
+             * is a loop like any other in the automaton of regex_length.c */
+            sift_error saved = c->err ? *c->err : (sift_error){0};
+            c->status = SIFT_OK;
+            if (c->err) *c->err = (sift_error){0};
+            bool handled = false;
+            const char *r = sift__js_pattern_with_length(c, pat->valuestring, strlen(pat->valuestring), 0, -1, rule_name, true, &handled);
+            if (handled || c->status != SIFT_OK) return r;
+            c->status = SIFT_E_UNSUPPORTED;
+            if (c->err) *c->err = saved;
+        }
         return body ? sift__js_add_rule(c, rule_name, body) : NULL;
     }
     if (cJSON_IsString(fmt)) {
