@@ -1515,6 +1515,36 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"y\": 1, \"x\": 1}", true);
     expect(g, "{}", true);
     sift_grammar_free(g);
+    /* b declares a key a leaves free, with types only: a's values with that key of another
+     * type do not match b (hand-worked: {"l": "x"} matches the first only, as l is no string
+     * for the second) */
+    g = convert("{\"oneOf\":[{\"properties\":{\"f\":{\"type\":\"string\"}},\"required\":[\"f\"]},"
+                "{\"properties\":{\"l\":{\"type\":\"string\"}},\"required\":[\"l\"]}]}", 0);
+    expect(g, "{\"f\": \"a\"}", true);
+    expect(g, "{\"l\": \"b\"}", true);
+    expect(g, "{\"f\": \"a\", \"l\": \"b\"}", false); /* both */
+    expect(g, "{\"f\": \"a\", \"l\": 1}", true);     /* l is no string: the second fails */
+    expect(g, "{\"f\": 1, \"l\": \"b\"}", true);     /* f is no string: the first fails */
+    expect(g, "{\"f\": 1, \"l\": 2}", false);          /* neither */
+    expect(g, "{\"f\": \"a\", \"l\": null}", true);
+    expect(g, "{}", false);
+    expect(g, "\"s\"", false); /* not an object: matches both */
+    sift_grammar_free(g);
+    /* three alternatives: the type pieces of one key meet (number excludes integer too) */
+    g = convert("{\"type\":\"object\",\"oneOf\":[{\"required\":[\"a\"]},{\"properties\":{\"a\":{\"type\":\"number\"}},\"required\":[\"b\"]},"
+                "{\"properties\":{\"a\":{\"type\":[\"string\",\"null\"]}},\"required\":[\"c\"]}]}", 0);
+    expect(g, "{\"a\": true}", true);              /* first only */
+    expect(g, "{\"a\": true, \"b\": 1}", true);    /* first; a is no number for the second */
+    expect(g, "{\"a\": \"s\", \"b\": 1}", true);   /* first; the same */
+    expect(g, "{\"a\": 5, \"c\": 1}", true);       /* first; a is no string or null for the third */
+    expect(g, "{\"a\": 5, \"b\": 1}", false);      /* first and second */
+    expect(g, "{\"a\": 5.5, \"b\": 1}", false);    /* first and second */
+    expect(g, "{\"a\": null, \"c\": 1}", false);   /* first and third */
+    expect(g, "{\"b\": 1}", true);                  /* second only */
+    expect(g, "{\"c\": 1}", true);                  /* third only */
+    expect(g, "{\"b\": 1, \"c\": 1}", false);      /* second and third */
+    expect(g, "{\"c\": 1, \"a\": [1]}", true);     /* first; a is no string or null for the third */
+    sift_grammar_free(g);
     /* not {"required": [...]}: an object without one of the keys */
     g = convert("{\"not\":{\"required\":[\"a\",\"b\"]},\"properties\":{\"a\":{\"type\":\"integer\"}}}", 0);
     expect(g, "{\"a\": 1}", true);
@@ -1555,7 +1585,18 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"r\": 1, \"shape\": \"rect\"}", false);
     sift_grammar_free(g);
     expect_refused("{\"oneOf\":[{\"type\":\"string\"},{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}", "may both match");
-    expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\"}}},{\"required\":[\"b\"]}]}", "may both match");
+    /* the second leaves a free, the first names its type: a's other types go to the second */
+    g = convert("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\"}}},{\"required\":[\"b\"]}]}", 0);
+    expect(g, "{\"a\": \"x\"}", true);
+    expect(g, "{\"b\": 1}", true);
+    expect(g, "{\"a\": \"x\", \"b\": 1}", false); /* both */
+    expect(g, "{\"a\": 1, \"b\": 1}", true);     /* a is no string: the second only */
+    expect(g, "{\"a\": 1}", false);              /* neither */
+    expect(g, "\"s\"", false);                    /* not an object: both */
+    sift_grammar_free(g);
+    /* a property schema that says more than types is not complemented */
+    expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":2}}},{\"required\":[\"b\"]}]}",
+                   "may both match");
 }
 
 int main(void)

@@ -991,11 +991,63 @@ static bool untyped_object_only(const cJSON *s)
     return true;
 }
 
+/* only `type` (a name or a list) and annotations, and `not` of it is a set of types: the
+ * complement of a type set is one unless it would be "numbers that are not integers" */
+static bool type_only(const cJSON *p)
+{
+    unsigned t = 0;
+    if (!cJSON_IsObject(p) || !only_annotations_and(p, "type") || !type_set(cJSON_GetObjectItemCaseSensitive(p, "type"), &t)) return false;
+    if (t & T_NUMBER) t |= T_INTEGER;
+    return !((t & T_INTEGER) && !(t & T_NUMBER));
+}
+
+/* an entry of `present`: key k present, with a value of none of not_of's types when given */
+static bool add_present(cJSON *present, const char *k, const cJSON *not_of)
+{
+    cJSON *e = cJSON_CreateObject();
+    if (!e || !cJSON_AddStringToObject(e, "k", k) || !cJSON_AddItemToArray(present, e)) return cJSON_Delete(e), false;
+    if (!not_of) return true;
+    unsigned t = 0;
+    type_set(cJSON_GetObjectItemCaseSensitive(not_of, "type"), &t);
+    if (t & T_NUMBER) t |= T_INTEGER;
+    cJSON *n = cJSON_AddObjectToObject(e, "s"), *other = n ? cJSON_AddArrayToObject(n, "type") : NULL;
+    for (int i = 0; other && TYPE_NAMES[i]; i++)
+        if (!(t & (1u << i)) && !cJSON_AddItemToArray(other, cJSON_CreateString(TYPE_NAMES[i]))) return false;
+    return other != NULL;
+}
+
+/* piece d gets key k present with the types of sch (an entry of `present`): met with what d
+ * already says of k (a type list from an earlier entry, or false: then d is empty, *empty) */
+static bool piece_types(conv *c, cJSON *d, const char *k, const cJSON *sch, bool *empty)
+{
+    *empty = false;
+    cJSON *pr = cJSON_GetObjectItemCaseSensitive(d, "properties");
+    if (!pr) pr = cJSON_AddObjectToObject(d, "properties");
+    if (!pr) return false;
+    const cJSON *had = cJSON_GetObjectItemCaseSensitive(pr, k);
+    cJSON *t = NULL;
+    if (cJSON_IsFalse(had)) return *empty = true;
+    if (had) { /* only type lists are put there (by this function) */
+        t = type_meet(c, cJSON_GetObjectItemCaseSensitive(had, "type"), cJSON_GetObjectItemCaseSensitive(sch, "type"));
+        if (!t) return false;
+        if (cJSON_IsArray(t) && !t->child) return cJSON_Delete(t), *empty = true;
+    }
+    cJSON *v = cJSON_CreateObject();
+    if (!v || !cJSON_AddItemToObject(v, "type", t ? t : cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(sch, "type"), 1))) {
+        cJSON_Delete(v);
+        return false;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(pr, k);
+    return cJSON_AddItemToObject(pr, k, v) || (cJSON_Delete(v), false);
+}
+
 /* b is "object, these keys are required" and whatever else it says, a says too (the same
  * keyword, the same property schema, or a property schema that says nothing), but for
- * properties whose values in a never fit b (their names go to `present`): among a's values,
- * those not matching b are exactly those where one of b's required keys is absent or one of
- * those properties is present */
+ * properties whose values in a never fit b (their names go to `present`), and properties a
+ * leaves free (no additionalProperties / patternProperties in a) where b only names types
+ * (to `present` with "not" those types): among a's values, those not matching b are exactly
+ * those where one of b's required keys is absent or one of those properties is present
+ * (with a value of another type, for the second kind) */
 static bool excludable(conv *c, const cJSON *a, const cJSON *b, cJSON *present)
 {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(b, "required");
@@ -1010,8 +1062,14 @@ static bool excludable(conv *c, const cJSON *a, const cJSON *b, cJSON *present)
                 bool trivial = cJSON_IsTrue(p) || (cJSON_IsObject(p) && !p->child);
                 const cJSON *x = cJSON_IsObject(pa) ? cJSON_GetObjectItemCaseSensitive(pa, p->string) : NULL;
                 if (trivial || (x && cJSON_Compare(x, p, true))) continue;
+                /* a leaves it free and b names its types: present with another type */
+                if (!x && type_only(p) && !cJSON_GetObjectItemCaseSensitive(a, "additionalProperties") &&
+                    !cJSON_GetObjectItemCaseSensitive(a, "patternProperties")) {
+                    if (!add_present(present, p->string, p)) return false;
+                    continue;
+                }
                 /* a's values for it never fit b's: present, it takes a's value away from b */
-                if (!x || !disjoint_d(c, x, p, 1) || !cJSON_AddItemToArray(present, cJSON_CreateString(p->string))) return false;
+                if (!x || !disjoint_d(c, x, p, 1) || !add_present(present, p->string, NULL)) return false;
             }
             continue;
         }
@@ -1132,16 +1190,33 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
             }
             cJSON *next = cJSON_CreateArray();
             for (const cJSON *p = pieces->child; next && p; p = p->next) {
-                bool apart = false; /* p requires one of them: never matches j */
-                for (const cJSON *q = present->child; q && !apart; q = q->next) apart = requires_key(p, q->valuestring);
+                bool apart = false; /* p requires one whose values never fit: never matches j */
+                for (const cJSON *q = present->child; q && !apart; q = q->next)
+                    apart = !cJSON_GetObjectItemCaseSensitive(q, "s") && requires_key(p, cJSON_GetObjectItemCaseSensitive(q, "k")->valuestring);
                 if (apart) {
                     if (!cJSON_AddItemToArray(next, cJSON_Duplicate(p, 1))) cJSON_Delete(next), next = NULL;
                     continue;
                 }
                 for (const cJSON *q = present->child; next && q; q = q->next) { /* one of them present */
+                    const char *k = cJSON_GetObjectItemCaseSensitive(q, "k")->valuestring;
+                    const cJSON *sch = cJSON_GetObjectItemCaseSensitive(q, "s");
                     cJSON *d = cJSON_Duplicate(p, 1), *rq = d ? cJSON_GetObjectItemCaseSensitive(d, "required") : NULL;
+                    bool empty = false, typed = true;
                     if (d && !rq) rq = cJSON_AddArrayToObject(d, "required");
-                    if (!rq || !cJSON_AddItemToArray(rq, cJSON_CreateString(q->valuestring)) || !cJSON_AddItemToArray(next, d)) {
+                    if (rq && sch) typed = piece_types(c, d, k, sch, &empty);
+                    if (typed && empty) { /* no value left: no piece */
+                        cJSON_Delete(d);
+                        continue;
+                    }
+                    if (!typed && c->status == SIFT_OK) { /* k there already says more than types: not met here */
+                        cJSON_Delete(d);
+                        cJSON_Delete(next);
+                        next = NULL;
+                        sift__js_cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): not expressible as a grammar",
+                                       i < j ? i : j, i < j ? j : i);
+                        break;
+                    }
+                    if (!rq || !typed || (!requires_key(d, k) && !cJSON_AddItemToArray(rq, cJSON_CreateString(k))) || !cJSON_AddItemToArray(next, d)) {
                         cJSON_Delete(d);
                         cJSON_Delete(next);
                         next = NULL;
