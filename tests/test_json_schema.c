@@ -1311,7 +1311,7 @@ static void test_property_counts(void **state)
     sift_grammar_free(g);
     expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"dependencies\":{\"a\":{\"required\":[\"b\"]}}}", "dependencies");
     expect_refused("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{}},"
-                   "\"dependentRequired\":{\"a\":[\"b\"]}}", "more than 7");
+                   "\"dependentRequired\":{\"a\":[\"b\"],\"b\":[\"c\"],\"c\":[\"d\"],\"d\":[\"e\"]}}", "more than 7");
     {
         sift_error e = {0};
         const char *s3 = "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependentRequired\":{\"a\":[\"b\"]}}";
@@ -1593,6 +1593,18 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"a\": 1, \"b\": 1}", true);     /* a is no string: the second only */
     expect(g, "{\"a\": 1}", false);              /* neither */
     expect(g, "\"s\"", false);                    /* not an object: both */
+    sift_grammar_free(g);
+    /* dependencies on an object too large for key sets: one object per choice of present keys */
+    g = convert("{\"type\":\"object\",\"additionalProperties\":false,\"dependencies\":{\"b\":[\"a\"],\"c\":[\"b\",\"d\"]},"
+                "\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{},\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{}}}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"e\": 1, \"a\": 2}", true);
+    expect(g, "{\"b\": 1}", false);                          /* b needs a */
+    expect(g, "{\"a\": 2, \"b\": 1}", true);
+    expect(g, "{\"b\": 3, \"c\": 1, \"d\": 2}", false);    /* b needs a */
+    expect(g, "{\"a\": 4, \"b\": 3, \"c\": 1, \"d\": 2}", true); /* (big objects: in the schema's order) */
+    expect(g, "{\"a\": 4, \"b\": 3, \"c\": 1}", false);    /* c needs d */
+    expect(g, "{\"z\": 1}", false);
     sift_grammar_free(g);
     /* a property schema that says more than types is not complemented */
     expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":2}}},{\"required\":[\"b\"]}]}",
