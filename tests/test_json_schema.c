@@ -1606,6 +1606,23 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"a\": 4, \"b\": 3, \"c\": 1}", false);    /* c needs d */
     expect(g, "{\"z\": 1}", false);
     sift_grammar_free(g);
+    /* allOf over a part's anyOf: anyOf of the merged parts (exact); an unknown keyword is an
+     * annotation, also inside allOf */
+    g = convert("{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"x-doc\":\"hi\"},"
+                "{\"anyOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}]}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"b\": \"x\"}", true);
+    expect(g, "{\"a\": \"x\"}", false); /* a must be an integer */
+    expect(g, "{\"c\": 1}", false);     /* neither a nor b */
+    expect(g, "[]", false);
+    sift_grammar_free(g);
+    /* allOf over a part's oneOf: oneOf of the merged parts, whose pieces are then told apart */
+    g = convert("{\"allOf\":[{\"type\":\"object\"},{\"oneOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}]}", 0);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"b\": 1}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", false); /* both */
+    expect(g, "{}", false);
+    sift_grammar_free(g);
     /* a property schema that says more than types is not complemented */
     expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":2}}},{\"required\":[\"b\"]}]}",
                    "may both match");
