@@ -1623,6 +1623,29 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"a\": 1, \"b\": 2}", false); /* both */
     expect(g, "{}", false);
     sift_grammar_free(g);
+    /* a discriminator no alternative requires: present, its value picks the alternative;
+     * absent, the rest decides (hand-worked: without k, both match unless x is no string) */
+    g = convert("{\"oneOf\":[{\"properties\":{\"k\":{\"enum\":[\"a\",\"b\"]},\"x\":{\"type\":\"string\"}},\"required\":[\"u\"]},"
+                "{\"properties\":{\"k\":{\"const\":\"c\"}},\"required\":[\"u\"]}]}", 0);
+    expect(g, "{\"k\": \"a\", \"u\": 1}", true);
+    expect(g, "{\"k\": \"c\", \"u\": 1, \"x\": 5}", true);  /* x is free in the second */
+    expect(g, "{\"k\": \"a\", \"u\": 1, \"x\": 5}", false); /* x must be a string in the first */
+    expect(g, "{\"k\": \"d\", \"u\": 1}", false);           /* neither */
+    expect(g, "{\"u\": 1}", false);                           /* both */
+    expect(g, "{\"u\": 1, \"x\": \"s\"}", false);           /* both */
+    expect(g, "{\"u\": 1, \"x\": 5}", true);                  /* the second only */
+    expect(g, "{\"k\": \"a\"}", false);                     /* u missing */
+    expect(g, "1", false);                                      /* both */
+    sift_grammar_free(g);
+    /* absent, the alternatives still differ: their pieces go on without the key */
+    g = convert("{\"type\":\"object\",\"oneOf\":[{\"properties\":{\"k\":{\"const\":1}},\"required\":[\"a\"]},"
+                "{\"properties\":{\"k\":{\"const\":2}},\"required\":[\"b\"]}]}", 0);
+    expect(g, "{\"k\": 1, \"a\": 0, \"b\": 0}", true); /* k picks the first */
+    expect(g, "{\"k\": 2, \"b\": 0}", true);
+    expect(g, "{\"a\": 0}", true);                   /* no k: only the first */
+    expect(g, "{\"a\": 0, \"b\": 0}", false);        /* no k: both */
+    expect(g, "{\"k\": 2, \"a\": 0}", false);        /* k picks the second, b missing */
+    sift_grammar_free(g);
     /* a property schema that says more than types is not complemented */
     expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":2}}},{\"required\":[\"b\"]}]}",
                    "may both match");

@@ -371,6 +371,75 @@ static bool empty_array_only(conv *c, const cJSON *a, const cJSON *b)
            sift__js_disjoint(c, ia, ib);
 }
 
+/* A key d every alternative is an object declaring, with listed values (const / enum) no two
+ * alternatives share: present, d's value leaves at most one alternative that can match; absent,
+ * the alternatives without d decide (split_on_key). Its name, or NULL. */
+static const char *discriminator(conv *c, cJSON *const *cur, int n)
+{
+    int first = -1;
+    for (int i = 0; i < n; i++)
+        if (cur[i]) {
+            if (!is_type_object(cur[i])) return NULL;
+            if (first < 0) first = i;
+        }
+    const cJSON *p0 = first < 0 ? NULL : cJSON_GetObjectItemCaseSensitive(cur[first], "properties");
+    for (const cJSON *d = cJSON_IsObject(p0) ? p0->child : NULL; d; d = d->next) {
+        bool ok = true, all_required = true;
+        for (int i = first; i < n && ok; i++) {
+            if (!cur[i]) continue;
+            const cJSON *pi = cJSON_GetObjectItemCaseSensitive(cur[i], "properties");
+            const cJSON *xi = deref(c, cJSON_GetObjectItemCaseSensitive(pi, d->string));
+            bool si = false;
+            const cJSON *vi = xi ? schema_values(xi, &si) : NULL;
+            ok = vi && (si || cJSON_IsArray(vi));
+            all_required &= sift__js_requires_key(cur[i], d->string);
+            for (int j = first; j < i && ok; j++) {
+                if (!cur[j]) continue;
+                bool sj = false;
+                const cJSON *vj = schema_values(deref(c, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cur[j], "properties"), d->string)), &sj);
+                ok = !values_overlap(vi, si, vj, sj);
+            }
+        }
+        if (ok && !all_required) return d->string; /* all required: sift__js_disjoint proves it */
+    }
+    return NULL;
+}
+
+/* oneOf split on key d (discriminator): with d present, alternative i as it is, d required;
+ * with d absent, the oneOf of the alternatives with d declared false (those that require d
+ * drop out), recursively. The two halves are disjoint; out gets both. */
+static bool split_on_key(conv *c, cJSON *const *cur, int n, const char *d, cJSON *out)
+{
+    const cJSON **absent = calloc((size_t)n, sizeof *absent);
+    bool ok = absent != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        if (!cur[i]) continue;
+        cJSON *p = cJSON_Duplicate(cur[i], 1), *rq = p ? cJSON_GetObjectItemCaseSensitive(p, "required") : NULL;
+        if (p && !rq) rq = cJSON_AddArrayToObject(p, "required");
+        if (!rq || (!sift__js_requires_key(p, d) && !cJSON_AddItemToArray(rq, cJSON_CreateString(d))) || !cJSON_AddItemToArray(out, p)) {
+            if (!rq) cJSON_Delete(p);
+            ok = false;
+            break;
+        }
+        if (sift__js_requires_key(cur[i], d)) continue; /* matches nothing without d */
+        cJSON *a = cJSON_Duplicate(cur[i], 1), *pr = a ? cJSON_GetObjectItemCaseSensitive(a, "properties") : NULL;
+        if (pr) cJSON_DeleteItemFromObjectCaseSensitive(pr, d);
+        if (!pr || !cJSON_AddItemToObject(pr, d, cJSON_CreateFalse())) {
+            cJSON_Delete(a);
+            ok = false;
+            break;
+        }
+        absent[i] = a;
+    }
+    if (!ok) sift__js_coom(c);
+    cJSON *rest = ok ? sift__js_one_of_pieces(c, absent, n) : NULL;
+    while (rest && rest->child) cJSON_AddItemToArray(out, cJSON_DetachItemViaPointer(rest, rest->child));
+    cJSON_Delete(rest);
+    for (int i = 0; absent && i < n; i++) cJSON_Delete((cJSON *)absent[i]);
+    free(absent);
+    return c->status == SIFT_OK;
+}
+
 #define ONE_OF_PIECES 16
 /* oneOf as a union of pieces that no value matches twice, exactly, or NULL with the error:
  * - two or more alternatives, all untyped with object keywords only: every other value
@@ -401,8 +470,19 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
         same[i] = !wrap && !sm && !none;
     }
     if (!out || !cur || !same) goto nomem;
+    const char *disc = discriminator(c, cur, n);
+    if (disc) {
+        if (!split_on_key(c, cur, n, disc, out)) goto fail;
+        for (int i = 0; i < n; i++) cJSON_Delete(cur[i]);
+        free(cur);
+        free(same);
+        return out;
+    }
     for (int i = 0; i < n && c->status == SIFT_OK; i++) {
         if (!cur[i]) continue;
+        bool twin = false; /* another alternative says exactly the same: every value of i matches both */
+        for (int j = 0; j < n && !twin; j++) twin = j != i && cur[j] && cJSON_Compare(cur[i], cur[j], true);
+        if (twin) continue;
         int fv = finite_piece(c, cur, n, i, out);
         if (fv < 0) goto nomem;
         if (fv) continue;

@@ -34,7 +34,7 @@
 
 #define GL_MAX_POS 256      /* positions of the automaton (4 x 64-bit sets) */
 #define GL_MAX_STATES 1048576L /* (positions + 1) x (counter + 1) examined */
-#define GL_MAX_RULES 3000   /* live states written as rules */
+#define GL_MAX_RULES 4096   /* live states written as rules */
 
 typedef struct {
     uint64_t w[GL_MAX_POS / 64];
