@@ -768,8 +768,11 @@ static void test_pattern_length_automaton(void **state)
     sift_grammar_free(g);
     expect_refused("{\"type\":\"string\",\"format\":\"email\",\"maxLength\":100}", "format 'email' together with minLength");
     expect_refused("{\"type\":\"string\",\"format\":\"uri\",\"minLength\":7}", "format 'uri' together with minLength");
-    /* an anchor inside a group is still refused with the length */
-    expect_refused("{\"type\":\"string\",\"pattern\":\"^$|(^a+$)\",\"maxLength\":3}", "together with minLength");
+    /* anchors inside groups: '^' only where nothing was read, nothing read after '$' */
+    check_pattern_len("^$|(^a+$)", "ab", 6, 3000, NULL, -1, 3);
+    check_pattern("^(/?((\\.{2})|([a-z0-9-]*))($|/))*$", "a./-", 9, 20000, NULL);
+    check_pattern("^([^,]|$)", "a,", 4, 2000, NULL);
+    check_pattern("(a|^b)c", "abc", 5, 3000, NULL);
 }
 
 static void test_patterns(void **state)
@@ -934,7 +937,7 @@ static void test_errors(void **state)
         {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"maxItems\":5000}", "/maxItems: maxItems 5000 exceeds", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"string\",\"pattern\":\"^(a)\\\\1$\"}", "backreferences", SIFT_E_UNSUPPORTED},
         {"{\"type\":\"string\",\"pattern\":\"^(?=a)a$\"}", "lookaround", SIFT_E_UNSUPPORTED},
-        {"{\"type\":\"string\",\"pattern\":\"^(a|^b)$\"}", "only supported at the ends", SIFT_E_UNSUPPORTED},
+        {"{\"type\":\"string\",\"pattern\":\"^\\\\p{L}$\"}", "Unicode property classes", SIFT_E_UNSUPPORTED},
         {"{\"enum\":[\"\xff\"]}", "invalid UTF-8 at offset 10", SIFT_E_PARSE},
         {"{\"$ref\":\"#/$defs/missing\"}", "does not resolve", SIFT_E_INVAL},
         {"{\"$ref\":\"https://example.com/s.json\"}", "only references into this document", SIFT_E_UNSUPPORTED},

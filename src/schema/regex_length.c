@@ -50,6 +50,8 @@ typedef struct {
     int npos;
     bool full;       /* GL_MAX_POS reached */
     uint64_t any[GL_MAX_POS / 64]; /* positions that are the builtin `char` (an open end) */
+    char *mark;      /* [GL_MAX_POS]: '^' / '$' for an anchor inside the pattern (it reads no
+                      * character: closure() steps over it), 0 for a character position */
     cpset *cls;      /* [GL_MAX_POS] */
     pset *follow;    /* [GL_MAX_POS] */
 } gl;
@@ -233,9 +235,15 @@ static bool gl_seq(gl *g, frag *f, bool top)
             r->i++, anch_end = true;
             break;
         }
-        if (r->s[r->i] == '^' || r->s[r->i] == '$') return sift__rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
         frag a;
-        if (!gl_atom(g, &a)) return false;
+        if (r->s[r->i] == '^' || r->s[r->i] == '$') { /* an anchor inside: a marker position */
+            cpset none = {0};
+            char kind = r->s[r->i++];
+            if (!gl_new_pos(g, &none, &a)) return false;
+            g->mark[g->npos - 1] = kind;
+            long qm, qx;
+            if (gl_quant(r, &qm, &qx)) return sift__rx_fail(r, "a quantifier on an anchor");
+        } else if (!gl_atom(g, &a)) return false;
         *f = gl_cat(g, *f, a);
     }
     if (top && !anch_end) {
@@ -281,8 +289,37 @@ static bool class_rule(conv *c, const gl *g, int q, const char *ch, const char *
     return cr && *out;
 }
 
-/* the automaton's successors of state p (npos: the start state) */
-static const pset *succ(const gl *g, const frag *whole, int p) { return p == g->npos ? &whole->first : &g->follow[p]; }
+/* The character positions that may follow state p (npos: the start state) and whether the
+ * string may end at p, stepping over anchor markers: a '^' only from the start, and after a
+ * '$' no character (the string must end there, which it may when the marker is last). */
+static void closure(const gl *g, const frag *whole, int p, pset *next, bool *may_end)
+{
+    const pset *f0 = p == g->npos ? &whole->first : &g->follow[p];
+    pset seen[2] = {{{0}}, {{0}}}; /* markers visited, before / after a '$' */
+    int stack[2 * GL_MAX_POS], ended[2 * GL_MAX_POS], n = 0;
+    *next = (pset){{0}};
+    *may_end = p == g->npos ? whole->nullable : ps_has(&whole->last, p);
+    for (int q = 0; q < g->npos; q++) {
+        if (!ps_has(f0, q)) continue;
+        if (!g->mark[q]) ps_set(next, q);
+        else if (!ps_has(&seen[0], q)) ps_set(&seen[0], q), stack[n] = q, ended[n++] = 0;
+    }
+    while (n) {
+        int m = stack[--n], e = ended[n];
+        if (g->mark[m] == '^' && p != g->npos) continue; /* a character was read before it */
+        if (g->mark[m] == '$') e = 1;
+        if (ps_has(&whole->last, m)) *may_end = true;
+        for (int q = 0; q < g->npos; q++) {
+            if (!ps_has(&g->follow[m], q)) continue;
+            if (!g->mark[q]) {
+                if (!e) ps_set(next, q);
+            } else if (!ps_has(&seen[e], q)) {
+                ps_set(&seen[e], q);
+                stack[n] = q, ended[n++] = e;
+            }
+        }
+    }
+}
 
 const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, long mn, long mx, const char *rule_name, bool quoted, bool *handled)
 {
@@ -291,14 +328,22 @@ const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, lon
     gl g = {.r = {.s = pat, .n = n, .err = &e, .status = SIFT_OK}};
     g.cls = sift__gx_calloc(GL_MAX_POS, sizeof *g.cls);
     g.follow = sift__gx_calloc(GL_MAX_POS, sizeof *g.follow);
+    g.mark = sift__gx_calloc(GL_MAX_POS, 1);
+    pset *esucc = NULL; /* closure() of each state */
+    bool *eend = NULL;
     const char *out = NULL;
     uint8_t *st = NULL; /* per state (p, k): 1 reached, 2 live too */
     const char **names = NULL;
     char **cls_txt = NULL;
     long *work = NULL;
-    if (!g.cls || !g.follow) goto oom;
+    if (!g.cls || !g.follow || !g.mark) goto oom;
     frag whole;
     if (!gl_alt(&g, &whole, true) || g.r.i < g.r.n) goto done;
+    esucc = sift__gx_calloc((size_t)g.npos + 1, sizeof *esucc);
+    eend = sift__gx_calloc((size_t)g.npos + 1, sizeof *eend);
+    if (!esucc || !eend) goto oom;
+    for (int p = 0; p <= g.npos; p++)
+        if (p == g.npos || !g.mark[p]) closure(&g, &whole, p, &esucc[p], &eend[p]);
     long top = mx >= 0 ? mx : mn; /* the counter's ceiling */
     long np = g.npos + 1, ns = np * (top + 1);
     if (top > GL_MAX_STATES || ns > GL_MAX_STATES) goto done;
@@ -306,7 +351,7 @@ const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, lon
     work = sift__gx_malloc((size_t)ns * sizeof *work);
     if (!st || !work) goto oom;
 #define NEXT_K(k) (mx >= 0 ? (k) + 1 : ((k) + 1 > top ? top : (k) + 1))
-#define ACCEPTS(p, k) ((k) >= mn && ((p) == g.npos ? whole.nullable : ps_has(&whole.last, (int)(p))))
+#define ACCEPTS(p, k) ((k) >= mn && eend[p])
     /* reachable from (start, 0) */
     long nw = 0;
     st[g.npos] = 1;
@@ -316,7 +361,7 @@ const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, lon
         if (n_reached > 4 * GL_MAX_RULES) goto done; /* far more states than rules allowed */
         long s = work[--nw], p = s % np, k = s / np, k2 = NEXT_K(k);
         if (k2 > top) continue;
-        const pset *nx = succ(&g, &whole, (int)p);
+        const pset *nx = &esucc[p];
         for (int q = 0; q < g.npos; q++)
             if (ps_has(nx, q) && !st[k2 * np + q]) st[k2 * np + q] = 1, work[nw++] = k2 * np + q, n_reached++;
     }
@@ -327,7 +372,7 @@ const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, lon
             if (st[s] != 1) continue;
             long p = s % np, k = s / np, k2 = NEXT_K(k);
             bool live = ACCEPTS(p, k);
-            const pset *nx = succ(&g, &whole, (int)p);
+            const pset *nx = &esucc[p];
             for (int q = 0; q < g.npos && !live && k2 <= top; q++) live = ps_has(nx, q) && st[k2 * np + q] == 2;
             if (live) st[s] = 2, changed = true;
         }
@@ -364,7 +409,7 @@ const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, lon
         if (st[s] != 2) continue;
         long p = s % np, k = s / np, k2 = NEXT_K(k);
         sift__gbnf_sbuf b = {0};
-        const pset *nx = succ(&g, &whole, (int)p);
+        const pset *nx = &esucc[p];
         int alts = 0;
         for (int q = 0; q < g.npos && k2 <= top; q++) {
             if (!ps_has(nx, q) || st[k2 * np + q] != 2) continue;
@@ -401,5 +446,8 @@ done:
     sift__gx_free(st);
     sift__gx_free(g.cls);
     sift__gx_free(g.follow);
+    sift__gx_free(g.mark);
+    sift__gx_free(esucc);
+    sift__gx_free(eend);
     return out;
 }
