@@ -400,6 +400,21 @@ const char *const sift__js_formats_refused[] = {
     "ipv6", "uri-reference", "iri", "iri-reference", "idn-email", "idn-hostname", "uri-template", "json-pointer",
     "relative-json-pointer", "regex", "duration", NULL};
 
+/* The keywords of JSON Schema's validation and applicator vocabularies (2020-12, 2019-09 and
+ * draft-07): any other keyword is an annotation (2020-12, section 4.3.1: unknown keywords
+ * are collected, never validated), whatever its name. */
+bool sift__js_is_keyword(const char *k)
+{
+    static const char *const KEYWORDS[] = {
+        "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength",
+        "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties",
+        "minProperties", "required", "dependentRequired", "properties", "patternProperties", "additionalProperties",
+        "propertyNames", "items", "prefixItems", "additionalItems", "contains", "unevaluatedItems", "unevaluatedProperties",
+        "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies", "$ref", "$dynamicRef",
+        "$recursiveRef", NULL};
+    return sift__js_in_list(KEYWORDS, k) && !sift__js_in_list(sift__js_annotations, k);
+}
+
 bool sift__js_in_list(const char *const *l, const char *s)
 {
     for (; *l; l++)

@@ -1,11 +1,13 @@
 /*
- * json_schema_combine.c - the combinators of the JSON schema converter: anyOf / oneOf (a
- * union; oneOf only when its alternatives are proven disjoint, since a union cannot say
- * "exactly one"), $ref (JSON pointers into this document, recursive references as recursive
- * rules) and allOf (the parts merged into one object schema, exactly or refused).
+ * json_schema_combine.c - the combinators of the JSON schema converter: anyOf / oneOf's
+ * alternatives with the keywords beside them (with_siblings), $ref (JSON pointers into this
+ * document, recursive references as recursive rules) and allOf (the parts merged into one
+ * object schema, or distributed over a part's anyOf / oneOf, exactly or refused), and the
+ * rewrites of keywords that are no-ops or another keyword in disguise (simplify).
  * They live together because each rewrites schemas into other schemas before the keyword
- * visitors see them (with_siblings, the allOf merge, deref): the soundness rules of those
- * rewrites must be read side by side. See json_schema.c for the whole converter's design.
+ * visitors see them: the soundness rules of those rewrites must be read side by side. Which
+ * oneOf alternatives may overlap, and the pieces that keep them apart, are in
+ * json_schema_one_of.c. See json_schema.c for the whole converter's design.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -15,206 +17,6 @@
 #include <string.h>
 
 #include "schema/json_schema_int.h"
-
-/* ---- anyOf / oneOf ---------------------------------------------------------------------------- */
-
-enum { K_OBJ = 1, K_ARR = 2, K_STR = 4, K_NUM = 8, K_BOOL = 16, K_NULL = 32, K_ALL = 63 };
-
-static unsigned kind_of_value(const cJSON *v)
-{
-    if (cJSON_IsObject(v)) return K_OBJ;
-    if (cJSON_IsArray(v)) return K_ARR;
-    if (cJSON_IsString(v)) return K_STR;
-    if (cJSON_IsNumber(v)) return K_NUM;
-    if (cJSON_IsBool(v)) return K_BOOL;
-    return K_NULL;
-}
-
-static unsigned kind_of_type(const char *t)
-{
-    if (!strcmp(t, "object")) return K_OBJ;
-    if (!strcmp(t, "array")) return K_ARR;
-    if (!strcmp(t, "string")) return K_STR;
-    if (!strcmp(t, "number") || !strcmp(t, "integer")) return K_NUM;
-    if (!strcmp(t, "boolean")) return K_BOOL;
-    if (!strcmp(t, "null")) return K_NULL;
-    return K_ALL;
-}
-
-/* The JSON kinds a schema can match, by JSON Schema's meaning (a schema without `type`
- * matches every kind, whatever its other keywords suggest): an over-approximation. */
-static unsigned schema_kinds(conv *c, const cJSON *s, int depth)
-{
-    if (!cJSON_IsObject(s) || depth > 16) return cJSON_IsFalse(s) ? 0 : K_ALL;
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
-    unsigned k = K_ALL;
-    if (cJSON_IsString(ref) && ref->valuestring[0] == '#') {
-        sift_error saved = c->err ? *c->err : (sift_error){0};
-        int st = c->status;
-        const cJSON *t = sift__js_resolve_pointer(c, ref->valuestring);
-        c->status = st; /* only a probe: a bad $ref is reported where it is converted */
-        if (c->err) *c->err = saved;
-        if (t) k &= schema_kinds(c, t, depth + 1);
-    }
-    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(s, "type");
-    if (cJSON_IsString(ty)) k &= kind_of_type(ty->valuestring);
-    else if (cJSON_IsArray(ty)) {
-        unsigned u = 0;
-        for (const cJSON *t = ty->child; t; t = t->next) u |= cJSON_IsString(t) ? kind_of_type(t->valuestring) : K_ALL;
-        k &= u;
-    }
-    const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
-    if (cst) k &= kind_of_value(cst);
-    const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
-    if (cJSON_IsArray(en)) {
-        unsigned u = 0;
-        for (const cJSON *v = en->child; v; v = v->next) u |= kind_of_value(v);
-        k &= u;
-    }
-    return k;
-}
-
-/* The finite set of values a schema allows (its const, or its enum), or NULL. */
-static const cJSON *schema_values(const cJSON *s, bool *single)
-{
-    *single = false;
-    if (!cJSON_IsObject(s)) return NULL;
-    const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
-    *single = cst != NULL;
-    const cJSON *v = cst ? cst : cJSON_GetObjectItemCaseSensitive(s, "enum");
-    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
-    for (const cJSON *p = cJSON_IsArray(all) ? all->child : NULL; p && !v; p = p->next) v = schema_values(p, single);
-    return v; /* a part's values bound the whole allOf */
-}
-
-static bool values_overlap(const cJSON *a, bool sa, const cJSON *b, bool sb)
-{
-    for (const cJSON *x = sa ? a : a->child; x; x = sa ? NULL : x->next)
-        for (const cJSON *y = sb ? b : b->child; y; y = sb ? NULL : y->next)
-            if (cJSON_Compare(x, y, true)) return true;
-    return false;
-}
-
-/* Can no instance match two alternatives of a oneOf? Proven when their kinds are disjoint,
- * when both allow only listed values (or, strings only, literal patterns ^a$) and share none,
- * or (objects only) when one requires a key the other forbids, or one property that both
- * require has values that cannot overlap (the same question, a few levels down). Otherwise
- * the grammar (a union) would also accept what matches two of them (sift__js_one_of_pieces
- * may still tell them apart). */
-
-/* a schema that is only a $ref: its target (a few levels), else itself */
-static const cJSON *deref(conv *c, const cJSON *s)
-{
-    for (int i = 0; i < 8 && cJSON_IsObject(s) && cJSON_GetArraySize(s) == 1; i++) {
-        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
-        const cJSON *t = cJSON_IsString(ref) ? sift__js_vc_resolve(c, ref->valuestring) : NULL;
-        if (!t) break;
-        s = t;
-    }
-    return s;
-}
-
-/* a requires key k / forbids it (declared false, or additionalProperties false without
- * declaring it and without patternProperties) */
-static bool requires_key(const cJSON *s, const char *k)
-{
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(s, "required");
-    for (const cJSON *q = cJSON_IsArray(r) ? r->child : NULL; q; q = q->next)
-        if (cJSON_IsString(q) && !strcmp(q->valuestring, k)) return true;
-    return false;
-}
-
-static bool forbids_key(const cJSON *s, const char *k)
-{
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(s, "properties");
-    const cJSON *x = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, k) : NULL;
-    if (x) return cJSON_IsFalse(x);
-    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
-    return cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s, "additionalProperties")) && !(cJSON_IsObject(pp) && pp->child);
-}
-
-/* the strings a pattern ^lit$ (or ^(a|b)$) allows, decoded: their count, -1 when not that form */
-static int literal_strings(const cJSON *s, char (*out)[SIFT__PATTERN_LIT_MAX], int cap)
-{
-    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
-    bool prefix = true;
-    if (!cJSON_IsString(pat)) return -1;
-    int n = sift__schema_pattern_literals(pat->valuestring, strlen(pat->valuestring), out, cap, &prefix);
-    return n < 0 || prefix ? -1 : n;
-}
-
-static bool nonempty_array(const cJSON *s)
-{
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(s, "minItems");
-    return cJSON_IsNumber(m) && m->valuedouble >= 1;
-}
-
-static bool disjoint_d(conv *c, const cJSON *a, const cJSON *b, int depth)
-{
-    a = deref(c, a);
-    b = deref(c, b);
-    unsigned both = schema_kinds(c, a, 0) & schema_kinds(c, b, 0);
-    if (!both) return true;
-    bool sa = false, sb = false;
-    const cJSON *va = schema_values(a, &sa), *vb = schema_values(b, &sb);
-    if (va && vb && (sa || cJSON_IsArray(va)) && (sb || cJSON_IsArray(vb))) return !values_overlap(va, sa, vb, sb);
-    /* listed values that validate against the other schema (as value_check.c decides): none */
-    for (int side = 0; side < 2; side++) {
-        const cJSON *v = side ? vb : va, *self = side ? b : a, *other = side ? a : b;
-        bool single = side ? sb : sa, apart = v && (single || cJSON_IsArray(v));
-        for (const cJSON *x = !apart ? NULL : single ? v : v->child; x && apart; x = single ? NULL : x->next)
-            apart = sift__schema_value_valid(self, x, sift__js_vc_resolve, c) == 0 || sift__schema_value_valid(other, x, sift__js_vc_resolve, c) == 0;
-        if (apart) return true;
-    }
-    /* arrays only, each with at least one item, whose items cannot overlap */
-    const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, "items"), *ib = cJSON_GetObjectItemCaseSensitive(b, "items");
-    if (both == K_ARR && cJSON_IsObject(ia) && cJSON_IsObject(ib) && nonempty_array(a) && nonempty_array(b) &&
-        !cJSON_GetObjectItemCaseSensitive(a, "prefixItems") &&
-        !cJSON_GetObjectItemCaseSensitive(b, "prefixItems") && depth <= 4 && disjoint_d(c, ia, ib, depth + 1))
-        return true;
-    if (both == K_STR) { /* strings only: two literal patterns with no string in common */
-        char la[8][SIFT__PATTERN_LIT_MAX], lb[8][SIFT__PATTERN_LIT_MAX];
-        int na = literal_strings(a, la, 8), nb = na < 0 ? -1 : literal_strings(b, lb, 8);
-        bool common = na < 0 || nb < 0;
-        for (int i = 0; i < na && !common; i++)
-            for (int j = 0; j < nb && !common; j++) common = !strcmp(la[i], lb[j]);
-        if (!common) return true;
-    }
-    if (both != K_OBJ || depth > 4) return false;
-    /* objects: a key one requires and the other forbids, or one both require whose values
-     * cannot overlap */
-    const cJSON *ra = cJSON_GetObjectItemCaseSensitive(a, "required"), *rb = cJSON_GetObjectItemCaseSensitive(b, "required");
-    for (const cJSON *r = cJSON_IsArray(ra) ? ra->child : NULL; r; r = r->next)
-        if (cJSON_IsString(r) && forbids_key(b, r->valuestring)) return true;
-    for (const cJSON *r = cJSON_IsArray(rb) ? rb->child : NULL; r; r = r->next)
-        if (cJSON_IsString(r) && forbids_key(a, r->valuestring)) return true;
-    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties"), *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
-    /* a key one of them requires: its value must fit both property schemas */
-    for (int side = 0; side < 2 && cJSON_IsObject(pa) && cJSON_IsObject(pb); side++)
-        for (const cJSON *r = cJSON_IsArray(side ? rb : ra) ? (side ? rb : ra)->child : NULL; r; r = r->next) {
-            if (!cJSON_IsString(r)) continue;
-            const cJSON *xa = cJSON_GetObjectItemCaseSensitive(pa, r->valuestring), *xb = cJSON_GetObjectItemCaseSensitive(pb, r->valuestring);
-            if (xa && xb && disjoint_d(c, xa, xb, depth + 1)) return true;
-        }
-    return false;
-}
-
-bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b) { return disjoint_d(c, a, b, 0); }
-
-/* Does a const / enum value have the schema's `type` (a name or a list)? */
-bool sift__js_value_fits(const cJSON *v, const cJSON *type)
-{
-    if (!type) return true;
-    if (cJSON_IsArray(type)) {
-        for (const cJSON *t = type->child; t; t = t->next)
-            if (sift__js_value_fits(v, t)) return true;
-        return false;
-    }
-    if (!cJSON_IsString(type)) return true;
-    const char *t = type->valuestring;
-    if (!strcmp(t, "integer")) return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 9e15;
-    return (kind_of_type(t) & kind_of_value(v)) != 0;
-}
 
 /* Keywords beside const / enum that would also constrain the listed values: not checked
  * value by value here, so refused rather than ignored. */
@@ -245,7 +47,6 @@ bool sift__js_is_inert(const char *k)
  * types met. A keyword both sides give differently (other than those) is refused, and so is
  * additionalProperties on either side when the property sets differ (it would then mean
  * different things). Returns a new cJSON (the caller deletes it) or NULL with the error set. */
-static cJSON *type_meet(conv *c, const cJSON *a, const cJSON *b);
 
 cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt)
 {
@@ -287,7 +88,7 @@ cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt)
             continue;
         }
         if (!strcmp(k->string, "type")) { /* both hold: the types in common (none: nothing matches) */
-            cJSON *t = type_meet(c, have, k);
+            cJSON *t = sift__js_type_meet(c, have, k);
             if (t && !t->child) {
                 cJSON_Delete(t);
                 cJSON_Delete(m);
@@ -534,8 +335,7 @@ static const char *const FAM_ARR[] = {"prefixItems", "items", "additionalItems",
 static const char *const FAM_ARR_DEP[] = {"items", "additionalItems", "unevaluatedItems", "minContains", "maxContains", NULL};
 static const char *const LOWER[] = {"minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum", NULL};
 static const char *const UPPER[] = {"maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum", NULL};
-static const char *const TYPE_NAMES[] = {"null", "boolean", "object", "array", "number", "string", "integer", NULL};
-enum { T_NUMBER = 1u << 4, T_INTEGER = 1u << 6 };
+const char *const sift__js_type_names[] = {"null", "boolean", "object", "array", "number", "string", "integer", NULL};
 
 static bool part_has(const cJSON *p, const char *const *l)
 {
@@ -544,32 +344,32 @@ static bool part_has(const cJSON *p, const char *const *l)
     return false;
 }
 
-/* A type keyword as a set of TYPE_NAMES bits; false when it is not a valid one. */
-static bool type_set(const cJSON *t, unsigned *out)
+/* A type keyword as a set of sift__js_type_names bits; false when it is not a valid one. */
+bool sift__js_type_set(const cJSON *t, unsigned *out)
 {
     *out = 0;
     const cJSON *one = cJSON_IsString(t) ? t : NULL;
     if (!one && !cJSON_IsArray(t)) return false;
     for (const cJSON *e = one ? one : t->child; e; e = one ? NULL : e->next) {
         int i = 0;
-        while (TYPE_NAMES[i] && (!cJSON_IsString(e) || strcmp(TYPE_NAMES[i], e->valuestring))) i++;
-        if (!TYPE_NAMES[i]) return false;
+        while (sift__js_type_names[i] && (!cJSON_IsString(e) || strcmp(sift__js_type_names[i], e->valuestring))) i++;
+        if (!sift__js_type_names[i]) return false;
         *out |= 1u << i;
     }
     return true;
 }
 
 /* Both type keywords as one (integer is within number); NULL when a is not valid. */
-static cJSON *type_meet(conv *c, const cJSON *a, const cJSON *b)
+cJSON *sift__js_type_meet(conv *c, const cJSON *a, const cJSON *b)
 {
     unsigned x, y;
-    if (!type_set(a, &x) || !type_set(b, &y)) return NULL;
+    if (!sift__js_type_set(a, &x) || !sift__js_type_set(b, &y)) return NULL;
     unsigned m = x & y;
     if (((x & T_NUMBER) && (y & T_INTEGER)) || ((y & T_NUMBER) && (x & T_INTEGER))) m |= T_INTEGER;
     if (m & T_NUMBER) m &= ~T_INTEGER;
     cJSON *out = cJSON_CreateArray();
-    for (int i = 0; out && TYPE_NAMES[i]; i++)
-        if ((m & (1u << i)) && !cJSON_AddItemToArray(out, cJSON_CreateString(TYPE_NAMES[i]))) {
+    for (int i = 0; out && sift__js_type_names[i]; i++)
+        if ((m & (1u << i)) && !cJSON_AddItemToArray(out, cJSON_CreateString(sift__js_type_names[i]))) {
             cJSON_Delete(out);
             out = NULL;
         }
@@ -607,7 +407,7 @@ static cJSON *merge_flat(conv *c, const cJSON **parts, int n)
             }
             if (cJSON_Compare(have, k, true)) continue;
             if (!strcmp(kw, "type")) {
-                if (!(nv = type_meet(c, have, k))) goto no;
+                if (!(nv = sift__js_type_meet(c, have, k))) goto no;
                 if (!nv->child) {
                     cJSON_Delete(nv);
                     cJSON_Delete(m);
@@ -666,7 +466,7 @@ no:
 
 /* ---- rewrites before the visit: keywords that are no-ops, or another keyword in disguise ------- */
 
-static bool only_annotations_and(const cJSON *s, const char *key)
+bool sift__js_only_annotations_and(const cJSON *s, const char *key)
 {
     for (const cJSON *k = s->child; k; k = k->next)
         if ((!key || strcmp(k->string, key)) && !sift__js_in_list(sift__js_annotations, k->string)) return false;
@@ -702,7 +502,7 @@ static bool not_required(conv *c, cJSON *m, bool *unsat)
     cJSON *sub = cJSON_DetachItemFromObjectCaseSensitive(m, "not");
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(sub, "required");
     const cJSON *have = cJSON_GetObjectItemCaseSensitive(m, "type");
-    cJSON *obj = cJSON_CreateString("object"), *t = !obj ? NULL : have ? type_meet(c, have, obj) : cJSON_CreateString("object");
+    cJSON *obj = cJSON_CreateString("object"), *t = !obj ? NULL : have ? sift__js_type_meet(c, have, obj) : cJSON_CreateString("object");
     cJSON_Delete(obj);
     bool ok = t != NULL;
     if (ok && cJSON_IsArray(t) && !t->child) *unsat = true, ok = false;
@@ -716,7 +516,7 @@ static bool not_required(conv *c, cJSON *m, bool *unsat)
         if (props) cJSON_DeleteItemFromObjectCaseSensitive(props, q->valuestring);
         ok = props && cJSON_AddItemToObject(props, q->valuestring, cJSON_CreateFalse()) && (!alts || cJSON_AddItemToArray(alts, piece));
         if (!ok && alts) cJSON_Delete(piece);
-        if (!alts && requires_key(m, q->valuestring)) *unsat = true, ok = false;
+        if (!alts && sift__js_requires_key(m, q->valuestring)) *unsat = true, ok = false;
     }
     if (!ok && !*unsat && c->status == SIFT_OK) sift__js_coom(c);
     cJSON_Delete(t);
@@ -736,12 +536,12 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
     unsigned tset = 0;
     if (nt) {
         if (cJSON_IsFalse(nt)) not_ok = true;
-        else if (cJSON_IsTrue(nt) || (cJSON_IsObject(nt) && only_annotations_and(nt, NULL))) return *unsat = true, NULL;
-        else if (cJSON_IsObject(nt) && only_annotations_and(nt, "not") && cJSON_GetObjectItemCaseSensitive(nt, "not")) not_ok = true;
-        else if (cJSON_IsObject(nt) && only_annotations_and(nt, "required") && required_keys(nt) && !cJSON_GetObjectItemCaseSensitive(s, "anyOf") &&
+        else if (cJSON_IsTrue(nt) || (cJSON_IsObject(nt) && sift__js_only_annotations_and(nt, NULL))) return *unsat = true, NULL;
+        else if (cJSON_IsObject(nt) && sift__js_only_annotations_and(nt, "not") && cJSON_GetObjectItemCaseSensitive(nt, "not")) not_ok = true;
+        else if (cJSON_IsObject(nt) && sift__js_only_annotations_and(nt, "required") && required_keys(nt) && !cJSON_GetObjectItemCaseSensitive(s, "anyOf") &&
                  !cJSON_GetObjectItemCaseSensitive(s, "oneOf"))
             not_req = true;
-        else if (cJSON_IsObject(nt) && only_annotations_and(nt, "type") && type_set(cJSON_GetObjectItemCaseSensitive(nt, "type"), &tset)) {
+        else if (cJSON_IsObject(nt) && sift__js_only_annotations_and(nt, "type") && sift__js_type_set(cJSON_GetObjectItemCaseSensitive(nt, "type"), &tset)) {
             if (tset & T_NUMBER) tset |= T_INTEGER;
             not_ok = !((tset & T_INTEGER) && !(tset & T_NUMBER));
         }
@@ -789,13 +589,13 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
             }
         } else if (cJSON_IsObject(sub)) {
             cJSON *other = cJSON_CreateArray();
-            for (int i = 0; other && TYPE_NAMES[i]; i++)
-                if (!(tset & (1u << i)) && !cJSON_AddItemToArray(other, cJSON_CreateString(TYPE_NAMES[i]))) {
+            for (int i = 0; other && sift__js_type_names[i]; i++)
+                if (!(tset & (1u << i)) && !cJSON_AddItemToArray(other, cJSON_CreateString(sift__js_type_names[i]))) {
                     cJSON_Delete(other);
                     other = NULL;
                 }
             const cJSON *have = cJSON_GetObjectItemCaseSensitive(m, "type");
-            cJSON *t = !other ? NULL : have ? type_meet(c, have, other) : cJSON_Duplicate(other, 1);
+            cJSON *t = !other ? NULL : have ? sift__js_type_meet(c, have, other) : cJSON_Duplicate(other, 1);
             cJSON_Delete(other);
             if (!t) {
                 cJSON_Delete(sub);
@@ -831,6 +631,48 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
  * - enum (one part) and type object; any other keyword in a part is refused, naming it.
  * llama.cpp's converter merges the parts' properties only; SIFT_JSON_SCHEMA_LLAMA keeps that
  * reading of the schema's own keywords (they are ignored there). */
+/* A part with anyOf (or oneOf) [B1, ..., Bm]: the allOf is anyOf (oneOf) [allOf [the other
+ * parts, the part without it, Bj] for each j], exactly (A and exactly one Bj holds iff exactly
+ * one of A-and-Bj does), and each of those merges on its own. The parts come flattened: their
+ * own allOf / $ref are parts already, so the copies drop them. At most DIST_MAX alternatives. */
+#define DIST_MAX 16
+static const char *distribute(conv *c, const cJSON *const *parts, int np, const char *name, bool *applies)
+{
+    *applies = false;
+    int at = -1;
+    const char *kw = NULL;
+    for (int i = 0; i < np && at < 0; i++)
+        for (const char *const *k = (const char *const[]){"anyOf", "oneOf", NULL}; *k && at < 0; k++) {
+            const cJSON *a = cJSON_GetObjectItemCaseSensitive(parts[i], *k);
+            if (cJSON_IsArray(a) && a->child && cJSON_GetArraySize(a) <= DIST_MAX) at = i, kw = *k;
+        }
+    if (at < 0) return NULL;
+    *applies = true;
+    cJSON *top = cJSON_CreateObject(), *alts = top ? cJSON_AddArrayToObject(top, kw) : NULL;
+    for (const cJSON *b = alts ? cJSON_GetObjectItemCaseSensitive(parts[at], kw)->child : NULL; b; b = b->next) {
+        cJSON *one = cJSON_CreateObject(), *list = one ? cJSON_AddArrayToObject(one, "allOf") : NULL;
+        for (int i = 0; list && i < np; i++) {
+            cJSON *d = cJSON_Duplicate(parts[i], 1);
+            if (d) {
+                cJSON_DeleteItemFromObjectCaseSensitive(d, "allOf");
+                cJSON_DeleteItemFromObjectCaseSensitive(d, "$ref");
+                if (i == at) cJSON_DeleteItemFromObjectCaseSensitive(d, kw);
+            }
+            if (!d || !cJSON_AddItemToArray(list, d)) cJSON_Delete(d), list = NULL;
+        }
+        cJSON *bj = list ? cJSON_Duplicate(b, 1) : NULL;
+        if (!bj || !cJSON_AddItemToArray(list, bj) || !cJSON_AddItemToArray(alts, one)) {
+            if (!list || !bj) cJSON_Delete(bj);
+            cJSON_Delete(one);
+            alts = NULL;
+            break;
+        }
+    }
+    const char *out = alts ? sift__js_visit(c, top, name, NULL) : sift__js_coom(c);
+    cJSON_Delete(top);
+    return out;
+}
+
 const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, const char *rule_name)
 {
     const bool llama = (c->flags & SIFT_JSON_SCHEMA_LLAMA) != 0;
@@ -853,6 +695,11 @@ const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, con
         out = sift__js_visit(c, flat, name, NULL);
         cJSON_Delete(flat);
         goto done;
+    }
+    if (c->status == SIFT_OK && !llama && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
+        bool applies = false;
+        out = distribute(c, parts, np, name, &applies);
+        if (applies) goto done;
     }
     for (int i = 0; i < np && c->status == SIFT_OK; i++) {
         const cJSON *p = parts[i];
@@ -902,8 +749,7 @@ const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, con
         for (const cJSON *k = p->child; k; k = k->next) {
             const char *kw = k->string;
             if (!strcmp(kw, "properties") || !strcmp(kw, "required") || !strcmp(kw, "additionalProperties") ||
-                !strcmp(kw, "type") || !strcmp(kw, "$ref") || !strcmp(kw, "enum") || sift__js_in_list(sift__js_annotations, kw) ||
-                !strcmp(kw, "allOf"))
+                !strcmp(kw, "type") || !strcmp(kw, "$ref") || !strcmp(kw, "enum") || !sift__js_is_keyword(kw) || !strcmp(kw, "allOf"))
                 continue;
             if (!(c->flags & SIFT_JSON_SCHEMA_LENIENT)) {
                 sift__js_cfail(c, SIFT_E_UNSUPPORTED, "allOf: keyword '%s' %s cannot be merged", kw, self ? "beside allOf" : "in a part");
@@ -972,221 +818,3 @@ done:
     return out;
 }
 
-/* ---- oneOf: alternatives told apart ------------------------------------------------------------ */
-
-static bool is_type_object(const cJSON *s)
-{
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "type");
-    return cJSON_IsString(t) && !strcmp(t->valuestring, "object");
-}
-
-/* untyped, with object keywords only: every value that is not an object matches it */
-static bool untyped_object_only(const cJSON *s)
-{
-    static const char *const obj[] = {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
-                                      "maxProperties", "dependentRequired", "propertyNames", NULL};
-    if (!cJSON_IsObject(s) || !s->child) return false;
-    for (const cJSON *k = s->child; k; k = k->next)
-        if (!sift__js_in_list(obj, k->string) && !sift__js_in_list(sift__js_annotations, k->string)) return false;
-    return true;
-}
-
-/* b is "object, these keys are required" and whatever else it says, a says too (the same
- * keyword, the same property schema, or a property schema that says nothing), but for
- * properties whose values in a never fit b (their names go to `present`): among a's values,
- * those not matching b are exactly those where one of b's required keys is absent or one of
- * those properties is present */
-static bool excludable(conv *c, const cJSON *a, const cJSON *b, cJSON *present)
-{
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(b, "required");
-    if (!is_type_object(a) || !is_type_object(b) || !cJSON_IsArray(r) || !r->child || cJSON_GetArraySize(r) > 4) return false;
-    for (const cJSON *q = r->child; q; q = q->next)
-        if (!cJSON_IsString(q)) return false;
-    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties");
-    for (const cJSON *k = b->child; k; k = k->next) {
-        if (!strcmp(k->string, "type") || !strcmp(k->string, "required") || sift__js_in_list(sift__js_annotations, k->string)) continue;
-        if (!strcmp(k->string, "properties") && cJSON_IsObject(k)) {
-            for (const cJSON *p = k->child; p; p = p->next) {
-                bool trivial = cJSON_IsTrue(p) || (cJSON_IsObject(p) && !p->child);
-                const cJSON *x = cJSON_IsObject(pa) ? cJSON_GetObjectItemCaseSensitive(pa, p->string) : NULL;
-                if (trivial || (x && cJSON_Compare(x, p, true))) continue;
-                /* a's values for it never fit b's: present, it takes a's value away from b */
-                if (!x || !disjoint_d(c, x, p, 1) || !cJSON_AddItemToArray(present, cJSON_CreateString(p->string))) return false;
-            }
-            continue;
-        }
-        const cJSON *same = cJSON_GetObjectItemCaseSensitive(a, k->string);
-        if (!same || !cJSON_Compare(same, k, true)) return false;
-        /* additionalProperties covers the keys b does not declare: a must declare no others */
-        if (!strcmp(k->string, "additionalProperties")) {
-            const cJSON *pb = cJSON_GetObjectItemCaseSensitive(b, "properties");
-            for (const cJSON *p = cJSON_IsObject(pa) ? pa->child : NULL; p; p = p->next)
-                if (!cJSON_IsObject(pb) || !cJSON_GetObjectItemCaseSensitive(pb, p->string)) return false;
-        }
-        if (!strcmp(k->string, "patternProperties")) return false;
-    }
-    return true;
-}
-
-/* i lists its values (const / enum): its piece is those that validate against it and against
- * no other alternative (value_check.c decides each). 1 when done (out has the piece, or
- * nothing when no value is left), 0 when this does not apply or a value is not decided,
- * -1 out of memory. */
-static int finite_piece(conv *c, cJSON *const *cur, int n, int i, cJSON *out)
-{
-    bool single = false;
-    const cJSON *vals = schema_values(cur[i], &single);
-    if (!vals || (!single && !cJSON_IsArray(vals))) return 0;
-    cJSON *keep = cJSON_CreateArray();
-    if (!keep) return -1;
-    for (const cJSON *v = single ? vals : vals->child; v; v = single ? NULL : v->next) {
-        int r = sift__schema_value_valid(cur[i], v, sift__js_vc_resolve, c);
-        for (int j = 0; j < n && r == 1; j++)
-            if (j != i && cur[j]) {
-                int rj = sift__schema_value_valid(cur[j], v, sift__js_vc_resolve, c);
-                r = rj == 0 ? 1 : rj == 1 ? 0 : -1;
-            }
-        if (r < 0) return cJSON_Delete(keep), 0;
-        if (r == 1 && !cJSON_AddItemToArray(keep, cJSON_Duplicate(v, 1))) return cJSON_Delete(keep), -1;
-    }
-    if (!keep->child) return cJSON_Delete(keep), 1;
-    cJSON *piece = cJSON_CreateObject();
-    if (!piece || !cJSON_AddItemToObject(piece, "enum", keep)) {
-        cJSON_Delete(piece);
-        cJSON_Delete(keep);
-        return -1;
-    }
-    return cJSON_AddItemToArray(out, piece) ? 1 : (cJSON_Delete(piece), -1);
-}
-
-/* arrays only on both sides, items that cannot overlap, b taking []: [] is all they share */
-static bool empty_array_only(conv *c, const cJSON *a, const cJSON *b)
-{
-    const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, "items"), *ib = cJSON_GetObjectItemCaseSensitive(b, "items");
-    static const char *const tuple[] = {"prefixItems", "contains", "minContains", NULL};
-    for (const char *const *k = tuple; *k; k++)
-        if (cJSON_GetObjectItemCaseSensitive(a, *k) || cJSON_GetObjectItemCaseSensitive(b, *k)) return false;
-    return schema_kinds(c, a, 0) == K_ARR && schema_kinds(c, b, 0) == K_ARR && cJSON_IsObject(ia) && cJSON_IsObject(ib) && !nonempty_array(b) &&
-           sift__js_disjoint(c, ia, ib);
-}
-
-#define ONE_OF_PIECES 16
-/* oneOf as a union of pieces that no value matches twice, exactly, or NULL with the error:
- * - two or more alternatives, all untyped with object keywords only: every other value
- *   matches them all, so only objects can match exactly one: each gets "type": "object";
- * - alternatives i and j proven disjoint (sift__js_disjoint) stay as they are;
- * - else, when j is "these keys are required" and says nothing else that i does not say
- *   (excludable), i's values that match j are taken away: i becomes one piece per key of
- *   j, with that key absent (declared false);
- *   beyond ONE_OF_PIECES pieces, or when neither holds: refused.
- * alts[] are the alternatives (with the keywords beside the oneOf already merged in). */
-cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
-{
-    cJSON *out = cJSON_CreateArray(), **cur = calloc((size_t)n + 1, sizeof *cur);
-    bool *same = calloc((size_t)n + 1, sizeof *same); /* cur[i] says what alts[i] says, as written */
-    int untyped = 0, n_some = 0; /* a NULL alternative matches nothing */
-    for (int i = 0; i < n; i++) untyped += alts[i] && untyped_object_only(deref(c, alts[i])), n_some += alts[i] != NULL;
-    for (int i = 0; out && cur && same && i < n; i++) {
-        if (!alts[i]) continue;
-        const cJSON *a = deref(c, alts[i]);
-        cur[i] = cJSON_Duplicate(a, 1);
-        if (!cur[i]) goto nomem;
-        bool wrap = untyped == n_some && n_some >= 2;
-        if (wrap && !cJSON_AddStringToObject(cur[i], "type", "object")) goto nomem;
-        bool none = false; /* simplified first (a `not` that says "key absent"), so that they compare */
-        cJSON *sm = sift__js_simplify(c, cur[i], &none);
-        if (c->status != SIFT_OK) goto fail;
-        if (sm || none) cJSON_Delete(cur[i]), cur[i] = sm; /* NULL: matches nothing, left out */
-        same[i] = !wrap && !sm && !none;
-    }
-    if (!out || !cur || !same) goto nomem;
-    for (int i = 0; i < n && c->status == SIFT_OK; i++) {
-        if (!cur[i]) continue;
-        int fv = finite_piece(c, cur, n, i, out);
-        if (fv < 0) goto nomem;
-        if (fv) continue;
-        cJSON *pieces = cJSON_CreateArray();
-        if (!pieces || !cJSON_AddItemToArray(pieces, cJSON_Duplicate(cur[i], 1))) {
-            cJSON_Delete(pieces);
-            goto nomem;
-        }
-        bool touched = false; /* untouched: the alternative as written (a $ref stays one, for recursion) */
-        for (int j = 0; j < n && c->status == SIFT_OK; j++) {
-            if (j == i || !cur[j] || sift__js_disjoint(c, cur[i], cur[j])) continue;
-            touched = true;
-            if (empty_array_only(c, cur[i], cur[j])) { /* both take [], nothing else: i's pieces do not */
-                for (cJSON *p = pieces->child; p; p = p->next)
-                    if (!nonempty_array(p) && !(cJSON_DeleteItemFromObjectCaseSensitive(p, "minItems"), cJSON_AddNumberToObject(p, "minItems", 1)))
-                        goto nomem_pieces;
-                continue;
-            }
-            const cJSON *req = cJSON_GetObjectItemCaseSensitive(cur[j], "required");
-            cJSON *present = cJSON_CreateArray();
-            if (!present) goto nomem_pieces;
-            if (!excludable(c, cur[i], cur[j], present) ||
-                cJSON_GetArraySize(pieces) * (cJSON_GetArraySize(req) + cJSON_GetArraySize(present)) > ONE_OF_PIECES) {
-                cJSON_Delete(present);
-                sift__js_cfail(c, SIFT_E_UNSUPPORTED, "oneOf: alternatives %d and %d may both match (exactly one must): not expressible as a grammar",
-                               i < j ? i : j, i < j ? j : i);
-                break;
-            }
-            cJSON *next = cJSON_CreateArray();
-            for (const cJSON *p = pieces->child; next && p; p = p->next) {
-                bool apart = false; /* p requires one of them: never matches j */
-                for (const cJSON *q = present->child; q && !apart; q = q->next) apart = requires_key(p, q->valuestring);
-                if (apart) {
-                    if (!cJSON_AddItemToArray(next, cJSON_Duplicate(p, 1))) cJSON_Delete(next), next = NULL;
-                    continue;
-                }
-                for (const cJSON *q = present->child; next && q; q = q->next) { /* one of them present */
-                    cJSON *d = cJSON_Duplicate(p, 1), *rq = d ? cJSON_GetObjectItemCaseSensitive(d, "required") : NULL;
-                    if (d && !rq) rq = cJSON_AddArrayToObject(d, "required");
-                    if (!rq || !cJSON_AddItemToArray(rq, cJSON_CreateString(q->valuestring)) || !cJSON_AddItemToArray(next, d)) {
-                        cJSON_Delete(d);
-                        cJSON_Delete(next);
-                        next = NULL;
-                    }
-                }
-                for (const cJSON *k = req->child; next && k; k = k->next) {
-                    if (requires_key(p, k->valuestring)) continue; /* it matches j whenever it matches */
-                    cJSON *q = cJSON_Duplicate(p, 1), *props = q ? cJSON_GetObjectItemCaseSensitive(q, "properties") : NULL;
-                    if (q && !props) props = cJSON_AddObjectToObject(q, "properties");
-                    if (props) cJSON_DeleteItemFromObjectCaseSensitive(props, k->valuestring);
-                    if (!props || !cJSON_AddItemToObject(props, k->valuestring, cJSON_CreateFalse()) || !cJSON_AddItemToArray(next, q)) {
-                        cJSON_Delete(q);
-                        cJSON_Delete(next);
-                        next = NULL;
-                    }
-                }
-            }
-            cJSON_Delete(present);
-            cJSON_Delete(pieces);
-            pieces = next;
-            if (!pieces) goto nomem;
-        }
-        if (pieces && !touched && same[i] && c->status == SIFT_OK) {
-            cJSON_Delete(pieces);
-            pieces = cJSON_CreateArray();
-            if (!pieces || !cJSON_AddItemToArray(pieces, cJSON_Duplicate(alts[i], 1))) goto nomem_pieces;
-        }
-        while (pieces && pieces->child) cJSON_AddItemToArray(out, cJSON_DetachItemViaPointer(pieces, pieces->child));
-        cJSON_Delete(pieces);
-        continue;
-    nomem_pieces:
-        cJSON_Delete(pieces);
-        goto nomem;
-    }
-    for (int i = 0; i < n; i++) cJSON_Delete(cur[i]);
-    free(cur);
-    free(same);
-    if (c->status != SIFT_OK) return cJSON_Delete(out), NULL;
-    return out;
-nomem:
-    sift__js_coom(c);
-fail:
-    for (int i = 0; cur && i < n; i++) cJSON_Delete(cur[i]);
-    free(cur);
-    free(same);
-    cJSON_Delete(out);
-    return NULL;
-}

@@ -2,9 +2,10 @@
  * json_schema_int.h - what the files of the JSON schema converter share: the converter's
  * state (conv), its rule table and built-in rules, and the visitors of each keyword family.
  * json_schema.c is the driver (the rule table, built-ins, keyword checks, visit: the dispatch
- * by type, enum / const); json_schema_combine.c anyOf / oneOf / $ref / allOf;
- * json_schema_object.c objects; json_schema_array.c arrays and tuples; json_schema_scalar.c
- * strings, formats, integers and numbers. Internal to src/schema.
+ * by type, enum / const); json_schema_combine.c anyOf / oneOf siblings, $ref, allOf;
+ * json_schema_one_of.c oneOf's disjointness and pieces; json_schema_object.c objects;
+ * json_schema_array.c arrays and tuples; json_schema_scalar.c strings, formats, integers and
+ * numbers; regex_length.c a pattern with a length. Internal to src/schema.
  */
 #ifndef SIFT_SCHEMA_JSON_SCHEMA_INT_H
 #define SIFT_SCHEMA_JSON_SCHEMA_INT_H
@@ -72,13 +73,22 @@ const char *sift__js_use_builtin(conv *c, const char *name);
 bool sift__js_put_json_literal(conv *c, sift__gbnf_sbuf *b, const cJSON *v);
 char *sift__js_pattern_body(conv *c, const char *pat, size_t n);
 bool sift__js_in_list(const char *const *l, const char *s);
+bool sift__js_is_keyword(const char *k);
 const cJSON *sift__js_vc_resolve(void *ctx, const char *ref);
 const char *sift__js_visit(conv *c, const cJSON *s, const char *name, const char *force_type);
 
-/* json_schema_combine.c */
+/* json_schema_one_of.c */
 bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b);
 cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n);
 bool sift__js_value_fits(const cJSON *v, const cJSON *type);
+bool sift__js_requires_key(const cJSON *s, const char *k);
+
+/* json_schema_combine.c */
+enum { T_NUMBER = 1u << 4, T_INTEGER = 1u << 6 }; /* bits of sift__js_type_set (sift__js_type_names' order) */
+extern const char *const sift__js_type_names[];
+bool sift__js_type_set(const cJSON *t, unsigned *out);
+cJSON *sift__js_type_meet(conv *c, const cJSON *a, const cJSON *b);
+bool sift__js_only_annotations_and(const cJSON *s, const char *key);
 bool sift__js_values_checked(conv *c, const cJSON *s);
 bool sift__js_is_inert(const char *k);
 cJSON *sift__js_with_siblings(conv *c, const cJSON *s, const cJSON *alt);
@@ -103,5 +113,10 @@ const char *sift__js_visit_integer(conv *c, const cJSON *s, const char *rule_nam
 bool sift__js_bound_text(double d, char *out, size_t cap);
 const char *sift__js_visit_number(conv *c, const cJSON *s, const char *rule_name);
 const char *sift__js_visit_multiple_of(conv *c, const cJSON *s, const cJSON *mul, bool integer, const char *rule_name);
+
+/* regex_length.c: a pattern with minLength / maxLength (mx < 0: none) as rules counting the
+ * characters, a JSON string (quoted) or its inside only; *handled false (and no error) when
+ * the pattern or the counts are beyond it */
+const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, long mn, long mx, const char *rule_name, bool quoted, bool *handled);
 
 #endif

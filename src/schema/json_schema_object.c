@@ -637,9 +637,90 @@ out:
     return c->status == SIFT_OK;
 }
 
+/* dependentRequired on an object too large to track its key sets (ANY_ORDER_KEYS): with at
+ * most DEP_SPLIT_KEYS entries, one object per choice of which of their keys are present, the
+ * others declared false (absent), the present ones required with what they depend on: the
+ * choices are disjoint and together exactly the objects the entries allow. Each choice is a
+ * copy of the object's rules, so objects of more than DEP_SPLIT_PROPS properties are left
+ * refused (they are also those whose keys must come in the schema's order, ordered_object).
+ * NULL without an error when this does not apply (the caller goes on as before). */
+#define DEP_SPLIT_KEYS 3
+#define DEP_SPLIT_PROPS 16
+static const char *object_dep_split(conv *c, const cJSON *dr, const cJSON *props, const cJSON *required, const cJSON *additional,
+                                    const cJSON *pattern_props, const char *name, const char *rule_name, long min_props, long max_props,
+                                    bool *applies)
+{
+    *applies = false;
+    int k = cJSON_GetArraySize(dr);
+    int np = cJSON_GetArraySize(props);
+    if (!cJSON_IsObject(dr) || k < 1 || k > DEP_SPLIT_KEYS || np <= ANY_ORDER_KEYS || np > DEP_SPLIT_PROPS) return NULL;
+    for (const cJSON *d = dr->child; d; d = d->next) {
+        if (!cJSON_IsArray(d)) return NULL;
+        for (const cJSON *q = d->child; q; q = q->next)
+            if (!cJSON_IsString(q)) return NULL;
+    }
+    *applies = true;
+    sift__gbnf_sbuf alts = {0};
+    for (int mask = 0; mask < (1 << k) && c->status == SIFT_OK; mask++) {
+        cJSON *p = props ? cJSON_Duplicate(props, 1) : cJSON_CreateObject();
+        cJSON *r = required ? cJSON_Duplicate(required, 1) : cJSON_CreateArray();
+        bool empty = false;
+        int i = 0;
+        for (int pass = 0; pass < 2; pass++, i = 0) /* the absent keys first: a present one may need one */
+        for (const cJSON *d = dr->child; d && p && r && !empty; d = d->next, i++) {
+            if (!(mask & (1 << i)) != !pass) continue;
+            if (mask & (1 << i)) { /* present, and what it depends on */
+                for (const cJSON *q = d; q; q = q == d ? d->child : q->next) {
+                    const char *key = q == d ? d->string : q->valuestring;
+                    const cJSON *decl = cJSON_GetObjectItemCaseSensitive(p, key);
+                    empty |= cJSON_IsFalse(decl) || (!decl && cJSON_IsFalse(additional) && !pattern_props);
+                    bool have = false;
+                    for (const cJSON *x = r->child; x && !have; x = x->next) have = cJSON_IsString(x) && !strcmp(x->valuestring, key);
+                    if (!have && !cJSON_AddItemToArray(r, cJSON_CreateString(key))) goto nomem;
+                }
+                continue;
+            }
+            for (const cJSON *x = r->child; x && !empty; x = x->next) empty = cJSON_IsString(x) && !strcmp(x->valuestring, d->string);
+            cJSON_DeleteItemFromObjectCaseSensitive(p, d->string);
+            if (!cJSON_AddItemToObject(p, d->string, cJSON_CreateFalse())) goto nomem;
+        }
+        if (!p || !r) goto nomem;
+        if (!empty) {
+            char suf[16];
+            snprintf(suf, sizeof suf, "dep%d", mask);
+            char *vn = sift__js_join_name(rule_name, suf);
+            const char *v = vn ? sift__js_build_object(c, p, r, additional, pattern_props, name, vn, min_props, max_props) : sift__js_coom(c);
+            sift__gx_free(vn);
+            if (v) sift__gbnf_sb_printf(&alts, "%s%s", alts.n ? " | " : "", v);
+        }
+        cJSON_Delete(p);
+        cJSON_Delete(r);
+        continue;
+    nomem:
+        cJSON_Delete(p);
+        cJSON_Delete(r);
+        sift__js_coom(c);
+    }
+    if (c->status != SIFT_OK) return sift__gbnf_sb_free(&alts), (const char *)NULL;
+    if (!alts.n) {
+        sift__gbnf_sb_free(&alts);
+        c->unsat = true;
+        return sift__js_cfail(c, SIFT_E_INVAL, "dependentRequired: no object has every key it requires: the schema matches nothing");
+    }
+    return alts.oom ? (sift__gbnf_sb_free(&alts), sift__js_coom(c)) : sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&alts));
+}
+
 const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *required, const cJSON *additional,
                                 const cJSON *pattern_props, const char *name, const char *rule_name, long min_props, long max_props)
 {
+    if (c->dep_required) {
+        const cJSON *dr = c->dep_required;
+        c->dep_required = NULL;
+        bool applies = false;
+        const char *r = object_dep_split(c, dr, props, required, additional, pattern_props, name, rule_name, min_props, max_props, &applies);
+        if (applies) return r;
+        c->dep_required = dr;
+    }
     /* kv rule per property; with JSON Schema semantics a required name that `properties`
      * does not declare is a property with any value, after the declared ones */
     const bool llama = (c->flags & SIFT_JSON_SCHEMA_LLAMA) != 0;

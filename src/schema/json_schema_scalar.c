@@ -44,6 +44,45 @@ static void put_long_repetition(conv *c, sift__gbnf_sbuf *b, const char *item, l
     sift__gbnf_sb_puts(b, " )");
 }
 
+/* The lengths (in characters) of the strings each format's grammar generates (the builtins of
+ * json_schema.c), -1: unbounded. Email's is bounded by taking its local part to at most 64
+ * characters (RFC 5321's limit), when a maxLength asks: still a subset of what every
+ * validator accepts, as the formats are. */
+static const struct {
+    const char *prim;
+    long lo, hi;
+} FORMAT_LENGTHS[] = {
+    {"uuid", 36, 36},          {"date-string", 10, 10},     {"time-string", 9, 18}, /* 00:00:00Z .. 23:59:59.999+23:59 */
+    {"date-time-string", 20, 29}, {"hostname", 1, 253},     {"ipv4", 7, 15},
+    {"email", 3, 64 + 1 + 253}, {"uri", 5, -1},
+};
+
+/* format with minLength / maxLength: exact when the format's strings all have lengths within
+ * both (then they say nothing more), refused otherwise */
+static const char *format_with_length(conv *c, const cJSON *s, const char *f, const char *prim, const char *rule_name)
+{
+    long mn = sift__js_get_count(c, s, "minLength", 0), mx = sift__js_get_count(c, s, "maxLength", -1);
+    if (mn == -2 || mx == -2) return NULL;
+    for (size_t i = 0; i < sizeof FORMAT_LENGTHS / sizeof *FORMAT_LENGTHS; i++) {
+        if (strcmp(FORMAT_LENGTHS[i].prim, prim)) continue;
+        long lo = FORMAT_LENGTHS[i].lo, hi = FORMAT_LENGTHS[i].hi;
+        if (mn > lo || (mx >= 0 && (hi < 0 || hi > mx))) break;
+        if (strcmp(prim, "email") || mx < 0) {
+            const char *p = sift__js_use_builtin(c, prim);
+            return p ? sift__js_add_rule(c, rule_name, sift__js_dupstr(p)) : NULL;
+        }
+        /* email: the local part within 64 characters, counted (regex_length.c) */
+        bool handled = false;
+        static const char local[] = "^[A-Za-z0-9_%+-]+(\\.[A-Za-z0-9_%+-]+)*$";
+        const char *lp = sift__js_pattern_with_length(c, local, sizeof local - 1, 1, 64, "email-local", false, &handled);
+        if (!lp || !sift__js_use_builtin(c, "host-name") || !sift__js_use_builtin(c, "space")) return handled || c->status != SIFT_OK ? NULL : sift__js_coom(c);
+        sift__gbnf_sbuf b = {0};
+        sift__gbnf_sb_printf(&b, "\"\\\"\" %s \"@\" host-name \"\\\"\" space", lp);
+        return b.oom ? (sift__gbnf_sb_free(&b), sift__js_coom(c)) : sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+    }
+    return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "format '%s' together with minLength / maxLength cannot be expressed", f);
+}
+
 const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name)
 {
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
@@ -96,13 +135,33 @@ const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name
                 return b.oom ? (sift__gbnf_sb_free(&b), sift__js_coom(c)) : sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
             }
             if (e3.status == SIFT_E_INVAL) return (c->unsat = c->status == SIFT_OK, sift__js_cfail(c, SIFT_E_INVAL, "pattern, %s", e3.msg));
-            if (e3.status) return sift__js_cfail(c, e3.status, "pattern, %s", e3.msg);
+            if (e3.status && e3.status != SIFT_E_UNSUPPORTED) return sift__js_cfail(c, e3.status, "pattern, %s", e3.msg);
+        }
+        /* else an automaton of the pattern that counts characters (regex_length.c) */
+        if (has_len && !fmt) {
+            long mn = sift__js_get_count(c, s, "minLength", 0), mx = sift__js_get_count(c, s, "maxLength", -1);
+            if (mn == -2 || mx == -2) return NULL;
+            bool handled = false;
+            const char *r = sift__js_pattern_with_length(c, pat->valuestring, strlen(pat->valuestring), mn, mx, rule_name, true, &handled);
+            if (handled || c->status != SIFT_OK) return r;
         }
         if ((has_len || fmt) && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
             return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "'pattern' together with minLength / maxLength / format cannot be expressed");
         size_t o = sift__js_path_push(c, "pattern");
         char *body = sift__js_pattern_body(c, pat->valuestring, strlen(pat->valuestring));
         sift__js_path_pop(c, o);
+        if (!body && c->status == SIFT_E_UNSUPPORTED && !has_len && !fmt) {
+            /* X* with X able to match nothing (a left-recursive rule as one GBNF expression)
+             * is a loop like any other in the automaton of regex_length.c */
+            sift_error saved = c->err ? *c->err : (sift_error){0};
+            c->status = SIFT_OK;
+            if (c->err) *c->err = (sift_error){0};
+            bool handled = false;
+            const char *r = sift__js_pattern_with_length(c, pat->valuestring, strlen(pat->valuestring), 0, -1, rule_name, true, &handled);
+            if (handled || c->status != SIFT_OK) return r;
+            c->status = SIFT_E_UNSUPPORTED;
+            if (c->err) *c->err = saved;
+        }
         return body ? sift__js_add_rule(c, rule_name, body) : NULL;
     }
     if (cJSON_IsString(fmt)) {
@@ -122,9 +181,8 @@ const char *sift__js_visit_string(conv *c, const cJSON *s, const char *rule_name
             sift__js_path_pop(c, o);
             return NULL;
         }
+        if (prim && has_len && !(c->flags & SIFT_JSON_SCHEMA_LENIENT)) return format_with_length(c, s, f, prim, rule_name);
         if (prim) {
-            if (has_len && !(c->flags & SIFT_JSON_SCHEMA_LENIENT))
-                return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "format '%s' together with minLength / maxLength cannot be expressed", f);
             const char *p = sift__js_use_builtin(c, prim);
             return p ? sift__js_add_rule(c, rule_name, sift__js_dupstr(p)) : NULL;
         }

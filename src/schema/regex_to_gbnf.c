@@ -26,20 +26,9 @@
 #include "core/status.h"
 #include "schema/gbnf_writer.h"
 #include "grammar/alloc_bits_utf8.h"
+#include "schema/regex_int.h"
 
 #define RX_MAX_DEPTH 256 /* nested groups */
-
-typedef struct {
-    const char *s;
-    size_t n, i;
-    int depth;
-    sift_error *err;
-    int status;
-    /* the last atom read: its text before quantifiers, their number, the last one's bounds */
-    sift__gbnf_sbuf last_inner;
-    int last_nq;
-    long last_mn, last_mx, last_inner_lo, last_inner_hi;
-} rx;
 
 /* The lengths (in characters) an expression can match: lo..hi, hi < 0 unbounded; lo == 0 is
  * "nullable". Capped far above any length a schema names. */
@@ -51,14 +40,7 @@ typedef struct {
 static long len_add(long a, long b) { return a < 0 || b < 0 ? -1 : a + b > RX_LEN_CAP ? RX_LEN_CAP : a + b; }
 static long len_mul(long a, long m) { return a < 0 || m < 0 ? (a == 0 ? 0 : -1) : a * m > RX_LEN_CAP ? RX_LEN_CAP : a * m; }
 
-/* A set of code points as sorted ranges (for classes). */
-typedef struct {
-    uint32_t r[2 * 64];
-    int n;
-    bool neg;
-} cpset;
-
-static void cps_add(cpset *s, uint32_t lo, uint32_t hi)
+void sift__cps_add(cpset *s, uint32_t lo, uint32_t hi)
 {
     if (s->n < 64) {
         s->r[2 * s->n] = lo;
@@ -67,7 +49,7 @@ static void cps_add(cpset *s, uint32_t lo, uint32_t hi)
     }
 }
 
-static bool cps_has(const cpset *cs, uint32_t cp)
+bool sift__cps_has(const cpset *cs, uint32_t cp)
 {
     bool in = false;
     for (int k = 0; k < cs->n && !in; k++) in = cs->r[2 * k] <= cp && cp <= cs->r[2 * k + 1];
@@ -76,7 +58,7 @@ static bool cps_has(const cpset *cs, uint32_t cp)
 
 /* The JSON-string form of a set of characters: the characters that appear raw in a JSON
  * string, plus the escaped forms of '"', '\' and the control characters in the set. */
-static void put_json_chars(sift__gbnf_sbuf *b, const cpset *cs)
+void sift__put_json_chars(sift__gbnf_sbuf *b, const cpset *cs)
 {
     sift__gbnf_sb_puts(b, "(");
     /* raw part: the set minus '"', '\\', 0x00-0x1F */
@@ -123,15 +105,15 @@ static void put_json_chars(sift__gbnf_sbuf *b, const cpset *cs)
     } E[] = {{'"', "\"\\\\\\\"\""}, {'\\', "\"\\\\\\\\\""}, {'\n', "\"\\\\n\""}, {'\r', "\"\\\\r\""}, {'\t', "\"\\\\t\""},
              {'\b', "\"\\\\b\""}, {'\f', "\"\\\\f\""}};
     for (size_t k = 0; k < sizeof E / sizeof *E; k++)
-        if (cps_has(cs, E[k].cp)) sift__gbnf_sb_printf(b, " | %s", E[k].esc);
+        if (sift__cps_has(cs, E[k].cp)) sift__gbnf_sb_printf(b, " | %s", E[k].esc);
     for (uint32_t cp = 0; cp < 0x20; cp++) {
         if (cp == '\n' || cp == '\r' || cp == '\t' || cp == '\b' || cp == '\f') continue;
-        if (cps_has(cs, cp)) sift__gbnf_sb_printf(b, " | \"\\\\u%04x\"", cp);
+        if (sift__cps_has(cs, cp)) sift__gbnf_sb_printf(b, " | \"\\\\u%04x\"", cp);
     }
     sift__gbnf_sb_puts(b, ")");
 }
 
-static bool rx_fail(rx *r, const char *what)
+bool sift__rx_fail(rx *r, const char *what)
 {
     if (r->status == SIFT_OK) r->status = sift__error_set(r->err, SIFT_E_UNSUPPORTED, "offset %zu: %s", r->i, what);
     return false;
@@ -141,7 +123,7 @@ static int rx_hex(rx *r, int nd, uint32_t *out)
 {
     uint32_t v = 0;
     for (int k = 0; k < nd; k++) {
-        if (r->i >= r->n || !isxdigit((unsigned char)r->s[r->i])) return rx_fail(r, "bad hex escape");
+        if (r->i >= r->n || !isxdigit((unsigned char)r->s[r->i])) return sift__rx_fail(r, "bad hex escape");
         char ch = r->s[r->i++];
         v = v * 16 + (uint32_t)(isdigit((unsigned char)ch) ? ch - '0' : (tolower((unsigned char)ch) - 'a' + 10));
     }
@@ -150,7 +132,7 @@ static int rx_hex(rx *r, int nd, uint32_t *out)
 }
 
 /* One UTF-8 character of the pattern text. */
-static bool rx_char(rx *r, uint32_t *cp)
+bool sift__rx_char(rx *r, uint32_t *cp)
 {
     sift__gx_utf8 u = {0};
     size_t start = r->i;
@@ -163,7 +145,7 @@ static bool rx_char(rx *r, uint32_t *cp)
         }
     }
     r->i = start;
-    return rx_fail(r, "invalid UTF-8");
+    return sift__rx_fail(r, "invalid UTF-8");
 }
 
 /* ECMA-262's \s: WhiteSpace (TAB, VT, FF, ZWNBSP and every Unicode Zs space: U+0020,
@@ -173,20 +155,20 @@ static void add_space(cpset *cs)
 {
     static const uint32_t r[][2] = {{'\t', '\r'},     {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
                                     {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
-    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) cps_add(cs, r[i][0], r[i][1]);
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) sift__cps_add(cs, r[i][0], r[i][1]);
 }
 
 /* An escape after '\' (r->i past the backslash): a single code point (*cp, returns 1) or a
  * class into *cs (returns 2); 0 on error. */
-static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
+int sift__rx_escape(rx *r, uint32_t *cp, cpset *cs)
 {
-    if (r->i >= r->n) return rx_fail(r, "pattern ends with '\\'");
+    if (r->i >= r->n) return sift__rx_fail(r, "pattern ends with '\\'");
     char e = r->s[r->i++];
     switch (e) {
-    case 'd': cps_add(cs, '0', '9'); return 2;
-    case 'D': cs->neg = true; cps_add(cs, '0', '9'); return 2;
-    case 'w': cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
-    case 'W': cs->neg = true; cps_add(cs, '0', '9'); cps_add(cs, 'A', 'Z'); cps_add(cs, '_', '_'); cps_add(cs, 'a', 'z'); return 2;
+    case 'd': sift__cps_add(cs, '0', '9'); return 2;
+    case 'D': cs->neg = true; sift__cps_add(cs, '0', '9'); return 2;
+    case 'w': sift__cps_add(cs, '0', '9'); sift__cps_add(cs, 'A', 'Z'); sift__cps_add(cs, '_', '_'); sift__cps_add(cs, 'a', 'z'); return 2;
+    case 'W': cs->neg = true; sift__cps_add(cs, '0', '9'); sift__cps_add(cs, 'A', 'Z'); sift__cps_add(cs, '_', '_'); sift__cps_add(cs, 'a', 'z'); return 2;
     case 's': add_space(cs); return 2;
     case 'S': cs->neg = true; add_space(cs); return 2;
     case 't': *cp = '\t'; return 1;
@@ -197,12 +179,12 @@ static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
     case '0': *cp = 0; return 1;
     case 'x': return rx_hex(r, 2, cp) ? 1 : 0;
     case 'u': return rx_hex(r, 4, cp) ? 1 : 0;
-    case 'b': case 'B': return rx_fail(r, "word boundaries (\\b, \\B) are not supported");
-    case 'p': case 'P': return rx_fail(r, "Unicode property classes (\\p{...}) are not supported");
-    case 'k': return rx_fail(r, "named backreferences are not supported");
+    case 'b': case 'B': return sift__rx_fail(r, "word boundaries (\\b, \\B) are not supported");
+    case 'p': case 'P': return sift__rx_fail(r, "Unicode property classes (\\p{...}) are not supported");
+    case 'k': return sift__rx_fail(r, "named backreferences are not supported");
     default:
-        if (e >= '1' && e <= '9') return rx_fail(r, "backreferences are not supported");
-        if (isalnum((unsigned char)e)) return rx_fail(r, "unknown escape");
+        if (e >= '1' && e <= '9') return sift__rx_fail(r, "backreferences are not supported");
+        if (isalnum((unsigned char)e)) return sift__rx_fail(r, "unknown escape");
         *cp = (uint32_t)(unsigned char)e;
         return 1;
     }
@@ -211,7 +193,7 @@ static int rx_escape(rx *r, uint32_t *cp, cpset *cs)
 static bool rx_alt(rx *r, sift__gbnf_sbuf *out, rxlen *len);
 
 /* [...] (r->i past '[') */
-static bool rx_class(rx *r, cpset *cs)
+bool sift__rx_class(rx *r, cpset *cs)
 {
     if (r->i < r->n && r->s[r->i] == '^') {
         cs->neg = true;
@@ -224,14 +206,14 @@ static bool rx_class(rx *r, cpset *cs)
         if (r->s[r->i] == '\\') {
             r->i++;
             cpset sub = {0};
-            int k = rx_escape(r, &lo, &sub);
+            int k = sift__rx_escape(r, &lo, &sub);
             if (!k) return false;
             if (k == 2) {
-                if (sub.neg) return rx_fail(r, "negated escapes (\\D \\W \\S) inside [...] are not supported");
-                for (int q = 0; q < sub.n; q++) cps_add(cs, sub.r[2 * q], sub.r[2 * q + 1]);
+                if (sub.neg) return sift__rx_fail(r, "negated escapes (\\D \\W \\S) inside [...] are not supported");
+                for (int q = 0; q < sub.n; q++) sift__cps_add(cs, sub.r[2 * q], sub.r[2 * q + 1]);
                 continue;
             }
-        } else if (!rx_char(r, &lo)) {
+        } else if (!sift__rx_char(r, &lo)) {
             return false;
         }
         uint32_t hi = lo;
@@ -240,18 +222,18 @@ static bool rx_class(rx *r, cpset *cs)
             if (r->s[r->i] == '\\') {
                 r->i++;
                 cpset sub = {0};
-                int k = rx_escape(r, &hi, &sub);
+                int k = sift__rx_escape(r, &hi, &sub);
                 if (!k) return false;
-                if (k == 2) return rx_fail(r, "a class escape cannot end a range");
-            } else if (!rx_char(r, &hi)) {
+                if (k == 2) return sift__rx_fail(r, "a class escape cannot end a range");
+            } else if (!sift__rx_char(r, &hi)) {
                 return false;
             }
-            if (hi < lo) return rx_fail(r, "range out of order");
+            if (hi < lo) return sift__rx_fail(r, "range out of order");
         }
-        if (cs->n >= 64) return rx_fail(r, "character class too large");
-        cps_add(cs, lo, hi);
+        if (cs->n >= 64) return sift__rx_fail(r, "character class too large");
+        sift__cps_add(cs, lo, hi);
     }
-    if (r->i >= r->n) return rx_fail(r, "unterminated [");
+    if (r->i >= r->n) return sift__rx_fail(r, "unterminated [");
     r->i++;
     return true;
 }
@@ -267,48 +249,48 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, rxlen *len)
         r->i++;
         if (r->i < r->n && r->s[r->i] == '?') {
             if (r->i + 1 < r->n && r->s[r->i + 1] == ':') r->i += 2;
-            else return rx_fail(r, "lookaround and named groups are not supported");
+            else return sift__rx_fail(r, "lookaround and named groups are not supported");
         }
-        if (++r->depth > RX_MAX_DEPTH) return rx_fail(r, "groups nested too deep");
+        if (++r->depth > RX_MAX_DEPTH) return sift__rx_fail(r, "groups nested too deep");
         sift__gbnf_sb_puts(&atom, "(");
         ok = rx_alt(r, &atom, len);
         r->depth--;
-        if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = rx_fail(r, "missing ')'");
+        if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = sift__rx_fail(r, "missing ')'");
         if (ok) r->i++;
         sift__gbnf_sb_puts(&atom, ")");
     } else if (ch == '[') {
         r->i++;
         cpset cs = {0};
-        ok = rx_class(r, &cs);
-        if (ok) put_json_chars(&atom, &cs);
+        ok = sift__rx_class(r, &cs);
+        if (ok) sift__put_json_chars(&atom, &cs);
     } else if (ch == '.') {
         r->i++;
         cpset cs = {.neg = true};
-        cps_add(&cs, '\n', '\n');
-        cps_add(&cs, '\r', '\r');
-        cps_add(&cs, 0x2028, 0x2029);
-        put_json_chars(&atom, &cs);
+        sift__cps_add(&cs, '\n', '\n');
+        sift__cps_add(&cs, '\r', '\r');
+        sift__cps_add(&cs, 0x2028, 0x2029);
+        sift__put_json_chars(&atom, &cs);
     } else if (ch == '\\') {
         r->i++;
         uint32_t cp;
         cpset cs = {0};
-        int k = rx_escape(r, &cp, &cs);
+        int k = sift__rx_escape(r, &cp, &cs);
         if (!k) ok = false;
-        else if (k == 2) put_json_chars(&atom, &cs);
+        else if (k == 2) sift__put_json_chars(&atom, &cs);
         else {
             cpset one = {0};
-            cps_add(&one, cp, cp);
-            put_json_chars(&atom, &one);
+            sift__cps_add(&one, cp, cp);
+            sift__put_json_chars(&atom, &one);
         }
     } else if (ch == '*' || ch == '+' || ch == '?') {
-        return rx_fail(r, "a quantifier without anything to repeat");
+        return sift__rx_fail(r, "a quantifier without anything to repeat");
     } else {
         uint32_t cp;
-        if (!rx_char(r, &cp)) ok = false;
+        if (!sift__rx_char(r, &cp)) ok = false;
         else {
             cpset one = {0};
-            cps_add(&one, cp, cp);
-            put_json_chars(&atom, &one);
+            sift__cps_add(&one, cp, cp);
+            sift__put_json_chars(&atom, &one);
         }
     }
     if (!ok) {
@@ -346,12 +328,12 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, rxlen *len)
             if (mn > 2000 || mx > 2000) {
                 sift__gbnf_sb_free(&atom);
                 sift__gbnf_sb_free(&inner);
-                return rx_fail(r, "repetition count above 2000");
+                return sift__rx_fail(r, "repetition count above 2000");
             }
             if (mx >= 0 && mx < mn) {
                 sift__gbnf_sb_free(&atom);
                 sift__gbnf_sb_free(&inner);
-                return rx_fail(r, "repetition {m,n} with n < m");
+                return sift__rx_fail(r, "repetition {m,n} with n < m");
             }
             r->i = j;
         } else break;
@@ -361,7 +343,7 @@ static bool rx_atom(rx *r, sift__gbnf_sbuf *out, rxlen *len)
             /* X* with X able to match nothing would be a left-recursive grammar rule */
             sift__gbnf_sb_free(&atom);
             sift__gbnf_sb_free(&inner);
-            return rx_fail(r, "unbounded repetition of an expression that can match the empty string");
+            return sift__rx_fail(r, "unbounded repetition of an expression that can match the empty string");
         }
         *len = (rxlen){len_mul(len->lo, mn), len_mul(len->hi, mx)};
         nq++, q_mn = mn, q_mx = mx;
@@ -393,7 +375,7 @@ static bool rx_seq(rx *r, sift__gbnf_sbuf *out, rxlen *len)
     bool first = true;
     *len = (rxlen){0, 0};
     while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
-        if (r->s[r->i] == '^' || r->s[r->i] == '$') return rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
+        if (r->s[r->i] == '^' || r->s[r->i] == '$') return sift__rx_fail(r, "'^' / '$' are only supported at the ends of the pattern");
         if (!first) sift__gbnf_sb_puts(out, " ");
         first = false;
         rxlen al;
@@ -466,7 +448,7 @@ static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *
     if (!anchored) return NULL;
     sift__gbnf_sbuf any = {0}, out = {0};
     cpset all = {.neg = true};
-    put_json_chars(&any, &all);
+    sift__put_json_chars(&any, &all);
     sift__gbnf_sb_puts(&any, "*");
     bool ok = !any.oom;
     for (size_t a = 0, st = 0; a < k && ok; st = ends[a] + 1, a++) {
@@ -478,7 +460,7 @@ static char *per_alternative_anchors(const char *pattern, size_t n, sift_error *
         rxlen al;
         ok = rx_alt(&r, &inner, &al);
         sift__gbnf_sb_free(&r.last_inner);
-        if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
+        if (ok && r.i < r.n) ok = sift__rx_fail(&r, "unmatched ')'");
         if (!(as && ae)) al.hi = -1; /* any characters at an open end */
         if (a == 0 || al.lo < whole->lo) whole->lo = al.lo;
         if (a == 0 || (whole->hi >= 0 && (al.hi < 0 || al.hi > whole->hi))) whole->hi = al.hi;
@@ -514,7 +496,7 @@ static char *convert(const char *pattern, size_t n, bool *anch_start, bool *anch
     sift__gbnf_sbuf out = {0};
     bool ok = rx_alt(&r, &out, len);
     sift__gbnf_sb_free(&r.last_inner);
-    if (ok && r.i < r.n) ok = rx_fail(&r, "unmatched ')'");
+    if (ok && r.i < r.n) ok = sift__rx_fail(&r, "unmatched ')'");
     if (!*anch_start || !*anch_end) len->hi = -1; /* a match inside a longer string */
     if (ok && out.oom) {
         sift__error_set(err, SIFT_E_NOMEM, "out of memory");
