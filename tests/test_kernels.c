@@ -2,10 +2,10 @@
  * test_kernels.c - every SIMD kernel against the scalar one, and the scalar ones against
  * the formats' definitions.
  *
- *   - dot products for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: weights made by the reference
+ *   - dot products for F32, F16, BF16, Q8_0, Q4_0, MXFP4, Q4_K, Q5_K, Q6_K: weights made by the reference
  *     quantizers, activations by the kernels' converters, many row lengths (tails
  *     included), 1..4 columns. The scalar kernel must match a double-precision dot of the
- *     dequantized rows; the integer kernels (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) of every ISA must
+ *     dequantized rows; the integer kernels (Q8_0, Q4_0, MXFP4, Q4_K, Q5_K, Q6_K) of every ISA must
  *     equal the scalar result bit for bit, the float ones (F32, F16, BF16) within a few float
  *     roundings of the row's magnitude;
  *   - column independence: a column's result is bitwise the same with 1 or 4 columns
@@ -15,7 +15,9 @@
  *     for the integer types bitwise the scalar kernel's; and big products (75 x 70, past the
  *     chunks a gemm kernel blocks its rows, columns and row length in);
  *   - attention scores, softmax exp and sum, max, SwiGLU, F16 conversion;
- *   - the Q8_K activation quantizer against its definition.
+ *   - the Q8_K activation quantizer against its definition;
+ *   - MXFP4 rows of arbitrary bytes (every exponent, the subnormal scales 0 and 1 included)
+ *     through every ISA's dot and rows, bitwise the scalar kernel's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,7 +43,7 @@ static double urand(void) /* [0, 1) */
 }
 static float frand(float scale) { return (float)((urand() * 2 - 1) * scale); }
 
-static const sift_tensor_type types[] = {SIFT_TYPE_F32, SIFT_TYPE_F16, SIFT_TYPE_BF16, SIFT_TYPE_Q8_0, SIFT_TYPE_Q4_0, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K};
+static const sift_tensor_type types[] = {SIFT_TYPE_F32, SIFT_TYPE_F16, SIFT_TYPE_BF16, SIFT_TYPE_Q8_0, SIFT_TYPE_Q4_0, SIFT_TYPE_MXFP4, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K};
 
 /* The SIMD levels of this build's architecture, lower first (either may be missing on this CPU). */
 #if defined(__aarch64__)
@@ -600,6 +602,61 @@ static void test_choice(void **state)
     }
 }
 
+
+/* MXFP4 blocks of random bytes: any byte is a valid code pair and any exponent a scale
+ * (0 and 1 are the subnormal 2^-128 and 2^-127, which the SIMD scale conversion handles
+ * apart). Every ISA's dot (1..4 columns) and rows must give the scalar kernel's bits. */
+static void test_mxfp4_any_bytes(void **state)
+{
+    (void)state;
+    const sift__kernels *sc = sift__kernels_get(SIFT_ISA_SCALAR);
+    enum { N = 256, NR = 13, NB = N / SIFT_QK_MXFP4 };
+    const size_t wb = sift__type_row_bytes(SIFT_TYPE_MXFP4, N), ab = sift__act_row_bytes(SIFT_ACT_Q8_0, N);
+    static uint8_t w[NR * NB * 17];
+    static char x[4 * 8 * 34];
+    float xf[4 * N];
+    assert_int_equal(wb, NB * 17);
+    assert_true(ab * 4 <= sizeof x);
+    int checked = 0;
+    for (int round = 0; round < 64; round++) {
+        for (size_t i = 0; i < sizeof w; i++) w[i] = (uint8_t)(urand() * 256);
+        /* exponents: mostly near 1 (2^-1 .. 2^1), some anywhere below 2^40, every row one of 0, 1, 2 */
+        for (int r = 0; r < NR; r++)
+            for (int b = 0; b < NB; b++) {
+                uint8_t *e = &w[r * wb + (size_t)b * 17];
+                *e = b == r % NB ? (uint8_t)(r % 3) : urand() < 0.8 ? (uint8_t)(127 + (int)(urand() * 3)) : (uint8_t)(urand() * 168);
+            }
+        for (int i = 0; i < 4 * N; i++) xf[i] = frand(3.0f);
+        for (int j = 0; j < 4; j++) sc->act_convert(SIFT_ACT_Q8_0, xf + j * N, x + j * ab, N);
+        float ref[NR][4], rows_ref[NR];
+        for (int r = 0; r < NR; r++) sc->dot[SIFT_TYPE_MXFP4](N, w + r * wb, x, ab, 4, ref[r]);
+        sc->rows[SIFT_TYPE_MXFP4](N, w, wb, NR, x, rows_ref);
+        for (int r = 0; r < NR; r++) assert_memory_equal(&rows_ref[r], &ref[r][0], 4);
+        for (int isa = 0; isa < N_TABLES; isa++) {
+            const sift__kernels *k = table_at(isa);
+            if (!k) continue;
+            float got[4], rows_got[NR];
+            for (int r = 0; r < NR; r++) {
+                for (int nc = 1; nc <= 4; nc++) {
+                    k->dot[SIFT_TYPE_MXFP4](N, w + r * wb, x, ab, nc, got);
+                    if (memcmp(got, ref[r], (size_t)nc * 4) != 0) {
+                        fprintf(stderr, "%s mxfp4 row %d ncols %d: %.9g vs scalar %.9g\n", table_name(isa), r, nc, got[0], ref[r][0]);
+                        fail();
+                    }
+                    checked++;
+                }
+            }
+            k->rows[SIFT_TYPE_MXFP4](N, w, wb, NR, x, rows_got);
+            for (int r = 0; r < NR; r++)
+                if (memcmp(&rows_got[r], &rows_ref[r], 4) != 0) {
+                    fprintf(stderr, "%s mxfp4 rows %d: %.9g vs scalar %.9g\n", table_name(isa), r, rows_got[r], rows_ref[r]);
+                    fail();
+                }
+        }
+    }
+    assert_true(checked > 0);
+}
+
 int main(void)
 {
     printf("  best ISA on this CPU: %s\n", sift_isa_name(sift_isa_best()));
@@ -608,6 +665,7 @@ int main(void)
         cmocka_unit_test(test_attention_and_elementwise),
         cmocka_unit_test(test_q8_K),
         cmocka_unit_test(test_q4_K_scales),
+        cmocka_unit_test(test_mxfp4_any_bytes),
         cmocka_unit_test(test_gemm_big),
         cmocka_unit_test(test_q4_K_x8),
         cmocka_unit_test(test_choice),

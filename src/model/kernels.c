@@ -34,7 +34,8 @@ sift__act_format sift__act_format_of(sift_tensor_type type)
     case SIFT_TYPE_F16: return SIFT_ACT_F16;
     case SIFT_TYPE_BF16: return SIFT_ACT_BF16;
     case SIFT_TYPE_Q8_0:
-    case SIFT_TYPE_Q4_0: return SIFT_ACT_Q8_0;
+    case SIFT_TYPE_Q4_0:
+    case SIFT_TYPE_MXFP4: return SIFT_ACT_Q8_0;
     case SIFT_TYPE_Q4_K:
     case SIFT_TYPE_Q5_K:
     case SIFT_TYPE_Q6_K: return SIFT_ACT_Q8_K;
@@ -204,6 +205,29 @@ static void dot_q4_0(int64_t n, const void *w, const void *x, size_t x_stride, i
     }
 }
 
+/* MXFP4 against Q8_0 (ggml's vec_dot_type for it): value i of a block is kvalues[qs[i] & 15],
+ * value i+16 kvalues[qs[i] >> 4] (the doubled E2M1 values), the block's scale 2^(e - 128).
+ * Per block the exact integer sum, then one float step, (float)isum * (dw * dx): dw is a
+ * power of two, so dw * dx is exact and the step is ggml's d * sumi with d = dx * dw. */
+static void dot_mxfp4(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    const sift__block_mxfp4 *a = w;
+    const int64_t nb = n / SIFT_QK_MXFP4;
+    for (int j = 0; j < ncols; j++) {
+        const sift__block_q8_0 *b = (const sift__block_q8_0 *)((const char *)x + j * x_stride);
+        float sum = 0;
+        for (int64_t k = 0; k < nb; k++) {
+            int isum = 0;
+            for (int i = 0; i < SIFT_QK_MXFP4 / 2; i++) {
+                isum += sift__kvalues_mxfp4[a[k].qs[i] & 15] * b[k].qs[i];
+                isum += sift__kvalues_mxfp4[a[k].qs[i] >> 4] * b[k].qs[i + 16];
+            }
+            sum += (float)isum * (sift__e8m0_to_fp32_half(a[k].e) * sift__fp16_to_fp32(b[k].d));
+        }
+        s[j] = sum;
+    }
+}
+
 /* The 6-bit scale and min of sub-block j of a Q4_K block (see ggml_types.c). */
 static inline void q4k_scale_min(int j, const uint8_t *q, int *sc, int *m)
 {
@@ -355,6 +379,7 @@ ROWS(f16)
 ROWS(bf16)
 ROWS(q8_0)
 ROWS(q4_0)
+ROWS(mxfp4)
 ROWS(q4_K)
 ROWS(q5_K)
 ROWS(q6_K)
@@ -420,6 +445,7 @@ static void init_scalar(sift__kernels *k)
     k->dot[SIFT_TYPE_BF16] = dot_bf16;
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
+    k->dot[SIFT_TYPE_MXFP4] = dot_mxfp4;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
     k->dot[SIFT_TYPE_Q5_K] = dot_q5_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
@@ -428,6 +454,7 @@ static void init_scalar(sift__kernels *k)
     k->rows[SIFT_TYPE_BF16] = rows_bf16;
     k->rows[SIFT_TYPE_Q8_0] = rows_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_q4_0;
+    k->rows[SIFT_TYPE_MXFP4] = rows_mxfp4;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
     k->rows[SIFT_TYPE_Q5_K] = rows_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;

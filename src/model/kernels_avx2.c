@@ -629,6 +629,82 @@ static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
 QX_0_TILES(q8_0, sift__block_q8_0, false, w_q8_0)
 QX_0_TILES(q4_0, sift__block_q4_0, true, w_q4_0u)
 
+/* ---- MXFP4 against Q8_0 ------------------------------------------------------------------------
+ *
+ * A block's 32 codes become their signed byte values (the doubled E2M1 values, -12..12) with
+ * one vpshufb into the 16-entry table per half; then Q4_0's path: the exact integer sum of
+ * the block (vpsignb, vpmaddubsw, vpmaddwd, reduced), and the scalar code's float step with
+ * the block's scale 2^(e - 128) (sift__e8m0_to_fp32_half). Generation takes eight rows at a
+ * time against the column (its |x| made once), the eight block sums reduced together
+ * (reduce8) and their float steps in the eight lanes of one register, as rows_huge does for
+ * Q4_0: every value bit for bit the scalar kernel's. */
+static inline __m256i unpack_mxfp4(const uint8_t *qs)
+{
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sift__kvalues_mxfp4));
+    const __m128i b = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
+    return _mm256_shuffle_epi8(tbl, v);
+}
+
+FORCE_INLINE void dot_mxfp4_n(int64_t n, const sift__block_mxfp4 *a, const char *x, size_t xs, float *s, const int NC)
+{
+    float sum[SIFT_DOT_MAX_COLS] = {0};
+    for (int64_t k = 0; k < n / SIFT_QK_MXFP4; k++) {
+        const __m256i qa = unpack_mxfp4(a[k].qs);
+        const float da = sift__e8m0_to_fp32_half(a[k].e);
+        for (int j = 0; j < NC; j++) {
+            const sift__block_q8_0 *b = (const sift__block_q8_0 *)(x + j * xs) + k;
+            const int isum = dot32_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs));
+            sum[j] += (float)isum * (da * f16c_to_fp32(b->d));
+        }
+    }
+    for (int j = 0; j < NC; j++) s[j] = sum[j];
+}
+
+SIFT__DOT_COLS(dot_mxfp4)
+
+/* lane i: 2^(e_i - 128) for the eight exponents, as sift__e8m0_to_fp32_half */
+static inline __m256 e8m0_half8(const uint8_t e[8])
+{
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)e));
+    const __m256i norm = _mm256_slli_epi32(_mm256_sub_epi32(v, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), v);
+    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), v);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(norm, sub, small));
+}
+
+static void rows_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
+{
+    const sift__block_q8_0 *b = x;
+    for (int64_t r = 0; r < n_rows; r += 8) {
+        const int nr = n_rows - r < 8 ? (int)(n_rows - r) : 8;
+        const sift__block_mxfp4 *a[8];
+        for (int i = 0; i < 8; i++) a[i] = (const sift__block_mxfp4 *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes);
+        const char *pf = r + 16 <= n_rows ? (const char *)w + (r + 8) * row_bytes : NULL;
+        __m256 sum = _mm256_setzero_ps();
+        for (int64_t k = 0; k < n / SIFT_QK_MXFP4; k++) {
+            prefetch_span(pf, k, 8 * (int64_t)sizeof(sift__block_mxfp4));
+            const __m256i xv = _mm256_loadu_si256((const __m256i *)b[k].qs), xa = _mm256_sign_epi8(xv, xv);
+            __m256i p[8];
+            uint8_t e[8];
+            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
+                p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(unpack_mxfp4(a[i][k].qs), xv)),
+                                         _mm256_set1_epi16(1));
+                e[i] = a[i][k].e;
+            }
+            const __m256 dx = _mm256_set1_ps(f16c_to_fp32(b[k].d));
+            sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8(p)), _mm256_mul_ps(e8m0_half8(e), dx)));
+        }
+        if (nr == 8) {
+            _mm256_storeu_ps(out + r, sum);
+        } else {
+            float v[8];
+            _mm256_storeu_ps(v, sum);
+            memcpy(out + r, v, (size_t)nr * sizeof *v);
+        }
+    }
+}
+
 /* ---- Q4_K and Q6_K against Q8_K: tiles (kernels_simd.h) ---------------------------------------------- */
 
 /* 16-bit lanes all holding lane c of a register whose two 128-bit halves both hold eight
@@ -1183,6 +1259,7 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->dot[SIFT_TYPE_BF16] = dot_bf16;
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
+    k->dot[SIFT_TYPE_MXFP4] = dot_mxfp4;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
     k->dot[SIFT_TYPE_Q5_K] = dot_q5_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
@@ -1192,6 +1269,7 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->gemm[SIFT_TYPE_BF16] = gemm_bf16;
     k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
+    k->rows[SIFT_TYPE_MXFP4] = rows_mxfp4;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
     k->rows[SIFT_TYPE_Q5_K] = rows_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
