@@ -17,7 +17,7 @@
  *   - attention scores, softmax exp and sum, max, SwiGLU, F16 conversion;
  *   - the Q8_K activation quantizer against its definition;
  *   - MXFP4 rows of arbitrary bytes (every exponent, the subnormal scales 0 and 1 included)
- *     through every ISA's dot and rows, bitwise the scalar kernel's.
+ *     through every ISA's dot, rows and rows_huge, bitwise the scalar kernel's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -646,12 +646,17 @@ static void test_mxfp4_any_bytes(void **state)
                     checked++;
                 }
             }
-            k->rows[SIFT_TYPE_MXFP4](N, w, wb, NR, x, rows_got);
-            for (int r = 0; r < NR; r++)
-                if (memcmp(&rows_got[r], &rows_ref[r], 4) != 0) {
-                    fprintf(stderr, "%s mxfp4 rows %d: %.9g vs scalar %.9g\n", table_name(isa), r, rows_got[r], rows_ref[r]);
-                    fail();
-                }
+            for (int huge = 0; huge < 2; huge++) {
+                const sift__rows_fn rows = huge ? k->rows_huge[SIFT_TYPE_MXFP4] : k->rows[SIFT_TYPE_MXFP4];
+                if (!rows) continue;
+                rows(N, w, wb, NR, x, rows_got);
+                for (int r = 0; r < NR; r++)
+                    if (memcmp(&rows_got[r], &rows_ref[r], 4) != 0) {
+                        fprintf(stderr, "%s mxfp4 rows%s %d: %.9g vs scalar %.9g\n", table_name(isa), huge ? "_huge" : "", r,
+                                rows_got[r], rows_ref[r]);
+                        fail();
+                    }
+            }
         }
     }
     assert_true(checked > 0);

@@ -634,10 +634,12 @@ QX_0_TILES(q4_0, sift__block_q4_0, true, w_q4_0u)
  * A block's 32 codes become their signed byte values (the doubled E2M1 values, -12..12) with
  * one vpshufb into the 16-entry table per half; then Q4_0's path: the exact integer sum of
  * the block (vpsignb, vpmaddubsw, vpmaddwd, reduced), and the scalar code's float step with
- * the block's scale 2^(e - 128) (sift__e8m0_to_fp32_half). Generation takes eight rows at a
- * time against the column (its |x| made once), the eight block sums reduced together
- * (reduce8) and their float steps in the eight lanes of one register, as rows_huge does for
- * Q4_0: every value bit for bit the scalar kernel's. */
+ * the block's scale 2^(e - 128) (sift__e8m0_to_fp32_half). Generation from huge pages
+ * (rows_huge) takes eight rows at a time against the column (its |x| made once), the eight
+ * block sums reduced together (reduce8) and their float steps in the eight lanes of one
+ * register, as Q4_0's rows_huge does; from file pages a row at a time (rows), where eight
+ * streams side by side would defeat the prefetcher. Every value bit for bit the scalar
+ * kernel's. */
 static inline __m256i unpack_mxfp4(const uint8_t *qs)
 {
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sift__kvalues_mxfp4));
@@ -673,7 +675,7 @@ static inline __m256 e8m0_half8(const uint8_t e[8])
     return _mm256_castsi256_ps(_mm256_blendv_epi8(norm, sub, small));
 }
 
-static void rows_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
+static void rows_huge_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
 {
     const sift__block_q8_0 *b = x;
     for (int64_t r = 0; r < n_rows; r += 8) {
@@ -1164,6 +1166,7 @@ SIFT__ROWS(dot_f32, float)
 SIFT__ROWS(dot_f16, uint16_t)
 SIFT__ROWS(dot_q8_0, sift__block_q8_0)
 SIFT__ROWS(dot_q4_0, sift__block_q4_0)
+SIFT__ROWS(dot_mxfp4, sift__block_mxfp4)
 
 /* ---- attention and element-wise ---------------------------------------------------------------------- */
 
@@ -1269,7 +1272,8 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->gemm[SIFT_TYPE_BF16] = gemm_bf16;
     k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
-    k->rows[SIFT_TYPE_MXFP4] = rows_mxfp4;
+    k->rows[SIFT_TYPE_MXFP4] = rows_dot_mxfp4;
+    k->rows_huge[SIFT_TYPE_MXFP4] = rows_huge_mxfp4;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
     k->rows[SIFT_TYPE_Q5_K] = rows_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;

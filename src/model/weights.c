@@ -48,13 +48,16 @@
 #define HUGE_PAGE ((size_t)2 << 20)
 #define CHUNK ((size_t)4 << 20) /* the unit of work of the copy threads (whole huge pages) */
 
-/* Every matrix the forward pass multiplies by, in layer order (n of them into out, at most cap). */
+/* Every matrix the forward pass multiplies by, in layer order (n of them into out, at most cap);
+ * an expert stack is one matrix of n_expert x its rows (forward.c reads each expert as a row
+ * range of it, wherever it lives), so the stacks are populated at load like the rest. */
 static int collect(sift_model *m, sift__weight **out, int cap)
 {
     int n = 0;
     for (int l = 0; l < m->hp.n_layer; l++) {
         sift__layer *L = &m->layers[l];
-        sift__weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        sift__weight *ws[] = {&L->wq,     &L->wk,       &L->wv,          &L->wo,        &L->w_gate,     &L->w_up,
+                              &L->w_down, &L->w_router, &L->w_gate_exps, &L->w_up_exps, &L->w_down_exps};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++)
             if (ws[i]->data && n < cap) out[n++] = ws[i];
     }
@@ -202,7 +205,7 @@ static bool x8_packable(const sift_model *m, const sift__weight *w)
  * block, packing those on the way; returns without a copy when the memory is refused. */
 static void copy_matrices(sift_model *m, bool all)
 {
-    const int cap = 7 * m->hp.n_layer + 1;
+    const int cap = 11 * m->hp.n_layer + 1;
     sift__weight **ws = malloc((size_t)cap * sizeof *ws);
     copy_job J = {.fd = sift__gguf_fd(m->gguf), .parts = malloc((size_t)cap * sizeof *J.parts)};
     if (!ws || !J.parts) goto done;
@@ -263,18 +266,12 @@ void sift__weights_place(sift_model *m)
 {
     const bool map_all = env_set("SIFT_MMAP"), copy_all = !map_all && env_set("SIFT_COPY");
     bool used[SIFT_TYPE_COUNT] = {false};
-    const int cap = 7 * m->hp.n_layer + 1;
+    const int cap = 11 * m->hp.n_layer + 1;
     sift__weight **ws = malloc((size_t)cap * sizeof *ws);
     const int n = ws ? collect(m, ws, cap) : 0;
     for (int i = 0; i < n; i++)
         if ((int)ws[i]->type >= 0 && ws[i]->type < SIFT_TYPE_COUNT) used[ws[i]->type] = true;
     if (m->output.data && (int)m->output.type >= 0 && m->output.type < SIFT_TYPE_COUNT) used[m->output.type] = true;
-    for (int l = 0; l < m->hp.n_layer; l++) { /* experts stay in the mapping (forward.c reads them as row ranges) */
-        const sift__layer *L = &m->layers[l];
-        const sift__weight *ex[] = {&L->w_router, &L->w_gate_exps, &L->w_up_exps, &L->w_down_exps};
-        for (size_t i = 0; i < sizeof ex / sizeof *ex; i++)
-            if (ex[i]->data && (int)ex[i]->type >= 0 && ex[i]->type < SIFT_TYPE_COUNT) used[ex[i]->type] = true;
-    }
     sift__kernels_choose(used, copy_all, &m->k_auto);
     if (map_all) memset(m->k_auto.x8_pack, 0, sizeof m->k_auto.x8_pack);
     if (!map_all) copy_matrices(m, copy_all);
