@@ -707,6 +707,68 @@ static void rows_huge_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t 
     }
 }
 
+/* MXFP4 in the x8 layout (repack.h): lane r is row r from the first multiply to the float
+ * step. The codes go through a table of the values plus 12 (0..24, unsigned: vpmaddubsw's
+ * unsigned side, no vpsignb), each 32-bit lane of a step meeting the same four activation
+ * bytes (vpbroadcastd); 12 x the block's activation sum comes off afterwards. Two steps'
+ * products (at most 2 x 2 x 24 x 127 = 12192 each) are summed in 16 bits per half block
+ * before one vpmaddwd. A group's block sums are exact, its eight float steps the scalar
+ * code's: every value bit for bit the scalar kernel's. One pass over a group per column:
+ * generation reads the matrix as one sequential stream. */
+FORCE_INLINE __m256 mxfp4x8_block(const sift_block_mxfp4x8 *a, const sift__block_q8_0 *b, __m256 acc)
+{
+    static const int8_t shifted[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)shifted)), m4 = _mm256_set1_epi8(0x0F);
+    __m256i half[2];
+    UNROLL4 for (int h = 0; h < 2; h++) {
+        __m256i s16 = _mm256_setzero_si256();
+        UNROLL4 for (int t = 2 * h; t < 2 * h + 2; t++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * t));
+            int32_t x0, x1;
+            memcpy(&x0, b->qs + 8 * t, 4);
+            memcpy(&x1, b->qs + 8 * t + 4, 4);
+            const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(q, m4));
+            const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            s16 = _mm256_add_epi16(s16, _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(x0)),
+                                                         _mm256_maddubs_epi16(hi, _mm256_set1_epi32(x1))));
+        }
+        half[h] = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+    }
+    /* 12 x the activations' sum, in every lane */
+    const __m256i xv = _mm256_loadu_si256((const __m256i *)b->qs);
+    __m256i t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(12), xv), _mm256_set1_epi16(1));
+    t = _mm256_add_epi32(t, _mm256_permute2x128_si256(t, t, 1));
+    t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+    t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m256i is = _mm256_sub_epi32(_mm256_add_epi32(half[0], half[1]), t);
+    const __m256 dx = _mm256_set1_ps(f16c_to_fp32(b->d));
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(e8m0_half8(a->e), dx)));
+}
+
+static void gemm_x8_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
+                          size_t xs, int64_t n_cols, float *out, int64_t os)
+{
+    const int64_t nb = n / SIFT_QK_MXFP4, n8 = n_out / 8 * 8;
+    for (int64_t c = 0; c < n_cols; c++) {
+        const char *xc = (const char *)x + c * xs;
+        const sift__block_q8_0 *b = (const sift__block_q8_0 *)xc;
+        float *oc = out + c * os; /* row r at oc[r - r0] */
+        for (int64_t g = r0 / 8 * 8; g < r1; g += 8) {
+            if (g >= n8) { /* the plain rows after the last group */
+                for (int64_t r = g > r0 ? g : r0; r < r1; r++) dot_mxfp4_n(n, (const sift__block_mxfp4 *)((const char *)w + r * row_bytes), xc, xs, oc + (r - r0), 1);
+                break;
+            }
+            const sift_block_mxfp4x8 *a = (const sift_block_mxfp4x8 *)((const char *)w + g * row_bytes);
+            __m256 acc = _mm256_setzero_ps();
+            for (int64_t k = 0; k < nb; k++) acc = mxfp4x8_block(a + k, b + k, acc);
+            float v[8];
+            _mm256_storeu_ps(v, acc);
+            for (int i = 0; i < 8; i++)
+                if (g + i >= r0 && g + i < r1) oc[g + i - r0] = v[i];
+        }
+    }
+}
+
 /* ---- Q4_K and Q6_K against Q8_K: tiles (kernels_simd.h) ---------------------------------------------- */
 
 /* 16-bit lanes all holding lane c of a register whose two 128-bit halves both hold eight
@@ -1286,6 +1348,8 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->rows_huge[SIFT_TYPE_Q4_0] = rows_huge_q4_0;
     k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
     k->x8_pack[SIFT_TYPE_Q4_K] = x8_pack_q4_K;
+    k->gemm_x8[SIFT_TYPE_MXFP4] = gemm_x8_mxfp4;
+    k->x8_pack[SIFT_TYPE_MXFP4] = sift__mxfp4_x8_pack_group;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

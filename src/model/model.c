@@ -337,6 +337,7 @@ static int get_experts(loader *ld, const char *name, int64_t n_in, int64_t n_out
     w->type = t->type;
     w->n_in = n_in;
     w->n_out = n_out * n_exp;
+    w->n_part = n_out;
     w->row_bytes = (size_t)t->nb[1];
     w->data = t->data;
     w->name = t->name;

@@ -29,6 +29,7 @@ typedef struct sift__weight {
     const char *name;
     bool huge_pages; /* data is weights.c's copy, asked for in 2 MiB pages */
     bool x8;         /* rows in groups of eight (repack.h): only kernels' gemm_x8 reads it */
+    int64_t n_part;  /* an expert stack: rows per expert (forward.c reads each as a row range); 0 */
 } sift__weight;
 
 typedef struct sift__layer {

@@ -195,10 +195,17 @@ static char *map_huge(size_t size)
 }
 
 /* Is w to be read in the x8 layout (k_auto packs its type, and it is whole Q4_K blocks)? */
+/* Q4_K matrices (not expert stacks: their placement is left as it was), and MXFP4 ones,
+ * expert stacks too when every expert is whole groups (an expert is then a range of groups,
+ * read in place by gemm_x8), where k_auto reads the layout. */
 static bool x8_packable(const sift_model *m, const sift__weight *w)
 {
-    return m->k_auto.x8_pack[w->type] && w->type == SIFT_TYPE_Q4_K && w->n_out >= 8 &&
-           w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
+    if (!m->k_auto.x8_pack[w->type] || w->n_out < 8) return false;
+    if (w->type == SIFT_TYPE_Q4_K)
+        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
+    if (w->type == SIFT_TYPE_MXFP4)
+        return (w->n_part ? w->n_part : 8) % 8 == 0 && w->row_bytes == (size_t)(w->n_in / SIFT_QK_MXFP4) * sizeof(sift__block_mxfp4);
+    return false;
 }
 
 /* Copy the matrices k_auto reads in the x8 layout (all of them with all) into one huge-page
@@ -223,7 +230,7 @@ static void copy_matrices(sift_model *m, bool all)
             J.parts[i].pack = m->k_auto.x8_pack[ws[i]->type];
             J.parts[i].row_bytes = ws[i]->row_bytes;
             J.parts[i].group = 8 * ws[i]->row_bytes;
-            J.parts[i].nb = ws[i]->n_in / SIFT_QK_K;
+            J.parts[i].nb = ws[i]->n_in / sift__type_traits_get(ws[i]->type)->block_size;
             J.parts[i].n_groups = ws[i]->n_out / 8;
         }
     }
