@@ -6,9 +6,10 @@
  * pages (populated at load with MADV_POPULATE_READ, as llama.cpp's MAP_POPULATE does, so
  * the first decode takes no faults), the weights are shared with every other process that
  * maps the file, and resident memory is one copy. Only the matrices whose chosen kernel
- * reads another layout (Q4_K in the x8 layout of repack.h, where the load-time probe
- * measures it faster: model/choose.c) are copied into one anonymous mapping, asked for in
- * transparent huge pages, and repacked there.
+ * reads another layout (Q4_K and MXFP4 in the x8 layout of repack.h, where the load-time
+ * probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's experts)
+ * are copied into one anonymous mapping, asked for in transparent huge pages, and repacked
+ * there.
  *
  * Why not copy everything (the old rule): the copy bought 2 MiB pages (one TLB entry per
  * 2 MiB instead of per 4 KiB page, and a hardware prefetcher not stopped at every 4 KiB),

@@ -175,9 +175,11 @@ int sift_cmd_mkmodel(int argc, char **argv)
     const int64_t n_vocab = sift_gguf_array_n(sift_gguf_get(vg, "tokenizer.ggml.tokens"));
     sift_gguf_close(vg);
     const int hd = sp.head_dim ? sp.head_dim : sp.n_embd / sp.n_head;
+    const bool moe = !strcmp(sp.arch, "qwen3moe") || !strcmp(sp.arch, "gpt-oss");
+    const double n_exp = sp.n_expert > 0 ? sp.n_expert : 8, ff_exp = sp.n_ff_exp > 0 ? sp.n_ff_exp : sp.n_ff;
+    const double ffn = moe ? (double)sp.n_embd * n_exp * (3.0 * ff_exp + 1) : 3.0 * sp.n_embd * sp.n_ff;
     const double params = (double)n_vocab * sp.n_embd * 2 +
-                          (double)sp.n_layer * ((double)sp.n_embd * (2.0 * sp.n_head * hd + 2.0 * sp.n_head_kv * hd) +
-                                                3.0 * sp.n_embd * sp.n_ff);
+                          (double)sp.n_layer * ((double)sp.n_embd * (2.0 * sp.n_head * hd + 2.0 * sp.n_head_kv * hd) + ffn);
     printf("sift mkmodel: %s, dim %d, %d layers, %d heads (%d KV, head size %d), ff %d, vocab %lld, %s: "
            "%.1f M parameters, ~%.1f MB\n",
            sp.arch, sp.n_embd, sp.n_layer, sp.n_head, sp.n_head_kv, hd, sp.n_ff, (long long)n_vocab, sift_type_name(sp.type),
