@@ -267,10 +267,17 @@ static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_
     sift__pool_run(ctx->pool, nth, n_chunks, mm_task, &J);
 }
 
+/* One weight, with a bias or none (NULL). */
+static void matmul1b(sift_context *ctx, int nth, int n_tok, const float *x, const sift__weight *w, float *out,
+                     int64_t out_stride, const float *bias)
+{
+    matmul(ctx, nth, n_tok, x, 1, &w, &out, &out_stride, &bias);
+}
+
 static void matmul1(sift_context *ctx, int nth, int n_tok, const float *x, const sift__weight *w, float *out,
                     int64_t out_stride)
 {
-    matmul(ctx, nth, n_tok, x, 1, &w, &out, &out_stride, NULL);
+    matmul1b(ctx, nth, n_tok, x, w, out, out_stride, NULL);
 }
 
 /* ---- mixture of experts ----------------------------------------------------------------------- */
@@ -297,20 +304,16 @@ static void swiglu_oai(int64_t n, float *g, const float *u)
 
 /* The MoE feed-forward of n tokens (xn in, out [n][E]), as llama.cpp's build_moe_ffn with
  * softmax gating: router logits -> softmax -> the n_expert_used most probable experts
- * (descending) -> their probabilities, renormalized when the model says; each expert then
+ * (descending) -> their probabilities, renormalized when the model says (gpt-oss, its
+ * SOFTMAX_WEIGHT: the top k of the biased logits, the softmax of those k; biased experts
+ * through swiglu_oai); each expert then
  * runs once over the tokens routed to it (its rows read once per batch, not once per token),
  * and a token's output is the weighted sum over its slots in slot order. */
 static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *xn, float *out)
 {
     const sift__hparams *hp = &ctx->model->hp;
     const int E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FE = hp->n_ff_exp;
-    {
-        const sift__weight *w[1] = {&L->w_router};
-        float *o[1] = {ctx->moe_p};
-        const int64_t os[1] = {NE};
-        const float *bias[1] = {L->b_router};
-        matmul(ctx, nth, n, xn, 1, w, o, os, bias);
-    }
+    matmul1b(ctx, nth, n, xn, &L->w_router, ctx->moe_p, NE, L->b_router);
     for (int t = 0; t < n; t++) {
         float *p = ctx->moe_p + (size_t)t * NE;
         if (!hp->moe_oai) { /* softmax over all experts; gpt-oss selects on the logits themselves */
@@ -363,13 +366,7 @@ static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, con
         matmul(ctx, nth, cnt, ctx->moe_x, 2, w, o, os, bias);
         if (hp->moe_oai) swiglu_oai((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u);
         else ctx->k->swiglu((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u, ctx->moe_g);
-        {
-            const sift__weight *wd[1] = {&d};
-            float *od[1] = {ctx->moe_o};
-            const int64_t osd[1] = {E};
-            const float *bd[1] = {L->b_down_exps ? L->b_down_exps + (size_t)e * E : NULL};
-            matmul(ctx, nth, cnt, ctx->moe_g, 1, wd, od, osd, bd);
-        }
+        matmul1b(ctx, nth, cnt, ctx->moe_g, &d, ctx->moe_o, E, L->b_down_exps ? L->b_down_exps + (size_t)e * E : NULL);
         for (int j = 0; j < cnt; j++) { /* weighted, into the (token, slot) row */
             const int ts = ctx->moe_tok[j];
             const float wt = ctx->moe_w[ts];
@@ -925,13 +922,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             const int items = n * hp->n_head_kv, par = work < SIFT_PAR_MIN_WORK ? 1 : nth;
             sift__pool_run(ctx->pool, par, items < 4 * par ? items : 4 * par, attn_task, &aj);
         }
-        {
-            const sift__weight *w[1] = {&L->wo};
-            float *out[1] = {ctx->xn}; /* xn is free again: reuse it */
-            const int64_t os[1] = {E};
-            const float *bias[1] = {L->bo};
-            matmul(ctx, nth, n, ctx->att, 1, w, out, os, bias);
-        }
+        matmul1b(ctx, nth, n, ctx->att, &L->wo, ctx->xn, E, L->bo); /* xn is free again: reuse it */
         if (L->attn_post_norm)
             for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->attn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
         if (hp->residual_scale != 0) scale_rows(ctx->xn, (size_t)n * E, hp->residual_scale);
