@@ -30,7 +30,7 @@ static double now_ms(void)
 }
 
 static const sift_tensor_type types[] = {SIFT_TYPE_F32,  SIFT_TYPE_F16,  SIFT_TYPE_BF16, SIFT_TYPE_Q8_0,
-                                         SIFT_TYPE_Q4_0, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K};
+                                         SIFT_TYPE_Q4_0, SIFT_TYPE_MXFP4, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K};
 
 static const char *way_of(const sift__kernel_way *ways, int n, const sift__kernels *k, bool x8)
 {

@@ -3,19 +3,23 @@
 # model of `sift mkmodel`'s tiny shape (--dim 256 --layers 4 --heads 4 --kv-heads 2 --ff 512)
 # in F32, Q8_0 and Q4_K must give the same 16 greedy tokens from `sift generate --temp 0 -t 1`
 # as llama.cpp's own peer_generate (../shared/peer) on the same file. The vocabulary is
-# stories260K's (512 tokens), so the files stay small.
+# stories260K's (512 tokens), so the files stay small. gpt-oss also runs with its experts in
+# MXFP4 (the rest F32, Q8_0, Q4_K), as its own files have them.
 # usage: peer_generate_arch.sh SIFT PEER_GENERATE SHARED_DIR
 set -u
 sift=$1 peer=$2 shared=$3
 dir=$(mktemp -d /tmp/sift_peer_gen_arch_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail=0 n=0
-for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 granite smollm3 phi3; do
+for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
+    exps=${arch#*/}
+    arch=${arch%/*}
+    [ "$exps" = "$arch" ] && exps=
     for type in f32 q8_0 q4_k; do
-        f=$dir/$arch-$type.gguf
+        f=$dir/$arch-$type${exps:+-$exps}.gguf
         if ! "$sift" mkmodel --arch "$arch" --dim 256 --layers 4 --heads 4 --kv-heads 2 --ff 512 --type "$type" \
-                --vocab "$shared/models/stories260K.gguf" -o "$f" >/dev/null; then
-            echo "FAIL $arch $type: mkmodel"; fail=1; continue
+                ${exps:+--type-exps "$exps"} --vocab "$shared/models/stories260K.gguf" -o "$f" >/dev/null; then
+            echo "FAIL $arch $type${exps:+ ($exps experts)}: mkmodel"; fail=1; continue
         fi
         # the generated text (peer_generate -v prints it between two "---" lines; sift
         # generate prints the prompt, then the text)
@@ -24,9 +28,9 @@ for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 granite smollm3 phi3; do
         got=${got# Once upon a time}
         n=$((n + 1))
         if [ -n "$want" ] && [ "$want" = "$got" ]; then
-            echo "ok   $arch $type: $want"
+            echo "ok   $arch $type${exps:+ ($exps experts)}: $want"
         else
-            echo "FAIL $arch $type: llama.cpp [$want] sift [$got]"; fail=1
+            echo "FAIL $arch $type${exps:+ ($exps experts)}: llama.cpp [$want] sift [$got]"; fail=1
         fi
     done
 done

@@ -7,7 +7,7 @@
  *   - fp16 -> fp32 for all 65536 halves, fp32 -> fp16 and fp32 -> bf16 for every 2^32
  *     float bit pattern with --exhaustive (else a 2^24-pattern stride plus edge cases);
  *   - dequantize_row_* on random blocks (every bit pattern is a valid block), and
- *     quantize_row_*_ref on several input distributions, for the 11 types sift computes.
+ *     quantize_row_*_ref on several input distributions, for the 12 types sift computes.
  * Prints one line per check and exits non-zero on the first difference.
  *
  * usage: peer_ggml_types [--exhaustive] [path/to/libggml-base.so]
@@ -135,6 +135,7 @@ static void check_rows(void)
         {SIFT_TYPE_Q4_K, "dequantize_row_q4_K", "quantize_row_q4_K_ref"},
         {SIFT_TYPE_Q5_K, "dequantize_row_q5_K", "quantize_row_q5_K_ref"},
         {SIFT_TYPE_Q6_K, "dequantize_row_q6_K", "quantize_row_q6_K_ref"},
+        {SIFT_TYPE_MXFP4, "dequantize_row_mxfp4", "quantize_row_mxfp4_ref"},
         {SIFT_TYPE_F16, "ggml_fp16_to_fp32_row", "ggml_fp32_to_fp16_row"},
         {SIFT_TYPE_BF16, "ggml_bf16_to_fp32_row", "ggml_fp32_to_bf16_row_ref"},
     };

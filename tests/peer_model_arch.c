@@ -20,6 +20,12 @@
  *   phi3s  the same with the short factors (original context 4096: the context is under it)
  *   yarn   qwen2 with YaRN x4 (original context 256, llama.cpp's defaults: ext 1, beta 32/1)
  *   qwen3moe 8 experts of width 48, 2 used per token (softmax router, top-2, renormalized)
+ *   gptoss gpt-oss: Q/K/V/output biases, a sink logit per head, a window of 8 on even layers,
+ *          YaRN x4, head size 32 apart from n_embd / n_head, 16 experts of width 64, 4 used
+ *          (top-4 of the biased router logits, their softmax), biased experts through the
+ *          clamped SwiGLU; F32 experts
+ *   gptossmx the same with the experts in MXFP4, as gpt-oss's own files have them (both
+ *          engines multiply them against Q8_0-rounded activations)
  *
  * Checks per model and prompt: prompt logits max |delta| <= 1e-4 (F32 weights: the
  * stories260K tolerance), and the greedy ids: decoding llama.cpp's continuation
@@ -33,6 +39,17 @@
  * 1e-6, and a row that holds such a flip differs by about 1e-4 .. 1e-3; the longer the
  * prompt, the more flips (exact GELU instead of the table is 1e-3 off on every row). So:
  * at least 90 % of the rows within 1e-4, none beyond 5e-3, and the greedy ids as above.
+ *
+ * MXFP4 experts (gptossmx) get a looser logit check too, for a reason that is the format's:
+ * both engines multiply MXFP4 rows by the activations rounded to Q8_0 (ggml's vec_dot_type
+ * for it), and rounding is not continuous. sift's activations differ from ggml's by ~1e-7
+ * (the F32 model agrees to 1e-5), so a value that lies that close to a rounding boundary
+ * (x * 127 / amax within ~1e-5 of k + 0.5; a few hundred of the expert inputs of these three
+ * prompts lie within 2e-4 of one) comes out one Q8_0 step apart. One such step moved the
+ * logits of "lily" by 0.029 at position 3 (positions 0-2 within 4e-6) and, through
+ * attention, later rows by ~1e-3. The F32 model of the same seed holds the architecture to
+ * 1e-4, ggml_types_peer holds the MXFP4 dequantizer to ggml's bit for bit and test_kernels
+ * its dot products to the scalar one; so here: none beyond 0.05 and the greedy ids as above.
  *
  * usage: peer_model_arch PATH/TO/model_ref     (needs the peer build; registered by
  * tests/model.cmake only when model_ref exists; label "peer")
@@ -57,7 +74,9 @@ static int argmax(const float *x, int n)
     return b;
 }
 
-static void check_model(const char *dir, const char *stem, const char *path, bool gelu_table)
+typedef enum { TOL_EXACT, TOL_GELU_TABLE, TOL_Q8_ACT } tolerance;
+
+static void check_model(const char *dir, const char *stem, const char *path, tolerance tol)
 {
     ref_model R;
     if (ref_load_dir(dir, stem, &R) != 0) {
@@ -94,7 +113,7 @@ static void check_model(const char *dir, const char *stem, const char *path, boo
             failures++;
         } else {
             double d = 0;
-            int n_rows = 0, rows_over = 0;
+            int n_rows = 0, rows_over = 0, first_over = -1;
             for (int pos = rp->logits_first; pos <= rp->logits_last; pos++) {
                 const float *lg = sift_get_logits_ith(ctx, pos), *rr = ref + (size_t)(pos - rp->logits_first) * nv;
                 double dr = 0;
@@ -102,6 +121,8 @@ static void check_model(const char *dir, const char *stem, const char *path, boo
                 d = fmax(d, dr);
                 n_rows++;
                 rows_over += dr > 1e-4;
+                if (dr > 1e-4 && first_over < 0) first_over = pos;
+                if (getenv("SIFT_PEER_ROWS")) printf("  %s/%s pos %d: max|delta| %.3g\n", stem, rp->id, pos, dr);
             }
             int same = 0, ties = 0, wrong = 0;
             for (int s = 0; s < rp->n_gen; s++) {
@@ -110,11 +131,12 @@ static void check_model(const char *dir, const char *stem, const char *path, boo
                 else if (rp->greedy_margin[s] < 1e-4) ties++;
                 else wrong++;
             }
-            const bool logits_ok = d <= (gelu_table ? 5e-3 : 1e-4);
+            const bool logits_ok = d <= (tol == TOL_GELU_TABLE ? 5e-3 : tol == TOL_Q8_ACT ? 5e-2 : 1e-4);
             const bool ok = logits_ok && wrong == 0;
-            printf("%s %-8s %-5s %3d tokens: prompt logits max|delta| %.3g (%d/%d rows over 1e-4); greedy %d/%d ids identical "
-                   "(%d near-ties)\n",
-                   ok ? "ok  " : "FAIL", stem, rp->id, rp->n_tokens, d, rows_over, n_rows, same, rp->n_gen, ties);
+            printf("%s %-8s %-5s %3d tokens: prompt logits max|delta| %.3g (%d/%d rows over 1e-4", ok ? "ok  " : "FAIL", stem,
+                   rp->id, rp->n_tokens, d, rows_over, n_rows);
+            if (first_over >= 0) printf(", the first at position %d", first_over);
+            printf("); greedy %d/%d ids identical (%d near-ties)\n", same, rp->n_gen, ties);
             failures += !ok;
         }
         free(ref);
@@ -137,30 +159,36 @@ int main(int argc, char **argv)
     const struct {
         const char *stem;
         mk_spec spec;
-        bool gelu_table; /* ggml's fp16 GELU table: the looser logit check (above) */
+        tolerance tol; /* ggml's fp16 GELU table, Q8_0-rounded activations: the looser logit checks (above) */
     } models[] = {
         {"qwen2", {.arch = "qwen2", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e6f,
-                   .bias = true, .tied = true, .out_scale = 4, .seed = 11}, false},
+                   .bias = true, .tied = true, .out_scale = 4, .seed = 11}, TOL_EXACT},
         {"qwen3", {.arch = "qwen3", .n_embd = 64, .n_ff = 96, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
-                   .freq_base = 1e6f, .qk_norm = true, .out_scale = 4, .seed = 12}, false},
+                   .freq_base = 1e6f, .qk_norm = true, .out_scale = 4, .seed = 12}, TOL_EXACT},
         {"llama", {.arch = "llama", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 8, .n_head_kv = 2, .freq_base = 5e5f,
-                   .rope_linear = 4, .tied = true, .rope_freqs = true, .out_scale = 4, .seed = 13}, false},
+                   .rope_linear = 4, .tied = true, .rope_freqs = true, .out_scale = 4, .seed = 13}, TOL_EXACT},
         {"gemma2", {.arch = "gemma2", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .head_dim = 24,
-                    .n_swa = 8, .tied = true, .out_scale = 4, .seed = 14}, true},
+                    .n_swa = 8, .tied = true, .out_scale = 4, .seed = 14}, TOL_GELU_TABLE},
         {"gemma3", {.arch = "gemma3", .n_embd = 64, .n_ff = 128, .n_layer = 6, .n_head = 4, .n_head_kv = 1, .head_dim = 32,
-                    .freq_base = 1e6f, .rope_linear = 8, .n_swa = 8, .tied = true, .out_scale = 4, .seed = 15}, true},
+                    .freq_base = 1e6f, .rope_linear = 8, .n_swa = 8, .tied = true, .out_scale = 4, .seed = 15}, TOL_GELU_TABLE},
         {"granite", {.arch = "granite", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e4f,
-                     .tied = true, .out_scale = 4, .seed = 16}, false},
+                     .tied = true, .out_scale = 4, .seed = 16}, TOL_EXACT},
         {"smollm3", {.arch = "smollm3", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 1, .freq_base = 5e6f,
-                     .out_scale = 4, .seed = 17}, false},
+                     .out_scale = 4, .seed = 17}, TOL_EXACT},
         {"phi3", {.arch = "phi3", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 4, .freq_base = 1e4f,
-                  .longrope_orig = 256, .out_scale = 4, .seed = 18}, false},
+                  .longrope_orig = 256, .out_scale = 4, .seed = 18}, TOL_EXACT},
         {"phi3s", {.arch = "phi3", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e4f,
-                   .longrope_orig = 4096, .tied = true, .out_scale = 4, .seed = 19}, false},
+                   .longrope_orig = 4096, .tied = true, .out_scale = 4, .seed = 19}, TOL_EXACT},
         {"yarn", {.arch = "qwen2", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e6f,
-                  .rope_yarn = 4, .tied = true, .out_scale = 4, .seed = 21}, false},
+                  .rope_yarn = 4, .tied = true, .out_scale = 4, .seed = 21}, TOL_EXACT},
         {"qwen3moe", {.arch = "qwen3moe", .n_embd = 64, .n_ff = 96, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
-                      .freq_base = 1e6f, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 48, .out_scale = 4, .seed = 20}, false},
+                      .freq_base = 1e6f, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 48, .out_scale = 4, .seed = 20}, TOL_EXACT},
+        {"gptoss", {.arch = "gpt-oss", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
+                    .freq_base = 1.5e5f, .rope_yarn = 4, .n_swa = 8, .n_expert = 16, .n_expert_used = 4, .n_ff_exp = 64,
+                    .out_scale = 4, .seed = 23}, TOL_EXACT},
+        {"gptossmx", {.arch = "gpt-oss", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
+                      .freq_base = 1.5e5f, .rope_yarn = 4, .n_swa = 8, .n_expert = 16, .n_expert_used = 4, .n_ff_exp = 64,
+                      .exp_type = SIFT_TYPE_MXFP4, .out_scale = 4, .seed = 23}, TOL_Q8_ACT},
     };
     enum { N_MODELS = sizeof models / sizeof *models };
     char cmd[8192];
@@ -186,7 +214,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "model_ref failed: %s\n", cmd);
         return 1;
     }
-    for (int i = 0; i < N_MODELS; i++) check_model(dir, models[i].stem, paths[i], models[i].gelu_table);
+    for (int i = 0; i < N_MODELS; i++) check_model(dir, models[i].stem, paths[i], models[i].tol);
     if (!failures) {
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         if (system(cmd) != 0) return 1;

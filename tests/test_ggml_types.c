@@ -321,6 +321,9 @@ static void test_round_trips(void **state)
         {SIFT_TYPE_Q5_0, 1.0f / 31 + 1e-3f},  {SIFT_TYPE_Q5_1, 1.0f / 62 + 1e-3f},  {SIFT_TYPE_Q4_K, 0.08f},
         {SIFT_TYPE_Q5_K, 0.04f},              {SIFT_TYPE_Q6_K, 0.02f},              {SIFT_TYPE_F16, 1e-3f},
         {SIFT_TYPE_BF16, 8e-3f},
+        /* MXFP4: the block max is in [8, 16) steps d and the codes 0..12 steps apart by up
+         * to 4 (8 -> 12), so an error of up to a quarter of the max */
+        {SIFT_TYPE_MXFP4, 0.25f + 1e-3f},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t bs = sift_type_block_size(cases[c].type) < 32 ? 32 : sift_type_block_size(cases[c].type);

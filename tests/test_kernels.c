@@ -2,10 +2,10 @@
  * test_kernels.c - every SIMD kernel against the scalar one, and the scalar ones against
  * the formats' definitions.
  *
- *   - dot products for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: weights made by the reference
+ *   - dot products for F32, F16, BF16, Q8_0, Q4_0, MXFP4, Q4_K, Q5_K, Q6_K: weights made by the reference
  *     quantizers, activations by the kernels' converters, many row lengths (tails
  *     included), 1..4 columns. The scalar kernel must match a double-precision dot of the
- *     dequantized rows; the integer kernels (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) of every ISA must
+ *     dequantized rows; the integer kernels (Q8_0, Q4_0, MXFP4, Q4_K, Q5_K, Q6_K) of every ISA must
  *     equal the scalar result bit for bit, the float ones (F32, F16, BF16) within a few float
  *     roundings of the row's magnitude;
  *   - column independence: a column's result is bitwise the same with 1 or 4 columns
@@ -15,7 +15,10 @@
  *     for the integer types bitwise the scalar kernel's; and big products (75 x 70, past the
  *     chunks a gemm kernel blocks its rows, columns and row length in);
  *   - attention scores, softmax exp and sum, max, SwiGLU, F16 conversion;
- *   - the Q8_K activation quantizer against its definition.
+ *   - the Q8_K activation quantizer against its definition;
+ *   - MXFP4 rows of arbitrary bytes (every exponent, the subnormal scales 0 and 1 included)
+ *     through every ISA's dot, rows and rows_huge, bitwise the scalar kernel's; MXFP4's x8
+ *     layout (packing, and gemm_x8 against the scalar dot).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,7 +44,7 @@ static double urand(void) /* [0, 1) */
 }
 static float frand(float scale) { return (float)((urand() * 2 - 1) * scale); }
 
-static const sift_tensor_type types[] = {SIFT_TYPE_F32, SIFT_TYPE_F16, SIFT_TYPE_BF16, SIFT_TYPE_Q8_0, SIFT_TYPE_Q4_0, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K};
+static const sift_tensor_type types[] = {SIFT_TYPE_F32, SIFT_TYPE_F16, SIFT_TYPE_BF16, SIFT_TYPE_Q8_0, SIFT_TYPE_Q4_0, SIFT_TYPE_MXFP4, SIFT_TYPE_Q4_K, SIFT_TYPE_Q5_K, SIFT_TYPE_Q6_K};
 
 /* The SIMD levels of this build's architecture, lower first (either may be missing on this CPU). */
 #if defined(__aarch64__)
@@ -600,6 +603,150 @@ static void test_choice(void **state)
     }
 }
 
+
+/* MXFP4 blocks of random bytes: any byte is a valid code pair and any exponent a scale
+ * (0 and 1 are the subnormal 2^-128 and 2^-127, which the SIMD scale conversion handles
+ * apart). Every ISA's dot (1..4 columns) and rows must give the scalar kernel's bits. */
+static void test_mxfp4_any_bytes(void **state)
+{
+    (void)state;
+    const sift__kernels *sc = sift__kernels_get(SIFT_ISA_SCALAR);
+    enum { N = 256, NR = 13, NB = N / SIFT_QK_MXFP4 };
+    const size_t wb = sift__type_row_bytes(SIFT_TYPE_MXFP4, N), ab = sift__act_row_bytes(SIFT_ACT_Q8_0, N);
+    static uint8_t w[NR * NB * 17];
+    static char x[4 * 8 * 34];
+    float xf[4 * N];
+    assert_int_equal(wb, NB * 17);
+    assert_true(ab * 4 <= sizeof x);
+    int checked = 0;
+    for (int round = 0; round < 64; round++) {
+        for (size_t i = 0; i < sizeof w; i++) w[i] = (uint8_t)(urand() * 256);
+        /* exponents: mostly near 1 (2^-1 .. 2^1), some anywhere below 2^40, every row one of 0, 1, 2 */
+        for (int r = 0; r < NR; r++)
+            for (int b = 0; b < NB; b++) {
+                uint8_t *e = &w[r * wb + (size_t)b * 17];
+                *e = b == r % NB ? (uint8_t)(r % 3) : urand() < 0.8 ? (uint8_t)(127 + (int)(urand() * 3)) : (uint8_t)(urand() * 168);
+            }
+        for (int i = 0; i < 4 * N; i++) xf[i] = frand(3.0f);
+        for (int j = 0; j < 4; j++) sc->act_convert(SIFT_ACT_Q8_0, xf + j * N, x + j * ab, N);
+        float ref[NR][4], rows_ref[NR];
+        for (int r = 0; r < NR; r++) sc->dot[SIFT_TYPE_MXFP4](N, w + r * wb, x, ab, 4, ref[r]);
+        sc->rows[SIFT_TYPE_MXFP4](N, w, wb, NR, x, rows_ref);
+        for (int r = 0; r < NR; r++) assert_memory_equal(&rows_ref[r], &ref[r][0], 4);
+        for (int isa = 0; isa < N_TABLES; isa++) {
+            const sift__kernels *k = table_at(isa);
+            if (!k) continue;
+            float got[4], rows_got[NR];
+            for (int r = 0; r < NR; r++) {
+                for (int nc = 1; nc <= 4; nc++) {
+                    k->dot[SIFT_TYPE_MXFP4](N, w + r * wb, x, ab, nc, got);
+                    if (memcmp(got, ref[r], (size_t)nc * 4) != 0) {
+                        fprintf(stderr, "%s mxfp4 row %d ncols %d: %.9g vs scalar %.9g\n", table_name(isa), r, nc, got[0], ref[r][0]);
+                        fail();
+                    }
+                    checked++;
+                }
+            }
+            for (int huge = 0; huge < 2; huge++) {
+                const sift__rows_fn rows = huge ? k->rows_huge[SIFT_TYPE_MXFP4] : k->rows[SIFT_TYPE_MXFP4];
+                if (!rows) continue;
+                rows(N, w, wb, NR, x, rows_got);
+                for (int r = 0; r < NR; r++)
+                    if (memcmp(&rows_got[r], &rows_ref[r], 4) != 0) {
+                        fprintf(stderr, "%s mxfp4 rows%s %d: %.9g vs scalar %.9g\n", table_name(isa), huge ? "_huge" : "", r,
+                                rows_got[r], rows_ref[r]);
+                        fail();
+                    }
+            }
+        }
+    }
+    assert_true(checked > 0);
+}
+
+/* MXFP4 in the x8 layout: the packing is undone by sift__mxfp4_x8_code (the exponents in
+ * place), every table's packer makes the reference's bytes, and every table's gemm_x8 gives
+ * the scalar dot kernel's value on the plain rows bit for bit, for row ranges that start
+ * and end inside groups and in the plain tail, and 1..9 columns. */
+static void test_mxfp4_x8(void **state)
+{
+    (void)state;
+    enum { ROWS = 19, COLS = 9, MAXNB = 5 };
+    const int nbs[] = {1, 3, 5};
+    const sift__kernels *ref = sift__kernels_get(SIFT_ISA_SCALAR);
+    static sift__block_mxfp4 plain[ROWS][MAXNB], packed[ROWS * MAXNB], again[ROWS * MAXNB];
+    static sift__block_q8_0 x[COLS][MAXNB];
+    int checked = 0;
+    for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+        const int nb = nbs[ni], n = nb * 32;
+        const size_t rb = (size_t)nb * sizeof(sift__block_mxfp4), xs = sizeof x[0];
+        for (int r = 0; r < ROWS; r++)
+            for (int b = 0; b < nb; b++) {
+                uint8_t *p = (uint8_t *)&plain[r][b];
+                for (size_t i = 0; i < sizeof plain[r][b]; i++) p[i] = (uint8_t)(urand() * 256);
+                plain[r][b].e = (uint8_t)(r == 4 ? b % 3 : 120 + (int)(urand() * 12)); /* row 4: the subnormal scales */
+                if (r == 5) memset(plain[r][b].qs, 0x77, sizeof plain[r][b].qs); /* every value +12 */
+            }
+        float xf[MAXNB * 32];
+        for (int c = 0; c < COLS; c++) {
+            for (int i = 0; i < n; i++) xf[i] = frand(2);
+            ref->act_convert(SIFT_ACT_Q8_0, xf, x[c], n);
+        }
+        for (int b = 0; b < nb; b++) memset(x[2][b].qs, 0x81, sizeof x[2][b].qs); /* column 2: every activation -127 */
+        memcpy(packed, plain, sizeof packed);
+        for (int g = 0; g + 8 <= ROWS; g += 8) sift__mxfp4_x8_pack_group(plain[g], sizeof plain[0], nb, packed + g * nb);
+        for (int r = ROWS / 8 * 8; r < ROWS; r++) memcpy(packed + r * nb, plain[r], rb);
+        for (int g = 0; g + 8 <= ROWS; g += 8)
+            for (int b = 0; b < nb; b++)
+                for (int r = 0; r < 8; r++) {
+                    const sift_block_mxfp4x8 *xb = (const sift_block_mxfp4x8 *)(packed + g * nb) + b;
+                    assert_int_equal(xb->e[r], plain[g + r][b].e);
+                    for (int j = 0; j < 16; j++) {
+                        assert_int_equal(sift__mxfp4_x8_code(xb, r, j), plain[g + r][b].qs[j] & 15);
+                        assert_int_equal(sift__mxfp4_x8_code(xb, r, j + 16), plain[g + r][b].qs[j] >> 4);
+                    }
+                }
+        for (int isa = 0; isa < N_TABLES; isa++) {
+            const sift__kernels *k = table_at(isa);
+            if (!k || !k->x8_pack[SIFT_TYPE_MXFP4]) continue;
+            memcpy(again, plain, sizeof again);
+            for (int g = 0; g + 8 <= ROWS; g += 8) k->x8_pack[SIFT_TYPE_MXFP4](plain[g], sizeof plain[0], nb, again + g * nb);
+            for (int r = ROWS / 8 * 8; r < ROWS; r++) memcpy(again + r * nb, plain[r], rb);
+            assert_memory_equal(again, packed, ROWS * rb);
+        }
+        float want[COLS][ROWS];
+        for (int r = 0; r < ROWS; r++)
+            for (int c = 0; c < COLS; c++) ref->dot[SIFT_TYPE_MXFP4](n, plain[r], x[c], xs, 1, &want[c][r]);
+        for (int isa = 0; isa < N_TABLES; isa++) {
+            const sift__kernels *k = table_at(isa);
+            if (!k) continue;
+            assert_non_null(k->gemm_x8[SIFT_TYPE_MXFP4]);
+            const int r0s[] = {0, 3, 8, 11, 16, 17};
+            for (size_t ri = 0; ri < sizeof r0s / sizeof *r0s; ri++)
+                for (int r1 = r0s[ri] + 1; r1 <= ROWS; r1++)
+                    for (int nc = 1; nc <= COLS; nc += (r1 == ROWS ? 1 : 4)) {
+                        const int r0 = r0s[ri], os = ROWS + 2;
+                        float out[COLS * (ROWS + 2)];
+                        for (int i = 0; i < COLS * os; i++) out[i] = -1.0f;
+                        k->gemm_x8[SIFT_TYPE_MXFP4](n, packed, rb, ROWS, r0, r1, x, xs, nc, out, os);
+                        for (int c = 0; c < COLS; c++)
+                            for (int i = 0; i < os; i++) {
+                                const float v = out[c * os + i];
+                                if (c >= nc || i >= r1 - r0) {
+                                    assert_true(v == -1.0f);
+                                } else if (memcmp(&v, &want[c][r0 + i], 4) != 0) {
+                                    fprintf(stderr, "%s MXFP4 x8 n=%d rows [%d, %d) x %d: (%d, %d) %.9g, scalar %.9g\n",
+                                            table_name(isa), n, r0, r1, nc, r0 + i, c, v, want[c][r0 + i]);
+                                    fail();
+                                } else {
+                                    checked++;
+                                }
+                            }
+                    }
+        }
+    }
+    assert_true(checked > 0);
+}
+
 int main(void)
 {
     printf("  best ISA on this CPU: %s\n", sift_isa_name(sift_isa_best()));
@@ -608,6 +755,8 @@ int main(void)
         cmocka_unit_test(test_attention_and_elementwise),
         cmocka_unit_test(test_q8_K),
         cmocka_unit_test(test_q4_K_scales),
+        cmocka_unit_test(test_mxfp4_any_bytes),
+        cmocka_unit_test(test_mxfp4_x8),
         cmocka_unit_test(test_gemm_big),
         cmocka_unit_test(test_q4_K_x8),
         cmocka_unit_test(test_choice),

@@ -31,6 +31,7 @@ _Static_assert(sizeof(sift__block_q4_1) == 20, "q4_1 block");
 _Static_assert(sizeof(sift__block_q5_0) == 22, "q5_0 block");
 _Static_assert(sizeof(sift__block_q5_1) == 24, "q5_1 block");
 _Static_assert(sizeof(sift__block_q8_0) == 34, "q8_0 block");
+_Static_assert(sizeof(sift__block_mxfp4) == 17, "mxfp4 block");
 _Static_assert(sizeof(sift_block_q4_K) == 144, "q4_K block");
 _Static_assert(sizeof(sift_block_q5_K) == 176, "q5_K block");
 _Static_assert(sizeof(sift_block_q6_K) == 210, "q6_K block");
@@ -72,7 +73,7 @@ static const sift__type_traits type_table[SIFT_TYPE_COUNT] = {
     T(SIFT_TYPE_BF16, "bf16", 1, 2, false, sift__dequantize_row_bf16, sift__quantize_row_bf16),
     T(SIFT_TYPE_TQ1_0, "tq1_0", 256, 54, true, NULL, NULL),
     T(SIFT_TYPE_TQ2_0, "tq2_0", 256, 66, true, NULL, NULL),
-    T(SIFT_TYPE_MXFP4, "mxfp4", 32, 17, true, NULL, NULL),
+    T(SIFT_TYPE_MXFP4, "mxfp4", 32, 17, true, sift__dequantize_row_mxfp4, sift__quantize_row_mxfp4),
     T(SIFT_TYPE_NVFP4, "nvfp4", 64, 36, true, NULL, NULL),
     T(SIFT_TYPE_Q1_0, "q1_0", 128, 18, true, NULL, NULL),
     T(SIFT_TYPE_Q2_0, "q2_0", 64, 18, true, NULL, NULL),
@@ -269,6 +270,55 @@ void sift__quantize_row_bf16(const float *src, void *dst, int64_t n)
 {
     uint8_t *p = dst;
     for (int64_t i = 0; i < n; i++) st16(p + 2 * i, sift__fp32_to_bf16(src[i]));
+}
+
+/* ---- MXFP4 ------------------------------------------------------------------------------- */
+
+const int8_t sift__kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+void sift__dequantize_row_mxfp4(const void *src, float *y, int64_t n)
+{
+    const uint8_t *b = src;
+    for (int64_t i = 0; i < n / SIFT_QK_MXFP4; i++, b += sizeof(sift__block_mxfp4), y += SIFT_QK_MXFP4) {
+        const float d = sift__e8m0_to_fp32_half(b[offsetof(sift__block_mxfp4, e)]);
+        const uint8_t *qs = b + offsetof(sift__block_mxfp4, qs);
+        for (int j = 0; j < SIFT_QK_MXFP4 / 2; j++) {
+            y[j] = sift__kvalues_mxfp4[qs[j] & 0x0F] * d;
+            y[j + SIFT_QK_MXFP4 / 2] = sift__kvalues_mxfp4[qs[j] >> 4] * d;
+        }
+    }
+}
+
+/* The code whose value times d is nearest x (the first of equals), as ggml's best_index_mxfp4. */
+static int mxfp4_best_index(float x, float d)
+{
+    int best = 0;
+    float best_err = fabsf(sift__kvalues_mxfp4[0] * d - x);
+    for (int i = 1; i < 16; i++) {
+        const float err = fabsf(sift__kvalues_mxfp4[i] * d - x);
+        if (err < best_err) best = i, best_err = err;
+    }
+    return best;
+}
+
+/* ggml's quantize_row_mxfp4_ref: e = floor(log2(amax)) - 2 + 127, so the largest magnitude
+ * lands in [4, 8) x 2^(e-127) = [8, 16) steps of d (the top code, 12, at most); every value
+ * then takes its nearest code. */
+void sift__quantize_row_mxfp4(const float *x, void *dst, int64_t n)
+{
+    uint8_t *b = dst;
+    for (int64_t i = 0; i < n / SIFT_QK_MXFP4; i++, b += sizeof(sift__block_mxfp4), x += SIFT_QK_MXFP4) {
+        float amax = 0.0f;
+        for (int j = 0; j < SIFT_QK_MXFP4; j++)
+            if (amax < fabsf(x[j])) amax = fabsf(x[j]);
+        /* ggml casts the float to uint8_t directly (undefined below 0); x86 truncates through int32 */
+        const uint8_t e = amax > 0.0f ? (uint8_t)cvt_trunc(floorf(log2f(amax)) - 2 + 127) : 0;
+        const float d = sift__e8m0_to_fp32_half(e);
+        b[offsetof(sift__block_mxfp4, e)] = e;
+        uint8_t *qs = b + offsetof(sift__block_mxfp4, qs);
+        for (int j = 0; j < SIFT_QK_MXFP4 / 2; j++)
+            qs[j] = (uint8_t)(mxfp4_best_index(x[j], d) | mxfp4_best_index(x[j + SIFT_QK_MXFP4 / 2], d) << 4);
+    }
 }
 
 /* ---- Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 --------------------------------------------------- */

@@ -32,6 +32,7 @@
 #define SIFT_QK5_0 32
 #define SIFT_QK5_1 32
 #define SIFT_QK8_0 32
+#define SIFT_QK_MXFP4 32
 #define SIFT_QK_K 256
 #define SIFT_K_SCALE_SIZE 12
 
@@ -89,6 +90,29 @@ typedef struct {
     uint16_t d;
 } sift_block_q6_K;
 
+/* MXFP4 (OCP microscaling FP4, gpt-oss's expert weights): 32 E2M1 values sharing one E8M0
+ * exponent. ggml stores each 4-bit code as an index into sift__kvalues_mxfp4 (the E2M1
+ * values doubled, so they are integers: 0, 1, 2, 3, 4, 6, 8, 12 and their negatives) and
+ * halves the scale instead: value = kvalues[code] * 2^(e - 128). Value j in the low nibble
+ * of qs[j], j+16 in the high (Q4_0's order). */
+typedef struct {
+    uint8_t e;                      /* E8M0 exponent */
+    uint8_t qs[SIFT_QK_MXFP4 / 2];
+} sift__block_mxfp4;
+
+extern const int8_t sift__kvalues_mxfp4[16];
+
+/* ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 128) (e 0 and 1: the subnormals 2^-128, 2^-127). */
+static inline float sift__e8m0_to_fp32_half(uint8_t e)
+{
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = bits};
+    return v.f;
+}
+
 typedef void (*sift__dequantize_fn)(const void *src, float *dst, int64_t n);
 typedef void (*sift__quantize_fn)(const float *src, void *dst, int64_t n);
 
@@ -134,6 +158,7 @@ void sift__dequantize_row_q8_0(const void *src, float *dst, int64_t n);
 void sift_dequantize_row_q4_K(const void *src, float *dst, int64_t n);
 void sift_dequantize_row_q5_K(const void *src, float *dst, int64_t n);
 void sift_dequantize_row_q6_K(const void *src, float *dst, int64_t n);
+void sift__dequantize_row_mxfp4(const void *src, float *dst, int64_t n);
 
 void sift__quantize_row_f32(const float *src, void *dst, int64_t n);
 void sift__quantize_row_f16(const float *src, void *dst, int64_t n);
@@ -146,5 +171,6 @@ void sift__quantize_row_q8_0(const float *src, void *dst, int64_t n);
 void sift_quantize_row_q4_K(const float *src, void *dst, int64_t n);
 void sift_quantize_row_q5_K(const float *src, void *dst, int64_t n);
 void sift_quantize_row_q6_K(const float *src, void *dst, int64_t n);
+void sift__quantize_row_mxfp4(const float *src, void *dst, int64_t n);
 
 #endif

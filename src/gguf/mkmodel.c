@@ -26,7 +26,7 @@ static float mk_rand(uint64_t *s)
 }
 
 /* What a tensor holds (its distribution). */
-typedef enum { MK_MATRIX, MK_NORM, MK_BIAS, MK_HEAD, MK_ROPE_FREQS } mk_kind;
+typedef enum { MK_MATRIX, MK_NORM, MK_BIAS, MK_HEAD, MK_ROPE_FREQS, MK_SINK, MK_EXPERTS } mk_kind;
 
 typedef struct mk_state {
     const sift__mkmodel_spec *sp;
@@ -48,7 +48,9 @@ static int mk_tensor3(mk_state *S, const char *name, int64_t n0, int64_t n1, int
     const float sc = 1.7f / sqrtf((float)n0), out_scale = S->sp->out_scale;
     for (size_t i = 0; i < n; i++) {
         switch (kind) {
-        case MK_MATRIX: d[i] = mk_rand(&S->seed) * sc; break;
+        case MK_MATRIX:
+        case MK_EXPERTS: d[i] = mk_rand(&S->seed) * sc; break;
+        case MK_SINK: d[i] = 1.0f + 2.0f * mk_rand(&S->seed); break; /* sink logits in [-1, 3) */
         case MK_NORM: d[i] = 1.0f + 0.2f * mk_rand(&S->seed); break;
         case MK_BIAS: d[i] = 0.3f * mk_rand(&S->seed); break;
         case MK_ROPE_FREQS: d[i] = 4.5f + 3.5f * mk_rand(&S->seed); break; /* divisors in [1, 8) */
@@ -59,10 +61,10 @@ static int mk_tensor3(mk_state *S, const char *name, int64_t n0, int64_t n1, int
     sift_tensor_type type = SIFT_TYPE_F32;
     void *data = d;
     uint64_t size = (uint64_t)n * sizeof(float);
-    const sift_tensor_type want = S->sp->type;
+    const sift_tensor_type want = kind == MK_EXPERTS && S->sp->exp_type != SIFT_TYPE_F32 ? S->sp->exp_type : S->sp->type;
     const uint64_t row_bytes = sift__type_row_bytes(want, n0);
     const int64_t rows = n1 * n2;
-    if ((kind == MK_MATRIX || kind == MK_HEAD) && n1 > 1 && want != SIFT_TYPE_F32 && row_bytes) {
+    if ((kind == MK_MATRIX || kind == MK_HEAD || kind == MK_EXPERTS) && n1 > 1 && want != SIFT_TYPE_F32 && row_bytes) {
         char *q = malloc((size_t)(row_bytes * (uint64_t)rows));
         if (!q) {
             free(d);
@@ -93,11 +95,11 @@ static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_k
 
 static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
 {
-    static const char *const known[] = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "granite", "smollm3", "phi3"};
+    static const char *const known[] = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "granite", "smollm3", "phi3", "gpt-oss"};
     bool ok = false;
     for (size_t i = 0; sp->arch && i < sizeof known / sizeof *known; i++) ok |= !strcmp(sp->arch, known[i]);
     if (!ok)
-        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3 or phi3",
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, phi3 or gpt-oss",
                               sp->arch ? sp->arch : "(null)");
 #define RANGE(f, lo, hi)                                                                                           \
     if (sp->f < (lo) || sp->f > (hi))                                                                              \
@@ -117,19 +119,22 @@ static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
         return sift__error_set(err, SIFT_E_INVAL, "mkmodel: n_embd %d is not a multiple of n_head %d", sp->n_embd, sp->n_head);
     const int hd = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
     if (hd % 2) return sift__error_set(err, SIFT_E_INVAL, "mkmodel: the head size %d is odd (RoPE rotates pairs)", hd);
-    const sift__type_traits *tr = sift__type_traits_get(sp->type);
+    const sift__type_traits *tr = sift__type_traits_get(sp->type), *te = sift__type_traits_get(sp->exp_type);
     if (!tr || !tr->quantize)
         return sift__error_set(err, SIFT_E_UNSUPPORTED, "mkmodel: type %d cannot be written", (int)sp->type);
+    if (!te || !te->quantize)
+        return sift__error_set(err, SIFT_E_UNSUPPORTED, "mkmodel: expert type %d cannot be written", (int)sp->exp_type);
     return SIFT_OK;
 }
 
 /* The optional tensors an architecture requires (llama.cpp refuses the file without them). */
-static bool wants_bias(const sift__mkmodel_spec *sp) { return sp->bias || !strcmp(sp->arch, "qwen2"); }
+static bool is_oai(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "gpt-oss"); }
+static bool wants_bias(const sift__mkmodel_spec *sp) { return sp->bias || !strcmp(sp->arch, "qwen2") || is_oai(sp); }
 static bool wants_qk_norm(const sift__mkmodel_spec *sp)
 {
     return sp->qk_norm || !strcmp(sp->arch, "qwen3") || !strcmp(sp->arch, "qwen3moe") || !strcmp(sp->arch, "gemma3");
 }
-static bool is_moe(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen3moe"); }
+static bool is_moe(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen3moe") || is_oai(sp); }
 static bool wants_post_norms(const sift__mkmodel_spec *sp) { return !strncmp(sp->arch, "gemma", 5); }
 
 uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_vocab)
@@ -137,16 +142,21 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
     const int64_t E = sp->n_embd, F = sp->n_ff, HD = sp->head_dim ? sp->head_dim : sp->n_embd / (sp->n_head ? sp->n_head : 1);
     const int64_t Q = sp->n_head * HD, KV = sp->n_head_kv * HD;
     /* bytes of an n0 x n1 matrix in the requested type, or F32 where rows are not whole blocks */
-#define MAT(n0, n1) ((sift__type_row_bytes(sp->type, (n0)) ? sift__type_row_bytes(sp->type, (n0)) : (uint64_t)(n0) * 4) * (uint64_t)(n1))
-    uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + (sp->tied || wants_post_norms(sp) ? 0 : MAT(E, n_vocab));
+#define MAT_T(t, n0, n1) ((sift__type_row_bytes((t), (n0)) ? sift__type_row_bytes((t), (n0)) : (uint64_t)(n0) * 4) * (uint64_t)(n1))
+#define MAT(n0, n1) MAT_T(sp->type, n0, n1)
+    const sift_tensor_type et = sp->exp_type != SIFT_TYPE_F32 ? sp->exp_type : sp->type;
+    uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + ((sp->tied && !is_oai(sp)) || wants_post_norms(sp) ? 0 : MAT(E, n_vocab));
     if (sp->rope_freqs) b += (uint64_t)HD / 2 * 4;
     if (sp->longrope_orig > 0) b += (uint64_t)HD * 4;
     const int64_t NE = sp->n_expert > 0 ? sp->n_expert : 8, FE = sp->n_ff_exp > 0 ? sp->n_ff_exp : F;
-    const uint64_t ffn = is_moe(sp) ? MAT(E, NE) * 1 + (2 * MAT(E, FE) + MAT(FE, E)) * (uint64_t)NE : 2 * MAT(E, F) + MAT(F, E);
+    const uint64_t ffn = is_moe(sp) ? MAT(E, NE) * 1 + (2 * MAT_T(et, E, FE) + MAT_T(et, FE, E)) * (uint64_t)NE : 2 * MAT(E, F) + MAT(F, E);
+    /* gpt-oss: output bias, sinks, router and expert biases (F32) */
+    const uint64_t oai = is_oai(sp) ? (uint64_t)(E + sp->n_head + NE * (1 + 2 * FE + E)) * 4 : 0;
     const uint64_t per_layer = MAT(E, Q) + 2 * MAT(E, KV) + MAT(Q, E) + ffn + (uint64_t)E * 8 +
                                (wants_bias(sp) ? (uint64_t)(Q + 2 * KV) * 4 : 0) + (wants_qk_norm(sp) ? (uint64_t)HD * 8 : 0) +
-                               (wants_post_norms(sp) ? (uint64_t)E * 8 : 0);
+                               (wants_post_norms(sp) ? (uint64_t)E * 8 : 0) + oai;
 #undef MAT
+#undef MAT_T
     return b + per_layer * (uint64_t)sp->n_layer;
 }
 
@@ -163,7 +173,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         return sift__error_set(err, SIFT_E_FORMAT, "mkmodel: %s has no tokenizer.ggml.tokens", vocab_src);
     }
 
-    mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 18 * sp->n_layer, .err = err};
+    mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 24 * sp->n_layer, .err = err};
     S.w = sift__gguf_writer_new();
     S.bufs = calloc((size_t)S.cap, sizeof *S.bufs);
     S.names = calloc((size_t)S.cap, sizeof *S.names);
@@ -192,7 +202,8 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         sift__gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear");
         sift__gguf_writer_set_f32(w, KEY("rope.scaling.factor"), sp->rope_linear);
     }
-    if (sp->n_swa > 0) sift__gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)sp->n_swa);
+    if (sp->n_swa > 0 || is_oai(sp))
+        sift__gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)(sp->n_swa > 0 ? sp->n_swa : 128));
     if (sp->attn_softcap > 0) sift__gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), sp->attn_softcap);
     if (sp->final_softcap > 0) sift__gguf_writer_set_f32(w, KEY("final_logit_softcapping"), sp->final_softcap);
     if (sp->rope_yarn > 0) {
@@ -235,7 +246,8 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         T("rope_factors_short.weight", HD / 2, 1, MK_ROPE_FREQS)
     }
     const bool fused = !strcmp(sp->arch, "phi3");
-    if (!sp->tied && !wants_post_norms(sp)) T("output.weight", E, n_vocab, MK_HEAD) /* gemma: always tied */
+    /* gemma: always tied; gpt-oss: never (llama.cpp requires output.weight) */
+    if ((!sp->tied || is_oai(sp)) && !wants_post_norms(sp)) T("output.weight", E, n_vocab, MK_HEAD)
     for (int l = 0; l < sp->n_layer; l++) {
         char n[SIFT_GGUF_MAX_NAME];
 #define N(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
@@ -257,12 +269,24 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
             T(N("attn_k_norm.weight"), HD, 1, MK_NORM)
         }
         T(N("attn_output.weight"), Q, E, MK_MATRIX)
-        T(N("ffn_norm.weight"), E, 1, MK_NORM)
+        if (is_oai(sp)) { /* the norm before the experts is llama.cpp's attn_post_norm */
+            T(N("attn_output.bias"), E, 1, MK_BIAS)
+            T(N("attn_sinks.weight"), sp->n_head, 1, MK_SINK)
+            T(N("post_attention_norm.weight"), E, 1, MK_NORM)
+        } else {
+            T(N("ffn_norm.weight"), E, 1, MK_NORM)
+        }
         if (is_moe(sp)) {
             T(N("ffn_gate_inp.weight"), E, n_exp, MK_MATRIX)
-            if ((rc = mk_tensor3(&S, N("ffn_gate_exps.weight"), E, n_ff_exp, n_exp, MK_MATRIX)) != SIFT_OK) goto done;
-            if ((rc = mk_tensor3(&S, N("ffn_up_exps.weight"), E, n_ff_exp, n_exp, MK_MATRIX)) != SIFT_OK) goto done;
-            if ((rc = mk_tensor3(&S, N("ffn_down_exps.weight"), n_ff_exp, E, n_exp, MK_MATRIX)) != SIFT_OK) goto done;
+            if ((rc = mk_tensor3(&S, N("ffn_gate_exps.weight"), E, n_ff_exp, n_exp, MK_EXPERTS)) != SIFT_OK) goto done;
+            if ((rc = mk_tensor3(&S, N("ffn_up_exps.weight"), E, n_ff_exp, n_exp, MK_EXPERTS)) != SIFT_OK) goto done;
+            if ((rc = mk_tensor3(&S, N("ffn_down_exps.weight"), n_ff_exp, E, n_exp, MK_EXPERTS)) != SIFT_OK) goto done;
+            if (is_oai(sp)) { /* the experts' biases, expert after expert */
+                T(N("ffn_gate_inp.bias"), n_exp, 1, MK_BIAS)
+                T(N("ffn_gate_exps.bias"), n_ff_exp, n_exp, MK_BIAS)
+                T(N("ffn_up_exps.bias"), n_ff_exp, n_exp, MK_BIAS)
+                T(N("ffn_down_exps.bias"), E, n_exp, MK_BIAS)
+            }
         } else if (fused) {
             T(N("ffn_up.weight"), E, 2 * F, MK_MATRIX) /* gate rows, then up rows */
         } else {

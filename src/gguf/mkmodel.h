@@ -33,7 +33,9 @@
 
 typedef struct sift__mkmodel_spec {
     const char *arch;        /* "llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite" (with fixed
-                                multipliers), "smollm3", "phi3" (fused attn_qkv and gate-up), "qwen3moe" (the tensors an
+                                multipliers), "smollm3", "phi3" (fused attn_qkv and gate-up), "qwen3moe",
+                                "gpt-oss" (biases everywhere, attention sinks, a window of n_swa
+                                (default 128) on even layers, every layer routed) (the tensors an
                                 architecture requires are written whatever the flags below say:
                                 qwen2's biases, qwen3's and gemma3's q/k norms, gemma's post norms) */
     int n_embd, n_ff, n_layer, n_head, n_head_kv;
@@ -57,6 +59,8 @@ typedef struct sift__mkmodel_spec {
                                 n_ctx_train / factor */
     int longrope_orig;       /* > 0: LongRoPE (rope.scaling.type longrope, this original context,
                                 attn_factor 1.19, rope_factors_long/short tensors) */
+    sift_tensor_type exp_type; /* the expert stacks' type (MoE); SIFT_TYPE_F32 (0): as `type`.
+                                gpt-oss's own files have them in MXFP4 */
 } sift__mkmodel_spec;
 
 /* Write the model to path; vocab_src is a GGUF whose tokenizer.* pairs are copied.

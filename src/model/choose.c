@@ -24,7 +24,7 @@
  * probe never executes an instruction the CPU lacks. The whole probe costs a few ms per
  * type and runs once per type per process (decisions are kept, under a mutex).
  *
- * The x8 layout (Q4_K): the probe also decides whether repacking pays on this CPU. The
+ * The x8 layout (Q4_K, MXFP4): the probe also decides whether repacking pays on this CPU. The
  * repacked layout is read by gemm_x8 for every token count, so it is chosen when the mean
  * of its generation and prompt times, each relative to the best plain table's, is below
  * 1 - PROBE_MARGIN; the loader then repacks (repack.c).
@@ -150,11 +150,11 @@ static bool probe_make(sift_tensor_type t, probe_data *d)
     for (size_t o = piece; o < PROBE_ROWS * d->row_bytes; o += piece) memcpy((char *)d->w + o, d->w, piece);
     for (int c = 0; c < PROBE_TOK; c++) sift__act_convert_scalar(f, x, (char *)d->act + c * d->act_stride, PROBE_IN);
     const sift__kernels *k = sift__kernels_get(SIFT_ISA_SCALAR);
-    if (k->gemm_x8[t] && t == SIFT_TYPE_Q4_K) {
+    const sift__x8_pack_fn pack = sift__x8_pack_ref(t);
+    if (k->gemm_x8[t] && pack) {
         if (!(d->w8 = aligned_alloc(64, PROBE_ROWS * d->row_bytes))) goto fail;
         for (int g = 0; g < PROBE_ROWS; g += 8)
-            sift__q4_K_x8_pack_group((char *)d->w + g * d->row_bytes, d->row_bytes, PROBE_IN / SIFT_QK_K,
-                                     (char *)d->w8 + g * d->row_bytes);
+            pack((char *)d->w + g * d->row_bytes, d->row_bytes, PROBE_IN / tr->block_size, (char *)d->w8 + g * d->row_bytes);
     }
     return true;
 fail:
@@ -285,7 +285,7 @@ void sift__kernels_choose(const bool used[SIFT_TYPE_COUNT], bool huge, sift__ker
 {
     const sift__kernels *best = sift__kernels_get(SIFT_ISA_AUTO);
     *out = *best; /* attention, activations, element-wise: the best level's */
-    out->x8_pack[SIFT_TYPE_Q4_K] = NULL;
+    memset(out->x8_pack, 0, sizeof out->x8_pack); /* repacked only where measured faster, below */
     pthread_mutex_lock(&decided_lock);
     for (int t = 0; t < SIFT_TYPE_COUNT; t++) {
         if (!used[t] || !best->dot[t]) continue;
@@ -306,7 +306,7 @@ void sift__kernels_choose(const bool used[SIFT_TYPE_COUNT], bool huge, sift__ker
         if (c->x8) {
             out->gemm_x8[t] = c->x8->gemm_x8[t];
             out->x8_pack[t] = c->x8->x8_pack[t] ? c->x8->x8_pack[t] : best->x8_pack[t];
-            if (!out->x8_pack[t]) out->x8_pack[t] = sift__q4_K_x8_pack_group;
+            if (!out->x8_pack[t]) out->x8_pack[t] = sift__x8_pack_ref((sift_tensor_type)t);
         }
     }
     pthread_mutex_unlock(&decided_lock);

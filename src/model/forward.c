@@ -267,10 +267,17 @@ static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_
     sift__pool_run(ctx->pool, nth, n_chunks, mm_task, &J);
 }
 
+/* One weight, with a bias or none (NULL). */
+static void matmul1b(sift_context *ctx, int nth, int n_tok, const float *x, const sift__weight *w, float *out,
+                     int64_t out_stride, const float *bias)
+{
+    matmul(ctx, nth, n_tok, x, 1, &w, &out, &out_stride, &bias);
+}
+
 static void matmul1(sift_context *ctx, int nth, int n_tok, const float *x, const sift__weight *w, float *out,
                     int64_t out_stride)
 {
-    matmul(ctx, nth, n_tok, x, 1, &w, &out, &out_stride, NULL);
+    matmul1b(ctx, nth, n_tok, x, w, out, out_stride, NULL);
 }
 
 /* ---- mixture of experts ----------------------------------------------------------------------- */
@@ -284,21 +291,36 @@ static sift__weight expert_view(const sift__weight *w, int e, int64_t n_out)
     return v;
 }
 
+/* gpt-oss's gate (ggml's swiglu_oai, alpha 1.702, limit 7): the gate clamped from above, the
+ * up projection on both sides and shifted by one; g = g * sigmoid(1.702 g) * (u + 1). */
+static void swiglu_oai(int64_t n, float *g, const float *u)
+{
+    const float alpha = 1.702f, limit = 7.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const float x = fminf(g[i], limit), y = fminf(fmaxf(u[i], -limit), limit);
+        g[i] = x / (1.0f + expf(alpha * -x)) * (y + 1.0f);
+    }
+}
+
 /* The MoE feed-forward of n tokens (xn in, out [n][E]), as llama.cpp's build_moe_ffn with
  * softmax gating: router logits -> softmax -> the n_expert_used most probable experts
- * (descending) -> their probabilities, renormalized when the model says; each expert then
+ * (descending) -> their probabilities, renormalized when the model says (gpt-oss, its
+ * SOFTMAX_WEIGHT: the top k of the biased logits, the softmax of those k; biased experts
+ * through swiglu_oai); each expert then
  * runs once over the tokens routed to it (its rows read once per batch, not once per token),
  * and a token's output is the weighted sum over its slots in slot order. */
 static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *xn, float *out)
 {
     const sift__hparams *hp = &ctx->model->hp;
     const int E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FE = hp->n_ff_exp;
-    matmul1(ctx, nth, n, xn, &L->w_router, ctx->moe_p, NE);
+    matmul1b(ctx, nth, n, xn, &L->w_router, ctx->moe_p, NE, L->b_router);
     for (int t = 0; t < n; t++) {
         float *p = ctx->moe_p + (size_t)t * NE;
-        const double sum = ctx->k->softmax_exp(NE, p, ctx->k->max(NE, p));
-        const float inv = (float)(1.0 / sum);
-        for (int e = 0; e < NE; e++) p[e] *= inv;
+        if (!hp->moe_oai) { /* softmax over all experts; gpt-oss selects on the logits themselves */
+            const double sum = ctx->k->softmax_exp(NE, p, ctx->k->max(NE, p));
+            const float inv = (float)(1.0 / sum);
+            for (int e = 0; e < NE; e++) p[e] *= inv;
+        }
         int32_t *sel = ctx->moe_sel + (size_t)t * K;
         float *w = ctx->moe_w + (size_t)t * K;
         for (int k = 0; k < K; k++) { /* selection: K is small (2..8) */
@@ -310,6 +332,11 @@ static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, con
             }
             sel[k] = best;
             w[k] = p[best];
+        }
+        if (hp->moe_oai) { /* gpt-oss: the weights are the softmax of the selected logits */
+            const double sum = ctx->k->softmax_exp(K, w, ctx->k->max(K, w));
+            const float inv = (float)(1.0 / sum);
+            for (int k = 0; k < K; k++) w[k] *= inv;
         }
         if (hp->moe_norm_w) {
             double ws = 0;
@@ -333,9 +360,13 @@ static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, con
         const sift__weight *w[2] = {&g, &u};
         float *o[2] = {ctx->moe_g, ctx->moe_u};
         const int64_t os[2] = {FE, FE};
-        matmul(ctx, nth, cnt, ctx->moe_x, 2, w, o, os, NULL);
-        ctx->k->swiglu((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u, ctx->moe_g);
-        matmul1(ctx, nth, cnt, ctx->moe_g, &d, ctx->moe_o, E);
+        /* gpt-oss's expert biases: expert e's at e * FE (gate, up) and e * E (down) */
+        const float *bias[2] = {L->b_gate_exps ? L->b_gate_exps + (size_t)e * FE : NULL,
+                                L->b_up_exps ? L->b_up_exps + (size_t)e * FE : NULL};
+        matmul(ctx, nth, cnt, ctx->moe_x, 2, w, o, os, bias);
+        if (hp->moe_oai) swiglu_oai((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u);
+        else ctx->k->swiglu((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u, ctx->moe_g);
+        matmul1b(ctx, nth, cnt, ctx->moe_g, &d, ctx->moe_o, E, L->b_down_exps ? L->b_down_exps + (size_t)e * E : NULL);
         for (int j = 0; j < cnt; j++) { /* weighted, into the (token, slot) row */
             const int ts = ctx->moe_tok[j];
             const float wt = ctx->moe_w[ts];
@@ -374,6 +405,7 @@ static void attn_task(void *arg, int chunk, int n_chunks, int thread)
     /* gemma scales the queries instead (heads_norm_rope), then the scores by 1 */
     const float scale = hp->q_scale > 0 ? 1.0f : hp->kq_scale > 0 ? hp->kq_scale : 1.0f / sqrtf((float)HD);
     const bool swa = ctx->model->layers[J->layer].swa;
+    const float *sinks = ctx->model->layers[J->layer].sinks;
     const float cap = hp->attn_softcap, inv_cap = cap > 0 ? 1.0f / cap : 0;
     float *scores = ctx->scores + (size_t)thread * G * ld;
 
@@ -398,7 +430,12 @@ static void attn_task(void *arg, int chunk, int n_chunks, int thread)
             if (sq->n_holes)
                 for (int c = 0; c < n; c++)
                     if (!sq->valid[c0 + c]) sg[c] = -INFINITY;
-            const double sum = k->softmax_exp(n, sg, k->max(n, sg));
+            /* gpt-oss's sink: one more logit in the row, whose probability goes nowhere (ggml:
+             * the max taken over it too, its exp added to the sum) */
+            const float sink = sinks ? sinks[h * G + g] : -INFINITY;
+            const float mx = fmaxf(k->max(n, sg), sink);
+            double sum = k->softmax_exp(n, sg, mx);
+            if (sinks) sum += (double)expf(sink - mx);
             const float inv = (float)(1.0 / sum);
             for (int c = 0; c < n; c++) sg[c] *= inv;
         }
@@ -885,7 +922,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             const int items = n * hp->n_head_kv, par = work < SIFT_PAR_MIN_WORK ? 1 : nth;
             sift__pool_run(ctx->pool, par, items < 4 * par ? items : 4 * par, attn_task, &aj);
         }
-        matmul1(ctx, nth, n, ctx->att, &L->wo, ctx->xn, E); /* xn is free again: reuse it */
+        matmul1b(ctx, nth, n, ctx->att, &L->wo, ctx->xn, E, L->bo); /* xn is free again: reuse it */
         if (L->attn_post_norm)
             for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->attn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
         if (hp->residual_scale != 0) scale_rows(ctx->xn, (size_t)n * E, hp->residual_scale);

@@ -34,7 +34,8 @@ sift__act_format sift__act_format_of(sift_tensor_type type)
     case SIFT_TYPE_F16: return SIFT_ACT_F16;
     case SIFT_TYPE_BF16: return SIFT_ACT_BF16;
     case SIFT_TYPE_Q8_0:
-    case SIFT_TYPE_Q4_0: return SIFT_ACT_Q8_0;
+    case SIFT_TYPE_Q4_0:
+    case SIFT_TYPE_MXFP4: return SIFT_ACT_Q8_0;
     case SIFT_TYPE_Q4_K:
     case SIFT_TYPE_Q5_K:
     case SIFT_TYPE_Q6_K: return SIFT_ACT_Q8_K;
@@ -204,6 +205,29 @@ static void dot_q4_0(int64_t n, const void *w, const void *x, size_t x_stride, i
     }
 }
 
+/* MXFP4 against Q8_0 (ggml's vec_dot_type for it): value i of a block is kvalues[qs[i] & 15],
+ * value i+16 kvalues[qs[i] >> 4] (the doubled E2M1 values), the block's scale 2^(e - 128).
+ * Per block the exact integer sum, then one float step, (float)isum * (dw * dx): dw is a
+ * power of two, so dw * dx is exact and the step is ggml's d * sumi with d = dx * dw. */
+static void dot_mxfp4(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
+{
+    const sift__block_mxfp4 *a = w;
+    const int64_t nb = n / SIFT_QK_MXFP4;
+    for (int j = 0; j < ncols; j++) {
+        const sift__block_q8_0 *b = (const sift__block_q8_0 *)((const char *)x + j * x_stride);
+        float sum = 0;
+        for (int64_t k = 0; k < nb; k++) {
+            int isum = 0;
+            for (int i = 0; i < SIFT_QK_MXFP4 / 2; i++) {
+                isum += sift__kvalues_mxfp4[a[k].qs[i] & 15] * b[k].qs[i];
+                isum += sift__kvalues_mxfp4[a[k].qs[i] >> 4] * b[k].qs[i + 16];
+            }
+            sum += (float)isum * (sift__e8m0_to_fp32_half(a[k].e) * sift__fp16_to_fp32(b[k].d));
+        }
+        s[j] = sum;
+    }
+}
+
 /* The 6-bit scale and min of sub-block j of a Q4_K block (see ggml_types.c). */
 static inline void q4k_scale_min(int j, const uint8_t *q, int *sc, int *m)
 {
@@ -312,6 +336,33 @@ static void gemm_x8_q4_K(int64_t n, const void *w, size_t row_bytes, int64_t n_o
     }
 }
 
+/* MXFP4 in the x8 layout (repack.h): each row's codes read out of its group, the block's
+ * integer sum and float step as dot_mxfp4 does them, in its order: bit for bit. */
+static void gemm_x8_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
+                          size_t xs, int64_t n_cols, float *out, int64_t os)
+{
+    const int64_t nb = n / SIFT_QK_MXFP4, n8 = n_out / 8 * 8;
+    for (int64_t r = r0; r < r1; r++) {
+        const char *row = (const char *)w + r * row_bytes;
+        for (int64_t c = 0; c < n_cols; c++) {
+            const sift__block_q8_0 *b = (const sift__block_q8_0 *)((const char *)x + c * xs);
+            float s = 0;
+            if (r >= n8) {
+                dot_mxfp4(n, row, b, xs, 1, &s);
+            } else {
+                const sift_block_mxfp4x8 *grp = (const sift_block_mxfp4x8 *)((const char *)w + r / 8 * 8 * row_bytes);
+                for (int64_t k = 0; k < nb; k++) {
+                    int isum = 0;
+                    for (int j = 0; j < SIFT_QK_MXFP4; j++)
+                        isum += sift__kvalues_mxfp4[sift__mxfp4_x8_code(grp + k, (int)(r % 8), j)] * b[k].qs[j];
+                    s += (float)isum * (sift__e8m0_to_fp32_half(grp[k].e[r % 8]) * sift__fp16_to_fp32(b[k].d));
+                }
+            }
+            out[c * os + r - r0] = s;
+        }
+    }
+}
+
 /* Q6_K: value e = d * scales[e/16] * (q - 32), q = 4 bits of ql | 2 bits of qh << 4 (see
  * ggml_types.c for the layout); -32 folds into the activation sums. */
 static void dot_q6_K(int64_t n, const void *w, const void *x, size_t x_stride, int ncols, float *s)
@@ -355,6 +406,7 @@ ROWS(f16)
 ROWS(bf16)
 ROWS(q8_0)
 ROWS(q4_0)
+ROWS(mxfp4)
 ROWS(q4_K)
 ROWS(q5_K)
 ROWS(q6_K)
@@ -420,6 +472,7 @@ static void init_scalar(sift__kernels *k)
     k->dot[SIFT_TYPE_BF16] = dot_bf16;
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
+    k->dot[SIFT_TYPE_MXFP4] = dot_mxfp4;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
     k->dot[SIFT_TYPE_Q5_K] = dot_q5_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
@@ -428,10 +481,12 @@ static void init_scalar(sift__kernels *k)
     k->rows[SIFT_TYPE_BF16] = rows_bf16;
     k->rows[SIFT_TYPE_Q8_0] = rows_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_q4_0;
+    k->rows[SIFT_TYPE_MXFP4] = rows_mxfp4;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
     k->rows[SIFT_TYPE_Q5_K] = rows_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
     k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
+    k->gemm_x8[SIFT_TYPE_MXFP4] = gemm_x8_mxfp4;
     k->act_convert = sift__act_convert_scalar;
     k->attn_scores = attn_scores_scalar;
     k->softmax_exp = softmax_exp_scalar;

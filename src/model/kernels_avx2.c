@@ -629,6 +629,146 @@ static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
 QX_0_TILES(q8_0, sift__block_q8_0, false, w_q8_0)
 QX_0_TILES(q4_0, sift__block_q4_0, true, w_q4_0u)
 
+/* ---- MXFP4 against Q8_0 ------------------------------------------------------------------------
+ *
+ * A block's 32 codes become their signed byte values (the doubled E2M1 values, -12..12) with
+ * one vpshufb into the 16-entry table per half; then Q4_0's path: the exact integer sum of
+ * the block (vpsignb, vpmaddubsw, vpmaddwd, reduced), and the scalar code's float step with
+ * the block's scale 2^(e - 128) (sift__e8m0_to_fp32_half). Generation from huge pages
+ * (rows_huge) takes eight rows at a time against the column (its |x| made once), the eight
+ * block sums reduced together (reduce8) and their float steps in the eight lanes of one
+ * register, as Q4_0's rows_huge does; from file pages a row at a time (rows), where eight
+ * streams side by side would defeat the prefetcher. Every value bit for bit the scalar
+ * kernel's. */
+static inline __m256i unpack_mxfp4(const uint8_t *qs)
+{
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sift__kvalues_mxfp4));
+    const __m128i b = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
+    return _mm256_shuffle_epi8(tbl, v);
+}
+
+FORCE_INLINE void dot_mxfp4_n(int64_t n, const sift__block_mxfp4 *a, const char *x, size_t xs, float *s, const int NC)
+{
+    float sum[SIFT_DOT_MAX_COLS] = {0};
+    for (int64_t k = 0; k < n / SIFT_QK_MXFP4; k++) {
+        const __m256i qa = unpack_mxfp4(a[k].qs);
+        const float da = sift__e8m0_to_fp32_half(a[k].e);
+        for (int j = 0; j < NC; j++) {
+            const sift__block_q8_0 *b = (const sift__block_q8_0 *)(x + j * xs) + k;
+            const int isum = dot32_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs));
+            sum[j] += (float)isum * (da * f16c_to_fp32(b->d));
+        }
+    }
+    for (int j = 0; j < NC; j++) s[j] = sum[j];
+}
+
+SIFT__DOT_COLS(dot_mxfp4)
+
+/* lane i: 2^(e_i - 128) for the eight exponents, as sift__e8m0_to_fp32_half */
+static inline __m256 e8m0_half8(const uint8_t e[8])
+{
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)e));
+    const __m256i norm = _mm256_slli_epi32(_mm256_sub_epi32(v, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), v);
+    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), v);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(norm, sub, small));
+}
+
+static void rows_huge_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out)
+{
+    const sift__block_q8_0 *b = x;
+    for (int64_t r = 0; r < n_rows; r += 8) {
+        const int nr = n_rows - r < 8 ? (int)(n_rows - r) : 8;
+        const sift__block_mxfp4 *a[8];
+        for (int i = 0; i < 8; i++) a[i] = (const sift__block_mxfp4 *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes);
+        const char *pf = r + 16 <= n_rows ? (const char *)w + (r + 8) * row_bytes : NULL;
+        __m256 sum = _mm256_setzero_ps();
+        for (int64_t k = 0; k < n / SIFT_QK_MXFP4; k++) {
+            prefetch_span(pf, k, 8 * (int64_t)sizeof(sift__block_mxfp4));
+            const __m256i xv = _mm256_loadu_si256((const __m256i *)b[k].qs), xa = _mm256_sign_epi8(xv, xv);
+            __m256i p[8];
+            uint8_t e[8];
+            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
+                p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(unpack_mxfp4(a[i][k].qs), xv)),
+                                         _mm256_set1_epi16(1));
+                e[i] = a[i][k].e;
+            }
+            const __m256 dx = _mm256_set1_ps(f16c_to_fp32(b[k].d));
+            sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8(p)), _mm256_mul_ps(e8m0_half8(e), dx)));
+        }
+        if (nr == 8) {
+            _mm256_storeu_ps(out + r, sum);
+        } else {
+            float v[8];
+            _mm256_storeu_ps(v, sum);
+            memcpy(out + r, v, (size_t)nr * sizeof *v);
+        }
+    }
+}
+
+/* MXFP4 in the x8 layout (repack.h): lane r is row r from the first multiply to the float
+ * step. The codes go through a table of the values plus 12 (0..24, unsigned: vpmaddubsw's
+ * unsigned side, no vpsignb), each 32-bit lane of a step meeting the same four activation
+ * bytes (vpbroadcastd); 12 x the block's activation sum comes off afterwards. Two steps'
+ * products (at most 2 x 2 x 24 x 127 = 12192 each) are summed in 16 bits per half block
+ * before one vpmaddwd. A group's block sums are exact, its eight float steps the scalar
+ * code's: every value bit for bit the scalar kernel's. One pass over a group per column:
+ * generation reads the matrix as one sequential stream. */
+FORCE_INLINE __m256 mxfp4x8_block(const sift_block_mxfp4x8 *a, const sift__block_q8_0 *b, __m256 acc)
+{
+    static const int8_t shifted[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)shifted)), m4 = _mm256_set1_epi8(0x0F);
+    __m256i half[2];
+    UNROLL4 for (int h = 0; h < 2; h++) {
+        __m256i s16 = _mm256_setzero_si256();
+        UNROLL4 for (int t = 2 * h; t < 2 * h + 2; t++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * t));
+            int32_t x0, x1;
+            memcpy(&x0, b->qs + 8 * t, 4);
+            memcpy(&x1, b->qs + 8 * t + 4, 4);
+            const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(q, m4));
+            const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            s16 = _mm256_add_epi16(s16, _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(x0)),
+                                                         _mm256_maddubs_epi16(hi, _mm256_set1_epi32(x1))));
+        }
+        half[h] = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+    }
+    /* 12 x the activations' sum, in every lane */
+    const __m256i xv = _mm256_loadu_si256((const __m256i *)b->qs);
+    __m256i t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(12), xv), _mm256_set1_epi16(1));
+    t = _mm256_add_epi32(t, _mm256_permute2x128_si256(t, t, 1));
+    t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+    t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m256i is = _mm256_sub_epi32(_mm256_add_epi32(half[0], half[1]), t);
+    const __m256 dx = _mm256_set1_ps(f16c_to_fp32(b->d));
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(e8m0_half8(a->e), dx)));
+}
+
+static void gemm_x8_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
+                          size_t xs, int64_t n_cols, float *out, int64_t os)
+{
+    const int64_t nb = n / SIFT_QK_MXFP4, n8 = n_out / 8 * 8;
+    for (int64_t c = 0; c < n_cols; c++) {
+        const char *xc = (const char *)x + c * xs;
+        const sift__block_q8_0 *b = (const sift__block_q8_0 *)xc;
+        float *oc = out + c * os; /* row r at oc[r - r0] */
+        for (int64_t g = r0 / 8 * 8; g < r1; g += 8) {
+            if (g >= n8) { /* the plain rows after the last group */
+                for (int64_t r = g > r0 ? g : r0; r < r1; r++) dot_mxfp4_n(n, (const sift__block_mxfp4 *)((const char *)w + r * row_bytes), xc, xs, oc + (r - r0), 1);
+                break;
+            }
+            const sift_block_mxfp4x8 *a = (const sift_block_mxfp4x8 *)((const char *)w + g * row_bytes);
+            __m256 acc = _mm256_setzero_ps();
+            for (int64_t k = 0; k < nb; k++) acc = mxfp4x8_block(a + k, b + k, acc);
+            float v[8];
+            _mm256_storeu_ps(v, acc);
+            for (int i = 0; i < 8; i++)
+                if (g + i >= r0 && g + i < r1) oc[g + i - r0] = v[i];
+        }
+    }
+}
+
 /* ---- Q4_K and Q6_K against Q8_K: tiles (kernels_simd.h) ---------------------------------------------- */
 
 /* 16-bit lanes all holding lane c of a register whose two 128-bit halves both hold eight
@@ -1088,6 +1228,7 @@ SIFT__ROWS(dot_f32, float)
 SIFT__ROWS(dot_f16, uint16_t)
 SIFT__ROWS(dot_q8_0, sift__block_q8_0)
 SIFT__ROWS(dot_q4_0, sift__block_q4_0)
+SIFT__ROWS(dot_mxfp4, sift__block_mxfp4)
 
 /* ---- attention and element-wise ---------------------------------------------------------------------- */
 
@@ -1183,6 +1324,7 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->dot[SIFT_TYPE_BF16] = dot_bf16;
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
+    k->dot[SIFT_TYPE_MXFP4] = dot_mxfp4;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
     k->dot[SIFT_TYPE_Q5_K] = dot_q5_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
@@ -1192,6 +1334,8 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->gemm[SIFT_TYPE_BF16] = gemm_bf16;
     k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
+    k->rows[SIFT_TYPE_MXFP4] = rows_dot_mxfp4;
+    k->rows_huge[SIFT_TYPE_MXFP4] = rows_huge_mxfp4;
     k->rows[SIFT_TYPE_Q4_K] = rows_q4_K;
     k->rows[SIFT_TYPE_Q5_K] = rows_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
@@ -1204,6 +1348,8 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->rows_huge[SIFT_TYPE_Q4_0] = rows_huge_q4_0;
     k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
     k->x8_pack[SIFT_TYPE_Q4_K] = x8_pack_q4_K;
+    k->gemm_x8[SIFT_TYPE_MXFP4] = gemm_x8_mxfp4;
+    k->x8_pack[SIFT_TYPE_MXFP4] = sift__mxfp4_x8_pack_group;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

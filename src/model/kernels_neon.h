@@ -159,28 +159,36 @@ NFORCE_INLINE void dot_bf16_n(int64_t n, const uint16_t *w, const char *x, size_
 
 /* ---- Q8_0 and Q4_0 against Q8_0 ------------------------------------------------------------- */
 
-/* Per block: the 32 weights as signed bytes (unpacked once for every column), each
+/* Q8_0, Q4_0 and MXFP4. Per block: the 32 weights as signed bytes (unpacked once for every column), each
  * column's exact integer sum, then the scalar kernel's sum += isum * (d_w * d_x). */
-NFORCE_INLINE void dot_q0_n(int64_t n, const void *w, const char *x, size_t xs, float *s, const int NC, const bool q4)
+/* kind: 0 Q8_0, 1 Q4_0, 2 MXFP4 (the codes through ggml's doubled E2M1 table, TBL; the
+ * scale 2^(e - 128)) */
+NFORCE_INLINE void dot_q0_n(int64_t n, const void *w, const char *x, size_t xs, float *s, const int NC, const int kind)
 {
     const int64_t nb = n / SIFT_QK8_0;
     float sum[SIFT_DOT_MAX_COLS] = {0};
     for (int64_t k = 0; k < nb; k++) {
         int8x16_t a0, a1;
-        uint16_t dw;
-        if (q4) {
+        float fw;
+        if (kind == 2) {
+            const sift__block_mxfp4 *a = (const sift__block_mxfp4 *)w + k;
+            const uint8x16_t b = vld1q_u8(a->qs);
+            const int8x16_t tbl = vld1q_s8(sift__kvalues_mxfp4);
+            a0 = vqtbl1q_s8(tbl, vandq_u8(b, vdupq_n_u8(15)));
+            a1 = vqtbl1q_s8(tbl, vshrq_n_u8(b, 4));
+            fw = sift__e8m0_to_fp32_half(a->e);
+        } else if (kind == 1) {
             const sift__block_q4_0 *a = (const sift__block_q4_0 *)w + k;
             const uint8x16_t b = vld1q_u8(a->qs);
             a0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(15))), vdupq_n_s8(8));
             a1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), vdupq_n_s8(8));
-            dw = a->d;
+            fw = neon_f16_f32(a->d);
         } else {
             const sift__block_q8_0 *a = (const sift__block_q8_0 *)w + k;
             a0 = vld1q_s8(a->qs);
             a1 = vld1q_s8(a->qs + 16);
-            dw = a->d;
+            fw = neon_f16_f32(a->d);
         }
-        const float fw = neon_f16_f32(dw);
         for (int j = 0; j < NC; j++) {
             const sift__block_q8_0 *b = (const sift__block_q8_0 *)(x + j * xs) + k;
             const int32_t isum = dot32(a0, a1, b->qs);
@@ -192,11 +200,15 @@ NFORCE_INLINE void dot_q0_n(int64_t n, const void *w, const char *x, size_t xs, 
 
 NFORCE_INLINE void dot_q8_0_n(int64_t n, const void *w, const char *x, size_t xs, float *s, const int NC)
 {
-    dot_q0_n(n, w, x, xs, s, NC, false);
+    dot_q0_n(n, w, x, xs, s, NC, 0);
 }
 NFORCE_INLINE void dot_q4_0_n(int64_t n, const void *w, const char *x, size_t xs, float *s, const int NC)
 {
-    dot_q0_n(n, w, x, xs, s, NC, true);
+    dot_q0_n(n, w, x, xs, s, NC, 1);
+}
+NFORCE_INLINE void dot_mxfp4_n(int64_t n, const void *w, const char *x, size_t xs, float *s, const int NC)
+{
+    dot_q0_n(n, w, x, xs, s, NC, 2);
 }
 
 /* ---- K-quants against Q8_K ---------------------------------------------------------------- */
@@ -343,6 +355,7 @@ SIFT__NEON_DOT(dot_f16, uint16_t)
 SIFT__NEON_DOT(dot_bf16, uint16_t)
 SIFT__NEON_DOT(dot_q8_0, void)
 SIFT__NEON_DOT(dot_q4_0, void)
+SIFT__NEON_DOT(dot_mxfp4, void)
 SIFT__NEON_DOT(dot_q4_K, void)
 SIFT__NEON_DOT(dot_q5_K, void)
 SIFT__NEON_DOT(dot_q6_K, void)
@@ -478,6 +491,7 @@ static void neon_fill(sift__kernels *k)
     k->dot[SIFT_TYPE_BF16] = dot_bf16;
     k->dot[SIFT_TYPE_Q8_0] = dot_q8_0;
     k->dot[SIFT_TYPE_Q4_0] = dot_q4_0;
+    k->dot[SIFT_TYPE_MXFP4] = dot_mxfp4;
     k->dot[SIFT_TYPE_Q4_K] = dot_q4_K;
     k->dot[SIFT_TYPE_Q5_K] = dot_q5_K;
     k->dot[SIFT_TYPE_Q6_K] = dot_q6_K;
@@ -486,6 +500,7 @@ static void neon_fill(sift__kernels *k)
     k->rows[SIFT_TYPE_BF16] = rows_dot_bf16;
     k->rows[SIFT_TYPE_Q8_0] = rows_dot_q8_0;
     k->rows[SIFT_TYPE_Q4_0] = rows_dot_q4_0;
+    k->rows[SIFT_TYPE_MXFP4] = rows_dot_mxfp4;
     k->rows[SIFT_TYPE_Q4_K] = rows_dot_q4_K;
     k->rows[SIFT_TYPE_Q5_K] = rows_dot_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_dot_q6_K;

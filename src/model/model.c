@@ -40,6 +40,9 @@ typedef struct arch_desc {
     int nope_step;   /* layer il has no RoPE when (il + 1) % step == 0 (smollm3: 4); 0: none */
     bool moe;        /* experts (qwen3moe): a layer with ffn_gate_inp routes each token to
                         expert_used_count of expert_count FFNs, softmax-gated, renormalized */
+    bool oai;        /* gpt-oss: Q/K/V/output biases, attention sinks, post_attention_norm before
+                        the experts, biased router and experts, softmax over the top-k logits,
+                        clamped SwiGLU; the window pattern from the file (default 2) */
 } arch_desc;
 
 /* Designated, so that a new field cannot shift the others. */
@@ -62,6 +65,9 @@ static const arch_desc archs[] = {
      .features = "fused attn_qkv and gate-up tensors, neox RoPE, LongRoPE (long/short factors by context size)"},
     {.name = "qwen3moe", .rope_neox = true, .qk_norm = true, .moe = true,
      .features = "qwen3 attention + mixture of experts (softmax router, top-k, renormalized)"},
+    {.name = "gpt-oss", .rope_neox = true, .qkv_bias = true, .moe = true, .oai = true, .swa_pattern = 2,
+     .features = "Q/K/V/output biases, attention sinks, sliding window on every other layer, neox RoPE (yarn), mixture of experts "
+                 "with biases (top-k router logits, softmax over them, clamped SwiGLU), MXFP4 experts"},
 };
 
 const char *sift_arch_features(const char *arch)
@@ -80,6 +86,7 @@ typedef struct loader {
     float *arena;      /* next free float of the 1-D arena */
     float *arena_end;
     bool rope;         /* RoPE on (granite can turn it off) */
+    int swa_pattern;   /* layer il slides when il % swa_pattern < swa_pattern - 1 (0: none) */
 } loader;
 
 /* "{arch}.suffix" */
@@ -250,6 +257,22 @@ static int read_granite(loader *ld, bool *rope)
     return SIFT_OK;
 }
 
+/* gpt-oss, as llama.cpp reads it: the sliding window is required, its pattern optional (2:
+ * even layers slide), the sliding layers keep the file's RoPE (rope.freq_base_swa where
+ * given); the head size is the RoPE dimension count. */
+static int read_oai(loader *ld)
+{
+    sift__hparams *hp = &ld->m->hp;
+    int rc;
+    if ((rc = get_int(ld, "attention.sliding_window", true, 0, 1, INT32_MAX, &hp->n_swa))) return rc;
+    if ((rc = get_int(ld, "attention.sliding_window_pattern", false, 2, 1, 4096, &ld->swa_pattern))) return rc;
+    if (hp->n_rot != hp->head_dim)
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope.dimension_count %d differs from the head size %d (gpt-oss rotates whole heads)",
+                               hp->n_rot, hp->head_dim);
+    hp->moe_oai = true;
+    return SIFT_OK;
+}
+
 /* ggml's GELU as its CPU backend computes it (GGML_GELU_FP16): the input rounded to fp16,
  * a table of fp16 results of the tanh form, 0 below -10 and x itself above 10. */
 static uint16_t *gelu_table(void)
@@ -314,6 +337,7 @@ static int get_experts(loader *ld, const char *name, int64_t n_in, int64_t n_out
     w->type = t->type;
     w->n_in = n_in;
     w->n_out = n_out * n_exp;
+    w->n_part = n_out;
     w->row_bytes = (size_t)t->nb[1];
     w->data = t->data;
     w->name = t->name;
@@ -339,26 +363,33 @@ static int get_fused(loader *ld, const char *name, int64_t n_in, const int64_t *
     return SIFT_OK;
 }
 
-/* A 1-D tensor of n values, converted to F32 in the arena (NULL when absent and optional). */
-static int get_vec(loader *ld, const char *name, int64_t n, bool required, const float **out)
+/* A 1-D tensor of n values, or a 2-D one of n x n1 (gpt-oss's expert biases, expert after
+ * expert), converted to F32 in the arena (NULL when absent and optional). */
+static int get_vec2(loader *ld, const char *name, int64_t n, int64_t n1, bool required, const float **out)
 {
     *out = NULL;
     const sift_gguf_tensor *t = sift_gguf_tensor_by_name(ld->m->gguf, name);
     if (!t) return required ? sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s'", name) : SIFT_OK;
-    if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
-        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' has shape [%" PRId64 ", %" PRId64 "], expected [%" PRId64 "]",
-                              name, t->ne[0], t->ne[1], n);
-    if (ld->arena_end - ld->arena < n)
+    if (t->ne[0] != n || t->ne[1] != n1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' has shape [%" PRId64 ", %" PRId64 "], expected [%" PRId64 ", %" PRId64 "]",
+                              name, t->ne[0], t->ne[1], n, n1);
+    const int64_t total = n * n1;
+    if (ld->arena_end - ld->arena < total)
         return sift__error_set(ld->err, SIFT_E_FORMAT, "model: too many 1-D tensors at '%s'", name);
-    if (sift__dequantize_row(t->type, t->data, ld->arena, n) != SIFT_OK)
+    if (sift__dequantize_row(t->type, t->data, ld->arena, total) != SIFT_OK)
         return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' has type %s, which sift cannot read", name,
                               sift_type_name(t->type) ? sift_type_name(t->type) : "?");
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < total; i++)
         if (!isfinite(ld->arena[i]))
             return sift__error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' holds a non-finite value at %" PRId64, name, i);
     *out = ld->arena;
-    ld->arena += n;
+    ld->arena += total;
     return SIFT_OK;
+}
+
+static int get_vec(loader *ld, const char *name, int64_t n, bool required, const float **out)
+{
+    return get_vec2(ld, name, n, 1, required, out);
 }
 
 static int load_tensors(loader *ld, const arch_desc *ad)
@@ -369,7 +400,9 @@ static int load_tensors(loader *ld, const arch_desc *ad)
     const int64_t F = hp->n_ff, V = hp->n_vocab, HD = hp->head_dim;
     int rc;
 
-    const int64_t arena_n = E + 3 * (hp->n_rot / 2) + (int64_t)hp->n_layer * (4 * E + Q + 2 * KV + 2 * HD);
+    /* per layer: norms, biases, q/k norms; gpt-oss adds the output bias, sinks, router and expert biases */
+    const int64_t oai_n = ad->oai ? E + hp->n_head + (int64_t)hp->n_expert * (1 + 2 * (int64_t)hp->n_ff_exp + E) : 0;
+    const int64_t arena_n = E + 3 * (hp->n_rot / 2) + (int64_t)hp->n_layer * (4 * E + Q + 2 * KV + 2 * HD + oai_n);
     m->f32_arena = malloc((size_t)arena_n * sizeof(float));
     if (!m->f32_arena) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
     ld->arena = m->f32_arena;
@@ -414,13 +447,28 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_vec(ld, NAME("attn_q_norm.weight"), HD, true, &L->q_norm))) return rc;
             if ((rc = get_vec(ld, NAME("attn_k_norm.weight"), HD, true, &L->k_norm))) return rc;
         }
-        if ((rc = get_vec(ld, NAME("ffn_norm.weight"), E, true, &L->ffn_norm))) return rc;
+        if (ad->oai) {
+            if ((rc = get_vec(ld, NAME("attn_output.bias"), E, true, &L->bo))) return rc;
+            if ((rc = get_vec(ld, NAME("attn_sinks.weight"), hp->n_head, true, &L->sinks))) return rc;
+            /* the norm before the experts (llama.cpp's attn_post_norm) */
+            if ((rc = get_vec(ld, NAME("post_attention_norm.weight"), E, true, &L->ffn_norm))) return rc;
+        } else if ((rc = get_vec(ld, NAME("ffn_norm.weight"), E, true, &L->ffn_norm))) {
+            return rc;
+        }
         if (ad->moe && sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_inp.weight"))) {
             const int64_t NE = hp->n_expert, FE = hp->n_ff_exp;
             if ((rc = get_weight(ld, NAME("ffn_gate_inp.weight"), E, NE, true, &L->w_router))) return rc;
             if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
             if ((rc = get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps))) return rc;
             if ((rc = get_experts(ld, NAME("ffn_down_exps.weight"), FE, E, NE, &L->w_down_exps))) return rc;
+            if (ad->oai) {
+                if ((rc = get_vec(ld, NAME("ffn_gate_inp.bias"), NE, true, &L->b_router))) return rc;
+                if ((rc = get_vec2(ld, NAME("ffn_gate_exps.bias"), FE, NE, true, &L->b_gate_exps))) return rc;
+                if ((rc = get_vec2(ld, NAME("ffn_up_exps.bias"), FE, NE, true, &L->b_up_exps))) return rc;
+                if ((rc = get_vec2(ld, NAME("ffn_down_exps.bias"), E, NE, true, &L->b_down_exps))) return rc;
+            }
+        } else if (ad->oai) {
+            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s' (gpt-oss routes every layer)", n);
         } else if (ad->fused && !sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate.weight"))) {
             const int64_t rows[2] = {F, F}; /* ggml_swiglu: silu(first half) * second half */
             sift__weight *parts[2] = {&L->w_gate, &L->w_up};
@@ -434,11 +482,11 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_vec(ld, NAME("post_attention_norm.weight"), E, true, &L->attn_post_norm))) return rc;
             if ((rc = get_vec(ld, NAME("post_ffw_norm.weight"), E, true, &L->ffn_post_norm))) return rc;
         }
-        L->swa = hp->n_swa > 0 && ad->swa_pattern > 0 && l % ad->swa_pattern < ad->swa_pattern - 1;
+        L->swa = hp->n_swa > 0 && ld->swa_pattern > 0 && l % ld->swa_pattern < ld->swa_pattern - 1;
         L->nope = !ld->rope || (ad->nope_step > 0 && (l + 1) % ad->nope_step == 0);
         /* biases the forward pass has no place for: refused, never ignored */
         static const char *const unused[] = {"attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias", "attn_qkv.weight"};
-        for (size_t k = 0; k < sizeof unused / sizeof *unused - (ad->fused ? 1 : 0); k++) {
+        for (size_t k = ad->oai ? 1 : 0; k < sizeof unused / sizeof *unused - (ad->fused ? 1 : 0); k++) {
             snprintf(n, sizeof n, "blk.%d.%s", l, unused[k]);
             if (sift_gguf_tensor_by_name(m->gguf, n))
                 return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' is not supported (separate Q/K/V without "
@@ -490,15 +538,17 @@ sift_model *sift_model_load(const char *path, sift_error *err)
         if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
     if (!ad) {
         sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, "
-                        "phi3)",
+                        "phi3, gpt-oss)",
                         ld.arch);
         goto fail;
     }
     snprintf(m->hp.arch, sizeof m->hp.arch, "%s", ad->name);
+    ld.swa_pattern = ad->swa_pattern;
     m->hp.rope_neox = ad->rope_neox;
     if (read_hparams(&ld) != SIFT_OK) goto fail;
     if (ad->gemma && read_gemma(&ld, ad) != SIFT_OK) goto fail;
     if (ad->granite && read_granite(&ld, &ld.rope) != SIFT_OK) goto fail;
+    if (ad->oai && read_oai(&ld) != SIFT_OK) goto fail;
     if (ad->fused) m->hp.q_scale = 1.0f / sqrtf((float)m->hp.head_dim); /* phi3 scales Q after RoPE */
     if (ad->moe) {
         sift__hparams *hp = &m->hp;
@@ -510,7 +560,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
             sift__error_set(err, SIFT_E_FORMAT, "model: %d experts used of %d", hp->n_expert_used, hp->n_expert);
             goto fail;
         }
-        hp->moe_norm_w = true; /* qwen3moe: norm_topk_prob, as llama.cpp builds it */
+        hp->moe_norm_w = !ad->oai; /* qwen3moe: norm_topk_prob, as llama.cpp builds it; gpt-oss: softmax of the top k */
     }
     if (m->hp.gelu && !(m->gelu_f16 = gelu_table())) {
         sift__error_set(err, SIFT_E_NOMEM, "model: out of memory");

@@ -29,6 +29,7 @@ typedef struct sift__weight {
     const char *name;
     bool huge_pages; /* data is weights.c's copy, asked for in 2 MiB pages */
     bool x8;         /* rows in groups of eight (repack.h): only kernels' gemm_x8 reads it */
+    int64_t n_part;  /* an expert stack: rows per expert (forward.c reads each as a row range); 0 */
 } sift__weight;
 
 typedef struct sift__layer {
@@ -46,6 +47,11 @@ typedef struct sift__layer {
      * the router [n_embd -> n_expert], and each expert's matrices as row ranges of one tensor
      * (expert e: rows e*n_ff_exp .. of gate/up, e*n_embd .. of down), read in place */
     sift__weight w_router, w_gate_exps, w_up_exps, w_down_exps;
+    /* gpt-oss: the attention output's bias [n_embd], each query head's sink logit [n_head]
+     * (a column every softmax row has, with no value), the router's bias [n_expert] and the
+     * experts' biases, expert after expert ([n_ff_exp] for gate/up, [n_embd] for down) */
+    const float *bo, *sinks;
+    const float *b_router, *b_gate_exps, *b_up_exps, *b_down_exps;
 } sift__layer;
 
 typedef struct sift__hparams {
@@ -72,6 +78,8 @@ typedef struct sift__hparams {
     int32_t n_ctx_orig;          /* rope.scaling.original_context_length (LongRoPE's switch) */
     int32_t n_expert, n_expert_used, n_ff_exp; /* MoE: experts, used per token, their FFN width */
     bool moe_norm_w;             /* the used experts' router probabilities renormalized to sum 1 */
+    bool moe_oai;                /* gpt-oss: the top-k taken on the router logits, their softmax the
+                                    weights; experts gated by the clamped SwiGLU (swiglu_oai) */
     float rope_attn_factor;      /* rope.scaling.attn_factor: cos and sin times this (LongRoPE); 1 */
     bool rope_yarn;              /* YaRN: frequencies between interpolation and extrapolation by
                                     a ramp over the correction dimensions, magnitude scaled */

@@ -95,6 +95,27 @@ void sift__q4_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, vo
     }
 }
 
+void sift__mxfp4_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    for (int64_t k = 0; k < nb; k++) {
+        sift_block_mxfp4x8 *o = (sift_block_mxfp4x8 *)dst + k;
+        uint8_t c[8][SIFT_QK_MXFP4];
+        for (int r = 0; r < 8; r++) {
+            const sift__block_mxfp4 *b = (const sift__block_mxfp4 *)((const char *)rows + r * row_bytes) + k;
+            o->e[r] = b->e;
+            for (int j = 0; j < SIFT_QK_MXFP4 / 2; j++) c[r][j] = b->qs[j] & 15, c[r][j + 16] = b->qs[j] >> 4;
+        }
+        for (int t = 0; t < 4; t++)
+            for (int r = 0; r < 8; r++)
+                for (int u = 0; u < 4; u++) o->qs[32 * t + 4 * r + u] = (uint8_t)(c[r][8 * t + u] | c[r][8 * t + 4 + u] << 4);
+    }
+}
+
+sift__x8_pack_fn sift__x8_pack_ref(sift_tensor_type t)
+{
+    return t == SIFT_TYPE_Q4_K ? sift__q4_K_x8_pack_group : t == SIFT_TYPE_MXFP4 ? sift__mxfp4_x8_pack_group : NULL;
+}
+
 void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,
                           void (*pack)(const void *, size_t, int64_t, void *))
 {

@@ -1,5 +1,5 @@
 /*
- * repack.h - Q4_K matrices in groups of eight rows (the "x8" layout), made at load.
+ * repack.h - Q4_K and MXFP4 matrices in groups of eight rows (the "x8" layout), made at load.
  *
  * In the file's layout a Q4_K row is a run of 144-byte blocks, and a kernel working on one
  * row at a time must reduce every block's products horizontally, unpack the packed scales
@@ -57,5 +57,35 @@ void sift__q4_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, vo
  * x8_pack); tmp holds 8 * row_bytes bytes. */
 void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,
                           void (*pack)(const void *, size_t, int64_t, void *));
+
+/* MXFP4 in the same x8 layout idea (gpt-oss's experts; llama.cpp's AVX2 path repacks them
+ * into its block_mxfp4x8 for the same reasons): block k of rows 8g .. 8g+7 is 136 bytes, the
+ * eight rows' exponents, then 128 bytes of codes, with c[r][j] the 4-bit code of value j of
+ * row r's block (value j < 16 in the low nibble of qs[j], j >= 16 in the high of qs[j - 16]):
+ *   e[r] = row r's exponent
+ *   qs[32t + 4r + u] = c[r][8t + u] | c[r][8t + 4 + u] << 4      (t, u < 4)
+ * so the low nibbles of the 32 bytes at qs + 32t are values 8t .. 8t+3 of the eight rows,
+ * four to a 32-bit lane, and the high nibbles values 8t+4 .. 8t+7: the same activation
+ * bytes for every lane, each row's exact block sum in its own lane. */
+typedef struct {
+    uint8_t e[8];
+    uint8_t qs[128];
+} sift_block_mxfp4x8;
+
+_Static_assert(sizeof(sift_block_mxfp4x8) == 8 * sizeof(sift__block_mxfp4), "an x8 block is eight blocks rearranged");
+
+typedef void (*sift__x8_pack_fn)(const void *rows, size_t row_bytes, int64_t nb, void *dst);
+/* The reference packer of type t's x8 layout (Q4_K, MXFP4), or NULL where it has none. */
+sift__x8_pack_fn sift__x8_pack_ref(sift_tensor_type t);
+
+/* Eight MXFP4 rows of nb blocks (row r at rows + r * row_bytes) as nb x8 blocks at dst. */
+void sift__mxfp4_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst);
+/* The 4-bit code of value j (< 32) of row r in an x8 block (the inverse of the packing). */
+static inline int sift__mxfp4_x8_code(const sift_block_mxfp4x8 *b, int r, int j)
+{
+    const int t = j / 8, u = j % 4, hi = j % 8 >= 4;
+    const uint8_t byte = b->qs[32 * t + 4 * r + u];
+    return hi ? byte >> 4 : byte & 15;
+}
 
 #endif

@@ -6,9 +6,10 @@
  * pages (populated at load with MADV_POPULATE_READ, as llama.cpp's MAP_POPULATE does, so
  * the first decode takes no faults), the weights are shared with every other process that
  * maps the file, and resident memory is one copy. Only the matrices whose chosen kernel
- * reads another layout (Q4_K in the x8 layout of repack.h, where the load-time probe
- * measures it faster: model/choose.c) are copied into one anonymous mapping, asked for in
- * transparent huge pages, and repacked there.
+ * reads another layout (Q4_K and MXFP4 in the x8 layout of repack.h, where the load-time
+ * probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's experts)
+ * are copied into one anonymous mapping, asked for in transparent huge pages, and repacked
+ * there.
  *
  * Why not copy everything (the old rule): the copy bought 2 MiB pages (one TLB entry per
  * 2 MiB instead of per 4 KiB page, and a hardware prefetcher not stopped at every 4 KiB),
@@ -48,13 +49,16 @@
 #define HUGE_PAGE ((size_t)2 << 20)
 #define CHUNK ((size_t)4 << 20) /* the unit of work of the copy threads (whole huge pages) */
 
-/* Every matrix the forward pass multiplies by, in layer order (n of them into out, at most cap). */
+/* Every matrix the forward pass multiplies by, in layer order (n of them into out, at most cap);
+ * an expert stack is one matrix of n_expert x its rows (forward.c reads each expert as a row
+ * range of it, wherever it lives), so the stacks are populated at load like the rest. */
 static int collect(sift_model *m, sift__weight **out, int cap)
 {
     int n = 0;
     for (int l = 0; l < m->hp.n_layer; l++) {
         sift__layer *L = &m->layers[l];
-        sift__weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        sift__weight *ws[] = {&L->wq,     &L->wk,       &L->wv,          &L->wo,        &L->w_gate,     &L->w_up,
+                              &L->w_down, &L->w_router, &L->w_gate_exps, &L->w_up_exps, &L->w_down_exps};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++)
             if (ws[i]->data && n < cap) out[n++] = ws[i];
     }
@@ -192,17 +196,24 @@ static char *map_huge(size_t size)
 }
 
 /* Is w to be read in the x8 layout (k_auto packs its type, and it is whole Q4_K blocks)? */
+/* Q4_K matrices (not expert stacks: their placement is left as it was), and MXFP4 ones,
+ * expert stacks too when every expert is whole groups (an expert is then a range of groups,
+ * read in place by gemm_x8), where k_auto reads the layout. */
 static bool x8_packable(const sift_model *m, const sift__weight *w)
 {
-    return m->k_auto.x8_pack[w->type] && w->type == SIFT_TYPE_Q4_K && w->n_out >= 8 &&
-           w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
+    if (!m->k_auto.x8_pack[w->type] || w->n_out < 8) return false;
+    if (w->type == SIFT_TYPE_Q4_K)
+        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
+    if (w->type == SIFT_TYPE_MXFP4)
+        return (w->n_part ? w->n_part : 8) % 8 == 0 && w->row_bytes == (size_t)(w->n_in / SIFT_QK_MXFP4) * sizeof(sift__block_mxfp4);
+    return false;
 }
 
 /* Copy the matrices k_auto reads in the x8 layout (all of them with all) into one huge-page
  * block, packing those on the way; returns without a copy when the memory is refused. */
 static void copy_matrices(sift_model *m, bool all)
 {
-    const int cap = 7 * m->hp.n_layer + 1;
+    const int cap = 11 * m->hp.n_layer + 1;
     sift__weight **ws = malloc((size_t)cap * sizeof *ws);
     copy_job J = {.fd = sift__gguf_fd(m->gguf), .parts = malloc((size_t)cap * sizeof *J.parts)};
     if (!ws || !J.parts) goto done;
@@ -220,7 +231,7 @@ static void copy_matrices(sift_model *m, bool all)
             J.parts[i].pack = m->k_auto.x8_pack[ws[i]->type];
             J.parts[i].row_bytes = ws[i]->row_bytes;
             J.parts[i].group = 8 * ws[i]->row_bytes;
-            J.parts[i].nb = ws[i]->n_in / SIFT_QK_K;
+            J.parts[i].nb = ws[i]->n_in / sift__type_traits_get(ws[i]->type)->block_size;
             J.parts[i].n_groups = ws[i]->n_out / 8;
         }
     }
@@ -263,18 +274,12 @@ void sift__weights_place(sift_model *m)
 {
     const bool map_all = env_set("SIFT_MMAP"), copy_all = !map_all && env_set("SIFT_COPY");
     bool used[SIFT_TYPE_COUNT] = {false};
-    const int cap = 7 * m->hp.n_layer + 1;
+    const int cap = 11 * m->hp.n_layer + 1;
     sift__weight **ws = malloc((size_t)cap * sizeof *ws);
     const int n = ws ? collect(m, ws, cap) : 0;
     for (int i = 0; i < n; i++)
         if ((int)ws[i]->type >= 0 && ws[i]->type < SIFT_TYPE_COUNT) used[ws[i]->type] = true;
     if (m->output.data && (int)m->output.type >= 0 && m->output.type < SIFT_TYPE_COUNT) used[m->output.type] = true;
-    for (int l = 0; l < m->hp.n_layer; l++) { /* experts stay in the mapping (forward.c reads them as row ranges) */
-        const sift__layer *L = &m->layers[l];
-        const sift__weight *ex[] = {&L->w_router, &L->w_gate_exps, &L->w_up_exps, &L->w_down_exps};
-        for (size_t i = 0; i < sizeof ex / sizeof *ex; i++)
-            if (ex[i]->data && (int)ex[i]->type >= 0 && ex[i]->type < SIFT_TYPE_COUNT) used[ex[i]->type] = true;
-    }
     sift__kernels_choose(used, copy_all, &m->k_auto);
     if (map_all) memset(m->k_auto.x8_pack, 0, sizeof m->k_auto.x8_pack);
     if (!map_all) copy_matrices(m, copy_all);

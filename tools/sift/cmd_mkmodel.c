@@ -4,8 +4,8 @@
  * shared test models are 1 MB and smaller, so on them a batch of 8 tokens costs 8 times one
  * token, whatever the runtime does).
  *
- *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|qwen3moe|gemma2|gemma3|granite|smollm3|phi3]
- *                [--experts N] [--experts-used K] [--ff-exp N] [--dim N] [--ff N]
+ *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|qwen3moe|gemma2|gemma3|granite|smollm3|phi3|gpt-oss]
+ *                [--experts N] [--experts-used K] [--ff-exp N] [--type-exps T] [--dim N] [--ff N]
  *                [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--swa N]
  *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
  *                [--out-scale X] [--seed N]
@@ -36,30 +36,40 @@ static const struct {
 } type_names[] = {
     {"f32", SIFT_TYPE_F32},   {"f16", SIFT_TYPE_F16},   {"q8_0", SIFT_TYPE_Q8_0},
     {"q4_0", SIFT_TYPE_Q4_0}, {"q4_k", SIFT_TYPE_Q4_K}, {"q5_k", SIFT_TYPE_Q5_K},
-    {"q6_k", SIFT_TYPE_Q6_K}, {"bf16", SIFT_TYPE_BF16},
+    {"q6_k", SIFT_TYPE_Q6_K}, {"bf16", SIFT_TYPE_BF16}, {"mxfp4", SIFT_TYPE_MXFP4},
 };
+
+/* *out = the type named v; false when there is none */
+static bool type_by_name(const char *v, sift_tensor_type *out)
+{
+    for (size_t k = 0; k < sizeof type_names / sizeof *type_names; k++)
+        if (!strcasecmp(v, type_names[k].name)) return *out = type_names[k].type, true;
+    return false;
+}
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sift mkmodel [-o OUT.gguf] [shape options]\n\n"
                "  -o FILE          output (default /tmp/sift-synth-DIMxLAYERS-TYPE.gguf)\n"
                "  --arch A         llama (default), qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3,\n"
-               "                   phi3:\n"
+               "                   phi3, gpt-oss:\n"
                "                   each with the tensors and keys its architecture has (qwen2 biases,\n"
                "                   q/k norms, gemma's post norms, sliding window, soft-caps, granite's\n"
-               "                   multipliers, phi3's fused QKV and gate-up)\n"
+               "                   multipliers, phi3's fused QKV and gate-up, gpt-oss's biases, sinks\n"
+               "                   and window of 128 on even layers)\n"
                "  --head-dim N     head size when it is not dim/heads (the key_length key)\n"
-               "  --experts N      qwen3moe: experts per layer (default 8)\n"
-               "  --experts-used K qwen3moe: experts each token is routed to (default 2)\n"
-               "  --ff-exp N       qwen3moe: each expert's feed-forward width (default --ff)\n"
-               "  --swa N          sliding window in positions (gemma2/gemma3; default 4096 for gemma2,\n"
-               "                   none for gemma3)\n"
+               "  --experts N      qwen3moe, gpt-oss: experts per layer (default 8)\n"
+               "  --experts-used K qwen3moe, gpt-oss: experts each token is routed to (default 2)\n"
+               "  --ff-exp N       qwen3moe, gpt-oss: each expert's feed-forward width (default --ff)\n"
+               "  --type-exps T    the experts' type (default --type's); mxfp4 as gpt-oss's own files\n"
+               "  --swa N          sliding window in positions (gemma2/gemma3/gpt-oss; default 4096 for\n"
+               "                   gemma2, none for gemma3, 128 for gpt-oss)\n"
                "  --dim N          embedding width (default 1024)\n"
                "  --layers N       blocks (default 8)\n"
                "  --heads N        query heads (default dim/64)\n"
                "  --kv-heads N     key/value heads, dividing --heads (default heads/4: GQA)\n"
                "  --ff N           feed-forward width (default 2.75*dim rounded up to 256)\n"
-               "  --type T         matrices' type: q8_0 (default), q4_0, q4_k, q5_k, q6_k,\n                   f16, bf16, f32\n"
+               "  --type T         matrices' type: q8_0 (default), q4_0, q4_k, q5_k, q6_k,\n                   f16, bf16, f32, mxfp4\n"
                "  --vocab FILE     GGUF whose tokenizer is copied (default\n"
                "                   $SIFT_SHARED/models/llama-2-tiny-random.gguf: 32000-token SPM)\n"
                "  --ctx N          context_length (default 2048)\n"
@@ -107,11 +117,9 @@ int sift_cmd_mkmodel(int argc, char **argv)
             field = &sp.n_swa, hi = 1 << 24;
         } else if (!strcmp(a, "--vocab")) {
             vocab = v;
-        } else if (!strcmp(a, "--type")) {
-            bool found = false;
-            for (size_t k = 0; k < sizeof type_names / sizeof *type_names; k++)
-                if (!strcasecmp(v, type_names[k].name)) sp.type = type_names[k].type, found = true;
-            if (!found) return bad(a, "expected q8_0, q4_0, q4_k, q5_k, q6_k, f16, bf16 or f32");
+        } else if (!strcmp(a, "--type") || !strcmp(a, "--type-exps")) {
+            if (!type_by_name(v, !strcmp(a, "--type") ? &sp.type : &sp.exp_type))
+                return bad(a, "expected q8_0, q4_0, q4_k, q5_k, q6_k, f16, bf16, f32 or mxfp4");
         } else if (!strcmp(a, "--out-scale")) {
             const float x = strtof(v, &end);
             if (end == v || *end || !(x > 0 && x <= 100)) return bad(a, "expected a number in (0, 100]");
@@ -167,9 +175,11 @@ int sift_cmd_mkmodel(int argc, char **argv)
     const int64_t n_vocab = sift_gguf_array_n(sift_gguf_get(vg, "tokenizer.ggml.tokens"));
     sift_gguf_close(vg);
     const int hd = sp.head_dim ? sp.head_dim : sp.n_embd / sp.n_head;
+    const bool moe = !strcmp(sp.arch, "qwen3moe") || !strcmp(sp.arch, "gpt-oss");
+    const double n_exp = sp.n_expert > 0 ? sp.n_expert : 8, ff_exp = sp.n_ff_exp > 0 ? sp.n_ff_exp : sp.n_ff;
+    const double ffn = moe ? (double)sp.n_embd * n_exp * (3.0 * ff_exp + 1) : 3.0 * sp.n_embd * sp.n_ff;
     const double params = (double)n_vocab * sp.n_embd * 2 +
-                          (double)sp.n_layer * ((double)sp.n_embd * (2.0 * sp.n_head * hd + 2.0 * sp.n_head_kv * hd) +
-                                                3.0 * sp.n_embd * sp.n_ff);
+                          (double)sp.n_layer * ((double)sp.n_embd * (2.0 * sp.n_head * hd + 2.0 * sp.n_head_kv * hd) + ffn);
     printf("sift mkmodel: %s, dim %d, %d layers, %d heads (%d KV, head size %d), ff %d, vocab %lld, %s: "
            "%.1f M parameters, ~%.1f MB\n",
            sp.arch, sp.n_embd, sp.n_layer, sp.n_head, sp.n_head_kv, hd, sp.n_ff, (long long)n_vocab, sift_type_name(sp.type),
