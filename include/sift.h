@@ -1434,9 +1434,12 @@ SIFT_API sift_compiled_grammar *sift_grammar_compile_json_schema(sift_grammar_co
  *   - a draft model: a second, smaller sift_model with the same vocabulary (checked token by
  *     token at creation), run greedily in a context of its own; drafting stops after a token
  *     whose draft probability is below p_min.
- * Both adapt their depth: the next draft is as long as the running acceptance rate a makes
- * worth it (a^depth >= 0.15, between 1 and n_max), so a source the target keeps refusing
- * costs little.
+ * Both keep a running per-token acceptance rate a. Alone (sift_draft_propose) a draft is as
+ * long as a makes worth it (a^depth >= 0.15, between 1 and n_max). Inside sift_spec_step the
+ * depth comes from measured costs instead: the k <= n_max that maximizes expected tokens per
+ * pass (1 + a + ... + a^k) over the pass's time (verifying k + 1 tokens, fitted to the
+ * steps' own times, plus drafting k), 0 (plain generation, with an occasional probe) when no
+ * draft pays; so speculation costs little where it cannot win.
  *
  * A sift_spec verifies drafts on one sequence of a target context. sift_spec_step decodes
  * [last, draft...] in one batch with logits at every entry, then samples position by position
@@ -1458,7 +1461,7 @@ typedef struct sift_draft_params {
     int32_t n_max;  /* most tokens in one draft (default 16; llama.cpp's --draft-max) */
     int32_t n_min;  /* a shorter draft is not verified (default 0; --draft-min) */
     float p_min;    /* draft model: stop after a token the draft gives less (default 0.75; --draft-p-min) */
-    bool adaptive;  /* shorten drafts while acceptance is low (default true) */
+    bool adaptive;  /* choose the depth by acceptance and measured cost (default true); false: n_max */
 } sift_draft_params;
 SIFT_API sift_draft_params sift_draft_default_params(void);
 

@@ -95,19 +95,28 @@ int32_t sift_draft_depth(const sift_draft *d)
 {
     if (!d) return 0;
     if (!d->p.adaptive) return d->p.n_max;
-    const double a = (d->acc_ok + 1.0) / (d->acc_ok + d->acc_bad + 2.0);
+    const double a = sift__draft_acceptance(d);
     const double depth = floor(log(DEPTH_Q) / log(a));
     return depth >= d->p.n_max ? d->p.n_max : depth < 1 ? 1 : (int32_t)depth;
+}
+
+int32_t sift__draft_propose_n(sift_draft *d, sift_token *out, int32_t cap, sift_error *err)
+{
+    if (cap < 1 || cap < d->p.n_min || d->n_hist == 0) return 0;
+    const int32_t n = d->kind == DRAFT_LOOKUP ? sift__lookup_propose(d, out, cap) : sift__dmodel_propose(d, out, cap, err);
+    return n >= 0 && n < d->p.n_min ? 0 : n;
 }
 
 int32_t sift_draft_propose(sift_draft *d, sift_token *out, int32_t cap, sift_error *err)
 {
     if (!d || cap < 0 || (cap && !out)) return sift__error_set(err, SIFT_E_INVAL, "draft propose: bad arguments");
     const int32_t depth = sift_draft_depth(d);
-    if (cap > depth) cap = depth;
-    if (cap < 1 || cap < d->p.n_min || d->n_hist == 0) return 0;
-    const int32_t n = d->kind == DRAFT_LOOKUP ? sift__lookup_propose(d, out, cap) : sift__dmodel_propose(d, out, cap, err);
-    return n >= 0 && n < d->p.n_min ? 0 : n;
+    return sift__draft_propose_n(d, out, cap < depth ? cap : depth, err);
+}
+
+double sift__draft_acceptance(const sift_draft *d)
+{
+    return (d->acc_ok + 1.0) / (d->acc_ok + d->acc_bad + 2.0);
 }
 
 void sift__draft_feedback(sift_draft *d, int32_t drafted, int32_t accepted)

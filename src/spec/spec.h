@@ -65,6 +65,10 @@ void sift__dmodel_free(sift_draft *d);
 
 /* draft.c: a verification's outcome, for the adaptive depth */
 void sift__draft_feedback(sift_draft *d, int32_t drafted, int32_t accepted);
+/* a proposal of up to cap tokens without the depth rule (n_min still applies) */
+int32_t sift__draft_propose_n(sift_draft *d, sift_token *out, int32_t cap, sift_error *err);
+/* the running per-token acceptance estimate (Laplace prior: 0.5 with no data) */
+double sift__draft_acceptance(const sift_draft *d);
 /* an empty draft source of a kind (history allocated), or NULL */
 sift_draft *sift__draft_alloc(draft_kind kind, sift_draft_params params, sift_error *err);
 

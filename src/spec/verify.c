@@ -17,12 +17,29 @@
  *
  * With no draft (no source, no guess, or no room) a step is a one-token decode and a sample:
  * plain generation, so a caller needs only this loop.
+ *
+ * How deep to draft (with the draft's adaptive flag; else n_max). A draft of k tokens that
+ * the target accepts token by token with probability a yields E(k) = 1 + a + ... + a^k
+ * tokens per pass and costs C(k) = V(k + 1) + k * c: the verification of k + 1 tokens and
+ * drafting k. The step drafts the k <= n_max that maximizes E(k) / C(k), measured on this
+ * machine: V(n) = b + (n - 1) * s is fitted by least squares to the steps' own times (decayed,
+ * so it follows a machine whose load changes), c is the draft's time per drafted token
+ * (near zero for prompt lookup, a decode of the draft model otherwise), a the draft's
+ * estimate (draft.c). Batched verification is nearly free where decoding is bound by memory
+ * (one weight pass for all k + 1 tokens) and costs almost k + 1 passes where it is bound by
+ * compute, as on a loaded two-core machine; a draft model that costs more than its accepted
+ * tokens save gets k = 0, i.e. plain generation, with a probe of k = 1 every PROBE_EVERY
+ * steps to notice when that changes. Until the fit has data, the draft's own rule decides.
  */
 #include <stdlib.h>
 #include <time.h>
 
 #include "core/status.h"
 #include "spec/spec.h"
+
+#define COST_DECAY 0.95
+#define COST_WARMUP 6   /* steps before the cost model decides */
+#define PROBE_EVERY 16  /* a one-token draft after this many steps without drafting */
 
 struct sift_spec {
     sift_context *ctx;
@@ -32,6 +49,10 @@ struct sift_spec {
     sift_token *draft;
     int32_t n_vocab;
     sift_spec_stats st;
+    /* cost model: decayed least-squares sums of (x = batch size - 1, y = ms), draft ms and tokens */
+    double w, sx, sxx, sy, sxy, dt, dn;
+    int64_t n_obs;
+    int32_t idle; /* steps since the last draft */
 };
 
 static double now_ms(void)
@@ -73,6 +94,49 @@ sift_spec_stats sift_spec_get_stats(const sift_spec *s)
     return s ? s->st : (sift_spec_stats){0};
 }
 
+/* Record a step: n tokens verified in ms; draft_ms spent drafting k tokens. */
+static void cost_observe(sift_spec *s, int32_t n, double ms, int32_t k, double draft_ms)
+{
+    const double x = n - 1;
+    s->w = COST_DECAY * s->w + 1;
+    s->sx = COST_DECAY * s->sx + x;
+    s->sxx = COST_DECAY * s->sxx + x * x;
+    s->sy = COST_DECAY * s->sy + ms;
+    s->sxy = COST_DECAY * s->sxy + x * ms;
+    if (k > 0) {
+        s->dt = COST_DECAY * s->dt + draft_ms;
+        s->dn = COST_DECAY * s->dn + k;
+    }
+    s->n_obs++;
+}
+
+/* The draft length with the best expected tokens per unit of time, 0..cap. */
+static int32_t cost_depth(const sift_spec *s, int32_t cap)
+{
+    const double a = sift__draft_acceptance(s->d);
+    const double var = s->w * s->sxx - s->sx * s->sx;
+    double slope, base;
+    if (var > 1e-6 * s->w * s->w) {
+        slope = (s->w * s->sxy - s->sx * s->sy) / var;
+        base = (s->sy - slope * s->sx) / s->w;
+    } else { /* one batch size so far: assume each extra token costs a quarter of a pass */
+        base = s->sy / (s->w + 0.25 * s->sx);
+        slope = 0.25 * base;
+    }
+    if (slope < 0) slope = 0;
+    if (base <= 0) return cap;
+    const double c = s->dn > 0 ? s->dt / s->dn : 0;
+    int32_t best = 0;
+    double best_rate = 1.0 / base, e = 1, ak = 1;
+    for (int32_t k = 1; k <= cap; k++) {
+        ak *= a;
+        e += ak;
+        const double rate = e / (base + k * (slope + c));
+        if (rate > best_rate) best = k, best_rate = rate;
+    }
+    return best;
+}
+
 sift_status sift_spec_step(sift_spec *s, sift_pos pos, sift_token last, int32_t room, const sift_spec_sampling *sampling,
                            sift_token *out, sift_spec_result *res, sift_error *err)
 {
@@ -85,12 +149,26 @@ sift_status sift_spec_step(sift_spec *s, sift_pos pos, sift_token last, int32_t 
     const int32_t cells = (int32_t)sift_n_ctx_seq(s->ctx) - pos - 1;
     if (cap > cells) cap = cells;
     int32_t k = 0;
+    double t_draft = 0;
     if (s->d && cap > 0) {
+        const sift_draft_params *dp = &s->d->p;
+        int32_t want = cap < dp->n_max ? cap : dp->n_max;
+        if (dp->adaptive) {
+            if (s->n_obs < COST_WARMUP) {
+                const int32_t depth = sift_draft_depth(s->d);
+                if (want > depth) want = depth;
+            } else {
+                want = cost_depth(s, want);
+                if (want == 0 && s->idle >= PROBE_EVERY) want = 1;
+            }
+        }
         const double t0 = now_ms();
-        k = sift_draft_propose(s->d, s->draft, cap, err);
-        s->st.t_draft_ms += now_ms() - t0;
+        k = want > 0 ? sift__draft_propose_n(s->d, s->draft, want, err) : 0;
+        t_draft = now_ms() - t0;
+        s->st.t_draft_ms += t_draft;
         if (k < 0) return k;
     }
+    s->idle = k > 0 ? 0 : s->idle + 1;
     const double t0 = now_ms();
     sift_batch_clear(&s->batch);
     sift_batch_add(&s->batch, last, pos, &s->seq, 1, true);
@@ -118,7 +196,9 @@ sift_status sift_spec_step(sift_spec *s, sift_pos pos, sift_token last, int32_t 
     }
     /* the cache keeps last and the accepted tokens but the newest (positions < pos + n) */
     sift_kv_seq_rm(s->ctx, s->seq, pos + n, -1);
-    s->st.t_verify_ms += now_ms() - t0;
+    const double t_verify = now_ms() - t0;
+    s->st.t_verify_ms += t_verify;
+    cost_observe(s, k + 1, t_verify, k, t_draft);
     if (s->d) {
         sift_error e2 = {0};
         if (n && sift_draft_push(s->d, out, n, &e2) != SIFT_OK) {
