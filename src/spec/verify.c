@@ -28,8 +28,10 @@
  * estimate (draft.c). Batched verification is nearly free where decoding is bound by memory
  * (one weight pass for all k + 1 tokens) and costs almost k + 1 passes where it is bound by
  * compute, as on a loaded two-core machine; a draft model that costs more than its accepted
- * tokens save gets k = 0, i.e. plain generation, with a probe of k = 1 every PROBE_EVERY
- * steps to notice when that changes. Until the fit has data, the draft's own rule decides.
+ * tokens save gets k = 0, i.e. plain generation, with a probe of k = 1 after PROBE_EVERY
+ * steps to notice when that changes; a probe the target refuses doubles the wait (up to
+ * PROBE_MAX), because a draft model that has sat out must first catch up on every token
+ * since its last draft. Until the fit has data, the draft's own rule decides.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -39,7 +41,8 @@
 
 #define COST_DECAY 0.95
 #define COST_WARMUP 6   /* steps before the cost model decides */
-#define PROBE_EVERY 16  /* a one-token draft after this many steps without drafting */
+#define PROBE_EVERY 16  /* a one-token draft after this many steps without drafting, */
+#define PROBE_MAX 512   /* doubled after each refused probe up to this */
 
 struct sift_spec {
     sift_context *ctx;
@@ -52,7 +55,8 @@ struct sift_spec {
     /* cost model: decayed least-squares sums of (x = batch size - 1, y = ms), draft ms and tokens */
     double w, sx, sxx, sy, sxy, dt, dn;
     int64_t n_obs;
-    int32_t idle; /* steps since the last draft */
+    int32_t idle;     /* steps since the last draft */
+    int32_t probe_at; /* idle steps before the next probe */
 };
 
 static double now_ms(void)
@@ -159,7 +163,7 @@ sift_status sift_spec_step(sift_spec *s, sift_pos pos, sift_token last, int32_t 
                 if (want > depth) want = depth;
             } else {
                 want = cost_depth(s, want);
-                if (want == 0 && s->idle >= PROBE_EVERY) want = 1;
+                if (want == 0 && s->idle >= (s->probe_at ? s->probe_at : PROBE_EVERY)) want = 1;
             }
         }
         const double t0 = now_ms();
@@ -206,6 +210,10 @@ sift_status sift_spec_step(sift_spec *s, sift_pos pos, sift_token last, int32_t 
             return e2.status;
         }
         sift__draft_feedback(s->d, k, acc);
+        if (k > 0) { /* a probe (or any draft) that the target refused makes the next probe wait longer */
+            const int32_t wait = s->probe_at ? s->probe_at : PROBE_EVERY;
+            s->probe_at = acc > 0 ? PROBE_EVERY : wait * 2 > PROBE_MAX ? PROBE_MAX : wait * 2;
+        }
     }
     res->n_tokens = n, res->n_drafted = k, res->n_accepted = acc;
     s->st.n_steps++;
