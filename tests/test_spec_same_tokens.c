@@ -117,9 +117,11 @@ static sift_context *mkctx(const sift_model *m)
 
 static sift_chain *mkchain(const sift_model *m, int which, uint32_t seed)
 {
-    static const char *specs[3] = {"greedy()", "top_k(40);top_p(0.95,1);temp(0.8);dist(%u)",
-                                   "penalties(64,1.3,0.1,0.1);dry(0.8,1.75,2,64,\"\\n\",\".\");top_k(40);top_p(0.95,1);"
-                                   "temp(0.8);dist(%u)"};
+    static const char *specs[3] = {
+        "greedy()",
+        "top_k(40);top_p(0.95,1);temp(0.8);dist(%u)",
+        "penalties(64,1.3,0.1,0.1);dry(0.8,1.75,2,64,\"\\n\",\".\");top_k(40);top_p(0.95,1);temp(0.8);dist(%u)",
+    };
     char spec[256];
     snprintf(spec, sizeof spec, specs[which], seed);
     sift_vocab_view view;
