@@ -547,12 +547,18 @@ static void usage(FILE *f)
                "  --depth LIST   instead: prompt and generation t/s with D tokens already in the KV cache, for each\n"
                "                 D in LIST (e.g. 0,1024,4096); llama.cpp's column from peer_depth (the same steps), or\n"
                "                 without it emulated with peer_generate (D + N prompt tokens minus D, n/a past 2048)\n"
+               "  --draft FILE, --lookup N  instead: speculative decoding against plain generation (sift bench --spec --help)\n"
                "  --csv, --json  machine-readable output (--depth: --csv only)\n",
             MAX_BATCH);
 }
 
+int sift_bench_spec(int argc, char **argv); /* bench_spec.c */
+
 int sift_bench_model(int argc, char **argv)
 {
+    /* --draft / --lookup: speculative decoding's suite (bench_spec.c) */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--draft") || !strcmp(argv[i], "--lookup")) return sift_bench_spec(argc, argv);
     const char *models[MAX_MODELS];
     int n_models = 0, n_prompt = 0, n_gen = 0, reps = 5;
     int threads[MAX_LIST] = {1}, n_threads_list = 1, batches[MAX_LIST], n_batches = 0, depths[MAX_LIST], n_depths = 0;

@@ -1430,6 +1430,124 @@ SIFT_API char *sift_json_schema_to_grammar(const char *schema, size_t len, uint3
 SIFT_API sift_compiled_grammar *sift_grammar_compile_json_schema(sift_grammar_compiler *c, const char *schema, size_t len,
                                                                  uint32_t flags, sift_error *err);
 
+/* ==== speculative decoding ===================================================================
+ *
+ * Generation reads every weight once per token. Speculative decoding guesses several tokens
+ * cheaply (a draft), lets the target model check all of them in one batched decode, and
+ * keeps the longest prefix the target's own sampling agrees with, plus the target's token at
+ * the first disagreement. llama.cpp: common/speculative.cpp, common_sampler_sample_and_accept_n,
+ * llama-lookup.
+ *
+ * A sift_draft is a draft source. It holds the history of one sequence (the prompt and every
+ * token accepted so far, the last one included even while the target has not decoded it
+ * yet) and proposes tokens that may follow it. Two kinds:
+ *   - prompt lookup: an n-gram index over the history; a draft continues the longest recent
+ *     n-gram (n <= N) the way it went on before (extraction, edits, code, JSON repeat spans
+ *     of the prompt). No second model.
+ *   - a draft model: a second, smaller sift_model with the same vocabulary (checked token by
+ *     token at creation), run greedily in a context of its own; drafting stops after a token
+ *     whose draft probability is below p_min.
+ * Both keep a running per-token acceptance rate a. Alone (sift_draft_propose) a draft is as
+ * long as a makes worth it (a^depth >= 0.15, between 1 and n_max). Inside sift_spec_step the
+ * depth comes from measured costs instead: the k <= n_max that maximizes expected tokens per
+ * pass (1 + a + ... + a^k) over the pass's time (verifying k + 1 tokens, fitted to the
+ * steps' own times, plus drafting k), 0 (plain generation, with an occasional probe) when no
+ * draft pays; so speculation costs little where it cannot win.
+ *
+ * A sift_spec verifies drafts on one sequence of a target context. sift_spec_step decodes
+ * [last, draft...] in one batch with logits at every entry, then samples position by position
+ * with the caller's chain (and grammar) exactly as a plain generation would: one chain step,
+ * one RNG draw, per position, in order. It goes on while the sampled token equals the draft's;
+ * the first different token (or the one after a fully accepted draft) ends the step. Every
+ * sampled token is a token of the output, so penalties, DRY, grammars and every other
+ * stateful sampler see exactly the accepted tokens; the rejected tail is removed from the KV
+ * cache. A token's logits in a batch are bit for bit those it gets decoded alone (the batch
+ * and one-token kernels agree, kernels.h), so a seeded chain gives the same stream with and
+ * without speculation (ctest spec_same_tokens).
+ */
+typedef struct sift_draft sift_draft;
+typedef struct sift_spec sift_spec;
+
+#define SIFT_LOOKUP_MAX_N 8 /* the longest n-gram prompt lookup indexes */
+
+typedef struct sift_draft_params {
+    int32_t n_max;  /* most tokens in one draft (default 16; llama.cpp's --draft-max) */
+    int32_t n_min;  /* a shorter draft is not verified (default 0; --draft-min) */
+    float p_min;    /* draft model: stop after a token the draft gives less (default 0.75; --draft-p-min) */
+    bool adaptive;  /* choose the depth by acceptance and measured cost (default true); false: n_max */
+} sift_draft_params;
+SIFT_API sift_draft_params sift_draft_default_params(void);
+
+/* Prompt lookup over n-grams of 1..n tokens (1 <= n <= SIFT_LOOKUP_MAX_N). NULL and *err:
+ * SIFT_E_INVAL, SIFT_E_NOMEM. Free with sift_draft_free. */
+SIFT_API sift_draft *sift_draft_lookup_new(int32_t n, sift_draft_params params, sift_error *err);
+/* A draft model: draft (borrowed: it must outlive the sift_draft) gets a context of its own
+ * made with cparams (n_seq_max 1; n_ctx should be the target sequence's). Its vocabulary
+ * must be the target's: same size, same token texts and special ids, else SIFT_E_INVAL
+ * naming the first difference. Other errors as sift_context_new. */
+SIFT_API sift_draft *sift_draft_model_new(const sift_model *draft, const sift_model *target, sift_context_params cparams,
+                                          sift_draft_params params, sift_error *err);
+SIFT_API void sift_draft_free(sift_draft *d);
+/* Forget the history (a new sequence). */
+SIFT_API void sift_draft_reset(sift_draft *d);
+/* Append tokens to the history (a prompt, input fed between replies). sift_spec_step appends
+ * the tokens it returns itself. SIFT_E_INVAL (negative token id or n), SIFT_E_NOMEM. */
+SIFT_API sift_status sift_draft_push(sift_draft *d, const sift_token *tokens, int32_t n, sift_error *err);
+/* Up to cap tokens that may follow the history (fewer than n_min: none). Returns how many
+ * were written, or a negative status (a draft model's decode failing). */
+SIFT_API int32_t sift_draft_propose(sift_draft *d, sift_token *out, int32_t cap, sift_error *err);
+/* The draft length the adaptive rule allows now (n_max without it). */
+SIFT_API int32_t sift_draft_depth(const sift_draft *d);
+SIFT_API const char *sift_draft_kind(const sift_draft *d); /* "lookup" or "draft model" */
+
+/* Verifier for sequence seq of target (borrowed), drafting with d (borrowed; NULL: no
+ * drafts, every step is a plain one-token step). Allocates its batch for n_batch tokens
+ * here and nothing per step. NULL and *err: SIFT_E_INVAL, SIFT_E_NOMEM. */
+SIFT_API sift_spec *sift_spec_new(sift_context *target, sift_seq_id seq, sift_draft *d, sift_error *err);
+SIFT_API void sift_spec_free(sift_spec *s);
+
+/* Called with each token as it is accepted; returning false ends the step after it (an
+ * end-of-generation token, a stop string): later positions are then not sampled at all. */
+typedef bool (*sift_spec_token_fn)(void *user, sift_token token);
+
+typedef struct sift_spec_sampling {
+    sift_chain *chain;          /* the target's chain (required) */
+    sift_sampler *grammar;      /* a grammar kept outside the chain, or NULL */
+    sift_grammar_mode mode;     /* as sift_grammar_chain_sample */
+    sift_spec_token_fn on_token; /* may be NULL */
+    void *user;
+} sift_spec_sampling;
+
+typedef struct sift_spec_result {
+    int32_t n_tokens;   /* tokens written to out (accepted draft tokens, then the target's own) */
+    int32_t n_drafted;  /* draft tokens verified */
+    int32_t n_accepted; /* of those, accepted */
+    bool stopped;       /* on_token ended the step */
+    bool no_token;      /* the chain (and grammar) selected nothing at position n_tokens */
+} sift_spec_result;
+
+/* One step. `last` is the newest token of the sequence, not yet decoded, at position pos
+ * (the sequence's cache must end before pos). At most room tokens come out (room >= 1; the
+ * draft gets room - 1 and what is left of the sequence's cells). out needs room entries.
+ * Afterwards the sequence's cache holds the positions before pos + n_tokens: last and every
+ * returned token but the final one, which is the new `last` (not decoded) at pos + n_tokens;
+ * the draft's history ends with it. When nothing came out (no_token at the first position)
+ * the cache is as it was and last is still to be decoded. SIFT_OK (check no_token), or
+ * the decode's error (SIFT_E_INVAL, SIFT_E_STATE as sift_decode) with nothing sampled. */
+SIFT_API sift_status sift_spec_step(sift_spec *s, sift_pos pos, sift_token last, int32_t room,
+                                    const sift_spec_sampling *sampling, sift_token *out, sift_spec_result *res,
+                                    sift_error *err);
+
+typedef struct sift_spec_stats {
+    int64_t n_steps;    /* target decodes (passes) */
+    int64_t n_tokens;   /* tokens accepted */
+    int64_t n_drafted;  /* draft tokens verified */
+    int64_t n_accepted; /* draft tokens accepted */
+    double t_draft_ms;  /* time in sift_draft_propose */
+    double t_verify_ms; /* time in the target's decodes and sampling */
+} sift_spec_stats;
+SIFT_API sift_spec_stats sift_spec_get_stats(const sift_spec *s);
+
 /* ==== chat templates (Jinja) ==================================================================
  *
  * A Jinja engine for chat templates (a GGUF's tokenizer.chat_template): it renders what

@@ -249,6 +249,11 @@ static void test_errors(const char *model)
         {"bad --grammar", {"-m", model, "--grammar", "root ::= x"}, 2},
         {"bad --json-schema", {"-m", model, "--json-schema", "{\"type\":"}, 2},
         {"missing --grammar-file", {"-m", model, "--grammar-file", "/nonexistent.gbnf"}, 2},
+        {"--lookup 9", {"-m", model, "--lookup", "9"}, 2},
+        {"--lookup and -md", {"-m", model, "--lookup", "2", "-md", model}, 2},
+        {"--draft-min > --draft-max", {"-m", model, "--draft-max", "2", "--draft-min", "3"}, 2},
+        {"--draft-p-min 2", {"-m", model, "--draft-p-min", "2"}, 2},
+        {"--lookup, --context-shift", {"-m", model, "--lookup", "2", "--context-shift"}, 2},
         {"missing model file", {"-m", "/nonexistent/model.gguf", "-n", "1"}, 1},
         {"GGUF v1 model", {"-m", NULL, "-n", "1"}, 1},
     };
@@ -262,6 +267,30 @@ static void test_errors(const char *model)
               cases[i].why, r.rc, count_lines(r.err), (int)(r.err_len ? r.err_len - 1 : 0), r.err);
         free_result(&r);
     }
+}
+
+/* Speculative decoding: the same text with prompt lookup and with a draft model (the model
+ * itself) as without, and the acceptance summary; a draft with another vocabulary refused. */
+static void test_speculative(const char *model)
+{
+    run_result plain = run("-m", model, "-p", "Once upon a time", "-n", "160", "--seed", "7", "--temp", "0.7", "-no-cnv", NULL);
+    const char *extra[2][2] = {{"--lookup", "3"}, {"-md", model}};
+    for (int i = 0; i < 2; i++) {
+        run_result r = run("-m", model, "-p", "Once upon a time", "-n", "160", "--seed", "7", "--temp", "0.7", "-no-cnv",
+                           extra[i][0], extra[i][1], NULL);
+        check(r.rc == 0 && plain.rc == 0 && r.out_len == plain.out_len && !memcmp(r.out, plain.out, r.out_len),
+              "%s: the same %zu bytes as without speculation", extra[i][0], r.out_len);
+        const char *acc = strstr(r.err, "n_accept = ");
+        check(strstr(r.err, "sift perf: speculative") && acc && atoi(acc + 11) > 0, "  acceptance summary: %.60s", acc ? acc : "(none)");
+        free_result(&r);
+    }
+    free_result(&plain);
+    char tiny[1024];
+    ref_model_path("llama-2-tiny-random", tiny, sizeof tiny);
+    run_result r = run("-m", model, "-md", tiny, "-n", "4", NULL);
+    check(r.rc == 2 && count_lines(r.err) == 1 && strstr(r.err, "vocabulary has 32000 tokens"), "-md with another vocabulary: exit %d, %s",
+          r.rc, r.err);
+    free_result(&r);
 }
 
 static void test_quantize_and_bench(const char *model)
@@ -329,6 +358,7 @@ int main(int argc, char **argv)
     test_reference_streams("llama-2-tiny-random");
     test_features(stories);
     test_errors(stories);
+    test_speculative(stories);
     test_quantize_and_bench(stories);
     test_mkmodel();
     unlink(out_path);

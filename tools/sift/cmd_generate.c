@@ -301,6 +301,9 @@ typedef struct gen_run {
     bool cfg;
     int32_t n_past, n_past_g, n_keep;
     trace_state *ts;
+    sift_spec *spec;   /* speculative decoding (NULL: plain) */
+    sift_draft *draft;
+    sift_token *out;   /* the tokens of a speculative step */
     sift_token undecoded; /* the last sampled token when a reply stopped before decoding it */
     /* perf */
     double t_load, t_prompt, t_gen, t_decode;
@@ -346,6 +349,13 @@ static int ingest(gen_run *r, const sift_token *toks, int32_t n)
     r->t_prompt += now_ms() - t0;
     r->n_prompt_tok += n;
     for (int32_t i = 0; i < n; i++) sift_chain_accept(r->chain, toks[i]);
+    /* the draft's history already ends with the undecoded token (it was sampled) */
+    sift_error err = {0};
+    if (!rc && r->draft && sift_draft_push(r->draft, toks, n, &err) != SIFT_OK) {
+        fprintf(stderr, "\nsift generate: %s\n", err.msg);
+        free(all);
+        return 1;
+    }
     r->n_past += k;
     free(all);
     return rc;
@@ -378,79 +388,151 @@ static bool rprompt_found(const gen_opts *o, const char *text, size_t n, size_t 
     return false;
 }
 
+/* The state of one reply, for take_token (the speculative step calls it per token). */
+typedef struct reply_state {
+    gen_run *r;
+    sbuf text;
+    long n_gen;
+    stop_why why;
+} reply_state;
+
+/* A token was sampled (and accepted by the chain): count it, print it, and say whether the
+ * reply goes on. On a stop the token stays undecoded (the next input starts with it). */
+static bool take_token(void *user, sift_token tok)
+{
+    reply_state *rs = user;
+    gen_run *r = rs->r;
+    const gen_opts *o = r->o;
+    rs->n_gen++;
+    r->n_gen++;
+    r->ts->step = r->n_gen;
+    if (sift_vocab_is_eog(r->vocab, tok)) {
+        r->undecoded = tok; /* the turn's end stays in the conversation (llama-cli decodes it too) */
+        rs->why = STOP_EOG;
+        return false;
+    }
+    char buf[256];
+    const int np = piece(r->vocab, tok, buf, sizeof buf, o->special);
+    fwrite(buf, 1, (size_t)np, stdout);
+    fflush(stdout);
+    const size_t before = rs->text.n;
+    sbuf_add(&rs->text, buf, (size_t)np);
+    if (o->trace) {
+        fprintf(stderr, "[trace]   => %d ", (int)tok);
+        trace_piece(stderr, r->vocab, tok);
+        fputc('\n', stderr);
+    }
+    if (o->n_rprompts && rprompt_found(o, rs->text.p, rs->text.n, before)) {
+        r->undecoded = tok;
+        rs->why = STOP_RPROMPT;
+        return false;
+    }
+    if (o->n_predict >= 0 && rs->n_gen >= o->n_predict) {
+        r->undecoded = tok;
+        rs->why = STOP_NPREDICT;
+        return false;
+    }
+    return true;
+}
+
+/* The chain (and grammar) selected nothing: a stop when the grammar is complete, else an error. */
+static stop_why no_token(const gen_run *r)
+{
+    if (r->grammar) {
+        /* the grammar and the chain left no token: never sample a forbidden one */
+        const sift_grammar_status gs = sift_grammar_sampler_status(r->grammar);
+        if (gs == SIFT_GRAMMAR_CAN_END || gs == SIFT_GRAMMAR_DONE) return STOP_GRAMMAR;
+        if (gs == SIFT_GRAMMAR_OVER_LIMIT) {
+            fprintf(stderr, "\nsift generate: the grammar has more than %d parse stacks at once (SIFT_GRAMMAR_MAX_STACKS): "
+                            "it is too ambiguous to follow\n", SIFT_GRAMMAR_MAX_STACKS);
+            return STOP_ERROR;
+        }
+        fprintf(stderr, "\nsift generate: the grammar allows no token here: no token of the vocabulary can continue it "
+                        "(or the sampler chain excludes every token it allows)\n");
+        return STOP_ERROR;
+    }
+    fprintf(stderr, "\nsift generate: the chain selected no token (its last sampler must select)\n");
+    return STOP_ERROR;
+}
+
+/* The rest of a reply with speculative decoding: each step decodes the last token and a
+ * draft in one batch and samples the positions the target agrees with (sift_spec_step);
+ * take_token sees each token as the plain loop would. No context shift (refused earlier). */
+static void reply_spec(gen_run *r, reply_state *rs, sift_token tok)
+{
+    const gen_opts *o = r->o;
+    sift_error err = {0};
+    const sift_spec_sampling smp = {.chain = r->chain, .grammar = r->grammar, .mode = o->grammar.mode,
+                                    .on_token = take_token, .user = rs};
+    for (;;) {
+        if (interrupted) {
+            r->undecoded = tok;
+            rs->why = STOP_INT;
+            return;
+        }
+        if (r->n_past >= r->n_ctx_seq) {
+            r->undecoded = tok;
+            rs->why = STOP_CTX;
+            return;
+        }
+        const long left = o->n_predict >= 0 ? o->n_predict - rs->n_gen : r->n_ctx_seq;
+        sift_spec_result res;
+        const double td = now_ms();
+        /* r->out holds a batch's worth of tokens, the most one step can give */
+        const int32_t room = (int32_t)(left < 1 ? 1 : left > r->batch.capacity ? r->batch.capacity : left);
+        const sift_status st = sift_spec_step(r->spec, r->n_past, tok, room, &smp, r->out, &res, &err);
+        r->t_decode += now_ms() - td;
+        if (st != SIFT_OK) {
+            fprintf(stderr, "\nsift generate: decode: %s\n", err.msg);
+            rs->why = STOP_ERROR;
+            return;
+        }
+        r->n_dec++;
+        r->n_past += res.n_tokens;
+        if (res.n_tokens) tok = r->out[res.n_tokens - 1];
+        if (res.stopped) return; /* take_token said why and kept tok undecoded */
+        if (res.no_token) {
+            rs->why = no_token(r);
+            return;
+        }
+    }
+}
+
 /* Sample a reply from the logits at hand, printing it; its text goes to *out (may be NULL).
  * Stops at an end-of-generation token, -n tokens, a reverse prompt, a full context, Ctrl-C. */
 static stop_why reply(gen_run *r, sbuf *out)
 {
     const gen_opts *o = r->o;
     sift_error err = {0};
-    sbuf text = {0};
-    long n_gen = 0;
-    stop_why why = STOP_NPREDICT;
+    reply_state rs = {.r = r, .why = STOP_NPREDICT};
     const double t0 = now_ms();
     for (;;) {
-        if (o->n_predict >= 0 && n_gen >= o->n_predict) break;
+        if (o->n_predict >= 0 && rs.n_gen >= o->n_predict) break;
         if (interrupted) {
-            why = STOP_INT;
+            rs.why = STOP_INT;
             break;
         }
         if (r->cfg) sift_cfg_apply(r->logits, r->glogits, r->n_vocab, o->cfg_scale);
         r->ts->step = r->n_gen;
         const sift_token tok = sample_token(r->grammar, o->grammar.mode, r->chain, r->logits, r->n_vocab);
-        if (tok == SIFT_TOKEN_NULL && r->grammar) {
-            /* the grammar and the chain left no token: never sample a forbidden one */
-            const sift_grammar_status gs = sift_grammar_sampler_status(r->grammar);
-            if (gs == SIFT_GRAMMAR_CAN_END || gs == SIFT_GRAMMAR_DONE) {
-                why = STOP_GRAMMAR;
-                break;
-            }
-            if (gs == SIFT_GRAMMAR_OVER_LIMIT) {
-                fprintf(stderr, "\nsift generate: the grammar has more than %d parse stacks at once (SIFT_GRAMMAR_MAX_STACKS): "
-                                "it is too ambiguous to follow\n", SIFT_GRAMMAR_MAX_STACKS);
-                why = STOP_ERROR;
-                break;
-            }
-            fprintf(stderr, "\nsift generate: the grammar allows no token here: no token of the vocabulary can continue it "
-                            "(or the sampler chain excludes every token it allows)\n");
-            why = STOP_ERROR;
-            break;
-        }
         if (tok == SIFT_TOKEN_NULL) {
-            fprintf(stderr, "\nsift generate: the chain selected no token (its last sampler must select)\n");
-            why = STOP_ERROR;
+            rs.why = no_token(r);
             break;
         }
-        n_gen++;
-        r->n_gen++;
-        if (sift_vocab_is_eog(r->vocab, tok)) {
-            r->undecoded = tok; /* the turn's end stays in the conversation (llama-cli decodes it too) */
-            why = STOP_EOG;
+        if (r->spec && sift_draft_push(r->draft, &tok, 1, &err) != SIFT_OK) {
+            fprintf(stderr, "\nsift generate: %s\n", err.msg);
+            rs.why = STOP_ERROR;
             break;
         }
-        char buf[256];
-        const int np = piece(r->vocab, tok, buf, sizeof buf, o->special);
-        fwrite(buf, 1, (size_t)np, stdout);
-        fflush(stdout);
-        const size_t before = text.n;
-        sbuf_add(&text, buf, (size_t)np);
-        if (o->trace) {
-            fprintf(stderr, "[trace]   => %d ", (int)tok);
-            trace_piece(stderr, r->vocab, tok);
-            fputc('\n', stderr);
-        }
-        if (o->n_rprompts && rprompt_found(o, text.p, text.n, before)) {
-            r->undecoded = tok;
-            why = STOP_RPROMPT;
-            break;
-        }
-        if (o->n_predict >= 0 && n_gen >= o->n_predict) {
-            r->undecoded = tok;
+        if (!take_token(&rs, tok)) break;
+        if (r->spec) {
+            reply_spec(r, &rs, tok);
             break;
         }
         if (r->n_past >= r->n_ctx_seq || (r->cfg && r->n_past_g >= r->n_ctx_seq)) {
             if (!o->context_shift || o->n_predict == -2) {
                 r->undecoded = tok;
-                why = STOP_CTX;
+                rs.why = STOP_CTX;
                 break;
             }
             if (o->log) fprintf(stderr, "\n[context shift: keeping %d tokens, dropping half of the rest]\n", r->n_keep);
@@ -458,7 +540,7 @@ static stop_why reply(gen_run *r, sbuf *out)
             if (r->cfg) r->n_past_g = shift_context(r->ctx, 1, r->n_past_g, r->n_keep);
             if (r->n_past >= r->n_ctx_seq) {
                 r->undecoded = tok;
-                why = STOP_CTX;
+                rs.why = STOP_CTX;
                 break;
             }
         }
@@ -470,7 +552,7 @@ static stop_why reply(gen_run *r, sbuf *out)
         const double td = now_ms();
         if (sift_decode(r->ctx, &r->batch, &err) != SIFT_OK) {
             fprintf(stderr, "\nsift generate: decode: %s\n", err.msg);
-            why = STOP_ERROR;
+            rs.why = STOP_ERROR;
             break;
         }
         r->t_decode += now_ms() - td;
@@ -481,9 +563,9 @@ static stop_why reply(gen_run *r, sbuf *out)
         r->n_past_g++;
     }
     r->t_gen += now_ms() - t0;
-    if (out && text.n) sbuf_add(out, text.p, text.n);
-    sbuf_free(&text);
-    return why;
+    if (out && rs.text.n) sbuf_add(out, rs.text.p, rs.text.n);
+    sbuf_free(&rs.text);
+    return rs.why;
 }
 
 static void print_perf(const gen_run *r, const char *stop)
@@ -507,6 +589,19 @@ static void print_perf(const gen_run *r, const char *stop)
                     perf.t_total_us > 0 ? 100.0 * us / perf.t_total_us : 0.0);
         }
         fputc('\n', stderr);
+    }
+    if (r->spec) {
+        /* llama.cpp's speculative example: n_drafted, n_accept, accept % */
+        const sift_spec_stats st = sift_spec_get_stats(r->spec);
+        char how[96];
+        if (r->o->lookup) snprintf(how, sizeof how, "n-gram 1..%ld", r->o->lookup);
+        else snprintf(how, sizeof how, "p-min %.2f", (double)r->o->draft_p_min);
+        fprintf(stderr, "sift perf: speculative %s (%s, draft-max %ld, draft-min %ld): %lld target passes, %.2f tokens per pass\n",
+                sift_draft_kind(r->draft), how, r->o->draft_max, r->o->draft_min, (long long)st.n_steps,
+                st.n_steps ? (double)st.n_tokens / (double)st.n_steps : 0.0);
+        fprintf(stderr, "sift perf: n_drafted = %lld, n_accept = %lld, accept = %.3f%%; draft %.2f ms, verify %.2f ms\n",
+                (long long)st.n_drafted, (long long)st.n_accepted,
+                st.n_drafted ? 100.0 * (double)st.n_accepted / (double)st.n_drafted : 0.0, st.t_draft_ms, st.t_verify_ms);
     }
     fprintf(stderr, "sift perf: total       %10.2f ms\n", r->t_load + r->t_prompt + r->t_gen);
 }
@@ -627,7 +722,7 @@ int sift_cmd_generate(int argc, char **argv)
     const bool cfg = o.neg_owned && o.cfg_scale != 1.0f;
 
     int rc = 1;
-    sift_model *model = NULL;
+    sift_model *model = NULL, *dmodel = NULL;
     sift_context *ctx = NULL;
     sift_chain *chain = NULL;
     sift_sampler *grammar = NULL;
@@ -676,6 +771,32 @@ int sift_cmd_generate(int argc, char **argv)
         goto done;
     }
     if (cli_cvec_apply(&o.cvec, ctx, "sift generate") != 0) goto done;
+
+    /* speculative decoding: a draft source and the verifier on sequence 0 */
+    if (o.model_draft || o.lookup) {
+        if (cfg || o.context_shift) {
+            fprintf(stderr, "sift generate: speculative decoding (--model-draft, --lookup) does not go with %s\n",
+                    cfg ? "--cfg-negative-prompt" : "--context-shift");
+            rc = 2;
+            goto done;
+        }
+        sift_draft_params dp = sift_draft_default_params();
+        dp.n_max = (int32_t)o.draft_max, dp.n_min = (int32_t)o.draft_min, dp.p_min = o.draft_p_min;
+        if (o.lookup) {
+            r.draft = sift_draft_lookup_new((int32_t)o.lookup, dp, &err);
+        } else if ((dmodel = sift_model_load(o.model_draft, &err)) != NULL) {
+            sift_context_params dcp = cp;
+            dcp.n_ctx = (uint32_t)n_ctx_seq, dcp.n_seq_max = 1;
+            r.draft = sift_draft_model_new(dmodel, model, dcp, dp, &err);
+        }
+        if (!r.draft || !(r.spec = sift_spec_new(ctx, 0, r.draft, &err)) ||
+            !(r.out = malloc(sizeof *r.out * (size_t)cp.n_batch))) {
+            fprintf(stderr, "sift generate: %s%s%s\n", o.model_draft && !o.lookup ? o.model_draft : "", o.model_draft && !o.lookup ? ": " : "",
+                    err.msg[0] ? err.msg : "out of memory");
+            rc = err.status == SIFT_E_INVAL ? 2 : 1;
+            goto done;
+        }
+    }
     const double t_load = now_ms() - t_load0;
 
     /* the chain */
@@ -788,6 +909,12 @@ int sift_cmd_generate(int argc, char **argv)
                 cp.n_seq_max, cp.n_batch, o.n_threads, o.n_threads_batch, sift_isa_name(sift_context_isa(ctx)));
         fprintf(stderr, "sift: chain %s (seed %u)%s\n", chain_desc, sift_chain_get_seed(chain), grammar ? " + grammar" : "");
         if (cfg) fprintf(stderr, "sift: guidance scale %.2f, negative prompt %d tokens\n", o.cfg_scale, n_neg);
+        if (r.draft && o.lookup)
+            fprintf(stderr, "sift: speculative decoding: prompt lookup, n-grams 1..%ld, draft-max %ld, draft-min %ld\n", o.lookup,
+                    o.draft_max, o.draft_min);
+        else if (r.draft)
+            fprintf(stderr, "sift: speculative decoding: draft model %s, draft-max %ld, draft-min %ld, p-min %.2f\n",
+                    o.model_draft, o.draft_max, o.draft_min, (double)o.draft_p_min);
         if (cnv)
             fprintf(stderr, "sift: conversation mode (chat template: %s); /exit or Ctrl-D ends it, Ctrl-C stops a reply\n",
                     cli_chat_source(chat));
@@ -821,6 +948,10 @@ int sift_cmd_generate(int argc, char **argv)
     /* the prompt goes into the samplers' history (penalties see it), not into the grammar */
     for (int32_t i = 0; i < n_prompt; i++) sift_chain_accept(chain, prompt[i]);
     sift_chain_perf_reset(chain);
+    if (r.draft && sift_draft_push(r.draft, prompt, n_prompt, &err) != SIFT_OK) {
+        fprintf(stderr, "sift generate: %s\n", err.msg);
+        goto done;
+    }
     r.n_past = n_prompt, r.n_past_g = n_neg;
     r.n_keep = o.n_keep < 0 || o.n_keep > n_prompt ? n_prompt : (int32_t)o.n_keep + (sift_vocab_add_bos(vocab) ? 1 : 0);
 
@@ -852,6 +983,10 @@ restore:
     interactive_mode = 0;
 done:
     sift_batch_free(&r.batch);
+    sift_spec_free(r.spec);
+    sift_draft_free(r.draft);
+    free(r.out);
+    sift_model_free(dmodel);
     free(r.logits);
     free(r.glogits);
     free(prompt);

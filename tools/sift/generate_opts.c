@@ -36,6 +36,12 @@ static void usage(FILE *f)
             "                            and go on (default: stop)\n"
             "  --keep N                  prompt tokens kept by --context-shift, BOS not counted (default 0; -1 = all)\n"
             "  --isa NAME                kernels: auto, scalar, avx2, avx512, neon, neon-dotprod (default auto)\n\n"
+            "speculative decoding (the same tokens as without it; docs/speculative.md):\n"
+            "  -md, --model-draft FILE   a draft model with the target's vocabulary\n"
+            "  --lookup N                prompt lookup: draft from n-grams of 1..N tokens of the prompt and the text\n"
+            "  --draft-max N             most tokens per draft (default 16; --draft, --draft-n)\n"
+            "  --draft-min N             a shorter draft is not verified (default 0; --draft-n-min)\n"
+            "  --draft-p-min P           the draft model stops after a token it gives less than P (default 0.75)\n\n"
             "sampler chain:\n"
             "  --chain SPEC              the exact chain, e.g. \"top_k(40);top_p(0.95,1);temp(0.8);dist(42)\"\n"
             "                            (replaces the flags below except --seed and --ignore-eos)\n"
@@ -130,7 +136,7 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
     const char *prompt = NULL, *prompt_file = NULL, *system_file = NULL;
     *o = (gen_opts){.cfg_scale = 1.0f, .n_predict = -1, .n_batch = 512, .n_threads = cli_default_threads(),
                     .escape = true, .display_prompt = true, .log = true, .trace_top = 5, .isa = SIFT_ISA_AUTO,
-                    .conversation = -1};
+                    .conversation = -1, .draft_max = 16, .draft_min = 0, .draft_p_min = 0.75f};
     cli_grammar_init(&o->grammar);
     *sampling_flags = false;
     for (int i = 1; i < argc; i++) {
@@ -263,6 +269,25 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
         } else if (IS("--chat-template-file")) {
             NEEDV();
             o->chat_template_file = v;
+        } else if (IS("-md") || IS("--model-draft")) {
+            NEEDV();
+            o->model_draft = v;
+        } else if (IS("--lookup")) {
+            NEEDV();
+            if (!cli_parse_long(v, 1, SIFT_LOOKUP_MAX_N, &n)) return bad(a, v, "expected an n-gram size in [1, 8], got");
+            o->lookup = n;
+        } else if (IS("--draft-max") || IS("--draft") || IS("--draft-n")) {
+            NEEDV();
+            if (!cli_parse_long(v, 1, 1024, &n)) return bad(a, v, "expected an integer in [1, 1024], got");
+            o->draft_max = n;
+        } else if (IS("--draft-min") || IS("--draft-n-min")) {
+            NEEDV();
+            if (!cli_parse_long(v, 0, 1024, &n)) return bad(a, v, "expected an integer in [0, 1024], got");
+            o->draft_min = n;
+        } else if (IS("--draft-p-min")) {
+            NEEDV();
+            if (!cli_parse_float(v, &o->draft_p_min) || !(o->draft_p_min >= 0.0f && o->draft_p_min <= 1.0f))
+                return bad(a, v, "expected a probability in [0, 1], got");
         } else if (IS("--jinja")) {
             /* llama-cli's switch to the Jinja engine: sift always renders templates with it */
         } else if ((n = cli_compat_flag("sift generate", CLI_COMPAT_GENERATE, argc, argv, &i)) != 0) {
@@ -285,6 +310,8 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
     if (o->chain_spec && *sampling_flags)
         return bad("--chain", NULL, "excludes the llama.cpp sampling flags (only --seed and --ignore-eos go with it)");
     if (!o->n_threads_batch) o->n_threads_batch = o->n_threads;
+    if (o->model_draft && o->lookup) return bad("--lookup", NULL, "give either --model-draft or --lookup, not both");
+    if (o->draft_min > o->draft_max) return bad("--draft-min", NULL, "is larger than --draft-max");
     /* llama.cpp: --in-prefix / --in-suffix disable the chat template, so without -cnv the
      * session is plain interactive text (the reverse-prompt chats of its README) */
     if (o->conversation == -1 && (o->in_prefix || o->in_suffix)) o->conversation = 0;

@@ -40,6 +40,10 @@ typedef struct gen_opts {
     const char *in_prefix, *in_suffix;
     const char **rprompts;     /* -r, repeatable */
     int n_rprompts;
+    /* speculative decoding (llama.cpp's --model-draft etc.; --lookup: prompt lookup's n-gram size) */
+    const char *model_draft;
+    long draft_max, draft_min, lookup;
+    float draft_p_min;
 } gen_opts;
 
 /* Parse argv into *o (and the sampling flags into *cs; *sampling_flags: any besides --seed,
