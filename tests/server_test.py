@@ -1739,11 +1739,11 @@ def test_hostile_chat_template():
             with open(path) as f:
                 return int(f.read().rsplit(")", 1)[1].split()[16])
 
-        def niced_threads():  # (Linux) the server's threads 10 above its own nice: renders in the background (prio.c)
+        def niced_threads():  # (Linux) the server's threads at nice 19 above its own: renders in the background (prio.c)
             n, base = 0, nice_of(f"/proc/{S.proc.pid}/stat")
             for tid in os.listdir(f"/proc/{S.proc.pid}/task"):
                 try:
-                    n += nice_of(f"/proc/{S.proc.pid}/task/{tid}/stat") == base + 10
+                    n += nice_of(f"/proc/{S.proc.pid}/task/{tid}/stat") == 19 != base
                 except OSError:
                     pass
             return n
@@ -1765,7 +1765,7 @@ def test_hostile_chat_template():
         th.join()
         wt.join()
         niced = max(seen, default=0)
-        if sys.platform.startswith("linux") and nice_of(f"/proc/{S.proc.pid}/stat") <= 9:  # (room for +10)
+        if sys.platform.startswith("linux") and nice_of(f"/proc/{S.proc.pid}/stat") < 19:  # (room below)
             assert niced >= 1, niced  # (the "hi" render is niced too while it runs)
             assert niced_threads() == 0  # back to normal priority once answered
         assert st == 200 and j["prompt"].startswith("<|im_start|>user\nhi"), (st, j)

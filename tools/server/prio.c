@@ -14,10 +14,12 @@
  * keep-alive connection's next request run at normal priority. Both are per thread and
  * idempotent.
  *
- * The background is nice +10 (Linux threads have their own nice values; elsewhere this is a
- * no-op): weight 110 against the engine's 1024. SCHED_IDLE was measured too (2026-11-29,
- * `sift bench --server --hostile`) and was worse in the tail: a thread that holds a lock
- * (a malloc arena, a task's mutex) and is starved there blocks normal threads behind it, and
+ * The background is nice +19, the lowest (Linux threads have their own nice values; elsewhere
+ * this is a no-op): weight 15 against the engine's 1024. Measured with `sift bench --server
+ * --hostile` on two cores (2026-11-29, load 1-2): +10 gave 96.5 % and 94.8 % of the
+ * legitimate client's answers within 3x its idle latency, +19 gave 97.2, 95.8 and 96.2 %.
+ * SCHED_IDLE was tried too and was worse in the tail: a thread that holds a lock (a malloc
+ * arena, a task's mutex) and is starved there blocks normal threads behind it, and
  * SCHED_IDLE threads starve whenever the cores are busy. Going back down needs CAP_SYS_NICE
  * or an RLIMIT_NICE that allows it; without, the thread stays niced, which only slows its own
  * connection's later HTTP work.
@@ -33,7 +35,7 @@
 
 #include "server/server.h"
 
-#define PRIO_NICE 10
+#define PRIO_NICE 19
 
 static srv_prio_mode prio_mode = SRV_PRIO_OFF; /* set once by srv_prio_init, before any connection thread */
 
@@ -58,7 +60,7 @@ void srv_prio_background(void)
     const id_t tid = (id_t)syscall(SYS_gettid);
     errno = 0;
     const int was = getpriority(PRIO_PROCESS, tid);
-    if (errno || setpriority(PRIO_PROCESS, tid, was + PRIO_NICE) != 0) return;
+    if (errno || setpriority(PRIO_PROCESS, tid, was + PRIO_NICE > 19 ? 19 : was + PRIO_NICE) != 0) return;
     prio_was = was;
     prio_in = true;
 #endif

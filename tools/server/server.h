@@ -810,7 +810,7 @@ char *srv_first_name(const char *list);
 
 typedef enum srv_prio_mode {
     SRV_PRIO_OFF = 0, /* not on this system, or turned off */
-    SRV_PRIO_NICE,    /* nice +10 */
+    SRV_PRIO_NICE,    /* nice +19 (the lowest) */
 } srv_prio_mode;
 
 /* Once, before the first connection: which background this process can use (prio.c). */

@@ -791,7 +791,7 @@ int sift_cmd_serve(int argc, char **argv)
             cfg->model_path, s->model_desc, s->n_vocab, cfg->n_parallel, s->n_ctx_slot,
             cfg->n_batch > cfg->n_parallel ? cfg->n_batch : cfg->n_parallel, cfg->n_threads, cfg->n_threads_batch,
             s->jinja && !s->tmpl_fallback ? "jinja" : chat_name(s->tmpl), (s->jinja && !s->tmpl_fallback) || s->tmpl_detected ? "" : " (default)");
-    if (prio == SRV_PRIO_NICE) fprintf(stderr, "sift serve: chat-template renders and grammar compiles run at nice +10\n");
+    if (prio == SRV_PRIO_NICE) fprintf(stderr, "sift serve: chat-template renders and grammar compiles run at nice 19 (the lowest)\n");
     fprintf(stderr, "sift serve: loaded in %.0f ms; listening on http://%s:%d\n", srv_now_ms() - t0,
             strchr(cfg->host, ':') ? "[::]" : cfg->host, port);
     fflush(stderr);
