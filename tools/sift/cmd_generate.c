@@ -781,7 +781,7 @@ int sift_cmd_generate(int argc, char **argv)
             goto done;
         }
         sift_draft_params dp = sift_draft_default_params();
-        dp.n_max = (int32_t)o.draft_max, dp.n_min = (int32_t)o.draft_min, dp.p_min = o.draft_p_min;
+        dp.n_max = (int32_t)o.draft_max, dp.n_min = (int32_t)o.draft_min, dp.p_min = o.draft_p_min, dp.adaptive = !o.draft_fixed;
         if (o.lookup) {
             r.draft = sift_draft_lookup_new((int32_t)o.lookup, dp, &err);
         } else if ((dmodel = sift_model_load(o.model_draft, &err)) != NULL) {

@@ -41,7 +41,8 @@ static void usage(FILE *f)
             "  --lookup N                prompt lookup: draft from n-grams of 1..N tokens of the prompt and the text\n"
             "  --draft-max N             most tokens per draft (default 16; --draft, --draft-n)\n"
             "  --draft-min N             a shorter draft is not verified (default 0; --draft-n-min)\n"
-            "  --draft-p-min P           the draft model stops after a token it gives less than P (default 0.75)\n\n"
+            "  --draft-p-min P           the draft model stops after a token it gives less than P (default 0.75)\n"
+            "  --draft-fixed             draft up to --draft-max every step, not the depth the measured costs pay for\n\n"
             "sampler chain:\n"
             "  --chain SPEC              the exact chain, e.g. \"top_k(40);top_p(0.95,1);temp(0.8);dist(42)\"\n"
             "                            (replaces the flags below except --seed and --ignore-eos)\n"
@@ -284,6 +285,8 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
             NEEDV();
             if (!cli_parse_long(v, 0, 1024, &n)) return bad(a, v, "expected an integer in [0, 1024], got");
             o->draft_min = n;
+        } else if (IS("--draft-fixed")) {
+            o->draft_fixed = true;
         } else if (IS("--draft-p-min")) {
             NEEDV();
             if (!cli_parse_float(v, &o->draft_p_min) || !(o->draft_p_min >= 0.0f && o->draft_p_min <= 1.0f))

@@ -44,6 +44,7 @@ typedef struct gen_opts {
     const char *model_draft;
     long draft_max, draft_min, lookup;
     float draft_p_min;
+    bool draft_fixed;          /* --draft-fixed: no adaptive depth (sift_draft_params.adaptive = false) */
 } gen_opts;
 
 /* Parse argv into *o (and the sampling flags into *cs; *sampling_flags: any besides --seed,
