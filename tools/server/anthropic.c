@@ -64,16 +64,6 @@ static const cJSON *get(const cJSON *o, const char *name)
     return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
-static const char *jtype(const cJSON *v)
-{
-    if (cJSON_IsString(v)) return "a string";
-    if (cJSON_IsNumber(v)) return "a number";
-    if (cJSON_IsBool(v)) return "a boolean";
-    if (cJSON_IsArray(v)) return "an array";
-    if (cJSON_IsObject(v)) return "an object";
-    return "null";
-}
-
 static char *print_free(cJSON *j)
 {
     char *s = j ? cJSON_PrintUnformatted(j) : NULL;
@@ -130,7 +120,7 @@ static int text_blocks(const cJSON *a, const char *where, bool system, sbuf *out
             return srv_errorf(e, 400, "'%s[%d]': image input is not supported (this server reads text only)", where, i);
         if (strcmp(t, "text")) return srv_errorf(e, 400, "'%s[%d]' must be a text block, got type \"%.32s\"", where, i, t);
         const cJSON *text = get(b, "text");
-        if (!cJSON_IsString(text)) return srv_errorf(e, 400, "'%s[%d].text' must be a string, got %s", where, i, text ? jtype(text) : "nothing");
+        if (!cJSON_IsString(text)) return srv_errorf(e, 400, "'%s[%d].text' must be a string, got %s", where, i, text ? srv_jtype(text) : "nothing");
         add_text(out, text->valuestring, system);
     }
     return 0;
@@ -145,7 +135,7 @@ static int text_of(const cJSON *v, const char *where, bool system, sbuf *out, sr
         return 0;
     }
     if (cJSON_IsArray(v)) return text_blocks(v, where, system, out, e);
-    return srv_errorf(e, 400, "'%s' must be a string or an array of text blocks, got %s", where, jtype(v));
+    return srv_errorf(e, 400, "'%s' must be a string or an array of text blocks, got %s", where, srv_jtype(v));
 }
 
 static cJSON *add_message(cJSON *msgs, const char *role)
@@ -173,9 +163,9 @@ static bool flush_user(cJSON *msgs, cJSON **parts)
 static int tool_result(const cJSON *b, const char *where, cJSON *msgs, srv_error *e)
 {
     const cJSON *id = get(b, "tool_use_id");
-    if (!cJSON_IsString(id)) return srv_errorf(e, 400, "'%s.tool_use_id' must be a string, got %s", where, id ? jtype(id) : "nothing");
+    if (!cJSON_IsString(id)) return srv_errorf(e, 400, "'%s.tool_use_id' must be a string, got %s", where, id ? srv_jtype(id) : "nothing");
     const cJSON *err = get(b, "is_error");
-    if (err && !cJSON_IsBool(err)) return srv_errorf(e, 400, "'%s.is_error' must be a boolean, got %s", where, jtype(err));
+    if (err && !cJSON_IsBool(err)) return srv_errorf(e, 400, "'%s.is_error' must be a boolean, got %s", where, srv_jtype(err));
     char w[96];
     snprintf(w, sizeof w, "%s.content", where);
     sbuf text = {0};
@@ -192,10 +182,10 @@ static int tool_result(const cJSON *b, const char *where, cJSON *msgs, srv_error
 static int tool_use(const cJSON *b, const char *where, cJSON *calls, srv_error *e)
 {
     const cJSON *id = get(b, "id"), *name = get(b, "name"), *input = get(b, "input");
-    if (id && !cJSON_IsString(id)) return srv_errorf(e, 400, "'%s.id' must be a string, got %s", where, jtype(id));
+    if (id && !cJSON_IsString(id)) return srv_errorf(e, 400, "'%s.id' must be a string, got %s", where, srv_jtype(id));
     if (!cJSON_IsString(name) || !*name->valuestring)
-        return srv_errorf(e, 400, "'%s.name' must be a non-empty string, got %s", where, name ? jtype(name) : "nothing");
-    if (input && !cJSON_IsObject(input)) return srv_errorf(e, 400, "'%s.input' must be an object, got %s", where, jtype(input));
+        return srv_errorf(e, 400, "'%s.name' must be a non-empty string, got %s", where, name ? srv_jtype(name) : "nothing");
+    if (input && !cJSON_IsObject(input)) return srv_errorf(e, 400, "'%s.input' must be an object, got %s", where, srv_jtype(input));
     char *args = input ? cJSON_PrintUnformatted(input) : strdup("{}");
     cJSON *c = cJSON_CreateObject();
     cJSON *fn = c ? cJSON_CreateObject() : NULL;
@@ -227,13 +217,13 @@ static int message_blocks(const cJSON *content, bool assistant, int i, cJSON *ms
             const cJSON *text = get(b, "text");
             cJSON *p = cJSON_IsString(text) ? cJSON_CreateObject() : NULL;
             if (!cJSON_IsString(text))
-                rc = srv_errorf(e, 400, "'%s.text' must be a string, got %s", where, text ? jtype(text) : "nothing");
+                rc = srv_errorf(e, 400, "'%s.text' must be a string, got %s", where, text ? srv_jtype(text) : "nothing");
             else if (!p || !cJSON_AddItemToArray(parts, p) || !cJSON_AddStringToObject(p, "type", "text") ||
                      !cJSON_AddStringToObject(p, "text", text->valuestring))
                 rc = srv_errorf(e, 500, "out of memory");
         } else if (!strcmp(t, "thinking")) {
             const cJSON *th = get(b, "thinking");
-            if (!cJSON_IsString(th)) rc = srv_errorf(e, 400, "'%s.thinking' must be a string, got %s", where, th ? jtype(th) : "nothing");
+            if (!cJSON_IsString(th)) rc = srv_errorf(e, 400, "'%s.thinking' must be a string, got %s", where, th ? srv_jtype(th) : "nothing");
             else sbuf_adds(&reasoning, th->valuestring);
         } else if (!strcmp(t, "redacted_thinking")) {
             /* encrypted by another service: nothing a template could show */
@@ -290,13 +280,13 @@ static int convert_messages(const cJSON *in, cJSON *out, srv_error *e)
     }
     const cJSON *m = get(in, "messages");
     if (!m) return srv_errorf(e, 400, "'messages' is required");
-    if (!cJSON_IsArray(m)) return srv_errorf(e, 400, "'messages' must be an array of messages, got %s", jtype(m));
+    if (!cJSON_IsArray(m)) return srv_errorf(e, 400, "'messages' must be an array of messages, got %s", srv_jtype(m));
     if (cJSON_GetArraySize(m) > SRV_MAX_MESSAGES)
         return srv_errorf(e, 400, "'messages' has %d messages, more than %d", cJSON_GetArraySize(m), SRV_MAX_MESSAGES);
     int i = 0;
     for (const cJSON *x = m->child; x; x = x->next, i++) {
         const cJSON *role = cJSON_IsObject(x) ? get(x, "role") : NULL, *content = cJSON_IsObject(x) ? get(x, "content") : NULL;
-        if (!cJSON_IsObject(x)) return srv_errorf(e, 400, "'messages[%d]' must be an object with 'role' and 'content', got %s", i, jtype(x));
+        if (!cJSON_IsObject(x)) return srv_errorf(e, 400, "'messages[%d]' must be an object with 'role' and 'content', got %s", i, srv_jtype(x));
         if (!cJSON_IsString(role) || (strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant")))
             return srv_errorf(e, 400, "'messages[%d].role' must be \"user\" or \"assistant\" (the system prompt is the 'system' field)", i);
         const bool assistant = !strcmp(role->valuestring, "assistant");
@@ -308,7 +298,7 @@ static int convert_messages(const cJSON *in, cJSON *out, srv_error *e)
             if (rc) return rc;
         } else {
             return srv_errorf(e, 400, "'messages[%d].content' must be a string or an array of content blocks, got %s", i,
-                              content ? jtype(content) : "nothing");
+                              content ? srv_jtype(content) : "nothing");
         }
     }
     if (!msgs->child) { /* nothing to answer: one empty user turn (as llama-server, permissive) */
@@ -322,21 +312,21 @@ static int convert_tools(const cJSON *in, cJSON *out, srv_error *e)
 {
     const cJSON *tools = get(in, "tools");
     if (tools) {
-        if (!cJSON_IsArray(tools)) return srv_errorf(e, 400, "'tools' must be an array of tools, got %s", jtype(tools));
+        if (!cJSON_IsArray(tools)) return srv_errorf(e, 400, "'tools' must be an array of tools, got %s", srv_jtype(tools));
         cJSON *a = cJSON_AddArrayToObject(out, "tools");
         if (!a) return srv_errorf(e, 500, "out of memory");
         int i = 0;
         for (const cJSON *t = tools->child; t; t = t->next, i++) {
-            if (!cJSON_IsObject(t)) return srv_errorf(e, 400, "'tools[%d]' must be an object, got %s", i, jtype(t));
+            if (!cJSON_IsObject(t)) return srv_errorf(e, 400, "'tools[%d]' must be an object, got %s", i, srv_jtype(t));
             const cJSON *type = get(t, "type"), *name = get(t, "name"), *desc = get(t, "description"), *schema = get(t, "input_schema");
             if (type && (!cJSON_IsString(type) || strcmp(type->valuestring, "custom")))
                 return srv_errorf(e, 400, "'tools[%d]' is a server tool (type %.40s%s%s): this server runs client tools only (name, description, input_schema)",
-                                  i, cJSON_IsString(type) ? "\"" : "", cJSON_IsString(type) ? type->valuestring : jtype(type), cJSON_IsString(type) ? "\"" : "");
+                                  i, cJSON_IsString(type) ? "\"" : "", cJSON_IsString(type) ? type->valuestring : srv_jtype(type), cJSON_IsString(type) ? "\"" : "");
             if (!cJSON_IsString(name) || !*name->valuestring)
-                return srv_errorf(e, 400, "'tools[%d].name' must be a non-empty string, got %s", i, name ? jtype(name) : "nothing");
-            if (desc && !cJSON_IsString(desc)) return srv_errorf(e, 400, "'tools[%d].description' must be a string, got %s", i, jtype(desc));
+                return srv_errorf(e, 400, "'tools[%d].name' must be a non-empty string, got %s", i, name ? srv_jtype(name) : "nothing");
+            if (desc && !cJSON_IsString(desc)) return srv_errorf(e, 400, "'tools[%d].description' must be a string, got %s", i, srv_jtype(desc));
             if (schema && !cJSON_IsObject(schema))
-                return srv_errorf(e, 400, "'tools[%d].input_schema' must be an object (a JSON schema), got %s", i, jtype(schema));
+                return srv_errorf(e, 400, "'tools[%d].input_schema' must be an object (a JSON schema), got %s", i, srv_jtype(schema));
             cJSON *o = cJSON_CreateObject(), *fn = cJSON_CreateObject();
             cJSON *params = schema ? cJSON_Duplicate(schema, true) : cJSON_CreateObject();
             bool ok = o && fn && params && cJSON_AddItemToArray(a, o);
@@ -354,7 +344,7 @@ static int convert_tools(const cJSON *in, cJSON *out, srv_error *e)
     const cJSON *type = cJSON_IsObject(tc) ? get(tc, "type") : NULL;
     const char *t = cJSON_IsString(type) ? type->valuestring : "";
     const cJSON *dp = cJSON_IsObject(tc) ? get(tc, "disable_parallel_tool_use") : NULL;
-    if (dp && !cJSON_IsBool(dp)) return srv_errorf(e, 400, "'tool_choice.disable_parallel_tool_use' must be a boolean, got %s", jtype(dp));
+    if (dp && !cJSON_IsBool(dp)) return srv_errorf(e, 400, "'tool_choice.disable_parallel_tool_use' must be a boolean, got %s", srv_jtype(dp));
     if (cJSON_IsTrue(dp) && !cJSON_AddFalseToObject(out, "parallel_tool_calls")) return srv_errorf(e, 500, "out of memory");
     bool ok;
     if (!strcmp(t, "auto") || !strcmp(t, "none")) {
@@ -363,7 +353,7 @@ static int convert_tools(const cJSON *in, cJSON *out, srv_error *e)
         ok = cJSON_AddStringToObject(out, "tool_choice", "required") != NULL;
     } else if (!strcmp(t, "tool")) {
         const cJSON *name = get(tc, "name");
-        if (!cJSON_IsString(name)) return srv_errorf(e, 400, "'tool_choice.name' must be a string (the tool to call), got %s", name ? jtype(name) : "nothing");
+        if (!cJSON_IsString(name)) return srv_errorf(e, 400, "'tool_choice.name' must be a string (the tool to call), got %s", name ? srv_jtype(name) : "nothing");
         cJSON *o = cJSON_AddObjectToObject(out, "tool_choice");
         ok = o && cJSON_AddStringToObject(o, "type", "function") && cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "function"), "name", name->valuestring);
     } else {
@@ -377,14 +367,14 @@ static int convert_params(const cJSON *in, bool count_only, cJSON *out, srv_erro
 {
     const cJSON *ss = get(in, "stop_sequences");
     if (ss) {
-        if (!cJSON_IsArray(ss)) return srv_errorf(e, 400, "'stop_sequences' must be an array of strings, got %s", jtype(ss));
+        if (!cJSON_IsArray(ss)) return srv_errorf(e, 400, "'stop_sequences' must be an array of strings, got %s", srv_jtype(ss));
         int i = 0;
         for (const cJSON *x = ss->child; x; x = x->next, i++)
-            if (!cJSON_IsString(x)) return srv_errorf(e, 400, "'stop_sequences[%d]' must be a string, got %s", i, jtype(x));
+            if (!cJSON_IsString(x)) return srv_errorf(e, 400, "'stop_sequences[%d]' must be a string, got %s", i, srv_jtype(x));
         if (!cJSON_AddItemToObject(out, "stop", cJSON_Duplicate(ss, true))) return srv_errorf(e, 500, "out of memory");
     }
     const cJSON *md = get(in, "metadata");
-    if (md && !cJSON_IsObject(md)) return srv_errorf(e, 400, "'metadata' must be an object, got %s", jtype(md));
+    if (md && !cJSON_IsObject(md)) return srv_errorf(e, 400, "'metadata' must be an object, got %s", srv_jtype(md));
     static const char *const same[] = {"model", "temperature", "top_p", "top_k", "min_p", "seed", "chat_template_kwargs"};
     for (size_t i = 0; i < sizeof same / sizeof *same; i++)
         if (!pass(in, same[i], out)) return srv_errorf(e, 500, "out of memory");
@@ -397,7 +387,7 @@ static int convert_params(const cJSON *in, bool count_only, cJSON *out, srv_erro
         return srv_errorf(e, 400, "'thinking' must be an object with 'type' \"enabled\" or \"disabled\"");
     const cJSON *budget = get(th, "budget_tokens");
     if (budget && (!cJSON_IsNumber(budget) || budget->valuedouble < 0))
-        return srv_errorf(e, 400, "'thinking.budget_tokens' must be a non-negative integer, got %s", jtype(budget));
+        return srv_errorf(e, 400, "'thinking.budget_tokens' must be a non-negative integer, got %s", srv_jtype(budget));
     /* the template's switch (Qwen3's and others' enable_thinking), unless the client set it */
     cJSON *kw = cJSON_GetObjectItemCaseSensitive(out, "chat_template_kwargs");
     if (kw && !cJSON_IsObject(kw)) return 0; /* request.c names the wrong type */

@@ -45,7 +45,7 @@ void srv_request_free(srv_request *r)
 
 /* ---- typed field access ----------------------------------------------------------------------- */
 
-static const char *jtype(const cJSON *v)
+const char *srv_jtype(const cJSON *v)
 {
     if (cJSON_IsString(v)) return "a string";
     if (cJSON_IsNumber(v)) return "a number";
@@ -73,7 +73,7 @@ static int get_int(const cJSON *o, const char *name, double lo, double hi, long 
     if (!is_int(v) || v->valuedouble < lo || v->valuedouble > hi) {
         if (cJSON_IsNumber(v))
             return srv_errorf(e, 400, "'%s' must be an integer in [%.0f, %.0f], got %.17g", name, lo, hi, v->valuedouble);
-        return srv_errorf(e, 400, "'%s' must be an integer in [%.0f, %.0f], got %s", name, lo, hi, jtype(v));
+        return srv_errorf(e, 400, "'%s' must be an integer in [%.0f, %.0f], got %s", name, lo, hi, srv_jtype(v));
     }
     *out = (long long)v->valuedouble;
     return 0;
@@ -91,7 +91,7 @@ static int get_bool(const cJSON *o, const char *name, bool *out, srv_error *e)
 {
     const cJSON *v = field(o, name);
     if (!v) return 0;
-    if (!cJSON_IsBool(v)) return srv_errorf(e, 400, "'%s' must be a boolean, got %s", name, jtype(v));
+    if (!cJSON_IsBool(v)) return srv_errorf(e, 400, "'%s' must be a boolean, got %s", name, srv_jtype(v));
     *out = cJSON_IsTrue(v);
     return 0;
 }
@@ -100,7 +100,7 @@ static int get_string(const cJSON *o, const char *name, const char **out, srv_er
 {
     const cJSON *v = field(o, name);
     if (!v) return 0;
-    if (!cJSON_IsString(v)) return srv_errorf(e, 400, "'%s' must be a string, got %s", name, jtype(v));
+    if (!cJSON_IsString(v)) return srv_errorf(e, 400, "'%s' must be a string, got %s", name, srv_jtype(v));
     *out = v->valuestring;
     return 0;
 }
@@ -134,7 +134,7 @@ static cJSON *parse_object(const char *body, size_t len, srv_error *e)
         return NULL;
     }
     if (!cJSON_IsObject(root)) {
-        srv_errorf(e, 400, "the request body must be a JSON object, got %s", jtype(root));
+        srv_errorf(e, 400, "the request body must be a JSON object, got %s", srv_jtype(root));
         cJSON_Delete(root);
         return NULL;
     }
@@ -217,7 +217,7 @@ static int parse_one_prompt(const srv_server *s, const cJSON *p, const char *nam
     if (cJSON_IsString(p)) return add_text(s, v, name, p->valuestring, strlen(p->valuestring), true, e);
     if (!cJSON_IsArray(p))
         return srv_errorf(e, 400, "'%s' must be a string, {\"prompt_string\": ...} or an array of token ids and strings, got %s",
-                          name, jtype(p));
+                          name, srv_jtype(p));
     if (!p->child) return srv_errorf(e, 400, "'%s' is an empty array", name);
     int i = 0;
     for (const cJSON *x = p->child; x; x = x->next, i++) {
@@ -231,7 +231,7 @@ static int parse_one_prompt(const srv_server *s, const cJSON *p, const char *nam
             snprintf(where, sizeof where, "%s[%d]", name, i);
             TRY(add_text(s, v, where, x->valuestring, strlen(x->valuestring), i == 0, e));
         } else {
-            return srv_errorf(e, 400, "'%s[%d]' must be a token id or a string, got %s", name, i, jtype(x));
+            return srv_errorf(e, 400, "'%s[%d]' must be a token id or a string, got %s", name, i, srv_jtype(x));
         }
     }
     return 0;
@@ -242,7 +242,7 @@ int srv_prompt_count(const cJSON *p, const char *name, int max, srv_error *e)
     if (cJSON_IsString(p) || cJSON_IsObject(p)) return 1;
     if (!cJSON_IsArray(p))
         return -srv_errorf(e, 400, "'%s' must be a string, an array of token ids and strings, or an array of prompts, got %s",
-                           name, jtype(p));
+                           name, srv_jtype(p));
     const int n = cJSON_GetArraySize(p);
     if (n == 0) return -srv_errorf(e, 400, "'%s' is an empty array", name);
     bool any_number = false;
@@ -252,7 +252,7 @@ int srv_prompt_count(const cJSON *p, const char *name, int max, srv_error *e)
     for (const cJSON *x = p->child; x; x = x->next, i++)
         if (!cJSON_IsString(x) && !cJSON_IsArray(x) && !cJSON_IsObject(x))
             return -srv_errorf(e, 400, "'%s[%d]' must be a prompt (a string, {\"prompt_string\": ...} or an array of token ids "
-                               "and strings), got %s", name, i, jtype(x));
+                               "and strings), got %s", name, i, srv_jtype(x));
     if (n > max) return -srv_errorf(e, 400, "'%s': at most %d prompts in one request, got %d", name, max, n);
     return n;
 }
@@ -294,20 +294,20 @@ static int chat_prompt_jinja(const srv_server *s, const cJSON *root, const cJSON
     int i = 0;
     for (const cJSON *x = m->child; x; x = x->next, i++) {
         const cJSON *role = cJSON_IsObject(x) ? field(x, "role") : NULL;
-        if (!cJSON_IsObject(x)) return srv_errorf(e, 400, "'messages[%d]' must be an object with a 'role', got %s", i, jtype(x));
+        if (!cJSON_IsObject(x)) return srv_errorf(e, 400, "'messages[%d]' must be an object with a 'role', got %s", i, srv_jtype(x));
         if (!role || !cJSON_IsString(role) || !*role->valuestring)
-            return srv_errorf(e, 400, "'messages[%d].role' must be a non-empty string, got %s", i, role ? jtype(role) : "nothing");
+            return srv_errorf(e, 400, "'messages[%d].role' must be a non-empty string, got %s", i, role ? srv_jtype(role) : "nothing");
         const cJSON *content = field(x, "content"); /* (an object is the template's to read) */
         if (cJSON_IsNumber(content) || cJSON_IsBool(content))
             return srv_errorf(e, 400, "'messages[%d].content' must be a string, an array of content parts or null, got %s", i,
-                              jtype(content));
+                              srv_jtype(content));
     }
     const cJSON *tools = field(root, "tools");
     if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools))
-        return srv_errorf(e, 400, "'tools' must be an array, got %s", jtype(tools));
+        return srv_errorf(e, 400, "'tools' must be an array, got %s", srv_jtype(tools));
     const cJSON *kwargs = field(root, "chat_template_kwargs");
     if (kwargs && !cJSON_IsObject(kwargs) && !cJSON_IsNull(kwargs))
-        return srv_errorf(e, 400, "'chat_template_kwargs' must be an object of template variables, got %s", jtype(kwargs));
+        return srv_errorf(e, 400, "'chat_template_kwargs' must be an object of template variables, got %s", srv_jtype(kwargs));
     /* content parts flattened (chat_jinja.c), tool calls' arguments as objects, the generic
      * format's instructions (tool_calls.c), then the system role's fallback */
     cJSON *flat = cJSON_Duplicate(m, true);
@@ -341,12 +341,12 @@ static int chat_prompt_msgs(const srv_server *s, const cJSON *root, const cJSON 
     }
     for (const cJSON *x = m->child; x; x = x->next, i++) {
         if (!cJSON_IsObject(x)) {
-            rc = srv_errorf(e, 400, "'messages[%d]' must be an object with 'role' and 'content', got %s", i, jtype(x));
+            rc = srv_errorf(e, 400, "'messages[%d]' must be an object with 'role' and 'content', got %s", i, srv_jtype(x));
             goto done;
         }
         const cJSON *role = field(x, "role"), *content = field(x, "content");
         if (!role || !cJSON_IsString(role) || !*role->valuestring) {
-            rc = srv_errorf(e, 400, "'messages[%d].role' must be a non-empty string, got %s", i, role ? jtype(role) : "nothing");
+            rc = srv_errorf(e, 400, "'messages[%d].role' must be a non-empty string, got %s", i, role ? srv_jtype(role) : "nothing");
             goto done;
         }
         msgs[i].role = role->valuestring;
@@ -358,7 +358,7 @@ static int chat_prompt_msgs(const srv_server *s, const cJSON *root, const cJSON 
             if ((rc = chat_content_text(content, i, &parts[i], e))) goto done;
             msgs[i].content = parts[i].p ? parts[i].p : "";
         } else {
-            rc = srv_errorf(e, 400, "'messages[%d].content' must be a string or an array of text parts, got %s", i, jtype(content));
+            rc = srv_errorf(e, 400, "'messages[%d].content' must be a string or an array of text parts, got %s", i, srv_jtype(content));
             goto done;
         }
         if (!utf8_valid(msgs[i].content, strlen(msgs[i].content)) || !utf8_valid(msgs[i].role, strlen(msgs[i].role))) {
@@ -389,13 +389,13 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
 {
     const cJSON *m = field(root, "messages");
     if (!m) return srv_errorf(e, 400, "'messages' is required");
-    if (!cJSON_IsArray(m)) return srv_errorf(e, 400, "'messages' must be an array of messages, got %s", jtype(m));
+    if (!cJSON_IsArray(m)) return srv_errorf(e, 400, "'messages' must be an array of messages, got %s", srv_jtype(m));
     const int n = cJSON_GetArraySize(m);
     if (n == 0) return srv_errorf(e, 400, "'messages' must not be empty");
     if (n > SRV_MAX_MESSAGES) return srv_errorf(e, 400, "'messages' has %d messages, more than %d", n, SRV_MAX_MESSAGES);
     const cJSON *agp = field(root, "add_generation_prompt"), *cfm = field(root, "continue_final_message");
-    if (agp && !cJSON_IsBool(agp)) return srv_errorf(e, 400, "'add_generation_prompt' must be a boolean, got %s", jtype(agp));
-    if (cfm && !cJSON_IsBool(cfm)) return srv_errorf(e, 400, "'continue_final_message' must be a boolean, got %s", jtype(cfm));
+    if (agp && !cJSON_IsBool(agp)) return srv_errorf(e, 400, "'add_generation_prompt' must be a boolean, got %s", srv_jtype(agp));
+    if (cfm && !cJSON_IsBool(cfm)) return srv_errorf(e, 400, "'continue_final_message' must be a boolean, got %s", srv_jtype(cfm));
     if (cJSON_IsTrue(agp) && cJSON_IsTrue(cfm))
         return srv_errorf(e, 400, "'continue_final_message' and 'add_generation_prompt' cannot both be true");
     const cJSON *last = cJSON_GetArrayItem(m, n - 1);
@@ -410,7 +410,7 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
             sbuf_adds(&pre, cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
     else if (cJSON_IsString(content)) sbuf_adds(&pre, content->valuestring);
     else if (content && !cJSON_IsNull(content))
-        rc = srv_errorf(e, 400, "'messages[%d].content' must be a string or an array of text parts, got %s", n - 1, jtype(content));
+        rc = srv_errorf(e, 400, "'messages[%d].content' must be a string or an array of text parts, got %s", n - 1, srv_jtype(content));
     cJSON *head = rc ? NULL : cJSON_Duplicate(m, true);
     if (!rc && !head) rc = srv_errorf(e, 500, "out of memory");
     if (!rc) {
@@ -444,7 +444,7 @@ static int parse_response_fields(const cJSON *o, srv_request *r, srv_error *e)
 {
     const cJSON *f = field(o, "response_fields");
     if (!f || cJSON_IsNull(f)) return 0;
-    if (!cJSON_IsArray(f)) return srv_errorf(e, 400, "'response_fields' must be an array of field paths, got %s", jtype(f));
+    if (!cJSON_IsArray(f)) return srv_errorf(e, 400, "'response_fields' must be an array of field paths, got %s", srv_jtype(f));
     const int n = cJSON_GetArraySize(f);
     if (n > SRV_MAX_RESPONSE_FIELDS)
         return srv_errorf(e, 400, "'response_fields' has %d entries, more than %d", n, SRV_MAX_RESPONSE_FIELDS);
@@ -474,7 +474,7 @@ static int bias_value(const cJSON *v, const char *where, float *out, srv_error *
         return 0;
     }
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 1e6)
-        return srv_errorf(e, 400, "'%s' must be a number in [-1e6, 1e6] or false, got %s", where, jtype(v));
+        return srv_errorf(e, 400, "'%s' must be a number in [-1e6, 1e6] or false, got %s", where, srv_jtype(v));
     *out = (float)v->valuedouble;
     return 0;
 }
@@ -489,7 +489,7 @@ static int bias_target(const srv_server *s, srv_request *r, const cJSON *k, cons
         return add_bias(r, (sift_token)k->valuedouble, b, e);
     }
     const char *text = k ? (cJSON_IsString(k) ? k->valuestring : NULL) : key_text;
-    if (!text) return srv_errorf(e, 400, "'%s' must be a token id or a string, got %s", where, jtype(k));
+    if (!text) return srv_errorf(e, 400, "'%s' must be a token id or a string, got %s", where, srv_jtype(k));
     char *end;
     const long id = strtol(text, &end, 10);
     if (*text && !*end) { /* "15043": a token id written as a string (OpenAI's form) */
@@ -515,7 +515,7 @@ static int parse_logit_bias(const srv_server *s, const cJSON *root, srv_request 
         int i = 0;
         for (const cJSON *x = lb->child; x; x = x->next, i++) {
             if (!cJSON_IsArray(x) || cJSON_GetArraySize(x) != 2)
-                return srv_errorf(e, 400, "'logit_bias[%d]' must be a pair [token id or text, bias], got %s%s", i, jtype(x),
+                return srv_errorf(e, 400, "'logit_bias[%d]' must be a pair [token id or text, bias], got %s%s", i, srv_jtype(x),
                                   cJSON_IsArray(x) ? " of another length" : "");
             float b = 0;
             snprintf(where, sizeof where, "logit_bias[%d][1]", i);
@@ -531,7 +531,7 @@ static int parse_logit_bias(const srv_server *s, const cJSON *root, srv_request 
             TRY(bias_target(s, r, NULL, x->string, where, b, e));
         }
     } else {
-        return srv_errorf(e, 400, "'logit_bias' must be an array of [token, bias] pairs or an object, got %s", jtype(lb));
+        return srv_errorf(e, 400, "'logit_bias' must be an array of [token, bias] pairs or an object, got %s", srv_jtype(lb));
     }
     r->sp.logit_bias = r->bias;
     r->sp.n_logit_bias = r->n_bias;
@@ -548,13 +548,13 @@ static int parse_samplers(const cJSON *root, srv_request *r, srv_error *e)
             return srv_errorf(e, 400, "'samplers': %s", se.msg);
         return 0;
     }
-    if (!cJSON_IsArray(v)) return srv_errorf(e, 400, "'samplers' must be an array of sampler names, got %s", jtype(v));
+    if (!cJSON_IsArray(v)) return srv_errorf(e, 400, "'samplers' must be an array of sampler names, got %s", srv_jtype(v));
     const int n = cJSON_GetArraySize(v);
     if (n > SIFT_SAMPLING_MAX_SAMPLERS) return srv_errorf(e, 400, "'samplers' has %d entries, more than %d", n, SIFT_SAMPLING_MAX_SAMPLERS);
     sift_sampler_type types[SIFT_SAMPLING_MAX_SAMPLERS];
     int i = 0;
     for (const cJSON *x = v->child; x; x = x->next, i++) {
-        if (!cJSON_IsString(x)) return srv_errorf(e, 400, "'samplers[%d]' must be a sampler name, got %s", i, jtype(x));
+        if (!cJSON_IsString(x)) return srv_errorf(e, 400, "'samplers[%d]' must be a sampler name, got %s", i, srv_jtype(x));
         sift_sampling_params one = sift_sampling_default_params();
         if (!*x->valuestring || strchr(x->valuestring, ';') ||
             sift_sampling_set_samplers(&one, x->valuestring, &se) != SIFT_OK || one.n_samplers != 1)
@@ -572,7 +572,7 @@ static int parse_breakers(const cJSON *root, srv_request *r, srv_error *e)
     const cJSON *v = field(root, "dry_sequence_breakers");
     if (!v) return 0;
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
-        return srv_errorf(e, 400, "'dry_sequence_breakers' must be a non-empty array of strings, got %s%s", jtype(v),
+        return srv_errorf(e, 400, "'dry_sequence_breakers' must be a non-empty array of strings, got %s%s", srv_jtype(v),
                           cJSON_IsArray(v) ? " (empty)" : "");
     const int n = cJSON_GetArraySize(v);
     if (n > SIFT_SAMPLING_MAX_BREAKERS) return srv_errorf(e, 400, "'dry_sequence_breakers' has %d entries, more than %d", n, SIFT_SAMPLING_MAX_BREAKERS);
@@ -580,7 +580,7 @@ static int parse_breakers(const cJSON *root, srv_request *r, srv_error *e)
     for (const cJSON *x = v->child; x; x = x->next, i++) {
         if (!cJSON_IsString(x) || !*x->valuestring || strlen(x->valuestring) >= SIFT_SAMPLING_MAX_BREAKER_LEN)
             return srv_errorf(e, 400, "'dry_sequence_breakers[%d]' must be a non-empty string of at most %d bytes, got %s", i,
-                              SIFT_SAMPLING_MAX_BREAKER_LEN - 1, jtype(x));
+                              SIFT_SAMPLING_MAX_BREAKER_LEN - 1, srv_jtype(x));
         strcpy(r->sp.dry_sequence_breakers[i], x->valuestring);
     }
     r->sp.n_dry_sequence_breakers = n;
@@ -589,7 +589,7 @@ static int parse_breakers(const cJSON *root, srv_request *r, srv_error *e)
 
 static int add_stop(srv_request *r, const cJSON *x, const char *where, srv_error *e)
 {
-    if (!cJSON_IsString(x)) return srv_errorf(e, 400, "'%s' must be a string, got %s", where, jtype(x));
+    if (!cJSON_IsString(x)) return srv_errorf(e, 400, "'%s' must be a string, got %s", where, srv_jtype(x));
     const size_t len = strlen(x->valuestring);
     if (len == 0) return 0; /* llama-server skips empty stop strings */
     if (len > SRV_MAX_STOP_LEN) return srv_errorf(e, 400, "'%s' is longer than %d bytes", where, SRV_MAX_STOP_LEN);
@@ -605,7 +605,7 @@ static int parse_stop(const cJSON *root, srv_request *r, srv_error *e)
     const cJSON *v = field(root, "stop");
     if (!v) return 0;
     if (cJSON_IsString(v)) return add_stop(r, v, "stop", e); /* OpenAI allows one string */
-    if (!cJSON_IsArray(v)) return srv_errorf(e, 400, "'stop' must be an array of strings, got %s", jtype(v));
+    if (!cJSON_IsArray(v)) return srv_errorf(e, 400, "'stop' must be an array of strings, got %s", srv_jtype(v));
     int i = 0;
     char where[32];
     for (const cJSON *x = v->child; x; x = x->next, i++) {
@@ -643,7 +643,7 @@ static int schema_grammar(const srv_server *s, const cJSON *schema, const char *
      * JSON Schema's (the schema's property order, other keys allowed) */
     uint32_t flags = r->json_schema_llama ? SIFT_JSON_SCHEMA_LLAMA : 0;
     if (!cJSON_IsObject(schema) && !cJSON_IsTrue(schema))
-        return srv_errorf(e, 400, "'%s' must be a JSON schema object, got %s", name, jtype(schema));
+        return srv_errorf(e, 400, "'%s' must be a JSON schema object, got %s", name, srv_jtype(schema));
     char *text = cJSON_PrintUnformatted(schema);
     if (!text) return srv_errorf(e, 500, "out of memory");
     sift_error se = {0};
@@ -666,10 +666,10 @@ static int parse_grammar(const srv_server *s, const cJSON *root, srv_kind kind, 
 {
     const cJSON *g = field(root, "grammar"), *js = field(root, "json_schema");
     const cJSON *jl = field(root, "json_schema_llama");
-    if (jl && !cJSON_IsBool(jl)) return srv_errorf(e, 400, "'json_schema_llama' must be a boolean, got %s", jtype(jl));
+    if (jl && !cJSON_IsBool(jl)) return srv_errorf(e, 400, "'json_schema_llama' must be a boolean, got %s", srv_jtype(jl));
     r->json_schema_llama = cJSON_IsTrue(jl);
     if (g) { /* as llama-server: grammar wins over json_schema */
-        if (!cJSON_IsString(g)) return srv_errorf(e, 400, "'grammar' must be a GBNF string, got %s", jtype(g));
+        if (!cJSON_IsString(g)) return srv_errorf(e, 400, "'grammar' must be a GBNF string, got %s", srv_jtype(g));
         if (!*g->valuestring) return 0;
         if (r->rs) { /* compiled once the prompt is known (finish_grammar) */
             if (!(r->gbnf_pending = strdup(g->valuestring))) return srv_errorf(e, 500, "out of memory");
@@ -684,7 +684,7 @@ static int parse_grammar(const srv_server *s, const cJSON *root, srv_kind kind, 
     if (js) return schema_grammar(s, js, "json_schema", r, e);
     const cJSON *rf = kind != SRV_NATIVE ? field(root, "response_format") : NULL;
     if (!rf) return 0;
-    if (!cJSON_IsObject(rf)) return srv_errorf(e, 400, "'response_format' must be an object, got %s", jtype(rf));
+    if (!cJSON_IsObject(rf)) return srv_errorf(e, 400, "'response_format' must be an object, got %s", srv_jtype(rf));
     const char *type = "text";
     TRY(get_string(rf, "type", &type, e));
     if (!strcmp(type, "text")) return 0;
@@ -724,7 +724,7 @@ static int sp_float(const cJSON *o, const char *name, float *out, srv_error *e)
     if (!v) return 0;
     if (!cJSON_IsNumber(v))
         return srv_errorf(e, 400, "'%s' must be a number in %c%g, %g], got %s", name, rule->lo_open ? '(' : '[', rule->lo,
-                          rule->hi, jtype(v));
+                          rule->hi, srv_jtype(v));
     TRY(sp_rule_error(rule, v->valuedouble, e));
     *out = (float)v->valuedouble;
     return 0;
@@ -736,7 +736,7 @@ static int sp_i32(const cJSON *o, const char *name, int32_t *out, srv_error *e)
     const cJSON *v = field(o, name);
     if (!v) return 0;
     if (!cJSON_IsNumber(v))
-        return srv_errorf(e, 400, "'%s' must be an integer in [%.0f, %.0f], got %s", name, rule->lo, rule->hi, jtype(v));
+        return srv_errorf(e, 400, "'%s' must be an integer in [%.0f, %.0f], got %s", name, rule->lo, rule->hi, srv_jtype(v));
     TRY(sp_rule_error(rule, v->valuedouble, e));
     *out = (int32_t)v->valuedouble;
     return 0;
@@ -878,7 +878,7 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     TRY(get_i32(o, "id_slot", -1, cfg->n_parallel - 1, &r->id_slot, e));
     const cJSON *so = field(o, "stream_options");
     if (so) {
-        if (!cJSON_IsObject(so)) return srv_errorf(e, 400, "'stream_options' must be an object, got %s", jtype(so));
+        if (!cJSON_IsObject(so)) return srv_errorf(e, 400, "'stream_options' must be an object, got %s", srv_jtype(so));
         TRY(get_bool(so, "include_usage", &r->include_usage, e));
     }
 
@@ -897,7 +897,7 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     const cJSON *lp = field(o, "logprobs");
     r->n_probs_shown = -1;
     if (lp && kind == SRV_OAI_CHAT) {
-        if (!cJSON_IsBool(lp)) return srv_errorf(e, 400, "'logprobs' must be a boolean, got %s", jtype(lp));
+        if (!cJSON_IsBool(lp)) return srv_errorf(e, 400, "'logprobs' must be a boolean, got %s", srv_jtype(lp));
         if (cJSON_IsTrue(lp)) {
             /* OpenAI: logprobs alone is the chosen token's logprob, top_logprobs: [] (the
              * engine still needs one candidate to compute it) */
@@ -928,7 +928,7 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
         const char *nm = field(o, "n_cmpl") ? "n_cmpl" : "n";
         if (nc && !cJSON_IsNumber(nc))
             return srv_errorf(e, 400, "'%s' must be an integer in [1, %d] (one completion per slot, -np), got %s", nm,
-                              cfg->n_parallel, jtype(nc));
+                              cfg->n_parallel, srv_jtype(nc));
         if (nc && (!is_int(nc) || nc->valuedouble < 1 || nc->valuedouble > max_n))
             return srv_errorf(e, 400, "'%s' must be an integer in [1, %d] (one completion per slot, -np), got %.17g", nm,
                               cfg->n_parallel, nc->valuedouble);
@@ -1157,7 +1157,7 @@ int srv_handle_detokenize(const srv_server *s, const char *body, size_t len, cha
     const cJSON *toks = field(root, "tokens");
     sbuf text = {0};
     if (!toks) rc = srv_errorf(e, 400, "'tokens' is required");
-    else if (!cJSON_IsArray(toks)) rc = srv_errorf(e, 400, "'tokens' must be an array of token ids, got %s", jtype(toks));
+    else if (!cJSON_IsArray(toks)) rc = srv_errorf(e, 400, "'tokens' must be an array of token ids, got %s", srv_jtype(toks));
     int i = 0;
     for (const cJSON *x = toks ? toks->child : NULL; !rc && x; x = x->next, i++) {
         if (!is_int(x) || x->valuedouble < 0 || x->valuedouble >= s->n_vocab) {

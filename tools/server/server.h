@@ -252,6 +252,9 @@ typedef struct srv_request {
 } srv_request;
 
 void srv_request_free(srv_request *r);
+/* A JSON value's kind for messages ("a string", "an object", ...). (request.c) */
+struct cJSON;
+const char *srv_jtype(const struct cJSON *v);
 
 /* An error for the client: HTTP status, OpenAI-style type, message naming the field. */
 typedef struct srv_error {
