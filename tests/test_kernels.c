@@ -470,6 +470,46 @@ static void test_gemm_big(void **state)
     printf("  big tiled products: %d values checked\n", checked);
 }
 
+/* Every table's gemm_x8 for `type` on the x8-packed matrix (rows rows of rb bytes) against
+ * want[c * rows + r] (the scalar dot kernel on the plain rows), bit for bit: row ranges that
+ * start and end inside groups and in the plain tail, 1..cols columns, and nothing written
+ * outside the range. How many results were checked. */
+static int check_gemm_x8(int type, const char *name, int n, const void *packed, size_t rb, int rows, const void *x, size_t xs,
+                         int cols, const float *want)
+{
+    enum { MAX_ROWS = 19, MAX_COLS = 9 };
+    assert_true(rows <= MAX_ROWS && cols <= MAX_COLS);
+    int checked = 0;
+    for (int isa = 0; isa < N_TABLES; isa++) {
+        const sift__kernels *k = table_at(isa);
+        if (!k) continue;
+        assert_non_null(k->gemm_x8[type]);
+        const int r0s[] = {0, 3, 8, 11, 16, 17};
+        for (size_t ri = 0; ri < sizeof r0s / sizeof *r0s; ri++)
+            for (int r1 = r0s[ri] + 1; r1 <= rows; r1++)
+                for (int nc = 1; nc <= cols; nc += (r1 == rows ? 1 : 4)) {
+                    const int r0 = r0s[ri], os = rows + 2;
+                    float out[MAX_COLS * (MAX_ROWS + 2)];
+                    for (int i = 0; i < cols * os; i++) out[i] = -1.0f;
+                    k->gemm_x8[type](n, packed, rb, rows, r0, r1, x, xs, nc, out, os);
+                    for (int c = 0; c < cols; c++)
+                        for (int i = 0; i < os; i++) {
+                            const float v = out[c * os + i], *w = &want[c * rows + r0 + i];
+                            if (c >= nc || i >= r1 - r0) {
+                                assert_true(v == -1.0f);
+                            } else if (memcmp(&v, w, 4) != 0) {
+                                fprintf(stderr, "%s %s x8 n=%d rows [%d, %d) x %d: (%d, %d) %.9g, scalar %.9g\n", table_name(isa),
+                                        name, n, r0, r1, nc, r0 + i, c, v, *w);
+                                fail();
+                            } else {
+                                checked++;
+                            }
+                        }
+                }
+    }
+    return checked;
+}
+
 /* The x8 layout of Q4_K (model/repack.h): packing and taking a row's block back out give
  * the same bytes, and the tables' packers pack as the reference does; every table's gemm_x8 over a repacked matrix gives, for every row range
  * (groups cut at either end, the plain rows after the last group) and column count, the
@@ -529,33 +569,7 @@ static void test_q4_K_x8(void **state)
         float want[COLS][ROWS];
         for (int r = 0; r < ROWS; r++)
             for (int c = 0; c < COLS; c++) ref->dot[SIFT_TYPE_Q4_K](n, plain[r], x[c], xs, 1, &want[c][r]);
-        for (int isa = 0; isa < N_TABLES; isa++) {
-            const sift__kernels *k = table_at(isa);
-            if (!k) continue;
-            assert_non_null(k->gemm_x8[SIFT_TYPE_Q4_K]);
-            const int r0s[] = {0, 3, 8, 11, 16, 17};
-            for (size_t ri = 0; ri < sizeof r0s / sizeof *r0s; ri++)
-                for (int r1 = r0s[ri] + 1; r1 <= ROWS; r1++)
-                    for (int nc = 1; nc <= COLS; nc += (r1 == ROWS ? 1 : 4)) {
-                        const int r0 = r0s[ri], os = ROWS + 2;
-                        float out[COLS * (ROWS + 2)];
-                        for (int i = 0; i < COLS * os; i++) out[i] = -1.0f;
-                        k->gemm_x8[SIFT_TYPE_Q4_K](n, packed, rb, ROWS, r0, r1, x, xs, nc, out, os);
-                        for (int c = 0; c < COLS; c++)
-                            for (int i = 0; i < os; i++) {
-                                const float v = out[c * os + i];
-                                if (c >= nc || i >= r1 - r0) {
-                                    assert_true(v == -1.0f);
-                                } else if (memcmp(&v, &want[c][r0 + i], 4) != 0) {
-                                    fprintf(stderr, "%s Q4_K x8 n=%d rows [%d, %d) x %d: (%d, %d) %.9g, scalar %.9g\n",
-                                            table_name(isa), n, r0, r1, nc, r0 + i, c, v, want[c][r0 + i]);
-                                    fail();
-                                } else {
-                                    checked++;
-                                }
-                            }
-                    }
-        }
+        checked += check_gemm_x8(SIFT_TYPE_Q4_K, "Q4_K", n, packed, rb, ROWS, x, xs, COLS, &want[0][0]);
     }
     printf("  Q4_K x8 layout: %d results checked\n", checked);
 }
@@ -716,33 +730,7 @@ static void test_mxfp4_x8(void **state)
         float want[COLS][ROWS];
         for (int r = 0; r < ROWS; r++)
             for (int c = 0; c < COLS; c++) ref->dot[SIFT_TYPE_MXFP4](n, plain[r], x[c], xs, 1, &want[c][r]);
-        for (int isa = 0; isa < N_TABLES; isa++) {
-            const sift__kernels *k = table_at(isa);
-            if (!k) continue;
-            assert_non_null(k->gemm_x8[SIFT_TYPE_MXFP4]);
-            const int r0s[] = {0, 3, 8, 11, 16, 17};
-            for (size_t ri = 0; ri < sizeof r0s / sizeof *r0s; ri++)
-                for (int r1 = r0s[ri] + 1; r1 <= ROWS; r1++)
-                    for (int nc = 1; nc <= COLS; nc += (r1 == ROWS ? 1 : 4)) {
-                        const int r0 = r0s[ri], os = ROWS + 2;
-                        float out[COLS * (ROWS + 2)];
-                        for (int i = 0; i < COLS * os; i++) out[i] = -1.0f;
-                        k->gemm_x8[SIFT_TYPE_MXFP4](n, packed, rb, ROWS, r0, r1, x, xs, nc, out, os);
-                        for (int c = 0; c < COLS; c++)
-                            for (int i = 0; i < os; i++) {
-                                const float v = out[c * os + i];
-                                if (c >= nc || i >= r1 - r0) {
-                                    assert_true(v == -1.0f);
-                                } else if (memcmp(&v, &want[c][r0 + i], 4) != 0) {
-                                    fprintf(stderr, "%s MXFP4 x8 n=%d rows [%d, %d) x %d: (%d, %d) %.9g, scalar %.9g\n",
-                                            table_name(isa), n, r0, r1, nc, r0 + i, c, v, want[c][r0 + i]);
-                                    fail();
-                                } else {
-                                    checked++;
-                                }
-                            }
-                    }
-        }
+        checked += check_gemm_x8(SIFT_TYPE_MXFP4, "MXFP4", n, packed, rb, ROWS, x, xs, COLS, &want[0][0]);
     }
     assert_true(checked > 0);
 }
