@@ -35,7 +35,7 @@
 
 #include "server/server.h"
 
-#define PRIO_NICE 19
+#define PRIO_NICE 19 /* the nice value of background work: the lowest */
 
 static srv_prio_mode prio_mode = SRV_PRIO_OFF; /* set once by srv_prio_init, before any connection thread */
 
@@ -60,7 +60,7 @@ void srv_prio_background(void)
     const id_t tid = (id_t)syscall(SYS_gettid);
     errno = 0;
     const int was = getpriority(PRIO_PROCESS, tid);
-    if (errno || setpriority(PRIO_PROCESS, tid, was + PRIO_NICE > 19 ? 19 : was + PRIO_NICE) != 0) return;
+    if (errno || setpriority(PRIO_PROCESS, tid, PRIO_NICE) != 0) return;
     prio_was = was;
     prio_in = true;
 #endif

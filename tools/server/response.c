@@ -201,13 +201,14 @@ static cJSON *settings_json(const srv_server *s, const srv_request *r, const srv
         cJSON_AddNumberToObject(b, "token", r->bias[i].token);
         cJSON_AddItemToArray(lb, b);
     }
-    for (sift_token tok = 0; p->ignore_eos && tok < s->n_vocab; tok++)
-        if (sift_vocab_is_eog(s->vocab, tok)) {
-            cJSON *b = cJSON_CreateObject();
-            cJSON_AddNullToObject(b, "bias");
-            cJSON_AddNumberToObject(b, "token", tok);
-            cJSON_AddItemToArray(lb, b);
-        }
+    int32_t n_eog = 0;
+    const sift_token *eog = p->ignore_eos ? sift_vocab_eog(s->vocab, &n_eog) : NULL;
+    for (int32_t i = 0; eog && i < n_eog; i++) {
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddNullToObject(b, "bias");
+        cJSON_AddNumberToObject(b, "token", eog[i]);
+        cJSON_AddItemToArray(lb, b);
+    }
     cJSON_AddNumberToObject(o, "n_probs", r->n_probs);
     cJSON_AddNumberToObject(o, "min_keep", p->min_keep);
     cJSON_AddStringToObject(o, "grammar", r->cgrammar ? sift_compiled_grammar_gbnf(r->cgrammar) : "");
