@@ -82,6 +82,8 @@ typedef struct slot {
     sift_draft *draft;
     sift_token *dtok;         /* [SRV_MAX_DRAFT] */
     int32_t n_draft;
+    double d_ms, d_n;         /* decayed drafting time and drafted tokens: the draft's cost per token */
+    int32_t idle;             /* steps since the slot last drafted (the probe) */
 } slot;
 
 enum { THINK_UNKNOWN, THINK_IN, THINK_OUT };
@@ -111,6 +113,8 @@ struct srv_engine {
     double t_sampling_ms;     /* engine thread only: time in slot_sample, since the last publish */
     long long n_sampled;
     double t_draft_ms;        /* engine thread only: time drafting, since the last publish */
+    /* speculative decoding's cost model: decayed least-squares sums of (batch tokens, decode ms) */
+    double cw, cx, cxx, cy, cxy;
     long long n_drafted, n_draft_accepted; /* engine thread only: since the last publish */
     srv_slot_info *pub;       /* under mu: the slots as of the last step */
     struct slot_op *op;       /* under mu: a slot action waiting for this thread (srv_engine_slot_action) */
@@ -358,6 +362,7 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
     sl->n_think = 0;
     if (r->trace) sift_chain_set_trace(t->chain, trace_hook, sl);
     sl->n_draft = 0;
+    sl->idle = 0;
     if (sl->draft) { /* a new history: the prompt; a request that turns drafting off (n_max 0) keeps it */
         sift_error err = {0};
         sift_draft_reset(sl->draft);
@@ -660,11 +665,57 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
     }
 }
 
+/* How deep a slot drafts when the cost model has data: the k whose extra tokens are worth
+ * more than they cost. A step of n batch tokens takes about b + s * n ms (fitted to the
+ * decodes' own times, decayed so that it follows the machine's load); with g generating
+ * slots a plain token costs a slot (b + s * g) / g. A draft of k tokens that the target
+ * accepts token by token with probability a adds a + ... + a^k expected tokens to the slot's
+ * step and costs k * (s + c), c being the draft's own time per token (a draft model's
+ * decodes; near zero for prompt lookup). Where verification is nearly free (decoding bound
+ * by memory) drafts get long; where the batch is already compute-bound, or the draft
+ * costs more than it saves, k is 0 and the slot generates plainly, with a one-token probe
+ * every PROBE_EVERY steps to notice when that changes. */
+#define COST_DECAY 0.97
+#define COST_WARMUP 8
+#define PROBE_EVERY 32
+static int32_t cost_depth(const srv_engine *e, const slot *sl, int32_t cap, int n_gen)
+{
+    const double var = e->cw * e->cxx - e->cx * e->cx;
+    if (e->cw < COST_WARMUP || var <= 1e-6 * e->cw * e->cw) return cap; /* no fit yet: the draft's own rule */
+    double s = (e->cw * e->cxy - e->cx * e->cy) / var;
+    const double b = (e->cy - s * e->cx) / e->cw;
+    if (s < 0) s = 0;
+    const double per_token = (b + s * n_gen) / (n_gen > 0 ? n_gen : 1);
+    const double c = sl->d_n > 0 ? sl->d_ms / sl->d_n : 0;
+    const double a = sift_draft_acceptance(sl->draft);
+    int32_t best = 0;
+    double best_gain = 0, gain_tokens = 0, ak = 1;
+    for (int32_t k = 1; k <= cap; k++) {
+        ak *= a;
+        gain_tokens += ak;
+        const double gain = gain_tokens * per_token - k * (s + c);
+        if (gain > best_gain) best = k, best_gain = gain;
+    }
+    if (best == 0 && sl->idle >= PROBE_EVERY) best = 1;
+    return best;
+}
+
+/* Record a decode of n batch tokens that took ms. */
+static void cost_observe(srv_engine *e, int32_t n, double ms)
+{
+    e->cw = COST_DECAY * e->cw + 1;
+    e->cx = COST_DECAY * e->cx + n;
+    e->cxx = COST_DECAY * e->cxx + (double)n * n;
+    e->cy = COST_DECAY * e->cy + ms;
+    e->cxy = COST_DECAY * e->cxy + n * ms;
+}
+
 /* Speculative decoding: the draft for a generating slot, up to cap tokens after its last
  * one (0 without a draft source, with the request's n_max 0, or while the reasoning budget
  * forces tokens). A draft never reaches the last cells of the slot (so no context shift can
- * happen while draft tokens sit in the cache) nor past the request's n_predict. */
-static int32_t slot_draft(srv_engine *e, slot *sl, int32_t cap)
+ * happen while draft tokens sit in the cache) nor past the request's n_predict. n_gen: the
+ * generating slots of this step. */
+static int32_t slot_draft(srv_engine *e, slot *sl, int32_t cap, int n_gen)
 {
     const srv_request *r = &sl->task->req;
     sl->n_draft = 0;
@@ -672,14 +723,26 @@ static int32_t slot_draft(srv_engine *e, slot *sl, int32_t cap)
     if (cap > r->spec.n_max) cap = r->spec.n_max;
     if (cap > e->n_ctx_slot - sl->n_cache - 2) cap = e->n_ctx_slot - sl->n_cache - 2;
     if (cap > sl->n_limit - sl->n_decoded - 1) cap = sl->n_limit - sl->n_decoded - 1;
-    if (cap < 1) return 0;
+    if (cap > 0) cap = cost_depth(e, sl, cap, n_gen);
+    if (cap < 1) {
+        sl->idle++;
+        return 0;
+    }
     sift_error err = {0};
     const double t0 = srv_now_ms();
     const int32_t k = sift_draft_propose(sl->draft, sl->dtok, cap, &err);
-    e->t_draft_ms += srv_now_ms() - t0;
+    const double ms = srv_now_ms() - t0;
+    e->t_draft_ms += ms;
     if (k < 0) {
         fprintf(stderr, "sift serve: slot %d: draft: %s\n", sl->id, err.msg);
         return 0;
+    }
+    if (k > 0) {
+        sl->d_ms = COST_DECAY * sl->d_ms + ms;
+        sl->d_n = COST_DECAY * sl->d_n + k;
+        sl->idle = 0;
+    } else {
+        sl->idle++;
     }
     return sl->n_draft = k;
 }
@@ -858,6 +921,7 @@ static void *engine_main(void *arg)
         long long n_shared = 0;
         int n_gen = 0;
         for (int i = 0; i < e->n_slots; i++) n_gen += e->slots[i].state == SLOT_GEN;
+        const int n_gen_all = n_gen;
         for (int i = 0; i < e->n_slots; i++) {
             slot *sl = &e->slots[i];
             sl->batch_idx = -1;
@@ -866,7 +930,7 @@ static void *engine_main(void *arg)
             n_busy++;
             n_gen--;
             /* its draft gets what the batch has left after one entry for each generating slot */
-            const int32_t k = slot_draft(e, sl, n_batch - e->batch.n_tokens - 1 - n_gen);
+            const int32_t k = slot_draft(e, sl, n_batch - e->batch.n_tokens - 1 - n_gen, n_gen_all);
             sl->batch_idx = e->batch.n_tokens;
             sift_batch_add(&e->batch, sl->last, sl->n_cache, &sl->id, 1, true);
             for (int32_t j = 0; j < k; j++) sift_batch_add(&e->batch, sl->dtok[j], sl->n_cache + 1 + j, &sl->id, 1, true);
@@ -911,6 +975,7 @@ static void *engine_main(void *arg)
         const double t_dec0 = srv_now_ms();
         const sift_status st = sift_decode(e->ctx, &e->batch, &err);
         const double t_dec1 = srv_now_ms();
+        if (st == SIFT_OK) cost_observe(e, e->batch.n_tokens, t_dec1 - t_dec0);
         pthread_mutex_lock(&e->mu);
         e->stats.t_decode_s += (t_dec1 - t_dec0) / 1e3;
         e->stats.n_decode++;
