@@ -1496,6 +1496,16 @@ SIFT_API sift_status sift_draft_push(sift_draft *d, const sift_token *tokens, in
 /* Up to cap tokens that may follow the history (fewer than n_min: none). Returns how many
  * were written, or a negative status (a draft model's decode failing). */
 SIFT_API int32_t sift_draft_propose(sift_draft *d, sift_token *out, int32_t cap, sift_error *err);
+/* Change a draft's parameters between proposals (a server request's speculative.n_max,
+ * n_min, p_min). SIFT_E_INVAL as at creation, SIFT_E_NOMEM; the old ones stay then. */
+SIFT_API sift_status sift_draft_set_params(sift_draft *d, sift_draft_params params, sift_error *err);
+SIFT_API sift_draft_params sift_draft_get_params(const sift_draft *d);
+/* How a proposal fared, for a caller that verifies drafts itself rather than through
+ * sift_spec_step (a server checking many sequences' drafts in one decode): of `drafted`
+ * tokens, the first `accepted` were the target's. Feeds the adaptive depth. */
+SIFT_API void sift_draft_feedback(sift_draft *d, int32_t drafted, int32_t accepted);
+/* The running per-token acceptance estimate the adaptive depth uses (0.5 with no data). */
+SIFT_API double sift_draft_acceptance(const sift_draft *d);
 /* The draft length the adaptive rule allows now (n_max without it). */
 SIFT_API int32_t sift_draft_depth(const sift_draft *d);
 SIFT_API const char *sift_draft_kind(const sift_draft *d); /* "lookup" or "draft model" */

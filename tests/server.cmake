@@ -54,6 +54,11 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_test.py --sift $<TARGET_FILE:sift>
                    --model ${SIFT_SHARED_DIR}/models/stories260K.gguf)
   set_tests_properties(server_api PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
+  # issue 28: every architecture answers chats through a template of its family
+  add_test(NAME server_arch_chat
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_arch_chat.py --sift $<TARGET_FILE:sift>
+                   --shared ${SIFT_SHARED_DIR})
+  set_tests_properties(server_arch_chat PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
   # issues 27 and 29: llama.cpp's own server test suite (../shared/llama-server-tests, read in
   # place, never copied here) against sift serve through tests/llama_server_suite's adapter;
   # fails when the share of the tests that ran (not skipped for a model we lack) falls under

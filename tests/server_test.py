@@ -2177,6 +2177,97 @@ def test_jinja_anthropic_tools(J):
     assert st == 200 and c["input_tokens"] == n, (c, n, p)
 
 
+def spec_requests():
+    """48 requests for the speculative-decoding test: greedy and seeded sampling (with
+    penalties), a grammar, a stop string, n_probs, and prompts that repeat themselves (where
+    prompt lookup drafts)."""
+    prompts = ["Once upon a time", "The little dog", "Lily wanted to", "Tom and Sam went to the park. Tom and Sam went",
+               "One day, a bird said hello. One day, a bird"]
+    out = []
+    for i in range(48):
+        b = {"prompt": prompts[i % 5] + " " * (i // 5), "n_predict": 96, "seed": 1000 + i, "cache_prompt": False}
+        if i % 3 == 1:
+            b.update(temperature=0.8, top_k=40, top_p=0.95, repeat_penalty=1.1)
+        elif i % 3 == 2:
+            b.update(temperature=1.0, min_p=0.05, n_probs=3)
+        else:
+            b.update(temperature=0)
+        if i % 8 == 3:
+            b["grammar"] = 'root ::= ("Yes" | "No") " " [a-z ]+ "."'
+        if i % 8 == 5:
+            b["stop"] = ["."]
+        out.append(b)
+    return out
+
+
+def test_speculative_same_texts():
+    """issue 30: with -np 4, a draft model (the model itself quantized to f16) and prompt
+    lookup each serve 48 concurrent requests with the same texts, tokens and probabilities
+    as without speculation (each slot drafts, one decode verifies every slot's draft, the
+    chain samples every verified row as plain generation would); /props, /slots, /metrics
+    and the timings report it; per-request speculative.* fields are taken and checked."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="sift-spec-")
+    draft = os.path.join(d, "draft-f16.gguf")
+    q = subprocess.run([ARGS.sift, "quantize", ARGS.model, draft, "f16"], capture_output=True, text=True)
+    assert q.returncode == 0, q.stderr
+    reqs = spec_requests()
+
+    def run(*extra):
+        S = Server("-np", "4", "-c", "2048", "--max-connections-per-client", "0", *extra)
+        try:
+            with cf.ThreadPoolExecutor(len(reqs)) as ex:
+                res = list(ex.map(lambda b: S.post("/completion", b), reqs))
+            for st, j in res:
+                assert st == 200, (st, j)
+            info = (S.get_json("/props"), S.get_json("/slots"), S.request("GET", "/metrics")[2].decode())
+            extra_checks(S) if extra else None
+            return [j for _, j in res], info
+        finally:
+            S.stop()
+
+    def extra_checks(S):
+        st, j = S.post("/completion", {"prompt": "Once upon a time", "n_predict": 24, "temperature": 0, "speculative.n_max": 0})
+        assert st == 200 and "draft_n" not in j["timings"], j["timings"]
+        assert j["generation_settings"]["speculative.n_max"] == 0, j["generation_settings"]
+        st, j = S.post("/completion", {"prompt": "Once upon a time", "n_predict": 24, "temperature": 0,
+                                       "speculative": {"n_max": 3, "n_min": 5, "p_min": 0.5}})
+        assert st == 200 and j["generation_settings"]["speculative.n_max"] == 3, j["generation_settings"]
+        assert j["generation_settings"]["speculative.n_min"] == 3, j["generation_settings"]  # lowered to n_max
+        for bad in ({"speculative.n_max": -1}, {"speculative.n_max": 5000}, {"speculative.p_min": 2},
+                    {"speculative.n_min": "x"}, {"speculative": 3}, {"speculative": {"p_min": -0.1}}):
+            st, j = S.post("/completion", dict({"prompt": "a", "n_predict": 2}, **bad))
+            assert st == 400 and "speculative" in j["error"]["message"], (bad, st, j)
+
+    plain, (props, _, _) = run()
+    assert props["default_generation_settings"]["speculative"] is False
+    for extra in (("-md", draft), ("--lookup", "4")):
+        got, (props, slots, metrics) = run(*extra)
+        for a, b, r in zip(plain, got, reqs):
+            assert a["content"] == b["content"] and a["tokens_predicted"] == b["tokens_predicted"], (extra, r, a["content"], b["content"])
+            assert a.get("completion_probabilities") == b.get("completion_probabilities"), (extra, r)
+        drafted = sum(j["timings"].get("draft_n", 0) for j in got)
+        accepted = sum(j["timings"].get("draft_n_accepted", 0) for j in got)
+        assert drafted > 0 and 0 < accepted <= drafted, (extra, drafted, accepted)
+        assert props["default_generation_settings"]["speculative"] is True
+        assert props["default_generation_settings"]["params"]["speculative.n_max"] == 16
+        assert all(sl["speculative"] and "draft_acceptance" in sl and sl["params"]["speculative.p_min"] == 0.75 for sl in slots), slots
+        m = {l.split()[0]: float(l.split()[1]) for l in metrics.splitlines() if l and not l.startswith("#") and len(l.split()) == 2}
+        assert m["llamacpp:n_drafted_total"] >= drafted and m["llamacpp:n_drafted_accepted_total"] >= accepted, m
+        assert 0 < m["llamacpp:draft_acceptance_ratio"] <= 1, m
+
+    # usage errors: a vocabulary that differs, both sources at once, a bad value
+    other = os.path.join(os.path.dirname(ARGS.model), "llama-2-tiny-random.gguf")
+    for args, msg in ((("-md", other), "vocabulary"), (("-md", draft, "--lookup", "3"), "not both"),
+                      (("--lookup", "9"), "n-gram"), (("--draft-p-min", "1.5"), "probability"),
+                      (("--draft-min", "8", "--draft-max", "4"), "larger")):
+        if not os.path.exists(args[1]):
+            continue
+        p = subprocess.run([ARGS.sift, "serve", "-m", ARGS.model, "--port", "0", *args], capture_output=True, text=True, timeout=60)
+        assert p.returncode != 0 and msg in p.stderr, (args, p.returncode, p.stderr)
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

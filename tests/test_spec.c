@@ -78,6 +78,49 @@ static void test_lookup(void **state)
     sift_draft_free(d);
 }
 
+/* sift_draft_set_params / _feedback, what a caller that verifies drafts itself (the server)
+ * uses: a longer n_max takes effect (the lookup's scratch grows), bad values are refused and
+ * leave the old ones, and the adaptive depth follows the reported outcomes. */
+static void test_params_feedback(void **state)
+{
+    (void)state;
+    sift_error err = {0};
+    sift_draft_params p = sift_draft_default_params();
+    p.adaptive = false;
+    p.n_max = 4;
+    sift_draft *d = sift_draft_lookup_new(3, p, &err);
+    assert_non_null(d);
+    const sift_token text[] = {10, 11, 12, 13, 14, 15, 16, 20, 21, 10, 11, 12};
+    assert_int_equal(sift_draft_push(d, text, 12, NULL), SIFT_OK);
+    sift_token out[16];
+    assert_int_equal(sift_draft_propose(d, out, 16, NULL), 4);
+    p.n_max = 8;
+    assert_int_equal(sift_draft_set_params(d, p, &err), SIFT_OK);
+    assert_int_equal(sift_draft_propose(d, out, 16, NULL), 8); /* 13 14 15 16 20 21 10 11 */
+    assert_int_equal(out[4], 20);
+    assert_int_equal(out[7], 11);
+    sift_draft_params bad = p;
+    bad.p_min = 1.5f;
+    assert_int_equal(sift_draft_set_params(d, bad, &err), SIFT_E_INVAL);
+    assert_non_null(strstr(err.msg, "p_min"));
+    assert_int_equal(sift_draft_get_params(d).n_max, 8);
+    assert_true(sift_draft_get_params(d).p_min == p.p_min);
+
+    p.adaptive = true;
+    assert_int_equal(sift_draft_set_params(d, p, &err), SIFT_OK);
+    assert_true(sift_draft_acceptance(d) == 0.5);  /* the prior */
+    assert_int_equal(sift_draft_depth(d), 2);      /* 0.5^2 >= 0.15 > 0.5^3 */
+    for (int i = 0; i < 3; i++) sift_draft_feedback(d, 8, 8);
+    assert_true(sift_draft_acceptance(d) > 0.95);
+    assert_int_equal(sift_draft_depth(d), 8);      /* n_max */
+    for (int i = 0; i < 40; i++) sift_draft_feedback(d, 4, 0);
+    assert_true(sift_draft_acceptance(d) < 0.15); /* decayed: refusals weigh at most 10 */
+    assert_int_equal(sift_draft_depth(d), 1);
+    sift_draft_feedback(d, 2, 3); /* more accepted than drafted: ignored */
+    assert_true(sift_draft_acceptance(d) < 0.15); /* decayed: refusals weigh at most 10 */
+    sift_draft_free(d);
+}
+
 static void test_vocab_mismatch(void **state)
 {
     (void)state;
@@ -221,6 +264,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup),
+        cmocka_unit_test(test_params_feedback),
         cmocka_unit_test(test_vocab_mismatch),
         cmocka_unit_test(test_callback_stop),
         cmocka_unit_test(test_grammar),

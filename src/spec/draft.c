@@ -27,14 +27,20 @@ sift_draft_params sift_draft_default_params(void)
     return (sift_draft_params){.n_max = 16, .n_min = 0, .p_min = 0.75f, .adaptive = true};
 }
 
-sift_draft *sift__draft_alloc(draft_kind kind, sift_draft_params params, sift_error *err)
+static bool params_ok(sift_draft_params params, sift_error *err)
 {
     if (params.n_max < 1 || params.n_max > 1024 || params.n_min < 0 || params.n_min > params.n_max ||
         !(params.p_min >= 0.0f && params.p_min <= 1.0f)) {
         sift__error_set(err, SIFT_E_INVAL, "draft: n_max must be 1..1024, n_min 0..n_max, p_min 0..1 (got %d, %d, %g)",
                         params.n_max, params.n_min, (double)params.p_min);
-        return NULL;
+        return false;
     }
+    return true;
+}
+
+sift_draft *sift__draft_alloc(draft_kind kind, sift_draft_params params, sift_error *err)
+{
+    if (!params_ok(params, err)) return NULL;
     sift_draft *d = calloc(1, sizeof *d);
     if (d) {
         d->cap_hist = 1024;
@@ -89,6 +95,35 @@ sift_status sift_draft_push(sift_draft *d, const sift_token *tokens, int32_t n, 
         }
     }
     return SIFT_OK;
+}
+
+sift_status sift_draft_set_params(sift_draft *d, sift_draft_params params, sift_error *err)
+{
+    if (!d) return sift__error_set(err, SIFT_E_INVAL, "draft: NULL");
+    if (!params_ok(params, err)) return err ? err->status : SIFT_E_INVAL;
+    if (d->kind == DRAFT_LOOKUP && params.n_max > d->p.n_max) { /* the proposal's scratch holds ngram + n_max */
+        sift_token *s = realloc(d->scratch, (size_t)(d->ngram + params.n_max) * sizeof *s);
+        if (!s) return sift__error_set(err, SIFT_E_NOMEM, "draft: out of memory");
+        d->scratch = s;
+    }
+    d->p = params;
+    return SIFT_OK;
+}
+
+sift_draft_params sift_draft_get_params(const sift_draft *d)
+{
+    return d ? d->p : sift_draft_default_params();
+}
+
+void sift_draft_feedback(sift_draft *d, int32_t drafted, int32_t accepted)
+{
+    if (!d || drafted < 1 || accepted < 0 || accepted > drafted) return;
+    sift__draft_feedback(d, drafted, accepted);
+}
+
+double sift_draft_acceptance(const sift_draft *d)
+{
+    return d ? sift__draft_acceptance(d) : 0.0;
 }
 
 int32_t sift_draft_depth(const sift_draft *d)

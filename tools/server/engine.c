@@ -77,9 +77,18 @@ typedef struct slot {
     sift_token *forced;
     int32_t n_forced, i_forced;
     bool shifted;             /* --context-shift moved this request's cells at least once */
+    /* speculative decoding: the slot's draft source (NULL: none), its history the request's
+     * prompt and every token accepted so far; the draft in the current batch */
+    sift_draft *draft;
+    sift_token *dtok;         /* [SRV_MAX_DRAFT] */
+    int32_t n_draft;
+    double d_ms, d_n;         /* decayed drafting time and drafted tokens: the draft's cost per token */
+    int32_t idle;             /* steps since the slot last drafted (the probe) */
 } slot;
 
 enum { THINK_UNKNOWN, THINK_IN, THINK_OUT };
+
+#define SRV_MAX_DRAFT 1024 /* speculative.n_max's limit (sift_draft_params) */
 
 struct srv_engine {
     srv_server *s;
@@ -103,6 +112,10 @@ struct srv_engine {
     srv_engine_stats stats;   /* under mu */
     double t_sampling_ms;     /* engine thread only: time in slot_sample, since the last publish */
     long long n_sampled;
+    double t_draft_ms;        /* engine thread only: time drafting, since the last publish */
+    /* speculative decoding's cost model: decayed least-squares sums of (batch tokens, decode ms) */
+    double cw, cx, cxx, cy, cxy;
+    long long n_drafted, n_draft_accepted; /* engine thread only: since the last publish */
     srv_slot_info *pub;       /* under mu: the slots as of the last step */
     struct slot_op *op;       /* under mu: a slot action waiting for this thread (srv_engine_slot_action) */
 };
@@ -348,6 +361,15 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
     sl->think = !r->rs || r->reasoning_budget < 0 ? THINK_OUT : r->think_forced_open ? THINK_IN : THINK_UNKNOWN;
     sl->n_think = 0;
     if (r->trace) sift_chain_set_trace(t->chain, trace_hook, sl);
+    sl->n_draft = 0;
+    sl->idle = 0;
+    if (sl->draft) { /* a new history: the prompt; a request that turns drafting off (n_max 0) keeps it */
+        sift_error err = {0};
+        sift_draft_reset(sl->draft);
+        if ((r->spec.n_max > 0 && sift_draft_set_params(sl->draft, r->spec, &err) != SIFT_OK) ||
+            sift_draft_push(sl->draft, r->prompt, r->n_prompt, &err) != SIFT_OK)
+            fprintf(stderr, "sift serve: slot %d: draft: %s\n", sl->id, err.msg);
+    }
     pthread_mutex_lock(&t->mu);
     t->started = true;
     t->id_slot = sl->id;
@@ -637,6 +659,120 @@ static void slot_step(srv_engine *e, slot *sl, const float *logits)
     }
     sl->last = tok;
     sl->state = SLOT_GEN;
+    if (sl->draft) { /* the draft's history ends with the newest token, not yet decoded */
+        sift_error err = {0};
+        if (sift_draft_push(sl->draft, &tok, 1, &err) != SIFT_OK) fprintf(stderr, "sift serve: slot %d: draft: %s\n", sl->id, err.msg);
+    }
+}
+
+/* How deep a slot drafts when the cost model has data: the k whose extra tokens are worth
+ * more than they cost. A step of n batch tokens takes about b + s * n ms (fitted to the
+ * decodes' own times, decayed so that it follows the machine's load); with g generating
+ * slots a plain token costs a slot (b + s * g) / g. A draft of k tokens that the target
+ * accepts token by token with probability a adds a + ... + a^k expected tokens to the slot's
+ * step and costs k * (s + c), c being the draft's own time per token (a draft model's
+ * decodes; near zero for prompt lookup). Where verification is nearly free (decoding bound
+ * by memory) drafts get long; where the batch is already compute-bound, or the draft
+ * costs more than it saves, k is 0 and the slot generates plainly, with a one-token probe
+ * every PROBE_EVERY steps to notice when that changes. */
+#define COST_DECAY 0.97
+#define COST_WARMUP 8
+#define PROBE_EVERY 32
+static int32_t cost_depth(const srv_engine *e, const slot *sl, int32_t cap, int n_gen)
+{
+    const double var = e->cw * e->cxx - e->cx * e->cx;
+    if (e->cw < COST_WARMUP || var <= 1e-6 * e->cw * e->cw) return cap; /* no fit yet: the draft's own rule */
+    double s = (e->cw * e->cxy - e->cx * e->cy) / var;
+    const double b = (e->cy - s * e->cx) / e->cw;
+    if (s < 0) s = 0;
+    const double per_token = (b + s * n_gen) / (n_gen > 0 ? n_gen : 1);
+    const double c = sl->d_n > 0 ? sl->d_ms / sl->d_n : 0;
+    const double a = sift_draft_acceptance(sl->draft);
+    int32_t best = 0;
+    double best_gain = 0, gain_tokens = 0, ak = 1;
+    for (int32_t k = 1; k <= cap; k++) {
+        ak *= a;
+        gain_tokens += ak;
+        const double gain = gain_tokens * per_token - k * (s + c);
+        if (gain > best_gain) best = k, best_gain = gain;
+    }
+    if (best == 0 && sl->idle >= PROBE_EVERY) best = 1;
+    return best;
+}
+
+/* Record a decode of n batch tokens that took ms. */
+static void cost_observe(srv_engine *e, int32_t n, double ms)
+{
+    e->cw = COST_DECAY * e->cw + 1;
+    e->cx = COST_DECAY * e->cx + n;
+    e->cxx = COST_DECAY * e->cxx + (double)n * n;
+    e->cy = COST_DECAY * e->cy + ms;
+    e->cxy = COST_DECAY * e->cxy + n * ms;
+}
+
+/* Speculative decoding: the draft for a generating slot, up to cap tokens after its last
+ * one (0 without a draft source, with the request's n_max 0, or while the reasoning budget
+ * forces tokens). A draft never reaches the last cells of the slot (so no context shift can
+ * happen while draft tokens sit in the cache) nor past the request's n_predict. n_gen: the
+ * generating slots of this step. */
+static int32_t slot_draft(srv_engine *e, slot *sl, int32_t cap, int n_gen)
+{
+    const srv_request *r = &sl->task->req;
+    sl->n_draft = 0;
+    if (!sl->draft || r->spec.n_max < 1 || sl->i_forced < sl->n_forced) return 0;
+    if (cap > r->spec.n_max) cap = r->spec.n_max;
+    if (cap > e->n_ctx_slot - sl->n_cache - 2) cap = e->n_ctx_slot - sl->n_cache - 2;
+    if (cap > sl->n_limit - sl->n_decoded - 1) cap = sl->n_limit - sl->n_decoded - 1;
+    if (cap > 0) cap = cost_depth(e, sl, cap, n_gen);
+    if (cap < 1) {
+        sl->idle++;
+        return 0;
+    }
+    sift_error err = {0};
+    const double t0 = srv_now_ms();
+    const int32_t k = sift_draft_propose(sl->draft, sl->dtok, cap, &err);
+    const double ms = srv_now_ms() - t0;
+    e->t_draft_ms += ms;
+    if (k < 0) {
+        fprintf(stderr, "sift serve: slot %d: draft: %s\n", sl->id, err.msg);
+        return 0;
+    }
+    if (k > 0) {
+        sl->d_ms = COST_DECAY * sl->d_ms + ms;
+        sl->d_n = COST_DECAY * sl->d_n + k;
+        sl->idle = 0;
+    } else {
+        sl->idle++;
+    }
+    return sl->n_draft = k;
+}
+
+/* The logits of a generating slot's batch rows are ready: row 0 follows its last token, row
+ * j + 1 its draft token j. Sample row by row as plain generation would (slot_step: one chain
+ * step, one RNG draw, one publish per row), going on while the sampled token is the draft's;
+ * the first one that differs, or the one after a fully accepted draft, is the new last
+ * token. Then the cells of the rejected draft tokens leave the cache. */
+static void slot_verify(srv_engine *e, slot *sl)
+{
+    srv_task *t = sl->task;
+    const int32_t k = sl->n_draft, row = sl->batch_idx;
+    int32_t acc = 0;
+    for (int32_t j = 0;; j++) {
+        slot_step(e, sl, sift_get_logits_ith(e->ctx, row + j));
+        if (j == k || sl->task != t || sl->state != SLOT_GEN || sl->last != sl->dtok[j]) break;
+        sl->cache[sl->n_cache++] = sl->last; /* its cell was decoded with the draft */
+        acc++;
+    }
+    sift_kv_seq_rm(e->ctx, sl->id, sl->n_cache, -1);
+    sl->n_draft = 0;
+    if (!k) return;
+    sift_draft_feedback(sl->draft, k, acc);
+    pthread_mutex_lock(&t->mu);
+    t->n_drafted += k;
+    t->n_draft_accepted += acc;
+    pthread_mutex_unlock(&t->mu);
+    e->n_drafted += k;
+    e->n_draft_accepted += acc;
 }
 
 /* ---- the loop -------------------------------------------------------------------------------------- */
@@ -693,6 +829,8 @@ static void publish_snapshot(srv_engine *e, int n_busy)
         p->n_past = sl->n_cache;
         p->n_decoded = sl->n_decoded;
         p->n_cached_tokens = sl->n_cache;
+        p->spec = sl->task ? sl->task->req.spec : srv_draft_defaults(&e->s->cfg);
+        p->draft_acceptance = sl->draft ? sift_draft_acceptance(sl->draft) : 0;
     }
     pthread_mutex_unlock(&e->mu);
 }
@@ -781,15 +919,22 @@ static void *engine_main(void *arg)
         sift_batch_clear(&e->batch);
         int n_busy = 0;
         long long n_shared = 0;
+        int n_gen = 0;
+        for (int i = 0; i < e->n_slots; i++) n_gen += e->slots[i].state == SLOT_GEN;
+        const int n_gen_all = n_gen;
         for (int i = 0; i < e->n_slots; i++) {
             slot *sl = &e->slots[i];
             sl->batch_idx = -1;
             sl->n_in_batch = 0;
             if (sl->state != SLOT_GEN) continue;
             n_busy++;
+            n_gen--;
+            /* its draft gets what the batch has left after one entry for each generating slot */
+            const int32_t k = slot_draft(e, sl, n_batch - e->batch.n_tokens - 1 - n_gen, n_gen_all);
+            sl->batch_idx = e->batch.n_tokens;
             sift_batch_add(&e->batch, sl->last, sl->n_cache, &sl->id, 1, true);
-            sl->batch_idx = e->batch.n_tokens - 1;
-            sl->n_in_batch = 1;
+            for (int32_t j = 0; j < k; j++) sift_batch_add(&e->batch, sl->dtok[j], sl->n_cache + 1 + j, &sl->id, 1, true);
+            sl->n_in_batch = 1 + k;
         }
         for (int i = 0; i < e->n_slots; i++) {
             slot *sl = &e->slots[i];
@@ -830,6 +975,7 @@ static void *engine_main(void *arg)
         const double t_dec0 = srv_now_ms();
         const sift_status st = sift_decode(e->ctx, &e->batch, &err);
         const double t_dec1 = srv_now_ms();
+        if (st == SIFT_OK) cost_observe(e, e->batch.n_tokens, t_dec1 - t_dec0);
         pthread_mutex_lock(&e->mu);
         e->stats.t_decode_s += (t_dec1 - t_dec0) / 1e3;
         e->stats.n_decode++;
@@ -859,6 +1005,8 @@ static void *engine_main(void *arg)
             if (!sl->n_in_batch) continue;
             if (sl->state == SLOT_GEN) {
                 sl->cache[sl->n_cache++] = sl->last;
+                slot_verify(e, sl);
+                continue;
             } else {
                 memcpy(sl->cache + sl->n_cache, sl->task->req.prompt + sl->i_prompt, (size_t)sl->n_in_batch * sizeof(sift_token));
                 sl->n_cache += sl->n_in_batch;
@@ -874,9 +1022,12 @@ static void *engine_main(void *arg)
         e->stats.t_sample_s += t_smp / 1e3;
         e->stats.t_sampling_s += e->t_sampling_ms / 1e3;
         e->stats.n_sampled += e->n_sampled;
+        e->stats.t_draft_s += e->t_draft_ms / 1e3;
+        e->stats.n_drafted += e->n_drafted;
+        e->stats.n_draft_accepted += e->n_draft_accepted;
         pthread_mutex_unlock(&e->mu);
-        e->t_sampling_ms = 0;
-        e->n_sampled = 0;
+        e->t_sampling_ms = e->t_draft_ms = 0;
+        e->n_sampled = e->n_drafted = e->n_draft_accepted = 0;
         publish_snapshot(e, n_busy);
     }
 
@@ -891,6 +1042,38 @@ static void *engine_main(void *arg)
 }
 
 /* ---- the public side ------------------------------------------------------------------------------------ */
+
+/* The defaults of a request's speculative.* fields (--draft-max, --draft-min, --draft-p-min). */
+sift_draft_params srv_draft_defaults(const srv_config *cfg)
+{
+    return (sift_draft_params){.n_max = cfg->draft_max, .n_min = cfg->draft_min, .p_min = cfg->draft_p_min, .adaptive = true};
+}
+
+/* Slot sl's draft source: prompt lookup, or the draft model in a context of its own with the
+ * slot's cells (a slot's drafts run one after another: the draft model is small). */
+static bool slot_draft_new(srv_engine *e, slot *sl, sift_error *err)
+{
+    const srv_config *cfg = &e->s->cfg;
+    sift_draft_params dp = srv_draft_defaults(cfg);
+    if (dp.n_max < 1) dp.n_max = 1; /* (--draft-max 0: no drafting; the source still exists for requests that ask) */
+    if (e->s->draft_model) {
+        sift_context_params cp = sift_context_default_params();
+        cp.n_ctx = (uint32_t)e->n_ctx_slot;
+        cp.n_batch = (uint32_t)cfg->n_batch;
+        cp.n_threads = cfg->n_threads;
+        cp.n_threads_batch = cfg->n_threads_batch;
+        cp.isa = cfg->isa;
+        sl->draft = sift_draft_model_new(e->s->draft_model, e->s->model, cp, dp, err);
+    } else {
+        sl->draft = sift_draft_lookup_new(cfg->lookup, dp, err);
+    }
+    sl->dtok = malloc(SRV_MAX_DRAFT * sizeof *sl->dtok);
+    if (sl->draft && !sl->dtok && err) {
+        err->status = SIFT_E_NOMEM;
+        snprintf(err->msg, sizeof err->msg, "engine: out of memory");
+    }
+    return sl->draft && sl->dtok;
+}
 
 srv_engine *srv_engine_start(srv_server *s, sift_error *err)
 {
@@ -947,6 +1130,9 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
         sl->pid = malloc(SRV_MAX_N_PROBS * sizeof *sl->pid);
         sl->pp = malloc(SRV_MAX_N_PROBS * sizeof *sl->pp);
         ok = sl->cache && sl->pid && sl->pp;
+        if (ok && (s->draft_model || cfg->lookup > 0)) {
+            if (!slot_draft_new(e, sl, err)) goto fail;
+        }
     }
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
@@ -959,6 +1145,7 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
         err->status = SIFT_E_NOMEM;
         snprintf(err->msg, sizeof err->msg, "engine: out of memory (or no thread)");
     }
+fail:
     srv_engine_free(e);
     return NULL;
 }
@@ -1078,6 +1265,8 @@ void srv_engine_free(srv_engine *e)
         free(sl->top);
         free(sl->pid);
         free(sl->pp);
+        free(sl->dtok);
+        sift_draft_free(sl->draft);
         sbuf_free(&sl->gen);
     }
     free(e->slots);

@@ -96,6 +96,18 @@ static int get_bool(const cJSON *o, const char *name, bool *out, srv_error *e)
     return 0;
 }
 
+/* A number in [lo, hi]: 0 (absent or set), else 400. */
+static int get_unit(const cJSON *o, const char *name, double lo, double hi, float *out, srv_error *e)
+{
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+        return cJSON_IsNumber(v) ? srv_errorf(e, 400, "'%s' must be a number in [%g, %g], got %.17g", name, lo, hi, v->valuedouble)
+                                 : srv_errorf(e, 400, "'%s' must be a number in [%g, %g], got %s", name, lo, hi, srv_jtype(v));
+    *out = (float)v->valuedouble;
+    return 0;
+}
+
 static int get_string(const cJSON *o, const char *name, const char **out, srv_error *e)
 {
     const cJSON *v = field(o, name);
@@ -849,6 +861,30 @@ static int finish_grammar(const srv_server *s, srv_request *r, srv_error *e)
     return 0;
 }
 
+/* speculative.n_max / n_min / p_min: llama-server reads them as flat keys with a dot in the
+ * name; an object "speculative": {"n_max": ...} is taken too. n_max 0 turns drafting off for
+ * the request; n_min above n_max is lowered to it, as llama-server does. */
+static int parse_speculative(const srv_config *cfg, const cJSON *o, srv_request *r, srv_error *e)
+{
+    r->spec = srv_draft_defaults(cfg);
+    TRY(get_i32(o, "speculative.n_max", 0, 1024, &r->spec.n_max, e));
+    TRY(get_i32(o, "speculative.n_min", 0, 1024, &r->spec.n_min, e));
+    TRY(get_unit(o, "speculative.p_min", 0, 1, &r->spec.p_min, e));
+    const cJSON *so = field(o, "speculative");
+    if (so) {
+        if (!cJSON_IsObject(so)) return srv_errorf(e, 400, "'speculative' must be an object, got %s", srv_jtype(so));
+        const int rc = get_i32(so, "n_max", 0, 1024, &r->spec.n_max, e) || get_i32(so, "n_min", 0, 1024, &r->spec.n_min, e) ||
+                       get_unit(so, "p_min", 0, 1, &r->spec.p_min, e);
+        if (rc) { /* name the field as the flat key would */
+            char msg[sizeof e->msg];
+            snprintf(msg, sizeof msg, "%s", e->msg);
+            return srv_errorf(e, 400, "'speculative.%s", msg + (msg[0] == '\''));
+        }
+    }
+    if (r->spec.n_min > r->spec.n_max) r->spec.n_min = r->spec.n_max;
+    return 0;
+}
+
 static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_request *r, srv_error *e)
 {
     const srv_config *cfg = &s->cfg;
@@ -891,6 +927,7 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
     TRY(parse_response_fields(o, r, e));
     TRY(get_i32(o, "n_keep", -1, maxp, &r->n_keep, e));
     TRY(get_i32(o, "n_discard", 0, maxp, &r->n_discard, e));
+    TRY(parse_speculative(cfg, o, r, e));
 
     /* probabilities: n_probs (llama-server), logprobs / top_logprobs (OpenAI) */
     TRY(get_i32(o, "n_probs", 0, SRV_MAX_N_PROBS, &r->sp.n_probs, e));

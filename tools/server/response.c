@@ -223,8 +223,14 @@ static cJSON *settings_json(const srv_server *s, const srv_request *r, const srv
     cJSON_AddBoolToObject(o, "post_sampling_probs", r->post_sampling_probs);
     cJSON_AddBoolToObject(o, "cache_prompt", r->cache_prompt);
     cJSON_AddBoolToObject(o, "trace", r->trace);
+    cJSON_AddNumberToObject(o, "speculative.n_max", r->spec.n_max);
+    cJSON_AddNumberToObject(o, "speculative.n_min", r->spec.n_min);
+    cJSON_AddNumberToObject(o, "speculative.p_min", r->spec.p_min);
     return o;
 }
+
+/* Whether the server drafts (--model-draft or --lookup). */
+static bool speculative(const srv_server *s) { return s->draft_model || s->cfg.lookup > 0; }
 
 static cJSON *timings_json(const srv_task *t)
 {
@@ -239,6 +245,10 @@ static cJSON *timings_json(const srv_task *t)
     cJSON_AddNumberToObject(o, "predicted_ms", t->t_gen_ms);
     cJSON_AddNumberToObject(o, "predicted_per_token_ms", t->n_decoded > 0 ? t->t_gen_ms / t->n_decoded : 0);
     cJSON_AddNumberToObject(o, "predicted_per_second", t->t_gen_ms > 0 ? 1e3 * t->n_decoded / t->t_gen_ms : 0);
+    if (t->n_drafted > 0) { /* as llama-server, only where drafts were verified */
+        cJSON_AddNumberToObject(o, "draft_n", t->n_drafted);
+        cJSON_AddNumberToObject(o, "draft_n_accepted", t->n_draft_accepted);
+    }
     return o;
 }
 
@@ -762,6 +772,7 @@ char *srv_json_props(const srv_server *s)
     def.n_predict = s->cfg.default_n_predict;
     def.cache_prompt = true;
     def.stream = false;
+    def.spec = srv_draft_defaults(&s->cfg);
     srv_engine_stats st;
     srv_engine_stats_get(s->engine, &st, NULL, 0);
     cJSON *o = cJSON_CreateObject();
@@ -769,7 +780,7 @@ char *srv_json_props(const srv_server *s)
     cJSON_AddNumberToObject(d, "id", 0);
     cJSON_AddNumberToObject(d, "id_task", -1);
     cJSON_AddNumberToObject(d, "n_ctx", s->n_ctx_slot);
-    cJSON_AddBoolToObject(d, "speculative", false);
+    cJSON_AddBoolToObject(d, "speculative", speculative(s));
     cJSON_AddBoolToObject(d, "is_processing", false);
     cJSON_AddItemToObject(d, "params", settings_json(s, &def, NULL));
     cJSON_AddStringToObject(d, "prompt", "");
@@ -828,10 +839,15 @@ char *srv_json_slots(const srv_server *s)
         cJSON_AddNumberToObject(o, "id", info[i].id);
         cJSON_AddNumberToObject(o, "id_task", (double)info[i].id_task);
         cJSON_AddNumberToObject(o, "n_ctx", s->n_ctx_slot);
-        cJSON_AddBoolToObject(o, "speculative", false);
+        cJSON_AddBoolToObject(o, "speculative", speculative(s));
         cJSON_AddBoolToObject(o, "is_processing", info[i].busy);
         cJSON_AddNumberToObject(o, "n_prompt_tokens", info[i].n_prompt);
         cJSON_AddNumberToObject(o, "n_cached_tokens", info[i].n_cached_tokens);
+        cJSON *pj = cJSON_AddObjectToObject(o, "params"); /* (llama-server's holds every setting; these are the slot's own) */
+        cJSON_AddNumberToObject(pj, "speculative.n_max", info[i].spec.n_max);
+        cJSON_AddNumberToObject(pj, "speculative.n_min", info[i].spec.n_min);
+        cJSON_AddNumberToObject(pj, "speculative.p_min", info[i].spec.p_min);
+        if (speculative(s)) cJSON_AddNumberToObject(o, "draft_acceptance", info[i].draft_acceptance);
         cJSON *nt = cJSON_AddObjectToObject(o, "next_token");
         cJSON_AddBoolToObject(nt, "has_next_token", info[i].busy);
         cJSON_AddNumberToObject(nt, "n_decoded", info[i].n_decoded);
@@ -965,11 +981,18 @@ char *srv_text_metrics(const srv_server *s)
     metric2(&b, "n_tokens_max", "n_tokens_max", "counter", "High-water mark of one slot's context use.", (double)st.n_tokens_max);
     metric(&b, "engine_decode_seconds_total", "counter", "Engine thread time in sift_decode.", st.t_decode_s);
     metric(&b, "engine_sample_seconds_total", "counter", "Engine thread time sampling and publishing tokens.", st.t_sample_s);
+    metric(&b, "engine_draft_seconds_total", "counter", "Engine thread time drafting (speculative decoding).", st.t_draft_s);
     metric(&b, "sampling_us_per_token", "gauge", "Average time of one slot's sampling call (sift_chain_sample_ex) per token.",
            st.n_sampled > 0 ? st.t_sampling_s * 1e6 / (double)st.n_sampled : 0);
     metric2(&b, "kv_cells_used", "kv_cache_tokens", "gauge", "KV cells in use (all slots; includes cached prompts).", st.kv_used);
     metric2(&b, "kv_cache_usage_ratio", "kv_cache_usage_ratio", "gauge", "KV cells in use over all cells.",
             n_ctx > 0 ? st.kv_used / n_ctx : 0);
+    metric2(&b, "n_drafted_total", "n_drafted_total", "counter", "Draft tokens verified (speculative decoding).",
+            (double)st.n_drafted);
+    metric2(&b, "n_drafted_accepted_total", "n_drafted_accepted_total", "counter",
+            "Draft tokens the target accepted (speculative decoding).", (double)st.n_draft_accepted);
+    metric2(&b, "draft_acceptance_ratio", "draft_acceptance_ratio", "gauge", "Accepted over verified draft tokens, since the start.",
+            st.n_drafted > 0 ? (double)st.n_draft_accepted / (double)st.n_drafted : 0);
     metric(&b, "requests_completed_total", "counter", "Completions that ran to their end.", (double)st.n_tasks_done);
     sift_grammar_compiler_stats gs;
     sift_grammar_compiler_get_stats(s->gcomp, &gs);

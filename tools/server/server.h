@@ -184,6 +184,14 @@ typedef struct srv_config {
      * field gets (NULL: libsift's defaults). Checked without the vocabulary at start; each
      * request checks its whole set against the vocabulary as for its own fields. */
     const sift_sampling_params *sampling;
+    /* speculative decoding (engine.c; docs/speculative.md): -md/--model-draft FILE, or --lookup N
+     * (prompt lookup over n-grams of 1..N tokens); each slot drafts on its own, one decode
+     * verifies every slot's draft. --draft-max/--draft-min/--draft-p-min: what a request that
+     * gives no speculative.* field gets */
+    const char *model_draft;
+    int lookup;
+    int draft_max, draft_min;
+    float draft_p_min;
 } srv_config;
 
 /* Limits that are not flags (docs/server.md lists them). */
@@ -246,6 +254,7 @@ typedef struct srv_request {
     bool think_forced_open;    /* the prompt left the thinking open */
     int32_t reasoning_budget;  /* thinking tokens before </think> is forced (-1: no limit) */
     char *response_fields;     /* /completion's response_fields as a JSON array (NULL: every field) */
+    sift_draft_params spec;    /* speculative.n_max / n_min / p_min (used where the server drafts) */
     int32_t n_keep;            /* --context-shift: prompt tokens kept (-1: all of them) */
     int32_t n_discard;         /* --context-shift: tokens dropped at a time (0: half of what is not kept) */
     bool return_progress;      /* a stream reports the prompt's progress (srv_progress) */
@@ -438,6 +447,7 @@ typedef struct srv_embd srv_embd;
 typedef struct srv_server {
     srv_config cfg;
     sift_model *model;
+    sift_model *draft_model;   /* --model-draft (NULL: none) */
     const sift_vocab *vocab;
     sift_vocab_view view;
     sift_grammar_compiler *gcomp; /* the model's grammar compiler: trie, shared entries, compiled grammars */
@@ -611,6 +621,7 @@ typedef struct srv_task {
     bool truncated;            /* stopped by the slot's context */
     int id_slot;
     int32_t n_cached;          /* prompt tokens reused from the slot's cache */
+    int32_t n_drafted, n_draft_accepted; /* speculative decoding: draft tokens verified, accepted */
     double t_prompt_ms, t_gen_ms;
     int32_t n_decoded;
     double t_submit;           /* srv_now_ms() when queued (queue time, time to first token) */
@@ -659,6 +670,8 @@ typedef struct srv_slot_info {
     bool busy;
     int64_t id_task;
     int32_t n_prompt, n_past, n_decoded, n_cached_tokens;
+    sift_draft_params spec;    /* the running request's speculative.* (the defaults when idle) */
+    double draft_acceptance;   /* the slot's draft source's running acceptance estimate */
 } srv_slot_info;
 
 /* A Prometheus histogram in seconds over SRV_HIST_BOUNDS (response.c prints it). */
@@ -681,9 +694,13 @@ typedef struct srv_engine_stats {
     double t_sampling_s;       /* engine thread: in the sampling call alone (sift_chain_sample_ex) */
     long long n_sampled;       /* sampling calls */
     int32_t kv_used;
+    long long n_drafted, n_draft_accepted; /* speculative decoding: draft tokens verified, accepted */
+    double t_draft_s;          /* engine thread: drafting (the draft model's decodes, lookups) */
     srv_hist h_queue, h_ttft, h_tpot; /* queue time, time to first token, time per output token */
 } srv_engine_stats;
 
+/* A request's speculative.* defaults: --draft-max, --draft-min, --draft-p-min. */
+sift_draft_params srv_draft_defaults(const srv_config *cfg);
 void srv_engine_stats_get(srv_engine *e, srv_engine_stats *st, srv_slot_info *slots, int max_slots);
 
 /* ---- responses (response.c) ----------------------------------------------------------------- */

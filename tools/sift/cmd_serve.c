@@ -69,6 +69,14 @@ static void usage(FILE *f)
             "                            llama-family models)\n"
             "  --control-vector FILE, --control-vector-scaled FILE SCALE, --control-vector-layer-range START END\n"
             "                            control vectors for every slot, as sift generate\n\n"
+            "speculative decoding (docs/speculative.md; each slot drafts, one decode verifies every slot's draft):\n"
+            "  -md, --model-draft FILE   a draft model with the target's vocabulary\n"
+            "  --lookup N                prompt lookup: draft from n-grams of 1..N tokens of the prompt and reply\n"
+            "  --draft-max N             most tokens per draft (default 16; --draft, --draft-n); a request's\n"
+            "                            speculative.n_max overrides it, 0 turning drafting off\n"
+            "  --draft-min N             a shorter draft is not verified (default 0; --draft-n-min; speculative.n_min)\n"
+            "  --draft-p-min P           the draft model stops after a token it gives less than P (default 0.75;\n"
+            "                            speculative.p_min)\n\n"
             "exposure:\n"
             "  --api-key KEY             require this key (repeatable): 'Authorization: Bearer KEY' or 'X-Api-Key: KEY';\n"
             "                            /health and the page stay open\n"
@@ -341,6 +349,22 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         c->no_jinja = false;
     } else if (IS("--no-jinja")) {
         c->no_jinja = true;
+    } else if (IS("-md") || IS("--model-draft")) {
+        NEEDV();
+        c->model_draft = v;
+    } else if (IS("--lookup")) {
+        INTV(1, SIFT_LOOKUP_MAX_N, "an n-gram size 1..8");
+        c->lookup = (int)n;
+    } else if (IS("--draft-max") || IS("--draft") || IS("--draft-n")) {
+        INTV(0, 1024, "0..1024");
+        c->draft_max = (int)n;
+    } else if (IS("--draft-min") || IS("--draft-n-min")) {
+        INTV(0, 1024, "0..1024");
+        c->draft_min = (int)n;
+    } else if (IS("--draft-p-min")) {
+        NEEDV();
+        if (!cli_parse_float(v, &c->draft_p_min) || !(c->draft_p_min >= 0.0f && c->draft_p_min <= 1.0f))
+            return bad(a, v, "expected a probability 0..1, got");
     } else if (IS("--context-shift")) {
         c->ctx_shift = true;
     } else if (IS("--no-context-shift")) {
@@ -409,6 +433,10 @@ static const env_opt ENV_OPTS[] = {
     {"LLAMA_ARG_ENDPOINT_SLOTS", "--slots", "--no-slots", true},
     {"LLAMA_ARG_EMBEDDINGS", "--embeddings", NULL, true},
     {"LLAMA_ARG_POOLING", "--pooling", NULL, false},
+    {"LLAMA_ARG_MODEL_DRAFT", "--model-draft", NULL, false},
+    {"LLAMA_ARG_DRAFT_MAX", "--draft-max", NULL, false},
+    {"LLAMA_ARG_DRAFT_MIN", "--draft-min", NULL, false},
+    {"LLAMA_ARG_DRAFT_P_MIN", "--draft-p-min", NULL, false},
     {"SIFT_ARG_MODEL", "--model", NULL, false},
     {"SIFT_ARG_HOST", "--host", NULL, false},
     {"SIFT_ARG_PORT", "--port", NULL, false},
@@ -451,6 +479,11 @@ static const env_opt ENV_OPTS[] = {
     {"SIFT_ARG_LOG_REQUESTS", "--log-requests", NULL, true},
     {"SIFT_ARG_EMBEDDINGS", "--embeddings", NULL, true},
     {"SIFT_ARG_POOLING", "--pooling", NULL, false},
+    {"SIFT_ARG_MODEL_DRAFT", "--model-draft", NULL, false},
+    {"SIFT_ARG_LOOKUP", "--lookup", NULL, false},
+    {"SIFT_ARG_DRAFT_MAX", "--draft-max", NULL, false},
+    {"SIFT_ARG_DRAFT_MIN", "--draft-min", NULL, false},
+    {"SIFT_ARG_DRAFT_P_MIN", "--draft-p-min", NULL, false},
 };
 
 /* The option at argv[*i] (its value consumed, *i advanced): control vectors, the sampling
@@ -515,7 +548,8 @@ static int parse_args(int argc, char **argv, srv_config *c)
                       .body_timeout_s = 30, .max_conns_per_client = 32, .drain_timeout_s = 30,
                       .template_memory = (size_t)1 << 30, .template_timeout_ms = 5000,
                       .max_body_in_flight = 64u << 20, .min_body_rate = 1024, .max_probs_bytes = 256u << 20,
-                      .pooling = SIFT_POOLING_TYPE_UNSPECIFIED, .reasoning = -1, .reasoning_budget = -1};
+                      .pooling = SIFT_POOLING_TYPE_UNSPECIFIED, .reasoning = -1, .reasoning_budget = -1,
+                      .draft_max = 16, .draft_min = 0, .draft_p_min = 0.75f};
     serve_cv = (cli_cvec){0};
     cli_sampling_init(&serve_sampling);
     int r = parse_env(c);
@@ -546,6 +580,8 @@ static int parse_args(int argc, char **argv, srv_config *c)
         c->max_renders = ncpu >= 4 ? (int)(ncpu / 2) : 1;
     }
     if (c->default_n_predict > c->max_n_predict) return bad("-n", NULL, "larger than --max-n-predict");
+    if (c->model_draft && c->lookup) return bad("--lookup", NULL, "give either --model-draft or --lookup, not both");
+    if (c->draft_min > c->draft_max) return bad("--draft-min", NULL, "is larger than --draft-max");
     return 0;
 }
 
@@ -706,6 +742,10 @@ int sift_cmd_serve(int argc, char **argv)
         goto done;
     }
     sift_model_get_info(s->model, &s->info);
+    if (cfg->model_draft && !(s->draft_model = sift_model_load(cfg->model_draft, &err))) {
+        fprintf(stderr, "sift serve: draft model %s: %s\n", cfg->model_draft, err.msg);
+        goto done;
+    }
     s->vocab = sift_model_vocab(s->model);
     s->n_vocab = s->info.n_vocab;
     sift_vocab_view_get(s->vocab, &s->view);
@@ -791,6 +831,12 @@ int sift_cmd_serve(int argc, char **argv)
             cfg->model_path, s->model_desc, s->n_vocab, cfg->n_parallel, s->n_ctx_slot,
             cfg->n_batch > cfg->n_parallel ? cfg->n_batch : cfg->n_parallel, cfg->n_threads, cfg->n_threads_batch,
             s->jinja && !s->tmpl_fallback ? "jinja" : chat_name(s->tmpl), (s->jinja && !s->tmpl_fallback) || s->tmpl_detected ? "" : " (default)");
+    if (s->draft_model)
+        fprintf(stderr, "sift serve: speculative decoding: draft model %s, draft-max %d, draft-min %d, draft-p-min %.2f\n",
+                srv_file_name(cfg->model_draft), cfg->draft_max, cfg->draft_min, (double)cfg->draft_p_min);
+    else if (cfg->lookup)
+        fprintf(stderr, "sift serve: speculative decoding: prompt lookup over n-grams of 1..%d tokens, draft-max %d, draft-min %d\n",
+                cfg->lookup, cfg->draft_max, cfg->draft_min);
     if (prio == SRV_PRIO_NICE) fprintf(stderr, "sift serve: chat-template renders and grammar compiles run at nice 19 (the lowest)\n");
     fprintf(stderr, "sift serve: loaded in %.0f ms; listening on http://%s:%d\n", srv_now_ms() - t0,
             strchr(cfg->host, ':') ? "[::]" : cfg->host, port);
@@ -825,6 +871,7 @@ done:
     srv_embd_free(s->embd);
     sift_grammar_compiler_free(s->gcomp);
     sift_model_free(s->model);
+    sift_model_free(s->draft_model);
     sift_template_free(s->jinja);
     free(s->model_name_own);
     chat_jinja_free_kwargs(s);
