@@ -939,6 +939,10 @@ SIFT_API void sift_model_get_info(const sift_model *model, sift_model_info *info
 /* The vocabulary (borrowed: lives as long as the model). */
 SIFT_API const sift_vocab *sift_model_vocab(const sift_model *model);
 SIFT_API int32_t sift_model_n_vocab(const sift_model *model);
+/* The model's chat template, as llama.cpp's llama_model_chat_template: name NULL (or "") the
+ * GGUF's tokenizer.chat_template, else tokenizer.chat_template.<name> (a named variant such as
+ * "tool_use"). Borrowed: lives as long as the model. NULL when the file has none. */
+SIFT_API const char *sift_model_chat_template(const sift_model *model, const char *name);
 /* "llama 292.8K F32" (arch, parameter count, main type) into buf; snprintf-like. */
 SIFT_API int sift_model_desc(const sift_model *model, char *buf, size_t cap);
 /* What sift runs for a general.architecture name ("gemma3": "sliding-window layers (5 of 6,

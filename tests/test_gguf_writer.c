@@ -281,6 +281,46 @@ static void test_quantize_q4_0(void **state)
     quantize_model(SIFT_TYPE_Q4_0, 0.12f);
 }
 
+/* sift_model_chat_template: the GGUF's tokenizer.chat_template and its named variants
+ * (tokenizer.chat_template.<name>), as llama_model_chat_template reads them; NULL for a file
+ * without one, a name it lacks, or a name too long for a key. */
+static void test_model_chat_template(void **state)
+{
+    (void)state;
+    sift_error e = {0};
+    sift_gguf *g = sift_gguf_open(shared_path("models/stories260K.gguf"), &e);
+    if (!g) fail_msg("%s", e.msg);
+    sift__gguf_writer *w = copy_all(g);
+    static const char tmpl[] = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}";
+    static const char tool[] = "{{ tools | tojson }}";
+    assert_int_equal(sift__gguf_writer_set_str(w, "tokenizer.chat_template", tmpl), SIFT_OK);
+    assert_int_equal(sift__gguf_writer_set_str(w, "tokenizer.chat_template.tool_use", tool), SIFT_OK);
+    char path[] = "/tmp/sift-test-tmpl-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(sift__gguf_writer_write_file(w, path, &e), SIFT_OK);
+    sift__gguf_writer_free(w);
+    sift_model *m = sift_model_load(path, &e);
+    if (!m) fail_msg("%s", e.msg);
+    assert_string_equal(sift_model_chat_template(m, NULL), tmpl);
+    assert_string_equal(sift_model_chat_template(m, ""), tmpl);
+    assert_string_equal(sift_model_chat_template(m, "tool_use"), tool);
+    assert_null(sift_model_chat_template(m, "rag"));
+    char long_name[300];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = 0;
+    assert_null(sift_model_chat_template(m, long_name));
+    assert_null(sift_model_chat_template(NULL, NULL));
+    sift_model_free(m);
+    sift_model *plain = sift_model_load(shared_path("models/stories260K.gguf"), &e);
+    if (!plain) fail_msg("%s", e.msg);
+    assert_null(sift_model_chat_template(plain, NULL));
+    sift_model_free(plain);
+    sift_gguf_close(g);
+    unlink(path);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_all_types_round_trip),
         cmocka_unit_test(test_quantize_q8_0),
         cmocka_unit_test(test_quantize_q4_0),
+        cmocka_unit_test(test_model_chat_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

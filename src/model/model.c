@@ -623,6 +623,15 @@ void sift_model_get_info(const sift_model *m, sift_model_info *info)
     };
 }
 
+const char *sift_model_chat_template(const sift_model *m, const char *name)
+{
+    if (!m || !m->gguf) return NULL;
+    char key[192] = "tokenizer.chat_template";
+    if (name && *name && snprintf(key, sizeof key, "tokenizer.chat_template.%s", name) >= (int)sizeof key) return NULL;
+    const char *t = NULL;
+    return sift_gguf_get_str(m->gguf, key, &t, NULL) == SIFT_OK ? t : NULL;
+}
+
 const sift_vocab *sift_model_vocab(const sift_model *m)
 {
     return m ? m->vocab : NULL;

@@ -219,18 +219,6 @@ char *cli_chat_add(cli_chat *c, const char *role, const char *content, bool add_
 
 /* ---- the template for a model ---------------------------------------------------------------- */
 
-/* tokenizer.chat_template from the GGUF (NULL when absent). */
-static char *gguf_chat_template(const char *path)
-{
-    sift_gguf *g = sift_gguf_open(path, NULL);
-    if (!g) return NULL;
-    const char *t = NULL;
-    char *copy = NULL;
-    if (sift_gguf_get_str(g, "tokenizer.chat_template", &t, NULL) == SIFT_OK && t) copy = strdup(t);
-    sift_gguf_close(g);
-    return copy;
-}
-
 /* The text of a special token ("" when the vocabulary has none). */
 static void special_text(const sift_vocab *vocab, sift_token t, char *buf, int size)
 {
@@ -240,9 +228,9 @@ static void special_text(const sift_vocab *vocab, sift_token t, char *buf, int s
     buf[n > 0 && n < size ? n : 0] = 0;
 }
 
-int cli_chat_for_model(const char *model_path, const sift_vocab *vocab, const char *file, const char *name, bool force,
-                       cli_chat **c)
+int cli_chat_for_model(const sift_model *model, const char *file, const char *name, bool force, cli_chat **c)
 {
+    const sift_vocab *vocab = sift_model_vocab(model);
     *c = NULL;
     char *text = NULL;
     size_t len = 0;
@@ -267,7 +255,8 @@ int cli_chat_for_model(const char *model_path, const sift_vocab *vocab, const ch
             return 1;
         }
         if (text) len = strlen(text);
-    } else if ((text = gguf_chat_template(model_path))) {
+    } else if (sift_model_chat_template(model, NULL)) {
+        if (!(text = strdup(sift_model_chat_template(model, NULL)))) return 1;
         len = strlen(text);
     } else if (force) {
         builtin = "chatml"; /* -cnv on a model without a template: llama.cpp's default, chatml */

@@ -35,8 +35,7 @@ char *cli_chat_add(cli_chat *c, const char *role, const char *content, bool add_
  * tokenizer.chat_template; with none of them NULL (and 0), unless force (-cnv), which takes
  * chatml as llama.cpp does. Nonzero (an exit code, the message on stderr) when the one asked
  * for cannot be read or parsed. */
-int cli_chat_for_model(const char *model_path, const sift_vocab *vocab, const char *file, const char *name, bool force,
-                       cli_chat **c);
+int cli_chat_for_model(const sift_model *model, const char *file, const char *name, bool force, cli_chat **c);
 
 /* Where the template of cli_chat_for_model came from, for the banner: the file, the built-in
  * name, "--chat-template" (Jinja text), "the model's" or "chatml (the model has none)". */

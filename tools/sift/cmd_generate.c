@@ -745,7 +745,7 @@ int sift_cmd_generate(int argc, char **argv)
 
     /* conversation mode: asked for, or a chat template at hand (llama-cli's default) */
     if (o.conversation != 0 &&
-        (rc = cli_chat_for_model(o.model, vocab, o.chat_template_file, o.chat_template, o.conversation == 1, &chat)) != 0)
+        (rc = cli_chat_for_model(model, o.chat_template_file, o.chat_template, o.conversation == 1, &chat)) != 0)
         goto done;
     rc = 1;
     const bool cnv = chat != NULL;

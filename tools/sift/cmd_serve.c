@@ -595,17 +595,6 @@ static void config_free(srv_config *c)
 }
 
 #ifdef SIFT_HAVE_MHD /* (a build without libmicrohttpd has no server to load templates for) */
-/* tokenizer.chat_template from the GGUF (NULL when absent). */
-static char *read_chat_template(const char *path)
-{
-    sift_gguf *g = sift_gguf_open(path, NULL);
-    if (!g) return NULL;
-    const char *t = NULL;
-    char *copy = NULL;
-    if (sift_gguf_get_str(g, "tokenizer.chat_template", &t, NULL) == SIFT_OK && t) copy = strdup(t);
-    sift_gguf_close(g);
-    return copy;
-}
 
 /* After the drain's deadline: the failed requests' answers get LAST_WORDS_MS to go out; the
  * process exits at WATCHDOG_MS at the latest (both under the 1 s docs/server.md promises). */
@@ -771,7 +760,8 @@ int sift_cmd_serve(int argc, char **argv)
     /* the chat template: --chat-template NAME (built in); else --chat-template-file, else the
      * GGUF's, rendered as Jinja; a GGUF template that does not parse, or none, falls back to
      * the built-in one it resembles, else chatml */
-    s->tmpl_text = read_chat_template(cfg->model_path);
+    const char *gguf_tmpl = sift_model_chat_template(s->model, NULL);
+    if (gguf_tmpl && !(s->tmpl_text = strdup(gguf_tmpl))) goto done;
     if (cfg->chat_template_text) { /* --chat-template with a template's text */
         free(s->tmpl_text);
         if (!(s->tmpl_text = strdup(cfg->chat_template_text))) goto done;
