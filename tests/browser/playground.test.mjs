@@ -312,6 +312,10 @@ try {
         await page.locator("#menu").isVisible() && await page.locator("#send").isVisible());
   await page.screenshot({ path: join(OUT, "chat-360.png"), fullPage: true });
   console.log(`screenshot: ${join(OUT, "chat-360.png")}`);
+  await page.click("#tab-completion");
+  check("360 px: the completion view has its prompt and Generate on the page", await page.locator("#prompt").isVisible() &&
+        await page.locator("#generate").isVisible() && await width(page, "#output") >= 300 && await noHScroll(page));
+  await page.click("#tab-chat");
   await page.click("#menu");
   const drawer = await page.locator("#controls").boundingBox();
   check("360 px: the menu opens the controls (conversations, samplers) in a drawer", await page.locator("#conv-list").isVisible() &&
@@ -378,8 +382,8 @@ try {
   await kp.fill("#api-key", API_KEY);
   await kp.click("#key-save");
   await kp.waitForSelector("body[data-ready='1']", { timeout: 10000 });
-  check("api key: the right key is accepted and the controls filled from /props", /accepted/.test(await kp.textContent("#key-msg")) &&
-        await kp.inputValue("#top_k") === "40");
+  check("api key: the right key is accepted (the field folds away), the controls filled from /props",
+        /accepted/.test(await kp.textContent("#key-msg")) && await kp.locator("#key-panel").isHidden() && await kp.inputValue("#top_k") === "40");
   await kp.fill("#n_predict", "8");
   await kp.click("#generate");
   await kp.waitForSelector("#status[data-done='1']", { timeout: 30000 });
