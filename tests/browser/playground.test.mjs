@@ -283,6 +283,11 @@ try {
   check("markdown: a fenced code block, its language kept, its text as written",
         JSON.stringify(await txt("pre > code")) === JSON.stringify(['if (a < b && c > d) console.log("<tag>");']) &&
         await md.locator("pre > code").getAttribute("data-lang") === "js");
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+  await md.locator("pre .copy").click();
+  await md.locator("pre .copy", { hasText: "copied" }).waitFor({ timeout: 5000 });
+  check("markdown: a code block's copy button puts its code on the clipboard",
+        await page.evaluate(() => navigator.clipboard.readText()) === 'if (a < b && c > d) console.log("<tag>");');
   check("markdown: a block quote and a table", JSON.stringify(await txt("blockquote")) === '["quoted"]' &&
         JSON.stringify(await txt("th")) === '["a","b"]' && JSON.stringify(await txt("td")) === '["1","2"]');
   const hrefs = await md.locator("a").evaluateAll((els) => els.map((e) => e.getAttribute("href")));
