@@ -119,6 +119,14 @@ if(MHD_FOUND)
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
 
+# The playground's vendored npm libraries (tools/server/public/vendor: markdown-it, DOMPurify,
+# inlined into the page at build time) equal what `npm ci` of their package-lock.json gives,
+# byte for byte, as does their MANIFEST (versions, sha256). Skips (77) without npm or the
+# registry; about 3 s the first time (npm ci into the build folder), 1 s after.
+add_test(NAME server_webui_vendor
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tools/server/public/vendor/update.sh --check ${CMAKE_CURRENT_BINARY_DIR}/webui_vendor)
+set_tests_properties(server_webui_vendor PROPERTIES LABELS "server;npm" SKIP_RETURN_CODE 77 TIMEOUT 300)
+
 # The official `openai` npm client against `sift serve` (tests/openai_client): chat, streaming,
 # tool calls (auto, required, a named function, the result sent back), n: 2. run.sh installs
 # the client with npm ci into the build folder, or skips (77) without node/npm or the registry.

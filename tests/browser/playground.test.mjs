@@ -12,9 +12,10 @@
 // system prompt and the earlier turns sent each time), the inspector on an assistant token,
 // the stop button cutting an endless reply short, and tool calls shown from a streamed
 // response (a canned one: the page's rendering of delta.tool_calls is what is tested).
-// Markdown: a canned streamed reply with headings, emphasis, lists, code, a table and links
-// renders as those elements, and the <script>, <img onerror> and javascript: link in it are
-// shown as text, never run. Layout: the chat at 1280, 420 and 360 px wide (the chat column
+// Markdown (markdown-it and DOMPurify, vendored and inlined into the page): a canned streamed
+// reply with headings, emphasis, lists, code, a table and links renders as those elements,
+// and the <script>, <img onerror> and javascript: link in it are shown as text, never run;
+// its image is not loaded, and the page fetches nothing but from its server. Layout: the chat at 1280, 420 and 360 px wide (the chat column
 // at least 300 px wide on a phone, the controls a drawer). Conversations: kept across a
 // reload, switched, deleted. API key: a second server with --api-key; the page asks for
 // the key, a wrong one gets the 401 message, the right one works and is kept.
@@ -106,6 +107,7 @@ const MARKDOWN = [
   "",
   "<script>window.__pwned = 1</script> <img src=x onerror=\"window.__pwned = 2\">",
   "[safe](https://example.com/x) [bad](javascript:window.__pwned=3) [<img src=y onerror=\"window.__pwned=4\">](https://example.com/z) https://example.org/y.",
+  "![pixel](https://example.com/pixel.png)",
 ].join("\n");
 
 const t0 = Date.now();
@@ -128,7 +130,9 @@ try {
   let sent = null;
   let chatSent = [];
   const auths = [];
+  const elsewhere = [];   // requests not to the server (the vendored libraries are inlined; images not rendered)
   page.on("request", (r) => {
+    if (!r.url().startsWith(base + "/")) elsewhere.push(r.url());
     if (/\/(completion|props)$/.test(r.url())) auths.push(r.headers().authorization || "");
     if (r.url().endsWith("/completion") && r.method() === "POST") sent = JSON.parse(r.postData());
     if (r.url().endsWith("/v1/chat/completions") && r.method() === "POST") chatSent.push(JSON.parse(r.postData()));
@@ -274,11 +278,11 @@ try {
   const txt = (sel) => md.locator(sel).allTextContents();
   check("markdown: heading, bold, italic, strikethrough", JSON.stringify(await txt("h1")) === '["Plan"]' &&
         JSON.stringify(await txt("p strong")) === '["bold"]' && JSON.stringify(await txt("p em")) === '["italic"]' &&
-        JSON.stringify(await txt("p del")) === '["gone"]', await md.innerHTML());
+        JSON.stringify(await txt("p s")) === '["gone"]', await md.innerHTML());
   check("markdown: inline code, its <b> shown as text", JSON.stringify(await txt("p code")) === '["inline <b>code</b>"]' &&
         await md.locator("b").count() === 0);
   check("markdown: a list with a nested list, an ordered list",
-        JSON.stringify(await md.locator(":scope > ul > li").evaluateAll((els) => els.map((e) => e.firstChild.textContent))) === '["one","two"]' &&
+        JSON.stringify(await md.locator(":scope > ul > li").evaluateAll((els) => els.map((e) => e.firstChild.textContent.trim()))) === '["one","two"]' &&
         JSON.stringify(await txt("ul ul > li")) === '["nested"]' && JSON.stringify(await txt("ol > li")) === '["first","second"]');
   check("markdown: a fenced code block, its language kept, its text as written",
         JSON.stringify(await txt("pre > code")) === JSON.stringify(['if (a < b && c > d) console.log("<tag>");']) &&
@@ -288,17 +292,21 @@ try {
   await md.locator("pre .copy", { hasText: "copied" }).waitFor({ timeout: 5000 });
   check("markdown: a code block's copy button puts its code on the clipboard",
         await page.evaluate(() => navigator.clipboard.readText()) === 'if (a < b && c > d) console.log("<tag>");');
-  check("markdown: a block quote and a table", JSON.stringify(await txt("blockquote")) === '["quoted"]' &&
+  check("markdown: a block quote and a table", JSON.stringify(await txt("blockquote > p")) === '["quoted"]' &&
         JSON.stringify(await txt("th")) === '["a","b"]' && JSON.stringify(await txt("td")) === '["1","2"]');
   const hrefs = await md.locator("a").evaluateAll((els) => els.map((e) => e.getAttribute("href")));
   check("markdown: links only for http(s) URLs", JSON.stringify(hrefs) ===
-        JSON.stringify(["https://example.com/x", "https://example.com/z", "https://example.org/y"]), JSON.stringify(hrefs));
+        JSON.stringify(["https://example.com/x", "https://example.com/z", "https://example.org/y", "https://example.com/pixel.png"]), JSON.stringify(hrefs));
   const mdText = await md.textContent();
   check("markdown: <script>, <img onerror> and a javascript: link shown as text, not run",
         await md.locator("script, img, iframe").count() === 0 && mdText.includes("<script>window.__pwned = 1</script>") &&
         mdText.includes('<img src=x onerror="window.__pwned = 2">') && mdText.includes("[bad](javascript:window.__pwned=3)") &&
         (await md.locator("a").nth(1).textContent()) === '<img src=y onerror="window.__pwned=4">' &&
         await page.evaluate(() => window.__pwned) === undefined, mdText);
+  check("markdown: the image is not loaded, nothing fetched but from the server (the libraries inlined)",
+        await md.locator("img").count() === 0 && elsewhere.length === 0 &&
+        await page.evaluate(() => typeof window.markdownit === "function" && typeof window.DOMPurify.sanitize === "function"),
+        JSON.stringify(elsewhere));
   check("markdown: a reply without traces has no tokens button", !(await page.locator(".turn.assistant").last().locator(".tokbtn").isVisible()));
 
   // ---- layout: the chat view at 1280, 420 and 360 px wide ----
