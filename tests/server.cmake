@@ -1,8 +1,8 @@
 # sift serve: unit tests of the server's pure parts (UTF-8, stop strings, chat templates;
 # label unit, also under valgrind) and the HTTP integration test: real `sift serve`
 # processes on 127.0.0.1 driven by tests/server_test.py (Python standard library only;
-# label server, about 10 s on stories260K: the exposure tests wait out 2 s deadlines and a drain). The browser test is separate (see
-# tests/browser/README.md) and registered only when Chromium and playwright-core are there.
+# label server, about 10 s on stories260K: the exposure tests wait out 2 s deadlines and a drain).
+# The playground's browser test (server_browser, tests/browser) needs chromium and npm.
 add_executable(server_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_unit.c ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c
                            ${PROJECT_SOURCE_DIR}/tools/server/chat.c ${PROJECT_SOURCE_DIR}/tools/server/conns.c)
 target_include_directories(server_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
@@ -112,17 +112,25 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
   endif()
 endif()
 
-# The browser test (headless Chromium + playwright-core): only where both are installed
-# (`bash tests/browser/run.sh` installs playwright-core and runs it by hand).
-find_program(SIFT_CHROMIUM chromium)
-find_program(SIFT_NODE node)
-if(MHD_FOUND AND SIFT_CHROMIUM AND SIFT_NODE AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/browser/node_modules/playwright-core)
+# The playground's browser test (tests/browser): Debian's chromium (scripts/deps) driven by
+# playwright-core, which run.sh installs with npm ci into the build folder (as the npm client
+# tests below do); it skips (77) without node, npm, chromium or the registry. About 12 s;
+# the screenshots land in <build>/tests/browser/artifacts.
+if(MHD_FOUND)
   add_test(NAME server_browser
-           COMMAND ${SIFT_NODE} ${CMAKE_CURRENT_SOURCE_DIR}/browser/playground.test.mjs --sift $<TARGET_FILE:sift>
-                   --model ${SIFT_SHARED_DIR}/models/stories260K.gguf --chromium ${SIFT_CHROMIUM}
-                   --out ${CMAKE_CURRENT_BINARY_DIR}/browser-artifacts)
-  set_tests_properties(server_browser PROPERTIES LABELS "server;browser" ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 120)
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/browser/run.sh $<TARGET_FILE:sift>
+                   ${SIFT_SHARED_DIR}/models/stories260K.gguf ${CMAKE_CURRENT_BINARY_DIR}/browser)
+  set_tests_properties(server_browser PROPERTIES LABELS "server;browser;npm" ENVIRONMENT "${SIFT_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# The playground's vendored npm libraries (tools/server/public/vendor: markdown-it, DOMPurify,
+# inlined into the page at build time) equal what `npm ci` of their package-lock.json gives,
+# byte for byte, as does their MANIFEST (versions, sha256). Skips (77) without npm or the
+# registry; about 3 s the first time (npm ci into the build folder), 1 s after.
+add_test(NAME server_webui_vendor
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tools/server/public/vendor/update.sh --check ${CMAKE_CURRENT_BINARY_DIR}/webui_vendor)
+set_tests_properties(server_webui_vendor PROPERTIES LABELS "server;npm" SKIP_RETURN_CODE 77 TIMEOUT 300)
 
 # The official `openai` npm client against `sift serve` (tests/openai_client): chat, streaming,
 # tool calls (auto, required, a named function, the result sent back), n: 2. run.sh installs

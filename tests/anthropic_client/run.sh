@@ -11,13 +11,6 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "SKIP: node or npm not found (the anthropic client test needs both)"; exit 77
 fi
-mkdir -p "$WORK"
-if ! cmp -s "$HERE/package-lock.json" "$WORK/package-lock.json" || [ ! -d "$WORK/node_modules/@anthropic-ai/sdk" ]; then
-  cp "$HERE/package.json" "$HERE/package-lock.json" "$WORK/"
-  if ! (cd "$WORK" && npm ci --no-audit --no-fund --loglevel=error); then
-    rm -f "$WORK/package-lock.json"
-    echo "SKIP: npm ci failed (no access to the npm registry?)"; exit 77
-  fi
-fi
+bash "$HERE/../npm_ci.sh" "$HERE" "$WORK" @anthropic-ai/sdk || exit $?
 cp "$HERE/anthropic.test.mjs" "$WORK/"
 exec node "$WORK/anthropic.test.mjs" --sift "$SIFT" --model "$MODEL" --template "$TEMPLATE"

@@ -26,7 +26,7 @@ stub sudo 'echo "sudo" >>"'"$log"'"; exec "$@"'
 stub id 'if [ "$1" = -u ]; then echo "${STUB_UID:-0}"; else /usr/bin/id "$@"; fi'
 mapfile -t pkgs < <(bash "$src/scripts/deps" --list)
 ((${#pkgs[@]} > 5)) || fail "scripts/deps --list printed ${#pkgs[@]} packages"
-for p in python3-numpy python3-pytest python3-cffi cmake libcmocka-dev gcc-aarch64-linux-gnu qemu-user libpcre2-dev:arm64; do
+for p in python3-numpy python3-pytest python3-cffi cmake libcmocka-dev gcc-aarch64-linux-gnu qemu-user libpcre2-dev:arm64 chromium; do
   # (a here-string, not a pipe: grep -q quits at the first match, and with pipefail the
   # printf it cut off would fail the check now and then)
   grep -qx -- "$p" <<<"$(printf '%s\n' "${pkgs[@]}")" || fail "$p is not in scripts/deps"
