@@ -329,7 +329,7 @@ void rs_set_tags(rs_spec *r, int format);
 typedef enum tc_format {
     TC_GENERIC = 0, /* no known syntax: the whole reply is JSON, {"tool_call": {...}} or {"response": "..."} */
     TC_HERMES,      /* Hermes, Qwen 2.5, Qwen 3: <tool_call>{"name", "arguments"}</tool_call> */
-    TC_LLAMA3,      /* Llama 3.x: {"name": ..., "parameters": {...}} (optionally after <|python_tag|>) */
+    TC_LLAMA3,      /* Llama 3.x and 4: {"name": ..., "parameters": {...}} (optionally after <|python_tag|>) */
     TC_MISTRAL,     /* Mistral: [TOOL_CALLS][{"name", "arguments"}, ...] */
     TC_FUNCTIONARY_V31, /* Functionary v3.1 (Llama 3.1): <function=NAME>{args}</function> */
     TC_DEEPSEEK_R1, /* DeepSeek R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{args}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */

@@ -83,7 +83,9 @@ tc_format tc_detect(const char *t)
     if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
-    if (strstr(t, "<|start_header_id|>") &&
+    /* Llama 3.x, and Llama 4 (<|header_start|>), whose JSON template asks for the same
+     * {"name", "parameters"} object (llama.cpp's autoparser reads its template's calls so) */
+    if ((strstr(t, "<|start_header_id|>") || strstr(t, "<|header_start|>")) &&
         (strstr(t, "<|python_tag|>") || strstr(t, "\"parameters\"") || strstr(t, "ipython")))
         return TC_LLAMA3;
     return TC_GENERIC;
