@@ -1687,6 +1687,9 @@ static void test_llama_cpp_outputs_harmony(void **state)
              "I'm\nthinking", HM_HELLO, 0, NULL, NULL);
     hm_check(NULL, RS_AUTO, HM_THINK "<|start|>assistant<|channel|>commentary to=assistant<|channel|>final<|message|>" HM_HELLO, "I'm\nthinking",
              HM_HELLO, 0, NULL, NULL);
+    /* a reply with no message header at all (a model that ignores the format): all content */
+    hm_check(NULL, RS_AUTO, HM_HELLO, "", HM_HELLO, 0, NULL, NULL);
+    hm_check(t, RS_AUTO, HM_HELLO, "", HM_HELLO, 0, NULL, NULL);
     tc_spec_free(t);
     t = spec_body(TC_GPT_OSS, "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"edit\", \"parameters\": {\"type\": \"object\","
                               " \"properties\": {\"oldString\": {\"type\": \"string\"}, \"newString\": {\"type\": \"string\"},"

@@ -31,6 +31,8 @@
  * calls to functions.* go on to the tool-call parser as HM_CALL markup, messages to anyone else
  * (container.exec, python: calls nobody offered) are dropped; with reasoning format none the
  * analysis message stays in the content as written. A message ends at <|end|> (or <|call|>).
+ * A finished reply with no message header at all is all content (llama.cpp's parser falls
+ * back to the raw text when it finds none).
  *
  * Streaming splits the text seen so far again at each token (cheap next to a decode) and
  * sends what grew: text that may still change (a possible `<think>` at the start, a
@@ -252,8 +254,12 @@ static void hm_view(const rs_spec *r, const char *t, size_t n, bool partial, sbu
 {
     const bool raw_analysis = r->format == RS_NONE || r->format == RS_DEEPSEEK_LEGACY;
     size_t p = at(t, 0, n, H_START) ? sizeof H_START - 1 : 0; /* (a reply that repeats the role's opening) */
-    for (;;) {
+    for (bool first = true;; first = false) {
         const char *m = find_close(t, p, n, H_MSG);
+        if (!m && first && !partial) { /* no message at all (a model that ignores the format): all of it is content */
+            sbuf_add(content, t, n);
+            return;
+        }
         if (!m) return; /* a header still coming (or cut off): nothing of it */
         size_t f0 = 0, f1 = 0, end_len = 0;
         const int kind = hm_header(t + p, (size_t)(m - t) - p, &f0, &f1);
