@@ -4,14 +4,16 @@
  * model's text -> content and calls, whole and streamed).
  *
  * One input. Its first byte picks the format (hermes, llama3, mistral, generic, deepseek-r1,
- * functionary v3.1, command-r7b, functionary v3.2, kimi-k2, deepseek-v3.1, glm-4.5, qwen3-coder, granite) and whether
+ * functionary v3.1, command-r7b, functionary v3.2, kimi-k2, deepseek-v3.1, glm-4.5, qwen3-coder, granite, gpt-oss) and whether
  * calls may come in parallel; the rest is
  *   - a request body when it starts with '{': parsed by tc_parse_request, which must accept
  *     (then its grammar must parse) or refuse with a 4xx and a message;
  *   - else a model's reply, parsed against a fixed two-tool spec: every call's arguments
  *     must be a JSON object with no raw control byte (what a client's parser refuses); the
  *     text judged surely content never exceeds the text; streamed a few bytes at a time,
- *     the argument fragments hold no raw control byte either.
+ *     the argument fragments hold no raw control byte either. gpt-oss's reply goes through the
+ *     harmony view first (reasoning.c's rs_reply): streamed a few bytes at a time, its
+ *     reasoning and content must add up to the whole reply's (what was sent is never taken back).
  */
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -72,8 +74,37 @@ static void collect(cJSON *d, sbuf *args, int n_calls)
     cJSON_Delete(d);
 }
 
+/* gpt-oss: the harmony view of text, whole and streamed in pieces of 1..7 bytes: the same
+ * reasoning and content (the view only ever grows while the reply comes). Its content -> *view. */
+static void harmony(const char *text, size_t n, sbuf *view)
+{
+    rs_spec r = {.format = (text[0] & 1) ? RS_AUTO : RS_NONE, .calls = true};
+    rs_set_tags(&r, TC_GPT_OSS);
+    sbuf rr = {0}, sr = {0}, sc = {0};
+    rs_reply(&r, text, n, false, &rr, view);
+    for (size_t i = 0; i < n;) {
+        size_t k = 1 + (unsigned char)text[i] % 7;
+        if (k > n - i) k = n - i;
+        rs_stream(&r, text + i, k, &sr, &sc);
+        i += k;
+    }
+    rs_stream_final(&r, text, n, &sr, &sc);
+    if (rr.n != sr.n || (rr.n && memcmp(rr.p, sr.p, rr.n)) || view->n != sc.n || (sc.n && memcmp(view->p, sc.p, sc.n))) abort();
+    sbuf_free(&rr);
+    sbuf_free(&sr);
+    sbuf_free(&sc);
+    sbuf_free(&r.seen);
+}
+
 static void reply(tc_format f, bool parallel, const char *text, size_t n)
 {
+    sbuf view = {0};
+    if (f == TC_GPT_OSS && n) { /* the tool-call parser sees the view's content */
+        harmony(text, n, &view);
+        if (view.oom) abort();
+        text = view.p ? view.p : "";
+        n = view.n;
+    }
     char body[2048];
     snprintf(body, sizeof body, TOOLS, parallel ? ", \"parallel_tool_calls\": true" : "");
     cJSON *root = cJSON_Parse(body);
@@ -105,6 +136,7 @@ static void reply(tc_format f, bool parallel, const char *text, size_t n)
     sbuf_free(&content);
     tc_result_free(&r);
     tc_spec_free(t);
+    sbuf_free(&view);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -112,12 +144,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1 || size > 1 << 16) return 0;
     const tc_format formats[] = {TC_HERMES,      TC_LLAMA3,          TC_MISTRAL,     TC_GENERIC,         TC_DEEPSEEK_R1,
                                  TC_FUNCTIONARY_V31, TC_COMMAND_R7B, TC_FUNCTIONARY_V32, TC_KIMI_K2, TC_DEEPSEEK_V31,
-                                 TC_GLM45, TC_QWEN3_CODER, TC_GRANITE};
+                                 TC_GLM45, TC_QWEN3_CODER, TC_GRANITE, TC_GPT_OSS};
     /* bits 0-1: the first four; with both set and bit 4, bits 5-7 pick R1, Functionary v3.1,
      * Command R7B, Functionary v3.2, Kimi K2, DeepSeek V3.1, GLM 4.5 or Qwen3-Coder; with both
-     * set, bit 4 clear and bit 7 set, Granite */
+     * set, bit 4 clear and bit 7 set, Granite; bit 7 clear and bit 6 set, gpt-oss */
     const int both = (data[0] & 3) == 3, hi = (data[0] & 0x10) != 0;
-    const tc_format f = formats[!both ? data[0] & 3 : hi ? 4 + ((data[0] >> 5) & 7) : (data[0] & 0x80) ? 12 : 3];
+    const tc_format f = formats[!both ? data[0] & 3 : hi ? 4 + ((data[0] >> 5) & 7) : (data[0] & 0x80) ? 12 : (data[0] & 0x40) ? 13 : 3];
     const bool parallel = (data[0] >> 2) & 1;
     const char *text = (const char *)data + 1;
     const size_t n = size - 1;

@@ -26,7 +26,12 @@ Checked:
   8. llama-cli spellings: --temperature, --repeat_penalty give the same text as --temp and
      --repeat-penalty; -ngl, -fa on, --no-warmup are taken with a note each;
   9. -cnv on a model without a template says chatml is used, not "the model's";
- 10. -sysf FILE gives the conversation -sys with the file's text gives.
+ 10. -sysf FILE gives the conversation -sys with the file's text gives;
+ 11. a thinking template (its generation prompt opens <think>; stories260K never closes it):
+     the thinking between "[Start thinking]" and the prompt, faint on the terminal and the
+     colour reset before "> "; the history keeps the answer alone (the template writes earlier
+     replies into its generation prompt, which --verbose-prompt shows); plain text (no ANSI)
+     when stdout is no terminal; --reasoning-format none: the reply as written, kept whole.
 """
 import tempfile
 import argparse
@@ -40,6 +45,14 @@ import sys
 import time
 
 FAILS = 0
+
+# A template that thinks (its generation prompt opens <think>) and writes the earlier replies
+# into its generation prompt, so that --verbose-prompt shows what the history holds
+THINK_TEMPLATE = (
+    "{%- for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+    "{%- if add_generation_prompt %}<|assistant|>[earlier:{% for m in messages %}{% if m.role == 'assistant' %}"
+    " ({{ m.content }}){% endif %}{% endfor %}]<think>\n{% endif %}"
+)
 
 
 def check(ok, what):
@@ -230,6 +243,33 @@ def main():
     os.unlink(sysf)
     check(one.returncode == 0 and one.stdout == two.stdout and b"You are a storyteller." in one.stdout,
           "-sysf FILE = -sys TEXT: %r" % two.stdout[:80])
+
+    # 11. thinking shown apart, faint on a terminal, and left out of the history
+    with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
+        f.write(THINK_TEMPLATE)
+        tpl = f.name
+    think = [a.sift, "generate", "-m", a.model, "--chat-template-file", tpl, "--seed", "1", "-t", "1", "-c", "512", "-n", "12",
+             "--verbose-prompt"]
+    t = Term(think + ["-p", "Hi"])
+    p = t.wait_for(rb"\n> ")
+    t.send(b"Hello\r")
+    q = t.wait_for(rb"\n> ", p)
+    t.send(b"/exit\r")
+    t.finish()
+    transcript(t, "thinking")
+    first = t.out[:p]
+    check(p > 0 and b"\x1b[2m[Start thinking]\r\n" in first and first.rstrip(b"\r\n> ").endswith(b"\x1b[0m"),
+          "the thinking after a faint [Start thinking], the colour reset before the prompt")
+    check(q > 0 and b"[earlier: ()]<think>" in t.out[p:q], "the next turn's prompt has the earlier reply without its thinking")
+    plain = subprocess.run(think + ["-p", "Hi"], input=b"Hello\n", capture_output=True, timeout=60)
+    none = subprocess.run(think + ["-p", "Hi", "--reasoning-format", "none"], input=b"Hello\n", capture_output=True, timeout=60)
+    os.unlink(tpl)
+    m = re.search(rb"\[Start thinking\]\n(.*?)\n> ", plain.stdout, re.S)
+    check(plain.returncode == 0 and m is not None and b"\x1b[" not in plain.stdout, "stdout no terminal: the frame, no ANSI: %r" % plain.stdout[:200])
+    said = re.search(rb"<think>\n(.*?)\n> ", none.stdout, re.S)
+    check(none.returncode == 0 and b"[Start thinking]" not in none.stdout and said is not None and
+          b"[earlier: (" + said.group(1) + b")]" in none.stderr,
+          "--reasoning-format none: the reply as written, and whole in the next turn's prompt: %r" % none.stderr[-300:])
 
     print("cli_chat: %s" % ("all passed" if FAILS == 0 else f"{FAILS} failed"))
     return 1 if FAILS else 0

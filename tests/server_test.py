@@ -1932,6 +1932,44 @@ def _stream_fields(S, body):
     return r, c, fin
 
 
+def test_harmony():
+    """issue 27: gpt-oss's harmony channels with its template (llama.cpp's server tests' copy). A
+    json_schema answer comes in the final channel after an optional analysis (the grammar writes
+    the headers; stories260K follows it): reasoning_content is the analysis, the content the JSON,
+    streamed the same; a reply that ignores the format entirely (no grammar) is all content; an
+    earlier call's reasoning_content reaches the template as its analysis ("thinking")."""
+    tpl = os.path.join(CHAT_TEMPLATES, "..", "llama-server-tests", "models", "templates", "openai-gpt-oss-120b.jinja")
+    S = Server("-np", "1", "-c", "2048", "--chat-template-file", tpl)
+    try:
+        msgs = [{"role": "user", "content": "Hi"}]
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}
+        # (seed 5: stories260K goes to the final channel at once; seed 1: it stays in the analysis)
+        body = {"messages": msgs, "max_tokens": 120, "seed": 5, "json_schema": schema}
+        st, j = S.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and j["choices"][0]["finish_reason"] == "stop" and isinstance(json.loads(m["content"])["a"], int), j
+        r, c, fin = _stream_fields(S, body)
+        assert r == m.get("reasoning_content", "") and c == m["content"] and fin == ["stop"], (r, c, fin, m)
+        body = dict(body, seed=1, max_tokens=40)
+        st, j = S.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and m["content"] == "" and len(m["reasoning_content"]) > 10 and "<|" not in m["reasoning_content"], j
+        r, c, fin = _stream_fields(S, body)
+        assert r == m["reasoning_content"] and c == "" and fin == ["length"], (r, c, fin, m)
+        st, j = S.post("/v1/chat/completions", {"messages": msgs, "max_tokens": 8, "seed": 1})
+        m = j["choices"][0]["message"]
+        assert st == 200 and "<|message|>" not in m["content"] and len(m["content"]) > 3 and "reasoning_content" not in m, j
+        call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+        tools = [{"type": "function", "function": {"name": "get_weather", "description": "w",
+                                                   "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "c"}}}}}]
+        st, j = S.post("/apply-template", {"tools": tools, "messages": msgs + [
+            {"role": "assistant", "content": "", "reasoning_content": "I should call get_weather.", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]})
+        assert st == 200 and "<|channel|>analysis<|message|>I should call get_weather.<|end|><|start|>assistant to=functions.get_weather" in j["prompt"], j
+    finally:
+        S.stop()
+
+
 def test_reasoning():
     """issue 27: a thinking model's reasoning apart (llama-server's --reasoning-format). DeepSeek
     R1's template opens the thinking in the prompt: stories260K's reply never closes it, so all of

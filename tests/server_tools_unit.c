@@ -302,6 +302,24 @@ static void test_hermes(void **state)
 static void test_llama3(void **state)
 {
     (void)state;
+    /* Llama 4 (<|header_start|>): its JSON template asks for Llama 3.x's {"name", "parameters"} object
+     * (tests/data/templates/llama4-json-tools.jinja, written after vLLM's llama4_json one), and
+     * the reply parses as llama.cpp reads that template's calls; it fell to the generic format */
+    const char *src = getenv("SIFT_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/templates/llama4-json-tools.jinja", src ? src : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    char *l4 = calloc(1, 1 << 16);
+    l4[fread(l4, 1, (1 << 16) - 1, f)] = 0;
+    fclose(f);
+    assert_int_equal(tc_detect(l4), TC_LLAMA3);
+    free(l4);
+    srv_error e4;
+    tc_spec *t4 = spec_for(TC_LLAMA3, "\"tool_choice\": \"required\"", &e4);
+    check_parse(t4, "{\"name\": \"get_time\", \"parameters\": {\"zone\": \"UTC\"}}", 1, "get_time", "{\"zone\":\"UTC\"}", NULL);
+    check_grammar(t4, "{\"name\": \"get_time\", \"parameters\": {\"zone\": \"UTC\"}}", NULL, 0);
+    tc_spec_free(t4);
     srv_error e;
     tc_spec *t = spec_for(TC_LLAMA3, NULL, &e);
     assert_non_null(t);
@@ -500,6 +518,26 @@ static void test_lazy_grammar(void **state)
     assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_ACTIVE);
     sift_sampler_free(g);
     tc_spec_free(t);
+
+    /* gpt-oss: the recipient in the role's header after a message, at the reply's start, or in the channel's */
+    static const char *const hm_replies[][2] = {
+        {"<|channel|>analysis<|message|>Weather? to=functions.x<|end|><|start|>assistant", " to=functions.get_time<|channel|>commentary"},
+        {"", " to=functions.get_time<|channel|>commentary"},
+        {"<|channel|>analysis<|message|>hm<|end|><|start|>assistant", "<|channel|>commentary to=functions.get_time"}};
+    for (int k = 0; k < 3; k++) {
+        t = spec_for(TC_GPT_OSS, NULL, &e);
+        g = spec_sampler(t, &v);
+        feed(g, hm_replies[k][0]);
+        assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+        feed(g, hm_replies[k][1]);
+        assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+        assert_false(sift_grammar_sampler_allows(g, 'x'));
+        feed(g, " <|constrain|>json<|message|>{\"zone\": \"UTC\"}");
+        assert_true(sift_grammar_sampler_allows(g, 256)); /* the end (<|call|>), after at most the JSON's bounded space */
+        assert_false(sift_grammar_sampler_allows(g, 'x'));
+        sift_sampler_free(g);
+        tc_spec_free(t);
+    }
 
     /* Mistral */
     t = spec_for(TC_MISTRAL, NULL, &e);
@@ -1462,6 +1500,240 @@ static void test_llama_cpp_outputs_granite(void **state)
     tc_spec_free(t);
 }
 
+/* gpt-oss (harmony): the model outputs of llama.cpp's tests/test-chat.cpp, its
+ * openai-gpt-oss-120b.jinja cases (the COMMON_CHAT_FORMAT_GPT_OSS ones of
+ * test_template_output_parsers, and the later peg_tester "GPT-OSS format tests"): the view of
+ * reasoning.c (rs_reply), then the tool-call parse of its content, give the reasoning, content
+ * and calls llama.cpp expects; streamed a byte at a time (rs_stream, tc_stream_text), the deltas
+ * add up to the same. t NULL: a request without tools (llama.cpp's parse_tool_calls false). */
+static void hm_check(tc_spec *t, rs_format f, const char *text, const char *reasoning, const char *content, int n,
+                     const char *const *names, const char *const *args)
+{
+    rs_spec r = {.format = f, .calls = t != NULL};
+    rs_set_tags(&r, TC_GPT_OSS);
+    assert_true(r.harmony);
+    const size_t tn = strlen(text);
+    sbuf rr = {0}, cc = {0};
+    rs_reply(&r, text, tn, false, &rr, &cc);
+    sbuf_add(&rr, "", 1);
+    sbuf_add(&cc, "", 1);
+    if (strcmp(rr.p, reasoning)) fail_msg("[%s]: reasoning [%s]", text, rr.p);
+    tc_result res = {0};
+    if (t) assert_true(tc_parse_output(t, cc.p, cc.n - 1, &res));
+    const char *got = t ? (res.content ? res.content : "") : cc.p;
+    if (strcmp(got, content)) fail_msg("[%s]: content [%s]", text, got);
+    if (res.n_calls != n) fail_msg("[%s]: %d calls", text, res.n_calls);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(res.calls[i].name, names[i]);
+        assert_string_equal(res.calls[i].arguments, args[i]);
+    }
+    tc_result_free(&res);
+    /* streamed: the same reasoning and content; a head and the whole arguments per call */
+    if (t) stream_reset(t);
+    sbuf sr = {0}, sc = {0}, piece = {0}, sargs = {0};
+    int heads = 0;
+    for (size_t i = 0; i <= tn; i++) {
+        sbuf_free(&piece);
+        if (i < tn) rs_stream(&r, text + i, 1, &sr, &piece);
+        else rs_stream_final(&r, text, tn, &sr, &piece);
+        cJSON *d = NULL;
+        if (!t) sbuf_add(&sc, piece.p, piece.n);
+        else if (i < tn) d = piece.n ? tc_stream_text(t, piece.p, piece.n, &sc) : NULL;
+        else {
+            const char *finish = "stop";
+            if (piece.n) cJSON_Delete(tc_stream_text(t, piece.p, piece.n, &sc));
+            d = tc_stream_final(t, cc.p, cc.n - 1, &finish);
+            for (cJSON *x = d ? d->child : NULL; x; x = x->next) {
+                const cJSON *c = cJSON_GetObjectItem(x, "content");
+                if (c) sbuf_adds(&sc, c->valuestring);
+            }
+            if (n) assert_string_equal(finish, "tool_calls");
+        }
+        for (cJSON *x = d ? d->child : NULL; x; x = x->next) {
+            cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(x, "tool_calls"), 0);
+            if (!c) continue;
+            heads += cJSON_GetObjectItem(c, "id") != NULL;
+            if (n == 1) sbuf_adds(&sargs, cJSON_GetObjectItem(cJSON_GetObjectItem(c, "function"), "arguments")->valuestring);
+        }
+        cJSON_Delete(d);
+    }
+    sbuf_add(&sr, "", 1);
+    sbuf_add(&sc, "", 1);
+    sbuf_add(&sargs, "", 1);
+    if (strcmp(sr.p, reasoning)) fail_msg("[%s]: streamed reasoning [%s]", text, sr.p);
+    if (strcmp(sc.p, content)) fail_msg("[%s]: streamed content [%s]", text, sc.p);
+    if (heads != n) fail_msg("[%s]: %d heads streamed", text, heads);
+    if (n == 1) assert_string_equal(sargs.p, args[0]);
+    sbuf_free(&sr);
+    sbuf_free(&sc);
+    sbuf_free(&piece);
+    sbuf_free(&sargs);
+    sbuf_free(&r.seen);
+    sbuf_free(&rr);
+    sbuf_free(&cc);
+    if (t) stream_reset(t);
+}
+
+/* The view of a reply still coming (llama.cpp's is_partial cases): reasoning and content so far;
+ * streamed, a call cut off in its arguments has its head out and the arguments so far. */
+static void hm_partial(tc_spec *t, const char *text, const char *reasoning, const char *content, const char *args_so_far)
+{
+    rs_spec r = {.format = RS_AUTO, .calls = t != NULL};
+    rs_set_tags(&r, TC_GPT_OSS);
+    sbuf rr = {0}, cc = {0};
+    rs_reply(&r, text, strlen(text), true, &rr, &cc);
+    sbuf_add(&rr, "", 1);
+    if (strcmp(rr.p, reasoning)) fail_msg("[%s]: reasoning [%s]", text, rr.p);
+    if (t) {
+        stream_reset(t);
+        sbuf sc = {0}, args = {0};
+        int heads = 0;
+        cJSON *d = tc_stream_text(t, cc.p ? cc.p : "", cc.n, &sc);
+        for (cJSON *x = d ? d->child : NULL; x; x = x->next) {
+            cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(x, "tool_calls"), 0);
+            heads += cJSON_GetObjectItem(c, "id") != NULL;
+            sbuf_adds(&args, cJSON_GetObjectItem(cJSON_GetObjectItem(c, "function"), "arguments")->valuestring);
+        }
+        cJSON_Delete(d);
+        sbuf_add(&sc, "", 1);
+        sbuf_add(&args, "", 1);
+        assert_string_equal(sc.p, content);
+        assert_int_equal(heads, args_so_far ? 1 : 0);
+        if (args_so_far) assert_string_equal(args.p, args_so_far);
+        sbuf_free(&sc);
+        sbuf_free(&args);
+        stream_reset(t);
+    } else {
+        sbuf_add(&cc, "", 1);
+        assert_string_equal(cc.p, content);
+    }
+    sbuf_free(&rr);
+    sbuf_free(&cc);
+}
+
+static void test_llama_cpp_outputs_harmony(void **state)
+{
+    (void)state;
+    char *tm = read_server_template("openai-gpt-oss-120b.jinja");
+    assert_int_equal(tc_detect(tm), TC_GPT_OSS);
+    cJSON *caps = cJSON_CreateObject();
+    tc_caps_json(tm, caps);
+    assert_string_equal(cJSON_GetObjectItem(caps, "tool_call_format")->valuestring, "gpt-oss");
+    cJSON_Delete(caps);
+    free(tm);
+#define HM_THINK "<|channel|>analysis<|message|>I'm\nthinking<|end|>"
+#define HM_HELLO "Hello, world!\nWhat's up?"
+    static const char *const sf[] = {"special_function"}, *const a1[] = {"{\"arg1\":1}"};
+    tc_spec *t = spec_body(TC_GPT_OSS, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->lazy);
+    /* test_template_output_parsers */
+    hm_partial(t, "<|channel|>analysis<|message|>I'm\nthink", "I'm\nthink", "", NULL);
+    hm_partial(t, HM_THINK, "I'm\nthinking", "", NULL);
+    hm_check(t, RS_AUTO, HM_THINK "<|start|>assistant<|channel|>final<|message|>" HM_HELLO, "I'm\nthinking", HM_HELLO, 0, NULL, NULL);
+    hm_partial(t, HM_THINK "<|start|>assistant<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"arg1\"",
+               "I'm\nthinking", "", "{\"arg1\"");
+    hm_partial(t, HM_THINK "<|start|>assistant<|channel|>commentary to=functions.special_function<|message|>{\"arg1\"", "I'm\nthinking", "",
+               "{\"arg1\"");
+    hm_check(t, RS_AUTO, HM_THINK "<|start|>assistant<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"arg1\": 1}",
+             "I'm\nthinking", "", 1, sf, a1);
+    hm_check(t, RS_AUTO, HM_THINK "<|start|>assistant<|channel|>analysis to=functions.special_function <|constrain|>json<|message|>{\"arg1\": 1}",
+             "I'm\nthinking", "", 1, sf, a1);
+    hm_partial(t, HM_THINK "<|start|>assistant<|channel|>commentary<|message|>" HM_HELLO, "I'm\nthinking", HM_HELLO, NULL);
+    hm_check(t, RS_AUTO,
+             HM_THINK "<|start|>assistant<|channel|>commentary<|message|>" HM_HELLO "<|end|>"
+                      "<|start|>assistant<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"arg1\": 1}",
+             "I'm\nthinking", HM_HELLO, 1, sf, a1);
+    /* parse_tool_calls false: a request without tools; the calls' messages are nobody's */
+    hm_check(NULL, RS_AUTO, HM_THINK "<|start|>assistant<|channel|>final<|message|>" HM_HELLO, "I'm\nthinking", HM_HELLO, 0, NULL, NULL);
+    hm_partial(NULL, HM_THINK "<|start|>assistant<|channel|>commentary to=functions.special_function<|message|>{\"arg1\"", "I'm\nthinking", "",
+               NULL);
+    hm_check(NULL, RS_AUTO, HM_THINK "<|start|>assistant<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"arg1\": 1}",
+             "I'm\nthinking", "", 0, NULL, NULL);
+    /* reasoning format none: the analysis message stays in the content as written */
+    hm_check(NULL, RS_NONE, HM_THINK "<|start|>assistant<|channel|>final<|message|>" HM_HELLO, "", HM_THINK HM_HELLO, 0, NULL, NULL);
+    hm_check(t, RS_NONE, HM_THINK "<|start|>assistant<|channel|>final<|message|>" HM_HELLO, "", HM_THINK HM_HELLO, 0, NULL, NULL);
+    /* (reasoning_in_content: sift's deepseek-legacy, which fills reasoning_content as well) */
+    hm_check(NULL, RS_DEEPSEEK_LEGACY, HM_THINK "<|start|>assistant<|channel|>final<|message|>" HM_HELLO, "I'm\nthinking", HM_THINK HM_HELLO, 0,
+             NULL, NULL);
+    /* the recipient in the role's header */
+    hm_check(t, RS_AUTO, " to=functions.special_function<|channel|>commentary <|constrain|>json<|message|>{\"arg1\": 1}", "", "", 1, sf, a1);
+    hm_check(t, RS_AUTO, " to=functions.special_function<|channel|>analysis <|constrain|>json<|message|>{\"arg1\": 1}", "", "", 1, sf, a1);
+    hm_check(t, RS_AUTO, HM_THINK "<|start|>assistant to=functions.special_function<|channel|>analysis <|constrain|>json<|message|>{\"arg1\": 1}",
+             "I'm\nthinking", "", 1, sf, a1);
+    /* the peg_tester cases */
+    hm_check(NULL, RS_AUTO, "<|channel|>final<|message|>" HM_HELLO, "", HM_HELLO, 0, NULL, NULL);
+    hm_check(NULL, RS_AUTO, "<|channel|>commentary<|message|>" HM_HELLO, "", HM_HELLO, 0, NULL, NULL);
+    hm_check(t, RS_AUTO, " to=functions.special_function<|channel|>analysis<|message|>{\"arg1\": 1}", "", "", 1, sf, a1);
+    hm_check(t, RS_AUTO, "<|channel|>analysis to=functions.special_function<|message|>{\"arg1\": 1}", "", "", 1, sf, a1);
+    hm_check(t, RS_AUTO, " to=functions.special_function<|channel|>analysis <|constrain|>json<|message|>{\"arg1\": 1}", "", "", 1, sf, a1);
+    hm_check(t, RS_AUTO, "<|channel|>commentary to=functions.special_function<|message|>{\"arg1\": 1}", "", "", 1, sf, a1);
+    hm_check(t, RS_AUTO, HM_THINK "<|start|>assistant to=functions.special_function<|channel|>analysis<|message|>{\"arg1\": 1}", "I'm\nthinking",
+             "", 1, sf, a1);
+    hm_check(NULL, RS_AUTO,
+             "<|channel|>analysis<|message|>I need to output the invoice details in JSON<|end|><|start|>assistant<|channel|>final <|constrain|>json"
+             "<|message|>{\"amount\": 123.45, \"date\": \"2025-12-03\"}",
+             "I need to output the invoice details in JSON", "{\"amount\": 123.45, \"date\": \"2025-12-03\"}", 0, NULL, NULL);
+    /* calls nobody offered (container.exec, python): dropped, the content empty */
+    hm_check(NULL, RS_AUTO,
+             "<|channel|>analysis<|message|>I will execute python to say hello<|end|>"
+             "<|start|>assistant to=container.exec<|channel|>commentary<|message|>python3 -c 'print(\"hello\")'",
+             "I will execute python to say hello", "", 0, NULL, NULL);
+    hm_check(t, RS_AUTO,
+             "<|channel|>analysis<|message|>I will execute python to say hello<|end|>"
+             "<|start|>assistant<|channel|>commentary to=python <|constrain|>code<|message|>print(\"hello\")",
+             "I will execute python to say hello", "", 0, NULL, NULL);
+    /* "<|channel|>commentary to=assistant" before the channel */
+    hm_check(NULL, RS_AUTO, "<|channel|>commentary to=assistant" HM_THINK "<|start|>assistant<|channel|>final<|message|>" HM_HELLO,
+             "I'm\nthinking", HM_HELLO, 0, NULL, NULL);
+    hm_check(NULL, RS_AUTO, HM_THINK "<|start|>assistant<|channel|>commentary to=assistant<|channel|>final<|message|>" HM_HELLO, "I'm\nthinking",
+             HM_HELLO, 0, NULL, NULL);
+    /* a reply with no message header at all (a model that ignores the format): all content */
+    hm_check(NULL, RS_AUTO, HM_HELLO, "", HM_HELLO, 0, NULL, NULL);
+    hm_check(t, RS_AUTO, HM_HELLO, "", HM_HELLO, 0, NULL, NULL);
+    tc_spec_free(t);
+    t = spec_body(TC_GPT_OSS, "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"edit\", \"parameters\": {\"type\": \"object\","
+                              " \"properties\": {\"oldString\": {\"type\": \"string\"}, \"newString\": {\"type\": \"string\"},"
+                              " \"replaceAll\": {\"type\": \"boolean\"}}, \"required\": [\"oldString\", \"newString\"]}}}]}");
+    static const char *const ed[] = {"edit"}, *const ea[] = {"{\"oldString\":\"if (part < railCount - 1) {\",\"newString\":\"if (part < 4) {\",\"replaceAll\":false}"};
+    hm_check(t, RS_AUTO,
+             "<|channel|>analysis<|message|>Thinking about edit...<|end|><|start|>assistant<|channel|>commentary to=functions.edit <|constrain|>json"
+             "<|message|>{\"oldString\": \"if (part < railCount - 1) {\", \"newString\": \"if (part < 4) {\", \"replaceAll\": false}",
+             "Thinking about edit...", "", 1, ed, ea);
+    tc_spec_free(t);
+    /* two calls, each a message of its own (and <|call|> as written between them) */
+    t = spec_body(TC_GPT_OSS, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const sf2[] = {"special_function", "special_function"}, *const a12[] = {"{\"arg1\":1}", "{\"arg1\":2}"};
+    hm_check(t, RS_AUTO,
+             HM_THINK "<|start|>assistant to=functions.special_function<|channel|>commentary <|constrain|>json<|message|>{\"arg1\": 1}<|call|>"
+                      "<|start|>assistant to=functions.special_function<|channel|>commentary <|constrain|>json<|message|>{\"arg1\": 2}",
+             "I'm\nthinking", "", 2, sf2, a12);
+    /* the grammar: lazy from the call's opening; required from the first token, after an optional analysis */
+    static const char *const bad[] = {"<|channel|>commentary to=functions.other<|message|>{\"arg1\": 1}",
+                                      " to=functions.special_function<|channel|>final<|message|>{\"arg1\": 1}",
+                                      " to=functions.special_function<|channel|>commentary<|message|>{\"arg1\": \"x\"}"};
+    check_grammar(t, " to=functions.special_function<|channel|>commentary <|constrain|>json<|message|>{\"arg1\": 1}", bad, 3);
+    check_grammar(t, "<|start|>assistant to=functions.special_function<|channel|>analysis<|message|>{\"arg1\": 1}", NULL, 0);
+    check_grammar(t, "<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"arg1\": 1}", NULL, 0);
+    tc_spec_free(t);
+    t = spec_body(TC_GPT_OSS, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_false(t->lazy);
+    static const char *const bad_r[] = {"<|channel|>final<|message|>Hi", HM_THINK "<|start|>assistant<|channel|>final<|message|>Hi",
+                                        "<|start|>assistant to=functions.special_function<|channel|>analysis<|message|>{\"arg1\": 1}"};
+    check_grammar(t, HM_THINK "<|start|>assistant<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"arg1\": 1}", bad_r,
+                  3);
+    check_grammar(t, "<|channel|>analysis<|message|>a < b<|end|><|start|>assistant<|channel|>commentary<|message|>Let me call it.<|end|>"
+                     "<|start|>assistant to=functions.special_function<|channel|>commentary<|message|>{\"arg1\": 1}",
+                  NULL, 0);
+    /* max_tokens 120: the messages before the call hold 30 characters, without '<' */
+    tc_budget(t, 120);
+    static const char *const too_long[] = {"<|channel|>analysis<|message|>0123456789012345678901234567890<|end|><|start|>assistant"
+                                           " to=functions.special_function<|channel|>commentary<|message|>{\"arg1\": 1}"};
+    check_grammar(t, "<|channel|>analysis<|message|>012345678901234567890123456789<|end|><|start|>assistant"
+                     " to=functions.special_function<|channel|>commentary<|message|>{\"arg1\": 1}",
+                  too_long, 1);
+    tc_spec_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1473,7 +1745,7 @@ int main(void)
         cmocka_unit_test(test_think_trigger), cmocka_unit_test(test_llama_cpp_outputs), cmocka_unit_test(test_llama_cpp_outputs_2),
         cmocka_unit_test(test_llama_cpp_outputs_kimi), cmocka_unit_test(test_llama_cpp_outputs_v31),
         cmocka_unit_test(test_llama_cpp_outputs_glm), cmocka_unit_test(test_llama_cpp_outputs_qwen3_coder),
-        cmocka_unit_test(test_llama_cpp_outputs_granite),
+        cmocka_unit_test(test_llama_cpp_outputs_granite), cmocka_unit_test(test_llama_cpp_outputs_harmony),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

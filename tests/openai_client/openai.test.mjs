@@ -11,8 +11,8 @@
 // its name in the tool list, its arguments JSON valid against the function's schema),
 // streamed as tool-call deltas too; the tool result sent back and a final answer; n: 2;
 // and a 400 for a tool_choice naming no tool; content parts; tool_choice required with
-// max_tokens 120 under the Hermes, Llama 3.1 JSON and Mistral templates (issue 27: calls that
-// close); a thinking template's reasoning_content, streamed and not. Prints each check, then
+// max_tokens 120 under the Hermes, Llama 3.1 JSON, Mistral, Llama 4 JSON and gpt-oss templates
+// (issue 27: calls that close); a thinking template's reasoning_content, streamed and not. Prints each check, then
 // "N passed, M failed".
 import OpenAI from "openai";
 import { spawn } from "node:child_process";
@@ -274,7 +274,7 @@ try {
     // 3 seeds under template t (server flags extra): each reply must be one call that closes
     // within max_tokens and fits the schema (and, with thinking, has reasoning_content)
     const closes = async (t, extra, maxTokens, label, thinking = false) => {
-      const srv = await startServer(dir + t, extra);
+      const srv = await startServer(t.startsWith("/") ? t : dir + t, extra);
       const cl = new OpenAI({ baseURL: `http://127.0.0.1:${srv.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
       try {
         let good = 0;
@@ -294,6 +294,15 @@ try {
     for (const t of ["vllm-tool_chat_template_hermes.jinja", "vllm-tool_chat_template_llama3.1_json.jinja",
                      "vllm-tool_chat_template_mistral.jinja"])
       await closes(t, [], 120, `${t}, tool_choice required, max_tokens 120`);
+    // Llama 4's JSON template (sift's own, tests/data/templates: Llama 4's markup, vLLM's llama4_json
+    // call format): Llama 3.x's {"name", "parameters"} object, no longer the generic format
+    const src = process.env.SIFT_SOURCE_DIR;
+    if (src) await closes(`${src}/tests/data/templates/llama4-json-tools.jinja`, [], 120,
+                          "Llama 4 JSON template, tool_choice required, max_tokens 120");
+    // gpt-oss's harmony: "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{...}"
+    // (its prompt is long: this server's slots hold 2048 tokens)
+    await closes("../../llama-server-tests/models/templates/openai-gpt-oss-120b.jinja", [], 120,
+                 "gpt-oss template (harmony), tool_choice required, max_tokens 120");
     // a new format: Functionary v3.1's <function=NAME>{...}</function> (llama.cpp's copy of the template)
     await closes("../../llama-server-tests/models/templates/meetkai-functionary-medium-v3.1.jinja", [], 120,
                  "Functionary v3.1 template, tool_choice required, max_tokens 120");

@@ -68,7 +68,6 @@ static const compat_flag FLAGS[] = {
     {{"--warmup", NULL, NULL}, V_NONE, GEN | SRV, "there is no warm-up run"},
     {{"-bs", "--backend-sampling", NULL}, V_NONE, GEN | SRV, "sampling runs in libsift on the CPU"},
     {{"--perf", NULL, NULL}, V_NONE, GEN | SRV, "timings are always measured"},
-    {{"--verbose-prompt", NULL, NULL}, V_NONE, GEN, "sift tokenize shows the prompt's tokens"},
     {{"--simple-io", NULL, NULL}, V_NONE, GEN, "input is read line by line already"},
     {{"-lv", "--verbosity", "--log-verbosity"}, V_ONE, GEN | SRV, "log levels are not selectable"},
     {{"-v", "--verbose", "--log-verbose"}, V_NONE, GEN, "log levels are not selectable"},

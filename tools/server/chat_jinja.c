@@ -313,8 +313,15 @@ int chat_content_text(const cJSON *content, int i, sbuf *out, srv_error *e)
 int chat_jinja_flatten(const srv_server *s, cJSON *msgs, srv_error *e)
 {
     int i = 0;
+    const bool harmony = tc_detect(s->tmpl_text) == TC_GPT_OSS;
     for (cJSON *x = msgs->child; x; x = x->next, i++) {
         cJSON *content = cJSON_GetObjectItemCaseSensitive(x, "content");
+        /* gpt-oss's template shows an earlier call's analysis from "thinking": a reasoning_content
+         * beside tool_calls goes there, as llama.cpp's gpt-oss handler does */
+        const cJSON *rc_ = cJSON_GetObjectItemCaseSensitive(x, "reasoning_content");
+        if (harmony && cJSON_IsString(rc_) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(x, "tool_calls")) &&
+            !cJSON_GetObjectItemCaseSensitive(x, "thinking") && !cJSON_AddStringToObject(x, "thinking", rc_->valuestring))
+            return srv_errorf(e, 500, "out of memory");
         /* a template that iterates over parts keeps the list (checked all the same), and a
          * string becomes a list of one text part (as minja gives it) */
         const bool keep = s->jinja_typed_content;

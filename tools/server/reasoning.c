@@ -23,6 +23,17 @@
  * Granite wraps the answer after its thinking in <response>...</response>: the content is
  * inside the tags.
  *
+ * gpt-oss (harmony) writes messages, not tags: `<|channel|>analysis<|message|>...<|end|>`, then
+ * `<|start|>assistant<|channel|>final<|message|>...`, a call `<|channel|>commentary
+ * to=functions.NAME <|constrain|>json<|message|>{args}` (the recipient may come before the channel
+ * instead). Its reply is a view of the messages (rs_reply, the rules of llama.cpp's gpt-oss parser):
+ * analysis bodies are the reasoning (each stripped), final and commentary bodies the content,
+ * calls to functions.* go on to the tool-call parser as HM_CALL markup, messages to anyone else
+ * (container.exec, python: calls nobody offered) are dropped; with reasoning format none the
+ * analysis message stays in the content as written. A message ends at <|end|> (or <|call|>).
+ * A finished reply with no message header at all is all content (llama.cpp's parser falls
+ * back to the raw text when it finds none).
+ *
  * Streaming splits the text seen so far again at each token (cheap next to a decode) and
  * sends what grew: text that may still change (a possible `<think>` at the start, a
  * possible `</think>` or whitespace at the end of the reasoning, whitespace after the tag)
@@ -46,6 +57,7 @@ static const char OPEN[] = "<think>", CLOSE[] = "</think>";
 
 void rs_set_tags(rs_spec *r, int format)
 {
+    if (r && format == TC_GPT_OSS) r->harmony = true; /* channels, not tags */
     if (r && format == TC_COMMAND_R7B) {
         r->open = "<|START_THINKING|>";
         r->close = "<|END_THINKING|>";
@@ -163,6 +175,136 @@ void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_s
     if (r->format == RS_DEEPSEEK_LEGACY) out->c0 = 0; /* the whole text stays content too */
 }
 
+/* ---- gpt-oss's harmony messages ---------------------------------------------------------------- */
+
+static const char H_START[] = "<|start|>assistant", H_MSG[] = "<|message|>", H_END[] = "<|end|>", H_CALL_END[] = "<|call|>",
+                  H_CHAN[] = "<|channel|>";
+enum { HM_SKIP, HM_ANALYSIS, HM_CONTENT, HM_CALL_MSG };
+
+static bool at(const char *t, size_t i, size_t n, const char *s)
+{
+    const size_t l = strlen(s);
+    return n - i >= l && !memcmp(t + i, s, l);
+}
+
+static bool word_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; }
+
+/* " to=RECIPIENT" at h[*i]: the recipient's [*r0, *r1) (up to '<' or whitespace); false when not there. */
+static bool recipient(const char *h, size_t n, size_t *i, size_t *r0, size_t *r1)
+{
+    if (!at(h, *i, n, " to=")) return false;
+    size_t j = *i + 4;
+    *r0 = j;
+    while (j < n && h[j] != '<' && !ws(h[j])) j++;
+    *r1 = j;
+    *i = j;
+    return true;
+}
+
+/* A message's header h[0..n) (what comes before <|message|>): [" to=R"] <|channel|>CHANNEL [" to=R"]
+ * [" " [<|constrain|>]TYPE]. The kind of message; a call's function name in [*f0, *f1). */
+static int hm_header(const char *h, size_t n, size_t *f0, size_t *f1)
+{
+    size_t i = 0, r0 = 0, r1 = 0;
+    bool has_r = recipient(h, n, &i, &r0, &r1);
+    for (;;) {
+        if (!at(h, i, n, H_CHAN)) return HM_SKIP;
+        const size_t c0 = i += sizeof H_CHAN - 1;
+        while (i < n && word_char(h[i])) i++;
+        const size_t c1 = i;
+        if (!has_r) has_r = recipient(h, n, &i, &r0, &r1);
+        /* "<|channel|>commentary to=assistant" before the real channel: gpt-oss writes it at times,
+         * and llama.cpp's parser reads past it */
+        if (has_r && r1 - r0 == 9 && !memcmp(h + r0, "assistant", 9) && at(h, i, n, H_CHAN)) {
+            has_r = false;
+            continue;
+        }
+        if (i < n && h[i] == ' ') { /* the constraint */
+            i++;
+            if (at(h, i, n, "<|constrain|>")) i += 13;
+            const size_t t0 = i;
+            while (i < n && word_char(h[i])) i++;
+            if (i == t0) return HM_SKIP;
+        }
+        if (i != n) return HM_SKIP;
+        const bool analysis = c1 - c0 == 8 && !memcmp(h + c0, "analysis", 8);
+        const bool commentary = c1 - c0 == 10 && !memcmp(h + c0, "commentary", 10);
+        const bool final = c1 - c0 == 5 && !memcmp(h + c0, "final", 5);
+        if (has_r) { /* a call: to functions.* on analysis or commentary; any other recipient is nobody's */
+            if (!(analysis || commentary) || r1 - r0 <= 10 || memcmp(h + r0, "functions.", 10)) return HM_SKIP;
+            *f0 = r0 + 10;
+            *f1 = r1;
+            return HM_CALL_MSG;
+        }
+        return analysis ? HM_ANALYSIS : final || commentary ? HM_CONTENT : HM_SKIP;
+    }
+}
+
+/* The earliest of the two markers in t[from..n) (its offset, *len its length), or n. */
+static size_t hm_body_end(const char *t, size_t from, size_t n, bool calls, size_t *len)
+{
+    const char *e = find_close(t, from, n, H_END), *c = calls ? find_close(t, from, n, H_CALL_END) : NULL;
+    if (c && (!e || c < e)) e = c, *len = sizeof H_CALL_END - 1;
+    else *len = sizeof H_END - 1;
+    return e ? (size_t)(e - t) : n;
+}
+
+/* The harmony view (rs_reply): message by message, as llama.cpp's gpt-oss parser reads them. */
+static void hm_view(const rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content)
+{
+    const bool raw_analysis = r->format == RS_NONE || r->format == RS_DEEPSEEK_LEGACY;
+    size_t p = at(t, 0, n, H_START) ? sizeof H_START - 1 : 0; /* (a reply that repeats the role's opening) */
+    for (bool first = true;; first = false) {
+        const char *m = find_close(t, p, n, H_MSG);
+        if (!m && first && !partial) { /* no message at all (a model that ignores the format): all of it is content */
+            sbuf_add(content, t, n);
+            return;
+        }
+        if (!m) return; /* a header still coming (or cut off): nothing of it */
+        size_t f0 = 0, f1 = 0, end_len = 0;
+        const int kind = hm_header(t + p, (size_t)(m - t) - p, &f0, &f1);
+        const size_t b0 = (size_t)(m - t) + sizeof H_MSG - 1;
+        const size_t e = hm_body_end(t, b0, n, kind == HM_CALL_MSG, &end_len);
+        size_t b1 = e;
+        if (e == n && partial) { /* the body goes on: a marker it may end with held back */
+            size_t k = close_partial(t + b0, n - b0, H_END);
+            if (kind == HM_CALL_MSG && close_partial(t + b0, n - b0, H_CALL_END) > k) k = close_partial(t + b0, n - b0, H_CALL_END);
+            b1 = n - k;
+        }
+        if (kind == HM_ANALYSIS && raw_analysis) /* as written, its end marker too */
+            sbuf_add(content, t + p, (e < n ? e + end_len : b1) - p);
+        if (kind == HM_ANALYSIS && r->format != RS_NONE) {
+            size_t r0 = b0, r1 = b1;
+            while (r0 < r1 && ws(t[r0])) r0++;
+            while (r1 > r0 && ws(t[r1 - 1])) r1--; /* (held back while it may still go on) */
+            sbuf_add(reasoning, t + r0, r1 - r0);
+        } else if (kind == HM_CONTENT) {
+            sbuf_add(content, t + b0, b1 - b0);
+        } else if (kind == HM_CALL_MSG && r->calls) {
+            sbuf_adds(content, HM_CALL);
+            sbuf_add(content, t + p + f0, f1 - f0);
+            sbuf_adds(content, H_MSG);
+            sbuf_add(content, t + b0, b1 - b0);
+        }
+        if (e == n) return;
+        const char *next = find_close(t, e + end_len, n, H_START); /* what lies between is nobody's */
+        if (!next) return;
+        p = (size_t)(next - t) + sizeof H_START - 1;
+    }
+}
+
+void rs_reply(const rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content)
+{
+    if (r && r->harmony) {
+        hm_view(r, t, n, partial, reasoning, content);
+        return;
+    }
+    rs_split sp;
+    rs_split_text(r, t, n, partial, &sp);
+    sbuf_add(reasoning, t + sp.r0, sp.r1 - sp.r0);
+    sbuf_add(content, t + sp.c0, sp.c1 - sp.c0);
+}
+
 void rs_spec_free(rs_spec *r)
 {
     if (!r) return;
@@ -170,10 +312,31 @@ void rs_spec_free(rs_spec *r)
     free(r);
 }
 
+/* harmony: what grew of the view's reasoning and content since they were last sent */
+static void hm_stream(rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content)
+{
+    sbuf rr = {0}, cc = {0};
+    hm_view(r, t, n, partial, &rr, &cc);
+    if (!rr.oom && rr.n > r->r_sent) {
+        const size_t k = partial ? rr.n - utf8_incomplete_tail(rr.p, rr.n) : rr.n; /* never half a character */
+        if (k > r->r_sent) sbuf_add(reasoning, rr.p + r->r_sent, k - r->r_sent), r->r_sent = k;
+    }
+    if (!cc.oom && cc.n > r->c_sent) {
+        const size_t k = partial ? cc.n - utf8_incomplete_tail(cc.p, cc.n) : cc.n;
+        if (k > r->c_sent) sbuf_add(content, cc.p + r->c_sent, k - r->c_sent), r->c_sent = k;
+    }
+    sbuf_free(&rr);
+    sbuf_free(&cc);
+}
+
 void rs_stream(rs_spec *r, const char *txt, size_t n, sbuf *reasoning, sbuf *content)
 {
     sbuf_add(&r->seen, txt, n);
     if (r->seen.oom) return;
+    if (r->harmony) {
+        hm_stream(r, r->seen.p, r->seen.n, true, reasoning, content);
+        return;
+    }
     rs_split sp;
     rs_split_text(r, r->seen.p, r->seen.n, true, &sp);
     if (sp.r1 > sp.r0 && sp.r1 - sp.r0 > r->r_sent) {
@@ -188,6 +351,10 @@ void rs_stream(rs_spec *r, const char *txt, size_t n, sbuf *reasoning, sbuf *con
 
 void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sbuf *content)
 {
+    if (r->harmony) {
+        hm_stream(r, text, n, false, reasoning, content);
+        return;
+    }
     rs_split sp;
     rs_split_text(r, text, n, false, &sp);
     if (sp.r1 - sp.r0 > r->r_sent) sbuf_add(reasoning, text + sp.r0 + r->r_sent, sp.r1 - sp.r0 - r->r_sent);
@@ -220,6 +387,19 @@ char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, cons
     else sbuf_printf(&g, RS_ROOT " ::= ( \"<think>\" x-sift-think-0 \"</think>\" x-sift-think-ws )? %s\n", root);
     sbuf_adds(&g, "x-sift-think-ws ::= [ \\t\\n]{0,4}\n");
     rs_gbnf_without(&g, "x-sift-think", CLOSE);
+    sbuf_adds(&g, gbnf);
+    char *out = sbuf_strdup(&g);
+    sbuf_free(&g);
+    if (out) *new_root = RS_ROOT;
+    return out;
+}
+
+char *rs_wrap_harmony(const char *gbnf, const char *root, const char **new_root)
+{
+    sbuf g = {0};
+    sbuf_printf(&g, RS_ROOT " ::= ( \"<|channel|>analysis<|message|>\" x-sift-hm-think-0 \"<|end|><|start|>assistant\" )? "
+                       "\"<|channel|>final\" ( \" \" \"<|constrain|>\"? [a-zA-Z0-9_-]{1,16} )? \"<|message|>\" %s\n", root);
+    rs_gbnf_without(&g, "x-sift-hm-think", "<|end|>");
     sbuf_adds(&g, gbnf);
     char *out = sbuf_strdup(&g);
     sbuf_free(&g);

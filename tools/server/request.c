@@ -443,6 +443,7 @@ static int parse_messages(const srv_server *s, const cJSON *root, srv_request *r
     /* a prompt that ends inside <think> (DeepSeek R1's generation prompt): the reply starts thinking */
     if (!rc && prompt.p) r->think_forced_open = rs_prompt_forced_open(prompt.p, prompt.n);
     if (!rc && r->rs) r->rs->forced_open = r->think_forced_open;
+    if (r->rs) r->rs->calls = r->tools != NULL; /* (harmony: the calls' messages go on to the tool-call parser) */
     if (!rc) rc = add_text(s, v, "messages", prompt.p ? prompt.p : "", prompt.n, true, e);
     sbuf_free(&prompt);
     return rc;
@@ -825,10 +826,11 @@ static int parse_reasoning(const srv_server *s, const cJSON *o, srv_request *r, 
     if (name && rs_format_parse(name, &f))
         return srv_errorf(e, 400, "'reasoning_format' must be \"none\", \"deepseek\", \"deepseek-legacy\" or \"auto\", got \"%.32s\"", name);
     r->reasoning_budget = s->cfg.reasoning_budget;
-    if (f == RS_NONE) return 0;
+    const tc_format tf = s->jinja ? tc_detect(s->tmpl_text) : TC_GENERIC;
+    if (f == RS_NONE && tf != TC_GPT_OSS) return 0; /* (gpt-oss's channels are read even then: rs_reply) */
     if (!(r->rs = calloc(1, sizeof *r->rs))) return srv_errorf(e, 500, "out of memory");
     r->rs->format = f;
-    if (s->jinja) rs_set_tags(r->rs, tc_detect(s->tmpl_text)); /* Command R7B thinks in its own tags */
+    rs_set_tags(r->rs, tf); /* Command R7B thinks in its own tags, gpt-oss in channels */
     return 0;
 }
 
@@ -836,20 +838,22 @@ static int parse_reasoning(const srv_server *s, const cJSON *o, srv_request *r, 
  * knows the <think> tag. */
 static bool may_think(const srv_server *s, const srv_request *r)
 {
-    return r->rs && (r->think_forced_open || (s->tmpl_text && strstr(s->tmpl_text, "<think>")));
+    return r->rs && (r->rs->harmony || r->think_forced_open || (s->tmpl_text && strstr(s->tmpl_text, "<think>")));
 }
 
 /* Once the prompt is known: a grammar (tools, grammar, json_schema) that starts after the
  * thinking when the reply may think (rs_wrap_grammar), else as given. */
 static int finish_grammar(const srv_server *s, srv_request *r, srv_error *e)
 {
-    const bool think = may_think(s, r);
-    if (r->tools && think && !r->tools->lazy) r->tools_after_think = true;
-    if (r->tools && think && r->tools->lazy && tc_think_trigger(r->tools, r->think_forced_open))
+    const bool think = may_think(s, r), harmony = r->rs && r->rs->harmony; /* (gpt-oss's call grammar has its channels) */
+    if (r->tools && think && !harmony && !r->tools->lazy) r->tools_after_think = true;
+    if (r->tools && think && !harmony && r->tools->lazy && tc_think_trigger(r->tools, r->think_forced_open))
         return srv_errorf(e, 500, "out of memory");
     if (!r->gbnf_pending) return 0;
     const char *root = "root";
-    char *text = think ? rs_wrap_grammar(r->gbnf_pending, "root", r->think_forced_open, &root) : NULL;
+    char *text = !think ? NULL
+                 : harmony ? rs_wrap_harmony(r->gbnf_pending, "root", &root)
+                           : rs_wrap_grammar(r->gbnf_pending, "root", r->think_forced_open, &root);
     if (think && !text) return srv_errorf(e, 500, "out of memory");
     const char *g = text ? text : r->gbnf_pending;
     sift_error se = {0};

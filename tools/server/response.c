@@ -471,12 +471,12 @@ static cJSON *oai_choice(const srv_server *s, srv_task *t)
         cJSON_AddStringToObject(m, "role", "assistant");
         const char *text = t->text.p ? t->text.p : "";
         size_t text_n = t->text.n;
+        sbuf rr = {0}, cc = {0};
         if (r->rs) { /* the thinking apart: reasoning_content, and the rest is the reply (reasoning.c) */
-            rs_split sp;
-            rs_split_text(r->rs, text, text_n, false, &sp);
-            if (sp.r1 > sp.r0) cJSON_AddItemToObject(m, "reasoning_content", str_n(text + sp.r0, sp.r1 - sp.r0));
-            text += sp.c0;
-            text_n = sp.c1 - sp.c0;
+            rs_reply(r->rs, text, text_n, false, &rr, &cc);
+            if (rr.n) cJSON_AddItemToObject(m, "reasoning_content", str_n(rr.p, rr.n));
+            text = cc.p ? cc.p : "";
+            text_n = cc.n;
         }
         if (r->tools) { /* content and tool_calls (tool_calls.c) */
             tc_message_json(r->tools, text, text_n, m, &finish);
@@ -484,6 +484,8 @@ static cJSON *oai_choice(const srv_server *s, srv_task *t)
         } else {
             cJSON_AddItemToObject(m, "content", str_n(text, text_n));
         }
+        sbuf_free(&rr);
+        sbuf_free(&cc);
         if (r->n_probs > 0) cJSON_AddItemToObject(cJSON_AddObjectToObject(c, "logprobs"), "content", all_probs(s, t));
     }
     if (r->trace) cJSON_AddItemToObject(c, "trace", all_traces(s, t));
@@ -721,6 +723,7 @@ void srv_sse_final_group(const srv_server *s, srv_task *t, bool *role_sent, srv_
         const char *finish = finish_reason(t);
         const char *text = t->text.p ? t->text.p : "";
         size_t text_n = t->text.n;
+        sbuf view_r = {0}, view_c = {0}; /* the reply without its thinking (rs_reply) */
         if (r->rs) { /* the reasoning held back; the reply's text is what follows it */
             sbuf rr = {0}, cc = {0};
             rs_stream_final(r->rs, text, text_n, &rr, &cc);
@@ -732,16 +735,17 @@ void srv_sse_final_group(const srv_server *s, srv_task *t, bool *role_sent, srv_
             }
             sbuf_free(&rr);
             sbuf_free(&cc);
-            rs_split sp;
-            rs_split_text(r->rs, text, text_n, false, &sp);
-            text += sp.c0;
-            text_n = sp.c1 - sp.c0;
+            rs_reply(r->rs, text, text_n, false, &view_r, &view_c);
+            text = view_c.p ? view_c.p : "";
+            text_n = view_c.n;
         }
         if (r->tools) { /* the content held back, then the calls (tool_calls.c) */
             cJSON *deltas = tc_stream_final(r->tools, text, text_n, &finish);
             while (deltas && deltas->child) sse_add(out, chat_chunk(s, t, cJSON_DetachItemViaPointer(deltas, deltas->child), NULL));
             cJSON_Delete(deltas);
         }
+        sbuf_free(&view_r);
+        sbuf_free(&view_c);
         cJSON *o = chat_chunk(s, t, cJSON_CreateObject(), finish);
         if (!r->include_usage) cJSON_AddItemToObject(o, "timings", timings_json(t));
         sse_add(out, o);

@@ -290,6 +290,9 @@ typedef struct rs_spec {
     const char *cut[2];        /* markup that ends the thinking unclosed, the content starting at it (Kimi K2's calls), or NULL */
     const char *resp[2];       /* tags around the answer after the thinking (Granite's <response>), or NULL */
     bool forced_open;          /* the rendered prompt ends inside <think> (rs_prompt_forced_open) */
+    bool harmony;              /* gpt-oss's channels (rs_set_tags): the reply is a view of its messages (rs_reply) */
+    bool calls;                /* harmony: the request has tools; its calls' messages stay in the content, as HM_CALL
+                                * NAME <|message|> args, for the tool-call parser (else they are dropped) */
     sbuf seen;                 /* streaming: the reply so far */
     size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
 } rs_spec;
@@ -303,6 +306,13 @@ typedef struct rs_split {
     bool thinking, closed;     /* the reply thinks; its thinking ended */
 } rs_split;
 void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_split *out);
+/* The whole reply t[0..n) -> its reasoning and its content (appended): the two ranges of
+ * rs_split_text, or with harmony the view of its messages (analysis -> reasoning; final and
+ * commentary -> content; calls to functions.* as HM_CALL markup when r->calls; anything else
+ * dropped). partial: the reply is still coming (what may change is held back). */
+void rs_reply(const rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content);
+/* gpt-oss's call, as the harmony view hands it to the tool-call parser: HM_CALL NAME "<|message|>" {args} */
+#define HM_CALL "<|channel|>commentary to=functions."
 /* Streaming: the new text txt -> what grew of the reasoning and of the content (appended). */
 void rs_stream(rs_spec *r, const char *txt, size_t n, sbuf *reasoning, sbuf *content);
 /* The end of the stream: the rest of both, from the whole text. */
@@ -312,6 +322,9 @@ void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sb
  * start rule of the result (malloc'd; NULL when out of memory). */
 #define RS_ROOT "x-sift-think-root"
 char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root);
+/* gpt-oss: the same for a harmony reply, as llama.cpp's: an optional analysis message, then the
+ * final channel's header (an optional constraint), then root. */
+char *rs_wrap_harmony(const char *gbnf, const char *root, const char **new_root);
 /* GBNF rules <prefix>-0 .. <prefix>-<len-1>: any text without `tag` in it (tag starts with '<'
  * and holds no other '<'); start rule <prefix>-0. */
 void rs_gbnf_without(sbuf *g, const char *prefix, const char *tag);
@@ -325,7 +338,7 @@ void rs_set_tags(rs_spec *r, int format);
 typedef enum tc_format {
     TC_GENERIC = 0, /* no known syntax: the whole reply is JSON, {"tool_call": {...}} or {"response": "..."} */
     TC_HERMES,      /* Hermes, Qwen 2.5, Qwen 3: <tool_call>{"name", "arguments"}</tool_call> */
-    TC_LLAMA3,      /* Llama 3.x: {"name": ..., "parameters": {...}} (optionally after <|python_tag|>) */
+    TC_LLAMA3,      /* Llama 3.x and 4: {"name": ..., "parameters": {...}} (optionally after <|python_tag|>) */
     TC_MISTRAL,     /* Mistral: [TOOL_CALLS][{"name", "arguments"}, ...] */
     TC_FUNCTIONARY_V31, /* Functionary v3.1 (Llama 3.1): <function=NAME>{args}</function> */
     TC_DEEPSEEK_R1, /* DeepSeek R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{args}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
@@ -341,7 +354,10 @@ typedef enum tc_format {
     TC_QWEN3_CODER, /* Qwen3-Coder, Qwen 3.5: <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n...</function>\n</tool_call>,
                      * values as GLM 4.5's */
     TC_GRANITE,     /* Granite 3.x: <|tool_call|>[{"name", "arguments"}, ...]; after the thinking, the answer in <response>...</response> */
-    TC_FORMAT_LAST = TC_GRANITE
+    TC_GPT_OSS,     /* gpt-oss (harmony): messages <|channel|>analysis|commentary|final<|message|>...<|end|> after
+                     * <|start|>assistant; a call is a message to=functions.NAME (in the role or the channel
+                     * header) whose body is the arguments' JSON; the view of reasoning.c (rs_reply) hands it on */
+    TC_FORMAT_LAST = TC_GPT_OSS
 } tc_format;
 
 tc_format tc_detect(const char *tmpl_text);

@@ -6,7 +6,8 @@
  *   the format     which syntax the template's model writes a call in, from the template's
  *                  text (tc_detect): Hermes/Qwen `<tool_call>{json}</tool_call>`, Llama 3.x
  *                  `{"name": ..., "parameters": ...}`, Mistral `[TOOL_CALLS][{...}]`, DeepSeek
- *                  R1, Functionary v3.1 and v3.2, Command R7B, else the generic JSON reply of
+ *                  R1, Functionary v3.1 and v3.2, Command R7B, gpt-oss's harmony channels (the
+ *                  view of reasoning.c hands its calls on as HM_CALL markup), else the generic JSON reply of
  *                  llama.cpp's common/chat.cpp ({"tool_call": {...}} or {"response": "..."};
  *                  the template is then told so by a system message). Two formats wrap their
  *                  content too (Command R7B's <|START_RESPONSE|>, Functionary v3.2's "all\n"
@@ -70,6 +71,7 @@ tc_format tc_detect(const char *t)
     if (!t) return TC_GENERIC;
     /* in llama.cpp's order (common/chat.cpp, before its autoparser): each test a marker only that
      * model's template writes */
+    if (strstr(t, "<|channel|>")) return TC_GPT_OSS; /* harmony's channels */
     if (strstr(t, "message['prefix'] is defined and message['prefix'] and thinking")) return TC_DEEPSEEK_V31; /* (before R1's) */
     if (strstr(t, R1_CALLS_BEGIN)) return TC_DEEPSEEK_R1; /* llama.cpp's test: the tool calls' opening token */
     if (strstr(t, "<|END_THINKING|>" R7B_ACTION)) return TC_COMMAND_R7B;
@@ -81,7 +83,9 @@ tc_format tc_detect(const char *t)
     if (strstr(t, "<function=") && strstr(t, "<|start_header_id|>")) return TC_FUNCTIONARY_V31; /* (before Llama 3.x's) */
     if (strstr(t, "[TOOL_CALLS]")) return TC_MISTRAL;
     if (strstr(t, "<tool_call>")) return TC_HERMES;
-    if (strstr(t, "<|start_header_id|>") &&
+    /* Llama 3.x, and Llama 4 (<|header_start|>), whose JSON template asks for the same
+     * {"name", "parameters"} object (llama.cpp's autoparser reads its template's calls so) */
+    if ((strstr(t, "<|start_header_id|>") || strstr(t, "<|header_start|>")) &&
         (strstr(t, "<|python_tag|>") || strstr(t, "\"parameters\"") || strstr(t, "ipython")))
         return TC_LLAMA3;
     return TC_GENERIC;
@@ -102,6 +106,7 @@ const char *tc_format_name(tc_format f)
     case TC_GLM45: return "glm-4.5";
     case TC_QWEN3_CODER: return "qwen3-coder";
     case TC_GRANITE: return "granite";
+    case TC_GPT_OSS: return "gpt-oss";
     default: return "generic";
     }
 }
@@ -115,6 +120,10 @@ static const char *const mistral_triggers[] = {"[TOOL_CALLS]"};
 static const char *const fn31_triggers[] = {"<function="};
 static const char *const r7b_triggers[] = {R7B_ACTION};
 static const char *const granite_triggers[] = {"<|tool_call|>"};
+/* gpt-oss: a call in the channel's header (the word), or in the role's: at the reply's start (the
+ * prompt ends with <|start|>assistant) or after a message; the grammar starts at the group */
+static const char *const hm_triggers[] = {HM_CALL};
+#define HM_PATTERN "^( to=functions\\.)|(<\\|start\\|>assistant to=functions\\.)|(<\\|channel\\|>analysis to=functions\\.)"
 static const char *const kimi_triggers[] = {KIMI_SECTION, KIMI_CALL};
 /* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
 static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
@@ -136,6 +145,7 @@ static const char *const *format_triggers(tc_format f, int *n)
     case TC_COMMAND_R7B: *n = 1; return r7b_triggers;
     case TC_GRANITE: *n = 1; return granite_triggers;
     case TC_KIMI_K2: *n = 2; return kimi_triggers;
+    case TC_GPT_OSS: *n = 1; return hm_triggers;
     default: *n = 0; return NULL; /* (Functionary v3.2's are its functions' names: tc_parse_request) */
     }
 }
@@ -410,6 +420,33 @@ static void xml_grammar(sbuf *g, const tc_spec *t)
     }
 }
 
+/* gpt-oss, as llama.cpp's grammar: the recipient in the role's header (" to=functions.NAME"
+ * then the channel) or in the channel's ("<|channel|>commentary to=functions.NAME"), an optional
+ * " <|constrain|>json", the arguments. Lazy, from the trigger (the role's opening optional); else
+ * from the first token, after an optional analysis message and an optional commentary one (their
+ * bodies x-sift-hm-body: any text without <|end|>, bounded by tc_budget). */
+static void hm_grammar(sbuf *g, const tc_spec *t)
+{
+    sbuf_adds(g, "x-sift-hm-chan ::= \"<|channel|>\" ( \"commentary\" | \"analysis\" )\n"
+                 "x-sift-hm-con ::= \" <|constrain|>json\"?\n");
+    for (int pass = 0; pass < 2; pass++) { /* the recipient in the role's header, then in the channel's */
+        sbuf_adds(g, pass ? "x-sift-hm-inchan ::= x-sift-hm-chan \" to=functions.\" (" : "x-sift-hm-role ::= (");
+        for (int i = 0; i < t->n_names; i++)
+            sbuf_printf(g, "%s\"%s\"%s x-sift-hm-con \"<|message|>\" x-sift-args-%d", i ? " | " : " ", t->names[i],
+                        pass ? "" : " x-sift-hm-chan", i);
+        sbuf_adds(g, " )\n");
+    }
+    if (t->lazy) {
+        sbuf_adds(g, TC_ROOT " ::= \"<|start|>assistant\"? \" to=functions.\" x-sift-hm-role | x-sift-hm-inchan\n");
+        return;
+    }
+    sbuf_adds(g, TC_ROOT " ::= ( \"<|channel|>analysis<|message|>\" x-sift-hm-body \"<|end|><|start|>assistant\" )? "
+                 "( \"<|channel|>commentary<|message|>\" x-sift-hm-body \"<|end|><|start|>assistant\" )? "
+                 "( \" to=functions.\" x-sift-hm-role | x-sift-hm-inchan )\n"
+                 "x-sift-hm-body ::= x-sift-hm-free-0\n");
+    rs_gbnf_without(g, "x-sift-hm-free", "<|end|>");
+}
+
 /* The format's wrapper around the calls' JSON rule `root` (DeepSeek R1: around each
  * function's arguments rule, x-sift-args-<i>). */
 static void wrap_grammar(sbuf *g, const tc_spec *t)
@@ -451,6 +488,7 @@ static void wrap_grammar(sbuf *g, const tc_spec *t)
         break;
     case TC_GLM45:
     case TC_QWEN3_CODER: xml_grammar(g, t); break;
+    case TC_GPT_OSS: hm_grammar(g, t); break;
     case TC_KIMI_K2:
         /* as llama.cpp's, the id "functions.NAME:IDX" written by the model; each call and the section closed */
         sbuf_printf(g, TC_ROOT " ::= \"" KIMI_SECTION "\"? x-sift-kimi-call%s \"" KIMI_SECTION_END "\"\n", parallel ? "+" : "");
@@ -505,6 +543,14 @@ void tc_budget(tc_spec *t, int n_predict)
     snprintf(body, sizeof body, "\"\\\"\" char{0,%d} \"\\\"\" space", n_predict / 4 > 8 ? n_predict / 4 : 8);
     sbuf g = {0};
     add_replacing(&g, t->gbnf, "string", body);
+    if (t->format == TC_GPT_OSS && !g.oom) { /* (and the messages before the call: text without '<') */
+        char *g1 = sbuf_strdup(&g);
+        snprintf(body, sizeof body, "[^<]{0,%d}", n_predict / 4 > 8 ? n_predict / 4 : 8);
+        sbuf_free(&g);
+        if (g1) add_replacing(&g, g1, "x-sift-hm-body", body);
+        else g.oom = true;
+        free(g1);
+    }
     char *s = sbuf_strdup(&g);
     sbuf_free(&g);
     if (!s) return; /* out of memory: the unbounded grammar stays, still correct */
@@ -608,6 +654,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     for (int k = 0; k < n_trig; k++)
         if (!(t->triggers[t->n_triggers++] = strdup(trig[k]))) goto oom;
     if (f == TC_LLAMA3 && !(t->pattern = strdup(LLAMA3_PATTERN))) goto oom;
+    if (f == TC_GPT_OSS && !(t->pattern = strdup(HM_PATTERN))) goto oom;
 
     /* the calls' JSON: one anyOf branch per callable function */
     const char *args_key = f == TC_LLAMA3 || f == TC_COMMAND_R7B ? "parameters" : "arguments";
@@ -618,7 +665,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
      * own rule of that name (the converter names a property's rule after it) */
     cJSON *r1_props = NULL, *r1_req = NULL;
     const bool per_fn = f == TC_DEEPSEEK_R1 || f == TC_FUNCTIONARY_V31 || f == TC_FUNCTIONARY_V32 || f == TC_KIMI_K2 ||
-                        f == TC_DEEPSEEK_V31 || f == TC_GLM45 || f == TC_QWEN3_CODER; /* a rule per function's arguments */
+                        f == TC_DEEPSEEK_V31 || f == TC_GLM45 || f == TC_QWEN3_CODER || f == TC_GPT_OSS; /* a rule per function's arguments */
     const bool xml = f == TC_GLM45 || f == TC_QWEN3_CODER;
     if (xml && !(t->params = cJSON_CreateObject())) goto oom;
     if (per_fn) {
@@ -1225,13 +1272,32 @@ static void kimi_scan(const char *p, const char *end, call_scan *cs)
     cs->end = has_prefix(p, end, KIMI_CALL_END) ? p + strlen(KIMI_CALL_END) : cs->args_end;
 }
 
-/* The call at p in a format that names the function in its markup (R1, Functionary v3.1, v3.2, Kimi K2). */
+/* gpt-oss: one call at p as the harmony view writes it, HM_CALL NAME "<|message|>" {args}. */
+static void hm_scan(const char *p, const char *end, call_scan *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    p = skip_ws(p, end);
+    if (!has_prefix(p, end, HM_CALL)) return;
+    p += strlen(HM_CALL);
+    const char *name = p;
+    while (p < end && *p != '<') p++;
+    if (!has_prefix(p, end, "<|message|>")) return;
+    cs->name = name;
+    cs->name_end = p;
+    p = skip_ws(p + strlen("<|message|>"), end);
+    if (p >= end) return;
+    cs->args = p;
+    cs->args_end = cs->end = value_end(p, end);
+}
+
+/* The call at p in a format that names the function in its markup (R1, Functionary v3.1, v3.2, Kimi K2, gpt-oss). */
 static void markup_scan(const tc_spec *spec, const char *p, const char *end, call_scan *cs)
 {
     if (spec->format == TC_DEEPSEEK_R1) r1_scan(p, end, cs);
     else if (spec->format == TC_FUNCTIONARY_V32) fn32_scan(p, end, cs);
     else if (spec->format == TC_KIMI_K2) kimi_scan(p, end, cs);
     else if (spec->format == TC_DEEPSEEK_V31) v31_scan(p, end, cs);
+    else if (spec->format == TC_GPT_OSS) hm_scan(p, end, cs);
     else fn31_scan(p, end, cs);
 }
 
@@ -1258,7 +1324,7 @@ static bool parse_markup(const tc_spec *spec, const char *p, const char *end, tc
         const bool ok = cJSON_IsObject(o) && push_call(res, cs.name, (size_t)(cs.name_end - cs.name), cs.args, cs.args_end, NULL);
         cJSON_Delete(o);
         if (ok && cs.id) own_id(&res->calls[res->n_calls - 1], cs.id, cs.id_end); /* Kimi K2's "functions.NAME:IDX" */
-        if (!ok || !spec->parallel) break;
+        if (!ok || (!spec->parallel && spec->format != TC_GPT_OSS)) break; /* (gpt-oss: each call is a message of its own) */
         p = cs.end;
     }
     return res->n_calls > 0;
@@ -1579,6 +1645,7 @@ bool tc_parse_output(const tc_spec *spec, const char *text, size_t n, tc_result 
         case TC_DEEPSEEK_R1:
         case TC_DEEPSEEK_V31:
         case TC_KIMI_K2:
+        case TC_GPT_OSS:
         case TC_FUNCTIONARY_V31: ok = parse_markup(spec, p, end, res); break;
         case TC_COMMAND_R7B: ok = parse_r7b(spec, p, end, res); break;
         case TC_GLM45:
@@ -1712,7 +1779,7 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
         if (spec->format == TC_FUNCTIONARY_V32 && i && !has_prefix(p, end, ">>>")) return;
         call_scan cs;
         if (spec->format == TC_DEEPSEEK_R1 || spec->format == TC_FUNCTIONARY_V31 || spec->format == TC_FUNCTIONARY_V32 ||
-            spec->format == TC_KIMI_K2 || spec->format == TC_DEEPSEEK_V31)
+            spec->format == TC_KIMI_K2 || spec->format == TC_DEEPSEEK_V31 || spec->format == TC_GPT_OSS)
             markup_scan(spec, p, end, &cs);
         else scan_call(p, end, spec->format == TC_COMMAND_R7B ? "tool_name" : "name", key, &cs);
         if (!cs.name || !known_n(spec, cs.name, (size_t)(cs.name_end - cs.name))) return;
@@ -1742,7 +1809,7 @@ static void stream_calls(tc_spec *spec, size_t at, cJSON *deltas)
             }
             sbuf_free(&m);
         }
-        if (!cs.end || !spec->parallel) return;
+        if (!cs.end || (!spec->parallel && spec->format != TC_GPT_OSS)) return;
         p = skip_ws(cs.end, end);
         if (spec->format == TC_HERMES) {
             if (!has_prefix(p, end, "</tool_call>")) return;

@@ -35,6 +35,9 @@ struct cli_chat {
     char source[160]; /* what the banner names: the file, the name, "the model's", ... */
     msg *msgs;
     size_t n, cap;
+    int format;       /* the template's tool-call format (tc_detect): gpt-oss and Command R7B think in their own markup */
+    bool think_tag;   /* the template knows <think> */
+    bool forced_open; /* the last rendering (cli_chat_add) ends inside <think> */
 };
 
 cli_chat *cli_chat_new(const char *jinja, size_t len, const char *builtin, const char *bos, const char *eos,
@@ -53,6 +56,14 @@ cli_chat *cli_chat_new(const char *jinja, size_t len, const char *builtin, const
         goto fail;
     }
     if (jinja) {
+        char *t = strndup(jinja, len);
+        if (!t) {
+            snprintf(err, err_size, "out of memory");
+            goto fail;
+        }
+        c->format = tc_detect(t);
+        c->think_tag = strstr(t, "<think>") != NULL;
+        free(t);
         sift_error e = {0};
         if (!(c->tpl = sift_template_parse(jinja, len, &e))) {
             snprintf(err, err_size, "%s", e.msg);
@@ -198,6 +209,7 @@ char *cli_chat_add(cli_chat *c, const char *role, const char *content, bool add_
         return NULL;
     }
     const size_t lp = strlen(past), ln = strlen(now);
+    c->forced_open = rs_prompt_forced_open(now, ln);
     /* only after a reply: the text we fed ourselves (a system prompt) is in the cache whole */
     const bool nl = add_generation_prompt && lp && past[lp - 1] == '\n' && c->n >= 2 &&
                     !strcmp(c->msgs[c->n - 2].role, "assistant");
@@ -279,3 +291,12 @@ int cli_chat_for_model(const sift_model *model, const char *file, const char *na
 }
 
 const char *cli_chat_source(const cli_chat *c) { return c->source; }
+
+bool cli_chat_thinks(const cli_chat *c)
+{
+    return c->think_tag || c->forced_open || c->format == TC_GPT_OSS || c->format == TC_COMMAND_R7B;
+}
+
+int cli_chat_format(const cli_chat *c) { return c->format; }
+
+bool cli_chat_forced_open(const cli_chat *c) { return c->forced_open; }

@@ -44,4 +44,12 @@ const char *cli_chat_source(const cli_chat *c);
 /* Record a message without rendering it (the assistant's reply: already in the cache). */
 bool cli_chat_push(cli_chat *c, const char *role, const char *content);
 
+/* Whether the template's model may think before its answer (the template knows <think>,
+ * its last rendering opened it, or it is gpt-oss's or Command R7B's, which think in their own
+ * markup); its tool-call format (tc_format, for the thinking's markup); whether the last
+ * rendering (cli_chat_add) ends inside <think>. */
+bool cli_chat_thinks(const cli_chat *c);
+int cli_chat_format(const cli_chat *c);
+bool cli_chat_forced_open(const cli_chat *c);
+
 #endif

@@ -26,6 +26,13 @@
  * (cli_chat.c: only the part of the rendering that is new), or the line itself with
  * --in-prefix / --in-suffix. /exit, EOF or a Ctrl-C at the prompt ends it.
  *
+ * A thinking model's thinking (<think>...</think>, gpt-oss's analysis channel, Command R7B's
+ * <|START_THINKING|>; the split is the server's, reasoning.c) is shown apart as the new
+ * llama-cli shows it: between "[Start thinking]" and "[End thinking]", faint when stdout is a
+ * terminal (or --color on; never with --color off), and the conversation's history keeps only
+ * the answer, as llama-cli's does (a template that drops old thinking renders the same text);
+ * --reasoning-format none prints the reply as the model writes it and keeps it whole.
+ *
  * Output: the prompt (unless --no-display-prompt) and the generated text on stdout,
  * flushed per token; logs, --trace (the chain inspector for every generated token: each
  * sampler's candidate count and top probabilities) and the perf summary on stderr
@@ -305,6 +312,8 @@ typedef struct gen_run {
     sift_draft *draft;
     sift_token *out;   /* the tokens of a speculative step */
     sift_token undecoded; /* the last sampled token when a reply stopped before decoding it */
+    rs_spec *think;       /* the reply's thinking shown apart (NULL: printed as written) */
+    bool dim;             /* the thinking in faint text */
     /* perf */
     double t_load, t_prompt, t_gen, t_decode;
     long n_prompt_tok, n_gen, n_dec;
@@ -394,7 +403,60 @@ typedef struct reply_state {
     sbuf text;
     long n_gen;
     stop_why why;
+    sbuf answer;   /* with r->think: the reply without its thinking (what the history keeps) */
+    bool thinking; /* the thinking's frame is open */
 } reply_state;
+
+#define COL_THINK "\x1b[2m" /* faint */
+
+/* Thinking and answer text that came out of the split: the thinking inside its frame. */
+static void show_split(reply_state *rs, const sbuf *reasoning, const sbuf *answer)
+{
+    const gen_run *r = rs->r;
+    if (reasoning->n) {
+        if (!rs->thinking) fputs(r->dim ? COL_THINK "[Start thinking]\n" : "[Start thinking]\n", stdout);
+        rs->thinking = true;
+        fwrite(reasoning->p, 1, reasoning->n, stdout);
+    }
+    if (answer->n) {
+        if (rs->thinking) fputs(r->dim ? "\n[End thinking]\n\n" COL_RESET : "\n[End thinking]\n\n", stdout);
+        rs->thinking = false;
+        fwrite(answer->p, 1, answer->n, stdout);
+        sbuf_add(&rs->answer, answer->p, answer->n);
+    }
+}
+
+/* A token's text on stdout: as written, or through the thinking's split (which reads the
+ * special tokens' texts: <think> may be one). */
+static void show_piece(reply_state *rs, sift_token tok, const char *buf, int np)
+{
+    gen_run *r = rs->r;
+    if (!r->think) {
+        fwrite(buf, 1, (size_t)np, stdout);
+        return;
+    }
+    char sp[256];
+    const int ns = r->o->special ? np : piece(r->vocab, tok, sp, sizeof sp, true);
+    sbuf rr = {0}, cc = {0};
+    rs_stream(r->think, r->o->special ? buf : sp, (size_t)ns, &rr, &cc);
+    show_split(rs, &rr, &cc);
+    sbuf_free(&rr);
+    sbuf_free(&cc);
+}
+
+/* The reply's end: the rest of the split, the thinking's frame closed (the colour too). */
+static void show_end(reply_state *rs)
+{
+    gen_run *r = rs->r;
+    if (!r->think) return;
+    sbuf rr = {0}, cc = {0};
+    rs_stream_final(r->think, r->think->seen.p ? r->think->seen.p : "", r->think->seen.n, &rr, &cc);
+    show_split(rs, &rr, &cc);
+    sbuf_free(&rr);
+    sbuf_free(&cc);
+    if (rs->thinking && r->dim) fputs(COL_RESET, stdout);
+    rs->thinking = false;
+}
 
 /* A token was sampled (and accepted by the chain): count it, print it, and say whether the
  * reply goes on. On a stop the token stays undecoded (the next input starts with it). */
@@ -413,7 +475,7 @@ static bool take_token(void *user, sift_token tok)
     }
     char buf[256];
     const int np = piece(r->vocab, tok, buf, sizeof buf, o->special);
-    fwrite(buf, 1, (size_t)np, stdout);
+    show_piece(rs, tok, buf, np);
     fflush(stdout);
     const size_t before = rs->text.n;
     sbuf_add(&rs->text, buf, (size_t)np);
@@ -563,8 +625,11 @@ static stop_why reply(gen_run *r, sbuf *out)
         r->n_past_g++;
     }
     r->t_gen += now_ms() - t0;
-    if (out && rs.text.n) sbuf_add(out, rs.text.p, rs.text.n);
+    show_end(&rs);
+    const sbuf *keep = r->think ? &rs.answer : &rs.text; /* the history keeps the answer alone */
+    if (out && keep->n) sbuf_add(out, keep->p, keep->n);
     sbuf_free(&rs.text);
+    sbuf_free(&rs.answer);
     return rs.why;
 }
 
@@ -606,6 +671,25 @@ static void print_perf(const gen_run *r, const char *stop)
     fprintf(stderr, "sift perf: total       %10.2f ms\n", r->t_load + r->t_prompt + r->t_gen);
 }
 
+/* Before a reply in conversation mode: a fresh split of its thinking when the model may think
+ * and --reasoning-format is not none (the prompt may have opened the thinking already). */
+static void think_begin(gen_run *r, const cli_chat *chat)
+{
+    rs_spec_free(r->think);
+    r->think = NULL;
+    if (!chat || r->o->reasoning_format == RS_NONE || !cli_chat_thinks(chat)) return;
+    if (!(r->think = calloc(1, sizeof *r->think))) return; /* (out of memory: shown as written) */
+    r->think->format = RS_DEEPSEEK;
+    r->think->forced_open = cli_chat_forced_open(chat);
+    rs_set_tags(r->think, cli_chat_format(chat));
+}
+
+/* --verbose-prompt: the text fed at a turn, on stderr */
+static void verbose_prompt(const gen_opts *o, const char *text)
+{
+    if (o->verbose_prompt && text) fprintf(stderr, "sift: prompt: '%s'\n", text);
+}
+
 /* The interactive session after the first prompt (llama-cli's loop): reply, then read a line
  * and feed it (a user message through the chat template in conversation mode; the line with
  * --in-prefix / --in-suffix otherwise), until /exit, EOF or a second Ctrl-C. *stop says why it
@@ -618,6 +702,7 @@ static int session(gen_run *r, cli_chat *chat, bool reply_first, const char **st
     for (bool gen = reply_first;;) {
         if (gen) {
             sbuf text = {0};
+            think_begin(r, chat);
             const stop_why w = reply(r, &text);
             interrupted = 0;
             if (w == STOP_ERROR) {
@@ -691,6 +776,7 @@ static int session(gen_run *r, cli_chat *chat, bool reply_first, const char **st
             char err[512];
             char *delta = cli_chat_add(chat, "user", line, true, err, sizeof err);
             if (!delta) fprintf(stderr, "\nsift generate: %s\n", err);
+            verbose_prompt(o, delta);
             rc = !delta || ingest_text(r, delta, false, true);
             free(delta);
         } else if (!rc) {
@@ -730,6 +816,8 @@ int sift_cmd_generate(int argc, char **argv)
     cli_chat *chat = NULL;
     char *first_text = NULL;
     gen_run r = {.o = &o, .undecoded = SIFT_TOKEN_NULL};
+    /* the thinking faint on a terminal, as llama-cli colours it (--color on: always; off: never) */
+    r.dim = !o.color_off && (o.color || isatty(STDOUT_FILENO));
     sift_error err = {0};
 
     const double t_load0 = now_ms();
@@ -879,6 +967,7 @@ int sift_cmd_generate(int argc, char **argv)
         if (o.interactive && len && rprompt_found(&o, first_text, len, len - 1)) reply_first = false;
     }
     int32_t n_prompt = 0, n_neg = 0;
+    verbose_prompt(&o, first_text);
     prompt = first_text ? tokenize(vocab, first_text, true, cnv, &n_prompt) : NULL;
     if (!prompt) {
         fprintf(stderr, "sift generate: cannot tokenize the prompt\n");
@@ -992,6 +1081,7 @@ done:
     free(prompt);
     free(neg);
     free(first_text);
+    rs_spec_free(r.think);
     cli_chat_free(chat);
     sift_sampler_free(grammar);
     sift_chain_free(chain);

@@ -14,6 +14,7 @@
 
 #include "cli_compat.h"
 #include "cli_util.h"
+#include "server/server.h"
 
 static void usage(FILE *f)
 {
@@ -56,6 +57,10 @@ static void usage(FILE *f)
             "  --log-disable             no logs and no perf summary on stderr\n"
             "  -co, --color [on|off]     colour the prompt (yellow) and the user's input (green)\n"
             "  -sp, --special            print special (control) tokens' texts too\n"
+            "  --reasoning-format F      auto (default), deepseek: a thinking model's thinking is shown apart,\n"
+            "                            between [Start thinking] and [End thinking], faint on a terminal, and\n"
+            "                            left out of the conversation's history; none: as the model writes it\n"
+            "  --verbose-prompt          print the text fed to the model at each turn (stderr)\n"
             "  -h, --help                this text\n\n"
             "conversation and interaction (llama-cli's):\n"
             "  -cnv, --conversation      chat: each input line is a user message formatted by the chat template and the\n"
@@ -257,11 +262,19 @@ int gen_parse_args(int argc, char **argv, gen_opts *o, cli_sampling *cs, bool *s
             if (v && (!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto"))) {
                 i++;
                 o->color = strcmp(v, "off") != 0;
+                o->color_off = !strcmp(v, "off");
             } else {
                 o->color = true;
             }
         } else if (IS("-st") || IS("--single-turn")) {
             o->single_turn = true;
+        } else if (IS("--reasoning-format")) {
+            NEEDV();
+            rs_format f;
+            if (rs_format_parse(v, &f)) return bad(a, v, "must be none, deepseek, deepseek-legacy or auto");
+            o->reasoning_format = (int)f;
+        } else if (IS("--verbose-prompt")) {
+            o->verbose_prompt = true;
         } else if (IS("-sp") || IS("--special")) {
             o->special = true;
         } else if (IS("--chat-template")) {

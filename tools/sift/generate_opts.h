@@ -34,6 +34,9 @@ typedef struct gen_opts {
     bool interactive, interactive_first, in_prefix_bos, color;
     bool single_turn;          /* -st: one reply in conversation mode, then exit */
     bool special;              /* -sp: special tokens' texts are printed */
+    bool color_off;            /* --color off: no colour, not even the thinking's faint text on a terminal */
+    int reasoning_format;      /* --reasoning-format (rs_format): auto shows the thinking apart, none as written */
+    bool verbose_prompt;       /* --verbose-prompt: each turn's text fed to the model, on stderr */
     const char *system_prompt; /* -sys */
     char *sys_owned;
     const char *chat_template, *chat_template_file;
