@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gguf/gguf.h"
 #include "sift.h"
 
 typedef struct sift__mkmodel_spec {
@@ -61,12 +62,27 @@ typedef struct sift__mkmodel_spec {
                                 attn_factor 1.19, rope_factors_long/short tensors) */
     sift_tensor_type exp_type; /* the expert stacks' type (MoE); SIFT_TYPE_F32 (0): as `type`.
                                 gpt-oss's own files have them in MXFP4 */
+    bool fim;                /* six fill-in-the-middle tokens after the copied vocabulary (mkmodel_vocab.c) */
 } sift__mkmodel_spec;
 
 /* Write the model to path; vocab_src is a GGUF whose tokenizer.* pairs are copied.
  * SIFT_E_INVAL for a shape that is not a valid model (named in err), SIFT_E_IO / the
  * reader's codes for the files, SIFT_E_NOMEM. */
 sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const sift__mkmodel_spec *spec, sift_error *err);
+
+/* The fill-in-the-middle tokens `fim` appends (mkmodel_vocab.c): Qwen2.5-Coder's texts for
+ * pre, suf, mid, pad, rep and sep, in that order, as control tokens. */
+#define SIFT__MKMODEL_N_FIM 6
+extern const char *const sift__mkmodel_fim_texts[SIFT__MKMODEL_N_FIM];
+
+/* Copy g's tokenizer.* pairs into w; with fim, the six FIM tokens are appended to its
+ * tokens, scores and token types and the tokenizer.ggml.fim_*_token_id keys name them (a
+ * vocabulary that has FIM tokens already is refused). *n_vocab: the written vocabulary's size. */
+int sift__mkmodel_copy_vocab(sift__gguf_writer *w, const sift_gguf *g, bool fim, int64_t *n_vocab, sift_error *err);
+
+/* Write to path a copy of the model at src, weights and metadata as they are, with the six
+ * FIM tokens added: token_embd.weight and output.weight get a zero row for each. */
+sift_status sift__mkmodel_add_fim(const char *path, const char *src, sift_error *err);
 
 /* Bytes the tensors of the model will take (the file is this plus metadata and padding);
  * n_vocab is the vocabulary's size. */
