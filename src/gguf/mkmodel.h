@@ -81,7 +81,8 @@ extern const char *const sift__mkmodel_fim_texts[SIFT__MKMODEL_N_FIM];
 int sift__mkmodel_copy_vocab(sift__gguf_writer *w, const sift_gguf *g, bool fim, int64_t *n_vocab, sift_error *err);
 
 /* Write to path a copy of the model at src, weights and metadata as they are, with the six
- * FIM tokens added: token_embd.weight and output.weight get a zero row for each. */
+ * FIM tokens added: token_embd.weight and output.weight get a row for each, the mean of
+ * their trained rows. */
 sift_status sift__mkmodel_add_fim(const char *path, const char *src, sift_error *err);
 
 /* Bytes the tensors of the model will take (the file is this plus metadata and padding);

@@ -86,7 +86,8 @@ static void usage(FILE *f)
                "                   <|repo_name|>, <|file_sep|>, with the tokenizer.ggml.fim_*_token_id\n"
                "                   keys), for the server's /infill\n"
                "  --from FILE      with --fim: copy FILE's model (weights as they are) instead of\n"
-               "                   making a random one; the new tokens get zero embedding and output rows\n");
+               "                   making a random one; the new tokens' embedding and output rows are the\n"
+               "                   mean of the trained ones\n");
 }
 
 static int bad(const char *flag, const char *what)
