@@ -957,6 +957,11 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
 
     /* the prompt last: the most expensive part. Several prompts: the first parse (prompt 0)
      * checks them all, so that a bad one fails the request before any task is queued. */
+    if (r->infill) { /* /infill: one prompt, built from input_prefix, input_suffix, input_extra (infill.c) */
+        TRY(srv_infill_prompt(s, o, &r->prompt, &r->n_prompt, e));
+        r->n_prompts = 1;
+        return check_prompt_size(s, r->n_prompt, "input_prefix", e);
+    }
     if (kind == SRV_OAI_CHAT) {
         tokvec v = {0};
         const int rc = parse_messages(s, o, r, &v, e);
@@ -998,6 +1003,11 @@ int srv_parse_completion_at(const srv_server *s, srv_kind kind, const char *body
                             srv_request *r, srv_error *e)
 {
     memset(r, 0, sizeof *r);
+    if (kind == SRV_INFILL) { /* checked before the body, as llama-server does */
+        TRY(srv_infill_supported(s, e));
+        r->infill = true;
+        kind = SRV_NATIVE;
+    }
     cJSON *root = parse_object(body, len, e);
     if (!root) return e->status;
     if (kind == SRV_ANTH_MSG || kind == SRV_ANTH_COUNT) { /* Anthropic's Messages API: the chat it means (anthropic.c) */
