@@ -1711,15 +1711,20 @@ def test_context_shift():
         S.stop()
 
 
-def fim_model(d):
-    """stories260K with the six FIM tokens (`sift mkmodel --fim --from`) in folder d."""
-    path = os.path.join(d, "stories260K-fim.gguf")
-    r = subprocess.run([ARGS.sift, "mkmodel", "--fim", "--from", ARGS.model, "-o", path], capture_output=True, text=True, timeout=60)
+FIM_TEXTS = {"qwen": ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>", "<|file_sep|>"),
+             "codellama": ("\u2581<PRE>", "\u2581<SUF>", "\u2581<MID>", None, None)}
+
+
+def fim_model(d, style="qwen"):
+    """stories260K with FIM tokens (`sift mkmodel --fim-style STYLE --from`) in folder d."""
+    path = os.path.join(d, f"stories260K-fim-{style}.gguf")
+    r = subprocess.run([ARGS.sift, "mkmodel", "--fim-style", style, "--from", ARGS.model, "-o", path], capture_output=True,
+                       text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return path
 
 
-def llama_server_fim_prompt(S, body, n_batch, n_predict, n_ctx, spm=False):
+def llama_server_fim_prompt(S, body, n_batch, n_predict, n_ctx, spm=False, style="qwen"):
     """llama-server's format_prompt_infill, written again from its description, on /tokenize's
     tokens: what /infill must decode, token for token."""
     def tok(text, special=False):
@@ -1729,12 +1734,12 @@ def llama_server_fim_prompt(S, body, n_batch, n_predict, n_ctx, spm=False):
 
     def mixed(v):
         return tok(v) if isinstance(v, str) else [t for x in v for t in (tok(x) if isinstance(x, str) else [x])]
-    pre_id, suf_id, mid_id, _, rep_id, sep_id = (tok(t, True)[0] for t in (
-        "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"))
-    extra = [rep_id] + tok("myproject\n")
+    pre_id, suf_id, mid_id, rep_id, sep_id = (tok(t, True)[0] if t else None for t in FIM_TEXTS[style])
+    extra = [rep_id] + tok("myproject\n") if rep_id is not None else []
     for c in body.get("input_extra", []):
-        extra += [sep_id] + tok(c.get("filename", "tmp") + "\n") + tok(c["text"])
-    extra += [sep_id] + tok("filename\n")
+        head = [sep_id] + tok(c.get("filename", "tmp") + "\n") if sep_id is not None else tok("\n\n--- snippet ---\n\n")
+        extra += head + tok(c["text"])
+    extra += [sep_id] + tok("filename\n") if sep_id is not None else []
     prompt = tok(body.get("prompt", ""), True)
     prefix, suffix = mixed(body["input_prefix"]), mixed(body["input_suffix"])
     n_pre = min(len(prefix), 3 * (n_batch // 4))
@@ -1752,7 +1757,9 @@ def test_infill():
     llama-server's fill-in-the-middle prompt token for token (repository context from
     <|repo_name|>/<|file_sep|>, the prefix, suffix and extra context cut to -b and the slot as
     llama-server cuts them), and answers as /completion does for that prompt (same text);
-    streamed, the same text; --spm-infill puts the suffix first; bad input_extra is a 400."""
+    streamed, the same text; --spm-infill puts the suffix first; CodeLlama's tokens (the older
+    prefix/suffix/middle keys, no repository tokens) give the snippet-separated form; bad
+    input_extra is a 400."""
     import tempfile
     d = tempfile.mkdtemp(prefix="sift-infill-")
     code = "".join(f"int f{i}(int x) {{ return x * {i}; }}\n" for i in range(12))  # a long prefix: cut to its last 48 tokens
@@ -1789,14 +1796,19 @@ def test_infill():
                 assert st == 400 and word in e["error"]["message"], (b, st, e)
         finally:
             S.stop()
-        S = Server("-np", "1", "-c", str(n_ctx), "-b", str(n_batch), "-n", str(n_predict), "--spm-infill", model=model)
-        try:
-            want, _ = llama_server_fim_prompt(S, body, n_batch, n_predict, n_ctx, spm=True)
-            st, j = S.post("/infill", body)
-            st2, c = S.post("/completion", {"prompt": want, "temperature": 0, "n_predict": 8})
-            assert st == 200 and st2 == 200 and j["tokens_evaluated"] == len(want) and j["prompt"] == c["prompt"], (j, c)
-        finally:
-            S.stop()
+        # suffix first (--spm-infill); CodeLlama's tokens with the older keys: no repository
+        # tokens, the files after llama-server's snippet line
+        for style, flags in (("qwen", ["--spm-infill"]), ("codellama", [])):
+            S = Server("-np", "1", "-c", str(n_ctx), "-b", str(n_batch), "-n", str(n_predict), *flags,
+                       model=model if style == "qwen" else fim_model(d, style))
+            try:
+                want, cut = llama_server_fim_prompt(S, body, n_batch, n_predict, n_ctx, spm=bool(flags), style=style)
+                st, j = S.post("/infill", body)
+                st2, c = S.post("/completion", {"prompt": want, "temperature": 0, "n_predict": 8})
+                assert st == 200 and st2 == 200 and j["tokens_evaluated"] == len(want) and j["prompt"] == c["prompt"], (style, cut, j, c)
+                assert j["content"] == c["content"] and ("snippet" in j["prompt"]) == (style == "codellama"), (style, j)
+            finally:
+                S.stop()
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

@@ -904,8 +904,8 @@ static void test_fim_copy(void **state)
     snprintf(rnd, sizeof rnd, "%s/rnd.gguf", dir);
     ref_model_path("stories260K", src, sizeof src);
     sift_error err = {0};
-    assert_int_equal(sift__mkmodel_add_fim(path, src, &err), SIFT_OK);
-    assert_int_equal(sift__mkmodel_add_fim(again, path, &err), SIFT_E_INVAL);
+    assert_int_equal(sift__mkmodel_add_fim(path, src, SIFT__FIM_QWEN, &err), SIFT_OK);
+    assert_int_equal(sift__mkmodel_add_fim(again, path, SIFT__FIM_CODELLAMA, &err), SIFT_E_INVAL);
     printf("  fim again      %s\n", err.msg);
     sift_model *m = sift_model_load(path, &err);
     assert_non_null(m);
@@ -918,7 +918,8 @@ static void test_fim_copy(void **state)
         assert_true(sift_vocab_is_control(v, ids[k]));
         assert_int_equal(sift_vocab_is_eog(v, ids[k]), k >= 3);
         sift_token t[16];
-        const char *text = sift__mkmodel_fim_texts[k];
+        int nf;
+        const char *text = sift__mkmodel_fim_tokens(SIFT__FIM_QWEN, &nf)[k].text;
         assert_int_equal(sift_tokenize(v, text, strlen(text), t, 16, false, true), 1);
         assert_int_equal(t[0], ids[k]);
         const int32_t n = sift_tokenize(v, text, strlen(text), t, 16, false, false);
@@ -944,7 +945,7 @@ static void test_fim_copy(void **state)
     sift_context_free(a);
     sift_context_free(b);
     sift_model_free(m);
-    const sift__mkmodel_spec spec = {.arch = "llama", .n_embd = 64, .n_ff = 128, .n_layer = 1, .n_head = 4, .n_head_kv = 2, .fim = true};
+    const sift__mkmodel_spec spec = {.arch = "llama", .n_embd = 64, .n_ff = 128, .n_layer = 1, .n_head = 4, .n_head_kv = 2, .fim = SIFT__FIM_QWEN};
     assert_int_equal(sift__mkmodel_write(rnd, src, &spec, &err), SIFT_OK);
     sift_vocab *rv = sift_vocab_load(rnd, &err);
     assert_non_null(rv);
@@ -952,6 +953,21 @@ static void test_fim_copy(void **state)
     assert_int_equal(sift_vocab_fim_mid(rv), 514);
     assert_int_equal(sift_vocab_fim_sep(rv), 517);
     sift_vocab_free(rv);
+    /* CodeLlama's four with the older keys: prefix/suffix/middle are FIM pre/suf/mid, EOT the
+     * end of turn; no pad, repository or file tokens */
+    assert_int_equal(sift__mkmodel_add_fim(again, src, SIFT__FIM_CODELLAMA, &err), SIFT_OK);
+    rv = sift_vocab_load(again, &err);
+    assert_non_null(rv);
+    assert_int_equal(sift_vocab_n_tokens(rv), 516);
+    assert_int_equal(sift_vocab_fim_pre(rv), 512);
+    assert_int_equal(sift_vocab_fim_suf(rv), 513);
+    assert_int_equal(sift_vocab_fim_mid(rv), 514);
+    assert_int_equal(sift_vocab_eot(rv), 515);
+    assert_true(sift_vocab_is_eog(rv, 515) && !sift_vocab_is_eog(rv, 512));
+    assert_int_equal(sift_vocab_fim_rep(rv), SIFT_TOKEN_NULL);
+    assert_int_equal(sift_vocab_fim_sep(rv), SIFT_TOKEN_NULL);
+    sift_vocab_free(rv);
+    unlink(again);
     unlink(path);
     unlink(rnd);
     rmdir(dir);

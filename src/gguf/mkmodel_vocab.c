@@ -4,12 +4,14 @@
  * shared models has FIM tokens, and the server's /infill (llama-server's code-completion
  * prompt) needs a model that has, so the tests make one.
  *
- * The tokens are Qwen2.5-Coder's (<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>,
- * <|fim_pad|>, <|repo_name|>, <|file_sep|>): control tokens appended after the last id, so
- * every id the vocabulary had keeps its meaning, and named by the
+ * Two styles, the two ways GGUF files carry them: Qwen2.5-Coder's six tokens (<|fim_prefix|>,
+ * <|fim_suffix|>, <|fim_middle|>, <|fim_pad|>, <|repo_name|>, <|file_sep|>) named by the
  * tokenizer.ggml.fim_{pre,suf,mid,pad,rep,sep}_token_id keys as llama.cpp's converter writes
- * them. With rep and sep present, /infill builds the repository-level prompt (the extra files
- * each after a <|file_sep|>).
+ * them today, and CodeLlama's four (▁<PRE>, ▁<SUF>, ▁<MID>, ▁<EOT>) named by the older
+ * prefix/suffix/middle/eot_token_id keys. Control tokens appended after the last id, so every id
+ * the vocabulary had keeps its meaning. With Qwen's repository tokens /infill builds the
+ * repository-level prompt (the extra files each after a <|file_sep|>); with CodeLlama's it
+ * separates them with llama-server's snippet line.
  *
  * sift__mkmodel_add_fim does the same to a model that exists (`sift mkmodel --fim --from`):
  * every pair and every tensor is copied as it is, except the token embedding and the output
@@ -30,35 +32,45 @@
 #include "gguf/gguf.h"
 #include "gguf/mkmodel.h"
 
-const char *const sift__mkmodel_fim_texts[SIFT__MKMODEL_N_FIM] = {
-    "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
+static const sift__mkmodel_fim_token qwen[] = {
+    {"<|fim_prefix|>", "tokenizer.ggml.fim_pre_token_id"}, {"<|fim_suffix|>", "tokenizer.ggml.fim_suf_token_id"},
+    {"<|fim_middle|>", "tokenizer.ggml.fim_mid_token_id"}, {"<|fim_pad|>", "tokenizer.ggml.fim_pad_token_id"},
+    {"<|repo_name|>", "tokenizer.ggml.fim_rep_token_id"},  {"<|file_sep|>", "tokenizer.ggml.fim_sep_token_id"},
+};
+static const sift__mkmodel_fim_token codellama[] = { /* (SentencePiece's U+2581 before each, as CodeLlama's vocabulary has) */
+    {"\xE2\x96\x81<PRE>", "tokenizer.ggml.prefix_token_id"}, {"\xE2\x96\x81<SUF>", "tokenizer.ggml.suffix_token_id"},
+    {"\xE2\x96\x81<MID>", "tokenizer.ggml.middle_token_id"}, {"\xE2\x96\x81<EOT>", "tokenizer.ggml.eot_token_id"},
 };
 
-static const char *const fim_keys[SIFT__MKMODEL_N_FIM] = {
+const sift__mkmodel_fim_token *sift__mkmodel_fim_tokens(int style, int *n)
+{
+    *n = style == SIFT__FIM_QWEN ? 6 : style == SIFT__FIM_CODELLAMA ? 4 : 0;
+    return style == SIFT__FIM_QWEN ? qwen : style == SIFT__FIM_CODELLAMA ? codellama : NULL;
+}
+
+/* Keys that say a vocabulary has FIM tokens already (both styles' and the rest of llama.cpp's) */
+static const char *const fim_keys[] = {
     "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.fim_mid_token_id",
     "tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id",
+    "tokenizer.ggml.prefix_token_id",  "tokenizer.ggml.suffix_token_id",  "tokenizer.ggml.middle_token_id",
 };
-
-/* The older names of pre/suf/mid (llama.cpp still reads them): a vocabulary with one has FIM tokens already. */
-static const char *const old_fim_keys[] = {"tokenizer.ggml.prefix_token_id", "tokenizer.ggml.suffix_token_id",
-                                           "tokenizer.ggml.middle_token_id"};
 
 enum { TOKEN_TYPE_NORMAL = 1, TOKEN_TYPE_CONTROL = 3 }; /* llama.cpp's token types in GGUF files */
 
-/* The arrays of the n-token vocabulary in g, with the six FIM tokens after them. */
-static int add_fim_tokens(sift__gguf_writer *w, const sift_gguf *g, const sift_gguf_value *tok, int64_t n, sift_error *err)
+/* The arrays of the n-token vocabulary in g, with the style's nf FIM tokens ft after them. */
+static int add_fim_tokens(sift__gguf_writer *w, const sift_gguf *g, const sift_gguf_value *tok, int64_t n,
+                          const sift__mkmodel_fim_token *ft, int nf, sift_error *err)
 {
-    for (int k = 0; k < SIFT__MKMODEL_N_FIM; k++)
-        if (sift_gguf_get(g, fim_keys[k]) || (k < 3 && sift_gguf_get(g, old_fim_keys[k])))
-            return sift__error_set(err, SIFT_E_INVAL, "mkmodel: the vocabulary has FIM tokens already (%s)",
-                                   sift_gguf_get(g, fim_keys[k]) ? fim_keys[k] : old_fim_keys[k]);
+    for (size_t k = 0; k < sizeof fim_keys / sizeof *fim_keys; k++)
+        if (sift_gguf_get(g, fim_keys[k]))
+            return sift__error_set(err, SIFT_E_INVAL, "mkmodel: the vocabulary has FIM tokens already (%s)", fim_keys[k]);
     const sift_gguf_value *sc = sift_gguf_get(g, "tokenizer.ggml.scores");
     const sift_gguf_value *tt = sift_gguf_get(g, "tokenizer.ggml.token_type");
     if (sc && (sift_gguf_array_type(sc) != SIFT_GGUF_FLOAT32 || (int64_t)sift_gguf_array_n(sc) != n))
         return sift__error_set(err, SIFT_E_FORMAT, "mkmodel: tokenizer.ggml.scores is not %lld float32 values", (long long)n);
     if (tt && (sift_gguf_array_type(tt) != SIFT_GGUF_INT32 || (int64_t)sift_gguf_array_n(tt) != n))
         return sift__error_set(err, SIFT_E_FORMAT, "mkmodel: tokenizer.ggml.token_type is not %lld int32 values", (long long)n);
-    const size_t n2 = (size_t)n + SIFT__MKMODEL_N_FIM;
+    const size_t n2 = (size_t)n + (size_t)nf;
     const char **strs = malloc(n2 * sizeof *strs);
     size_t *lens = malloc(n2 * sizeof *lens);
     float *scores = sc ? malloc(n2 * sizeof *scores) : NULL;
@@ -70,10 +82,10 @@ static int add_fim_tokens(sift__gguf_writer *w, const sift_gguf *g, const sift_g
     }
     for (int64_t i = 0; i < n; i++) {
         strs[i] = sift_gguf_array_str(tok, (uint64_t)i, &lens[i]);
-        for (int k = 0; k < SIFT__MKMODEL_N_FIM; k++)
-            if (lens[i] == strlen(sift__mkmodel_fim_texts[k]) && !memcmp(strs[i], sift__mkmodel_fim_texts[k], lens[i])) {
-                rc = sift__error_set(err, SIFT_E_INVAL, "mkmodel: the vocabulary has %s already (token %lld)",
-                                     sift__mkmodel_fim_texts[k], (long long)i);
+        for (int k = 0; k < nf; k++)
+            if (lens[i] == strlen(ft[k].text) && !memcmp(strs[i], ft[k].text, lens[i])) {
+                rc = sift__error_set(err, SIFT_E_INVAL, "mkmodel: the vocabulary has %s already (token %lld)", ft[k].text,
+                                     (long long)i);
                 goto done;
             }
     }
@@ -81,9 +93,9 @@ static int add_fim_tokens(sift__gguf_writer *w, const sift_gguf *g, const sift_g
     if (tt) memcpy(types, sift_gguf_array_data(tt), (size_t)n * sizeof *types);
     else
         for (int64_t i = 0; i < n; i++) types[i] = TOKEN_TYPE_NORMAL; /* (llama.cpp's default without the array) */
-    for (int k = 0; k < SIFT__MKMODEL_N_FIM; k++) {
+    for (int k = 0; k < nf; k++) {
         const size_t i = (size_t)n + (size_t)k;
-        strs[i] = sift__mkmodel_fim_texts[k];
+        strs[i] = ft[k].text;
         lens[i] = strlen(strs[i]);
         if (scores) scores[i] = 0.0f;
         types[i] = TOKEN_TYPE_CONTROL;
@@ -91,7 +103,7 @@ static int add_fim_tokens(sift__gguf_writer *w, const sift_gguf *g, const sift_g
     rc = sift__gguf_writer_set_arr_strn(w, "tokenizer.ggml.tokens", strs, lens, n2);
     if (!rc && scores) rc = sift__gguf_writer_set_arr(w, "tokenizer.ggml.scores", SIFT_GGUF_FLOAT32, scores, n2);
     if (!rc) rc = sift__gguf_writer_set_arr(w, "tokenizer.ggml.token_type", SIFT_GGUF_INT32, types, n2);
-    for (int k = 0; k < SIFT__MKMODEL_N_FIM && !rc; k++) rc = sift__gguf_writer_set_u32(w, fim_keys[k], (uint32_t)n + (uint32_t)k);
+    for (int k = 0; k < nf && !rc; k++) rc = sift__gguf_writer_set_u32(w, ft[k].key, (uint32_t)n + (uint32_t)k);
     if (rc) rc = sift__error_set(err, rc, "mkmodel: cannot write the vocabulary (%s)", sift_status_str(rc));
 done:
     free(strs);
@@ -101,27 +113,30 @@ done:
     return rc;
 }
 
-int sift__mkmodel_copy_vocab(sift__gguf_writer *w, const sift_gguf *g, bool fim, int64_t *n_vocab, sift_error *err)
+int sift__mkmodel_copy_vocab(sift__gguf_writer *w, const sift_gguf *g, int fim, int64_t *n_vocab, sift_error *err)
 {
+    int nf;
+    const sift__mkmodel_fim_token *ft = sift__mkmodel_fim_tokens(fim, &nf);
+    if (fim && !ft) return sift__error_set(err, SIFT_E_INVAL, "mkmodel: no FIM style %d", fim);
     const sift_gguf_value *tok = sift_gguf_get(g, "tokenizer.ggml.tokens");
     const int64_t n = tok && sift_gguf_array_type(tok) == SIFT_GGUF_STRING ? (int64_t)sift_gguf_array_n(tok) : 0;
     if (n < 1) return sift__error_set(err, SIFT_E_FORMAT, "mkmodel: the vocabulary's file has no tokenizer.ggml.tokens");
-    if (n > INT32_MAX - SIFT__MKMODEL_N_FIM) return sift__error_set(err, SIFT_E_FORMAT, "mkmodel: %lld tokens is too many", (long long)n);
+    if (n > INT32_MAX - 8) return sift__error_set(err, SIFT_E_FORMAT, "mkmodel: %lld tokens is too many", (long long)n);
     for (int64_t i = 0; i < sift_gguf_n_kv(g); i++) {
         if (strncmp(sift_gguf_key(g, i), "tokenizer.", 10)) continue;
         const int rc = sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
         if (rc) return sift__error_set(err, rc, "mkmodel: cannot copy %s (%s)", sift_gguf_key(g, i), sift_status_str(rc));
     }
     *n_vocab = n;
-    if (!fim) return SIFT_OK;
-    const int rc = add_fim_tokens(w, g, tok, n, err);
-    if (!rc) *n_vocab = n + SIFT__MKMODEL_N_FIM;
+    if (!ft) return SIFT_OK;
+    const int rc = add_fim_tokens(w, g, tok, n, ft, nf, err);
+    if (!rc) *n_vocab = n + nf;
     return rc;
 }
 
-/* rows[n_old .. n_old + N_FIM) of a per-token tensor = the mean of rows [0, n_old), in its own
- * type (how transformers' resize_token_embeddings starts new tokens) */
-static int mean_rows(const sift_gguf_tensor *t, uint8_t *rows, int64_t n_old, sift_error *err)
+/* rows[n_old .. n_new) of a per-token tensor = the mean of rows [0, n_old), in its own type
+ * (how transformers' resize_token_embeddings starts new tokens) */
+static int mean_rows(const sift_gguf_tensor *t, uint8_t *rows, int64_t n_old, int64_t n_new, sift_error *err)
 {
     const int64_t n0 = t->ne[0];
     double *acc = calloc((size_t)n0, sizeof *acc);
@@ -133,8 +148,8 @@ static int mean_rows(const sift_gguf_tensor *t, uint8_t *rows, int64_t n_old, si
         for (int64_t i = 0; i < n0 && !rc; i++) acc[i] += row[i];
     }
     for (int64_t i = 0; i < n0 && !rc; i++) row[i] = (float)(acc[i] / (double)n_old);
-    for (int k = 0; k < SIFT__MKMODEL_N_FIM && !rc; k++)
-        if ((rc = sift__quantize_row(t->type, row, rows + (size_t)(n_old + k) * t->nb[1], n0)))
+    for (int64_t r = n_old; r < n_new && !rc; r++)
+        if ((rc = sift__quantize_row(t->type, row, rows + (size_t)r * t->nb[1], n0)))
             rc = sift__error_set(err, rc, "mkmodel: cannot write %s's type %d", t->name, (int)t->type);
     free(acc);
     free(row);
@@ -147,8 +162,10 @@ static bool per_token(const sift_gguf_tensor *t, int64_t n_vocab)
     return (!strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "output.weight")) && t->n_dims == 2 && t->ne[1] == n_vocab;
 }
 
-sift_status sift__mkmodel_add_fim(const char *path, const char *src, sift_error *err)
+sift_status sift__mkmodel_add_fim(const char *path, const char *src, int fim, sift_error *err)
 {
+    int nf;
+    if (!sift__mkmodel_fim_tokens(fim, &nf)) return sift__error_set(err, SIFT_E_INVAL, "mkmodel: no FIM style %d", fim);
     if (!path || !src) return sift__error_set(err, SIFT_E_INVAL, "mkmodel: NULL argument");
     sift_gguf *g = sift_gguf_open(src, err);
     if (!g) return err ? err->status : SIFT_E_IO;
@@ -165,8 +182,8 @@ sift_status sift__mkmodel_add_fim(const char *path, const char *src, sift_error 
             if ((rc = sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i))))
                 rc = sift__error_set(err, rc, "mkmodel: cannot copy %s (%s)", sift_gguf_key(g, i), sift_status_str(rc));
     int64_t n_vocab = 0;
-    if (rc || (rc = sift__mkmodel_copy_vocab(w, g, true, &n_vocab, err))) goto done;
-    const int64_t n_old = n_vocab - SIFT__MKMODEL_N_FIM;
+    if (rc || (rc = sift__mkmodel_copy_vocab(w, g, fim, &n_vocab, err))) goto done;
+    const int64_t n_old = n_vocab - nf;
     const char *arch = NULL;
     char key[160];
     if (sift_gguf_get_str(g, "general.architecture", &arch, NULL) == SIFT_OK) {
@@ -186,7 +203,7 @@ sift_status sift__mkmodel_add_fim(const char *path, const char *src, sift_error 
                 break;
             }
             memcpy(bufs[i], t->data, (size_t)t->size);
-            if ((rc = mean_rows(t, bufs[i], n_old, err))) break;
+            if ((rc = mean_rows(t, bufs[i], n_old, n_vocab, err))) break;
             data = bufs[i];
             ne[1] = n_vocab;
             grown = true;

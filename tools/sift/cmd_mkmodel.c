@@ -8,8 +8,8 @@
  *                [--experts N] [--experts-used K] [--ff-exp N] [--type-exps T] [--dim N] [--ff N]
  *                [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--swa N]
  *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
- *                [--out-scale X] [--seed N] [--fim]
- *   sift mkmodel --fim --from MODEL.gguf -o OUT.gguf
+ *                [--out-scale X] [--seed N] [--fim] [--fim-style qwen|codellama]
+ *   sift mkmodel --fim [--fim-style S] --from MODEL.gguf -o OUT.gguf
  *
  * The default is 1024 wide, 8 layers, 16 heads sharing 4 KV heads (GQA), a feed-forward of
  * 2816, llama-2-tiny-random's 32000-token SPM vocabulary, Q8_0 matrices: 155 M parameters,
@@ -19,7 +19,7 @@
  * defined and sampling gives varied text (the model is random, so the text is nonsense).
  * The file goes to /tmp by default; never commit one.
  *
- * --fim appends six fill-in-the-middle tokens to the vocabulary (src/gguf/mkmodel_vocab.c),
+ * --fim appends fill-in-the-middle tokens to the vocabulary (src/gguf/mkmodel_vocab.c),
  * for the server's /infill; with --from the model is a copy of MODEL.gguf, its weights as
  * they are, with those tokens added (stories260K that infills: tests/server_test.py and the
  * llama-server suite's stories260K-infill).
@@ -85,6 +85,9 @@ static void usage(FILE *f)
                "                   <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>, <|fim_pad|>,\n"
                "                   <|repo_name|>, <|file_sep|>, with the tokenizer.ggml.fim_*_token_id\n"
                "                   keys), for the server's /infill\n"
+               "  --fim-style S    qwen (the default of --fim: the six above) or codellama (its four\n"
+               "                   \u2581<PRE>, \u2581<SUF>, \u2581<MID>, \u2581<EOT> with the older\n"
+               "                   tokenizer.ggml.prefix/suffix/middle/eot_token_id keys; implies --fim)\n"
                "  --from FILE      with --fim: copy FILE's model (weights as they are) instead of\n"
                "                   making a random one; the new tokens' embedding and output rows are the\n"
                "                   mean of the trained ones\n");
@@ -112,7 +115,7 @@ static void wrote(const char *out, const struct timespec *t0)
 }
 
 /* --from: a copy of a model with the FIM tokens added (the only change --from makes) */
-static int mkmodel_from(const char *from, const char *out, bool fim, const char *shape_flag)
+static int mkmodel_from(const char *from, const char *out, int fim, const char *shape_flag)
 {
     if (!fim) return bad("--from", "copies a model to add --fim tokens; give --fim");
     if (shape_flag) return bad(shape_flag, "not with --from (the model's shape is the copied one's)");
@@ -120,7 +123,7 @@ static int mkmodel_from(const char *from, const char *out, bool fim, const char 
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     sift_error err = {0};
-    if (sift__mkmodel_add_fim(out, from, &err) != SIFT_OK) return fprintf(stderr, "sift mkmodel: %s\n", err.msg), 1;
+    if (sift__mkmodel_add_fim(out, from, fim, &err) != SIFT_OK) return fprintf(stderr, "sift mkmodel: %s\n", err.msg), 1;
     wrote(out, &t0);
     return 0;
 }
@@ -137,10 +140,10 @@ int sift_cmd_mkmodel(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--fim")) {
-            sp.fim = true;
+            if (!sp.fim) sp.fim = SIFT__FIM_QWEN;
             continue;
         }
-        if (strcmp(a, "-o") && strcmp(a, "--from")) shape_flag = a;
+        if (strcmp(a, "-o") && strcmp(a, "--from") && strcmp(a, "--fim-style")) shape_flag = a;
         if (!v) return bad(a, a[0] == '-' ? "missing value (or unknown option)" : "unexpected argument");
         i++;
         char *end;
@@ -166,6 +169,10 @@ int sift_cmd_mkmodel(int argc, char **argv)
             vocab = v;
         } else if (!strcmp(a, "--from")) {
             from = v;
+        } else if (!strcmp(a, "--fim-style")) {
+            if (!strcmp(v, "qwen")) sp.fim = SIFT__FIM_QWEN;
+            else if (!strcmp(v, "codellama")) sp.fim = SIFT__FIM_CODELLAMA;
+            else return bad(a, "expected qwen or codellama");
         } else if (!strcmp(a, "--type") || !strcmp(a, "--type-exps")) {
             if (!type_by_name(v, !strcmp(a, "--type") ? &sp.type : &sp.exp_type))
                 return bad(a, "expected q8_0, q4_0, q4_k, q5_k, q6_k, f16, bf16, f32 or mxfp4");
@@ -222,7 +229,9 @@ int sift_cmd_mkmodel(int argc, char **argv)
     sift_error err = {0};
     sift_gguf *vg = sift_gguf_open(vocab, &err);
     if (!vg) return fprintf(stderr, "sift mkmodel: --vocab: %s\n", err.msg), 1;
-    const int64_t n_vocab = (int64_t)sift_gguf_array_n(sift_gguf_get(vg, "tokenizer.ggml.tokens")) + (sp.fim ? SIFT__MKMODEL_N_FIM : 0);
+    int n_fim = 0;
+    sift__mkmodel_fim_tokens(sp.fim, &n_fim);
+    const int64_t n_vocab = (int64_t)sift_gguf_array_n(sift_gguf_get(vg, "tokenizer.ggml.tokens")) + n_fim;
     sift_gguf_close(vg);
     const int hd = sp.head_dim ? sp.head_dim : sp.n_embd / sp.n_head;
     const bool moe = !strcmp(sp.arch, "qwen3moe") || !strcmp(sp.arch, "gpt-oss");
