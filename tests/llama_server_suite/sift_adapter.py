@@ -9,8 +9,10 @@ models from Hugging Face. Nothing is downloaded here, so this plugin:
   `--hf-repo/--hf-file` into `--model` with a local file and passes every other flag to
   `sift serve` as it is: a flag sift does not take fails the test, as it would fail a user;
 - makes the models we can make: the suite's stories260K-infill (stories260K with fill-in-the-
-  middle tokens) is `sift mkmodel --fim --from stories260K.gguf` (MADE below; the FIM tokens'
-  rows are ours, so the text it infills is not the upstream file's);
+  middle tokens) is `sift mkmodel --fim-style codellama --from stories260K.gguf` (MADE below):
+  CodeLlama's prefix/suffix/middle tokens, a llama vocabulary's own FIM form, without
+  repository tokens. The upstream file cannot be fetched; its tests' expected words (stories
+  about Jimmy, the park) come out with this form, not with Qwen's repository form;
 - skips, with the reason, a test whose server needs a model we do not have (MODELS below),
   and the tests that build an OpenAI *Python* client (Debian 12 has no `openai` package; the
   official npm client is tested in tests/openai_client instead);
@@ -38,7 +40,7 @@ MODELS = {
 
 # (hf repo, hf file) -> (a local GGUF, the `sift mkmodel` flags that make the model from it)
 MADE = {
-    ("ggml-org/test-model-stories260K-infill", None): ("stories260K.gguf", ["--fim"]),
+    ("ggml-org/test-model-stories260K-infill", None): ("stories260K.gguf", ["--fim-style", "codellama"]),
 }
 
 
