@@ -44,10 +44,10 @@
 static int add_tokens(const srv_server *s, sbuf *out, const char *name, const char *text, size_t len, bool parse_special,
                       srv_error *e)
 {
-    if (!utf8_valid(text, len)) return srv_errorf(e, 400, "'%s' is not valid UTF-8", name);
-    int32_t n = 0;
-    sift_token *t = srv_tokenize(s, text, len, false, parse_special, &n);
-    if (!t) return srv_errorf(e, 500, "'%s': cannot tokenize (out of memory)", name);
+    int32_t n;
+    sift_token *t;
+    const int rc = srv_tokenize_field(s, name, text, len, false, parse_special, &t, &n, e);
+    if (rc) return rc;
     sbuf_add(out, t, (size_t)n * sizeof *t);
     free(t);
     return out->oom ? srv_errorf(e, 500, "out of memory") : 0;

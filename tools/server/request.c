@@ -189,14 +189,22 @@ static bool tv_add(tokvec *v, const sift_token *t, int32_t n)
     return true;
 }
 
+int srv_tokenize_field(const srv_server *s, const char *name, const char *text, size_t len, bool add_special,
+                       bool parse_special, sift_token **out, int32_t *n_out, srv_error *e)
+{
+    if (!utf8_valid(text, len)) return srv_errorf(e, 400, "'%s' is not valid UTF-8", name);
+    *n_out = 0;
+    *out = srv_tokenize(s, text, len, add_special, parse_special, n_out);
+    return *out ? 0 : srv_errorf(e, 500, "'%s': cannot tokenize (out of memory)", name);
+}
+
 /* Tokenize a prompt text into v; the field name is for messages. */
 static int add_text(const srv_server *s, tokvec *v, const char *name, const char *text, size_t len, bool add_special,
                     srv_error *e)
 {
-    if (!utf8_valid(text, len)) return srv_errorf(e, 400, "'%s' is not valid UTF-8", name);
-    int32_t n = 0;
-    sift_token *t = srv_tokenize(s, text, len, add_special, true, &n);
-    if (!t) return srv_errorf(e, 500, "'%s': cannot tokenize (out of memory)", name);
+    int32_t n;
+    sift_token *t;
+    TRY(srv_tokenize_field(s, name, text, len, add_special, true, &t, &n, e));
     const bool ok = tv_add(v, t, n);
     free(t);
     return ok ? 0 : srv_errorf(e, 500, "out of memory");

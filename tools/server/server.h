@@ -518,6 +518,10 @@ bool srv_client_gone(int fd);
 
 /* Parse and check a completion request (any of the three kinds) from body[0..len): fills r
  * (free with srv_request_free). Returns 0, or the HTTP status with e filled. */
+/* text[0..len) of the request field `name` tokenized into *out (malloc'd, *n_out tokens):
+ * 0, a 400 for text that is not UTF-8, a 500 when out of memory. (request.c) */
+int srv_tokenize_field(const srv_server *s, const char *name, const char *text, size_t len, bool add_special,
+                       bool parse_special, sift_token **out, int32_t *n_out, srv_error *e);
 /* POST /infill (infill.c): 0 when the vocabulary has the FIM prefix, suffix and middle tokens,
  * else 501 not_supported_error (llama-server's answer). */
 int srv_infill_supported(const srv_server *s, srv_error *e);
