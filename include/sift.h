@@ -805,6 +805,17 @@ SIFT_API sift_token sift_vocab_unk(const sift_vocab *vocab);
 SIFT_API sift_token sift_vocab_sep(const sift_vocab *vocab);
 SIFT_API sift_token sift_vocab_pad(const sift_vocab *vocab);
 SIFT_API sift_token sift_vocab_nl(const sift_vocab *vocab);
+/* Fill-in-the-middle tokens (llama.cpp's llama_vocab_fim_*): prefix, suffix, middle, pad,
+ * repository and file separator. From tokenizer.ggml.fim_{pre,suf,mid,pad,rep,sep}_token_id,
+ * the older prefix/suffix/middle_token_id keys, or else recognised by their text
+ * ("<|fim_prefix|>", "<PRE>", "<fim-prefix>", ...). SIFT_TOKEN_NULL when the vocabulary has
+ * none: a model without pre, suf and mid cannot infill (llama-server's /infill). */
+SIFT_API sift_token sift_vocab_fim_pre(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_fim_suf(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_fim_mid(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_fim_pad(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_fim_rep(const sift_vocab *vocab);
+SIFT_API sift_token sift_vocab_fim_sep(const sift_vocab *vocab);
 /* Whether tokenize(add_special = true) adds BOS (CLS) first / EOS last. */
 SIFT_API bool sift_vocab_add_bos(const sift_vocab *vocab);
 SIFT_API bool sift_vocab_add_eos(const sift_vocab *vocab);

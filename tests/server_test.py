@@ -33,8 +33,8 @@ ARGS = None
 class Server:
     """A `sift serve` process on 127.0.0.1 with a free port."""
 
-    def __init__(self, *extra, env=None):
-        cmd = [ARGS.sift, "serve", "-m", ARGS.model, "--host", "127.0.0.1", "--port", "0", *extra]
+    def __init__(self, *extra, env=None, model=None):
+        cmd = [ARGS.sift, "serve", "-m", model or ARGS.model, "--host", "127.0.0.1", "--port", "0", *extra]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})))
         self.log = []
         deadline = time.time() + 60
@@ -1709,6 +1709,114 @@ def test_context_shift():
         assert st == 200 and j["truncated"] is True and j["tokens_evaluated"] + j["tokens_predicted"] == 128, j
     finally:
         S.stop()
+
+
+FIM_TEXTS = {"qwen": ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>", "<|file_sep|>"),
+             "codellama": ("\u2581<PRE>", "\u2581<SUF>", "\u2581<MID>", None, None)}
+
+
+def fim_model(d, style="qwen"):
+    """stories260K with FIM tokens (`sift mkmodel --fim-style STYLE --from`) in folder d."""
+    path = os.path.join(d, f"stories260K-fim-{style}.gguf")
+    r = subprocess.run([ARGS.sift, "mkmodel", "--fim-style", style, "--from", ARGS.model, "-o", path], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return path
+
+
+def llama_server_fim_prompt(S, body, n_batch, n_predict, n_ctx, spm=False, style="qwen"):
+    """llama-server's format_prompt_infill, written again from its description, on /tokenize's
+    tokens: what /infill must decode, token for token."""
+    def tok(text, special=False):
+        st, j = S.post("/tokenize", {"content": text, "add_special": False, "parse_special": special})
+        assert st == 200, j
+        return j["tokens"]
+
+    def mixed(v):
+        return tok(v) if isinstance(v, str) else [t for x in v for t in (tok(x) if isinstance(x, str) else [x])]
+    pre_id, suf_id, mid_id, rep_id, sep_id = (tok(t, True)[0] if t else None for t in FIM_TEXTS[style])
+    extra = [rep_id] + tok("myproject\n") if rep_id is not None else []
+    for c in body.get("input_extra", []):
+        head = [sep_id] + tok(c.get("filename", "tmp") + "\n") if sep_id is not None else tok("\n\n--- snippet ---\n\n")
+        extra += head + tok(c["text"])
+    extra += [sep_id] + tok("filename\n") if sep_id is not None else []
+    prompt = tok(body.get("prompt", ""), True)
+    prefix, suffix = mixed(body["input_prefix"]), mixed(body["input_suffix"])
+    n_pre = min(len(prefix), 3 * (n_batch // 4))
+    n_suf = min(len(suffix), max(0, n_batch // 4 - (2 + len(prompt))))
+    n_extra = min(max(0, n_ctx - n_batch - 2 * n_predict), len(extra))
+    part_pre = [pre_id] + prefix[len(prefix) - n_pre:] + prompt
+    part_suf = [suf_id] + suffix[:n_suf]
+    first, second = (part_suf, part_pre) if spm else (part_pre, part_suf)
+    bos = tok("<s>", True)
+    return extra[len(extra) - n_extra:] + bos + first + second + [mid_id], (n_pre, len(prefix), n_suf, len(suffix), n_extra, len(extra))
+
+
+def test_infill():
+    """issue 29: /infill on a model whose vocabulary has FIM tokens (mkmodel --fim) decodes
+    llama-server's fill-in-the-middle prompt token for token (repository context from
+    <|repo_name|>/<|file_sep|>, the prefix, suffix and extra context cut to -b and the slot as
+    llama-server cuts them), and answers as /completion does for that prompt (same text);
+    streamed, the same text; --spm-infill puts the suffix first; CodeLlama's tokens (the older
+    prefix/suffix/middle keys, no repository tokens) give the snippet-separated form; bad
+    input_extra is a 400."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="sift-infill-")
+    code = "".join(f"int f{i}(int x) {{ return x * {i}; }}\n" for i in range(12))  # a long prefix: cut to its last 48 tokens
+    body = {"input_prefix": "#include <stdio.h>\n" + code + "int main() {\n", "prompt": "  int n = ",
+            "input_suffix": "  return 0;\n}\n" + code,
+            "input_extra": [{"filename": f"f{k}.h", "text": code} for k in range(3)] + [{"text": "int g(void);\n"}],
+            "temperature": 0, "n_predict": 8}
+    try:
+        model = fim_model(d)
+        n_batch, n_predict, n_ctx = 64, 16, 512
+        S = Server("-np", "1", "-c", str(n_ctx), "-b", str(n_batch), "-n", str(n_predict), model=model)
+        try:
+            for b in (body, dict(body, input_suffix=["  return 0;", 13, "}"], prompt=""), {k: v for k, v in body.items() if k != "input_extra"}):
+                want, cut = llama_server_fim_prompt(S, b, n_batch, n_predict, n_ctx)
+                st, j = S.post("/infill", b)
+                assert st == 200, (st, j)
+                st, c = S.post("/completion", {"prompt": want, "temperature": 0, "n_predict": 8})
+                assert st == 200, c
+                assert j["tokens_evaluated"] == len(want) and j["prompt"] == c["prompt"], (cut, j["tokens_evaluated"], len(want), j["prompt"], c["prompt"])
+                assert j["content"] == c["content"] and j["tokens_predicted"] == 8, (j["content"], c["content"])
+            assert cut[0] < cut[1] and cut[2] < cut[3], cut  # the prefix and the suffix were cut
+            want, cut = llama_server_fim_prompt(S, body, n_batch, n_predict, n_ctx)
+            assert cut[4] < cut[5], cut  # and the extra context
+            st, j = S.post("/infill", body)
+            ev = S.stream("/infill", dict(body, stream=True))
+            assert "".join(e.get("content", "") for e in ev if e != "[DONE]") == j["content"] and ev[-1]["stop"] is True, ev
+            for bad in ({}, {"filename": "ok"}, {"filename": 123}, {"filename": 123, "text": "abc"}, {"filename": 123, "text": 456}, 7):
+                st, e = S.post("/infill", dict(body, input_extra=[bad]))
+                assert st == 400 and "input_extra[0]" in e["error"]["message"], (bad, st, e)
+            for b, word in ((dict(body, input_extra={}), "input_extra"), ({"input_suffix": "x"}, "input_prefix"),
+                            ({"input_prefix": "x"}, "input_suffix"), (dict(body, prompt=[1, 2]), "prompt"),
+                            (dict(body, input_prefix=[99999]), "input_prefix[0]")):
+                st, e = S.post("/infill", b)
+                assert st == 400 and word in e["error"]["message"], (b, st, e)
+        finally:
+            S.stop()
+        # suffix first (--spm-infill); CodeLlama's tokens with the older keys: no repository
+        # tokens, the files after llama-server's snippet line
+        for style, flags in (("qwen", ["--spm-infill"]), ("codellama", [])):
+            S = Server("-np", "1", "-c", str(n_ctx), "-b", str(n_batch), "-n", str(n_predict), *flags,
+                       model=model if style == "qwen" else fim_model(d, style))
+            try:
+                want, cut = llama_server_fim_prompt(S, body, n_batch, n_predict, n_ctx, spm=bool(flags), style=style)
+                st, j = S.post("/infill", body)
+                st2, c = S.post("/completion", {"prompt": want, "temperature": 0, "n_predict": 8})
+                assert st == 200 and st2 == 200 and j["tokens_evaluated"] == len(want) and j["prompt"] == c["prompt"], (style, cut, j, c)
+                assert j["content"] == c["content"] and ("snippet" in j["prompt"]) == (style == "codellama"), (style, j)
+            finally:
+                S.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_infill_needs_fim_tokens(S):
+    """A model without FIM tokens (stories260K): /infill is 501 not_supported_error, as llama-server."""
+    st, j = S.post("/infill", {"input_prefix": "a", "input_suffix": "b"})
+    assert st == 501 and j["error"]["type"] == "not_supported_error" and "infill" in j["error"]["message"], (st, j)
 
 
 def test_hostile_chat_template():

@@ -889,6 +889,90 @@ static void test_model_info(void **state)
     assert_int_equal(sift_vocab_n_tokens(sift_model_vocab(fx[1].model)), 32000);
 }
 
+/* `sift mkmodel --fim --from`: stories260K with the six FIM tokens after its 512. The vocabulary
+ * names them (control tokens, pad/rep/sep end generation as llama.cpp makes them), the text
+ * parses to them only with parse_special, and the copy's logits are the original's, bit for
+ * bit, with the mean logit for the new tokens; a second --fim is refused. A random model with spec.fim
+ * gets the same vocabulary. */
+static void test_fim_copy(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], again[1100], rnd[1100], src[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/fim.gguf", dir);
+    snprintf(again, sizeof again, "%s/fim2.gguf", dir);
+    snprintf(rnd, sizeof rnd, "%s/rnd.gguf", dir);
+    ref_model_path("stories260K", src, sizeof src);
+    sift_error err = {0};
+    assert_int_equal(sift__mkmodel_add_fim(path, src, SIFT__FIM_QWEN, &err), SIFT_OK);
+    assert_int_equal(sift__mkmodel_add_fim(again, path, SIFT__FIM_CODELLAMA, &err), SIFT_E_INVAL);
+    printf("  fim again      %s\n", err.msg);
+    sift_model *m = sift_model_load(path, &err);
+    assert_non_null(m);
+    const sift_vocab *v = sift_model_vocab(m);
+    assert_int_equal(sift_model_n_vocab(m), 518);
+    const sift_token ids[6] = {sift_vocab_fim_pre(v), sift_vocab_fim_suf(v), sift_vocab_fim_mid(v),
+                               sift_vocab_fim_pad(v), sift_vocab_fim_rep(v), sift_vocab_fim_sep(v)};
+    for (int k = 0; k < 6; k++) {
+        assert_int_equal(ids[k], 512 + k);
+        assert_true(sift_vocab_is_control(v, ids[k]));
+        assert_int_equal(sift_vocab_is_eog(v, ids[k]), k >= 3);
+        sift_token t[16];
+        int nf;
+        const char *text = sift__mkmodel_fim_tokens(SIFT__FIM_QWEN, &nf)[k].text;
+        assert_int_equal(sift_tokenize(v, text, strlen(text), t, 16, false, true), 1);
+        assert_int_equal(t[0], ids[k]);
+        const int32_t n = sift_tokenize(v, text, strlen(text), t, 16, false, false);
+        for (int32_t i = 0; i < n; i++) assert_true(t[i] < 512);
+    }
+    assert_int_equal(sift_vocab_fim_pre(sift_model_vocab(fx[0].model)), SIFT_TOKEN_NULL);
+    const ref_prompt *rp = &fx[0].ref.prompts[0];
+    sift_context *a = mkctx(fx[0].model, 1, 1, SIFT_ISA_AUTO), *b = mkctx(m, 1, 1, SIFT_ISA_AUTO);
+    decode_prompt(a, rp, 0);
+    decode_prompt(b, rp, 0);
+    for (int pos = 0; pos < rp->n_tokens; pos++) {
+        const float *la = sift_get_logits_ith(a, pos), *lb = sift_get_logits_ith(b, pos);
+        assert_memory_equal(la, lb, 512 * sizeof(float));
+        double mean = 0; /* the new tokens' logit: the mean one (their head rows are the mean row) */
+        for (int k = 0; k < 512; k++) mean += lb[k];
+        mean /= 512;
+        for (int k = 512; k < 518; k++) {
+            assert_true(lb[k] == lb[512]);
+            assert_true(fabs(lb[k] - mean) < 1e-3 * (1 + fabs(mean)));
+            assert_true(lb[k] < lb[argmax(lb, 512)]);
+        }
+    }
+    sift_context_free(a);
+    sift_context_free(b);
+    sift_model_free(m);
+    const sift__mkmodel_spec spec = {.arch = "llama", .n_embd = 64, .n_ff = 128, .n_layer = 1, .n_head = 4, .n_head_kv = 2, .fim = SIFT__FIM_QWEN};
+    assert_int_equal(sift__mkmodel_write(rnd, src, &spec, &err), SIFT_OK);
+    sift_vocab *rv = sift_vocab_load(rnd, &err);
+    assert_non_null(rv);
+    assert_int_equal(sift_vocab_n_tokens(rv), 518);
+    assert_int_equal(sift_vocab_fim_mid(rv), 514);
+    assert_int_equal(sift_vocab_fim_sep(rv), 517);
+    sift_vocab_free(rv);
+    /* CodeLlama's four with the older keys: prefix/suffix/middle are FIM pre/suf/mid, EOT the
+     * end of turn; no pad, repository or file tokens */
+    assert_int_equal(sift__mkmodel_add_fim(again, src, SIFT__FIM_CODELLAMA, &err), SIFT_OK);
+    rv = sift_vocab_load(again, &err);
+    assert_non_null(rv);
+    assert_int_equal(sift_vocab_n_tokens(rv), 516);
+    assert_int_equal(sift_vocab_fim_pre(rv), 512);
+    assert_int_equal(sift_vocab_fim_suf(rv), 513);
+    assert_int_equal(sift_vocab_fim_mid(rv), 514);
+    assert_int_equal(sift_vocab_eot(rv), 515);
+    assert_true(sift_vocab_is_eog(rv, 515) && !sift_vocab_is_eog(rv, 512));
+    assert_int_equal(sift_vocab_fim_rep(rv), SIFT_TOKEN_NULL);
+    assert_int_equal(sift_vocab_fim_sep(rv), SIFT_TOKEN_NULL);
+    sift_vocab_free(rv);
+    unlink(again);
+    unlink(path);
+    unlink(rnd);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -907,6 +991,7 @@ int main(void)
         cmocka_unit_test(test_kv_shift),
         cmocka_unit_test(test_state_seq_file),
         cmocka_unit_test(test_decode_errors),
+        cmocka_unit_test(test_fim_copy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -47,6 +47,12 @@ llama_token llama_vocab_eot(const struct llama_vocab *vocab);
 llama_token llama_vocab_sep(const struct llama_vocab *vocab);
 llama_token llama_vocab_nl(const struct llama_vocab *vocab);
 llama_token llama_vocab_pad(const struct llama_vocab *vocab);
+llama_token llama_vocab_fim_pre(const struct llama_vocab *vocab);
+llama_token llama_vocab_fim_suf(const struct llama_vocab *vocab);
+llama_token llama_vocab_fim_mid(const struct llama_vocab *vocab);
+llama_token llama_vocab_fim_pad(const struct llama_vocab *vocab);
+llama_token llama_vocab_fim_rep(const struct llama_vocab *vocab);
+llama_token llama_vocab_fim_sep(const struct llama_vocab *vocab);
 bool llama_vocab_is_control(const struct llama_vocab *vocab, llama_token token);
 
 static void quiet_log(int level, const char *text, void *ud)
@@ -290,6 +296,12 @@ static void compare_facts(const struct llama_vocab *lv, const sift_vocab *sv)
     SAME_ID("sep", llama_vocab_sep(lv), sift_vocab_sep(sv));
     SAME_ID("pad", llama_vocab_pad(lv), sift_vocab_pad(sv));
     SAME_ID("nl", llama_vocab_nl(lv), sift_vocab_nl(sv));
+    SAME_ID("fim_pre", llama_vocab_fim_pre(lv), sift_vocab_fim_pre(sv));
+    SAME_ID("fim_suf", llama_vocab_fim_suf(lv), sift_vocab_fim_suf(sv));
+    SAME_ID("fim_mid", llama_vocab_fim_mid(lv), sift_vocab_fim_mid(sv));
+    SAME_ID("fim_pad", llama_vocab_fim_pad(lv), sift_vocab_fim_pad(sv));
+    SAME_ID("fim_rep", llama_vocab_fim_rep(lv), sift_vocab_fim_rep(sv));
+    SAME_ID("fim_sep", llama_vocab_fim_sep(lv), sift_vocab_fim_sep(sv));
     SAME_ID("add_bos", (int)llama_vocab_get_add_bos(lv), (int)sift_vocab_add_bos(sv));
     SAME_ID("add_eos", (int)llama_vocab_get_add_eos(lv), (int)sift_vocab_add_eos(sv));
 #undef SAME_ID

@@ -4,6 +4,10 @@ must match sift.h field for field; tests/test_layout.py checks them against the 
 
 The library is found, in order, through:
   SIFT_LIBRARY   the full path of libsift.so (e.g. build/libsift.so in a checkout)
+  the package    sift/libsift.so, copied in by `pip install ./python` from the checkout's
+                 build/libsift.so (setup.py; `bash scripts/run` builds it)
+  the checkout   build/libsift.so of the checkout the package was installed from (built
+                 after the install)
   the loader     "libsift.so.0" on the system path: an install prefix's lib folder in
                  LD_LIBRARY_PATH, or a prefix ldconfig knows
 """
@@ -147,19 +151,38 @@ class SiftError(RuntimeError):
         self.status = status
 
 
+def _checkout():
+    """The checkout this package was installed from (setup.py writes _checkout.py), or None."""
+    try:
+        from ._checkout import CHECKOUT
+    except ImportError:  # run from the source folder, not installed
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        CHECKOUT = here if os.path.isfile(os.path.join(here, "scripts", "run")) else None
+    return CHECKOUT
+
+
 def _open():
     path = os.environ.get("SIFT_LIBRARY")
     if path:
         if not os.path.isfile(path):
             raise OSError(f"SIFT_LIBRARY={path}: no such file (it must be the full path of libsift.so)")
         return ffi.dlopen(path)
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libsift.so")
+    if os.path.isfile(bundled):
+        return ffi.dlopen(bundled)
+    checkout = _checkout()
+    built = os.path.join(checkout, "build", "libsift.so") if checkout else None
+    if built and os.path.isfile(built):
+        return ffi.dlopen(built)
     try:
         return ffi.dlopen("libsift.so.0")
     except OSError as e:
-        raise OSError(
-            "cannot find libsift.so: set SIFT_LIBRARY to its full path (e.g. build/libsift.so), "
-            "or put an install prefix's lib folder in LD_LIBRARY_PATH"
-        ) from e
+        if checkout:
+            how = (f"build it: `bash scripts/run` in {checkout} (or `cmake --build {os.path.join(checkout, 'build')} "
+                   f"--target sift_shared`), which writes {built}; this package loads it from there")
+        else:
+            how = "set SIFT_LIBRARY to its full path (e.g. build/libsift.so of a checkout)"
+        raise OSError(f"cannot find libsift.so: {how}; or put an install prefix's lib folder in LD_LIBRARY_PATH") from e
 
 
 lib = _open()

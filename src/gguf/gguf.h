@@ -52,6 +52,9 @@ int sift__gguf_writer_set_arr(sift__gguf_writer *w, const char *key, sift_gguf_t
                              uint64_t n);
 /* An array of n NUL-terminated strings, copied. */
 int sift__gguf_writer_set_arr_str(sift__gguf_writer *w, const char *key, const char *const *strs, uint64_t n);
+/* The same with each string's length given (lens NULL: strlen), so a string may hold NUL bytes. */
+int sift__gguf_writer_set_arr_strn(sift__gguf_writer *w, const char *key, const char *const *strs, const size_t *lens,
+                                  uint64_t n);
 /* Copy any value (nested arrays included) from an open file. */
 int sift__gguf_writer_set_value(sift__gguf_writer *w, const char *key, const sift_gguf_value *v);
 /* Remove a key if present. */

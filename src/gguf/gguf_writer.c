@@ -189,11 +189,17 @@ int sift__gguf_writer_set_arr(sift__gguf_writer *w, const char *key, sift_gguf_t
 
 int sift__gguf_writer_set_arr_str(sift__gguf_writer *w, const char *key, const char *const *strs, uint64_t n)
 {
+    return sift__gguf_writer_set_arr_strn(w, key, strs, NULL, n);
+}
+
+int sift__gguf_writer_set_arr_strn(sift__gguf_writer *w, const char *key, const char *const *strs, const size_t *lens,
+                                  uint64_t n)
+{
     wbuf b = {0};
     wb_u32(&b, SIFT_GGUF_ARRAY);
     wb_u32(&b, SIFT_GGUF_STRING);
     wb_u64(&b, n);
-    for (uint64_t i = 0; i < n; i++) wb_str(&b, strs[i], strlen(strs[i]));
+    for (uint64_t i = 0; i < n; i++) wb_str(&b, strs[i], lens ? lens[i] : strlen(strs[i]));
     return put_kv(w, key, &b);
 }
 

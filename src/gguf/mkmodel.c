@@ -167,11 +167,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     if (rc != SIFT_OK) return rc;
     sift_gguf *g = sift_gguf_open(vocab_src, err);
     if (!g) return err ? err->status : SIFT_E_IO;
-    const int64_t n_vocab = sift_gguf_array_n(sift_gguf_get(g, "tokenizer.ggml.tokens"));
-    if (n_vocab < 1) {
-        sift_gguf_close(g);
-        return sift__error_set(err, SIFT_E_FORMAT, "mkmodel: %s has no tokenizer.ggml.tokens", vocab_src);
-    }
+    int64_t n_vocab = 0;
 
     mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 24 * sp->n_layer, .err = err};
     S.w = sift__gguf_writer_new();
@@ -231,8 +227,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         sift__gguf_writer_set_f32(w, KEY("logit_scale"), 8.0f);
     }
 #undef KEY
-    for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
-        if (!strncmp(sift_gguf_key(g, i), "tokenizer.", 10)) sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
+    if ((rc = sift__mkmodel_copy_vocab(w, g, sp->fim, &n_vocab, err)) != SIFT_OK) goto done;
 
     const int E = sp->n_embd, F = sp->n_ff, HD = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
     const int Q = sp->n_head * HD, KV = sp->n_head_kv * HD;

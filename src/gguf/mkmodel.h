@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gguf/gguf.h"
 #include "sift.h"
 
 typedef struct sift__mkmodel_spec {
@@ -61,12 +62,37 @@ typedef struct sift__mkmodel_spec {
                                 attn_factor 1.19, rope_factors_long/short tensors) */
     sift_tensor_type exp_type; /* the expert stacks' type (MoE); SIFT_TYPE_F32 (0): as `type`.
                                 gpt-oss's own files have them in MXFP4 */
+    int fim;                 /* sift__mkmodel_fim: fill-in-the-middle tokens after the copied vocabulary
+                                (mkmodel_vocab.c); 0: none */
 } sift__mkmodel_spec;
 
 /* Write the model to path; vocab_src is a GGUF whose tokenizer.* pairs are copied.
  * SIFT_E_INVAL for a shape that is not a valid model (named in err), SIFT_E_IO / the
  * reader's codes for the files, SIFT_E_NOMEM. */
 sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const sift__mkmodel_spec *spec, sift_error *err);
+
+/* The fill-in-the-middle tokens `fim` appends (mkmodel_vocab.c), control tokens after the
+ * vocabulary's last id, each with the metadata key that names it:
+ *   SIFT__FIM_QWEN       Qwen2.5-Coder's six: <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>,
+ *                        <|fim_pad|>, <|repo_name|>, <|file_sep|> (tokenizer.ggml.fim_*_token_id)
+ *   SIFT__FIM_CODELLAMA  CodeLlama's four: "▁<PRE>", "▁<SUF>", "▁<MID>", "▁<EOT>" with the older
+ *                        keys (tokenizer.ggml.prefix/suffix/middle/eot_token_id): no repository tokens */
+typedef enum sift__mkmodel_fim { SIFT__FIM_NONE = 0, SIFT__FIM_QWEN = 1, SIFT__FIM_CODELLAMA = 2 } sift__mkmodel_fim;
+typedef struct sift__mkmodel_fim_token {
+    const char *text, *key;
+} sift__mkmodel_fim_token;
+/* The tokens of a style and *n their count; NULL (n 0) for SIFT__FIM_NONE or an unknown style. */
+const sift__mkmodel_fim_token *sift__mkmodel_fim_tokens(int style, int *n);
+
+/* Copy g's tokenizer.* pairs into w; with a FIM style, its tokens are appended to the tokens,
+ * scores and token types, and their keys name them (a vocabulary that has FIM tokens already
+ * is refused). *n_vocab: the written vocabulary's size. */
+int sift__mkmodel_copy_vocab(sift__gguf_writer *w, const sift_gguf *g, int fim, int64_t *n_vocab, sift_error *err);
+
+/* Write to path a copy of the model at src, weights and metadata as they are, with the FIM
+ * style's tokens added: token_embd.weight and output.weight get a row for each, the mean of
+ * their trained rows. */
+sift_status sift__mkmodel_add_fim(const char *path, const char *src, int fim, sift_error *err);
 
 /* Bytes the tensors of the model will take (the file is this plus metadata and padding);
  * n_vocab is the vocabulary's size. */

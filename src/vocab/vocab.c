@@ -710,6 +710,12 @@ sift_token sift_vocab_unk(const sift_vocab *v) { return v ? v->unk : SIFT_TOKEN_
 sift_token sift_vocab_sep(const sift_vocab *v) { return v ? v->sep : SIFT_TOKEN_NULL; }
 sift_token sift_vocab_pad(const sift_vocab *v) { return v ? v->pad : SIFT_TOKEN_NULL; }
 sift_token sift_vocab_nl(const sift_vocab *v) { return v ? v->nl : SIFT_TOKEN_NULL; }
+sift_token sift_vocab_fim_pre(const sift_vocab *v) { return v ? v->fim_pre : SIFT_TOKEN_NULL; }
+sift_token sift_vocab_fim_suf(const sift_vocab *v) { return v ? v->fim_suf : SIFT_TOKEN_NULL; }
+sift_token sift_vocab_fim_mid(const sift_vocab *v) { return v ? v->fim_mid : SIFT_TOKEN_NULL; }
+sift_token sift_vocab_fim_pad(const sift_vocab *v) { return v ? v->fim_pad : SIFT_TOKEN_NULL; }
+sift_token sift_vocab_fim_rep(const sift_vocab *v) { return v ? v->fim_rep : SIFT_TOKEN_NULL; }
+sift_token sift_vocab_fim_sep(const sift_vocab *v) { return v ? v->fim_sep : SIFT_TOKEN_NULL; }
 bool sift_vocab_add_bos(const sift_vocab *v) { return v && v->add_bos; }
 bool sift_vocab_add_eos(const sift_vocab *v) { return v && v->add_eos; }
 

@@ -8,6 +8,11 @@ models from Hugging Face. Nothing is downloaded here, so this plugin:
 - points LLAMA_SERVER_BIN_PATH at `sift-as-llama-server` (beside this file), which turns
   `--hf-repo/--hf-file` into `--model` with a local file and passes every other flag to
   `sift serve` as it is: a flag sift does not take fails the test, as it would fail a user;
+- makes the models we can make: the suite's stories260K-infill (stories260K with fill-in-the-
+  middle tokens) is `sift mkmodel --fim-style codellama --from stories260K.gguf` (MADE below):
+  CodeLlama's prefix/suffix/middle tokens, a llama vocabulary's own FIM form, without
+  repository tokens. The upstream file cannot be fetched; its tests' expected words (stories
+  about Jimmy, the park) come out with this form, not with Qwen's repository form;
 - skips, with the reason, a test whose server needs a model we do not have (MODELS below),
   and the tests that build an OpenAI *Python* client (Debian 12 has no `openai` package; the
   official npm client is tested in tests/openai_client instead);
@@ -17,6 +22,7 @@ models from Hugging Face. Nothing is downloaded here, so this plugin:
 Nothing here changes what a test asserts.
 """
 import os
+import subprocess
 import sys
 import types
 
@@ -32,10 +38,29 @@ MODELS = {
 }
 
 
+# (hf repo, hf file) -> (a local GGUF, the `sift mkmodel` flags that make the model from it)
+MADE = {
+    ("ggml-org/test-model-stories260K-infill", None): ("stories260K.gguf", ["--fim-style", "codellama"]),
+}
+
+
+def made_model(repo, file):
+    """The model MADE names, written once per run into the suite's tmp/ (None if its source is missing)."""
+    src, flags = MADE.get((repo, file)) or MADE.get((repo, None)) or (None, None)
+    src = os.path.join(SHARED_MODELS, src) if src else None
+    if not src or not os.path.exists(src):
+        return None
+    out = os.path.join(os.getcwd(), "tmp", repo.split("/")[-1] + ".gguf")
+    if not os.path.exists(out):
+        subprocess.run([os.environ["SIFT_BIN"], "mkmodel", *flags, "--from", src, "-o", out], check=True,
+                       stdout=subprocess.DEVNULL)
+    return out
+
+
 def local_model(repo, file):
     name = MODELS.get((repo, file)) or MODELS.get((repo, None))
     path = os.path.join(SHARED_MODELS, name) if name else None
-    return path if path and os.path.exists(path) else None
+    return path if path and os.path.exists(path) else made_model(repo, file)
 
 
 # `from openai import OpenAI` at a test module's top: importable, and skips the test that uses it

@@ -59,7 +59,7 @@
  * Routes (GET): / (the playground), /health, /v1/health, /props, /slots, /metrics,
  * /v1/models, /models. (POST): /completion, /completions, /v1/completions,
  * /v1/chat/completions, /chat/completions, /tokenize, /detokenize, /apply-template,
- * /embedding, /embeddings, /v1/embeddings (embeddings.c), /v1/messages and
+ * /infill (infill.c), /embedding, /embeddings, /v1/embeddings (embeddings.c), /v1/messages and
  * /v1/messages/count_tokens (Anthropic's API, anthropic.c: its answers, errors included, in
  * Anthropic's shapes).
  */
@@ -838,7 +838,7 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     static const char *const posts[] = {"/completion", "/completions", "/v1/completions", "/v1/chat/completions",
                                         "/chat/completions", "/tokenize", "/detokenize", "/apply-template",
                                         "/embedding", "/embeddings", "/v1/embeddings", "/v1/messages",
-                                        "/v1/messages/count_tokens"};
+                                        "/v1/messages/count_tokens", "/infill"};
     bool is_get = false, is_post = false;
     for (size_t i = 0; i < sizeof gets / sizeof *gets; i++) is_get |= path_is(url, gets[i]);
     for (size_t i = 0; i < sizeof posts / sizeof *posts; i++) is_post |= path_is(url, posts[i]);
@@ -889,6 +889,7 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     if (!strncmp(url, "/slots/", 7)) return handle_slot_action(c, s, url + 7, r);
     if (path_is(url, "/completion") || path_is(url, "/completions")) return handle_completion(c, s, SRV_NATIVE, r);
     if (path_is(url, "/v1/completions")) return handle_completion(c, s, SRV_OAI_CMPL, r);
+    if (path_is(url, "/infill")) return handle_completion(c, s, SRV_INFILL, r);
     if (path_is(url, "/v1/chat/completions") || path_is(url, "/chat/completions")) return handle_completion(c, s, SRV_OAI_CHAT, r);
     if (path_is(url, "/tokenize")) return handle_simple(c, s, srv_handle_tokenize, r);
     if (path_is(url, "/detokenize")) return handle_simple(c, s, srv_handle_detokenize, r);

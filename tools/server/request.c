@@ -201,14 +201,22 @@ static bool tv_add(tokvec *v, const sift_token *t, int32_t n)
     return true;
 }
 
+int srv_tokenize_field(const srv_server *s, const char *name, const char *text, size_t len, bool add_special,
+                       bool parse_special, sift_token **out, int32_t *n_out, srv_error *e)
+{
+    if (!utf8_valid(text, len)) return srv_errorf(e, 400, "'%s' is not valid UTF-8", name);
+    *n_out = 0;
+    *out = srv_tokenize(s, text, len, add_special, parse_special, n_out);
+    return *out ? 0 : srv_errorf(e, 500, "'%s': cannot tokenize (out of memory)", name);
+}
+
 /* Tokenize a prompt text into v; the field name is for messages. */
 static int add_text(const srv_server *s, tokvec *v, const char *name, const char *text, size_t len, bool add_special,
                     srv_error *e)
 {
-    if (!utf8_valid(text, len)) return srv_errorf(e, 400, "'%s' is not valid UTF-8", name);
-    int32_t n = 0;
-    sift_token *t = srv_tokenize(s, text, len, add_special, true, &n);
-    if (!t) return srv_errorf(e, 500, "'%s': cannot tokenize (out of memory)", name);
+    int32_t n;
+    sift_token *t;
+    TRY(srv_tokenize_field(s, name, text, len, add_special, true, &t, &n, e));
     const bool ok = tv_add(v, t, n);
     free(t);
     return ok ? 0 : srv_errorf(e, 500, "out of memory");
@@ -998,6 +1006,11 @@ static int parse_fields(const srv_server *s, srv_kind kind, const cJSON *o, srv_
 
     /* the prompt last: the most expensive part. Several prompts: the first parse (prompt 0)
      * checks them all, so that a bad one fails the request before any task is queued. */
+    if (r->infill) { /* /infill: one prompt, built from input_prefix, input_suffix, input_extra (infill.c) */
+        TRY(srv_infill_prompt(s, o, &r->prompt, &r->n_prompt, e));
+        r->n_prompts = 1;
+        return check_prompt_size(s, r->n_prompt, "input_prefix", e);
+    }
     if (kind == SRV_OAI_CHAT) {
         tokvec v = {0};
         const int rc = parse_messages(s, o, r, &v, e);
@@ -1039,6 +1052,11 @@ int srv_parse_completion_at(const srv_server *s, srv_kind kind, const char *body
                             srv_request *r, srv_error *e)
 {
     memset(r, 0, sizeof *r);
+    if (kind == SRV_INFILL) { /* checked before the body, as llama-server does */
+        TRY(srv_infill_supported(s, e));
+        r->infill = true;
+        kind = SRV_NATIVE;
+    }
     cJSON *root = parse_object(body, len, e);
     if (!root) return e->status;
     if (kind == SRV_ANTH_MSG || kind == SRV_ANTH_COUNT) { /* Anthropic's Messages API: the chat it means (anthropic.c) */

@@ -171,6 +171,7 @@ typedef struct srv_config {
     bool kv_unified;            /* --kv-unified: every slot may fill the whole -c (np x c cells) */
     const char *slot_save_path; /* --slot-save-path DIR: where slot save and restore files live (NULL: no save/restore) */
     bool ctx_shift;             /* --context-shift: a full slot drops old tokens and goes on (llama-server's) */
+    bool spm_infill;            /* --spm-infill: /infill's prompt is suffix-prefix-middle (else prefix-suffix-middle) */
     const char *tags;           /* --tags a,b: the model's tags in /models */
     bool embeddings;            /* --embeddings: /embedding and /v1/embeddings (else 501) */
     int pooling;                /* --pooling: sift_pooling_type (UNSPECIFIED: none) */
@@ -216,6 +217,7 @@ typedef enum srv_kind {
     SRV_OAI_CHAT,   /* POST /v1/chat/completions */
     SRV_ANTH_MSG,   /* POST /v1/messages (anthropic.c): parsed as the chat it converts to (kind SRV_OAI_CHAT) */
     SRV_ANTH_COUNT, /* POST /v1/messages/count_tokens: the same without max_tokens and stream */
+    SRV_INFILL,     /* POST /infill (infill.c): parsed and answered as /completion (kind SRV_NATIVE, infill set) */
 } srv_kind;
 
 typedef struct srv_request {
@@ -258,6 +260,7 @@ typedef struct srv_request {
     int32_t n_keep;            /* --context-shift: prompt tokens kept (-1: all of them) */
     int32_t n_discard;         /* --context-shift: tokens dropped at a time (0: half of what is not kept) */
     bool return_progress;      /* a stream reports the prompt's progress (srv_progress) */
+    bool infill;               /* POST /infill: the prompt is the fill-in-the-middle one (infill.c) */
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -541,6 +544,17 @@ bool srv_client_gone(int fd);
 
 /* Parse and check a completion request (any of the three kinds) from body[0..len): fills r
  * (free with srv_request_free). Returns 0, or the HTTP status with e filled. */
+/* text[0..len) of the request field `name` tokenized into *out (malloc'd, *n_out tokens):
+ * 0, a 400 for text that is not UTF-8, a 500 when out of memory. (request.c) */
+int srv_tokenize_field(const srv_server *s, const char *name, const char *text, size_t len, bool add_special,
+                       bool parse_special, sift_token **out, int32_t *n_out, srv_error *e);
+/* POST /infill (infill.c): 0 when the vocabulary has the FIM prefix, suffix and middle tokens,
+ * else 501 not_supported_error (llama-server's answer). */
+int srv_infill_supported(const srv_server *s, srv_error *e);
+/* The fill-in-the-middle prompt of an /infill request (input_prefix, input_suffix,
+ * input_extra, prompt), token for token llama-server's (malloc'd into *out). 0 or a 400. */
+int srv_infill_prompt(const srv_server *s, const struct cJSON *o, sift_token **out, int32_t *n_out, srv_error *e);
+
 int srv_parse_completion(const srv_server *s, srv_kind kind, const char *body, size_t len, srv_request *r,
                          srv_error *e);
 /* The same for prompt prompt_index and choice `choice` of a request with several (the

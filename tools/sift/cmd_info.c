@@ -165,7 +165,9 @@ static void print_vocab(const sift_gguf *g)
             if (count[k]) printf(" %s %" PRIu64, k < 7 ? names[k] : "other", count[k]);
         putchar('\n');
     }
-    static const char *const ids[] = {"bos", "eos", "eot", "eom", "unknown", "seperator", "padding", "mask"};
+    static const char *const ids[] = {"bos",     "eos",     "eot",     "eom",     "unknown", "seperator", "padding",
+                                      "mask",    "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep",   "fim_sep",
+                                      "prefix",  "suffix",  "middle"};
     bool any = false;
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
         char key[64];

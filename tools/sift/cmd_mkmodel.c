@@ -8,7 +8,8 @@
  *                [--experts N] [--experts-used K] [--ff-exp N] [--type-exps T] [--dim N] [--ff N]
  *                [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--swa N]
  *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
- *                [--out-scale X] [--seed N]
+ *                [--out-scale X] [--seed N] [--fim] [--fim-style qwen|codellama]
+ *   sift mkmodel --fim [--fim-style S] --from MODEL.gguf -o OUT.gguf
  *
  * The default is 1024 wide, 8 layers, 16 heads sharing 4 KV heads (GQA), a feed-forward of
  * 2816, llama-2-tiny-random's 32000-token SPM vocabulary, Q8_0 matrices: 155 M parameters,
@@ -17,6 +18,11 @@
  * deviation of about --out-scale (see src/gguf/mkmodel.h): greedy decoding is well
  * defined and sampling gives varied text (the model is random, so the text is nonsense).
  * The file goes to /tmp by default; never commit one.
+ *
+ * --fim appends fill-in-the-middle tokens to the vocabulary (src/gguf/mkmodel_vocab.c),
+ * for the server's /infill; with --from the model is a copy of MODEL.gguf, its weights as
+ * they are, with those tokens added (stories260K that infills: tests/server_test.py and the
+ * llama-server suite's stories260K-infill).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +80,17 @@ static void usage(FILE *f)
                "                   $SIFT_SHARED/models/llama-2-tiny-random.gguf: 32000-token SPM)\n"
                "  --ctx N          context_length (default 2048)\n"
                "  --out-scale X    standard deviation of the logits (default 1.5)\n"
-               "  --seed N         weights' seed (default 1)\n");
+               "  --seed N         weights' seed (default 1)\n"
+               "  --fim            append fill-in-the-middle tokens to the vocabulary (Qwen2.5-Coder's\n"
+               "                   <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>, <|fim_pad|>,\n"
+               "                   <|repo_name|>, <|file_sep|>, with the tokenizer.ggml.fim_*_token_id\n"
+               "                   keys), for the server's /infill\n"
+               "  --fim-style S    qwen (the default of --fim: the six above) or codellama (its four\n"
+               "                   \u2581<PRE>, \u2581<SUF>, \u2581<MID>, \u2581<EOT> with the older\n"
+               "                   tokenizer.ggml.prefix/suffix/middle/eot_token_id keys; implies --fim)\n"
+               "  --from FILE      with --fim: copy FILE's model (weights as they are) instead of\n"
+               "                   making a random one; the new tokens' embedding and output rows are the\n"
+               "                   mean of the trained ones\n");
 }
 
 static int bad(const char *flag, const char *what)
@@ -83,17 +99,51 @@ static int bad(const char *flag, const char *what)
     return 2;
 }
 
+/* elapsed seconds since t0 */
+static double since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
+static void wrote(const char *out, const struct timespec *t0)
+{
+    struct stat st;
+    const long long size = stat(out, &st) == 0 ? (long long)st.st_size : -1;
+    printf("wrote %s (%lld bytes) in %.1f s\n", out, size, since(t0));
+}
+
+/* --from: a copy of a model with the FIM tokens added (the only change --from makes) */
+static int mkmodel_from(const char *from, const char *out, int fim, const char *shape_flag)
+{
+    if (!fim) return bad("--from", "copies a model to add --fim tokens; give --fim");
+    if (shape_flag) return bad(shape_flag, "not with --from (the model's shape is the copied one's)");
+    if (!out) return bad("--from", "give the copy's file with -o");
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    sift_error err = {0};
+    if (sift__mkmodel_add_fim(out, from, fim, &err) != SIFT_OK) return fprintf(stderr, "sift mkmodel: %s\n", err.msg), 1;
+    wrote(out, &t0);
+    return 0;
+}
+
 int sift_cmd_mkmodel(int argc, char **argv)
 {
     sift__mkmodel_spec sp = {.arch = "llama", .n_embd = 1024, .n_layer = 8, .n_ctx_train = 2048, .out_scale = 1.5f,
                             .seed = 1, .type = SIFT_TYPE_Q8_0};
-    const char *out = NULL, *vocab = NULL;
+    const char *out = NULL, *vocab = NULL, *from = NULL, *shape_flag = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
         }
+        if (!strcmp(a, "--fim")) {
+            if (!sp.fim) sp.fim = SIFT__FIM_QWEN;
+            continue;
+        }
+        if (strcmp(a, "-o") && strcmp(a, "--from") && strcmp(a, "--fim-style")) shape_flag = a;
         if (!v) return bad(a, a[0] == '-' ? "missing value (or unknown option)" : "unexpected argument");
         i++;
         char *end;
@@ -117,6 +167,12 @@ int sift_cmd_mkmodel(int argc, char **argv)
             field = &sp.n_swa, hi = 1 << 24;
         } else if (!strcmp(a, "--vocab")) {
             vocab = v;
+        } else if (!strcmp(a, "--from")) {
+            from = v;
+        } else if (!strcmp(a, "--fim-style")) {
+            if (!strcmp(v, "qwen")) sp.fim = SIFT__FIM_QWEN;
+            else if (!strcmp(v, "codellama")) sp.fim = SIFT__FIM_CODELLAMA;
+            else return bad(a, "expected qwen or codellama");
         } else if (!strcmp(a, "--type") || !strcmp(a, "--type-exps")) {
             if (!type_by_name(v, !strcmp(a, "--type") ? &sp.type : &sp.exp_type))
                 return bad(a, "expected q8_0, q4_0, q4_k, q5_k, q6_k, f16, bf16, f32 or mxfp4");
@@ -151,6 +207,7 @@ int sift_cmd_mkmodel(int argc, char **argv)
             *field = (int)n;
         }
     }
+    if (from) return mkmodel_from(from, out, sp.fim, shape_flag);
     if (!sp.n_head) sp.n_head = sp.n_embd / 64 > 0 ? sp.n_embd / 64 : 1;
     if (!sp.n_head_kv) sp.n_head_kv = sp.n_head % 4 == 0 ? sp.n_head / 4 : sp.n_head;
     if (!sp.n_ff) sp.n_ff = (sp.n_embd * 11 / 4 + 255) / 256 * 256;
@@ -172,7 +229,9 @@ int sift_cmd_mkmodel(int argc, char **argv)
     sift_error err = {0};
     sift_gguf *vg = sift_gguf_open(vocab, &err);
     if (!vg) return fprintf(stderr, "sift mkmodel: --vocab: %s\n", err.msg), 1;
-    const int64_t n_vocab = sift_gguf_array_n(sift_gguf_get(vg, "tokenizer.ggml.tokens"));
+    int n_fim = 0;
+    sift__mkmodel_fim_tokens(sp.fim, &n_fim);
+    const int64_t n_vocab = (int64_t)sift_gguf_array_n(sift_gguf_get(vg, "tokenizer.ggml.tokens")) + n_fim;
     sift_gguf_close(vg);
     const int hd = sp.head_dim ? sp.head_dim : sp.n_embd / sp.n_head;
     const bool moe = !strcmp(sp.arch, "qwen3moe") || !strcmp(sp.arch, "gpt-oss");
@@ -185,12 +244,9 @@ int sift_cmd_mkmodel(int argc, char **argv)
            sp.arch, sp.n_embd, sp.n_layer, sp.n_head, sp.n_head_kv, hd, sp.n_ff, (long long)n_vocab, sift_type_name(sp.type),
            params / 1e6, (double)sift__mkmodel_tensor_bytes(&sp, n_vocab) / 1e6);
     fflush(stdout);
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (sift__mkmodel_write(out, vocab, &sp, &err) != SIFT_OK) return fprintf(stderr, "sift mkmodel: %s\n", err.msg), 1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    struct stat st;
-    const long long size = stat(out, &st) == 0 ? (long long)st.st_size : -1;
-    printf("wrote %s (%lld bytes) in %.1f s\n", out, size, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    wrote(out, &t0);
     return 0;
 }

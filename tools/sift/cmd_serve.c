@@ -52,6 +52,8 @@ static void usage(FILE *f)
             "  --slot-save-path DIR      where POST /slots/N?action=save|restore keep their files (off without)\n"
             "  --context-shift           a full slot drops old tokens (a request's n_keep / n_discard) and goes on,\n"
             "                            as llama-server's (default off: the reply stops, truncated)\n"
+            "  --spm-infill              /infill's prompt puts the suffix before the prefix (suffix-prefix-middle),\n"
+            "                            as some code models are trained (default: prefix-suffix-middle)\n"
             "  -kvu, --kv-unified        every slot may use the whole -c, as with llama-server's unified KV cache\n"
             "                            (sift keeps a cache per slot: -np x -c cells in all)\n"
             "  --chat-template-file FILE a Jinja chat template to render (instead of the GGUF's tokenizer.chat_template)\n"
@@ -369,6 +371,8 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         c->ctx_shift = true;
     } else if (IS("--no-context-shift")) {
         c->ctx_shift = false;
+    } else if (IS("--spm-infill")) {
+        c->spm_infill = true;
     } else if (IS("--slot-save-path")) {
         NEEDV();
         c->slot_save_path = v;
