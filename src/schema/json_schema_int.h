@@ -3,7 +3,8 @@
  * state (conv), its rule table and built-in rules, and the visitors of each keyword family.
  * json_schema.c is the driver (the rule table, built-ins, keyword checks, visit: the dispatch
  * by type, enum / const); json_schema_combine.c anyOf / oneOf siblings, $ref, allOf;
- * json_schema_one_of.c oneOf's disjointness and pieces; json_schema_object.c objects;
+ * json_schema_one_of.c oneOf's disjointness and pieces; json_schema_not.c complements (for
+ * `not` and overlapping oneOf alternatives); json_schema_object.c objects;
  * json_schema_array.c arrays and tuples; json_schema_scalar.c strings, formats, integers and
  * numbers; regex_length.c a pattern with a length. Internal to src/schema.
  */
@@ -82,6 +83,10 @@ bool sift__js_disjoint(conv *c, const cJSON *a, const cJSON *b);
 cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n);
 bool sift__js_value_fits(const cJSON *v, const cJSON *type);
 bool sift__js_requires_key(const cJSON *s, const char *k);
+
+/* json_schema_not.c: the complement of s as a schema without `not` (a new cJSON: an object,
+ * or true / false), or NULL: not expressible (no error set) or out of memory (error set) */
+cJSON *sift__js_complement(conv *c, const cJSON *s);
 
 /* json_schema_combine.c */
 enum { T_NUMBER = 1u << 4, T_INTEGER = 1u << 6 }; /* bits of sift__js_type_set (sift__js_type_names' order) */
