@@ -455,7 +455,9 @@ static void test_simplified_keywords(void **state)
     expect(g, "1", false);
     sift_grammar_free(g);
     expect_refused("{\"not\":{}}", "matches nothing");
-    expect_refused("{\"not\":{\"type\":\"integer\"}}", "'not'"); /* the non-integers are no type */
+    /* the non-integers are no type: a complement leaves them out, and nothing left is a
+     * refusal, not "matches nothing" (test_complement has not integer alone) */
+    expect_refused("{\"type\":\"number\",\"not\":{\"type\":\"integer\"}}", "non-integer numbers");
     g = convert("{\"uniqueItems\":false,\"if\":{\"const\":0},\"type\":\"array\"}", 0);
     expect(g, "[1, 1]", true);
     sift_grammar_free(g);
@@ -870,7 +872,7 @@ static void test_alternatives(void **state)
         char *gb = sift_json_schema_to_grammar(overlap[i], strlen(overlap[i]), 0, &err);
         if (gb) fail_msg("converted %s:\n%s", overlap[i], gb);
         assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
-        assert_non_null(strstr(err.msg, "oneOf"));
+        assert_non_null(strstr(err.msg, i ? "oneOf" : "non-integer numbers"));
     }
 }
 
@@ -1674,7 +1676,9 @@ static void test_complement(void **state)
     expect(g, "\"\"", true);
     expect(g, "\"abc\"", true);
     expect(g, "\"b\"", true);
-    expect(g, "\"a\\nb\"", true);
+    expect(g, "\"a b\"", true);
+    expect(g, "\"x\\nb\"", true);   /* left the list at x: anything after */
+    expect(g, "\"a\\nb\"", false);  /* leaves it by an escape: the documented subset */
     expect(g, "false", true);
     expect(g, "null", true);
     expect(g, "1.5", true);
@@ -1683,6 +1687,20 @@ static void test_complement(void **state)
     expect_prefix(g, "\"ab", true);    /* "abc" may follow */
     expect_prefix(g, "\"ab\"", false); /* closed on a listed string */
     expect_prefix(g, "tr", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"not\":{\"enum\":[\"\",\"a\",\"ab\"]}}", 0);
+    expect(g, "\"\"", false);
+    expect(g, "\"a\"", false);
+    expect(g, "\"ab\"", false);
+    expect(g, "\"b\"", true);
+    expect(g, "\"aa\"", true);
+    expect(g, "\"abc\"", true);
+    expect(g, "\"ba\"", true);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"not\":{\"const\":\"\u00e9t\u00e9\"}}", 0);
+    expect(g, "\"\u00e9t\u00e9\"", false);
+    expect(g, "\"\u00e9t\"", true);
+    expect(g, "\"\"", true);
     sift_grammar_free(g);
     /* not allOf of required: an object without one of them (non-objects match required) */
     g = convert("{\"not\":{\"allOf\":[{\"required\":[\"cmd\"]},{\"required\":[\"args\"]}]}}", 0);
@@ -1782,10 +1800,47 @@ static void test_complement(void **state)
     expect(g, "{\"a\": 1, \"b\": 1}", true);
     expect(g, "{\"a\": \"x\"}", false);
     sift_grammar_free(g);
-    /* no complement: integers (the non-integer numbers are no type), patterns, formats */
-    expect_refused("{\"not\":{\"type\":\"integer\"}}", "'not'");
+    /* not integer: the non-integer numbers are no type and are left out (a subset) */
+    g = convert("{\"not\":{\"type\":\"integer\"}}", 0);
+    expect(g, "\"s\"", true);
+    expect(g, "null", true);
+    expect(g, "1", false);
+    expect(g, "1.0", false);
+    expect(g, "1.5", false); /* valid, rejected: the documented subset */
+    sift_grammar_free(g);
+    /* oneOf by complement through it: a number alone matches both, a string the first only */
+    g = convert("{\"oneOf\":[{\"properties\":{\"exact\":{\"type\":\"integer\"}}},{\"properties\":{\"min\":{\"type\":\"integer\"}}}]}", 0);
+    expect(g, "{\"exact\": 1, \"min\": \"x\"}", true);
+    expect(g, "{\"exact\": \"x\", \"min\": 1}", true);
+    expect(g, "{\"exact\": 1, \"min\": 1}", false);
+    expect(g, "{\"exact\": 1}", false);
+    expect(g, "{}", false);
+    expect(g, "7", false);
+    sift_grammar_free(g);
+    /* no complement: patterns, formats, numbers in a list */
     expect_refused("{\"not\":{\"format\":\"email\"}}", "'not'");
     expect_refused("{\"not\":{\"enum\":[1,2]}}", "'not'");
+}
+
+/* objects beyond any order (more than 7 declared keys): the schema's order, or the required
+ * keys first in `required`'s order and the rest in the schema's order; no other order */
+static void test_two_orders(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"h\",\"b\"],\"properties\":{"
+                              "\"a\":{},\"b\":{},\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{}}}", 0);
+    expect(g, "{\"a\": 1, \"b\": 2, \"c\": 3, \"h\": 4}", true); /* the schema's order */
+    expect(g, "{\"h\": 4, \"b\": 2, \"a\": 1, \"c\": 3}", true); /* required first */
+    expect(g, "{\"b\": 2, \"h\": 4}", true);
+    expect(g, "{\"h\": 4, \"b\": 2}", true);
+    expect(g, "{\"h\": 4, \"a\": 1, \"b\": 2}", false);           /* neither order */
+    expect(g, "{\"c\": 3, \"a\": 1, \"b\": 2, \"h\": 4}", false);
+    expect(g, "{\"h\": 4}", false);                                 /* b missing */
+    expect(g, "{\"h\": 4, \"b\": 2, \"h\": 4}", false);           /* a key twice */
+    expect(g, "{\"h\": 4, \"b\": 2, \"z\": 0}", false);           /* not declared */
+    expect_prefix(g, "{\"h\": 4, \"b\": 2, \"a\"", true);
+    expect_prefix(g, "{\"h\": 4, \"a\"", false);
+    sift_grammar_free(g);
 }
 
 int main(void)
@@ -1798,6 +1853,7 @@ int main(void)
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
         cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated), cmocka_unit_test(test_one_of_apart), cmocka_unit_test(test_pattern_bounded),
         cmocka_unit_test(test_pattern_length_automaton), cmocka_unit_test(test_complement),
+        cmocka_unit_test(test_two_orders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

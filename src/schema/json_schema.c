@@ -1067,6 +1067,16 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     else c.ref_overrides = (flags & SIFT_JSON_SCHEMA_DRAFT7) != 0;
     const char *top = sift__js_visit(&c, root, "", NULL);
     char *out = NULL;
+    if (!top && c.status == SIFT_E_INVAL && c.unsat && c.approx) {
+        /* nothing left after a complement that left the non-integer numbers out: refused
+         * (what is left out may have matched), not "matches nothing" */
+        c.status = SIFT_E_UNSUPPORTED;
+        if (err) {
+            char msg[SIFT_ERROR_MSG_MAX];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            sift__error_set(err, SIFT_E_UNSUPPORTED, "%.160s (or only non-integer numbers, which a complement here leaves out: not expressible)", msg);
+        }
+    }
     if (top && c.status == SIFT_OK) {
         /* the start rule must be called root */
         if (strcmp(top, "root") && !sift__js_find_rule(&c, "root")) sift__js_add_rule(&c, "root", sift__js_dupstr(top));

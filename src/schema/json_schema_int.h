@@ -46,6 +46,7 @@ typedef struct {
     size_t path_len;
     int depth;
     bool unsat; /* the error is "this schema matches nothing" (an optional property may then be left out) */
+    bool approx; /* a complement left values out (json_schema_not.c): "matches nothing" may be untrue */
     size_t any_order_states; /* rules spent on objects whose keys come in any order (any_order_object) */
     bool ref_overrides;        /* draft-07 and earlier ($schema): $ref overrides the keywords beside it */
     const cJSON *dep_required; /* dependentRequired (or dependencies' arrays) for the next build_object */
@@ -104,6 +105,15 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat);
 const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, const char *rule_name);
 
 /* json_schema_object.c */
+/* a trie of strings by code point (the keys other keys must not spell; the strings a `not`
+ * excludes) */
+typedef struct nsnode {
+    uint32_t cp;
+    bool end, all; /* end: a listed string ends here; all: every string below too (keys) */
+    struct nsnode *kids, *next; /* children sorted by cp */
+} nsnode;
+void sift__js_ns_free(nsnode *t);
+nsnode *sift__js_ns_child(nsnode *parent, uint32_t cp); /* found or added; NULL out of memory */
 long sift__js_get_count(conv *c, const cJSON *s, const char *key, long dflt);
 char *sift__js_join_name(const char *a, const char *b);
 const char *sift__js_visit_property_names(conv *c, const cJSON *s, const char *name, const char *rule_name);

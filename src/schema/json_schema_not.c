@@ -9,8 +9,8 @@
  * Why keyword by keyword: a schema holds iff each of its keywords holds, and each keyword
  * only constrains values of its own JSON type, so the complement of S is the union, over
  * S's keywords, of the values that keyword rejects:
- *   type T             the other types (refused when T has integer without number: "the
- *                      numbers that are not integers" is no type)
+ *   type T             the other types; when T has integer without number, "the numbers
+ *                      that are not integers" are no type and are left out
  *   enum / const       the kinds no listed value has, and per listed kind the other values
  *                      of it: strings by a pattern that matches every string but the listed
  *                      ones (from their trie), the other boolean; numbers, objects, arrays
@@ -24,7 +24,10 @@
  *   $ref               the target's complement; `not T` is T; anyOf: every part's
  *                      complement (allOf); allOf: any part's (anyOf); oneOf: no part holds,
  *                      or two do
- * Annotations and unknown keywords constrain nothing. Anything else (pattern, format,
+ * Leaving values out of a complement is sound (never less, only more, rejected): every
+ * user takes the complement positively (`not S` is an allOf part, oneOf's pieces are "i and
+ * not j", a complement's parts are unions and intersections of complements), none
+ * complements it again. Annotations and unknown keywords constrain nothing. Anything else (pattern, format,
  * multipleOf, additionalProperties, oneOf, ...) and nesting deeper than NOT_DEPTH refuse the
  * whole complement (NULL without an error; NULL with the error set means out of memory).
  */
@@ -39,38 +42,9 @@
 
 #define NOT_DEPTH 8   /* nested complements ($ref chains, properties, anyOf parts) */
 #define NOT_PIECES 24 /* alternatives of one complement */
-#define NOT_PATTERN_MAX 4096
+#define NOT_PATTERN_MAX 16384
 
 /* ---- strings other than a listed few, as a pattern ---------------------------------------------- */
-
-typedef struct tnode {
-    uint32_t cp;
-    bool end;
-    struct tnode *kids, *next; /* sorted by cp */
-} tnode;
-
-static void t_free(tnode *t)
-{
-    while (t) {
-        tnode *n = t->next;
-        t_free(t->kids);
-        free(t);
-        t = n;
-    }
-}
-
-static tnode *t_child(tnode *p, uint32_t cp)
-{
-    tnode **pp = &p->kids;
-    while (*pp && (*pp)->cp < cp) pp = &(*pp)->next;
-    if (*pp && (*pp)->cp == cp) return *pp;
-    tnode *n = calloc(1, sizeof *n);
-    if (!n) return NULL;
-    n->cp = cp;
-    n->next = *pp;
-    *pp = n;
-    return n;
-}
 
 /* one code point in a pattern: letters and digits raw, the rest \uHHHH (BMP only) */
 static bool put_cp(sift__gbnf_sbuf *b, uint32_t cp)
@@ -81,38 +55,99 @@ static bool put_cp(sift__gbnf_sbuf *b, uint32_t cp)
     return true;
 }
 
-/* The rest of a string that took the path to t and is none of the listed ones: stop here
- * (t is not a listed string's end), go on with a character no listed string has next, then
- * anything, or follow a child. */
-static bool t_pattern(const tnode *t, sift__gbnf_sbuf *b, int depth)
+/* A string that is none of the listed ones, walked down their trie, either stops at a node
+ * where no listed string ends (T_END), or leaves the trie: by a character no listed string
+ * has next at a node with children (T_MID), then anything, or past a leaf (T_LEAF), then at
+ * least one more character. Each of the three is a trie of literals; "anything" is written
+ * once per kind, not once per node (the class of every JSON string character is large). The
+ * character that leaves the list at a node is a printable BMP one other than '"' and '\':
+ * a string that leaves it by a control character, a quote, a backslash or an astral
+ * character is rejected (a subset of the complement, never more). */
+enum { T_END, T_MID, T_LEAF };
+
+static bool t_self(const nsnode *t, int mode) { return mode == T_END ? !t->end : mode == T_MID ? t->kids != NULL : t->kids == NULL; }
+
+static bool t_has(const nsnode *t, int mode, int depth)
+{
+    if (t_self(t, mode)) return true;
+    for (const nsnode *k = t->kids; k && depth < 512; k = k->next)
+        if (t_has(k, mode, depth + 1)) return true;
+    return false;
+}
+
+/* the paths below t of one kind (t_has(t, mode) holds); "" when t itself is the only one */
+static bool t_emit(const nsnode *t, int mode, sift__gbnf_sbuf *b, int depth)
 {
     if (depth > 512 || b->n > NOT_PATTERN_MAX) return false;
+    bool self = t_self(t, mode), first = true;
+    int n = mode == T_MID && self;
+    for (const nsnode *k = t->kids; k; k = k->next) n += t_has(k, mode, depth + 1);
+    if (!n) return true;
     sift__gbnf_sb_puts(b, "(?:");
-    if (t->kids) {
-        sift__gbnf_sb_puts(b, "[^");
-        for (const tnode *k = t->kids; k; k = k->next)
-            if (!put_cp(b, k->cp)) return false;
-        sift__gbnf_sb_puts(b, "](?:\\s|\\S)*");
-    } else {
-        sift__gbnf_sb_puts(b, "(?:\\s|\\S)+");
+    if (mode == T_MID && self) { /* the printable BMP characters but the children's */
+        uint32_t lo = 0x20;
+        sift__gbnf_sb_puts(b, "[");
+        for (const nsnode *k = t->kids;; k = k->next) {
+            uint32_t cut = k ? k->cp : 0x10000;
+            /* '"', '\' and the surrogates are never taken: they would leave a class of
+             * their JSON escapes at every node (a string leaving the list there is rejected) */
+            static const uint32_t never[][2] = {{0x22, 0x22}, {0x5C, 0x5C}, {0xD800, 0xDFFF}};
+            for (size_t i = 0; i < 3; i++)
+                if (never[i][0] >= lo && never[i][1] < cut) {
+                    if (never[i][0] > lo) sift__gbnf_sb_printf(b, "\\u%04X-\\u%04X", (unsigned)lo, (unsigned)never[i][0] - 1);
+                    lo = never[i][1] + 1;
+                }
+            if (cut > lo) sift__gbnf_sb_printf(b, "\\u%04X-\\u%04X", (unsigned)lo, (unsigned)cut - 1);
+            if (!k) break;
+            if (k->cp >= lo) lo = k->cp + 1;
+        }
+        sift__gbnf_sb_puts(b, "]");
+        first = false;
     }
-    for (const tnode *k = t->kids; k; k = k->next) {
-        sift__gbnf_sb_puts(b, "|");
-        if (!put_cp(b, k->cp) || !t_pattern(k, b, depth + 1)) return false;
+    for (const nsnode *k = t->kids; k; k = k->next) {
+        if (!t_has(k, mode, depth + 1)) continue;
+        if (!first) sift__gbnf_sb_puts(b, "|");
+        first = false;
+        if (!put_cp(b, k->cp) || !t_emit(k, mode, b, depth + 1)) return false;
     }
-    sift__gbnf_sb_puts(b, t->end ? ")" : ")?");
+    sift__gbnf_sb_puts(b, self && mode != T_MID ? ")?" : ")");
     return true;
+}
+
+/* the whole pattern: ^(?:end|mid ANY*|leaf ANY+)$ (the parts that exist; "?" when the empty
+ * string is one of them on its own) */
+static bool t_pattern(const nsnode *root, sift__gbnf_sbuf *b)
+{
+    static const char *const tail[] = {"", "(?:\\s|\\S)*", "(?:\\s|\\S)+"};
+    sift__gbnf_sbuf end = {0};
+    bool ok = true, any = false, empty_end = false;
+    if (t_has(root, T_END, 0)) {
+        ok = t_emit(root, T_END, &end, 0);
+        empty_end = ok && end.n == 0; /* only the empty string */
+    }
+    sift__gbnf_sb_puts(b, "^(?:");
+    if (ok && end.n) sift__gbnf_sb_putn(b, end.s, end.n), any = true;
+    sift__gbnf_sb_free(&end);
+    for (int mode = T_MID; ok && mode <= T_LEAF; mode++) {
+        if (!t_has(root, mode, 0)) continue;
+        if (any) sift__gbnf_sb_puts(b, "|");
+        any = true;
+        ok = t_emit(root, mode, b, 0);
+        sift__gbnf_sb_puts(b, tail[mode]);
+    }
+    sift__gbnf_sb_puts(b, empty_end ? ")?$" : ")$");
+    return ok && any && !b->oom && b->n <= NOT_PATTERN_MAX;
 }
 
 /* {"type": "string", "pattern": ...} for the strings that are none of vals' strings; NULL
  * (no error) when a string is beyond the pattern's reach */
 static cJSON *other_strings(conv *c, const cJSON *vals, bool single)
 {
-    tnode root = {0};
+    nsnode root = {0};
     bool ok = true;
     for (const cJSON *v = single ? vals : vals->child; v && ok; v = single ? NULL : v->next) {
         if (!cJSON_IsString(v)) continue;
-        tnode *t = &root;
+        nsnode *t = &root;
         const unsigned char *s = (const unsigned char *)v->valuestring;
         size_t n = strlen(v->valuestring), i = 0;
         while (i < n && t) {
@@ -123,7 +158,7 @@ static cJSON *other_strings(conv *c, const cJSON *vals, bool single)
                 break;
             }
             i += l;
-            t = t_child(t, cp);
+            t = sift__js_ns_child(t, cp);
         }
         if (!t) {
             ok = false;
@@ -132,10 +167,8 @@ static cJSON *other_strings(conv *c, const cJSON *vals, bool single)
         if (ok) t->end = true;
     }
     sift__gbnf_sbuf b = {0};
-    sift__gbnf_sb_puts(&b, "^");
-    ok = ok && t_pattern(&root, &b, 0);
-    sift__gbnf_sb_puts(&b, "$");
-    t_free(root.kids);
+    ok = ok && t_pattern(&root, &b);
+    sift__js_ns_free(root.kids);
     char *pat = ok ? sift__gbnf_sb_take(&b) : NULL;
     sift__gbnf_sb_free(&b);
     if (!pat) return NULL;
@@ -310,7 +343,9 @@ static int keyword_complement(conv *c, const cJSON *s, const cJSON *k, cJSON *pi
     if (!strcmp(kw, "type")) {
         unsigned t = 0;
         if (!sift__js_type_set(k, &t)) return 0;
-        if ((t & T_INTEGER) && !(t & T_NUMBER)) return 0;
+        /* integer without number: the non-integer numbers are no type; they are left out (a
+         * subset of the complement: see the design comment) */
+        if ((t & T_INTEGER) && !(t & T_NUMBER)) t |= T_NUMBER, c->approx = true;
         return add_other_types(c, pieces, t) ? 1 : -1;
     }
     if (!strcmp(kw, "enum") || !strcmp(kw, "const")) {

@@ -70,6 +70,16 @@ static unsigned schema_kinds(conv *c, const cJSON *s, int depth)
         for (const cJSON *v = en->child; v; v = v->next) u |= kind_of_value(v);
         k &= u;
     }
+    /* alternatives: the kinds of any of them; allOf: of all its parts */
+    for (const char *const *kw = (const char *const[]){"anyOf", "oneOf", NULL}; *kw; kw++) {
+        const cJSON *alts = cJSON_GetObjectItemCaseSensitive(s, *kw);
+        if (!cJSON_IsArray(alts) || !alts->child) continue;
+        unsigned u = 0;
+        for (const cJSON *a = alts->child; a; a = a->next) u |= schema_kinds(c, a, depth + 1);
+        k &= u;
+    }
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
+    for (const cJSON *a = cJSON_IsArray(all) ? all->child : NULL; a; a = a->next) k &= schema_kinds(c, a, depth + 1);
     return k;
 }
 
