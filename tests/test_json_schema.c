@@ -1817,8 +1817,32 @@ static void test_complement(void **state)
     expect(g, "{}", false);
     expect(g, "7", false);
     sift_grammar_free(g);
+    /* a format outside the standard ones is an annotation: on strings the alternatives are
+     * apart by length, every other value matches both */
+    g = convert("{\"oneOf\":[{\"maxLength\":0},{\"format\":\"html-selector\",\"minLength\":1}]}", 0);
+    expect(g, "\"\"", true);
+    expect(g, "\"a b\"", true);
+    expect(g, "1", false);
+    expect(g, "null", false);
+    sift_grammar_free(g);
+    /* a run of one class: the strings with a character outside it (and "" for +) */
+    g = convert("{\"not\":{\"pattern\":\"^[a-z\\\\s]+$\"}}", 0);
+    expect(g, "\"\"", true);
+    expect(g, "\"ab1\"", true);
+    expect(g, "\"1\"", true);
+    expect(g, "\"ab c\"", false);
+    expect(g, "\"abc\"", false);
+    expect(g, "1", false); /* not a string: the pattern holds */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"not\":{\"pattern\":\"^[^0-9]*$\"}}", 0);
+    expect(g, "\"\"", false);
+    expect(g, "\"ab\"", false);
+    expect(g, "\"a1b\"", true);
+    expect(g, "\"7\"", true);
+    sift_grammar_free(g);
     /* no complement: patterns, formats, numbers in a list */
     expect_refused("{\"not\":{\"format\":\"email\"}}", "'not'");
+    expect_refused("{\"not\":{\"pattern\":\"^a[b]+$\"}}", "'not'");
     expect_refused("{\"not\":{\"enum\":[1,2]}}", "'not'");
 }
 

@@ -1,6 +1,6 @@
 /*
- * json_schema_not.c - the complement of a schema, written as a schema without `not`, exactly
- * or not at all. A grammar is a union and has no "everything but", so `not S` compiles only
+ * json_schema_not.c - the complement of a schema, written as a schema without `not`: exact,
+ * or a documented subset (below), or not at all. A grammar is a union and has no "everything but", so `not S` compiles only
  * when S's complement can be spelled with the keywords the converter does compile. It is
  * used for `not` (json_schema_combine.c's sift__js_simplify: S's complement joins the
  * schema's allOf) and for oneOf alternatives that may overlap (json_schema_one_of.c: the
@@ -24,12 +24,15 @@
  *   $ref               the target's complement; `not T` is T; anyOf: every part's
  *                      complement (allOf); allOf: any part's (anyOf); oneOf: no part holds,
  *                      or two do
+ *   pattern ^[C]+$     the strings with a character outside C (and "" for +; ^[C]*$ alike)
  * Leaving values out of a complement is sound (never less, only more, rejected): every
  * user takes the complement positively (`not S` is an allOf part, oneOf's pieces are "i and
  * not j", a complement's parts are unions and intersections of complements), none
- * complements it again. Annotations and unknown keywords constrain nothing. Anything else (pattern, format,
- * multipleOf, additionalProperties, oneOf, ...) and nesting deeper than NOT_DEPTH refuse the
- * whole complement (NULL without an error; NULL with the error set means out of memory).
+ * complements it again. Annotations, unknown keywords and formats outside the standard ones
+ * (annotations in json_schema_scalar.c too) constrain nothing. Anything else (other patterns,
+ * a checked format, multipleOf, additionalProperties, a oneOf of more than ONE_OF_MAX, ...) and
+ * nesting deeper than NOT_DEPTH refuse the whole complement (NULL without an error; NULL with
+ * the error set means out of memory).
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -180,6 +183,34 @@ static cJSON *other_strings(conv *c, const cJSON *vals, bool single)
 }
 
 /* ---- the complement ----------------------------------------------------------------------------- */
+
+static bool add(conv *c, cJSON *arr, cJSON *x);
+
+/* pattern ^[C]+$ or ^[C]*$ (one class, a run of it): the strings that are not such a run are
+ * those with a character outside C, written with the first such one as the split point (one
+ * parse): ^(?:[C]*[^C](?:\s|\S)*)?$ (the "?" for + : the empty string too). 1 done, 0 not
+ * that form, -1 out of memory. */
+static int class_run_complement(conv *c, const char *pat, cJSON *pieces)
+{
+    size_t n = strlen(pat), i = 2;
+    if (n < 6 || pat[0] != '^' || pat[1] != '[' || pat[n - 1] != '$' || (pat[n - 2] != '+' && pat[n - 2] != '*')) return 0;
+    while (i < n - 2 && pat[i] != ']') i += pat[i] == '\\' ? 2 : 1;
+    if (i != n - 3) return 0; /* the class must end right before the quantifier */
+    bool neg = pat[2] == '^';
+    const char *inner = pat + (neg ? 3 : 2);
+    size_t in = (size_t)(pat + i - inner);
+    if (!in) return 0;
+    sift__gbnf_sbuf b = {0};
+    sift__gbnf_sb_printf(&b, "^(?:[%s%.*s]*[%s%.*s](?:\\s|\\S)*)%s$", neg ? "^" : "", (int)in, inner, neg ? "" : "^", (int)in, inner,
+                         pat[n - 2] == '+' ? "?" : "");
+    char *np = sift__gbnf_sb_take(&b);
+    sift__gbnf_sb_free(&b);
+    cJSON *o = np ? cJSON_CreateObject() : NULL;
+    bool ok = o && cJSON_AddStringToObject(o, "type", "string") && cJSON_AddStringToObject(o, "pattern", np);
+    sift__gx_free(np);
+    if (!ok) return cJSON_Delete(o), sift__js_coom(c), -1;
+    return add(c, pieces, o) ? 1 : -1;
+}
 
 static bool add(conv *c, cJSON *arr, cJSON *x)
 {
@@ -397,6 +428,13 @@ static int keyword_complement(conv *c, const cJSON *s, const cJSON *k, cJSON *pi
         if (!cJSON_IsFalse(k)) return 0;
         cJSON *o = typed_bound("object", "minProperties", 1);
         return o ? (add(c, pieces, o) ? 1 : -1) : (sift__js_coom(c), -1);
+    }
+    if (!strcmp(kw, "pattern")) return cJSON_IsString(k) ? class_run_complement(c, k->valuestring, pieces) : 0;
+    if (!strcmp(kw, "format")) { /* one the converter checks (json_schema_scalar.c): refused; any other is an annotation */
+        static const char *const checked[] = {"date", "time", "date-time", "email", "hostname", "ipv4", "uri", NULL};
+        const char *f = cJSON_IsString(k) ? k->valuestring : NULL;
+        if (!f || sift__js_in_list(checked, f) || sift__js_in_list(sift__js_formats_refused, f) || !strncmp(f, "uuid", 4)) return 0;
+        return 1;
     }
     if (!strcmp(kw, "not")) return add(c, pieces, cJSON_Duplicate(k, 1)) ? 1 : -1;
     if (!strcmp(kw, "$ref")) {
