@@ -1,6 +1,6 @@
 /*
  * json_schema_object.c - objects for the JSON schema converter: properties in any order
- * (small objects) or the schema's order (big ones), required / optional keys, the keys beside
+ * (small objects) or the schema's order or required-first (big ones), required / optional keys, the keys beside
  * the declared ones (additionalProperties, patternProperties: extra keys never spell a
  * declared name, so each text has one parse), min/maxProperties and dependentRequired.
  * The largest keyword family, and the one whose grammars grow fastest, so it is kept apart
@@ -233,7 +233,7 @@ done:
  * grammar for that needs a state per set of keys already written (the sets are the
  * language's Myhill-Nerode classes: no smaller grammar exists), so it is built only for
  * objects with at most ANY_ORDER_KEYS declared keys, and while the schema's whole budget of
- * ANY_ORDER_STATES states lasts; bigger objects keep the schema's order (ordered_object: a
+ * ANY_ORDER_STATES states lasts; bigger objects take two orders (two_orders, ordered_object: a
  * documented departure that rejects, never accepts, more). One rule per set S (a bitmask):
  *   s_S  something written, the keys of S among them:
  *        x* ( "," kv_i s_{S+i}  for each i not in S, in the schema's order )  -- "?" when S can end
