@@ -455,7 +455,9 @@ static void test_simplified_keywords(void **state)
     expect(g, "1", false);
     sift_grammar_free(g);
     expect_refused("{\"not\":{}}", "matches nothing");
-    expect_refused("{\"not\":{\"type\":\"integer\"}}", "'not'"); /* the non-integers are no type */
+    /* the non-integers are no type: a complement leaves them out, and nothing left is a
+     * refusal, not "matches nothing" (test_complement has not integer alone) */
+    expect_refused("{\"type\":\"number\",\"not\":{\"type\":\"integer\"}}", "non-integer numbers");
     g = convert("{\"uniqueItems\":false,\"if\":{\"const\":0},\"type\":\"array\"}", 0);
     expect(g, "[1, 1]", true);
     sift_grammar_free(g);
@@ -849,7 +851,7 @@ static void test_alternatives(void **state)
         assert_non_null(strstr(err.msg, "matches nothing"));
     }
     const char *overlap[] = {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}",
-                             "{\"oneOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}"};
+                             "{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"a\"},{\"type\":\"string\",\"pattern\":\"b\"}]}"};
     /* listed values: those that match exactly one alternative (value_check.c decides) */
     sift_grammar *ge = convert("{\"oneOf\":[{\"enum\":[1,2,\"x\"]},{\"enum\":[2,3]},{\"type\":\"boolean\"}]}", 0);
     expect(ge, "1", true);
@@ -870,7 +872,7 @@ static void test_alternatives(void **state)
         char *gb = sift_json_schema_to_grammar(overlap[i], strlen(overlap[i]), 0, &err);
         if (gb) fail_msg("converted %s:\n%s", overlap[i], gb);
         assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
-        assert_non_null(strstr(err.msg, "oneOf"));
+        assert_non_null(strstr(err.msg, i ? "oneOf" : "non-integer numbers"));
     }
 }
 
@@ -930,7 +932,7 @@ static void test_errors(void **state)
     (void)state;
     const err_case cases[] = {
         {"{\"type\":\"array\",\"uniqueItems\":true}", "/uniqueItems: keyword 'uniqueItems'", SIFT_E_UNSUPPORTED},
-        {"{\"properties\":{\"a\":{\"not\":{\"const\":null}}}}", "/properties/a/not:", SIFT_E_UNSUPPORTED},
+        {"{\"properties\":{\"a\":{\"not\":{\"pattern\":\"x\"}}}}", "/properties/a/not:", SIFT_E_UNSUPPORTED},
         /* issue 12: a limit the grammar cannot meet names its keyword (it used to be "internal
          * error, the generated grammar does not parse") */
         {"{\"type\":\"array\",\"minItems\":1000000}", "/minItems: minItems 1000000 exceeds the grammar's repetition limit", SIFT_E_UNSUPPORTED},
@@ -1587,7 +1589,7 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"shape\": \"circle\"}", false);
     expect(g, "{\"r\": 1, \"shape\": \"rect\"}", false);
     sift_grammar_free(g);
-    expect_refused("{\"oneOf\":[{\"type\":\"string\"},{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}", "may both match");
+    expect_refused("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"pattern\":\"b\"}]}", "may both match");
     /* the second leaves a free, the first names its type: a's other types go to the second */
     g = convert("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\"}}},{\"required\":[\"b\"]}]}", 0);
     expect(g, "{\"a\": \"x\"}", true);
@@ -1649,9 +1651,220 @@ static void test_one_of_apart(void **state)
     expect(g, "{\"a\": 0, \"b\": 0}", false);        /* no k: both */
     expect(g, "{\"k\": 2, \"a\": 0}", false);        /* k picks the second, b missing */
     sift_grammar_free(g);
-    /* a property schema that says more than types is not complemented */
-    expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":2}}},{\"required\":[\"b\"]}]}",
+    /* a pattern has no complement here: refused */
+    expect_refused("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"x\"}}},{\"required\":[\"b\"]}]}",
                    "may both match");
+}
+
+/* `not` and overlapping oneOf alternatives by complement (json_schema_not.c): the rejected
+ * values of each keyword, exactly; hand-checked instances, prefixes included. */
+static void expect_prefix(sift_grammar *g, const char *text, bool viable)
+{
+    int r = sift_grammar_match(g, text, strlen(text), NULL);
+    if ((r != SIFT_GRAMMAR_REJECTED) != viable) fail_msg("prefix '%s': got %d, want %s", text, r, viable ? "viable" : "rejected");
+}
+
+static void test_complement(void **state)
+{
+    (void)state;
+    /* not enum: every other value; strings other than the listed ones by their trie */
+    sift_grammar *g = convert("{\"not\":{\"enum\":[\"ab\",\"ac\",true]}}", 0);
+    expect(g, "\"ab\"", false);
+    expect(g, "\"ac\"", false);
+    expect(g, "true", false);
+    expect(g, "\"a\"", true);
+    expect(g, "\"\"", true);
+    expect(g, "\"abc\"", true);
+    expect(g, "\"b\"", true);
+    expect(g, "\"a b\"", true);
+    expect(g, "\"x\\nb\"", true);   /* left the list at x: anything after */
+    expect(g, "\"a\\nb\"", false);  /* leaves it by an escape: the documented subset */
+    expect(g, "false", true);
+    expect(g, "null", true);
+    expect(g, "1.5", true);
+    expect(g, "{\"x\": 1}", true);
+    expect(g, "[1]", true);
+    expect_prefix(g, "\"ab", true);    /* "abc" may follow */
+    expect_prefix(g, "\"ab\"", false); /* closed on a listed string */
+    expect_prefix(g, "tr", false);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"not\":{\"enum\":[\"\",\"a\",\"ab\"]}}", 0);
+    expect(g, "\"\"", false);
+    expect(g, "\"a\"", false);
+    expect(g, "\"ab\"", false);
+    expect(g, "\"b\"", true);
+    expect(g, "\"aa\"", true);
+    expect(g, "\"abc\"", true);
+    expect(g, "\"ba\"", true);
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"not\":{\"const\":\"\u00e9t\u00e9\"}}", 0);
+    expect(g, "\"\u00e9t\u00e9\"", false);
+    expect(g, "\"\u00e9t\"", true);
+    expect(g, "\"\"", true);
+    sift_grammar_free(g);
+    /* not allOf of required: an object without one of them (non-objects match required) */
+    g = convert("{\"not\":{\"allOf\":[{\"required\":[\"cmd\"]},{\"required\":[\"args\"]}]}}", 0);
+    expect(g, "{\"cmd\": 1}", true);
+    expect(g, "{\"args\": 1}", true);
+    expect(g, "{}", true);
+    expect(g, "{\"cmd\": 1, \"args\": 2}", false);
+    expect(g, "\"s\"", false);
+    expect(g, "1", false);
+    expect_prefix(g, "{\"cmd\": 1, \"args\"", false);
+    sift_grammar_free(g);
+    /* not anyOf: none of them holds */
+    g = convert("{\"type\":\"object\",\"not\":{\"anyOf\":[{\"required\":[\"ref\"]},{\"required\":[\"err\"]}]}}", 0);
+    expect(g, "{\"x\": 1}", true);
+    expect(g, "{\"ref\": 1}", false);
+    expect(g, "{\"err\": 1}", false);
+    sift_grammar_free(g);
+    /* not of properties and required: a key missing, or a value the property rejects */
+    g = convert("{\"type\":\"object\",\"not\":{\"properties\":{\"f\":{\"type\":\"string\"},\"l\":{\"type\":\"string\"}},"
+                "\"required\":[\"f\",\"l\"]}}", 0);
+    expect(g, "{\"f\": \"a\", \"l\": \"b\"}", false);
+    expect(g, "{\"f\": \"a\"}", true);
+    expect(g, "{\"f\": \"a\", \"l\": 2}", true);
+    expect(g, "{\"f\": null, \"l\": \"b\"}", true);
+    expect(g, "{}", true);
+    sift_grammar_free(g);
+    /* counts and bounds: the values beyond them, of their own type only */
+    g = convert("{\"not\":{\"maxItems\":0,\"minimum\":3}}", 0);
+    expect(g, "[]", false);
+    expect(g, "[1]", true);
+    expect(g, "2.5", true);
+    expect(g, "3", false);
+    expect(g, "3.0", false);
+    expect(g, "\"s\"", false);
+    expect(g, "{}", false);
+    sift_grammar_free(g);
+    g = convert("{\"not\":{\"propertyNames\":false}}", 0);
+    expect(g, "{}", false);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "1", false);
+    sift_grammar_free(g);
+    /* items: an array with an item the schema rejects */
+    g = convert("{\"not\":{\"items\":{\"type\":\"string\"}}}", 0);
+    expect(g, "[\"a\", 1]", true);
+    expect(g, "[\"a\"]", false);
+    expect(g, "[]", false);
+    expect(g, "1", false);
+    sift_grammar_free(g);
+    /* not oneOf: none or two of them */
+    g = convert("{\"type\":\"object\",\"not\":{\"oneOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}}", 0);
+    expect(g, "{}", true);
+    expect(g, "{\"a\": 1, \"b\": 2}", true);
+    expect(g, "{\"a\": 1}", false);
+    expect(g, "{\"b\": 1}", false);
+    sift_grammar_free(g);
+    /* oneOf whose alternatives overlap, by complement: untyped properties (MaskBench's
+     * display_name): only objects can match one alone */
+    g = convert("{\"oneOf\":[{\"properties\":{\"type\":{\"enum\":[\"callback\"]},\"value\":{\"type\":\"string\"}}},"
+                "{\"properties\":{\"type\":{\"enum\":[\"field\",\"value\"]},\"value\":{\"type\":[\"string\",\"null\",\"number\"]}}}]}", 0);
+    expect(g, "{\"type\": \"callback\", \"value\": \"x\"}", true);
+    expect(g, "{\"type\": \"field\", \"value\": 1}", true);
+    expect(g, "{\"value\": 1}", true);              /* only the second takes a number */
+    expect(g, "{\"value\": \"x\"}", false);         /* both */
+    expect(g, "{}", false);                          /* both */
+    expect(g, "\"s\"", false);                       /* both */
+    expect(g, "{\"type\": \"callback\", \"value\": 1}", false); /* neither */
+    expect_prefix(g, "{\"value\": \"x\"}", false);
+    sift_grammar_free(g);
+    /* a string enum beside the plain type: the listed one matches both */
+    g = convert("{\"oneOf\":[{\"enum\":[\"linux\"]},{\"type\":\"string\"}]}", 0);
+    expect(g, "\"linux\"", false);
+    expect(g, "\"osx\"", true);
+    expect(g, "\"linuxx\"", true);
+    expect(g, "1", false);
+    sift_grammar_free(g);
+    /* an object, or anything without a (which includes every non-object) */
+    g = convert("{\"oneOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}", 0);
+    expect(g, "\"s\"", true);
+    expect(g, "1", true);
+    expect(g, "{}", false);
+    expect(g, "{\"a\": 1}", false);
+    sift_grammar_free(g);
+    /* strings match all three; objects with exactly one of a, b */
+    g = convert("{\"oneOf\":[{\"type\":\"string\"},{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}", 0);
+    expect(g, "\"s\"", false);
+    expect(g, "1", false);
+    expect(g, "{\"a\": 1}", true);
+    expect(g, "{\"b\": 1}", true);
+    expect(g, "{\"a\": 1, \"b\": 1}", false);
+    expect(g, "{}", false);
+    sift_grammar_free(g);
+    /* a property schema beyond types: its complement (other types, or a shorter string) */
+    g = convert("{\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":2}}},{\"required\":[\"b\"]}]}", 0);
+    expect(g, "{\"a\": \"xy\"}", true);
+    expect(g, "{\"a\": \"xy\", \"b\": 1}", false);
+    expect(g, "{\"a\": \"x\", \"b\": 1}", true);
+    expect(g, "{\"a\": 1, \"b\": 1}", true);
+    expect(g, "{\"a\": \"x\"}", false);
+    sift_grammar_free(g);
+    /* not integer: the non-integer numbers are no type and are left out (a subset) */
+    g = convert("{\"not\":{\"type\":\"integer\"}}", 0);
+    expect(g, "\"s\"", true);
+    expect(g, "null", true);
+    expect(g, "1", false);
+    expect(g, "1.0", false);
+    expect(g, "1.5", false); /* valid, rejected: the documented subset */
+    sift_grammar_free(g);
+    /* oneOf by complement through it: a number alone matches both, a string the first only */
+    g = convert("{\"oneOf\":[{\"properties\":{\"exact\":{\"type\":\"integer\"}}},{\"properties\":{\"min\":{\"type\":\"integer\"}}}]}", 0);
+    expect(g, "{\"exact\": 1, \"min\": \"x\"}", true);
+    expect(g, "{\"exact\": \"x\", \"min\": 1}", true);
+    expect(g, "{\"exact\": 1, \"min\": 1}", false);
+    expect(g, "{\"exact\": 1}", false);
+    expect(g, "{}", false);
+    expect(g, "7", false);
+    sift_grammar_free(g);
+    /* a format outside the standard ones is an annotation: on strings the alternatives are
+     * apart by length, every other value matches both */
+    g = convert("{\"oneOf\":[{\"maxLength\":0},{\"format\":\"html-selector\",\"minLength\":1}]}", 0);
+    expect(g, "\"\"", true);
+    expect(g, "\"a b\"", true);
+    expect(g, "1", false);
+    expect(g, "null", false);
+    sift_grammar_free(g);
+    /* a run of one class: the strings with a character outside it (and "" for +) */
+    g = convert("{\"not\":{\"pattern\":\"^[a-z\\\\s]+$\"}}", 0);
+    expect(g, "\"\"", true);
+    expect(g, "\"ab1\"", true);
+    expect(g, "\"1\"", true);
+    expect(g, "\"ab c\"", false);
+    expect(g, "\"abc\"", false);
+    expect(g, "1", false); /* not a string: the pattern holds */
+    sift_grammar_free(g);
+    g = convert("{\"type\":\"string\",\"not\":{\"pattern\":\"^[^0-9]*$\"}}", 0);
+    expect(g, "\"\"", false);
+    expect(g, "\"ab\"", false);
+    expect(g, "\"a1b\"", true);
+    expect(g, "\"7\"", true);
+    sift_grammar_free(g);
+    /* no complement: patterns, formats, numbers in a list */
+    expect_refused("{\"not\":{\"format\":\"email\"}}", "'not'");
+    expect_refused("{\"not\":{\"pattern\":\"^a[b]+$\"}}", "'not'");
+    expect_refused("{\"not\":{\"enum\":[1,2]}}", "'not'");
+}
+
+/* objects beyond any order (more than 7 declared keys): the schema's order, or the required
+ * keys first in `required`'s order and the rest in the schema's order; no other order */
+static void test_two_orders(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"h\",\"b\"],\"properties\":{"
+                              "\"a\":{},\"b\":{},\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{}}}", 0);
+    expect(g, "{\"a\": 1, \"b\": 2, \"c\": 3, \"h\": 4}", true); /* the schema's order */
+    expect(g, "{\"h\": 4, \"b\": 2, \"a\": 1, \"c\": 3}", true); /* required first */
+    expect(g, "{\"b\": 2, \"h\": 4}", true);
+    expect(g, "{\"h\": 4, \"b\": 2}", true);
+    expect(g, "{\"h\": 4, \"a\": 1, \"b\": 2}", false);           /* neither order */
+    expect(g, "{\"c\": 3, \"a\": 1, \"b\": 2, \"h\": 4}", false);
+    expect(g, "{\"h\": 4}", false);                                 /* b missing */
+    expect(g, "{\"h\": 4, \"b\": 2, \"h\": 4}", false);           /* a key twice */
+    expect(g, "{\"h\": 4, \"b\": 2, \"z\": 0}", false);           /* not declared */
+    expect_prefix(g, "{\"h\": 4, \"b\": 2, \"a\"", true);
+    expect_prefix(g, "{\"h\": 4, \"a\"", false);
+    sift_grammar_free(g);
 }
 
 int main(void)
@@ -1663,7 +1876,8 @@ int main(void)
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
         cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated), cmocka_unit_test(test_one_of_apart), cmocka_unit_test(test_pattern_bounded),
-        cmocka_unit_test(test_pattern_length_automaton),
+        cmocka_unit_test(test_pattern_length_automaton), cmocka_unit_test(test_complement),
+        cmocka_unit_test(test_two_orders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,8 +15,10 @@
  *                        part of allOf; numbers in every decimal spelling of their value,
  *                        containers with JSON's whitespace
  *   anyOf, oneOf         a union; oneOf only when its alternatives are proven disjoint (kinds,
- *                        values, a required const property), else refused; alternatives that
- *                        match nothing are left out
+ *                        values, a required const property), rewritten apart, or each taken
+ *                        with the complements of the others (json_schema_one_of.c,
+ *                        json_schema_not.c), else refused; alternatives that match nothing
+ *                        are left out
  *   allOf                the parts flattened through $ref chains and nested allOf, then merged
  *                        keyword by keyword (types meet, bounds tighten, required joins,
  *                        properties per name) or as objects (additionalProperties per part),
@@ -25,14 +27,16 @@
  *                        #/properties/..., recursive references become recursive rules; beside
  *                        other keywords it is one more allOf part (2019-09 on, the default), or
  *                        overrides them ("$schema" draft-07 or earlier, SIFT_JSON_SCHEMA_DRAFT7)
- *   not, uniqueItems, if rewritten when they are no-ops or another keyword (sift__js_simplify)
+ *   not, uniqueItems, if rewritten when they are no-ops or another keyword (sift__js_simplify);
+ *                        any other `not S`: S's complement as an allOf part (json_schema_not.c)
  *   object               JSON Schema's semantics by default: the declared properties in any
  *                        order, each at most once (JSON Schema has no property order), when
  *                        the object declares at most 7 (a rule per set of keys written,
  *                        any_order_object; 1024 such rules per schema at most); bigger
- *                        objects keep the schema's order (a documented departure, as in
- *                        LLGuidance / XGrammar / llama.cpp: valid objects in another order are
- *                        rejected, nothing invalid is accepted). Required ones present,
+ *                        objects take the schema's order or required-first (two_orders: a
+ *                        documented departure, as LLGuidance / XGrammar / llama.cpp take one
+ *                        order: valid objects in another order are rejected, nothing invalid
+ *                        is accepted). Required ones present,
  *                        optional ones skipped freely (and left out
  *                        when no value fits them); a missing additionalProperties allows
  *                        other keys (any value), anywhere between the declared ones; additionalProperties
@@ -1067,6 +1071,16 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     else c.ref_overrides = (flags & SIFT_JSON_SCHEMA_DRAFT7) != 0;
     const char *top = sift__js_visit(&c, root, "", NULL);
     char *out = NULL;
+    if (!top && c.status == SIFT_E_INVAL && c.unsat && c.approx) {
+        /* nothing left after a complement that left the non-integer numbers out: refused
+         * (what is left out may have matched), not "matches nothing" */
+        c.status = SIFT_E_UNSUPPORTED;
+        if (err) {
+            char msg[SIFT_ERROR_MSG_MAX];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            sift__error_set(err, SIFT_E_UNSUPPORTED, "%.160s (or only non-integer numbers, which a complement here leaves out: not expressible)", msg);
+        }
+    }
     if (top && c.status == SIFT_OK) {
         /* the start rule must be called root */
         if (strcmp(top, "root") && !sift__js_find_rule(&c, "root")) sift__js_add_rule(&c, "root", sift__js_dupstr(top));

@@ -524,6 +524,32 @@ static bool not_required(conv *c, cJSON *m, bool *unsat)
     return ok;
 }
 
+/* any other `not S`: S's complement (json_schema_not.c), when it can be written, as an allOf
+ * part beside the rest of the schema; NULL (visited as it is, and refused) when it cannot */
+static cJSON *not_by_complement(conv *c, const cJSON *s, const cJSON *nt, bool *unsat)
+{
+    cJSON *comp = sift__js_complement(c, nt);
+    if (!comp) return NULL;
+    if (cJSON_IsFalse(comp)) return cJSON_Delete(comp), *unsat = true, NULL;
+    cJSON *rest = cJSON_Duplicate(s, 1);
+    if (rest) cJSON_DeleteItemFromObjectCaseSensitive(rest, "not");
+    if (rest && cJSON_IsTrue(comp)) return cJSON_Delete(comp), rest; /* S matches nothing */
+    if (rest && sift__js_only_annotations_and(rest, NULL)) return cJSON_Delete(rest), comp;
+    cJSON *m = rest ? cJSON_CreateObject() : NULL, *all = m ? cJSON_AddArrayToObject(m, "allOf") : NULL;
+    if (!all || !cJSON_AddItemToArray(all, rest)) {
+        cJSON_Delete(m);
+        cJSON_Delete(rest);
+        cJSON_Delete(comp);
+        return sift__js_coom(c), NULL;
+    }
+    if (!cJSON_AddItemToArray(all, comp)) {
+        cJSON_Delete(m);
+        cJSON_Delete(comp);
+        return sift__js_coom(c), NULL;
+    }
+    return m;
+}
+
 cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
 {
     *unsat = false;
@@ -545,6 +571,7 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat)
             if (tset & T_NUMBER) tset |= T_INTEGER;
             not_ok = !((tset & T_INTEGER) && !(tset & T_NUMBER));
         }
+        if (!not_ok && !not_req) return not_by_complement(c, s, nt, unsat);
     }
     /* unevaluatedProperties / unevaluatedItems with no in-place applicator beside them: the
      * keys (items) nothing else evaluated are exactly additionalProperties' (items') */

@@ -3,7 +3,8 @@
  * state (conv), its rule table and built-in rules, and the visitors of each keyword family.
  * json_schema.c is the driver (the rule table, built-ins, keyword checks, visit: the dispatch
  * by type, enum / const); json_schema_combine.c anyOf / oneOf siblings, $ref, allOf;
- * json_schema_one_of.c oneOf's disjointness and pieces; json_schema_object.c objects;
+ * json_schema_one_of.c oneOf's disjointness and pieces; json_schema_not.c complements (for
+ * `not` and overlapping oneOf alternatives); json_schema_object.c objects;
  * json_schema_array.c arrays and tuples; json_schema_scalar.c strings, formats, integers and
  * numbers; regex_length.c a pattern with a length. Internal to src/schema.
  */
@@ -45,6 +46,7 @@ typedef struct {
     size_t path_len;
     int depth;
     bool unsat; /* the error is "this schema matches nothing" (an optional property may then be left out) */
+    bool approx; /* a complement left values out (json_schema_not.c): "matches nothing" may be untrue */
     size_t any_order_states; /* rules spent on objects whose keys come in any order (any_order_object) */
     bool ref_overrides;        /* draft-07 and earlier ($schema): $ref overrides the keywords beside it */
     const cJSON *dep_required; /* dependentRequired (or dependencies' arrays) for the next build_object */
@@ -83,6 +85,10 @@ cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n);
 bool sift__js_value_fits(const cJSON *v, const cJSON *type);
 bool sift__js_requires_key(const cJSON *s, const char *k);
 
+/* json_schema_not.c: the complement of s as a schema without `not` (a new cJSON: an object,
+ * or true / false), or NULL: not expressible (no error set) or out of memory (error set) */
+cJSON *sift__js_complement(conv *c, const cJSON *s);
+
 /* json_schema_combine.c */
 enum { T_NUMBER = 1u << 4, T_INTEGER = 1u << 6 }; /* bits of sift__js_type_set (sift__js_type_names' order) */
 extern const char *const sift__js_type_names[];
@@ -99,6 +105,15 @@ cJSON *sift__js_simplify(conv *c, const cJSON *s, bool *unsat);
 const char *sift__js_visit_all_of(conv *c, const cJSON *s, const char *name, const char *rule_name);
 
 /* json_schema_object.c */
+/* a trie of strings by code point (the keys other keys must not spell; the strings a `not`
+ * excludes) */
+typedef struct nsnode {
+    uint32_t cp;
+    bool end, all; /* end: a listed string ends here; all: every string below too (keys) */
+    struct nsnode *kids, *next; /* children sorted by cp */
+} nsnode;
+void sift__js_ns_free(nsnode *t);
+nsnode *sift__js_ns_child(nsnode *parent, uint32_t cp); /* found or added; NULL out of memory */
 long sift__js_get_count(conv *c, const cJSON *s, const char *key, long dflt);
 char *sift__js_join_name(const char *a, const char *b);
 const char *sift__js_visit_property_names(conv *c, const cJSON *s, const char *name, const char *rule_name);

@@ -1,6 +1,6 @@
 /*
  * json_schema_object.c - objects for the JSON schema converter: properties in any order
- * (small objects) or the schema's order (big ones), required / optional keys, the keys beside
+ * (small objects) or the schema's order or required-first (big ones), required / optional keys, the keys beside
  * the declared ones (additionalProperties, patternProperties: extra keys never spell a
  * declared name, so each text has one parse), min/maxProperties and dependentRequired.
  * The largest keyword family, and the one whose grammars grow fastest, so it is kept apart
@@ -41,23 +41,17 @@ char *sift__js_join_name(const char *a, const char *b)
 /* The keys of additional properties must differ from the declared ones: a rule matching
  * the JSON strings that are none of `names` (llama.cpp's _not_strings, over code points,
  * and without its flaw of also excluding every proper prefix of a name). */
-typedef struct nsnode {
-    uint32_t cp;
-    bool end, all; /* all: a prefix, every string below is excluded too */
-    struct nsnode *kids, *next; /* children sorted by cp */
-} nsnode;
-
-static void ns_free(nsnode *t)
+void sift__js_ns_free(nsnode *t)
 {
     while (t) {
         nsnode *n = t->next;
-        ns_free(t->kids);
+        sift__js_ns_free(t->kids);
         sift__gx_free(t);
         t = n;
     }
 }
 
-static nsnode *ns_child(nsnode *parent, uint32_t cp)
+nsnode *sift__js_ns_child(nsnode *parent, uint32_t cp)
 {
     nsnode **pp = &parent->kids;
     while (*pp && (*pp)->cp < cp) pp = &(*pp)->next;
@@ -183,12 +177,63 @@ static const char *ordered_object(conv *c, const char **kv, const bool *req, siz
     return sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
 }
 
+/* An object too big for any order (any_order_object) takes two: the schema's, or its
+ * required keys first (in `required`'s order) and the others in the schema's order, the way
+ * people and models often write them (MaskBench's valid instances: 6 of its 26 objects
+ * rejected for their order were in this one). Each is a subset of the exact language, so the
+ * union is too; the same as the schema's order: one. kn[] are kv[]'s names. */
+static const char *two_orders(conv *c, const char **kv, const bool *req, const char **kn, size_t n, const char *x, const cJSON *required,
+                              const char *rule_name, long min_props, long max_props)
+{
+    size_t *ord = sift__gx_calloc(n + 1, sizeof *ord), m = 0;
+    bool *used = sift__gx_calloc(n + 1, sizeof *used), same = true;
+    const char **kv2 = sift__gx_calloc(n + 1, sizeof *kv2);
+    bool *req2 = sift__gx_calloc(n + 1, sizeof *req2);
+    const char *r = NULL;
+    if (!ord || !used || !kv2 || !req2) {
+        r = sift__js_coom(c);
+        goto done;
+    }
+    for (const cJSON *q = required ? required->child : NULL; q; q = q->next)
+        for (size_t j = 0; j < n && cJSON_IsString(q); j++)
+            if (!used[j] && req[j] && kn[j] && !strcmp(kn[j], q->valuestring)) {
+                used[j] = true, ord[m++] = j;
+                break;
+            }
+    for (size_t j = 0; j < n; j++)
+        if (!used[j]) ord[m++] = j;
+    for (size_t j = 0; j < n; j++) same &= ord[j] == j, kv2[j] = kv[ord[j]], req2[j] = req[ord[j]];
+    if (same || n < 2) {
+        r = ordered_object(c, kv, req, n, x, rule_name, min_props, max_props);
+        goto done;
+    }
+    char *n1 = sift__js_join_name(rule_name, "schema-order"), *n2 = sift__js_join_name(rule_name, "required-first");
+    const char *r1 = n1 && n2 ? ordered_object(c, kv, req, n, x, n1, min_props, max_props) : NULL;
+    const char *r2 = r1 ? ordered_object(c, kv2, req2, n, x, n2, min_props, max_props) : NULL;
+    sift__gx_free(n1);
+    sift__gx_free(n2);
+    if (r2) {
+        sift__gbnf_sbuf b = {0};
+        sift__gbnf_sb_printf(&b, "%s | %s", r1, r2);
+        r = sift__js_add_rule(c, rule_name, sift__gbnf_sb_take(&b));
+        sift__gbnf_sb_free(&b);
+    } else if (c->status == SIFT_OK) {
+        r = sift__js_coom(c);
+    }
+done:
+    sift__gx_free(ord);
+    sift__gx_free(used);
+    sift__gx_free(kv2);
+    sift__gx_free(req2);
+    return r;
+}
+
 /* JSON Schema has no property order, so the exact grammar of an object takes its declared
  * keys in any order, each at most once, the required ones all present. A context-free
  * grammar for that needs a state per set of keys already written (the sets are the
  * language's Myhill-Nerode classes: no smaller grammar exists), so it is built only for
  * objects with at most ANY_ORDER_KEYS declared keys, and while the schema's whole budget of
- * ANY_ORDER_STATES states lasts; bigger objects keep the schema's order (ordered_object: a
+ * ANY_ORDER_STATES states lasts; bigger objects take two orders (two_orders, ordered_object: a
  * documented departure that rejects, never accepts, more). One rule per set S (a bitmask):
  *   s_S  something written, the keys of S among them:
  *        x* ( "," kv_i s_{S+i}  for each i not in S, in the schema's order )  -- "?" when S can end
@@ -301,7 +346,7 @@ static const char *excluded_keys_rule(conv *c, const keyex *ex, size_t n, const 
                 }
                 continue;
             }
-            if (!(nd = ns_child(nd, (uint32_t)cp))) ok = false;
+            if (!(nd = sift__js_ns_child(nd, (uint32_t)cp))) ok = false;
         }
         if (ok) {
             nd->end = true;
@@ -330,7 +375,7 @@ static const char *excluded_keys_rule(conv *c, const keyex *ex, size_t n, const 
     } else if (!t) {
         sift__js_coom(c);
     }
-    ns_free(t);
+    sift__js_ns_free(t);
     return key_rule;
 }
 
@@ -735,11 +780,13 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
     size_t n_all = np + n_undecl, n_named_req;
     const char **kv = sift__gx_calloc(n_all ? n_all : 1, sizeof *kv);
     const char **names = sift__gx_calloc(n_all ? n_all : 1, sizeof *names);
+    const char **kv_names = sift__gx_calloc(n_all ? n_all : 1, sizeof *kv_names); /* kv's names once compacted */
     bool *req = sift__gx_calloc(n_all ? n_all : 1, sizeof *req);
-    if (!kv || !req || !names) {
+    if (!kv || !req || !names || !kv_names) {
         sift__gx_free(kv);
         sift__gx_free(req);
         sift__gx_free(names);
+        sift__gx_free(kv_names);
         return sift__js_coom(c);
     }
     {
@@ -883,7 +930,7 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
         int map[ANY_ORDER_KEYS + 1];
         for (i = 0; i < np; i++) {
             if (i <= ANY_ORDER_KEYS) map[i] = kv[i] ? (int)w : -1;
-            if (kv[i]) kv[w] = kv[i], req[w] = req[i], w++;
+            if (kv[i]) kv_names[w] = names[i], kv[w] = kv[i], req[w] = req[i], w++;
         }
         np = w;
         if (dep_req && !llama && !object_deps(c, dep_req, names, np0, map, np, &deps)) goto done;
@@ -900,7 +947,7 @@ const char *sift__js_build_object(conv *c, const cJSON *props, const cJSON *requ
             result = sift__js_cfail(c, SIFT_E_UNSUPPORTED, "dependentRequired / dependencies: the object has more than %d properties (or the schema more than %d key-set rules)",
                            ANY_ORDER_KEYS, ANY_ORDER_STATES);
         else
-            result = ordered_object(c, kv, req, np, x, rule_name, min_props, max_props);
+            result = two_orders(c, kv, req, kv_names, np, x, required, rule_name, min_props, max_props);
         goto done;
     }
     /* llama.cpp's order: "{" required, then optional ones (any subset, in order), then extras */
@@ -969,6 +1016,7 @@ done:
     sift__gx_free(kv);
     sift__gx_free(req);
     sift__gx_free(names);
+    sift__gx_free(kv_names);
     sift__gx_free(deps);
     return result;
 }

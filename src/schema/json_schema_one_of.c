@@ -70,6 +70,16 @@ static unsigned schema_kinds(conv *c, const cJSON *s, int depth)
         for (const cJSON *v = en->child; v; v = v->next) u |= kind_of_value(v);
         k &= u;
     }
+    /* alternatives: the kinds of any of them; allOf: of all its parts */
+    for (const char *const *kw = (const char *const[]){"anyOf", "oneOf", NULL}; *kw; kw++) {
+        const cJSON *alts = cJSON_GetObjectItemCaseSensitive(s, *kw);
+        if (!cJSON_IsArray(alts) || !alts->child) continue;
+        unsigned u = 0;
+        for (const cJSON *a = alts->child; a; a = a->next) u |= schema_kinds(c, a, depth + 1);
+        k &= u;
+    }
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
+    for (const cJSON *a = cJSON_IsArray(all) ? all->child : NULL; a; a = a->next) k &= schema_kinds(c, a, depth + 1);
     return k;
 }
 
@@ -450,7 +460,7 @@ static bool split_on_key(conv *c, cJSON *const *cur, int n, const char *d, cJSON
  *   j, with that key absent (declared false);
  *   beyond ONE_OF_PIECES pieces, or when neither holds: refused.
  * alts[] are the alternatives (with the keywords beside the oneOf already merged in). */
-cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
+static cJSON *one_of_pieces_rewritten(conv *c, const cJSON *const *alts, int n)
 {
     cJSON *out = cJSON_CreateArray(), **cur = calloc((size_t)n + 1, sizeof *cur);
     bool *same = calloc((size_t)n + 1, sizeof *same); /* cur[i] says what alts[i] says, as written */
@@ -587,4 +597,73 @@ fail:
     free(same);
     cJSON_Delete(out);
     return NULL;
+}
+
+/* The last resort for alternatives the rewriting above cannot tell apart: alternative i's
+ * piece is {"allOf": [i, the complement of each j that may share a value with i]}
+ * (json_schema_not.c), exact when every such complement can be written; a piece whose
+ * complement part is empty (j matches everything) is left out. The allOf then merges as any
+ * other (json_schema_combine.c), or is refused there. */
+static cJSON *one_of_by_complement(conv *c, const cJSON *const *alts, int n)
+{
+    cJSON *out = cJSON_CreateArray();
+    if (!out) return sift__js_coom(c), NULL;
+    for (int i = 0; i < n; i++) {
+        if (!alts[i]) continue;
+        cJSON *piece = cJSON_CreateObject(), *all = piece ? cJSON_AddArrayToObject(piece, "allOf") : NULL;
+        bool empty = false;
+        if (!all || !cJSON_AddItemToArray(all, cJSON_Duplicate(alts[i], 1))) goto nomem_piece;
+        for (int j = 0; j < n && !empty; j++) {
+            if (j == i || !alts[j] || sift__js_disjoint(c, alts[i], alts[j])) continue;
+            cJSON *cj = sift__js_complement(c, alts[j]);
+            if (!cj) {
+                cJSON_Delete(piece);
+                cJSON_Delete(out);
+                return NULL; /* not expressible (or out of memory: the error is set) */
+            }
+            if (cJSON_IsFalse(cj) || cJSON_IsTrue(cj)) { /* j matches everything: i has no piece / nothing: no part */
+                empty = cJSON_IsFalse(cj);
+                cJSON_Delete(cj);
+                continue;
+            }
+            if (!cJSON_AddItemToArray(all, cj)) {
+                cJSON_Delete(cj);
+                goto nomem_piece;
+            }
+        }
+        if (empty) {
+            cJSON_Delete(piece);
+            continue;
+        }
+        if (cJSON_GetArraySize(all) == 1) { /* apart from every other: as written (a $ref stays one) */
+            cJSON *one = cJSON_DetachItemFromArray(all, 0);
+            cJSON_Delete(piece);
+            piece = one;
+        }
+        if (!cJSON_AddItemToArray(out, piece)) goto nomem_piece;
+        continue;
+    nomem_piece:
+        cJSON_Delete(piece);
+        cJSON_Delete(out);
+        return sift__js_coom(c), NULL;
+    }
+    return out;
+}
+
+/* oneOf as a union of pieces that no value matches twice (one_of_pieces_rewritten), else by
+ * complements (one_of_by_complement); when neither applies, the first one's refusal stands. */
+cJSON *sift__js_one_of_pieces(conv *c, const cJSON *const *alts, int n)
+{
+    cJSON *r = one_of_pieces_rewritten(c, alts, n);
+    if (r || c->status != SIFT_E_UNSUPPORTED) return r;
+    sift_error saved = c->err ? *c->err : (sift_error){0};
+    const int st = c->status;
+    c->status = SIFT_OK;
+    if (c->err) *c->err = (sift_error){0};
+    r = one_of_by_complement(c, alts, n);
+    if (!r && c->status == SIFT_OK) {
+        c->status = st;
+        if (c->err) *c->err = saved;
+    }
+    return r;
 }
