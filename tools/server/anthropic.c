@@ -730,25 +730,49 @@ static void chunk(const srv_server *s, srv_anth_stream *st, srv_task *t, const c
     st->ended = true;
 }
 
-void srv_anth_sse(const srv_server *s, srv_anth_stream *st, srv_task *t, sbuf *out)
+/* The chunks "data: JSON\n\n" in in (the server's own chat chunks), parsed, to fn until it
+ * says stop; in is emptied (a chunk that does not parse: only out of memory fails our JSON). */
+void srv_sse_each(sbuf *in, bool (*fn)(void *ctx, const cJSON *chunk), void *ctx, sbuf *out)
 {
-    const char *p = st->oai.p, *end = p ? p + st->oai.n : NULL;
-    while (p && p < end && !st->ended) {
-        /* "data: JSON\n\n" (cJSON escapes newlines inside strings, so a blank line ends an event) */
+    const char *p = in->p, *end = p ? p + in->n : NULL;
+    bool go = true;
+    while (p && p < end && go) {
+        /* (cJSON escapes newlines inside strings, so a blank line ends an event) */
         const char *stop = p;
         while (stop + 1 < end && !(stop[0] == '\n' && stop[1] == '\n')) stop++;
         const char *next = stop + 1 < end ? stop + 2 : end;
         if (end - p > 6 && !memcmp(p, "data: ", 6)) {
             p += 6;
             cJSON *c = stop > p && *p == '{' ? cJSON_ParseWithLength(p, (size_t)(stop - p)) : NULL;
-            if (c) chunk(s, st, t, c, out);
-            else if (stop > p && *p == '{') out->oom = true; /* our own JSON: only out of memory fails it */
+            if (c) go = fn(ctx, c);
+            else if (stop > p && *p == '{') out->oom = true;
             cJSON_Delete(c);
         }
         p = next;
     }
+    in->n = 0;
+    if (in->oom) out->oom = true;
+}
+
+struct sse_ctx {
+    const srv_server *s;
+    srv_anth_stream *st;
+    srv_task *t;
+    sbuf *out;
+};
+
+static bool on_chunk(void *ctx, const cJSON *c)
+{
+    struct sse_ctx *x = ctx;
+    chunk(x->s, x->st, x->t, c, x->out);
+    return !x->st->ended;
+}
+
+void srv_anth_sse(const srv_server *s, srv_anth_stream *st, srv_task *t, sbuf *out)
+{
+    struct sse_ctx x = {s, st, t, out};
+    if (!st->ended) srv_sse_each(&st->oai, on_chunk, &x, out);
     st->oai.n = 0;
-    if (st->oai.oom) out->oom = true;
 }
 
 /* ---- /v1/messages/count_tokens ------------------------------------------------------------------------ */
