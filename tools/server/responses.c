@@ -16,7 +16,8 @@
  *   items, in order: messages (role user / assistant / system / developer, the last as system;
  *   content a string or input_text / output_text parts) -> chat messages; function_call
  *   items -> tool_calls of an assistant message (consecutive calls share one), their
- *   call_id the call's id; function_call_output -> a tool message; reasoning items -> the
+ *   call_id the call's id; function_call_output -> a tool message (with the called
+ *   function's name when an earlier function_call has its call_id: some templates need it); reasoning items -> the
  *   reasoning_content of the assistant message that follows (templates render it back).
  *   Images and files are refused (this server reads text only), and so are
  *   previous_response_id, conversation and item_reference: this server keeps no responses
@@ -160,6 +161,15 @@ static int reasoning_text(const cJSON *it, const char *where, sbuf *out, srv_err
 /* One input item -> chat messages. *reasoning: reasoning text waiting for the assistant
  * message that follows; *joins: the previous item left an assistant message that this
  * item's function calls continue. */
+/* The name of the function call_id called, from the tool calls before it (NULL: none). */
+static const char *called_name(const cJSON *msgs, const char *call_id)
+{
+    for (const cJSON *m = msgs->child; m; m = m->next)
+        for (const cJSON *c = get(m, "tool_calls") ? get(m, "tool_calls")->child : NULL; c; c = c->next)
+            if (!strcmp(get(c, "id")->valuestring, call_id)) return get(get(c, "function"), "name")->valuestring;
+    return NULL;
+}
+
 static int input_item(const cJSON *it, int i, cJSON *msgs, sbuf *reasoning, bool *joins, srv_error *e)
 {
     char where[48];
@@ -207,7 +217,11 @@ static int input_item(const cJSON *it, int i, cJSON *msgs, sbuf *reasoning, bool
         sbuf text = {0};
         int rc = content_text(get(it, "output"), w, &text, e);
         cJSON *m = rc ? NULL : add_message(msgs, "tool", text.p ? text.p : "");
-        if (!rc && (!m || text.oom || !cJSON_AddStringToObject(m, "tool_call_id", id->valuestring))) rc = srv_errorf(e, 500, "out of memory");
+        /* the function's name too: templates such as vLLM's Hermes one require it on a tool message */
+        const char *name = rc ? NULL : called_name(msgs, id->valuestring);
+        if (!rc && (!m || text.oom || !cJSON_AddStringToObject(m, "tool_call_id", id->valuestring) ||
+                    (name && !cJSON_AddStringToObject(m, "name", name))))
+            rc = srv_errorf(e, 500, "out of memory");
         sbuf_free(&text);
         return rc;
     }
