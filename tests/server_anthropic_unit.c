@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "server/server.h"
+#include "server_dialect.h"
 
 /* The conversion of body (JSON text), printed (NULL: refused, *e says why). */
 static char *convert(const char *body, bool count_only, srv_error *e)
@@ -26,16 +27,6 @@ static char *convert(const char *body, bool count_only, srv_error *e)
     char *s = out ? cJSON_PrintUnformatted(out) : NULL;
     cJSON_Delete(out);
     return s;
-}
-
-static void assert_json_equal(const char *got, const char *want)
-{
-    cJSON *a = cJSON_Parse(got), *b = cJSON_Parse(want);
-    assert_non_null(a);
-    assert_non_null(b);
-    if (!cJSON_Compare(a, b, true)) fail_msg("got  %s\nwant %s", got, want);
-    cJSON_Delete(a);
-    cJSON_Delete(b);
 }
 
 static void test_request(void **state)
@@ -127,28 +118,6 @@ static void test_request_errors(void **state)
     }
 }
 
-/* A chat task as the stream converter reads it (no engine: the fields set by hand). */
-static srv_task *fake_task(int32_t n_prompt, int32_t n_cached, int32_t n_decoded)
-{
-    srv_task *t = calloc(1, sizeof *t);
-    assert_non_null(t);
-    pthread_mutex_init(&t->mu, NULL);
-    t->req.kind = SRV_OAI_CHAT;
-    t->req.n_prompt = n_prompt;
-    t->n_cached = n_cached;
-    t->n_decoded = n_decoded;
-    strcpy(t->oai_id, "chatcmpl-abc123");
-    return t;
-}
-
-static void free_task(srv_task *t)
-{
-    for (int i = 0; i < t->req.n_stop; i++) free(t->req.stop[i]);
-    free(t->req.stop);
-    pthread_mutex_destroy(&t->mu);
-    free(t);
-}
-
 /* Feed the chunks (each a JSON object, "data: " added) as one batch; the events since the
  * last call, as a JSON array of the data lines (each checked against its event: line). */
 static char *feed(srv_anth_stream *st, srv_task *t, const char *const *chunks, size_t n)
@@ -161,28 +130,9 @@ static char *feed(srv_anth_stream *st, srv_task *t, const char *const *chunks, s
     srv_anth_sse(&s, st, t, &out);
     assert_false(out.oom);
     assert_int_equal(srv_anth_stream_input(st)->n, 0);
-    cJSON *a = cJSON_CreateArray();
-    char *text = sbuf_strdup(&out);
-    for (char *p = text; p && *p;) {
-        char *end = strstr(p, "\n\n");
-        assert_non_null(end);
-        *end = 0;
-        assert_true(!strncmp(p, "event: ", 7));
-        char *nl = strchr(p, '\n');
-        assert_non_null(nl);
-        *nl = 0;
-        assert_true(!strncmp(nl + 1, "data: ", 6));
-        cJSON *d = cJSON_Parse(nl + 7);
-        assert_non_null(d);
-        assert_string_equal(cJSON_GetObjectItem(d, "type")->valuestring, p + 7);
-        cJSON_AddItemToArray(a, d);
-        p = end + 2;
-    }
-    free(text);
+    char *events = sse_events(&out);
     sbuf_free(&out);
-    char *s2 = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    return s2;
+    return events;
 }
 
 static void test_stream(void **state)

@@ -659,6 +659,7 @@ static void tool_deltas(srv_resp_stream *st, srv_task *t, const cJSON *calls, sb
         const cJSON *name = fn ? get(fn, "name") : NULL, *args = fn ? get(fn, "arguments") : NULL;
         const int index = cJSON_IsNumber(idx) ? idx->valueint : 0;
         if (cJSON_IsString(id) || st->open != ITEM_CALL || st->tool_index != index) {
+            close_item(st, out); /* (before the new call's id and name replace the open one's) */
             snprintf(st->call_id, sizeof st->call_id, "%s", str_or(id, ""));
             snprintf(st->name, sizeof st->name, "%s", str_or(name, ""));
             open_item(st, t, ITEM_CALL, out);
