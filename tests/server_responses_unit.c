@@ -234,7 +234,7 @@ static void test_stream(void **state)
     assert_json_equal(last,
         "{\"id\": \"resp_abc123\", \"object\": \"response\", \"created_at\": 0, \"status\": \"completed\", \"error\": null,"
         " \"incomplete_details\": null, \"model\": \"m\", \"output\": ["
-        "  {\"id\": \"rs_abc123_0\", \"type\": \"reasoning\", \"summary\": [], \"content\": [{\"type\": \"reasoning_text\", \"text\": \"Let me think.\"}],"
+        "  {\"id\": \"rs_abc123_0\", \"type\": \"reasoning\", \"summary\": [{\"type\": \"summary_text\", \"text\": \"Let me think.\"}], \"content\": [{\"type\": \"reasoning_text\", \"text\": \"Let me think.\"}],"
         "   \"status\": \"completed\"},"
         "  {\"id\": \"msg_abc123_1\", \"type\": \"message\", \"status\": \"completed\", \"role\": \"assistant\","
         "   \"content\": [{\"type\": \"output_text\", \"text\": \"Calling.\", \"annotations\": []}]},"

@@ -33,7 +33,8 @@
  *
  * The reply: {id "resp_...", object "response", created_at, status "completed", or
  * "incomplete" with incomplete_details {reason "max_output_tokens"} when the token limit
- * ended it, model, output: [a reasoning item when the model thought, a message item
+ * ended it, model, output: [a reasoning item when the model thought (its text as content
+ * and as summary, as llama-server does), a message item
  * {content: [{type "output_text", text, annotations []}]} when it said something (or called
  * nothing), one function_call item {call_id, name, arguments} per call], usage
  * {input_tokens (cached ones in input_tokens_details), output_tokens, total_tokens}}.
@@ -416,13 +417,18 @@ static cJSON *reasoning_item(const char *id, const char *text, bool done)
     cJSON *it = cJSON_CreateObject();
     cJSON_AddStringToObject(it, "id", id);
     cJSON_AddStringToObject(it, "type", "reasoning");
-    cJSON_AddArrayToObject(it, "summary");
-    cJSON *c = cJSON_AddArrayToObject(it, "content");
+    /* the text both as content and as summary: OpenAI defines both, and some clients
+     * (@ai-sdk/openai) keep only the summary when they send the conversation back */
+    cJSON *sum = cJSON_AddArrayToObject(it, "summary"), *c = cJSON_AddArrayToObject(it, "content");
     if (text) {
         cJSON *p = cJSON_CreateObject();
         cJSON_AddStringToObject(p, "type", "reasoning_text");
         cJSON_AddStringToObject(p, "text", text);
         cJSON_AddItemToArray(c, p);
+        p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "type", "summary_text");
+        cJSON_AddStringToObject(p, "text", text);
+        cJSON_AddItemToArray(sum, p);
     }
     cJSON_AddStringToObject(it, "status", done ? "completed" : "in_progress");
     return it;
