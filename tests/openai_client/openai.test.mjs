@@ -342,6 +342,13 @@ try {
       }
       check(`thinking template, streamed: reasoning_content deltas (${nr}) and content add up to the same`,
             nr > 1 && rs === m.reasoning_content && ct === m.content, JSON.stringify([rs, ct, m]));
+      // the same through /v1/responses: a reasoning item, then the message; text.format as response_format
+      const rr = await cl.responses.create({ model, input: "Hi", max_output_tokens: 60, seed: 1,
+        text: { format: { type: "json_schema", name: "a", schema: body.response_format.json_schema.schema } } });
+      check("thinking template, responses: a reasoning item (content and summary) with the same text, then the same answer",
+            rr.output[0]?.type === "reasoning" && rr.output[0].content[0]?.text === m.reasoning_content &&
+            rr.output[0].summary[0]?.text === m.reasoning_content && rr.output[1]?.type === "message" && rr.output_text === m.content,
+            JSON.stringify(rr.output));
     } finally { srv.proc.kill("SIGTERM"); }
   }
 
