@@ -116,6 +116,8 @@ static void test_request_errors(void **state)
         {"{\"input\": \"x\", \"tool_choice\": {\"type\": \"function\"}}", "'tool_choice'"},
         {"{\"input\": \"x\", \"text\": {\"format\": {\"type\": \"xml\"}}}", "'text.format.type'"},
         {"{\"input\": \"x\", \"text\": 1}", "'text' must be an object"},
+        {"{\"input\": \"x\", \"max_output_tokens\": 1.5}", "'max_output_tokens'"},
+        {"{\"input\": \"x\", \"max_output_tokens\": 1e30}", "'max_output_tokens'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         srv_error e;

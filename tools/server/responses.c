@@ -345,6 +345,9 @@ static int convert_params(const cJSON *in, cJSON *out, srv_error *e)
                                        "parallel_tool_calls", "chat_template_kwargs"};
     for (size_t i = 0; i < sizeof same / sizeof *same; i++)
         if (!pass_as(in, same[i], same[i], out)) return srv_errorf(e, 500, "out of memory");
+    const cJSON *mo = get(in, "max_output_tokens"); /* (checked here: request.c would name it max_tokens) */
+    if (mo && (!cJSON_IsNumber(mo) || mo->valuedouble < 0 || mo->valuedouble > 2147483647.0 || mo->valuedouble != (double)(long)mo->valuedouble))
+        return srv_errorf(e, 400, "'max_output_tokens' must be a non-negative integer, got %s", srv_jtype(mo));
     return pass_as(in, "max_output_tokens", "max_tokens", out) ? 0 : srv_errorf(e, 500, "out of memory");
 }
 
