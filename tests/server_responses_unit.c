@@ -74,6 +74,17 @@ static void test_request(void **state)
     assert_non_null(got);
     assert_json_equal(got, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"tool_choice\": \"required\"}");
     free(got);
+    /* reasoning, call, reasoning, call: one assistant turn, its reasoning joined */
+    got = convert("{\"input\": [{\"type\": \"reasoning\", \"content\": [{\"type\": \"reasoning_text\", \"text\": \"a\"}]},"
+                  " {\"type\": \"function_call\", \"call_id\": \"c1\", \"name\": \"f\"},"
+                  " {\"type\": \"reasoning\", \"summary\": [{\"type\": \"summary_text\", \"text\": \"b\"}]},"
+                  " {\"type\": \"function_call\", \"call_id\": \"c2\", \"name\": \"f\"}]}", &e);
+    assert_non_null(got);
+    assert_json_equal(got, "{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": ["
+                           " {\"function\": {\"name\": \"f\", \"arguments\": \"{}\"}, \"id\": \"c1\", \"type\": \"function\"},"
+                           " {\"function\": {\"name\": \"f\", \"arguments\": \"{}\"}, \"id\": \"c2\", \"type\": \"function\"}],"
+                           " \"reasoning_content\": \"ab\"}]}");
+    free(got);
     got = convert("{\"input\": []}", &e);
     assert_non_null(got);
     assert_json_equal(got, "{\"messages\": [{\"role\": \"user\", \"content\": \"\"}]}");

@@ -159,6 +159,26 @@ static int reasoning_text(const cJSON *it, const char *where, sbuf *out, srv_err
     return 0;
 }
 
+/* Pending reasoning text onto assistant message m (after any it has: reasoning, call,
+ * reasoning, call is one turn), then none pending. */
+static bool take_reasoning(cJSON *m, sbuf *reasoning)
+{
+    if (!reasoning->n) return true;
+    cJSON *old = cJSON_GetObjectItemCaseSensitive(m, "reasoning_content");
+    bool ok;
+    if (cJSON_IsString(old)) {
+        sbuf both = {0};
+        sbuf_adds(&both, old->valuestring);
+        sbuf_add(&both, reasoning->p, reasoning->n);
+        ok = !both.oom && cJSON_ReplaceItemInObjectCaseSensitive(m, "reasoning_content", cJSON_CreateString(both.p));
+        sbuf_free(&both);
+    } else {
+        ok = cJSON_AddStringToObject(m, "reasoning_content", reasoning->p) != NULL;
+    }
+    reasoning->n = 0;
+    return ok;
+}
+
 /* One input item -> chat messages. *reasoning: reasoning text waiting for the assistant
  * message that follows; *joins: the previous item left an assistant message that this
  * item's function calls continue. */
@@ -195,18 +215,13 @@ static int input_item(const cJSON *it, int i, cJSON *msgs, sbuf *reasoning, bool
         sbuf_free(&text);
         if (!rc && !strcmp(r, "assistant")) {
             *joins = true;
-            if (reasoning->n && !cJSON_AddStringToObject(m, "reasoning_content", reasoning->p)) rc = srv_errorf(e, 500, "out of memory");
-            reasoning->n = 0;
+            if (!take_reasoning(m, reasoning)) rc = srv_errorf(e, 500, "out of memory");
         }
         return rc;
     }
     if (!strcmp(t, "function_call")) {
         int rc = function_call(it, where, msgs, join, e);
-        if (!rc && reasoning->n) {
-            cJSON *m = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
-            if (!cJSON_AddStringToObject(m, "reasoning_content", reasoning->p)) rc = srv_errorf(e, 500, "out of memory");
-            reasoning->n = 0;
-        }
+        if (!rc && !take_reasoning(cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1), reasoning)) rc = srv_errorf(e, 500, "out of memory");
         *joins = true;
         return rc;
     }
