@@ -19,14 +19,8 @@
 /* The conversion of body (JSON text), printed (NULL: refused, *e says why). */
 static char *convert(const char *body, srv_error *e)
 {
-    cJSON *in = cJSON_Parse(body);
-    assert_non_null(in);
-    memset(e, 0, sizeof *e);
-    cJSON *out = srv_resp_request(in, e);
-    cJSON_Delete(in);
-    char *s = out ? cJSON_PrintUnformatted(out) : NULL;
-    cJSON_Delete(out);
-    return s;
+    cJSON *in = body_json(body, e);
+    return printed(in, srv_resp_request(in, e));
 }
 
 static void test_request(void **state)
@@ -132,9 +126,7 @@ static void test_request_errors(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         srv_error e;
-        char *got = convert(bad[i].body, &e);
-        if (got || e.status != 400 || !strstr(e.msg, bad[i].word))
-            fail_msg("%s: got %s, status %d, \"%s\" (want 400 with \"%s\")", bad[i].body, got ? got : "NULL", e.status, e.msg, bad[i].word);
+        assert_refused(bad[i].body, convert(bad[i].body, &e), &e, bad[i].word);
     }
 }
 
@@ -142,16 +134,11 @@ static void test_request_errors(void **state)
  * last call, as a JSON array. */
 static char *feed(srv_resp_stream *st, srv_task *t, const char *const *chunks, size_t n)
 {
-    static srv_server s;
-    s.model_name = "file.gguf";
-    sbuf *in = srv_resp_stream_input(st);
-    for (size_t i = 0; i < n; i++) sbuf_printf(in, "data: %s\n\n", chunks[i]);
+    put_chunks(srv_resp_stream_input(st), chunks, n);
     sbuf out = {0};
-    srv_resp_sse(&s, st, t, &out);
+    srv_resp_sse(dialect_server(), st, t, &out);
     assert_int_equal(srv_resp_stream_input(st)->n, 0);
-    char *events = sse_events(&out);
-    sbuf_free(&out);
-    return events;
+    return sse_events(&out);
 }
 
 /* The events in short, one line each: type, output_index, item id, and the delta / text /
@@ -191,25 +178,8 @@ static void test_stream(void **state)
     srv_task *t = fake_task(20, 5, 7);
     srv_resp_stream *st = srv_resp_stream_new();
     assert_non_null(st);
-    static const char *const part1[] = {
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"role\": \"assistant\", \"content\": null}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"reasoning_content\": \"Let me \"}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"reasoning_content\": \"think.\"}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"content\": \"Calling.\"}}], \"model\": \"m\"}",
-    };
-    static const char *const part2[] = {
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"content\": \"\"}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"tool_calls\": [{\"index\": 0, \"id\": \"c0\", \"type\": \"function\","
-        " \"function\": {\"name\": \"f\", \"arguments\": \"\"}}]}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"tool_calls\": [{\"index\": 0, \"function\": {\"arguments\": \"{\\\"a\\\":\"}}]}}]}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"tool_calls\": [{\"index\": 0, \"function\": {\"arguments\": \"1}\"}}]}}]}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"tool_calls\": [{\"index\": 1, \"id\": \"c1\", \"type\": \"function\","
-        " \"function\": {\"name\": \"g\", \"arguments\": \"{}\"}}]}}]}",
-        "{\"choices\": [{\"finish_reason\": \"tool_calls\", \"index\": 0, \"delta\": {}}], \"timings\": {}}",
-        "{\"choices\": [], \"usage\": {\"completion_tokens\": 7}}",
-    };
     int seq = 0;
-    char *got = feed(st, t, part1, 4);
+    char *got = feed(st, t, dialect_part1, 4);
     char *b = brief(got, &seq);
     assert_string_equal(b,
         "response.created in_progress 0\n"
@@ -224,7 +194,7 @@ static void test_stream(void **state)
         "response.output_text.delta 1 msg_abc123_1 delta=Calling.\n");
     free(b);
     free(got);
-    got = feed(st, t, part2, 7);
+    got = feed(st, t, dialect_part2, 7);
     b = brief(got, &seq);
     assert_string_equal(b,
         "response.output_text.done 1 msg_abc123_1 text=Calling.\n"
@@ -293,12 +263,7 @@ static void test_stream(void **state)
 
     /* a failure mid-stream: an error event, then nothing */
     st = srv_resp_stream_new();
-    static const char *const fail[] = {
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"content\": \"a\"}}]}",
-        "{\"error\": {\"code\": 503, \"message\": \"the server is shutting down\", \"type\": \"unavailable_error\"}}",
-        "{\"choices\": [{\"finish_reason\": \"stop\", \"index\": 0, \"delta\": {}}]}",
-    };
-    got = feed(st, t, fail, 3);
+    got = feed(st, t, dialect_fail, 3);
     a = cJSON_Parse(got);
     last = cJSON_PrintUnformatted(cJSON_GetArrayItem(a, cJSON_GetArraySize(a) - 1));
     assert_json_equal(last, "{\"type\": \"error\", \"code\": \"unavailable_error\", \"message\": \"the server is shutting down\", \"param\": null,"

@@ -295,18 +295,7 @@ static int convert_tools(const cJSON *in, cJSON *out, srv_error *e)
             if (params && !cJSON_IsObject(params))
                 return srv_errorf(e, 400, "'tools[%d].parameters' must be an object (a JSON schema), got %s", i, srv_jtype(params));
             if (strict && !cJSON_IsBool(strict)) return srv_errorf(e, 400, "'tools[%d].strict' must be a boolean, got %s", i, srv_jtype(strict));
-            cJSON *o = cJSON_CreateObject();
-            if (!o || !cJSON_AddItemToArray(a, o)) {
-                cJSON_Delete(o);
-                return srv_errorf(e, 500, "out of memory");
-            }
-            cJSON *fn = cJSON_AddObjectToObject(o, "function");
-            cJSON *p = params ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
-            bool ok = cJSON_AddStringToObject(o, "type", "function") && fn && p && cJSON_AddItemToObject(fn, "parameters", p);
-            if (!ok) cJSON_Delete(p);
-            ok = ok && cJSON_AddStringToObject(fn, "name", name->valuestring) &&
-                 (!desc || cJSON_AddStringToObject(fn, "description", desc->valuestring));
-            if (!ok) return srv_errorf(e, 500, "out of memory");
+            if (!srv_chat_tool_add(a, name->valuestring, desc ? desc->valuestring : NULL, params)) return srv_errorf(e, 500, "out of memory");
         }
     }
     const cJSON *tc = get(in, "tool_choice");
@@ -490,17 +479,9 @@ static const char *str_or(const cJSON *v, const char *def) { return cJSON_IsStri
 
 char *srv_resp_json_final(const srv_server *s, srv_task *t)
 {
-    cJSON *oai = NULL;
-    {
-        char *j = srv_json_final(s, t);
-        oai = j ? cJSON_Parse(j) : NULL;
-        free(j);
-    }
-    const cJSON *choice = cJSON_GetArrayItem(get(oai, "choices"), 0), *msg = choice ? get(choice, "message") : NULL;
-    if (!msg) {
-        cJSON_Delete(oai);
-        return NULL; /* out of memory: http.c answers 500 */
-    }
+    const cJSON *choice, *msg;
+    cJSON *oai = srv_json_final_parsed(s, t, &choice, &msg);
+    if (!oai) return NULL; /* out of memory: http.c answers 500 */
     const cJSON *reasoning = get(msg, "reasoning_content"), *content = get(msg, "content"), *calls = get(msg, "tool_calls");
     cJSON *output = cJSON_CreateArray();
     char id[96];
@@ -570,19 +551,8 @@ sbuf *srv_resp_stream_input(srv_resp_stream *st) { return &st->oai; }
 /* One event: `event: TYPE` and its data, with the next sequence_number (o is consumed). */
 static void emit(srv_resp_stream *st, sbuf *out, cJSON *o)
 {
-    const cJSON *type = get(o, "type");
     cJSON_AddNumberToObject(o, "sequence_number", st->seq++);
-    char *j = cJSON_PrintUnformatted(o);
-    if (!j || !cJSON_IsString(type)) {
-        out->oom = true;
-    } else {
-        sbuf_printf(out, "event: %s\n", type->valuestring);
-        sbuf_adds(out, "data: ");
-        sbuf_adds(out, j);
-        sbuf_adds(out, "\n\n");
-    }
-    free(j);
-    cJSON_Delete(o);
+    srv_sse_event(out, o);
 }
 
 static cJSON *event(const char *type, int output_index, const char *item_id_, int content_index)
@@ -695,8 +665,9 @@ static void tool_deltas(srv_resp_stream *st, srv_task *t, const cJSON *calls, sb
 }
 
 /* One chat chunk (parsed) -> events. */
-static void chunk(const srv_server *s, srv_resp_stream *st, srv_task *t, const cJSON *c, sbuf *out)
+static void chunk(const srv_server *s, void *stream, srv_task *t, const cJSON *c, sbuf *out)
 {
+    srv_resp_stream *st = stream;
     const cJSON *err = get(c, "error");
     if (err) {
         const cJSON *code = get(err, "code"), *msg = get(err, "message"), *type = get(err, "type");
@@ -739,23 +710,8 @@ static void chunk(const srv_server *s, srv_resp_stream *st, srv_task *t, const c
     st->ended = true;
 }
 
-struct sse_ctx {
-    const srv_server *s;
-    srv_resp_stream *st;
-    srv_task *t;
-    sbuf *out;
-};
-
-static bool on_chunk(void *ctx, const cJSON *c)
-{
-    struct sse_ctx *x = ctx;
-    chunk(x->s, x->st, x->t, c, x->out);
-    return !x->st->ended;
-}
-
 void srv_resp_sse(const srv_server *s, srv_resp_stream *st, srv_task *t, sbuf *out)
 {
-    struct sse_ctx x = {s, st, t, out};
-    if (!st->ended) srv_sse_each(&st->oai, on_chunk, &x, out);
+    srv_sse_each(&st->oai, s, st, t, chunk, &st->ended, out);
     st->oai.n = 0;
 }

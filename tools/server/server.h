@@ -785,9 +785,19 @@ srv_anth_stream *srv_anth_stream_new(void);
 void srv_anth_stream_free(srv_anth_stream *st);
 sbuf *srv_anth_stream_input(srv_anth_stream *st);
 void srv_anth_sse(const srv_server *s, srv_anth_stream *st, srv_task *t, sbuf *out);
-/* The chat chunks ("data: JSON" events) in in, each parsed and given to fn until it returns
- * false; in is emptied (the dialects' stream converters, anthropic.c and responses.c). */
-void srv_sse_each(sbuf *in, bool (*fn)(void *ctx, const struct cJSON *chunk), void *ctx, sbuf *out);
+/* The chat chunks ("data: JSON" events) in in, each parsed and given to fn (with the
+ * converter's state `stream`) until *ended; in is emptied (the dialects' stream converters,
+ * anthropic.c and responses.c). */
+/* Append the chat tool {type: "function", function: {name, description (desc NULL: none),
+ * parameters (a copy of params; NULL: {})}} to the array tools; false: out of memory. */
+bool srv_chat_tool_add(struct cJSON *tools, const char *name, const char *desc, const struct cJSON *params);
+/* One event, `event: TYPE` (o's "type") and `data: JSON` (o, consumed); out->oom on failure. */
+void srv_sse_event(sbuf *out, struct cJSON *o);
+typedef void (*srv_chunk_fn)(const srv_server *s, void *stream, srv_task *t, const struct cJSON *chunk, sbuf *out);
+void srv_sse_each(sbuf *in, const srv_server *s, void *stream, srv_task *t, srv_chunk_fn fn, const bool *ended, sbuf *out);
+/* The OpenAI reply of a finished chat task, parsed, with its first choice and message (NULL:
+ * out of memory). */
+struct cJSON *srv_json_final_parsed(const srv_server *s, srv_task *t, const struct cJSON **choice, const struct cJSON **msg);
 /* POST /v1/messages/count_tokens: {"input_tokens": N}, the prompt the request would read. */
 int srv_handle_count_tokens(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
 
