@@ -519,7 +519,7 @@ struct srv_resp_stream {
     cJSON *items;      /* the output items closed so far (for the final response) */
     int open;          /* the open item's kind (ITEM_*) */
     char id[96];       /* the open item's id */
-    char call_id[96], name[128]; /* the open function call's */
+    char call_id[96], name[256]; /* the open function call's (tool names are at most 64 bytes in OpenAI's API) */
     int tool_index;    /* the open function call's index among the chat tool calls */
     int n_calls;
     sbuf text;         /* the open item's text (reasoning, message) or arguments */
