@@ -31,21 +31,24 @@ if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
   set_tests_properties(memcheck_server_tools_unit PROPERTIES LABELS memcheck ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
 
-# Anthropic's Messages API adapter (tools/server/anthropic.c): the request conversion, its 400s,
-# the stream converter on OpenAI chunks no small model produces (label unit). It links the
-# whole server library, so only where libmicrohttpd is (not the aarch64 cross build).
+# The API dialects' adapters, Anthropic's Messages API (tools/server/anthropic.c) and OpenAI's
+# Responses API (responses.c): the request conversion, its 400s, the stream converter on
+# OpenAI chunks no small model produces (label unit). They link the whole server library, so
+# only where libmicrohttpd is (not the aarch64 cross build).
 if(MHD_FOUND)
-  add_executable(server_anthropic_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_anthropic_unit.c)
-  target_include_directories(server_anthropic_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
-  target_compile_options(server_anthropic_unit PRIVATE ${SIFT_WARN})
-  target_link_libraries(server_anthropic_unit PRIVATE sift_server sift_static PkgConfig::CMOCKA)
-  add_test(NAME server_anthropic_unit COMMAND server_anthropic_unit)
-  set_tests_properties(server_anthropic_unit PROPERTIES LABELS unit ENVIRONMENT "${SIFT_TEST_ENV}")
-  if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
-    add_test(NAME memcheck_server_anthropic_unit COMMAND ${SIFT_VALGRIND_EXE} --error-exitcode=1 --leak-check=full
-             --errors-for-leak-kinds=definite,indirect --quiet $<TARGET_FILE:server_anthropic_unit>)
-    set_tests_properties(memcheck_server_anthropic_unit PROPERTIES LABELS memcheck ENVIRONMENT "${SIFT_TEST_ENV}")
-  endif()
+  foreach(t server_anthropic_unit server_responses_unit)
+    add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c)
+    target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
+    target_compile_options(${t} PRIVATE ${SIFT_WARN})
+    target_link_libraries(${t} PRIVATE sift_server sift_static PkgConfig::CMOCKA)
+    add_test(NAME ${t} COMMAND ${t})
+    set_tests_properties(${t} PROPERTIES LABELS unit ENVIRONMENT "${SIFT_TEST_ENV}")
+    if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
+      add_test(NAME memcheck_${t} COMMAND ${SIFT_VALGRIND_EXE} --error-exitcode=1 --leak-check=full
+               --errors-for-leak-kinds=definite,indirect --quiet $<TARGET_FILE:${t}>)
+      set_tests_properties(memcheck_${t} PROPERTIES LABELS memcheck ENVIRONMENT "${SIFT_TEST_ENV}")
+    endif()
+  endforeach()
 endif()
 
 find_package(Python3 COMPONENTS Interpreter)

@@ -14,28 +14,13 @@
 #include <string.h>
 
 #include "server/server.h"
+#include "server_dialect.h"
 
 /* The conversion of body (JSON text), printed (NULL: refused, *e says why). */
 static char *convert(const char *body, bool count_only, srv_error *e)
 {
-    cJSON *in = cJSON_Parse(body);
-    assert_non_null(in);
-    memset(e, 0, sizeof *e);
-    cJSON *out = srv_anth_request(in, count_only, e);
-    cJSON_Delete(in);
-    char *s = out ? cJSON_PrintUnformatted(out) : NULL;
-    cJSON_Delete(out);
-    return s;
-}
-
-static void assert_json_equal(const char *got, const char *want)
-{
-    cJSON *a = cJSON_Parse(got), *b = cJSON_Parse(want);
-    assert_non_null(a);
-    assert_non_null(b);
-    if (!cJSON_Compare(a, b, true)) fail_msg("got  %s\nwant %s", got, want);
-    cJSON_Delete(a);
-    cJSON_Delete(b);
+    cJSON *in = body_json(body, e);
+    return printed(in, srv_anth_request(in, count_only, e));
 }
 
 static void test_request(void **state)
@@ -121,68 +106,19 @@ static void test_request_errors(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         srv_error e;
-        char *got = convert(bad[i].body, false, &e);
-        if (got || e.status != 400 || !strstr(e.msg, bad[i].word))
-            fail_msg("%s: got %s, status %d, \"%s\" (want 400 with \"%s\")", bad[i].body, got ? got : "NULL", e.status, e.msg, bad[i].word);
+        assert_refused(bad[i].body, convert(bad[i].body, false, &e), &e, bad[i].word);
     }
-}
-
-/* A chat task as the stream converter reads it (no engine: the fields set by hand). */
-static srv_task *fake_task(int32_t n_prompt, int32_t n_cached, int32_t n_decoded)
-{
-    srv_task *t = calloc(1, sizeof *t);
-    assert_non_null(t);
-    pthread_mutex_init(&t->mu, NULL);
-    t->req.kind = SRV_OAI_CHAT;
-    t->req.n_prompt = n_prompt;
-    t->n_cached = n_cached;
-    t->n_decoded = n_decoded;
-    strcpy(t->oai_id, "chatcmpl-abc123");
-    return t;
-}
-
-static void free_task(srv_task *t)
-{
-    for (int i = 0; i < t->req.n_stop; i++) free(t->req.stop[i]);
-    free(t->req.stop);
-    pthread_mutex_destroy(&t->mu);
-    free(t);
 }
 
 /* Feed the chunks (each a JSON object, "data: " added) as one batch; the events since the
  * last call, as a JSON array of the data lines (each checked against its event: line). */
 static char *feed(srv_anth_stream *st, srv_task *t, const char *const *chunks, size_t n)
 {
-    static srv_server s;
-    s.model_name = "file.gguf";
-    sbuf *in = srv_anth_stream_input(st);
-    for (size_t i = 0; i < n; i++) sbuf_printf(in, "data: %s\n\n", chunks[i]);
+    put_chunks(srv_anth_stream_input(st), chunks, n);
     sbuf out = {0};
-    srv_anth_sse(&s, st, t, &out);
-    assert_false(out.oom);
+    srv_anth_sse(dialect_server(), st, t, &out);
     assert_int_equal(srv_anth_stream_input(st)->n, 0);
-    cJSON *a = cJSON_CreateArray();
-    char *text = sbuf_strdup(&out);
-    for (char *p = text; p && *p;) {
-        char *end = strstr(p, "\n\n");
-        assert_non_null(end);
-        *end = 0;
-        assert_true(!strncmp(p, "event: ", 7));
-        char *nl = strchr(p, '\n');
-        assert_non_null(nl);
-        *nl = 0;
-        assert_true(!strncmp(nl + 1, "data: ", 6));
-        cJSON *d = cJSON_Parse(nl + 7);
-        assert_non_null(d);
-        assert_string_equal(cJSON_GetObjectItem(d, "type")->valuestring, p + 7);
-        cJSON_AddItemToArray(a, d);
-        p = end + 2;
-    }
-    free(text);
-    sbuf_free(&out);
-    char *s2 = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    return s2;
+    return sse_events(&out);
 }
 
 static void test_stream(void **state)
@@ -191,24 +127,7 @@ static void test_stream(void **state)
     srv_task *t = fake_task(20, 5, 7);
     srv_anth_stream *st = srv_anth_stream_new();
     assert_non_null(st);
-    static const char *const part1[] = {
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"role\": \"assistant\", \"content\": null}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"reasoning_content\": \"Let me \"}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"reasoning_content\": \"think.\"}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"content\": \"Calling.\"}}], \"model\": \"m\"}",
-    };
-    static const char *const part2[] = {
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"content\": \"\"}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"tool_calls\": [{\"index\": 0, \"id\": \"c0\", \"type\": \"function\","
-        " \"function\": {\"name\": \"f\", \"arguments\": \"\"}}]}}], \"model\": \"m\"}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"tool_calls\": [{\"index\": 0, \"function\": {\"arguments\": \"{\\\"a\\\":\"}}]}}]}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"tool_calls\": [{\"index\": 0, \"function\": {\"arguments\": \"1}\"}}]}}]}",
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"tool_calls\": [{\"index\": 1, \"id\": \"c1\", \"type\": \"function\","
-        " \"function\": {\"name\": \"g\", \"arguments\": \"{}\"}}]}}]}",
-        "{\"choices\": [{\"finish_reason\": \"tool_calls\", \"index\": 0, \"delta\": {}}], \"timings\": {}}",
-        "{\"choices\": [], \"usage\": {\"completion_tokens\": 7}}",
-    };
-    char *got = feed(st, t, part1, 4);
+    char *got = feed(st, t, dialect_part1, 4);
     assert_json_equal(got,
         "[{\"type\": \"message_start\", \"message\": {\"id\": \"msg_abc123\", \"type\": \"message\", \"role\": \"assistant\", \"content\": [],"
         "   \"model\": \"m\", \"stop_reason\": null, \"stop_sequence\": null,"
@@ -221,7 +140,7 @@ static void test_stream(void **state)
         " {\"type\": \"content_block_start\", \"index\": 1, \"content_block\": {\"type\": \"text\", \"text\": \"\"}},"
         " {\"type\": \"content_block_delta\", \"index\": 1, \"delta\": {\"type\": \"text_delta\", \"text\": \"Calling.\"}}]");
     free(got);
-    got = feed(st, t, part2, 7);
+    got = feed(st, t, dialect_part2, 7);
     assert_json_equal(got,
         "[{\"type\": \"content_block_stop\", \"index\": 1},"
         " {\"type\": \"content_block_start\", \"index\": 2, \"content_block\": {\"type\": \"tool_use\", \"id\": \"c0\", \"name\": \"f\", \"input\": {}}},"
@@ -267,12 +186,7 @@ static void test_stream(void **state)
 
     /* a failure mid-stream: an error event in Anthropic's shape, then nothing */
     st = srv_anth_stream_new();
-    static const char *const fail[] = {
-        "{\"choices\": [{\"finish_reason\": null, \"index\": 0, \"delta\": {\"content\": \"a\"}}]}",
-        "{\"error\": {\"code\": 503, \"message\": \"the server is shutting down\", \"type\": \"unavailable_error\"}}",
-        "{\"choices\": [{\"finish_reason\": \"stop\", \"index\": 0, \"delta\": {}}]}",
-    };
-    got = feed(st, t, fail, 3);
+    got = feed(st, t, dialect_fail, 3);
     cJSON *a = cJSON_Parse(got);
     const cJSON *last = cJSON_GetArrayItem(a, cJSON_GetArraySize(a) - 1);
     char *ls = cJSON_PrintUnformatted(last);

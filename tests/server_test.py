@@ -2140,10 +2140,11 @@ def test_reasoning():
 
 # ---- Anthropic's Messages API (tools/server/anthropic.c) ----------------------------------------
 
-def anth_events(srv, body):
-    """POST /v1/messages with stream: true; the (event name, data) pairs as sent."""
+def anth_events(srv, body, path="/v1/messages"):
+    """POST path (/v1/messages, /v1/responses) with stream: true; the events' data as sent, each
+    checked against its `event:` line."""
     c = srv.conn()
-    c.request("POST", "/v1/messages", body=json.dumps(dict(body, stream=True)), headers={"Content-Type": "application/json"})
+    c.request("POST", path, body=json.dumps(dict(body, stream=True)), headers={"Content-Type": "application/json"})
     r = c.getresponse()
     assert r.status == 200 and r.getheader("Content-Type").startswith("text/event-stream"), (r.status, r.read())
     raw = r.read().decode()
@@ -2278,6 +2279,111 @@ def test_anthropic_errors(S):
     assert st == 405 and json.loads(data)["type"] == "error", data
     st, j = S.post("/v1/chat/completions", {"messages": "Hi"})
     assert st == 400 and "type" not in j and j["error"]["code"] == 400, j
+
+
+def test_responses(S):
+    """/v1/responses is the chat completion it converts to: instructions + input give the same
+    prompt, text and token counts as the chat's system + user; the response object's shape
+    (resp_ id, a message item with output_text, status incomplete with its reason when the
+    limit ended it, usage); function_call and function_call_output items render as the
+    chat's tool_calls and tool message (the same prompt tokens)."""
+    body = {"model": "gpt-x", "max_output_tokens": 16, "seed": 5, "instructions": "You tell stories.",
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "Tell one."}]}]}
+    st, j = S.post("/v1/responses", body)
+    assert st == 200, j
+    assert {"id", "object", "created_at", "status", "error", "incomplete_details", "model", "output", "usage"} <= set(j), j
+    assert j["object"] == "response" and j["id"].startswith("resp_") and j["model"] == "gpt-x" and j["error"] is None, j
+    assert [o["type"] for o in j["output"]] == ["message"] and j["output"][0]["content"][0]["type"] == "output_text", j
+    chat = {"model": "gpt-x", "max_tokens": 16, "seed": 5, "messages": [{"role": "system", "content": "You tell stories."},
+                                                                     {"role": "user", "content": "Tell one."}]}
+    st, o = S.post("/v1/chat/completions", chat)
+    assert st == 200 and j["output"][0]["content"][0]["text"] == o["choices"][0]["message"]["content"], (j, o)
+    u = j["usage"]
+    assert u["input_tokens"] == o["usage"]["prompt_tokens"] and u["output_tokens"] == o["usage"]["completion_tokens"] > 0, (u, o["usage"])
+    assert u["total_tokens"] == u["input_tokens"] + u["output_tokens"], u
+    length = o["choices"][0]["finish_reason"] == "length"
+    assert j["status"] == ("incomplete" if length else "completed"), j
+    assert j["incomplete_details"] == ({"reason": "max_output_tokens"} if length else None), j
+    # the items of a tool round trip: the same prompt as the chat messages they stand for
+    items = [{"role": "user", "content": "Weather?"},
+             {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "18 C"}]
+    st, r = S.post("/v1/responses", {"input": items, "max_output_tokens": 1})
+    msgs = [{"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                                                                 "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "name": "get_weather", "content": "18 C"}]
+    st2, c = S.post("/v1/chat/completions", {"messages": msgs, "max_tokens": 1})
+    assert st == 200 and st2 == 200 and r["usage"]["input_tokens"] == c["usage"]["prompt_tokens"], (r, c)
+
+
+def test_responses_stream(S):
+    """The Responses event stream: response.created, response.in_progress, one message item
+    (added, content part added, output_text deltas, text done, part done, item done), then
+    response.completed or response.incomplete with the whole response; sequence_number 0, 1,
+    ...; the deltas add up to the non-streamed text."""
+    body = {"max_output_tokens": 12, "seed": 9, "input": "Hello"}
+    st, j = S.post("/v1/responses", body)
+    assert st == 200, j
+    ev = anth_events(S, body, "/v1/responses")
+    types = [e["type"] for e in ev]
+    assert types[:4] == ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"], types
+    assert types[-4:-1] == ["response.output_text.done", "response.content_part.done", "response.output_item.done"], types
+    assert types[-1] == {"completed": "response.completed", "incomplete": "response.incomplete"}[j["status"]], (types, j)
+    assert set(types[4:-4]) == {"response.output_text.delta"}, types
+    assert [e["sequence_number"] for e in ev] == list(range(len(ev))), ev
+    text = "".join(e["delta"] for e in ev if e["type"] == "response.output_text.delta")
+    assert text == j["output"][0]["content"][0]["text"] == ev[-4]["text"], (text, j)
+    final = ev[-1]["response"]
+    assert final["id"] == ev[0]["response"]["id"] and final["output"][0]["content"][0]["text"] == text, final
+    assert final["usage"]["output_tokens"] == j["usage"]["output_tokens"], (final, j)
+    item_id = ev[2]["item"]["id"]
+    assert all(e.get("item_id", item_id) == item_id for e in ev[3:-1]) and ev[-2]["item"]["id"] == item_id, ev
+
+
+def test_responses_errors(S):
+    """Malformed Responses requests: 400 in OpenAI's shape naming the field; the state a
+    stateless server cannot have (previous_response_id, item_reference) says so; GET is 405."""
+    bad = [({}, "'input' is required"),
+           ({"input": 3}, "'input' must be a string or an array"),
+           ({"input": "x", "previous_response_id": "resp_1"}, "stateless"),
+           ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "stateless"),
+           ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:,"}]}]}, "text only"),
+           ({"input": [{"type": "function_call_output", "output": "x"}]}, "'input[0].call_id'"),
+           ({"input": "x", "tools": [{"type": "web_search"}]}, "built-in tools"),
+           ({"input": "x", "tool_choice": {"type": "function"}}, "'tool_choice'"),
+           ({"input": "x", "max_output_tokens": "5"}, "'max_output_tokens'"),
+           ({"input": "x", "temperature": "hot"}, "'temperature'")]
+    for body, word in bad:
+        st, j = S.post("/v1/responses", body)
+        assert st == 400 and j["error"]["code"] == 400 and j["error"]["type"] == "invalid_request_error", (body, st, j)
+        assert word in j["error"]["message"], (body, word, j)
+    st, hd, data = S.request("GET", "/v1/responses")
+    assert st == 405 and "error" in json.loads(data), data
+
+
+def test_jinja_responses_tools(J):
+    """Tools through /v1/responses (Qwen 2.5's template): flat function tools, tool_choice
+    required -> one function_call item (fc_ id, call_id, name) whose arguments fit the schema;
+    streamed: the item added with its name, argument deltas that add up to the same call, the
+    arguments done event, the completed response holding it."""
+    fn = WEATHER_TOOLS[0]["function"]
+    tools = [{"type": "function", "name": fn["name"], "description": "Weather", "parameters": fn["parameters"]}]
+    body = {"max_output_tokens": 300, "seed": 3, "tools": tools, "tool_choice": "required", "input": "Weather?"}
+    st, j = J.post("/v1/responses", body)
+    assert st == 200 and j["status"] == "completed", j
+    calls = [o for o in j["output"] if o["type"] == "function_call"]
+    assert len(calls) == 1 and calls[0]["name"] == "get_weather" and calls[0]["call_id"] and calls[0]["id"].startswith("fc_"), j
+    args = json.loads(calls[0]["arguments"])
+    assert set(args) == {"city", "days"} and args["city"] in ("Paris", "Tokyo") and 1 <= args["days"] <= 7, args
+    ev = anth_events(J, body, "/v1/responses")
+    added = [e for e in ev if e["type"] == "response.output_item.added" and e["item"]["type"] == "function_call"]
+    assert len(added) == 1 and added[0]["item"]["name"] == "get_weather", ev
+    pieces = [e["delta"] for e in ev if e["type"] == "response.function_call_arguments.delta"]
+    done = [e for e in ev if e["type"] == "response.function_call_arguments.done"]
+    assert len(pieces) > 1 and json.loads("".join(pieces)) == args and done[0]["arguments"] == "".join(pieces), (pieces, done)
+    assert all(e["item_id"] == added[0]["item"]["id"] for e in ev if e["type"].startswith("response.function_call_arguments")), ev
+    assert ev[-1]["type"] == "response.completed" and ev[-1]["response"]["output"][-1]["arguments"] == "".join(pieces), ev[-1]
 
 
 def test_jinja_anthropic_tools(J):

@@ -12,7 +12,8 @@
 // streamed as tool-call deltas too; the tool result sent back and a final answer; n: 2;
 // and a 400 for a tool_choice naming no tool; content parts; tool_choice required with
 // max_tokens 120 under the Hermes, Llama 3.1 JSON, Mistral, Llama 4 JSON and gpt-oss templates
-// (issue 27: calls that close); a thinking template's reasoning_content, streamed and not. Prints each check, then
+// (issue 27: calls that close); a thinking template's reasoning_content, streamed and not; the
+// Responses API (client.responses.create: streamed and not, a function call, a 400). Prints each check, then
 // "N passed, M failed".
 import OpenAI from "openai";
 import { spawn } from "node:child_process";
@@ -341,7 +342,94 @@ try {
       }
       check(`thinking template, streamed: reasoning_content deltas (${nr}) and content add up to the same`,
             nr > 1 && rs === m.reasoning_content && ct === m.content, JSON.stringify([rs, ct, m]));
+      // the same through /v1/responses: a reasoning item, then the message; text.format as response_format
+      const rr = await cl.responses.create({ model, input: "Hi", max_output_tokens: 60, seed: 1,
+        text: { format: { type: "json_schema", name: "a", schema: body.response_format.json_schema.schema } } });
+      check("thinking template, responses: a reasoning item (content and summary) with the same text, then the same answer",
+            rr.output[0]?.type === "reasoning" && rr.output[0].content[0]?.text === m.reasoning_content &&
+            rr.output[0].summary[0]?.text === m.reasoning_content && rr.output[1]?.type === "message" && rr.output_text === m.content,
+            JSON.stringify(rr.output));
     } finally { srv.proc.kill("SIGTERM"); }
+  }
+
+  // 13. the Responses API (POST /v1/responses, responses.c) through client.responses.create:
+  // a reply not streamed and streamed (the events in order, sequence numbers 0..n-1, the
+  // deltas adding up to the same text), under the Hermes template a function call with
+  // tool_choice required (flat function tools), streamed as argument deltas, its output sent
+  // back as input items, and the 400s a stateless server gives
+  {
+    const input = "What is the weather in Paris for the next three days?";
+    const instructions = "You are a helpful assistant.";
+    const r = await client.responses.create({ model, input, instructions, max_output_tokens: 24, seed: 1 });
+    const msg = r.output.find((o) => o.type === "message");
+    check("responses: a response object, a message item with output_text, usage",
+          r.object === "response" && /^resp_/.test(r.id) && ["completed", "incomplete"].includes(r.status) &&
+          msg?.role === "assistant" && msg.content[0]?.type === "output_text" && r.output_text.length > 0 &&
+          r.usage.output_tokens > 0 && r.usage.total_tokens === r.usage.input_tokens + r.usage.output_tokens, JSON.stringify(r));
+    check("responses: status incomplete (max_output_tokens) exactly when the limit ended it",
+          (r.status === "incomplete") === (r.usage.output_tokens === 24) &&
+          (r.status !== "incomplete" || r.incomplete_details?.reason === "max_output_tokens"), JSON.stringify(r));
+    const chat = await client.chat.completions.create({ model, messages: user, max_tokens: 24, seed: 1 });
+    check("responses: instructions + input are the chat's system + user (same prompt, same text)",
+          r.usage.input_tokens === chat.usage.prompt_tokens && r.output_text === chat.choices[0].message.content,
+          JSON.stringify([r.usage, chat.usage, r.output_text]));
+    const stream = await client.responses.create({ model, input, instructions, max_output_tokens: 24, seed: 1, stream: true });
+    const events = [];
+    for await (const ev of stream) events.push(ev);
+    const types = events.map((ev) => ev.type);
+    const deltas = events.filter((ev) => ev.type === "response.output_text.delta").map((ev) => ev.delta).join("");
+    const last = events.at(-1);
+    check("responses stream: created, in_progress, item added, part added, deltas, text done, part done, item done, completed",
+          types[0] === "response.created" && types[1] === "response.in_progress" && types[2] === "response.output_item.added" &&
+          types[3] === "response.content_part.added" && types.at(-4) === "response.output_text.done" &&
+          types.at(-3) === "response.content_part.done" && types.at(-2) === "response.output_item.done" &&
+          ["response.completed", "response.incomplete"].includes(types.at(-1)), types.join(" "));
+    check("responses stream: sequence_number 0, 1, 2, ...", events.every((ev, i) => ev.sequence_number === i),
+          events.map((ev) => ev.sequence_number).join());
+    check("responses stream: the deltas add up to the text, the same as not streamed", deltas === r.output_text &&
+          events.at(-4).text === deltas && last.response.output[0].content[0].text === deltas && last.response.usage.output_tokens > 0,
+          JSON.stringify([deltas, r.output_text]));
+
+    const dir = TEMPLATE.replace(/[^/]*$/, "");
+    const srv = await startServer(dir + "vllm-tool_chat_template_hermes.jinja");
+    const cl = new OpenAI({ baseURL: `http://127.0.0.1:${srv.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 60000 });
+    try {
+      const flat = tools.map((t) => ({ type: "function", ...t.function }));
+      const body = { model, input, tools: flat, tool_choice: "required", max_output_tokens: 200, seed: 3 };
+      const t1 = await cl.responses.create(body);
+      const calls = t1.output.filter((o) => o.type === "function_call");
+      const probs = calls.flatMap((c) => callProblems({ id: c.call_id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+      check("responses tool_choice required (Hermes): one function_call item, call_id, name in the tools, arguments valid",
+            t1.status === "completed" && calls.length === 1 && !probs.length && /^fc_/.test(calls[0].id), JSON.stringify(t1) + probs.join());
+      const ts = await cl.responses.create({ ...body, stream: true });
+      let args = "", nargs = 0, done = null, added = null;
+      for await (const ev of ts) {
+        if (ev.type === "response.output_item.added" && ev.item.type === "function_call") added = ev.item;
+        if (ev.type === "response.function_call_arguments.delta") { args += ev.delta; nargs++; }
+        if (ev.type === "response.function_call_arguments.done") done = ev;
+      }
+      check(`responses stream tool call: the item added with its name, arguments in deltas (${nargs}), done, the same call`,
+            added?.name === calls[0]?.name && typeof added?.call_id === "string" && added.call_id.length > 0 && nargs > 1 &&
+            args === done?.arguments && args === calls[0]?.arguments && done?.name === calls[0]?.name, JSON.stringify([added, done, args]));
+      const back = await cl.responses.create({ model, tools: flat, tool_choice: "none", max_output_tokens: 16, seed: 6,
+        input: [{ role: "user", content: input }, { type: "function_call", call_id: calls[0]?.call_id ?? "c1", name: calls[0]?.name ?? "get_time",
+                  arguments: calls[0]?.arguments ?? "{}" },
+                { type: "function_call_output", call_id: calls[0]?.call_id ?? "c1", output: "Sunny, 21 C." }] });
+      check("responses: the call and its output sent back as items, tool_choice none: a message, no calls",
+            back.output.every((o) => o.type !== "function_call") && back.output.some((o) => o.type === "message") &&
+            back.usage.input_tokens > t1.usage.input_tokens, JSON.stringify(back));
+    } finally { srv.proc.kill("SIGTERM"); }
+
+    for (const [label, extra, re] of [["previous_response_id", { previous_response_id: "resp_abc" }, /previous_response_id.*stateless/],
+                                       ["a function tool_choice naming no tool", { tools: [{ type: "function", name: "f", parameters: {} }],
+                                         tool_choice: { type: "function", name: "nope" } }, /nope/],
+                                       ["an input_image part", { input: [{ role: "user", content: [{ type: "input_image", image_url: "data:," }] }] },
+                                        /input\[0\]\.content\[0\].*input_image/]]) {
+      let status = 0, m = "";
+      try { await client.responses.create({ model, input, max_output_tokens: 4, ...extra }); }
+      catch (e) { status = e.status; m = e.message; }
+      check(`responses: ${label} is a 400 the client reports`, status === 400 && re.test(m), `${status} ${m}`);
+    }
   }
 } catch (e) {
   failed++;

@@ -308,6 +308,20 @@ static int convert_messages(const cJSON *in, cJSON *out, srv_error *e)
     return 0;
 }
 
+bool srv_chat_tool_add(cJSON *tools, const char *name, const char *desc, const cJSON *params)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(tools, o)) {
+        cJSON_Delete(o);
+        return false;
+    }
+    cJSON *fn = cJSON_AddObjectToObject(o, "function");
+    cJSON *p = params ? cJSON_Duplicate(params, true) : cJSON_CreateObject();
+    const bool ok = cJSON_AddStringToObject(o, "type", "function") && fn && p && cJSON_AddItemToObject(fn, "parameters", p);
+    if (!ok) cJSON_Delete(p);
+    return ok && cJSON_AddStringToObject(fn, "name", name) && (!desc || cJSON_AddStringToObject(fn, "description", desc));
+}
+
 static int convert_tools(const cJSON *in, cJSON *out, srv_error *e)
 {
     const cJSON *tools = get(in, "tools");
@@ -327,16 +341,7 @@ static int convert_tools(const cJSON *in, cJSON *out, srv_error *e)
             if (desc && !cJSON_IsString(desc)) return srv_errorf(e, 400, "'tools[%d].description' must be a string, got %s", i, srv_jtype(desc));
             if (schema && !cJSON_IsObject(schema))
                 return srv_errorf(e, 400, "'tools[%d].input_schema' must be an object (a JSON schema), got %s", i, srv_jtype(schema));
-            cJSON *o = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-            cJSON *params = schema ? cJSON_Duplicate(schema, true) : cJSON_CreateObject();
-            bool ok = o && fn && params && cJSON_AddItemToArray(a, o);
-            if (!ok) cJSON_Delete(o);
-            ok = ok && cJSON_AddStringToObject(o, "type", "function") && cJSON_AddItemToObject(o, "function", fn);
-            if (!ok) cJSON_Delete(fn);
-            ok = ok && cJSON_AddStringToObject(fn, "name", name->valuestring) &&
-                 (!desc || cJSON_AddStringToObject(fn, "description", desc->valuestring)) && cJSON_AddItemToObject(fn, "parameters", params);
-            if (!ok) cJSON_Delete(params);
-            if (!ok) return srv_errorf(e, 500, "out of memory");
+            if (!srv_chat_tool_add(a, name->valuestring, desc ? desc->valuestring : NULL, schema)) return srv_errorf(e, 500, "out of memory");
         }
     }
     const cJSON *tc = get(in, "tool_choice");
@@ -517,19 +522,23 @@ static cJSON *tool_block(const cJSON *call)
     return b;
 }
 
+cJSON *srv_json_final_parsed(const srv_server *s, srv_task *t, const cJSON **choice, const cJSON **msg)
+{
+    char *j = srv_json_final(s, t);
+    cJSON *oai = j ? cJSON_Parse(j) : NULL;
+    free(j);
+    *choice = cJSON_GetArrayItem(get(oai, "choices"), 0);
+    *msg = *choice ? get(*choice, "message") : NULL;
+    if (*msg) return oai;
+    cJSON_Delete(oai);
+    return NULL;
+}
+
 char *srv_anth_json_final(const srv_server *s, srv_task *t)
 {
-    cJSON *oai = NULL;
-    {
-        char *j = srv_json_final(s, t);
-        oai = j ? cJSON_Parse(j) : NULL;
-        free(j);
-    }
-    const cJSON *choice = cJSON_GetArrayItem(get(oai, "choices"), 0), *msg = choice ? get(choice, "message") : NULL;
-    if (!msg) {
-        cJSON_Delete(oai);
-        return NULL; /* out of memory: http.c answers 500 */
-    }
+    const cJSON *choice, *msg;
+    cJSON *oai = srv_json_final_parsed(s, t, &choice, &msg);
+    if (!oai) return NULL; /* out of memory: http.c answers 500 */
     const cJSON *model = get(oai, "model"), *finish = get(choice, "finish_reason");
     const cJSON *reasoning = get(msg, "reasoning_content"), *content = get(msg, "content"), *calls = get(msg, "tool_calls");
     cJSON *o = cJSON_CreateObject();
@@ -585,8 +594,9 @@ void srv_anth_stream_free(srv_anth_stream *st)
 
 sbuf *srv_anth_stream_input(srv_anth_stream *st) { return &st->oai; }
 
-/* One event: `event: TYPE` and its data (o is consumed). */
-static void emit(sbuf *out, cJSON *o)
+static void emit(sbuf *out, cJSON *o) { srv_sse_event(out, o); }
+
+void srv_sse_event(sbuf *out, cJSON *o)
 {
     const cJSON *type = get(o, "type");
     char *j = cJSON_PrintUnformatted(o);
@@ -689,8 +699,9 @@ static void tool_deltas(srv_anth_stream *st, const cJSON *calls, sbuf *out)
 }
 
 /* One OpenAI chunk (parsed) -> events. */
-static void chunk(const srv_server *s, srv_anth_stream *st, srv_task *t, const cJSON *c, sbuf *out)
+static void chunk(const srv_server *s, void *stream, srv_task *t, const cJSON *c, sbuf *out)
 {
+    srv_anth_stream *st = stream;
     const cJSON *err = get(c, "error");
     if (err) {
         const cJSON *code = get(err, "code"), *msg = get(err, "message");
@@ -730,25 +741,33 @@ static void chunk(const srv_server *s, srv_anth_stream *st, srv_task *t, const c
     st->ended = true;
 }
 
-void srv_anth_sse(const srv_server *s, srv_anth_stream *st, srv_task *t, sbuf *out)
+/* The chunks "data: JSON\n\n" in in (the server's own chat chunks), parsed, to fn until
+ * *ended; in is emptied (a chunk that does not parse: only out of memory fails our JSON). */
+void srv_sse_each(sbuf *in, const srv_server *s, void *stream, srv_task *t, srv_chunk_fn fn, const bool *ended, sbuf *out)
 {
-    const char *p = st->oai.p, *end = p ? p + st->oai.n : NULL;
-    while (p && p < end && !st->ended) {
-        /* "data: JSON\n\n" (cJSON escapes newlines inside strings, so a blank line ends an event) */
+    const char *p = in->p, *end = p ? p + in->n : NULL;
+    while (p && p < end && !*ended) {
+        /* (cJSON escapes newlines inside strings, so a blank line ends an event) */
         const char *stop = p;
         while (stop + 1 < end && !(stop[0] == '\n' && stop[1] == '\n')) stop++;
         const char *next = stop + 1 < end ? stop + 2 : end;
         if (end - p > 6 && !memcmp(p, "data: ", 6)) {
             p += 6;
             cJSON *c = stop > p && *p == '{' ? cJSON_ParseWithLength(p, (size_t)(stop - p)) : NULL;
-            if (c) chunk(s, st, t, c, out);
-            else if (stop > p && *p == '{') out->oom = true; /* our own JSON: only out of memory fails it */
+            if (c) fn(s, stream, t, c, out);
+            else if (stop > p && *p == '{') out->oom = true;
             cJSON_Delete(c);
         }
         p = next;
     }
+    in->n = 0;
+    if (in->oom) out->oom = true;
+}
+
+void srv_anth_sse(const srv_server *s, srv_anth_stream *st, srv_task *t, sbuf *out)
+{
+    srv_sse_each(&st->oai, s, st, t, chunk, &st->ended, out);
     st->oai.n = 0;
-    if (st->oai.oom) out->oom = true;
 }
 
 /* ---- /v1/messages/count_tokens ------------------------------------------------------------------------ */

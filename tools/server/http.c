@@ -61,7 +61,7 @@
  * /v1/chat/completions, /chat/completions, /tokenize, /detokenize, /apply-template,
  * /infill (infill.c), /embedding, /embeddings, /v1/embeddings (embeddings.c), /v1/messages and
  * /v1/messages/count_tokens (Anthropic's API, anthropic.c: its answers, errors included, in
- * Anthropic's shapes).
+ * Anthropic's shapes), /v1/responses and /responses (OpenAI's Responses API, responses.c).
  */
 #ifdef SIFT_HAVE_MHD
 
@@ -344,6 +344,7 @@ typedef struct stream_part {
     size_t recs_sent, text_sent, prog_sent;
     bool final_done, role_sent;
     srv_anth_stream *anth;     /* /v1/messages: the OpenAI chunks converted to Anthropic's events */
+    srv_resp_stream *resp;     /* /v1/responses: the chat chunks converted to the Responses events */
 } stream_part;
 
 /* A streamed request: one task, or several (n > 1, several prompts) whose events
@@ -365,7 +366,7 @@ typedef struct stream_st {
 static void stream_format(stream_st *st, stream_part *p)
 {
     srv_task *t = p->t;
-    sbuf *dst = p->anth ? srv_anth_stream_input(p->anth) : &st->out;
+    sbuf *dst = p->anth ? srv_anth_stream_input(p->anth) : p->resp ? srv_resp_stream_input(p->resp) : &st->out;
     srv_snapshot sn = {0};
     bool done, oom = false;
     srv_progress prog[8];
@@ -423,6 +424,7 @@ static void stream_format(stream_st *st, stream_part *p)
         }
     }
     if (p->anth) srv_anth_sse(st->s, p->anth, t, &st->out);
+    if (p->resp) srv_resp_sse(st->s, p->resp, t, &st->out);
     free(sn.recs);
     free(sn.text);
     free(sn.probs);
@@ -496,6 +498,7 @@ static void stream_free(void *cls)
         if (!st->parts[i].final_done) srv_engine_cancel(st->s->engine, st->parts[i].t); /* (after an error too) */
         srv_task_unref(st->parts[i].t);
         srv_anth_stream_free(st->parts[i].anth);
+        srv_resp_stream_free(st->parts[i].resp);
     }
     atomic_fetch_sub(&st->s->http.probs_bytes, st->probs_reserved);
     free(st->parts);
@@ -552,7 +555,7 @@ static srv_task *make_task(srv_server *s, srv_kind kind, const conn_req *r, int 
 #define RENDER_WAIT_MS 10000.0
 static bool render_enter(srv_server *s, srv_kind kind)
 {
-    if ((kind != SRV_OAI_CHAT && kind != SRV_ANTH_MSG) || !s->jinja) return true;
+    if ((kind != SRV_OAI_CHAT && kind != SRV_ANTH_MSG && kind != SRV_RESP) || !s->jinja) return true;
     const double t_end = srv_now_ms() + RENDER_WAIT_MS;
     while (!budget_take(&s->http.renders, 1, s->cfg.max_renders > 0 ? s->cfg.max_renders : 1)) {
         if (srv_now_ms() >= t_end || atomic_load(&s->draining)) return false;
@@ -563,7 +566,7 @@ static bool render_enter(srv_server *s, srv_kind kind)
 
 static void render_leave(srv_server *s, srv_kind kind)
 {
-    if ((kind == SRV_OAI_CHAT || kind == SRV_ANTH_MSG) && s->jinja) atomic_fetch_sub(&s->http.renders, 1);
+    if ((kind == SRV_OAI_CHAT || kind == SRV_ANTH_MSG || kind == SRV_RESP) && s->jinja) atomic_fetch_sub(&s->http.renders, 1);
 }
 
 /* What task t's n_probs and trace output is counted as against --max-probs-bytes: its worst
@@ -587,7 +590,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
         return reply_error(c, s, &e);
     }
     chat_jinja_set_client(conn_fd(c)); /* a render stops if this client goes away */
-    if ((kind == SRV_OAI_CHAT || kind == SRV_ANTH_MSG) && s->jinja) srv_prio_background(); /* the model file's code (prio.c); restored by on_request */
+    if ((kind == SRV_OAI_CHAT || kind == SRV_ANTH_MSG || kind == SRV_RESP) && s->jinja) srv_prio_background(); /* the model file's code (prio.c); restored by on_request */
     const int rc = srv_parse_completion(s, kind, r->body.p ? r->body.p : "", r->body.n, &req, &e);
     chat_jinja_set_client(-1);
     if (rc) render_leave(s, kind);
@@ -655,6 +658,10 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
             free(parts);
             parts = NULL;
         }
+        if (parts && kind == SRV_RESP && !(parts[0].resp = srv_resp_stream_new())) {
+            free(parts);
+            parts = NULL;
+        }
         struct MHD_Response *resp = st && parts ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_read,
                                                                                     st, stream_free)
                                                 : NULL;
@@ -663,6 +670,7 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
             drop_tasks(s, g, n, true);
             free(g);
             if (parts) srv_anth_stream_free(parts[0].anth);
+            if (parts) srv_resp_stream_free(parts[0].resp);
             free(parts);
             free(st);
             return MHD_NO;
@@ -696,7 +704,9 @@ static enum MHD_Result handle_completion(struct MHD_Connection *c, srv_server *s
     for (int k = 0; k < n && !failed; k++)
         if (g[k]->err.status) failed = g[k];
     if (failed) ret = reply_error(c, s, &failed->err);
-    else ret = reply_json(c, s, 200, kind == SRV_ANTH_MSG ? srv_anth_json_final(s, g[0]) : srv_json_final_group(s, g, n));
+    else ret = reply_json(c, s, 200, kind == SRV_ANTH_MSG ? srv_anth_json_final(s, g[0])
+                                     : kind == SRV_RESP   ? srv_resp_json_final(s, g[0])
+                                                          : srv_json_final_group(s, g, n));
     atomic_fetch_sub(&s->http.probs_bytes, cost);
     drop_tasks(s, g, n, false);
     free(g);
@@ -838,7 +848,8 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     static const char *const posts[] = {"/completion", "/completions", "/v1/completions", "/v1/chat/completions",
                                         "/chat/completions", "/tokenize", "/detokenize", "/apply-template",
                                         "/embedding", "/embeddings", "/v1/embeddings", "/v1/messages",
-                                        "/v1/messages/count_tokens", "/infill"};
+                                        "/v1/messages/count_tokens", "/infill",
+                                        "/v1/responses", "/responses"};
     bool is_get = false, is_post = false;
     for (size_t i = 0; i < sizeof gets / sizeof *gets; i++) is_get |= path_is(url, gets[i]);
     for (size_t i = 0; i < sizeof posts / sizeof *posts; i++) is_post |= path_is(url, posts[i]);
@@ -897,6 +908,7 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
     if (path_is(url, "/v1/embeddings")) return handle_simple(c, s, embd_oai, r);
     if (path_is(url, "/v1/messages")) return handle_completion(c, s, SRV_ANTH_MSG, r);
     if (path_is(url, "/v1/messages/count_tokens")) return handle_render(c, s, srv_handle_count_tokens, r);
+    if (path_is(url, "/v1/responses") || path_is(url, "/responses")) return handle_completion(c, s, SRV_RESP, r);
     return handle_render(c, s, srv_handle_apply_template, r);
 }
 

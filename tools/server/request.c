@@ -1065,6 +1065,12 @@ int srv_parse_completion_at(const srv_server *s, srv_kind kind, const char *body
         if (!(root = chat)) return e->status;
         kind = SRV_OAI_CHAT;
     }
+    if (kind == SRV_RESP) { /* OpenAI's Responses API: the chat it means (responses.c) */
+        cJSON *chat = srv_resp_request(root, e);
+        cJSON_Delete(root);
+        if (!(root = chat)) return e->status;
+        kind = SRV_OAI_CHAT;
+    }
     r->prompt_index = prompt_index;
     const int rc = parse_fields(s, kind, root, r, e);
     cJSON_Delete(root);

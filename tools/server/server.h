@@ -218,6 +218,7 @@ typedef enum srv_kind {
     SRV_ANTH_MSG,   /* POST /v1/messages (anthropic.c): parsed as the chat it converts to (kind SRV_OAI_CHAT) */
     SRV_ANTH_COUNT, /* POST /v1/messages/count_tokens: the same without max_tokens and stream */
     SRV_INFILL,     /* POST /infill (infill.c): parsed and answered as /completion (kind SRV_NATIVE, infill set) */
+    SRV_RESP,       /* POST /v1/responses (responses.c): parsed as the chat it converts to (kind SRV_OAI_CHAT) */
 } srv_kind;
 
 typedef struct srv_request {
@@ -798,8 +799,36 @@ srv_anth_stream *srv_anth_stream_new(void);
 void srv_anth_stream_free(srv_anth_stream *st);
 sbuf *srv_anth_stream_input(srv_anth_stream *st);
 void srv_anth_sse(const srv_server *s, srv_anth_stream *st, srv_task *t, sbuf *out);
+/* The chat chunks ("data: JSON" events) in in, each parsed and given to fn (with the
+ * converter's state `stream`) until *ended; in is emptied (the dialects' stream converters,
+ * anthropic.c and responses.c). */
+/* Append the chat tool {type: "function", function: {name, description (desc NULL: none),
+ * parameters (a copy of params; NULL: {})}} to the array tools; false: out of memory. */
+bool srv_chat_tool_add(struct cJSON *tools, const char *name, const char *desc, const struct cJSON *params);
+/* One event, `event: TYPE` (o's "type") and `data: JSON` (o, consumed); out->oom on failure. */
+void srv_sse_event(sbuf *out, struct cJSON *o);
+typedef void (*srv_chunk_fn)(const srv_server *s, void *stream, srv_task *t, const struct cJSON *chunk, sbuf *out);
+void srv_sse_each(sbuf *in, const srv_server *s, void *stream, srv_task *t, srv_chunk_fn fn, const bool *ended, sbuf *out);
+/* The OpenAI reply of a finished chat task, parsed, with its first choice and message (NULL:
+ * out of memory). */
+struct cJSON *srv_json_final_parsed(const srv_server *s, srv_task *t, const struct cJSON **choice, const struct cJSON **msg);
 /* POST /v1/messages/count_tokens: {"input_tokens": N}, the prompt the request would read. */
 int srv_handle_count_tokens(const srv_server *s, const char *body, size_t len, char **out, srv_error *e);
+
+/* ---- OpenAI's Responses API (responses.c) ------------------------------------------------------- */
+
+/* A /v1/responses body (parsed) -> the /v1/chat/completions body it means. NULL with a 400
+ * naming the Responses field (previous_response_id and other state: refused, stateless). */
+struct cJSON *srv_resp_request(const struct cJSON *in, srv_error *e);
+/* The whole reply of a finished chat task as a `response` object (NULL: out of memory). */
+char *srv_resp_json_final(const srv_server *s, srv_task *t);
+/* A stream's converter: the task's chat chunks (srv_sse_* into srv_resp_stream_input) ->
+ * the Responses events (srv_resp_sse appends them to out and empties the input). */
+typedef struct srv_resp_stream srv_resp_stream;
+srv_resp_stream *srv_resp_stream_new(void);
+void srv_resp_stream_free(srv_resp_stream *st);
+sbuf *srv_resp_stream_input(srv_resp_stream *st);
+void srv_resp_sse(const srv_server *s, srv_resp_stream *st, srv_task *t, sbuf *out);
 
 /* ---- embeddings (embeddings.c) ---------------------------------------------------------------- */
 
