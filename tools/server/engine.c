@@ -747,6 +747,14 @@ static int32_t slot_draft(srv_engine *e, slot *sl, int32_t cap, int n_gen)
     return sl->n_draft = k;
 }
 
+static void task_count_drafts(srv_task *t, int32_t drafted, int32_t accepted)
+{
+    pthread_mutex_lock(&t->mu);
+    t->n_drafted += drafted;
+    t->n_draft_accepted += accepted;
+    pthread_mutex_unlock(&t->mu);
+}
+
 /* The logits of a generating slot's batch rows are ready: row 0 follows its last token, row
  * j + 1 its draft token j. Sample row by row as plain generation would (slot_step: one chain
  * step, one RNG draw, one publish per row), going on while the sampled token is the draft's;
@@ -757,20 +765,20 @@ static void slot_verify(srv_engine *e, slot *sl)
     srv_task *t = sl->task;
     const int32_t k = sl->n_draft, row = sl->batch_idx;
     int32_t acc = 0;
+    /* (the task's counters change only while the slot holds it: a slot_step that ends the
+     * task releases the slot's reference, and the task may be gone after it) */
+    if (k) task_count_drafts(t, k, 0);
     for (int32_t j = 0;; j++) {
         slot_step(e, sl, sift_get_logits_ith(e->ctx, row + j));
         if (j == k || sl->task != t || sl->state != SLOT_GEN || sl->last != sl->dtok[j]) break;
         sl->cache[sl->n_cache++] = sl->last; /* its cell was decoded with the draft */
         acc++;
+        task_count_drafts(t, 0, 1); /* before the next row's publish, which may end the task */
     }
     sift_kv_seq_rm(e->ctx, sl->id, sl->n_cache, -1);
     sl->n_draft = 0;
     if (!k) return;
     sift_draft_feedback(sl->draft, k, acc);
-    pthread_mutex_lock(&t->mu);
-    t->n_drafted += k;
-    t->n_draft_accepted += acc;
-    pthread_mutex_unlock(&t->mu);
     e->n_drafted += k;
     e->n_draft_accepted += acc;
 }
