@@ -88,7 +88,6 @@ typedef struct slot {
 
 enum { THINK_UNKNOWN, THINK_IN, THINK_OUT };
 
-#define SRV_MAX_DRAFT 1024 /* speculative.n_max's limit (sift_draft_params) */
 
 struct srv_engine {
     srv_server *s;

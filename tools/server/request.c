@@ -879,13 +879,13 @@ static int finish_grammar(const srv_server *s, srv_request *r, srv_error *e)
 static int parse_speculative(const srv_config *cfg, const cJSON *o, srv_request *r, srv_error *e)
 {
     r->spec = srv_draft_defaults(cfg);
-    TRY(get_i32(o, "speculative.n_max", 0, 1024, &r->spec.n_max, e));
-    TRY(get_i32(o, "speculative.n_min", 0, 1024, &r->spec.n_min, e));
+    TRY(get_i32(o, "speculative.n_max", 0, SRV_MAX_DRAFT, &r->spec.n_max, e));
+    TRY(get_i32(o, "speculative.n_min", 0, SRV_MAX_DRAFT, &r->spec.n_min, e));
     TRY(get_unit(o, "speculative.p_min", 0, 1, &r->spec.p_min, e));
     const cJSON *so = field(o, "speculative");
     if (so) {
         if (!cJSON_IsObject(so)) return srv_errorf(e, 400, "'speculative' must be an object, got %s", srv_jtype(so));
-        const int rc = get_i32(so, "n_max", 0, 1024, &r->spec.n_max, e) || get_i32(so, "n_min", 0, 1024, &r->spec.n_min, e) ||
+        const int rc = get_i32(so, "n_max", 0, SRV_MAX_DRAFT, &r->spec.n_max, e) || get_i32(so, "n_min", 0, SRV_MAX_DRAFT, &r->spec.n_min, e) ||
                        get_unit(so, "p_min", 0, 1, &r->spec.p_min, e);
         if (rc) { /* name the field as the flat key would */
             char msg[sizeof e->msg];

@@ -197,6 +197,7 @@ typedef struct srv_config {
 
 /* Limits that are not flags (docs/server.md lists them). */
 #define SRV_MAX_N_PROBS 100
+#define SRV_MAX_DRAFT 1024     /* speculative.n_max / --draft-max: sift_draft_params' own limit */
 #define SRV_MAX_TRACE_TOP 64
 #define SRV_MAX_STOP 16
 #define SRV_MAX_STOP_LEN 256

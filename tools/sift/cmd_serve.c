@@ -358,10 +358,10 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
         INTV(1, SIFT_LOOKUP_MAX_N, "an n-gram size 1..8");
         c->lookup = (int)n;
     } else if (IS("--draft-max") || IS("--draft") || IS("--draft-n")) {
-        INTV(0, 1024, "0..1024");
+        INTV(0, SRV_MAX_DRAFT, "0..1024");
         c->draft_max = (int)n;
     } else if (IS("--draft-min") || IS("--draft-n-min")) {
-        INTV(0, 1024, "0..1024");
+        INTV(0, SRV_MAX_DRAFT, "0..1024");
         c->draft_min = (int)n;
     } else if (IS("--draft-p-min")) {
         NEEDV();
