@@ -3,11 +3,10 @@
 # processes on 127.0.0.1 driven by tests/server_test.py (Python standard library only;
 # label server, about 10 s on stories260K: the exposure tests wait out 2 s deadlines and a drain).
 # The playground's browser test (server_browser, tests/browser) needs chromium and npm.
-add_executable(server_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_unit.c ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c
-                           ${PROJECT_SOURCE_DIR}/tools/server/chat.c ${PROJECT_SOURCE_DIR}/tools/server/conns.c)
+add_executable(server_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_unit.c ${PROJECT_SOURCE_DIR}/tools/server/conns.c)
 target_include_directories(server_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(server_unit PRIVATE ${SIFT_WARN})
-target_link_libraries(server_unit PRIVATE sift_static PkgConfig::CMOCKA)
+target_link_libraries(server_unit PRIVATE sift_cli_common sift_static PkgConfig::CMOCKA)
 add_test(NAME server_unit COMMAND server_unit)
 set_tests_properties(server_unit PROPERTIES LABELS unit ENVIRONMENT "${SIFT_TEST_ENV}")
 if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
@@ -16,13 +15,13 @@ if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)
   set_tests_properties(memcheck_server_unit PROPERTIES LABELS memcheck ENVIRONMENT "${SIFT_TEST_ENV}")
 endif()
 
-# tool calling and reasoning (tools/server/tool_calls.c, reasoning.c): formats, grammars, parsers (label unit)
+# tool calling and reasoning (tools/server/tool_calls.c, tools/common/reasoning.c and tc_format.c): formats,
+# grammars, parsers (label unit)
 add_executable(server_tools_unit ${CMAKE_CURRENT_SOURCE_DIR}/server_tools_unit.c ${PROJECT_SOURCE_DIR}/tools/server/tool_calls.c
-                                 ${PROJECT_SOURCE_DIR}/tools/server/reasoning.c
-                                 ${PROJECT_SOURCE_DIR}/tools/server/stream_text.c ${PROJECT_SOURCE_DIR}/tools/server/prio.c)
+                                 ${PROJECT_SOURCE_DIR}/tools/server/errors.c ${PROJECT_SOURCE_DIR}/tools/server/prio.c)
 target_include_directories(server_tools_unit PRIVATE ${PROJECT_SOURCE_DIR}/tools ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(server_tools_unit PRIVATE ${SIFT_WARN})
-target_link_libraries(server_tools_unit PRIVATE sift_static PkgConfig::CMOCKA)
+target_link_libraries(server_tools_unit PRIVATE sift_cli_common sift_static PkgConfig::CMOCKA)
 add_test(NAME server_tools_unit COMMAND server_tools_unit)
 set_tests_properties(server_tools_unit PROPERTIES LABELS unit ENVIRONMENT "${SIFT_TEST_ENV}")
 if(SIFT_VALGRIND AND SIFT_VALGRIND_EXE)

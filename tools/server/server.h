@@ -18,11 +18,12 @@
  *   http.c      libmicrohttpd glue: routing, body limits, SSE streaming, client
  *               disconnects (which cancel the task and free its slot at once).
  *
- * plus chat.c (chat templates, detected from the GGUF's Jinja text by pattern, as
- * llama.cpp's llm_chat_detect_template does), chat_jinja.c (the model's own Jinja template),
- * tool_calls.c (OpenAI tool calling: the template's call format, the calls' grammar, the
- * reply parsed into tool_calls) and stream_text.c (UTF-8 and stop strings for the streamed
- * text).
+ * plus chat_jinja.c (the model's own Jinja template) and tool_calls.c (OpenAI tool calling:
+ * the calls' grammar, the reply parsed into tool_calls). What the CLI uses too lives in
+ * tools/common, each part with its own header: chat.c (the built-in chat templates, detected
+ * from the GGUF's Jinja text by pattern, as llama.cpp's llm_chat_detect_template does),
+ * reasoning.c (the thinking apart from the answer), tc_format.c (the template's tool-call
+ * format) and stream_text.c (a growable buffer, UTF-8 and stop strings for the streamed text).
  *
  * A task (srv_task) is the unit shared between a connection thread and the engine thread:
  * the request half is immutable once submitted; the output half (tokens, text, per-token
@@ -42,83 +43,11 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "chat.h"
+#include "reasoning.h"
 #include "sift.h"
-
-/* ---- growable byte buffer (stream_text.c) ------------------------------------------------------- */
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom; /* an allocation failed; the content is truncated */
-} sbuf;
-
-void sbuf_free(sbuf *b);
-void sbuf_add(sbuf *b, const void *data, size_t n);
-void sbuf_adds(sbuf *b, const char *s);
-void sbuf_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* NUL-terminated copy of the content (malloc'd; NULL on out of memory). */
-char *sbuf_strdup(const sbuf *b);
-
-/* ---- UTF-8 and stop strings (stream_text.c) --------------------------------------------------- */
-
-/* Bytes at the end of s[0..n) that begin a UTF-8 character not complete yet (0..3): held
- * back while streaming, since the next token may complete it. */
-size_t utf8_incomplete_tail(const char *s, size_t n);
-/* Whether s[0..n) is valid UTF-8 (no overlongs, surrogates or code points > U+10FFFF). */
-bool utf8_valid(const char *s, size_t n);
-/* The longest prefix of s[0..n) that is valid UTF-8. */
-size_t utf8_valid_prefix(const char *s, size_t n);
-/* Append s[0..n) to out with every invalid sequence replaced by U+FFFD. */
-void utf8_sanitize(sbuf *out, const char *s, size_t n);
-
-/* The first occurrence, at or after byte `from`, of any of the stop strings in text[0..n):
- * its offset, and in *which the index of the stop string; -1 when none occurs. */
-long stop_find(const char *text, size_t n, size_t from, char *const *stops, int n_stops, int *which);
-/* The longest suffix of text[0..n) that is a proper prefix of some stop string (held back
- * while streaming: the next token may complete the stop string). */
-size_t stop_partial(const char *text, size_t n, char *const *stops, int n_stops);
-
-/* ---- chat templates (chat.c) --------------------------------------------------------------- */
-
-typedef enum chat_tmpl {
-    CHAT_UNKNOWN = 0,
-    CHAT_CHATML,
-    CHAT_LLAMA2,
-    CHAT_LLAMA2_SYS,
-    CHAT_LLAMA2_SYS_BOS,
-    CHAT_LLAMA2_SYS_STRIP,
-    CHAT_MISTRAL_V1,
-    CHAT_MISTRAL_V3,
-    CHAT_MISTRAL_V3_TEKKEN,
-    CHAT_MISTRAL_V7,
-    CHAT_PHI3,
-    CHAT_PHI4,
-    CHAT_FALCON3,
-    CHAT_ZEPHYR,
-    CHAT_GEMMA,
-    CHAT_VICUNA,
-    CHAT_VICUNA_ORCA,
-    CHAT_DEEPSEEK,
-    CHAT_DEEPSEEK3,
-    CHAT_COMMAND_R,
-    CHAT_LLAMA3,
-    CHAT_COUNT,
-} chat_tmpl;
-
-typedef struct chat_msg {
-    const char *role;
-    const char *content;
-} chat_msg;
-
-/* The template a Jinja chat template text stands for, by the patterns llama.cpp uses; a
- * template name ("chatml", "llama3", ...) is accepted too. CHAT_UNKNOWN otherwise. */
-chat_tmpl chat_detect(const char *tmpl_text);
-/* By name only ("chatml", "llama2", "llama2-sys", "mistral-v7", "llama3", ...). */
-chat_tmpl chat_from_name(const char *name);
-const char *chat_name(chat_tmpl t);
-/* Format messages with template t (add_assistant: open the assistant's turn). Returns
- * false for CHAT_UNKNOWN. */
-bool chat_apply(chat_tmpl t, const chat_msg *msgs, size_t n, bool add_assistant, sbuf *out);
+#include "stream_text.h"
+#include "tc_format.h"
 
 /* ---- configuration ------------------------------------------------------------------------- */
 
@@ -280,93 +209,7 @@ typedef struct srv_error {
 
 int srv_errorf(srv_error *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* ---- reasoning (reasoning.c) ------------------------------------------------------------------ */
-
-/* --reasoning-format / "reasoning_format": none leaves <think>...</think> in the content;
- * deepseek (and auto, the default, as llama-server) moves it to reasoning_content;
- * deepseek-legacy fills reasoning_content and leaves the whole text in the content too. */
-typedef enum rs_format { RS_AUTO = 0, RS_NONE, RS_DEEPSEEK, RS_DEEPSEEK_LEGACY } rs_format;
-int rs_format_parse(const char *s, rs_format *out); /* 0, or -1 for an unknown name */
-
-/* A chat request's reasoning: how to split the reply, and the streaming state. */
-typedef struct rs_spec {
-    rs_format format;
-    const char *open, *close;  /* the thinking's tags (static strings); NULL: <think> and </think> */
-    const char *cut[2];        /* markup that ends the thinking unclosed, the content starting at it (Kimi K2's calls), or NULL */
-    const char *resp[2];       /* tags around the answer after the thinking (Granite's <response>), or NULL */
-    bool forced_open;          /* the rendered prompt ends inside <think> (rs_prompt_forced_open) */
-    bool harmony;              /* gpt-oss's channels (rs_set_tags): the reply is a view of its messages (rs_reply) */
-    bool calls;                /* harmony: the request has tools; its calls' messages stay in the content, as HM_CALL
-                                * NAME <|message|> args, for the tool-call parser (else they are dropped) */
-    sbuf seen;                 /* streaming: the reply so far */
-    size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
-} rs_spec;
-void rs_spec_free(rs_spec *r);
-bool rs_prompt_forced_open(const char *prompt, size_t n);
-
-/* Where the reasoning [r0, r1) and the content [c0, c1) of text t[0..n) are; partial: the
- * reply is still coming (what may change is held back: both ranges only ever grow). */
-typedef struct rs_split {
-    size_t r0, r1, c0, c1;
-    bool thinking, closed;     /* the reply thinks; its thinking ended */
-} rs_split;
-void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_split *out);
-/* The whole reply t[0..n) -> its reasoning and its content (appended): the two ranges of
- * rs_split_text, or with harmony the view of its messages (analysis -> reasoning; final and
- * commentary -> content; calls to functions.* as HM_CALL markup when r->calls; anything else
- * dropped). partial: the reply is still coming (what may change is held back). */
-void rs_reply(const rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content);
-/* gpt-oss's call, as the harmony view hands it to the tool-call parser: HM_CALL NAME "<|message|>" {args} */
-#define HM_CALL "<|channel|>commentary to=functions."
-/* Streaming: the new text txt -> what grew of the reasoning and of the content (appended). */
-void rs_stream(rs_spec *r, const char *txt, size_t n, sbuf *reasoning, sbuf *content);
-/* The end of the stream: the rest of both, from the whole text. */
-void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sbuf *content);
-/* A grammar (start rule `root`) that starts after the thinking ends: free text without
- * "</think>", the tag, then root; the thinking optional unless forced_open. *new_root: the
- * start rule of the result (malloc'd; NULL when out of memory). */
-#define RS_ROOT "x-sift-think-root"
-char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root);
-/* gpt-oss: the same for a harmony reply, as llama.cpp's: an optional analysis message, then the
- * final channel's header (an optional constraint), then root. */
-char *rs_wrap_harmony(const char *gbnf, const char *root, const char **new_root);
-/* GBNF rules <prefix>-0 .. <prefix>-<len-1>: any text without `tag` in it (tag starts with '<'
- * and holds no other '<'); start rule <prefix>-0. */
-void rs_gbnf_without(sbuf *g, const char *prefix, const char *tag);
-/* The thinking's tags of a template whose tool-call format has its own (Command R7B's
- * <|START_THINKING|>...<|END_THINKING|>); else leaves r's (NULL: <think>). */
-void rs_set_tags(rs_spec *r, int format);
-
 /* ---- tool calling (tool_calls.c) ----------------------------------------------------------- */
-
-/* How the template's model writes a tool call (detected from the template's text). */
-typedef enum tc_format {
-    TC_GENERIC = 0, /* no known syntax: the whole reply is JSON, {"tool_call": {...}} or {"response": "..."} */
-    TC_HERMES,      /* Hermes, Qwen 2.5, Qwen 3: <tool_call>{"name", "arguments"}</tool_call> */
-    TC_LLAMA3,      /* Llama 3.x and 4: {"name": ..., "parameters": {...}} (optionally after <|python_tag|>) */
-    TC_MISTRAL,     /* Mistral: [TOOL_CALLS][{"name", "arguments"}, ...] */
-    TC_FUNCTIONARY_V31, /* Functionary v3.1 (Llama 3.1): <function=NAME>{args}</function> */
-    TC_DEEPSEEK_R1, /* DeepSeek R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{args}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
-    TC_COMMAND_R7B, /* Command R7B: <|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}, ...]<|END_ACTION|>;
-                     * an answer in <|START_RESPONSE|>...<|END_RESPONSE|>, thoughts in <|START_THINKING|>...<|END_THINKING|> */
-    TC_FUNCTIONARY_V32, /* Functionary v3.2: the prompt ends with ">>>", the reply names its recipient: all\n<content>,
-                         * NAME\n{args}, then >>>NAME\n{args} ... */
-    TC_KIMI_K2,     /* Kimi K2: [<|tool_calls_section_begin|>]<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{args}
-                     * [<|tool_call_end|>] ... [<|tool_calls_section_end|>]; the call's id is "functions.NAME:IDX" */
-    TC_DEEPSEEK_V31, /* DeepSeek V3.1: <｜tool▁calls▁begin｜>[<｜tool▁call▁begin｜>]NAME<｜tool▁sep｜>{args}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
-    TC_GLM45,       /* GLM 4.5/4.6/4.7: <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n...</tool_call>,
-                     * a string argument's value raw, any other's JSON */
-    TC_QWEN3_CODER, /* Qwen3-Coder, Qwen 3.5: <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n...</function>\n</tool_call>,
-                     * values as GLM 4.5's */
-    TC_GRANITE,     /* Granite 3.x: <|tool_call|>[{"name", "arguments"}, ...]; after the thinking, the answer in <response>...</response> */
-    TC_GPT_OSS,     /* gpt-oss (harmony): messages <|channel|>analysis|commentary|final<|message|>...<|end|> after
-                     * <|start|>assistant; a call is a message to=functions.NAME (in the role or the channel
-                     * header) whose body is the arguments' JSON; the view of reasoning.c (rs_reply) hands it on */
-    TC_FORMAT_LAST = TC_GPT_OSS
-} tc_format;
-
-tc_format tc_detect(const char *tmpl_text);
-const char *tc_format_name(tc_format f);
 
 /* A request's tool calling, as parsed from tools / tool_choice / parallel_tool_calls. */
 typedef struct tc_spec {

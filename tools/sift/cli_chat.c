@@ -6,8 +6,8 @@
  * history; llama-cli instead renders the history before and after the new message and feeds
  * only the difference (common_chat_format_single), so the KV cache keeps what it holds. This
  * file does the same with libsift's Jinja engine (the GGUF's tokenizer.chat_template or
- * --chat-template-file), or with one of the server's built-in C templates (chat.c, chosen
- * by --chat-template NAME) for models that carry none.
+ * --chat-template-file), or with one of the built-in C templates the server uses too
+ * (tools/common/chat.c, chosen by --chat-template NAME) for models that carry none.
  *
  * The messages are kept as (role, content) strings and turned into the JSON context the
  * template wants at each render; conversations are short, so no cleverness is needed.
@@ -19,9 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat.h"
 #include "cli_util.h"
-#include "server/server.h"
+#include "reasoning.h"
 #include "sift.h"
+#include "stream_text.h"
+#include "tc_format.h"
 
 typedef struct msg {
     char *role, *content;

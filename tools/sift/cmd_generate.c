@@ -27,7 +27,7 @@
  * --in-prefix / --in-suffix. /exit, EOF or a Ctrl-C at the prompt ends it.
  *
  * A thinking model's thinking (<think>...</think>, gpt-oss's analysis channel, Command R7B's
- * <|START_THINKING|>; the split is the server's, reasoning.c) is shown apart as the new
+ * <|START_THINKING|>; the split is the server's, tools/common/reasoning.c) is shown apart as the new
  * llama-cli shows it: between "[Start thinking]" and "[End thinking]", faint when stdout is a
  * terminal (or --color on; never with --color off), and the conversation's history keeps only
  * the answer, as llama-cli's does (a template that drops old thinking renders the same text);
@@ -53,8 +53,9 @@
 #include "cli_sampling.h"
 #include "cli_util.h"
 #include "generate_opts.h"
-#include "server/server.h" /* sbuf */
+#include "reasoning.h"
 #include "sift.h"
+#include "stream_text.h"
 
 /* Ctrl-C. Without interaction it ends the generation like any other stop, perf summary
  * included (llama-cli prints its timings too), and a second one is the default action

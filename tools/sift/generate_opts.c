@@ -14,7 +14,7 @@
 
 #include "cli_compat.h"
 #include "cli_util.h"
-#include "server/server.h"
+#include "reasoning.h"
 
 static void usage(FILE *f)
 {

@@ -1,5 +1,5 @@
 /*
- * chat.c - chat templates for /v1/chat/completions and /apply-template.
+ * chat.c - chat templates for /v1/chat/completions and /apply-template, and `sift generate -cnv`.
  *
  * A GGUF carries its chat template as Jinja text (tokenizer.chat_template). That text is
  * rendered by libsift's Jinja engine (sift_template_*, chat_jinja.c), as
@@ -19,7 +19,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "server/server.h"
+#include "chat.h"
 
 static const struct {
     const char *name;

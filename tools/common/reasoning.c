@@ -44,12 +44,12 @@
  * that cannot contain `</think>`, then the tag, then the original start rule; optional when
  * the model may or may not think, required when the prompt left the thinking open.
  */
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/server.h"
+#include "reasoning.h"
+#include "tc_format.h"
 
 static const char OPEN[] = "<think>", CLOSE[] = "</think>";
 #define OPEN_N (sizeof OPEN - 1)

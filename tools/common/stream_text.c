@@ -1,7 +1,6 @@
 /*
- * stream_text.c - the small text utilities of the server: a growable buffer, UTF-8 checks, the
- * stop-string search of streamed output, and the error formatter every part uses (srv_errorf,
- * here so that the parts tested or fuzzed alone, such as tool_calls.c, link without request.c).
+ * stream_text.c - the small text utilities of the server and the CLI: a growable buffer, UTF-8
+ * checks, the stop-string search of streamed output.
  *
  * Streaming text is released token by token, but two things can only be decided later:
  *   - a token may end in the middle of a UTF-8 character (byte-fallback tokens, or BPE
@@ -18,19 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/server.h"
-
-int srv_errorf(srv_error *e, int status, const char *fmt, ...)
-{
-    e->status = status;
-    e->type = status == 503 ? "unavailable_error" : status == 404 ? "not_found_error" : status >= 500 ? "server_error"
-                                                                                                          : "invalid_request_error";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return status;
-}
+#include "stream_text.h"
 
 /* ---- sbuf ---------------------------------------------------------------------------------- */
 

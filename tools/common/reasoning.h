@@ -1,0 +1,70 @@
+/*
+ * reasoning.h - a thinking model's reasoning apart from its answer (reasoning.c), shared by
+ * the server's replies and `sift generate`'s output.
+ */
+#ifndef SIFT_TOOLS_REASONING_H
+#define SIFT_TOOLS_REASONING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "stream_text.h"
+
+/* ---- reasoning (reasoning.c) ------------------------------------------------------------------ */
+
+/* --reasoning-format / "reasoning_format": none leaves <think>...</think> in the content;
+ * deepseek (and auto, the default, as llama-server) moves it to reasoning_content;
+ * deepseek-legacy fills reasoning_content and leaves the whole text in the content too. */
+typedef enum rs_format { RS_AUTO = 0, RS_NONE, RS_DEEPSEEK, RS_DEEPSEEK_LEGACY } rs_format;
+int rs_format_parse(const char *s, rs_format *out); /* 0, or -1 for an unknown name */
+
+/* A chat request's reasoning: how to split the reply, and the streaming state. */
+typedef struct rs_spec {
+    rs_format format;
+    const char *open, *close;  /* the thinking's tags (static strings); NULL: <think> and </think> */
+    const char *cut[2];        /* markup that ends the thinking unclosed, the content starting at it (Kimi K2's calls), or NULL */
+    const char *resp[2];       /* tags around the answer after the thinking (Granite's <response>), or NULL */
+    bool forced_open;          /* the rendered prompt ends inside <think> (rs_prompt_forced_open) */
+    bool harmony;              /* gpt-oss's channels (rs_set_tags): the reply is a view of its messages (rs_reply) */
+    bool calls;                /* harmony: the request has tools; its calls' messages stay in the content, as HM_CALL
+                                * NAME <|message|> args, for the tool-call parser (else they are dropped) */
+    sbuf seen;                 /* streaming: the reply so far */
+    size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
+} rs_spec;
+void rs_spec_free(rs_spec *r);
+bool rs_prompt_forced_open(const char *prompt, size_t n);
+
+/* Where the reasoning [r0, r1) and the content [c0, c1) of text t[0..n) are; partial: the
+ * reply is still coming (what may change is held back: both ranges only ever grow). */
+typedef struct rs_split {
+    size_t r0, r1, c0, c1;
+    bool thinking, closed;     /* the reply thinks; its thinking ended */
+} rs_split;
+void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_split *out);
+/* The whole reply t[0..n) -> its reasoning and its content (appended): the two ranges of
+ * rs_split_text, or with harmony the view of its messages (analysis -> reasoning; final and
+ * commentary -> content; calls to functions.* as HM_CALL markup when r->calls; anything else
+ * dropped). partial: the reply is still coming (what may change is held back). */
+void rs_reply(const rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content);
+/* gpt-oss's call, as the harmony view hands it to the tool-call parser: HM_CALL NAME "<|message|>" {args} */
+#define HM_CALL "<|channel|>commentary to=functions."
+/* Streaming: the new text txt -> what grew of the reasoning and of the content (appended). */
+void rs_stream(rs_spec *r, const char *txt, size_t n, sbuf *reasoning, sbuf *content);
+/* The end of the stream: the rest of both, from the whole text. */
+void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sbuf *content);
+/* A grammar (start rule `root`) that starts after the thinking ends: free text without
+ * "</think>", the tag, then root; the thinking optional unless forced_open. *new_root: the
+ * start rule of the result (malloc'd; NULL when out of memory). */
+#define RS_ROOT "x-sift-think-root"
+char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root);
+/* gpt-oss: the same for a harmony reply, as llama.cpp's: an optional analysis message, then the
+ * final channel's header (an optional constraint), then root. */
+char *rs_wrap_harmony(const char *gbnf, const char *root, const char **new_root);
+/* GBNF rules <prefix>-0 .. <prefix>-<len-1>: any text without `tag` in it (tag starts with '<'
+ * and holds no other '<'); start rule <prefix>-0. */
+void rs_gbnf_without(sbuf *g, const char *prefix, const char *tag);
+/* The thinking's tags of a template whose tool-call format has its own (Command R7B's
+ * <|START_THINKING|>...<|END_THINKING|>); else leaves r's (NULL: <think>). */
+void rs_set_tags(rs_spec *r, int format);
+
+#endif
