@@ -22,6 +22,8 @@ library only:
     endpoints (/models/load, completions) while /health and /models stay open;
   - a preset (--models-preset): [*] options for all, [NAME] with model = PATH adds a model;
     a section naming no model, and a missing --models-dir, stop the start with a message;
+  - llama.cpp's download cache (LLAMA_CACHE): its models listed as OWNER/REPO:TAG, a preset's
+    hf-repo taken from it, no -m at all a router on it (an empty cache: -m is asked for);
   - SIGTERM: the router exits 0 and leaves no model server running.
 
 usage: server_router.py --sift build/sift --shared ../shared [-k NAME]
@@ -41,6 +43,7 @@ import threading
 import time
 
 ARGS = None
+ENV = None  # the environment: LLAMA_CACHE is a cache of our own (the user's would add models)
 
 
 class Router:
@@ -49,7 +52,7 @@ class Router:
     def __init__(self, *extra, single=None):
         model = ["-m", single] if single else []
         cmd = [ARGS.sift, "serve", *model, "--host", "127.0.0.1", "--port", "0", "-c", "512", "-np", "2", "-t", "1", *extra]
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV)
         self.log, self.port = [], None
         deadline = time.time() + 60
         while time.time() < deadline and not self.port:
@@ -304,7 +307,7 @@ def test_preset(R0, tmp):
     with open(ini, "w") as f:
         f.write("version = 1\n[*]\nc = 256\n\n; a model of --models-dir, with options\n[stories]\nn-predict = 3\n\n"
                 "[extra]\nmodel = %s\nalias = nope\n" % os.path.join(ARGS.shared, "models", "stories260K.gguf"))
-    p = subprocess.run([ARGS.sift, "serve", "--models-preset", ini, "--port", "0"], capture_output=True, text=True, timeout=30)
+    p = subprocess.run([ARGS.sift, "serve", "--models-preset", ini, "--port", "0"], capture_output=True, text=True, timeout=30, env=ENV)
     assert p.returncode == 2 and "'alias' is set by the router" in p.stderr, p.stderr
     with open(ini, "w") as f:
         f.write("[*]\nc = 128\nn-predict = 5\n\n[stories]\nn-predict = 3\n\n[extra]\nmodel = %s\njinja = false\n"
@@ -324,11 +327,51 @@ def test_preset(R0, tmp):
         assert R.stop() == 0
     with open(ini, "w") as f:
         f.write("[lonely]\nc = 256\n")
-    p = subprocess.run([ARGS.sift, "serve", "--models-preset", ini, "--port", "0"], capture_output=True, text=True, timeout=30)
+    p = subprocess.run([ARGS.sift, "serve", "--models-preset", ini, "--port", "0"], capture_output=True, text=True, timeout=30, env=ENV)
     assert p.returncode == 2 and "[lonely] names no model" in p.stderr, p.stderr
     p = subprocess.run([ARGS.sift, "serve", "--models-dir", os.path.join(tmp, "nowhere"), "--port", "0"],
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=30, env=ENV)
     assert p.returncode == 2 and "No such file or directory" in p.stderr, p.stderr
+
+
+def test_hf_cache(R0, tmp):
+    """llama.cpp's download cache: listed as OWNER/REPO:TAG, a preset's hf-repo taken from it, and
+    `sift serve` without -m a router on it; with an empty cache, -m is asked for."""
+    commit = "a" * 40
+    top = os.path.join(ENV["LLAMA_CACHE"], "models--acme--tiny-GGUF")
+    snap = os.path.join(top, "snapshots", commit, "sub")
+    os.makedirs(snap)
+    os.makedirs(os.path.join(top, "refs"))
+    open(os.path.join(top, "refs", "main"), "w").write(commit + "\n")
+    stories = os.path.join(ARGS.shared, "models", "stories260K.gguf")
+    for name in ("tiny-Q8_0.gguf", "sub/tiny-F32-00001-of-00002.gguf", "sub/tiny-F32-00002-of-00002.gguf",
+                 "mmproj-tiny-F16.gguf", "tiny.gguf"):
+        os.symlink(stories, os.path.join(top, "snapshots", commit, name))
+    ini = os.path.join(tmp, "hf.ini")
+    open(ini, "w").write("[mine]\nhf-repo = acme/tiny-GGUF:f32\n")
+    R = Router("--models-preset", ini)
+    try:
+        st, body = R.req("GET", "/models")
+        ids = {m["id"] for m in body["data"]}
+        assert ids == {"acme/tiny-GGUF:Q8_0", "acme/tiny-GGUF:F32", "mine"}, ids
+        for m in ("acme/tiny-GGUF:Q8_0", "mine"):
+            st, b = R.req("POST", "/completion", cmpl(m, n_predict=2))
+            assert st == 200 and b["model"] == m, b
+    finally:
+        assert R.stop() == 0
+    R = Router()  # no -m, no --models-*: the cache
+    try:
+        st, body = R.req("GET", "/v1/models")
+        assert {m["id"] for m in body["data"]} == {"acme/tiny-GGUF:Q8_0", "acme/tiny-GGUF:F32"}, body
+    finally:
+        assert R.stop() == 0
+    open(ini, "w").write("[gone]\nhf-repo = acme/other-GGUF\n")
+    p = subprocess.run([ARGS.sift, "serve", "--models-preset", ini, "--port", "0"], capture_output=True, text=True, timeout=30,
+                       env=ENV)
+    assert p.returncode == 2 and "hf-repo acme/other-GGUF is not in the Hugging Face cache" in p.stderr, p.stderr
+    shutil.rmtree(top)
+    p = subprocess.run([ARGS.sift, "serve", "--port", "0"], capture_output=True, text=True, timeout=30, env=ENV)
+    assert p.returncode == 2 and "a model is required" in p.stderr, p.stderr
 
 
 def test_sigterm_stops_all(R, tmp):
@@ -345,7 +388,7 @@ def test_sigterm_stops_all(R, tmp):
 
 
 TESTS = [test_list_and_props, test_same_as_single_server, test_stream_through, test_disconnect_frees_slot, test_bad_requests,
-         test_lru_eviction, test_reload, test_crash_then_reload, test_no_autoload_and_api_key, test_preset,
+         test_lru_eviction, test_reload, test_crash_then_reload, test_no_autoload_and_api_key, test_preset, test_hf_cache,
          test_sigterm_stops_all]
 
 
@@ -356,7 +399,10 @@ def main():
     ap.add_argument("--shared", required=True)
     ap.add_argument("-k", default=None)
     ARGS = ap.parse_args()
+    global ENV
     tmp = tempfile.mkdtemp(prefix="sift-router-")
+    ENV = dict(os.environ, LLAMA_CACHE=os.path.join(tmp, "cache"))
+    os.makedirs(ENV["LLAMA_CACHE"])
     passed = failed = 0
     R = None
     try:

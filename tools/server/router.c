@@ -86,57 +86,6 @@ typedef enum mstatus { M_UNLOADED = 0, M_LOADING, M_LOADED } mstatus;
 
 static const char *status_name(mstatus s) { return s == M_LOADED ? "loaded" : s == M_LOADING ? "loading" : "unloaded"; }
 
-/* A growable list of owned strings. */
-typedef struct strv {
-    char **v;
-    int n;
-} strv;
-
-static void strv_free(strv *l)
-{
-    for (int i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-    *l = (strv){0};
-}
-
-static bool strv_add(strv *l, const char *s)
-{
-    char *c = strdup(s);
-    char **p = c ? realloc(l->v, (size_t)(l->n + 2) * sizeof *p) : NULL;
-    if (!p) {
-        free(c);
-        return false;
-    }
-    p[l->n++] = c;
-    p[l->n] = NULL;
-    l->v = p;
-    return true;
-}
-
-static bool strv_same(const strv *a, const strv *b)
-{
-    if (a->n != b->n) return false;
-    for (int i = 0; i < a->n; i++)
-        if (strcmp(a->v[i], b->v[i])) return false;
-    return true;
-}
-
-/* A model as the sources describe it. */
-typedef struct msrc {
-    char *id, *path;
-    strv args;                /* preset options, as command-line words */
-    strv env;                 /* preset keys spelt as environment variables (LLAMA_ARG_X=v) */
-    bool load_on_startup;
-} msrc;
-
-static void msrc_free(msrc *m)
-{
-    free(m->id);
-    free(m->path);
-    strv_free(&m->args);
-    strv_free(&m->env);
-}
-
 /* A model of the router: its source and, while loaded, its server. */
 typedef struct rmodel {
     msrc src;
@@ -179,268 +128,6 @@ bool srv_router_own_flag(const char *flag)
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         if (!strcmp(flag, own[i])) return true;
     return false;
-}
-
-/* ---- sources: --models-dir and --models-preset ----------------------------------------------------- */
-
-static bool has_suffix_ci(const char *s, const char *suf)
-{
-    const size_t n = strlen(s), k = strlen(suf);
-    return n > k && !strcasecmp(s + n - k, suf);
-}
-
-static bool is_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* A subdirectory's model: its one GGUF that is not a projector (mmproj*), or the first shard
- * of a split one (-00001-of-); NULL when there is none or the choice is not clear. */
-static char *dir_model(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return NULL;
-    char *pick = NULL;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || !has_suffix_ci(e->d_name, ".gguf") || !strncasecmp(e->d_name, "mmproj", 6)) continue;
-        const bool shard = strstr(e->d_name, "-of-") != NULL;
-        if (shard && !strstr(e->d_name, "-00001-of-")) continue;
-        n++;
-        free(pick);
-        pick = strdup(e->d_name);
-    }
-    closedir(d);
-    if (n != 1 || !pick) {
-        free(pick);
-        return NULL;
-    }
-    char *path = malloc(strlen(dir) + strlen(pick) + 2);
-    if (path) sprintf(path, "%s/%s", dir, pick);
-    free(pick);
-    return path;
-}
-
-static msrc *src_find(msrc *v, int n, const char *id)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(v[i].id, id)) return &v[i];
-    return NULL;
-}
-
-static msrc *src_add(msrc **v, int *n, const char *id, char *path)
-{
-    msrc *p = realloc(*v, (size_t)(*n + 1) * sizeof *p);
-    if (!p) return NULL;
-    *v = p;
-    p[*n] = (msrc){.id = strdup(id), .path = path};
-    if (!p[*n].id) return NULL;
-    return &p[(*n)++];
-}
-
-/* The GGUFs of --models-dir. 0, or -1 with err. */
-static int scan_dir(const char *dir, msrc **v, int *n, char *err, size_t cap)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(err, cap, "--models-dir %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    struct dirent *e;
-    int rc = 0;
-    while (!rc && (e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char *path = malloc(strlen(dir) + strlen(e->d_name) + 2);
-        if (!path) {
-            rc = -1;
-            break;
-        }
-        sprintf(path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (stat(path, &st) != 0) {
-            free(path);
-            continue;
-        }
-        char id[NAME_MAX + 1];
-        snprintf(id, sizeof id, "%s", e->d_name);
-        if (S_ISDIR(st.st_mode)) {
-            char *inner = dir_model(path);
-            free(path);
-            path = inner;
-        } else if (!S_ISREG(st.st_mode) || !has_suffix_ci(id, ".gguf") || !strncasecmp(id, "mmproj", 6)) {
-            free(path);
-            path = NULL;
-        } else {
-            id[strlen(id) - 5] = 0;
-        }
-        if (!path) continue;
-        if (!src_add(v, n, id, path)) {
-            free(path);
-            rc = -1;
-        }
-    }
-    closedir(d);
-    if (rc) snprintf(err, cap, "out of memory reading --models-dir");
-    return rc;
-}
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s)) s++;
-    char *z = s + strlen(s);
-    while (z > s && isspace((unsigned char)z[-1])) *--z = 0;
-    return s;
-}
-
-static bool truthy(const char *v)
-{
-    return !strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "yes") || !strcasecmp(v, "enabled");
-}
-
-/* One preset key = value -> the child's command-line words (or environment). 0, or -1 with
- * err. The keys the router owns (listening, keys, other presets) are refused: the router
- * sets them. */
-static int preset_opt(const char *file, int line, const char *key, const char *val, strv *args, strv *env, char *err, size_t cap)
-{
-    while (*key == '-') key++;
-    if (!strncmp(key, "LLAMA_", 6) || !strncmp(key, "SIFT_", 5)) { /* an environment variable's name */
-        char *kv = malloc(strlen(key) + strlen(val) + 2);
-        if (!kv) return -1;
-        sprintf(kv, "%s=%s", key, val);
-        const bool ok = strv_add(env, kv);
-        free(kv);
-        return ok ? 0 : -1;
-    }
-    char flag[128];
-    /* llama.cpp's short spellings (c, np, ngl, ctk, kvu, rea, ...) are one dash */
-    snprintf(flag, sizeof flag, "%s%s", strlen(key) <= 3 && !strchr(key, '-') ? "-" : "--", key);
-    for (char *p = flag + 2; *p; p++)
-        if (*p == '_') *p = '-';
-    if (srv_router_own_flag(flag) || !strcmp(flag, "--hf-repo") || !strcmp(flag, "-hf") || !strcmp(flag, "-hfr")) {
-        snprintf(err, cap, "%s:%d: '%s' is set by the router, not by a preset%s", file, line, key,
-                 !strncmp(flag, "--hf", 4) || !strncmp(flag, "-hf", 3) ? " (sift downloads nothing: give model = PATH)" : "");
-        return -1;
-    }
-    if (!strcasecmp(val, "true")) return strv_add(args, flag) ? 0 : -1;
-    if (!strcasecmp(val, "false")) {
-        char neg[140];
-        snprintf(neg, sizeof neg, "--no-%s", flag + (flag[1] == '-' ? 2 : 1));
-        return strv_add(args, neg) ? 0 : -1;
-    }
-    return strv_add(args, flag) && strv_add(args, val) ? 0 : -1;
-}
-
-/* A --models-preset INI file: [*] options for every model, [NAME] a model's (a --models-dir
- * model of that name, or a new one with model = PATH). Applied onto v. 0, or -1 with err. */
-static int read_preset(const char *file, msrc **v, int *n, int n_dir, char *err, size_t cap)
-{
-    FILE *f = fopen(file, "r");
-    if (!f) {
-        snprintf(err, cap, "--models-preset %s: %s", file, strerror(errno));
-        return -1;
-    }
-    strv gargs = {0}, genv = {0};
-    msrc *cur = NULL;
-    bool global = false, in_section = false;
-    char *line = NULL;
-    size_t lcap = 0;
-    int ln = 0, rc = 0;
-    while (!rc && getline(&line, &lcap, f) >= 0) {
-        ln++;
-        char *s = trim(line);
-        if (!*s || *s == ';' || *s == '#') continue;
-        if (*s == '[') {
-            char *z = strchr(s, ']');
-            if (!z || z == s + 1) {
-                snprintf(err, cap, "%s:%d: a section is [NAME]", file, ln);
-                rc = -1;
-                break;
-            }
-            *z = 0;
-            const char *name = trim(s + 1);
-            in_section = true;
-            global = !strcmp(name, "*");
-            cur = NULL;
-            if (!global && !(cur = src_find(*v, *n, name)) && !(cur = src_add(v, n, name, NULL))) rc = -1;
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            snprintf(err, cap, "%s:%d: expected key = value", file, ln);
-            rc = -1;
-            break;
-        }
-        *eq = 0;
-        const char *key = trim(s), *val = trim(eq + 1);
-        if (!in_section) continue; /* version = 1, and the like */
-        if (!strcmp(key, "load-on-startup")) {
-            if (cur) cur->load_on_startup = truthy(val);
-        } else if (!strcmp(key, "stop-timeout")) {
-            /* (llama-server's; here the child's own --drain-timeout says how long an unload waits) */
-        } else if (!strcmp(key, "model") || !strcmp(key, "m")) {
-            if (!cur) {
-                snprintf(err, cap, "%s:%d: model = PATH belongs in a model's section, not [*]", file, ln);
-                rc = -1;
-            } else {
-                free(cur->path);
-                if (!(cur->path = strdup(val))) rc = -1;
-            }
-        } else {
-            rc = preset_opt(file, ln, key, val, cur ? &cur->args : &gargs, cur ? &cur->env : &genv, err, cap);
-        }
-    }
-    free(line);
-    fclose(f);
-    /* [*] first, so that a model's own options (later on its command line) win */
-    for (int i = 0; !rc && i < *n; i++) {
-        msrc *m = &(*v)[i];
-        if (!m->path) {
-            snprintf(err, cap, "%s: [%s] names no model of --models-dir and gives no model = PATH", file, m->id);
-            rc = -1;
-            break;
-        }
-        if (i >= n_dir && !is_file(m->path)) {
-            snprintf(err, cap, "%s: [%s]: model %s is not a file", file, m->id, m->path);
-            rc = -1;
-            break;
-        }
-        strv a = {0}, e = {0};
-        for (int k = 0; k < gargs.n; k++) rc |= !strv_add(&a, gargs.v[k]);
-        for (int k = 0; k < m->args.n; k++) rc |= !strv_add(&a, m->args.v[k]);
-        for (int k = 0; k < genv.n; k++) rc |= !strv_add(&e, genv.v[k]);
-        for (int k = 0; k < m->env.n; k++) rc |= !strv_add(&e, m->env.v[k]);
-        strv_free(&m->args);
-        strv_free(&m->env);
-        m->args = a;
-        m->env = e;
-    }
-    if (rc && !err[0]) snprintf(err, cap, "out of memory reading --models-preset");
-    strv_free(&gargs);
-    strv_free(&genv);
-    return rc;
-}
-
-static int cmp_src(const void *a, const void *b) { return strcmp(((const msrc *)a)->id, ((const msrc *)b)->id); }
-
-/* Every model the sources name, sorted by id. 0, or -1 with err. */
-static int read_sources(const srv_config *cfg, msrc **out, int *n_out, char *err, size_t cap)
-{
-    msrc *v = NULL;
-    int n = 0, rc = 0;
-    err[0] = 0;
-    if (cfg->models_dir) rc = scan_dir(cfg->models_dir, &v, &n, err, cap);
-    if (!rc && cfg->models_preset) rc = read_preset(cfg->models_preset, &v, &n, n, err, cap);
-    if (rc) {
-        for (int i = 0; i < n; i++) msrc_free(&v[i]);
-        free(v);
-        return -1;
-    }
-    qsort(v, (size_t)n, sizeof *v, cmp_src);
-    *out = v;
-    *n_out = n;
-    return 0;
 }
 
 /* ---- children ----------------------------------------------------------------------------------- */
@@ -577,13 +264,13 @@ static bool child_env(const rmodel *m, strv *env)
     for (char **e = environ; e && *e; e++) {
         bool skip = false;
         for (size_t i = 0; i < sizeof drop / sizeof *drop && !skip; i++) skip = !strncmp(*e, drop[i], strlen(drop[i]));
-        if (!skip && !strv_add(env, *e)) return false;
+        if (!skip && !rt_strv_add(env, *e)) return false;
     }
     for (int i = 0; i < m->src.env.n; i++)
-        if (!strv_add(env, m->src.env.v[i])) return false;
+        if (!rt_strv_add(env, m->src.env.v[i])) return false;
     char kv[64];
     snprintf(kv, sizeof kv, "LLAMA_API_KEY=%s", m->key);
-    return strv_add(env, kv);
+    return rt_strv_add(env, kv);
 }
 
 /* Start the model's server (the spawner thread). With R->mu; 0, or an HTTP status with e. */
@@ -596,18 +283,18 @@ static int fork_locked(srv_router *R, rmodel *m, srv_error *e)
     }
     random_key(m->key);
     strv argv = {0}, env = {0};
-    bool ok = strv_add(&argv, R->exe) && strv_add(&argv, "serve");
-    for (int i = 0; ok && i < m->src.args.n; i++) ok = strv_add(&argv, m->src.args.v[i]);
-    for (int i = 0; ok && i < cfg->n_child_args; i++) ok = strv_add(&argv, cfg->child_args[i]);
-    ok = ok && strv_add(&argv, "-m") && strv_add(&argv, m->src.path) && strv_add(&argv, "--host") &&
-         strv_add(&argv, CHILD_HOST) && strv_add(&argv, "--port") && strv_add(&argv, "0") && strv_add(&argv, "--alias") &&
-         strv_add(&argv, m->src.id) && child_env(m, &env);
+    bool ok = rt_strv_add(&argv, R->exe) && rt_strv_add(&argv, "serve");
+    for (int i = 0; ok && i < m->src.args.n; i++) ok = rt_strv_add(&argv, m->src.args.v[i]);
+    for (int i = 0; ok && i < cfg->n_child_args; i++) ok = rt_strv_add(&argv, cfg->child_args[i]);
+    ok = ok && rt_strv_add(&argv, "-m") && rt_strv_add(&argv, m->src.path) && rt_strv_add(&argv, "--host") &&
+         rt_strv_add(&argv, CHILD_HOST) && rt_strv_add(&argv, "--port") && rt_strv_add(&argv, "0") && rt_strv_add(&argv, "--alias") &&
+         rt_strv_add(&argv, m->src.id) && child_env(m, &env);
     int pfd[2] = {-1, -1};
     const int nul = ok ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
     if (!ok || nul < 0 || pipe2(pfd, O_CLOEXEC) != 0) {
         if (nul >= 0) close(nul);
-        strv_free(&argv);
-        strv_free(&env);
+        rt_strv_free(&argv);
+        rt_strv_free(&env);
         return srv_errorf(e, 500, "cannot start a server for model %s: %s", m->src.id, ok ? strerror(errno) : "out of memory");
     }
     const pid_t parent = getpid();
@@ -632,8 +319,8 @@ static int fork_locked(srv_router *R, rmodel *m, srv_error *e)
     const int err = errno;
     close(nul);
     close(pfd[1]);
-    strv_free(&argv);
-    strv_free(&env);
+    rt_strv_free(&argv);
+    rt_strv_free(&env);
     if (pid < 0) {
         close(pfd[0]);
         return srv_errorf(e, 500, "cannot start a server for model %s: %s", m->src.id, strerror(err));
@@ -988,12 +675,12 @@ static int reload(srv_router *R, char *err, size_t cap)
 {
     msrc *v = NULL;
     int n = 0;
-    if (read_sources(&R->s->cfg, &v, &n, err, cap)) return -1;
+    if (rt_read_sources(&R->s->cfg, &v, &n, err, cap)) return -1;
     pthread_mutex_lock(&R->mu);
     int rc = 0;
     for (int i = 0; i < R->n; i++) {
         rmodel *m = R->m[i];
-        if (!m->removed && !src_find(v, n, m->src.id)) {
+        if (!m->removed && !rt_src_find(v, n, m->src.id)) {
             m->removed = true;
             stop_locked(R, m);
         }
@@ -1003,18 +690,18 @@ static int reload(srv_router *R, char *err, size_t cap)
         for (int i = 0; i < R->n && !m; i++)
             if (!strcmp(R->m[i]->src.id, v[k].id)) m = R->m[i];
         if (m) {
-            const bool changed = strcmp(m->src.path, v[k].path) || !strv_same(&m->src.args, &v[k].args) ||
-                                 !strv_same(&m->src.env, &v[k].env);
+            const bool changed = strcmp(m->src.path, v[k].path) || !rt_strv_same(&m->src.args, &v[k].args) ||
+                                 !rt_strv_same(&m->src.env, &v[k].env);
             if (changed) stop_locked(R, m);
             m->removed = false;
-            msrc_free(&m->src);
+            rt_msrc_free(&m->src);
             m->src = v[k];
         } else {
             rmodel **grown = realloc(R->m, (size_t)(R->n + 1) * sizeof *grown);
             rmodel *x = grown ? calloc(1, sizeof *x) : NULL;
             if (grown) R->m = grown;
             if (!x) {
-                msrc_free(&v[k]);
+                rt_msrc_free(&v[k]);
                 rc = -1;
                 continue;
             }
@@ -1186,7 +873,7 @@ static void router_free(srv_router *R)
         pthread_join(R->spawner, NULL);
     }
     for (int i = 0; i < R->n; i++) {
-        msrc_free(&R->m[i]->src);
+        rt_msrc_free(&R->m[i]->src);
         free(R->m[i]);
     }
     free(R->m);

@@ -41,4 +41,32 @@ int srv_http_queue(struct MHD_Connection *c, srv_server *s, int status, const ch
 /* The socket of a connection (-1 when MHD does not say). */
 int srv_http_conn_fd(struct MHD_Connection *c);
 
+/* ---- internal: the models' sources (router_sources.c), for router.c ------------------------------- */
+
+/* A growable list of owned strings (NULL-terminated, for execve). */
+typedef struct strv {
+    char **v;
+    int n;
+} strv;
+
+void rt_strv_free(strv *l);
+bool rt_strv_add(strv *l, const char *s); /* a copy of s; false: out of memory */
+bool rt_strv_same(const strv *a, const strv *b);
+
+/* A model as the sources describe it. */
+typedef struct msrc {
+    char *id, *path;
+    strv args;                /* preset options, as command-line words */
+    strv env;                 /* preset keys spelt as environment variables (LLAMA_ARG_X=v) */
+    bool load_on_startup;
+} msrc;
+
+void rt_msrc_free(msrc *m);
+msrc *rt_src_find(msrc *v, int n, const char *id);
+/* Every model the sources name (the Hugging Face cache, --models-dir, --models-preset), sorted
+ * by id. 0, or -1 with err. */
+int rt_read_sources(const srv_config *cfg, msrc **out, int *n_out, char *err, size_t cap);
+/* How many models the Hugging Face cache holds (router mode's default source). */
+int rt_cache_count(void);
+
 #endif

@@ -611,8 +611,10 @@ static int parse_args(int argc, char **argv, srv_config *c)
     c->n_cvec = serve_cv.n;
     c->cvec_layer_start = (int)serve_cv.layer_start;
     c->cvec_layer_end = (int)serve_cv.layer_end;
-    if (!c->model_path && !c->models_dir && !c->models_preset)
-        return bad("-m", NULL, "a model is required (or --models-dir / --models-preset: router mode)");
+    /* no -m: router mode (as llama-server), on the Hugging Face cache when nothing else names models */
+    if (!c->model_path && !c->models_dir && !c->models_preset && !rt_cache_count())
+        return bad("-m", NULL, "a model is required (or router mode: --models-dir / --models-preset, or models in the "
+                               "Hugging Face cache, LLAMA_CACHE or ~/.cache/huggingface/hub)");
     if (!c->n_threads_batch) c->n_threads_batch = c->n_threads;
     if (!c->max_renders) { /* half the CPUs: the other half stays the engine's */
         const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
