@@ -89,7 +89,7 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
                      --suite ${SIFT_SHARED_DIR}/llama-server-tests --min-pass 90 --failures)
     set_tests_properties(llama_server_suite PROPERTIES LABELS "server;slow" ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1200)
   endif()
-  # issue 29: 42 command lines from llama.cpp's READMEs (llama-completion, llama-server) run
+  # issue 29: 43 command lines from llama.cpp's READMEs (llama-completion, llama-server) run
   # against sift generate / serve; each exit status and first line as docs/cli.md's table
   # says, none "unknown option" (about 4 s)
   add_test(NAME dropin_cmdlines
