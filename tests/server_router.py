@@ -160,6 +160,7 @@ def test_list_and_props(R, tmp):
         assert st == 200 and body["object"] == "list", body
         ids = {m["id"]: m["status"]["value"] for m in body["data"]}
         assert ids == {"stories": "unloaded", "tiny": "unloaded", "synth": "unloaded"}, ids
+        assert all(m["source"] == "models_dir" and m["object"] == "model" for m in body["data"]), body
 
 
 def test_same_as_single_server(R, tmp):
@@ -315,7 +316,9 @@ def test_preset(R0, tmp):
     R = Router("--models-dir", os.path.join(tmp, "models"), "--models-preset", ini)
     try:
         st, body = R.req("GET", "/models")
-        assert {"stories", "synth", "extra"} <= {m["id"] for m in body["data"]}, body
+        src = {m["id"]: m["source"] for m in body["data"]}
+        # (test_reload changed the directory: stories-copy in, tiny out)
+        assert src == {"stories": "preset", "synth": "models_dir", "stories-copy": "models_dir", "extra": "preset"}, src
         st, b = R.req("POST", "/completion", {"model": "stories", "prompt": "Once", "ignore_eos": True})
         assert st == 200 and b["tokens_predicted"] == 3, b  # the preset's n-predict
         st, b = R.req("POST", "/completion", {"model": "extra", "prompt": "Once", "ignore_eos": True})
@@ -354,6 +357,7 @@ def test_hf_cache(R0, tmp):
         st, body = R.req("GET", "/models")
         ids = {m["id"] for m in body["data"]}
         assert ids == {"acme/tiny-GGUF:Q8_0", "acme/tiny-GGUF:F32", "mine"}, ids
+        assert {m["source"] for m in body["data"] if m["id"] != "mine"} == {"cache"}, body
         for m in ("acme/tiny-GGUF:Q8_0", "mine"):
             st, b = R.req("POST", "/completion", cmpl(m, n_predict=2))
             assert st == 200 and b["model"] == m, b

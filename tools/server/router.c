@@ -160,7 +160,7 @@ static void stop_locked(srv_router *R, rmodel *m)
 static void child_line(srv_router *R, rmodel *m, const char *line)
 {
     fprintf(stderr, "[%s] %s\n", m->src.id, line);
-    const char *l = strstr(line, "listening on http://");
+    const char *l = !strncmp(line, "sift serve: loaded in ", 22) ? strstr(line, "; listening on http://") : NULL;
     pthread_mutex_lock(&R->mu);
     snprintf(m->last_line, sizeof m->last_line, "%s", line);
     if (l && m->status == M_LOADING) {
@@ -218,7 +218,7 @@ static void *monitor_main(void *p)
             m->kill_at = 0;
         }
         pthread_mutex_unlock(&R->mu);
-        const pid_t w = waitpid(pid, &st, eof ? 0 : WNOHANG);
+        const pid_t w = waitpid(pid, &st, WNOHANG); /* (never blocking: the kill deadline must keep running) */
         if (w == pid || (w < 0 && errno == ECHILD)) break;
     }
     if (n) {
@@ -405,7 +405,11 @@ static int load_locked(srv_router *R, rmodel *m, srv_error *e)
 {
     const int max = R->s->cfg.models_max;
     for (;;) {
-        if (running(m)) return 0;
+        if (running(m) && !m->stopping) return 0;
+        if (running(m)) { /* being unloaded: a new server once this one has exited */
+            timed_wait(R, 50);
+            continue;
+        }
         if (atomic_load(&R->stopping) || atomic_load(&R->s->draining))
             return srv_errorf(e, 503, "the server is shutting down");
         if (m->removed) return srv_errorf(e, 400, "model '%s' not found", m->src.id);
@@ -577,24 +581,29 @@ static int proxy(struct MHD_Connection *c, srv_server *s, const char *id, bool a
 {
     srv_router *R = s->router;
     const int client = srv_http_conn_fd(c);
-    srv_error e = {0};
-    int port = 0;
+    int fd = -1, port = 0;
     char key[33];
-    const int st = ensure_ready(R, id, autoload, client, &port, key, &e);
-    if (st == 499) return MHD_NO;
-    if (st) return srv_http_reply_error(c, s, &e);
-    if (touch) {
-        pthread_mutex_lock(&R->mu);
-        rmodel *m = find_model(R, id);
-        if (m) m->last_used = now_ms();
-        pthread_mutex_unlock(&R->mu);
+    /* twice: the server found may exit before the connection (unloaded for another one, crashed) */
+    for (int attempt = 0; fd < 0 && attempt < 2; attempt++) {
+        srv_error e = {0};
+        const int st = ensure_ready(R, id, autoload, client, &port, key, &e);
+        if (st == 499) return MHD_NO;
+        if (st) return srv_http_reply_error(c, s, &e);
+        if (touch) {
+            pthread_mutex_lock(&R->mu);
+            rmodel *m = find_model(R, id);
+            if (m) m->last_used = now_ms();
+            pthread_mutex_unlock(&R->mu);
+        }
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+            close(fd);
+            fd = -1;
+            poll(NULL, 0, 100); /* its monitor notices the exit */
+        }
     }
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        if (fd >= 0) close(fd);
-        return bad_gateway(c, s, id, "does not take connections");
-    }
+    if (fd < 0) return bad_gateway(c, s, id, "does not take connections");
     sbuf req = {0};
     qbuild q = {.b = &req};
     sbuf_printf(&req, "%s %s", method, url);
@@ -732,7 +741,7 @@ static char *models_json(srv_router *R)
         cJSON_AddNumberToObject(x, "created", (double)R->s->t_start);
         cJSON_AddItemToObject(x, "aliases", cJSON_CreateArray());
         cJSON_AddItemToObject(x, "tags", cJSON_CreateArray());
-        cJSON_AddStringToObject(x, "source", R->s->cfg.models_preset && m->src.args.n ? "preset" : "models_dir");
+        cJSON_AddStringToObject(x, "source", m->src.source ? m->src.source : "preset");
         cJSON *st = cJSON_AddObjectToObject(x, "status");
         cJSON_AddStringToObject(st, "value", status_name(m->status));
         if (m->failed) {

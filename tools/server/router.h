@@ -59,6 +59,7 @@ typedef struct msrc {
     strv args;                /* preset options, as command-line words */
     strv env;                 /* preset keys spelt as environment variables (LLAMA_ARG_X=v) */
     bool load_on_startup;
+    const char *source;       /* "cache", "models_dir" or "preset" (static) */
 } msrc;
 
 void rt_msrc_free(msrc *m);

@@ -171,9 +171,12 @@ static int scan_dir(const char *dir, msrc **v, int *n, char *err, size_t cap)
         if (same) {
             free(same->path);
             same->path = path;
+            same->source = "models_dir";
             continue;
         }
-        if (!src_add(v, n, id, path)) {
+        msrc *m = src_add(v, n, id, path);
+        if (m) m->source = "models_dir";
+        if (!m) {
             free(path);
             rc = -1;
         }
@@ -264,8 +267,9 @@ static int walk_snapshot(const char *dir, int depth, const char *repo, msrc **v,
             rc = walk_snapshot(path, depth + 1, repo, v, n);
         } else if (S_ISREG(st.st_mode) && !sidecar(e->d_name) && (gguf_tag(e->d_name, tag, sizeof tag, &index), index == 1) &&
                    tag[0] && snprintf(id, sizeof id, "%s:%s", repo, tag) < (int)sizeof id && !rt_src_find(*v, *n, id)) {
-            if (!src_add(v, n, id, path)) rc = -1;
-            else path = NULL;
+            msrc *m = src_add(v, n, id, path);
+            if (!m) rc = -1;
+            else path = NULL, m->source = "cache";
         }
         free(path);
     }
@@ -443,6 +447,7 @@ static int read_preset(const char *file, msrc **v, int *n, int n_dir, char *err,
             global = !strcmp(name, "*");
             cur = NULL;
             if (!global && !(cur = rt_src_find(*v, *n, name)) && !(cur = src_add(v, n, name, NULL))) rc = -1;
+            if (cur) cur->source = "preset";
             continue;
         }
         char *eq = strchr(s, '=');
