@@ -121,6 +121,7 @@ def pytest_configure(config):
             os.environ["SIFT_SUITE_MODEL"] = path
         elif self.model_file is None:
             fill_cache()  # router mode: what load_all would have downloaded
+            os.environ.pop("SIFT_SUITE_MODEL", None)  # (an earlier test's model: no -m for a router)
         if self.model_draft:
             pytest.skip(f"needs draft model {self.model_draft}")
         if self.mmproj_url:

@@ -80,6 +80,14 @@ static bool has_suffix_ci(const char *s, const char *suf)
     return n > k && !strcasecmp(s + n - k, suf);
 }
 
+/* "dir/name", malloc'd (NULL: out of memory). */
+static char *join_path(const char *dir, const char *name)
+{
+    char *p = malloc(strlen(dir) + strlen(name) + 2);
+    if (p) sprintf(p, "%s/%s", dir, name);
+    return p;
+}
+
 static bool is_file(const char *path)
 {
     struct stat st;
@@ -108,8 +116,7 @@ static char *dir_model(const char *dir)
         free(pick);
         return NULL;
     }
-    char *path = malloc(strlen(dir) + strlen(pick) + 2);
-    if (path) sprintf(path, "%s/%s", dir, pick);
+    char *path = join_path(dir, pick);
     free(pick);
     return path;
 }
@@ -143,12 +150,11 @@ static int scan_dir(const char *dir, msrc **v, int *n, char *err, size_t cap)
     int rc = 0;
     while (!rc && (e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
-        char *path = malloc(strlen(dir) + strlen(e->d_name) + 2);
+        char *path = join_path(dir, e->d_name);
         if (!path) {
             rc = -1;
             break;
         }
-        sprintf(path, "%s/%s", dir, e->d_name);
         struct stat st;
         if (stat(path, &st) != 0) {
             free(path);
@@ -254,12 +260,11 @@ static int walk_snapshot(const char *dir, int depth, const char *repo, msrc **v,
     struct dirent *e;
     while (!rc && (e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
-        char *path = malloc(strlen(dir) + strlen(e->d_name) + 2);
+        char *path = join_path(dir, e->d_name);
         if (!path) {
             rc = -1;
             break;
         }
-        sprintf(path, "%s/%s", dir, e->d_name);
         struct stat st;
         char tag[64], id[512];
         int index = 0;
