@@ -118,18 +118,6 @@ struct srv_router {
     bool spawner_live, spawner_quit;
 };
 
-/* ---- the router's own options ---------------------------------------------------------------- */
-
-bool srv_router_own_flag(const char *flag)
-{
-    static const char *const own[] = {"-m", "--model", "--host", "--port", "--api-key", "--api-key-file", "-a", "--alias",
-                                      "--models-dir", "--models-preset", "--models-max", "--models-autoload",
-                                      "--no-models-autoload", "--allowed-hosts", "--cors-origin"};
-    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
-        if (!strcmp(flag, own[i])) return true;
-    return false;
-}
-
 /* ---- children ----------------------------------------------------------------------------------- */
 
 static double now_ms(void) { return srv_now_ms(); }

@@ -18,10 +18,9 @@
  *     keys, alias) is refused with the line's number.
  *
  * A later source wins for a name: --models-dir over the cache, the preset's options onto
- * either. Everything here runs at start and at GET /models?reload=1, never per request.
+ * either. Everything here runs at start and at GET /models?reload=1, never per request. No
+ * HTTP here: cmd_serve.c asks rt_cache_count and srv_router_own_flag in any build.
  */
-#ifdef SIFT_HAVE_MHD
-
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +32,18 @@
 #include <sys/stat.h>
 
 #include "server/router.h"
+
+/* ---- the router's own options ---------------------------------------------------------------- */
+
+bool srv_router_own_flag(const char *flag)
+{
+    static const char *const own[] = {"-m", "--model", "--host", "--port", "--api-key", "--api-key-file", "-a", "--alias",
+                                      "--models-dir", "--models-preset", "--models-max", "--models-autoload",
+                                      "--no-models-autoload", "--allowed-hosts", "--cors-origin"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (!strcmp(flag, own[i])) return true;
+    return false;
+}
 
 void rt_strv_free(strv *l)
 {
@@ -546,4 +557,3 @@ int rt_read_sources(const srv_config *cfg, msrc **out, int *n_out, char *err, si
     return 0;
 }
 
-#endif /* SIFT_HAVE_MHD */
