@@ -24,7 +24,8 @@ library only:
     a section naming no model, and a missing --models-dir, stop the start with a message;
   - llama.cpp's download cache (LLAMA_CACHE): its models listed as OWNER/REPO:TAG, a preset's
     hf-repo taken from it, no -m at all a router on it (an empty cache: -m is asked for);
-  - SIGTERM: the router exits 0 and leaves no model server running.
+  - SIGTERM: a stream running through the router ends with a complete event and the chunked
+    terminator; the router exits 0 and leaves no model server running.
 
 usage: server_router.py --sift build/sift --shared ../shared [-k NAME]
 """
@@ -378,6 +379,36 @@ def test_hf_cache(R0, tmp):
     assert p.returncode == 2 and "a model is required" in p.stderr, p.stderr
 
 
+def test_drain_through(R0, tmp):
+    """SIGTERM with a stream running through the router: the stream ends with a complete event
+    (the model server's own drain) and the chunked terminator, and all is gone within the bound."""
+    R = Router("--models-dir", os.path.join(tmp, "models"), "--drain-timeout", "1", "--context-shift", "--max-n-predict",
+               "1000000")
+    out = {}
+
+    def run():
+        out["raw"] = stream(R.port, "/completion", cmpl("stories", n_predict=1000000, ignore_eos=True, stream=True))
+    st, b = R.req("POST", "/models/load", {"model": "stories"})
+    assert st == 200, b
+    R.wait_status("stories", "loaded")
+    th = threading.Thread(target=run)
+    th.start()
+    time.sleep(0.3)
+    kids = R.children()
+    t0 = time.time()
+    R.proc.send_signal(signal.SIGTERM)
+    th.join(timeout=20)
+    assert R.proc.wait(timeout=20) == 0
+    assert 1 <= time.time() - t0 < 1 + 5, time.time() - t0
+    raw = out["raw"]
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert b" 200 " in head.split(b"\r\n")[0] and body.endswith(b"0\r\n\r\n"), (head[:80], body[-80:])
+    last = json.loads(re.findall(rb"data: ([^\n]*)\n\n", body)[-1])
+    assert "error" in last and last["error"]["code"] == 503, last  # cut at the deadline: the closing error event
+    for pid in kids:
+        assert not os.path.exists(f"/proc/{pid}"), f"model server {pid} outlived the router"
+
+
 def test_sigterm_stops_all(R, tmp):
     for m in ("stories", "synth"):
         st, b = R.req("POST", "/completion", cmpl(m, n_predict=2))
@@ -393,7 +424,7 @@ def test_sigterm_stops_all(R, tmp):
 
 TESTS = [test_list_and_props, test_same_as_single_server, test_stream_through, test_disconnect_frees_slot, test_bad_requests,
          test_lru_eviction, test_reload, test_crash_then_reload, test_no_autoload_and_api_key, test_preset, test_hf_cache,
-         test_sigterm_stops_all]
+         test_drain_through, test_sigterm_stops_all]
 
 
 def main():

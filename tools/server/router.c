@@ -968,7 +968,9 @@ int srv_router_run(srv_server *s, const sigset_t *sigs)
     void *a[2] = {s, (void *)sigs};
     pthread_t th;
     const bool th_ok = pthread_create(&th, NULL, signal_main, a) == 0;
-    const bool drained = srv_http_drain(http, cfg->drain_timeout_s);
+    /* the model servers are gone by --drain-timeout + 1 s (their watchdog), their streams' closing
+     * events sent: the router's connections get that long and one more second to pass them on */
+    const bool drained = srv_http_drain(http, cfg->drain_timeout_s + 2);
     if (th_ok) {
         pthread_kill(th, SIGTERM); /* ends its sigwait when no second signal came */
         pthread_join(th, NULL);
