@@ -50,11 +50,14 @@ ENV = None  # the environment: LLAMA_CACHE is a cache of our own (the user's wou
 class Router:
     """A `sift serve` router on 127.0.0.1 with a free port."""
 
+    every = []  # each router's log, checked at the end for sanitizer reports (the model servers' are in it)
+
     def __init__(self, *extra, single=None):
         model = ["-m", single] if single else []
         cmd = [ARGS.sift, "serve", *model, "--host", "127.0.0.1", "--port", "0", "-c", "512", "-np", "2", "-t", "1", *extra]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV)
         self.log, self.port = [], None
+        Router.every.append(self.log)
         deadline = time.time() + 60
         while time.time() < deadline and not self.port:
             line = self.proc.stderr.readline()
@@ -459,6 +462,11 @@ def main():
         if R:
             R.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+    time.sleep(0.2)  # (the log threads' last lines)
+    bad = [l for log in Router.every for l in log if "Sanitizer" in l or "runtime error:" in l]
+    if bad:
+        failed += 1
+        print("FAIL sanitizer reports in the routers' logs:\n" + "".join(bad[:20]))
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

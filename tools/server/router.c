@@ -403,11 +403,14 @@ static int load_locked(srv_router *R, rmodel *m, srv_error *e)
         if (m->removed) return srv_errorf(e, 400, "model '%s' not found", m->src.id);
         if (max <= 0 || n_running(R) < max) break;
         rmodel *lru = NULL;
+        int n_stopping = 0;
         for (int i = 0; i < R->n; i++) {
             rmodel *x = R->m[i];
+            n_stopping += running(x) && x->stopping;
             if (x != m && running(x) && !x->stopping && (!lru || x->last_used < lru->last_used)) lru = x;
         }
-        if (lru) {
+        /* one out for one in: while enough are on their way out, wait for them, evict no more */
+        if (lru && n_running(R) - n_stopping >= max) {
             fprintf(stderr, "sift serve: --models-max %d models loaded: unloading %s, the least recently used\n", max, lru->src.id);
             stop_locked(R, lru);
         }
