@@ -20,7 +20,9 @@ How a llama.cpp line becomes a sift line:
   - the server gets --port 0 (any free port; a --port N is replaced) and is stopped with
     SIGTERM once it says it is listening (status 0 = a clean drain);
   - stdin is empty, so interactive and conversation sessions end at EOF; each run has a
-    timeout (30 s).
+    timeout (30 s);
+  - the working directory has prompts/chat-with-bob.txt and models_directory/ (stories260K
+    for the router's --models-dir), and LLAMA_CACHE is an empty directory.
 The first line is made machine-independent: the models' directory is written models/, and
 the server's "threads N/M" (the CPU count) threads T/T.
 """
@@ -151,6 +153,12 @@ def main():
     t0 = time.time()
     with tempfile.TemporaryDirectory() as cwd:
         os.makedirs(os.path.join(cwd, "prompts"))
+        # the server README's router mode: a models directory, and an empty download cache (a
+        # router lists the user's too, which would make the first line depend on the machine)
+        os.makedirs(os.path.join(cwd, "models_directory"))
+        os.symlink(os.path.join(models, "stories260K.gguf"), os.path.join(cwd, "models_directory", "stories260K.gguf"))
+        os.makedirs(os.path.join(cwd, "cache"))
+        os.environ["LLAMA_CACHE"] = os.path.join(cwd, "cache")
         with open(os.path.join(cwd, "prompts", "chat-with-bob.txt"), "w") as f:
             f.write(BOB + "\n")
         for r in rows:

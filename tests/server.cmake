@@ -56,6 +56,12 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_test.py --sift $<TARGET_FILE:sift>
                    --model ${SIFT_SHARED_DIR}/models/stories260K.gguf)
   set_tests_properties(server_api PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
+  # issue 29: router mode (--models-dir, --models-preset): several models, each in a sift serve
+  # child, loaded on demand, LRU eviction, autoload off, --api-key, streaming through, SIGTERM (about 3 s)
+  add_test(NAME server_router
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_router.py --sift $<TARGET_FILE:sift>
+                   --shared ${SIFT_SHARED_DIR})
+  set_tests_properties(server_router PROPERTIES LABELS server ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 300)
   # issue 28: every architecture answers chats through a template of its family
   add_test(NAME server_arch_chat
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server_arch_chat.py --sift $<TARGET_FILE:sift>
@@ -82,7 +88,7 @@ if(MHD_FOUND AND Python3_Interpreter_FOUND)
                      --suite ${SIFT_SHARED_DIR}/llama-server-tests --min-pass 90 --failures)
     set_tests_properties(llama_server_suite PROPERTIES LABELS "server;slow" ENVIRONMENT "${SIFT_TEST_ENV}" TIMEOUT 1200)
   endif()
-  # issue 29: 42 command lines from llama.cpp's READMEs (llama-completion, llama-server) run
+  # issue 29: 43 command lines from llama.cpp's READMEs (llama-completion, llama-server) run
   # against sift generate / serve; each exit status and first line as docs/cli.md's table
   # says, none "unknown option" (about 4 s)
   add_test(NAME dropin_cmdlines

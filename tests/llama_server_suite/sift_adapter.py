@@ -17,7 +17,13 @@ models from Hugging Face. Nothing is downloaded here, so this plugin:
   and the tests that build an OpenAI *Python* client (Debian 12 has no `openai` package; the
   official npm client is tested in tests/openai_client instead);
 - makes ServerPreset.load_all (the suite's download step) a no-op, and stubs `wget`, which
-  only the download helper uses.
+  only the download helper uses;
+- puts the models the router tests name (ROUTER_MODELS below) into the suite's download
+  cache (tmp/, LLAMA_CACHE), laid out as llama.cpp's downloads are (models--OWNER--REPO/
+  snapshots/COMMIT/NAME-TAG.gguf, symbolic links to the local files), where a router
+  (ServerPreset.router(): no model) finds them, as llama-server's does after load_all. Those
+  tests check the router (loading, unloading, eviction, routing, keys), never what a model
+  writes, so tinygemma3, which we do not have, is played by stories260K under its name.
 
 Nothing here changes what a test asserts.
 """
@@ -42,6 +48,33 @@ MODELS = {
 MADE = {
     ("ggml-org/test-model-stories260K-infill", None): ("stories260K.gguf", ["--fim-style", "codellama"]),
 }
+
+
+# router mode: the suite's model ids (OWNER/REPO:TAG) -> (hf repo, hf file) of a model above
+ROUTER_MODELS = {
+    "ggml-org/tinygemma3-GGUF:Q8_0": ("ggml-org/test-model-stories260K", None),  # a stand-in (see the top)
+    "ggml-org/test-model-stories260K:F32": ("ggml-org/test-model-stories260K", None),
+    "ggml-org/test-model-stories260K-infill:F32": ("ggml-org/test-model-stories260K-infill", None),
+}
+
+
+def fill_cache():
+    """ROUTER_MODELS in tmp/ (the suite's LLAMA_CACHE) as llama.cpp's download cache holds them."""
+    commit = "0" * 40
+    for mid, (repo, file) in ROUTER_MODELS.items():
+        path = local_model(repo, file)
+        if not path:
+            continue
+        name, tag = mid.split(":")
+        top = os.path.join(os.getcwd(), "tmp", "models--" + name.replace("/", "--"))
+        snap = os.path.join(top, "snapshots", commit)
+        os.makedirs(snap, exist_ok=True)
+        os.makedirs(os.path.join(top, "refs"), exist_ok=True)
+        with open(os.path.join(top, "refs", "main"), "w") as f:
+            f.write(commit)
+        link = os.path.join(snap, f"{name.split('/')[1]}-{tag}.gguf")
+        if not os.path.lexists(link):
+            os.symlink(path, link)
 
 
 def made_model(repo, file):
@@ -86,8 +119,9 @@ def pytest_configure(config):
             if path is None:
                 pytest.skip(f"needs model {self.model_hf_repo} {self.model_hf_file or ''} (not in ../shared/models)".rstrip())
             os.environ["SIFT_SUITE_MODEL"] = path
-        elif self.model_file is None and not self.models_dir and not self.models_preset:
-            pytest.skip("router mode without a model (needs --models-dir models we do not have)")
+        elif self.model_file is None:
+            fill_cache()  # router mode: what load_all would have downloaded
+            os.environ.pop("SIFT_SUITE_MODEL", None)  # (an earlier test's model: no -m for a router)
         if self.model_draft:
             pytest.skip(f"needs draft model {self.model_draft}")
         if self.mmproj_url:

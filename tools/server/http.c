@@ -62,6 +62,8 @@
  * /infill (infill.c), /embedding, /embeddings, /v1/embeddings (embeddings.c), /v1/messages and
  * /v1/messages/count_tokens (Anthropic's API, anthropic.c: its answers, errors included, in
  * Anthropic's shapes), /v1/responses and /responses (OpenAI's Responses API, responses.c).
+ * In router mode (router.c) the page and /health stay here; every other route, after the same
+ * checks on the headers, is srv_router_route's.
  */
 #ifdef SIFT_HAVE_MHD
 
@@ -80,6 +82,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/router.h"
 #include "server/server.h"
 
 struct srv_http {
@@ -290,6 +293,23 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, srv_server *s, cons
                  e->status == 503 ? "1" : NULL);
 }
 
+/* For router.c (router.h): the same replies, and a response it made, with the common headers. */
+int srv_http_reply(struct MHD_Connection *c, srv_server *s, int status, const char *ctype, char *body)
+{
+    return reply(c, s, status, ctype, body, NULL);
+}
+
+int srv_http_reply_error(struct MHD_Connection *c, srv_server *s, const srv_error *e) { return reply_error(c, s, e); }
+
+int srv_http_queue(struct MHD_Connection *c, srv_server *s, int status, const char *ctype, struct MHD_Response *resp)
+{
+    common_headers(resp, c, s, ctype);
+    const enum MHD_Result r = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    count_status(s, status);
+    return r;
+}
+
 /* Reserve n bytes against budget `cap` in *used; false (nothing reserved) when over it. */
 static bool budget_take(atomic_llong *used, long long n, long long cap)
 {
@@ -307,6 +327,8 @@ static int conn_fd(struct MHD_Connection *c)
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     return ci ? ci->connect_fd : -1;
 }
+
+int srv_http_conn_fd(struct MHD_Connection *c) { return conn_fd(c); }
 
 /* Whether the peer closed (or reset) the connection (server.h). */
 bool srv_client_gone(int fd)
@@ -799,7 +821,7 @@ static enum MHD_Result handle_health(struct MHD_Connection *c, srv_server *s)
     }
     bool want_slot = false;
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, has_key, &want_slot);
-    if (want_slot) {
+    if (want_slot && s->engine) {
         srv_engine_stats st;
         srv_engine_stats_get(s->engine, &st, NULL, 0);
         if (st.n_busy >= st.n_slots || st.n_queued > 0) {
@@ -843,6 +865,13 @@ static enum MHD_Result route(struct MHD_Connection *c, srv_server *s, const char
         MHD_destroy_response(resp);
         count_status(s, 200);
         return ret;
+    }
+    if (s->router && !path_is(url, "/") && !path_is(url, "/index.html") && !path_is(url, "/health") && !path_is(url, "/v1/health")) {
+        if (r->too_big) {
+            srv_errorf(&e, 413, "the request body is larger than %zu bytes (--max-body)", s->cfg.max_body);
+            return reply_error(c, s, &e);
+        }
+        return (enum MHD_Result)srv_router_route(c, s, url, method, r->body.p, r->body.n);
     }
     static const char *const gets[] = {"/", "/index.html", "/health", "/v1/health", "/props", "/slots", "/metrics", "/v1/models", "/models"};
     static const char *const posts[] = {"/completion", "/completions", "/v1/completions", "/v1/chat/completions",
@@ -1286,9 +1315,9 @@ bool srv_http_drain(srv_http *h, int drain_timeout_s)
     const double t_end = srv_now_ms() + 1e3 * drain_timeout_s;
     for (;;) {
         srv_conn_stats cs;
-        srv_engine_stats es;
+        srv_engine_stats es = {0};
         srv_conns_stats(h->conns, &cs);
-        srv_engine_stats_get(s->engine, &es, NULL, 0);
+        if (s->engine) srv_engine_stats_get(s->engine, &es, NULL, 0); /* (router mode has none) */
         /* every engine task belongs to a BUSY connection; the engine's view covers the step
          * between a response ending and its connection noticing */
         if (cs.n_busy == 0 && es.n_busy == 0 && es.n_queued == 0) return true;

@@ -122,6 +122,13 @@ typedef struct srv_config {
     int lookup;
     int draft_max, draft_min;
     float draft_p_min;
+    /* router mode (router.c, router.h): no -m, the models of --models-dir / --models-preset, each
+     * served by a `sift serve` child of its own, started on demand */
+    const char *models_dir, *models_preset;
+    int models_max;             /* --models-max: model servers at once, the least recently used stopped (0: no cap) */
+    bool models_autoload;       /* a request for a model not loaded loads it (--no-models-autoload: 400) */
+    char **child_args;          /* the command line's options the model servers get (argv's strings) */
+    int n_child_args;
 } srv_config;
 
 /* Limits that are not flags (docs/server.md lists them). */
@@ -342,6 +349,7 @@ typedef struct srv_server {
     atomic_bool drain_abort;   /* a second signal: srv_http_drain returns at once */
     atomic_bool stop_work;     /* the drain's deadline passed: long work (a template render, a grammar) should
                                   give up; the hook a per-request cancel flag can watch */
+    struct srv_router *router; /* router mode (router.c): no model here, requests go to the model servers */
 } srv_server;
 
 /* The model's own Jinja template (sift_template_*) applied to a chat request, as

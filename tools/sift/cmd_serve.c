@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server/router.h"
 #include "server/server.h"
 #include "cli_compat.h"
 #include "cli_cvec.h"
@@ -34,7 +35,8 @@ const char sift_cmd_serve_help[] = "HTTP server: llama-server's API (/completion
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: sift serve -m MODEL.gguf [options]\n\n"
+            "usage: sift serve -m MODEL.gguf [options]\n"
+            "       sift serve --models-dir DIR [--models-preset FILE.ini] [options]   (router mode)\n\n"
             "  -m, --model FILE          GGUF model\n"
             "  --host HOST               address to listen on (default 127.0.0.1)\n"
             "  --port N                  port (default 8080; 0 = any free port, printed at start)\n"
@@ -71,6 +73,16 @@ static void usage(FILE *f)
             "                            llama-family models)\n"
             "  --control-vector FILE, --control-vector-scaled FILE SCALE, --control-vector-layer-range START END\n"
             "                            control vectors for every slot, as sift generate\n\n"
+            "router mode (no -m: several models, each in a `sift serve` of its own, loaded on demand; docs/server.md):\n"
+            "  --models-dir DIR          the models: DIR's GGUF files (named without .gguf), and its subdirectories\n"
+            "                            that hold one model (named after the subdirectory)\n"
+            "  --models-preset FILE      an INI file: [NAME] sections with a model's options (model = PATH adds one),\n"
+            "                            [*] options for every model\n"
+            "  --models-max N            models loaded at once; loading one more unloads the least recently used\n"
+            "                            (default 4; 0 = no cap)\n"
+            "  --no-models-autoload      a request for a model not loaded gets 400 (POST /models/load loads it)\n"
+            "                            (--models-autoload: the default)\n"
+            "  the other options go to every model's server\n\n"
             "speculative decoding (docs/speculative.md; each slot drafts, one decode verifies every slot's draft):\n"
             "  -md, --model-draft FILE   a draft model with the target's vocabulary\n"
             "  --lookup N                prompt lookup: draft from n-grams of 1..N tokens of the prompt and reply\n"
@@ -385,6 +397,19 @@ static int parse_opt(srv_config *c, const char *a, char *v, bool *used)
     } else if (IS("--tags")) {
         NEEDV();
         c->tags = v;
+    } else if (IS("--models-dir")) {
+        NEEDV();
+        c->models_dir = v;
+    } else if (IS("--models-preset")) {
+        NEEDV();
+        c->models_preset = v;
+    } else if (IS("--models-max")) {
+        INTV(0, 4096, "a count in [0, 4096] (0: no cap)");
+        c->models_max = (int)n;
+    } else if (IS("--models-autoload")) {
+        c->models_autoload = true;
+    } else if (IS("--no-models-autoload")) {
+        c->models_autoload = false;
     } else if (IS("-v") || IS("--log-requests") || IS("--verbose")) {
         c->log_requests = true;
     } else {
@@ -441,6 +466,10 @@ static const env_opt ENV_OPTS[] = {
     {"LLAMA_ARG_DRAFT_MAX", "--draft-max", NULL, false},
     {"LLAMA_ARG_DRAFT_MIN", "--draft-min", NULL, false},
     {"LLAMA_ARG_DRAFT_P_MIN", "--draft-p-min", NULL, false},
+    {"LLAMA_ARG_MODELS_DIR", "--models-dir", NULL, false},
+    {"LLAMA_ARG_MODELS_PRESET", "--models-preset", NULL, false},
+    {"LLAMA_ARG_MODELS_MAX", "--models-max", NULL, false},
+    {"LLAMA_ARG_MODELS_AUTOLOAD", "--models-autoload", "--no-models-autoload", true},
     {"SIFT_ARG_MODEL", "--model", NULL, false},
     {"SIFT_ARG_HOST", "--host", NULL, false},
     {"SIFT_ARG_PORT", "--port", NULL, false},
@@ -553,13 +582,18 @@ static int parse_args(int argc, char **argv, srv_config *c)
                       .template_memory = (size_t)1 << 30, .template_timeout_ms = 5000,
                       .max_body_in_flight = 64u << 20, .min_body_rate = 1024, .max_probs_bytes = 256u << 20,
                       .pooling = SIFT_POOLING_TYPE_UNSPECIFIED, .reasoning = -1, .reasoning_budget = -1,
-                      .draft_max = 16, .draft_min = 0, .draft_p_min = 0.75f};
+                      .draft_max = 16, .draft_min = 0, .draft_p_min = 0.75f, .models_max = 4, .models_autoload = true};
     serve_cv = (cli_cvec){0};
     cli_sampling_init(&serve_sampling);
     int r = parse_env(c);
     for (int i = 1; !r && i < argc; i++) {
+        const int i0 = i;
+        char *word = argv[i];
         r = take_opt(c, argc, argv, &i);
         if (r == 1) r = bad(argv[i], NULL, "unknown option (try --help)");
+        /* router mode: what a model's server gets (router.c); the router's own stay here */
+        for (int k = i0; !r && k <= i && !srv_router_own_flag(word); k++)
+            if (!list_add(&c->child_args, &c->n_child_args, argv[k])) r = bad(word, NULL, "out of memory");
     }
     if (r) return r;
     if (serve_sampling.any) {
@@ -577,7 +611,10 @@ static int parse_args(int argc, char **argv, srv_config *c)
     c->n_cvec = serve_cv.n;
     c->cvec_layer_start = (int)serve_cv.layer_start;
     c->cvec_layer_end = (int)serve_cv.layer_end;
-    if (!c->model_path) return bad("-m", NULL, "a model is required");
+    /* no -m: router mode (as llama-server), on the Hugging Face cache when nothing else names models */
+    if (!c->model_path && !c->models_dir && !c->models_preset && !rt_cache_count())
+        return bad("-m", NULL, "a model is required (or router mode: --models-dir / --models-preset, or models in the "
+                               "Hugging Face cache, LLAMA_CACHE or ~/.cache/huggingface/hub)");
     if (!c->n_threads_batch) c->n_threads_batch = c->n_threads;
     if (!c->max_renders) { /* half the CPUs: the other half stays the engine's */
         const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -596,6 +633,7 @@ static void config_free(srv_config *c)
     free(c->api_keys);
     free(c->cors_origins);
     free(c->allowed_hosts);
+    free(c->child_args);
 }
 
 #ifdef SIFT_HAVE_MHD /* (a build without libmicrohttpd has no server to load templates for) */
@@ -727,6 +765,10 @@ int sift_cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    if (!cfg->model_path) { /* --models-dir / --models-preset: several models, each in a server of its own */
+        rc = srv_router_run(s, &sigs);
+        goto done;
+    }
     sift_error err = {0};
     const double t0 = srv_now_ms();
     s->model = sift_model_load(cfg->model_path, &err);
