@@ -126,8 +126,9 @@ static const char *const granite_triggers[] = {"<|tool_call|>"};
  * prompt ends with <|start|>assistant) or after a message; the grammar starts at the group */
 static const char *const hm_triggers[] = {HM_CALL};
 #define HM_PATTERN "^( to=functions\\.)|(<\\|start\\|>assistant to=functions\\.)|(<\\|channel\\|>analysis to=functions\\.)"
-/* LLM-jp: the same with its spaces after the special tokens (the channel's form in the pattern: the word has none) */
-#define HM_PATTERN_SPACED "^( +to=functions\\.)|(<\\|start\\|> *assistant +to=functions\\.)|(<\\|channel\\|> *(?:analysis|commentary) +to=functions\\.)"
+/* LLM-jp: the same with its spaces after the special tokens, as many as the grammar takes (x-sift-hm-sp); the
+ * channel's form in the pattern too (the word has no spaces) */
+#define HM_PATTERN_SPACED "^( to=functions\\.)|(<\\|start\\|> {0,4}assistant to=functions\\.)|(<\\|channel\\|> {0,4}(?:analysis|commentary) to=functions\\.)"
 static const char *const kimi_triggers[] = {KIMI_SECTION, KIMI_CALL};
 /* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
 static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
