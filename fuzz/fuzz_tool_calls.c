@@ -74,12 +74,13 @@ static void collect(cJSON *d, sbuf *args, int n_calls)
     cJSON_Delete(d);
 }
 
-/* gpt-oss: the harmony view of text, whole and streamed in pieces of 1..7 bytes: the same
- * reasoning and content (the view only ever grows while the reply comes). Its content -> *view. */
-static void harmony(const char *text, size_t n, sbuf *view)
+/* gpt-oss (or LLM-jp's dialect): the harmony view of text, whole and streamed in pieces of 1..7
+ * bytes: the same reasoning and content (the view only ever grows while the reply comes). Its
+ * content -> *view. pre: a continued message's start, read before the text (or NULL). */
+static void harmony(tc_format f, const char *pre, const char *text, size_t n, sbuf *view)
 {
-    rs_spec r = {.format = (text[0] & 1) ? RS_AUTO : RS_NONE, .calls = true};
-    rs_set_tags(&r, TC_GPT_OSS);
+    rs_spec r = {.format = (text[0] & 1) ? RS_AUTO : RS_NONE, .calls = true, .pre = (char *)pre};
+    rs_set_tags(&r, f);
     sbuf rr = {0}, sr = {0}, sc = {0};
     rs_reply(&r, text, n, false, &rr, view);
     for (size_t i = 0; i < n;) {
@@ -96,11 +97,17 @@ static void harmony(const char *text, size_t n, sbuf *view)
     sbuf_free(&r.seen);
 }
 
-static void reply(tc_format f, bool parallel, const char *text, size_t n)
+static void reply(tc_format f, bool parallel, int cont, const char *text, size_t n)
 {
-    sbuf view = {0};
-    if (f == TC_GPT_OSS && n) { /* the tool-call parser sees the view's content */
-        harmony(text, n, &view);
+    sbuf view = {0}, pre = {0};
+    if (tc_harmony(f) && n) { /* the tool-call parser sees the view's content */
+        if (cont) { /* a continued message: its reasoning goes on (1), or its content (2) */
+            rs_harmony_prefill(&pre, "I'm", cont == 2 ? "Hello, " : "", cont == 1);
+            sbuf_add(&pre, "", 1);
+            if (pre.oom) abort();
+        }
+        harmony(f, pre.p, text, n, &view);
+        sbuf_free(&pre);
         if (view.oom) abort();
         text = view.p ? view.p : "";
         n = view.n;
@@ -144,16 +151,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1 || size > 1 << 16) return 0;
     const tc_format formats[] = {TC_HERMES,      TC_LLAMA3,          TC_MISTRAL,     TC_GENERIC,         TC_DEEPSEEK_R1,
                                  TC_FUNCTIONARY_V31, TC_COMMAND_R7B, TC_FUNCTIONARY_V32, TC_KIMI_K2, TC_DEEPSEEK_V31,
-                                 TC_GLM45, TC_QWEN3_CODER, TC_GRANITE, TC_GPT_OSS};
+                                 TC_GLM45, TC_QWEN3_CODER, TC_GRANITE, TC_GPT_OSS, TC_LLM_JP};
     /* bits 0-1: the first four; with both set and bit 4, bits 5-7 pick R1, Functionary v3.1,
      * Command R7B, Functionary v3.2, Kimi K2, DeepSeek V3.1, GLM 4.5 or Qwen3-Coder; with both
-     * set, bit 4 clear and bit 7 set, Granite; bit 7 clear and bit 6 set, gpt-oss */
+     * set, bit 4 clear and bit 7 set, Granite; bit 7 clear and bit 6 set, gpt-oss, or with bit 5
+     * too LLM-jp's dialect of it (a reply: bit 3 a continued message, bit 2 which part) */
     const int both = (data[0] & 3) == 3, hi = (data[0] & 0x10) != 0;
-    const tc_format f = formats[!both ? data[0] & 3 : hi ? 4 + ((data[0] >> 5) & 7) : (data[0] & 0x80) ? 12 : (data[0] & 0x40) ? 13 : 3];
+    const tc_format f = formats[!both ? data[0] & 3
+                                : hi ? 4 + ((data[0] >> 5) & 7)
+                                : (data[0] & 0x80) ? 12
+                                : (data[0] & 0x40) ? ((data[0] & 0x20) ? 14 : 13)
+                                                   : 3];
     const bool parallel = (data[0] >> 2) & 1;
     const char *text = (const char *)data + 1;
     const size_t n = size - 1;
     if (n && text[0] == '{' && (data[0] & 8)) request(f, text, n);
-    else reply(f, parallel, text, n);
+    else reply(f, parallel, (data[0] & 8) ? 1 + parallel : 0, text, n);
     return 0;
 }

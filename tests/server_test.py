@@ -571,6 +571,11 @@ MALFORMED = [
     ("response_fields", "/completion", {"prompt": "x", "response_fields": "content"}, "'response_fields'"),
     ("continue_and_generation_prompt", "/v1/chat/completions", {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}],
                                                                 "add_generation_prompt": True, "continue_final_message": True}, "'continue_final_message'"),
+    ("continue_part_unknown", "/v1/chat/completions", {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}],
+                                                       "continue_final_message": "both"}, "'continue_final_message'"),
+    ("prefill_reasoning_number", "/v1/chat/completions", {"messages": [{"role": "user", "content": "a"},
+                                                                       {"role": "assistant", "content": "b", "reasoning_content": 5}]},
+     "'messages[1].reasoning_content'"),
     ("two_assistant_prefills", "/v1/chat/completions", {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
                                                                      {"role": "assistant", "content": "c"}]}, "'messages'"),
     ("prompt_token_out_of_range", "/completion", {"prompt": [1, 99999]}, "'prompt[1]'"),
@@ -2074,8 +2079,57 @@ def test_harmony():
             {"role": "assistant", "content": "", "reasoning_content": "I should call get_weather.", "tool_calls": [call]},
             {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]})
         assert st == 200 and "<|channel|>analysis<|message|>I should call get_weather.<|end|><|start|>assistant to=functions.get_weather" in j["prompt"], j
+        # a continued assistant message (llama.cpp's test-chat.cpp generation prompts for gpt-oss): the
+        # content goes on in a final message after its analysis, or the reasoning in an open analysis
+        # (true: the reasoning when there is only reasoning; or as "content" / "reasoning_content" say)
+        head = "<|start|>assistant<|channel|>analysis<|message|>I'm thinking<|end|><|start|>assistant<|channel|>final<|message|>Hello, "
+        pre_c = {"role": "assistant", "content": "Hello, ", "reasoning_content": "I'm thinking"}
+        pre_r = {"role": "assistant", "content": "", "reasoning_content": "I'm"}
+        for last, extra, want in ((pre_c, {}, head), (pre_c, {"continue_final_message": True, "add_generation_prompt": False}, head),
+                                  (pre_r, {}, "<|start|>assistant<|channel|>analysis<|message|>I'm"),
+                                  (pre_c, {"continue_final_message": "reasoning_content"}, "<|start|>assistant<|channel|>analysis<|message|>I'm thinking"),
+                                  (pre_r, {"continue_final_message": "content"},
+                                   "<|start|>assistant<|channel|>analysis<|message|>I'm<|end|><|start|>assistant<|channel|>final<|message|>")):
+            st, j = S.post("/apply-template", dict(extra, messages=msgs + [last]))
+            assert st == 200 and j["prompt"].endswith(want) and j["prompt"].count("<|start|>assistant") == want.count("<|start|>assistant"), (last, extra, j)
+        # the reply is read after the prefill: the prefilled reasoning and content are the reply's (as llama.cpp parses its
+        # generation prompt with the output); a json_schema answer comes after the continued analysis
+        body = {"messages": msgs + [pre_c], "max_tokens": 6, "seed": 1}
+        st, j = S.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and m["reasoning_content"] == "I'm thinking" and m["content"].startswith("Hello, ") and len(m["content"]) > 7, j
+        r, c, fin = _stream_fields(S, body)
+        assert r == m["reasoning_content"] and c == m["content"], (r, c, m)
+        body = {"messages": msgs + [pre_r], "max_tokens": 6, "seed": 1}
+        st, j = S.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and m["reasoning_content"].startswith("I'm") and len(m["reasoning_content"]) > 4 and m["content"] == "", j
+        r, c, fin = _stream_fields(S, body)
+        assert r == m["reasoning_content"] and c == "", (r, c, m)
     finally:
         S.stop()
+    # --reasoning-budget on the channels (llama.cpp's budget with gpt-oss's tags): after N tokens of an analysis
+    # message its <|end|> is forced; 0 ends it at once. Seed 1 stays in the analysis unbounded (above).
+    for budget in ("4", "0"):
+        S = Server("-np", "1", "-c", "2048", "--chat-template-file", tpl, "--reasoning-budget", budget)
+        try:
+            body = {"messages": msgs, "max_tokens": 120, "seed": 1, "json_schema": schema}
+            st, j = S.post("/v1/chat/completions", body)
+            m = j["choices"][0]["message"]
+            assert st == 200 and j["choices"][0]["finish_reason"] == "stop" and isinstance(json.loads(m["content"])["a"], int), (budget, j)
+            ids = S.post("/tokenize", {"content": m.get("reasoning_content", "")})[1]["tokens"]
+            assert len(ids) <= int(budget) and (budget != "0" or "reasoning_content" not in m), (budget, ids, m)
+            r, c, fin = _stream_fields(S, body)
+            assert r == m.get("reasoning_content", "") and c == m["content"] and fin == ["stop"], (r, c, fin, m)
+            # a continued analysis counts from the reply's first token
+            st, j = S.post("/v1/chat/completions", dict(body, messages=msgs + [{"role": "assistant", "content": "", "reasoning_content": "I'm"}]))
+            m = j["choices"][0]["message"]
+            assert st == 200 and j["choices"][0]["finish_reason"] == "stop" and isinstance(json.loads(m["content"])["a"], int), (budget, j)
+            assert m["reasoning_content"].startswith("I'm"), (budget, m)
+            extra = S.post("/tokenize", {"content": m["reasoning_content"][3:]})[1]["tokens"]
+            assert len(extra) <= int(budget), (budget, extra, m)
+        finally:
+            S.stop()
 
 
 def test_reasoning():

@@ -539,6 +539,28 @@ static void test_lazy_grammar(void **state)
         tc_spec_free(t);
     }
 
+    /* LLM-jp: the same in its dialect (spaces after the special tokens: llama.cpp's LLM-jp
+     * triggers); with parallel calls another after <|end|> and the role's opening */
+    static const char *const jp_replies[][2] = {
+        {"<|channel|> analysis<|message|> Weather? to=functions.x<|end|><|start|> assistant", " to=functions.get_time<|channel|> commentary"},
+        {"", " to=functions.get_time<|channel|> commentary"},
+        {"<|channel|> analysis<|message|> hm<|end|><|start|> assistant", "<|channel|> commentary to=functions.get_time"}};
+    for (int k = 0; k < 3; k++) {
+        t = spec_for(TC_LLM_JP, "\"parallel_tool_calls\": true", &e);
+        g = spec_sampler(t, &v);
+        feed(g, jp_replies[k][0]);
+        assert_int_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+        feed(g, jp_replies[k][1]);
+        assert_int_not_equal(sift_grammar_sampler_status(g), SIFT_GRAMMAR_AWAITING_TRIGGER);
+        assert_false(sift_grammar_sampler_allows(g, 'x'));
+        feed(g, " <|constrain|>  json<|message|> {\"zone\": \"UTC\"}");
+        assert_true(sift_grammar_sampler_allows(g, 256));
+        feed(g, "<|end|><|start|> assistant to=functions.get_time<|channel|> commentary<|message|> {\"zone\": \"UTC\"}");
+        assert_true(sift_grammar_sampler_allows(g, 256));
+        sift_sampler_free(g);
+        tc_spec_free(t);
+    }
+
     /* Mistral */
     t = spec_for(TC_MISTRAL, NULL, &e);
     g = spec_sampler(t, &v);
@@ -1505,13 +1527,18 @@ static void test_llama_cpp_outputs_granite(void **state)
  * test_template_output_parsers, and the later peg_tester "GPT-OSS format tests"): the view of
  * reasoning.c (rs_reply), then the tool-call parse of its content, give the reasoning, content
  * and calls llama.cpp expects; streamed a byte at a time (rs_stream, tc_stream_text), the deltas
- * add up to the same. t NULL: a request without tools (llama.cpp's parse_tool_calls false). */
+ * add up to the same. t NULL: a request without tools (llama.cpp's parse_tool_calls false).
+ * hm_fmt: TC_GPT_OSS, or TC_LLM_JP for its dialect; hm_pre: a continued message's start the
+ * prompt holds (rs_harmony_prefill), or NULL. */
+static int hm_fmt = TC_GPT_OSS;
+static char *hm_pre;
 static void hm_check(tc_spec *t, rs_format f, const char *text, const char *reasoning, const char *content, int n,
                      const char *const *names, const char *const *args)
 {
-    rs_spec r = {.format = f, .calls = t != NULL};
-    rs_set_tags(&r, TC_GPT_OSS);
+    rs_spec r = {.format = f, .calls = t != NULL, .pre = hm_pre};
+    rs_set_tags(&r, hm_fmt);
     assert_true(r.harmony);
+    assert_true(r.spaced == (hm_fmt == TC_LLM_JP));
     const size_t tn = strlen(text);
     sbuf rr = {0}, cc = {0};
     rs_reply(&r, text, tn, false, &rr, &cc);
@@ -1578,8 +1605,8 @@ static void hm_check(tc_spec *t, rs_format f, const char *text, const char *reas
  * streamed, a call cut off in its arguments has its head out and the arguments so far. */
 static void hm_partial(tc_spec *t, const char *text, const char *reasoning, const char *content, const char *args_so_far)
 {
-    rs_spec r = {.format = RS_AUTO, .calls = t != NULL};
-    rs_set_tags(&r, TC_GPT_OSS);
+    rs_spec r = {.format = RS_AUTO, .calls = t != NULL, .pre = hm_pre};
+    rs_set_tags(&r, hm_fmt);
     sbuf rr = {0}, cc = {0};
     rs_reply(&r, text, strlen(text), true, &rr, &cc);
     sbuf_add(&rr, "", 1);
@@ -1732,6 +1759,101 @@ static void test_llama_cpp_outputs_harmony(void **state)
                      " to=functions.special_function<|channel|>commentary<|message|>{\"arg1\": 1}",
                   too_long, 1);
     tc_spec_free(t);
+
+    /* the "Continuation tests" of the GPT-OSS cases: the last assistant message continued
+     * (continue_final_message), its start in the prompt as llama.cpp's gpt-oss handler writes
+     * it (test_template_generation_prompt's generation prompts), the reply read after it */
+    sbuf pre = {0};
+    rs_harmony_prefill(&pre, "I'm thinking", "Hello, ", false); /* COMMON_CHAT_CONTINUATION_CONTENT */
+    sbuf_add(&pre, "", 1);
+    assert_string_equal(pre.p,
+                        "<|channel|>analysis<|message|>I'm thinking<|end|><|start|>assistant<|channel|>final<|message|>Hello, ");
+    hm_pre = pre.p;
+    hm_check(NULL, RS_AUTO, "world!\nWhat's up?", "I'm thinking", HM_HELLO, 0, NULL, NULL);
+    t = spec_body(TC_GPT_OSS, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    hm_check(t, RS_AUTO, "world!\nWhat's up?", "I'm thinking", HM_HELLO, 0, NULL, NULL);
+    /* (and a call after it, in a message of its own) */
+    hm_check(t, RS_AUTO, "world!<|end|><|start|>assistant to=functions.special_function<|channel|>commentary<|message|>{\"arg1\": 1}",
+             "I'm thinking", "Hello, world!", 1, sf, a1);
+    sbuf_free(&pre);
+    rs_harmony_prefill(&pre, "I'm", "", true); /* COMMON_CHAT_CONTINUATION_REASONING */
+    sbuf_add(&pre, "", 1);
+    assert_string_equal(pre.p, "<|channel|>analysis<|message|>I'm");
+    hm_pre = pre.p;
+    hm_check(NULL, RS_AUTO, " thinking<|end|><|start|>assistant<|channel|>final<|message|>" HM_HELLO, "I'm thinking", HM_HELLO, 0, NULL, NULL);
+    hm_check(t, RS_AUTO, " thinking<|end|><|start|>assistant<|channel|>final<|message|>" HM_HELLO, "I'm thinking", HM_HELLO, 0, NULL, NULL);
+    hm_partial(t, " thin", "I'm thin", "", NULL);
+    /* reasoning format none: the continued analysis stays in the content as written, the prompt's part too */
+    hm_check(NULL, RS_NONE, " thinking<|end|><|start|>assistant<|channel|>final<|message|>" HM_HELLO, "",
+             "<|channel|>analysis<|message|>I'm thinking<|end|>" HM_HELLO, 0, NULL, NULL);
+    hm_pre = NULL;
+    sbuf_free(&pre);
+    tc_spec_free(t);
+}
+
+/* LLM-jp 4.1 (llama.cpp's tests/test-chat.cpp, "LLM-jp-4.1: GPT-OSS dialect with spaces after
+ * special tokens and <|end|>-separated parallel calls", llm-jp-llm-jp-4.1-8b-thinking.jinja): the
+ * harmony view in its dialect gives what llama.cpp's llm-jp-harmony parser gives; the grammars
+ * (tool calls, json_schema) take its spaces. */
+static void test_llama_cpp_outputs_llm_jp(void **state)
+{
+    (void)state;
+    /* its template declares the dialect (llama.cpp detects it so, before gpt-oss's channels) */
+    assert_int_equal(tc_detect("{#- chat_format=llm-jp-harmony-v1 -#}\n{{- \"<|start|>assistant<|channel|>final<|message|>\" }}"), TC_LLM_JP);
+    assert_string_equal(tc_format_name(TC_LLM_JP), "llm-jp-harmony");
+    assert_true(tc_harmony(TC_LLM_JP) && tc_harmony(TC_GPT_OSS) && !tc_harmony(TC_HERMES));
+    hm_fmt = TC_LLM_JP;
+    static const char *const sf[] = {"special_function"}, *const a1[] = {"{\"arg1\":1}"};
+    hm_check(NULL, RS_AUTO, "<|channel|> final<|message|> Hello, world!\nWhat's up?", "", HM_HELLO, 0, NULL, NULL);
+    /* one space rule: an intentional leading space survives */
+    hm_check(NULL, RS_AUTO, "<|channel|> final<|message|>  padded", "", " padded", 0, NULL, NULL);
+    hm_check(NULL, RS_AUTO,
+             "<|channel|> analysis<|message|> I'm\nthinking<|end|><|start|> assistant<|channel|> final<|message|> Hello, world!\nWhat's up?",
+             "I'm\nthinking", HM_HELLO, 0, NULL, NULL);
+    hm_partial(NULL, "<|channel|> analysis<|message|> I'm\nthinking", "I'm\nthinking", "", NULL);
+    tc_spec *t = spec_body(TC_LLM_JP, "{\"tools\": [" SPECIAL_FUNCTION "]}");
+    assert_true(t->spaced && t->format == TC_GPT_OSS && t->lazy);
+    hm_check(t, RS_AUTO,
+             "<|channel|> analysis<|message|> I'm\nthinking<|end|>"
+             "<|start|> assistant to=functions.special_function<|channel|> commentary <|constrain|>  json<|message|> {\"arg1\": 1}",
+             "I'm\nthinking", "", 1, sf, a1);
+    hm_check(t, RS_AUTO, "<|channel|> commentary to=functions.special_function<|message|> {\"arg1\": 1}", "", "", 1, sf, a1);
+    tc_spec_free(t);
+    t = spec_body(TC_LLM_JP, "{\"parallel_tool_calls\": true, \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const sf2[] = {"special_function", "special_function"}, *const a12[] = {"{\"arg1\":1}", "{\"arg1\":2}"};
+    static const char par[] = "<|channel|> analysis<|message|> I'm\nthinking<|end|>"
+                              "<|start|> assistant to=functions.special_function<|channel|> commentary <|constrain|>  json<|message|> {\"arg1\": 1}<|end|>"
+                              "<|start|> assistant to=functions.special_function<|channel|> commentary <|constrain|>  json<|message|> {\"arg1\": 2}";
+    hm_check(t, RS_AUTO, par, "I'm\nthinking", "", 2, sf2, a12);
+    /* the lazy grammar from the trigger (the role's opening), both calls; gpt-oss's form without spaces is taken too */
+    check_grammar(t, strstr(par, "<|start|>"), NULL, 0);
+    check_grammar(t, "<|channel|> commentary to=functions.special_function<|message|> {\"arg1\": 1}", NULL, 0);
+    check_grammar(t, "<|start|>assistant to=functions.special_function<|channel|>commentary<|message|>{\"arg1\": 1}", NULL, 0);
+    tc_spec_free(t);
+    /* required: from the first token, after an optional analysis */
+    t = spec_body(TC_LLM_JP, "{\"tool_choice\": \"required\", \"tools\": [" SPECIAL_FUNCTION "]}");
+    static const char *const bad[] = {"<|channel|> final<|message|> Hi", "<|channel|> analysis<|message|> x<|end|><|start|> assistant<|channel|> final<|message|> Hi",
+                                      "<|channel|> commentary to=functions.other<|message|> {\"arg1\": 1}"};
+    check_grammar(t,
+                  "<|channel|> analysis<|message|> I'm\nthinking<|end|><|start|> assistant to=functions.special_function<|channel|> commentary "
+                  "<|constrain|>  json<|message|> {\"arg1\": 1}",
+                  bad, 3);
+    tc_spec_free(t);
+    /* structured output: the analysis, then the final channel's JSON; json_schema's grammar wrapped in the dialect */
+    static const char inv[] = "<|channel|> analysis<|message|> I need to output the invoice details in JSON<|end|>"
+                              "<|start|> assistant<|channel|> final <|constrain|>  json<|message|> {\"amount\": 123.45, \"date\": \"2025-12-03\"}";
+    hm_check(NULL, RS_AUTO, inv, "I need to output the invoice details in JSON", "{\"amount\": 123.45, \"date\": \"2025-12-03\"}", 0, NULL, NULL);
+    const char *root = NULL;
+    char *g = rs_wrap_harmony("root ::= \"{\" [^}]* \"}\"\n", "root", true, RS_HM_REPLY, &root);
+    sift_error err = {0};
+    sift_grammar *gr = sift_grammar_parse(g, strlen(g), root, NULL, &err);
+    if (!gr) fail_msg("%s\n%s", err.msg, g);
+    assert_int_equal(sift_grammar_match(gr, inv, strlen(inv), NULL), SIFT_GRAMMAR_COMPLETE);
+    assert_int_equal(sift_grammar_match(gr, "<|channel|> final<|message|> {}", 31, NULL), SIFT_GRAMMAR_COMPLETE);
+    assert_int_equal(sift_grammar_match(gr, "<|channel|> commentary<|message|> {}", 36, NULL), SIFT_GRAMMAR_REJECTED);
+    sift_grammar_free(gr);
+    free(g);
+    hm_fmt = TC_GPT_OSS;
 }
 
 int main(void)
@@ -1746,6 +1868,7 @@ int main(void)
         cmocka_unit_test(test_llama_cpp_outputs_kimi), cmocka_unit_test(test_llama_cpp_outputs_v31),
         cmocka_unit_test(test_llama_cpp_outputs_glm), cmocka_unit_test(test_llama_cpp_outputs_qwen3_coder),
         cmocka_unit_test(test_llama_cpp_outputs_granite), cmocka_unit_test(test_llama_cpp_outputs_harmony),
+        cmocka_unit_test(test_llama_cpp_outputs_llm_jp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,12 @@
  * (container.exec, python: calls nobody offered) are dropped; with reasoning format none the
  * analysis message stays in the content as written. A message ends at <|end|> (or <|call|>).
  * A finished reply with no message header at all is all content (llama.cpp's parser falls
- * back to the raw text when it finds none).
+ * back to the raw text when it finds none). LLM-jp 4.1 writes the same messages with a space
+ * after each special token ("<|start|> assistant<|channel|> final<|message|> Hello"): its view
+ * (r->spaced) skips them, and the one space before a body. A continued assistant message
+ * (rs_harmony_prefill) has its start in the prompt: the view reads r->pre, then the reply, so
+ * the prefilled reasoning and content are the reply's too (llama.cpp parses its generation
+ * prompt with the reply).
  *
  * Streaming splits the text seen so far again at each token (cheap next to a decode) and
  * sends what grew: text that may still change (a possible `<think>` at the start, a
@@ -57,7 +62,8 @@ static const char OPEN[] = "<think>", CLOSE[] = "</think>";
 
 void rs_set_tags(rs_spec *r, int format)
 {
-    if (r && format == TC_GPT_OSS) r->harmony = true; /* channels, not tags */
+    if (r && tc_harmony(format)) r->harmony = true; /* channels, not tags */
+    if (r && format == TC_LLM_JP) r->spaced = true;
     if (r && format == TC_COMMAND_R7B) {
         r->open = "<|START_THINKING|>";
         r->close = "<|END_THINKING|>";
@@ -177,7 +183,7 @@ void rs_split_text(const rs_spec *r, const char *t, size_t n, bool partial, rs_s
 
 /* ---- gpt-oss's harmony messages ---------------------------------------------------------------- */
 
-static const char H_START[] = "<|start|>assistant", H_MSG[] = "<|message|>", H_END[] = "<|end|>", H_CALL_END[] = "<|call|>",
+static const char H_MSG[] = "<|message|>", H_END[] = "<|end|>", H_CALL_END[] = "<|call|>",
                   H_CHAN[] = "<|channel|>";
 enum { HM_SKIP, HM_ANALYSIS, HM_CONTENT, HM_CALL_MSG };
 
@@ -188,6 +194,31 @@ static bool at(const char *t, size_t i, size_t n, const char *s)
 }
 
 static bool word_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; }
+
+/* Past the spaces LLM-jp writes after a special token at t[i] (none but with r->spaced). */
+static size_t hm_sp(bool spaced, const char *t, size_t i, size_t n)
+{
+    while (spaced && i < n && t[i] == ' ') i++;
+    return i;
+}
+
+/* "<|start|>assistant" (LLM-jp: spaces between) at t[i]: the offset after it, or 0. */
+static size_t hm_start_at(bool spaced, const char *t, size_t i, size_t n)
+{
+    if (!at(t, i, n, "<|start|>")) return 0;
+    const size_t j = hm_sp(spaced, t, i + 9, n);
+    return at(t, j, n, "assistant") ? j + 9 : 0;
+}
+
+/* The next "<|start|>assistant" in t[from..n): the offset after it, or 0. */
+static size_t hm_next_start(bool spaced, const char *t, size_t from, size_t n)
+{
+    for (const char *s = find_close(t, from, n, "<|start|>"); s; s = find_close(t, (size_t)(s - t) + 1, n, "<|start|>")) {
+        const size_t k = hm_start_at(spaced, t, (size_t)(s - t), n);
+        if (k) return k;
+    }
+    return 0;
+}
 
 /* " to=RECIPIENT" at h[*i]: the recipient's [*r0, *r1) (up to '<' or whitespace); false when not there. */
 static bool recipient(const char *h, size_t n, size_t *i, size_t *r0, size_t *r1)
@@ -202,14 +233,15 @@ static bool recipient(const char *h, size_t n, size_t *i, size_t *r0, size_t *r1
 }
 
 /* A message's header h[0..n) (what comes before <|message|>): [" to=R"] <|channel|>CHANNEL [" to=R"]
- * [" " [<|constrain|>]TYPE]. The kind of message; a call's function name in [*f0, *f1). */
-static int hm_header(const char *h, size_t n, size_t *f0, size_t *f1)
+ * [" " [<|constrain|>]TYPE] (spaced: spaces after the special tokens). The kind of message; a
+ * call's function name in [*f0, *f1). */
+static int hm_header(bool spaced, const char *h, size_t n, size_t *f0, size_t *f1)
 {
     size_t i = 0, r0 = 0, r1 = 0;
     bool has_r = recipient(h, n, &i, &r0, &r1);
     for (;;) {
         if (!at(h, i, n, H_CHAN)) return HM_SKIP;
-        const size_t c0 = i += sizeof H_CHAN - 1;
+        const size_t c0 = i = hm_sp(spaced, h, i + sizeof H_CHAN - 1, n);
         while (i < n && word_char(h[i])) i++;
         const size_t c1 = i;
         if (!has_r) has_r = recipient(h, n, &i, &r0, &r1);
@@ -221,7 +253,7 @@ static int hm_header(const char *h, size_t n, size_t *f0, size_t *f1)
         }
         if (i < n && h[i] == ' ') { /* the constraint */
             i++;
-            if (at(h, i, n, "<|constrain|>")) i += 13;
+            if (at(h, i, n, "<|constrain|>")) i = hm_sp(spaced, h, i + 13, n);
             const size_t t0 = i;
             while (i < n && word_char(h[i])) i++;
             if (i == t0) return HM_SKIP;
@@ -253,7 +285,7 @@ static size_t hm_body_end(const char *t, size_t from, size_t n, bool calls, size
 static void hm_view(const rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content)
 {
     const bool raw_analysis = r->format == RS_NONE || r->format == RS_DEEPSEEK_LEGACY;
-    size_t p = at(t, 0, n, H_START) ? sizeof H_START - 1 : 0; /* (a reply that repeats the role's opening) */
+    size_t p = hm_start_at(r->spaced, t, 0, n); /* (a reply that repeats the role's opening) */
     for (bool first = true;; first = false) {
         const char *m = find_close(t, p, n, H_MSG);
         if (!m && first && !partial) { /* no message at all (a model that ignores the format): all of it is content */
@@ -262,8 +294,9 @@ static void hm_view(const rs_spec *r, const char *t, size_t n, bool partial, sbu
         }
         if (!m) return; /* a header still coming (or cut off): nothing of it */
         size_t f0 = 0, f1 = 0, end_len = 0;
-        const int kind = hm_header(t + p, (size_t)(m - t) - p, &f0, &f1);
-        const size_t b0 = (size_t)(m - t) + sizeof H_MSG - 1;
+        const int kind = hm_header(r->spaced, t + p, (size_t)(m - t) - p, &f0, &f1);
+        size_t b0 = (size_t)(m - t) + sizeof H_MSG - 1;
+        if (r->spaced && b0 < n && t[b0] == ' ') b0++; /* (LLM-jp: one space, not the body's; a second one is) */
         const size_t e = hm_body_end(t, b0, n, kind == HM_CALL_MSG, &end_len);
         size_t b1 = e;
         if (e == n && partial) { /* the body goes on: a marker it may end with held back */
@@ -287,16 +320,48 @@ static void hm_view(const rs_spec *r, const char *t, size_t n, bool partial, sbu
             sbuf_add(content, t + b0, b1 - b0);
         }
         if (e == n) return;
-        const char *next = find_close(t, e + end_len, n, H_START); /* what lies between is nobody's */
-        if (!next) return;
-        p = (size_t)(next - t) + sizeof H_START - 1;
+        p = hm_next_start(r->spaced, t, e + end_len, n); /* what lies between is nobody's */
+        if (!p) return;
     }
+}
+
+/* The view of r->pre (the prompt's part of the reply, if any) and then t[0..n). */
+static void hm_view_all(const rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content)
+{
+    if (!r->pre) {
+        hm_view(r, t, n, partial, reasoning, content);
+        return;
+    }
+    sbuf all = {0};
+    sbuf_adds(&all, r->pre);
+    sbuf_add(&all, t, n);
+    if (all.oom) reasoning->oom = content->oom = true;
+    else hm_view(r, all.p, all.n, partial, reasoning, content);
+    sbuf_free(&all);
+}
+
+size_t rs_hm_analysis(const rs_spec *r, const char *t, size_t from, size_t n)
+{
+    for (const char *c = find_close(t, from, n, H_CHAN); c; c = find_close(t, (size_t)(c - t) + 1, n, H_CHAN)) {
+        const size_t i = hm_sp(r->spaced, t, (size_t)(c - t) + sizeof H_CHAN - 1, n);
+        if (at(t, i, n, "analysis<|message|>")) return i + sizeof "analysis<|message|>" - 1;
+    }
+    return 0;
+}
+
+void rs_harmony_prefill(sbuf *out, const char *reasoning, const char *content, bool reasoning_open)
+{
+    sbuf_adds(out, "<|channel|>analysis<|message|>");
+    sbuf_adds(out, reasoning ? reasoning : "");
+    if (reasoning_open) return;
+    sbuf_adds(out, "<|end|><|start|>assistant<|channel|>final<|message|>");
+    sbuf_adds(out, content ? content : "");
 }
 
 void rs_reply(const rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content)
 {
     if (r && r->harmony) {
-        hm_view(r, t, n, partial, reasoning, content);
+        hm_view_all(r, t, n, partial, reasoning, content);
         return;
     }
     rs_split sp;
@@ -309,6 +374,7 @@ void rs_spec_free(rs_spec *r)
 {
     if (!r) return;
     sbuf_free(&r->seen);
+    free(r->pre);
     free(r);
 }
 
@@ -316,7 +382,7 @@ void rs_spec_free(rs_spec *r)
 static void hm_stream(rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content)
 {
     sbuf rr = {0}, cc = {0};
-    hm_view(r, t, n, partial, &rr, &cc);
+    hm_view_all(r, t, n, partial, &rr, &cc);
     if (!rr.oom && rr.n > r->r_sent) {
         const size_t k = partial ? rr.n - utf8_incomplete_tail(rr.p, rr.n) : rr.n; /* never half a character */
         if (k > r->r_sent) sbuf_add(reasoning, rr.p + r->r_sent, k - r->r_sent), r->r_sent = k;
@@ -394,11 +460,18 @@ char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, cons
     return out;
 }
 
-char *rs_wrap_harmony(const char *gbnf, const char *root, const char **new_root)
+char *rs_wrap_harmony(const char *gbnf, const char *root, bool spaced, rs_hm_start at_, const char **new_root)
 {
     sbuf g = {0};
-    sbuf_printf(&g, RS_ROOT " ::= ( \"<|channel|>analysis<|message|>\" x-sift-hm-think-0 \"<|end|><|start|>assistant\" )? "
-                       "\"<|channel|>final\" ( \" \" \"<|constrain|>\"? [a-zA-Z0-9_-]{1,16} )? \"<|message|>\" %s\n", root);
+    /* LLM-jp: spaces after the special tokens (bounded), one before a body */
+    const char *sp = spaced ? " x-sift-hmw-sp" : "", *msg = spaced ? "\"<|message|>\" \" \"?" : "\"<|message|>\"";
+    const char *con = spaced ? "( \" \" ( \"<|constrain|>\" x-sift-hmw-sp )? [a-zA-Z0-9_-]{1,16} )?" : "( \" \" \"<|constrain|>\"? [a-zA-Z0-9_-]{1,16} )?";
+    sbuf_adds(&g, RS_ROOT " ::= ");
+    if (at_ == RS_HM_REPLY) sbuf_printf(&g, "( \"<|channel|>\"%s \"analysis\" %s x-sift-hm-think-0 \"<|end|><|start|>\"%s \"assistant\" )? ", sp, msg, sp);
+    else sbuf_printf(&g, "x-sift-hm-think-0 \"<|end|><|start|>\"%s \"assistant\" ", sp);
+    if (at_ != RS_HM_IN_MESSAGE) sbuf_printf(&g, "\"<|channel|>\"%s \"final\" %s %s ", sp, con, msg);
+    sbuf_printf(&g, "%s\n", root);
+    if (spaced) sbuf_adds(&g, "x-sift-hmw-sp ::= [ ]{0,4}\n");
     rs_gbnf_without(&g, "x-sift-hm-think", "<|end|>");
     sbuf_adds(&g, gbnf);
     char *out = sbuf_strdup(&g);

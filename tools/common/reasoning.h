@@ -28,6 +28,9 @@ typedef struct rs_spec {
     bool harmony;              /* gpt-oss's channels (rs_set_tags): the reply is a view of its messages (rs_reply) */
     bool calls;                /* harmony: the request has tools; its calls' messages stay in the content, as HM_CALL
                                 * NAME <|message|> args, for the tool-call parser (else they are dropped) */
+    bool spaced;               /* harmony: LLM-jp's dialect (TC_LLM_JP), spaces after the special tokens */
+    char *pre;                 /* harmony: the reply's start the prompt already holds (a continued assistant message:
+                                * rs_harmony_prefill), read before the reply; NULL: none (malloc'd) */
     sbuf seen;                 /* streaming: the reply so far */
     size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
 } rs_spec;
@@ -58,8 +61,20 @@ void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sb
 #define RS_ROOT "x-sift-think-root"
 char *rs_wrap_grammar(const char *gbnf, const char *root, bool forced_open, const char **new_root);
 /* gpt-oss: the same for a harmony reply, as llama.cpp's: an optional analysis message, then the
- * final channel's header (an optional constraint), then root. */
-char *rs_wrap_harmony(const char *gbnf, const char *root, const char **new_root);
+ * final channel's header (an optional constraint), then root (RS_HM_REPLY); the rest of an
+ * analysis message the prompt opened, then the same (RS_HM_IN_ANALYSIS); the rest of any message
+ * the prompt opened, its end and the role's opening, then root (RS_HM_IN_MESSAGE: tool calls
+ * after a continued message). spaced: LLM-jp's dialect. */
+typedef enum rs_hm_start { RS_HM_REPLY, RS_HM_IN_ANALYSIS, RS_HM_IN_MESSAGE } rs_hm_start;
+char *rs_wrap_harmony(const char *gbnf, const char *root, bool spaced, rs_hm_start at, const char **new_root);
+/* A continued assistant message (continue_final_message, or a last assistant message) on a
+ * harmony template, as llama.cpp's gpt-oss handler writes it after the assistant's opening:
+ * its reasoning as an open analysis message, and with reasoning false (continuing the content)
+ * that message ended and a final one opened with the content so far. Appended to out. */
+void rs_harmony_prefill(sbuf *out, const char *reasoning, const char *content, bool reasoning_open);
+/* harmony, for --reasoning-budget (engine.c): where the first analysis message's header in t[from..n)
+ * ends (after its <|message|>), or 0 when none is there */
+size_t rs_hm_analysis(const rs_spec *r, const char *t, size_t from, size_t n);
 /* GBNF rules <prefix>-0 .. <prefix>-<len-1>: any text without `tag` in it (tag starts with '<'
  * and holds no other '<'); start rule <prefix>-0. */
 void rs_gbnf_without(sbuf *g, const char *prefix, const char *tag);

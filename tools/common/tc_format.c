@@ -16,6 +16,7 @@ tc_format tc_detect(const char *t)
     if (!t) return TC_GENERIC;
     /* in llama.cpp's order (common/chat.cpp, before its autoparser): each test a marker only that
      * model's template writes */
+    if (strstr(t, "chat_format=llm-jp-harmony-v1")) return TC_LLM_JP; /* (its own declaration, as llama.cpp tests it) */
     if (strstr(t, "<|channel|>")) return TC_GPT_OSS; /* harmony's channels */
     if (strstr(t, "message['prefix'] is defined and message['prefix'] and thinking")) return TC_DEEPSEEK_V31; /* (before R1's) */
     if (strstr(t, R1_CALLS_BEGIN)) return TC_DEEPSEEK_R1; /* llama.cpp's test: the tool calls' opening token */
@@ -52,6 +53,7 @@ const char *tc_format_name(tc_format f)
     case TC_QWEN3_CODER: return "qwen3-coder";
     case TC_GRANITE: return "granite";
     case TC_GPT_OSS: return "gpt-oss";
+    case TC_LLM_JP: return "llm-jp-harmony";
     default: return "generic";
     }
 }

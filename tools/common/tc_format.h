@@ -7,6 +7,8 @@
 #ifndef SIFT_TOOLS_TC_FORMAT_H
 #define SIFT_TOOLS_TC_FORMAT_H
 
+#include <stdbool.h>
+
 /* ---- the formats' markup ---------------------------------------------------------------------- */
 
 /* DeepSeek R1's markup (full-width bars, U+2581 for the spaces) */
@@ -53,8 +55,14 @@ typedef enum tc_format {
     TC_GPT_OSS,     /* gpt-oss (harmony): messages <|channel|>analysis|commentary|final<|message|>...<|end|> after
                      * <|start|>assistant; a call is a message to=functions.NAME (in the role or the channel
                      * header) whose body is the arguments' JSON; the view of reasoning.c (rs_reply) hands it on */
-    TC_FORMAT_LAST = TC_GPT_OSS
+    TC_LLM_JP,      /* LLM-jp 4.1 (its template says chat_format=llm-jp-harmony-v1): gpt-oss's harmony as its tokenizer
+                     * writes it, spaces after the special tokens ("<|channel|> analysis<|message|> ...", one space
+                     * before a body that is not the body's), parallel calls each a message ended by <|end|>;
+                     * read as gpt-oss's (the view normalizes it), its grammars allow the spaces */
+    TC_FORMAT_LAST = TC_LLM_JP
 } tc_format;
+/* gpt-oss's harmony channels, as gpt-oss or LLM-jp write them */
+static inline bool tc_harmony(int f) { return f == TC_GPT_OSS || f == TC_LLM_JP; }
 
 tc_format tc_detect(const char *tmpl_text);
 const char *tc_format_name(tc_format f);

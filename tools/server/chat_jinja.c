@@ -313,7 +313,7 @@ int chat_content_text(const cJSON *content, int i, sbuf *out, srv_error *e)
 int chat_jinja_flatten(const srv_server *s, cJSON *msgs, srv_error *e)
 {
     int i = 0;
-    const bool harmony = tc_detect(s->tmpl_text) == TC_GPT_OSS;
+    const bool harmony = tc_harmony(tc_detect(s->tmpl_text));
     for (cJSON *x = msgs->child; x; x = x->next, i++) {
         cJSON *content = cJSON_GetObjectItemCaseSensitive(x, "content");
         /* gpt-oss's template shows an earlier call's analysis from "thinking": a reasoning_content

@@ -72,8 +72,9 @@ typedef struct slot {
     float *pp;
     /* --reasoning-budget (think_step): where the reply is in its thinking, the thinking tokens
      * so far, and the closing tag's tokens being forced */
-    int think;                /* THINK_UNKNOWN, THINK_IN, THINK_OUT */
+    int think;                /* THINK_UNKNOWN, THINK_IN, THINK_OUT (harmony: THINK_UNKNOWN between analysis messages) */
     int32_t n_think;
+    size_t think_at;          /* harmony: the generated text is read from here on (past the last analysis' header or end) */
     sift_token *forced;
     int32_t n_forced, i_forced;
     bool shifted;             /* --context-shift moved this request's cells at least once */
@@ -359,6 +360,7 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
     /* a reasoning budget counts from the first token when the prompt opened the thinking */
     sl->think = !r->rs || r->reasoning_budget < 0 ? THINK_OUT : r->think_forced_open ? THINK_IN : THINK_UNKNOWN;
     sl->n_think = 0;
+    sl->think_at = 0;
     if (r->trace) sift_chain_set_trace(t->chain, trace_hook, sl);
     sl->n_draft = 0;
     sl->idle = 0;
@@ -420,6 +422,39 @@ static sift_token slot_sample(srv_engine *e, slot *sl, const float *logits, floa
     return tok;
 }
 
+/* --reasoning-budget on gpt-oss's channels, as llama-server's budget sampler with that format's
+ * tags: an analysis message's header (<|channel|>analysis<|message|>, anywhere in the reply, or
+ * the prompt's continued analysis) starts the count, its <|end|> stops it; after the budget's
+ * tokens <|end|> is forced, and the next analysis message counts afresh. 0: the end at once,
+ * the analysis empty. */
+static void hm_think_step(srv_engine *e, slot *sl)
+{
+    const srv_request *r = &sl->task->req;
+    if (sl->think == THINK_OUT || sl->i_forced < sl->n_forced) return;
+    const char *g = sl->gen.p ? sl->gen.p : "";
+    if (sl->think == THINK_UNKNOWN) { /* between messages: an analysis header opens the count */
+        const size_t k = rs_hm_analysis(r->rs, g, sl->think_at, sl->gen.n);
+        if (!k) return;
+        sl->think = THINK_IN;
+        sl->n_think = 0;
+        sl->think_at = k;
+    }
+    const char *end = sl->gen.n > sl->think_at ? memmem(g + sl->think_at, sl->gen.n - sl->think_at, "<|end|>", 7) : NULL;
+    if (end) { /* the model ended it: read on for the next analysis */
+        sl->think = THINK_UNKNOWN;
+        sl->think_at = (size_t)(end - g) + 7;
+        return;
+    }
+    if (sl->n_think < r->reasoning_budget) return;
+    int32_t n = 0;
+    free(sl->forced);
+    sl->forced = srv_tokenize(e->s, "<|end|>", 7, false, true, &n);
+    sl->n_forced = sl->forced ? n : 0;
+    sl->i_forced = 0;
+    sl->think = THINK_UNKNOWN;
+    sl->think_at = sl->gen.n; /* (the forced end follows) */
+}
+
 /* --reasoning-budget, as llama-server's: after the budget's thinking tokens, the tokens of
  * "\n</think>\n" are forced one per step (the grammar, if any, starts after the thinking and
  * takes them: reasoning.c). Called before each sampling step: where the generated text stands
@@ -429,6 +464,10 @@ static void think_step(srv_engine *e, slot *sl)
 {
     const srv_request *r = &sl->task->req;
     static const char open[] = "<think>", close[] = "</think>";
+    if (r->rs && r->rs->harmony) {
+        hm_think_step(e, sl);
+        return;
+    }
     if (sl->think == THINK_OUT || sl->n_forced) return;
     const char *g = sl->gen.p ? sl->gen.p : "";
     if (sl->think == THINK_UNKNOWN) {

@@ -404,8 +404,15 @@ static bool is_role(const cJSON *msg, const char *role)
 /* The chat template applied to 'messages' (into out). As llama-server does, a last assistant
  * message is the start of the reply (a prefill): the messages before it are rendered with
  * the assistant's opening, and its text follows as it is. continue_final_message (vLLM's
- * name) says the same and excludes add_generation_prompt (default true). */
-static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *spec, sbuf *out, srv_error *e)
+ * name; llama-server's also takes "content" or "reasoning_content", which part goes on)
+ * says the same and excludes add_generation_prompt (default true). On a harmony template
+ * the prefill is written as llama.cpp's gpt-oss handler writes it (rs_harmony_prefill): the
+ * message's reasoning_content as an open analysis message, and when the content goes on (the
+ * default unless the message has reasoning and no content) the final message with the content
+ * so far; *hm_pre gets that text (the reply's start, for the view: r->rs->pre) and *hm_open
+ * whether the reasoning goes on. */
+static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *spec, sbuf *out, sbuf *hm_pre, bool *hm_open,
+                       srv_error *e)
 {
     const cJSON *m = field(root, "messages");
     if (!m) return srv_errorf(e, 400, "'messages' is required");
@@ -415,14 +422,19 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
     if (n > SRV_MAX_MESSAGES) return srv_errorf(e, 400, "'messages' has %d messages, more than %d", n, SRV_MAX_MESSAGES);
     const cJSON *agp = field(root, "add_generation_prompt"), *cfm = field(root, "continue_final_message");
     if (agp && !cJSON_IsBool(agp)) return srv_errorf(e, 400, "'add_generation_prompt' must be a boolean, got %s", srv_jtype(agp));
-    if (cfm && !cJSON_IsBool(cfm)) return srv_errorf(e, 400, "'continue_final_message' must be a boolean, got %s", srv_jtype(cfm));
-    if (cJSON_IsTrue(agp) && cJSON_IsTrue(cfm))
+    const bool cfm_part = cJSON_IsString(cfm) && (!strcmp(cfm->valuestring, "content") || !strcmp(cfm->valuestring, "reasoning_content"));
+    if (cfm && !cJSON_IsBool(cfm) && !cfm_part)
+        return srv_errorf(e, 400, "'continue_final_message' must be a boolean, \"content\" or \"reasoning_content\", got %s",
+                          cJSON_IsString(cfm) ? "another string" : srv_jtype(cfm));
+    if (cJSON_IsTrue(agp) && (cJSON_IsTrue(cfm) || cfm_part))
         return srv_errorf(e, 400, "'continue_final_message' and 'add_generation_prompt' cannot both be true");
     const cJSON *last = cJSON_GetArrayItem(m, n - 1);
     if (!is_role(last, "assistant")) return chat_prompt_msgs(s, root, m, n, !cJSON_IsFalse(agp), spec, out, e);
     if (n >= 2 && is_role(cJSON_GetArrayItem(m, n - 2), "assistant"))
         return srv_errorf(e, 400, "'messages' ends with 2 assistant messages: only the last may be a prefill of the reply");
-    const cJSON *content = field(last, "content");
+    const cJSON *content = field(last, "content"), *rc_ = field(last, "reasoning_content");
+    if (rc_ && !cJSON_IsString(rc_) && !cJSON_IsNull(rc_))
+        return srv_errorf(e, 400, "'messages[%d].reasoning_content' must be a string, got %s", n - 1, srv_jtype(rc_));
     sbuf pre = {0};
     int rc = 0;
     if (cJSON_IsArray(content) && !(rc = chat_content_text(content, n - 1, NULL, e))) /* (checked) */
@@ -437,8 +449,19 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
         cJSON_DeleteItemFromArray(head, n - 1);
         rc = chat_prompt_msgs(s, root, head, n - 1, true, spec, out, e);
     }
-    if (!rc && pre.n) sbuf_add(out, pre.p, pre.n);
-    if (!rc && (pre.oom || out->oom)) rc = srv_errorf(e, 500, "out of memory");
+    if (!rc && s->jinja && tc_harmony(tc_detect(s->tmpl_text))) { /* the continued message, in its channels */
+        const char *reasoning = cJSON_IsString(rc_) ? rc_->valuestring : "";
+        /* which part goes on: as asked, else (true or no field) the reasoning when there is only reasoning */
+        const bool open = cfm_part ? !strcmp(cfm->valuestring, "reasoning_content") : *reasoning && !pre.n;
+        sbuf_add(&pre, "", 1); /* (a string now) */
+        const size_t at0 = out->n;
+        if (!pre.oom) rs_harmony_prefill(out, reasoning, pre.p, open);
+        if (hm_pre && !out->oom) sbuf_add(hm_pre, out->p + at0, out->n - at0);
+        if (hm_open) *hm_open = open;
+    } else if (!rc && pre.n) {
+        sbuf_add(out, pre.p, pre.n);
+    }
+    if (!rc && (pre.oom || out->oom || (hm_pre && hm_pre->oom))) rc = srv_errorf(e, 500, "out of memory");
     cJSON_Delete(head);
     sbuf_free(&pre);
     return rc;
@@ -446,11 +469,15 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
 
 static int parse_messages(const srv_server *s, const cJSON *root, srv_request *r, tokvec *v, srv_error *e)
 {
-    sbuf prompt = {0};
-    int rc = chat_prompt(s, root, r->tools, &prompt, e);
-    /* a prompt that ends inside <think> (DeepSeek R1's generation prompt): the reply starts thinking */
-    if (!rc && prompt.p) r->think_forced_open = rs_prompt_forced_open(prompt.p, prompt.n);
+    sbuf prompt = {0}, hm_pre = {0};
+    bool hm_open = false;
+    int rc = chat_prompt(s, root, r->tools, &prompt, &hm_pre, &hm_open, e);
+    /* a prompt that ends inside <think> (DeepSeek R1's generation prompt): the reply starts thinking;
+     * harmony: a continued analysis message */
+    if (!rc && prompt.p) r->think_forced_open = hm_pre.n ? hm_open : rs_prompt_forced_open(prompt.p, prompt.n);
     if (!rc && r->rs) r->rs->forced_open = r->think_forced_open;
+    if (!rc && hm_pre.n && r->rs && !(r->rs->pre = sbuf_strdup(&hm_pre))) rc = srv_errorf(e, 500, "out of memory");
+    sbuf_free(&hm_pre);
     if (r->rs) r->rs->calls = r->tools != NULL; /* (harmony: the calls' messages go on to the tool-call parser) */
     if (!rc) rc = add_text(s, v, "messages", prompt.p ? prompt.p : "", prompt.n, true, e);
     sbuf_free(&prompt);
@@ -835,7 +862,7 @@ static int parse_reasoning(const srv_server *s, const cJSON *o, srv_request *r, 
         return srv_errorf(e, 400, "'reasoning_format' must be \"none\", \"deepseek\", \"deepseek-legacy\" or \"auto\", got \"%.32s\"", name);
     r->reasoning_budget = s->cfg.reasoning_budget;
     const tc_format tf = s->jinja ? tc_detect(s->tmpl_text) : TC_GENERIC;
-    if (f == RS_NONE && tf != TC_GPT_OSS) return 0; /* (gpt-oss's channels are read even then: rs_reply) */
+    if (f == RS_NONE && !tc_harmony(tf)) return 0; /* (gpt-oss's channels are read even then: rs_reply) */
     if (!(r->rs = calloc(1, sizeof *r->rs))) return srv_errorf(e, 500, "out of memory");
     r->rs->format = f;
     rs_set_tags(r->rs, tf); /* Command R7B thinks in its own tags, gpt-oss in channels */
@@ -859,10 +886,14 @@ static int finish_grammar(const srv_server *s, srv_request *r, srv_error *e)
         return srv_errorf(e, 500, "out of memory");
     if (!r->gbnf_pending) return 0;
     const char *root = "root";
-    char *text = !think ? NULL
-                 : harmony ? rs_wrap_harmony(r->gbnf_pending, "root", &root)
+    /* harmony, a continued message (r->rs->pre): its content goes on in the answer's grammar; an
+     * analysis, closed first */
+    const bool hm_in_content = harmony && r->rs->pre && !r->think_forced_open;
+    char *text = !think || hm_in_content ? NULL
+                 : harmony ? rs_wrap_harmony(r->gbnf_pending, "root", r->rs->spaced,
+                                             r->rs->pre ? RS_HM_IN_ANALYSIS : RS_HM_REPLY, &root)
                            : rs_wrap_grammar(r->gbnf_pending, "root", r->think_forced_open, &root);
-    if (think && !text) return srv_errorf(e, 500, "out of memory");
+    if (think && !hm_in_content && !text) return srv_errorf(e, 500, "out of memory");
     const char *g = text ? text : r->gbnf_pending;
     sift_error se = {0};
     srv_prio_background();
@@ -1113,8 +1144,17 @@ int srv_build_samplers(const srv_server *s, const srv_request *r, sift_chain **c
             gp.n_trigger_words = 0;
             gp.n_trigger_patterns = 1;
         }
-        /* (reasoning) a call from the first token, after the thinking */
-        char *wrapped = r->tools_after_think ? rs_wrap_grammar(r->tools->gbnf, TC_ROOT, r->think_forced_open, &gp.root) : NULL;
+        /* (reasoning) a call from the first token, after the thinking; harmony: after the message
+         * the prompt's prefill left open */
+        const bool hm_open = r->rs && r->rs->harmony && r->rs->pre && !r->tools->lazy;
+        char *wrapped = r->tools_after_think ? rs_wrap_grammar(r->tools->gbnf, TC_ROOT, r->think_forced_open, &gp.root)
+                        : hm_open ? rs_wrap_harmony(r->tools->gbnf, TC_ROOT, r->rs->spaced, RS_HM_IN_MESSAGE, &gp.root)
+                                  : NULL;
+        if ((r->tools_after_think || hm_open) && !wrapped) {
+            sift_chain_free(*chain);
+            *chain = NULL;
+            return srv_errorf(e, 500, "out of memory");
+        }
         const char *gt = wrapped ? wrapped : r->tools->gbnf;
         srv_prio_background();
         sift_compiled_grammar *cg = sift_grammar_compile(s->gcomp, gt, strlen(gt), gp.root, &se);
@@ -1256,7 +1296,7 @@ int srv_handle_apply_template(const srv_server *s, const char *body, size_t len,
     tc_spec *spec = NULL; /* the prompt a chat request with these tools would get */
     int rc = s->jinja ? tc_parse_request(tc_detect(s->tmpl_text), root, &spec, e) : 0;
     if (spec) spec->no_system = !s->jinja_system_role;
-    if (!rc) rc = chat_prompt(s, root, spec, &prompt, e);
+    if (!rc) rc = chat_prompt(s, root, spec, &prompt, NULL, NULL, e);
     tc_spec_free(spec);
     if (!rc) {
         cJSON *o = cJSON_CreateObject();

@@ -224,6 +224,7 @@ typedef struct tc_spec {
     bool parallel;             /* several calls allowed */
     bool lazy;                 /* tool_choice auto: the grammar waits for a trigger word */
     bool no_system;            /* the template has no system role: the generic format's instructions go to the first message */
+    bool spaced;               /* gpt-oss's format in LLM-jp's dialect (asked as TC_LLM_JP): the grammar allows its spaces */
     char **triggers;           /* the format's call openings (lazy triggers; streamed text is held from them) */
     int n_triggers;
     char **names;              /* the callable functions */

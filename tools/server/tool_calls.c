@@ -61,6 +61,9 @@ static const char *const granite_triggers[] = {"<|tool_call|>"};
  * prompt ends with <|start|>assistant) or after a message; the grammar starts at the group */
 static const char *const hm_triggers[] = {HM_CALL};
 #define HM_PATTERN "^( to=functions\\.)|(<\\|start\\|>assistant to=functions\\.)|(<\\|channel\\|>analysis to=functions\\.)"
+/* LLM-jp: the same with its spaces after the special tokens, as many as the grammar takes (x-sift-hm-sp); the
+ * channel's form in the pattern too (the word has no spaces) */
+#define HM_PATTERN_SPACED "^( to=functions\\.)|(<\\|start\\|> {0,4}assistant to=functions\\.)|(<\\|channel\\|> {0,4}(?:analysis|commentary) to=functions\\.)"
 static const char *const kimi_triggers[] = {KIMI_SECTION, KIMI_CALL};
 /* the opening as R1 writes it, and the spellings llama.cpp also takes (its models drift) */
 static const char *const r1_triggers[] = {R1_CALLS_BEGIN, "<｜tool_calls_begin｜>",
@@ -361,26 +364,43 @@ static void xml_grammar(sbuf *g, const tc_spec *t)
  * then the channel) or in the channel's ("<|channel|>commentary to=functions.NAME"), an optional
  * " <|constrain|>json", the arguments. Lazy, from the trigger (the role's opening optional); else
  * from the first token, after an optional analysis message and an optional commentary one (their
- * bodies x-sift-hm-body: any text without <|end|>, bounded by tc_budget). */
+ * bodies x-sift-hm-body: any text without <|end|>, bounded by tc_budget). LLM-jp's dialect
+ * (t->spaced): spaces after the special tokens (x-sift-hm-sp), one before a body, and parallel
+ * calls each a message of their own after the first's <|end|> (llama.cpp's LLM-jp grammar). */
 static void hm_grammar(sbuf *g, const tc_spec *t)
 {
-    sbuf_adds(g, "x-sift-hm-chan ::= \"<|channel|>\" ( \"commentary\" | \"analysis\" )\n"
-                 "x-sift-hm-con ::= \" <|constrain|>json\"?\n");
+    const bool sp = t->spaced;
+    if (sp)
+        sbuf_adds(g, "x-sift-hm-sp ::= [ ]{0,4}\n"
+                     "x-sift-hm-chan ::= \"<|channel|>\" x-sift-hm-sp ( \"commentary\" | \"analysis\" )\n"
+                     "x-sift-hm-con ::= ( \" \" ( \"<|constrain|>\" x-sift-hm-sp )? [a-zA-Z0-9_-]{1,16} )?\n"
+                     "x-sift-hm-msg ::= \"<|message|>\" \" \"?\n"
+                     "x-sift-hm-start ::= \"<|start|>\" x-sift-hm-sp \"assistant\"\n");
+    else
+        sbuf_adds(g, "x-sift-hm-chan ::= \"<|channel|>\" ( \"commentary\" | \"analysis\" )\n"
+                     "x-sift-hm-con ::= \" <|constrain|>json\"?\n"
+                     "x-sift-hm-msg ::= \"<|message|>\"\n"
+                     "x-sift-hm-start ::= \"<|start|>assistant\"\n");
     for (int pass = 0; pass < 2; pass++) { /* the recipient in the role's header, then in the channel's */
         sbuf_adds(g, pass ? "x-sift-hm-inchan ::= x-sift-hm-chan \" to=functions.\" (" : "x-sift-hm-role ::= (");
         for (int i = 0; i < t->n_names; i++)
-            sbuf_printf(g, "%s\"%s\"%s x-sift-hm-con \"<|message|>\" x-sift-args-%d", i ? " | " : " ", t->names[i],
+            sbuf_printf(g, "%s\"%s\"%s x-sift-hm-con x-sift-hm-msg x-sift-args-%d", i ? " | " : " ", t->names[i],
                         pass ? "" : " x-sift-hm-chan", i);
         sbuf_adds(g, " )\n");
     }
-    if (t->lazy) {
-        sbuf_adds(g, TC_ROOT " ::= \"<|start|>assistant\"? \" to=functions.\" x-sift-hm-role | x-sift-hm-inchan\n");
+    /* one call; LLM-jp's parallel calls: more, each after <|end|> and the role's opening */
+    sbuf_adds(g, "x-sift-hm-call ::= \" to=functions.\" x-sift-hm-role | x-sift-hm-inchan\n");
+    const char *more = sp && t->parallel ? " ( \"<|end|>\" x-sift-hm-start x-sift-hm-call )*" : "";
+    char calls[96];
+    snprintf(calls, sizeof calls, "x-sift-hm-call%s", more);
+    if (t->lazy) { /* (from the trigger: the role's opening before a recipient in its header) */
+        sbuf_printf(g, TC_ROOT " ::= ( x-sift-hm-start? \" to=functions.\" x-sift-hm-role | x-sift-hm-inchan )%s\n", more);
         return;
     }
-    sbuf_adds(g, TC_ROOT " ::= ( \"<|channel|>analysis<|message|>\" x-sift-hm-body \"<|end|><|start|>assistant\" )? "
-                 "( \"<|channel|>commentary<|message|>\" x-sift-hm-body \"<|end|><|start|>assistant\" )? "
-                 "( \" to=functions.\" x-sift-hm-role | x-sift-hm-inchan )\n"
-                 "x-sift-hm-body ::= x-sift-hm-free-0\n");
+    sbuf_printf(g, TC_ROOT " ::= ( \"<|channel|>\"%s \"analysis\" x-sift-hm-msg x-sift-hm-body \"<|end|>\" x-sift-hm-start )? "
+                   "( \"<|channel|>\"%s \"commentary\" x-sift-hm-msg x-sift-hm-body \"<|end|>\" x-sift-hm-start )? %s\n"
+                   "x-sift-hm-body ::= x-sift-hm-free-0\n",
+                sp ? " x-sift-hm-sp" : "", sp ? " x-sift-hm-sp" : "", calls);
     rs_gbnf_without(g, "x-sift-hm-free", "<|end|>");
 }
 
@@ -529,6 +549,8 @@ static int fn32_triggers(tc_spec *t)
 int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e)
 {
     *out = NULL;
+    const bool spaced = f == TC_LLM_JP; /* gpt-oss's format in LLM-jp's dialect: the view normalizes its replies */
+    if (spaced) f = TC_GPT_OSS;
     const cJSON *tools = get(root, "tools"), *choice = get(root, "tool_choice"), *par = get(root, "parallel_tool_calls");
     if (tools && !cJSON_IsNull(tools) && !cJSON_IsArray(tools)) return srv_errorf(e, 400, "'tools' must be an array of tools");
     if (par && !cJSON_IsNull(par) && !cJSON_IsBool(par)) return srv_errorf(e, 400, "'parallel_tool_calls' must be a boolean");
@@ -583,6 +605,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     cJSON *schema = cJSON_CreateObject(), *any = NULL;
     if (!t || !schema) goto oom;
     t->format = f;
+    t->spaced = spaced;
     t->parallel = cJSON_IsTrue(par);
     t->lazy = !strcmp(mode, "auto") && f != TC_GENERIC;
     int n_trig = 0;
@@ -591,7 +614,7 @@ int tc_parse_request(tc_format f, const cJSON *root, tc_spec **out, srv_error *e
     for (int k = 0; k < n_trig; k++)
         if (!(t->triggers[t->n_triggers++] = strdup(trig[k]))) goto oom;
     if (f == TC_LLAMA3 && !(t->pattern = strdup(LLAMA3_PATTERN))) goto oom;
-    if (f == TC_GPT_OSS && !(t->pattern = strdup(HM_PATTERN))) goto oom;
+    if (f == TC_GPT_OSS && !(t->pattern = strdup(spaced ? HM_PATTERN_SPACED : HM_PATTERN))) goto oom;
 
     /* the calls' JSON: one anyOf branch per callable function */
     const char *args_key = f == TC_LLAMA3 || f == TC_COMMAND_R7B ? "parameters" : "arguments";

@@ -297,7 +297,7 @@ const char *cli_chat_source(const cli_chat *c) { return c->source; }
 
 bool cli_chat_thinks(const cli_chat *c)
 {
-    return c->think_tag || c->forced_open || c->format == TC_GPT_OSS || c->format == TC_COMMAND_R7B;
+    return c->think_tag || c->forced_open || tc_harmony(c->format) || c->format == TC_COMMAND_R7B;
 }
 
 int cli_chat_format(const cli_chat *c) { return c->format; }
