@@ -57,6 +57,8 @@ typedef struct slot {
     int32_t batch_idx;        /* its logits row in the current batch, -1 */
     sift_token last;          /* sampled, not yet decoded */
     int32_t n_decoded, n_limit;
+    bool has_run;             /* a task has run here: /slots shows its params, as llama-server its task_prev's */
+    sift_draft_params last_spec; /* that task's speculative.* */
     sbuf gen;                 /* the generated text (pieces), before holds and cuts */
     size_t n_released;        /* bytes of gen already published */
     double t_start, t_first;
@@ -348,6 +350,8 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
     sl->task = t;
     sl->state = SLOT_PROMPT;
     sl->n_decoded = 0;
+    sl->has_run = true;
+    sl->last_spec = r->spec;
     const int32_t want = r->n_predict >= 0 ? r->n_predict : e->s->cfg.max_n_predict;
     sl->n_limit = want;
     sl->n_released = 0;
@@ -875,7 +879,8 @@ static void publish_snapshot(srv_engine *e, int n_busy)
         p->n_past = sl->n_cache;
         p->n_decoded = sl->n_decoded;
         p->n_cached_tokens = sl->n_cache;
-        p->spec = sl->task ? sl->task->req.spec : srv_draft_defaults(&e->s->cfg);
+        p->has_run = sl->has_run;
+        p->spec = sl->task ? sl->task->req.spec : sl->has_run ? sl->last_spec : srv_draft_defaults(&e->s->cfg);
         p->draft_acceptance = sl->draft ? sift_draft_acceptance(sl->draft) : 0;
     }
     pthread_mutex_unlock(&e->mu);

@@ -847,14 +847,16 @@ char *srv_json_slots(const srv_server *s)
         cJSON_AddBoolToObject(o, "is_processing", info[i].busy);
         cJSON_AddNumberToObject(o, "n_prompt_tokens", info[i].n_prompt);
         cJSON_AddNumberToObject(o, "n_cached_tokens", info[i].n_cached_tokens);
-        cJSON *pj = cJSON_AddObjectToObject(o, "params"); /* (llama-server's holds every setting; these are the slot's own) */
-        cJSON_AddNumberToObject(pj, "speculative.n_max", info[i].spec.n_max);
-        cJSON_AddNumberToObject(pj, "speculative.n_min", info[i].spec.n_min);
-        cJSON_AddNumberToObject(pj, "speculative.p_min", info[i].spec.p_min);
         if (speculative(s)) cJSON_AddNumberToObject(o, "draft_acceptance", info[i].draft_acceptance);
-        cJSON *nt = cJSON_AddObjectToObject(o, "next_token");
-        cJSON_AddBoolToObject(nt, "has_next_token", info[i].busy);
-        cJSON_AddNumberToObject(nt, "n_decoded", info[i].n_decoded);
+        if (info[i].has_run) { /* llama-server: params and next_token of the slot's task or last task, none before */
+            cJSON *pj = cJSON_AddObjectToObject(o, "params"); /* (llama-server's holds every setting; these are the slot's own) */
+            cJSON_AddNumberToObject(pj, "speculative.n_max", info[i].spec.n_max);
+            cJSON_AddNumberToObject(pj, "speculative.n_min", info[i].spec.n_min);
+            cJSON_AddNumberToObject(pj, "speculative.p_min", info[i].spec.p_min);
+            cJSON *nt = cJSON_AddObjectToObject(o, "next_token");
+            cJSON_AddBoolToObject(nt, "has_next_token", info[i].busy);
+            cJSON_AddNumberToObject(nt, "n_decoded", info[i].n_decoded);
+        }
         cJSON_AddItemToArray(a, o);
     }
     free(info);

@@ -554,7 +554,8 @@ typedef struct srv_slot_info {
     bool busy;
     int64_t id_task;
     int32_t n_prompt, n_past, n_decoded, n_cached_tokens;
-    sift_draft_params spec;    /* the running request's speculative.* (the defaults when idle) */
+    bool has_run;              /* a request has run in the slot (else /slots has no params, as llama-server) */
+    sift_draft_params spec;    /* the running or last request's speculative.* (the defaults before any) */
     double draft_acceptance;   /* the slot's draft source's running acceptance estimate */
 } srv_slot_info;
 
