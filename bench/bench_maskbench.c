@@ -874,7 +874,7 @@ static void usage(FILE *f)
             "  --vocab NAME|FILE   ggml-vocab-NAME.gguf in $SIFT_SHARED/models/vocab, or a GGUF file (default deepseek-llm)\n"
             "  --timeout S         per schema, counted as a failure (default 30)\n"
             "  --jobs N            schemas in parallel (default 1: the published method is one thread)\n"
-            "  --out DIR           one result file per schema\n"
+            "  --out DIR           one result file per schema (verdict, TTFM wall and CPU, dearest mask)\n"
             "  --every N           every Nth schema (sorted by name) only; --limit N: the first N\n"
             "  --filter TEXT       only files whose name contains TEXT\n"
             "  --precompute-budget N  the grammar sampler's precompute budget (sift_grammar_params)\n"
