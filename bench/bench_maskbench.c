@@ -650,6 +650,7 @@ out:
 typedef struct {
     char *path, *name;
     result_head h;
+    float tbm_cpu_max; /* the schema's dearest mask, CPU µs (--out: which schemas make the tails) */
 } item;
 
 typedef struct {
@@ -873,7 +874,7 @@ static void usage(FILE *f)
             "  --vocab NAME|FILE   ggml-vocab-NAME.gguf in $SIFT_SHARED/models/vocab, or a GGUF file (default deepseek-llm)\n"
             "  --timeout S         per schema, counted as a failure (default 30)\n"
             "  --jobs N            schemas in parallel (default 1: the published method is one thread)\n"
-            "  --out DIR           one result file per schema\n"
+            "  --out DIR           one result file per schema (verdict, TTFM wall and CPU, dearest mask)\n"
             "  --every N           every Nth schema (sorted by name) only; --limit N: the first N\n"
             "  --filter TEXT       only files whose name contains TEXT\n"
             "  --precompute-budget N  the grammar sampler's precompute budget (sift_grammar_params)\n"
@@ -1131,6 +1132,7 @@ int sift_bench_maskbench(int argc, char **argv)
         } else {
             /* the masks' times follow the head */
             mask_time buf[2048];
+            size_t first_mask = n_all;
             ssize_t r;
             off_t off = (off_t)sizeof x->h;
             while ((r = pread(sl[j].fd, buf, sizeof buf, off)) > 0) {
@@ -1145,6 +1147,7 @@ int sift_bench_maskbench(int argc, char **argv)
                 for (size_t q = 0; q < k; q++) all[n_all + q] = buf[q].wall, all_cpu[n_all + q] = buf[q].cpu;
                 n_all += k;
             }
+            for (size_t q = first_mask; q < n_all; q++) x->tbm_cpu_max = fmaxf(x->tbm_cpu_max, all_cpu[q]);
             if (x->h.kind != R_COMPILE) {
                 ttfm[n_ttfm] = (float)x->h.ttfm_us;
                 ttfm_cpu[n_ttfm++] = (float)x->h.ttfm_cpu_us;
@@ -1161,8 +1164,10 @@ int sift_bench_maskbench(int argc, char **argv)
                 json_str(f, x->name);
                 fprintf(f,
                         ", \"result\": \"%s\", \"result_whole\": \"%s\", \"prefix_only_valid\": %d, \"prefix_only_invalid\": %d, "
-                        "\"ttfm_us\": %.1f, \"num_tests\": %d, \"num_tokens\": %d, \"test\": %d, \"message\": ",
+                        "\"ttfm_us\": %.1f, \"ttfm_cpu_us\": %.1f, \"tbm_cpu_max_us\": %.1f, \"num_tests\": %d, \"num_tokens\": %d, "
+                        "\"test\": %d, \"message\": ",
                         kind_name[x->h.kind], kind_name[x->h.kind_whole], x->h.prefix_valid, x->h.prefix_invalid, x->h.ttfm_us,
+                        x->h.ttfm_cpu_us, x->tbm_cpu_max,
                         x->h.n_tests, x->h.n_tokens, x->h.test);
                 json_str(f, x->h.msg);
                 fprintf(f, "}\n");

@@ -26,6 +26,12 @@
 
 #include "sift.h"
 
+/* Where a masking kernel starts: on a cache line. Their inner loops run 1,600 times a mask,
+ * and where they fell relative to 32 / 64-byte boundaries moved with whatever was linked
+ * before them: an unrelated change shifted the AVX2 kernel by 112 bytes and MaskBench's TBM
+ * p25 from 5.7 to 6.6-8.3 us on Zen 3 (the same code, interleaved runs). */
+#define GX_HOT_ALIGN __attribute__((aligned(64)))
+
 /* The -inf pass. ids >= n_tokens (or negative) count as not allowed. `ident`: id[i] == i
  * for every i < size <= n_tokens (then id is not read). Returns the number of candidates
  * that were allowed. */

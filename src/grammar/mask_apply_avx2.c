@@ -31,7 +31,9 @@ static inline size_t apply_ident(float *logit, size_t k, const uint64_t *mask)
     return ok;
 }
 
-size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
+/* The kernels start on a cache line (GX_HOT_ALIGN, mask_apply.h): their loops then sit the
+ * same way whatever code is linked before them. */
+GX_HOT_ALIGN size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
                                 bool ident)
 {
     const __m256i bitsel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
@@ -72,11 +74,11 @@ size_t sift__gx_mask_apply_avx2(const sift_token *id, float *logit, size_t size,
     return kept;
 }
 
-static size_t count_avx2(const uint64_t *mask, size_t size, size_t limit)
+GX_HOT_ALIGN static size_t count_avx2(const uint64_t *mask, size_t size, size_t limit)
 {
     return sift__gx_mask_count_impl(mask, size, limit);
 }
-static size_t compact_avx2(sift_token *id, float *logit, size_t size, const uint64_t *mask)
+GX_HOT_ALIGN static size_t compact_avx2(sift_token *id, float *logit, size_t size, const uint64_t *mask)
 {
     return sift__gx_mask_compact_impl(id, logit, size, mask);
 }

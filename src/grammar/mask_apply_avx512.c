@@ -31,7 +31,7 @@ static inline size_t apply16_any(const sift_token *id, float *logit, const uint6
     return (size_t)__builtin_popcount(ok);
 }
 
-size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
+GX_HOT_ALIGN size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t size, const uint64_t *mask, uint32_t n_tokens,
                                   bool ident)
 {
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
@@ -75,11 +75,11 @@ size_t sift__gx_mask_apply_avx512(const sift_token *id, float *logit, size_t siz
     return kept;
 }
 
-static size_t count_avx512(const uint64_t *mask, size_t size, size_t limit)
+GX_HOT_ALIGN static size_t count_avx512(const uint64_t *mask, size_t size, size_t limit)
 {
     return sift__gx_mask_count_impl(mask, size, limit);
 }
-static size_t compact_avx512(sift_token *id, float *logit, size_t size, const uint64_t *mask)
+GX_HOT_ALIGN static size_t compact_avx512(sift_token *id, float *logit, size_t size, const uint64_t *mask)
 {
     return sift__gx_mask_compact_impl(id, logit, size, mask);
 }

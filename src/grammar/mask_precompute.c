@@ -6,112 +6,103 @@
  * nodes per string-like terminal). The budget (trie nodes walked, 64 per entry; an entry
  * copied from the share still counts the walk it saved) buys the entries dearest on demand
  * first: the level-1 entries of the terminals but the ASCII classes, then those classes
- * with every frame that can sit directly below them (the "B" sets, below_sets), then the
+ * with every frame that can sit directly below them (the "B" sets, below_of), then the
  * ASCII classes. Whatever the budget leaves is computed on first use.
  */
 #include <time.h>
 
 #include "grammar/mask_internal.h"
 
-/* Frames that can sit directly below a frame of each rule ("B" sets), for precompute:
- * position p+1 after every REF r that is not at the end of its alternative; for a REF at
- * the end (a tail call), whatever can be below the calling rule. A hash set of (rule,
- * frame) pairs keeps the propagation linear in the pairs. */
+/* Frames that can sit directly below a frame of rule r ("B" set), for precompute: position
+ * p+1 after every REF r that is not at the end of its alternative; for a REF at the end (a
+ * tail call), whatever can be below the calling rule. So B(r) is the union of the direct
+ * frames of r and of every rule that reaches r through tail calls.
+ *
+ * Made per rule on demand, not for every rule up front: precompute asks only for the rules
+ * of its non-ASCII classes (a JSON string's char, a pattern's class), a handful, and the
+ * budget usually ends before all of them. The sets of every rule, propagated through a hash
+ * set of (rule, frame) pairs, were a tenth of a median json_schema compile (MaskBench, perf).
+ * The index is two counting sorts over the elements: direct frames by rule, and the reverse
+ * tail-call edges (callee -> callers). Each frame is the direct frame of exactly one rule
+ * (the REF before it), so the union over distinct rules needs no deduplication: a search
+ * marks rules, not frames. */
 typedef struct {
-    uint64_t *slot; /* (rule << 32 | frame) + 1, 0 = empty */
-    uint32_t cap, n;
-} pair_set;
+    uint32_t *dhead, *dfr;   /* rule r's direct frames: dfr[dhead[r] .. dhead[r + 1]) */
+    uint32_t *thead, *tcall; /* the rules that tail-call r: tcall[thead[r] .. thead[r + 1]) */
+    uint32_t *mark;          /* per rule: the search that last visited it */
+    uint32_t search;
+    uint64_t work;           /* rules and frames visited over all searches */
+    sift__gx_u32vec todo, out;
+} below_index;
 
-static bool pair_add(pair_set *ps, uint32_t rule, uint32_t frame, bool *added)
+#define BELOW_MAX_WORK (1u << 20) /* enough for a warm start; beyond it everything is lazy */
+
+static void below_free(below_index *bi)
 {
-    if ((uint64_t)(ps->n + 1) * 2 > ps->cap) {
-        uint32_t ncap = ps->cap ? ps->cap * 2 : 1024;
-        uint64_t *t = sift__gx_calloc(ncap, sizeof *t);
-        if (!t) return false;
-        for (uint32_t k = 0; k < ps->cap; k++) {
-            if (!ps->slot[k]) continue;
-            uint32_t q = (uint32_t)sift__gx_mix64(ps->slot[k]) & (ncap - 1);
-            while (t[q]) q = (q + 1) & (ncap - 1);
-            t[q] = ps->slot[k];
-        }
-        sift__gx_free(ps->slot);
-        ps->slot = t;
-        ps->cap = ncap;
-    }
-    uint64_t key = (((uint64_t)rule << 32) | frame) + 1;
-    uint32_t q = (uint32_t)sift__gx_mix64(key) & (ps->cap - 1);
-    for (; ps->slot[q]; q = (q + 1) & (ps->cap - 1))
-        if (ps->slot[q] == key) {
-            *added = false;
-            return true;
-        }
-    ps->slot[q] = key;
-    ps->n++;
-    *added = true;
-    return true;
+    sift__gx_free(bi->dhead);
+    sift__gx_free(bi->dfr);
+    sift__gx_free(bi->thead);
+    sift__gx_free(bi->tcall);
+    sift__gx_free(bi->mark);
+    sift__gx_u32_free(&bi->todo);
+    sift__gx_u32_free(&bi->out);
 }
 
-#define BELOW_MAX_PAIRS (1u << 20) /* enough for a warm start; beyond it everything is lazy */
-
-static int below_sets(const sift_grammar *g, sift__gx_u32vec **out)
+static int below_init(const sift_grammar *g, below_index *bi)
 {
-    sift__gx_u32vec *b = sift__gx_calloc(g->n_rules, sizeof *b);
-    if (!b) return SIFT_E_NOMEM;
-    sift__gx_u32vec tail_from = {0}, tail_to = {0}, work_r = {0}, work_f = {0};
-    pair_set seen = {0};
-    int rc = SIFT_OK;
-    bool added;
-    for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK; p++) {
+    memset(bi, 0, sizeof *bi);
+    const uint32_t R = g->n_rules;
+    bi->dhead = sift__gx_calloc((size_t)R + 1, sizeof *bi->dhead);
+    bi->thead = sift__gx_calloc((size_t)R + 1, sizeof *bi->thead);
+    bi->mark = sift__gx_calloc((size_t)R + 1, sizeof *bi->mark);
+    if (!bi->dhead || !bi->thead || !bi->mark) return SIFT_E_NOMEM;
+    uint32_t nd = 0, nt = 0;
+    for (uint32_t p = 0; p < g->n_elems; p++) {
         uint32_t el = g->elems[p];
         if (GX_TYPE(el) != GX_REF) continue;
         uint32_t r = GX_VAL(el);
-        if (!sift__gx_is_end(g->elems[p + 1])) {
-            if (!pair_add(&seen, r, p + 1, &added)) rc = SIFT_E_NOMEM;
-            else if (added && (!sift__gx_u32_push(&b[r], p + 1) || !sift__gx_u32_push(&work_r, r) || !sift__gx_u32_push(&work_f, p + 1)))
-                rc = SIFT_E_NOMEM;
-        } else if (g->rule_of[p] != r) {
-            if (!sift__gx_u32_push(&tail_from, g->rule_of[p]) || !sift__gx_u32_push(&tail_to, r)) rc = SIFT_E_NOMEM;
+        if (!sift__gx_is_end(g->elems[p + 1])) bi->dhead[r + 1]++, nd++;
+        else if (g->rule_of[p] != r) bi->thead[r + 1]++, nt++;
+    }
+    for (uint32_t r = 0; r < R; r++) bi->dhead[r + 1] += bi->dhead[r], bi->thead[r + 1] += bi->thead[r];
+    bi->dfr = sift__gx_malloc(((size_t)nd + 1) * sizeof *bi->dfr);
+    bi->tcall = sift__gx_malloc(((size_t)nt + 1) * sizeof *bi->tcall);
+    if (!bi->dfr || !bi->tcall) return SIFT_E_NOMEM;
+    /* fill in position order (the frames of a rule stay in grammar order); the heads move
+     * to each list's end, then back */
+    for (uint32_t p = 0; p < g->n_elems; p++) {
+        uint32_t el = g->elems[p];
+        if (GX_TYPE(el) != GX_REF) continue;
+        uint32_t r = GX_VAL(el);
+        if (!sift__gx_is_end(g->elems[p + 1])) bi->dfr[bi->dhead[r]++] = p + 1;
+        else if (g->rule_of[p] != r) bi->tcall[bi->thead[r]++] = g->rule_of[p];
+    }
+    for (uint32_t r = R; r > 0; r--) bi->dhead[r] = bi->dhead[r - 1], bi->thead[r] = bi->thead[r - 1];
+    bi->dhead[0] = bi->thead[0] = 0;
+    return SIFT_OK;
+}
+
+/* B(r) into bi->out: r's direct frames, then those of the rules that reach r through tail
+ * calls, nearest first. Empty once the work bound is spent. */
+static int below_of(below_index *bi, uint32_t r)
+{
+    bi->out.n = bi->todo.n = 0;
+    if (bi->work >= BELOW_MAX_WORK) return SIFT_OK;
+    bi->search++;
+    bi->mark[r] = bi->search;
+    if (!sift__gx_u32_push(&bi->todo, r)) return SIFT_E_NOMEM;
+    for (uint32_t k = 0; k < bi->todo.n && bi->work < BELOW_MAX_WORK; k++) {
+        uint32_t q = bi->todo.v[k];
+        bi->work += 1 + bi->dhead[q + 1] - bi->dhead[q];
+        for (uint32_t j = bi->dhead[q]; j < bi->dhead[q + 1]; j++)
+            if (!sift__gx_u32_push(&bi->out, bi->dfr[j])) return SIFT_E_NOMEM;
+        for (uint32_t j = bi->thead[q]; j < bi->thead[q + 1]; j++) {
+            uint32_t c = bi->tcall[j];
+            if (bi->mark[c] == bi->search) continue;
+            bi->mark[c] = bi->search;
+            if (!sift__gx_u32_push(&bi->todo, c)) return SIFT_E_NOMEM;
         }
     }
-    /* tail-call edges by source rule (counting sort), then a worklist of new (rule, frame) pairs */
-    uint32_t *head = rc == SIFT_OK ? sift__gx_calloc((size_t)g->n_rules + 1, sizeof *head) : NULL;
-    uint32_t *adj = rc == SIFT_OK ? sift__gx_malloc(((size_t)tail_from.n + 1) * sizeof *adj) : NULL;
-    if (rc == SIFT_OK && (!head || !adj)) rc = SIFT_E_NOMEM;
-    if (rc == SIFT_OK) {
-        /* head[r] .. head[r + 1]: the rules r tail-calls */
-        for (uint32_t k = 0; k < tail_from.n; k++) head[tail_from.v[k] + 1]++;
-        for (uint32_t r = 0; r < g->n_rules; r++) head[r + 1] += head[r];
-        uint32_t *fill = sift__gx_malloc(((size_t)g->n_rules + 1) * sizeof *fill);
-        if (!fill) {
-            rc = SIFT_E_NOMEM;
-        } else {
-            memcpy(fill, head, ((size_t)g->n_rules + 1) * sizeof *fill);
-            for (uint32_t k = 0; k < tail_from.n; k++) adj[fill[tail_from.v[k]]++] = tail_to.v[k];
-            sift__gx_free(fill);
-        }
-    }
-    for (uint32_t w = 0; rc == SIFT_OK && w < work_r.n && seen.n < BELOW_MAX_PAIRS; w++) {
-        uint32_t q = work_r.v[w], f = work_f.v[w];
-        for (uint32_t k = head[q]; k < head[q + 1] && rc == SIFT_OK; k++) {
-            uint32_t r = adj[k];
-            if (!pair_add(&seen, r, f, &added)) rc = SIFT_E_NOMEM;
-            else if (added && (!sift__gx_u32_push(&b[r], f) || !sift__gx_u32_push(&work_r, r) || !sift__gx_u32_push(&work_f, f)))
-                rc = SIFT_E_NOMEM;
-        }
-    }
-    sift__gx_free(head);
-    sift__gx_free(adj);
-    sift__gx_free(seen.slot);
-    sift__gx_u32_free(&tail_from);
-    sift__gx_u32_free(&tail_to);
-    sift__gx_u32_free(&work_r);
-    sift__gx_u32_free(&work_f);
-    if (rc != SIFT_OK) {
-        for (uint32_t r = 0; r < g->n_rules; r++) sift__gx_u32_free(&b[r]);
-        sift__gx_free(b);
-        return rc;
-    }
-    *out = b;
     return SIFT_OK;
 }
 
@@ -148,9 +139,13 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
     sift__gx_syms_in_range(g, 0x80, 0x10FFFF, &sa, &sb);
     for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)
         if (sift__gx_is_terminal(g->elems[p]) && !ascii_class(g, p, sa, sb) && sift__gx_level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
-    sift__gx_u32vec *below = NULL;
-    if (rc == SIFT_OK && WORK() < budget) rc = below_sets(g, &below);
-    for (uint32_t p = 0; below && p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
+    below_index bi;
+    bool have_below = false;
+    if (rc == SIFT_OK && WORK() < budget) {
+        rc = below_init(g, &bi);
+        have_below = true;
+    }
+    for (uint32_t p = 0; have_below && p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++) {
         if (GX_TYPE(g->elems[p]) != GX_CLASS || ascii_class(g, p, sa, sb)) continue;
         uint32_t id = sift__gx_level1(e, p, &none);
         if (id == GX_NONE) {
@@ -158,19 +153,16 @@ int sift__gx_engine_precompute(sift__gx_engine *e, uint64_t budget)
             break;
         }
         if (!has_esc(e, id)) continue;
-        const sift__gx_u32vec *bs = &below[g->rule_of[p]];
-        for (uint32_t k = 0; k < bs->n && WORK() < budget; k++)
-            if (sift__gx_child(e, id, bs->v[k]) == GX_NONE) {
+        if ((rc = below_of(&bi, g->rule_of[p])) != SIFT_OK) break;
+        for (uint32_t k = 0; k < bi.out.n && WORK() < budget; k++)
+            if (sift__gx_child(e, id, bi.out.v[k]) == GX_NONE) {
                 rc = SIFT_E_NOMEM;
                 break;
             }
     }
     for (uint32_t p = 0; p < g->n_elems && rc == SIFT_OK && WORK() < budget; p++)
         if (ascii_class(g, p, sa, sb) && sift__gx_level1(e, p, &none) == GX_NONE) rc = SIFT_E_NOMEM;
-    if (below) {
-        for (uint32_t r = 0; r < g->n_rules; r++) sift__gx_u32_free(&below[r]);
-        sift__gx_free(below);
-    }
+    if (have_below) below_free(&bi);
 #undef WORK
     e->pre_ent = e->n_ent;
     e->pre_dense = e->n_dense;

@@ -48,9 +48,15 @@
 #define MAX_CYCLE_WORK (1u << 20)
 #define LREF 6u /* element type, in chains only: a REF into the cycle being refined, by local class */
 
+/* A slot holds its key and value together: a lookup is one cache miss, not two (the chain
+ * table of a large schema grammar is megabytes, and its lookups were most of pos_reps). */
 typedef struct {
-    uint64_t *key; /* (a << 32 | b) + 1, 0 = empty */
-    uint32_t *val;
+    uint64_t key; /* (a << 32 | b) + 1, 0 = empty */
+    uint32_t val;
+} pair_slot;
+
+typedef struct {
+    pair_slot *slot;
     uint32_t cap, n;
 } pair_tab;
 
@@ -58,24 +64,19 @@ static bool tab_init(pair_tab *t, uint32_t want)
 {
     uint32_t cap = 16;
     while (cap < want * 2u) cap *= 2;
-    t->key = sift__gx_calloc(cap, sizeof *t->key);
-    t->val = sift__gx_malloc((size_t)cap * sizeof *t->val);
+    t->slot = sift__gx_calloc(cap, sizeof *t->slot);
     t->cap = cap;
     t->n = 0;
-    return t->key && t->val;
+    return t->slot != NULL;
 }
 
 static void tab_clear(pair_tab *t)
 {
-    memset(t->key, 0, (size_t)t->cap * sizeof *t->key);
+    memset(t->slot, 0, (size_t)t->cap * sizeof *t->slot);
     t->n = 0;
 }
 
-static void tab_free(pair_tab *t)
-{
-    sift__gx_free(t->key);
-    sift__gx_free(t->val);
-}
+static void tab_free(pair_tab *t) { sift__gx_free(t->slot); }
 
 static bool tab_grow(pair_tab *t)
 {
@@ -85,11 +86,10 @@ static bool tab_grow(pair_tab *t)
         return false;
     }
     for (uint32_t q = 0; q < t->cap; q++) {
-        if (!t->key[q]) continue;
-        uint32_t k = (uint32_t)sift__gx_mix64(t->key[q]) & (nt.cap - 1);
-        while (nt.key[k]) k = (k + 1) & (nt.cap - 1);
-        nt.key[k] = t->key[q];
-        nt.val[k] = t->val[q];
+        if (!t->slot[q].key) continue;
+        uint32_t k = (uint32_t)sift__gx_mix64(t->slot[q].key) & (nt.cap - 1);
+        while (nt.slot[k].key) k = (k + 1) & (nt.cap - 1);
+        nt.slot[k] = t->slot[q];
     }
     nt.n = t->n;
     tab_free(t);
@@ -103,10 +103,9 @@ static uint32_t tab_put(pair_tab *t, uint32_t a, uint32_t b, uint32_t v)
     if ((t->n + 1) * 2 > t->cap && !tab_grow(t)) return GX_NONE;
     uint64_t k = (((uint64_t)a << 32) | b) + 1;
     uint32_t q = (uint32_t)sift__gx_mix64(k) & (t->cap - 1);
-    for (; t->key[q]; q = (q + 1) & (t->cap - 1))
-        if (t->key[q] == k) return t->val[q];
-    t->key[q] = k;
-    t->val[q] = v;
+    for (; t->slot[q].key; q = (q + 1) & (t->cap - 1))
+        if (t->slot[q].key == k) return t->slot[q].val;
+    t->slot[q] = (pair_slot){k, v};
     t->n++;
     return v;
 }
