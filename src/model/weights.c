@@ -195,8 +195,8 @@ static char *map_huge(size_t size)
     return p;
 }
 
-/* Is w to be read in the x8 layout (k_auto packs its type, and it is whole Q4_K blocks)? */
-/* Q4_K matrices (not expert stacks: their placement is left as it was), and MXFP4 ones,
+/* Is w to be read in the x8 layout (k_auto packs its type)? Q4_K and Q8_0 matrices (not
+ * expert stacks: their placement is left as it was), and MXFP4 ones,
  * expert stacks too when every expert is whole groups (an expert is then a range of groups,
  * read in place by gemm_x8), where k_auto reads the layout. */
 static bool x8_packable(const sift_model *m, const sift__weight *w)
@@ -204,6 +204,8 @@ static bool x8_packable(const sift_model *m, const sift__weight *w)
     if (!m->k_auto.x8_pack[w->type] || w->n_out < 8) return false;
     if (w->type == SIFT_TYPE_Q4_K)
         return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
+    if (w->type == SIFT_TYPE_Q8_0)
+        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK8_0) * sizeof(sift__block_q8_0);
     if (w->type == SIFT_TYPE_MXFP4)
         return (w->n_part ? w->n_part : 8) % 8 == 0 && w->row_bytes == (size_t)(w->n_in / SIFT_QK_MXFP4) * sizeof(sift__block_mxfp4);
     return false;
