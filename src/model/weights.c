@@ -6,10 +6,14 @@
  * pages (populated at load with MADV_POPULATE_READ, as llama.cpp's MAP_POPULATE does, so
  * the first decode takes no faults), the weights are shared with every other process that
  * maps the file, and resident memory is one copy. Only the matrices whose chosen kernel
- * reads another layout (Q4_K and MXFP4 in the x8 layout of repack.h, where the load-time
- * probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's experts)
- * are copied into one anonymous mapping, asked for in transparent huge pages, and repacked
- * there.
+ * reads another layout (Q4_K, MXFP4 and Q8_0 in the x8 layout of repack.h, where the
+ * load-time probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's
+ * experts) are copied into an anonymous mapping, asked for in transparent huge pages, and
+ * repacked there: Q4_K and MXFP4 during the load, Q8_0 after it (pack_late below: its copy
+ * would cost more than the rest of the load), by a thread of its own while the decodes
+ * read the plain rows from the mapping; each matrix switches to its packed copy once that
+ * is complete (sift__weight_x8). Both layouts give the same numbers bit for bit, so when a
+ * matrix switches changes no result.
  *
  * Why not copy everything (the old rule): the copy bought 2 MiB pages (one TLB entry per
  * 2 MiB instead of per 4 KiB page, and a hardware prefetcher not stopped at every 4 KiB),
