@@ -44,6 +44,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#endif
 
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -220,6 +224,12 @@ static void *late_worker(void *arg)
 {
     late_pack *L = arg;
     copy_job *J = &L->J;
+#ifdef __linux__
+    /* the lowest priority (Linux sets it per thread): where the decodes keep every core
+     * busy the packing waits for them, rather than slowing them; on an idle core it runs
+     * at full speed. Advice only: a refusal changes nothing. */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+#endif
     const size_t cap = pack_cap(J);
     char *buf = NULL;
     int done = 0; /* parts published; they lie in order in the block */
@@ -371,7 +381,6 @@ void sift__weights_place(sift_model *m)
     sift__kernels_choose(used, copy_all, &m->k_auto);
     if (map_all) memset(m->k_auto.x8_pack, 0, sizeof m->k_auto.x8_pack);
     if (!map_all) copy_matrices(m, copy_all, false);
-    if (!map_all && !copy_all) copy_matrices(m, false, true);
 #ifdef MADV_POPULATE_READ
     /* the mapped matrices' page tables now, as llama.cpp's MAP_POPULATE does, rather than one
      * fault per 4 KiB page inside the first decode (the file is in the page cache) */
@@ -382,6 +391,8 @@ void sift__weights_place(sift_model *m)
             (void)madvise((void *)a, b - a, MADV_POPULATE_READ); /* advice: EINVAL before 5.14 */
         }
 #endif
+    /* the packing after load starts once the load's own work is done (not competing with it) */
+    if (!map_all && !copy_all) copy_matrices(m, false, true);
     free(ws);
 }
 
