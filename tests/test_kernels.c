@@ -735,6 +735,63 @@ static void test_mxfp4_x8(void **state)
     assert_true(checked > 0);
 }
 
+/* Q8_0 in the x8 layout: the packing is undone by sift__q8_0_x8_get, every table's packer
+ * makes the reference's bytes, and every table's gemm_x8 gives the scalar dot kernel's value
+ * on the plain rows bit for bit, for row ranges that start and end inside groups and in the
+ * plain tail, and 1..9 columns. The weights are random bytes (-128 included), one row all
+ * -128 and one all 127 meet columns of all -127 and all 127 activations (the 16-bit pair
+ * sums at their bound). */
+static void test_q8_0_x8(void **state)
+{
+    (void)state;
+    enum { ROWS = 19, COLS = 9, MAXNB = 5 };
+    const int nbs[] = {1, 3, 5};
+    const sift__kernels *ref = sift__kernels_get(SIFT_ISA_SCALAR);
+    static sift__block_q8_0 plain[ROWS][MAXNB], packed[ROWS * MAXNB], again[ROWS * MAXNB], x[COLS][MAXNB];
+    int checked = 0;
+    for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+        const int nb = nbs[ni], n = nb * 32;
+        const size_t rb = (size_t)nb * sizeof(sift__block_q8_0), xs = sizeof x[0];
+        for (int r = 0; r < ROWS; r++)
+            for (int b = 0; b < nb; b++) {
+                for (int i = 0; i < 32; i++) plain[r][b].qs[i] = (int8_t)(int)(urand() * 256 - 128);
+                if (r == 5) memset(plain[r][b].qs, 0x80, sizeof plain[r][b].qs);
+                if (r == 6) memset(plain[r][b].qs, 0x7F, sizeof plain[r][b].qs);
+                plain[r][b].d = sift__fp32_to_fp16(frand(0.01f));
+            }
+        float xf[MAXNB * 32];
+        for (int c = 0; c < COLS; c++) {
+            for (int i = 0; i < n; i++) xf[i] = frand(2);
+            ref->act_convert(SIFT_ACT_Q8_0, xf, x[c], n);
+        }
+        for (int b = 0; b < nb; b++) memset(x[2][b].qs, 0x81, sizeof x[2][b].qs); /* column 2: every activation -127 */
+        for (int b = 0; b < nb; b++) memset(x[3][b].qs, 0x7F, sizeof x[3][b].qs); /* column 3: every activation 127 */
+        memcpy(packed, plain, sizeof packed);
+        for (int g = 0; g + 8 <= ROWS; g += 8) sift__q8_0_x8_pack_group(plain[g], sizeof plain[0], nb, packed + g * nb);
+        for (int r = ROWS / 8 * 8; r < ROWS; r++) memcpy(packed + r * nb, plain[r], rb);
+        for (int g = 0; g + 8 <= ROWS; g += 8)
+            for (int b = 0; b < nb; b++)
+                for (int r = 0; r < 8; r++) {
+                    sift__block_q8_0 back;
+                    sift__q8_0_x8_get((const sift_block_q8_0x8 *)(packed + g * nb) + b, r, &back);
+                    assert_memory_equal(&back, &plain[g + r][b], sizeof back);
+                }
+        for (int isa = 0; isa < N_TABLES; isa++) {
+            const sift__kernels *k = table_at(isa);
+            if (!k || !k->x8_pack[SIFT_TYPE_Q8_0]) continue;
+            memcpy(again, plain, sizeof again);
+            for (int g = 0; g + 8 <= ROWS; g += 8) k->x8_pack[SIFT_TYPE_Q8_0](plain[g], sizeof plain[0], nb, again + g * nb);
+            for (int r = ROWS / 8 * 8; r < ROWS; r++) memcpy(again + r * nb, plain[r], rb);
+            assert_memory_equal(again, packed, ROWS * rb);
+        }
+        float want[COLS][ROWS];
+        for (int r = 0; r < ROWS; r++)
+            for (int c = 0; c < COLS; c++) ref->dot[SIFT_TYPE_Q8_0](n, plain[r], x[c], xs, 1, &want[c][r]);
+        checked += check_gemm_x8(SIFT_TYPE_Q8_0, "Q8_0", n, packed, rb, ROWS, x, xs, COLS, &want[0][0]);
+    }
+    assert_true(checked > 0);
+}
+
 int main(void)
 {
     printf("  best ISA on this CPU: %s\n", sift_isa_name(sift_isa_best()));
@@ -745,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_q4_K_scales),
         cmocka_unit_test(test_mxfp4_any_bytes),
         cmocka_unit_test(test_mxfp4_x8),
+        cmocka_unit_test(test_q8_0_x8),
         cmocka_unit_test(test_gemm_big),
         cmocka_unit_test(test_q4_K_x8),
         cmocka_unit_test(test_choice),

@@ -385,11 +385,56 @@ static void test_weights_mmap_same(void **state)
         }
 }
 
+/* The logits of the last of five tokens decoded in one batch through a new context of m. */
+static float *decode_logits(sift_model *m)
+{
+    const sift_token toks[] = {1, 17, 42, 99, 3};
+    const sift_seq_id seq = 0;
+    sift_error err = {0};
+    sift_context_params cp = sift_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_batch = 8;
+    sift_context *ctx = sift_context_new(m, cp, &err);
+    assert_non_null(ctx);
+    sift_batch b;
+    assert_int_equal(sift_batch_init(&b, 5, 1), SIFT_OK);
+    for (int i = 0; i < 5; i++) assert_int_equal(sift_batch_add(&b, toks[i], i, &seq, 1, i == 4), SIFT_OK);
+    assert_int_equal(sift_decode(ctx, &b, &err), SIFT_OK);
+    sift_batch_free(&b);
+    const int nv = sift_model_n_vocab(m);
+    float *lg = malloc((size_t)nv * sizeof(float));
+    memcpy(lg, sift_get_logits_ith(ctx, -1), (size_t)nv * sizeof(float));
+    sift_context_free(ctx);
+    return lg;
+}
+
+/* Is packed (the x8 layout of w's type) the plain rows at plain, row by row? */
+static void assert_x8_rows(const sift__weight *w, const void *packed, const void *plain)
+{
+    const bool q8 = w->type == SIFT_TYPE_Q8_0;
+    const int64_t nb = w->n_in / (q8 ? SIFT_QK8_0 : SIFT_QK_K);
+    for (int64_t r = 0; r < w->n_out; r++) {
+        const char *g = (const char *)packed + r / 8 * 8 * w->row_bytes, *want = (const char *)plain + r * w->row_bytes;
+        for (int64_t k = 0; k < nb; k++) {
+            if (q8) {
+                sift__block_q8_0 got;
+                sift__q8_0_x8_get((const sift_block_q8_0x8 *)g + k, (int)(r % 8), &got);
+                assert_memory_equal(&got, want + k * sizeof got, sizeof got);
+            } else {
+                sift_block_q4_K got;
+                sift__q4_K_x8_get((const sift_block_q4_Kx8 *)g + k, (int)(r % 8), &got);
+                assert_memory_equal(&got, want + k * sizeof got, sizeof got);
+            }
+        }
+    }
+}
+
 /* A model with 12 MB of matrices, copied (SIFT_COPY=1): the copy runs in several 4 MiB
  * chunks, on two threads where there are two CPUs, and chunk edges fall inside matrices.
  * Every copied matrix must hold its file bytes (those of a SIFT_MMAP=1 load), and sit in
- * the one huge-page block. A default load maps Q8_0 in place (no kernel reads another
- * layout of it): nothing copied. */
+ * the one huge-page block. A default load keeps the matrices' plain rows in the file
+ * mapping, and where the probe chose Q8_0's x8 layout packs them after load (x8_late):
+ * every row taken back out of its group is the file's. */
 static void test_weights_copy_chunks(void **state)
 {
     (void)state;
@@ -410,8 +455,25 @@ static void test_weights_copy_chunks(void **state)
     assert_non_null(copied);
     assert_non_null(mapped);
     assert_non_null(placed);
+    const bool x8 = placed->k_auto.x8_pack[SIFT_TYPE_Q8_0] != NULL;
     assert_null(placed->wmem);
-    assert_false(placed->layers[0].wq.huge_pages);
+    assert_true((placed->packer != NULL) == x8);
+    sift__weights_wait(placed);
+    for (int l = 0; l < spec.n_layer; l++) {
+        const sift__layer *A = &placed->layers[l], *B = &mapped->layers[l];
+        const sift__weight *wa[] = {&A->wq, &A->wk, &A->wv, &A->wo, &A->w_gate, &A->w_up, &A->w_down};
+        const sift__weight *wb[] = {&B->wq, &B->wk, &B->wv, &B->wo, &B->w_gate, &B->w_up, &B->w_down};
+        for (int i = 0; i < 7; i++) {
+            assert_false(wa[i]->huge_pages || wa[i]->x8);
+            assert_int_equal((const uint8_t *)wa[i]->data - sift__gguf_bytes(placed->gguf),
+                             (const uint8_t *)wb[i]->data - sift__gguf_bytes(mapped->gguf));
+            assert_true((wa[i]->x8_late != NULL) == x8);
+            if (x8) assert_x8_rows(wa[i], wa[i]->x8_late, wb[i]->data);
+        }
+    }
+    float *lg[2] = {decode_logits(placed), decode_logits(mapped)};
+    assert_memory_equal(lg[0], lg[1], (size_t)sift_model_n_vocab(placed) * sizeof(float));
+    for (int v = 0; v < 2; v++) free(lg[v]);
     sift_model_free(placed);
     assert_non_null(copied->wmem);
     assert_null(mapped->wmem);
@@ -427,7 +489,10 @@ static void test_weights_copy_chunks(void **state)
             const char *d = wa[i]->data, *mem = copied->wmem;
             assert_true(wa[i]->huge_pages && !wb[i]->huge_pages);
             assert_true(d >= mem && d + nb <= mem + copied->wmem_size);
-            assert_memory_equal(d, wb[i]->data, nb);
+            if (wa[i]->x8) /* packed on the way (Q8_0's x8 layout, where the probe chose it) */
+                assert_x8_rows(wa[i], d, wb[i]->data);
+            else
+                assert_memory_equal(d, wb[i]->data, nb);
             bytes += nb;
             n++;
         }
@@ -475,44 +540,15 @@ static void test_weights_pack_on_copy(void **state)
                 continue;
             }
             n_x8++;
-            const int64_t nb = wa[i]->n_in / SIFT_QK_K;
-            for (int64_t r = 0; r < wa[i]->n_out; r++) {
-                const sift_block_q4_Kx8 *g = (const sift_block_q4_Kx8 *)((const char *)wa[i]->data + r / 8 * 8 * wa[i]->row_bytes);
-                const sift_block_q4_K *want = (const sift_block_q4_K *)((const char *)wb[i]->data + r * wa[i]->row_bytes);
-                for (int64_t k = 0; k < nb; k++) {
-                    sift_block_q4_K got;
-                    sift__q4_K_x8_get(&g[k], (int)(r % 8), &got);
-                    assert_memory_equal(&got, &want[k], sizeof got);
-                }
-            }
+            assert_x8_rows(wa[i], wa[i]->data, wb[i]->data);
         }
     }
     /* one decode of a few tokens through each: the same logits */
-    float *lg[2] = {NULL, NULL};
-    sift_model *ms[2] = {placed, mapped};
-    const sift_token toks[] = {1, 17, 42, 99, 3};
-    const sift_seq_id seq = 0;
-    for (int v = 0; v < 2; v++) {
-        sift_context_params cp = sift_context_default_params();
-        cp.n_ctx = 64;
-        cp.n_batch = 8;
-        sift_context *ctx = sift_context_new(ms[v], cp, &err);
-        assert_non_null(ctx);
-        sift_batch b;
-        assert_int_equal(sift_batch_init(&b, 5, 1), SIFT_OK);
-        for (int i = 0; i < 5; i++) assert_int_equal(sift_batch_add(&b, toks[i], i, &seq, 1, i == 4), SIFT_OK);
-        assert_int_equal(sift_decode(ctx, &b, &err), SIFT_OK);
-        sift_batch_free(&b);
-        const int nv = sift_model_n_vocab(ms[v]);
-        lg[v] = malloc((size_t)nv * sizeof(float));
-        memcpy(lg[v], sift_get_logits_ith(ctx, -1), (size_t)nv * sizeof(float));
-        sift_context_free(ctx);
-    }
+    float *lg[2] = {decode_logits(placed), decode_logits(mapped)};
     assert_memory_equal(lg[0], lg[1], (size_t)sift_model_n_vocab(placed) * sizeof(float));
     printf("  weights        q4_K 512x1536x4: %d of %d matrices packed x8 while copied, rows and logits equal to the file's\n",
            n_x8, n);
-    free(lg[0]);
-    free(lg[1]);
+    for (int v = 0; v < 2; v++) free(lg[v]);
     sift_model_free(placed);
     sift_model_free(mapped);
     unlink(path);

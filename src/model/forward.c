@@ -159,8 +159,9 @@ static void mm_rows_kernel(const mm_job *J, int wi, int64_t r0, int64_t r1, sift
     const int64_t os = J->out_stride[wi];
     const float *bias = J->bias[wi];
     float s[SIFT_DOT_MAX_COLS];
-    if (w->x8) { /* rows in groups (repack.h): one kernel for every token count */
-        J->ctx->k->gemm_x8[w->type](w->n_in, w->data, w->row_bytes, w->n_out, r0, r1, act, as, J->n_tok, out + r0, os);
+    const void *x8 = sift__weight_x8(w);
+    if (x8) { /* rows in groups (repack.h): one kernel for every token count */
+        J->ctx->k->gemm_x8[w->type](w->n_in, x8, w->row_bytes, w->n_out, r0, r1, act, as, J->n_tok, out + r0, os);
         add_bias_rows(out, os, J->n_tok, r0, r1, bias);
         return;
     }

@@ -336,6 +336,34 @@ static void gemm_x8_q4_K(int64_t n, const void *w, size_t row_bytes, int64_t n_o
     }
 }
 
+/* Q8_0 in the x8 layout (repack.h): each row's block taken back out of its group, then the
+ * block's integer sum and float step as dot_q8_0 does them, in its order: bit for bit. */
+static void gemm_x8_q8_0(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
+                         size_t xs, int64_t n_cols, float *out, int64_t os)
+{
+    const int64_t nb = n / SIFT_QK8_0, n8 = n_out / 8 * 8;
+    for (int64_t r = r0; r < r1; r++) {
+        const char *row = (const char *)w + r * row_bytes;
+        for (int64_t c = 0; c < n_cols; c++) {
+            const sift__block_q8_0 *b = (const sift__block_q8_0 *)((const char *)x + c * xs);
+            float s = 0;
+            if (r >= n8) {
+                dot_q8_0(n, row, b, xs, 1, &s);
+            } else {
+                const sift_block_q8_0x8 *grp = (const sift_block_q8_0x8 *)((const char *)w + r / 8 * 8 * row_bytes);
+                for (int64_t k = 0; k < nb; k++) {
+                    sift__block_q8_0 blk;
+                    sift__q8_0_x8_get(grp + k, (int)(r % 8), &blk);
+                    int isum = 0;
+                    for (int i = 0; i < SIFT_QK8_0; i++) isum += blk.qs[i] * b[k].qs[i];
+                    s += (float)isum * (sift__fp16_to_fp32(blk.d) * sift__fp16_to_fp32(b[k].d));
+                }
+            }
+            out[c * os + r - r0] = s;
+        }
+    }
+}
+
 /* MXFP4 in the x8 layout (repack.h): each row's codes read out of its group, the block's
  * integer sum and float step as dot_mxfp4 does them, in its order: bit for bit. */
 static void gemm_x8_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
@@ -487,6 +515,7 @@ static void init_scalar(sift__kernels *k)
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
     k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
     k->gemm_x8[SIFT_TYPE_MXFP4] = gemm_x8_mxfp4;
+    k->gemm_x8[SIFT_TYPE_Q8_0] = gemm_x8_q8_0;
     k->act_convert = sift__act_convert_scalar;
     k->attn_scores = attn_scores_scalar;
     k->softmax_exp = softmax_exp_scalar;

@@ -1027,6 +1027,27 @@ FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift
 }
 
 
+/* An 8 x 8 transpose of 32-bit words: w[t] lane r = q[r] lane t (the quants of the x8
+ * layouts: word t of the eight rows side by side). */
+FORCE_INLINE void transpose8_words(const __m256i q[8], __m256i w[8])
+{
+    __m256i t[8], u[8];
+    for (int r = 0; r < 8; r += 2) {
+        t[r] = _mm256_unpacklo_epi32(q[r], q[r + 1]);
+        t[r + 1] = _mm256_unpackhi_epi32(q[r], q[r + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) { /* u[h + i]: words i and 4 + i of rows h .. h+3 */
+        u[h] = _mm256_unpacklo_epi64(t[h], t[h + 2]);
+        u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
+        u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);
+        u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
+    }
+    for (int i = 0; i < 4; i++) { /* w[i]: word i of the eight rows; w[4 + i]: word 4 + i */
+        w[i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x20);
+        w[4 + i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x31);
+    }
+}
+
 /* The packing of repack.h with vector shuffles (the load does it once per model, over every
  * Q4_K weight: the scalar packer tripled the time of a load). Quants: the 32-byte chunk g of
  * the eight rows is an 8 x 8 transpose of 32-bit words (word t of row r to lane r of word
@@ -1040,22 +1061,9 @@ static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *d
         sift_block_q4_Kx8 *o = (sift_block_q4_Kx8 *)dst + k;
         for (int r = 0; r < 8; r++) o->d[r] = src[r]->d, o->dmin[r] = src[r]->dmin;
         UNROLL4 for (int g = 0; g < 4; g++) {
-            __m256i q[8], t[8], u[8], w[8];
+            __m256i q[8], w[8];
             for (int r = 0; r < 8; r++) q[r] = _mm256_loadu_si256((const __m256i *)(src[r]->qs + 32 * g));
-            for (int r = 0; r < 8; r += 2) {
-                t[r] = _mm256_unpacklo_epi32(q[r], q[r + 1]);
-                t[r + 1] = _mm256_unpackhi_epi32(q[r], q[r + 1]);
-            }
-            for (int h = 0; h < 8; h += 4) { /* u[h + i]: words i and 4 + i of rows h .. h+3 */
-                u[h] = _mm256_unpacklo_epi64(t[h], t[h + 2]);
-                u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
-                u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);
-                u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
-            }
-            for (int i = 0; i < 4; i++) { /* w[i]: word i of the eight rows; w[4 + i]: word 4 + i */
-                w[i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x20);
-                w[4 + i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x31);
-            }
+            transpose8_words(q, w);
             for (int i = 0; i < 4; i++) { /* sub-block 2g: low nibbles; 2g + 1: high nibbles */
                 const __m256i a = w[i], c = w[4 + i];
                 const __m256i lo = _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(c, m4), 4));
@@ -1095,40 +1103,99 @@ static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *d
     }
 }
 
-/* Groups of eight rows x SIFT_X8_CT columns; a group cut by r0 or r1 is computed whole and
- * stored in part; the plain rows at the end go to the 4-row tiles. */
-static void gemm_x8_q4_K(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
-                         size_t xs, int64_t n_cols, float *out, int64_t os)
+/* Groups of eight rows x SIFT_X8_CT columns (NAME##x8_tile over a group's nb x8 blocks of
+ * XBLOCK, columns of XACT); a group cut by r0 or r1 is computed whole and stored in part; the
+ * plain rows at the end go to the type's plain tiles (gemm_NAME). */
+#define X8_GEMM(NAME, XBLOCK, XACT, QK)                                                                              \
+    static void gemm_x8_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1,     \
+                               const void *x, size_t xs, int64_t n_cols, float *out, int64_t os)                    \
+    {                                                                                                                \
+        const int64_t nb = n / (QK), n8 = n_out / 8 * 8;                                                             \
+        for (int64_t g = r0 / 8 * 8; g < r1 && g < n8; g += 8) {                                                     \
+            const XBLOCK *a = (const XBLOCK *)((const char *)w + g * row_bytes);                                     \
+            const int lo = g < r0 ? (int)(r0 - g) : 0, hi = g + 8 > r1 ? (int)(r1 - g) : 8;                          \
+            for (int64_t c = 0; c < n_cols; c += SIFT_X8_CT) {                                                       \
+                const int nc = n_cols - c < SIFT_X8_CT ? (int)(n_cols - c) : SIFT_X8_CT;                             \
+                const XACT *b[4];                                                                                    \
+                for (int j = 0; j < nc; j++) b[j] = (const XACT *)((const char *)x + (c + j) * xs);                  \
+                __m256 sum[4];                                                                                       \
+                switch (nc) {                                                                                        \
+                case 1: NAME##x8_tile(nb, a, b, sum, 1); break;                                                      \
+                case 2: NAME##x8_tile(nb, a, b, sum, SIFT_X8_CT < 2 ? SIFT_X8_CT : 2); break;                        \
+                case 3: NAME##x8_tile(nb, a, b, sum, SIFT_X8_CT < 3 ? SIFT_X8_CT : 3); break;                        \
+                default: NAME##x8_tile(nb, a, b, sum, SIFT_X8_CT < 4 ? SIFT_X8_CT : 4); break;                       \
+                }                                                                                                    \
+                for (int j = 0; j < nc; j++) {                                                                       \
+                    float *o = out + (c + j) * os;                                                                   \
+                    if (lo == 0 && hi == 8) {                                                                        \
+                        _mm256_storeu_ps(o + (g - r0), sum[j]);                                                      \
+                    } else {                                                                                         \
+                        float v[8];                                                                                  \
+                        _mm256_storeu_ps(v, sum[j]);                                                                 \
+                        for (int i = lo; i < hi; i++) o[g + i - r0] = v[i];                                          \
+                    }                                                                                                \
+                }                                                                                                    \
+            }                                                                                                        \
+        }                                                                                                            \
+        const int64_t t0 = r0 > n8 ? r0 : n8;                                                                        \
+        if (t0 < r1) gemm_##NAME(n, (const char *)w + t0 * row_bytes, row_bytes, r1 - t0, x, xs, n_cols, out + (t0 - r0), os); \
+    }
+
+X8_GEMM(q4_K, sift_block_q4_Kx8, sift_block_q8_K, SIFT_QK_K)
+
+/* ---- Q8_0 in the x8 layout (repack.h): eight rows in the eight lanes ----------------------------- */
+
+/* Eight rows (one group, nb x8 blocks) x C columns: sum[j] lane r = row r against column j.
+ * Per step the 32 bytes hold four values of each row; |w| (the unsigned side of vpmaddubsw,
+ * made once for the C columns) against the four activation bytes given w's signs, widened
+ * to 32 bits by vpmaddwd (a pair's two products reach 2 x 127 x 128: two pairs no longer fit
+ * in 16 bits); eight steps give each lane its row's exact block sum, and the eight float
+ * steps are the scalar code's. A weight of -128 is exact (|-128| is 128 unsigned); an
+ * activation of -128 is not (act_convert makes none: its values are within +-127). */
+FORCE_INLINE void q8_0x8_tile(int64_t nb, const sift_block_q8_0x8 *a, const sift__block_q8_0 *const *b, __m256 *sum, const int C)
 {
-    const int64_t nb = n / SIFT_QK_K, n8 = n_out / 8 * 8;
-    for (int64_t g = r0 / 8 * 8; g < r1 && g < n8; g += 8) {
-        const sift_block_q4_Kx8 *a = (const sift_block_q4_Kx8 *)((const char *)w + g * row_bytes);
-        const int lo = g < r0 ? (int)(r0 - g) : 0, hi = g + 8 > r1 ? (int)(r1 - g) : 8;
-        for (int64_t c = 0; c < n_cols; c += SIFT_X8_CT) {
-            const int nc = n_cols - c < SIFT_X8_CT ? (int)(n_cols - c) : SIFT_X8_CT;
-            const sift_block_q8_K *b[4];
-            for (int j = 0; j < nc; j++) b[j] = (const sift_block_q8_K *)((const char *)x + (c + j) * xs);
-            __m256 sum[4];
-            switch (nc) {
-            case 1: q4_Kx8_tile(nb, a, b, sum, 1); break;
-            case 2: q4_Kx8_tile(nb, a, b, sum, SIFT_X8_CT < 2 ? SIFT_X8_CT : 2); break;
-            case 3: q4_Kx8_tile(nb, a, b, sum, SIFT_X8_CT < 3 ? SIFT_X8_CT : 3); break;
-            default: q4_Kx8_tile(nb, a, b, sum, SIFT_X8_CT < 4 ? SIFT_X8_CT : 4); break;
-            }
-            for (int j = 0; j < nc; j++) {
-                float *o = out + (c + j) * os;
-                if (lo == 0 && hi == 8) {
-                    _mm256_storeu_ps(o + (g - r0), sum[j]);
-                } else {
-                    float v[8];
-                    _mm256_storeu_ps(v, sum[j]);
-                    for (int i = lo; i < hi; i++) o[g + i - r0] = v[i];
-                }
+    const __m256i ones = _mm256_set1_epi16(1);
+    UNROLL4 for (int j = 0; j < C; j++) sum[j] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) {
+        const sift_block_q8_0x8 *blk = a + k;
+#if SIFT_X8_PF
+        if (C == 1) /* (generation) */
+            for (int l = 0; l < (int)sizeof *blk; l += 64) _mm_prefetch((const char *)blk + SIFT_X8_PF + l, _MM_HINT_T0);
+#endif
+        __m256i acc[4];
+        UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * t)), qa = _mm256_abs_epi8(q);
+            UNROLL4 for (int j = 0; j < C; j++) {
+                const __m256i p = _mm256_maddubs_epi16(qa, _mm256_sign_epi8(bcast4(b[j][k].qs + 4 * t), q));
+                acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(p, ones));
             }
         }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk->d));
+        UNROLL4 for (int j = 0; j < C; j++) {
+            const __m256 dx = _mm256_set1_ps(f16c_to_fp32(b[j][k].d));
+            sum[j] = _mm256_add_ps(sum[j], _mm256_mul_ps(_mm256_cvtepi32_ps(acc[j]), _mm256_mul_ps(dw, dx)));
+        }
     }
-    const int64_t t0 = r0 > n8 ? r0 : n8;
-    if (t0 < r1) gemm_q4_K(n, (const char *)w + t0 * row_bytes, row_bytes, r1 - t0, x, xs, n_cols, out + (t0 - r0), os);
+}
+
+X8_GEMM(q8_0, sift_block_q8_0x8, sift__block_q8_0, SIFT_QK8_0)
+
+/* The packing of repack.h: per block, the eight rows' 32 bytes as an 8 x 8 transpose of
+ * 32-bit words. */
+static void x8_pack_q8_0(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    for (int64_t k = 0; k < nb; k++) {
+        sift_block_q8_0x8 *o = (sift_block_q8_0x8 *)dst + k;
+        __m256i q[8], w[8];
+        for (int r = 0; r < 8; r++) {
+            const sift__block_q8_0 *src = (const sift__block_q8_0 *)((const char *)rows + r * row_bytes) + k;
+            o->d[r] = src->d;
+            q[r] = _mm256_loadu_si256((const __m256i *)src->qs);
+        }
+        transpose8_words(q, w);
+        for (int t = 0; t < 8; t++) _mm256_storeu_si256((__m256i *)(o->qs + 32 * t), w[t]);
+    }
 }
 
 /* The 4 x 32 six-bit values (0..63) of half h of a Q6_K block, in element order:
@@ -1350,6 +1417,8 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->x8_pack[SIFT_TYPE_Q4_K] = x8_pack_q4_K;
     k->gemm_x8[SIFT_TYPE_MXFP4] = gemm_x8_mxfp4;
     k->x8_pack[SIFT_TYPE_MXFP4] = sift__mxfp4_x8_pack_group;
+    k->gemm_x8[SIFT_TYPE_Q8_0] = gemm_x8_q8_0;
+    k->x8_pack[SIFT_TYPE_Q8_0] = x8_pack_q8_0;
     k->act_convert = act_convert;
     k->attn_scores = attn_scores;
     k->softmax_exp = softmax_exp;

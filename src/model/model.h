@@ -29,8 +29,18 @@ typedef struct sift__weight {
     const char *name;
     bool huge_pages; /* data is weights.c's copy, asked for in 2 MiB pages */
     bool x8;         /* rows in groups of eight (repack.h): only kernels' gemm_x8 reads it */
+    /* the same matrix in the x8 layout, packed after load by weights.c's background thread
+     * (data then stays the file's plain rows): NULL until the copy is complete; read with
+     * sift__weight_x8 */
+    const void *x8_late;
     int64_t n_part;  /* an expert stack: rows per expert (forward.c reads each as a row range); 0 */
 } sift__weight;
+
+/* The matrix in the x8 layout, or NULL where its kernels read the plain rows at data (yet). */
+static inline const void *sift__weight_x8(const sift__weight *w)
+{
+    return w->x8 ? w->data : __atomic_load_n(&w->x8_late, __ATOMIC_ACQUIRE);
+}
 
 typedef struct sift__layer {
     const float *attn_norm;          /* [n_embd] */
@@ -101,6 +111,7 @@ struct sift_model {
     sift__layer *layers;   /* [n_layer] */
     float *f32_arena;     /* the owned 1-D tensors */
     void *wmem;          /* the anonymous copy of the matrices (weights.c), or NULL */
+    void *packer;        /* weights.c's background packing (joined at free), or NULL */
     size_t wmem_size;
     int64_t n_params;
     uint64_t n_bytes;
@@ -121,6 +132,9 @@ void sift__weights_place(sift_model *m);
 /* n bytes of the file at offset off into dst: pread from fd while it reads (fd < 0: not at
  * all), then from src, the same bytes in the file mapping, for the rest (a short read). */
 void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t n);
+/* Wait until the packing after load (weights.c) is done: every matrix it packs then has its
+ * x8_late (tests; a model needs no wait, its decodes read the plain rows meanwhile). */
+void sift__weights_wait(sift_model *m);
 /* Release what sift__weights_place took. */
 void sift__weights_free(sift_model *m);
 

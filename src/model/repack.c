@@ -1,5 +1,5 @@
 /*
- * repack.c - the x8 layout of Q4_K matrices (repack.h): packing at load, and one row's
+ * repack.c - the x8 layouts of Q4_K, MXFP4 and Q8_0 matrices (repack.h): packing at load, and one row's
  * block back out of a group (for the scalar kernels and the tests).
  *
  * The packing runs once per model load, inside weights.c's copy: each group of eight rows
@@ -111,9 +111,32 @@ void sift__mxfp4_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, v
     }
 }
 
+void sift__q8_0_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    for (int64_t k = 0; k < nb; k++) {
+        sift_block_q8_0x8 *o = (sift_block_q8_0x8 *)dst + k;
+        for (int r = 0; r < 8; r++) {
+            const sift__block_q8_0 *b = (const sift__block_q8_0 *)((const char *)rows + r * row_bytes) + k;
+            o->d[r] = b->d;
+            for (int t = 0; t < SIFT_QK8_0 / 4; t++) memcpy(o->qs + 32 * t + 4 * r, b->qs + 4 * t, 4);
+        }
+    }
+}
+
+void sift__q8_0_x8_get(const sift_block_q8_0x8 *src, int r, sift__block_q8_0 *dst)
+{
+    dst->d = src->d[r];
+    for (int t = 0; t < SIFT_QK8_0 / 4; t++) memcpy(dst->qs + 4 * t, src->qs + 32 * t + 4 * r, 4);
+}
+
 sift__x8_pack_fn sift__x8_pack_ref(sift_tensor_type t)
 {
-    return t == SIFT_TYPE_Q4_K ? sift__q4_K_x8_pack_group : t == SIFT_TYPE_MXFP4 ? sift__mxfp4_x8_pack_group : NULL;
+    switch (t) {
+    case SIFT_TYPE_Q4_K: return sift__q4_K_x8_pack_group;
+    case SIFT_TYPE_MXFP4: return sift__mxfp4_x8_pack_group;
+    case SIFT_TYPE_Q8_0: return sift__q8_0_x8_pack_group;
+    default: return NULL;
+    }
 }
 
 void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,

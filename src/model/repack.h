@@ -74,8 +74,29 @@ typedef struct {
 
 _Static_assert(sizeof(sift_block_mxfp4x8) == 8 * sizeof(sift__block_mxfp4), "an x8 block is eight blocks rearranged");
 
+/* Q8_0 in the same layout: block k of rows 8g .. 8g+7 is 272 bytes, the eight rows' scales,
+ * then their 256 values, with q[r][i] value i of row r's block:
+ *   d[r] = row r's scale
+ *   qs[32t + 4r + u] = q[r][4t + u]      (t < 8, u < 4)
+ * so the 32 bytes at qs + 32t are values 4t .. 4t+3 of the eight rows, four to a 32-bit
+ * lane: every lane of a step meets the same four activation bytes, and each row's exact
+ * block sum builds up in its own lane. The plain layout's one-row kernels reduce every
+ * block's products across the lanes of a register before its float step (the scalar
+ * order); here there is nothing to reduce, and the eight float steps run in one register. */
+typedef struct {
+    uint16_t d[8];
+    int8_t qs[256];
+} sift_block_q8_0x8;
+
+_Static_assert(sizeof(sift_block_q8_0x8) == 8 * sizeof(sift__block_q8_0), "an x8 block is eight blocks rearranged");
+
+/* Eight Q8_0 rows of nb blocks (row r at rows + r * row_bytes) as nb x8 blocks at dst. */
+void sift__q8_0_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst);
+/* Row r's block back out of an x8 block (the inverse of the packing). */
+void sift__q8_0_x8_get(const sift_block_q8_0x8 *src, int r, sift__block_q8_0 *dst);
+
 typedef void (*sift__x8_pack_fn)(const void *rows, size_t row_bytes, int64_t nb, void *dst);
-/* The reference packer of type t's x8 layout (Q4_K, MXFP4), or NULL where it has none. */
+/* The reference packer of type t's x8 layout (Q4_K, MXFP4, Q8_0), or NULL where it has none. */
 sift__x8_pack_fn sift__x8_pack_ref(sift_tensor_type t);
 
 /* Eight MXFP4 rows of nb blocks (row r at rows + r * row_bytes) as nb x8 blocks at dst. */

@@ -6,10 +6,14 @@
  * pages (populated at load with MADV_POPULATE_READ, as llama.cpp's MAP_POPULATE does, so
  * the first decode takes no faults), the weights are shared with every other process that
  * maps the file, and resident memory is one copy. Only the matrices whose chosen kernel
- * reads another layout (Q4_K and MXFP4 in the x8 layout of repack.h, where the load-time
- * probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's experts)
- * are copied into one anonymous mapping, asked for in transparent huge pages, and repacked
- * there.
+ * reads another layout (Q4_K, MXFP4 and Q8_0 in the x8 layout of repack.h, where the
+ * load-time probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's
+ * experts) are copied into an anonymous mapping, asked for in transparent huge pages, and
+ * repacked there: Q4_K and MXFP4 during the load, Q8_0 after it (pack_late below: its copy
+ * would cost more than the rest of the load), by a thread of its own while the decodes
+ * read the plain rows from the mapping; each matrix switches to its packed copy once that
+ * is complete (sift__weight_x8). Both layouts give the same numbers bit for bit, so when a
+ * matrix switches changes no result.
  *
  * Why not copy everything (the old rule): the copy bought 2 MiB pages (one TLB entry per
  * 2 MiB instead of per 4 KiB page, and a hardware prefetcher not stopped at every 4 KiB),
@@ -40,6 +44,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#endif
 
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -107,6 +115,7 @@ typedef struct {
     part *parts;
     atomic_size_t next; /* the next chunk to take */
     atomic_bool failed; /* a chunk could not be populated: give the copy up */
+    bool from_map;      /* read the file's bytes from the mapping, not with pread (the late packing) */
 } copy_job;
 
 void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t n)
@@ -136,45 +145,101 @@ static void pack_groups(const copy_job *J, const part *P, size_t lo, size_t hi, 
     while (g < g1) {
         const int64_t k = g1 - g < per ? g1 - g : per;
         const size_t o = (size_t)g * G;
-        sift__weights_read(buf, J->fd, P->off + o, P->src + o, (size_t)k * G);
-        for (int64_t i = 0; i < k; i++) P->pack(buf + i * G, P->row_bytes, P->nb, J->mem + P->at + o + i * G);
+        const char *from = P->src + o;
+        if (!J->from_map) sift__weights_read(buf, J->fd, P->off + o, P->src + o, (size_t)k * G), from = buf;
+        for (int64_t i = 0; i < k; i++) P->pack(from + i * G, P->row_bytes, P->nb, J->mem + P->at + o + i * G);
         g += k;
     }
+}
+
+/* Chunk c of the copy (populated first with populate, then each part's bytes in it read or
+ * packed into place); *buf is the worker's pack buffer (made on first use). False: the
+ * memory was refused. */
+static bool copy_chunk(copy_job *J, size_t c, char **buf, size_t cap, bool populate)
+{
+    const size_t lo = c * CHUNK, hi = lo + CHUNK < J->size ? lo + CHUNK : J->size;
+#ifdef MADV_POPULATE_WRITE
+    /* EINVAL: a kernel before 5.14; the reads fault the pages in instead */
+    if (populate && madvise(J->mem + lo, hi - lo, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) return false;
+#endif
+    for (int i = 0; i < J->n; i++) {
+        const part *P = &J->parts[i];
+        size_t plain = P->at; /* the plain bytes start here: after the groups */
+        if (P->pack) {
+            if (!*buf && !(*buf = malloc(cap))) return false;
+            pack_groups(J, P, lo, hi, *buf, cap);
+            plain += (size_t)P->n_groups * P->group;
+        }
+        const size_t a = plain > lo ? plain : lo, b = P->at + P->n < hi ? P->at + P->n : hi;
+        if (a < b && J->from_map) memcpy(J->mem + a, P->src + (a - P->at), b - a);
+        else if (a < b) sift__weights_read(J->mem + a, J->fd, P->off + (a - P->at), P->src + (a - P->at), b - a);
+    }
+    return true;
+}
+
+static size_t pack_cap(const copy_job *J)
+{
+    size_t cap = PACK_BATCH;
+    for (int i = 0; i < J->n; i++)
+        if (J->parts[i].pack && J->parts[i].group > cap) cap = J->parts[i].group;
+    return cap;
 }
 
 static void *copy_worker(void *arg)
 {
     copy_job *J = arg;
-    size_t cap = PACK_BATCH;
-    for (int i = 0; i < J->n; i++)
-        if (J->parts[i].pack && J->parts[i].group > cap) cap = J->parts[i].group;
+    const size_t cap = pack_cap(J);
     char *buf = NULL;
     for (;;) {
-        const size_t c = atomic_fetch_add(&J->next, 1), lo = c * CHUNK;
-        if (lo >= J->size || atomic_load(&J->failed)) break;
-        const size_t hi = lo + CHUNK < J->size ? lo + CHUNK : J->size;
-#ifdef MADV_POPULATE_WRITE
-        /* EINVAL: a kernel before 5.14; the reads fault the pages in instead */
-        if (madvise(J->mem + lo, hi - lo, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+        const size_t c = atomic_fetch_add(&J->next, 1);
+        if (c * CHUNK >= J->size || atomic_load(&J->failed)) break;
+        if (!copy_chunk(J, c, &buf, cap, true)) {
             atomic_store(&J->failed, true);
             break;
         }
-#endif
-        for (int i = 0; i < J->n; i++) {
-            const part *P = &J->parts[i];
-            size_t plain = P->at; /* the plain bytes start here: after the groups */
-            if (P->pack) {
-                if (!buf && !(buf = malloc(cap))) {
-                    atomic_store(&J->failed, true);
-                    break;
-                }
-                pack_groups(J, P, lo, hi, buf, cap);
-                plain += (size_t)P->n_groups * P->group;
-            }
-            const size_t a = plain > lo ? plain : lo, b = P->at + P->n < hi ? P->at + P->n : hi;
-            if (a < b) sift__weights_read(J->mem + a, J->fd, P->off + (a - P->at), P->src + (a - P->at), b - a);
-        }
     }
+    free(buf);
+    return NULL;
+}
+
+/* The packing after load: one thread takes the chunks in order, and each matrix whose bytes
+ * are all in place is published (x8_late, release: a decode that sees the pointer sees the
+ * bytes). Stops early when the model is freed or the memory is refused; the published
+ * matrices stay in use, the rest keep their plain rows. No MADV_POPULATE_WRITE here: it
+ * holds the process's mmap lock for the whole chunk (4 MiB of fresh pages, milliseconds on
+ * a VM), and a decode running meanwhile that maps or unmaps memory (a large malloc or free)
+ * waited behind it: sampling measured 400-500 µs a token instead of 20. The writes fault
+ * the pages in one at a time instead. The rows are packed straight from the file mapping
+ * (from_map): the decodes read them there meanwhile, so it is populated and stays, and a
+ * copy from it took a third of pread's time into the same memory (626 MiB: 133-214 ms
+ * against 400-595 ms on this VM). */
+typedef struct {
+    copy_job J; /* J.mem: the packed matrices' own block, unmapped with the model */
+    sift__weight **ws;
+    pthread_t thread;
+    bool joined;
+} late_pack;
+
+static void *late_worker(void *arg)
+{
+    late_pack *L = arg;
+    copy_job *J = &L->J;
+#ifdef __linux__
+    /* the lowest priority (Linux sets it per thread): where the decodes keep every core
+     * busy the packing waits for them, rather than slowing them; on an idle core it runs
+     * at full speed. Advice only: a refusal changes nothing. */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+#endif
+    const size_t cap = pack_cap(J);
+    char *buf = NULL;
+    int done = 0; /* parts published; they lie in order in the block */
+    for (size_t c = 0; c * CHUNK < J->size && !atomic_load(&J->failed); c++) {
+        if (!copy_chunk(J, c, &buf, cap, false)) break;
+        const size_t hi = (c + 1) * CHUNK;
+        for (; done < J->n && J->parts[done].at + J->parts[done].n <= hi; done++)
+            __atomic_store_n(&L->ws[done]->x8_late, (const void *)(J->mem + J->parts[done].at), __ATOMIC_RELEASE);
+    }
+    if (done == J->n) mprotect(J->mem, J->size, PROT_READ);
     free(buf);
     return NULL;
 }
@@ -195,8 +260,8 @@ static char *map_huge(size_t size)
     return p;
 }
 
-/* Is w to be read in the x8 layout (k_auto packs its type, and it is whole Q4_K blocks)? */
-/* Q4_K matrices (not expert stacks: their placement is left as it was), and MXFP4 ones,
+/* Is w to be read in the x8 layout (k_auto packs its type)? Q4_K and Q8_0 matrices (not
+ * expert stacks: their placement is left as it was), and MXFP4 ones,
  * expert stacks too when every expert is whole groups (an expert is then a range of groups,
  * read in place by gemm_x8), where k_auto reads the layout. */
 static bool x8_packable(const sift_model *m, const sift__weight *w)
@@ -204,14 +269,34 @@ static bool x8_packable(const sift_model *m, const sift__weight *w)
     if (!m->k_auto.x8_pack[w->type] || w->n_out < 8) return false;
     if (w->type == SIFT_TYPE_Q4_K)
         return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
+    if (w->type == SIFT_TYPE_Q8_0)
+        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK8_0) * sizeof(sift__block_q8_0);
     if (w->type == SIFT_TYPE_MXFP4)
         return (w->n_part ? w->n_part : 8) % 8 == 0 && w->row_bytes == (size_t)(w->n_in / SIFT_QK_MXFP4) * sizeof(sift__block_mxfp4);
     return false;
 }
 
 /* Copy the matrices k_auto reads in the x8 layout (all of them with all) into one huge-page
- * block, packing those on the way; returns without a copy when the memory is refused. */
-static void copy_matrices(sift_model *m, bool all)
+ * block, packing those on the way; returns without a copy when the memory is refused. With
+ * late (and not all), the copy is made by a thread of its own after load returns (late_worker). */
+static bool env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Which x8 types are packed after load rather than during it: Q8_0, whose x8 layout pays
+ * in every kernel (the probe's) but whose copy is the largest per parameter: 8.5 bits a
+ * value, ~650 MB for a 0.6B model, 450-500 ms on this VM (fresh memory costs ~0.75 ms per
+ * MiB to touch), more than llama.cpp's whole load of the mapped file. Q4_K and MXFP4 stay
+ * packed during the load (half the bytes; the plain kernels they would run meanwhile are
+ * 2.3x slower in generation). SIFT_PACK_NOW=1 packs every type during the load. */
+static bool pack_late(sift_tensor_type t)
+{
+    return t == SIFT_TYPE_Q8_0;
+}
+
+static void copy_matrices(sift_model *m, bool all, bool late)
 {
     const int cap = 11 * m->hp.n_layer + 1;
     sift__weight **ws = malloc((size_t)cap * sizeof *ws);
@@ -219,8 +304,9 @@ static void copy_matrices(sift_model *m, bool all)
     if (!ws || !J.parts) goto done;
     const int n_all = collect(m, ws, cap);
     J.n = 0;
+    const bool now = env_set("SIFT_PACK_NOW");
     for (int i = 0; i < n_all; i++) /* the rest stays in the file mapping */
-        if (all || x8_packable(m, ws[i])) ws[J.n++] = ws[i];
+        if (all || (x8_packable(m, ws[i]) && (now ? !late : pack_late(ws[i]->type) == late))) ws[J.n++] = ws[i];
     const uint8_t *base = sift__gguf_bytes(m->gguf);
     size_t total = 0;
     for (int i = 0; i < J.n; i++) {
@@ -240,6 +326,24 @@ static void copy_matrices(sift_model *m, bool all)
     if (!(J.mem = map_huge(J.size))) goto done;
     atomic_init(&J.next, 0);
     atomic_init(&J.failed, false);
+    if (late && !all) {
+        late_pack *L = malloc(sizeof *L);
+        if (L) {
+            L->J = J;
+            L->J.from_map = true;
+            L->ws = ws;
+            atomic_init(&L->J.next, 0);
+            atomic_init(&L->J.failed, false);
+            L->joined = false;
+            if (pthread_create(&L->thread, NULL, late_worker, L) == 0) {
+                m->packer = L;
+                return; /* L owns ws, the parts and the memory now */
+            }
+            free(L);
+        }
+        munmap(J.mem, J.size); /* no thread: the rows stay plain */
+        goto done;
+    }
     /* a second thread where there is a second CPU: the page clearing and the copies are
      * memory-bound work that two cores do faster than one */
     pthread_t helper;
@@ -264,12 +368,6 @@ done:
     free(J.parts);
 }
 
-static bool env_set(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 void sift__weights_place(sift_model *m)
 {
     const bool map_all = env_set("SIFT_MMAP"), copy_all = !map_all && env_set("SIFT_COPY");
@@ -282,7 +380,7 @@ void sift__weights_place(sift_model *m)
     if (m->output.data && (int)m->output.type >= 0 && m->output.type < SIFT_TYPE_COUNT) used[m->output.type] = true;
     sift__kernels_choose(used, copy_all, &m->k_auto);
     if (map_all) memset(m->k_auto.x8_pack, 0, sizeof m->k_auto.x8_pack);
-    if (!map_all) copy_matrices(m, copy_all);
+    if (!map_all) copy_matrices(m, copy_all, false);
 #ifdef MADV_POPULATE_READ
     /* the mapped matrices' page tables now, as llama.cpp's MAP_POPULATE does, rather than one
      * fault per 4 KiB page inside the first decode (the file is in the page cache) */
@@ -293,11 +391,29 @@ void sift__weights_place(sift_model *m)
             (void)madvise((void *)a, b - a, MADV_POPULATE_READ); /* advice: EINVAL before 5.14 */
         }
 #endif
+    /* the packing after load starts once the load's own work is done (not competing with it) */
+    if (!map_all && !copy_all) copy_matrices(m, false, true);
     free(ws);
+}
+
+void sift__weights_wait(sift_model *m)
+{
+    late_pack *L = m->packer;
+    if (L && !L->joined) pthread_join(L->thread, NULL), L->joined = true;
 }
 
 void sift__weights_free(sift_model *m)
 {
+    late_pack *L = m->packer;
+    if (L) { /* stop the packing (after its chunk in progress) before its memory goes */
+        atomic_store(&L->J.failed, true);
+        sift__weights_wait(m);
+        munmap(L->J.mem, L->J.size);
+        free(L->ws);
+        free(L->J.parts);
+        free(L);
+        m->packer = NULL;
+    }
     if (m->wmem) munmap(m->wmem, m->wmem_size);
     m->wmem = NULL;
     m->wmem_size = 0;
