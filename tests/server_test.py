@@ -2208,9 +2208,9 @@ def test_reasoning_prefill(S):
     try:
         st, full = R.post("/apply-template", {"messages": msgs})
         assert st == 200 and full["prompt"].endswith("<think>\n"), full
-        for last, extra, tail in ((pre_c, {}, "<think>\nI'm thinking</think>Hello, "), (pre_r, {}, "<think>\nI'm"),
+        for last, extra, tail in ((pre_c, {}, "<think>\nI'm thinking\n</think>\n\nHello, "), (pre_r, {}, "<think>\nI'm"),
                                   (pre_c, {"continue_final_message": "reasoning_content"}, "<think>\nI'm thinking"),
-                                  (pre_r, {"continue_final_message": "content"}, "<think>\nI'm</think>")):
+                                  (pre_r, {"continue_final_message": "content"}, "<think>\nI'm\n</think>\n\n")):
             st, j = R.post("/apply-template", dict(extra, messages=msgs + [last]))
             assert st == 200 and j["prompt"] == full["prompt"][:-len("<think>\n")] + tail, (last, extra, j)
         body = {"messages": msgs + [pre_c], "max_tokens": 6, "seed": 1}

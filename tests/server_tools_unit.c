@@ -1858,6 +1858,10 @@ static void test_llama_cpp_continuation(void **state)
         {"Kimi-K2-Thinking.jinja", TC_KIMI_K2, RS_AUTO, false, " thinking</think>Hello, world!\nWhat's up?"},
         {"moonshotai-Kimi-K2.jinja", TC_KIMI_K2, RS_AUTO, false, " thinking</think>Hello, world!\nWhat's up?"},
         {"Reka-Edge.jinja", TC_HERMES, RS_AUTO, true, " thinking\n</think>\n\nHello, world!\nWhat's up?"},
+        {"Reka-Edge.jinja (deepseek)", TC_HERMES, RS_DEEPSEEK, true, " thinking\n</think>\n\nHello, world!\nWhat's up?"},
+        {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", TC_DEEPSEEK_R1, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
+        {"llama-cpp-deepseek-r1.jinja", TC_DEEPSEEK_R1, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
+        {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", TC_DEEPSEEK_R1, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
     };
     for (size_t i = 0; i < sizeof think / sizeof *think; i++) {
         print_message("continuation: %s\n", think[i].src);
@@ -1870,7 +1874,10 @@ static void test_llama_cpp_continuation(void **state)
     pf_check(TC_GLM45, RS_DEEPSEEK, false, "I'm thinking", "", false, "Hello, world!", "I'm thinking", "Hello, world!");
     pf_check(TC_GLM45, RS_DEEPSEEK, false, "I'm thinking", "", true, " more</think>Hello, world!", "I'm thinking more", "Hello, world!");
     /* templates that do not think (google-gemma-2-2b-it, NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use,
-     * ibm-granite-granite-4.0, Qwen3-Coder): the content alone, continued */
+     * ibm-granite-granite-4.0, Qwen3-Coder, CohereForAI-c4ai-command-r-plus-tool_use,
+     * mistralai-Mistral-Nemo-Instruct-2407, meetkai-functionary-medium-v3.1 and v3.2, MiMo-VL,
+     * NousResearch-Hermes-3-Llama-3.1-8B-tool_use, Qwen-Qwen2.5-7B-Instruct, meta-llama-Llama-3.1-8B,
+     * 3.2-3B and 3.3-70B-Instruct): the content alone, continued */
     pf_check(-1, RS_AUTO, false, NULL, "Hello, ", false, "world!\nWhat's up?", "", HELLO);
     /* (Command R7B, its own tags: no continuation case in test-chat.cpp; the same rule) */
     pf_check(TC_COMMAND_R7B, RS_AUTO, false, "I'm", "", true, " thinking<|END_THINKING|>Hello, world!\nWhat's up?", "I'm thinking", HELLO);
@@ -1891,7 +1898,27 @@ static void test_llama_cpp_continuation(void **state)
     rs_set_tags(&r, TC_COMMAND_R7B);
     static const char r7b[] = "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|><|END_THINKING|>";
     assert_int_equal(rs_prompt_think_at(&r, r7b, strlen(r7b), &opened), strlen("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"));
+    /* test_template_generation_prompt's generation prompts: Qwen3.5-4B (its opening on a line of its own) */
     sbuf out = {0};
+    rs_spec qwen = {0};
+    sbuf_adds(&out, forced);
+    rs_think_prefill(&out, &qwen, true, "I'm thinking", "Hello, ", false);
+    sbuf_add(&out, "", 1);
+    assert_string_equal(out.p, "<|im_start|>assistant\n<think>\nI'm thinking\n</think>\n\nHello, ");
+    sbuf_free(&out);
+    sbuf_adds(&out, forced);
+    rs_think_prefill(&out, &qwen, true, "I'm", "", true);
+    sbuf_add(&out, "", 1);
+    assert_string_equal(out.p, "<|im_start|>assistant\n<think>\nI'm");
+    sbuf_free(&out);
+    /* moonshotai-Kimi-K2, DeepSeek V3.2 (the tags with nothing between) */
+    rs_spec kimi = {0};
+    rs_set_tags(&kimi, TC_KIMI_K2);
+    sbuf_adds(&out, "<|im_assistant|>assistant<|im_middle|>");
+    rs_think_prefill(&out, &kimi, false, "I'm thinking", "Hello, ", false);
+    sbuf_add(&out, "", 1);
+    assert_string_equal(out.p, "<|im_assistant|>assistant<|im_middle|><think>I'm thinking</think>Hello, ");
+    sbuf_free(&out);
     rs_think_prefill(&out, &r, false, "I'm thinking", "Hello, ", false);
     sbuf_add(&out, "", 1);
     assert_string_equal(out.p, "<|START_THINKING|>I'm thinking<|END_THINKING|>Hello, ");

@@ -382,10 +382,15 @@ size_t rs_prompt_think_at(const rs_spec *r, const char *prompt, size_t n, bool *
 
 void rs_think_prefill(sbuf *out, const rs_spec *r, bool opened, const char *reasoning, const char *content, bool reasoning_open)
 {
+    /* a generation prompt that opened the thinking on a line of its own ("<think>\n": Qwen 3.5,
+     * Reka Edge) gets the closing tag on its own too, as those templates write a thought */
+    const bool lines = opened && out->n && out->p[out->n - 1] == '\n';
     if (!opened) sbuf_adds(out, r && r->open ? r->open : OPEN);
     sbuf_adds(out, reasoning ? reasoning : "");
     if (reasoning_open) return;
+    if (lines) sbuf_adds(out, "\n");
     sbuf_adds(out, r && r->close ? r->close : CLOSE); /* (Granite's too: llama.cpp writes no <response> here) */
+    if (lines) sbuf_adds(out, "\n\n");
     sbuf_adds(out, content ? content : "");
 }
 

@@ -74,8 +74,9 @@ char *rs_wrap_harmony(const char *gbnf, const char *root, bool spaced, rs_hm_sta
 void rs_harmony_prefill(sbuf *out, const char *reasoning, const char *content, bool reasoning_open);
 /* The same on a template that thinks in tags (r's, rs_set_tags), as llama.cpp's handlers write a
  * continued message after the generation prompt: the opening tag (unless `opened`: the prompt
- * already ends inside the thinking), the reasoning, and unless reasoning_open the closing tag
- * and the content so far. Appended to out. */
+ * already ends inside the thinking, out ends with its opening), the reasoning, and unless
+ * reasoning_open the closing tag (on a line of its own, then a blank line, when out's opening
+ * ended with a newline: "<think>\n") and the content so far. Appended to out. */
 void rs_think_prefill(sbuf *out, const rs_spec *r, bool opened, const char *reasoning, const char *content, bool reasoning_open);
 /* Where a continued message on such a template starts in the rendered prompt[0..n) (with the
  * generation prompt): at the opening tag the prompt ends with (*forced_open: the thinking is

@@ -455,7 +455,8 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
     const tc_format tf = s->jinja ? tc_detect(s->tmpl_text) : TC_GENERIC;
     rs_spec tags = {0}; /* the template's thinking tags (rs_set_tags) */
     rs_set_tags(&tags, tf);
-    const bool thinks = !tags.harmony && s->jinja && s->tmpl_text && strstr(s->tmpl_text, tags.open ? tags.open : "<think>");
+    /* (Kimi K2 thinks in tags its older template does not write: llama.cpp's handler writes them) */
+    const bool thinks = !tags.harmony && s->jinja && s->tmpl_text && (tf == TC_KIMI_K2 || strstr(s->tmpl_text, tags.open ? tags.open : "<think>"));
     const char *reasoning = cJSON_IsString(rc_) ? rc_->valuestring : "";
     /* which part goes on: as asked, else (true or no field) the reasoning when there is only reasoning */
     const bool open = (tags.harmony || thinks) && (cfm_part ? !strcmp(cfm->valuestring, "reasoning_content") : *reasoning && !pre.n);
