@@ -1862,6 +1862,7 @@ static void test_llama_cpp_continuation(void **state)
         {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", TC_DEEPSEEK_R1, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
         {"llama-cpp-deepseek-r1.jinja", TC_DEEPSEEK_R1, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
         {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", TC_DEEPSEEK_R1, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
+        {"StepFun3.5-Flash.jinja", TC_QWEN3_CODER, RS_DEEPSEEK, true, " thinking\n</think>\nHello, world!\nWhat's up?"},
     };
     for (size_t i = 0; i < sizeof think / sizeof *think; i++) {
         print_message("continuation: %s\n", think[i].src);

@@ -472,7 +472,7 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
     } else if (!rc && pre.n > 1) {
         sbuf_add(out, pre.p, pre.n - 1);
     }
-    if (!rc && pre_out && !out->oom) sbuf_add(pre_out, out->p + at0, out->n - at0);
+    if (!rc && pre_out && out->p && !out->oom) sbuf_add(pre_out, out->p + at0, out->n - at0);
     if (open_out) *open_out = open;
     if (!rc && (pre.oom || out->oom || (pre_out && pre_out->oom))) rc = srv_errorf(e, 500, "out of memory");
     cJSON_Delete(head);
