@@ -2192,6 +2192,63 @@ def test_reasoning():
     os.unlink(path)
 
 
+def test_reasoning_prefill(S):
+    """issue 27: a continued assistant message on a <think> template, as llama.cpp's handlers write
+    it (test-chat.cpp's "Continuation tests"): the prompt holds its reasoning in the thinking, and
+    when the content goes on the closing tag and the content; the reply is read after it, so its
+    reasoning_content and content start with the prefilled parts (streamed the same). DeepSeek R1's
+    generation prompt opens the thinking (continued as written); a template whose prompt ends with
+    an empty thinking block (thinking off) has it replaced; a template that does not think gets the
+    content alone, and the reply's content starts with it too."""
+    msgs = [{"role": "user", "content": "Hi"}]
+    pre_c = {"role": "assistant", "content": "Hello, ", "reasoning_content": "I'm thinking"}
+    pre_r = {"role": "assistant", "content": "", "reasoning_content": "I'm"}
+    r1 = os.path.join(CHAT_TEMPLATES, "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja")
+    R = Server("-np", "1", "-c", "1024", "--chat-template-file", r1)
+    try:
+        st, full = R.post("/apply-template", {"messages": msgs})
+        assert st == 200 and full["prompt"].endswith("<think>\n"), full
+        for last, extra, tail in ((pre_c, {}, "<think>\nI'm thinking\n</think>\n\nHello, "), (pre_r, {}, "<think>\nI'm"),
+                                  (pre_c, {"continue_final_message": "reasoning_content"}, "<think>\nI'm thinking"),
+                                  (pre_r, {"continue_final_message": "content"}, "<think>\nI'm\n</think>\n\n")):
+            st, j = R.post("/apply-template", dict(extra, messages=msgs + [last]))
+            assert st == 200 and j["prompt"] == full["prompt"][:-len("<think>\n")] + tail, (last, extra, j)
+        body = {"messages": msgs + [pre_c], "max_tokens": 6, "seed": 1}
+        st, j = R.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and m["reasoning_content"] == "I'm thinking" and m["content"].startswith("Hello, ") and len(m["content"]) > 7, j
+        r, c, fin = _stream_fields(R, body)
+        assert r == m["reasoning_content"] and c == m["content"], (r, c, m)
+        body = {"messages": msgs + [pre_r], "max_tokens": 6, "seed": 1}
+        st, j = R.post("/v1/chat/completions", body)
+        m = j["choices"][0]["message"]
+        assert st == 200 and m["reasoning_content"].startswith("I'm") and len(m["reasoning_content"]) > 4 and m["content"] == "", j
+        r, c, fin = _stream_fields(R, body)
+        assert r == m["reasoning_content"] and c == "", (r, c, m)
+    finally:
+        R.stop()
+    T, path = _template_server(THINKING_TEMPLATE)
+    try:
+        off = {"chat_template_kwargs": {"enable_thinking": False}}
+        st, j = T.post("/apply-template", dict(off, messages=msgs + [pre_c]))
+        assert st == 200 and j["prompt"].endswith("<|im_start|>assistant\n<think>I'm thinking</think>Hello, ") and "</think>\n\n" not in j["prompt"], j
+        st, j = T.post("/apply-template", {"messages": msgs + [{"role": "assistant", "content": "Hello, "}]})
+        assert st == 200 and j["prompt"].endswith("<|im_start|>assistant\n<think></think>Hello, "), j
+    finally:
+        T.stop()
+        os.unlink(path)
+    # a template that does not think: the content alone in the prompt, and the reply's content starts with it
+    st, full = S.post("/apply-template", {"messages": msgs})
+    st, j = S.post("/apply-template", {"messages": msgs + [pre_c]})
+    assert st == 200 and j["prompt"] == full["prompt"] + "Hello, ", (full, j)
+    body = {"messages": msgs + [pre_c], "max_tokens": 6, "seed": 1}
+    st, j = S.post("/v1/chat/completions", body)
+    m = j["choices"][0]["message"]
+    assert st == 200 and m["content"].startswith("Hello, ") and len(m["content"]) > 7 and "reasoning_content" not in m, j
+    r, c, fin = _stream_fields(S, body)
+    assert r == "" and c == m["content"], (r, c, m)
+
+
 # ---- Anthropic's Messages API (tools/server/anthropic.c) ----------------------------------------
 
 def anth_events(srv, body, path="/v1/messages"):

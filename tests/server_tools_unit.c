@@ -1791,6 +1791,141 @@ static void test_llama_cpp_outputs_harmony(void **state)
     tc_spec_free(t);
 }
 
+/* A continued assistant message on a template that thinks in tags (format fmt's, rs_set_tags):
+ * its start as the prompt holds it (rs_think_prefill: the opening tag, the prefilled reasoning,
+ * and unless the reasoning goes on the closing tag and the prefilled content; `opened`: the
+ * generation prompt's own opening tag and newline instead, its thinking left open), then the
+ * reply; fmt -1: a template that does not think (the prompt holds the content alone). The view
+ * (rs_reply, and streamed a byte at a time) gives the reasoning and content llama.cpp parses. */
+static void pf_check(int fmt, rs_format f, bool opened, const char *pre_r, const char *pre_c, bool open, const char *text,
+                     const char *reasoning, const char *content)
+{
+    rs_spec r = {.format = f};
+    sbuf pre = {0};
+    if (fmt < 0) {
+        sbuf_adds(&pre, pre_c);
+    } else {
+        rs_set_tags(&r, fmt);
+        if (opened) sbuf_adds(&pre, r.open ? r.open : "<think>"), sbuf_adds(&pre, "\n");
+        rs_think_prefill(&pre, &r, opened, pre_r, pre_c, open);
+    }
+    sbuf_add(&pre, "", 1);
+    r.pre = pre.p;
+    const size_t n = strlen(text);
+    sbuf rr = {0}, cc = {0};
+    rs_reply(&r, text, n, false, &rr, &cc);
+    sbuf_add(&rr, "", 1);
+    sbuf_add(&cc, "", 1);
+    if (strcmp(rr.p, reasoning)) fail_msg("[%s|%s]: reasoning [%s]", pre.p, text, rr.p);
+    if (strcmp(cc.p, content)) fail_msg("[%s|%s]: content [%s]", pre.p, text, cc.p);
+    sbuf sr = {0}, sc = {0};
+    for (size_t i = 0; i < n; i++) rs_stream(&r, text + i, 1, &sr, &sc);
+    rs_stream_final(&r, text, n, &sr, &sc);
+    sbuf_add(&sr, "", 1);
+    sbuf_add(&sc, "", 1);
+    if (strcmp(sr.p, reasoning)) fail_msg("[%s|%s]: streamed reasoning [%s]", pre.p, text, sr.p);
+    if (strcmp(sc.p, content)) fail_msg("[%s|%s]: streamed content [%s]", pre.p, text, sc.p);
+    sbuf_free(&sr);
+    sbuf_free(&sc);
+    sbuf_free(&rr);
+    sbuf_free(&cc);
+    sbuf_free(&r.seen);
+    sbuf_free(&pre);
+}
+
+/* The "Continuation tests" of llama.cpp's tests/test-chat.cpp (test_template_output_peg_parsers),
+ * for the templates whose formats sift parses: the request's last assistant message continued
+ * (continue_final_message), message_assist_prefill_content ("Hello, " after the reasoning "I'm
+ * thinking", COMMON_CHAT_CONTINUATION_CONTENT) or message_assist_prefill_reasoning ("I'm",
+ * COMMON_CHAT_CONTINUATION_REASONING); the reply read after the prefill has the prefilled parts. */
+static void test_llama_cpp_continuation(void **state)
+{
+    (void)state;
+    static const char HELLO[] = "Hello, world!\nWhat's up?";
+    static const struct {
+        const char *src; /* the test-chat.cpp template */
+        int fmt;
+        rs_format f;
+        bool opened;        /* its generation prompt leaves the thinking open */
+        const char *reply;  /* the CONTINUATION_REASONING case's model output */
+    } think[] = {
+        {"Qwen3.5-4B.jinja", TC_QWEN3_CODER, RS_AUTO, true, " thinking\n</think>\n\nHello, world!\nWhat's up?"},
+        {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", TC_QWEN3_CODER, RS_AUTO, true, " thinking\n</think>\nHello, world!\nWhat's up?"},
+        {"Qwen-QwQ-32B.jinja", TC_HERMES, RS_AUTO, true, " thinking\n</think>\nHello, world!\nWhat's up?"},
+        {"ibm-granite-granite-3.3-2B-Instruct.jinja", TC_GRANITE, RS_DEEPSEEK, false, " thinking</think>Hello, world!\nWhat's up?"},
+        {"deepseek-ai-DeepSeek-V3.1.jinja", TC_DEEPSEEK_V31, RS_DEEPSEEK, false, " thinking</think>Hello, world!\nWhat's up?"},
+        {"GLM-4.7-Flash.jinja", TC_GLM45, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
+        {"Kimi-K2-Thinking.jinja", TC_KIMI_K2, RS_AUTO, false, " thinking</think>Hello, world!\nWhat's up?"},
+        {"moonshotai-Kimi-K2.jinja", TC_KIMI_K2, RS_AUTO, false, " thinking</think>Hello, world!\nWhat's up?"},
+        {"Reka-Edge.jinja", TC_HERMES, RS_AUTO, true, " thinking\n</think>\n\nHello, world!\nWhat's up?"},
+        {"Reka-Edge.jinja (deepseek)", TC_HERMES, RS_DEEPSEEK, true, " thinking\n</think>\n\nHello, world!\nWhat's up?"},
+        {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", TC_DEEPSEEK_R1, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
+        {"llama-cpp-deepseek-r1.jinja", TC_DEEPSEEK_R1, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
+        {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", TC_DEEPSEEK_R1, RS_DEEPSEEK, true, " thinking</think>Hello, world!\nWhat's up?"},
+        {"StepFun3.5-Flash.jinja", TC_QWEN3_CODER, RS_DEEPSEEK, true, " thinking\n</think>\nHello, world!\nWhat's up?"},
+    };
+    for (size_t i = 0; i < sizeof think / sizeof *think; i++) {
+        print_message("continuation: %s\n", think[i].src);
+        /* CONTINUATION_CONTENT: "world!\nWhat's up?" after "Hello, ", the thinking closed in the prompt */
+        pf_check(think[i].fmt, think[i].f, think[i].opened, "I'm thinking", "Hello, ", false, "world!\nWhat's up?", "I'm thinking", HELLO);
+        /* CONTINUATION_REASONING: the thinking goes on from "I'm" */
+        pf_check(think[i].fmt, think[i].f, think[i].opened, "I'm", "", true, think[i].reply, "I'm thinking", HELLO);
+    }
+    /* Ling 3.0 (inclusionai-ling-3.0-flash.jinja, GLM 4.5's calls): a prefill with only reasoning, its content asked to go on */
+    pf_check(TC_GLM45, RS_DEEPSEEK, false, "I'm thinking", "", false, "Hello, world!", "I'm thinking", "Hello, world!");
+    pf_check(TC_GLM45, RS_DEEPSEEK, false, "I'm thinking", "", true, " more</think>Hello, world!", "I'm thinking more", "Hello, world!");
+    /* templates that do not think (google-gemma-2-2b-it, NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use,
+     * ibm-granite-granite-4.0, Qwen3-Coder, CohereForAI-c4ai-command-r-plus-tool_use,
+     * mistralai-Mistral-Nemo-Instruct-2407, meetkai-functionary-medium-v3.1 and v3.2, MiMo-VL,
+     * NousResearch-Hermes-3-Llama-3.1-8B-tool_use, Qwen-Qwen2.5-7B-Instruct, meta-llama-Llama-3.1-8B,
+     * 3.2-3B and 3.3-70B-Instruct): the content alone, continued */
+    pf_check(-1, RS_AUTO, false, NULL, "Hello, ", false, "world!\nWhat's up?", "", HELLO);
+    /* (Command R7B, its own tags: no continuation case in test-chat.cpp; the same rule) */
+    pf_check(TC_COMMAND_R7B, RS_AUTO, false, "I'm", "", true, " thinking<|END_THINKING|>Hello, world!\nWhat's up?", "I'm thinking", HELLO);
+    /* reasoning format none: the prefill stays in the content as the prompt holds it */
+    pf_check(TC_DEEPSEEK_V31, RS_NONE, false, "I'm", "", true, " thinking</think>Hello", "", "<think>I'm thinking</think>Hello");
+
+    /* where the prefill goes in the rendered prompt (rs_prompt_think_at) */
+    rs_spec r = {0};
+    bool opened = false;
+    static const char forced[] = "<|im_start|>assistant\n<think>\n", off[] = "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+                      plain[] = "<|im_start|>assistant\n";
+    assert_int_equal(rs_prompt_think_at(&r, forced, strlen(forced), &opened), strlen("<|im_start|>assistant\n"));
+    assert_true(opened);
+    assert_int_equal(rs_prompt_think_at(&r, off, strlen(off), &opened), strlen("<|im_start|>assistant\n"));
+    assert_false(opened);
+    assert_int_equal(rs_prompt_think_at(&r, plain, strlen(plain), &opened), strlen(plain));
+    assert_false(opened);
+    rs_set_tags(&r, TC_COMMAND_R7B);
+    static const char r7b[] = "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|><|END_THINKING|>";
+    assert_int_equal(rs_prompt_think_at(&r, r7b, strlen(r7b), &opened), strlen("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"));
+    /* test_template_generation_prompt's generation prompts: Qwen3.5-4B (its opening on a line of its own) */
+    sbuf out = {0};
+    rs_spec qwen = {0};
+    sbuf_adds(&out, forced);
+    rs_think_prefill(&out, &qwen, true, "I'm thinking", "Hello, ", false);
+    sbuf_add(&out, "", 1);
+    assert_string_equal(out.p, "<|im_start|>assistant\n<think>\nI'm thinking\n</think>\n\nHello, ");
+    sbuf_free(&out);
+    sbuf_adds(&out, forced);
+    rs_think_prefill(&out, &qwen, true, "I'm", "", true);
+    sbuf_add(&out, "", 1);
+    assert_string_equal(out.p, "<|im_start|>assistant\n<think>\nI'm");
+    sbuf_free(&out);
+    /* moonshotai-Kimi-K2, DeepSeek V3.2 (the tags with nothing between) */
+    rs_spec kimi = {0};
+    rs_set_tags(&kimi, TC_KIMI_K2);
+    sbuf_adds(&out, "<|im_assistant|>assistant<|im_middle|>");
+    rs_think_prefill(&out, &kimi, false, "I'm thinking", "Hello, ", false);
+    sbuf_add(&out, "", 1);
+    assert_string_equal(out.p, "<|im_assistant|>assistant<|im_middle|><think>I'm thinking</think>Hello, ");
+    sbuf_free(&out);
+    rs_think_prefill(&out, &r, false, "I'm thinking", "Hello, ", false);
+    sbuf_add(&out, "", 1);
+    assert_string_equal(out.p, "<|START_THINKING|>I'm thinking<|END_THINKING|>Hello, ");
+    sbuf_free(&out);
+}
+
 /* LLM-jp 4.1 (llama.cpp's tests/test-chat.cpp, "LLM-jp-4.1: GPT-OSS dialect with spaces after
  * special tokens and <|end|>-separated parallel calls", llm-jp-llm-jp-4.1-8b-thinking.jinja): the
  * harmony view in its dialect gives what llama.cpp's llm-jp-harmony parser gives; the grammars
@@ -1869,6 +2004,7 @@ int main(void)
         cmocka_unit_test(test_llama_cpp_outputs_glm), cmocka_unit_test(test_llama_cpp_outputs_qwen3_coder),
         cmocka_unit_test(test_llama_cpp_outputs_granite), cmocka_unit_test(test_llama_cpp_outputs_harmony),
         cmocka_unit_test(test_llama_cpp_outputs_llm_jp),
+        cmocka_unit_test(test_llama_cpp_continuation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

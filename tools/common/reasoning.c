@@ -39,6 +39,11 @@
  * the prefilled reasoning and content are the reply's too (llama.cpp parses its generation
  * prompt with the reply).
  *
+ * The same with tags (rs_think_prefill, as llama.cpp's handlers write a continued message):
+ * the prompt ends with the opening tag and the message's reasoning, and when its content goes
+ * on, the closing tag and the content so far; r->pre holds that (from the opening tag on) and
+ * the split reads it before the reply. A template that does not think gets the content alone.
+ *
  * Streaming splits the text seen so far again at each token (cheap next to a decode) and
  * sends what grew: text that may still change (a possible `<think>` at the start, a
  * possible `</think>` or whitespace at the end of the reasoning, whitespace after the tag)
@@ -358,16 +363,65 @@ void rs_harmony_prefill(sbuf *out, const char *reasoning, const char *content, b
     sbuf_adds(out, content ? content : "");
 }
 
+size_t rs_prompt_think_at(const rs_spec *r, const char *prompt, size_t n, bool *forced_open)
+{
+    const char *open = r && r->open ? r->open : OPEN, *close = r && r->close ? r->close : CLOSE;
+    const size_t on = strlen(open), cn = strlen(close);
+    size_t e = n;
+    *forced_open = false;
+    while (e && ws(prompt[e - 1])) e--;
+    if (e >= on && !memcmp(prompt + e - on, open, on)) { /* the thinking left open: continued as written */
+        *forced_open = true;
+        return e - on;
+    }
+    if (e < cn || memcmp(prompt + e - cn, close, cn)) return n; /* no thinking in the generation prompt */
+    size_t b = e - cn; /* an empty thinking (thinking off): the prefill's own replaces it */
+    while (b && ws(prompt[b - 1])) b--;
+    return b >= on && !memcmp(prompt + b - on, open, on) ? b - on : n;
+}
+
+void rs_think_prefill(sbuf *out, const rs_spec *r, bool opened, const char *reasoning, const char *content, bool reasoning_open)
+{
+    /* a generation prompt that opened the thinking on a line of its own ("<think>\n": Qwen 3.5,
+     * Reka Edge) gets the closing tag on its own too, as those templates write a thought */
+    const bool lines = opened && out->n && out->p[out->n - 1] == '\n';
+    if (!opened) sbuf_adds(out, r && r->open ? r->open : OPEN);
+    sbuf_adds(out, reasoning ? reasoning : "");
+    if (reasoning_open) return;
+    if (lines) sbuf_adds(out, "\n");
+    sbuf_adds(out, r && r->close ? r->close : CLOSE); /* (Granite's too: llama.cpp writes no <response> here) */
+    if (lines) sbuf_adds(out, "\n\n");
+    sbuf_adds(out, content ? content : "");
+}
+
+/* t[0..n) after r->pre (a continued message's start the prompt holds), in *buf when there is
+ * one: the text the view reads. NULL when out of memory. */
+static const char *with_pre(const rs_spec *r, const char *t, size_t *n, sbuf *buf)
+{
+    if (!r || !r->pre) return t;
+    sbuf_adds(buf, r->pre);
+    sbuf_add(buf, t, *n);
+    if (buf->oom) return NULL;
+    *n = buf->n;
+    return buf->p;
+}
+
 void rs_reply(const rs_spec *r, const char *t, size_t n, bool partial, sbuf *reasoning, sbuf *content)
 {
     if (r && r->harmony) {
         hm_view_all(r, t, n, partial, reasoning, content);
         return;
     }
+    sbuf all = {0};
+    if (!(t = with_pre(r, t, &n, &all))) {
+        reasoning->oom = content->oom = true;
+        return;
+    }
     rs_split sp;
     rs_split_text(r, t, n, partial, &sp);
     sbuf_add(reasoning, t + sp.r0, sp.r1 - sp.r0);
     sbuf_add(content, t + sp.c0, sp.c1 - sp.c0);
+    sbuf_free(&all);
 }
 
 void rs_spec_free(rs_spec *r)
@@ -397,6 +451,7 @@ static void hm_stream(rs_spec *r, const char *t, size_t n, bool partial, sbuf *r
 
 void rs_stream(rs_spec *r, const char *txt, size_t n, sbuf *reasoning, sbuf *content)
 {
+    if (r->pre && !r->harmony && !r->seen.n) sbuf_adds(&r->seen, r->pre); /* the view starts with the prompt's part */
     sbuf_add(&r->seen, txt, n);
     if (r->seen.oom) return;
     if (r->harmony) {
@@ -421,12 +476,18 @@ void rs_stream_final(rs_spec *r, const char *text, size_t n, sbuf *reasoning, sb
         hm_stream(r, text, n, false, reasoning, content);
         return;
     }
+    sbuf all = {0};
+    if (!(text = with_pre(r, text, &n, &all))) {
+        reasoning->oom = content->oom = true;
+        return;
+    }
     rs_split sp;
     rs_split_text(r, text, n, false, &sp);
     if (sp.r1 - sp.r0 > r->r_sent) sbuf_add(reasoning, text + sp.r0 + r->r_sent, sp.r1 - sp.r0 - r->r_sent);
     if (sp.c1 - sp.c0 > r->c_sent) sbuf_add(content, text + sp.c0 + r->c_sent, sp.c1 - sp.c0 - r->c_sent);
     r->r_sent = sp.r1 - sp.r0;
     r->c_sent = sp.c1 - sp.c0;
+    sbuf_free(&all);
 }
 
 /* Free text without the tag in it (a thought without "</think>"), as GBNF: the DFA over how

@@ -29,8 +29,8 @@ typedef struct rs_spec {
     bool calls;                /* harmony: the request has tools; its calls' messages stay in the content, as HM_CALL
                                 * NAME <|message|> args, for the tool-call parser (else they are dropped) */
     bool spaced;               /* harmony: LLM-jp's dialect (TC_LLM_JP), spaces after the special tokens */
-    char *pre;                 /* harmony: the reply's start the prompt already holds (a continued assistant message:
-                                * rs_harmony_prefill), read before the reply; NULL: none (malloc'd) */
+    char *pre;                 /* the reply's start the prompt already holds (a continued assistant message:
+                                * rs_harmony_prefill, rs_think_prefill), read before the reply; NULL: none (malloc'd) */
     sbuf seen;                 /* streaming: the reply so far */
     size_t r_sent, c_sent;     /* bytes of reasoning / content sent */
 } rs_spec;
@@ -72,6 +72,17 @@ char *rs_wrap_harmony(const char *gbnf, const char *root, bool spaced, rs_hm_sta
  * its reasoning as an open analysis message, and with reasoning false (continuing the content)
  * that message ended and a final one opened with the content so far. Appended to out. */
 void rs_harmony_prefill(sbuf *out, const char *reasoning, const char *content, bool reasoning_open);
+/* The same on a template that thinks in tags (r's, rs_set_tags), as llama.cpp's handlers write a
+ * continued message after the generation prompt: the opening tag (unless `opened`: the prompt
+ * already ends inside the thinking, out ends with its opening), the reasoning, and unless
+ * reasoning_open the closing tag (on a line of its own, then a blank line, when out's opening
+ * ended with a newline: "<think>\n") and the content so far. Appended to out. */
+void rs_think_prefill(sbuf *out, const rs_spec *r, bool opened, const char *reasoning, const char *content, bool reasoning_open);
+/* Where a continued message on such a template starts in the rendered prompt[0..n) (with the
+ * generation prompt): at the opening tag the prompt ends with (*forced_open: the thinking is
+ * left open, continued as written), or at an empty thinking block it ends with (thinking off:
+ * the prefill's own thinking replaces it, the prompt is cut there), else n. */
+size_t rs_prompt_think_at(const rs_spec *r, const char *prompt, size_t n, bool *forced_open);
 /* harmony, for --reasoning-budget (engine.c): where the first analysis message's header in t[from..n)
  * ends (after its <|message|>), or 0 when none is there */
 size_t rs_hm_analysis(const rs_spec *r, const char *t, size_t from, size_t n);

@@ -409,9 +409,12 @@ static bool is_role(const cJSON *msg, const char *role)
  * the prefill is written as llama.cpp's gpt-oss handler writes it (rs_harmony_prefill): the
  * message's reasoning_content as an open analysis message, and when the content goes on (the
  * default unless the message has reasoning and no content) the final message with the content
- * so far; *hm_pre gets that text (the reply's start, for the view: r->rs->pre) and *hm_open
- * whether the reasoning goes on. */
-static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *spec, sbuf *out, sbuf *hm_pre, bool *hm_open,
+ * so far. On a template that thinks in tags, as llama.cpp's handlers write it (rs_think_prefill):
+ * the opening tag (the generation prompt's own when it left the thinking open; an empty thinking
+ * block it ended with is replaced), the reasoning, and when the content goes on the closing tag
+ * and the content. *pre_out gets the continued message's text (the reply's start, for the view:
+ * r->rs->pre) and *open_out whether the reasoning goes on. */
+static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *spec, sbuf *out, sbuf *pre_out, bool *open_out,
                        srv_error *e)
 {
     const cJSON *m = field(root, "messages");
@@ -449,19 +452,29 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
         cJSON_DeleteItemFromArray(head, n - 1);
         rc = chat_prompt_msgs(s, root, head, n - 1, true, spec, out, e);
     }
-    if (!rc && s->jinja && tc_harmony(tc_detect(s->tmpl_text))) { /* the continued message, in its channels */
-        const char *reasoning = cJSON_IsString(rc_) ? rc_->valuestring : "";
-        /* which part goes on: as asked, else (true or no field) the reasoning when there is only reasoning */
-        const bool open = cfm_part ? !strcmp(cfm->valuestring, "reasoning_content") : *reasoning && !pre.n;
-        sbuf_add(&pre, "", 1); /* (a string now) */
-        const size_t at0 = out->n;
-        if (!pre.oom) rs_harmony_prefill(out, reasoning, pre.p, open);
-        if (hm_pre && !out->oom) sbuf_add(hm_pre, out->p + at0, out->n - at0);
-        if (hm_open) *hm_open = open;
-    } else if (!rc && pre.n) {
-        sbuf_add(out, pre.p, pre.n);
+    const tc_format tf = s->jinja ? tc_detect(s->tmpl_text) : TC_GENERIC;
+    rs_spec tags = {0}; /* the template's thinking tags (rs_set_tags) */
+    rs_set_tags(&tags, tf);
+    /* (Kimi K2 thinks in tags its older template does not write: llama.cpp's handler writes them) */
+    const bool thinks = !tags.harmony && s->jinja && s->tmpl_text && (tf == TC_KIMI_K2 || strstr(s->tmpl_text, tags.open ? tags.open : "<think>"));
+    const char *reasoning = cJSON_IsString(rc_) ? rc_->valuestring : "";
+    /* which part goes on: as asked, else (true or no field) the reasoning when there is only reasoning */
+    const bool open = (tags.harmony || thinks) && (cfm_part ? !strcmp(cfm->valuestring, "reasoning_content") : *reasoning && !pre.n);
+    size_t at0 = out->n;
+    sbuf_add(&pre, "", 1); /* (a string now) */
+    if (!rc && !pre.oom && tags.harmony) { /* the continued message, in its channels */
+        rs_harmony_prefill(out, reasoning, pre.p, open);
+    } else if (!rc && !pre.oom && thinks && out->p) { /* in the template's thinking tags */
+        bool opened = false;
+        at0 = rs_prompt_think_at(&tags, out->p, out->n, &opened);
+        if (!opened) out->n = at0; /* (an empty thinking block the prompt ended with: replaced) */
+        rs_think_prefill(out, &tags, opened, reasoning, pre.p, open);
+    } else if (!rc && pre.n > 1) {
+        sbuf_add(out, pre.p, pre.n - 1);
     }
-    if (!rc && (pre.oom || out->oom || (hm_pre && hm_pre->oom))) rc = srv_errorf(e, 500, "out of memory");
+    if (!rc && pre_out && out->p && !out->oom) sbuf_add(pre_out, out->p + at0, out->n - at0);
+    if (open_out) *open_out = open;
+    if (!rc && (pre.oom || out->oom || (pre_out && pre_out->oom))) rc = srv_errorf(e, 500, "out of memory");
     cJSON_Delete(head);
     sbuf_free(&pre);
     return rc;
@@ -469,15 +482,16 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
 
 static int parse_messages(const srv_server *s, const cJSON *root, srv_request *r, tokvec *v, srv_error *e)
 {
-    sbuf prompt = {0}, hm_pre = {0};
-    bool hm_open = false;
-    int rc = chat_prompt(s, root, r->tools, &prompt, &hm_pre, &hm_open, e);
+    sbuf prompt = {0}, pre = {0};
+    bool open = false;
+    int rc = chat_prompt(s, root, r->tools, &prompt, &pre, &open, e);
     /* a prompt that ends inside <think> (DeepSeek R1's generation prompt): the reply starts thinking;
-     * harmony: a continued analysis message */
-    if (!rc && prompt.p) r->think_forced_open = hm_pre.n ? hm_open : rs_prompt_forced_open(prompt.p, prompt.n);
-    if (!rc && r->rs) r->rs->forced_open = r->think_forced_open;
-    if (!rc && hm_pre.n && r->rs && !(r->rs->pre = sbuf_strdup(&hm_pre))) rc = srv_errorf(e, 500, "out of memory");
-    sbuf_free(&hm_pre);
+     * a continued message: its reasoning goes on (harmony: a continued analysis message) */
+    if (!rc && prompt.p) r->think_forced_open = pre.n ? open : rs_prompt_forced_open(prompt.p, prompt.n);
+    /* (the view of a continued message in tags reads its opening tag in r->rs->pre) */
+    if (!rc && r->rs) r->rs->forced_open = r->think_forced_open && !(pre.n && !r->rs->harmony);
+    if (!rc && pre.n && r->rs && !(r->rs->pre = sbuf_strdup(&pre))) rc = srv_errorf(e, 500, "out of memory");
+    sbuf_free(&pre);
     if (r->rs) r->rs->calls = r->tools != NULL; /* (harmony: the calls' messages go on to the tool-call parser) */
     if (!rc) rc = add_text(s, v, "messages", prompt.p ? prompt.p : "", prompt.n, true, e);
     sbuf_free(&prompt);
