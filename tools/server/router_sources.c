@@ -192,8 +192,9 @@ static int scan_dir(const char *dir, msrc **v, int *n, char *err, size_t cap)
             continue;
         }
         msrc *m = src_add(v, n, id, path);
-        if (m) m->source = "models_dir";
-        if (!m) {
+        if (m) {
+            m->source = "models_dir";
+        } else {
             free(path);
             rc = -1;
         }
@@ -279,9 +280,10 @@ static int walk_snapshot(const char *dir, int depth, const char *repo, msrc **v,
         struct stat st;
         char tag[64], id[512];
         int index = 0;
-        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        const bool seen = stat(path, &st) == 0; /* (a dangling link: skipped, st unread) */
+        if (seen && S_ISDIR(st.st_mode)) {
             rc = walk_snapshot(path, depth + 1, repo, v, n);
-        } else if (S_ISREG(st.st_mode) && !sidecar(e->d_name) && (gguf_tag(e->d_name, tag, sizeof tag, &index), index == 1) &&
+        } else if (seen && S_ISREG(st.st_mode) && !sidecar(e->d_name) && (gguf_tag(e->d_name, tag, sizeof tag, &index), index == 1) &&
                    tag[0] && snprintf(id, sizeof id, "%s:%s", repo, tag) < (int)sizeof id && !rt_src_find(*v, *n, id)) {
             msrc *m = src_add(v, n, id, path);
             if (!m) rc = -1;
