@@ -1838,6 +1838,43 @@ static void pf_check(int fmt, rs_format f, bool opened, const char *pre_r, const
  * (continue_final_message), message_assist_prefill_content ("Hello, " after the reasoning "I'm
  * thinking", COMMON_CHAT_CONTINUATION_CONTENT) or message_assist_prefill_reasoning ("I'm",
  * COMMON_CHAT_CONTINUATION_REASONING); the reply read after the prefill has the prefilled parts. */
+/* rs_hm_analysis read a token at a time, each search from where the last stopped (as engine.c's
+ * --reasoning-budget does), finds each analysis header at the same length as a whole search from
+ * the start: headers cut short at the end are read again, and nothing before is. */
+static void test_hm_analysis_resume(void **state)
+{
+    (void)state;
+    static const struct {
+        bool spaced;
+        const char *text;
+    } cases[] = {
+        {false, "<|channel|>analysis<|message|>think"},
+        {false, "x<|channel|>final<|message|>hi<|end|><|start|>assistant<|channel|>analysis<|message|>t"},
+        {false, "<|channel|>analysiz<|message|><|channel|><|channel|>analysis<|message|>"},
+        {true, "<|channel|>   analysis<|message|>a"},
+        {true, "<|channel|> final<|message|>ok<|end|><|start|>assistant<|channel|>  analysis<|message|>"},
+        {true, "<|channel|> <|channel|> analysis<|message|>"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rs_spec r = {0};
+        r.spaced = cases[c].spaced;
+        const char *t = cases[c].text;
+        const size_t len = strlen(t);
+        size_t from = 0, found = 0, want = 0, dummy;
+        for (size_t n = 0; n <= len && !found; n++) {
+            size_t resume;
+            found = rs_hm_analysis(&r, t, from, n, &resume);
+            assert_true(resume >= from && resume <= n);
+            want = rs_hm_analysis(&r, t, 0, n, &dummy);
+            if (want != found) fail_msg("case %zu at %zu bytes: resumed search %zu, whole search %zu", c, n, found, want);
+            from = resume;
+        }
+        assert_true(found > 0);
+        assert_true(found >= 19);
+        assert_memory_equal(t + found - 19, "analysis<|message|>", 19); /* the header's end */
+    }
+}
+
 static void test_llama_cpp_continuation(void **state)
 {
     (void)state;
@@ -2004,7 +2041,7 @@ int main(void)
         cmocka_unit_test(test_llama_cpp_outputs_glm), cmocka_unit_test(test_llama_cpp_outputs_qwen3_coder),
         cmocka_unit_test(test_llama_cpp_outputs_granite), cmocka_unit_test(test_llama_cpp_outputs_harmony),
         cmocka_unit_test(test_llama_cpp_outputs_llm_jp),
-        cmocka_unit_test(test_llama_cpp_continuation),
+        cmocka_unit_test(test_llama_cpp_continuation), cmocka_unit_test(test_hm_analysis_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -345,11 +345,18 @@ static void hm_view_all(const rs_spec *r, const char *t, size_t n, bool partial,
     sbuf_free(&all);
 }
 
-size_t rs_hm_analysis(const rs_spec *r, const char *t, size_t from, size_t n)
+size_t rs_hm_analysis(const rs_spec *r, const char *t, size_t from, size_t n, size_t *resume)
 {
+    static const char body[] = "analysis<|message|>";
+    const size_t hn = sizeof H_CHAN - 1, bn = sizeof body - 1;
+    *resume = n > from + hn - 1 ? n - (hn - 1) : from; /* a header cut short at the end starts in its last hn-1 bytes */
     for (const char *c = find_close(t, from, n, H_CHAN); c; c = find_close(t, (size_t)(c - t) + 1, n, H_CHAN)) {
-        const size_t i = hm_sp(r->spaced, t, (size_t)(c - t) + sizeof H_CHAN - 1, n);
-        if (at(t, i, n, "analysis<|message|>")) return i + sizeof "analysis<|message|>" - 1;
+        const size_t i = hm_sp(r->spaced, t, (size_t)(c - t) + hn, n);
+        if (at(t, i, n, body)) return i + bn;
+        if (n - i < bn && !memcmp(t + i, body, n - i)) { /* undecided until more text comes: read it again */
+            *resume = (size_t)(c - t);
+            break; /* (a later <|channel|> would sit inside this header's rest, which cannot hold one) */
+        }
     }
     return 0;
 }

@@ -84,8 +84,10 @@ void rs_think_prefill(sbuf *out, const rs_spec *r, bool opened, const char *reas
  * the prefill's own thinking replaces it, the prompt is cut there), else n. */
 size_t rs_prompt_think_at(const rs_spec *r, const char *prompt, size_t n, bool *forced_open);
 /* harmony, for --reasoning-budget (engine.c): where the first analysis message's header in t[from..n)
- * ends (after its <|message|>), or 0 when none is there */
-size_t rs_hm_analysis(const rs_spec *r, const char *t, size_t from, size_t n);
+ * ends (after its <|message|>), or 0 when none is there. *resume: where a later call, on the same
+ * text grown longer, must start so as to miss no header (one cut short at n is read again), which
+ * keeps the per-token search linear in the reply. */
+size_t rs_hm_analysis(const rs_spec *r, const char *t, size_t from, size_t n, size_t *resume);
 /* GBNF rules <prefix>-0 .. <prefix>-<len-1>: any text without `tag` in it (tag starts with '<'
  * and holds no other '<'); start rule <prefix>-0. */
 void rs_gbnf_without(sbuf *g, const char *prefix, const char *tag);

@@ -116,7 +116,7 @@ static void add_format_context(const srv_server *s, cJSON *ctx, const cJSON *too
         cJSON_AddStringToObject(ctx, "functions", d.p && !d.oom ? d.p : "");
         sbuf_free(&d);
         free(fn);
-    } else if (tc_detect(t) == TC_LLAMA3) {
+    } else if (s->tc_fmt == TC_LLAMA3) {
         strftime(buf, sizeof buf, "%d %b %Y", &tm);
         cJSON_AddStringToObject(ctx, "date_string", buf);
     }
@@ -313,7 +313,7 @@ int chat_content_text(const cJSON *content, int i, sbuf *out, srv_error *e)
 int chat_jinja_flatten(const srv_server *s, cJSON *msgs, srv_error *e)
 {
     int i = 0;
-    const bool harmony = tc_harmony(tc_detect(s->tmpl_text));
+    const bool harmony = tc_harmony(s->tc_fmt);
     for (cJSON *x = msgs->child; x; x = x->next, i++) {
         cJSON *content = cJSON_GetObjectItemCaseSensitive(x, "content");
         /* gpt-oss's template shows an earlier call's analysis from "thinking": a reasoning_content

@@ -77,6 +77,7 @@ typedef struct slot {
     int think;                /* THINK_UNKNOWN, THINK_IN, THINK_OUT (harmony: THINK_UNKNOWN between analysis messages) */
     int32_t n_think;
     size_t think_at;          /* harmony: the generated text is read from here on (past the last analysis' header or end) */
+    size_t think_scan;        /* harmony: where the next search starts (the text before it, past think_at, was read) */
     sift_token *forced;
     int32_t n_forced, i_forced;
     bool shifted;             /* --context-shift moved this request's cells at least once */
@@ -365,6 +366,7 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
     sl->think = !r->rs || r->reasoning_budget < 0 ? THINK_OUT : r->think_forced_open ? THINK_IN : THINK_UNKNOWN;
     sl->n_think = 0;
     sl->think_at = 0;
+    sl->think_scan = 0;
     if (r->trace) sift_chain_set_trace(t->chain, trace_hook, sl);
     sl->n_draft = 0;
     sl->idle = 0;
@@ -436,19 +438,26 @@ static void hm_think_step(srv_engine *e, slot *sl)
     const srv_request *r = &sl->task->req;
     if (sl->think == THINK_OUT || sl->i_forced < sl->n_forced) return;
     const char *g = sl->gen.p ? sl->gen.p : "";
+    /* each search starts where the last one stopped (think_scan), not at think_at: a reply is
+     * read once, not once per token */
     if (sl->think == THINK_UNKNOWN) { /* between messages: an analysis header opens the count */
-        const size_t k = rs_hm_analysis(r->rs, g, sl->think_at, sl->gen.n);
+        const size_t from = sl->think_scan > sl->think_at ? sl->think_scan : sl->think_at;
+        const size_t k = rs_hm_analysis(r->rs, g, from, sl->gen.n, &sl->think_scan);
         if (!k) return;
         sl->think = THINK_IN;
         sl->n_think = 0;
-        sl->think_at = k;
+        sl->think_at = sl->think_scan = k;
     }
-    const char *end = sl->gen.n > sl->think_at ? memmem(g + sl->think_at, sl->gen.n - sl->think_at, "<|end|>", 7) : NULL;
+    static const char end_tag[] = "<|end|>";
+    const size_t en = sizeof end_tag - 1;
+    const size_t from = sl->think_scan > sl->think_at ? sl->think_scan : sl->think_at;
+    const char *end = sl->gen.n > from ? memmem(g + from, sl->gen.n - from, end_tag, en) : NULL;
     if (end) { /* the model ended it: read on for the next analysis */
         sl->think = THINK_UNKNOWN;
-        sl->think_at = (size_t)(end - g) + 7;
+        sl->think_at = sl->think_scan = (size_t)(end - g) + en;
         return;
     }
+    sl->think_scan = sl->gen.n > from + en - 1 ? sl->gen.n - (en - 1) : from; /* an <|end|> cut short is read again */
     if (sl->n_think < r->reasoning_budget) return;
     int32_t n = 0;
     free(sl->forced);
@@ -456,7 +465,7 @@ static void hm_think_step(srv_engine *e, slot *sl)
     sl->n_forced = sl->forced ? n : 0;
     sl->i_forced = 0;
     sl->think = THINK_UNKNOWN;
-    sl->think_at = sl->gen.n; /* (the forced end follows) */
+    sl->think_at = sl->think_scan = sl->gen.n; /* (the forced end follows) */
 }
 
 /* --reasoning-budget, as llama-server's: after the budget's thinking tokens, the tokens of

@@ -452,7 +452,7 @@ static int chat_prompt(const srv_server *s, const cJSON *root, const tc_spec *sp
         cJSON_DeleteItemFromArray(head, n - 1);
         rc = chat_prompt_msgs(s, root, head, n - 1, true, spec, out, e);
     }
-    const tc_format tf = s->jinja ? tc_detect(s->tmpl_text) : TC_GENERIC;
+    const tc_format tf = s->jinja ? s->tc_fmt : TC_GENERIC;
     rs_spec tags = {0}; /* the template's thinking tags (rs_set_tags) */
     rs_set_tags(&tags, tf);
     /* (Kimi K2 thinks in tags its older template does not write: llama.cpp's handler writes them) */
@@ -685,7 +685,7 @@ static int parse_tools(const srv_server *s, const cJSON *o, srv_request *r, srv_
     if (!s->jinja && cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0)
         return srv_errorf(e, 400, "'tools' need a Jinja chat template (the model's, or --chat-template-file); "
                                   "the built-in template %s has no tool calls", chat_name(s->tmpl));
-    TRY(tc_parse_request(tc_detect(s->tmpl_text), o, &r->tools, e));
+    TRY(tc_parse_request(s->tc_fmt, o, &r->tools, e));
     if (r->tools) r->tools->no_system = !s->jinja_system_role;
     tc_budget(r->tools, r->n_predict);
     if (r->tools && (r->cgrammar || r->gbnf_pending))
@@ -875,7 +875,7 @@ static int parse_reasoning(const srv_server *s, const cJSON *o, srv_request *r, 
     if (name && rs_format_parse(name, &f))
         return srv_errorf(e, 400, "'reasoning_format' must be \"none\", \"deepseek\", \"deepseek-legacy\" or \"auto\", got \"%.32s\"", name);
     r->reasoning_budget = s->cfg.reasoning_budget;
-    const tc_format tf = s->jinja ? tc_detect(s->tmpl_text) : TC_GENERIC;
+    const tc_format tf = s->jinja ? s->tc_fmt : TC_GENERIC;
     if (f == RS_NONE && !tc_harmony(tf)) return 0; /* (gpt-oss's channels are read even then: rs_reply) */
     if (!(r->rs = calloc(1, sizeof *r->rs))) return srv_errorf(e, 500, "out of memory");
     r->rs->format = f;
@@ -1308,7 +1308,7 @@ int srv_handle_apply_template(const srv_server *s, const char *body, size_t len,
     if (!root) return e->status;
     sbuf prompt = {0};
     tc_spec *spec = NULL; /* the prompt a chat request with these tools would get */
-    int rc = s->jinja ? tc_parse_request(tc_detect(s->tmpl_text), root, &spec, e) : 0;
+    int rc = s->jinja ? tc_parse_request(s->tc_fmt, root, &spec, e) : 0;
     if (spec) spec->no_system = !s->jinja_system_role;
     if (!rc) rc = chat_prompt(s, root, spec, &prompt, NULL, NULL, e);
     tc_spec_free(spec);

@@ -327,6 +327,8 @@ typedef struct srv_server {
     sift_token eot;            /* EOT or EOS, for infill */
     int n_ctx_slot;
     char *tmpl_text;           /* tokenizer.chat_template (NULL when absent) */
+    tc_format tc_fmt;          /* tc_detect(tmpl_text), found once at load: the text is fixed, and
+                                  the detection is some fifteen scans of it */
     sift_template *jinja;      /* the Jinja template rendered for chats (--chat-template-file, else the GGUF's);
                                   NULL: the built-in named template `tmpl` */
     bool jinja_object_args;    /* chat_jinja_probe_object_args(jinja), found at load */

@@ -827,6 +827,7 @@ int sift_cmd_serve(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    s->tc_fmt = tc_detect(s->tmpl_text); /* the tool-call format, once: every request reads it */
     if (cfg->template_memory && !(s->tpool = sift_template_pool_new(cfg->template_memory))) {
         rc = 1;
         goto done;
