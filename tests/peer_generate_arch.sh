@@ -11,7 +11,7 @@ sift=$1 peer=$2 shared=$3
 dir=$(mktemp -d /tmp/sift_peer_gen_arch_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail=0 n=0
-for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
+for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 gemma4 granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
     exps=${arch#*/}
     arch=${arch%/*}
     [ "$exps" = "$arch" ] && exps=
@@ -21,9 +21,10 @@ for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 granite smollm3 phi3 gpt-os
                 ${exps:+--type-exps "$exps"} --vocab "$shared/models/stories260K.gguf" -o "$f" >/dev/null; then
             echo "FAIL $arch $type${exps:+ ($exps experts)}: mkmodel"; fail=1; continue
         fi
-        # the generated text (peer_generate -v prints it between two "---" lines; sift
-        # generate prints the prompt, then the text)
-        want=$("$peer" -m "$f" -p "Once upon a time" -n 16 -t 1 -r 1 --no-warmup -v 2>&1 >/dev/null | sed -n '/^---$/{n;p;q}')
+        # the generated text, newlines dropped (peer_generate -v prints it between two "---"
+        # lines; sift generate prints the prompt, then the text)
+        want=$("$peer" -m "$f" -p "Once upon a time" -n 16 -t 1 -r 1 --no-warmup -v 2>&1 >/dev/null |
+            sed -n '/^---$/,/^---$/p' | sed '1d;$d' | tr -d '\n')
         got=$("$sift" generate -m "$f" -p "Once upon a time" -n 16 --temp 0 -t 1 2>/dev/null | tr -d '\n')
         got=${got# Once upon a time}
         n=$((n + 1))

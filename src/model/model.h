@@ -53,6 +53,16 @@ typedef struct sift__layer {
     const float *ffn_post_norm;      /* gemma: the same for the feed-forward output, or NULL */
     bool swa;                        /* a sliding-window layer (hp.n_swa cells back; its own RoPE base) */
     bool nope;                       /* no RoPE on this layer (smollm3's every 4th; granite without rope) */
+    /* the layer's own shape: the model's everywhere but gemma4, whose sliding and full layers
+     * differ in head size, RoPE dimensions, KV heads and FFN width (hp holds the maxima) */
+    int32_t head_dim, n_head_kv, n_rot, n_ff;
+    int32_t kv_layer;                /* the cache layer its attention reads: its own, or for gemma4's
+                                        last shared_kv_layers an earlier layer's (it stores no K/V) */
+    bool own_kv;                     /* computes K/V and stores them at cache layer kv_layer == its index */
+    bool v_is_k;                     /* gemma4 without attn_v: V is the K projection (before K's norm, RoPE) */
+    bool v_norm;                     /* gemma4: V RMS-normalized per head, without a weight */
+    float out_scale;                 /* gemma4's layer_output_scale: the hidden state times this after the
+                                        layer; 0: none */
     /* mixture of experts (qwen3moe), instead of w_gate/w_up/w_down when w_router.data is set:
      * the router [n_embd -> n_expert], and each expert's matrices as row ranges of one tensor
      * (expert e: rows e*n_ff_exp .. of gate/up, e*n_embd .. of down), read in place */
@@ -95,6 +105,10 @@ typedef struct sift__hparams {
                                     a ramp over the correction dimensions, magnitude scaled */
     float yarn_ext_factor, yarn_beta_fast, yarn_beta_slow, yarn_log_mul;
     bool gelu;                   /* GELU (tanh form, as ggml's fp16 table) gates the FFN instead of SiLU */
+    int32_t n_rot_swa;           /* RoPE dimensions of the sliding-window layers (gemma4's own; n_rot elsewhere) */
+    bool rope_freqs_full_only;   /* gemma4: rope_freqs divides the full layers' frequencies only */
+    int32_t n_layer_kv;          /* layers with K/V of their own, the first ones (the cache's layer count):
+                                    n_layer but for gemma4's shared_kv_layers */
 } sift__hparams;
 
 struct sift_model {
