@@ -143,6 +143,7 @@ static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
     RANGE(n_head_kv, 1, 1024)
     RANGE(head_dim, 0, 1 << 12)
     RANGE(n_ctx_train, 0, 1 << 24)
+    RANGE(n_embd_per_layer, 0, 1 << 12)
 #undef RANGE
     if (sp->n_head % sp->n_head_kv)
         return sift__error_set(err, SIFT_E_INVAL, "mkmodel: n_head %d is not a multiple of n_head_kv %d", sp->n_head,
@@ -196,6 +197,8 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
                                (wants_post_norms(sp) ? (uint64_t)E * 8 : 0) + oai;
     if (is_g4(sp)) { /* each layer its own shape: q, k (own K/V), v (sliding), output, FFN, norms, scale */
         b += (uint64_t)HD * 4; /* rope_freqs (full head / 2) */
+        const int64_t npl = sp->n_embd_per_layer, nlpl = npl * sp->n_layer;
+        if (npl > 0) b += MAT(nlpl, n_vocab) + MAT(E, nlpl) + (uint64_t)npl * 4 + (MAT(E, npl) + MAT(npl, E) + (uint64_t)E * 4) * (uint64_t)sp->n_layer;
         for (int l = 0; l < sp->n_layer; l++) {
             const mk_layer s = layer_shape(sp, l);
             const int64_t q = (int64_t)sp->n_head * s.hd, kv = (int64_t)s.kv_heads * s.hd;
@@ -295,7 +298,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         if (!(sp->freq_base > 0)) sift__gguf_writer_set_f32(w, KEY("rope.freq_base"), 1e6f);
         sift__gguf_writer_set_f32(w, KEY("rope.freq_base_swa"), 10000.0f);
         sift__gguf_writer_set_u32(w, KEY("attention.shared_kv_layers"), (uint32_t)(sp->n_layer - g4_n_kv(sp)));
-        sift__gguf_writer_set_u32(w, KEY("embedding_length_per_layer_input"), 0);
+        sift__gguf_writer_set_u32(w, KEY("embedding_length_per_layer_input"), (uint32_t)sp->n_embd_per_layer);
         if (!(sp->final_softcap > 0)) sift__gguf_writer_set_f32(w, KEY("final_logit_softcapping"), 30.0f);
     }
 #undef KEY
@@ -306,6 +309,12 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     if ((rc = mk_tensor(&S, NAME, NE0, NE1, KIND)) != SIFT_OK) goto done;
     T("token_embd.weight", E, n_vocab, MK_MATRIX)
     T("output_norm.weight", E, 1, MK_NORM)
+    if (is_g4(sp) && sp->n_embd_per_layer > 0) { /* per-layer embeddings: a second table, its projection */
+        const int64_t nlpl = (int64_t)sp->n_embd_per_layer * sp->n_layer;
+        T("per_layer_token_embd.weight", nlpl, n_vocab, MK_MATRIX)
+        T("per_layer_model_proj.weight", E, nlpl, MK_MATRIX)
+        T("per_layer_proj_norm.weight", sp->n_embd_per_layer, 1, MK_NORM)
+    }
     if (is_g4(sp)) {
         T("rope_freqs.weight", HD0, 1, MK_ROPE_PROP) /* the full layers' head (2 HD0) / 2 */
     } else if (sp->rope_freqs) {
@@ -373,6 +382,11 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
             T(N("post_ffw_norm.weight"), E, 1, MK_NORM)
         }
         if (is_g4(sp)) T(N("layer_output_scale.weight"), 1, 1, MK_NORM)
+        if (is_g4(sp) && sp->n_embd_per_layer > 0) {
+            T(N("inp_gate.weight"), E, sp->n_embd_per_layer, MK_MATRIX)
+            T(N("proj.weight"), sp->n_embd_per_layer, E, MK_MATRIX)
+            T(N("post_norm.weight"), E, 1, MK_NORM)
+        }
 #undef N
     }
 #undef T

@@ -71,6 +71,7 @@ typedef struct sift__mkmodel_spec {
                                 half the KV heads (at least 1), no attn_v (V is K) and proportional RoPE
                                 (rope_freqs: a quarter of the pairs rotated); the shared layers' FFN twice
                                 as wide (E2B's double-wide MLP); a layer_output_scale per layer */
+    int n_embd_per_layer;    /* gemma4: per-layer embeddings of this width (E2B/E4B: 256); 0: none (31B) */
     int fim;                 /* sift__mkmodel_fim: fill-in-the-middle tokens after the copied vocabulary
                                 (mkmodel_vocab.c); 0: none */
 } sift__mkmodel_spec;

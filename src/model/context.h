@@ -65,6 +65,9 @@ struct sift_context {
     int32_t *moe_sel, *moe_tok;
     float *rope;       /* cos, sin per rotated pair [n_rot] */
     float *rope_swa;   /* the same with the sliding-window layers' base, scale and n_rot_swa (gemma3, gemma4), or NULL */
+    /* gemma4's per-layer embeddings (NULL without): each token's inputs of every layer
+     * [n_batch][n_layer * n_pl], one token's embedding row [n_layer * n_pl], the gate [n_batch][n_pl] */
+    float *ple, *ple_row, *ple_g;
     const float *rope_factors; /* the model's RoPE divisors for this context's size (llama 3.1's, or
                                   LongRoPE's long or short set), or NULL */
     const float *rope_factors_swa; /* the sliding layers' (the same, but NULL for gemma4: full layers only) */

@@ -534,6 +534,9 @@ void sift_context_free(sift_context *ctx)
     free(ctx->moe_tok);
     free(ctx->rope);
     free(ctx->rope_swa);
+    free(ctx->ple);
+    free(ctx->ple_row);
+    free(ctx->ple_g);
     for (int f = 0; f < SIFT_ACT_COUNT; f++) free(ctx->act[f]);
     free(ctx->scores);
     free(ctx->deq);
@@ -557,7 +560,7 @@ static void formats_used(const sift_model *m, int64_t max_in[SIFT_ACT_COUNT])
         const sift__layer *L = &m->layers[l];
         const sift__weight *ws[] = {&L->wq,       &L->wk,          &L->wv,        &L->wo,         &L->w_gate,
                                     &L->w_up,     &L->w_down,      &L->w_router,  &L->w_gate_exps, &L->w_up_exps,
-                                    &L->w_down_exps};
+                                    &L->w_down_exps, &L->ple_gate,  &L->ple_out};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
             const sift__act_format f = sift__act_format_of(ws[i]->type);
             if (ws[i]->n_in > max_in[f]) max_in[f] = ws[i]->n_in;
@@ -565,6 +568,8 @@ static void formats_used(const sift_model *m, int64_t max_in[SIFT_ACT_COUNT])
     }
     const sift__act_format f = sift__act_format_of(m->output.type);
     if (m->output.n_in > max_in[f]) max_in[f] = m->output.n_in;
+    const sift__act_format fp = sift__act_format_of(m->ple_proj.type);
+    if (m->ple_proj.n_in > max_in[fp]) max_in[fp] = m->ple_proj.n_in;
 }
 
 /* (Re)make the pool and the per-thread scratch for max(n_threads, n_threads_batch). */
@@ -674,6 +679,12 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     if (hp->rope_freq_base_swa != hp->rope_freq_base || hp->rope_freq_scale_swa != hp->rope_freq_scale ||
         hp->n_rot_swa != hp->n_rot || ctx->rope_factors_swa != ctx->rope_factors)
         ctx->rope_swa = xcalloc(B * (size_t)(hp->n_rot_swa ? hp->n_rot_swa : 2), sizeof(float), &fail);
+    if (hp->n_embd_per_layer > 0) {
+        const size_t NLPL = (size_t)hp->n_layer * (size_t)hp->n_embd_per_layer;
+        ctx->ple = xcalloc(B * NLPL, sizeof(float), &fail);
+        ctx->ple_row = xcalloc(NLPL, sizeof(float), &fail);
+        ctx->ple_g = xcalloc(B * (size_t)hp->n_embd_per_layer, sizeof(float), &fail);
+    }
     ctx->seq_next = xcalloc((size_t)ctx->n_seq, sizeof(int32_t), &fail);
     ctx->tok_seq = xcalloc(B, sizeof(int32_t), &fail);
     ctx->tok_pos = xcalloc(B, sizeof(int32_t), &fail);
@@ -865,6 +876,7 @@ static void compact_outputs(sift_context *ctx)
     compact_rows(ctx->xn, hp->n_embd, ctx->out_ids, n);
     compact_rows(ctx->rope, hp->n_rot, ctx->out_ids, n);
     if (ctx->rope_swa) compact_rows(ctx->rope_swa, hp->n_rot_swa, ctx->out_ids, n);
+    if (ctx->ple) compact_rows(ctx->ple, (int64_t)hp->n_layer * hp->n_embd_per_layer, ctx->out_ids, n);
     for (int j = 0; j < n; j++) {
         ctx->tok_seq[j] = ctx->tok_seq[ctx->out_ids[j]];
         ctx->tok_pos[j] = ctx->tok_pos[ctx->out_ids[j]];
@@ -879,6 +891,28 @@ static void add_rows(float *x, const float *y, size_t n)
 static void scale_rows(float *x, size_t n, float s)
 {
     for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+/* gemma4's per-layer inputs of every token (llama.cpp's build_inp_per_layer and
+ * project_per_layer_inputs): the token's per-layer embedding row times sqrt(n_pl), plus the
+ * scaled token embedding x projected to n_layer x n_pl, times 1/sqrt(n_embd) and RMS-normed
+ * per layer; the sum times 1/sqrt(2). ctx->ple[t][l * n_pl ..] is layer l's. */
+static void per_layer_inputs(sift_context *ctx, const sift_batch *b, int nth)
+{
+    const sift_model *m = ctx->model;
+    const sift__hparams *hp = &m->hp;
+    const int n = b->n_tokens, NPL = hp->n_embd_per_layer;
+    const int64_t NLPL = (int64_t)hp->n_layer * NPL;
+    const float proj_scale = 1.0f / sqrtf((float)hp->n_embd), embd_scale = sqrtf((float)NPL), inp_scale = 1.0f / sqrtf(2.0f);
+    matmul1(ctx, nth, n, ctx->x, &m->ple_proj, ctx->ple, NLPL);
+    const sift__weight *pe = &m->ple_embd;
+    for (int t = 0; t < n; t++) {
+        float *p = ctx->ple + t * NLPL;
+        sift__type_traits_get(pe->type)->dequantize((const char *)pe->data + (size_t)b->token[t] * pe->row_bytes, ctx->ple_row, NLPL);
+        for (int64_t i = 0; i < NLPL; i++) p[i] *= proj_scale;
+        for (int l = 0; l < hp->n_layer; l++) rmsnorm(p + (size_t)l * NPL, m->ple_proj_norm, p + (size_t)l * NPL, NPL, hp->rms_eps);
+        for (int64_t i = 0; i < NLPL; i++) p[i] = (p[i] + ctx->ple_row[i] * embd_scale) * inp_scale;
+    }
 }
 
 static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
@@ -898,6 +932,8 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         if (hp->n_rot_swa && ctx->rope_swa)
             sift__rope_cache(m, ctx->rope_factors_swa, (float)ctx->tok_pos[t], true, true, ctx->rope_swa + (size_t)t * hp->n_rot_swa);
     }
+
+    if (ctx->ple) per_layer_inputs(ctx, b, nth);
 
     for (int l = 0; l < hp->n_layer; l++) {
         const sift__layer *L = &m->layers[l];
@@ -970,6 +1006,15 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->ffn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
         if (hp->residual_scale != 0) scale_rows(ctx->xn, (size_t)n * E, hp->residual_scale);
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
+        if (L->ple_gate.data) { /* gemma4: x += norm((gelu(x Wgate) * the layer's input) Wproj) */
+            const int NPL = hp->n_embd_per_layer;
+            const size_t NLPL = (size_t)hp->n_layer * NPL;
+            matmul1(ctx, nth, n, ctx->x, &L->ple_gate, ctx->ple_g, NPL);
+            for (int t = 0; t < n; t++) geglu(NPL, ctx->ple_g + (size_t)t * NPL, ctx->ple + t * NLPL + (size_t)l * NPL, m->gelu_f16);
+            matmul1(ctx, nth, n, ctx->ple_g, &L->ple_out, ctx->xn, E);
+            for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->ple_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
+            add_rows(ctx->x, ctx->xn, (size_t)n * E);
+        }
         if (L->out_scale != 0) scale_rows(ctx->x, (size_t)n * E, L->out_scale); /* gemma4's layer_output_scale */
         if (ctx->cvec && l >= ctx->cvec_l0 && l <= ctx->cvec_l1) /* control vector (cvec.c) */
             for (int t = 0; t < n; t++) add_rows(ctx->x + (size_t)t * E, ctx->cvec + (size_t)l * E, (size_t)E);

@@ -64,7 +64,8 @@ static const arch_desc archs[] = {
      .features = "gemma3's block with per-layer geometry (sliding and full layers' own head size, RoPE dims and base, KV heads, "
                  "FFN width), sliding layers from a bool array, the last shared_kv_layers reading earlier layers' K/V, V as K "
                  "where attn_v is absent, V RMS-normalized, unscaled scores, proportional RoPE (rope_freqs) on full layers, "
-                 "layer_output_scale; not yet: per-layer embeddings (E2B/E4B), experts (26B-A4B)"},
+                 "layer_output_scale, per-layer embeddings (E2B/E4B: a second embedding per token and layer, gated into each "
+                 "layer's output); not yet: experts (26B-A4B)"},
     {.name = "granite", .granite = true,
      .features = "llama + embedding, residual, attention and logit multipliers"},
     {.name = "smollm3", .nope_step = 4,
@@ -309,11 +310,11 @@ static int read_gemma(loader *ld, const arch_desc *ad)
  * layer n_kv - 2 (sliding) or n_kv - 1 (full), n_kv = n_layer - shared_kv_layers
  * (llama_model::create_memory's reuse rule). Scores are not scaled (f_attention_scale 1:
  * the q/k norms carry it), queries neither; the logits are soft-capped when the file says.
- * Per-layer embeddings and experts are refused by name until they are built. */
+ * Experts are refused by name until they are built. */
 static int read_gemma4(loader *ld)
 {
     sift__hparams *hp = &ld->m->hp;
-    int rc, shared = 0, n_pl = 0, n_exp = 0, v_swa = 0;
+    int rc, shared = 0, n_pl = 0, n_exp = 0, v_swa = 0; /* n_pl: per-layer embedding width (E2B/E4B) */
     if ((rc = get_int(ld, "attention.sliding_window", true, 0, 1, INT32_MAX, &hp->n_swa))) return rc;
     if ((rc = get_int_layers(ld, "attention.sliding_window_pattern", true, 0, 0, INT32_MAX, ld->swa))) return rc;
     if ((rc = get_int(ld, "attention.key_length_swa", true, 0, 2, SIFT_MAX_HEAD_DIM, &ld->head_dim_swa))) return rc;
@@ -326,10 +327,8 @@ static int read_gemma4(loader *ld)
     if (hp->n_rot_swa % 2)
         return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope.dimension_count_swa %d is odd", hp->n_rot_swa);
     if ((rc = get_int(ld, "attention.shared_kv_layers", false, 0, 0, hp->n_layer - 1, &shared))) return rc;
-    if ((rc = get_int(ld, "embedding_length_per_layer_input", true, 0, 0, 1 << 24, &n_pl))) return rc;
-    if (n_pl > 0)
-        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: gemma4's per-layer embeddings (E2B/E4B: "
-                               "embedding_length_per_layer_input %d) are not supported yet", n_pl);
+    if ((rc = get_int(ld, "embedding_length_per_layer_input", true, 0, 0, 1 << 16, &n_pl))) return rc;
+    hp->n_embd_per_layer = n_pl;
     if ((rc = get_int(ld, "expert_count", false, 0, 0, 4096, &n_exp))) return rc;
     if (n_exp > 0)
         return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: gemma4's experts (26B-A4B: expert_count %d) are not supported yet",
@@ -518,7 +517,9 @@ static int load_tensors(loader *ld, const arch_desc *ad)
 
     /* per layer: norms, biases, q/k norms, output scale; gpt-oss adds the output bias, sinks, router and expert biases */
     const int64_t oai_n = ad->oai ? E + hp->n_head + (int64_t)hp->n_expert * (1 + 2 * (int64_t)hp->n_ff_exp + E) : 0;
-    const int64_t arena_n = E + 3 * (hp->n_rot / 2) + HDmax + (int64_t)hp->n_layer * (4 * E + Qmax + 2 * KVmax + 2 * HDmax + 1 + oai_n);
+    const int64_t NPL = hp->n_embd_per_layer, NLPL = NPL * hp->n_layer; /* gemma4's per-layer embeddings */
+    const int64_t arena_n = E + 3 * (hp->n_rot / 2) + HDmax + NPL +
+                            (int64_t)hp->n_layer * (5 * E + Qmax + 2 * KVmax + 2 * HDmax + 1 + oai_n);
     m->f32_arena = malloc((size_t)arena_n * sizeof(float));
     if (!m->f32_arena) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
     ld->arena = m->f32_arena;
@@ -529,6 +530,14 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: token_embd.weight: type %s cannot be read",
                               sift_type_name(m->tok_embd.type));
     if ((rc = get_vec(ld, "output_norm.weight", E, true, &m->output_norm))) return rc;
+    if (NPL > 0) {
+        if ((rc = get_weight(ld, "per_layer_token_embd.weight", NLPL, V, true, &m->ple_embd))) return rc;
+        if (!sift__type_traits_get(m->ple_embd.type)->dequantize)
+            return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: per_layer_token_embd.weight: type %s cannot be read",
+                                   sift_type_name(m->ple_embd.type));
+        if ((rc = get_weight(ld, "per_layer_model_proj.weight", E, NLPL, true, &m->ple_proj))) return rc;
+        if ((rc = get_vec(ld, "per_layer_proj_norm.weight", NPL, true, &m->ple_proj_norm))) return rc;
+    }
     if ((rc = get_weight(ld, "output.weight", E, V, false, &m->output))) return rc;
     /* llama 3.1's per-frequency RoPE divisors (theta_i / f_i); gemma4's proportional RoPE on its
      * full layers (1 on the rotated share of pairs, 1e30 beyond), required there by llama.cpp */
@@ -614,6 +623,11 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         if (ad->gemma) {
             if ((rc = get_vec(ld, NAME("post_attention_norm.weight"), E, true, &L->attn_post_norm))) return rc;
             if ((rc = get_vec(ld, NAME("post_ffw_norm.weight"), E, true, &L->ffn_post_norm))) return rc;
+        }
+        if (NPL > 0) {
+            if ((rc = get_weight(ld, NAME("inp_gate.weight"), E, NPL, true, &L->ple_gate))) return rc;
+            if ((rc = get_weight(ld, NAME("proj.weight"), NPL, E, true, &L->ple_out))) return rc;
+            if ((rc = get_vec(ld, NAME("post_norm.weight"), E, true, &L->ple_post_norm))) return rc;
         }
         if (ad->gemma4) {
             const float *os = NULL;
