@@ -186,6 +186,27 @@ static int get_int_layers(loader *ld, const char *suffix, bool required, int64_t
     return SIFT_OK;
 }
 
+/* A head size (attention.key_length{sfx}), the value size that must equal it, and the RoPE
+ * dimensions (rope.dimension_count{sfx}: even, at most the head size; rot_def < 0: the head
+ * size), for all layers (sfx "") or gemma4's sliding ones ("_swa"). */
+static int read_head(loader *ld, const char *sfx, bool required, int32_t def, int32_t rot_def, int32_t *hd, int32_t *n_rot)
+{
+    char k[64], v[64], r[64];
+    snprintf(k, sizeof k, "attention.key_length%s", sfx);
+    snprintf(v, sizeof v, "attention.value_length%s", sfx);
+    snprintf(r, sizeof r, "rope.dimension_count%s", sfx);
+    int32_t v_len;
+    int rc;
+    if ((rc = get_int(ld, k, required, def, 1, SIFT_MAX_HEAD_DIM, hd))) return rc;
+    if ((rc = get_int(ld, v, false, *hd, 1, 1 << 16, &v_len))) return rc;
+    if (v_len != *hd)
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: value_length%s %d differs from key_length%s %d", sfx, v_len,
+                               sfx, *hd);
+    if ((rc = get_int(ld, r, false, rot_def < 0 ? *hd : rot_def, 0, *hd, n_rot))) return rc;
+    if (*n_rot % 2) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %s %d is odd", r, *n_rot);
+    return SIFT_OK;
+}
+
 static int read_hparams(loader *ld)
 {
     sift__hparams *hp = &ld->m->hp;
@@ -210,16 +231,7 @@ static int read_hparams(loader *ld)
         if (ld->kv_heads[l] > hp->n_head_kv) hp->n_head_kv = ld->kv_heads[l];
     }
     int32_t head_dim_default = hp->n_embd % hp->n_head ? 0 : hp->n_embd / hp->n_head;
-    if ((rc = get_int(ld, "attention.key_length", head_dim_default == 0, head_dim_default, 1, SIFT_MAX_HEAD_DIM, &hp->head_dim)))
-        return rc;
-    int32_t v_len;
-    if ((rc = get_int(ld, "attention.value_length", false, hp->head_dim, 1, 1 << 16, &v_len))) return rc;
-    if (v_len != hp->head_dim)
-        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: value_length %d differs from key_length %d", v_len,
-                              hp->head_dim);
-    if ((rc = get_int(ld, "rope.dimension_count", false, hp->head_dim, 0, hp->head_dim, &hp->n_rot))) return rc;
-    if (hp->n_rot % 2)
-        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope.dimension_count %d is odd", hp->n_rot);
+    if ((rc = read_head(ld, "", head_dim_default == 0, head_dim_default, -1, &hp->head_dim, &hp->n_rot))) return rc;
     hp->n_rot_swa = hp->n_rot;
     hp->n_layer_kv = hp->n_layer;
     ld->head_dim_full = ld->head_dim_swa = hp->head_dim;
@@ -314,18 +326,11 @@ static int read_gemma(loader *ld, const arch_desc *ad)
 static int read_gemma4(loader *ld)
 {
     sift__hparams *hp = &ld->m->hp;
-    int rc, shared = 0, n_pl = 0, n_exp = 0, v_swa = 0; /* n_pl: per-layer embedding width (E2B/E4B) */
+    int rc, shared = 0, n_pl = 0, n_exp = 0; /* n_pl: per-layer embedding width (E2B/E4B) */
     if ((rc = get_int(ld, "attention.sliding_window", true, 0, 1, INT32_MAX, &hp->n_swa))) return rc;
     if ((rc = get_int_layers(ld, "attention.sliding_window_pattern", true, 0, 0, INT32_MAX, ld->swa))) return rc;
-    if ((rc = get_int(ld, "attention.key_length_swa", true, 0, 2, SIFT_MAX_HEAD_DIM, &ld->head_dim_swa))) return rc;
-    if ((rc = get_int(ld, "attention.value_length_swa", true, 0, 1, 1 << 16, &v_swa))) return rc;
-    if (v_swa != ld->head_dim_swa)
-        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: value_length_swa %d differs from key_length_swa %d", v_swa,
-                               ld->head_dim_swa);
-    /* default: the full layers' count, which must then fit the sliding layers' heads */
-    if ((rc = get_int(ld, "rope.dimension_count_swa", false, hp->n_rot, 0, ld->head_dim_swa, &hp->n_rot_swa))) return rc;
-    if (hp->n_rot_swa % 2)
-        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope.dimension_count_swa %d is odd", hp->n_rot_swa);
+    /* RoPE dimensions by default the full layers' count, which must then fit the sliding heads */
+    if ((rc = read_head(ld, "_swa", true, 0, hp->n_rot, &ld->head_dim_swa, &hp->n_rot_swa))) return rc;
     if ((rc = get_int(ld, "attention.shared_kv_layers", false, 0, 0, hp->n_layer - 1, &shared))) return rc;
     if ((rc = get_int(ld, "embedding_length_per_layer_input", true, 0, 0, 1 << 16, &n_pl))) return rc;
     hp->n_embd_per_layer = n_pl;
