@@ -873,6 +873,66 @@ static void test_gemma4_cache(void **state)
     rmdir(dir);
 }
 
+/* A gemma4 file with one key made wrong: each refused at load with a message naming it. */
+static void test_gemma4_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], bad[1100], vocab[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/g4.gguf", dir);
+    snprintf(bad, sizeof bad, "%s/bad.gguf", dir);
+    const sift__mkmodel_spec spec = {.arch = "gemma4", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
+                                     .head_dim = 16};
+    sift_error err = {0};
+    assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
+    sift_gguf *g = sift_gguf_open(path, &err);
+    assert_non_null(g);
+    const uint8_t pat3[3] = {1, 0, 1};
+    const uint32_t kv_bad[4] = {2, 3, 2, 1};
+    const char *const strs[4] = {"a", "b", "c", "d"};
+    static const struct {
+        const char *key, *want;
+    } cases[] = {
+        {"gemma4.attention.sliding_window_pattern", "has 3 values for 4 layers"},
+        {"gemma4.attention.shared_kv_layers", "shares the K/V of layer"},
+        {"gemma4.expert_count", "experts (26B-A4B"},
+        {"gemma4.attention.head_count_kv", "not a multiple of 3 KV heads (layer 1)"},
+        {"gemma4.rope.dimension_count_swa", "out of range"},
+        {"gemma4.feed_forward_length", "not an array of integers"},
+        {"gemma4.attention.key_length_swa", "missing key 'gemma4.attention.key_length_swa'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        sift__gguf_writer *w = sift__gguf_writer_new();
+        for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
+            if (c != 6 || strcmp(sift_gguf_key(g, i), cases[c].key) != 0)
+                sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
+        switch (c) {
+        case 0: sift__gguf_writer_set_arr(w, cases[c].key, SIFT_GGUF_BOOL, pat3, 3); break;
+        case 1: sift__gguf_writer_set_u32(w, cases[c].key, 3); break; /* one layer left: no sliding one to share */
+        case 2: sift__gguf_writer_set_u32(w, cases[c].key, 4); break;
+        case 3: sift__gguf_writer_set_arr(w, cases[c].key, SIFT_GGUF_UINT32, kv_bad, 4); break;
+        case 4: sift__gguf_writer_set_u32(w, cases[c].key, 200); break; /* the sliding heads are 16 wide */
+        case 5: sift__gguf_writer_set_arr_str(w, cases[c].key, strs, 4); break;
+        default: break;
+        }
+        for (int64_t i = 0; i < sift_gguf_n_tensors(g); i++) {
+            const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
+            assert_int_equal(sift__gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &err), SIFT_OK);
+        }
+        assert_int_equal(sift__gguf_writer_write_file(w, bad, &err), SIFT_OK);
+        sift__gguf_writer_free(w);
+        sift_error e = {0};
+        sift_model *m = sift_model_load(bad, &e);
+        printf("  gemma4 refused %s: %s\n", cases[c].key, e.msg);
+        assert_null(m);
+        assert_non_null(strstr(e.msg, cases[c].want));
+    }
+    sift_gguf_close(g);
+    unlink(bad);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* ---- errors leave the cache untouched ----------------------------------------------------------- */
 
 static void test_decode_errors(void **state)
@@ -1087,6 +1147,7 @@ int main(void)
         cmocka_unit_test(test_kv_ops),
         cmocka_unit_test(test_kv_shift),
         cmocka_unit_test(test_gemma4_cache),
+        cmocka_unit_test(test_gemma4_refused),
         cmocka_unit_test(test_state_seq_file),
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_fim_copy),

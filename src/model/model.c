@@ -344,7 +344,10 @@ static int read_gemma4(loader *ld)
     for (int l = 0; l < hp->n_layer; l++) ld->swa[l] = ld->swa[l] != 0;
     for (int l = hp->n_layer_kv; l < hp->n_layer; l++) {
         const int src = hp->n_layer_kv - (ld->swa[l] ? 2 : 1);
-        if (src < 0 || ld->swa[src] != ld->swa[l] || ld->kv_heads[src] != ld->kv_heads[l])
+        if (src < 0)
+            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %d shared KV layers leave no layer for layer %d to share",
+                                   shared, l);
+        if (ld->swa[src] != ld->swa[l] || ld->kv_heads[src] != ld->kv_heads[l])
             return sift__error_set(ld->err, SIFT_E_FORMAT, "model: layer %d shares the K/V of layer %d, whose kind or KV heads differ",
                                    l, src);
     }
