@@ -812,6 +812,20 @@ static void test_kv_shift(void **state)
     sift_context_free(c);
 }
 
+/* A gemma4 mkmodel model of 4 layers (S F S F, the last two sharing K/V) at dir/g4.gguf (dir
+ * made from its XXXXXX template), window n_swa, weights from seed; other[] gets dir/name. */
+static void mk_gemma4(char *dir, char *path, size_t cap, int n_swa, uint64_t seed, const char *name, char *other)
+{
+    char vocab[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, cap, "%s/g4.gguf", dir);
+    snprintf(other, cap, "%s/%s", dir, name);
+    const sift__mkmodel_spec spec = {.arch = "gemma4", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
+                                     .head_dim = 16, .n_swa = n_swa, .out_scale = 1.5f, .seed = seed};
+    sift_error err = {0};
+    assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
+}
+
 /* gemma4's cache (a mkmodel model: sliding layers of head size 16 and 2 KV heads, full ones of
  * 32 and 1 with proportional RoPE, the last two layers reading earlier layers' K/V): the
  * shift re-rotates each layer's keys with its own RoPE (dimensions, base, factors), so a
@@ -820,14 +834,9 @@ static void test_kv_shift(void **state)
 static void test_gemma4_cache(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], vocab[1024], spath[1200];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/g4.gguf", dir);
-    snprintf(spath, sizeof spath, "%s/seq.bin", dir);
-    const sift__mkmodel_spec spec = {.arch = "gemma4", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
-                                     .head_dim = 16, .n_swa = 16, .out_scale = 1.5f, .seed = 5};
+    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], spath[1100];
+    mk_gemma4(dir, path, sizeof path, 16, 5, "seq.bin", spath);
     sift_error err = {0};
-    assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
     sift_model *m = sift_model_load(path, &err);
     assert_non_null(m);
     assert_int_equal(m->hp.n_layer_kv, 2);
@@ -877,14 +886,9 @@ static void test_gemma4_cache(void **state)
 static void test_gemma4_refused(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], bad[1100], vocab[1024];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/g4.gguf", dir);
-    snprintf(bad, sizeof bad, "%s/bad.gguf", dir);
-    const sift__mkmodel_spec spec = {.arch = "gemma4", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
-                                     .head_dim = 16};
+    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], bad[1100];
+    mk_gemma4(dir, path, sizeof path, 0, 1, "bad.gguf", bad);
     sift_error err = {0};
-    assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
     sift_gguf *g = sift_gguf_open(path, &err);
     assert_non_null(g);
     const uint8_t pat3[3] = {1, 0, 1};
