@@ -13,6 +13,15 @@
  *          decoupled
  *   gemma3 q/k norms, a window of 8 on 5 layers of 6 with RoPE base 10000 there, base 1e6
  *          with linear scaling x8 on the global layer
+ *   gemma4 per-layer geometry: sliding layers (window 8) of head size 16 with 2 KV heads and
+ *          RoPE base 10000 over 16 dims, full ones of head size 32 with 1 KV head, base 1e6,
+ *          proportional RoPE (rope_freqs: 4 of 16 pairs rotate) and V as K (no attn_v); the
+ *          last 2 layers read earlier layers' K/V (FFN twice as wide there); V normalized,
+ *          unscaled scores, layer_output_scale, logit soft-cap 30. gemma4 on 4 layers (S F S F,
+ *          tied head), gemma4b on 8 (5 sliding : 1 full, the last full; layers 6, 7 share 4's
+ *          and 5's K/V; its own output.weight), gemma4e on 6 (5 : 1, layers 4, 5 sharing
+ *          2's and 3's... as the reuse rule has it) with per-layer embeddings of width 16 (E2B's
+ *          second embedding table, projected and gated into every layer's output)
  *   granite embedding x12, residual x0.22, score scale 1/64, logits / 8
  *   smollm3 no RoPE on every 4th layer
  *   phi3   fused attn_qkv and gate-up, queries scaled after RoPE; LongRoPE with its long
@@ -171,6 +180,13 @@ int main(int argc, char **argv)
                     .n_swa = 8, .tied = true, .out_scale = 4, .seed = 14}, TOL_GELU_TABLE},
         {"gemma3", {.arch = "gemma3", .n_embd = 64, .n_ff = 128, .n_layer = 6, .n_head = 4, .n_head_kv = 1, .head_dim = 32,
                     .freq_base = 1e6f, .rope_linear = 8, .n_swa = 8, .tied = true, .out_scale = 4, .seed = 15}, TOL_GELU_TABLE},
+        {"gemma4", {.arch = "gemma4", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
+                    .freq_base = 1e6f, .n_swa = 8, .tied = true, .out_scale = 4, .seed = 24}, TOL_GELU_TABLE},
+        {"gemma4b", {.arch = "gemma4", .n_embd = 64, .n_ff = 96, .n_layer = 8, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
+                     .freq_base = 1e6f, .n_swa = 8, .out_scale = 1.5f, .seed = 25}, TOL_GELU_TABLE},
+        {"gemma4e", {.arch = "gemma4", .n_embd = 64, .n_ff = 128, .n_layer = 6, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
+                     .freq_base = 1e6f, .n_swa = 8, .n_embd_per_layer = 16, .tied = true, .out_scale = 4, .seed = 26},
+         TOL_GELU_TABLE},
         {"granite", {.arch = "granite", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e4f,
                      .tied = true, .out_scale = 4, .seed = 16}, TOL_EXACT},
         {"smollm3", {.arch = "smollm3", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 1, .freq_base = 5e6f,

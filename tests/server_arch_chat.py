@@ -37,6 +37,7 @@ ARCHS = {
     "qwen3moe": (MOE, LT + "Qwen-Qwen3-0.6B.jinja", "<|im_start|>system"),
     "gemma2": ([], LT + "google-gemma-2-2b-it.jinja", "<start_of_turn>user"),
     "gemma3": ([], CT + "google-gemma-4-31B-it-interleaved.jinja", "<|turn>user"),
+    "gemma4": ([], CT + "gemma4.jinja", "<|turn>user"),
     "phi3": ([], LT + "microsoft-Phi-3.5-mini-instruct.jinja", "<|user|>"),
     "granite": ([], LT + "ibm-granite-granite-3.3-2B-Instruct.jinja", "<|start_of_role|>user<|end_of_role|>"),
     "smollm3": ([], LT + "HuggingFaceTB-SmolLM3-3B.jinja", "<|im_start|>user"),

@@ -812,6 +812,131 @@ static void test_kv_shift(void **state)
     sift_context_free(c);
 }
 
+/* A gemma4 mkmodel model of 4 layers (S F S F, the last two sharing K/V) at dir/g4.gguf (dir
+ * made from its XXXXXX template), window n_swa, weights from seed; other[] gets dir/name. */
+static void mk_gemma4(char *dir, char *path, size_t cap, int n_swa, uint64_t seed, const char *name, char *other)
+{
+    char vocab[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, cap, "%s/g4.gguf", dir);
+    snprintf(other, cap, "%s/%s", dir, name);
+    const sift__mkmodel_spec spec = {.arch = "gemma4", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
+                                     .head_dim = 16, .n_swa = n_swa, .out_scale = 1.5f, .seed = seed};
+    sift_error err = {0};
+    assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
+}
+
+/* gemma4's cache (a mkmodel model: sliding layers of head size 16 and 2 KV heads, full ones of
+ * 32 and 1 with proportional RoPE, the last two layers reading earlier layers' K/V): the
+ * shift re-rotates each layer's keys with its own RoPE (dimensions, base, factors), so a
+ * prompt decoded at +100 and moved back agrees with one decoded in place; a saved sequence
+ * restores the same logits bit for bit. */
+static void test_gemma4_cache(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], spath[1100];
+    mk_gemma4(dir, path, sizeof path, 16, 5, "seq.bin", spath);
+    sift_error err = {0};
+    sift_model *m = sift_model_load(path, &err);
+    assert_non_null(m);
+    assert_int_equal(m->hp.n_layer_kv, 2);
+    assert_int_equal(m->layers[3].kv_layer, 1);
+    assert_int_equal(m->layers[2].kv_layer, 0);
+    const int nv = sift_model_n_vocab(m), n = 40, off = 100;
+    sift_context *a = mkctx(m, 1, 1, SIFT_ISA_AUTO), *c = mkctx(m, 1, 1, SIFT_ISA_AUTO), *r = mkctx(m, 1, 1, SIFT_ISA_AUTO);
+    sift_batch b;
+    sift_batch_init(&b, n, 1);
+    int s0 = 0;
+    sift_token toks[40];
+    for (int i = 0; i < n; i++) toks[i] = 3 + (i * 37) % 500;
+    for (int i = 0; i < n; i++) sift_batch_add(&b, toks[i], i, &s0, 1, false);
+    assert_int_equal(sift_decode(a, &b, NULL), SIFT_OK);
+    for (int i = 0; i < n; i++) b.pos[i] += off;
+    assert_int_equal(sift_decode(c, &b, NULL), SIFT_OK);
+    assert_int_equal(sift_kv_seq_add(c, 0, off, -1, -off), SIFT_OK);
+    const size_t wrote = sift_state_seq_save_file(a, spath, 0, toks, (size_t)n, &err);
+    assert_true(wrote > 0);
+    sift_token back[64];
+    size_t nt = 0;
+    assert_int_equal(sift_state_seq_load_file(r, spath, 0, back, 64, &nt, &err), wrote);
+    assert_int_equal(nt, n);
+    sift_batch_clear(&b);
+    sift_batch_add(&b, 77, n, &s0, 1, true);
+    assert_int_equal(sift_decode(a, &b, NULL), SIFT_OK);
+    assert_int_equal(sift_decode(c, &b, NULL), SIFT_OK);
+    assert_int_equal(sift_decode(r, &b, NULL), SIFT_OK);
+    const double d = max_abs_diff(sift_get_logits_ith(a, 0), sift_get_logits_ith(c, 0), nv);
+    printf("  kv shift       gemma4 (mkmodel): decoded at +%d and shifted back vs decoded in place: max|delta| = %.3g\n", off, d);
+    /* rotating twice rounds differently, and ggml's fp16 GELU table can turn that into one
+     * fp16 step (peer_model_arch.c): a looser bound than stories260K's */
+    assert_true(d < 5e-3);
+    assert_int_equal(argmax(sift_get_logits_ith(a, 0), nv), argmax(sift_get_logits_ith(c, 0), nv));
+    expect_logits(r, 0, sift_get_logits_ith(a, 0), nv, "gemma4 restored sequence");
+    sift_batch_free(&b);
+    sift_context_free(a);
+    sift_context_free(c);
+    sift_context_free(r);
+    sift_model_free(m);
+    unlink(spath);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A gemma4 file with one key made wrong: each refused at load with a message naming it. */
+static void test_gemma4_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], bad[1100];
+    mk_gemma4(dir, path, sizeof path, 0, 1, "bad.gguf", bad);
+    sift_error err = {0};
+    sift_gguf *g = sift_gguf_open(path, &err);
+    assert_non_null(g);
+    const uint8_t pat3[3] = {1, 0, 1};
+    const uint32_t kv_bad[4] = {2, 3, 2, 1};
+    const char *const strs[4] = {"a", "b", "c", "d"};
+    static const struct {
+        const char *key, *want;
+    } cases[] = {
+        {"gemma4.attention.sliding_window_pattern", "has 3 values for 4 layers"},
+        {"gemma4.attention.shared_kv_layers", "shares the K/V of layer"},
+        {"gemma4.expert_count", "experts (26B-A4B"},
+        {"gemma4.attention.head_count_kv", "not a multiple of 3 KV heads (layer 1)"},
+        {"gemma4.rope.dimension_count_swa", "out of range"},
+        {"gemma4.feed_forward_length", "not an array of integers"},
+        {"gemma4.attention.key_length_swa", "missing key 'gemma4.attention.key_length_swa'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        sift__gguf_writer *w = sift__gguf_writer_new();
+        for (int64_t i = 0; i < sift_gguf_n_kv(g); i++)
+            if (c != 6 || strcmp(sift_gguf_key(g, i), cases[c].key) != 0)
+                sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
+        switch (c) {
+        case 0: sift__gguf_writer_set_arr(w, cases[c].key, SIFT_GGUF_BOOL, pat3, 3); break;
+        case 1: sift__gguf_writer_set_u32(w, cases[c].key, 3); break; /* one layer left: no sliding one to share */
+        case 2: sift__gguf_writer_set_u32(w, cases[c].key, 4); break;
+        case 3: sift__gguf_writer_set_arr(w, cases[c].key, SIFT_GGUF_UINT32, kv_bad, 4); break;
+        case 4: sift__gguf_writer_set_u32(w, cases[c].key, 200); break; /* the sliding heads are 16 wide */
+        case 5: sift__gguf_writer_set_arr_str(w, cases[c].key, strs, 4); break;
+        default: break;
+        }
+        for (int64_t i = 0; i < sift_gguf_n_tensors(g); i++) {
+            const sift_gguf_tensor *t = sift_gguf_tensor_at(g, i);
+            assert_int_equal(sift__gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->size, &err), SIFT_OK);
+        }
+        assert_int_equal(sift__gguf_writer_write_file(w, bad, &err), SIFT_OK);
+        sift__gguf_writer_free(w);
+        sift_error e = {0};
+        sift_model *m = sift_model_load(bad, &e);
+        printf("  gemma4 refused %s: %s\n", cases[c].key, e.msg);
+        assert_null(m);
+        assert_non_null(strstr(e.msg, cases[c].want));
+    }
+    sift_gguf_close(g);
+    unlink(bad);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* ---- errors leave the cache untouched ----------------------------------------------------------- */
 
 static void test_decode_errors(void **state)
@@ -1025,6 +1150,8 @@ int main(void)
         cmocka_unit_test(test_weights_short_read),
         cmocka_unit_test(test_kv_ops),
         cmocka_unit_test(test_kv_shift),
+        cmocka_unit_test(test_gemma4_cache),
+        cmocka_unit_test(test_gemma4_refused),
         cmocka_unit_test(test_state_seq_file),
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_fim_copy),

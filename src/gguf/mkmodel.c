@@ -26,7 +26,7 @@ static float mk_rand(uint64_t *s)
 }
 
 /* What a tensor holds (its distribution). */
-typedef enum { MK_MATRIX, MK_NORM, MK_BIAS, MK_HEAD, MK_ROPE_FREQS, MK_SINK, MK_EXPERTS } mk_kind;
+typedef enum { MK_MATRIX, MK_NORM, MK_BIAS, MK_HEAD, MK_ROPE_FREQS, MK_ROPE_PROP, MK_SINK, MK_EXPERTS } mk_kind;
 
 typedef struct mk_state {
     const sift__mkmodel_spec *sp;
@@ -54,6 +54,8 @@ static int mk_tensor3(mk_state *S, const char *name, int64_t n0, int64_t n1, int
         case MK_NORM: d[i] = 1.0f + 0.2f * mk_rand(&S->seed); break;
         case MK_BIAS: d[i] = 0.3f * mk_rand(&S->seed); break;
         case MK_ROPE_FREQS: d[i] = 4.5f + 3.5f * mk_rand(&S->seed); break; /* divisors in [1, 8) */
+        /* gemma4's proportional RoPE: the first quarter of the pairs rotate, the rest by ~0 */
+        case MK_ROPE_PROP: d[i] = i < n / 4 ? 1.0f : 1e30f; break;
         case MK_HEAD: d[i] = mk_rand(&S->seed) * sc * out_scale; break;
         }
     }
@@ -93,13 +95,43 @@ static int mk_tensor(mk_state *S, const char *name, int64_t n0, int64_t n1, mk_k
     return mk_tensor3(S, name, n0, n1, 1, kind);
 }
 
+/* gemma4's layer shapes (mkmodel.h, n_kv_shared). */
+static bool is_g4(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "gemma4"); }
+static bool g4_swa(const sift__mkmodel_spec *sp, int l)
+{
+    const int period = sp->n_layer < 6 ? 2 : 6;
+    return l != sp->n_layer - 1 && (l + 1) % period != 0;
+}
+/* The layers with K/V of their own (the first ones); the rest read layer n_kv - 2 (sliding) or
+ * n_kv - 1 (full), as llama.cpp's reuse rule has it. */
+static int g4_n_kv(const sift__mkmodel_spec *sp)
+{
+    if (sp->n_kv_shared < 0) return sp->n_layer;
+    if (sp->n_kv_shared > 0) return sp->n_layer - sp->n_kv_shared;
+    for (int k = (sp->n_layer + 1) / 2; k <= sp->n_layer; k++)
+        if (k >= 2 && !g4_swa(sp, k - 1) && g4_swa(sp, k - 2)) return k;
+    return sp->n_layer;
+}
+typedef struct mk_layer {
+    int hd, kv_heads, ff;
+    bool swa, own_kv;
+} mk_layer;
+static mk_layer layer_shape(const sift__mkmodel_spec *sp, int l)
+{
+    const int hd = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
+    if (!is_g4(sp)) return (mk_layer){hd, sp->n_head_kv, sp->n_ff, false, true};
+    const bool swa = g4_swa(sp, l), own = l < g4_n_kv(sp);
+    return (mk_layer){swa ? hd : 2 * hd, swa || sp->n_head_kv < 2 ? sp->n_head_kv : sp->n_head_kv / 2, own ? sp->n_ff : 2 * sp->n_ff,
+                      swa, own};
+}
+
 static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
 {
-    static const char *const known[] = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "granite", "smollm3", "phi3", "gpt-oss"};
+    static const char *const known[] = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "gemma4", "granite", "smollm3", "phi3", "gpt-oss"};
     bool ok = false;
     for (size_t i = 0; sp->arch && i < sizeof known / sizeof *known; i++) ok |= !strcmp(sp->arch, known[i]);
     if (!ok)
-        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, phi3 or gpt-oss",
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, granite, smollm3, phi3 or gpt-oss",
                               sp->arch ? sp->arch : "(null)");
 #define RANGE(f, lo, hi)                                                                                           \
     if (sp->f < (lo) || sp->f > (hi))                                                                              \
@@ -111,6 +143,7 @@ static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
     RANGE(n_head_kv, 1, 1024)
     RANGE(head_dim, 0, 1 << 12)
     RANGE(n_ctx_train, 0, 1 << 24)
+    RANGE(n_embd_per_layer, 0, 1 << 12)
 #undef RANGE
     if (sp->n_head % sp->n_head_kv)
         return sift__error_set(err, SIFT_E_INVAL, "mkmodel: n_head %d is not a multiple of n_head_kv %d", sp->n_head,
@@ -119,6 +152,12 @@ static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
         return sift__error_set(err, SIFT_E_INVAL, "mkmodel: n_embd %d is not a multiple of n_head %d", sp->n_embd, sp->n_head);
     const int hd = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
     if (hd % 2) return sift__error_set(err, SIFT_E_INVAL, "mkmodel: the head size %d is odd (RoPE rotates pairs)", hd);
+    if (!strcmp(sp->arch, "gemma4") && sp->n_kv_shared > 0) {
+        const int k = sp->n_layer - sp->n_kv_shared;
+        if (k < 2 || g4_swa(sp, k - 1) || !g4_swa(sp, k - 2))
+            return sift__error_set(err, SIFT_E_INVAL, "mkmodel: %d shared KV layers leave layers %d (full) and %d (sliding) "
+                                   "for them to read, which this layer pattern does not have", sp->n_kv_shared, k - 1, k - 2);
+    }
     const sift__type_traits *tr = sift__type_traits_get(sp->type), *te = sift__type_traits_get(sp->exp_type);
     if (!tr || !tr->quantize)
         return sift__error_set(err, SIFT_E_UNSUPPORTED, "mkmodel: type %d cannot be written", (int)sp->type);
@@ -132,10 +171,11 @@ static bool is_oai(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "gpt
 static bool wants_bias(const sift__mkmodel_spec *sp) { return sp->bias || !strcmp(sp->arch, "qwen2") || is_oai(sp); }
 static bool wants_qk_norm(const sift__mkmodel_spec *sp)
 {
-    return sp->qk_norm || !strcmp(sp->arch, "qwen3") || !strcmp(sp->arch, "qwen3moe") || !strcmp(sp->arch, "gemma3");
+    return sp->qk_norm || !strcmp(sp->arch, "qwen3") || !strcmp(sp->arch, "qwen3moe") || !strcmp(sp->arch, "gemma3") || is_g4(sp);
 }
 static bool is_moe(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen3moe") || is_oai(sp); }
 static bool wants_post_norms(const sift__mkmodel_spec *sp) { return !strncmp(sp->arch, "gemma", 5); }
+static bool always_tied(const sift__mkmodel_spec *sp) { return wants_post_norms(sp) && !is_g4(sp); }
 
 uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_vocab)
 {
@@ -145,7 +185,7 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
 #define MAT_T(t, n0, n1) ((sift__type_row_bytes((t), (n0)) ? sift__type_row_bytes((t), (n0)) : (uint64_t)(n0) * 4) * (uint64_t)(n1))
 #define MAT(n0, n1) MAT_T(sp->type, n0, n1)
     const sift_tensor_type et = sp->exp_type != SIFT_TYPE_F32 ? sp->exp_type : sp->type;
-    uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + ((sp->tied && !is_oai(sp)) || wants_post_norms(sp) ? 0 : MAT(E, n_vocab));
+    uint64_t b = MAT(E, n_vocab) + (uint64_t)E * 4 + ((sp->tied && !is_oai(sp)) || always_tied(sp) ? 0 : MAT(E, n_vocab));
     if (sp->rope_freqs) b += (uint64_t)HD / 2 * 4;
     if (sp->longrope_orig > 0) b += (uint64_t)HD * 4;
     const int64_t NE = sp->n_expert > 0 ? sp->n_expert : 8, FE = sp->n_ff_exp > 0 ? sp->n_ff_exp : F;
@@ -155,6 +195,18 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
     const uint64_t per_layer = MAT(E, Q) + 2 * MAT(E, KV) + MAT(Q, E) + ffn + (uint64_t)E * 8 +
                                (wants_bias(sp) ? (uint64_t)(Q + 2 * KV) * 4 : 0) + (wants_qk_norm(sp) ? (uint64_t)HD * 8 : 0) +
                                (wants_post_norms(sp) ? (uint64_t)E * 8 : 0) + oai;
+    if (is_g4(sp)) { /* each layer its own shape: q, k (own K/V), v (sliding), output, FFN, norms, scale */
+        b += (uint64_t)HD * 4; /* rope_freqs (full head / 2) */
+        const int64_t npl = sp->n_embd_per_layer, nlpl = npl * sp->n_layer;
+        if (npl > 0) b += MAT(nlpl, n_vocab) + MAT(E, nlpl) + (uint64_t)npl * 4 + (MAT(E, npl) + MAT(npl, E) + (uint64_t)E * 4) * (uint64_t)sp->n_layer;
+        for (int l = 0; l < sp->n_layer; l++) {
+            const mk_layer s = layer_shape(sp, l);
+            const int64_t q = (int64_t)sp->n_head * s.hd, kv = (int64_t)s.kv_heads * s.hd;
+            b += MAT(E, q) + MAT(q, E) + (s.own_kv ? MAT(E, kv) * (s.swa ? 2 : 1) + (uint64_t)s.hd * 4 : 0) + 2 * MAT(E, s.ff) +
+                 MAT(s.ff, E) + (uint64_t)E * 16 + (uint64_t)s.hd * 4 + 4;
+        }
+        return b;
+    }
 #undef MAT
 #undef MAT_T
     return b + per_layer * (uint64_t)sp->n_layer;
@@ -198,7 +250,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         sift__gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear");
         sift__gguf_writer_set_f32(w, KEY("rope.scaling.factor"), sp->rope_linear);
     }
-    if (sp->n_swa > 0 || is_oai(sp))
+    if (sp->n_swa > 0 || is_oai(sp) || is_g4(sp))
         sift__gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)(sp->n_swa > 0 ? sp->n_swa : 128));
     if (sp->attn_softcap > 0) sift__gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), sp->attn_softcap);
     if (sp->final_softcap > 0) sift__gguf_writer_set_f32(w, KEY("final_logit_softcapping"), sp->final_softcap);
@@ -226,33 +278,69 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         sift__gguf_writer_set_f32(w, KEY("attention.scale"), 0.015625f);
         sift__gguf_writer_set_f32(w, KEY("logit_scale"), 8.0f);
     }
+    if (is_g4(sp)) { /* per-layer arrays, the two head sizes, the shared layers (mkmodel.h) */
+        uint8_t pat[1024];
+        uint32_t kvh[1024], ffw[1024];
+        for (int l = 0; l < sp->n_layer; l++) {
+            const mk_layer ls = layer_shape(sp, l);
+            pat[l] = ls.swa, kvh[l] = (uint32_t)ls.kv_heads, ffw[l] = (uint32_t)ls.ff;
+        }
+        const uint32_t hd = (uint32_t)(sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head);
+        sift__gguf_writer_set_arr(w, KEY("attention.sliding_window_pattern"), SIFT_GGUF_BOOL, pat, (uint64_t)sp->n_layer);
+        sift__gguf_writer_set_arr(w, KEY("attention.head_count_kv"), SIFT_GGUF_UINT32, kvh, (uint64_t)sp->n_layer);
+        sift__gguf_writer_set_arr(w, KEY("feed_forward_length"), SIFT_GGUF_UINT32, ffw, (uint64_t)sp->n_layer);
+        sift__gguf_writer_set_u32(w, KEY("attention.key_length"), 2 * hd);
+        sift__gguf_writer_set_u32(w, KEY("attention.value_length"), 2 * hd);
+        sift__gguf_writer_set_u32(w, KEY("attention.key_length_swa"), hd);
+        sift__gguf_writer_set_u32(w, KEY("attention.value_length_swa"), hd);
+        sift__gguf_writer_set_u32(w, KEY("rope.dimension_count"), 2 * hd);
+        sift__gguf_writer_set_u32(w, KEY("rope.dimension_count_swa"), hd);
+        if (!(sp->freq_base > 0)) sift__gguf_writer_set_f32(w, KEY("rope.freq_base"), 1e6f);
+        sift__gguf_writer_set_f32(w, KEY("rope.freq_base_swa"), 10000.0f);
+        sift__gguf_writer_set_u32(w, KEY("attention.shared_kv_layers"), (uint32_t)(sp->n_layer - g4_n_kv(sp)));
+        sift__gguf_writer_set_u32(w, KEY("embedding_length_per_layer_input"), (uint32_t)sp->n_embd_per_layer);
+        if (!(sp->final_softcap > 0)) sift__gguf_writer_set_f32(w, KEY("final_logit_softcapping"), 30.0f);
+    }
 #undef KEY
     if ((rc = sift__mkmodel_copy_vocab(w, g, sp->fim, &n_vocab, err)) != SIFT_OK) goto done;
 
-    const int E = sp->n_embd, F = sp->n_ff, HD = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
-    const int Q = sp->n_head * HD, KV = sp->n_head_kv * HD;
+    const int E = sp->n_embd, HD0 = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
 #define T(NAME, NE0, NE1, KIND)                                                                                    \
     if ((rc = mk_tensor(&S, NAME, NE0, NE1, KIND)) != SIFT_OK) goto done;
     T("token_embd.weight", E, n_vocab, MK_MATRIX)
     T("output_norm.weight", E, 1, MK_NORM)
-    if (sp->rope_freqs) T("rope_freqs.weight", HD / 2, 1, MK_ROPE_FREQS)
+    if (is_g4(sp) && sp->n_embd_per_layer > 0) { /* per-layer embeddings: a second table, its projection */
+        const int64_t nlpl = (int64_t)sp->n_embd_per_layer * sp->n_layer;
+        T("per_layer_token_embd.weight", nlpl, n_vocab, MK_MATRIX)
+        T("per_layer_model_proj.weight", E, nlpl, MK_MATRIX)
+        T("per_layer_proj_norm.weight", sp->n_embd_per_layer, 1, MK_NORM)
+    }
+    if (is_g4(sp)) {
+        T("rope_freqs.weight", HD0, 1, MK_ROPE_PROP) /* the full layers' head (2 HD0) / 2 */
+    } else if (sp->rope_freqs) {
+        T("rope_freqs.weight", HD0 / 2, 1, MK_ROPE_FREQS)
+    }
     if (sp->longrope_orig > 0) {
-        T("rope_factors_long.weight", HD / 2, 1, MK_ROPE_FREQS)
-        T("rope_factors_short.weight", HD / 2, 1, MK_ROPE_FREQS)
+        T("rope_factors_long.weight", HD0 / 2, 1, MK_ROPE_FREQS)
+        T("rope_factors_short.weight", HD0 / 2, 1, MK_ROPE_FREQS)
     }
     const bool fused = !strcmp(sp->arch, "phi3");
-    /* gemma: always tied; gpt-oss: never (llama.cpp requires output.weight) */
-    if ((!sp->tied || is_oai(sp)) && !wants_post_norms(sp)) T("output.weight", E, n_vocab, MK_HEAD)
+    /* gemma2/3: always tied (llama.cpp reads no output.weight; gemma4 does); gpt-oss: never (llama.cpp
+     * requires output.weight) */
+    if ((!sp->tied || is_oai(sp)) && !always_tied(sp)) T("output.weight", E, n_vocab, MK_HEAD)
     for (int l = 0; l < sp->n_layer; l++) {
         char n[SIFT_GGUF_MAX_NAME];
 #define N(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+        /* the layer's own shape (gemma4's vary; the others' are the model's) */
+        const mk_layer ls = layer_shape(sp, l);
+        const int HD = ls.hd, Q = sp->n_head * HD, KV = ls.kv_heads * HD, F = ls.ff;
         T(N("attn_norm.weight"), E, 1, MK_NORM)
         if (fused) {
             T(N("attn_qkv.weight"), E, Q + 2 * KV, MK_MATRIX)
         } else {
             T(N("attn_q.weight"), E, Q, MK_MATRIX)
-            T(N("attn_k.weight"), E, KV, MK_MATRIX)
-            T(N("attn_v.weight"), E, KV, MK_MATRIX)
+            if (ls.own_kv) T(N("attn_k.weight"), E, KV, MK_MATRIX)
+            if (ls.own_kv && (!is_g4(sp) || ls.swa)) T(N("attn_v.weight"), E, KV, MK_MATRIX) /* gemma4's full layers: V is K */
         }
         if (wants_bias(sp)) {
             T(N("attn_q.bias"), Q, 1, MK_BIAS)
@@ -261,7 +349,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         }
         if (wants_qk_norm(sp)) {
             T(N("attn_q_norm.weight"), HD, 1, MK_NORM)
-            T(N("attn_k_norm.weight"), HD, 1, MK_NORM)
+            if (ls.own_kv) T(N("attn_k_norm.weight"), HD, 1, MK_NORM)
         }
         T(N("attn_output.weight"), Q, E, MK_MATRIX)
         if (is_oai(sp)) { /* the norm before the experts is llama.cpp's attn_post_norm */
@@ -292,6 +380,12 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         if (wants_post_norms(sp)) {
             T(N("post_attention_norm.weight"), E, 1, MK_NORM)
             T(N("post_ffw_norm.weight"), E, 1, MK_NORM)
+        }
+        if (is_g4(sp)) T(N("layer_output_scale.weight"), 1, 1, MK_NORM)
+        if (is_g4(sp) && sp->n_embd_per_layer > 0) {
+            T(N("inp_gate.weight"), E, sp->n_embd_per_layer, MK_MATRIX)
+            T(N("proj.weight"), sp->n_embd_per_layer, E, MK_MATRIX)
+            T(N("post_norm.weight"), E, 1, MK_NORM)
         }
 #undef N
     }

@@ -36,7 +36,8 @@ typedef struct sift__mkmodel_spec {
     const char *arch;        /* "llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite" (with fixed
                                 multipliers), "smollm3", "phi3" (fused attn_qkv and gate-up), "qwen3moe",
                                 "gpt-oss" (biases everywhere, attention sinks, a window of n_swa
-                                (default 128) on even layers, every layer routed) (the tensors an
+                                (default 128) on even layers, every layer routed), "gemma4" (see
+                                n_kv_shared) (the tensors an
                                 architecture requires are written whatever the flags below say:
                                 qwen2's biases, qwen3's and gemma3's q/k norms, gemma's post norms) */
     int n_embd, n_ff, n_layer, n_head, n_head_kv;
@@ -62,6 +63,15 @@ typedef struct sift__mkmodel_spec {
                                 attn_factor 1.19, rope_factors_long/short tensors) */
     sift_tensor_type exp_type; /* the expert stacks' type (MoE); SIFT_TYPE_F32 (0): as `type`.
                                 gpt-oss's own files have them in MXFP4 */
+    int n_kv_shared;         /* gemma4: the last layers that read earlier layers' K/V; 0: from about half the
+                                layers on (where layer n_kv - 1 is full and n_kv - 2 slides), < 0: none.
+                                gemma4's shape: a window of n_swa (default 128) on every layer but each 6th
+                                (2nd below 6 layers) and the last; sliding layers with head size head_dim
+                                (or n_embd / n_head) and n_head_kv heads, full ones with twice the head size,
+                                half the KV heads (at least 1), no attn_v (V is K) and proportional RoPE
+                                (rope_freqs: a quarter of the pairs rotated); the shared layers' FFN twice
+                                as wide (E2B's double-wide MLP); a layer_output_scale per layer */
+    int n_embd_per_layer;    /* gemma4: per-layer embeddings of this width (E2B/E4B: 256); 0: none (31B) */
     int fim;                 /* sift__mkmodel_fim: fill-in-the-middle tokens after the copied vocabulary
                                 (mkmodel_vocab.c); 0: none */
 } sift__mkmodel_spec;

@@ -9,6 +9,10 @@
  *
  *     k_cache[((l * n_seq + s) * n_head_kv + h) * head_dim + d][c]
  *
+ * for the n_layer_kv layers that store K/V (all but gemma4's shared ones, which read an
+ * earlier layer's: sift__layer.kv_layer), with the model's largest n_head_kv and head_dim
+ * (gemma4's sliding layers use the first heads and dimensions of their rows).
+ *
  * so the attention of a token at position p reads, per head dimension, the contiguous run
  * of cells 0..p: the scores q.K and the weighted sum of V are long unit-stride loops the
  * SIMD kernels like, for any head size (stories260K's heads have 8 dimensions). This is the
@@ -60,9 +64,13 @@ struct sift_context {
     float *moe_p, *moe_w, *moe_x, *moe_g, *moe_u, *moe_o, *moe_out;
     int32_t *moe_sel, *moe_tok;
     float *rope;       /* cos, sin per rotated pair [n_rot] */
-    float *rope_swa;   /* the same with the sliding-window layers' base and scale (gemma3), or NULL */
+    float *rope_swa;   /* the same with the sliding-window layers' base, scale and n_rot_swa (gemma3, gemma4), or NULL */
+    /* gemma4's per-layer embeddings (NULL without): each token's inputs of every layer
+     * [n_batch][n_layer * n_pl], one token's embedding row [n_layer * n_pl], the gate [n_batch][n_pl] */
+    float *ple, *ple_row, *ple_g;
     const float *rope_factors; /* the model's RoPE divisors for this context's size (llama 3.1's, or
                                   LongRoPE's long or short set), or NULL */
+    const float *rope_factors_swa; /* the sliding layers' (the same, but NULL for gemma4: full layers only) */
     void *act[SIFT_ACT_COUNT];    /* activations converted per sift__act_format (NULL where unused) */
     size_t act_stride[SIFT_ACT_COUNT];
     int32_t n_thread_slots; /* per-thread scratch below exists for this many threads */

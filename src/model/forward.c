@@ -46,12 +46,17 @@
 
 /* ---- small row operations (cheap next to the products; plain C) ---------------------------- */
 
+/* y = x / rms(x) * w, or without a weight when w is NULL (gemma4's V) */
 static void rmsnorm(const float *x, const float *w, float *y, int n, float eps)
 {
     double sum = 0;
     for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / n);
     const float scale = 1.0f / sqrtf(mean + eps);
+    if (!w) {
+        for (int i = 0; i < n; i++) y[i] = x[i] * scale;
+        return;
+    }
     for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
 }
 
@@ -83,17 +88,18 @@ void sift__rope_cache(const sift_model *m, const float *factors, float p, bool s
     const sift__hparams *hp = &m->hp;
     const float base = swa ? hp->rope_freq_base_swa : hp->rope_freq_base;
     const float scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale;
-    const float theta_scale = powf(base, -2.0f / (float)hp->n_rot);
+    const int n_rot = swa ? hp->n_rot_swa : hp->n_rot;
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
     const bool yarn = hp->rope_yarn && hp->yarn_ext_factor != 0.0f;
     float lo = 0, hi = 0, mscale = hp->rope_attn_factor;
     if (yarn) { /* ggml_rope_yarn_corr_dims */
-        lo = fmaxf(0.0f, floorf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_fast, base)));
-        hi = fminf((float)(hp->n_rot - 1), ceilf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, base)));
+        lo = fmaxf(0.0f, floorf(yarn_corr_dim(n_rot, hp->n_ctx_orig, hp->yarn_beta_fast, base)));
+        hi = fminf((float)(n_rot - 1), ceilf(yarn_corr_dim(n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, base)));
         mscale = yarn_mscale(hp, scale);
     }
     if (!magnitude) mscale = 1.0f;
     float theta = p;
-    for (int i = 0; i < hp->n_rot / 2; i++) {
+    for (int i = 0; i < n_rot / 2; i++) {
         const float ff = factors ? factors[i] : 1.0f;
         const float extrap = theta / ff;
         float t = scale * extrap;
@@ -401,12 +407,13 @@ static void attn_task(void *arg, int chunk, int n_chunks, int thread)
     sift_context *ctx = J->ctx;
     const sift__kernels *k = ctx->k;
     const sift__hparams *hp = &ctx->model->hp;
-    const int HD = hp->head_dim, NKV = hp->n_head_kv, G = hp->n_head / hp->n_head_kv, Q = hp->n_head * HD;
+    const sift__layer *L = &ctx->model->layers[J->layer];
+    const int HD = L->head_dim, NKV = L->n_head_kv, G = hp->n_head / NKV, Q = hp->n_head * HD, cl = L->kv_layer;
     const size_t ld = (size_t)ctx->n_ctx_seq;
     /* gemma scales the queries instead (heads_norm_rope), then the scores by 1 */
     const float scale = hp->q_scale > 0 ? 1.0f : hp->kq_scale > 0 ? hp->kq_scale : 1.0f / sqrtf((float)HD);
-    const bool swa = ctx->model->layers[J->layer].swa;
-    const float *sinks = ctx->model->layers[J->layer].sinks;
+    const bool swa = L->swa;
+    const float *sinks = L->sinks;
     const float cap = hp->attn_softcap, inv_cap = cap > 0 ? 1.0f / cap : 0;
     float *scores = ctx->scores + (size_t)thread * G * ld;
 
@@ -418,8 +425,8 @@ static void attn_task(void *arg, int chunk, int n_chunks, int thread)
          * window: masked where pos - cell >= n_swa); the others every cell up to its own */
         const int c0 = swa && end > hp->n_swa ? end - hp->n_swa : 0, n = end - c0;
         const kv_seq *sq = &ctx->seqs[s];
-        const float *kt = kv_row(ctx, ctx->k_cache, J->layer, s, h) + c0;
-        const float *vt = kv_row(ctx, ctx->v_cache, J->layer, s, h) + c0;
+        const float *kt = kv_row(ctx, ctx->k_cache, cl, s, h) + c0;
+        const float *vt = kv_row(ctx, ctx->v_cache, cl, s, h) + c0;
         const float *q = ctx->q + (size_t)t * Q + (size_t)h * G * HD;
         float *out = ctx->att + (size_t)t * Q + (size_t)h * G * HD;
 
@@ -527,6 +534,9 @@ void sift_context_free(sift_context *ctx)
     free(ctx->moe_tok);
     free(ctx->rope);
     free(ctx->rope_swa);
+    free(ctx->ple);
+    free(ctx->ple_row);
+    free(ctx->ple_g);
     for (int f = 0; f < SIFT_ACT_COUNT; f++) free(ctx->act[f]);
     free(ctx->scores);
     free(ctx->deq);
@@ -550,7 +560,7 @@ static void formats_used(const sift_model *m, int64_t max_in[SIFT_ACT_COUNT])
         const sift__layer *L = &m->layers[l];
         const sift__weight *ws[] = {&L->wq,       &L->wk,          &L->wv,        &L->wo,         &L->w_gate,
                                     &L->w_up,     &L->w_down,      &L->w_router,  &L->w_gate_exps, &L->w_up_exps,
-                                    &L->w_down_exps};
+                                    &L->w_down_exps, &L->ple_gate,  &L->ple_out};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
             const sift__act_format f = sift__act_format_of(ws[i]->type);
             if (ws[i]->n_in > max_in[f]) max_in[f] = ws[i]->n_in;
@@ -558,6 +568,8 @@ static void formats_used(const sift_model *m, int64_t max_in[SIFT_ACT_COUNT])
     }
     const sift__act_format f = sift__act_format_of(m->output.type);
     if (m->output.n_in > max_in[f]) max_in[f] = m->output.n_in;
+    const sift__act_format fp = sift__act_format_of(m->ple_proj.type);
+    if (m->ple_proj.n_in > max_in[fp]) max_in[fp] = m->ple_proj.n_in;
 }
 
 /* (Re)make the pool and the per-thread scratch for max(n_threads, n_threads_batch). */
@@ -568,8 +580,10 @@ static int ensure_threads(sift_context *ctx)
     sift__pool_free(ctx->pool);
     ctx->pool = NULL;
     if (ctx->n_thread_slots < want) {
-        const sift__hparams *hp = &ctx->model->hp;
-        const size_t G = (size_t)(hp->n_head / hp->n_head_kv);
+        const sift_model *m = ctx->model;
+        size_t G = 1; /* the most query heads per KV head of any layer */
+        for (int l = 0; l < m->hp.n_layer; l++)
+            if ((size_t)(m->hp.n_head / m->layers[l].n_head_kv) > G) G = (size_t)(m->hp.n_head / m->layers[l].n_head_kv);
         float *sc = realloc(ctx->scores, (size_t)want * G * ctx->n_ctx_seq * sizeof(float));
         if (!sc) return SIFT_E_NOMEM;
         ctx->scores = sc;
@@ -626,6 +640,7 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
      * long set when a sequence may hold more than the original context, else the short set */
     const int32_t n_ctx_seq_padded = (ctx->n_ctx_seq + 255) / 256 * 256; /* llama.cpp pads it to 256 */
     ctx->rope_factors = m->rope_freqs ? m->rope_freqs : n_ctx_seq_padded > m->hp.n_ctx_orig ? m->rope_long : m->rope_short;
+    ctx->rope_factors_swa = m->hp.rope_freqs_full_only ? NULL : ctx->rope_factors;
     ctx->n_ctx = ctx->n_ctx_seq * ctx->n_seq;
     ctx->n_batch = (int32_t)p.n_batch;
     const int cpus = cpus_online();
@@ -635,7 +650,7 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
     const size_t B = (size_t)ctx->n_batch, E = (size_t)hp->n_embd, HD = (size_t)hp->head_dim;
     const size_t Q = (size_t)hp->n_head * HD, KV = (size_t)hp->n_head_kv * HD, F = (size_t)hp->n_ff;
     bool fail = false;
-    const size_t cache_n = (size_t)hp->n_layer * ctx->n_seq * KV * ctx->n_ctx_seq;
+    const size_t cache_n = (size_t)hp->n_layer_kv * ctx->n_seq * KV * ctx->n_ctx_seq;
     ctx->k_cache = kv_cache_alloc(cache_n, &fail);
     ctx->v_cache = kv_cache_alloc(cache_n, &fail);
     ctx->seqs = xcalloc((size_t)ctx->n_seq, sizeof *ctx->seqs, &fail);
@@ -661,8 +676,15 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
         ctx->moe_out = xcalloc(B * K * E, sizeof(float), &fail);
     }
     ctx->rope = xcalloc(B * (size_t)(hp->n_rot ? hp->n_rot : 2), sizeof(float), &fail);
-    if (hp->rope_freq_base_swa != hp->rope_freq_base || hp->rope_freq_scale_swa != hp->rope_freq_scale)
-        ctx->rope_swa = xcalloc(B * (size_t)(hp->n_rot ? hp->n_rot : 2), sizeof(float), &fail);
+    if (hp->rope_freq_base_swa != hp->rope_freq_base || hp->rope_freq_scale_swa != hp->rope_freq_scale ||
+        hp->n_rot_swa != hp->n_rot || ctx->rope_factors_swa != ctx->rope_factors)
+        ctx->rope_swa = xcalloc(B * (size_t)(hp->n_rot_swa ? hp->n_rot_swa : 2), sizeof(float), &fail);
+    if (hp->n_embd_per_layer > 0) {
+        const size_t NLPL = (size_t)hp->n_layer * (size_t)hp->n_embd_per_layer;
+        ctx->ple = xcalloc(B * NLPL, sizeof(float), &fail);
+        ctx->ple_row = xcalloc(NLPL, sizeof(float), &fail);
+        ctx->ple_g = xcalloc(B * (size_t)hp->n_embd_per_layer, sizeof(float), &fail);
+    }
     ctx->seq_next = xcalloc((size_t)ctx->n_seq, sizeof(int32_t), &fail);
     ctx->tok_seq = xcalloc(B, sizeof(int32_t), &fail);
     ctx->tok_pos = xcalloc(B, sizeof(int32_t), &fail);
@@ -795,10 +817,10 @@ static void commit_cells(sift_context *ctx, const sift_batch *b)
  * 12% of a 32-token prompt). */
 static void store_kv(sift_context *ctx, const sift_batch *b, int l)
 {
-    const sift__hparams *hp = &ctx->model->hp;
-    const int HD = hp->head_dim, KV = hp->n_head_kv * HD;
+    const sift__layer *L = &ctx->model->layers[l];
+    const int HD = L->head_dim, KV = L->n_head_kv * HD;
     const size_t ld = (size_t)ctx->n_ctx_seq;
-    for (int h = 0; h < hp->n_head_kv; h++)
+    for (int h = 0; h < L->n_head_kv; h++)
         for (int d = 0; d < HD; d++)
             for (int32_t i = 0; i < b->n_tokens; i++) {
                 const int32_t nsid = b->n_seq_id ? b->n_seq_id[i] : 1, pos = ctx->tok_pos[i];
@@ -812,16 +834,17 @@ static void store_kv(sift_context *ctx, const sift_batch *b, int l)
 }
 
 /* Per-head RMSNorm (qwen3, gemma3) and RoPE (rope NULL: none) of n vectors of n_heads heads
- * each, then a scale (gemma's queries; 0: none). */
-static void heads_norm_rope(sift_context *ctx, float *v, int n, int n_heads, const float *norm, const float *rope, float scale)
+ * of layer L's size each, then a scale (gemma's queries; 0: none). */
+static void heads_norm_rope(sift_context *ctx, const sift__layer *L, float *v, int n, int n_heads, const float *norm,
+                            const float *rope, float scale)
 {
     const sift__hparams *hp = &ctx->model->hp;
-    const int HD = hp->head_dim;
+    const int HD = L->head_dim, n_rot = L->n_rot;
     for (int t = 0; t < n; t++)
         for (int h = 0; h < n_heads; h++) {
             float *x = v + ((size_t)t * n_heads + h) * HD;
             if (norm) rmsnorm(x, norm, x, HD, hp->rms_eps);
-            if (hp->n_rot && rope) sift__rope_apply(x, rope + (size_t)t * hp->n_rot, hp->n_rot, hp->rope_neox);
+            if (n_rot && rope) sift__rope_apply(x, rope + (size_t)t * n_rot, n_rot, hp->rope_neox);
             if (scale > 0)
                 for (int d = 0; d < HD; d++) x[d] *= scale;
         }
@@ -852,7 +875,8 @@ static void compact_outputs(sift_context *ctx)
     compact_rows(ctx->x, hp->n_embd, ctx->out_ids, n);
     compact_rows(ctx->xn, hp->n_embd, ctx->out_ids, n);
     compact_rows(ctx->rope, hp->n_rot, ctx->out_ids, n);
-    if (ctx->rope_swa) compact_rows(ctx->rope_swa, hp->n_rot, ctx->out_ids, n);
+    if (ctx->rope_swa) compact_rows(ctx->rope_swa, hp->n_rot_swa, ctx->out_ids, n);
+    if (ctx->ple) compact_rows(ctx->ple, (int64_t)hp->n_layer * hp->n_embd_per_layer, ctx->out_ids, n);
     for (int j = 0; j < n; j++) {
         ctx->tok_seq[j] = ctx->tok_seq[ctx->out_ids[j]];
         ctx->tok_pos[j] = ctx->tok_pos[ctx->out_ids[j]];
@@ -869,11 +893,33 @@ static void scale_rows(float *x, size_t n, float s)
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
+/* gemma4's per-layer inputs of every token (llama.cpp's build_inp_per_layer and
+ * project_per_layer_inputs): the token's per-layer embedding row times sqrt(n_pl), plus the
+ * scaled token embedding x projected to n_layer x n_pl, times 1/sqrt(n_embd) and RMS-normed
+ * per layer; the sum times 1/sqrt(2). ctx->ple[t][l * n_pl ..] is layer l's. */
+static void per_layer_inputs(sift_context *ctx, const sift_batch *b, int nth)
+{
+    const sift_model *m = ctx->model;
+    const sift__hparams *hp = &m->hp;
+    const int n = b->n_tokens, NPL = hp->n_embd_per_layer;
+    const int64_t NLPL = (int64_t)hp->n_layer * NPL;
+    const float proj_scale = 1.0f / sqrtf((float)hp->n_embd), embd_scale = sqrtf((float)NPL), inp_scale = 1.0f / sqrtf(2.0f);
+    matmul1(ctx, nth, n, ctx->x, &m->ple_proj, ctx->ple, NLPL);
+    const sift__weight *pe = &m->ple_embd;
+    for (int t = 0; t < n; t++) {
+        float *p = ctx->ple + t * NLPL;
+        sift__type_traits_get(pe->type)->dequantize((const char *)pe->data + (size_t)b->token[t] * pe->row_bytes, ctx->ple_row, NLPL);
+        for (int64_t i = 0; i < NLPL; i++) p[i] *= proj_scale;
+        for (int l = 0; l < hp->n_layer; l++) rmsnorm(p + (size_t)l * NPL, m->ple_proj_norm, p + (size_t)l * NPL, NPL, hp->rms_eps);
+        for (int64_t i = 0; i < NLPL; i++) p[i] = (p[i] + ctx->ple_row[i] * embd_scale) * inp_scale;
+    }
+}
+
 static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
 {
     const sift_model *m = ctx->model;
     const sift__hparams *hp = &m->hp;
-    const int E = hp->n_embd, HD = hp->head_dim, Q = hp->n_head * HD, KV = hp->n_head_kv * HD, F = hp->n_ff;
+    const int E = hp->n_embd;
     int n = b->n_tokens;
 
     for (int t = 0; t < n; t++) {
@@ -883,27 +929,42 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         if (hp->embd_mult != 0)
             for (int i = 0; i < E; i++) xt[i] *= hp->embd_mult;
         if (hp->n_rot) sift__rope_cache(m, ctx->rope_factors, (float)ctx->tok_pos[t], false, true, ctx->rope + (size_t)t * hp->n_rot);
-        if (hp->n_rot && ctx->rope_swa) sift__rope_cache(m, ctx->rope_factors, (float)ctx->tok_pos[t], true, true, ctx->rope_swa + (size_t)t * hp->n_rot);
+        if (hp->n_rot_swa && ctx->rope_swa)
+            sift__rope_cache(m, ctx->rope_factors_swa, (float)ctx->tok_pos[t], true, true, ctx->rope_swa + (size_t)t * hp->n_rot_swa);
     }
+
+    if (ctx->ple) per_layer_inputs(ctx, b, nth);
 
     for (int l = 0; l < hp->n_layer; l++) {
         const sift__layer *L = &m->layers[l];
         const bool last = l == hp->n_layer - 1;
+        const int HD = L->head_dim, Q = hp->n_head * HD, KV = L->n_head_kv * HD, F = L->n_ff;
         for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->attn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
 
         /* keys and values of every token (they go into the cache); queries of the tokens
-         * that go on: all of them, except in the last layer */
+         * that go on: all of them, except in the last layer. A layer that shares an earlier
+         * layer's K/V (gemma4) computes queries only. */
         const bool prune = last && ctx->n_outputs < n;
-        {
+        const float *rope = L->nope ? NULL : L->swa && ctx->rope_swa ? ctx->rope_swa : ctx->rope;
+        if (L->own_kv) {
             const sift__weight *w[3] = {&L->wk, &L->wv, &L->wq};
             float *out[3] = {ctx->kk, ctx->vv, ctx->q};
             const int64_t os[3] = {KV, KV, Q};
             const float *bias[3] = {L->bk, L->bv, L->bq};
-            matmul(ctx, nth, n, ctx->xn, prune ? 2 : 3, w, out, os, bias);
+            if (L->v_is_k) { /* V is K's projection: one product, copied before K is normed */
+                w[1] = &L->wq, out[1] = ctx->q, bias[1] = L->bq;
+                matmul(ctx, nth, n, ctx->xn, prune ? 1 : 2, w, out, os + 1, bias);
+                memcpy(ctx->vv, ctx->kk, (size_t)n * KV * sizeof(float));
+            } else {
+                matmul(ctx, nth, n, ctx->xn, prune ? 2 : 3, w, out, os, bias);
+            }
+            heads_norm_rope(ctx, L, ctx->kk, n, L->n_head_kv, L->k_norm, rope, 0);
+            if (L->v_norm)
+                for (int i = 0; i < n * L->n_head_kv; i++) rmsnorm(ctx->vv + (size_t)i * HD, NULL, ctx->vv + (size_t)i * HD, HD, hp->rms_eps);
+            store_kv(ctx, b, l);
+        } else if (!prune) {
+            matmul1b(ctx, nth, n, ctx->xn, &L->wq, ctx->q, Q, L->bq);
         }
-        const float *rope = L->nope ? NULL : L->swa && ctx->rope_swa ? ctx->rope_swa : ctx->rope;
-        heads_norm_rope(ctx, ctx->kk, n, hp->n_head_kv, L->k_norm, rope, 0);
-        store_kv(ctx, b, l);
         if (prune) {
             compact_outputs(ctx);
             n = ctx->n_outputs;
@@ -914,7 +975,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             matmul(ctx, nth, n, ctx->xn, 1, w, out, os, bias);
         }
         if (n == 0) break;
-        heads_norm_rope(ctx, ctx->q, n, hp->n_head, L->q_norm, rope, hp->q_scale);
+        heads_norm_rope(ctx, L, ctx->q, n, hp->n_head, L->q_norm, rope, hp->q_scale);
 
         attn_job aj = {ctx, l, n};
         {
@@ -945,6 +1006,16 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->ffn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
         if (hp->residual_scale != 0) scale_rows(ctx->xn, (size_t)n * E, hp->residual_scale);
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
+        if (L->ple_gate.data) { /* gemma4: x += norm((gelu(x Wgate) * the layer's input) Wproj) */
+            const int NPL = hp->n_embd_per_layer;
+            const size_t NLPL = (size_t)hp->n_layer * NPL;
+            matmul1(ctx, nth, n, ctx->x, &L->ple_gate, ctx->ple_g, NPL);
+            for (int t = 0; t < n; t++) geglu(NPL, ctx->ple_g + (size_t)t * NPL, ctx->ple + t * NLPL + (size_t)l * NPL, m->gelu_f16);
+            matmul1(ctx, nth, n, ctx->ple_g, &L->ple_out, ctx->xn, E);
+            for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->ple_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
+            add_rows(ctx->x, ctx->xn, (size_t)n * E);
+        }
+        if (L->out_scale != 0) scale_rows(ctx->x, (size_t)n * E, L->out_scale); /* gemma4's layer_output_scale */
         if (ctx->cvec && l >= ctx->cvec_l0 && l <= ctx->cvec_l1) /* control vector (cvec.c) */
             for (int t = 0; t < n; t++) add_rows(ctx->x + (size_t)t * E, ctx->cvec + (size_t)l * E, (size_t)E);
     }

@@ -67,7 +67,7 @@ static void copy_cells(sift_context *ctx, int src, int dst, sift_pos p0, sift_po
 {
     const sift__hparams *hp = &ctx->model->hp;
     const size_t ld = (size_t)ctx->n_ctx_seq, bytes = (size_t)(p1 - p0) * sizeof(float);
-    for (int l = 0; l < hp->n_layer; l++)
+    for (int l = 0; l < hp->n_layer_kv; l++)
         for (int h = 0; h < hp->n_head_kv; h++)
             for (int d = 0; d < hp->head_dim; d++) {
                 memcpy(kv_row(ctx, ctx->k_cache, l, dst, h) + d * ld + p0, kv_row(ctx, ctx->k_cache, l, src, h) + d * ld + p0,
@@ -114,18 +114,20 @@ static void rotate_keys(sift_context *ctx, int s, sift_pos c0, sift_pos c1, sift
     if (!hp->n_rot || delta == 0) return;
     float cs[SIFT_MAX_HEAD_DIM], cs_swa[SIFT_MAX_HEAD_DIM], vec[SIFT_MAX_HEAD_DIM]; /* n_rot <= head_dim <= SIFT_MAX_HEAD_DIM (model.c) */
     sift__rope_cache(ctx->model, ctx->rope_factors, (float)delta, false, false, cs);
-    sift__rope_cache(ctx->model, ctx->rope_factors, (float)delta, true, false, cs_swa);
+    sift__rope_cache(ctx->model, ctx->rope_factors_swa, (float)delta, true, false, cs_swa);
     const size_t ld = (size_t)ctx->n_ctx_seq;
-    for (int l = 0; l < hp->n_layer; l++)
-        for (int h = 0; h < hp->n_head_kv && !ctx->model->layers[l].nope; h++) { /* a layer without RoPE keeps its keys */
-            const float *r = ctx->model->layers[l].swa ? cs_swa : cs;
+    for (int l = 0; l < hp->n_layer_kv; l++) { /* the layers that store K (gemma4's shared ones do not) */
+        const sift__layer *L = &ctx->model->layers[l];
+        for (int h = 0; h < L->n_head_kv && !L->nope; h++) { /* a layer without RoPE keeps its keys */
+            const float *r = L->swa ? cs_swa : cs;
             float *kt = kv_row(ctx, ctx->k_cache, l, s, h);
             for (sift_pos c = c0; c < c1; c++) {
-                for (int d = 0; d < hp->head_dim; d++) vec[d] = kt[d * ld + c];
-                sift__rope_apply(vec, r, hp->n_rot, hp->rope_neox);
-                for (int d = 0; d < hp->head_dim; d++) kt[d * ld + c] = vec[d];
+                for (int d = 0; d < L->head_dim; d++) vec[d] = kt[d * ld + c];
+                sift__rope_apply(vec, r, L->n_rot, hp->rope_neox);
+                for (int d = 0; d < L->head_dim; d++) kt[d * ld + c] = vec[d];
             }
         }
+    }
 }
 
 sift_status sift_kv_seq_add(sift_context *ctx, sift_seq_id seq, sift_pos p0, sift_pos p1, sift_pos delta)
@@ -150,7 +152,7 @@ sift_status sift_kv_seq_add(sift_context *ctx, sift_seq_id seq, sift_pos p0, sif
     const sift_pos q0 = p0 + delta, q1 = p1 + delta, n = p1 - p0;
     const sift__hparams *hp = &ctx->model->hp;
     const size_t ld = (size_t)ctx->n_ctx_seq;
-    for (int l = 0; l < hp->n_layer; l++)
+    for (int l = 0; l < hp->n_layer_kv; l++)
         for (int h = 0; h < hp->n_head_kv; h++)
             for (int d = 0; d < hp->head_dim; d++) {
                 float *kt = kv_row(ctx, ctx->k_cache, l, seq, h) + d * ld, *vt = kv_row(ctx, ctx->v_cache, l, seq, h) + d * ld;

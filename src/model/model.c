@@ -30,7 +30,10 @@ typedef struct arch_desc {
     bool qkv_bias;   /* biases required (qwen2); optional for the others */
     bool qk_norm;    /* per-head q/k RMSNorm (qwen3, gemma3) */
     bool gemma;      /* embeddings x sqrt(n_embd), GELU FFN, post-attention and post-FFN norms,
-                        queries scaled after RoPE */
+                        queries scaled after RoPE (not gemma4) */
+    bool gemma4;     /* per-layer geometry (sliding and full layers' own head size, RoPE, KV heads,
+                        FFN width), a bool array of sliding layers, KV shared by the last layers,
+                        unscaled scores, V normalized, rope_freqs on full layers, layer_output_scale */
     int swa_pattern; /* layer il slides when il % pattern < pattern - 1 (llama.cpp's
                         set_swa_pattern): every other layer for gemma2, 5 of 6 for gemma3 */
     int size_27b;    /* the block count llama.cpp reads as the 27B model (its query scale differs) */
@@ -57,6 +60,12 @@ static const arch_desc archs[] = {
      .features = "embeddings x sqrt(n_embd), GELU (ggml fp16 table), post-attention and post-FFN norms, sliding window on every other layer, score soft-cap, logit soft-cap, queries scaled after RoPE"},
     {.name = "gemma3", .rope_neox = true, .qk_norm = true, .gemma = true, .swa_pattern = 6, .size_27b = 62,
      .features = "gemma2 without soft-caps + q/k RMSNorm, sliding window on 5 of 6 layers with RoPE base 10000"},
+    {.name = "gemma4", .rope_neox = true, .qk_norm = true, .gemma = true, .gemma4 = true,
+     .features = "gemma3's block with per-layer geometry (sliding and full layers' own head size, RoPE dims and base, KV heads, "
+                 "FFN width), sliding layers from a bool array, the last shared_kv_layers reading earlier layers' K/V, V as K "
+                 "where attn_v is absent, V RMS-normalized, unscaled scores, proportional RoPE (rope_freqs) on full layers, "
+                 "layer_output_scale, per-layer embeddings (E2B/E4B: a second embedding per token and layer, gated into each "
+                 "layer's output); not yet: experts (26B-A4B)"},
     {.name = "granite", .granite = true,
      .features = "llama + embedding, residual, attention and logit multipliers"},
     {.name = "smollm3", .nope_step = 4,
@@ -87,6 +96,9 @@ typedef struct loader {
     float *arena_end;
     bool rope;         /* RoPE on (granite can turn it off) */
     int swa_pattern;   /* layer il slides when il % swa_pattern < swa_pattern - 1 (0: none) */
+    bool per_layer;    /* per-layer arrays accepted for head_count_kv / feed_forward_length (gemma4) */
+    int32_t *kv_heads, *ff, *swa; /* [n_layer]: each layer's KV heads, FFN width, sliding flag (gemma4) */
+    int32_t head_dim_full, head_dim_swa; /* gemma4's two head sizes */
 } loader;
 
 /* "{arch}.suffix" */
@@ -134,6 +146,67 @@ static int get_float(loader *ld, const char *suffix, bool required, float def, f
     return SIFT_OK;
 }
 
+/* An integer per layer into out[n_layer]: a scalar key gives every layer its value; an array
+ * of n_layer integers (or bools) one each, where the architecture takes arrays (gemma4). */
+static int get_int_layers(loader *ld, const char *suffix, bool required, int64_t def, int64_t lo, int64_t hi, int32_t *out)
+{
+    char key[128];
+    akey(ld, suffix, key, sizeof key);
+    const sift_gguf_value *v = sift_gguf_get(ld->m->gguf, key);
+    const int n = ld->m->hp.n_layer;
+    if (!v || !ld->per_layer || sift_gguf_value_type(v) != SIFT_GGUF_ARRAY) {
+        int32_t x;
+        const int rc = get_int(ld, suffix, required, def, lo, hi, &x);
+        for (int l = 0; rc == SIFT_OK && l < n; l++) out[l] = x;
+        return rc;
+    }
+    if (sift_gguf_array_n(v) != (uint64_t)n)
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' has %" PRIu64 " values for %d layers", key,
+                               sift_gguf_array_n(v), n);
+    const void *d = sift_gguf_array_data(v);
+    for (int l = 0; l < n; l++) {
+        int64_t x;
+        switch (sift_gguf_array_type(v)) {
+        case SIFT_GGUF_BOOL:
+        case SIFT_GGUF_UINT8: x = ((const uint8_t *)d)[l]; break;
+        case SIFT_GGUF_INT8: x = ((const int8_t *)d)[l]; break;
+        case SIFT_GGUF_UINT16: x = ((const uint16_t *)d)[l]; break;
+        case SIFT_GGUF_INT16: x = ((const int16_t *)d)[l]; break;
+        case SIFT_GGUF_UINT32: x = ((const uint32_t *)d)[l]; break;
+        case SIFT_GGUF_INT32: x = ((const int32_t *)d)[l]; break;
+        case SIFT_GGUF_INT64: x = ((const int64_t *)d)[l]; break;
+        case SIFT_GGUF_UINT64: x = ((const uint64_t *)d)[l] > INT64_MAX ? -1 : (int64_t)((const uint64_t *)d)[l]; break;
+        default: return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not an array of integers", key);
+        }
+        if (x < lo || x > hi)
+            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' = %" PRId64 " at layer %d is out of range [%" PRId64 ", %" PRId64 "]",
+                                   key, x, l, lo, hi);
+        out[l] = (int32_t)x;
+    }
+    return SIFT_OK;
+}
+
+/* A head size (attention.key_length{sfx}), the value size that must equal it, and the RoPE
+ * dimensions (rope.dimension_count{sfx}: even, at most the head size; rot_def < 0: the head
+ * size), for all layers (sfx "") or gemma4's sliding ones ("_swa"). */
+static int read_head(loader *ld, const char *sfx, bool required, int32_t def, int32_t rot_def, int32_t *hd, int32_t *n_rot)
+{
+    char k[64], v[64], r[64];
+    snprintf(k, sizeof k, "attention.key_length%s", sfx);
+    snprintf(v, sizeof v, "attention.value_length%s", sfx);
+    snprintf(r, sizeof r, "rope.dimension_count%s", sfx);
+    int32_t v_len;
+    int rc;
+    if ((rc = get_int(ld, k, required, def, 1, SIFT_MAX_HEAD_DIM, hd))) return rc;
+    if ((rc = get_int(ld, v, false, *hd, 1, 1 << 16, &v_len))) return rc;
+    if (v_len != *hd)
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: value_length%s %d differs from key_length%s %d", sfx, v_len,
+                               sfx, *hd);
+    if ((rc = get_int(ld, r, false, rot_def < 0 ? *hd : rot_def, 0, *hd, n_rot))) return rc;
+    if (*n_rot % 2) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %s %d is odd", r, *n_rot);
+    return SIFT_OK;
+}
+
 static int read_hparams(loader *ld)
 {
     sift__hparams *hp = &ld->m->hp;
@@ -142,23 +215,26 @@ static int read_hparams(loader *ld)
     if ((rc = get_int(ld, "context_length", true, 0, 1, INT32_MAX, &hp->n_ctx_train))) return rc;
     if ((rc = get_int(ld, "embedding_length", true, 0, 1, BIG, &hp->n_embd))) return rc;
     if ((rc = get_int(ld, "block_count", true, 0, 1, 4096, &hp->n_layer))) return rc;
-    if ((rc = get_int(ld, "feed_forward_length", true, 0, 1, BIG, &hp->n_ff))) return rc;
+    ld->kv_heads = calloc((size_t)hp->n_layer, sizeof *ld->kv_heads);
+    ld->ff = calloc((size_t)hp->n_layer, sizeof *ld->ff);
+    ld->swa = calloc((size_t)hp->n_layer, sizeof *ld->swa);
+    if (!ld->kv_heads || !ld->ff || !ld->swa) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
+    if ((rc = get_int_layers(ld, "feed_forward_length", true, 0, 1, BIG, ld->ff))) return rc;
     if ((rc = get_int(ld, "attention.head_count", true, 0, 1, 4096, &hp->n_head))) return rc;
-    if ((rc = get_int(ld, "attention.head_count_kv", false, hp->n_head, 1, 4096, &hp->n_head_kv))) return rc;
-    if (hp->n_head % hp->n_head_kv)
-        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %d heads are not a multiple of %d KV heads", hp->n_head,
-                              hp->n_head_kv);
+    if ((rc = get_int_layers(ld, "attention.head_count_kv", false, hp->n_head, 1, 4096, ld->kv_heads))) return rc;
+    /* the scratch and cache take the largest (gemma4 varies them per layer) */
+    for (int l = 0; l < hp->n_layer; l++) {
+        if (hp->n_head % ld->kv_heads[l])
+            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %d heads are not a multiple of %d KV heads (layer %d)",
+                                   hp->n_head, ld->kv_heads[l], l);
+        if (ld->ff[l] > hp->n_ff) hp->n_ff = ld->ff[l];
+        if (ld->kv_heads[l] > hp->n_head_kv) hp->n_head_kv = ld->kv_heads[l];
+    }
     int32_t head_dim_default = hp->n_embd % hp->n_head ? 0 : hp->n_embd / hp->n_head;
-    if ((rc = get_int(ld, "attention.key_length", head_dim_default == 0, head_dim_default, 1, SIFT_MAX_HEAD_DIM, &hp->head_dim)))
-        return rc;
-    int32_t v_len;
-    if ((rc = get_int(ld, "attention.value_length", false, hp->head_dim, 1, 1 << 16, &v_len))) return rc;
-    if (v_len != hp->head_dim)
-        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: value_length %d differs from key_length %d", v_len,
-                              hp->head_dim);
-    if ((rc = get_int(ld, "rope.dimension_count", false, hp->head_dim, 0, hp->head_dim, &hp->n_rot))) return rc;
-    if (hp->n_rot % 2)
-        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: rope.dimension_count %d is odd", hp->n_rot);
+    if ((rc = read_head(ld, "", head_dim_default == 0, head_dim_default, -1, &hp->head_dim, &hp->n_rot))) return rc;
+    hp->n_rot_swa = hp->n_rot;
+    hp->n_layer_kv = hp->n_layer;
+    ld->head_dim_full = ld->head_dim_swa = hp->head_dim;
     if ((rc = get_float(ld, "attention.layer_norm_rms_epsilon", true, 0, &hp->rms_eps))) return rc;
     if ((rc = get_float(ld, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base))) return rc;
     if (!(hp->rope_freq_base > 0))
@@ -235,6 +311,52 @@ static int read_gemma(loader *ld, const arch_desc *ad)
     hp->q_scale = hp->n_layer == ad->size_27b ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head)) : 1.0f / sqrtf((float)hp->head_dim);
     hp->embd_mult = sqrtf((float)hp->n_embd);
     hp->gelu = true;
+    return SIFT_OK;
+}
+
+/* gemma4, as llama.cpp reads it (llama_model_gemma4::load_arch_hparams and the generic
+ * loader): which layers slide is a bool per layer (required); the sliding layers have their
+ * own head size (key_length_swa, required), RoPE dimensions (rope.dimension_count_swa,
+ * default the full layers') and base (rope.freq_base_swa); KV heads and FFN width may be
+ * arrays (read_hparams); the last shared_kv_layers layers compute no K/V and attend over
+ * layer n_kv - 2 (sliding) or n_kv - 1 (full), n_kv = n_layer - shared_kv_layers
+ * (llama_model::create_memory's reuse rule). Scores are not scaled (f_attention_scale 1:
+ * the q/k norms carry it), queries neither; the logits are soft-capped when the file says.
+ * Experts are refused by name until they are built. */
+static int read_gemma4(loader *ld)
+{
+    sift__hparams *hp = &ld->m->hp;
+    int rc, shared = 0, n_pl = 0, n_exp = 0; /* n_pl: per-layer embedding width (E2B/E4B) */
+    if ((rc = get_int(ld, "attention.sliding_window", true, 0, 1, INT32_MAX, &hp->n_swa))) return rc;
+    if ((rc = get_int_layers(ld, "attention.sliding_window_pattern", true, 0, 0, INT32_MAX, ld->swa))) return rc;
+    /* RoPE dimensions by default the full layers' count, which must then fit the sliding heads */
+    if ((rc = read_head(ld, "_swa", true, 0, hp->n_rot, &ld->head_dim_swa, &hp->n_rot_swa))) return rc;
+    if ((rc = get_int(ld, "attention.shared_kv_layers", false, 0, 0, hp->n_layer - 1, &shared))) return rc;
+    if ((rc = get_int(ld, "embedding_length_per_layer_input", true, 0, 0, 1 << 16, &n_pl))) return rc;
+    hp->n_embd_per_layer = n_pl;
+    if ((rc = get_int(ld, "expert_count", false, 0, 0, 4096, &n_exp))) return rc;
+    if (n_exp > 0)
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: gemma4's experts (26B-A4B: expert_count %d) are not supported yet",
+                               n_exp);
+    if ((rc = get_float(ld, "final_logit_softcapping", false, 0.0f, &hp->final_softcap))) return rc;
+    if (hp->final_softcap < 0) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: a negative logit soft-cap");
+    hp->n_layer_kv = hp->n_layer - shared;
+    for (int l = 0; l < hp->n_layer; l++) ld->swa[l] = ld->swa[l] != 0;
+    for (int l = hp->n_layer_kv; l < hp->n_layer; l++) {
+        const int src = hp->n_layer_kv - (ld->swa[l] ? 2 : 1);
+        if (src < 0)
+            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %d shared KV layers leave no layer for layer %d to share",
+                                   shared, l);
+        if (ld->swa[src] != ld->swa[l] || ld->kv_heads[src] != ld->kv_heads[l])
+            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: layer %d shares the K/V of layer %d, whose kind or KV heads differ",
+                                   l, src);
+    }
+    ld->head_dim_full = hp->head_dim;
+    if (ld->head_dim_swa > hp->head_dim) hp->head_dim = ld->head_dim_swa; /* the largest, for the scratch and cache */
+    hp->embd_mult = sqrtf((float)hp->n_embd);
+    hp->gelu = true;
+    hp->kq_scale = 1.0f;
+    hp->rope_freqs_full_only = true;
     return SIFT_OK;
 }
 
@@ -396,13 +518,16 @@ static int load_tensors(loader *ld, const arch_desc *ad)
 {
     sift_model *m = ld->m;
     const sift__hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
-    const int64_t F = hp->n_ff, V = hp->n_vocab, HD = hp->head_dim;
+    /* the largest per-layer sizes (the arena); each layer's own below */
+    const int64_t E = hp->n_embd, V = hp->n_vocab, HDmax = hp->head_dim;
+    const int64_t Qmax = (int64_t)hp->n_head * HDmax, KVmax = (int64_t)hp->n_head_kv * HDmax;
     int rc;
 
-    /* per layer: norms, biases, q/k norms; gpt-oss adds the output bias, sinks, router and expert biases */
+    /* per layer: norms, biases, q/k norms, output scale; gpt-oss adds the output bias, sinks, router and expert biases */
     const int64_t oai_n = ad->oai ? E + hp->n_head + (int64_t)hp->n_expert * (1 + 2 * (int64_t)hp->n_ff_exp + E) : 0;
-    const int64_t arena_n = E + 3 * (hp->n_rot / 2) + (int64_t)hp->n_layer * (4 * E + Q + 2 * KV + 2 * HD + oai_n);
+    const int64_t NPL = hp->n_embd_per_layer, NLPL = NPL * hp->n_layer; /* gemma4's per-layer embeddings */
+    const int64_t arena_n = E + 3 * (hp->n_rot / 2) + HDmax + NPL +
+                            (int64_t)hp->n_layer * (5 * E + Qmax + 2 * KVmax + 2 * HDmax + 1 + oai_n);
     m->f32_arena = malloc((size_t)arena_n * sizeof(float));
     if (!m->f32_arena) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
     ld->arena = m->f32_arena;
@@ -413,9 +538,21 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: token_embd.weight: type %s cannot be read",
                               sift_type_name(m->tok_embd.type));
     if ((rc = get_vec(ld, "output_norm.weight", E, true, &m->output_norm))) return rc;
+    if (NPL > 0) {
+        if ((rc = get_weight(ld, "per_layer_token_embd.weight", NLPL, V, true, &m->ple_embd))) return rc;
+        if (!sift__type_traits_get(m->ple_embd.type)->dequantize)
+            return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: per_layer_token_embd.weight: type %s cannot be read",
+                                   sift_type_name(m->ple_embd.type));
+        if ((rc = get_weight(ld, "per_layer_model_proj.weight", E, NLPL, true, &m->ple_proj))) return rc;
+        if ((rc = get_vec(ld, "per_layer_proj_norm.weight", NPL, true, &m->ple_proj_norm))) return rc;
+    }
     if ((rc = get_weight(ld, "output.weight", E, V, false, &m->output))) return rc;
-    /* llama 3.1's per-frequency RoPE divisors (theta_i / f_i) */
-    if (hp->n_rot > 0 && (rc = get_vec(ld, "rope_freqs.weight", hp->n_rot / 2, false, &m->rope_freqs))) return rc;
+    /* llama 3.1's per-frequency RoPE divisors (theta_i / f_i); gemma4's proportional RoPE on its
+     * full layers (1 on the rotated share of pairs, 1e30 beyond), required there by llama.cpp */
+    bool any_full = false;
+    for (int l = 0; l < hp->n_layer; l++) any_full |= !ld->swa[l];
+    if (ad->gemma4 && (rc = get_vec(ld, "rope_freqs.weight", ld->head_dim_full / 2, any_full, &m->rope_freqs))) return rc;
+    if (!ad->gemma4 && hp->n_rot > 0 && (rc = get_vec(ld, "rope_freqs.weight", hp->n_rot / 2, false, &m->rope_freqs))) return rc;
     if (hp->n_rot > 0 && (rc = get_vec(ld, "rope_factors_long.weight", hp->n_rot / 2, false, &m->rope_long))) return rc;
     if (hp->n_rot > 0 && (rc = get_vec(ld, "rope_factors_short.weight", hp->n_rot / 2, false, &m->rope_short))) return rc;
     if (sift_gguf_tensor_by_name(m->gguf, "output.bias"))
@@ -429,6 +566,16 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         sift__layer *L = &m->layers[l];
         char n[96];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+        L->swa = ad->gemma4 ? ld->swa[l] != 0
+                            : hp->n_swa > 0 && ld->swa_pattern > 0 && l % ld->swa_pattern < ld->swa_pattern - 1;
+        L->head_dim = L->swa ? ld->head_dim_swa : ld->head_dim_full;
+        L->n_rot = L->swa ? hp->n_rot_swa : hp->n_rot;
+        L->n_head_kv = ld->kv_heads[l];
+        L->n_ff = ld->ff[l];
+        L->own_kv = l < hp->n_layer_kv;
+        L->kv_layer = L->own_kv ? l : hp->n_layer_kv - (L->swa ? 2 : 1);
+        L->v_norm = ad->gemma4;
+        const int64_t HD = L->head_dim, Q = (int64_t)hp->n_head * HD, KV = (int64_t)L->n_head_kv * HD, F = L->n_ff;
         if ((rc = get_vec(ld, NAME("attn_norm.weight"), E, true, &L->attn_norm))) return rc;
         if (ad->fused && sift_gguf_tensor_by_name(m->gguf, NAME("attn_qkv.weight"))) {
             const int64_t rows[3] = {Q, KV, KV};
@@ -436,8 +583,11 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_fused(ld, n, E, rows, 3, parts))) return rc;
         } else {
             if ((rc = get_weight(ld, NAME("attn_q.weight"), E, Q, true, &L->wq))) return rc;
-            if ((rc = get_weight(ld, NAME("attn_k.weight"), E, KV, true, &L->wk))) return rc;
-            if ((rc = get_weight(ld, NAME("attn_v.weight"), E, KV, true, &L->wv))) return rc;
+            /* gemma4: a layer sharing K/V needs neither (llama.cpp loads them unused); V is the K
+             * projection where attn_v is absent */
+            if ((rc = get_weight(ld, NAME("attn_k.weight"), E, KV, L->own_kv, &L->wk))) return rc;
+            if ((rc = get_weight(ld, NAME("attn_v.weight"), E, KV, !ad->gemma4, &L->wv))) return rc;
+            L->v_is_k = ad->gemma4 && !L->wv.data;
         }
         if ((rc = get_weight(ld, NAME("attn_output.weight"), Q, E, true, &L->wo))) return rc;
         if ((rc = get_vec(ld, NAME("attn_q.bias"), Q, ad->qkv_bias, &L->bq))) return rc;
@@ -445,7 +595,7 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         if ((rc = get_vec(ld, NAME("attn_v.bias"), KV, ad->qkv_bias, &L->bv))) return rc;
         if (ad->qk_norm) {
             if ((rc = get_vec(ld, NAME("attn_q_norm.weight"), HD, true, &L->q_norm))) return rc;
-            if ((rc = get_vec(ld, NAME("attn_k_norm.weight"), HD, true, &L->k_norm))) return rc;
+            if ((rc = get_vec(ld, NAME("attn_k_norm.weight"), HD, L->own_kv, &L->k_norm))) return rc;
         }
         if (ad->oai) {
             if ((rc = get_vec(ld, NAME("attn_output.bias"), E, true, &L->bo))) return rc;
@@ -482,7 +632,16 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_vec(ld, NAME("post_attention_norm.weight"), E, true, &L->attn_post_norm))) return rc;
             if ((rc = get_vec(ld, NAME("post_ffw_norm.weight"), E, true, &L->ffn_post_norm))) return rc;
         }
-        L->swa = hp->n_swa > 0 && ld->swa_pattern > 0 && l % ld->swa_pattern < ld->swa_pattern - 1;
+        if (NPL > 0) {
+            if ((rc = get_weight(ld, NAME("inp_gate.weight"), E, NPL, true, &L->ple_gate))) return rc;
+            if ((rc = get_weight(ld, NAME("proj.weight"), NPL, E, true, &L->ple_out))) return rc;
+            if ((rc = get_vec(ld, NAME("post_norm.weight"), E, true, &L->ple_post_norm))) return rc;
+        }
+        if (ad->gemma4) {
+            const float *os = NULL;
+            if ((rc = get_vec(ld, NAME("layer_output_scale.weight"), 1, false, &os))) return rc;
+            L->out_scale = os ? os[0] : 0.0f;
+        }
         L->nope = !ld->rope || (ad->nope_step > 0 && (l + 1) % ad->nope_step == 0);
         /* biases the forward pass has no place for: refused, never ignored */
         static const char *const unused[] = {"attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias", "attn_qkv.weight"};
@@ -495,6 +654,13 @@ static int load_tensors(loader *ld, const arch_desc *ad)
 #undef NAME
     }
     return SIFT_OK;
+}
+
+static void loader_free(loader *ld)
+{
+    free(ld->kv_heads);
+    free(ld->ff);
+    free(ld->swa);
 }
 
 /* Parameter and byte counts, and the type holding most weight bytes. */
@@ -525,6 +691,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
         return NULL;
     }
     loader ld = {.m = m, .err = err, .rope = true};
+    const arch_desc *ad = NULL;
     if (!(m->gguf = sift_gguf_open(path, err))) goto fail;
 
     const sift_gguf_value *av = sift_gguf_get(m->gguf, "general.architecture");
@@ -533,20 +700,20 @@ sift_model *sift_model_load(const char *path, sift_error *err)
         sift__error_set(err, SIFT_E_FORMAT, "model: missing string key 'general.architecture'");
         goto fail;
     }
-    const arch_desc *ad = NULL;
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
     if (!ad) {
-        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, "
-                        "phi3, gpt-oss)",
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, granite, "
+                        "smollm3, phi3, gpt-oss)",
                         ld.arch);
         goto fail;
     }
     snprintf(m->hp.arch, sizeof m->hp.arch, "%s", ad->name);
     ld.swa_pattern = ad->swa_pattern;
+    ld.per_layer = ad->gemma4;
     m->hp.rope_neox = ad->rope_neox;
     if (read_hparams(&ld) != SIFT_OK) goto fail;
-    if (ad->gemma && read_gemma(&ld, ad) != SIFT_OK) goto fail;
+    if (ad->gemma4 ? read_gemma4(&ld) != SIFT_OK : ad->gemma && read_gemma(&ld, ad) != SIFT_OK) goto fail;
     if (ad->granite && read_granite(&ld, &ld.rope) != SIFT_OK) goto fail;
     if (ad->oai && read_oai(&ld) != SIFT_OK) goto fail;
     if (ad->fused) m->hp.q_scale = 1.0f / sqrtf((float)m->hp.head_dim); /* phi3 scales Q after RoPE */
@@ -578,8 +745,10 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     if (load_tensors(&ld, ad) != SIFT_OK) goto fail;
     count_params(m);
     sift__weights_place(m);
+    loader_free(&ld);
     return m;
 fail:
+    loader_free(&ld);
     sift_model_free(m);
     return NULL;
 }

@@ -53,6 +53,20 @@ typedef struct sift__layer {
     const float *ffn_post_norm;      /* gemma: the same for the feed-forward output, or NULL */
     bool swa;                        /* a sliding-window layer (hp.n_swa cells back; its own RoPE base) */
     bool nope;                       /* no RoPE on this layer (smollm3's every 4th; granite without rope) */
+    /* the layer's own shape: the model's everywhere but gemma4, whose sliding and full layers
+     * differ in head size, RoPE dimensions, KV heads and FFN width (hp holds the maxima) */
+    int32_t head_dim, n_head_kv, n_rot, n_ff;
+    int32_t kv_layer;                /* the cache layer its attention reads: its own, or for gemma4's
+                                        last shared_kv_layers an earlier layer's (it stores no K/V) */
+    bool own_kv;                     /* computes K/V and stores them at cache layer kv_layer == its index */
+    bool v_is_k;                     /* gemma4 without attn_v: V is the K projection (before K's norm, RoPE) */
+    bool v_norm;                     /* gemma4: V RMS-normalized per head, without a weight */
+    float out_scale;                 /* gemma4's layer_output_scale: the hidden state times this after the
+                                        layer; 0: none */
+    /* gemma4's per-layer embeddings (E2B/E4B; data NULL without): inp_gate [n_embd -> n_pl],
+     * proj [n_pl -> n_embd], post_norm [n_embd] */
+    sift__weight ple_gate, ple_out;
+    const float *ple_post_norm;
     /* mixture of experts (qwen3moe), instead of w_gate/w_up/w_down when w_router.data is set:
      * the router [n_embd -> n_expert], and each expert's matrices as row ranges of one tensor
      * (expert e: rows e*n_ff_exp .. of gate/up, e*n_embd .. of down), read in place */
@@ -95,6 +109,11 @@ typedef struct sift__hparams {
                                     a ramp over the correction dimensions, magnitude scaled */
     float yarn_ext_factor, yarn_beta_fast, yarn_beta_slow, yarn_log_mul;
     bool gelu;                   /* GELU (tanh form, as ggml's fp16 table) gates the FFN instead of SiLU */
+    int32_t n_rot_swa;           /* RoPE dimensions of the sliding-window layers (gemma4's own; n_rot elsewhere) */
+    bool rope_freqs_full_only;   /* gemma4: rope_freqs divides the full layers' frequencies only */
+    int32_t n_embd_per_layer;    /* gemma4's per-layer embedding width (E2B/E4B); 0: none */
+    int32_t n_layer_kv;          /* layers with K/V of their own, the first ones (the cache's layer count):
+                                    n_layer but for gemma4's shared_kv_layers */
 } sift__hparams;
 
 struct sift_model {
@@ -107,6 +126,11 @@ struct sift_model {
     const float *rope_long, *rope_short; /* LongRoPE's divisors (phi3): long when a context holds more
                                             than hp.n_ctx_orig positions per sequence, else short */
     sift__weight output;   /* == tok_embd when tied */
+    /* gemma4's per-layer embeddings (hp.n_embd_per_layer > 0): per_layer_token_embd (n_vocab rows
+     * of n_layer x n_pl, read per token in place like tok_embd), per_layer_model_proj [n_embd ->
+     * n_layer x n_pl] and per_layer_proj_norm [n_pl] */
+    sift__weight ple_embd, ple_proj;
+    const float *ple_proj_norm;
     bool tied_output;
     sift__layer *layers;   /* [n_layer] */
     float *f32_arena;     /* the owned 1-D tensors */

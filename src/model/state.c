@@ -6,7 +6,7 @@
  * The file, little-endian, the cells as the host's float32 (context.h's transposed rows):
  *
  *   "SIFTSEQ1"                                 magic and version
- *   u32 n_layer, n_head_kv, head_dim, n_vocab  the model's shape: another model's file is refused
+ *   u32 n_layer_kv, n_head_kv, head_dim, n_vocab  the cache's shape (layers that store K/V): another model's file is refused
  *   u32 n_tokens, i32 tokens[n_tokens]         what the cells hold (the caller's prompt cache)
  *   u32 n, u8 valid[n]                         the sequence's end and its valid map
  *   f32 K[n] then V[n] for each (layer, KV head, dim), in that order
@@ -32,7 +32,7 @@ typedef struct seq_header {
 static seq_header shape_of(const sift_context *ctx)
 {
     const sift__hparams *hp = &ctx->model->hp;
-    return (seq_header){(uint32_t)hp->n_layer, (uint32_t)hp->n_head_kv, (uint32_t)hp->head_dim, (uint32_t)hp->n_vocab};
+    return (seq_header){(uint32_t)hp->n_layer_kv, (uint32_t)hp->n_head_kv, (uint32_t)hp->head_dim, (uint32_t)hp->n_vocab};
 }
 
 /* The file's size for n_tokens ids and n cells. */

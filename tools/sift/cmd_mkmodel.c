@@ -4,8 +4,8 @@
  * shared test models are 1 MB and smaller, so on them a batch of 8 tokens costs 8 times one
  * token, whatever the runtime does).
  *
- *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|qwen3moe|gemma2|gemma3|granite|smollm3|phi3|gpt-oss]
- *                [--experts N] [--experts-used K] [--ff-exp N] [--type-exps T] [--dim N] [--ff N]
+ *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|qwen3moe|gemma2|gemma3|gemma4|granite|smollm3|phi3|gpt-oss]
+ *                [--shared-kv N] [--ple N] [--experts N] [--experts-used K] [--ff-exp N] [--type-exps T] [--dim N] [--ff N]
  *                [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--swa N]
  *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
  *                [--out-scale X] [--seed N] [--fim] [--fim-style qwen|codellama]
@@ -57,12 +57,17 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: sift mkmodel [-o OUT.gguf] [shape options]\n\n"
                "  -o FILE          output (default /tmp/sift-synth-DIMxLAYERS-TYPE.gguf)\n"
-               "  --arch A         llama (default), qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3,\n"
-               "                   phi3, gpt-oss:\n"
+               "  --arch A         llama (default), qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, granite,\n"
+               "                   smollm3, phi3, gpt-oss:\n"
                "                   each with the tensors and keys its architecture has (qwen2 biases,\n"
                "                   q/k norms, gemma's post norms, sliding window, soft-caps, granite's\n"
                "                   multipliers, phi3's fused QKV and gate-up, gpt-oss's biases, sinks\n"
-               "                   and window of 128 on even layers)\n"
+               "                   and window of 128 on even layers; gemma4's sliding layers of head size\n"
+               "                   dim/heads and full ones (every 6th, 2nd below 6 layers, and the last)\n"
+               "                   of twice that with half the KV heads, V as K, proportional RoPE)\n"
+               "  --shared-kv N    gemma4: the last N layers read earlier layers' K/V (default: about\n"
+               "                   half of them; -1: none)\n"
+               "  --ple N          gemma4: per-layer embeddings of width N (E2B/E4B: 256; default none)\n"
                "  --head-dim N     head size when it is not dim/heads (the key_length key)\n"
                "  --experts N      qwen3moe, gpt-oss: experts per layer (default 8)\n"
                "  --experts-used K qwen3moe, gpt-oss: experts each token is routed to (default 2)\n"
@@ -163,6 +168,10 @@ int sift_cmd_mkmodel(int argc, char **argv)
             field = &sp.n_expert_used, hi = 4096;
         } else if (!strcmp(a, "--ff-exp")) {
             field = &sp.n_ff_exp, hi = 1 << 18;
+        } else if (!strcmp(a, "--ple")) {
+            field = &sp.n_embd_per_layer, lo = 0, hi = 4096;
+        } else if (!strcmp(a, "--shared-kv")) {
+            field = &sp.n_kv_shared, lo = -1, hi = 1023;
         } else if (!strcmp(a, "--swa")) {
             field = &sp.n_swa, hi = 1 << 24;
         } else if (!strcmp(a, "--vocab")) {
