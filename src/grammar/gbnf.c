@@ -45,7 +45,7 @@
 typedef struct {
     char *name;
     size_t len;              /* strlen(name) */
-    uint64_t hash;           /* name_hash(name) */
+    uint64_t hash;           /* sift__gx_hash_bytes(name) */
     sift__gx_u32vec body;    /* elements, ALT-separated, END-terminated once defined */
     bool defined;
     size_t first_use;  /* offset of the first reference, for "undefined rule" */
@@ -233,24 +233,6 @@ static bool parse_char(gbnf_parser *p, uint32_t *cp)
 
 /* ---- rules and symbols ------------------------------------------------------------------- */
 
-/* Eight bytes a step: schema grammars name rules after their JSON paths (100+ characters
- * in Kubernetes schemas), and every reference hashes its name - bytewise FNV was ~15% of
- * parsing them. */
-static uint64_t name_hash(const char *s, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-    size_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-        uint64_t w;
-        memcpy(&w, s + k, 8);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 29;
-    }
-    uint64_t w = 0;
-    if (k < n) memcpy(&w, s + k, n - k);
-    return sift__gx_mix64(h ^ w);
-}
-
 static bool ht_rehash(gbnf_parser *p, uint32_t ncap)
 {
     uint32_t *nt = sift__gx_calloc(ncap, sizeof *nt);
@@ -269,7 +251,7 @@ static bool ht_rehash(gbnf_parser *p, uint32_t ncap)
 /* Id of the rule called name[0..len), creating an undefined one if new (UINT32_MAX on error). */
 static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
 {
-    uint64_t h = name_hash(name, len);
+    uint64_t h = sift__gx_hash_bytes(name, len);
     if (p->ht_cap) {
         uint32_t k = (uint32_t)h & (p->ht_cap - 1);
         while (p->ht[k]) {
