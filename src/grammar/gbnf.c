@@ -47,7 +47,7 @@ typedef struct {
     size_t len;              /* strlen(name) */
     uint64_t hash;           /* sift__gx_hash_bytes(name) */
     sift__gx_u32vec body;    /* elements, ALT-separated, END-terminated once defined */
-    bool defined;
+    bool defined, helper;
     size_t first_use;  /* offset of the first reference, for "undefined rule" */
     size_t def_at;     /* offset of the (last) definition, for "left recursion" */
 } pr_rule;
@@ -238,6 +238,7 @@ static bool ht_rehash(gbnf_parser *p, uint32_t ncap)
     uint32_t *nt = sift__gx_calloc(ncap, sizeof *nt);
     if (!nt) return oom(p);
     for (uint32_t r = 0; r < p->n_rules; r++) {
+        if (p->rules[r].helper) continue;
         uint32_t k = (uint32_t)p->rules[r].hash & (ncap - 1);
         while (nt[k]) k = (k + 1) & (ncap - 1);
         nt[k] = r + 1;
@@ -247,6 +248,8 @@ static bool ht_rehash(gbnf_parser *p, uint32_t ncap)
     p->ht_cap = ncap;
     return true;
 }
+
+static uint32_t new_rule(gbnf_parser *p, const char *name, size_t len, uint64_t h, bool helper, size_t at);
 
 /* Id of the rule called name[0..len), creating an undefined one if new (UINT32_MAX on error). */
 static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
@@ -260,6 +263,13 @@ static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
             k = (k + 1) & (p->ht_cap - 1);
         }
     }
+    return new_rule(p, name, len, h, false, at);
+}
+
+/* Append a rule; a helper (its name has a '_', which no name in the text can have) is never
+ * looked up, so it stays out of the name table: repetitions make thousands of them. */
+static uint32_t new_rule(gbnf_parser *p, const char *name, size_t len, uint64_t h, bool helper, size_t at)
+{
     if (p->n_rules >= GBNF_MAX_RULES) {
         fail_at(p, at, "too many rules (more than %u, counting repetition helpers)", GBNF_MAX_RULES);
         return UINT32_MAX;
@@ -274,7 +284,9 @@ static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
     r->len = len;
     r->hash = h;
     r->first_use = at;
+    r->helper = helper;
     p->n_rules++;
+    if (helper) return p->n_rules - 1;
     if ((uint64_t)p->n_rules * 2 > p->ht_cap) {
         if (!ht_rehash(p, p->ht_cap ? p->ht_cap * 2 : 64)) return UINT32_MAX; /* inserts all */
     } else {
@@ -300,7 +312,7 @@ static uint32_t helper_rule(gbnf_parser *p, const char *base, size_t at)
     do digits[nd++] = (char)('0' + v % 10);
     while (v /= 10);
     while (nd) buf[len++] = digits[--nd];
-    return rule_id(p, buf, len, at);
+    return new_rule(p, buf, len, 0, true, at);
 }
 
 static bool count_elems(gbnf_parser *p, uint64_t add, size_t at)
