@@ -206,7 +206,7 @@ static uint32_t glob_class(classes *c, uint32_t r, uint32_t cl)
     for (uint32_t k = 0; k < len; k++) h = (h ^ glob_code(c, g->elems[s0 + k])) * 0xFF51AFD7ED558CCDULL;
     h = sift__gx_mix64(h);
     if ((c->glob_n + 1) * 2 > c->glob_cap) {
-        uint32_t nc = c->glob_cap ? c->glob_cap * 2 : 1024;
+        uint32_t nc = c->glob_cap ? c->glob_cap * 2 : 64;
         body_slot *nt = sift__gx_calloc(nc, sizeof *nt);
         if (!nt) return GX_NONE;
         for (uint32_t q = 0; q < c->glob_cap; q++) {
@@ -390,8 +390,8 @@ int sift__gx_pos_reps(const sift_grammar *g, uint32_t **out)
      * most rules their classes (a 57k-element Kubernetes grammar has 15k distinct chains, a
      * 17k-rule Snowplow one 1.2k classes), and tables sized for every element and rule were
      * megabytes of mostly empty slots, each probe a cache miss and each page a fault */
-    if (!rep || !fid || !c.end || !c.cls || !c.lcl || !c.nl || !c.scc || !tab_init(&c.chain, 1u << 12) ||
-        !tab_init(&c.body, 1u << 10) || !tab_init(&c.sig, 8))
+    if (!rep || !fid || !c.end || !c.cls || !c.lcl || !c.nl || !c.scc || !tab_init(&c.chain, g->n_elems < 4096u ? g->n_elems + 1 : 4096u) ||
+        !tab_init(&c.body, g->n_rules < 1024u ? g->n_rules + 1 : 1024u) || !tab_init(&c.sig, 8))
         goto done;
     for (uint32_t p = 0; p < g->n_elems; p++) rep[p] = p;
     for (uint32_t r = 0; r < g->n_rules; r++) {
