@@ -6,6 +6,7 @@
 #endif
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "grammar/alloc_bits_utf8.h"
 
@@ -305,6 +306,21 @@ bool sift__gx_bits_intersect(const uint64_t *a, const uint64_t *b, uint32_t word
     for (uint32_t i = 0; i < words; i++)
         if (a[i] & b[i]) return true;
     return false;
+}
+
+uint64_t sift__gx_hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        uint64_t w;
+        memcpy(&w, s + k, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 29;
+    }
+    uint64_t w = 0;
+    if (k < n) memcpy(&w, s + k, n - k);
+    return sift__gx_mix64(h ^ w);
 }
 
 uint64_t sift__gx_hash_u32s(const uint32_t *v, uint32_t n, uint64_t seed)

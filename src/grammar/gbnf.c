@@ -32,6 +32,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "core/status.h"
 #include "grammar/grammar.h"
@@ -45,9 +48,9 @@
 typedef struct {
     char *name;
     size_t len;              /* strlen(name) */
-    uint64_t hash;           /* name_hash(name) */
+    uint64_t hash;           /* sift__gx_hash_bytes(name) */
     sift__gx_u32vec body;    /* elements, ALT-separated, END-terminated once defined */
-    bool defined;
+    bool defined, helper;
     size_t first_use;  /* offset of the first reference, for "undefined rule" */
     size_t def_at;     /* offset of the (last) definition, for "left recursion" */
 } pr_rule;
@@ -139,18 +142,23 @@ static bool oom(gbnf_parser *p)
 static int peek(const gbnf_parser *p) { return p->i < p->n ? (unsigned char)p->s[p->i] : -1; }
 static int peek_at(const gbnf_parser *p, size_t k) { return p->i + k < p->n ? (unsigned char)p->s[p->i + k] : -1; }
 
-static bool is_name_char(int c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-}
-
+static bool is_name_char(int c) { return ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
 /* The end of the rule name starting at p->i (names in schema grammars run to 100+
- * characters: a bitmap test per byte, not a chain of range tests behind a bounds check). */
+ * characters: 16 bytes a step where SSE2 is (x86-64 always), then a bitmap test per byte). */
 static size_t scan_name(const gbnf_parser *p)
 {
     static const uint64_t name_bits[2] = {0x03FF200000000000ULL, 0x07FFFFFE07FFFFFEULL}; /* - 0-9, A-Z a-z */
     const unsigned char *s = (const unsigned char *)p->s;
     size_t i = p->i;
+#ifdef __SSE2__
+    for (; i + 16 <= p->n; i += 16) { /* signed compares: bytes from 0x80 are below every range */
+        const __m128i v = _mm_loadu_si128((const __m128i *)(s + i)), l = _mm_or_si128(v, _mm_set1_epi8(0x20));
+        const __m128i al = _mm_and_si128(_mm_cmpgt_epi8(l, _mm_set1_epi8('a' - 1)), _mm_cmplt_epi8(l, _mm_set1_epi8('z' + 1)));
+        const __m128i dg = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+        const unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(al, dg), _mm_cmpeq_epi8(v, _mm_set1_epi8('-'))));
+        if (m != 0xFFFFu) return i + (size_t)__builtin_ctz(~m);
+    }
+#endif
     while (i < p->n && s[i] < 128 && (name_bits[s[i] >> 6] >> (s[i] & 63) & 1)) i++;
     return i;
 }
@@ -233,29 +241,12 @@ static bool parse_char(gbnf_parser *p, uint32_t *cp)
 
 /* ---- rules and symbols ------------------------------------------------------------------- */
 
-/* Eight bytes a step: schema grammars name rules after their JSON paths (100+ characters
- * in Kubernetes schemas), and every reference hashes its name - bytewise FNV was ~15% of
- * parsing them. */
-static uint64_t name_hash(const char *s, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-    size_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-        uint64_t w;
-        memcpy(&w, s + k, 8);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 29;
-    }
-    uint64_t w = 0;
-    if (k < n) memcpy(&w, s + k, n - k);
-    return sift__gx_mix64(h ^ w);
-}
-
 static bool ht_rehash(gbnf_parser *p, uint32_t ncap)
 {
     uint32_t *nt = sift__gx_calloc(ncap, sizeof *nt);
     if (!nt) return oom(p);
     for (uint32_t r = 0; r < p->n_rules; r++) {
+        if (p->rules[r].helper) continue;
         uint32_t k = (uint32_t)p->rules[r].hash & (ncap - 1);
         while (nt[k]) k = (k + 1) & (ncap - 1);
         nt[k] = r + 1;
@@ -266,10 +257,12 @@ static bool ht_rehash(gbnf_parser *p, uint32_t ncap)
     return true;
 }
 
+static uint32_t new_rule(gbnf_parser *p, const char *name, size_t len, uint64_t h, bool helper, size_t at);
+
 /* Id of the rule called name[0..len), creating an undefined one if new (UINT32_MAX on error). */
 static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
 {
-    uint64_t h = name_hash(name, len);
+    uint64_t h = sift__gx_hash_bytes(name, len);
     if (p->ht_cap) {
         uint32_t k = (uint32_t)h & (p->ht_cap - 1);
         while (p->ht[k]) {
@@ -278,6 +271,13 @@ static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
             k = (k + 1) & (p->ht_cap - 1);
         }
     }
+    return new_rule(p, name, len, h, false, at);
+}
+
+/* Append a rule; a helper (its name has a '_', which no name in the text can have) is never
+ * looked up, so it stays out of the name table: repetitions make thousands of them. */
+static uint32_t new_rule(gbnf_parser *p, const char *name, size_t len, uint64_t h, bool helper, size_t at)
+{
     if (p->n_rules >= GBNF_MAX_RULES) {
         fail_at(p, at, "too many rules (more than %u, counting repetition helpers)", GBNF_MAX_RULES);
         return UINT32_MAX;
@@ -292,7 +292,9 @@ static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
     r->len = len;
     r->hash = h;
     r->first_use = at;
+    r->helper = helper;
     p->n_rules++;
+    if (helper) return p->n_rules - 1;
     if ((uint64_t)p->n_rules * 2 > p->ht_cap) {
         if (!ht_rehash(p, p->ht_cap ? p->ht_cap * 2 : 64)) return UINT32_MAX; /* inserts all */
     } else {
@@ -318,7 +320,7 @@ static uint32_t helper_rule(gbnf_parser *p, const char *base, size_t at)
     do digits[nd++] = (char)('0' + v % 10);
     while (v /= 10);
     while (nd) buf[len++] = digits[--nd];
-    return rule_id(p, buf, len, at);
+    return new_rule(p, buf, len, 0, true, at);
 }
 
 static bool count_elems(gbnf_parser *p, uint64_t add, size_t at)
@@ -1063,9 +1065,9 @@ static int compile(gbnf_parser *p, sift_grammar *g, const char *root, sift_error
             return p->status;
         }
     if (p->n_rules == 0) return sift__error_set(err, SIFT_E_PARSE, "1:1: the grammar has no rules");
-    uint32_t root_id = UINT32_MAX;
-    for (uint32_t r = 0; r < p->n_rules; r++)
-        if (!strcmp(p->rules[r].name, root)) root_id = r;
+    uint32_t root_id = UINT32_MAX; /* lengths first: strcmp fetched every name, a cache miss each */
+    for (size_t r = 0, rl = strlen(root); r < p->n_rules; r++)
+        if (p->rules[r].len == rl && !memcmp(p->rules[r].name, root, rl)) root_id = (uint32_t)r;
     if (root_id == UINT32_MAX) return sift__error_set(err, SIFT_E_PARSE, "the grammar has no rule named '%s' (the start rule)", root);
 
     g->n_rules = p->n_rules;

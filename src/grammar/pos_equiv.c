@@ -64,9 +64,12 @@ static bool tab_init(pair_tab *t, uint32_t want)
 {
     uint32_t cap = 16;
     while (cap < want * 2u) cap *= 2;
-    t->slot = sift__gx_calloc(cap, sizeof *t->slot);
+    /* written before it is read: a calloc'd table of this size is fresh zero pages, which
+     * the first probe (a read) maps shared and the first insert (a write) faults again */
+    t->slot = sift__gx_malloc((size_t)cap * sizeof *t->slot);
     t->cap = cap;
     t->n = 0;
+    if (t->slot) memset(t->slot, 0, (size_t)cap * sizeof *t->slot);
     return t->slot != NULL;
 }
 
@@ -145,6 +148,13 @@ static int follow_ids(const sift_grammar *g, uint32_t *fid)
     return SIFT_OK;
 }
 
+/* A rule's body with every REF by global class, by its hash; `rule` holds that body (0 =
+ * empty slot, else rule + 1). */
+typedef struct {
+    uint64_t hash;
+    uint32_t rule, cls;
+} body_slot;
+
 /* The rule classes (see the top of the file). */
 typedef struct {
     const sift_grammar *g;
@@ -154,7 +164,9 @@ typedef struct {
     uint32_t *scc;      /* [n_rules]: id of the cycle a rule is in (its members only), else GX_NONE */
     uint32_t n_cls;
     pair_tab chain;     /* (element code, rest) -> rest id */
-    pair_tab body;      /* (0, global body rest) or (1, cycle body rest) -> class */
+    pair_tab body;      /* (1, cycle body rest) -> class */
+    body_slot *glob;    /* bodies with every REF by global class -> class (see glob_class) */
+    uint32_t glob_cap, glob_n;
     pair_tab sig;       /* (local class, rest) -> new local class */
 } classes;
 
@@ -177,6 +189,50 @@ static uint32_t body_rest(classes *c, uint32_t r, uint32_t in, uint32_t self)
     return rest;
 }
 
+static inline uint32_t glob_code(const classes *c, uint32_t el)
+{
+    return GX_TYPE(el) == GX_REF ? GX_MAKE(GX_REF, c->cls[GX_VAL(el)]) : el;
+}
+
+/* The class of rule r's body with every REF by global class (its callees all have one): the
+ * class of an equal body seen before, else `cl`, filed under this body. One hash of the
+ * body and one probe per rule, instead of a chain-table probe per element (body_rest): the
+ * bodies outside cycles were most of pos_reps' time. GX_NONE when out of memory. */
+static uint32_t glob_class(classes *c, uint32_t r, uint32_t cl)
+{
+    const sift_grammar *g = c->g;
+    const uint32_t s0 = g->rule_start[r], len = c->end[r] - s0;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ len;
+    for (uint32_t k = 0; k < len; k++) h = (h ^ glob_code(c, g->elems[s0 + k])) * 0xFF51AFD7ED558CCDULL;
+    h = sift__gx_mix64(h);
+    if ((c->glob_n + 1) * 2 > c->glob_cap) {
+        uint32_t nc = c->glob_cap ? c->glob_cap * 2 : 64;
+        body_slot *nt = sift__gx_calloc(nc, sizeof *nt);
+        if (!nt) return GX_NONE;
+        for (uint32_t q = 0; q < c->glob_cap; q++) {
+            if (!c->glob[q].rule) continue;
+            uint32_t k = (uint32_t)c->glob[q].hash & (nc - 1);
+            while (nt[k].rule) k = (k + 1) & (nc - 1);
+            nt[k] = c->glob[q];
+        }
+        sift__gx_free(c->glob);
+        c->glob = nt;
+        c->glob_cap = nc;
+    }
+    uint32_t q = (uint32_t)h & (c->glob_cap - 1);
+    for (; c->glob[q].rule; q = (q + 1) & (c->glob_cap - 1)) {
+        if (c->glob[q].hash != h) continue;
+        const uint32_t o = c->glob[q].rule - 1, o0 = g->rule_start[o];
+        if (c->end[o] - o0 != len) continue;
+        uint32_t k = 0;
+        while (k < len && glob_code(c, g->elems[o0 + k]) == glob_code(c, g->elems[s0 + k])) k++;
+        if (k == len) return c->glob[q].cls;
+    }
+    c->glob[q] = (body_slot){h, r + 1, cl};
+    c->glob_n++;
+    return cl;
+}
+
 static uint32_t body_work(const classes *c, const uint32_t *m, uint32_t k)
 {
     uint64_t w = 0;
@@ -189,8 +245,7 @@ static uint32_t body_work(const classes *c, const uint32_t *m, uint32_t k)
 static int classify_scc(classes *c, const uint32_t *m, uint32_t k, bool cyclic, uint32_t id)
 {
     if (!cyclic) {
-        uint32_t rest = body_rest(c, m[0], GX_NONE, GX_NONE);
-        uint32_t cl = rest == GX_NONE ? GX_NONE : tab_put(&c->body, 0, rest, c->n_cls);
+        uint32_t cl = glob_class(c, m[0], c->n_cls);
         if (cl == GX_NONE) return SIFT_E_NOMEM;
         if (cl == c->n_cls) c->n_cls++;
         c->cls[m[0]] = cl;
@@ -239,10 +294,9 @@ static int classify_scc(classes *c, const uint32_t *m, uint32_t k, bool cyclic, 
      * class with that body - one member per class: the members' bodies are equal */
     for (uint32_t j = 0; j < k; j++) {
         if (c->lcl[m[j]] == GX_NONE) continue;
-        uint32_t rest = body_rest(c, m[j], GX_NONE, GX_NONE);
-        if (rest == GX_NONE || tab_put(&c->body, 0, rest, c->cls[m[j]]) == GX_NONE) return SIFT_E_NOMEM;
+        if (glob_class(c, m[j], c->cls[m[j]]) == GX_NONE) return SIFT_E_NOMEM;
         if (n_local > 1) {
-            rest = body_rest(c, m[j], id, c->cls[m[j]]);
+            uint32_t rest = body_rest(c, m[j], id, c->cls[m[j]]);
             if (rest == GX_NONE || tab_put(&c->body, 1, rest, c->cls[m[j]]) == GX_NONE) return SIFT_E_NOMEM;
         }
         uint32_t l = c->lcl[m[j]];
@@ -332,8 +386,12 @@ int sift__gx_pos_reps(const sift_grammar *g, uint32_t **out)
     c.nl = sift__gx_malloc(nr * sizeof *c.nl);
     c.scc = sift__gx_malloc(nr * sizeof *c.scc);
     int rc = SIFT_E_NOMEM;
-    if (!rep || !fid || !c.end || !c.cls || !c.lcl || !c.nl || !c.scc || !tab_init(&c.chain, g->n_elems + 1) ||
-        !tab_init(&c.body, g->n_rules + 1) || !tab_init(&c.sig, 8))
+    /* the chain and body tables start small and grow: most positions share their rests and
+     * most rules their classes (a 57k-element Kubernetes grammar has 15k distinct chains, a
+     * 17k-rule Snowplow one 1.2k classes), and tables sized for every element and rule were
+     * megabytes of mostly empty slots, each probe a cache miss and each page a fault */
+    if (!rep || !fid || !c.end || !c.cls || !c.lcl || !c.nl || !c.scc || !tab_init(&c.chain, g->n_elems < 4096u ? g->n_elems + 1 : 4096u) ||
+        !tab_init(&c.body, g->n_rules < 1024u ? g->n_rules + 1 : 1024u) || !tab_init(&c.sig, 8))
         goto done;
     for (uint32_t p = 0; p < g->n_elems; p++) rep[p] = p;
     for (uint32_t r = 0; r < g->n_rules; r++) {
@@ -355,7 +413,17 @@ int sift__gx_pos_reps(const sift_grammar *g, uint32_t **out)
     if (!first || !sid) goto done;
     memset(first, 0xFF, ((size_t)g->n_elems + 1) * sizeof *first);
     memset(sid, 0xFF, ((size_t)g->n_elems + 1) * sizeof *sid);
+    /* rules of one class with one FOLLOW set have equal coded bodies, so equal rest ids
+     * position by position: the first of each (class, FOLLOW) pair is interned, the others
+     * copy its ids (most rules of a schema grammar repeat another's shape) */
+    tab_clear(&c.sig);
     for (uint32_t r = 0; r < g->n_rules; r++) {
+        uint32_t len = c.end[r] - g->rule_start[r], twin = tab_put(&c.sig, c.cls[r], fid[r], r);
+        if (twin == GX_NONE) goto done;
+        if (twin != r && c.end[twin] - g->rule_start[twin] == len) {
+            memcpy(sid + g->rule_start[r], sid + g->rule_start[twin], ((size_t)len + 1) * sizeof *sid);
+            continue;
+        }
         uint32_t rest = REST_END;
         for (uint32_t p = c.end[r] + 1; p-- > g->rule_start[r];) {
             uint32_t el = g->elems[p];
@@ -386,6 +454,7 @@ done:
     sift__gx_free(c.scc);
     tab_free(&c.chain);
     tab_free(&c.body);
+    sift__gx_free(c.glob);
     tab_free(&c.sig);
     return rc;
 }

@@ -166,22 +166,19 @@ char *sift__js_sanitize(const char *name)
     return s;
 }
 
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
+static uint64_t name_hash(const char *s) { return sift__gx_hash_bytes(s, strlen(s)); }
 
-jrule *sift__js_find_rule(conv *c, const char *name)
+static jrule *find_hashed(conv *c, const char *name, uint64_t h)
 {
     if (!c->rule_ht_cap) return NULL;
-    for (size_t k = name_hash(name) & (c->rule_ht_cap - 1);; k = (k + 1) & (c->rule_ht_cap - 1)) {
+    for (size_t k = h & (c->rule_ht_cap - 1);; k = (k + 1) & (c->rule_ht_cap - 1)) {
         uint32_t i = c->rule_ht[k];
         if (!i) return NULL;
-        if (!strcmp(c->rules[i - 1].name, name)) return &c->rules[i - 1];
+        if (c->rules[i - 1].hash == h && !strcmp(c->rules[i - 1].name, name)) return &c->rules[i - 1];
     }
 }
+
+jrule *sift__js_find_rule(conv *c, const char *name) { return find_hashed(c, name, name_hash(name)); }
 
 /* Index rules[i] by name (rules are only appended; the final sort comes after the last lookup). */
 static bool index_rule(conv *c, size_t i)
@@ -194,12 +191,12 @@ static bool index_rule(conv *c, size_t i)
         c->rule_ht = t;
         c->rule_ht_cap = nc;
         for (size_t j = 0; j < i; j++) {
-            size_t k = name_hash(c->rules[j].name) & (nc - 1);
+            size_t k = c->rules[j].hash & (nc - 1);
             while (t[k]) k = (k + 1) & (nc - 1);
             t[k] = (uint32_t)j + 1;
         }
     }
-    size_t k = name_hash(c->rules[i].name) & (c->rule_ht_cap - 1);
+    size_t k = c->rules[i].hash & (c->rule_ht_cap - 1);
     while (c->rule_ht[k]) k = (k + 1) & (c->rule_ht_cap - 1);
     c->rule_ht[k] = (uint32_t)i + 1;
     return true;
@@ -217,8 +214,10 @@ const char *sift__js_add_rule(conv *c, const char *name, char *body)
         return sift__js_coom(c);
     }
     char *cand = base;
+    uint64_t h;
     for (int i = 0;; i++) {
-        jrule *r = sift__js_find_rule(c, cand);
+        h = name_hash(cand);
+        jrule *r = find_hashed(c, cand, h);
         if (!r) break;
         if (!strcmp(r->body, body)) {
             if (cand != base) sift__gx_free(cand);
@@ -248,7 +247,7 @@ const char *sift__js_add_rule(conv *c, const char *name, char *body)
         c->rules = p;
         c->cap_rules = nc;
     }
-    c->rules[c->n_rules++] = (jrule){cand, body};
+    c->rules[c->n_rules++] = (jrule){cand, body, h};
     if (!index_rule(c, c->n_rules - 1)) return sift__js_coom(c);
     return cand;
 }
@@ -1087,15 +1086,22 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     }
     if (c.status == SIFT_OK) {
         qsort(c.rules, c.n_rules, sizeof *c.rules, cmp_rule);
-        sift__gbnf_sbuf b = {0};
-        /* puts, not printf: vfprintf copied the (MB-sized, on big schemas) text slowly */
-        for (size_t i = 0; i < c.n_rules; i++) {
-            sift__gbnf_sb_puts(&b, c.rules[i].name);
-            sift__gbnf_sb_putn(&b, " ::= ", 5);
-            sift__gbnf_sb_puts(&b, c.rules[i].body);
-            sift__gbnf_sb_putn(&b, "\n", 1);
+        /* one allocation of the exact size, filled by memcpy: growing it by doubling copied
+         * the (MB-sized, on big schemas) text again at every step and faulted in its pages
+         * twice (vfprintf, before that, was slower still) */
+        size_t total = 1;
+        for (size_t i = 0; i < c.n_rules; i++) total += strlen(c.rules[i].name) + strlen(c.rules[i].body) + 6;
+        out = total > SIFT__GBNF_TEXT_MAX ? NULL : sift__gx_malloc(total);
+        for (size_t i = 0, at = 0; out && i < c.n_rules; i++) {
+            size_t nn = strlen(c.rules[i].name), nb = strlen(c.rules[i].body);
+            memcpy(out + at, c.rules[i].name, nn);
+            memcpy(out + at + nn, " ::= ", 5);
+            memcpy(out + at + nn + 5, c.rules[i].body, nb);
+            at += nn + 5 + nb;
+            out[at++] = '\n';
+            out[at] = 0;
         }
-        out = sift__gbnf_sb_take(&b);
+        if (out && !c.n_rules) out[0] = 0;
         if (!out) sift__error_set(err, SIFT_E_NOMEM, "out of memory (or a grammar above %u bytes)", SIFT__GBNF_TEXT_MAX);
         /* what this converter returns always parses: the one way it cannot is a $ref cycle
          * that reaches itself before any text ({"$ref": "#"}, {"anyOf": [{"$ref": "#"}, ...]}),

@@ -26,6 +26,7 @@
 
 typedef struct {
     char *name, *body;
+    uint64_t hash; /* sift__gx_hash_bytes of name: found and re-indexed without rehashing the name */
 } jrule;
 
 typedef struct {
