@@ -490,6 +490,43 @@ static void test_ref_siblings(void **state)
                    "unevaluatedItems");
 }
 
+/* Each $ref has its own rule, whatever its name sanitizes to: "a.b" and "a_b" (and two long
+ * names alike in their first 300 bytes) both become ref-...-a-b, and the second reference
+ * once got the first one's rule (a string accepted for an integer). Also through a recursion
+ * between two such names, where each placeholder must stay its own. */
+static void test_ref_names(void **state)
+{
+    (void)state;
+    sift_grammar *g = convert("{\"definitions\":{\"a.b\":{\"type\":\"string\"},\"a_b\":{\"type\":\"integer\"}},\"type\":\"object\","
+                              "\"properties\":{\"x\":{\"$ref\":\"#/definitions/a.b\"},\"y\":{\"$ref\":\"#/definitions/a_b\"}},"
+                              "\"required\":[\"x\",\"y\"],\"additionalProperties\":false}",
+                              0);
+    expect(g, "{\"x\": \"s\", \"y\": 1}", true);
+    expect(g, "{\"x\": \"s\", \"y\": \"t\"}", false);
+    expect(g, "{\"x\": 1, \"y\": 1}", false);
+    sift_grammar_free(g);
+    g = convert("{\"$defs\":{\"a.b\":{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/$defs/a_b\"}},"
+                "\"additionalProperties\":false},\"a_b\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/a.b\"}}},"
+                "\"$ref\":\"#/$defs/a.b\"}",
+                0);
+    expect(g, "{\"n\": [{\"n\": []}, {}]}", true);
+    expect(g, "{\"n\": {\"n\": []}}", false);
+    expect(g, "{\"n\": [[]]}", false);
+    sift_grammar_free(g);
+    char long_name[400];
+    memset(long_name, 'k', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = 0;
+    char schema[4096];
+    snprintf(schema, sizeof schema,
+             "{\"$defs\":{\"%s1\":{\"type\":\"string\"},\"%s2\":{\"type\":\"boolean\"}},\"type\":\"array\","
+             "\"prefixItems\":[{\"$ref\":\"#/$defs/%s1\"},{\"$ref\":\"#/$defs/%s2\"}],\"items\":false,\"minItems\":2}",
+             long_name, long_name, long_name, long_name);
+    g = convert(schema, 0);
+    expect(g, "[\"s\", true]", true);
+    expect(g, "[\"s\", \"t\"]", false);
+    sift_grammar_free(g);
+}
+
 static void test_arrays(void **state)
 {
     (void)state;
@@ -1874,7 +1911,7 @@ int main(void)
         cmocka_unit_test(test_objects),       cmocka_unit_test(test_arrays),         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_integer_ranges), cmocka_unit_test(test_patterns),      cmocka_unit_test(test_format_constraints), cmocka_unit_test(test_alternatives), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_pattern_properties), cmocka_unit_test(test_number_ranges), cmocka_unit_test(test_finite_values), cmocka_unit_test(test_long_strings), cmocka_unit_test(test_pattern_length), cmocka_unit_test(test_property_counts), cmocka_unit_test(test_any_of_additional), cmocka_unit_test(test_all_of_exact),
-        cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ecma_space_hostname),
+        cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ref_names), cmocka_unit_test(test_ecma_space_hostname),
         cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated), cmocka_unit_test(test_one_of_apart), cmocka_unit_test(test_pattern_bounded),
         cmocka_unit_test(test_pattern_length_automaton), cmocka_unit_test(test_complement),
         cmocka_unit_test(test_two_orders),

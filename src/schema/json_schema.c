@@ -202,10 +202,10 @@ static bool index_rule(conv *c, size_t i)
     return true;
 }
 
-/* Add rule `name ::= body`; an existing rule with the same name and body is reused, a
- * different one gets a numbered name. Returns the name used (owned by the table). Takes
+/* Add rule `name ::= body`; with reuse, an existing rule with the same name and body is
+ * reused; otherwise the name, if taken, gets a number. Returns the name used (owned by the table). Takes
  * ownership of body. */
-const char *sift__js_add_rule(conv *c, const char *name, char *body)
+static const char *add_rule(conv *c, const char *name, char *body, bool reuse)
 {
     if (!body) return sift__js_coom(c);
     char *base = sift__js_sanitize(name);
@@ -219,7 +219,7 @@ const char *sift__js_add_rule(conv *c, const char *name, char *body)
         h = name_hash(cand);
         jrule *r = find_hashed(c, cand, h);
         if (!r) break;
-        if (!strcmp(r->body, body)) {
+        if (reuse && !strcmp(r->body, body)) {
             if (cand != base) sift__gx_free(cand);
             sift__gx_free(base);
             sift__gx_free(body);
@@ -251,6 +251,9 @@ const char *sift__js_add_rule(conv *c, const char *name, char *body)
     if (!index_rule(c, c->n_rules - 1)) return sift__js_coom(c);
     return cand;
 }
+
+const char *sift__js_add_rule(conv *c, const char *name, char *body) { return add_rule(c, name, body, true); }
+const char *sift__js_add_rule_new(conv *c, const char *name, char *body) { return add_rule(c, name, body, false); }
 
 char *sift__js_dupstr(const char *s)
 {
@@ -1136,6 +1139,7 @@ char *sift_json_schema_to_grammar(const char *schema, size_t len, uint32_t flags
     }
     sift__gx_free(c.rules);
     sift__gx_free(c.rule_ht);
+    sift__js_refs_free(&c);
     cJSON_Delete(root);
     return out;
 }

@@ -172,11 +172,12 @@ const cJSON *sift__js_resolve_pointer(conv *c, const char *ref)
     if (ref[0] != '#') return sift__js_cfail(c, SIFT_E_UNSUPPORTED, "$ref '%s': only references into this document (#...) are supported", ref), NULL;
     const cJSON *t = c->root;
     const char *p = ref + 1;
-    while (*p == '/') {
+    char *seg = sift__gx_malloc(strlen(p) + 1); /* a segment, unescaped (never longer than the text) */
+    if (!seg) return sift__js_coom(c), NULL;
+    while (*p == '/' && t) {
         p++;
-        char seg[256];
         size_t k = 0;
-        while (*p && *p != '/' && k < sizeof seg - 1) {
+        while (*p && *p != '/') {
             if (p[0] == '~' && p[1] == '0') {
                 seg[k++] = '~';
                 p += 2;
@@ -201,10 +202,69 @@ const cJSON *sift__js_resolve_pointer(conv *c, const char *ref)
         } else {
             t = NULL;
         }
-        if (!t) return sift__js_cfail(c, SIFT_E_INVAL, "$ref '%s' does not resolve", ref), NULL;
     }
+    sift__gx_free(seg);
+    if (!t) return sift__js_cfail(c, SIFT_E_INVAL, "$ref '%s' does not resolve", ref), NULL;
     if (*p) return sift__js_cfail(c, SIFT_E_INVAL, "$ref '%s' is not a JSON pointer", ref), NULL;
     return t;
+}
+
+/* ---- $ref: one rule per reference ---------------------------------------------------------- */
+
+/* The rule of each $ref, found by the reference's own text. Rule names are sanitized (every
+ * run of punctuation becomes one '-'), so "#/definitions/a.b" and "#/definitions/a_b" both
+ * want ref-definitions-a-b: looked up by that name, the second reference would get the first
+ * one's rule, a string where an integer was asked for (a false accept). An open-addressing
+ * table keyed by the reference's text, with the rule name it got. */
+struct jref {
+    char *ref;        /* NULL: an empty slot */
+    const char *rule; /* owned by the rule table */
+    uint64_t hash;
+};
+
+static struct jref *ref_slot(const conv *c, const char *ref, uint64_t h)
+{
+    for (size_t k = h & (c->refs_cap - 1);; k = (k + 1) & (c->refs_cap - 1)) {
+        struct jref *e = &c->refs[k];
+        if (!e->ref || (e->hash == h && !strcmp(e->ref, ref))) return e;
+    }
+}
+
+static const char *ref_rule(const conv *c, const char *ref, uint64_t h)
+{
+    return c->refs_cap ? ref_slot(c, ref, h)->rule : NULL;
+}
+
+/* Record (or change) ref's rule; false on OOM. */
+static bool ref_put(conv *c, const char *ref, uint64_t h, const char *rule)
+{
+    if ((c->n_refs + 1) * 2 > c->refs_cap) {
+        const size_t nc = c->refs_cap ? c->refs_cap * 2 : 32;
+        struct jref *t = sift__gx_calloc(nc, sizeof *t), *old = c->refs;
+        if (!t) return false;
+        const size_t oc = c->refs_cap;
+        c->refs = t;
+        c->refs_cap = nc;
+        for (size_t i = 0; i < oc; i++)
+            if (old[i].ref) *ref_slot(c, old[i].ref, old[i].hash) = old[i];
+        sift__gx_free(old);
+    }
+    struct jref *e = ref_slot(c, ref, h);
+    if (!e->ref) {
+        if (!(e->ref = sift__js_dupstr(ref))) return false;
+        e->hash = h;
+        c->n_refs++;
+    }
+    e->rule = rule;
+    return true;
+}
+
+void sift__js_refs_free(conv *c)
+{
+    for (size_t i = 0; i < c->refs_cap; i++) sift__gx_free(c->refs[i].ref);
+    sift__gx_free(c->refs);
+    c->refs = NULL;
+    c->n_refs = c->refs_cap = 0;
 }
 
 const char *sift__js_visit_ref(conv *c, const char *ref)
@@ -212,59 +272,44 @@ const char *sift__js_visit_ref(conv *c, const char *ref)
     /* only '#...' pointers name a rule; resolve_pointer() words the error for the rest
      * (and "" must not reach the name below: ref + 1 would be past its end) */
     if (ref[0] != '#') return (void)sift__js_resolve_pointer(c, ref), NULL;
-    /* the rule of a reference is named after it: ref-defs-Name */
+    const uint64_t h = sift__gx_hash_bytes(ref, strlen(ref));
+    const char *have = ref_rule(c, ref, h); /* its rule, or the placeholder of a recursion */
+    for (int i = 0; i < c->n_resolving; i++)
+        if (!strcmp(c->resolving[i], ref)) {
+            /* recursion: reference the rule that is being built, through a placeholder of
+             * its own (never shared with another reference's), filled in when the outer
+             * visit finishes */
+            c->ref_cycle = true;
+            if (have) return have;
+            char nm[300];
+            snprintf(nm, sizeof nm, "ref%s", ref + 1);
+            const char *ph = sift__js_add_rule_new(c, nm, sift__js_dupstr("\"\""));
+            if (ph && !ref_put(c, ref, h, ph)) return sift__js_coom(c);
+            return ph;
+        }
+    if (have) return have;
+    const cJSON *t = sift__js_resolve_pointer(c, ref);
+    if (!t) return NULL;
+    if (c->n_resolving >= JS_MAX_DEPTH) return sift__js_cfail(c, SIFT_E_INVAL, "$ref chain too deep");
+    /* the rule of a reference is named after it: ref-defs-Name (numbered where taken) */
     char nm[300];
     snprintf(nm, sizeof nm, "ref%s", ref + 1);
     char *sn = sift__js_sanitize(nm);
     if (!sn) return sift__js_coom(c);
-    jrule *have = sift__js_find_rule(c, sn);
-    for (int i = 0; i < c->n_resolving; i++)
-        if (!strcmp(c->resolving[i], ref)) {
-            /* recursion: reference the rule that is being built */
-            c->ref_cycle = true;
-            const char *out = NULL;
-            jrule *r = sift__js_find_rule(c, sn);
-            if (r) out = r->name;
-            else {
-                /* placeholder, filled in when the outer visit finishes */
-                out = sift__js_add_rule(c, sn, sift__js_dupstr("\"\""));
-            }
-            sift__gx_free(sn);
-            return out;
-        }
-    if (have) {
-        sift__gx_free(sn);
-        return have->name;
-    }
-    const cJSON *t = sift__js_resolve_pointer(c, ref);
-    if (!t) {
-        sift__gx_free(sn);
-        return NULL;
-    }
-    if (c->n_resolving >= JS_MAX_DEPTH) {
-        sift__gx_free(sn);
-        return sift__js_cfail(c, SIFT_E_INVAL, "$ref chain too deep");
-    }
     c->resolving[c->n_resolving++] = ref;
     const char *inner = sift__js_visit(c, t, sn, NULL);
     c->n_resolving--;
-    if (!inner) {
-        sift__gx_free(sn);
-        return NULL;
-    }
-    /* if a placeholder was created for recursion, make it the alias of the real rule */
-    jrule *ph = sift__js_find_rule(c, sn);
-    if (ph && strcmp(ph->name, inner)) {
-        sift__gx_free(ph->body);
-        ph->body = sift__js_dupstr(inner);
-        if (!ph->body) {
-            sift__gx_free(sn);
-            return sift__js_coom(c);
-        }
-        sift__gx_free(sn);
-        return ph->name;
-    }
     sift__gx_free(sn);
+    if (!inner) return NULL;
+    /* a placeholder made for a recursion becomes the alias of the real rule */
+    const char *ph = ref_rule(c, ref, h);
+    if (ph && strcmp(ph, inner)) {
+        jrule *r = sift__js_find_rule(c, ph);
+        sift__gx_free(r->body);
+        if (!(r->body = sift__js_dupstr(inner))) return sift__js_coom(c);
+        return ph;
+    }
+    if (!ref_put(c, ref, h, inner)) return sift__js_coom(c);
     return inner;
 }
 

@@ -40,6 +40,9 @@ typedef struct {
                           * scan, quadratic in the rules (41 % of a 1.7 MB Kubernetes grammar's
                           * 190 ms conversion, perf) */
     size_t rule_ht_cap;
+    struct jref *refs;   /* each $ref's rule, by the reference's own text (json_schema_combine.c):
+                          * two references whose rule names read alike ("a.b", "a_b") are two rules */
+    size_t n_refs, refs_cap;
     const char *resolving[JS_MAX_DEPTH]; /* $refs being expanded */
     int n_resolving;
     bool ref_cycle; /* a $ref came back to one being expanded: the output may be left-recursive */
@@ -62,6 +65,9 @@ extern const char *const sift__js_annotations[];
 extern const char *const sift__js_formats_refused[];
 
 
+/* json_schema_combine.c */
+void sift__js_refs_free(conv *c);
+
 /* json_schema.c */
 __attribute__((format(printf, 3, 4))) const char *sift__js_cfail(conv *c, int status, const char *fmt, ...);
 const char *sift__js_coom(conv *c);
@@ -70,6 +76,8 @@ void sift__js_path_pop(conv *c, size_t old);
 char *sift__js_sanitize(const char *name);
 jrule *sift__js_find_rule(conv *c, const char *name);
 const char *sift__js_add_rule(conv *c, const char *name, char *body);
+/* as sift__js_add_rule, but always a rule of its own (never one that has the same body) */
+const char *sift__js_add_rule_new(conv *c, const char *name, char *body);
 char *sift__js_dupstr(const char *s);
 const builtin *sift__js_find_builtin(const char *name);
 const char *sift__js_use_builtin(conv *c, const char *name);
