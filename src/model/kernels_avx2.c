@@ -489,7 +489,7 @@ static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
 /* NAME_quad: blocks [0, nk) of 4 rows (a, from block k0) x a prepared column quad (xp, xs)
  * added into acc (acc[0]: rows 0 and 1, acc[1]: rows 2 and 3; lane 4h + j: row 2g + h,
  * column j), with the rows' scales ws[8 * (2 * kk + g) ..] spread to those lanes;
- * NAME_rows8: blocks of 8 rows x 1 column; gemm_NAME and rows_huge_NAME drive them. */
+ * (QX_0_ROWS_HUGE: NAME_rows8, blocks of 8 rows x 1 column, and rows_huge_NAME over it.) */
 #define QX_0_TILES(NAME, WBLOCK, WPREP, WROW)                                                                                 \
     FORCE_INLINE void NAME##_quad(const WBLOCK *const *a, int64_t k0, const __m256i *wp, int nk, const q0_xprep *xp,  \
                                   const float *xs, const float *ws, __m256 *acc, const bool PREP)                   \
@@ -580,7 +580,10 @@ static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
                     }                                                                                                \
             }                                                                                                        \
         }                                                                                                            \
-    }                                                                                                                \
+    }
+
+/* NAME_rows8 and rows_huge_NAME, eight rows at a time through it (Q4_0; Q8_0 has rows_q8_0, below) */
+#define QX_0_ROWS_HUGE(NAME, WBLOCK, WPREP, WROW)                                                                    \
     FORCE_INLINE __m256 NAME##_rows8(int64_t n, const WBLOCK *const *a, const sift__block_q8_0 *b, const char *pf)    \
     {                                                                                                                \
         __m256 sum = _mm256_setzero_ps();                                                                            \
@@ -607,10 +610,7 @@ static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
             sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, dx)));                  \
         }                                                                                                            \
         return sum;                                                                                                  \
-    }
-
-/* rows_huge_NAME: eight rows at a time through NAME_rows8 (Q4_0; Q8_0 has rows_q8_0, below) */
-#define QX_0_ROWS_HUGE(NAME, WBLOCK)                                                                                 \
+    }                                                                                                                \
     static void rows_huge_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_rows, const void *x, float *out) \
     {                                                                                                                \
         for (int64_t r = 0; r < n_rows; r += 8) {                                                                    \
@@ -631,7 +631,7 @@ static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
 
 QX_0_TILES(q8_0, sift__block_q8_0, false, w_q8_0)
 QX_0_TILES(q4_0, sift__block_q4_0, true, w_q4_0u)
-QX_0_ROWS_HUGE(q4_0, sift__block_q4_0)
+QX_0_ROWS_HUGE(q4_0, sift__block_q4_0, true, w_q4_0u)
 
 /* ---- Q8_0 generation from the plain layout -------------------------------------------------------
  *
