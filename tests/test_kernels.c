@@ -792,6 +792,69 @@ static void test_q8_0_x8(void **state)
     assert_true(checked > 0);
 }
 
+/* Q8_0's generation loops (rows, rows_huge: AVX2's eight-row kernel with its prefetch of the
+ * next group) against the scalar dot kernel, bit for bit: every row count from 1 to 21 (whole
+ * groups of eight, a partial last group, a partial next group to prefetch), row lengths of
+ * 1, 2, 3, 7, 64 and 65 blocks, rows padded apart (a stride longer than the row, and odd),
+ * weights of random bytes with -128 included (one row all -128 and one all 127 meet
+ * activations of all -127 and all 127), and no value written past the last row. */
+static void test_q8_0_rows(void **state)
+{
+    (void)state;
+    enum { ROWS = 21, MAXNB = 65, PAD = 6, COLS = 4 };
+    const int nbs[] = {1, 2, 3, 7, 64, 65};
+    const sift__kernels *ref = sift__kernels_get(SIFT_ISA_SCALAR);
+    const size_t stride = MAXNB * sizeof(sift__block_q8_0) + PAD;
+    static unsigned char w[ROWS * (MAXNB * sizeof(sift__block_q8_0) + PAD)];
+    static sift__block_q8_0 x[COLS][MAXNB];
+    int checked = 0;
+    for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+        const int nb = nbs[ni], n = nb * 32;
+        for (int r = 0; r < ROWS; r++)
+            for (int b = 0; b < nb; b++) {
+                sift__block_q8_0 blk;
+                for (int i = 0; i < 32; i++) blk.qs[i] = (int8_t)(int)(urand() * 256 - 128);
+                if (r == 5) memset(blk.qs, 0x80, sizeof blk.qs);
+                if (r == 6) memset(blk.qs, 0x7F, sizeof blk.qs);
+                blk.d = sift__fp32_to_fp16(frand(0.01f));
+                memcpy(w + r * stride + b * sizeof blk, &blk, sizeof blk);
+            }
+        float xf[MAXNB * 32];
+        for (int c = 0; c < COLS; c++) {
+            for (int i = 0; i < n; i++) xf[i] = frand(2);
+            ref->act_convert(SIFT_ACT_Q8_0, xf, x[c], n);
+        }
+        for (int b = 0; b < nb; b++) memset(x[2][b].qs, 0x81, sizeof x[2][b].qs); /* every activation -127 */
+        for (int b = 0; b < nb; b++) memset(x[3][b].qs, 0x7F, sizeof x[3][b].qs); /* every activation 127 */
+        for (int c = 0; c < COLS; c++) {
+            float want[ROWS];
+            for (int r = 0; r < ROWS; r++) ref->dot[SIFT_TYPE_Q8_0](n, w + r * stride, x[c], sizeof x[c], 1, &want[r]);
+            for (int isa = 0; isa < N_TABLES; isa++) {
+                const sift__kernels *k = table_at(isa);
+                if (!k) continue;
+                const sift__rows_fn fns[2] = {k->rows[SIFT_TYPE_Q8_0], k->rows_huge[SIFT_TYPE_Q8_0]};
+                for (int f = 0; f < 2; f++) {
+                    if (!fns[f]) continue;
+                    for (int nr = 1; nr <= ROWS; nr++) {
+                        float got[ROWS + 1];
+                        got[nr] = -1.0f;
+                        fns[f](n, w, stride, nr, x[c], got);
+                        for (int r = 0; r < nr; r++)
+                            if (memcmp(&got[r], &want[r], 4) != 0) {
+                                fprintf(stderr, "%s Q8_0 %s n=%d rows=%d col %d: row %d %.9g, scalar %.9g\n", table_name(isa),
+                                        f ? "rows_huge" : "rows", n, nr, c, r, got[r], want[r]);
+                                fail();
+                            }
+                        assert_true(got[nr] == -1.0f);
+                        checked++;
+                    }
+                }
+            }
+        }
+    }
+    assert_true(checked > 0);
+}
+
 int main(void)
 {
     printf("  best ISA on this CPU: %s\n", sift_isa_name(sift_isa_best()));
@@ -803,6 +866,7 @@ int main(void)
         cmocka_unit_test(test_mxfp4_any_bytes),
         cmocka_unit_test(test_mxfp4_x8),
         cmocka_unit_test(test_q8_0_x8),
+        cmocka_unit_test(test_q8_0_rows),
         cmocka_unit_test(test_gemm_big),
         cmocka_unit_test(test_q4_K_x8),
         cmocka_unit_test(test_choice),

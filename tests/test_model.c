@@ -433,8 +433,9 @@ static void assert_x8_rows(const sift__weight *w, const void *packed, const void
  * chunks, on two threads where there are two CPUs, and chunk edges fall inside matrices.
  * Every copied matrix must hold its file bytes (those of a SIFT_MMAP=1 load), and sit in
  * the one huge-page block. A default load keeps the matrices' plain rows in the file
- * mapping, and where the probe chose Q8_0's x8 layout packs them after load (x8_late):
- * every row taken back out of its group is the file's. */
+ * mapping and packs nothing (Q8_0's x8 layout is repacked only on request); with
+ * SIFT_PACK_LATE=1, where the probe chose Q8_0's x8 layout, it packs them after load
+ * (x8_late): every row taken back out of its group is the file's. */
 static void test_weights_copy_chunks(void **state)
 {
     (void)state;
@@ -451,7 +452,15 @@ static void test_weights_copy_chunks(void **state)
     setenv("SIFT_MMAP", "1", 1);
     sift_model *mapped = sift_model_load(path, &err);
     unsetenv("SIFT_MMAP");
+    sift_model *plain = sift_model_load(path, &err);
+    assert_non_null(plain);
+    assert_null(plain->k_auto.x8_pack[SIFT_TYPE_Q8_0]);
+    assert_null(plain->packer);
+    assert_null(plain->wmem);
+    sift_model_free(plain);
+    setenv("SIFT_PACK_LATE", "1", 1);
     sift_model *placed = sift_model_load(path, &err);
+    unsetenv("SIFT_PACK_LATE");
     assert_non_null(copied);
     assert_non_null(mapped);
     assert_non_null(placed);

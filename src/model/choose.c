@@ -29,6 +29,18 @@
  * of its generation and prompt times, each relative to the best plain table's, is below
  * 1 - PROBE_MARGIN; the loader then repacks (repack.c).
  *
+ * Q8_0's x8 layout is repacked only on request (SIFT_PACK_NOW=1: during the load, or
+ * SIFT_PACK_LATE=1: after it; sift__x8_on_request). The probe's matrix sits in L2, where
+ * the x8 kernels are faster (generation 360 against 550 ns per row-block, prompts 290
+ * against 360 on the Zen 3), but a model's generation streams its weights from memory, and
+ * there AVX2's rows_q8_0 reads the plain rows in place as fast as gemm_x8 reads packed ones
+ * (930-1070 against 1010-1200 ns: `sift bench --kernels`, "gen stream"). What repacking
+ * buys is then prompt compute, and it costs a copy of the largest weights per parameter
+ * (8.5 bits: 626 MiB for the 2048 x 8 model, more than llama.cpp's whole load) and a second
+ * resident copy; packed after the load, the packer took the cores and the memory bandwidth
+ * from the first decodes (q8_0 at t=1: load, prompt and generation 0.67-0.70x llama.cpp,
+ * against 1.40-1.52x read in place, at load average 7-9).
+ *
  * Results: every entry of one table gives the same numbers bit for bit (a token's logits do
  * not depend on its batch), and tables of different levels agree within rounding
  * (tests/test_kernels.c). So generation and prompts take different tables only where the
@@ -277,6 +289,17 @@ int sift__kernel_measure(sift_tensor_type t, bool huge, bool with_scalar, int re
 
 /* ---- the per-process decisions and a model's table ------------------------------------------- */
 
+static bool env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+bool sift__x8_on_request(sift_tensor_type t)
+{
+    return t == SIFT_TYPE_Q8_0;
+}
+
 static pthread_mutex_t decided_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool decided[SIFT_TYPE_COUNT][2];
 static sift__kernel_choice decision[SIFT_TYPE_COUNT][2];
@@ -303,7 +326,7 @@ void sift__kernels_choose(const bool used[SIFT_TYPE_COUNT], bool huge, sift__ker
         out->rows_huge[t] = c->gen->rows_huge[t];
         out->dot[t] = c->prompt->dot[t];
         out->gemm[t] = c->prompt->gemm[t];
-        if (c->x8) {
+        if (c->x8 && (!sift__x8_on_request((sift_tensor_type)t) || env_on("SIFT_PACK_NOW") || env_on("SIFT_PACK_LATE"))) {
             out->gemm_x8[t] = c->x8->gemm_x8[t];
             out->x8_pack[t] = c->x8->x8_pack[t] ? c->x8->x8_pack[t] : best->x8_pack[t];
             if (!out->x8_pack[t]) out->x8_pack[t] = sift__x8_pack_ref((sift_tensor_type)t);

@@ -160,9 +160,13 @@ int sift__kernel_measure(sift_tensor_type t, bool huge, bool with_scalar, int re
  * are in rising level order, and a later one must beat the best so far by 3 % to be
  * taken (equal times keep the lower level). */
 int sift__kernel_fastest(const sift__kernel_way *ways, const double *ns, int n, bool want_x8);
+/* Is type t's x8 layout repacked only on request (SIFT_PACK_NOW=1 or SIFT_PACK_LATE=1), however
+ * the probe measures it (Q8_0: its plain rows stream as fast from memory; choose.c)? */
+bool sift__x8_on_request(sift_tensor_type t);
 /* *out = the best level's table with, for each type marked in used, the entries of the
  * tables measured fastest for it (measured on the first call per type and process, then
- * remembered); x8_pack[t] is set only where the x8 layout measured faster. */
+ * remembered); x8_pack[t] is set only where the x8 layout measured faster (and, for the types
+ * of sift__x8_on_request, was asked for). */
 void sift__kernels_choose(const bool used[SIFT_TYPE_COUNT], bool huge, sift__kernels *out);
 
 /* Filled in by the ISA files (compiled with -mavx2 / -mavx512*); call only after a CPU check.

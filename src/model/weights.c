@@ -6,14 +6,15 @@
  * pages (populated at load with MADV_POPULATE_READ, as llama.cpp's MAP_POPULATE does, so
  * the first decode takes no faults), the weights are shared with every other process that
  * maps the file, and resident memory is one copy. Only the matrices whose chosen kernel
- * reads another layout (Q4_K, MXFP4 and Q8_0 in the x8 layout of repack.h, where the
- * load-time probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's
- * experts) are copied into an anonymous mapping, asked for in transparent huge pages, and
- * repacked there: Q4_K and MXFP4 during the load, Q8_0 after it (pack_late below: its copy
- * would cost more than the rest of the load), by a thread of its own while the decodes
- * read the plain rows from the mapping; each matrix switches to its packed copy once that
- * is complete (sift__weight_x8). Both layouts give the same numbers bit for bit, so when a
- * matrix switches changes no result.
+ * reads another layout (Q4_K and MXFP4 in the x8 layout of repack.h, where the load-time
+ * probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's experts; Q8_0
+ * only on request, SIFT_PACK_NOW=1 or SIFT_PACK_LATE=1: its plain rows stream as fast, see
+ * choose.c) are copied into an anonymous mapping, asked for in transparent huge pages, and
+ * repacked there: during the load, or for Q8_0 with SIFT_PACK_LATE=1 after it (pack_late
+ * below: its copy would cost more than the rest of the load), by a thread of its own while
+ * the decodes read the plain rows from the mapping; each matrix switches to its packed copy
+ * once that is complete (sift__weight_x8). Both layouts give the same numbers bit for bit,
+ * so when a matrix switches changes no result.
  *
  * Why not copy everything (the old rule): the copy bought 2 MiB pages (one TLB entry per
  * 2 MiB instead of per 4 KiB page, and a hardware prefetcher not stopped at every 4 KiB),
@@ -285,12 +286,13 @@ static bool env_set(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* Which x8 types are packed after load rather than during it: Q8_0, whose x8 layout pays
- * in every kernel (the probe's) but whose copy is the largest per parameter: 8.5 bits a
- * value, ~650 MB for a 0.6B model, 450-500 ms on this VM (fresh memory costs ~0.75 ms per
- * MiB to touch), more than llama.cpp's whole load of the mapped file. Q4_K and MXFP4 stay
- * packed during the load (half the bytes; the plain kernels they would run meanwhile are
- * 2.3x slower in generation). SIFT_PACK_NOW=1 packs every type during the load. */
+/* Which x8 types are packed after load rather than during it: Q8_0, when SIFT_PACK_LATE=1
+ * asks for its x8 layout (choose.c: by default it is read in place), whose copy is the
+ * largest per parameter: 8.5 bits a value, ~650 MB for a 0.6B model, 450-500 ms on this VM
+ * (fresh memory costs ~0.75 ms per MiB to touch), more than llama.cpp's whole load of the
+ * mapped file. Q4_K and MXFP4 stay packed during the load (half the bytes; the plain
+ * kernels they would run meanwhile are 2.3x slower in generation). SIFT_PACK_NOW=1 packs
+ * every type during the load (Q8_0 included). */
 static bool pack_late(sift_tensor_type t)
 {
     return t == SIFT_TYPE_Q8_0;
