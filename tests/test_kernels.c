@@ -574,6 +574,73 @@ static void test_q4_K_x8(void **state)
     printf("  Q4_K x8 layout: %d results checked\n", checked);
 }
 
+/* Q5_K in its x8 layout, as test_q4_K_x8: the packing undone by sift__q5_K_x8_get, every
+ * table's packer making the reference's bytes, every table's gemm_x8 the scalar dot kernel's
+ * values bit for bit. Random bytes (every scale, min and fifth bit), one row of all-31
+ * values with the largest scales against a column of all -128 activations (the 16-bit
+ * partial sums of two steps at their bound, 31744), one row of all-0 fifth bits. */
+static void test_q5_K_x8(void **state)
+{
+    (void)state;
+    enum { ROWS = 19, COLS = 9, MAXNB = 5 };
+    const int nbs[] = {1, 3, 5};
+    const sift__kernels *ref = sift__kernels_get(SIFT_ISA_SCALAR);
+    static sift_block_q5_K plain[ROWS][MAXNB], packed[ROWS * MAXNB], again[ROWS * MAXNB];
+    static sift_block_q8_K x[COLS][MAXNB];
+    int checked = 0;
+    for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+        const int nb = nbs[ni], n = nb * 256;
+        const size_t rb = (size_t)nb * sizeof(sift_block_q5_K), xs = sizeof x[0];
+        for (int r = 0; r < ROWS; r++)
+            for (int b = 0; b < nb; b++) {
+                uint8_t *p = (uint8_t *)&plain[r][b];
+                for (size_t i = 0; i < sizeof plain[r][b]; i++) p[i] = (uint8_t)(urand() * 256);
+                plain[r][b].d = sift__fp32_to_fp16((float)(0.001 + urand() * 0.01));
+                plain[r][b].dmin = sift__fp32_to_fp16((float)(0.001 + urand() * 0.01));
+                if (r == 5) {
+                    memset(plain[r][b].scales, 0xFF, sizeof plain[r][b].scales);
+                    memset(plain[r][b].qs, 0xFF, sizeof plain[r][b].qs);
+                    memset(plain[r][b].qh, 0xFF, sizeof plain[r][b].qh);
+                }
+                if (r == 6) memset(plain[r][b].qh, 0, sizeof plain[r][b].qh);
+            }
+        float xf[MAXNB * 256];
+        for (int c = 0; c < COLS; c++) {
+            for (int i = 0; i < n; i++) xf[i] = frand(2);
+            sift_quantize_row_q8_K(xf, x[c], n);
+        }
+        for (int b = 0; b < nb; b++) { /* column 2: every activation -128 */
+            x[2][b].d = 0.01f;
+            memset(x[2][b].qs, 0x80, sizeof x[2][b].qs);
+            for (int j = 0; j < 16; j++) x[2][b].bsums[j] = -2048;
+        }
+        memcpy(packed, plain, sizeof packed);
+        for (int g = 0; g + 8 <= ROWS; g += 8) sift__q5_K_x8_pack_group(plain[g], sizeof plain[0], nb, packed + g * nb);
+        for (int r = ROWS / 8 * 8; r < ROWS; r++) memcpy(packed + r * nb, plain[r], rb);
+        for (int g = 0; g + 8 <= ROWS; g += 8)
+            for (int b = 0; b < nb; b++)
+                for (int r = 0; r < 8; r++) {
+                    sift_block_q5_K back;
+                    sift__q5_K_x8_get((const sift_block_q5_Kx8 *)(packed + g * nb) + b, r, &back);
+                    assert_memory_equal(&back, &plain[g + r][b], sizeof back);
+                }
+        for (int isa = 0; isa < N_TABLES; isa++) {
+            const sift__kernels *k = table_at(isa);
+            if (!k || !k->x8_pack[SIFT_TYPE_Q5_K]) continue;
+            memcpy(again, plain, sizeof again);
+            for (int g = 0; g + 8 <= ROWS; g += 8) k->x8_pack[SIFT_TYPE_Q5_K](plain[g], sizeof plain[0], nb, again + g * nb);
+            for (int r = ROWS / 8 * 8; r < ROWS; r++) memcpy(again + r * nb, plain[r], rb);
+            assert_memory_equal(again, packed, ROWS * rb);
+        }
+        float want[COLS][ROWS];
+        for (int r = 0; r < ROWS; r++)
+            for (int c = 0; c < COLS; c++) ref->dot[SIFT_TYPE_Q5_K](n, plain[r], x[c], xs, 1, &want[c][r]);
+        checked += check_gemm_x8(SIFT_TYPE_Q5_K, "Q5_K", n, packed, rb, ROWS, x, xs, COLS, &want[0][0]);
+    }
+    printf("  Q5_K x8 layout: %d results checked\n", checked);
+    assert_true(checked > 0);
+}
+
 /* The choice by measurement (model/choose.c). The rule, on made-up times: a higher level is
  * taken only when it measures at least 3 % faster, so an AVX-512 table that is slower (as
  * the AVX-512 Q4_K one was on Zen 4) or merely as fast stays out; x8 ways are chosen among
@@ -805,6 +872,7 @@ int main(void)
         cmocka_unit_test(test_q8_0_x8),
         cmocka_unit_test(test_gemm_big),
         cmocka_unit_test(test_q4_K_x8),
+        cmocka_unit_test(test_q5_K_x8),
         cmocka_unit_test(test_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

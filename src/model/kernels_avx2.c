@@ -974,20 +974,23 @@ static inline __m256i bcast4(const int8_t *p)
     return _mm256_set1_epi32(v);
 }
 
-/* Eight rows (one group, nb x8 blocks) x C columns: sum[j] lane r = row r against column j.
- * Per sub-block and column the eight vpmaddubsw results are summed in 16 bits (each at most
+/* Eight rows (one group, nb x8 blocks of BB bytes: Q4_K's, or with Q5 Q5_K's) x C columns:
+ * sum[j] lane r = row r against column j. Per sub-block and column the eight vpmaddubsw results are summed in 16 bits (each at most
  * 2 * 15 * 128 = 3840 in magnitude, eight of them 30720: exact) before the one vpmaddwd by
  * the scale; the block's integer sums are then the scalar code's, and each lane does the
  * scalar float step. */
-FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift_block_q8_K *const *b, __m256 *sum, const int C)
+FORCE_INLINE void kx8_tile(int64_t nb, const uint8_t *a, const size_t BB, const bool Q5, const sift_block_q8_K *const *b,
+                           __m256 *sum, const int C)
 {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
     UNROLL4 for (int j = 0; j < C; j++) sum[j] = _mm256_setzero_ps();
     for (int64_t k = 0; k < nb; k++) {
-        const sift_block_q4_Kx8 *blk = a + k;
+        const sift_block_q4_Kx8 *blk = (const sift_block_q4_Kx8 *)(const void *)(a + k * BB);
+        const uint8_t *qh = a + k * BB + sizeof *blk; /* (Q5: sift_block_q5_Kx8's qh) */
 #if SIFT_X8_PF
-        if (C == 1) /* (generation) */
-            for (int l = 0; l < (int)sizeof *blk; l += 64) _mm_prefetch((const char *)blk + SIFT_X8_PF + l, _MM_HINT_T0);
+        if (C == 1) /* (generation; two blocks ahead) */
+            for (int l = 0; l < (int)BB; l += 64)
+                _mm_prefetch((const char *)blk + SIFT_X8_PF / sizeof *blk * BB + l, _MM_HINT_T0);
 #endif
         __m256i sc03, sc47, m03, m47, acc[4], scv[8];
         q4kx8_scales(blk, &sc03, &sc47, &m03, &m47);
@@ -995,14 +998,23 @@ FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift
         UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_setzero_si256();
         _Pragma("GCC unroll 1") for (int s = 0; s < 8; s++) {
             __m256i p16[4];
+            const __m256i hq = Q5 ? _mm256_loadu_si256((const __m256i *)(qh + 32 * s)) : m4;
             UNROLL4 for (int t = 0; t < 4; t++) {
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * (4 * s + t)));
-                const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                if (Q5) { /* fifth bits: bit t of hq for lo, bit 4 + t for hi, to bit 4 (16-bit shifts: what
+                           * crosses from the neighbouring byte falls outside 0x10) */
+                    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hq, 4 - t), m10));
+                    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hq, t), m10));
+                }
                 UNROLL4 for (int j = 0; j < C; j++) {
                     const int8_t *xq = b[j][k].qs + 32 * s + 4 * t;
                     const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xq)), _mm256_maddubs_epi16(hi, bcast4(xq + 16)));
-                    p16[j] = t ? _mm256_add_epi16(p16[j], p) : p;
+                    p16[j] = t % (Q5 ? 2 : 4) ? _mm256_add_epi16(p16[j], p) : p;
                 }
+                /* Q5_K's values reach 31: two steps (4 x 2 x 31 x 128 = 31744) fit in 16 bits, four not */
+                if (Q5 && t == 1)
+                    UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(p16[j], scv[s]));
             }
             UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(p16[j], scv[s]));
         }
@@ -1024,6 +1036,17 @@ FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift
                                                          _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summ))));
         }
     }
+}
+
+FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift_block_q8_K *const *b, __m256 *sum, const int C)
+{
+    kx8_tile(nb, (const uint8_t *)a, sizeof *a, false, b, sum, C);
+}
+
+/* Q5_K's x8 blocks: Q4_K's plus the fifth bits (repack.h), the same steps with the bit or-ed in */
+FORCE_INLINE void q5_Kx8_tile(int64_t nb, const sift_block_q5_Kx8 *a, const sift_block_q8_K *const *b, __m256 *sum, const int C)
+{
+    kx8_tile(nb, (const uint8_t *)a, sizeof *a, true, b, sum, C);
 }
 
 
@@ -1052,17 +1075,19 @@ FORCE_INLINE void transpose8_words(const __m256i q[8], __m256i w[8])
  * Q4_K weight: the scalar packer tripled the time of a load). Quants: the 32-byte chunk g of
  * the eight rows is an 8 x 8 transpose of 32-bit words (word t of row r to lane r of word
  * t), then nibble moves; scales: q4k_scales_mins per row, then an 8 x 16 byte transpose. */
-static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+/* (the Q4_K part of block k of eight Q4_K or Q5_K rows, blocks of BB bytes with their qs at QS) */
+FORCE_INLINE void kx8_pack(const void *rows, size_t row_bytes, int64_t k, const size_t BB, const size_t QS, sift_block_q4_Kx8 *o)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
-    for (int64_t k = 0; k < nb; k++) {
-        const sift_block_q4_K *src[8];
-        for (int r = 0; r < 8; r++) src[r] = (const sift_block_q4_K *)((const char *)rows + r * row_bytes) + k;
-        sift_block_q4_Kx8 *o = (sift_block_q4_Kx8 *)dst + k;
+    {
+        const uint8_t *blk[8];
+        const sift_block_q4_K *src[8]; /* (the header only: both types share it) */
+        for (int r = 0; r < 8; r++) blk[r] = (const uint8_t *)rows + r * row_bytes + k * BB;
+        for (int r = 0; r < 8; r++) src[r] = (const sift_block_q4_K *)(const void *)blk[r];
         for (int r = 0; r < 8; r++) o->d[r] = src[r]->d, o->dmin[r] = src[r]->dmin;
         UNROLL4 for (int g = 0; g < 4; g++) {
             __m256i q[8], w[8];
-            for (int r = 0; r < 8; r++) q[r] = _mm256_loadu_si256((const __m256i *)(src[r]->qs + 32 * g));
+            for (int r = 0; r < 8; r++) q[r] = _mm256_loadu_si256((const __m256i *)(blk[r] + QS + 32 * g));
             transpose8_words(q, w);
             for (int i = 0; i < 4; i++) { /* sub-block 2g: low nibbles; 2g + 1: high nibbles */
                 const __m256i a = w[i], c = w[4 + i];
@@ -1100,6 +1125,34 @@ static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *d
         _mm256_storeu_si256((__m256i *)o->sl, sl);
         _mm256_storeu_si256((__m256i *)o->ml, ml);
         _mm256_storeu_si256((__m256i *)o->hi, top);
+    }
+}
+
+static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    for (int64_t k = 0; k < nb; k++)
+        kx8_pack(rows, row_bytes, k, sizeof(sift_block_q4_K), offsetof(sift_block_q4_K, qs), (sift_block_q4_Kx8 *)dst + k);
+}
+
+/* Q5_K: the Q4_K part as above; the fifth bits as an 8 x 8 transpose of the rows' qh words
+ * (word t' of each row in lane r of w[t']: bytes 4r + u hold h[r][4t' + u] in bit s), then
+ * bit s of w[t'] to bit t' of byte 32s + 4r + u (repack.h: t' = 4h + t for value 16h + 4t + u). */
+static void x8_pack_q5_K(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int64_t k = 0; k < nb; k++) {
+        sift_block_q5_Kx8 *o = (sift_block_q5_Kx8 *)dst + k;
+        kx8_pack(rows, row_bytes, k, sizeof(sift_block_q5_K), offsetof(sift_block_q5_K, qs), &o->q4);
+        __m256i q[8], w[8];
+        for (int r = 0; r < 8; r++)
+            q[r] = _mm256_loadu_si256((const __m256i *)((const sift_block_q5_K *)((const char *)rows + r * row_bytes) + k)->qh);
+        transpose8_words(q, w);
+        for (int s = 0; s < 8; s++) {
+            __m256i v = _mm256_setzero_si256();
+            for (int t = 0; t < 8; t++) /* (a 16-bit shift right then bit 0 of each byte: its own bit s) */
+                v = _mm256_or_si256(v, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(w[t], s), one), t));
+            _mm256_storeu_si256((__m256i *)(o->qh + 32 * s), v);
+        }
     }
 }
 
@@ -1142,6 +1195,7 @@ static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *d
     }
 
 X8_GEMM(q4_K, sift_block_q4_Kx8, sift_block_q8_K, SIFT_QK_K)
+X8_GEMM(q5_K, sift_block_q5_Kx8, sift_block_q8_K, SIFT_QK_K)
 
 /* ---- Q8_0 in the x8 layout (repack.h): eight rows in the eight lanes ----------------------------- */
 
@@ -1415,6 +1469,8 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->rows_huge[SIFT_TYPE_Q4_0] = rows_huge_q4_0;
     k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
     k->x8_pack[SIFT_TYPE_Q4_K] = x8_pack_q4_K;
+    k->gemm_x8[SIFT_TYPE_Q5_K] = gemm_x8_q5_K;
+    k->x8_pack[SIFT_TYPE_Q5_K] = x8_pack_q5_K;
     k->gemm_x8[SIFT_TYPE_MXFP4] = gemm_x8_mxfp4;
     k->x8_pack[SIFT_TYPE_MXFP4] = sift__mxfp4_x8_pack_group;
     k->gemm_x8[SIFT_TYPE_Q8_0] = gemm_x8_q8_0;

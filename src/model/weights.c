@@ -269,6 +269,8 @@ static bool x8_packable(const sift_model *m, const sift__weight *w)
     if (!m->k_auto.x8_pack[w->type] || w->n_out < 8) return false;
     if (w->type == SIFT_TYPE_Q4_K)
         return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
+    if (w->type == SIFT_TYPE_Q5_K)
+        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q5_K);
     if (w->type == SIFT_TYPE_Q8_0)
         return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK8_0) * sizeof(sift__block_q8_0);
     if (w->type == SIFT_TYPE_MXFP4)
