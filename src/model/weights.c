@@ -295,7 +295,7 @@ static bool env_set(const char *name)
  * 2.3x slower in generation). SIFT_PACK_NOW=1 packs every type during the load. */
 static bool pack_late(sift_tensor_type t)
 {
-    return t == SIFT_TYPE_Q8_0;
+    return t == SIFT_TYPE_Q8_0 || t == SIFT_TYPE_Q5_K; /* Q5_K: 5.5 bits, and its plain kernels within 1.8x */
 }
 
 static void copy_matrices(sift_model *m, bool all, bool late)
