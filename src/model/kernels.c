@@ -308,7 +308,7 @@ static void dot_q5_K(int64_t n, const void *w, const void *x, size_t x_stride, i
  * block's dot product as above. The scalar code's sum over blocks starts at 0 and adds each
  * block's term; a term computed alone is 0 + term, which equals term except that -0 becomes
  * +0, and adding +0 or -0 to a sum that starts at +0 gives the same sums: bit for bit. */
-#define KMIN_GEMM_X8(NAME, BLOCK, XBLOCK)                                                                                \
+#define K_GEMM_X8(NAME, BLOCK, XBLOCK)                                                                                \
     static void gemm_x8_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1,       \
                                const void *x, size_t xs, int64_t n_cols, float *out, int64_t os)                      \
     {                                                                                                                  \
@@ -337,9 +337,9 @@ static void dot_q5_K(int64_t n, const void *w, const void *x, size_t x_stride, i
         }                                                                                                              \
     }
 
-KMIN_GEMM_X8(q4_K, sift_block_q4_K, sift_block_q4_Kx8)
+K_GEMM_X8(q4_K, sift_block_q4_K, sift_block_q4_Kx8)
 /* Q5_K in its x8 layout (repack.h), the same way. */
-KMIN_GEMM_X8(q5_K, sift_block_q5_K, sift_block_q5_Kx8)
+K_GEMM_X8(q5_K, sift_block_q5_K, sift_block_q5_Kx8)
 
 /* Q8_0 in the x8 layout (repack.h): each row's block taken back out of its group, then the
  * block's integer sum and float step as dot_q8_0 does them, in its order: bit for bit. */
@@ -428,6 +428,9 @@ static void dot_q6_K(int64_t n, const void *w, const void *x, size_t x_stride, i
         s[j] = sum;
     }
 }
+
+/* Q6_K in its x8 layout (repack.h), as Q4_K's: each row's block back out, the block's term. */
+K_GEMM_X8(q6_K, sift_block_q6_K, sift_block_q6_Kx8)
 
 /* The one-column row loops, one per type, so the compiler can inline the dot into it. */
 #define ROWS(T)                                                                                                      \
@@ -520,6 +523,7 @@ static void init_scalar(sift__kernels *k)
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
     k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
     k->gemm_x8[SIFT_TYPE_Q5_K] = gemm_x8_q5_K;
+    k->gemm_x8[SIFT_TYPE_Q6_K] = gemm_x8_q6_K;
     k->gemm_x8[SIFT_TYPE_MXFP4] = gemm_x8_mxfp4;
     k->gemm_x8[SIFT_TYPE_Q8_0] = gemm_x8_q8_0;
     k->act_convert = sift__act_convert_scalar;

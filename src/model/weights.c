@@ -6,10 +6,10 @@
  * pages (populated at load with MADV_POPULATE_READ, as llama.cpp's MAP_POPULATE does, so
  * the first decode takes no faults), the weights are shared with every other process that
  * maps the file, and resident memory is one copy. Only the matrices whose chosen kernel
- * reads another layout (Q4_K, MXFP4 and Q8_0 in the x8 layout of repack.h, where the
+ * reads another layout (Q4_K, Q5_K, Q6_K, MXFP4 and Q8_0 in the x8 layout of repack.h, where the
  * load-time probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's
  * experts) are copied into an anonymous mapping, asked for in transparent huge pages, and
- * repacked there: Q4_K and MXFP4 during the load, Q8_0 after it (pack_late below: its copy
+ * repacked there: Q4_K and MXFP4 during the load, Q8_0, Q5_K and Q6_K after it (pack_late below: their copy
  * would cost more than the rest of the load), by a thread of its own while the decodes
  * read the plain rows from the mapping; each matrix switches to its packed copy once that
  * is complete (sift__weight_x8). Both layouts give the same numbers bit for bit, so when a
@@ -260,7 +260,7 @@ static char *map_huge(size_t size)
     return p;
 }
 
-/* Is w to be read in the x8 layout (k_auto packs its type)? Q4_K and Q8_0 matrices (not
+/* Is w to be read in the x8 layout (k_auto packs its type)? Q4_K, Q5_K, Q6_K and Q8_0 matrices (not
  * expert stacks: their placement is left as it was), and MXFP4 ones,
  * expert stacks too when every expert is whole groups (an expert is then a range of groups,
  * read in place by gemm_x8), where k_auto reads the layout. */
@@ -271,6 +271,8 @@ static bool x8_packable(const sift_model *m, const sift__weight *w)
         return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
     if (w->type == SIFT_TYPE_Q5_K)
         return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q5_K);
+    if (w->type == SIFT_TYPE_Q6_K)
+        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q6_K);
     if (w->type == SIFT_TYPE_Q8_0)
         return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK8_0) * sizeof(sift__block_q8_0);
     if (w->type == SIFT_TYPE_MXFP4)
@@ -295,7 +297,8 @@ static bool env_set(const char *name)
  * 2.3x slower in generation). SIFT_PACK_NOW=1 packs every type during the load. */
 static bool pack_late(sift_tensor_type t)
 {
-    return t == SIFT_TYPE_Q8_0 || t == SIFT_TYPE_Q5_K; /* Q5_K: 5.5 bits, and its plain kernels within 1.8x */
+    /* Q5_K, Q6_K: 5.5 and 6.6 bits, and their plain kernels within 1.8x of the x8 ones */
+    return t == SIFT_TYPE_Q8_0 || t == SIFT_TYPE_Q5_K || t == SIFT_TYPE_Q6_K;
 }
 
 static void copy_matrices(sift_model *m, bool all, bool late)
