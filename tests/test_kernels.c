@@ -574,6 +574,119 @@ static void test_q4_K_x8(void **state)
     printf("  Q4_K x8 layout: %d results checked\n", checked);
 }
 
+/* A K-quant's x8 layout (Q5_K, Q6_K), as test_q4_K_x8: the packing undone by the type's get,
+ * every table's packer making the reference's bytes, every table's gemm_x8 the scalar dot
+ * kernel's values bit for bit. The weights are random bytes (every scale, min and top bit)
+ * with d and dmin in range, rows 5 and 6 set by fill (the extremes), column 2 every
+ * activation -128 (with row 5, the 16-bit partial sums at their bound). */
+typedef struct {
+    int type;
+    size_t bb, d_at, dmin_at; /* block bytes; offsets of d and dmin (dmin_at 0: none) */
+    void (*pack)(const void *rows, size_t row_bytes, int64_t nb, void *dst);
+    void (*get)(const void *x8, int r, void *dst); /* row r's block out of the x8 block x8 */
+    void (*fill)(int r, uint8_t *blk);              /* rows 5 and 6 */
+} kx8_case;
+
+static void check_kx8(const kx8_case *T, const char *name)
+{
+    enum { ROWS = 19, COLS = 9, MAXNB = 5, MAXBB = 256 };
+    const int nbs[] = {1, 3, 5};
+    const sift__kernels *ref = sift__kernels_get(SIFT_ISA_SCALAR);
+    static uint8_t plain[ROWS][MAXNB * MAXBB], packed[ROWS * MAXNB * MAXBB], again[ROWS * MAXNB * MAXBB];
+    static sift_block_q8_K x[COLS][MAXNB];
+    assert_true(T->bb <= MAXBB);
+    int checked = 0;
+    for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+        const int nb = nbs[ni], n = nb * 256;
+        const size_t rb = (size_t)nb * T->bb, xs = sizeof x[0];
+        for (int r = 0; r < ROWS; r++)
+            for (int b = 0; b < nb; b++) {
+                uint8_t *p = plain[r] + b * T->bb;
+                for (size_t i = 0; i < T->bb; i++) p[i] = (uint8_t)(urand() * 256);
+                const uint16_t d = sift__fp32_to_fp16((float)(0.001 + urand() * 0.01)), dm = sift__fp32_to_fp16((float)(0.001 + urand() * 0.01));
+                memcpy(p + T->d_at, &d, 2);
+                if (T->dmin_at) memcpy(p + T->dmin_at, &dm, 2);
+                if (r == 5 || r == 6) T->fill(r, p);
+            }
+        float xf[MAXNB * 256];
+        for (int c = 0; c < COLS; c++) {
+            for (int i = 0; i < n; i++) xf[i] = frand(2);
+            sift_quantize_row_q8_K(xf, x[c], n);
+        }
+        for (int b = 0; b < nb; b++) { /* column 2: every activation -128 */
+            x[2][b].d = 0.01f;
+            memset(x[2][b].qs, 0x80, sizeof x[2][b].qs);
+            for (int j = 0; j < 16; j++) x[2][b].bsums[j] = -2048;
+        }
+        for (int r = 0; r < ROWS; r++) memcpy(packed + r * rb, plain[r], rb);
+        for (int g = 0; g + 8 <= ROWS; g += 8) T->pack(plain[g], sizeof plain[0], nb, packed + g * rb);
+        for (int g = 0; g + 8 <= ROWS; g += 8)
+            for (int b = 0; b < nb; b++)
+                for (int r = 0; r < 8; r++) {
+                    uint8_t back[MAXBB];
+                    T->get(packed + g * rb + 8 * b * T->bb, r, back);
+                    assert_memory_equal(back, plain[g + r] + b * T->bb, T->bb);
+                }
+        for (int isa = 0; isa < N_TABLES; isa++) {
+            const sift__kernels *k = table_at(isa);
+            if (!k || !k->x8_pack[T->type]) continue;
+            for (int r = 0; r < ROWS; r++) memcpy(again + r * rb, plain[r], rb);
+            for (int g = 0; g + 8 <= ROWS; g += 8) k->x8_pack[T->type](plain[g], sizeof plain[0], nb, again + g * rb);
+            assert_memory_equal(again, packed, ROWS * rb);
+        }
+        float want[COLS][ROWS];
+        for (int r = 0; r < ROWS; r++)
+            for (int c = 0; c < COLS; c++) ref->dot[T->type](n, plain[r], x[c], xs, 1, &want[c][r]);
+        checked += check_gemm_x8(T->type, name, n, packed, rb, ROWS, x, xs, COLS, &want[0][0]);
+    }
+    printf("  %s x8 layout: %d results checked\n", name, checked);
+    assert_true(checked > 0);
+}
+
+static void q5_K_get(const void *x8, int r, void *dst)
+{
+    sift__q5_K_x8_get(x8, r, dst);
+}
+
+/* row 5: all-31 values, the largest scales; row 6: no fifth bits */
+static void q5_K_fill(int r, uint8_t *blk)
+{
+    sift_block_q5_K *b = (sift_block_q5_K *)blk;
+    if (r == 5) memset(b->scales, 0xFF, sizeof b->scales), memset(b->qs, 0xFF, sizeof b->qs), memset(b->qh, 0xFF, sizeof b->qh);
+    else memset(b->qh, 0, sizeof b->qh);
+}
+
+static void test_q5_K_x8(void **state)
+{
+    (void)state;
+    const kx8_case T = {SIFT_TYPE_Q5_K, sizeof(sift_block_q5_K), offsetof(sift_block_q5_K, d), offsetof(sift_block_q5_K, dmin),
+                        sift__q5_K_x8_pack_group, q5_K_get, q5_K_fill};
+    check_kx8(&T, "Q5_K");
+}
+
+static void q6_K_get(const void *x8, int r, void *dst)
+{
+    sift__q6_K_x8_get(x8, r, dst);
+}
+
+/* row 5: all-63 values, scales -128 (the 16-bit partial sums of two steps at 2 x 2 x 63 x 128);
+ * row 6: all-0 values (-32 each), scales 127 */
+static void q6_K_fill(int r, uint8_t *blk)
+{
+    sift_block_q6_K *b = (sift_block_q6_K *)blk;
+    memset(b->ql, r == 5 ? 0xFF : 0, sizeof b->ql);
+    memset(b->qh, r == 5 ? 0xFF : 0, sizeof b->qh);
+    memset(b->scales, r == 5 ? 0x80 : 0x7F, sizeof b->scales);
+}
+
+static void test_q6_K_x8(void **state)
+{
+    (void)state;
+    const kx8_case T = {SIFT_TYPE_Q6_K, sizeof(sift_block_q6_K), offsetof(sift_block_q6_K, d), 0, sift__q6_K_x8_pack_group,
+                        q6_K_get, q6_K_fill};
+    check_kx8(&T, "Q6_K");
+}
+
 /* The choice by measurement (model/choose.c). The rule, on made-up times: a higher level is
  * taken only when it measures at least 3 % faster, so an AVX-512 table that is slower (as
  * the AVX-512 Q4_K one was on Zen 4) or merely as fast stays out; x8 ways are chosen among
@@ -869,6 +982,8 @@ int main(void)
         cmocka_unit_test(test_q8_0_rows),
         cmocka_unit_test(test_gemm_big),
         cmocka_unit_test(test_q4_K_x8),
+        cmocka_unit_test(test_q5_K_x8),
+        cmocka_unit_test(test_q6_K_x8),
         cmocka_unit_test(test_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -308,33 +308,38 @@ static void dot_q5_K(int64_t n, const void *w, const void *x, size_t x_stride, i
  * block's dot product as above. The scalar code's sum over blocks starts at 0 and adds each
  * block's term; a term computed alone is 0 + term, which equals term except that -0 becomes
  * +0, and adding +0 or -0 to a sum that starts at +0 gives the same sums: bit for bit. */
-static void gemm_x8_q4_K(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1, const void *x,
-                         size_t xs, int64_t n_cols, float *out, int64_t os)
-{
-    const int64_t nb = n / SIFT_QK_K, n8 = n_out / 8 * 8;
-    for (int64_t r = r0; r < r1; r++) {
-        const char *row = (const char *)w + r * row_bytes;
-        for (int64_t c = 0; c < n_cols; c += SIFT_DOT_MAX_COLS) {
-            const int nc = n_cols - c < SIFT_DOT_MAX_COLS ? (int)(n_cols - c) : SIFT_DOT_MAX_COLS;
-            const char *xc = (const char *)x + c * xs;
-            float s[SIFT_DOT_MAX_COLS];
-            if (r >= n8) {
-                dot_q4_K(n, row, xc, xs, nc, s);
-            } else {
-                const sift_block_q4_Kx8 *grp = (const sift_block_q4_Kx8 *)((const char *)w + r / 8 * 8 * row_bytes);
-                for (int j = 0; j < nc; j++) s[j] = 0;
-                for (int64_t k = 0; k < nb; k++) {
-                    sift_block_q4_K blk;
-                    float t[SIFT_DOT_MAX_COLS];
-                    sift__q4_K_x8_get(grp + k, (int)(r % 8), &blk);
-                    dot_q4_K(SIFT_QK_K, &blk, xc + k * sizeof(sift_block_q8_K), xs, nc, t);
-                    for (int j = 0; j < nc; j++) s[j] += t[j];
-                }
-            }
-            for (int j = 0; j < nc; j++) out[(c + j) * os + r - r0] = s[j];
-        }
+#define K_GEMM_X8(NAME, BLOCK, XBLOCK)                                                                                \
+    static void gemm_x8_##NAME(int64_t n, const void *w, size_t row_bytes, int64_t n_out, int64_t r0, int64_t r1,       \
+                               const void *x, size_t xs, int64_t n_cols, float *out, int64_t os)                      \
+    {                                                                                                                  \
+        const int64_t nb = n / SIFT_QK_K, n8 = n_out / 8 * 8;                                                          \
+        for (int64_t r = r0; r < r1; r++) {                                                                            \
+            const char *row = (const char *)w + r * row_bytes;                                                         \
+            for (int64_t c = 0; c < n_cols; c += SIFT_DOT_MAX_COLS) {                                                  \
+                const int nc = n_cols - c < SIFT_DOT_MAX_COLS ? (int)(n_cols - c) : SIFT_DOT_MAX_COLS;                 \
+                const char *xc = (const char *)x + c * xs;                                                             \
+                float s[SIFT_DOT_MAX_COLS];                                                                            \
+                if (r >= n8) {                                                                                         \
+                    dot_##NAME(n, row, xc, xs, nc, s);                                                                 \
+                } else {                                                                                               \
+                    const XBLOCK *grp = (const XBLOCK *)((const char *)w + r / 8 * 8 * row_bytes);                     \
+                    for (int j = 0; j < nc; j++) s[j] = 0;                                                             \
+                    for (int64_t k = 0; k < nb; k++) {                                                                 \
+                        BLOCK blk;                                                                                     \
+                        float t[SIFT_DOT_MAX_COLS];                                                                    \
+                        sift__##NAME##_x8_get(grp + k, (int)(r % 8), &blk);                                            \
+                        dot_##NAME(SIFT_QK_K, &blk, xc + k * sizeof(sift_block_q8_K), xs, nc, t);                      \
+                        for (int j = 0; j < nc; j++) s[j] += t[j];                                                     \
+                    }                                                                                                  \
+                }                                                                                                      \
+                for (int j = 0; j < nc; j++) out[(c + j) * os + r - r0] = s[j];                                        \
+            }                                                                                                          \
+        }                                                                                                              \
     }
-}
+
+K_GEMM_X8(q4_K, sift_block_q4_K, sift_block_q4_Kx8)
+/* Q5_K in its x8 layout (repack.h), the same way. */
+K_GEMM_X8(q5_K, sift_block_q5_K, sift_block_q5_Kx8)
 
 /* Q8_0 in the x8 layout (repack.h): each row's block taken back out of its group, then the
  * block's integer sum and float step as dot_q8_0 does them, in its order: bit for bit. */
@@ -423,6 +428,9 @@ static void dot_q6_K(int64_t n, const void *w, const void *x, size_t x_stride, i
         s[j] = sum;
     }
 }
+
+/* Q6_K in its x8 layout (repack.h), as Q4_K's: each row's block back out, the block's term. */
+K_GEMM_X8(q6_K, sift_block_q6_K, sift_block_q6_Kx8)
 
 /* The one-column row loops, one per type, so the compiler can inline the dot into it. */
 #define ROWS(T)                                                                                                      \
@@ -514,6 +522,8 @@ static void init_scalar(sift__kernels *k)
     k->rows[SIFT_TYPE_Q5_K] = rows_q5_K;
     k->rows[SIFT_TYPE_Q6_K] = rows_q6_K;
     k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
+    k->gemm_x8[SIFT_TYPE_Q5_K] = gemm_x8_q5_K;
+    k->gemm_x8[SIFT_TYPE_Q6_K] = gemm_x8_q6_K;
     k->gemm_x8[SIFT_TYPE_MXFP4] = gemm_x8_mxfp4;
     k->gemm_x8[SIFT_TYPE_Q8_0] = gemm_x8_q8_0;
     k->act_convert = sift__act_convert_scalar;

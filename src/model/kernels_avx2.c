@@ -1044,20 +1044,23 @@ static inline __m256i bcast4(const int8_t *p)
     return _mm256_set1_epi32(v);
 }
 
-/* Eight rows (one group, nb x8 blocks) x C columns: sum[j] lane r = row r against column j.
- * Per sub-block and column the eight vpmaddubsw results are summed in 16 bits (each at most
+/* Eight rows (one group, nb x8 blocks of BB bytes: Q4_K's, or with Q5 Q5_K's) x C columns:
+ * sum[j] lane r = row r against column j. Per sub-block and column the eight vpmaddubsw results are summed in 16 bits (each at most
  * 2 * 15 * 128 = 3840 in magnitude, eight of them 30720: exact) before the one vpmaddwd by
  * the scale; the block's integer sums are then the scalar code's, and each lane does the
  * scalar float step. */
-FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift_block_q8_K *const *b, __m256 *sum, const int C)
+FORCE_INLINE void kx8_tile(int64_t nb, const uint8_t *a, const size_t BB, const bool Q5, const sift_block_q8_K *const *b,
+                           __m256 *sum, const int C)
 {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
     UNROLL4 for (int j = 0; j < C; j++) sum[j] = _mm256_setzero_ps();
     for (int64_t k = 0; k < nb; k++) {
-        const sift_block_q4_Kx8 *blk = a + k;
+        const sift_block_q4_Kx8 *blk = (const sift_block_q4_Kx8 *)(const void *)(a + k * BB);
+        const uint8_t *qh = a + k * BB + sizeof *blk; /* (Q5: sift_block_q5_Kx8's qh) */
 #if SIFT_X8_PF
-        if (C == 1) /* (generation) */
-            for (int l = 0; l < (int)sizeof *blk; l += 64) _mm_prefetch((const char *)blk + SIFT_X8_PF + l, _MM_HINT_T0);
+        if (C == 1) /* (generation; two blocks ahead) */
+            for (int l = 0; l < (int)BB; l += 64)
+                _mm_prefetch((const char *)blk + SIFT_X8_PF / sizeof *blk * BB + l, _MM_HINT_T0);
 #endif
         __m256i sc03, sc47, m03, m47, acc[4], scv[8];
         q4kx8_scales(blk, &sc03, &sc47, &m03, &m47);
@@ -1065,14 +1068,23 @@ FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift
         UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_setzero_si256();
         _Pragma("GCC unroll 1") for (int s = 0; s < 8; s++) {
             __m256i p16[4];
+            const __m256i hq = Q5 ? _mm256_loadu_si256((const __m256i *)(qh + 32 * s)) : m4;
             UNROLL4 for (int t = 0; t < 4; t++) {
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * (4 * s + t)));
-                const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                if (Q5) { /* fifth bits: bit t of hq for lo, bit 4 + t for hi, to bit 4 (16-bit shifts: what
+                           * crosses from the neighbouring byte falls outside 0x10) */
+                    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hq, 4 - t), m10));
+                    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hq, t), m10));
+                }
                 UNROLL4 for (int j = 0; j < C; j++) {
                     const int8_t *xq = b[j][k].qs + 32 * s + 4 * t;
                     const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xq)), _mm256_maddubs_epi16(hi, bcast4(xq + 16)));
-                    p16[j] = t ? _mm256_add_epi16(p16[j], p) : p;
+                    p16[j] = t % (Q5 ? 2 : 4) ? _mm256_add_epi16(p16[j], p) : p;
                 }
+                /* Q5_K's values reach 31: two steps (4 x 2 x 31 x 128 = 31744) fit in 16 bits, four not */
+                if (Q5 && t == 1)
+                    UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(p16[j], scv[s]));
             }
             UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(p16[j], scv[s]));
         }
@@ -1094,6 +1106,17 @@ FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift
                                                          _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summ))));
         }
     }
+}
+
+FORCE_INLINE void q4_Kx8_tile(int64_t nb, const sift_block_q4_Kx8 *a, const sift_block_q8_K *const *b, __m256 *sum, const int C)
+{
+    kx8_tile(nb, (const uint8_t *)a, sizeof *a, false, b, sum, C);
+}
+
+/* Q5_K's x8 blocks: Q4_K's plus the fifth bits (repack.h), the same steps with the bit or-ed in */
+FORCE_INLINE void q5_Kx8_tile(int64_t nb, const sift_block_q5_Kx8 *a, const sift_block_q8_K *const *b, __m256 *sum, const int C)
+{
+    kx8_tile(nb, (const uint8_t *)a, sizeof *a, true, b, sum, C);
 }
 
 
@@ -1122,17 +1145,19 @@ FORCE_INLINE void transpose8_words(const __m256i q[8], __m256i w[8])
  * Q4_K weight: the scalar packer tripled the time of a load). Quants: the 32-byte chunk g of
  * the eight rows is an 8 x 8 transpose of 32-bit words (word t of row r to lane r of word
  * t), then nibble moves; scales: q4k_scales_mins per row, then an 8 x 16 byte transpose. */
-static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+/* (the Q4_K part of block k of eight Q4_K or Q5_K rows, blocks of BB bytes with their qs at QS) */
+FORCE_INLINE void kx8_pack(const void *rows, size_t row_bytes, int64_t k, const size_t BB, const size_t QS, sift_block_q4_Kx8 *o)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
-    for (int64_t k = 0; k < nb; k++) {
-        const sift_block_q4_K *src[8];
-        for (int r = 0; r < 8; r++) src[r] = (const sift_block_q4_K *)((const char *)rows + r * row_bytes) + k;
-        sift_block_q4_Kx8 *o = (sift_block_q4_Kx8 *)dst + k;
+    {
+        const uint8_t *blk[8];
+        const sift_block_q4_K *src[8]; /* (the header only: both types share it) */
+        for (int r = 0; r < 8; r++) blk[r] = (const uint8_t *)rows + r * row_bytes + k * BB;
+        for (int r = 0; r < 8; r++) src[r] = (const sift_block_q4_K *)(const void *)blk[r];
         for (int r = 0; r < 8; r++) o->d[r] = src[r]->d, o->dmin[r] = src[r]->dmin;
         UNROLL4 for (int g = 0; g < 4; g++) {
             __m256i q[8], w[8];
-            for (int r = 0; r < 8; r++) q[r] = _mm256_loadu_si256((const __m256i *)(src[r]->qs + 32 * g));
+            for (int r = 0; r < 8; r++) q[r] = _mm256_loadu_si256((const __m256i *)(blk[r] + QS + 32 * g));
             transpose8_words(q, w);
             for (int i = 0; i < 4; i++) { /* sub-block 2g: low nibbles; 2g + 1: high nibbles */
                 const __m256i a = w[i], c = w[4 + i];
@@ -1170,6 +1195,34 @@ static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *d
         _mm256_storeu_si256((__m256i *)o->sl, sl);
         _mm256_storeu_si256((__m256i *)o->ml, ml);
         _mm256_storeu_si256((__m256i *)o->hi, top);
+    }
+}
+
+static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    for (int64_t k = 0; k < nb; k++)
+        kx8_pack(rows, row_bytes, k, sizeof(sift_block_q4_K), offsetof(sift_block_q4_K, qs), (sift_block_q4_Kx8 *)dst + k);
+}
+
+/* Q5_K: the Q4_K part as above; the fifth bits as an 8 x 8 transpose of the rows' qh words
+ * (word t' of each row in lane r of w[t']: bytes 4r + u hold h[r][4t' + u] in bit s), then
+ * bit s of w[t'] to bit t' of byte 32s + 4r + u (repack.h: t' = 4h + t for value 16h + 4t + u). */
+static void x8_pack_q5_K(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int64_t k = 0; k < nb; k++) {
+        sift_block_q5_Kx8 *o = (sift_block_q5_Kx8 *)dst + k;
+        kx8_pack(rows, row_bytes, k, sizeof(sift_block_q5_K), offsetof(sift_block_q5_K, qs), &o->q4);
+        __m256i q[8], w[8];
+        for (int r = 0; r < 8; r++)
+            q[r] = _mm256_loadu_si256((const __m256i *)((const sift_block_q5_K *)((const char *)rows + r * row_bytes) + k)->qh);
+        transpose8_words(q, w);
+        for (int s = 0; s < 8; s++) {
+            __m256i v = _mm256_setzero_si256();
+            for (int t = 0; t < 8; t++) /* (a 16-bit shift right then bit 0 of each byte: its own bit s) */
+                v = _mm256_or_si256(v, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(w[t], s), one), t));
+            _mm256_storeu_si256((__m256i *)(o->qh + 32 * s), v);
+        }
     }
 }
 
@@ -1212,6 +1265,7 @@ static void x8_pack_q4_K(const void *rows, size_t row_bytes, int64_t nb, void *d
     }
 
 X8_GEMM(q4_K, sift_block_q4_Kx8, sift_block_q8_K, SIFT_QK_K)
+X8_GEMM(q5_K, sift_block_q5_Kx8, sift_block_q8_K, SIFT_QK_K)
 
 /* ---- Q8_0 in the x8 layout (repack.h): eight rows in the eight lanes ----------------------------- */
 
@@ -1359,6 +1413,115 @@ SIFT__ONE_Q6_K(__m256i, _mm256_setzero_si256(), reduce4)
 
 SIFT__GEMM_K(q6_K, sift_block_q6_K, 2)
 
+/* ---- Q6_K in the x8 layout (repack.h): eight rows in the eight lanes ----------------------------- */
+
+/* Sub-block j's scales as 32-bit lanes (sc, sc) in 16 bits, row r in lane r (for vpmaddwd) */
+static inline __m256i q6kx8_scale(const int8_t *sc, int j)
+{
+    const __m128i v = _mm_loadl_epi64((const __m128i *)(sc + 8 * j));
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(v, v));
+}
+
+/* Eight rows (one group, nb x8 blocks) x C columns: sum[j] lane r = row r against column j.
+ * Per step the 32 bytes of ql hold four values of each row of sub-block 2s (low nibbles) and
+ * 2s + 1 (high ones), their top bits from qh; each sub-block's vpmaddubsw results of two
+ * steps are summed in 16 bits (each at most 2 x 63 x 128 = 16128 in magnitude: two fit)
+ * before the vpmaddwd by its scale. The -32 of every value comes off the block's integer sum
+ * through the activation sums (32 x sum_j sc_j bsum_j), so each lane holds the scalar
+ * code's exact sumi, and does its float step. */
+FORCE_INLINE void q6_Kx8_tile(int64_t nb, const sift_block_q6_Kx8 *a, const sift_block_q8_K *const *b, __m256 *sum, const int C)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    UNROLL4 for (int j = 0; j < C; j++) sum[j] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) {
+        const sift_block_q6_Kx8 *blk = a + k;
+#if SIFT_X8_PF
+        if (C == 1) /* (generation; two blocks ahead) */
+            for (int l = 0; l < (int)sizeof *blk; l += 64) _mm_prefetch((const char *)blk + 2 * sizeof *blk + l, _MM_HINT_T0);
+#endif
+        __m256i acc[4];
+        UNROLL4 for (int j = 0; j < C; j++) acc[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 1") for (int s = 0; s < 8; s++) {
+            const __m256i sc_lo = q6kx8_scale(blk->sc, 2 * s), sc_hi = q6kx8_scale(blk->sc, 2 * s + 1);
+            UNROLL4 for (int p = 0; p < 2; p++) {
+                const __m256i hq = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * (2 * s + p)));
+                __m256i plo[4], phi[4];
+                UNROLL4 for (int e = 0; e < 2; e++) {
+                    const int t = 2 * p + e;
+                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(blk->ql + 32 * (4 * s + t)));
+                    /* (16-bit shifts: what crosses from the neighbouring byte falls outside 0x30) */
+                    const __m256i lo = _mm256_or_si256(_mm256_and_si256(raw, m4),
+                                                       _mm256_and_si256(e ? hq : _mm256_slli_epi16(hq, 4), m30));
+                    const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
+                                                       _mm256_and_si256(e ? _mm256_srli_epi16(hq, 2) : _mm256_slli_epi16(hq, 2), m30));
+                    UNROLL4 for (int j = 0; j < C; j++) {
+                        const int8_t *xq = b[j][k].qs + 32 * s + 4 * t;
+                        const __m256i pl = _mm256_maddubs_epi16(lo, bcast4(xq)), ph = _mm256_maddubs_epi16(hi, bcast4(xq + 16));
+                        plo[j] = e ? _mm256_add_epi16(plo[j], pl) : pl;
+                        phi[j] = e ? _mm256_add_epi16(phi[j], ph) : ph;
+                    }
+                }
+                UNROLL4 for (int j = 0; j < C; j++)
+                    acc[j] = _mm256_add_epi32(acc[j], _mm256_add_epi32(_mm256_madd_epi16(plo[j], sc_lo), _mm256_madd_epi16(phi[j], sc_hi)));
+            }
+        }
+        /* sum_j sc_j bsum_j: pairs (sc_2i, sc_2i+1) of each row against (bsum_2i, bsum_2i+1) */
+        __m256i scp[8];
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+            scp[i] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(blk->sc + 16 * i)),
+                                                            _mm_loadl_epi64((const __m128i *)(blk->sc + 16 * i + 8))));
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk->d));
+        UNROLL4 for (int j = 0; j < C; j++) {
+            __m256i summ = _mm256_setzero_si256();
+            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+                summ = _mm256_add_epi32(summ, _mm256_madd_epi16(scp[i], bcast4((const int8_t *)(b[j][k].bsums + 2 * i))));
+            const __m256i isum = _mm256_sub_epi32(acc[j], _mm256_slli_epi32(summ, 5));
+            sum[j] = _mm256_add_ps(sum[j], _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(b[j][k].d)), _mm256_cvtepi32_ps(isum)));
+        }
+    }
+}
+
+X8_GEMM(q6_K, sift_block_q6_Kx8, sift_block_q8_K, SIFT_QK_K)
+
+/* The packing of repack.h: per 32-value group s, the eight rows' values (unpack_q6_K_half) as
+ * an 8 x 8 transpose of 32-bit words (word t' of row r to lane r: values 4t' .. 4t' + 3 of the
+ * group), then the nibbles and the top bits of words t and t + 4 into ql and qh. */
+static void x8_pack_q6_K(const void *rows, size_t row_bytes, int64_t nb, void *dst)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+    for (int64_t k = 0; k < nb; k++) {
+        const sift_block_q6_K *src[8];
+        for (int r = 0; r < 8; r++) src[r] = (const sift_block_q6_K *)((const char *)rows + r * row_bytes) + k;
+        sift_block_q6_Kx8 *o = (sift_block_q6_Kx8 *)dst + k;
+        for (int r = 0; r < 8; r++) {
+            o->d[r] = src[r]->d;
+            for (int j = 0; j < 16; j++) o->sc[8 * j + r] = src[r]->scales[j];
+        }
+        for (int h = 0; h < 2; h++) {
+            __m256i v[8][4];
+            for (int r = 0; r < 8; r++) unpack_q6_K_half(src[r]->ql + 64 * h, src[r]->qh + 32 * h, v[r]);
+            for (int m = 0; m < 4; m++) {
+                const int g = 4 * h + m;
+                __m256i q[8], w[8];
+                for (int r = 0; r < 8; r++) q[r] = v[r][m];
+                transpose8_words(q, w);
+                for (int t = 0; t < 4; t++)
+                    _mm256_storeu_si256((__m256i *)(o->ql + 32 * (4 * g + t)),
+                                        _mm256_or_si256(_mm256_and_si256(w[t], m4), _mm256_slli_epi16(_mm256_and_si256(w[t + 4], m4), 4)));
+                for (int p = 0; p < 2; p++) {
+                    __m256i hb = _mm256_setzero_si256();
+                    for (int e = 0; e < 2; e++) { /* (values < 64: the 16-bit shifts move no bit across bytes) */
+                        const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(w[2 * p + e], 4), m3);
+                        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w[2 * p + e + 4], 4), m3);
+                        hb = _mm256_or_si256(hb, _mm256_slli_epi16(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 2)), 4 * e));
+                    }
+                    _mm256_storeu_si256((__m256i *)(o->qh + 32 * (2 * g + p)), hb);
+                }
+            }
+        }
+    }
+}
+
 /* ---- one column, many rows (generation) --------------------------------------------------------- */
 
 SIFT__ROWS(dot_f32, float)
@@ -1484,6 +1647,10 @@ void sift__kernels_init_avx2(sift__kernels *k)
     k->rows_huge[SIFT_TYPE_Q4_0] = rows_huge_q4_0;
     k->gemm_x8[SIFT_TYPE_Q4_K] = gemm_x8_q4_K;
     k->x8_pack[SIFT_TYPE_Q4_K] = x8_pack_q4_K;
+    k->gemm_x8[SIFT_TYPE_Q5_K] = gemm_x8_q5_K;
+    k->x8_pack[SIFT_TYPE_Q5_K] = x8_pack_q5_K;
+    k->gemm_x8[SIFT_TYPE_Q6_K] = gemm_x8_q6_K;
+    k->x8_pack[SIFT_TYPE_Q6_K] = x8_pack_q6_K;
     k->gemm_x8[SIFT_TYPE_MXFP4] = gemm_x8_mxfp4;
     k->x8_pack[SIFT_TYPE_MXFP4] = sift__mxfp4_x8_pack_group;
     k->gemm_x8[SIFT_TYPE_Q8_0] = gemm_x8_q8_0;

@@ -1,5 +1,5 @@
 /*
- * repack.h - Q4_K and MXFP4 matrices in groups of eight rows (the "x8" layout), made at load.
+ * repack.h - Q4_K, Q5_K, Q6_K and MXFP4 matrices in groups of eight rows (the "x8" layout), made at load.
  *
  * In the file's layout a Q4_K row is a run of 144-byte blocks, and a kernel working on one
  * row at a time must reduce every block's products horizontally, unpack the packed scales
@@ -58,6 +58,49 @@ void sift__q4_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, vo
 void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,
                           void (*pack)(const void *, size_t, int64_t, void *));
 
+/* Q5_K in the x8 layout: Q4_K's x8 block of the eight rows' d, dmin, scales and low four
+ * bits, then their fifth bits rearranged to match (256 bytes, one byte per sub-block s, row r
+ * and u < 4), with h[r][i] bit s of row r's qh[i] (the fifth bit of value i of sub-block s):
+ *   qh[32s + 4r + u] bit t = h[r][4t + u], bit 4 + t = h[r][16 + 4t + u]      (t < 4)
+ * so the one 32-byte load of sub-block s holds the fifth bits of all its 32 x 8 values, for
+ * the four low-nibble and the four high-nibble steps of qs, each by one shift within its
+ * byte. The plain one-row kernels spend most of a block on those bits and the horizontal
+ * sums (the Q5_K plain kernel measured 2.5x Q4_K's x8 one per row-block). */
+typedef struct {
+    sift_block_q4_Kx8 q4;
+    uint8_t qh[256];
+} sift_block_q5_Kx8;
+
+_Static_assert(sizeof(sift_block_q5_Kx8) == 8 * sizeof(sift_block_q5_K), "an x8 block is eight blocks rearranged");
+
+/* Eight Q5_K rows of nb blocks (row r at rows + r * row_bytes) as nb x8 blocks at dst. */
+void sift__q5_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst);
+/* Row r's block back out of an x8 block (the exact inverse of the packing). */
+void sift__q5_K_x8_get(const sift_block_q5_Kx8 *src, int r, sift_block_q5_K *dst);
+
+/* Q6_K in the x8 layout: with q[r][i] the 6-bit value i (0..63, before the -32) of row r's
+ * block and sc[j][r] its int8 scale of sub-block j (16 values), for s < 8, t, u < 4, p < 2:
+ *   d[r] = row r's d, sc[8j + r] = sc[j][r]
+ *   ql[32 (4s + t) + 4r + u] = q[r][32s + 4t + u] & 15 | (q[r][32s + 16 + 4t + u] & 15) << 4
+ *   qh[32 (2s + p) + 4r + u] = the top two bits of q[r][32s + 4t + u] at bit 4e and of
+ *                              q[r][32s + 16 + 4t + u] at bit 4e + 2, for t = 2p + e (e < 2)
+ * so a 32-byte load of ql holds four values of each row of sub-block 2s (low nibbles) and
+ * of 2s + 1 (high nibbles), as Q4_K's x8 qs does, and one load of qh the top bits of two
+ * such steps, each moved into place by one shift within its byte. */
+typedef struct {
+    uint16_t d[8];
+    int8_t sc[128];
+    uint8_t ql[1024];
+    uint8_t qh[512];
+} sift_block_q6_Kx8;
+
+_Static_assert(sizeof(sift_block_q6_Kx8) == 8 * sizeof(sift_block_q6_K), "an x8 block is eight blocks rearranged");
+
+/* Eight Q6_K rows of nb blocks (row r at rows + r * row_bytes) as nb x8 blocks at dst. */
+void sift__q6_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst);
+/* Row r's block back out of an x8 block (the exact inverse of the packing). */
+void sift__q6_K_x8_get(const sift_block_q6_Kx8 *src, int r, sift_block_q6_K *dst);
+
 /* MXFP4 in the same x8 layout idea (gpt-oss's experts; llama.cpp's AVX2 path repacks them
  * into its block_mxfp4x8 for the same reasons): block k of rows 8g .. 8g+7 is 136 bytes, the
  * eight rows' exponents, then 128 bytes of codes, with c[r][j] the 4-bit code of value j of
@@ -96,7 +139,7 @@ void sift__q8_0_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, vo
 void sift__q8_0_x8_get(const sift_block_q8_0x8 *src, int r, sift__block_q8_0 *dst);
 
 typedef void (*sift__x8_pack_fn)(const void *rows, size_t row_bytes, int64_t nb, void *dst);
-/* The reference packer of type t's x8 layout (Q4_K, MXFP4, Q8_0), or NULL where it has none. */
+/* The reference packer of type t's x8 layout (Q4_K, Q5_K, Q6_K, MXFP4, Q8_0), or NULL where it has none. */
 sift__x8_pack_fn sift__x8_pack_ref(sift_tensor_type t);
 
 /* Eight MXFP4 rows of nb blocks (row r at rows + r * row_bytes) as nb x8 blocks at dst. */

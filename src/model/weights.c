@@ -6,15 +6,15 @@
  * pages (populated at load with MADV_POPULATE_READ, as llama.cpp's MAP_POPULATE does, so
  * the first decode takes no faults), the weights are shared with every other process that
  * maps the file, and resident memory is one copy. Only the matrices whose chosen kernel
- * reads another layout (Q4_K and MXFP4 in the x8 layout of repack.h, where the load-time
- * probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's experts; Q8_0
- * only on request, SIFT_PACK_NOW=1 or SIFT_PACK_LATE=1: its plain rows stream as fast, see
- * choose.c) are copied into an anonymous mapping, asked for in transparent huge pages, and
- * repacked there: during the load, or for Q8_0 with SIFT_PACK_LATE=1 after it (pack_late
- * below: its copy would cost more than the rest of the load), by a thread of its own while
- * the decodes read the plain rows from the mapping; each matrix switches to its packed copy
- * once that is complete (sift__weight_x8). Both layouts give the same numbers bit for bit,
- * so when a matrix switches changes no result.
+ * reads another layout (Q4_K, Q5_K, Q6_K and MXFP4 in the x8 layout of repack.h, where the
+ * load-time probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's
+ * experts; Q8_0 only on request, SIFT_PACK_NOW=1 or SIFT_PACK_LATE=1: its plain rows stream
+ * as fast, see choose.c) are copied into an anonymous mapping, asked for in transparent huge
+ * pages, and repacked there: Q4_K and MXFP4 during the load, Q5_K, Q6_K (and Q8_0 with
+ * SIFT_PACK_LATE=1) after it (pack_late below: their copy would cost more than the rest of
+ * the load), by a thread of its own while the decodes read the plain rows from the mapping;
+ * each matrix switches to its packed copy once that is complete (sift__weight_x8). Both
+ * layouts give the same numbers bit for bit, so when a matrix switches changes no result.
  *
  * Why not copy everything (the old rule): the copy bought 2 MiB pages (one TLB entry per
  * 2 MiB instead of per 4 KiB page, and a hardware prefetcher not stopped at every 4 KiB),
@@ -261,7 +261,7 @@ static char *map_huge(size_t size)
     return p;
 }
 
-/* Is w to be read in the x8 layout (k_auto packs its type)? Q4_K and Q8_0 matrices (not
+/* Is w to be read in the x8 layout (k_auto packs its type)? Q4_K, Q5_K, Q6_K and Q8_0 matrices (not
  * expert stacks: their placement is left as it was), and MXFP4 ones,
  * expert stacks too when every expert is whole groups (an expert is then a range of groups,
  * read in place by gemm_x8), where k_auto reads the layout. */
@@ -270,6 +270,10 @@ static bool x8_packable(const sift_model *m, const sift__weight *w)
     if (!m->k_auto.x8_pack[w->type] || w->n_out < 8) return false;
     if (w->type == SIFT_TYPE_Q4_K)
         return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
+    if (w->type == SIFT_TYPE_Q5_K)
+        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q5_K);
+    if (w->type == SIFT_TYPE_Q6_K)
+        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q6_K);
     if (w->type == SIFT_TYPE_Q8_0)
         return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK8_0) * sizeof(sift__block_q8_0);
     if (w->type == SIFT_TYPE_MXFP4)
@@ -286,7 +290,7 @@ static bool env_set(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* Which x8 types are packed after load rather than during it: Q8_0, when SIFT_PACK_LATE=1
+/* Which x8 types are packed after load rather than during it: Q5_K and Q6_K, and Q8_0 when SIFT_PACK_LATE=1
  * asks for its x8 layout (choose.c: by default it is read in place), whose copy is the
  * largest per parameter: 8.5 bits a value, ~650 MB for a 0.6B model, 450-500 ms on this VM
  * (fresh memory costs ~0.75 ms per MiB to touch), more than llama.cpp's whole load of the
@@ -295,7 +299,8 @@ static bool env_set(const char *name)
  * every type during the load (Q8_0 included). */
 static bool pack_late(sift_tensor_type t)
 {
-    return t == SIFT_TYPE_Q8_0;
+    /* Q5_K, Q6_K: 5.5 and 6.6 bits, and their plain kernels within 1.8x of the x8 ones */
+    return t == SIFT_TYPE_Q8_0 || t == SIFT_TYPE_Q5_K || t == SIFT_TYPE_Q6_K;
 }
 
 static void copy_matrices(sift_model *m, bool all, bool late)
