@@ -483,13 +483,13 @@ static void *xcalloc(size_t n, size_t size, bool *fail)
     return p;
 }
 
-/* The K or V cache: zeroed and touched here, at creation (as llama.cpp clears its KV buffer
- * when it makes a context), not page by page in the first decodes: the cache is transposed,
- * so a prompt of 32 tokens touched 2 x n_layer x n_head_kv x head_dim fresh pages, one page
- * fault per value row (a tenth of a fresh context's first prompt). Where the kernel lends
- * transparent huge pages on request, the cache asks for them: 2 MB pages make those faults
- * 512 times fewer, and attention at depth, which reads head_dim rows 4 x n_ctx_seq bytes
- * apart, misses the TLB far less. Freed with free(). */
+/* The K or V cache: zeroed and touched at creation (kv_cache_zero, after the pool exists), as
+ * llama.cpp clears its KV buffer when it makes a context, not page by page in the first
+ * decodes: the cache is transposed, so a prompt of 32 tokens touched 2 x n_layer x n_head_kv x
+ * head_dim fresh pages, one page fault per value row (a tenth of a fresh context's first
+ * prompt). Where the kernel lends transparent huge pages on request, the cache asks for them:
+ * 2 MB pages make those faults 512 times fewer, and attention at depth, which reads head_dim
+ * rows 4 x n_ctx_seq bytes apart, misses the TLB far less. Freed with free(). */
 static float *kv_cache_alloc(size_t n, bool *fail)
 {
     const size_t bytes = n * sizeof(float), huge = (size_t)2 << 20;
@@ -502,8 +502,41 @@ static float *kv_cache_alloc(size_t n, bool *fail)
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (bytes >= huge) (void)madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE); /* a hint: failure is harmless */
 #endif
-    memset(p, 0, bytes);
     return p;
+}
+
+/* Zeroing the cache is the context's largest cost on a VM: a fresh page is backed by the host
+ * on first touch (about 1-3 ms per MiB here, the guest waiting, not computing), and the
+ * cache is tens of MiB. Those waits overlap across vCPUs, so every thread of the context
+ * zeroes its share: 2 MiB chunks (a huge page each) over the K then the V cache. */
+typedef struct {
+    float *cache[2];
+    size_t bytes;
+} kv_zero_job;
+
+#define KV_ZERO_CHUNK ((size_t)2 << 20)
+
+static void kv_zero_task(void *arg, int chunk, int n_chunks, int thread)
+{
+    (void)n_chunks, (void)thread;
+    const kv_zero_job *J = arg;
+    const size_t per = (J->bytes + KV_ZERO_CHUNK - 1) / KV_ZERO_CHUNK; /* chunks per cache */
+    const size_t c = (size_t)chunk % per, off = c * KV_ZERO_CHUNK;
+    const size_t len = J->bytes - off < KV_ZERO_CHUNK ? J->bytes - off : KV_ZERO_CHUNK;
+    memset((char *)J->cache[(size_t)chunk / per] + off, 0, len);
+}
+
+static void kv_cache_zero(sift_context *ctx, size_t n)
+{
+    kv_zero_job J = {{ctx->k_cache, ctx->v_cache}, n * sizeof(float)};
+    if (!J.bytes) return;
+    const size_t per = (J.bytes + KV_ZERO_CHUNK - 1) / KV_ZERO_CHUNK;
+    if (2 * per > INT32_MAX) { /* (more than 2^30 MiB: one thread, whole) */
+        memset(J.cache[0], 0, J.bytes), memset(J.cache[1], 0, J.bytes);
+        return;
+    }
+    const int nth = ctx->n_threads > ctx->n_threads_batch ? ctx->n_threads : ctx->n_threads_batch;
+    sift__pool_run(ctx->pool, nth, (int)(2 * per), kv_zero_task, &J);
 }
 
 void sift_context_free(sift_context *ctx)
@@ -708,6 +741,7 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
         sift__error_set(err, SIFT_E_NOMEM, "context: out of memory (n_ctx %u, n_batch %u)", n_ctx, p.n_batch);
         return NULL;
     }
+    kv_cache_zero(ctx, cache_n);
     return ctx;
 }
 
