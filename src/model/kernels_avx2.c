@@ -54,6 +54,18 @@ static inline int hsum_epi32(__m256i v)
 }
 
 /* lanes < n set (0 <= n <= 8), for vmaskmov */
+/* The first nr (1..8) lanes of sum to out: the eight-row kernels' results, one row per lane. */
+static inline void store_rows(float *out, __m256 sum, int nr)
+{
+    if (nr == 8) {
+        _mm256_storeu_ps(out, sum);
+        return;
+    }
+    float v[8];
+    _mm256_storeu_ps(v, sum);
+    memcpy(out, v, (size_t)nr * sizeof *v);
+}
+
 static inline __m256i tail_mask(int n)
 {
     static const int32_t m[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -619,13 +631,7 @@ static inline __m256i w_q4_0u(const sift__block_q4_0 *a)
             for (int i = 0; i < 8; i++) a[i] = (const WBLOCK *)((const char *)w + (r + (i < nr ? i : nr - 1)) * row_bytes); \
             const char *pf = r + 16 <= n_rows ? (const char *)w + (r + 8) * row_bytes : NULL;                       \
             const __m256 sum = NAME##_rows8(n, a, x, pf);                                                            \
-            if (nr == 8) {                                                                                           \
-                _mm256_storeu_ps(out + r, sum);                                                                      \
-            } else {                                                                                                 \
-                float v[8];                                                                                          \
-                _mm256_storeu_ps(v, sum);                                                                            \
-                memcpy(out + r, v, (size_t)nr * sizeof *v);                                                          \
-            }                                                                                                        \
+            store_rows(out + r, sum, nr);                                                                            \
         }                                                                                                            \
     }
 
@@ -689,13 +695,7 @@ static void rows_q8_0(int64_t n, const void *w, size_t row_bytes, int64_t n_rows
             const __m256 dx = _mm256_set1_ps(f16c_to_fp32(b[k].d));
             sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8(p)), _mm256_mul_ps(dw, dx)));
         }
-        if (nr == 8) {
-            _mm256_storeu_ps(out + r, sum);
-        } else {
-            float v[8];
-            _mm256_storeu_ps(v, sum);
-            memcpy(out + r, v, (size_t)nr * sizeof *v);
-        }
+        store_rows(out + r, sum, nr);
     }
 }
 
@@ -767,13 +767,7 @@ static void rows_huge_mxfp4(int64_t n, const void *w, size_t row_bytes, int64_t 
             const __m256 dx = _mm256_set1_ps(f16c_to_fp32(b[k].d));
             sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8(p)), _mm256_mul_ps(e8m0_half8(e), dx)));
         }
-        if (nr == 8) {
-            _mm256_storeu_ps(out + r, sum);
-        } else {
-            float v[8];
-            _mm256_storeu_ps(v, sum);
-            memcpy(out + r, v, (size_t)nr * sizeof *v);
-        }
+        store_rows(out + r, sum, nr);
     }
 }
 
