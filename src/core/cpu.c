@@ -143,3 +143,9 @@ sift_isa sift__cpu_best_env(const char *var)
 #endif
     return best < cap ? best : cap;
 }
+
+bool sift__env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}

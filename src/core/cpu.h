@@ -63,4 +63,8 @@ bool sift__cpu_runs(sift_isa isa);
  * read at each call; callers that choose once per process call this once. */
 sift_isa sift__cpu_best_env(const char *var);
 
+/* Is the switch variable `name` on: set, non-empty and not "0"? (SIFT_PACK_NOW, SIFT_NO_VNNI, ...;
+ * read at each call.) */
+bool sift__env_on(const char *name);
+
 #endif

@@ -53,6 +53,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/cpu.h"
 #include "gguf/ggml_types.h"
 #include "model/kernels.h"
 #include "model/model.h"
@@ -289,12 +290,6 @@ int sift__kernel_measure(sift_tensor_type t, bool huge, bool with_scalar, int re
 
 /* ---- the per-process decisions and a model's table ------------------------------------------- */
 
-static bool env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 bool sift__x8_on_request(sift_tensor_type t)
 {
     return t == SIFT_TYPE_Q8_0;
@@ -326,7 +321,7 @@ void sift__kernels_choose(const bool used[SIFT_TYPE_COUNT], bool huge, sift__ker
         out->rows_huge[t] = c->gen->rows_huge[t];
         out->dot[t] = c->prompt->dot[t];
         out->gemm[t] = c->prompt->gemm[t];
-        if (c->x8 && (!sift__x8_on_request((sift_tensor_type)t) || env_on("SIFT_PACK_NOW") || env_on("SIFT_PACK_LATE"))) {
+        if (c->x8 && (!sift__x8_on_request((sift_tensor_type)t) || sift__env_on("SIFT_PACK_NOW") || sift__env_on("SIFT_PACK_LATE"))) {
             out->gemm_x8[t] = c->x8->gemm_x8[t];
             out->x8_pack[t] = c->x8->x8_pack[t] ? c->x8->x8_pack[t] : best->x8_pack[t];
             if (!out->x8_pack[t]) out->x8_pack[t] = sift__x8_pack_ref((sift_tensor_type)t);

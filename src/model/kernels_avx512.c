@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "model/kernels_simd.h"
 
 static inline __m512 exp_ps(__m512 x)
@@ -196,8 +197,7 @@ FORCE_INLINE __m512i madd_acc(__m512i acc, __m512i p, __m512i s, const bool VNNI
  * comparisons). */
 static bool use_vnni(void)
 {
-    const char *e = getenv("SIFT_NO_VNNI");
-    if (e && *e && strcmp(e, "0") != 0) return false;
+    if (sift__env_on("SIFT_NO_VNNI")) return false;
     unsigned a, b, c, d;
     return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1);
 }

@@ -50,6 +50,7 @@
 #include <sys/syscall.h>
 #endif
 
+#include "core/cpu.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/repack.h"
@@ -268,26 +269,10 @@ static char *map_huge(size_t size)
 static bool x8_packable(const sift_model *m, const sift__weight *w)
 {
     if (!m->k_auto.x8_pack[w->type] || w->n_out < 8) return false;
-    if (w->type == SIFT_TYPE_Q4_K)
-        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q4_K);
-    if (w->type == SIFT_TYPE_Q5_K)
-        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q5_K);
-    if (w->type == SIFT_TYPE_Q6_K)
-        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK_K) * sizeof(sift_block_q6_K);
-    if (w->type == SIFT_TYPE_Q8_0)
-        return !w->n_part && w->row_bytes == (size_t)(w->n_in / SIFT_QK8_0) * sizeof(sift__block_q8_0);
-    if (w->type == SIFT_TYPE_MXFP4)
-        return (w->n_part ? w->n_part : 8) % 8 == 0 && w->row_bytes == (size_t)(w->n_in / SIFT_QK_MXFP4) * sizeof(sift__block_mxfp4);
-    return false;
-}
-
-/* Copy the matrices k_auto reads in the x8 layout (all of them with all) into one huge-page
- * block, packing those on the way; returns without a copy when the memory is refused. With
- * late (and not all), the copy is made by a thread of its own after load returns (late_worker). */
-static bool env_set(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
+    const sift__type_traits *tt = sift__type_traits_get(w->type);
+    if (w->row_bytes != (size_t)(w->n_in / tt->block_size) * tt->block_bytes) return false; /* whole plain rows */
+    /* an MXFP4 expert stack: every expert whole groups of 8 rows; the other types: one matrix */
+    return w->type == SIFT_TYPE_MXFP4 ? (w->n_part ? w->n_part : 8) % 8 == 0 : !w->n_part;
 }
 
 /* Which x8 types are packed after load rather than during it: Q5_K and Q6_K, and Q8_0 when SIFT_PACK_LATE=1
@@ -303,6 +288,9 @@ static bool pack_late(sift_tensor_type t)
     return t == SIFT_TYPE_Q8_0 || t == SIFT_TYPE_Q5_K || t == SIFT_TYPE_Q6_K;
 }
 
+/* Copy the matrices k_auto reads in the x8 layout (all of them with all) into one huge-page
+ * block, packing those on the way; returns without a copy when the memory is refused. With
+ * late (and not all), the copy is made by a thread of its own after load returns (late_worker). */
 static void copy_matrices(sift_model *m, bool all, bool late)
 {
     const int cap = 11 * m->hp.n_layer + 1;
@@ -311,7 +299,7 @@ static void copy_matrices(sift_model *m, bool all, bool late)
     if (!ws || !J.parts) goto done;
     const int n_all = collect(m, ws, cap);
     J.n = 0;
-    const bool now = env_set("SIFT_PACK_NOW");
+    const bool now = sift__env_on("SIFT_PACK_NOW");
     for (int i = 0; i < n_all; i++) /* the rest stays in the file mapping */
         if (all || (x8_packable(m, ws[i]) && (now ? !late : pack_late(ws[i]->type) == late))) ws[J.n++] = ws[i];
     const uint8_t *base = sift__gguf_bytes(m->gguf);
@@ -377,7 +365,7 @@ done:
 
 void sift__weights_place(sift_model *m)
 {
-    const bool map_all = env_set("SIFT_MMAP"), copy_all = !map_all && env_set("SIFT_COPY");
+    const bool map_all = sift__env_on("SIFT_MMAP"), copy_all = !map_all && sift__env_on("SIFT_COPY");
     bool used[SIFT_TYPE_COUNT] = {false};
     const int cap = 11 * m->hp.n_layer + 1;
     sift__weight **ws = malloc((size_t)cap * sizeof *ws);
