@@ -510,75 +510,12 @@ static int check_gemm_x8(int type, const char *name, int n, const void *packed, 
     return checked;
 }
 
-/* The x8 layout of Q4_K (model/repack.h): packing and taking a row's block back out give
- * the same bytes, and the tables' packers pack as the reference does; every table's gemm_x8 over a repacked matrix gives, for every row range
- * (groups cut at either end, the plain rows after the last group) and column count, the
- * scalar dot kernel's value on the plain rows bit for bit, and writes nothing else. The
- * weights are random bytes (every 6-bit scale and min), and one row of all-15 values with
- * the largest scales meets a column of all -128 activations (the 16-bit partial sums at
- * their bound). */
-static void test_q4_K_x8(void **state)
-{
-    (void)state;
-    enum { ROWS = 19, COLS = 9, MAXNB = 5 };
-    const int nbs[] = {1, 3, 5};
-    const sift__kernels *ref = sift__kernels_get(SIFT_ISA_SCALAR);
-    static sift_block_q4_K plain[ROWS][MAXNB], packed[ROWS * MAXNB], tmp[8 * MAXNB]; /* packed: rows rb apart */
-    static sift_block_q8_K x[COLS][MAXNB];
-    int checked = 0;
-    for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
-        const int nb = nbs[ni], n = nb * 256;
-        const size_t rb = (size_t)nb * sizeof(sift_block_q4_K), xs = sizeof x[0];
-        for (int r = 0; r < ROWS; r++)
-            for (int b = 0; b < nb; b++) {
-                uint8_t *p = (uint8_t *)&plain[r][b];
-                for (size_t i = 0; i < sizeof plain[r][b]; i++) p[i] = (uint8_t)(urand() * 256);
-                plain[r][b].d = sift__fp32_to_fp16((float)(0.001 + urand() * 0.01));
-                plain[r][b].dmin = sift__fp32_to_fp16((float)(0.001 + urand() * 0.01));
-                if (r == 5) memset(plain[r][b].scales, 0xFF, sizeof plain[r][b].scales), memset(plain[r][b].qs, 0xFF, 128);
-            }
-        float xf[MAXNB * 256];
-        for (int c = 0; c < COLS; c++) {
-            for (int i = 0; i < n; i++) xf[i] = frand(2);
-            sift_quantize_row_q8_K(xf, x[c], n);
-        }
-        for (int b = 0; b < nb; b++) { /* column 2: every activation -128 */
-            x[2][b].d = 0.01f;
-            memset(x[2][b].qs, 0x80, sizeof x[2][b].qs);
-            for (int j = 0; j < 16; j++) x[2][b].bsums[j] = -2048;
-        }
-        /* the packing is a permutation of the bytes, undone by sift__q4_K_x8_get */
-        for (int r = 0; r < ROWS; r++) memcpy(packed + r * nb, plain[r], rb);
-        sift__q4_K_x8_repack(packed, n, rb, ROWS, tmp, sift__q4_K_x8_pack_group);
-        for (int g = 0; g < ROWS / 8 * 8; g += 8)
-            for (int b = 0; b < nb; b++)
-                for (int r = 0; r < 8; r++) {
-                    sift_block_q4_K back;
-                    sift__q4_K_x8_get((const sift_block_q4_Kx8 *)(packed + g * nb) + b, r, &back);
-                    assert_memory_equal(&back, &plain[g + r][b], sizeof back);
-                }
-        for (int r = ROWS / 8 * 8; r < ROWS; r++) assert_memory_equal(packed + r * nb, plain[r], rb);
-        for (int isa = 0; isa < N_TABLES; isa++) { /* the tables' packers: the reference's bytes */
-            const sift__kernels *k = table_at(isa);
-            if (!k || !k->x8_pack[SIFT_TYPE_Q4_K]) continue;
-            static sift_block_q4_K again[ROWS * MAXNB];
-            for (int r = 0; r < ROWS; r++) memcpy(again + r * nb, plain[r], rb);
-            sift__q4_K_x8_repack(again, n, rb, ROWS, tmp, k->x8_pack[SIFT_TYPE_Q4_K]);
-            assert_memory_equal(again, packed, ROWS * rb);
-        }
-        float want[COLS][ROWS];
-        for (int r = 0; r < ROWS; r++)
-            for (int c = 0; c < COLS; c++) ref->dot[SIFT_TYPE_Q4_K](n, plain[r], x[c], xs, 1, &want[c][r]);
-        checked += check_gemm_x8(SIFT_TYPE_Q4_K, "Q4_K", n, packed, rb, ROWS, x, xs, COLS, &want[0][0]);
-    }
-    printf("  Q4_K x8 layout: %d results checked\n", checked);
-}
-
-/* A K-quant's x8 layout (Q5_K, Q6_K), as test_q4_K_x8: the packing undone by the type's get,
- * every table's packer making the reference's bytes, every table's gemm_x8 the scalar dot
- * kernel's values bit for bit. The weights are random bytes (every scale, min and top bit)
- * with d and dmin in range, rows 5 and 6 set by fill (the extremes), column 2 every
- * activation -128 (with row 5, the 16-bit partial sums at their bound). */
+/* A K-quant's x8 layout (Q4_K, Q5_K, Q6_K; model/repack.h): the packing undone by the type's
+ * get, every table's packer making the reference's bytes, and every table's gemm_x8, for every
+ * row range (groups cut at either end, the plain rows after the last group) and column count,
+ * the scalar dot kernel's value on the plain rows bit for bit, writing nothing else. The weights are random bytes (every scale, min and top bit) with d and
+ * dmin in range, rows 5 and 6 set by fill (the extremes), column 2 every activation -128 (with
+ * row 5, the 16-bit partial sums at their bound). */
 typedef struct {
     int type;
     size_t bb, d_at, dmin_at; /* block bytes; offsets of d and dmin (dmin_at 0: none) */
@@ -641,6 +578,28 @@ static void check_kx8(const kx8_case *T, const char *name)
     }
     printf("  %s x8 layout: %d results checked\n", name, checked);
     assert_true(checked > 0);
+}
+
+static void q4_K_get(const void *x8, int r, void *dst)
+{
+    sift__q4_K_x8_get(x8, r, dst);
+}
+
+/* row 5: all-15 values, the largest scales and mins; row 6: all-0 values, the same scales
+ * (every product the min's) */
+static void q4_K_fill(int r, uint8_t *blk)
+{
+    sift_block_q4_K *b = (sift_block_q4_K *)blk;
+    memset(b->scales, 0xFF, sizeof b->scales);
+    memset(b->qs, r == 5 ? 0xFF : 0, sizeof b->qs);
+}
+
+static void test_q4_K_x8(void **state)
+{
+    (void)state;
+    const kx8_case T = {SIFT_TYPE_Q4_K, sizeof(sift_block_q4_K), offsetof(sift_block_q4_K, d), offsetof(sift_block_q4_K, dmin),
+                        sift__q4_K_x8_pack_group, q4_K_get, q4_K_fill};
+    check_kx8(&T, "Q4_K");
 }
 
 static void q5_K_get(const void *x8, int r, void *dst)

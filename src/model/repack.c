@@ -4,8 +4,7 @@
  *
  * The packing runs once per model load, inside weights.c's copy: each group of eight rows
  * is read from the file into a small buffer and packed from there into its place, so the
- * layout costs no pass over memory beyond the copy itself. sift__q4_K_x8_repack does the
- * same in place (tests).
+ * layout costs no pass over memory beyond the copy itself.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -243,15 +242,5 @@ sift__x8_pack_fn sift__x8_pack_ref(sift_tensor_type t)
     case SIFT_TYPE_MXFP4: return sift__mxfp4_x8_pack_group;
     case SIFT_TYPE_Q8_0: return sift__q8_0_x8_pack_group;
     default: return NULL;
-    }
-}
-
-void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,
-                          void (*pack)(const void *, size_t, int64_t, void *))
-{
-    for (int64_t g = 0; g + 8 <= n_rows; g += 8) {
-        char *grp = (char *)data + g * row_bytes;
-        memcpy(tmp, grp, 8 * row_bytes);
-        pack(tmp, row_bytes, n_in / SIFT_QK_K, grp);
     }
 }

@@ -52,11 +52,6 @@ void sift__q4_K_x8_get(const sift_block_q4_Kx8 *src, int r, sift_block_q4_K *dst
 /* Eight rows of nb blocks each (row r at rows + r * row_bytes) as nb x8 blocks at dst (not
  * overlapping them): the reference for the kernel tables' x8_pack. */
 void sift__q4_K_x8_pack_group(const void *rows, size_t row_bytes, int64_t nb, void *dst);
-/* Rearrange the first n_rows / 8 * 8 rows of a Q4_K matrix (n_in values per row, rows
- * row_bytes apart) into groups in place with pack (sift__q4_K_x8_pack_group or a table's
- * x8_pack); tmp holds 8 * row_bytes bytes. */
-void sift__q4_K_x8_repack(void *data, int64_t n_in, size_t row_bytes, int64_t n_rows, void *tmp,
-                          void (*pack)(const void *, size_t, int64_t, void *));
 
 /* Q5_K in the x8 layout: Q4_K's x8 block of the eight rows' d, dmin, scales and low four
  * bits, then their fifth bits rearranged to match (256 bytes, one byte per sub-block s, row r
