@@ -761,7 +761,7 @@ typedef struct sift_vocab sift_vocab;
 typedef enum sift_vocab_type { /* llama.cpp's numbering */
     SIFT_VOCAB_NONE = 0,
     SIFT_VOCAB_SPM = 1, /* SentencePiece, tokenizer.ggml.model = "llama" */
-    SIFT_VOCAB_BPE = 2, /* byte-level BPE, "gpt2" */
+    SIFT_VOCAB_BPE = 2, /* BPE: byte-level ("gpt2"), or over characters, SentencePiece-style ("gemma4") */
     SIFT_VOCAB_WPM = 3, /* WordPiece, "bert" */
 } sift_vocab_type;
 

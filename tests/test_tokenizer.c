@@ -58,7 +58,7 @@ static sift_vocab *build(const vocab_src *s, const char *model, const char *pre,
     spec.n_scores = s->n;
     spec.types = s->type;
     spec.n_types = s->n;
-    if (!strcmp(model, "gpt2")) {
+    if (!strcmp(model, "gpt2") || !strcmp(model, "gemma4")) {
         spec.has_merges = true;
         spec.merges = s->merges;
         spec.n_merges = s->n_merges;
@@ -542,6 +542,62 @@ static void test_bpe_ignore_merges(void **state)
     sift_vocab_free(v);
 }
 
+/* gemma4: BPE over characters, SentencePiece-style. "hello hello\n\nhé" is escaped to
+ * "hello▁hello\n\nhé" and split into "hello▁hello", "\n\n", "hé". In the first word the ranks
+ * go "▁ h" (0): h e l l o [▁h] e l l o; "l l" (1), leftmost first, then the other: h e [ll] o [▁h]
+ * e [ll] o; "▁h e" (2): ... [▁he] ll o; "ll o" (3): h e [llo] [▁he] [llo]; "▁he llo" (4): h e llo
+ * [▁hello]. "\n\n" has no merge but is a token: taken whole. "é" is no token: its bytes'
+ * <0xC3> <0xA9>. No BOS by default id, but add_bos is forced on. */
+static void test_gemma4(void **state)
+{
+    (void)state;
+    vocab_src s = {.n = 0};
+#define U "\xE2\x96\x81" /* ▁ */
+    add_tok(&s, "<pad>", 0, 3);
+    add_tok(&s, "<eos>", 0, 3);
+    const int t_bos = add_tok(&s, "<bos>", 0, 3);
+    const int t_u = add_tok(&s, U, 0, 1), t_h = add_tok(&s, "h", 0, 1), t_e = add_tok(&s, "e", 0, 1);
+    add_tok(&s, "l", 0, 1);
+    add_tok(&s, "o", 0, 1);
+    const int t_uh = add_tok(&s, U "h", 0, 1);
+    add_tok(&s, "ll", 0, 1);
+    add_tok(&s, U "he", 0, 1);
+    const int t_llo = add_tok(&s, "llo", 0, 1), t_hello = add_tok(&s, U "hello", 0, 1);
+    const int t_nl = add_tok(&s, "\n", 0, 1), t_nl2 = add_tok(&s, "\n\n", 0, 1);
+    const int t_c3 = add_tok(&s, "<0xC3>", 0, 6), t_a9 = add_tok(&s, "<0xA9>", 0, 6);
+    s.merges[s.n_merges++] = U " h";
+    s.merges[s.n_merges++] = "l l";
+    s.merges[s.n_merges++] = U "h e";
+    s.merges[s.n_merges++] = "ll o";
+    s.merges[s.n_merges++] = U "he llo";
+    sift__vocab_spec spec;
+    sift__vocab_spec_init(&spec);
+    spec.ids[SIFT_VKEY_BOS] = t_bos;
+    spec.add_bos = 0; /* llama.cpp turns it back on for gemma4 */
+    sift_vocab *v = build(&s, "gemma4", "whatever", &spec);
+    assert_int_equal(sift_vocab_get_type(v), SIFT_VOCAB_BPE);
+    assert_true(sift_vocab_add_bos(v));
+    assert_int_equal(sift_vocab_eos(v), SIFT_TOKEN_NULL); /* no default ids */
+    assert_int_equal(sift_vocab_nl(v), t_nl);
+    expect_ids(v, "hello hello\n\nh\xC3\xA9", false, false, 8, t_h, t_e, t_llo, t_hello, t_nl2, t_h, t_c3, t_a9);
+    expect_ids(v, " h", true, false, 2, t_bos, t_uh);
+    expect_ids(v, "  ", false, false, 2, t_u, t_u);
+    /* pieces: "▁" is a space, byte tokens their byte */
+    const sift_token ids[] = {t_bos, t_hello, t_c3, t_a9};
+    expect_detok(v, ids, 4, true, false, " hello\xC3\xA9");
+    expect_detok(v, ids, 4, false, true, "<bos> hello\xC3\xA9");
+    sift_vocab_free(v);
+    /* gemma4 without merges is refused, naming the key */
+    sift__vocab_spec_init(&spec);
+    spec.model = "gemma4";
+    spec.n_tokens = s.n;
+    spec.text = s.text;
+    sift_error err = {0};
+    assert_null(sift__vocab_build(&spec, &err));
+    assert_non_null(strstr(err.msg, "tokenizer.ggml.merges"));
+#undef U
+}
+
 /* ---- WordPiece ----------------------------------------------------------------------------- */
 
 static void test_wpm(void **state)
@@ -871,7 +927,7 @@ int main(void)
         cmocka_unit_test(test_unicode_tables), cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_spm),            cmocka_unit_test(test_spm_random),
         cmocka_unit_test(test_bpe),            cmocka_unit_test(test_bpe_detokenize_cleanup),
-        cmocka_unit_test(test_bpe_random),     cmocka_unit_test(test_bpe_ignore_merges),
+        cmocka_unit_test(test_bpe_random),     cmocka_unit_test(test_bpe_ignore_merges), cmocka_unit_test(test_gemma4),
         cmocka_unit_test(test_wpm),            cmocka_unit_test(test_special_partition),
         cmocka_unit_test(test_pretok),         cmocka_unit_test(test_api_edges),
         cmocka_unit_test(test_build_errors),   cmocka_unit_test(test_gguf_loader),

@@ -91,6 +91,7 @@ if(EXISTS ${SIFT_PEER_LIBDIR}/libllama.v0.5.0.so AND EXISTS ${SIFT_SHARED_DIR}/p
     -L${SIFT_PEER_LIBDIR} -Wl,-rpath,${SIFT_PEER_LIBDIR} -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so)
   file(GLOB SIFT_PEER_VOCABS ${SIFT_VOCAB_DIR}/ggml-vocab-*.gguf)
   add_test(NAME tokenizer_peer COMMAND tokenizer_peer --pre-variants ${SIFT_VOCAB_DIR}/ggml-vocab-gpt-2.gguf
+           --gemma4-from ${SIFT_VOCAB_DIR}/ggml-vocab-llama-spm.gguf
            ${SIFT_PEER_VOCABS}
            ${SIFT_SHARED_DIR}/models/stories260K.gguf ${SIFT_SHARED_DIR}/models/llama-2-tiny-random.gguf)
   set_tests_properties(tokenizer_peer PROPERTIES LABELS "tokenizer;peer;slow" ENVIRONMENT "${SIFT_TEST_ENV}"

@@ -155,6 +155,7 @@ static const char *const rx_seed_coder[] = {
 static const char *const rx_ufakzeka[] = {
     "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", NULL};
 static const char *const rx_laguna[] = {"[^\\n]+|[\\n]+", RX_QWEN2, NULL};
+static const char *const rx_newlines[] = {"[^\\n]+|[\\n]+", NULL};
 static const char *const rx_exaone_moe[] = {
     RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+"
                     "[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
@@ -200,7 +201,7 @@ DEF(d_gpt4o, "gpt-4o|llama4|kanana2|talkie|minimax-m2", rx_gpt4o, KEEP);
 DEF(d_granite_emb, "granite-embed-multi-97m", rx_granite_emb_multi, KEEP | SIFT_PRE_IGNORE_MERGES);
 /* not here: tiny_aya/cohere2moe - their \d{1,3}(?=(?:\d{3})*\b) meets a quirk of libstdc++'s
  * std::wregex (a word boundary inside a lookahead) that llama.cpp's splits depend on; kimi-k2 and
- * afmoe (custom code in llama.cpp); gemma4, sarvam-moe, whitespace (other tokenizer models) */
+ * afmoe (custom code in llama.cpp); sarvam-moe, whitespace (other tokenizer models); gemma4, below */
 DEF(d_superbpe, "superbpe", rx_superbpe, KEEP);
 DEF(d_gpt2_keep, "trillion|granite-docling", rx_gpt2, KEEP);
 DEF(d_bailingmoe, "bailingmoe|bailingmoe2|llada-moe", rx_bailingmoe, KEEP);
@@ -210,6 +211,8 @@ DEF(d_grok2, "grok-2", rx_qwen2, KEEP);
 DEF(d_laguna, "laguna", rx_laguna, KEEP);
 #undef DEF
 #undef KEEP
+
+const sift__pretok_def sift__pretok_gemma4 = {"gemma4", rx_newlines, SIFT_PRE_CHARS | SIFT_PRE_ADD_BOS};
 
 const sift__pretok_def *const sift__pretok_defs[] = {
     &d_default, &d_minicpm5, &d_llama3, &d_deepseek_llm, &d_deepseek_coder, &d_deepseek3, &d_spark2_5,

@@ -25,6 +25,10 @@
 #define SIFT_PRE_ADD_BOS       0x04u /* add_bos defaults to true */
 #define SIFT_PRE_NO_BOS        0x08u /* no default BOS id */
 #define SIFT_PRE_ADD_SEP       0x10u /* add_sep defaults to true */
+/* SentencePiece-style BPE (llama.cpp's byte_encode = false, escape_whitespaces = true): spaces
+ * become "▁" before the split, merges run over raw UTF-8 characters, a piece that is no token
+ * falls back to "<0xXX>" byte tokens, and a word of newlines only that is a token is taken whole */
+#define SIFT_PRE_CHARS         0x20u
 
 typedef struct sift__pretok_def {
     const char *names;             /* the tokenizer.ggml.pre values, '|'-separated */
@@ -37,6 +41,9 @@ typedef struct sift__pretok_def {
 const sift__pretok_def *sift__pretok_find(const char *pre);
 /* Every definition, NULL-terminated (for `sift info` and tests). */
 extern const sift__pretok_def *const sift__pretok_defs[];
+/* The pre-tokenizer of the "gemma4" tokenizer model, whatever tokenizer.ggml.pre says (llama.cpp
+ * sets the name itself): newline runs apart from the rest, SIFT_PRE_CHARS, BOS added. */
+extern const sift__pretok_def sift__pretok_gemma4;
 
 typedef struct sift__pretok sift__pretok;
 

@@ -22,8 +22,18 @@
  * long ones (runs of punctuation, whitespace, digits) use a binary heap (merge_heap.h, shared
  * with tokenizer_spm.c), as llama.cpp does.
  * Both choose the same pair at every step: the minimum (rank, position).
+ *
+ * SentencePiece-style BPE (v->bpe_chars: the "gemma4" tokenizer model, llama.cpp's
+ * byte_encode = false) runs the same merges over other symbols: every space is "▁" (U+2581)
+ * before the split, a word's first symbols are its UTF-8 characters as they are (a character
+ * no merge or token names has no string id, so it never merges), and a piece that is not a
+ * token falls back to the "<0xXX>" tokens of its bytes. A word of newlines only that is a
+ * token is taken whole (llama.cpp's Gemma 4 fix), so "\n\n" stays one token where the
+ * merges would not build it.
  */
 #include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,6 +134,21 @@ static int merge_heap(const sift_vocab *v, bpe_sym *sym, int32_t n, sift__tok_sc
 
 #define SCAN_MAX 48 /* words up to this many bytes use merge_scan */
 
+static bool all_newlines(const char *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != '\n') return false;
+    return true;
+}
+
+/* The "<0xXX>" token of byte b, or -1 (only that form: llama.cpp's fallback for byte_encode = false) */
+static sift_token hex_byte_token(const sift_vocab *v, uint8_t b)
+{
+    char hex[7];
+    snprintf(hex, sizeof hex, "<0x%02X>", b);
+    return sift__vocab_find(v, hex, 6);
+}
+
 int sift__bpe_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *text, size_t len, sift__tokbuf *out)
 {
     if (!len) return 0;
@@ -137,6 +162,9 @@ int sift__bpe_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *te
     s->flags = p;
     s->cap_cpts = cap;
     size_t n = sift__utf8_to_cpts(text, len, s->cpts);
+    if (v->bpe_chars)
+        for (size_t i = 0; i < n; i++)
+            if (s->cpts[i] == ' ') s->cpts[i] = 0x2581; /* escape_whitespaces */
     for (size_t i = 0; i < n; i++) s->flags[i] = sift__unicode_flags(s->cpts[i]);
 
     const uint32_t *pieces;
@@ -163,6 +191,13 @@ int sift__bpe_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *te
         int32_t ns = 0;
         for (size_t i = pos; i < pos + wn; i++) {
             size_t k = sift__utf8_encode(s->cpts[i], u8);
+            if (v->bpe_chars) { /* one symbol per character, its UTF-8 as it is */
+                memcpy(word + wl, u8, k);
+                sym[ns] = (bpe_sym){sift__strtab_find(&v->strs, u8, k), (uint32_t)wl, (uint32_t)k, ns - 1, ns + 1, INT32_MAX, -1};
+                wl += k;
+                ns++;
+                continue;
+            }
             for (size_t j = 0; j < k; j++) {
                 uint8_t b = (uint8_t)u8[j];
                 size_t cl = sift__bytelevel_utf8(b, word + wl);
@@ -174,6 +209,14 @@ int sift__bpe_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *te
         pos += wn;
         if (ns == 0) continue;
         sym[ns - 1].next = -1;
+
+        if (v->bpe_chars && all_newlines(word, wl)) {
+            sift_token t = sift__vocab_find(v, word, wl);
+            if (t >= 0) {
+                sift__tokbuf_push(out, t);
+                continue;
+            }
+        }
 
         if (v->ignore_merges) {
             sift_token t = sift__vocab_find(v, word, wl);
@@ -191,7 +234,8 @@ int sift__bpe_tokenize(const sift_vocab *v, sift__tok_scratch *s, const char *te
                 continue;
             }
             for (uint32_t j = 0; j < sym[i].n; j++) { /* not a token: its single bytes, if tokens */
-                sift_token t = v->byte1[(uint8_t)word[sym[i].start + j]];
+                const uint8_t b = (uint8_t)word[sym[i].start + j];
+                sift_token t = v->bpe_chars ? hex_byte_token(v, b) : v->byte1[b];
                 if (t >= 0) sift__tokbuf_push(out, t);
             }
         }

@@ -532,6 +532,16 @@ sift_vocab *sift__vocab_build(const sift__vocab_spec *spec, sift_error *err)
         if (pf & SIFT_PRE_ADD_BOS) v->add_bos = true;
         if (pf & SIFT_PRE_NO_BOS) d_bos = -1;
         if (pf & SIFT_PRE_ADD_SEP) v->add_sep = true;
+    } else if (!strcmp(spec->model, "gemma4")) {
+        /* SentencePiece-style BPE: merges over characters, "▁" for spaces, "<0xXX>" byte fallback;
+         * no default special ids, and the pre-tokenizer is gemma4's whatever the file names */
+        v->type = SIFT_VOCAB_BPE;
+        if (!spec->has_merges) FAIL(SIFT_E_FORMAT, "tokenizer.ggml.merges: missing (required for gemma4)");
+        d_bos = d_eos = d_unk = -1;
+        v->clean_spaces = true;
+        v->pre_def = &sift__pretok_gemma4;
+        v->bpe_chars = true;
+        v->add_bos = true;
     } else if (!strcmp(spec->model, "no_vocab") || !strcmp(spec->model, "none")) {
         FAIL(SIFT_E_UNSUPPORTED, "tokenizer.ggml.model: '%s' (the file has no vocabulary)", spec->model);
     } else {
@@ -634,6 +644,7 @@ sift_vocab *sift__vocab_build(const sift__vocab_spec *spec, sift_error *err)
         if (id >= 0 && id < v->n_tokens) *slot[k] = (sift_token)id; /* else: "bad special token", keep */
     }
     if (spec->add_bos >= 0) v->add_bos = spec->add_bos;
+    if (v->bpe_chars) v->add_bos = true; /* llama.cpp overrides a false add_bos_token for gemma4 */
     if (spec->add_eos >= 0) v->add_eos = spec->add_eos;
     if (spec->add_sep >= 0) v->add_sep = spec->add_sep;
     if (v->add_bos && v->bos == SIFT_TOKEN_NULL)

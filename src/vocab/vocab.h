@@ -119,6 +119,7 @@ struct sift_vocab {
 
     bool add_bos, add_eos, add_sep, add_space_prefix, remove_extra_ws, escape_whitespaces,
         clean_spaces, ignore_merges, lowercase, strip_accents;
+    bool bpe_chars; /* BPE over raw UTF-8 characters, SentencePiece-style ("gemma4"; SIFT_PRE_CHARS) */
 
     /* special tokens for partitioning text, in priority order (longest text first) */
     sift_token *special;
