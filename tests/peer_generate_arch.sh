@@ -5,20 +5,23 @@
 # as llama.cpp's own peer_generate (../shared/peer) on the same file. The vocabulary is
 # stories260K's (512 tokens), so the files stay small. gpt-oss also runs with its experts in
 # MXFP4 (the rest F32, Q8_0, Q4_K), as its own files have them, and gemma4 again with
-# per-layer embeddings of width 64 (E2B/E4B's second embedding table).
+# per-layer embeddings of width 64 (E2B/E4B's second embedding table), and again with its own
+# tokenizer model (`--tokenizer gemma4`: the vocabulary rewritten as Gemma 4's BPE over
+# characters, so the prompt's tokens and the text's pieces are that tokenizer's).
 # usage: peer_generate_arch.sh SIFT PEER_GENERATE SHARED_DIR
 set -u
 sift=$1 peer=$2 shared=$3
 dir=$(mktemp -d /tmp/sift_peer_gen_arch_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail=0 n=0
-for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 gemma4 gemma4/ple granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
+for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 gemma4 gemma4/ple gemma4/tok granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
     exps=${arch#*/}
     arch=${arch%/*}
     [ "$exps" = "$arch" ] && exps=
     case $exps in # the variant's mkmodel flags and its name in the report
         '') opts=() what= ;;
         ple) opts=(--ple 64) what=" (per-layer embeddings)" ;;
+        tok) opts=(--tokenizer gemma4) what=" (gemma4 tokenizer)" ;;
         *) opts=(--type-exps "$exps") what=" ($exps experts)" ;;
     esac
     for type in f32 q8_0 q4_k; do
@@ -32,7 +35,10 @@ for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 gemma4 gemma4/ple granite s
         want=$("$peer" -m "$f" -p "Once upon a time" -n 16 -t 1 -r 1 --no-warmup -v 2>&1 >/dev/null |
             sed -n '/^---$/,/^---$/p' | sed '1d;$d' | tr -d '\n')
         got=$("$sift" generate -m "$f" -p "Once upon a time" -n 16 --temp 0 -t 1 2>/dev/null | tr -d '\n')
-        got=${got# Once upon a time}
+        case $got in # the echoed prompt: SentencePiece's with its space prefix, gemma4's without
+            " Once upon a time"*) got=${got# Once upon a time} ;;
+            *) got=${got#Once upon a time} ;;
+        esac
         n=$((n + 1))
         if [ -n "$want" ] && [ "$want" = "$got" ]; then
             echo "ok   $arch $type$what: $want"

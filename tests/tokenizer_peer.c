@@ -21,11 +21,10 @@
  * (quick corpus, its .inp strings): the vocabularies the shared folder has cover only a
  * few pre-tokenizers, this covers the splitting rules of all of them.
  * --gemma4-from SPM.gguf makes "gemma4" vocabularies (SentencePiece-style BPE, Gemma 4's
- * tokenizer model) out of a SentencePiece one, which has the "▁" tokens and the "<0xXX>" byte
- * tokens such a vocabulary needs: its tokens plus "\n", "\n\n" and "\n\n\n" (no merge builds
- * them, so only the newline-run rule does), and merges made from the tokens (each normal token
- * of two or more characters, best score first, split where both halves are tokens); once with
- * add_bos_token as the file says, once with it false (llama.cpp turns it back on).
+ * tokenizer model) out of a SentencePiece one as `sift mkmodel --tokenizer gemma4` does
+ * (sift__mkmodel_gemma4_vocab: its tokens plus three newline runs no merge builds, merges made
+ * from the tokens); once with add_bos_token as the file says, once with it false (llama.cpp
+ * turns it back on).
  * Any difference is printed (first few) and makes the exit status 1. The last lines are
  * the round-trip table: of the .inp strings, how many come back unchanged from
  * detokenize(tokenize(s)) (add_special = parse_special = remove_special = unparse_special =
@@ -39,8 +38,8 @@
 #include <unistd.h>
 
 #include "gguf/gguf.h"
+#include "gguf/mkmodel.h"
 #include "vocab/pretok.h"
-#include "vocab/vocab.h"
 #include "model_ref_api.h"
 #include "peer_backend.h"
 #include "refdata.h"
@@ -522,91 +521,30 @@ static int compare_pre_variants(const char *base, int *n_variants)
     return fails;
 }
 
-/* Token indices by score, best first (ties: lower id first). */
-static const float *g_scores;
-static int by_score(const void *a, const void *b)
-{
-    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (g_scores[x] != g_scores[y]) return g_scores[x] > g_scores[y] ? -1 : 1;
-    return (x > y) - (x < y);
-}
-
-/* UTF-8 length of the character starting with byte c (1 for a stray continuation byte) */
-static size_t u8_len(uint8_t c)
-{
-    return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-}
-
 /* The gemma4 variant of SentencePiece vocabulary base (see the top comment) at path; add_bos_false
  * writes add_bos_token = false. 0 on success. */
 static int write_gemma4(const char *base, const char *path, bool add_bos_false)
 {
     sift_error err = {0};
     sift_gguf *g = sift_gguf_open(base, &err);
-    sift_vocab *sv = g ? sift_vocab_load(base, &err) : NULL;
-    const sift_gguf_value *tv = g ? sift_gguf_get(g, "tokenizer.ggml.tokens") : NULL;
-    const sift_gguf_value *sc = g ? sift_gguf_get(g, "tokenizer.ggml.scores") : NULL;
-    const sift_gguf_value *ty = g ? sift_gguf_get(g, "tokenizer.ggml.token_type") : NULL;
-    if (!sv || !tv || !sc || !ty) {
-        printf("%s: not a SentencePiece vocabulary with scores and types (%s)\n", base, err.msg);
-        sift_vocab_free(sv);
-        if (g) sift_gguf_close(g);
+    if (!g) {
+        printf("%s: %s\n", base, err.msg);
         return 1;
-    }
-    const char *extra[] = {"\n", "\n\n", "\n\n\n"};
-    const int32_t n = (int32_t)sift_gguf_array_n(tv), ne = 3, nt = n + ne;
-    const char **texts = malloc(sizeof *texts * (size_t)nt);
-    size_t *lens = malloc(sizeof *lens * (size_t)nt);
-    float *scores = malloc(sizeof *scores * (size_t)nt);
-    int32_t *types = malloc(sizeof *types * (size_t)nt), *order = malloc(sizeof *order * (size_t)n);
-    char **merges = malloc(sizeof *merges * (size_t)n);
-    int32_t n_merges = 0;
-    for (int32_t i = 0; i < n; i++) {
-        texts[i] = sift_gguf_array_str(tv, (uint64_t)i, &lens[i]);
-        scores[i] = ((const float *)sift_gguf_array_data(sc))[i];
-        types[i] = ((const int32_t *)sift_gguf_array_data(ty))[i];
-        order[i] = i;
-    }
-    for (int32_t i = 0; i < ne; i++) texts[n + i] = extra[i], lens[n + i] = strlen(extra[i]), scores[n + i] = 0, types[n + i] = 1;
-    g_scores = scores;
-    qsort(order, (size_t)n, sizeof *order, by_score);
-    for (int32_t k = 0; k < n; k++) { /* a merge per normal token: its longest left half that is a token */
-        const int32_t t = order[k];
-        const char *s = texts[t];
-        const size_t len = lens[t];
-        if (types[t] != 1 || memchr(s, ' ', len)) continue;
-        size_t cut = 0;
-        for (size_t i = 0; i < len; i += u8_len((uint8_t)s[i]))
-            if (i > 0 && sift__vocab_find(sv, s, i) >= 0 && sift__vocab_find(sv, s + i, len - i) >= 0) cut = i;
-        if (!cut) continue;
-        merges[n_merges] = malloc(len + 2);
-        memcpy(merges[n_merges], s, cut);
-        merges[n_merges][cut] = ' ';
-        memcpy(merges[n_merges] + cut + 1, s + cut, len - cut);
-        merges[n_merges][len + 1] = 0;
-        n_merges++;
     }
     sift__gguf_writer *w = sift__gguf_writer_new();
     for (int64_t i = 0; i < sift_gguf_n_kv(g); i++) sift__gguf_writer_set_value(w, sift_gguf_key(g, i), sift_gguf_kv_value(g, i));
     sift__gguf_writer_set_str(w, "general.architecture", "gemma4");
-    sift__gguf_writer_set_str(w, "tokenizer.ggml.model", "gemma4");
-    sift__gguf_writer_remove(w, "tokenizer.ggml.pre");
-    sift__gguf_writer_set_arr_strn(w, "tokenizer.ggml.tokens", texts, lens, (uint64_t)nt);
-    sift__gguf_writer_set_arr(w, "tokenizer.ggml.scores", SIFT_GGUF_FLOAT32, scores, (uint64_t)nt);
-    sift__gguf_writer_set_arr(w, "tokenizer.ggml.token_type", SIFT_GGUF_INT32, types, (uint64_t)nt);
-    sift__gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", (const char *const *)merges, (uint64_t)n_merges);
-    if (add_bos_false) {
+    int64_t n_vocab;
+    int rc = sift__mkmodel_gemma4_vocab(w, g, &n_vocab, &err);
+    if (!rc && add_bos_false) {
         const bool no = false;
-        sift__gguf_writer_set(w, "tokenizer.ggml.add_bos_token", SIFT_GGUF_BOOL, &no);
+        rc = sift__gguf_writer_set(w, "tokenizer.ggml.add_bos_token", SIFT_GGUF_BOOL, &no);
     }
-    const int rc = sift__gguf_writer_write_file(w, path, &err) == SIFT_OK ? 0 : 1;
-    if (rc) printf("writing %s: %s\n", path, err.msg);
+    if (!rc) rc = sift__gguf_writer_write_file(w, path, &err);
+    if (rc) printf("the gemma4 vocabulary from %s: %s\n", base, err.msg);
     sift__gguf_writer_free(w);
-    for (int32_t i = 0; i < n_merges; i++) free(merges[i]);
-    free(merges), free(order), free(types), free(scores), free(lens), free(texts);
-    sift_vocab_free(sv);
     sift_gguf_close(g);
-    return rc;
+    return rc != SIFT_OK;
 }
 
 /* The gemma4 vocabularies made from base, against llama.cpp (base's .inp strings; the corpus as

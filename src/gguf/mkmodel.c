@@ -303,6 +303,10 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     }
 #undef KEY
     if ((rc = sift__mkmodel_copy_vocab(w, g, sp->fim, &n_vocab, err)) != SIFT_OK) goto done;
+    if (sp->gemma4_vocab && (sp->fim || (rc = sift__mkmodel_gemma4_vocab(w, g, &n_vocab, err)) != SIFT_OK)) {
+        if (sp->fim) rc = sift__error_set(err, SIFT_E_INVAL, "mkmodel: --tokenizer gemma4 and --fim do not go together");
+        goto done;
+    }
 
     const int E = sp->n_embd, HD0 = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
 #define T(NAME, NE0, NE1, KIND)                                                                                    \

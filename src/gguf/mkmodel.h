@@ -74,6 +74,8 @@ typedef struct sift__mkmodel_spec {
     int n_embd_per_layer;    /* gemma4: per-layer embeddings of this width (E2B/E4B: 256); 0: none (31B) */
     int fim;                 /* sift__mkmodel_fim: fill-in-the-middle tokens after the copied vocabulary
                                 (mkmodel_vocab.c); 0: none */
+    bool gemma4_vocab;       /* the copied SentencePiece vocabulary rewritten as a "gemma4" one
+                                (sift__mkmodel_gemma4_vocab) */
 } sift__mkmodel_spec;
 
 /* Write the model to path; vocab_src is a GGUF whose tokenizer.* pairs are copied.
@@ -98,6 +100,10 @@ const sift__mkmodel_fim_token *sift__mkmodel_fim_tokens(int style, int *n);
  * scores and token types, and their keys name them (a vocabulary that has FIM tokens already
  * is refused). *n_vocab: the written vocabulary's size. */
 int sift__mkmodel_copy_vocab(sift__gguf_writer *w, const sift_gguf *g, int fim, int64_t *n_vocab, sift_error *err);
+/* Over the tokenizer.* pairs w has from g's SentencePiece vocabulary ("llama", with scores and
+ * types), write a "gemma4" one: g's tokens plus "\n", "\n\n", "\n\n\n", and merges made from the
+ * tokens (mkmodel_vocab.c). *n_vocab: its size. SIFT_E_INVAL for another kind of vocabulary. */
+int sift__mkmodel_gemma4_vocab(sift__gguf_writer *w, const sift_gguf *g, int64_t *n_vocab, sift_error *err);
 
 /* Write to path a copy of the model at src, weights and metadata as they are, with the FIM
  * style's tokens added: token_embd.weight and output.weight get a row for each, the mean of

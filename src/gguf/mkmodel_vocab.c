@@ -22,7 +22,16 @@
  * stories. The mean output row gives each new token the mean logit, never the best one, so
  * the copy writes the original's text for any prompt without the new tokens, logit for
  * logit (test_model's test_fim_copy).
+ *
+ * sift__mkmodel_gemma4_vocab (`sift mkmodel --tokenizer gemma4`) rewrites a copied SentencePiece
+ * vocabulary as Gemma 4's tokenizer model, a BPE over characters: the SentencePiece file already
+ * has what that needs ("▁" for spaces, "<0xXX>" byte tokens), so it keeps every token and adds
+ * "\n", "\n\n" and "\n\n\n" (no merge makes them: only the newline-run rule takes them), and
+ * writes merges made from the tokens: for each normal token of two or more characters, best score
+ * first, the split into two tokens with the longest left half. Any merge list is a valid
+ * vocabulary; this one gives pieces as long as the tokens.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +140,126 @@ int sift__mkmodel_copy_vocab(sift__gguf_writer *w, const sift_gguf *g, int fim, 
     if (!ft) return SIFT_OK;
     const int rc = add_fim_tokens(w, g, tok, n, ft, nf, err);
     if (!rc) *n_vocab = n + nf;
+    return rc;
+}
+
+/* ---- a gemma4 vocabulary out of a SentencePiece one ------------------------------------------ */
+
+/* The token texts as an open-addressing set: slot = token index + 1, 0 empty. */
+typedef struct {
+    const char *const *s;
+    const size_t *len;
+    int32_t *slot;
+    size_t mask;
+} text_set;
+
+static uint64_t text_hash(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3u;
+    return h;
+}
+
+static bool text_in(const text_set *t, const char *s, size_t n)
+{
+    for (size_t i = (size_t)text_hash(s, n) & t->mask;; i = (i + 1) & t->mask) {
+        const int32_t k = t->slot[i] - 1;
+        if (k < 0) return false;
+        if (t->len[k] == n && !memcmp(t->s[k], s, n)) return true;
+    }
+}
+
+static const float *g4_scores; /* for by_score (qsort has no context argument) */
+
+/* best score first; equal scores: lower id first */
+static int by_score(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (g4_scores[x] != g4_scores[y]) return g4_scores[x] > g4_scores[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+int sift__mkmodel_gemma4_vocab(sift__gguf_writer *w, const sift_gguf *g, int64_t *n_vocab, sift_error *err)
+{
+    const sift_gguf_value *tok = sift_gguf_get(g, "tokenizer.ggml.tokens"), *sc = sift_gguf_get(g, "tokenizer.ggml.scores"),
+                          *tt = sift_gguf_get(g, "tokenizer.ggml.token_type"), *model = sift_gguf_get(g, "tokenizer.ggml.model");
+    const char *mname = model ? sift_gguf_value_str(model, NULL) : NULL;
+    const int64_t n = tok && sift_gguf_array_type(tok) == SIFT_GGUF_STRING ? (int64_t)sift_gguf_array_n(tok) : 0;
+    if (!mname || strcmp(mname, "llama") || n < 1 || n > INT32_MAX - 8 || !sc || sift_gguf_array_type(sc) != SIFT_GGUF_FLOAT32 ||
+        (int64_t)sift_gguf_array_n(sc) != n || !tt || sift_gguf_array_type(tt) != SIFT_GGUF_INT32 || (int64_t)sift_gguf_array_n(tt) != n)
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: --tokenizer gemma4 needs a SentencePiece vocabulary (\"llama\") with scores and types");
+    static const char *const extra[] = {"\n", "\n\n", "\n\n\n"};
+    const size_t ne = 3, nt = (size_t)n + ne;
+    size_t cap = 16;
+    while (cap < 2 * nt) cap *= 2;
+    const char **strs = malloc(nt * sizeof *strs);
+    size_t *lens = malloc(nt * sizeof *lens);
+    float *scores = malloc(nt * sizeof *scores);
+    int32_t *types = malloc(nt * sizeof *types), *order = malloc((size_t)n * sizeof *order);
+    char **merges = calloc((size_t)n, sizeof *merges);
+    text_set set = {strs, lens, calloc(cap, sizeof(int32_t)), cap - 1};
+    int rc = SIFT_OK;
+    int64_t n_merges = 0;
+    if (!strs || !lens || !scores || !types || !order || !merges || !set.slot) {
+        rc = sift__error_set(err, SIFT_E_NOMEM, "mkmodel: out of memory for %lld tokens", (long long)n);
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        if (i < (size_t)n) {
+            strs[i] = sift_gguf_array_str(tok, i, &lens[i]);
+            scores[i] = ((const float *)sift_gguf_array_data(sc))[i];
+            types[i] = ((const int32_t *)sift_gguf_array_data(tt))[i];
+            order[i] = (int32_t)i;
+        } else {
+            strs[i] = extra[i - (size_t)n], lens[i] = strlen(strs[i]), scores[i] = 0.0f, types[i] = TOKEN_TYPE_NORMAL;
+        }
+        if (text_in(&set, strs[i], lens[i])) {
+            rc = sift__error_set(err, SIFT_E_INVAL, "mkmodel: token %zu (%.*s) is there twice", i, (int)(lens[i] > 32 ? 32 : lens[i]), strs[i]);
+            goto done;
+        }
+        size_t h = (size_t)text_hash(strs[i], lens[i]) & set.mask;
+        while (set.slot[h]) h = (h + 1) & set.mask;
+        set.slot[h] = (int32_t)i + 1;
+    }
+    g4_scores = scores;
+    qsort(order, (size_t)n, sizeof *order, by_score);
+    for (int64_t k = 0; k < n; k++) { /* one merge per normal token: its longest left half that is a token */
+        const int32_t t = order[k];
+        const char *s = strs[t];
+        const size_t len = lens[t];
+        if (types[t] != TOKEN_TYPE_NORMAL || memchr(s, ' ', len)) continue; /* (a space would split the merge text) */
+        size_t cut = 0;
+        for (size_t i = 1; i < len; i++)
+            if (((uint8_t)s[i] & 0xC0) != 0x80 && text_in(&set, s, i) && text_in(&set, s + i, len - i)) cut = i;
+        if (!cut) continue;
+        char *m = malloc(len + 2);
+        if (!m) {
+            rc = sift__error_set(err, SIFT_E_NOMEM, "mkmodel: out of memory for the merges");
+            goto done;
+        }
+        memcpy(m, s, cut);
+        m[cut] = ' ';
+        memcpy(m + cut + 1, s + cut, len - cut);
+        m[len + 1] = 0;
+        merges[n_merges++] = m;
+    }
+    rc = sift__gguf_writer_set_str(w, "tokenizer.ggml.model", "gemma4");
+    sift__gguf_writer_remove(w, "tokenizer.ggml.pre"); /* (llama.cpp names gemma4's itself) */
+    if (!rc) rc = sift__gguf_writer_set_arr_strn(w, "tokenizer.ggml.tokens", strs, lens, nt);
+    if (!rc) rc = sift__gguf_writer_set_arr(w, "tokenizer.ggml.scores", SIFT_GGUF_FLOAT32, scores, nt);
+    if (!rc) rc = sift__gguf_writer_set_arr(w, "tokenizer.ggml.token_type", SIFT_GGUF_INT32, types, nt);
+    if (!rc) rc = sift__gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", (const char *const *)merges, (uint64_t)n_merges);
+    if (rc) rc = sift__error_set(err, rc, "mkmodel: cannot write the vocabulary (%s)", sift_status_str(rc));
+    else *n_vocab = (int64_t)nt;
+done:
+    for (int64_t i = 0; merges && i < n_merges; i++) free(merges[i]);
+    free(merges);
+    free(order);
+    free(types);
+    free(scores);
+    free(lens);
+    free(strs);
+    free(set.slot);
     return rc;
 }
 

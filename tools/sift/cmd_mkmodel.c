@@ -8,7 +8,7 @@
  *                [--shared-kv N] [--ple N] [--experts N] [--experts-used K] [--ff-exp N] [--type-exps T] [--dim N] [--ff N]
  *                [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--swa N]
  *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
- *                [--out-scale X] [--seed N] [--fim] [--fim-style qwen|codellama]
+ *                [--out-scale X] [--seed N] [--fim] [--fim-style qwen|codellama] [--tokenizer gemma4]
  *   sift mkmodel --fim [--fim-style S] --from MODEL.gguf -o OUT.gguf
  *
  * The default is 1024 wide, 8 layers, 16 heads sharing 4 KV heads (GQA), a feed-forward of
@@ -22,7 +22,8 @@
  * --fim appends fill-in-the-middle tokens to the vocabulary (src/gguf/mkmodel_vocab.c),
  * for the server's /infill; with --from the model is a copy of MODEL.gguf, its weights as
  * they are, with those tokens added (stories260K that infills: tests/server_test.py and the
- * llama-server suite's stories260K-infill).
+ * llama-server suite's stories260K-infill). --tokenizer gemma4 rewrites the copied SentencePiece
+ * vocabulary as Gemma 4's tokenizer model (a BPE over characters; mkmodel_vocab.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,8 @@ static void usage(FILE *f)
                "  --fim-style S    qwen (the default of --fim: the six above) or codellama (its four\n"
                "                   \u2581<PRE>, \u2581<SUF>, \u2581<MID>, \u2581<EOT> with the older\n"
                "                   tokenizer.ggml.prefix/suffix/middle/eot_token_id keys; implies --fim)\n"
+               "  --tokenizer T    gemma4: the SentencePiece vocabulary rewritten as Gemma 4's tokenizer\n"
+               "                   model (BPE over characters; merges made from the tokens)\n"
                "  --from FILE      with --fim: copy FILE's model (weights as they are) instead of\n"
                "                   making a random one; the new tokens' embedding and output rows are the\n"
                "                   mean of the trained ones\n");
@@ -178,6 +181,9 @@ int sift_cmd_mkmodel(int argc, char **argv)
             vocab = v;
         } else if (!strcmp(a, "--from")) {
             from = v;
+        } else if (!strcmp(a, "--tokenizer")) {
+            if (strcmp(v, "gemma4")) return bad(a, "expected gemma4");
+            sp.gemma4_vocab = true;
         } else if (!strcmp(a, "--fim-style")) {
             if (!strcmp(v, "qwen")) sp.fim = SIFT__FIM_QWEN;
             else if (!strcmp(v, "codellama")) sp.fim = SIFT__FIM_CODELLAMA;
