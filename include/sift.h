@@ -525,6 +525,8 @@ SIFT_API int sift_sampling_params_print(const sift_sampling_params *params, char
 #define SIFT_TOKEN_ATTR_USER    0x08u /* user-defined */
 #define SIFT_TOKEN_ATTR_UNKNOWN 0x10u
 #define SIFT_TOKEN_ATTR_EOG     0x20u /* ends generation (EOS, EOT, ...) */
+#define SIFT_TOKEN_ATTR_SUPPRESS 0x40u /* the model asks that it never be sampled (tokenizer.ggml.suppress_tokens):
+                                          sift_chain_from_params bans it, as common_sampler_init does */
 
 typedef struct sift_vocab_view {
     int32_t n_tokens;
@@ -823,6 +825,10 @@ SIFT_API bool sift_vocab_add_eos(const sift_vocab *vocab);
  * ascending; *n receives its size. The array belongs to the vocabulary. */
 SIFT_API const sift_token *sift_vocab_eog(const sift_vocab *vocab, int32_t *n);
 SIFT_API bool sift_vocab_is_eog(const sift_vocab *vocab, sift_token token);
+/* tokenizer.ggml.suppress_tokens: ids the model asks never to be sampled (Gemma 4's image and
+ * audio placeholders), in the file's order, ids outside the vocabulary dropped (llama.cpp's
+ * llama_vocab_get_suppress_tokens); NULL and *n = 0 when there are none. */
+SIFT_API const sift_token *sift_vocab_suppress_tokens(const sift_vocab *vocab, int32_t *n);
 SIFT_API bool sift_vocab_is_control(const sift_vocab *vocab, sift_token token);
 
 /* A token's text as stored in the vocabulary (SentencePiece "▁", byte-level "Ġ" and all);

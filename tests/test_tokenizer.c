@@ -587,6 +587,39 @@ static void test_gemma4(void **state)
     expect_detok(v, ids, 4, true, false, " hello\xC3\xA9");
     expect_detok(v, ids, 4, false, true, "<bos> hello\xC3\xA9");
     sift_vocab_free(v);
+
+    /* tokenizer.ggml.suppress_tokens: kept in order, ids outside the vocabulary dropped (as
+     * llama.cpp's llama_vocab_get_suppress_tokens); marked in the view; and the chain
+     * common_sampler_init would build never samples them: greedy over logits that put the
+     * suppressed "▁hello" first picks the next best, "llo" */
+    const int32_t sup[] = {t_hello, -1, t_c3, s.n, t_hello};
+    spec.suppress = sup;
+    spec.n_suppress = 5;
+    v = build(&s, "gemma4", NULL, &spec);
+    int32_t n_sup = -1;
+    const sift_token *got = sift_vocab_suppress_tokens(v, &n_sup);
+    assert_int_equal(n_sup, 3);
+    assert_int_equal(got[0], t_hello);
+    assert_int_equal(got[1], t_c3);
+    assert_int_equal(got[2], t_hello);
+    sift_vocab_view view;
+    assert_int_equal(sift_vocab_view_get(v, &view), SIFT_OK);
+    assert_true(view.attr[t_hello] & SIFT_TOKEN_ATTR_SUPPRESS);
+    assert_false(view.attr[t_llo] & SIFT_TOKEN_ATTR_SUPPRESS);
+    sift_sampling_params sp = sift_sampling_default_params();
+    sp.temp = 0; /* greedy */
+    const sift_chain_env env = {.n_vocab = s.n, .vocab = &view};
+    sift_error cerr = {0};
+    sift_chain *chain = sift_chain_from_params(&sp, &env, &cerr);
+    assert_non_null(chain);
+    float logits[32] = {0};
+    logits[t_hello] = 9, logits[t_llo] = 5;
+    assert_int_equal(sift_chain_sample(chain, logits, s.n), t_llo);
+    sift_chain_free(chain);
+    sift_vocab_free(v);
+    assert_null(sift_vocab_suppress_tokens(NULL, &n_sup));
+    assert_int_equal(n_sup, 0);
+
     /* gemma4 without merges is refused, naming the key */
     sift__vocab_spec_init(&spec);
     spec.model = "gemma4";
@@ -846,8 +879,17 @@ static void test_gguf_loader(void **state)
     sift_gguf_close(g);
     free(buf);
 
-    /* a mistyped key is named */
+    /* a mistyped key is named: suppress tokens as u32 (llama.cpp wants i32), then token types */
     uint32_t n32[] = {1, 2};
+    sift__gguf_writer_set_arr(w, "tokenizer.ggml.suppress_tokens", SIFT_GGUF_UINT32, n32, 2);
+    assert_int_equal(sift__gguf_writer_write_buffer(w, &buf, &size, &err), SIFT_OK);
+    g = sift_gguf_open_buffer(buf, size, &err);
+    assert_non_null(g);
+    assert_null(sift_vocab_from_gguf(g, &err));
+    assert_non_null(strstr(err.msg, "tokenizer.ggml.suppress_tokens"));
+    sift_gguf_close(g);
+    free(buf);
+    sift__gguf_writer_remove(w, "tokenizer.ggml.suppress_tokens");
     sift__gguf_writer_set_arr(w, "tokenizer.ggml.token_type", SIFT_GGUF_UINT32, n32, 2);
     assert_int_equal(sift__gguf_writer_write_buffer(w, &buf, &size, &err), SIFT_OK);
     g = sift_gguf_open_buffer(buf, size, &err);

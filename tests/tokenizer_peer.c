@@ -24,7 +24,7 @@
  * tokenizer model) out of a SentencePiece one as `sift mkmodel --tokenizer gemma4` does
  * (sift__mkmodel_gemma4_vocab: its tokens plus three newline runs no merge builds, merges made
  * from the tokens); once with add_bos_token as the file says, once with it false (llama.cpp
- * turns it back on).
+ * turns it back on) and with tokenizer.ggml.suppress_tokens (some out of range).
  * Any difference is printed (first few) and makes the exit status 1. The last lines are
  * the round-trip table: of the .inp strings, how many come back unchanged from
  * detokenize(tokenize(s)) (add_special = parse_special = remove_special = unparse_special =
@@ -60,6 +60,7 @@ llama_token llama_vocab_fim_pad(const struct llama_vocab *vocab);
 llama_token llama_vocab_fim_rep(const struct llama_vocab *vocab);
 llama_token llama_vocab_fim_sep(const struct llama_vocab *vocab);
 bool llama_vocab_is_control(const struct llama_vocab *vocab, llama_token token);
+const llama_token *llama_vocab_get_suppress_tokens(const struct llama_vocab *vocab, int32_t *n);
 
 static void quiet_log(int level, const char *text, void *ud)
 {
@@ -311,6 +312,11 @@ static void compare_facts(const struct llama_vocab *lv, const sift_vocab *sv)
     SAME_ID("add_bos", (int)llama_vocab_get_add_bos(lv), (int)sift_vocab_add_bos(sv));
     SAME_ID("add_eos", (int)llama_vocab_get_add_eos(lv), (int)sift_vocab_add_eos(sv));
 #undef SAME_ID
+    int32_t nl_sup = 0, ns_sup = 0;
+    const llama_token *l_sup = llama_vocab_get_suppress_tokens(lv, &nl_sup);
+    const sift_token *s_sup = sift_vocab_suppress_tokens(sv, &ns_sup);
+    if (nl_sup != ns_sup || (nl_sup > 0 && memcmp(l_sup, s_sup, sizeof *s_sup * (size_t)nl_sup)))
+        fail("suppress tokens: llama %d of them, sift %d (or other ids)", nl_sup, ns_sup);
     char lb[4096], sb[4096];
     for (llama_token t = 0; t < n; t++) {
         if (llama_vocab_is_eog(lv, t) != sift_vocab_is_eog(sv, t))
@@ -539,6 +545,9 @@ static int write_gemma4(const char *base, const char *path, bool add_bos_false)
     if (!rc && add_bos_false) {
         const bool no = false;
         rc = sift__gguf_writer_set(w, "tokenizer.ggml.add_bos_token", SIFT_GGUF_BOOL, &no);
+        /* and suppress tokens (Gemma 4's key): out-of-range ids dropped, the rest kept in order */
+        const int32_t sup[] = {300, -1, 29, (int32_t)n_vocab, 300, 5};
+        if (!rc) rc = sift__gguf_writer_set_arr(w, "tokenizer.ggml.suppress_tokens", SIFT_GGUF_INT32, sup, 6);
     }
     if (!rc) rc = sift__gguf_writer_write_file(w, path, &err);
     if (rc) printf("the gemma4 vocabulary from %s: %s\n", base, err.msg);

@@ -3,7 +3,8 @@
  * common_params_sampling (same fields, same defaults), and sift_chain_from_params() makes
  * the chain common_sampler_init() makes:
  *
- *   logit_bias (user biases, plus -inf for every EOG token with ignore_eos)
+ *   logit_bias (user biases, plus -inf for every EOG token with ignore_eos and every token the
+ *   vocabulary marks SIFT_TOKEN_ATTR_SUPPRESS)
  *   mirostat 0: the samplers of params.samplers in order (penalties; dry; top_n_sigma;
  *               top_k; typ_p; top_p; min_p; xtc; temperature by default), disabled ones as
  *               "?name" no-ops, then adaptive_p if listed (always last), else dist(seed)
@@ -203,18 +204,22 @@ static sift__chain_item *push(params_ctx *c, sift__item_kind kind)
     return it;
 }
 
-/* user biases, plus -inf for every EOG token with ignore_eos */
+/* user biases, plus -inf for every EOG token with ignore_eos, then -inf for every token the
+ * model asks never to be sampled (SIFT_TOKEN_ATTR_SUPPRESS: common_sampler_init merges
+ * llama_vocab_get_suppress_tokens into the same logit_bias sampler, whatever the params) */
 static sift_status add_logit_bias(params_ctx *c)
 {
     const sift_sampling_params *p = c->p;
     const sift_chain_env *env = c->env;
-    size_t n_eog = 0;
-    if (p->ignore_eos) {
-        if (!env->vocab || !env->vocab->attr)
-            return sift__error_set(c->err, SIFT_E_INVAL, "sampling params: ignore_eos needs the vocabulary (EOG tokens)");
-        for (int32_t t = 0; t < env->vocab->n_tokens; t++) n_eog += (env->vocab->attr[t] & SIFT_TOKEN_ATTR_EOG) != 0;
+    const sift_vocab_view *vv = env->vocab && env->vocab->attr ? env->vocab : NULL;
+    size_t n_eog = 0, n_sup = 0;
+    if (p->ignore_eos && !vv)
+        return sift__error_set(c->err, SIFT_E_INVAL, "sampling params: ignore_eos needs the vocabulary (EOG tokens)");
+    for (int32_t t = 0; vv && t < vv->n_tokens; t++) {
+        n_eog += p->ignore_eos && (vv->attr[t] & SIFT_TOKEN_ATTR_EOG);
+        n_sup += (vv->attr[t] & SIFT_TOKEN_ATTR_SUPPRESS) != 0;
     }
-    const size_t n = p->n_logit_bias + n_eog;
+    const size_t n = p->n_logit_bias + n_eog + n_sup;
     if (n == 0) return SIFT_OK;
     if (p->n_logit_bias && !p->logit_bias)
         return sift__error_set(c->err, SIFT_E_INVAL, "sampling params: n_logit_bias > 0 without logit_bias");
@@ -222,8 +227,10 @@ static sift_status add_logit_bias(params_ctx *c)
     if (!it || !(it->bias = malloc(n * sizeof *it->bias))) return sift__error_set(c->err, SIFT_E_NOMEM, "sampling params: out of memory");
     if (p->n_logit_bias) memcpy(it->bias, p->logit_bias, p->n_logit_bias * sizeof *it->bias);
     size_t k = p->n_logit_bias;
-    for (int32_t t = 0; n_eog && t < env->vocab->n_tokens; t++)
-        if (env->vocab->attr[t] & SIFT_TOKEN_ATTR_EOG) it->bias[k++] = (sift_logit_bias){t, -INFINITY};
+    for (int32_t t = 0; n_eog && t < vv->n_tokens; t++)
+        if (vv->attr[t] & SIFT_TOKEN_ATTR_EOG) it->bias[k++] = (sift_logit_bias){t, -INFINITY};
+    for (int32_t t = 0; n_sup && t < vv->n_tokens; t++)
+        if (vv->attr[t] & SIFT_TOKEN_ATTR_SUPPRESS) it->bias[k++] = (sift_logit_bias){t, -INFINITY};
     it->n_bias = n;
     return SIFT_OK;
 }

@@ -60,6 +60,7 @@ void sift_vocab_free(sift_vocab *v)
     free(v->piece_ptr);
     free(v->view_attr);
     free(v->eog);
+    free(v->suppress);
     free(v->special);
     free(v->special_rank);
     free(v->trie);
@@ -681,6 +682,14 @@ sift_vocab *sift__vocab_build(const sift__vocab_spec *spec, sift_error *err)
     if (build_pieces(v)) FAIL(SIFT_E_NOMEM, "out of memory");
     model_attr_fixes(v);
 
+    /* tokens the model asks never to be sampled (Gemma 4's image and audio placeholders) */
+    if (spec->n_suppress > 0) {
+        if (spec->n_suppress > INT32_MAX || !(v->suppress = malloc(sizeof *v->suppress * (size_t)spec->n_suppress)))
+            FAIL(SIFT_E_NOMEM, "out of memory");
+        for (int64_t i = 0; i < spec->n_suppress; i++)
+            if (spec->suppress[i] >= 0 && spec->suppress[i] < v->n_tokens) v->suppress[v->n_suppress++] = spec->suppress[i];
+    }
+
     v->view_attr = malloc((size_t)v->n_tokens);
     if (!v->view_attr) FAIL(SIFT_E_NOMEM, "out of memory");
     for (sift_token t = 0; t < v->n_tokens; t++) {
@@ -694,6 +703,7 @@ sift_vocab *sift__vocab_build(const sift__vocab_spec *spec, sift_error *err)
         if (sift_vocab_is_eog(v, t)) f |= SIFT_TOKEN_ATTR_EOG;
         v->view_attr[t] = f;
     }
+    for (int32_t i = 0; i < v->n_suppress; i++) v->view_attr[v->suppress[i]] |= SIFT_TOKEN_ATTR_SUPPRESS;
     /* never 0 (a hand-made view's "none"), never reused: the vocabulary is immutable from
      * here on, so the number names its view's contents for as long as the process lives */
     static _Atomic uint64_t identities;
@@ -734,6 +744,12 @@ const sift_token *sift_vocab_eog(const sift_vocab *v, int32_t *n)
 {
     if (n) *n = v ? v->n_eog : 0;
     return v ? v->eog : NULL;
+}
+
+const sift_token *sift_vocab_suppress_tokens(const sift_vocab *v, int32_t *n)
+{
+    if (n) *n = v ? v->n_suppress : 0;
+    return v && v->n_suppress ? v->suppress : NULL;
 }
 
 bool sift_vocab_is_eog(const sift_vocab *v, sift_token t)

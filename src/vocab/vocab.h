@@ -67,6 +67,8 @@ typedef struct sift__vocab_spec {
     bool has_merges;
     int64_t ids[SIFT_VKEY_COUNT];   /* special ids; -1 = key absent */
     int8_t add_bos, add_eos, add_sep, add_space_prefix, remove_extra_ws, lowercase, strip_accents; /* -1 = absent */
+    const int32_t *suppress;        /* tokenizer.ggml.suppress_tokens, or NULL */
+    int64_t n_suppress;
 } sift__vocab_spec;
 
 /* A spec with every optional field absent. */
@@ -116,6 +118,8 @@ struct sift_vocab {
     sift_token fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
     sift_token *eog; /* sorted */
     int32_t n_eog;
+    sift_token *suppress; /* tokenizer.ggml.suppress_tokens in the file's order, out-of-range ids dropped */
+    int32_t n_suppress;
 
     bool add_bos, add_eos, add_sep, add_space_prefix, remove_extra_ws, escape_whitespaces,
         clean_spaces, ignore_merges, lowercase, strip_accents;

@@ -87,7 +87,7 @@ sift_vocab *sift_vocab_from_gguf(const sift_gguf *g, sift_error *err)
     const char **tok_text = NULL, **merge_text = NULL;
     uint32_t *tok_len = NULL, *merge_len = NULL;
     sift_vocab *v = NULL;
-    const sift_gguf_value *tokens, *scores, *types, *merges;
+    const sift_gguf_value *tokens, *scores, *types, *merges, *suppress;
 
     if (get_str(g, "tokenizer.ggml.model", &spec.model, err) || get_str(g, "tokenizer.ggml.pre", &spec.pre, err) ||
         get_str(g, "general.name", &spec.name, err) || get_str(g, "general.architecture", &spec.arch, err))
@@ -99,7 +99,8 @@ sift_vocab *sift_vocab_from_gguf(const sift_gguf *g, sift_error *err)
     if (get_array(g, "tokenizer.ggml.tokens", SIFT_GGUF_STRING, -2, &tokens, err) ||
         get_array(g, "tokenizer.ggml.scores", SIFT_GGUF_FLOAT32, SIFT_GGUF_INT32, &scores, err) ||
         get_array(g, "tokenizer.ggml.token_type", SIFT_GGUF_INT32, -2, &types, err) ||
-        get_array(g, "tokenizer.ggml.merges", SIFT_GGUF_STRING, -2, &merges, err))
+        get_array(g, "tokenizer.ggml.merges", SIFT_GGUF_STRING, -2, &merges, err) ||
+        get_array(g, "tokenizer.ggml.suppress_tokens", SIFT_GGUF_INT32, -2, &suppress, err))
         goto done;
     if (!tokens) {
         sift__error_set(err, SIFT_E_FORMAT, "tokenizer.ggml.tokens: missing (cannot find the vocabulary)");
@@ -126,6 +127,10 @@ sift_vocab *sift_vocab_from_gguf(const sift_gguf *g, sift_error *err)
     if (types) {
         spec.n_types = (int64_t)sift_gguf_array_n(types);
         spec.types = sift_gguf_array_data(types);
+    }
+    if (suppress) {
+        spec.n_suppress = (int64_t)sift_gguf_array_n(suppress);
+        spec.suppress = sift_gguf_array_data(suppress);
     }
     if (merges) {
         spec.has_merges = true;
