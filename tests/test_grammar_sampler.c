@@ -856,7 +856,7 @@ static void test_pos_equiv(void **state)
     sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, NULL, &err);
     if (!g) fail_msg("%s", err.msg);
     uint32_t *rep = NULL;
-    assert_int_equal(sift__gx_pos_reps(g, &rep), SIFT_OK);
+    assert_int_equal(sift__gx_pos_reps(g, 0, &rep), SIFT_OK);
     uint32_t a = rule_pos(g, "str-a"), b = rule_pos(g, "str-b"), c = rule_pos(g, "str-c"), d = rule_pos(g, "str-d");
     assert_int_equal(GX_TYPE(g->elems[a + 1]), GX_REF);
     assert_int_equal(GX_TYPE(g->elems[a + 3]), GX_END);
@@ -916,7 +916,7 @@ static void test_pos_equiv_long_chain(void **state)
     if (!g) fail_msg("%s", err.msg);
     assert_true(g->n_rules > 1500);
     uint32_t *rep = NULL;
-    assert_int_equal(sift__gx_pos_reps(g, &rep), SIFT_OK);
+    assert_int_equal(sift__gx_pos_reps(g, 0, &rep), SIFT_OK);
     uint32_t a = rule_pos(g, "a"), b = rule_pos(g, "b"), ca = rule_pos(g, "ch-a"), cb = rule_pos(g, "ch-b");
     assert_int_equal(rep[b + 1], rep[a + 1]); /* the helpers of ch-a* and ch-b* */
     assert_int_equal(rep[b + 2], rep[a + 2]);
