@@ -835,6 +835,19 @@ static void test_mask_exact_strings(void **state)
     assert_true(c0_sets_total > 0);
 }
 
+/* tests/data/grammars/NAME.gbnf, parsed without a vocabulary */
+static sift_grammar *parse_named(const char *name)
+{
+    size_t gl = 0;
+    char *gtext = gt_grammar_text(name, &gl);
+    assert_non_null(gtext);
+    sift_error err = {0};
+    sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, NULL, &err);
+    free(gtext);
+    if (!g) fail_msg("%s: %s", name, err.msg);
+    return g;
+}
+
 /* Strings far longer than any token (deep_strings.gbnf): positions deeper than the longest
  * token in a run or a chain of helpers share their entries (pos_equiv.c, deep_map), and
  * every mask must still equal the reference, up to and past the runs' and chains' ends. */
@@ -846,12 +859,7 @@ static void test_mask_deep_strings(void **state)
      * byte: allowed exactly where that many characters are left */
     static const char *const tokens[] = {"abcdef>", "abcdef\"", "abcdef~", "abcdef]", "bcdbcd)", "a1a2b3)", "xyz01~,", "abcde\"}",
                                          "bcdbcdb", "zyxwvut"};
-    size_t gl = 0;
-    char *gtext = gt_grammar_text("deep_strings", &gl);
-    assert_non_null(gtext);
-    sift_error err = {0};
-    sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, NULL, &err);
-    if (!g) fail_msg("%s", err.msg);
+    sift_grammar *g = parse_named("deep_strings");
     uint32_t *r0 = NULL, *r7 = NULL, n0 = 0, n7 = 0;
     assert_int_equal(sift__gx_pos_reps(g, 0, &r0), SIFT_OK);
     assert_int_equal(sift__gx_pos_reps(g, 7, &r7), SIFT_OK);
@@ -861,7 +869,6 @@ static void test_mask_deep_strings(void **state)
     sift__gx_free(r0);
     sift__gx_free(r7);
     sift_grammar_free(g);
-    free(gtext);
     fixed_tokens = tokens;
     n_fixed_tokens = (int)(sizeof tokens / sizeof tokens[0]);
     for (uint64_t seed = 150; seed < 158; seed++) differential_ex("deep_strings", chars, 1200, 160, seed, seed == 153);
@@ -883,12 +890,7 @@ static uint32_t rule_pos(const sift_grammar *g, const char *name)
 static void test_pos_equiv(void **state)
 {
     (void)state;
-    size_t gl = 0;
-    char *gtext = gt_grammar_text("equiv_strings", &gl);
-    assert_non_null(gtext);
-    sift_error err = {0};
-    sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, NULL, &err);
-    if (!g) fail_msg("%s", err.msg);
+    sift_grammar *g = parse_named("equiv_strings");
     uint32_t *rep = NULL;
     assert_int_equal(sift__gx_pos_reps(g, 0, &rep), SIFT_OK);
     uint32_t a = rule_pos(g, "str-a"), b = rule_pos(g, "str-b"), c = rule_pos(g, "str-c"), d = rule_pos(g, "str-d");
@@ -920,7 +922,6 @@ static void test_pos_equiv(void **state)
     }
     sift__gx_free(rep);
     sift_grammar_free(g);
-    free(gtext);
     /* the masks over the shared entries, against the reference matcher */
     const char *str_chars = "aq\\n\"\"\",,,}}|:abc{[]() \x7F\xC3\xA9";
     /* every literal character of the grammar as a token, so that no document is stuck */
