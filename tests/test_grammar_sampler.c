@@ -835,6 +835,47 @@ static void test_mask_exact_strings(void **state)
     assert_true(c0_sets_total > 0);
 }
 
+/* tests/data/grammars/NAME.gbnf, parsed without a vocabulary */
+static sift_grammar *parse_named(const char *name)
+{
+    size_t gl = 0;
+    char *gtext = gt_grammar_text(name, &gl);
+    assert_non_null(gtext);
+    sift_error err = {0};
+    sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, NULL, &err);
+    free(gtext);
+    if (!g) fail_msg("%s: %s", name, err.msg);
+    return g;
+}
+
+/* Strings far longer than any token (deep_strings.gbnf): positions deeper than the longest
+ * token in a run or a chain of helpers share their entries (pos_equiv.c, deep_map), and
+ * every mask must still equal the reference, up to and past the runs' and chains' ends. */
+static void test_mask_deep_strings(void **state)
+{
+    (void)state;
+    const char *chars = "abcdefxyz0189 ,.:{}[]()<>~\"\\u#\xC3\xA9\xE2\x82\xAC\x7F\x01";
+    /* tokens of the longest length (7 bytes) that close a run or a chain with their last
+     * byte: allowed exactly where that many characters are left */
+    static const char *const tokens[] = {"abcdef>", "abcdef\"", "abcdef~", "abcdef]", "bcdbcd)", "a1a2b3)", "xyz01~,", "abcde\"}",
+                                         "bcdbcdb", "zyxwvut"};
+    sift_grammar *g = parse_named("deep_strings");
+    uint32_t *r0 = NULL, *r7 = NULL, n0 = 0, n7 = 0;
+    assert_int_equal(sift__gx_pos_reps(g, 0, &r0), SIFT_OK);
+    assert_int_equal(sift__gx_pos_reps(g, 7, &r7), SIFT_OK);
+    for (uint32_t p = 0; p < g->n_elems; p++) n0 += r0[p] == p, n7 += r7[p] == p;
+    print_message("deep_strings: %u positions, %u representatives, %u for tokens of 7 bytes\n", g->n_elems, n0, n7);
+    assert_true(n7 < n0 / 2);
+    sift__gx_free(r0);
+    sift__gx_free(r7);
+    sift_grammar_free(g);
+    fixed_tokens = tokens;
+    n_fixed_tokens = (int)(sizeof tokens / sizeof tokens[0]);
+    for (uint64_t seed = 150; seed < 158; seed++) differential_ex("deep_strings", chars, 1200, 160, seed, seed == 153);
+    fixed_tokens = NULL;
+    n_fixed_tokens = 0;
+}
+
 /* The first position of rule `name`'s body. */
 static uint32_t rule_pos(const sift_grammar *g, const char *name)
 {
@@ -849,14 +890,9 @@ static uint32_t rule_pos(const sift_grammar *g, const char *name)
 static void test_pos_equiv(void **state)
 {
     (void)state;
-    size_t gl = 0;
-    char *gtext = gt_grammar_text("equiv_strings", &gl);
-    assert_non_null(gtext);
-    sift_error err = {0};
-    sift_grammar *g = sift_grammar_parse(gtext, gl, NULL, NULL, &err);
-    if (!g) fail_msg("%s", err.msg);
+    sift_grammar *g = parse_named("equiv_strings");
     uint32_t *rep = NULL;
-    assert_int_equal(sift__gx_pos_reps(g, &rep), SIFT_OK);
+    assert_int_equal(sift__gx_pos_reps(g, 0, &rep), SIFT_OK);
     uint32_t a = rule_pos(g, "str-a"), b = rule_pos(g, "str-b"), c = rule_pos(g, "str-c"), d = rule_pos(g, "str-d");
     assert_int_equal(GX_TYPE(g->elems[a + 1]), GX_REF);
     assert_int_equal(GX_TYPE(g->elems[a + 3]), GX_END);
@@ -886,7 +922,6 @@ static void test_pos_equiv(void **state)
     }
     sift__gx_free(rep);
     sift_grammar_free(g);
-    free(gtext);
     /* the masks over the shared entries, against the reference matcher */
     const char *str_chars = "aq\\n\"\"\",,,}}|:abc{[]() \x7F\xC3\xA9";
     /* every literal character of the grammar as a token, so that no document is stuck */
@@ -916,7 +951,7 @@ static void test_pos_equiv_long_chain(void **state)
     if (!g) fail_msg("%s", err.msg);
     assert_true(g->n_rules > 1500);
     uint32_t *rep = NULL;
-    assert_int_equal(sift__gx_pos_reps(g, &rep), SIFT_OK);
+    assert_int_equal(sift__gx_pos_reps(g, 0, &rep), SIFT_OK);
     uint32_t a = rule_pos(g, "a"), b = rule_pos(g, "b"), ca = rule_pos(g, "ch-a"), cb = rule_pos(g, "ch-b");
     assert_int_equal(rep[b + 1], rep[a + 1]); /* the helpers of ch-a* and ch-b* */
     assert_int_equal(rep[b + 2], rep[a + 2]);
@@ -928,6 +963,16 @@ static void test_pos_equiv_long_chain(void **state)
         if (!strncmp(g->rule_name[r], "c_", 2) && rep[g->rule_start[r]] == g->rule_start[r]) n_chain_reps++;
     assert_true(n_chain_reps >= 1499);
     for (uint32_t p = 0; p < g->n_elems; p++) assert_int_equal(rep[rep[p]], rep[p]);
+    sift__gx_free(rep);
+    /* for tokens of at most 8 bytes, the helpers with more than 11 levels below them share
+     * the representatives of the one with 11 (pos_equiv.c, deep_map) */
+    assert_int_equal(sift__gx_pos_reps(g, 8, &rep), SIFT_OK);
+    n_chain_reps = 0;
+    for (uint32_t r = 0; r < g->n_rules; r++)
+        if (!strncmp(g->rule_name[r], "c_", 2) && rep[g->rule_start[r]] == g->rule_start[r]) n_chain_reps++;
+    assert_true(n_chain_reps >= 10 && n_chain_reps <= 13);
+    for (uint32_t p = 0; p < g->n_elems; p++) assert_int_equal(rep[rep[p]], rep[p]);
+    assert_int_equal(rep[cb], rep[ca]);
     sift__gx_free(rep);
     sift_grammar_free(g);
 }
@@ -1294,7 +1339,7 @@ int main(void)
         cmocka_unit_test(test_token_references), cmocka_unit_test(test_lazy_triggers),
         cmocka_unit_test(test_clone_and_chain),  cmocka_unit_test(test_no_allowed_token), cmocka_unit_test(test_vocab_shared), cmocka_unit_test(test_compiler),
         cmocka_unit_test(test_mask_vs_reference), cmocka_unit_test(test_mask_slices), cmocka_unit_test(test_mask_host_slice), cmocka_unit_test(test_pos_equiv),
-        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_mask_shared), cmocka_unit_test(test_mask_class_slices), cmocka_unit_test(test_mask_exact_strings), cmocka_unit_test(test_pos_equiv_long_chain),
+        cmocka_unit_test(test_mask_key_exclusion), cmocka_unit_test(test_mask_shared), cmocka_unit_test(test_mask_class_slices), cmocka_unit_test(test_mask_exact_strings), cmocka_unit_test(test_mask_deep_strings), cmocka_unit_test(test_pos_equiv_long_chain),
         cmocka_unit_test(test_large_state_union),
         cmocka_unit_test(test_bits_union), cmocka_unit_test(test_mask_apply_variants), cmocka_unit_test(test_apply_layouts),
         cmocka_unit_test(test_no_allocation_when_warm),

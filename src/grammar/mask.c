@@ -187,7 +187,7 @@ int sift__gx_engine_new_in(sift__gx_engine **out, sift_grammar *g, sift_grammar_
     }
     rc = sift__gx_arena_init(&e->wa, g);
     if (rc != SIFT_OK) goto nomem;
-    if (sift__gx_pos_reps(g, &e->rep) != SIFT_OK) goto nomem;
+    if (sift__gx_pos_reps(g, e->voc->max_depth, &e->rep) != SIFT_OK) goto nomem;
     if (!(e->crule = sift__gx_calloc(g->n_rules + 1, sizeof *e->crule))) goto nomem;
     if (!(e->canon_big = sift__gx_calloc(g->n_elems + 1, 1))) goto nomem;
     e->wa.rep = e->rep;

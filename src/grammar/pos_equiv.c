@@ -38,6 +38,24 @@
  * call level per round: dozens of passes over 100k-element schema grammars (tens of ms of
  * compile), and past a work limit it gave up to the identity. A cycle that needs more than
  * MAX_CYCLE_WORK element visits keeps one class per rule (exact too).
+ *
+ * Deep positions (deep_map). The cache only ever walks one token from a frame, at most
+ * `max_bytes` (the vocabulary's longest token) bytes, so what lies further than that from a
+ * position cannot change a mask. A string with maxLength is such a case: x{1000} is a run of
+ * 1000 equal elements, x{0,n} a chain of n helpers x'(k) ::= x x'(k-1) | "", every position
+ * a class of its own, and every typed token landed on a new one, a walk of ~5k trie nodes
+ * (MaskBench: a third of the masks over 150 us). Two kinds of positions are merged:
+ *   - in a run of equal elements that each take at least a byte (a class, or a REF to a rule
+ *     that is not nullable), a position with more than D copies left goes to the one with D
+ *     left, D = max_bytes + 3: a token passes at most max_bytes copies, so it never reaches
+ *     the run's end from either;
+ *   - a rule r whose body is another rule t's element for element (REFs by class, FOLLOW
+ *     equal) but for one REF, r's to t and t's to some third rule, with an element that takes
+ *     a byte before it in its alternative, is one level of a chain r -> t -> ...; a rule with
+ *     more than D levels below it goes, position by position, to the rule of its chain with
+ *     D levels: each level costs a byte to enter, so a token never sees the chain's end.
+ * A merged position is no longer equivalent to its representative for longer texts, only
+ * for walks of one token: the matcher (stacks.c) never uses these representatives.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -372,13 +390,121 @@ done:
     return rc;
 }
 
-int sift__gx_pos_reps(const sift_grammar *g, uint32_t **out)
+#define DEEP_WORK_MAX (1u << 20) /* element comparisons deep_map may spend on finding chain links (~1 ms) */
+
+/* Does element el take at least one byte (a class, a REF to a rule that is not nullable)? */
+static bool takes_byte(const sift_grammar *g, uint32_t el)
+{
+    return GX_TYPE(el) == GX_CLASS || (GX_TYPE(el) == GX_REF && !g->rule_nullable[GX_VAL(el)]);
+}
+
+/* Is rule r one level of a chain whose next level is t (see the top of the file), through its
+ * REF at position h? */
+static bool chain_link(const classes *c, const uint32_t *fid, uint32_t r, uint32_t h, uint32_t t, uint64_t *work)
+{
+    const sift_grammar *g = c->g;
+    uint32_t len = c->end[r] - g->rule_start[r], i = h - g->rule_start[r];
+    if (t == r || c->end[t] - g->rule_start[t] != len || fid[t] != fid[r]) return false;
+    uint32_t th = g->rule_start[t] + i, u = GX_VAL(g->elems[th]);
+    if (GX_TYPE(g->elems[th]) != GX_REF || u == t || u == r) return false;
+    bool paid = false; /* an element before the REF, in its alternative, takes a byte */
+    for (uint32_t q = h; q-- > g->rule_start[r] && GX_TYPE(g->elems[q]) != GX_ALT;) paid |= takes_byte(g, g->elems[q]);
+    if (!paid) return false;
+    *work += len;
+    for (uint32_t j = 0; j <= len; j++) {
+        if (j == i) continue;
+        uint32_t a = g->elems[g->rule_start[r] + j], b = g->elems[g->rule_start[t] + j];
+        if (GX_TYPE(a) == GX_REF && GX_TYPE(b) == GX_REF) {
+            if (c->cls[GX_VAL(a)] != c->cls[GX_VAL(b)]) return false;
+        } else if (a != b) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* map[p] := the position p is merged with as a deep position (itself if none), for tokens of
+ * at most max_bytes bytes (see the top of the file). SIFT_OK or SIFT_E_NOMEM. */
+static int deep_map(const classes *c, const uint32_t *fid, uint32_t max_bytes, uint32_t *map)
+{
+    const sift_grammar *g = c->g;
+    const uint32_t R = g->n_rules, D = max_bytes + 3;
+    for (uint32_t p = 0; p <= g->n_elems; p++) map[p] = p;
+    if (!max_bytes || max_bytes > (1u << 16)) return SIFT_OK;
+    uint32_t *nxt = sift__gx_malloc((size_t)R * sizeof *nxt), *lv = sift__gx_malloc((size_t)R * sizeof *lv);
+    uint32_t *tgt = sift__gx_malloc((size_t)R * sizeof *tgt), *hole = sift__gx_malloc((size_t)R * sizeof *hole);
+    sift__gx_u32vec path = {0};
+    int rc = SIFT_E_NOMEM;
+    if (!nxt || !lv || !tgt || !hole) goto done;
+    /* chain links: the first REF of each rule that makes one */
+    uint64_t work = 0;
+    for (uint32_t r = 0; r < R; r++) {
+        nxt[r] = lv[r] = tgt[r] = GX_NONE;
+        for (uint32_t h = g->rule_start[r]; h < c->end[r] && work < DEEP_WORK_MAX; h++)
+            if (GX_TYPE(g->elems[h]) == GX_REF && chain_link(c, fid, r, h, GX_VAL(g->elems[h]), &work)) {
+                nxt[r] = GX_VAL(g->elems[h]);
+                hole[r] = h - g->rule_start[r];
+                break;
+            }
+    }
+    /* runs of equal elements first: a chain's positions then take their target's */
+    for (uint32_t p = 0; p < g->n_elems;) {
+        uint32_t el = g->elems[p], e = p + 1;
+        if (!takes_byte(g, el)) {
+            p++;
+            continue;
+        }
+        while (e < g->n_elems && g->elems[e] == el) e++; /* (an END or ALT ends every run) */
+        for (uint32_t q = p; q + D < e; q++) map[q] = e - D;
+        p = e;
+    }
+    /* A chain is one template: a link whose next rule links on through another REF ends
+     * the chain before it (r = T[t] and t = T'[u] say nothing of t's level below). */
+    for (uint32_t r = 0; r < R; r++)
+        if (nxt[r] != GX_NONE && nxt[nxt[r]] != GX_NONE && hole[nxt[r]] != hole[r]) lv[r] = 0;
+    /* levels below each rule, and the rule of its chain with D levels below it; the rules on
+     * a path into a cycle of links are left alone */
+    const uint32_t ON_PATH = GX_NONE - 1;
+    for (uint32_t r = 0; r < R; r++) {
+        if (lv[r] != GX_NONE) continue;
+        path.n = 0;
+        uint32_t q = r;
+        while (q != GX_NONE && lv[q] == GX_NONE) {
+            lv[q] = ON_PATH;
+            if (!sift__gx_u32_push(&path, q)) goto done;
+            q = nxt[q];
+        }
+        if (q != GX_NONE && lv[q] == ON_PATH) {
+            for (uint32_t k = 0; k < path.n; k++) lv[path.v[k]] = 0;
+            continue;
+        }
+        uint32_t base = q == GX_NONE ? 0 : lv[q] + 1;
+        for (uint32_t k = path.n; k-- > 0; base++) {
+            uint32_t x = path.v[k];
+            lv[x] = base;
+            tgt[x] = base == D ? x : base > D ? tgt[nxt[x]] : GX_NONE;
+        }
+    }
+    for (uint32_t r = 0; r < R; r++)
+        if (tgt[r] != GX_NONE && tgt[r] != r)
+            for (uint32_t p = g->rule_start[r]; p <= c->end[r]; p++) map[p] = map[g->rule_start[tgt[r]] + (p - g->rule_start[r])];
+    rc = SIFT_OK;
+done:
+    sift__gx_free(nxt);
+    sift__gx_free(lv);
+    sift__gx_free(tgt);
+    sift__gx_free(hole);
+    sift__gx_u32_free(&path);
+    return rc;
+}
+
+int sift__gx_pos_reps(const sift_grammar *g, uint32_t max_bytes, uint32_t **out)
 {
     *out = NULL;
     size_t nr = (size_t)g->n_rules + 1;
     uint32_t *rep = sift__gx_malloc(((size_t)g->n_elems + 1) * sizeof *rep);
     uint32_t *fid = sift__gx_malloc(nr * sizeof *fid);
-    uint32_t *first = NULL, *sid = NULL;
+    uint32_t *first = NULL, *sid = NULL, *deep = NULL;
     classes c = {.g = g};
     c.end = sift__gx_malloc(nr * sizeof *c.end);
     c.cls = sift__gx_malloc(nr * sizeof *c.cls);
@@ -439,6 +565,10 @@ int sift__gx_pos_reps(const sift_grammar *g, uint32_t **out)
         if (first[sid[p]] == GX_NONE) first[sid[p]] = p;
         rep[p] = first[sid[p]];
     }
+    /* deep positions take their target's representative (a target is never deep itself) */
+    if (!(deep = sift__gx_malloc(((size_t)g->n_elems + 1) * sizeof *deep)) || deep_map(&c, fid, max_bytes, deep) != SIFT_OK) goto done;
+    for (uint32_t p = 0; p < g->n_elems; p++)
+        if (deep[p] != p && sid[deep[p]] != GX_NONE) rep[p] = rep[deep[p]];
     *out = rep;
     rep = NULL;
     rc = SIFT_OK;
@@ -447,6 +577,7 @@ done:
     sift__gx_free(fid);
     sift__gx_free(first);
     sift__gx_free(sid);
+    sift__gx_free(deep);
     sift__gx_free(c.end);
     sift__gx_free(c.cls);
     sift__gx_free(c.lcl);
