@@ -81,6 +81,7 @@ typedef struct {
     uint32_t *cls_ht;
     uint32_t cls_ht_cap;
     range_vec tmp;       /* ranges of the class being parsed */
+    uint32_t ascii_cls[128]; /* single_char_class of an ASCII character + 1, 0 = not yet */
 
     uint32_t *hh; /* helper rules by body (helper_find): rule id + 1, open addressing */
     uint32_t hh_cap, hh_n;
@@ -518,9 +519,14 @@ static uint32_t intern_class(gbnf_parser *p, bool negated)
 
 static uint32_t single_char_class(gbnf_parser *p, uint32_t cp)
 {
+    /* an ASCII literal character's class is remembered: literals are most of a schema
+     * grammar's elements (every key's text), and each was a sort, hash and probe */
+    if (cp < 128 && p->ascii_cls[cp]) return p->ascii_cls[cp] - 1;
     p->tmp.n = 0;
     if (!tmp_push(p, cp, cp)) return UINT32_MAX;
-    return intern_class(p, false);
+    const uint32_t c = intern_class(p, false);
+    if (cp < 128 && c != UINT32_MAX) p->ascii_cls[cp] = c + 1;
+    return c;
 }
 
 /* ---- the recursive-descent parser ------------------------------------------------------ */
