@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "grammar/grammar.h" /* n_rules */
 #include "grammar_util.h"
 
 static sift_grammar *parse(const char *text, sift_error *err)
@@ -212,6 +213,33 @@ static void test_errors(void **state)
     }
 }
 
+/* Helper rules with equal bodies are one rule (the same repetition or group written in many
+ * rules); the language is the same, and the limits still count every copy. */
+static void test_shared_helpers(void **state)
+{
+    (void)state;
+    sift_error err = {0};
+    sift_grammar *g = parse("root ::= a \",\" b\na ::= \"x\" [0-9]* (\"p\" | \"q\")?\nb ::= \"y\" [0-9]* (\"p\" | \"q\")?\n", &err);
+    assert_non_null(g);
+    assert_int_equal(g->n_rules, 6); /* root, a, b, and one [0-9]*, one group, one "?" (was 9) */
+    MATCH(g, "x12p,y", SIFT_GRAMMAR_COMPLETE);
+    MATCH(g, "xq,y3q", SIFT_GRAMMAR_COMPLETE);
+    MATCH(g, "x1pp,y", SIFT_GRAMMAR_REJECTED);
+    MATCH(g, "x1,y2", SIFT_GRAMMAR_COMPLETE);
+    sift_grammar_free(g);
+    /* bounded repetitions: the chain of {0,3} helpers is made once */
+    g = parse("root ::= a b\na ::= [0-9]{0,3}\nb ::= [0-9]{0,3} \"!\"\n", &err);
+    assert_non_null(g);
+    assert_int_equal(g->n_rules, 6);
+    MATCH(g, "123456!", SIFT_GRAMMAR_COMPLETE);
+    MATCH(g, "!", SIFT_GRAMMAR_COMPLETE);
+    MATCH(g, "1234567!", SIFT_GRAMMAR_REJECTED);
+    sift_grammar_free(g);
+    /* the nested-repetition limit counts the shared copies: 101 rules inside x 20 */
+    assert_null(parse("root ::= (\"a\"{0,50} \"a\"{0,50}){0,20}\n", &err));
+    assert_non_null(strstr(err.msg, "nested repetitions expand to 2020 copies"));
+}
+
 static void test_limits(void **state)
 {
     (void)state;
@@ -287,7 +315,7 @@ int main(void)
         cmocka_unit_test(test_classes),                 cmocka_unit_test(test_repetitions),
         cmocka_unit_test(test_layout),                  cmocka_unit_test(test_recursion),
         cmocka_unit_test(test_errors),                  cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_token_references),
+        cmocka_unit_test(test_token_references),       cmocka_unit_test(test_shared_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

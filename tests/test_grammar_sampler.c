@@ -399,6 +399,15 @@ static void test_compiler(void **state)
     assert_null(sift_grammar_compile(c, "root ::= (", 10, NULL, &err));
     assert_int_equal(err.status, SIFT_E_PARSE);
     assert_null(sift_grammar_compile_json_schema(c, "{", 1, 0, &err));
+    /* the compiler's parse is the converter's check: its failures read as the converter's */
+    const char *cyc = "{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"null\"}]}";
+    assert_null(sift_grammar_compile_json_schema(c, cyc, strlen(cyc), 0, &err));
+    assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "$ref cycle refers back to itself"));
+    const char *big = "{\"type\":\"string\",\"pattern\":\"^(a{0,1000}){0,1000}$\"}";
+    assert_null(sift_grammar_compile_json_schema(c, big, strlen(big), 0, &err));
+    assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "over a limit of the GBNF parser ("));
     assert_null(sift_grammar_compile(c, "", 0, NULL, &err));
     assert_int_equal(err.status, SIFT_E_INVAL);
     sift_compiled_grammar *g3 = sift_grammar_compile(c, ab, strlen(ab), NULL, &err); /* evicted above: compiled again */

@@ -20,11 +20,14 @@
  *   S{m,}  -> S ... S (m times) S',       S'    ::= S S' |
  * and with llama.cpp's limits (at most 2000 repetitions; an upper bound above 2000 means
  * "unbounded"; the product of nested repetition counts must stay below 2000), plus a cap on
- * the total size so that no input can exhaust memory.
+ * the total size so that no input can exhaust memory. Helper rules with equal bodies are one
+ * rule (helper_find: the same group or repetition written many times is parsed, analysed and
+ * walked once); the limits still count every copy, so what is refused does not change.
  *
  * After parsing: every referenced rule must be defined, the root must exist, and no rule may
  * reach itself through a left corner (left recursion would make the matcher loop); then the
- * symbol partition, class bitsets, nullable / FIRST / FOLLOW sets are computed (grammar.h).
+ * symbol partition, class bitsets, nullable / FIRST / FOLLOW sets (gbnf_sets.c) are
+ * computed (grammar.h).
  *
  * Errors say where ("line:col", columns count characters) and what was expected; parsing
  * never recurses deeper than GBNF_MAX_DEPTH nested groups.
@@ -78,6 +81,11 @@ typedef struct {
     uint32_t *cls_ht;
     uint32_t cls_ht_cap;
     range_vec tmp;       /* ranges of the class being parsed */
+    uint32_t ascii_cls[128]; /* single_char_class of an ASCII character + 1, 0 = not yet */
+
+    uint32_t *hh; /* helper rules by body (helper_find): rule id + 1, open addressing */
+    uint32_t hh_cap, hh_n;
+    uint32_t n_counted; /* rules as if no helper were shared: the limits count these */
 
     uint64_t total_elems;
     int depth;
@@ -259,6 +267,16 @@ static bool ht_rehash(gbnf_parser *p, uint32_t ncap)
 
 static uint32_t new_rule(gbnf_parser *p, const char *name, size_t len, uint64_t h, bool helper, size_t at);
 
+/* One more rule against the limit, also when a helper is shared (the limits, and so what is
+ * refused, are what they were before helpers were shared). */
+static bool count_rule(gbnf_parser *p, size_t at)
+{
+    if (p->n_counted >= GBNF_MAX_RULES)
+        return fail_at(p, at, "too many rules (more than %u, counting repetition helpers)", GBNF_MAX_RULES);
+    p->n_counted++;
+    return true;
+}
+
 /* Id of the rule called name[0..len), creating an undefined one if new (UINT32_MAX on error). */
 static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
 {
@@ -278,10 +296,7 @@ static uint32_t rule_id(gbnf_parser *p, const char *name, size_t len, size_t at)
  * looked up, so it stays out of the name table: repetitions make thousands of them. */
 static uint32_t new_rule(gbnf_parser *p, const char *name, size_t len, uint64_t h, bool helper, size_t at)
 {
-    if (p->n_rules >= GBNF_MAX_RULES) {
-        fail_at(p, at, "too many rules (more than %u, counting repetition helpers)", GBNF_MAX_RULES);
-        return UINT32_MAX;
-    }
+    if (!count_rule(p, at)) return UINT32_MAX;
     if (!GX_GROW(p->rules, p->cap_rules, p->n_rules + 1)) return oom(p), UINT32_MAX;
     pr_rule *r = &p->rules[p->n_rules];
     memset(r, 0, sizeof *r);
@@ -321,6 +336,64 @@ static uint32_t helper_rule(gbnf_parser *p, const char *base, size_t at)
     while (v /= 10);
     while (nd) buf[len++] = digits[--nd];
     return new_rule(p, buf, len, 0, true, at);
+}
+
+/* Helper rules are shared: a schema grammar writes the same group or repetition thousands
+ * of times (3,783 `char*` and 1,054 `( "," space x-kv )*` in a Kubernetes schema's text,
+ * 105 of those distinct), and every copy was a rule for the parser, the analyses and the
+ * mask engine. A helper's body is all its language (it has no name in the text, and a REF
+ * is a rule id), so equal bodies are one rule. HELPER_SELF marks the helper's reference to
+ * itself in a body being looked up. */
+#define HELPER_SELF GX_MAKE(GX_REF, GX_MAX_VALUE)
+
+static uint64_t helper_hash(const uint32_t *v, uint32_t n, uint32_t self)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    for (uint32_t k = 0; k < n; k++) h = (h ^ (v[k] == GX_MAKE(GX_REF, self) ? HELPER_SELF : v[k])) * 0xFF51AFD7ED558CCDULL;
+    return sift__gx_mix64(h);
+}
+
+/* The helper whose body is v[0..n) (HELPER_SELF, or a REF to `self`, for itself); UINT32_MAX
+ * if none. */
+static uint32_t helper_find(const gbnf_parser *p, const uint32_t *v, uint32_t n, uint32_t self, uint64_t h)
+{
+    if (!p->hh_cap) return UINT32_MAX;
+    for (uint32_t k = (uint32_t)h & (p->hh_cap - 1); p->hh[k]; k = (k + 1) & (p->hh_cap - 1)) {
+        const uint32_t id = p->hh[k] - 1;
+        const pr_rule *r = &p->rules[id];
+        if (r->hash != h || r->body.n != n) continue;
+        uint32_t j = 0;
+        for (const uint32_t me = GX_MAKE(GX_REF, id), it = GX_MAKE(GX_REF, self); j < n; j++) {
+            const uint32_t a = v[j] == it ? HELPER_SELF : v[j], b = r->body.v[j] == me ? HELPER_SELF : r->body.v[j];
+            if (a != b) break;
+        }
+        if (j == n) return id;
+    }
+    return UINT32_MAX;
+}
+
+/* File helper id (defined) under its body's hash h. */
+static bool helper_file(gbnf_parser *p, uint32_t id, uint64_t h)
+{
+    if ((p->hh_n + 1) * 2 > p->hh_cap) {
+        uint32_t nc = p->hh_cap ? p->hh_cap * 2 : 256, *nt = sift__gx_calloc(nc, sizeof *nt);
+        if (!nt) return oom(p);
+        for (uint32_t q = 0; q < p->hh_cap; q++) {
+            if (!p->hh[q]) continue;
+            uint32_t k = (uint32_t)p->rules[p->hh[q] - 1].hash & (nc - 1);
+            while (nt[k]) k = (k + 1) & (nc - 1);
+            nt[k] = p->hh[q];
+        }
+        sift__gx_free(p->hh);
+        p->hh = nt;
+        p->hh_cap = nc;
+    }
+    p->rules[id].hash = h;
+    uint32_t k = (uint32_t)h & (p->hh_cap - 1);
+    while (p->hh[k]) k = (k + 1) & (p->hh_cap - 1);
+    p->hh[k] = id + 1;
+    p->hh_n++;
+    return true;
 }
 
 static bool count_elems(gbnf_parser *p, uint64_t add, size_t at)
@@ -446,9 +519,14 @@ static uint32_t intern_class(gbnf_parser *p, bool negated)
 
 static uint32_t single_char_class(gbnf_parser *p, uint32_t cp)
 {
+    /* an ASCII literal character's class is remembered: literals are most of a schema
+     * grammar's elements (every key's text), and each was a sort, hash and probe */
+    if (cp < 128 && p->ascii_cls[cp]) return p->ascii_cls[cp] - 1;
     p->tmp.n = 0;
     if (!tmp_push(p, cp, cp)) return UINT32_MAX;
-    return intern_class(p, false);
+    const uint32_t c = intern_class(p, false);
+    if (cp < 128 && c != UINT32_MAX) p->ascii_cls[cp] = c + 1;
+    return c;
 }
 
 /* ---- the recursive-descent parser ------------------------------------------------------ */
@@ -485,17 +563,23 @@ static bool repeat_last(gbnf_parser *p, sift__gx_u32vec *out, uint32_t last, uin
     uint64_t n_opt = no_max ? 1 : max - min;
     uint32_t last_rec = 0;
     for (uint64_t k = 0; ok && k < n_opt; k++) {
-        uint32_t rec = helper_rule(p, rule_name, at);
-        if (rec == UINT32_MAX) {
-            ok = false;
-            break;
-        }
         sift__gx_u32vec body = {0};
         ok = count_elems(p, item_len + 3, at);
         for (uint32_t e = 0; ok && e < item_len; e++) ok = sift__gx_u32_push(&body, item[e]) || oom(p);
-        if (ok && (k > 0 || no_max)) ok = sift__gx_u32_push(&body, GX_MAKE(GX_REF, no_max ? rec : last_rec)) || oom(p);
+        if (ok && (k > 0 || no_max)) ok = sift__gx_u32_push(&body, no_max ? HELPER_SELF : GX_MAKE(GX_REF, last_rec)) || oom(p);
         if (ok) ok = (sift__gx_u32_push(&body, GX_MAKE(GX_ALT, 0)) && sift__gx_u32_push(&body, GX_MAKE(GX_END, 0))) || oom(p);
-        if (ok) define_rule(p, rec, &body, at);
+        const uint64_t h = ok ? helper_hash(body.v, body.n, GX_MAX_VALUE) : 0;
+        uint32_t rec = ok ? helper_find(p, body.v, body.n, GX_MAX_VALUE, h) : UINT32_MAX;
+        if (ok && rec != UINT32_MAX) {
+            ok = count_rule(p, at); /* shared: counted as the copy it was */
+        } else if (ok) {
+            rec = helper_rule(p, rule_name, at);
+            ok = rec != UINT32_MAX;
+            for (uint32_t e = 0; ok && e < body.n; e++)
+                if (body.v[e] == HELPER_SELF) body.v[e] = GX_MAKE(GX_REF, rec);
+            if (ok) define_rule(p, rec, &body, at);
+            if (ok) ok = helper_file(p, rec, h);
+        }
         sift__gx_u32_free(&body);
         last_rec = rec;
     }
@@ -640,11 +724,24 @@ static bool parse_sequence(gbnf_parser *p, uint32_t rule, sift__gx_u32vec *out, 
             if (++p->depth > GBNF_MAX_DEPTH) return fail_at(p, at, "groups nested more than %d deep", GBNF_MAX_DEPTH);
             p->i++;
             skip_space(p, true);
-            uint32_t before = p->n_rules;
+            uint32_t before = p->n_counted;
             uint32_t sub = helper_rule(p, p->rules[rule].name, at);
             if (sub == UINT32_MAX) return false;
             if (!parse_alternates(p, sub, true, at)) return false;
-            n_prev_rules = p->n_rules - before > 1 ? p->n_rules - before : 1;
+            n_prev_rules = p->n_counted - before > 1 ? p->n_counted - before : 1;
+            if (sub + 1 == p->n_rules) { /* the last rule made (nothing inside it was new): shared when seen before */
+                const pr_rule *r = &p->rules[sub];
+                const uint64_t h = helper_hash(r->body.v, r->body.n, sub);
+                const uint32_t twin = helper_find(p, r->body.v, r->body.n, sub, h);
+                if (twin != UINT32_MAX) {
+                    sift__gx_free(p->rules[sub].name);
+                    sift__gx_u32_free(&p->rules[sub].body);
+                    p->n_rules--;
+                    sub = twin;
+                } else if (!helper_file(p, sub, h)) {
+                    return false;
+                }
+            }
             last = out->n;
             if (!count_elems(p, 1, at) || !sift__gx_u32_push(out, GX_MAKE(GX_REF, sub))) return p->status == SIFT_OK ? oom(p) : false;
             if (peek(p) != ')') {
@@ -834,38 +931,6 @@ static int build_symbols(sift_grammar *g, sift_error *err)
 }
 
 /* nullable rules: a worklist over "number of not-yet-nullable references" per alternative */
-static int compute_nullable(sift_grammar *g, sift_error *err)
-{
-    g->rule_nullable = sift__gx_calloc(g->n_rules, 1);
-    if (!g->rule_nullable) return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
-    /* iterate to a fixpoint; each pass is linear and every pass but the last marks a rule,
-     * but passes are cut short by processing rules in reverse definition order first
-     * (helper rules are usually referenced by rules defined before them) */
-    bool changed = true;
-    while (changed) {
-        changed = false;
-        for (uint32_t rr = g->n_rules; rr-- > 0;) {
-            if (g->rule_nullable[rr]) continue;
-            uint32_t pos = g->rule_start[rr];
-            for (;;) {
-                bool all = true;
-                for (; !sift__gx_is_end(g->elems[pos]); pos++) {
-                    uint32_t e = g->elems[pos];
-                    if (GX_TYPE(e) != GX_REF || !g->rule_nullable[GX_VAL(e)]) all = false;
-                }
-                if (all) {
-                    g->rule_nullable[rr] = 1;
-                    changed = true;
-                    break;
-                }
-                if (GX_TYPE(g->elems[pos]) == GX_END) break;
-                pos++;
-            }
-        }
-    }
-    return SIFT_OK;
-}
-
 /* Left corners: rule r -> rule s when s can be the first thing r matches (every element
  * before it in the alternative is a nullable rule). A cycle is left recursion, which would
  * make stack expansion loop forever. Iterative DFS over these edges (white/grey/black); it
@@ -942,120 +1007,6 @@ done:
     return rc;
 }
 
-/* FIRST in left-corner post-order (each rule after the rules it can start with), then
- * FOLLOW by a worklist (FOLLOW(r) includes FOLLOW(q) when r can end q). */
-static int compute_first_follow(sift_grammar *g, const uint32_t *order, sift_error *err)
-{
-    uint32_t W = g->sym_words;
-    g->rule_first = sift__gx_calloc((size_t)g->n_rules * W, sizeof(uint64_t));
-    g->rule_follow = sift__gx_calloc((size_t)g->n_rules * W, sizeof(uint64_t));
-    if (!g->rule_first || !g->rule_follow) return sift__error_set(err, SIFT_E_NOMEM, "out of memory");
-    for (uint32_t k = 0; k < g->n_rules; k++) {
-        uint32_t r = order[k];
-        uint64_t *f = g->rule_first + (size_t)r * W;
-        uint32_t pos = g->rule_start[r];
-        for (;;) {
-            for (; !sift__gx_is_end(g->elems[pos]); pos++) {
-                uint32_t e = g->elems[pos];
-                if (GX_TYPE(e) == GX_CLASS) {
-                    const uint64_t *cb = sift__gx_class_bits(g, GX_VAL(e));
-                    for (uint32_t w = 0; w < W; w++) f[w] |= cb[w];
-                    break;
-                }
-                if (GX_TYPE(e) != GX_REF) break; /* token: matches no character mid-token */
-                const uint64_t *sf = g->rule_first + (size_t)GX_VAL(e) * W;
-                for (uint32_t w = 0; w < W; w++) f[w] |= sf[w];
-                if (!g->rule_nullable[GX_VAL(e)]) break;
-            }
-            while (!sift__gx_is_end(g->elems[pos])) pos++;
-            if (GX_TYPE(g->elems[pos]) == GX_END) break;
-            pos++;
-        }
-    }
-    /* base FOLLOW sets and the "r ends q" edges */
-    sift__gx_u32vec edge_from = {0}, edge_to = {0};
-    int rc = SIFT_OK;
-    for (uint32_t q = 0; q < g->n_rules && rc == SIFT_OK; q++) {
-        for (uint32_t pos = g->rule_start[q]; GX_TYPE(g->elems[pos]) != GX_END; pos++) {
-            uint32_t e = g->elems[pos];
-            if (GX_TYPE(e) != GX_REF) continue;
-            uint32_t r = GX_VAL(e);
-            uint64_t *fr = g->rule_follow + (size_t)r * W;
-            uint32_t k = pos + 1;
-            for (; !sift__gx_is_end(g->elems[k]); k++) {
-                uint32_t e2 = g->elems[k];
-                if (GX_TYPE(e2) == GX_CLASS) {
-                    const uint64_t *cb = sift__gx_class_bits(g, GX_VAL(e2));
-                    for (uint32_t w = 0; w < W; w++) fr[w] |= cb[w];
-                    break;
-                }
-                if (GX_TYPE(e2) != GX_REF) break;
-                const uint64_t *sf = g->rule_first + (size_t)GX_VAL(e2) * W;
-                for (uint32_t w = 0; w < W; w++) fr[w] |= sf[w];
-                if (!g->rule_nullable[GX_VAL(e2)]) break;
-            }
-            if (sift__gx_is_end(g->elems[k]) && q != r) {
-                if (!sift__gx_u32_push(&edge_from, q) || !sift__gx_u32_push(&edge_to, r)) rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
-            }
-        }
-    }
-    if (rc == SIFT_OK && edge_from.n) {
-        /* adjacency by source rule (counting sort), then a worklist */
-        uint32_t *head = sift__gx_calloc((size_t)g->n_rules + 1, sizeof *head);
-        uint32_t *adj = sift__gx_malloc((size_t)edge_from.n * sizeof *adj);
-        uint32_t *work = sift__gx_malloc((size_t)g->n_rules * sizeof *work);
-        uint8_t *queued = sift__gx_calloc(g->n_rules, 1);
-        if (!head || !adj || !work || !queued) {
-            rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
-        } else {
-            for (uint32_t k = 0; k < edge_from.n; k++) head[edge_from.v[k] + 1]++;
-            for (uint32_t r = 0; r < g->n_rules; r++) head[r + 1] += head[r];
-            uint32_t *fill = sift__gx_malloc((size_t)g->n_rules * sizeof *fill);
-            if (!fill) {
-                rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
-            } else {
-                memcpy(fill, head, (size_t)g->n_rules * sizeof *fill);
-                for (uint32_t k = 0; k < edge_from.n; k++) adj[fill[edge_from.v[k]]++] = edge_to.v[k];
-                sift__gx_free(fill);
-                uint32_t nw = 0;
-                for (uint32_t r = 0; r < g->n_rules; r++)
-                    if (head[r + 1] > head[r]) {
-                        work[nw++] = r;
-                        queued[r] = 1;
-                    }
-                while (nw) {
-                    uint32_t q = work[--nw];
-                    queued[q] = 0;
-                    const uint64_t *fq = g->rule_follow + (size_t)q * W;
-                    for (uint32_t k = head[q]; k < head[q + 1]; k++) {
-                        uint32_t r = adj[k];
-                        uint64_t *fr = g->rule_follow + (size_t)r * W;
-                        bool grew = false;
-                        for (uint32_t w = 0; w < W; w++) {
-                            uint64_t nv = fr[w] | fq[w];
-                            if (nv != fr[w]) {
-                                fr[w] = nv;
-                                grew = true;
-                            }
-                        }
-                        if (grew && !queued[r] && head[r + 1] > head[r]) {
-                            work[nw++] = r;
-                            queued[r] = 1;
-                        }
-                    }
-                }
-            }
-        }
-        sift__gx_free(head);
-        sift__gx_free(adj);
-        sift__gx_free(work);
-        sift__gx_free(queued);
-    }
-    sift__gx_u32_free(&edge_from);
-    sift__gx_u32_free(&edge_to);
-    return rc;
-}
-
 static int compile(gbnf_parser *p, sift_grammar *g, const char *root, sift_error *err)
 {
     /* undefined rules */
@@ -1099,14 +1050,14 @@ static int compile(gbnf_parser *p, sift_grammar *g, const char *root, sift_error
     g->max_token = p->max_token;
 
     int rc = build_symbols(g, err);
-    if (rc == SIFT_OK) rc = compute_nullable(g, err);
+    if (rc == SIFT_OK) rc = sift__gx_compute_nullable(g, err);
     uint32_t *order = NULL;
     if (rc == SIFT_OK) {
         order = sift__gx_malloc((size_t)g->n_rules * sizeof *order);
         if (!order) rc = sift__error_set(err, SIFT_E_NOMEM, "out of memory");
     }
     if (rc == SIFT_OK) rc = check_left_recursion(g, order, p, err);
-    if (rc == SIFT_OK) rc = compute_first_follow(g, order, err);
+    if (rc == SIFT_OK) rc = sift__gx_compute_first_follow(g, order, err);
     sift__gx_free(order);
     return rc;
 }
@@ -1136,6 +1087,7 @@ sift_grammar *sift_grammar_parse(const char *text, size_t len, const char *root,
     }
     sift__gx_free(p.rules);
     sift__gx_free(p.ht);
+    sift__gx_free(p.hh);
     sift__gx_u32_free(&p.cls_off);
     sift__gx_u32_free(&p.cls_rng);
     sift__gx_free(p.cls_ht);

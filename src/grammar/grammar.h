@@ -104,6 +104,12 @@ static inline bool sift__gx_elem_accepts_sym(const sift_grammar *g, uint32_t e, 
 /* The symbols [*s_lo, *s_hi] that intersect code points [lo, hi]. */
 void sift__gx_syms_in_range(const sift_grammar *g, uint32_t lo, uint32_t hi, uint32_t *s_lo, uint32_t *s_hi);
 
+/* gbnf_sets.c, for the parser: rule_nullable (a fixpoint, fastest when rules come users
+ * before parts), then rule_first in `order` (each rule after its left corners) and
+ * rule_follow. SIFT_OK or SIFT_E_NOMEM (err set). */
+int sift__gx_compute_nullable(sift_grammar *g, sift_error *err);
+int sift__gx_compute_first_follow(sift_grammar *g, const uint32_t *order, sift_error *err);
+
 /* Print the compiled rules in GBNF (helper rules included) - for debugging and tests. */
 void sift__gx_grammar_dump(const sift_grammar *g, FILE *f);
 

@@ -69,6 +69,12 @@ extern const char *const sift__js_formats_refused[];
 void sift__js_refs_free(conv *c);
 
 /* json_schema.c */
+/* sift_json_schema_to_grammar; for_parse: for a caller that parses the text at once (the
+ * grammar compiler): the rules unsorted, and no parse of its own when a $ref cycle could
+ * make the text left-recursive (the caller's parse fails instead: sift__js_parse_failed
+ * words it as this converter would) */
+char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_parse, sift_error *err);
+void sift__js_parse_failed(sift_error *err, const sift_error *e2);
 __attribute__((format(printf, 3, 4))) const char *sift__js_cfail(conv *c, int status, const char *fmt, ...);
 const char *sift__js_coom(conv *c);
 size_t sift__js_path_push(conv *c, const char *seg);
