@@ -5,22 +5,24 @@
 # as llama.cpp's own peer_generate (../shared/peer) on the same file. The vocabulary is
 # stories260K's (512 tokens), so the files stay small. gpt-oss also runs with its experts in
 # MXFP4 (the rest F32, Q8_0, Q4_K), as its own files have them, and gemma4 again with
-# per-layer embeddings of width 64 (E2B/E4B's second embedding table), and again with its own
-# tokenizer model (`--tokenizer gemma4`: the vocabulary rewritten as Gemma 4's BPE over
-# characters, so the prompt's tokens and the text's pieces are that tokenizer's).
+# per-layer embeddings of width 64 (E2B/E4B's second embedding table), with 8 experts, 2
+# used, beside each layer's dense FFN (26B-A4B's shape), and with its own tokenizer model
+# (`--tokenizer gemma4`: the vocabulary rewritten as Gemma 4's BPE over characters, so the
+# prompt's tokens and the text's pieces are that tokenizer's).
 # usage: peer_generate_arch.sh SIFT PEER_GENERATE SHARED_DIR
 set -u
 sift=$1 peer=$2 shared=$3
 dir=$(mktemp -d /tmp/sift_peer_gen_arch_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail=0 n=0
-for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 gemma4 gemma4/ple gemma4/tok granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
+for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 gemma4 gemma4/ple gemma4/moe gemma4/tok granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
     exps=${arch#*/}
     arch=${arch%/*}
     [ "$exps" = "$arch" ] && exps=
     case $exps in # the variant's mkmodel flags and its name in the report
         '') opts=() what= ;;
         ple) opts=(--ple 64) what=" (per-layer embeddings)" ;;
+        moe) opts=(--experts 8 --experts-used 2) what=" (experts)" ;;
         tok) opts=(--tokenizer gemma4) what=" (gemma4 tokenizer)" ;;
         *) opts=(--type-exps "$exps") what=" ($exps experts)" ;;
     esac

@@ -21,7 +21,11 @@
  *          tied head), gemma4b on 8 (5 sliding : 1 full, the last full; layers 6, 7 share 4's
  *          and 5's K/V; its own output.weight), gemma4e on 6 (5 : 1, layers 4, 5 sharing
  *          2's and 3's... as the reuse rule has it) with per-layer embeddings of width 16 (E2B's
- *          second embedding table, projected and gated into every layer's output)
+ *          second embedding table, projected and gated into every layer's output); gemma4m
+ *          gemma4 on 4 layers with 26B-A4B's experts: 16 of width 32, 4 used, beside each
+ *          layer's dense GELU FFN (router on the unweighted norm / sqrt(dim) x its scale,
+ *          softmax, top-4, renormalized; GELU experts, a scale per expert; gate and up merged
+ *          in ffn_gate_up_exps on layers 0 and 2, apart on 1 and 3)
  *   granite embedding x12, residual x0.22, score scale 1/64, logits / 8
  *   smollm3 no RoPE on every 4th layer
  *   phi3   fused attn_qkv and gate-up, queries scaled after RoPE; LongRoPE with its long
@@ -187,6 +191,9 @@ int main(int argc, char **argv)
         {"gemma4e", {.arch = "gemma4", .n_embd = 64, .n_ff = 128, .n_layer = 6, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
                      .freq_base = 1e6f, .n_swa = 8, .n_embd_per_layer = 16, .tied = true, .out_scale = 4, .seed = 26},
          TOL_GELU_TABLE},
+        {"gemma4m", {.arch = "gemma4", .n_embd = 64, .n_ff = 96, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
+                     .freq_base = 1e6f, .n_swa = 8, .n_expert = 16, .n_expert_used = 4, .n_ff_exp = 32, .tied = true,
+                     .out_scale = 4, .seed = 27}, TOL_GELU_TABLE},
         {"granite", {.arch = "granite", .n_embd = 64, .n_ff = 128, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .freq_base = 1e4f,
                      .tied = true, .out_scale = 4, .seed = 16}, TOL_EXACT},
         {"smollm3", {.arch = "smollm3", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 1, .freq_base = 5e6f,

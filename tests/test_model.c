@@ -908,7 +908,7 @@ static void test_gemma4_refused(void **state)
     } cases[] = {
         {"gemma4.attention.sliding_window_pattern", "has 3 values for 4 layers"},
         {"gemma4.attention.shared_kv_layers", "shares the K/V of layer"},
-        {"gemma4.expert_count", "experts (26B-A4B"},
+        {"gemma4.expert_count", "missing key 'gemma4.expert_used_count'"}, /* experts need their count used */
         {"gemma4.attention.head_count_kv", "not a multiple of 3 KV heads (layer 1)"},
         {"gemma4.rope.dimension_count_swa", "out of range"},
         {"gemma4.feed_forward_length", "not an array of integers"},

@@ -174,6 +174,8 @@ static bool wants_qk_norm(const sift__mkmodel_spec *sp)
     return sp->qk_norm || !strcmp(sp->arch, "qwen3") || !strcmp(sp->arch, "qwen3moe") || !strcmp(sp->arch, "gemma3") || is_g4(sp);
 }
 static bool is_moe(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen3moe") || is_oai(sp); }
+/* gemma4 with experts (26B-A4B's shape) when n_expert is given: beside each layer's dense FFN */
+static bool g4_moe(const sift__mkmodel_spec *sp) { return is_g4(sp) && sp->n_expert > 0; }
 static bool wants_post_norms(const sift__mkmodel_spec *sp) { return !strncmp(sp->arch, "gemma", 5); }
 static bool always_tied(const sift__mkmodel_spec *sp) { return wants_post_norms(sp) && !is_g4(sp); }
 
@@ -204,6 +206,8 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
             const int64_t q = (int64_t)sp->n_head * s.hd, kv = (int64_t)s.kv_heads * s.hd;
             b += MAT(E, q) + MAT(q, E) + (s.own_kv ? MAT(E, kv) * (s.swa ? 2 : 1) + (uint64_t)s.hd * 4 : 0) + 2 * MAT(E, s.ff) +
                  MAT(s.ff, E) + (uint64_t)E * 16 + (uint64_t)s.hd * 4 + 4;
+            /* experts: router, its scale, three norms, gate and up (merged or not, the same bytes), down, scales */
+            if (g4_moe(sp)) b += MAT(E, NE) + (uint64_t)(4 * E + NE) * 4 + (2 * MAT_T(et, E, FE) + MAT_T(et, FE, E)) * (uint64_t)NE;
         }
         return b;
     }
@@ -221,7 +225,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     if (!g) return err ? err->status : SIFT_E_IO;
     int64_t n_vocab = 0;
 
-    mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 24 * sp->n_layer, .err = err};
+    mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 32 * sp->n_layer, .err = err};
     S.w = sift__gguf_writer_new();
     S.bufs = calloc((size_t)S.cap, sizeof *S.bufs);
     S.names = calloc((size_t)S.cap, sizeof *S.names);
@@ -267,7 +271,7 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     }
     const int n_exp = sp->n_expert > 0 ? sp->n_expert : 8, n_used = sp->n_expert_used > 0 ? sp->n_expert_used : 2;
     const int n_ff_exp = sp->n_ff_exp > 0 ? sp->n_ff_exp : sp->n_ff;
-    if (is_moe(sp)) {
+    if (is_moe(sp) || g4_moe(sp)) {
         sift__gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)n_exp);
         sift__gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)n_used);
         sift__gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)n_ff_exp);
@@ -384,6 +388,21 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
         if (wants_post_norms(sp)) {
             T(N("post_attention_norm.weight"), E, 1, MK_NORM)
             T(N("post_ffw_norm.weight"), E, 1, MK_NORM)
+        }
+        if (g4_moe(sp)) { /* the experts beside the dense FFN; gate and up merged on even layers, apart on odd ones */
+            T(N("ffn_gate_inp.weight"), E, n_exp, MK_MATRIX)
+            T(N("ffn_gate_inp.scale"), E, 1, MK_NORM)
+            T(N("pre_ffw_norm_2.weight"), E, 1, MK_NORM)
+            T(N("post_ffw_norm_1.weight"), E, 1, MK_NORM)
+            T(N("post_ffw_norm_2.weight"), E, 1, MK_NORM)
+            if (l % 2 == 0) {
+                if ((rc = mk_tensor3(&S, N("ffn_gate_up_exps.weight"), E, 2 * n_ff_exp, n_exp, MK_EXPERTS)) != SIFT_OK) goto done;
+            } else {
+                if ((rc = mk_tensor3(&S, N("ffn_gate_exps.weight"), E, n_ff_exp, n_exp, MK_EXPERTS)) != SIFT_OK) goto done;
+                if ((rc = mk_tensor3(&S, N("ffn_up_exps.weight"), E, n_ff_exp, n_exp, MK_EXPERTS)) != SIFT_OK) goto done;
+            }
+            if ((rc = mk_tensor3(&S, N("ffn_down_exps.weight"), n_ff_exp, E, n_exp, MK_EXPERTS)) != SIFT_OK) goto done;
+            T(N("ffn_down_exps.scale"), n_exp, 1, MK_NORM)
         }
         if (is_g4(sp)) T(N("layer_output_scale.weight"), 1, 1, MK_NORM)
         if (is_g4(sp) && sp->n_embd_per_layer > 0) {

@@ -56,7 +56,9 @@ typedef struct sift__mkmodel_spec {
     float attn_softcap;      /* <arch>.attn_logit_softcapping; 0: key absent */
     float final_softcap;     /* <arch>.final_logit_softcapping; 0: key absent */
     int n_expert, n_expert_used, n_ff_exp; /* qwen3moe: experts (default 8), used per token (2), their
-                                FFN width (n_ff); every layer routed */
+                                FFN width (n_ff); every layer routed. gemma4: experts only when
+                                n_expert > 0 (26B-A4B), beside every layer's dense FFN, with
+                                ffn_gate_up_exps on even layers, gate and up apart on odd ones */
     float rope_yarn;         /* > 0: rope.scaling.type yarn with this factor, original context
                                 n_ctx_train / factor */
     int longrope_orig;       /* > 0: LongRoPE (rope.scaling.type longrope, this original context,

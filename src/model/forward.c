@@ -60,6 +60,17 @@ static void rmsnorm(const float *x, const float *w, float *y, int n, float eps)
     for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
 }
 
+/* gate = gelu(gate) * up with ggml's fp16 GELU table (model.c, gelu_table). */
+static void geglu(int64_t n, float *g, const float *u, const uint16_t *tbl)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        if (x <= -10.0f) g[i] = 0.0f;
+        else if (x >= 10.0f) g[i] = x * u[i];
+        else g[i] = sift__fp16_to_fp32(tbl[sift__fp32_to_fp16(x)]) * u[i];
+    }
+}
+
 /* ggml's YaRN correction dimension: where the rotation of frequency pair i completes
  * n_ctx_orig / beta turns. */
 static float yarn_corr_dim(int n_dims, int n_ctx_orig, float beta, float base)
@@ -309,18 +320,16 @@ static void swiglu_oai(int64_t n, float *g, const float *u)
     }
 }
 
-/* The MoE feed-forward of n tokens (xn in, out [n][E]), as llama.cpp's build_moe_ffn with
- * softmax gating: router logits -> softmax -> the n_expert_used most probable experts
- * (descending) -> their probabilities, renormalized when the model says (gpt-oss, its
- * SOFTMAX_WEIGHT: the top k of the biased logits, the softmax of those k; biased experts
- * through swiglu_oai); each expert then
- * runs once over the tokens routed to it (its rows read once per batch, not once per token),
- * and a token's output is the weighted sum over its slots in slot order. */
-static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *xn, float *out)
+/* The MoE routing of n tokens (router input xr), as llama.cpp's build_moe_ffn with softmax
+ * gating: router logits -> softmax -> the n_expert_used most probable experts (descending)
+ * -> their probabilities, renormalized when the model says (gpt-oss, its SOFTMAX_WEIGHT: the
+ * top k of the biased logits, the softmax of those k). ctx->moe_sel / moe_w get each token's
+ * experts and weights. */
+static void moe_route(sift_context *ctx, int nth, int n, const sift__layer *L, const float *xr)
 {
     const sift__hparams *hp = &ctx->model->hp;
-    const int E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FE = hp->n_ff_exp;
-    matmul1b(ctx, nth, n, xn, &L->w_router, ctx->moe_p, NE, L->b_router);
+    const int NE = hp->n_expert, K = hp->n_expert_used;
+    matmul1b(ctx, nth, n, xr, &L->w_router, ctx->moe_p, NE, L->b_router);
     for (int t = 0; t < n; t++) {
         float *p = ctx->moe_p + (size_t)t * NE;
         if (!hp->moe_oai) { /* softmax over all experts; gpt-oss selects on the logits themselves */
@@ -352,6 +361,18 @@ static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, con
             for (int k = 0; k < K; k++) w[k] /= wsum;
         }
     }
+}
+
+/* The routed experts of n tokens (xn in, out [n][E]; out may be xn): each expert runs once
+ * over the tokens routed to it (its rows read once per batch, not once per token), gated by
+ * SwiGLU, gpt-oss's swiglu_oai (biased experts) or GELU (gemma4, ggml's table; its merged
+ * gate-up stack read as two row ranges an expert), its output times the expert's scale
+ * (gemma4) and then its weight, as ggml multiplies them; a token's output is the sum over
+ * its slots in slot order. */
+static void moe_experts(sift_context *ctx, int nth, int n, const sift__layer *L, const float *xn, float *out)
+{
+    const sift__hparams *hp = &ctx->model->hp;
+    const int E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FE = hp->n_ff_exp;
     for (int e = 0; e < NE; e++) {
         int cnt = 0; /* the (token, slot) pairs routed to e */
         for (int t = 0; t < n; t++)
@@ -362,7 +383,8 @@ static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, con
                     cnt++;
                 }
         if (!cnt) continue;
-        const sift__weight g = expert_view(&L->w_gate_exps, e, FE), u = expert_view(&L->w_up_exps, e, FE),
+        const sift__weight g = expert_view(&L->w_gate_exps, L->gate_up_exps ? 2 * e : e, FE),
+                           u = L->gate_up_exps ? expert_view(&L->w_gate_exps, 2 * e + 1, FE) : expert_view(&L->w_up_exps, e, FE),
                            d = expert_view(&L->w_down_exps, e, E);
         const sift__weight *w[2] = {&g, &u};
         float *o[2] = {ctx->moe_g, ctx->moe_u};
@@ -372,14 +394,16 @@ static void moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, con
                                 L->b_up_exps ? L->b_up_exps + (size_t)e * FE : NULL};
         matmul(ctx, nth, cnt, ctx->moe_x, 2, w, o, os, bias);
         if (hp->moe_oai) swiglu_oai((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u);
+        else if (hp->gelu) geglu((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u, ctx->model->gelu_f16);
         else ctx->k->swiglu((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u, ctx->moe_g);
         matmul1b(ctx, nth, cnt, ctx->moe_g, &d, ctx->moe_o, E, L->b_down_exps ? L->b_down_exps + (size_t)e * E : NULL);
-        for (int j = 0; j < cnt; j++) { /* weighted, into the (token, slot) row */
+        const float s = L->down_exps_scale ? L->down_exps_scale[e] : 1.0f;
+        for (int j = 0; j < cnt; j++) { /* scaled and weighted, into the (token, slot) row */
             const int ts = ctx->moe_tok[j];
             const float wt = ctx->moe_w[ts];
             const float *src = ctx->moe_o + (size_t)j * E;
             float *dst = ctx->moe_out + (size_t)ts * E;
-            for (int i = 0; i < E; i++) dst[i] = src[i] * wt;
+            for (int i = 0; i < E; i++) dst[i] = src[i] * s * wt;
         }
     }
     for (int t = 0; t < n; t++) {
@@ -884,17 +908,6 @@ static void heads_norm_rope(sift_context *ctx, const sift__layer *L, float *v, i
         }
 }
 
-/* gate = gelu(gate) * up with ggml's fp16 GELU table (model.c, gelu_table). */
-static void geglu(int64_t n, float *g, const float *u, const uint16_t *tbl)
-{
-    for (int64_t i = 0; i < n; i++) {
-        const float x = g[i];
-        if (x <= -10.0f) g[i] = 0.0f;
-        else if (x >= 10.0f) g[i] = x * u[i];
-        else g[i] = sift__fp16_to_fp32(tbl[sift__fp32_to_fp16(x)]) * u[i];
-    }
-}
-
 /* Keep only the output tokens' rows (out_ids ascending, so in place is safe). */
 static void compact_rows(float *a, int64_t width, const int32_t *ids, int n)
 {
@@ -925,6 +938,46 @@ static void add_rows(float *x, const float *y, size_t n)
 static void scale_rows(float *x, size_t n, float s)
 {
     for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+/* The layer's dense feed-forward of n tokens (in, out [n][E]; out may be in): gate and up,
+ * GELU (gemma) or SwiGLU, down. */
+static void dense_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *in, float *out)
+{
+    const int64_t F = L->n_ff;
+    const sift__weight *w[2] = {&L->w_gate, &L->w_up};
+    float *o[2] = {ctx->ffn_g, ctx->ffn_u};
+    const int64_t os[2] = {F, F};
+    matmul(ctx, nth, n, in, 2, w, o, os, NULL);
+    if (ctx->model->hp.gelu) geglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->model->gelu_f16);
+    else ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
+    matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, out, ctx->model->hp.n_embd);
+}
+
+/* gemma4's feed-forward with experts (26B-A4B; llama.cpp's gemma4 graph), of the hidden state
+ * x after attention, into out: the dense FFN of ffn_norm(x) normed by post_ffw_norm_1, plus
+ * the experts of pre_ffw_norm_2(x), routed on rmsnorm(x) (no weight) / sqrt(n_embd) *
+ * ffn_gate_inp.scale, normed by post_ffw_norm_2 (ffn_post_norm and the residual follow, as in
+ * every gemma layer). moe_x holds the router's input, then (the experts done with it) the
+ * dense branch's; the dense output goes to moe_o. */
+static void gemma4_moe_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, float *out)
+{
+    const sift__hparams *hp = &ctx->model->hp;
+    const int E = hp->n_embd;
+    const float inv = 1.0f / sqrtf((float)E);
+    for (int t = 0; t < n; t++) {
+        float *r = ctx->moe_x + (size_t)t * E;
+        rmsnorm(ctx->x + (size_t)t * E, NULL, r, E, hp->rms_eps);
+        for (int i = 0; i < E; i++) r[i] = r[i] * inv * L->router_scale[i]; /* ggml_scale, then ggml_mul */
+    }
+    moe_route(ctx, nth, n, L, ctx->moe_x);
+    for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_pre_norm_2, out + (size_t)t * E, E, hp->rms_eps);
+    moe_experts(ctx, nth, n, L, out, out);
+    for (int t = 0; t < n; t++) rmsnorm(out + (size_t)t * E, L->ffn_post_norm_2, out + (size_t)t * E, E, hp->rms_eps);
+    for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->moe_x + (size_t)t * E, E, hp->rms_eps);
+    dense_ffn(ctx, nth, n, L, ctx->moe_x, ctx->moe_o);
+    for (int t = 0; t < n; t++) rmsnorm(ctx->moe_o + (size_t)t * E, L->ffn_post_norm_1, ctx->moe_o + (size_t)t * E, E, hp->rms_eps);
+    add_rows(out, ctx->moe_o, (size_t)n * E);
 }
 
 /* gemma4's per-layer inputs of every token (llama.cpp's build_inp_per_layer and
@@ -972,7 +1025,7 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
     for (int l = 0; l < hp->n_layer; l++) {
         const sift__layer *L = &m->layers[l];
         const bool last = l == hp->n_layer - 1;
-        const int HD = L->head_dim, Q = hp->n_head * HD, KV = L->n_head_kv * HD, F = L->n_ff;
+        const int HD = L->head_dim, Q = hp->n_head * HD, KV = L->n_head_kv * HD;
         for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->attn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
 
         /* keys and values of every token (they go into the cache); queries of the tokens
@@ -1024,17 +1077,16 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         if (hp->residual_scale != 0) scale_rows(ctx->xn, (size_t)n * E, hp->residual_scale);
         add_rows(ctx->x, ctx->xn, (size_t)n * E);
 
-        for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
-        if (L->w_router.data) {
-            moe_ffn(ctx, nth, n, L, ctx->xn, ctx->xn); /* the inputs are gathered before out is written */
+        if (L->router_scale) {
+            gemma4_moe_ffn(ctx, nth, n, L, ctx->xn);
         } else {
-            const sift__weight *w[2] = {&L->w_gate, &L->w_up};
-            float *out[2] = {ctx->ffn_g, ctx->ffn_u};
-            const int64_t os[2] = {F, F};
-            matmul(ctx, nth, n, ctx->xn, 2, w, out, os, NULL);
-            if (hp->gelu) geglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, m->gelu_f16);
-            else ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
-            matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, ctx->xn, E);
+            for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
+            if (L->w_router.data) {
+                moe_route(ctx, nth, n, L, ctx->xn);
+                moe_experts(ctx, nth, n, L, ctx->xn, ctx->xn); /* the inputs are gathered before out is written */
+            } else {
+                dense_ffn(ctx, nth, n, L, ctx->xn, ctx->xn);
+            }
         }
         if (L->ffn_post_norm)
             for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->ffn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);

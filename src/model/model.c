@@ -65,7 +65,9 @@ static const arch_desc archs[] = {
                  "FFN width), sliding layers from a bool array, the last shared_kv_layers reading earlier layers' K/V, V as K "
                  "where attn_v is absent, V RMS-normalized, unscaled scores, proportional RoPE (rope_freqs) on full layers, "
                  "layer_output_scale, per-layer embeddings (E2B/E4B: a second embedding per token and layer, gated into each "
-                 "layer's output); not yet: experts (26B-A4B)"},
+                 "layer's output), experts (26B-A4B: a dense GELU FFN beside softmax-routed top-k GELU experts, the router "
+                 "on the unweighted RMS-normed input / sqrt(n_embd) x ffn_gate_inp.scale, merged or separate gate-up, a scale "
+                 "per expert, each branch normed, their sum post-normed)"},
     {.name = "granite", .granite = true,
      .features = "llama + embedding, residual, attention and logit multipliers"},
     {.name = "smollm3", .nope_step = 4,
@@ -322,7 +324,8 @@ static int read_gemma(loader *ld, const arch_desc *ad)
  * layer n_kv - 2 (sliding) or n_kv - 1 (full), n_kv = n_layer - shared_kv_layers
  * (llama_model::create_memory's reuse rule). Scores are not scaled (f_attention_scale 1:
  * the q/k norms carry it), queries neither; the logits are soft-capped when the file says.
- * Experts are refused by name until they are built. */
+ * With expert_count (26B-A4B), expert_used_count and expert_feed_forward_length are required
+ * (llama.cpp would build zero-sized experts without them). */
 static int read_gemma4(loader *ld)
 {
     sift__hparams *hp = &ld->m->hp;
@@ -335,9 +338,12 @@ static int read_gemma4(loader *ld)
     if ((rc = get_int(ld, "embedding_length_per_layer_input", true, 0, 0, 1 << 16, &n_pl))) return rc;
     hp->n_embd_per_layer = n_pl;
     if ((rc = get_int(ld, "expert_count", false, 0, 0, 4096, &n_exp))) return rc;
-    if (n_exp > 0)
-        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: gemma4's experts (26B-A4B: expert_count %d) are not supported yet",
-                               n_exp);
+    if (n_exp > 0) { /* 26B-A4B: experts beside each routed layer's dense FFN, softmax, top-k, renormalized */
+        hp->n_expert = n_exp;
+        if ((rc = get_int(ld, "expert_used_count", true, 0, 1, n_exp, &hp->n_expert_used))) return rc;
+        if ((rc = get_int(ld, "expert_feed_forward_length", true, 0, 1, 1 << 24, &hp->n_ff_exp))) return rc;
+        hp->moe_norm_w = true;
+    }
     if ((rc = get_float(ld, "final_logit_softcapping", false, 0.0f, &hp->final_softcap))) return rc;
     if (hp->final_softcap < 0) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: a negative logit soft-cap");
     hp->n_layer_kv = hp->n_layer - shared;
@@ -514,6 +520,41 @@ static int get_vec(loader *ld, const char *name, int64_t n, bool required, const
     return get_vec2(ld, name, n, 1, required, out);
 }
 
+/* gemma4's experts of layer l (llama_model_gemma4::load_arch_tensors), where the layer has a
+ * router (ffn_gate_inp; the layer's dense FFN stays, as the shared expert): the router's input
+ * scale, the experts' input norm and the two branches' output norms, the experts' gate and up
+ * projections merged (ffn_gate_up_exps: each expert's gate rows, then its up rows; llama-graph's
+ * build_moe_ffn splits it there) or apart, their down projections and, optional, a scale per
+ * expert on its output. */
+static int get_gemma4_experts(loader *ld, int l, sift__layer *L)
+{
+    const sift_model *m = ld->m;
+    const sift__hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, NE = hp->n_expert, FE = hp->n_ff_exp;
+    char n[96];
+    int rc;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+    if (!sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_inp.weight"))) return SIFT_OK; /* a dense layer */
+    if (NE == 0) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: tensor '%s' without %s.expert_count", n, ld->arch);
+    if ((rc = get_weight(ld, n, E, NE, true, &L->w_router))) return rc;
+    if ((rc = get_vec(ld, NAME("ffn_gate_inp.scale"), E, true, &L->router_scale))) return rc;
+    if ((rc = get_vec(ld, NAME("pre_ffw_norm_2.weight"), E, true, &L->ffn_pre_norm_2))) return rc;
+    if ((rc = get_vec(ld, NAME("post_ffw_norm_1.weight"), E, true, &L->ffn_post_norm_1))) return rc;
+    if ((rc = get_vec(ld, NAME("post_ffw_norm_2.weight"), E, true, &L->ffn_post_norm_2))) return rc;
+    if (sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_up_exps.weight"))) {
+        /* NE experts of 2 FE rows = 2 NE parts of FE rows: expert e's gate is part 2e, its up 2e + 1 */
+        if ((rc = get_experts(ld, n, E, 2 * FE, NE, &L->w_gate_exps))) return rc;
+        L->w_gate_exps.n_part = FE;
+        L->gate_up_exps = true;
+    } else {
+        if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
+        if ((rc = get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps))) return rc;
+    }
+    if ((rc = get_experts(ld, NAME("ffn_down_exps.weight"), FE, E, NE, &L->w_down_exps))) return rc;
+    return get_vec(ld, NAME("ffn_down_exps.scale"), NE, false, &L->down_exps_scale);
+#undef NAME
+}
+
 static int load_tensors(loader *ld, const arch_desc *ad)
 {
     sift_model *m = ld->m;
@@ -526,8 +567,10 @@ static int load_tensors(loader *ld, const arch_desc *ad)
     /* per layer: norms, biases, q/k norms, output scale; gpt-oss adds the output bias, sinks, router and expert biases */
     const int64_t oai_n = ad->oai ? E + hp->n_head + (int64_t)hp->n_expert * (1 + 2 * (int64_t)hp->n_ff_exp + E) : 0;
     const int64_t NPL = hp->n_embd_per_layer, NLPL = NPL * hp->n_layer; /* gemma4's per-layer embeddings */
+    /* gemma4's experts: the router's input scale, three norms, the experts' output scales */
+    const int64_t g4moe_n = ad->gemma4 ? 4 * E + hp->n_expert : 0;
     const int64_t arena_n = E + 3 * (hp->n_rot / 2) + HDmax + NPL +
-                            (int64_t)hp->n_layer * (5 * E + Qmax + 2 * KVmax + 2 * HDmax + 1 + oai_n);
+                            (int64_t)hp->n_layer * (5 * E + Qmax + 2 * KVmax + 2 * HDmax + 1 + oai_n + g4moe_n);
     m->f32_arena = malloc((size_t)arena_n * sizeof(float));
     if (!m->f32_arena) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
     ld->arena = m->f32_arena;
@@ -637,6 +680,7 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_weight(ld, NAME("proj.weight"), NPL, E, true, &L->ple_out))) return rc;
             if ((rc = get_vec(ld, NAME("post_norm.weight"), E, true, &L->ple_post_norm))) return rc;
         }
+        if (ad->gemma4 && (rc = get_gemma4_experts(ld, l, L))) return rc;
         if (ad->gemma4) {
             const float *os = NULL;
             if ((rc = get_vec(ld, NAME("layer_output_scale.weight"), 1, false, &os))) return rc;

@@ -33,7 +33,8 @@ typedef struct sift__weight {
      * (data then stays the file's plain rows): NULL until the copy is complete; read with
      * sift__weight_x8 */
     const void *x8_late;
-    int64_t n_part;  /* an expert stack: rows per expert (forward.c reads each as a row range); 0 */
+    int64_t n_part;  /* an expert stack: rows per expert (forward.c reads each as a row range; gemma4's merged
+                        gate-up: per half of an expert); 0 */
 } sift__weight;
 
 /* The matrix in the x8 layout, or NULL where its kernels read the plain rows at data (yet). */
@@ -76,6 +77,13 @@ typedef struct sift__layer {
      * experts' biases, expert after expert ([n_ff_exp] for gate/up, [n_embd] for down) */
     const float *bo, *sinks;
     const float *b_router, *b_gate_exps, *b_up_exps, *b_down_exps;
+    /* gemma4's experts (26B-A4B; router_scale NULL without), beside the layer's dense FFN (the
+     * shared expert): the router's input scale [n_embd], the experts' input norm and the dense
+     * and expert branches' output norms [n_embd], each expert's output scale [n_expert] (or
+     * NULL); gate_up_exps: w_gate_exps is ffn_gate_up_exps, parts of n_ff_exp rows, expert e's
+     * gate part 2e and its up part 2e + 1 (w_up_exps unused) */
+    const float *router_scale, *ffn_pre_norm_2, *ffn_post_norm_1, *ffn_post_norm_2, *down_exps_scale;
+    bool gate_up_exps;
 } sift__layer;
 
 typedef struct sift__hparams {

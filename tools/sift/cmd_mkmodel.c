@@ -70,9 +70,10 @@ static void usage(FILE *f)
                "                   half of them; -1: none)\n"
                "  --ple N          gemma4: per-layer embeddings of width N (E2B/E4B: 256; default none)\n"
                "  --head-dim N     head size when it is not dim/heads (the key_length key)\n"
-               "  --experts N      qwen3moe, gpt-oss: experts per layer (default 8)\n"
-               "  --experts-used K qwen3moe, gpt-oss: experts each token is routed to (default 2)\n"
-               "  --ff-exp N       qwen3moe, gpt-oss: each expert's feed-forward width (default --ff)\n"
+               "  --experts N      qwen3moe, gpt-oss: experts per layer (default 8); gemma4: experts beside\n"
+               "                   each layer's dense FFN (26B-A4B's shape; default none)\n"
+               "  --experts-used K qwen3moe, gpt-oss, gemma4: experts each token is routed to (default 2)\n"
+               "  --ff-exp N       qwen3moe, gpt-oss, gemma4: each expert's feed-forward width (default --ff)\n"
                "  --type-exps T    the experts' type (default --type's); mxfp4 as gpt-oss's own files\n"
                "  --swa N          sliding window in positions (gemma2/gemma3/gpt-oss; default 4096 for\n"
                "                   gemma2, none for gemma3, 128 for gpt-oss)\n"
@@ -251,7 +252,9 @@ int sift_cmd_mkmodel(int argc, char **argv)
     const int hd = sp.head_dim ? sp.head_dim : sp.n_embd / sp.n_head;
     const bool moe = !strcmp(sp.arch, "qwen3moe") || !strcmp(sp.arch, "gpt-oss");
     const double n_exp = sp.n_expert > 0 ? sp.n_expert : 8, ff_exp = sp.n_ff_exp > 0 ? sp.n_ff_exp : sp.n_ff;
-    const double ffn = moe ? (double)sp.n_embd * n_exp * (3.0 * ff_exp + 1) : 3.0 * sp.n_embd * sp.n_ff;
+    const bool g4moe = !strcmp(sp.arch, "gemma4") && sp.n_expert > 0; /* experts beside the dense FFN */
+    const double exps = (double)sp.n_embd * n_exp * (3.0 * ff_exp + 1);
+    const double ffn = moe ? exps : 3.0 * sp.n_embd * sp.n_ff + (g4moe ? exps : 0);
     const double params = (double)n_vocab * sp.n_embd * 2 +
                           (double)sp.n_layer * ((double)sp.n_embd * (2.0 * sp.n_head * hd + 2.0 * sp.n_head_kv * hd) + ffn);
     printf("sift mkmodel: %s, dim %d, %d layers, %d heads (%d KV, head size %d), ff %d, vocab %lld, %s: "
