@@ -35,9 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "core/perf.h"
 #include "core/status.h"
@@ -511,9 +508,10 @@ static void *xcalloc(size_t n, size_t size, bool *fail)
  * llama.cpp clears its KV buffer when it makes a context, not page by page in the first
  * decodes: the cache is transposed, so a prompt of 32 tokens touched 2 x n_layer x n_head_kv x
  * head_dim fresh pages, one page fault per value row (a tenth of a fresh context's first
- * prompt). Where the kernel lends transparent huge pages on request, the cache asks for them:
- * 2 MB pages make those faults 512 times fewer, and attention at depth, which reads head_dim
- * rows 4 x n_ctx_seq bytes apart, misses the TLB far less. Freed with free(). */
+ * prompt). Aligned to 2 MiB so that, once zeroed, it can move into 2 MiB pages
+ * (sift__pages_huge after kv_cache_zero; asked for before the touch, those pages made the
+ * context wait 160-500 ms on a VM right after another process exited: pages.c). Freed with
+ * free(). */
 static float *kv_cache_alloc(size_t n, bool *fail)
 {
     const size_t bytes = n * sizeof(float), huge = (size_t)2 << 20;
@@ -523,16 +521,13 @@ static float *kv_cache_alloc(size_t n, bool *fail)
         *fail = true;
         return NULL;
     }
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= huge) (void)madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE); /* a hint: failure is harmless */
-#endif
     return p;
 }
 
 /* Zeroing the cache is the context's largest cost on a VM: a fresh page is backed by the host
  * on first touch (about 1-3 ms per MiB here, the guest waiting, not computing), and the
  * cache is tens of MiB. Those waits overlap across vCPUs, so every thread of the context
- * zeroes its share: 2 MiB chunks (a huge page each) over the K then the V cache. */
+ * zeroes its share: 2 MiB chunks over the K then the V cache. */
 typedef struct {
     float *cache[2];
     size_t bytes;
@@ -766,6 +761,8 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
         return NULL;
     }
     kv_cache_zero(ctx, cache_n);
+    sift__pages_huge(ctx->k_cache, cache_n * sizeof(float)); /* populated: 2 MiB pages from now on */
+    sift__pages_huge(ctx->v_cache, cache_n * sizeof(float));
     return ctx;
 }
 

@@ -5,7 +5,7 @@
  * which the forward pass reads as plain float arrays whatever type the file stored them
  * in. The weight matrices the forward pass multiplies by are used in place from the file
  * mapping, except those whose chosen kernel reads a repacked layout (Q4_K x8 where the
- * load-time probe finds it faster), which are copied into huge-page memory and repacked
+ * load-time probe finds it faster), which are copied into anonymous memory and repacked
  * (weights.c; SIFT_COPY=1 copies all of them, SIFT_MMAP=1 none). The token embeddings
  * always stay in the file (one row per token). */
 #ifndef SIFT_MODEL_MODEL_H
@@ -27,7 +27,7 @@ typedef struct sift__weight {
     size_t row_bytes;
     const void *data;
     const char *name;
-    bool huge_pages; /* data is weights.c's copy, asked for in 2 MiB pages */
+    bool huge_pages; /* data is weights.c's copy (2 MiB pages: at once with SIFT_COPY=1, else in time) */
     bool x8;         /* rows in groups of eight (repack.h): only kernels' gemm_x8 reads it */
     /* the same matrix in the x8 layout, packed after load by weights.c's background thread
      * (data then stays the file's plain rows): NULL until the copy is complete; read with
@@ -156,7 +156,7 @@ struct sift_model {
 };
 
 /* Choose the kernels (m->k_auto) for the weight types the model uses, then place the
- * matrices: those k_auto wants in the x8 layout are copied into anonymous huge-page memory
+ * matrices: those k_auto wants in the x8 layout are copied into anonymous memory
  * and repacked, the rest are used in place from the file mapping (weights.c). SIFT_MMAP=1
  * maps everything (no repack), SIFT_COPY=1 copies everything (the layout of old). A
  * refused allocation leaves the mapping serving. Frees nothing on failure. */
@@ -169,5 +169,8 @@ void sift__weights_read(char *dst, int fd, uint64_t off, const char *src, size_t
 void sift__weights_wait(sift_model *m);
 /* Release what sift__weights_place took. */
 void sift__weights_free(sift_model *m);
+/* Ask for transparent huge pages on the 2 MiB pages inside [p, p + n): advice, nothing on a
+ * kernel without them. Called once the block is populated, not before (pages.c says why). */
+void sift__pages_huge(void *p, size_t n);
 
 #endif

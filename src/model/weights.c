@@ -9,8 +9,8 @@
  * reads another layout (Q4_K, Q5_K, Q6_K and MXFP4 in the x8 layout of repack.h, where the
  * load-time probe measures it faster: model/choose.c; MXFP4 expert stacks too, gpt-oss's
  * experts; Q8_0 only on request, SIFT_PACK_NOW=1 or SIFT_PACK_LATE=1: its plain rows stream
- * as fast, see choose.c) are copied into an anonymous mapping, asked for in transparent huge
- * pages, and repacked there: Q4_K and MXFP4 during the load, Q5_K, Q6_K (and Q8_0 with
+ * as fast, see choose.c) are copied into an anonymous mapping, faulted in 4 KiB pages and
+ * marked for transparent huge pages once complete (pages.c), and repacked there: Q4_K and MXFP4 during the load, Q5_K, Q6_K (and Q8_0 with
  * SIFT_PACK_LATE=1) after it (pack_late below: their copy would cost more than the rest of
  * the load), by a thread of its own while the decodes read the plain rows from the mapping;
  * each matrix switches to its packed copy once that is complete (sift__weight_x8). Both
@@ -204,6 +204,31 @@ static void *copy_worker(void *arg)
     return NULL;
 }
 
+/* A 2 MiB-aligned anonymous mapping of size bytes (a multiple of 2 MiB); NULL if refused.
+ * With huge_now (SIFT_COPY=1's copy of every matrix, for the rows_huge kernels) it asks for
+ * 2 MiB pages before the copy touches it; otherwise the copy faults it in 4 KiB pages and
+ * asks once it is complete (pages.c: a hinted fault can wait on compaction or, on a VM, on
+ * the host backing a whole 2 MiB block: the Q4_K copy of a 0.6B model took 3-4x the CPU). */
+static char *map_aligned(size_t size, bool huge_now)
+{
+    char *p = mmap(NULL, size + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    const size_t head = round_up((uintptr_t)p, HUGE_PAGE) - (uintptr_t)p;
+    if (head) munmap(p, head);
+    if (HUGE_PAGE - head) munmap(p + head + size, HUGE_PAGE - head);
+    p += head;
+    if (huge_now) sift__pages_huge(p, size);
+    return p;
+}
+
+/* The copy is complete: read-only from now on (shared between contexts, as the file was),
+ * and into 2 MiB pages as the kernel finds time (pages.c; a no-op where it was asked before). */
+static void copy_done(char *mem, size_t size)
+{
+    mprotect(mem, size, PROT_READ);
+    sift__pages_huge(mem, size);
+}
+
 /* The packing after load: one thread takes the chunks in order, and each matrix whose bytes
  * are all in place is published (x8_late, release: a decode that sees the pointer sees the
  * bytes). Stops early when the model is freed or the memory is refused; the published
@@ -241,25 +266,9 @@ static void *late_worker(void *arg)
         for (; done < J->n && J->parts[done].at + J->parts[done].n <= hi; done++)
             __atomic_store_n(&L->ws[done]->x8_late, (const void *)(J->mem + J->parts[done].at), __ATOMIC_RELEASE);
     }
-    if (done == J->n) mprotect(J->mem, J->size, PROT_READ);
+    if (done == J->n) copy_done(J->mem, J->size);
     free(buf);
     return NULL;
-}
-
-/* A 2 MiB-aligned anonymous mapping of size bytes (a multiple of 2 MiB), in huge pages where
- * the kernel lends them; NULL if refused. */
-static char *map_huge(size_t size)
-{
-    char *p = mmap(NULL, size + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-    const size_t head = round_up((uintptr_t)p, HUGE_PAGE) - (uintptr_t)p;
-    if (head) munmap(p, head);
-    if (HUGE_PAGE - head) munmap(p + head + size, HUGE_PAGE - head);
-    p += head;
-#ifdef MADV_HUGEPAGE
-    madvise(p, size, MADV_HUGEPAGE); /* advice only: small pages still work */
-#endif
-    return p;
 }
 
 /* Is w to be read in the x8 layout (k_auto packs its type)? Q4_K, Q5_K, Q6_K and Q8_0 matrices (not
@@ -318,7 +327,7 @@ static void copy_matrices(sift_model *m, bool all, bool late)
     }
     if (total == 0) goto done;
     J.size = round_up(total, HUGE_PAGE);
-    if (!(J.mem = map_huge(J.size))) goto done;
+    if (!(J.mem = map_aligned(J.size, all))) goto done;
     atomic_init(&J.next, 0);
     atomic_init(&J.failed, false);
     if (late && !all) {
@@ -350,7 +359,7 @@ static void copy_matrices(sift_model *m, bool all, bool late)
         munmap(J.mem, J.size); /* the mapping serves, as with SIFT_MMAP=1 */
         goto done;
     }
-    mprotect(J.mem, J.size, PROT_READ); /* shared read-only between contexts, as the file was */
+    copy_done(J.mem, J.size);
     for (int i = 0; i < J.n; i++) {
         ws[i]->data = J.mem + J.parts[i].at;
         ws[i]->huge_pages = true;
