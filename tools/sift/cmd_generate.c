@@ -62,13 +62,26 @@
  * again. In interactive and conversation modes (llama-cli's sigint_handler) the first stops
  * the current reply and hands control back; one while waiting for input, or a second before
  * the reply noticed the first, ends the session with the perf summary (exit 130). The
- * handler only sets flags: the perf summary is printed by the code that sees them. */
+ * handler only sets flags: the perf summary is printed by the code that sees them.
+ * One Ctrl-C can arrive twice: `timeout -s INT` signals the command and then its whole
+ * process group, the command included, and the second came after the handler had run about
+ * one time in twelve, killing sift before its summary. So a second SIGINT within
+ * SIGINT_ECHO_NS of the first is that same one; later, it is the default action. */
+#define SIGINT_ECHO_NS 200000000LL
 static volatile sig_atomic_t interrupted, quit_requested, waiting_input, interactive_mode;
+static struct timespec first_sigint;
 static void on_sigint(int sig)
 {
     if (!interactive_mode) {
-        interrupted = 1;
-        signal(sig, SIG_DFL);
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t); /* (async-signal-safe) */
+        if (!interrupted) {
+            first_sigint = t;
+            interrupted = 1;
+        } else if ((long long)(t.tv_sec - first_sigint.tv_sec) * 1000000000LL + (t.tv_nsec - first_sigint.tv_nsec) >= SIGINT_ECHO_NS) {
+            signal(sig, SIG_DFL);
+            raise(sig);
+        }
     } else if (waiting_input || interrupted) {
         quit_requested = 1;
     } else {
