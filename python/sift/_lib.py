@@ -98,6 +98,7 @@ sift_token sift_vocab_bos(const sift_vocab *vocab);
 sift_token sift_vocab_eos(const sift_vocab *vocab);
 sift_token sift_vocab_eot(const sift_vocab *vocab);
 bool sift_vocab_is_eog(const sift_vocab *vocab, sift_token token);
+const sift_token *sift_vocab_suppress_tokens(const sift_vocab *vocab, int32_t *n);
 int32_t sift_tokenize(const sift_vocab *vocab, const char *text, size_t len, sift_token *tokens,
                       int32_t cap, bool add_special, bool parse_special);
 int32_t sift_token_to_piece(const sift_vocab *vocab, sift_token token, char *buf, int32_t len,

@@ -52,6 +52,18 @@ class Vocab:
         t = int(lib.sift_vocab_eot(self._ptr))
         return t if t != TOKEN_NULL else self.eos
 
+    @property
+    def suppress_tokens(self):
+        """The ids the model asks never to be sampled (tokenizer.ggml.suppress_tokens, in the
+        file's order, ids outside the vocabulary dropped), as an int32 numpy array. A chain
+        made with Chain.from_params(vocab=...) bans them, as llama.cpp's common_sampler_init
+        does."""
+        n = ffi.new("int32_t *")
+        p = lib.sift_vocab_suppress_tokens(self._ptr, n)
+        if p == ffi.NULL or n[0] == 0:
+            return np.empty(0, dtype=np.int32)
+        return np.frombuffer(ffi.buffer(p, 4 * n[0]), dtype=np.int32).copy()
+
     def is_eog(self, token):
         return bool(lib.sift_vocab_is_eog(self._ptr, int(token)))
 

@@ -58,6 +58,35 @@ def test_bad_grammar_and_vocab(shared, tmp_path):
         sift.Vocab(bad)
 
 
+def with_suppress_tokens(src, dst, ids):
+    """src's GGUF with tokenizer.ggml.suppress_tokens = ids (an int32 array) put first among
+    its keys. Only for files without tensors (a vocabulary), whose bytes after the keys
+    are not read."""
+    import struct
+
+    data = src.read_bytes()
+    magic, version, n_tensors, n_kv = struct.unpack_from("<4sIQQ", data)
+    assert magic == b"GGUF" and n_tensors == 0
+    key = b"tokenizer.ggml.suppress_tokens"
+    kv = struct.pack("<Q", len(key)) + key + struct.pack("<IIQ", 9, 5, len(ids)) + struct.pack(f"<{len(ids)}i", *ids)
+    dst.write_bytes(struct.pack("<4sIQQ", magic, version, n_tensors, n_kv + 1) + kv + data[24:])
+    return dst
+
+
+def test_suppress_tokens(shared, tmp_path):
+    """tokenizer.ggml.suppress_tokens: the list as llama.cpp's llama_vocab_get_suppress_tokens
+    gives it (file order, ids outside the vocabulary dropped), and banned by from_params."""
+    base = shared / "models" / "vocab" / "ggml-vocab-llama-spm.gguf"
+    assert len(sift.Vocab(base).suppress_tokens) == 0
+    vocab = sift.Vocab(with_suppress_tokens(base, tmp_path / "sup.gguf", [500, 7, -1, 40000, 31999]))
+    assert vocab.suppress_tokens.tolist() == [500, 7, 31999]
+    logits = np.zeros(vocab.n_tokens, dtype=np.float32)
+    logits[500], logits[7], logits[31999], logits[1234] = 9.0, 8.0, 7.0, 6.0
+    assert sift.Chain.from_params(vocab=vocab, temp=0).sample(logits) == 1234
+    # without the vocabulary the chain cannot know them: the top logit wins
+    assert sift.Chain.from_params(n_vocab=vocab.n_tokens, temp=0).sample(logits) == 500
+
+
 def test_json_schema_generation_with_a_model(shared):
     """stories260K writes a person as JSON: grammar first, top_k + temp + dist."""
     model = sift.Model(shared / "models" / "stories260K.gguf", n_ctx=256, n_threads=1)
