@@ -37,6 +37,11 @@
  *          YaRN x4, head size 32 apart from n_embd / n_head, 16 experts of width 64, 4 used
  *          (top-4 of the biased router logits, their softmax), biased experts through the
  *          clamped SwiGLU; F32 experts
+ *   qwen35 hybrid: Gated DeltaNet layers (conv1d with its state, L2-normed q/k tiled from 2 to 4
+ *          heads, the delta rule, gated RMSNorm) and on every 4th layer gated full attention
+ *          (q/k norms, sigmoid gate, 4 of 16 dims rotated by neox = text M-RoPE); one MTP layer
+ *          appended, which both engines load and skip. qwen35b: 6 layers, attention every 3rd,
+ *          1 q/k head tiled to 2 v heads of size 24, head size 32, tied head
  *   gptossmx the same with the experts in MXFP4, as gpt-oss's own files have them (both
  *          engines multiply them against Q8_0-rounded activations)
  *
@@ -212,6 +217,11 @@ int main(int argc, char **argv)
         {"gptossmx", {.arch = "gpt-oss", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
                       .freq_base = 1.5e5f, .rope_yarn = 4, .n_swa = 8, .n_expert = 16, .n_expert_used = 4, .n_ff_exp = 64,
                       .exp_type = SIFT_TYPE_MXFP4, .out_scale = 4, .seed = 23}, TOL_Q8_ACT},
+        {"qwen35", {.arch = "qwen35", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
+                    .freq_base = 1e7f, .n_nextn = 1, .out_scale = 4, .seed = 29}, TOL_EXACT},
+        {"qwen35b", {.arch = "qwen35", .n_embd = 64, .n_ff = 96, .n_layer = 6, .n_head = 4, .n_head_kv = 1, .head_dim = 32,
+                     .attn_interval = 3, .ssm_groups = 1, .ssm_v_heads = 2, .ssm_state = 24, .tied = true, .out_scale = 4,
+                     .seed = 30}, TOL_EXACT},
     };
     enum { N_MODELS = sizeof models / sizeof *models };
     char cmd[8192];
