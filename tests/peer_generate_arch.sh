@@ -8,7 +8,8 @@
 # per-layer embeddings of width 64 (E2B/E4B's second embedding table), with 8 experts, 2
 # used, beside each layer's dense FFN (26B-A4B's shape), and with its own tokenizer model
 # (`--tokenizer gemma4`: the vocabulary rewritten as Gemma 4's BPE over characters, so the
-# prompt's tokens and the text's pieces are that tokenizer's).
+# prompt's tokens and the text's pieces are that tokenizer's). qwen35 at that shape is DeltaNet on
+# layers 0-2 and gated attention on layer 3 (mkmodel's interval 4).
 # usage: peer_generate_arch.sh SIFT PEER_GENERATE SHARED_DIR
 set -u
 sift=$1 peer=$2 shared=$3
