@@ -16,7 +16,7 @@ sift=$1 peer=$2 shared=$3
 dir=$(mktemp -d /tmp/sift_peer_gen_arch_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail=0 n=0
-for arch in llama qwen2 qwen3 qwen3moe qwen35 gemma2 gemma3 gemma4 gemma4/ple gemma4/moe gemma4/tok granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
+for arch in llama qwen2 qwen3 qwen3moe qwen35 qwen35moe gemma2 gemma3 gemma4 gemma4/ple gemma4/moe gemma4/tok granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
     exps=${arch#*/}
     arch=${arch%/*}
     [ "$exps" = "$arch" ] && exps=

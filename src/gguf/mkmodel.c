@@ -129,11 +129,11 @@ static mk_layer layer_shape(const sift__mkmodel_spec *sp, int l)
 
 static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
 {
-    static const char *const known[] = {"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "gemma2", "gemma3", "gemma4", "granite", "smollm3", "phi3", "gpt-oss"};
+    static const char *const known[] = {"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "gemma2", "gemma3", "gemma4", "granite", "smollm3", "phi3", "gpt-oss"};
     bool ok = false;
     for (size_t i = 0; sp->arch && i < sizeof known / sizeof *known; i++) ok |= !strcmp(sp->arch, known[i]);
     if (!ok)
-        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, qwen3moe, qwen35, gemma2, gemma3, gemma4, granite, smollm3, phi3 or gpt-oss",
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, gemma2, gemma3, gemma4, granite, smollm3, phi3 or gpt-oss",
                               sp->arch ? sp->arch : "(null)");
 #define RANGE(f, lo, hi)                                                                                           \
     if (sp->f < (lo) || sp->f > (hi))                                                                              \
@@ -175,7 +175,10 @@ static bool wants_qk_norm(const sift__mkmodel_spec *sp)
 {
     return sp->qk_norm || !strcmp(sp->arch, "qwen3") || !strcmp(sp->arch, "qwen3moe") || !strcmp(sp->arch, "gemma3") || is_g4(sp);
 }
-static bool is_moe(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen3moe") || is_oai(sp); }
+static bool is_moe(const sift__mkmodel_spec *sp)
+{
+    return !strcmp(sp->arch, "qwen3moe") || !strcmp(sp->arch, "qwen35moe") || is_oai(sp);
+}
 /* gemma4 with experts (26B-A4B's shape) when n_expert is given: beside each layer's dense FFN */
 static bool g4_moe(const sift__mkmodel_spec *sp) { return is_g4(sp) && sp->n_expert > 0; }
 static bool wants_post_norms(const sift__mkmodel_spec *sp) { return !strncmp(sp->arch, "gemma", 5); }
@@ -184,7 +187,7 @@ static bool wants_post_norms(const sift__mkmodel_spec *sp) { return !strncmp(sp-
 typedef struct mk_q35 {
     int interval, groups, v_heads, state, d_conv, n_rot, conv_dim;
 } mk_q35;
-static bool is_q35(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen35"); }
+static bool is_q35(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen35") || !strcmp(sp->arch, "qwen35moe"); }
 static mk_q35 q35_shape(const sift__mkmodel_spec *sp)
 {
     const int hd = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
@@ -229,9 +232,25 @@ static int q35_layer(mk_state *S, int l)
         T(N("attn_output.weight"), Q, E, MK_MATRIX)
     }
     T(N("post_attention_norm.weight"), E, 1, MK_NORM)
-    T(N("ffn_gate.weight"), E, sp->n_ff, MK_MATRIX)
-    T(N("ffn_up.weight"), E, sp->n_ff, MK_MATRIX)
-    T(N("ffn_down.weight"), sp->n_ff, E, MK_MATRIX)
+    if (is_moe(sp)) { /* qwen35moe: routed experts (gate and up merged on even layers, apart on odd ones), shared expert */
+        const int NE = sp->n_expert > 0 ? sp->n_expert : 8, FE = sp->n_ff_exp > 0 ? sp->n_ff_exp : sp->n_ff;
+        T(N("ffn_gate_inp.weight"), E, NE, MK_MATRIX)
+        if (l % 2 == 0) {
+            if ((rc = mk_tensor3(S, N("ffn_gate_up_exps.weight"), E, 2 * FE, NE, MK_EXPERTS)) != SIFT_OK) return rc;
+        } else {
+            if ((rc = mk_tensor3(S, N("ffn_gate_exps.weight"), E, FE, NE, MK_EXPERTS)) != SIFT_OK) return rc;
+            if ((rc = mk_tensor3(S, N("ffn_up_exps.weight"), E, FE, NE, MK_EXPERTS)) != SIFT_OK) return rc;
+        }
+        if ((rc = mk_tensor3(S, N("ffn_down_exps.weight"), FE, E, NE, MK_EXPERTS)) != SIFT_OK) return rc;
+        T(N("ffn_gate_inp_shexp.weight"), E, 1, MK_MATRIX)
+        T(N("ffn_gate_shexp.weight"), E, sp->n_ff, MK_MATRIX)
+        T(N("ffn_up_shexp.weight"), E, sp->n_ff, MK_MATRIX)
+        T(N("ffn_down_shexp.weight"), sp->n_ff, E, MK_MATRIX)
+    } else {
+        T(N("ffn_gate.weight"), E, sp->n_ff, MK_MATRIX)
+        T(N("ffn_up.weight"), E, sp->n_ff, MK_MATRIX)
+        T(N("ffn_down.weight"), sp->n_ff, E, MK_MATRIX)
+    }
     if (l >= sp->n_layer) { /* the MTP block's own tensors */
         T(N("nextn.eh_proj.weight"), 2 * E, E, MK_MATRIX)
         T(N("nextn.enorm.weight"), E, 1, MK_NORM)
@@ -247,17 +266,21 @@ static int q35_layer(mk_state *S, int l)
 static void q35_keys(sift__gguf_writer *w, const sift__mkmodel_spec *sp)
 {
     const mk_q35 q = q35_shape(sp);
-    sift__gguf_writer_set_u32(w, "qwen35.ssm.conv_kernel", (uint32_t)q.d_conv);
-    sift__gguf_writer_set_u32(w, "qwen35.ssm.state_size", (uint32_t)q.state);
-    sift__gguf_writer_set_u32(w, "qwen35.ssm.group_count", (uint32_t)q.groups);
-    sift__gguf_writer_set_u32(w, "qwen35.ssm.time_step_rank", (uint32_t)q.v_heads);
-    sift__gguf_writer_set_u32(w, "qwen35.ssm.inner_size", (uint32_t)(q.v_heads * q.state));
-    sift__gguf_writer_set_u32(w, "qwen35.full_attention_interval", (uint32_t)q.interval);
-    sift__gguf_writer_set_u32(w, "qwen35.rope.dimension_count", (uint32_t)q.n_rot);
-    if (sp->n_nextn > 0) sift__gguf_writer_set_u32(w, "qwen35.nextn_predict_layers", (uint32_t)sp->n_nextn);
+    char key[128];
+#define KEY(s) (snprintf(key, sizeof key, "%s." s, sp->arch), key)
+    sift__gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), (uint32_t)q.d_conv);
+    sift__gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)q.state);
+    sift__gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)q.groups);
+    sift__gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)q.v_heads);
+    sift__gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)(q.v_heads * q.state));
+    sift__gguf_writer_set_u32(w, KEY("full_attention_interval"), (uint32_t)q.interval);
+    sift__gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)q.n_rot);
+    if (sp->n_nextn > 0) sift__gguf_writer_set_u32(w, KEY("nextn_predict_layers"), (uint32_t)sp->n_nextn);
     const int half = q.n_rot / 2;
     const int32_t sec[4] = {(half + 2) / 3, (half + 1) / 3, half / 3, 0};
-    sift__gguf_writer_set_arr(w, "qwen35.rope.dimension_sections", SIFT_GGUF_INT32, sec, 4);
+    sift__gguf_writer_set_arr(w, KEY("rope.dimension_sections"), SIFT_GGUF_INT32, sec, 4);
+    if (is_moe(sp)) sift__gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)sp->n_ff);
+#undef KEY
 }
 static bool always_tied(const sift__mkmodel_spec *sp) { return wants_post_norms(sp) && !is_g4(sp); }
 
@@ -283,7 +306,7 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
         const mk_q35 q = q35_shape(sp);
         const int64_t VD = (int64_t)q.v_heads * q.state;
         for (int l = 0; l < sp->n_layer + sp->n_nextn; l++) {
-            b += 2 * MAT(E, F) + MAT(F, E) + (uint64_t)E * 8;
+            b += (is_moe(sp) ? ffn + MAT(E, 1) + 2 * MAT(E, F) + MAT(F, E) : 2 * MAT(E, F) + MAT(F, E)) + (uint64_t)E * 8;
             if (q35_recurrent(sp, l))
                 b += MAT(E, q.conv_dim) + MAT(E, VD) + 2 * MAT(E, q.v_heads) + MAT(VD, E) +
                      (uint64_t)(q.d_conv * q.conv_dim + 2 * q.v_heads + q.state) * 4;

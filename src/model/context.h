@@ -78,6 +78,7 @@ struct sift_context {
     float *qg, *gate;
     float *ssm_qkv, *ssm_z, *ssm_b, *ssm_a, *ssm_row;
     float *rs_conv, *rs_ssm;
+    float *shexp_out, *shexp_g; /* qwen35moe's shared expert: its output [n_batch][n_embd], its gate [n_batch] */
     const float *rope_factors; /* the model's RoPE divisors for this context's size (llama 3.1's, or
                                   LongRoPE's long or short set), or NULL */
     const float *rope_factors_swa; /* the sliding layers' (the same, but NULL for gemma4: full layers only) */

@@ -702,6 +702,8 @@ void sift_context_free(sift_context *ctx)
     free(ctx->ssm_row);
     free(ctx->rs_conv);
     free(ctx->rs_ssm);
+    free(ctx->shexp_out);
+    free(ctx->shexp_g);
     for (int f = 0; f < SIFT_ACT_COUNT; f++) free(ctx->act[f]);
     free(ctx->scores);
     free(ctx->deq);
@@ -726,7 +728,8 @@ static void formats_used(const sift_model *m, int64_t max_in[SIFT_ACT_COUNT])
         const sift__weight *ws[] = {&L->wq,       &L->wk,          &L->wv,        &L->wo,         &L->w_gate,
                                     &L->w_up,     &L->w_down,      &L->w_router,  &L->w_gate_exps, &L->w_up_exps,
                                     &L->w_down_exps, &L->ple_gate,  &L->ple_out,    &L->ssm_qkv,    &L->ssm_z,
-                                    &L->ssm_beta, &L->ssm_alpha,   &L->ssm_out};
+                                    &L->ssm_beta, &L->ssm_alpha,   &L->ssm_out,    &L->w_shexp_gate, &L->w_gate_shexp,
+                                    &L->w_up_shexp, &L->w_down_shexp};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
             const sift__act_format f = sift__act_format_of(ws[i]->type);
             if (ws[i]->n_in > max_in[f]) max_in[f] = ws[i]->n_in;
@@ -867,6 +870,10 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
         const size_t per_seq = (size_t)hp->n_layer_rs * (size_t)ctx->n_seq;
         ctx->rs_conv = xcalloc(per_seq * rs_conv_n(hp) + 1, sizeof(float), &fail);
         ctx->rs_ssm = xcalloc(per_seq * rs_ssm_n(hp), sizeof(float), &fail);
+        if (hp->n_ff_shexp > 0) {
+            ctx->shexp_out = xcalloc(B * E, sizeof(float), &fail);
+            ctx->shexp_g = xcalloc(B, sizeof(float), &fail);
+        }
     }
     ctx->seq_next = xcalloc((size_t)ctx->n_seq, sizeof(int32_t), &fail);
     ctx->tok_seq = xcalloc(B, sizeof(int32_t), &fail);
@@ -1072,18 +1079,42 @@ static void scale_rows(float *x, size_t n, float s)
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
-/* The layer's dense feed-forward of n tokens (in, out [n][E]; out may be in): gate and up,
+/* A gated feed-forward of n tokens of width F (in, out [n][E]; out may be in): gate and up,
  * GELU (gemma) or SwiGLU, down. */
-static void dense_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *in, float *out)
+static void gated_ffn(sift_context *ctx, int nth, int n, const sift__weight *gate, const sift__weight *up,
+                      const sift__weight *down, int64_t F, const float *in, float *out)
 {
-    const int64_t F = L->n_ff;
-    const sift__weight *w[2] = {&L->w_gate, &L->w_up};
+    const sift__weight *w[2] = {gate, up};
     float *o[2] = {ctx->ffn_g, ctx->ffn_u};
     const int64_t os[2] = {F, F};
     matmul(ctx, nth, n, in, 2, w, o, os, NULL);
     if (ctx->model->hp.gelu) geglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->model->gelu_f16);
     else ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
-    matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, out, ctx->model->hp.n_embd);
+    matmul1(ctx, nth, n, ctx->ffn_g, down, out, ctx->model->hp.n_embd);
+}
+
+/* The layer's dense feed-forward. */
+static void dense_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *in, float *out)
+{
+    gated_ffn(ctx, nth, n, &L->w_gate, &L->w_up, &L->w_down, L->n_ff, in, out);
+}
+
+/* qwen35moe's shared expert of the normed input xn, before the routed experts overwrite it:
+ * shexp_out = SwiGLU-FFN(xn), shexp_g = xn . ffn_gate_inp_shexp (added by shexp_add). */
+static void shexp_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *xn)
+{
+    gated_ffn(ctx, nth, n, &L->w_gate_shexp, &L->w_up_shexp, &L->w_down_shexp, ctx->model->hp.n_ff_shexp, xn, ctx->shexp_out);
+    matmul1(ctx, nth, n, xn, &L->w_shexp_gate, ctx->shexp_g, 1);
+}
+
+/* out (the routed experts' sum) += shared expert x sigmoid(its gate), as llama.cpp's qwen35moe graph. */
+static void shexp_add(sift_context *ctx, int n, float *out)
+{
+    const int E = ctx->model->hp.n_embd;
+    for (int t = 0; t < n; t++) {
+        const float g = 1.0f / (1.0f + expf(-ctx->shexp_g[t]));
+        for (int i = 0; i < E; i++) out[(size_t)t * E + i] += ctx->shexp_out[(size_t)t * E + i] * g;
+    }
 }
 
 /* gemma4's feed-forward with experts (26B-A4B; llama.cpp's gemma4 graph), of the hidden state
@@ -1236,8 +1267,10 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         } else {
             for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
             if (L->w_router.data) {
+                if (L->w_shexp_gate.data) shexp_ffn(ctx, nth, n, L, ctx->xn);
                 moe_route(ctx, nth, n, L, ctx->xn);
                 moe_experts(ctx, nth, n, L, ctx->xn, ctx->xn); /* the inputs are gathered before out is written */
+                if (L->w_shexp_gate.data) shexp_add(ctx, n, ctx->xn);
             } else {
                 dense_ffn(ctx, nth, n, L, ctx->xn, ctx->xn);
             }

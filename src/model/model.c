@@ -81,6 +81,12 @@ static const arch_desc archs[] = {
     {.name = "gpt-oss", .rope_neox = true, .qkv_bias = true, .moe = true, .oai = true, .swa_pattern = 2,
      .features = "Q/K/V/output biases, attention sinks, sliding window on every other layer, neox RoPE (yarn), mixture of experts "
                  "with biases (top-k router logits, softmax over them, clamped SwiGLU), MXFP4 experts"},
+    {.name = "qwen35moe", .rope_neox = true, .qk_norm = true, .qwen35 = true, .moe = true,
+     .features = "qwen35's hybrid (Gated DeltaNet with a recurrent state, gated full attention every "
+                 "full_attention_interval-th layer) with a mixture of experts in every layer (softmax router, top-k, "
+                 "renormalized; gate and up merged or apart) plus a shared SwiGLU expert gated by sigmoid(x ffn_gate_inp_shexp). "
+                 "Sequences can be removed or copied whole only: no partial removal, shift, speculative decoding or "
+                 "state files"},
     {.name = "qwen35", .rope_neox = true, .qk_norm = true, .qwen35 = true,
      .features = "hybrid: Gated DeltaNet linear-attention layers (causal conv1d with a conv state, L2-normed q/k, the delta "
                  "rule over a per-sequence recurrent state, gated RMSNorm) and, every full_attention_interval-th layer, gated "
@@ -760,8 +766,22 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         if (ad->moe && sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_inp.weight"))) {
             const int64_t NE = hp->n_expert, FE = hp->n_ff_exp;
             if ((rc = get_weight(ld, NAME("ffn_gate_inp.weight"), E, NE, true, &L->w_router))) return rc;
-            if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
-            if ((rc = get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps))) return rc;
+            if (ad->qwen35 && sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_up_exps.weight"))) {
+                /* merged: expert e's gate rows, then its up rows (parts 2e and 2e + 1, as gemma4's) */
+                if ((rc = get_experts(ld, n, E, 2 * FE, NE, &L->w_gate_exps))) return rc;
+                L->w_gate_exps.n_part = FE;
+                L->gate_up_exps = true;
+            } else {
+                if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
+                if ((rc = get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps))) return rc;
+            }
+            if (ad->qwen35) { /* the shared expert and its gate (one value per token) */
+                const int64_t FS = hp->n_ff_shexp;
+                if ((rc = get_weight(ld, NAME("ffn_gate_inp_shexp.weight"), E, 1, true, &L->w_shexp_gate))) return rc;
+                if ((rc = get_weight(ld, NAME("ffn_gate_shexp.weight"), E, FS, true, &L->w_gate_shexp))) return rc;
+                if ((rc = get_weight(ld, NAME("ffn_up_shexp.weight"), E, FS, true, &L->w_up_shexp))) return rc;
+                if ((rc = get_weight(ld, NAME("ffn_down_shexp.weight"), FS, E, true, &L->w_down_shexp))) return rc;
+            }
             if ((rc = get_experts(ld, NAME("ffn_down_exps.weight"), FE, E, NE, &L->w_down_exps))) return rc;
             if (ad->oai) {
                 if ((rc = get_vec(ld, NAME("ffn_gate_inp.bias"), NE, true, &L->b_router))) return rc;
@@ -769,8 +789,8 @@ static int load_tensors(loader *ld, const arch_desc *ad)
                 if ((rc = get_vec2(ld, NAME("ffn_up_exps.bias"), FE, NE, true, &L->b_up_exps))) return rc;
                 if ((rc = get_vec2(ld, NAME("ffn_down_exps.bias"), E, NE, true, &L->b_down_exps))) return rc;
             }
-        } else if (ad->oai) {
-            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s' (gpt-oss routes every layer)", n);
+        } else if (ad->oai || (ad->qwen35 && ad->moe)) {
+            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s' (%s routes every layer)", n, ld->arch);
         } else if (ad->fused && !sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate.weight"))) {
             const int64_t rows[2] = {F, F}; /* ggml_swiglu: silu(first half) * second half */
             sift__weight *parts[2] = {&L->w_gate, &L->w_up};
@@ -856,7 +876,7 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
     if (!ad) {
-        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, qwen3moe, qwen35, gemma2, gemma3, gemma4, "
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, gemma2, gemma3, gemma4, "
                         "granite, smollm3, phi3, gpt-oss)",
                         ld.arch);
         goto fail;
@@ -875,8 +895,12 @@ sift_model *sift_model_load(const char *path, sift_error *err)
         sift__hparams *hp = &m->hp;
         if (get_int(&ld, "expert_count", true, 0, 1, 4096, &hp->n_expert) ||
             get_int(&ld, "expert_used_count", true, 0, 1, 4096, &hp->n_expert_used) ||
-            get_int(&ld, "expert_feed_forward_length", true, 0, 1, 1 << 24, &hp->n_ff_exp))
+            get_int(&ld, "expert_feed_forward_length", !ad->qwen35, hp->n_ff / (hp->n_expert_used ? hp->n_expert_used : 1), 1,
+                    1 << 24, &hp->n_ff_exp))
             goto fail;
+        /* qwen35moe's shared expert (llama.cpp's default width: the FFN's) */
+        if (ad->qwen35 && get_int(&ld, "expert_shared_feed_forward_length", false, hp->n_ff, 1, 1 << 24, &hp->n_ff_shexp)) goto fail;
+        if (hp->n_ff_shexp > hp->n_ff) hp->n_ff = hp->n_ff_shexp; /* (the scratch's width) */
         if (hp->n_expert_used > hp->n_expert) {
             sift__error_set(err, SIFT_E_FORMAT, "model: %d experts used of %d", hp->n_expert_used, hp->n_expert);
             goto fail;

@@ -94,6 +94,9 @@ typedef struct sift__layer {
     int32_t rs_layer;
     sift__weight ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;
     const float *ssm_conv, *ssm_dt_bias, *ssm_a, *ssm_norm;
+    /* qwen35moe's shared expert beside the routed ones (data NULL without): its gate [n_embd -> 1]
+     * (the expert's output times sigmoid of it) and its SwiGLU FFN of hp.n_ff_shexp */
+    sift__weight w_shexp_gate, w_gate_shexp, w_up_shexp, w_down_shexp;
 } sift__layer;
 
 typedef struct sift__hparams {
@@ -137,6 +140,7 @@ typedef struct sift__hparams {
      * head size of both (d_state), conv channels 2 x groups x d_state + v heads x d_state */
     int32_t n_layer_rs, ssm_d_conv, ssm_d_state, ssm_n_group, ssm_n_v_heads, ssm_conv_dim;
     int32_t n_layer_nextn;       /* qwen35's MTP layers after the main stack (loaded by llama.cpp, never run) */
+    int32_t n_ff_shexp;          /* qwen35moe's shared expert's FFN width */
 } sift__hparams;
 
 struct sift_model {
