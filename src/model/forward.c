@@ -19,6 +19,11 @@
  * attention of that layer is computed, so tokens of one sequence in one batch see each
  * other (causally, by position) exactly as if they had been decoded one by one.
  *
+ * qwen35's hybrid replaces the attention of most layers by a Gated DeltaNet (deltanet_layer):
+ * the projections for the whole batch as above, then a recurrence token by token over each
+ * token's sequence's state (context.h), which is why its tokens must be in position order and
+ * in one sequence each (check_batch). Its attention layers gate their output by sigmoid(gate).
+ *
  * Only the tokens that asked for logits matter after the last layer's keys and values are
  * stored, so the last layer computes queries, attention and the feed-forward block for
  * those tokens only (llama.cpp's inp_out_ids trick, taken one step further).
