@@ -965,6 +965,12 @@ SIFT_API int sift_model_desc(const sift_model *model, char *buf, size_t cap);
 /* What sift runs for a general.architecture name ("gemma3": "sliding-window layers (5 of 6,
  * own RoPE base), q/k RMSNorm, ..."), a static string; NULL when sift cannot run it. */
 SIFT_API const char *sift_arch_features(const char *arch);
+/* Whether the model's sequences carry a recurrent state beside the KV cache (qwen35's Gated
+ * DeltaNet layers; llama.cpp's llama_model_is_hybrid). Such a state holds the whole sequence
+ * and cannot be edited by position: sift_kv_seq_rm refuses a partial removal
+ * (SIFT_E_STATE), sift_kv_seq_add refuses any shift, sift_kv_seq_cp copies whole sequences
+ * only, the sequence state files refuse them, and speculative decoding does not start. */
+SIFT_API bool sift_model_is_recurrent(const sift_model *model);
 
 /* Which kernels a context uses. AUTO takes the best this CPU supports. The x86-64 levels
  * exist in an x86-64 build, the aarch64 ones in an aarch64 build; SCALAR everywhere. */

@@ -8,14 +8,15 @@
 # per-layer embeddings of width 64 (E2B/E4B's second embedding table), with 8 experts, 2
 # used, beside each layer's dense FFN (26B-A4B's shape), and with its own tokenizer model
 # (`--tokenizer gemma4`: the vocabulary rewritten as Gemma 4's BPE over characters, so the
-# prompt's tokens and the text's pieces are that tokenizer's).
+# prompt's tokens and the text's pieces are that tokenizer's). qwen35 at that shape is DeltaNet on
+# layers 0-2 and gated attention on layer 3 (mkmodel's interval 4).
 # usage: peer_generate_arch.sh SIFT PEER_GENERATE SHARED_DIR
 set -u
 sift=$1 peer=$2 shared=$3
 dir=$(mktemp -d /tmp/sift_peer_gen_arch_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail=0 n=0
-for arch in llama qwen2 qwen3 qwen3moe gemma2 gemma3 gemma4 gemma4/ple gemma4/moe gemma4/tok granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
+for arch in llama qwen2 qwen3 qwen3moe qwen35 qwen35moe gemma2 gemma3 gemma4 gemma4/ple gemma4/moe gemma4/tok granite smollm3 phi3 gpt-oss gpt-oss/mxfp4; do
     exps=${arch#*/}
     arch=${arch%/*}
     [ "$exps" = "$arch" ] && exps=

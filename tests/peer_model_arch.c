@@ -37,6 +37,14 @@
  *          YaRN x4, head size 32 apart from n_embd / n_head, 16 experts of width 64, 4 used
  *          (top-4 of the biased router logits, their softmax), biased experts through the
  *          clamped SwiGLU; F32 experts
+ *   qwen35 hybrid: Gated DeltaNet layers (conv1d with its state, L2-normed q/k tiled from 2 to 4
+ *          heads, the delta rule, gated RMSNorm) and on every 4th layer gated full attention
+ *          (q/k norms, sigmoid gate, 4 of 16 dims rotated by neox = text M-RoPE); one MTP layer
+ *          appended, which both engines load and skip. qwen35b: 6 layers, attention every 3rd,
+ *          1 q/k head tiled to 2 v heads of size 24, head size 32, tied head
+ *   qwen35moe qwen35's hybrid with 8 experts of width 48, 2 used (softmax router, top-2,
+ *          renormalized; gate and up merged on even layers, apart on odd ones) plus a shared
+ *          SwiGLU expert of width 96 times sigmoid(x . ffn_gate_inp_shexp); one MTP layer
  *   gptossmx the same with the experts in MXFP4, as gpt-oss's own files have them (both
  *          engines multiply them against Q8_0-rounded activations)
  *
@@ -64,6 +72,16 @@
  * 1e-4, ggml_types_peer holds the MXFP4 dequantizer to ggml's bit for bit and test_kernels
  * its dot products to the scalar one; so here: none beyond 0.05 and the greedy ids as above.
  *
+ * The qwen35 models (TOL_RECURRENT) get a looser logit check too, for a reason of the DeltaNet
+ * layer's: a head's output o = S q is a sum of terms of both signs, and the gated RMSNorm after
+ * it scales it back to unit size, so where the sum nearly cancels, the rounding of the two
+ * engines' summation orders (ggml: a chunked form or its fused op, sift: the recurrence token by
+ * token) grows with it. Most rows agree to 1e-5 .. 7e-5; single rows of some shapes reach 1e-4 ..
+ * 1.7e-4 (qwen35moe's "lily": 2 of 14). Dropping any part of the layer is off by 3 .. 23 (the
+ * attention gate, the conv state, the gated norm's SiLU, the decay, the q/k tiling, the shared
+ * expert's gate: docs/models.md). So: at least 75 % of the rows within 1e-4, none beyond 1e-3,
+ * and the greedy ids as above.
+ *
  * usage: peer_model_arch PATH/TO/model_ref     (needs the peer build; registered by
  * tests/model.cmake only when model_ref exists; label "peer")
  */
@@ -87,7 +105,7 @@ static int argmax(const float *x, int n)
     return b;
 }
 
-typedef enum { TOL_EXACT, TOL_GELU_TABLE, TOL_Q8_ACT } tolerance;
+typedef enum { TOL_EXACT, TOL_GELU_TABLE, TOL_Q8_ACT, TOL_RECURRENT } tolerance;
 
 static void check_model(const char *dir, const char *stem, const char *path, tolerance tol)
 {
@@ -144,7 +162,8 @@ static void check_model(const char *dir, const char *stem, const char *path, tol
                 else if (rp->greedy_margin[s] < 1e-4) ties++;
                 else wrong++;
             }
-            const bool logits_ok = d <= (tol == TOL_GELU_TABLE ? 5e-3 : tol == TOL_Q8_ACT ? 5e-2 : 1e-4);
+            const bool logits_ok = tol == TOL_RECURRENT ? d <= 1e-3 && rows_over * 4 <= n_rows
+                                                        : d <= (tol == TOL_GELU_TABLE ? 5e-3 : tol == TOL_Q8_ACT ? 5e-2 : 1e-4);
             const bool ok = logits_ok && wrong == 0;
             printf("%s %-8s %-5s %3d tokens: prompt logits max|delta| %.3g (%d/%d rows over 1e-4", ok ? "ok  " : "FAIL", stem,
                    rp->id, rp->n_tokens, d, rows_over, n_rows);
@@ -212,6 +231,14 @@ int main(int argc, char **argv)
         {"gptossmx", {.arch = "gpt-oss", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
                       .freq_base = 1.5e5f, .rope_yarn = 4, .n_swa = 8, .n_expert = 16, .n_expert_used = 4, .n_ff_exp = 64,
                       .exp_type = SIFT_TYPE_MXFP4, .out_scale = 4, .seed = 23}, TOL_Q8_ACT},
+        {"qwen35", {.arch = "qwen35", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
+                    .freq_base = 1e7f, .n_nextn = 1, .out_scale = 4, .seed = 29}, TOL_RECURRENT},
+        {"qwen35b", {.arch = "qwen35", .n_embd = 64, .n_ff = 96, .n_layer = 6, .n_head = 4, .n_head_kv = 1, .head_dim = 32,
+                     .attn_interval = 3, .ssm_groups = 1, .ssm_v_heads = 2, .ssm_state = 24, .tied = true, .out_scale = 4,
+                     .seed = 30}, TOL_RECURRENT},
+        {"qwen35moe", {.arch = "qwen35moe", .n_embd = 64, .n_ff = 96, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
+                       .freq_base = 1e7f, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 48, .n_nextn = 1, .out_scale = 4,
+                       .seed = 31}, TOL_RECURRENT},
     };
     enum { N_MODELS = sizeof models / sizeof *models };
     char cmd[8192];

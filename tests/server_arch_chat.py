@@ -35,6 +35,11 @@ ARCHS = {
     "qwen2": ([], LT + "Qwen-Qwen2.5-7B-Instruct.jinja", "<|im_start|>user"),
     "qwen3": ([], LT + "Qwen-Qwen3-0.6B.jinja", "<|im_start|>assistant"),
     "qwen3moe": (MOE, LT + "Qwen-Qwen3-0.6B.jinja", "<|im_start|>system"),
+    # no Qwen 3.5 template in ../shared: Qwen 3's ChatML; attention on every 2nd layer (of 2), so both
+    # kinds of layer run; the second request finds its prompt cached behind a recurrent state that
+    # cannot be cut back to the prompt, so the server decodes it again (the same reply)
+    "qwen35": (["--interval", "2"], LT + "Qwen-Qwen3-0.6B.jinja", "<|im_start|>assistant"),
+    "qwen35moe": (["--interval", "2", *MOE], LT + "Qwen-Qwen3-0.6B.jinja", "<|im_start|>user"),
     "gemma2": ([], LT + "google-gemma-2-2b-it.jinja", "<start_of_turn>user"),
     "gemma3": ([], CT + "google-gemma-4-31B-it-interleaved.jinja", "<|turn>user"),
     "gemma4": ([], CT + "gemma4.jinja", "<|turn>user"),

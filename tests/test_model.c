@@ -610,6 +610,7 @@ static void test_weights_short_read(void **state)
 static void expect_logits(sift_context *ctx, int i, const float *want, int nv, const char *what)
 {
     const float *lg = sift_get_logits_ith(ctx, i);
+    if (!lg) fprintf(stderr, "%s: no logits for batch index %d\n", what, i);
     assert_non_null(lg);
     if (memcmp(lg, want, (size_t)nv * 4) != 0) {
         fprintf(stderr, "%s: logits differ (max %.3g)\n", what, max_abs_diff(lg, want, nv));
@@ -840,6 +841,127 @@ static void mk_gemma4(char *dir, char *path, size_t cap, int n_swa, uint64_t see
  * shift re-rotates each layer's keys with its own RoPE (dimensions, base, factors), so a
  * prompt decoded at +100 and moved back agrees with one decoded in place; a saved sequence
  * restores the same logits bit for bit. */
+/* qwen35's recurrent state beside the KV cache (a mkmodel model: 4 layers, DeltaNet on 0-2,
+ * gated attention on 3). What a recurrent state can do gives the same logits as decoding from
+ * scratch: a prompt in one batch or token by token, two sequences in one batch or apart, a whole
+ * sequence copied, a sequence emptied and decoded again. What it cannot do (cut a sequence back,
+ * shift it, copy a part, save it to a file, share a token between sequences, speculative
+ * decoding) is refused and leaves the sequence as it was: decoding on gives the logits of the
+ * untouched sequence. */
+static void decode_toks(sift_context *ctx, sift_batch *b, const sift_token *t, int n, int pos0, int seq)
+{
+    sift_batch_clear(b);
+    for (int i = 0; i < n; i++) sift_batch_add(b, t[i], pos0 + i, &seq, 1, i == n - 1);
+    sift_error err = {0};
+    if (sift_decode(ctx, b, &err) != SIFT_OK) fprintf(stderr, "decode: %s\n", err.msg);
+    assert_int_equal(err.status, SIFT_OK);
+}
+
+static void test_qwen35_state(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sift_test_model_XXXXXX", path[1100], spath[1100], vocab[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/q35.gguf", dir);
+    snprintf(spath, sizeof spath, "%s/seq.bin", dir);
+    const sift__mkmodel_spec spec = {.arch = "qwen35", .n_embd = 64, .n_ff = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
+                                     .head_dim = 16, .n_nextn = 1, .out_scale = 1.5f, .seed = 7};
+    sift_error err = {0};
+    assert_int_equal(sift__mkmodel_write(path, ref_model_path("stories260K", vocab, sizeof vocab), &spec, &err), SIFT_OK);
+    sift_model *m = sift_model_load(path, &err);
+    assert_non_null(m);
+    assert_true(sift_model_is_recurrent(m));
+    assert_int_equal(m->hp.n_layer, 4); /* the MTP layer is not run */
+    assert_int_equal(m->hp.n_layer_rs, 3);
+    assert_int_equal(m->hp.n_layer_kv, 1);
+    const int nv = sift_model_n_vocab(m), n = 12;
+    sift_token t[13];
+    for (int i = 0; i < 13; i++) t[i] = 3 + (i * 41) % 500;
+    sift_batch b;
+    sift_batch_init(&b, 32, 2);
+    float *want = malloc((size_t)nv * 4), *want2 = malloc((size_t)nv * 4);
+    assert_non_null(want);
+    assert_non_null(want2);
+
+    /* the reference: prompt, then one token, in a context of its own (one batch each) */
+    sift_context *ref = mkctx(m, 1, 1, SIFT_ISA_AUTO);
+    decode_toks(ref, &b, t, n, 0, 0);
+    memcpy(want2, sift_get_logits_ith(ref, -1), (size_t)nv * 4); /* after the prompt */
+    decode_toks(ref, &b, t + n, 1, n, 0);
+    memcpy(want, sift_get_logits_ith(ref, -1), (size_t)nv * 4); /* after prompt + 1 */
+
+    /* token by token gives the prompt's logits (other kernels for one token: close, not bitwise) */
+    sift_context *c = mkctx(m, 2, 1, SIFT_ISA_AUTO);
+    for (int i = 0; i < n; i++) decode_toks(c, &b, t + i, 1, i, 1);
+    const double d1 = max_abs_diff(sift_get_logits_ith(c, -1), want2, nv);
+    printf("  qwen35 state   token by token vs one batch: max|delta| = %.3g\n", d1);
+    assert_true(d1 < 1e-4);
+    sift_kv_clear(c);
+
+    /* two sequences in one batch, interleaved, equal each decoded alone */
+    sift_batch_clear(&b);
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < 2; s++) sift_batch_add(&b, t[i], i, &s, 1, i == n - 1);
+    assert_int_equal(sift_decode(c, &b, &err), SIFT_OK);
+    expect_logits(c, 2 * n - 2, want2, nv, "qwen35 seq 0 of two in one batch");
+    expect_logits(c, 2 * n - 1, want2, nv, "qwen35 seq 1 of two in one batch");
+
+    /* refused, nothing changed */
+    assert_int_equal(sift_kv_seq_rm(c, 0, 5, -1), SIFT_E_STATE);      /* cut back */
+    assert_int_equal(sift_kv_seq_rm(c, 0, 2, 4), SIFT_E_STATE);       /* a hole */
+    assert_int_equal(sift_kv_seq_rm(c, -1, 5, -1), SIFT_E_STATE);     /* every sequence cut back */
+    assert_int_equal(sift_kv_seq_add(c, 0, 4, -1, -2), SIFT_E_STATE); /* a shift */
+    assert_int_equal(sift_kv_seq_add(c, 0, -1, -1, 3), SIFT_E_STATE);
+    assert_int_equal(sift_kv_seq_cp(c, 0, 1, 0, 6), SIFT_E_STATE);    /* a part */
+    assert_int_equal(sift_kv_seq_pos_max(c, 0), n - 1);
+    assert_int_equal(sift_kv_seq_rm(c, 0, n, -1), SIFT_OK); /* nothing past the end: fine */
+    assert_int_equal(sift_state_seq_save_file(c, spath, 0, t, (size_t)n, &err), 0);
+    assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+    err = (sift_error){0};
+    assert_int_equal(sift_state_seq_load_file(c, spath, 0, t, 13, NULL, &err), 0);
+    assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+    sift_batch_clear(&b);
+    int both[2] = {0, 1};
+    sift_batch_add(&b, t[n], n, both, 2, true); /* one token in two sequences */
+    assert_int_equal(sift_decode(c, &b, &err), SIFT_E_UNSUPPORTED);
+    sift_draft *dr = sift_draft_lookup_new(3, sift_draft_default_params(), NULL);
+    assert_non_null(dr);
+    assert_null(sift_spec_new(c, 0, dr, &err));
+    assert_int_equal(err.status, SIFT_E_UNSUPPORTED);
+    sift_draft_free(dr);
+    decode_toks(c, &b, t + n, 1, n, 0);
+    expect_logits(c, 0, want, nv, "qwen35 after the refusals");
+
+    /* a whole copy: sequence 1 (its own state replaced) goes on as 0 did */
+    assert_int_equal(sift_kv_seq_rm(c, 1, -1, -1), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_max(c, 1), -1);
+    assert_int_equal(sift_kv_seq_rm(c, 0, n, -1), SIFT_E_STATE); /* the token after the prompt cannot be taken back */
+    sift_kv_clear(c);
+    decode_toks(c, &b, t, n, 0, 0);
+    decode_toks(c, &b, t + 5, 3, 0, 1);
+    assert_int_equal(sift_kv_seq_cp(c, 0, 1, -1, -1), SIFT_OK);
+    assert_int_equal(sift_kv_seq_pos_max(c, 1), n - 1);
+    decode_toks(c, &b, t + n, 1, n, 1);
+    expect_logits(c, 0, want, nv, "qwen35 copied sequence");
+
+    /* emptied and decoded again: the state starts from zero */
+    assert_int_equal(sift_kv_seq_rm(c, 1, -1, -1), SIFT_OK);
+    decode_toks(c, &b, t, n, 0, 1);
+    expect_logits(c, n - 1, want2, nv, "qwen35 sequence emptied and decoded again");
+    assert_int_equal(sift_kv_seq_keep(c, 0), SIFT_OK); /* keep clears sequence 1's state too */
+    decode_toks(c, &b, t, n, 0, 1);
+    expect_logits(c, n - 1, want2, nv, "qwen35 sequence emptied by keep and decoded again");
+
+    free(want);
+    free(want2);
+    sift_batch_free(&b);
+    sift_context_free(ref);
+    sift_context_free(c);
+    sift_model_free(m);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_gemma4_cache(void **state)
 {
     (void)state;
@@ -1160,6 +1282,7 @@ int main(void)
         cmocka_unit_test(test_kv_ops),
         cmocka_unit_test(test_kv_shift),
         cmocka_unit_test(test_gemma4_cache),
+        cmocka_unit_test(test_qwen35_state),
         cmocka_unit_test(test_gemma4_refused),
         cmocka_unit_test(test_state_seq_file),
         cmocka_unit_test(test_decode_errors),

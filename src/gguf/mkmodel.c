@@ -26,7 +26,7 @@ static float mk_rand(uint64_t *s)
 }
 
 /* What a tensor holds (its distribution). */
-typedef enum { MK_MATRIX, MK_NORM, MK_BIAS, MK_HEAD, MK_ROPE_FREQS, MK_ROPE_PROP, MK_SINK, MK_EXPERTS } mk_kind;
+typedef enum { MK_MATRIX, MK_NORM, MK_BIAS, MK_HEAD, MK_ROPE_FREQS, MK_ROPE_PROP, MK_SINK, MK_EXPERTS, MK_CONV, MK_SSM_A } mk_kind;
 
 typedef struct mk_state {
     const sift__mkmodel_spec *sp;
@@ -57,6 +57,8 @@ static int mk_tensor3(mk_state *S, const char *name, int64_t n0, int64_t n1, int
         /* gemma4's proportional RoPE: the first quarter of the pairs rotate, the rest by ~0 */
         case MK_ROPE_PROP: d[i] = i < n / 4 ? 1.0f : 1e30f; break;
         case MK_HEAD: d[i] = mk_rand(&S->seed) * sc * out_scale; break;
+        case MK_CONV: d[i] = mk_rand(&S->seed) * sc; break; /* qwen35's conv kernel: F32 whatever the type */
+        case MK_SSM_A: d[i] = -(0.55f + 0.45f * mk_rand(&S->seed)); break; /* -exp(A_log) in (-1, -0.1) */
         }
     }
     /* matrices in the requested type when their rows are whole blocks of it */
@@ -127,11 +129,11 @@ static mk_layer layer_shape(const sift__mkmodel_spec *sp, int l)
 
 static int check_spec(const sift__mkmodel_spec *sp, sift_error *err)
 {
-    static const char *const known[] = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "gemma4", "granite", "smollm3", "phi3", "gpt-oss"};
+    static const char *const known[] = {"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "gemma2", "gemma3", "gemma4", "granite", "smollm3", "phi3", "gpt-oss"};
     bool ok = false;
     for (size_t i = 0; sp->arch && i < sizeof known / sizeof *known; i++) ok |= !strcmp(sp->arch, known[i]);
     if (!ok)
-        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, granite, smollm3, phi3 or gpt-oss",
+        return sift__error_set(err, SIFT_E_INVAL, "mkmodel: arch '%s' is not llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, gemma2, gemma3, gemma4, granite, smollm3, phi3 or gpt-oss",
                               sp->arch ? sp->arch : "(null)");
 #define RANGE(f, lo, hi)                                                                                           \
     if (sp->f < (lo) || sp->f > (hi))                                                                              \
@@ -173,10 +175,113 @@ static bool wants_qk_norm(const sift__mkmodel_spec *sp)
 {
     return sp->qk_norm || !strcmp(sp->arch, "qwen3") || !strcmp(sp->arch, "qwen3moe") || !strcmp(sp->arch, "gemma3") || is_g4(sp);
 }
-static bool is_moe(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen3moe") || is_oai(sp); }
+static bool is_moe(const sift__mkmodel_spec *sp)
+{
+    return !strcmp(sp->arch, "qwen3moe") || !strcmp(sp->arch, "qwen35moe") || is_oai(sp);
+}
 /* gemma4 with experts (26B-A4B's shape) when n_expert is given: beside each layer's dense FFN */
 static bool g4_moe(const sift__mkmodel_spec *sp) { return is_g4(sp) && sp->n_expert > 0; }
 static bool wants_post_norms(const sift__mkmodel_spec *sp) { return !strncmp(sp->arch, "gemma", 5); }
+
+/* qwen35's shape (mkmodel.h): its widths with their defaults, and which layers recur. */
+typedef struct mk_q35 {
+    int interval, groups, v_heads, state, d_conv, n_rot, conv_dim;
+} mk_q35;
+static bool is_q35(const sift__mkmodel_spec *sp) { return !strcmp(sp->arch, "qwen35") || !strcmp(sp->arch, "qwen35moe"); }
+static mk_q35 q35_shape(const sift__mkmodel_spec *sp)
+{
+    const int hd = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
+    mk_q35 q = {sp->attn_interval > 0 ? sp->attn_interval : 4, sp->ssm_groups > 0 ? sp->ssm_groups : sp->n_head_kv,
+                sp->ssm_v_heads > 0 ? sp->ssm_v_heads : sp->n_head, sp->ssm_state > 0 ? sp->ssm_state : hd, 4,
+                hd / 4 / 2 * 2 > 0 ? hd / 4 / 2 * 2 : 2, 0};
+    q.conv_dim = 2 * q.groups * q.state + q.v_heads * q.state;
+    return q;
+}
+static bool q35_recurrent(const sift__mkmodel_spec *sp, int l) { return l < sp->n_layer && (l + 1) % q35_shape(sp).interval != 0; }
+
+/* One qwen35 block l: gated full attention (l >= n_layer: an MTP block, with its nextn tensors)
+ * or Gated DeltaNet, then the pre-FFN norm (post_attention_norm) and the SwiGLU FFN. */
+static int q35_layer(mk_state *S, int l)
+{
+    const sift__mkmodel_spec *sp = S->sp;
+    const mk_q35 q = q35_shape(sp);
+    const int E = sp->n_embd, hd = sp->head_dim ? sp->head_dim : sp->n_embd / sp->n_head;
+    const int Q = sp->n_head * hd, KV = sp->n_head_kv * hd, VD = q.v_heads * q.state;
+    char n[SIFT_GGUF_MAX_NAME];
+    int rc;
+#define N(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+#define T(NAME, NE0, NE1, KIND)                                                                                    \
+    if ((rc = mk_tensor(S, NAME, NE0, NE1, KIND)) != SIFT_OK) return rc;
+    T(N("attn_norm.weight"), E, 1, MK_NORM)
+    if (q35_recurrent(sp, l)) {
+        T(N("attn_qkv.weight"), E, q.conv_dim, MK_MATRIX)
+        T(N("attn_gate.weight"), E, VD, MK_MATRIX)
+        T(N("ssm_conv1d.weight"), q.d_conv, q.conv_dim, MK_CONV)
+        T(N("ssm_dt.bias"), q.v_heads, 1, MK_BIAS)
+        T(N("ssm_a"), q.v_heads, 1, MK_SSM_A)
+        T(N("ssm_beta.weight"), E, q.v_heads, MK_MATRIX)
+        T(N("ssm_alpha.weight"), E, q.v_heads, MK_MATRIX)
+        T(N("ssm_norm.weight"), q.state, 1, MK_NORM)
+        T(N("ssm_out.weight"), VD, E, MK_MATRIX)
+    } else {
+        T(N("attn_q.weight"), E, 2 * Q, MK_MATRIX) /* each head's query, then its gate */
+        T(N("attn_k.weight"), E, KV, MK_MATRIX)
+        T(N("attn_v.weight"), E, KV, MK_MATRIX)
+        T(N("attn_q_norm.weight"), hd, 1, MK_NORM)
+        T(N("attn_k_norm.weight"), hd, 1, MK_NORM)
+        T(N("attn_output.weight"), Q, E, MK_MATRIX)
+    }
+    T(N("post_attention_norm.weight"), E, 1, MK_NORM)
+    if (is_moe(sp)) { /* qwen35moe: routed experts (gate and up merged on even layers, apart on odd ones), shared expert */
+        const int NE = sp->n_expert > 0 ? sp->n_expert : 8, FE = sp->n_ff_exp > 0 ? sp->n_ff_exp : sp->n_ff;
+        T(N("ffn_gate_inp.weight"), E, NE, MK_MATRIX)
+        if (l % 2 == 0) {
+            if ((rc = mk_tensor3(S, N("ffn_gate_up_exps.weight"), E, 2 * FE, NE, MK_EXPERTS)) != SIFT_OK) return rc;
+        } else {
+            if ((rc = mk_tensor3(S, N("ffn_gate_exps.weight"), E, FE, NE, MK_EXPERTS)) != SIFT_OK) return rc;
+            if ((rc = mk_tensor3(S, N("ffn_up_exps.weight"), E, FE, NE, MK_EXPERTS)) != SIFT_OK) return rc;
+        }
+        if ((rc = mk_tensor3(S, N("ffn_down_exps.weight"), FE, E, NE, MK_EXPERTS)) != SIFT_OK) return rc;
+        T(N("ffn_gate_inp_shexp.weight"), E, 1, MK_MATRIX)
+        T(N("ffn_gate_shexp.weight"), E, sp->n_ff, MK_MATRIX)
+        T(N("ffn_up_shexp.weight"), E, sp->n_ff, MK_MATRIX)
+        T(N("ffn_down_shexp.weight"), sp->n_ff, E, MK_MATRIX)
+    } else {
+        T(N("ffn_gate.weight"), E, sp->n_ff, MK_MATRIX)
+        T(N("ffn_up.weight"), E, sp->n_ff, MK_MATRIX)
+        T(N("ffn_down.weight"), sp->n_ff, E, MK_MATRIX)
+    }
+    if (l >= sp->n_layer) { /* the MTP block's own tensors */
+        T(N("nextn.eh_proj.weight"), 2 * E, E, MK_MATRIX)
+        T(N("nextn.enorm.weight"), E, 1, MK_NORM)
+        T(N("nextn.hnorm.weight"), E, 1, MK_NORM)
+    }
+#undef T
+#undef N
+    return SIFT_OK;
+}
+
+/* qwen35's keys: the DeltaNet widths, the interval, partial RoPE and its M-RoPE sections (the
+ * rotated pairs split into three interleaved sections, as Qwen 3.5's [11, 11, 10, 0]). */
+static void q35_keys(sift__gguf_writer *w, const sift__mkmodel_spec *sp)
+{
+    const mk_q35 q = q35_shape(sp);
+    char key[128];
+#define KEY(s) (snprintf(key, sizeof key, "%s." s, sp->arch), key)
+    sift__gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), (uint32_t)q.d_conv);
+    sift__gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)q.state);
+    sift__gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)q.groups);
+    sift__gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)q.v_heads);
+    sift__gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)(q.v_heads * q.state));
+    sift__gguf_writer_set_u32(w, KEY("full_attention_interval"), (uint32_t)q.interval);
+    sift__gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)q.n_rot);
+    if (sp->n_nextn > 0) sift__gguf_writer_set_u32(w, KEY("nextn_predict_layers"), (uint32_t)sp->n_nextn);
+    const int half = q.n_rot / 2;
+    const int32_t sec[4] = {(half + 2) / 3, (half + 1) / 3, half / 3, 0};
+    sift__gguf_writer_set_arr(w, KEY("rope.dimension_sections"), SIFT_GGUF_INT32, sec, 4);
+    if (is_moe(sp)) sift__gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)sp->n_ff);
+#undef KEY
+}
 static bool always_tied(const sift__mkmodel_spec *sp) { return wants_post_norms(sp) && !is_g4(sp); }
 
 uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_vocab)
@@ -197,6 +302,20 @@ uint64_t sift__mkmodel_tensor_bytes(const sift__mkmodel_spec *sp, int64_t n_voca
     const uint64_t per_layer = MAT(E, Q) + 2 * MAT(E, KV) + MAT(Q, E) + ffn + (uint64_t)E * 8 +
                                (wants_bias(sp) ? (uint64_t)(Q + 2 * KV) * 4 : 0) + (wants_qk_norm(sp) ? (uint64_t)HD * 8 : 0) +
                                (wants_post_norms(sp) ? (uint64_t)E * 8 : 0) + oai;
+    if (is_q35(sp)) { /* gated attention or DeltaNet, then the FFN; the MTP layers are attention ones with nextn.* */
+        const mk_q35 q = q35_shape(sp);
+        const int64_t VD = (int64_t)q.v_heads * q.state;
+        for (int l = 0; l < sp->n_layer + sp->n_nextn; l++) {
+            b += (is_moe(sp) ? ffn + MAT(E, 1) + 2 * MAT(E, F) + MAT(F, E) : 2 * MAT(E, F) + MAT(F, E)) + (uint64_t)E * 8;
+            if (q35_recurrent(sp, l))
+                b += MAT(E, q.conv_dim) + MAT(E, VD) + 2 * MAT(E, q.v_heads) + MAT(VD, E) +
+                     (uint64_t)(q.d_conv * q.conv_dim + 2 * q.v_heads + q.state) * 4;
+            else
+                b += MAT(E, 2 * Q) + 2 * MAT(E, KV) + MAT(Q, E) + (uint64_t)HD * 8;
+            if (l >= sp->n_layer) b += MAT(2 * E, E) + (uint64_t)E * 8;
+        }
+        return b;
+    }
     if (is_g4(sp)) { /* each layer its own shape: q, k (own K/V), v (sliding), output, FFN, norms, scale */
         b += (uint64_t)HD * 4; /* rope_freqs (full head / 2) */
         const int64_t npl = sp->n_embd_per_layer, nlpl = npl * sp->n_layer;
@@ -221,11 +340,17 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     if (!path || !vocab_src || !sp) return sift__error_set(err, SIFT_E_INVAL, "mkmodel: NULL argument");
     int rc = check_spec(sp, err);
     if (rc != SIFT_OK) return rc;
+    if (is_q35(sp)) {
+        const mk_q35 q = q35_shape(sp);
+        if (q.v_heads % q.groups || sp->n_nextn < 0 || sp->n_nextn > 4 || q.state > 1024)
+            return sift__error_set(err, SIFT_E_INVAL, "mkmodel: qwen35: %d v heads are not a multiple of %d groups, or %d MTP "
+                                   "layers are not in [0, 4], or state size %d is over 1024", q.v_heads, q.groups, sp->n_nextn, q.state);
+    }
     sift_gguf *g = sift_gguf_open(vocab_src, err);
     if (!g) return err ? err->status : SIFT_E_IO;
     int64_t n_vocab = 0;
 
-    mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 32 * sp->n_layer, .err = err};
+    mk_state S = {.sp = sp, .seed = sp->seed ? sp->seed : 1, .cap = 8 + 32 * (sp->n_layer + (is_q35(sp) ? sp->n_nextn : 0)), .err = err};
     S.w = sift__gguf_writer_new();
     S.bufs = calloc((size_t)S.cap, sizeof *S.bufs);
     S.names = calloc((size_t)S.cap, sizeof *S.names);
@@ -240,7 +365,8 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
 #define KEY(s) (snprintf(key, sizeof key, "%s." s, sp->arch), key)
     sift__gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)(sp->n_ctx_train ? sp->n_ctx_train : 1024));
     sift__gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)sp->n_embd);
-    sift__gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)sp->n_layer);
+    sift__gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)(sp->n_layer + (is_q35(sp) ? sp->n_nextn : 0)));
+    if (is_q35(sp)) q35_keys(w, sp);
     sift__gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)sp->n_ff);
     sift__gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)sp->n_head);
     sift__gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)sp->n_head_kv);
@@ -336,7 +462,9 @@ sift_status sift__mkmodel_write(const char *path, const char *vocab_src, const s
     /* gemma2/3: always tied (llama.cpp reads no output.weight; gemma4 does); gpt-oss: never (llama.cpp
      * requires output.weight) */
     if ((!sp->tied || is_oai(sp)) && !always_tied(sp)) T("output.weight", E, n_vocab, MK_HEAD)
-    for (int l = 0; l < sp->n_layer; l++) {
+    for (int l = 0; is_q35(sp) && l < sp->n_layer + sp->n_nextn; l++)
+        if ((rc = q35_layer(&S, l)) != SIFT_OK) goto done;
+    for (int l = 0; l < sp->n_layer && !is_q35(sp); l++) {
         char n[SIFT_GGUF_MAX_NAME];
 #define N(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
         /* the layer's own shape (gemma4's vary; the others' are the model's) */

@@ -78,6 +78,11 @@ typedef struct sift__mkmodel_spec {
                                 (mkmodel_vocab.c); 0: none */
     bool gemma4_vocab;       /* the copied SentencePiece vocabulary rewritten as a "gemma4" one
                                 (sift__mkmodel_gemma4_vocab) */
+    /* qwen35: every attn_interval-th layer (default 4) gated full attention (q/k norms, a quarter of
+     * the head rotated, M-RoPE sections over it), the others Gated DeltaNet with ssm_groups q/k heads
+     * (default n_head_kv), ssm_v_heads v heads (default n_head) of size ssm_state (default the head
+     * size) and a conv of width 4; n_nextn MTP layers appended (llama.cpp loads them, nobody runs them) */
+    int attn_interval, ssm_groups, ssm_v_heads, ssm_state, n_nextn;
 } sift__mkmodel_spec;
 
 /* Write the model to path; vocab_src is a GGUF whose tokenizer.* pairs are copied.

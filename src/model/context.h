@@ -68,6 +68,17 @@ struct sift_context {
     /* gemma4's per-layer embeddings (NULL without): each token's inputs of every layer
      * [n_batch][n_layer * n_pl], one token's embedding row [n_layer * n_pl], the gate [n_batch][n_pl] */
     float *ple, *ple_row, *ple_g;
+    /* qwen35 (NULL elsewhere): the gated attention's query-and-gate rows [n_batch][2 n_head
+     * head_dim] and gates [n_batch][n_head head_dim]; the DeltaNet layers' projections (qkv
+     * [n_batch][conv_dim], z then the gated output [n_batch][value_dim], beta and alpha
+     * [n_batch][v heads]), one token's conv output [conv_dim]; and the recurrent state of
+     * every sequence (rs_conv: [n_seq][n_layer_rs][d_conv - 1][conv_dim], the last inputs
+     * oldest first; rs_ssm: [n_seq][n_layer_rs][v heads][d_state (v)][d_state (k)]), which
+     * stands for all of the sequence's tokens (kv.c says what may be done to it) */
+    float *qg, *gate;
+    float *ssm_qkv, *ssm_z, *ssm_b, *ssm_a, *ssm_row;
+    float *rs_conv, *rs_ssm;
+    float *shexp_out, *shexp_g; /* qwen35moe's shared expert: its output [n_batch][n_embd], its gate [n_batch] */
     const float *rope_factors; /* the model's RoPE divisors for this context's size (llama 3.1's, or
                                   LongRoPE's long or short set), or NULL */
     const float *rope_factors_swa; /* the sliding layers' (the same, but NULL for gemma4: full layers only) */
@@ -112,6 +123,18 @@ static inline float *kv_row(const sift_context *ctx, float *cache, int l, int s,
     const sift__hparams *hp = &ctx->model->hp;
     return cache + ((((size_t)l * ctx->n_seq + s) * hp->n_head_kv + h) * hp->head_dim) * ctx->n_ctx_seq;
 }
+
+/* Floats of one sequence's recurrent state (conv, then ssm) in one recurrent layer. */
+static inline size_t rs_conv_n(const sift__hparams *hp)
+{
+    return (size_t)(hp->ssm_d_conv - 1) * hp->ssm_conv_dim;
+}
+static inline size_t rs_ssm_n(const sift__hparams *hp)
+{
+    return (size_t)hp->ssm_n_v_heads * hp->ssm_d_state * hp->ssm_d_state;
+}
+/* Zero sequence s's recurrent state (an emptied sequence starts from nothing); no-op without one. */
+void sift__rs_clear(sift_context *ctx, int s);
 
 /* RoPE of one head vector x[0..head_dim) by the cos/sin pairs cs[0..n_rot) (kv.c uses it
  * to re-rotate shifted keys). */

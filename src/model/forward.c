@@ -19,6 +19,11 @@
  * attention of that layer is computed, so tokens of one sequence in one batch see each
  * other (causally, by position) exactly as if they had been decoded one by one.
  *
+ * qwen35's hybrid replaces the attention of most layers by a Gated DeltaNet (deltanet_layer):
+ * the projections for the whole batch as above, then a recurrence token by token over each
+ * token's sequence's state (context.h), which is why its tokens must be in position order and
+ * in one sequence each (check_batch). Its attention layers gate their output by sigmoid(gate).
+ *
  * Only the tokens that asked for logits matter after the last layer's keys and values are
  * stored, so the last layer computes queries, attention and the feed-forward block for
  * those tokens only (llama.cpp's inp_out_ids trick, taken one step further).
@@ -483,6 +488,110 @@ static void attn_task(void *arg, int chunk, int n_chunks, int thread)
     }
 }
 
+/* ---- Gated DeltaNet (qwen35's recurrent layers) ------------------------------------------------ */
+
+static float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
+static float siluf_(float x) { return x / (1.0f + expf(-x)); }
+
+/* ggml_l2_norm: x / max(|x|, eps), the sum of squares in double. */
+static void l2norm(float *x, int n, float eps)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float scale = 1.0f / fmaxf(sqrtf((float)sum), eps);
+    for (int i = 0; i < n; i++) x[i] *= scale;
+}
+
+/* One token of one DeltaNet layer on sequence s's state (llama.cpp's build_layer_attn_linear
+ * with build_delta_net_autoregressive; its chunked prompt form is the same recurrence summed
+ * in another order). qkv: the token's projection [conv_dim]; z [value_dim] is replaced by the
+ * layer's output before ssm_out; b, a: its beta and alpha projections [v heads].
+ *   conv: channel c = sum_k w[c][k] * in[t - (d_conv - 1) + k] over the conv state and the token,
+ *         then SiLU (ggml_ssm_conv); the state keeps the last d_conv - 1 inputs
+ *   q, k L2-normed per head, q / sqrt(d_state); v head h reads q/k head h mod groups (tiled)
+ *   per v head, state S [v][k]: S *= exp(g); d = beta (v - S k); S += d k^T; o = S q
+ *   o = rmsnorm(o) * ssm_norm * silu(z) per head
+ * with beta = sigmoid(b), g = softplus(a + dt_bias) * A (A = -exp(A_log) in the file). */
+static void deltanet_token(sift_context *ctx, const sift__layer *L, int s, const float *qkv, float *z, const float *b,
+                           const float *a)
+{
+    const sift__hparams *hp = &ctx->model->hp;
+    const int C = hp->ssm_conv_dim, DC = hp->ssm_d_conv, D = hp->ssm_d_state, HK = hp->ssm_n_group, HV = hp->ssm_n_v_heads;
+    const size_t r = (size_t)s * hp->n_layer_rs + (size_t)L->rs_layer;
+    float *cst = ctx->rs_conv + r * rs_conv_n(hp), *S0 = ctx->rs_ssm + r * rs_ssm_n(hp), *x = ctx->ssm_row;
+    for (int c = 0; c < C; c++) {
+        const float *w = L->ssm_conv + (size_t)c * DC;
+        float sum = 0.0f;
+        for (int k = 0; k < DC - 1; k++) sum += cst[(size_t)k * C + c] * w[k];
+        sum += qkv[c] * w[DC - 1];
+        x[c] = siluf_(sum);
+    }
+    if (DC > 1) { /* the state moves on by one input */
+        memmove(cst, cst + C, (size_t)(DC - 2) * C * sizeof(float));
+        memcpy(cst + (size_t)(DC - 2) * C, qkv, (size_t)C * sizeof(float));
+    }
+    float *q = x, *k = x + (size_t)HK * D, *v = x + (size_t)2 * HK * D;
+    const float qs = 1.0f / sqrtf((float)D);
+    for (int h = 0; h < HK; h++) {
+        l2norm(q + (size_t)h * D, D, hp->rms_eps);
+        l2norm(k + (size_t)h * D, D, hp->rms_eps);
+        for (int i = 0; i < D; i++) q[(size_t)h * D + i] *= qs;
+    }
+    for (int h = 0; h < HV; h++) {
+        const float *qh = q + (size_t)(h % HK) * D, *kh = k + (size_t)(h % HK) * D, *vh = v + (size_t)h * D;
+        const float beta = sigmoidf_(b[h]), xa = a[h] + L->ssm_dt_bias[h];
+        const float sp = xa > 20.0f ? xa : log1pf(expf(xa)); /* ggml_softplus */
+        const float decay = expf(sp * L->ssm_a[h]);
+        float *S = S0 + (size_t)h * D * D, *zh = z + (size_t)h * D;
+        float o[SIFT_MAX_HEAD_DIM];
+        for (int j = 0; j < D; j++) {
+            float *Sj = S + (size_t)j * D;
+            float sk = 0.0f;
+            for (int i = 0; i < D; i++) {
+                Sj[i] *= decay;
+                sk += Sj[i] * kh[i];
+            }
+            const float d = (vh[j] - sk) * beta;
+            float oj = 0.0f;
+            for (int i = 0; i < D; i++) {
+                Sj[i] += kh[i] * d;
+                oj += Sj[i] * qh[i];
+            }
+            o[j] = oj;
+        }
+        rmsnorm(o, L->ssm_norm, o, D, hp->rms_eps); /* the gated norm */
+        for (int j = 0; j < D; j++) zh[j] = o[j] * siluf_(zh[j]);
+    }
+}
+
+/* A DeltaNet layer over the batch (its normed input in xn): the projections of every token at
+ * once, then the recurrence token by token in batch order (a sequence's tokens come in
+ * position order: check_batch), then ssm_out into xn. */
+static void deltanet_layer(sift_context *ctx, int nth, int n, const sift__layer *L)
+{
+    const sift__hparams *hp = &ctx->model->hp;
+    const int64_t C = hp->ssm_conv_dim, VD = (int64_t)hp->ssm_n_v_heads * hp->ssm_d_state, HV = hp->ssm_n_v_heads;
+    {
+        const sift__weight *w[3] = {&L->ssm_qkv, &L->ssm_z, &L->ssm_beta};
+        float *out[3] = {ctx->ssm_qkv, ctx->ssm_z, ctx->ssm_b};
+        const int64_t os[3] = {C, VD, HV};
+        matmul(ctx, nth, n, ctx->xn, 3, w, out, os, NULL);
+        matmul1(ctx, nth, n, ctx->xn, &L->ssm_alpha, ctx->ssm_a, HV);
+    }
+    for (int t = 0; t < n; t++)
+        deltanet_token(ctx, L, ctx->tok_seq[t], ctx->ssm_qkv + (size_t)t * C, ctx->ssm_z + (size_t)t * VD, ctx->ssm_b + (size_t)t * HV,
+                       ctx->ssm_a + (size_t)t * HV);
+    matmul1(ctx, nth, n, ctx->ssm_z, &L->ssm_out, ctx->xn, hp->n_embd);
+}
+
+void sift__rs_clear(sift_context *ctx, int s)
+{
+    const sift__hparams *hp = &ctx->model->hp;
+    if (!ctx->rs_conv) return;
+    memset(ctx->rs_conv + (size_t)s * hp->n_layer_rs * rs_conv_n(hp), 0, (size_t)hp->n_layer_rs * rs_conv_n(hp) * sizeof(float));
+    memset(ctx->rs_ssm + (size_t)s * hp->n_layer_rs * rs_ssm_n(hp), 0, (size_t)hp->n_layer_rs * rs_ssm_n(hp) * sizeof(float));
+}
+
 /* ---- context ---------------------------------------------------------------------------------- */
 
 sift_context_params sift_context_default_params(void)
@@ -589,6 +698,17 @@ void sift_context_free(sift_context *ctx)
     free(ctx->ple);
     free(ctx->ple_row);
     free(ctx->ple_g);
+    free(ctx->qg);
+    free(ctx->gate);
+    free(ctx->ssm_qkv);
+    free(ctx->ssm_z);
+    free(ctx->ssm_b);
+    free(ctx->ssm_a);
+    free(ctx->ssm_row);
+    free(ctx->rs_conv);
+    free(ctx->rs_ssm);
+    free(ctx->shexp_out);
+    free(ctx->shexp_g);
     for (int f = 0; f < SIFT_ACT_COUNT; f++) free(ctx->act[f]);
     free(ctx->scores);
     free(ctx->deq);
@@ -612,7 +732,9 @@ static void formats_used(const sift_model *m, int64_t max_in[SIFT_ACT_COUNT])
         const sift__layer *L = &m->layers[l];
         const sift__weight *ws[] = {&L->wq,       &L->wk,          &L->wv,        &L->wo,         &L->w_gate,
                                     &L->w_up,     &L->w_down,      &L->w_router,  &L->w_gate_exps, &L->w_up_exps,
-                                    &L->w_down_exps, &L->ple_gate,  &L->ple_out};
+                                    &L->w_down_exps, &L->ple_gate,  &L->ple_out,    &L->ssm_qkv,    &L->ssm_z,
+                                    &L->ssm_beta, &L->ssm_alpha,   &L->ssm_out,    &L->w_shexp_gate, &L->w_gate_shexp,
+                                    &L->w_up_shexp, &L->w_down_shexp};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
             const sift__act_format f = sift__act_format_of(ws[i]->type);
             if (ws[i]->n_in > max_in[f]) max_in[f] = ws[i]->n_in;
@@ -737,6 +859,27 @@ sift_context *sift_context_new(const sift_model *m, sift_context_params p, sift_
         ctx->ple_row = xcalloc(NLPL, sizeof(float), &fail);
         ctx->ple_g = xcalloc(B * (size_t)hp->n_embd_per_layer, sizeof(float), &fail);
     }
+    bool gated = false;
+    for (int l = 0; l < hp->n_layer; l++) gated |= m->layers[l].attn_gated;
+    if (gated) {
+        ctx->qg = xcalloc(B * 2 * Q, sizeof(float), &fail);
+        ctx->gate = xcalloc(B * Q, sizeof(float), &fail);
+    }
+    if (hp->n_layer_rs > 0) { /* qwen35: the DeltaNet scratch and every sequence's recurrent state (zero: empty) */
+        const size_t C = (size_t)hp->ssm_conv_dim, HV = (size_t)hp->ssm_n_v_heads, VD = HV * (size_t)hp->ssm_d_state;
+        ctx->ssm_qkv = xcalloc(B * C, sizeof(float), &fail);
+        ctx->ssm_z = xcalloc(B * VD, sizeof(float), &fail);
+        ctx->ssm_b = xcalloc(B * HV, sizeof(float), &fail);
+        ctx->ssm_a = xcalloc(B * HV, sizeof(float), &fail);
+        ctx->ssm_row = xcalloc(C, sizeof(float), &fail);
+        const size_t per_seq = (size_t)hp->n_layer_rs * (size_t)ctx->n_seq;
+        ctx->rs_conv = xcalloc(per_seq * rs_conv_n(hp) + 1, sizeof(float), &fail);
+        ctx->rs_ssm = xcalloc(per_seq * rs_ssm_n(hp), sizeof(float), &fail);
+        if (hp->n_ff_shexp > 0) {
+            ctx->shexp_out = xcalloc(B * E, sizeof(float), &fail);
+            ctx->shexp_g = xcalloc(B, sizeof(float), &fail);
+        }
+    }
     ctx->seq_next = xcalloc((size_t)ctx->n_seq, sizeof(int32_t), &fail);
     ctx->tok_seq = xcalloc(B, sizeof(int32_t), &fail);
     ctx->tok_pos = xcalloc(B, sizeof(int32_t), &fail);
@@ -807,6 +950,10 @@ static int check_batch(sift_context *ctx, const sift_batch *b, sift_error *err)
         const int32_t nsid = b->n_seq_id ? b->n_seq_id[i] : 1;
         if (nsid < 1 || (b->n_seq_id && !b->seq_id) || (b->seq_id && !b->seq_id[i]))
             return sift__error_set(err, SIFT_E_INVAL, "decode: batch index %d has %d sequence ids", i, b->seq_id ? nsid : 0);
+        if (nsid > 1 && ctx->rs_conv) /* one token, one recurrent state: decode it per sequence, or sift_kv_seq_cp after */
+            return sift__error_set(err, SIFT_E_UNSUPPORTED,
+                                   "decode: batch index %d is in %d sequences; a recurrent model (%s) takes a token in one "
+                                   "sequence only (copy a whole sequence with sift_kv_seq_cp)", i, nsid, ctx->model->hp.arch);
         for (int32_t j = 0; j < nsid; j++) {
             const int32_t s = b->seq_id ? b->seq_id[i][j] : 0;
             if (s < 0 || s >= ctx->n_seq)
@@ -873,7 +1020,7 @@ static void commit_cells(sift_context *ctx, const sift_batch *b)
 static void store_kv(sift_context *ctx, const sift_batch *b, int l)
 {
     const sift__layer *L = &ctx->model->layers[l];
-    const int HD = L->head_dim, KV = L->n_head_kv * HD;
+    const int HD = L->head_dim, KV = L->n_head_kv * HD, cl = L->kv_layer; /* its own cache layer */
     const size_t ld = (size_t)ctx->n_ctx_seq;
     for (int h = 0; h < L->n_head_kv; h++)
         for (int d = 0; d < HD; d++)
@@ -882,8 +1029,8 @@ static void store_kv(sift_context *ctx, const sift_batch *b, int l)
                 const float kk = ctx->kk[(size_t)i * KV + h * HD + d], vv = ctx->vv[(size_t)i * KV + h * HD + d];
                 for (int32_t j = 0; j < nsid; j++) {
                     const int s = b->seq_id ? b->seq_id[i][j] : 0;
-                    kv_row(ctx, ctx->k_cache, l, s, h)[d * ld + pos] = kk;
-                    kv_row(ctx, ctx->v_cache, l, s, h)[d * ld + pos] = vv;
+                    kv_row(ctx, ctx->k_cache, cl, s, h)[d * ld + pos] = kk;
+                    kv_row(ctx, ctx->v_cache, cl, s, h)[d * ld + pos] = vv;
                 }
             }
 }
@@ -937,18 +1084,42 @@ static void scale_rows(float *x, size_t n, float s)
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
-/* The layer's dense feed-forward of n tokens (in, out [n][E]; out may be in): gate and up,
+/* A gated feed-forward of n tokens of width F (in, out [n][E]; out may be in): gate and up,
  * GELU (gemma) or SwiGLU, down. */
-static void dense_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *in, float *out)
+static void gated_ffn(sift_context *ctx, int nth, int n, const sift__weight *gate, const sift__weight *up,
+                      const sift__weight *down, int64_t F, const float *in, float *out)
 {
-    const int64_t F = L->n_ff;
-    const sift__weight *w[2] = {&L->w_gate, &L->w_up};
+    const sift__weight *w[2] = {gate, up};
     float *o[2] = {ctx->ffn_g, ctx->ffn_u};
     const int64_t os[2] = {F, F};
     matmul(ctx, nth, n, in, 2, w, o, os, NULL);
     if (ctx->model->hp.gelu) geglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->model->gelu_f16);
     else ctx->k->swiglu((int64_t)n * F, ctx->ffn_g, ctx->ffn_u, ctx->ffn_g);
-    matmul1(ctx, nth, n, ctx->ffn_g, &L->w_down, out, ctx->model->hp.n_embd);
+    matmul1(ctx, nth, n, ctx->ffn_g, down, out, ctx->model->hp.n_embd);
+}
+
+/* The layer's dense feed-forward. */
+static void dense_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *in, float *out)
+{
+    gated_ffn(ctx, nth, n, &L->w_gate, &L->w_up, &L->w_down, L->n_ff, in, out);
+}
+
+/* qwen35moe's shared expert of the normed input xn, before the routed experts overwrite it:
+ * shexp_out = SwiGLU-FFN(xn), shexp_g = xn . ffn_gate_inp_shexp (added by shexp_add). */
+static void shexp_ffn(sift_context *ctx, int nth, int n, const sift__layer *L, const float *xn)
+{
+    gated_ffn(ctx, nth, n, &L->w_gate_shexp, &L->w_up_shexp, &L->w_down_shexp, ctx->model->hp.n_ff_shexp, xn, ctx->shexp_out);
+    matmul1(ctx, nth, n, xn, &L->w_shexp_gate, ctx->shexp_g, 1);
+}
+
+/* out (the routed experts' sum) += shared expert x sigmoid(its gate), as llama.cpp's qwen35moe graph. */
+static void shexp_add(sift_context *ctx, int n, float *out)
+{
+    const int E = ctx->model->hp.n_embd;
+    for (int t = 0; t < n; t++) {
+        const float g = 1.0f / (1.0f + expf(-ctx->shexp_g[t]));
+        for (int i = 0; i < E; i++) out[(size_t)t * E + i] += ctx->shexp_out[(size_t)t * E + i] * g;
+    }
 }
 
 /* gemma4's feed-forward with experts (26B-A4B; llama.cpp's gemma4 graph), of the hidden state
@@ -1029,11 +1200,23 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
          * that go on: all of them, except in the last layer. A layer that shares an earlier
          * layer's K/V (gemma4) computes queries only. */
         const bool prune = last && ctx->n_outputs < n;
+        if (L->recurrent) { /* qwen35's DeltaNet: every token runs (the state needs them all), then the outputs go on */
+            deltanet_layer(ctx, nth, n, L);
+            if (prune) {
+                compact_outputs(ctx);
+                n = ctx->n_outputs;
+            }
+            if (n == 0) break;
+            goto mixed;
+        }
         const float *rope = L->nope ? NULL : L->swa && ctx->rope_swa ? ctx->rope_swa : ctx->rope;
+        /* qwen35's gated attention: wq gives each head's query and gate side by side (qg) */
+        float *const qout = L->attn_gated ? ctx->qg : ctx->q;
+        const int64_t QO = L->attn_gated ? 2 * (int64_t)Q : Q;
         if (L->own_kv) {
             const sift__weight *w[3] = {&L->wk, &L->wv, &L->wq};
-            float *out[3] = {ctx->kk, ctx->vv, ctx->q};
-            const int64_t os[3] = {KV, KV, Q};
+            float *out[3] = {ctx->kk, ctx->vv, qout};
+            const int64_t os[3] = {KV, KV, QO};
             const float *bias[3] = {L->bk, L->bv, L->bq};
             if (L->v_is_k) { /* V is K's projection: one product, copied before K is normed */
                 w[1] = &L->wq, out[1] = ctx->q, bias[1] = L->bq;
@@ -1047,18 +1230,25 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
                 for (int i = 0; i < n * L->n_head_kv; i++) rmsnorm(ctx->vv + (size_t)i * HD, NULL, ctx->vv + (size_t)i * HD, HD, hp->rms_eps);
             store_kv(ctx, b, l);
         } else if (!prune) {
-            matmul1b(ctx, nth, n, ctx->xn, &L->wq, ctx->q, Q, L->bq);
+            matmul1b(ctx, nth, n, ctx->xn, &L->wq, qout, QO, L->bq);
         }
         if (prune) {
             compact_outputs(ctx);
             n = ctx->n_outputs;
             const sift__weight *w[1] = {&L->wq};
-            float *out[1] = {ctx->q};
-            const int64_t os[1] = {Q};
+            float *out[1] = {qout};
+            const int64_t os[1] = {QO};
             const float *bias[1] = {L->bq};
             matmul(ctx, nth, n, ctx->xn, 1, w, out, os, bias);
         }
         if (n == 0) break;
+        if (L->attn_gated) /* head h: query qg[2h HD ..], gate qg[(2h + 1) HD ..] */
+            for (int t = 0; t < n; t++)
+                for (int h = 0; h < hp->n_head; h++) {
+                    const float *src = ctx->qg + (size_t)t * 2 * Q + (size_t)h * 2 * HD;
+                    memcpy(ctx->q + (size_t)t * Q + (size_t)h * HD, src, (size_t)HD * sizeof(float));
+                    memcpy(ctx->gate + (size_t)t * Q + (size_t)h * HD, src + HD, (size_t)HD * sizeof(float));
+                }
         heads_norm_rope(ctx, L, ctx->q, n, hp->n_head, L->q_norm, rope, hp->q_scale);
 
         attn_job aj = {ctx, l, n};
@@ -1068,7 +1258,10 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
             const int items = n * hp->n_head_kv, par = work < SIFT_PAR_MIN_WORK ? 1 : nth;
             sift__pool_run(ctx->pool, par, items < 4 * par ? items : 4 * par, attn_task, &aj);
         }
+        if (L->attn_gated)
+            for (size_t i = 0; i < (size_t)n * Q; i++) ctx->att[i] *= sigmoidf_(ctx->gate[i]);
         matmul1b(ctx, nth, n, ctx->att, &L->wo, ctx->xn, E, L->bo); /* xn is free again: reuse it */
+    mixed:
         if (L->attn_post_norm)
             for (int t = 0; t < n; t++) rmsnorm(ctx->xn + (size_t)t * E, L->attn_post_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
         if (hp->residual_scale != 0) scale_rows(ctx->xn, (size_t)n * E, hp->residual_scale);
@@ -1079,8 +1272,10 @@ static void run_layers(sift_context *ctx, const sift_batch *b, int nth)
         } else {
             for (int t = 0; t < n; t++) rmsnorm(ctx->x + (size_t)t * E, L->ffn_norm, ctx->xn + (size_t)t * E, E, hp->rms_eps);
             if (L->w_router.data) {
+                if (L->w_shexp_gate.data) shexp_ffn(ctx, nth, n, L, ctx->xn);
                 moe_route(ctx, nth, n, L, ctx->xn);
                 moe_experts(ctx, nth, n, L, ctx->xn, ctx->xn); /* the inputs are gathered before out is written */
+                if (L->w_shexp_gate.data) shexp_add(ctx, n, ctx->xn);
             } else {
                 dense_ffn(ctx, nth, n, L, ctx->xn, ctx->xn);
             }

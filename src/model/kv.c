@@ -14,6 +14,14 @@
  *
  * Emptying a sequence only resets its map; the stale K/V bytes are never read because
  * attention masks invalid cells and never reads past a token's own position.
+ *
+ * A hybrid model (qwen35) also carries a recurrent state per sequence (context.h), which
+ * stands for all of the sequence's tokens at once and cannot be edited by position. So, as
+ * llama.cpp's llama_memory_recurrent: rm empties a whole sequence (its state zeroed) or
+ * removes nothing past its end, and refuses anything else (SIFT_E_STATE, nothing changed);
+ * cp copies a whole sequence (dst emptied first, then src's cells and state); add refuses
+ * every shift (a context shift would keep a state that still holds the dropped tokens).
+ * Callers fall back to decoding the tokens again (the server) or stop (generate, speculative).
  */
 #include <string.h>
 
@@ -42,22 +50,29 @@ static void seq_settle(const sift_context *ctx, kv_seq *sq)
     sq->n_holes = holes;
 }
 
-static void seq_clear(const sift_context *ctx, kv_seq *sq)
+static void seq_clear(sift_context *ctx, int s)
 {
+    kv_seq *sq = &ctx->seqs[s];
     memset(sq->valid, 0, (size_t)ctx->n_ctx_seq);
     sq->n = 0;
     sq->n_holes = 0;
+    sift__rs_clear(ctx, s);
 }
 
 sift_status sift_kv_seq_rm(sift_context *ctx, sift_seq_id seq, sift_pos p0, sift_pos p1)
 {
     if (!ctx || seq >= ctx->n_seq) return SIFT_E_INVAL;
     clamp_range(ctx, &p0, &p1);
-    for (int s = seq < 0 ? 0 : seq; s < (seq < 0 ? ctx->n_seq : seq + 1); s++) {
+    const int s0 = seq < 0 ? 0 : seq, s1 = seq < 0 ? ctx->n_seq : seq + 1;
+    if (ctx->rs_conv) /* a recurrent state: whole sequences or nothing (checked for all before any changes) */
+        for (int s = s0; s < s1; s++)
+            if (p0 < ctx->seqs[s].n && (p0 > sift_kv_seq_pos_min(ctx, s) || p1 < ctx->seqs[s].n)) return SIFT_E_STATE;
+    for (int s = s0; s < s1; s++) {
         kv_seq *sq = &ctx->seqs[s];
         if (p0 >= sq->n) continue;
         memset(sq->valid + p0, 0, (size_t)(p1 - p0));
         seq_settle(ctx, sq);
+        if (sq->n == 0) sift__rs_clear(ctx, s);
     }
     return SIFT_OK;
 }
@@ -83,6 +98,14 @@ sift_status sift_kv_seq_cp(sift_context *ctx, sift_seq_id src, sift_seq_id dst, 
     if (src == dst) return SIFT_OK;
     clamp_range(ctx, &p0, &p1);
     kv_seq *a = &ctx->seqs[src], *b = &ctx->seqs[dst];
+    if (ctx->rs_conv) { /* a recurrent state: the whole of src replaces dst */
+        if (p0 > 0 || p1 < a->n) return SIFT_E_STATE;
+        const sift__hparams *hp = &ctx->model->hp;
+        const size_t nc = (size_t)hp->n_layer_rs * rs_conv_n(hp), ns = (size_t)hp->n_layer_rs * rs_ssm_n(hp);
+        seq_clear(ctx, dst);
+        memcpy(ctx->rs_conv + (size_t)dst * nc, ctx->rs_conv + (size_t)src * nc, nc * sizeof(float));
+        memcpy(ctx->rs_ssm + (size_t)dst * ns, ctx->rs_ssm + (size_t)src * ns, ns * sizeof(float));
+    }
     if (p1 > a->n) p1 = a->n; /* nothing to copy past src's end */
     if (p0 >= p1) return SIFT_OK;
     copy_cells(ctx, src, dst, p0, p1);
@@ -96,14 +119,14 @@ sift_status sift_kv_seq_keep(sift_context *ctx, sift_seq_id seq)
 {
     if (!seq_ok(ctx, seq)) return SIFT_E_INVAL;
     for (int s = 0; s < ctx->n_seq; s++)
-        if (s != seq) seq_clear(ctx, &ctx->seqs[s]);
+        if (s != seq) seq_clear(ctx, s);
     return SIFT_OK;
 }
 
 void sift_kv_clear(sift_context *ctx)
 {
     if (!ctx) return;
-    for (int s = 0; s < ctx->n_seq; s++) seq_clear(ctx, &ctx->seqs[s]);
+    for (int s = 0; s < ctx->n_seq; s++) seq_clear(ctx, s);
 }
 
 /* Rotate the keys of cells [c0, c1) of sequence s by `delta` positions, every layer and
@@ -137,6 +160,7 @@ sift_status sift_kv_seq_add(sift_context *ctx, sift_seq_id seq, sift_pos p0, sif
     clamp_range(ctx, &p0, &p1);
     if (p1 > sq->n) p1 = sq->n;
     if (p0 >= p1 || delta == 0) return SIFT_OK;
+    if (ctx->rs_conv) return SIFT_E_STATE; /* a recurrent state cannot be shifted */
     if ((int64_t)p1 + delta > ctx->n_ctx_seq) return SIFT_E_STATE;
     /* cells that would land below position 0 are dropped */
     if ((int64_t)p0 + delta < 0) {

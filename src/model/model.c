@@ -46,6 +46,8 @@ typedef struct arch_desc {
     bool oai;        /* gpt-oss: Q/K/V/output biases, attention sinks, post_attention_norm before
                         the experts, biased router and experts, softmax over the top-k logits,
                         clamped SwiGLU; the window pattern from the file (default 2) */
+    bool qwen35;     /* hybrid: Gated DeltaNet layers with a recurrent state, every interval-th layer gated
+                        full attention (query and sigmoid gate from attn_q), partial RoPE; MTP layers skipped */
 } arch_desc;
 
 /* Designated, so that a new field cannot shift the others. */
@@ -79,6 +81,18 @@ static const arch_desc archs[] = {
     {.name = "gpt-oss", .rope_neox = true, .qkv_bias = true, .moe = true, .oai = true, .swa_pattern = 2,
      .features = "Q/K/V/output biases, attention sinks, sliding window on every other layer, neox RoPE (yarn), mixture of experts "
                  "with biases (top-k router logits, softmax over them, clamped SwiGLU), MXFP4 experts"},
+    {.name = "qwen35moe", .rope_neox = true, .qk_norm = true, .qwen35 = true, .moe = true,
+     .features = "qwen35's hybrid (Gated DeltaNet with a recurrent state, gated full attention every "
+                 "full_attention_interval-th layer) with a mixture of experts in every layer (softmax router, top-k, "
+                 "renormalized; gate and up merged or apart) plus a shared SwiGLU expert gated by sigmoid(x ffn_gate_inp_shexp). "
+                 "Sequences can be removed or copied whole only: no partial removal, shift, speculative decoding or "
+                 "state files"},
+    {.name = "qwen35", .rope_neox = true, .qk_norm = true, .qwen35 = true,
+     .features = "hybrid: Gated DeltaNet linear-attention layers (causal conv1d with a conv state, L2-normed q/k, the delta "
+                 "rule over a per-sequence recurrent state, gated RMSNorm) and, every full_attention_interval-th layer, gated "
+                 "full attention (q/k RMSNorm, sigmoid gate, partial neox RoPE = M-RoPE for text); MTP layers skipped. "
+                 "Sequences can be removed or copied whole only: no partial removal, shift, speculative decoding or "
+                 "state files"},
 };
 
 const char *sift_arch_features(const char *arch)
@@ -401,6 +415,72 @@ static int read_oai(loader *ld)
     return SIFT_OK;
 }
 
+/* qwen35, as llama.cpp reads it (llama_model_qwen35::load_arch_hparams): the MTP layers
+ * (nextn_predict_layers) follow the main stack in block_count and are never run; the recurrent
+ * layers are the bool array attention.recurrent_layers, else every layer but each
+ * full_attention_interval-th (default 4); the DeltaNet widths (ssm.*) are required, with the
+ * v heads a multiple of the q/k heads and their size d_state (llama.cpp reshapes the state
+ * square). The M-RoPE sections are required; with a text position in every component, M-RoPE
+ * is neox RoPE over rope.dimension_count as long as each rotated pair falls in one of the
+ * first three sections (the fourth takes another component), which is checked. */
+static int read_qwen35(loader *ld)
+{
+    sift__hparams *hp = &ld->m->hp;
+    int rc, interval = 4, d_inner = 0;
+    if ((rc = get_int(ld, "nextn_predict_layers", false, 0, 0, hp->n_layer - 1, &hp->n_layer_nextn))) return rc;
+    char key[128];
+    int32_t *rec = calloc((size_t)hp->n_layer, sizeof *rec);
+    if (!rec) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
+    if (sift_gguf_get(ld->m->gguf, akey(ld, "attention.recurrent_layers", key, sizeof key))) {
+        ld->per_layer = true;
+        rc = get_int_layers(ld, "attention.recurrent_layers", true, 0, 0, 1, rec);
+        ld->per_layer = false;
+    } else {
+        rc = get_int(ld, "full_attention_interval", false, 4, 1, 4096, &interval);
+        for (int l = 0; !rc && l < hp->n_layer; l++) rec[l] = (l + 1) % interval != 0;
+    }
+    hp->n_layer -= hp->n_layer_nextn;
+    for (int l = 0; !rc && l < hp->n_layer; l++) ld->swa[l] = rec[l] != 0; /* ld->swa holds the recurrent flags */
+    free(rec);
+    if (rc) return rc;
+    if ((rc = get_int(ld, "ssm.conv_kernel", true, 0, 1, 64, &hp->ssm_d_conv))) return rc;
+    if ((rc = get_int(ld, "ssm.state_size", true, 0, 1, SIFT_MAX_HEAD_DIM, &hp->ssm_d_state))) return rc;
+    if ((rc = get_int(ld, "ssm.group_count", true, 0, 1, 4096, &hp->ssm_n_group))) return rc;
+    if ((rc = get_int(ld, "ssm.time_step_rank", true, 0, 1, 4096, &hp->ssm_n_v_heads))) return rc;
+    if ((rc = get_int(ld, "ssm.inner_size", true, 0, 1, 1 << 24, &d_inner))) return rc;
+    if (hp->ssm_n_v_heads % hp->ssm_n_group)
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: %d DeltaNet v heads are not a multiple of %d q/k heads",
+                               hp->ssm_n_v_heads, hp->ssm_n_group);
+    if (d_inner != hp->ssm_n_v_heads * hp->ssm_d_state)
+        return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: ssm.inner_size %d is not %d v heads x state size %d", d_inner,
+                               hp->ssm_n_v_heads, hp->ssm_d_state);
+    hp->ssm_conv_dim = 2 * hp->ssm_n_group * hp->ssm_d_state + d_inner;
+    /* the sections: a pair i of the n_rot / 2 takes component (i mod sum) % 3 of the first three
+     * sections while it lies inside 3 x that section (ggml's interleaved M-RoPE) */
+    const sift_gguf_value *sv = sift_gguf_get(ld->m->gguf, akey(ld, "rope.dimension_sections", key, sizeof key));
+    if (!sv) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing key '%s'", key);
+    if (sift_gguf_value_type(sv) != SIFT_GGUF_ARRAY || sift_gguf_array_n(sv) < 3 || sift_gguf_array_n(sv) > 4 ||
+        (sift_gguf_array_type(sv) != SIFT_GGUF_INT32 && sift_gguf_array_type(sv) != SIFT_GGUF_UINT32))
+        return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' is not an array of 3 or 4 integers", key);
+    const int32_t *sec = sift_gguf_array_data(sv);
+    int64_t sum = 0;
+    for (uint64_t i = 0; i < sift_gguf_array_n(sv); i++) {
+        if (sec[i] < 0 || sec[i] > 4096) return sift__error_set(ld->err, SIFT_E_FORMAT, "model: key '%s' has a section of %d", key, sec[i]);
+        sum += sec[i];
+    }
+    for (int i = 0; sum > 0 && i < hp->n_rot / 2; i++) {
+        const int sector = (int)(i % sum);
+        if (sector >= 3 * sec[sector % 3])
+            return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: M-RoPE sections of '%s' put rotated pair %d in the fourth "
+                                   "section, which text positions do not fill (not supported)", key, i);
+    }
+    hp->n_layer_rs = 0;
+    for (int l = 0; l < hp->n_layer; l++) hp->n_layer_rs += ld->swa[l] != 0;
+    hp->n_layer_kv = hp->n_layer - hp->n_layer_rs;
+    if (hp->n_layer_kv == 0) hp->n_layer_kv = 1; /* (the cache's shape wants one layer; never read) */
+    return SIFT_OK;
+}
+
 /* ggml's GELU as its CPU backend computes it (GGML_GELU_FP16): the input rounded to fp16,
  * a table of fp16 results of the tanh form, 0 below -10 and x itself above 10. */
 static uint16_t *gelu_table(void)
@@ -555,6 +635,28 @@ static int get_gemma4_experts(loader *ld, int l, sift__layer *L)
 #undef NAME
 }
 
+/* A qwen35 Gated DeltaNet layer's tensors (llama_model_qwen35::load_arch_tensors): attn_qkv and
+ * attn_gate (z) are the separate projections (llama.cpp's fused variant without them is not
+ * read), the conv kernel [d_conv, conv_dim] F32 in the arena with dt bias, A and the norm. */
+static int get_deltanet(loader *ld, int l, sift__layer *L)
+{
+    const sift__hparams *hp = &ld->m->hp;
+    const int64_t E = hp->n_embd, HV = hp->ssm_n_v_heads, VD = HV * hp->ssm_d_state;
+    char n[96];
+    int rc;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+    if ((rc = get_weight(ld, NAME("attn_qkv.weight"), E, hp->ssm_conv_dim, true, &L->ssm_qkv))) return rc;
+    if ((rc = get_weight(ld, NAME("attn_gate.weight"), E, VD, true, &L->ssm_z))) return rc;
+    if ((rc = get_weight(ld, NAME("ssm_beta.weight"), E, HV, true, &L->ssm_beta))) return rc;
+    if ((rc = get_weight(ld, NAME("ssm_alpha.weight"), E, HV, true, &L->ssm_alpha))) return rc;
+    if ((rc = get_weight(ld, NAME("ssm_out.weight"), VD, E, true, &L->ssm_out))) return rc;
+    if ((rc = get_vec2(ld, NAME("ssm_conv1d.weight"), hp->ssm_d_conv, hp->ssm_conv_dim, true, &L->ssm_conv))) return rc;
+    if ((rc = get_vec(ld, NAME("ssm_dt.bias"), HV, true, &L->ssm_dt_bias))) return rc;
+    if ((rc = get_vec(ld, NAME("ssm_a"), HV, true, &L->ssm_a))) return rc;
+    return get_vec(ld, NAME("ssm_norm.weight"), hp->ssm_d_state, true, &L->ssm_norm);
+#undef NAME
+}
+
 static int load_tensors(loader *ld, const arch_desc *ad)
 {
     sift_model *m = ld->m;
@@ -569,8 +671,10 @@ static int load_tensors(loader *ld, const arch_desc *ad)
     const int64_t NPL = hp->n_embd_per_layer, NLPL = NPL * hp->n_layer; /* gemma4's per-layer embeddings */
     /* gemma4's experts: the router's input scale, three norms, the experts' output scales */
     const int64_t g4moe_n = ad->gemma4 ? 4 * E + hp->n_expert : 0;
+    /* qwen35's DeltaNet layers: the conv kernel, dt bias, A, the gated norm */
+    const int64_t rs_n = ad->qwen35 ? (int64_t)hp->ssm_conv_dim * hp->ssm_d_conv + 2 * hp->ssm_n_v_heads + hp->ssm_d_state : 0;
     const int64_t arena_n = E + 3 * (hp->n_rot / 2) + HDmax + NPL +
-                            (int64_t)hp->n_layer * (5 * E + Qmax + 2 * KVmax + 2 * HDmax + 1 + oai_n + g4moe_n);
+                            (int64_t)hp->n_layer * (5 * E + Qmax + 2 * KVmax + 2 * HDmax + 1 + oai_n + g4moe_n + rs_n);
     m->f32_arena = malloc((size_t)arena_n * sizeof(float));
     if (!m->f32_arena) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
     ld->arena = m->f32_arena;
@@ -605,6 +709,7 @@ static int load_tensors(loader *ld, const arch_desc *ad)
 
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return sift__error_set(ld->err, SIFT_E_NOMEM, "model: out of memory");
+    int n_attn = 0, n_rs = 0; /* qwen35: attention and recurrent layers so far */
     for (int l = 0; l < hp->n_layer; l++) {
         sift__layer *L = &m->layers[l];
         char n[96];
@@ -618,25 +723,34 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         L->own_kv = l < hp->n_layer_kv;
         L->kv_layer = L->own_kv ? l : hp->n_layer_kv - (L->swa ? 2 : 1);
         L->v_norm = ad->gemma4;
+        if (ad->qwen35) { /* the attention layers' K/V are the cache's layers in order */
+            L->recurrent = ld->swa[l] != 0;
+            L->attn_gated = !L->recurrent;
+            L->own_kv = !L->recurrent;
+            L->kv_layer = L->recurrent ? -1 : n_attn++;
+            L->rs_layer = L->recurrent ? n_rs++ : -1;
+        }
         const int64_t HD = L->head_dim, Q = (int64_t)hp->n_head * HD, KV = (int64_t)L->n_head_kv * HD, F = L->n_ff;
         if ((rc = get_vec(ld, NAME("attn_norm.weight"), E, true, &L->attn_norm))) return rc;
-        if (ad->fused && sift_gguf_tensor_by_name(m->gguf, NAME("attn_qkv.weight"))) {
+        if (L->recurrent) {
+            if ((rc = get_deltanet(ld, l, L))) return rc;
+        } else if (ad->fused && sift_gguf_tensor_by_name(m->gguf, NAME("attn_qkv.weight"))) {
             const int64_t rows[3] = {Q, KV, KV};
             sift__weight *parts[3] = {&L->wq, &L->wk, &L->wv};
             if ((rc = get_fused(ld, n, E, rows, 3, parts))) return rc;
         } else {
-            if ((rc = get_weight(ld, NAME("attn_q.weight"), E, Q, true, &L->wq))) return rc;
+            if ((rc = get_weight(ld, NAME("attn_q.weight"), E, L->attn_gated ? 2 * Q : Q, true, &L->wq))) return rc;
             /* gemma4: a layer sharing K/V needs neither (llama.cpp loads them unused); V is the K
              * projection where attn_v is absent */
             if ((rc = get_weight(ld, NAME("attn_k.weight"), E, KV, L->own_kv, &L->wk))) return rc;
             if ((rc = get_weight(ld, NAME("attn_v.weight"), E, KV, !ad->gemma4, &L->wv))) return rc;
             L->v_is_k = ad->gemma4 && !L->wv.data;
         }
-        if ((rc = get_weight(ld, NAME("attn_output.weight"), Q, E, true, &L->wo))) return rc;
-        if ((rc = get_vec(ld, NAME("attn_q.bias"), Q, ad->qkv_bias, &L->bq))) return rc;
-        if ((rc = get_vec(ld, NAME("attn_k.bias"), KV, ad->qkv_bias, &L->bk))) return rc;
-        if ((rc = get_vec(ld, NAME("attn_v.bias"), KV, ad->qkv_bias, &L->bv))) return rc;
-        if (ad->qk_norm) {
+        if (!L->recurrent && (rc = get_weight(ld, NAME("attn_output.weight"), Q, E, true, &L->wo))) return rc;
+        if (!ad->qwen35 && (rc = get_vec(ld, NAME("attn_q.bias"), Q, ad->qkv_bias, &L->bq))) return rc;
+        if (!ad->qwen35 && (rc = get_vec(ld, NAME("attn_k.bias"), KV, ad->qkv_bias, &L->bk))) return rc;
+        if (!ad->qwen35 && (rc = get_vec(ld, NAME("attn_v.bias"), KV, ad->qkv_bias, &L->bv))) return rc;
+        if (ad->qk_norm && !L->recurrent) {
             if ((rc = get_vec(ld, NAME("attn_q_norm.weight"), HD, true, &L->q_norm))) return rc;
             if ((rc = get_vec(ld, NAME("attn_k_norm.weight"), HD, L->own_kv, &L->k_norm))) return rc;
         }
@@ -645,14 +759,29 @@ static int load_tensors(loader *ld, const arch_desc *ad)
             if ((rc = get_vec(ld, NAME("attn_sinks.weight"), hp->n_head, true, &L->sinks))) return rc;
             /* the norm before the experts (llama.cpp's attn_post_norm) */
             if ((rc = get_vec(ld, NAME("post_attention_norm.weight"), E, true, &L->ffn_norm))) return rc;
-        } else if ((rc = get_vec(ld, NAME("ffn_norm.weight"), E, true, &L->ffn_norm))) {
+        } else if ((rc = get_vec(ld, ad->qwen35 ? NAME("post_attention_norm.weight") : NAME("ffn_norm.weight"), E, true,
+                                 &L->ffn_norm))) { /* qwen35's pre-FFN norm is named post_attention_norm */
             return rc;
         }
         if (ad->moe && sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_inp.weight"))) {
             const int64_t NE = hp->n_expert, FE = hp->n_ff_exp;
             if ((rc = get_weight(ld, NAME("ffn_gate_inp.weight"), E, NE, true, &L->w_router))) return rc;
-            if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
-            if ((rc = get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps))) return rc;
+            if (ad->qwen35 && sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_up_exps.weight"))) {
+                /* merged: expert e's gate rows, then its up rows (parts 2e and 2e + 1, as gemma4's) */
+                if ((rc = get_experts(ld, n, E, 2 * FE, NE, &L->w_gate_exps))) return rc;
+                L->w_gate_exps.n_part = FE;
+                L->gate_up_exps = true;
+            } else {
+                if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
+                if ((rc = get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps))) return rc;
+            }
+            if (ad->qwen35) { /* the shared expert and its gate (one value per token) */
+                const int64_t FS = hp->n_ff_shexp;
+                if ((rc = get_weight(ld, NAME("ffn_gate_inp_shexp.weight"), E, 1, true, &L->w_shexp_gate))) return rc;
+                if ((rc = get_weight(ld, NAME("ffn_gate_shexp.weight"), E, FS, true, &L->w_gate_shexp))) return rc;
+                if ((rc = get_weight(ld, NAME("ffn_up_shexp.weight"), E, FS, true, &L->w_up_shexp))) return rc;
+                if ((rc = get_weight(ld, NAME("ffn_down_shexp.weight"), FS, E, true, &L->w_down_shexp))) return rc;
+            }
             if ((rc = get_experts(ld, NAME("ffn_down_exps.weight"), FE, E, NE, &L->w_down_exps))) return rc;
             if (ad->oai) {
                 if ((rc = get_vec(ld, NAME("ffn_gate_inp.bias"), NE, true, &L->b_router))) return rc;
@@ -660,8 +789,8 @@ static int load_tensors(loader *ld, const arch_desc *ad)
                 if ((rc = get_vec2(ld, NAME("ffn_up_exps.bias"), FE, NE, true, &L->b_up_exps))) return rc;
                 if ((rc = get_vec2(ld, NAME("ffn_down_exps.bias"), E, NE, true, &L->b_down_exps))) return rc;
             }
-        } else if (ad->oai) {
-            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s' (gpt-oss routes every layer)", n);
+        } else if (ad->oai || (ad->qwen35 && ad->moe)) {
+            return sift__error_set(ld->err, SIFT_E_FORMAT, "model: missing tensor '%s' (%s routes every layer)", n, ld->arch);
         } else if (ad->fused && !sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate.weight"))) {
             const int64_t rows[2] = {F, F}; /* ggml_swiglu: silu(first half) * second half */
             sift__weight *parts[2] = {&L->w_gate, &L->w_up};
@@ -689,7 +818,7 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         L->nope = !ld->rope || (ad->nope_step > 0 && (l + 1) % ad->nope_step == 0);
         /* biases the forward pass has no place for: refused, never ignored */
         static const char *const unused[] = {"attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias", "attn_qkv.weight"};
-        for (size_t k = ad->oai ? 1 : 0; k < sizeof unused / sizeof *unused - (ad->fused ? 1 : 0); k++) {
+        for (size_t k = ad->oai ? 1 : 0; k < sizeof unused / sizeof *unused - (ad->fused || L->recurrent ? 1 : 0); k++) {
             snprintf(n, sizeof n, "blk.%d.%s", l, unused[k]);
             if (sift_gguf_tensor_by_name(m->gguf, n))
                 return sift__error_set(ld->err, SIFT_E_UNSUPPORTED, "model: tensor '%s' is not supported (separate Q/K/V without "
@@ -747,8 +876,8 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (!strcmp(archs[i].name, ld.arch)) ad = &archs[i];
     if (!ad) {
-        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, granite, "
-                        "smollm3, phi3, gpt-oss)",
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "model: architecture '%s' is not supported (llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, gemma2, gemma3, gemma4, "
+                        "granite, smollm3, phi3, gpt-oss)",
                         ld.arch);
         goto fail;
     }
@@ -760,13 +889,18 @@ sift_model *sift_model_load(const char *path, sift_error *err)
     if (ad->gemma4 ? read_gemma4(&ld) != SIFT_OK : ad->gemma && read_gemma(&ld, ad) != SIFT_OK) goto fail;
     if (ad->granite && read_granite(&ld, &ld.rope) != SIFT_OK) goto fail;
     if (ad->oai && read_oai(&ld) != SIFT_OK) goto fail;
+    if (ad->qwen35 && read_qwen35(&ld) != SIFT_OK) goto fail;
     if (ad->fused) m->hp.q_scale = 1.0f / sqrtf((float)m->hp.head_dim); /* phi3 scales Q after RoPE */
     if (ad->moe) {
         sift__hparams *hp = &m->hp;
         if (get_int(&ld, "expert_count", true, 0, 1, 4096, &hp->n_expert) ||
             get_int(&ld, "expert_used_count", true, 0, 1, 4096, &hp->n_expert_used) ||
-            get_int(&ld, "expert_feed_forward_length", true, 0, 1, 1 << 24, &hp->n_ff_exp))
+            get_int(&ld, "expert_feed_forward_length", !ad->qwen35, hp->n_ff / (hp->n_expert_used ? hp->n_expert_used : 1), 1,
+                    1 << 24, &hp->n_ff_exp))
             goto fail;
+        /* qwen35moe's shared expert (llama.cpp's default width: the FFN's) */
+        if (ad->qwen35 && get_int(&ld, "expert_shared_feed_forward_length", false, hp->n_ff, 1, 1 << 24, &hp->n_ff_shexp)) goto fail;
+        if (hp->n_ff_shexp > hp->n_ff) hp->n_ff = hp->n_ff_shexp; /* (the scratch's width) */
         if (hp->n_expert_used > hp->n_expert) {
             sift__error_set(err, SIFT_E_FORMAT, "model: %d experts used of %d", hp->n_expert_used, hp->n_expert);
             goto fail;
@@ -843,6 +977,11 @@ const char *sift_model_chat_template(const sift_model *m, const char *name)
     if (name && *name && snprintf(key, sizeof key, "tokenizer.chat_template.%s", name) >= (int)sizeof key) return NULL;
     const char *t = NULL;
     return sift_gguf_get_str(m->gguf, key, &t, NULL) == SIFT_OK ? t : NULL;
+}
+
+bool sift_model_is_recurrent(const sift_model *m)
+{
+    return m && m->hp.n_layer_rs > 0;
 }
 
 const sift_vocab *sift_model_vocab(const sift_model *m)

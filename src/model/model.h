@@ -84,6 +84,19 @@ typedef struct sift__layer {
      * gate part 2e and its up part 2e + 1 (w_up_exps unused) */
     const float *router_scale, *ffn_pre_norm_2, *ffn_post_norm_1, *ffn_post_norm_2, *down_exps_scale;
     bool gate_up_exps;
+    /* qwen35: a gated full-attention layer has wq of 2 x n_head x head_dim rows, each head's query
+     * then its gate (the output times sigmoid(gate) before wo); a recurrent layer (Gated
+     * DeltaNet, rs_layer its index in the recurrent state) has no wq/wk/wv/wo but ssm_qkv
+     * [n_embd -> 2 key_dim + value_dim], ssm_z [n_embd -> value_dim], ssm_beta and ssm_alpha
+     * [n_embd -> v heads], ssm_out [value_dim -> n_embd], the conv kernel [conv_dim][d_conv],
+     * dt bias and A (-exp(A_log)) [v heads], the gated norm [head_v] */
+    bool attn_gated, recurrent;
+    int32_t rs_layer;
+    sift__weight ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;
+    const float *ssm_conv, *ssm_dt_bias, *ssm_a, *ssm_norm;
+    /* qwen35moe's shared expert beside the routed ones (data NULL without): its gate [n_embd -> 1]
+     * (the expert's output times sigmoid of it) and its SwiGLU FFN of hp.n_ff_shexp */
+    sift__weight w_shexp_gate, w_gate_shexp, w_up_shexp, w_down_shexp;
 } sift__layer;
 
 typedef struct sift__hparams {
@@ -121,7 +134,13 @@ typedef struct sift__hparams {
     bool rope_freqs_full_only;   /* gemma4: rope_freqs divides the full layers' frequencies only */
     int32_t n_embd_per_layer;    /* gemma4's per-layer embedding width (E2B/E4B); 0: none */
     int32_t n_layer_kv;          /* layers with K/V of their own, the first ones (the cache's layer count):
-                                    n_layer but for gemma4's shared_kv_layers */
+                                    n_layer but for gemma4's shared_kv_layers; qwen35: its attention layers */
+    /* qwen35's Gated DeltaNet layers (n_layer_rs > 0: a hybrid model, whose sequences carry a
+     * recurrent state beside the KV cache): conv width, q/k heads (groups) and v heads, the
+     * head size of both (d_state), conv channels 2 x groups x d_state + v heads x d_state */
+    int32_t n_layer_rs, ssm_d_conv, ssm_d_state, ssm_n_group, ssm_n_v_heads, ssm_conv_dim;
+    int32_t n_layer_nextn;       /* qwen35's MTP layers after the main stack (loaded by llama.cpp, never run) */
+    int32_t n_ff_shexp;          /* qwen35moe's shared expert's FFN width */
 } sift__hparams;
 
 struct sift_model {

@@ -48,6 +48,11 @@ size_t sift_state_seq_save_file(sift_context *ctx, const char *path, sift_seq_id
         sift__error_set(err, SIFT_E_INVAL, "state save: bad arguments (sequence %d, %zu tokens)", (int)seq, n_tokens);
         return 0;
     }
+    if (ctx->rs_conv) { /* the file holds K/V cells only, not a recurrent state */
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "state save: %s keeps a recurrent state, which sequence files do not hold",
+                        ctx->model->hp.arch);
+        return 0;
+    }
     const kv_seq *sq = &ctx->seqs[seq];
     const seq_header h = shape_of(ctx);
     FILE *f = fopen(path, "wb");
@@ -79,6 +84,11 @@ size_t sift_state_seq_load_file(sift_context *ctx, const char *path, sift_seq_id
     if (n_tokens_out) *n_tokens_out = 0;
     if (!ctx || !path || seq < 0 || seq >= ctx->n_seq || (cap && !tokens_out)) {
         sift__error_set(err, SIFT_E_INVAL, "state load: bad arguments (sequence %d)", (int)seq);
+        return 0;
+    }
+    if (ctx->rs_conv) {
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "state load: %s keeps a recurrent state, which sequence files do not hold",
+                        ctx->model->hp.arch);
         return 0;
     }
     FILE *f = fopen(path, "rb");

@@ -54,6 +54,10 @@ sift_draft *sift_draft_model_new(const sift_model *draft, const sift_model *targ
         return NULL;
     }
     if (vocab_same(sift_model_vocab(draft), sift_model_vocab(target), err) != SIFT_OK) return NULL;
+    if (sift_model_is_recurrent(draft)) { /* its drafts are rolled back with sift_kv_seq_rm */
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "draft model: it keeps a recurrent state (qwen35), which cannot roll back");
+        return NULL;
+    }
     sift_draft *d = sift__draft_alloc(DRAFT_MODEL, params, err);
     if (!d) return NULL;
     cparams.n_seq_max = 1;

@@ -72,6 +72,11 @@ sift_spec *sift_spec_new(sift_context *target, sift_seq_id seq, sift_draft *d, s
         sift__error_set(err, SIFT_E_INVAL, "spec: no target context, or sequence %d out of range", seq);
         return NULL;
     }
+    if (sift_model_is_recurrent(sift_context_model(target))) { /* rejected drafts are rolled back with sift_kv_seq_rm */
+        sift__error_set(err, SIFT_E_UNSUPPORTED, "spec: the target keeps a recurrent state (qwen35), which cannot take back "
+                        "rejected draft tokens");
+        return NULL;
+    }
     sift_spec *s = calloc(1, sizeof *s);
     const int32_t nb = (int32_t)sift_n_batch(target);
     if (!s || !(s->draft = malloc((size_t)nb * sizeof *s->draft)) || sift_batch_init(&s->batch, nb, 1) != SIFT_OK) {

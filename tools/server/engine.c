@@ -345,7 +345,12 @@ static void slot_start(srv_engine *e, slot *sl, srv_task *t)
     const srv_request *r = &t->req;
     int32_t keep = r->cache_prompt ? common_prefix(sl->cache, sl->n_cache, r->prompt, r->n_prompt) : 0;
     if (keep >= r->n_prompt) keep = r->n_prompt - 1; /* the last prompt token is decoded again for its logits */
-    sift_kv_seq_rm(e->ctx, sl->id, keep, -1);
+    if (sift_kv_seq_rm(e->ctx, sl->id, keep, -1) != SIFT_OK) {
+        /* a recurrent state (qwen35) holds the whole cached sequence and cannot be cut back to the
+         * common prefix: the prompt is decoded again from its start */
+        sift_kv_seq_rm(e->ctx, sl->id, -1, -1);
+        keep = 0;
+    }
     sl->n_cache = keep;
     sl->i_prompt = keep;
     sl->task = t;
@@ -1191,6 +1196,14 @@ srv_engine *srv_engine_start(srv_server *s, sift_error *err)
         sl->pp = malloc(SRV_MAX_N_PROBS * sizeof *sl->pp);
         ok = sl->cache && sl->pid && sl->pp;
         if (ok && (s->draft_model || cfg->lookup > 0)) {
+            if (sift_model_is_recurrent(s->model)) { /* a rejected draft cannot be taken back out of a recurrent state */
+                if (err) {
+                    err->status = SIFT_E_UNSUPPORTED;
+                    snprintf(err->msg, sizeof err->msg, "engine: speculative decoding (--model-draft, --lookup) needs a model "
+                             "without a recurrent state, which this one (qwen35) keeps");
+                }
+                goto fail;
+            }
             if (!slot_draft_new(e, sl, err)) goto fail;
         }
     }

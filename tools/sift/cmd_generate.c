@@ -258,7 +258,10 @@ static int32_t shift_context(sift_context *ctx, int seq, int32_t n_past, int32_t
     const int32_t n_left = n_past - n_keep;
     const int32_t n_discard = n_left / 2;
     if (n_discard < 1) return n_past;
-    sift_kv_seq_rm(ctx, seq, n_keep, n_keep + n_discard);
+    if (sift_kv_seq_rm(ctx, seq, n_keep, n_keep + n_discard) != SIFT_OK) { /* a recurrent state (qwen35): no shift */
+        fprintf(stderr, "\n[context shift: not possible, the model keeps a recurrent state; stopping]\n");
+        return n_past;
+    }
     sift_kv_seq_add(ctx, seq, n_keep + n_discard, n_past, -n_discard);
     return n_past - n_discard;
 }

@@ -4,7 +4,7 @@
  * shared test models are 1 MB and smaller, so on them a batch of 8 tokens costs 8 times one
  * token, whatever the runtime does).
  *
- *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|qwen3moe|gemma2|gemma3|gemma4|granite|smollm3|phi3|gpt-oss]
+ *   sift mkmodel [-o OUT.gguf] [--arch llama|qwen2|qwen3|qwen3moe|qwen35|qwen35moe|gemma2|gemma3|gemma4|granite|smollm3|phi3|gpt-oss]
  *                [--shared-kv N] [--ple N] [--experts N] [--experts-used K] [--ff-exp N] [--type-exps T] [--dim N] [--ff N]
  *                [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--swa N]
  *                [--type q8_0|q4_0|q4_k|q5_k|q6_k|f16|bf16|f32] [--vocab FILE.gguf] [--ctx N]
@@ -58,8 +58,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: sift mkmodel [-o OUT.gguf] [shape options]\n\n"
                "  -o FILE          output (default /tmp/sift-synth-DIMxLAYERS-TYPE.gguf)\n"
-               "  --arch A         llama (default), qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, granite,\n"
-               "                   smollm3, phi3, gpt-oss:\n"
+               "  --arch A         llama (default), qwen2, qwen3, qwen3moe, qwen35, qwen35moe, gemma2, gemma3,\n"
+               "                   gemma4, granite, smollm3, phi3, gpt-oss:\n"
                "                   each with the tensors and keys its architecture has (qwen2 biases,\n"
                "                   q/k norms, gemma's post norms, sliding window, soft-caps, granite's\n"
                "                   multipliers, phi3's fused QKV and gate-up, gpt-oss's biases, sinks\n"
@@ -70,7 +70,13 @@ static void usage(FILE *f)
                "                   half of them; -1: none)\n"
                "  --ple N          gemma4: per-layer embeddings of width N (E2B/E4B: 256; default none)\n"
                "  --head-dim N     head size when it is not dim/heads (the key_length key)\n"
-               "  --experts N      qwen3moe, gpt-oss: experts per layer (default 8); gemma4: experts beside\n"
+               "  --interval N     qwen35, qwen35moe: every Nth layer gated full attention, the others Gated\n"
+               "                   DeltaNet (default 4)\n"
+               "  --ssm-groups N   qwen35: DeltaNet q/k heads (default --kv-heads)\n"
+               "  --ssm-heads N    qwen35: DeltaNet v heads, a multiple of the groups (default --heads)\n"
+               "  --ssm-state N    qwen35: DeltaNet head size (default the head size)\n"
+               "  --mtp N          qwen35: MTP layers appended after the main stack (default 0)\n"
+               "  --experts N      qwen3moe, qwen35moe, gpt-oss: experts per layer (default 8); gemma4: experts beside\n"
                "                   each layer's dense FFN (26B-A4B's shape; default none)\n"
                "  --experts-used K qwen3moe, gpt-oss, gemma4: experts each token is routed to (default 2)\n"
                "  --ff-exp N       qwen3moe, gpt-oss, gemma4: each expert's feed-forward width (default --ff)\n"
@@ -166,6 +172,16 @@ int sift_cmd_mkmodel(int argc, char **argv)
             sp.arch = v;
         } else if (!strcmp(a, "--head-dim")) {
             field = &sp.head_dim, hi = 1024;
+        } else if (!strcmp(a, "--interval")) {
+            field = &sp.attn_interval, hi = 1024;
+        } else if (!strcmp(a, "--ssm-groups")) {
+            field = &sp.ssm_groups, hi = 1024;
+        } else if (!strcmp(a, "--ssm-heads")) {
+            field = &sp.ssm_v_heads, hi = 1024;
+        } else if (!strcmp(a, "--ssm-state")) {
+            field = &sp.ssm_state, hi = 1024;
+        } else if (!strcmp(a, "--mtp")) {
+            field = &sp.n_nextn, lo = 0, hi = 4;
         } else if (!strcmp(a, "--experts")) {
             field = &sp.n_expert, hi = 4096;
         } else if (!strcmp(a, "--experts-used")) {
@@ -250,7 +266,7 @@ int sift_cmd_mkmodel(int argc, char **argv)
     const int64_t n_vocab = (int64_t)sift_gguf_array_n(sift_gguf_get(vg, "tokenizer.ggml.tokens")) + n_fim;
     sift_gguf_close(vg);
     const int hd = sp.head_dim ? sp.head_dim : sp.n_embd / sp.n_head;
-    const bool moe = !strcmp(sp.arch, "qwen3moe") || !strcmp(sp.arch, "gpt-oss");
+    const bool moe = !strcmp(sp.arch, "qwen3moe") || !strcmp(sp.arch, "qwen35moe") || !strcmp(sp.arch, "gpt-oss");
     const double n_exp = sp.n_expert > 0 ? sp.n_expert : 8, ff_exp = sp.n_ff_exp > 0 ? sp.n_ff_exp : sp.n_ff;
     const bool g4moe = !strcmp(sp.arch, "gemma4") && sp.n_expert > 0; /* experts beside the dense FFN */
     const double exps = (double)sp.n_embd * n_exp * (3.0 * ff_exp + 1);
