@@ -203,9 +203,10 @@ static bool index_rule(conv *c, size_t i)
 }
 
 /* Add rule `name ::= body`; with reuse, an existing rule with the same name and body is
- * reused; otherwise the name, if taken, gets a number. Returns the name used (owned by the table). Takes
+ * reused; otherwise the name, if taken, gets a number. Returns what other bodies write for it
+ * (owned by the table): its name, or with short_names and not `named`, "r<index>". Takes
  * ownership of body. */
-static const char *add_rule(conv *c, const char *name, char *body, bool reuse)
+static const char *add_rule(conv *c, const char *name, char *body, bool reuse, bool named)
 {
     if (!body) return sift__js_coom(c);
     char *base = sift__js_sanitize(name);
@@ -223,7 +224,7 @@ static const char *add_rule(conv *c, const char *name, char *body, bool reuse)
             if (cand != base) sift__gx_free(cand);
             sift__gx_free(base);
             sift__gx_free(body);
-            return r->name;
+            return r->out ? r->out : r->name;
         }
         if (cand != base) sift__gx_free(cand);
         size_t n = strlen(base) + 16;
@@ -247,13 +248,30 @@ static const char *add_rule(conv *c, const char *name, char *body, bool reuse)
         c->rules = p;
         c->cap_rules = nc;
     }
-    c->rules[c->n_rules++] = (jrule){cand, body, h};
+    char *out = NULL;
+    if (c->short_names && !named && strcmp(cand, "root")) { /* the start rule keeps its name */
+        if (!(out = sift__gx_malloc(24))) {
+            sift__gx_free(cand);
+            sift__gx_free(body);
+            return sift__js_coom(c);
+        }
+        snprintf(out, 24, "r%zu", c->n_rules);
+    }
+    c->rules[c->n_rules++] = (jrule){cand, body, out, h};
     if (!index_rule(c, c->n_rules - 1)) return sift__js_coom(c);
-    return cand;
+    return out ? out : cand;
 }
 
-const char *sift__js_add_rule(conv *c, const char *name, char *body) { return add_rule(c, name, body, true); }
-const char *sift__js_add_rule_new(conv *c, const char *name, char *body) { return add_rule(c, name, body, false); }
+const char *sift__js_add_rule(conv *c, const char *name, char *body) { return add_rule(c, name, body, true, false); }
+const char *sift__js_add_rule_new(conv *c, const char *name, char *body) { return add_rule(c, name, body, false, false); }
+const char *sift__js_add_rule_named(conv *c, const char *name, char *body) { return add_rule(c, name, body, true, true); }
+
+jrule *sift__js_rule_written(conv *c, const char *out)
+{
+    size_t i = out[0] == 'r' && out[1] >= '0' && out[1] <= '9' ? strtoul(out + 1, NULL, 10) : c->n_rules;
+    if (i < c->n_rules && c->rules[i].out && !strcmp(c->rules[i].out, out)) return &c->rules[i];
+    return sift__js_find_rule(c, out);
+}
 
 char *sift__js_dupstr(const char *s)
 {
@@ -334,7 +352,7 @@ static bool is_reserved(const char *name) { return !strcmp(name, "root") || sift
 const char *sift__js_use_builtin(conv *c, const char *name)
 {
     jrule *have = sift__js_find_rule(c, name);
-    if (have) return have->name;
+    if (have) return have->name; /* built-ins are added named */
     const builtin *b = sift__js_find_builtin(name);
     if (!b) return sift__js_cfail(c, SIFT_E_INVAL, "internal: no built-in rule '%s'", name);
     const char *body = b->body;
@@ -342,7 +360,7 @@ const char *sift__js_use_builtin(conv *c, const char *name)
      * integral part (no leading zero), which SIFT_JSON_SCHEMA_LLAMA keeps */
     if (!strcmp(name, "number") && !(c->flags & SIFT_JSON_SCHEMA_LLAMA))
         body = "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? decimal-part)? space";
-    const char *r = sift__js_add_rule(c, name, sift__js_dupstr(body));
+    const char *r = sift__js_add_rule_named(c, name, sift__js_dupstr(body));
     if (!r) return NULL;
     for (int k = 0; k < 3 && b->deps[k]; k++)
         if (!sift__js_use_builtin(c, b->deps[k])) return NULL;
@@ -1082,7 +1100,7 @@ char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_
         sift__error_set(err, SIFT_E_NOMEM, "out of memory");
         return NULL;
     }
-    conv c = {.root = root, .flags = flags, .err = err, .status = SIFT_OK};
+    conv c = {.root = root, .flags = flags, .err = err, .status = SIFT_OK, .short_names = for_parse};
     /* the dialect decides what $ref means beside other keywords: draft-07 and earlier
      * ignore them, 2019-09 and later (the default) apply them too */
     const cJSON *dialect = cJSON_GetObjectItemCaseSensitive(root, "$schema");
@@ -1104,7 +1122,7 @@ char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_
     }
     if (top && c.status == SIFT_OK) {
         /* the start rule must be called root */
-        if (strcmp(top, "root") && !sift__js_find_rule(&c, "root")) sift__js_add_rule(&c, "root", sift__js_dupstr(top));
+        if (strcmp(top, "root") && !sift__js_find_rule(&c, "root")) sift__js_add_rule_named(&c, "root", sift__js_dupstr(top));
     }
     if (c.status == SIFT_OK) {
         /* name order is for people reading the text; a caller that only parses it skips the
@@ -1118,12 +1136,15 @@ char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_
          * the (MB-sized, on big schemas) text again at every step and faulted in its pages
          * twice (vfprintf, before that, was slower still) */
         size_t total = 1;
-        for (size_t i = 0; i < c.n_rules; i++) total += strlen(c.rules[i].name) + strlen(c.rules[i].body) + 6;
+        for (size_t i = 0; i < c.n_rules; i++) {
+            if (!c.rules[i].out) c.rules[i].out = c.rules[i].name; /* (freed once, below) */
+            total += strlen(c.rules[i].out) + strlen(c.rules[i].body) + 6;
+        }
         out = total > SIFT__GBNF_TEXT_MAX ? NULL : sift__gx_malloc(total);
         for (size_t k = 0, at = 0; out && k < c.n_rules; k++) {
             const size_t i = for_parse ? c.n_rules - 1 - k : k;
-            size_t nn = strlen(c.rules[i].name), nb = strlen(c.rules[i].body);
-            memcpy(out + at, c.rules[i].name, nn);
+            size_t nn = strlen(c.rules[i].out), nb = strlen(c.rules[i].body);
+            memcpy(out + at, c.rules[i].out, nn);
             memcpy(out + at + nn, " ::= ", 5);
             memcpy(out + at + nn + 5, c.rules[i].body, nb);
             at += nn + 5 + nb;
@@ -1154,6 +1175,7 @@ char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_
         sift_grammar_free(check);
     }
     for (size_t i = 0; i < c.n_rules; i++) {
+        if (c.rules[i].out != c.rules[i].name) sift__gx_free(c.rules[i].out);
         sift__gx_free(c.rules[i].name);
         sift__gx_free(c.rules[i].body);
     }

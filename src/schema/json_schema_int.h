@@ -26,6 +26,7 @@
 
 typedef struct {
     char *name, *body;
+    char *out;     /* the name written in the text (NULL: name); see conv.short_names */
     uint64_t hash; /* sift__gx_hash_bytes of name: found and re-indexed without rehashing the name */
 } jrule;
 
@@ -54,6 +55,12 @@ typedef struct {
     size_t any_order_states; /* rules spent on objects whose keys come in any order (any_order_object) */
     bool ref_overrides;        /* draft-07 and earlier ($schema): $ref overrides the keywords beside it */
     const cJSON *dep_required; /* dependentRequired (or dependencies' arrays) for the next build_object */
+    bool short_names; /* the text is only parsed (sift__js_to_gbnf's for_parse): each rule is written
+                       * as "r<index>" (add_rule returns that), not by its name, which stays the
+                       * key rules are found and shared by. The names grow with the schema's path
+                       * ($ref-definitions-https-...-ObjectMeta-additional-k-15: 100+ characters):
+                       * a Kubernetes schema's 2.5 MB of text was 90 % names, written, copied,
+                       * scanned and hashed at every reference, then parsed again. */
 } conv;
 
 typedef struct {
@@ -80,10 +87,16 @@ const char *sift__js_coom(conv *c);
 size_t sift__js_path_push(conv *c, const char *seg);
 void sift__js_path_pop(conv *c, size_t old);
 char *sift__js_sanitize(const char *name);
+/* the rule whose name (key) is `name` / that add_rule's return value `out` writes */
 jrule *sift__js_find_rule(conv *c, const char *name);
+jrule *sift__js_rule_written(conv *c, const char *out);
+/* Add rule `name ::= body`: returns what to write for it in other rules' bodies */
 const char *sift__js_add_rule(conv *c, const char *name, char *body);
 /* as sift__js_add_rule, but always a rule of its own (never one that has the same body) */
 const char *sift__js_add_rule_new(conv *c, const char *name, char *body);
+/* as sift__js_add_rule, but written by its name even with short_names: for rules that other
+ * bodies name before they exist (their names are made, not returned) */
+const char *sift__js_add_rule_named(conv *c, const char *name, char *body);
 char *sift__js_dupstr(const char *s);
 const builtin *sift__js_find_builtin(const char *name);
 const char *sift__js_use_builtin(conv *c, const char *name);
