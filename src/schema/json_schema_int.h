@@ -29,6 +29,7 @@ typedef struct {
     char *out;     /* the name written in the text (NULL: name); see json_schema_rules.c */
     uint64_t hash; /* sift__gx_hash_bytes of name: found and re-indexed without rehashing the name */
     uint64_t bhash; /* of body as added (short_names: rules shared by body) */
+    bool shared;    /* in the body index */
 } jrule;
 
 typedef struct {

@@ -61,18 +61,19 @@ static uint64_t text_hash(const char *s) { return sift__gx_hash_bytes(s, strlen(
 static uint64_t key_of(const jrule *r, bool by_body) { return by_body ? r->bhash : r->hash; }
 
 /* Put rule i into an open-addressing index of rule index + 1 (0 = empty), by name hash or by
- * body hash; *n counts its entries. */
+ * body hash; *n counts its entries. A grown table is refilled from the rules in order (a
+ * sequential read, where the old table's slots point all over them). */
 static bool index_put(const conv *c, uint32_t **ht, size_t *cap, size_t *n, bool by_body, size_t i)
 {
     if ((*n + 1) * 2 > *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
         uint32_t *t = sift__gx_calloc(nc, sizeof *t);
         if (!t) return false;
-        for (size_t q = 0; q < *cap; q++) {
-            if (!(*ht)[q]) continue;
-            size_t k = key_of(&c->rules[(*ht)[q] - 1], by_body) & (nc - 1);
+        for (size_t j = 0; j < i; j++) {
+            if (by_body && !c->rules[j].shared) continue;
+            size_t k = key_of(&c->rules[j], by_body) & (nc - 1);
             while (t[k]) k = (k + 1) & (nc - 1);
-            t[k] = (*ht)[q];
+            t[k] = (uint32_t)j + 1;
         }
         sift__gx_free(*ht);
         *ht = t;
@@ -150,10 +151,15 @@ static const char *add_rule(conv *c, const char *name, char *body, bool reuse, b
     char *out = NULL;
     if (c->short_names && !named && strcmp(cand, "root")) { /* the start rule keeps its name */
         if (!(out = sift__gx_malloc(24))) return add_fail(c, cand, body);
-        snprintf(out, 24, "r%zu", c->n_rules);
+        char d[24];
+        size_t nd = 0;
+        for (size_t v = c->n_rules; nd == 0 || v; v /= 10) d[nd++] = (char)('0' + v % 10);
+        out[0] = 'r';
+        for (size_t k = 0; k < nd; k++) out[1 + k] = d[nd - 1 - k];
+        out[1 + nd] = 0;
     }
     const size_t i = c->n_rules++;
-    c->rules[i] = (jrule){cand, body, out, h, bh};
+    c->rules[i] = (jrule){cand, body, out, h, bh, share};
     size_t n_named = i;
     if (!index_put(c, &c->rule_ht, &c->rule_ht_cap, &n_named, false, i)) return sift__js_coom(c);
     if (share && !index_put(c, &c->body_ht, &c->body_ht_cap, &c->body_ht_n, true, i)) return sift__js_coom(c);
@@ -166,8 +172,10 @@ const char *sift__js_add_rule_named(conv *c, const char *name, char *body) { ret
 
 jrule *sift__js_rule_written(conv *c, const char *out)
 {
-    size_t i = out[0] == 'r' && out[1] >= '0' && out[1] <= '9' ? strtoul(out + 1, NULL, 10) : c->n_rules;
-    if (i < c->n_rules && c->rules[i].out && !strcmp(c->rules[i].out, out)) return &c->rules[i];
+    size_t i = 0;
+    const char *d = out[0] == 'r' ? out + 1 : "";
+    while (*d >= '0' && *d <= '9' && i < c->n_rules) i = i * 10 + (size_t)(*d++ - '0');
+    if (d > out + 1 && !*d && i < c->n_rules && c->rules[i].out && !strcmp(c->rules[i].out, out)) return &c->rules[i];
     return sift__js_find_rule(c, out);
 }
 
