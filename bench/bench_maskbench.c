@@ -929,6 +929,7 @@ int sift_bench_maskbench(int argc, char **argv)
     int as_json = 0, dump = 0;
     sift_grammar_compiler_params cp = sift_grammar_compiler_default_params();
     bool repeat = false;
+    cli_malloc_keep(); /* the workers compile schema after schema, as a server does */
     uint32_t flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

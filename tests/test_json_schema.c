@@ -16,6 +16,31 @@
 #include "grammar_util.h"
 #include "schema/gbnf_writer.h"
 
+/* Every schema is also converted as the grammar compiler converts it (rules written r<index>
+ * and shared by body, json_schema_rules.c), and every instance is checked against both
+ * grammars: the twin of each grammar convert() returns, freed with it. */
+char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_parse, sift_error *err);
+static struct {
+    sift_grammar *g, *twin;
+} twins[16];
+
+static sift_grammar *twin_of(const sift_grammar *g)
+{
+    for (size_t i = 0; i < sizeof twins / sizeof *twins; i++)
+        if (twins[i].g == g) return twins[i].twin;
+    return NULL;
+}
+
+static void free_both(sift_grammar *g)
+{
+    for (size_t i = 0; g && i < sizeof twins / sizeof *twins; i++)
+        if (twins[i].g == g) {
+            sift_grammar_free(twins[i].twin);
+            twins[i].g = twins[i].twin = NULL;
+        }
+    sift_grammar_free(g);
+}
+
 static sift_grammar *convert(const char *schema, uint32_t flags)
 {
     sift_error err = {0};
@@ -24,13 +49,66 @@ static sift_grammar *convert(const char *schema, uint32_t flags)
     sift_grammar *g = sift_grammar_parse(gbnf, strlen(gbnf), "root", NULL, &err);
     if (!g) fail_msg("the grammar of %s does not parse: %s\n%s", schema, err.msg, gbnf);
     free(gbnf);
+    char *text = sift__js_to_gbnf(schema, strlen(schema), flags, true, &err);
+    if (!text) fail_msg("convert %s for the compiler: %s", schema, err.msg);
+    sift_grammar *twin = sift_grammar_parse(text, strlen(text), "root", NULL, &err);
+    if (!twin) fail_msg("the compiler's grammar of %s does not parse: %s\n%s", schema, err.msg, text);
+    free(text);
+    size_t i = 0;
+    while (i < sizeof twins / sizeof *twins && twins[i].g) i++;
+    if (i == sizeof twins / sizeof *twins) fail_msg("more than %zu grammars alive", i);
+    twins[i].g = g;
+    twins[i].twin = twin;
     return g;
 }
+#define sift_grammar_free(g) free_both(g)
 
 static void expect(sift_grammar *g, const char *instance, bool valid)
 {
     int r = sift_grammar_match(g, instance, strlen(instance), NULL);
     if ((r == SIFT_GRAMMAR_COMPLETE) != valid) fail_msg("'%s': got %d, want %s", instance, r, valid ? "accepted" : "rejected");
+    const sift_grammar *t = twin_of(g);
+    r = t ? sift_grammar_match(t, instance, strlen(instance), NULL) : SIFT_GRAMMAR_COMPLETE;
+    if ((r == SIFT_GRAMMAR_COMPLETE) != valid) fail_msg("'%s' (the compiler's grammar): got %d, want %s", instance, r, valid ? "accepted" : "rejected");
+}
+
+/* The compiler's text: rules written r<index> (and root, built-ins), equal bodies one rule -
+ * here the two objects' identical parts, which the readable text writes under both paths. */
+static void test_compiler_text(void **state)
+{
+    (void)state;
+    const char *schema = "{\"type\":\"object\",\"properties\":{"
+                         "\"first\":{\"type\":\"object\",\"properties\":{\"street\":{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}},"
+                         "\"second\":{\"type\":\"object\",\"properties\":{\"street\":{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}}}";
+    sift_error err = {0};
+    char *readable = sift_json_schema_to_grammar(schema, strlen(schema), 0, &err);
+    char *text = sift__js_to_gbnf(schema, strlen(schema), 0, true, &err);
+    assert_non_null(readable);
+    assert_non_null(text);
+    size_t n_readable = 0, n_text = 0;
+    for (const char *p = readable; *p; p++) n_readable += *p == '\n';
+    for (const char *line = text; *line; n_text++) {
+        size_t n = strcspn(line, " ");
+        bool short_name = line[0] == 'r' && n > 1 && strspn(line + 1, "0123456789") == n - 1;
+        bool kept = false; /* the start rule and the built-ins keep their names */
+        for (const char *const *k = (const char *const[]){"root", "space", "char", "string", "value", "object", "array", "number",
+                                                          "integral-part", "decimal-part", "boolean", "null", NULL};
+             *k; k++)
+            kept |= strlen(*k) == n && !strncmp(line, *k, n);
+        if (!short_name && !kept) fail_msg("rule '%.*s' in the compiler's text", (int)n, line);
+        line += strcspn(line, "\n");
+        line += *line == '\n';
+    }
+    assert_non_null(strstr(readable, "first-street-kv"));
+    assert_non_null(strstr(readable, "second-street-kv"));
+    if (n_text + 4 > n_readable) fail_msg("%zu rules, %zu in the readable text:\n%s", n_text, n_readable, text);
+    free(readable);
+    free(text);
+    sift_grammar *g = convert(schema, 0);
+    expect(g, "{\"first\": {\"street\": \"a\", \"city\": \"b\"}, \"second\": {\"city\": \"c\"}}", true);
+    expect(g, "{\"second\": {\"street\": 1}}", false);
+    expect(g, "{\"first\": {\"town\": [1, {}]}, \"other\": null}", true);
+    sift_grammar_free(g);
 }
 
 static void test_golden_person(void **state)
@@ -1914,7 +1992,7 @@ int main(void)
         cmocka_unit_test(test_ref_siblings), cmocka_unit_test(test_ref_names), cmocka_unit_test(test_ecma_space_hostname),
         cmocka_unit_test(test_simplified_keywords), cmocka_unit_test(test_property_names), cmocka_unit_test(test_multiple_of), cmocka_unit_test(test_contains), cmocka_unit_test(test_unevaluated), cmocka_unit_test(test_one_of_apart), cmocka_unit_test(test_pattern_bounded),
         cmocka_unit_test(test_pattern_length_automaton), cmocka_unit_test(test_complement),
-        cmocka_unit_test(test_two_orders),
+        cmocka_unit_test(test_two_orders), cmocka_unit_test(test_compiler_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,122 +139,6 @@ void sift__js_path_pop(conv *c, size_t old)
     c->path[old] = 0;
 }
 
-/* Rule names: letters, digits and '-' (runs of anything else become one '-'). */
-char *sift__js_sanitize(const char *name)
-{
-    size_t n = strlen(name);
-    char *s = sift__gx_malloc(n + 1);
-    if (!s) return NULL;
-    size_t k = 0;
-    bool dash = false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = name[i];
-        if (isalnum((unsigned char)ch) || ch == '-') {
-            s[k++] = ch;
-            dash = false;
-        } else if (!dash) {
-            s[k++] = '-';
-            dash = true;
-        }
-    }
-    s[k] = 0;
-    if (!k) {
-        sift__gx_free(s);
-        s = sift__gx_malloc(2);
-        if (s) strcpy(s, "x");
-    }
-    return s;
-}
-
-static uint64_t name_hash(const char *s) { return sift__gx_hash_bytes(s, strlen(s)); }
-
-static jrule *find_hashed(conv *c, const char *name, uint64_t h)
-{
-    if (!c->rule_ht_cap) return NULL;
-    for (size_t k = h & (c->rule_ht_cap - 1);; k = (k + 1) & (c->rule_ht_cap - 1)) {
-        uint32_t i = c->rule_ht[k];
-        if (!i) return NULL;
-        if (c->rules[i - 1].hash == h && !strcmp(c->rules[i - 1].name, name)) return &c->rules[i - 1];
-    }
-}
-
-jrule *sift__js_find_rule(conv *c, const char *name) { return find_hashed(c, name, name_hash(name)); }
-
-/* Index rules[i] by name (rules are only appended; the final sort comes after the last lookup). */
-static bool index_rule(conv *c, size_t i)
-{
-    if ((i + 1) * 2 > c->rule_ht_cap) {
-        size_t nc = c->rule_ht_cap ? c->rule_ht_cap * 2 : 64;
-        uint32_t *t = sift__gx_calloc(nc, sizeof *t);
-        if (!t) return false;
-        sift__gx_free(c->rule_ht);
-        c->rule_ht = t;
-        c->rule_ht_cap = nc;
-        for (size_t j = 0; j < i; j++) {
-            size_t k = c->rules[j].hash & (nc - 1);
-            while (t[k]) k = (k + 1) & (nc - 1);
-            t[k] = (uint32_t)j + 1;
-        }
-    }
-    size_t k = c->rules[i].hash & (c->rule_ht_cap - 1);
-    while (c->rule_ht[k]) k = (k + 1) & (c->rule_ht_cap - 1);
-    c->rule_ht[k] = (uint32_t)i + 1;
-    return true;
-}
-
-/* Add rule `name ::= body`; with reuse, an existing rule with the same name and body is
- * reused; otherwise the name, if taken, gets a number. Returns the name used (owned by the table). Takes
- * ownership of body. */
-static const char *add_rule(conv *c, const char *name, char *body, bool reuse)
-{
-    if (!body) return sift__js_coom(c);
-    char *base = sift__js_sanitize(name);
-    if (!base) {
-        sift__gx_free(body);
-        return sift__js_coom(c);
-    }
-    char *cand = base;
-    uint64_t h;
-    for (int i = 0;; i++) {
-        h = name_hash(cand);
-        jrule *r = find_hashed(c, cand, h);
-        if (!r) break;
-        if (reuse && !strcmp(r->body, body)) {
-            if (cand != base) sift__gx_free(cand);
-            sift__gx_free(base);
-            sift__gx_free(body);
-            return r->name;
-        }
-        if (cand != base) sift__gx_free(cand);
-        size_t n = strlen(base) + 16;
-        cand = sift__gx_malloc(n);
-        if (!cand) {
-            sift__gx_free(base);
-            sift__gx_free(body);
-            return sift__js_coom(c);
-        }
-        snprintf(cand, n, "%s%d", base, i);
-    }
-    if (cand != base) sift__gx_free(base);
-    if (c->n_rules == c->cap_rules) {
-        size_t nc = c->cap_rules ? c->cap_rules * 2 : 16;
-        jrule *p = sift__gx_realloc(c->rules, nc * sizeof *p);
-        if (!p) {
-            sift__gx_free(cand);
-            sift__gx_free(body);
-            return sift__js_coom(c);
-        }
-        c->rules = p;
-        c->cap_rules = nc;
-    }
-    c->rules[c->n_rules++] = (jrule){cand, body, h};
-    if (!index_rule(c, c->n_rules - 1)) return sift__js_coom(c);
-    return cand;
-}
-
-const char *sift__js_add_rule(conv *c, const char *name, char *body) { return add_rule(c, name, body, true); }
-const char *sift__js_add_rule_new(conv *c, const char *name, char *body) { return add_rule(c, name, body, false); }
-
 char *sift__js_dupstr(const char *s)
 {
     size_t n = strlen(s);
@@ -334,7 +218,7 @@ static bool is_reserved(const char *name) { return !strcmp(name, "root") || sift
 const char *sift__js_use_builtin(conv *c, const char *name)
 {
     jrule *have = sift__js_find_rule(c, name);
-    if (have) return have->name;
+    if (have) return have->name; /* built-ins are added named */
     const builtin *b = sift__js_find_builtin(name);
     if (!b) return sift__js_cfail(c, SIFT_E_INVAL, "internal: no built-in rule '%s'", name);
     const char *body = b->body;
@@ -342,7 +226,7 @@ const char *sift__js_use_builtin(conv *c, const char *name)
      * integral part (no leading zero), which SIFT_JSON_SCHEMA_LLAMA keeps */
     if (!strcmp(name, "number") && !(c->flags & SIFT_JSON_SCHEMA_LLAMA))
         body = "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? decimal-part)? space";
-    const char *r = sift__js_add_rule(c, name, sift__js_dupstr(body));
+    const char *r = sift__js_add_rule_named(c, name, sift__js_dupstr(body));
     if (!r) return NULL;
     for (int k = 0; k < 3 && b->deps[k]; k++)
         if (!sift__js_use_builtin(c, b->deps[k])) return NULL;
@@ -1082,7 +966,7 @@ char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_
         sift__error_set(err, SIFT_E_NOMEM, "out of memory");
         return NULL;
     }
-    conv c = {.root = root, .flags = flags, .err = err, .status = SIFT_OK};
+    conv c = {.root = root, .flags = flags, .err = err, .status = SIFT_OK, .short_names = for_parse};
     /* the dialect decides what $ref means beside other keywords: draft-07 and earlier
      * ignore them, 2019-09 and later (the default) apply them too */
     const cJSON *dialect = cJSON_GetObjectItemCaseSensitive(root, "$schema");
@@ -1104,7 +988,7 @@ char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_
     }
     if (top && c.status == SIFT_OK) {
         /* the start rule must be called root */
-        if (strcmp(top, "root") && !sift__js_find_rule(&c, "root")) sift__js_add_rule(&c, "root", sift__js_dupstr(top));
+        if (strcmp(top, "root") && !sift__js_find_rule(&c, "root")) sift__js_add_rule_named(&c, "root", sift__js_dupstr(top));
     }
     if (c.status == SIFT_OK) {
         /* name order is for people reading the text; a caller that only parses it skips the
@@ -1118,12 +1002,15 @@ char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_
          * the (MB-sized, on big schemas) text again at every step and faulted in its pages
          * twice (vfprintf, before that, was slower still) */
         size_t total = 1;
-        for (size_t i = 0; i < c.n_rules; i++) total += strlen(c.rules[i].name) + strlen(c.rules[i].body) + 6;
+        for (size_t i = 0; i < c.n_rules; i++) {
+            if (!c.rules[i].out) c.rules[i].out = c.rules[i].name; /* (freed once, below) */
+            total += strlen(c.rules[i].out) + strlen(c.rules[i].body) + 6;
+        }
         out = total > SIFT__GBNF_TEXT_MAX ? NULL : sift__gx_malloc(total);
         for (size_t k = 0, at = 0; out && k < c.n_rules; k++) {
             const size_t i = for_parse ? c.n_rules - 1 - k : k;
-            size_t nn = strlen(c.rules[i].name), nb = strlen(c.rules[i].body);
-            memcpy(out + at, c.rules[i].name, nn);
+            size_t nn = strlen(c.rules[i].out), nb = strlen(c.rules[i].body);
+            memcpy(out + at, c.rules[i].out, nn);
             memcpy(out + at + nn, " ::= ", 5);
             memcpy(out + at + nn + 5, c.rules[i].body, nb);
             at += nn + 5 + nb;
@@ -1153,12 +1040,7 @@ char *sift__js_to_gbnf(const char *schema, size_t len, uint32_t flags, bool for_
         }
         sift_grammar_free(check);
     }
-    for (size_t i = 0; i < c.n_rules; i++) {
-        sift__gx_free(c.rules[i].name);
-        sift__gx_free(c.rules[i].body);
-    }
-    sift__gx_free(c.rules);
-    sift__gx_free(c.rule_ht);
+    sift__js_rules_free(&c);
     sift__js_refs_free(&c);
     cJSON_Delete(root);
     return out;

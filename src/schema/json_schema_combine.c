@@ -304,7 +304,7 @@ const char *sift__js_visit_ref(conv *c, const char *ref)
     /* a placeholder made for a recursion becomes the alias of the real rule */
     const char *ph = ref_rule(c, ref, h);
     if (ph && strcmp(ph, inner)) {
-        jrule *r = sift__js_find_rule(c, ph);
+        jrule *r = sift__js_rule_written(c, ph);
         sift__gx_free(r->body);
         if (!(r->body = sift__js_dupstr(inner))) return sift__js_coom(c);
         return ph;

@@ -26,7 +26,10 @@
 
 typedef struct {
     char *name, *body;
+    char *out;     /* the name written in the text (NULL: name); see json_schema_rules.c */
     uint64_t hash; /* sift__gx_hash_bytes of name: found and re-indexed without rehashing the name */
+    uint64_t bhash; /* of body as added (short_names: rules shared by body) */
+    bool shared;    /* in the body index */
 } jrule;
 
 typedef struct {
@@ -40,6 +43,8 @@ typedef struct {
                           * scan, quadratic in the rules (41 % of a 1.7 MB Kubernetes grammar's
                           * 190 ms conversion, perf) */
     size_t rule_ht_cap;
+    uint32_t *body_ht;   /* rule index + 1 by body hash (short_names only) */
+    size_t body_ht_cap, body_ht_n;
     struct jref *refs;   /* each $ref's rule, by the reference's own text (json_schema_combine.c):
                           * two references whose rule names read alike ("a.b", "a_b") are two rules */
     size_t n_refs, refs_cap;
@@ -54,6 +59,8 @@ typedef struct {
     size_t any_order_states; /* rules spent on objects whose keys come in any order (any_order_object) */
     bool ref_overrides;        /* draft-07 and earlier ($schema): $ref overrides the keywords beside it */
     const cJSON *dep_required; /* dependentRequired (or dependencies' arrays) for the next build_object */
+    bool short_names; /* the text is only parsed (sift__js_to_gbnf's for_parse): rules written as
+                       * r<index> and shared by body (json_schema_rules.c) */
 } conv;
 
 typedef struct {
@@ -80,10 +87,18 @@ const char *sift__js_coom(conv *c);
 size_t sift__js_path_push(conv *c, const char *seg);
 void sift__js_path_pop(conv *c, size_t old);
 char *sift__js_sanitize(const char *name);
+/* json_schema_rules.c: the rule table */
+/* the rule whose name (key) is `name` / that add_rule's return value `out` writes */
 jrule *sift__js_find_rule(conv *c, const char *name);
+jrule *sift__js_rule_written(conv *c, const char *out);
+/* Add rule `name ::= body`: returns what to write for it in other rules' bodies */
 const char *sift__js_add_rule(conv *c, const char *name, char *body);
 /* as sift__js_add_rule, but always a rule of its own (never one that has the same body) */
 const char *sift__js_add_rule_new(conv *c, const char *name, char *body);
+/* as sift__js_add_rule, but written by its name even with short_names: for rules that other
+ * bodies name before they exist (their names are made, not returned) */
+const char *sift__js_add_rule_named(conv *c, const char *name, char *body);
+void sift__js_rules_free(conv *c);
 char *sift__js_dupstr(const char *s);
 const builtin *sift__js_find_builtin(const char *name);
 const char *sift__js_use_builtin(conv *c, const char *name);

@@ -451,7 +451,7 @@ const char *sift__js_visit_multiple_of(conv *c, const cJSON *s, const cJSON *mul
         if (m.live[st] == 2 && !(k == m.S && k > 0)) sift__gbnf_sb_printf(&b, "%s\"\"", alts++ ? " | " : "");
         snprintf(nm, sizeof nm, "%s%zu", pfx, st);
         if (b.oom) sift__js_coom(c);
-        else sift__js_add_rule(c, nm, sift__js_dupstr(b.s ? b.s : "\"\""));
+        else sift__js_add_rule_named(c, nm, sift__js_dupstr(b.s ? b.s : "\"\"")); /* named: the states above name each other */
     }
     /* the sign, then 0 (residue 0, no more integer digits: its decimals only) or 1-9 */
     b.n = 0;

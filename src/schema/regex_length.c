@@ -421,7 +421,7 @@ const char *sift__js_pattern_with_length(conv *c, const char *pat, size_t n, lon
         }
         if (ACCEPTS(p, k)) sift__gbnf_sb_printf(&b, "%s\"\"", alts ? " | " : "");
         if (b.oom) goto oom;
-        jrule *r = sift__js_find_rule(c, names[s]);
+        jrule *r = sift__js_rule_written(c, names[s]);
         sift__gx_free(r->body);
         r->body = sift__gbnf_sb_take(&b);
     }

@@ -739,6 +739,7 @@ static int load_jinja(srv_server *s, const srv_config *cfg)
 
 int sift_cmd_serve(int argc, char **argv)
 {
+    cli_malloc_keep(); /* requests compile grammars again and again */
     srv_server *s = calloc(1, sizeof *s);
     if (!s) return 1;
     const int pr = parse_args(argc, argv, &s->cfg);
