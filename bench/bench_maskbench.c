@@ -1171,6 +1171,7 @@ int sift_bench_maskbench(int argc, char **argv)
                         x->h.ttfm_cpu_us, x->tbm_cpu_max,
                         x->h.n_tests, x->h.n_tokens, x->h.test);
                 json_str(f, x->h.msg);
+                if (x->h.ttfm_hit_us >= 0) fprintf(f, ", \"ttfm_hit_us\": %.1f", x->h.ttfm_hit_us);
                 fprintf(f, "}\n");
                 fclose(f);
             }
