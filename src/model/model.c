@@ -600,6 +600,25 @@ static int get_vec(loader *ld, const char *name, int64_t n, bool required, const
     return get_vec2(ld, name, n, 1, required, out);
 }
 
+/* Layer l's experts' gate and up projections: merged in ffn_gate_up_exps (each expert's gate
+ * rows, then its up rows: parts 2e and 2e + 1, which llama-graph's build_moe_ffn splits) or
+ * apart in ffn_gate_exps and ffn_up_exps. gemma4's and qwen35moe's files come both ways. */
+static int get_gate_up_experts(loader *ld, int l, int64_t E, int64_t FE, int64_t NE, sift__layer *L)
+{
+    char n[96];
+    int rc;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+    if (sift_gguf_tensor_by_name(ld->m->gguf, NAME("ffn_gate_up_exps.weight"))) {
+        if ((rc = get_experts(ld, n, E, 2 * FE, NE, &L->w_gate_exps))) return rc;
+        L->w_gate_exps.n_part = FE;
+        L->gate_up_exps = true;
+        return SIFT_OK;
+    }
+    if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
+    return get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps);
+#undef NAME
+}
+
 /* gemma4's experts of layer l (llama_model_gemma4::load_arch_tensors), where the layer has a
  * router (ffn_gate_inp; the layer's dense FFN stays, as the shared expert): the router's input
  * scale, the experts' input norm and the two branches' output norms, the experts' gate and up
@@ -621,15 +640,7 @@ static int get_gemma4_experts(loader *ld, int l, sift__layer *L)
     if ((rc = get_vec(ld, NAME("pre_ffw_norm_2.weight"), E, true, &L->ffn_pre_norm_2))) return rc;
     if ((rc = get_vec(ld, NAME("post_ffw_norm_1.weight"), E, true, &L->ffn_post_norm_1))) return rc;
     if ((rc = get_vec(ld, NAME("post_ffw_norm_2.weight"), E, true, &L->ffn_post_norm_2))) return rc;
-    if (sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_up_exps.weight"))) {
-        /* NE experts of 2 FE rows = 2 NE parts of FE rows: expert e's gate is part 2e, its up 2e + 1 */
-        if ((rc = get_experts(ld, n, E, 2 * FE, NE, &L->w_gate_exps))) return rc;
-        L->w_gate_exps.n_part = FE;
-        L->gate_up_exps = true;
-    } else {
-        if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
-        if ((rc = get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps))) return rc;
-    }
+    if ((rc = get_gate_up_experts(ld, l, E, FE, NE, L))) return rc;
     if ((rc = get_experts(ld, NAME("ffn_down_exps.weight"), FE, E, NE, &L->w_down_exps))) return rc;
     return get_vec(ld, NAME("ffn_down_exps.scale"), NE, false, &L->down_exps_scale);
 #undef NAME
@@ -766,11 +777,8 @@ static int load_tensors(loader *ld, const arch_desc *ad)
         if (ad->moe && sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_inp.weight"))) {
             const int64_t NE = hp->n_expert, FE = hp->n_ff_exp;
             if ((rc = get_weight(ld, NAME("ffn_gate_inp.weight"), E, NE, true, &L->w_router))) return rc;
-            if (ad->qwen35 && sift_gguf_tensor_by_name(m->gguf, NAME("ffn_gate_up_exps.weight"))) {
-                /* merged: expert e's gate rows, then its up rows (parts 2e and 2e + 1, as gemma4's) */
-                if ((rc = get_experts(ld, n, E, 2 * FE, NE, &L->w_gate_exps))) return rc;
-                L->w_gate_exps.n_part = FE;
-                L->gate_up_exps = true;
+            if (ad->qwen35) { /* merged or apart, as gemma4's */
+                if ((rc = get_gate_up_experts(ld, l, E, FE, NE, L))) return rc;
             } else {
                 if ((rc = get_experts(ld, NAME("ffn_gate_exps.weight"), E, FE, NE, &L->w_gate_exps))) return rc;
                 if ((rc = get_experts(ld, NAME("ffn_up_exps.weight"), E, FE, NE, &L->w_up_exps))) return rc;
