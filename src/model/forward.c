@@ -142,17 +142,16 @@ void sift__rope_apply(float *x, const float *cs, int n_rot, bool neox)
 
 /* ---- matrix products -------------------------------------------------------------------------- */
 
-#define MM_MAX 3       /* weights sharing one input in a job (q, k, v) */
+#define MM_MAX 16      /* weights in a job: q, k, v; or gate and up of up to 8 experts */
 #define MM_ROW_BLOCK 16 /* rows kept hot while the token groups go by */
 #define SIFT_PAR_MIN_WORK (1 << 18) /* multiply-adds below which a step runs on one thread */
 
 typedef struct mm_job {
     const sift_context *ctx;
     int n_tok;
-    const float *x;          /* F32 input [n_tok][n_in] (for types without a kernel) */
     int n_w;
     const sift__weight *w[MM_MAX];
-    const void *act[MM_MAX]; /* the input converted to each weight's activation format */
+    const void *act[MM_MAX]; /* each weight's input in its activation format (F32 for none) */
     size_t act_stride[MM_MAX];
     float *out[MM_MAX];      /* [n_tok][out_stride] */
     int64_t out_stride[MM_MAX];
@@ -216,17 +215,27 @@ static void mm_rows_generic(const mm_job *J, int wi, int64_t r0, int64_t r1, flo
     const sift__weight *w = J->w[wi];
     const sift__type_traits *tr = sift__type_traits_get(w->type);
     const sift__dot_fn dot = J->ctx->k->dot[SIFT_TYPE_F32];
-    const size_t xs = (size_t)w->n_in * sizeof(float);
+    const size_t xs = J->act_stride[wi];
     float s[SIFT_DOT_MAX_COLS];
     for (int64_t r = r0; r < r1; r++) {
         tr->dequantize((const char *)w->data + r * w->row_bytes, deq, w->n_in);
         for (int t = 0; t < J->n_tok; t += SIFT_DOT_MAX_COLS) {
             const int nc = J->n_tok - t < SIFT_DOT_MAX_COLS ? J->n_tok - t : SIFT_DOT_MAX_COLS;
-            dot(w->n_in, deq, J->x + (size_t)t * w->n_in, xs, nc, s);
+            dot(w->n_in, deq, (const float *)((const char *)J->act[wi] + t * xs), xs, nc, s);
             for (int j = 0; j < nc; j++)
                 J->out[wi][(t + j) * J->out_stride[wi] + r] = s[j] + (J->bias[wi] ? J->bias[wi][r] : 0.0f);
         }
     }
+}
+
+/* Rows [a, b) of weight wi of the job, on thread `thread`. */
+static void mm_rows(const mm_job *J, int wi, int64_t a, int64_t b, int thread)
+{
+    sift__dot_fn dot = J->ctx->k->dot[J->w[wi]->type];
+    if (dot)
+        mm_rows_kernel(J, wi, a, b, dot);
+    else
+        mm_rows_generic(J, wi, a, b, J->ctx->deq + (size_t)thread * J->ctx->deq_stride);
 }
 
 /* Chunk c of the job's rows (boundaries on multiples of 16 rows, so two threads never
@@ -241,13 +250,28 @@ static void mm_task(void *arg, int chunk, int n_chunks, int thread)
     for (int wi = 0; wi < J->n_w; base += J->w[wi]->n_out, wi++) {
         const int64_t a = r0 > base ? r0 - base : 0;
         const int64_t b = r1 - base < J->w[wi]->n_out ? r1 - base : J->w[wi]->n_out;
-        if (a >= b) continue;
-        sift__dot_fn dot = J->ctx->k->dot[J->w[wi]->type];
-        if (dot)
-            mm_rows_kernel(J, wi, a, b, dot);
-        else
-            mm_rows_generic(J, wi, a, b, J->ctx->deq + (size_t)thread * J->ctx->deq_stride);
+        if (a < b) mm_rows(J, wi, a, b, thread);
     }
+}
+
+/* How many chunks `units` 16-row units of a job go in: four a thread, and for one token at
+ * most MM_GEN_CHUNK units each, since a thread that finishes its last chunk early waits for
+ * the others' (with the output matrix in 8 chunks that wait was ~3% of a token). */
+#define MM_GEN_CHUNK 16
+static int mm_chunks(int64_t units, int nth, int n_tok)
+{
+    int64_t c = 4 * nth;
+    if (nth > 1 && n_tok == 1 && units / MM_GEN_CHUNK > c) c = units / MM_GEN_CHUNK;
+    return (int)(units < c ? units : c);
+}
+
+/* Runs a filled job: its rows in chunks across the pool (one fork-join for all its weights). */
+static void mm_run(sift_context *ctx, int nth, const mm_job *J)
+{
+    /* below ~256K multiply-adds a second thread costs more than it saves */
+    const int64_t work = J->n_rows * J->w[0]->n_in * J->n_tok;
+    if (work < SIFT_PAR_MIN_WORK) nth = 1;
+    sift__pool_run(ctx->pool, nth, mm_chunks((J->n_rows + 15) / 16, nth, J->n_tok), mm_task, (void *)J);
 }
 
 /* out_i = x W_i^T (+ bias_i) for the n_w weights (all taking n_in inputs), x [n_tok][n_in]. */
@@ -255,7 +279,7 @@ static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_
                    float *const *out, const int64_t *out_stride, const float *const *bias)
 {
     if (n_tok == 0) return;
-    mm_job J = {.ctx = ctx, .n_tok = n_tok, .x = x, .n_w = n_w};
+    mm_job J = {.ctx = ctx, .n_tok = n_tok, .n_w = n_w};
     const int64_t n_in = w[0]->n_in;
     bool converted[SIFT_ACT_COUNT] = {false};
     for (int i = 0; i < n_w; i++) {
@@ -279,12 +303,7 @@ static void matmul(sift_context *ctx, int nth, int n_tok, const float *x, int n_
         J.act[i] = ctx->act[f];
         J.act_stride[i] = ctx->act_stride[f];
     }
-    /* below ~256K multiply-adds a second thread costs more than it saves */
-    const int64_t work = J.n_rows * n_in * n_tok;
-    if (work < SIFT_PAR_MIN_WORK) nth = 1;
-    const int64_t units = (J.n_rows + 15) / 16;
-    const int n_chunks = (int)(units < 4 * nth ? units : 4 * nth);
-    sift__pool_run(ctx->pool, nth, n_chunks, mm_task, &J);
+    mm_run(ctx, nth, &J);
 }
 
 /* One weight, with a bias or none (NULL). */
@@ -317,7 +336,8 @@ static void swiglu_oai(int64_t n, float *g, const float *u)
 {
     const float alpha = 1.702f, limit = 7.0f;
     for (int64_t i = 0; i < n; i++) {
-        const float x = fminf(g[i], limit), y = fminf(fmaxf(u[i], -limit), limit);
+        /* fminf / fmaxf as compares (a NaN gives the limit either way): the libm calls cost */
+        const float x = g[i] < limit ? g[i] : limit, uc = u[i] > -limit ? u[i] : -limit, y = uc < limit ? uc : limit;
         g[i] = x / (1.0f + expf(alpha * -x)) * (y + 1.0f);
     }
 }
@@ -365,6 +385,125 @@ static void moe_route(sift_context *ctx, int nth, int n, const sift__layer *L, c
     }
 }
 
+/* Expert e's gate, up and down views (gemma4's merged gate-up stack read as two row ranges). */
+static void expert_views(const sift__layer *L, int e, int64_t FE, int64_t E, sift__weight *g, sift__weight *u, sift__weight *d)
+{
+    *g = expert_view(&L->w_gate_exps, L->gate_up_exps ? 2 * e : e, FE);
+    *u = L->gate_up_exps ? expert_view(&L->w_gate_exps, 2 * e + 1, FE) : expert_view(&L->w_up_exps, e, FE);
+    *d = expert_view(&L->w_down_exps, e, E);
+}
+
+/* The gate of n values of one expert: g = act(g) * u, as the model says. */
+static void moe_gate(const sift_context *ctx, int64_t n, float *g, const float *u)
+{
+    const sift__hparams *hp = &ctx->model->hp;
+    if (hp->moe_oai) swiglu_oai(n, g, u);
+    else if (hp->gelu) geglu(n, g, u, ctx->model->gelu_f16);
+    else ctx->k->swiglu(n, g, u, g);
+}
+
+/* Input x (n_in F32 values) of weight i of job J, converted to the weight's activation format
+ * into row `row` of that format's buffer (the buffers hold n_batch rows). */
+static void mm_set_input(sift_context *ctx, mm_job *J, int i, const float *x, int row)
+{
+    const int64_t n_in = J->w[i]->n_in;
+    const sift__act_format f = sift__act_format_of(J->w[i]->type);
+    if (f == SIFT_ACT_F32 || f == SIFT_ACT_NONE) {
+        J->act[i] = x;
+        J->act_stride[i] = (size_t)n_in * sizeof(float);
+        return;
+    }
+    char *dst = (char *)ctx->act[f] + (size_t)row * ctx->act_stride[f];
+    ctx->k->act_convert(f, x, dst, n_in);
+    J->act[i] = dst;
+    J->act_stride[i] = ctx->act_stride[f];
+}
+
+/* The gate-up job of one token's experts: weights 2k and 2k + 1 are expert k's gate and up
+ * (FE rows each). A chunk takes the same rows of both and gates them at once, so the gate
+ * runs on every thread, not on one after the join. */
+typedef struct moe_gu_job {
+    mm_job mm;
+    int64_t fe, units; /* rows per matrix; 16-row units per expert */
+} moe_gu_job;
+
+static void moe_gu_task(void *arg, int chunk, int n_chunks, int thread)
+{
+    const moe_gu_job *G = arg;
+    const int K = G->mm.n_w / 2;
+    const int64_t all = G->units * K, u0 = all * chunk / n_chunks, u1 = all * (chunk + 1) / n_chunks;
+    for (int k = (int)(u0 / G->units); k < K && (int64_t)k * G->units < u1; k++) {
+        const int64_t a = u0 > k * G->units ? (u0 - k * G->units) * 16 : 0;
+        int64_t b = (u1 - k * G->units) * 16;
+        if (b > G->fe) b = G->fe;
+        if (a >= b) continue;
+        mm_rows(&G->mm, 2 * k, a, b, thread);
+        mm_rows(&G->mm, 2 * k + 1, a, b, thread);
+        /* rows on 16-row boundaries: SIMD gates see the same lanes as over the whole row */
+        moe_gate(G->mm.ctx, b - a, G->mm.out[2 * k] + a, G->mm.out[2 * k + 1] + a);
+    }
+}
+
+/* One token's K experts (generation), as moe_experts computes them but in two fork-joins a
+ * layer instead of 2K: gate, up and the gate function of every selected expert in one job
+ * (moe_gu_task), their down projections (each on its own gated input) in a second. With a
+ * small expert (gpt-oss's 1024 x 1024) a join per matrix, and the gate run by one thread,
+ * left the second thread idle much of the time. Each row still goes through the same kernel
+ * on the same converted input, so the result is the batched path's bit for bit. */
+static void moe_experts_tok(sift_context *ctx, int nth, const sift__layer *L, const float *xn, float *out)
+{
+    const sift__hparams *hp = &ctx->model->hp;
+    const int E = hp->n_embd, K = hp->n_expert_used, FE = hp->n_ff_exp;
+    sift__weight g[MM_MAX / 2], u[MM_MAX / 2], d[MM_MAX / 2];
+    moe_gu_job G = {.mm = {.ctx = ctx, .n_tok = 1, .n_w = 2 * K}, .fe = FE, .units = (FE + 15) / 16};
+    mm_job *J = &G.mm;
+    for (int k = 0; k < K; k++) {
+        const int e = ctx->moe_sel[k];
+        expert_views(L, e, FE, E, &g[k], &u[k], &d[k]);
+        for (int j = 0; j < 2; j++) {
+            const int i = 2 * k + j;
+            J->w[i] = j ? &u[k] : &g[k];
+            J->out[i] = (j ? ctx->moe_u : ctx->moe_g) + (size_t)k * FE;
+            J->out_stride[i] = FE;
+            const float *b = j ? L->b_up_exps : L->b_gate_exps;
+            J->bias[i] = b ? b + (size_t)e * FE : NULL;
+            J->n_rows += FE;
+            /* one conversion per format: the weights that share it share the row */
+            int same = -1;
+            for (int p = 0; p < i && same < 0; p++)
+                if (sift__act_format_of(J->w[p]->type) == sift__act_format_of(J->w[i]->type)) same = p;
+            if (same >= 0) {
+                J->act[i] = J->act[same];
+                J->act_stride[i] = J->act_stride[same];
+            } else {
+                mm_set_input(ctx, J, i, xn, 0);
+            }
+        }
+    }
+    {
+        const int par = 2LL * K * FE * E < SIFT_PAR_MIN_WORK ? 1 : nth;
+        sift__pool_run(ctx->pool, par, mm_chunks(G.units * K, par, 1), moe_gu_task, &G);
+    }
+    mm_job D = {.ctx = ctx, .n_tok = 1, .n_w = K};
+    for (int k = 0; k < K; k++) { /* slot k's output goes to its (token 0, slot k) row */
+        D.w[k] = &d[k];
+        D.out[k] = ctx->moe_out + (size_t)k * E;
+        D.out_stride[k] = E;
+        D.bias[k] = L->b_down_exps ? L->b_down_exps + (size_t)ctx->moe_sel[k] * E : NULL;
+        D.n_rows += E;
+        mm_set_input(ctx, &D, k, ctx->moe_g + (size_t)k * FE, k);
+    }
+    mm_run(ctx, nth, &D);
+    for (int k = 0; k < K; k++) {
+        const float s = L->down_exps_scale ? L->down_exps_scale[ctx->moe_sel[k]] : 1.0f, wt = ctx->moe_w[k];
+        float *o = ctx->moe_out + (size_t)k * E;
+        for (int i = 0; i < E; i++) o[i] = o[i] * s * wt;
+    }
+    memcpy(out, ctx->moe_out, (size_t)E * sizeof(float));
+    for (int k = 1; k < K; k++)
+        for (int i = 0; i < E; i++) out[i] += ctx->moe_out[(size_t)k * E + i];
+}
+
 /* The routed experts of n tokens (xn in, out [n][E]; out may be xn): each expert runs once
  * over the tokens routed to it (its rows read once per batch, not once per token), gated by
  * SwiGLU, gpt-oss's swiglu_oai (biased experts) or GELU (gemma4, ggml's table; its merged
@@ -375,6 +514,10 @@ static void moe_experts(sift_context *ctx, int nth, int n, const sift__layer *L,
 {
     const sift__hparams *hp = &ctx->model->hp;
     const int E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FE = hp->n_ff_exp;
+    if (n == 1 && 2 * K <= MM_MAX && K <= ctx->n_batch) {
+        moe_experts_tok(ctx, nth, L, xn, out);
+        return;
+    }
     for (int e = 0; e < NE; e++) {
         int cnt = 0; /* the (token, slot) pairs routed to e */
         for (int t = 0; t < n; t++)
@@ -385,9 +528,8 @@ static void moe_experts(sift_context *ctx, int nth, int n, const sift__layer *L,
                     cnt++;
                 }
         if (!cnt) continue;
-        const sift__weight g = expert_view(&L->w_gate_exps, L->gate_up_exps ? 2 * e : e, FE),
-                           u = L->gate_up_exps ? expert_view(&L->w_gate_exps, 2 * e + 1, FE) : expert_view(&L->w_up_exps, e, FE),
-                           d = expert_view(&L->w_down_exps, e, E);
+        sift__weight g, u, d;
+        expert_views(L, e, FE, E, &g, &u, &d);
         const sift__weight *w[2] = {&g, &u};
         float *o[2] = {ctx->moe_g, ctx->moe_u};
         const int64_t os[2] = {FE, FE};
@@ -395,9 +537,7 @@ static void moe_experts(sift_context *ctx, int nth, int n, const sift__layer *L,
         const float *bias[2] = {L->b_gate_exps ? L->b_gate_exps + (size_t)e * FE : NULL,
                                 L->b_up_exps ? L->b_up_exps + (size_t)e * FE : NULL};
         matmul(ctx, nth, cnt, ctx->moe_x, 2, w, o, os, bias);
-        if (hp->moe_oai) swiglu_oai((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u);
-        else if (hp->gelu) geglu((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u, ctx->model->gelu_f16);
-        else ctx->k->swiglu((int64_t)cnt * FE, ctx->moe_g, ctx->moe_u, ctx->moe_g);
+        moe_gate(ctx, (int64_t)cnt * FE, ctx->moe_g, ctx->moe_u);
         matmul1b(ctx, nth, cnt, ctx->moe_g, &d, ctx->moe_o, E, L->b_down_exps ? L->b_down_exps + (size_t)e * E : NULL);
         const float s = L->down_exps_scale ? L->down_exps_scale[e] : 1.0f;
         for (int j = 0; j < cnt; j++) { /* scaled and weighted, into the (token, slot) row */

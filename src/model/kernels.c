@@ -103,7 +103,10 @@ static void quantize_act_q8_0(const float *x, void *dst, int64_t n)
     sift__block_q8_0 *y = dst;
     for (int64_t b = 0; b < n / SIFT_QK8_0; b++, x += SIFT_QK8_0) {
         float amax = 0;
-        for (int j = 0; j < SIFT_QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
+        for (int j = 0; j < SIFT_QK8_0; j++) { /* fmaxf as a compare (a NaN keeps amax either way): no libm call */
+            const float v = fabsf(x[j]);
+            amax = v > amax ? v : amax;
+        }
         const float d = amax / 127.f;
         const float id = amax != 0 ? 127.f / amax : 0.f;
         y[b].d = sift__fp32_to_fp16(d);
