@@ -235,7 +235,10 @@ void sift_grammar_compiler_get_stats(const sift_grammar_compiler *c, sift_gramma
  * a cache hit. So four independent lanes take a word each (8 bytes per multiply, the lanes'
  * multiplies overlapping), then the tail and the root byte by byte: about 0.1 ms for the
  * megabyte. The hash only picks candidates - key_equal compares the whole text - so its
- * quality needs to be good, not cryptographic. */
+ * quality needs to be good, not cryptographic. Not sift__gx_hash_bytes (one lane, a dependent
+ * multiply per word, made for short names): with it MaskBench's repeated-schema TTFM p99 was
+ * 43.8 us against 16.2 with these lanes (--every 5 --repeat), and 325 against 197 us for the
+ * megabyte schema. */
 static uint64_t mix64(uint64_t h, uint64_t w)
 {
     h ^= w;
